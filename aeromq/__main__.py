@@ -1,0 +1,3 @@
+from aeromq._cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""``aeromq SUBCOMMAND ...``: a thin dispatcher.
+
+Each subcommand is a ``main(argv) -> int`` in the package that owns it, imported only when it
+runs, so ``aeromq stat`` does not import the broker and a missing optional dependency of one
+subcommand never breaks another.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+# name -> ("module:function", one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+}
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: aeromq SUBCOMMAND [ARGS...]", "", "subcommands:"]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in sorted(COMMANDS.items())]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name == "--version":
+        from aeromq import __version__
+
+        print(__version__)
+        return 0
+    if name not in COMMANDS:
+        print(f"aeromq: unknown subcommand {name!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module_name, _, function_name = COMMANDS[name][0].partition(":")
+    entry: Callable[[list[str]], int] = getattr(importlib.import_module(module_name), function_name)
+    return entry(rest)

@@ -1,0 +1,3 @@
+from bench._harness import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""One module per suite; each defines ``run(quick: bool) -> Iterator[Result | Target]``."""

@@ -1,0 +1,49 @@
+"""Cost of one call of each operation of the native atomic helper, beside plain-Python baselines.
+
+Every hot path of the transport is a few of these calls, so this suite is the floor of all the
+others. Baselines: ``struct.unpack_from`` / ``pack_into`` on a memoryview, the plain-Python way.
+"""
+
+from __future__ import annotations
+
+import struct
+import timeit
+from collections.abc import Iterator
+
+from bench._harness import Result, Target
+from transport.concurrent import AtomicBuffer
+
+_CASES = {
+    "get_int64": "b.get_int64(64)",
+    "get_int32_volatile": "b.get_int32_volatile(64)",
+    "get_int64_volatile": "b.get_int64_volatile(64)",
+    "put_int64": "b.put_int64(64, 1)",
+    "put_int32_ordered": "b.put_int32_ordered(64, 1)",
+    "put_int64_ordered": "b.put_int64_ordered(64, 1)",
+    "compare_and_set_int64": "b.compare_and_set_int64(64, 1, 1)",
+    "get_and_add_int64": "b.get_and_add_int64(64, 1)",
+    "add_int64_ordered": "b.add_int64_ordered(64, 1)",
+    "put_bytes_64B": "b.put_bytes(128, data)",
+    "get_bytes_64B": "b.get_bytes(128, 64)",
+    "baseline:struct.unpack_from_q": "unpack(m, 64)",
+    "baseline:struct.pack_into_q": "pack(m, 64, 1)",
+}
+
+
+def run(quick: bool) -> Iterator[Result | Target]:
+    buffer = AtomicBuffer.allocate(4096)
+    view = memoryview(buffer)
+    names = {
+        "b": buffer,
+        "m": view,
+        "data": b"x" * 64,
+        "unpack": struct.Struct("<q").unpack_from,
+        "pack": struct.Struct("<q").pack_into,
+    }
+    number = 200_000 if quick else 2_000_000
+    costs: dict[str, float] = {}
+    for name, stmt in _CASES.items():
+        best = min(timeit.repeat(stmt, globals=names, number=number, repeat=3))
+        costs[name] = best / number * 1e9
+        yield Result(f"atomic:{name}" if ":" not in name else name, ns_per_op=costs[name])
+    view.release()

@@ -1,0 +1,97 @@
+"""Errors of the transport, one root for the package.
+
+::
+
+    TransportError                      root of every error raised by ``transport``
+    ├── IndexOutOfBoundsError           (also IndexError) a buffer index, length or alignment is bad
+    ├── ConfigurationError              (also ValueError) a value given to a constructor or context
+    │   └── ChannelUriError             a channel URI that does not parse or validate
+    ├── IllegalStateError               an operation in a state that does not allow it
+    ├── MessageTooLongError             a message over the buffer's maximum length
+    ├── InvalidMessageTypeError         a ring or broadcast message type id < 1
+    ├── RegistrationError               the media driver refused a command (carries ``code``)
+    ├── DriverTimeoutError              (also TimeoutError) the media driver stopped answering
+    ├── ClientTimeoutError              the driver timed this client out
+    └── CncFileError                    a cnc.dat that is missing, too short or of another version
+
+Hot paths never raise for expected conditions (a full ring buffer, back pressure): they return
+codes. These errors are for the control path and for bugs in the caller's arguments. Every
+message names the values that matter as ``key=value``; the values are kept as attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ChannelUriError",
+    "ClientTimeoutError",
+    "CncFileError",
+    "ConfigurationError",
+    "DriverTimeoutError",
+    "IllegalStateError",
+    "IndexOutOfBoundsError",
+    "InvalidMessageTypeError",
+    "MessageTooLongError",
+    "RegistrationError",
+    "TransportError",
+]
+
+
+class TransportError(Exception):
+    """Root of the transport's errors. ``retriable`` says whether trying again may succeed."""
+
+    retriable: bool = False
+
+    def __init__(self, message: str, **values: Any) -> None:
+        if values:
+            detail = " ".join(f"{key}={value!r}" for key, value in values.items())
+            message = f"{message}: {detail}"
+        super().__init__(message)
+        self.values = values
+        for key, value in values.items():
+            setattr(self, key, value)
+
+
+class IndexOutOfBoundsError(TransportError, IndexError):
+    """A buffer access outside its region, or an atomic access that is not naturally aligned."""
+
+
+class ConfigurationError(TransportError, ValueError):
+    """A bad value for a constructor or a context: the message names the value and the rule."""
+
+
+class ChannelUriError(ConfigurationError):
+    """A channel URI that does not parse, names an unknown media or has a bad parameter."""
+
+
+class IllegalStateError(TransportError):
+    """An operation that the object's current state does not allow (e.g. use after close)."""
+
+
+class MessageTooLongError(TransportError, ValueError):
+    """A message longer than the buffer or publication allows."""
+
+
+class InvalidMessageTypeError(TransportError, ValueError):
+    """A ring buffer or broadcast message type id below 1 (ids <= 0 are reserved)."""
+
+
+class RegistrationError(TransportError):
+    """The media driver answered a command with ON_ERROR; ``code`` is the driver's error code."""
+
+    code: int
+
+
+class DriverTimeoutError(TransportError, TimeoutError):
+    """The media driver did not answer or stopped heart-beating within the driver timeout."""
+
+    retriable = True
+
+
+class ClientTimeoutError(TransportError):
+    """The media driver timed this client out (its keepalives stopped) and freed its resources."""
+
+
+class CncFileError(TransportError):
+    """A cnc.dat that does not exist, is too short, or has an incompatible version."""
