@@ -6,13 +6,15 @@
     ├── IndexOutOfBoundsError           (also IndexError) a buffer index, length or alignment is bad
     ├── ConfigurationError              (also ValueError) a value given to a constructor or context
     │   └── ChannelUriError             a channel URI that does not parse or validate
+    │       └── UnknownHostError        a host in a channel URI that does not resolve
     ├── IllegalStateError               an operation in a state that does not allow it
     ├── MessageTooLongError             a message over the buffer's maximum length
     ├── InvalidMessageTypeError         a ring or broadcast message type id < 1
     ├── RegistrationError               the media driver refused a command (carries ``code``)
     ├── DriverTimeoutError              (also TimeoutError) the media driver stopped answering
     ├── ClientTimeoutError              the driver timed this client out
-    └── CncFileError                    a cnc.dat that is missing, too short or of another version
+    ├── CncFileError                    a cnc.dat that is missing, too short or of another version
+    └── MalformedCommandError           a driver command or response too short or inconsistent
 
 Hot paths never raise for expected conditions (a full ring buffer, back pressure): they return
 codes. These errors are for the control path and for bugs in the caller's arguments. Every
@@ -32,9 +34,11 @@ __all__ = [
     "IllegalStateError",
     "IndexOutOfBoundsError",
     "InvalidMessageTypeError",
+    "MalformedCommandError",
     "MessageTooLongError",
     "RegistrationError",
     "TransportError",
+    "UnknownHostError",
 ]
 
 
@@ -63,6 +67,10 @@ class ConfigurationError(TransportError, ValueError):
 
 class ChannelUriError(ConfigurationError):
     """A channel URI that does not parse, names an unknown media or has a bad parameter."""
+
+
+class UnknownHostError(ChannelUriError):
+    """A host name in a channel URI (``endpoint``, ``control``, ``interface``) that does not resolve."""
 
 
 class IllegalStateError(TransportError):
@@ -95,3 +103,10 @@ class ClientTimeoutError(TransportError):
 
 class CncFileError(TransportError):
     """A cnc.dat that does not exist, is too short, or has an incompatible version."""
+
+
+class MalformedCommandError(TransportError):
+    """A client-driver command or response that is truncated or whose lengths do not add up.
+
+    The message names the message type, the field, its offset and the lengths involved.
+    """
