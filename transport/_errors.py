@@ -14,6 +14,7 @@
     ├── DriverTimeoutError              (also TimeoutError) the media driver stopped answering
     ├── ClientTimeoutError              the driver timed this client out
     ├── CncFileError                    a cnc.dat that is missing, too short or of another version
+    ├── LogBufferFileError              a log buffer file too short or inconsistent with its metadata
     └── MalformedCommandError           a driver command or response too short or inconsistent
 
 Hot paths never raise for expected conditions (a full ring buffer, back pressure): they return
@@ -34,6 +35,7 @@ __all__ = [
     "IllegalStateError",
     "IndexOutOfBoundsError",
     "InvalidMessageTypeError",
+    "LogBufferFileError",
     "MalformedCommandError",
     "MessageTooLongError",
     "RegistrationError",
@@ -103,6 +105,13 @@ class ClientTimeoutError(TransportError):
 
 class CncFileError(TransportError):
     """A cnc.dat that does not exist, is too short, or has an incompatible version."""
+
+
+class LogBufferFileError(TransportError):
+    """A log buffer file that is too short, or whose length disagrees with its metadata.
+
+    The message names the path, the file length and the term length and page size it records.
+    """
 
 
 class MalformedCommandError(TransportError):
