@@ -8,6 +8,7 @@
     │   └── ChannelUriError             a channel URI that does not parse or validate
     │       └── UnknownHostError        a host in a channel URI that does not resolve
     ├── IllegalStateError               an operation in a state that does not allow it
+    ├── AgentTerminationError           raised by an agent's duty cycle to end its runner
     ├── MessageTooLongError             a message over the buffer's maximum length
     ├── InvalidMessageTypeError         a ring or broadcast message type id < 1
     ├── RegistrationError               the media driver refused a command (carries ``code``)
@@ -27,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AgentTerminationError",
     "ChannelUriError",
     "ClientTimeoutError",
     "CncFileError",
@@ -77,6 +79,10 @@ class UnknownHostError(ChannelUriError):
 
 class IllegalStateError(TransportError):
     """An operation that the object's current state does not allow (e.g. use after close)."""
+
+
+class AgentTerminationError(TransportError):
+    """Raised by an agent (``do_work``) to stop its runner: the loop ends and ``on_close`` runs."""
 
 
 class MessageTooLongError(TransportError, ValueError):
