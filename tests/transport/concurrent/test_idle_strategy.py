@@ -1,0 +1,194 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from transport import ConfigurationError
+from transport.concurrent import idle_strategy as module
+from transport.concurrent.idle_strategy import (
+    BackoffIdleStrategy,
+    BusySpinIdleStrategy,
+    IdleStrategy,
+    NoOpIdleStrategy,
+    SleepingIdleStrategy,
+    YieldingIdleStrategy,
+    idle_strategy_from_name,
+)
+
+
+class Calls:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.log: list[str] = []
+        monkeypatch.setattr(module.os, "sched_yield", lambda: self.log.append("yield"))
+        monkeypatch.setattr(
+            module.time, "sleep", lambda s: self.log.append(f"park {round(s * 1e9)}")
+        )
+
+
+def test_should_walk_the_backoff_states_spin_yield_then_park_doubling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = Calls(monkeypatch)
+    strategy = BackoffIdleStrategy(
+        max_spins=3, max_yields=2, min_park_period_ns=1_000, max_park_period_ns=4_000
+    )
+    states = []
+    for _ in range(3):  # NOT_IDLE -> SPINNING, then spins 2 and 3
+        strategy.idle()
+        states.append(strategy.state)
+    assert states == [BackoffIdleStrategy.SPINNING] * 3
+    assert calls.log == []
+    strategy.idle()  # spins 4 > 3
+    assert strategy.state == BackoffIdleStrategy.YIELDING
+    strategy.idle()
+    strategy.idle()
+    assert calls.log == ["yield", "yield"]
+    strategy.idle()  # yields 3 > 2
+    assert strategy.state == BackoffIdleStrategy.PARKING
+    assert calls.log == ["yield", "yield"]
+    for _ in range(4):
+        strategy.idle()
+    assert calls.log[2:] == ["park 1000", "park 2000", "park 4000", "park 4000"]
+
+
+def test_should_reset_the_backoff_on_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Calls(monkeypatch)
+    strategy = BackoffIdleStrategy(0, 0, 1_000, 8_000)
+    for _ in range(5):  # spin once, to yielding, to parking, park twice
+        strategy.idle(0)
+    assert strategy.state == BackoffIdleStrategy.PARKING
+    assert strategy.park_period_ns == 4_000
+    strategy.idle(5)
+    assert (strategy.state, strategy.spins, strategy.yields, strategy.park_period_ns) == (
+        BackoffIdleStrategy.NOT_IDLE,
+        0,
+        0,
+        1_000,
+    )
+    strategy.idle(0)
+    assert strategy.state == BackoffIdleStrategy.SPINNING
+    strategy.reset()
+    assert strategy.state == BackoffIdleStrategy.NOT_IDLE
+    assert calls.log == ["park 1000", "park 2000"]
+
+
+def test_should_use_agronas_backoff_defaults() -> None:
+    strategy = BackoffIdleStrategy()
+    assert (
+        strategy.max_spins,
+        strategy.max_yields,
+        strategy.min_park_period_ns,
+        strategy.max_park_period_ns,
+    ) == (10, 5, 1_000, 1_000_000)
+    assert repr(strategy) == (
+        "BackoffIdleStrategy(max_spins=10, max_yields=5, min_park_period_ns=1000, "
+        "max_park_period_ns=1000000)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((-1, 5, 1_000, 2_000), "max_spins=-1"),
+        ((1, -5, 1_000, 2_000), "max_yields=-5"),
+        ((1, 5, 0, 2_000), "min_park_period_ns=0"),
+        ((1, 5, 3_000, 2_000), "max_park_period_ns=2000"),
+    ],
+)
+def test_should_reject_bad_backoff_parameters(
+    args: tuple[int, int, int, int], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        BackoffIdleStrategy(*args)
+
+
+def test_should_yield_only_without_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Calls(monkeypatch)
+    strategy = YieldingIdleStrategy()
+    strategy.idle(1)
+    strategy.idle(0)
+    strategy.idle()
+    strategy.reset()
+    assert calls.log == ["yield", "yield"]
+
+
+def test_should_sleep_for_the_period_only_without_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    strategy = SleepingIdleStrategy(period_ns=2_000_000)
+    start_ns = time.monotonic_ns()
+    strategy.idle()
+    assert time.monotonic_ns() - start_ns >= 2_000_000
+    calls = Calls(monkeypatch)
+    strategy.idle(3)
+    strategy.idle(0)
+    strategy.reset()
+    assert calls.log == ["park 2000000"]
+    with pytest.raises(ConfigurationError, match="period_ns=0"):
+        SleepingIdleStrategy(0)
+
+
+def test_should_return_at_once_when_spinning_or_noop(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Calls(monkeypatch)
+    for strategy in (BusySpinIdleStrategy(), NoOpIdleStrategy()):
+        strategy.idle()
+        strategy.idle(1)
+        strategy.reset()
+    assert calls.log == []
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "alias"),
+    [
+        ("noop", NoOpIdleStrategy, "noop"),
+        ("spin", BusySpinIdleStrategy, "spin"),
+        ("busy_spin", BusySpinIdleStrategy, "spin"),
+        ("Busy-Spin", BusySpinIdleStrategy, "spin"),
+        ("yield", YieldingIdleStrategy, "yield"),
+        ("yielding", YieldingIdleStrategy, "yield"),
+        ("sleep-ns", SleepingIdleStrategy, "sleep-ns"),
+        ("sleeping", SleepingIdleStrategy, "sleep-ns"),
+        ("backoff", BackoffIdleStrategy, "backoff"),
+    ],
+)
+def test_should_parse_strategy_names(name: str, cls: type, alias: str) -> None:
+    strategy: IdleStrategy = idle_strategy_from_name(name)
+    assert type(strategy) is cls
+    assert strategy.alias == alias
+
+
+def test_should_parse_strategy_parameters() -> None:
+    sleeping = idle_strategy_from_name("sleep-ns:250_000")
+    assert isinstance(sleeping, SleepingIdleStrategy)
+    assert sleeping.period_ns == 250_000
+    assert repr(sleeping) == "SleepingIdleStrategy(period_ns=250000)"
+    millis = idle_strategy_from_name("sleep-ms:3")
+    assert isinstance(millis, SleepingIdleStrategy)
+    assert millis.period_ns == 3_000_000
+    default_millis = idle_strategy_from_name("sleep-ms")
+    assert isinstance(default_millis, SleepingIdleStrategy)
+    assert default_millis.period_ns == 1_000_000
+    assert isinstance(idle_strategy_from_name("sleep-ns"), SleepingIdleStrategy)
+    backoff = idle_strategy_from_name(" backoff: 20, 10, 2000, 500000 ")
+    assert isinstance(backoff, BackoffIdleStrategy)
+    assert (
+        backoff.max_spins,
+        backoff.max_yields,
+        backoff.min_park_period_ns,
+        backoff.max_park_period_ns,
+    ) == (20, 10, 2_000, 500_000)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("park", "unknown idle strategy: name='park'"),
+        ("noop:1", "unknown idle strategy"),
+        ("sleep-ns:fast", "not an integer"),
+        ("sleep-ns:-5", "period_ns=-5"),
+        ("backoff:1,2,3", "expected=4 given=3"),
+        ("backoff:1,2,3000,1000", "min <= max"),
+    ],
+)
+def test_should_reject_bad_strategy_names(name: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        idle_strategy_from_name(name)
