@@ -1,0 +1,189 @@
+"""Errors of the client side (producer and consumer), one root for the package.
+
+::
+
+    ClientError                         root of every error raised by ``client`` and its users
+    ├── IllegalArgumentError            (also ValueError) a bad argument: the message names it
+    │   ├── MessageIllegalError         a message that fails validation (topic, body, property)
+    │   │   └── MessageTooLargeError    a message body over the maximum size
+    │   └── InvalidExpressionError      a subscription expression that does not parse
+    ├── IllegalStateError               an operation in a state that does not allow it
+    ├── NotSupportedError               (also NotImplementedError) a feature that is not built
+    ├── TopicNotFoundError              the broker does not know the topic
+    ├── NoPermissionError               the broker or topic does not allow the operation
+    ├── OffsetIllegalError              an offset outside [min, max] of its queue
+    ├── BrokerError                     the broker failed to process a request
+    ├── BrokerBusyError                 (retriable) the broker is flow-controlling
+    ├── BrokerUnavailableError          (retriable) no broker can serve the request now
+    └── RequestTimeoutError             (retriable, also TimeoutError) no answer in time
+
+Every class has ``retriable`` (whether trying again may succeed) and ``code``: the
+:class:`~client.response_code.ResponseCode` a broker answers with for it (an instance made from
+a response keeps the exact code it came with). :data:`ERROR_FOR_CODE` is the one table from wire
+codes to classes and :func:`error_for_code` builds the error for a failed response.
+
+Messages name the values that matter as ``key=value``; the values are kept as attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from client.response_code import ResponseCode
+
+__all__ = [
+    "ERROR_FOR_CODE",
+    "BrokerBusyError",
+    "BrokerError",
+    "BrokerUnavailableError",
+    "ClientError",
+    "IllegalArgumentError",
+    "IllegalStateError",
+    "InvalidExpressionError",
+    "MessageIllegalError",
+    "MessageTooLargeError",
+    "NoPermissionError",
+    "NotSupportedError",
+    "OffsetIllegalError",
+    "RequestTimeoutError",
+    "TopicNotFoundError",
+    "error_for_code",
+]
+
+
+class ClientError(Exception):
+    """Root of the client's errors.
+
+    ``ClientError(message, code=None, **values)``: the message becomes ``message: k=v ...``, each
+    value is kept as an attribute, and ``code`` (when given) overrides the class's wire code.
+    """
+
+    retriable: bool = False
+    code: int | None = None
+
+    def __init__(self, message: str, *, code: int | None = None, **values: Any) -> None:
+        if values:
+            detail = " ".join(f"{key}={value!r}" for key, value in values.items())
+            message = f"{message}: {detail}"
+        super().__init__(message)
+        self.values = values
+        for key, value in values.items():
+            setattr(self, key, value)
+        if code is not None:
+            self.code = code
+
+
+class IllegalArgumentError(ClientError, ValueError):
+    """A bad argument to a constructor or method; the message names the value and the rule."""
+
+    code = ResponseCode.INVALID_PARAMETER
+
+
+class MessageIllegalError(IllegalArgumentError):
+    """A message that fails validation: its topic, body, tags, keys or a property."""
+
+    code = ResponseCode.MESSAGE_ILLEGAL
+
+
+class MessageTooLargeError(MessageIllegalError):
+    """A message body longer than the producer's or broker's maximum message size."""
+
+
+class InvalidExpressionError(IllegalArgumentError):
+    """A tag or SQL subscription expression that does not parse."""
+
+    code = ResponseCode.SUBSCRIPTION_PARSE_FAILED
+
+
+class IllegalStateError(ClientError):
+    """An operation that the object's current state does not allow (e.g. before ``start``)."""
+
+    code = ResponseCode.ILLEGAL_OPERATION
+
+
+class NotSupportedError(ClientError, NotImplementedError):
+    """A feature that exists in the API but is not implemented yet (the message says which)."""
+
+    code = ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+class TopicNotFoundError(ClientError):
+    """The broker (or name server) does not know the topic."""
+
+    code = ResponseCode.TOPIC_NOT_EXIST
+
+
+class NoPermissionError(ClientError):
+    """The broker or the topic's permissions do not allow the operation."""
+
+    code = ResponseCode.NO_PERMISSION
+
+
+class OffsetIllegalError(ClientError):
+    """An offset below the queue's minimum or above its maximum."""
+
+    code = ResponseCode.PULL_OFFSET_MOVED
+
+
+class BrokerError(ClientError):
+    """The broker failed to process a request (an internal error on its side)."""
+
+    code = ResponseCode.SYSTEM_ERROR
+
+
+class BrokerBusyError(ClientError):
+    """The broker is flow-controlling: try again shortly."""
+
+    retriable = True
+    code = ResponseCode.SYSTEM_BUSY
+
+
+class BrokerUnavailableError(ClientError):
+    """No broker can serve the request now (down, not registered, or not a master)."""
+
+    retriable = True
+    code = ResponseCode.SERVICE_NOT_AVAILABLE
+
+
+class RequestTimeoutError(ClientError, TimeoutError):
+    """A request got no response within its timeout."""
+
+    retriable = True
+    code = ResponseCode.RPC_TIME_OUT
+
+
+ERROR_FOR_CODE: Mapping[int, type[ClientError]] = MappingProxyType(
+    {
+        ResponseCode.SYSTEM_ERROR: BrokerError,
+        ResponseCode.SYSTEM_BUSY: BrokerBusyError,
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED: NotSupportedError,
+        ResponseCode.SLAVE_NOT_AVAILABLE: BrokerUnavailableError,
+        ResponseCode.MESSAGE_ILLEGAL: MessageIllegalError,
+        ResponseCode.SERVICE_NOT_AVAILABLE: BrokerUnavailableError,
+        ResponseCode.VERSION_NOT_SUPPORTED: NotSupportedError,
+        ResponseCode.NO_PERMISSION: NoPermissionError,
+        ResponseCode.TOPIC_NOT_EXIST: TopicNotFoundError,
+        ResponseCode.PULL_OFFSET_MOVED: OffsetIllegalError,
+        ResponseCode.SUBSCRIPTION_PARSE_FAILED: InvalidExpressionError,
+        ResponseCode.INVALID_PARAMETER: IllegalArgumentError,
+        ResponseCode.BROKER_NOT_EXIST: BrokerUnavailableError,
+        ResponseCode.FLOW_CONTROL: BrokerBusyError,
+        ResponseCode.ILLEGAL_OPERATION: IllegalStateError,
+        ResponseCode.RPC_TIME_OUT: RequestTimeoutError,
+    }
+)
+"""The wire code of a failed response -> the class of error it raises; others are ClientError."""
+
+
+def error_for_code(code: int, message: str, **values: Any) -> ClientError:
+    """The error for a failed response with ``code`` (the caller raises it).
+
+    A code missing from :data:`ERROR_FOR_CODE` gives a plain :class:`ClientError` that keeps the
+    code. ``SUCCESS`` is not an error: asking for it is a bug in the caller.
+    """
+    if code == ResponseCode.SUCCESS:
+        raise IllegalArgumentError("a SUCCESS response is not an error", code_given=code)
+    error_class = ERROR_FOR_CODE.get(code, ClientError)
+    return error_class(message, code=code, **values)

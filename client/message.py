@@ -1,0 +1,291 @@
+"""``Message``, ``MessageExt`` and ``MessageQueue``: RocketMQ's message model.
+
+A :class:`Message` is what a producer sends: a topic, a body and string properties. Tags, keys
+and the other system values live in the properties under reserved names (``TAGS``, ``KEYS``,
+``WAIT``, ``UNIQ_KEY``, ...), as in RocketMQ, so the stored property string is the same.
+A :class:`MessageExt` is a message as the broker stored it (queue, offsets, hosts, times).
+A :class:`MessageQueue` names one queue of a topic on one broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from client import message_id
+from client._errors import MessageIllegalError
+from client.java_string import compare_key
+from client.validators import (
+    RESERVED_PROPERTY_NAMES,
+    check_body,
+    check_key,
+    check_topic,
+    check_topic_sendable,
+    check_user_property,
+    tag_problem,
+)
+
+__all__ = [
+    "PROPERTY_KEYS",
+    "PROPERTY_TAGS",
+    "PROPERTY_UNIQ_KEY",
+    "PROPERTY_WAIT_STORE_MSG_OK",
+    "HostAddress",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+]
+
+PROPERTY_TAGS = "TAGS"
+PROPERTY_KEYS = "KEYS"
+PROPERTY_WAIT_STORE_MSG_OK = "WAIT"
+PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+KEY_SEPARATOR = " "
+
+HostAddress = tuple[str, int]
+"""A host as ``(ip, port)``, the form of Python's socket addresses."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageQueue:
+    """One queue of a topic on one broker; hashable, and ordered as RocketMQ's ``compareTo``
+    (topic, then broker name, then queue id, strings in Java order).
+
+    ``str()`` is RocketMQ's ``toString``, which consistent-hash allocation hashes.
+    """
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def _key(self) -> tuple[bytes, bytes, int]:
+        return compare_key(self.topic), compare_key(self.broker_name), self.queue_id
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() <= other._key()
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() > other._key()
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() >= other._key()
+
+    def __str__(self) -> str:
+        return (
+            f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, "
+            f"queueId={self.queue_id}]"
+        )
+
+
+class Message:
+    """A message to send: ``Message(topic, body, tags=None, keys=(), properties={}, flag=0,
+    wait_store_msg_ok=True)``.
+
+    Validated on construction: the topic (RocketMQ's rules, and not a broker-internal topic),
+    a non-empty body, the tag (no whitespace or ``|``; None or ``""`` for no tag), the keys (a
+    str is split on whitespace as RocketMQ's ``KEYS`` property; an iterable gives one key each)
+    and every user property (not a reserved name, not blank). The body's size limit belongs to
+    the producer (:func:`client.validators.check_body`).
+    """
+
+    __slots__ = ("_properties", "body", "flag", "topic")
+
+    topic: str
+    body: bytes
+    flag: int
+    _properties: dict[str, str]
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes | bytearray | memoryview,
+        tags: str | None = None,
+        keys: str | Iterable[str] = (),
+        properties: Mapping[str, str] | None = None,
+        flag: int = 0,
+        wait_store_msg_ok: bool = True,
+    ) -> None:
+        check_topic(topic)
+        check_topic_sendable(topic)
+        if not isinstance(body, bytes | bytearray | memoryview):
+            raise MessageIllegalError("the message body must be bytes", body_type=type(body))
+        body = bytes(body)
+        check_body(body, max_message_size=None)
+        self.topic = topic
+        self.body = body
+        self.flag = flag
+        self._properties = {}
+        if tags:
+            problem = tag_problem(tags)
+            if problem is not None:
+                raise MessageIllegalError(problem, tags=tags)
+            self._properties[PROPERTY_TAGS] = tags
+        key_list = keys.split() if isinstance(keys, str) else list(keys)
+        for key in key_list:
+            check_key(key)
+        if key_list:
+            self._properties[PROPERTY_KEYS] = KEY_SEPARATOR.join(key_list)
+        self._properties[PROPERTY_WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
+        for name, value in (properties or {}).items():
+            self.put_user_property(name, value)
+
+    @property
+    def tags(self) -> str | None:
+        """The message's tag, or None."""
+        return self._properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The message's keys (the ``KEYS`` property split on spaces)."""
+        return tuple(self._properties.get(PROPERTY_KEYS, "").split())
+
+    @property
+    def wait_store_msg_ok(self) -> bool:
+        """Whether a send waits for the store (``WAIT``; true when absent, as RocketMQ)."""
+        return self._properties.get(PROPERTY_WAIT_STORE_MSG_OK, "true") == "true"
+
+    @property
+    def uniq_id(self) -> str | None:
+        """The producer-made unique id (``UNIQ_KEY``), once the producer has set it."""
+        return self._properties.get(PROPERTY_UNIQ_KEY)
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        """All properties, system and user, read-only."""
+        return MappingProxyType(self._properties)
+
+    def get_property(self, name: str) -> str | None:
+        return self._properties.get(name)
+
+    def put_user_property(self, name: str, value: str) -> None:
+        """Set a user property; reserved names, blank names or values raise."""
+        check_user_property(name, value)
+        self._properties[name] = value
+
+    def put_system_property(self, name: str, value: str) -> None:
+        """Set a reserved property (for the producer, consumer and broker, e.g. ``UNIQ_KEY``)."""
+        if name not in RESERVED_PROPERTY_NAMES:
+            raise MessageIllegalError("not a reserved property name", name=name)
+        self._properties[name] = value
+
+    def _eq_key(self) -> tuple[Any, ...]:
+        return (self.topic, self.flag, self._properties, self.body)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message) or type(other) is not type(self):
+            return NotImplemented
+        return self._eq_key() == other._eq_key()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(topic={self.topic!r}, tags={self.tags!r}, "
+            f"keys={self.keys!r}, body_length={len(self.body)})"
+        )
+
+
+class MessageExt(Message):
+    """A message as the broker stored it. Not validated: it carries what the store holds.
+
+    Times are epoch milliseconds; hosts are ``(ip, port)``. :attr:`offset_msg_id` is computed
+    from the store host and commit log offset; :attr:`msg_id` is the producer's unique id when
+    the message has one, else the offset id (RocketMQ's ``MessageClientExt.getMsgId``).
+    """
+
+    __slots__ = (
+        "born_host",
+        "born_timestamp_ms",
+        "broker_name",
+        "commit_log_offset",
+        "queue_id",
+        "queue_offset",
+        "reconsume_times",
+        "store_host",
+        "store_size",
+        "store_timestamp_ms",
+        "sys_flag",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        properties: Mapping[str, str] | None = None,
+        *,
+        flag: int = 0,
+        broker_name: str = "",
+        queue_id: int = 0,
+        queue_offset: int = 0,
+        commit_log_offset: int = 0,
+        store_size: int = 0,
+        sys_flag: int = 0,
+        born_timestamp_ms: int = 0,
+        born_host: HostAddress = ("0.0.0.0", 0),
+        store_timestamp_ms: int = 0,
+        store_host: HostAddress = ("0.0.0.0", 0),
+        reconsume_times: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.flag = flag
+        self._properties = dict(properties) if properties else {}
+        self.broker_name = broker_name
+        self.queue_id = queue_id
+        self.queue_offset = queue_offset
+        self.commit_log_offset = commit_log_offset
+        self.store_size = store_size
+        self.sys_flag = sys_flag
+        self.born_timestamp_ms = born_timestamp_ms
+        self.born_host = born_host
+        self.store_timestamp_ms = store_timestamp_ms
+        self.store_host = store_host
+        self.reconsume_times = reconsume_times
+
+    @property
+    def queue(self) -> MessageQueue:
+        return MessageQueue(self.topic, self.broker_name, self.queue_id)
+
+    @property
+    def offset_msg_id(self) -> str:
+        """RocketMQ's offset message id: store host and commit log offset, hex."""
+        host, port = self.store_host
+        return message_id.encode_offset_message_id(host, port, self.commit_log_offset)
+
+    @property
+    def msg_id(self) -> str:
+        return self._properties.get(PROPERTY_UNIQ_KEY) or self.offset_msg_id
+
+    def _eq_key(self) -> tuple[Any, ...]:
+        return (
+            *Message._eq_key(self),
+            self.broker_name,
+            self.queue_id,
+            self.queue_offset,
+            self.commit_log_offset,
+            self.store_size,
+            self.sys_flag,
+            self.born_timestamp_ms,
+            self.born_host,
+            self.store_timestamp_ms,
+            self.store_host,
+            self.reconsume_times,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageExt(topic={self.topic!r}, broker_name={self.broker_name!r}, "
+            f"queue_id={self.queue_id}, queue_offset={self.queue_offset}, tags={self.tags!r}, "
+            f"body_length={len(self.body)})"
+        )

@@ -1,0 +1,176 @@
+"""Validation of names and message parts, with RocketMQ's rules (``Validators``,
+``TopicValidator``, ``MessageConst``).
+
+- Topics: not blank, at most :data:`TOPIC_MAX_LENGTH` characters, only ``^[%|a-zA-Z0-9_-]+$``;
+  the broker's internal topics in :data:`NOT_ALLOWED_SEND_TOPICS` cannot be sent to.
+- Groups: the same characters, at most :data:`GROUP_MAX_LENGTH`.
+- Bodies: not empty, at most the producer's maximum message size
+  (:data:`DEFAULT_MAX_MESSAGE_SIZE`).
+- User properties: the names in :data:`RESERVED_PROPERTY_NAMES` belong to the system; names and
+  values are not blank and do not contain the two separators of the stored property string.
+- Tags and keys (stricter than RocketMQ, which accepts anything and then cannot match it): a tag
+  has no whitespace and no ``|`` so that a tag expression can name it; a key has no whitespace,
+  since keys are stored joined by spaces.
+
+Each check raises :class:`~client.IllegalArgumentError` (a ``ValueError``) or, for the parts of
+a message, :class:`~client.MessageIllegalError`, naming the value as ``key=value``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client._errors import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "GROUP_MAX_LENGTH",
+    "NAME_VALUE_SEPARATOR",
+    "NOT_ALLOWED_SEND_TOPICS",
+    "PROPERTY_SEPARATOR",
+    "RESERVED_PROPERTY_NAMES",
+    "SYSTEM_TOPICS",
+    "SYSTEM_TOPIC_PREFIX",
+    "TOPIC_MAX_LENGTH",
+    "VALID_NAME_PATTERN",
+    "check_body",
+    "check_group",
+    "check_key",
+    "check_topic",
+    "check_topic_sendable",
+    "check_user_property",
+    "is_system_topic",
+    "tag_problem",
+]
+
+TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 255
+DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+VALID_NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"
+_VALID_NAME_CHARS = frozenset("%|_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        "SCHEDULE_TOPIC_XXXX",
+        "SCHEDULE_TOPIC_XXXX_V2",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
+SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {"TBW102", "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC"}
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+RESERVED_PROPERTY_NAMES = frozenset(
+    {
+        "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC",
+        "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID",
+        "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME",
+        "UNIQ_KEY", "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "POP_CK", "POP_CK_OFFSET",
+        "1ST_POP_TIME", "TRAN_PREPARED_QUEUE_OFFSET", "DUP_INFO", "EXTEND_UNIQ_INFO",
+        "INSTANCE_ID", "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME",
+        "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE", "INNER_MULTI_QUEUE_OFFSET", "TIMER_DELAY_SEC",
+        "TIMER_DELIVER_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES",
+        "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "__BORNHOST", "BORN_TIMESTAMP",
+    }
+)  # fmt: skip
+
+
+def _check_name(kind: str, name: object, max_length: int) -> None:
+    named: dict[str, Any] = {kind: name}
+    if not isinstance(name, str):
+        raise IllegalArgumentError(f"the {kind} must be a str", **named)
+    if not name or name.isspace():
+        raise IllegalArgumentError(f"the {kind} is blank", **named)
+    if len(name) > max_length:
+        raise IllegalArgumentError(
+            f"the {kind} is longer than {max_length} characters", **named, length=len(name)
+        )
+    for position, char in enumerate(name):
+        if char not in _VALID_NAME_CHARS:
+            raise IllegalArgumentError(
+                f"the {kind} contains an illegal character, allowing only {VALID_NAME_PATTERN}",
+                **named,
+                char=char,
+                position=position,
+            )
+
+
+def check_topic(topic: object) -> None:
+    """RocketMQ's ``Validators.checkTopic``: blank, then length, then characters."""
+    _check_name("topic", topic, TOPIC_MAX_LENGTH)
+
+
+def check_group(group: object) -> None:
+    """RocketMQ's ``Validators.checkGroup``: blank, then length, then characters."""
+    _check_name("group", group, GROUP_MAX_LENGTH)
+
+
+def is_system_topic(topic: str) -> bool:
+    """A topic the broker uses for itself (RocketMQ's ``TopicValidator.isSystemTopic``)."""
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+
+def check_topic_sendable(topic: str) -> None:
+    """Reject the broker's internal topics that no client may send to."""
+    if topic in NOT_ALLOWED_SEND_TOPICS:
+        raise IllegalArgumentError("sending to this system topic is forbidden", topic=topic)
+
+
+def check_body(body: bytes, max_message_size: int | None = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+    """A body is not empty and at most ``max_message_size`` bytes (None: no size limit)."""
+    if not body:
+        raise MessageIllegalError("the message body is empty", body_length=0)
+    if max_message_size is not None and len(body) > max_message_size:
+        raise MessageTooLargeError(
+            "the message body is over the maximum message size",
+            body_length=len(body),
+            max_message_size=max_message_size,
+        )
+
+
+def _separator_in(text: str) -> bool:
+    return NAME_VALUE_SEPARATOR in text or PROPERTY_SEPARATOR in text
+
+
+def check_user_property(name: object, value: object) -> None:
+    """A user property: str name and value, not blank, not reserved, no separator characters."""
+    if not isinstance(name, str) or not isinstance(value, str):
+        raise MessageIllegalError("property names and values must be str", name=name, value=value)
+    if name in RESERVED_PROPERTY_NAMES:
+        raise MessageIllegalError("the property name is reserved for the system", name=name)
+    if not name.strip() or not value.strip():
+        raise MessageIllegalError(
+            "property names and values must not be blank", name=name, value=value
+        )
+    if _separator_in(name) or _separator_in(value):
+        raise MessageIllegalError(
+            "property names and values must not contain \\x01 or \\x02", name=name, value=value
+        )
+
+
+def tag_problem(tag: str) -> str | None:
+    """Why ``tag`` cannot be a message tag, or None when it can."""
+    if not tag:
+        return "a tag must not be empty"
+    if "|" in tag:
+        return "a tag must not contain '|'"
+    if any(char.isspace() for char in tag):
+        return "a tag must not contain whitespace"
+    if _separator_in(tag):
+        return "a tag must not contain \\x01 or \\x02"
+    return None
+
+
+def check_key(key: object) -> None:
+    """A message key: a non-empty str without whitespace or separator characters."""
+    if not isinstance(key, str):
+        raise MessageIllegalError("a key must be a str", key=key)
+    if not key or any(char.isspace() for char in key) or _separator_in(key):
+        raise MessageIllegalError(
+            "a key must be non-empty, without whitespace, \\x01 or \\x02", key=key
+        )
