@@ -1,0 +1,29 @@
+"""AVERAGELY_BY_CIRCLE: queue ``i`` goes to consumer ``i % c``, dealing queues like cards.
+
+With 10 queues and 4 consumers: ``[0 4 8] [1 5 9] [2 6] [3 7]``. RocketMQ's
+``AllocateMessageQueueAveragelyByCircle``.
+"""
+
+from __future__ import annotations
+
+from client import MessageQueue
+from consumer.allocate._strategy import CheckedAllocateStrategy
+
+__all__ = ["AllocateMessageQueueAveragelyByCircle"]
+
+
+class AllocateMessageQueueAveragelyByCircle(CheckedAllocateStrategy):
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return "AVG_BY_CIRCLE"
+
+    def _allocate(
+        self,
+        consumer_group: str,
+        current_cid: str,
+        queues: list[MessageQueue],
+        consumers: list[str],
+    ) -> list[MessageQueue]:
+        return queues[consumers.index(current_cid) :: len(consumers)]

@@ -1,0 +1,39 @@
+"""BY_CONFIG: a fixed list of queues, whatever the group looks like.
+
+RocketMQ's ``AllocateMessageQueueByConfig``: it checks none of its arguments and returns the
+configured list, so every consumer using it with the same list consumes the same queues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from client import MessageQueue
+from consumer.allocate._strategy import AllocateMessageQueueStrategy
+
+__all__ = ["AllocateMessageQueueByConfig"]
+
+
+class AllocateMessageQueueByConfig(AllocateMessageQueueStrategy):
+    __slots__ = ("_queues",)
+
+    def __init__(self, message_queues: Iterable[MessageQueue]) -> None:
+        self._queues = tuple(message_queues)
+
+    @property
+    def name(self) -> str:
+        return "CONFIG"
+
+    @property
+    def message_queues(self) -> tuple[MessageQueue, ...]:
+        return self._queues
+
+    def allocate(
+        self,
+        consumer_group: str,
+        current_cid: str,
+        mq_all: Collection[MessageQueue],
+        cid_all: Collection[str],
+    ) -> list[MessageQueue]:
+        """The configured queues (a new list each call); the arguments are not looked at."""
+        return list(self._queues)

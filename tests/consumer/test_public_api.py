@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+import consumer
+import consumer.allocate
+from tests.client._helpers import isort_key
+
+
+def test_should_export_sorted_names_that_exist_from_both_packages() -> None:
+    for module in (consumer, consumer.allocate):
+        assert module.__all__ == sorted(module.__all__, key=isort_key)
+        assert all(hasattr(module, name) for name in module.__all__)
+    assert consumer.__all__ == consumer.allocate.__all__
