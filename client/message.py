@@ -60,28 +60,30 @@ class MessageQueue:
     broker_name: str
     queue_id: int
 
-    def _key(self) -> tuple[bytes, bytes, int]:
+    def order_key(self) -> tuple[bytes, bytes, int]:
+        """The key of RocketMQ's ``compareTo`` order: ``sorted(queues, key=MessageQueue.order_key)``
+        computes it once per queue."""
         return compare_key(self.topic), compare_key(self.broker_name), self.queue_id
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, MessageQueue):
             return NotImplemented
-        return self._key() < other._key()
+        return self.order_key() < other.order_key()
 
     def __le__(self, other: object) -> bool:
         if not isinstance(other, MessageQueue):
             return NotImplemented
-        return self._key() <= other._key()
+        return self.order_key() <= other.order_key()
 
     def __gt__(self, other: object) -> bool:
         if not isinstance(other, MessageQueue):
             return NotImplemented
-        return self._key() > other._key()
+        return self.order_key() > other.order_key()
 
     def __ge__(self, other: object) -> bool:
         if not isinstance(other, MessageQueue):
             return NotImplemented
-        return self._key() >= other._key()
+        return self.order_key() >= other.order_key()
 
     def __str__(self) -> str:
         return (
@@ -124,6 +126,8 @@ class Message:
             raise MessageIllegalError("the message body must be bytes", body_type=type(body))
         body = bytes(body)
         check_body(body, max_message_size=None)
+        if not -(2**31) <= flag < 2**31:
+            raise MessageIllegalError("the flag must fit in a signed 32-bit int", flag=flag)
         self.topic = topic
         self.body = body
         self.flag = flag
@@ -155,7 +159,7 @@ class Message:
     @property
     def wait_store_msg_ok(self) -> bool:
         """Whether a send waits for the store (``WAIT``; true when absent, as RocketMQ)."""
-        return self._properties.get(PROPERTY_WAIT_STORE_MSG_OK, "true") == "true"
+        return self._properties.get(PROPERTY_WAIT_STORE_MSG_OK, "true").lower() == "true"
 
     @property
     def uniq_id(self) -> str | None:

@@ -18,6 +18,7 @@ a message, :class:`~client.MessageIllegalError`, naming the value as ``key=value
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from client._errors import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
@@ -48,6 +49,9 @@ GROUP_MAX_LENGTH = 255
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 VALID_NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"
 _VALID_NAME_CHARS = frozenset("%|_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_VALID_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
+_VALID_TAG = re.compile(r"[^|\s\x01\x02]+")
+_VALID_KEY = re.compile(r"[^\s\x01\x02]+")
 
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 NOT_ALLOWED_SEND_TOPICS = frozenset(
@@ -81,6 +85,8 @@ RESERVED_PROPERTY_NAMES = frozenset(
 
 
 def _check_name(kind: str, name: object, max_length: int) -> None:
+    if isinstance(name, str) and len(name) <= max_length and _VALID_NAME.fullmatch(name):
+        return
     named: dict[str, Any] = {kind: name}
     if not isinstance(name, str):
         raise IllegalArgumentError(f"the {kind} must be a str", **named)
@@ -155,22 +161,22 @@ def check_user_property(name: object, value: object) -> None:
 
 def tag_problem(tag: str) -> str | None:
     """Why ``tag`` cannot be a message tag, or None when it can."""
+    if _VALID_TAG.fullmatch(tag):
+        return None
     if not tag:
         return "a tag must not be empty"
     if "|" in tag:
         return "a tag must not contain '|'"
     if any(char.isspace() for char in tag):
         return "a tag must not contain whitespace"
-    if _separator_in(tag):
-        return "a tag must not contain \\x01 or \\x02"
-    return None
+    return "a tag must not contain \\x01 or \\x02"
 
 
 def check_key(key: object) -> None:
     """A message key: a non-empty str without whitespace or separator characters."""
     if not isinstance(key, str):
         raise MessageIllegalError("a key must be a str", key=key)
-    if not key or any(char.isspace() for char in key) or _separator_in(key):
+    if not _VALID_KEY.fullmatch(key):
         raise MessageIllegalError(
             "a key must be non-empty, without whitespace, \\x01 or \\x02", key=key
         )

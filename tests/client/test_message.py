@@ -74,6 +74,19 @@ def test_should_reject_a_tag_that_no_expression_can_select() -> None:
         Message("T", b"x", tags=" A")
 
 
+def test_should_reject_a_flag_outside_a_java_int() -> None:
+    assert Message("T", b"x", flag=-(2**31)).flag == -(2**31)
+    with pytest.raises(MessageIllegalError) as raised:
+        Message("T", b"x", flag=2**31)
+    assert str(raised.value) == "the flag must fit in a signed 32-bit int: flag=2147483648"
+
+
+def test_should_read_the_wait_property_as_java_parse_boolean() -> None:
+    assert not MessageExt("T", b"x", {"WAIT": "false"}).wait_store_msg_ok
+    assert MessageExt("T", b"x", {"WAIT": "TRUE"}).wait_store_msg_ok
+    assert MessageExt("T", b"x").wait_store_msg_ok
+
+
 def test_should_reject_bad_keys_and_reserved_properties() -> None:
     with pytest.raises(MessageIllegalError, match="a key must be non-empty"):
         Message("T", b"x", keys=["a b"])

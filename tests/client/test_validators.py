@@ -155,6 +155,7 @@ def test_should_say_why_a_tag_cannot_be_used(tag: str, problem: str | None) -> N
 
 def test_should_reject_keys_with_whitespace_or_empty() -> None:
     check_key("order-42")
+    check_key("a|b")
     for key in ("", "a b", "a\x01"):
         with pytest.raises(MessageIllegalError, match="a key must be non-empty"):
             check_key(key)
