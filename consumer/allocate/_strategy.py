@@ -78,7 +78,7 @@ class CheckedAllocateStrategy(AllocateMessageQueueStrategy):
                 cid_all,
             )
             return []
-        queues = sorted(set(mq_all))
+        queues = sorted(set(mq_all), key=MessageQueue.order_key)
         consumers = sorted(set(cid_all), key=compare_key)
         return self._allocate(consumer_group, current_cid, queues, consumers)
 
