@@ -62,8 +62,7 @@ class CheckedAllocateStrategy(AllocateMessageQueueStrategy):
         mq_all: Collection[MessageQueue],
         cid_all: Collection[str],
     ) -> list[MessageQueue]:
-        """The queues of ``mq_all`` that consumer ``current_cid`` of ``cid_all`` should own,
-        in queue order."""
+        """Check, sort and de-duplicate the inputs, then allocate (see the module doc)."""
         if not current_cid:
             raise IllegalArgumentError("current_cid is empty", consumer_group=consumer_group)
         if not mq_all:
