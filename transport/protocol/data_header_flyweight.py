@@ -116,6 +116,8 @@ def validate_data_frames(buffer: AtomicBuffer, offset: int, length: int) -> Fram
         if buffer.get_uint8(frame + VERSION_FIELD_OFFSET) != CURRENT_VERSION:
             return _BAD_VERSION
         frame_type = buffer.get_uint16(frame + TYPE_FIELD_OFFSET)
+        if frame_type != HDR_TYPE_DATA and frame_type != HDR_TYPE_PAD:
+            return _WRONG_TYPE
         frame_length = get_int32(frame + FRAME_LENGTH_FIELD_OFFSET)
         term_offset = get_int32(frame + TERM_OFFSET_FIELD_OFFSET)
         if term_offset < 0 or term_offset & _ALIGN_MASK:
@@ -134,12 +136,10 @@ def validate_data_frames(buffer: AtomicBuffer, offset: int, length: int) -> Fram
             if position >= length:
                 return _VALID
             expected_term_offset = term_offset + aligned_length
-        elif frame_type == HDR_TYPE_PAD:
+        else:  # PAD: only its header travels, and it ends the term
             if frame_length < DATA_HEADER_LENGTH or frame_length & _ALIGN_MASK:
                 return _BAD_FRAME_LENGTH
             return _VALID if position + DATA_HEADER_LENGTH == length else _BAD_FRAME_LENGTH
-        else:
-            return _WRONG_TYPE
 
 
 class DataHeaderFlyweight(HeaderFlyweight):
