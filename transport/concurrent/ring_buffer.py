@@ -300,8 +300,14 @@ class _RingBuffer:
     def _reject(self, msg_type_id: int, src_length: int, src_offset: int, length: int) -> None:
         """Raise the error a ``write`` with these arguments deserves."""
         check_type_id(msg_type_id)
-        if 0 <= src_offset <= src_length:
-            self._check_length(length)
+        if length < 0:
+            raise IndexOutOfBoundsError(
+                "invalid message length",
+                length=length,
+                src_offset=src_offset,
+                src_length=src_length,
+            )
+        self._check_length(length)
         raise IndexOutOfBoundsError(
             "source out of bounds", src_offset=src_offset, length=length, src_length=src_length
         )
