@@ -1,0 +1,155 @@
+"""Frame writing shared by the concurrent and the exclusive term appender.
+
+Both appenders reserve the space first (a get-and-add on the tail, or a release store of the new
+tail) and then fill it the same way, which is what lives here: the fragments of a message longer
+than the maximum payload, and messages gathered from vectors. The single-frame paths stay inlined
+in the appenders, where one function call is a large share of the cost.
+
+Each frame is written in Aeron's order: the first header word with the length negated (release),
+the other header words, the payload, the reserved value, then the positive length (release).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from transport.concurrent import AtomicBuffer
+from transport.logbuffer.buffer_vector import DirectBufferVector
+from transport.logbuffer.frame_descriptor import (
+    BEGIN_FLAG,
+    END_FLAG,
+    FRAME_ALIGNMENT,
+    HDR_LENGTH,
+    RESERVED_VALUE_FIELD_OFFSET,
+    STREAM_ID_FIELD_OFFSET,
+    TERM_OFFSET_FIELD_OFFSET,
+)
+from transport.logbuffer.handlers import ReservedValueSupplier
+from transport.logbuffer.header import HeaderWriter
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+__all__ = ["write_fragmented", "write_fragmented_vectors", "write_unfragmented_vectors"]
+
+_LOW_32 = 0xFFFF_FFFF
+_FLAGS_SHIFT = 40  # the flags byte (offset 5) within the first 8-byte header word
+_CLEAR_FLAGS = ~(0xFF << _FLAGS_SHIFT)
+
+
+def write_fragmented(
+    term_buffer: AtomicBuffer,
+    frame_offset: int,
+    header: HeaderWriter,
+    term_id: int,
+    src: Buffer,
+    src_offset: int,
+    length: int,
+    max_payload_length: int,
+    reserved_value_supplier: ReservedValueSupplier | None,
+) -> None:
+    """Write ``length`` bytes of ``src`` as BEGIN, middle and END fragments from ``frame_offset``."""
+    base_word = header.version_flags_type & _CLEAR_FLAGS
+    session_word = header.session_id_high
+    stream_word = header.stream_id_low | (term_id << 32)
+    put_ordered = term_buffer.put_int64_ordered
+    put_int64 = term_buffer.put_int64
+    put_bytes = term_buffer.put_bytes
+    publish = term_buffer.put_int32_ordered
+    flags = BEGIN_FLAG
+    remaining = length
+    while True:
+        bytes_to_write = min(remaining, max_payload_length)
+        frame_length = bytes_to_write + HDR_LENGTH
+        if remaining <= max_payload_length:
+            flags |= END_FLAG
+        put_ordered(frame_offset, base_word | (flags << _FLAGS_SHIFT) | (-frame_length & _LOW_32))
+        put_int64(frame_offset + TERM_OFFSET_FIELD_OFFSET, session_word | frame_offset)
+        put_int64(frame_offset + STREAM_ID_FIELD_OFFSET, stream_word)
+        put_bytes(frame_offset + HDR_LENGTH, src, src_offset + length - remaining, bytes_to_write)
+        if reserved_value_supplier is not None:
+            value = reserved_value_supplier(term_buffer, frame_offset, frame_length)
+            put_int64(frame_offset + RESERVED_VALUE_FIELD_OFFSET, value)
+        publish(frame_offset, frame_length)
+        remaining -= bytes_to_write
+        if remaining <= 0:
+            return
+        flags = 0
+        frame_offset += (frame_length + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT
+
+
+def write_unfragmented_vectors(
+    term_buffer: AtomicBuffer,
+    frame_offset: int,
+    header: HeaderWriter,
+    term_id: int,
+    vectors: Sequence[DirectBufferVector],
+    frame_length: int,
+    reserved_value_supplier: ReservedValueSupplier | None,
+) -> None:
+    """Write one frame of ``frame_length`` whose payload is the vectors one after the other."""
+    header.write(term_buffer, frame_offset, frame_length, term_id)
+    offset = frame_offset + HDR_LENGTH
+    put_bytes = term_buffer.put_bytes
+    for buffer, vector_offset, vector_length in vectors:
+        put_bytes(offset, buffer, vector_offset, vector_length)
+        offset += vector_length
+    if reserved_value_supplier is not None:
+        value = reserved_value_supplier(term_buffer, frame_offset, frame_length)
+        term_buffer.put_int64(frame_offset + RESERVED_VALUE_FIELD_OFFSET, value)
+    term_buffer.put_int32_ordered(frame_offset, frame_length)
+
+
+def write_fragmented_vectors(
+    term_buffer: AtomicBuffer,
+    frame_offset: int,
+    header: HeaderWriter,
+    term_id: int,
+    vectors: Sequence[DirectBufferVector],
+    length: int,
+    max_payload_length: int,
+    reserved_value_supplier: ReservedValueSupplier | None,
+) -> None:
+    """Write the vectors, ``length`` bytes in all, as fragments of ``max_payload_length``."""
+    base_word = header.version_flags_type & _CLEAR_FLAGS
+    session_word = header.session_id_high
+    stream_word = header.stream_id_low | (term_id << 32)
+    put_int64 = term_buffer.put_int64
+    put_bytes = term_buffer.put_bytes
+    flags = BEGIN_FLAG
+    remaining = length
+    vector_index = 0
+    vector_offset = 0
+    while True:
+        bytes_to_write = min(remaining, max_payload_length)
+        frame_length = bytes_to_write + HDR_LENGTH
+        if remaining <= max_payload_length:
+            flags |= END_FLAG
+        term_buffer.put_int64_ordered(
+            frame_offset, base_word | (flags << _FLAGS_SHIFT) | (-frame_length & _LOW_32)
+        )
+        put_int64(frame_offset + TERM_OFFSET_FIELD_OFFSET, session_word | frame_offset)
+        put_int64(frame_offset + STREAM_ID_FIELD_OFFSET, stream_word)
+        written = 0
+        payload_offset = frame_offset + HDR_LENGTH
+        while written < bytes_to_write:
+            buffer, offset, vector_length = vectors[vector_index]
+            vector_remaining = vector_length - vector_offset
+            count = min(bytes_to_write - written, vector_remaining)
+            put_bytes(payload_offset, buffer, offset + vector_offset, count)
+            written += count
+            payload_offset += count
+            vector_offset += count
+            if vector_remaining <= count:
+                vector_index += 1
+                vector_offset = 0
+        if reserved_value_supplier is not None:
+            value = reserved_value_supplier(term_buffer, frame_offset, frame_length)
+            put_int64(frame_offset + RESERVED_VALUE_FIELD_OFFSET, value)
+        term_buffer.put_int32_ordered(frame_offset, frame_length)
+        remaining -= bytes_to_write
+        if remaining <= 0:
+            return
+        flags = 0
+        frame_offset += (frame_length + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT

@@ -1,0 +1,45 @@
+"""``DirectBufferVector``: one piece of a message gathered from several buffers.
+
+A publication can offer a message as a sequence of ``(buffer, offset, length)`` pieces, which the
+appender copies one after the other into the frame (Aeron's ``DirectBufferVector``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from transport._errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+__all__ = ["DirectBufferVector", "validate_and_compute_length"]
+
+_MAX_LENGTH = 0x7FFF_FFFF
+
+
+class DirectBufferVector(NamedTuple):
+    buffer: Buffer
+    offset: int
+    length: int
+
+
+def validate_and_compute_length(vectors: Sequence[DirectBufferVector]) -> int:
+    """The total length of ``vectors``; raises if a piece lies outside its buffer or it overflows."""
+    total = 0
+    for index, (buffer, offset, length) in enumerate(vectors):
+        with memoryview(buffer) as view:
+            capacity = view.nbytes
+        if offset < 0 or length < 0 or offset + length > capacity:
+            raise ConfigurationError(
+                "vector outside its buffer",
+                index=index,
+                offset=offset,
+                length=length,
+                capacity=capacity,
+            )
+        total += length
+        if total > _MAX_LENGTH:
+            raise ConfigurationError("vectors longer than the maximum length", length=total)
+    return total
