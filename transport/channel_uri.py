@@ -55,7 +55,7 @@ import socket
 from collections.abc import Callable
 from typing import Any, NamedTuple, Self
 
-from transport._errors import ChannelUriError, UnknownHostError
+from transport._errors import ChannelUriError, ConfigurationError, UnknownHostError
 from transport.protocol.setup_flyweight import (
     MAX_UDP_PAYLOAD_LENGTH,
     TERM_MAX_LENGTH,
@@ -114,20 +114,34 @@ class _BadValue(ValueError):
     """Raised by a value parser; ChannelUri turns it into a ChannelUriError with the URI."""
 
 
-def parse_size(value: str) -> int:
-    """``"64k"`` -> 65536: digits and an optional k, m or g suffix (powers of 1024)."""
+def _size(value: str) -> int:
     match = _SIZE_RE.fullmatch(value)
     if match is None:
         raise _BadValue("must be digits with an optional k, m or g suffix")
     return int(match[1]) * _SIZE_SUFFIXES[match[2].lower()]
 
 
-def parse_duration_ns(value: str) -> int:
-    """``"5s"`` -> 5_000_000_000: digits and an optional ns, us, ms or s suffix (ns if none)."""
+def _duration_ns(value: str) -> int:
     match = _DURATION_RE.fullmatch(value)
     if match is None:
         raise _BadValue("must be digits with an optional ns, us, ms or s suffix")
     return int(match[1]) * _DURATION_NS[(match[2] or "").lower()]
+
+
+def parse_size(value: str) -> int:
+    """``"64k"`` -> 65536: digits and an optional k, m or g suffix (powers of 1024)."""
+    try:
+        return _size(value)
+    except _BadValue as exc:
+        raise ConfigurationError(f"size {exc}", value=value) from None
+
+
+def parse_duration_ns(value: str) -> int:
+    """``"5s"`` -> 5_000_000_000: digits and an optional ns, us, ms or s suffix (ns if none)."""
+    try:
+        return _duration_ns(value)
+    except _BadValue as exc:
+        raise ConfigurationError(f"duration {exc}", value=value) from None
 
 
 def _parse_int(value: str, low: int, high: int) -> int:
@@ -197,12 +211,12 @@ def _parse_interface(value: str) -> InterfaceAddress:
 
 
 def _check_mtu(value: str) -> None:
-    if not is_valid_mtu(parse_size(value)):
+    if not is_valid_mtu(_size(value)):
         raise _BadValue(f"must be a multiple of 32 above 32 and at most {MAX_UDP_PAYLOAD_LENGTH}")
 
 
 def _check_term_length(value: str) -> None:
-    if not is_valid_term_length(parse_size(value)):
+    if not is_valid_term_length(_size(value)):
         raise _BadValue("must be a power of two from 64 KiB to 1 GiB")
 
 
@@ -219,12 +233,12 @@ def _check_session_id(value: str) -> None:
 
 
 def _check_socket_buffer(value: str) -> None:
-    if parse_size(value) > _INT32_MAX:
+    if _size(value) > _INT32_MAX:
         raise _BadValue(f"must be at most {_INT32_MAX}")
 
 
 def _check_window(value: str) -> None:
-    if not 0 < parse_size(value) <= _INT32_MAX:
+    if not 0 < _size(value) <= _INT32_MAX:
         raise _BadValue(f"must be from 1 to {_INT32_MAX}")
 
 
@@ -261,7 +275,7 @@ def _check_int64(value: str) -> None:
 
 
 def _check_duration(value: str) -> None:
-    parse_duration_ns(value)
+    _duration_ns(value)
 
 
 _CHECKS = {
@@ -488,7 +502,13 @@ class ChannelUri:
 
     def get_int(self, key: str) -> int | None:
         value = self._params.get(key)
-        return None if value is None else int(value)
+        if value is None:
+            return None
+        if _INT_RE.fullmatch(value) is None:
+            raise ConfigurationError(
+                "channel URI parameter is not an integer", key=key, value=value
+            )
+        return int(value)
 
     def get_bool(self, key: str) -> bool | None:
         value = self._params.get(key)

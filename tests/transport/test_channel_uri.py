@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -88,6 +89,31 @@ def test_should_parse_sizes_with_suffixes(text: str, size: int) -> None:
 )
 def test_should_parse_durations_with_suffixes(text: str, duration_ns: int) -> None:
     assert parse_duration_ns(text) == duration_ns
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "message"),
+    [
+        (parse_size, "64kb", "size must be digits with an optional k, m or g suffix"),
+        (parse_size, "", "size must be digits"),
+        (parse_duration_ns, "5 s", "duration must be digits with an optional ns, us, ms or s"),
+        (parse_duration_ns, "-5s", "duration must be digits"),
+    ],
+)
+def test_should_refuse_bad_sizes_and_durations(
+    parse: Callable[[str], int], text: str, message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(f"{message}")) as caught:
+        parse(text)
+    assert caught.value.value == text  # type: ignore[attr-defined]
+
+
+def test_should_refuse_typed_reads_of_values_of_another_type() -> None:
+    uri = ChannelUri.parse("aeron:ipc?custom=abc")
+    with pytest.raises(ConfigurationError, match="key='custom' value='abc'"):
+        uri.get_int("custom")
+    with pytest.raises(ConfigurationError, match="value='abc'"):
+        uri.get_size("custom")
 
 
 def test_should_give_typed_values() -> None:
