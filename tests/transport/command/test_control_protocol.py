@@ -74,3 +74,14 @@ def test_should_use_aerons_error_code_values(code: ErrorCode, value: int) -> Non
 def test_should_map_unknown_error_code_values_to_unknown_code_value() -> None:
     assert ErrorCode.of(15) is ErrorCode.UNKNOWN_CODE_VALUE
     assert ErrorCode.of(-7) is ErrorCode.UNKNOWN_CODE_VALUE
+
+
+def test_should_export_a_sorted_all_of_importable_names() -> None:
+    import transport.command as package
+
+    # ruff's isort-style order (RUF022): CONSTANTS, then Classes, then functions.
+    def order(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert package.__all__ == sorted(package.__all__, key=order)
+    assert all(hasattr(package, name) for name in package.__all__)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.transport.command.specs import SPEC_IDS, SPECS, Spec, sample_values
 from transport import command as c
-from transport._errors import IndexOutOfBoundsError, MalformedCommandError
+from transport._errors import ConfigurationError, IndexOutOfBoundsError, MalformedCommandError
 from transport.concurrent import AtomicBuffer
 
 
@@ -264,3 +264,15 @@ def test_should_refuse_to_encode_past_the_buffer_without_writing() -> None:
             buffer, 0, client_id=1, correlation_id=2, stream_id=3, channel="aeron:ipc"
         )
     assert buffer.get_bytes(0, 32) == bytes(32)
+
+
+def test_should_refuse_to_encode_text_that_has_no_utf8_form() -> None:
+    with pytest.raises(ConfigurationError, match="text cannot be encoded: field='channel' at=5"):
+        c.encode_publication_message(
+            AtomicBuffer.allocate(64),
+            0,
+            client_id=1,
+            correlation_id=2,
+            stream_id=3,
+            channel="aeron\ud800",
+        )

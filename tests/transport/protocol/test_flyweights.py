@@ -305,3 +305,12 @@ def test_should_move_to_another_frame_on_wrap() -> None:
         32,
     )
     assert "NakFlyweight(offset=32, frame_length=28" in repr(flyweight)
+
+
+def test_should_export_a_sorted_all_of_importable_names() -> None:
+    # ruff's isort-style order (RUF022): CONSTANTS, then Classes, then functions.
+    def order(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert p.__all__ == sorted(p.__all__, key=order)
+    assert all(hasattr(p, name) for name in p.__all__)
