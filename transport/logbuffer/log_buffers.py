@@ -16,6 +16,8 @@ from transport._errors import ConfigurationError, IllegalStateError, LogBufferFi
 from transport.concurrent import AtomicBuffer, MappedFile
 from transport.logbuffer.log_buffer_descriptor import (
     LOG_META_DATA_LENGTH,
+    LOG_PAGE_SIZE_OFFSET,
+    LOG_TERM_LENGTH_OFFSET,
     PAGE_MIN_SIZE,
     PARTITION_COUNT,
     TERM_MIN_LENGTH,
@@ -88,16 +90,12 @@ class LogBuffers:
                 min_length=min_length,
             )
         mapped_file = MappedFile.open(target, min_length=min_length)
+        meta_offset = mapped_file.length - LOG_META_DATA_LENGTH
+        term_length = mapped_file.buffer.get_int32(meta_offset + LOG_TERM_LENGTH_OFFSET)
+        page_size = mapped_file.buffer.get_int32(meta_offset + LOG_PAGE_SIZE_OFFSET)
         try:
-            meta = mapped_file.buffer.slice(
-                mapped_file.length - LOG_META_DATA_LENGTH, LOG_META_DATA_LENGTH
-            )
-            metadata = LogMetadata(meta)
-            term_length = metadata.term_length
-            page_size = metadata.page_size
-            meta.release()
             _check_log_length(target, mapped_file.length, term_length, page_size)
-        except BaseException:
+        except LogBufferFileError:
             mapped_file.close()
             raise
         return cls(mapped_file, term_length)
