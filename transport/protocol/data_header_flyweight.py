@@ -37,6 +37,7 @@ end of the stream), sent when the publication has nothing new.
 
 from __future__ import annotations
 
+import struct
 from typing import ClassVar
 
 from transport.concurrent import AtomicBuffer
@@ -47,7 +48,6 @@ from transport.protocol.header_flyweight import (
     HDR_TYPE_PAD,
     MIN_HEADER_LENGTH,
     TYPE_FIELD_OFFSET,
-    VERSION_FIELD_OFFSET,
     FrameStatus,
     HeaderFlyweight,
 )
@@ -95,6 +95,8 @@ _WRONG_TYPE = FrameStatus.WRONG_TYPE
 _BAD_FRAME_LENGTH = FrameStatus.BAD_FRAME_LENGTH
 _BAD_FIELD = FrameStatus.BAD_FIELD
 _ALIGN_MASK = FRAME_ALIGNMENT - 1
+_FRAME_START = struct.Struct("<iBxHi")
+"""Frame length, version, (flags), type and term offset: one read per frame when validating."""
 
 
 def validate_data_frames(buffer: AtomicBuffer, offset: int, length: int) -> FrameStatus:
@@ -106,20 +108,17 @@ def validate_data_frames(buffer: AtomicBuffer, offset: int, length: int) -> Fram
     """
     if offset < 0 or length < MIN_HEADER_LENGTH or offset + length > buffer.capacity:
         return _TRUNCATED
-    get_int32 = buffer.get_int32
+    unpack_from = _FRAME_START.unpack_from
     position = 0
     expected_term_offset = -1
     while True:
-        frame = offset + position
         if length - position < DATA_HEADER_LENGTH:
             return _TRUNCATED
-        if buffer.get_uint8(frame + VERSION_FIELD_OFFSET) != CURRENT_VERSION:
+        frame_length, version, frame_type, term_offset = unpack_from(buffer, offset + position)
+        if version != CURRENT_VERSION:
             return _BAD_VERSION
-        frame_type = buffer.get_uint16(frame + TYPE_FIELD_OFFSET)
         if frame_type != HDR_TYPE_DATA and frame_type != HDR_TYPE_PAD:
             return _WRONG_TYPE
-        frame_length = get_int32(frame + FRAME_LENGTH_FIELD_OFFSET)
-        term_offset = get_int32(frame + TERM_OFFSET_FIELD_OFFSET)
         if term_offset < 0 or term_offset & _ALIGN_MASK:
             return _BAD_FIELD
         if expected_term_offset >= 0 and term_offset != expected_term_offset:

@@ -11,6 +11,7 @@ Any other type is ``UNKNOWN_TYPE``.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 from transport.concurrent import AtomicBuffer
@@ -29,8 +30,6 @@ from transport.protocol.header_flyweight import (
     HDR_TYPE_SETUP,
     HDR_TYPE_SM,
     MIN_HEADER_LENGTH,
-    TYPE_FIELD_OFFSET,
-    VERSION_FIELD_OFFSET,
     FrameStatus,
 )
 from transport.protocol.nak_flyweight import validate_nak_frame
@@ -45,6 +44,7 @@ RES_MIN_LENGTH = MIN_HEADER_LENGTH + 8
 RSP_SETUP_HEADER_LENGTH = MIN_HEADER_LENGTH + 12
 """The common header, session id, stream id and response session id."""
 
+_VERSION_AND_TYPE = struct.Struct("<4xBxH")
 _Validator = Callable[[AtomicBuffer, int, int], FrameStatus]
 
 
@@ -73,9 +73,10 @@ def validate_frame(buffer: AtomicBuffer, offset: int, length: int) -> FrameStatu
     """Check the datagram of ``length`` bytes at ``offset`` in ``buffer``; never raise."""
     if offset < 0 or length < MIN_HEADER_LENGTH or offset + length > buffer.capacity:
         return FrameStatus.TRUNCATED
-    if buffer.get_uint8(offset + VERSION_FIELD_OFFSET) != CURRENT_VERSION:
+    version, frame_type = _VERSION_AND_TYPE.unpack_from(buffer, offset)
+    if version != CURRENT_VERSION:
         return FrameStatus.BAD_VERSION
-    validator = _VALIDATORS.get(buffer.get_uint16(offset + TYPE_FIELD_OFFSET))
+    validator = _VALIDATORS.get(frame_type)
     if validator is None:
         return FrameStatus.UNKNOWN_TYPE
     return validator(buffer, offset, length)
