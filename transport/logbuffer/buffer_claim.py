@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BufferClaim"]
 
+_SIZED_IN_BYTES = frozenset({bytes, bytearray, AtomicBuffer})  # len() is the length in bytes
+
 
 class BufferClaim:
     """The claimed frame: ``buffer`` is the term, the payload is ``[offset, offset + length)``.
@@ -92,8 +94,11 @@ class BufferClaim:
         """Copy ``src`` (or ``length`` bytes of it from ``src_offset``) into the payload."""
         buffer = self._claimed()
         if length < 0:
-            with memoryview(src) as view:
-                length = view.nbytes - src_offset
+            if type(src) in _SIZED_IN_BYTES:
+                length = len(src) - src_offset  # type: ignore[arg-type]
+            else:
+                with memoryview(src) as view:
+                    length = view.nbytes - src_offset
         if length > self._frame_length - HDR_LENGTH:
             raise IndexOutOfBoundsError(
                 "source longer than the claimed payload",

@@ -12,7 +12,12 @@ from __future__ import annotations
 from transport.concurrent import AtomicBuffer
 from transport.concurrent.action import Action
 from transport.logbuffer.fragment_assembler import SessionBuilders
-from transport.logbuffer.frame_descriptor import BEGIN_FLAG, END_FLAG, UNFRAGMENTED
+from transport.logbuffer.frame_descriptor import (
+    BEGIN_FLAG,
+    END_FLAG,
+    FLAGS_FIELD_OFFSET,
+    UNFRAGMENTED,
+)
 from transport.logbuffer.handlers import ControlledFragmentHandler
 from transport.logbuffer.header import Header
 
@@ -29,7 +34,7 @@ class ControlledFragmentAssembler(SessionBuilders):
         self.delegate = delegate
 
     def __call__(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> Action:
-        flags = header.flags
+        flags = header.buffer.get_uint8(header.offset + FLAGS_FIELD_OFFSET)  # header.flags, inlined
         if flags & UNFRAGMENTED == UNFRAGMENTED:
             return self.delegate(buffer, offset, length, header)
         if flags & BEGIN_FLAG:

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from transport.concurrent import AtomicBuffer
 from transport.logbuffer.buffer_builder import BufferBuilder
-from transport.logbuffer.frame_descriptor import BEGIN_FLAG, END_FLAG, UNFRAGMENTED
+from transport.logbuffer.frame_descriptor import (
+    BEGIN_FLAG,
+    END_FLAG,
+    FLAGS_FIELD_OFFSET,
+    UNFRAGMENTED,
+)
 from transport.logbuffer.handlers import FragmentHandler
 from transport.logbuffer.header import Header
 
@@ -67,7 +72,7 @@ class FragmentAssembler(SessionBuilders):
         self.delegate = delegate
 
     def __call__(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
-        flags = header.flags
+        flags = header.buffer.get_uint8(header.offset + FLAGS_FIELD_OFFSET)  # header.flags, inlined
         if flags & UNFRAGMENTED == UNFRAGMENTED:
             self.delegate(buffer, offset, length, header)
         elif flags & BEGIN_FLAG:
