@@ -56,6 +56,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Self
 
 from transport._errors import ChannelUriError, ConfigurationError, UnknownHostError
+from transport.protocol.data_header_flyweight import FRAME_ALIGNMENT
 from transport.protocol.setup_flyweight import (
     MAX_UDP_PAYLOAD_LENGTH,
     TERM_MAX_LENGTH,
@@ -85,7 +86,6 @@ IPC_CHANNEL = "aeron:ipc"
 
 _INT32_MAX = 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_FRAME_ALIGNMENT = 32
 _SIZE_RE = re.compile(r"(\d+)([kKmMgG]?)")
 _DURATION_RE = re.compile(r"(\d+)(ns|us|ms|s)?", re.IGNORECASE)
 _INT_RE = re.compile(r"-?\d+")
@@ -180,13 +180,11 @@ def _split_host_port(value: str, port_required: bool) -> SocketAddress:
             raise _BadValue("must be [ipv6]:port")
         port_text = rest[1:] if rest else None
     else:
-        host, separator, port_text_or_host = value.rpartition(":")
+        host, separator, port_text = value.rpartition(":")
         if not separator:
             host, port_text = value, None
-        else:
-            port_text = port_text_or_host
-            if ":" in host:
-                raise _BadValue("has an IPv6 address that is not in brackets")
+        elif ":" in host:
+            raise _BadValue("has an IPv6 address that is not in brackets")
         host = _parse_host(host)
     if port_text is None:
         if port_required:
@@ -221,7 +219,7 @@ def _check_term_length(value: str) -> None:
 
 
 def _check_term_offset(value: str) -> None:
-    if _parse_int(value, 0, TERM_MAX_LENGTH) % _FRAME_ALIGNMENT:
+    if _parse_int(value, 0, TERM_MAX_LENGTH) % FRAME_ALIGNMENT:
         raise _BadValue("must be a multiple of 32")
 
 
