@@ -1,0 +1,139 @@
+"""Errors of the broker, one root for the package.
+
+::
+
+    BrokerError                         root of every error raised by ``broker``
+    ├── ConfigError                     (also ValueError) a bad value in a config object
+    ├── InvalidArgumentError            (also ValueError) a bad argument to a call (topic, offset)
+    ├── IllegalStateError               an operation the object's state does not allow (closed)
+    ├── TopicNotFoundError              (also KeyError) a topic the broker does not know
+    └── StoreError                      the message store failed
+        ├── StoreLockedError            the data directory is held by another store or process
+        ├── StoreIOError                (also OSError) the disk refused a read, write or flush
+        ├── CorruptRecordError          a record failed its framing or CRC check
+        └── FlushTimeoutError           (also TimeoutError) a flush did not finish in time
+
+The hot paths of the store never raise for expected outcomes: a put returns a
+``PutMessageStatus`` (``FLUSH_DISK_TIMEOUT``, ``MESSAGE_ILLEGAL``, ...) and a get returns a
+``GetMessageStatus``. These errors are for the control path and for bugs in the caller's
+arguments. Every message names the values that matter as ``key=value``; the values are kept as
+attributes. ``retriable`` says whether trying again may succeed; ``code`` is the RocketMQ
+response code the broker service answers with (``error_for_code`` maps it back to a class).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BrokerError",
+    "ConfigError",
+    "CorruptRecordError",
+    "FlushTimeoutError",
+    "IllegalStateError",
+    "InvalidArgumentError",
+    "StoreError",
+    "StoreIOError",
+    "StoreLockedError",
+    "TopicNotFoundError",
+    "error_for_code",
+]
+
+# RocketMQ's ResponseCode values for the errors that have one.
+_SYSTEM_ERROR = 1
+_SYSTEM_BUSY = 2
+_MESSAGE_ILLEGAL = 13
+_SERVICE_NOT_AVAILABLE = 14
+_TOPIC_NOT_EXIST = 17
+_FLUSH_DISK_TIMEOUT = 10
+
+
+class BrokerError(Exception):
+    """Root of the broker's errors.
+
+    ``retriable`` says whether the same call may succeed later; ``code`` is the RocketMQ
+    response code for the error (``SYSTEM_ERROR`` unless a subclass says otherwise).
+    """
+
+    retriable: bool = False
+    code: int = _SYSTEM_ERROR
+
+    def __init__(self, message: str, **values: Any) -> None:
+        if values:
+            detail = " ".join(f"{key}={value!r}" for key, value in values.items())
+            message = f"{message}: {detail}"
+        super().__init__(message)
+        self.values = values
+        for key, value in values.items():
+            setattr(self, key, value)
+
+
+class ConfigError(BrokerError, ValueError):
+    """A bad value in a config object: the message names the field, the value and the rule."""
+
+
+class InvalidArgumentError(BrokerError, ValueError):
+    """A bad argument to a call: an illegal topic name, a negative offset, an unknown queue."""
+
+    code = _MESSAGE_ILLEGAL
+
+
+class IllegalStateError(BrokerError):
+    """An operation that the object's current state does not allow (not started, shut down)."""
+
+    code = _SERVICE_NOT_AVAILABLE
+
+
+class TopicNotFoundError(BrokerError, KeyError):
+    """A topic that the broker's topic config does not hold."""
+
+    code = _TOPIC_NOT_EXIST
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreError(BrokerError):
+    """The message store failed: the root of storage errors."""
+
+
+class StoreLockedError(StoreError):
+    """The data directory is locked by another open store (in this or another process)."""
+
+    retriable = True
+    code = _SERVICE_NOT_AVAILABLE
+
+
+class StoreIOError(StoreError, OSError):
+    """The operating system refused a read, write, map or flush of a store file."""
+
+    retriable = True
+    code = _SYSTEM_BUSY
+
+
+class CorruptRecordError(StoreError):
+    """A commit log record that failed its framing or CRC check; ``physical_offset`` says where.
+
+    The record is never returned as a message.
+    """
+
+
+class FlushTimeoutError(StoreError, TimeoutError):
+    """A flush to disk did not complete within its timeout."""
+
+    retriable = True
+    code = _FLUSH_DISK_TIMEOUT
+
+
+_BY_CODE: dict[int, type[BrokerError]] = {
+    _MESSAGE_ILLEGAL: InvalidArgumentError,
+    _SERVICE_NOT_AVAILABLE: IllegalStateError,
+    _TOPIC_NOT_EXIST: TopicNotFoundError,
+    _SYSTEM_BUSY: StoreIOError,
+    _FLUSH_DISK_TIMEOUT: FlushTimeoutError,
+}
+
+
+def error_for_code(code: int) -> type[BrokerError]:
+    """The error class for a RocketMQ response code (``BrokerError`` for codes without one)."""
+    return _BY_CODE.get(code, BrokerError)

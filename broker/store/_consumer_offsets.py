@@ -1,0 +1,115 @@
+"""Consumer offsets: (topic, group, queue id) -> the next offset to consume (RocketMQ's
+``ConsumerOffsetManager``, keyed ``topic@group``).
+
+Commits change memory; ``persist`` writes the table atomically when it changed (the store
+calls it every ``offset_persist_interval_ms`` and at shutdown). Thread-safe.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+from broker._errors import InvalidArgumentError, StoreError
+from broker.store._atomic_file import read_json, write_json_atomically
+from broker.store._queue_table import is_valid_topic
+
+__all__ = ["ConsumerOffsetManager"]
+
+_GROUP_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")
+_SEPARATOR = "@"
+_VERSION = 1
+
+
+class ConsumerOffsetManager:
+    """The committed offsets in ``path`` (JSON)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._table: dict[tuple[str, str], dict[int, int]] = {}
+        self._lock = threading.Lock()
+        self._dirty = False
+
+    def load(self) -> None:
+        value = read_json(self.path)
+        if value is None:
+            return
+        try:
+            if value["version"] != _VERSION:
+                raise StoreError("unknown consumer offsets version", path=str(self.path))
+            table: dict[tuple[str, str], dict[int, int]] = {}
+            for key, offsets in value["offset_table"].items():
+                topic, _, group = key.partition(_SEPARATOR)
+                table[(topic, group)] = {int(q): int(o) for q, o in offsets.items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StoreError("malformed consumer offsets", path=str(self.path)) from exc
+        with self._lock:
+            self._table = table
+            self._dirty = False
+
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Set the group's next offset for the queue (in memory; see ``persist``)."""
+        _check(group, topic, queue_id)
+        if not isinstance(offset, int) or offset < 0:
+            raise InvalidArgumentError(
+                "offset must be >= 0", group=group, topic=topic, queue_id=queue_id, offset=offset
+            )
+        with self._lock:
+            self._table.setdefault((topic, group), {})[queue_id] = offset
+            self._dirty = True
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset, or -1 when the group never committed one for the queue."""
+        offsets = self._table.get((topic, group))
+        if offsets is None:
+            return -1
+        return offsets.get(queue_id, -1)
+
+    def query_offsets(self, group: str, topic: str) -> dict[int, int]:
+        """Every committed offset of the group on the topic, by queue id."""
+        with self._lock:
+            return dict(self._table.get((topic, group), {}))
+
+    def groups_of(self, topic: str) -> list[str]:
+        return sorted(group for (t, group) in self._table if t == topic)
+
+    def topics_of(self, group: str) -> list[str]:
+        return sorted(topic for (topic, g) in self._table if g == group)
+
+    def remove(self, group: str, topic: str | None = None) -> int:
+        """Forget the group's offsets (on ``topic`` only, if given); returns how many
+        (topic, group) entries went."""
+        with self._lock:
+            doomed = [k for k in self._table if k[1] == group and topic in (None, k[0])]
+            for key in doomed:
+                del self._table[key]
+            if doomed:
+                self._dirty = True
+            return len(doomed)
+
+    def persist(self, force: bool = False) -> bool:
+        """Write the table atomically if it changed since the last write; True if written."""
+        with self._lock:
+            if not self._dirty and not force:
+                return False
+            snapshot = {
+                f"{topic}{_SEPARATOR}{group}": {str(q): o for q, o in sorted(offsets.items())}
+                for (topic, group), offsets in self._table.items()
+            }
+            self._dirty = False
+        try:
+            write_json_atomically(self.path, {"version": _VERSION, "offset_table": snapshot})
+        except BaseException:
+            self._dirty = True
+            raise
+        return True
+
+
+def _check(group: str, topic: str, queue_id: int) -> None:
+    if not isinstance(group, str) or not _GROUP_PATTERN.match(group):
+        raise InvalidArgumentError("group name must be 1-255 of %|a-zA-Z0-9_-", group=group)
+    if not isinstance(topic, str) or not is_valid_topic(topic):
+        raise InvalidArgumentError("topic name must be 1-127 of %|a-zA-Z0-9_-", topic=topic)
+    if not isinstance(queue_id, int) or queue_id < 0:
+        raise InvalidArgumentError("queue_id must be >= 0", queue_id=queue_id)

@@ -1,0 +1,164 @@
+"""One fixed-size, memory-mapped store file (a commit log, consume queue or index segment).
+
+The file is created at its full length (sparse, zero-filled) and named by the offset of its
+first byte in the whole log, 20 digits, as RocketMQ names them. Owners keep their own write
+positions; this class maps, flushes (``os.fdatasync``, which releases the GIL, unlike
+``mmap.flush``) and deletes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+from broker._errors import StoreIOError
+
+__all__ = ["MappedFile", "file_name_for", "fsync_directory"]
+
+FILE_NAME_DIGITS = 20
+_SCAN_CHUNK_BYTES = 16 << 20
+
+
+def file_name_for(start_offset: int) -> str:
+    """The 20-digit name of the file whose first byte is at ``start_offset``."""
+    return f"{start_offset:0{FILE_NAME_DIGITS}d}"
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a directory's entries (created, renamed or removed files) durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class MappedFile:
+    """A mapped file of ``size`` bytes whose first byte is at ``start_offset`` of its log.
+
+    ``mm`` is the map and ``view`` a memoryview of it. ``flushed_position`` (relative) is how
+    far ``flush`` has made the bytes durable.
+    """
+
+    __slots__ = ("_fd", "flushed_position", "mm", "path", "size", "start_offset", "view")
+
+    def __init__(self, path: Path, start_offset: int, size: int, *, create: bool) -> None:
+        self.path = path
+        self.start_offset = start_offset
+        self.size = size
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        try:
+            self._fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            raise StoreIOError("cannot open store file", path=str(path), reason=str(exc)) from exc
+        try:
+            if create:
+                os.ftruncate(self._fd, size)
+            elif os.fstat(self._fd).st_size != size:
+                actual = os.fstat(self._fd).st_size
+                raise StoreIOError(
+                    "store file has the wrong length", path=str(path), length=actual, expected=size
+                )
+            self.mm = mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError as exc:
+            os.close(self._fd)
+            raise StoreIOError("cannot map store file", path=str(path), reason=str(exc)) from exc
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.view = memoryview(self.mm)
+        self.flushed_position = 0
+
+    @classmethod
+    def create(cls, directory: Path, start_offset: int, size: int) -> MappedFile:
+        """A new zero-filled file; its directory entry is made durable."""
+        mapped = cls(directory / file_name_for(start_offset), start_offset, size, create=True)
+        fsync_directory(directory)
+        return mapped
+
+    @classmethod
+    def open(cls, path: Path, size: int) -> MappedFile:
+        """An existing file named by its start offset."""
+        return cls(path, int(path.name), size, create=False)
+
+    @property
+    def end_offset(self) -> int:
+        return self.start_offset + self.size
+
+    def flush(self) -> None:
+        """Make every written byte of the file durable (``fdatasync``; releases the GIL)."""
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            raise StoreIOError("flush failed", path=str(self.path), reason=str(exc)) from exc
+
+    def zero_tail(self, position: int) -> int:
+        """Zero every byte from ``position`` (relative) up to the last non-zero one, so a
+        truncated tail reads as never written. Only the file's data extents are scanned
+        (``SEEK_DATA``/``SEEK_HOLE``): never-touched sparse space is not read. Returns how
+        many bytes were zeroed."""
+        data = np.frombuffer(self.mm, dtype=np.uint8)
+        last = -1
+        for begin, end in self._data_extents(position):
+            while end > begin:
+                chunk_begin = max(begin, end - _SCAN_CHUNK_BYTES)
+                chunk = data[chunk_begin:end]
+                if chunk.any():
+                    last = max(last, chunk_begin + int(np.flatnonzero(chunk)[-1]))
+                    break
+                end = chunk_begin
+        if last >= position:
+            data[position : last + 1] = 0
+        del data
+        return max(0, last + 1 - position)
+
+    def _data_extents(self, position: int) -> list[tuple[int, int]]:
+        """The ``[begin, end)`` ranges from ``position`` that hold data (not holes)."""
+        extents: list[tuple[int, int]] = []
+        at = position
+        try:
+            while at < self.size:
+                try:
+                    begin = os.lseek(self._fd, at, os.SEEK_DATA)
+                except OSError as exc:
+                    if exc.errno == errno.ENXIO:  # only a hole from here on
+                        break
+                    raise
+                if begin >= self.size:
+                    break
+                end = min(self.size, os.lseek(self._fd, begin, os.SEEK_HOLE))
+                extents.append((max(begin, position), end))
+                at = end
+        except OSError:  # no SEEK_DATA here: scan everything
+            return [(position, self.size)]
+        return extents
+
+    def close(self) -> None:
+        """Unmap and close. A reader still holding a view keeps the pages mapped until it lets
+        go (the map is then released by its last reference)."""
+        if self._fd < 0:
+            return
+        self.view.release()
+        # exported to a live reader: then unmapped when that reader drops it
+        with contextlib.suppress(BufferError):
+            self.mm.close()
+        os.close(self._fd)
+        self._fd = -1
+
+    def delete(self) -> None:
+        """Close and remove the file."""
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreIOError("cannot delete store file", path=str(self.path)) from exc
+
+    def __repr__(self) -> str:
+        return f"MappedFile(path={str(self.path)!r}, start_offset={self.start_offset})"

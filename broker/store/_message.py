@@ -1,0 +1,263 @@
+"""Messages in and out of the store, their properties, tag hashes and message ids.
+
+``InboundMessage`` is what the broker hands to ``put``; ``StoredMessage`` is what a read
+returns (RocketMQ's ``MessageExtBrokerInner`` and ``MessageExt``). Properties travel in
+RocketMQ's string form, ``name \\x01 value \\x02`` repeated, UTF-8 encoded. No I/O here.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Mapping
+from functools import lru_cache
+
+from broker._errors import InvalidArgumentError
+
+__all__ = [
+    "EMPTY_HOST",
+    "PROPERTY_KEYS",
+    "PROPERTY_TAGS",
+    "PROPERTY_UNIQ_KEY",
+    "InboundMessage",
+    "StoredMessage",
+    "create_message_id",
+    "decode_message_id",
+    "decode_properties",
+    "encode_properties",
+    "index_keys",
+    "pack_host",
+    "tag_hash",
+    "unpack_host",
+]
+
+PROPERTY_TAGS = "TAGS"
+PROPERTY_KEYS = "KEYS"
+PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+KEY_SEPARATOR = " "
+_NAME_VALUE_SEPARATOR = "\x01"
+_PROPERTY_SEPARATOR = "\x02"
+
+EMPTY_HOST = bytes(8)
+_PORT = struct.Struct("<i")
+_MESSAGE_ID = struct.Struct(">4sIq")
+
+
+def pack_host(host: str) -> bytes:
+    """``"a.b.c.d:port"`` as the record's 8-byte host field (IPv4 address, then i32 LE port)."""
+    address, _, port = host.rpartition(":")
+    try:
+        return socket.inet_aton(address) + _PORT.pack(int(port))
+    except (OSError, ValueError, struct.error) as exc:
+        raise InvalidArgumentError("host must be 'a.b.c.d:port'", host=host) from exc
+
+
+def unpack_host(packed: bytes) -> str:
+    """The inverse of ``pack_host``."""
+    return f"{socket.inet_ntoa(packed[:4])}:{_PORT.unpack_from(packed, 4)[0]}"
+
+
+def encode_properties(properties: Mapping[str, str]) -> bytes:
+    """RocketMQ's property string, UTF-8: ``name\\x01value\\x02`` per property."""
+    if not properties:
+        return b""
+    return "".join(
+        [f"{k}{_NAME_VALUE_SEPARATOR}{v}{_PROPERTY_SEPARATOR}" for k, v in properties.items()]
+    ).encode()
+
+
+def decode_properties(data: bytes) -> dict[str, str]:
+    """The inverse of ``encode_properties``."""
+    if not data:
+        return {}
+    out: dict[str, str] = {}
+    for item in data.decode().split(_PROPERTY_SEPARATOR):
+        if item:
+            name, _, value = item.partition(_NAME_VALUE_SEPARATOR)
+            out[name] = value
+    return out
+
+
+@lru_cache(maxsize=4096)
+def tag_hash(tag: str) -> int:
+    """The consume-queue tag code of a tag: Java's ``String.hashCode`` (as RocketMQ), as i64.
+
+    Consumers filter on these hashes; equal hashes of different tags are filtered again on
+    the tag itself by the client, as in RocketMQ.
+    """
+    h = 0
+    data = tag.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def index_keys(properties: Mapping[str, str]) -> list[str]:
+    """The keys a message is indexed under: each of ``KEYS`` and its ``UNIQ_KEY``."""
+    keys = properties.get(PROPERTY_KEYS)
+    unique = properties.get(PROPERTY_UNIQ_KEY)
+    found = [k for k in keys.split(KEY_SEPARATOR) if k] if keys else []
+    if unique:
+        found.append(unique)
+    return found
+
+
+def create_message_id(store_host: bytes, physical_offset: int) -> str:
+    """RocketMQ's offset message id: store address, port and commit log offset, as hex."""
+    port = _PORT.unpack_from(store_host, 4)[0]
+    return _MESSAGE_ID.pack(store_host[:4], port, physical_offset).hex().upper()
+
+
+def decode_message_id(message_id: str) -> tuple[str, int]:
+    """``(store host "a.b.c.d:port", physical offset)`` of an offset message id."""
+    try:
+        raw = bytes.fromhex(message_id)
+        address, port, offset = _MESSAGE_ID.unpack(raw)
+    except (ValueError, struct.error) as exc:
+        raise InvalidArgumentError("not an offset message id", message_id=message_id) from exc
+    return f"{socket.inet_ntoa(address)}:{port}", offset
+
+
+class InboundMessage:
+    """A message to append: RocketMQ's ``MessageExtBrokerInner`` without the derived fields.
+
+    ``born_host`` is the 8-byte packed form (``pack_host``); ``born_timestamp_ms`` defaults to
+    now. Tags, keys and the unique key are the properties ``TAGS``, ``KEYS`` (space-separated)
+    and ``UNIQ_KEY``.
+    """
+
+    __slots__ = (
+        "body",
+        "born_host",
+        "born_timestamp_ms",
+        "flag",
+        "prepared_transaction_offset",
+        "properties",
+        "queue_id",
+        "reconsume_times",
+        "sys_flag",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        properties: Mapping[str, str] | None = None,
+        *,
+        flag: int = 0,
+        sys_flag: int = 0,
+        born_timestamp_ms: int | None = None,
+        born_host: bytes = EMPTY_HOST,
+        reconsume_times: int = 0,
+        prepared_transaction_offset: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.body = body
+        self.properties: Mapping[str, str] = properties if properties is not None else {}
+        self.flag = flag
+        self.sys_flag = sys_flag
+        self.born_timestamp_ms = (
+            time.time_ns() // 1_000_000 if born_timestamp_ms is None else born_timestamp_ms
+        )
+        self.born_host = born_host
+        self.reconsume_times = reconsume_times
+        self.prepared_transaction_offset = prepared_transaction_offset
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PROPERTY_TAGS)
+
+    def __repr__(self) -> str:
+        return (
+            f"InboundMessage(topic={self.topic!r}, queue_id={self.queue_id}, "
+            f"body_length={len(self.body)}, properties={dict(self.properties)!r})"
+        )
+
+
+class StoredMessage:
+    """A message read back from the commit log (RocketMQ's ``MessageExt``)."""
+
+    __slots__ = (
+        "body",
+        "body_crc",
+        "born_host",
+        "born_timestamp_ms",
+        "flag",
+        "physical_offset",
+        "prepared_transaction_offset",
+        "properties",
+        "queue_id",
+        "queue_offset",
+        "reconsume_times",
+        "store_host",
+        "store_size",
+        "store_timestamp_ms",
+        "sys_flag",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        *,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        properties: dict[str, str],
+        flag: int,
+        sys_flag: int,
+        queue_offset: int,
+        physical_offset: int,
+        store_size: int,
+        body_crc: int,
+        born_timestamp_ms: int,
+        born_host: bytes,
+        store_timestamp_ms: int,
+        store_host: bytes,
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.body = body
+        self.properties = properties
+        self.flag = flag
+        self.sys_flag = sys_flag
+        self.queue_offset = queue_offset
+        self.physical_offset = physical_offset
+        self.store_size = store_size
+        self.body_crc = body_crc
+        self.born_timestamp_ms = born_timestamp_ms
+        self.born_host = born_host
+        self.store_timestamp_ms = store_timestamp_ms
+        self.store_host = store_host
+        self.reconsume_times = reconsume_times
+        self.prepared_transaction_offset = prepared_transaction_offset
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> list[str]:
+        value = self.properties.get(PROPERTY_KEYS)
+        return [k for k in value.split(KEY_SEPARATOR) if k] if value else []
+
+    @property
+    def unique_key(self) -> str | None:
+        return self.properties.get(PROPERTY_UNIQ_KEY)
+
+    @property
+    def message_id(self) -> str:
+        """The offset message id (store host and commit log offset), as RocketMQ's."""
+        return create_message_id(self.store_host, self.physical_offset)
+
+    def __repr__(self) -> str:
+        return (
+            f"StoredMessage(topic={self.topic!r}, queue_id={self.queue_id}, "
+            f"queue_offset={self.queue_offset}, physical_offset={self.physical_offset}, "
+            f"body_length={len(self.body)}, properties={self.properties!r})"
+        )

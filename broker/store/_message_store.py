@@ -1,0 +1,576 @@
+"""The message store facade that the broker service calls (RocketMQ's ``DefaultMessageStore``).
+
+Puts append to the commit log and dispatch to the consume queue and the index at once, under
+one put lock; under SYNC flush a put returns once its bytes are durable (group commit). Gets
+read the consume queue, filter by tag hash, and read the records, checking each one's CRC.
+Background duties flush, checkpoint, apply retention and persist consumer offsets.
+
+Lifecycle: ``start()`` (lock the data directory, load, recover, start the services) and
+``shutdown()``; or ``with MessageStore(config) as store:``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import Self
+
+import numpy as np
+
+from broker._errors import (
+    CorruptRecordError,
+    IllegalStateError,
+    StoreIOError,
+)
+from broker.store._arrival import ArrivalListener, ArrivalNotifier
+from broker.store._batch_encoder import EncodedBatch
+from broker.store._checkpoint import Checkpoint
+from broker.store._commit_log import CommitLog
+from broker.store._config import FlushMode, StoreConfig
+from broker.store._consumer_offsets import ConsumerOffsetManager
+from broker.store._dir_lock import DirectoryLock
+from broker.store._group_commit import GroupCommitService
+from broker.store._index_service import IndexService
+from broker.store._message import (
+    InboundMessage,
+    StoredMessage,
+    decode_message_id,
+    index_keys,
+    pack_host,
+)
+from broker.store._queue_table import ConsumeQueueTable, is_valid_topic
+from broker.store._record import MIN_BLANK_LENGTH
+from broker.store._recovery import RecoveryReport, recover
+from broker.store._results import (
+    BoundaryType,
+    GetMessageResult,
+    GetMessageStatus,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from broker.store._retention import RetentionReport, run_retention
+from broker.store._scheduler import Duty, Scheduler
+from broker.store._topic_config import TopicConfigManager
+
+__all__ = ["MessageStore"]
+
+_log = logging.getLogger("broker.store")
+
+DEFAULT_MAX_COUNT = 32
+DEFAULT_MAX_BYTES = 256 * 1024
+_MAX_QUEUE_ID = (1 << 31) - 1
+_TOPIC_CACHE_LIMIT = 10_000
+
+PutCallback = Callable[[PutMessageResult], None]
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MessageStore:
+    """The broker's durable store for ``config``; ``clock_ms`` gives store timestamps.
+
+    ``topic_config`` and ``consumer_offsets`` are the persisted admin tables; they are
+    loaded at ``start`` and saved atomically (topics on every change, offsets every
+    ``offset_persist_interval_ms`` and at shutdown).
+    """
+
+    def __init__(self, config: StoreConfig, *, clock_ms: Callable[[], int] | None = None) -> None:
+        self.config = config
+        self._clock_ms = clock_ms or _wall_clock_ms
+        self._store_host = pack_host(config.store_host)
+        self._lock = DirectoryLock(config.lock_path)
+        self.commit_log = CommitLog(
+            config.commit_log_dir, config.commit_log_segment_bytes, self._store_host
+        )
+        self.queues = ConsumeQueueTable(
+            config.consume_queue_dir, config.consume_queue_entries_per_segment
+        )
+        self.index: IndexService | None = (
+            IndexService(config.index_dir, config.index_slots, config.index_entries)
+            if config.index_enabled
+            else None
+        )
+        self.topic_config = TopicConfigManager(config.config_dir / "topics.json")
+        self.consumer_offsets = ConsumerOffsetManager(config.config_dir / "consumer_offsets.json")
+        self.arrivals = ArrivalNotifier()
+        self.recovery_report: RecoveryReport | None = None
+        self.corrupt_records_seen = 0
+        self._put_lock = threading.Lock()
+        self._running = False
+        self._writable = False
+        self._dispatched_offset = 0
+        self._max_batch_bytes = config.commit_log_segment_bytes - MIN_BLANK_LENGTH
+        self._topics: dict[str, bytes] = {}
+        self._batch = EncodedBatch()
+        self._group_commit: GroupCommitService | None = None
+        self._scheduler: Scheduler | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> RecoveryReport:
+        """Lock the data directory, load everything, recover, and start the services."""
+        if self._running:
+            raise IllegalStateError("store already started", data_dir=str(self.config.data_dir))
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock.acquire()
+        try:
+            self.topic_config.load()
+            self.consumer_offsets.load()
+            self.commit_log.load()
+            self.queues.load()
+            if self.index is not None:
+                self.index.load()
+            checkpoint = Checkpoint.load(self.config.checkpoint_path)
+            report = recover(self.commit_log, self.queues, self.index, checkpoint)
+            self._dispatched_offset = self.commit_log.max_offset
+            self._checkpoint(clean_shutdown=False)
+        except BaseException:
+            self._close_files()
+            self._lock.release()
+            raise
+        self.recovery_report = report
+        if report.truncated_at is not None:
+            _log.warning("store recovered with a truncated tail: %s", report)
+        self._start_services()
+        self._running = self._writable = True
+        return report
+
+    def _start_services(self) -> None:
+        config = self.config
+        duties = [
+            Duty(
+                "checkpoint",
+                config.flush_consume_queue_interval_ms,
+                lambda: self._checkpoint(clean_shutdown=False),
+            ),
+            Duty("retention", config.clean_interval_ms, self.run_retention),
+            Duty("offsets", config.offset_persist_interval_ms, self.consumer_offsets.persist),
+        ]
+        if config.flush_mode is FlushMode.SYNC:
+            self._group_commit = GroupCommitService(
+                self.commit_log.flush, self.commit_log.flushed_offset, config.sync_flush_timeout_ms
+            )
+            self._group_commit.start()
+        else:
+            duties.insert(0, Duty("flush", config.flush_interval_ms, self.commit_log.flush))
+        self._scheduler = Scheduler("store-services", duties)
+        self._scheduler.start()
+
+    def shutdown(self) -> None:
+        """Stop the services, make everything durable, write a clean checkpoint, close."""
+        if not self._running:
+            return
+        with self._put_lock:
+            self._running = self._writable = False
+        if self._scheduler is not None:
+            self._scheduler.stop()
+            self._scheduler = None
+        if self._group_commit is not None:
+            self._group_commit.stop()
+            self._group_commit = None
+        try:
+            self._checkpoint(clean_shutdown=True)
+            self.consumer_offsets.persist()
+        finally:
+            self._close_files()
+            self._lock.release()
+
+    def _close_files(self) -> None:
+        self.commit_log.close()
+        self.queues.close()
+        if self.index is not None:
+            self.index.close()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    # -- put path --------------------------------------------------------------------------
+
+    def put_message(self, message: InboundMessage) -> PutMessageResult:
+        """Append one message; under SYNC flush, return once it is durable."""
+        return self.put_messages((message,))
+
+    def put_messages(self, messages: Sequence[InboundMessage]) -> PutMessageResult:
+        """Append a batch of one (topic, queue id), contiguous, with consecutive queue
+        offsets; under SYNC flush, return once it is durable (else ``FLUSH_DISK_TIMEOUT``)."""
+        result, end = self._append(messages)
+        group_commit = self._group_commit
+        if (
+            result.status is PutMessageStatus.PUT_OK
+            and group_commit is not None
+            and not group_commit.wait_durable(end)
+        ):
+            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return result
+
+    def put_messages_async(
+        self, messages: Sequence[InboundMessage], callback: PutCallback
+    ) -> PutMessageResult:
+        """Append a batch without waiting for the disk. ``callback(result)`` runs once the
+        outcome is final: at once under ASYNC flush or on failure, else on the flusher
+        thread when durable (``FLUSH_DISK_TIMEOUT`` if not in time). Returns the result as
+        appended (status not yet final under SYNC)."""
+        result, end = self._append(messages)
+        group_commit = self._group_commit
+        if result.status is not PutMessageStatus.PUT_OK or group_commit is None:
+            callback(result)
+            return result
+
+        def durable(ok: bool) -> None:
+            if not ok:
+                result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+            callback(result)
+
+        group_commit.request(end, durable)
+        return result
+
+    def _append(self, messages: Sequence[InboundMessage]) -> tuple[PutMessageResult, int]:
+        """Validate, encode, append and dispatch; returns the result and the log's end."""
+        if not messages or not self._writable:
+            status = (
+                PutMessageStatus.MESSAGE_ILLEGAL
+                if self._writable
+                else PutMessageStatus.SERVICE_NOT_AVAILABLE
+            )
+            return PutMessageResult(status), 0
+        first = messages[0]
+        topic = first.topic
+        queue_id = first.queue_id
+        topic_bytes = self._topics.get(topic)
+        if topic_bytes is None:
+            if not isinstance(topic, str) or not is_valid_topic(topic):
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+            if len(self._topics) >= _TOPIC_CACHE_LIMIT:
+                self._topics.clear()
+            topic_bytes = self._topics[topic] = topic.encode()
+        if not isinstance(queue_id, int) or not 0 <= queue_id <= _MAX_QUEUE_ID:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+
+        positions: list[int] = []
+        commit_log = self.commit_log
+        batch = self._batch
+        index = self.index
+        with self._put_lock:
+            if not self._writable:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+            queue = self.queues.get_or_create(topic, queue_id)
+            queue_offset = queue.max_offset
+            now_ms = self._clock_ms()
+            if now_ms < commit_log.last_store_timestamp_ms:
+                now_ms = commit_log.last_store_timestamp_ms
+            status = batch.encode(
+                messages,
+                topic,
+                topic_bytes,
+                queue_id,
+                queue_offset,
+                commit_log.max_offset,
+                now_ms,
+                self._store_host,
+                self.config.max_record_bytes,
+                self._max_batch_bytes,
+                index is not None,
+            )
+            if status is not PutMessageStatus.PUT_OK:
+                return PutMessageResult(status), 0
+            try:
+                commit_log.append(batch, positions)
+            except StoreIOError as exc:
+                _log.error("cannot append: %s", exc)
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
+            commit_log.last_store_timestamp_ms = now_ms
+            try:
+                queue.put(queue_offset, positions, batch.sizes, batch.tags)
+                if batch.keyed and index is not None:
+                    for i in batch.keyed:
+                        keys = index_keys(messages[i].properties)
+                        index.put(topic, keys, positions[i], now_ms)
+            except StoreIOError as exc:
+                # the log holds records its queue does not: stop writing; recovery fixes it
+                self._writable = False
+                _log.error("cannot dispatch, store no longer writable: %s", exc)
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+            end = commit_log.max_offset
+            self._dispatched_offset = end
+            total = batch.total
+        count = len(positions)
+        if self.arrivals.active:
+            self.arrivals.notify(topic, queue_id, queue_offset + count)
+        return (
+            PutMessageResult(
+                PutMessageStatus.PUT_OK,
+                positions[0],
+                queue_offset,
+                count,
+                total,
+                now_ms,
+                positions,
+                self._store_host,
+            ),
+            end,
+        )
+
+    # -- get path --------------------------------------------------------------------------
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = DEFAULT_MAX_COUNT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        tag_hashes: Collection[int] | None = None,
+    ) -> GetMessageResult:
+        """Read up to ``max_count`` messages (and about ``max_bytes``; at least one) from
+        ``offset`` of (topic, queue id), keeping those whose tag hash is in ``tag_hashes``
+        (all when None). Statuses and next offsets are RocketMQ's ``getMessage``'s.
+        """
+        queue = self.queues.get(topic, queue_id)
+        if queue is None:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        min_offset = queue.min_offset
+        max_offset = queue.max_offset
+        if max_offset == 0:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        if offset < min_offset:
+            status = GetMessageStatus.OFFSET_TOO_SMALL
+            return GetMessageResult(status, min_offset, min_offset, max_offset)
+        if offset == max_offset:
+            status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+            return GetMessageResult(status, offset, min_offset, max_offset)
+        if offset > max_offset:
+            status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            return GetMessageResult(status, max_offset, min_offset, max_offset)
+
+        result = GetMessageResult(GetMessageStatus.NO_MATCHED_MSG, offset, min_offset, max_offset)
+        wanted = np.fromiter(tag_hashes, dtype=np.int64) if tag_hashes is not None else None
+        scan_limit = max(self.config.max_filter_scan_entries, max_count)
+        messages = result.messages
+        commit_log = self.commit_log
+        read = commit_log.read
+        next_offset = offset
+        total = 0
+        while next_offset < max_offset and next_offset - offset < scan_limit:
+            entries = queue.entries(next_offset, scan_limit - (next_offset - offset))
+            if not len(entries):
+                break
+            physical = entries["offset"].tolist()
+            sizes = entries["size"].tolist()
+            matched = np.isin(entries["tag"], wanted).tolist() if wanted is not None else None
+            del entries
+            full = False
+            for i, (position, size) in enumerate(zip(physical, sizes, strict=True)):
+                if messages and (len(messages) >= max_count or total + size > max_bytes):
+                    full = True
+                    break
+                queue_offset = next_offset + i
+                result.next_begin_offset = queue_offset + 1
+                if matched is not None and not matched[i]:
+                    continue
+                message = read(position, size)
+                if (
+                    message is None
+                    or message.queue_offset != queue_offset
+                    or message.queue_id != queue_id
+                    or message.topic != topic
+                ):
+                    if position < commit_log.min_offset:
+                        if not messages:
+                            result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                        continue
+                    self._report_corrupt(result, topic, queue_id, queue_offset, position, size)
+                    continue
+                messages.append(message)
+                total += size
+                result.status = GetMessageStatus.FOUND
+            if full:
+                break
+            next_offset += len(physical)
+        result.buffer_total_size = total
+        return result
+
+    def _report_corrupt(
+        self,
+        result: GetMessageResult,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        position: int,
+        size: int,
+    ) -> None:
+        check, _ = self.commit_log.check(position)
+        error = CorruptRecordError(
+            "record failed its check and was skipped",
+            physical_offset=position,
+            size=size,
+            topic=topic,
+            queue_id=queue_id,
+            queue_offset=queue_offset,
+            check=check.name,
+        )
+        self.corrupt_records_seen += 1
+        result.corrupt.append(error)
+        _log.error("%s", error)
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        queue = self.queues.get(topic, queue_id)
+        return queue.min_offset if queue is not None else 0
+
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        """The queue offset the next message will get (0 for an unknown queue)."""
+        queue = self.queues.get(topic, queue_id)
+        return queue.max_offset if queue is not None else 0
+
+    def get_offset_by_time(
+        self,
+        topic: str,
+        queue_id: int,
+        timestamp_ms: int,
+        boundary: BoundaryType = BoundaryType.LOWER,
+    ) -> int:
+        """The queue offset by store time (see ``BoundaryType``); 0 for an unknown queue."""
+        queue = self.queues.get(topic, queue_id)
+        if queue is None:
+            return 0
+        upper = boundary is BoundaryType.UPPER
+        return queue.offset_by_time(timestamp_ms, upper, self.commit_log.store_timestamp)
+
+    def get_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """The store time of the message at ``queue_offset``, or -1 when not held."""
+        queue = self.queues.get(topic, queue_id)
+        entry = queue.entry(queue_offset) if queue is not None else None
+        if entry is None:
+            return -1
+        stamp = self.commit_log.store_timestamp(entry[0])
+        return stamp if stamp is not None else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        return self.get_store_timestamp(topic, queue_id, self.get_min_offset(topic, queue_id))
+
+    def look_message_by_offset(self, physical_offset: int) -> StoredMessage:
+        """The message whose record starts at ``physical_offset``; ``CorruptRecordError``
+        when no intact record starts there."""
+        return self.commit_log.read_checked(physical_offset)
+
+    def query_message_by_id(self, message_id: str) -> StoredMessage:
+        """The message of an offset message id (``PutMessageResult.message_ids``)."""
+        _host, physical_offset = decode_message_id(message_id)
+        return self.look_message_by_offset(physical_offset)
+
+    def query_messages_by_key(
+        self,
+        topic: str,
+        key: str,
+        max_count: int = 32,
+        begin_ms: int = 0,
+        end_ms: int = 2**62,
+    ) -> list[StoredMessage]:
+        """Messages of ``topic`` with ``key`` among their keys or as their unique key,
+        stored within ``[begin_ms, end_ms]``, newest first."""
+        if self.index is None:
+            raise IllegalStateError("the index is disabled", data_dir=str(self.config.data_dir))
+        found: list[StoredMessage] = []
+        max_offset = self.commit_log.max_offset
+        for position in self.index.query(topic, key, max_count, begin_ms, end_ms):
+            if position >= max_offset or position < self.commit_log.min_offset:
+                continue
+            try:
+                message = self.commit_log.read_checked(position)
+            except (CorruptRecordError, ValueError):
+                continue
+            if (
+                message.topic == topic
+                and begin_ms <= message.store_timestamp_ms <= end_ms
+                and (key in message.keys or message.unique_key == key)
+            ):
+                found.append(message)
+                if len(found) >= max_count:
+                    break
+        return found
+
+    # -- long polling ----------------------------------------------------------------------
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Call ``listener(topic, queue_id, max_offset)`` after every put (on the writer's
+        thread; keep it short)."""
+        self.arrivals.add_listener(listener)
+
+    def remove_arrival_listener(self, listener: ArrivalListener) -> None:
+        self.arrivals.remove_listener(listener)
+
+    def wait_for_message(self, topic: str, queue_id: int, offset: int, timeout_ms: int) -> bool:
+        """Block until the queue holds a message at ``offset`` or later (its max offset is
+        beyond ``offset``), at most ``timeout_ms``; True if it does."""
+
+        def ready() -> bool:
+            return self.get_max_offset(topic, queue_id) > offset
+
+        return self.arrivals.wait(topic, queue_id, ready, timeout_ms / 1000.0)
+
+    # -- admin and housekeeping ------------------------------------------------------------
+
+    def queue_ids(self) -> list[tuple[str, int]]:
+        """Every (topic, queue id) holding a consume queue."""
+        return sorted((q.topic, q.queue_id) for q in self.queues)
+
+    def delete_topic(self, topic: str) -> int:
+        """Drop the consume queues of ``topic`` (its records go with retention); returns
+        how many queues went."""
+        with self._put_lock:
+            return self.queues.remove_topic(topic)
+
+    def flush(self) -> None:
+        """Make everything appended durable now, and checkpoint."""
+        self._require_running()
+        self._checkpoint(clean_shutdown=False)
+
+    def run_retention(self, now_ms: int | None = None) -> RetentionReport:
+        """Apply retention now (the service also runs it every ``clean_interval_ms``)."""
+        config = self.config
+        return run_retention(
+            self.commit_log,
+            self.queues,
+            self.index,
+            now_ms=self._clock_ms() if now_ms is None else now_ms,
+            reserve_ms=config.file_reserved_time_ms,
+            max_store_bytes=config.max_store_bytes,
+        )
+
+    def _checkpoint(self, clean_shutdown: bool) -> None:
+        """Flush the queues and the index, then the log, then record how far all is durable."""
+        dispatched = self._dispatched_offset
+        stamp = self.commit_log.last_store_timestamp_ms
+        for queue in self.queues:
+            queue.flush()
+        if self.index is not None:
+            self.index.flush()
+        self.commit_log.flush()
+        Checkpoint(dispatched, stamp, clean_shutdown).save(self.config.checkpoint_path)
+
+    def _require_running(self) -> None:
+        if not self._running:
+            raise IllegalStateError("store is not running", data_dir=str(self.config.data_dir))
+
+    @property
+    def min_physical_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    @property
+    def max_physical_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    @property
+    def flushed_physical_offset(self) -> int:
+        return self.commit_log.flushed_offset

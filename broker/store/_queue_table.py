@@ -1,0 +1,89 @@
+"""The consume queues of the store, by (topic, queue id), under ``consumequeue/<topic>/<id>/``.
+
+Caller: the ``MessageStore``. Queues are created on the first put and loaded at start.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from broker.store._consume_queue import ConsumeQueue
+
+__all__ = ["TOPIC_PATTERN", "ConsumeQueueTable", "is_valid_topic"]
+
+TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
+
+
+def is_valid_topic(topic: str) -> bool:
+    """RocketMQ's rule: 1 to 127 of ``%|a-zA-Z0-9_-``."""
+    return TOPIC_PATTERN.match(topic) is not None
+
+
+class ConsumeQueueTable:
+    """Every consume queue under ``root``, each file holding ``entries_per_file`` entries."""
+
+    def __init__(self, root: Path, entries_per_file: int) -> None:
+        self.root = root
+        self.entries_per_file = entries_per_file
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        """Map the queues found on disk."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for topic_dir in sorted(self.root.iterdir()):
+            if not topic_dir.is_dir() or not is_valid_topic(topic_dir.name):
+                continue
+            for queue_dir in sorted(topic_dir.iterdir()):
+                if queue_dir.is_dir() and queue_dir.name.isdigit():
+                    queue = self._make(topic_dir.name, int(queue_dir.name))
+                    queue.load()
+                    self._queues[(topic_dir.name, int(queue_dir.name))] = queue
+
+    def _make(self, topic: str, queue_id: int) -> ConsumeQueue:
+        directory = self.root / topic / str(queue_id)
+        return ConsumeQueue(topic, queue_id, directory, self.entries_per_file)
+
+    def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self._queues.get((topic, queue_id))
+
+    def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        queue = self._queues.get(key)
+        if queue is None:
+            with self._lock:
+                queue = self._queues.get(key)
+                if queue is None:
+                    queue = self._make(topic, queue_id)
+                    self._queues[key] = queue
+        return queue
+
+    def __iter__(self) -> Iterator[ConsumeQueue]:
+        return iter(list(self._queues.values()))
+
+    def __len__(self) -> int:
+        return len(self._queues)
+
+    def remove_topic(self, topic: str) -> int:
+        """Delete every queue of ``topic``; returns how many there were."""
+        with self._lock:
+            doomed = [key for key in self._queues if key[0] == topic]
+            queues = [self._queues.pop(key) for key in doomed]
+        for queue in queues:
+            queue.delete()
+        topic_dir = self.root / topic
+        if topic_dir.is_dir():
+            for child in topic_dir.iterdir():
+                if child.is_dir() and not any(child.iterdir()):
+                    child.rmdir()
+            if not any(topic_dir.iterdir()):
+                topic_dir.rmdir()
+        return len(queues)
+
+    def close(self) -> None:
+        for queue in self._queues.values():
+            queue.close()
+        self._queues.clear()

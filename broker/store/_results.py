@@ -1,0 +1,94 @@
+"""What the store's hot paths return: statuses and results, never exceptions (RocketMQ's
+``PutMessageStatus``/``PutMessageResult`` and ``GetMessageStatus``/``GetMessageResult``)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from broker._errors import CorruptRecordError
+from broker.store._message import StoredMessage, create_message_id
+
+__all__ = [
+    "BoundaryType",
+    "GetMessageResult",
+    "GetMessageStatus",
+    "PutMessageResult",
+    "PutMessageStatus",
+]
+
+
+class PutMessageStatus(enum.Enum):
+    """The outcome of a put. Only ``PUT_OK`` means stored (and, under SYNC flush, durable)."""
+
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"  # stored, but not durable within the timeout
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"  # not started, shut down, or disk failed
+    CREATE_MAPPED_FILE_FAILED = "CREATE_MAPPED_FILE_FAILED"  # a new segment could not be made
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"  # too large, bad topic or queue, mixed batch
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+
+
+class GetMessageStatus(enum.Enum):
+    """The outcome of a get, as RocketMQ's. The broker maps it to a pull status: FOUND to
+    FOUND; NO_MATCHED_MSG to NO_MATCHED_MSG; OFFSET_OVERFLOW_ONE to NO_NEW_MSG; the rest to
+    OFFSET_ILLEGAL (NO_MESSAGE_IN_QUEUE with offset 0 to NO_NEW_MSG)."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"  # entries read, none matched (next offset advances)
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"  # the records went to retention meanwhile
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"  # the queue is empty (max offset 0)
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"  # before min offset; next is min
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"  # exactly max offset: nothing new yet
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"  # beyond max offset; next is max
+
+
+class BoundaryType(enum.Enum):
+    """For a time search: LOWER is the first message at or after the time, UPPER the last at
+    or before it."""
+
+    LOWER = "LOWER"
+    UPPER = "UPPER"
+
+
+@dataclass(slots=True)
+class PutMessageResult:
+    """A put's outcome. For a batch, the offsets are those of its first message; its records
+    follow each other, with consecutive queue offsets."""
+
+    status: PutMessageStatus
+    physical_offset: int = -1
+    queue_offset: int = -1
+    message_count: int = 0
+    wrote_bytes: int = 0
+    store_timestamp_ms: int = 0
+    physical_offsets: list[int] = field(default_factory=list)
+    store_host: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutMessageStatus.PUT_OK
+
+    @property
+    def message_ids(self) -> list[str]:
+        """The offset message id of each message, in order."""
+        return [create_message_id(self.store_host, p) for p in self.physical_offsets]
+
+
+@dataclass(slots=True)
+class GetMessageResult:
+    """A get's outcome: the messages (in queue order), where to read next, and the queue's
+    bounds at the time of the read.
+
+    ``corrupt`` lists records that failed their check: they are not returned, the next
+    offset moves past them, and each error carries its ``physical_offset`` and
+    ``queue_offset``.
+    """
+
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[StoredMessage] = field(default_factory=list)
+    buffer_total_size: int = 0
+    corrupt: list[CorruptRecordError] = field(default_factory=list)
