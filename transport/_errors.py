@@ -8,6 +8,7 @@
     │   └── ChannelUriError             a channel URI that does not parse or validate
     │       └── UnknownHostError        a host in a channel URI that does not resolve
     ├── IllegalStateError               an operation in a state that does not allow it
+    │   └── ActiveDriverError           a live media driver already owns the aeron directory
     ├── AgentTerminationError           raised by an agent's duty cycle to end its runner
     ├── MessageTooLongError             a message over the buffer's maximum length
     ├── InvalidMessageTypeError         a ring or broadcast message type id < 1
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ActiveDriverError",
     "AgentTerminationError",
     "ChannelUriError",
     "ClientTimeoutError",
@@ -79,6 +81,10 @@ class UnknownHostError(ChannelUriError):
 
 class IllegalStateError(TransportError):
     """An operation that the object's current state does not allow (e.g. use after close)."""
+
+
+class ActiveDriverError(IllegalStateError):
+    """A media driver refused to start: a live driver (fresh heartbeat) owns the directory."""
 
 
 class AgentTerminationError(TransportError):
