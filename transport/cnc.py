@@ -52,7 +52,7 @@ The file length is ``align(128 + the five lengths, file_page_size)``. The versio
 semantic version, ``0x200`` (0.2.0): a client refuses a file of another major version. The
 driver writes it LAST, with a release store, after every other field; a client waits until
 it reads non-zero before it trusts the rest. The driver's liveness is the to-driver ring
-buffer's consumer heartbeat (ms), at ``CONSUMER_HEARTBEAT_OFFSET`` into its trailer.
+buffer's consumer heartbeat (ms) in its trailer (``ring_buffer_descriptor``).
 """
 
 from __future__ import annotations
@@ -63,21 +63,22 @@ from pathlib import Path
 from typing import Self
 
 from transport._errors import CncFileError, ConfigurationError
-from transport.concurrent import MappedFile
+from transport.concurrent import (
+    MappedFile,
+    broadcast_descriptor,
+    counters_descriptor,
+    ring_buffer_descriptor,
+)
 
 __all__ = [
-    "BROADCAST_TRAILER_LENGTH",
     "CLIENT_LIVENESS_TIMEOUT_FIELD_OFFSET",
     "CLIENT_LIVENESS_TIMEOUT_NS_DEFAULT",
     "CNC_FILE",
     "CNC_VERSION",
     "CNC_VERSION_FIELD_OFFSET",
-    "CONSUMER_HEARTBEAT_OFFSET",
     "COUNTERS_METADATA_BUFFER_LENGTH_FIELD_OFFSET",
     "COUNTERS_VALUES_BUFFER_LENGTH_DEFAULT",
     "COUNTERS_VALUES_BUFFER_LENGTH_FIELD_OFFSET",
-    "COUNTER_METADATA_TO_VALUES_RATIO",
-    "COUNTER_VALUE_LENGTH",
     "END_OF_METADATA_OFFSET",
     "ERROR_LOG_BUFFER_LENGTH_DEFAULT",
     "ERROR_LOG_BUFFER_LENGTH_FIELD_OFFSET",
@@ -85,7 +86,6 @@ __all__ = [
     "FILE_PAGE_SIZE_FIELD_OFFSET",
     "META_DATA_FIELDS_LENGTH",
     "PID_FIELD_OFFSET",
-    "RING_BUFFER_TRAILER_LENGTH",
     "START_TIMESTAMP_FIELD_OFFSET",
     "TO_CLIENTS_BUFFER_LENGTH_DEFAULT",
     "TO_CLIENTS_BUFFER_LENGTH_FIELD_OFFSET",
@@ -146,19 +146,9 @@ def semantic_version_to_string(version: int) -> str:
 
 CNC_VERSION = semantic_version_compose(0, 2, 0)
 
-RING_BUFFER_TRAILER_LENGTH = 768
-"""The many-to-one ring buffer's trailer (tail, head cache, head, correlation, heartbeat)."""
-CONSUMER_HEARTBEAT_OFFSET = 640
-"""Where in the ring buffer's trailer the consumer (the driver) stamps its heartbeat (ms)."""
-BROADCAST_TRAILER_LENGTH = 128
-"""The broadcast buffer's trailer (tail intent, tail, latest)."""
-COUNTER_VALUE_LENGTH = 128
-COUNTER_METADATA_TO_VALUES_RATIO = 4
-"""A 512-byte metadata record per 128-byte value record."""
-
 _MIB = 1024 * 1024
-TO_DRIVER_BUFFER_LENGTH_DEFAULT = _MIB + RING_BUFFER_TRAILER_LENGTH
-TO_CLIENTS_BUFFER_LENGTH_DEFAULT = _MIB + BROADCAST_TRAILER_LENGTH
+TO_DRIVER_BUFFER_LENGTH_DEFAULT = _MIB + ring_buffer_descriptor.TRAILER_LENGTH
+TO_CLIENTS_BUFFER_LENGTH_DEFAULT = _MIB + broadcast_descriptor.TRAILER_LENGTH
 COUNTERS_VALUES_BUFFER_LENGTH_DEFAULT = _MIB
 ERROR_LOG_BUFFER_LENGTH_DEFAULT = _MIB
 CLIENT_LIVENESS_TIMEOUT_NS_DEFAULT = 10_000_000_000
@@ -187,23 +177,14 @@ def _check_lengths(
     client_liveness_timeout_ns: int,
     file_page_size: int,
 ) -> None:
-    if not _is_power_of_two(to_driver_buffer_length - RING_BUFFER_TRAILER_LENGTH):
-        raise ConfigurationError(
-            "to-driver buffer length must be a power of two plus the ring buffer trailer",
-            to_driver_buffer_length=to_driver_buffer_length,
-            trailer_length=RING_BUFFER_TRAILER_LENGTH,
-        )
-    if not _is_power_of_two(to_clients_buffer_length - BROADCAST_TRAILER_LENGTH):
-        raise ConfigurationError(
-            "to-clients buffer length must be a power of two plus the broadcast trailer",
-            to_clients_buffer_length=to_clients_buffer_length,
-            trailer_length=BROADCAST_TRAILER_LENGTH,
-        )
-    if counters_values_buffer_length <= 0 or counters_values_buffer_length % COUNTER_VALUE_LENGTH:
+    ring_buffer_descriptor.check_capacity(to_driver_buffer_length)
+    broadcast_descriptor.check_capacity(to_clients_buffer_length)
+    record_length = counters_descriptor.COUNTER_LENGTH
+    if counters_values_buffer_length <= 0 or counters_values_buffer_length % record_length:
         raise ConfigurationError(
             "counters values buffer length must be a positive multiple of the record length",
             counters_values_buffer_length=counters_values_buffer_length,
-            record_length=COUNTER_VALUE_LENGTH,
+            record_length=record_length,
         )
     if error_log_buffer_length <= 0 or error_log_buffer_length % 8:
         raise ConfigurationError(
@@ -295,7 +276,8 @@ class CncFile:
     ) -> CncFile:
         """Create (or replace) ``directory/cnc.dat``, fill its header, and publish the version.
 
-        The counters metadata buffer is 4 x the values buffer. Every field is written before
+        The counters metadata buffer is 4 x the values buffer (a 512-byte metadata record per
+        128-byte value). Every field is written before
         the version, which is stored last with release semantics, so a client that reads a
         non-zero version sees a complete header. The caller checks that no live driver owns
         the directory first: replacing a file under a running driver breaks its clients.
@@ -309,7 +291,9 @@ class CncFile:
             file_page_size,
         )
         counters_metadata_buffer_length = (
-            counters_values_buffer_length * COUNTER_METADATA_TO_VALUES_RATIO
+            counters_values_buffer_length
+            * counters_descriptor.METADATA_LENGTH
+            // counters_descriptor.COUNTER_LENGTH
         )
         total = (
             to_driver_buffer_length
@@ -381,8 +365,10 @@ class CncFile:
 
     def driver_heartbeat_ms(self) -> int:
         """The driver's last heartbeat (epoch ms) in the to-driver buffer's trailer, acquire."""
-        index = self.to_driver_buffer.capacity - RING_BUFFER_TRAILER_LENGTH
-        return self.to_driver_buffer.get_int64_volatile(index + CONSUMER_HEARTBEAT_OFFSET)
+        trailer = self.to_driver_buffer.capacity - ring_buffer_descriptor.TRAILER_LENGTH
+        return self.to_driver_buffer.get_int64_volatile(
+            trailer + ring_buffer_descriptor.CONSUMER_HEARTBEAT_OFFSET
+        )
 
     def close(self) -> None:
         for buffer in self._buffers:

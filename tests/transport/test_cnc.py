@@ -13,11 +13,11 @@ import pytest
 from transport import cnc
 from transport._errors import CncFileError, ConfigurationError
 from transport.cnc import CncFile
-from transport.concurrent import AtomicBuffer
+from transport.concurrent import AtomicBuffer, broadcast_descriptor, ring_buffer_descriptor
 
 SMALL = {
-    "to_driver_buffer_length": 64 * 1024 + cnc.RING_BUFFER_TRAILER_LENGTH,
-    "to_clients_buffer_length": 64 * 1024 + cnc.BROADCAST_TRAILER_LENGTH,
+    "to_driver_buffer_length": 64 * 1024 + ring_buffer_descriptor.TRAILER_LENGTH,
+    "to_clients_buffer_length": 64 * 1024 + broadcast_descriptor.TRAILER_LENGTH,
     "counters_values_buffer_length": 16 * 1024,
     "error_log_buffer_length": 8 * 1024,
 }
@@ -148,8 +148,8 @@ def test_should_map_what_create_wrote(shm_dir: Path) -> None:
 
 def test_should_share_memory_between_creator_and_mapper(shm_dir: Path) -> None:
     with _create(shm_dir) as created, CncFile.map(shm_dir) as mapped:
-        trailer = created.to_driver_buffer.capacity - cnc.RING_BUFFER_TRAILER_LENGTH
-        created.to_driver_buffer.put_int64_ordered(trailer + cnc.CONSUMER_HEARTBEAT_OFFSET, 777)
+        trailer = created.to_driver_buffer.capacity - 768  # the ring buffer's trailer
+        created.to_driver_buffer.put_int64_ordered(trailer + 640, 777)  # consumer heartbeat
         assert mapped.driver_heartbeat_ms() == 777
         mapped.counters_values_buffer.put_int64(128, -9)
         assert created.counters_values_buffer.get_int64(128) == -9
@@ -195,8 +195,8 @@ def test_should_refuse_a_file_shorter_than_its_header_says(shm_dir: Path) -> Non
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ({"to_driver_buffer_length": 65536}, "to-driver buffer length must be a power of two"),
-        ({"to_clients_buffer_length": 65536 + 768}, "to-clients buffer length must be a power"),
+        ({"to_driver_buffer_length": 65536}, "ring buffer capacity must be a power of two plus"),
+        ({"to_clients_buffer_length": 65536 + 768}, "broadcast buffer capacity must be a power"),
         ({"counters_values_buffer_length": 1000}, "counters values buffer length must be"),
         ({"error_log_buffer_length": 0}, "error log buffer length must be"),
         ({"client_liveness_timeout_ns": 0}, "client liveness timeout must be positive"),
