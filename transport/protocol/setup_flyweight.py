@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from transport.concurrent import AtomicBuffer
+from transport.logbuffer.log_buffer_descriptor import TERM_MAX_LENGTH, TERM_MIN_LENGTH
 from transport.protocol.data_header_flyweight import FRAME_ALIGNMENT
 from transport.protocol.header_flyweight import (
     FRAME_LENGTH_FIELD_OFFSET,
@@ -61,8 +62,6 @@ __all__ = [
     "SETUP_TERM_LENGTH_FIELD_OFFSET",
     "SETUP_TERM_OFFSET_FIELD_OFFSET",
     "SETUP_TTL_FIELD_OFFSET",
-    "TERM_MAX_LENGTH",
-    "TERM_MIN_LENGTH",
     "SetupFlyweight",
     "is_valid_mtu",
     "is_valid_term_length",
@@ -82,8 +81,6 @@ SETUP_HEADER_LENGTH = SETUP_TTL_FIELD_OFFSET + 4
 SETUP_SEND_RESPONSE_FLAG = 0x80
 SETUP_GROUP_FLAG = 0x40
 
-TERM_MIN_LENGTH = 64 * 1024
-TERM_MAX_LENGTH = 1024 * 1024 * 1024
 MAX_UDP_PAYLOAD_LENGTH = 65504
 """The largest MTU: 65535 less the IP and UDP headers, rounded down to a multiple of 32."""
 
