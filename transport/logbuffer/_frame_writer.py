@@ -1,9 +1,10 @@
 """Frame writing shared by the concurrent and the exclusive term appender.
 
 Both appenders reserve the space first (a get-and-add on the tail, or a release store of the new
-tail) and then fill it the same way, which is what lives here: the fragments of a message longer
-than the maximum payload, and messages gathered from vectors. The single-frame paths stay inlined
-in the appenders, where one function call is a large share of the cost.
+tail) and then fill it the same way, which is what lives here: a frame gathered from vectors,
+and the fragments of a message longer than the maximum payload (a plain message is one vector).
+The single-frame append and the claim stay inlined in the appenders, where one more function
+call is a large share of the cost.
 
 Each frame is written in Aeron's order: the first header word with the length negated (release),
 the other header words, the payload, the reserved value, then the positive length (release).
@@ -12,8 +13,8 @@ the other header words, the payload, the reserved value, then the positive lengt
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from transport._errors import ConfigurationError
 from transport.concurrent import AtomicBuffer
 from transport.logbuffer.buffer_vector import DirectBufferVector
 from transport.logbuffer.frame_descriptor import (
@@ -27,59 +28,40 @@ from transport.logbuffer.frame_descriptor import (
 )
 from transport.logbuffer.handlers import ReservedValueSupplier
 from transport.logbuffer.header import HeaderWriter
+from transport.logbuffer.log_buffer_descriptor import LOG_META_DATA_LENGTH, tail_counter_offset
 
-if TYPE_CHECKING:
-    from typing_extensions import Buffer
-
-__all__ = ["write_fragmented", "write_fragmented_vectors", "write_unfragmented_vectors"]
+__all__ = ["PartitionAppender", "write_fragmented", "write_unfragmented"]
 
 _LOW_32 = 0xFFFF_FFFF
 _FLAGS_SHIFT = 40  # the flags byte (offset 5) within the first 8-byte header word
 _CLEAR_FLAGS = ~(0xFF << _FLAGS_SHIFT)
 
 
-def write_fragmented(
-    term_buffer: AtomicBuffer,
-    frame_offset: int,
-    header: HeaderWriter,
-    term_id: int,
-    src: Buffer,
-    src_offset: int,
-    length: int,
-    max_payload_length: int,
-    reserved_value_supplier: ReservedValueSupplier | None,
-) -> None:
-    """Write ``length`` bytes of ``src`` as BEGIN, middle and END fragments from ``frame_offset``."""
-    base_word = header.version_flags_type & _CLEAR_FLAGS
-    session_word = header.session_id_high
-    stream_word = header.stream_id_low | (term_id << 32)
-    put_ordered = term_buffer.put_int64_ordered
-    put_int64 = term_buffer.put_int64
-    put_bytes = term_buffer.put_bytes
-    publish = term_buffer.put_int32_ordered
-    flags = BEGIN_FLAG
-    remaining = length
-    while True:
-        bytes_to_write = min(remaining, max_payload_length)
-        frame_length = bytes_to_write + HDR_LENGTH
-        if remaining <= max_payload_length:
-            flags |= END_FLAG
-        put_ordered(frame_offset, base_word | (flags << _FLAGS_SHIFT) | (-frame_length & _LOW_32))
-        put_int64(frame_offset + TERM_OFFSET_FIELD_OFFSET, session_word | frame_offset)
-        put_int64(frame_offset + STREAM_ID_FIELD_OFFSET, stream_word)
-        put_bytes(frame_offset + HDR_LENGTH, src, src_offset + length - remaining, bytes_to_write)
-        if reserved_value_supplier is not None:
-            value = reserved_value_supplier(term_buffer, frame_offset, frame_length)
-            put_int64(frame_offset + RESERVED_VALUE_FIELD_OFFSET, value)
-        publish(frame_offset, frame_length)
-        remaining -= bytes_to_write
-        if remaining <= 0:
-            return
-        flags = 0
-        frame_offset += (frame_length + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT
+class PartitionAppender:
+    """What both appenders hold: one partition's term buffer and the offset of its tail."""
+
+    __slots__ = ("_meta", "_tail_offset", "_term_buffer", "_term_length")
+
+    def __init__(
+        self, term_buffer: AtomicBuffer, meta_data_buffer: AtomicBuffer, partition_index: int
+    ) -> None:
+        if meta_data_buffer.capacity < LOG_META_DATA_LENGTH:
+            raise ConfigurationError(
+                "metadata buffer shorter than the metadata page",
+                capacity=meta_data_buffer.capacity,
+                required=LOG_META_DATA_LENGTH,
+            )
+        self._term_buffer = term_buffer
+        self._term_length = term_buffer.capacity
+        self._meta = meta_data_buffer
+        self._tail_offset = tail_counter_offset(partition_index)
+
+    @property
+    def term_buffer(self) -> AtomicBuffer:
+        return self._term_buffer
 
 
-def write_unfragmented_vectors(
+def write_unfragmented(
     term_buffer: AtomicBuffer,
     frame_offset: int,
     header: HeaderWriter,
@@ -101,7 +83,7 @@ def write_unfragmented_vectors(
     term_buffer.put_int32_ordered(frame_offset, frame_length)
 
 
-def write_fragmented_vectors(
+def write_fragmented(
     term_buffer: AtomicBuffer,
     frame_offset: int,
     header: HeaderWriter,
@@ -121,6 +103,7 @@ def write_fragmented_vectors(
     remaining = length
     vector_index = 0
     vector_offset = 0
+    single_source, source_offset, _ = vectors[0] if len(vectors) == 1 else (None, 0, 0)
     while True:
         bytes_to_write = min(remaining, max_payload_length)
         frame_length = bytes_to_write + HDR_LENGTH
@@ -131,8 +114,11 @@ def write_fragmented_vectors(
         )
         put_int64(frame_offset + TERM_OFFSET_FIELD_OFFSET, session_word | frame_offset)
         put_int64(frame_offset + STREAM_ID_FIELD_OFFSET, stream_word)
-        written = 0
         payload_offset = frame_offset + HDR_LENGTH
+        if single_source is not None:  # one vector: copy straight from where the message is
+            put_bytes(payload_offset, single_source, source_offset, bytes_to_write)
+            source_offset += bytes_to_write
+        written = 0 if single_source is None else bytes_to_write
         while written < bytes_to_write:
             buffer, offset, vector_length = vectors[vector_index]
             vector_remaining = vector_length - vector_offset

@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
 from transport.logbuffer._frame_writer import (
+    PartitionAppender,
     write_fragmented,
-    write_fragmented_vectors,
-    write_unfragmented_vectors,
+    write_unfragmented,
 )
 from transport.logbuffer.buffer_claim import BufferClaim
 from transport.logbuffer.buffer_vector import DirectBufferVector
@@ -32,11 +30,7 @@ from transport.logbuffer.frame_descriptor import (
 )
 from transport.logbuffer.handlers import ReservedValueSupplier
 from transport.logbuffer.header import HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import (
-    LOG_META_DATA_LENGTH,
-    compute_fragmented_frame_length,
-    tail_counter_offset,
-)
+from transport.logbuffer.log_buffer_descriptor import compute_fragmented_frame_length
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -51,28 +45,10 @@ _ALIGN_UP: Final = FRAME_ALIGNMENT - 1
 _ALIGN_DOWN: Final = -FRAME_ALIGNMENT
 
 
-class ExclusiveTermAppender:
+class ExclusiveTermAppender(PartitionAppender):
     """Appends frames to one partition of a log for its only writer."""
 
-    __slots__ = ("_meta", "_tail_offset", "_term_buffer", "_term_length")
-
-    def __init__(
-        self, term_buffer: AtomicBuffer, meta_data_buffer: AtomicBuffer, partition_index: int
-    ) -> None:
-        if meta_data_buffer.capacity < LOG_META_DATA_LENGTH:
-            raise ConfigurationError(
-                "metadata buffer shorter than the metadata page",
-                capacity=meta_data_buffer.capacity,
-                required=LOG_META_DATA_LENGTH,
-            )
-        self._term_buffer = term_buffer
-        self._term_length = term_buffer.capacity
-        self._meta = meta_data_buffer
-        self._tail_offset = tail_counter_offset(partition_index)
-
-    @property
-    def term_buffer(self) -> AtomicBuffer:
-        return self._term_buffer
+    __slots__ = ()
 
     def claim(
         self,
@@ -106,12 +82,11 @@ class ExclusiveTermAppender:
     ) -> int:
         """Append a padding frame with room for ``length`` bytes (readers skip it)."""
         frame_length = length + HDR_LENGTH
-        resulting_offset = term_offset + ((frame_length + _ALIGN_UP) & _ALIGN_DOWN)
-        self._meta.put_int64_ordered(self._tail_offset, (term_id << 32) | resulting_offset)
-        if resulting_offset > self._term_length:
-            return self._handle_end_of_log(term_offset, header, term_id)
+        aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
+        if self._reserve(term_id, term_offset, aligned_length, header) < 0:
+            return FAILED
         header.write_padding(self._term_buffer, term_offset, frame_length, term_id)
-        return resulting_offset
+        return term_offset + aligned_length
 
     def append_unfragmented_message(
         self,
@@ -158,22 +133,21 @@ class ExclusiveTermAppender:
         reserved_value_supplier: ReservedValueSupplier | None,
     ) -> int:
         """Append a message longer than ``max_payload_length`` (MTU - 32) as fragments."""
-        resulting_offset = term_offset + compute_fragmented_frame_length(length, max_payload_length)
-        self._meta.put_int64_ordered(self._tail_offset, (term_id << 32) | resulting_offset)
-        if resulting_offset > self._term_length:
-            return self._handle_end_of_log(term_offset, header, term_id)
+        required_length = compute_fragmented_frame_length(length, max_payload_length)
+        if self._reserve(term_id, term_offset, required_length, header) < 0:
+            return FAILED
+        vector = (DirectBufferVector(src, src_offset, length),)
         write_fragmented(
             self._term_buffer,
             term_offset,
             header,
             term_id,
-            src,
-            src_offset,
+            vector,
             length,
             max_payload_length,
             reserved_value_supplier,
         )
-        return resulting_offset
+        return term_offset + required_length
 
     def append_unfragmented_vectors(
         self,
@@ -186,11 +160,10 @@ class ExclusiveTermAppender:
     ) -> int:
         """Append the vectors, ``length`` bytes in all, as one frame."""
         frame_length = length + HDR_LENGTH
-        resulting_offset = term_offset + ((frame_length + _ALIGN_UP) & _ALIGN_DOWN)
-        self._meta.put_int64_ordered(self._tail_offset, (term_id << 32) | resulting_offset)
-        if resulting_offset > self._term_length:
-            return self._handle_end_of_log(term_offset, header, term_id)
-        write_unfragmented_vectors(
+        aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
+        if self._reserve(term_id, term_offset, aligned_length, header) < 0:
+            return FAILED
+        write_unfragmented(
             self._term_buffer,
             term_offset,
             header,
@@ -199,7 +172,7 @@ class ExclusiveTermAppender:
             frame_length,
             reserved_value_supplier,
         )
-        return resulting_offset
+        return term_offset + aligned_length
 
     def append_fragmented_vectors(
         self,
@@ -212,11 +185,10 @@ class ExclusiveTermAppender:
         reserved_value_supplier: ReservedValueSupplier | None,
     ) -> int:
         """Append the vectors, ``length`` bytes in all, as fragments of ``max_payload_length``."""
-        resulting_offset = term_offset + compute_fragmented_frame_length(length, max_payload_length)
-        self._meta.put_int64_ordered(self._tail_offset, (term_id << 32) | resulting_offset)
-        if resulting_offset > self._term_length:
-            return self._handle_end_of_log(term_offset, header, term_id)
-        write_fragmented_vectors(
+        required_length = compute_fragmented_frame_length(length, max_payload_length)
+        if self._reserve(term_id, term_offset, required_length, header) < 0:
+            return FAILED
+        write_fragmented(
             self._term_buffer,
             term_offset,
             header,
@@ -226,7 +198,18 @@ class ExclusiveTermAppender:
             max_payload_length,
             reserved_value_supplier,
         )
-        return resulting_offset
+        return term_offset + required_length
+
+    def _reserve(self, term_id: int, term_offset: int, length: int, header: HeaderWriter) -> int:
+        """Move the tail past ``length`` bytes: ``term_offset``, or ``FAILED`` if they do not fit.
+
+        The single-frame appends inline this (a call is a large share of their cost).
+        """
+        resulting_offset = term_offset + length
+        self._meta.put_int64_ordered(self._tail_offset, (term_id << 32) | resulting_offset)
+        if resulting_offset > self._term_length:
+            return self._handle_end_of_log(term_offset, header, term_id)
+        return term_offset
 
     def _handle_end_of_log(self, term_offset: int, header: HeaderWriter, term_id: int) -> int:
         term_length = self._term_length

@@ -301,34 +301,31 @@ def _wrap_i32(value: int) -> int:
 
 def check_term_length(term_length: int) -> None:
     """Raise :class:`ConfigurationError` unless 64 KiB <= term_length <= 1 GiB, a power of 2."""
-    if term_length < TERM_MIN_LENGTH:
-        raise ConfigurationError(
-            "term length less than min length",
-            term_length=term_length,
-            min_length=TERM_MIN_LENGTH,
-        )
-    if term_length > TERM_MAX_LENGTH:
-        raise ConfigurationError(
-            "term length more than max length",
-            term_length=term_length,
-            max_length=TERM_MAX_LENGTH,
-        )
-    if not is_power_of_two(term_length):
-        raise ConfigurationError("term length not a power of 2", term_length=term_length)
+    _check_power_of_two_in_range(
+        "term length", "term_length", term_length, "length", TERM_MIN_LENGTH, TERM_MAX_LENGTH
+    )
 
 
 def check_page_size(page_size: int) -> None:
     """Raise :class:`ConfigurationError` unless 4 KiB <= page_size <= 1 GiB, a power of 2."""
-    if page_size < PAGE_MIN_SIZE:
+    _check_power_of_two_in_range(
+        "page size", "page_size", page_size, "size", PAGE_MIN_SIZE, PAGE_MAX_SIZE
+    )
+
+
+def _check_power_of_two_in_range(
+    what: str, key: str, value: int, unit: str, min_value: int, max_value: int
+) -> None:
+    if value < min_value:
         raise ConfigurationError(
-            "page size less than min size", page_size=page_size, min_size=PAGE_MIN_SIZE
+            f"{what} less than min {unit}", **{key: value, f"min_{unit}": min_value}
         )
-    if page_size > PAGE_MAX_SIZE:
+    if value > max_value:
         raise ConfigurationError(
-            "page size more than max size", page_size=page_size, max_size=PAGE_MAX_SIZE
+            f"{what} more than max {unit}", **{key: value, f"max_{unit}": max_value}
         )
-    if not is_power_of_two(page_size):
-        raise ConfigurationError("page size not a power of 2", page_size=page_size)
+    if not is_power_of_two(value):
+        raise ConfigurationError(f"{what} not a power of 2", **{key: value})
 
 
 def compute_log_length(term_length: int, page_size: int) -> int:

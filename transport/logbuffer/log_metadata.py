@@ -9,7 +9,8 @@ and is deliberately not here.
 
 from __future__ import annotations
 
-from typing import overload
+from collections.abc import Callable
+from typing import Generic, TypeVar, overload
 
 from transport._errors import ConfigurationError
 from transport.concurrent import AtomicBuffer
@@ -18,72 +19,57 @@ from transport.logbuffer import log_buffer_descriptor as d
 __all__ = ["LogMetadata"]
 
 
-class _Int32Field:
-    __slots__ = ("offset",)
+T = TypeVar("T")
 
-    def __init__(self, offset: int) -> None:
+
+class _Field(Generic[T]):
+    """A field of the metadata page read and written with the given accessors."""
+
+    __slots__ = ("get", "offset", "put")
+
+    def __init__(
+        self,
+        offset: int,
+        get: Callable[[AtomicBuffer, int], T],
+        put: Callable[[AtomicBuffer, int, T], None],
+    ) -> None:
         self.offset = offset
+        self.get = get
+        self.put = put
 
     @overload
-    def __get__(self, obj: None, owner: type) -> _Int32Field: ...
+    def __get__(self, obj: None, owner: type) -> _Field[T]: ...
     @overload
-    def __get__(self, obj: LogMetadata, owner: type) -> int: ...
-    def __get__(self, obj: LogMetadata | None, owner: type) -> int | _Int32Field:
-        return self if obj is None else obj.buffer.get_int32(self.offset)
+    def __get__(self, obj: LogMetadata, owner: type) -> T: ...
+    def __get__(self, obj: LogMetadata | None, owner: type) -> T | _Field[T]:
+        return self if obj is None else self.get(obj.buffer, self.offset)
 
-    def __set__(self, obj: LogMetadata, value: int) -> None:
-        obj.buffer.put_int32(self.offset, value)
-
-
-class _Int64Field:
-    __slots__ = ("offset",)
-
-    def __init__(self, offset: int) -> None:
-        self.offset = offset
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> _Int64Field: ...
-    @overload
-    def __get__(self, obj: LogMetadata, owner: type) -> int: ...
-    def __get__(self, obj: LogMetadata | None, owner: type) -> int | _Int64Field:
-        return self if obj is None else obj.buffer.get_int64(self.offset)
-
-    def __set__(self, obj: LogMetadata, value: int) -> None:
-        obj.buffer.put_int64(self.offset, value)
+    def __set__(self, obj: LogMetadata, value: T) -> None:
+        self.put(obj.buffer, self.offset, value)
 
 
-class _Uint8Field:
-    __slots__ = ("offset",)
-
-    def __init__(self, offset: int) -> None:
-        self.offset = offset
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> _Uint8Field: ...
-    @overload
-    def __get__(self, obj: LogMetadata, owner: type) -> int: ...
-    def __get__(self, obj: LogMetadata | None, owner: type) -> int | _Uint8Field:
-        return self if obj is None else obj.buffer.get_uint8(self.offset)
-
-    def __set__(self, obj: LogMetadata, value: int) -> None:
-        obj.buffer.put_int8(self.offset, value)
+def _get_bool(buffer: AtomicBuffer, offset: int) -> bool:
+    return buffer.get_uint8(offset) != 0
 
 
-class _BoolField:
-    __slots__ = ("offset",)
+def _put_bool(buffer: AtomicBuffer, offset: int, value: bool) -> None:
+    buffer.put_int8(offset, 1 if value else 0)
 
-    def __init__(self, offset: int) -> None:
-        self.offset = offset
 
-    @overload
-    def __get__(self, obj: None, owner: type) -> _BoolField: ...
-    @overload
-    def __get__(self, obj: LogMetadata, owner: type) -> bool: ...
-    def __get__(self, obj: LogMetadata | None, owner: type) -> bool | _BoolField:
-        return self if obj is None else obj.buffer.get_uint8(self.offset) != 0
+def _int32(offset: int) -> _Field[int]:
+    return _Field(offset, AtomicBuffer.get_int32, AtomicBuffer.put_int32)
 
-    def __set__(self, obj: LogMetadata, value: bool) -> None:
-        obj.buffer.put_int8(self.offset, 1 if value else 0)
+
+def _int64(offset: int) -> _Field[int]:
+    return _Field(offset, AtomicBuffer.get_int64, AtomicBuffer.put_int64)
+
+
+def _uint8(offset: int) -> _Field[int]:
+    return _Field(offset, AtomicBuffer.get_uint8, AtomicBuffer.put_int8)
+
+
+def _bool(offset: int) -> _Field[bool]:
+    return _Field(offset, _get_bool, _put_bool)
 
 
 class LogMetadata:
@@ -91,39 +77,37 @@ class LogMetadata:
 
     __slots__ = ("buffer",)
 
-    correlation_id = _Int64Field(d.LOG_CORRELATION_ID_OFFSET)
-    initial_term_id = _Int32Field(d.LOG_INITIAL_TERM_ID_OFFSET)
-    default_frame_header_length = _Int32Field(d.LOG_DEFAULT_FRAME_HEADER_LENGTH_OFFSET)
-    mtu_length = _Int32Field(d.LOG_MTU_LENGTH_OFFSET)
-    term_length = _Int32Field(d.LOG_TERM_LENGTH_OFFSET)
-    page_size = _Int32Field(d.LOG_PAGE_SIZE_OFFSET)
-    publication_window_length = _Int32Field(d.LOG_PUBLICATION_WINDOW_LENGTH_OFFSET)
-    receiver_window_length = _Int32Field(d.LOG_RECEIVER_WINDOW_LENGTH_OFFSET)
-    socket_sndbuf_length = _Int32Field(d.LOG_SOCKET_SNDBUF_LENGTH_OFFSET)
-    os_default_socket_sndbuf_length = _Int32Field(d.LOG_OS_DEFAULT_SOCKET_SNDBUF_LENGTH_OFFSET)
-    os_max_socket_sndbuf_length = _Int32Field(d.LOG_OS_MAX_SOCKET_SNDBUF_LENGTH_OFFSET)
-    socket_rcvbuf_length = _Int32Field(d.LOG_SOCKET_RCVBUF_LENGTH_OFFSET)
-    os_default_socket_rcvbuf_length = _Int32Field(d.LOG_OS_DEFAULT_SOCKET_RCVBUF_LENGTH_OFFSET)
-    os_max_socket_rcvbuf_length = _Int32Field(d.LOG_OS_MAX_SOCKET_RCVBUF_LENGTH_OFFSET)
-    max_resend = _Int32Field(d.LOG_MAX_RESEND_OFFSET)
-    entity_tag = _Int64Field(d.LOG_ENTITY_TAG_OFFSET)
-    response_correlation_id = _Int64Field(d.LOG_RESPONSE_CORRELATION_ID_OFFSET)
-    linger_timeout_ns = _Int64Field(d.LOG_LINGER_TIMEOUT_NS_OFFSET)
-    untethered_window_limit_timeout_ns = _Int64Field(
-        d.LOG_UNTETHERED_WINDOW_LIMIT_TIMEOUT_NS_OFFSET
-    )
-    untethered_resting_timeout_ns = _Int64Field(d.LOG_UNTETHERED_RESTING_TIMEOUT_NS_OFFSET)
-    group = _BoolField(d.LOG_GROUP_OFFSET)
-    is_response = _BoolField(d.LOG_IS_RESPONSE_OFFSET)
-    rejoin = _BoolField(d.LOG_REJOIN_OFFSET)
-    reliable = _BoolField(d.LOG_RELIABLE_OFFSET)
-    sparse = _BoolField(d.LOG_SPARSE_OFFSET)
-    signal_eos = _BoolField(d.LOG_SIGNAL_EOS_OFFSET)
-    spies_simulate_connection = _BoolField(d.LOG_SPIES_SIMULATE_CONNECTION_OFFSET)
-    tether = _BoolField(d.LOG_TETHER_OFFSET)
-    log_type = _Uint8Field(d.LOG_TYPE_OFFSET)
+    correlation_id = _int64(d.LOG_CORRELATION_ID_OFFSET)
+    initial_term_id = _int32(d.LOG_INITIAL_TERM_ID_OFFSET)
+    default_frame_header_length = _int32(d.LOG_DEFAULT_FRAME_HEADER_LENGTH_OFFSET)
+    mtu_length = _int32(d.LOG_MTU_LENGTH_OFFSET)
+    term_length = _int32(d.LOG_TERM_LENGTH_OFFSET)
+    page_size = _int32(d.LOG_PAGE_SIZE_OFFSET)
+    publication_window_length = _int32(d.LOG_PUBLICATION_WINDOW_LENGTH_OFFSET)
+    receiver_window_length = _int32(d.LOG_RECEIVER_WINDOW_LENGTH_OFFSET)
+    socket_sndbuf_length = _int32(d.LOG_SOCKET_SNDBUF_LENGTH_OFFSET)
+    os_default_socket_sndbuf_length = _int32(d.LOG_OS_DEFAULT_SOCKET_SNDBUF_LENGTH_OFFSET)
+    os_max_socket_sndbuf_length = _int32(d.LOG_OS_MAX_SOCKET_SNDBUF_LENGTH_OFFSET)
+    socket_rcvbuf_length = _int32(d.LOG_SOCKET_RCVBUF_LENGTH_OFFSET)
+    os_default_socket_rcvbuf_length = _int32(d.LOG_OS_DEFAULT_SOCKET_RCVBUF_LENGTH_OFFSET)
+    os_max_socket_rcvbuf_length = _int32(d.LOG_OS_MAX_SOCKET_RCVBUF_LENGTH_OFFSET)
+    max_resend = _int32(d.LOG_MAX_RESEND_OFFSET)
+    entity_tag = _int64(d.LOG_ENTITY_TAG_OFFSET)
+    response_correlation_id = _int64(d.LOG_RESPONSE_CORRELATION_ID_OFFSET)
+    linger_timeout_ns = _int64(d.LOG_LINGER_TIMEOUT_NS_OFFSET)
+    untethered_window_limit_timeout_ns = _int64(d.LOG_UNTETHERED_WINDOW_LIMIT_TIMEOUT_NS_OFFSET)
+    untethered_resting_timeout_ns = _int64(d.LOG_UNTETHERED_RESTING_TIMEOUT_NS_OFFSET)
+    group = _bool(d.LOG_GROUP_OFFSET)
+    is_response = _bool(d.LOG_IS_RESPONSE_OFFSET)
+    rejoin = _bool(d.LOG_REJOIN_OFFSET)
+    reliable = _bool(d.LOG_RELIABLE_OFFSET)
+    sparse = _bool(d.LOG_SPARSE_OFFSET)
+    signal_eos = _bool(d.LOG_SIGNAL_EOS_OFFSET)
+    spies_simulate_connection = _bool(d.LOG_SPIES_SIMULATE_CONNECTION_OFFSET)
+    tether = _bool(d.LOG_TETHER_OFFSET)
+    log_type = _uint8(d.LOG_TYPE_OFFSET)
     """``LOG_TYPE_CONCURRENT``, ``LOG_TYPE_EXCLUSIVE`` or ``LOG_TYPE_IMAGE``."""
-    untethered_linger_timeout_ns = _Int64Field(d.LOG_UNTETHERED_LINGER_TIMEOUT_NS_OFFSET)
+    untethered_linger_timeout_ns = _int64(d.LOG_UNTETHERED_LINGER_TIMEOUT_NS_OFFSET)
 
     def __init__(self, buffer: AtomicBuffer) -> None:
         if buffer.capacity < d.LOG_META_DATA_LENGTH:

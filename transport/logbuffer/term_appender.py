@@ -25,12 +25,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
 from transport.logbuffer._frame_writer import (
+    PartitionAppender,
     write_fragmented,
-    write_fragmented_vectors,
-    write_unfragmented_vectors,
+    write_unfragmented,
 )
 from transport.logbuffer.buffer_claim import BufferClaim
 from transport.logbuffer.buffer_vector import DirectBufferVector
@@ -43,11 +41,7 @@ from transport.logbuffer.frame_descriptor import (
 )
 from transport.logbuffer.handlers import ReservedValueSupplier
 from transport.logbuffer.header import HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import (
-    LOG_META_DATA_LENGTH,
-    compute_fragmented_frame_length,
-    tail_counter_offset,
-)
+from transport.logbuffer.log_buffer_descriptor import compute_fragmented_frame_length
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -62,28 +56,10 @@ _ALIGN_UP: Final = FRAME_ALIGNMENT - 1
 _ALIGN_DOWN: Final = -FRAME_ALIGNMENT
 
 
-class TermAppender:
+class TermAppender(PartitionAppender):
     """Appends frames to one partition of a log, safely among concurrent writers."""
 
-    __slots__ = ("_meta", "_tail_offset", "_term_buffer", "_term_length")
-
-    def __init__(
-        self, term_buffer: AtomicBuffer, meta_data_buffer: AtomicBuffer, partition_index: int
-    ) -> None:
-        if meta_data_buffer.capacity < LOG_META_DATA_LENGTH:
-            raise ConfigurationError(
-                "metadata buffer shorter than the metadata page",
-                capacity=meta_data_buffer.capacity,
-                required=LOG_META_DATA_LENGTH,
-            )
-        self._term_buffer = term_buffer
-        self._term_length = term_buffer.capacity
-        self._meta = meta_data_buffer
-        self._tail_offset = tail_counter_offset(partition_index)
-
-    @property
-    def term_buffer(self) -> AtomicBuffer:
-        return self._term_buffer
+    __slots__ = ()
 
     def raw_tail_volatile(self) -> int:
         return self._meta.get_int64_volatile(self._tail_offset)
@@ -117,14 +93,11 @@ class TermAppender:
         """Append a padding frame with room for ``length`` bytes (readers skip it)."""
         frame_length = length + HDR_LENGTH
         aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
-        raw_tail = self._meta.get_and_add_int64(self._tail_offset, aligned_length)
-        term_id = raw_tail >> 32
-        term_offset = raw_tail & _LOW_32
-        resulting_offset = term_offset + aligned_length
-        if resulting_offset > self._term_length or term_id != active_term_id:
-            return self._fail(term_offset, aligned_length, header, term_id)
-        header.write_padding(self._term_buffer, term_offset, frame_length, term_id)
-        return resulting_offset
+        term_offset = self._reserve(aligned_length, header, active_term_id)
+        if term_offset < 0:
+            return FAILED
+        header.write_padding(self._term_buffer, term_offset, frame_length, active_term_id)
+        return term_offset + aligned_length
 
     def append_unfragmented_message(
         self,
@@ -173,24 +146,21 @@ class TermAppender:
     ) -> int:
         """Append a message longer than ``max_payload_length`` (MTU - 32) as fragments."""
         required_length = compute_fragmented_frame_length(length, max_payload_length)
-        raw_tail = self._meta.get_and_add_int64(self._tail_offset, required_length)
-        term_id = raw_tail >> 32
-        term_offset = raw_tail & _LOW_32
-        resulting_offset = term_offset + required_length
-        if resulting_offset > self._term_length or term_id != active_term_id:
-            return self._fail(term_offset, required_length, header, term_id)
+        term_offset = self._reserve(required_length, header, active_term_id)
+        if term_offset < 0:
+            return FAILED
+        vector = (DirectBufferVector(src, src_offset, length),)
         write_fragmented(
             self._term_buffer,
             term_offset,
             header,
-            term_id,
-            src,
-            src_offset,
+            active_term_id,
+            vector,
             length,
             max_payload_length,
             reserved_value_supplier,
         )
-        return resulting_offset
+        return term_offset + required_length
 
     def append_unfragmented_vectors(
         self,
@@ -203,22 +173,19 @@ class TermAppender:
         """Append the vectors, ``length`` bytes in all, as one frame."""
         frame_length = length + HDR_LENGTH
         aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
-        raw_tail = self._meta.get_and_add_int64(self._tail_offset, aligned_length)
-        term_id = raw_tail >> 32
-        term_offset = raw_tail & _LOW_32
-        resulting_offset = term_offset + aligned_length
-        if resulting_offset > self._term_length or term_id != active_term_id:
-            return self._fail(term_offset, aligned_length, header, term_id)
-        write_unfragmented_vectors(
+        term_offset = self._reserve(aligned_length, header, active_term_id)
+        if term_offset < 0:
+            return FAILED
+        write_unfragmented(
             self._term_buffer,
             term_offset,
             header,
-            term_id,
+            active_term_id,
             vectors,
             frame_length,
             reserved_value_supplier,
         )
-        return resulting_offset
+        return term_offset + aligned_length
 
     def append_fragmented_vectors(
         self,
@@ -231,23 +198,32 @@ class TermAppender:
     ) -> int:
         """Append the vectors, ``length`` bytes in all, as fragments of ``max_payload_length``."""
         required_length = compute_fragmented_frame_length(length, max_payload_length)
-        raw_tail = self._meta.get_and_add_int64(self._tail_offset, required_length)
-        term_id = raw_tail >> 32
-        term_offset = raw_tail & _LOW_32
-        resulting_offset = term_offset + required_length
-        if resulting_offset > self._term_length or term_id != active_term_id:
-            return self._fail(term_offset, required_length, header, term_id)
-        write_fragmented_vectors(
+        term_offset = self._reserve(required_length, header, active_term_id)
+        if term_offset < 0:
+            return FAILED
+        write_fragmented(
             self._term_buffer,
             term_offset,
             header,
-            term_id,
+            active_term_id,
             vectors,
             length,
             max_payload_length,
             reserved_value_supplier,
         )
-        return resulting_offset
+        return term_offset + required_length
+
+    def _reserve(self, length: int, header: HeaderWriter, active_term_id: int) -> int:
+        """Reserve ``length`` bytes of the term: their offset, or ``FAILED``.
+
+        The single-frame appends inline this (a call is a large share of their cost).
+        """
+        raw_tail = self._meta.get_and_add_int64(self._tail_offset, length)
+        term_id = raw_tail >> 32
+        term_offset = raw_tail & _LOW_32
+        if term_offset + length > self._term_length or term_id != active_term_id:
+            return self._fail(term_offset, length, header, term_id)
+        return term_offset
 
     def _fail(self, term_offset: int, length: int, header: HeaderWriter, term_id: int) -> int:
         """Pad whatever part of the term the reservation got, so no reader waits on it."""
