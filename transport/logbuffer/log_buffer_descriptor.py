@@ -402,7 +402,8 @@ def pack_tail(term_id: int, term_offset: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Tails and rotation (shared between processes: atomic accessors only)
+# Tails and rotation: raw_tail / set_raw_tail are plain, for setting up a log before it is
+# shared; everything else here is atomic.
 
 
 def tail_counter_offset(partition_index: int) -> int:
