@@ -1,0 +1,135 @@
+"""``aeromq driver``: run a standalone media driver until SIGINT, SIGTERM or TERMINATE_DRIVER.
+
+Options override the environment (Aeron's ``AERON_*`` variables), which overrides the defaults.
+Prints one line when the driver is ready (``media driver ready: aeron_dir=... pid=...``), then
+waits; on a signal it closes the driver (deleting the directory with
+``--dir-delete-on-shutdown``) and exits 0. A driver already alive in the directory is an error
+(exit 1), as is a bad option value (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any
+
+from transport._errors import ActiveDriverError, ConfigurationError
+from transport.driver._values import parse_duration_ns, parse_size
+from transport.driver.context import MediaDriverContext, ThreadingMode, allow_termination
+from transport.driver.media_driver import MediaDriver
+
+__all__ = ["main"]
+
+_WAIT_SLICE_S = 0.2
+
+
+def _arg(parse: Callable[[str, str], Any], name: str) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(name, text)
+        except ConfigurationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aeromq driver", description="Run a standalone media driver (IPC)."
+    )
+    parser.add_argument("--dir", dest="aeron_dir", help="the aeron directory (default: $AERON_DIR)")
+    parser.add_argument(
+        "--threading-mode",
+        choices=[mode.value for mode in ThreadingMode if mode.value != "INVOKER"],
+    )
+    parser.add_argument("--term-length", type=_arg(parse_size, "term-length"))
+    parser.add_argument("--ipc-term-length", type=_arg(parse_size, "ipc-term-length"))
+    parser.add_argument("--mtu", type=_arg(parse_size, "mtu"))
+    parser.add_argument("--ipc-mtu", type=_arg(parse_size, "ipc-mtu"))
+    parser.add_argument(
+        "--client-liveness-timeout", type=_arg(parse_duration_ns, "client-liveness-timeout")
+    )
+    parser.add_argument(
+        "--publication-unblock-timeout", type=_arg(parse_duration_ns, "publication-unblock-timeout")
+    )
+    parser.add_argument(
+        "--publication-linger-timeout", type=_arg(parse_duration_ns, "publication-linger-timeout")
+    )
+    parser.add_argument("--timer-interval", type=_arg(parse_duration_ns, "timer-interval"))
+    parser.add_argument("--driver-timeout", type=_arg(parse_duration_ns, "driver-timeout"))
+    parser.add_argument("--idle-strategy", help="conductor idle strategy, e.g. backoff, sleep-ms:1")
+    parser.add_argument(
+        "--sparse", action=argparse.BooleanOptionalAction, help="sparse log buffer files"
+    )
+    parser.add_argument("--dir-delete-on-start", action="store_true", default=None)
+    parser.add_argument("--dir-delete-on-shutdown", action="store_true", default=None)
+    parser.add_argument(
+        "--allow-termination",
+        action="store_true",
+        help="accept TERMINATE_DRIVER from clients (refused by default)",
+    )
+    return parser
+
+
+def _context(args: argparse.Namespace) -> MediaDriverContext:
+    options = {
+        "aeron_dir": args.aeron_dir,
+        "threading_mode": ThreadingMode(args.threading_mode) if args.threading_mode else None,
+        "term_buffer_length": args.term_length,
+        "ipc_term_buffer_length": args.ipc_term_length,
+        "mtu_length": args.mtu,
+        "ipc_mtu_length": args.ipc_mtu,
+        "client_liveness_timeout_ns": args.client_liveness_timeout,
+        "publication_unblock_timeout_ns": args.publication_unblock_timeout,
+        "publication_linger_timeout_ns": args.publication_linger_timeout,
+        "timer_interval_ns": args.timer_interval,
+        "driver_timeout_ms": (
+            args.driver_timeout // 1_000_000 if args.driver_timeout is not None else None
+        ),
+        "conductor_idle_strategy": args.idle_strategy,
+        "term_buffer_sparse_file": args.sparse,
+        "dir_delete_on_start": args.dir_delete_on_start,
+        "dir_delete_on_shutdown": args.dir_delete_on_shutdown,
+        "termination_validator": allow_termination if args.allow_termination else None,
+    }
+    return MediaDriverContext.from_env(**{k: v for k, v in options.items() if v is not None})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the driver (see module); returns the process exit code."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        context = _context(args)
+    except ConfigurationError as exc:
+        print(f"aeromq driver: {exc}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            driver = MediaDriver.launch(context)
+        except ActiveDriverError as exc:
+            print(f"aeromq driver: {exc}", file=sys.stderr)
+            return 1
+        try:
+            print(f"media driver ready: aeron_dir={driver.aeron_dir} pid={os.getpid()}", flush=True)
+            while not stop.is_set() and not driver.is_terminated:
+                stop.wait(_WAIT_SLICE_S)
+        finally:
+            driver.close()
+        reason = "terminated by a client" if driver.is_terminated else "stopped by a signal"
+        print(f"media driver {reason}: aeron_dir={driver.aeron_dir}", flush=True)
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,97 @@
+"""The driver's directory: is another driver alive in it, and the fresh layout for a new one.
+
+Aeron's ``aeron_driver_ensure_dir_is_recreated``. A driver owns ``aeron_dir`` while it is alive:
+its heartbeat (epoch ms in the to-driver ring buffer's trailer in ``cnc.dat``) is fresher than
+``driver_timeout_ms``. Starting over a live driver is refused with
+:class:`~transport.ActiveDriverError` naming the directory and the heartbeat's age. The files of
+a stopped or crashed driver are replaced: a warning is logged, its error log (if it recorded
+anything) is saved next to the directory as ``<aeron_dir>-<time>-error.log``, and the directory
+is deleted and made again with ``publications/`` and ``images/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+
+from transport._errors import ActiveDriverError, CncFileError
+from transport.cnc import CNC_FILE, CncFile
+from transport.concurrent.error_log_reader import read as read_error_log
+
+__all__ = ["driver_heartbeat_age_ms", "prepare_aeron_dir"]
+
+_LOG = logging.getLogger("transport.driver")
+
+
+def driver_heartbeat_age_ms(aeron_dir: str, now_ms: int) -> int | None:
+    """How old the heartbeat of the driver that wrote ``aeron_dir/cnc.dat`` is, in ms.
+
+    None when there is no usable cnc.dat (none, unpublished, another major version) or its driver
+    closed cleanly (heartbeat -1): nothing alive there.
+    """
+    if not os.path.exists(os.path.join(aeron_dir, CNC_FILE)):
+        return None
+    try:
+        cnc = CncFile.map(aeron_dir, timeout_ms=0)
+    except (CncFileError, OSError):
+        return None
+    try:
+        heartbeat_ms = cnc.driver_heartbeat_ms()
+    finally:
+        cnc.close()
+    return None if heartbeat_ms <= 0 else now_ms - heartbeat_ms
+
+
+def prepare_aeron_dir(
+    aeron_dir: str, *, delete_on_start: bool, driver_timeout_ms: int, now_ms: int
+) -> None:
+    """Make ``aeron_dir`` ready for a new driver (see module); raise if one is alive in it."""
+    if os.path.isdir(aeron_dir):
+        if not delete_on_start:
+            age_ms = driver_heartbeat_age_ms(aeron_dir, now_ms)
+            if age_ms is not None and age_ms <= driver_timeout_ms:
+                raise ActiveDriverError(
+                    "active media driver found",
+                    aeron_dir=aeron_dir,
+                    heartbeat_age_ms=age_ms,
+                    driver_timeout_ms=driver_timeout_ms,
+                )
+            if os.path.exists(os.path.join(aeron_dir, CNC_FILE)):
+                _LOG.warning(
+                    "replacing the files of a stopped media driver: aeron_dir=%s "
+                    "heartbeat_age_ms=%s",
+                    aeron_dir,
+                    age_ms,
+                )
+                _save_existing_errors(aeron_dir)
+        shutil.rmtree(aeron_dir)
+    os.makedirs(os.path.join(aeron_dir, "publications"))
+    os.makedirs(os.path.join(aeron_dir, "images"))
+
+
+def _save_existing_errors(aeron_dir: str) -> None:
+    try:
+        cnc = CncFile.map(aeron_dir, timeout_ms=0)
+    except (CncFileError, OSError):
+        return
+    lines: list[str] = []
+
+    def consume(count: int, first_ms: int, last_ms: int, text: str) -> None:
+        lines.append(
+            f"***\n{count} observations from {first_ms} to {last_ms} (epoch ms) for:\n {text}\n"
+        )
+
+    try:
+        distinct = read_error_log(cnc.error_log_buffer, consume)
+    finally:
+        cnc.close()
+    if not distinct:
+        return
+    stamp = time.strftime("%Y-%m-%d-%H-%M-%S")
+    path = f"{aeron_dir.rstrip(os.sep)}-{stamp}-error.log"
+    with open(path, "w", encoding="utf-8") as out:
+        out.writelines(lines)
+        out.write(f"\n{distinct} distinct errors observed.\n")
+    _LOG.warning("existing errors of the stopped media driver saved to: %s", path)

@@ -1,0 +1,386 @@
+"""``DriverConductor``: the media driver's control agent (Aeron's ``DriverConductor``).
+
+It owns the cnc.dat regions: it drains client commands from the to-driver ring buffer
+(:class:`~transport.driver.command_adapter.ClientCommandAdapter`), answers on the to-clients
+broadcast (:class:`~transport.driver.client_proxy.ClientProxy`), allocates every counter, and
+records errors in the distinct error log. Its duty cycle (``do_work``):
+
+1. measure the cycle time (``Conductor max cycle time`` and the threshold-exceeded count);
+2. handle up to ten commands;
+3. stamp the to-driver buffer's consumer heartbeat with the epoch ms when it changed: clients
+   judge the driver alive by it;
+4. every ``timer_interval_ns``: client liveness (a client silent past the liveness timeout is
+   removed with all it holds, ON_CLIENT_TIMEOUT), publication timers (pub-pos, unblocking, end of
+   stream, linger), and the unblocking of a command a dead client left half-written;
+5. move every publication's limit.
+
+Streams are handled per media: ``aeron:ipc`` by :class:`~transport.driver.ipc_streams.IpcStreams`;
+an ``aeron:udp`` channel is refused with NOT_SUPPORTED until the sender and receiver agents
+exist (issue 4 adds a sibling of ``IpcStreams`` under ``_streams["udp"]``).
+
+A TERMINATE_DRIVER whose token the context's validator accepts calls the termination hook and
+ends the agent (``AgentTerminationError``) after the current cycle.
+"""
+
+from __future__ import annotations
+
+from transport._errors import AgentTerminationError, ConfigurationError, IllegalStateError
+from transport.cnc import CncFile
+from transport.command import (
+    REMOVE_PUBLICATION_FLAG_REVOKE,
+    CorrelatedMessage,
+    CounterMessage,
+    ErrorCode,
+    PublicationMessage,
+    RemoveMessage,
+    RemovePublicationMessage,
+    SubscriptionMessage,
+    TerminateDriverMessage,
+)
+from transport.concurrent.atomic_counter import AtomicCounter
+from transport.concurrent.broadcast_transmitter import BroadcastTransmitter
+from transport.concurrent.counters_manager import CountersManager
+from transport.concurrent.distinct_error_log import DistinctErrorLog
+from transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from transport.driver.aeron_client import AeronClient, CounterLink
+from transport.driver.client_proxy import ClientProxy
+from transport.driver.command_adapter import ClientCommandAdapter
+from transport.driver.command_error import command_error
+from transport.driver.context import MediaDriverContext
+from transport.driver.ipc_publication import IpcPublication
+from transport.driver.ipc_streams import IpcStreams
+from transport.driver.session_ids import SessionIdAllocator
+from transport.driver.stream_counters import allocate_client_heartbeat
+from transport.driver.system_counters import NULL_VALUE, SystemCounter, SystemCounters
+from transport.driver.uri_params import (
+    IPC_MEDIA,
+    parse_channel,
+    publication_params,
+    subscription_params,
+)
+from transport.logbuffer.log_buffer_descriptor import set_is_publication_revoked
+
+__all__ = ["DriverConductor"]
+
+
+class DriverConductor:
+    """The conductor agent over a freshly created ``cnc`` (see module)."""
+
+    def __init__(self, context: MediaDriverContext, cnc: CncFile) -> None:
+        self._context = context
+        self._epoch_clock = context.epoch_clock
+        self._nano_clock = context.nano_clock
+        self.to_driver = ManyToOneRingBuffer(cnc.to_driver_buffer)
+        self.counters = CountersManager(
+            cnc.counters_metadata_buffer,
+            cnc.counters_values_buffer,
+            epoch_clock=context.epoch_clock,
+            free_to_reuse_timeout_ms=context.counter_free_to_reuse_timeout_ms,
+        )
+        self.system_counters = SystemCounters(
+            self.counters, context.threading_mode.value, context.conductor_cycle_threshold_ns
+        )
+        self.error_log = DistinctErrorLog(cnc.error_log_buffer, context.epoch_clock)
+        self.client_proxy = ClientProxy(BroadcastTransmitter(cnc.to_clients_buffer))
+        self.errors_counter: AtomicCounter = self.system_counters.get(SystemCounter.ERRORS)
+        self._client_timeouts = self.system_counters.get(SystemCounter.CLIENT_TIMEOUTS)
+        self._unblocked_commands = self.system_counters.get(SystemCounter.UNBLOCKED_COMMANDS)
+        self._max_cycle_time = self.system_counters.get(SystemCounter.CONDUCTOR_MAX_CYCLE_TIME)
+        self._cycle_threshold_exceeded = self.system_counters.get(
+            SystemCounter.CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED
+        )
+        self.ipc = IpcStreams(
+            context,
+            self.counters,
+            self.system_counters,
+            self.client_proxy,
+            SessionIdAllocator(
+                context.publication_reserved_session_id_low,
+                context.publication_reserved_session_id_high,
+            ),
+        )
+        self._streams = {IPC_MEDIA: self.ipc}
+        self.clients: dict[int, AeronClient] = {}
+        self._adapter = ClientCommandAdapter(
+            self.to_driver, self, self.client_proxy, self.errors_counter, self.record_error
+        )
+        now_ns = self._nano_clock.time_ns()
+        self._now_ns = now_ns
+        self._time_of_last_cycle_ns = now_ns
+        self._timer_deadline_ns = now_ns
+        self._heartbeat_ms = self._epoch_clock.time_ms()
+        self.to_driver.consumer_heartbeat_time = self._heartbeat_ms
+        self._last_command_position = self.to_driver.consumer_position()
+        self._time_of_last_command_position_change_ns = now_ns
+        self._termination_requested = False
+        self._closed = False
+
+    # ----------------------------------------------------------------------------------------
+    # Agent
+
+    @property
+    def role_name(self) -> str:
+        return "driver-conductor"
+
+    def on_start(self) -> None:
+        return None
+
+    def do_work(self) -> int:
+        now_ns = self._nano_clock.time_ns()
+        self._now_ns = now_ns
+        cycle_ns = now_ns - self._time_of_last_cycle_ns
+        self._time_of_last_cycle_ns = now_ns
+        self._max_cycle_time_propose(cycle_ns)
+
+        work_count = self._adapter.receive()
+        now_ms = self._epoch_clock.time_ms()
+        if now_ms != self._heartbeat_ms:
+            self._heartbeat_ms = now_ms
+            self.to_driver.consumer_heartbeat_time = now_ms
+        if now_ns >= self._timer_deadline_ns:
+            self._timer_deadline_ns = now_ns + self._context.timer_interval_ns
+            self._on_timer(now_ns, now_ms)
+            work_count += 1
+        work_count += self.ipc.update_publisher_limits()
+        if self._termination_requested:
+            raise AgentTerminationError("media driver terminated by TERMINATE_DRIVER")
+        return work_count
+
+    def on_close(self) -> None:
+        """Stop: unmap the logs and mark the heartbeat dead (-1) so clients notice at once."""
+        if self._closed:
+            return
+        self._closed = True
+        self.ipc.close()
+        self.to_driver.consumer_heartbeat_time = NULL_VALUE
+
+    def record_error(self, error: BaseException) -> None:
+        """Record an error in the cnc error log (the runner's error handler too)."""
+        if isinstance(error, AgentTerminationError):
+            return
+        self.error_log.record(error)
+
+    def _max_cycle_time_propose(self, cycle_ns: int) -> None:
+        if cycle_ns > self._max_cycle_time.get_weak():
+            self._max_cycle_time.set_ordered(cycle_ns)
+        if cycle_ns > self._context.conductor_cycle_threshold_ns:
+            self._cycle_threshold_exceeded.increment_ordered()
+
+    # ----------------------------------------------------------------------------------------
+    # Timer
+
+    def _on_timer(self, now_ns: int, now_ms: int) -> None:
+        for client in list(self.clients.values()):
+            if client.check_liveness(now_ms):
+                self._on_client_end_of_life(client)
+        self.ipc.on_time_event(now_ns)
+        self._check_for_blocked_commands(now_ns)
+
+    def _on_client_end_of_life(self, client: AeronClient) -> None:
+        if not client.closed_by_command:
+            self._client_timeouts.increment_ordered()
+            self.client_proxy.on_client_timeout(client.client_id)
+        self.client_proxy.on_unavailable_counter(client.client_id, client.heartbeat.id)
+        del self.clients[client.client_id]
+        for link in client.publication_links:
+            publication = link.publication
+            assert isinstance(publication, IpcPublication)
+            publication.decref()
+        for counter_link in client.counter_links:
+            self.client_proxy.on_unavailable_counter(
+                counter_link.registration_id, counter_link.counter_id
+            )
+            self.counters.free(counter_link.counter_id)
+        self.ipc.remove_client_subscriptions(client.client_id)
+        client.heartbeat.close()
+
+    def _check_for_blocked_commands(self, now_ns: int) -> None:
+        position = self.to_driver.consumer_position()
+        if position != self._last_command_position:
+            self._last_command_position = position
+            self._time_of_last_command_position_change_ns = now_ns
+        elif (
+            self.to_driver.producer_position() > position
+            and now_ns
+            > self._time_of_last_command_position_change_ns
+            + self._context.client_liveness_timeout_ns
+            and self.to_driver.unblock()
+        ):
+            self._unblocked_commands.increment_ordered()
+
+    # ----------------------------------------------------------------------------------------
+    # Clients
+
+    def _get_or_add_client(self, client_id: int) -> AeronClient:
+        client = self.clients.get(client_id)
+        if client is None:
+            try:
+                counter_id = allocate_client_heartbeat(self.counters, client_id)
+            except IllegalStateError as exc:
+                raise command_error(
+                    ErrorCode.GENERIC_ERROR, f"cannot add client ({exc})", client_id=client_id
+                ) from exc
+            heartbeat = AtomicCounter(self.counters.values_buffer, counter_id, self.counters)
+            liveness_timeout_ms = max(1, self._context.client_liveness_timeout_ns // 1_000_000)
+            client = AeronClient(
+                client_id, heartbeat, liveness_timeout_ms, self._epoch_clock.time_ms()
+            )
+            self.clients[client_id] = client
+            self.client_proxy.on_counter_ready(client_id, counter_id)
+        return client
+
+    # ----------------------------------------------------------------------------------------
+    # Commands (CommandHandler)
+
+    def on_add_publication(self, command: PublicationMessage, is_exclusive: bool) -> None:
+        channel = command.channel
+        uri = parse_channel(channel)
+        self._check_stream_id(command.stream_id, channel)
+        streams = self._streams_for(uri.media, uri.is_spy, channel, subscription=False)
+        params = publication_params(channel, uri, self._context)
+        client = self._get_or_add_client(command.client_id)
+        streams.add_publication(
+            client,
+            command.correlation_id,
+            command.stream_id,
+            channel,
+            params,
+            is_exclusive,
+            self._now_ns,
+        )
+
+    def on_remove_publication(self, command: RemovePublicationMessage) -> None:
+        client = self.clients.get(command.client_id)
+        if client is not None:
+            for index, link in enumerate(client.publication_links):
+                if link.registration_id == command.registration_id:
+                    del client.publication_links[index]
+                    publication = link.publication
+                    assert isinstance(publication, IpcPublication)
+                    if command.flags & REMOVE_PUBLICATION_FLAG_REVOKE:
+                        set_is_publication_revoked(publication.log.meta_data_buffer, True)
+                        self.system_counters.get(
+                            SystemCounter.PUBLICATIONS_REVOKED
+                        ).increment_ordered()
+                    publication.decref()
+                    self.client_proxy.on_operation_succeeded(command.correlation_id)
+                    return
+        raise command_error(
+            ErrorCode.UNKNOWN_PUBLICATION,
+            "unknown publication",
+            client_id=command.client_id,
+            registration_id=command.registration_id,
+        )
+
+    def on_add_subscription(self, command: SubscriptionMessage) -> None:
+        channel = command.channel
+        uri = parse_channel(channel)
+        self._check_stream_id(command.stream_id, channel)
+        streams = self._streams_for(uri.media, uri.is_spy, channel, subscription=True)
+        params = subscription_params(channel, uri, self._context)
+        self._get_or_add_client(command.client_id)
+        streams.add_subscription(
+            command.client_id,
+            command.correlation_id,
+            command.stream_id,
+            channel,
+            params,
+            self._now_ns,
+        )
+
+    def on_remove_subscription(self, command: RemoveMessage) -> None:
+        if not any(s.remove_subscription(command.registration_id) for s in self._streams.values()):
+            raise command_error(
+                ErrorCode.UNKNOWN_SUBSCRIPTION,
+                "unknown subscription",
+                client_id=command.client_id,
+                registration_id=command.registration_id,
+            )
+        self.client_proxy.on_operation_succeeded(command.correlation_id)
+
+    def on_client_keepalive(self, command: CorrelatedMessage) -> None:
+        client = self.clients.get(command.client_id)
+        if client is not None:
+            client.on_keepalive(self._epoch_clock.time_ms())
+
+    def on_add_counter(self, command: CounterMessage) -> None:
+        client = self._get_or_add_client(command.client_id)
+        try:
+            counter_id = self.counters.allocate(
+                command.label,
+                command.type_id,
+                command.key,
+                registration_id=command.correlation_id,
+                owner_id=command.client_id,
+            )
+        except (ConfigurationError, IllegalStateError) as exc:
+            raise command_error(
+                ErrorCode.GENERIC_ERROR,
+                f"cannot add counter ({exc})",
+                type_id=command.type_id,
+                key_length=len(command.key),
+            ) from exc
+        client.counter_links.append(CounterLink(command.correlation_id, counter_id))
+        self.client_proxy.on_counter_ready(command.correlation_id, counter_id)
+
+    def on_remove_counter(self, command: RemoveMessage) -> None:
+        client = self.clients.get(command.client_id)
+        if client is not None:
+            for index, link in enumerate(client.counter_links):
+                if link.registration_id == command.registration_id:
+                    del client.counter_links[index]
+                    self.client_proxy.on_operation_succeeded(command.correlation_id)
+                    self.client_proxy.on_unavailable_counter(link.registration_id, link.counter_id)
+                    self.counters.free(link.counter_id)
+                    return
+        raise command_error(
+            ErrorCode.UNKNOWN_COUNTER,
+            "unknown counter",
+            client_id=command.client_id,
+            registration_id=command.registration_id,
+        )
+
+    def on_client_close(self, command: CorrelatedMessage) -> None:
+        client = self.clients.get(command.client_id)
+        if client is not None:
+            client.on_close()
+
+    def on_terminate_driver(self, command: TerminateDriverMessage) -> None:
+        if self._context.termination_validator(command.token):
+            self._termination_requested = True
+            hook = self._context.termination_hook
+            if hook is not None:
+                hook()
+
+    # ----------------------------------------------------------------------------------------
+    # Validation
+
+    def _streams_for(
+        self, media: str, is_spy: bool, channel: str, *, subscription: bool
+    ) -> IpcStreams:
+        if is_spy:
+            raise command_error(
+                ErrorCode.NOT_SUPPORTED,
+                "spy subscriptions watch UDP publications, not supported yet"
+                if subscription
+                else "a publication channel cannot be a spy",
+                channel=channel,
+            )
+        streams = self._streams.get(media)
+        if streams is None:
+            raise command_error(
+                ErrorCode.NOT_SUPPORTED,
+                f"aeron:{media} channels are not supported by this driver yet (IPC only)",
+                channel=channel,
+            )
+        return streams
+
+    @staticmethod
+    def _check_stream_id(stream_id: int, channel: str) -> None:
+        if stream_id == 0:
+            raise command_error(
+                ErrorCode.GENERIC_ERROR,
+                "invalid stream id: 0 is reserved (a zeroed command carries it)",
+                stream_id=stream_id,
+                channel=channel,
+            )

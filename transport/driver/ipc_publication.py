@@ -1,0 +1,448 @@
+"""``IpcPublication``: the driver's side of one shared-memory log (Aeron's ``IpcPublication``).
+
+The driver creates the log buffer file, fills its metadata, and then, on its duty cycle:
+
+- moves the publisher limit (pub-lmt) to the slowest tethered subscriber position (sub-pos) plus
+  the term window, with a trip gain of an eighth of the window so the counter is not rewritten
+  for every message. With no subscriber the limit falls back to the consumer position: the
+  publication is not connected and cannot move on;
+- zeroes ("cleans") what every subscriber has consumed, a term at most at a time, so appenders
+  always write into zeroed memory (Aeron's ``cleanBufferTo``);
+- on the timer: samples the producer position into pub-pos, unblocks a log whose writer died
+  mid-claim (the consumers stuck on a frame left unpublished past the unblock timeout), and
+  drives untethered subscribers and the end of life.
+
+Life cycle (``state``): ACTIVE while any publication link holds it (concurrent publications on
+one stream share it by reference count). When the last is released: end-of-stream position =
+producer position, pub-lmt lowered to it, DRAINING until every subscriber has read up to it
+(unblocking meanwhile); then LINGER, when the conductor tells subscribers the image is gone;
+after the linger timeout the conductor frees the counters and deletes the file (DONE).
+
+Untethered subscribers (``tether=false``): one that falls behind by more than three quarters of
+the window for ``untethered_window_limit_timeout_ns`` is told its image is unavailable and
+ignored for flow control (LINGER, then RESTING); after ``untethered_resting_timeout_ns`` it
+rejoins at the consumer position with a fresh ON_AVAILABLE_IMAGE, as Aeron does.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import IntEnum
+from typing import Protocol
+
+from transport.concurrent.atomic_counter import AtomicCounter
+from transport.concurrent.counters_manager import CountersManager
+from transport.concurrent.position import Position
+from transport.driver.log_unblocker import unblock_log
+from transport.logbuffer.log_buffer_descriptor import (
+    LOG_ACTIVE_TERM_COUNT_OFFSET,
+    LOG_TYPE_CONCURRENT,
+    LOG_TYPE_EXCLUSIVE,
+    PARTITION_COUNT,
+    TERM_TAIL_COUNTERS_OFFSET,
+    fill_default_header,
+    index_by_position,
+    initialise_tails,
+    set_active_transport_count,
+    set_end_of_stream_position,
+    set_is_connected,
+)
+from transport.logbuffer.log_buffers import LogBuffers
+
+__all__ = [
+    "ImageListener",
+    "IpcPublication",
+    "PublicationState",
+    "SubscriberPosition",
+    "TetherState",
+    "producer_window_length",
+]
+
+_MAX_POSITION = 2**63 - 1
+_LOW_32 = 0xFFFF_FFFF
+
+
+class PublicationState(IntEnum):
+    ACTIVE = 0
+    DRAINING = 1
+    LINGER = 2
+    DONE = 3
+
+
+class TetherState(IntEnum):
+    ACTIVE = 0
+    LINGER = 1
+    RESTING = 2
+
+
+class ImageListener(Protocol):
+    """What the publication tells the conductor about its images (one per subscriber)."""
+
+    def on_image_unavailable(self, publication: IpcPublication, subscription_id: int) -> None: ...
+
+    def on_image_available(
+        self, publication: IpcPublication, subscriber: SubscriberPosition
+    ) -> None: ...
+
+
+class SubscriberPosition:
+    """One subscription's sub-pos in this publication (Aeron's tetherable position)."""
+
+    __slots__ = (
+        "counter_id",
+        "is_tether",
+        "position",
+        "state",
+        "subscription_registration_id",
+        "time_of_last_update_ns",
+    )
+
+    def __init__(
+        self,
+        position: Position,
+        subscription_registration_id: int,
+        is_tether: bool,
+        now_ns: int,
+    ) -> None:
+        self.position = position
+        self.counter_id = position.id
+        self.subscription_registration_id = subscription_registration_id
+        self.is_tether = is_tether
+        self.state = TetherState.ACTIVE
+        self.time_of_last_update_ns = now_ns
+
+
+def producer_window_length(window_length: int, term_length: int) -> int:
+    """Aeron's publication window: half a term, or ``window_length`` if set and smaller."""
+    half_term = term_length // 2
+    return window_length if 0 < window_length < half_term else half_term
+
+
+class IpcPublication:
+    """The driver's state for one IPC log (see module). Only the conductor thread uses it."""
+
+    def __init__(
+        self,
+        *,
+        log: LogBuffers,
+        registration_id: int,
+        session_id: int,
+        stream_id: int,
+        channel: str,
+        initial_term_id: int,
+        starting_term_id: int,
+        starting_term_offset: int,
+        is_exclusive: bool,
+        pub_pos: Position,
+        pub_lmt: Position,
+        term_window_length: int,
+        unblock_timeout_ns: int,
+        linger_timeout_ns: int,
+        untethered_window_limit_timeout_ns: int,
+        untethered_resting_timeout_ns: int,
+        unblocked_publications: AtomicCounter,
+        listener: ImageListener,
+        now_ns: int,
+    ) -> None:
+        self.log = log
+        self.log_file_name = str(log.path)
+        self.registration_id = registration_id
+        self.session_id = session_id
+        self.stream_id = stream_id
+        self.channel = channel
+        self.initial_term_id = initial_term_id
+        self.starting_term_id = starting_term_id
+        self.starting_term_offset = starting_term_offset
+        self.is_exclusive = is_exclusive
+        self.pub_pos = pub_pos
+        self.pub_lmt = pub_lmt
+        self.term_length = log.term_length
+        self.position_bits_to_shift = log.term_length.bit_length() - 1
+        self.term_window_length = term_window_length
+        self.trip_gain = term_window_length // 8
+        self.unblock_timeout_ns = unblock_timeout_ns
+        self.linger_timeout_ns = linger_timeout_ns
+        self.untethered_window_limit_timeout_ns = untethered_window_limit_timeout_ns
+        self.untethered_resting_timeout_ns = untethered_resting_timeout_ns
+        self._unblocked_publications = unblocked_publications
+        self._listener = listener
+        self.state = PublicationState.ACTIVE
+        self.ref_count = 1
+        self.subscribers: list[SubscriberPosition] = []
+        self.trip_limit = 0
+        self.consumer_position = self.producer_position()
+        self.last_consumer_position = self.consumer_position
+        self.clean_position = self.consumer_position
+        self.time_of_last_consumer_position_change_ns = now_ns
+        self.time_of_last_state_change_ns = now_ns
+        self.has_reached_end_of_life = False
+
+    # ----------------------------------------------------------------------------------------
+    # Positions
+
+    def producer_position(self) -> int:
+        """Where the next frame will be appended (from the active term's raw tail)."""
+        meta = self.log.meta_data_buffer
+        term_count = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
+        raw_tail = meta.get_int64_volatile(
+            TERM_TAIL_COUNTERS_OFFSET + (term_count % PARTITION_COUNT) * 8
+        )
+        term_id = raw_tail >> 32
+        term_offset = min(raw_tail & _LOW_32, self.term_length)
+        term_count_from_id = ((term_id - self.initial_term_id + 2**31) & _LOW_32) - 2**31
+        return (term_count_from_id << self.position_bits_to_shift) + term_offset
+
+    def join_position(self) -> int:
+        """Where a new subscriber starts: the consumer position, or the slowest subscriber."""
+        position = self.consumer_position
+        for subscriber in self.subscribers:
+            sub_pos = subscriber.position.get_volatile()
+            if sub_pos < position:
+                position = sub_pos
+        return position
+
+    def is_drained(self) -> bool:
+        producer_position = self.producer_position()
+        return all(s.position.get_volatile() >= producer_position for s in self.subscribers)
+
+    def is_accepting_subscriptions(self) -> bool:
+        return self.state is PublicationState.ACTIVE or (
+            self.state is PublicationState.DRAINING and not self.is_drained()
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # Subscribers
+
+    def add_subscriber(self, subscriber: SubscriberPosition) -> None:
+        self.subscribers.append(subscriber)
+        set_is_connected(self.log.meta_data_buffer, True)
+
+    def remove_subscriber(self, counter_id: int) -> SubscriberPosition | None:
+        """Stop tracking the sub-pos ``counter_id``; the caller frees the counter."""
+        for index, subscriber in enumerate(self.subscribers):
+            if subscriber.counter_id == counter_id:
+                self.update_publisher_limit()
+                if len(self.subscribers) == 1:
+                    set_is_connected(self.log.meta_data_buffer, False)
+                del self.subscribers[index]
+                return subscriber
+        return None
+
+    # ----------------------------------------------------------------------------------------
+    # Duty cycle
+
+    def update_publisher_limit(self) -> int:
+        """Move pub-lmt with the slowest subscriber and clean behind it; the work done (0/1)."""
+        if self.state is not PublicationState.ACTIVE:
+            return 0
+        subscribers = self.subscribers
+        if subscribers:
+            min_sub_pos = _MAX_POSITION
+            max_sub_pos = self.consumer_position
+            for subscriber in subscribers:
+                if subscriber.state is not TetherState.RESTING:
+                    position = subscriber.position.get_volatile()
+                    if position < min_sub_pos:
+                        min_sub_pos = position
+                    if position > max_sub_pos:
+                        max_sub_pos = position
+            self.consumer_position = max_sub_pos
+            if min_sub_pos == _MAX_POSITION:
+                return 0
+            proposed_limit = min_sub_pos + self.term_window_length
+            if proposed_limit > self.trip_limit:
+                self.clean_buffer(min_sub_pos)
+                self.pub_lmt.set_ordered(proposed_limit)
+                self.trip_limit = proposed_limit + self.trip_gain
+                return 1
+        elif self.pub_lmt.get() > self.consumer_position:
+            self.pub_lmt.set_ordered(self.consumer_position)
+            self.trip_limit = self.consumer_position
+            self.clean_buffer(self.consumer_position)
+        return 0
+
+    def clean_buffer(self, position: int) -> None:
+        """Zero from the clean position towards ``position``, up to the end of that term."""
+        clean_position = self.clean_position
+        if position <= clean_position:
+            return
+        term_length = self.term_length
+        term_buffer = self.log.term_buffers[
+            index_by_position(clean_position, self.position_bits_to_shift)
+        ]
+        term_offset = clean_position & (term_length - 1)
+        length = min(position - clean_position, term_length - term_offset)
+        if length > 8:
+            term_buffer.set_memory(term_offset + 8, length - 8, 0)
+        term_buffer.put_int64_ordered(term_offset, 0)
+        self.clean_position = clean_position + length
+
+    def on_time_event(self, now_ns: int) -> None:
+        """The timer's work: sample pub-pos, unblock, untethered subscribers, end of life."""
+        state = self.state
+        if state is PublicationState.ACTIVE:
+            producer_position = self.producer_position()
+            self.pub_pos.set_ordered(producer_position)
+            if not self.is_exclusive:
+                self._check_for_blocked_publisher(producer_position, now_ns)
+            self._check_untethered_subscribers(now_ns)
+        elif state is PublicationState.DRAINING:
+            self.pub_pos.set_ordered(self.producer_position())
+            if self.is_drained():
+                self.state = PublicationState.LINGER
+                self.time_of_last_state_change_ns = now_ns
+                for subscriber in self.subscribers:
+                    self._listener.on_image_unavailable(
+                        self, subscriber.subscription_registration_id
+                    )
+            elif self._unblock(self.consumer_position):
+                self._unblocked_publications.increment_ordered()
+        elif (
+            state is PublicationState.LINGER
+            and now_ns - self.time_of_last_state_change_ns > self.linger_timeout_ns
+        ):
+            self.state = PublicationState.DONE
+            self.has_reached_end_of_life = True
+
+    def _unblock(self, blocked_position: int) -> bool:
+        log = self.log
+        return unblock_log(
+            log.term_buffers, log.meta_data_buffer, blocked_position, log.term_length
+        )
+
+    def _check_for_blocked_publisher(self, producer_position: int, now_ns: int) -> None:
+        consumer_position = self.consumer_position
+        if consumer_position == self.last_consumer_position and self._is_possibly_blocked(
+            producer_position, consumer_position
+        ):
+            deadline_ns = self.time_of_last_consumer_position_change_ns + self.unblock_timeout_ns
+            if now_ns > deadline_ns and self._unblock(consumer_position):
+                self._unblocked_publications.increment_ordered()
+        else:
+            self.time_of_last_consumer_position_change_ns = now_ns
+            self.last_consumer_position = consumer_position
+
+    def _is_possibly_blocked(self, producer_position: int, consumer_position: int) -> bool:
+        producer_term_count = self.log.meta_data_buffer.get_int32_volatile(
+            LOG_ACTIVE_TERM_COUNT_OFFSET
+        )
+        if producer_term_count != consumer_position >> self.position_bits_to_shift:
+            return True
+        return producer_position > consumer_position
+
+    def _check_untethered_subscribers(self, now_ns: int) -> None:
+        window = self.term_window_length
+        window_limit = self.consumer_position - window + window // 4
+        for subscriber in self.subscribers:
+            if subscriber.is_tether:
+                subscriber.time_of_last_update_ns = now_ns
+                continue
+            since_update_ns = now_ns - subscriber.time_of_last_update_ns
+            if subscriber.state is TetherState.ACTIVE:
+                if subscriber.position.get_volatile() > window_limit:
+                    subscriber.time_of_last_update_ns = now_ns
+                elif since_update_ns > self.untethered_window_limit_timeout_ns:
+                    self._listener.on_image_unavailable(
+                        self, subscriber.subscription_registration_id
+                    )
+                    subscriber.state = TetherState.LINGER
+                    subscriber.time_of_last_update_ns = now_ns
+            elif subscriber.state is TetherState.LINGER:
+                if since_update_ns > self.untethered_window_limit_timeout_ns:
+                    subscriber.state = TetherState.RESTING
+                    subscriber.time_of_last_update_ns = now_ns
+            elif since_update_ns > self.untethered_resting_timeout_ns:
+                subscriber.position.set_ordered(self.consumer_position)
+                self._listener.on_image_available(self, subscriber)
+                subscriber.state = TetherState.ACTIVE
+                subscriber.time_of_last_update_ns = now_ns
+
+    # ----------------------------------------------------------------------------------------
+    # References and end of life
+
+    def incref(self) -> None:
+        self.ref_count += 1
+
+    def decref(self) -> None:
+        """Release one publication link; the last one starts the end of the stream."""
+        self.ref_count -= 1
+        if self.ref_count == 0:
+            producer_position = self.producer_position()
+            if self.pub_lmt.get() > producer_position:
+                self.pub_lmt.set_ordered(producer_position)
+            set_end_of_stream_position(self.log.meta_data_buffer, producer_position)
+            self.state = PublicationState.DRAINING
+
+    def close(self, manager: CountersManager) -> bool:
+        """Free pub-lmt, pub-pos and every sub-pos, unmap and delete the log file.
+
+        Returns False when the file could not be deleted (counted as a free failure).
+        """
+        for counter in (self.pub_lmt, self.pub_pos):
+            if not counter.is_closed:
+                counter.close()
+        for subscriber in self.subscribers:
+            manager.free(subscriber.counter_id)
+        self.subscribers.clear()
+        self.log.close()
+        try:
+            os.unlink(self.log_file_name)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return (
+            f"IpcPublication(registration_id={self.registration_id}, session_id="
+            f"{self.session_id}, stream_id={self.stream_id}, state={self.state.name})"
+        )
+
+
+def initialise_log_metadata(
+    log: LogBuffers,
+    *,
+    registration_id: int,
+    session_id: int,
+    stream_id: int,
+    initial_term_id: int,
+    term_id: int | None,
+    term_offset: int,
+    mtu_length: int,
+    term_window_length: int,
+    linger_timeout_ns: int,
+    untethered_window_limit_timeout_ns: int,
+    untethered_resting_timeout_ns: int,
+    is_exclusive: bool,
+    is_sparse: bool,
+    signal_eos: bool,
+    tether: bool,
+    spies_simulate_connection: bool,
+    entity_tag: int,
+    response_correlation_id: int,
+) -> None:
+    """Fill a new log's metadata as Aeron's driver does, before anyone maps it."""
+    meta = log.meta_data_buffer
+    metadata = log.metadata
+    initialise_tails(meta, initial_term_id, term_id, term_offset)
+    metadata.initial_term_id = initial_term_id
+    metadata.mtu_length = mtu_length
+    metadata.correlation_id = registration_id
+    metadata.publication_window_length = term_window_length
+    metadata.linger_timeout_ns = linger_timeout_ns
+    metadata.untethered_window_limit_timeout_ns = untethered_window_limit_timeout_ns
+    metadata.untethered_resting_timeout_ns = untethered_resting_timeout_ns
+    metadata.entity_tag = entity_tag
+    metadata.response_correlation_id = response_correlation_id
+    metadata.sparse = is_sparse
+    metadata.signal_eos = signal_eos
+    metadata.tether = tether
+    metadata.spies_simulate_connection = spies_simulate_connection
+    metadata.reliable = True
+    metadata.rejoin = True
+    metadata.log_type = LOG_TYPE_EXCLUSIVE if is_exclusive else LOG_TYPE_CONCURRENT
+    fill_default_header(meta, session_id, stream_id, initial_term_id)
+    set_active_transport_count(meta, 0)
+    set_end_of_stream_position(meta, _MAX_POSITION)
+    set_is_connected(meta, False)

@@ -1,0 +1,198 @@
+"""``MediaDriver``: starts the driver's agents over a fresh directory and stops them cleanly.
+
+Aeron's ``MediaDriver.launch`` / ``launchEmbedded``. Launching:
+
+1. prepares the directory (:func:`~transport.driver.aeron_dir.prepare_aeron_dir`): refuses a
+   live driver with :class:`~transport.ActiveDriverError`, replaces a stopped one's files with a
+   logged warning, and lays out ``publications/`` and ``images/``;
+2. creates ``cnc.dat`` and sets the conductor up in it (system counters, heartbeat) under a
+   temporary name, then renames it into place: a client that finds ``cnc.dat`` finds its version
+   (written last) and a live heartbeat together;
+3. runs the conductor: on its own daemon thread (``DEDICATED``, ``SHARED_NETWORK``, ``SHARED``),
+   or not at all (``INVOKER``: the caller drives it through :attr:`shared_agent_invoker`).
+
+``close()`` (idempotent; also the context manager's exit) stops the agent with a bounded join,
+unmaps cnc.dat and deletes the directory if ``dir_delete_on_shutdown``. A TERMINATE_DRIVER that
+the context's validator accepts stops the agent by itself; :meth:`wait_for_termination` lets a
+process wait for that, and ``close()`` then finishes the job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from types import TracebackType
+
+from transport._errors import IllegalStateError
+from transport.cnc import CNC_FILE, CncFile
+from transport.concurrent.agent import AgentInvoker, AgentRunner
+from transport.driver.aeron_dir import prepare_aeron_dir
+from transport.driver.conductor import DriverConductor
+from transport.driver.context import MediaDriverContext, ThreadingMode
+
+__all__ = ["MediaDriver"]
+
+_LOG = logging.getLogger("transport.driver")
+_INIT_DIR = ".cnc-init"
+
+
+class MediaDriver:
+    """A running media driver. Build it with :meth:`launch` or :meth:`launch_embedded`."""
+
+    def __init__(self) -> None:
+        raise TypeError("use MediaDriver.launch(context) or MediaDriver.launch_embedded()")
+
+    @classmethod
+    def launch(cls, context: MediaDriverContext | None = None) -> MediaDriver:
+        """Start a driver in ``context.aeron_dir`` (default: the environment's context)."""
+        driver = cls.__new__(cls)
+        driver._start(context if context is not None else MediaDriverContext.from_env())
+        return driver
+
+    @classmethod
+    def launch_embedded(cls, context: MediaDriverContext | None = None) -> MediaDriver:
+        """Start a driver in a fresh unique directory (under /dev/shm), deleted on close."""
+        base = context if context is not None else MediaDriverContext.from_env()
+        root = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+        aeron_dir = tempfile.mkdtemp(prefix="aeron-embedded-", dir=root)
+        try:
+            return cls.launch(
+                dataclasses.replace(base, aeron_dir=aeron_dir, dir_delete_on_shutdown=True)
+            )
+        except BaseException:
+            shutil.rmtree(aeron_dir, ignore_errors=True)
+            raise
+
+    def _start(self, context: MediaDriverContext) -> None:
+        self._lock = threading.Lock()
+        self._closed = False
+        self._terminated = threading.Event()
+        self._runner: AgentRunner | None = None
+        self._invoker: AgentInvoker | None = None
+        user_hook = context.termination_hook
+
+        def on_termination() -> None:
+            self._terminated.set()
+            if user_hook is not None:
+                user_hook()
+
+        self.context = context
+        self._conductor_context = dataclasses.replace(context, termination_hook=on_termination)
+        prepare_aeron_dir(
+            context.aeron_dir,
+            delete_on_start=context.dir_delete_on_start,
+            driver_timeout_ms=context.driver_timeout_ms,
+            now_ms=context.epoch_clock.time_ms(),
+        )
+        try:
+            self._cnc = self._create_cnc()
+            try:
+                self.conductor = DriverConductor(self._conductor_context, self._cnc)
+                self._publish_cnc()
+            except BaseException:
+                self._cnc.close()
+                raise
+            self._start_agent()
+        except BaseException:
+            if context.dir_delete_on_shutdown:
+                shutil.rmtree(context.aeron_dir, ignore_errors=True)
+            raise
+        _LOG.info("media driver started: aeron_dir=%s pid=%s", context.aeron_dir, os.getpid())
+
+    def _create_cnc(self) -> CncFile:
+        context = self.context
+        return CncFile.create(
+            os.path.join(context.aeron_dir, _INIT_DIR),
+            to_driver_buffer_length=context.to_driver_buffer_length,
+            to_clients_buffer_length=context.to_clients_buffer_length,
+            counters_values_buffer_length=context.counters_values_buffer_length,
+            error_log_buffer_length=context.error_buffer_length,
+            client_liveness_timeout_ns=context.client_liveness_timeout_ns,
+            start_timestamp_ms=context.epoch_clock.time_ms(),
+            pid=os.getpid(),
+            file_page_size=context.file_page_size,
+        )
+
+    def _publish_cnc(self) -> None:
+        init_dir = os.path.join(self.context.aeron_dir, _INIT_DIR)
+        os.rename(os.path.join(init_dir, CNC_FILE), self.context.cnc_file_path())
+        os.rmdir(init_dir)
+
+    def _start_agent(self) -> None:
+        conductor = self.conductor
+        if self.context.threading_mode is ThreadingMode.INVOKER:
+            self._invoker = AgentInvoker(
+                conductor.record_error, conductor.errors_counter, conductor
+            )
+            self._invoker.start()
+        else:
+            self._runner = AgentRunner(
+                self.context.new_conductor_idle_strategy(),
+                conductor.record_error,
+                conductor.errors_counter,
+                conductor,
+            )
+            self._runner.start()
+
+    # ----------------------------------------------------------------------------------------
+
+    @property
+    def aeron_dir(self) -> str:
+        return self.context.aeron_dir
+
+    @property
+    def shared_agent_invoker(self) -> AgentInvoker:
+        """The conductor's invoker in ``INVOKER`` mode: call ``invoke()`` to run a duty cycle."""
+        if self._invoker is None:
+            raise IllegalStateError(
+                "no agent invoker: the threading mode is not INVOKER",
+                threading_mode=self.context.threading_mode.value,
+            )
+        return self._invoker
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    @property
+    def is_terminated(self) -> bool:
+        """True once a TERMINATE_DRIVER command was accepted."""
+        return self._terminated.is_set()
+
+    def wait_for_termination(self, timeout_s: float | None = None) -> bool:
+        """Wait for an accepted TERMINATE_DRIVER; True if it came within ``timeout_s``."""
+        return self._terminated.wait(timeout_s)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the agent (bounded join), unmap cnc.dat, delete the dir if configured."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._runner is not None:
+                self._runner.close(timeout_s)
+            if self._invoker is not None:
+                self._invoker.close()
+            self._closed = True
+            self._cnc.close()
+            if self.context.dir_delete_on_shutdown:
+                shutil.rmtree(self.context.aeron_dir, ignore_errors=True)
+        _LOG.info("media driver closed: aeron_dir=%s", self.context.aeron_dir)
+
+    def __enter__(self) -> MediaDriver:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "running"
+        return f"MediaDriver(aeron_dir={self.context.aeron_dir!r}, {state})"

@@ -1,0 +1,328 @@
+"""``DriverClient``: a raw protocol client of a media driver, for tests and tools.
+
+It speaks Aeron's client-driver protocol with nothing in between: it maps a driver's
+``cnc.dat``, writes commands encoded with :mod:`transport.command` into the to-driver ring
+buffer, and reads every response off the to-clients broadcast buffer, decoded. No conductor,
+no keepalive thread, no log buffers: a test drives each step and sees exact bytes, which is what
+a driver's tests (and a client's fake-driver tests in reverse) need.
+
+- ``add_publication``, ``add_subscription``, ``add_counter``, ``remove_*``, ``keepalive``,
+  ``client_close``, ``terminate_driver`` and ``send_raw`` write one command and return its
+  correlation id;
+- ``poll()`` reads what the driver broadcast since (to every client) into ``responses``;
+  ``await_response(type_id, predicate, timeout_s)`` polls until one matches (bounded), and
+  ``await_correlated(correlation_id)`` waits for the answer to one command;
+- ``heartbeat()`` stamps this client's ``client-heartbeat`` counter, as a real client's
+  conductor does; ``driver_heartbeat_ms()`` reads the driver's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from transport._errors import DriverTimeoutError, IllegalStateError
+from transport.cnc import CncFile
+from transport.command import (
+    ADD_COUNTER,
+    ADD_EXCLUSIVE_PUBLICATION,
+    ADD_PUBLICATION,
+    ADD_SUBSCRIPTION,
+    CLIENT_CLOSE,
+    CLIENT_KEEPALIVE,
+    ON_AVAILABLE_IMAGE,
+    ON_CLIENT_TIMEOUT,
+    ON_COUNTER_READY,
+    ON_ERROR,
+    ON_EXCLUSIVE_PUBLICATION_READY,
+    ON_OPERATION_SUCCESS,
+    ON_PUBLICATION_READY,
+    ON_SUBSCRIPTION_READY,
+    ON_UNAVAILABLE_COUNTER,
+    ON_UNAVAILABLE_IMAGE,
+    REMOVE_COUNTER,
+    REMOVE_PUBLICATION,
+    REMOVE_SUBSCRIPTION,
+    TERMINATE_DRIVER,
+    decode_client_timeout,
+    decode_counter_update,
+    decode_error_response,
+    decode_image_buffers_ready,
+    decode_image_message,
+    decode_operation_succeeded,
+    decode_publication_buffers_ready,
+    decode_subscription_ready,
+    encode_correlated_message,
+    encode_counter_message,
+    encode_publication_message,
+    encode_remove_message,
+    encode_remove_publication_message,
+    encode_subscription_message,
+    encode_terminate_driver_message,
+    type_name,
+)
+from transport.concurrent import AtomicBuffer
+from transport.concurrent.broadcast_receiver import BroadcastReceiver
+from transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
+from transport.concurrent.counters_reader import CountersReader
+from transport.concurrent.ring_buffer import ManyToOneRingBuffer
+
+__all__ = ["CLIENT_HEARTBEAT_TYPE_ID", "DriverClient", "DriverResponse"]
+
+CLIENT_HEARTBEAT_TYPE_ID = 11
+
+_DECODERS: dict[int, Callable[[AtomicBuffer, int, int], Any]] = {
+    ON_ERROR: decode_error_response,
+    ON_AVAILABLE_IMAGE: decode_image_buffers_ready,
+    ON_PUBLICATION_READY: decode_publication_buffers_ready,
+    ON_EXCLUSIVE_PUBLICATION_READY: decode_publication_buffers_ready,
+    ON_OPERATION_SUCCESS: decode_operation_succeeded,
+    ON_UNAVAILABLE_IMAGE: decode_image_message,
+    ON_SUBSCRIPTION_READY: decode_subscription_ready,
+    ON_COUNTER_READY: decode_counter_update,
+    ON_UNAVAILABLE_COUNTER: decode_counter_update,
+    ON_CLIENT_TIMEOUT: decode_client_timeout,
+}
+
+
+@dataclass(frozen=True)
+class DriverResponse:
+    """One broadcast message: its type id and the decoded :mod:`transport.command` message."""
+
+    type_id: int
+    message: Any
+
+    @property
+    def name(self) -> str:
+        return type_name(self.type_id)
+
+    @property
+    def correlation_id(self) -> int | None:
+        """The id it answers: the correlation id, the offending command's id for ON_ERROR."""
+        message = self.message
+        for attribute in ("correlation_id", "offending_command_correlation_id"):
+            value = getattr(message, attribute, None)
+            if value is not None:
+                return int(value)
+        return None
+
+
+class DriverClient:
+    """A raw client of the driver in ``aeron_dir`` (see module). One thread at a time."""
+
+    def __init__(self, aeron_dir: str, *, timeout_s: float = 5.0) -> None:
+        self.timeout_s = timeout_s
+        self.cnc = CncFile.map(aeron_dir, timeout_ms=int(timeout_s * 1000))
+        self.to_driver = ManyToOneRingBuffer(self.cnc.to_driver_buffer)
+        receiver = BroadcastReceiver(self.cnc.to_clients_buffer)
+        self._receiver = CopyBroadcastReceiver(receiver, receiver.capacity // 8)
+        self.counters = CountersReader(
+            self.cnc.counters_metadata_buffer, self.cnc.counters_values_buffer
+        )
+        self._scratch = AtomicBuffer.allocate(self.to_driver.max_msg_length)
+        self.client_id = self.to_driver.next_correlation_id()
+        self.responses: list[DriverResponse] = []
+        self._closed = False
+
+    # ----------------------------------------------------------------------------------------
+    # Commands (each returns the correlation id it used)
+
+    def next_correlation_id(self) -> int:
+        return self.to_driver.next_correlation_id()
+
+    def add_publication(self, channel: str, stream_id: int, *, exclusive: bool = False) -> int:
+        correlation_id = self.next_correlation_id()
+        length = encode_publication_message(
+            self._scratch,
+            0,
+            client_id=self.client_id,
+            correlation_id=correlation_id,
+            stream_id=stream_id,
+            channel=channel,
+        )
+        self._write(ADD_EXCLUSIVE_PUBLICATION if exclusive else ADD_PUBLICATION, length)
+        return correlation_id
+
+    def remove_publication(self, registration_id: int, flags: int = 0) -> int:
+        correlation_id = self.next_correlation_id()
+        length = encode_remove_publication_message(
+            self._scratch,
+            0,
+            client_id=self.client_id,
+            correlation_id=correlation_id,
+            registration_id=registration_id,
+            flags=flags,
+        )
+        self._write(REMOVE_PUBLICATION, length)
+        return correlation_id
+
+    def add_subscription(self, channel: str, stream_id: int) -> int:
+        correlation_id = self.next_correlation_id()
+        length = encode_subscription_message(
+            self._scratch,
+            0,
+            client_id=self.client_id,
+            correlation_id=correlation_id,
+            registration_correlation_id=-1,
+            stream_id=stream_id,
+            channel=channel,
+        )
+        self._write(ADD_SUBSCRIPTION, length)
+        return correlation_id
+
+    def remove_subscription(self, registration_id: int) -> int:
+        return self._remove(REMOVE_SUBSCRIPTION, registration_id)
+
+    def add_counter(self, type_id: int, key: bytes, label: str) -> int:
+        correlation_id = self.next_correlation_id()
+        length = encode_counter_message(
+            self._scratch,
+            0,
+            client_id=self.client_id,
+            correlation_id=correlation_id,
+            type_id=type_id,
+            key=key,
+            label=label,
+        )
+        self._write(ADD_COUNTER, length)
+        return correlation_id
+
+    def remove_counter(self, registration_id: int) -> int:
+        return self._remove(REMOVE_COUNTER, registration_id)
+
+    def keepalive(self) -> int:
+        return self._correlated(CLIENT_KEEPALIVE)
+
+    def client_close(self) -> int:
+        return self._correlated(CLIENT_CLOSE)
+
+    def terminate_driver(self, token: bytes = b"") -> int:
+        correlation_id = self.next_correlation_id()
+        length = encode_terminate_driver_message(
+            self._scratch, 0, client_id=self.client_id, correlation_id=correlation_id, token=token
+        )
+        self._write(TERMINATE_DRIVER, length)
+        return correlation_id
+
+    def send_raw(self, msg_type_id: int, payload: bytes) -> None:
+        """Write any bytes as a record of any type (for malformed-command tests)."""
+        if not self.to_driver.write(msg_type_id, payload):
+            raise IllegalStateError("to-driver ring buffer is full", msg_type_id=msg_type_id)
+
+    def _remove(self, msg_type_id: int, registration_id: int) -> int:
+        correlation_id = self.next_correlation_id()
+        length = encode_remove_message(
+            self._scratch,
+            0,
+            client_id=self.client_id,
+            correlation_id=correlation_id,
+            registration_id=registration_id,
+        )
+        self._write(msg_type_id, length)
+        return correlation_id
+
+    def _correlated(self, msg_type_id: int) -> int:
+        correlation_id = self.next_correlation_id()
+        length = encode_correlated_message(
+            self._scratch, 0, client_id=self.client_id, correlation_id=correlation_id
+        )
+        self._write(msg_type_id, length)
+        return correlation_id
+
+    def _write(self, msg_type_id: int, length: int) -> None:
+        if not self.to_driver.write(msg_type_id, self._scratch, 0, length):
+            raise IllegalStateError("to-driver ring buffer is full", msg_type_id=msg_type_id)
+
+    # ----------------------------------------------------------------------------------------
+    # Responses
+
+    def poll(self) -> list[DriverResponse]:
+        """Read everything broadcast since the last poll; returns (and keeps) the new ones."""
+        fresh: list[DriverResponse] = []
+
+        def on_message(type_id: int, buffer: AtomicBuffer, index: int, length: int) -> None:
+            decoder = _DECODERS.get(type_id)
+            message = decoder(buffer, index, length) if decoder else buffer.get_bytes(index, length)
+            fresh.append(DriverResponse(type_id, message))
+
+        while self._receiver.receive(on_message):
+            pass
+        self.responses.extend(fresh)
+        return fresh
+
+    def await_response(
+        self,
+        type_id: int | None = None,
+        predicate: Callable[[DriverResponse], bool] | None = None,
+        timeout_s: float | None = None,
+    ) -> DriverResponse:
+        """The first response (seen before or arriving within the timeout) that matches."""
+
+        def matches(response: DriverResponse) -> bool:
+            return (type_id is None or response.type_id == type_id) and (
+                predicate is None or predicate(response)
+            )
+
+        for response in self.responses:
+            if matches(response):
+                return response
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        while True:
+            for response in self.poll():
+                if matches(response):
+                    return response
+            if time.monotonic() > deadline:
+                raise DriverTimeoutError(
+                    "no matching response from the driver",
+                    type_id=type_name(type_id) if type_id is not None else None,
+                    seen=[response.name for response in self.responses[-10:]],
+                )
+            time.sleep(0.0005)
+
+    def await_correlated(
+        self, correlation_id: int, type_id: int | None = None, timeout_s: float | None = None
+    ) -> DriverResponse:
+        """The response to the command ``correlation_id`` (ON_ERROR included)."""
+        return self.await_response(
+            type_id, lambda response: response.correlation_id == correlation_id, timeout_s
+        )
+
+    def responses_of(self, type_id: int) -> list[DriverResponse]:
+        """Every response of this type seen so far (call ``poll()`` first for the latest)."""
+        return [response for response in self.responses if response.type_id == type_id]
+
+    # ----------------------------------------------------------------------------------------
+    # Liveness
+
+    def heartbeat_counter_id(self) -> int:
+        """This client's ``client-heartbeat`` counter (the driver allocates it on a command)."""
+        return self.counters.find_by_type_id_and_registration_id(
+            CLIENT_HEARTBEAT_TYPE_ID, self.client_id
+        )
+
+    def heartbeat(self, now_ms: int | None = None) -> None:
+        """Stamp this client's heartbeat counter with the epoch time (ms)."""
+        counter_id = self.heartbeat_counter_id()
+        if counter_id < 0:
+            raise IllegalStateError(
+                "no heartbeat counter for this client", client_id=self.client_id
+            )
+        value = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        self.cnc.counters_values_buffer.put_int64_ordered(counter_id * 128, value)
+
+    def driver_heartbeat_ms(self) -> int:
+        return self.cnc.driver_heartbeat_ms()
+
+    def close(self) -> None:
+        """Unmap cnc.dat (sends nothing: call ``client_close()`` first to say goodbye)."""
+        if not self._closed:
+            self._closed = True
+            self.cnc.close()
+
+    def __enter__(self) -> DriverClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
