@@ -5,6 +5,8 @@ and reliable UDP, with a media driver and a client API. It knows nothing of brok
 """
 
 from transport._errors import (
+    ActiveDriverError,
+    AgentTerminationError,
     ChannelUriError,
     ClientTimeoutError,
     CncFileError,
@@ -13,12 +15,17 @@ from transport._errors import (
     IllegalStateError,
     IndexOutOfBoundsError,
     InvalidMessageTypeError,
+    LogBufferFileError,
+    MalformedCommandError,
     MessageTooLongError,
     RegistrationError,
     TransportError,
+    UnknownHostError,
 )
 
 __all__ = [
+    "ActiveDriverError",
+    "AgentTerminationError",
     "ChannelUriError",
     "ClientTimeoutError",
     "CncFileError",
@@ -27,7 +34,10 @@ __all__ = [
     "IllegalStateError",
     "IndexOutOfBoundsError",
     "InvalidMessageTypeError",
+    "LogBufferFileError",
+    "MalformedCommandError",
     "MessageTooLongError",
     "RegistrationError",
     "TransportError",
+    "UnknownHostError",
 ]

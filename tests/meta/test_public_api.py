@@ -1,0 +1,32 @@
+"""Every package's public API is re-exported from its ``__init__``.
+
+The order of ``__all__`` is checked by ruff (RUF022, isort-style); this checks that each name
+exists and appears once.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PACKAGES = [
+    "transport",
+    "transport.concurrent",
+    "transport.command",
+    "transport.logbuffer",
+    "transport.protocol",
+    "client",
+    "consumer",
+    "consumer.allocate",
+    "broker",
+]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_should_export_each_public_name_once(package: str) -> None:
+    module = importlib.import_module(package)
+    exported = list(module.__all__)
+    assert len(set(exported)) == len(exported)
+    missing = [name for name in exported if not hasattr(module, name)]
+    assert missing == []
