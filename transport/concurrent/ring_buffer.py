@@ -351,7 +351,7 @@ class OneToOneRingBuffer(_RingBuffer):
         if not (
             0 <= length <= self._max_msg_length
             and 0 <= src_offset <= src_length - length
-            and msg_type_id > 0
+            and 0 < msg_type_id <= 0x7FFFFFFF
         ):
             self._reject(msg_type_id, src_length, src_offset, length)
         buffer = self._buffer
@@ -533,7 +533,7 @@ class ManyToOneRingBuffer(_RingBuffer):
         if not (
             0 <= length <= self._max_msg_length
             and 0 <= src_offset <= src_length - length
-            and msg_type_id > 0
+            and 0 < msg_type_id <= 0x7FFFFFFF
         ):
             self._reject(msg_type_id, src_length, src_offset, length)
         record_length = length + HEADER_LENGTH

@@ -74,6 +74,7 @@ __all__ = [
     "HEAD_CACHE_POSITION_OFFSET",
     "HEAD_POSITION_OFFSET",
     "LENGTH_OFFSET",
+    "MAX_MSG_TYPE_ID",
     "PADDING_MSG_TYPE_ID",
     "TAIL_POSITION_OFFSET",
     "TRAILER_LENGTH",
@@ -103,6 +104,7 @@ TYPE_OFFSET = LENGTH_OFFSET + 4
 HEADER_LENGTH = TYPE_OFFSET + 4
 ALIGNMENT = HEADER_LENGTH
 PADDING_MSG_TYPE_ID = -1
+MAX_MSG_TYPE_ID = 0x7FFFFFFF
 
 _LOW_32 = 0xFFFFFFFF
 
@@ -130,10 +132,10 @@ def make_header(length: int, msg_type_id: int) -> int:
 
 
 def check_type_id(msg_type_id: int) -> None:
-    """Message type ids below 1 are reserved (padding is -1)."""
-    if msg_type_id < 1:
+    """Message type ids are positive i32s: ids below 1 are reserved (padding is -1)."""
+    if not 0 < msg_type_id <= MAX_MSG_TYPE_ID:
         raise InvalidMessageTypeError(
-            "message type id must be greater than zero", msg_type_id=msg_type_id
+            "message type id must be a positive i32", msg_type_id=msg_type_id
         )
 
 

@@ -331,7 +331,7 @@ def test_should_leave_nothing_behind_when_the_copy_of_a_write_fails(cls: type[Ri
 
 
 @BOTH
-@pytest.mark.parametrize("msg_type_id", [0, -1])
+@pytest.mark.parametrize("msg_type_id", [0, -1, 2**31])
 def test_should_reject_a_bad_message_type_id_with_its_value(
     cls: type[RingBuffer], msg_type_id: int
 ) -> None:

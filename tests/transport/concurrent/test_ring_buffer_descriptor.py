@@ -61,7 +61,7 @@ def test_should_make_max_message_an_eighth_of_capacity() -> None:
     assert rbd.max_msg_length(16, 16) == 0
 
 
-@pytest.mark.parametrize("msg_type_id", [0, -1, -5])
-def test_should_reject_message_type_ids_below_one(msg_type_id: int) -> None:
+@pytest.mark.parametrize("msg_type_id", [0, -1, -5, 2**31])
+def test_should_reject_message_type_ids_outside_positive_i32(msg_type_id: int) -> None:
     with pytest.raises(InvalidMessageTypeError, match=f"msg_type_id={msg_type_id}"):
         rbd.check_type_id(msg_type_id)
