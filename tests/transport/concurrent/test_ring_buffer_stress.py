@@ -30,12 +30,15 @@ def _record(producer_id: int, seq: int) -> bytes:
 def _produce(producer_id: int, first: int, last: int, mode: str, ring: ManyToOneRingBuffer) -> None:
     msg_type_id = producer_id + 1
     seq = first
+    deadline = time.monotonic() + 90
     while seq < last:
         if mode == "batch":
             records = [_record(producer_id, s) for s in range(seq, min(seq + 16, last))]
             written = ring.write_batch(msg_type_id, records)
             seq += written
             if written == 0:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"producer {producer_id} stuck at {seq}")
                 os.sched_yield()
             continue
         data = _record(producer_id, seq)
@@ -49,6 +52,8 @@ def _produce(producer_id: int, first: int, last: int, mode: str, ring: ManyToOne
         elif ring.write(msg_type_id, data):
             seq += 1
             continue
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"producer {producer_id} stuck at {seq}")
         os.sched_yield()
 
 
@@ -68,9 +73,13 @@ def _victim(path: str, producer_id: int, committed: int, claimed: Event) -> None
     ring = ManyToOneRingBuffer(mapped.buffer)
     _produce(producer_id, 0, committed, "write", ring)
     data = _record(producer_id, committed)
-    index = INSUFFICIENT_CAPACITY
-    while index == INSUFFICIENT_CAPACITY:
+    index = ring.try_claim(producer_id + 1, len(data))
+    for _ in range(1_000_000):
+        if index != INSUFFICIENT_CAPACITY:
+            break
+        os.sched_yield()
         index = ring.try_claim(producer_id + 1, len(data))
+    assert index != INSUFFICIENT_CAPACITY, "no room to claim"
     ring.buffer.put_bytes(index, data[: len(data) // 2])
     claimed.set()
     time.sleep(120)
