@@ -1,0 +1,750 @@
+"""``ClientConductor``: the client's agent, between the application and the media driver.
+
+It sends the application's commands (through :class:`~transport.client.driver_proxy.
+DriverProxy`), waits for their responses, turns responses and notifications (through
+:class:`~transport.client.driver_events_adapter.DriverEventsAdapter`) into publications,
+subscriptions, images and counters, and keeps the client alive, as Aeron's ``ClientConductor``:
+
+- **One lock** (re-entrant, so a misplaced call from a callback fails with a clear error instead
+  of deadlocking) guards all of the conductor's state. A control call (``add_*``, ``close``)
+  takes it, writes its command and then services the conductor itself until the response with
+  its correlation id arrives (``RegistrationError`` for ON_ERROR, ``DriverTimeoutError`` after
+  the driver timeout). The duty cycle (``do_work``, on the conductor thread or the application's
+  invoker) only *tries* the lock and skips the cycle when a control call holds it.
+- **Keepalive**: every ``keep_alive_interval_ns`` it stamps the epoch time (ms) into this
+  client's heartbeat counter (type 11, key = client id), which the driver allocated on the
+  client's first command; until that counter exists it sends CLIENT_KEEPALIVE instead.
+- **Driver liveness**: at the same interval it reads the driver's heartbeat in the to-driver
+  ring buffer; older than the driver timeout (or -1, a driver that shut down) and the client
+  terminates with :class:`~transport.DriverTimeoutError`: every resource is closed, the error
+  goes to the error handler, later calls raise it.
+- **Client timeout**: ON_CLIENT_TIMEOUT with this client's id, the heartbeat counter vanishing,
+  or the conductor not being serviced for the inter-service timeout terminate the client with
+  :class:`~transport.ClientTimeoutError` the same way.
+- **Log buffers** are mapped once per registration and lingered after their last user goes
+  (:class:`~transport.client.log_buffers_registry.LogBuffersRegistry`).
+
+Image handlers run on whichever thread services the conductor (normally the conductor thread),
+under the lock; they must not call back into the client (``IllegalStateError``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+from transport._errors import (
+    AgentTerminationError,
+    ClientTimeoutError,
+    ConfigurationError,
+    DriverTimeoutError,
+    IllegalStateError,
+    RegistrationError,
+    TransportError,
+)
+from transport.client.concurrent_publication import ConcurrentPublication
+from transport.client.context import AeronContext, ImageHandler
+from transport.client.counter import Counter
+from transport.client.driver_events_adapter import NO_CORRELATION_ID, DriverEventsAdapter
+from transport.client.driver_proxy import DriverProxy
+from transport.client.exclusive_publication import ExclusivePublication
+from transport.client.heartbeat_timestamp import (
+    HEARTBEAT_TYPE_ID,
+    find_counter_id_by_registration_id,
+    is_active,
+)
+from transport.client.image import Image
+from transport.client.log_buffers_registry import LogBuffersRegistry
+from transport.client.publication import Publication
+from transport.client.subscription import Subscription
+from transport.cnc import CncFile
+from transport.command import ADD_EXCLUSIVE_PUBLICATION, ADD_PUBLICATION, ErrorCode, type_name
+from transport.concurrent.atomic_buffer import AtomicBuffer
+from transport.concurrent.atomic_counter import AtomicCounter
+from transport.concurrent.counters_descriptor import (
+    MAX_KEY_LENGTH,
+    MAX_LABEL_LENGTH,
+    NULL_COUNTER_ID,
+)
+from transport.concurrent.counters_reader import CountersReader
+from transport.concurrent.idle_strategy import BackoffIdleStrategy
+from transport.concurrent.position import Position
+from transport.concurrent.ring_buffer import ManyToOneRingBuffer
+
+__all__ = ["ClientConductor"]
+
+_NULL_VALUE: Final = -1
+_NS_PER_MS: Final = 1_000_000
+_R = TypeVar("_R", bound=Publication | Subscription | Counter)
+
+Resource = Publication | Subscription | Counter
+
+
+@dataclass(slots=True)
+class _PendingPublication:
+    channel: str
+    stream_id: int
+    exclusive: bool
+
+
+class ClientConductor:
+    """The client's conductor agent (see module). Made by ``Aeron.connect``."""
+
+    def __init__(self, ctx: AeronContext, cnc: CncFile, client_id: int) -> None:
+        self._ctx = ctx
+        self._lock = threading.RLock()
+        self._epoch_clock = ctx.epoch_clock
+        self._nano_clock = ctx.nano_clock
+        self._error_handler = ctx.error_handler
+        self.client_id = client_id
+        self.aeron_dir = ctx.aeron_dir
+        self._driver_proxy = DriverProxy(
+            ManyToOneRingBuffer(cnc.to_driver_buffer), client_id, ctx.aeron_dir
+        )
+        self._async_command_ids: set[int] = set()
+        self._events = DriverEventsAdapter(
+            client_id, cnc.to_clients_buffer, self, self._async_command_ids
+        )
+        self.counters_values_buffer: AtomicBuffer = cnc.counters_values_buffer
+        self.counters_reader = CountersReader(
+            cnc.counters_metadata_buffer, cnc.counters_values_buffer
+        )
+        self._logs = LogBuffersRegistry(ctx.resource_linger_duration_ns, self.handle_error)
+        self._resources: dict[int, Resource] = {}
+        self._pending_publications: dict[int, _PendingPublication] = {}
+        self._async_errors: dict[int, RegistrationError] = {}
+        self._driver_error: tuple[int, str] | None = None
+        self._heartbeat: AtomicCounter | None = None
+        self._keepalive_interval_ns = ctx.keep_alive_interval_ns
+        self._driver_timeout_ms = ctx.driver_timeout_ms
+        self._inter_service_timeout_ns = (
+            ctx.inter_service_timeout_ns or cnc.client_liveness_timeout_ns
+        )
+        self._idle_sleep_ns = ctx.idle_sleep_duration_ns
+        self._awaiting_idle = BackoffIdleStrategy(10, 5, 10_000, _NS_PER_MS)
+        self._is_closed = False
+        self._is_terminating = False
+        self._is_in_callback = False
+        self._termination_cause: TransportError | None = None
+        now_ns = self._nano_clock.time_ns()
+        self._time_of_last_keepalive_ns = now_ns
+        self._time_of_last_service_ns = now_ns
+
+    # ----------------------------------------------------------------------------------------
+    # Agent
+
+    @property
+    def role_name(self) -> str:
+        return "aeron-client-conductor"
+
+    def on_start(self) -> None:
+        return None
+
+    def do_work(self) -> int:
+        """One duty cycle, unless a control call holds the lock (then 0)."""
+        if not self._lock.acquire(blocking=False):
+            return 0
+        try:
+            if self._is_terminating or self._is_closed:
+                raise AgentTerminationError(
+                    "client conductor terminating", client_id=self.client_id
+                )
+            return self._service(NO_CORRELATION_ID)
+        finally:
+            self._lock.release()
+
+    def on_close(self) -> None:
+        """Close everything, tell the driver (CLIENT_CLOSE) and unmap the logs; idempotent."""
+        with self._lock:
+            if self._is_closed:
+                return
+            try:
+                self._force_close_resources()
+                if self._ctx.close_linger_duration_ns:
+                    time.sleep(self._ctx.close_linger_duration_ns / 1e9)
+                self._logs.close_all()
+                self._driver_proxy.client_close()
+            finally:
+                self._is_closed = True
+
+    # ----------------------------------------------------------------------------------------
+    # State
+
+    @property
+    def is_closed(self) -> bool:
+        return self._is_closed
+
+    @property
+    def is_terminating(self) -> bool:
+        return self._is_terminating
+
+    @property
+    def termination_cause(self) -> TransportError | None:
+        """Why the client stopped on its own (driver or client timeout), if it did."""
+        return self._termination_cause
+
+    @property
+    def heartbeat_counter_id(self) -> int:
+        """This client's heartbeat counter once found, else -1."""
+        heartbeat = self._heartbeat
+        return NULL_COUNTER_ID if heartbeat is None else heartbeat.id
+
+    @property
+    def log_buffers(self) -> LogBuffersRegistry:
+        return self._logs
+
+    def handle_error(self, error: BaseException) -> None:
+        if not self._is_closed:
+            with contextlib.suppress(Exception):  # a failing handler must not stop the conductor
+                self._error_handler(error)
+
+    def next_correlation_id(self) -> int:
+        return self._driver_proxy.next_correlation_id()
+
+    # ----------------------------------------------------------------------------------------
+    # Control calls (any application thread)
+
+    def add_publication(self, channel: str, stream_id: int) -> ConcurrentPublication:
+        publication = self._add_publication(channel, stream_id, exclusive=False)
+        assert isinstance(publication, ConcurrentPublication)
+        return publication
+
+    def add_exclusive_publication(self, channel: str, stream_id: int) -> ExclusivePublication:
+        publication = self._add_publication(channel, stream_id, exclusive=True)
+        assert isinstance(publication, ExclusivePublication)
+        return publication
+
+    def _add_publication(self, channel: str, stream_id: int, *, exclusive: bool) -> Publication:
+        with self._lock:
+            self._ensure_usable()
+            proxy = self._driver_proxy
+            if exclusive:
+                correlation_id = proxy.add_exclusive_publication(channel, stream_id)
+            else:
+                correlation_id = proxy.add_publication(channel, stream_id)
+            pending = _PendingPublication(channel, stream_id, exclusive)
+            self._pending_publications[correlation_id] = pending
+            try:
+                self._await_response(correlation_id, _command(exclusive))
+            finally:
+                self._pending_publications.pop(correlation_id, None)
+            return self._resource(correlation_id, Publication)
+
+    def async_add_publication(self, channel: str, stream_id: int, *, exclusive: bool) -> int:
+        """Send the command and return its registration id; see :meth:`get_publication`."""
+        with self._lock:
+            self._ensure_usable()
+            proxy = self._driver_proxy
+            if exclusive:
+                correlation_id = proxy.add_exclusive_publication(channel, stream_id)
+            else:
+                correlation_id = proxy.add_publication(channel, stream_id)
+            self._pending_publications[correlation_id] = _PendingPublication(
+                channel, stream_id, exclusive
+            )
+            self._async_command_ids.add(correlation_id)
+            return correlation_id
+
+    def add_subscription(
+        self,
+        channel: str,
+        stream_id: int,
+        available_image_handler: ImageHandler | None,
+        unavailable_image_handler: ImageHandler | None,
+    ) -> Subscription:
+        with self._lock:
+            self._ensure_usable()
+            correlation_id = self._driver_proxy.add_subscription(channel, stream_id)
+            subscription = self._new_subscription(
+                channel,
+                stream_id,
+                correlation_id,
+                available_image_handler,
+                unavailable_image_handler,
+            )
+            self._await_response(correlation_id, "ADD_SUBSCRIPTION")
+            return subscription
+
+    def async_add_subscription(
+        self,
+        channel: str,
+        stream_id: int,
+        available_image_handler: ImageHandler | None,
+        unavailable_image_handler: ImageHandler | None,
+    ) -> int:
+        """Send the command and return its registration id; see :meth:`get_subscription`."""
+        with self._lock:
+            self._ensure_usable()
+            correlation_id = self._driver_proxy.add_subscription(channel, stream_id)
+            subscription = self._new_subscription(
+                channel,
+                stream_id,
+                correlation_id,
+                available_image_handler,
+                unavailable_image_handler,
+            )
+            subscription.channel_status_id = _NULL_VALUE  # pending until ON_SUBSCRIPTION_READY
+            self._async_command_ids.add(correlation_id)
+            return correlation_id
+
+    def get_resource(self, registration_id: int, kind: type[_R]) -> _R | None:
+        """The resource of an asynchronous add once ready, None while pending; raises the
+        driver's ``RegistrationError`` if it refused."""
+        with self._lock:
+            self._ensure_usable()
+            if registration_id in self._async_command_ids:
+                self._service(NO_CORRELATION_ID)
+            error = self._async_errors.pop(registration_id, None)
+            if error is not None:
+                raise error
+            if registration_id in self._async_command_ids:
+                return None
+            resource = self._resources.get(registration_id)
+            if resource is None:
+                return None
+            if not isinstance(resource, kind):
+                raise IllegalStateError(
+                    "registration id is another kind of resource",
+                    registration_id=registration_id,
+                    kind=type(resource).__name__,
+                )
+            return resource
+
+    def add_counter(self, type_id: int, key: bytes, label: str) -> Counter:
+        if len(key) > MAX_KEY_LENGTH:
+            raise ConfigurationError(
+                "counter key too long", key_length=len(key), max_key_length=MAX_KEY_LENGTH
+            )
+        if len(label.encode("utf-8")) > MAX_LABEL_LENGTH:
+            raise ConfigurationError(
+                "counter label too long", label_length=len(label), max_label_length=MAX_LABEL_LENGTH
+            )
+        with self._lock:
+            self._ensure_usable()
+            correlation_id = self._driver_proxy.add_counter(type_id, bytes(key), label)
+            self._await_response(correlation_id, "ADD_COUNTER")
+            return self._resource(correlation_id, Counter)
+
+    def release_publication(self, publication: Publication) -> None:
+        with self._lock:
+            if publication.is_closed:
+                return
+            if self._is_terminating or self._is_closed:
+                publication.internal_close()
+                return
+            self._ensure_not_reentrant()
+            publication.internal_close()
+            if self._resources.get(publication.registration_id) is publication:
+                del self._resources[publication.registration_id]
+                self._logs.release(publication.original_registration_id, self._now_ns())
+                self._async_command_ids.add(
+                    self._driver_proxy.remove_publication(publication.registration_id)
+                )
+
+    def release_subscription(self, subscription: Subscription) -> None:
+        with self._lock:
+            if subscription.is_closed:
+                return
+            if self._is_terminating or self._is_closed:
+                subscription.internal_close()
+                return
+            self._ensure_not_reentrant()
+            subscription.internal_close()
+            images = self._release_images(subscription)
+            registration_id = subscription.registration_id
+            if self._resources.get(registration_id) is subscription:
+                del self._resources[registration_id]
+                self._async_command_ids.add(self._driver_proxy.remove_subscription(registration_id))
+            handler = subscription.unavailable_image_handler
+            if handler is not None:
+                for image in images:
+                    self._call_back(handler, image)
+
+    def release_counter(self, counter: Counter) -> None:
+        with self._lock:
+            if counter.is_closed:
+                return
+            if self._is_terminating or self._is_closed:
+                counter.internal_close()
+                return
+            self._ensure_not_reentrant()
+            counter.internal_close()
+            if self._resources.get(counter.registration_id) is counter:
+                del self._resources[counter.registration_id]
+                self._async_command_ids.add(
+                    self._driver_proxy.remove_counter(counter.registration_id)
+                )
+
+    # ----------------------------------------------------------------------------------------
+    # Driver events (DriverEventsListener), under the lock
+
+    def on_error(self, correlation_id: int, code: int, message: str) -> None:
+        self._driver_error = (code, message)
+        resource = self._resources.get(correlation_id)
+        if isinstance(resource, Subscription):
+            resource.internal_close()
+            del self._resources[correlation_id]
+
+    def on_async_error(self, correlation_id: int, code: int, message: str) -> None:
+        pending = self._pending_publications.pop(correlation_id, None)
+        resource = self._resources.get(correlation_id)
+        error = _registration_error(code, message, correlation_id, None)
+        if isinstance(resource, Subscription) and resource.channel_status_id == _NULL_VALUE:
+            resource.internal_close()
+            del self._resources[correlation_id]
+            self._async_errors[correlation_id] = error
+        elif pending is not None:
+            self._async_errors[correlation_id] = error
+        else:
+            self.handle_error(error)
+
+    def on_channel_endpoint_error(self, status_indicator_id: int, message: str) -> None:
+        for resource in list(self._resources.values()):
+            if (
+                isinstance(resource, Publication | Subscription)
+                and resource.channel_status_id == status_indicator_id
+            ):
+                self.handle_error(
+                    RegistrationError(
+                        message,
+                        code=int(ErrorCode.CHANNEL_ENDPOINT_ERROR),
+                        channel=resource.channel,
+                        status_indicator_id=status_indicator_id,
+                    )
+                )
+
+    def on_new_publication(
+        self,
+        correlation_id: int,
+        registration_id: int,
+        stream_id: int,
+        session_id: int,
+        position_limit_id: int,
+        channel_status_id: int,
+        log_file_name: str,
+        exclusive: bool,
+    ) -> None:
+        pending = self._pending_publications.pop(correlation_id, None)
+        channel = pending.channel if pending is not None else ""
+        log_buffers = self._logs.acquire(registration_id, log_file_name)
+        try:
+            kind = ExclusivePublication if exclusive else ConcurrentPublication
+            publication = kind(
+                self,
+                channel,
+                stream_id,
+                session_id,
+                position_limit_id,
+                channel_status_id,
+                log_buffers,
+                registration_id,
+                correlation_id,
+            )
+        except BaseException:
+            self._logs.release(registration_id, self._now_ns())
+            raise
+        self._resources[correlation_id] = publication
+
+    def on_new_subscription(self, correlation_id: int, channel_status_id: int) -> None:
+        subscription = self._resources.get(correlation_id)
+        if isinstance(subscription, Subscription):
+            subscription.channel_status_id = channel_status_id
+
+    def on_available_image(
+        self,
+        correlation_id: int,
+        session_id: int,
+        subscription_registration_id: int,
+        subscriber_position_id: int,
+        log_file_name: str,
+        source_identity: str,
+    ) -> None:
+        subscription = self._resources.get(subscription_registration_id)
+        if not isinstance(subscription, Subscription) or subscription.contains_image(
+            correlation_id
+        ):
+            return
+        position = Position(self.counters_values_buffer, subscriber_position_id)
+        log_buffers = self._logs.acquire(correlation_id, log_file_name)
+        try:
+            image = Image(
+                subscription,
+                session_id,
+                position,
+                log_buffers,
+                self._poll_error_handler,
+                source_identity,
+                correlation_id,
+            )
+        except BaseException:
+            self._logs.release(correlation_id, self._now_ns())
+            raise
+        handler = subscription.available_image_handler
+        if handler is not None:
+            self._call_back(handler, image)
+        subscription.add_image(image)
+
+    def on_unavailable_image(self, correlation_id: int, subscription_registration_id: int) -> None:
+        subscription = self._resources.get(subscription_registration_id)
+        if not isinstance(subscription, Subscription):
+            return
+        image = subscription.remove_image(correlation_id)
+        if image is None:
+            return
+        self._logs.release(image.correlation_id, self._now_ns())
+        handler = subscription.unavailable_image_handler
+        if handler is not None:
+            self._call_back(handler, image)
+
+    def on_new_counter(self, correlation_id: int, counter_id: int) -> None:
+        self._resources[correlation_id] = Counter(
+            correlation_id, self, self.counters_values_buffer, counter_id
+        )
+
+    def on_available_counter(self, registration_id: int, counter_id: int) -> None:
+        return None
+
+    def on_unavailable_counter(self, registration_id: int, counter_id: int) -> None:
+        return None
+
+    def on_client_timeout(self) -> None:
+        if not self._is_closed and not self._is_terminating:
+            cause = ClientTimeoutError(
+                "the media driver timed this client out", client_id=self.client_id
+            )
+            self._terminate(cause)
+            self.handle_error(cause)
+
+    # ----------------------------------------------------------------------------------------
+    # Service
+
+    def _service(self, correlation_id: int) -> int:
+        work_count = 0
+        try:
+            work_count += self._check_timeouts(self._nano_clock.time_ns())
+            work_count += self._events.receive(correlation_id)
+        except Exception as error:
+            self.handle_error(error)
+            if self._events.is_invalid and not self._is_terminating:
+                self._terminate(
+                    IllegalStateError(
+                        "client lost track of the driver's broadcast", client_id=self.client_id
+                    )
+                )
+            if correlation_id != NO_CORRELATION_ID:
+                raise
+        return work_count
+
+    def _await_response(self, correlation_id: int, command: str) -> None:
+        timeout_ns = self._driver_timeout_ms * _NS_PER_MS
+        deadline_ns = time.monotonic_ns() + timeout_ns
+        idle = self._awaiting_idle
+        idle.reset()
+        while True:
+            self._service(correlation_id)
+            if self._events.received_correlation_id == correlation_id:
+                driver_error = self._driver_error
+                if driver_error is not None:
+                    self._driver_error = None
+                    raise _registration_error(*driver_error, correlation_id, command)
+                return
+            if self._is_terminating:
+                raise self._terminated_error()
+            if time.monotonic_ns() - deadline_ns > 0:
+                raise DriverTimeoutError(
+                    "no response from the media driver",
+                    command=command,
+                    correlation_id=correlation_id,
+                    driver_timeout_ms=self._driver_timeout_ms,
+                    aeron_dir=self.aeron_dir,
+                )
+            idle.idle()
+
+    def _check_timeouts(self, now_ns: int) -> int:
+        if now_ns - (self._time_of_last_service_ns + self._idle_sleep_ns) <= 0:
+            return 0
+        if now_ns - (self._time_of_last_service_ns + self._inter_service_timeout_ns) > 0:
+            cause = ClientTimeoutError(
+                "client conductor not serviced within the inter-service timeout",
+                inter_service_timeout_ns=self._inter_service_timeout_ns,
+                interval_ns=now_ns - self._time_of_last_service_ns,
+            )
+            self._terminate(cause)
+            raise cause
+        self._time_of_last_service_ns = now_ns
+        return self._check_liveness(now_ns) + self._logs.close_expired(now_ns)
+
+    def _check_liveness(self, now_ns: int) -> int:
+        if now_ns - (self._time_of_last_keepalive_ns + self._keepalive_interval_ns) <= 0:
+            return 0
+        last_keepalive_ms = self._driver_proxy.time_of_last_driver_keepalive_ms()
+        now_ms = self._epoch_clock.time_ms()
+        cause: TransportError
+        if last_keepalive_ms == _NULL_VALUE:
+            cause = DriverTimeoutError("the media driver has shut down", aeron_dir=self.aeron_dir)
+            self._terminate(cause)
+            raise cause
+        if now_ms > last_keepalive_ms + self._driver_timeout_ms:
+            cause = DriverTimeoutError(
+                "the media driver's heartbeat is older than the driver timeout",
+                aeron_dir=self.aeron_dir,
+                heartbeat_age_ms=now_ms - last_keepalive_ms,
+                driver_timeout_ms=self._driver_timeout_ms,
+            )
+            self._terminate(cause)
+            raise cause
+        heartbeat = self._heartbeat
+        if heartbeat is None:
+            counter_id = find_counter_id_by_registration_id(
+                self.counters_reader, HEARTBEAT_TYPE_ID, self.client_id
+            )
+            if counter_id == NULL_COUNTER_ID:
+                self._driver_proxy.send_client_keepalive()
+            else:
+                heartbeat = self._heartbeat = AtomicCounter(self.counters_values_buffer, counter_id)
+                heartbeat.set_ordered(now_ms)
+        else:
+            if not is_active(self.counters_reader, heartbeat.id, HEARTBEAT_TYPE_ID, self.client_id):
+                cause = ClientTimeoutError(
+                    "the client heartbeat counter was closed: the driver dropped this client",
+                    client_id=self.client_id,
+                    counter_id=heartbeat.id,
+                )
+                self._terminate(cause)
+                raise cause
+            heartbeat.set_ordered(now_ms)
+        self._time_of_last_keepalive_ns = now_ns
+        return 1
+
+    # ----------------------------------------------------------------------------------------
+    # Helpers
+
+    def _new_subscription(
+        self,
+        channel: str,
+        stream_id: int,
+        correlation_id: int,
+        available_image_handler: ImageHandler | None,
+        unavailable_image_handler: ImageHandler | None,
+    ) -> Subscription:
+        ctx = self._ctx
+        subscription = Subscription(
+            self,
+            channel,
+            stream_id,
+            correlation_id,
+            available_image_handler or ctx.available_image_handler,
+            unavailable_image_handler or ctx.unavailable_image_handler,
+        )
+        self._resources[correlation_id] = subscription
+        return subscription
+
+    def _resource(self, registration_id: int, kind: type[_R]) -> _R:
+        resource = self._resources.get(registration_id)
+        if not isinstance(resource, kind):
+            raise IllegalStateError(
+                "no resource for the driver's response",
+                registration_id=registration_id,
+                expected=kind.__name__,
+            )
+        return resource
+
+    def _release_images(self, subscription: Subscription) -> tuple[Image, ...]:
+        images = subscription.remove_all_images()
+        now_ns = self._now_ns()
+        for image in images:
+            self._logs.release(image.correlation_id, now_ns)
+        return images
+
+    def _force_close_resources(self) -> None:
+        now_ns = self._now_ns()
+        for resource in self._resources.values():
+            if isinstance(resource, Publication):
+                if not resource.is_closed:
+                    resource.internal_close()
+                    self._logs.release(resource.original_registration_id, now_ns)
+            elif isinstance(resource, Subscription):
+                resource.internal_close()
+                self._release_images(resource)
+            else:
+                resource.internal_close()
+        self._resources.clear()
+
+    def _terminate(self, cause: TransportError) -> None:
+        self._is_terminating = True
+        if self._termination_cause is None:
+            self._termination_cause = cause
+        self._force_close_resources()
+
+    def _terminated_error(self) -> TransportError:
+        cause = self._termination_cause
+        error: TransportError
+        if isinstance(cause, DriverTimeoutError):
+            error = DriverTimeoutError(
+                "client closed: the media driver timed out",
+                aeron_dir=self.aeron_dir,
+                cause=str(cause),
+            )
+        elif isinstance(cause, ClientTimeoutError):
+            error = ClientTimeoutError(
+                "client closed: it was timed out", client_id=self.client_id, cause=str(cause)
+            )
+        else:
+            error = IllegalStateError(
+                "client is terminating", client_id=self.client_id, cause=str(cause)
+            )
+        error.__cause__ = cause
+        return error
+
+    def _ensure_usable(self) -> None:
+        if self._is_terminating:
+            raise self._terminated_error()
+        if self._is_closed:
+            raise IllegalStateError("Aeron client is closed", client_id=self.client_id)
+        self._ensure_not_reentrant()
+
+    def _ensure_not_reentrant(self) -> None:
+        if self._is_in_callback:
+            raise IllegalStateError(
+                "reentrant calls are not permitted during callbacks", client_id=self.client_id
+            )
+
+    def _call_back(self, handler: ImageHandler, image: Image) -> None:
+        self._is_in_callback = True
+        try:
+            handler(image)
+        except Exception as error:
+            self.handle_error(error)
+        finally:
+            self._is_in_callback = False
+
+    def _poll_error_handler(self, error: Exception) -> None:
+        self.handle_error(error)
+
+    def _now_ns(self) -> int:
+        return self._nano_clock.time_ns()
+
+    def ensure_open(self) -> None:
+        """Raise if the client cannot take calls (closed, or stopped by a timeout)."""
+        with self._lock:
+            self._ensure_usable()
+
+
+def _command(exclusive: bool) -> str:
+    return type_name(ADD_EXCLUSIVE_PUBLICATION if exclusive else ADD_PUBLICATION)
+
+
+def _registration_error(
+    code: int, message: str, correlation_id: int, command: str | None
+) -> RegistrationError:
+    values: dict[str, object] = {
+        "code": code,
+        "error_code": ErrorCode.of(code).name,
+        "correlation_id": correlation_id,
+    }
+    if command is not None:
+        values["command"] = command
+    return RegistrationError(message, **values)

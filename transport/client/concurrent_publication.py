@@ -1,0 +1,272 @@
+"""``ConcurrentPublication``: a publication any number of threads and processes may share.
+
+Every append reserves its space with one atomic get-and-add on the active term's raw tail in the
+log metadata (:class:`~transport.logbuffer.TermAppender`), so writers in this process and in
+others never wait for each other. The append that crosses the end of a term pads it, rotates the
+log (a compare-and-set race that exactly one writer wins) and returns ``ADMIN_ACTION``; so does
+an offer that finds the tail already in the next term before the active term count moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from transport.client.batch_writer import BatchWriter
+from transport.client.publication import (
+    ADMIN_ACTION,
+    CLOSED,
+    MAX_POSITION_EXCEEDED,
+    Publication,
+    VectorPiece,
+    buffer_length,
+    region_error,
+    to_vectors,
+)
+from transport.logbuffer.buffer_claim import BufferClaim
+from transport.logbuffer.buffer_vector import validate_and_compute_length
+from transport.logbuffer.handlers import ReservedValueSupplier
+from transport.logbuffer.log_buffer_descriptor import (
+    LOG_ACTIVE_TERM_COUNT_OFFSET,
+    LOG_META_DATA_LENGTH,
+    PARTITION_COUNT,
+    rotate_log,
+)
+from transport.logbuffer.term_appender import TermAppender
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    from transport.client.client_conductor import ClientConductor
+    from transport.logbuffer.log_buffers import LogBuffers
+
+__all__ = ["ConcurrentPublication"]
+
+_LOW_32: Final = 0xFFFF_FFFF
+_BYTES: Final = bytes
+_BYTEARRAY: Final = bytearray
+assert LOG_META_DATA_LENGTH > LOG_ACTIVE_TERM_COUNT_OFFSET
+
+
+class ConcurrentPublication(Publication):
+    """Thread- and process-safe appends to a shared log (``Aeron.add_publication``)."""
+
+    __slots__ = ("_appenders", "_batch")
+
+    def __init__(
+        self,
+        conductor: ClientConductor,
+        channel: str,
+        stream_id: int,
+        session_id: int,
+        position_limit_id: int,
+        channel_status_id: int,
+        log_buffers: LogBuffers,
+        original_registration_id: int,
+        registration_id: int,
+    ) -> None:
+        super().__init__(
+            conductor,
+            channel,
+            stream_id,
+            session_id,
+            position_limit_id,
+            channel_status_id,
+            log_buffers,
+            original_registration_id,
+            registration_id,
+        )
+        meta = self._meta
+        self._appenders = tuple(
+            TermAppender(term_buffer, meta, index)
+            for index, term_buffer in enumerate(self._term_buffers)
+        )
+        self._batch = BatchWriter(self)
+
+    def offer(
+        self,
+        buffer: Buffer,
+        offset: int = 0,
+        length: int = -1,
+        reserved_value_supplier: ReservedValueSupplier | None = None,
+    ) -> int:
+        """Append ``length`` bytes of ``buffer`` from ``offset`` (all of it by default).
+
+        Returns the new position, or ``NOT_CONNECTED``, ``BACK_PRESSURED``, ``ADMIN_ACTION``,
+        ``CLOSED`` or ``MAX_POSITION_EXCEEDED``.
+        """
+        if self._is_closed:
+            return CLOSED
+        kind = type(buffer)
+        capacity = len(buffer) if kind is _BYTES or kind is _BYTEARRAY else buffer_length(buffer)  # type: ignore[arg-type]
+        if length < 0:
+            length = capacity - offset
+        if offset < 0 or length < 0 or offset + length > capacity:
+            raise region_error(offset, length, capacity)
+        limit = self._position_limit()
+        meta = self._meta
+        term_count = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
+        index = term_count % PARTITION_COUNT
+        raw_tail = meta.get_int64_volatile(index << 3)
+        term_id = raw_tail >> 32
+        if (term_id - self.initial_term_id) & _LOW_32 != term_count:
+            return ADMIN_ACTION
+        term_offset = raw_tail & _LOW_32
+        position = (term_count << self.position_bits_to_shift) + term_offset
+        if position >= limit:
+            return self.back_pressure_status(position, length)
+        appender = self._appenders[index]
+        if length <= self.max_payload_length:
+            resulting_offset = appender.append_unfragmented_message(
+                self._header_writer, buffer, offset, length, reserved_value_supplier, term_id
+            )
+        else:
+            self.check_max_message_length(length)
+            resulting_offset = appender.append_fragmented_message(
+                self._header_writer,
+                buffer,
+                offset,
+                length,
+                self.max_payload_length,
+                reserved_value_supplier,
+                term_id,
+            )
+        if resulting_offset > 0:
+            return position - term_offset + resulting_offset
+        return self.end_of_term(term_count, term_offset, term_id, position)
+
+    def offer_vectored(
+        self,
+        pieces: Sequence[VectorPiece],
+        reserved_value_supplier: ReservedValueSupplier | None = None,
+    ) -> int:
+        """Append one message gathered from ``pieces`` (buffers or ``DirectBufferVector``s)."""
+        vectors = to_vectors(pieces)
+        length = validate_and_compute_length(vectors)
+        if self._is_closed:
+            return CLOSED
+        limit = self._position_limit()
+        meta = self._meta
+        term_count = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
+        index = term_count % PARTITION_COUNT
+        raw_tail = meta.get_int64_volatile(index << 3)
+        term_id = raw_tail >> 32
+        if (term_id - self.initial_term_id) & _LOW_32 != term_count:
+            return ADMIN_ACTION
+        term_offset = raw_tail & _LOW_32
+        position = (term_count << self.position_bits_to_shift) + term_offset
+        if position >= limit:
+            return self.back_pressure_status(position, length)
+        appender = self._appenders[index]
+        if length <= self.max_payload_length:
+            resulting_offset = appender.append_unfragmented_vectors(
+                self._header_writer, vectors, length, reserved_value_supplier, term_id
+            )
+        else:
+            self.check_max_message_length(length)
+            resulting_offset = appender.append_fragmented_vectors(
+                self._header_writer,
+                vectors,
+                length,
+                self.max_payload_length,
+                reserved_value_supplier,
+                term_id,
+            )
+        if resulting_offset > 0:
+            return position - term_offset + resulting_offset
+        return self.end_of_term(term_count, term_offset, term_id, position)
+
+    def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
+        """Claim a frame for ``length`` bytes (<= ``max_payload_length``) to write in place.
+
+        On success (a position > 0) fill ``buffer_claim`` and call its ``commit()`` or
+        ``abort()`` promptly: readers wait at the claimed frame until then.
+        """
+        self.check_payload_length(length)
+        if self._is_closed:
+            return CLOSED
+        limit = self._position_limit()
+        meta = self._meta
+        term_count = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
+        index = term_count % PARTITION_COUNT
+        raw_tail = meta.get_int64_volatile(index << 3)
+        term_id = raw_tail >> 32
+        if (term_id - self.initial_term_id) & _LOW_32 != term_count:
+            return ADMIN_ACTION
+        term_offset = raw_tail & _LOW_32
+        position = (term_count << self.position_bits_to_shift) + term_offset
+        if position >= limit:
+            return self.back_pressure_status(position, length)
+        resulting_offset = self._appenders[index].claim(
+            self._header_writer, length, buffer_claim, term_id
+        )
+        if resulting_offset > 0:
+            return position - term_offset + resulting_offset
+        return self.end_of_term(term_count, term_offset, term_id, position)
+
+    def offer_batch(
+        self,
+        messages: Sequence[Buffer],
+        start: int = 0,
+        count: int = -1,
+        reserved_value_supplier: ReservedValueSupplier | None = None,
+    ) -> int:
+        """Append ``messages[start:start + count]`` (all from ``start`` by default) in order,
+        reserving their space with one atomic add and publishing them with one release store.
+
+        Returns how many were appended (the first ones; call again from ``start + n`` for the
+        rest), or a negative code when none was (``position`` gives the new position). Each
+        message is appended only if the position before it is below the limit, as if offered one
+        by one; a message longer than ``max_payload_length`` is offered by itself. Messages are
+        bytes-like (``bytes``, ``bytearray``, ``AtomicBuffer``, byte memoryviews).
+        """
+        if self._is_closed:
+            return CLOSED
+        end = len(messages) if count < 0 else min(len(messages), start + count)
+        if start >= end:
+            return 0
+        limit = self._position_limit()
+        meta = self._meta
+        term_count = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
+        index = term_count % PARTITION_COUNT
+        raw_tail = meta.get_int64_volatile(index << 3)
+        term_id = raw_tail >> 32
+        if (term_id - self.initial_term_id) & _LOW_32 != term_count:
+            return ADMIN_ACTION
+        term_offset = raw_tail & _LOW_32
+        position = (term_count << self.position_bits_to_shift) + term_offset
+        batch = self._batch
+        taken = batch.build(messages, start, end, term_offset, term_id, position, limit)
+        if taken <= 0:
+            first = messages[start]
+            if taken == 0:  # a long message first: on its own
+                result = self.offer(first, 0, -1, reserved_value_supplier)
+                return 1 if result > 0 else result
+            if position >= limit:
+                return self.back_pressure_status(position, buffer_length(first))
+            # The first message does not fit in the rest of the term: pad it and rotate.
+            return self.offer(first, 0, -1, reserved_value_supplier)
+        total = batch.length
+        raw_tail = meta.get_and_add_int64(index << 3, total)
+        if raw_tail >> 32 != term_id:
+            raise batch.delayed(term_id, raw_tail >> 32)
+        actual_offset = raw_tail & _LOW_32
+        term_length = self.term_buffer_length
+        if actual_offset + total > term_length:
+            if actual_offset < term_length:
+                self._header_writer.write_padding(
+                    self._term_buffers[index], actual_offset, term_length - actual_offset, term_id
+                )
+            actual_position = position - term_offset + actual_offset
+            return self.end_of_term(term_count, actual_offset, term_id, actual_position)
+        if actual_offset != term_offset:
+            batch.move_to(actual_offset)
+        batch.publish(self._term_buffers[index], actual_offset, reserved_value_supplier)
+        return taken
+
+    def end_of_term(self, term_count: int, term_offset: int, term_id: int, position: int) -> int:
+        """The append went past the end of the term: rotate the log, or report the end."""
+        if position + term_offset > self.max_possible_position:
+            return MAX_POSITION_EXCEEDED
+        rotate_log(self._meta, term_count, term_id)
+        return ADMIN_ACTION

@@ -1,0 +1,281 @@
+"""``ExclusivePublication``: a publication with one writer, which needs no atomic reservation.
+
+The log is this publication's alone, so the term id, term offset and term begin position live
+here rather than being read back from the shared tail on every call: an append stores the new
+tail with one release store (:class:`~transport.logbuffer.ExclusiveTermAppender`) and the
+rotation at the end of a term is a plain update of the next tail and the active term count.
+Only one thread may use it at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from transport.client.batch_writer import BatchWriter
+from transport.client.publication import (
+    ADMIN_ACTION,
+    CLOSED,
+    MAX_POSITION_EXCEEDED,
+    Publication,
+    VectorPiece,
+    buffer_length,
+    region_error,
+    to_vectors,
+)
+from transport.logbuffer.buffer_claim import BufferClaim
+from transport.logbuffer.buffer_vector import validate_and_compute_length
+from transport.logbuffer.exclusive_term_appender import ExclusiveTermAppender
+from transport.logbuffer.handlers import ReservedValueSupplier
+from transport.logbuffer.log_buffer_descriptor import (
+    PARTITION_COUNT,
+    active_term_count,
+    compute_term_begin_position,
+    initialise_tail_with_term_id,
+    raw_tail_volatile,
+    set_active_term_count_ordered,
+    term_offset,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    from transport.client.client_conductor import ClientConductor
+    from transport.logbuffer.log_buffers import LogBuffers
+
+__all__ = ["ExclusivePublication"]
+
+_BYTES: Final = bytes
+_BYTEARRAY: Final = bytearray
+_INT32_SPAN: Final = 1 << 32
+_INT32_MAX: Final = (1 << 31) - 1
+
+
+class ExclusivePublication(Publication):
+    """Single-writer appends to a log of its own (``Aeron.add_exclusive_publication``)."""
+
+    __slots__ = (
+        "_active_index",
+        "_appenders",
+        "_batch",
+        "_term_begin_position",
+        "_term_id",
+        "_term_offset",
+    )
+
+    def __init__(
+        self,
+        conductor: ClientConductor,
+        channel: str,
+        stream_id: int,
+        session_id: int,
+        position_limit_id: int,
+        channel_status_id: int,
+        log_buffers: LogBuffers,
+        original_registration_id: int,
+        registration_id: int,
+    ) -> None:
+        super().__init__(
+            conductor,
+            channel,
+            stream_id,
+            session_id,
+            position_limit_id,
+            channel_status_id,
+            log_buffers,
+            original_registration_id,
+            registration_id,
+        )
+        meta = self._meta
+        self._appenders = tuple(
+            ExclusiveTermAppender(term_buffer, meta, index)
+            for index, term_buffer in enumerate(self._term_buffers)
+        )
+        index = active_term_count(meta) % PARTITION_COUNT
+        raw_tail = raw_tail_volatile(meta, index)
+        self._active_index = index
+        self._term_id = raw_tail >> 32
+        self._term_offset = term_offset(raw_tail, self.term_buffer_length)
+        self._term_begin_position = compute_term_begin_position(
+            self._term_id, self.position_bits_to_shift, self.initial_term_id
+        )
+        self._batch = BatchWriter(self)
+
+    @property
+    def position(self) -> int:
+        """The position the next message will start at, or ``CLOSED``."""
+        if self._is_closed:
+            return CLOSED
+        return self._term_begin_position + self._term_offset
+
+    @property
+    def term_id(self) -> int:
+        return self._term_id
+
+    @property
+    def term_offset(self) -> int:
+        return self._term_offset
+
+    def offer(
+        self,
+        buffer: Buffer,
+        offset: int = 0,
+        length: int = -1,
+        reserved_value_supplier: ReservedValueSupplier | None = None,
+    ) -> int:
+        """Append ``length`` bytes of ``buffer`` from ``offset`` (all of it by default).
+
+        Returns the new position, or ``NOT_CONNECTED``, ``BACK_PRESSURED``, ``ADMIN_ACTION``,
+        ``CLOSED`` or ``MAX_POSITION_EXCEEDED``.
+        """
+        if self._is_closed:
+            return CLOSED
+        kind = type(buffer)
+        capacity = len(buffer) if kind is _BYTES or kind is _BYTEARRAY else buffer_length(buffer)  # type: ignore[arg-type]
+        if length < 0:
+            length = capacity - offset
+        if offset < 0 or length < 0 or offset + length > capacity:
+            raise region_error(offset, length, capacity)
+        limit = self._position_limit()
+        term_offset = self._term_offset
+        position = self._term_begin_position + term_offset
+        if position >= limit:
+            return self.back_pressure_status(position, length)
+        appender = self._appenders[self._active_index]
+        if length <= self.max_payload_length:
+            result = appender.append_unfragmented_message(
+                self._term_id,
+                term_offset,
+                self._header_writer,
+                buffer,
+                offset,
+                length,
+                reserved_value_supplier,
+            )
+        else:
+            self.check_max_message_length(length)
+            result = appender.append_fragmented_message(
+                self._term_id,
+                term_offset,
+                self._header_writer,
+                buffer,
+                offset,
+                length,
+                self.max_payload_length,
+                reserved_value_supplier,
+            )
+        if result > 0:
+            self._term_offset = result
+            return self._term_begin_position + result
+        return self._rotate()
+
+    def offer_vectored(
+        self,
+        pieces: Sequence[VectorPiece],
+        reserved_value_supplier: ReservedValueSupplier | None = None,
+    ) -> int:
+        """Append one message gathered from ``pieces`` (buffers or ``DirectBufferVector``s)."""
+        vectors = to_vectors(pieces)
+        length = validate_and_compute_length(vectors)
+        if self._is_closed:
+            return CLOSED
+        limit = self._position_limit()
+        position = self._term_begin_position + self._term_offset
+        if position >= limit:
+            return self.back_pressure_status(position, length)
+        appender = self._appenders[self._active_index]
+        if length <= self.max_payload_length:
+            result = appender.append_unfragmented_vectors(
+                self._term_id,
+                self._term_offset,
+                self._header_writer,
+                vectors,
+                length,
+                reserved_value_supplier,
+            )
+        else:
+            self.check_max_message_length(length)
+            result = appender.append_fragmented_vectors(
+                self._term_id,
+                self._term_offset,
+                self._header_writer,
+                vectors,
+                length,
+                self.max_payload_length,
+                reserved_value_supplier,
+            )
+        if result > 0:
+            self._term_offset = result
+            return self._term_begin_position + result
+        return self._rotate()
+
+    def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
+        """Claim a frame for ``length`` bytes (<= ``max_payload_length``) to write in place."""
+        self.check_payload_length(length)
+        if self._is_closed:
+            return CLOSED
+        limit = self._position_limit()
+        position = self._term_begin_position + self._term_offset
+        if position >= limit:
+            return self.back_pressure_status(position, length)
+        result = self._appenders[self._active_index].claim(
+            self._term_id, self._term_offset, self._header_writer, length, buffer_claim
+        )
+        if result > 0:
+            self._term_offset = result
+            return self._term_begin_position + result
+        return self._rotate()
+
+    def offer_batch(
+        self,
+        messages: Sequence[Buffer],
+        start: int = 0,
+        count: int = -1,
+        reserved_value_supplier: ReservedValueSupplier | None = None,
+    ) -> int:
+        """Append ``messages[start:start + count]`` as one block; see
+        :meth:`ConcurrentPublication.offer_batch <transport.client.ConcurrentPublication.offer_batch>`
+        for the contract (the number appended, or a negative code when none was)."""
+        if self._is_closed:
+            return CLOSED
+        end = len(messages) if count < 0 else min(len(messages), start + count)
+        if start >= end:
+            return 0
+        limit = self._position_limit()
+        term_offset = self._term_offset
+        position = self._term_begin_position + term_offset
+        batch = self._batch
+        taken = batch.build(messages, start, end, term_offset, self._term_id, position, limit)
+        if taken <= 0:
+            first = messages[start]
+            if taken == 0:
+                result = self.offer(first, 0, -1, reserved_value_supplier)
+                return 1 if result > 0 else result
+            if position >= limit:
+                return self.back_pressure_status(position, buffer_length(first))
+            return self.offer(first, 0, -1, reserved_value_supplier)
+        index = self._active_index
+        resulting_offset = term_offset + batch.length
+        self._meta.put_int64_ordered(index << 3, (self._term_id << 32) | resulting_offset)
+        batch.publish(self._term_buffers[index], term_offset, reserved_value_supplier)
+        self._term_offset = resulting_offset
+        return taken
+
+    def _rotate(self) -> int:
+        """The append did not fit in the term: move to the next term, or report the end."""
+        term_length = self.term_buffer_length
+        if self._term_begin_position + term_length >= self.max_possible_position:
+            return MAX_POSITION_EXCEEDED
+        next_index = (self._active_index + 1) % PARTITION_COUNT
+        next_term_id = self._term_id + 1
+        if next_term_id > _INT32_MAX:
+            next_term_id -= _INT32_SPAN
+        self._active_index = next_index
+        self._term_offset = 0
+        self._term_id = next_term_id
+        self._term_begin_position += term_length
+        meta = self._meta
+        initialise_tail_with_term_id(meta, next_index, next_term_id)
+        term_count = (next_term_id - self.initial_term_id) & 0xFFFF_FFFF
+        set_active_term_count_ordered(meta, term_count)
+        return ADMIN_ACTION

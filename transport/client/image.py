@@ -1,0 +1,334 @@
+"""``Image``: one publisher's stream (a session) as a subscription sees it, and how it is read.
+
+The driver gives a subscription an image per matching publication session (ON_AVAILABLE_IMAGE):
+the log buffer to read and the subscriber position counter (sub-pos) this subscription owns.
+Reading moves that position; the driver takes the slowest subscriber position to set the
+publisher's limit, so a subscriber that stops reading back-pressures the publisher.
+
+Polls read fragments from the term the position is in, never past its end, and store the new
+position with a release store when they finish. ``controlled_poll`` lets the handler steer with
+an :class:`~transport.concurrent.action.Action` (Aeron's table, ``Image.controlledPoll``):
+
+========  ============================  ====================  ==================================
+Action    fragments read                offset                subscriber position
+========  ============================  ====================  ==================================
+ABORT     this one not counted          back to before it     not moved for it; the poll stops
+BREAK     counted                       after it              stored when the poll ends; stops
+COMMIT    counted                       after it              stored at once (release); goes on
+CONTINUE  counted                       after it              stored when the poll ends
+========  ============================  ====================  ==================================
+
+A handler that raises is reported to the error handler and ends the poll; the fragment it was
+given counts as consumed, so a poison message is not redelivered forever (as Aeron).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from transport._errors import ConfigurationError, IllegalStateError
+from transport.concurrent.action import Action
+from transport.concurrent.atomic_buffer import AtomicBuffer
+from transport.concurrent.position import Position
+from transport.logbuffer.frame_descriptor import (
+    FRAME_ALIGNMENT,
+    HDR_LENGTH,
+    TERM_ID_FIELD_OFFSET,
+)
+from transport.logbuffer.handlers import ControlledFragmentHandler, ErrorHandler, FragmentHandler
+from transport.logbuffer.header import Header
+from transport.logbuffer.log_buffer_descriptor import (
+    PARTITION_COUNT,
+    active_transport_count,
+    end_of_stream_position,
+    position_bits_to_shift,
+)
+from transport.logbuffer.log_buffers import LogBuffers
+from transport.logbuffer.term_reader import read
+from transport.logbuffer.term_scanner import scan_for_block
+
+if TYPE_CHECKING:
+    from transport.client.subscription import Subscription
+
+__all__ = ["BlockHandler", "Image"]
+
+BlockHandler = Callable[[AtomicBuffer, int, int, int, int], object]
+"""``(term_buffer, offset, length, session_id, term_id)``: a block of whole frames, raw."""
+
+_LOW_32: Final = 0xFFFF_FFFF
+_NEGATIVE: Final = 0x8000_0000
+_TYPE_SHIFT: Final = 48
+_ALIGN_UP: Final = FRAME_ALIGNMENT - 1
+_ALIGN_DOWN: Final = -FRAME_ALIGNMENT
+_ABORT: Final = Action.ABORT
+_BREAK: Final = Action.BREAK
+_COMMIT: Final = Action.COMMIT
+
+
+class Image:
+    """A publication session's log as read by one subscription (made by the client conductor)."""
+
+    __slots__ = (
+        "_error_handler",
+        "_final_position",
+        "_get_position",
+        "_header",
+        "_is_closed",
+        "_is_eos",
+        "_log_buffers",
+        "_meta",
+        "_position",
+        "_position_bits",
+        "_set_position",
+        "_term_buffers",
+        "_term_length_mask",
+        "correlation_id",
+        "initial_term_id",
+        "join_position",
+        "session_id",
+        "source_identity",
+        "subscriber_position_id",
+        "subscription",
+        "term_buffer_length",
+    )
+
+    def __init__(
+        self,
+        subscription: Subscription,
+        session_id: int,
+        subscriber_position: Position,
+        log_buffers: LogBuffers,
+        error_handler: ErrorHandler,
+        source_identity: str,
+        correlation_id: int,
+    ) -> None:
+        term_length = log_buffers.term_length
+        self.subscription = subscription
+        self.session_id = session_id
+        self.source_identity = source_identity
+        self.correlation_id = correlation_id
+        self.subscriber_position_id = subscriber_position.id
+        self.term_buffer_length = term_length
+        self.initial_term_id = log_buffers.metadata.initial_term_id
+        self._position = subscriber_position
+        self._get_position = subscriber_position.get
+        self._set_position = subscriber_position.set_ordered
+        self._log_buffers = log_buffers
+        self._meta = log_buffers.meta_data_buffer
+        self._term_buffers: tuple[AtomicBuffer, ...] = log_buffers.term_buffers
+        self._term_length_mask = term_length - 1
+        self._position_bits = position_bits_to_shift(term_length)
+        self._header = Header(self.initial_term_id, self._position_bits, self)
+        self._error_handler = error_handler
+        self.join_position = subscriber_position.get()
+        self._final_position = self.join_position
+        self._is_eos = False
+        self._is_closed = False
+
+    # ----------------------------------------------------------------------------------------
+    # State
+
+    @property
+    def is_closed(self) -> bool:
+        return self._is_closed
+
+    @property
+    def position(self) -> int:
+        """The subscriber position: where the next poll starts (the final one once closed)."""
+        if self._is_closed:
+            return self._final_position
+        return self._get_position()
+
+    def set_position(self, new_position: int) -> None:
+        """Move the subscriber position, e.g. to skip ahead or to re-read within the term.
+
+        It must lie between the current position and the end of the current term, on a frame
+        boundary (a multiple of 32); otherwise :class:`~transport.ConfigurationError`.
+        """
+        if self._is_closed:
+            raise IllegalStateError("image is closed", correlation_id=self.correlation_id)
+        current = self._get_position()
+        limit = (current - (current & self._term_length_mask)) + self._term_length_mask + 1
+        if new_position < current or new_position > limit:
+            raise ConfigurationError(
+                "new position out of range",
+                new_position=new_position,
+                current_position=current,
+                limit_position=limit,
+            )
+        if new_position & (FRAME_ALIGNMENT - 1):
+            raise ConfigurationError(
+                "new position not aligned to the frame alignment",
+                new_position=new_position,
+                frame_alignment=FRAME_ALIGNMENT,
+            )
+        self._set_position(new_position)
+
+    @property
+    def is_end_of_stream(self) -> bool:
+        """Whether the publisher ended the stream and this image has read all of it."""
+        if self._is_closed:
+            return self._is_eos
+        return self._get_position() >= end_of_stream_position(self._meta)
+
+    @property
+    def end_of_stream_position(self) -> int:
+        return end_of_stream_position(self._meta)
+
+    @property
+    def active_transport_count(self) -> int:
+        return active_transport_count(self._meta)
+
+    @property
+    def log_buffers(self) -> LogBuffers:
+        return self._log_buffers
+
+    def close(self) -> None:
+        """Mark closed (the conductor's side, on ON_UNAVAILABLE_IMAGE or subscription close)."""
+        if not self._is_closed:
+            self._final_position = self._get_position()
+            self._is_eos = self._final_position >= end_of_stream_position(self._meta)
+            self._is_closed = True
+
+    def __repr__(self) -> str:
+        return (
+            f"Image(session_id={self.session_id}, correlation_id={self.correlation_id}, "
+            f"position={self.position}, closed={self._is_closed})"
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # Polls
+
+    def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
+        """Give up to ``fragment_limit`` fragments to ``handler(buffer, offset, length, header)``;
+        return how many were read."""
+        if self._is_closed:
+            return 0
+        position = self._get_position()
+        term_offset = position & self._term_length_mask
+        term_buffer = self._term_buffers[(position >> self._position_bits) % PARTITION_COUNT]
+        fragments_read, offset = read(
+            term_buffer, term_offset, handler, fragment_limit, self._header, self._error_handler
+        )
+        if offset > term_offset:
+            self._set_position(position + offset - term_offset)
+        return fragments_read
+
+    def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
+        """As :meth:`poll`, with the handler's :class:`Action` applied as in the module table."""
+        return self.bounded_controlled_poll(handler, 1 << 62, fragment_limit)
+
+    def bounded_poll(
+        self, handler: FragmentHandler, limit_position: int, fragment_limit: int
+    ) -> int:
+        """As :meth:`poll`, but not reading frames that start at or past ``limit_position``."""
+        if self._is_closed:
+            return 0
+        initial_position = self._get_position()
+        if initial_position >= limit_position:
+            return 0
+        initial_offset = initial_position & self._term_length_mask
+        term_buffer = self._term_buffers[
+            (initial_position >> self._position_bits) % PARTITION_COUNT
+        ]
+        limit_offset = min(term_buffer.capacity, limit_position - initial_position + initial_offset)
+        header = self._header
+        header.buffer = term_buffer
+        get_word = term_buffer.get_int64_volatile
+        fragments_read = 0
+        offset = initial_offset
+        try:
+            while fragments_read < fragment_limit and offset < limit_offset:
+                word = get_word(offset)
+                frame_length = word & _LOW_32
+                if frame_length == 0 or frame_length & _NEGATIVE:
+                    break
+                frame_offset = offset
+                offset += (frame_length + _ALIGN_UP) & _ALIGN_DOWN
+                if not word >> _TYPE_SHIFT:  # padding
+                    continue
+                fragments_read += 1
+                header.offset = frame_offset
+                handler(term_buffer, frame_offset + HDR_LENGTH, frame_length - HDR_LENGTH, header)
+        except Exception as exc:
+            self._error_handler(exc)
+        finally:
+            if offset > initial_offset and not self._is_closed:
+                self._set_position(initial_position + offset - initial_offset)
+        return fragments_read
+
+    def bounded_controlled_poll(
+        self, handler: ControlledFragmentHandler, limit_position: int, fragment_limit: int
+    ) -> int:
+        """As :meth:`controlled_poll`, but not reading frames at or past ``limit_position``."""
+        if self._is_closed:
+            return 0
+        initial_position = self._get_position()
+        if initial_position >= limit_position:
+            return 0
+        initial_offset = initial_position & self._term_length_mask
+        term_buffer = self._term_buffers[
+            (initial_position >> self._position_bits) % PARTITION_COUNT
+        ]
+        limit_offset = min(term_buffer.capacity, limit_position - initial_position + initial_offset)
+        header = self._header
+        header.buffer = term_buffer
+        get_word = term_buffer.get_int64_volatile
+        fragments_read = 0
+        offset = initial_offset
+        try:
+            while fragments_read < fragment_limit and offset < limit_offset:
+                word = get_word(offset)
+                frame_length = word & _LOW_32
+                if frame_length == 0 or frame_length & _NEGATIVE:
+                    break
+                frame_offset = offset
+                aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
+                offset += aligned_length
+                if not word >> _TYPE_SHIFT:  # padding
+                    continue
+                fragments_read += 1
+                header.offset = frame_offset
+                action = handler(
+                    term_buffer, frame_offset + HDR_LENGTH, frame_length - HDR_LENGTH, header
+                )
+                if action is _ABORT:
+                    fragments_read -= 1
+                    offset -= aligned_length
+                    break
+                if action is _BREAK:
+                    break
+                if action is _COMMIT:
+                    initial_position += offset - initial_offset
+                    initial_offset = offset
+                    if not self._is_closed:
+                        self._set_position(initial_position)
+        except Exception as exc:
+            self._error_handler(exc)
+        finally:
+            if offset > initial_offset and not self._is_closed:
+                self._set_position(initial_position + offset - initial_offset)
+        return fragments_read
+
+    def block_poll(self, handler: BlockHandler, block_length_limit: int) -> int:
+        """Give ``handler(term_buffer, offset, length, session_id, term_id)`` the whole frames
+        available from the position, at most ``block_length_limit`` bytes and within the term
+        (a padding frame first is a block by itself); return the bytes consumed."""
+        if self._is_closed:
+            return 0
+        position = self._get_position()
+        term_offset = position & self._term_length_mask
+        term_buffer = self._term_buffers[(position >> self._position_bits) % PARTITION_COUNT]
+        limit_offset = min(term_offset + block_length_limit, term_buffer.capacity)
+        resulting_offset = scan_for_block(term_buffer, term_offset, limit_offset)
+        length = resulting_offset - term_offset
+        if length > 0:
+            try:
+                term_id = term_buffer.get_int32(term_offset + TERM_ID_FIELD_OFFSET)
+                handler(term_buffer, term_offset, length, self.session_id, term_id)
+            except Exception as exc:
+                self._error_handler(exc)
+            finally:
+                self._set_position(position + length)
+        return length

@@ -1,0 +1,196 @@
+"""``Subscription``: a (channel, stream id) a client reads, and the images it currently has.
+
+The client conductor adds an :class:`~transport.client.Image` for each publication session the
+driver reports (ON_AVAILABLE_IMAGE) and removes it when the session goes (ON_UNAVAILABLE_IMAGE).
+The image list is a tuple replaced on each change, so a poll on the application's thread reads a
+consistent list without a lock.
+
+``poll`` and ``controlled_poll`` share the fragment limit among the images round-robin, as
+Aeron's ``Subscription.controlledPoll``: each call starts one image further along
+(``start = round_robin_index++``, back to 0 past the end), reads from there to the end of the
+list, then from the beginning up to the start, while the limit is not reached. So every image
+gets its turn to go first and none starves. Control actions (``BREAK``, ``ABORT``) apply to the
+image that returned them: the other images are still read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from transport.client.image import BlockHandler, Image
+from transport.logbuffer.handlers import ControlledFragmentHandler, FragmentHandler
+
+if TYPE_CHECKING:
+    from transport.client.client_conductor import ClientConductor
+    from transport.client.context import ImageHandler
+
+__all__ = ["Subscription"]
+
+
+class Subscription:
+    """Reads the images of one (channel, stream id); made by ``Aeron.add_subscription``."""
+
+    __slots__ = (
+        "_conductor",
+        "_images",
+        "_is_closed",
+        "_round_robin_index",
+        "available_image_handler",
+        "channel",
+        "channel_status_id",
+        "registration_id",
+        "stream_id",
+        "unavailable_image_handler",
+    )
+
+    def __init__(
+        self,
+        conductor: ClientConductor,
+        channel: str,
+        stream_id: int,
+        registration_id: int,
+        available_image_handler: ImageHandler | None,
+        unavailable_image_handler: ImageHandler | None,
+    ) -> None:
+        self._conductor = conductor
+        self._images: tuple[Image, ...] = ()
+        self._is_closed = False
+        self._round_robin_index = 0
+        self.channel = channel
+        self.stream_id = stream_id
+        self.registration_id = registration_id
+        self.channel_status_id = 0
+        self.available_image_handler = available_image_handler
+        self.unavailable_image_handler = unavailable_image_handler
+
+    # ----------------------------------------------------------------------------------------
+    # Polls (application thread, no lock)
+
+    def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
+        """Read up to ``fragment_limit`` fragments across the images, round-robin."""
+        images = self._images
+        length = len(images)
+        if length == 1:
+            return images[0].poll(handler, fragment_limit)
+        fragments_read = 0
+        starting_index = self._round_robin_index
+        self._round_robin_index = starting_index + 1
+        if starting_index >= length:
+            self._round_robin_index = starting_index = 0
+        for i in range(starting_index, length):
+            if fragments_read >= fragment_limit:
+                return fragments_read
+            fragments_read += images[i].poll(handler, fragment_limit - fragments_read)
+        for i in range(starting_index):
+            if fragments_read >= fragment_limit:
+                return fragments_read
+            fragments_read += images[i].poll(handler, fragment_limit - fragments_read)
+        return fragments_read
+
+    def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
+        """As :meth:`poll`, with each image applying the handler's actions (see ``Image``)."""
+        images = self._images
+        length = len(images)
+        fragments_read = 0
+        starting_index = self._round_robin_index
+        self._round_robin_index = starting_index + 1
+        if starting_index >= length:
+            self._round_robin_index = starting_index = 0
+        for i in range(starting_index, length):
+            if fragments_read >= fragment_limit:
+                return fragments_read
+            fragments_read += images[i].controlled_poll(handler, fragment_limit - fragments_read)
+        for i in range(starting_index):
+            if fragments_read >= fragment_limit:
+                return fragments_read
+            fragments_read += images[i].controlled_poll(handler, fragment_limit - fragments_read)
+        return fragments_read
+
+    def block_poll(self, handler: BlockHandler, block_length_limit: int) -> int:
+        """A block poll of every image in turn; returns the bytes consumed in all."""
+        bytes_consumed = 0
+        for image in self._images:
+            bytes_consumed += image.block_poll(handler, block_length_limit)
+        return bytes_consumed
+
+    # ----------------------------------------------------------------------------------------
+    # Images
+
+    @property
+    def images(self) -> tuple[Image, ...]:
+        """The current images (a snapshot: the conductor replaces the tuple on changes)."""
+        return self._images
+
+    @property
+    def image_count(self) -> int:
+        return len(self._images)
+
+    @property
+    def has_no_images(self) -> bool:
+        return not self._images
+
+    @property
+    def is_connected(self) -> bool:
+        """Whether at least one image is open."""
+        return any(not image.is_closed for image in self._images)
+
+    def image_by_session_id(self, session_id: int) -> Image | None:
+        for image in self._images:
+            if image.session_id == session_id:
+                return image
+        return None
+
+    def image_at_index(self, index: int) -> Image:
+        return self._images[index]
+
+    def contains_image(self, correlation_id: int) -> bool:
+        return any(image.correlation_id == correlation_id for image in self._images)
+
+    def add_image(self, image: Image) -> None:
+        """Conductor only: publish a new image to the pollers."""
+        self._images = (*self._images, image)
+
+    def remove_image(self, correlation_id: int) -> Image | None:
+        """Conductor only: take the image away from the pollers and close it."""
+        for image in self._images:
+            if image.correlation_id == correlation_id:
+                self._images = tuple(other for other in self._images if other is not image)
+                image.close()
+                return image
+        return None
+
+    def remove_all_images(self) -> tuple[Image, ...]:
+        """Conductor only: take every image away (closing them); return them."""
+        images = self._images
+        self._images = ()
+        for image in images:
+            image.close()
+        return images
+
+    # ----------------------------------------------------------------------------------------
+    # Lifecycle
+
+    @property
+    def is_closed(self) -> bool:
+        return self._is_closed
+
+    def close(self) -> None:
+        """Release the subscription (REMOVE_SUBSCRIPTION to the driver) and its images."""
+        if not self._is_closed:
+            self._conductor.release_subscription(self)
+
+    def internal_close(self) -> None:
+        self._is_closed = True
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"Subscription(channel={self.channel!r}, stream_id={self.stream_id}, "
+            f"registration_id={self.registration_id}, images={len(self._images)}, "
+            f"closed={self._is_closed})"
+        )
