@@ -41,10 +41,10 @@ prefetching)::
     +---------------------------------------------------------------+  768 TRAILER_LENGTH
 
 Record, at an 8-byte aligned index of the data region (``ALIGNMENT``); the next record starts
-``align(length, ALIGNMENT)`` bytes later. ``Length`` counts the header and is negative while a producer
-holds the record (claimed, not yet committed) and 0 where nothing was written. A record of
-type ``PADDING_MSG_TYPE_ID`` fills the end of the buffer when a record does not fit there
-(and replaces an aborted or unblocked record); readers skip it::
+``align(length, ALIGNMENT)`` bytes later. ``Length`` counts the header and is negative while
+a producer holds the record (claimed, not yet committed) and 0 where nothing was written. A
+record of type ``PADDING_MSG_TYPE_ID`` fills the end of the buffer when a record does not fit
+there (and replaces an aborted or unblocked record); readers skip it::
 
      0                   1                   2                   3
      0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
