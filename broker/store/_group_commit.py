@@ -83,7 +83,8 @@ class GroupCommitService:
 
     def request(self, offset: int, callback: DurableCallback) -> None:
         """Call ``callback(True)`` on the flusher thread once ``offset`` is durable (False
-        on timeout or failure); at once if it already is."""
+        on timeout or failure); at once if it already is. Timeouts are checked between
+        flushes: while one flush hangs in the kernel, its callbacks wait for it."""
         with self._cond:
             if self._flushed < offset and self.failure is None and not self._stopped:
                 self._callbacks.append((offset, time.monotonic() + self._timeout_s, callback))

@@ -48,10 +48,12 @@ expected: readers check the key on the message itself.
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from pathlib import Path
 
+from broker._errors import StoreError
 from broker.store._mapped_file import MappedFile, file_name_for, fsync_directory
 
 __all__ = ["ENTRY_LENGTH", "HEADER_LENGTH", "SLOT_LENGTH", "IndexFile", "key_hash"]
@@ -75,7 +77,7 @@ assert _HEADER.size == HEADER_LENGTH
 _ENTRY = struct.Struct("<iqii")
 assert _ENTRY.size == ENTRY_LENGTH
 _I32 = struct.Struct("<i")
-_TAIL = struct.Struct("<qxxxxxxxxqxxxxi")  # end timestamp, end physical offset, entries used
+_I64 = struct.Struct("<q")
 
 
 def key_hash(topic: str, key: str) -> int:
@@ -95,7 +97,16 @@ class IndexFile:
         self.slot_count = slot_count
         self.entry_count = entry_count
         self._entries_at = HEADER_LENGTH + slot_count * SLOT_LENGTH
-        begin_ms, end_ms, begin_offset, end_offset, _slots, used = _HEADER.unpack_from(mapped.mm, 0)
+        begin_ms, end_ms, begin_offset, end_offset, slots, used = _HEADER.unpack_from(mapped.mm, 0)
+        if slots != slot_count or not 1 <= used <= entry_count:
+            mapped.close()
+            raise StoreError(
+                "index file header does not match the config",
+                path=str(mapped.path),
+                slot_count=slots,
+                entries_used=used,
+                expected_slot_count=slot_count,
+            )
         self.begin_timestamp_ms: int = begin_ms
         self.end_timestamp_ms: int = end_ms
         self.begin_physical_offset: int = begin_offset
@@ -114,17 +125,20 @@ class IndexFile:
     ) -> IndexFile:
         directory.mkdir(parents=True, exist_ok=True)
         size = index_file_length(slot_count, entry_count)
-        mapped = MappedFile.create(directory, begin_physical_offset, size)
-        _HEADER.pack_into(
-            mapped.mm,
-            0,
-            begin_timestamp_ms,
-            begin_timestamp_ms,
-            begin_physical_offset,
-            begin_physical_offset,
-            slot_count,
-            1,
-        )
+
+        def write_header(mm: mmap.mmap) -> None:
+            _HEADER.pack_into(
+                mm,
+                0,
+                begin_timestamp_ms,
+                begin_timestamp_ms,
+                begin_physical_offset,
+                begin_physical_offset,
+                slot_count,
+                1,
+            )
+
+        mapped = MappedFile.create(directory, begin_physical_offset, size, write_header)
         return cls(mapped, slot_count, entry_count)
 
     @classmethod
@@ -157,7 +171,9 @@ class IndexFile:
         )
         end_timestamp = max(self.end_timestamp_ms, store_timestamp_ms)
         end_physical = max(self.end_physical_offset, physical_offset)
-        _TAIL.pack_into(mm, END_TIMESTAMP_OFFSET, end_timestamp, end_physical, used + 1)
+        _I64.pack_into(mm, END_TIMESTAMP_OFFSET, end_timestamp)
+        _I64.pack_into(mm, END_PHYSICAL_OFFSET_OFFSET, end_physical)
+        _I32.pack_into(mm, ENTRIES_USED_OFFSET, used + 1)
         _I32.pack_into(mm, slot_at, used)
         self.entries_used = used + 1
         self.end_timestamp_ms = end_timestamp

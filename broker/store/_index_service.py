@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from broker.store._index_file import IndexFile, key_hash
-from broker.store._mapped_file import FILE_NAME_DIGITS
+from broker.store._mapped_file import FILE_NAME_DIGITS, TEMP_SUFFIX
 
 __all__ = ["IndexService"]
 
@@ -29,6 +29,8 @@ class IndexService:
 
     def load(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        for leftover in self.directory.glob(f"*{TEMP_SUFFIX}"):
+            leftover.unlink()  # a file whose creation a crash interrupted
         paths = sorted(
             p
             for p in self.directory.iterdir()

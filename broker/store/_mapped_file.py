@@ -12,15 +12,17 @@ import contextlib
 import errno
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from broker._errors import StoreIOError
 
-__all__ = ["MappedFile", "file_name_for", "fsync_directory"]
+__all__ = ["TEMP_SUFFIX", "MappedFile", "file_name_for", "fsync_directory"]
 
 FILE_NAME_DIGITS = 20
+TEMP_SUFFIX = ".creating"
 _SCAN_CHUNK_BYTES = 16 << 20
 
 
@@ -59,12 +61,19 @@ class MappedFile:
         try:
             if create:
                 os.ftruncate(self._fd, size)
-            elif os.fstat(self._fd).st_size != size:
+            else:
                 actual = os.fstat(self._fd).st_size
-                raise StoreIOError(
-                    "store file has the wrong length", path=str(path), length=actual, expected=size
-                )
+                if actual != size:
+                    raise StoreIOError(
+                        "store file has the wrong length",
+                        path=str(path),
+                        length=actual,
+                        expected=size,
+                    )
             self.mm = mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except StoreIOError:
+            os.close(self._fd)
+            raise
         except OSError as exc:
             os.close(self._fd)
             raise StoreIOError("cannot map store file", path=str(path), reason=str(exc)) from exc
@@ -75,9 +84,30 @@ class MappedFile:
         self.flushed_position = 0
 
     @classmethod
-    def create(cls, directory: Path, start_offset: int, size: int) -> MappedFile:
-        """A new zero-filled file; its directory entry is made durable."""
-        mapped = cls(directory / file_name_for(start_offset), start_offset, size, create=True)
+    def create(
+        cls,
+        directory: Path,
+        start_offset: int,
+        size: int,
+        initialize: Callable[[mmap.mmap], None] | None = None,
+    ) -> MappedFile:
+        """A new zero-filled file. It is sized (and ``initialize``d) under a temporary name
+        and renamed into place, so a crash never leaves a short or half-made file under a
+        segment name; the directory entry is made durable."""
+        name = file_name_for(start_offset)
+        temp = directory / f"{name}{TEMP_SUFFIX}"
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+        mapped = cls(temp, start_offset, size, create=True)
+        try:
+            if initialize is not None:
+                initialize(mapped.mm)
+                mapped.flush()
+            os.replace(temp, directory / name)
+        except OSError as exc:
+            mapped.delete()
+            raise StoreIOError("cannot create store file", path=str(temp)) from exc
+        mapped.path = directory / name
         fsync_directory(directory)
         return mapped
 

@@ -13,7 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from broker._errors import StoreError
-from broker.store._mapped_file import FILE_NAME_DIGITS, MappedFile, fsync_directory
+from broker.store._mapped_file import (
+    FILE_NAME_DIGITS,
+    TEMP_SUFFIX,
+    MappedFile,
+    fsync_directory,
+)
 
 __all__ = ["MappedFileQueue"]
 
@@ -30,6 +35,8 @@ class MappedFileQueue:
     def load(self) -> None:
         """Map every file of the directory (created if missing); names must be contiguous."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        for leftover in self.directory.glob(f"*{TEMP_SUFFIX}"):
+            leftover.unlink()  # a file whose creation a crash interrupted
         names = sorted(
             p
             for p in self.directory.iterdir()

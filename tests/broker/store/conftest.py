@@ -58,3 +58,19 @@ def open_store(tmp_path: Path, clock: ManualClock) -> Iterator[Callable[..., Mes
     yield factory
     for store in opened:
         store.shutdown()
+
+
+def crash(store: MessageStore) -> None:
+    """Stop a store as a killed process would: no final flush, checkpoint or persist.
+
+    The page cache keeps what was written (as after SIGKILL); the lock is released.
+    """
+    if store._scheduler is not None:
+        store._scheduler.stop()
+        store._scheduler = None
+    if store._group_commit is not None:
+        store._group_commit.stop()
+        store._group_commit = None
+    store._running = store._writable = False
+    store._close_files()
+    store._lock.release()

@@ -19,7 +19,7 @@ from broker.store._record import (
     record_length,
 )
 
-_PROPERTY_TEXT = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\x01\x02")
+_PROPERTY_TEXT = st.characters(codec="utf-8", exclude_characters="\x00\x01\x02")
 HOST = bytes([127, 0, 0, 1]) + struct.pack("<i", 10911)
 
 

@@ -1,0 +1,137 @@
+"""Crash test with real processes: a child appends under SYNC flush and is SIGKILLed at random
+(seeded) moments; after each kill the store recovers and must hold every acknowledged
+message intact, end on a record boundary, and have consume queues that agree with the log.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+from broker.store import MessageStore, tag_hash
+from broker.store._record import RecordCheck, check_record
+
+from ._crash_child import QUEUES, TOPIC, crash_config
+from .conftest import crash
+
+ROUNDS = 50
+SEED = 20240611
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+Ack = tuple[int, int, int, int, int]  # queue id, queue offset, physical offset, length, crc
+
+
+def _run_child(data_dir: Path, out_path: Path, seed: int, rng: random.Random) -> str:
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    with out_path.open("wb") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.broker.store._crash_child", str(data_dir), str(seed)],
+            cwd=REPO_ROOT,
+            stdout=out,
+            env=env,
+        )
+    try:
+        if rng.random() < 0.2:  # sometimes while it starts up (and recovers)
+            time.sleep(rng.uniform(0.0, 0.4))
+        else:
+            deadline = time.monotonic() + 30
+            while not out_path.read_bytes().startswith(b"R") and time.monotonic() < deadline:
+                assert child.poll() is None, "the child died before it was ready"
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0.0, 0.25))
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait(30)
+    return out_path.read_text()
+
+
+def _acks_of(output: str) -> list[Ack]:
+    acks = []
+    for line in output.splitlines():
+        assert not line.startswith("E"), f"a put failed in the child: {line}"
+        if line.startswith("A "):
+            q, qo, po, n, crc = (int(x) for x in line.split()[1:])
+            acks.append((q, qo, po, n, crc))
+    return acks
+
+
+def _check_acknowledged(store: MessageStore, acks: list[Ack]) -> None:
+    for queue_id, queue_offset, physical, length, crc in acks:
+        message = store.look_message_by_offset(physical)
+        assert (message.topic, message.queue_id, message.queue_offset) == (
+            TOPIC,
+            queue_id,
+            queue_offset,
+        )
+        assert (len(message.body), zlib.crc32(message.body)) == (length, crc)
+        queue = store.queues.get(TOPIC, queue_id)
+        assert queue is not None
+        entry = queue.entry(queue_offset)
+        assert entry is not None and entry[0] == physical
+
+
+def _check_log_and_queues(store: MessageStore) -> None:
+    files = store.commit_log.files.files
+    position = files[0].start_offset
+    end = store.max_physical_offset
+    per_queue: dict[int, list[tuple[int, int, int]]] = {q: [] for q in range(QUEUES)}
+    while position < end:
+        mapped = store.commit_log.files.find(position)
+        assert mapped is not None
+        check, size = check_record(mapped.view, position - mapped.start_offset, mapped.size)
+        assert check in (RecordCheck.OK, RecordCheck.BLANK), (position, check)
+        if check is RecordCheck.OK:
+            message = store.commit_log.read(position, size)
+            assert message is not None and message.physical_offset == position
+            tags = message.tags
+            per_queue[message.queue_id].append((position, size, tag_hash(tags) if tags else 0))
+            assert message.queue_offset == len(per_queue[message.queue_id]) - 1
+        position += size
+    assert position == end  # the log ends on a record boundary...
+    last = store.commit_log.files.find(end) or files[-1]
+    tail = last.mm[end - last.start_offset :] if end < last.end_offset else b""
+    assert not any(tail)  # ...and nothing follows it
+    for queue_id, records in per_queue.items():
+        queue = store.queues.get(TOPIC, queue_id)
+        entries: list[tuple[int, int, int]] = []
+        offset = 0
+        while queue is not None and offset < queue.max_offset:
+            window = queue.entries(offset, 1 << 30)
+            columns = (window[field].tolist() for field in ("offset", "size", "tag"))
+            entries += zip(*columns, strict=True)
+            offset += len(window)
+        assert entries == records, f"queue {queue_id} disagrees with the commit log"
+
+
+def test_should_keep_every_acknowledged_message_across_sigkills(tmp_path: Path) -> None:
+    data_dir = tmp_path / "store"
+    rng = random.Random(SEED)
+    acknowledged: list[Ack] = []
+    began = time.monotonic()
+    for round_number in range(ROUNDS):
+        output = _run_child(data_dir, tmp_path / f"out-{round_number}", round_number, rng)
+        fresh = _acks_of(output)
+        store = MessageStore(crash_config(data_dir))
+        report = store.start()
+        try:
+            assert report.queue_gaps == 0
+            # this round's acknowledgements, a sample of the earlier ones, all at the end
+            last = round_number == ROUNDS - 1
+            earlier = (
+                acknowledged if last else rng.sample(acknowledged, min(300, len(acknowledged)))
+            )
+            _check_acknowledged(store, fresh + earlier)
+            _check_log_and_queues(store)
+        finally:
+            crash(store)  # leave the files as a crash would, for the next child
+        acknowledged += fresh
+    assert len({(a[0], a[1]) for a in acknowledged}) == len(acknowledged)  # no offset reused
+    assert len(acknowledged) > ROUNDS * 10, "the children barely wrote anything"
+    assert time.monotonic() - began < 110

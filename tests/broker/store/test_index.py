@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from broker.store import _index_file as layout
+from broker.store._index_file import IndexFile, index_file_length, key_hash
+from broker.store._index_service import IndexService
+
+
+def test_should_document_the_header_slot_and_entry_layouts() -> None:
+    assert [
+        layout.BEGIN_TIMESTAMP_OFFSET,
+        layout.END_TIMESTAMP_OFFSET,
+        layout.BEGIN_PHYSICAL_OFFSET_OFFSET,
+        layout.END_PHYSICAL_OFFSET_OFFSET,
+        layout.SLOT_COUNT_OFFSET,
+        layout.ENTRIES_USED_OFFSET,
+        layout.HEADER_LENGTH,
+    ] == [0, 8, 16, 24, 32, 36, 40]
+    assert [
+        layout.ENTRY_KEY_HASH_OFFSET,
+        layout.ENTRY_PHYSICAL_OFFSET_OFFSET,
+        layout.ENTRY_TIME_DIFF_OFFSET,
+        layout.ENTRY_PREVIOUS_OFFSET,
+        layout.ENTRY_LENGTH,
+    ] == [0, 4, 12, 16, 20]
+    assert layout.SLOT_LENGTH == 4
+    assert index_file_length(10, 5) == 40 + 40 + 100
+
+
+def test_should_write_entry_header_and_slot_where_documented(tmp_path: Path) -> None:
+    index_file = IndexFile.create(tmp_path, 5000, 1_000_000, slot_count=7, entry_count=4)
+    h = key_hash("T", "k")
+    assert index_file.put(h, 5000, 1_003_500)
+    mm = index_file.mapped.mm
+    assert struct.unpack_from("<qqqqii", mm, 0) == (1_000_000, 1_003_500, 5000, 5000, 7, 2)
+    slot = struct.unpack_from("<i", mm, 40 + (h % 7) * 4)[0]
+    assert slot == 1
+    entry = struct.unpack_from("<iqii", mm, 40 + 7 * 4 + 1 * 20)
+    assert entry == (h, 5000, 3, 0)
+    index_file.close()
+
+
+def test_should_chain_collisions_newest_first_and_fill_up(tmp_path: Path) -> None:
+    index_file = IndexFile.create(tmp_path, 0, 0, slot_count=1, entry_count=4)
+    assert index_file.put(11, 100, 0)
+    assert index_file.put(22, 200, 1000)
+    assert index_file.put(11, 300, 2000)
+    assert not index_file.put(11, 400, 3000)  # entry 0 is never used: 3 fit
+    assert index_file.is_full
+    found: list[int] = []
+    index_file.lookup(11, 0, 10_000, 10, found)
+    assert found == [300, 100]
+    found = []
+    index_file.lookup(11, 1500, 10_000, 10, found)
+    assert found == [300]
+    index_file.close()
+
+
+def test_should_roll_files_query_across_them_and_reload(tmp_path: Path) -> None:
+    service = IndexService(tmp_path, slot_count=5, entry_count=3)
+    service.load()
+    assert service.end_physical_offset == -1
+    for i in range(5):
+        service.put("T", [f"k{i % 2}", "all"], i * 100, 1000 + i)
+    assert len(service.files) == 5  # two keys a message, two entries a file
+    assert service.query("T", "k0", 10, 0, 10_000) == [400, 200, 0]
+    assert service.query("T", "all", 2, 0, 10_000)[:2] == [400, 300]
+    assert service.query("U", "k0", 10, 0, 10_000) == []
+    assert service.end_physical_offset == 400
+    service.flush()
+    service.close()
+    again = IndexService(tmp_path, slot_count=5, entry_count=3)
+    again.load()
+    assert again.query("T", "k1", 10, 0, 10_000) == [300, 100]
+    assert again.delete_expired(250) == 3  # the files of 0, 100 and 200
+    assert again.query("T", "k1", 10, 0, 10_000) == [300]
+    again.close()
