@@ -11,9 +11,21 @@ CLIENT_CLOSE sets the heartbeat to 0 so the next tick removes it without countin
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from transport.concurrent.atomic_counter import AtomicCounter
 
-__all__ = ["AeronClient", "CounterLink", "PublicationLink"]
+__all__ = ["AeronClient", "CounterLink", "ManagedPublication", "PublicationLink"]
+
+
+class ManagedPublication(Protocol):
+    """What a client's link needs of a publication, whatever its media."""
+
+    def decref(self) -> None:
+        """Release one link; the last one ends the stream."""
+
+    def revoke(self) -> None:
+        """Mark the log revoked (REMOVE_PUBLICATION with the revoke flag)."""
 
 
 class PublicationLink:
@@ -21,7 +33,7 @@ class PublicationLink:
 
     __slots__ = ("publication", "registration_id")
 
-    def __init__(self, registration_id: int, publication: object) -> None:
+    def __init__(self, registration_id: int, publication: ManagedPublication) -> None:
         self.registration_id = registration_id
         self.publication = publication
 

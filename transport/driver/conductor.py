@@ -47,7 +47,6 @@ from transport.driver.client_proxy import ClientProxy
 from transport.driver.command_adapter import ClientCommandAdapter
 from transport.driver.command_error import command_error
 from transport.driver.context import MediaDriverContext
-from transport.driver.ipc_publication import IpcPublication
 from transport.driver.ipc_streams import IpcStreams
 from transport.driver.session_ids import SessionIdAllocator
 from transport.driver.stream_counters import allocate_client_heartbeat
@@ -58,7 +57,6 @@ from transport.driver.uri_params import (
     publication_params,
     subscription_params,
 )
-from transport.logbuffer.log_buffer_descriptor import set_is_publication_revoked
 
 __all__ = ["DriverConductor"]
 
@@ -85,6 +83,7 @@ class DriverConductor:
         self.errors_counter: AtomicCounter = self.system_counters.get(SystemCounter.ERRORS)
         self._client_timeouts = self.system_counters.get(SystemCounter.CLIENT_TIMEOUTS)
         self._unblocked_commands = self.system_counters.get(SystemCounter.UNBLOCKED_COMMANDS)
+        self._publications_revoked = self.system_counters.get(SystemCounter.PUBLICATIONS_REVOKED)
         self._max_cycle_time = self.system_counters.get(SystemCounter.CONDUCTOR_MAX_CYCLE_TIME)
         self._cycle_threshold_exceeded = self.system_counters.get(
             SystemCounter.CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED
@@ -98,6 +97,7 @@ class DriverConductor:
                 context.publication_reserved_session_id_low,
                 context.publication_reserved_session_id_high,
             ),
+            self.on_agent_error,
         )
         self._streams = {IPC_MEDIA: self.ipc}
         self.clients: dict[int, AeronClient] = {}
@@ -154,6 +154,11 @@ class DriverConductor:
         self.ipc.close()
         self.to_driver.consumer_heartbeat_time = NULL_VALUE
 
+    def on_agent_error(self, error: BaseException) -> None:
+        """An error the conductor caught itself: counted on ``Errors`` and recorded."""
+        self.errors_counter.increment_ordered()
+        self.record_error(error)
+
     def record_error(self, error: BaseException) -> None:
         """Record an error in the cnc error log (the runner's error handler too)."""
         if isinstance(error, AgentTerminationError):
@@ -172,20 +177,21 @@ class DriverConductor:
     def _on_timer(self, now_ns: int, now_ms: int) -> None:
         for client in list(self.clients.values()):
             if client.check_liveness(now_ms):
-                self._on_client_end_of_life(client)
+                try:
+                    self._on_client_end_of_life(client)
+                except Exception as error:
+                    self.on_agent_error(error)
         self.ipc.on_time_event(now_ns)
         self._check_for_blocked_commands(now_ns)
 
     def _on_client_end_of_life(self, client: AeronClient) -> None:
+        del self.clients[client.client_id]
         if not client.closed_by_command:
             self._client_timeouts.increment_ordered()
             self.client_proxy.on_client_timeout(client.client_id)
         self.client_proxy.on_unavailable_counter(client.client_id, client.heartbeat.id)
-        del self.clients[client.client_id]
         for link in client.publication_links:
-            publication = link.publication
-            assert isinstance(publication, IpcPublication)
-            publication.decref()
+            link.publication.decref()
         for counter_link in client.counter_links:
             self.client_proxy.on_unavailable_counter(
                 counter_link.registration_id, counter_link.counter_id
@@ -255,14 +261,10 @@ class DriverConductor:
             for index, link in enumerate(client.publication_links):
                 if link.registration_id == command.registration_id:
                     del client.publication_links[index]
-                    publication = link.publication
-                    assert isinstance(publication, IpcPublication)
                     if command.flags & REMOVE_PUBLICATION_FLAG_REVOKE:
-                        set_is_publication_revoked(publication.log.meta_data_buffer, True)
-                        self.system_counters.get(
-                            SystemCounter.PUBLICATIONS_REVOKED
-                        ).increment_ordered()
-                    publication.decref()
+                        link.publication.revoke()
+                        self._publications_revoked.increment_ordered()
+                    link.publication.decref()
                     self.client_proxy.on_operation_succeeded(command.correlation_id)
                     return
         raise command_error(

@@ -301,6 +301,10 @@ def _text(name: str, text: str) -> str:
 
 
 def _duration_ms(name: str, text: str) -> int:
+    """Milliseconds: a bare number is ms (as Aeron reads ``AERON_DRIVER_TIMEOUT``), else a duration."""
+    stripped = text.strip()
+    if stripped.isdigit():
+        return int(stripped)
     return parse_duration_ns(name, text) // 1_000_000
 
 
@@ -347,4 +351,4 @@ ENV_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "AERON_SHARED_IDLE_STRATEGY": ("shared_idle_strategy", _text),
     "AERON_DRIVER_TERMINATION_VALIDATOR": ("termination_validator", _termination_validator),
 }
-"""Aeron's environment variable -> (field, parser). ``AERON_DRIVER_TIMEOUT`` is a duration."""
+"""Aeron's environment variable -> (field, parser). ``AERON_DRIVER_TIMEOUT`` is in ms."""

@@ -46,6 +46,7 @@ from transport.logbuffer.log_buffer_descriptor import (
     set_active_transport_count,
     set_end_of_stream_position,
     set_is_connected,
+    set_is_publication_revoked,
 )
 from transport.logbuffer.log_buffers import LogBuffers
 
@@ -372,6 +373,10 @@ class IpcPublication:
                 self.pub_lmt.set_ordered(producer_position)
             set_end_of_stream_position(self.log.meta_data_buffer, producer_position)
             self.state = PublicationState.DRAINING
+
+    def revoke(self) -> None:
+        """Mark the log revoked, so clients stop using it (Aeron 1.48's revoke flag)."""
+        set_is_publication_revoked(self.log.meta_data_buffer, True)
 
     def close(self, manager: CountersManager) -> bool:
         """Free pub-lmt, pub-pos and every sub-pos, unmap and delete the log file.

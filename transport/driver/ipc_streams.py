@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+from collections.abc import Callable
 
 from transport._errors import ConfigurationError, IllegalStateError, LogBufferFileError
 from transport.command import ErrorCode
@@ -68,8 +69,10 @@ class IpcStreams:
         system_counters: SystemCounters,
         client_proxy: ClientProxy,
         session_ids: SessionIdAllocator,
+        on_error: Callable[[BaseException], object],
     ) -> None:
         self._context = context
+        self._on_error = on_error
         self._counters = counters
         self._system_counters = system_counters
         self._proxy = client_proxy
@@ -369,16 +372,23 @@ class IpcStreams:
     # Duty cycle
 
     def update_publisher_limits(self) -> int:
+        """Every publication's limit and cleaning (each guarded: one failing stops no other)."""
         work_count = 0
         for publication in self.publications:
-            work_count += publication.update_publisher_limit()
+            try:
+                work_count += publication.update_publisher_limit()
+            except Exception as error:
+                self._on_error(error)
         return work_count
 
     def on_time_event(self, now_ns: int) -> None:
         """Each publication's timer work; those at their end of life are closed and dropped."""
         ended: list[IpcPublication] = []
         for publication in self.publications:
-            publication.on_time_event(now_ns)
+            try:
+                publication.on_time_event(now_ns)
+            except Exception as error:
+                self._on_error(error)
             if publication.has_reached_end_of_life:
                 ended.append(publication)
         for publication in ended:

@@ -13,7 +13,8 @@ a driver's tests (and a client's fake-driver tests in reverse) need.
   ``await_response(type_id, predicate, timeout_s)`` polls until one matches (bounded), and
   ``await_correlated(correlation_id)`` waits for the answer to one command;
 - ``heartbeat()`` stamps this client's ``client-heartbeat`` counter, as a real client's
-  conductor does; ``driver_heartbeat_ms()`` reads the driver's.
+  conductor does (``auto_heartbeat=True`` does it on every wait); ``driver_heartbeat_ms()``
+  reads the driver's.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from transport.command import (
 from transport.concurrent import AtomicBuffer
 from transport.concurrent.broadcast_receiver import BroadcastReceiver
 from transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
+from transport.concurrent.counters_descriptor import COUNTER_LENGTH, NULL_COUNTER_ID
 from transport.concurrent.counters_reader import CountersReader
 from transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
@@ -112,8 +114,12 @@ class DriverResponse:
 class DriverClient:
     """A raw client of the driver in ``aeron_dir`` (see module). One thread at a time."""
 
-    def __init__(self, aeron_dir: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, aeron_dir: str, *, timeout_s: float = 5.0, auto_heartbeat: bool = False
+    ) -> None:
         self.timeout_s = timeout_s
+        self.auto_heartbeat = auto_heartbeat
+        self._heartbeat_counter_id = NULL_COUNTER_ID
         self.cnc = CncFile.map(aeron_dir, timeout_ms=int(timeout_s * 1000))
         self.to_driver = ManyToOneRingBuffer(self.cnc.to_driver_buffer)
         receiver = BroadcastReceiver(self.cnc.to_clients_buffer)
@@ -270,6 +276,8 @@ class DriverClient:
                 return response
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         while True:
+            if self.auto_heartbeat and self.heartbeat_counter_id() >= 0:
+                self.heartbeat()
             for response in self.poll():
                 if matches(response):
                     return response
@@ -297,20 +305,27 @@ class DriverClient:
     # Liveness
 
     def heartbeat_counter_id(self) -> int:
-        """This client's ``client-heartbeat`` counter (the driver allocates it on a command)."""
-        return self.counters.find_by_type_id_and_registration_id(
-            CLIENT_HEARTBEAT_TYPE_ID, self.client_id
-        )
+        """This client's ``client-heartbeat`` counter (the driver allocates it on a command).
+
+        ``NULL_COUNTER_ID`` (-1) until the driver has; then the id, found once and kept.
+        """
+        if self._heartbeat_counter_id < 0:
+            self._heartbeat_counter_id = self.counters.find_by_type_id_and_registration_id(
+                CLIENT_HEARTBEAT_TYPE_ID, self.client_id
+            )
+        return self._heartbeat_counter_id
 
     def heartbeat(self, now_ms: int | None = None) -> None:
-        """Stamp this client's heartbeat counter with the epoch time (ms)."""
+        """Stamp this client's heartbeat counter with the epoch time (ms), as a client does.
+
+        With ``auto_heartbeat`` the waits do this on every poll, as a live client's conductor
+        would; a test of client liveness leaves it off for the client that is to go silent.
+        """
         counter_id = self.heartbeat_counter_id()
         if counter_id < 0:
-            raise IllegalStateError(
-                "no heartbeat counter for this client", client_id=self.client_id
-            )
+            raise IllegalStateError("no heartbeat counter for this client", client_id=self.client_id)
         value = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        self.cnc.counters_values_buffer.put_int64_ordered(counter_id * 128, value)
+        self.cnc.counters_values_buffer.put_int64_ordered(counter_id * COUNTER_LENGTH, value)
 
     def driver_heartbeat_ms(self) -> int:
         return self.cnc.driver_heartbeat_ms()

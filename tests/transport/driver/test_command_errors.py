@@ -6,6 +6,7 @@ system counter and recorded in the cnc error log, and the driver goes on answeri
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 
@@ -22,6 +23,7 @@ from transport.command import (
     ErrorCode,
 )
 from transport.concurrent.error_log_reader import read as read_error_log
+from transport.driver import MediaDriver
 from transport.testing.driver_client import DriverClient, DriverResponse
 
 ERRORS_COUNTER_ID = 15
@@ -189,3 +191,24 @@ def test_should_survive_random_garbage_on_the_to_driver_buffer(client: DriverCli
     correlation_id = client.add_publication("aeron:ipc", 99)
     assert client.await_correlated(correlation_id).type_id == ON_PUBLICATION_READY
     assert client.counters.get_counter_value(ERRORS_COUNTER_ID) > 0
+
+
+def test_should_count_and_log_a_failing_publication_and_keep_the_others_going(
+    driver: MediaDriver, client: DriverClient
+) -> None:
+    broken = client.await_correlated(client.add_publication("aeron:ipc", 10)).message
+    healthy = client.await_correlated(client.add_publication("aeron:ipc", 11)).message
+    publications = {p.registration_id: p for p in driver.conductor.ipc.publications}
+
+    def boom(now_ns: int) -> None:
+        raise RuntimeError("publication timer broke")
+
+    publications[broken.registration_id].on_time_event = boom  # type: ignore[method-assign]
+    wait_until(
+        lambda: any("publication timer broke" in text for text in _logged(client)),
+        what="the error to be logged",
+    )
+    assert client.counters.get_counter_value(ERRORS_COUNTER_ID) >= 1
+    client.await_correlated(client.remove_publication(healthy.correlation_id))
+    wait_until(lambda: not os.path.exists(healthy.log_file_name), what="the healthy one's end")
+    assert os.path.exists(broken.log_file_name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import time
 
 from tests.transport.driver.support import TERM_LENGTH, WINDOW, wait_until
@@ -15,10 +16,12 @@ from transport.command import (
     ON_PUBLICATION_READY,
     ON_SUBSCRIPTION_READY,
     ON_UNAVAILABLE_COUNTER,
+    REMOVE_PUBLICATION,
+    REMOVE_PUBLICATION_FLAG_REVOKE,
 )
 from transport.concurrent.counters_descriptor import RECORD_ALLOCATED, RECORD_RECLAIMED
 from transport.driver import MediaDriver
-from transport.logbuffer.log_buffer_descriptor import compute_log_length
+from transport.logbuffer.log_buffer_descriptor import compute_log_length, is_publication_revoked
 from transport.logbuffer.log_buffers import LogBuffers
 from transport.testing.driver_client import CLIENT_HEARTBEAT_TYPE_ID, DriverClient
 
@@ -180,3 +183,37 @@ def test_should_remove_a_closing_client_without_counting_a_timeout(
     assert counters.get_counter_value(24) == 0
     assert subscription_id == image.subscriber_registration_id
     assert client.client_id not in driver.conductor.clients
+
+
+def test_should_take_term_length_and_mtu_from_the_channel(client: DriverClient) -> None:
+    message = client.await_correlated(
+        client.add_publication("aeron:ipc?term-length=128k|mtu=8k", 20), ON_PUBLICATION_READY
+    ).message
+    assert os.path.getsize(message.log_file_name) == compute_log_length(128 * 1024, 4096)
+    with LogBuffers.map(message.log_file_name) as log:
+        assert log.metadata.term_length == 128 * 1024
+        assert log.metadata.mtu_length == 8192
+        assert log.metadata.publication_window_length == 64 * 1024
+
+
+def test_should_revoke_a_publication_removed_with_the_revoke_flag(client: DriverClient) -> None:
+    message = client.await_correlated(client.add_publication("aeron:ipc", 10)).message
+    with LogBuffers.map(message.log_file_name) as log:
+        correlation_id = client.remove_publication(
+            message.correlation_id, REMOVE_PUBLICATION_FLAG_REVOKE
+        )
+        assert client.await_correlated(correlation_id).type_id == ON_OPERATION_SUCCESS
+        assert is_publication_revoked(log.meta_data_buffer)
+    assert client.counters.get_counter_value(40) == 1
+
+
+def test_should_accept_a_remove_publication_without_flags_from_older_clients(
+    client: DriverClient,
+) -> None:
+    message = client.await_correlated(client.add_publication("aeron:ipc", 10)).message
+    correlation_id = client.next_correlation_id()
+    client.send_raw(
+        REMOVE_PUBLICATION,
+        struct.pack("<qqq", client.client_id, correlation_id, message.correlation_id),
+    )
+    assert client.await_correlated(correlation_id).type_id == ON_OPERATION_SUCCESS

@@ -179,3 +179,10 @@ def test_should_derive_paths_and_the_idle_strategy() -> None:
     assert context.new_conductor_idle_strategy().alias == "backoff"
     shared = dataclasses.replace(context, threading_mode=ThreadingMode.SHARED)
     assert shared.new_conductor_idle_strategy().alias == "sleep-ns"
+
+
+def test_should_read_the_driver_timeout_as_milliseconds_like_aeron() -> None:
+    env = {"AERON_DIR": "/dev/shm/x", "AERON_DRIVER_TIMEOUT": "2500"}
+    assert MediaDriverContext.from_env(env).driver_timeout_ms == 2500
+    env["AERON_DRIVER_TIMEOUT"] = "3s"
+    assert MediaDriverContext.from_env(env).driver_timeout_ms == 3000

@@ -60,7 +60,7 @@ def _set(client: DriverClient, counter_id: int, value: int) -> None:
 def test_should_remove_a_silent_client_with_everything_it_held(short_lived: MediaDriver) -> None:
     with (
         DriverClient(short_lived.aeron_dir) as silent,
-        DriverClient(short_lived.aeron_dir) as alive,
+        DriverClient(short_lived.aeron_dir, auto_heartbeat=True) as alive,
     ):
         publication = silent.await_correlated(silent.add_publication("aeron:ipc", 10)).message
         own_subscription = silent.add_subscription("aeron:ipc", 10)
@@ -105,7 +105,7 @@ def test_should_remove_a_silent_client_with_everything_it_held(short_lived: Medi
 
 def test_should_stop_a_dead_subscriber_holding_the_publisher_back(short_lived: MediaDriver) -> None:
     with (
-        DriverClient(short_lived.aeron_dir) as publisher,
+        DriverClient(short_lived.aeron_dir, auto_heartbeat=True) as publisher,
         DriverClient(short_lived.aeron_dir) as dying,
     ):
         publication = publisher.await_correlated(publisher.add_publication("aeron:ipc", 10)).message
@@ -148,7 +148,7 @@ def _claim_and_die(log_file_name: str, stuck: str) -> tuple[int, int]:
 def test_should_unblock_a_frame_a_dead_writer_left_unpublished(
     short_lived: MediaDriver, stuck: str
 ) -> None:
-    with DriverClient(short_lived.aeron_dir) as client:
+    with DriverClient(short_lived.aeron_dir, auto_heartbeat=True) as client:
         publication = client.await_correlated(client.add_publication("aeron:ipc", 10)).message
         position_id = _image(
             client, client.add_subscription("aeron:ipc", 10)
