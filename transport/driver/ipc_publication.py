@@ -36,14 +36,9 @@ from transport.concurrent.position import Position
 from transport.driver.log_unblocker import unblock_log
 from transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,
-    LOG_TYPE_CONCURRENT,
-    LOG_TYPE_EXCLUSIVE,
     PARTITION_COUNT,
     TERM_TAIL_COUNTERS_OFFSET,
-    fill_default_header,
     index_by_position,
-    initialise_tails,
-    set_active_transport_count,
     set_end_of_stream_position,
     set_is_connected,
     set_is_publication_revoked,
@@ -56,7 +51,6 @@ __all__ = [
     "PublicationState",
     "SubscriberPosition",
     "TetherState",
-    "producer_window_length",
 ]
 
 _MAX_POSITION = 2**63 - 1
@@ -111,12 +105,6 @@ class SubscriberPosition:
         self.is_tether = is_tether
         self.state = TetherState.ACTIVE
         self.time_of_last_update_ns = now_ns
-
-
-def producer_window_length(window_length: int, term_length: int) -> int:
-    """Aeron's publication window: half a term, or ``window_length`` if set and smaller."""
-    half_term = term_length // 2
-    return window_length if 0 < window_length < half_term else half_term
 
 
 class IpcPublication:
@@ -403,51 +391,3 @@ class IpcPublication:
             f"IpcPublication(registration_id={self.registration_id}, session_id="
             f"{self.session_id}, stream_id={self.stream_id}, state={self.state.name})"
         )
-
-
-def initialise_log_metadata(
-    log: LogBuffers,
-    *,
-    registration_id: int,
-    session_id: int,
-    stream_id: int,
-    initial_term_id: int,
-    term_id: int | None,
-    term_offset: int,
-    mtu_length: int,
-    term_window_length: int,
-    linger_timeout_ns: int,
-    untethered_window_limit_timeout_ns: int,
-    untethered_resting_timeout_ns: int,
-    is_exclusive: bool,
-    is_sparse: bool,
-    signal_eos: bool,
-    tether: bool,
-    spies_simulate_connection: bool,
-    entity_tag: int,
-    response_correlation_id: int,
-) -> None:
-    """Fill a new log's metadata as Aeron's driver does, before anyone maps it."""
-    meta = log.meta_data_buffer
-    metadata = log.metadata
-    initialise_tails(meta, initial_term_id, term_id, term_offset)
-    metadata.initial_term_id = initial_term_id
-    metadata.mtu_length = mtu_length
-    metadata.correlation_id = registration_id
-    metadata.publication_window_length = term_window_length
-    metadata.linger_timeout_ns = linger_timeout_ns
-    metadata.untethered_window_limit_timeout_ns = untethered_window_limit_timeout_ns
-    metadata.untethered_resting_timeout_ns = untethered_resting_timeout_ns
-    metadata.entity_tag = entity_tag
-    metadata.response_correlation_id = response_correlation_id
-    metadata.sparse = is_sparse
-    metadata.signal_eos = signal_eos
-    metadata.tether = tether
-    metadata.spies_simulate_connection = spies_simulate_connection
-    metadata.reliable = True
-    metadata.rejoin = True
-    metadata.log_type = LOG_TYPE_EXCLUSIVE if is_exclusive else LOG_TYPE_CONCURRENT
-    fill_default_header(meta, session_id, stream_id, initial_term_id)
-    set_active_transport_count(meta, 0)
-    set_end_of_stream_position(meta, _MAX_POSITION)
-    set_is_connected(meta, False)

@@ -22,12 +22,11 @@ Aeron's ``aeron_driver_conductor_get_or_add_ipc_publication`` and its neighbours
 
 from __future__ import annotations
 
-import errno
 import os
 import secrets
 from collections.abc import Callable
 
-from transport._errors import ConfigurationError, IllegalStateError, LogBufferFileError
+from transport._errors import IllegalStateError
 from transport.command import ErrorCode
 from transport.concurrent.counters_manager import CountersManager
 from transport.concurrent.position import Position
@@ -35,13 +34,13 @@ from transport.driver.aeron_client import AeronClient, PublicationLink
 from transport.driver.client_proxy import IPC_SOURCE_IDENTITY, ClientProxy
 from transport.driver.command_error import command_error
 from transport.driver.context import MediaDriverContext
-from transport.driver.ipc_publication import (
-    IpcPublication,
-    PublicationState,
-    SubscriberPosition,
+from transport.driver.ipc_log import (
+    check_storage,
+    create_log,
     initialise_log_metadata,
     producer_window_length,
 )
+from transport.driver.ipc_publication import IpcPublication, PublicationState, SubscriberPosition
 from transport.driver.session_ids import SessionIdAllocator, wrap_int32
 from transport.driver.stream_counters import (
     allocate_publisher_limit,
@@ -52,7 +51,6 @@ from transport.driver.subscription_link import SubscriptionLink
 from transport.driver.system_counters import SystemCounter, SystemCounters
 from transport.driver.uri_params import PublicationParams, SubscriptionParams
 from transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
-from transport.logbuffer.log_buffers import LogBuffers
 
 __all__ = ["IPC_CHANNEL", "IpcStreams"]
 
@@ -177,8 +175,11 @@ class IpcStreams:
         now_ns: int,
     ) -> IpcPublication:
         context = self._context
-        log_length = compute_log_length(params.term_length, context.file_page_size)
-        self._check_storage(log_length)
+        if context.perform_storage_checks:
+            check_storage(
+                context.publications_dir(),
+                compute_log_length(params.term_length, context.file_page_size),
+            )
         if params.session_id is not None:
             session_id = params.session_id
         else:
@@ -213,15 +214,11 @@ class IpcStreams:
             pub_lmt.set_ordered(position)
         path = os.path.join(context.publications_dir(), f"{registration_id}.logbuffer")
         try:
-            log = LogBuffers.create(
-                path, params.term_length, context.file_page_size, sparse=params.is_sparse
-            )
-        except (OSError, ConfigurationError, LogBufferFileError) as exc:
+            log = create_log(path, params.term_length, context.file_page_size, params.is_sparse)
+        except BaseException:
             pub_pos.close()
             pub_lmt.close()
-            out_of_space = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
-            code = ErrorCode.STORAGE_SPACE if out_of_space else ErrorCode.GENERIC_ERROR
-            raise command_error(code, f"could not create log buffer ({exc})", path=path) from exc
+            raise
         window = producer_window_length(
             context.ipc_publication_term_window_length, params.term_length
         )
@@ -269,21 +266,6 @@ class IpcStreams:
         )
         self.publications.append(publication)
         return publication
-
-    def _check_storage(self, log_length: int) -> None:
-        if not self._context.perform_storage_checks:
-            return
-        directory = self._context.publications_dir()
-        stat = os.statvfs(directory)
-        usable = stat.f_bavail * stat.f_frsize
-        if usable < log_length:
-            raise command_error(
-                ErrorCode.STORAGE_SPACE,
-                "insufficient usable storage for new log",
-                log_length=log_length,
-                usable=usable,
-                directory=directory,
-            )
 
     # ----------------------------------------------------------------------------------------
     # Subscriptions

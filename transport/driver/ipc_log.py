@@ -1,0 +1,108 @@
+"""A new IPC publication's log buffer file: room for it, the file, and its metadata.
+
+The driver side of Aeron's log setup for a publication: check the file system has room (Aeron's
+``perform_storage_checks``), create the file (sparse or allocated up front), and fill the
+metadata as Aeron's driver does before any client maps it. Problems become
+:class:`~transport.RegistrationError` (``STORAGE_SPACE`` when out of space) for the command.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from transport._errors import ConfigurationError, LogBufferFileError
+from transport.command import ErrorCode
+from transport.driver.command_error import command_error
+from transport.logbuffer.log_buffer_descriptor import (
+    LOG_TYPE_CONCURRENT,
+    LOG_TYPE_EXCLUSIVE,
+    fill_default_header,
+    initialise_tails,
+    set_active_transport_count,
+    set_end_of_stream_position,
+    set_is_connected,
+)
+from transport.logbuffer.log_buffers import LogBuffers
+
+__all__ = ["check_storage", "create_log", "initialise_log_metadata", "producer_window_length"]
+
+_MAX_POSITION = 2**63 - 1
+
+
+def producer_window_length(window_length: int, term_length: int) -> int:
+    """Aeron's publication window: half a term, or ``window_length`` if set and smaller."""
+    half_term = term_length // 2
+    return window_length if 0 < window_length < half_term else half_term
+
+
+def check_storage(directory: str, log_length: int) -> None:
+    """Refuse (``STORAGE_SPACE``) a log that the file system has no room for."""
+    stat = os.statvfs(directory)
+    usable = stat.f_bavail * stat.f_frsize
+    if usable < log_length:
+        raise command_error(
+            ErrorCode.STORAGE_SPACE,
+            "insufficient usable storage for new log",
+            log_length=log_length,
+            usable=usable,
+            directory=directory,
+        )
+
+
+def create_log(path: str, term_length: int, page_size: int, sparse: bool) -> LogBuffers:
+    """Create and map the log file; a failure is the command's error."""
+    try:
+        return LogBuffers.create(path, term_length, page_size, sparse=sparse)
+    except (OSError, ConfigurationError, LogBufferFileError) as exc:
+        out_of_space = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+        code = ErrorCode.STORAGE_SPACE if out_of_space else ErrorCode.GENERIC_ERROR
+        raise command_error(code, f"could not create log buffer ({exc})", path=path) from exc
+
+
+def initialise_log_metadata(
+    log: LogBuffers,
+    *,
+    registration_id: int,
+    session_id: int,
+    stream_id: int,
+    initial_term_id: int,
+    term_id: int | None,
+    term_offset: int,
+    mtu_length: int,
+    term_window_length: int,
+    linger_timeout_ns: int,
+    untethered_window_limit_timeout_ns: int,
+    untethered_resting_timeout_ns: int,
+    is_exclusive: bool,
+    is_sparse: bool,
+    signal_eos: bool,
+    tether: bool,
+    spies_simulate_connection: bool,
+    entity_tag: int,
+    response_correlation_id: int,
+) -> None:
+    """Fill a new log's metadata as Aeron's driver does, before anyone maps it."""
+    meta = log.meta_data_buffer
+    metadata = log.metadata
+    initialise_tails(meta, initial_term_id, term_id, term_offset)
+    metadata.initial_term_id = initial_term_id
+    metadata.mtu_length = mtu_length
+    metadata.correlation_id = registration_id
+    metadata.publication_window_length = term_window_length
+    metadata.linger_timeout_ns = linger_timeout_ns
+    metadata.untethered_window_limit_timeout_ns = untethered_window_limit_timeout_ns
+    metadata.untethered_resting_timeout_ns = untethered_resting_timeout_ns
+    metadata.entity_tag = entity_tag
+    metadata.response_correlation_id = response_correlation_id
+    metadata.sparse = is_sparse
+    metadata.signal_eos = signal_eos
+    metadata.tether = tether
+    metadata.spies_simulate_connection = spies_simulate_connection
+    metadata.reliable = True
+    metadata.rejoin = True
+    metadata.log_type = LOG_TYPE_EXCLUSIVE if is_exclusive else LOG_TYPE_CONCURRENT
+    fill_default_header(meta, session_id, stream_id, initial_term_id)
+    set_active_transport_count(meta, 0)
+    set_end_of_stream_position(meta, _MAX_POSITION)
+    set_is_connected(meta, False)
