@@ -323,7 +323,9 @@ class DriverClient:
         """
         counter_id = self.heartbeat_counter_id()
         if counter_id < 0:
-            raise IllegalStateError("no heartbeat counter for this client", client_id=self.client_id)
+            raise IllegalStateError(
+                "no heartbeat counter for this client", client_id=self.client_id
+            )
         value = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         self.cnc.counters_values_buffer.put_int64_ordered(counter_id * COUNTER_LENGTH, value)
 
