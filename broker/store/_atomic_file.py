@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ _TEMP_SUFFIX = ".tmp"
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically and durably."""
-    temp = path.with_name(f"{path.name}.{os.getpid()}{_TEMP_SUFFIX}")
+    temp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}{_TEMP_SUFFIX}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -29,6 +29,7 @@ class ConsumerOffsetManager:
         self.path = path
         self._table: dict[tuple[str, str], dict[int, int]] = {}
         self._lock = threading.Lock()
+        self._persist_lock = threading.Lock()  # one writer at a time, in snapshot order
         self._dirty = False
 
     def load(self) -> None:
@@ -90,20 +91,21 @@ class ConsumerOffsetManager:
 
     def persist(self, force: bool = False) -> bool:
         """Write the table atomically if it changed since the last write; True if written."""
-        with self._lock:
-            if not self._dirty and not force:
-                return False
-            snapshot = {
-                f"{topic}{_SEPARATOR}{group}": {str(q): o for q, o in sorted(offsets.items())}
-                for (topic, group), offsets in self._table.items()
-            }
-            self._dirty = False
-        try:
-            write_json_atomically(self.path, {"version": _VERSION, "offset_table": snapshot})
-        except BaseException:
-            self._dirty = True
-            raise
-        return True
+        with self._persist_lock:
+            with self._lock:
+                if not self._dirty and not force:
+                    return False
+                snapshot = {
+                    f"{topic}{_SEPARATOR}{group}": {str(q): o for q, o in sorted(offsets.items())}
+                    for (topic, group), offsets in self._table.items()
+                }
+                self._dirty = False
+            try:
+                write_json_atomically(self.path, {"version": _VERSION, "offset_table": snapshot})
+            except BaseException:
+                self._dirty = True
+                raise
+            return True
 
 
 def _check(group: str, topic: str, queue_id: int) -> None:

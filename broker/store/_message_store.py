@@ -1,9 +1,11 @@
 """The message store facade that the broker service calls (RocketMQ's ``DefaultMessageStore``).
 
 Puts append to the commit log and dispatch to the consume queue and the index at once, under
-one put lock; under SYNC flush a put returns once its bytes are durable (group commit). Gets
-read the consume queue, filter by tag hash, and read the records, checking each one's CRC.
-Background duties flush, checkpoint, apply retention and persist consumer offsets.
+one put lock; under SYNC flush a put returns once its bytes are durable (group commit). A
+message is visible to gets (and wakes long polls) as soon as it is appended, before it is
+durable, as in RocketMQ. Gets read the consume queue, filter by tag hash, and read the
+records, checking each one's CRC. Background duties flush, checkpoint, apply retention and
+persist consumer offsets.
 
 Lifecycle: ``start()`` (lock the data directory, load, recover, start the services) and
 ``shutdown()``; or ``with MessageStore(config) as store:``.
@@ -41,7 +43,6 @@ from broker.store._message import (
     pack_host,
 )
 from broker.store._queue_table import ConsumeQueueTable, is_valid_topic
-from broker.store._record import MIN_BLANK_LENGTH
 from broker.store._recovery import RecoveryReport, recover
 from broker.store._results import (
     BoundaryType,
@@ -99,11 +100,13 @@ class MessageStore:
         self.arrivals = ArrivalNotifier()
         self.recovery_report: RecoveryReport | None = None
         self.corrupt_records_seen = 0
+        self.index_errors = 0
         self._put_lock = threading.Lock()
         self._running = False
         self._writable = False
         self._dispatched_offset = 0
-        self._max_batch_bytes = config.commit_log_segment_bytes - MIN_BLANK_LENGTH
+        self._max_batch_bytes = config.max_record_bytes  # a batch is capped like one message
+        self._checkpoint_lock = threading.Lock()
         self._topics: dict[str, bytes] = {}
         self._batch = EncodedBatch()
         self._group_commit: GroupCommitService | None = None
@@ -293,15 +296,19 @@ class MessageStore:
             commit_log.last_store_timestamp_ms = now_ms
             try:
                 queue.put(queue_offset, positions, batch.sizes, batch.tags)
-                if batch.keyed and index is not None:
-                    for i in batch.keyed:
-                        keys = index_keys(messages[i].properties)
-                        index.put(topic, keys, positions[i], now_ms)
             except StoreIOError as exc:
                 # the log holds records its queue does not: stop writing; recovery fixes it
                 self._writable = False
                 _log.error("cannot dispatch, store no longer writable: %s", exc)
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+            if batch.keyed and index is not None:
+                try:
+                    for i in batch.keyed:
+                        keys = index_keys(messages[i].properties)
+                        index.put(topic, keys, positions[i], now_ms)
+                except StoreIOError as exc:  # the index is a convenience: keep storing
+                    self.index_errors += 1
+                    _log.error("cannot index: %s", exc)
             end = commit_log.max_offset
             self._dispatched_offset = end
             total = batch.total
@@ -550,14 +557,15 @@ class MessageStore:
 
     def _checkpoint(self, clean_shutdown: bool) -> None:
         """Flush the queues and the index, then the log, then record how far all is durable."""
-        dispatched = self._dispatched_offset
-        stamp = self.commit_log.last_store_timestamp_ms
-        for queue in self.queues:
-            queue.flush()
-        if self.index is not None:
-            self.index.flush()
-        self.commit_log.flush()
-        Checkpoint(dispatched, stamp, clean_shutdown).save(self.config.checkpoint_path)
+        with self._checkpoint_lock:
+            dispatched = self._dispatched_offset
+            stamp = self.commit_log.last_store_timestamp_ms
+            for queue in self.queues:
+                queue.flush()
+            if self.index is not None:
+                self.index.flush()
+            self.commit_log.flush()
+            Checkpoint(dispatched, stamp, clean_shutdown).save(self.config.checkpoint_path)
 
     def _require_running(self) -> None:
         if not self._running:

@@ -15,9 +15,11 @@ class FakeLog:
         self.flushes = 0
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()
         self.fail = False
 
     def flush(self) -> int:
+        self.entered.set()
         self.gate.wait(5)
         if self.fail:
             raise StoreIOError("flush failed", path="x")
@@ -46,47 +48,46 @@ def test_should_cover_many_waiters_with_one_flush() -> None:
     log.gate.clear()
     log.end = 10
     results: list[bool] = []
-    first = threading.Thread(target=lambda: results.append(service.wait_durable(10)))
-    first.start()
-    deadline = time.monotonic() + 5
-    while log.flushes == 0 and not log.gate.is_set() and time.monotonic() < deadline:
-        time.sleep(0.005)  # the flusher is now blocked inside flush()
-        if service._requested >= 10:
-            break
+    leader = threading.Thread(target=lambda: results.append(service.wait_durable(10)))
+    leader.start()
+    assert log.entered.wait(5)  # the first writer leads a flush; the disk is slow
     log.end = 80  # seven more writers append while the disk works
-    others = [
+    followers = [
         threading.Thread(target=lambda n=n: results.append(service.wait_durable(20 + n * 10)))
         for n in range(7)
     ]
-    for thread in others:
+    for thread in followers:
         thread.start()
     time.sleep(0.05)
     log.gate.set()
-    for thread in [first, *others]:
+    for thread in [leader, *followers]:
         thread.join(5)
     service.stop()
     assert results == [True] * 8
-    assert log.flushes <= 2
+    assert log.flushes == 1  # the leader's flush covered everyone
 
 
-def test_should_time_out_when_the_disk_does_not_answer() -> None:
+def test_should_time_out_a_follower_when_the_disk_does_not_answer() -> None:
     log = FakeLog()
     log.gate.clear()
     service = GroupCommitService(log.flush, 0, timeout_ms=50)
     service.start()
     log.end = 10
-    began = time.monotonic()
-    assert not service.wait_durable(10)
-    assert 0.04 < time.monotonic() - began < 2
     outcomes: list[bool] = []
+    leader = threading.Thread(target=lambda: outcomes.append(service.wait_durable(10)))
+    leader.start()
+    assert log.entered.wait(5)
+    began = time.monotonic()
+    assert not service.wait_durable(10)  # a follower gives up after the timeout
+    assert 0.04 < time.monotonic() - began < 2
     service.request(10, outcomes.append)
-    time.sleep(0.1)
-    assert outcomes == []  # callbacks are settled when the stuck flush returns
-    log.gate.set()
     deadline = time.monotonic() + 5
     while not outcomes and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert outcomes == [True]
+    assert outcomes == [False]  # the callback timed out too, on the service's thread
+    log.gate.set()
+    leader.join(5)
+    assert outcomes == [False, True]  # the leader itself waits for its own flush
     service.stop()
 
 
