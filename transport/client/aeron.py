@@ -47,7 +47,6 @@ from transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["Aeron"]
 
-_NULL_VALUE: Final = -1
 _CONNECT_POLL_S: Final = 0.01
 _RUNNER_CLOSE_TIMEOUT_S: Final = 10.0
 
@@ -157,10 +156,7 @@ class Aeron:
 
     def get_subscription(self, registration_id: int) -> Subscription | None:
         """The subscription of an async add once the driver confirmed it (else None)."""
-        subscription = self._conductor.get_resource(registration_id, Subscription)
-        if subscription is not None and subscription.channel_status_id == _NULL_VALUE:
-            return None
-        return subscription
+        return self._conductor.get_resource(registration_id, Subscription)
 
     # ----------------------------------------------------------------------------------------
     # State

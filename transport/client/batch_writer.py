@@ -69,8 +69,7 @@ _TERM_OFFSET_WORD: Final = 2
 
 class BatchWriter:
     """The scratch block of one publication's batches (see module). Not thread-safe: a
-    concurrent publication shared by threads must give each thread its own batches, or
-    serialise ``offer_batch`` calls (one-by-one ``offer`` is always safe)."""
+    concurrent publication keeps one per thread."""
 
     __slots__ = (
         "_first_frame_length",

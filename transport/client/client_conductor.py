@@ -279,14 +279,13 @@ class ClientConductor:
         with self._lock:
             self._ensure_usable()
             correlation_id = self._driver_proxy.add_subscription(channel, stream_id)
-            subscription = self._new_subscription(
+            self._new_subscription(
                 channel,
                 stream_id,
                 correlation_id,
                 available_image_handler,
                 unavailable_image_handler,
             )
-            subscription.channel_status_id = _NULL_VALUE  # pending until ON_SUBSCRIPTION_READY
             self._async_command_ids.add(correlation_id)
             return correlation_id
 
@@ -392,7 +391,7 @@ class ClientConductor:
         pending = self._pending_publications.pop(correlation_id, None)
         resource = self._resources.get(correlation_id)
         error = _registration_error(code, message, correlation_id, None)
-        if isinstance(resource, Subscription) and resource.channel_status_id == _NULL_VALUE:
+        if isinstance(resource, Subscription):  # an async add the driver refused
             resource.internal_close()
             del self._resources[correlation_id]
             self._async_errors[correlation_id] = error

@@ -10,6 +10,7 @@ an offer that finds the tail already in the next term before the active term cou
 from __future__ import annotations
 
 from collections.abc import Sequence
+from threading import get_ident
 from typing import TYPE_CHECKING, Final
 
 from transport.client.batch_writer import BatchWriter
@@ -51,7 +52,7 @@ assert LOG_META_DATA_LENGTH > LOG_ACTIVE_TERM_COUNT_OFFSET
 class ConcurrentPublication(Publication):
     """Thread- and process-safe appends to a shared log (``Aeron.add_publication``)."""
 
-    __slots__ = ("_appenders", "_batch")
+    __slots__ = ("_appenders", "_batches")
 
     def __init__(
         self,
@@ -81,7 +82,7 @@ class ConcurrentPublication(Publication):
             TermAppender(term_buffer, meta, index)
             for index, term_buffer in enumerate(self._term_buffers)
         )
-        self._batch = BatchWriter(self)
+        self._batches: dict[int, BatchWriter] = {}
 
     def offer(
         self,
@@ -213,6 +214,7 @@ class ConcurrentPublication(Publication):
     ) -> int:
         """Append ``messages[start:start + count]`` (all from ``start`` by default) in order,
         reserving their space with one atomic add and publishing them with one release store.
+        Safe from several threads (each has its own scratch block).
 
         Returns how many were appended (the first ones; call again from ``start + n`` for the
         rest), or a negative code when none was (``position`` gives the new position). Each
@@ -235,7 +237,9 @@ class ConcurrentPublication(Publication):
             return ADMIN_ACTION
         term_offset = raw_tail & _LOW_32
         position = (term_count << self.position_bits_to_shift) + term_offset
-        batch = self._batch
+        batch = self._batches.get(get_ident())
+        if batch is None:
+            batch = self._batches[get_ident()] = BatchWriter(self)
         taken = batch.build(messages, start, end, term_offset, term_id, position, limit)
         if taken <= 0:
             first = messages[start]

@@ -108,12 +108,6 @@ class AeronContext:
         _not_negative("resource_linger_duration_ns", self.resource_linger_duration_ns)
         _not_negative("close_linger_duration_ns", self.close_linger_duration_ns)
         _not_negative("inter_service_timeout_ns", self.inter_service_timeout_ns)
-        if self.keep_alive_interval_ns >= self.driver_timeout_ms * _MS:
-            _reject(
-                "keep_alive_interval_ns",
-                self.keep_alive_interval_ns,
-                f"less than driver_timeout_ms ({self.driver_timeout_ms} ms)",
-            )
         if 0 < self.inter_service_timeout_ns <= self.keep_alive_interval_ns:
             _reject(
                 "inter_service_timeout_ns",

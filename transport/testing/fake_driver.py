@@ -17,8 +17,9 @@ real driver's internals:
 - allocates a client's ``client-heartbeat`` counter (type 11, key = client id) on its first
   command and times the client out (ON_CLIENT_TIMEOUT) when it is not stamped for the client
   liveness timeout;
-- moves each publication limit to the slowest subscriber position plus the term window, and
-  flags the log connected while it has subscribers.
+- moves each publication limit to the slowest subscriber position plus the term window, zeroes
+  the terms a term length behind the slowest subscriber, and flags the log connected while it
+  has subscribers.
 
 Scripting: :meth:`FakeDriver.fail_next` (ON_ERROR for the next command of a type),
 :meth:`stop_heartbeat` / :meth:`resume_heartbeat`, :meth:`time_out_client`,
@@ -129,8 +130,23 @@ class FakePublication:
     ref_count: int = 1
     limit_frozen: bool = False
     end_of_stream_position: int = MAX_POSITION
+    clean_position: int = 0
     images: dict[int, int] = field(default_factory=dict)
     """Subscription registration id -> sub-pos counter id."""
+
+    def clean_to(self, position: int) -> None:
+        """Zero the terms up to ``position`` (behind the slowest subscriber), as Aeron's
+        ``cleanBufferTo``, so appenders always write over zeroed memory."""
+        term_length = self.log_buffers.term_length
+        bits = position_bits_to_shift(term_length)
+        while position > self.clean_position:
+            clean_position = self.clean_position
+            term = self.log_buffers.term_buffers[(clean_position >> bits) % 3]
+            term_offset = clean_position & (term_length - 1)
+            length = min(position - clean_position, term_length - term_offset)
+            term.set_memory(term_offset + 8, length - 8, 0)
+            term.put_int64_ordered(term_offset, 0)
+            self.clean_position = clean_position + length
 
     def producer_position(self) -> int:
         meta = self.log_buffers.meta_data_buffer
@@ -473,6 +489,7 @@ class FakeDriver:
             window,
         )
         self.counters.set_counter_value(limit_counter_id, publication.producer_position())
+        publication.clean_position = publication.producer_position()
         self.publications[registration_id] = publication
         return publication
 
@@ -680,9 +697,10 @@ class FakeDriver:
                 set_is_connected(meta, False)
                 continue
             set_is_connected(meta, True)
+            slowest = min(get_value(counter_id) for counter_id in publication.images.values())
+            publication.clean_to(slowest - publication.log_buffers.term_length)
             if publication.limit_frozen:
                 continue
-            slowest = min(get_value(counter_id) for counter_id in publication.images.values())
             limit = slowest + publication.term_window_length
             if limit > get_value(publication.limit_counter_id):
                 self.counters.set_counter_value(publication.limit_counter_id, limit)
