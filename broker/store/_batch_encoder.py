@@ -83,17 +83,16 @@ class EncodedBatch:
         pack_crc = _U32.pack_into
         add_size = sizes.append
         add_tag = tags.append
-        position = 0
-        queue_offset = first_queue_offset
+        hashes = _TAG_HASHES
         scratch = self.scratch
         view = self.view
-        shape = (-1, -1)
+        capacity = len(scratch)
+        last_body = last_properties = -1
         packer = record_struct(0, topic_length, 0)
-        hashes = _TAG_HASHES
-        i = -1
+        position = 0
+        queue_offset = first_queue_offset
         try:
             for message in messages:
-                i += 1
                 if message.topic != topic or message.queue_id != queue_id:
                     return PutMessageStatus.MESSAGE_ILLEGAL
                 props = message.properties
@@ -102,7 +101,8 @@ class EncodedBatch:
                     for name, value in props.items():
                         text += name + _NAME_VALUE + value + _SEPARATOR
                     encoded = text.encode()
-                    if len(encoded) > MAX_PROPERTIES_LENGTH:
+                    properties_length = len(encoded)
+                    if properties_length > MAX_PROPERTIES_LENGTH:
                         return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
                     tag = props.get(PROPERTY_TAGS)
                     if tag:
@@ -115,25 +115,27 @@ class EncodedBatch:
                     else:
                         add_tag(0)
                     if index_keys and (PROPERTY_KEYS in props or PROPERTY_UNIQ_KEY in props):
-                        keyed.append(i)
+                        keyed.append(queue_offset - first_queue_offset)
                 else:
                     encoded = b""
+                    properties_length = 0
                     add_tag(0)
                 body = message.body
                 body_length = len(body)
-                properties_length = len(encoded)
                 size = fixed + body_length + properties_length
                 if size > max_record_bytes:
                     return PutMessageStatus.MESSAGE_ILLEGAL
                 end = position + size
-                if end > len(scratch):
+                if end > capacity:
                     if end > max_batch_bytes:
                         return PutMessageStatus.MESSAGE_ILLEGAL
                     view.release()
-                    scratch.extend(bytes(max(end, 2 * len(scratch)) - len(scratch)))
+                    scratch.extend(bytes(max(end, 2 * capacity) - capacity))
                     view = self.view = memoryview(scratch)
-                if shape != (body_length, properties_length):
-                    shape = (body_length, properties_length)
+                    capacity = len(scratch)
+                if body_length != last_body or properties_length != last_properties:
+                    last_body = body_length
+                    last_properties = properties_length
                     packer = record_struct(body_length, topic_length, properties_length)
                 packer.pack_into(
                     scratch,
@@ -159,10 +161,10 @@ class EncodedBatch:
                     properties_length,
                     encoded,
                 )
-                end -= CRC_LENGTH
+                end -= 4  # the record CRC
                 pack_crc(scratch, end, crc32(view[position:end]))
                 add_size(size)
-                position += size
+                position = end + 4
                 queue_offset += 1
         except (struct.error, TypeError, ValueError, AttributeError, UnicodeError):
             return PutMessageStatus.MESSAGE_ILLEGAL
