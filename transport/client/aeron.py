@@ -211,7 +211,7 @@ class Aeron:
                 self._runner.close(_RUNNER_CLOSE_TIMEOUT_S)
             elif self._invoker is not None:
                 self._invoker.close()
-            self._conductor.on_close()
+            self._conductor.close()
         finally:
             try:
                 self._cnc.close()

@@ -157,6 +157,12 @@ class ClientConductor:
             self._lock.release()
 
     def on_close(self) -> None:
+        """The agent's end. After a timeout stopped the client, the files stay mapped until the
+        application calls ``Aeron.close`` (a poll racing the stop reads no unmapped memory)."""
+        if not self._is_terminating:
+            self.close()
+
+    def close(self) -> None:
         """Close everything, tell the driver (CLIENT_CLOSE) and unmap the logs; idempotent."""
         with self._lock:
             if self._is_closed:

@@ -26,6 +26,7 @@ from transport.client.publication import (
 )
 from transport.logbuffer.buffer_claim import BufferClaim
 from transport.logbuffer.buffer_vector import validate_and_compute_length
+from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
 from transport.logbuffer.handlers import ReservedValueSupplier
 from transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["ConcurrentPublication"]
 
 _LOW_32: Final = 0xFFFF_FFFF
+_ALIGN_UP: Final = FRAME_ALIGNMENT - 1
+_ALIGN_DOWN: Final = -FRAME_ALIGNMENT
 _BYTES: Final = bytes
 _BYTEARRAY: Final = bytearray
 assert LOG_META_DATA_LENGTH > LOG_ACTIVE_TERM_COUNT_OFFSET
@@ -52,7 +55,13 @@ assert LOG_META_DATA_LENGTH > LOG_ACTIVE_TERM_COUNT_OFFSET
 class ConcurrentPublication(Publication):
     """Thread- and process-safe appends to a shared log (``Aeron.add_publication``)."""
 
-    __slots__ = ("_appenders", "_batches")
+    __slots__ = (
+        "_appenders",
+        "_batches",
+        "_session_id_high",
+        "_stream_id_low",
+        "_version_flags_type",
+    )
 
     def __init__(
         self,
@@ -83,6 +92,10 @@ class ConcurrentPublication(Publication):
             for index, term_buffer in enumerate(self._term_buffers)
         )
         self._batches: dict[int, BatchWriter] = {}
+        header = self._header_writer
+        self._version_flags_type = header.version_flags_type
+        self._session_id_high = header.session_id_high
+        self._stream_id_low = header.stream_id_low
 
     def offer(
         self,
@@ -116,6 +129,30 @@ class ConcurrentPublication(Publication):
         position = (term_count << self.position_bits_to_shift) + term_offset
         if position >= limit:
             return self.back_pressure_status(position, length)
+        if length <= self.max_payload_length and reserved_value_supplier is None:
+            # TermAppender.append_unfragmented_message, inlined: this is the hottest path.
+            frame_length = length + HDR_LENGTH
+            aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
+            reserved_tail = meta.get_and_add_int64(index << 3, aligned_length)
+            if reserved_tail >> 32 != term_id:
+                raise BatchWriter.delayed(term_id, reserved_tail >> 32)
+            frame_offset = reserved_tail & _LOW_32
+            resulting_offset = frame_offset + aligned_length
+            term_buffer = self._term_buffers[index]
+            if resulting_offset <= self.term_buffer_length:
+                term_buffer.put_int64_ordered(
+                    frame_offset, self._version_flags_type | (-frame_length & _LOW_32)
+                )
+                term_buffer.put_int64(frame_offset + 8, self._session_id_high | frame_offset)
+                term_buffer.put_int64(frame_offset + 16, self._stream_id_low | (term_id << 32))
+                term_buffer.put_bytes(frame_offset + HDR_LENGTH, buffer, offset, length)
+                term_buffer.put_int32_ordered(frame_offset, frame_length)
+                return position - term_offset + resulting_offset
+            if frame_offset < self.term_buffer_length:
+                self._header_writer.write_padding(
+                    term_buffer, frame_offset, self.term_buffer_length - frame_offset, term_id
+                )
+            return self.end_of_term(term_count, term_offset, term_id, position)
         appender = self._appenders[index]
         if length <= self.max_payload_length:
             resulting_offset = appender.append_unfragmented_message(

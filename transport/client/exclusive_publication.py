@@ -26,6 +26,7 @@ from transport.client.publication import (
 from transport.logbuffer.buffer_claim import BufferClaim
 from transport.logbuffer.buffer_vector import validate_and_compute_length
 from transport.logbuffer.exclusive_term_appender import ExclusiveTermAppender
+from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
 from transport.logbuffer.handlers import ReservedValueSupplier
 from transport.logbuffer.log_buffer_descriptor import (
     PARTITION_COUNT,
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ExclusivePublication"]
 
+_LOW_32: Final = 0xFFFF_FFFF
+_ALIGN_UP: Final = FRAME_ALIGNMENT - 1
+_ALIGN_DOWN: Final = -FRAME_ALIGNMENT
 _BYTES: Final = bytes
 _BYTEARRAY: Final = bytearray
 _INT32_SPAN: Final = 1 << 32
@@ -58,9 +62,12 @@ class ExclusivePublication(Publication):
         "_active_index",
         "_appenders",
         "_batch",
+        "_session_id_high",
+        "_stream_id_low",
         "_term_begin_position",
         "_term_id",
         "_term_offset",
+        "_version_flags_type",
     )
 
     def __init__(
@@ -100,6 +107,10 @@ class ExclusivePublication(Publication):
             self._term_id, self.position_bits_to_shift, self.initial_term_id
         )
         self._batch = BatchWriter(self)
+        header = self._header_writer
+        self._version_flags_type = header.version_flags_type
+        self._session_id_high = header.session_id_high
+        self._stream_id_low = header.stream_id_low
 
     @property
     def position(self) -> int:
@@ -141,6 +152,29 @@ class ExclusivePublication(Publication):
         position = self._term_begin_position + term_offset
         if position >= limit:
             return self.back_pressure_status(position, length)
+        if length <= self.max_payload_length and reserved_value_supplier is None:
+            # ExclusiveTermAppender.append_unfragmented_message, inlined: the hottest path.
+            frame_length = length + HDR_LENGTH
+            resulting_offset = term_offset + ((frame_length + _ALIGN_UP) & _ALIGN_DOWN)
+            term_id = self._term_id
+            index = self._active_index
+            self._meta.put_int64_ordered(index << 3, (term_id << 32) | resulting_offset)
+            term_buffer = self._term_buffers[index]
+            if resulting_offset <= self.term_buffer_length:
+                term_buffer.put_int64_ordered(
+                    term_offset, self._version_flags_type | (-frame_length & _LOW_32)
+                )
+                term_buffer.put_int64(term_offset + 8, self._session_id_high | term_offset)
+                term_buffer.put_int64(term_offset + 16, self._stream_id_low | (term_id << 32))
+                term_buffer.put_bytes(term_offset + HDR_LENGTH, buffer, offset, length)
+                term_buffer.put_int32_ordered(term_offset, frame_length)
+                self._term_offset = resulting_offset
+                return self._term_begin_position + resulting_offset
+            if term_offset < self.term_buffer_length:
+                self._header_writer.write_padding(
+                    term_buffer, term_offset, self.term_buffer_length - term_offset, term_id
+                )
+            return self._rotate()
         appender = self._appenders[self._active_index]
         if length <= self.max_payload_length:
             result = appender.append_unfragmented_message(

@@ -171,3 +171,16 @@ def test_should_refuse_calls_after_close(aeron: Aeron) -> None:
         aeron.add_subscription("aeron:ipc", 1)
     with pytest.raises(IllegalStateError, match="closed"):
         aeron.next_correlation_id()
+
+
+def test_should_keep_logs_mapped_after_a_timeout_until_the_application_closes(
+    aeron: Aeron, driver: FakeDriver
+) -> None:
+    publication = aeron.add_publication("aeron:ipc", 1)
+    log = publication.log_buffers
+    driver.time_out_client(aeron.client_id)
+    wait_for(lambda: aeron.is_closed, what="the client to stop")
+    time.sleep(0.1)  # past the resource linger: still mapped, nothing lingers out by itself
+    assert log.term_buffers[0].capacity > 0
+    aeron.close()
+    assert log.term_buffers[0].capacity == 0
