@@ -18,13 +18,13 @@ from transport.concurrent.broadcast_descriptor import (
     PADDING_MSG_TYPE_ID,
     TAIL_COUNTER_OFFSET,
     TAIL_INTENT_COUNTER_OFFSET,
-    TYPE_OFFSET,
     check_capacity,
 )
 
 __all__ = ["BroadcastReceiver"]
 
 _LOW_32 = 0xFFFFFFFF
+_MAX_HEADER_ATTEMPTS = 8  # laps in a row while reading one header before giving up for now
 
 
 class BroadcastReceiver:
@@ -36,11 +36,13 @@ class BroadcastReceiver:
         "_cursor",
         "_lapped_count",
         "_latest_index",
+        "_length",
         "_mask",
         "_next_record",
         "_record_offset",
         "_tail_index",
         "_tail_intent_index",
+        "_type_id",
     )
 
     def __init__(self, buffer: AtomicBuffer) -> None:
@@ -59,6 +61,8 @@ class BroadcastReceiver:
         self._cursor = latest
         self._next_record = latest
         self._record_offset = latest & self._mask
+        self._type_id = 0
+        self._length = 0
         self._lapped_count = 0
 
     @property
@@ -71,7 +75,7 @@ class BroadcastReceiver:
 
     def type_id(self) -> int:
         """Message type id of the message ``receive_next`` moved to."""
-        return self._buffer.get_int32(self._record_offset + TYPE_OFFSET)
+        return self._type_id
 
     def offset(self) -> int:
         """Index in :meth:`buffer` of the payload of the current message."""
@@ -79,7 +83,7 @@ class BroadcastReceiver:
 
     def length(self) -> int:
         """Payload length of the current message."""
-        return self._buffer.get_int32(self._record_offset) - HEADER_LENGTH
+        return self._length
 
     def buffer(self) -> AtomicBuffer:
         return self._buffer
@@ -88,6 +92,9 @@ class BroadcastReceiver:
         """Move to the next message; False when there is none yet.
 
         If the transmitter has lapped this receiver, count it and move to the latest message.
+        The header is checked against the tail intent after it is read (Agrona checks only
+        before), so ``type_id`` and ``length`` always come from a header that was whole; the
+        payload may still be overwritten afterwards: check :meth:`validate` after using it.
         """
         buffer = self._buffer
         tail = buffer.get_int64_volatile(self._tail_index)
@@ -98,16 +105,29 @@ class BroadcastReceiver:
         if not self._valid_at(cursor):
             self._lapped_count += 1
             cursor = buffer.get_int64_volatile(self._latest_index)
-        record_offset = cursor & mask
-        header = buffer.get_int64(record_offset)
+        for _ in range(_MAX_HEADER_ATTEMPTS):
+            header_cursor = cursor
+            record_offset = cursor & mask
+            header = buffer.get_int64(record_offset)
+            next_record = cursor + (((header & _LOW_32) + 7) & -8)
+            if header >> 32 == PADDING_MSG_TYPE_ID:
+                record_offset = 0
+                cursor = next_record
+                header = buffer.get_int64(0)
+                next_record += ((header & _LOW_32) + 7) & -8
+            if self._valid_at(header_cursor):
+                break
+            # Overwritten while we read it: lapped after all.
+            self._lapped_count += 1
+            cursor = buffer.get_int64_volatile(self._latest_index)
+        else:
+            self._next_record = cursor
+            return False
         self._cursor = cursor
-        next_record = cursor + (((header & _LOW_32) + 7) & -8)
-        if header >> 32 == PADDING_MSG_TYPE_ID:
-            record_offset = 0
-            self._cursor = next_record
-            next_record += (buffer.get_int32(0) + 7) & -8
         self._next_record = next_record
         self._record_offset = record_offset
+        self._type_id = header >> 32
+        self._length = (header & _LOW_32) - HEADER_LENGTH
         return True
 
     def validate(self) -> bool:

@@ -193,6 +193,27 @@ def test_should_fail_validation_when_the_message_is_overwritten_while_read() -> 
     assert not rx.validate()
 
 
+def test_should_count_a_lap_that_happens_while_the_header_is_read() -> None:
+    buffer, tx = make(256)
+    checks: list[int] = []
+
+    class LappedWhileReading(BroadcastReceiver):
+        __slots__ = ()
+
+        def _valid_at(self, cursor: int) -> bool:
+            valid = super()._valid_at(cursor)
+            checks.append(cursor)
+            if len(checks) == 1:  # right after the first check, before the header is read
+                for i in range(8):
+                    tx.transmit(2, bytes([i]) * 24)
+            return valid
+
+    rx = LappedWhileReading(buffer)
+    tx.transmit(1, b"first")
+    assert receive(rx) == (2, bytes([7]) * 24)
+    assert rx.lapped_count() == 1
+
+
 # --- copy receiver ------------------------------------------------------------------------------
 
 

@@ -51,8 +51,8 @@ def test_should_notice_being_lapped_by_another_process_and_recover(shm_dir: Path
             assert time.monotonic() < deadline, f"stuck after {len(received)} messages"
             if not rx.receive_next():
                 continue
+            msg_type_id = rx.type_id()  # from a header checked whole by receive_next
             data = buffer.get_bytes(rx.offset(), rx.length())
-            msg_type_id = rx.type_id()
             if not rx.validate():
                 torn += 1  # overwritten while we copied it: drop it, as a receiver must
                 continue
