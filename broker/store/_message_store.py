@@ -207,7 +207,12 @@ class MessageStore:
 
     def put_messages(self, messages: Sequence[InboundMessage]) -> PutMessageResult:
         """Append a batch of one (topic, queue id), contiguous, with consecutive queue
-        offsets; under SYNC flush, return once it is durable (else ``FLUSH_DISK_TIMEOUT``)."""
+        offsets; under SYNC flush, return once it is durable (else ``FLUSH_DISK_TIMEOUT``).
+
+        The whole batch is capped like one message (``config.max_record_bytes``), as
+        RocketMQ caps a batch by its max message size; a batch that breaks any rule is
+        refused whole (``MESSAGE_ILLEGAL`` or ``PROPERTIES_SIZE_EXCEEDED``).
+        Caller: the broker's produce path, from any thread."""
         result, end = self._append(messages)
         group_commit = self._group_commit
         if (
@@ -371,7 +376,11 @@ class MessageStore:
         total = 0
         while next_offset < max_offset and next_offset - offset < scan_limit:
             entries = queue.entries(next_offset, scan_limit - (next_offset - offset))
-            if not len(entries):
+            if not len(entries):  # its file went to retention meanwhile
+                if next_offset < queue.min_offset:
+                    result.next_begin_offset = queue.min_offset
+                    if not messages:
+                        result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 break
             physical = entries["offset"].tolist()
             sizes = entries["size"].tolist()

@@ -30,9 +30,12 @@ class PutMessageStatus(enum.Enum):
 
 
 class GetMessageStatus(enum.Enum):
-    """The outcome of a get, as RocketMQ's. The broker maps it to a pull status: FOUND to
-    FOUND; NO_MATCHED_MSG to NO_MATCHED_MSG; OFFSET_OVERFLOW_ONE to NO_NEW_MSG; the rest to
-    OFFSET_ILLEGAL (NO_MESSAGE_IN_QUEUE with offset 0 to NO_NEW_MSG)."""
+    """The outcome of a get, as RocketMQ's. The broker maps it to a pull status as
+    RocketMQ's ``PullMessageProcessor`` does: FOUND to FOUND; NO_MATCHED_MSG and
+    MESSAGE_WAS_REMOVING to NO_MATCHED_MSG (pull again at once from the next offset);
+    OFFSET_OVERFLOW_ONE, and NO_MESSAGE_IN_QUEUE for offset 0, to NO_NEW_MSG (long poll);
+    OFFSET_TOO_SMALL, OFFSET_OVERFLOW_BADLY, and NO_MESSAGE_IN_QUEUE for another offset, to
+    OFFSET_ILLEGAL. ``next_begin_offset`` is always where to read next."""
 
     FOUND = "FOUND"
     NO_MATCHED_MSG = "NO_MATCHED_MSG"  # entries read, none matched (next offset advances)

@@ -60,6 +60,8 @@ def test_should_roll_to_a_new_segment_behind_a_blank_record(log: CommitLog) -> N
     size = batch.sizes[0]
     assert positions[:3] == [0, size, 2 * size]
     assert positions[4] == 4096 + size  # the fourth did not fit: it starts segment two
+    moved = log.read(positions[3], size)  # encoded for the old segment, then moved
+    assert moved is not None and moved.physical_offset == positions[3] == 4096
     assert [f.start_offset for f in log.files.files] == [0, 4096]
     assert log.check(3 * size) == (RecordCheck.BLANK, 4096 - 3 * size)
     first = log.files.files[0]

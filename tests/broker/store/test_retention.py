@@ -65,3 +65,25 @@ def test_should_keep_the_active_segment_whatever_its_age(
     clock.advance(1000 * HOUR_MS)
     assert store.run_retention().commit_log_files == 0
     assert store.get_messages("TopicA", 0, 0).messages[0].body == b"x"
+
+
+def test_should_skip_entries_whose_records_went_meanwhile(
+    open_store: OpenStore, clock: ManualClock
+) -> None:
+    store = open_store(
+        file_reserved_time_ms=0, consume_queue_entries_per_segment=64, max_filter_scan_entries=4
+    )
+    _fill_segments(store, clock, 3)
+    clock.advance(HOUR_MS)
+    assert store.run_retention().commit_log_files == 2
+    queue = store.queues.get("TopicA", 0)
+    assert queue is not None and queue.min_offset > 0
+    live = queue.min_offset
+    queue.min_offset = 0  # a reader that raced retention still sees the old bounds
+    assert live > 4
+    stale = store.get_messages("TopicA", 0, 0, max_count=2)  # scans 4 entries at most
+    assert stale.status is GetMessageStatus.MESSAGE_WAS_REMOVING
+    assert stale.messages == [] and stale.next_begin_offset == 4
+    resumed = store.get_messages("TopicA", 0, live - 1, max_count=2)
+    assert resumed.status is GetMessageStatus.FOUND
+    assert [m.queue_offset for m in resumed.messages] == [live, live + 1]
