@@ -19,13 +19,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Self
 
-import numpy as np
-
-from broker._errors import (
-    CorruptRecordError,
-    IllegalStateError,
-    StoreIOError,
-)
+from broker._errors import IllegalStateError, StoreIOError
 from broker.store._arrival import ArrivalListener, ArrivalNotifier
 from broker.store._batch_encoder import EncodedBatch
 from broker.store._checkpoint import Checkpoint
@@ -43,14 +37,9 @@ from broker.store._message import (
     pack_host,
 )
 from broker.store._queue_table import ConsumeQueueTable, is_valid_topic
+from broker.store._reader import DEFAULT_MAX_BYTES, DEFAULT_MAX_COUNT, MessageReader
 from broker.store._recovery import RecoveryReport, recover
-from broker.store._results import (
-    BoundaryType,
-    GetMessageResult,
-    GetMessageStatus,
-    PutMessageResult,
-    PutMessageStatus,
-)
+from broker.store._results import BoundaryType, GetMessageResult, PutMessageResult, PutMessageStatus
 from broker.store._retention import RetentionReport, run_retention
 from broker.store._scheduler import Duty, Scheduler
 from broker.store._topic_config import TopicConfigManager
@@ -59,8 +48,6 @@ __all__ = ["MessageStore"]
 
 _log = logging.getLogger("broker.store")
 
-DEFAULT_MAX_COUNT = 32
-DEFAULT_MAX_BYTES = 256 * 1024
 _MAX_QUEUE_ID = (1 << 31) - 1
 _TOPIC_CACHE_LIMIT = 10_000
 
@@ -99,8 +86,8 @@ class MessageStore:
         self.consumer_offsets = ConsumerOffsetManager(config.config_dir / "consumer_offsets.json")
         self.arrivals = ArrivalNotifier()
         self.recovery_report: RecoveryReport | None = None
-        self.corrupt_records_seen = 0
         self.index_errors = 0
+        self._reader = MessageReader(self.commit_log, self.queues, config.max_filter_scan_entries)
         self._put_lock = threading.Lock()
         self._running = False
         self._writable = False
@@ -347,98 +334,15 @@ class MessageStore:
     ) -> GetMessageResult:
         """Read up to ``max_count`` messages (and about ``max_bytes``; at least one) from
         ``offset`` of (topic, queue id), keeping those whose tag hash is in ``tag_hashes``
-        (all when None). Statuses and next offsets are RocketMQ's ``getMessage``'s.
-        """
-        queue = self.queues.get(topic, queue_id)
-        if queue is None:
-            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
-        min_offset = queue.min_offset
-        max_offset = queue.max_offset
-        if max_offset == 0:
-            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
-        if offset < min_offset:
-            status = GetMessageStatus.OFFSET_TOO_SMALL
-            return GetMessageResult(status, min_offset, min_offset, max_offset)
-        if offset == max_offset:
-            status = GetMessageStatus.OFFSET_OVERFLOW_ONE
-            return GetMessageResult(status, offset, min_offset, max_offset)
-        if offset > max_offset:
-            status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
-            return GetMessageResult(status, max_offset, min_offset, max_offset)
+        (all when None). Statuses and next offsets are RocketMQ's ``getMessage``'s; records
+        that fail their check are skipped and listed in ``corrupt``. Never raises.
+        Caller: the broker's pull path, from any thread."""
+        return self._reader.get_messages(topic, queue_id, offset, max_count, max_bytes, tag_hashes)
 
-        result = GetMessageResult(GetMessageStatus.NO_MATCHED_MSG, offset, min_offset, max_offset)
-        wanted = np.fromiter(tag_hashes, dtype=np.int64) if tag_hashes is not None else None
-        scan_limit = max(self.config.max_filter_scan_entries, max_count)
-        messages = result.messages
-        commit_log = self.commit_log
-        read = commit_log.read
-        next_offset = offset
-        total = 0
-        while next_offset < max_offset and next_offset - offset < scan_limit:
-            entries = queue.entries(next_offset, scan_limit - (next_offset - offset))
-            if not len(entries):  # its file went to retention meanwhile
-                if next_offset < queue.min_offset:
-                    result.next_begin_offset = queue.min_offset
-                    if not messages:
-                        result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                break
-            physical = entries["offset"].tolist()
-            sizes = entries["size"].tolist()
-            matched = np.isin(entries["tag"], wanted).tolist() if wanted is not None else None
-            del entries
-            full = False
-            for i, (position, size) in enumerate(zip(physical, sizes, strict=True)):
-                if messages and (len(messages) >= max_count or total + size > max_bytes):
-                    full = True
-                    break
-                queue_offset = next_offset + i
-                result.next_begin_offset = queue_offset + 1
-                if matched is not None and not matched[i]:
-                    continue
-                message = read(position, size)
-                if (
-                    message is None
-                    or message.queue_offset != queue_offset
-                    or message.queue_id != queue_id
-                    or message.topic != topic
-                ):
-                    if position < commit_log.min_offset:
-                        if not messages:
-                            result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                        continue
-                    self._report_corrupt(result, topic, queue_id, queue_offset, position, size)
-                    continue
-                messages.append(message)
-                total += size
-                result.status = GetMessageStatus.FOUND
-            if full:
-                break
-            next_offset += len(physical)
-        result.buffer_total_size = total
-        return result
-
-    def _report_corrupt(
-        self,
-        result: GetMessageResult,
-        topic: str,
-        queue_id: int,
-        queue_offset: int,
-        position: int,
-        size: int,
-    ) -> None:
-        check, _ = self.commit_log.check(position)
-        error = CorruptRecordError(
-            "record failed its check and was skipped",
-            physical_offset=position,
-            size=size,
-            topic=topic,
-            queue_id=queue_id,
-            queue_offset=queue_offset,
-            check=check.name,
-        )
-        self.corrupt_records_seen += 1
-        result.corrupt.append(error)
-        _log.error("%s", error)
+    @property
+    def corrupt_records_seen(self) -> int:
+        """How many records gets have skipped because they failed their check."""
+        return self._reader.corrupt_records_seen
 
     def get_min_offset(self, topic: str, queue_id: int) -> int:
         queue = self.queues.get(topic, queue_id)
@@ -497,24 +401,9 @@ class MessageStore:
         stored within ``[begin_ms, end_ms]``, newest first."""
         if self.index is None:
             raise IllegalStateError("the index is disabled", data_dir=str(self.config.data_dir))
-        found: list[StoredMessage] = []
-        max_offset = self.commit_log.max_offset
-        for position in self.index.query(topic, key, max_count, begin_ms, end_ms):
-            if position >= max_offset or position < self.commit_log.min_offset:
-                continue
-            try:
-                message = self.commit_log.read_checked(position)
-            except (CorruptRecordError, ValueError):
-                continue
-            if (
-                message.topic == topic
-                and begin_ms <= message.store_timestamp_ms <= end_ms
-                and (key in message.keys or message.unique_key == key)
-            ):
-                found.append(message)
-                if len(found) >= max_count:
-                    break
-        return found
+        return self._reader.query_messages_by_key(
+            self.index, topic, key, max_count, begin_ms, end_ms
+        )
 
     # -- long polling ----------------------------------------------------------------------
 
