@@ -227,7 +227,11 @@ def test_should_report_a_killed_driver_as_a_driver_timeout(
             publication = aeron.add_publication("aeron:ipc", 30)
             process.send_signal(signal.SIGKILL)
             process.wait(10)
-            wait_for(lambda: aeron.is_closed, timeout_s=10, what="the dead driver to be noticed")
+            wait_for(
+                lambda: aeron.is_closed and len(errors) > 0,
+                timeout_s=10,
+                what="the dead driver to be noticed",
+            )
             assert len(errors) == 1 and isinstance(errors[0], DriverTimeoutError)
             assert errors[0].aeron_dir == str(aeron_dir)  # type: ignore[attr-defined]
             assert publication.offer(b"x") == CLOSED

@@ -55,7 +55,7 @@ def test_should_close_with_a_client_timeout_when_the_driver_says_so(
     driver.time_out_client(aeron.client_id + 1000)  # someone else's timeout: ignored
     driver.time_out_client(aeron.client_id)
 
-    wait_for(lambda: aeron.is_closed, what="the client to close")
+    wait_for(lambda: aeron.is_closed and len(errors) > 0, what="the client to close")
     assert [type(e) for e in errors] == [ClientTimeoutError]
     assert errors[0].client_id == aeron.client_id  # type: ignore[attr-defined]
     assert publication.is_closed and subscription.is_closed
@@ -72,7 +72,7 @@ def test_should_fail_with_a_driver_timeout_when_the_driver_dies(
         publication = aeron.add_publication("aeron:ipc", 1)
         driver.stop_heartbeat()
 
-        wait_for(lambda: aeron.is_closed, what="the driver death to be noticed")
+        wait_for(lambda: aeron.is_closed and len(errors) > 0, what="the driver death to be noticed")
         assert len(errors) == 1 and isinstance(errors[0], DriverTimeoutError)
         assert errors[0].aeron_dir == str(driver.aeron_dir)  # type: ignore[attr-defined]
         assert errors[0].heartbeat_age_ms > 200  # type: ignore[attr-defined]
@@ -86,7 +86,7 @@ def test_should_fail_with_a_driver_timeout_when_the_driver_shut_down(
     driver: FakeDriver, aeron: Aeron, errors: list[BaseException]
 ) -> None:
     driver.set_driver_heartbeat_ms(-1)
-    wait_for(lambda: aeron.is_closed, what="the shutdown to be noticed")
+    wait_for(lambda: aeron.is_closed and len(errors) > 0, what="the shutdown to be noticed")
     assert [str(e) for e in errors] == [
         f"the media driver has shut down: aeron_dir={str(driver.aeron_dir)!r}"
     ]
@@ -99,7 +99,7 @@ def test_should_close_when_its_heartbeat_counter_disappears(
     wait_for(lambda: aeron.conductor.heartbeat_counter_id >= 0, what="the heartbeat counter")
     with driver._lock:  # the driver frees the counter without telling the client
         driver.counters.free(driver.clients.pop(aeron.client_id))
-    wait_for(lambda: aeron.is_closed, what="the client to close")
+    wait_for(lambda: aeron.is_closed and len(errors) > 0, what="the client to close")
     assert isinstance(errors[0], ClientTimeoutError)
     assert "heartbeat counter was closed" in str(errors[0])
 
@@ -174,12 +174,12 @@ def test_should_refuse_calls_after_close(aeron: Aeron) -> None:
 
 
 def test_should_keep_logs_mapped_after_a_timeout_until_the_application_closes(
-    aeron: Aeron, driver: FakeDriver
+    aeron: Aeron, driver: FakeDriver, errors: list[BaseException]
 ) -> None:
     publication = aeron.add_publication("aeron:ipc", 1)
     log = publication.log_buffers
     driver.time_out_client(aeron.client_id)
-    wait_for(lambda: aeron.is_closed, what="the client to stop")
+    wait_for(lambda: aeron.is_closed and len(errors) > 0, what="the client to stop")
     time.sleep(0.1)  # past the resource linger: still mapped, nothing lingers out by itself
     assert log.term_buffers[0].capacity > 0
     aeron.close()

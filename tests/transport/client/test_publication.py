@@ -396,3 +396,23 @@ def test_should_keep_each_threads_messages_intact_and_in_order_on_a_shared_publi
         thread.join(10)
     assert checker.errors == []
     assert checker.next_sequence == dict.fromkeys(range(4), count)
+
+
+@pytest.mark.parametrize("count", [10, 40])  # the frame loop, and the vectorised build
+def test_should_write_batch_frames_byte_for_byte_as_aeron_lays_them_out(
+    add: Callable[[str], Pub], subscription: Subscription, count: int
+) -> None:
+    import struct
+
+    publication = connected(add, subscription)
+    messages = [bytes([65 + i % 26]) * 20 for i in range(count)]
+    assert publication.offer_batch(messages) == count
+    meta = publication.log_buffers.meta_data_buffer
+    term_id = meta.get_int64(0) >> 32  # partition 0 is active: the log starts at term 0
+    term = publication.log_buffers.term_buffers[0]
+    for i, message in enumerate(messages):
+        expected = struct.pack(
+            "<iBBhiiiiq", 52, 0, 0xC0, 1, 64 * i, publication.session_id, 1001, term_id, 0
+        )
+        assert term.get_bytes(64 * i, 64) == expected + message + bytes(12), f"frame {i}"
+    assert term.get_int64(64 * count) == 0
