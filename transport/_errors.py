@@ -16,6 +16,7 @@
     ├── DriverTimeoutError              (also TimeoutError) the media driver stopped answering
     ├── ClientTimeoutError              the driver timed this client out
     ├── CncFileError                    a cnc.dat that is missing, too short or of another version
+    ├── ChannelEndpointError            a UDP socket that could not be opened, bound or joined
     ├── LogBufferFileError              a log buffer file too short or inconsistent with its metadata
     └── MalformedCommandError           a driver command or response too short or inconsistent
 
@@ -31,6 +32,7 @@ from typing import Any
 __all__ = [
     "ActiveDriverError",
     "AgentTerminationError",
+    "ChannelEndpointError",
     "ChannelUriError",
     "ClientTimeoutError",
     "CncFileError",
@@ -117,6 +119,13 @@ class ClientTimeoutError(TransportError):
 
 class CncFileError(TransportError):
     """A cnc.dat that does not exist, is too short, or has an incompatible version."""
+
+
+class ChannelEndpointError(TransportError):
+    """A UDP channel's socket could not be opened, bound, connected or joined to its group.
+
+    The message names the channel, the address and the operating system's reason.
+    """
 
 
 class LogBufferFileError(TransportError):

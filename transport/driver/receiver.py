@@ -1,0 +1,130 @@
+"""``Receiver``: the media driver's agent that receives UDP streams (Aeron's ``Receiver``).
+
+Its duty cycle (``do_work``):
+
+1. run the conductor's queued commands (endpoints, subscriptions' stream interest, new images,
+   images going away, cool-downs ending);
+2. read every receive endpoint's socket: each datagram is validated and dispatched to its image
+   (or turned into a request for one);
+3. give every image a turn: rebuild and loss detection (NAKs), status messages;
+4. forget SETUP requests that went unanswered for the pending setup timeout, so the next frame
+   asks again.
+
+It counts ``Bytes received`` and tracks its longest cycle (``Receiver max cycle time``).
+Nothing a peer sends can raise out of it: bad datagrams are counted and dropped by the
+endpoints.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from transport.concurrent import AtomicCounter, NanoClock
+from transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from transport.driver.network_proxies import CommandQueue, drain
+from transport.driver.publication_image import PublicationImage
+
+__all__ = ["Receiver"]
+
+
+class Receiver:
+    """The receiver agent (see module)."""
+
+    def __init__(
+        self,
+        *,
+        nano_clock: NanoClock,
+        bytes_received: AtomicCounter,
+        max_cycle_time: AtomicCounter,
+        cycle_time_threshold_exceeded: AtomicCounter,
+        cycle_threshold_ns: int,
+    ) -> None:
+        self.commands: CommandQueue = deque()
+        self.endpoints: list[ReceiveChannelEndpoint] = []
+        self.images: list[PublicationImage] = []
+        self._nano_clock = nano_clock
+        self._bytes_received = bytes_received
+        self._max_cycle_time = max_cycle_time
+        self._cycle_time_threshold_exceeded = cycle_time_threshold_exceeded
+        self._cycle_threshold_ns = cycle_threshold_ns
+        self._time_of_last_cycle_ns = nano_clock.time_ns()
+        self._max_cycle_ns = 0
+
+    @property
+    def role_name(self) -> str:
+        return "receiver"
+
+    def on_start(self) -> None:
+        return None
+
+    def on_close(self) -> None:
+        return None
+
+    def do_work(self) -> int:
+        now_ns = self._nano_clock.time_ns()
+        self._track_cycle_time(now_ns)
+        work_count = drain(self.commands) if self.commands else 0
+        bytes_received = 0
+        for endpoint in self.endpoints:
+            bytes_received += endpoint.poll(now_ns)
+            work_count += endpoint.dispatcher.check_pending_setups(now_ns)
+        if bytes_received:
+            self._bytes_received.add_ordered(bytes_received)
+        for image in self.images:
+            work_count += image.do_work(now_ns)
+        return work_count + bytes_received
+
+    def _track_cycle_time(self, now_ns: int) -> None:
+        cycle_ns = now_ns - self._time_of_last_cycle_ns
+        self._time_of_last_cycle_ns = now_ns
+        if cycle_ns > self._max_cycle_ns:
+            self._max_cycle_ns = cycle_ns
+            self._max_cycle_time.set_ordered(cycle_ns)
+        if cycle_ns > self._cycle_threshold_ns:
+            self._cycle_time_threshold_exceeded.increment_ordered()
+
+    # Commands (run on the receiver thread) ----------------------------------------------------
+
+    def on_add_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
+        self.endpoints.append(endpoint)
+
+    def on_remove_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
+        if endpoint in self.endpoints:
+            self.endpoints.remove(endpoint)
+        endpoint.receiver_release()
+
+    def on_add_subscription(
+        self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int | None
+    ) -> None:
+        if session_id is None:
+            endpoint.dispatcher.add_subscription(stream_id)
+        else:
+            endpoint.dispatcher.add_subscription_by_session(stream_id, session_id)
+
+    def on_remove_subscription(
+        self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int | None
+    ) -> None:
+        if session_id is None:
+            endpoint.dispatcher.remove_subscription(stream_id)
+        else:
+            endpoint.dispatcher.remove_subscription_by_session(stream_id, session_id)
+
+    def on_new_publication_image(self, image: PublicationImage) -> None:
+        self.images.append(image)
+        image.endpoint.dispatcher.add_publication_image(image)
+
+    def on_remove_publication_image(self, image: PublicationImage) -> None:
+        if image in self.images:
+            self.images.remove(image)
+        image.endpoint.dispatcher.remove_publication_image(image)
+        image.receiver_release()
+
+    def on_remove_cool_down(
+        self, endpoint: ReceiveChannelEndpoint, session_id: int, stream_id: int
+    ) -> None:
+        endpoint.dispatcher.remove_cool_down(session_id, stream_id)
+
+    def on_remove_init_in_progress(
+        self, endpoint: ReceiveChannelEndpoint, session_id: int, stream_id: int
+    ) -> None:
+        endpoint.dispatcher.remove_init_in_progress(session_id, stream_id)

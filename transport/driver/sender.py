@@ -1,0 +1,130 @@
+"""``Sender``: the media driver's agent that sends network publications (Aeron's ``Sender``).
+
+Its duty cycle (``do_work``):
+
+1. run the conductor's queued commands (add or remove endpoints and publications);
+2. give every publication a turn to send (round robin, starting one further each cycle so none
+   is always first): SETUP, data up to its limit, heartbeats, resends;
+3. when nothing was sent, or after ``send_to_status_poll_ratio`` cycles that did send, or at
+   least every half status message timeout, read the endpoints' sockets for status messages,
+   NAKs and RTTMs.
+
+It counts ``Bytes sent`` and tracks its longest cycle (``Sender max cycle time``, and the cycles
+over the threshold).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from transport.concurrent import AtomicCounter, NanoClock
+from transport.driver.media.send_channel_endpoint import SendChannelEndpoint
+from transport.driver.network_proxies import CommandQueue, drain
+from transport.driver.network_publication import NetworkPublication
+from transport.driver.udp_settings import UdpSettings
+
+__all__ = ["Sender"]
+
+
+class Sender:
+    """The sender agent (see module)."""
+
+    def __init__(
+        self,
+        *,
+        settings: UdpSettings,
+        nano_clock: NanoClock,
+        bytes_sent: AtomicCounter,
+        max_cycle_time: AtomicCounter,
+        cycle_time_threshold_exceeded: AtomicCounter,
+        cycle_threshold_ns: int,
+    ) -> None:
+        self.commands: CommandQueue = deque()
+        self.publications: list[NetworkPublication] = []
+        self.endpoints: list[SendChannelEndpoint] = []
+        self._nano_clock = nano_clock
+        self._bytes_sent = bytes_sent
+        self._max_cycle_time = max_cycle_time
+        self._cycle_time_threshold_exceeded = cycle_time_threshold_exceeded
+        self._cycle_threshold_ns = cycle_threshold_ns
+        self._duty_cycle_ratio = settings.send_to_status_poll_ratio
+        self._status_message_read_timeout_ns = settings.status_message_timeout_ns // 2
+        self._duty_cycle_counter = 0
+        self._control_poll_deadline_ns = 0
+        self._round_robin_index = 0
+        self._time_of_last_cycle_ns = nano_clock.time_ns()
+        self._max_cycle_ns = 0
+
+    @property
+    def role_name(self) -> str:
+        return "sender"
+
+    def on_start(self) -> None:
+        return None
+
+    def on_close(self) -> None:
+        return None
+
+    def do_work(self) -> int:
+        now_ns = self._nano_clock.time_ns()
+        self._track_cycle_time(now_ns)
+        work_count = drain(self.commands) if self.commands else 0
+        bytes_sent = self._do_send(now_ns)
+        self._duty_cycle_counter += 1
+        if (
+            bytes_sent == 0
+            or self._duty_cycle_counter >= self._duty_cycle_ratio
+            or now_ns > self._control_poll_deadline_ns
+        ):
+            for endpoint in self.endpoints:
+                work_count += endpoint.poll(now_ns)
+            self._duty_cycle_counter = 0
+            self._control_poll_deadline_ns = now_ns + self._status_message_read_timeout_ns
+        return work_count + bytes_sent
+
+    def _do_send(self, now_ns: int) -> int:
+        publications = self.publications
+        count = len(publications)
+        if count == 0:
+            return 0
+        start = self._round_robin_index
+        if start >= count:
+            start = 0
+        self._round_robin_index = start + 1
+        bytes_sent = 0
+        for i in range(start, count):
+            bytes_sent += publications[i].send(now_ns)
+        for i in range(start):
+            bytes_sent += publications[i].send(now_ns)
+        if bytes_sent:
+            self._bytes_sent.add_ordered(bytes_sent)
+        return bytes_sent
+
+    def _track_cycle_time(self, now_ns: int) -> None:
+        cycle_ns = now_ns - self._time_of_last_cycle_ns
+        self._time_of_last_cycle_ns = now_ns
+        if cycle_ns > self._max_cycle_ns:
+            self._max_cycle_ns = cycle_ns
+            self._max_cycle_time.set_ordered(cycle_ns)
+        if cycle_ns > self._cycle_threshold_ns:
+            self._cycle_time_threshold_exceeded.increment_ordered()
+
+    # Commands (run on the sender thread) ------------------------------------------------------
+
+    def on_add_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+        self.endpoints.append(endpoint)
+
+    def on_remove_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+        if endpoint in self.endpoints:
+            self.endpoints.remove(endpoint)
+        endpoint.sender_release()
+
+    def on_add_publication(self, publication: NetworkPublication) -> None:
+        self.publications.append(publication)
+        publication.endpoint.add_publication(publication)
+
+    def on_remove_publication(self, publication: NetworkPublication) -> None:
+        if publication in self.publications:
+            self.publications.remove(publication)
+        publication.endpoint.remove_publication(publication)
+        publication.sender_release()
