@@ -250,10 +250,19 @@ _BYTE_TYPES: Final = frozenset((bytes, bytearray, AtomicBuffer))
 
 
 def buffer_length(buffer: Buffer) -> int:
-    """Bytes in ``buffer``: ``len`` for the common byte types, else through a memoryview."""
+    """Bytes in ``buffer``: ``len`` for the common byte types, else through a memoryview.
+
+    A buffer that is not contiguous is refused here, before anything is appended (a copy
+    failing after the frame was claimed would leave the log blocked until the driver
+    unblocks it).
+    """
     if type(buffer) in _BYTE_TYPES:
         return len(buffer)  # type: ignore[arg-type]
     with memoryview(buffer) as view:
+        if not view.c_contiguous:
+            raise ConfigurationError(
+                "message buffer is not contiguous", shape=view.shape, strides=view.strides
+            )
         return view.nbytes
 
 

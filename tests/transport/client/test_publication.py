@@ -416,3 +416,13 @@ def test_should_write_batch_frames_byte_for_byte_as_aeron_lays_them_out(
         )
         assert term.get_bytes(64 * i, 64) == expected + message + bytes(12), f"frame {i}"
     assert term.get_int64(64 * count) == 0
+
+
+def test_should_refuse_a_non_contiguous_buffer_before_appending(
+    add: Callable[[str], Pub], subscription: Subscription
+) -> None:
+    publication = connected(add, subscription)
+    with pytest.raises(ConfigurationError, match="not contiguous"):
+        publication.offer(memoryview(b"abcdef")[::2])
+    assert publication.position == 0
+    assert publication.offer(memoryview(bytearray(b"abcdef")).cast("B", (2, 3))) == 64
