@@ -11,9 +11,10 @@ subscriptions, images and counters, and keeps the client alive, as Aeron's ``Cli
   its correlation id arrives (``RegistrationError`` for ON_ERROR, ``DriverTimeoutError`` after
   the driver timeout). The duty cycle (``do_work``, on the conductor thread or the application's
   invoker) only *tries* the lock and skips the cycle when a control call holds it.
-- **Keepalive**: every ``keep_alive_interval_ns`` it stamps the epoch time (ms) into this
-  client's heartbeat counter (type 11, key = client id), which the driver allocated on the
-  client's first command; until that counter exists it sends CLIENT_KEEPALIVE instead.
+- **Keepalive** (:class:`~transport.client.client_liveness.ClientLiveness`): every
+  ``keep_alive_interval_ns`` it stamps the epoch time (ms) into this client's heartbeat counter
+  (type 11, key = client id), which the driver allocated on the client's first command; until
+  that counter exists it sends CLIENT_KEEPALIVE instead.
 - **Driver liveness**: at the same interval it reads the driver's heartbeat in the to-driver
   ring buffer; older than the driver timeout (or -1, a driver that shut down) and the client
   terminates with :class:`~transport.DriverTimeoutError`: every resource is closed, the error
@@ -45,17 +46,13 @@ from transport._errors import (
     RegistrationError,
     TransportError,
 )
+from transport.client.client_liveness import ClientLiveness
 from transport.client.concurrent_publication import ConcurrentPublication
 from transport.client.context import AeronContext, ImageHandler
 from transport.client.counter import Counter
 from transport.client.driver_events_adapter import NO_CORRELATION_ID, DriverEventsAdapter
 from transport.client.driver_proxy import DriverProxy
 from transport.client.exclusive_publication import ExclusivePublication
-from transport.client.heartbeat_timestamp import (
-    HEARTBEAT_TYPE_ID,
-    find_counter_id_by_registration_id,
-    is_active,
-)
 from transport.client.image import Image
 from transport.client.log_buffers_registry import LogBuffersRegistry
 from transport.client.publication import Publication
@@ -63,11 +60,9 @@ from transport.client.subscription import Subscription
 from transport.cnc import CncFile
 from transport.command import ADD_EXCLUSIVE_PUBLICATION, ADD_PUBLICATION, ErrorCode, type_name
 from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.atomic_counter import AtomicCounter
 from transport.concurrent.counters_descriptor import (
     MAX_KEY_LENGTH,
     MAX_LABEL_LENGTH,
-    NULL_COUNTER_ID,
 )
 from transport.concurrent.counters_reader import CountersReader
 from transport.concurrent.idle_strategy import BackoffIdleStrategy
@@ -117,21 +112,23 @@ class ClientConductor:
         self._pending_publications: dict[int, _PendingPublication] = {}
         self._async_errors: dict[int, RegistrationError] = {}
         self._driver_error: tuple[int, str] | None = None
-        self._heartbeat: AtomicCounter | None = None
-        self._keepalive_interval_ns = ctx.keep_alive_interval_ns
         self._driver_timeout_ms = ctx.driver_timeout_ms
-        self._inter_service_timeout_ns = (
-            ctx.inter_service_timeout_ns or cnc.client_liveness_timeout_ns
-        )
-        self._idle_sleep_ns = ctx.idle_sleep_duration_ns
         self._awaiting_idle = BackoffIdleStrategy(10, 5, 10_000, _NS_PER_MS)
         self._is_closed = False
         self._is_terminating = False
         self._is_in_callback = False
         self._termination_cause: TransportError | None = None
-        now_ns = self._nano_clock.time_ns()
-        self._time_of_last_keepalive_ns = now_ns
-        self._time_of_last_service_ns = now_ns
+        self._liveness = ClientLiveness(
+            self._driver_proxy,
+            self.counters_reader,
+            self._epoch_clock,
+            aeron_dir=ctx.aeron_dir,
+            keep_alive_interval_ns=ctx.keep_alive_interval_ns,
+            driver_timeout_ms=ctx.driver_timeout_ms,
+            inter_service_timeout_ns=ctx.inter_service_timeout_ns or cnc.client_liveness_timeout_ns,
+            idle_sleep_duration_ns=ctx.idle_sleep_duration_ns,
+            now_ns=self._nano_clock.time_ns(),
+        )
 
     # ----------------------------------------------------------------------------------------
     # Agent
@@ -195,8 +192,7 @@ class ClientConductor:
     @property
     def heartbeat_counter_id(self) -> int:
         """This client's heartbeat counter once found, else -1."""
-        heartbeat = self._heartbeat
-        return NULL_COUNTER_ID if heartbeat is None else heartbeat.id
+        return self._liveness.heartbeat_counter_id
 
     @property
     def log_buffers(self) -> LogBuffersRegistry:
@@ -569,60 +565,15 @@ class ClientConductor:
             idle.idle()
 
     def _check_timeouts(self, now_ns: int) -> int:
-        if now_ns - (self._time_of_last_service_ns + self._idle_sleep_ns) <= 0:
+        liveness = self._liveness
+        if not liveness.due(now_ns):
             return 0
-        if now_ns - (self._time_of_last_service_ns + self._inter_service_timeout_ns) > 0:
-            cause = ClientTimeoutError(
-                "client conductor not serviced within the inter-service timeout",
-                inter_service_timeout_ns=self._inter_service_timeout_ns,
-                interval_ns=now_ns - self._time_of_last_service_ns,
-            )
+        try:
+            work_count = liveness.check(now_ns)
+        except (ClientTimeoutError, DriverTimeoutError) as cause:
             self._terminate(cause)
-            raise cause
-        self._time_of_last_service_ns = now_ns
-        return self._check_liveness(now_ns) + self._logs.close_expired(now_ns)
-
-    def _check_liveness(self, now_ns: int) -> int:
-        if now_ns - (self._time_of_last_keepalive_ns + self._keepalive_interval_ns) <= 0:
-            return 0
-        last_keepalive_ms = self._driver_proxy.time_of_last_driver_keepalive_ms()
-        now_ms = self._epoch_clock.time_ms()
-        cause: TransportError
-        if last_keepalive_ms == _NULL_VALUE:
-            cause = DriverTimeoutError("the media driver has shut down", aeron_dir=self.aeron_dir)
-            self._terminate(cause)
-            raise cause
-        if now_ms > last_keepalive_ms + self._driver_timeout_ms:
-            cause = DriverTimeoutError(
-                "the media driver's heartbeat is older than the driver timeout",
-                aeron_dir=self.aeron_dir,
-                heartbeat_age_ms=now_ms - last_keepalive_ms,
-                driver_timeout_ms=self._driver_timeout_ms,
-            )
-            self._terminate(cause)
-            raise cause
-        heartbeat = self._heartbeat
-        if heartbeat is None:
-            counter_id = find_counter_id_by_registration_id(
-                self.counters_reader, HEARTBEAT_TYPE_ID, self.client_id
-            )
-            if counter_id == NULL_COUNTER_ID:
-                self._driver_proxy.send_client_keepalive()
-            else:
-                heartbeat = self._heartbeat = AtomicCounter(self.counters_values_buffer, counter_id)
-                heartbeat.set_ordered(now_ms)
-        else:
-            if not is_active(self.counters_reader, heartbeat.id, HEARTBEAT_TYPE_ID, self.client_id):
-                cause = ClientTimeoutError(
-                    "the client heartbeat counter was closed: the driver dropped this client",
-                    client_id=self.client_id,
-                    counter_id=heartbeat.id,
-                )
-                self._terminate(cause)
-                raise cause
-            heartbeat.set_ordered(now_ms)
-        self._time_of_last_keepalive_ns = now_ns
-        return 1
+            raise
+        return work_count + self._logs.close_expired(now_ns)
 
     # ----------------------------------------------------------------------------------------
     # Helpers

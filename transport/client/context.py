@@ -97,7 +97,6 @@ class AeronContext:
     """The conductor thread's idle strategy; default: sleep ``idle_sleep_duration_ns``."""
     epoch_clock: EpochClock = field(default_factory=SystemEpochClock)
     nano_clock: NanoClock = field(default_factory=SystemNanoClock)
-    client_name: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.aeron_dir, str) or not self.aeron_dir:
