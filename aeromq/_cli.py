@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 # name -> ("module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "driver": ("transport.driver._main:main", "run a standalone media driver"),
+    "quickstart": ("aeromq._quickstart:main", "run the main job on defaults and report"),
 }
 
 
