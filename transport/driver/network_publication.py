@@ -31,7 +31,6 @@ import os
 from enum import IntEnum
 
 from transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from transport.concurrent.counters_manager import CountersManager
 from transport.driver.flow_control import FlowControl
 from transport.driver.log_unblocker import unblock_log
 from transport.driver.media.send_channel_endpoint import SendChannelEndpoint
@@ -43,6 +42,7 @@ from transport.logbuffer.log_buffer_descriptor import (
     PARTITION_COUNT,
     TERM_TAIL_COUNTERS_OFFSET,
     set_end_of_stream_position,
+    set_is_publication_revoked,
 )
 from transport.logbuffer.log_buffers import LogBuffers
 from transport.logbuffer.term_scanner import scan_for_availability
@@ -500,19 +500,22 @@ class NetworkPublication:
     def incref(self) -> None:
         self.ref_count += 1
 
-    def decref(self, now_ns: int) -> None:
+    def decref(self) -> None:
         """Release one client link; the last one starts the end of the stream."""
         self.ref_count -= 1
         if self.ref_count == 0:
             producer_position = self.producer_position()
             self.state = NetworkPublicationState.DRAINING
-            self.time_of_last_activity_ns = now_ns
             self.pub_lmt.set_ordered(producer_position)
             set_end_of_stream_position(self._meta, producer_position)
             if self.snd_pos.get_volatile() >= producer_position:
                 self.is_end_of_stream = True
 
-    def close(self, manager: CountersManager) -> bool:
+    def revoke(self) -> None:
+        """Mark the log revoked, so clients stop using it (Aeron 1.48's revoke flag)."""
+        set_is_publication_revoked(self._meta, True)
+
+    def close(self) -> bool:
         """Free the counters, unmap and delete the log; False if the file could not go."""
         for counter in (self.pub_pos, self.pub_lmt, self.snd_pos, self.snd_lmt, self.snd_bpe):
             if not counter.is_closed:

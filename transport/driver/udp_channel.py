@@ -151,10 +151,7 @@ class UdpChannel:
 
     @property
     def local_data(self) -> Sockaddr:
-        """What a subscription's socket binds to: the endpoint (any address for multicast)."""
-        if self.is_multicast:
-            any_host = "::" if self.family == socket.AF_INET6 else "0.0.0.0"
-            return (any_host, self.remote_data[1])
+        """What a subscription's socket binds to: the endpoint (the data group for multicast)."""
         return self.remote_data
 
     def __str__(self) -> str:

@@ -56,6 +56,7 @@ class ReceiveChannelEndpoint:
         dispatcher: DataPacketDispatcher,
         *,
         status: AtomicCounter,
+        local_sockaddr: AtomicCounter | None = None,
         invalid_packets: AtomicCounter,
         short_sends: AtomicCounter,
         receiver_id: int | None = None,
@@ -65,6 +66,7 @@ class ReceiveChannelEndpoint:
         self.transport = transport
         self.dispatcher = dispatcher
         self.status = status
+        self.local_sockaddr = local_sockaddr
         self.receiver_id = secrets.randbits(63) if receiver_id is None else receiver_id
         self.has_receiver_released = False
         self.stream_ref_counts: dict[int, int] = {}
@@ -217,8 +219,9 @@ class ReceiveChannelEndpoint:
         for view in (self._sm_view, self._nak_view, self._rttm_view):
             view.release()
         self.transport.close()
-        if not self.status.is_closed:
-            self.status.close()
+        for counter in (self.status, self.local_sockaddr):
+            if counter is not None and not counter.is_closed:
+                counter.close()
 
     def __repr__(self) -> str:
         return (

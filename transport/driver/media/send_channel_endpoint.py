@@ -68,6 +68,7 @@ class SendChannelEndpoint:
         transport: UdpChannelTransport,
         *,
         status: AtomicCounter,
+        local_sockaddr: AtomicCounter | None = None,
         invalid_packets: AtomicCounter,
         status_messages_received: AtomicCounter,
         naks_received: AtomicCounter,
@@ -77,6 +78,7 @@ class SendChannelEndpoint:
         self.channel = channel
         self.transport = transport
         self.status = status
+        self.local_sockaddr = local_sockaddr
         self.is_multicast = channel.is_multicast
         self.publications: dict[int, NetworkPublication] = {}
         self.ref_count = 0
@@ -166,8 +168,9 @@ class SendChannelEndpoint:
     def close(self) -> None:
         """Close the socket and free the status counter (after the sender let go)."""
         self.transport.close()
-        if not self.status.is_closed:
-            self.status.close()
+        for counter in (self.status, self.local_sockaddr):
+            if counter is not None and not counter.is_closed:
+                counter.close()
 
     def __repr__(self) -> str:
         return (

@@ -1,0 +1,529 @@
+"""``UdpPublications``: the conductor's network publications and the send endpoints they share.
+
+Aeron's ``aeron_driver_conductor_get_or_add_network_publication`` and neighbours:
+
+- a channel's :class:`~transport.driver.media.send_channel_endpoint.SendChannelEndpoint` is
+  found by canonical form or created (socket bound and connected, ``snd-channel`` status and
+  ``snd-local-sockaddr`` counters) and handed to the sender;
+- ADD_PUBLICATION joins the ACTIVE concurrent publication of the stream on that endpoint (its
+  ``session-id``, ``mtu`` and ``term-length`` must agree), otherwise creates one;
+  ADD_EXCLUSIVE_PUBLICATION always creates one. A new one gets its log file
+  ``<aeron_dir>/publications/<registration id>.logbuffer``, a session id, an initial term id,
+  its counters (pub-pos, pub-lmt, snd-pos, snd-lmt, snd-bpe), a flow control strategy and a
+  retransmit handler, and is handed to the sender;
+- on the duty cycle every publication's limit moves; on the timer each runs its life cycle, and
+  one at its end of life is taken from the sender and, once the sender has let go, freed with
+  its file. An endpoint with no publication left is taken from the sender and closed.
+
+An endpoint being closed is revived if a new publication names its channel before the sender
+let it go, so a publisher that restarts at once on a fixed ``control`` port finds it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+
+from transport._errors import (
+    ChannelEndpointError,
+    ChannelUriError,
+    IllegalStateError,
+    UnknownHostError,
+)
+from transport.command import ErrorCode
+from transport.concurrent import AtomicCounter, Position
+from transport.concurrent.counters_manager import CountersManager
+from transport.driver.aeron_client import AeronClient, PublicationLink
+from transport.driver.client_proxy import ClientProxy
+from transport.driver.command_error import command_error
+from transport.driver.context import MediaDriverContext
+from transport.driver.flow_control import create_flow_control
+from transport.driver.ipc_log import (
+    check_storage,
+    create_log,
+    initialise_log_metadata,
+    producer_window_length,
+)
+from transport.driver.media.send_channel_endpoint import SendChannelEndpoint
+from transport.driver.media.udp_channel_transport import UdpChannelTransport
+from transport.driver.network_counters import (
+    CHANNEL_STATUS_ACTIVE,
+    CHANNEL_STATUS_CLOSING,
+    SEND_CHANNEL_STATUS_TYPE_ID,
+    SENDER_BPE_TYPE_ID,
+    SENDER_LIMIT_TYPE_ID,
+    SENDER_POSITION_TYPE_ID,
+    allocate_channel_status,
+    allocate_local_sockaddr,
+    allocate_stream_counter,
+)
+from transport.driver.network_proxies import SenderProxy
+from transport.driver.network_publication import NetworkPublication, NetworkPublicationState
+from transport.driver.retransmit_handler import RetransmitHandler
+from transport.driver.session_ids import SessionIdAllocator, wrap_int32
+from transport.driver.stream_counters import (
+    allocate_publisher_limit,
+    allocate_publisher_position,
+)
+from transport.driver.system_counters import SystemCounter, SystemCounters
+from transport.driver.udp_channel import UdpChannel, format_sockaddr
+from transport.driver.udp_settings import UdpSettings
+from transport.driver.uri_params import PublicationParams
+from transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
+
+__all__ = ["UdpPublications", "open_udp_channel"]
+
+
+def open_udp_channel(channel: str, settings: UdpSettings) -> UdpChannel:
+    """Parse and resolve ``channel``; refuse it as Aeron would (a command error)."""
+    try:
+        udp_channel = UdpChannel.parse(channel, settings.multicast_ttl)
+    except ChannelUriError as exc:
+        code = (
+            ErrorCode.UNKNOWN_HOST
+            if isinstance(exc, UnknownHostError)
+            else ErrorCode.INVALID_CHANNEL
+        )
+        raise command_error(code, f"invalid udp channel ({exc})", channel=channel) from exc
+    if udp_channel.unsupported_reason is not None:
+        raise command_error(
+            ErrorCode.NOT_SUPPORTED,
+            f"not supported by this driver: {udp_channel.unsupported_reason}",
+            channel=channel,
+        )
+    return udp_channel
+
+
+class UdpPublications:
+    """The network publications of the conductor (see module). Conductor thread only."""
+
+    def __init__(
+        self,
+        context: MediaDriverContext,
+        settings: UdpSettings,
+        counters: CountersManager,
+        system_counters: SystemCounters,
+        client_proxy: ClientProxy,
+        session_ids: SessionIdAllocator,
+        sender_proxy: SenderProxy,
+        on_error: Callable[[BaseException], object],
+    ) -> None:
+        self._context = context
+        self._settings = settings
+        self._counters = counters
+        self._system_counters = system_counters
+        self._proxy = client_proxy
+        self._session_ids = session_ids
+        self._sender = sender_proxy
+        self._on_error = on_error
+        self.endpoints: dict[str, SendChannelEndpoint] = {}
+        self._closing_endpoints: list[SendChannelEndpoint] = []
+        self.publications: list[NetworkPublication] = []
+        self._releasing: list[NetworkPublication] = []
+
+    # ----------------------------------------------------------------------------------------
+    # Commands
+
+    def add_publication(
+        self,
+        client: AeronClient,
+        correlation_id: int,
+        stream_id: int,
+        channel: str,
+        params: PublicationParams,
+        is_exclusive: bool,
+        now_ns: int,
+    ) -> NetworkPublication:
+        """Find or create the publication, link it to the client, answer."""
+        udp_channel = open_udp_channel(channel, self._settings)
+        endpoint = self._get_or_create_endpoint(udp_channel, correlation_id)
+        try:
+            publication = self._find_or_create(
+                client, correlation_id, stream_id, channel, endpoint, params, is_exclusive, now_ns
+            )
+        except BaseException:
+            self._close_endpoint_if_unused(endpoint)
+            raise
+        client.publication_links.append(PublicationLink(correlation_id, publication))
+        self._proxy.on_publication_ready(
+            correlation_id,
+            publication.registration_id,
+            publication.session_id,
+            publication.stream_id,
+            publication.pub_lmt.id,
+            publication.log_file_name,
+            is_exclusive,
+            endpoint.status.id,
+        )
+        return publication
+
+    def _get_or_create_endpoint(
+        self, channel: UdpChannel, registration_id: int
+    ) -> SendChannelEndpoint:
+        endpoint = self.endpoints.get(channel.canonical_form)
+        if endpoint is not None:
+            if endpoint in self._closing_endpoints:
+                self._closing_endpoints.remove(endpoint)
+                endpoint.status.set_ordered(CHANNEL_STATUS_ACTIVE)
+                self._sender.add_endpoint(endpoint)
+            return endpoint
+        settings = self._settings
+        errors = self._system_counters.get(SystemCounter.ERRORS)
+        try:
+            transport = UdpChannelTransport(
+                family=channel.family,
+                bind_address=channel.remote_control
+                if channel.is_multicast
+                else channel.local_control,
+                connect_address=None if channel.is_multicast else channel.remote_data,
+                multicast_group=channel.remote_control if channel.is_multicast else None,
+                multicast_interface=channel.interface_address if channel.is_multicast else None,
+                multicast_ttl=channel.multicast_ttl,
+                socket_sndbuf_length=_or(
+                    channel.socket_sndbuf_length, settings.socket_sndbuf_length
+                ),
+                socket_rcvbuf_length=_or(
+                    channel.socket_rcvbuf_length, settings.socket_rcvbuf_length
+                ),
+                loss_generator=settings.loss_generator,
+                error_handler=_counting(self._on_error, errors),
+                channel=channel.original_uri,
+            )
+        except ChannelEndpointError as exc:
+            raise command_error(
+                ErrorCode.CHANNEL_ENDPOINT_ERROR, str(exc), channel=channel.original_uri
+            ) from exc
+        counters = self._counters
+        local_address = format_sockaddr(transport.local_address)
+        status_id = allocate_channel_status(
+            counters,
+            SEND_CHANNEL_STATUS_TYPE_ID,
+            registration_id,
+            channel.original_uri,
+            local_address,
+        )
+        status = AtomicCounter(counters.values_buffer, status_id, counters)
+        sockaddr_id = allocate_local_sockaddr(
+            counters, SEND_CHANNEL_STATUS_TYPE_ID, registration_id, status_id, local_address
+        )
+        counters.set_counter_value(sockaddr_id, CHANNEL_STATUS_ACTIVE)
+        endpoint = SendChannelEndpoint(
+            channel,
+            transport,
+            status=status,
+            local_sockaddr=AtomicCounter(counters.values_buffer, sockaddr_id, counters),
+            invalid_packets=self._system_counters.get(SystemCounter.INVALID_PACKETS),
+            status_messages_received=self._system_counters.get(
+                SystemCounter.STATUS_MESSAGES_RECEIVED
+            ),
+            naks_received=self._system_counters.get(SystemCounter.NAK_MESSAGES_RECEIVED),
+            error_frames_received=self._system_counters.get(SystemCounter.ERROR_FRAMES_RECEIVED),
+        )
+        status.set_ordered(CHANNEL_STATUS_ACTIVE)
+        self.endpoints[channel.canonical_form] = endpoint
+        self._sender.add_endpoint(endpoint)
+        return endpoint
+
+    def _find_or_create(
+        self,
+        client: AeronClient,
+        correlation_id: int,
+        stream_id: int,
+        channel: str,
+        endpoint: SendChannelEndpoint,
+        params: PublicationParams,
+        is_exclusive: bool,
+        now_ns: int,
+    ) -> NetworkPublication:
+        shared: NetworkPublication | None = None
+        session_ids_in_use: set[int] = set()
+        for publication in self.publications:
+            if publication.stream_id != stream_id or publication.endpoint is not endpoint:
+                continue
+            if (
+                shared is None
+                and not is_exclusive
+                and not publication.is_exclusive
+                and publication.state is NetworkPublicationState.ACTIVE
+            ):
+                shared = publication
+            if publication.state is not NetworkPublicationState.DONE:
+                session_ids_in_use.add(publication.session_id)
+        pinned = params.session_id
+        if (
+            pinned is not None
+            and pinned in session_ids_in_use
+            and (shared is None or shared.session_id != pinned)
+        ):
+            raise command_error(
+                ErrorCode.GENERIC_ERROR,
+                "specified session-id is already in exclusive use",
+                channel=channel,
+                stream_id=stream_id,
+                session_id=pinned,
+            )
+        if shared is not None:
+            _confirm_match(shared, params, channel)
+            shared.incref()
+            return shared
+        return self._create(
+            client,
+            correlation_id,
+            stream_id,
+            channel,
+            endpoint,
+            params,
+            is_exclusive,
+            session_ids_in_use,
+            now_ns,
+        )
+
+    def _create(
+        self,
+        client: AeronClient,
+        registration_id: int,
+        stream_id: int,
+        channel: str,
+        endpoint: SendChannelEndpoint,
+        params: PublicationParams,
+        is_exclusive: bool,
+        session_ids_in_use: set[int],
+        now_ns: int,
+    ) -> NetworkPublication:
+        context = self._context
+        settings = self._settings
+        term_length = params.term_length
+        if context.perform_storage_checks:
+            check_storage(
+                context.publications_dir(), compute_log_length(term_length, context.file_page_size)
+            )
+        try:
+            flow_control = create_flow_control(endpoint.channel, settings, term_length)
+        except Exception as exc:
+            raise command_error(ErrorCode.INVALID_CHANNEL, str(exc), channel=channel) from exc
+        if params.session_id is not None:
+            session_id = params.session_id
+        else:
+            session_id = self._session_ids.allocate(session_ids_in_use)
+        if params.initial_term_id is not None:
+            initial_term_id = params.initial_term_id
+            term_id: int | None = params.term_id
+            position = compute_position(
+                params.term_id, params.term_offset, term_length.bit_length() - 1, initial_term_id
+            )
+        else:
+            initial_term_id = wrap_int32(secrets.randbits(32))
+            term_id = None
+            position = 0
+
+        counters = self._counters
+        allocated: list[int] = []
+        try:
+            allocated.append(
+                allocate_publisher_position(
+                    counters, registration_id, session_id, stream_id, channel
+                )
+            )
+            allocated.append(
+                allocate_publisher_limit(
+                    counters, registration_id, session_id, stream_id, channel, client.client_id
+                )
+            )
+            for type_id in (SENDER_POSITION_TYPE_ID, SENDER_LIMIT_TYPE_ID, SENDER_BPE_TYPE_ID):
+                allocated.append(
+                    allocate_stream_counter(
+                        counters, type_id, registration_id, session_id, stream_id, channel
+                    )
+                )
+        except IllegalStateError as exc:
+            for counter_id in allocated:
+                counters.free(counter_id)
+            raise command_error(
+                ErrorCode.GENERIC_ERROR, f"cannot add publication ({exc})", channel=channel
+            ) from exc
+        values = counters.values_buffer
+        pub_pos, pub_lmt, snd_pos, snd_lmt = (
+            Position(values, counter_id, counters) for counter_id in allocated[:4]
+        )
+        snd_bpe = AtomicCounter(values, allocated[4], counters)
+        for position_counter in (pub_pos, pub_lmt, snd_pos, snd_lmt):
+            position_counter.set_ordered(position)
+
+        path = os.path.join(context.publications_dir(), f"{registration_id}.logbuffer")
+        try:
+            log = create_log(path, term_length, context.file_page_size, params.is_sparse)
+        except BaseException:
+            snd_bpe.close()
+            for position_counter in (pub_pos, pub_lmt, snd_pos, snd_lmt):
+                position_counter.close()
+            raise
+        window = producer_window_length(context.publication_term_window_length, term_length)
+        initialise_log_metadata(
+            log,
+            registration_id=registration_id,
+            session_id=session_id,
+            stream_id=stream_id,
+            initial_term_id=initial_term_id,
+            term_id=term_id,
+            term_offset=params.term_offset,
+            mtu_length=params.mtu_length,
+            term_window_length=window,
+            linger_timeout_ns=params.linger_timeout_ns,
+            untethered_window_limit_timeout_ns=context.untethered_window_limit_timeout_ns,
+            untethered_resting_timeout_ns=context.untethered_resting_timeout_ns,
+            is_exclusive=is_exclusive,
+            is_sparse=params.is_sparse,
+            signal_eos=params.signal_eos,
+            tether=context.tether_subscriptions,
+            spies_simulate_connection=False,
+            entity_tag=params.entity_tag if params.entity_tag is not None else -1,
+            response_correlation_id=params.response_correlation_id,
+        )
+        metadata = log.metadata
+        sndbuf, rcvbuf = endpoint.transport.socket_buffer_lengths()
+        metadata.socket_sndbuf_length = sndbuf
+        metadata.socket_rcvbuf_length = rcvbuf
+        metadata.receiver_window_length = settings.receiver_window_length(term_length)
+        metadata.max_resend = settings.max_resend
+        metadata.group = endpoint.is_multicast
+
+        system = self._system_counters
+        publication = NetworkPublication(
+            log=log,
+            endpoint=endpoint,
+            registration_id=registration_id,
+            session_id=session_id,
+            stream_id=stream_id,
+            channel=channel,
+            initial_term_id=initial_term_id,
+            starting_term_id=term_id if term_id is not None else initial_term_id,
+            starting_term_offset=params.term_offset,
+            is_exclusive=is_exclusive,
+            pub_pos=pub_pos,
+            pub_lmt=pub_lmt,
+            snd_pos=snd_pos,
+            snd_lmt=snd_lmt,
+            snd_bpe=snd_bpe,
+            flow_control=flow_control,
+            retransmit_handler=RetransmitHandler(
+                delay_ns=settings.retransmit_unicast_delay_ns,
+                linger_ns=settings.retransmit_unicast_linger_ns,
+                max_resend=settings.max_resend,
+                invalid_packets=system.get(SystemCounter.INVALID_PACKETS),
+                overflows=system.get(SystemCounter.RETRANSMIT_OVERFLOW),
+            ),
+            term_window_length=window,
+            mtu_length=params.mtu_length,
+            max_messages_per_send=settings.network_publication_max_messages_per_send,
+            connection_timeout_ns=settings.publication_connection_timeout_ns,
+            linger_timeout_ns=params.linger_timeout_ns,
+            unblock_timeout_ns=context.publication_unblock_timeout_ns,
+            multicast_ttl=endpoint.channel.multicast_ttl,
+            signal_eos=params.signal_eos,
+            short_sends=system.get(SystemCounter.SHORT_SENDS),
+            heartbeats_sent=system.get(SystemCounter.HEARTBEATS_SENT),
+            sender_flow_control_limits=system.get(SystemCounter.SENDER_FLOW_CONTROL_LIMITS),
+            retransmits_sent=system.get(SystemCounter.RETRANSMITS_SENT),
+            retransmitted_bytes=system.get(SystemCounter.RETRANSMITTED_BYTES),
+            unblocked_publications=system.get(SystemCounter.UNBLOCKED_PUBLICATIONS),
+            now_ns=now_ns,
+        )
+        self.publications.append(publication)
+        self._sender.add_publication(publication)
+        return publication
+
+    # ----------------------------------------------------------------------------------------
+    # Duty cycle and timer
+
+    def update_publisher_limits(self) -> int:
+        work_count = 0
+        for publication in self.publications:
+            work_count += publication.update_pub_pos_and_lmt()
+        return work_count
+
+    def on_time_event(self, now_ns: int) -> None:
+        """Each publication's timer; end of life, release and freeing; endpoint closing."""
+        for publication in self.publications:
+            publication.on_time_event(now_ns)
+        for publication in [p for p in self.publications if p.has_reached_end_of_life]:
+            self.publications.remove(publication)
+            self._releasing.append(publication)
+            self._sender.remove_publication(publication)
+        for publication in [p for p in self._releasing if p.has_sender_released]:
+            self._releasing.remove(publication)
+            if not publication.close():
+                self._system_counters.get(SystemCounter.FREE_FAILS).increment_ordered()
+            self._close_endpoint_if_unused(publication.endpoint)
+        for endpoint in [e for e in self._closing_endpoints if e.has_sender_released]:
+            self._closing_endpoints.remove(endpoint)
+            del self.endpoints[endpoint.channel.canonical_form]
+            endpoint.close()
+
+    def _close_endpoint_if_unused(self, endpoint: SendChannelEndpoint) -> None:
+        if endpoint in self._closing_endpoints:
+            return
+        if any(p.endpoint is endpoint for p in self.publications) or any(
+            p.endpoint is endpoint for p in self._releasing
+        ):
+            return
+        endpoint.has_sender_released = False
+        endpoint.status.set_ordered(CHANNEL_STATUS_CLOSING)
+        self._closing_endpoints.append(endpoint)
+        self._sender.remove_endpoint(endpoint)
+
+    def close(self) -> None:
+        """The driver is stopping (agents stopped): unmap every log, close every socket."""
+        for publication in [*self.publications, *self._releasing]:
+            publication.log.close()
+        for endpoint in self.endpoints.values():
+            endpoint.transport.close()
+        self.publications.clear()
+        self._releasing.clear()
+        self.endpoints.clear()
+        self._closing_endpoints.clear()
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def _counting(
+    on_error: Callable[[BaseException], object], errors: AtomicCounter
+) -> Callable[[Exception], object]:
+    def handle(error: Exception) -> None:
+        errors.increment()
+        on_error(error)
+
+    return handle
+
+
+def _confirm_match(
+    publication: NetworkPublication, params: PublicationParams, channel: str
+) -> None:
+    """A channel joining an existing concurrent publication must not ask for anything else."""
+    metadata = publication.log.metadata
+    checks: list[tuple[str, int, int | None]] = [
+        ("session-id", publication.session_id, params.session_id),
+        ("mtu", metadata.mtu_length, params.mtu_length if params.has_mtu_length else None),
+        (
+            "term-length",
+            metadata.term_length,
+            params.term_length if params.has_term_length else None,
+        ),
+    ]
+    if params.has_position:
+        checks += [
+            ("init-term-id", publication.initial_term_id, params.initial_term_id),
+            ("term-id", publication.starting_term_id, params.term_id),
+            ("term-offset", publication.starting_term_offset, params.term_offset),
+        ]
+    for key, existing, requested in checks:
+        if requested is not None and requested != existing:
+            raise command_error(
+                ErrorCode.GENERIC_ERROR,
+                f"existing publication has different '{key}'",
+                channel=channel,
+                existing=existing,
+                requested=requested,
+            )

@@ -1,0 +1,140 @@
+"""``UdpStreams``: the conductor's ``aeron:udp`` media, the sibling of ``IpcStreams``.
+
+It owns the two network agents, the :class:`~transport.driver.sender.Sender` and the
+:class:`~transport.driver.receiver.Receiver` (the media driver runs them on threads as its
+threading mode says), and the conductor's side of UDP streams:
+:class:`~transport.driver.udp_publications.UdpPublications` (send endpoints, network
+publications) and :class:`~transport.driver.udp_subscriptions.UdpSubscriptions` (receive
+endpoints, subscriptions, images). The conductor calls the same methods as on ``IpcStreams``
+(``add_publication``, ``add_subscription``, ``remove_subscription``,
+``remove_client_subscriptions``, ``on_time_event``, ``close``) plus :meth:`do_work` on every
+duty cycle (the receiver's image requests and the publication limits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from transport.concurrent.counters_manager import CountersManager
+from transport.driver.aeron_client import AeronClient
+from transport.driver.client_proxy import ClientProxy
+from transport.driver.context import MediaDriverContext
+from transport.driver.network_proxies import ReceiverProxy, SenderProxy
+from transport.driver.network_publication import NetworkPublication
+from transport.driver.network_subscription_link import NetworkSubscriptionLink
+from transport.driver.receiver import Receiver
+from transport.driver.sender import Sender
+from transport.driver.session_ids import SessionIdAllocator
+from transport.driver.system_counters import SystemCounter, SystemCounters
+from transport.driver.udp_publications import UdpPublications
+from transport.driver.udp_settings import UdpSettings
+from transport.driver.udp_subscriptions import UdpSubscriptions
+from transport.driver.uri_params import PublicationParams, SubscriptionParams
+
+__all__ = ["UdpStreams"]
+
+
+class UdpStreams:
+    """The UDP side of the conductor (see module)."""
+
+    def __init__(
+        self,
+        context: MediaDriverContext,
+        settings: UdpSettings,
+        counters: CountersManager,
+        system_counters: SystemCounters,
+        client_proxy: ClientProxy,
+        session_ids: SessionIdAllocator,
+        next_correlation_id: Callable[[], int],
+        on_error: Callable[[BaseException], object],
+    ) -> None:
+        self.settings = settings
+        threshold_ns = context.conductor_cycle_threshold_ns
+        self.sender = Sender(
+            settings=settings,
+            nano_clock=context.nano_clock,
+            bytes_sent=system_counters.get(SystemCounter.BYTES_SENT),
+            max_cycle_time=system_counters.get(SystemCounter.SENDER_MAX_CYCLE_TIME),
+            cycle_time_threshold_exceeded=system_counters.get(
+                SystemCounter.SENDER_CYCLE_TIME_THRESHOLD_EXCEEDED
+            ),
+            cycle_threshold_ns=threshold_ns,
+        )
+        self.receiver = Receiver(
+            nano_clock=context.nano_clock,
+            bytes_received=system_counters.get(SystemCounter.BYTES_RECEIVED),
+            max_cycle_time=system_counters.get(SystemCounter.RECEIVER_MAX_CYCLE_TIME),
+            cycle_time_threshold_exceeded=system_counters.get(
+                SystemCounter.RECEIVER_CYCLE_TIME_THRESHOLD_EXCEEDED
+            ),
+            cycle_threshold_ns=threshold_ns,
+        )
+        self.publications = UdpPublications(
+            context,
+            settings,
+            counters,
+            system_counters,
+            client_proxy,
+            session_ids,
+            SenderProxy(self.sender),
+            on_error,
+        )
+        self.subscriptions = UdpSubscriptions(
+            context,
+            settings,
+            counters,
+            system_counters,
+            client_proxy,
+            ReceiverProxy(self.receiver),
+            next_correlation_id,
+            on_error,
+        )
+
+    def add_publication(
+        self,
+        client: AeronClient,
+        correlation_id: int,
+        stream_id: int,
+        channel: str,
+        params: PublicationParams,
+        is_exclusive: bool,
+        now_ns: int,
+    ) -> NetworkPublication:
+        return self.publications.add_publication(
+            client, correlation_id, stream_id, channel, params, is_exclusive, now_ns
+        )
+
+    def add_subscription(
+        self,
+        client_id: int,
+        registration_id: int,
+        stream_id: int,
+        channel: str,
+        params: SubscriptionParams,
+        now_ns: int,
+    ) -> NetworkSubscriptionLink:
+        return self.subscriptions.add_subscription(
+            client_id, registration_id, stream_id, channel, params, now_ns
+        )
+
+    def remove_subscription(self, registration_id: int) -> bool:
+        return self.subscriptions.remove_subscription(registration_id)
+
+    def remove_client_subscriptions(self, client_id: int) -> None:
+        self.subscriptions.remove_client_subscriptions(client_id)
+
+    def do_work(self, now_ns: int) -> int:
+        """The conductor's per-cycle UDP work: image requests, then publication limits."""
+        return self.subscriptions.do_work(now_ns) + self.publications.update_publisher_limits()
+
+    def update_publisher_limits(self) -> int:
+        return self.publications.update_publisher_limits()
+
+    def on_time_event(self, now_ns: int) -> None:
+        self.publications.on_time_event(now_ns)
+        self.subscriptions.on_time_event(now_ns)
+
+    def close(self) -> None:
+        """The driver is stopping, its agents stopped: unmap the logs, close the sockets."""
+        self.publications.close()
+        self.subscriptions.close()

@@ -1,0 +1,479 @@
+"""``UdpSubscriptions``: the conductor's UDP subscriptions, receive endpoints and images.
+
+Aeron's ``aeron_driver_conductor_on_add_network_subscription``,
+``aeron_driver_conductor_on_create_publication_image`` and neighbours:
+
+- a subscription's channel finds its :class:`ReceiveChannelEndpoint` by canonical form or
+  creates it (socket bound to the endpoint, ``rcv-channel`` status and ``rcv-local-sockaddr``
+  counters), and the receiver is told the endpoint now wants the stream (or one session of it);
+  the subscription is linked at once to every image of that stream on the endpoint;
+- a SETUP for a wanted session reaches the conductor as an image request (through the
+  :class:`~transport.driver.network_proxies.DriverConductorProxy`): the image gets a new
+  correlation id, its log ``<aeron_dir>/images/<correlation id>.logbuffer`` (term length and MTU
+  from the SETUP), rcv-hwm and rcv-pos counters, and a sub-pos per matching subscription, each
+  announced with ON_AVAILABLE_IMAGE (source identity ``host:port`` of the sender); then the
+  receiver gets the image;
+- on the timer each image runs its life cycle: entering LINGER it leaves the receiver and
+  subscribers get ON_UNAVAILABLE_IMAGE; at DONE (once the receiver has let go) its sub-pos
+  counters, counters and file are freed and the receiver ends the session's cool-down;
+- REMOVE_SUBSCRIPTION (or the client's end) unlinks it; an endpoint with no subscription and no
+  image left is taken from the receiver and closed once the receiver has let go (revived if a
+  subscription names it again before then, so a subscriber that restarts at once finds its port).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from transport._errors import ChannelEndpointError, IllegalStateError
+from transport.command import ErrorCode
+from transport.concurrent import AtomicCounter, Position
+from transport.concurrent.counters_manager import CountersManager
+from transport.driver.client_proxy import ClientProxy
+from transport.driver.command_error import command_error
+from transport.driver.context import MediaDriverContext
+from transport.driver.ipc_log import check_storage, create_log
+from transport.driver.ipc_publication import SubscriberPosition
+from transport.driver.loss_detector import (
+    FeedbackDelayGenerator,
+    OptimalMulticastDelayGenerator,
+    StaticDelayGenerator,
+)
+from transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
+from transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from transport.driver.media.udp_channel_transport import UdpChannelTransport
+from transport.driver.network_counters import (
+    CHANNEL_STATUS_ACTIVE,
+    CHANNEL_STATUS_CLOSING,
+    RECEIVE_CHANNEL_STATUS_TYPE_ID,
+    RECEIVER_HWM_TYPE_ID,
+    RECEIVER_POSITION_TYPE_ID,
+    allocate_channel_status,
+    allocate_local_sockaddr,
+    allocate_stream_counter,
+)
+from transport.driver.network_proxies import DriverConductorProxy, ImageRequest, ReceiverProxy
+from transport.driver.network_subscription_link import NetworkSubscriptionLink
+from transport.driver.publication_image import ImageState, PublicationImage
+from transport.driver.stream_counters import allocate_subscriber_position
+from transport.driver.system_counters import SystemCounter, SystemCounters
+from transport.driver.udp_channel import UdpChannel, format_sockaddr
+from transport.driver.udp_publications import open_udp_channel
+from transport.driver.udp_settings import UdpSettings
+from transport.driver.uri_params import SubscriptionParams
+from transport.logbuffer.log_buffer_descriptor import (
+    LOG_TYPE_IMAGE,
+    compute_log_length,
+    fill_default_header,
+    set_end_of_stream_position,
+)
+
+__all__ = ["UdpSubscriptions"]
+
+_MAX_POSITION = 2**63 - 1
+
+
+class UdpSubscriptions:
+    """The UDP subscriptions and images of the conductor (see module). Conductor thread only."""
+
+    def __init__(
+        self,
+        context: MediaDriverContext,
+        settings: UdpSettings,
+        counters: CountersManager,
+        system_counters: SystemCounters,
+        client_proxy: ClientProxy,
+        receiver_proxy: ReceiverProxy,
+        next_correlation_id: Callable[[], int],
+        on_error: Callable[[BaseException], object],
+    ) -> None:
+        self._context = context
+        self._settings = settings
+        self._counters = counters
+        self._system_counters = system_counters
+        self._proxy = client_proxy
+        self._receiver = receiver_proxy
+        self._next_correlation_id = next_correlation_id
+        self._on_error = on_error
+        self.conductor_proxy = DriverConductorProxy(self._on_create_image)
+        self.endpoints: dict[str, ReceiveChannelEndpoint] = {}
+        self._closing_endpoints: list[ReceiveChannelEndpoint] = []
+        self.subscriptions: list[NetworkSubscriptionLink] = []
+        self.images: list[PublicationImage] = []
+        self._now_ns = context.nano_clock.time_ns()
+
+    # ----------------------------------------------------------------------------------------
+    # Subscriptions
+
+    def add_subscription(
+        self,
+        client_id: int,
+        registration_id: int,
+        stream_id: int,
+        channel: str,
+        params: SubscriptionParams,
+        now_ns: int,
+    ) -> NetworkSubscriptionLink:
+        """Register the subscription, answer, and link it to the images it matches."""
+        udp_channel = open_udp_channel(channel, self._settings)
+        endpoint = self._get_or_create_endpoint(udp_channel, registration_id)
+        link = NetworkSubscriptionLink(
+            registration_id, client_id, stream_id, channel, endpoint, params
+        )
+        self.subscriptions.append(link)
+        session_id = params.session_id
+        if session_id is None:
+            first = endpoint.incref_to_stream(stream_id) == 1
+        else:
+            first = endpoint.incref_to_stream_and_session(stream_id, session_id) == 1
+        if first:
+            self._receiver.add_subscription(endpoint, stream_id, session_id)
+        self._proxy.on_subscription_ready(registration_id, endpoint.status.id)
+        for image in self.images:
+            if (
+                image.endpoint is endpoint
+                and link.matches(image.stream_id, image.session_id)
+                and image.is_accepting_subscriptions()
+            ):
+                self._link(link, image, now_ns)
+        return link
+
+    def remove_subscription(self, registration_id: int) -> bool:
+        """Unlink and forget the subscription; False if there is none with that id."""
+        for link in self.subscriptions:
+            if link.registration_id == registration_id:
+                self._remove(link)
+                return True
+        return False
+
+    def remove_client_subscriptions(self, client_id: int) -> None:
+        for link in [link for link in self.subscriptions if link.client_id == client_id]:
+            self._remove(link)
+
+    def _remove(self, link: NetworkSubscriptionLink) -> None:
+        self.subscriptions.remove(link)
+        for image, counter_id in link.linked.items():
+            image.remove_subscriber(counter_id)
+            self._counters.free(counter_id)
+        link.linked.clear()
+        endpoint = link.endpoint
+        session_id = link.session_id
+        if session_id is None:
+            last = endpoint.decref_to_stream(link.stream_id) == 0
+        else:
+            last = endpoint.decref_to_stream_and_session(link.stream_id, session_id) == 0
+        if last:
+            self._receiver.remove_subscription(endpoint, link.stream_id, session_id)
+        self._close_endpoint_if_unused(endpoint)
+
+    def _link(self, link: NetworkSubscriptionLink, image: PublicationImage, now_ns: int) -> None:
+        join_position = image.rcv_pos.get_volatile()
+        counter_id = allocate_subscriber_position(
+            self._counters,
+            link.registration_id,
+            image.session_id,
+            image.stream_id,
+            link.channel,
+            join_position,
+            link.client_id,
+        )
+        position = Position(self._counters.values_buffer, counter_id)
+        position.set_ordered(join_position)
+        subscriber = SubscriberPosition(position, link.registration_id, link.is_tether, now_ns)
+        image.add_subscriber(subscriber)
+        link.linked[image] = counter_id
+        self.on_image_available(image, subscriber)
+
+    # ----------------------------------------------------------------------------------------
+    # Endpoints
+
+    def _get_or_create_endpoint(
+        self, channel: UdpChannel, registration_id: int
+    ) -> ReceiveChannelEndpoint:
+        endpoint = self.endpoints.get(channel.canonical_form)
+        if endpoint is not None:
+            if endpoint in self._closing_endpoints:
+                self._closing_endpoints.remove(endpoint)
+                endpoint.status.set_ordered(CHANNEL_STATUS_ACTIVE)
+                self._receiver.add_endpoint(endpoint)
+            return endpoint
+        settings = self._settings
+        errors = self._system_counters.get(SystemCounter.ERRORS)
+        on_error = self._on_error
+
+        def on_socket_error(error: Exception) -> None:
+            errors.increment()
+            on_error(error)
+
+        try:
+            transport = UdpChannelTransport(
+                family=channel.family,
+                bind_address=channel.local_data,
+                multicast_group=channel.remote_data if channel.is_multicast else None,
+                multicast_interface=channel.interface_address if channel.is_multicast else None,
+                multicast_ttl=channel.multicast_ttl,
+                socket_sndbuf_length=_or(
+                    channel.socket_sndbuf_length, settings.socket_sndbuf_length
+                ),
+                socket_rcvbuf_length=_or(
+                    channel.socket_rcvbuf_length, settings.socket_rcvbuf_length
+                ),
+                loss_generator=settings.loss_generator,
+                error_handler=on_socket_error,
+                channel=channel.original_uri,
+            )
+        except ChannelEndpointError as exc:
+            raise command_error(
+                ErrorCode.CHANNEL_ENDPOINT_ERROR, str(exc), channel=channel.original_uri
+            ) from exc
+        counters = self._counters
+        local_address = format_sockaddr(transport.local_address)
+        status_id = allocate_channel_status(
+            counters,
+            RECEIVE_CHANNEL_STATUS_TYPE_ID,
+            registration_id,
+            channel.original_uri,
+            local_address,
+        )
+        sockaddr_id = allocate_local_sockaddr(
+            counters, RECEIVE_CHANNEL_STATUS_TYPE_ID, registration_id, status_id, local_address
+        )
+        counters.set_counter_value(sockaddr_id, CHANNEL_STATUS_ACTIVE)
+        status = AtomicCounter(counters.values_buffer, status_id, counters)
+        system = self._system_counters
+        endpoint = ReceiveChannelEndpoint(
+            channel,
+            transport,
+            DataPacketDispatcher(self.conductor_proxy, settings.pending_setup_timeout_ns),
+            status=status,
+            local_sockaddr=AtomicCounter(counters.values_buffer, sockaddr_id, counters),
+            invalid_packets=system.get(SystemCounter.INVALID_PACKETS),
+            short_sends=system.get(SystemCounter.SHORT_SENDS),
+        )
+        status.set_ordered(CHANNEL_STATUS_ACTIVE)
+        self.endpoints[channel.canonical_form] = endpoint
+        self._receiver.add_endpoint(endpoint)
+        return endpoint
+
+    def _close_endpoint_if_unused(self, endpoint: ReceiveChannelEndpoint) -> None:
+        if endpoint in self._closing_endpoints or endpoint.has_subscriptions:
+            return
+        endpoint.has_receiver_released = False
+        endpoint.status.set_ordered(CHANNEL_STATUS_CLOSING)
+        self._closing_endpoints.append(endpoint)
+        self._receiver.remove_endpoint(endpoint)
+
+    # ----------------------------------------------------------------------------------------
+    # Images
+
+    def do_work(self, now_ns: int) -> int:
+        """Run the receiver's queued image requests (conductor duty cycle)."""
+        self._now_ns = now_ns
+        queue = self.conductor_proxy.queue
+        work_count = 0
+        while queue and work_count < 10:
+            command, args = queue.popleft()
+            try:
+                command(*args)
+            except Exception as error:
+                self._on_error(error)
+            work_count += 1
+        return work_count
+
+    def _on_create_image(self, request: ImageRequest) -> None:
+        endpoint = request.endpoint
+        links = [
+            link
+            for link in self.subscriptions
+            if link.endpoint is endpoint and link.matches(request.stream_id, request.session_id)
+        ]
+        if not links:
+            self._receiver.remove_init_in_progress(endpoint, request.session_id, request.stream_id)
+            return
+        try:
+            image = self._create_image(request, links)
+        except BaseException:
+            self._receiver.remove_init_in_progress(endpoint, request.session_id, request.stream_id)
+            raise
+        self.images.append(image)
+        for link in links:
+            self._link(link, image, self._now_ns)
+        self._receiver.new_publication_image(image)
+
+    def _create_image(
+        self, request: ImageRequest, links: list[NetworkSubscriptionLink]
+    ) -> PublicationImage:
+        context = self._context
+        settings = self._settings
+        endpoint = request.endpoint
+        channel = endpoint.channel
+        term_length = request.term_length
+        if context.perform_storage_checks:
+            check_storage(
+                context.images_dir(), compute_log_length(term_length, context.file_page_size)
+            )
+        correlation_id = self._next_correlation_id()
+        counters = self._counters
+        hwm_id = allocate_stream_counter(
+            counters,
+            RECEIVER_HWM_TYPE_ID,
+            correlation_id,
+            request.session_id,
+            request.stream_id,
+            channel.original_uri,
+        )
+        try:
+            pos_id = allocate_stream_counter(
+                counters,
+                RECEIVER_POSITION_TYPE_ID,
+                correlation_id,
+                request.session_id,
+                request.stream_id,
+                channel.original_uri,
+            )
+        except IllegalStateError:
+            counters.free(hwm_id)
+            raise
+        rcv_hwm = Position(counters.values_buffer, hwm_id, counters)
+        rcv_pos = Position(counters.values_buffer, pos_id, counters)
+        is_sparse = any(link.is_sparse for link in links)
+        path = os.path.join(context.images_dir(), f"{correlation_id}.logbuffer")
+        try:
+            log = create_log(path, term_length, context.file_page_size, is_sparse)
+        except BaseException:
+            rcv_hwm.close()
+            rcv_pos.close()
+            raise
+        window = settings.receiver_window_length(term_length, channel.receiver_window_length)
+        metadata = log.metadata
+        metadata.initial_term_id = request.initial_term_id
+        metadata.mtu_length = request.mtu_length
+        metadata.correlation_id = correlation_id
+        metadata.receiver_window_length = window
+        metadata.sparse = is_sparse
+        metadata.reliable = links[0].is_reliable
+        metadata.rejoin = links[0].is_rejoin
+        metadata.tether = links[0].is_tether
+        metadata.group = channel.is_multicast
+        metadata.log_type = LOG_TYPE_IMAGE
+        sndbuf, rcvbuf = endpoint.transport.socket_buffer_lengths()
+        metadata.socket_sndbuf_length = sndbuf
+        metadata.socket_rcvbuf_length = rcvbuf
+        fill_default_header(
+            log.meta_data_buffer, request.session_id, request.stream_id, request.initial_term_id
+        )
+        set_end_of_stream_position(log.meta_data_buffer, _MAX_POSITION)
+
+        system = self._system_counters
+        image = PublicationImage(
+            log=log,
+            endpoint=endpoint,
+            correlation_id=correlation_id,
+            session_id=request.session_id,
+            stream_id=request.stream_id,
+            initial_term_id=request.initial_term_id,
+            active_term_id=request.active_term_id,
+            initial_term_offset=request.term_offset,
+            rcv_hwm=rcv_hwm,
+            rcv_pos=rcv_pos,
+            control_address=request.control_address,
+            source_address=request.source_address,
+            delay_generator=self._delay_generator(channel),
+            is_reliable=links[0].is_reliable,
+            receiver_window_length=window,
+            status_message_timeout_ns=settings.status_message_timeout_ns,
+            image_liveness_timeout_ns=settings.image_liveness_timeout_ns,
+            untethered_window_limit_timeout_ns=context.untethered_window_limit_timeout_ns,
+            untethered_resting_timeout_ns=context.untethered_resting_timeout_ns,
+            heartbeats_received=system.get(SystemCounter.HEARTBEATS_RECEIVED),
+            flow_control_under_runs=system.get(SystemCounter.FLOW_CONTROL_UNDER_RUNS),
+            flow_control_over_runs=system.get(SystemCounter.FLOW_CONTROL_OVER_RUNS),
+            status_messages_sent=system.get(SystemCounter.STATUS_MESSAGES_SENT),
+            naks_sent=system.get(SystemCounter.NAK_MESSAGES_SENT),
+            loss_gap_fills=system.get(SystemCounter.LOSS_GAP_FILLS),
+            now_ns=self._now_ns,
+        )
+        image.listener = self
+        return image
+
+    def _delay_generator(self, channel: UdpChannel) -> FeedbackDelayGenerator:
+        settings = self._settings
+        if channel.is_multicast:
+            return OptimalMulticastDelayGenerator(
+                settings.nak_multicast_max_backoff_ns, settings.nak_multicast_group_size
+            )
+        delay_ns = (
+            channel.nak_delay_ns
+            if channel.nak_delay_ns is not None
+            else settings.nak_unicast_delay_ns
+        )
+        return StaticDelayGenerator(delay_ns, delay_ns * settings.nak_unicast_retry_delay_ratio)
+
+    # ImageListener ----------------------------------------------------------------------------
+
+    def on_image_available(self, image: PublicationImage, subscriber: SubscriberPosition) -> None:
+        self._proxy.on_available_image(
+            image.correlation_id,
+            image.session_id,
+            image.stream_id,
+            subscriber.subscription_registration_id,
+            subscriber.counter_id,
+            image.log_file_name,
+            format_sockaddr(image.source_address),
+        )
+
+    def on_image_unavailable(self, image: PublicationImage, subscription_id: int) -> None:
+        self._proxy.on_unavailable_image(
+            image.correlation_id,
+            subscription_id,
+            image.stream_id,
+            image.endpoint.channel.original_uri,
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # Timer
+
+    def on_time_event(self, now_ns: int) -> None:
+        """Each image's life cycle; freeing images and closing endpoints that are done."""
+        self._now_ns = now_ns
+        for image in list(self.images):
+            state = image.on_time_event(now_ns)
+            if state is ImageState.LINGER:
+                self._receiver.remove_publication_image(image)
+                for subscriber in image.subscribers:
+                    self.on_image_unavailable(image, subscriber.subscription_registration_id)
+            elif image.state is ImageState.DONE and image.has_receiver_released:
+                self._free_image(image)
+        for endpoint in [e for e in self._closing_endpoints if e.has_receiver_released]:
+            if any(image.endpoint is endpoint for image in self.images):
+                continue
+            self._closing_endpoints.remove(endpoint)
+            del self.endpoints[endpoint.channel.canonical_form]
+            endpoint.close()
+
+    def _free_image(self, image: PublicationImage) -> None:
+        self.images.remove(image)
+        for link in self.subscriptions:
+            counter_id = link.linked.pop(image, None)
+            if counter_id is not None:
+                self._counters.free(counter_id)
+        if not image.close():
+            self._system_counters.get(SystemCounter.FREE_FAILS).increment_ordered()
+        self._receiver.remove_cool_down(image.endpoint, image.session_id, image.stream_id)
+        self._close_endpoint_if_unused(image.endpoint)
+
+    def close(self) -> None:
+        """The driver is stopping (agents stopped): unmap every log, close every socket."""
+        for image in self.images:
+            image.log.close()
+        for endpoint in self.endpoints.values():
+            endpoint.transport.close()
+        self.images.clear()
+        self.subscriptions.clear()
+        self.endpoints.clear()
+        self._closing_endpoints.clear()
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
