@@ -1,0 +1,76 @@
+"""Regenerate the Python code of ``proto/*.proto``: ``python -m proto.generate [OUT_DIR]``.
+
+Runs ``grpc_tools.protoc`` from the repository root (so generated modules import each other as
+``from proto import ...``) with the Python, gRPC and mypy-protobuf (``.pyi``) generators. With
+no argument it writes beside the ``.proto`` files; with ``OUT_DIR`` it writes
+``OUT_DIR/proto/...`` instead, which the staleness test compares with the committed files.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.resources
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+PROTO_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PROTO_DIR.parent
+GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
+
+
+def proto_files() -> list[Path]:
+    """The schema's ``.proto`` files, sorted."""
+    return sorted(PROTO_DIR.glob("*.proto"))
+
+
+def generated_files(root: Path) -> list[Path]:
+    """The generated files under ``root/proto``, sorted."""
+    directory = root / "proto"
+    return sorted(p for p in directory.iterdir() if p.name.endswith(GENERATED_SUFFIXES))
+
+
+def _plugin(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeError(
+            f"protoc plugin not found on PATH: name={name!r} (pip install mypy-protobuf)"
+        )
+    return found
+
+
+def generate(out_root: Path = REPO_ROOT) -> list[Path]:
+    """Compile every ``.proto`` into ``out_root/proto``; returns the files written."""
+    protoc = importlib.import_module("grpc_tools.protoc")  # a dev dependency, untyped
+
+    (out_root / "proto").mkdir(parents=True, exist_ok=True)
+    include = importlib.resources.files("grpc_tools") / "_proto"  # google/protobuf/*.proto
+    args = [
+        "grpc_tools.protoc",
+        f"-I{REPO_ROOT}",
+        f"-I{include}",
+        f"--plugin=protoc-gen-mypy={_plugin('protoc-gen-mypy')}",
+        f"--plugin=protoc-gen-mypy_grpc={_plugin('protoc-gen-mypy_grpc')}",
+        f"--python_out={out_root}",
+        f"--grpc_python_out={out_root}",
+        f"--mypy_out={out_root}",
+        f"--mypy_grpc_out={out_root}",
+        *(str(p.relative_to(REPO_ROOT)) for p in proto_files()),
+    ]
+    code = protoc.main(args)
+    if code != 0:
+        raise RuntimeError(f"protoc failed: exit_code={code}")
+    return generated_files(out_root)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    out_root = Path(args[0]) if args else REPO_ROOT
+    for path in generate(out_root):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
