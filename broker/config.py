@@ -1,0 +1,446 @@
+"""``BrokerConfig``: everything a broker process needs, typed and validated in one object.
+
+Sources, each overriding the one before (``BrokerConfig.load``)::
+
+    defaults  <  TOML file  <  environment (AEROMQ_BROKER_<KEY>)  <  command-line arguments
+
+The TOML file is named by ``--config PATH`` or ``AEROMQ_BROKER_CONFIG``; its keys are the field
+names below, at the top level or under a ``[broker]`` table. An environment variable is the
+field name upper-cased after ``AEROMQ_BROKER_`` (``AEROMQ_BROKER_GRPC_PORT=0``); a command-line
+argument is the field name with dashes (``--grpc-port 0``). Strings from the environment and
+the command line are parsed by the field's type: ints allow ``_`` and the suffixes ``KiB``,
+``MiB``, ``GiB``; booleans are ``true/false/yes/no/on/off/1/0``; an optional field is unset by
+``none`` or an empty string.
+
+Any bad value raises :class:`BrokerConfigError` naming the key, the value, the rule it breaks
+and where it came from; unknown keys in the file and unknown ``AEROMQ_BROKER_*`` variables are
+errors too, so a typo never passes silently.
+
+Defaults work with no arguments: an embedded media driver, ``~/.aeromq/broker`` for data, gRPC
+on 127.0.0.1:8081, ingress on ``aeron:ipc`` stream 1001 and on UDP 127.0.0.1:40456.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import ipaddress
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from broker._errors import ConfigError
+from broker.store import FlushMode, StoreConfig
+
+__all__ = ["ENV_PREFIX", "BrokerConfig", "BrokerConfigError", "add_arguments"]
+
+ENV_PREFIX: Final = "AEROMQ_BROKER_"
+_CONFIG_ENV: Final = "AEROMQ_BROKER_CONFIG"
+_MIB: Final = 1 << 20
+_INT32_MAX: Final = (1 << 31) - 1
+_NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]{1,127}$")
+_SIZE_SUFFIXES: Final = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
+_TRUE: Final = frozenset({"true", "yes", "on", "1"})
+_FALSE: Final = frozenset({"false", "no", "off", "0"})
+
+
+class BrokerConfigError(ConfigError):
+    """A bad broker setting: ``key``, ``value``, ``rule`` and ``source`` say which and why."""
+
+
+def _default_data_dir() -> Path:
+    return Path.home() / ".aeromq" / "broker"
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """A broker's settings; validated on construction (``BrokerConfigError``).
+
+    Times are in milliseconds, sizes in bytes. ``aeron_dir`` None runs an embedded media
+    driver; ``ingress_udp_endpoint`` None serves IPC only; ``namesrv_address`` None serves
+    routes from this broker alone.
+    """
+
+    broker_name: str = "broker-a"
+    cluster_name: str = "DefaultCluster"
+    data_dir: Path = dataclasses.field(default_factory=_default_data_dir)
+    grpc_host: str = "127.0.0.1"
+    grpc_port: int = 8081
+    namesrv_address: str | None = None
+    aeron_dir: Path | None = None
+    ingress_ipc_channel: str = "aeron:ipc"
+    ingress_ipc_stream_id: int = 1001
+    ingress_udp_endpoint: str | None = "127.0.0.1:40456"
+    ingress_udp_stream_id: int = 1001
+    flush_mode: FlushMode = FlushMode.ASYNC
+    flush_interval_ms: int = 500
+    sync_flush_timeout_ms: int = 5_000
+    auto_create_topic: bool = False
+    default_queue_count: int = 8
+    max_message_size: int = 4 * _MIB
+    long_polling_max_suspend_ms: int = 20_000
+    session_timeout_ms: int = 10_000
+    client_heartbeat_timeout_ms: int = 30_000
+    namesrv_heartbeat_interval_ms: int = 10_000
+    commit_log_segment_bytes: int = 1 << 30
+    consume_queue_entries_per_segment: int = 300_000
+    file_reserved_time_ms: int = 72 * 3_600_000
+    max_store_bytes: int | None = None
+    index_enabled: bool = True
+    index_slots: int = 5_000_000
+    index_entries: int = 20_000_000
+    offset_persist_interval_ms: int = 5_000
+
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
+        {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes"}
+    )
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, _coerce(f.name, getattr(self, f.name), "value"))
+        self._validate()
+
+    # -- derived -----------------------------------------------------------------------------
+
+    @property
+    def grpc_address(self) -> str:
+        """``host:port`` of the gRPC server (port 0: the one the server bound)."""
+        return f"{self.grpc_host}:{self.grpc_port}"
+
+    @property
+    def ingress_udp_channel(self) -> str | None:
+        """The UDP ingress as an Aeron channel URI, or None when UDP is off."""
+        if self.ingress_udp_endpoint is None:
+            return None
+        return f"aeron:udp?endpoint={self.ingress_udp_endpoint}"
+
+    def to_store_config(self, store_host: str | None = None) -> StoreConfig:
+        """The store's config from this one. ``store_host`` (``a.b.c.d:port``, written into
+        every record and offset message id) defaults to the gRPC host, when it is an IPv4
+        address, and port."""
+        if store_host is None:
+            host = self.grpc_host if _is_ipv4(self.grpc_host) else "127.0.0.1"
+            store_host = f"{host}:{self.grpc_port}"
+        try:
+            return StoreConfig(
+                data_dir=self.data_dir,
+                commit_log_segment_bytes=self.commit_log_segment_bytes,
+                consume_queue_entries_per_segment=self.consume_queue_entries_per_segment,
+                flush_mode=self.flush_mode,
+                flush_interval_ms=self.flush_interval_ms,
+                sync_flush_timeout_ms=self.sync_flush_timeout_ms,
+                max_message_bytes=self.max_message_size,
+                file_reserved_time_ms=self.file_reserved_time_ms,
+                max_store_bytes=self.max_store_bytes,
+                index_enabled=self.index_enabled,
+                index_slots=self.index_slots,
+                index_entries=self.index_entries,
+                offset_persist_interval_ms=self.offset_persist_interval_ms,
+                store_host=store_host,
+            )
+        except ConfigError as exc:
+            key = exc.values.get("field", "store_host")
+            raise BrokerConfigError(
+                "invalid broker config",
+                key=key,
+                value=exc.values.get("value", store_host),
+                rule=str(exc).split(":", 1)[0],
+                source="store",
+            ) from exc
+
+    def with_overrides(self, **values: Any) -> BrokerConfig:
+        """A copy with ``values`` replaced (validated again)."""
+        return dataclasses.replace(self, **values)
+
+    # -- loading -----------------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        argv: Sequence[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        config_file: Path | None = None,
+    ) -> BrokerConfig:
+        """Defaults < TOML file < ``environ`` (``os.environ`` when None) < ``argv``.
+
+        ``config_file`` (or ``--config`` in ``argv``, or ``AEROMQ_BROKER_CONFIG``) names the
+        TOML file; no file is read when none is named. ``argv`` holds only broker options
+        (see :func:`add_arguments`)."""
+        parser = argparse.ArgumentParser(prog="aeromq broker", add_help=False, exit_on_error=False)
+        add_arguments(parser)
+        args = list(argv or ())
+        try:
+            namespace, extra = parser.parse_known_args(args)
+        except argparse.ArgumentError as exc:
+            raise BrokerConfigError(
+                "invalid broker arguments", key="argv", value=args, rule=str(exc)
+            ) from exc
+        if extra:
+            raise BrokerConfigError(
+                "unknown broker arguments", key="argv", value=extra, rule=_known_keys()
+            )
+        return cls.from_sources(namespace, environ, config_file)
+
+    @classmethod
+    def from_sources(
+        cls,
+        namespace: argparse.Namespace | None = None,
+        environ: Mapping[str, str] | None = None,
+        config_file: Path | None = None,
+    ) -> BrokerConfig:
+        """Like :meth:`load`, from a namespace parsed with a parser that ``add_arguments``
+        extended (so a command can add its own options beside the broker's)."""
+        env = os.environ if environ is None else environ
+        args = vars(namespace) if namespace is not None else {}
+        path = args.get("config") or config_file or env.get(_CONFIG_ENV) or None
+        values: dict[str, Any] = {}
+        origins: dict[str, str] = {}
+        if path is not None:
+            from_file = _read_toml(Path(path))
+            values.update(from_file)
+            origins.update(dict.fromkeys(from_file, f"file {path}"))
+        from_env = _read_environ(env)
+        values.update(from_env)
+        origins.update({key: f"environment {ENV_PREFIX}{key.upper()}" for key in from_env})
+        for f in fields(cls):
+            raw = args.get(f.name)
+            if raw is not None:
+                origin = f"argument --{f.name.replace('_', '-')}"
+                values[f.name] = _coerce(f.name, raw, origin)
+                origins[f.name] = origin
+        try:
+            return cls(**values)
+        except BrokerConfigError as exc:
+            key = exc.values.get("key")
+            if "source" in exc.values or key not in origins:
+                raise
+            raise BrokerConfigError(
+                "invalid broker config", **{**exc.values, "source": origins[key]}
+            ) from exc
+
+    # -- validation --------------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        for name in ("broker_name", "cluster_name"):
+            if not _NAME_PATTERN.match(getattr(self, name)):
+                _fail(name, getattr(self, name), "1-127 of a-zA-Z0-9_-")
+        if not self.grpc_host:
+            _fail("grpc_host", self.grpc_host, "a host name or address")
+        _in_range("grpc_port", self.grpc_port, 0, 65535)
+        if self.namesrv_address is not None:
+            _check_host_port("namesrv_address", self.namesrv_address, allow_zero=False)
+        if not self.ingress_ipc_channel.startswith("aeron:ipc"):
+            _fail("ingress_ipc_channel", self.ingress_ipc_channel, "an aeron:ipc channel URI")
+        if self.ingress_udp_endpoint is not None:
+            _check_host_port("ingress_udp_endpoint", self.ingress_udp_endpoint, allow_zero=True)
+        for name in ("ingress_ipc_stream_id", "ingress_udp_stream_id"):
+            _in_range(name, getattr(self, name), -(1 << 31), _INT32_MAX)
+        _in_range("flush_interval_ms", self.flush_interval_ms, 1, 60_000)
+        _in_range("sync_flush_timeout_ms", self.sync_flush_timeout_ms, 1, 600_000)
+        _in_range("default_queue_count", self.default_queue_count, 1, 1024)
+        _in_range("max_message_size", self.max_message_size, 256, _INT32_MAX)
+        _in_range("long_polling_max_suspend_ms", self.long_polling_max_suspend_ms, 0, 3_600_000)
+        _in_range("session_timeout_ms", self.session_timeout_ms, 100, 3_600_000)
+        _in_range("client_heartbeat_timeout_ms", self.client_heartbeat_timeout_ms, 100, 3_600_000)
+        _in_range("namesrv_heartbeat_interval_ms", self.namesrv_heartbeat_interval_ms, 10, 600_000)
+        _in_range("commit_log_segment_bytes", self.commit_log_segment_bytes, 4096, _INT32_MAX)
+        if self.max_message_size > self.commit_log_segment_bytes - 8:
+            _fail(
+                "max_message_size",
+                self.max_message_size,
+                f"<= commit_log_segment_bytes - 8 = {self.commit_log_segment_bytes - 8}",
+            )
+        _in_range(
+            "consume_queue_entries_per_segment", self.consume_queue_entries_per_segment, 2, 1 << 26
+        )
+        _in_range("file_reserved_time_ms", self.file_reserved_time_ms, 0, 1 << 50)
+        if self.max_store_bytes is not None:
+            _in_range(
+                "max_store_bytes", self.max_store_bytes, self.commit_log_segment_bytes, 1 << 60
+            )
+        _in_range("index_slots", self.index_slots, 1, _INT32_MAX)
+        _in_range("index_entries", self.index_entries, 2, _INT32_MAX)
+        _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
+        self.to_store_config()  # and whatever the store itself checks
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config`` and one ``--<field>`` option per ``BrokerConfig`` field to ``parser``.
+
+    Every option defaults to None (not given), so only what the command line names overrides
+    the file and the environment; values stay strings until :meth:`BrokerConfig.from_sources`
+    parses them by type."""
+    group = parser.add_argument_group("broker")
+    group.add_argument("--config", metavar="PATH", default=None, help="a TOML config file")
+    for f in fields(BrokerConfig):
+        flag = "--" + f.name.replace("_", "-")
+        group.add_argument(flag, dest=f.name, metavar=f.name.upper(), default=None)
+
+
+# -- parsing and checks ------------------------------------------------------------------------
+
+
+def _field_types() -> dict[str, str]:
+    return {f.name: str(f.type) for f in fields(BrokerConfig)}
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    """``value`` as the type of field ``name``; strings are parsed."""
+    kind = _field_types()[name]
+    optional = name in BrokerConfig._OPTIONAL
+    if optional and (
+        value is None or (isinstance(value, str) and value.strip().lower() in ("", "none"))
+    ):
+        return None
+    base = kind.replace(" | None", "")
+    try:
+        if base == "str":
+            if not isinstance(value, str):
+                raise TypeError
+            return value
+        if base == "Path":
+            if not isinstance(value, str | os.PathLike):
+                raise TypeError
+            return Path(value).expanduser()
+        if base == "bool":
+            return _parse_bool(value)
+        if base == "int":
+            return _parse_int(value)
+        if base == "FlushMode":
+            if isinstance(value, FlushMode):
+                return value
+            return FlushMode(str(value).strip().upper())
+    except (TypeError, ValueError) as exc:
+        raise BrokerConfigError(
+            "invalid broker config",
+            key=name,
+            value=value,
+            rule=f"must be {_describe(base)}",
+            source=source,
+        ) from exc
+    raise AssertionError(f"no parser for field type: name={name} type={kind}")
+
+
+def _describe(base: str) -> str:
+    return {
+        "str": "a string",
+        "Path": "a path",
+        "bool": "a boolean (true/false)",
+        "int": "an integer (KiB/MiB/GiB suffixes allowed)",
+        "FlushMode": "ASYNC or SYNC",
+    }[base]
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+    raise ValueError(value)
+
+
+def _parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise TypeError(value)
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(value)
+    text = value.strip().replace("_", "")
+    scale = 1
+    lowered = text.lower()
+    for suffix, factor in _SIZE_SUFFIXES.items():
+        if lowered.endswith(suffix):
+            text, scale = text[: -len(suffix)].strip(), factor
+            break
+    return int(text, 10) * scale
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            document = tomllib.load(file)
+    except OSError as exc:
+        raise BrokerConfigError(
+            "cannot read broker config file", key="config", value=str(path), rule=exc.strerror
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise BrokerConfigError(
+            "broker config file is not valid TOML", key="config", value=str(path), rule=str(exc)
+        ) from exc
+    table = document.get("broker", document)
+    if not isinstance(table, dict):
+        raise BrokerConfigError(
+            "broker config file: [broker] must be a table",
+            key="broker",
+            value=table,
+            source=str(path),
+        )
+    names = _field_types()
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in names:
+            raise BrokerConfigError(
+                "unknown broker config key",
+                key=key,
+                value=value,
+                rule=_known_keys(),
+                source=str(path),
+            )
+        values[key] = _coerce(key, value, f"file {path}")
+    return values
+
+
+def _read_environ(environ: Mapping[str, str]) -> dict[str, Any]:
+    names = _field_types()
+    values: dict[str, Any] = {}
+    for variable in sorted(environ):
+        if not variable.startswith(ENV_PREFIX) or variable == _CONFIG_ENV:
+            continue
+        key = variable[len(ENV_PREFIX) :].lower()
+        if key not in names:
+            raise BrokerConfigError(
+                "unknown broker environment variable",
+                key=variable,
+                value=environ[variable],
+                rule=_known_keys(),
+                source="environment",
+            )
+        values[key] = _coerce(key, environ[variable], f"environment {variable}")
+    return values
+
+
+def _known_keys() -> str:
+    return "one of " + ", ".join(sorted(_field_types()))
+
+
+def _fail(key: str, value: Any, rule: str) -> None:
+    raise BrokerConfigError("invalid broker config", key=key, value=value, rule=rule)
+
+
+def _in_range(key: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        _fail(key, value, f"{low}..{high}")
+
+
+def _check_host_port(key: str, value: str, *, allow_zero: bool) -> None:
+    host, sep, port = value.rpartition(":")
+    low = 0 if allow_zero else 1
+    if not sep or not host or not port.isdigit() or not low <= int(port) <= 65535:
+        _fail(key, value, f"host:port with port {low}..65535")
+
+
+def _is_ipv4(host: str) -> bool:
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return True
