@@ -14,15 +14,19 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
    stream, linger), and the unblocking of a command a dead client left half-written;
 5. move every publication's limit.
 
-Streams are handled per media: ``aeron:ipc`` by :class:`~transport.driver.ipc_streams.IpcStreams`;
-an ``aeron:udp`` channel is refused with NOT_SUPPORTED until the sender and receiver agents
-exist (issue 4 adds a sibling of ``IpcStreams`` under ``_streams["udp"]``).
+Streams are handled per media (:class:`MediaStreams`): ``aeron:ipc`` by
+:class:`~transport.driver.ipc_streams.IpcStreams`, ``aeron:udp`` by
+:class:`~transport.driver.udp_streams.UdpStreams`, which also owns the sender and receiver agents
+(the media driver runs them) and does its per-cycle work in step 5 (the receiver's image
+requests, the network publications' limits).
 
 A TERMINATE_DRIVER whose token the context's validator accepts calls the termination hook and
 ends the agent (``AgentTerminationError``) after the current cycle.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from transport._errors import AgentTerminationError, ConfigurationError, IllegalStateError
 from transport.cnc import CncFile
@@ -51,14 +55,51 @@ from transport.driver.ipc_streams import IpcStreams
 from transport.driver.session_ids import SessionIdAllocator
 from transport.driver.stream_counters import allocate_client_heartbeat
 from transport.driver.system_counters import NULL_VALUE, SystemCounter, SystemCounters
+from transport.driver.udp_streams import UdpStreams
 from transport.driver.uri_params import (
     IPC_MEDIA,
+    UDP_MEDIA,
+    PublicationParams,
+    SubscriptionParams,
     parse_channel,
     publication_params,
     subscription_params,
 )
 
-__all__ = ["DriverConductor"]
+__all__ = ["DriverConductor", "MediaStreams"]
+
+
+class MediaStreams(Protocol):
+    """What the conductor asks of a media's streams (IPC and UDP)."""
+
+    def add_publication(
+        self,
+        client: AeronClient,
+        correlation_id: int,
+        stream_id: int,
+        channel: str,
+        params: PublicationParams,
+        is_exclusive: bool,
+        now_ns: int,
+    ) -> object: ...
+
+    def add_subscription(
+        self,
+        client_id: int,
+        registration_id: int,
+        stream_id: int,
+        channel: str,
+        params: SubscriptionParams,
+        now_ns: int,
+    ) -> object: ...
+
+    def remove_subscription(self, registration_id: int) -> bool: ...
+
+    def remove_client_subscriptions(self, client_id: int) -> None: ...
+
+    def on_time_event(self, now_ns: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class DriverConductor:
@@ -88,18 +129,29 @@ class DriverConductor:
         self._cycle_threshold_exceeded = self.system_counters.get(
             SystemCounter.CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED
         )
+        session_ids = SessionIdAllocator(
+            context.publication_reserved_session_id_low,
+            context.publication_reserved_session_id_high,
+        )
         self.ipc = IpcStreams(
             context,
             self.counters,
             self.system_counters,
             self.client_proxy,
-            SessionIdAllocator(
-                context.publication_reserved_session_id_low,
-                context.publication_reserved_session_id_high,
-            ),
+            session_ids,
             self.on_agent_error,
         )
-        self._streams = {IPC_MEDIA: self.ipc}
+        self.udp = UdpStreams(
+            context,
+            context.udp,
+            self.counters,
+            self.system_counters,
+            self.client_proxy,
+            session_ids,
+            self.to_driver.next_correlation_id,
+            self.on_agent_error,
+        )
+        self._streams: dict[str, MediaStreams] = {IPC_MEDIA: self.ipc, UDP_MEDIA: self.udp}
         self.clients: dict[int, AeronClient] = {}
         self._adapter = ClientCommandAdapter(
             self.to_driver, self, self.client_proxy, self.errors_counter, self.record_error
@@ -142,6 +194,7 @@ class DriverConductor:
             self._on_timer(now_ns, now_ms)
             work_count += 1
         work_count += self.ipc.update_publisher_limits()
+        work_count += self.udp.do_work(now_ns)
         if self._termination_requested:
             raise AgentTerminationError("media driver terminated by TERMINATE_DRIVER")
         return work_count
@@ -152,6 +205,7 @@ class DriverConductor:
             return
         self._closed = True
         self.ipc.close()
+        self.udp.close()
         self.to_driver.consumer_heartbeat_time = NULL_VALUE
 
     def on_agent_error(self, error: BaseException) -> None:
@@ -181,7 +235,11 @@ class DriverConductor:
                     self._on_client_end_of_life(client)
                 except Exception as error:
                     self.on_agent_error(error)
-        self.ipc.on_time_event(now_ns)
+        for streams in self._streams.values():
+            try:
+                streams.on_time_event(now_ns)
+            except Exception as error:
+                self.on_agent_error(error)
         self._check_for_blocked_commands(now_ns)
 
     def _on_client_end_of_life(self, client: AeronClient) -> None:
@@ -197,7 +255,8 @@ class DriverConductor:
                 counter_link.registration_id, counter_link.counter_id
             )
             self.counters.free(counter_link.counter_id)
-        self.ipc.remove_client_subscriptions(client.client_id)
+        for streams in self._streams.values():
+            streams.remove_client_subscriptions(client.client_id)
         client.heartbeat.close()
 
     def _check_for_blocked_commands(self, now_ns: int) -> None:
@@ -359,7 +418,7 @@ class DriverConductor:
 
     def _streams_for(
         self, media: str, is_spy: bool, channel: str, *, subscription: bool
-    ) -> IpcStreams:
+    ) -> MediaStreams:
         if is_spy:
             raise command_error(
                 ErrorCode.NOT_SUPPORTED,
@@ -372,7 +431,7 @@ class DriverConductor:
         if streams is None:
             raise command_error(
                 ErrorCode.NOT_SUPPORTED,
-                f"aeron:{media} channels are not supported by this driver yet (IPC only)",
+                f"aeron:{media} channels are not supported by this driver",
                 channel=channel,
             )
         return streams

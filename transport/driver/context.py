@@ -11,10 +11,13 @@ Aeron's value syntax (sizes ``64k``, durations ``10s`` / ``500ms`` / bare ns, bo
 applies explicit overrides on top. The plain constructor ignores the environment except for the
 default ``aeron_dir``, which honours ``AERON_DIR`` as Aeron's does.
 
-Threading modes: with only IPC there is one agent, the conductor. ``DEDICATED``,
-``SHARED_NETWORK`` and ``SHARED`` run it on one thread (issue 4 adds the sender and receiver
-agents: their own threads, one network thread, or all three composed on one thread);
-``INVOKER`` runs no thread and gives the caller an invoker.
+Threading modes (Aeron's), for the conductor and the UDP sender and receiver agents:
+``DEDICATED`` gives each its own thread, ``SHARED_NETWORK`` runs the sender and receiver on one
+thread beside the conductor's, ``SHARED`` runs all three composed on one thread, and
+``INVOKER`` runs no thread and gives the caller an invoker of all three. The UDP settings (socket
+buffers, windows, NAK and retransmit timing, the network agents' idle strategies) are the
+nested :class:`~transport.driver.udp_settings.UdpSettings` in ``udp``, read from Aeron's
+environment variables too.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from transport.concurrent.clock import EpochClock, NanoClock, SystemEpochClock, 
 from transport.concurrent.counters_descriptor import COUNTER_LENGTH
 from transport.concurrent.idle_strategy import IdleStrategy, idle_strategy_from_name
 from transport.driver._values import parse_bool, parse_duration_ns, parse_int32, parse_size
+from transport.driver.udp_settings import UdpSettings
 from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
 from transport.logbuffer.log_buffer_descriptor import check_page_size, check_term_length
 
@@ -127,6 +131,7 @@ class MediaDriverContext:
     threading_mode: ThreadingMode = ThreadingMode.DEDICATED
     conductor_idle_strategy: str = "backoff"
     shared_idle_strategy: str = "backoff"
+    udp: UdpSettings = field(default_factory=UdpSettings)
     termination_validator: TerminationValidator = deny_termination
     termination_hook: Callable[[], object] | None = None
     epoch_clock: EpochClock = field(default_factory=SystemEpochClock, compare=False)
@@ -167,6 +172,15 @@ class MediaDriverContext:
         )
         return idle_strategy_from_name(name)
 
+    def new_sender_idle_strategy(self) -> IdleStrategy:
+        return idle_strategy_from_name(self.udp.sender_idle_strategy)
+
+    def new_receiver_idle_strategy(self) -> IdleStrategy:
+        return idle_strategy_from_name(self.udp.receiver_idle_strategy)
+
+    def new_shared_network_idle_strategy(self) -> IdleStrategy:
+        return idle_strategy_from_name(self.udp.shared_network_idle_strategy)
+
     # ----------------------------------------------------------------------------------------
     # Environment
 
@@ -181,6 +195,7 @@ class MediaDriverContext:
             text = env.get(name)
             if text is not None and text != "":
                 values[field_name] = parse(name, text)
+        values["udp"] = UdpSettings.from_env(env)
         values.update(overrides)
         return cls(**values)
 
@@ -246,6 +261,8 @@ class MediaDriverContext:
             _fail("threading_mode", self.threading_mode, "must be a ThreadingMode")
         for name in ("conductor_idle_strategy", "shared_idle_strategy"):
             _check(name, getattr(self, name), idle_strategy_from_name)
+        if not isinstance(self.udp, UdpSettings):
+            _fail("udp", self.udp, "must be a UdpSettings")
         if not callable(self.termination_validator):
             _fail("termination_validator", self.termination_validator, "must be callable")
 

@@ -8,10 +8,13 @@ Aeron's ``MediaDriver.launch`` / ``launchEmbedded``. Launching:
 2. creates ``cnc.dat`` and sets the conductor up in it (system counters, heartbeat) under a
    temporary name, then renames it into place: a client that finds ``cnc.dat`` finds its version
    (written last) and a live heartbeat together;
-3. runs the conductor: on its own daemon thread (``DEDICATED``, ``SHARED_NETWORK``, ``SHARED``),
-   or not at all (``INVOKER``: the caller drives it through :attr:`shared_agent_invoker`).
+3. runs the agents (the conductor, and the UDP sender and receiver it owns) as the threading
+   mode says: each on its own daemon thread (``DEDICATED``), the sender and receiver together
+   on one (``SHARED_NETWORK``), all three composed on one (``SHARED``), or none at all
+   (``INVOKER``: the caller drives all three through :attr:`shared_agent_invoker`).
 
-``close()`` (idempotent; also the context manager's exit) stops the agent with a bounded join,
+``close()`` (idempotent; also the context manager's exit) stops the agents with a bounded join
+(the network agents before the conductor, which then closes the sockets),
 unmaps cnc.dat and deletes the directory if ``dir_delete_on_shutdown``. A TERMINATE_DRIVER that
 the context's validator accepts stops the agent by itself; :meth:`wait_for_termination` lets a
 process wait for that, and ``close()`` then finishes the job.
@@ -29,7 +32,8 @@ from types import TracebackType
 
 from transport._errors import IllegalStateError
 from transport.cnc import CNC_FILE, CncFile
-from transport.concurrent.agent import AgentInvoker, AgentRunner
+from transport.concurrent.agent import Agent, AgentInvoker, AgentRunner, CompositeAgent
+from transport.concurrent.idle_strategy import IdleStrategy
 from transport.driver.aeron_dir import prepare_aeron_dir
 from transport.driver.conductor import DriverConductor
 from transport.driver.context import MediaDriverContext, ThreadingMode
@@ -71,7 +75,7 @@ class MediaDriver:
         self._lock = threading.Lock()
         self._closed = False
         self._terminated = threading.Event()
-        self._runner: AgentRunner | None = None
+        self._runners: list[AgentRunner] = []
         self._invoker: AgentInvoker | None = None
         user_hook = context.termination_hook
 
@@ -124,19 +128,41 @@ class MediaDriver:
 
     def _start_agent(self) -> None:
         conductor = self.conductor
-        if self.context.threading_mode is ThreadingMode.INVOKER:
+        context = self.context
+        sender = conductor.udp.sender
+        receiver = conductor.udp.receiver
+        mode = context.threading_mode
+        if mode is ThreadingMode.INVOKER:
             self._invoker = AgentInvoker(
-                conductor.record_error, conductor.errors_counter, conductor
-            )
-            self._invoker.start()
-        else:
-            self._runner = AgentRunner(
-                self.context.new_conductor_idle_strategy(),
                 conductor.record_error,
                 conductor.errors_counter,
-                conductor,
+                CompositeAgent([conductor, sender, receiver]),
             )
-            self._runner.start()
+            self._invoker.start()
+            return
+        # Network runners first in the list: close() stops them before the conductor.
+        if mode is ThreadingMode.DEDICATED:
+            self._add_runner(context.new_sender_idle_strategy(), sender)
+            self._add_runner(context.new_receiver_idle_strategy(), receiver)
+            self._add_runner(context.new_conductor_idle_strategy(), conductor)
+        elif mode is ThreadingMode.SHARED_NETWORK:
+            self._add_runner(
+                context.new_shared_network_idle_strategy(), CompositeAgent([sender, receiver])
+            )
+            self._add_runner(context.new_conductor_idle_strategy(), conductor)
+        else:
+            self._add_runner(
+                context.new_conductor_idle_strategy(),
+                CompositeAgent([conductor, sender, receiver]),
+            )
+        for runner in self._runners:
+            runner.start()
+
+    def _add_runner(self, idle_strategy: IdleStrategy, agent: Agent) -> None:
+        conductor = self.conductor
+        self._runners.append(
+            AgentRunner(idle_strategy, conductor.record_error, conductor.errors_counter, agent)
+        )
 
     # ----------------------------------------------------------------------------------------
 
@@ -146,7 +172,7 @@ class MediaDriver:
 
     @property
     def shared_agent_invoker(self) -> AgentInvoker:
-        """The conductor's invoker in ``INVOKER`` mode: call ``invoke()`` to run a duty cycle."""
+        """The invoker in ``INVOKER`` mode: ``invoke()`` runs a duty cycle of every agent."""
         if self._invoker is None:
             raise IllegalStateError(
                 "no agent invoker: the threading mode is not INVOKER",
@@ -168,12 +194,12 @@ class MediaDriver:
         return self._terminated.wait(timeout_s)
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Stop the agent (bounded join), unmap cnc.dat, delete the dir if configured."""
+        """Stop the agents (bounded joins), unmap cnc.dat, delete the dir if configured."""
         with self._lock:
             if self._closed:
                 return
-            if self._runner is not None:
-                self._runner.close(timeout_s)
+            for runner in self._runners:
+                runner.close(timeout_s)
             if self._invoker is not None:
                 self._invoker.close()
             self._closed = True

@@ -27,8 +27,9 @@ Aeron's environment variables (``AERON_SOCKET_SO_RCVBUF``, ``AERON_RCV_INITIAL_W
 ``min_flow_control_receiver_timeout_ns``    a receiver silent this long leaves the min group
 ``pending_setup_timeout_ns``                a session waiting for SETUP is asked again after
 ``multicast_ttl``                           default multicast TTL (0: the OS default)
-``sender_idle_strategy``,                   idle strategies of the sender and receiver threads
-``receiver_idle_strategy``
+``sender_idle_strategy``,                   idle strategies of the sender and receiver threads,
+``receiver_idle_strategy``,                 and of their shared thread (``SHARED_NETWORK``)
+``shared_network_idle_strategy``
 ``loss_generator``                          drops received datagrams (tests only; see
                                             :mod:`transport.testing.loss_generator`)
 ==========================================  =================================================
@@ -81,6 +82,7 @@ class UdpSettings:
     multicast_ttl: int = 0
     sender_idle_strategy: str = "backoff"
     receiver_idle_strategy: str = "backoff"
+    shared_network_idle_strategy: str = "backoff"
     loss_generator: DatagramFilter | None = None
 
     def __post_init__(self) -> None:
@@ -108,7 +110,11 @@ class UdpSettings:
         ):
             _check_range(name, getattr(self, name), 1, 1024 if name == "max_resend" else None)
         _check_range("multicast_ttl", self.multicast_ttl, 0, 255)
-        for name in ("sender_idle_strategy", "receiver_idle_strategy"):
+        for name in (
+            "sender_idle_strategy",
+            "receiver_idle_strategy",
+            "shared_network_idle_strategy",
+        ):
             try:
                 idle_strategy_from_name(getattr(self, name))
             except ConfigurationError as exc:
@@ -187,5 +193,6 @@ UDP_ENV_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "AERON_SOCKET_MULTICAST_TTL": ("multicast_ttl", parse_int32),
     "AERON_SENDER_IDLE_STRATEGY": ("sender_idle_strategy", _text),
     "AERON_RECEIVER_IDLE_STRATEGY": ("receiver_idle_strategy", _text),
+    "AERON_SHARED_NETWORK_IDLE_STRATEGY": ("shared_network_idle_strategy", _text),
 }
 """Aeron's environment variable -> (field, parser) for the UDP settings."""

@@ -52,7 +52,11 @@ def _logged(client: DriverClient) -> list[str]:
         ("aeron:ipc?init-term-id=5", ErrorCode.INVALID_CHANNEL, ["term-id"]),
         ("aeron:ipc?session-id=abc", ErrorCode.INVALID_CHANNEL, ["session-id", "abc"]),
         ("aeron:ipc?session-id=tag:5", ErrorCode.INVALID_CHANNEL, ["network publication"]),
-        ("aeron:udp?endpoint=localhost:40123", ErrorCode.NOT_SUPPORTED, ["aeron:udp"]),
+        (
+            "aeron:udp?control=localhost:40123|control-mode=dynamic",
+            ErrorCode.NOT_SUPPORTED,
+            ["control-mode=dynamic"],
+        ),
     ],
 )
 def test_should_refuse_a_bad_publication_channel(
@@ -68,7 +72,8 @@ def test_should_refuse_a_bad_subscription_channel(client: DriverClient) -> None:
     bad = _error(client, client.add_subscription("aeron:ipc?tether=maybe", 10)).message
     assert bad.error_code == ErrorCode.INVALID_CHANNEL
     assert "tether" in bad.error_message and "maybe" in bad.error_message
-    udp = _error(client, client.add_subscription("aeron:udp?endpoint=localhost:40124", 10))
+    mdc = "aeron:udp?endpoint=localhost:40124|control-mode=manual"
+    udp = _error(client, client.add_subscription(mdc, 10))
     assert udp.message.error_code == ErrorCode.NOT_SUPPORTED
     spy = _error(client, client.add_subscription("aeron-spy:aeron:udp?endpoint=localhost:1", 10))
     assert spy.message.error_code == ErrorCode.NOT_SUPPORTED
