@@ -15,6 +15,10 @@ from collections.abc import Callable, Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "driver": ("transport.driver._main:main", "run a standalone media driver"),
     "quickstart": ("aeromq._quickstart:main", "run the main job on defaults and report"),
+    "stat": (
+        "transport.tools.stat:main",
+        "show a media driver's counters and error log (like AeronStat)",
+    ),
 }
 
 
