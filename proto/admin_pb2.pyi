@@ -90,7 +90,7 @@ class CreateTopicRequest(_message.Message):
     TOPIC_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def topic(self) -> _common_pb2.TopicConfig:
-        """queue counts 0 take the broker's default queue count"""
+        """see TopicConfig for what 0 means"""
 
     def __init__(
         self,
@@ -364,7 +364,7 @@ Global___GetMaxOffsetRequest: _TypeAlias = GetMaxOffsetRequest  # noqa: Y015
 @_typing.final
 class OffsetResponse(_message.Message):
     """The answer of QueryOffset, SearchOffset, GetMinOffset and GetMaxOffset. QueryOffset of a
-    queue the group never committed answers QUERY_NOT_FOUND (22).
+    queue the group never committed answers offset -1.
     """
 
     DESCRIPTOR: _descriptor.Descriptor

@@ -71,7 +71,9 @@ Global___Status: _TypeAlias = Status  # noqa: Y015
 @_typing.final
 class TopicConfig(_message.Message):
     """A topic's queue counts and permissions (RocketMQ's TopicConfig). perm is a bit set:
-    0x8 PRIORITY, 0x4 READ, 0x2 WRITE, 0x1 INHERIT.
+    0x8 PRIORITY, 0x4 READ, 0x2 WRITE, 0x1 INHERIT. In a create or update request, queue counts
+    0 take the broker's default (create) or keep the current counts (update), and perm 0 takes
+    READ|WRITE.
     """
 
     DESCRIPTOR: _descriptor.Descriptor

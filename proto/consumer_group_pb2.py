@@ -27,17 +27,17 @@ from proto import common_pb2 as proto_dot_common__pb2
 from proto import messages_pb2 as proto_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aproto/consumer_group.proto\x12\taeromq.v1\x1a\x11proto/admin.proto\x1a\x12proto/common.proto\x1a\x14proto/messages.proto\"\x82\x01\n\x10SubscriptionData\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x16\n\x0esub_expression\x18\x02 \x01(\t\x12\x32\n\x0f\x65xpression_type\x18\x03 \x01(\x0e\x32\x19.aeromq.v1.ExpressionType\x12\x13\n\x0bsub_version\x18\x04 \x01(\x03\"\xf1\x01\n\x0c\x43onsumerData\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12,\n\x0c\x63onsume_type\x18\x02 \x01(\x0e\x32\x16.aeromq.v1.ConsumeType\x12.\n\rmessage_model\x18\x03 \x01(\x0e\x32\x17.aeromq.v1.MessageModel\x12\x37\n\x12\x63onsume_from_where\x18\x04 \x01(\x0e\x32\x1b.aeromq.v1.ConsumeFromWhere\x12\x32\n\rsubscriptions\x18\x05 \x03(\x0b\x32\x1b.aeromq.v1.SubscriptionData\"j\n\x10HeartbeatRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12*\n\tconsumers\x18\x02 \x03(\x0b\x32\x17.aeromq.v1.ConsumerData\x12\x17\n\x0fproducer_groups\x18\x03 \x03(\t\"P\n\x0fGroupMembership\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\x14\n\x0c\x63onsumer_ids\x18\x02 \x03(\t\x12\x0f\n\x07version\x18\x03 \x01(\x03\"\x85\x01\n\x11HeartbeatResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12/\n\x0bmemberships\x18\x02 \x03(\x0b\x32\x1a.aeromq.v1.GroupMembership\x12\x1c\n\x14heartbeat_timeout_ms\x18\x03 \x01(\x03\"^\n\x17UnregisterClientRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x17\n\x0f\x63onsumer_groups\x18\x02 \x03(\t\x12\x17\n\x0fproducer_groups\x18\x03 \x03(\t\"=\n\x18UnregisterClientResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\"/\n\x15GetConsumerIdsRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\"b\n\x16GetConsumerIdsResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12\x14\n\x0c\x63onsumer_ids\x18\x02 \x03(\t\x12\x0f\n\x07version\x18\x03 \x01(\x03*:\n\x0b\x43onsumeType\x12\x14\n\x10\x43ONSUME_ACTIVELY\x10\x00\x12\x15\n\x11\x43ONSUME_PASSIVELY\x10\x01*k\n\x10\x43onsumeFromWhere\x12\x1c\n\x18\x43ONSUME_FROM_LAST_OFFSET\x10\x00\x12\x1d\n\x19\x43ONSUME_FROM_FIRST_OFFSET\x10\x01\x12\x1a\n\x16\x43ONSUME_FROM_TIMESTAMP\x10\x02\x32\xe2\x02\n\x14\x43onsumerGroupService\x12J\n\tHeartbeat\x12\x1b.aeromq.v1.HeartbeatRequest\x1a\x1c.aeromq.v1.HeartbeatResponse(\x01\x30\x01\x12J\n\rSendHeartbeat\x12\x1b.aeromq.v1.HeartbeatRequest\x1a\x1c.aeromq.v1.HeartbeatResponse\x12[\n\x10UnregisterClient\x12\".aeromq.v1.UnregisterClientRequest\x1a#.aeromq.v1.UnregisterClientResponse\x12U\n\x0eGetConsumerIds\x12 .aeromq.v1.GetConsumerIdsRequest\x1a!.aeromq.v1.GetConsumerIdsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aproto/consumer_group.proto\x12\taeromq.v1\x1a\x11proto/admin.proto\x1a\x12proto/common.proto\x1a\x14proto/messages.proto\"\x82\x01\n\x10SubscriptionData\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x16\n\x0esub_expression\x18\x02 \x01(\t\x12\x32\n\x0f\x65xpression_type\x18\x03 \x01(\x0e\x32\x19.aeromq.v1.ExpressionType\x12\x13\n\x0bsub_version\x18\x04 \x01(\x03\"\xf1\x01\n\x0c\x43onsumerData\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12,\n\x0c\x63onsume_type\x18\x02 \x01(\x0e\x32\x16.aeromq.v1.ConsumeType\x12.\n\rmessage_model\x18\x03 \x01(\x0e\x32\x17.aeromq.v1.MessageModel\x12\x37\n\x12\x63onsume_from_where\x18\x04 \x01(\x0e\x32\x1b.aeromq.v1.ConsumeFromWhere\x12\x32\n\rsubscriptions\x18\x05 \x03(\x0b\x32\x1b.aeromq.v1.SubscriptionData\"j\n\x10HeartbeatRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12*\n\tconsumers\x18\x02 \x03(\x0b\x32\x17.aeromq.v1.ConsumerData\x12\x17\n\x0fproducer_groups\x18\x03 \x03(\t\"P\n\x0fGroupMembership\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\x14\n\x0c\x63onsumer_ids\x18\x02 \x03(\t\x12\x0f\n\x07version\x18\x03 \x01(\x03\"]\n\x0bOffsetReset\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\'\n\x07offsets\x18\x03 \x03(\x0b\x32\x16.aeromq.v1.QueueOffset\"\xb4\x01\n\x11HeartbeatResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12/\n\x0bmemberships\x18\x02 \x03(\x0b\x32\x1a.aeromq.v1.GroupMembership\x12\x1c\n\x14heartbeat_timeout_ms\x18\x03 \x01(\x03\x12-\n\roffset_resets\x18\x04 \x03(\x0b\x32\x16.aeromq.v1.OffsetReset\"^\n\x17UnregisterClientRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x17\n\x0f\x63onsumer_groups\x18\x02 \x03(\t\x12\x17\n\x0fproducer_groups\x18\x03 \x03(\t\"=\n\x18UnregisterClientResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\"/\n\x15GetConsumerIdsRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\"b\n\x16GetConsumerIdsResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12\x14\n\x0c\x63onsumer_ids\x18\x02 \x03(\t\x12\x0f\n\x07version\x18\x03 \x01(\x03*:\n\x0b\x43onsumeType\x12\x14\n\x10\x43ONSUME_ACTIVELY\x10\x00\x12\x15\n\x11\x43ONSUME_PASSIVELY\x10\x01*k\n\x10\x43onsumeFromWhere\x12\x1c\n\x18\x43ONSUME_FROM_LAST_OFFSET\x10\x00\x12\x1d\n\x19\x43ONSUME_FROM_FIRST_OFFSET\x10\x01\x12\x1a\n\x16\x43ONSUME_FROM_TIMESTAMP\x10\x02\x32\xe2\x02\n\x14\x43onsumerGroupService\x12J\n\tHeartbeat\x12\x1b.aeromq.v1.HeartbeatRequest\x1a\x1c.aeromq.v1.HeartbeatResponse(\x01\x30\x01\x12J\n\rSendHeartbeat\x12\x1b.aeromq.v1.HeartbeatRequest\x1a\x1c.aeromq.v1.HeartbeatResponse\x12[\n\x10UnregisterClient\x12\".aeromq.v1.UnregisterClientRequest\x1a#.aeromq.v1.UnregisterClientResponse\x12U\n\x0eGetConsumerIds\x12 .aeromq.v1.GetConsumerIdsRequest\x1a!.aeromq.v1.GetConsumerIdsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.consumer_group_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CONSUMETYPE']._serialized_start=1113
-  _globals['_CONSUMETYPE']._serialized_end=1171
-  _globals['_CONSUMEFROMWHERE']._serialized_start=1173
-  _globals['_CONSUMEFROMWHERE']._serialized_end=1280
+  _globals['_CONSUMETYPE']._serialized_start=1255
+  _globals['_CONSUMETYPE']._serialized_end=1313
+  _globals['_CONSUMEFROMWHERE']._serialized_start=1315
+  _globals['_CONSUMEFROMWHERE']._serialized_end=1422
   _globals['_SUBSCRIPTIONDATA']._serialized_start=103
   _globals['_SUBSCRIPTIONDATA']._serialized_end=233
   _globals['_CONSUMERDATA']._serialized_start=236
@@ -46,16 +46,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HEARTBEATREQUEST']._serialized_end=585
   _globals['_GROUPMEMBERSHIP']._serialized_start=587
   _globals['_GROUPMEMBERSHIP']._serialized_end=667
-  _globals['_HEARTBEATRESPONSE']._serialized_start=670
-  _globals['_HEARTBEATRESPONSE']._serialized_end=803
-  _globals['_UNREGISTERCLIENTREQUEST']._serialized_start=805
-  _globals['_UNREGISTERCLIENTREQUEST']._serialized_end=899
-  _globals['_UNREGISTERCLIENTRESPONSE']._serialized_start=901
-  _globals['_UNREGISTERCLIENTRESPONSE']._serialized_end=962
-  _globals['_GETCONSUMERIDSREQUEST']._serialized_start=964
-  _globals['_GETCONSUMERIDSREQUEST']._serialized_end=1011
-  _globals['_GETCONSUMERIDSRESPONSE']._serialized_start=1013
-  _globals['_GETCONSUMERIDSRESPONSE']._serialized_end=1111
-  _globals['_CONSUMERGROUPSERVICE']._serialized_start=1283
-  _globals['_CONSUMERGROUPSERVICE']._serialized_end=1637
+  _globals['_OFFSETRESET']._serialized_start=669
+  _globals['_OFFSETRESET']._serialized_end=762
+  _globals['_HEARTBEATRESPONSE']._serialized_start=765
+  _globals['_HEARTBEATRESPONSE']._serialized_end=945
+  _globals['_UNREGISTERCLIENTREQUEST']._serialized_start=947
+  _globals['_UNREGISTERCLIENTREQUEST']._serialized_end=1041
+  _globals['_UNREGISTERCLIENTRESPONSE']._serialized_start=1043
+  _globals['_UNREGISTERCLIENTRESPONSE']._serialized_end=1104
+  _globals['_GETCONSUMERIDSREQUEST']._serialized_start=1106
+  _globals['_GETCONSUMERIDSREQUEST']._serialized_end=1153
+  _globals['_GETCONSUMERIDSRESPONSE']._serialized_start=1155
+  _globals['_GETCONSUMERIDSRESPONSE']._serialized_end=1253
+  _globals['_CONSUMERGROUPSERVICE']._serialized_start=1425
+  _globals['_CONSUMERGROUPSERVICE']._serialized_end=1779
 # @@protoc_insertion_point(module_scope)

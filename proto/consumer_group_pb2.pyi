@@ -182,10 +182,41 @@ class GroupMembership(_message.Message):
 Global___GroupMembership: _TypeAlias = GroupMembership  # noqa: Y015
 
 @_typing.final
+class OffsetReset(_message.Message):
+    """An admin reset a group's offsets on a topic: members drop their in-memory positions of
+    these queues and continue from the new offsets (RocketMQ's RESET_CONSUMER_CLIENT_OFFSET).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
+    TOPIC_FIELD_NUMBER: _builtins.int
+    OFFSETS_FIELD_NUMBER: _builtins.int
+    consumer_group: _builtins.str
+    topic: _builtins.str
+    @_builtins.property
+    def offsets(self) -> _containers.RepeatedCompositeFieldContainer[_admin_pb2.QueueOffset]: ...
+    def __init__(
+        self,
+        *,
+        consumer_group: _builtins.str = ...,
+        topic: _builtins.str = ...,
+        offsets: _abc.Iterable[_admin_pb2.QueueOffset] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_group", b"consumer_group", "offsets", b"offsets", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OffsetReset: _TypeAlias = OffsetReset  # noqa: Y015
+
+@_typing.final
 class HeartbeatResponse(_message.Message):
     """On the stream: the answer to the first heartbeat carries the membership of each of the
-    client's groups; later messages carry the groups that changed. heartbeat_timeout_ms tells
-    the client how long the broker waits for its next heartbeat.
+    client's groups; later messages carry the groups that changed and offset resets of the
+    client's groups. heartbeat_timeout_ms tells the client how long the broker waits for its
+    next heartbeat.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -193,21 +224,25 @@ class HeartbeatResponse(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     MEMBERSHIPS_FIELD_NUMBER: _builtins.int
     HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    OFFSET_RESETS_FIELD_NUMBER: _builtins.int
     heartbeat_timeout_ms: _builtins.int
     @_builtins.property
     def status(self) -> _common_pb2.Status: ...
     @_builtins.property
     def memberships(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupMembership]: ...
+    @_builtins.property
+    def offset_resets(self) -> _containers.RepeatedCompositeFieldContainer[Global___OffsetReset]: ...
     def __init__(
         self,
         *,
         status: _common_pb2.Status | None = ...,
         memberships: _abc.Iterable[Global___GroupMembership] | None = ...,
         heartbeat_timeout_ms: _builtins.int = ...,
+        offset_resets: _abc.Iterable[Global___OffsetReset] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_timeout_ms", b"heartbeat_timeout_ms", "memberships", b"memberships", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_timeout_ms", b"heartbeat_timeout_ms", "memberships", b"memberships", "offset_resets", b"offset_resets", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
