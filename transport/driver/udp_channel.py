@@ -4,18 +4,22 @@ Aeron's ``UdpChannel`` / ``aeron_udp_channel_t``. Parsing resolves host names (I
 conductor does it when a channel is opened) and works out, from ``endpoint``, ``control`` and
 ``interface``:
 
-==================  =====================================  ====================================
-                    unicast                                multicast (``endpoint`` in 224/4)
-==================  =====================================  ====================================
-``remote_data``     ``endpoint``: where DATA goes, and     the data group (``endpoint``)
-                    what a subscription binds to
-``remote_control``  ``endpoint``                           the control group: the data group's
-                                                           address + 1 (its last byte must be
-                                                           odd), same port
-``local_control``   what a publication binds to:           the interface address (default
-                    ``control``, else ``interface``,       ``0.0.0.0``), port 0
+==================  ====================================  =====================================
+                    unicast                               multicast (``endpoint`` in 224/4)
+==================  ====================================  =====================================
+``remote_data``     ``endpoint``: where DATA goes, and    the data group (``endpoint``): where
+                    what a subscription binds to          DATA goes, what subscriptions bind to
+                                                          and join
+``remote_control``  ``endpoint``                          the control group: the data group's
+                                                          address + 1 (its last byte must be
+                                                          odd), same port; publications bind to
+                                                          and join it, receivers send to it
+``local_control``   what a publication binds to:          the interface address, port 0
+                    ``control``, else ``interface``,
                     else ``0.0.0.0:0``
-==================  =====================================  ====================================
+``interface_...``   the local address used                the interface that joins and sends
+                                                          (``interface``, default ``0.0.0.0``)
+==================  ====================================  =====================================
 
 Per-channel settings read here: ``mtu``, ``term-length``, ``session-id``, ``so-sndbuf``,
 ``so-rcvbuf``, ``rcv-wnd``, ``ttl``, ``fc`` (flow control), ``nak-delay``. The canonical form
