@@ -1,0 +1,337 @@
+"""Process entry points of the system tests (spawned, so importable by name).
+
+Each worker connects its own :class:`~transport.client.Aeron` client to the driver process,
+reports on the ``results`` queue (a ``("ready", ...)`` tuple once set up where a test waits for
+it, then its outcome) and bounds every wait by ``deadline_s``. Publishers retry on back
+pressure, yielding the CPU; subscribers poll with a large fragment limit. Errors cross the
+queue as ``(type name, message)`` pairs: transport errors keep keyword values that do not pickle.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
+from typing import Any
+
+from tests.system._messages import (
+    PREFIX,
+    MessageWriter,
+    SenderDispatch,
+    StreamChecker,
+    message_lengths,
+)
+from transport.client import Aeron, AeronContext
+from transport.logbuffer import BufferClaim, FragmentAssembler
+from transport.logbuffer.handlers import FragmentHandler
+
+__all__ = [
+    "claim_and_die",
+    "connect",
+    "driver_timeout_watcher",
+    "hold_publisher",
+    "silent_client",
+    "stalled_subscriber",
+    "stream_publisher",
+    "stream_subscriber",
+]
+
+MS = 1_000_000
+FRAGMENT_LIMIT = 1_000
+CHANNEL = "aeron:ipc"
+
+
+def connect(aeron_dir: str, **overrides: Any) -> Aeron:
+    """A client with short timeouts (a dead driver is noticed within 2 s)."""
+    values: dict[str, Any] = {
+        "aeron_dir": aeron_dir,
+        "driver_timeout_ms": 2_000,
+        "keep_alive_interval_ns": 100 * MS,
+        "idle_sleep_duration_ns": 1 * MS,
+        "resource_linger_duration_ns": 100 * MS,
+    }
+    values.update(overrides)
+    return Aeron.connect(AeronContext(**values))
+
+
+def _wait_connected(publication: Any, deadline: float) -> bool:
+    while not publication.is_connected:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def stream_publisher(
+    aeron_dir: str,
+    stream_id: int,
+    sender: int,
+    count: int,
+    max_length: int,
+    min_length: int,
+    exclusive: bool,
+    deadline_s: float,
+    results: Queue[Any],
+) -> None:
+    """Offer ``count`` checked messages (lengths seeded by ``sender``); report
+    ``("published", sender, sent, final position or why it stopped, refused offers)``."""
+    deadline = time.monotonic() + deadline_s
+    with connect(aeron_dir) as aeron:
+        if exclusive:
+            publication: Any = aeron.add_exclusive_publication(CHANNEL, stream_id)
+        else:
+            publication = aeron.add_publication(CHANNEL, stream_id)
+        if not _wait_connected(publication, deadline):
+            results.put(("published", sender, 0, "never connected", 0))
+            return
+        writer = MessageWriter(max_length)
+        write, offer, yield_cpu, now = (
+            writer.write,
+            publication.offer,
+            os.sched_yield,
+            time.monotonic,
+        )
+        refused = 0
+        sent = 0
+        for seq, length in enumerate(message_lengths(sender, count, max_length, min_length)):
+            scratch = write(seq, length, sender)
+            while offer(scratch, 0, length) < 0:
+                refused += 1
+                if not refused & 0xFF and now() > deadline:
+                    results.put(("published", sender, sent, "deadline passed", refused))
+                    return
+                yield_cpu()
+            sent += 1
+        results.put(("published", sender, sent, publication.position, refused))
+        while publication.position_limit < publication.position and now() < deadline:
+            time.sleep(0.001)  # the subscribers read the rest before the stream ends
+
+
+def stream_subscriber(
+    aeron_dir: str,
+    stream_id: int,
+    senders: list[int],
+    count: int,
+    max_length: int,
+    min_length: int,
+    deadline_s: float,
+    results: Queue[Any],
+) -> None:
+    """Receive ``count`` messages from each sender and check them (several senders: routed by
+    the sender in the prefix); report ``("received", {sender: (received, error count,
+    errors)}, unknown, elapsed_s)``."""
+    deadline = time.monotonic() + deadline_s
+    with connect(aeron_dir) as aeron:
+        subscription = aeron.add_subscription(CHANNEL, stream_id)
+        results.put(("ready", subscription.registration_id))
+        checkers = {
+            s: StreamChecker(message_lengths(s, count, max_length, min_length), s) for s in senders
+        }
+        dispatch = SenderDispatch(checkers)
+        handler: FragmentHandler = checkers[senders[0]] if len(senders) == 1 else dispatch
+        assembler = FragmentAssembler(handler)
+        poll, yield_cpu, now = subscription.poll, os.sched_yield, time.monotonic
+        total = count * len(senders)
+        received = 0
+        start = 0.0
+        idle = 0
+        while received < total:
+            fragments = poll(assembler, FRAGMENT_LIMIT)
+            if fragments == 0:
+                idle += 1
+                if not idle & 0xFF:
+                    if now() > deadline:
+                        break
+                    received = sum(c.received for c in checkers.values()) + dispatch.unknown
+                yield_cpu()
+            else:
+                if not start:
+                    start = now()
+                received = sum(c.received for c in checkers.values()) + dispatch.unknown
+        results.put(
+            (
+                "received",
+                {s: (c.received, c.error_count, c.errors) for s, c in checkers.items()},
+                dispatch.unknown,
+                now() - start,
+            )
+        )
+
+
+def hold_publisher(
+    aeron_dir: str,
+    stream_id: int,
+    sender: int,
+    lengths: list[int],
+    exclusive: bool,
+    release: Event,
+    deadline_s: float,
+    results: Queue[Any],
+) -> None:
+    """Offer one checked message per length (retrying), report ``("published", sender,
+    position, registration id, session id)``, then keep the publication until ``release``."""
+    deadline = time.monotonic() + deadline_s
+    with connect(aeron_dir) as aeron:
+        if exclusive:
+            publication: Any = aeron.add_exclusive_publication(CHANNEL, stream_id)
+        else:
+            publication = aeron.add_publication(CHANNEL, stream_id)
+        if not _wait_connected(publication, deadline):
+            results.put(("published", sender, "never connected", 0, 0))
+            return
+        writer = MessageWriter(max(lengths, default=0))
+        for seq, length in enumerate(lengths):
+            while publication.offer(writer.write(seq, length, sender), 0, length) < 0:
+                if time.monotonic() > deadline:
+                    results.put(("published", sender, f"stuck at {seq}", 0, 0))
+                    return
+                time.sleep(0.0005)
+        results.put(
+            (
+                "published",
+                sender,
+                publication.position,
+                publication.registration_id,
+                publication.session_id,
+            )
+        )
+        release.wait(max(0.0, deadline - time.monotonic()))
+
+
+def stalled_subscriber(
+    aeron_dir: str, stream_id: int, deadline_s: float, results: Queue[Any]
+) -> None:
+    """Subscribe, report ``("ready", registration id)``, and never poll: a live client whose
+    subscriber position holds the publisher back until the process dies."""
+    with connect(aeron_dir) as aeron:
+        subscription = aeron.add_subscription(CHANNEL, stream_id)
+        deadline = time.monotonic() + deadline_s
+        while subscription.image_count == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        results.put(("ready", subscription.registration_id))
+        time.sleep(max(0.0, deadline - time.monotonic()))
+
+
+def claim_and_die(
+    aeron_dir: str, stream_id: int, count: int, length: int, deadline_s: float, results: Queue[Any]
+) -> None:
+    """On the stream's concurrent publication: offer ``count`` checked messages (sender 1),
+    claim a frame for the next, report ``("claimed", claim position)`` and SIGKILL this
+    process before committing it."""
+    deadline = time.monotonic() + deadline_s
+    aeron = connect(aeron_dir)
+    publication = aeron.add_publication(CHANNEL, stream_id)
+    if not _wait_connected(publication, deadline):
+        results.put(("claimed", "never connected"))
+        return
+    writer = MessageWriter(length)
+    for seq in range(count):
+        while publication.offer(writer.write(seq, length, 1), 0, length) < 0:
+            if time.monotonic() > deadline:
+                results.put(("claimed", f"stuck at {seq}"))
+                return
+            time.sleep(0.0005)
+    claim = BufferClaim()
+    while (position := publication.try_claim(length, claim)) < 0:
+        if time.monotonic() > deadline:
+            results.put(("claimed", f"claim refused: {position}"))
+            return
+        time.sleep(0.0005)
+    claim.put_bytes(writer.write(count, length, 1), 0, length)
+    results.put(("claimed", position))
+    time.sleep(0.2)  # the report leaves through the queue's feeder thread first
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def silent_client(
+    aeron_dir: str, stream_id: int, resume: Event, deadline_s: float, results: Queue[Any]
+) -> None:
+    """A client that stops heartbeating: its conductor runs only when invoked. It adds a
+    publication, a subscription and a counter, reports ``("ready", client id, publication
+    registration id, subscription registration id, counter id, heartbeat counter id)``, stops
+    invoking until ``resume``, then reports ``("resumed", error)`` of its next duty cycle
+    and of a later call."""
+    aeron = connect(
+        aeron_dir,
+        use_conductor_agent_invoker=True,
+        inter_service_timeout_ns=60_000 * MS,  # the driver's timeout must be what it meets
+    )
+    invoker = aeron.conductor_agent_invoker
+    publication = aeron.add_publication(CHANNEL, stream_id)
+    subscription = aeron.add_subscription(CHANNEL, stream_id)
+    counter = aeron.add_counter(1001, b"silent", "silent client counter")
+    deadline = time.monotonic() + 5
+    while aeron.conductor.heartbeat_counter_id < 0 and time.monotonic() < deadline:
+        invoker.invoke()
+        time.sleep(0.001)
+    errors: list[BaseException] = []
+    results.put(
+        (
+            "ready",
+            aeron.client_id,
+            publication.registration_id,
+            subscription.registration_id,
+            counter.id,
+            aeron.conductor.heartbeat_counter_id,
+        )
+    )
+    resume.wait(deadline_s)
+    try:
+        invoker.invoke()
+    except Exception as error:
+        errors.append(error)
+    try:
+        aeron.add_subscription(CHANNEL, stream_id)
+    except Exception as error:
+        errors.append(error)
+    results.put(
+        (
+            "resumed",
+            [(type(e).__name__, str(e)) for e in errors],
+            publication.is_closed,
+            aeron.is_closed,
+        )
+    )
+    aeron.close()
+
+
+def driver_timeout_watcher(
+    aeron_dir: str, stream_id: int, driver_timeout_ms: int, deadline_s: float, results: Queue[Any]
+) -> None:
+    """Connect with a short driver timeout, publish, report ``("ready",)``; once the driver
+    is killed, report ``("timed out", handler errors, offer result, next call's error, a new
+    connect's error, seconds from the last good offer to the client closing)``."""
+    errors: list[BaseException] = []
+    aeron = connect(aeron_dir, driver_timeout_ms=driver_timeout_ms, error_handler=errors.append)
+    publication = aeron.add_publication(CHANNEL, stream_id)
+    results.put(("ready",))
+    deadline = time.monotonic() + deadline_s
+    payload = bytes(PREFIX.size)
+    last_alive = time.monotonic()
+    while not aeron.is_closed and time.monotonic() < deadline:
+        if publication.offer(payload) != -4:
+            last_alive = time.monotonic()
+        time.sleep(0.005)
+    closed_after_s = time.monotonic() - last_alive
+    offer_result = publication.offer(payload)
+    failures: list[tuple[str, str]] = []
+    try:
+        aeron.add_subscription(CHANNEL, stream_id)
+    except Exception as error:
+        failures.append((type(error).__name__, str(error)))
+    try:
+        connect(aeron_dir, driver_timeout_ms=driver_timeout_ms).close()
+    except Exception as error:
+        failures.append((type(error).__name__, str(error)))
+    aeron.close()
+    results.put(
+        (
+            "timed out",
+            [(type(e).__name__, str(e)) for e in errors],
+            offer_result,
+            failures,
+            closed_after_s,
+        )
+    )

@@ -1,0 +1,125 @@
+"""Fixtures of the system tests: a driver process, spawned workers, and bounded waits.
+
+Every test runs the media driver as its own process (``python -m transport.driver``, see
+:mod:`tests.system._driver`) and its publishers and subscribers as spawned processes (or in the
+test's own process, which is then just another client). Workers report on one queue;
+:meth:`Workers.expect` takes the next report of a kind, failing the test after a timeout or
+when a worker died without reporting. Teardown kills whatever is still running.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+from collections.abc import Callable, Iterator
+from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.system._driver import DriverProcess, start_driver
+from tests.system._workers import connect
+from transport.client import Aeron
+from transport.concurrent.counters_reader import CountersReader
+
+_SPAWN = multiprocessing.get_context("spawn")
+
+
+class Workers:
+    """Spawned worker processes of one test, their result queue and their events."""
+
+    def __init__(self) -> None:
+        self.results: Any = _SPAWN.Queue()
+        self.processes: list[BaseProcess] = []
+        self._stash: list[tuple[Any, ...]] = []
+
+    def start(self, target: Callable[..., None], *args: Any) -> BaseProcess:
+        """Start ``target(*args, results)`` in a new process."""
+        process = _SPAWN.Process(target=target, args=(*args, self.results), daemon=True)
+        process.start()
+        self.processes.append(process)
+        return process
+
+    @staticmethod
+    def event() -> Event:
+        return _SPAWN.Event()
+
+    def expect(self, kind: str, timeout_s: float = 30.0) -> tuple[Any, ...]:
+        """The next report whose first item is ``kind`` (others are kept for later)."""
+        for index, report in enumerate(self._stash):
+            if report[0] == kind:
+                return self._stash.pop(index)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                pytest.fail(f"no {kind!r} report within {timeout_s}s (got {self._stash})")
+            try:
+                report = self.results.get(timeout=min(remaining, 0.5))
+            except queue.Empty:
+                if self.processes and all(not p.is_alive() for p in self.processes):
+                    codes = [p.exitcode for p in self.processes]
+                    pytest.fail(f"no {kind!r} report: every worker exited ({codes})")
+                continue
+            if report[0] == kind:
+                return tuple(report)
+            self._stash.append(tuple(report))
+
+    def join(self, timeout_s: float = 20.0) -> None:
+        """Wait for every worker to exit; kill those that do not."""
+        deadline = time.monotonic() + timeout_s
+        for process in self.processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+        self.kill()
+
+    def kill(self) -> None:
+        for process in self.processes:
+            if process.is_alive():
+                process.kill()
+                process.join(5)
+
+
+@pytest.fixture
+def driver(shm_dir: Path) -> Iterator[DriverProcess]:
+    process = start_driver(shm_dir / "aeron")
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def workers() -> Iterator[Workers]:
+    spawned = Workers()
+    try:
+        yield spawned
+    finally:
+        spawned.kill()
+        spawned.results.close()
+        spawned.results.join_thread()
+
+
+@pytest.fixture
+def observer(driver: DriverProcess) -> Iterator[Aeron]:
+    """A client of the test's own process: subscribes, publishes or reads counters."""
+    with connect(driver.aeron_dir) as aeron:
+        yield aeron
+
+
+def wait_for(condition: Callable[[], object], timeout_s: float = 10.0, what: str = "") -> float:
+    """Poll ``condition`` every millisecond until true; return the seconds it took, or fail."""
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > timeout_s:
+            pytest.fail(f"timed out after {timeout_s}s waiting for {what or condition}")
+        time.sleep(0.001)
+    return time.monotonic() - start
+
+
+def counter_value(reader: CountersReader, type_id: int, registration_id: int) -> int | None:
+    """The value of the counter of ``type_id`` for ``registration_id``; None if there is none."""
+    counter_id = reader.find_by_type_id_and_registration_id(type_id, registration_id)
+    return None if counter_id < 0 else reader.get_counter_value(counter_id)

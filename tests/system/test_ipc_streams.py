@@ -1,0 +1,93 @@
+"""IPC streams end to end: driver, publishers and subscribers each in their own process.
+
+The long stream sends ``AEROMQ_SYSTEM_MESSAGES`` messages (default 1,000,000) of random sizes
+from 0 to 2 x MTU through a 64 KiB term: tens of thousands of rotations, a third of the messages
+fragmented. The subscriber process checks every message (length, sequence, crc32) as it reads it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tests.system import _workers
+from tests.system._driver import TERM_LENGTH, DriverProcess
+from tests.system._messages import PREFIX
+from tests.system.conftest import Workers
+
+MTU = 1408
+MAX_LENGTH = 2 * MTU
+STREAM_MESSAGES = int(os.environ.get("AEROMQ_SYSTEM_MESSAGES", "1000000"))
+DEADLINE_S = 90.0
+
+
+def test_should_deliver_a_million_messages_of_random_sizes_intact_and_in_order(
+    driver: DriverProcess, workers: Workers
+) -> None:
+    count = STREAM_MESSAGES
+    workers.start(
+        _workers.stream_subscriber,
+        driver.aeron_dir,
+        1,
+        [7],
+        count,
+        MAX_LENGTH,
+        0,
+        DEADLINE_S,
+    )
+    workers.expect("ready")
+    workers.start(
+        _workers.stream_publisher,
+        driver.aeron_dir,
+        1,
+        7,
+        count,
+        MAX_LENGTH,
+        0,
+        False,
+        DEADLINE_S,
+    )
+    _, sender, sent, position, _ = workers.expect("published", DEADLINE_S + 10)
+    _, per_sender, unknown, _ = workers.expect("received", 30)
+    workers.join()
+
+    assert (sender, sent) == (7, count), position
+    assert per_sender == {7: (count, 0, [])}
+    assert unknown == 0
+    assert isinstance(position, int) and position // TERM_LENGTH > count // 50  # rotations
+
+
+def test_should_keep_each_publishers_order_when_processes_share_a_publication(
+    driver: DriverProcess, workers: Workers
+) -> None:
+    senders = [1, 2, 3]
+    count = 20_000
+    workers.start(
+        _workers.stream_subscriber,
+        driver.aeron_dir,
+        2,
+        senders,
+        count,
+        MAX_LENGTH,
+        PREFIX.size,
+        DEADLINE_S,
+    )
+    workers.expect("ready")
+    for sender in senders:
+        workers.start(
+            _workers.stream_publisher,
+            driver.aeron_dir,
+            2,
+            sender,
+            count,
+            MAX_LENGTH,
+            PREFIX.size,
+            False,
+            DEADLINE_S,
+        )
+    published = [workers.expect("published", DEADLINE_S + 10) for _ in senders]
+    _, per_sender, unknown, _ = workers.expect("received", 30)
+    workers.join()
+
+    assert sorted(report[1:3] for report in published) == [(s, count) for s in senders]
+    assert per_sender == {s: (count, 0, []) for s in senders}
+    assert unknown == 0
