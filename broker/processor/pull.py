@@ -1,0 +1,271 @@
+"""``PullMessage``: RocketMQ's pull semantics over the store, with long polling.
+
+Carrier-independent: :meth:`PullProcessor.process` takes a ``PullMessageRequest`` and calls
+``on_done(PullMessageResponse)`` exactly once, inline when the answer is ready, or later from the
+hold service's thread when the pull was held. The transport session and the gRPC servicer both
+call it.
+
+Outcomes (``status.code`` is 0 for all four; ``pull_status`` tells them apart):
+
+==============  ==========================================================================
+FOUND           messages from ``queue_offset`` on; ``next_begin_offset`` is last read + 1
+NO_NEW_MSG      ``queue_offset`` is the queue's end (or the queue is empty and it is 0);
+                held up to ``suspend_timeout_ms`` (capped) when asked, and answered again at
+                the first arrival in the queue or at the deadline
+NO_MATCHED_MSG  the tag filter matched none of the entries scanned; ``next_begin_offset``
+                still moves past them
+OFFSET_ILLEGAL  below the queue's min (next = min), beyond its max (next = max), or a
+                non-zero offset in an empty queue
+==============  ==========================================================================
+
+``min_offset`` and ``max_offset`` are the queue's bounds at the read. A batch holds at most
+32 messages and about 256 KiB (RocketMQ's caps; a request may ask for less, and one message is
+always returned however large). Bad requests are answered with a non-zero ``status.code`` and
+a ``key=value`` text, and counted by code in :attr:`PullProcessor.errors`: an unknown topic
+(TOPIC_NOT_EXIST), a topic without read permission (NO_PERMISSION), a bad queue id, offset,
+count or group (INVALID_PARAMETER), a tag expression that does not parse
+(SUBSCRIPTION_PARSE_FAILED), a SQL92 expression (REQUEST_CODE_NOT_SUPPORTED: not evaluated yet).
+
+On the wire, the properties ``TAGS``, ``KEYS`` and ``UNIQ_KEY`` travel in the message's
+``tags``, ``keys`` and ``msg_id`` fields, not in its ``properties`` map.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Final
+
+from broker.processor.pull_hold import PullHoldService
+from broker.store import (
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    GetMessageResult,
+    GetMessageStatus,
+    MessageStore,
+    StoredMessage,
+    create_message_id,
+    unpack_host,
+)
+from client import ClientError, ResponseCode, build_subscription_data
+from client.validators import check_group
+from proto import messages_pb2
+
+__all__ = ["MAX_PULL_BYTES", "MAX_PULL_MESSAGES", "PullDone", "PullProcessor"]
+
+MAX_PULL_MESSAGES: Final = 32
+MAX_PULL_BYTES: Final = 256 * 1024
+
+PullDone = Callable[[messages_pb2.PullMessageResponse], None]
+
+_PullStatus = messages_pb2.PullStatus
+_FOUND: Final = messages_pb2.FOUND
+_NO_NEW_MSG: Final = messages_pb2.NO_NEW_MSG
+_NO_MATCHED_MSG: Final = messages_pb2.NO_MATCHED_MSG
+_OFFSET_ILLEGAL: Final = messages_pb2.OFFSET_ILLEGAL
+_TAG: Final = messages_pb2.TAG
+
+_STATUS: Final[dict[GetMessageStatus, int]] = {
+    GetMessageStatus.FOUND: _FOUND,
+    GetMessageStatus.NO_MATCHED_MSG: _NO_MATCHED_MSG,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: _NO_MATCHED_MSG,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: _NO_NEW_MSG,
+    GetMessageStatus.OFFSET_TOO_SMALL: _OFFSET_ILLEGAL,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: _OFFSET_ILLEGAL,
+}
+
+
+def pull_status(result: GetMessageResult, offset: int) -> int:
+    """The pull status of a get, as RocketMQ's ``PullMessageProcessor`` maps it."""
+    if result.status is GetMessageStatus.NO_MESSAGE_IN_QUEUE:
+        return _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
+    return _STATUS[result.status]
+
+
+@lru_cache(maxsize=1024)
+def _tag_codes(expression: str) -> tuple[int, ...] | None:
+    """The tag hash codes an expression selects (None: every tag); raises on a bad one."""
+    subscription = build_subscription_data("-", expression)
+    return None if subscription.is_sub_all else tuple(subscription.codes)
+
+
+@lru_cache(maxsize=256)
+def _host(packed: bytes) -> str:
+    return unpack_host(packed)
+
+
+def fill_message_ext(
+    ext: messages_pb2.MessageExt, message: StoredMessage, broker_name: str
+) -> None:
+    """Write a stored message into a wire ``MessageExt`` (see module for the properties)."""
+    properties = message.properties
+    ext.topic = message.topic
+    ext.body = message.body
+    ext.flag = message.flag
+    ext.born_timestamp_ms = message.born_timestamp_ms
+    ext.born_host = _host(message.born_host)
+    ext.queue_id = message.queue_id
+    ext.queue_offset = message.queue_offset
+    ext.commit_log_offset = message.physical_offset
+    ext.store_size = message.store_size
+    ext.store_timestamp_ms = message.store_timestamp_ms
+    ext.store_host = _host(message.store_host)
+    ext.reconsume_times = message.reconsume_times
+    ext.broker_name = broker_name
+    offset_msg_id = create_message_id(message.store_host, message.physical_offset)
+    ext.offset_msg_id = offset_msg_id
+    ext.sys_flag = message.sys_flag
+    ext.body_crc = message.body_crc & 0xFFFF_FFFF
+    unique_id = ""
+    if properties:
+        rest: dict[str, str] = {}
+        for name, value in properties.items():
+            if name == PROPERTY_TAGS:
+                ext.tags = value
+            elif name == PROPERTY_KEYS:
+                ext.keys.extend(value.split())
+            elif name == PROPERTY_UNIQ_KEY:
+                unique_id = value
+            else:
+                rest[name] = value
+        if rest:
+            ext.properties.update(rest)
+    ext.msg_id = unique_id or offset_msg_id
+
+
+class PullProcessor:
+    """Answers pulls from ``store``, holding NO_NEW_MSG answers in ``hold`` (see module).
+
+    ``max_messages`` and ``max_bytes`` cap every batch; ``long_polling`` False answers
+    NO_NEW_MSG at once whatever the request asks.
+    """
+
+    def __init__(
+        self,
+        store: MessageStore,
+        hold: PullHoldService,
+        broker_name: str,
+        *,
+        max_messages: int = MAX_PULL_MESSAGES,
+        max_bytes: int = MAX_PULL_BYTES,
+        long_polling: bool = True,
+    ) -> None:
+        self._store = store
+        self._hold = hold
+        self.broker_name = broker_name
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
+        self.long_polling = long_polling
+        self.errors: collections.Counter[int] = collections.Counter()
+        self.pulls = 0
+        self.held = 0
+        self.messages_out = 0
+
+    def process(self, request: messages_pb2.PullMessageRequest, on_done: PullDone) -> None:
+        """Answer ``request`` through ``on_done`` (inline, or later if held). Never raises for
+        a bad request: it is answered with its error code."""
+        self.pulls += 1
+        topic = request.topic
+        queue_id = request.queue_id
+        response = messages_pb2.PullMessageResponse()
+        error = self._check(request)
+        if error is not None:
+            code, text = error
+            self.errors[code] += 1
+            response.status.code = code
+            response.status.message = text
+            on_done(response)
+            return
+        try:
+            codes = _tag_codes(request.sub_expression)
+        except ClientError as exc:
+            code = ResponseCode.SUBSCRIPTION_PARSE_FAILED
+            self.errors[code] += 1
+            response.status.code = code
+            response.status.message = f"bad tag expression: {exc}"
+            on_done(response)
+            return
+        if request.commit_offset >= 0 and request.consumer_group:
+            self._store.consumer_offsets.commit_offset(
+                request.consumer_group, topic, queue_id, request.commit_offset
+            )
+        max_messages = request.max_msg_nums or self.max_messages
+        max_messages = min(max_messages, self.max_messages)
+        max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)
+        offset = request.queue_offset
+        result = self._store.get_messages(topic, queue_id, offset, max_messages, max_bytes, codes)
+        status = pull_status(result, offset)
+        suspend_ms = request.suspend_timeout_ms
+        if status == _NO_NEW_MSG and suspend_ms > 0 and self.long_polling:
+            self.held += 1
+
+            def wake(arrived: bool) -> None:
+                again = self._store.get_messages(
+                    topic, queue_id, offset, max_messages, max_bytes, codes
+                )
+                self._answer(response, again, pull_status(again, offset), on_done)
+
+            self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
+            return
+        self._answer(response, result, status, on_done)
+
+    def _answer(
+        self,
+        response: messages_pb2.PullMessageResponse,
+        result: GetMessageResult,
+        status: int,
+        on_done: PullDone,
+    ) -> None:
+        response.pull_status = status  # type: ignore[assignment]
+        response.next_begin_offset = result.next_begin_offset
+        response.min_offset = result.min_offset
+        response.max_offset = result.max_offset
+        if result.messages:
+            broker_name = self.broker_name
+            add = response.messages.add
+            for message in result.messages:
+                fill_message_ext(add(), message, broker_name)
+            self.messages_out += len(result.messages)
+        on_done(response)
+
+    def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:
+        """The error code and text of a request that cannot be served, or None."""
+        topic = request.topic
+        config = self._store.topic_config.get(topic)
+        if config is None:
+            return ResponseCode.TOPIC_NOT_EXIST, f"no such topic: topic={topic!r}"
+        if not config.is_readable:
+            return ResponseCode.NO_PERMISSION, f"topic is not readable: topic={topic!r}"
+        queue_id = request.queue_id
+        if not 0 <= queue_id < config.read_queue_nums:
+            return (
+                ResponseCode.INVALID_PARAMETER,
+                f"bad queue id: topic={topic!r} queue_id={queue_id} "
+                f"read_queue_nums={config.read_queue_nums}",
+            )
+        if request.queue_offset < 0:
+            return (
+                ResponseCode.INVALID_PARAMETER,
+                f"queue offset must be >= 0: queue_offset={request.queue_offset}",
+            )
+        if request.max_msg_nums < 0 or request.max_bytes < 0:
+            return (
+                ResponseCode.INVALID_PARAMETER,
+                f"max_msg_nums and max_bytes must be >= 0: max_msg_nums={request.max_msg_nums} "
+                f"max_bytes={request.max_bytes}",
+            )
+        group = request.consumer_group
+        if group or request.commit_offset >= 0:
+            try:
+                check_group(group)
+            except ClientError as exc:
+                return ResponseCode.INVALID_PARAMETER, f"bad consumer group: {exc}"
+        if request.expression_type != _TAG:
+            return (
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                "SQL92 filtering is not supported yet: pull with a tag expression: "
+                f"expression={request.sub_expression!r}",
+            )
+        return None

@@ -1,0 +1,222 @@
+"""Long polling: pulls that found nothing new, held until a message arrives or time runs out.
+
+RocketMQ's ``PullRequestHoldService`` with ``NotifyMessageArrivingListener``. A pull that found
+no new message (NO_NEW_MSG) and asked to be suspended is held here, keyed by (topic, queue id),
+with the offset it waits beyond and a deadline. Two things wake it, each exactly once:
+
+- an arrival: the store calls :meth:`PullHoldService.on_arrival` after every put (on the
+  writer's thread); every hold of that queue whose offset is below the queue's new end is
+  released with ``on_wake(True)``;
+- its deadline: ``on_wake(False)``; and at :meth:`~PullHoldService.shutdown`, every hold left.
+
+``on_wake`` runs on the service's own thread, never under its lock and never on the writer's:
+the writer only moves the released holds to a ready list and signals. A hold whose queue moved
+between the pull's read and :meth:`~PullHoldService.hold` is released at once (the end is
+re-read after the hold is registered), so no arrival is missed.
+
+Caller: the pull processor (``hold``), the store (``on_arrival``), the broker (lifecycle).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["DEFAULT_MAX_SUSPEND_MS", "PullHoldService", "WakeCallback"]
+
+_log = logging.getLogger("broker.processor")
+
+DEFAULT_MAX_SUSPEND_MS: Final = 20_000
+"""The longest a pull is held (RocketMQ's ``brokerSuspendMaxTimeMillis`` on the client side)."""
+
+WakeCallback = Callable[[bool], None]
+"""``on_wake(arrived)``: True when a message arrived beyond the held offset, False at timeout."""
+
+_NS_PER_MS: Final = 1_000_000
+
+
+class _Hold:
+    __slots__ = ("deadline_ns", "done", "key", "offset", "on_wake")
+
+    def __init__(self, key: tuple[str, int], offset: int, deadline_ns: int, on_wake: WakeCallback):
+        self.key = key
+        self.offset = offset
+        self.deadline_ns = deadline_ns
+        self.on_wake = on_wake
+        self.done = False
+
+    def __lt__(self, other: _Hold) -> bool:
+        return self.deadline_ns < other.deadline_ns
+
+
+class PullHoldService:
+    """Holds pulls (see module). ``max_offset(topic, queue_id)`` reads a queue's current end;
+    ``max_suspend_ms`` caps every hold."""
+
+    def __init__(
+        self,
+        max_offset: Callable[[str, int], int],
+        max_suspend_ms: int = DEFAULT_MAX_SUSPEND_MS,
+        clock_ns: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self._max_offset = max_offset
+        self.max_suspend_ms = max_suspend_ms
+        self._clock_ns = clock_ns
+        self._cond = threading.Condition(threading.Lock())
+        self._held: dict[tuple[str, int], list[_Hold]] = {}
+        self._deadlines: list[_Hold] = []
+        self._ready: list[tuple[_Hold, bool]] = []
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self.woken_by_arrival = 0
+        self.woken_by_timeout = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        with self._cond:
+            if self._running:
+                return
+            self._running = True
+        self._thread = threading.Thread(target=self._run, name="pull-hold", daemon=True)
+        self._thread.start()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Release every hold with ``on_wake(False)`` and stop the thread (bounded join)."""
+        with self._cond:
+            if not self._running:
+                return
+            self._running = False
+            self._cond.notify_all()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout_s)
+
+    @property
+    def held_count(self) -> int:
+        """How many pulls are held now."""
+        with self._cond:
+            return sum(len(holds) for holds in self._held.values())
+
+    # -- holds and arrivals ---------------------------------------------------------------
+
+    def hold(
+        self, topic: str, queue_id: int, offset: int, timeout_ms: int, on_wake: WakeCallback
+    ) -> None:
+        """Hold a pull of (topic, queue id) waiting beyond ``offset`` for up to ``timeout_ms``
+        (capped by ``max_suspend_ms``); ``on_wake`` is called once, on the service's thread.
+        Once the service is stopped, a hold is answered at once with ``on_wake(False)``."""
+        timeout_ms = max(0, min(timeout_ms, self.max_suspend_ms))
+        key = (topic, queue_id)
+        entry = _Hold(key, offset, self._clock_ns() + timeout_ms * _NS_PER_MS, on_wake)
+        with self._cond:
+            if not self._running:
+                entry.done = True
+                self._ready.append((entry, False))
+                expired = self._take_ready()
+            else:
+                expired = None
+                self._held.setdefault(key, []).append(entry)
+                heapq.heappush(self._deadlines, entry)
+                self._cond.notify()
+        if expired is not None:
+            self._call(expired)
+            return
+        if self._max_offset(topic, queue_id) > offset:  # it moved before we registered
+            self.on_arrival(topic, queue_id, self._max_offset(topic, queue_id))
+
+    def on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+        """The store's arrival listener: release the holds of the queue below ``max_offset``.
+        Cheap: no callback runs here."""
+        key = (topic, queue_id)
+        with self._cond:
+            holds = self._held.get(key)
+            if not holds:
+                return
+            keep: list[_Hold] = []
+            released = False
+            for entry in holds:
+                if entry.offset < max_offset:
+                    entry.done = True
+                    self._ready.append((entry, True))
+                    released = True
+                else:
+                    keep.append(entry)
+            if keep:
+                self._held[key] = keep
+            else:
+                del self._held[key]
+            if released:
+                self._cond.notify()
+
+    # -- the service's thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while self._running and not self._ready:
+                    wait_s = self._expire_due()
+                    if self._ready:
+                        break
+                    cond.wait(wait_s)
+                running = self._running
+                if not running:
+                    self._release_all()
+                ready = self._take_ready()
+            self._call(ready)
+            if not running:
+                return
+
+    def _expire_due(self) -> float | None:
+        """Move holds past their deadline to the ready list; return the wait until the next
+        deadline (None: no hold)."""
+        deadlines = self._deadlines
+        now_ns = self._clock_ns()
+        while deadlines:
+            entry = deadlines[0]
+            if entry.done:
+                heapq.heappop(deadlines)
+                continue
+            if entry.deadline_ns > now_ns:
+                return (entry.deadline_ns - now_ns) / 1e9
+            heapq.heappop(deadlines)
+            self._unlink(entry)
+            entry.done = True
+            self._ready.append((entry, False))
+        return None
+
+    def _release_all(self) -> None:
+        for holds in self._held.values():
+            for entry in holds:
+                entry.done = True
+                self._ready.append((entry, False))
+        self._held.clear()
+        self._deadlines.clear()
+
+    def _unlink(self, entry: _Hold) -> None:
+        holds = self._held.get(entry.key)
+        if holds is None:
+            return
+        holds.remove(entry)
+        if not holds:
+            del self._held[entry.key]
+
+    def _take_ready(self) -> list[tuple[_Hold, bool]]:
+        ready, self._ready = self._ready, []
+        return ready
+
+    def _call(self, ready: list[tuple[_Hold, bool]]) -> None:
+        for entry, arrived in ready:
+            if arrived:
+                self.woken_by_arrival += 1
+            else:
+                self.woken_by_timeout += 1
+            try:
+                entry.on_wake(arrived)
+            except Exception:
+                _log.exception("a held pull's wake callback raised: key=%s", entry.key)
