@@ -1,0 +1,25 @@
+"""The broker's side of the transport sessions (Aeron Archive's control sessions).
+
+Clients CONNECT on the broker's ingress (``aeron:ipc``, ``aeron:udp``) naming their own response
+channel and stream; the broker opens a publication there and answers with a session id. The
+:class:`SessionAgent` polls the ingress, routes each request to the carrier-independent
+processors (``broker.processor``) and sends their answers back on the session, correlated by
+id; it closes sessions that go idle or whose client is gone. See ``client.session`` for the
+client side and ``proto/session.proto`` for the envelope.
+"""
+
+from broker.session._agent import SessionAgent
+from broker.session._config import SessionServerConfig
+from broker.session._counters import SessionCounters
+from broker.session._session import ServerSession, SessionState
+from broker.session._table import SessionTable, Tombstone
+
+__all__ = [
+    "ServerSession",
+    "SessionAgent",
+    "SessionCounters",
+    "SessionServerConfig",
+    "SessionState",
+    "SessionTable",
+    "Tombstone",
+]

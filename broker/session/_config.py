@@ -1,0 +1,52 @@
+"""``SessionServerConfig``: the limits and timeouts of the broker's transport sessions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from broker._errors import ConfigError
+
+__all__ = ["SessionServerConfig"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionServerConfig:
+    """Validated on construction (:class:`~broker.ConfigError` naming the field).
+
+    =============================  ========  ===================================================
+    field                          default   meaning
+    =============================  ========  ===================================================
+    session_timeout_ms             10 000    a session that sends nothing this long is closed
+    connect_timeout_ms             5 000     the response publication must connect within this
+    max_sessions                   4 096     CONNECTs beyond it are refused (SYSTEM_BUSY)
+    max_backlog_responses          1 024     answers queued behind a back-pressured response
+                                             stream; past half of it the session's sends are
+                                             ABORTed, past all of it the session is closed
+    fragment_limit                 64        fragments per ingress poll
+    tombstone_linger_ms            60 000    how long a closed session's id is remembered, to
+                                             answer its late requests with the reason
+    max_tombstones                 10 000    closed sessions remembered at most
+    =============================  ========  ===================================================
+    """
+
+    session_timeout_ms: int = 10_000
+    connect_timeout_ms: int = 5_000
+    max_sessions: int = 4_096
+    max_backlog_responses: int = 1_024
+    fragment_limit: int = 64
+    tombstone_linger_ms: int = 60_000
+    max_tombstones: int = 10_000
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(
+                    "session setting must be a positive int", field=f.name, value=value
+                )
+        if self.max_backlog_responses < 2:
+            raise ConfigError(
+                "max_backlog_responses must be >= 2",
+                field="max_backlog_responses",
+                value=self.max_backlog_responses,
+            )

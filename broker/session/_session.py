@@ -1,0 +1,158 @@
+"""``ServerSession``: the broker's side of one transport session (Aeron Archive's
+``ControlSession``).
+
+Life cycle::
+
+    CONNECTING --(response publication connected)--> CONNECTED --(close)--> CLOSED
+         |                                                ^
+         `--(connect timeout, publication refused)--------'
+
+A session is created by a CONNECT on the ingress; the broker asks the driver for an exclusive
+publication on the client's response channel and stream without waiting, and answers the
+CONNECT once the publication is connected (the client's subscription is there). Answers are
+offered in order; one that meets back pressure waits in the session's backlog, with every
+later answer behind it, and the agent retries the backlog on each duty cycle. Only the session
+agent's thread touches a session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections import deque
+from typing import Final
+
+from transport import TransportError
+from transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
+
+__all__ = ["ServerSession", "SessionState"]
+
+_NO_REGISTRATION: Final = -1
+
+
+class SessionState(enum.Enum):
+    CONNECTING = "CONNECTING"
+    CONNECTED = "CONNECTED"
+    CLOSED = "CLOSED"
+
+
+class ServerSession:
+    """One client's session (see module). ``farewell`` sessions exist only to deliver their
+    backlog (an answer to a closed session's late request) and close."""
+
+    __slots__ = (
+        "backlog",
+        "backlog_since_ns",
+        "client_id",
+        "close_reason",
+        "connect_correlation_id",
+        "created_ns",
+        "farewell",
+        "image_session_id",
+        "last_activity_ns",
+        "publication",
+        "registration_id",
+        "response_channel",
+        "response_stream_id",
+        "session_id",
+        "state",
+    )
+
+    def __init__(
+        self,
+        session_id: int,
+        client_id: str,
+        response_channel: str,
+        response_stream_id: int,
+        image_session_id: int,
+        connect_correlation_id: int,
+        now_ns: int,
+        *,
+        farewell: bool = False,
+    ) -> None:
+        self.session_id = session_id
+        self.client_id = client_id
+        self.response_channel = response_channel
+        self.response_stream_id = response_stream_id
+        self.image_session_id = image_session_id
+        self.connect_correlation_id = connect_correlation_id
+        self.created_ns = now_ns
+        self.last_activity_ns = now_ns
+        self.state = SessionState.CONNECTING
+        self.registration_id = _NO_REGISTRATION
+        self.publication: ExclusivePublication | None = None
+        self.backlog: deque[bytes] = deque()
+        self.backlog_since_ns = 0
+        self.close_reason = ""
+        self.farewell = farewell
+
+    @property
+    def route(self) -> tuple[str, int]:
+        return self.response_channel, self.response_stream_id
+
+    def send(self, data: bytes, now_ns: int) -> bool:
+        """Offer ``data`` now, or queue it behind the backlog or back pressure; False when the
+        response stream is gone (no subscriber, or the publication closed)."""
+        if self.backlog:
+            self.backlog.append(data)
+            return True
+        publication = self.publication
+        if publication is None:  # still connecting: the CONNECT answer goes first anyway
+            self._queue(data, now_ns)
+            return True
+        while True:
+            result = publication.offer(data)
+            if result > 0:
+                return True
+            if result == ADMIN_ACTION:
+                continue
+            if result == BACK_PRESSURED:
+                self._queue(data, now_ns)
+                return True
+            return False
+
+    def flush_backlog(self, now_ns: int) -> int:
+        """Offer queued answers until one meets back pressure; returns how many went, or -1
+        when the response stream is gone."""
+        publication = self.publication
+        backlog = self.backlog
+        if publication is None or not backlog:
+            return 0
+        sent = 0
+        while backlog:
+            result = publication.offer(backlog[0])
+            if result > 0:
+                backlog.popleft()
+                sent += 1
+            elif result == ADMIN_ACTION:
+                continue
+            elif result == BACK_PRESSURED:
+                break
+            else:
+                return -1
+        self.backlog_since_ns = now_ns if backlog else 0
+        return sent
+
+    def _queue(self, data: bytes, now_ns: int) -> None:
+        if not self.backlog:
+            self.backlog_since_ns = now_ns
+        self.backlog.append(data)
+
+    def close(self, reason: str) -> None:
+        """Release the response publication (asynchronously) and forget the backlog."""
+        if self.state is SessionState.CLOSED:
+            return
+        self.state = SessionState.CLOSED
+        self.close_reason = reason
+        self.backlog.clear()
+        publication, self.publication = self.publication, None
+        if publication is not None:
+            with contextlib.suppress(TransportError):  # the client closing releases it anyway
+                publication.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"ServerSession(session_id={self.session_id}, client_id={self.client_id!r}, "
+            f"state={self.state.value}, response_channel={self.response_channel!r}, "
+            f"response_stream_id={self.response_stream_id}, backlog={len(self.backlog)})"
+        )

@@ -1,0 +1,648 @@
+"""Request/response sessions with a broker over the transport (Aeron Archive's control sessions).
+
+A :class:`ClientSession` offers :mod:`proto.session_pb2` ``TransportRequest`` envelopes on the
+broker's ingress (a channel and stream, ``aeron:ipc`` or ``aeron:udp?endpoint=...``) through an
+exclusive publication of its own, and reads ``TransportResponse`` envelopes on a response
+channel and stream of its own::
+
+      client                                              broker
+        |  CONNECT(response channel, stream, client id)     |
+        |-------------------- ingress -------------------->|  opens a publication back
+        |<------------------- response --------------------|  CONNECT(session id, limits)
+        |  SEND / PULL / KEEPALIVE (correlation id, session id)
+        |-------------------------------------------------->|
+        |<--------------------------------------------------|  answer (same correlation id)
+
+Requests are pipelined: :meth:`ClientSession.request_async` returns a future at once, and a
+poller thread completes the futures as the answers come, in any order (a held long poll does
+not delay a send behind it). :meth:`ClientSession.request` waits for one. Keepalives go out when
+the session has been quiet for a third of the broker's session timeout; the broker closes a
+session that stays silent for the whole timeout.
+
+Failures, all :class:`~client.ClientError`:
+
+- the ingress stays back-pressured for ``offer_timeout_ms`` (the broker cannot keep up):
+  :class:`BackPressuredError`, retriable; nothing was sent;
+- no broker on the ingress, the broker closed the session or stopped answering:
+  :class:`~client.BrokerUnavailableError`, retriable (make a new session);
+- no answer within the request's timeout: :class:`~client.RequestTimeoutError`, retriable;
+- the broker refused the request as a whole (a malformed envelope): the error of its code.
+
+A refusal of the request's content (an unknown topic, a bad queue id) is not raised here: it
+comes back in the response's ``status``, for the producer or consumer to interpret.
+
+The envelope's header (correlation id, session id, the body's field tag and length) is written
+by hand in front of the serialised body (:func:`encode_envelope`), which protobuf parses as one
+``TransportRequest``: the body is serialised once and never copied into an envelope object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import TimeoutError as FutureTimeoutError
+from dataclasses import dataclass
+from typing import Any, Final, overload
+
+from google.protobuf.message import DecodeError
+from google.protobuf.message import Message as ProtoMessage
+
+from client._errors import (
+    BrokerBusyError,
+    BrokerUnavailableError,
+    ClientError,
+    IllegalArgumentError,
+    IllegalStateError,
+    RequestTimeoutError,
+    error_for_code,
+)
+from client.response_code import ResponseCode
+from proto import messages_pb2, session_pb2
+from transport import TransportError
+from transport.client import (
+    ADMIN_ACTION,
+    BACK_PRESSURED,
+    Aeron,
+    ExclusivePublication,
+    Subscription,
+)
+from transport.concurrent import AtomicBuffer
+from transport.concurrent.idle_strategy import BackoffIdleStrategy
+from transport.logbuffer.fragment_assembler import FragmentAssembler
+from transport.logbuffer.header import Header
+
+__all__ = [
+    "DEFAULT_INGRESS_STREAM_ID",
+    "REQUEST_FIELD_NUMBERS",
+    "RESPONSE_FIELD_NUMBERS",
+    "SESSION_CLOSED_CODE",
+    "SESSION_PROTOCOL_VERSION",
+    "BackPressuredError",
+    "ClientSession",
+    "SessionConfig",
+    "encode_envelope",
+    "salvage_envelope_ids",
+]
+
+_log = logging.getLogger("client.session")
+
+SESSION_PROTOCOL_VERSION: Final = 1
+DEFAULT_INGRESS_STREAM_ID: Final = 1001
+SESSION_CLOSED_CODE: Final = ResponseCode.SERVICE_NOT_AVAILABLE
+"""The code of an envelope-level ``error`` that ends the session (closed, unknown, timed out)."""
+
+_Request = session_pb2.TransportRequest
+_Response = session_pb2.TransportResponse
+
+
+def _field_numbers(message: type[ProtoMessage]) -> dict[str, int]:
+    oneof = message.DESCRIPTOR.oneofs_by_name["body"]
+    return {field.name: field.number for field in oneof.fields}
+
+
+REQUEST_FIELD_NUMBERS: Final = _field_numbers(_Request)
+"""``TransportRequest`` body name -> field number (``send`` -> 13, ...)."""
+RESPONSE_FIELD_NUMBERS: Final = _field_numbers(_Response)
+"""``TransportResponse`` body name -> field number."""
+
+_BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
+    session_pb2.ConnectRequest: REQUEST_FIELD_NUMBERS["connect"],
+    session_pb2.CloseSessionRequest: REQUEST_FIELD_NUMBERS["close"],
+    session_pb2.KeepAliveRequest: REQUEST_FIELD_NUMBERS["keepalive"],
+    messages_pb2.SendMessageRequest: REQUEST_FIELD_NUMBERS["send"],
+    messages_pb2.PullMessageRequest: REQUEST_FIELD_NUMBERS["pull"],
+}
+_U64: Final = (1 << 64) - 1
+
+
+def _varint(value: int) -> bytes:
+    value &= _U64
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_envelope(correlation_id: int, session_id: int, field_number: int, body: bytes) -> bytes:
+    """A serialised envelope (``TransportRequest`` or ``TransportResponse``: both number the
+    ids 1 and 2) of ``correlation_id``, ``session_id`` and the serialised ``body`` as oneof
+    field ``field_number``."""
+    return b"".join(
+        (
+            b"\x08",
+            _varint(correlation_id),
+            b"\x10",
+            _varint(session_id),
+            _varint(field_number << 3 | 2),
+            _varint(len(body)),
+            body,
+        )
+    )
+
+
+def salvage_envelope_ids(data: bytes) -> tuple[int, int]:
+    """``(correlation_id, session_id)`` read from the leading varint fields of an envelope
+    that does not parse as a whole (0 for what cannot be read), to answer it anyway."""
+    ids = [0, 0, 0]
+    position = 0
+    end = len(data)
+    while position < end:
+        tag = data[position]
+        field, wire_type = tag >> 3, tag & 7
+        if wire_type != 0 or field not in (1, 2):
+            break
+        position += 1
+        value = shift = 0
+        while position < end and shift < 64:
+            byte = data[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        else:
+            break
+        ids[field] = value - (1 << 64) if value >= 1 << 63 else value
+    return ids[1], ids[2]
+
+
+class BackPressuredError(BrokerBusyError):
+    """The broker's ingress stayed back-pressured for the offer timeout: nothing was sent.
+    Retriable: the broker (or its store) is slower than the senders for now."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionConfig:
+    """How a :class:`ClientSession` reaches a broker and how long it waits.
+
+    ``response_stream_id`` 0 takes a stream id unique among the driver's clients; a UDP
+    ``response_channel`` with port 0 takes a free local port. ``keepalive_interval_ms`` 0 is a
+    third of the session timeout the broker announces.
+    """
+
+    ingress_channel: str = "aeron:ipc"
+    ingress_stream_id: int = DEFAULT_INGRESS_STREAM_ID
+    response_channel: str = "aeron:ipc"
+    response_stream_id: int = 0
+    client_id: str = ""
+    connect_timeout_ms: int = 5_000
+    request_timeout_ms: int = 3_000
+    offer_timeout_ms: int = 1_000
+    keepalive_interval_ms: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout_ms", "request_timeout_ms", "offer_timeout_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise IllegalArgumentError(f"{name} must be a positive int", value=value)
+        if self.keepalive_interval_ms < 0:
+            raise IllegalArgumentError(
+                "keepalive_interval_ms must be >= 0", value=self.keepalive_interval_ms
+            )
+        for name in ("ingress_channel", "response_channel"):
+            if not getattr(self, name).startswith("aeron:"):
+                raise IllegalArgumentError(
+                    f"{name} must be an aeron channel URI", value=getattr(self, name)
+                )
+
+
+class ClientSession:
+    """A connected session with one broker (see module). Make it with :meth:`connect`; it
+    uses ``aeron`` (not closed with the session). Thread-safe."""
+
+    def __init__(self, aeron: Aeron, config: SessionConfig | None = None) -> None:
+        self.config = config or SessionConfig()
+        self._aeron = aeron
+        self._offer_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._pending: dict[int, Future[ProtoMessage]] = {}
+        self._deadlines: list[tuple[int, int, Future[ProtoMessage]]] = []
+        self._correlation = itertools.count(random.getrandbits(30) << 32)
+        self._publication: ExclusivePublication | None = None
+        self._subscription: Subscription | None = None
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self._closed = False
+        self._failure: ClientError | None = None
+        self._last_sent_ns = 0
+        self._last_heard_ns = 0
+        self._assembler = FragmentAssembler(self._on_fragment)
+        self.session_id = 0
+        self.broker_name = ""
+        self.session_timeout_ms = 0
+        self.max_message_size = 0
+        self.response_channel = ""
+        self.response_stream_id = 0
+        self.keepalive_interval_ms = 0
+        self.foreign_responses = 0
+        self.unmatched_responses = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, aeron: Aeron, config: SessionConfig | None = None) -> ClientSession:
+        """Open the channels, CONNECT and wait for the broker's answer (``connect_timeout_ms``).
+
+        Raises :class:`~client.BrokerUnavailableError` when no broker listens on the ingress
+        or none answers in time."""
+        session = cls(aeron, config)
+        try:
+            session._connect()
+        except BaseException:
+            session._release()
+            raise
+        return session
+
+    def _connect(self) -> None:
+        config = self.config
+        deadline_ns = time.monotonic_ns() + config.connect_timeout_ms * 1_000_000
+        channel = _resolve_response_channel(config.response_channel)
+        stream_id = config.response_stream_id or _unique_stream_id(self._aeron)
+        self.response_channel, self.response_stream_id = channel, stream_id
+        try:
+            self._subscription = self._aeron.add_subscription(channel, stream_id)
+            self._publication = self._aeron.add_exclusive_publication(
+                config.ingress_channel, config.ingress_stream_id
+            )
+        except TransportError as exc:
+            raise BrokerUnavailableError(
+                "cannot open the session's channels",
+                ingress_channel=config.ingress_channel,
+                response_channel=channel,
+                cause=str(exc),
+            ) from exc
+        publication = self._publication
+        idle = BackoffIdleStrategy(max_park_period_ns=1_000_000)
+        while not publication.is_connected:
+            if time.monotonic_ns() > deadline_ns:
+                raise BrokerUnavailableError(
+                    "no broker on the ingress",
+                    ingress_channel=config.ingress_channel,
+                    ingress_stream_id=config.ingress_stream_id,
+                    connect_timeout_ms=config.connect_timeout_ms,
+                )
+            idle.idle(0)
+        self._running = True
+        self._last_heard_ns = time.monotonic_ns()
+        self._thread = threading.Thread(
+            target=self._run, name=f"aeromq-session-{stream_id}", daemon=True
+        )
+        self._thread.start()
+        connect = session_pb2.ConnectRequest(
+            response_channel=channel,
+            response_stream_id=stream_id,
+            client_id=config.client_id or f"{socket.gethostname()}@{os.getpid()}",
+            version=SESSION_PROTOCOL_VERSION,
+        )
+        remaining_ms = max(1, (deadline_ns - time.monotonic_ns()) // 1_000_000)
+        try:
+            answer = self.request(connect, remaining_ms)
+        except RequestTimeoutError as exc:
+            raise BrokerUnavailableError(
+                "the broker did not answer CONNECT",
+                ingress_channel=config.ingress_channel,
+                response_channel=channel,
+                response_stream_id=stream_id,
+                connect_timeout_ms=config.connect_timeout_ms,
+            ) from exc
+        self.broker_name = answer.broker_name
+        self.session_timeout_ms = answer.session_timeout_ms
+        self.max_message_size = answer.max_message_size
+        interval = config.keepalive_interval_ms or max(1, answer.session_timeout_ms // 3)
+        self.keepalive_interval_ms = interval
+
+    def close(self) -> None:
+        """Tell the broker (best effort), fail what is pending, release the channels;
+        idempotent."""
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self.session_id and self._failure is None:
+            with contextlib.suppress(ClientError):
+                self._offer(session_pb2.CloseSessionRequest(), next(self._correlation))
+        self._fail_all(IllegalStateError("session closed", session_id=self.session_id))
+        self._release()
+
+    def _release(self) -> None:
+        self._running = False
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5.0)
+        for resource in (self._publication, self._subscription):
+            if resource is not None:
+                try:
+                    resource.close()
+                except TransportError as exc:  # the client is already closing
+                    _log.debug("releasing a session channel: %s", exc)
+
+    def __enter__(self) -> ClientSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def is_open(self) -> bool:
+        """Connected and neither closed nor failed."""
+        return self.session_id != 0 and not self._closed and self._failure is None
+
+    @property
+    def max_request_length(self) -> int:
+        """The longest envelope the ingress publication takes (its max message length)."""
+        return self._publication.max_message_length if self._publication is not None else 0
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    # -- requests ------------------------------------------------------------------------
+
+    @overload
+    def request(
+        self, body: messages_pb2.SendMessageRequest, timeout_ms: int | None = None
+    ) -> messages_pb2.SendMessageResponse: ...
+    @overload
+    def request(
+        self, body: messages_pb2.PullMessageRequest, timeout_ms: int | None = None
+    ) -> messages_pb2.PullMessageResponse: ...
+    @overload
+    def request(
+        self, body: session_pb2.ConnectRequest, timeout_ms: int | None = None
+    ) -> session_pb2.ConnectResponse: ...
+    @overload
+    def request(
+        self, body: session_pb2.KeepAliveRequest, timeout_ms: int | None = None
+    ) -> session_pb2.KeepAliveResponse: ...
+
+    def request(self, body: ProtoMessage, timeout_ms: int | None = None) -> ProtoMessage:
+        """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
+        timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+        future = self._submit(body, timeout)
+        try:
+            return future.result(timeout / 1000 + 1.0)
+        except FutureTimeoutError as exc:  # the poller is late: it would have failed it
+            raise RequestTimeoutError(
+                "no answer in time", session_id=self.session_id, timeout_ms=timeout
+            ) from exc
+
+    @overload
+    def request_async(
+        self, body: messages_pb2.SendMessageRequest, timeout_ms: int | None = None
+    ) -> Future[messages_pb2.SendMessageResponse]: ...
+    @overload
+    def request_async(
+        self, body: messages_pb2.PullMessageRequest, timeout_ms: int | None = None
+    ) -> Future[messages_pb2.PullMessageResponse]: ...
+
+    def request_async(self, body: ProtoMessage, timeout_ms: int | None = None) -> Future[Any]:
+        """Send ``body`` now and return a future of its answer, completed on the poller
+        thread (or failed with the errors of the module). Offer failures raise here."""
+        timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+        return self._submit(body, timeout)
+
+    def send_oneway(self, body: messages_pb2.SendMessageRequest) -> None:
+        """Send without waiting: the answer is read and dropped."""
+        self._offer(body, next(self._correlation))
+
+    def _submit(self, body: ProtoMessage, timeout_ms: int) -> Future[ProtoMessage]:
+        if self._failure is not None:
+            raise self._failure
+        if self._closed:
+            raise IllegalStateError("session closed", session_id=self.session_id)
+        correlation_id = next(self._correlation)
+        future: Future[ProtoMessage] = Future()
+        self._pending[correlation_id] = future
+        with self._state_lock:
+            deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
+            heapq.heappush(self._deadlines, (deadline_ns, correlation_id, future))
+        try:
+            self._offer(body, correlation_id)
+        except BaseException:
+            self._pending.pop(correlation_id, None)
+            raise
+        failure = self._failure
+        if failure is not None and not future.done():
+            self._pending.pop(correlation_id, None)
+            _reject(future, failure)  # failed while we registered: _fail_all missed it
+        return future
+
+    def _offer(self, body: ProtoMessage, correlation_id: int) -> None:
+        """Offer one envelope, retrying ADMIN_ACTION at once and BACK_PRESSURED until the
+        offer timeout."""
+        publication = self._publication
+        if publication is None:
+            raise IllegalStateError("session not connected")
+        field_number = _BODY_FIELDS.get(type(body))
+        if field_number is None:
+            raise IllegalArgumentError("not a session request body", type=type(body).__name__)
+        data = encode_envelope(
+            correlation_id, self.session_id, field_number, body.SerializeToString()
+        )
+        if len(data) > publication.max_message_length:
+            raise IllegalArgumentError(
+                "request longer than the ingress takes",
+                length=len(data),
+                max_message_length=publication.max_message_length,
+            )
+        deadline_ns = 0
+        idle: BackoffIdleStrategy | None = None
+        with self._offer_lock:
+            while True:
+                result = publication.offer(data)
+                if result > 0:
+                    self._last_sent_ns = time.monotonic_ns()
+                    return
+                if result == ADMIN_ACTION:
+                    continue
+                if result != BACK_PRESSURED:
+                    raise self._unavailable(result)
+                now_ns = time.monotonic_ns()
+                if not deadline_ns:
+                    deadline_ns = now_ns + self.config.offer_timeout_ms * 1_000_000
+                    idle = BackoffIdleStrategy(max_park_period_ns=1_000_000)
+                elif now_ns > deadline_ns:
+                    raise BackPressuredError(
+                        "the broker's ingress stayed back-pressured",
+                        session_id=self.session_id,
+                        offer_timeout_ms=self.config.offer_timeout_ms,
+                    )
+                assert idle is not None
+                idle.idle(0)
+
+    def _unavailable(self, result: int) -> ClientError:
+        error = BrokerUnavailableError(
+            "the broker's ingress is gone",
+            session_id=self.session_id,
+            offer_result=result,
+            ingress_channel=self.config.ingress_channel,
+        )
+        self._fail(error)
+        return error
+
+    # -- the poller thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        subscription = self._subscription
+        assert subscription is not None
+        poll = subscription.poll
+        assembler = self._assembler
+        idle = BackoffIdleStrategy(max_spins=50, max_yields=20, max_park_period_ns=1_000_000)
+        next_check_ns = 0
+        while self._running:
+            try:
+                work = poll(assembler, 64)
+                now_ns = time.monotonic_ns()
+                if now_ns >= next_check_ns:
+                    next_check_ns = now_ns + 1_000_000
+                    work += self._housekeeping(now_ns)
+            except Exception:  # keep the poller alive: one bad answer must not stop it
+                _log.exception("session poller error: session_id=%s", self.session_id)
+                work = 0
+            idle.idle(work)
+
+    def _housekeeping(self, now_ns: int) -> int:
+        work = 0
+        deadlines = self._deadlines
+        if deadlines and deadlines[0][0] <= now_ns:
+            expired = []
+            with self._state_lock:
+                while deadlines and deadlines[0][0] <= now_ns:
+                    expired.append(heapq.heappop(deadlines))
+            for _deadline_ns, correlation_id, future in expired:
+                self._pending.pop(correlation_id, None)
+                if not future.done():
+                    _reject(
+                        future,
+                        RequestTimeoutError(
+                            "no answer in time",
+                            session_id=self.session_id,
+                            correlation_id=correlation_id,
+                        ),
+                    )
+                    work += 1
+        if self.session_id and self._failure is None and not self._closed:
+            timeout_ns = self.session_timeout_ms * 1_000_000
+            if timeout_ns and now_ns - self._last_heard_ns > timeout_ns:
+                self._fail(
+                    BrokerUnavailableError(
+                        "the broker stopped answering",
+                        session_id=self.session_id,
+                        session_timeout_ms=self.session_timeout_ms,
+                    )
+                )
+            elif now_ns - self._last_sent_ns > self.keepalive_interval_ms * 1_000_000:
+                try:
+                    self._offer(session_pb2.KeepAliveRequest(), next(self._correlation))
+                except ClientError as exc:
+                    _log.debug("keepalive not sent: %s", exc)
+                work += 1
+        return work
+
+    def _on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+        try:
+            response = _Response.FromString(buffer.get_bytes(offset, length))
+        except DecodeError:
+            _log.warning("malformed response on the session: length=%d", length)
+            return
+        self._last_heard_ns = time.monotonic_ns()
+        kind = response.WhichOneof("body")
+        if kind == "connect":
+            future = self._pending.pop(response.correlation_id, None)
+            if future is not None and not self.session_id:
+                self.session_id = response.session_id
+                _resolve(future, response.connect)
+            return
+        if response.session_id != self.session_id:
+            self.foreign_responses += 1
+            return
+        future = self._pending.pop(response.correlation_id, None)
+        if kind == "error":
+            status = response.error
+            error = error_for_code(
+                status.code,
+                status.message,
+                session_id=self.session_id,
+                correlation_id=response.correlation_id,
+            )
+            if status.code == SESSION_CLOSED_CODE:
+                self._fail(error)
+            if future is not None:
+                _reject(future, error)
+            return
+        if future is None:
+            if kind != "keepalive":
+                self.unmatched_responses += 1
+            return
+        if kind == "send":
+            _resolve(future, response.send)
+        elif kind == "pull":
+            _resolve(future, response.pull)
+        elif kind == "keepalive":
+            _resolve(future, response.keepalive)
+        else:
+            _reject(
+                future,
+                IllegalStateError(
+                    "an answer without a body", correlation_id=response.correlation_id
+                ),
+            )
+
+    def _fail(self, error: ClientError) -> None:
+        """The session is unusable: remember why and fail everything pending."""
+        if self._failure is None:
+            self._failure = error
+            _log.info("session failed: %s", error)
+        self._fail_all(error)
+
+    def _fail_all(self, error: ClientError) -> None:
+        pending = self._pending
+        for correlation_id in list(pending):
+            future = pending.pop(correlation_id, None)
+            if future is not None and not future.done():
+                _reject(future, error)
+
+
+def _resolve(future: Future[ProtoMessage], value: ProtoMessage) -> None:
+    with contextlib.suppress(InvalidStateError):  # timed out or failed meanwhile
+        future.set_result(value)
+
+
+def _reject(future: Future[ProtoMessage], error: BaseException) -> None:
+    with contextlib.suppress(InvalidStateError):
+        future.set_exception(error)
+
+
+def _unique_stream_id(aeron: Aeron) -> int:
+    """A response stream id no other client of the driver picks (from its correlation ids)."""
+    return 0x4000_0000 | (aeron.next_correlation_id() & 0x3FFF_FFFF)
+
+
+def _resolve_response_channel(channel: str) -> str:
+    """A UDP response channel with port 0 gets a free local port (bound and let go)."""
+    marker = "endpoint="
+    if not channel.startswith("aeron:udp") or marker not in channel:
+        return channel
+    start = channel.index(marker) + len(marker)
+    end = channel.find("|", start)
+    endpoint = channel[start:] if end < 0 else channel[start:end]
+    host, _, port = endpoint.rpartition(":")
+    if port != "0":
+        return channel
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind((host, 0))
+        free_port = probe.getsockname()[1]
+    resolved = f"{host}:{free_port}"
+    return channel[:start] + resolved + ("" if end < 0 else channel[end:])
