@@ -367,6 +367,7 @@ class PublicationImage:
                 )
             ):
                 self.is_sending_eos_sm = True
+                self._sm_pending = True  # tell the sender now, not at the next timeout
                 return self._change_state(ImageState.DRAINING, now_ns)
         elif state is ImageState.DRAINING:
             eos_time_ns = SM_EOS_MULTIPLE * self.status_message_timeout_ns
