@@ -33,6 +33,7 @@ __all__ = [
     "driver_timeout_watcher",
     "hold_publisher",
     "silent_client",
+    "slow_subscriber",
     "stalled_subscriber",
     "stream_publisher",
     "stream_subscriber",
@@ -207,11 +208,8 @@ def stalled_subscriber(
     subscriber position holds the publisher back until the process dies."""
     with connect(aeron_dir) as aeron:
         subscription = aeron.add_subscription(CHANNEL, stream_id)
-        deadline = time.monotonic() + deadline_s
-        while subscription.image_count == 0 and time.monotonic() < deadline:
-            time.sleep(0.001)
         results.put(("ready", subscription.registration_id))
-        time.sleep(max(0.0, deadline - time.monotonic()))
+        time.sleep(deadline_s)
 
 
 def claim_and_die(
@@ -335,3 +333,33 @@ def driver_timeout_watcher(
             closed_after_s,
         )
     )
+
+
+def slow_subscriber(
+    aeron_dir: str,
+    stream_id: int,
+    sender: int,
+    lengths: list[int],
+    pause_after: int,
+    resume: Event,
+    deadline_s: float,
+    results: Queue[Any],
+) -> None:
+    """Read one fragment every 2 ms until ``pause_after`` messages, report ``("paused",
+    registration id, position)``, wait for ``resume``, then read the rest at full speed and
+    report ``("slow received", received, error count, errors)``."""
+    deadline = time.monotonic() + deadline_s
+    with connect(aeron_dir) as aeron:
+        subscription = aeron.add_subscription(CHANNEL, stream_id)
+        results.put(("slow ready", subscription.registration_id))
+        checker = StreamChecker(lengths, sender)
+        assembler = FragmentAssembler(checker)
+        while checker.received < pause_after and time.monotonic() < deadline:
+            subscription.poll(assembler, 1)
+            time.sleep(0.002)
+        results.put(("paused", subscription.registration_id, subscription.images[0].position))
+        resume.wait(max(0.0, deadline - time.monotonic()))
+        while checker.received < len(lengths) and time.monotonic() < deadline:
+            if subscription.poll(assembler, FRAGMENT_LIMIT) == 0:
+                os.sched_yield()
+        results.put(("slow received", checker.received, checker.error_count, checker.errors))
