@@ -300,7 +300,6 @@ class DriverConductor:
     def on_add_publication(self, command: PublicationMessage, is_exclusive: bool) -> None:
         channel = command.channel
         uri = parse_channel(channel)
-        self._check_stream_id(command.stream_id, channel)
         streams = self._streams_for(uri.media, uri.is_spy, channel, subscription=False)
         params = publication_params(channel, uri, self._context)
         client = self._get_or_add_client(command.client_id)
@@ -336,7 +335,6 @@ class DriverConductor:
     def on_add_subscription(self, command: SubscriptionMessage) -> None:
         channel = command.channel
         uri = parse_channel(channel)
-        self._check_stream_id(command.stream_id, channel)
         streams = self._streams_for(uri.media, uri.is_spy, channel, subscription=True)
         params = subscription_params(channel, uri, self._context)
         self._get_or_add_client(command.client_id)
@@ -435,13 +433,3 @@ class DriverConductor:
                 channel=channel,
             )
         return streams
-
-    @staticmethod
-    def _check_stream_id(stream_id: int, channel: str) -> None:
-        if stream_id == 0:
-            raise command_error(
-                ErrorCode.GENERIC_ERROR,
-                "invalid stream id: 0 is reserved (a zeroed command carries it)",
-                stream_id=stream_id,
-                channel=channel,
-            )

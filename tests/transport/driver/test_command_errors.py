@@ -80,16 +80,6 @@ def test_should_refuse_a_bad_subscription_channel(client: DriverClient) -> None:
     assert "spy" in spy.message.error_message
 
 
-def test_should_refuse_the_reserved_stream_id(client: DriverClient) -> None:
-    for correlation_id in (
-        client.add_publication("aeron:ipc", 0),
-        client.add_subscription("aeron:ipc", 0),
-    ):
-        error = _error(client, correlation_id).message
-        assert error.error_code == ErrorCode.GENERIC_ERROR
-        assert "stream_id=0" in error.error_message
-
-
 @pytest.mark.parametrize(
     ("remove", "code", "what"),
     [

@@ -121,6 +121,17 @@ def test_should_answer_add_and_remove_subscription(client: DriverClient) -> None
     assert client.await_correlated(correlation_id).type_id == ON_OPERATION_SUCCESS
 
 
+def test_should_accept_stream_id_0_as_aerons_driver_does(client: DriverClient) -> None:
+    # Aeron 1.53's C driver serves stream id 0 (checked with pyaeron in tests/interop/).
+    publication = client.await_correlated(client.add_publication("aeron:ipc", 0))
+    assert publication.type_id == ON_PUBLICATION_READY
+    assert publication.message.stream_id == 0
+    subscription = client.await_correlated(client.add_subscription("aeron:ipc", 0))
+    assert subscription.type_id == ON_SUBSCRIPTION_READY
+    image = client.await_response(ON_AVAILABLE_IMAGE)
+    assert image.message.stream_id == 0
+
+
 def test_should_refresh_the_heartbeat_on_client_keepalive(client: DriverClient) -> None:
     client.await_correlated(client.add_subscription("aeron:ipc", 10))
     counter_id = client.heartbeat_counter_id()
