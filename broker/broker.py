@@ -1,0 +1,301 @@
+"""``Broker``: the running broker service, assembled from its parts.
+
+::
+
+    producers / consumers ──ingress (aeron:ipc, aeron:udp)──> SessionAgent ──> SendProcessor ──> MessageStore
+                <──────────── response channels ──────────────    │        ──> PullProcessor ──┘    │
+                                                                  │              PullHoldService <──┘ arrivals
+
+:meth:`Broker.start`, in order: the media driver (embedded in a fresh directory, or the external
+one of ``aeron_dir``), the store (recovery runs here: :attr:`Broker.recovery_report` says what
+it found), the long-poll hold service, the processors, the ingress subscriptions (IPC, and UDP
+when an endpoint is set) and the session agent on its own thread.
+
+:meth:`Broker.shutdown` is graceful and bounded: stop reading the ingress, answer held pulls,
+shut the store down (every append made durable, its SYNC answers settled, a clean checkpoint),
+send the answers still queued, close the sessions with a notice, then the transport.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from typing import Final
+
+from broker.config import BrokerConfig
+from broker.processor.pull import PullProcessor
+from broker.processor.pull_hold import PullHoldService
+from broker.processor.send import SendProcessor
+from broker.session import SessionAgent, SessionServerConfig
+from broker.store import FlushMode, MessageStore, RecoveryReport
+from proto import common_pb2
+from transport.client import Aeron, AeronContext, Subscription
+from transport.concurrent.agent import AgentRunner
+from transport.concurrent.idle_strategy import BackoffIdleStrategy
+from transport.driver import MediaDriver, MediaDriverContext
+
+__all__ = ["Broker", "describe_recovery"]
+
+_log = logging.getLogger("broker")
+
+_DRAIN_TIMEOUT_S: Final = 5.0
+_IDLE_MAX_PARK_NS: Final = 1_000_000
+
+
+def describe_recovery(report: RecoveryReport, flush_mode: FlushMode, flush_interval_ms: int) -> str:
+    """One line on what recovery found, for the operator (logged and printed at start)."""
+    if report.end_offset == 0 and report.records_scanned == 0 and report.truncated_at is None:
+        return "recovery: a new, empty store"
+    if report.clean_shutdown and report.truncated_at is None:
+        return (
+            f"recovery: clean shutdown, log ends at {report.end_offset} "
+            f"({report.duration_ms:.0f} ms)"
+        )
+    parts = [
+        "recovery: the previous run did not shut down cleanly",
+        f"scanned {report.records_scanned} records from offset {report.scanned_from}",
+        f"re-dispatched {report.records_redispatched}",
+        f"log ends at {report.end_offset}",
+    ]
+    if report.truncated_at is not None:
+        parts.append(
+            f"truncated a torn tail at {report.truncated_at} ({report.truncated_check}), "
+            f"zeroed {report.zeroed_bytes} bytes"
+        )
+    else:
+        parts.append("no torn record")
+    if report.queue_entries_dropped:
+        parts.append(f"dropped {report.queue_entries_dropped} queue entries past the end")
+    if flush_mode is FlushMode.ASYNC:
+        parts.append(
+            f"ASYNC flush: acknowledged messages of at most the last {flush_interval_ms} ms "
+            "before the crash may be lost"
+        )
+    else:
+        parts.append("SYNC flush: every acknowledged message is durable")
+    return "; ".join(parts)
+
+
+class Broker:
+    """One broker process's services (see module); ``with Broker(config) as broker:``."""
+
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        *,
+        session_config: SessionServerConfig | None = None,
+        driver_context: MediaDriverContext | None = None,
+    ) -> None:
+        self.config = config or BrokerConfig()
+        self.session_config = session_config or SessionServerConfig(
+            session_timeout_ms=self.config.session_timeout_ms
+        )
+        self._driver_context = driver_context
+        self.driver: MediaDriver | None = None
+        self.aeron: Aeron | None = None
+        self.store: MessageStore | None = None
+        self.hold: PullHoldService | None = None
+        self.send_processor: SendProcessor | None = None
+        self.pull_processor: PullProcessor | None = None
+        self.session_agent: SessionAgent | None = None
+        self.recovery_report: RecoveryReport | None = None
+        self.aeron_dir = ""
+        self._subscriptions: list[Subscription] = []
+        self._runner: AgentRunner | None = None
+        self._lock = threading.Lock()
+        self._running = False
+        self._stopped = threading.Event()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> Broker:
+        """Start every service (see module); on a failure, what started is stopped again."""
+        with self._lock:
+            if self._running:
+                return self
+            try:
+                self._start()
+            except BaseException:
+                self._stop()
+                raise
+            self._running = True
+        return self
+
+    def _start(self) -> None:
+        config = self.config
+        self._start_transport()
+        store = self.store = MessageStore(config.to_store_config())
+        report = self.recovery_report = store.start()
+        message = describe_recovery(report, config.flush_mode, config.flush_interval_ms)
+        if report.clean_shutdown and report.truncated_at is None:
+            _log.info("%s", message)
+        else:
+            _log.warning("%s", message)
+        hold = self.hold = PullHoldService(store.get_max_offset, config.long_polling_max_suspend_ms)
+        hold.start()
+        store.add_arrival_listener(hold.on_arrival)
+        self.send_processor = SendProcessor(
+            store,
+            config.broker_name,
+            max_message_size=config.max_message_size,
+            auto_create_topic=config.auto_create_topic,
+            default_queue_nums=config.default_queue_count,
+        )
+        self.pull_processor = PullProcessor(store, hold, config.broker_name)
+        aeron = self.aeron
+        assert aeron is not None
+        self._subscriptions.append(
+            aeron.add_subscription(config.ingress_ipc_channel, config.ingress_ipc_stream_id)
+        )
+        udp_channel = config.ingress_udp_channel
+        if udp_channel is not None:
+            self._subscriptions.append(
+                aeron.add_subscription(udp_channel, config.ingress_udp_stream_id)
+            )
+        agent = self.session_agent = SessionAgent(
+            aeron,
+            self._subscriptions,
+            self.send_processor,
+            self.pull_processor,
+            config.broker_name,
+            config=self.session_config,
+            max_message_size=config.max_message_size,
+        )
+        self._runner = AgentRunner(
+            BackoffIdleStrategy(max_park_period_ns=_IDLE_MAX_PARK_NS),
+            self._on_agent_error,
+            None,
+            agent,
+        )
+        self._runner.start()
+        _log.info(
+            "broker started: name=%s cluster=%s aeron_dir=%s ingress=%s udp=%s data_dir=%s flush=%s",
+            config.broker_name,
+            config.cluster_name,
+            self.aeron_dir,
+            f"{config.ingress_ipc_channel}#{config.ingress_ipc_stream_id}",
+            udp_channel,
+            config.data_dir,
+            config.flush_mode.value,
+        )
+
+    def _start_transport(self) -> None:
+        config = self.config
+        if config.aeron_dir is None:
+            base = self._driver_context or MediaDriverContext.from_env(term_buffer_sparse_file=True)
+            self.driver = MediaDriver.launch_embedded(base)
+            self.aeron_dir = self.driver.aeron_dir
+        else:
+            self.aeron_dir = str(config.aeron_dir)
+        self.aeron = Aeron.connect(
+            AeronContext(aeron_dir=self.aeron_dir, error_handler=self._on_transport_error)
+        )
+
+    def shutdown(self) -> None:
+        """Stop gracefully (see module); idempotent."""
+        with self._lock:
+            if not self._running:
+                return
+            self._running = False
+            self._stop()
+        self._stopped.set()
+
+    def _stop(self) -> None:
+        agent = self.session_agent
+        if agent is not None:
+            agent.stop_ingress()
+        if self.hold is not None:
+            self.hold.shutdown()
+        if self.store is not None:
+            try:
+                self.store.shutdown()
+            except Exception:
+                _log.exception("store shutdown failed")
+        if agent is not None and self._runner is not None:
+            deadline = time.monotonic() + _DRAIN_TIMEOUT_S
+            while not agent.idle and time.monotonic() < deadline:
+                time.sleep(0.001)
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+        for subscription in self._subscriptions:
+            subscription.close()
+        self._subscriptions.clear()
+        if self.aeron is not None:
+            self.aeron.close()
+        if self.driver is not None:
+            self.driver.close()
+        _log.info("broker stopped: name=%s", self.config.broker_name)
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until the broker is shut down; True if it is."""
+        return self._stopped.wait(timeout_s)
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    # -- what clients need to know -------------------------------------------------------
+
+    @property
+    def ipc_ingress(self) -> tuple[str, int]:
+        return self.config.ingress_ipc_channel, self.config.ingress_ipc_stream_id
+
+    @property
+    def udp_ingress(self) -> tuple[str, int] | None:
+        channel = self.config.ingress_udp_channel
+        return None if channel is None else (channel, self.config.ingress_udp_stream_id)
+
+    def endpoints(self, grpc_address: str = "") -> common_pb2.BrokerEndpoints:
+        """How clients reach this broker (the route's ``BrokerEndpoints``)."""
+        config = self.config
+        udp = self.udp_ingress
+        return common_pb2.BrokerEndpoints(
+            grpc_address=grpc_address,
+            ipc_channel=config.ingress_ipc_channel,
+            ipc_stream_id=config.ingress_ipc_stream_id,
+            udp_channel=udp[0] if udp else "",
+            udp_stream_id=udp[1] if udp else 0,
+            aeron_dir=self.aeron_dir,
+            hostname=socket.gethostname(),
+        )
+
+    def stats(self) -> dict[str, int]:
+        """The data plane's counters: sessions, sends, pulls and holds."""
+        values: dict[str, int] = {}
+        if self.session_agent is not None:
+            agent = self.session_agent
+            values.update({f"session.{k}": v for k, v in agent.counters.snapshot().items()})
+            values["session.live"] = agent.table.live_count
+        if self.send_processor is not None:
+            send = self.send_processor
+            values["send.requests"] = send.requests
+            values["send.messages"] = send.messages_stored
+            values["send.inflight"] = send.inflight_sends
+            values.update({f"send.error_{code}": n for code, n in send.errors.items()})
+        if self.pull_processor is not None:
+            pull = self.pull_processor
+            values["pull.requests"] = pull.pulls
+            values["pull.messages"] = pull.messages_out
+            values["pull.held"] = pull.held
+            values.update({f"pull.error_{code}": n for code, n in pull.errors.items()})
+        if self.hold is not None:
+            values["pull.woken_by_arrival"] = self.hold.woken_by_arrival
+            values["pull.woken_by_timeout"] = self.hold.woken_by_timeout
+        return values
+
+    # -- errors off the caller's thread --------------------------------------------------
+
+    def _on_agent_error(self, error: Exception) -> None:
+        _log.error("session agent error: %s", error, exc_info=error)
+
+    def _on_transport_error(self, error: BaseException) -> None:
+        _log.error("transport error: %s", error, exc_info=error)
