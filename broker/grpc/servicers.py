@@ -1,0 +1,171 @@
+# ruff: noqa: N802  (method names are the RPC names that gRPC dispatches on)
+"""The broker's gRPC servicers: they unwrap the carrier and call the ``ControlPlane``.
+
+Every unary method is one line: the processor answers with a response whose ``Status`` holds
+any failure, so the gRPC status is OK whenever the broker processed the call. The membership
+stream pumps a ``MembershipStream``: a reader thread feeds it the client's heartbeats; this
+handler sends what it yields; the stream ends (and the client leaves its groups at once) when
+the client half-closes or cancels, or the broker shuts down.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+
+import grpc
+
+from broker.processor.admin import ControlPlane
+from broker.processor.consumer_groups import MembershipStream
+from proto import (
+    admin_pb2,
+    admin_pb2_grpc,
+    common_pb2,
+    consumer_group_pb2,
+    consumer_group_pb2_grpc,
+)
+
+__all__ = ["BrokerAdminServicer", "ConsumerGroupServicer"]
+
+_log = logging.getLogger("broker.grpc")
+
+_POLL_S = 0.25  # how often a quiet stream re-checks that its call is still active
+
+
+class BrokerAdminServicer(admin_pb2_grpc.BrokerAdminServicer):
+    def __init__(self, control_plane: ControlPlane) -> None:
+        self._cp = control_plane
+
+    def CreateTopic(
+        self, request: admin_pb2.CreateTopicRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.CreateTopicResponse:
+        return self._cp.create_topic(request)
+
+    def UpdateTopic(
+        self, request: admin_pb2.UpdateTopicRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.UpdateTopicResponse:
+        return self._cp.update_topic(request)
+
+    def DeleteTopic(
+        self, request: admin_pb2.DeleteTopicRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.DeleteTopicResponse:
+        return self._cp.delete_topic(request)
+
+    def ListTopics(
+        self, request: common_pb2.ListTopicsRequest, context: grpc.ServicerContext
+    ) -> common_pb2.ListTopicsResponse:
+        return self._cp.list_topics(request)
+
+    def QueryRoute(
+        self, request: common_pb2.QueryRouteRequest, context: grpc.ServicerContext
+    ) -> common_pb2.QueryRouteResponse:
+        return self._cp.query_route(request)
+
+    def UpdateOffset(
+        self, request: admin_pb2.UpdateOffsetRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.UpdateOffsetResponse:
+        return self._cp.update_offset(request)
+
+    def QueryOffset(
+        self, request: admin_pb2.QueryOffsetRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.OffsetResponse:
+        return self._cp.query_offset(request)
+
+    def SearchOffset(
+        self, request: admin_pb2.SearchOffsetRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.OffsetResponse:
+        return self._cp.search_offset(request)
+
+    def GetMinOffset(
+        self, request: admin_pb2.GetMinOffsetRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.OffsetResponse:
+        return self._cp.get_min_offset(request)
+
+    def GetMaxOffset(
+        self, request: admin_pb2.GetMaxOffsetRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.OffsetResponse:
+        return self._cp.get_max_offset(request)
+
+    def GetConsumerProgress(
+        self, request: admin_pb2.GetConsumerProgressRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.GetConsumerProgressResponse:
+        return self._cp.get_consumer_progress(request)
+
+    def GetBrokerStats(
+        self, request: admin_pb2.GetBrokerStatsRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.GetBrokerStatsResponse:
+        return self._cp.get_broker_stats(request)
+
+    def ListGroups(
+        self, request: admin_pb2.ListGroupsRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ListGroupsResponse:
+        return self._cp.list_groups(request)
+
+    def ResetOffset(
+        self, request: admin_pb2.ResetOffsetRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ResetOffsetResponse:
+        return self._cp.reset_offset(request)
+
+    def ListClusters(
+        self, request: common_pb2.ListClustersRequest, context: grpc.ServicerContext
+    ) -> common_pb2.ListClustersResponse:
+        return self._cp.list_clusters(request)
+
+
+class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer):
+    def __init__(self, control_plane: ControlPlane) -> None:
+        self._cp = control_plane
+
+    def Heartbeat(
+        self,
+        request_iterator: Iterator[consumer_group_pb2.HeartbeatRequest],
+        context: grpc.ServicerContext,
+    ) -> Iterator[consumer_group_pb2.HeartbeatResponse]:
+        stream = self._cp.open_membership_stream()
+        context.add_callback(stream.close)  # the call ended: cancelled, failed or done
+        reader = threading.Thread(
+            target=_read_heartbeats,
+            args=(request_iterator, stream),
+            name="aeromq-heartbeat-reader",
+            daemon=True,
+        )
+        reader.start()
+        try:
+            while context.is_active():
+                response = stream.poll(_POLL_S)
+                if response is not None:
+                    yield response
+                elif stream.ended:
+                    return
+        finally:
+            stream.close()
+
+    def SendHeartbeat(
+        self, request: consumer_group_pb2.HeartbeatRequest, context: grpc.ServicerContext
+    ) -> consumer_group_pb2.HeartbeatResponse:
+        return self._cp.send_heartbeat(request)
+
+    def UnregisterClient(
+        self, request: consumer_group_pb2.UnregisterClientRequest, context: grpc.ServicerContext
+    ) -> consumer_group_pb2.UnregisterClientResponse:
+        return self._cp.unregister_client(request)
+
+    def GetConsumerIds(
+        self, request: consumer_group_pb2.GetConsumerIdsRequest, context: grpc.ServicerContext
+    ) -> consumer_group_pb2.GetConsumerIdsResponse:
+        return self._cp.get_consumer_ids(request)
+
+
+def _read_heartbeats(
+    requests: Iterator[consumer_group_pb2.HeartbeatRequest], stream: MembershipStream
+) -> None:
+    try:
+        for request in requests:
+            stream.on_heartbeat(request)
+    except grpc.RpcError:
+        pass  # the call was cancelled or the connection dropped: the client is gone
+    except Exception:
+        _log.exception("membership stream reader failed: client_id=%s", stream.client_id)
+    finally:
+        stream.close()

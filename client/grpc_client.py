@@ -1,0 +1,431 @@
+"""``GrpcClient``: the typed gRPC stub wrapper that producers, consumers and the admin tool
+share, for a broker (``BrokerAdmin``, ``ConsumerGroupService``) or a name server
+(``NameServer``) at one ``host:port``.
+
+Every call has a timeout (``timeout_s``, per call or the client's default). Failures raise the
+client's errors, never a raw ``grpc.RpcError``:
+
+- a response whose ``Status`` is not SUCCESS raises ``error_for_code(code, message)`` (e.g.
+  ``TopicNotFoundError``), with ``address`` and ``rpc`` kept as values;
+- gRPC's own failures are translated with ``raise ... from exc``: UNAVAILABLE ->
+  ``BrokerUnavailableError``, DEADLINE_EXCEEDED -> ``RequestTimeoutError``, UNIMPLEMENTED ->
+  ``NotSupportedError`` (e.g. a name server asked a broker-only RPC), RESOURCE_EXHAUSTED ->
+  ``BrokerBusyError``, INVALID_ARGUMENT -> ``IllegalArgumentError``, others -> ``BrokerError``.
+
+``open_heartbeat_stream`` opens the consumer-group membership stream (heartbeats up, pushed
+membership changes down). Thread-safe: one channel, calls from any thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final, Self, TypeVar
+
+import grpc
+from google.protobuf.message import Message as ProtoMessage
+
+from client._errors import (
+    BrokerBusyError,
+    BrokerError,
+    BrokerUnavailableError,
+    ClientError,
+    IllegalArgumentError,
+    IllegalStateError,
+    NotSupportedError,
+    RequestTimeoutError,
+    error_for_code,
+)
+from proto import (
+    admin_pb2,
+    admin_pb2_grpc,
+    common_pb2,
+    consumer_group_pb2,
+    consumer_group_pb2_grpc,
+    namesrv_pb2,
+    namesrv_pb2_grpc,
+)
+
+__all__ = ["DEFAULT_TIMEOUT_S", "GrpcClient", "HeartbeatStream", "translate_rpc_error"]
+
+DEFAULT_TIMEOUT_S: Final = 3.0
+
+_R = TypeVar("_R", bound=ProtoMessage)
+
+_BY_GRPC_CODE: Final[dict[grpc.StatusCode, type[ClientError]]] = {
+    grpc.StatusCode.UNAVAILABLE: BrokerUnavailableError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: RequestTimeoutError,
+    grpc.StatusCode.UNIMPLEMENTED: NotSupportedError,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: BrokerBusyError,
+    grpc.StatusCode.INVALID_ARGUMENT: IllegalArgumentError,
+    grpc.StatusCode.CANCELLED: IllegalStateError,
+}
+
+_RESET_TARGETS: Final = {
+    "earliest": admin_pb2.RESET_EARLIEST,
+    "latest": admin_pb2.RESET_LATEST,
+    "time": admin_pb2.RESET_BY_TIME,
+}
+
+
+def translate_rpc_error(exc: grpc.RpcError, address: str, rpc: str) -> ClientError:
+    """The client error for a failed gRPC call (the caller raises it ``from exc``)."""
+    code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+    details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+    error_class = _BY_GRPC_CODE.get(code, BrokerError)
+    return error_class(
+        f"gRPC call failed: {details or code.name}",
+        address=address,
+        rpc=rpc,
+        grpc_code=code.name,
+    )
+
+
+class GrpcClient:
+    """A channel to ``address`` (``host:port``) with typed calls. Use as a context manager
+    or ``close()`` it."""
+
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        if timeout_s <= 0:
+            raise IllegalArgumentError("timeout_s must be > 0", timeout_s=timeout_s)
+        self.address = address
+        self.timeout_s = timeout_s
+        self._channel = grpc.insecure_channel(address)
+        self._admin = admin_pb2_grpc.BrokerAdminStub(self._channel)
+        self._groups = consumer_group_pb2_grpc.ConsumerGroupServiceStub(self._channel)
+        self._namesrv = namesrv_pb2_grpc.NameServerStub(self._channel)
+        self._closed = False
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Block until the channel connects; ``BrokerUnavailableError`` after the timeout."""
+        future = grpc.channel_ready_future(self._channel)
+        try:
+            future.result(timeout=timeout_s or self.timeout_s)
+        except grpc.FutureTimeoutError as exc:
+            raise BrokerUnavailableError(
+                "gRPC server not reachable", address=self.address, timeout_s=timeout_s
+            ) from exc
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        topic: str,
+        *,
+        read_queue_nums: int = 0,
+        write_queue_nums: int = 0,
+        perm: int = 0,
+        order: bool = False,
+        timeout_s: float | None = None,
+    ) -> common_pb2.TopicConfig:
+        """Create ``topic`` (queue counts 0: the broker's default); returns it as stored."""
+        config = common_pb2.TopicConfig(
+            topic_name=topic,
+            read_queue_nums=read_queue_nums,
+            write_queue_nums=write_queue_nums,
+            perm=perm,
+            order=order,
+        )
+        request = admin_pb2.CreateTopicRequest(topic=config)
+        return self._call("CreateTopic", self._admin.CreateTopic, request, timeout_s).topic
+
+    def update_topic(
+        self, config: common_pb2.TopicConfig, *, timeout_s: float | None = None
+    ) -> common_pb2.TopicConfig:
+        request = admin_pb2.UpdateTopicRequest(topic=config)
+        return self._call("UpdateTopic", self._admin.UpdateTopic, request, timeout_s).topic
+
+    def delete_topic(self, topic: str, *, timeout_s: float | None = None) -> None:
+        request = admin_pb2.DeleteTopicRequest(topic=topic)
+        self._call("DeleteTopic", self._admin.DeleteTopic, request, timeout_s)
+
+    def list_topics(
+        self, *, namesrv: bool = False, timeout_s: float | None = None
+    ) -> list[common_pb2.TopicConfig]:
+        """Every topic of the broker (or, with ``namesrv``, of every registered broker)."""
+        stub = self._namesrv.ListTopics if namesrv else self._admin.ListTopics
+        response = self._call("ListTopics", stub, common_pb2.ListTopicsRequest(), timeout_s)
+        return list(response.topics)
+
+    # -- routes and clusters -----------------------------------------------------------------
+
+    def query_route(
+        self, topic: str, *, namesrv: bool = False, timeout_s: float | None = None
+    ) -> common_pb2.TopicRouteData:
+        """The topic's route from the broker itself, or with ``namesrv`` from a name server."""
+        stub = self._namesrv.QueryRoute if namesrv else self._admin.QueryRoute
+        request = common_pb2.QueryRouteRequest(topic=topic)
+        return self._call("QueryRoute", stub, request, timeout_s).route
+
+    def list_clusters(
+        self, *, namesrv: bool = False, timeout_s: float | None = None
+    ) -> list[common_pb2.ClusterInfo]:
+        stub = self._namesrv.ListClusters if namesrv else self._admin.ListClusters
+        response = self._call("ListClusters", stub, common_pb2.ListClustersRequest(), timeout_s)
+        return list(response.clusters)
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def update_offset(
+        self, group: str, topic: str, queue_id: int, offset: int, *, timeout_s: float | None = None
+    ) -> None:
+        request = admin_pb2.UpdateOffsetRequest(
+            consumer_group=group, topic=topic, queue_id=queue_id, offset=offset
+        )
+        self._call("UpdateOffset", self._admin.UpdateOffset, request, timeout_s)
+
+    def query_offset(
+        self, group: str, topic: str, queue_id: int, *, timeout_s: float | None = None
+    ) -> int:
+        """The group's committed offset of the queue; -1 when it never committed one."""
+        request = admin_pb2.QueryOffsetRequest(consumer_group=group, topic=topic, queue_id=queue_id)
+        return self._call("QueryOffset", self._admin.QueryOffset, request, timeout_s).offset
+
+    def search_offset(
+        self,
+        topic: str,
+        queue_id: int,
+        timestamp_ms: int,
+        *,
+        upper: bool = False,
+        timeout_s: float | None = None,
+    ) -> int:
+        """The first offset stored at or after ``timestamp_ms`` (``upper``: the last at or
+        before it)."""
+        request = admin_pb2.SearchOffsetRequest(
+            topic=topic,
+            queue_id=queue_id,
+            timestamp_ms=timestamp_ms,
+            boundary=admin_pb2.UPPER if upper else admin_pb2.LOWER,
+        )
+        return self._call("SearchOffset", self._admin.SearchOffset, request, timeout_s).offset
+
+    def get_min_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
+        request = admin_pb2.GetMinOffsetRequest(topic=topic, queue_id=queue_id)
+        return self._call("GetMinOffset", self._admin.GetMinOffset, request, timeout_s).offset
+
+    def get_max_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
+        request = admin_pb2.GetMaxOffsetRequest(topic=topic, queue_id=queue_id)
+        return self._call("GetMaxOffset", self._admin.GetMaxOffset, request, timeout_s).offset
+
+    def reset_offset(
+        self,
+        group: str,
+        topic: str,
+        target: str,
+        *,
+        timestamp_ms: int = 0,
+        queue_id: int = -1,
+        timeout_s: float | None = None,
+    ) -> dict[int, int]:
+        """Reset the group's offsets on ``topic`` to ``"earliest"``, ``"latest"`` or
+        ``"time"`` (the first message at or after ``timestamp_ms``); every queue, or one.
+        Returns the new offsets by queue id."""
+        found = _RESET_TARGETS.get(target)
+        if found is None:
+            raise IllegalArgumentError(
+                "reset target must be earliest, latest or time", target=target
+            )
+        request = admin_pb2.ResetOffsetRequest(
+            consumer_group=group,
+            topic=topic,
+            target=found,
+            timestamp_ms=timestamp_ms,
+            queue_id=queue_id,
+        )
+        response = self._call("ResetOffset", self._admin.ResetOffset, request, timeout_s)
+        return {q.queue_id: q.offset for q in response.offsets}
+
+    def consumer_progress(
+        self, group: str, topic: str = "", *, timeout_s: float | None = None
+    ) -> admin_pb2.GetConsumerProgressResponse:
+        request = admin_pb2.GetConsumerProgressRequest(consumer_group=group, topic=topic)
+        return self._call(
+            "GetConsumerProgress", self._admin.GetConsumerProgress, request, timeout_s
+        )
+
+    # -- groups and stats --------------------------------------------------------------------
+
+    def list_groups(self, *, timeout_s: float | None = None) -> list[admin_pb2.GroupInfo]:
+        request = admin_pb2.ListGroupsRequest()
+        return list(self._call("ListGroups", self._admin.ListGroups, request, timeout_s).groups)
+
+    def broker_stats(self, *, timeout_s: float | None = None) -> admin_pb2.BrokerStats:
+        request = admin_pb2.GetBrokerStatsRequest()
+        return self._call("GetBrokerStats", self._admin.GetBrokerStats, request, timeout_s).stats
+
+    def send_heartbeat(
+        self, request: consumer_group_pb2.HeartbeatRequest, *, timeout_s: float | None = None
+    ) -> consumer_group_pb2.HeartbeatResponse:
+        """One heartbeat without a stream; returns the client's groups' memberships."""
+        return self._call("SendHeartbeat", self._groups.SendHeartbeat, request, timeout_s)
+
+    def unregister_client(
+        self, client_id: str, groups: Sequence[str] = (), *, timeout_s: float | None = None
+    ) -> None:
+        request = consumer_group_pb2.UnregisterClientRequest(
+            client_id=client_id, consumer_groups=list(groups)
+        )
+        self._call("UnregisterClient", self._groups.UnregisterClient, request, timeout_s)
+
+    def get_consumer_ids(
+        self, group: str, *, timeout_s: float | None = None
+    ) -> consumer_group_pb2.GetConsumerIdsResponse:
+        request = consumer_group_pb2.GetConsumerIdsRequest(consumer_group=group)
+        return self._call("GetConsumerIds", self._groups.GetConsumerIds, request, timeout_s)
+
+    def open_heartbeat_stream(self) -> HeartbeatStream:
+        """Open the membership stream (no deadline: it lives until closed)."""
+        return HeartbeatStream(self)
+
+    # -- name server -------------------------------------------------------------------------
+
+    def register_broker(
+        self, request: namesrv_pb2.RegisterBrokerRequest, *, timeout_s: float | None = None
+    ) -> None:
+        self._call("RegisterBroker", self._namesrv.RegisterBroker, request, timeout_s)
+
+    def unregister_broker(
+        self, cluster_name: str, broker_name: str, *, timeout_s: float | None = None
+    ) -> None:
+        request = namesrv_pb2.UnregisterBrokerRequest(
+            cluster_name=cluster_name, broker_name=broker_name
+        )
+        self._call("UnregisterBroker", self._namesrv.UnregisterBroker, request, timeout_s)
+
+    def broker_heartbeat(
+        self,
+        cluster_name: str,
+        broker_name: str,
+        data_version: int,
+        *,
+        timeout_s: float | None = None,
+    ) -> bool:
+        """Renew the broker's registration; True when the name server wants it to register
+        again (it does not know the broker, or holds an older topic version)."""
+        request = namesrv_pb2.BrokerHeartbeatRequest(
+            cluster_name=cluster_name, broker_name=broker_name, data_version=data_version
+        )
+        stub = self._namesrv.BrokerHeartbeat
+        return self._call("BrokerHeartbeat", stub, request, timeout_s).registration_required
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _call(
+        self,
+        rpc: str,
+        stub: Callable[..., _R],
+        request: ProtoMessage,
+        timeout_s: float | None,
+    ) -> _R:
+        if self._closed:
+            raise IllegalStateError("gRPC client is closed", address=self.address, rpc=rpc)
+        try:
+            response = stub(request, timeout=timeout_s or self.timeout_s)
+        except grpc.RpcError as exc:
+            raise translate_rpc_error(exc, self.address, rpc) from exc
+        status: common_pb2.Status = getattr(response, "status")  # noqa: B009  every response has one
+        if status.code != 0:
+            raise error_for_code(status.code, status.message, address=self.address, rpc=rpc)
+        return response
+
+
+_END: Final = object()
+
+
+class HeartbeatStream:
+    """The consumer-group membership stream: ``send`` heartbeats, read pushes with ``poll``
+    (or iterate ``responses``). ``close`` half-closes the stream, which tells the broker the
+    client is leaving its groups; the broker pushes the change to the remaining members."""
+
+    def __init__(self, client: GrpcClient) -> None:
+        self._address = client.address
+        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._responses: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._call = client._groups.Heartbeat(self._request_iterator())
+        self._closed = False
+        self._error: ClientError | None = None
+        self._reader = threading.Thread(
+            target=self._read, name="aeromq-heartbeat-stream", daemon=True
+        )
+        self._reader.start()
+
+    def send(self, request: consumer_group_pb2.HeartbeatRequest) -> None:
+        if self._closed:
+            raise IllegalStateError("heartbeat stream is closed", address=self._address)
+        self._requests.put(request)
+
+    def poll(self, timeout_s: float) -> consumer_group_pb2.HeartbeatResponse | None:
+        """The next pushed response, or None after ``timeout_s``. Raises the stream's error
+        once it failed or ended (``IllegalStateError`` when ended by ``close``)."""
+        try:
+            item = self._responses.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        if item is _END:
+            self._responses.put(_END)  # keep later polls failing the same way
+            raise self._error or IllegalStateError("heartbeat stream ended", address=self._address)
+        response: consumer_group_pb2.HeartbeatResponse = item
+        if response.status.code != 0:
+            raise error_for_code(
+                response.status.code, response.status.message, address=self._address
+            )
+        return response
+
+    def responses(self, timeout_s: float) -> Iterator[consumer_group_pb2.HeartbeatResponse]:
+        """Pushed responses until the stream ends or none comes within ``timeout_s``."""
+        while True:
+            try:
+                response = self.poll(timeout_s)
+            except ClientError:
+                return
+            if response is None:
+                return
+            yield response
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Half-close (leave the groups) and wait for the broker to end the stream."""
+        if self._closed:
+            return
+        self._closed = True
+        self._requests.put(_END)
+        self._reader.join(timeout_s)
+        if self._reader.is_alive():
+            self._call.cancel()
+            self._reader.join(timeout_s)
+
+    def cancel(self) -> None:
+        """End the stream at once (as a crash would)."""
+        self._closed = True
+        self._requests.put(_END)
+        self._call.cancel()
+        self._reader.join(5.0)
+
+    def _request_iterator(self) -> Iterator[consumer_group_pb2.HeartbeatRequest]:
+        while True:
+            item = self._requests.get()
+            if item is _END:
+                return
+            yield item
+
+    def _read(self) -> None:
+        try:
+            for response in self._call:
+                self._responses.put(response)
+        except grpc.RpcError as exc:
+            if not self._closed:
+                self._error = translate_rpc_error(exc, self._address, "Heartbeat")
+        finally:
+            self._responses.put(_END)
