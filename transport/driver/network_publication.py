@@ -12,7 +12,9 @@ log:
   as its header alone. When the sender reaches its limit with data waiting, it counts a
   back-pressure event (snd-bpe and ``Sender flow control limits``);
 - when it has had nothing to send for 100 ms it sends a heartbeat (a DATA header of length 0 at
-  snd-pos), with the EOS flag once the stream has ended and everything was sent;
+  snd-pos); once the stream has ended and everything was sent the heartbeats carry the EOS flag,
+  and the first of them goes at once rather than at the next interval (so receivers learn of
+  the end even when the linger is shorter than the heartbeat interval);
 - NAKs go through the :class:`~transport.driver.retransmit_handler.RetransmitHandler`, which
   resends a gap once (within the last half term) and ignores duplicate NAKs while it lingers.
 
@@ -172,6 +174,7 @@ class NetworkPublication:
         self.is_end_of_stream = False
         self.has_sender_released = False
         self.has_received_sm_eos = False
+        self._eos_sent = False
 
         # Conductor fields.
         self.state = NetworkPublicationState.ACTIVE
@@ -296,15 +299,16 @@ class NetworkPublication:
             self.is_setup_elicited = False
 
     def _heartbeat_message_check(self, now_ns: int, snd_pos: int, term_offset: int) -> None:
-        if (
-            not self.has_initial_connection
-            or now_ns <= self.time_of_last_data_or_heartbeat_ns + HEARTBEAT_TIMEOUT_NS
+        eos = self.signal_eos and self.is_end_of_stream
+        if not self.has_initial_connection or (
+            now_ns <= self.time_of_last_data_or_heartbeat_ns + HEARTBEAT_TIMEOUT_NS
+            and (not eos or self._eos_sent)
         ):
             return
+        self._eos_sent = eos
         heartbeat = self._heartbeat
         heartbeat.term_id = self._term_id_of(snd_pos)
         heartbeat.term_offset = term_offset
-        eos = self.signal_eos and self.is_end_of_stream
         self._heartbeat_buffer.put_int8(
             FLAGS_FIELD_OFFSET, BEGIN_END_AND_EOS_FLAGS if eos else BEGIN_AND_END_FLAGS
         )
@@ -515,16 +519,18 @@ class NetworkPublication:
         """Mark the log revoked, so clients stop using it (Aeron 1.48's revoke flag)."""
         set_is_publication_revoked(self._meta, True)
 
+    def unmap(self) -> None:
+        """Release the views of the log and unmap it (idempotent); the file stays."""
+        for view in (*self._term_views, self._setup_view, self._heartbeat_view):
+            view.release()
+        self.log.close()
+
     def close(self) -> bool:
         """Free the counters, unmap and delete the log; False if the file could not go."""
         for counter in (self.pub_pos, self.pub_lmt, self.snd_pos, self.snd_lmt, self.snd_bpe):
             if not counter.is_closed:
                 counter.close()
-        for view in self._term_views:
-            view.release()
-        self._setup_view.release()
-        self._heartbeat_view.release()
-        self.log.close()
+        self.unmap()
         try:
             os.unlink(self.log_file_name)
         except FileNotFoundError:

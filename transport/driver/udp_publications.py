@@ -475,7 +475,7 @@ class UdpPublications:
     def close(self) -> None:
         """The driver is stopping (agents stopped): unmap every log, close every socket."""
         for publication in [*self.publications, *self._releasing]:
-            publication.log.close()
+            publication.unmap()
         for endpoint in self.endpoints.values():
             endpoint.transport.close()
         self.publications.clear()

@@ -13,9 +13,10 @@ Aeron's ``aeron_driver_conductor_on_add_network_subscription``,
   from the SETUP), rcv-hwm and rcv-pos counters, and a sub-pos per matching subscription, each
   announced with ON_AVAILABLE_IMAGE (source identity ``host:port`` of the sender); then the
   receiver gets the image;
-- on the timer each image runs its life cycle: entering LINGER it leaves the receiver and
-  subscribers get ON_UNAVAILABLE_IMAGE; at DONE (once the receiver has let go) its sub-pos
-  counters, counters and file are freed and the receiver ends the session's cool-down;
+- on the timer each image runs its life cycle: entering LINGER it leaves the receiver,
+  subscribers get ON_UNAVAILABLE_IMAGE and (with ``rejoin``, the default) the session's
+  cool-down ends; at DONE (no subscriber linked any more, or the liveness timeout later, and
+  once the receiver has let go) its sub-pos counters, counters and file are freed;
 - REMOVE_SUBSCRIPTION (or the client's end) unlinks it; an endpoint with no subscription and no
   image left is taken from the receiver and closed once the receiver has let go (revived if a
   subscription names it again before then, so a subscriber that restarts at once finds its port).
@@ -440,9 +441,7 @@ class UdpSubscriptions:
         for image in list(self.images):
             state = image.on_time_event(now_ns)
             if state is ImageState.LINGER:
-                self._receiver.remove_publication_image(image)
-                for subscriber in image.subscribers:
-                    self.on_image_unavailable(image, subscriber.subscription_registration_id)
+                self._on_image_linger(image)
             elif image.state is ImageState.DONE and image.has_receiver_released:
                 self._free_image(image)
         for endpoint in [e for e in self._closing_endpoints if e.has_receiver_released]:
@@ -452,6 +451,19 @@ class UdpSubscriptions:
             del self.endpoints[endpoint.channel.canonical_form]
             endpoint.close()
 
+    def _on_image_linger(self, image: PublicationImage) -> None:
+        """The image leaves the receiver; its subscribers hear it is gone (Aeron's
+        ``image_transition_to_linger``). With ``rejoin`` (the default) the session's cool-down
+        ends at once, so the publication, if it is still there, can be joined again."""
+        self._receiver.remove_publication_image(image)
+        rejoin = True
+        for link in self.subscriptions:
+            if image in link.linked:
+                rejoin = link.is_rejoin
+                self.on_image_unavailable(image, link.registration_id)
+        if rejoin:
+            self._receiver.remove_cool_down(image.endpoint, image.session_id, image.stream_id)
+
     def _free_image(self, image: PublicationImage) -> None:
         self.images.remove(image)
         for link in self.subscriptions:
@@ -460,7 +472,6 @@ class UdpSubscriptions:
                 self._counters.free(counter_id)
         if not image.close():
             self._system_counters.get(SystemCounter.FREE_FAILS).increment_ordered()
-        self._receiver.remove_cool_down(image.endpoint, image.session_id, image.stream_id)
         self._close_endpoint_if_unused(image.endpoint)
 
     def close(self) -> None:
