@@ -3,8 +3,8 @@
 Works with no arguments (an embedded media driver, ``~/.aeromq/broker`` for data, the default
 ingress channels); every ``BrokerConfig`` field is an option (``--grpc-port 0``), and
 ``--config`` names a TOML file (see ``broker.config``). At start it prints what recovery found
-and one ``broker ready:`` line of ``key=value`` pairs (name, aeron_dir, ingress channels, data
-dir, flush mode) that scripts and tests read; at a signal it shuts down gracefully (stop the
+and one ``broker ready:`` line of ``key=value`` pairs (name, gRPC address, aeron_dir, ingress
+channels, data dir, flush mode) that scripts and tests read; at a signal it shuts down gracefully (stop the
 ingress, flush, checkpoint, close the driver) and prints ``broker stopped``.
 """
 
@@ -69,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         udp = broker.udp_ingress
         print(
             f"broker ready: name={config.broker_name} cluster={config.cluster_name} "
-            f"aeron_dir={broker.aeron_dir} ipc_channel={config.ingress_ipc_channel} "
+            f"grpc={broker.grpc_address} aeron_dir={broker.aeron_dir} "
+            f"ipc_channel={config.ingress_ipc_channel} "
             f"ipc_stream_id={config.ingress_ipc_stream_id} "
             f"udp_channel={udp[0] if udp else 'none'} udp_stream_id={udp[1] if udp else 0} "
             f"data_dir={config.data_dir} flush_mode={config.flush_mode.value}",

@@ -22,14 +22,18 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Final
 
 from broker.config import BrokerConfig
+from broker.grpc.server import BrokerGrpcServer
+from broker.processor.admin import ControlPlane
 from broker.processor.pull import PullProcessor
 from broker.processor.pull_hold import PullHoldService
 from broker.processor.send import SendProcessor
 from broker.session import SessionAgent, SessionServerConfig
 from broker.store import FlushMode, MessageStore, RecoveryReport
+from client import ResponseCode
 from proto import common_pb2
 from transport.client import Aeron, AeronContext, Subscription
 from transport.concurrent.agent import AgentRunner
@@ -41,6 +45,17 @@ __all__ = ["Broker", "describe_recovery"]
 _log = logging.getLogger("broker")
 
 _DRAIN_TIMEOUT_S: Final = 5.0
+_ERROR_CODES: Final = (
+    ResponseCode.TOPIC_NOT_EXIST,
+    ResponseCode.NO_PERMISSION,
+    ResponseCode.MESSAGE_ILLEGAL,
+    ResponseCode.INVALID_PARAMETER,
+    ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+    ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+    ResponseCode.SERVICE_NOT_AVAILABLE,
+    ResponseCode.SYSTEM_ERROR,
+    ResponseCode.FLUSH_DISK_TIMEOUT,
+)
 _IDLE_MAX_PARK_NS: Final = 1_000_000
 
 
@@ -100,9 +115,12 @@ class Broker:
         self.send_processor: SendProcessor | None = None
         self.pull_processor: PullProcessor | None = None
         self.session_agent: SessionAgent | None = None
+        self.control_plane: ControlPlane | None = None
+        self.grpc_server: BrokerGrpcServer | None = None
         self.recovery_report: RecoveryReport | None = None
         self.aeron_dir = ""
         self._subscriptions: list[Subscription] = []
+        self._udp_channel: str | None = None
         self._runner: AgentRunner | None = None
         self._lock = threading.Lock()
         self._running = False
@@ -129,7 +147,7 @@ class Broker:
         store = self.store = MessageStore(config.to_store_config())
         report = self.recovery_report = store.start()
         message = describe_recovery(report, config.flush_mode, config.flush_interval_ms)
-        if report.clean_shutdown and report.truncated_at is None:
+        if (report.clean_shutdown or report.end_offset == 0) and report.truncated_at is None:
             _log.info("%s", message)
         else:
             _log.warning("%s", message)
@@ -149,7 +167,7 @@ class Broker:
         self._subscriptions.append(
             aeron.add_subscription(config.ingress_ipc_channel, config.ingress_ipc_stream_id)
         )
-        udp_channel = config.ingress_udp_channel
+        udp_channel = self._udp_channel = _resolve_udp_channel(config.ingress_udp_endpoint)
         if udp_channel is not None:
             self._subscriptions.append(
                 aeron.add_subscription(udp_channel, config.ingress_udp_stream_id)
@@ -170,16 +188,33 @@ class Broker:
             agent,
         )
         self._runner.start()
+        self._start_control_plane(store)
         _log.info(
-            "broker started: name=%s cluster=%s aeron_dir=%s ingress=%s udp=%s data_dir=%s flush=%s",
+            "broker started: name=%s cluster=%s aeron_dir=%s ingress=%s udp=%s grpc=%s "
+            "data_dir=%s flush=%s",
             config.broker_name,
             config.cluster_name,
             self.aeron_dir,
             f"{config.ingress_ipc_channel}#{config.ingress_ipc_stream_id}",
             udp_channel,
+            self.grpc_address,
             config.data_dir,
             config.flush_mode.value,
         )
+
+    def _start_control_plane(self, store: MessageStore) -> None:
+        """The gRPC control plane: admin, routes, offsets, groups, stats; the data plane's
+        counters are published as gauges of its stats registry."""
+        config = self.config
+        control = self.control_plane = ControlPlane(config, store)
+        server = self.grpc_server = BrokerGrpcServer(control, config.grpc_host, config.grpc_port)
+        server.start()
+        control.identity.update_endpoints(self.endpoints(server.address))
+        registry = control.registry
+        for name in self.stats():
+            if not name.startswith("session.error_"):
+                registry.gauge(name, self._stat(name))
+        control.start()
 
     def _start_transport(self) -> None:
         config = self.config
@@ -206,6 +241,10 @@ class Broker:
         agent = self.session_agent
         if agent is not None:
             agent.stop_ingress()
+        if self.grpc_server is not None:
+            self.grpc_server.stop()
+        if self.control_plane is not None:
+            self.control_plane.close()
         if self.hold is not None:
             self.hold.shutdown()
         if self.store is not None:
@@ -246,20 +285,26 @@ class Broker:
     # -- what clients need to know -------------------------------------------------------
 
     @property
+    def grpc_address(self) -> str:
+        """``host:port`` the gRPC control plane listens on ("" before start)."""
+        return self.grpc_server.address if self.grpc_server is not None else ""
+
+    @property
     def ipc_ingress(self) -> tuple[str, int]:
         return self.config.ingress_ipc_channel, self.config.ingress_ipc_stream_id
 
     @property
     def udp_ingress(self) -> tuple[str, int] | None:
-        channel = self.config.ingress_udp_channel
+        """The UDP ingress channel (port 0 in the config resolved to a free port) and stream."""
+        channel = self._udp_channel
         return None if channel is None else (channel, self.config.ingress_udp_stream_id)
 
-    def endpoints(self, grpc_address: str = "") -> common_pb2.BrokerEndpoints:
+    def endpoints(self, grpc_address: str | None = None) -> common_pb2.BrokerEndpoints:
         """How clients reach this broker (the route's ``BrokerEndpoints``)."""
         config = self.config
         udp = self.udp_ingress
         return common_pb2.BrokerEndpoints(
-            grpc_address=grpc_address,
+            grpc_address=self.grpc_address if grpc_address is None else grpc_address,
             ipc_channel=config.ingress_ipc_channel,
             ipc_stream_id=config.ingress_ipc_stream_id,
             udp_channel=udp[0] if udp else "",
@@ -269,28 +314,36 @@ class Broker:
         )
 
     def stats(self) -> dict[str, int]:
-        """The data plane's counters: sessions, sends, pulls and holds."""
+        """The data plane's counters: sessions, sends, pulls and holds (a fixed set of names,
+        published as gauges of the control plane's stats registry)."""
         values: dict[str, int] = {}
-        if self.session_agent is not None:
-            agent = self.session_agent
+        agent = self.session_agent
+        if agent is not None:
             values.update({f"session.{k}": v for k, v in agent.counters.snapshot().items()})
             values["session.live"] = agent.table.live_count
-        if self.send_processor is not None:
-            send = self.send_processor
+        send = self.send_processor
+        if send is not None:
             values["send.requests"] = send.requests
             values["send.messages"] = send.messages_stored
             values["send.inflight"] = send.inflight_sends
-            values.update({f"send.error_{code}": n for code, n in send.errors.items()})
-        if self.pull_processor is not None:
-            pull = self.pull_processor
+            values["send.errors"] = sum(send.errors.values())
+            for code in _ERROR_CODES:
+                values[f"send.errors.{code.name.lower()}"] = send.errors.get(code, 0)
+        pull = self.pull_processor
+        if pull is not None:
             values["pull.requests"] = pull.pulls
             values["pull.messages"] = pull.messages_out
             values["pull.held"] = pull.held
-            values.update({f"pull.error_{code}": n for code, n in pull.errors.items()})
+            values["pull.errors"] = sum(pull.errors.values())
+            for code in _ERROR_CODES:
+                values[f"pull.errors.{code.name.lower()}"] = pull.errors.get(code, 0)
         if self.hold is not None:
             values["pull.woken_by_arrival"] = self.hold.woken_by_arrival
             values["pull.woken_by_timeout"] = self.hold.woken_by_timeout
         return values
+
+    def _stat(self, name: str) -> Callable[[], int]:
+        return lambda: self.stats().get(name, 0)
 
     # -- errors off the caller's thread --------------------------------------------------
 
@@ -299,3 +352,15 @@ class Broker:
 
     def _on_transport_error(self, error: BaseException) -> None:
         _log.error("transport error: %s", error, exc_info=error)
+
+
+def _resolve_udp_channel(endpoint: str | None) -> str | None:
+    """``aeron:udp?endpoint=host:port``; port 0 takes a free UDP port of the host now."""
+    if endpoint is None:
+        return None
+    host, _, port = endpoint.rpartition(":")
+    if port == "0":
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind((host, 0))
+            port = str(probe.getsockname()[1])
+    return f"aeron:udp?endpoint={host}:{port}"
