@@ -336,7 +336,8 @@ class GrpcClient:
             response = stub(request, timeout=timeout_s or self.timeout_s)
         except grpc.RpcError as exc:
             raise translate_rpc_error(exc, self.address, rpc) from exc
-        status: common_pb2.Status = getattr(response, "status")  # noqa: B009  every response has one
+        # Every response message of the schema has a ``status`` field.
+        status: common_pb2.Status = getattr(response, "status")  # noqa: B009
         if status.code != 0:
             raise error_for_code(status.code, status.message, address=self.address, rpc=rpc)
         return response
