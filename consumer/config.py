@@ -1,0 +1,208 @@
+"""The lite pull consumer's configuration: one typed, validated object with RocketMQ's defaults.
+
+``LitePullConsumerConfig(consumer_group="g")`` has every default of RocketMQ's
+``DefaultLitePullConsumer`` (``shared/spec/lite-pull-consumer.md``); any field can be given by
+keyword, and :meth:`LitePullConsumerConfig.replace` makes a changed copy. Validation runs on
+construction and raises :class:`~client.IllegalArgumentError` naming the field, its value and
+the rule, where RocketMQ would fail later in ``start()`` (``checkConfig``) or silently ignore a
+setter (``setAutoCommitIntervalMillis`` below 1000).
+
+The enums: :class:`ConsumeFromWhere` (where a queue with no committed offset starts),
+:class:`MessageModel` (CLUSTERING shares queues in a group and keeps offsets on the broker;
+BROADCASTING gives every consumer every queue and keeps offsets in a local file) and
+:class:`SubscriptionType` (subscribe and assign are mutually exclusive: see
+:meth:`SubscriptionType.switch_to`).
+
+Units are in the names. Sizes: ``pull_threshold_size_for_queue_mib`` counts message bodies only,
+as RocketMQ's ``ProcessQueue.msgSize`` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from client import IllegalArgumentError, IllegalStateError
+from client.validators import check_group
+
+__all__ = [
+    "DEFAULT_CONSUMER_GROUP",
+    "ConsumeFromWhere",
+    "LitePullConsumerConfig",
+    "MessageModel",
+    "SubscriptionType",
+]
+
+DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
+"""RocketMQ's ``MixAll.DEFAULT_CONSUMER_GROUP``: a placeholder name no consumer may use."""
+
+_HALF_HOUR_MS = 30 * 60 * 1000
+
+
+class ConsumeFromWhere(Enum):
+    """Where a queue starts when its group has no committed offset for it."""
+
+    LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    """The queue's max offset: only messages sent from now on."""
+    FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    """Offset 0: everything the broker still has (it answers OFFSET_ILLEGAL and moves the
+    pull to its min offset when older messages were removed)."""
+    TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+    """The first message stored at or after ``consume_timestamp_ms``."""
+
+
+class MessageModel(Enum):
+    CLUSTERING = "CLUSTERING"
+    """The group's consumers share the queues; offsets live on the broker."""
+    BROADCASTING = "BROADCASTING"
+    """Every consumer gets every queue; offsets live in a local file per consumer."""
+
+
+class SubscriptionType(Enum):
+    """How the consumer got its queues: not yet, by ``subscribe`` or by ``assign``."""
+
+    NONE = "NONE"
+    SUBSCRIBE = "SUBSCRIBE"
+    ASSIGN = "ASSIGN"
+
+    def switch_to(self, wanted: SubscriptionType) -> SubscriptionType:
+        """The type after asking for ``wanted``: NONE takes any type, a type keeps itself, and
+        subscribe after assign (or the reverse) raises :class:`~client.IllegalStateError`."""
+        if self is SubscriptionType.NONE or self is wanted:
+            return wanted
+        raise IllegalStateError(
+            "subscribe and assign are mutually exclusive", current=self.name, wanted=wanted.name
+        )
+
+
+def _default_offset_store_dir() -> Path:
+    """RocketMQ's ``rocketmq.client.localOffsetStoreDir`` default: ``~/.rocketmq_offsets``."""
+    configured = os.environ.get("AEROMQ_LOCAL_OFFSET_STORE_DIR")
+    return Path(configured) if configured else Path.home() / ".rocketmq_offsets"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LitePullConsumerConfig:
+    """Everything a :class:`~consumer.DefaultLitePullConsumer` can be told (see module doc)."""
+
+    consumer_group: str
+    endpoints: tuple[str, ...] = ()
+    """gRPC addresses (``host:port``) of brokers or name servers to ask for routes."""
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST_OFFSET
+    consume_timestamp_ms: int = field(
+        default_factory=lambda: int(time.time() * 1000) - _HALF_HOUR_MS
+    )
+    """For TIMESTAMP: epoch ms; the default is half an hour before the config was made."""
+    auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    pull_batch_size: int = 10
+    pull_threshold_for_all: int = 10000
+    pull_threshold_for_queue: int = 1000
+    pull_threshold_size_for_queue_mib: int = 100
+    consume_max_span: int = 2000
+    poll_timeout_ms: int = 5000
+    max_poll_records: int = 500
+    """At most this many messages per ``poll``, gathered across queues (RocketMQ returns one
+    pull batch per poll: see ``DefaultLitePullConsumer.poll``)."""
+    topic_metadata_check_interval_ms: int = 30000
+    broker_suspend_max_time_ms: int = 20000
+    consumer_timeout_ms_when_suspend: int = 30000
+    consumer_pull_timeout_ms: int = 10000
+    persist_consumer_offset_interval_ms: int = 5000
+    heartbeat_broker_interval_ms: int = 30000
+    rebalance_interval_ms: int = 20000
+    rebalance_retry_interval_ms: int = 1000
+    """The next rebalance after an unbalanced run (no route, no members, an offset failed)."""
+    pull_time_delay_ms_when_exception: int = 3000
+    pull_time_delay_ms_when_flow_control: int = 50
+    pull_time_delay_ms_when_pause: int = 1000
+    pull_time_delay_ms_when_broker_busy: int = 20
+    pull_thread_nums: int = 20
+    """RocketMQ's pull thread count. Here pulls are asynchronous and share one scheduler
+    thread; this many threads at most serve the blocking control calls (offsets, routes)."""
+    instance_name: str | None = None
+    """The part of the client id after ``ip@``. None: the process id for CLUSTERING (with
+    ``#n`` for the n-th consumer of a process), ``DEFAULT`` for BROADCASTING, whose local
+    offset file path contains the client id and must survive restarts (as in RocketMQ)."""
+    offset_store_dir: Path = field(default_factory=_default_offset_store_dir)
+    """BROADCASTING only: offsets go to ``<dir>/<client_id>/<group>/offsets.json``."""
+
+    def __post_init__(self) -> None:
+        check_group(self.consumer_group)
+        if self.consumer_group == DEFAULT_CONSUMER_GROUP:
+            _fail("consumer_group", self.consumer_group, f"must not be {DEFAULT_CONSUMER_GROUP}")
+        if isinstance(self.endpoints, str):
+            object.__setattr__(
+                self, "endpoints", tuple(self.endpoints.replace(";", ",").split(","))
+            )
+        object.__setattr__(self, "endpoints", tuple(e.strip() for e in self.endpoints if e.strip()))
+        if not isinstance(self.message_model, MessageModel):
+            _fail("message_model", self.message_model, "must be a MessageModel")
+        if not isinstance(self.consume_from_where, ConsumeFromWhere):
+            _fail("consume_from_where", self.consume_from_where, "must be a ConsumeFromWhere")
+        _check_range("auto_commit_interval_ms", self.auto_commit_interval_ms, 1000)
+        _check_range("pull_batch_size", self.pull_batch_size, 1, 1024)
+        _check_range("pull_threshold_for_all", self.pull_threshold_for_all, 1)
+        _check_range("pull_threshold_for_queue", self.pull_threshold_for_queue, 1, 65535)
+        _check_range(
+            "pull_threshold_size_for_queue_mib", self.pull_threshold_size_for_queue_mib, 1, 1024
+        )
+        _check_range("consume_max_span", self.consume_max_span, 1, 65535)
+        _check_range("poll_timeout_ms", self.poll_timeout_ms, 0)
+        _check_range("max_poll_records", self.max_poll_records, 1)
+        _check_range("consume_timestamp_ms", self.consume_timestamp_ms, 0)
+        for name in (
+            "topic_metadata_check_interval_ms",
+            "consumer_pull_timeout_ms",
+            "persist_consumer_offset_interval_ms",
+            "heartbeat_broker_interval_ms",
+            "rebalance_interval_ms",
+            "rebalance_retry_interval_ms",
+            "pull_thread_nums",
+        ):
+            _check_range(name, getattr(self, name), 1)
+        for name in (
+            "broker_suspend_max_time_ms",
+            "pull_time_delay_ms_when_exception",
+            "pull_time_delay_ms_when_flow_control",
+            "pull_time_delay_ms_when_pause",
+            "pull_time_delay_ms_when_broker_busy",
+        ):
+            _check_range(name, getattr(self, name), 0)
+        if self.consumer_timeout_ms_when_suspend < self.broker_suspend_max_time_ms:
+            _fail(
+                "consumer_timeout_ms_when_suspend",
+                self.consumer_timeout_ms_when_suspend,
+                "long polling: must not be less than broker_suspend_max_time_ms",
+                broker_suspend_max_time_ms=self.broker_suspend_max_time_ms,
+            )
+        if self.instance_name is not None and (not self.instance_name or "@" in self.instance_name):
+            _fail("instance_name", self.instance_name, "must be non-empty and without '@'")
+        object.__setattr__(self, "offset_store_dir", Path(self.offset_store_dir))
+
+    @property
+    def pull_threshold_size_for_queue_bytes(self) -> int:
+        return self.pull_threshold_size_for_queue_mib * 1024 * 1024
+
+    def replace(self, **changes: Any) -> LitePullConsumerConfig:
+        """A copy with ``changes`` applied, validated again."""
+        return dataclasses.replace(self, **changes)
+
+
+def _fail(name: str, value: object, rule: str, **more: Any) -> None:
+    raise IllegalArgumentError(f"invalid consumer config: {name} {rule}", value=value, **more)
+
+
+def _check_range(name: str, value: object, low: int, high: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        _fail(name, value, "must be an int")
+        return
+    if value < low or (high is not None and value > high):
+        rule = f"must be in [{low}, {high}]" if high is not None else f"must be >= {low}"
+        _fail(name, value, rule)

@@ -1,0 +1,751 @@
+"""``DefaultLitePullConsumer``: RocketMQ's lite pull consumer (``shared/spec/lite-pull-consumer.md``).
+
+::
+
+    with DefaultLitePullConsumer("group", "127.0.0.1:9876") as consumer:
+        consumer.subscribe("TopicTest", "TagA || TagB")
+        consumer.start()               # or: enter the ``with`` after subscribing
+        while running:
+            for message in consumer.poll():
+                handle(message)        # offsets commit automatically (auto_commit)
+
+How it works: the rebalance service (subscribe) or ``assign`` decides the owned queues; one pull
+task per queue long-polls the broker into a process queue and the consume-request cache; ``poll``
+takes from the cache. Pull tasks share one scheduler thread and issue asynchronous pulls (one
+event loop rather than RocketMQ's 20 pull threads: no queue waits behind another's long poll,
+and no thread per queue); blocking control calls (start offsets, persisting, heartbeats,
+metadata checks) run on a small executor.
+
+What ``poll`` returns: up to ``max_poll_records`` messages (default 500) gathered across queues
+and pull batches, waiting up to the timeout for the first batch only. RocketMQ returns exactly
+one pull batch (at most ``pull_batch_size``, default 10, messages of one queue) per poll, which
+users took for "poll returns only one message" (RocketMQ #5498, #1761). Messages of one queue
+come in offset order. Delivery is at least once: a message may come again after a rebalance, a
+seek or a crash before its offset was committed.
+
+Offsets: ``poll`` moves each queue's consume offset past what it returned. With ``auto_commit``
+(default), the next ``poll`` after ``auto_commit_interval_ms`` commits the consume offsets in
+memory and a timer persists them every ``persist_consumer_offset_interval_ms``; with it off,
+only ``commit`` moves committed offsets (RocketMQ #5315). Offsets are persisted when a queue is
+rebalanced away and at shutdown.
+
+Deviations from RocketMQ, each deliberate: configuration is one validated
+:class:`~consumer.config.LitePullConsumerConfig` (errors at construction, not at ``start``);
+``commit`` persists by default; a consumer in ``assign`` mode does not join its group (as
+Kafka's manual assignment), so it does not take queues from subscribed members; seeking does not
+touch the offset store (it moves the consume offset, which the next commit commits).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from enum import Enum
+from types import TracebackType
+
+from client import (
+    ClientError,
+    IllegalArgumentError,
+    IllegalStateError,
+    MessageExt,
+    MessageQueue,
+    MessageSelector,
+    NotSupportedError,
+    OffsetIllegalError,
+    SubscriptionData,
+    build_subscription_data,
+)
+from client.validators import check_topic
+from consumer._broker_api import BrokerApi, ConsumerHeartbeat
+from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from consumer.assigned_queues import AssignedMessageQueue
+from consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
+from consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from consumer.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from consumer.pull_task import FlowControlCounters, PullTaskContext, PullTaskTable
+from consumer.rebalance import MessageQueueListener, RebalanceService
+from consumer.scheduler import TaskScheduler
+
+__all__ = ["DefaultLitePullConsumer", "ServiceState", "TopicMessageQueueChangeListener"]
+
+_log = logging.getLogger("consumer.lite_pull_consumer")
+
+TopicMessageQueueChangeListener = Callable[[str, set[MessageQueue]], None]
+"""``listener(topic, queues)``: the topic's queues changed (checked every
+``topic_metadata_check_interval_ms``)."""
+
+_instance_numbers = itertools.count()
+
+
+class ServiceState(Enum):
+    CREATE_JUST = "CREATE_JUST"
+    START_FAILED = "START_FAILED"
+    RUNNING = "RUNNING"
+    SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
+
+
+def _local_ip() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def _default_broker_api(config: LitePullConsumerConfig) -> BrokerApi:
+    """The network implementation, imported late: it needs the gRPC and transport clients."""
+    try:
+        module = importlib.import_module("consumer._grpc_broker_api")
+    except ImportError as exc:
+        raise NotSupportedError(
+            "no broker API implementation is available: pass broker_api", endpoints=config.endpoints
+        ) from exc
+    factory: Callable[[Sequence[str]], BrokerApi] = module.GrpcBrokerApi
+    return factory(config.endpoints)
+
+
+class DefaultLitePullConsumer:
+    """RocketMQ's ``DefaultLitePullConsumer`` (see the module doc).
+
+    ``DefaultLitePullConsumer(consumer_group, endpoints=(), *, config=None,
+    allocate_strategy=AVERAGELY, message_queue_listener=None, broker_api=None)``: give either
+    a group (and endpoints), taking every other default, or a full ``config``.
+    ``broker_api`` replaces the network client (tests use :class:`consumer.testing.InMemoryBroker`).
+    """
+
+    def __init__(
+        self,
+        consumer_group: str | None = None,
+        endpoints: str | Sequence[str] = (),
+        *,
+        config: LitePullConsumerConfig | None = None,
+        allocate_strategy: AllocateMessageQueueStrategy | None = None,
+        message_queue_listener: MessageQueueListener | None = None,
+        broker_api: BrokerApi | None = None,
+    ) -> None:
+        if config is None:
+            if consumer_group is None:
+                raise IllegalArgumentError("give a consumer_group or a config")
+            given = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints)
+            config = LitePullConsumerConfig(consumer_group=consumer_group, endpoints=given)
+        elif consumer_group is not None and consumer_group != config.consumer_group:
+            raise IllegalArgumentError(
+                "consumer_group differs from config.consumer_group",
+                consumer_group=consumer_group,
+                config_group=config.consumer_group,
+            )
+        self._config = config
+        self._strategy = allocate_strategy or AllocateMessageQueueAveragely()
+        self._message_queue_listener = message_queue_listener
+        self._given_api = broker_api
+        self._api: BrokerApi | None = None
+        self._lock = threading.RLock()
+        self._poll_lock = threading.Lock()
+        self._state = ServiceState.CREATE_JUST
+        self._subscription_type = SubscriptionType.NONE
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._assign_expressions: dict[str, SubscriptionData] = {}
+        self._topic_listeners: dict[str, TopicMessageQueueChangeListener] = {}
+        self._topic_queues: dict[str, set[MessageQueue]] = {}
+        self._assigned = AssignedMessageQueue()
+        self._cache = ConsumeRequestCache()
+        self._counters = FlowControlCounters()
+        self._client_id = ""
+        self._heartbeating = False
+        self._next_auto_commit_s = -1.0
+        self._scheduler: TaskScheduler | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._tasks: PullTaskTable | None = None
+        self._offset_store: OffsetStore | None = None
+        self._rebalance: RebalanceService | None = None
+
+    # -- properties ------------------------------------------------------------------
+
+    @property
+    def config(self) -> LitePullConsumerConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: LitePullConsumerConfig) -> None:
+        """Replace the configuration before ``start``. Caller: the application.
+        Affects: everything started later. Raises IllegalStateError once started."""
+        with self._lock:
+            if self._state is not ServiceState.CREATE_JUST:
+                raise IllegalStateError(
+                    "the config can change only before start", state=self._state.name
+                )
+            if config.consumer_group != self._config.consumer_group:
+                raise IllegalArgumentError("the consumer group cannot change")
+            self._config = config
+
+    @property
+    def consumer_group(self) -> str:
+        return self._config.consumer_group
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instance``, set by ``start``."""
+        return self._client_id
+
+    @property
+    def is_running(self) -> bool:
+        return self._state is ServiceState.RUNNING
+
+    @property
+    def service_state(self) -> ServiceState:
+        return self._state
+
+    @property
+    def subscription_type(self) -> SubscriptionType:
+        return self._subscription_type
+
+    @property
+    def flow_control_counters(self) -> FlowControlCounters:
+        """What the pull tasks did: flow-control delays by check, pulls, errors."""
+        return self._counters
+
+    @property
+    def offset_store(self) -> OffsetStore | None:
+        return self._offset_store
+
+    @property
+    def rebalance_service(self) -> RebalanceService | None:
+        return self._rebalance
+
+    @property
+    def assigned_queues(self) -> AssignedMessageQueue:
+        """The owned queues' state (process queues, pause, offsets): for tests and metrics."""
+        return self._assigned
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start pulling. Caller: the application, once. Affects: connects to the brokers,
+        registers with the group (subscribe), starts the rebalance service, the pull tasks
+        and the timers. Raises IllegalStateError when started before."""
+        with self._lock:
+            if self._state is not ServiceState.CREATE_JUST:
+                raise IllegalStateError(
+                    "the consumer service state is not OK, maybe started once",
+                    state=self._state.name,
+                )
+            self._state = ServiceState.START_FAILED
+            try:
+                self._start_services()
+            except BaseException:
+                self._stop_services(persist=False)
+                raise
+            self._state = ServiceState.RUNNING
+            _log.info(
+                "consumer started: group=%s client_id=%s", self.consumer_group, self._client_id
+            )
+            self._operate_after_running()
+
+    def _start_services(self) -> None:
+        config = self._config
+        instance = config.instance_name
+        if instance is None:
+            if config.message_model is MessageModel.BROADCASTING:
+                instance = "DEFAULT"
+            else:
+                number = next(_instance_numbers)
+                instance = str(os.getpid()) if number == 0 else f"{os.getpid()}#{number}"
+        self._client_id = f"{_local_ip()}@{instance}"
+        api = self._api = self._given_api or _default_broker_api(config)
+        if config.message_model is MessageModel.BROADCASTING:
+            store: OffsetStore = LocalFileOffsetStore(
+                config.offset_store_dir, self._client_id, config.consumer_group
+            )
+        else:
+            store = RemoteBrokerOffsetStore(api, config.consumer_group)
+        store.load()
+        self._offset_store = store
+        scheduler = self._scheduler = TaskScheduler(f"aeromq-pull-{config.consumer_group}")
+        executor = self._executor = ThreadPoolExecutor(
+            max_workers=config.pull_thread_nums, thread_name_prefix="aeromq-consumer-io"
+        )
+        context = PullTaskContext(
+            config=config,
+            broker_api=api,
+            assigned=self._assigned,
+            cache=self._cache,
+            scheduler=scheduler,
+            executor=executor.submit,
+            subscription_for=self._subscription_for,
+            compute_start_offset=self._compute_start_offset,
+            counters=self._counters,
+        )
+        self._tasks = PullTaskTable(context)
+        self._rebalance = RebalanceService(
+            config=config,
+            client_id=self._client_id,
+            strategy=self._strategy,
+            broker_api=api,
+            assigned=self._assigned,
+            tasks=self._tasks,
+            offset_store=store,
+            cache=self._cache,
+            listener=self._message_queue_listener,
+            subscriptions=self._subscriptions,
+        )
+        scheduler.start()
+        if self._subscription_type is SubscriptionType.SUBSCRIBE:
+            self._start_heartbeat()
+        self._rebalance.start()
+        if config.auto_commit:
+            self._every(config.persist_consumer_offset_interval_ms, self._persist_all)
+        self._every(config.heartbeat_broker_interval_ms, self._heartbeat)
+        self._every(
+            config.topic_metadata_check_interval_ms,
+            self._check_topic_metadata,
+            first_delay_ms=min(10_000, config.topic_metadata_check_interval_ms),
+        )
+
+    def _operate_after_running(self) -> None:
+        if self._subscription_type is SubscriptionType.ASSIGN:
+            assert self._tasks is not None
+            self._tasks.start(self._assigned.queues())
+        for topic in list(self._topic_listeners):
+            try:
+                self._topic_queues[topic] = self.fetch_message_queues(topic)
+            except ClientError as error:
+                _log.warning("fetching the queues of topic=%s failed: %s", topic, error)
+
+    def shutdown(self) -> None:
+        """Stop. Caller: the application. Affects: stops pulling and rebalancing, commits
+        consumed offsets (auto commit), persists committed offsets, leaves the group (the
+        broker tells the other members at once), releases threads. A second call does
+        nothing; ``poll`` raises afterwards."""
+        with self._lock:
+            if self._state is not ServiceState.RUNNING:
+                if self._state is ServiceState.START_FAILED:
+                    self._state = ServiceState.SHUTDOWN_ALREADY
+                return
+            self._state = ServiceState.SHUTDOWN_ALREADY
+            self._stop_services(persist=True)
+            _log.info(
+                "consumer shut down: group=%s client_id=%s", self.consumer_group, self._client_id
+            )
+
+    def _stop_services(self, persist: bool) -> None:
+        self._cache.close()
+        if self._rebalance is not None:
+            self._rebalance.shutdown()
+        if self._tasks is not None:
+            self._tasks.cancel_all()
+        if self._scheduler is not None:
+            self._scheduler.shutdown()
+        if persist and self._offset_store is not None:
+            if self._config.auto_commit:
+                self._commit_consumed(self._assigned.queues())
+            try:
+                self._offset_store.persist_all(self._assigned.queues())
+            except ClientError as error:
+                _log.warning("persisting offsets at shutdown failed: %s", error)
+        if self._heartbeating and self._api is not None:
+            try:
+                self._api.unregister(self._client_id, self.consumer_group)
+            except ClientError as error:
+                _log.warning("leaving the group failed: %s", error)
+            self._heartbeating = False
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        if self._api is not None and self._given_api is None:
+            self._api.close()
+
+    def __enter__(self) -> DefaultLitePullConsumer:
+        if self._state is ServiceState.CREATE_JUST:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+    # -- subscribe and assign ----------------------------------------------------------
+
+    def subscribe(
+        self,
+        topic: str,
+        sub_expression: str | MessageSelector | None = "*",
+    ) -> None:
+        """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``) or a
+        :class:`~client.MessageSelector`. Caller: the application, before or after start.
+        Affects: the group's subscription (heartbeat) and, at the next rebalance (at once when
+        running), the owned queues. Raises IllegalStateError after ``assign``."""
+        check_topic(topic)
+        subscription = build_subscription_data(topic, sub_expression)
+        with self._lock:
+            self._subscription_type = self._subscription_type.switch_to(SubscriptionType.SUBSCRIBE)
+            rebalance = self._rebalance
+            if rebalance is None:
+                self._subscriptions[topic] = subscription
+                return
+            with rebalance.lock:
+                self._subscriptions[topic] = subscription
+            if self.is_running:
+                if self._heartbeating:
+                    self._heartbeat()
+                else:
+                    self._start_heartbeat()
+                rebalance.wakeup()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic``. Caller: the application. Affects: its queues are dropped
+        (their offsets committed and persisted as on a rebalance) and the group is told."""
+        with self._lock:
+            rebalance = self._rebalance
+            if rebalance is None:
+                self._subscriptions.pop(topic, None)
+                self._assigned.remove_topic(topic)
+                return
+            with rebalance.lock:
+                self._subscriptions.pop(topic, None)
+                for queue in [q for q in self._assigned.queues() if q.topic == topic]:
+                    rebalance.drop_queue(queue)
+            if self.is_running and self._heartbeating:
+                self._heartbeat()
+
+    def assign(self, queues: Collection[MessageQueue]) -> None:
+        """Own exactly ``queues`` (manual assignment, no group rebalancing). Caller: the
+        application, before or after start. Affects: queues not in ``queues`` are dropped and
+        new ones start pulling. Raises IllegalArgumentError when empty, IllegalStateError
+        after ``subscribe``."""
+        wanted = set(queues)
+        if not wanted:
+            raise IllegalArgumentError("message queues can not be null or empty")
+        with self._lock:
+            self._subscription_type = self._subscription_type.switch_to(SubscriptionType.ASSIGN)
+            removed = self._assigned.update_all(wanted)
+            if self._rebalance is not None:
+                for state in removed:
+                    self._rebalance.release(state.queue, state)
+            if self.is_running and self._tasks is not None:
+                self._tasks.retain(wanted)
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues owned now (assigned, or allocated by the last rebalance)."""
+        return self._assigned.queues()
+
+    def set_sub_expression_for_assign(self, topic: str, sub_expression: str) -> None:
+        """Filter the assigned queues of ``topic`` by a tag expression. Caller: the
+        application, before start. Affects: the pulls of those queues."""
+        if not sub_expression or sub_expression.isspace():
+            raise IllegalArgumentError("sub_expression can not be null or empty", topic=topic)
+        with self._lock:
+            if self._state is not ServiceState.CREATE_JUST:
+                raise IllegalStateError(
+                    "set_sub_expression_for_assign only before start", state=self._state.name
+                )
+            self._subscription_type = self._subscription_type.switch_to(SubscriptionType.ASSIGN)
+            self._assign_expressions[topic] = build_subscription_data(topic, sub_expression)
+
+    def _subscription_for(self, topic: str) -> SubscriptionData | None:
+        if self._subscription_type is SubscriptionType.SUBSCRIBE:
+            return self._subscriptions.get(topic)
+        subscription = self._assign_expressions.get(topic)
+        if subscription is None:
+            subscription = self._assign_expressions[topic] = build_subscription_data(topic, "*")
+        return subscription
+
+    # -- poll ----------------------------------------------------------------------------
+
+    def poll(self, timeout_ms: int | None = None) -> list[MessageExt]:
+        """Up to ``max_poll_records`` messages gathered across queues, waiting up to
+        ``timeout_ms`` (default ``poll_timeout_ms``) for the first; ``[]`` on timeout.
+        Caller: the application, from one thread at a time. Affects: auto commit (when due)
+        commits what earlier polls returned; each queue's consume offset moves past the
+        messages returned."""
+        self._check_running()
+        if timeout_ms is None:
+            timeout_ms = self._config.poll_timeout_ms
+        if timeout_ms < 0:
+            raise IllegalArgumentError("timeout must not be negative", timeout_ms=timeout_ms)
+        with self._poll_lock:
+            if self._config.auto_commit:
+                self._maybe_auto_commit()
+            return self._take(timeout_ms)
+
+    def _take(self, timeout_ms: int) -> list[MessageExt]:
+        cache = self._cache
+        assigned = self._assigned
+        limit = self._config.max_poll_records
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        result: list[MessageExt] = []
+        while len(result) < limit:
+            wait_s = deadline - time.monotonic() if not result else 0.0
+            request = cache.take(wait_s)
+            if request is None:
+                break
+            process_queue = request.process_queue
+            if process_queue.dropped:
+                continue
+            messages = request.messages
+            room = limit - len(result)
+            if len(messages) > room:
+                cache.put_back(ConsumeRequest(messages[room:], request.queue, process_queue))
+                messages = messages[:room]
+            offset = process_queue.remove_messages(messages)
+            state = assigned.state(request.queue)
+            if state is not None and offset >= 0:
+                with state.lock:
+                    if state.process_queue is process_queue:
+                        state.consume_offset = offset
+            result.extend(messages)
+            if not self.is_running:
+                break
+        return result
+
+    # -- position ------------------------------------------------------------------------
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        """Make ``queue``'s next pull start at ``offset`` (min <= offset <= max).
+        Caller: the application. Affects: the queue's cached messages are discarded, its
+        consume offset becomes ``offset``, its pull task restarts at once. Raises
+        IllegalStateError if the queue is not owned, OffsetIllegalError out of range."""
+        self._check_running()
+        with self._lock:
+            if queue not in self._assigned:
+                message = "the message queue is not in the assigned list"
+                if self._subscription_type is SubscriptionType.SUBSCRIBE:
+                    message += ", may be rebalancing"
+                raise IllegalStateError(message, queue=str(queue))
+            api = self._require_api()
+            min_offset = api.min_offset(queue)
+            max_offset = api.max_offset(queue)
+            if not min_offset <= offset <= max_offset:
+                raise OffsetIllegalError(
+                    "seek offset illegal",
+                    offset=offset,
+                    min_offset=min_offset,
+                    max_offset=max_offset,
+                )
+            if self._assigned.seek(queue, offset) is not None:
+                self._cache.remove_queue(queue)
+                assert self._tasks is not None
+                self._tasks.restart(queue)
+
+    def seek_to_begin(self, queue: MessageQueue) -> None:
+        """``seek`` to the queue's min offset."""
+        self._check_running()
+        self.seek(queue, self._require_api().min_offset(queue))
+
+    def seek_to_end(self, queue: MessageQueue) -> None:
+        """``seek`` to the queue's max offset (only messages sent from now on)."""
+        self._check_running()
+        self.seek(queue, self._require_api().max_offset(queue))
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling ``queues`` (owned ones; others are ignored). Affects: their pull
+        tasks idle, checking again every 1000 ms; cached messages are still polled."""
+        self._assigned.pause(queues)
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        """Pull ``queues`` again (within ``pull_time_delay_ms_when_pause``)."""
+        self._assigned.resume(queues)
+
+    # -- commit ----------------------------------------------------------------------------
+
+    def commit(
+        self,
+        offsets: Mapping[MessageQueue, int] | Collection[MessageQueue] | None = None,
+        persist: bool = True,
+    ) -> None:
+        """Commit offsets. Caller: the application. ``commit()``: every owned queue's consume
+        offset; ``commit({queue: offset})``: those offsets (the next offset to consume);
+        ``commit({queue, ...})``: those queues' consume offsets. Queues not owned (or being
+        dropped) are skipped with a warning, as RocketMQ does. Affects: the offset store in
+        memory and, with ``persist`` (default), the broker (or local file) now; otherwise the
+        auto-commit timer (if on), a rebalance or shutdown persists them."""
+        self._check_running()
+        store = self._require_store()
+        if offsets is None:
+            queues = self._assigned.queues()
+            committed = self._commit_consumed(queues)
+        elif isinstance(offsets, Mapping):
+            committed = []
+            for queue, offset in offsets.items():
+                if offset < 0:
+                    raise IllegalArgumentError(
+                        "a committed offset must be >= 0", queue=str(queue), offset=offset
+                    )
+                process_queue = self._assigned.process_queue(queue)
+                if process_queue is None or process_queue.dropped:
+                    _log.warning("commit skipped, queue not owned: %s", queue)
+                    continue
+                store.update_offset(queue, offset)
+                committed.append(queue)
+        else:
+            committed = self._commit_consumed(offsets)
+        if persist or self._config.message_model is MessageModel.BROADCASTING:
+            store.persist_all(committed)
+
+    def commit_sync(self) -> None:
+        """``commit()``: every owned queue's consume offset, persisted now."""
+        self.commit()
+
+    def _commit_consumed(self, queues: Iterable[MessageQueue]) -> list[MessageQueue]:
+        store = self._require_store()
+        committed = []
+        for queue in queues:
+            state = self._assigned.state(queue)
+            if state is None or state.process_queue.dropped:
+                _log.warning("commit skipped, queue not owned: %s", queue)
+                continue
+            if state.consume_offset != -1:
+                store.update_offset(queue, state.consume_offset)
+                committed.append(queue)
+        return committed
+
+    def _maybe_auto_commit(self) -> None:
+        now_s = time.monotonic()
+        if now_s >= self._next_auto_commit_s:
+            try:
+                self._commit_consumed(self._assigned.queues())
+                if self._config.message_model is MessageModel.BROADCASTING:
+                    self._require_store().persist_all(self._assigned.queues())
+            except ClientError as error:
+                _log.warning("auto commit failed: %s", error)
+            self._next_auto_commit_s = now_s + self._config.auto_commit_interval_ms / 1000.0
+
+    def committed(self, queue: MessageQueue) -> int:
+        """The group's committed offset of ``queue`` (memory first, then the broker); -1 if
+        none. Raises a ClientError when the broker cannot say."""
+        self._check_running()
+        return self._require_store().read_offset(queue, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
+
+    # -- metadata --------------------------------------------------------------------------
+
+    def fetch_message_queues(self, topic: str) -> set[MessageQueue]:
+        """Every readable queue of ``topic``."""
+        self._check_running()
+        return self._require_api().fetch_subscribe_queues(topic)
+
+    def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the first message of ``queue`` stored at or after ``timestamp_ms``."""
+        self._check_running()
+        return self._require_api().search_offset(queue, timestamp_ms)
+
+    def register_topic_message_queue_change_listener(
+        self, topic: str, listener: TopicMessageQueueChangeListener
+    ) -> None:
+        """Call ``listener(topic, queues)`` when the topic's queues change (checked every
+        ``topic_metadata_check_interval_ms``). A second listener for a topic replaces the
+        first."""
+        check_topic(topic)
+        if not callable(listener):
+            raise IllegalArgumentError("the listener must be callable", topic=topic)
+        with self._lock:
+            if topic in self._topic_listeners:
+                _log.warning("replacing the queue change listener of topic=%s", topic)
+            self._topic_listeners[topic] = listener
+            if self.is_running:
+                self._topic_queues[topic] = self.fetch_message_queues(topic)
+
+    def update_name_server_address(self, addresses: str | Sequence[str]) -> None:
+        """Use these name server (or broker) gRPC addresses: ``"h1:p1;h2:p2"`` or a list."""
+        if isinstance(addresses, str):
+            addresses = [a for a in addresses.replace(",", ";").split(";") if a.strip()]
+        endpoints = tuple(a.strip() for a in addresses)
+        with self._lock:
+            self._config = self._config.replace(endpoints=endpoints)
+            if self._api is not None:
+                self._api.update_endpoints(endpoints)
+
+    update_endpoints = update_name_server_address
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _check_running(self) -> None:
+        if self._state is not ServiceState.RUNNING:
+            raise IllegalStateError(
+                "the consumer is not running, please start it first", state=self._state.name
+            )
+
+    def _require_api(self) -> BrokerApi:
+        if self._api is None:
+            raise IllegalStateError("the consumer is not started", state=self._state.name)
+        return self._api
+
+    def _require_store(self) -> OffsetStore:
+        if self._offset_store is None:
+            raise IllegalStateError("the consumer is not started", state=self._state.name)
+        return self._offset_store
+
+    def _compute_start_offset(self, queue: MessageQueue) -> int:
+        assert self._rebalance is not None
+        return self._rebalance.compute_pull_from_where(queue)
+
+    def _heartbeat_data(self) -> ConsumerHeartbeat:
+        config = self._config
+        return ConsumerHeartbeat(
+            client_id=self._client_id,
+            consumer_group=config.consumer_group,
+            message_model=config.message_model,
+            consume_from_where=config.consume_from_where,
+            subscriptions=tuple(self._subscriptions.values()),
+        )
+
+    def _start_heartbeat(self) -> None:
+        assert self._rebalance is not None
+        self._require_api().start_heartbeat(self._heartbeat_data(), self._rebalance.on_membership)
+        self._heartbeating = True
+
+    def _heartbeat(self) -> None:
+        if self._heartbeating:
+            self._require_api().send_heartbeat(self._heartbeat_data())
+
+    def _persist_all(self) -> None:
+        self._require_store().persist_all(self._assigned.queues())
+
+    def _check_topic_metadata(self) -> None:
+        for topic, listener in list(self._topic_listeners.items()):
+            queues = self._require_api().fetch_subscribe_queues(topic)
+            if queues != self._topic_queues.get(topic):
+                self._topic_queues[topic] = queues
+                listener(topic, set(queues))
+
+    def _every(
+        self, interval_ms: int, job: Callable[[], None], first_delay_ms: int | None = None
+    ) -> None:
+        """Run ``job`` on the executor every ``interval_ms`` (never two at once)."""
+        scheduler = self._scheduler
+        executor = self._executor
+        assert scheduler is not None and executor is not None
+
+        def run() -> None:
+            try:
+                if self.is_running:
+                    job()
+            except Exception:
+                _log.exception("periodic job failed: %s", getattr(job, "__name__", job))
+            if self.is_running:
+                scheduler.schedule(interval_ms, tick)
+
+        def tick() -> None:
+            with contextlib.suppress(RuntimeError):  # the executor shut down
+                executor.submit(run)
+
+        scheduler.schedule(interval_ms if first_delay_ms is None else first_delay_ms, tick)
+
+    def __repr__(self) -> str:
+        return (
+            f"DefaultLitePullConsumer(group={self.consumer_group!r}, state={self._state.name}, "
+            f"client_id={self._client_id!r}, queues={len(self._assigned)})"
+        )

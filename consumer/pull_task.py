@@ -1,0 +1,349 @@
+"""Pull tasks: one per owned queue, pulling from the broker into the consume-request cache.
+
+A :class:`PullTask` run, in order (RocketMQ's ``PullTaskImpl.run``):
+
+1. cancelled, or the queue no longer owned or its process queue dropped -> stop;
+2. paused -> run again in ``pull_time_delay_ms_when_pause`` (1000 ms);
+3. flow control, each -> run again in 50 ms and count it in :class:`FlowControlCounters`:
+   cached requests * ``pull_batch_size`` > ``pull_threshold_for_all`` (``consume_request``);
+   the queue's cached count > ``pull_threshold_for_queue`` or body bytes >
+   ``pull_threshold_size_for_queue_mib`` (``queue``); its offset span > ``consume_max_span``
+   (``queue_max_span``);
+4. the next offset: a pending seek (taken: the consume offset becomes it), else the pull offset;
+   if still -1, compute it (committed offset, else ``consume_from_where``) on the executor and
+   run again; a pull is never sent at offset -1 (RocketMQ bug #10176 let the broker answer
+   OFFSET_ILLEGAL and move a -1 pull to the min offset, re-consuming the queue);
+5. an asynchronous long-poll pull.
+
+The result, under the queue's lock: it is used only if the task is not cancelled, the queue's
+state and process queue are the very objects the pull was issued for, and no seek is pending
+(RocketMQ bug #2732: a stale task of a queue rebalanced away and back overwrote the new pull
+offset and lost messages). FOUND caches the messages (filtered again on tag strings: the broker
+filters on hash codes) and queues a consume request; every status moves the pull offset to
+``next_begin_offset``. Then the task runs again at once; after a broker flow-control error
+(:class:`~client.BrokerBusyError`) in 20 ms, after other errors in
+``pull_time_delay_ms_when_exception`` (3000 ms).
+
+A task is a chain of runs: each run schedules at most one next run, and :meth:`PullTask.start`
+starts the chain once, so a task can never be scheduled twice; :class:`PullTaskTable` keeps at
+most one task per queue under its lock (RocketMQ bug #10630: a check-then-put race started two
+tasks for one queue).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from client import BrokerBusyError, ExpressionType, MessageExt, MessageQueue, SubscriptionData
+from consumer._broker_api import BrokerApi, PullResult, PullStatus
+from consumer.assigned_queues import AssignedMessageQueue, QueueState
+from consumer.config import LitePullConsumerConfig
+from consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from consumer.process_queue import ProcessQueue
+from consumer.scheduler import Scheduler
+
+__all__ = ["FlowControlCounters", "PullTask", "PullTaskContext", "PullTaskTable"]
+
+_log = logging.getLogger("consumer.pull_task")
+
+Executor = Callable[[Callable[[], None]], object]
+"""Runs blocking work off the scheduler thread (``ThreadPoolExecutor.submit``)."""
+
+
+@dataclass(slots=True)
+class FlowControlCounters:
+    """What pull tasks did, observable for tests and metrics (RocketMQ counts the first three)."""
+
+    consume_request: int = 0
+    """Runs delayed because the consume-request cache was over ``pull_threshold_for_all``."""
+    queue: int = 0
+    """Runs delayed because a queue's cached count or body size was over its threshold."""
+    queue_max_span: int = 0
+    """Runs delayed because a queue's cached offset span was over ``consume_max_span``."""
+    paused: int = 0
+    pulls: int = 0
+    found: int = 0
+    broker_busy: int = 0
+    pull_errors: int = 0
+    offset_errors: int = 0
+    stale_results: int = 0
+    """Pull results dropped: the task was cancelled, the queue re-owned or a seek pending."""
+
+
+@dataclass(slots=True)
+class PullTaskContext:
+    """What every pull task of a consumer shares."""
+
+    config: LitePullConsumerConfig
+    broker_api: BrokerApi
+    assigned: AssignedMessageQueue
+    cache: ConsumeRequestCache
+    scheduler: Scheduler
+    executor: Executor
+    subscription_for: Callable[[str], SubscriptionData | None]
+    compute_start_offset: Callable[[MessageQueue], int]
+    counters: FlowControlCounters
+
+
+def _tag_filter(subscription: SubscriptionData) -> frozenset[str] | None:
+    if subscription.expression_type is not ExpressionType.TAG or subscription.is_sub_all:
+        return None
+    return frozenset(subscription.tags)
+
+
+class PullTask:
+    """The pull loop of one queue (see the module doc)."""
+
+    __slots__ = ("_ctx", "_start_lock", "_started", "cancelled", "queue")
+
+    def __init__(self, queue: MessageQueue, context: PullTaskContext) -> None:
+        self.queue = queue
+        self._ctx = context
+        self.cancelled = False
+        self._started = False
+        self._start_lock = threading.Lock()
+
+    def start(self) -> bool:
+        """Schedule the first run; False (and nothing scheduled) if started before."""
+        with self._start_lock:
+            if self._started or self.cancelled:
+                return False
+            self._started = True
+        self._ctx.scheduler.schedule(0, self.run)
+        return True
+
+    def cancel(self) -> None:
+        """Stop after the current step; a result arriving later is dropped."""
+        self.cancelled = True
+
+    def _again(self, delay_ms: int) -> None:
+        if not self.cancelled:
+            self._ctx.scheduler.schedule(delay_ms, self.run)
+
+    def run(self) -> None:
+        """One step of the loop; schedules the next one (or none: stopped)."""
+        if self.cancelled:
+            return
+        ctx = self._ctx
+        config = ctx.config
+        counters = ctx.counters
+        state = ctx.assigned.state(self.queue)
+        if state is None or state.process_queue.dropped:
+            _log.info("queue dropped, pull task stops: queue=%s", self.queue)
+            self.cancelled = True
+            return
+        if state.paused:
+            counters.paused += 1
+            self._again(config.pull_time_delay_ms_when_pause)
+            return
+        process_queue = state.process_queue
+        if len(ctx.cache) * config.pull_batch_size > config.pull_threshold_for_all:
+            counters.consume_request += 1
+            self._again(config.pull_time_delay_ms_when_flow_control)
+            return
+        if (
+            process_queue.msg_count > config.pull_threshold_for_queue
+            or process_queue.msg_size > config.pull_threshold_size_for_queue_bytes
+        ):
+            counters.queue += 1
+            self._again(config.pull_time_delay_ms_when_flow_control)
+            return
+        if process_queue.max_span > config.consume_max_span:
+            counters.queue_max_span += 1
+            self._again(config.pull_time_delay_ms_when_flow_control)
+            return
+        with state.lock:
+            if state.process_queue is not process_queue:
+                self._again(0)
+                return
+            if state.seek_offset != -1:
+                offset = state.seek_offset
+                state.consume_offset = offset
+                state.seek_offset = -1
+            else:
+                offset = state.pull_offset
+        if offset < 0:
+            ctx.executor(lambda: self._compute_offset(state, process_queue))
+            return
+        subscription = ctx.subscription_for(self.queue.topic)
+        if subscription is None:
+            _log.info("topic no longer subscribed, pull task stops: queue=%s", self.queue)
+            self.cancelled = True
+            return
+        counters.pulls += 1
+
+        def on_pull(result: PullResult | None, error: BaseException | None) -> None:
+            self._on_pull(state, process_queue, subscription, result, error)
+
+        try:
+            ctx.broker_api.pull_async(
+                self.queue,
+                subscription,
+                config.consumer_group,
+                offset,
+                config.pull_batch_size,
+                config.broker_suspend_max_time_ms,
+                config.consumer_timeout_ms_when_suspend,
+                on_pull,
+            )
+        except Exception as error:
+            on_pull(None, error)
+
+    def _compute_offset(self, state: QueueState, process_queue: ProcessQueue) -> None:
+        """On the executor: the start offset of a queue with pull offset -1."""
+        ctx = self._ctx
+        try:
+            offset = ctx.compute_start_offset(self.queue)
+        except Exception as error:
+            ctx.counters.offset_errors += 1
+            _log.warning("computing the start offset failed: queue=%s: %s", self.queue, error)
+            offset = -1
+        if offset < 0:
+            self._again(ctx.config.pull_time_delay_ms_when_exception)
+            return
+        with state.lock:
+            if (
+                state.process_queue is process_queue
+                and not process_queue.dropped
+                and state.pull_offset < 0
+                and state.seek_offset == -1
+            ):
+                state.pull_offset = offset
+        self._again(0)
+
+    def _on_pull(
+        self,
+        state: QueueState,
+        process_queue: ProcessQueue,
+        subscription: SubscriptionData,
+        result: PullResult | None,
+        error: BaseException | None,
+    ) -> None:
+        ctx = self._ctx
+        counters = ctx.counters
+        if result is None:
+            if self.cancelled:
+                return
+            if isinstance(error, BrokerBusyError):
+                counters.broker_busy += 1
+                self._again(ctx.config.pull_time_delay_ms_when_broker_busy)
+            else:
+                counters.pull_errors += 1
+                _log.warning("pull failed: queue=%s: %r", self.queue, error)
+                self._again(ctx.config.pull_time_delay_ms_when_exception)
+            return
+        with state.lock:
+            if (
+                self.cancelled
+                or state.process_queue is not process_queue
+                or process_queue.dropped
+                or state.seek_offset != -1
+                or ctx.assigned.state(self.queue) is not state
+            ):
+                counters.stale_results += 1
+            else:
+                if result.status is PullStatus.FOUND and result.messages:
+                    counters.found += 1
+                    messages = self._filter(result.messages, subscription)
+                    if messages:
+                        process_queue.put_messages(messages)
+                        ctx.cache.put(ConsumeRequest(messages, self.queue, process_queue))
+                elif result.status is PullStatus.OFFSET_ILLEGAL:
+                    _log.warning(
+                        "pull offset illegal: queue=%s next_begin_offset=%d min=%d max=%d",
+                        self.queue,
+                        result.next_begin_offset,
+                        result.min_offset,
+                        result.max_offset,
+                    )
+                state.pull_offset = result.next_begin_offset
+        self._again(0)
+
+    @staticmethod
+    def _filter(
+        messages: Collection[MessageExt], subscription: SubscriptionData
+    ) -> list[MessageExt]:
+        tags = _tag_filter(subscription)
+        if tags is None:
+            return list(messages)
+        return [message for message in messages if message.tags in tags]
+
+
+class PullTaskTable:
+    """At most one :class:`PullTask` per queue (see the module doc)."""
+
+    __slots__ = ("_context", "_lock", "_tasks")
+
+    def __init__(self, context: PullTaskContext) -> None:
+        self._context = context
+        self._lock = threading.Lock()
+        self._tasks: dict[MessageQueue, PullTask] = {}
+
+    def __contains__(self, queue: object) -> bool:
+        return queue in self._tasks
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def get(self, queue: MessageQueue) -> PullTask | None:
+        return self._tasks.get(queue)
+
+    def queues(self) -> set[MessageQueue]:
+        with self._lock:
+            return set(self._tasks)
+
+    def start(self, queues: Collection[MessageQueue]) -> list[MessageQueue]:
+        """Start a task for each queue without one; the queues started."""
+        started: list[PullTask] = []
+        with self._lock:
+            for queue in queues:
+                if queue not in self._tasks:
+                    task = self._tasks[queue] = PullTask(queue, self._context)
+                    started.append(task)
+        for task in started:
+            task.start()
+        return [task.queue for task in started]
+
+    def restart(self, queue: MessageQueue) -> None:
+        """Replace the queue's task by a new one that runs at once (after a seek)."""
+        with self._lock:
+            old = self._tasks.get(queue)
+            if old is None:
+                return
+            old.cancel()
+            task = self._tasks[queue] = PullTask(queue, self._context)
+        task.start()
+
+    def cancel(self, queues: Collection[MessageQueue]) -> None:
+        with self._lock:
+            for queue in queues:
+                task = self._tasks.pop(queue, None)
+                if task is not None:
+                    task.cancel()
+
+    def cancel_topic(self, topic: str) -> None:
+        with self._lock:
+            gone = [queue for queue in self._tasks if queue.topic == topic]
+        self.cancel(gone)
+
+    def retain(self, queues: Collection[MessageQueue], topic: str | None = None) -> None:
+        """Cancel tasks of queues not in ``queues`` (of ``topic``, or of every topic), then
+        start tasks for the new ones."""
+        with self._lock:
+            gone = [
+                queue
+                for queue in self._tasks
+                if queue not in queues and (topic is None or queue.topic == topic)
+            ]
+        self.cancel(gone)
+        self.start(queues)
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            tasks = list(self._tasks.values())
+            self._tasks.clear()
+        for task in tasks:
+            task.cancel()

@@ -1,0 +1,249 @@
+"""``RebalanceService``: decides which queues this consumer owns, and drives the pull tasks.
+
+A run (:meth:`RebalanceService.do_rebalance`, RocketMQ's ``RebalanceImpl.doRebalance`` with
+``RebalanceLitePullImpl``), for each subscribed topic:
+
+1. the topic's queues (its route) and the group's consumer ids; the ids pushed by a broker
+   on the membership stream when the run was triggered by that push, else asked for;
+2. CLUSTERING: allocate with the strategy (sorted queues and ids); BROADCASTING: every queue;
+3. compare with the queues owned now. A dropped queue: its process queue is marked dropped,
+   its pull task stops, its consumed offset is committed if auto commit is on, and its
+   committed offset is persisted to the broker, then forgotten. A new queue: its start offset
+   is computed (:meth:`RebalanceService.compute_pull_from_where`: the committed offset, else
+   ``consume_from_where``: LAST_OFFSET = the max offset, FIRST_OFFSET = 0, TIMESTAMP = the
+   offset searched by ``consume_timestamp_ms``), then it is owned and its pull task starts. A
+   queue whose start offset fails is left for the next run;
+4. the optional ``message_queue_listener(topic, all_queues, owned_queues)`` hears of changes.
+
+A run is *unbalanced* when a topic had no route or no members, this consumer was not among
+the members, or a start offset failed. The service thread runs at start, at once when a broker
+pushes a membership change (or a subscription changes), and otherwise as a safety net every
+``rebalance_interval_ms`` (20 s), or ``rebalance_retry_interval_ms`` (1 s) after an
+unbalanced run. RocketMQ relies on the periodic run alone (up to 20 s to react).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from client import ClientError, MessageQueue, SubscriptionData
+from consumer._broker_api import BrokerApi
+from consumer.allocate import AllocateMessageQueueStrategy
+from consumer.assigned_queues import AssignedMessageQueue, QueueState
+from consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
+from consumer.consume_request_cache import ConsumeRequestCache
+from consumer.offset_store import OffsetStore, ReadOffsetType
+from consumer.pull_task import PullTaskTable
+
+__all__ = ["MessageQueueListener", "RebalanceService"]
+
+_log = logging.getLogger("consumer.rebalance")
+
+MessageQueueListener = Callable[[str, set[MessageQueue], set[MessageQueue]], None]
+"""``listener(topic, all_queues, owned_queues)`` after the owned queues of a topic changed."""
+
+
+class RebalanceService:
+    """Queue ownership by allocation, and its thread (see the module doc)."""
+
+    def __init__(
+        self,
+        *,
+        config: LitePullConsumerConfig,
+        client_id: str,
+        strategy: AllocateMessageQueueStrategy,
+        broker_api: BrokerApi,
+        assigned: AssignedMessageQueue,
+        tasks: PullTaskTable,
+        offset_store: OffsetStore,
+        cache: ConsumeRequestCache,
+        listener: MessageQueueListener | None = None,
+        subscriptions: dict[str, SubscriptionData] | None = None,
+    ) -> None:
+        self.config = config
+        self.client_id = client_id
+        self.strategy = strategy
+        self.listener = listener
+        self._api = broker_api
+        self._assigned = assigned
+        self._tasks = tasks
+        self._offset_store = offset_store
+        self._cache = cache
+        self.lock = threading.RLock()
+        """Held by a run and by the consumer while it changes subscriptions."""
+        self.subscriptions: dict[str, SubscriptionData] = (
+            subscriptions if subscriptions is not None else {}
+        )
+        """Topic -> subscription; shared with the consumer, changed under :attr:`lock`."""
+        self.topic_queues: dict[str, set[MessageQueue]] = {}
+        self._pushed_members: dict[str, list[str]] = {}
+        self._push_pending = False
+        self._wakeup = threading.Event()
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self.runs = 0
+        self.last_balanced = False
+
+    # -- membership and wakeups ---------------------------------------------------------
+
+    def on_membership(self, consumer_group: str, consumer_ids: Sequence[str]) -> None:
+        """A broker pushed the group's members: rebalance at once. Caller: the broker API."""
+        if consumer_group != self.config.consumer_group:
+            return
+        self._pushed_members[consumer_group] = list(consumer_ids)
+        self._push_pending = True
+        self._wakeup.set()
+
+    def wakeup(self) -> None:
+        """Run as soon as possible (a subscription changed)."""
+        self._wakeup.set()
+
+    # -- the run ------------------------------------------------------------------------
+
+    def do_rebalance(self, use_pushed_members: bool = False) -> bool:
+        """One run over every subscribed topic; whether it was balanced."""
+        with self.lock:
+            self.runs += 1
+            balanced = True
+            for topic in list(self.subscriptions):
+                try:
+                    if not self._rebalance_topic(topic, use_pushed_members):
+                        balanced = False
+                except ClientError as error:
+                    _log.warning("rebalance of topic=%s failed: %s", topic, error)
+                    balanced = False
+            self.last_balanced = balanced
+            return balanced
+
+    def _members(self, topic: str, use_pushed: bool) -> list[str]:
+        group = self.config.consumer_group
+        if use_pushed and group in self._pushed_members:
+            return self._pushed_members[group]
+        members = self._api.consumer_ids(group, topic)
+        return members
+
+    def _rebalance_topic(self, topic: str, use_pushed: bool) -> bool:
+        queues = self._api.fetch_subscribe_queues(topic)
+        self.topic_queues[topic] = queues
+        if not queues:
+            _log.warning("rebalance: topic=%s has no queues (no route yet?)", topic)
+            return False
+        if self.config.message_model is MessageModel.BROADCASTING:
+            return self._update_owned(topic, queues, set(queues))
+        members = self._members(topic, use_pushed)
+        if not members:
+            _log.warning("rebalance: group=%s has no members", self.config.consumer_group)
+            return False
+        allocated = set(
+            self.strategy.allocate(self.config.consumer_group, self.client_id, queues, members)
+        )
+        balanced = self._update_owned(topic, queues, allocated)
+        if self.client_id not in members:
+            _log.info("rebalance: client_id=%s not yet among the members", self.client_id)
+            return False
+        return balanced
+
+    def _update_owned(
+        self, topic: str, all_queues: set[MessageQueue], allocated: set[MessageQueue]
+    ) -> bool:
+        owned = {queue for queue in self._assigned.queues() if queue.topic == topic}
+        removed = owned - allocated
+        for queue in sorted(removed, key=MessageQueue.order_key):
+            self.drop_queue(queue)
+        balanced = True
+        added: list[MessageQueue] = []
+        for queue in sorted(allocated - owned, key=MessageQueue.order_key):
+            self._offset_store.remove_offset(queue)
+            try:
+                offset = self.compute_pull_from_where(queue)
+            except ClientError as error:
+                _log.warning("start offset failed, retrying later: queue=%s: %s", queue, error)
+                balanced = False
+                continue
+            if offset < 0:
+                balanced = False
+                continue
+            self._assigned.add(queue, pull_offset=offset)
+            added.append(queue)
+        self._tasks.start(added)
+        if (removed or added) and self.listener is not None:
+            owned_now = {queue for queue in self._assigned.queues() if queue.topic == topic}
+            try:
+                self.listener(topic, set(all_queues), owned_now)
+            except Exception:
+                _log.exception("message_queue_listener failed: topic=%s", topic)
+        return balanced
+
+    def drop_queue(self, queue: MessageQueue) -> None:
+        """Stop owning ``queue``: drop it, stop its task, commit (auto) and persist its offset."""
+        self.release(queue, self._assigned.remove(queue))
+
+    def release(self, queue: MessageQueue, state: QueueState | None) -> None:
+        """The rest of :meth:`drop_queue` for a queue already removed from the owned table
+        (``assign`` of other queues, ``unsubscribe``)."""
+        self._tasks.cancel((queue,))
+        self._cache.remove_queue(queue)
+        if state is None:
+            return
+        if self.config.auto_commit and state.consume_offset >= 0:
+            self._offset_store.update_offset(queue, state.consume_offset)
+        try:
+            self._offset_store.persist(queue)
+        except ClientError as error:
+            _log.warning("persisting the offset of a dropped queue failed: %s: %s", queue, error)
+        self._offset_store.remove_offset(queue)
+
+    def compute_pull_from_where(self, queue: MessageQueue) -> int:
+        """The first offset to pull from ``queue``: committed, else by ``consume_from_where``.
+        Raises a :class:`~client.ClientError` when the broker cannot say."""
+        committed = self._offset_store.read_offset(queue, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
+        if committed >= 0:
+            return committed
+        where = self.config.consume_from_where
+        if where is ConsumeFromWhere.FIRST_OFFSET:
+            return 0
+        if where is ConsumeFromWhere.TIMESTAMP:
+            return self._api.search_offset(queue, self.config.consume_timestamp_ms)
+        return self._api.max_offset(queue)
+
+    # -- the thread ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the thread; its first run is immediate."""
+        if self._thread is not None:
+            return
+        self._running = True
+        self._wakeup.set()
+        self._thread = threading.Thread(
+            target=self._run, name=f"aeromq-rebalance-{self.client_id}", daemon=True
+        )
+        self._thread.start()
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        self._running = False
+        self._wakeup.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+
+    def _run(self) -> None:
+        interval_ms = 0
+        while self._running:
+            self._wakeup.wait(interval_ms / 1000.0)
+            self._wakeup.clear()
+            if not self._running:
+                return
+            use_pushed = self._push_pending
+            self._push_pending = False
+            try:
+                balanced = self.do_rebalance(use_pushed)
+            except Exception:
+                _log.exception("rebalance failed")
+                balanced = False
+            interval_ms = (
+                self.config.rebalance_interval_ms
+                if balanced
+                else self.config.rebalance_retry_interval_ms
+            )
