@@ -1,0 +1,29 @@
+"""aeromq's producer: sends messages to a topic's queues on brokers over the transport.
+
+:class:`Producer` (RocketMQ's ``DefaultMQProducer``): sync, async, oneway and batch sends, queue
+selection (round robin, by key hash, random, or your own selector), retries on another queue or
+broker, unique message ids, a client-side max message size. Routes come from brokers or name
+servers over gRPC, or from a :class:`StaticRoute`. ``aeromq produce`` is the command line.
+"""
+
+from producer._config import ProducerConfig
+from producer._producer import Producer, SendCallback
+from producer._route import GrpcRouteSource, RouteSource, StaticRoute, TopicRoute
+from producer._selector import KeyHashSelector, QueueSelector, RandomSelector, RoundRobinSelector
+from producer._send_result import SendResult, SendStatus
+
+__all__ = [
+    "GrpcRouteSource",
+    "KeyHashSelector",
+    "Producer",
+    "ProducerConfig",
+    "QueueSelector",
+    "RandomSelector",
+    "RoundRobinSelector",
+    "RouteSource",
+    "SendCallback",
+    "SendResult",
+    "SendStatus",
+    "StaticRoute",
+    "TopicRoute",
+]

@@ -1,0 +1,74 @@
+"""``ProducerConfig``: a producer's settings, typed and validated (RocketMQ's defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from client import IllegalArgumentError
+from client.validators import DEFAULT_MAX_MESSAGE_SIZE, check_group
+
+__all__ = ["ProducerConfig", "Transport"]
+
+Transport = str
+"""``"auto"`` (IPC for a broker on this host, else UDP), ``"ipc"`` or ``"udp"``."""
+
+_TRANSPORTS = ("auto", "ipc", "udp")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProducerConfig:
+    """Settings of one :class:`~producer.Producer`; validated on construction.
+
+    ==================================  ==========  ===========================================
+    field                               default     meaning
+    ==================================  ==========  ===========================================
+    send_timeout_ms                     3 000       a send's whole budget, retries included
+    retry_times_when_send_failed        2           extra attempts of a sync send (another
+                                                    queue, another broker when there is one)
+    retry_times_when_send_async_failed  2           the same for async sends
+    max_message_size                    4 MiB       largest body (a batch: all bodies)
+    transport                           "auto"      IPC on the broker's host, else UDP
+    aeron_dir                           None        the local media driver for UDP (None:
+                                                    an embedded one, started on demand)
+    udp_response_host                   "127.0.0.1" the address brokers answer UDP sessions on
+    offer_timeout_ms                    1 000       how long a back-pressured ingress is retried
+    route_refresh_interval_ms           30 000      how long a topic's route is cached
+    ==================================  ==========  ===========================================
+    """
+
+    send_timeout_ms: int = 3_000
+    retry_times_when_send_failed: int = 2
+    retry_times_when_send_async_failed: int = 2
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    transport: Transport = "auto"
+    aeron_dir: str | None = None
+    udp_response_host: str = "127.0.0.1"
+    offer_timeout_ms: int = 1_000
+    route_refresh_interval_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "int" and (not isinstance(value, int) or isinstance(value, bool)):
+                raise IllegalArgumentError(
+                    "producer setting must be an int", field=f.name, value=value
+                )
+        for name in ("send_timeout_ms", "max_message_size", "offer_timeout_ms"):
+            if getattr(self, name) <= 0:
+                raise IllegalArgumentError(
+                    "producer setting must be > 0", field=name, value=getattr(self, name)
+                )
+        for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):
+            if getattr(self, name) < 0:
+                raise IllegalArgumentError(
+                    "producer setting must be >= 0", field=name, value=getattr(self, name)
+                )
+        if self.transport not in _TRANSPORTS:
+            raise IllegalArgumentError(
+                "transport must be one of auto, ipc, udp", field="transport", value=self.transport
+            )
+
+
+def check_producer_group(group: str) -> None:
+    """RocketMQ's group rules (``client.validators.check_group``)."""
+    check_group(group)

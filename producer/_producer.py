@@ -1,0 +1,518 @@
+"""``Producer``: sends messages to a topic's queues over the transport (RocketMQ's
+``DefaultMQProducer``).
+
+::
+
+    with Producer("my-group", "127.0.0.1:8081") as producer:      # a broker's gRPC address
+        result = producer.send(Message("orders", b"...", tags="created", keys="order-42"))
+        future = producer.send_async(Message("orders", b"..."))   # pipelined
+        producer.send_batch([Message("orders", b"1"), Message("orders", b"2")])
+        producer.send_oneway(Message("orders", b"fire and forget"))
+
+The route of a topic (its writable queues, and how to reach each broker) comes from
+``QueryRoute`` on the endpoints (brokers, or name servers with ``namesrv=True``), or from a
+:class:`~producer.StaticRoute` given as ``route``. A send picks a queue (round robin by
+default; a selector, or an explicit queue), gives each message a unique id (``UNIQ_KEY``, also
+set on the ``Message``), and sends one ``SendMessageRequest`` on the broker's transport session.
+
+Retries (RocketMQ's): a send that fails with a retriable error (back pressure, no broker, no
+answer in time) or a broker-side SYSTEM_ERROR / SERVICE_NOT_AVAILABLE (or TOPIC_NOT_EXIST /
+NO_PERMISSION when another broker serves the topic) is tried again on the next queue, avoiding
+the broker that failed when another one has queues, up to ``retry_times_when_send_failed``
+more times, all within ``send_timeout_ms``. A send to an explicit queue or through a selector is
+not retried elsewhere. Errors are the ``client`` tree: the broker's refusal of the content
+raises the error of its code (``TopicNotFoundError``, ``MessageIllegalError``, ...); a body over
+``max_message_size`` raises :class:`~client.MessageTooLargeError` before anything is sent.
+
+Async sends complete their future (and call ``callback(result, error)``) on the session's
+poller thread: keep callbacks short. Their retries run on a producer thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from typing import Any, Final
+
+from client import (
+    ClientError,
+    IllegalArgumentError,
+    IllegalStateError,
+    Message,
+    MessageQueue,
+    RequestTimeoutError,
+    ResponseCode,
+    UniqueMessageIdGenerator,
+    error_for_code,
+)
+from client.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from client.validators import check_body
+from producer._config import ProducerConfig, check_producer_group
+from producer._links import BrokerLinks
+from producer._route import GrpcRouteSource, RouteSource, TopicRoute
+from producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
+from producer._send_result import SendResult, SendStatus
+from proto import messages_pb2
+
+__all__ = ["Producer", "SendCallback"]
+
+_log = logging.getLogger("producer")
+
+SendCallback = Callable[[Any, BaseException | None], object]
+"""``callback(result, None)`` on success (a ``SendResult``, or a list for a batch),
+``callback(None, error)`` on failure."""
+
+_LIFTED: Final = frozenset((PROPERTY_TAGS, PROPERTY_KEYS, PROPERTY_UNIQ_KEY))
+_SEND_STATUS: Final = {
+    messages_pb2.SEND_OK: SendStatus.SEND_OK,
+    messages_pb2.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    messages_pb2.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    messages_pb2.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+_STORED_CODES: Final = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT)
+_RETRY_CODES: Final = frozenset((ResponseCode.SYSTEM_ERROR, ResponseCode.SERVICE_NOT_AVAILABLE))
+_RETRY_ELSEWHERE_CODES: Final = frozenset(
+    (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.NO_PERMISSION)
+)
+
+
+class _Attempt:
+    """One send's retry state (sync or async)."""
+
+    __slots__ = ("attempts_left", "deadline_ns", "last_broker", "messages", "queue", "selector")
+
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        deadline_ns: int,
+        attempts: int,
+        queue: MessageQueue | None,
+        selector: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+    ) -> None:
+        self.messages = messages
+        self.deadline_ns = deadline_ns
+        self.attempts_left = attempts
+        self.queue = queue
+        self.selector = selector
+        self.last_broker: str | None = None
+
+
+class Producer:
+    """A producer of group ``group`` (see module). ``endpoints``: gRPC addresses of brokers
+    (or of name servers, with ``namesrv``); or give a ``route`` instead."""
+
+    def __init__(
+        self,
+        group: str,
+        endpoints: str | Sequence[str] | None = None,
+        *,
+        route: RouteSource | None = None,
+        namesrv: bool = False,
+        config: ProducerConfig | None = None,
+        queue_selector: QueueSelector | None = None,
+        client_id: str | None = None,
+    ) -> None:
+        check_producer_group(group)
+        if route is None and not endpoints:
+            raise IllegalArgumentError("a producer needs endpoints or a route", group=group)
+        self.group = group
+        self.config = config or ProducerConfig()
+        self._endpoints = [endpoints] if isinstance(endpoints, str) else list(endpoints or ())
+        self._namesrv = namesrv
+        self._routes = route
+        self._selector = queue_selector
+        self._round_robin = RoundRobinSelector()
+        self.client_id = client_id or (
+            f"{socket.gethostname()}@{os.getpid()}@{random.getrandbits(32):08x}"
+        )
+        self._ids = UniqueMessageIdGenerator()
+        self._born_host = f"{self.config.udp_response_host}:0"
+        self._links: BrokerLinks | None = None
+        self._retry_executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._running = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> Producer:
+        """Get ready to send (sessions connect on first use); idempotent."""
+        with self._lock:
+            if self._running:
+                return self
+            if self._routes is None:
+                self._routes = GrpcRouteSource(
+                    self._endpoints,
+                    namesrv=self._namesrv,
+                    refresh_interval_ms=self.config.route_refresh_interval_ms,
+                )
+            self._links = BrokerLinks(self.config, self.client_id)
+            self._running = True
+        return self
+
+    def shutdown(self) -> None:
+        """Close the sessions (pending async sends fail) and the route source; idempotent."""
+        with self._lock:
+            if not self._running:
+                return
+            self._running = False
+            links, self._links = self._links, None
+            executor, self._retry_executor = self._retry_executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+        if links is not None:
+            links.close()
+        if self._routes is not None:
+            self._routes.close()
+
+    def __enter__(self) -> Producer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's writable queues, as the route says."""
+        return list(self._route(topic).queues)
+
+    # -- sync ----------------------------------------------------------------------------
+
+    def send(
+        self,
+        message: Message,
+        timeout_ms: int | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+    ) -> SendResult:
+        """Send one message and wait until the broker stored it (see module)."""
+        return self._send_sync([message], timeout_ms, queue, selector, arg)[0]
+
+    def send_batch(
+        self,
+        messages: Sequence[Message],
+        timeout_ms: int | None = None,
+        *,
+        queue: MessageQueue | None = None,
+    ) -> list[SendResult]:
+        """Send messages of one topic to one queue as one request (all stored or none)."""
+        return self._send_sync(messages, timeout_ms, queue, None, None)
+
+    def _send_sync(
+        self,
+        messages: Sequence[Message],
+        timeout_ms: int | None,
+        queue: MessageQueue | None,
+        selector: QueueSelector | None,
+        arg: Any,
+    ) -> list[SendResult]:
+        attempt = self._prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
+        last_error: ClientError | None = None
+        while attempt.attempts_left > 0:
+            attempt.attempts_left -= 1
+            remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
+            if remaining_ms <= 0:
+                break
+            route, target = self._target(attempt)
+            try:
+                session = self._require_links().session(
+                    target.broker_name, route.brokers[target.broker_name]
+                )
+                response = session.request(self._request(target, attempt.messages), remaining_ms)
+                return _results(response, target)
+            except ClientError as exc:
+                if not self._should_retry(exc, route, target, attempt):
+                    raise
+                last_error = exc
+        if last_error is not None:
+            raise last_error
+        raise RequestTimeoutError(
+            "send timed out before an attempt", timeout_ms=self._timeout(timeout_ms)
+        )
+
+    # -- async ---------------------------------------------------------------------------
+
+    def send_async(
+        self,
+        message: Message,
+        callback: SendCallback | None = None,
+        timeout_ms: int | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+    ) -> Future[SendResult]:
+        """Send one message without waiting: a future of its ``SendResult`` (and
+        ``callback``, if given). The offer itself may wait up to ``offer_timeout_ms`` while
+        the broker back-pressures."""
+        attempt = self._prepare([message], timeout_ms, queue, selector, arg, asynchronous=True)
+        outer: Future[SendResult] = Future()
+        self._submit_async(attempt, outer, single=True)
+        if callback is not None:
+            outer.add_done_callback(_call_back(callback))
+        return outer
+
+    def send_batch_async(
+        self,
+        messages: Sequence[Message],
+        callback: SendCallback | None = None,
+        timeout_ms: int | None = None,
+        *,
+        queue: MessageQueue | None = None,
+    ) -> Future[list[SendResult]]:
+        """``send_batch`` without waiting (see ``send_async``)."""
+        attempt = self._prepare(messages, timeout_ms, queue, None, None, asynchronous=True)
+        outer: Future[list[SendResult]] = Future()
+        self._submit_async(attempt, outer, single=False)
+        if callback is not None:
+            outer.add_done_callback(_call_back(callback))
+        return outer
+
+    def _submit_async(self, attempt: _Attempt, outer: Future[Any], single: bool) -> None:
+        attempt.attempts_left -= 1
+        remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
+        if remaining_ms <= 0:
+            _settle(outer, error=RequestTimeoutError("send timed out", group=self.group))
+            return
+        try:
+            route, target = self._target(attempt)
+            session = self._require_links().session(
+                target.broker_name, route.brokers[target.broker_name]
+            )
+            inner = session.request_async(self._request(target, attempt.messages), remaining_ms)
+        except ClientError as exc:
+            self._async_failed(exc, attempt, outer, single, None, None)
+            return
+
+        def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
+            try:
+                results = _results(future.result(), target)
+            except ClientError as exc:
+                self._async_failed(exc, attempt, outer, single, route, target)
+                return
+            except Exception as exc:  # a cancelled future, a bug: fail the send, not the poller
+                _settle(outer, error=exc)
+                return
+            _settle(outer, value=results[0] if single else results)
+
+        inner.add_done_callback(done)
+
+    def _async_failed(
+        self,
+        exc: ClientError,
+        attempt: _Attempt,
+        outer: Future[Any],
+        single: bool,
+        route: TopicRoute | None,
+        target: MessageQueue | None,
+    ) -> None:
+        if route is None or target is None or not self._should_retry(exc, route, target, attempt):
+            _settle(outer, error=exc)
+            return
+        try:
+            self._executor().submit(self._submit_async, attempt, outer, single)
+        except RuntimeError:  # the producer shut down meanwhile
+            _settle(outer, error=exc)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        executor = self._retry_executor
+        if executor is None:
+            with self._lock:
+                if self._retry_executor is None:
+                    self._retry_executor = ThreadPoolExecutor(1, "producer-retry")
+                executor = self._retry_executor
+        return executor
+
+    # -- oneway --------------------------------------------------------------------------
+
+    def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
+        """Send one message with no answer awaited and no retry."""
+        attempt = self._prepare([message], None, queue, None, None, asynchronous=False)
+        route, target = self._target(attempt)
+        session = self._require_links().session(
+            target.broker_name, route.brokers[target.broker_name]
+        )
+        session.send_oneway(self._request(target, attempt.messages))
+
+    # -- shared --------------------------------------------------------------------------
+
+    def _timeout(self, timeout_ms: int | None) -> int:
+        return self.config.send_timeout_ms if timeout_ms is None else timeout_ms
+
+    def _prepare(
+        self,
+        messages: Sequence[Message],
+        timeout_ms: int | None,
+        queue: MessageQueue | None,
+        selector: QueueSelector | None,
+        arg: Any,
+        asynchronous: bool,
+    ) -> _Attempt:
+        if not self._running:
+            raise IllegalStateError("producer not started", group=self.group)
+        if not messages:
+            raise IllegalArgumentError("nothing to send", group=self.group)
+        topic = messages[0].topic
+        max_size = self.config.max_message_size
+        total = 0
+        ids = self._ids
+        for message in messages:
+            if message.topic != topic:
+                raise IllegalArgumentError(
+                    "a batch must hold one topic", topic=topic, other_topic=message.topic
+                )
+            check_body(message.body, max_size)
+            total += len(message.body)
+            if message.uniq_id is None:
+                message.put_system_property(PROPERTY_UNIQ_KEY, ids.next_id())
+        if total > max_size:
+            raise IllegalArgumentError(
+                "the batch is over the maximum message size",
+                batch_length=total,
+                max_message_size=max_size,
+            )
+        if queue is not None and queue.topic != topic:
+            raise IllegalArgumentError("the queue is of another topic", topic=topic, queue=queue)
+        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None = None
+        chosen = selector or self._selector
+        if chosen is not None:
+            first = messages[0]
+
+            def chooser(queues: Sequence[MessageQueue]) -> MessageQueue:
+                return chosen(queues, first, arg)
+
+        pinned = queue is not None or chooser is not None
+        retries = (
+            self.config.retry_times_when_send_async_failed
+            if asynchronous
+            else self.config.retry_times_when_send_failed
+        )
+        deadline_ns = time.monotonic_ns() + self._timeout(timeout_ms) * 1_000_000
+        return _Attempt(messages, deadline_ns, 1 if pinned else 1 + retries, queue, chooser)
+
+    def _route(self, topic: str) -> TopicRoute:
+        routes = self._routes
+        if routes is None:
+            raise IllegalStateError("producer not started", group=self.group)
+        return routes.route(topic)
+
+    def _target(self, attempt: _Attempt) -> tuple[TopicRoute, MessageQueue]:
+        route = self._route(attempt.messages[0].topic)
+        if attempt.queue is not None:
+            target = attempt.queue
+        elif attempt.selector is not None:
+            target = attempt.selector(route.queues)
+        else:
+            target = select_avoiding(
+                self._round_robin, route.queues, attempt.messages[0], attempt.last_broker
+            )
+        if target.broker_name not in route.brokers:
+            raise IllegalArgumentError(
+                "the queue's broker is not in the topic's route", queue=target
+            )
+        return route, target
+
+    def _should_retry(
+        self, exc: ClientError, route: TopicRoute, target: MessageQueue, attempt: _Attempt
+    ) -> bool:
+        attempt.last_broker = target.broker_name
+        retriable = exc.retriable or exc.code in _RETRY_CODES
+        if not retriable and exc.code in _RETRY_ELSEWHERE_CODES:
+            retriable = len(route.brokers) > 1
+        if not retriable or attempt.attempts_left <= 0:
+            return False
+        if exc.code in (ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SLAVE_NOT_AVAILABLE):
+            self._require_links().drop(target.broker_name)
+            if self._routes is not None:
+                self._routes.invalidate(target.topic)
+        _log.info("send failed, retrying: %s attempts_left=%d", exc, attempt.attempts_left)
+        return True
+
+    def _require_links(self) -> BrokerLinks:
+        links = self._links
+        if links is None:
+            raise IllegalStateError("producer not started", group=self.group)
+        return links
+
+    def _request(
+        self, target: MessageQueue, messages: Sequence[Message]
+    ) -> messages_pb2.SendMessageRequest:
+        request = messages_pb2.SendMessageRequest(
+            producer_group=self.group, topic=target.topic, queue_id=target.queue_id
+        )
+        add = request.messages.add
+        born_ms = time.time_ns() // 1_000_000
+        born_host = self._born_host
+        for message in messages:
+            out = add()
+            out.body = message.body
+            properties = message.properties
+            tags = properties.get(PROPERTY_TAGS)
+            if tags:
+                out.tags = tags
+            keys = properties.get(PROPERTY_KEYS)
+            if keys:
+                out.keys.extend(keys.split())
+            out.msg_id = properties[PROPERTY_UNIQ_KEY]
+            if len(properties) > (tags is not None) + (keys is not None) + 1:
+                out.properties.update({k: v for k, v in properties.items() if k not in _LIFTED})
+            if message.flag:
+                out.flag = message.flag
+            out.born_timestamp_ms = born_ms
+            out.born_host = born_host
+        return request
+
+
+def _results(response: messages_pb2.SendMessageResponse, target: MessageQueue) -> list[SendResult]:
+    """The send's results, or the error of its status code."""
+    status = response.status
+    if status.code not in _STORED_CODES or not response.results:
+        raise error_for_code(
+            status.code or ResponseCode.SYSTEM_ERROR,
+            status.message or "the broker answered a send without results",
+            broker=target.broker_name,
+            topic=target.topic,
+            queue_id=target.queue_id,
+        )
+    topic = target.topic
+    return [
+        SendResult(
+            _SEND_STATUS.get(result.send_status, SendStatus.SEND_OK),
+            result.msg_id,
+            result.offset_msg_id,
+            MessageQueue(topic, result.broker_name or target.broker_name, result.queue_id),
+            result.queue_offset,
+            result.transaction_id,
+        )
+        for result in response.results
+    ]
+
+
+def _settle(future: Future[Any], *, value: Any = None, error: BaseException | None = None) -> None:
+    with contextlib.suppress(InvalidStateError):  # timed out or cancelled meanwhile
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+
+def _call_back(callback: SendCallback) -> Callable[[Future[Any]], None]:
+    def done(future: Future[Any]) -> None:
+        error = future.exception()
+        try:
+            callback(None if error is not None else future.result(), error)
+        except Exception:
+            _log.exception("a send callback raised")
+
+    return done

@@ -1,0 +1,80 @@
+"""Queue selection: which of a topic's writable queues a send goes to.
+
+A selector is any callable ``selector(queues, message, arg) -> MessageQueue`` (RocketMQ's
+``MessageQueueSelector``); the queues come sorted (RocketMQ's ``MessageQueue`` order). The
+producer uses :class:`RoundRobinSelector` unless told otherwise; on a retry it skips the
+broker that just failed when another one serves the topic (RocketMQ's
+``selectOneMessageQueue(lastBrokerName)``). A custom selector is never second-guessed: its
+retries go where it says.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
+
+from client import IllegalArgumentError, Message, MessageQueue
+from client.java_string import hash_code
+
+__all__ = [
+    "KeyHashSelector",
+    "QueueSelector",
+    "RandomSelector",
+    "RoundRobinSelector",
+    "select_avoiding",
+]
+
+QueueSelector: TypeAlias = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
+
+
+class RoundRobinSelector:
+    """Each call takes the next queue (one counter per selector, shared by all topics)."""
+
+    def __init__(self, start: int | None = None) -> None:
+        self._counter = itertools.count(random.randrange(1 << 16) if start is None else start)
+
+    def __call__(self, queues: Sequence[MessageQueue], message: Message, arg: Any) -> MessageQueue:
+        return queues[next(self._counter) % len(queues)]
+
+
+class KeyHashSelector:
+    """The queue of the hash of ``arg`` when given, else of the message's first key (Java's
+    ``String.hashCode``, as RocketMQ's ``SelectMessageQueueByHash``): messages with the same
+    key go to the same queue, in order. A message with no key and no ``arg`` is an error."""
+
+    def __call__(self, queues: Sequence[MessageQueue], message: Message, arg: Any) -> MessageQueue:
+        if arg is None:
+            keys = message.keys
+            if not keys:
+                raise IllegalArgumentError(
+                    "hash selection needs a key or an arg", topic=message.topic
+                )
+            arg = keys[0]
+        value = hash_code(arg) if isinstance(arg, str) else hash(arg)
+        return queues[abs(value) % len(queues)]
+
+
+class RandomSelector:
+    """A random queue per send (RocketMQ's ``SelectMessageQueueByRandom``)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._random = random.Random(seed)
+
+    def __call__(self, queues: Sequence[MessageQueue], message: Message, arg: Any) -> MessageQueue:
+        return queues[self._random.randrange(len(queues))]
+
+
+def select_avoiding(
+    selector: RoundRobinSelector,
+    queues: Sequence[MessageQueue],
+    message: Message,
+    last_broker: str | None,
+) -> MessageQueue:
+    """Round robin, skipping ``last_broker`` (a retry) when another broker has a queue."""
+    if last_broker is not None:
+        others = [queue for queue in queues if queue.broker_name != last_broker]
+        if others:
+            return selector(others, message, None)
+    return selector(queues, message, None)
