@@ -13,6 +13,10 @@ from collections.abc import Callable, Sequence
 
 # name -> ("module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "admin": ("broker.admin_cli:main", "manage topics, groups, offsets and clusters"),
+    "broker": ("broker._main:main", "run a broker (embedded media driver by default)"),
+    "namesrv": ("broker.namesrv._main:main", "run a name server for multi-broker routes"),
+    "produce": ("producer._cli:main", "send messages from the command line"),
     "driver": ("transport.driver._main:main", "run a standalone media driver"),
     "quickstart": ("aeromq._quickstart:main", "run the main job on defaults and report"),
     "stat": (
