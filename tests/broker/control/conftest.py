@@ -13,7 +13,7 @@ import pytest
 from broker.config import BrokerConfig
 from broker.grpc import BrokerGrpcServer
 from broker.processor.admin import ControlPlane
-from broker.store import MessageStore
+from broker.store import InboundMessage, MessageStore
 from client.grpc_client import GrpcClient
 from proto import common_pb2
 
@@ -52,9 +52,12 @@ class RunningBroker:
         self.store.shutdown()
 
 
-def start_broker(data_dir: Path, **overrides: Any) -> RunningBroker:
+def start_broker(
+    data_dir: Path, *, clock_ms: Callable[[], int] | None = None, **overrides: Any
+) -> RunningBroker:
+    """A store, control plane and gRPC server on port 0; ``clock_ms`` stamps stored messages."""
     config = small_broker_config(data_dir, **overrides)
-    store = MessageStore(config.to_store_config())
+    store = MessageStore(config.to_store_config(), clock_ms=clock_ms)
     store.start()
     control = ControlPlane(config, store)
     server = BrokerGrpcServer(control, config.grpc_host, config.grpc_port)
@@ -77,8 +80,10 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., RunningBroker]]:
     all are stopped at the end."""
     started: list[RunningBroker] = []
 
-    def factory(name: str = "broker", **overrides: Any) -> RunningBroker:
-        running = start_broker(tmp_path / name, **overrides)
+    def factory(
+        name: str = "broker", *, clock_ms: Callable[[], int] | None = None, **overrides: Any
+    ) -> RunningBroker:
+        running = start_broker(tmp_path / name, clock_ms=clock_ms, **overrides)
         started.append(running)
         return running
 
@@ -96,3 +101,10 @@ def broker(broker_factory: Callable[..., RunningBroker]) -> RunningBroker:
 def client(broker: RunningBroker) -> Iterator[GrpcClient]:
     with GrpcClient(broker.address, timeout_s=5.0) as grpc_client:
         yield grpc_client
+
+
+def put_messages(store: MessageStore, topic: str, queue_id: int, count: int) -> None:
+    """Append ``count`` small messages to (topic, queue id)."""
+    for i in range(count):
+        result = store.put_message(InboundMessage(topic, queue_id, f"m{i}".encode()))
+        assert result.ok, result
