@@ -1,0 +1,92 @@
+"""Helpers for the lite pull consumer tests: a pull-task harness on the in-memory broker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from client import MessageExt, MessageQueue, SubscriptionData, build_subscription_data
+from consumer.assigned_queues import AssignedMessageQueue
+from consumer.config import LitePullConsumerConfig
+from consumer.consume_request_cache import ConsumeRequestCache
+from consumer.lite_pull_consumer import DefaultLitePullConsumer
+from consumer.pull_task import FlowControlCounters, PullTask, PullTaskContext, PullTaskTable
+from consumer.testing import InMemoryBroker, ManualScheduler
+
+TOPIC = "TopicTest"
+GROUP = "group_test"
+
+
+def config(**changes: Any) -> LitePullConsumerConfig:
+    return LitePullConsumerConfig(consumer_group=GROUP, **changes)
+
+
+class Harness:
+    """Pull tasks of one consumer, driven step by step: a manual scheduler, a recording
+    executor, the in-memory broker."""
+
+    def __init__(self, broker: InMemoryBroker, **changes: Any) -> None:
+        self.broker = broker
+        self.config = config(**changes)
+        self.assigned = AssignedMessageQueue()
+        self.cache = ConsumeRequestCache()
+        self.scheduler = ManualScheduler()
+        self.counters = FlowControlCounters()
+        self.executed: list[Callable[[], None]] = []
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self.start_offset: Callable[[MessageQueue], int] = lambda queue: 0
+        self.context = PullTaskContext(
+            config=self.config,
+            broker_api=broker,
+            assigned=self.assigned,
+            cache=self.cache,
+            scheduler=self.scheduler,
+            executor=self.executed.append,
+            subscription_for=lambda topic: self.subscriptions.get(
+                topic, build_subscription_data(topic, "*")
+            ),
+            compute_start_offset=lambda queue: self.start_offset(queue),
+            counters=self.counters,
+        )
+        self.tasks = PullTaskTable(self.context)
+
+    def task(self, queue: MessageQueue) -> PullTask:
+        return PullTask(queue, self.context)
+
+    def run_executed(self) -> None:
+        while self.executed:
+            self.executed.pop(0)()
+
+
+def poll_until(
+    consumer: DefaultLitePullConsumer,
+    count: int,
+    timeout_s: float = 10.0,
+    poll_ms: int = 100,
+) -> list[MessageExt]:
+    """Poll until ``count`` messages or ``timeout_s``; what was polled."""
+    got: list[MessageExt] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(consumer.poll(poll_ms))
+    return got
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return condition()
+
+
+@contextmanager
+def running(consumer: DefaultLitePullConsumer) -> Iterator[DefaultLitePullConsumer]:
+    consumer.start()
+    try:
+        yield consumer
+    finally:
+        consumer.shutdown()

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import threading
+import time
+
+from client import MessageExt, MessageQueue
+from consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from consumer.process_queue import ProcessQueue
+
+Q0 = MessageQueue("T", "b", 0)
+Q1 = MessageQueue("T", "b", 1)
+
+
+def request(queue: MessageQueue, offset: int = 0) -> ConsumeRequest:
+    return ConsumeRequest([MessageExt("T", b"x", queue_offset=offset)], queue, ProcessQueue())
+
+
+def test_should_return_requests_oldest_first() -> None:
+    cache = ConsumeRequestCache()
+    first, second = request(Q0), request(Q1)
+    cache.put(first)
+    cache.put(second)
+    assert len(cache) == 2
+    assert cache.take(0) is first
+    assert cache.take(0) is second
+    assert cache.take(0) is None
+
+
+def test_should_put_a_split_batch_back_at_the_head() -> None:
+    cache = ConsumeRequestCache()
+    cache.put(request(Q0))
+    rest = request(Q1)
+    cache.put_back(rest)
+    assert cache.take(0) is rest
+
+
+def test_should_time_out_when_nothing_arrives() -> None:
+    cache = ConsumeRequestCache()
+    start = time.monotonic()
+    assert cache.take(0.05) is None
+    assert 0.04 <= time.monotonic() - start < 1.0
+
+
+def test_should_wake_a_waiting_take_when_a_request_arrives() -> None:
+    cache = ConsumeRequestCache()
+    arriving = request(Q0)
+    timer = threading.Timer(0.05, cache.put, (arriving,))
+    timer.start()
+    start = time.monotonic()
+    assert cache.take(5.0) is arriving
+    assert time.monotonic() - start < 2.0
+    timer.join()
+
+
+def test_should_remove_the_requests_of_one_queue() -> None:
+    cache = ConsumeRequestCache()
+    for queue in (Q0, Q1, Q0):
+        cache.put(request(queue))
+    assert cache.remove_queue(Q0) == 2
+    taken = cache.take(0)
+    assert taken is not None and taken.queue == Q1
+    assert len(cache) == 0
+
+
+def test_should_return_at_once_after_close() -> None:
+    cache = ConsumeRequestCache()
+    threading.Timer(0.05, cache.close).start()
+    start = time.monotonic()
+    assert cache.take(5.0) is None
+    assert time.monotonic() - start < 2.0

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from client import BrokerUnavailableError, IllegalStateError, MessageQueue
+from consumer.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from consumer.testing import InMemoryBroker
+
+GROUP = "g"
+Q0 = MessageQueue("T", "broker-a", 0)
+Q1 = MessageQueue("T", "broker-a", 1)
+
+
+@pytest.fixture
+def queues(broker: InMemoryBroker) -> list[MessageQueue]:
+    return broker.create_topic("T", 2)
+
+
+def test_should_read_minus_one_when_nothing_was_committed(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    for read_type in ReadOffsetType:
+        assert store.read_offset(Q0, read_type) == -1
+
+
+def test_should_read_memory_first_then_the_broker(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    broker.update_offset(GROUP, Q0, 17)
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    assert store.read_offset(Q0, ReadOffsetType.READ_FROM_MEMORY) == -1
+    assert store.read_offset(Q0, ReadOffsetType.MEMORY_FIRST_THEN_STORE) == 17
+    assert store.read_offset(Q0, ReadOffsetType.READ_FROM_MEMORY) == 17
+    store.update_offset(Q0, 20)
+    assert store.read_offset(Q0, ReadOffsetType.MEMORY_FIRST_THEN_STORE) == 20
+    assert store.read_offset(Q0, ReadOffsetType.READ_FROM_STORE) == 17
+
+
+def test_should_persist_only_changed_offsets(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    store.update_offset(Q0, 5)
+    assert broker.committed_offset(GROUP, Q0) == -1
+    store.persist_all([Q0, Q1])
+    assert broker.committed_offset(GROUP, Q0) == 5
+    assert broker.calls["update_offset"] == 1
+    store.persist_all([Q0, Q1])
+    assert broker.calls["update_offset"] == 1
+    assert not store.is_dirty(Q0)
+
+
+def test_should_persist_only_the_queues_asked_for(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    store.update_offset(Q0, 5)
+    store.update_offset(Q1, 6)
+    store.persist(Q1)
+    assert (broker.committed_offset(GROUP, Q0), broker.committed_offset(GROUP, Q1)) == (-1, 6)
+
+
+def test_should_never_move_back_with_increase_only(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    store.update_offset(Q0, 9)
+    store.update_offset(Q0, 3, increase_only=True)
+    assert store.offsets() == {Q0: 9}
+    store.update_offset(Q0, 3)
+    assert store.offsets() == {Q0: 3}
+
+
+def test_should_keep_a_failed_offset_dirty_and_raise(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    store.update_offset(Q0, 5)
+    store.update_offset(Q1, 6)
+    broker.fail_next("update_offset", BrokerUnavailableError("down"))
+    with pytest.raises(BrokerUnavailableError):
+        store.persist_all([Q0, Q1])
+    assert store.is_dirty(Q0)
+    assert broker.committed_offset(GROUP, Q1) == 6
+    store.persist_all([Q0, Q1])
+    assert broker.committed_offset(GROUP, Q0) == 5
+
+
+def test_should_forget_a_removed_queue(broker: InMemoryBroker, queues: list[MessageQueue]) -> None:
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    store.update_offset(Q0, 5)
+    store.remove_offset(Q0)
+    store.persist_all([Q0])
+    assert store.offsets() == {}
+    assert broker.committed_offset(GROUP, Q0) == -1
+
+
+def test_should_write_and_load_the_local_file(shm_dir: Path) -> None:
+    store = LocalFileOffsetStore(shm_dir, "127.0.0.1@DEFAULT", GROUP)
+    assert store.path == shm_dir / "127.0.0.1@DEFAULT" / GROUP / "offsets.json"
+    store.load()
+    assert store.offsets() == {}
+    store.update_offset(Q0, 11)
+    store.update_offset(Q1, 12)
+    store.persist_all([Q0])
+    document = json.loads(store.path.read_text())
+    assert document["consumer_group"] == GROUP
+    assert {(e["queue_id"], e["offset"]) for e in document["offsets"]} == {(0, 11), (1, 12)}
+    again = LocalFileOffsetStore(shm_dir, "127.0.0.1@DEFAULT", GROUP)
+    again.load()
+    assert again.offsets() == {Q0: 11, Q1: 12}
+    assert again.read_offset(Q1, ReadOffsetType.READ_FROM_STORE) == 12
+
+
+def test_should_leave_no_temporary_file_after_a_write(shm_dir: Path) -> None:
+    store = LocalFileOffsetStore(shm_dir, "c", GROUP)
+    for offset in range(5):
+        store.update_offset(Q0, offset)
+        store.persist(Q0)
+    assert [p.name for p in store.path.parent.iterdir()] == ["offsets.json"]
+
+
+def test_should_refuse_a_corrupt_local_file(shm_dir: Path) -> None:
+    store = LocalFileOffsetStore(shm_dir, "c", GROUP)
+    store.path.parent.mkdir(parents=True)
+    store.path.write_text("{not json")
+    with pytest.raises(IllegalStateError, match="corrupt"):
+        store.load()

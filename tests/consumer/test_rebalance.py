@@ -1,0 +1,224 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from client import BrokerUnavailableError, MessageQueue, build_subscription_data
+from consumer._broker_api import ConsumerHeartbeat
+from consumer.allocate import AllocateMessageQueueAveragely
+from consumer.config import ConsumeFromWhere, MessageModel
+from consumer.offset_store import RemoteBrokerOffsetStore
+from consumer.rebalance import RebalanceService
+from consumer.testing import InMemoryBroker
+from tests.consumer._lite import GROUP, TOPIC, Harness, wait_for
+
+ME = "10.0.0.1@me"
+OTHER = "10.0.0.2@other"
+
+
+def join(broker: InMemoryBroker, client_id: str, pushes: list[Sequence[str]] | None = None) -> None:
+    def listener(group: str, ids: Sequence[str]) -> None:
+        if pushes is not None:
+            pushes.append(list(ids))
+
+    heartbeat = ConsumerHeartbeat(
+        client_id, GROUP, MessageModel.CLUSTERING, ConsumeFromWhere.LAST_OFFSET
+    )
+    broker.start_heartbeat(heartbeat, listener)
+
+
+class Rebalancing:
+    def __init__(self, broker: InMemoryBroker, **changes: Any) -> None:
+        self.harness = Harness(broker, **changes)
+        self.store = RemoteBrokerOffsetStore(broker, GROUP)
+        self.changes: list[tuple[str, set[MessageQueue], set[MessageQueue]]] = []
+        self.service = RebalanceService(
+            config=self.harness.config,
+            client_id=ME,
+            strategy=AllocateMessageQueueAveragely(),
+            broker_api=broker,
+            assigned=self.harness.assigned,
+            tasks=self.harness.tasks,
+            offset_store=self.store,
+            cache=self.harness.cache,
+            listener=lambda topic, all_queues, owned: self.changes.append(
+                (topic, all_queues, owned)
+            ),
+        )
+        self.service.subscriptions[TOPIC] = build_subscription_data(TOPIC, "*")
+
+    def owned(self) -> list[int]:
+        return sorted(q.queue_id for q in self.harness.assigned.queues())
+
+
+@pytest.fixture
+def queues(broker: InMemoryBroker) -> list[MessageQueue]:
+    return broker.create_topic(TOPIC, 4)
+
+
+def test_should_own_the_queues_the_strategy_allocates(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, ME)
+    join(broker, OTHER)
+    rebalancing = Rebalancing(broker)
+    assert rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [0, 1]
+    assert rebalancing.harness.tasks.queues() == set(queues[:2])
+    assert rebalancing.changes == [(TOPIC, set(queues), set(queues[:2]))]
+
+
+def test_should_take_the_committed_offset_first(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    broker.send_many(queues[0], [b"m"] * 9)
+    broker.update_offset(GROUP, queues[0], 4)
+    join(broker, ME)
+    rebalancing = Rebalancing(broker)
+    rebalancing.service.do_rebalance()
+    state = rebalancing.harness.assigned.state(queues[0])
+    assert state is not None and state.pull_offset == 4
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        (ConsumeFromWhere.LAST_OFFSET, 9),
+        (ConsumeFromWhere.FIRST_OFFSET, 0),
+        (ConsumeFromWhere.TIMESTAMP, 6),
+    ],
+)
+def test_should_start_a_queue_without_committed_offset_by_consume_from_where(
+    broker: InMemoryBroker, queues: list[MessageQueue], where: ConsumeFromWhere, expected: int
+) -> None:
+    for offset in range(9):
+        broker.send(queues[0], b"m", store_timestamp_ms=1000 + offset * 100)
+    join(broker, ME)
+    rebalancing = Rebalancing(broker, consume_from_where=where, consume_timestamp_ms=1550)
+    assert rebalancing.service.compute_pull_from_where(queues[0]) == expected
+    rebalancing.service.do_rebalance()
+    state = rebalancing.harness.assigned.state(queues[0])
+    assert state is not None and state.pull_offset == expected
+
+
+def test_should_drop_a_queue_and_persist_its_consumed_offset(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, ME)
+    rebalancing = Rebalancing(broker)
+    rebalancing.service.do_rebalance()
+    state = rebalancing.harness.assigned.state(queues[3])
+    assert state is not None
+    state.consume_offset = 42
+    join(broker, OTHER)
+    assert rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [0, 1]
+    assert state.process_queue.dropped
+    assert queues[3] not in rebalancing.harness.tasks
+    assert broker.committed_offset(GROUP, queues[3]) == 42
+    assert queues[3] not in rebalancing.store.offsets()
+
+
+def test_should_persist_only_explicit_commits_of_a_dropped_queue_without_auto_commit(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, ME)
+    rebalancing = Rebalancing(broker, auto_commit=False)
+    rebalancing.service.do_rebalance()
+    for queue in queues[2:]:
+        state = rebalancing.harness.assigned.state(queue)
+        assert state is not None
+        state.consume_offset = 42
+    rebalancing.store.update_offset(queues[3], 40)
+    join(broker, OTHER)
+    rebalancing.service.do_rebalance()
+    assert broker.committed_offset(GROUP, queues[2]) == -1
+    assert broker.committed_offset(GROUP, queues[3]) == 40
+
+
+def test_should_be_unbalanced_without_a_route(broker: InMemoryBroker) -> None:
+    join(broker, ME)
+    rebalancing = Rebalancing(broker)
+    assert not rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == []
+
+
+def test_should_be_unbalanced_and_own_nothing_while_not_a_member(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, OTHER)
+    rebalancing = Rebalancing(broker)
+    assert not rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == []
+
+
+def test_should_leave_a_queue_whose_start_offset_failed_for_the_next_run(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, ME)
+    rebalancing = Rebalancing(broker)
+    broker.fail_next("query_offset", BrokerUnavailableError("down"))
+    assert not rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [1, 2, 3]
+    assert rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [0, 1, 2, 3]
+
+
+def test_should_give_every_queue_to_every_broadcasting_consumer(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, OTHER)
+    rebalancing = Rebalancing(broker, message_model=MessageModel.BROADCASTING)
+    assert rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [0, 1, 2, 3]
+
+
+def test_should_use_pushed_members_when_a_push_triggered_the_run(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, ME)
+    rebalancing = Rebalancing(broker)
+    rebalancing.service.on_membership(GROUP, [ME, OTHER])
+    rebalancing.service.on_membership("another-group", [OTHER])
+    rebalancing.service.do_rebalance(use_pushed_members=True)
+    assert rebalancing.owned() == [0, 1]
+    assert broker.calls["consumer_ids"] == 0
+    rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [0, 1, 2, 3]
+    assert broker.calls["consumer_ids"] == 1
+
+
+def test_should_rebalance_at_once_when_membership_is_pushed(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, ME)
+    rebalancing = Rebalancing(broker, rebalance_interval_ms=60_000)
+    service = rebalancing.service
+    service.start()
+    try:
+        assert wait_for(lambda: rebalancing.owned() == [0, 1, 2, 3], 5)
+        runs = service.runs
+        service.on_membership(GROUP, [ME, OTHER])
+        assert wait_for(lambda: rebalancing.owned() == [0, 1], 1.0)
+        assert service.runs == runs + 1
+    finally:
+        service.shutdown()
+
+
+def test_should_retry_soon_after_an_unbalanced_run(broker: InMemoryBroker) -> None:
+    join(broker, ME)
+    rebalancing = Rebalancing(broker, rebalance_interval_ms=60_000, rebalance_retry_interval_ms=20)
+    service = rebalancing.service
+    service.start()
+    try:
+        assert wait_for(lambda: service.runs >= 2, 5)
+        assert not service.last_balanced
+        broker.create_topic(TOPIC, 2)
+        assert wait_for(lambda: rebalancing.owned() == [0, 1], 5)
+        assert wait_for(lambda: service.last_balanced, 5)
+        runs = service.runs
+        assert not wait_for(lambda: service.runs > runs, 0.2)
+    finally:
+        service.shutdown()
