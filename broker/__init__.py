@@ -1,6 +1,9 @@
-"""aeromq's broker: the durable store (``broker.store``) and, later, the services on top.
+"""aeromq's broker: the durable store (``broker.store``) and the services on top.
 
-The store's public API and the broker's errors are re-exported here.
+The store's public API, the broker's errors and its configuration are re-exported here. The
+services live in their subpackages and are imported from there, so ``import broker`` stays
+light: ``broker.processor`` (request processors), ``broker.grpc`` (the gRPC server),
+``broker.namesrv`` (the name server).
 """
 
 from broker._errors import (
@@ -16,6 +19,7 @@ from broker._errors import (
     TopicNotFoundError,
     error_for_code,
 )
+from broker.config import BrokerConfig, BrokerConfigError
 from broker.store import (
     PERM_INHERIT,
     PERM_PRIORITY,
@@ -58,6 +62,8 @@ __all__ = [
     "PROPERTY_UNIQ_KEY",
     "ArrivalListener",
     "BoundaryType",
+    "BrokerConfig",
+    "BrokerConfigError",
     "BrokerError",
     "ConfigError",
     "ConsumerOffsetManager",

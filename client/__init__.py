@@ -1,6 +1,7 @@
 """aeromq's client side, shared by producers and consumers: the message model (``Message``,
 ``MessageExt``, ``MessageQueue``), validation with RocketMQ's rules, subscription expressions,
-message ids, and the error tree with its wire codes. Nothing here does I/O.
+message ids, and the error tree with its wire codes. Nothing here does I/O, except the gRPC stub
+wrapper (``GrpcClient``) and the route lookup (``RouteResolver``) that use it.
 """
 
 from client._errors import (
@@ -21,6 +22,7 @@ from client._errors import (
     TopicNotFoundError,
     error_for_code,
 )
+from client.grpc_client import GrpcClient, HeartbeatStream
 from client.message import HostAddress, Message, MessageExt, MessageQueue
 from client.message_id import (
     OffsetMessageId,
@@ -33,6 +35,7 @@ from client.message_id import (
     encode_unique_message_id,
 )
 from client.response_code import ResponseCode
+from client.route import BrokerRoute, RouteResolver, TopicRoute
 from client.tags import (
     SUB_ALL,
     ExpressionType,
@@ -48,9 +51,12 @@ __all__ = [
     "SUB_ALL",
     "BrokerBusyError",
     "BrokerError",
+    "BrokerRoute",
     "BrokerUnavailableError",
     "ClientError",
     "ExpressionType",
+    "GrpcClient",
+    "HeartbeatStream",
     "HostAddress",
     "IllegalArgumentError",
     "IllegalStateError",
@@ -67,8 +73,10 @@ __all__ = [
     "OffsetMessageId",
     "RequestTimeoutError",
     "ResponseCode",
+    "RouteResolver",
     "SubscriptionData",
     "TopicNotFoundError",
+    "TopicRoute",
     "UniqueMessageId",
     "UniqueMessageIdGenerator",
     "build_subscription_data",
