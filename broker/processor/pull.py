@@ -28,6 +28,10 @@ count or group (INVALID_PARAMETER), a tag expression that does not parse
 
 On the wire, the properties ``TAGS``, ``KEYS`` and ``UNIQ_KEY`` travel in the message's
 ``tags``, ``keys`` and ``msg_id`` fields, not in its ``properties`` map.
+
+``commit_offset`` commits the group's offset of the queue when it is positive: 0 is proto3's
+default, so a pull that does not set the field would otherwise reset its group to offset 0
+(commit offset 0 through the control plane's ``UpdateOffset``).
 """
 
 from __future__ import annotations
@@ -187,7 +191,7 @@ class PullProcessor:
             response.status.message = f"bad tag expression: {exc}"
             on_done(response)
             return
-        if request.commit_offset >= 0 and request.consumer_group:
+        if request.commit_offset > 0 and request.consumer_group:
             self._store.consumer_offsets.commit_offset(
                 request.consumer_group, topic, queue_id, request.commit_offset
             )
@@ -257,7 +261,7 @@ class PullProcessor:
                 f"max_bytes={request.max_bytes}",
             )
         group = request.consumer_group
-        if group or request.commit_offset >= 0:
+        if group or request.commit_offset > 0:
             try:
                 check_group(group)
             except ClientError as exc:

@@ -1,0 +1,136 @@
+"""The long-poll hold service: woken once, by an arrival beyond the offset, a deadline or a stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from broker.processor.pull_hold import PullHoldService
+
+from .conftest import wait_for
+
+
+class Ends(dict[tuple[str, int], int]):
+    def __call__(self, topic: str, queue_id: int) -> int:
+        return self.get((topic, queue_id), 0)
+
+
+class Wakes:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool, str]] = []
+        self.event = threading.Event()
+
+    def callback(self, name: str) -> Callable[[bool], None]:
+        def on_wake(arrived: bool) -> None:
+            self.calls.append((name, arrived, threading.current_thread().name))
+            self.event.set()
+
+        return on_wake
+
+
+@pytest.fixture
+def ends() -> Ends:
+    return Ends()
+
+
+@pytest.fixture
+def service(ends: Ends) -> Iterator[PullHoldService]:
+    hold = PullHoldService(ends, max_suspend_ms=2_000)
+    hold.start()
+    yield hold
+    hold.shutdown()
+
+
+def test_should_wake_a_hold_once_when_its_queue_moves_beyond_its_offset(
+    service: PullHoldService, ends: Ends
+) -> None:
+    wakes = Wakes()
+    service.hold("t", 1, 5, 1_000, wakes.callback("a"))
+    assert service.held_count == 1
+    ends[("t", 1)] = 6
+    service.on_arrival("t", 1, 6)
+    wait_for(lambda: wakes.calls, what="the wake")
+    service.on_arrival("t", 1, 7)
+    time.sleep(0.02)
+    assert [(name, arrived) for name, arrived, _ in wakes.calls] == [("a", True)]
+    assert wakes.calls[0][2] == "pull-hold"
+    assert service.held_count == 0 and service.woken_by_arrival == 1
+
+
+def test_should_keep_holds_of_other_queues_and_of_offsets_not_reached(
+    service: PullHoldService,
+) -> None:
+    wakes = Wakes()
+    service.hold("t", 1, 5, 1_000, wakes.callback("at-5"))
+    service.hold("t", 2, 0, 1_000, wakes.callback("other-queue"))
+    service.hold("u", 1, 0, 1_000, wakes.callback("other-topic"))
+    service.on_arrival("t", 1, 5)  # the end is 5: nothing beyond offset 5 yet
+    time.sleep(0.02)
+    assert wakes.calls == [] and service.held_count == 3
+
+
+def test_should_answer_at_the_deadline_with_no_arrival(service: PullHoldService) -> None:
+    wakes = Wakes()
+    began = time.monotonic()
+    service.hold("t", 0, 0, 60, wakes.callback("a"))
+    assert wakes.event.wait(2.0)
+    elapsed_ms = (time.monotonic() - began) * 1000
+    assert [(n, a) for n, a, _ in wakes.calls] == [("a", False)]
+    assert 50 <= elapsed_ms < 1_000
+    assert service.woken_by_timeout == 1
+
+
+def test_should_cap_a_hold_at_the_max_suspend(ends: Ends) -> None:
+    hold = PullHoldService(ends, max_suspend_ms=30)
+    hold.start()
+    try:
+        wakes = Wakes()
+        began = time.monotonic()
+        hold.hold("t", 0, 0, 60_000, wakes.callback("a"))
+        assert wakes.event.wait(2.0)
+        assert time.monotonic() - began < 1.0
+    finally:
+        hold.shutdown()
+
+
+def test_should_wake_at_once_a_hold_whose_queue_moved_before_it_registered(
+    service: PullHoldService, ends: Ends
+) -> None:
+    ends[("t", 0)] = 3  # an arrival between the pull's read and hold(): no notify will come
+    wakes = Wakes()
+    service.hold("t", 0, 2, 1_000, wakes.callback("late"))
+    assert wakes.event.wait(1.0)
+    assert [(n, a) for n, a, _ in wakes.calls] == [("late", True)]
+
+
+def test_should_release_every_hold_at_shutdown_and_answer_later_ones_at_once(
+    ends: Ends,
+) -> None:
+    hold = PullHoldService(ends)
+    hold.start()
+    wakes = Wakes()
+    hold.hold("t", 0, 0, 10_000, wakes.callback("a"))
+    hold.hold("t", 1, 0, 10_000, wakes.callback("b"))
+    hold.shutdown()
+    assert sorted((n, a) for n, a, _ in wakes.calls) == [("a", False), ("b", False)]
+    hold.hold("t", 2, 0, 10_000, wakes.callback("after"))
+    assert ("after", False) in [(n, a) for n, a, _ in wakes.calls]
+
+
+def test_should_keep_serving_after_a_wake_callback_raises(
+    service: PullHoldService, ends: Ends
+) -> None:
+    def boom(arrived: bool) -> None:
+        raise RuntimeError("callback bug")
+
+    wakes = Wakes()
+    service.hold("t", 0, 0, 1_000, boom)
+    service.hold("t", 0, 0, 1_000, wakes.callback("next"))
+    service.on_arrival("t", 0, 1)
+    assert wakes.event.wait(1.0)
+    wakes.event.clear()
+    service.hold("t", 1, 0, 40, wakes.callback("timeout"))
+    assert wakes.event.wait(1.0)
