@@ -130,6 +130,15 @@ class LitePullConsumerConfig:
     """The part of the client id after ``ip@``. None: the process id for CLUSTERING (with
     ``#n`` for the n-th consumer of a process), ``DEFAULT`` for BROADCASTING, whose local
     offset file path contains the client id and must survive restarts (as in RocketMQ)."""
+    transport: str = "auto"
+    """How pulls reach a broker: ``"auto"`` (IPC through the broker's own media driver when
+    it runs on this host, else UDP), ``"ipc"`` or ``"udp"``."""
+    aeron_dir: str | None = None
+    """The local media driver for UDP sessions (None: one embedded in this process)."""
+    udp_response_host: str = "127.0.0.1"
+    """The address brokers answer UDP sessions on."""
+    control_timeout_ms: int = 3000
+    """The timeout of one control call (routes, offsets, members) over gRPC."""
     offset_store_dir: Path = field(default_factory=_default_offset_store_dir)
     """BROADCASTING only: offsets go to ``<dir>/<client_id>/<group>/offsets.json``."""
 
@@ -165,6 +174,7 @@ class LitePullConsumerConfig:
             "rebalance_interval_ms",
             "rebalance_retry_interval_ms",
             "pull_thread_nums",
+            "control_timeout_ms",
         ):
             _check_range(name, getattr(self, name), 1)
         for name in (
@@ -184,6 +194,8 @@ class LitePullConsumerConfig:
             )
         if self.instance_name is not None and (not self.instance_name or "@" in self.instance_name):
             _fail("instance_name", self.instance_name, "must be non-empty and without '@'")
+        if self.transport not in ("auto", "ipc", "udp"):
+            _fail("transport", self.transport, "must be auto, ipc or udp")
         object.__setattr__(self, "offset_store_dir", Path(self.offset_store_dir))
 
     @property

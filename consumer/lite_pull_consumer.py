@@ -39,7 +39,6 @@ touch the offset store (it moves the consume offset, which the next commit commi
 from __future__ import annotations
 
 import contextlib
-import importlib
 import itertools
 import logging
 import os
@@ -58,13 +57,13 @@ from client import (
     MessageExt,
     MessageQueue,
     MessageSelector,
-    NotSupportedError,
     OffsetIllegalError,
     SubscriptionData,
     build_subscription_data,
 )
 from client.validators import check_topic
 from consumer._broker_api import BrokerApi, ConsumerHeartbeat
+from consumer._grpc_broker_api import GrpcBrokerApi
 from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from consumer.assigned_queues import AssignedMessageQueue
 from consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
@@ -104,16 +103,14 @@ def _local_ip() -> str:
         return "127.0.0.1"
 
 
-def _default_broker_api(config: LitePullConsumerConfig) -> BrokerApi:
-    """The network implementation, imported late: it needs the gRPC and transport clients."""
-    try:
-        module = importlib.import_module("consumer._grpc_broker_api")
-    except ImportError as exc:
-        raise NotSupportedError(
-            "no broker API implementation is available: pass broker_api", endpoints=config.endpoints
-        ) from exc
-    factory: Callable[[Sequence[str]], BrokerApi] = module.GrpcBrokerApi
-    return factory(config.endpoints)
+def _default_broker_api(config: LitePullConsumerConfig, client_id: str) -> BrokerApi:
+    """The network implementation (gRPC control plane, transport sessions for pulls)."""
+    if not config.endpoints:
+        raise IllegalArgumentError(
+            "no endpoints: give the gRPC address of a name server or broker",
+            group=config.consumer_group,
+        )
+    return GrpcBrokerApi(config, client_id)
 
 
 class DefaultLitePullConsumer:
@@ -263,7 +260,7 @@ class DefaultLitePullConsumer:
                 number = next(_instance_numbers)
                 instance = str(os.getpid()) if number == 0 else f"{os.getpid()}#{number}"
         self._client_id = f"{_local_ip()}@{instance}"
-        api = self._api = self._given_api or _default_broker_api(config)
+        api = self._api = self._given_api or _default_broker_api(config, self._client_id)
         if config.message_model is MessageModel.BROADCASTING:
             store: OffsetStore = LocalFileOffsetStore(
                 config.offset_store_dir, self._client_id, config.consumer_group
