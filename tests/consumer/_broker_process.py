@@ -4,10 +4,11 @@ data and media driver in a temporary directory; stopped with SIGTERM (or SIGKILL
 from __future__ import annotations
 
 import os
-import selectors
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ class BrokerProcess:
     grpc_address: str
     data_dir: Path
     log: list[str]
+    reader: threading.Thread
 
     def client(self) -> GrpcClient:
         return GrpcClient(self.grpc_address, timeout_s=5.0)
@@ -38,6 +40,7 @@ class BrokerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
+        self.reader.join(5)
         if self.process.stdout is not None:
             self.process.stdout.close()
 
@@ -74,24 +77,32 @@ def start_broker(
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    assert process.stdout is not None
     log: list[str] = []
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            if not selector.select(max(0.0, deadline - time.monotonic())):
-                break
-            line = process.stdout.readline()
-            if not line:
-                break
+    lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+
+    def drain() -> None:  # keeps the pipe empty for the broker's whole life
+        assert process.stdout is not None
+        for line in process.stdout:
             log.append(line.rstrip())
-            if line.startswith("broker ready:"):
-                fields = dict(part.split("=", 1) for part in line.split()[2:] if "=" in part)
-                return BrokerProcess(name, process, fields["grpc"], data_dir, log)
-    finally:
-        selector.close()
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=drain, name=f"{name}-output", daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout_s
+    while (remaining := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=remaining)
+        except queue.Empty:
+            break
+        if line is None:
+            break
+        if line.startswith("broker ready:"):
+            fields = dict(part.split("=", 1) for part in line.split()[2:] if "=" in part)
+            return BrokerProcess(name, process, fields["grpc"], data_dir, log, reader)
     process.kill()
     process.wait(5)
+    reader.join(5)
+    if process.stdout is not None:
+        process.stdout.close()
     raise RuntimeError(f"broker {name} did not start: {log}")
