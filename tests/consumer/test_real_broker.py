@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from client import IllegalStateError, Message, MessageQueue, OffsetIllegalError
+from consumer._cli import main as consume_main
 from consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from consumer.lite_pull_consumer import DefaultLitePullConsumer
 from producer import Producer
@@ -280,3 +282,31 @@ def test_should_rebalance_within_a_second_of_a_join_and_a_clean_leave(
     finally:
         second.shutdown()
         first.shutdown()
+
+
+def test_should_print_messages_from_the_command_line(
+    real_broker: BrokerProcess, producer: Producer, topic: str
+) -> None:
+    queue = queues_of(real_broker, topic)[0]
+    producer.send(Message(topic, b"hello\nworld", tags="TagA", keys="k1 k2"), queue=queue)
+    send(producer, queue, 2)
+    out = io.StringIO()
+    argv = [
+        "--endpoints",
+        real_broker.grpc_address,
+        "--topic",
+        topic,
+        "--group",
+        f"cli{next(_names)}",
+    ]
+    assert consume_main([*argv, "--from", "first", "--count", "3", "--idle-s", "10"], out) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("0 0 TagA k1,k2 ")
+    assert lines[0].endswith(" hello\\nworld")
+    assert lines[1].split()[1] == "1" and lines[1].endswith(" 0")
+    assert lines[-1].startswith("consumed=3 ")
+    quiet = io.StringIO()
+    argv = [*argv[:-1], f"cli{next(_names)}", "--queue", f"{real_broker.name}:0", "--from", "first"]
+    assert consume_main([*argv, "--quiet", "--idle-s", "0.5"], quiet) == 0
+    assert quiet.getvalue().splitlines() == [quiet.getvalue().splitlines()[0]]
+    assert quiet.getvalue().startswith("consumed=3 ")
