@@ -192,7 +192,13 @@ class IpcStreams:
             term_id = None
         counters = self._counters
         pub_pos_id = allocate_publisher_position(
-            counters, registration_id, session_id, stream_id, channel
+            counters,
+            registration_id,
+            session_id,
+            stream_id,
+            channel,
+            client.client_id,
+            is_exclusive=is_exclusive,
         )
         try:
             pub_lmt_id = allocate_publisher_limit(
@@ -315,6 +321,7 @@ class IpcStreams:
             link.channel,
             join_position,
             link.client_id,
+            publication.registration_id,
         )
         position = Position(self._counters.values_buffer, counter_id)
         position.set_ordered(join_position)

@@ -21,13 +21,14 @@ A stream position counter's key (4-byte packed, at most 112 bytes)::
    ...                                                              |
     +---------------------------------------------------------------+
 
-A client heartbeat counter's key is the client id (i64). Labels:
-``pub-pos (sampled): <registration id> <session id> <stream id> <channel>``,
-``pub-lmt: ...`` with the same fields, ``sub-pos: ... @<join position>`` and
-``client-heartbeat: <client id>``. The value record's registration id is the registration id
-of the publication, subscription or client; pub-lmt and sub-pos carry the owning client's id as
-owner id. (Aeron's C driver leaves a trailing space after the channel of pub-pos and pub-lmt;
-these labels follow the Java driver, without it.)
+A client heartbeat counter's key is the client id (i64). Labels, as Aeron 1.53 writes them:
+``pub-pos (concurrent): <registration id> <session id> <stream id> <channel>`` (``exclusive``
+for an exclusive publication), ``pub-lmt: ...`` with the same fields, ``sub-pos: ...
+@<join position>`` and ``client-heartbeat: id=<client id>``. The value record's registration id
+is the registration id of the publication, subscription or client; pub-pos, pub-lmt and sub-pos
+carry the owning client's id as owner id, and sub-pos the image's correlation id (for IPC, the
+publication's registration id) as reference id. ``tests/interop/`` checks all of it against
+the real C driver (pyaeron).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ __all__ = [
     "CLIENT_HEARTBEAT_TYPE_ID",
     "PUBLISHER_LIMIT_NAME",
     "PUBLISHER_LIMIT_TYPE_ID",
-    "PUBLISHER_POSITION_NAME",
+    "PUBLISHER_POSITION_CONCURRENT_NAME",
+    "PUBLISHER_POSITION_EXCLUSIVE_NAME",
     "PUBLISHER_POSITION_TYPE_ID",
     "STREAM_KEY_CHANNEL_LENGTH_OFFSET",
     "STREAM_KEY_CHANNEL_OFFSET",
@@ -65,7 +67,8 @@ PUBLISHER_POSITION_TYPE_ID = 12
 PUBLISHER_LIMIT_NAME = "pub-lmt"
 SUBSCRIBER_POSITION_NAME = "sub-pos"
 CLIENT_HEARTBEAT_NAME = "client-heartbeat"
-PUBLISHER_POSITION_NAME = "pub-pos (sampled)"
+PUBLISHER_POSITION_CONCURRENT_NAME = "pub-pos (concurrent)"
+PUBLISHER_POSITION_EXCLUSIVE_NAME = "pub-pos (exclusive)"
 
 STREAM_KEY_REGISTRATION_ID_OFFSET = 0
 STREAM_KEY_SESSION_ID_OFFSET = STREAM_KEY_REGISTRATION_ID_OFFSET + 8
@@ -99,10 +102,18 @@ def _allocate_stream_counter(
     channel: str,
     owner_id: int,
     suffix: str = "",
+    reference_id: int = 0,
 ) -> int:
     label = f"{name}: {registration_id} {session_id} {stream_id} {channel}{suffix}"
     key = stream_counter_key(registration_id, session_id, stream_id, channel)
-    return manager.allocate(label, type_id, key, registration_id=registration_id, owner_id=owner_id)
+    return manager.allocate(
+        label,
+        type_id,
+        key,
+        registration_id=registration_id,
+        owner_id=owner_id,
+        reference_id=reference_id,
+    )
 
 
 def allocate_publisher_position(
@@ -111,12 +122,14 @@ def allocate_publisher_position(
     session_id: int,
     stream_id: int,
     channel: str,
-    owner_id: int = 0,
+    owner_id: int,
+    *,
+    is_exclusive: bool = False,
 ) -> int:
-    """pub-pos (sampled): the producer position, sampled on the driver's timer."""
+    """pub-pos: the producer position, sampled by the driver; named for the publication's kind."""
     return _allocate_stream_counter(
         manager,
-        PUBLISHER_POSITION_NAME,
+        PUBLISHER_POSITION_EXCLUSIVE_NAME if is_exclusive else PUBLISHER_POSITION_CONCURRENT_NAME,
         PUBLISHER_POSITION_TYPE_ID,
         registration_id,
         session_id,
@@ -155,8 +168,10 @@ def allocate_subscriber_position(
     channel: str,
     join_position: int,
     owner_id: int,
+    reference_id: int = 0,
 ) -> int:
-    """sub-pos: one subscription's position in one image, labelled with where it joined."""
+    """sub-pos: one subscription's position in one image, labelled with where it joined;
+    ``reference_id`` is the image's correlation id (IPC: the publication's registration id)."""
     return _allocate_stream_counter(
         manager,
         SUBSCRIBER_POSITION_NAME,
@@ -167,13 +182,14 @@ def allocate_subscriber_position(
         channel,
         owner_id,
         f" @{join_position}",
+        reference_id,
     )
 
 
 def allocate_client_heartbeat(manager: CountersManager, client_id: int) -> int:
     """client-heartbeat: the client's last heartbeat (epoch ms), keyed by the client id."""
     return manager.allocate(
-        f"{CLIENT_HEARTBEAT_NAME}: {client_id}",
+        f"{CLIENT_HEARTBEAT_NAME}: id={client_id}",
         CLIENT_HEARTBEAT_TYPE_ID,
         client_id.to_bytes(8, "little", signed=True),
         registration_id=client_id,

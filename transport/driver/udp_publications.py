@@ -322,7 +322,13 @@ class UdpPublications:
         try:
             allocated.append(
                 allocate_publisher_position(
-                    counters, registration_id, session_id, stream_id, channel
+                    counters,
+                    registration_id,
+                    session_id,
+                    stream_id,
+                    channel,
+                    client.client_id,
+                    is_exclusive=is_exclusive,
                 )
             )
             allocated.append(

@@ -178,6 +178,7 @@ class UdpSubscriptions:
             link.channel,
             join_position,
             link.client_id,
+            image.correlation_id,
         )
         position = Position(self._counters.values_buffer, counter_id)
         position.set_ordered(join_position)

@@ -33,7 +33,8 @@ def test_should_announce_a_new_clients_heartbeat_counter(client: DriverClient) -
     counter_id = ready.message.counter_id
     assert counter_id == client.heartbeat_counter_id()
     assert client.counters.get_counter_type_id(counter_id) == CLIENT_HEARTBEAT_TYPE_ID
-    assert client.counters.get_counter_label(counter_id) == f"client-heartbeat: {client.client_id}"
+    label = client.counters.get_counter_label(counter_id)
+    assert label == f"client-heartbeat: id={client.client_id}"
     assert abs(client.counters.get_counter_value(counter_id) - time.time() * 1000) < 5000
 
 
@@ -60,7 +61,8 @@ def test_should_answer_add_publication_with_publication_ready(
     )
     assert counters.get_counter_owner_id(limit_id) == client.client_id
     assert counters.get_counter_value(limit_id) == 0
-    assert counters.get_counter_label(limit_id - 1).startswith("pub-pos (sampled): ")
+    assert counters.get_counter_label(limit_id - 1).startswith("pub-pos (concurrent): ")
+    assert counters.get_counter_owner_id(limit_id - 1) == client.client_id
 
 
 def test_should_fill_the_log_metadata_like_aeron(client: DriverClient) -> None:

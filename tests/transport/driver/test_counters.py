@@ -64,13 +64,25 @@ def test_should_cut_a_long_channel_to_fit_the_key() -> None:
 
 def test_should_allocate_stream_counters_with_aerons_types_labels_and_ids() -> None:
     manager = _manager()
-    pub_pos = allocate_publisher_position(manager, 4, 1149896852, 1001, "aeron:ipc")
+    pub_pos = allocate_publisher_position(
+        manager, 4, 1149896852, 1001, "aeron:ipc", 77, is_exclusive=False
+    )
+    exclusive_pos = allocate_publisher_position(
+        manager, 6, 1149896853, 1001, "aeron:ipc", 77, is_exclusive=True
+    )
     pub_lmt = allocate_publisher_limit(manager, 4, 1149896852, 1001, "aeron:ipc", owner_id=77)
-    sub_pos = allocate_subscriber_position(manager, 2, 1985493803, 1001, "aeron:ipc", 0, 78)
+    sub_pos = allocate_subscriber_position(manager, 2, 1985493803, 1001, "aeron:ipc", 0, 78, 4)
     heartbeat = allocate_client_heartbeat(manager, 5)
 
+    # Labels, owner and reference ids as Aeron 1.53's C driver writes them (tests/interop/).
     assert manager.get_counter_type_id(pub_pos) == PUBLISHER_POSITION_TYPE_ID == 12
-    assert manager.get_counter_label(pub_pos) == "pub-pos (sampled): 4 1149896852 1001 aeron:ipc"
+    assert manager.get_counter_label(pub_pos) == (
+        "pub-pos (concurrent): 4 1149896852 1001 aeron:ipc"
+    )
+    assert manager.get_counter_owner_id(pub_pos) == 77
+    assert manager.get_counter_label(exclusive_pos) == (
+        "pub-pos (exclusive): 6 1149896853 1001 aeron:ipc"
+    )
     assert manager.get_counter_type_id(pub_lmt) == PUBLISHER_LIMIT_TYPE_ID == 1
     assert manager.get_counter_label(pub_lmt) == "pub-lmt: 4 1149896852 1001 aeron:ipc"
     assert manager.get_counter_registration_id(pub_lmt) == 4
@@ -78,11 +90,12 @@ def test_should_allocate_stream_counters_with_aerons_types_labels_and_ids() -> N
     assert manager.get_counter_type_id(sub_pos) == SUBSCRIBER_POSITION_TYPE_ID == 4
     assert manager.get_counter_label(sub_pos) == "sub-pos: 2 1985493803 1001 aeron:ipc @0"
     assert manager.get_counter_owner_id(sub_pos) == 78
+    assert manager.get_counter_reference_id(sub_pos) == 4
     assert manager.get_counter_key(sub_pos)[:29] == stream_counter_key(
         2, 1985493803, 1001, "aeron:ipc"
     )
     assert manager.get_counter_type_id(heartbeat) == CLIENT_HEARTBEAT_TYPE_ID == 11
-    assert manager.get_counter_label(heartbeat) == "client-heartbeat: 5"
+    assert manager.get_counter_label(heartbeat) == "client-heartbeat: id=5"
     assert manager.get_counter_key(heartbeat)[:8] == (5).to_bytes(8, "little")
     assert manager.get_counter_registration_id(heartbeat) == 5
     assert manager.get_counter_owner_id(heartbeat) == 5

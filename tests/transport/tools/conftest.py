@@ -5,13 +5,13 @@ The counters, by id (labels and keys as the driver's own helpers write them)::
 
      0: system  Bytes sent                                         1,234,567
      1: system  Errors: version=1.53.2 commit=aeromq-0.1.0         2
-     2: pub-pos (sampled): 5 1149896852 1001 aeron:ipc              4,096
+     2: pub-pos (concurrent): 5 1149896852 1001 aeron:ipc              4,096
      3: pub-lmt: 5 1149896852 1001 aeron:ipc                        36,864
      4: sub-pos: 6 1149896852 1001 aeron:ipc @0                     4,096
      5: (freed: not shown)
-     6: pub-pos (sampled): 8 -559038737 2002 aeron:udp?endpoint=localhost:40123    -1
+     6: pub-pos (concurrent): 8 -559038737 2002 aeron:udp?endpoint=localhost:40123    -1
      7: snd-channel: aeron:udp?endpoint=localhost:40123 127.0.0.1:40123             1
-     8: client-heartbeat: 7                                         the heartbeat (ms)
+     8: client-heartbeat: id=7                                         the heartbeat (ms)
 
 The error log holds one error seen twice, at ERROR_FIRST_MS and ERROR_LAST_MS.
 """
@@ -45,10 +45,10 @@ STAT_TIMEOUT_S = 30.0
 EXPECTED_LINES = [
     "  0:            1,234,567 - Bytes sent",
     "  1:                    2 - Errors: version=1.53.2 commit=aeromq-0.1.0",
-    f"  2:                4,096 - pub-pos (sampled): 5 {SESSION} 1001 aeron:ipc",
+    f"  2:                4,096 - pub-pos (concurrent): 5 {SESSION} 1001 aeron:ipc",
     f"  3:               36,864 - pub-lmt: 5 {SESSION} 1001 aeron:ipc",
     f"  4:                4,096 - sub-pos: 6 {SESSION} 1001 aeron:ipc @0",
-    f"  6:                   -1 - pub-pos (sampled): 8 {UDP_SESSION} 2002 {UDP_CHANNEL}",
+    f"  6:                   -1 - pub-pos (concurrent): 8 {UDP_SESSION} 2002 {UDP_CHANNEL}",
     f"  7:                    1 - snd-channel: {UDP_CHANNEL} 127.0.0.1:40123",
 ]
 """The lines of every counter but the heartbeat, whose value is the time the file was made."""
@@ -62,7 +62,7 @@ class StatFiles:
 
     @property
     def heartbeat_line(self) -> str:
-        return f"  8: {self.client_heartbeat_ms:>20,} - client-heartbeat: 7"
+        return f"  8: {self.client_heartbeat_ms:>20,} - client-heartbeat: id=7"
 
 
 def write_cnc(aeron_dir: Path, pid: int = PID) -> StatFiles:

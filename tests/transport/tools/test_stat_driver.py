@@ -118,7 +118,7 @@ def test_should_show_the_positions_a_publication_and_subscription_reached(
     session = publication.session_id
     stream = f"{session} {STREAM_ID} aeron:ipc"
     expected = {
-        ids[PUBLISHER_POSITION_TYPE_ID]: f"{position:>20,} - pub-pos (sampled): {reg} {stream}",
+        ids[PUBLISHER_POSITION_TYPE_ID]: f"{position:>20,} - pub-pos (concurrent): {reg} {stream}",
         ids[PUBLISHER_LIMIT_TYPE_ID]: f"{position + WINDOW:>20,} - pub-lmt: {reg} {stream}",
         ids[SUBSCRIBER_POSITION_TYPE_ID]: f"{position:>20,} - sub-pos: {sub_reg} {stream} @0",
     }
