@@ -37,6 +37,7 @@ from functools import lru_cache
 from typing import Final
 
 from broker import InvalidArgumentError
+from broker.processor.pull import offset_id_prefix
 from broker.store import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
@@ -186,12 +187,13 @@ class SendProcessor:
                 return
             self.messages_stored += result.message_count
             add = response.results.add
-            offset_ids = result.message_ids
+            prefix = offset_id_prefix(result.store_host)
+            physical_offsets = result.physical_offsets
             first_offset = result.queue_offset
             for i, message in enumerate(messages):
                 out = add()
                 out.send_status = send_status
-                offset_id = offset_ids[i]
+                offset_id = f"{prefix}{physical_offsets[i]:016X}"
                 out.msg_id = message.msg_id or offset_id
                 out.offset_msg_id = offset_id
                 out.queue_id = queue_id
