@@ -13,7 +13,6 @@ label of 45 is taken from a third-party port of 1.53 and may differ in wording.
 
 from __future__ import annotations
 
-import socket
 from enum import IntEnum
 
 from transport._errors import IllegalStateError
@@ -39,6 +38,8 @@ AERON_VERSION_TEXT = "1.53.2"
 AERON_VERSION = semantic_version_compose(1, 53, 2)
 CONTROL_PROTOCOL_VERSION = semantic_version_compose(1, 0, 0)
 _BUILD = "aeromq-0.1.0"
+_NAME_RESOLVER_THRESHOLD_NS = 5_000_000_000
+"""Aeron's default name resolver threshold (``aeron.name.resolver.threshold``)."""
 
 
 class SystemCounter(IntEnum):
@@ -180,13 +181,24 @@ class SystemCounters:
             counters.append(AtomicCounter(manager.values_buffer, counter_id, manager))
         self._counters = tuple(counters)
         threshold = format_duration_ns(cycle_threshold_ns)
+        # As Aeron 1.53's C driver appends them (compared in tests/interop/); no name resolver
+        # runs here, so its name is empty and its threshold Aeron's default.
         suffixes = {
-            SystemCounter.RESOLUTION_CHANGES: f": driverName= hostname={socket.gethostname()}",
+            SystemCounter.RESOLUTION_CHANGES: ": driverName=",
             SystemCounter.CONDUCTOR_MAX_CYCLE_TIME: f": {threading_mode}",
             SystemCounter.SENDER_MAX_CYCLE_TIME: f": {threading_mode}",
             SystemCounter.RECEIVER_MAX_CYCLE_TIME: f": {threading_mode}",
             SystemCounter.CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED: (
                 f": threshold={threshold} {threading_mode}"
+            ),
+            SystemCounter.SENDER_CYCLE_TIME_THRESHOLD_EXCEEDED: (
+                f": threshold={threshold} {threading_mode}"
+            ),
+            SystemCounter.RECEIVER_CYCLE_TIME_THRESHOLD_EXCEEDED: (
+                f": threshold={threshold} {threading_mode}"
+            ),
+            SystemCounter.NAME_RESOLVER_TIME_THRESHOLD_EXCEEDED: (
+                f": threshold={format_duration_ns(_NAME_RESOLVER_THRESHOLD_NS)}"
             ),
         }
         for counter, suffix in suffixes.items():

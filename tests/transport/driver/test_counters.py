@@ -122,6 +122,12 @@ def test_should_allocate_all_46_system_counters_in_aerons_order() -> None:
     assert manager.get_counter_label(27) == (
         "Conductor work cycle exceeded threshold count: threshold=100ms DEDICATED"
     )
+    assert manager.get_counter_label(25) == "Resolution changes: driverName="
+    for sender_or_receiver in (29, 31):  # the labels Aeron 1.53's C driver writes
+        assert manager.get_counter_label(sender_or_receiver).endswith(
+            "work cycle exceeded threshold count: threshold=100ms DEDICATED"
+        )
+    assert manager.get_counter_label(33) == ("NameResolver exceeded threshold count: threshold=5s")
     assert manager.get_counter_label(43) == "Control protocol version"
     assert manager.get_counter_value(SystemCounter.AERON_VERSION) == AERON_VERSION
     assert manager.get_counter_value(43) == CONTROL_PROTOCOL_VERSION
