@@ -99,7 +99,12 @@ def two_brokers_behind_a_namesrv(
         broker_factory("b1", broker_name="broker-1", default_queue_count=2),
         broker_factory("b2", broker_name="broker-2", default_queue_count=1),
     ]
-    registrars = [NameServerRegistrar(b.control, namesrv.address, interval_ms=100) for b in brokers]
+    registrars = [
+        NameServerRegistrar(
+            b.control, namesrv.address, interval_ms=100, heartbeat_timeout_ms=10_000
+        )
+        for b in brokers
+    ]
     for registrar in registrars:
         registrar.start()
     yield namesrv, brokers

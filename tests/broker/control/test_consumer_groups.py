@@ -199,7 +199,7 @@ def test_should_drop_a_client_whose_stream_is_cancelled(client: GrpcClient) -> N
 def test_should_expire_a_silent_stream_client_and_push_it(
     broker_factory: Callable[..., RunningBroker],
 ) -> None:
-    running = broker_factory(client_heartbeat_timeout_ms=300)
+    running = broker_factory(client_heartbeat_timeout_ms=1000)
     with GrpcClient(running.address) as grpc_client:
         live = grpc_client.open_heartbeat_stream()
         silent = grpc_client.open_heartbeat_stream()
@@ -210,14 +210,14 @@ def test_should_expire_a_silent_stream_client_and_push_it(
             assert next_membership(live, "g")[0] == ["live", "silent"]
             start = time.monotonic()
             remaining: list[str] = []
-            while time.monotonic() - start < 5.0:
+            while time.monotonic() - start < 15.0:
                 live.send(beat("live", "g"))  # keep renewing; "silent" never does
                 response = live.poll(0.1)
                 if response is not None and response.memberships:
                     remaining = members(response, "g")
                     break
             assert remaining == ["live"]
-            assert time.monotonic() - start >= 0.2  # not before the timeout
+            assert time.monotonic() - start >= 0.7  # not before the timeout
         finally:
             live.close()
             silent.close()
@@ -276,8 +276,8 @@ def test_should_end_streams_when_the_broker_stops(broker: RunningBroker) -> None
         next_membership(stream, "g")
         start = time.monotonic()
         broker.server.stop(grace_s=2.0)
-        assert time.monotonic() - start < 1.5  # the stream did not hold the grace period
+        assert time.monotonic() - start < 1.9  # the stream did not hold the 2 s grace period
         with pytest.raises((BrokerUnavailableError, IllegalStateError)):
-            while time.monotonic() - start < 5.0:
+            while time.monotonic() - start < 15.0:
                 stream.poll(0.1)
         stream.close()

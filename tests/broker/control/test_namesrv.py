@@ -135,7 +135,10 @@ def namesrv() -> Iterator[NameServer]:
 
 
 def register(running: RunningBroker, namesrv: NameServer) -> NameServerRegistrar:
-    registrar = NameServerRegistrar(running.control, namesrv.address, interval_ms=100)
+    """Beat every 50 ms; dropped after 1.5 s of silence (30 beats: safe on a loaded machine)."""
+    registrar = NameServerRegistrar(
+        running.control, namesrv.address, interval_ms=50, heartbeat_timeout_ms=1500
+    )
     registrar.start()
     return registrar
 
@@ -164,9 +167,12 @@ def test_should_merge_routes_of_two_registered_brokers_and_drop_a_silent_one(
             assert [b.broker_name for b in cluster.brokers] == ["broker-1", "broker-2"]
 
             registrars[1].stop(unregister=False)  # broker-2 falls silent
+            silent_since = time.monotonic()
             wait_until(
-                lambda: len(grpc_client.query_route("shared", namesrv=True).queue_datas) == 1
+                lambda: len(grpc_client.query_route("shared", namesrv=True).queue_datas) == 1,
+                timeout_s=15.0,
             )
+            assert time.monotonic() - silent_since >= 1.0  # dropped by the timeout, not before
             route = grpc_client.query_route("shared", namesrv=True)
             assert [q.broker_name for q in route.queue_datas] == ["broker-1"]
             [cluster] = grpc_client.list_clusters(namesrv=True)
@@ -202,7 +208,9 @@ def test_should_keep_retrying_a_name_server_that_is_down(
     server.start()
     address = server.address
     server.stop(grace_s=0.1)
-    registrar = NameServerRegistrar(running.control, address, interval_ms=50, timeout_s=0.5)
+    registrar = NameServerRegistrar(
+        running.control, address, interval_ms=50, heartbeat_timeout_ms=5000, timeout_s=0.5
+    )
     registrar.start()  # does not raise: the broker serves on without a name server
     try:
         port = int(address.rsplit(":", 1)[1])
@@ -296,7 +304,9 @@ def test_should_run_aeromq_namesrv_until_sigterm(
         assert match, line
         address = match.group(1)
         running = broker_factory(broker_name="broker-x")
-        registrar = NameServerRegistrar(running.control, address, interval_ms=100)
+        registrar = NameServerRegistrar(
+            running.control, address, interval_ms=100, heartbeat_timeout_ms=5000
+        )
         registrar.start()
         with GrpcClient(address) as grpc_client:
             [cluster] = grpc_client.list_clusters(namesrv=True)
