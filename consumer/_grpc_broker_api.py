@@ -6,7 +6,8 @@
   gRPC (:class:`client.grpc_client.GrpcClient`), ``control_timeout_ms`` per call.
 - Pulls go over the transport session with that broker (:class:`consumer._sessions.BrokerSessions`)
   as ``PullMessage`` requests answered asynchronously: the callback runs on the session's
-  poller thread. A pull to a broker without an open session connects on a background thread,
+  poller thread. Pulled messages are :class:`~consumer._wire_message.WireMessageExt` (fields
+  read from the wire message on demand). A pull to a broker without an open session connects on a background thread,
   so a slow or absent broker never blocks the consumer's scheduler.
 - Membership: the consumer registers with every broker of its subscribed topics (one
   ``SendHeartbeat``, so the broker knows it before the first rebalance asks for the members),
@@ -23,19 +24,16 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import lru_cache
 
 from client import (
     BrokerUnavailableError,
     ClientError,
     ExpressionType,
-    MessageExt,
     MessageQueue,
     SubscriptionData,
     error_for_code,
 )
 from client.grpc_client import GrpcClient, HeartbeatStream
-from client.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, HostAddress
 from client.route import BrokerRoute, RouteResolver
 from client.session import ClientSession
 from consumer._broker_api import (
@@ -46,10 +44,11 @@ from consumer._broker_api import (
     PullStatus,
 )
 from consumer._sessions import BrokerSessions
+from consumer._wire_message import WireMessageExt
 from consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from proto import admin_pb2, consumer_group_pb2, messages_pb2
 
-__all__ = ["GrpcBrokerApi", "heartbeat_request", "message_from_proto"]
+__all__ = ["GrpcBrokerApi", "heartbeat_request"]
 
 _log = logging.getLogger("consumer.grpc_broker_api")
 
@@ -65,44 +64,6 @@ _CONSUME_FROM = {
 _EXPRESSION_TYPES = {ExpressionType.TAG: messages_pb2.TAG, ExpressionType.SQL92: messages_pb2.SQL92}
 _STREAM_POLL_S = 0.2
 _STREAM_RETRY_S = 1.0
-
-
-@lru_cache(maxsize=1024)
-def _host(text: str) -> HostAddress:
-    host, _, port = text.rpartition(":")
-    try:
-        return host.strip("[]"), int(port)
-    except ValueError:
-        return text, 0
-
-
-def message_from_proto(message: messages_pb2.MessageExt, broker_name: str) -> MessageExt:
-    """A wire ``MessageExt`` as the client's; ``tags``, ``keys`` and a unique ``msg_id``
-    go back into the properties ``TAGS``, ``KEYS`` and ``UNIQ_KEY``."""
-    properties = dict(message.properties)
-    if message.tags:
-        properties[PROPERTY_TAGS] = message.tags
-    if message.keys:
-        properties[PROPERTY_KEYS] = " ".join(message.keys)
-    if message.msg_id and message.msg_id != message.offset_msg_id:
-        properties[PROPERTY_UNIQ_KEY] = message.msg_id
-    return MessageExt(
-        message.topic,
-        message.body,
-        properties,
-        flag=message.flag,
-        broker_name=message.broker_name or broker_name,
-        queue_id=message.queue_id,
-        queue_offset=message.queue_offset,
-        commit_log_offset=message.commit_log_offset,
-        store_size=message.store_size,
-        sys_flag=message.sys_flag,
-        born_timestamp_ms=message.born_timestamp_ms,
-        born_host=_host(message.born_host),
-        store_timestamp_ms=message.store_timestamp_ms,
-        store_host=_host(message.store_host),
-        reconsume_times=message.reconsume_times,
-    )
 
 
 def heartbeat_request(heartbeat: ConsumerHeartbeat) -> consumer_group_pb2.HeartbeatRequest:
@@ -342,7 +303,8 @@ class GrpcBrokerApi:
             if status.code != 0:
                 callback(None, error_for_code(status.code, status.message, broker=name))
                 return
-            messages = [message_from_proto(m, name) for m in response.messages]
+            wrap = WireMessageExt.wrap
+            messages = [wrap(m, name) for m in response.messages]
             callback(
                 PullResult(
                     PullStatus(response.pull_status),

@@ -66,6 +66,8 @@ def start_broker(
         "50",
         "--commit-log-segment-bytes",
         str(64 << 20),
+        "--ingress-udp-endpoint",
+        "none",
         "--log-level",
         "WARNING",
         *extra,
