@@ -7,8 +7,9 @@ Connects to the driver in ``DIR``, adds a publication (concurrent, or exclusive)
 is connected and emits ``connected`` (session id, max payload). With ``--wait-for-go`` it then
 waits for a ``go`` command. It sends the plan's messages for tag ``T`` in order (every K-th one
 with ``try_claim`` when it fits in one frame), retrying while back pressured, and emits
-``published`` with the final position. Then it waits for ``close`` (closing the publication,
-which ends the stream, and emitting ``closed``) or ``exit``.
+``published`` with the final position. Then it serves commands until ``exit``: ``report``
+(emits ``report`` with the position and the publication limit) and ``close`` (closes the
+publication, which ends the stream, and emits ``closed``).
 """
 
 from __future__ import annotations
@@ -72,13 +73,21 @@ def main() -> None:
                 fail(f"message {index} not accepted in {_OFFER_TIMEOUT_S}s")
             time.sleep(0.0001)
     emit("published", position=publication.position, count=len(plan), claims=claims)
-    command = commands.wait(_COMMAND_TIMEOUT_S)
-    if command.get("command") == "close":
-        position = publication.position
-        publication.close()
-        emit("closed", position=position)
-        commands.wait(_COMMAND_TIMEOUT_S)
+    while True:
+        command = commands.wait(_COMMAND_TIMEOUT_S).get("command")
+        if command == "report":
+            emit("report", position=publication.position, limit=_limit(publication))
+        elif command == "close" and not publication.is_closed:
+            position = publication.position
+            publication.close()
+            emit("closed", position=position)
+        elif command == "exit":
+            break
     aeron.close()
+
+
+def _limit(publication: pyaeron.Publication | pyaeron.ExclusivePublication) -> int | None:
+    return getattr(publication, "position_limit", None)  # not on an exclusive publication
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+"""The counters a driver leaves in cnc.dat, ours against the real one's, for the same client.
+
+A real client (pyaeron) runs one scenario (two subscriptions, a concurrent and an exclusive
+publication, a few messages) against each driver; the counters must then agree field by field:
+type ids, labels, keys, registration, owner and reference ids, and the position values. Ids and
+session ids differ from run to run, so they are compared by role (``{client}``, ``{r0}``, ...).
+System counters must carry the same labels, except where a label names the build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from pathlib import Path
+from typing import Any
+
+from transport.cnc import CncFile
+from transport.concurrent.counters_descriptor import RECORD_ALLOCATED
+from transport.concurrent.counters_reader import CountersReader
+from transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from transport.driver import MediaDriver, ThreadingMode
+
+from ._harness import Peer, Peers, wait_until
+from .conftest import our_driver_context
+
+SYSTEM_COUNTERS = 46
+BUILD_LABELS = {15, 34}  # "Errors: version=... commit=..." and "Aeron software: ..."
+STREAM_TYPES = {1, 4, 12}  # pub-lmt, sub-pos, pub-pos
+
+
+class _Roles:
+    """Names numbers by the role they play, in order of appearance."""
+
+    def __init__(self, client_id: int, sessions: list[int]) -> None:
+        self.names = {client_id: "{client}"}
+        for index, session_id in enumerate(sessions):
+            self.names[session_id] = f"{{s{index}}}"
+
+    def name(self, number: int) -> str:
+        if number not in self.names:
+            self.names[number] = f"{{r{sum(n.startswith('{r') for n in self.names.values())}}}"
+        return self.names[number]
+
+    def label(self, text: str) -> str:
+        words = []
+        for word in text.split(" "):
+            prefix, _, number = word.rpartition("=")
+            if number.lstrip("-").isdigit() and int(number) in self.names:
+                word = f"{prefix}={self.names[int(number)]}" if prefix else self.names[int(number)]
+            words.append(word)
+        return " ".join(words)
+
+
+def _describe(reader: CountersReader, ready: dict[str, Any]) -> list[tuple[object, ...]]:
+    roles = _Roles(ready["client_id"], ready["sessions"])
+    rows: list[tuple[object, ...]] = []
+    for counter_id in range(SYSTEM_COUNTERS, reader.max_counter_id + 1):
+        if reader.get_counter_state(counter_id) != RECORD_ALLOCATED:
+            continue
+        type_id = reader.get_counter_type_id(counter_id)
+        key = reader.get_counter_key(counter_id)
+        registration = roles.name(reader.get_counter_registration_id(counter_id))
+        reference_id = reader.get_counter_reference_id(counter_id)
+        reference = roles.name(reference_id) if reference_id else "0"
+        owner = roles.name(reader.get_counter_owner_id(counter_id))
+        if type_id in STREAM_TYPES:
+            key_registration, session_id, stream_id, channel_length = struct.unpack_from(
+                "<qiii", key
+            )
+            decoded: tuple[object, ...] = (
+                roles.name(key_registration),
+                roles.name(session_id),
+                stream_id,
+                key[20 : 20 + channel_length].decode(),
+            )
+            value: object = reader.get_counter_value(counter_id)
+        else:
+            decoded = (roles.name(struct.unpack_from("<q", key)[0]),)
+            value = "-"
+        label = roles.label(reader.get_counter_label(counter_id))
+        rows.append((type_id, label, decoded, registration, owner, reference, value))
+    return rows
+
+
+def _system_labels(reader: CountersReader) -> list[str]:
+    return [
+        "(names the build)" if counter_id in BUILD_LABELS else reader.get_counter_label(counter_id)
+        for counter_id in range(SYSTEM_COUNTERS)
+    ]
+
+
+def _run_scenario(peers: Peers, aeron_dir: str) -> tuple[list[tuple[object, ...]], list[str]]:
+    with CncFile.map(aeron_dir, timeout_ms=5_000) as cnc:
+        # Take a correlation id first, so the scenario's client id is not 0 on either driver
+        # (an owner id left at 0 would then pass for the client's).
+        ManyToOneRingBuffer(cnc.to_driver_buffer).next_correlation_id()
+        peer: Peer = peers.start("counters_scenario.py", aeron_dir)
+        ready = peer.expect("ready")
+        reader = CountersReader(cnc.counters_metadata_buffer, cnc.counters_values_buffer)
+        positions = {
+            ready["publication_position"],
+            ready["exclusive_position"],
+        }
+
+        def sampled() -> bool:  # pub-pos is sampled by the driver's conductor: let it catch up
+            rows = _describe(reader, ready)
+            return positions <= {row[6] for row in rows if row[0] == 12}
+
+        wait_until(sampled, "pub-pos to reach the publications' positions")
+        rows = _describe(reader, ready)
+        labels = _system_labels(reader)
+    peer.wait()
+    return rows, labels
+
+
+def test_should_leave_the_same_counters_as_the_real_driver(
+    peers: Peers, real_driver: Peer, shm_dir: Path
+) -> None:
+    real_rows, real_labels = _run_scenario(peers, str(shm_dir / "aeron"))
+    context = dataclasses.replace(
+        our_driver_context(shm_dir / "aeromq"), threading_mode=ThreadingMode.SHARED
+    )
+    with MediaDriver.launch(context) as driver:
+        our_rows, our_labels = _run_scenario(peers, driver.aeron_dir)
+
+    assert our_rows == real_rows
+    assert our_labels == real_labels
