@@ -142,6 +142,10 @@ class Broker:
         return self
 
     def _start(self) -> None:
+        if self.config.grpc_port == 0:  # bind a known port: it is also the store host's port
+            self.config = self.config.with_overrides(
+                grpc_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
+            )
         config = self.config
         self._start_transport()
         store = self.store = MessageStore(config.to_store_config())
@@ -360,7 +364,12 @@ def _resolve_udp_channel(endpoint: str | None) -> str | None:
         return None
     host, _, port = endpoint.rpartition(":")
     if port == "0":
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind((host, 0))
-            port = str(probe.getsockname()[1])
+        port = str(_free_port(socket.SOCK_DGRAM, host))
     return f"aeron:udp?endpoint={host}:{port}"
+
+
+def _free_port(kind: socket.SocketKind, host: str) -> int:
+    """A port of ``host`` free now (bound and let go: another process may take it first)."""
+    with socket.socket(socket.AF_INET, kind) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])

@@ -1,0 +1,194 @@
+"""``aeromq produce``: send messages from the command line and print a summary.
+
+::
+
+    aeromq produce --endpoints 127.0.0.1:8081 --topic T --count 10000 --size 100 --rate 5000
+    aeromq produce --endpoints 127.0.0.1:8081 --topic T --body "hello" --tags A --keys k1
+
+Bodies are ``--body`` (UTF-8) or ``--size`` bytes of a repeating pattern. ``--batch N`` sends N
+messages per request; ``--window W`` keeps up to W requests in flight (pipelined, async);
+``--rate`` caps messages per second (0: as fast as possible). The summary line is ``key=value``
+pairs: sent, failed, elapsed_s, msgs_per_s, mb_per_s and the request latency p50/p99 in us;
+the first error of each kind is printed. Exit status 0 when every message was stored, 1 when
+some failed, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from client import ClientError, Message
+from producer._config import ProducerConfig
+from producer._producer import Producer
+
+__all__ = ["main"]
+
+_PATTERN = b"aeromq-0123456789-abcdefghijklmnopqrstuvwxyz-"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aeromq produce", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--endpoints", required=True, help="gRPC host:port of brokers, comma-separated"
+    )
+    parser.add_argument("--namesrv", action="store_true", help="the endpoints are name servers")
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", default="aeromq-produce", help="producer group")
+    parser.add_argument("--count", type=int, default=1, help="messages to send (default 1)")
+    parser.add_argument("--size", type=int, default=100, help="body size in bytes (default 100)")
+    parser.add_argument("--body", help="the body text (overrides --size)")
+    parser.add_argument("--tags", help="the messages' tag")
+    parser.add_argument("--keys", help="the messages' keys, space-separated")
+    parser.add_argument(
+        "--property", action="append", default=[], metavar="NAME=VALUE", help="a user property"
+    )
+    parser.add_argument("--rate", type=float, default=0.0, help="messages per second, 0: max")
+    parser.add_argument("--batch", type=int, default=1, help="messages per request")
+    parser.add_argument("--window", type=int, default=1, help="requests in flight (async)")
+    parser.add_argument("--transport", choices=("auto", "ipc", "udp"), default="auto")
+    parser.add_argument("--timeout-ms", type=int, default=3_000, help="per send, retries included")
+    parser.add_argument("--quiet", action="store_true", help="print the summary only")
+    return parser
+
+
+def _percentile(sorted_values: Sequence[float], fraction: float) -> float:
+    if not sorted_values:
+        return 0.0
+    index = min(len(sorted_values) - 1, int(fraction * len(sorted_values)))
+    return sorted_values[index]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.count < 0 or args.size <= 0 or args.batch <= 0 or args.window <= 0 or args.rate < 0:
+        parser.error("--count >= 0, --size, --batch and --window > 0, --rate >= 0")
+    properties: dict[str, str] = {}
+    for item in args.property:
+        name, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--property wants NAME=VALUE: {item!r}")
+        properties[name] = value
+    body = (
+        args.body.encode()
+        if args.body is not None
+        else (_PATTERN * (args.size // 45 + 1))[: args.size]
+    )
+    try:
+        template = Message(
+            args.topic, body, tags=args.tags, keys=args.keys or (), properties=properties
+        )
+        config = ProducerConfig(send_timeout_ms=args.timeout_ms, transport=args.transport)
+    except ClientError as exc:
+        print(f"aeromq produce: {exc}", file=sys.stderr)
+        return 2
+    endpoints = [e.strip() for e in args.endpoints.split(",") if e.strip()]
+    stats = _Stats(quiet=args.quiet)
+    with Producer(args.group, endpoints, namesrv=args.namesrv, config=config) as producer:
+        _run(producer, template, args, stats)
+    stats.report(args.count, body)
+    return 0 if stats.failed == 0 and stats.sent == args.count else 1
+
+
+class _Stats:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.sent = 0
+        self.failed = 0
+        self.errors: Counter[str] = Counter()
+        self.latencies_us: list[float] = []
+        self.began = time.perf_counter()
+        self.ended = self.began
+
+    def ok(self, count: int, began: float) -> None:
+        self.sent += count
+        self.latencies_us.append((time.perf_counter() - began) * 1e6)
+
+    def fail(self, count: int, error: BaseException) -> None:
+        self.failed += count
+        kind = type(error).__name__
+        if not self.errors[kind] and not self.quiet:
+            print(f"send failed: {kind}: {error}", file=sys.stderr)
+        self.errors[kind] += count
+
+    def report(self, count: int, body: bytes) -> None:
+        elapsed = max(self.ended - self.began, 1e-9)
+        latencies = sorted(self.latencies_us)
+        print(
+            f"sent={self.sent} failed={self.failed} of={count} elapsed_s={elapsed:.3f} "
+            f"msgs_per_s={self.sent / elapsed:.0f} "
+            f"mb_per_s={self.sent * len(body) / elapsed / 1e6:.2f} "
+            f"p50_us={_percentile(latencies, 0.5):.0f} p99_us={_percentile(latencies, 0.99):.0f}"
+            + "".join(f" {kind}={n}" for kind, n in sorted(self.errors.items())),
+            flush=True,
+        )
+
+
+def _copy(template: Message) -> Message:
+    """A fresh message like ``template`` (each send gets its own unique id)."""
+    return Message(
+        template.topic,
+        template.body,
+        tags=template.tags,
+        keys=template.keys,
+        properties={
+            k: v for k, v in template.properties.items() if k not in ("TAGS", "KEYS", "WAIT")
+        },
+    )
+
+
+def _run(producer: Producer, template: Message, args: Any, stats: _Stats) -> None:
+    interval_s = args.batch / args.rate if args.rate else 0.0
+    in_flight = threading.Semaphore(args.window)
+    lock = threading.Lock()
+    remaining = args.count
+    next_at = time.perf_counter()
+    stats.began = next_at
+    while remaining > 0:
+        if interval_s:
+            delay = next_at - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            next_at += interval_s
+        count = min(args.batch, remaining)
+        remaining -= count
+        messages = [_copy(template) for _ in range(count)]
+        began = time.perf_counter()
+        if args.window == 1:
+            try:
+                producer.send_batch(messages, args.timeout_ms)
+            except ClientError as exc:
+                stats.fail(count, exc)
+            else:
+                stats.ok(count, began)
+            continue
+        in_flight.acquire()
+
+        def done(
+            result: Any, error: BaseException | None, count: int = count, began: float = began
+        ) -> None:
+            with lock:
+                if error is None:
+                    stats.ok(count, began)
+                else:
+                    stats.fail(count, error)
+            in_flight.release()
+
+        try:
+            producer.send_batch_async(messages, done, args.timeout_ms)
+        except ClientError as exc:
+            in_flight.release()
+            with lock:
+                stats.fail(count, exc)
+    wait_s = args.timeout_ms / 1000 + 5.0  # every future completes by its timeout
+    for _ in range(args.window):  # every callback has run once all permits are back
+        in_flight.acquire(timeout=wait_s)
+    stats.ended = time.perf_counter()

@@ -1,0 +1,204 @@
+"""The producer against a broker in this process: every kind of send, queue selection,
+ids and properties on the wire, client-side limits, retries elsewhere, lifecycle."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.broker import Broker
+from client import (
+    IllegalArgumentError,
+    IllegalStateError,
+    Message,
+    MessageQueue,
+    MessageTooLargeError,
+    TopicNotFoundError,
+    decode_offset_message_id,
+)
+from client.grpc_client import GrpcClient
+from client.java_string import hash_code
+from producer import (
+    KeyHashSelector,
+    Producer,
+    ProducerConfig,
+    SendResult,
+    SendStatus,
+    StaticRoute,
+)
+
+from .conftest import Puller, start_broker, wait_for
+
+
+def test_should_send_and_answer_the_ids_queue_and_offset(
+    producer: Producer, broker: Broker
+) -> None:
+    message = Message("orders", b"hello", tags="created", keys="order-1")
+    result = producer.send(message)
+    assert result.send_status is SendStatus.SEND_OK and result.ok
+    assert result.msg_id == message.uniq_id and result.msg_id is not None
+    assert result.message_queue.topic == "orders"
+    assert result.message_queue.broker_name == "broker-a"
+    assert 0 <= result.message_queue.queue_id < 4 and result.queue_offset >= 0
+    assert decode_offset_message_id(result.offset_msg_id).port == int(
+        broker.grpc_address.rsplit(":", 1)[1]
+    )
+
+
+def test_should_store_body_tags_keys_properties_and_id(producer: Producer, puller: Puller) -> None:
+    message = Message(
+        "events", b"\x00body\xff", tags="T", keys=["k1", "k2"], properties={"color": "blue"}
+    )
+    result = producer.send(message, queue=MessageQueue("events", "broker-a", 2))
+    pulled = puller.pull("events", 2, result.queue_offset).messages[0]
+    assert pulled.body == b"\x00body\xff" and pulled.tags == "T"
+    assert list(pulled.keys) == ["k1", "k2"] and pulled.msg_id == result.msg_id
+    assert dict(pulled.properties) == {"color": "blue", "WAIT": "true"}
+    assert pulled.offset_msg_id == result.offset_msg_id
+
+
+def test_should_send_a_batch_to_one_queue_with_consecutive_offsets(
+    producer: Producer, puller: Puller
+) -> None:
+    batch = [Message("orders", b"b%d" % i) for i in range(5)]
+    results = producer.send_batch(batch)
+    assert len(results) == 5 and len({r.message_queue for r in results}) == 1
+    offsets = [r.queue_offset for r in results]
+    assert offsets == list(range(offsets[0], offsets[0] + 5))
+    assert [r.msg_id for r in results] == [m.uniq_id for m in batch]
+    pulled = puller.pull("orders", results[0].message_queue.queue_id, offsets[0])
+    assert [m.body for m in pulled.messages[:5]] == [b"b0", b"b1", b"b2", b"b3", b"b4"]
+
+
+def test_should_complete_async_sends_with_a_future_and_a_callback(producer: Producer) -> None:
+    called = threading.Event()
+    seen: list[tuple[Any, BaseException | None]] = []
+
+    def callback(result: Any, error: BaseException | None) -> None:
+        seen.append((result, error))
+        called.set()
+
+    futures = [producer.send_async(Message("orders", b"a%d" % i)) for i in range(20)]
+    last = producer.send_async(Message("orders", b"last"), callback)
+    results = [f.result(5) for f in futures]
+    assert all(isinstance(r, SendResult) and r.ok for r in results)
+    assert called.wait(5) and seen == [(last.result(), None)]
+    batch = producer.send_batch_async([Message("orders", b"x"), Message("orders", b"y")])
+    assert len(batch.result(5)) == 2
+
+
+def test_should_deliver_a_oneway_send(producer: Producer, puller: Puller) -> None:
+    queue = MessageQueue("events", "broker-a", 3)
+    before = puller.pull("events", 3).max_offset
+    producer.send_oneway(Message("events", b"fire and forget"), queue=queue)
+    wait_for(lambda: puller.pull("events", 3).max_offset == before + 1, what="the message")
+
+
+def test_should_spread_sends_round_robin_over_the_queues(producer: Producer) -> None:
+    queues = [producer.send(Message("orders", b"rr")).message_queue.queue_id for _ in range(8)]
+    assert sorted(queues) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert all((b - a) % 4 == 1 for a, b in itertools.pairwise(queues))
+
+
+def test_should_keep_one_key_on_one_queue_by_hash(make_producer: Callable[..., Producer]) -> None:
+    producer = make_producer(queue_selector=KeyHashSelector())
+    for key in ("alpha", "beta", "gamma-42"):
+        queues = {producer.send(Message("keyed", b"k", keys=key)).message_queue for _ in range(3)}
+        assert [q.queue_id for q in queues] == [abs(hash_code(key)) % 4]
+
+
+def test_should_use_a_custom_selector_with_its_argument(producer: Producer) -> None:
+    def last_queue(queues: Sequence[MessageQueue], message: Message, arg: Any) -> MessageQueue:
+        assert arg == "my-arg" and message.body == b"sel"
+        return queues[-1]
+
+    result = producer.send(Message("orders", b"sel"), selector=last_queue, arg="my-arg")
+    assert result.message_queue.queue_id == 3
+
+
+def test_should_refuse_a_body_over_the_max_size_before_sending(
+    make_producer: Callable[..., Producer], broker: Broker
+) -> None:
+    producer = make_producer(config=ProducerConfig(max_message_size=1_000))
+    requests = broker.stats()["send.requests"]
+    with pytest.raises(MessageTooLargeError, match="body_length=1001"):
+        producer.send(Message("orders", b"x" * 1001))
+    with pytest.raises(IllegalArgumentError, match="batch is over"):
+        producer.send_batch([Message("orders", b"x" * 600), Message("orders", b"y" * 600)])
+    assert broker.stats()["send.requests"] == requests
+
+
+def test_should_refuse_a_batch_of_two_topics_and_a_queue_of_another_topic(
+    producer: Producer,
+) -> None:
+    with pytest.raises(IllegalArgumentError, match="one topic"):
+        producer.send_batch([Message("orders", b"a"), Message("events", b"b")])
+    with pytest.raises(IllegalArgumentError, match="another topic"):
+        producer.send(Message("orders", b"a"), queue=MessageQueue("events", "broker-a", 0))
+    with pytest.raises(IllegalArgumentError, match="nothing to send"):
+        producer.send_batch([])
+
+
+def test_should_raise_topic_not_found_for_an_unknown_topic(producer: Producer) -> None:
+    with pytest.raises(TopicNotFoundError):
+        producer.send(Message("nowhere", b"x"))
+    future = producer.send_async(Message("orders", b"still fine"))
+    assert future.result(5).ok
+
+
+def test_should_send_over_udp_through_a_driver_of_its_own(
+    make_producer: Callable[..., Producer], puller: Puller
+) -> None:
+    producer = make_producer(config=ProducerConfig(transport="udp"))
+    result = producer.send(
+        Message("events", b"over udp"), queue=MessageQueue("events", "broker-a", 1)
+    )
+    assert result.ok
+    assert puller.pull("events", 1, result.queue_offset).messages[0].body == b"over udp"
+
+
+def test_should_retry_on_another_broker_when_one_does_not_have_the_topic(
+    broker: Broker, tmp_path: Path
+) -> None:
+    other = start_broker(tmp_path / "b", broker_name="broker-b")
+    try:
+        route = StaticRoute({"broker-a": broker.endpoints(), "broker-b": other.endpoints()}, 4)
+        with Producer("retrying", route=route) as producer:
+            results = [producer.send(Message("orders", b"r%d" % i)) for i in range(8)]
+        assert {r.message_queue.broker_name for r in results} == {"broker-a"}
+        assert other.stats()["send.errors.topic_not_exist"] >= 1
+        no_retry = ProducerConfig(retry_times_when_send_failed=0)
+        with (
+            Producer("strict", route=route, config=no_retry) as producer,
+            pytest.raises(TopicNotFoundError),
+        ):
+            for i in range(8):
+                producer.send(Message("orders", b"s%d" % i))
+    finally:
+        other.shutdown()
+
+
+def test_should_need_start_and_stop_cleanly(broker: Broker) -> None:
+    producer = Producer("lifecycle", broker.grpc_address)
+    with pytest.raises(IllegalStateError, match="not started"):
+        producer.send(Message("orders", b"x"))
+    with producer:
+        assert producer.running and producer.send(Message("orders", b"x")).ok
+        assert len(producer.fetch_publish_queues("orders")) == 4
+    assert not producer.running
+    producer.shutdown()  # idempotent
+    with pytest.raises(IllegalArgumentError, match="endpoints or a route"):
+        Producer("no-where")
+    with pytest.raises(IllegalArgumentError):
+        Producer("bad group!", broker.grpc_address)
+
+
+def test_should_see_topics_created_after_it_started(producer: Producer, broker: Broker) -> None:
+    with GrpcClient(broker.grpc_address) as admin:
+        admin.create_topic("late-topic", read_queue_nums=2, write_queue_nums=2)
+    assert producer.send(Message("late-topic", b"x")).message_queue.queue_id in (0, 1)

@@ -1,0 +1,122 @@
+"""Producer pieces without a broker: selectors, config, routes, results, exports."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from client import IllegalArgumentError, Message, MessageQueue, TopicNotFoundError
+from client.java_string import hash_code
+from producer import (
+    KeyHashSelector,
+    ProducerConfig,
+    RandomSelector,
+    RoundRobinSelector,
+    SendResult,
+    SendStatus,
+    StaticRoute,
+)
+from producer._route import route_from_proto
+from producer._selector import select_avoiding
+from proto import common_pb2
+from tests.client._helpers import isort_key
+
+QUEUES = [MessageQueue("t", broker, q) for broker in ("a", "b") for q in range(3)]
+MESSAGE = Message("t", b"x", keys="order-7")
+
+
+def test_should_go_round_robin_from_where_it_starts() -> None:
+    selector = RoundRobinSelector(start=4)
+    picked = [selector(QUEUES, MESSAGE, None) for _ in range(7)]
+    assert picked == [*QUEUES[4:], *QUEUES, QUEUES[0]][:7]
+
+
+def test_should_skip_the_broker_that_failed_when_another_has_queues() -> None:
+    selector = RoundRobinSelector(start=0)
+    for _ in range(6):
+        assert select_avoiding(selector, QUEUES, MESSAGE, "a").broker_name == "b"
+    only_a = QUEUES[:3]
+    assert select_avoiding(selector, only_a, MESSAGE, "a").broker_name == "a"
+
+
+def test_should_pick_by_key_hash_as_rocketmq_does() -> None:
+    selector = KeyHashSelector()
+    assert selector(QUEUES, MESSAGE, None) == QUEUES[abs(hash_code("order-7")) % 6]
+    assert selector(QUEUES, MESSAGE, "other") == QUEUES[abs(hash_code("other")) % 6]
+    assert selector(QUEUES, MESSAGE, 13) == QUEUES[13 % 6]
+    with pytest.raises(IllegalArgumentError, match="needs a key"):
+        selector(QUEUES, Message("t", b"no key"), None)
+
+
+def test_should_pick_randomly_but_repeatably_with_a_seed() -> None:
+    first = [RandomSelector(7)(QUEUES, MESSAGE, None) for _ in range(1)]
+    again = [RandomSelector(7)(QUEUES, MESSAGE, None) for _ in range(1)]
+    assert first == again and first[0] in QUEUES
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("send_timeout_ms", 0),
+        ("max_message_size", -1),
+        ("offer_timeout_ms", 0),
+        ("retry_times_when_send_failed", -1),
+        ("retry_times_when_send_async_failed", -2),
+        ("transport", "tcp"),
+        ("send_timeout_ms", True),
+    ],
+)
+def test_should_refuse_a_bad_setting_naming_it(field: str, value: object) -> None:
+    with pytest.raises(IllegalArgumentError, match=field):
+        ProducerConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_should_take_rocketmq_defaults() -> None:
+    config = ProducerConfig()
+    assert (config.send_timeout_ms, config.retry_times_when_send_failed) == (3_000, 2)
+    assert config.max_message_size == 4 * 1024 * 1024 and config.transport == "auto"
+
+
+def test_should_keep_only_writable_queues_of_known_brokers_sorted() -> None:
+    route = common_pb2.TopicRouteData(
+        topic="t",
+        queue_datas=[
+            common_pb2.QueueData(broker_name="b", write_queue_nums=2, perm=6),
+            common_pb2.QueueData(broker_name="a", write_queue_nums=1, perm=6),
+            common_pb2.QueueData(broker_name="c", write_queue_nums=4, perm=4),  # read only
+            common_pb2.QueueData(broker_name="ghost", write_queue_nums=4, perm=6),
+        ],
+        broker_datas=[
+            common_pb2.BrokerData(broker_name=name, endpoints=common_pb2.BrokerEndpoints())
+            for name in ("a", "b", "c")
+        ],
+    )
+    found = route_from_proto(route)
+    assert found.queues == (
+        MessageQueue("t", "a", 0),
+        MessageQueue("t", "b", 0),
+        MessageQueue("t", "b", 1),
+    )
+    with pytest.raises(TopicNotFoundError):
+        route_from_proto(common_pb2.TopicRouteData(topic="t"))
+
+
+def test_should_serve_a_static_route_for_any_topic() -> None:
+    route = StaticRoute({"x": common_pb2.BrokerEndpoints(ipc_channel="aeron:ipc")}, 2).route("t")
+    assert route.queues == (MessageQueue("t", "x", 0), MessageQueue("t", "x", 1))
+    assert route.brokers["x"].ipc_channel == "aeron:ipc"
+
+
+def test_should_tell_a_send_ok_from_one_not_yet_durable() -> None:
+    queue = MessageQueue("t", "a", 0)
+    assert SendResult(SendStatus.SEND_OK, "u", "o", queue, 1).ok
+    assert not SendResult(SendStatus.FLUSH_DISK_TIMEOUT, "u", "o", queue, 1).ok
+
+
+@pytest.mark.parametrize("module_name", ["producer"])
+def test_should_export_a_sorted_all_of_names_that_exist(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    names = module.__all__
+    assert names == sorted(names, key=isort_key) and len(set(names)) == len(names)
+    assert all(hasattr(module, name) for name in names)
