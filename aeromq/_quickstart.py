@@ -1,116 +1,142 @@
 """``aeromq quickstart``: the main job on defaults, end to end, with a one-screen report.
 
-Today it runs the transport end to end: an embedded media driver, a subscriber process and a
-publisher process moving checksummed messages over ``aeron:ipc`` through shared memory, then
-verifies that every message arrived intact and in order. It grows into broker + producer +
-consumer as those layers land.
+1. A broker process (``aeromq broker``: embedded media driver, durable store, gRPC control plane,
+   transport ingress) on a free gRPC port, its data in a temporary directory.
+2. A topic with 4 queues, created over gRPC.
+3. A consumer process (``DefaultLitePullConsumer``, cluster mode) subscribed to the topic.
+4. A producer (this process) sending checksummed messages in batches over the transport.
+5. The consumer checks every message (sequence number and CRC) and reports; the broker is shut
+   down gracefully. Exit code 0 only if every message arrived intact, at least once.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import random
+import shutil
 import struct
 import sys
+import tempfile
 import time
 import zlib
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
+from pathlib import Path
 
-_CHANNEL = "aeron:ipc?term-length=1m"
-_STREAM_ID = 1001
-_SEQ = struct.Struct("<qI")  # sequence number, crc32 of the rest of the payload
+TOPIC = "QuickStart"
+_GROUP = "quickstart-consumers"
+_HEAD = struct.Struct("<qI")  # sequence number, crc32 of the rest of the body
 _DEADLINE_S = 120.0
 
 
-def _payload(seq: int, size: int) -> bytes:
-    body = random.Random(seq).randbytes(max(0, size - _SEQ.size))
-    return _SEQ.pack(seq, zlib.crc32(body)) + body
+def _body(seq: int, size: int) -> bytes:
+    filler = (seq.to_bytes(8, "little") * (size // 8 + 1))[: max(0, size - _HEAD.size)]
+    return _HEAD.pack(seq, zlib.crc32(filler)) + filler
 
 
-def _subscribe(aeron_dir: str, count: int, ready: Connection, result: Connection) -> None:
-    from transport.client import Aeron, AeronContext
+def _consume(grpc_address: str, count: int, ready: Connection, result: Connection) -> None:
+    from consumer.config import ConsumeFromWhere, LitePullConsumerConfig
+    from consumer.lite_pull_consumer import DefaultLitePullConsumer
 
-    state = {"next": 0, "bad": 0, "bytes": 0}
-
-    def on_fragment(buffer: object, offset: int, length: int, header: object) -> None:
-        data = buffer.get_bytes(offset, length)  # type: ignore[attr-defined]
-        seq, crc = _SEQ.unpack_from(data)
-        if seq != state["next"] or zlib.crc32(data[_SEQ.size :]) != crc:
-            state["bad"] += 1
-        state["next"] = seq + 1
-        state["bytes"] += length
-
-    with Aeron.connect(AeronContext(aeron_dir=aeron_dir)) as aeron:
-        subscription = aeron.add_subscription(_CHANNEL, _STREAM_ID)
+    config = LitePullConsumerConfig(
+        consumer_group=_GROUP,
+        endpoints=(grpc_address,),
+        consume_from_where=ConsumeFromWhere.FIRST_OFFSET,
+        poll_timeout_ms=200,
+    )
+    seen: set[int] = set()
+    duplicates = corrupt = 0
+    with DefaultLitePullConsumer(config=config) as consumer:
+        consumer.subscribe(TOPIC, "*")
         ready.send(True)
         deadline = time.monotonic() + _DEADLINE_S
         start = 0.0
-        while state["next"] < count and time.monotonic() < deadline:
-            if subscription.poll(on_fragment, 256) and not start:
-                start = time.perf_counter()
+        while len(seen) < count and time.monotonic() < deadline:
+            for message in consumer.poll():
+                start = start or time.perf_counter()
+                body = message.body
+                seq, crc = _HEAD.unpack_from(body)
+                if zlib.crc32(body[_HEAD.size :]) != crc:
+                    corrupt += 1
+                elif seq in seen:
+                    duplicates += 1
+                else:
+                    seen.add(seq)
         elapsed = time.perf_counter() - start if start else 0.0
-        result.send((state["next"], state["bad"], state["bytes"], elapsed))
+        consumer.commit()
+    result.send((len(seen), duplicates, corrupt, elapsed))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aeromq quickstart", description=__doc__)
-    parser.add_argument("--messages", type=int, default=200_000, help="how many to send")
-    parser.add_argument("--max-size", type=int, default=1024, help="largest message in bytes")
+    parser.add_argument("--messages", type=int, default=20_000, help="how many to send")
+    parser.add_argument("--size", type=int, default=100, help="message body size in bytes")
+    parser.add_argument("--batch", type=int, default=32, help="messages per send request")
+    parser.add_argument("--data-dir", type=Path, help="broker data (default: a temporary dir)")
     args = parser.parse_args(argv)
-    if args.messages <= 0 or args.max_size < _SEQ.size:
-        parser.error(f"need --messages > 0 and --max-size >= {_SEQ.size}")
+    if args.messages <= 0 or args.size < _HEAD.size or args.batch <= 0:
+        parser.error(f"need --messages > 0, --size >= {_HEAD.size} and --batch > 0")
 
-    from transport.client import ADMIN_ACTION, BACK_PRESSURED, NOT_CONNECTED, Aeron, AeronContext
-    from transport.driver import MediaDriver
+    from broker.launcher import start_broker_process
+    from client import Message
+    from client.grpc_client import GrpcClient
+    from producer import Producer
 
-    ctx = mp.get_context("spawn")
-    with MediaDriver.launch_embedded() as driver:
-        aeron_dir = str(driver.context.aeron_dir)
-        print(f"media driver: embedded, dir={aeron_dir}")
+    scratch: Path | None = None
+    if args.data_dir is None:
+        scratch = Path(tempfile.mkdtemp(prefix="aeromq-quickstart-"))
+    data_dir: Path = args.data_dir if scratch is None else scratch
+    broker = start_broker_process(data_dir, name="quickstart-broker")
+    ok = False
+    try:
+        print(f"broker:    pid={broker.pid} grpc={broker.grpc_address} data={data_dir}")
+        with GrpcClient(broker.grpc_address, timeout_s=10.0) as admin:
+            admin.create_topic(TOPIC, read_queue_nums=4, write_queue_nums=4)
+        print(f"topic:     {TOPIC} with 4 queues")
+
+        ctx = mp.get_context("spawn")
         ready_rx, ready_tx = ctx.Pipe(duplex=False)
         result_rx, result_tx = ctx.Pipe(duplex=False)
-        subscriber = ctx.Process(
-            target=_subscribe, args=(aeron_dir, args.messages, ready_tx, result_tx), daemon=True
+        consumer = ctx.Process(
+            target=_consume,
+            args=(broker.grpc_address, args.messages, ready_tx, result_tx),
+            daemon=True,
         )
-        subscriber.start()
-        if not ready_rx.poll(30):
-            print("subscriber did not start within 30 s", file=sys.stderr)
+        consumer.start()
+        if not ready_rx.poll(60):
+            print("consumer did not start within 60 s", file=sys.stderr)
             return 1
-        sizes = random.Random(7)
-        with Aeron.connect(AeronContext(aeron_dir=aeron_dir)) as aeron:
-            publication = aeron.add_publication(_CHANNEL, _STREAM_ID)
-            deadline = time.monotonic() + _DEADLINE_S
-            while not publication.is_connected and time.monotonic() < deadline:
-                time.sleep(0.001)
-            messages = [
-                _payload(i, sizes.randint(_SEQ.size, args.max_size)) for i in range(args.messages)
-            ]
-            start = time.perf_counter()
-            seq, retries = 0, 0
-            while seq < args.messages and time.monotonic() < deadline:
-                result = publication.offer(messages[seq])
-                if result > 0:
-                    seq += 1
-                elif result in (BACK_PRESSURED, ADMIN_ACTION, NOT_CONNECTED):
-                    retries += 1
-                else:
-                    print(f"offer failed: result={result} seq={seq}", file=sys.stderr)
-                    return 1
-            sent_s = time.perf_counter() - start
-        received, bad, nbytes, recv_s = (
-            result_rx.recv() if result_rx.poll(_DEADLINE_S) else (0, 0, 0, 0.0)
-        )
-        subscriber.join(10)
 
-    rate = received / recv_s if recv_s else 0.0
+        start = time.perf_counter()
+        with Producer("quickstart-producers", broker.grpc_address) as producer:
+            for first in range(0, args.messages, args.batch):
+                last = min(first + args.batch, args.messages)
+                batch = [
+                    Message(TOPIC, _body(seq, args.size), keys=(str(seq),))
+                    for seq in range(first, last)
+                ]
+                producer.send_batch(batch)
+        sent_s = time.perf_counter() - start
+        print(
+            f"produced:  {args.messages:,} messages of {args.size} B in {sent_s:.2f} s ({args.messages / sent_s:,.0f} msgs/s, acknowledged)"
+        )
+
+        received = duplicates = corrupt = 0
+        recv_s = 0.0
+        if result_rx.poll(_DEADLINE_S):
+            received, duplicates, corrupt, recv_s = result_rx.recv()
+        consumer.join(30)
+        rate = received / recv_s if recv_s else 0.0
+        print(
+            f"consumed:  {received:,} distinct messages, {rate:,.0f} msgs/s, {duplicates} duplicates, {corrupt} corrupt"
+        )
+        ok = received == args.messages and corrupt == 0
+    finally:
+        code = broker.stop()
+        print(f"broker:    stopped (exit {code})")
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     print(
-        f"published: {seq:,} messages in {sent_s:.2f} s ({seq / sent_s:,.0f} msgs/s, {retries:,} back-pressure retries)"
+        "result:    OK, every message stored, delivered and intact" if ok else "result:    FAILED"
     )
-    print(
-        f"received:  {received:,} messages, {nbytes / 1e6:.1f} MB, {rate:,.0f} msgs/s, {bad} corrupt or out of order"
-    )
-    ok = received == args.messages and bad == 0
-    print("result:    OK, every message intact and in order" if ok else "result:    FAILED")
     return 0 if ok else 1

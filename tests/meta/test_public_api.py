@@ -23,6 +23,9 @@ PACKAGES = [
     "consumer",
     "consumer.allocate",
     "broker",
+    "broker.grpc",
+    "broker.namesrv",
+    "producer",
 ]
 
 
