@@ -27,6 +27,7 @@ from typing import Final
 
 from broker.config import BrokerConfig
 from broker.grpc.server import BrokerGrpcServer
+from broker.namesrv.registrar import NameServerRegistrar
 from broker.processor.admin import ControlPlane
 from broker.processor.pull import PullProcessor
 from broker.processor.pull_hold import PullHoldService
@@ -117,6 +118,7 @@ class Broker:
         self.session_agent: SessionAgent | None = None
         self.control_plane: ControlPlane | None = None
         self.grpc_server: BrokerGrpcServer | None = None
+        self.registrar: NameServerRegistrar | None = None
         self.recovery_report: RecoveryReport | None = None
         self.aeron_dir = ""
         self._subscriptions: list[Subscription] = []
@@ -207,8 +209,9 @@ class Broker:
         )
 
     def _start_control_plane(self, store: MessageStore) -> None:
-        """The gRPC control plane: admin, routes, offsets, groups, stats; the data plane's
-        counters are published as gauges of its stats registry."""
+        """The gRPC control plane: admin, routes, offsets, groups, stats (the data plane's counters
+        are published as gauges of its stats registry); registration with the name server when
+        one is configured."""
         config = self.config
         control = self.control_plane = ControlPlane(config, store)
         server = self.grpc_server = BrokerGrpcServer(control, config.grpc_host, config.grpc_port)
@@ -219,6 +222,11 @@ class Broker:
             if not name.startswith("session.error_"):
                 registry.gauge(name, self._stat(name))
         control.start()
+        if config.namesrv_address is not None:
+            self.registrar = NameServerRegistrar(
+                control, config.namesrv_address, config.namesrv_heartbeat_interval_ms
+            )
+            self.registrar.start()
 
     def _start_transport(self) -> None:
         config = self.config
@@ -245,6 +253,8 @@ class Broker:
         agent = self.session_agent
         if agent is not None:
             agent.stop_ingress()
+        if self.registrar is not None:
+            self.registrar.stop()
         if self.grpc_server is not None:
             self.grpc_server.stop()
         if self.control_plane is not None:

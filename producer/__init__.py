@@ -8,12 +8,11 @@ servers over gRPC, or from a :class:`StaticRoute`. ``aeromq produce`` is the com
 
 from producer._config import ProducerConfig
 from producer._producer import Producer, SendCallback
-from producer._route import GrpcRouteSource, RouteSource, StaticRoute, TopicRoute
+from producer._route import RouteSource, StaticRoute
 from producer._selector import KeyHashSelector, QueueSelector, RandomSelector, RoundRobinSelector
 from producer._send_result import SendResult, SendStatus
 
 __all__ = [
-    "GrpcRouteSource",
     "KeyHashSelector",
     "Producer",
     "ProducerConfig",
@@ -25,5 +24,4 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "StaticRoute",
-    "TopicRoute",
 ]

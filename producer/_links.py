@@ -16,9 +16,9 @@ import socket
 import threading
 
 from client import BrokerUnavailableError, IllegalStateError
+from client.route import BrokerRoute
 from client.session import ClientSession, SessionConfig
 from producer._config import ProducerConfig
-from proto import common_pb2
 from transport import TransportError
 from transport.client import Aeron, AeronContext
 from transport.driver import MediaDriver, MediaDriverContext
@@ -28,12 +28,12 @@ __all__ = ["BrokerLinks", "is_local"]
 _log = logging.getLogger("producer")
 
 
-def is_local(endpoints: common_pb2.BrokerEndpoints) -> bool:
+def is_local(broker: BrokerRoute) -> bool:
     """Whether the broker runs on this host with a driver we can map."""
     return (
-        bool(endpoints.aeron_dir)
-        and endpoints.hostname in ("", socket.gethostname())
-        and os.path.exists(os.path.join(endpoints.aeron_dir, "cnc.dat"))
+        bool(broker.aeron_dir and broker.ipc_channel)
+        and broker.hostname in ("", socket.gethostname())
+        and os.path.exists(os.path.join(broker.aeron_dir, "cnc.dat"))
     )
 
 
@@ -49,8 +49,9 @@ class BrokerLinks:
         self._driver: MediaDriver | None = None
         self._closed = False
 
-    def session(self, broker_name: str, endpoints: common_pb2.BrokerEndpoints) -> ClientSession:
-        """The open session with ``broker_name``, connecting one if needed."""
+    def session(self, broker: BrokerRoute) -> ClientSession:
+        """The open session with ``broker``, connecting one if needed."""
+        broker_name = broker.broker_name
         session = self._sessions.get(broker_name)
         if session is not None and session.is_open:
             return session
@@ -62,12 +63,13 @@ class BrokerLinks:
                 return session
             if session is not None:
                 session.close()
-            session = self._connect(broker_name, endpoints)
+            session = self._connect(broker)
             self._sessions[broker_name] = session
             return session
 
-    def _connect(self, broker_name: str, endpoints: common_pb2.BrokerEndpoints) -> ClientSession:
+    def _connect(self, endpoints: BrokerRoute) -> ClientSession:
         config = self._config
+        broker_name = endpoints.broker_name
         use_ipc = config.transport == "ipc" or (config.transport == "auto" and is_local(endpoints))
         if use_ipc:
             aeron_dir = endpoints.aeron_dir

@@ -49,14 +49,16 @@ from client import (
     MessageQueue,
     RequestTimeoutError,
     ResponseCode,
+    TopicNotFoundError,
     UniqueMessageIdGenerator,
     error_for_code,
 )
 from client.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from client.route import RouteResolver, TopicRoute
 from client.validators import check_body
 from producer._config import ProducerConfig, check_producer_group
 from producer._links import BrokerLinks
-from producer._route import GrpcRouteSource, RouteSource, TopicRoute
+from producer._route import RouteSource
 from producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
 from producer._send_result import SendResult, SendStatus
 from proto import messages_pb2
@@ -135,6 +137,7 @@ class Producer:
         self._ids = UniqueMessageIdGenerator()
         self._born_host = f"{self.config.udp_response_host}:0"
         self._links: BrokerLinks | None = None
+        self._queue_cache: dict[str, tuple[TopicRoute, list[MessageQueue]]] = {}
         self._retry_executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._running = False
@@ -147,10 +150,10 @@ class Producer:
             if self._running:
                 return self
             if self._routes is None:
-                self._routes = GrpcRouteSource(
+                self._routes = RouteResolver(
                     self._endpoints,
-                    namesrv=self._namesrv,
-                    refresh_interval_ms=self.config.route_refresh_interval_ms,
+                    kind="namesrv" if self._namesrv else "auto",
+                    ttl_ms=self.config.route_refresh_interval_ms,
                 )
             self._links = BrokerLinks(self.config, self.client_id)
             self._running = True
@@ -183,7 +186,7 @@ class Producer:
 
     def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's writable queues, as the route says."""
-        return list(self._route(topic).queues)
+        return self._write_queues(self._route(topic))
 
     # -- sync ----------------------------------------------------------------------------
 
@@ -226,9 +229,7 @@ class Producer:
                 break
             route, target = self._target(attempt)
             try:
-                session = self._require_links().session(
-                    target.broker_name, route.brokers[target.broker_name]
-                )
+                session = self._require_links().session(route.broker(target.broker_name))
                 response = session.request(self._request(target, attempt.messages), remaining_ms)
                 return _results(response, target)
             except ClientError as exc:
@@ -287,9 +288,7 @@ class Producer:
             return
         try:
             route, target = self._target(attempt)
-            session = self._require_links().session(
-                target.broker_name, route.brokers[target.broker_name]
-            )
+            session = self._require_links().session(route.broker(target.broker_name))
             inner = session.request_async(self._request(target, attempt.messages), remaining_ms)
         except ClientError as exc:
             self._async_failed(exc, attempt, outer, single, None, None)
@@ -340,9 +339,7 @@ class Producer:
         """Send one message with no answer awaited and no retry."""
         attempt = self._prepare([message], None, queue, None, None, asynchronous=False)
         route, target = self._target(attempt)
-        session = self._require_links().session(
-            target.broker_name, route.brokers[target.broker_name]
-        )
+        session = self._require_links().session(route.broker(target.broker_name))
         session.send_oneway(self._request(target, attempt.messages))
 
     # -- shared --------------------------------------------------------------------------
@@ -407,15 +404,29 @@ class Producer:
             raise IllegalStateError("producer not started", group=self.group)
         return routes.route(topic)
 
+    def _write_queues(self, route: TopicRoute) -> list[MessageQueue]:
+        """The route's writable queues, computed once per route object."""
+        cached = self._queue_cache.get(route.topic)
+        if cached is not None and cached[0] is route:
+            return cached[1]
+        queues = route.write_queues()
+        if not queues:
+            raise TopicNotFoundError("no writable queue for the topic", topic=route.topic)
+        self._queue_cache[route.topic] = (route, queues)
+        return queues
+
     def _target(self, attempt: _Attempt) -> tuple[TopicRoute, MessageQueue]:
         route = self._route(attempt.messages[0].topic)
         if attempt.queue is not None:
             target = attempt.queue
         elif attempt.selector is not None:
-            target = attempt.selector(route.queues)
+            target = attempt.selector(self._write_queues(route))
         else:
             target = select_avoiding(
-                self._round_robin, route.queues, attempt.messages[0], attempt.last_broker
+                self._round_robin,
+                self._write_queues(route),
+                attempt.messages[0],
+                attempt.last_broker,
             )
         if target.broker_name not in route.brokers:
             raise IllegalArgumentError(

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from client import IllegalArgumentError, Message, MessageQueue, TopicNotFoundError
+from client import IllegalArgumentError, Message, MessageQueue
 from client.java_string import hash_code
 from producer import (
     KeyHashSelector,
@@ -17,7 +17,6 @@ from producer import (
     SendStatus,
     StaticRoute,
 )
-from producer._route import route_from_proto
 from producer._selector import select_avoiding
 from proto import common_pb2
 from tests.client._helpers import isort_key
@@ -78,34 +77,11 @@ def test_should_take_rocketmq_defaults() -> None:
     assert config.max_message_size == 4 * 1024 * 1024 and config.transport == "auto"
 
 
-def test_should_keep_only_writable_queues_of_known_brokers_sorted() -> None:
-    route = common_pb2.TopicRouteData(
-        topic="t",
-        queue_datas=[
-            common_pb2.QueueData(broker_name="b", write_queue_nums=2, perm=6),
-            common_pb2.QueueData(broker_name="a", write_queue_nums=1, perm=6),
-            common_pb2.QueueData(broker_name="c", write_queue_nums=4, perm=4),  # read only
-            common_pb2.QueueData(broker_name="ghost", write_queue_nums=4, perm=6),
-        ],
-        broker_datas=[
-            common_pb2.BrokerData(broker_name=name, endpoints=common_pb2.BrokerEndpoints())
-            for name in ("a", "b", "c")
-        ],
-    )
-    found = route_from_proto(route)
-    assert found.queues == (
-        MessageQueue("t", "a", 0),
-        MessageQueue("t", "b", 0),
-        MessageQueue("t", "b", 1),
-    )
-    with pytest.raises(TopicNotFoundError):
-        route_from_proto(common_pb2.TopicRouteData(topic="t"))
-
-
 def test_should_serve_a_static_route_for_any_topic() -> None:
     route = StaticRoute({"x": common_pb2.BrokerEndpoints(ipc_channel="aeron:ipc")}, 2).route("t")
-    assert route.queues == (MessageQueue("t", "x", 0), MessageQueue("t", "x", 1))
-    assert route.brokers["x"].ipc_channel == "aeron:ipc"
+    assert route.write_queues() == [MessageQueue("t", "x", 0), MessageQueue("t", "x", 1)]
+    assert route.read_queues() == route.write_queues()
+    assert route.broker("x").ipc_channel == "aeron:ipc"
 
 
 def test_should_tell_a_send_ok_from_one_not_yet_durable() -> None:
