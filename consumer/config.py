@@ -119,6 +119,9 @@ class LitePullConsumerConfig:
     rebalance_interval_ms: int = 20000
     rebalance_retry_interval_ms: int = 1000
     """The next rebalance after an unbalanced run (no route, no members, an offset failed)."""
+    takeover_delay_ms: int = 300
+    """A queue allocated by a rebalance while the group has other members starts pulling this
+    late, after its previous owner persisted its offset (see ``consumer.rebalance``)."""
     pull_time_delay_ms_when_exception: int = 3000
     pull_time_delay_ms_when_flow_control: int = 50
     pull_time_delay_ms_when_pause: int = 1000
@@ -180,6 +183,7 @@ class LitePullConsumerConfig:
         for name in (
             "broker_suspend_max_time_ms",
             "pull_time_delay_ms_when_exception",
+            "takeover_delay_ms",
             "pull_time_delay_ms_when_flow_control",
             "pull_time_delay_ms_when_pause",
             "pull_time_delay_ms_when_broker_busy",

@@ -106,13 +106,14 @@ class PullTask:
         self._started = False
         self._start_lock = threading.Lock()
 
-    def start(self) -> bool:
-        """Schedule the first run; False (and nothing scheduled) if started before."""
+    def start(self, delay_ms: int = 0) -> bool:
+        """Schedule the first run in ``delay_ms``; False (and nothing scheduled) if started
+        before."""
         with self._start_lock:
             if self._started or self.cancelled:
                 return False
             self._started = True
-        self._ctx.scheduler.schedule(0, self.run)
+        self._ctx.scheduler.schedule(delay_ms, self.run)
         return True
 
     def cancel(self) -> None:
@@ -295,8 +296,9 @@ class PullTaskTable:
         with self._lock:
             return set(self._tasks)
 
-    def start(self, queues: Collection[MessageQueue]) -> list[MessageQueue]:
-        """Start a task for each queue without one; the queues started."""
+    def start(self, queues: Collection[MessageQueue], delay_ms: int = 0) -> list[MessageQueue]:
+        """Start a task for each queue without one, first run in ``delay_ms``; the queues
+        started."""
         started: list[PullTask] = []
         with self._lock:
             for queue in queues:
@@ -304,7 +306,7 @@ class PullTaskTable:
                     task = self._tasks[queue] = PullTask(queue, self._context)
                     started.append(task)
         for task in started:
-            task.start()
+            task.start(delay_ms)
         return [task.queue for task in started]
 
     def restart(self, queue: MessageQueue) -> None:

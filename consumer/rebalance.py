@@ -8,15 +8,20 @@ A run (:meth:`RebalanceService.do_rebalance`, RocketMQ's ``RebalanceImpl.doRebal
 2. CLUSTERING: allocate with the strategy (sorted queues and ids); BROADCASTING: every queue;
 3. compare with the queues owned now. A dropped queue: its process queue is marked dropped,
    its pull task stops, its consumed offset is committed if auto commit is on, and its
-   committed offset is persisted to the broker, then forgotten. A new queue: its start offset
-   is computed (:meth:`RebalanceService.compute_pull_from_where`: the committed offset, else
+   committed offset is persisted to the broker, then forgotten. A new queue is owned at once
+   and its pull task started; the task computes the start offset
+   (:meth:`RebalanceService.compute_pull_from_where`: the committed offset, else
    ``consume_from_where``: LAST_OFFSET = the max offset, FIRST_OFFSET = 0, TIMESTAMP = the
-   offset searched by ``consume_timestamp_ms``), then it is owned and its pull task starts. A
-   queue whose start offset fails is left for the next run;
+   offset searched by ``consume_timestamp_ms``) and retries it if the broker cannot say.
+   When the group has other members, a new queue starts ``takeover_delay_ms`` after the run:
+   its previous owner got the same membership push and persists the queue's offset as it drops
+   it, so the new owner reads that offset and a clean handover delivers nothing twice
+   (RocketMQ reads at once and re-delivers what the old owner consumed since its last
+   persisted commit, up to 5 s of messages);
 4. the optional ``message_queue_listener(topic, all_queues, owned_queues)`` hears of changes.
 
-A run is *unbalanced* when a topic had no route or no members, this consumer was not among
-the members, or a start offset failed. The service thread runs at start, at once when a broker
+A run is *unbalanced* when a topic had no route or no members, or this consumer was not among
+the members. The service thread runs at start, at once when a broker
 pushes a membership change (or a subscription changes), and otherwise as a safety net every
 ``rebalance_interval_ms`` (20 s), or ``rebalance_retry_interval_ms`` (1 s) after an
 unbalanced run. RocketMQ relies on the periodic run alone (up to 20 s to react).
@@ -131,7 +136,8 @@ class RebalanceService:
             _log.warning("rebalance: topic=%s has no queues (no route yet?)", topic)
             return False
         if self.config.message_model is MessageModel.BROADCASTING:
-            return self._update_owned(topic, queues, set(queues))
+            self._update_owned(topic, queues, set(queues), 0)
+            return True
         members = self._members(topic, use_pushed)
         if not members:
             _log.warning("rebalance: group=%s has no members", self.config.consumer_group)
@@ -139,42 +145,35 @@ class RebalanceService:
         allocated = set(
             self.strategy.allocate(self.config.consumer_group, self.client_id, queues, members)
         )
-        balanced = self._update_owned(topic, queues, allocated)
+        alone = len(members) == 1 and members[0] == self.client_id
+        self._update_owned(topic, queues, allocated, 0 if alone else self.config.takeover_delay_ms)
         if self.client_id not in members:
             _log.info("rebalance: client_id=%s not yet among the members", self.client_id)
             return False
-        return balanced
+        return True
 
     def _update_owned(
-        self, topic: str, all_queues: set[MessageQueue], allocated: set[MessageQueue]
-    ) -> bool:
+        self,
+        topic: str,
+        all_queues: set[MessageQueue],
+        allocated: set[MessageQueue],
+        start_delay_ms: int,
+    ) -> None:
         owned = {queue for queue in self._assigned.queues() if queue.topic == topic}
         removed = owned - allocated
         for queue in sorted(removed, key=MessageQueue.order_key):
             self.drop_queue(queue)
-        balanced = True
-        added: list[MessageQueue] = []
-        for queue in sorted(allocated - owned, key=MessageQueue.order_key):
+        added = sorted(allocated - owned, key=MessageQueue.order_key)
+        for queue in added:
             self._offset_store.remove_offset(queue)
-            try:
-                offset = self.compute_pull_from_where(queue)
-            except ClientError as error:
-                _log.warning("start offset failed, retrying later: queue=%s: %s", queue, error)
-                balanced = False
-                continue
-            if offset < 0:
-                balanced = False
-                continue
-            self._assigned.add(queue, pull_offset=offset)
-            added.append(queue)
-        self._tasks.start(added)
+            self._assigned.add(queue)
+        self._tasks.start(added, start_delay_ms)
         if (removed or added) and self.listener is not None:
             owned_now = {queue for queue in self._assigned.queues() if queue.topic == topic}
             try:
                 self.listener(topic, set(all_queues), owned_now)
             except Exception:
                 _log.exception("message_queue_listener failed: topic=%s", topic)
-        return balanced
 
     def drop_queue(self, queue: MessageQueue) -> None:
         """Stop owning ``queue``: drop it, stop its task, commit (auto) and persist its offset."""

@@ -48,6 +48,14 @@ class Rebalancing:
             ),
         )
         self.service.subscriptions[TOPIC] = build_subscription_data(TOPIC, "*")
+        self.harness.start_offset = self.service.compute_pull_from_where
+
+    def start_tasks(self) -> None:
+        """Run each scheduled first step, then the start offsets they asked for."""
+        scheduler = self.harness.scheduler
+        for _ in range(len(scheduler.pending)):
+            scheduler.run_next()
+        self.harness.run_executed()
 
     def owned(self) -> list[int]:
         return sorted(q.queue_id for q in self.harness.assigned.queues())
@@ -79,7 +87,9 @@ def test_should_take_the_committed_offset_first(
     rebalancing = Rebalancing(broker)
     rebalancing.service.do_rebalance()
     state = rebalancing.harness.assigned.state(queues[0])
-    assert state is not None and state.pull_offset == 4
+    assert state is not None and state.pull_offset == -1
+    rebalancing.start_tasks()
+    assert state.pull_offset == 4
 
 
 @pytest.mark.parametrize(
@@ -99,6 +109,7 @@ def test_should_start_a_queue_without_committed_offset_by_consume_from_where(
     rebalancing = Rebalancing(broker, consume_from_where=where, consume_timestamp_ms=1550)
     assert rebalancing.service.compute_pull_from_where(queues[0]) == expected
     rebalancing.service.do_rebalance()
+    rebalancing.start_tasks()
     state = rebalancing.harness.assigned.state(queues[0])
     assert state is not None and state.pull_offset == expected
 
@@ -154,16 +165,30 @@ def test_should_be_unbalanced_and_own_nothing_while_not_a_member(
     assert rebalancing.owned() == []
 
 
-def test_should_leave_a_queue_whose_start_offset_failed_for_the_next_run(
+def test_should_retry_a_start_offset_the_broker_cannot_give(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
     join(broker, ME)
     rebalancing = Rebalancing(broker)
     broker.fail_next("query_offset", BrokerUnavailableError("down"))
-    assert not rebalancing.service.do_rebalance()
-    assert rebalancing.owned() == [1, 2, 3]
     assert rebalancing.service.do_rebalance()
     assert rebalancing.owned() == [0, 1, 2, 3]
+    rebalancing.start_tasks()
+    assert rebalancing.harness.scheduler.delays().count(3000) == 1
+    assert rebalancing.harness.counters.offset_errors == 1
+
+
+def test_should_delay_taking_over_queues_while_the_group_has_other_members(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    join(broker, ME)
+    alone = Rebalancing(broker, takeover_delay_ms=300)
+    alone.service.do_rebalance()
+    assert alone.harness.scheduler.delays() == [0, 0, 0, 0]
+    join(broker, OTHER)
+    shared = Rebalancing(broker, takeover_delay_ms=300)
+    shared.service.do_rebalance()
+    assert shared.harness.scheduler.delays() == [300, 300]
 
 
 def test_should_give_every_queue_to_every_broadcasting_consumer(
