@@ -339,7 +339,13 @@ class UdpPublications:
             for type_id in (SENDER_POSITION_TYPE_ID, SENDER_LIMIT_TYPE_ID, SENDER_BPE_TYPE_ID):
                 allocated.append(
                     allocate_stream_counter(
-                        counters, type_id, registration_id, session_id, stream_id, channel
+                        counters,
+                        type_id,
+                        registration_id,
+                        session_id,
+                        stream_id,
+                        channel,
+                        client.client_id,
                     )
                 )
         except IllegalStateError as exc:

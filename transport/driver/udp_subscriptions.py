@@ -317,6 +317,7 @@ class UdpSubscriptions:
             )
         correlation_id = self._next_correlation_id()
         counters = self._counters
+        owner_id = links[0].client_id  # as Aeron 1.53: the subscribing client owns them
         hwm_id = allocate_stream_counter(
             counters,
             RECEIVER_HWM_TYPE_ID,
@@ -324,6 +325,7 @@ class UdpSubscriptions:
             request.session_id,
             request.stream_id,
             channel.original_uri,
+            owner_id,
         )
         try:
             pos_id = allocate_stream_counter(
@@ -333,6 +335,7 @@ class UdpSubscriptions:
                 request.session_id,
                 request.stream_id,
                 channel.original_uri,
+                owner_id,
             )
         except IllegalStateError:
             counters.free(hwm_id)

@@ -118,6 +118,29 @@ def test_should_label_the_stream_and_endpoint_counters(nodes: tuple[Node, Node])
     assert endpoint.status.get() == CHANNEL_STATUS_ACTIVE
 
 
+def test_should_give_stream_counters_the_owners_aerons_driver_gives(
+    nodes: tuple[Node, Node],
+) -> None:
+    # As Aeron 1.53's C driver (checked with pyaeron in tests/interop/): the publishing client
+    # owns the snd-* counters, the subscribing client the image's rcv-* counters.
+    sender, receiver = nodes
+    channel = _subscribe(receiver)
+    _transfer(sender, receiver, channel, _payloads(3))
+    for node, names in (
+        (sender, ("snd-pos", "snd-lmt", "snd-bpe")),
+        (receiver, ("rcv-hwm", "rcv-pos")),
+    ):
+        owners = {
+            node.counters.get_counter_label(i).partition(":")[
+                0
+            ]: node.counters.get_counter_owner_id(i)
+            for i in range(node.counters.capacity)
+            if node.counters.get_counter_state(i) == 1
+            and node.counters.get_counter_label(i).startswith(names)
+        }
+        assert owners == dict.fromkeys(names, node.client.client_id)
+
+
 def test_should_recover_lost_data_and_naks(shm_dir: Path) -> None:
     loss = LossGenerator(data_loss_rate=0.1, nak_loss_rate=0.1, seed=5)
     sender = Node(shm_dir / "tx", UdpSettings(loss_generator=loss))
