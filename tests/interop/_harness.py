@@ -1,11 +1,13 @@
 """Running the pyaeron peers: subprocesses of the 3.12 environment, JSON lines both ways.
 
-A :class:`Peer` is one script of ``tests/interop/peers/`` run by the environment's python. Its
+:func:`pyaeron_python_or_skip` gives the environment's python, or skips (fails, with
+``AEROMQ_REQUIRE_INTEROP=1``) saying why in one line. A :class:`Peer` is one script of ``tests/interop/peers/`` run by the environment's python. Its
 stdout is read on a thread into a queue, so every wait for an event is bounded; its stderr goes
 to a file and is quoted when a wait fails. :meth:`Peer.expect` returns the next event of a kind
 and fails the test on a peer ``error`` event, an early exit or a timeout. :meth:`Peer.send`
 writes a command line to its stdin. :class:`Peers` starts peers for one test and stops them all
-afterwards (close stdin, then terminate, then kill, each step bounded).
+afterwards (close stdin, then terminate, then kill, each step bounded). Our client's side of an
+exchange: :class:`OurReceiver` (reassemble and check) and :func:`publish_plan`.
 """
 
 from __future__ import annotations
@@ -23,14 +25,37 @@ from typing import Any
 
 import pytest
 
+from transport._errors import ConfigurationError
 from transport.client import ConcurrentPublication, ExclusivePublication, Subscription
 from transport.concurrent import AtomicBuffer
 from transport.logbuffer.buffer_claim import BufferClaim
 from transport.logbuffer.fragment_assembler import FragmentAssembler
 from transport.logbuffer.header import Header
-from transport.testing.py312 import peer_environment
+from transport.testing.py312 import (
+    REQUIRE_INTEROP_ENV,
+    ensure_pyaeron_venv,
+    find_python312,
+    interop_required,
+    peer_environment,
+)
 
 from .peers._peer import Plan, Verifier
+
+
+def pyaeron_python_or_skip() -> Path:
+    """The pyaeron environment's python (created on first use); without a CPython 3.12, a skip
+    with one line saying why, or a failure if ``AEROMQ_REQUIRE_INTEROP=1``."""
+    lookup = find_python312()
+    if lookup.interpreter is None:
+        message = f"interop with real Aeron (pyaeron) not run: {lookup.reason}"
+        if interop_required():
+            pytest.fail(f"{message} ({REQUIRE_INTEROP_ENV}=1)", pytrace=False)
+        pytest.skip(message)
+    try:
+        return ensure_pyaeron_venv(lookup.interpreter)
+    except ConfigurationError as exc:
+        pytest.fail(f"interop with real Aeron (pyaeron): {exc}", pytrace=False)
+
 
 PEERS_DIR = Path(__file__).parent / "peers"
 DEFAULT_TIMEOUT_S = 15.0

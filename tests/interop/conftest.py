@@ -13,16 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from transport._errors import ConfigurationError
 from transport.driver import MediaDriver, MediaDriverContext
-from transport.testing.py312 import (
-    REQUIRE_INTEROP_ENV,
-    ensure_pyaeron_venv,
-    find_python312,
-    interop_required,
-)
 
-from ._harness import Peer, Peers
+from ._harness import Peer, Peers, pyaeron_python_or_skip
 
 MS = 1_000_000
 TERM_LENGTH = 64 * 1024
@@ -32,16 +25,7 @@ MTU = 1408
 @pytest.fixture(scope="session")
 def pyaeron_python() -> Path:
     """The python of the pyaeron environment (created on first use), or a skip saying why."""
-    lookup = find_python312()
-    if lookup.interpreter is None:
-        message = f"interop with real Aeron (pyaeron) not run: {lookup.reason}"
-        if interop_required():
-            pytest.fail(f"{message} ({REQUIRE_INTEROP_ENV}=1)", pytrace=False)
-        pytest.skip(message)
-    try:
-        return ensure_pyaeron_venv(lookup.interpreter)
-    except ConfigurationError as exc:
-        pytest.fail(f"interop with real Aeron (pyaeron): {exc}", pytrace=False)
+    return pyaeron_python_or_skip()
 
 
 @pytest.fixture
