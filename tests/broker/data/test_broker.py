@@ -1,0 +1,144 @@
+"""The broker service: start and graceful stop, what it publishes, what recovery reports, and
+``aeromq broker`` as a process (ready line, SIGTERM, bad settings)."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.broker import Broker, describe_recovery
+from broker.config import BrokerConfig
+from broker.store import FlushMode, RecoveryReport
+from client.grpc_client import GrpcClient
+from client.session import ClientSession, SessionConfig
+from proto import messages_pb2
+from tests.producer.conftest import small_driver
+from transport.client import Aeron, AeronContext
+
+from .conftest import send_request, wait_for
+
+REPORT = RecoveryReport(
+    clean_shutdown=False, scanned_from=100, end_offset=900, records_scanned=7,
+    records_redispatched=3, truncated_at=None, truncated_check=None, zeroed_bytes=0,
+    queue_entries_dropped=0, queue_gaps=0, duration_ms=1.0,
+)  # fmt: skip
+
+
+def _config(data_dir: Path, **overrides: object) -> BrokerConfig:
+    values: dict[str, object] = {
+        "data_dir": data_dir,
+        "grpc_port": 0,
+        "ingress_udp_endpoint": None,
+        "commit_log_segment_bytes": 1 << 24,
+        "index_enabled": False,
+    }
+    values.update(overrides)
+    return BrokerConfig(**values)  # type: ignore[arg-type]
+
+
+def test_should_describe_each_kind_of_recovery() -> None:
+    fresh = dataclasses.replace(REPORT, end_offset=0, records_scanned=0)
+    assert describe_recovery(fresh, FlushMode.ASYNC, 500) == "recovery: a new, empty store"
+    clean = dataclasses.replace(REPORT, clean_shutdown=True)
+    assert describe_recovery(clean, FlushMode.ASYNC, 500).startswith("recovery: clean shutdown")
+    crashed = describe_recovery(REPORT, FlushMode.ASYNC, 500)
+    assert "did not shut down cleanly" in crashed and "re-dispatched 3" in crashed
+    assert "no torn record" in crashed and "at most the last 500 ms" in crashed
+    torn = dataclasses.replace(REPORT, truncated_at=850, truncated_check="BAD_CRC", zeroed_bytes=50)
+    text = describe_recovery(torn, FlushMode.SYNC, 500)
+    assert "truncated a torn tail at 850 (BAD_CRC), zeroed 50 bytes" in text
+    assert "SYNC flush: every acknowledged message is durable" in text
+
+
+def test_should_serve_and_publish_its_endpoints_and_counters(tmp_path: Path) -> None:
+    config = _config(tmp_path, ingress_udp_endpoint="127.0.0.1:0", auto_create_topic=True)
+    with Broker(config, driver_context=small_driver()) as broker:
+        assert broker.running and broker.grpc_address.startswith("127.0.0.1:")
+        endpoints = broker.endpoints()
+        assert endpoints.aeron_dir == broker.aeron_dir and endpoints.ipc_stream_id == 1001
+        assert endpoints.udp_channel.startswith("aeron:udp?endpoint=127.0.0.1:")
+        assert not endpoints.udp_channel.endswith(":0")
+        with (
+            Aeron.connect(AeronContext(aeron_dir=broker.aeron_dir)) as aeron,
+            ClientSession.connect(aeron, SessionConfig()) as session,
+        ):
+            answer = session.request(send_request(b"x", topic="fresh"))
+            assert answer.status.code == 0
+        with GrpcClient(broker.grpc_address) as admin:
+            route = admin.query_route("fresh")
+            assert route.broker_datas[0].endpoints.aeron_dir == broker.aeron_dir
+            counters = admin.broker_stats().counters
+        assert counters["send.messages"] == 1 and counters["session.sessions_opened"] == 1
+    assert not broker.running
+    broker.shutdown()  # idempotent
+
+
+def test_should_answer_held_pulls_and_flush_on_a_graceful_stop(tmp_path: Path) -> None:
+    config = _config(tmp_path, auto_create_topic=True)
+    broker = Broker(config, driver_context=small_driver()).start()
+    aeron = Aeron.connect(AeronContext(aeron_dir=broker.aeron_dir))
+    session = ClientSession.connect(aeron, SessionConfig())
+    session.request(send_request(b"kept", topic="t"))
+    held = session.request_async(
+        messages_pb2.PullMessageRequest(
+            consumer_group="g", topic="t", queue_id=1, suspend_timeout_ms=30_000
+        ),
+        40_000,
+    )
+    wait_for(lambda: broker.stats()["pull.held"] == 1, what="the pull to be held")
+    broker.shutdown()
+    assert held.result(10).pull_status == messages_pb2.NO_NEW_MSG
+    session.close()
+    aeron.close()
+    with Broker(config, driver_context=small_driver()) as again:
+        assert again.recovery_report is not None and again.recovery_report.clean_shutdown
+        assert again.store is not None and again.store.get_max_offset("t", 0) == 1
+
+
+def _run_main(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "broker._main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_should_run_as_a_process_until_sigterm(tmp_path: Path) -> None:
+    process = _run_main("--data-dir", str(tmp_path), "--grpc-port", "0",
+                        "--ingress-udp-endpoint", "none", "--index-enabled", "false",
+                        "--commit-log-segment-bytes", "16MiB")  # fmt: skip
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline(), process.stdout.readline()]
+        assert lines[0].startswith("recovery: a new, empty store")
+        ready = dict(part.split("=", 1) for part in lines[1].split()[2:])
+        assert lines[1].startswith("broker ready:") and ready["name"] == "broker-a"
+        assert ready["flush_mode"] == "ASYNC" and ready["udp_channel"] == "none"
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=30)
+        assert process.returncode == 0 and "broker stopped" in out
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+
+
+def test_should_refuse_a_bad_setting_with_exit_2(tmp_path: Path) -> None:
+    process = _run_main("--data-dir", str(tmp_path), "--grpc-port", "70000")
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 2 and "grpc_port" in err and "70000" in err
+
+
+def test_should_stop_what_started_when_a_start_fails(tmp_path: Path) -> None:
+    first = Broker(_config(tmp_path), driver_context=small_driver()).start()
+    try:
+        with pytest.raises(Exception, match="lock"):  # the data directory is taken
+            Broker(_config(tmp_path), driver_context=small_driver()).start()
+    finally:
+        first.shutdown()
