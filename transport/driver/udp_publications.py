@@ -192,7 +192,7 @@ class UdpPublications:
             )
         except ChannelEndpointError as exc:
             raise command_error(
-                ErrorCode.CHANNEL_ENDPOINT_ERROR, str(exc), channel=channel.original_uri
+                ErrorCode.GENERIC_ERROR, str(exc), channel=channel.original_uri
             ) from exc
         counters = self._counters
         local_address = format_sockaddr(transport.local_address)

@@ -5,7 +5,9 @@ Aeron's ``aeron_driver_conductor_on_add_network_subscription``,
 
 - a subscription's channel finds its :class:`ReceiveChannelEndpoint` by canonical form or
   creates it (socket bound to the endpoint, ``rcv-channel`` status and ``rcv-local-sockaddr``
-  counters), and the receiver is told the endpoint now wants the stream (or one session of it);
+  counters; a socket that cannot be opened refuses the command with GENERIC_ERROR naming the
+  address and the reason, as Aeron does: CHANNEL_ENDPOINT_ERROR is for errors of an endpoint
+  already in use, keyed by its status counter), and the receiver is told the endpoint now wants the stream (or one session of it);
   the subscription is linked at once to every image of that stream on the endpoint;
 - a SETUP for a wanted session reaches the conductor as an image request (through the
   :class:`~transport.driver.network_proxies.DriverConductorProxy`): the image gets a new
@@ -227,7 +229,7 @@ class UdpSubscriptions:
             )
         except ChannelEndpointError as exc:
             raise command_error(
-                ErrorCode.CHANNEL_ENDPOINT_ERROR, str(exc), channel=channel.original_uri
+                ErrorCode.GENERIC_ERROR, str(exc), channel=channel.original_uri
             ) from exc
         counters = self._counters
         local_address = format_sockaddr(transport.local_address)

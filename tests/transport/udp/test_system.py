@@ -23,7 +23,7 @@ import pytest
 from tests.transport.udp import workers
 
 STREAM_ID = 1001
-TIMEOUT_S = 100.0
+TIMEOUT_S = 250.0  # the machine is shared: a loaded run of the million takes 40 s
 
 
 def _free_port() -> int:
@@ -86,6 +86,7 @@ def _transfer(
     return reports["publisher"], reports["subscriber"]
 
 
+@pytest.mark.timeout(300)
 def test_should_deliver_a_million_messages_of_random_sizes_in_order(drivers: Drivers) -> None:
     count = 1_000_000
     publisher, subscriber = _transfer(drivers, count, max_length=3000)
@@ -96,6 +97,7 @@ def test_should_deliver_a_million_messages_of_random_sizes_in_order(drivers: Dri
     print(f"\n{count} messages in {elapsed:.1f} s: {count / elapsed:,.0f} msgs/s")
 
 
+@pytest.mark.timeout(300)
 def test_should_deliver_everything_with_lost_data_and_naks(shm_dir: Path) -> None:
     lossy = Drivers(shm_dir, loss={"data_loss_rate": 0.05, "nak_loss_rate": 0.05})
     try:
@@ -175,7 +177,16 @@ def test_should_show_the_udp_counters_in_aeromq_stat(drivers: Drivers) -> None:
     stop_publisher = drivers.ctx.Event()
     try:
         drivers.start(
-            workers.subscribe, drivers.rx_dir, channel, stream_id, 1_000, 500, results, ready
+            workers.subscribe,
+            drivers.rx_dir,
+            channel,
+            stream_id,
+            1_000,
+            500,
+            results,
+            ready,
+            False,
+            stop_publisher,
         )
         assert ready.wait(30)
         drivers.start(

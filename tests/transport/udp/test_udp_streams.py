@@ -229,7 +229,7 @@ def test_should_refuse_channels_it_cannot_open(nodes: tuple[Node, Node]) -> None
     port = channel.split(":")[2].split("|")[0]
     with pytest.raises(RegistrationError) as in_use:
         sender.add_subscription(f"aeron:udp?endpoint=127.0.0.1:{port}")
-    assert in_use.value.code == ErrorCode.CHANNEL_ENDPOINT_ERROR
+    assert in_use.value.code == ErrorCode.GENERIC_ERROR
     with pytest.raises(RegistrationError) as mdc:
         sender.add_publication("aeron:udp?control=127.0.0.1:1|control-mode=dynamic")
     assert mdc.value.code == ErrorCode.NOT_SUPPORTED

@@ -27,7 +27,7 @@ from transport.testing.loss_generator import LossGenerator
 
 PREFIX = struct.Struct("<qi")  # sequence, body length
 BLOCK = random.Random(20240501).randbytes(1 << 16)
-DEADLINE_S = 90.0
+DEADLINE_S = 240.0
 
 
 def message_length(sequence: int, max_length: int) -> int:
@@ -144,8 +144,10 @@ def subscribe(
     results: Queue[Any],
     ready: Event,
     until_image_goes: bool = False,
+    hold: Event | None = None,
 ) -> None:
-    """Receive ``count`` messages and check them; optionally wait for the image to go."""
+    """Receive ``count`` messages and check them; optionally wait for the image to go, or
+    stay subscribed (reading on) until ``hold`` is set."""
     gone: list[int] = []
     context = AeronContext(
         aeron_dir=aeron_dir, unavailable_image_handler=lambda image: gone.append(image.session_id)
@@ -177,3 +179,6 @@ def subscribe(
         results.put(
             ("subscriber", checker.count, elapsed, checker.errors, checker.first, bool(gone), eos)
         )
+        while hold is not None and not hold.is_set() and time.monotonic() < deadline:
+            poll(assembler, 256)
+            time.sleep(0.001)
