@@ -53,7 +53,14 @@ from client import (
     UniqueMessageIdGenerator,
     error_for_code,
 )
-from client.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from client.message import (
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+)
+from client.message import (
+    PROPERTY_WAIT_STORE_MSG_OK as PROPERTY_WAIT,
+)
 from client.route import RouteResolver, TopicRoute
 from client.validators import check_body
 from producer._config import ProducerConfig, check_producer_group
@@ -462,26 +469,33 @@ class Producer:
         request = messages_pb2.SendMessageRequest(
             producer_group=self.group, topic=target.topic, queue_id=target.queue_id
         )
-        add = request.messages.add
         born_ms = time.time_ns() // 1_000_000
         born_host = self._born_host
+        wire = messages_pb2.Message
+        out: list[messages_pb2.Message] = []
+        append = out.append
         for message in messages:
-            out = add()
-            out.body = message.body
             properties = message.properties
-            tags = properties.get(PROPERTY_TAGS)
-            if tags:
-                out.tags = tags
+            tags = properties.get(PROPERTY_TAGS, "")
             keys = properties.get(PROPERTY_KEYS)
-            if keys:
-                out.keys.extend(keys.split())
-            out.msg_id = properties[PROPERTY_UNIQ_KEY]
-            if len(properties) > (tags is not None) + (keys is not None) + 1:
-                out.properties.update({k: v for k, v in properties.items() if k not in _LIFTED})
-            if message.flag:
-                out.flag = message.flag
-            out.born_timestamp_ms = born_ms
-            out.born_host = born_host
+            lifted = (tags != "") + (keys is not None) + 1
+            if len(properties) == lifted + 1 and PROPERTY_WAIT in properties:
+                rest = {PROPERTY_WAIT: properties[PROPERTY_WAIT]}  # the common case
+            else:
+                rest = {k: v for k, v in properties.items() if k not in _LIFTED}
+            append(
+                wire(
+                    body=message.body,
+                    tags=tags,
+                    keys=keys.split() if keys else None,
+                    properties=rest,
+                    flag=message.flag,
+                    born_timestamp_ms=born_ms,
+                    born_host=born_host,
+                    msg_id=properties[PROPERTY_UNIQ_KEY],
+                )
+            )
+        request.messages.extend(out)
         return request
 
 
@@ -496,18 +510,26 @@ def _results(response: messages_pb2.SendMessageResponse, target: MessageQueue) -
             topic=target.topic,
             queue_id=target.queue_id,
         )
-    topic = target.topic
-    return [
-        SendResult(
-            _SEND_STATUS.get(result.send_status, SendStatus.SEND_OK),
-            result.msg_id,
-            result.offset_msg_id,
-            MessageQueue(topic, result.broker_name or target.broker_name, result.queue_id),
-            result.queue_offset,
-            result.transaction_id,
+    out: list[SendResult] = []
+    append = out.append
+    for result in response.results:
+        queue = target
+        if result.queue_id != target.queue_id or (
+            result.broker_name and result.broker_name != target.broker_name
+        ):
+            broker_name = result.broker_name or target.broker_name
+            queue = MessageQueue(target.topic, broker_name, result.queue_id)
+        append(
+            SendResult(
+                _SEND_STATUS.get(result.send_status, SendStatus.SEND_OK),
+                result.msg_id,
+                result.offset_msg_id,
+                queue,
+                result.queue_offset,
+                result.transaction_id,
+            )
         )
-        for result in response.results
-    ]
+    return out
 
 
 def _settle(future: Future[Any], *, value: Any = None, error: BaseException | None = None) -> None:

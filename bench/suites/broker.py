@@ -1,0 +1,431 @@
+"""The broker over the transport: produce-only, pull-only and end-to-end throughput and latency
+for 100 B messages, beside Redis Streams with a consumer group in the same run.
+
+aeromq: a broker process (``python -m broker._main``: embedded media driver, ASYNC flush, data
+on the default temp filesystem, 4 queues), one producer process (``producer.Producer``,
+batches of 32 pipelined 8 deep over IPC) and one puller process (a transport session pulling
+the 4 queues, one 32-message pull in flight per queue, long polling when caught up).
+
+Redis: a ``redis-server`` started here (AOF with ``appendfsync everysec``, the nearest to ASYNC
+flush), redis-py; the producer pipelines ``XADD`` 32 x 8 per round trip, the consumer reads with
+``XREADGROUP COUNT 256 BLOCK`` and ``XACK``s what it read. Without ``redis-server`` (Debian
+package ``redis-server``) or redis-py (``redis``), the baseline is skipped with one line.
+
+Produce latency is per request (send to acknowledgement of a batch), pull latency per pull
+request, end-to-end latency per message (from the producer's clock stamp in the body to the
+consumer's receipt; one host, one monotonic clock). Target (issue 7): end-to-end >= 2x Redis.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench._harness import Result, Target, latency_summary
+
+BODY_LENGTH = 100
+BATCH = 32
+WINDOW = 8
+QUEUES = 4
+_STAMP = struct.Struct("<q")
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def _body(sequence: int) -> bytes:
+    """100 bytes: the send time (monotonic ns) then the sequence, padded."""
+    head = _STAMP.pack(time.monotonic_ns()) + _STAMP.pack(sequence)
+    return head + b"." * (BODY_LENGTH - len(head))
+
+
+# -- aeromq workers (spawned processes) ---------------------------------------------------------
+
+
+def _produce(grpc: str, topic: str, count: int, out: Any) -> None:
+    from client import Message
+    from producer import Producer
+
+    latencies: list[int] = []
+    with Producer("bench-producer", grpc) as producer:
+        producer.send(Message(topic, _body(-1)))  # connect and warm up
+        window: list[tuple[Any, int]] = []
+        cpu = time.process_time()
+        began = time.monotonic_ns()
+        for start in range(0, count, BATCH):
+            batch = [Message(topic, _body(i)) for i in range(start, min(count, start + BATCH))]
+            window.append((producer.send_batch_async(batch), time.monotonic_ns()))
+            if len(window) >= WINDOW:
+                future, sent_ns = window.pop(0)
+                future.result(30)
+                latencies.append(time.monotonic_ns() - sent_ns)
+        for future, sent_ns in window:
+            future.result(30)
+            latencies.append(time.monotonic_ns() - sent_ns)
+        elapsed_ns = time.monotonic_ns() - began
+        cpu = time.process_time() - cpu
+    out.put(("produced", elapsed_ns, latencies, cpu))
+
+
+def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) -> None:
+    from client.session import ClientSession, SessionConfig
+    from proto import messages_pb2
+    from transport.client import Aeron, AeronContext
+
+    received = 0
+    pull_latencies: list[int] = []
+    e2e: list[int] = []
+    unpack = _STAMP.unpack_from
+    with (
+        Aeron.connect(AeronContext(aeron_dir=aeron_dir)) as aeron,
+        ClientSession.connect(aeron, SessionConfig(request_timeout_ms=30_000)) as session,
+    ):
+        out.put(("ready",))
+        offsets = [0] * QUEUES
+        pending: dict[int, tuple[Any, int]] = {}
+
+        def issue(queue_id: int) -> None:
+            request = messages_pb2.PullMessageRequest(
+                consumer_group="bench-consumer",
+                topic=topic,
+                queue_id=queue_id,
+                queue_offset=offsets[queue_id],
+                max_msg_nums=BATCH,
+                suspend_timeout_ms=1_000 if long_poll else 0,
+                commit_offset=-1,
+            )
+            pending[queue_id] = (session.request_async(request, 30_000), time.monotonic_ns())
+
+        began = 0
+        last_ns = 0
+        cpu = 0.0
+        for queue_id in range(QUEUES):
+            issue(queue_id)
+        deadline = time.monotonic() + 120
+        while received < count and time.monotonic() < deadline:
+            for queue_id in range(QUEUES):
+                future, sent_ns = pending[queue_id]
+                if not future.done():
+                    continue
+                response = future.result()
+                now_ns = time.monotonic_ns()
+                pull_latencies.append(now_ns - sent_ns)
+                messages = response.messages
+                if messages:
+                    if not began:  # from the first pull that found (or, live, its first send)
+                        began = min(sent_ns, unpack(messages[0].body, 0)[0])
+                        cpu = time.process_time()
+                    last_ns = now_ns
+                    received += len(messages)
+                    for message in messages:
+                        e2e.append(now_ns - unpack(message.body, 0)[0])
+                    offsets[queue_id] = response.next_begin_offset
+                elif response.pull_status == messages_pb2.OFFSET_ILLEGAL:
+                    offsets[queue_id] = response.next_begin_offset
+                issue(queue_id)
+            time.sleep(0)
+        cpu = time.process_time() - cpu
+    out.put(("consumed", last_ns - began, received, pull_latencies, e2e, cpu))
+
+
+# -- redis workers ------------------------------------------------------------------------------
+
+
+def _redis_produce(port: int, stream: str, count: int, out: Any) -> None:
+    import redis
+
+    client: Any = redis.Redis(port=port)
+    latencies: list[int] = []
+    cpu = time.process_time()
+    began = time.monotonic_ns()
+    step = BATCH * WINDOW
+    for start in range(0, count, step):
+        pipe = client.pipeline(transaction=False)
+        for i in range(start, min(count, start + step)):
+            pipe.xadd(stream, {"b": _body(i)})
+        sent_ns = time.monotonic_ns()
+        pipe.execute()
+        latencies.append(time.monotonic_ns() - sent_ns)
+    elapsed_ns = time.monotonic_ns() - began
+    out.put(("produced", elapsed_ns, latencies, time.process_time() - cpu))
+
+
+def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Any) -> None:
+    import redis
+
+    client: Any = redis.Redis(port=port)
+    out.put(("ready",))
+    received = 0
+    began = last_ns = 0
+    cpu = 0.0
+    pull_latencies: list[int] = []
+    e2e: list[int] = []
+    deadline = time.monotonic() + 120
+    while received < count and time.monotonic() < deadline:
+        sent_ns = time.monotonic_ns()
+        answer = client.xreadgroup("g", "c", {stream: ">"}, count=BATCH * WINDOW, block=1_000)
+        now_ns = time.monotonic_ns()
+        pull_latencies.append(now_ns - sent_ns)
+        if not answer:
+            continue
+        entries = answer[0][1]
+        if not began:
+            began = min(sent_ns, _STAMP.unpack_from(entries[0][1][b"b"], 0)[0])
+            cpu = time.process_time()
+        last_ns = now_ns
+        received += len(entries)
+        for _entry_id, fields in entries:
+            e2e.append(now_ns - _STAMP.unpack_from(fields[b"b"], 0)[0])
+        client.xack(stream, "g", *[entry_id for entry_id, _ in entries])
+    out.put(("consumed", last_ns - began, received, pull_latencies, e2e, time.process_time() - cpu))
+
+
+# -- servers ------------------------------------------------------------------------------------
+
+
+class _Broker:
+    def __init__(self, root: Path) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "broker._main", "--log-level", "WARNING",
+                "--data-dir", str(root / "broker"), "--grpc-port", "0",
+                "--ingress-udp-endpoint", "none", "--auto-create-topic", "true",
+                "--default-queue-count", str(QUEUES), "--index-enabled", "false",
+            ],
+            cwd=_REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + 30
+        fields: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if line.startswith("broker ready:"):
+                fields = dict(p.split("=", 1) for p in line.split()[2:] if "=" in p)
+                break
+            if not line and self.process.poll() is not None:
+                break
+        if not fields:
+            self.close()
+            raise RuntimeError("the broker did not start")
+        self.grpc = fields["grpc"]
+        self.aeron_dir = fields["aeron_dir"]
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class _Redis:
+    def __init__(self, root: Path) -> None:
+        import redis
+
+        self.port = _free_port()
+        self.process = subprocess.Popen(
+            [
+                "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", str(root), "--save", "", "--appendonly", "yes",
+                "--appendfsync", "everysec",
+            ],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    self.close()
+                    raise
+                time.sleep(0.05)
+        self.client = client
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+def _spawn(target: Any, *args: Any) -> multiprocessing.process.BaseProcess:
+    process = multiprocessing.get_context("spawn").Process(target=target, args=args, daemon=True)
+    process.start()
+    return process
+
+
+def _collect(out: Any, kinds: set[str], timeout_s: float = 180) -> dict[str, tuple[Any, ...]]:
+    got: dict[str, tuple[Any, ...]] = {}
+    deadline = time.monotonic() + timeout_s
+    while not kinds <= set(got):
+        item = out.get(timeout=max(0.1, deadline - time.monotonic()))
+        got[item[0]] = item
+    return got
+
+
+def _rows(
+    name: str, count: int, got: dict[str, tuple[Any, ...]], server_cpu_s: float
+) -> Iterator[Result]:
+    """Rows of one phase; ``extra`` has CPU microseconds per message of the client process(es)
+    and the server process (robust to a machine shared with other work, unlike rates)."""
+    if "produced" in got and "consumed" not in got:
+        _, elapsed_ns, latencies, cpu_s = got["produced"]
+        yield Result(
+            f"{name}:produce",
+            msgs_per_s=count / (elapsed_ns / 1e9),
+            MB_per_s=count * BODY_LENGTH / (elapsed_ns / 1e9) / 1e6,
+            extra=_cpu_extra(count, cpu_s, server_cpu_s),
+            **latency_summary(latencies),
+        )
+    if "consumed" in got:
+        _, elapsed_ns, received, pull_latencies, e2e, cpu_s = got["consumed"]
+        kind = "end-to-end" if "produced" in got else "pull"
+        samples = e2e if kind == "end-to-end" else pull_latencies
+        if kind == "end-to-end":
+            cpu_s += got["produced"][3]
+        yield Result(
+            f"{name}:{kind}",
+            msgs_per_s=received / (elapsed_ns / 1e9),
+            MB_per_s=received * BODY_LENGTH / (elapsed_ns / 1e9) / 1e6,
+            extra={"received": received, **_cpu_extra(received, cpu_s, server_cpu_s)},
+            **latency_summary(samples),
+        )
+
+
+def _cpu_extra(count: int, client_cpu_s: float, server_cpu_s: float) -> dict[str, float]:
+    per = 1e6 / max(count, 1)
+    return {
+        "client_cpu_us_per_msg": round(client_cpu_s * per, 2),
+        "server_cpu_us_per_msg": round(server_cpu_s * per, 2),
+    }
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (from /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _phases(name: str, pid: int, count: int, out: Any, start: dict[str, Any]) -> Iterator[Result]:
+    """Produce-only, then pull-only of what was produced, then end to end on a new topic;
+    ``start`` has the worker starters."""
+    cpu = _cpu_s(pid)
+    producer = start["produce"]("produce")
+    got = _collect(out, {"produced"})
+    yield from _rows(name, count, got, _cpu_s(pid) - cpu)
+    producer.join(30)
+    consumer = start["consume"]("produce", False)
+    _collect(out, {"ready"})
+    cpu = _cpu_s(pid)
+    got = _collect(out, {"consumed"})
+    yield from _rows(name, count, got, _cpu_s(pid) - cpu)
+    consumer.join(30)
+    consumer = start["consume"]("e2e", True)
+    _collect(out, {"ready"})
+    cpu = _cpu_s(pid)
+    producer = start["produce"]("e2e")
+    got = _collect(out, {"produced", "consumed"})
+    yield from _rows(name, count, got, _cpu_s(pid) - cpu)
+    producer.join(30)
+    consumer.join(30)
+
+
+def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
+    broker = _Broker(root)
+    out = multiprocessing.get_context("spawn").Queue()
+    topics = {"produce": "BenchProduce", "e2e": "BenchEndToEnd"}
+    try:
+        yield from _phases(
+            "aeromq",
+            broker.process.pid,
+            count,
+            out,
+            {
+                "produce": lambda t: _spawn(_produce, broker.grpc, topics[t], count, out),
+                "consume": lambda t, live: _spawn(
+                    _consume, broker.aeron_dir, topics[t], count + (not live), live, out
+                ),
+            },
+        )
+    finally:
+        broker.close()
+
+
+def _run_redis(root: Path, count: int) -> Iterator[Result]:
+    server = _Redis(root)
+    out = multiprocessing.get_context("spawn").Queue()
+    try:
+        for stream in ("produce", "e2e"):
+            server.client.xgroup_create(stream, "g", id="0", mkstream=True)
+        yield from _phases(
+            "baseline:redis-streams",
+            server.process.pid,
+            count,
+            out,
+            {
+                "produce": lambda t: _spawn(_redis_produce, server.port, t, count, out),
+                "consume": lambda t, live: _spawn(_redis_consume, server.port, t, count, live, out),
+            },
+        )
+    finally:
+        server.close()
+
+
+def _redis_missing() -> str | None:
+    if shutil.which("redis-server") is None:
+        return "redis-server not installed (Debian package redis-server)"
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        return "redis-py not installed (pip package redis)"
+    return None
+
+
+def run(quick: bool) -> Iterator[Result | Target]:
+    count = 30_000 if quick else 200_000
+    root = Path(tempfile.mkdtemp(prefix="aeromq-bench-broker-"))
+    rows: dict[str, Result] = {}
+    try:
+        for row in _run_aeromq(root, count):
+            rows[row.name] = row
+            yield row
+        missing = _redis_missing()
+        if missing is not None:
+            yield Result(f"baseline:redis-streams skipped: {missing}")
+            return
+        for row in _run_redis(root, count):
+            rows[row.name] = row
+            yield row
+        mine = rows.get("aeromq:end-to-end")
+        base = rows.get("baseline:redis-streams:end-to-end")
+        if mine and base and mine.msgs_per_s and base.msgs_per_s:
+            ratio = mine.msgs_per_s / base.msgs_per_s
+            yield Target("aeromq / redis-streams end-to-end", ratio, 2.0, "x")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
