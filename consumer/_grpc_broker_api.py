@@ -13,7 +13,8 @@
   ``SendHeartbeat``, so the broker knows it before the first rebalance asks for the members),
   then keeps a ``Heartbeat`` stream open to each. A stream thread renews the registration every
   third of the broker's heartbeat timeout (or the consumer's interval, if shorter) and hands each
-  pushed membership to the listener. A broken stream is reopened a second later. ``unregister``
+  pushed membership of one broker (the one asked for consumer ids: the first of the route) to
+  the listener. A broken stream is reopened a second later. ``unregister``
   leaves every group at once (``UnregisterClient``) and closes the streams.
 """
 
@@ -155,9 +156,10 @@ class _MembershipStream:
                         min(self._owner.heartbeat_interval_ms, response.heartbeat_timeout_ms // 3)
                         / 1000.0
                     )
+                    next_heartbeat_s = min(next_heartbeat_s, time.monotonic() + self._interval_s)
                 for membership in response.memberships:
                     self._owner.on_membership(
-                        membership.consumer_group, list(membership.consumer_ids)
+                        self.address, membership.consumer_group, list(membership.consumer_ids)
                     )
             if time.monotonic() >= next_heartbeat_s:
                 next_heartbeat_s = time.monotonic() + self._interval_s
@@ -185,6 +187,7 @@ class GrpcBrokerApi:
         self._heartbeat: ConsumerHeartbeat | None = None
         self._listener: MembershipListener | None = None
         self._streams: dict[str, _MembershipStream] = {}
+        self._membership_address: str | None = None
         self._closed = False
 
     # -- routes --------------------------------------------------------------------------
@@ -324,6 +327,7 @@ class GrpcBrokerApi:
         route = self._resolver.route(topic)
         self._ensure_streams(route.brokers.values())
         broker = route.brokers[sorted(route.brokers)[0]]
+        self._membership_address = broker.grpc_address
         response = self.client(broker.grpc_address).get_consumer_ids(consumer_group)
         return list(response.consumer_ids)
 
@@ -331,9 +335,14 @@ class GrpcBrokerApi:
         heartbeat = self._heartbeat
         return heartbeat_request(heartbeat) if heartbeat is not None else None
 
-    def on_membership(self, consumer_group: str, consumer_ids: Sequence[str]) -> None:
+    def on_membership(self, address: str, consumer_group: str, consumer_ids: Sequence[str]) -> None:
+        """A push from the broker at ``address``: passed on when that broker is the one whose
+        members the consumer asks for (the first broker of the topic's route). Brokers see a
+        member come or go at slightly different times; following one avoids flapping between
+        their views (which would hand queues back and forth)."""
+        primary = self._membership_address
         listener = self._listener
-        if listener is not None:
+        if listener is not None and (primary is None or address == primary):
             listener(consumer_group, consumer_ids)
 
     def start_heartbeat(self, heartbeat: ConsumerHeartbeat, listener: MembershipListener) -> None:

@@ -3,8 +3,9 @@
 A run (:meth:`RebalanceService.do_rebalance`, RocketMQ's ``RebalanceImpl.doRebalance`` with
 ``RebalanceLitePullImpl``), for each subscribed topic:
 
-1. the topic's queues (its route) and the group's consumer ids; the ids pushed by a broker
-   on the membership stream when the run was triggered by that push, else asked for;
+1. the topic's queues (its route) and the group's consumer ids; when a broker's push of the
+   members triggered the run, the pushed ids and the queues of the last run (no call before
+   the drops, so a queue's previous owner releases it quickly), else both asked for;
 2. CLUSTERING: allocate with the strategy (sorted queues and ids); BROADCASTING: every queue;
 3. compare with the queues owned now. A dropped queue: its process queue is marked dropped,
    its pull task stops, its consumed offset is committed if auto commit is on, and its
@@ -130,8 +131,9 @@ class RebalanceService:
         return members
 
     def _rebalance_topic(self, topic: str, use_pushed: bool) -> bool:
-        queues = self._api.fetch_subscribe_queues(topic)
-        self.topic_queues[topic] = queues
+        queues = self.topic_queues.get(topic) if use_pushed else None
+        if not queues:  # a push needs no fresh route: drop what moved away at once
+            queues = self.topic_queues[topic] = self._api.fetch_subscribe_queues(topic)
         if not queues:
             _log.warning("rebalance: topic=%s has no queues (no route yet?)", topic)
             return False

@@ -1,5 +1,6 @@
-"""A real broker for consumer tests: ``aeromq broker`` in a subprocess on gRPC port 0, with its
-data and media driver in a temporary directory; stopped with SIGTERM (or SIGKILL if stuck)."""
+"""Real servers for consumer tests, each in a subprocess: ``aeromq broker`` on gRPC port 0 with
+its data and embedded media driver in a temporary directory (IPC ingress only), and ``aeromq
+namesrv`` on port 0. Each waits for its ready line; ``stop`` sends SIGTERM (SIGKILL if stuck)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,10 @@ from client.grpc_client import GrpcClient
 
 
 @dataclass
-class BrokerProcess:
+class ServerProcess:
     name: str
     process: subprocess.Popen[str]
     grpc_address: str
-    data_dir: Path
     log: list[str]
     reader: threading.Thread
 
@@ -45,35 +45,14 @@ class BrokerProcess:
             self.process.stdout.close()
 
 
-def start_broker(
-    directory: Path, name: str = "broker-a", *extra: str, timeout_s: float = 30.0
-) -> BrokerProcess:
-    """Start ``aeromq broker`` and wait for its ``broker ready:`` line."""
-    data_dir = directory / name
-    data_dir.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable,
-        "-m",
-        "aeromq",
-        "broker",
-        "--broker-name",
-        name,
-        "--grpc-port",
-        "0",
-        "--data-dir",
-        str(data_dir / "store"),
-        "--flush-interval-ms",
-        "50",
-        "--commit-log-segment-bytes",
-        str(64 << 20),
-        "--ingress-udp-endpoint",
-        "none",
-        "--log-level",
-        "WARNING",
-        *extra,
-    ]
+BrokerProcess = ServerProcess
+
+
+def _start(name: str, arguments: list[str], ready: str, timeout_s: float) -> ServerProcess:
+    """Run ``python -m aeromq ARGUMENTS``; the gRPC address is the ready line's last
+    ``grpc=`` value, or its last word."""
     process = subprocess.Popen(
-        command,
+        [sys.executable, "-m", "aeromq", *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -82,7 +61,7 @@ def start_broker(
     log: list[str] = []
     lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
 
-    def drain() -> None:  # keeps the pipe empty for the broker's whole life
+    def drain() -> None:  # keeps the pipe empty for the server's whole life
         assert process.stdout is not None
         for line in process.stdout:
             log.append(line.rstrip())
@@ -99,12 +78,51 @@ def start_broker(
             break
         if line is None:
             break
-        if line.startswith("broker ready:"):
-            fields = dict(part.split("=", 1) for part in line.split()[2:] if "=" in part)
-            return BrokerProcess(name, process, fields["grpc"], data_dir, log, reader)
+        if line.startswith(ready):
+            words = line.split()
+            fields = dict(word.split("=", 1) for word in words if "=" in word)
+            address = fields.get("grpc", words[-1])
+            return ServerProcess(name, process, address, log, reader)
     process.kill()
     process.wait(5)
     reader.join(5)
     if process.stdout is not None:
         process.stdout.close()
-    raise RuntimeError(f"broker {name} did not start: {log}")
+    raise RuntimeError(f"{name} did not start: {log}")
+
+
+def start_broker(
+    directory: Path,
+    name: str = "broker-a",
+    *extra: str,
+    namesrv: str | None = None,
+    timeout_s: float = 30.0,
+) -> ServerProcess:
+    """An ``aeromq broker`` named ``name`` with its data in ``directory/name``."""
+    data_dir = directory / name
+    data_dir.mkdir(parents=True, exist_ok=True)
+    arguments = [
+        "broker",
+        "--broker-name",
+        name,
+        "--grpc-port",
+        "0",
+        "--data-dir",
+        str(data_dir / "store"),
+        "--flush-interval-ms",
+        "50",
+        "--commit-log-segment-bytes",
+        str(64 << 20),
+        "--ingress-udp-endpoint",
+        "none",
+        "--log-level",
+        "WARNING",
+    ]
+    if namesrv is not None:
+        arguments += ["--namesrv-address", namesrv, "--namesrv-heartbeat-interval-ms", "200"]
+    return _start(name, [*arguments, *extra], "broker ready:", timeout_s)
+
+
+def start_namesrv(timeout_s: float = 30.0) -> ServerProcess:
+    """An ``aeromq namesrv`` on 127.0.0.1, port 0."""
+    return _start("namesrv", ["namesrv", "--port", "0"], "aeromq namesrv listening on", timeout_s)

@@ -210,9 +210,14 @@ def test_should_use_pushed_members_when_a_push_triggered_the_run(
     rebalancing.service.do_rebalance(use_pushed_members=True)
     assert rebalancing.owned() == [0, 1]
     assert broker.calls["consumer_ids"] == 0
+    assert broker.calls["fetch_subscribe_queues"] == 1  # no queues known yet
     rebalancing.service.do_rebalance()
     assert rebalancing.owned() == [0, 1, 2, 3]
     assert broker.calls["consumer_ids"] == 1
+    rebalancing.service.on_membership(GROUP, [ME, OTHER])
+    rebalancing.service.do_rebalance(use_pushed_members=True)
+    assert rebalancing.owned() == [0, 1]
+    assert broker.calls["fetch_subscribe_queues"] == 2  # the push reused the known queues
 
 
 def test_should_rebalance_at_once_when_membership_is_pushed(

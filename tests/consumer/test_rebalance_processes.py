@@ -1,0 +1,232 @@
+"""The rebalance system test: real processes. Two brokers behind a name server hold a topic of 12
+queues; two producers send 200,000 messages while a group of consumers changes: three start, a
+fourth joins, one leaves cleanly (SIGTERM), one is SIGKILLed. Every stored message is consumed
+at least once; duplicates are counted and must all involve the killed consumer; queues are
+reassigned within a second of a join or a clean leave, and within the brokers' heartbeat
+timeout of a kill (the broken membership stream tells the broker at once)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client.route import RouteResolver
+from tests.consumer._broker_process import ServerProcess, start_broker, start_namesrv
+from tests.consumer._rebalance_workers import run_consumer, run_producer
+
+TOPIC = "RebalanceTopic"
+GROUP = "rebalance-group"
+MESSAGES_PER_PRODUCER = 100_000
+QUEUES_PER_BROKER = 6
+HEARTBEAT_TIMEOUT_MS = 3000
+
+
+@dataclass
+class ConsumerLog:
+    """What one consumer process wrote, read incrementally."""
+
+    path: Path
+    position: int = 0
+    partial: bytes = b""
+    started_ns: int = 0
+    ended_ns: int = 0
+    assignment: frozenset[str] = frozenset()
+    assigned_ns: int = 0
+    consumed: list[str] = field(default_factory=list)
+
+    def refresh(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as file:
+            file.seek(self.position)
+            data = file.read()
+        self.position += len(data)
+        data = self.partial + data
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        for raw in lines:
+            kind, _, rest = raw.decode().partition(" ")
+            if kind == "M":
+                self.consumed.extend(rest.split())
+            elif kind == "A":
+                stamp, _, queues = rest.partition(" ")
+                self.assigned_ns = int(stamp)
+                self.assignment = frozenset(q for q in queues.split(",") if q)
+            elif kind == "S":
+                self.started_ns = int(rest)
+            elif kind == "E":
+                self.ended_ns = int(rest)
+
+
+def balanced_at(logs: list[ConsumerLog], all_queues: set[str]) -> int | None:
+    """When ``logs``' consumers last changed to a balanced split of ``all_queues``, or None."""
+    for log in logs:
+        log.refresh()
+    sizes = [len(log.assignment) for log in logs]
+    union: set[str] = set().union(*(log.assignment for log in logs))
+    if union != all_queues or sum(sizes) != len(all_queues) or max(sizes) - min(sizes) > 1:
+        return None
+    return max(log.assigned_ns for log in logs)
+
+
+def wait_until(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+@pytest.mark.slow
+def test_should_consume_every_message_through_joins_leaves_and_a_kill(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    servers: list[ServerProcess] = []
+    processes: dict[str, Any] = {}
+    logs: dict[str, ConsumerLog] = {}
+    try:
+        namesrv = start_namesrv()
+        servers.append(namesrv)
+        brokers = [
+            start_broker(
+                tmp_path,
+                name,
+                "--client-heartbeat-timeout-ms",
+                str(HEARTBEAT_TIMEOUT_MS),
+                namesrv=namesrv.grpc_address,
+            )
+            for name in ("broker-a", "broker-b")
+        ]
+        servers.extend(brokers)
+        for broker in brokers:
+            broker.create_topic(TOPIC, QUEUES_PER_BROKER)
+        all_queues = {f"{b.name}:{q}" for b in brokers for q in range(QUEUES_PER_BROKER)}
+        with RouteResolver(namesrv.grpc_address) as resolver:
+            wait_until(
+                lambda: len(resolver.route(TOPIC, refresh=True).read_queues()) == 12,
+                15,
+                "the name server's route",
+            )
+
+        def start_consumer(name: str) -> None:
+            logs[name] = ConsumerLog(tmp_path / f"{name}.log")
+            process = context.Process(
+                target=run_consumer,
+                args=(namesrv.grpc_address, GROUP, TOPIC, name, str(logs[name].path)),
+                name=name,
+            )
+            process.start()
+            processes[name] = process
+
+        def balanced(*names: str) -> int:
+            group = [logs[name] for name in names]
+            try:
+                return wait_until(lambda: balanced_at(group, all_queues), 20, f"{names} balanced")
+            except AssertionError as failure:
+                seen = {name: sorted(logs[name].assignment) for name in names}
+                raise AssertionError(f"{failure}: assignments {seen}") from None
+
+        for name in ("c1", "c2", "c3"):
+            start_consumer(name)
+        balanced("c1", "c2", "c3")
+        for index in range(2):
+            process = context.Process(
+                target=run_producer,
+                args=(
+                    namesrv.grpc_address,
+                    TOPIC,
+                    MESSAGES_PER_PRODUCER,
+                    str(tmp_path / f"p{index}.log"),
+                ),
+                name=f"p{index}",
+            )
+            process.start()
+            processes[f"p{index}"] = process
+
+        def consumed() -> int:
+            for log in logs.values():
+                log.refresh()
+            return sum(len(log.consumed) for log in logs.values())
+
+        wait_until(lambda: consumed() >= 20_000, 60, "20,000 messages consumed")
+        start_consumer("c4")
+        join_ns = balanced("c1", "c2", "c3", "c4") - wait_until(
+            lambda: (logs["c4"].refresh(), logs["c4"].started_ns)[1], 30, "c4 started"
+        )
+
+        wait_until(lambda: consumed() >= 60_000, 60, "60,000 messages consumed")
+        left_ns = time.time_ns()
+        processes["c1"].terminate()
+        leave_ns = balanced("c2", "c3", "c4") - left_ns
+        processes["c1"].join(20)
+        assert processes["c1"].exitcode == 0
+
+        wait_until(lambda: consumed() >= 100_000, 60, "100,000 messages consumed")
+        killed_ns = time.time_ns()
+        os.kill(processes["c2"].pid, signal.SIGKILL)
+        kill_ns = balanced("c3", "c4") - killed_ns
+
+        for index in range(2):
+            processes[f"p{index}"].join(120)
+            assert processes[f"p{index}"].exitcode == 0
+        stored: set[str] = set()
+        for broker in brokers:
+            with broker.client() as client:
+                for queue_id in range(QUEUES_PER_BROKER):
+                    assert client.get_min_offset(TOPIC, queue_id) == 0
+                    end = client.get_max_offset(TOPIC, queue_id)
+                    stored.update(f"{broker.name}:{queue_id}:{o}" for o in range(end))
+        assert len(stored) == 2 * MESSAGES_PER_PRODUCER
+
+        def all_consumed() -> bool:
+            consumed()
+            return stored <= {key for log in logs.values() for key in log.consumed}
+
+        wait_until(all_consumed, 120, "every stored message consumed")
+        for name in ("c3", "c4"):
+            processes[name].terminate()
+            processes[name].join(20)
+            assert processes[name].exitcode == 0
+        for log in logs.values():
+            log.refresh()
+
+        counts: Counter[str] = Counter()
+        consumers_of: defaultdict[str, set[str]] = defaultdict(set)
+        for name, log in logs.items():
+            counts.update(log.consumed)
+            for key in log.consumed:
+                consumers_of[key].add(name)
+        assert set(counts) == stored
+        duplicates = {key for key, count in counts.items() if count > 1}
+        around_kill = {key for key in duplicates if "c2" in consumers_of[key]}
+        print(
+            f"join_ms={join_ns / 1e6:.0f} leave_ms={leave_ns / 1e6:.0f} "
+            f"kill_ms={kill_ns / 1e6:.0f} consumed={sum(counts.values())} "
+            f"distinct={len(counts)} duplicates={len(duplicates)} "
+            f"around_kill={len(around_kill)}"
+        )
+        elsewhere: Counter[tuple[str, tuple[str, ...]]] = Counter(
+            (key.rsplit(":", 1)[0], tuple(sorted(consumers_of[key])))
+            for key in duplicates - around_kill
+        )
+        assert duplicates == around_kill, f"duplicates without the killed consumer: {elsewhere}"
+        assert join_ns < 1e9
+        assert leave_ns < 1e9
+        assert kill_ns < HEARTBEAT_TIMEOUT_MS * 1e6
+    finally:
+        for process in processes.values():
+            if process.is_alive():
+                process.kill()
+            process.join(10)
+        for server in reversed(servers):
+            server.stop()
