@@ -67,7 +67,6 @@ DEFAULT_MAX_INFLIGHT_SENDS: Final = 4096
 
 _SEND_OK: Final = messages_pb2.SEND_OK
 _FLUSH_DISK_TIMEOUT: Final = messages_pb2.FLUSH_DISK_TIMEOUT
-_SEPARATORS: Final = ("\x01", "\x02")
 _EMPTY_HOST: Final = bytes(8)
 
 _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
@@ -89,10 +88,14 @@ def _property_problem(properties: dict[str, str]) -> str | None:
     for name, value in properties.items():
         if not name or name.isspace():
             return f"a property name is blank: name={name!r}"
-        for separator in _SEPARATORS:
-            if separator in name or separator in value:
-                return f"a property holds \\x01 or \\x02: name={name!r}"
+        if "\x01" in name or "\x02" in name or "\x01" in value or "\x02" in value:
+            return f"a property holds \\x01 or \\x02: name={name!r}"
     return None
+
+
+@lru_cache(maxsize=1024)
+def _tag_problem(tags: str) -> str | None:
+    return tag_problem(tags)
 
 
 class SendProcessor:
@@ -278,7 +281,7 @@ class SendProcessor:
                     return f"{problem} topic={topic!r} index={index}"
             tags = message.tags
             if tags:
-                problem = tag_problem(tags)
+                problem = _tag_problem(tags)
                 if problem is not None:
                     return f"bad tag: {problem}: tags={tags!r} index={index}"
                 properties[PROPERTY_TAGS] = tags
