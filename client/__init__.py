@@ -1,7 +1,8 @@
 """aeromq's client side, shared by producers and consumers: the message model (``Message``,
 ``MessageExt``, ``MessageQueue``), validation with RocketMQ's rules, subscription expressions,
 message ids, and the error tree with its wire codes. Nothing here does I/O, except the gRPC stub
-wrapper (``GrpcClient``) and the route lookup (``RouteResolver``) that use it.
+wrapper (``GrpcClient``) and the route lookup (``RouteResolver``) that use it, and the
+request/response session with a broker over the transport (``ClientSession``).
 """
 
 from client._errors import (
@@ -36,6 +37,7 @@ from client.message_id import (
 )
 from client.response_code import ResponseCode
 from client.route import BrokerRoute, RouteResolver, TopicRoute
+from client.session import ClientSession, SessionConfig
 from client.tags import (
     SUB_ALL,
     ExpressionType,
@@ -54,6 +56,7 @@ __all__ = [
     "BrokerRoute",
     "BrokerUnavailableError",
     "ClientError",
+    "ClientSession",
     "ExpressionType",
     "GrpcClient",
     "HeartbeatStream",
@@ -74,6 +77,7 @@ __all__ = [
     "RequestTimeoutError",
     "ResponseCode",
     "RouteResolver",
+    "SessionConfig",
     "SubscriptionData",
     "TopicNotFoundError",
     "TopicRoute",
