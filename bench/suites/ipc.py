@@ -18,6 +18,10 @@ Shapes (exclusive publications, as the one-to-one ring has one writer):
 Ping-pong: 64 B over two streams (ping and pong), the pinger and the ponger spinning on their
 subscriptions; p50 / p99 / p99.9 of the round trip, beside the ring's and pyzmq's.
 
+``baseline:pyaeron`` rows: the same cases (but ``offer_batch``, which pyaeron lacks) and the
+ping-pong on the real Aeron C driver and client, same layout, with ``aeromq_over_pyaeron`` in the
+JSON (:mod:`bench._pyaeron`).
+
 Publishers and subscribers yield the CPU (``sched_yield``) on back pressure or an empty poll.
 On this 2-core machine the driver shares the cores with them; it has little to do (moving
 pub-lmt), and parks when idle. The full run repeats each throughput case three times,
@@ -39,6 +43,7 @@ from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from bench._harness import Result, Target, latency_summary
+from bench._pyaeron import ipc_baselines
 from bench.suites.ringbuffer import BATCH, _ping_pong, _run_pair, _throughput
 from transport.client import Aeron, AeronContext
 from transport.concurrent import AtomicBuffer
@@ -48,7 +53,6 @@ TERM_LENGTH = 8 << 20
 FRAGMENT_LIMIT = 256
 _SEQ = struct.Struct("<q")
 _STOP = -(1 << 62)  # never a sequence number (the warm-up ones are negative)
-_MS = 1_000_000
 
 SHAPES = ("offer/poll1", "offer/poll", "try_claim/poll", "offer_batch/poll")
 _SHAPE_NAMES = {
@@ -64,9 +68,9 @@ _SHAPE_NAMES = {
 
 
 def _connect(aeron_dir: str) -> Aeron:
-    return Aeron.connect(
-        AeronContext(aeron_dir=aeron_dir, driver_timeout_ms=10_000, idle_sleep_duration_ns=_MS)
-    )
+    """A client whose conductor thread sleeps 16 ms when idle (the default): it takes the GIL
+    from the spinning main thread once per wake-up."""
+    return Aeron.connect(AeronContext(aeron_dir=aeron_dir, driver_timeout_ms=10_000))
 
 
 def _await_connected(publication: Any) -> None:
@@ -343,6 +347,14 @@ def run(quick: bool) -> Iterator[Result | Target]:
     finally:
         driver.close()
         shutil.rmtree(directory, ignore_errors=True)
+    yield from ipc_baselines(  # the real Aeron C driver and client, same layout (bench/_pyaeron.py)
+        rates,
+        ipc_rtt["p50_us"],
+        term_length=TERM_LENGTH,
+        count_64=ipc_count,
+        samples=samples["ipc"],
+        repeats=repeats,
+    )
 
     yield Target(
         "ipc 64B batched (offer_batch)", rates[("offer_batch/poll", 64)], 2_000_000, "msgs/s"
