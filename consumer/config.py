@@ -119,7 +119,7 @@ class LitePullConsumerConfig:
     rebalance_interval_ms: int = 20000
     rebalance_retry_interval_ms: int = 1000
     """The next rebalance after an unbalanced run (no route, no members, an offset failed)."""
-    takeover_delay_ms: int = 300
+    takeover_delay_ms: int = 1000
     """A queue allocated by a rebalance while the group has other members starts pulling this
     late, after its previous owner persisted its offset (see ``consumer.rebalance``)."""
     pull_time_delay_ms_when_exception: int = 3000

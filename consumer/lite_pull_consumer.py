@@ -491,19 +491,23 @@ class DefaultLitePullConsumer:
             if request is None:
                 break
             process_queue = request.process_queue
-            if process_queue.dropped:
-                continue
-            messages = request.messages
-            room = limit - len(result)
-            if len(messages) > room:
-                cache.put_back(ConsumeRequest(messages[room:], request.queue, process_queue))
-                messages = messages[:room]
-            offset = process_queue.remove_messages(messages)
             state = assigned.state(request.queue)
-            if state is not None and offset >= 0:
-                with state.lock:
-                    if state.process_queue is process_queue:
-                        state.consume_offset = offset
+            if state is None:
+                continue
+            with state.lock:
+                # Under the queue's lock, so a drop or seek either comes after (and commits
+                # or replaces what this poll returns) or before (and these messages, not
+                # committed, are not returned: the queue's next owner or read delivers them).
+                if process_queue.dropped or state.process_queue is not process_queue:
+                    continue
+                messages = request.messages
+                room = limit - len(result)
+                if len(messages) > room:
+                    cache.put_back(ConsumeRequest(messages[room:], request.queue, process_queue))
+                    messages = messages[:room]
+                offset = process_queue.remove_messages(messages)
+                if offset >= 0:
+                    state.consume_offset = offset
             result.extend(messages)
             if not self.is_running:
                 break

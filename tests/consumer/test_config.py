@@ -41,6 +41,15 @@ def test_should_have_rocketmq_defaults() -> None:
     assert config.pull_thread_nums == 20
 
 
+def test_should_have_aeromq_defaults_for_what_rocketmq_lacks() -> None:
+    config = LitePullConsumerConfig(consumer_group="g")
+    assert config.max_poll_records == 500
+    assert config.takeover_delay_ms == 1000
+    assert config.transport == "auto"
+    assert config.control_timeout_ms == 3000
+    assert config.instance_name is None
+
+
 def test_should_default_consume_timestamp_to_half_an_hour_ago() -> None:
     now_ms = int(time.time() * 1000)
     config = LitePullConsumerConfig(consumer_group="g")
