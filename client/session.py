@@ -81,6 +81,7 @@ from transport.logbuffer.header import Header
 
 __all__ = [
     "DEFAULT_INGRESS_STREAM_ID",
+    "DEFAULT_UDP_TERM_LENGTH",
     "REQUEST_FIELD_NUMBERS",
     "RESPONSE_FIELD_NUMBERS",
     "SESSION_CLOSED_CODE",
@@ -96,6 +97,9 @@ _log = logging.getLogger("client.session")
 
 SESSION_PROTOCOL_VERSION: Final = 1
 DEFAULT_INGRESS_STREAM_ID: Final = 1001
+DEFAULT_UDP_TERM_LENGTH: Final = 64 * 1024 * 1024
+"""UDP session channels get this term length unless theirs names one: a term takes messages of
+an eighth of it, and a 4 MiB message plus its envelope needs more than the 16 MiB default's."""
 SESSION_CLOSED_CODE: Final = ResponseCode.SERVICE_NOT_AVAILABLE
 """The code of an envelope-level ``error`` that ends the session (closed, unknown, timed out)."""
 
@@ -189,7 +193,8 @@ class SessionConfig:
 
     ``response_stream_id`` 0 takes a stream id unique among the driver's clients; a UDP
     ``response_channel`` with port 0 takes a free local port. ``keepalive_interval_ms`` 0 is a
-    third of the session timeout the broker announces.
+    third of the session timeout the broker announces. UDP channels without a ``term-length``
+    get ``udp_term_length`` (0: the driver's default), both ways.
     """
 
     ingress_channel: str = "aeron:ipc"
@@ -201,6 +206,7 @@ class SessionConfig:
     request_timeout_ms: int = 3_000
     offer_timeout_ms: int = 1_000
     keepalive_interval_ms: int = 0
+    udp_term_length: int = DEFAULT_UDP_TERM_LENGTH
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_ms", "request_timeout_ms", "offer_timeout_ms"):
@@ -268,13 +274,14 @@ class ClientSession:
     def _connect(self) -> None:
         config = self.config
         deadline_ns = time.monotonic_ns() + config.connect_timeout_ms * 1_000_000
-        channel = _resolve_response_channel(config.response_channel)
+        term_length = config.udp_term_length
+        channel = _with_term_length(_resolve_response_channel(config.response_channel), term_length)
         stream_id = config.response_stream_id or _unique_stream_id(self._aeron)
         self.response_channel, self.response_stream_id = channel, stream_id
         try:
             self._subscription = self._aeron.add_subscription(channel, stream_id)
             self._publication = self._aeron.add_exclusive_publication(
-                config.ingress_channel, config.ingress_stream_id
+                _with_term_length(config.ingress_channel, term_length), config.ingress_stream_id
             )
         except TransportError as exc:
             raise BrokerUnavailableError(
@@ -628,6 +635,13 @@ def _reject(future: Future[ProtoMessage], error: BaseException) -> None:
 def _unique_stream_id(aeron: Aeron) -> int:
     """A response stream id no other client of the driver picks (from its correlation ids)."""
     return 0x4000_0000 | (aeron.next_correlation_id() & 0x3FFF_FFFF)
+
+
+def _with_term_length(channel: str, term_length: int) -> str:
+    """A UDP channel with ``term-length`` set (unless it has one, or ``term_length`` is 0)."""
+    if not term_length or not channel.startswith("aeron:udp") or "term-length=" in channel:
+        return channel
+    return f"{channel}{'|' if '?' in channel else '?'}term-length={term_length}"
 
 
 def _resolve_response_channel(channel: str) -> str:

@@ -360,6 +360,17 @@ class SessionAgent:
             data = encode_envelope(
                 correlation_id, session.session_id, field, response.SerializeToString()
             )
+            publication = session.publication
+            if publication is not None and len(data) > publication.max_message_length:
+                self.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] += 1
+                text = (
+                    f"answer longer than the response channel takes: length={len(data)} "
+                    f"max_message_length={publication.max_message_length} "
+                    f"channel={session.response_channel!r}"
+                )
+                data = _error_envelope(
+                    correlation_id, session.session_id, ResponseCode.SYSTEM_ERROR, text
+                )
             self._respond(session, data, now_ns)
             sent += 1
         return sent

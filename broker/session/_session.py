@@ -120,6 +120,9 @@ class ServerSession:
             return 0
         sent = 0
         while backlog:
+            if len(backlog[0]) > publication.max_message_length:
+                backlog.popleft()  # too long for this channel: it can never go
+                continue
             result = publication.offer(backlog[0])
             if result > 0:
                 backlog.popleft()

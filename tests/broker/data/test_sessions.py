@@ -16,6 +16,7 @@ from broker.session import SessionAgent, SessionServerConfig
 from broker.store import MessageStore
 from client import (
     BrokerBusyError,
+    BrokerError,
     BrokerUnavailableError,
     IllegalArgumentError,
     IllegalStateError,
@@ -304,3 +305,25 @@ def test_should_refuse_a_request_longer_than_the_ingress_takes(session: ClientSe
     with pytest.raises(IllegalArgumentError, match="longer than the ingress takes"):
         session.request(send_request(b"x" * 9000))
     assert session.is_open
+
+
+def test_should_answer_with_an_error_an_answer_too_long_for_the_response_channel(
+    server: Server, session: ClientSession
+) -> None:
+    for _ in range(2):
+        session.request(send_request(b"x" * 5_000, queue_id=1))
+    with pytest.raises(BrokerError, match="answer longer than the response channel takes"):
+        session.request(pull_request(queue_id=1))  # both at once: over 8 KiB
+    assert len(session.request(pull_request(queue_id=1, max_msg_nums=1)).messages) == 1
+    assert server.agent.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] == 1
+
+
+def test_should_give_udp_session_channels_a_term_length_unless_they_name_one() -> None:
+    from client.session import _with_term_length
+
+    assert _with_term_length("aeron:udp?endpoint=h:1", 1 << 26) == (
+        "aeron:udp?endpoint=h:1|term-length=67108864"
+    )
+    assert _with_term_length("aeron:udp?endpoint=h:1|term-length=1m", 1 << 26).endswith("=1m")
+    assert _with_term_length("aeron:ipc", 1 << 26) == "aeron:ipc"
+    assert _with_term_length("aeron:udp?endpoint=h:1", 0) == "aeron:udp?endpoint=h:1"
