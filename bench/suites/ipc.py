@@ -283,9 +283,9 @@ def _ipc_ping_pong(driver: _Driver, samples: int) -> dict[str, float]:
 
 def run(quick: bool) -> Iterator[Result | Target]:
     scale, repeats = (1, 1) if quick else (5, 3)
-    ipc_count = 200_000 * scale
-    ring_count, zmq_count = 200_000 * scale, 100_000 * scale
-    samples = {"ipc": 10_000 * scale, "ring": 10_000 * scale, "zmq": 5_000 * scale}
+    ipc_count = ring_count = 100_000 * scale
+    zmq_count = 50_000 * scale
+    samples = {"ipc": 5_000 * scale, "ring": 5_000 * scale, "zmq": 2_500 * scale}
     root = "/dev/shm" if os.path.isdir("/dev/shm") else None
     directory = tempfile.mkdtemp(prefix="aeromq-bench-ipc-", dir=root)
     rates: dict[tuple[str, int], float] = {}
