@@ -19,6 +19,10 @@ both drivers each way) beside IPC, and again with the drivers yielding the CPU w
 instead of backing off to a park (the park, about 60 us to 1 ms in Python, dominates a round
 trip that crosses two idle drivers four times).
 
+``baseline:pyaeron`` rows: ``offer / poll(256)`` at both sizes and the UDP ping-pong between two
+real Aeron C drivers with pyaeron clients, same layout, with ``aeromq_over_pyaeron`` in the JSON
+(:mod:`bench._pyaeron`).
+
 The full run repeats each throughput case three times, interleaved, and reports the best (all
 runs are in the JSON); ``--quick`` runs each once with fewer messages.
 """
@@ -36,6 +40,7 @@ from multiprocessing.synchronize import Barrier, Event
 from typing import Any
 
 from bench._harness import Result, Target, latency_summary
+from bench._pyaeron import udp_baselines
 from bench.suites.ringbuffer import BATCH, _ctx, _run_pair
 from transport.client import Aeron, AeronContext
 from transport.concurrent import AtomicBuffer
@@ -386,6 +391,14 @@ def run(quick: bool) -> Iterator[Result | Target]:
             lossy.close()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+    yield from udp_baselines(  # the real Aeron C drivers and clients, same layout (bench/_pyaeron.py)
+        {size: rates[("udp", size, "offer")] for size in (64, 1024)},
+        rtts["udp"]["p50_us"],
+        term_length=TERM_LENGTH,
+        counts={64: count_64, 1024: count_1k},
+        samples=samples,
+        repeats=repeats,
+    )
 
     yield Target("udp 64B offer / poll", rates[("udp", 64, "offer")], 300_000, "msgs/s")
     yield Target("udp 64B offer_batch / poll", rates[("udp", 64, "offer_batch")], 300_000, "msgs/s")
