@@ -125,6 +125,7 @@ _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
     messages_pb2.PullMessageRequest: REQUEST_FIELD_NUMBERS["pull"],
 }
 _U64: Final = (1 << 64) - 1
+_CALLER_POLL_NS: Final = 1_000_000
 
 
 def _varint(value: int) -> bytes:
@@ -232,6 +233,7 @@ class ClientSession:
         self.config = config or SessionConfig()
         self._aeron = aeron
         self._offer_lock = threading.Lock()
+        self._poll_lock = threading.Lock()  # the subscription and assembler: one reader at once
         self._state_lock = threading.Lock()
         self._pending: dict[int, Future[ProtoMessage]] = {}
         self._deadlines: list[tuple[int, int, Future[ProtoMessage]]] = []
@@ -398,6 +400,7 @@ class ClientSession:
         """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         future = self._submit(body, timeout)
+        self._poll_while_waiting(future)
         try:
             return future.result(timeout / 1000 + 1.0)
         except FutureTimeoutError as exc:  # the poller is late: it would have failed it
@@ -501,16 +504,38 @@ class ClientSession:
 
     # -- the poller thread ---------------------------------------------------------------
 
+    def _poll_while_waiting(self, future: Future[Any]) -> None:
+        """A waiting caller reads answers itself for a short while when the poller thread is
+        not reading (no hand-over between threads for a quick answer), then leaves it to the
+        poller and blocks."""
+        subscription = self._subscription
+        if subscription is None:
+            return
+        lock = self._poll_lock
+        poll = subscription.poll
+        assembler = self._assembler
+        deadline_ns = time.monotonic_ns() + _CALLER_POLL_NS
+        while not future.done() and time.monotonic_ns() < deadline_ns:
+            if lock.acquire(blocking=False):
+                try:
+                    poll(assembler, 64)
+                finally:
+                    lock.release()
+            else:
+                os.sched_yield()
+
     def _run(self) -> None:
         subscription = self._subscription
         assert subscription is not None
         poll = subscription.poll
         assembler = self._assembler
+        lock = self._poll_lock
         idle = BackoffIdleStrategy(max_spins=50, max_yields=20, max_park_period_ns=1_000_000)
         next_check_ns = 0
         while self._running:
             try:
-                work = poll(assembler, 64)
+                with lock:
+                    work = poll(assembler, 64)
                 now_ns = time.monotonic_ns()
                 if now_ns >= next_check_ns:
                     next_check_ns = now_ns + 1_000_000
