@@ -118,7 +118,7 @@ def driver_context(aeron_dir: Path, **overrides: Any) -> MediaDriverContext:
         "error_buffer_length": 64 * 1024,
         "timer_interval_ns": 10 * MS,
         "publication_linger_timeout_ns": 50 * MS,
-        "client_liveness_timeout_ns": 1_000 * MS,
+        "client_liveness_timeout_ns": 10_000 * MS,
         "counter_free_to_reuse_timeout_ns": 0,
         "conductor_idle_strategy": "sleep-ms:1",
     }
