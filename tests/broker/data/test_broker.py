@@ -19,6 +19,7 @@ from client.session import ClientSession, SessionConfig
 from proto import messages_pb2
 from tests.producer.conftest import small_driver
 from transport.client import Aeron, AeronContext
+from transport.driver import MediaDriver
 
 from .conftest import send_request, wait_for
 
@@ -142,3 +143,17 @@ def test_should_stop_what_started_when_a_start_fails(tmp_path: Path) -> None:
             Broker(_config(tmp_path), driver_context=small_driver()).start()
     finally:
         first.shutdown()
+
+
+def test_should_use_an_external_driver_and_leave_it_running(
+    tmp_path: Path, media_driver: MediaDriver
+) -> None:
+    config = _config(tmp_path, aeron_dir=Path(media_driver.aeron_dir), auto_create_topic=True)
+    with Broker(config) as broker:
+        assert broker.driver is None and broker.aeron_dir == media_driver.aeron_dir
+        with (
+            Aeron.connect(AeronContext(aeron_dir=media_driver.aeron_dir)) as aeron,
+            ClientSession.connect(aeron, SessionConfig()) as session,
+        ):
+            assert session.request(send_request(b"x", topic="ext")).status.code == 0
+    assert not media_driver.is_closed
