@@ -122,9 +122,9 @@ class SendProcessor:
         self.max_inflight_sends = max_inflight_sends
         self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._round_robin: dict[str, itertools.count[int]] = {}
-        self._submitted = 0  # written by the caller's thread only
-        self._completed = 0  # written under _completed_lock (any thread)
-        self._completed_lock = threading.Lock()
+        self._submitted = 0  # both under _count_lock: callers and flushers may be any threads
+        self._completed = 0
+        self._count_lock = threading.Lock()
         self.errors: collections.Counter[int] = collections.Counter()
         self.requests = 0
         self.messages_stored = 0
@@ -165,7 +165,7 @@ class SendProcessor:
         broker_name = self.broker_name
 
         def stored(result: PutMessageResult) -> None:
-            with self._completed_lock:
+            with self._count_lock:
                 self._completed += 1
             code = _PUT_CODES[result.status]
             response = messages_pb2.SendMessageResponse()
@@ -204,7 +204,8 @@ class SendProcessor:
                 out.broker_name = broker_name
             on_done(response)
 
-        self._submitted += 1
+        with self._count_lock:
+            self._submitted += 1
         self._store.put_messages_async(inbound, stored)
 
     def _refuse(self, code: int, text: str, on_done: SendDone) -> None:
