@@ -21,6 +21,7 @@ from types import FrameType
 from broker._errors import BrokerError
 from broker.broker import Broker, describe_recovery
 from broker.config import BrokerConfig, BrokerConfigError, add_arguments
+from transport import TransportError
 
 __all__ = ["main"]
 
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             broker.start()
-        except BrokerError as exc:
+        except (BrokerError, TransportError, OSError) as exc:
             print(f"aeromq broker: cannot start: {exc}", file=sys.stderr)
             return 1
         report = broker.recovery_report

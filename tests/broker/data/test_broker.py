@@ -157,3 +157,11 @@ def test_should_use_an_external_driver_and_leave_it_running(
         ):
             assert session.request(send_request(b"x", topic="ext")).status.code == 0
     assert not media_driver.is_closed
+
+
+def test_should_exit_1_with_the_reason_when_the_data_dir_is_taken(tmp_path: Path) -> None:
+    with Broker(_config(tmp_path), driver_context=small_driver()):
+        process = _run_main("--data-dir", str(tmp_path), "--grpc-port", "0",
+                            "--ingress-udp-endpoint", "none")  # fmt: skip
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 1 and "cannot start" in err and "lock" in err
