@@ -9,8 +9,10 @@ label                  type id  value
 ``snd-pos``            2        how far the sender has sent (a stream position)
 ``snd-lmt``            9        how far flow control lets it send
 ``snd-bpe``            13       times the sender found itself at its limit (back pressure)
+``snd-naks-received``  19       NAKs received for the publication (Aeron 1.53)
 ``rcv-hwm``            3        the highest position received (the high-water mark)
 ``rcv-pos``            5        how far the term is rebuilt without gaps
+``rcv-naks-sent``      20       NAKs the image sent for its gaps (Aeron 1.53)
 ``snd-channel``        6        a send endpoint's status: 0 initialising, 1 active, 2 closing,
 ``rcv-channel``        7        -1 errored (and the same for a receive endpoint)
 ``snd-local-sockaddr`` 14       1 while the endpoint's socket is bound to the address in its
@@ -66,10 +68,12 @@ __all__ = [
     "LOCAL_SOCKADDR_KEY_CHANNEL_STATUS_ID_OFFSET",
     "LOCAL_SOCKADDR_TYPE_ID",
     "RECEIVER_HWM_TYPE_ID",
+    "RECEIVER_NAKS_SENT_TYPE_ID",
     "RECEIVER_POSITION_TYPE_ID",
     "RECEIVE_CHANNEL_STATUS_TYPE_ID",
     "SENDER_BPE_TYPE_ID",
     "SENDER_LIMIT_TYPE_ID",
+    "SENDER_NAKS_RECEIVED_TYPE_ID",
     "SENDER_POSITION_TYPE_ID",
     "SEND_CHANNEL_STATUS_TYPE_ID",
     "allocate_channel_status",
@@ -87,6 +91,8 @@ RECEIVE_CHANNEL_STATUS_TYPE_ID = 7
 SENDER_LIMIT_TYPE_ID = 9
 SENDER_BPE_TYPE_ID = 13
 LOCAL_SOCKADDR_TYPE_ID = 14
+SENDER_NAKS_RECEIVED_TYPE_ID = 19
+RECEIVER_NAKS_SENT_TYPE_ID = 20
 
 _NAMES = {
     SENDER_POSITION_TYPE_ID: "snd-pos",
@@ -96,6 +102,8 @@ _NAMES = {
     RECEIVE_CHANNEL_STATUS_TYPE_ID: "rcv-channel",
     SENDER_LIMIT_TYPE_ID: "snd-lmt",
     SENDER_BPE_TYPE_ID: "snd-bpe",
+    SENDER_NAKS_RECEIVED_TYPE_ID: "snd-naks-received",
+    RECEIVER_NAKS_SENT_TYPE_ID: "rcv-naks-sent",
 }
 _LOCAL_SOCKADDR_NAMES = {
     SEND_CHANNEL_STATUS_TYPE_ID: "snd-local-sockaddr",
@@ -126,7 +134,8 @@ def allocate_stream_counter(
     channel: str,
     owner_id: int = 0,
 ) -> int:
-    """A snd-pos, snd-lmt, snd-bpe, rcv-hwm or rcv-pos counter (by ``type_id``)."""
+    """A snd-pos, snd-lmt, snd-bpe, snd-naks-received, rcv-hwm, rcv-pos or rcv-naks-sent
+    counter (by ``type_id``)."""
     label = f"{_NAMES[type_id]}: {registration_id} {session_id} {stream_id} {channel}"
     key = stream_counter_key(registration_id, session_id, stream_id, channel)
     return manager.allocate(label, type_id, key, registration_id=registration_id, owner_id=owner_id)

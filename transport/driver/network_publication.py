@@ -116,6 +116,7 @@ class NetworkPublication:
         retransmitted_bytes: AtomicCounter,
         unblocked_publications: AtomicCounter,
         now_ns: int,
+        snd_naks_received: AtomicCounter | None = None,
     ) -> None:
         self.log = log
         self.log_file_name = str(log.path)
@@ -133,6 +134,7 @@ class NetworkPublication:
         self.snd_pos = snd_pos
         self.snd_lmt = snd_lmt
         self.snd_bpe = snd_bpe
+        self.snd_naks_received = snd_naks_received
         self.flow_control = flow_control
         self.retransmit_handler = retransmit_handler
         self.term_length = log.term_length
@@ -360,6 +362,8 @@ class NetworkPublication:
         self._retransmits_sent.increment_ordered()
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
+        if self.snd_naks_received is not None:
+            self.snd_naks_received.increment_ordered()
         self.retransmit_handler.on_nak(
             term_id, term_offset, length, self.term_length, now_ns, self._resend_handler
         )
@@ -530,6 +534,8 @@ class NetworkPublication:
         for counter in (self.pub_pos, self.pub_lmt, self.snd_pos, self.snd_lmt, self.snd_bpe):
             if not counter.is_closed:
                 counter.close()
+        if self.snd_naks_received is not None and not self.snd_naks_received.is_closed:
+            self.snd_naks_received.close()
         self.unmap()
         try:
             os.unlink(self.log_file_name)

@@ -105,6 +105,7 @@ class PublicationImage:
         naks_sent: AtomicCounter,
         loss_gap_fills: AtomicCounter,
         now_ns: int,
+        rcv_naks_sent: AtomicCounter | None = None,
     ) -> None:
         self.log = log
         self.log_file_name = str(log.path)
@@ -131,6 +132,7 @@ class PublicationImage:
         self._over_runs = flow_control_over_runs
         self._status_messages_sent = status_messages_sent
         self._naks_sent = naks_sent
+        self.rcv_naks_sent = rcv_naks_sent
         self._loss_gap_fills = loss_gap_fills
         self._term_buffers = log.term_buffers
         self._meta = log.meta_data_buffer
@@ -304,6 +306,8 @@ class PublicationImage:
             )
             if sent > 0:
                 self._naks_sent.increment_ordered()
+                if self.rcv_naks_sent is not None:
+                    self.rcv_naks_sent.increment_ordered()
         else:
             index = ((term_id - self.initial_term_id) & _LOW_32) % PARTITION_COUNT
             if try_fill_gap(self._meta, self._term_buffers[index], term_id, term_offset, length):
@@ -418,13 +422,16 @@ class PublicationImage:
                 subscriber.time_of_last_update_ns = now_ns
 
     def close(self) -> bool:
-        """Free rcv-hwm and rcv-pos, unmap and delete the log; False if the file stayed.
+        """Free rcv-hwm, rcv-pos and rcv-naks-sent, unmap and delete the log; False if the
+        file stayed.
 
         The caller frees the sub-pos counters (it allocated them).
         """
         for counter in (self.rcv_hwm, self.rcv_pos):
             if not counter.is_closed:
                 counter.close()
+        if self.rcv_naks_sent is not None and not self.rcv_naks_sent.is_closed:
+            self.rcv_naks_sent.close()
         self.subscribers = []
         self.log.close()
         try:

@@ -53,6 +53,7 @@ from transport.driver.network_counters import (
     SEND_CHANNEL_STATUS_TYPE_ID,
     SENDER_BPE_TYPE_ID,
     SENDER_LIMIT_TYPE_ID,
+    SENDER_NAKS_RECEIVED_TYPE_ID,
     SENDER_POSITION_TYPE_ID,
     allocate_channel_status,
     allocate_local_sockaddr,
@@ -336,7 +337,12 @@ class UdpPublications:
                     counters, registration_id, session_id, stream_id, channel, client.client_id
                 )
             )
-            for type_id in (SENDER_POSITION_TYPE_ID, SENDER_LIMIT_TYPE_ID, SENDER_BPE_TYPE_ID):
+            for type_id in (
+                SENDER_POSITION_TYPE_ID,
+                SENDER_LIMIT_TYPE_ID,
+                SENDER_BPE_TYPE_ID,
+                SENDER_NAKS_RECEIVED_TYPE_ID,
+            ):
                 allocated.append(
                     allocate_stream_counter(
                         counters,
@@ -359,6 +365,7 @@ class UdpPublications:
             Position(values, counter_id, counters) for counter_id in allocated[:4]
         )
         snd_bpe = AtomicCounter(values, allocated[4], counters)
+        snd_naks_received = AtomicCounter(values, allocated[5], counters)
         for position_counter in (pub_pos, pub_lmt, snd_pos, snd_lmt):
             position_counter.set_ordered(position)
 
@@ -367,6 +374,7 @@ class UdpPublications:
             log = create_log(path, term_length, context.file_page_size, params.is_sparse)
         except BaseException:
             snd_bpe.close()
+            snd_naks_received.close()
             for position_counter in (pub_pos, pub_lmt, snd_pos, snd_lmt):
                 position_counter.close()
             raise
@@ -417,6 +425,7 @@ class UdpPublications:
             snd_pos=snd_pos,
             snd_lmt=snd_lmt,
             snd_bpe=snd_bpe,
+            snd_naks_received=snd_naks_received,
             flow_control=flow_control,
             retransmit_handler=RetransmitHandler(
                 delay_ns=settings.retransmit_unicast_delay_ns,

@@ -51,6 +51,7 @@ from transport.driver.network_counters import (
     CHANNEL_STATUS_CLOSING,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
     RECEIVER_HWM_TYPE_ID,
+    RECEIVER_NAKS_SENT_TYPE_ID,
     RECEIVER_POSITION_TYPE_ID,
     allocate_channel_status,
     allocate_local_sockaddr,
@@ -320,30 +321,32 @@ class UdpSubscriptions:
         correlation_id = self._next_correlation_id()
         counters = self._counters
         owner_id = links[0].client_id  # as Aeron 1.53: the subscribing client owns them
-        hwm_id = allocate_stream_counter(
-            counters,
-            RECEIVER_HWM_TYPE_ID,
-            correlation_id,
-            request.session_id,
-            request.stream_id,
-            channel.original_uri,
-            owner_id,
-        )
+        allocated: list[int] = []
         try:
-            pos_id = allocate_stream_counter(
-                counters,
+            for type_id in (
+                RECEIVER_HWM_TYPE_ID,
                 RECEIVER_POSITION_TYPE_ID,
-                correlation_id,
-                request.session_id,
-                request.stream_id,
-                channel.original_uri,
-                owner_id,
-            )
+                RECEIVER_NAKS_SENT_TYPE_ID,
+            ):
+                allocated.append(
+                    allocate_stream_counter(
+                        counters,
+                        type_id,
+                        correlation_id,
+                        request.session_id,
+                        request.stream_id,
+                        channel.original_uri,
+                        owner_id,
+                    )
+                )
         except IllegalStateError:
-            counters.free(hwm_id)
+            for counter_id in allocated:
+                counters.free(counter_id)
             raise
+        hwm_id, pos_id, naks_sent_id = allocated
         rcv_hwm = Position(counters.values_buffer, hwm_id, counters)
         rcv_pos = Position(counters.values_buffer, pos_id, counters)
+        rcv_naks_sent = AtomicCounter(counters.values_buffer, naks_sent_id, counters)
         is_sparse = any(link.is_sparse for link in links)
         path = os.path.join(context.images_dir(), f"{correlation_id}.logbuffer")
         try:
@@ -351,6 +354,7 @@ class UdpSubscriptions:
         except BaseException:
             rcv_hwm.close()
             rcv_pos.close()
+            rcv_naks_sent.close()
             raise
         window = settings.receiver_window_length(term_length, channel.receiver_window_length)
         metadata = log.metadata
@@ -398,6 +402,7 @@ class UdpSubscriptions:
             flow_control_over_runs=system.get(SystemCounter.FLOW_CONTROL_OVER_RUNS),
             status_messages_sent=system.get(SystemCounter.STATUS_MESSAGES_SENT),
             naks_sent=system.get(SystemCounter.NAK_MESSAGES_SENT),
+            rcv_naks_sent=rcv_naks_sent,
             loss_gap_fills=system.get(SystemCounter.LOSS_GAP_FILLS),
             now_ns=self._now_ns,
         )

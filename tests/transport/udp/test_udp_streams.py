@@ -154,9 +154,27 @@ def test_should_recover_lost_data_and_naks(shm_dir: Path) -> None:
         assert receiver.counter(SystemCounter.NAK_MESSAGES_SENT) > 0
         assert sender.counter(SystemCounter.NAK_MESSAGES_RECEIVED) > 0
         assert sender.counter(SystemCounter.RETRANSMITS_SENT) > 0
+        # Aeron 1.53's per-stream counters (checked with pyaeron in tests/interop/): one
+        # stream here, so they agree with the system counters.
+        assert _stream_counter(receiver, "rcv-naks-sent") == receiver.counter(
+            SystemCounter.NAK_MESSAGES_SENT
+        )
+        assert _stream_counter(sender, "snd-naks-received") == sender.counter(
+            SystemCounter.NAK_MESSAGES_RECEIVED
+        )
     finally:
         sender.close()
         receiver.close()
+
+
+def _stream_counter(node: Node, name: str) -> int:
+    (value,) = [
+        node.counters.get_counter_value(i)
+        for i in range(node.counters.capacity)
+        if node.counters.get_counter_state(i) == 1
+        and node.counters.get_counter_label(i).startswith(f"{name}: ")
+    ]
+    return value
 
 
 def test_should_end_the_stream_and_free_both_sides(shm_dir: Path) -> None:
