@@ -586,12 +586,8 @@ class DefaultLitePullConsumer:
                     raise IllegalArgumentError(
                         "a committed offset must be >= 0", queue=str(queue), offset=offset
                     )
-                process_queue = self._assigned.process_queue(queue)
-                if process_queue is None or process_queue.dropped:
-                    _log.warning("commit skipped, queue not owned: %s", queue)
-                    continue
-                store.update_offset(queue, offset)
-                committed.append(queue)
+                if self._commit_owned(queue, offset):
+                    committed.append(queue)
         else:
             committed = self._commit_consumed(offsets)
         if persist or self._config.message_model is MessageModel.BROADCASTING:
@@ -602,17 +598,27 @@ class DefaultLitePullConsumer:
         self.commit()
 
     def _commit_consumed(self, queues: Iterable[MessageQueue]) -> list[MessageQueue]:
-        store = self._require_store()
         committed = []
         for queue in queues:
-            state = self._assigned.state(queue)
-            if state is None or state.process_queue.dropped:
-                _log.warning("commit skipped, queue not owned: %s", queue)
-                continue
-            if state.consume_offset != -1:
-                store.update_offset(queue, state.consume_offset)
+            if self._commit_owned(queue, None):
                 committed.append(queue)
         return committed
+
+    def _commit_owned(self, queue: MessageQueue, offset: int | None) -> bool:
+        """Commit ``offset`` (None: the consume offset, if any) of an owned queue, under its
+        lock: once a drop marked it dropped (under the same lock), nothing commits it again,
+        so no stale offset can follow the one the drop persisted."""
+        state = self._assigned.state(queue)
+        if state is not None:
+            with state.lock:
+                if not state.process_queue.dropped:
+                    value = state.consume_offset if offset is None else offset
+                    if value < 0:
+                        return False
+                    self._require_store().update_offset(queue, value)
+                    return True
+        _log.warning("commit skipped, queue not owned: %s", queue)
+        return False
 
     def _maybe_auto_commit(self) -> None:
         now_s = time.monotonic()

@@ -60,6 +60,9 @@ class OffsetStore(ABC):
         self._lock = threading.Lock()
         self._table: dict[MessageQueue, int] = {}
         self._dirty: set[MessageQueue] = set()
+        self._persist_lock = threading.Lock()
+        """One persist at a time: two in flight for one queue could land out of order and move
+        the stored offset back (the timer's older value after a dropped queue's newer one)."""
 
     def load(self) -> None:
         """Read what the durable store holds at start (the broker store reads lazily)."""
@@ -134,16 +137,17 @@ class RemoteBrokerOffsetStore(OffsetStore):
 
     def persist_all(self, queues: Iterable[MessageQueue]) -> None:
         first_error: ClientError | None = None
-        for queue, offset in self._take_dirty(queues):
-            try:
-                self._api.update_offset(self.consumer_group, queue, offset)
-            except ClientError as error:
-                _log.warning(
-                    "persisting offset failed: queue=%s offset=%d: %s", queue, offset, error
-                )
-                first_error = first_error or error
-                continue
-            self._mark_persisted(queue, offset)
+        with self._persist_lock:
+            for queue, offset in self._take_dirty(queues):
+                try:
+                    self._api.update_offset(self.consumer_group, queue, offset)
+                except ClientError as error:
+                    _log.warning(
+                        "persisting offset failed: queue=%s offset=%d: %s", queue, offset, error
+                    )
+                    first_error = first_error or error
+                    continue
+                self._mark_persisted(queue, offset)
         if first_error is not None:
             raise first_error
 
@@ -159,7 +163,6 @@ class LocalFileOffsetStore(OffsetStore):
     def __init__(self, directory: Path, client_id: str, consumer_group: str) -> None:
         super().__init__(consumer_group)
         self.path = Path(directory) / client_id / consumer_group / self.FILE_NAME
-        self._file_lock = threading.Lock()
 
     def load(self) -> None:
         stored = self._read_file()
@@ -168,9 +171,9 @@ class LocalFileOffsetStore(OffsetStore):
                 self._table.setdefault(queue, offset)
 
     def persist_all(self, queues: Iterable[MessageQueue]) -> None:
-        if not self._take_dirty(queues):
-            return
-        with self._file_lock:
+        with self._persist_lock:
+            if not self._take_dirty(queues):
+                return
             with self._lock:
                 snapshot = dict(self._table)
             self._write_file(snapshot)

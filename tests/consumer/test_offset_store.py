@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,41 @@ def test_should_refuse_a_corrupt_local_file(shm_dir: Path) -> None:
     store.path.write_text("{not json")
     with pytest.raises(IllegalStateError, match="corrupt"):
         store.load()
+
+
+class SlowFirstUpdate(InMemoryBroker):
+    """The first offset update blocks until released: a persist in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = threading.Event()
+        self.release = threading.Event()
+        self.first = True
+
+    def update_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
+        if self.first:
+            self.first = False
+            self.in_flight.set()
+            assert self.release.wait(5)
+        super().update_offset(consumer_group, queue, offset)
+
+
+def test_should_never_let_an_older_persist_land_after_a_newer_one() -> None:
+    broker = SlowFirstUpdate()
+    try:
+        broker.create_topic("T", 1)
+        store = RemoteBrokerOffsetStore(broker, GROUP)
+        store.update_offset(Q0, 100)
+        timer = threading.Thread(target=store.persist_all, args=([Q0],))
+        timer.start()
+        assert broker.in_flight.wait(5)
+        store.update_offset(Q0, 150)
+        dropping = threading.Thread(target=store.persist, args=(Q0,))
+        dropping.start()
+        time.sleep(0.05)
+        broker.release.set()
+        timer.join(5)
+        dropping.join(5)
+        assert broker.committed_offset(GROUP, Q0) == 150
+    finally:
+        broker.shutdown()
