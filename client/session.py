@@ -23,8 +23,8 @@ Failures, all :class:`~client.ClientError`:
 
 - the ingress stays back-pressured for ``offer_timeout_ms`` (the broker cannot keep up):
   :class:`BackPressuredError`, retriable; nothing was sent;
-- no broker on the ingress, the broker closed the session or stopped answering:
-  :class:`~client.BrokerUnavailableError`, retriable (make a new session);
+- no broker on the ingress, the broker closed the session (or its response stream ended) or
+  stopped answering: :class:`~client.BrokerUnavailableError`, retriable (make a new session);
 - no answer within the request's timeout: :class:`~client.RequestTimeoutError`, retriable;
 - the broker refused the request as a whole (a malformed envelope): the error of its code.
 
@@ -567,7 +567,14 @@ class ClientSession:
                     work += 1
         if self.session_id and self._failure is None and not self._closed:
             timeout_ns = self.session_timeout_ms * 1_000_000
-            if timeout_ns and now_ns - self._last_heard_ns > timeout_ns:
+            subscription = self._subscription
+            if subscription is not None and subscription.has_no_images:
+                self._fail(  # the broker closed our response stream (or its driver did)
+                    BrokerUnavailableError(
+                        "the broker's response stream ended", session_id=self.session_id
+                    )
+                )
+            elif timeout_ns and now_ns - self._last_heard_ns > timeout_ns:
                 self._fail(
                     BrokerUnavailableError(
                         "the broker stopped answering",

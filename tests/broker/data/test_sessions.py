@@ -327,3 +327,14 @@ def test_should_give_udp_session_channels_a_term_length_unless_they_name_one() -
     assert _with_term_length("aeron:udp?endpoint=h:1|term-length=1m", 1 << 26).endswith("=1m")
     assert _with_term_length("aeron:ipc", 1 << 26) == "aeron:ipc"
     assert _with_term_length("aeron:udp?endpoint=h:1", 0) == "aeron:udp?endpoint=h:1"
+
+
+def test_should_fail_the_session_when_the_broker_closes_its_response_stream(
+    server: Server, session: ClientSession
+) -> None:
+    (broker_side,) = [s for s in server.agent.table if s.session_id == session.session_id]
+    assert broker_side.publication is not None
+    broker_side.publication.close()  # as a broker restarted on the same driver would leave it
+    wait_for(lambda: not session.is_open, what="the session to notice")
+    with pytest.raises(BrokerUnavailableError, match="response stream ended"):
+        session.request(send_request(b"x"))
