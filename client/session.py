@@ -530,7 +530,7 @@ class ClientSession:
         poll = subscription.poll
         assembler = self._assembler
         lock = self._poll_lock
-        idle = BackoffIdleStrategy(max_spins=50, max_yields=20, max_park_period_ns=1_000_000)
+        idle = BackoffIdleStrategy(max_spins=10, max_yields=5, max_park_period_ns=1_000_000)
         next_check_ns = 0
         while self._running:
             try:
