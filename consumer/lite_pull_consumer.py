@@ -20,8 +20,11 @@ What ``poll`` returns: up to ``max_poll_records`` messages (default 500) gathere
 and pull batches, waiting up to the timeout for the first batch only. RocketMQ returns exactly
 one pull batch (at most ``pull_batch_size``, default 10, messages of one queue) per poll, which
 users took for "poll returns only one message" (RocketMQ #5498, #1761). Messages of one queue
-come in offset order. Delivery is at least once: a message may come again after a rebalance, a
-seek or a crash before its offset was committed.
+come in offset order. Delivery is at least once: a message comes again after a seek, or when its
+consumer died before committing it. A clean rebalance (a member joins or leaves) hands each
+moved queue over at the offset its previous owner committed as it let go, so nothing is
+delivered twice then, as long as that owner reacts within ``takeover_delay_ms`` (see
+``consumer.rebalance``).
 
 Offsets: ``poll`` moves each queue's consume offset past what it returned. With ``auto_commit``
 (default), the next ``poll`` after ``auto_commit_interval_ms`` commits the consume offsets in
@@ -33,7 +36,8 @@ Deviations from RocketMQ, each deliberate: configuration is one validated
 :class:`~consumer.config.LitePullConsumerConfig` (errors at construction, not at ``start``);
 ``commit`` persists by default; a consumer in ``assign`` mode does not join its group (as
 Kafka's manual assignment), so it does not take queues from subscribed members; seeking does not
-touch the offset store (it moves the consume offset, which the next commit commits).
+touch the offset store (it moves the consume offset, which the next commit commits); a queue
+taken over from another member starts pulling ``takeover_delay_ms`` (1 s) after the rebalance.
 """
 
 from __future__ import annotations
