@@ -123,11 +123,13 @@ def test_should_complete_pipelined_requests_out_of_order(session: ClientSession)
 
 
 def test_should_keep_a_quiet_session_alive_with_keepalives(
-    server: Server, session: ClientSession
+    start_server: Callable[..., Server], client_aeron: Aeron
 ) -> None:
-    time.sleep(1.0)  # 2.5 session timeouts without a request
-    assert session.is_open
-    assert session.request(send_request(b"still here")).status.code == ResponseCode.SUCCESS
+    server = start_server(session_timeout_ms=1_000)  # room for a stall of a loaded machine
+    with ClientSession.connect(client_aeron) as session:
+        time.sleep(2.5)  # 2.5 session timeouts without a request
+        assert session.is_open
+        assert session.request(send_request(b"still here")).status.code == ResponseCode.SUCCESS
     assert server.agent.counters.sessions_timed_out == 0
 
 
@@ -139,16 +141,19 @@ def test_should_fail_to_connect_when_no_broker_listens(client_aeron: Aeron) -> N
 
 
 def test_should_time_out_a_request_the_broker_does_not_answer(
-    server: Server, session: ClientSession
+    start_server: Callable[..., Server], client_aeron: Aeron
 ) -> None:
+    server = start_server(session_timeout_ms=2_000)
+    session = ClientSession.connect(client_aeron, SessionConfig())
     server.agent.stop_ingress()  # alive, but reads nothing any more
     with pytest.raises(RequestTimeoutError):
         session.request(send_request(b"lost"), timeout_ms=100)
-    wait_for(lambda: not session.is_open, what="the session to notice the silent broker")
+    wait_for(lambda: not session.is_open, 10, "the session to notice the silent broker")
     # the client gives up on the silent broker, or the broker's sweep closes the session
     # that sends it nothing it reads: both within one session timeout
     with pytest.raises(BrokerUnavailableError, match=r"stopped answering|idle"):
         session.request(send_request(b"x"))
+    session.close()
 
 
 def test_should_raise_back_pressure_as_a_retriable_error_when_the_ingress_is_full(
