@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 # name -> ("module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "admin": ("broker.admin_cli:main", "manage topics, groups, offsets and clusters"),
+    "consume": ("consumer._cli:main", "poll messages from a topic or queues and print them"),
     "broker": ("broker._main:main", "run a broker (embedded media driver by default)"),
     "namesrv": ("broker.namesrv._main:main", "run a name server for multi-broker routes"),
     "produce": ("producer._cli:main", "send messages from the command line"),

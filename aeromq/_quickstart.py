@@ -35,8 +35,7 @@ def _body(seq: int, size: int) -> bytes:
 
 
 def _consume(grpc_address: str, count: int, ready: Connection, result: Connection) -> None:
-    from consumer.config import ConsumeFromWhere, LitePullConsumerConfig
-    from consumer.lite_pull_consumer import DefaultLitePullConsumer
+    from consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 
     config = LitePullConsumerConfig(
         consumer_group=_GROUP,

@@ -1,7 +1,9 @@
 """aeromq's consumer: RocketMQ's ``DefaultLitePullConsumer`` and its internals
-(``shared/spec/lite-pull-consumer.md``). So far: the queue allocation strategies.
+(``shared/spec/lite-pull-consumer.md``): the consumer, its configuration, offset stores and
+the queue allocation strategies.
 """
 
+from consumer._broker_api import BrokerApi, PullResult, PullStatus
 from consumer.allocate import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
@@ -13,6 +15,24 @@ from consumer.allocate import (
     MachineRoomResolver,
     PrefixMachineRoomResolver,
 )
+from consumer.config import (
+    ConsumeFromWhere,
+    LitePullConsumerConfig,
+    MessageModel,
+    SubscriptionType,
+)
+from consumer.lite_pull_consumer import (
+    DefaultLitePullConsumer,
+    ServiceState,
+    TopicMessageQueueChangeListener,
+)
+from consumer.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from consumer.pull_task import FlowControlCounters
 
 __all__ = [
     "AllocateMachineRoomNearby",
@@ -22,6 +42,21 @@ __all__ = [
     "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "AllocateMessageQueueStrategy",
+    "BrokerApi",
+    "ConsumeFromWhere",
+    "DefaultLitePullConsumer",
+    "FlowControlCounters",
+    "LitePullConsumerConfig",
+    "LocalFileOffsetStore",
     "MachineRoomResolver",
+    "MessageModel",
+    "OffsetStore",
     "PrefixMachineRoomResolver",
+    "PullResult",
+    "PullStatus",
+    "ReadOffsetType",
+    "RemoteBrokerOffsetStore",
+    "ServiceState",
+    "SubscriptionType",
+    "TopicMessageQueueChangeListener",
 ]
