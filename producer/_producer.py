@@ -62,9 +62,9 @@ from client.message import (
     PROPERTY_WAIT_STORE_MSG_OK as PROPERTY_WAIT,
 )
 from client.route import RouteResolver, TopicRoute
+from client.session import BrokerSessions
 from client.validators import check_body
 from producer._config import ProducerConfig, check_producer_group
-from producer._links import BrokerLinks
 from producer._route import RouteSource
 from producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
 from producer._send_result import SendResult, SendStatus
@@ -143,7 +143,7 @@ class Producer:
         )
         self._ids = UniqueMessageIdGenerator()
         self._born_host = f"{self.config.udp_response_host}:0"
-        self._links: BrokerLinks | None = None
+        self._sessions: BrokerSessions | None = None
         self._queue_cache: dict[str, tuple[TopicRoute, list[MessageQueue]]] = {}
         self._retry_executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -162,7 +162,15 @@ class Producer:
                     kind="namesrv" if self._namesrv else "auto",
                     ttl_ms=self.config.route_refresh_interval_ms,
                 )
-            self._links = BrokerLinks(self.config, self.client_id)
+            config = self.config
+            self._sessions = BrokerSessions(
+                client_id=self.client_id,
+                transport=config.transport,
+                aeron_dir=config.aeron_dir,
+                udp_response_host=config.udp_response_host,
+                request_timeout_ms=config.send_timeout_ms,
+                offer_timeout_ms=config.offer_timeout_ms,
+            )
             self._running = True
         return self
 
@@ -172,12 +180,12 @@ class Producer:
             if not self._running:
                 return
             self._running = False
-            links, self._links = self._links, None
+            sessions, self._sessions = self._sessions, None
             executor, self._retry_executor = self._retry_executor, None
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
-        if links is not None:
-            links.close()
+        if sessions is not None:
+            sessions.close()
         if self._routes is not None:
             self._routes.close()
 
@@ -236,7 +244,7 @@ class Producer:
                 break
             route, target = self._target(attempt)
             try:
-                session = self._require_links().session(route.broker(target.broker_name))
+                session = self._require_sessions().session(route.broker(target.broker_name))
                 response = session.request(self._request(target, attempt.messages), remaining_ms)
                 return _results(response, target)
             except ClientError as exc:
@@ -295,7 +303,7 @@ class Producer:
             return
         try:
             route, target = self._target(attempt)
-            session = self._require_links().session(route.broker(target.broker_name))
+            session = self._require_sessions().session(route.broker(target.broker_name))
             inner = session.request_async(self._request(target, attempt.messages), remaining_ms)
         except ClientError as exc:
             self._async_failed(exc, attempt, outer, single, None, None)
@@ -346,7 +354,7 @@ class Producer:
         """Send one message with no answer awaited and no retry."""
         attempt = self._prepare([message], None, queue, None, None, asynchronous=False)
         route, target = self._target(attempt)
-        session = self._require_links().session(route.broker(target.broker_name))
+        session = self._require_sessions().session(route.broker(target.broker_name))
         session.send_oneway(self._request(target, attempt.messages))
 
     # -- shared --------------------------------------------------------------------------
@@ -451,17 +459,17 @@ class Producer:
         if not retriable or attempt.attempts_left <= 0:
             return False
         if exc.code in (ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SLAVE_NOT_AVAILABLE):
-            self._require_links().drop(target.broker_name)
+            self._require_sessions().drop(target.broker_name)
             if self._routes is not None:
                 self._routes.invalidate(target.topic)
         _log.info("send failed, retrying: %s attempts_left=%d", exc, attempt.attempts_left)
         return True
 
-    def _require_links(self) -> BrokerLinks:
-        links = self._links
-        if links is None:
+    def _require_sessions(self) -> BrokerSessions:
+        sessions = self._sessions
+        if sessions is None:
             raise IllegalStateError("producer not started", group=self.group)
-        return links
+        return sessions
 
     def _request(
         self, target: MessageQueue, messages: Sequence[Message]

@@ -3,6 +3,7 @@ every way a session ends or a request goes wrong."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -343,3 +344,31 @@ def test_should_fail_the_session_when_the_broker_closes_its_response_stream(
     wait_for(lambda: not session.is_open, what="the session to notice")
     with pytest.raises(BrokerUnavailableError, match="response stream ended"):
         session.request(send_request(b"x"))
+
+
+def test_should_keep_one_session_per_broker_and_replace_a_failed_one(
+    server: Server, media_driver: MediaDriver
+) -> None:
+    from client.route import BrokerRoute
+    from client.session import BrokerSessions, is_local
+
+    here = BrokerRoute("c", "broker-a", "", "aeron:ipc", 1001, "", 0, media_driver.aeron_dir,
+                       socket.gethostname())  # fmt: skip
+    elsewhere = BrokerRoute("c", "broker-z", "", "aeron:ipc", 1001, "", 0, "/nowhere", "far-away")
+    assert is_local(here) and not is_local(elsewhere)
+    with pytest.raises(IllegalArgumentError, match="transport"):
+        BrokerSessions(client_id="t", transport="tcp")
+    sessions = BrokerSessions(client_id="t")
+    try:
+        first = sessions.session(here)
+        assert sessions.session(here) is first and first.is_open
+        with pytest.raises(BrokerUnavailableError, match="no UDP ingress"):
+            sessions.session(elsewhere)
+        sessions.drop("broker-a")
+        assert not first.is_open
+        second = sessions.session(here)
+        assert second is not first and second.is_open
+    finally:
+        sessions.close()
+    with pytest.raises(IllegalStateError, match="sessions closed"):
+        sessions.session(here)
