@@ -37,7 +37,7 @@ from client.message_id import (
 )
 from client.response_code import ResponseCode
 from client.route import BrokerRoute, RouteResolver, TopicRoute
-from client.session import ClientSession, SessionConfig
+from client.session import BrokerSessions, ClientSession, SessionConfig
 from client.tags import (
     SUB_ALL,
     ExpressionType,
@@ -54,6 +54,7 @@ __all__ = [
     "BrokerBusyError",
     "BrokerError",
     "BrokerRoute",
+    "BrokerSessions",
     "BrokerUnavailableError",
     "ClientError",
     "ClientSession",
