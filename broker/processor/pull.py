@@ -72,7 +72,6 @@ MAX_PULL_BYTES: Final = 256 * 1024
 
 PullDone = Callable[[messages_pb2.PullMessageResponse], None]
 
-_PullStatus = messages_pb2.PullStatus
 _FOUND: Final = messages_pb2.FOUND
 _NO_NEW_MSG: Final = messages_pb2.NO_NEW_MSG
 _NO_MATCHED_MSG: Final = messages_pb2.NO_MATCHED_MSG
