@@ -7,6 +7,7 @@ and reliable UDP, with a media driver and a client API. It knows nothing of brok
 from transport._errors import (
     ActiveDriverError,
     AgentTerminationError,
+    ChannelEndpointError,
     ChannelUriError,
     ClientTimeoutError,
     CncFileError,
@@ -50,6 +51,7 @@ __all__ = [
     "Aeron",
     "AeronContext",
     "AgentTerminationError",
+    "ChannelEndpointError",
     "ChannelUriError",
     "ClientTimeoutError",
     "CncFileError",

@@ -16,17 +16,31 @@ from transport.driver.context import (
 )
 from transport.driver.ipc_publication import IpcPublication, PublicationState
 from transport.driver.media_driver import MediaDriver
+from transport.driver.network_publication import NetworkPublication
+from transport.driver.publication_image import PublicationImage
+from transport.driver.receiver import Receiver
+from transport.driver.sender import Sender
 from transport.driver.system_counters import SystemCounter
+from transport.driver.udp_channel import UdpChannel
+from transport.driver.udp_settings import UdpSettings
+from transport.driver.udp_streams import UdpStreams
 
 __all__ = [
     "DriverConductor",
     "IpcPublication",
     "MediaDriver",
     "MediaDriverContext",
+    "NetworkPublication",
+    "PublicationImage",
     "PublicationState",
+    "Receiver",
+    "Sender",
     "SystemCounter",
     "TerminationValidator",
     "ThreadingMode",
+    "UdpChannel",
+    "UdpSettings",
+    "UdpStreams",
     "allow_termination",
     "default_aeron_dir",
     "deny_termination",
