@@ -18,6 +18,7 @@ consumer's receipt; one host, one monotonic clock). Target (issue 7): end-to-end
 
 from __future__ import annotations
 
+import collections
 import multiprocessing
 import os
 import shutil
@@ -90,7 +91,7 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
     ):
         out.put(("ready",))
         offsets = [0] * QUEUES
-        pending: dict[int, tuple[Any, int]] = {}
+        pending: collections.deque[tuple[int, Any, int]] = collections.deque()
 
         def issue(queue_id: int) -> None:
             request = messages_pb2.PullMessageRequest(
@@ -102,7 +103,8 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
                 suspend_timeout_ms=1_000 if long_poll else 0,
                 commit_offset=-1,
             )
-            pending[queue_id] = (session.request_async(request, 30_000), time.monotonic_ns())
+            future = session.request_async(request, 30_000)
+            pending.append((queue_id, future, time.monotonic_ns()))
 
         began = 0
         last_ns = 0
@@ -111,27 +113,26 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
             issue(queue_id)
         deadline = time.monotonic() + 120
         while received < count and time.monotonic() < deadline:
-            for queue_id in range(QUEUES):
-                future, sent_ns = pending[queue_id]
-                if not future.done():
-                    continue
-                response = future.result()
-                now_ns = time.monotonic_ns()
-                pull_latencies.append(now_ns - sent_ns)
-                messages = response.messages
-                if messages:
-                    if not began:  # from the first pull that found (or, live, its first send)
-                        began = min(sent_ns, unpack(messages[0].body, 0)[0])
-                        cpu = time.process_time()
-                    last_ns = now_ns
-                    received += len(messages)
-                    for message in messages:
-                        e2e.append(now_ns - unpack(message.body, 0)[0])
-                    offsets[queue_id] = response.next_begin_offset
-                elif response.pull_status == messages_pb2.OFFSET_ILLEGAL:
-                    offsets[queue_id] = response.next_begin_offset
-                issue(queue_id)
-            time.sleep(0)
+            # one pull in flight per queue; answers come in about the order asked: wait for
+            # the oldest (blocking, so the session's poller thread has the CPU meanwhile)
+            queue_id, future, sent_ns = pending.popleft()
+            response = future.result(30)
+            now_ns = time.monotonic_ns()
+            pull_latencies.append(now_ns - sent_ns)
+            messages = response.messages
+            if messages:
+                if not began:  # from the first pull that found (live: or its first send)
+                    stamp = unpack(messages[0].body, 0)[0]
+                    began = min(sent_ns, stamp) if long_poll else sent_ns
+                    cpu = time.process_time()
+                last_ns = now_ns
+                received += len(messages)
+                for message in messages:
+                    e2e.append(now_ns - unpack(message.body, 0)[0])
+                offsets[queue_id] = response.next_begin_offset
+            elif response.pull_status == messages_pb2.OFFSET_ILLEGAL:
+                offsets[queue_id] = response.next_begin_offset
+            issue(queue_id)
         cpu = time.process_time() - cpu
     out.put(("consumed", last_ns - began, received, pull_latencies, e2e, cpu))
 
@@ -178,7 +179,8 @@ def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Any
             continue
         entries = answer[0][1]
         if not began:
-            began = min(sent_ns, _STAMP.unpack_from(entries[0][1][b"b"], 0)[0])
+            stamp = _STAMP.unpack_from(entries[0][1][b"b"], 0)[0]
+            began = min(sent_ns, stamp) if long_poll else sent_ns
             cpu = time.process_time()
         last_ns = now_ns
         received += len(entries)
