@@ -82,6 +82,8 @@ def test_should_hold_the_publisher_at_the_slow_subscription_plus_the_term_window
 
     sent, refusals = _offer_until_held(publication, writer, 0, count, hold_s=0.3)
     _, slow_id, paused_position = workers.expect("paused")
+    sent, more = _offer_until_held(publication, writer, sent, count, hold_s=0.3)
+    refusals += more  # held now, whatever the slow one's pace was before it paused
 
     position, limit = publication.position, publication.position_limit
     slow_position = counter_value(reader, SUBSCRIBER_POSITION_TYPE_ID, slow_id)
