@@ -245,19 +245,35 @@ class ExclusivePublication(Publication):
 
     def try_claim(self, length: int, buffer_claim: BufferClaim) -> int:
         """Claim a frame for ``length`` bytes (<= ``max_payload_length``) to write in place."""
-        self.check_payload_length(length)
+        if length > self.max_payload_length or length < 0:
+            self.check_payload_length(length)
         if self._is_closed:
             return CLOSED
         limit = self._position_limit()
-        position = self._term_begin_position + self._term_offset
+        term_offset = self._term_offset
+        position = self._term_begin_position + term_offset
         if position >= limit:
             return self.back_pressure_status(position, length)
-        result = self._appenders[self._active_index].claim(
-            self._term_id, self._term_offset, self._header_writer, length, buffer_claim
-        )
-        if result > 0:
-            self._term_offset = result
-            return self._term_begin_position + result
+        # ExclusiveTermAppender.claim, inlined as in offer.
+        frame_length = length + HDR_LENGTH
+        resulting_offset = term_offset + ((frame_length + _ALIGN_UP) & _ALIGN_DOWN)
+        term_id = self._term_id
+        index = self._active_index
+        self._meta.put_int64_ordered(index << 3, (term_id << 32) | resulting_offset)
+        term_buffer = self._term_buffers[index]
+        if resulting_offset <= self.term_buffer_length:
+            term_buffer.put_int64_ordered(
+                term_offset, self._version_flags_type | (-frame_length & _LOW_32)
+            )
+            term_buffer.put_int64(term_offset + 8, self._session_id_high | term_offset)
+            term_buffer.put_int64(term_offset + 16, self._stream_id_low | (term_id << 32))
+            buffer_claim.wrap(term_buffer, term_offset, frame_length)
+            self._term_offset = resulting_offset
+            return self._term_begin_position + resulting_offset
+        if term_offset < self.term_buffer_length:
+            self._header_writer.write_padding(
+                term_buffer, term_offset, self.term_buffer_length - term_offset, term_id
+            )
         return self._rotate()
 
     def offer_batch(
