@@ -73,11 +73,14 @@ def stream_publisher(
     max_length: int,
     min_length: int,
     exclusive: bool,
+    mode: str,
     deadline_s: float,
     results: Queue[Any],
 ) -> None:
-    """Offer ``count`` checked messages (lengths seeded by ``sender``); report
-    ``("published", sender, sent, final position or why it stopped, refused offers)``."""
+    """Offer ``count`` checked messages (lengths seeded by ``sender``) by ``mode``: one
+    ``offer`` at a time, one ``try_claim`` at a time (lengths up to the max payload), or 64 at
+    a time by ``offer_batch``; report ``("published", sender, sent, final position or why it stopped,
+    refused offers)``."""
     deadline = time.monotonic() + deadline_s
     with connect(aeron_dir) as aeron:
         if exclusive:
@@ -87,27 +90,59 @@ def stream_publisher(
         if not _wait_connected(publication, deadline):
             results.put(("published", sender, 0, "never connected", 0))
             return
-        writer = MessageWriter(max_length)
-        write, offer, yield_cpu, now = (
-            writer.write,
-            publication.offer,
-            os.sched_yield,
-            time.monotonic,
-        )
-        refused = 0
-        sent = 0
-        for seq, length in enumerate(message_lengths(sender, count, max_length, min_length)):
-            scratch = write(seq, length, sender)
-            while offer(scratch, 0, length) < 0:
-                refused += 1
-                if not refused & 0xFF and now() > deadline:
-                    results.put(("published", sender, sent, "deadline passed", refused))
-                    return
-                yield_cpu()
-            sent += 1
-        results.put(("published", sender, sent, publication.position, refused))
-        while publication.position_limit < publication.position and now() < deadline:
+        lengths = message_lengths(sender, count, max_length, min_length)
+        if mode == "offer_batch":
+            sent, refused = _publish_batches(publication, lengths, sender, deadline)
+        else:
+            sent, refused = _publish_one_by_one(publication, lengths, sender, deadline, mode)
+        position = publication.position if sent == count else "deadline passed"
+        results.put(("published", sender, sent, position, refused))
+        while publication.position_limit < publication.position and time.monotonic() < deadline:
             time.sleep(0.001)  # the subscribers read the rest before the stream ends
+
+
+def _publish_one_by_one(
+    publication: Any, lengths: list[int], sender: int, deadline: float, mode: str
+) -> tuple[int, int]:
+    writer = MessageWriter(max(lengths, default=0))
+    write, offer, try_claim = writer.write, publication.offer, publication.try_claim
+    yield_cpu, now = os.sched_yield, time.monotonic
+    claim = BufferClaim()
+    by_claim = mode == "try_claim"
+    refused = 0
+    for seq, length in enumerate(lengths):
+        scratch = write(seq, length, sender)
+        while (try_claim(length, claim) if by_claim else offer(scratch, 0, length)) < 0:
+            refused += 1
+            if not refused & 0xFF and now() > deadline:
+                return seq, refused
+            yield_cpu()
+        if by_claim:
+            claim.put_bytes(scratch, 0, length)
+            claim.commit()
+    return len(lengths), refused
+
+
+def _publish_batches(
+    publication: Any, lengths: list[int], sender: int, deadline: float
+) -> tuple[int, int]:
+    writer = MessageWriter(max(lengths, default=0))
+    refused = 0
+    for base in range(0, len(lengths), 64):
+        batch = [
+            writer.message(base + i, n, sender) for i, n in enumerate(lengths[base : base + 64])
+        ]
+        done = 0
+        while done < len(batch):
+            taken = publication.offer_batch(batch, done)
+            if taken > 0:
+                done += taken
+                continue
+            refused += 1
+            if not refused & 0xFF and time.monotonic() > deadline:
+                return base + done, refused
+            os.sched_yield()
+    return len(lengths), refused
 
 
 def stream_subscriber(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.system import _workers
 from tests.system._driver import TERM_LENGTH, DriverProcess
 from tests.system._messages import PREFIX
@@ -44,6 +46,7 @@ def test_should_deliver_a_million_messages_of_random_sizes_intact_and_in_order(
         MAX_LENGTH,
         0,
         False,
+        "offer",
         DEADLINE_S,
     )
     _, sender, sent, position, _ = workers.expect("published", DEADLINE_S + 10)
@@ -54,6 +57,39 @@ def test_should_deliver_a_million_messages_of_random_sizes_intact_and_in_order(
     assert per_sender == {7: (count, 0, [])}
     assert unknown == 0
     assert isinstance(position, int) and position // TERM_LENGTH > count // 50  # rotations
+
+
+@pytest.mark.parametrize("exclusive", [True, False], ids=["exclusive", "concurrent"])
+@pytest.mark.parametrize("mode", ["try_claim", "offer_batch"])
+def test_should_deliver_claimed_and_batched_messages_intact_and_in_order(
+    driver: DriverProcess, workers: Workers, mode: str, exclusive: bool
+) -> None:
+    count = 50_000
+    max_length = MTU - 32 if mode == "try_claim" else MAX_LENGTH  # a claim is one frame
+    workers.start(
+        _workers.stream_subscriber, driver.aeron_dir, 3, [9], count, max_length, 0, DEADLINE_S
+    )
+    workers.expect("ready")
+    workers.start(
+        _workers.stream_publisher,
+        driver.aeron_dir,
+        3,
+        9,
+        count,
+        max_length,
+        0,
+        exclusive,
+        mode,
+        DEADLINE_S,
+    )
+    _, _, sent, position, _ = workers.expect("published", DEADLINE_S + 10)
+    _, per_sender, unknown, _ = workers.expect("received", 30)
+    workers.join()
+
+    assert sent == count, position
+    assert per_sender == {9: (count, 0, [])}
+    assert unknown == 0
+    assert isinstance(position, int) and position // TERM_LENGTH > count // 100  # rotations
 
 
 def test_should_keep_each_publishers_order_when_processes_share_a_publication(
@@ -82,6 +118,7 @@ def test_should_keep_each_publishers_order_when_processes_share_a_publication(
             MAX_LENGTH,
             PREFIX.size,
             False,
+            "offer",
             DEADLINE_S,
         )
     published = [workers.expect("published", DEADLINE_S + 10) for _ in senders]
