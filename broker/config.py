@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Final
 
 from broker._errors import ConfigError
 from broker.store import FlushMode, StoreConfig
+from broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
 
 __all__ = ["ENV_PREFIX", "BrokerConfig", "BrokerConfigError", "add_arguments"]
 
@@ -118,6 +119,12 @@ class BrokerConfig:
             return None
         return f"aeron:udp?endpoint={self.ingress_udp_endpoint}"
 
+    @property
+    def max_record_bytes(self) -> int:
+        """The store's cap on one record: a body of ``max_message_size`` bytes with the longest
+        topic and properties still fits, so every body the clients may send can be stored."""
+        return record_length(self.max_message_size, MAX_TOPIC_LENGTH, MAX_PROPERTIES_LENGTH)
+
     def to_store_config(self, store_host: str | None = None) -> StoreConfig:
         """The store's config from this one. ``store_host`` (``a.b.c.d:port``, written into
         every record and offset message id) defaults to the gRPC host, when it is an IPv4
@@ -133,7 +140,7 @@ class BrokerConfig:
                 flush_mode=self.flush_mode,
                 flush_interval_ms=self.flush_interval_ms,
                 sync_flush_timeout_ms=self.sync_flush_timeout_ms,
-                max_message_bytes=self.max_message_size,
+                max_message_bytes=self.max_record_bytes,
                 file_reserved_time_ms=self.file_reserved_time_ms,
                 max_store_bytes=self.max_store_bytes,
                 index_enabled=self.index_enabled,
@@ -248,11 +255,12 @@ class BrokerConfig:
         _in_range("client_heartbeat_timeout_ms", self.client_heartbeat_timeout_ms, 100, 3_600_000)
         _in_range("namesrv_heartbeat_interval_ms", self.namesrv_heartbeat_interval_ms, 10, 600_000)
         _in_range("commit_log_segment_bytes", self.commit_log_segment_bytes, 4096, _INT32_MAX)
-        if self.max_message_size > self.commit_log_segment_bytes - 8:
+        if self.max_record_bytes > self.commit_log_segment_bytes - 8:
             _fail(
                 "max_message_size",
                 self.max_message_size,
-                f"<= commit_log_segment_bytes - 8 = {self.commit_log_segment_bytes - 8}",
+                "a record of this body with the longest topic and properties must fit in "
+                f"commit_log_segment_bytes - 8 = {self.commit_log_segment_bytes - 8}",
             )
         _in_range(
             "consume_queue_entries_per_segment", self.consume_queue_entries_per_segment, 2, 1 << 26

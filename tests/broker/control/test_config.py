@@ -155,7 +155,7 @@ def test_should_build_the_store_config(tmp_path: Path) -> None:
     assert store.data_dir == tmp_path
     assert store.flush_mode is FlushMode.SYNC
     assert store.commit_log_segment_bytes == 1 << 20
-    assert store.max_message_bytes == 65536
+    assert store.max_message_bytes == 65536 + 88 + 1 + 255 + 2 + 32767 + 4  # header .. crc
     assert store.store_host == "127.0.0.1:9999"
     assert config.to_store_config("10.0.0.1:1").store_host == "10.0.0.1:1"
 
@@ -168,3 +168,12 @@ def test_should_let_a_command_add_its_own_options() -> None:
     config = BrokerConfig.from_sources(namespace, environ={})
     assert namespace.verbose is True
     assert config.broker_name == "cmd"
+
+
+def test_should_let_the_store_hold_a_record_of_the_largest_body_clients_may_send() -> None:
+    from broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
+
+    config = BrokerConfig()
+    store = config.to_store_config()
+    largest = record_length(config.max_message_size, MAX_TOPIC_LENGTH, MAX_PROPERTIES_LENGTH)
+    assert store.max_message_bytes >= largest > config.max_message_size
