@@ -49,7 +49,11 @@ from transport.driver.stream_counters import (
 )
 from transport.driver.subscription_link import SubscriptionLink
 from transport.driver.system_counters import SystemCounter, SystemCounters
-from transport.driver.uri_params import PublicationParams, SubscriptionParams
+from transport.driver.uri_params import (
+    PublicationParams,
+    SubscriptionParams,
+    confirm_publication_match,
+)
 from transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
 
 __all__ = ["IPC_CHANNEL", "IpcStreams"]
@@ -149,7 +153,7 @@ class IpcStreams:
                 session_id=params.session_id,
             )
         if shared is not None:
-            _confirm_match(shared, params, channel)
+            confirm_publication_match(shared, params, channel)
             shared.incref()
             return shared
         return self._create(
@@ -393,32 +397,3 @@ class IpcStreams:
             publication.log.close()
         self.publications.clear()
         self.subscriptions.clear()
-
-
-def _confirm_match(publication: IpcPublication, params: PublicationParams, channel: str) -> None:
-    """A channel joining an existing concurrent publication must not ask for anything else."""
-    metadata = publication.log.metadata
-    checks: list[tuple[str, int, int | None]] = [
-        ("session-id", publication.session_id, params.session_id),
-        ("mtu", metadata.mtu_length, params.mtu_length if params.has_mtu_length else None),
-        (
-            "term-length",
-            metadata.term_length,
-            params.term_length if params.has_term_length else None,
-        ),
-    ]
-    if params.has_position:
-        checks += [
-            ("init-term-id", publication.initial_term_id, params.initial_term_id),
-            ("term-id", publication.starting_term_id, params.term_id),
-            ("term-offset", publication.starting_term_offset, params.term_offset),
-        ]
-    for key, existing, requested in checks:
-        if requested is not None and requested != existing:
-            raise command_error(
-                ErrorCode.GENERIC_ERROR,
-                f"existing publication has different '{key}'",
-                channel=channel,
-                existing=existing,
-                requested=requested,
-            )

@@ -70,7 +70,7 @@ from transport.driver.stream_counters import (
 from transport.driver.system_counters import SystemCounter, SystemCounters
 from transport.driver.udp_channel import UdpChannel, format_sockaddr
 from transport.driver.udp_settings import UdpSettings
-from transport.driver.uri_params import PublicationParams
+from transport.driver.uri_params import PublicationParams, confirm_publication_match
 from transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
 
 __all__ = ["UdpPublications", "open_udp_channel"]
@@ -265,7 +265,7 @@ class UdpPublications:
                 session_id=pinned,
             )
         if shared is not None:
-            _confirm_match(shared, params, channel)
+            confirm_publication_match(shared, params, channel)
             shared.incref()
             return shared
         return self._create(
@@ -517,34 +517,3 @@ def _counting(
         on_error(error)
 
     return handle
-
-
-def _confirm_match(
-    publication: NetworkPublication, params: PublicationParams, channel: str
-) -> None:
-    """A channel joining an existing concurrent publication must not ask for anything else."""
-    metadata = publication.log.metadata
-    checks: list[tuple[str, int, int | None]] = [
-        ("session-id", publication.session_id, params.session_id),
-        ("mtu", metadata.mtu_length, params.mtu_length if params.has_mtu_length else None),
-        (
-            "term-length",
-            metadata.term_length,
-            params.term_length if params.has_term_length else None,
-        ),
-    ]
-    if params.has_position:
-        checks += [
-            ("init-term-id", publication.initial_term_id, params.initial_term_id),
-            ("term-id", publication.starting_term_id, params.term_id),
-            ("term-offset", publication.starting_term_offset, params.term_offset),
-        ]
-    for key, existing, requested in checks:
-        if requested is not None and requested != existing:
-            raise command_error(
-                ErrorCode.GENERIC_ERROR,
-                f"existing publication has different '{key}'",
-                channel=channel,
-                existing=existing,
-                requested=requested,
-            )
