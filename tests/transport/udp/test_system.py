@@ -10,9 +10,11 @@
 from __future__ import annotations
 
 import multiprocessing
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from multiprocessing.context import SpawnContext, SpawnProcess
 from pathlib import Path
@@ -63,12 +65,16 @@ class Drivers:
 
 
 @pytest.fixture(scope="module")
-def drivers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drivers]:
-    root = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path_factory.getbasetemp()
-    base = tmp_path_factory.mktemp("udp-system", numbered=True)
-    pair = Drivers(root / base.name)
-    yield pair
-    pair.close()
+def drivers() -> Iterator[Drivers]:
+    """Two drivers for the module, in a directory unique to this run (runs may overlap)."""
+    root = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    base = Path(tempfile.mkdtemp(prefix="aeromq-udp-system-", dir=root))
+    pair = Drivers(base)
+    try:
+        yield pair
+    finally:
+        pair.close()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _transfer(
