@@ -2,18 +2,26 @@
 
 :func:`start_driver` launches it over a small context (64 KiB IPC terms, 64 KiB cnc buffers, a
 10 ms timer) with short liveness timeouts, waits for its ready line and returns a handle;
-:meth:`DriverProcess.stop` kills it (idempotent). Every wait is bounded.
+:meth:`DriverProcess.stop` stops it (idempotent), :meth:`DriverProcess.kill` kills it. Its
+stderr goes to ``<aeron_dir>-driver.stderr`` beside the directory. Every wait is bounded.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["CLIENT_LIVENESS_TIMEOUT_MS", "DriverProcess", "start_driver"]
+__all__ = [
+    "CLIENT_LIVENESS_TIMEOUT_MS",
+    "TERM_LENGTH",
+    "UNBLOCK_TIMEOUT_MS",
+    "DriverProcess",
+    "start_driver",
+]
 
 TERM_LENGTH = 64 * 1024
 CLIENT_LIVENESS_TIMEOUT_MS = 1_500
@@ -52,9 +60,8 @@ class DriverProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def start_driver(aeron_dir: Path, *, idle_strategy: str = "backoff") -> DriverProcess:
@@ -79,13 +86,14 @@ def start_driver(aeron_dir: Path, *, idle_strategy: str = "backoff") -> DriverPr
         idle_strategy,
         "--dir-delete-on-shutdown",
     ]
-    process = subprocess.Popen(
-        args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **_SMALL_CNC_ENV},
-    )
+    with open(aeron_dir.parent / f"{aeron_dir.name}-driver.stderr", "w") as stderr:
+        process = subprocess.Popen(  # stderr to a file: a pipe nobody reads could fill up
+            args,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, **_SMALL_CNC_ENV},
+        )
     driver = DriverProcess(process, aeron_dir)
     assert process.stdout is not None
     try:
@@ -101,8 +109,6 @@ def start_driver(aeron_dir: Path, *, idle_strategy: str = "backoff") -> DriverPr
 
 def _read_line(process: subprocess.Popen[str], timeout_s: float) -> str:
     """The first stdout line, waiting at most ``timeout_s`` (select on the pipe)."""
-    import select
-
     assert process.stdout is not None
     ready, _, _ = select.select([process.stdout], [], [], timeout_s)
     if not ready:

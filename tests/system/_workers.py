@@ -274,7 +274,8 @@ def claim_and_die(
         time.sleep(0.0005)
     claim.put_bytes(writer.write(count, length, 1), 0, length)
     results.put(("claimed", position))
-    time.sleep(0.2)  # the report leaves through the queue's feeder thread first
+    results.close()
+    results.join_thread()  # the report is in the pipe before the process dies
     os.kill(os.getpid(), signal.SIGKILL)
 
 
