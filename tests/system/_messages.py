@@ -65,20 +65,38 @@ class MessageWriter:
 
 class StreamChecker:
     """A fragment handler checking one stream: every message intact, in order, as long as
-    expected. Mismatches are counted and the first few described in :attr:`errors`."""
+    expected. Mismatches are counted and the first few described in :attr:`errors`. A ``late``
+    checker (a subscriber that joined a running stream) starts at the sequence of the first
+    message it is given, which must be at least as long as the prefix."""
 
-    __slots__ = ("_lengths", "_sender", "error_count", "errors", "received")
+    __slots__ = (
+        "_lengths",
+        "_sender",
+        "error_count",
+        "errors",
+        "first_seq",
+        "next_seq",
+        "received",
+    )
 
-    def __init__(self, lengths: list[int], sender: int = 0) -> None:
+    def __init__(self, lengths: list[int], sender: int = 0, late: bool = False) -> None:
         self._lengths = lengths
         self._sender = sender
+        self.first_seq = -1 if late else 0
+        self.next_seq = self.first_seq
         self.received = 0
         self.error_count = 0
         self.errors: list[str] = []
 
     def __call__(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
-        seq = self.received
-        self.received = seq + 1
+        seq = self.next_seq
+        if seq < 0:
+            if length < PREFIX.size:
+                self._fail(f"a late joiner's first message ({length} bytes) has no sequence")
+                return
+            seq = self.first_seq = PREFIX.unpack_from(buffer, offset)[0]
+        self.next_seq = seq + 1
+        self.received += 1
         lengths = self._lengths
         if seq >= len(lengths):
             self._fail(f"message {seq} beyond the {len(lengths)} expected")
@@ -90,7 +108,7 @@ class StreamChecker:
                 self._fail(f"message {seq}: from sender {sender}, expected {self._sender}")
             elif got_seq != seq:
                 self._fail(f"message {seq}: carries sequence {got_seq}")
-                self.received = got_seq + 1
+                self.next_seq = got_seq + 1
             elif zlib.crc32(buffer.get_bytes(offset + PREFIX.size, length - PREFIX.size)) != crc:
                 self._fail(f"message {seq}: crc32 mismatch")
         elif buffer.get_bytes(offset, length) != PREFIX.pack(seq, self._sender, 0)[:length]:

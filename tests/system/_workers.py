@@ -32,6 +32,7 @@ __all__ = [
     "connect",
     "driver_timeout_watcher",
     "hold_publisher",
+    "late_subscriber",
     "silent_client",
     "slow_subscriber",
     "stalled_subscriber",
@@ -74,13 +75,15 @@ def stream_publisher(
     min_length: int,
     exclusive: bool,
     mode: str,
+    halfway: Event | None,
     deadline_s: float,
     results: Queue[Any],
 ) -> None:
     """Offer ``count`` checked messages (lengths seeded by ``sender``) by ``mode``: one
     ``offer`` at a time, one ``try_claim`` at a time (lengths up to the max payload), or 64 at
-    a time by ``offer_batch``; report ``("published", sender, sent, final position or why it stopped,
-    refused offers)``."""
+    a time by ``offer_batch``; report ``("published", sender, sent, final position or why it
+    stopped, refused offers)``. With a ``halfway`` event: report ``("halfway", position)``
+    after the first half and wait for the event before the second."""
     deadline = time.monotonic() + deadline_s
     with connect(aeron_dir) as aeron:
         if exclusive:
@@ -91,10 +94,19 @@ def stream_publisher(
             results.put(("published", sender, 0, "never connected", 0))
             return
         lengths = message_lengths(sender, count, max_length, min_length)
-        if mode == "offer_batch":
-            sent, refused = _publish_batches(publication, lengths, sender, deadline)
-        else:
-            sent, refused = _publish_one_by_one(publication, lengths, sender, deadline, mode)
+        halves = (lengths[: count // 2], lengths[count // 2 :]) if halfway else (lengths,)
+        sent, refused = 0, 0
+        for half in halves:
+            if sent and halfway is not None:
+                results.put(("halfway", publication.position))
+                halfway.wait(max(0.0, deadline - time.monotonic()))
+            if mode == "offer_batch":
+                done, more = _publish_batches(publication, half, sender, sent, deadline)
+            else:
+                done, more = _publish_one_by_one(publication, half, sender, sent, deadline, mode)
+            sent, refused = sent + done, refused + more
+            if done < len(half):
+                break
         position = publication.position if sent == count else "deadline passed"
         results.put(("published", sender, sent, position, refused))
         while publication.position_limit < publication.position and time.monotonic() < deadline:
@@ -102,20 +114,21 @@ def stream_publisher(
 
 
 def _publish_one_by_one(
-    publication: Any, lengths: list[int], sender: int, deadline: float, mode: str
+    publication: Any, lengths: list[int], sender: int, first: int, deadline: float, mode: str
 ) -> tuple[int, int]:
+    """Messages ``first``, ``first + 1``, ... of the given lengths; (sent, refusals)."""
     writer = MessageWriter(max(lengths, default=0))
     write, offer, try_claim = writer.write, publication.offer, publication.try_claim
     yield_cpu, now = os.sched_yield, time.monotonic
     claim = BufferClaim()
     by_claim = mode == "try_claim"
     refused = 0
-    for seq, length in enumerate(lengths):
+    for seq, length in enumerate(lengths, first):
         scratch = write(seq, length, sender)
         while (try_claim(length, claim) if by_claim else offer(scratch, 0, length)) < 0:
             refused += 1
             if not refused & 0xFF and now() > deadline:
-                return seq, refused
+                return seq - first, refused
             yield_cpu()
         if by_claim:
             claim.put_bytes(scratch, 0, length)
@@ -124,13 +137,15 @@ def _publish_one_by_one(
 
 
 def _publish_batches(
-    publication: Any, lengths: list[int], sender: int, deadline: float
+    publication: Any, lengths: list[int], sender: int, first: int, deadline: float
 ) -> tuple[int, int]:
+    """As :func:`_publish_one_by_one`, 64 messages per ``offer_batch``."""
     writer = MessageWriter(max(lengths, default=0))
     refused = 0
     for base in range(0, len(lengths), 64):
         batch = [
-            writer.message(base + i, n, sender) for i, n in enumerate(lengths[base : base + 64])
+            writer.message(first + base + i, n, sender)
+            for i, n in enumerate(lengths[base : base + 64])
         ]
         done = 0
         while done < len(batch):
@@ -392,3 +407,38 @@ def slow_subscriber(
             if subscription.poll(assembler, FRAGMENT_LIMIT) == 0:
                 os.sched_yield()
         results.put(("slow received", checker.received, checker.error_count, checker.errors))
+
+
+def late_subscriber(
+    aeron_dir: str,
+    stream_id: int,
+    sender: int,
+    lengths: list[int],
+    deadline_s: float,
+    results: Queue[Any],
+) -> None:
+    """Join a running stream, report ``("joined", join position)``, read the stream to its
+    last message and report ``("late received", first sequence, received, error count, errors,
+    join position)``."""
+    deadline = time.monotonic() + deadline_s
+    with connect(aeron_dir) as aeron:
+        subscription = aeron.add_subscription(CHANNEL, stream_id)
+        checker = StreamChecker(lengths, sender, late=True)
+        assembler = FragmentAssembler(checker)
+        while subscription.image_count == 0 and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        join_position = subscription.images[0].join_position if subscription.images else -1
+        results.put(("joined", join_position))
+        while checker.next_seq < len(lengths) and time.monotonic() < deadline:
+            if subscription.poll(assembler, FRAGMENT_LIMIT) == 0:
+                os.sched_yield()
+        results.put(
+            (
+                "late received",
+                checker.first_seq,
+                checker.received,
+                checker.error_count,
+                checker.errors,
+                join_position,
+            )
+        )

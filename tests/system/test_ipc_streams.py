@@ -13,7 +13,7 @@ import pytest
 
 from tests.system import _workers
 from tests.system._driver import TERM_LENGTH, DriverProcess
-from tests.system._messages import PREFIX
+from tests.system._messages import PREFIX, message_lengths
 from tests.system.conftest import Workers
 
 MTU = 1408
@@ -47,6 +47,7 @@ def test_should_deliver_a_million_messages_of_random_sizes_intact_and_in_order(
         0,
         False,
         "offer",
+        None,
         DEADLINE_S,
     )
     _, sender, sent, position, _ = workers.expect("published", DEADLINE_S + 10)
@@ -80,6 +81,7 @@ def test_should_deliver_claimed_and_batched_messages_intact_and_in_order(
         0,
         exclusive,
         mode,
+        None,
         DEADLINE_S,
     )
     _, _, sent, position, _ = workers.expect("published", DEADLINE_S + 10)
@@ -119,6 +121,7 @@ def test_should_keep_each_publishers_order_when_processes_share_a_publication(
             PREFIX.size,
             False,
             "offer",
+            None,
             DEADLINE_S,
         )
     published = [workers.expect("published", DEADLINE_S + 10) for _ in senders]
@@ -128,3 +131,50 @@ def test_should_keep_each_publishers_order_when_processes_share_a_publication(
     assert sorted(report[1:3] for report in published) == [(s, count) for s in senders]
     assert per_sender == {s: (count, 0, []) for s in senders}
     assert unknown == 0
+
+
+def test_should_give_a_subscriber_joining_a_running_stream_every_message_from_its_join(
+    driver: DriverProcess, workers: Workers
+) -> None:
+    count = 100_000
+    lengths = message_lengths(4, count, MAX_LENGTH, PREFIX.size)
+    halfway = workers.event()
+    workers.start(
+        _workers.stream_subscriber,
+        driver.aeron_dir,
+        4,
+        [4],
+        count,
+        MAX_LENGTH,
+        PREFIX.size,
+        DEADLINE_S,
+    )
+    workers.expect("ready")
+    workers.start(
+        _workers.stream_publisher,
+        driver.aeron_dir,
+        4,
+        4,
+        count,
+        MAX_LENGTH,
+        PREFIX.size,
+        False,
+        "offer",
+        halfway,
+        DEADLINE_S,
+    )
+    _, halfway_position = workers.expect("halfway", DEADLINE_S)
+    workers.start(_workers.late_subscriber, driver.aeron_dir, 4, 4, lengths, DEADLINE_S)
+    _, join_position = workers.expect("joined")
+    halfway.set()
+    assert workers.expect("published", DEADLINE_S)[2] == count
+    assert workers.expect("received", 30)[1] == {4: (count, 0, [])}
+    _, first_seq, received, error_count, errors, _ = workers.expect("late received", 30)
+    workers.join()
+
+    # It joined where the first subscriber was (at most the half written), on a frame boundary,
+    # and read every whole message from there on: a fragment cut by the join is dropped.
+    assert 0 < join_position <= halfway_position and join_position % 32 == 0
+    assert (error_count, errors) == (0, [])
+    assert 0 < first_seq <= count // 2
+    assert first_seq + received == count
