@@ -7,13 +7,14 @@ timeout (:mod:`tests.system._driver`); clients keep alive every 100 ms.
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from tests.system import _workers
 from tests.system._driver import CLIENT_LIVENESS_TIMEOUT_MS, UNBLOCK_TIMEOUT_MS, DriverProcess
 from tests.system._messages import PREFIX, MessageWriter
 from tests.system.conftest import Workers, counter_value, wait_for
-from transport.client import CLOSED, Aeron
+from transport.client import CLOSED, Aeron, Image
 from transport.command import ON_CLIENT_TIMEOUT
 from transport.concurrent import AtomicBuffer
 from transport.driver import SystemCounter
@@ -133,3 +134,33 @@ def test_should_give_clients_of_a_killed_driver_a_driver_timeout_error(
     assert connect_message.startswith("no live media driver:")
     assert f"driver_pid={driver.pid}" in connect_message
     workers.join()
+
+
+def test_should_end_the_stream_of_a_killed_publisher_once_its_subscriber_read_it_all(
+    driver: DriverProcess, workers: Workers, observer: Aeron
+) -> None:
+    gone: list[Image] = []
+    subscription = observer.add_subscription("aeron:ipc", 11, None, gone.append)
+    release = workers.event()
+    publisher = workers.start(
+        _workers.hold_publisher, driver.aeron_dir, 11, 3, [LENGTH] * 20, False, release, DEADLINE_S
+    )
+    _, _, position, _, _ = workers.expect("published")
+    assert position == 20 * FRAME and publisher.pid is not None
+    os.kill(publisher.pid, signal.SIGKILL)
+    received: list[tuple[int, int]] = []
+
+    def on_fragment(buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+        seq, sender, _ = PREFIX.unpack_from(buffer, offset)
+        received.append((sender, seq))
+
+    wait_for(
+        lambda: subscription.poll(on_fragment, 100) >= 0 and len(gone) == 1,
+        timeout_s=CLIENT_LIVENESS_TIMEOUT_MS / 1000 + 5,
+        what="the image of the dead publisher to go",
+    )
+    assert received == [(3, seq) for seq in range(20)]
+    (image,) = gone
+    assert image.is_closed and image.is_end_of_stream  # both kept from when it closed
+    assert image.position == position
+    assert subscription.image_count == 0
