@@ -91,6 +91,8 @@ class Subscription:
         """As :meth:`poll`, with each image applying the handler's actions (see ``Image``)."""
         images = self._images
         length = len(images)
+        if length == 1:
+            return images[0].controlled_poll(handler, fragment_limit)
         fragments_read = 0
         starting_index = self._round_robin_index
         self._round_robin_index = starting_index + 1
