@@ -78,6 +78,8 @@ class BatchWriter:
         "_scratch",
         "_scratch_bytes",
         "_session_id",
+        "_steps",
+        "_steps_aligned_length",
         "_stream_id",
         "_term_length",
         "_version_flags_type",
@@ -99,6 +101,10 @@ class BatchWriter:
             dtype=_INT32,
         )
         self._first_frame_length = 0
+        self._steps = _STEPS
+        """Term offsets of a uniform batch's frames from its start: multiples of
+        ``_steps_aligned_length``."""
+        self._steps_aligned_length = 1
         self.length = 0
 
     def build(
@@ -190,8 +196,7 @@ class BatchWriter:
         length = len(chunk[0])  # type: ignore[arg-type]
         if not 0 < length <= self._max_payload_length:
             return 0
-        lengths = list(map(len, chunk))  # type: ignore[arg-type]
-        if min(lengths) != length or max(lengths) != length:
+        if list(map(len, chunk)).count(length) != len(chunk):  # type: ignore[arg-type]
             return 0
         frame_length = length + HDR_LENGTH
         aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
@@ -220,7 +225,10 @@ class BatchWriter:
         template[_TERM_ID_WORD] = term_id
         words = block[:, :HDR_LENGTH].view(_INT32)
         words[:] = template
-        words[:, _TERM_OFFSET_WORD] = _STEPS[:count] * aligned_length + term_offset
+        if self._steps_aligned_length != aligned_length:
+            self._steps = _STEPS * aligned_length
+            self._steps_aligned_length = aligned_length
+        np.add(self._steps[:count], term_offset, out=words[:, _TERM_OFFSET_WORD])
         words[0, 0] = -frame_length
         self._first_frame_length = frame_length
         self.length = total
