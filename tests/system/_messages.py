@@ -65,7 +65,7 @@ class MessageWriter:
 
 class StreamChecker:
     """A fragment handler checking one stream: every message intact, in order, as long as
-    expected. Mismatches are counted and the first few described in :attr:`errors`. A ``late``
+    expected, and each unfragmented one's header naming the term offset it is at. Mismatches are counted and the first few described in :attr:`errors`. A ``late``
     checker (a subscriber that joined a running stream) starts at the sequence of the first
     message it is given, which must be at least as long as the prefix."""
 
@@ -113,6 +113,8 @@ class StreamChecker:
                 self._fail(f"message {seq}: crc32 mismatch")
         elif buffer.get_bytes(offset, length) != PREFIX.pack(seq, self._sender, 0)[:length]:
             self._fail(f"message {seq}: short message bytes differ")
+        if header.fragmented_frame_length < 0 and header.term_offset != header.offset:
+            self._fail(f"message {seq}: header term offset {header.term_offset} at {header.offset}")
 
     def _fail(self, what: str) -> None:
         self.error_count += 1

@@ -61,14 +61,33 @@ def test_should_deliver_a_million_messages_of_random_sizes_intact_and_in_order(
 
 
 @pytest.mark.parametrize("exclusive", [True, False], ids=["exclusive", "concurrent"])
-@pytest.mark.parametrize("mode", ["try_claim", "offer_batch"])
+@pytest.mark.parametrize(
+    ("mode", "min_length", "max_length"),
+    [
+        ("try_claim", 0, MTU - 32),  # a claim is one frame
+        ("offer_batch", 0, MAX_LENGTH),  # frame by frame, long ones offered alone
+        ("offer_batch", 100, 100),  # one length: the vectorised build
+    ],
+    ids=["try_claim", "offer_batch", "offer_batch-uniform"],
+)
 def test_should_deliver_claimed_and_batched_messages_intact_and_in_order(
-    driver: DriverProcess, workers: Workers, mode: str, exclusive: bool
+    driver: DriverProcess,
+    workers: Workers,
+    mode: str,
+    min_length: int,
+    max_length: int,
+    exclusive: bool,
 ) -> None:
     count = 50_000
-    max_length = MTU - 32 if mode == "try_claim" else MAX_LENGTH  # a claim is one frame
     workers.start(
-        _workers.stream_subscriber, driver.aeron_dir, 3, [9], count, max_length, 0, DEADLINE_S
+        _workers.stream_subscriber,
+        driver.aeron_dir,
+        3,
+        [9],
+        count,
+        max_length,
+        min_length,
+        DEADLINE_S,
     )
     workers.expect("ready")
     workers.start(
@@ -78,7 +97,7 @@ def test_should_deliver_claimed_and_batched_messages_intact_and_in_order(
         9,
         count,
         max_length,
-        0,
+        min_length,
         exclusive,
         mode,
         None,
@@ -91,7 +110,7 @@ def test_should_deliver_claimed_and_batched_messages_intact_and_in_order(
     assert sent == count, position
     assert per_sender == {9: (count, 0, [])}
     assert unknown == 0
-    assert isinstance(position, int) and position // TERM_LENGTH > count // 100  # rotations
+    assert isinstance(position, int) and position // TERM_LENGTH > count // 1000  # rotations
 
 
 def test_should_keep_each_publishers_order_when_processes_share_a_publication(
