@@ -304,8 +304,9 @@ def run(quick: bool) -> Iterator[Result | Target]:
                 for kind, batch in baseline_runs:
                     count = (ring_count if kind == "ring" else zmq_count) // divisor
                     count -= count % BATCH
+                    run_dir = tempfile.mkdtemp(dir=directory)  # no ipc:// path used twice
                     baseline_runs[(kind, batch)].append(
-                        _throughput(kind, directory, size, batch, count)
+                        _throughput(kind, run_dir, size, batch, count)
                     )
             for shape in SHAPES:
                 rate = rates[(shape, size)] = max(runs[shape])
