@@ -89,7 +89,7 @@ def test_should_hold_the_publisher_at_the_slow_subscription_plus_the_term_window
     slow_position = counter_value(reader, SUBSCRIBER_POSITION_TYPE_ID, slow_id)
     assert paused_position == slow_position == _position_after(pause_after)
     assert refusals[-1] == BACK_PRESSURED and set(refusals) <= {BACK_PRESSURED, ADMIN_ACTION}
-    assert slow_position + WINDOW - TRIP_GAIN < limit <= slow_position + WINDOW
+    assert slow_position + WINDOW - TRIP_GAIN <= limit <= slow_position + WINDOW
     assert limit <= position < limit + FRAME
     assert position == _position_after(sent)
     assert sent < count
