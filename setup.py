@@ -1,4 +1,4 @@
-"""Build hook for the one native helper: ``transport.concurrent._atomic``.
+"""Build hook for the one native helper: ``aeromq.transport.concurrent._atomic``.
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c`` for why this
 module exists and what it does.
@@ -9,7 +9,7 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "transport.concurrent._atomic",
+            "aeromq.transport.concurrent._atomic",
             sources=["transport/concurrent/_atomic.c"],
             extra_compile_args=[
                 "-O2",

@@ -13,15 +13,15 @@ from collections.abc import Callable, Sequence
 
 # name -> ("module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "admin": ("broker.admin_cli:main", "manage topics, groups, offsets and clusters"),
-    "consume": ("consumer._cli:main", "poll messages from a topic or queues and print them"),
-    "broker": ("broker._main:main", "run a broker (embedded media driver by default)"),
-    "namesrv": ("broker.namesrv._main:main", "run a name server for multi-broker routes"),
-    "produce": ("producer._cli:main", "send messages from the command line"),
-    "driver": ("transport.driver._main:main", "run a standalone media driver"),
+    "admin": ("aeromq.broker.admin_cli:main", "manage topics, groups, offsets and clusters"),
+    "consume": ("aeromq.consumer._cli:main", "poll messages from a topic or queues and print them"),
+    "broker": ("aeromq.broker._main:main", "run a broker (embedded media driver by default)"),
+    "namesrv": ("aeromq.broker.namesrv._main:main", "run a name server for multi-broker routes"),
+    "produce": ("aeromq.producer._cli:main", "send messages from the command line"),
+    "driver": ("aeromq.transport.driver._main:main", "run a standalone media driver"),
     "quickstart": ("aeromq._quickstart:main", "run the main job on defaults and report"),
     "stat": (
-        "transport.tools.stat:main",
+        "aeromq.transport.tools.stat:main",
         "show a media driver's counters and error log (like AeronStat)",
     ),
 }

@@ -35,7 +35,7 @@ def _body(seq: int, size: int) -> bytes:
 
 
 def _consume(grpc_address: str, count: int, ready: Connection, result: Connection) -> None:
-    from consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
+    from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 
     config = LitePullConsumerConfig(
         consumer_group=_GROUP,
@@ -76,10 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.messages <= 0 or args.size < _HEAD.size or args.batch <= 0:
         parser.error(f"need --messages > 0, --size >= {_HEAD.size} and --batch > 0")
 
-    from broker.launcher import start_broker_process
-    from client import Message
-    from client.grpc_client import GrpcClient
-    from producer import Producer
+    from aeromq.broker.launcher import start_broker_process
+    from aeromq.client import Message
+    from aeromq.client.grpc_client import GrpcClient
+    from aeromq.producer import Producer
 
     scratch: Path | None = None
     if args.data_dir is None:

@@ -36,9 +36,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.testing.py312 import ensure_pyaeron_venv, find_python312, peer_environment
 from bench._harness import Result, latency_summary
-from transport._errors import ConfigurationError
-from transport.testing.py312 import ensure_pyaeron_venv, find_python312, peer_environment
 
 __all__ = [
     "PyaeronBench",

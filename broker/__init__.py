@@ -1,12 +1,12 @@
-"""aeromq's broker: the durable store (``broker.store``) and the services on top.
+"""aeromq's broker: the durable store (``aeromq.broker.store``) and the services on top.
 
 The store's public API, the broker's errors and its configuration are re-exported here. The
 services live in their subpackages and are imported from there, so ``import broker`` stays
-light: ``broker.processor`` (request processors), ``broker.grpc`` (the gRPC server),
-``broker.namesrv`` (the name server).
+light: ``aeromq.broker.processor`` (request processors), ``aeromq.broker.grpc`` (the gRPC server),
+``aeromq.broker.namesrv`` (the name server).
 """
 
-from broker._errors import (
+from aeromq.broker._errors import (
     BrokerError,
     ConfigError,
     CorruptRecordError,
@@ -19,8 +19,8 @@ from broker._errors import (
     TopicNotFoundError,
     error_for_code,
 )
-from broker.config import BrokerConfig, BrokerConfigError
-from broker.store import (
+from aeromq.broker.config import BrokerConfig, BrokerConfigError
+from aeromq.broker.store import (
     PERM_INHERIT,
     PERM_PRIORITY,
     PERM_READ,

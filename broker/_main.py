@@ -2,7 +2,7 @@
 
 Works with no arguments (an embedded media driver, ``~/.aeromq/broker`` for data, the default
 ingress channels); every ``BrokerConfig`` field is an option (``--grpc-port 0``), and
-``--config`` names a TOML file (see ``broker.config``). At start it prints what recovery found
+``--config`` names a TOML file (see ``aeromq.broker.config``). At start it prints what recovery found
 and one ``broker ready:`` line of ``key=value`` pairs (name, gRPC address, aeron_dir, ingress
 channels, data dir, flush mode) that scripts and tests read; at a signal it shuts down gracefully (stop the
 ingress, flush, checkpoint, close the driver) and prints ``broker stopped``.
@@ -18,10 +18,10 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from broker._errors import BrokerError
-from broker.broker import Broker, describe_recovery
-from broker.config import BrokerConfig, BrokerConfigError, add_arguments
-from transport import TransportError
+from aeromq.broker._errors import BrokerError
+from aeromq.broker.broker import Broker, describe_recovery
+from aeromq.broker.config import BrokerConfig, BrokerConfigError, add_arguments
+from aeromq.transport import TransportError
 
 __all__ = ["main"]
 

@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TextIO
 
-from client._errors import ClientError, NotSupportedError, TopicNotFoundError
-from client.grpc_client import GrpcClient
-from proto import admin_pb2, common_pb2
+from aeromq.client._errors import ClientError, NotSupportedError, TopicNotFoundError
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.proto import admin_pb2, common_pb2
 
 __all__ = ["main"]
 

@@ -25,25 +25,25 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from broker.config import BrokerConfig
-from broker.grpc.server import BrokerGrpcServer
-from broker.namesrv.registrar import NameServerRegistrar
-from broker.processor.admin import ControlPlane
-from broker.processor.pull import PullProcessor
-from broker.processor.pull_hold import PullHoldService
-from broker.processor.send import SendProcessor
-from broker.session import SessionAgent, SessionServerConfig
-from broker.store import FlushMode, MessageStore, RecoveryReport
-from client import ResponseCode
-from proto import common_pb2
-from transport.client import Aeron, AeronContext, Subscription
-from transport.concurrent.agent import AgentRunner
-from transport.concurrent.idle_strategy import BackoffIdleStrategy
-from transport.driver import MediaDriver, MediaDriverContext
+from aeromq.broker.config import BrokerConfig
+from aeromq.broker.grpc.server import BrokerGrpcServer
+from aeromq.broker.namesrv.registrar import NameServerRegistrar
+from aeromq.broker.processor.admin import ControlPlane
+from aeromq.broker.processor.pull import PullProcessor
+from aeromq.broker.processor.pull_hold import PullHoldService
+from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.session import SessionAgent, SessionServerConfig
+from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
+from aeromq.client import ResponseCode
+from aeromq.proto import common_pb2
+from aeromq.transport.client import Aeron, AeronContext, Subscription
+from aeromq.transport.concurrent.agent import AgentRunner
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 __all__ = ["Broker", "describe_recovery"]
 
-_log = logging.getLogger("broker")
+_log = logging.getLogger(__name__)
 
 _DRAIN_TIMEOUT_S: Final = 5.0
 _ERROR_CODES: Final = (

@@ -33,9 +33,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from broker._errors import ConfigError
-from broker.store import FlushMode, StoreConfig
-from broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
+from aeromq.broker._errors import ConfigError
+from aeromq.broker.store import FlushMode, StoreConfig
+from aeromq.broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
 
 __all__ = ["ENV_PREFIX", "BrokerConfig", "BrokerConfigError", "add_arguments"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker._errors import IllegalStateError
+from aeromq.broker._errors import IllegalStateError
 
 __all__ = ["BrokerProcess", "start_broker_process"]
 

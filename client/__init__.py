@@ -5,7 +5,7 @@ wrapper (``GrpcClient``) and the route lookup (``RouteResolver``) that use it, a
 request/response session with a broker over the transport (``ClientSession``).
 """
 
-from client._errors import (
+from aeromq.client._errors import (
     ERROR_FOR_CODE,
     BrokerBusyError,
     BrokerError,
@@ -23,9 +23,9 @@ from client._errors import (
     TopicNotFoundError,
     error_for_code,
 )
-from client.grpc_client import GrpcClient, HeartbeatStream
-from client.message import HostAddress, Message, MessageExt, MessageQueue
-from client.message_id import (
+from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
+from aeromq.client.message import HostAddress, Message, MessageExt, MessageQueue
+from aeromq.client.message_id import (
     OffsetMessageId,
     UniqueMessageId,
     UniqueMessageIdGenerator,
@@ -35,10 +35,10 @@ from client.message_id import (
     encode_offset_message_id,
     encode_unique_message_id,
 )
-from client.response_code import ResponseCode
-from client.route import BrokerRoute, RouteResolver, TopicRoute
-from client.session import BrokerSessions, ClientSession, SessionConfig
-from client.tags import (
+from aeromq.client.response_code import ResponseCode
+from aeromq.client.route import BrokerRoute, RouteResolver, TopicRoute
+from aeromq.client.session import BrokerSessions, ClientSession, SessionConfig
+from aeromq.client.tags import (
     SUB_ALL,
     ExpressionType,
     MessageSelector,

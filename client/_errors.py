@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from client.response_code import ResponseCode
+from aeromq.client.response_code import ResponseCode
 
 __all__ = [
     "ERROR_FOR_CODE",

@@ -26,7 +26,7 @@ from typing import Any, Final, Self, TypeVar
 import grpc
 from google.protobuf.message import Message as ProtoMessage
 
-from client._errors import (
+from aeromq.client._errors import (
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,
@@ -37,7 +37,7 @@ from client._errors import (
     RequestTimeoutError,
     error_for_code,
 )
-from proto import (
+from aeromq.proto import (
     admin_pb2,
     admin_pb2_grpc,
     common_pb2,

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from client import message_id
-from client._errors import MessageIllegalError
-from client.java_string import compare_key
-from client.validators import (
+from aeromq.client import message_id
+from aeromq.client._errors import MessageIllegalError
+from aeromq.client.java_string import compare_key
+from aeromq.client.validators import (
     RESERVED_PROPERTY_NAMES,
     check_body,
     check_key,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Self
 
-from client._errors import (
+from aeromq.client._errors import (
     BrokerUnavailableError,
     ClientError,
     IllegalArgumentError,
@@ -32,9 +32,9 @@ from client._errors import (
     NotSupportedError,
     TopicNotFoundError,
 )
-from client.grpc_client import DEFAULT_TIMEOUT_S, GrpcClient
-from client.message import MessageQueue
-from proto import common_pb2
+from aeromq.client.grpc_client import DEFAULT_TIMEOUT_S, GrpcClient
+from aeromq.client.message import MessageQueue
+from aeromq.proto import common_pb2
 
 __all__ = ["DEFAULT_ROUTE_TTL_MS", "BrokerRoute", "QueueSpec", "RouteResolver", "TopicRoute"]
 

@@ -58,7 +58,7 @@ from typing import Any, Final, overload
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
 
-from client._errors import (
+from aeromq.client._errors import (
     BrokerBusyError,
     BrokerUnavailableError,
     ClientError,
@@ -67,11 +67,11 @@ from client._errors import (
     RequestTimeoutError,
     error_for_code,
 )
-from client.response_code import ResponseCode
-from client.route import BrokerRoute
-from proto import messages_pb2, session_pb2
-from transport import TransportError
-from transport.client import (
+from aeromq.client.response_code import ResponseCode
+from aeromq.client.route import BrokerRoute
+from aeromq.proto import messages_pb2, session_pb2
+from aeromq.transport import TransportError
+from aeromq.transport.client import (
     ADMIN_ACTION,
     BACK_PRESSURED,
     Aeron,
@@ -79,11 +79,11 @@ from transport.client import (
     ExclusivePublication,
     Subscription,
 )
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.idle_strategy import BackoffIdleStrategy
-from transport.driver import MediaDriver, MediaDriverContext
-from transport.logbuffer.fragment_assembler import FragmentAssembler
-from transport.logbuffer.header import Header
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
+from aeromq.transport.logbuffer.header import Header
 
 __all__ = [
     "DEFAULT_INGRESS_STREAM_ID",
@@ -101,7 +101,7 @@ __all__ = [
     "salvage_envelope_ids",
 ]
 
-_log = logging.getLogger("client.session")
+_log = logging.getLogger(__name__)
 
 SESSION_PROTOCOL_VERSION: Final = 1
 DEFAULT_INGRESS_STREAM_ID: Final = 1001

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from client._errors import InvalidExpressionError, NotSupportedError
-from client.java_string import hash_code
-from client.validators import tag_problem
+from aeromq.client._errors import InvalidExpressionError, NotSupportedError
+from aeromq.client.java_string import hash_code
+from aeromq.client.validators import tag_problem
 
 __all__ = [
     "SUB_ALL",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from client._errors import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
+from aeromq.client._errors import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",

@@ -3,8 +3,8 @@
 the queue allocation strategies.
 """
 
-from consumer._broker_api import BrokerApi, PullResult, PullStatus
-from consumer.allocate import (
+from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus
+from aeromq.consumer.allocate import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -15,24 +15,24 @@ from consumer.allocate import (
     MachineRoomResolver,
     PrefixMachineRoomResolver,
 )
-from consumer.config import (
+from aeromq.consumer.config import (
     ConsumeFromWhere,
     LitePullConsumerConfig,
     MessageModel,
     SubscriptionType,
 )
-from consumer.lite_pull_consumer import (
+from aeromq.consumer.lite_pull_consumer import (
     DefaultLitePullConsumer,
     ServiceState,
     TopicMessageQueueChangeListener,
 )
-from consumer.offset_store import (
+from aeromq.consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
-from consumer.pull_task import FlowControlCounters
+from aeromq.consumer.pull_task import FlowControlCounters
 
 __all__ = [
     "AllocateMachineRoomNearby",

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol
 
-from client import MessageExt, MessageQueue, SubscriptionData
-from consumer.config import ConsumeFromWhere, MessageModel
+from aeromq.client import MessageExt, MessageQueue, SubscriptionData
+from aeromq.consumer.config import ConsumeFromWhere, MessageModel
 
 __all__ = [
     "BrokerApi",

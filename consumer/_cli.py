@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import TextIO
 
-from client import ClientError, MessageExt, MessageQueue
-from consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
-from consumer.lite_pull_consumer import DefaultLitePullConsumer
+from aeromq.client import ClientError, MessageExt, MessageQueue
+from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
+from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 
 __all__ = ["format_message", "main"]
 

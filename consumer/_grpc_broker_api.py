@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from client import (
+from aeromq.client import (
     BrokerUnavailableError,
     ClientError,
     ExpressionType,
@@ -34,24 +34,24 @@ from client import (
     SubscriptionData,
     error_for_code,
 )
-from client.grpc_client import GrpcClient, HeartbeatStream
-from client.route import BrokerRoute, RouteResolver
-from client.session import ClientSession
-from consumer._broker_api import (
+from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
+from aeromq.client.route import BrokerRoute, RouteResolver
+from aeromq.client.session import ClientSession
+from aeromq.consumer._broker_api import (
     ConsumerHeartbeat,
     MembershipListener,
     PullCallback,
     PullResult,
     PullStatus,
 )
-from consumer._sessions import BrokerSessions
-from consumer._wire_message import WireMessageExt
-from consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
-from proto import admin_pb2, consumer_group_pb2, messages_pb2
+from aeromq.consumer._sessions import BrokerSessions
+from aeromq.consumer._wire_message import WireMessageExt
+from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
+from aeromq.proto import admin_pb2, consumer_group_pb2, messages_pb2
 
 __all__ = ["GrpcBrokerApi", "heartbeat_request"]
 
-_log = logging.getLogger("consumer.grpc_broker_api")
+_log = logging.getLogger(__name__)
 
 _MESSAGE_MODELS = {
     MessageModel.CLUSTERING: admin_pb2.CLUSTERING,

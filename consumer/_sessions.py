@@ -6,7 +6,7 @@ goes over IPC through the broker's own media driver; otherwise over UDP through 
 with answers coming back on a UDP endpoint of ``udp_response_host``. A session that failed (the
 broker closed it or went away) is replaced on the next use; so is a dead Aeron client.
 
-The same job as the producer's ``producer._links.BrokerLinks``; both belong in ``client/``
+The same job as the producer's ``aeromq.producer._links.BrokerLinks``; both belong in ``client/``
 once one shared implementation takes endpoints and timeouts as parameters.
 """
 
@@ -16,16 +16,16 @@ import logging
 import os
 import threading
 
-from client import BrokerUnavailableError, IllegalStateError
-from client.route import BrokerRoute
-from client.session import ClientSession, SessionConfig
-from transport import TransportError
-from transport.client import Aeron, AeronContext
-from transport.driver import MediaDriver, MediaDriverContext
+from aeromq.client import BrokerUnavailableError, IllegalStateError
+from aeromq.client.route import BrokerRoute
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.transport import TransportError
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 __all__ = ["BrokerSessions", "is_local"]
 
-_log = logging.getLogger("consumer.sessions")
+_log = logging.getLogger(__name__)
 
 
 def is_local(broker: BrokerRoute) -> bool:

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from client import MessageExt
-from client.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, HostAddress
-from proto import messages_pb2
+from aeromq.client import MessageExt
+from aeromq.client.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, HostAddress
+from aeromq.proto import messages_pb2
 
 __all__ = ["WireMessageExt", "parse_host"]
 

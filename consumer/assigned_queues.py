@@ -25,8 +25,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Iterable
 
-from client import MessageQueue
-from consumer.process_queue import ProcessQueue
+from aeromq.client import MessageQueue
+from aeromq.consumer.process_queue import ProcessQueue
 
 __all__ = ["AssignedMessageQueue", "QueueState"]
 

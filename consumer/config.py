@@ -27,8 +27,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from client import IllegalArgumentError, IllegalStateError
-from client.validators import check_group
+from aeromq.client import IllegalArgumentError, IllegalStateError
+from aeromq.client.validators import check_group
 
 __all__ = [
     "DEFAULT_CONSUMER_GROUP",
@@ -121,7 +121,7 @@ class LitePullConsumerConfig:
     """The next rebalance after an unbalanced run (no route, no members, an offset failed)."""
     takeover_delay_ms: int = 1000
     """A queue allocated by a rebalance while the group has other members starts pulling this
-    late, after its previous owner persisted its offset (see ``consumer.rebalance``)."""
+    late, after its previous owner persisted its offset (see ``aeromq.consumer.rebalance``)."""
     pull_time_delay_ms_when_exception: int = 3000
     pull_time_delay_ms_when_flow_control: int = 50
     pull_time_delay_ms_when_pause: int = 1000

@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from client import MessageExt, MessageQueue
-from consumer.process_queue import ProcessQueue
+from aeromq.client import MessageExt, MessageQueue
+from aeromq.consumer.process_queue import ProcessQueue
 
 __all__ = ["ConsumeRequest", "ConsumeRequestCache"]
 

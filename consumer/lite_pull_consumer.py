@@ -24,7 +24,7 @@ come in offset order. Delivery is at least once: a message comes again after a s
 consumer died before committing it. A clean rebalance (a member joins or leaves) hands each
 moved queue over at the offset its previous owner committed as it let go, so nothing is
 delivered twice then, as long as that owner reacts within ``takeover_delay_ms`` (see
-``consumer.rebalance``).
+``aeromq.consumer.rebalance``).
 
 Offsets: ``poll`` moves each queue's consume offset past what it returned. With ``auto_commit``
 (default), the next ``poll`` after ``auto_commit_interval_ms`` commits the consume offsets in
@@ -54,7 +54,7 @@ from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from types import TracebackType
 
-from client import (
+from aeromq.client import (
     ClientError,
     IllegalArgumentError,
     IllegalStateError,
@@ -65,26 +65,26 @@ from client import (
     SubscriptionData,
     build_subscription_data,
 )
-from client.validators import check_topic
-from consumer._broker_api import BrokerApi, ConsumerHeartbeat
-from consumer._grpc_broker_api import GrpcBrokerApi
-from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
-from consumer.assigned_queues import AssignedMessageQueue
-from consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
-from consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
-from consumer.offset_store import (
+from aeromq.client.validators import check_topic
+from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat
+from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
+from aeromq.consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from aeromq.consumer.assigned_queues import AssignedMessageQueue
+from aeromq.consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
+from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from aeromq.consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
-from consumer.pull_task import FlowControlCounters, PullTaskContext, PullTaskTable
-from consumer.rebalance import MessageQueueListener, RebalanceService
-from consumer.scheduler import TaskScheduler
+from aeromq.consumer.pull_task import FlowControlCounters, PullTaskContext, PullTaskTable
+from aeromq.consumer.rebalance import MessageQueueListener, RebalanceService
+from aeromq.consumer.scheduler import TaskScheduler
 
 __all__ = ["DefaultLitePullConsumer", "ServiceState", "TopicMessageQueueChangeListener"]
 
-_log = logging.getLogger("consumer.lite_pull_consumer")
+_log = logging.getLogger(__name__)
 
 TopicMessageQueueChangeListener = Callable[[str, set[MessageQueue]], None]
 """``listener(topic, queues)``: the topic's queues changed (checked every

@@ -33,8 +33,8 @@ from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 
-from client import ClientError, IllegalStateError, MessageQueue
-from consumer._broker_api import BrokerApi
+from aeromq.client import ClientError, IllegalStateError, MessageQueue
+from aeromq.consumer._broker_api import BrokerApi
 
 __all__ = [
     "LocalFileOffsetStore",
@@ -43,7 +43,7 @@ __all__ = [
     "RemoteBrokerOffsetStore",
 ]
 
-_log = logging.getLogger("consumer.offset_store")
+_log = logging.getLogger(__name__)
 
 
 class ReadOffsetType(Enum):

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from client import MessageExt
+from aeromq.client import MessageExt
 
 __all__ = ["ProcessQueue"]
 

@@ -37,17 +37,23 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from client import BrokerBusyError, ExpressionType, MessageExt, MessageQueue, SubscriptionData
-from consumer._broker_api import BrokerApi, PullResult, PullStatus
-from consumer.assigned_queues import AssignedMessageQueue, QueueState
-from consumer.config import LitePullConsumerConfig
-from consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
-from consumer.process_queue import ProcessQueue
-from consumer.scheduler import Scheduler
+from aeromq.client import (
+    BrokerBusyError,
+    ExpressionType,
+    MessageExt,
+    MessageQueue,
+    SubscriptionData,
+)
+from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus
+from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
+from aeromq.consumer.config import LitePullConsumerConfig
+from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from aeromq.consumer.process_queue import ProcessQueue
+from aeromq.consumer.scheduler import Scheduler
 
 __all__ = ["FlowControlCounters", "PullTask", "PullTaskContext", "PullTaskTable"]
 
-_log = logging.getLogger("consumer.pull_task")
+_log = logging.getLogger(__name__)
 
 Executor = Callable[[Callable[[], None]], object]
 """Runs blocking work off the scheduler thread (``ThreadPoolExecutor.submit``)."""

@@ -34,18 +34,18 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from client import ClientError, MessageQueue, SubscriptionData
-from consumer._broker_api import BrokerApi
-from consumer.allocate import AllocateMessageQueueStrategy
-from consumer.assigned_queues import AssignedMessageQueue, QueueState
-from consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
-from consumer.consume_request_cache import ConsumeRequestCache
-from consumer.offset_store import OffsetStore, ReadOffsetType
-from consumer.pull_task import PullTaskTable
+from aeromq.client import ClientError, MessageQueue, SubscriptionData
+from aeromq.consumer._broker_api import BrokerApi
+from aeromq.consumer.allocate import AllocateMessageQueueStrategy
+from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
+from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
+from aeromq.consumer.consume_request_cache import ConsumeRequestCache
+from aeromq.consumer.offset_store import OffsetStore, ReadOffsetType
+from aeromq.consumer.pull_task import PullTaskTable
 
 __all__ = ["MessageQueueListener", "RebalanceService"]
 
-_log = logging.getLogger("consumer.rebalance")
+_log = logging.getLogger(__name__)
 
 MessageQueueListener = Callable[[str, set[MessageQueue], set[MessageQueue]], None]
 """``listener(topic, all_queues, owned_queues)`` after the owned queues of a topic changed."""

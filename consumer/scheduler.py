@@ -22,7 +22,7 @@ from typing import Protocol
 
 __all__ = ["Scheduler", "TaskScheduler"]
 
-_log = logging.getLogger("consumer.scheduler")
+_log = logging.getLogger(__name__)
 
 Action = Callable[[], None]
 

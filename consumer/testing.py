@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from client import (
+from aeromq.client import (
     IllegalArgumentError,
     MessageExt,
     MessageQueue,
@@ -34,8 +34,8 @@ from client import (
     TopicNotFoundError,
     tag_hash_code,
 )
-from client.message import PROPERTY_TAGS
-from consumer._broker_api import (
+from aeromq.client.message import PROPERTY_TAGS
+from aeromq.consumer._broker_api import (
     ConsumerHeartbeat,
     MembershipListener,
     PullCallback,

@@ -6,11 +6,16 @@ broker, unique message ids, a client-side max message size. Routes come from bro
 servers over gRPC, or from a :class:`StaticRoute`. ``aeromq produce`` is the command line.
 """
 
-from producer._config import ProducerConfig
-from producer._producer import Producer, SendCallback
-from producer._route import RouteSource, StaticRoute
-from producer._selector import KeyHashSelector, QueueSelector, RandomSelector, RoundRobinSelector
-from producer._send_result import SendResult, SendStatus
+from aeromq.producer._config import ProducerConfig
+from aeromq.producer._producer import Producer, SendCallback
+from aeromq.producer._route import RouteSource, StaticRoute
+from aeromq.producer._selector import (
+    KeyHashSelector,
+    QueueSelector,
+    RandomSelector,
+    RoundRobinSelector,
+)
+from aeromq.producer._send_result import SendResult, SendStatus
 
 __all__ = [
     "KeyHashSelector",

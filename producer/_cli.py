@@ -24,9 +24,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from client import ClientError, Message
-from producer._config import ProducerConfig
-from producer._producer import Producer
+from aeromq.client import ClientError, Message
+from aeromq.producer._config import ProducerConfig
+from aeromq.producer._producer import Producer
 
 __all__ = ["main"]
 

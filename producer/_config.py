@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from client import IllegalArgumentError
-from client.validators import DEFAULT_MAX_MESSAGE_SIZE, check_group
+from aeromq.client import IllegalArgumentError
+from aeromq.client.validators import DEFAULT_MAX_MESSAGE_SIZE, check_group
 
 __all__ = ["ProducerConfig", "Transport"]
 
@@ -70,5 +70,5 @@ class ProducerConfig:
 
 
 def check_producer_group(group: str) -> None:
-    """RocketMQ's group rules (``client.validators.check_group``)."""
+    """RocketMQ's group rules (``aeromq.client.validators.check_group``)."""
     check_group(group)

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from typing import Any, Final
 
-from client import (
+from aeromq.client import (
     ClientError,
     IllegalArgumentError,
     IllegalStateError,
@@ -53,26 +53,26 @@ from client import (
     UniqueMessageIdGenerator,
     error_for_code,
 )
-from client.message import (
+from aeromq.client.message import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
 )
-from client.message import (
+from aeromq.client.message import (
     PROPERTY_WAIT_STORE_MSG_OK as PROPERTY_WAIT,
 )
-from client.route import RouteResolver, TopicRoute
-from client.session import BrokerSessions
-from client.validators import check_body
-from producer._config import ProducerConfig, check_producer_group
-from producer._route import RouteSource
-from producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
-from producer._send_result import SendResult, SendStatus
-from proto import messages_pb2
+from aeromq.client.route import RouteResolver, TopicRoute
+from aeromq.client.session import BrokerSessions
+from aeromq.client.validators import check_body
+from aeromq.producer._config import ProducerConfig, check_producer_group
+from aeromq.producer._route import RouteSource
+from aeromq.producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
+from aeromq.producer._send_result import SendResult, SendStatus
+from aeromq.proto import messages_pb2
 
 __all__ = ["Producer", "SendCallback"]
 
-_log = logging.getLogger("producer")
+_log = logging.getLogger(__name__)
 
 SendCallback = Callable[[Any, BaseException | None], object]
 """``callback(result, None)`` on success (a ``SendResult``, or a list for a batch),

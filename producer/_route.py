@@ -1,7 +1,7 @@
 """Where a topic's writable queues are and how to reach their brokers.
 
-A :class:`RouteSource` answers ``route(topic)`` with a ``client.route.TopicRoute``. The
-producer's default is ``client.route.RouteResolver`` over its endpoints (name servers or
+A :class:`RouteSource` answers ``route(topic)`` with a ``aeromq.client.route.TopicRoute``. The
+producer's default is ``aeromq.client.route.RouteResolver`` over its endpoints (name servers or
 brokers, over gRPC, cached); :class:`StaticRoute` is a fixed route for brokers you already know
 (their ``BrokerEndpoints``), with no control plane at all.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from client import BrokerUnavailableError
-from client.route import BrokerRoute, QueueSpec, TopicRoute
-from proto import common_pb2
+from aeromq.client import BrokerUnavailableError
+from aeromq.client.route import BrokerRoute, QueueSpec, TopicRoute
+from aeromq.proto import common_pb2
 
 __all__ = ["RouteSource", "StaticRoute"]
 

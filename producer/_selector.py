@@ -15,8 +15,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
-from client import IllegalArgumentError, Message, MessageQueue
-from client.java_string import hash_code
+from aeromq.client import IllegalArgumentError, Message, MessageQueue
+from aeromq.client.java_string import hash_code
 
 __all__ = [
     "KeyHashSelector",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from client import MessageQueue
+from aeromq.client import MessageQueue
 
 __all__ = ["SendResult", "SendStatus"]
 

@@ -5,12 +5,12 @@ The broker's control plane over gRPC: topics, routes, offsets, consumer progress
 stats. Each RPC's outcome is in the response's Status (see common.proto).
 """
 
+from aeromq.proto import common_pb2 as _common_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-from proto import common_pb2 as _common_pb2
 import builtins as _builtins
 import sys
 import typing as _typing

@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from proto import admin_pb2 as proto_dot_admin__pb2
-from proto import common_pb2 as proto_dot_common__pb2
+from aeromq.proto import admin_pb2 as aeromq_dot_proto_dot_admin__pb2
+from aeromq.proto import common_pb2 as aeromq_dot_proto_dot_common__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/admin_pb2_grpc.py depends on'
+        + ' but the generated code in aeromq/proto/admin_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,78 +37,78 @@ class BrokerAdminStub:
         """
         self.CreateTopic = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/CreateTopic',
-                request_serializer=proto_dot_admin__pb2.CreateTopicRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.CreateTopicResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.CreateTopicRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.CreateTopicResponse.FromString,
                 _registered_method=True)
         self.UpdateTopic = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/UpdateTopic',
-                request_serializer=proto_dot_admin__pb2.UpdateTopicRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.UpdateTopicResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.UpdateTopicRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.UpdateTopicResponse.FromString,
                 _registered_method=True)
         self.DeleteTopic = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/DeleteTopic',
-                request_serializer=proto_dot_admin__pb2.DeleteTopicRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.DeleteTopicResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.DeleteTopicRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.DeleteTopicResponse.FromString,
                 _registered_method=True)
         self.ListTopics = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/ListTopics',
-                request_serializer=proto_dot_common__pb2.ListTopicsRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.ListTopicsResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_common__pb2.ListTopicsRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_common__pb2.ListTopicsResponse.FromString,
                 _registered_method=True)
         self.QueryRoute = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/QueryRoute',
-                request_serializer=proto_dot_common__pb2.QueryRouteRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.QueryRouteResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_common__pb2.QueryRouteRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_common__pb2.QueryRouteResponse.FromString,
                 _registered_method=True)
         self.UpdateOffset = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/UpdateOffset',
-                request_serializer=proto_dot_admin__pb2.UpdateOffsetRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.UpdateOffsetResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.UpdateOffsetRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.UpdateOffsetResponse.FromString,
                 _registered_method=True)
         self.QueryOffset = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/QueryOffset',
-                request_serializer=proto_dot_admin__pb2.QueryOffsetRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.OffsetResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.QueryOffsetRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.OffsetResponse.FromString,
                 _registered_method=True)
         self.SearchOffset = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/SearchOffset',
-                request_serializer=proto_dot_admin__pb2.SearchOffsetRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.OffsetResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.SearchOffsetRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.OffsetResponse.FromString,
                 _registered_method=True)
         self.GetMinOffset = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/GetMinOffset',
-                request_serializer=proto_dot_admin__pb2.GetMinOffsetRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.OffsetResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.GetMinOffsetRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.OffsetResponse.FromString,
                 _registered_method=True)
         self.GetMaxOffset = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/GetMaxOffset',
-                request_serializer=proto_dot_admin__pb2.GetMaxOffsetRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.OffsetResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.GetMaxOffsetRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.OffsetResponse.FromString,
                 _registered_method=True)
         self.GetConsumerProgress = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/GetConsumerProgress',
-                request_serializer=proto_dot_admin__pb2.GetConsumerProgressRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.GetConsumerProgressResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.GetConsumerProgressRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.GetConsumerProgressResponse.FromString,
                 _registered_method=True)
         self.GetBrokerStats = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/GetBrokerStats',
-                request_serializer=proto_dot_admin__pb2.GetBrokerStatsRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.GetBrokerStatsResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.GetBrokerStatsRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.GetBrokerStatsResponse.FromString,
                 _registered_method=True)
         self.ListGroups = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/ListGroups',
-                request_serializer=proto_dot_admin__pb2.ListGroupsRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.ListGroupsResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.ListGroupsResponse.FromString,
                 _registered_method=True)
         self.ResetOffset = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/ResetOffset',
-                request_serializer=proto_dot_admin__pb2.ResetOffsetRequest.SerializeToString,
-                response_deserializer=proto_dot_admin__pb2.ResetOffsetResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.ResetOffsetRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.ResetOffsetResponse.FromString,
                 _registered_method=True)
         self.ListClusters = channel.unary_unary(
                 '/aeromq.v1.BrokerAdmin/ListClusters',
-                request_serializer=proto_dot_common__pb2.ListClustersRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.ListClustersResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_common__pb2.ListClustersRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_common__pb2.ListClustersResponse.FromString,
                 _registered_method=True)
 
 
@@ -211,78 +211,78 @@ def add_BrokerAdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'CreateTopic': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateTopic,
-                    request_deserializer=proto_dot_admin__pb2.CreateTopicRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.CreateTopicResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.CreateTopicRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.CreateTopicResponse.SerializeToString,
             ),
             'UpdateTopic': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateTopic,
-                    request_deserializer=proto_dot_admin__pb2.UpdateTopicRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.UpdateTopicResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.UpdateTopicRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.UpdateTopicResponse.SerializeToString,
             ),
             'DeleteTopic': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteTopic,
-                    request_deserializer=proto_dot_admin__pb2.DeleteTopicRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.DeleteTopicResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.DeleteTopicRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.DeleteTopicResponse.SerializeToString,
             ),
             'ListTopics': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTopics,
-                    request_deserializer=proto_dot_common__pb2.ListTopicsRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.ListTopicsResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_common__pb2.ListTopicsRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_common__pb2.ListTopicsResponse.SerializeToString,
             ),
             'QueryRoute': grpc.unary_unary_rpc_method_handler(
                     servicer.QueryRoute,
-                    request_deserializer=proto_dot_common__pb2.QueryRouteRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.QueryRouteResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_common__pb2.QueryRouteRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_common__pb2.QueryRouteResponse.SerializeToString,
             ),
             'UpdateOffset': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateOffset,
-                    request_deserializer=proto_dot_admin__pb2.UpdateOffsetRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.UpdateOffsetResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.UpdateOffsetRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.UpdateOffsetResponse.SerializeToString,
             ),
             'QueryOffset': grpc.unary_unary_rpc_method_handler(
                     servicer.QueryOffset,
-                    request_deserializer=proto_dot_admin__pb2.QueryOffsetRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.OffsetResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.QueryOffsetRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.OffsetResponse.SerializeToString,
             ),
             'SearchOffset': grpc.unary_unary_rpc_method_handler(
                     servicer.SearchOffset,
-                    request_deserializer=proto_dot_admin__pb2.SearchOffsetRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.OffsetResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.SearchOffsetRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.OffsetResponse.SerializeToString,
             ),
             'GetMinOffset': grpc.unary_unary_rpc_method_handler(
                     servicer.GetMinOffset,
-                    request_deserializer=proto_dot_admin__pb2.GetMinOffsetRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.OffsetResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.GetMinOffsetRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.OffsetResponse.SerializeToString,
             ),
             'GetMaxOffset': grpc.unary_unary_rpc_method_handler(
                     servicer.GetMaxOffset,
-                    request_deserializer=proto_dot_admin__pb2.GetMaxOffsetRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.OffsetResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.GetMaxOffsetRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.OffsetResponse.SerializeToString,
             ),
             'GetConsumerProgress': grpc.unary_unary_rpc_method_handler(
                     servicer.GetConsumerProgress,
-                    request_deserializer=proto_dot_admin__pb2.GetConsumerProgressRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.GetConsumerProgressResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.GetConsumerProgressRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.GetConsumerProgressResponse.SerializeToString,
             ),
             'GetBrokerStats': grpc.unary_unary_rpc_method_handler(
                     servicer.GetBrokerStats,
-                    request_deserializer=proto_dot_admin__pb2.GetBrokerStatsRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.GetBrokerStatsResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.GetBrokerStatsRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.GetBrokerStatsResponse.SerializeToString,
             ),
             'ListGroups': grpc.unary_unary_rpc_method_handler(
                     servicer.ListGroups,
-                    request_deserializer=proto_dot_admin__pb2.ListGroupsRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.ListGroupsResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.ListGroupsRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.ListGroupsResponse.SerializeToString,
             ),
             'ResetOffset': grpc.unary_unary_rpc_method_handler(
                     servicer.ResetOffset,
-                    request_deserializer=proto_dot_admin__pb2.ResetOffsetRequest.FromString,
-                    response_serializer=proto_dot_admin__pb2.ResetOffsetResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.ResetOffsetRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.ResetOffsetResponse.SerializeToString,
             ),
             'ListClusters': grpc.unary_unary_rpc_method_handler(
                     servicer.ListClusters,
-                    request_deserializer=proto_dot_common__pb2.ListClustersRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.ListClustersResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_common__pb2.ListClustersRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_common__pb2.ListClustersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -310,8 +310,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/CreateTopic',
-            proto_dot_admin__pb2.CreateTopicRequest.SerializeToString,
-            proto_dot_admin__pb2.CreateTopicResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.CreateTopicRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.CreateTopicResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -337,8 +337,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/UpdateTopic',
-            proto_dot_admin__pb2.UpdateTopicRequest.SerializeToString,
-            proto_dot_admin__pb2.UpdateTopicResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.UpdateTopicRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.UpdateTopicResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -364,8 +364,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/DeleteTopic',
-            proto_dot_admin__pb2.DeleteTopicRequest.SerializeToString,
-            proto_dot_admin__pb2.DeleteTopicResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.DeleteTopicRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.DeleteTopicResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -391,8 +391,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/ListTopics',
-            proto_dot_common__pb2.ListTopicsRequest.SerializeToString,
-            proto_dot_common__pb2.ListTopicsResponse.FromString,
+            aeromq_dot_proto_dot_common__pb2.ListTopicsRequest.SerializeToString,
+            aeromq_dot_proto_dot_common__pb2.ListTopicsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -418,8 +418,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/QueryRoute',
-            proto_dot_common__pb2.QueryRouteRequest.SerializeToString,
-            proto_dot_common__pb2.QueryRouteResponse.FromString,
+            aeromq_dot_proto_dot_common__pb2.QueryRouteRequest.SerializeToString,
+            aeromq_dot_proto_dot_common__pb2.QueryRouteResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -445,8 +445,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/UpdateOffset',
-            proto_dot_admin__pb2.UpdateOffsetRequest.SerializeToString,
-            proto_dot_admin__pb2.UpdateOffsetResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.UpdateOffsetRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.UpdateOffsetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -472,8 +472,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/QueryOffset',
-            proto_dot_admin__pb2.QueryOffsetRequest.SerializeToString,
-            proto_dot_admin__pb2.OffsetResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.QueryOffsetRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.OffsetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -499,8 +499,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/SearchOffset',
-            proto_dot_admin__pb2.SearchOffsetRequest.SerializeToString,
-            proto_dot_admin__pb2.OffsetResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.SearchOffsetRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.OffsetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -526,8 +526,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/GetMinOffset',
-            proto_dot_admin__pb2.GetMinOffsetRequest.SerializeToString,
-            proto_dot_admin__pb2.OffsetResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.GetMinOffsetRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.OffsetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -553,8 +553,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/GetMaxOffset',
-            proto_dot_admin__pb2.GetMaxOffsetRequest.SerializeToString,
-            proto_dot_admin__pb2.OffsetResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.GetMaxOffsetRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.OffsetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -580,8 +580,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/GetConsumerProgress',
-            proto_dot_admin__pb2.GetConsumerProgressRequest.SerializeToString,
-            proto_dot_admin__pb2.GetConsumerProgressResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.GetConsumerProgressRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.GetConsumerProgressResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -607,8 +607,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/GetBrokerStats',
-            proto_dot_admin__pb2.GetBrokerStatsRequest.SerializeToString,
-            proto_dot_admin__pb2.GetBrokerStatsResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.GetBrokerStatsRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.GetBrokerStatsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -634,8 +634,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/ListGroups',
-            proto_dot_admin__pb2.ListGroupsRequest.SerializeToString,
-            proto_dot_admin__pb2.ListGroupsResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.ListGroupsRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.ListGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -661,8 +661,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/ResetOffset',
-            proto_dot_admin__pb2.ResetOffsetRequest.SerializeToString,
-            proto_dot_admin__pb2.ResetOffsetResponse.FromString,
+            aeromq_dot_proto_dot_admin__pb2.ResetOffsetRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.ResetOffsetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -688,8 +688,8 @@ class BrokerAdmin:
             request,
             target,
             '/aeromq.v1.BrokerAdmin/ListClusters',
-            proto_dot_common__pb2.ListClustersRequest.SerializeToString,
-            proto_dot_common__pb2.ListClustersResponse.FromString,
+            aeromq_dot_proto_dot_common__pb2.ListClustersRequest.SerializeToString,
+            aeromq_dot_proto_dot_common__pb2.ListClustersResponse.FromString,
             options,
             channel_credentials,
             insecure,

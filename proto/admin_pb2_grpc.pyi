@@ -5,10 +5,10 @@ The broker's control plane over gRPC: topics, routes, offsets, consumer progress
 stats. Each RPC's outcome is in the response's Status (see common.proto).
 """
 
+from aeromq.proto import admin_pb2 as _admin_pb2
+from aeromq.proto import common_pb2 as _common_pb2
 from collections import abc as _abc
 from grpc import aio as _aio
-from proto import admin_pb2 as _admin_pb2
-from proto import common_pb2 as _common_pb2
 import abc as _abc_1
 import grpc as _grpc
 import sys

@@ -5,7 +5,7 @@ Types shared by every aeromq wire message and service: the status of a response,
 config, and routes (which broker serves which queues, and how to reach it).
 
 Conventions for the whole schema:
-- proto package aeromq.v1; generated Python lives beside this file as proto/<name>_pb2.py.
+- proto package aeromq.v1; generated Python lives beside this file as aeromq/proto/<name>_pb2.py.
 - Every response carries a Status in band: code 0 is success, any other code is one of
   RocketMQ's ResponseCode numbers (client.ResponseCode); a gRPC call that reaches the broker
   returns gRPC OK and its outcome in Status, so the same response serves every carrier.

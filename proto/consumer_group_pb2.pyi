@@ -6,14 +6,14 @@ membership of the client's groups on the same stream at once when it changes, so
 rebalance without waiting for their next poll.
 """
 
+from aeromq.proto import admin_pb2 as _admin_pb2
+from aeromq.proto import common_pb2 as _common_pb2
+from aeromq.proto import messages_pb2 as _messages_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-from proto import admin_pb2 as _admin_pb2
-from proto import common_pb2 as _common_pb2
-from proto import messages_pb2 as _messages_pb2
 import builtins as _builtins
 import sys
 import typing as _typing

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from proto import consumer_group_pb2 as proto_dot_consumer__group__pb2
+from aeromq.proto import consumer_group_pb2 as aeromq_dot_proto_dot_consumer__group__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/consumer_group_pb2_grpc.py depends on'
+        + ' but the generated code in aeromq/proto/consumer_group_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,23 +36,23 @@ class ConsumerGroupServiceStub:
         """
         self.Heartbeat = channel.stream_stream(
                 '/aeromq.v1.ConsumerGroupService/Heartbeat',
-                request_serializer=proto_dot_consumer__group__pb2.HeartbeatRequest.SerializeToString,
-                response_deserializer=proto_dot_consumer__group__pb2.HeartbeatResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatResponse.FromString,
                 _registered_method=True)
         self.SendHeartbeat = channel.unary_unary(
                 '/aeromq.v1.ConsumerGroupService/SendHeartbeat',
-                request_serializer=proto_dot_consumer__group__pb2.HeartbeatRequest.SerializeToString,
-                response_deserializer=proto_dot_consumer__group__pb2.HeartbeatResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatResponse.FromString,
                 _registered_method=True)
         self.UnregisterClient = channel.unary_unary(
                 '/aeromq.v1.ConsumerGroupService/UnregisterClient',
-                request_serializer=proto_dot_consumer__group__pb2.UnregisterClientRequest.SerializeToString,
-                response_deserializer=proto_dot_consumer__group__pb2.UnregisterClientResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.UnregisterClientRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.UnregisterClientResponse.FromString,
                 _registered_method=True)
         self.GetConsumerIds = channel.unary_unary(
                 '/aeromq.v1.ConsumerGroupService/GetConsumerIds',
-                request_serializer=proto_dot_consumer__group__pb2.GetConsumerIdsRequest.SerializeToString,
-                response_deserializer=proto_dot_consumer__group__pb2.GetConsumerIdsResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsResponse.FromString,
                 _registered_method=True)
 
 
@@ -89,23 +89,23 @@ def add_ConsumerGroupServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Heartbeat': grpc.stream_stream_rpc_method_handler(
                     servicer.Heartbeat,
-                    request_deserializer=proto_dot_consumer__group__pb2.HeartbeatRequest.FromString,
-                    response_serializer=proto_dot_consumer__group__pb2.HeartbeatResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatResponse.SerializeToString,
             ),
             'SendHeartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.SendHeartbeat,
-                    request_deserializer=proto_dot_consumer__group__pb2.HeartbeatRequest.FromString,
-                    response_serializer=proto_dot_consumer__group__pb2.HeartbeatResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatResponse.SerializeToString,
             ),
             'UnregisterClient': grpc.unary_unary_rpc_method_handler(
                     servicer.UnregisterClient,
-                    request_deserializer=proto_dot_consumer__group__pb2.UnregisterClientRequest.FromString,
-                    response_serializer=proto_dot_consumer__group__pb2.UnregisterClientResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.UnregisterClientRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.UnregisterClientResponse.SerializeToString,
             ),
             'GetConsumerIds': grpc.unary_unary_rpc_method_handler(
                     servicer.GetConsumerIds,
-                    request_deserializer=proto_dot_consumer__group__pb2.GetConsumerIdsRequest.FromString,
-                    response_serializer=proto_dot_consumer__group__pb2.GetConsumerIdsResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -133,8 +133,8 @@ class ConsumerGroupService:
             request_iterator,
             target,
             '/aeromq.v1.ConsumerGroupService/Heartbeat',
-            proto_dot_consumer__group__pb2.HeartbeatRequest.SerializeToString,
-            proto_dot_consumer__group__pb2.HeartbeatResponse.FromString,
+            aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatRequest.SerializeToString,
+            aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -160,8 +160,8 @@ class ConsumerGroupService:
             request,
             target,
             '/aeromq.v1.ConsumerGroupService/SendHeartbeat',
-            proto_dot_consumer__group__pb2.HeartbeatRequest.SerializeToString,
-            proto_dot_consumer__group__pb2.HeartbeatResponse.FromString,
+            aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatRequest.SerializeToString,
+            aeromq_dot_proto_dot_consumer__group__pb2.HeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -187,8 +187,8 @@ class ConsumerGroupService:
             request,
             target,
             '/aeromq.v1.ConsumerGroupService/UnregisterClient',
-            proto_dot_consumer__group__pb2.UnregisterClientRequest.SerializeToString,
-            proto_dot_consumer__group__pb2.UnregisterClientResponse.FromString,
+            aeromq_dot_proto_dot_consumer__group__pb2.UnregisterClientRequest.SerializeToString,
+            aeromq_dot_proto_dot_consumer__group__pb2.UnregisterClientResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -214,8 +214,8 @@ class ConsumerGroupService:
             request,
             target,
             '/aeromq.v1.ConsumerGroupService/GetConsumerIds',
-            proto_dot_consumer__group__pb2.GetConsumerIdsRequest.SerializeToString,
-            proto_dot_consumer__group__pb2.GetConsumerIdsResponse.FromString,
+            aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsRequest.SerializeToString,
+            aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsResponse.FromString,
             options,
             channel_credentials,
             insecure,

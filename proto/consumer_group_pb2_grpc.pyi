@@ -6,9 +6,9 @@ membership of the client's groups on the same stream at once when it changes, so
 rebalance without waiting for their next poll.
 """
 
+from aeromq.proto import consumer_group_pb2 as _consumer_group_pb2
 from collections import abc as _abc
 from grpc import aio as _aio
-from proto import consumer_group_pb2 as _consumer_group_pb2
 import abc as _abc_1
 import grpc as _grpc
 import sys

@@ -1,9 +1,11 @@
-"""Regenerate the Python code of ``proto/*.proto``: ``python -m proto.generate [OUT_DIR]``.
+"""Regenerate the Python code of ``proto/*.proto``: ``python -m aeromq.proto.generate [OUT_DIR]``.
 
-Runs ``grpc_tools.protoc`` from the repository root (so generated modules import each other as
-``from proto import ...``) with the Python, gRPC and mypy-protobuf (``.pyi``) generators. With
-no argument it writes beside the ``.proto`` files; with ``OUT_DIR`` it writes
-``OUT_DIR/proto/...`` instead, which the staleness test compares with the committed files.
+Runs ``grpc_tools.protoc`` with the repository root as the include path and the schema named as
+``aeromq/proto/<name>.proto`` (``aeromq/proto`` is the package's view of ``proto/``), so every
+descriptor has a path unique to aeromq and generated modules import each other as
+``from aeromq.proto import ...``. It uses the Python, gRPC and mypy-protobuf (``.pyi``)
+generators. With no argument it writes beside the ``.proto`` files; with ``OUT_DIR`` it writes
+``OUT_DIR/aeromq/proto/...`` instead, which the staleness test compares with the committed files.
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-PROTO_DIR = Path(__file__).resolve().parent
-REPO_ROOT = PROTO_DIR.parent
+# Where the schema sits in the package: descriptor paths and generated imports use it.
+PACKAGE_PATH = Path("aeromq", "proto")
+# This file's directory as the package sees it (``<root>/aeromq/proto``, not the symlink's target),
+# and ``<root>``, the directory that holds the ``aeromq`` package: the repository root.
+PROTO_DIR = Path(__file__).absolute().parent
+REPO_ROOT = PROTO_DIR.parent.parent
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
 
 
@@ -26,8 +32,8 @@ def proto_files() -> list[Path]:
 
 
 def generated_files(root: Path) -> list[Path]:
-    """The generated files under ``root/proto``, sorted."""
-    directory = root / "proto"
+    """The generated files under ``root/aeromq/proto``, sorted."""
+    directory = root / PACKAGE_PATH
     return sorted(p for p in directory.iterdir() if p.name.endswith(GENERATED_SUFFIXES))
 
 
@@ -41,10 +47,10 @@ def _plugin(name: str) -> str:
 
 
 def generate(out_root: Path = REPO_ROOT) -> list[Path]:
-    """Compile every ``.proto`` into ``out_root/proto``; returns the files written."""
+    """Compile every ``.proto`` into ``out_root/aeromq/proto``; returns the files written."""
     protoc = importlib.import_module("grpc_tools.protoc")  # a dev dependency, untyped
 
-    (out_root / "proto").mkdir(parents=True, exist_ok=True)
+    (out_root / PACKAGE_PATH).mkdir(parents=True, exist_ok=True)
     include = importlib.resources.files("grpc_tools") / "_proto"  # google/protobuf/*.proto
     args = [
         "grpc_tools.protoc",
@@ -56,7 +62,7 @@ def generate(out_root: Path = REPO_ROOT) -> list[Path]:
         f"--grpc_python_out={out_root}",
         f"--mypy_out={out_root}",
         f"--mypy_grpc_out={out_root}",
-        *(str(p.relative_to(REPO_ROOT)) for p in proto_files()),
+        *(str(PACKAGE_PATH / p.name) for p in proto_files()),
     ]
     code = protoc.main(args)
     if code != 0:

@@ -5,12 +5,12 @@ The data plane: messages, SendMessage and PullMessage. These travel in the trans
 session envelope (session.proto) on the broker's ingress and response channels.
 """
 
+from aeromq.proto import common_pb2 as _common_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-from proto import common_pb2 as _common_pb2
 import builtins as _builtins
 import sys
 import typing as _typing

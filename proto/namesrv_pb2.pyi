@@ -5,11 +5,11 @@ The name server: brokers register (with their topics) and heartbeat; a broker no
 its heartbeat timeout is dropped. Clients ask it for a topic's route across brokers.
 """
 
+from aeromq.proto import common_pb2 as _common_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
-from proto import common_pb2 as _common_pb2
 import builtins as _builtins
 import sys
 import typing as _typing

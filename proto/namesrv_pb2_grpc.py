@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from proto import common_pb2 as proto_dot_common__pb2
-from proto import namesrv_pb2 as proto_dot_namesrv__pb2
+from aeromq.proto import common_pb2 as aeromq_dot_proto_dot_common__pb2
+from aeromq.proto import namesrv_pb2 as aeromq_dot_proto_dot_namesrv__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/namesrv_pb2_grpc.py depends on'
+        + ' but the generated code in aeromq/proto/namesrv_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,33 +37,33 @@ class NameServerStub:
         """
         self.RegisterBroker = channel.unary_unary(
                 '/aeromq.v1.NameServer/RegisterBroker',
-                request_serializer=proto_dot_namesrv__pb2.RegisterBrokerRequest.SerializeToString,
-                response_deserializer=proto_dot_namesrv__pb2.RegisterBrokerResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_namesrv__pb2.RegisterBrokerRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_namesrv__pb2.RegisterBrokerResponse.FromString,
                 _registered_method=True)
         self.UnregisterBroker = channel.unary_unary(
                 '/aeromq.v1.NameServer/UnregisterBroker',
-                request_serializer=proto_dot_namesrv__pb2.UnregisterBrokerRequest.SerializeToString,
-                response_deserializer=proto_dot_namesrv__pb2.UnregisterBrokerResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_namesrv__pb2.UnregisterBrokerRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_namesrv__pb2.UnregisterBrokerResponse.FromString,
                 _registered_method=True)
         self.BrokerHeartbeat = channel.unary_unary(
                 '/aeromq.v1.NameServer/BrokerHeartbeat',
-                request_serializer=proto_dot_namesrv__pb2.BrokerHeartbeatRequest.SerializeToString,
-                response_deserializer=proto_dot_namesrv__pb2.BrokerHeartbeatResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_namesrv__pb2.BrokerHeartbeatRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_namesrv__pb2.BrokerHeartbeatResponse.FromString,
                 _registered_method=True)
         self.QueryRoute = channel.unary_unary(
                 '/aeromq.v1.NameServer/QueryRoute',
-                request_serializer=proto_dot_common__pb2.QueryRouteRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.QueryRouteResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_common__pb2.QueryRouteRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_common__pb2.QueryRouteResponse.FromString,
                 _registered_method=True)
         self.ListClusters = channel.unary_unary(
                 '/aeromq.v1.NameServer/ListClusters',
-                request_serializer=proto_dot_common__pb2.ListClustersRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.ListClustersResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_common__pb2.ListClustersRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_common__pb2.ListClustersResponse.FromString,
                 _registered_method=True)
         self.ListTopics = channel.unary_unary(
                 '/aeromq.v1.NameServer/ListTopics',
-                request_serializer=proto_dot_common__pb2.ListTopicsRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.ListTopicsResponse.FromString,
+                request_serializer=aeromq_dot_proto_dot_common__pb2.ListTopicsRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_common__pb2.ListTopicsResponse.FromString,
                 _registered_method=True)
 
 
@@ -111,33 +111,33 @@ def add_NameServerServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'RegisterBroker': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterBroker,
-                    request_deserializer=proto_dot_namesrv__pb2.RegisterBrokerRequest.FromString,
-                    response_serializer=proto_dot_namesrv__pb2.RegisterBrokerResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_namesrv__pb2.RegisterBrokerRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_namesrv__pb2.RegisterBrokerResponse.SerializeToString,
             ),
             'UnregisterBroker': grpc.unary_unary_rpc_method_handler(
                     servicer.UnregisterBroker,
-                    request_deserializer=proto_dot_namesrv__pb2.UnregisterBrokerRequest.FromString,
-                    response_serializer=proto_dot_namesrv__pb2.UnregisterBrokerResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_namesrv__pb2.UnregisterBrokerRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_namesrv__pb2.UnregisterBrokerResponse.SerializeToString,
             ),
             'BrokerHeartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.BrokerHeartbeat,
-                    request_deserializer=proto_dot_namesrv__pb2.BrokerHeartbeatRequest.FromString,
-                    response_serializer=proto_dot_namesrv__pb2.BrokerHeartbeatResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_namesrv__pb2.BrokerHeartbeatRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_namesrv__pb2.BrokerHeartbeatResponse.SerializeToString,
             ),
             'QueryRoute': grpc.unary_unary_rpc_method_handler(
                     servicer.QueryRoute,
-                    request_deserializer=proto_dot_common__pb2.QueryRouteRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.QueryRouteResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_common__pb2.QueryRouteRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_common__pb2.QueryRouteResponse.SerializeToString,
             ),
             'ListClusters': grpc.unary_unary_rpc_method_handler(
                     servicer.ListClusters,
-                    request_deserializer=proto_dot_common__pb2.ListClustersRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.ListClustersResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_common__pb2.ListClustersRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_common__pb2.ListClustersResponse.SerializeToString,
             ),
             'ListTopics': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTopics,
-                    request_deserializer=proto_dot_common__pb2.ListTopicsRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.ListTopicsResponse.SerializeToString,
+                    request_deserializer=aeromq_dot_proto_dot_common__pb2.ListTopicsRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_common__pb2.ListTopicsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -165,8 +165,8 @@ class NameServer:
             request,
             target,
             '/aeromq.v1.NameServer/RegisterBroker',
-            proto_dot_namesrv__pb2.RegisterBrokerRequest.SerializeToString,
-            proto_dot_namesrv__pb2.RegisterBrokerResponse.FromString,
+            aeromq_dot_proto_dot_namesrv__pb2.RegisterBrokerRequest.SerializeToString,
+            aeromq_dot_proto_dot_namesrv__pb2.RegisterBrokerResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -192,8 +192,8 @@ class NameServer:
             request,
             target,
             '/aeromq.v1.NameServer/UnregisterBroker',
-            proto_dot_namesrv__pb2.UnregisterBrokerRequest.SerializeToString,
-            proto_dot_namesrv__pb2.UnregisterBrokerResponse.FromString,
+            aeromq_dot_proto_dot_namesrv__pb2.UnregisterBrokerRequest.SerializeToString,
+            aeromq_dot_proto_dot_namesrv__pb2.UnregisterBrokerResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -219,8 +219,8 @@ class NameServer:
             request,
             target,
             '/aeromq.v1.NameServer/BrokerHeartbeat',
-            proto_dot_namesrv__pb2.BrokerHeartbeatRequest.SerializeToString,
-            proto_dot_namesrv__pb2.BrokerHeartbeatResponse.FromString,
+            aeromq_dot_proto_dot_namesrv__pb2.BrokerHeartbeatRequest.SerializeToString,
+            aeromq_dot_proto_dot_namesrv__pb2.BrokerHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -246,8 +246,8 @@ class NameServer:
             request,
             target,
             '/aeromq.v1.NameServer/QueryRoute',
-            proto_dot_common__pb2.QueryRouteRequest.SerializeToString,
-            proto_dot_common__pb2.QueryRouteResponse.FromString,
+            aeromq_dot_proto_dot_common__pb2.QueryRouteRequest.SerializeToString,
+            aeromq_dot_proto_dot_common__pb2.QueryRouteResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -273,8 +273,8 @@ class NameServer:
             request,
             target,
             '/aeromq.v1.NameServer/ListClusters',
-            proto_dot_common__pb2.ListClustersRequest.SerializeToString,
-            proto_dot_common__pb2.ListClustersResponse.FromString,
+            aeromq_dot_proto_dot_common__pb2.ListClustersRequest.SerializeToString,
+            aeromq_dot_proto_dot_common__pb2.ListClustersResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -300,8 +300,8 @@ class NameServer:
             request,
             target,
             '/aeromq.v1.NameServer/ListTopics',
-            proto_dot_common__pb2.ListTopicsRequest.SerializeToString,
-            proto_dot_common__pb2.ListTopicsResponse.FromString,
+            aeromq_dot_proto_dot_common__pb2.ListTopicsRequest.SerializeToString,
+            aeromq_dot_proto_dot_common__pb2.ListTopicsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,10 +5,10 @@ The name server: brokers register (with their topics) and heartbeat; a broker no
 its heartbeat timeout is dropped. Clients ask it for a topic's route across brokers.
 """
 
+from aeromq.proto import common_pb2 as _common_pb2
+from aeromq.proto import namesrv_pb2 as _namesrv_pb2
 from collections import abc as _abc
 from grpc import aio as _aio
-from proto import common_pb2 as _common_pb2
-from proto import namesrv_pb2 as _namesrv_pb2
 import abc as _abc_1
 import grpc as _grpc
 import sys

@@ -9,10 +9,10 @@ and a correlation_id of the client's choosing, which the response echoes. A sess
 sends nothing (requests or keepalives) for the broker's session timeout is closed.
 """
 
+from aeromq.proto import common_pb2 as _common_pb2
+from aeromq.proto import messages_pb2 as _messages_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from proto import common_pb2 as _common_pb2
-from proto import messages_pb2 as _messages_pb2
 import builtins as _builtins
 import sys
 import typing as _typing

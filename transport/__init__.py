@@ -4,7 +4,7 @@ It moves byte fragments on (channel, stream id) pairs through shared-memory log 
 and reliable UDP, with a media driver and a client API. It knows nothing of brokers.
 """
 
-from transport._errors import (
+from aeromq.transport._errors import (
     ActiveDriverError,
     AgentTerminationError,
     ChannelEndpointError,
@@ -23,7 +23,7 @@ from transport._errors import (
     TransportError,
     UnknownHostError,
 )
-from transport.client import (
+from aeromq.transport.client import (
     ADMIN_ACTION,
     BACK_PRESSURED,
     CLOSED,
@@ -38,7 +38,7 @@ from transport.client import (
     Publication,
     Subscription,
 )
-from transport.concurrent.action import Action
+from aeromq.transport.concurrent.action import Action
 
 __all__ = [
     "ADMIN_ACTION",

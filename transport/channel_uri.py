@@ -55,10 +55,10 @@ import socket
 from collections.abc import Callable
 from typing import Any, NamedTuple, Self
 
-from transport._errors import ChannelUriError, ConfigurationError, UnknownHostError
-from transport.logbuffer.log_buffer_descriptor import TERM_MAX_LENGTH
-from transport.protocol.data_header_flyweight import FRAME_ALIGNMENT
-from transport.protocol.setup_flyweight import (
+from aeromq.transport._errors import ChannelUriError, ConfigurationError, UnknownHostError
+from aeromq.transport.logbuffer.log_buffer_descriptor import TERM_MAX_LENGTH
+from aeromq.transport.protocol.data_header_flyweight import FRAME_ALIGNMENT
+from aeromq.transport.protocol.setup_flyweight import (
     MAX_UDP_PAYLOAD_LENGTH,
     is_valid_mtu,
     is_valid_term_length,

@@ -62,8 +62,8 @@ import time
 from pathlib import Path
 from typing import Self
 
-from transport._errors import CncFileError, ConfigurationError
-from transport.concurrent import (
+from aeromq.transport._errors import CncFileError, ConfigurationError
+from aeromq.transport.concurrent import (
     MappedFile,
     broadcast_descriptor,
     counters_descriptor,

@@ -10,8 +10,8 @@ import struct
 import timeit
 from collections.abc import Iterator
 
+from aeromq.transport.concurrent import AtomicBuffer
 from bench._harness import Result, Target
-from transport.concurrent import AtomicBuffer
 
 _CASES = {
     "get_int64": "b.get_int64(64)",

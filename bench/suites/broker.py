@@ -1,7 +1,7 @@
 """The broker over the transport: produce-only, pull-only and end-to-end throughput and latency
 for 100 B messages, beside Redis Streams with a consumer group in the same run.
 
-aeromq: a broker process (``python -m broker._main``: embedded media driver, ASYNC flush, data
+aeromq: a broker process (``python -m aeromq.broker._main``: embedded media driver, ASYNC flush, data
 on the default temp filesystem, 4 queues), one producer process (``producer.Producer``,
 batches of 32 pipelined 8 deep over IPC) and one puller process (a transport session pulling
 the 4 queues, one 32-message pull in flight per queue, long polling when caught up).
@@ -52,8 +52,8 @@ def _body(sequence: int) -> bytes:
 
 
 def _produce(grpc: str, topic: str, count: int, out: Any) -> None:
-    from client import Message
-    from producer import Producer
+    from aeromq.client import Message
+    from aeromq.producer import Producer
 
     latencies: list[int] = []
     with Producer("bench-producer", grpc) as producer:
@@ -77,9 +77,9 @@ def _produce(grpc: str, topic: str, count: int, out: Any) -> None:
 
 
 def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) -> None:
-    from client.session import ClientSession, SessionConfig
-    from proto import messages_pb2
-    from transport.client import Aeron, AeronContext
+    from aeromq.client.session import ClientSession, SessionConfig
+    from aeromq.proto import messages_pb2
+    from aeromq.transport.client import Aeron, AeronContext
 
     received = 0
     pull_latencies: list[int] = []
@@ -197,7 +197,7 @@ class _Broker:
     def __init__(self, root: Path) -> None:
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "broker._main", "--log-level", "WARNING",
+                sys.executable, "-m", "aeromq.broker._main", "--log-level", "WARNING",
                 "--data-dir", str(root / "broker"), "--grpc-port", "0",
                 "--ingress-udp-endpoint", "none", "--auto-create-topic", "true",
                 "--default-queue-count", str(QUEUES), "--index-enabled", "false",

@@ -85,7 +85,7 @@ def _consume_loop(
 
 
 def _aeromq_consume(grpc: str, topic: str, group: str, index: int, stop: Any, out: Any) -> None:
-    import consumer
+    from aeromq import consumer
 
     config = consumer.LitePullConsumerConfig(
         consumer_group=group,
@@ -192,7 +192,7 @@ def _case(
 
 
 def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
-    from client.grpc_client import GrpcClient
+    from aeromq.client.grpc_client import GrpcClient
 
     broker = _Broker(root)
     try:

@@ -1,6 +1,6 @@
 """Aeron IPC across processes: a media driver, a publisher and a subscriber, each its own process.
 
-One driver process (``python -m transport.driver``, 8 MiB IPC terms so the 4 MiB window matches
+One driver process (``python -m aeromq.transport.driver``, 8 MiB IPC terms so the 4 MiB window matches
 the ring's capacity, backoff idle strategy) serves the whole run. Each case starts a publisher
 and a subscriber (``spawn``) on a stream of its own; they meet at a barrier once the publication
 is connected, and the rate is messages received / time from the barrier to the last message at
@@ -42,12 +42,12 @@ from collections.abc import Iterator
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import BufferClaim, Header
 from bench._harness import Result, Target, latency_summary
 from bench._pyaeron import ipc_baselines
 from bench.suites.ringbuffer import BATCH, _ping_pong, _run_pair, _throughput
-from transport.client import Aeron, AeronContext
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import BufferClaim, Header
 
 TERM_LENGTH = 8 << 20
 FRAGMENT_LIMIT = 256
@@ -220,7 +220,7 @@ class _Driver:
             [
                 sys.executable,
                 "-m",
-                "transport.driver",
+                "aeromq.transport.driver",
                 "--dir",
                 self.aeron_dir,
                 "--ipc-term-length",

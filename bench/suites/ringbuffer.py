@@ -39,10 +39,10 @@ from typing import Any
 
 import zmq
 
+from aeromq.transport.concurrent import AtomicBuffer, MappedFile
+from aeromq.transport.concurrent.ring_buffer import OneToOneRingBuffer
+from aeromq.transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
 from bench._harness import Result, Target, latency_summary
-from transport.concurrent import AtomicBuffer, MappedFile
-from transport.concurrent.ring_buffer import OneToOneRingBuffer
-from transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
 
 BATCH = 64
 RING_CAPACITY = 4 << 20

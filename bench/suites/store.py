@@ -20,8 +20,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bench._harness import Result, Target, latency_summary
-from broker.store import (
+from aeromq.broker.store import (
     FlushMode,
     InboundMessage,
     MessageStore,
@@ -29,6 +28,7 @@ from broker.store import (
     StoreConfig,
     tag_hash,
 )
+from bench._harness import Result, Target, latency_summary
 
 TOPIC = "BenchTopic"
 BODY = bytes(range(100))

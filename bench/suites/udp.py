@@ -39,12 +39,12 @@ from collections.abc import Iterator
 from multiprocessing.synchronize import Barrier, Event
 from typing import Any
 
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import Header
 from bench._harness import Result, Target, latency_summary
 from bench._pyaeron import udp_baselines
 from bench.suites.ringbuffer import BATCH, _ctx, _run_pair
-from transport.client import Aeron, AeronContext
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import Header
 
 TERM_LENGTH = 4 << 20
 FRAGMENT_LIMIT = 256
@@ -64,9 +64,9 @@ _MS = 1_000_000
 
 
 def _driver(aeron_dir: str, loss_rate: float, idle: str, ready: Event, stop: Event) -> None:
-    from transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
-    from transport.driver.udp_settings import UdpSettings
-    from transport.testing.loss_generator import LossGenerator
+    from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
+    from aeromq.transport.driver.udp_settings import UdpSettings
+    from aeromq.transport.testing.loss_generator import LossGenerator
 
     loss = (
         LossGenerator(data_loss_rate=loss_rate, nak_loss_rate=loss_rate, seed=11)

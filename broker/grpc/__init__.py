@@ -1,8 +1,8 @@
 """The broker's gRPC side: ``BrokerGrpcServer`` (``BrokerAdmin``, ``ConsumerGroupService``,
 health checking and reflection) over the carrier-independent ``ControlPlane``."""
 
-from broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase
-from broker.grpc.server import ADMIN_SERVICE, CONSUMER_GROUP_SERVICE, BrokerGrpcServer
+from aeromq.broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase
+from aeromq.broker.grpc.server import ADMIN_SERVICE, CONSUMER_GROUP_SERVICE, BrokerGrpcServer
 
 __all__ = [
     "ADMIN_SERVICE",

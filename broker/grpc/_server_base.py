@@ -17,11 +17,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
 from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
-from broker._errors import BrokerError, IllegalStateError
+from aeromq.broker._errors import BrokerError, IllegalStateError
 
 __all__ = ["DEFAULT_MAX_WORKERS", "GrpcServerBase", "Registrar"]
 
-_log = logging.getLogger("broker.grpc")
+_log = logging.getLogger(__name__)
 
 DEFAULT_MAX_WORKERS = 32
 """Threads serving calls; each open membership stream holds one for its life."""

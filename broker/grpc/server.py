@@ -17,11 +17,11 @@ the data plane over gRPC), named by their full service name for health and refle
 
 from __future__ import annotations
 
-from broker._errors import IllegalStateError
-from broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase, Registrar
-from broker.grpc.servicers import BrokerAdminServicer, ConsumerGroupServicer
-from broker.processor.admin import ControlPlane
-from proto import admin_pb2, admin_pb2_grpc, consumer_group_pb2, consumer_group_pb2_grpc
+from aeromq.broker._errors import IllegalStateError
+from aeromq.broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase, Registrar
+from aeromq.broker.grpc.servicers import BrokerAdminServicer, ConsumerGroupServicer
+from aeromq.broker.processor.admin import ControlPlane
+from aeromq.proto import admin_pb2, admin_pb2_grpc, consumer_group_pb2, consumer_group_pb2_grpc
 
 __all__ = ["ADMIN_SERVICE", "CONSUMER_GROUP_SERVICE", "BrokerGrpcServer"]
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import grpc
 
-from broker.processor.admin import ControlPlane
-from broker.processor.consumer_groups import MembershipStream
-from proto import (
+from aeromq.broker.processor.admin import ControlPlane
+from aeromq.broker.processor.consumer_groups import MembershipStream
+from aeromq.proto import (
     admin_pb2,
     admin_pb2_grpc,
     common_pb2,
@@ -28,7 +28,7 @@ from proto import (
 
 __all__ = ["BrokerAdminServicer", "ConsumerGroupServicer"]
 
-_log = logging.getLogger("broker.grpc")
+_log = logging.getLogger(__name__)
 
 _POLL_S = 0.25  # how often a quiet stream re-checks that its call is still active
 

@@ -2,10 +2,10 @@
 dropped, and clients ask it for a topic's route across brokers. ``NameServerRegistrar`` is the
 broker's side of it."""
 
-from broker.namesrv.config import NameServerConfig
-from broker.namesrv.registrar import NameServerRegistrar
-from broker.namesrv.registry import RouteRegistry
-from broker.namesrv.server import NAMESRV_SERVICE, NameServer, NameServerServicer
+from aeromq.broker.namesrv.config import NameServerConfig
+from aeromq.broker.namesrv.registrar import NameServerRegistrar
+from aeromq.broker.namesrv.registry import RouteRegistry
+from aeromq.broker.namesrv.server import NAMESRV_SERVICE, NameServer, NameServerServicer
 
 __all__ = [
     "NAMESRV_SERVICE",

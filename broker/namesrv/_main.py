@@ -13,9 +13,9 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from broker._errors import BrokerError
-from broker.namesrv.config import NameServerConfig
-from broker.namesrv.server import NameServer
+from aeromq.broker._errors import BrokerError
+from aeromq.broker.namesrv.config import NameServerConfig
+from aeromq.broker.namesrv.server import NameServer
 
 __all__ = ["main"]
 

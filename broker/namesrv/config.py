@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from broker.config import BrokerConfigError
+from aeromq.broker.config import BrokerConfigError
 
 __all__ = ["ENV_PREFIX", "NameServerConfig"]
 

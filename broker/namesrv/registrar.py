@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 
-from broker.processor.admin import ControlPlane
-from client._errors import ClientError
-from client.grpc_client import GrpcClient
-from proto import namesrv_pb2
+from aeromq.broker.processor.admin import ControlPlane
+from aeromq.client._errors import ClientError
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.proto import namesrv_pb2
 
 __all__ = ["NameServerRegistrar"]
 
-_log = logging.getLogger("broker.namesrv")
+_log = logging.getLogger(__name__)
 
 
 class NameServerRegistrar:

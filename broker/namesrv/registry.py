@@ -18,12 +18,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker._errors import InvalidArgumentError, TopicNotFoundError
-from proto import common_pb2, namesrv_pb2
+from aeromq.broker._errors import InvalidArgumentError, TopicNotFoundError
+from aeromq.proto import common_pb2, namesrv_pb2
 
 __all__ = ["RouteRegistry"]
 
-_log = logging.getLogger("broker.namesrv")
+_log = logging.getLogger(__name__)
 
 
 def _wall_clock_ms() -> int:

@@ -2,7 +2,7 @@
 """The name server's gRPC service (``NameServer``, with health and reflection) over a
 ``RouteRegistry``, and the timer that drops silent brokers.
 
-Every answer carries its outcome in ``Status`` (``broker.processor.admin.status_of``), as the
+Every answer carries its outcome in ``Status`` (``aeromq.broker.processor.admin.status_of``), as the
 broker's do.
 """
 
@@ -16,15 +16,15 @@ from typing import TypeVar
 import grpc
 from google.protobuf.message import Message as ProtoMessage
 
-from broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase
-from broker.namesrv.config import NameServerConfig
-from broker.namesrv.registry import RouteRegistry
-from broker.processor.admin import status_of
-from proto import common_pb2, namesrv_pb2, namesrv_pb2_grpc
+from aeromq.broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase
+from aeromq.broker.namesrv.config import NameServerConfig
+from aeromq.broker.namesrv.registry import RouteRegistry
+from aeromq.broker.processor.admin import status_of
+from aeromq.proto import common_pb2, namesrv_pb2, namesrv_pb2_grpc
 
 __all__ = ["NAMESRV_SERVICE", "NameServer", "NameServerServicer"]
 
-_log = logging.getLogger("broker.namesrv")
+_log = logging.getLogger(__name__)
 
 NAMESRV_SERVICE = namesrv_pb2.DESCRIPTOR.services_by_name["NameServer"].full_name
 

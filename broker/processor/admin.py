@@ -4,7 +4,7 @@
 store and answers every ``BrokerAdmin`` and ``ConsumerGroupService`` request with its protobuf
 response. Failures never escape: each becomes the response's ``Status`` through one table
 (:func:`status_code_of`), is logged and counted (``admin.errors.<code>``). The gRPC servicers
-(``broker.grpc``) only unwrap the carrier; a later RocketMQ-protocol servicer can call the same
+(``aeromq.broker.grpc``) only unwrap the carrier; a later RocketMQ-protocol servicer can call the same
 methods.
 
 Caller: the broker (construction, ``start``, ``close``, ``identity.update_endpoints`` once its
@@ -21,19 +21,19 @@ from typing import TypeVar
 
 from google.protobuf.message import Message as ProtoMessage
 
-from broker._errors import BrokerError, ConfigError, InvalidArgumentError
-from broker.config import BrokerConfig
-from broker.processor.consumer_groups import ConsumerGroupManager, MembershipStream
-from broker.processor.offsets import OffsetProcessor
-from broker.processor.route import BrokerIdentity, RouteProcessor
-from broker.processor.stats import StatsProcessor, StatsRegistry
-from broker.processor.topics import TopicProcessor, topic_config_to_proto
-from broker.store import MessageStore
-from proto import admin_pb2, common_pb2, consumer_group_pb2
+from aeromq.broker._errors import BrokerError, ConfigError, InvalidArgumentError
+from aeromq.broker.config import BrokerConfig
+from aeromq.broker.processor.consumer_groups import ConsumerGroupManager, MembershipStream
+from aeromq.broker.processor.offsets import OffsetProcessor
+from aeromq.broker.processor.route import BrokerIdentity, RouteProcessor
+from aeromq.broker.processor.stats import StatsProcessor, StatsRegistry
+from aeromq.broker.processor.topics import TopicProcessor, topic_config_to_proto
+from aeromq.broker.store import MessageStore
+from aeromq.proto import admin_pb2, common_pb2, consumer_group_pb2
 
 __all__ = ["ControlPlane", "status_code_of", "status_of"]
 
-_log = logging.getLogger("broker.processor")
+_log = logging.getLogger(__name__)
 
 _SUCCESS = 0
 _SYSTEM_ERROR = 1

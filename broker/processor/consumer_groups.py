@@ -26,8 +26,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from broker._errors import BrokerError, InvalidArgumentError
-from proto import admin_pb2, consumer_group_pb2
+from aeromq.broker._errors import BrokerError, InvalidArgumentError
+from aeromq.proto import admin_pb2, consumer_group_pb2
 
 __all__ = [
     "ConsumerGroupManager",
@@ -37,7 +37,7 @@ __all__ = [
     "check_group_name",
 ]
 
-_log = logging.getLogger("broker.processor")
+_log = logging.getLogger(__name__)
 
 _SUBSCRIPTION_GROUP_NOT_EXIST = 26  # client.ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
 _GROUP_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")

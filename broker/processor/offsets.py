@@ -13,15 +13,15 @@ Failures raise the broker's typed errors.
 
 from __future__ import annotations
 
-from broker._errors import InvalidArgumentError
-from broker.processor.consumer_groups import (
+from aeromq.broker._errors import InvalidArgumentError
+from aeromq.broker.processor.consumer_groups import (
     ConsumerGroupManager,
     GroupNotFoundError,
     check_group_name,
 )
-from broker.processor.topics import TopicProcessor
-from broker.store import BoundaryType, MessageStore, TopicConfig
-from proto import admin_pb2, consumer_group_pb2
+from aeromq.broker.processor.topics import TopicProcessor
+from aeromq.broker.store import BoundaryType, MessageStore, TopicConfig
+from aeromq.proto import admin_pb2, consumer_group_pb2
 
 __all__ = ["OffsetProcessor"]
 

@@ -41,8 +41,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Final
 
-from broker.processor.pull_hold import PullHoldService
-from broker.store import (
+from aeromq.broker.processor.pull_hold import PullHoldService
+from aeromq.broker.store import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
@@ -53,9 +53,9 @@ from broker.store import (
     create_message_id,
     unpack_host,
 )
-from client import ClientError, ResponseCode, build_subscription_data
-from client.validators import check_group
-from proto import messages_pb2
+from aeromq.client import ClientError, ResponseCode, build_subscription_data
+from aeromq.client.validators import check_group
+from aeromq.proto import messages_pb2
 
 __all__ = [
     "MAX_PULL_BYTES",

@@ -28,7 +28,7 @@ from typing import Final
 
 __all__ = ["DEFAULT_MAX_SUSPEND_MS", "PullHoldService", "WakeCallback"]
 
-_log = logging.getLogger("broker.processor")
+_log = logging.getLogger(__name__)
 
 DEFAULT_MAX_SUSPEND_MS: Final = 20_000
 """The longest a pull is held (RocketMQ's ``brokerSuspendMaxTimeMillis`` on the client side)."""

@@ -17,10 +17,10 @@ import socket
 import time
 from collections.abc import Callable
 
-from broker._errors import TopicNotFoundError
-from broker.processor.topics import TopicProcessor, topic_config_to_proto
-from broker.store import TopicConfig
-from proto import common_pb2
+from aeromq.broker._errors import TopicNotFoundError
+from aeromq.broker.processor.topics import TopicProcessor, topic_config_to_proto
+from aeromq.broker.store import TopicConfig
+from aeromq.proto import common_pb2
 
 __all__ = ["BrokerIdentity", "RouteProcessor", "queue_data_of"]
 

@@ -36,9 +36,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Final
 
-from broker import InvalidArgumentError
-from broker.processor.pull import offset_id_prefix
-from broker.store import (
+from aeromq.broker import InvalidArgumentError
+from aeromq.broker.processor.pull import offset_id_prefix
+from aeromq.broker.store import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
@@ -49,14 +49,14 @@ from broker.store import (
     TopicConfig,
     pack_host,
 )
-from client import ResponseCode
-from client.validators import (
+from aeromq.client import ResponseCode
+from aeromq.client.validators import (
     DEFAULT_MAX_MESSAGE_SIZE,
     NOT_ALLOWED_SEND_TOPICS,
     VALID_NAME_PATTERN,
     tag_problem,
 )
-from proto import messages_pb2
+from aeromq.proto import messages_pb2
 
 __all__ = ["DEFAULT_MAX_INFLIGHT_SENDS", "DEFAULT_MAX_UNFLUSHED_BYTES", "SendDone", "SendProcessor"]
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from broker.processor.consumer_groups import ConsumerGroupManager
-from broker.processor.route import BrokerIdentity
-from broker.store import MessageStore
-from proto import admin_pb2
+from aeromq.broker.processor.consumer_groups import ConsumerGroupManager
+from aeromq.broker.processor.route import BrokerIdentity
+from aeromq.broker.store import MessageStore
+from aeromq.proto import admin_pb2
 
 __all__ = ["Counter", "StatsProcessor", "StatsRegistry"]
 

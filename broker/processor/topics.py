@@ -16,9 +16,9 @@ import logging
 import threading
 from collections.abc import Callable
 
-from broker._errors import InvalidArgumentError, TopicNotFoundError
-from broker.store import PERM_READ, PERM_WRITE, MessageStore, TopicConfig, TopicFilterType
-from proto import common_pb2
+from aeromq.broker._errors import InvalidArgumentError, TopicNotFoundError
+from aeromq.broker.store import PERM_READ, PERM_WRITE, MessageStore, TopicConfig, TopicFilterType
+from aeromq.proto import common_pb2
 
 __all__ = [
     "TopicChangeListener",
@@ -28,7 +28,7 @@ __all__ = [
     "topic_config_to_proto",
 ]
 
-_log = logging.getLogger("broker.processor")
+_log = logging.getLogger(__name__)
 
 _TOPIC_EXIST_ALREADY = 18  # client.ResponseCode.TOPIC_EXIST_ALREADY
 _PERM_READ_WRITE = PERM_READ | PERM_WRITE

@@ -3,16 +3,16 @@
 Clients CONNECT on the broker's ingress (``aeron:ipc``, ``aeron:udp``) naming their own response
 channel and stream; the broker opens a publication there and answers with a session id. The
 :class:`SessionAgent` polls the ingress, routes each request to the carrier-independent
-processors (``broker.processor``) and sends their answers back on the session, correlated by
-id; it closes sessions that go idle or whose client is gone. See ``client.session`` for the
+processors (``aeromq.broker.processor``) and sends their answers back on the session, correlated by
+id; it closes sessions that go idle or whose client is gone. See ``aeromq.client.session`` for the
 client side and ``proto/session.proto`` for the envelope.
 """
 
-from broker.session._agent import SessionAgent
-from broker.session._config import SessionServerConfig
-from broker.session._counters import SessionCounters
-from broker.session._session import ServerSession, SessionState
-from broker.session._table import SessionTable, Tombstone
+from aeromq.broker.session._agent import SessionAgent
+from aeromq.broker.session._config import SessionServerConfig
+from aeromq.broker.session._counters import SessionCounters
+from aeromq.broker.session._session import ServerSession, SessionState
+from aeromq.broker.session._table import SessionTable, Tombstone
 
 __all__ = [
     "ServerSession",

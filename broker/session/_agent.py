@@ -38,32 +38,32 @@ from typing import Final
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
 
-from broker.processor.pull import PullProcessor
-from broker.processor.send import SendProcessor
-from broker.session._config import SessionServerConfig
-from broker.session._counters import SessionCounters
-from broker.session._session import ServerSession, SessionState
-from broker.session._table import SessionTable
-from client import ResponseCode
-from client.session import (
+from aeromq.broker.processor.pull import PullProcessor
+from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.session._config import SessionServerConfig
+from aeromq.broker.session._counters import SessionCounters
+from aeromq.broker.session._session import ServerSession, SessionState
+from aeromq.broker.session._table import SessionTable
+from aeromq.client import ResponseCode
+from aeromq.client.session import (
     RESPONSE_FIELD_NUMBERS,
     SESSION_CLOSED_CODE,
     SESSION_PROTOCOL_VERSION,
     encode_envelope,
     salvage_envelope_ids,
 )
-from client.validators import DEFAULT_MAX_MESSAGE_SIZE
-from proto import common_pb2, session_pb2
-from transport import TransportError
-from transport.client import Aeron, Subscription
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
-from transport.logbuffer.header import Header
+from aeromq.client.validators import DEFAULT_MAX_MESSAGE_SIZE
+from aeromq.proto import common_pb2, session_pb2
+from aeromq.transport import TransportError
+from aeromq.transport.client import Aeron, Subscription
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
+from aeromq.transport.logbuffer.header import Header
 
 __all__ = ["SessionAgent"]
 
-_log = logging.getLogger("broker.session")
+_log = logging.getLogger(__name__)
 
 _Request = session_pb2.TransportRequest
 _CONNECT: Final = RESPONSE_FIELD_NUMBERS["connect"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from broker._errors import ConfigError
+from aeromq.broker._errors import ConfigError
 
 __all__ = ["SessionServerConfig"]
 

@@ -22,8 +22,8 @@ import enum
 from collections import deque
 from typing import Final
 
-from transport import TransportError
-from transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
+from aeromq.transport import TransportError
+from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
 
 __all__ = ["ServerSession", "SessionState"]
 

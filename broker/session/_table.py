@@ -14,8 +14,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from broker.session._config import SessionServerConfig
-from broker.session._session import ServerSession
+from aeromq.broker.session._config import SessionServerConfig
+from aeromq.broker.session._session import ServerSession
 
 __all__ = ["SessionTable", "Tombstone"]
 

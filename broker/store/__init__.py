@@ -1,10 +1,10 @@
 """The broker's durable message store: commit log, consume queues, index, flush, checkpoint,
 recovery, retention, consumer offsets and topic config, behind ``MessageStore``."""
 
-from broker.store._arrival import ArrivalListener
-from broker.store._config import FlushMode, StoreConfig
-from broker.store._consumer_offsets import ConsumerOffsetManager
-from broker.store._message import (
+from aeromq.broker.store._arrival import ArrivalListener
+from aeromq.broker.store._config import FlushMode, StoreConfig
+from aeromq.broker.store._consumer_offsets import ConsumerOffsetManager
+from aeromq.broker.store._message import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
@@ -16,17 +16,17 @@ from broker.store._message import (
     tag_hash,
     unpack_host,
 )
-from broker.store._message_store import MessageStore
-from broker.store._recovery import RecoveryReport
-from broker.store._results import (
+from aeromq.broker.store._message_store import MessageStore
+from aeromq.broker.store._recovery import RecoveryReport
+from aeromq.broker.store._results import (
     BoundaryType,
     GetMessageResult,
     GetMessageStatus,
     PutMessageResult,
     PutMessageStatus,
 )
-from broker.store._retention import RetentionReport
-from broker.store._topic_config import (
+from aeromq.broker.store._retention import RetentionReport
+from aeromq.broker.store._topic_config import (
     PERM_INHERIT,
     PERM_PRIORITY,
     PERM_READ,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 __all__ = ["ArrivalListener", "ArrivalNotifier"]
 
-_log = logging.getLogger("broker.store")
+_log = logging.getLogger(__name__)
 
 ArrivalListener = Callable[[str, int, int], None]
 """``listener(topic, queue_id, max_offset)``: ``max_offset`` is the queue's new end."""

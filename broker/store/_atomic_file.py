@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from broker._errors import StoreError, StoreIOError
-from broker.store._mapped_file import fsync_directory
+from aeromq.broker._errors import StoreError, StoreIOError
+from aeromq.broker.store._mapped_file import fsync_directory
 
 __all__ = ["read_json", "write_atomically", "write_json_atomically"]
 

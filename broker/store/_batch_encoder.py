@@ -13,14 +13,14 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-from broker.store._message import (
+from aeromq.broker.store._message import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
     InboundMessage,
     tag_hash,
 )
-from broker.store._record import (
+from aeromq.broker.store._record import (
     CRC_LENGTH,
     MAX_PROPERTIES_LENGTH,
     MESSAGE_MAGIC,
@@ -28,7 +28,7 @@ from broker.store._record import (
     record_length,
     record_struct,
 )
-from broker.store._results import PutMessageStatus
+from aeromq.broker.store._results import PutMessageStatus
 
 __all__ = ["EncodedBatch"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker._errors import StoreError
-from broker.store._atomic_file import read_json, write_json_atomically
+from aeromq.broker._errors import StoreError
+from aeromq.broker.store._atomic_file import read_json, write_json_atomically
 
 __all__ = ["Checkpoint"]
 

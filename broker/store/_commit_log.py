@@ -11,12 +11,12 @@ import struct
 import threading
 from pathlib import Path
 
-from broker._errors import CorruptRecordError
-from broker.store._batch_encoder import EncodedBatch
-from broker.store._mapped_file import MappedFile
-from broker.store._mapped_file_queue import MappedFileQueue
-from broker.store._message import StoredMessage
-from broker.store._record import (
+from aeromq.broker._errors import CorruptRecordError
+from aeromq.broker.store._batch_encoder import EncodedBatch
+from aeromq.broker.store._mapped_file import MappedFile
+from aeromq.broker.store._mapped_file_queue import MappedFileQueue
+from aeromq.broker.store._message import StoredMessage
+from aeromq.broker.store._record import (
     BLANK_MAGIC,
     MESSAGE_MAGIC,
     MIN_BLANK_LENGTH,

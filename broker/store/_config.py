@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from broker._errors import ConfigError
+from aeromq.broker._errors import ConfigError
 
 __all__ = ["FlushMode", "StoreConfig"]
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from broker.store._mapped_file import MappedFile
-from broker.store._mapped_file_queue import MappedFileQueue
+from aeromq.broker.store._mapped_file import MappedFile
+from aeromq.broker.store._mapped_file_queue import MappedFileQueue
 
 __all__ = ["ENTRY_DTYPE", "ENTRY_LENGTH", "ConsumeQueue"]
 

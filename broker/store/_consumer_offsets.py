@@ -11,9 +11,9 @@ import re
 import threading
 from pathlib import Path
 
-from broker._errors import InvalidArgumentError, StoreError
-from broker.store._atomic_file import read_json, write_json_atomically
-from broker.store._queue_table import is_valid_topic
+from aeromq.broker._errors import InvalidArgumentError, StoreError
+from aeromq.broker.store._atomic_file import read_json, write_json_atomically
+from aeromq.broker.store._queue_table import is_valid_topic
 
 __all__ = ["ConsumerOffsetManager"]
 

@@ -11,7 +11,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from broker._errors import StoreLockedError
+from aeromq.broker._errors import StoreLockedError
 
 __all__ = ["DirectoryLock"]
 

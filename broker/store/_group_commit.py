@@ -16,11 +16,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from broker._errors import StoreIOError
+from aeromq.broker._errors import StoreIOError
 
 __all__ = ["GroupCommitService"]
 
-_log = logging.getLogger("broker.store")
+_log = logging.getLogger(__name__)
 
 DurableCallback = Callable[[bool], None]
 _Pending = tuple[int, float, DurableCallback]

@@ -53,8 +53,8 @@ import struct
 import zlib
 from pathlib import Path
 
-from broker._errors import StoreError
-from broker.store._mapped_file import MappedFile, file_name_for, fsync_directory
+from aeromq.broker._errors import StoreError
+from aeromq.broker.store._mapped_file import MappedFile, file_name_for, fsync_directory
 
 __all__ = ["ENTRY_LENGTH", "HEADER_LENGTH", "SLOT_LENGTH", "IndexFile", "key_hash"]
 

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from broker.store._index_file import IndexFile, key_hash
-from broker.store._mapped_file import FILE_NAME_DIGITS, TEMP_SUFFIX
+from aeromq.broker.store._index_file import IndexFile, key_hash
+from aeromq.broker.store._mapped_file import FILE_NAME_DIGITS, TEMP_SUFFIX
 
 __all__ = ["IndexService"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from broker._errors import StoreIOError
+from aeromq.broker._errors import StoreIOError
 
 __all__ = ["TEMP_SUFFIX", "MappedFile", "file_name_for", "fsync_directory"]
 

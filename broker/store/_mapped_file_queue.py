@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from broker._errors import StoreError
-from broker.store._mapped_file import (
+from aeromq.broker._errors import StoreError
+from aeromq.broker.store._mapped_file import (
     FILE_NAME_DIGITS,
     TEMP_SUFFIX,
     MappedFile,

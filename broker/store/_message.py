@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from functools import lru_cache
 
-from broker._errors import InvalidArgumentError
+from aeromq.broker._errors import InvalidArgumentError
 
 __all__ = [
     "EMPTY_HOST",

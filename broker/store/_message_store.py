@@ -19,34 +19,39 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Self
 
-from broker._errors import IllegalStateError, StoreIOError
-from broker.store._arrival import ArrivalListener, ArrivalNotifier
-from broker.store._batch_encoder import EncodedBatch
-from broker.store._checkpoint import Checkpoint
-from broker.store._commit_log import CommitLog
-from broker.store._config import FlushMode, StoreConfig
-from broker.store._consumer_offsets import ConsumerOffsetManager
-from broker.store._dir_lock import DirectoryLock
-from broker.store._group_commit import GroupCommitService
-from broker.store._index_service import IndexService
-from broker.store._message import (
+from aeromq.broker._errors import IllegalStateError, StoreIOError
+from aeromq.broker.store._arrival import ArrivalListener, ArrivalNotifier
+from aeromq.broker.store._batch_encoder import EncodedBatch
+from aeromq.broker.store._checkpoint import Checkpoint
+from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._config import FlushMode, StoreConfig
+from aeromq.broker.store._consumer_offsets import ConsumerOffsetManager
+from aeromq.broker.store._dir_lock import DirectoryLock
+from aeromq.broker.store._group_commit import GroupCommitService
+from aeromq.broker.store._index_service import IndexService
+from aeromq.broker.store._message import (
     InboundMessage,
     StoredMessage,
     decode_message_id,
     index_keys,
     pack_host,
 )
-from broker.store._queue_table import ConsumeQueueTable, is_valid_topic
-from broker.store._reader import DEFAULT_MAX_BYTES, DEFAULT_MAX_COUNT, MessageReader
-from broker.store._recovery import RecoveryReport, recover
-from broker.store._results import BoundaryType, GetMessageResult, PutMessageResult, PutMessageStatus
-from broker.store._retention import RetentionReport, run_retention
-from broker.store._scheduler import Duty, Scheduler
-from broker.store._topic_config import TopicConfigManager
+from aeromq.broker.store._queue_table import ConsumeQueueTable, is_valid_topic
+from aeromq.broker.store._reader import DEFAULT_MAX_BYTES, DEFAULT_MAX_COUNT, MessageReader
+from aeromq.broker.store._recovery import RecoveryReport, recover
+from aeromq.broker.store._results import (
+    BoundaryType,
+    GetMessageResult,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from aeromq.broker.store._retention import RetentionReport, run_retention
+from aeromq.broker.store._scheduler import Duty, Scheduler
+from aeromq.broker.store._topic_config import TopicConfigManager
 
 __all__ = ["MessageStore"]
 
-_log = logging.getLogger("broker.store")
+_log = logging.getLogger(__name__)
 
 _MAX_QUEUE_ID = (1 << 31) - 1
 _TOPIC_CACHE_LIMIT = 10_000

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from broker.store._consume_queue import ConsumeQueue
+from aeromq.broker.store._consume_queue import ConsumeQueue
 
 __all__ = ["TOPIC_PATTERN", "ConsumeQueueTable", "is_valid_topic"]
 

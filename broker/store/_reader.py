@@ -12,16 +12,16 @@ from collections.abc import Collection
 
 import numpy as np
 
-from broker._errors import CorruptRecordError
-from broker.store._commit_log import CommitLog
-from broker.store._index_service import IndexService
-from broker.store._message import StoredMessage
-from broker.store._queue_table import ConsumeQueueTable
-from broker.store._results import GetMessageResult, GetMessageStatus
+from aeromq.broker._errors import CorruptRecordError
+from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._index_service import IndexService
+from aeromq.broker.store._message import StoredMessage
+from aeromq.broker.store._queue_table import ConsumeQueueTable
+from aeromq.broker.store._results import GetMessageResult, GetMessageStatus
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_COUNT", "MessageReader"]
 
-_log = logging.getLogger("broker.store")
+_log = logging.getLogger(__name__)
 
 DEFAULT_MAX_COUNT = 32
 DEFAULT_MAX_BYTES = 256 * 1024

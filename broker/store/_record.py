@@ -70,7 +70,7 @@ import struct
 import zlib
 from typing import Any
 
-from broker.store._message import StoredMessage, decode_properties
+from aeromq.broker.store._message import StoredMessage, decode_properties
 
 __all__ = [
     "BLANK_MAGIC",

@@ -19,16 +19,16 @@ import logging
 import time
 from dataclasses import dataclass
 
-from broker.store._checkpoint import Checkpoint
-from broker.store._commit_log import CommitLog
-from broker.store._index_service import IndexService
-from broker.store._message import StoredMessage, index_keys, tag_hash
-from broker.store._queue_table import ConsumeQueueTable
-from broker.store._record import RecordCheck, check_record, decode_record
+from aeromq.broker.store._checkpoint import Checkpoint
+from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._index_service import IndexService
+from aeromq.broker.store._message import StoredMessage, index_keys, tag_hash
+from aeromq.broker.store._queue_table import ConsumeQueueTable
+from aeromq.broker.store._record import RecordCheck, check_record, decode_record
 
 __all__ = ["RecoveryReport", "recover"]
 
-_log = logging.getLogger("broker.store")
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

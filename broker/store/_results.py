@@ -6,8 +6,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from broker._errors import CorruptRecordError
-from broker.store._message import StoredMessage, create_message_id
+from aeromq.broker._errors import CorruptRecordError
+from aeromq.broker.store._message import StoredMessage, create_message_id
 
 __all__ = [
     "BoundaryType",

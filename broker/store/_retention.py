@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.store._commit_log import CommitLog
-from broker.store._index_service import IndexService
-from broker.store._mapped_file import MappedFile
-from broker.store._queue_table import ConsumeQueueTable
+from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._index_service import IndexService
+from aeromq.broker.store._mapped_file import MappedFile
+from aeromq.broker.store._queue_table import ConsumeQueueTable
 
 __all__ = ["RetentionReport", "run_retention"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 __all__ = ["Duty", "Scheduler"]
 
-_log = logging.getLogger("broker.store")
+_log = logging.getLogger(__name__)
 
 
 @dataclass

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from broker._errors import InvalidArgumentError, StoreError, TopicNotFoundError
-from broker.store._atomic_file import read_json, write_json_atomically
-from broker.store._queue_table import is_valid_topic
+from aeromq.broker._errors import InvalidArgumentError, StoreError, TopicNotFoundError
+from aeromq.broker.store._atomic_file import read_json, write_json_atomically
+from aeromq.broker.store._queue_table import is_valid_topic
 
 __all__ = [
     "PERM_INHERIT",

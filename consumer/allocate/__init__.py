@@ -12,14 +12,14 @@ Each consumer of a group calls ``allocate(consumer_group, current_cid, mq_all, c
 the same queues and ids and keeps what it gets (see ``_strategy`` for the argument checks).
 """
 
-from consumer.allocate._strategy import AllocateMessageQueueStrategy
-from consumer.allocate.averagely import AllocateMessageQueueAveragely
-from consumer.allocate.averagely_by_circle import AllocateMessageQueueAveragelyByCircle
-from consumer.allocate.by_config import AllocateMessageQueueByConfig
-from consumer.allocate.by_machine_room import AllocateMessageQueueByMachineRoom
-from consumer.allocate.consistent_hash import AllocateMessageQueueConsistentHash
-from consumer.allocate.machine_room import MachineRoomResolver, PrefixMachineRoomResolver
-from consumer.allocate.machine_room_nearby import AllocateMachineRoomNearby
+from aeromq.consumer.allocate._strategy import AllocateMessageQueueStrategy
+from aeromq.consumer.allocate.averagely import AllocateMessageQueueAveragely
+from aeromq.consumer.allocate.averagely_by_circle import AllocateMessageQueueAveragelyByCircle
+from aeromq.consumer.allocate.by_config import AllocateMessageQueueByConfig
+from aeromq.consumer.allocate.by_machine_room import AllocateMessageQueueByMachineRoom
+from aeromq.consumer.allocate.consistent_hash import AllocateMessageQueueConsistentHash
+from aeromq.consumer.allocate.machine_room import MachineRoomResolver, PrefixMachineRoomResolver
+from aeromq.consumer.allocate.machine_room_nearby import AllocateMachineRoomNearby
 
 __all__ = [
     "AllocateMachineRoomNearby",

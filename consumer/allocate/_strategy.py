@@ -21,12 +21,12 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Collection
 
-from client import IllegalArgumentError, MessageQueue
-from client.java_string import compare_key
+from aeromq.client import IllegalArgumentError, MessageQueue
+from aeromq.client.java_string import compare_key
 
 __all__ = ["AllocateMessageQueueStrategy", "CheckedAllocateStrategy"]
 
-_log = logging.getLogger("consumer.allocate")
+_log = logging.getLogger(__name__)
 
 
 class AllocateMessageQueueStrategy(ABC):

@@ -6,8 +6,8 @@ queues, the last consumers get nothing. RocketMQ's ``AllocateMessageQueueAverage
 
 from __future__ import annotations
 
-from client import MessageQueue
-from consumer.allocate._strategy import CheckedAllocateStrategy
+from aeromq.client import MessageQueue
+from aeromq.consumer.allocate._strategy import CheckedAllocateStrategy
 
 __all__ = ["AllocateMessageQueueAveragely"]
 

@@ -6,8 +6,8 @@ With 10 queues and 4 consumers: ``[0 4 8] [1 5 9] [2 6] [3 7]``. RocketMQ's
 
 from __future__ import annotations
 
-from client import MessageQueue
-from consumer.allocate._strategy import CheckedAllocateStrategy
+from aeromq.client import MessageQueue
+from aeromq.consumer.allocate._strategy import CheckedAllocateStrategy
 
 __all__ = ["AllocateMessageQueueAveragelyByCircle"]
 

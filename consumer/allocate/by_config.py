@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from client import MessageQueue
-from consumer.allocate._strategy import AllocateMessageQueueStrategy
+from aeromq.client import MessageQueue
+from aeromq.consumer.allocate._strategy import AllocateMessageQueueStrategy
 
 __all__ = ["AllocateMessageQueueByConfig"]
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from client import MessageQueue
-from consumer.allocate._strategy import CheckedAllocateStrategy
-from consumer.allocate.machine_room import java_split
+from aeromq.client import MessageQueue
+from aeromq.consumer.allocate._strategy import CheckedAllocateStrategy
+from aeromq.consumer.allocate.machine_room import java_split
 
 __all__ = ["AllocateMessageQueueByMachineRoom"]
 

@@ -16,8 +16,8 @@ import hashlib
 from bisect import bisect_left
 from collections.abc import Callable
 
-from client import IllegalArgumentError, MessageQueue
-from consumer.allocate._strategy import CheckedAllocateStrategy
+from aeromq.client import IllegalArgumentError, MessageQueue
+from aeromq.consumer.allocate._strategy import CheckedAllocateStrategy
 
 __all__ = ["DEFAULT_VIRTUAL_NODE_COUNT", "AllocateMessageQueueConsistentHash", "md5_hash"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from client import MessageQueue
+from aeromq.client import MessageQueue
 
 __all__ = ["MachineRoomResolver", "PrefixMachineRoomResolver", "java_split"]
 

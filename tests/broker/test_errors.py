@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-import broker
-import broker.store
-from broker import (
+from aeromq import broker
+from aeromq.broker import (
     BrokerError,
     ConfigError,
     CorruptRecordError,
@@ -15,7 +14,9 @@ from broker import (
     StoreIOError,
     StoreLockedError,
     TopicNotFoundError,
+    _errors,
     error_for_code,
+    store,
 )
 
 
@@ -28,8 +29,8 @@ def test_should_export_a_sorted_public_api() -> None:
     assert broker.__all__ == sorted(broker.__all__, key=_isort_key)
     for name in broker.__all__:
         assert hasattr(broker, name), name
-    assert broker.store.__all__ == sorted(broker.store.__all__, key=_isort_key)
-    assert set(broker.store.__all__) <= set(broker.__all__)
+    assert store.__all__ == sorted(store.__all__, key=_isort_key)
+    assert set(store.__all__) <= set(broker.__all__)
 
 
 @pytest.mark.parametrize(
@@ -51,7 +52,7 @@ def test_should_place_each_error_in_the_documented_tree(
 ) -> None:
     for base in bases:
         assert issubclass(error, base)
-    assert error.__name__ in (broker._errors.__doc__ or "")
+    assert error.__name__ in (_errors.__doc__ or "")
 
 
 def test_should_format_values_as_key_value_and_keep_them() -> None:

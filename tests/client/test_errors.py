@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-import client
-from client import (
+from aeromq import client
+from aeromq.client import (
     ERROR_FOR_CODE,
     BrokerBusyError,
     BrokerUnavailableError,

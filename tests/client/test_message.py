@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from client import (
+from aeromq.client import (
     IllegalArgumentError,
     Message,
     MessageExt,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client import (
+from aeromq.client import (
     IllegalArgumentError,
     OffsetMessageId,
     UniqueMessageId,
@@ -26,7 +26,7 @@ from client import (
     encode_offset_message_id,
     encode_unique_message_id,
 )
-from client.message_id import (
+from aeromq.client.message_id import (
     IPV6_EXTRA_LENGTH,
     OFFSET_COMMIT_LOG_OFFSET_OFFSET,
     OFFSET_MESSAGE_ID_LENGTH,
@@ -166,7 +166,7 @@ def test_should_make_distinct_ids_with_the_process_generator() -> None:
 
 _FORK_SCRIPT = """
 import os
-from client import create_unique_message_id, decode_unique_message_id
+from aeromq.client import create_unique_message_id, decode_unique_message_id
 create_unique_message_id()  # the parent's generator exists before the fork
 read_end, write_end = os.pipe()
 pid = os.fork()

@@ -11,13 +11,13 @@ from tests.client._helpers import isort_key
     "module_name",
     [
         "client",
-        "client._errors",
-        "client.java_string",
-        "client.message",
-        "client.message_id",
-        "client.response_code",
-        "client.tags",
-        "client.validators",
+        "aeromq.client._errors",
+        "aeromq.client.java_string",
+        "aeromq.client.message",
+        "aeromq.client.message_id",
+        "aeromq.client.response_code",
+        "aeromq.client.tags",
+        "aeromq.client.validators",
     ],
 )
 def test_should_export_a_sorted_all_of_names_that_exist(module_name: str) -> None:
@@ -30,7 +30,7 @@ def test_should_export_a_sorted_all_of_names_that_exist(module_name: str) -> Non
 
 
 def test_should_reexport_every_public_name_of_the_private_errors_module() -> None:
-    import client
-    import client._errors
+    from aeromq import client
+    from aeromq.client import _errors
 
-    assert set(client._errors.__all__) <= set(client.__all__)
+    assert set(_errors.__all__) <= set(client.__all__)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client import (
+from aeromq.client import (
     SUB_ALL,
     ExpressionType,
     InvalidExpressionError,

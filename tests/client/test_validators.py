@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from client import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
-from client.validators import (
+from aeromq.client import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
+from aeromq.client.validators import (
     DEFAULT_MAX_MESSAGE_SIZE,
     RESERVED_PROPERTY_NAMES,
     check_body,

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.grpc_client import GrpcClient
+from aeromq.client.grpc_client import GrpcClient
 
 
 @dataclass

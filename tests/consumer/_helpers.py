@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from client import MessageQueue
-from consumer import AllocateMessageQueueStrategy
+from aeromq.client import MessageQueue
+from aeromq.consumer import AllocateMessageQueueStrategy
 
 
 def queues(count: int, topic: str = "topic", broker: str = "brokerName") -> list[MessageQueue]:

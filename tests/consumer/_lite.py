@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from client import MessageExt, MessageQueue, SubscriptionData, build_subscription_data
-from consumer.assigned_queues import AssignedMessageQueue
-from consumer.config import LitePullConsumerConfig
-from consumer.consume_request_cache import ConsumeRequestCache
-from consumer.lite_pull_consumer import DefaultLitePullConsumer
-from consumer.pull_task import FlowControlCounters, PullTask, PullTaskContext, PullTaskTable
-from consumer.testing import InMemoryBroker, ManualScheduler
+from aeromq.client import MessageExt, MessageQueue, SubscriptionData, build_subscription_data
+from aeromq.consumer.assigned_queues import AssignedMessageQueue
+from aeromq.consumer.config import LitePullConsumerConfig
+from aeromq.consumer.consume_request_cache import ConsumeRequestCache
+from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
+from aeromq.consumer.pull_task import FlowControlCounters, PullTask, PullTaskContext, PullTaskTable
+from aeromq.consumer.testing import InMemoryBroker, ManualScheduler
 
 TOPIC = "TopicTest"
 GROUP = "group_test"

@@ -15,7 +15,7 @@ import threading
 import time
 from types import FrameType
 
-from client import Message, MessageQueue
+from aeromq.client import Message, MessageQueue
 
 
 def _line(fd: int, text: str) -> None:
@@ -23,8 +23,8 @@ def _line(fd: int, text: str) -> None:
 
 
 def run_consumer(endpoints: str, group: str, topic: str, instance: str, path: str) -> None:
-    from consumer.config import ConsumeFromWhere, LitePullConsumerConfig
-    from consumer.lite_pull_consumer import DefaultLitePullConsumer
+    from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
+    from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     stop = threading.Event()
@@ -68,7 +68,7 @@ def run_consumer(endpoints: str, group: str, topic: str, instance: str, path: st
 
 
 def run_producer(endpoints: str, topic: str, count: int, path: str) -> None:
-    from producer import Producer
+    from aeromq.producer import Producer
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     body = b"x" * 100

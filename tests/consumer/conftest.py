@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from consumer.testing import InMemoryBroker
+from aeromq.consumer.testing import InMemoryBroker
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from consumer import AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle
+from aeromq.consumer import AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle
 from tests.consumer._helpers import cids, queue_ids, queues
 
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from client import MessageQueue
-from consumer import AllocateMessageQueueByConfig
+from aeromq.client import MessageQueue
+from aeromq.consumer import AllocateMessageQueueByConfig
 from tests.consumer._helpers import cids, queues
 
 

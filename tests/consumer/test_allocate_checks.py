@@ -4,8 +4,8 @@ import logging
 
 import pytest
 
-from client import IllegalArgumentError
-from consumer import (
+from aeromq.client import IllegalArgumentError
+from aeromq.consumer import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -41,7 +41,7 @@ def test_should_reject_empty_arguments_as_rocketmq(strategy: AllocateMessageQueu
 def test_should_log_and_allocate_nothing_to_a_consumer_not_in_the_group(
     strategy: AllocateMessageQueueStrategy, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="consumer.allocate"):
+    with caplog.at_level(logging.INFO, logger="aeromq.consumer.allocate"):
         assert strategy.allocate("group", "CID_PREFIX", queues(10), cids(4)) == []
     assert "current_cid=CID_PREFIX not in cid_all" in caplog.text
 

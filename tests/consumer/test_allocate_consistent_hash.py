@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from client import IllegalArgumentError, MessageQueue
-from consumer import AllocateMessageQueueConsistentHash
-from consumer.allocate.consistent_hash import md5_hash
+from aeromq.client import IllegalArgumentError, MessageQueue
+from aeromq.consumer import AllocateMessageQueueConsistentHash
+from aeromq.consumer.allocate.consistent_hash import md5_hash
 from tests.consumer._helpers import cids, owner_of, owners, queues
 
 

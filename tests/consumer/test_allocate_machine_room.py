@@ -4,14 +4,14 @@ import random
 
 import pytest
 
-from client import IllegalArgumentError, MessageQueue
-from consumer import (
+from aeromq.client import IllegalArgumentError, MessageQueue
+from aeromq.consumer import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueByMachineRoom,
     PrefixMachineRoomResolver,
 )
-from consumer.allocate.machine_room import java_split
+from aeromq.consumer.allocate.machine_room import java_split
 from tests.consumer._helpers import cids, owners, queue_ids, queues
 
 

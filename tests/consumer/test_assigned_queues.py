@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from client import MessageQueue
-from consumer.assigned_queues import AssignedMessageQueue
+from aeromq.client import MessageQueue
+from aeromq.consumer.assigned_queues import AssignedMessageQueue
 
 Q0 = MessageQueue("T", "b", 0)
 Q1 = MessageQueue("T", "b", 1)

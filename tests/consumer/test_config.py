@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from client import IllegalArgumentError, IllegalStateError
-from consumer.config import (
+from aeromq.client import IllegalArgumentError, IllegalStateError
+from aeromq.consumer.config import (
     ConsumeFromWhere,
     LitePullConsumerConfig,
     MessageModel,

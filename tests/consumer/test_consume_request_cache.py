@@ -3,9 +3,9 @@ from __future__ import annotations
 import threading
 import time
 
-from client import MessageExt, MessageQueue
-from consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
-from consumer.process_queue import ProcessQueue
+from aeromq.client import MessageExt, MessageQueue
+from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from aeromq.consumer.process_queue import ProcessQueue
 
 Q0 = MessageQueue("T", "b", 0)
 Q1 = MessageQueue("T", "b", 1)

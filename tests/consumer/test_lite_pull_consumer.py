@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from client import (
+from aeromq.client import (
     BrokerUnavailableError,
     IllegalArgumentError,
     IllegalStateError,
     MessageQueue,
     OffsetIllegalError,
 )
-from consumer.config import ConsumeFromWhere, MessageModel, SubscriptionType
-from consumer.lite_pull_consumer import DefaultLitePullConsumer, ServiceState
-from consumer.testing import InMemoryBroker
+from aeromq.consumer.config import ConsumeFromWhere, MessageModel, SubscriptionType
+from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer, ServiceState
+from aeromq.consumer.testing import InMemoryBroker
 from tests.consumer._lite import GROUP, TOPIC, config, poll_until, running, wait_for
 
 FAST: dict[str, Any] = {

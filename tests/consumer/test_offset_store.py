@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from client import BrokerUnavailableError, IllegalStateError, MessageQueue
-from consumer.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
-from consumer.testing import InMemoryBroker
+from aeromq.client import BrokerUnavailableError, IllegalStateError, MessageQueue
+from aeromq.consumer.offset_store import (
+    LocalFileOffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from aeromq.consumer.testing import InMemoryBroker
 
 GROUP = "g"
 Q0 = MessageQueue("T", "broker-a", 0)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from client import MessageExt
-from consumer.process_queue import ProcessQueue
+from aeromq.client import MessageExt
+from aeromq.consumer.process_queue import ProcessQueue
 
 
 def message(offset: int, body: bytes = b"abc") -> MessageExt:

@@ -6,16 +6,16 @@ import threading
 
 import pytest
 
-from client import (
+from aeromq.client import (
     BrokerBusyError,
     BrokerUnavailableError,
     MessageExt,
     MessageQueue,
     build_subscription_data,
 )
-from consumer.consume_request_cache import ConsumeRequest
-from consumer.process_queue import ProcessQueue
-from consumer.testing import InMemoryBroker
+from aeromq.consumer.consume_request_cache import ConsumeRequest
+from aeromq.consumer.process_queue import ProcessQueue
+from aeromq.consumer.testing import InMemoryBroker
 from tests.consumer._lite import TOPIC, Harness
 
 

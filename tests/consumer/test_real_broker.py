@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from client import IllegalStateError, Message, MessageQueue, OffsetIllegalError
-from consumer._cli import main as consume_main
-from consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
-from consumer.lite_pull_consumer import DefaultLitePullConsumer
-from producer import Producer
+from aeromq.client import IllegalStateError, Message, MessageQueue, OffsetIllegalError
+from aeromq.consumer._cli import main as consume_main
+from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
+from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
+from aeromq.producer import Producer
 from tests.consumer._broker_process import BrokerProcess, start_broker
 from tests.consumer._lite import poll_until, running, wait_for
 

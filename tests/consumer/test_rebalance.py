@@ -5,13 +5,13 @@ from typing import Any
 
 import pytest
 
-from client import BrokerUnavailableError, MessageQueue, build_subscription_data
-from consumer._broker_api import ConsumerHeartbeat
-from consumer.allocate import AllocateMessageQueueAveragely
-from consumer.config import ConsumeFromWhere, MessageModel
-from consumer.offset_store import RemoteBrokerOffsetStore
-from consumer.rebalance import RebalanceService
-from consumer.testing import InMemoryBroker
+from aeromq.client import BrokerUnavailableError, MessageQueue, build_subscription_data
+from aeromq.consumer._broker_api import ConsumerHeartbeat
+from aeromq.consumer.allocate import AllocateMessageQueueAveragely
+from aeromq.consumer.config import ConsumeFromWhere, MessageModel
+from aeromq.consumer.offset_store import RemoteBrokerOffsetStore
+from aeromq.consumer.rebalance import RebalanceService
+from aeromq.consumer.testing import InMemoryBroker
 from tests.consumer._lite import GROUP, TOPIC, Harness, wait_for
 
 ME = "10.0.0.1@me"

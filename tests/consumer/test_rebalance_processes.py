@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from client.route import RouteResolver
+from aeromq.client.route import RouteResolver
 from tests.consumer._broker_process import ServerProcess, start_broker, start_namesrv
 from tests.consumer._rebalance_workers import run_consumer, run_producer
 

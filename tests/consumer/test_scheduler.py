@@ -3,7 +3,7 @@ from __future__ import annotations
 import threading
 import time
 
-from consumer.scheduler import TaskScheduler
+from aeromq.consumer.scheduler import TaskScheduler
 
 
 def test_should_run_actions_in_due_order() -> None:

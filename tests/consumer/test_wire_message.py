@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from client import MessageExt, MessageQueue, build_subscription_data
-from consumer._broker_api import ConsumerHeartbeat
-from consumer._grpc_broker_api import heartbeat_request
-from consumer._wire_message import WireMessageExt, parse_host
-from consumer.config import ConsumeFromWhere, MessageModel
-from proto import admin_pb2, consumer_group_pb2, messages_pb2
+from aeromq.client import MessageExt, MessageQueue, build_subscription_data
+from aeromq.consumer._broker_api import ConsumerHeartbeat
+from aeromq.consumer._grpc_broker_api import heartbeat_request
+from aeromq.consumer._wire_message import WireMessageExt, parse_host
+from aeromq.consumer.config import ConsumeFromWhere, MessageModel
+from aeromq.proto import admin_pb2, consumer_group_pb2, messages_pb2
 
 
 def wire(**changes: object) -> messages_pb2.MessageExt:

@@ -25,13 +25,13 @@ from typing import Any
 
 import pytest
 
-from transport._errors import ConfigurationError
-from transport.client import ConcurrentPublication, ExclusivePublication, Subscription
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.buffer_claim import BufferClaim
-from transport.logbuffer.fragment_assembler import FragmentAssembler
-from transport.logbuffer.header import Header
-from transport.testing.py312 import (
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.client import ConcurrentPublication, ExclusivePublication, Subscription
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.buffer_claim import BufferClaim
+from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
+from aeromq.transport.logbuffer.header import Header
+from aeromq.transport.testing.py312 import (
     REQUIRE_INTEROP_ENV,
     ensure_pyaeron_venv,
     find_python312,

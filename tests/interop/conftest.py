@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 from ._harness import Peer, Peers, pyaeron_python_or_skip
 

@@ -15,11 +15,11 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from transport.cnc import CncFile
-from transport.concurrent.counters_descriptor import RECORD_ALLOCATED
-from transport.concurrent.counters_reader import CountersReader
-from transport.concurrent.ring_buffer import ManyToOneRingBuffer
-from transport.driver import MediaDriver, ThreadingMode
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.concurrent.counters_descriptor import RECORD_ALLOCATED
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.driver import MediaDriver, ThreadingMode
 
 from ._harness import Peer, Peers, free_udp_port, wait_until
 from .conftest import our_driver_context

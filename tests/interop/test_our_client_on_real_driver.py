@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from transport.client import Aeron, AeronContext
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.driver import MediaDriver
-from transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
-from transport.logbuffer.header import Header
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.driver import MediaDriver
+from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
+from aeromq.transport.logbuffer.header import Header
 
 from ._harness import OurReceiver, Peer, Peers, publish_plan, wait_until
 from .conftest import MS

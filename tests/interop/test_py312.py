@@ -1,4 +1,4 @@
-"""Finding CPython 3.12 and keeping the pyaeron environment (``transport.testing.py312``), and
+"""Finding CPython 3.12 and keeping the pyaeron environment (``aeromq.transport.testing.py312``), and
 the harness's skip-or-fail rule. Only the last tests need a CPython 3.12 on the machine."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from transport.testing import py312
-from transport.testing.py312 import (
+from aeromq.transport.testing import py312
+from aeromq.transport.testing.py312 import (
     INTERPRETER_ENV,
     REQUIRE_INTEROP_ENV,
     VENV_ENV,

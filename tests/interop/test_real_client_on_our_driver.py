@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from transport.client import Aeron, AeronContext
-from transport.driver import MediaDriver
-from transport.testing.driver_client import DriverClient
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.driver import MediaDriver
+from aeromq.transport.testing.driver_client import DriverClient
 
 from ._harness import OurReceiver, Peers, publish_plan, wait_until
 from .conftest import MS, MTU

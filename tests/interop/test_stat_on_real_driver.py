@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from transport.testing.driver_client import DriverClient
+from aeromq.transport.testing.driver_client import DriverClient
 
 from ._harness import Peer, Peers
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from transport.client import Aeron, AeronContext, Image
-from transport.cnc import CncFile
-from transport.concurrent.counters_reader import CountersReader
-from transport.driver import MediaDriver, SystemCounter
-from transport.testing.loss_generator import LossGenerator
+from aeromq.transport.client import Aeron, AeronContext, Image
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.driver import MediaDriver, SystemCounter
+from aeromq.transport.testing.loss_generator import LossGenerator
 
 from ._harness import OurReceiver, Peer, Peers, free_udp_port, publish_plan, wait_until
 from .conftest import MS, our_driver_context

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from broker.broker import Broker
-from broker.config import BrokerConfig
-from client.grpc_client import GrpcClient
-from client.session import ClientSession, SessionConfig
-from producer import Producer, ProducerConfig
-from proto import messages_pb2
-from transport.client import Aeron, AeronContext
-from transport.driver import MediaDriverContext
+from aeromq.broker.broker import Broker
+from aeromq.broker.config import BrokerConfig
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.producer import Producer, ProducerConfig
+from aeromq.proto import messages_pb2
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.driver import MediaDriverContext
 
 MIB = 1 << 20
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.broker import Broker
-from producer._cli import main
+from aeromq.broker.broker import Broker
+from aeromq.producer._cli import main
 
 from .conftest import Puller
 

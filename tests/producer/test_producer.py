@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from broker.broker import Broker
-from client import (
+from aeromq.broker.broker import Broker
+from aeromq.client import (
     IllegalArgumentError,
     IllegalStateError,
     Message,
@@ -21,9 +21,9 @@ from client import (
     TopicNotFoundError,
     decode_offset_message_id,
 )
-from client.grpc_client import GrpcClient
-from client.java_string import hash_code
-from producer import (
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.client.java_string import hash_code
+from aeromq.producer import (
     KeyHashSelector,
     Producer,
     ProducerConfig,

@@ -6,9 +6,9 @@ import importlib
 
 import pytest
 
-from client import IllegalArgumentError, Message, MessageQueue
-from client.java_string import hash_code
-from producer import (
+from aeromq.client import IllegalArgumentError, Message, MessageQueue
+from aeromq.client.java_string import hash_code
+from aeromq.producer import (
     KeyHashSelector,
     ProducerConfig,
     RandomSelector,
@@ -17,8 +17,8 @@ from producer import (
     SendStatus,
     StaticRoute,
 )
-from producer._selector import select_avoiding
-from proto import common_pb2
+from aeromq.producer._selector import select_avoiding
+from aeromq.proto import common_pb2
 from tests.client._helpers import isort_key
 
 QUEUES = [MessageQueue("t", broker, q) for broker in ("a", "b") for q in range(3)]

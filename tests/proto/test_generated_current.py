@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proto import generate
+from aeromq.proto import generate
 
 
 def test_should_have_generated_code_for_every_proto_file() -> None:
@@ -20,10 +20,10 @@ def test_should_match_freshly_generated_code(tmp_path: Path) -> None:
     fresh = {p.name: p.read_bytes() for p in generate.generate(tmp_path)}
     committed = {p.name: p.read_bytes() for p in generate.generated_files(generate.REPO_ROOT)}
     assert sorted(fresh) == sorted(committed), (
-        "generated file set changed: python -m proto.generate"
+        "generated file set changed: python -m aeromq.proto.generate"
     )
     stale = [name for name in sorted(fresh) if fresh[name] != committed[name]]
-    assert not stale, f"stale generated code, run python -m proto.generate: files={stale}"
+    assert not stale, f"stale generated code, run python -m aeromq.proto.generate: files={stale}"
 
 
 def test_should_carry_the_generator_banner_in_generated_modules() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from client import ExpressionType, ResponseCode
-from proto import (
+from aeromq.client import ExpressionType, ResponseCode
+from aeromq.proto import (
     admin_pb2,
     common_pb2,
     consumer_group_pb2,

@@ -16,8 +16,8 @@ import struct
 import zlib
 from typing import Final
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import Header
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import Header
 
 __all__ = ["PREFIX", "MessageWriter", "SenderDispatch", "StreamChecker", "message_lengths"]
 

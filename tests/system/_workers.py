@@ -16,6 +16,9 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from typing import Any
 
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.logbuffer import BufferClaim, FragmentAssembler
+from aeromq.transport.logbuffer.handlers import FragmentHandler
 from tests.system._messages import (
     PREFIX,
     MessageWriter,
@@ -23,9 +26,6 @@ from tests.system._messages import (
     StreamChecker,
     message_lengths,
 )
-from transport.client import Aeron, AeronContext
-from transport.logbuffer import BufferClaim, FragmentAssembler
-from transport.logbuffer.handlers import FragmentHandler
 
 __all__ = [
     "claim_and_die",

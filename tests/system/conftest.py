@@ -1,6 +1,6 @@
 """Fixtures of the system tests: a driver process, spawned workers, and bounded waits.
 
-Every test runs the media driver as its own process (``python -m transport.driver``, see
+Every test runs the media driver as its own process (``python -m aeromq.transport.driver``, see
 :mod:`tests.system._driver`) and its publishers and subscribers as spawned processes (or in the
 test's own process, which is then just another client). Workers report on one queue;
 :meth:`Workers.expect` takes the next report of a kind, failing the test after a timeout or
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from aeromq.transport.client import Aeron
+from aeromq.transport.concurrent.counters_reader import CountersReader
 from tests.system._driver import DriverProcess, start_driver
 from tests.system._workers import connect
-from transport.client import Aeron
-from transport.concurrent.counters_reader import CountersReader
 
 _SPAWN = multiprocessing.get_context("spawn")
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher import BrokerProcess, start_broker_process
-from client import Message, ResponseCode, TopicNotFoundError
-from client.grpc_client import GrpcClient
-from client.session import SESSION_CLOSED_CODE, ClientSession, SessionConfig
-from producer import Producer
-from proto import messages_pb2
+from aeromq.broker.launcher import BrokerProcess, start_broker_process
+from aeromq.client import Message, ResponseCode, TopicNotFoundError
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.client.session import SESSION_CLOSED_CODE, ClientSession, SessionConfig
+from aeromq.producer import Producer
+from aeromq.proto import messages_pb2
+from aeromq.transport.client import Aeron, AeronContext
 from tests.broker.data._raw import RawClient
 from tests.system.conftest import wait_for
-from transport.client import Aeron, AeronContext
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher import BrokerProcess, start_broker_process
-from client.session import ClientSession, SessionConfig
+from aeromq.broker.launcher import BrokerProcess, start_broker_process
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.transport.client import Aeron, AeronContext
 from tests.broker.data._system import body_of, pull_all, sender_worker
 from tests.system.conftest import Workers
-from transport.client import Aeron, AeronContext
 
 FLUSH_INTERVAL_MS = 500
 ACKS_BEFORE_KILL = 400

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher import start_broker_process
-from client import Message, MessageQueue
-from client.grpc_client import GrpcClient
-from producer import Producer, ProducerConfig
-from proto import messages_pb2
+from aeromq.broker.launcher import start_broker_process
+from aeromq.client import Message, MessageQueue
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.producer import Producer, ProducerConfig
+from aeromq.proto import messages_pb2
 from tests.broker.data._system import long_poll_worker
 from tests.system.conftest import Workers
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher import start_broker_process
-from broker.namesrv import NameServer, NameServerConfig
-from client.grpc_client import GrpcClient
-from client.session import ClientSession, SessionConfig
+from aeromq.broker.launcher import start_broker_process
+from aeromq.broker.namesrv import NameServer, NameServerConfig
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.transport.client import Aeron, AeronContext
 from tests.broker.data._system import parse_body, produce_worker, pull_all
 from tests.system.conftest import Workers, wait_for
-from transport.client import Aeron, AeronContext
 
 COUNT = 2_000
 

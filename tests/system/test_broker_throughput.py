@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.launcher import start_broker_process
-from client.grpc_client import GrpcClient
+from aeromq.broker.launcher import start_broker_process
+from aeromq.client.grpc_client import GrpcClient
 from tests.broker.data._system import produce_worker, pull_worker
 from tests.system.conftest import Workers
 

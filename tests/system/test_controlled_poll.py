@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from aeromq.transport import Action
+from aeromq.transport.client import Aeron, Image, Subscription
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.stream_counters import SUBSCRIBER_POSITION_TYPE_ID
+from aeromq.transport.logbuffer import ControlledFragmentAssembler, FragmentAssembler, Header
 from tests.system import _workers
 from tests.system._driver import DriverProcess
 from tests.system._messages import PREFIX, MessageWriter
 from tests.system.conftest import Workers, counter_value, wait_for
-from transport import Action
-from transport.client import Aeron, Image, Subscription
-from transport.concurrent import AtomicBuffer
-from transport.driver.stream_counters import SUBSCRIBER_POSITION_TYPE_ID
-from transport.logbuffer import ControlledFragmentAssembler, FragmentAssembler, Header
 
 FRAME = 160  # 100 bytes of payload + 32 of header, aligned to 32
 BIG = 3000  # three fragments at the default MTU: 1376 + 1376 + 248 bytes of payload

@@ -11,14 +11,14 @@ import os
 import signal
 import time
 
+from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, Aeron
+from aeromq.transport.client.publication import Publication
+from aeromq.transport.driver import SystemCounter
+from aeromq.transport.driver.stream_counters import SUBSCRIBER_POSITION_TYPE_ID
 from tests.system import _workers
 from tests.system._driver import CLIENT_LIVENESS_TIMEOUT_MS, TERM_LENGTH, DriverProcess
 from tests.system._messages import MessageWriter, message_lengths
 from tests.system.conftest import Workers, counter_value, wait_for
-from transport.client import ADMIN_ACTION, BACK_PRESSURED, Aeron
-from transport.client.publication import Publication
-from transport.driver import SystemCounter
-from transport.driver.stream_counters import SUBSCRIBER_POSITION_TYPE_ID
 
 WINDOW = TERM_LENGTH // 2
 TRIP_GAIN = WINDOW // 8

@@ -10,22 +10,22 @@ import os
 import signal
 import time
 
-from tests.system import _workers
-from tests.system._driver import CLIENT_LIVENESS_TIMEOUT_MS, UNBLOCK_TIMEOUT_MS, DriverProcess
-from tests.system._messages import PREFIX, MessageWriter
-from tests.system.conftest import Workers, counter_value, wait_for
-from transport.client import CLOSED, Aeron, Image
-from transport.command import ON_CLIENT_TIMEOUT
-from transport.concurrent import AtomicBuffer
-from transport.driver import SystemCounter
-from transport.driver.stream_counters import (
+from aeromq.transport.client import CLOSED, Aeron, Image
+from aeromq.transport.command import ON_CLIENT_TIMEOUT
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver import SystemCounter
+from aeromq.transport.driver.stream_counters import (
     CLIENT_HEARTBEAT_TYPE_ID,
     PUBLISHER_LIMIT_TYPE_ID,
     PUBLISHER_POSITION_TYPE_ID,
     SUBSCRIBER_POSITION_TYPE_ID,
 )
-from transport.logbuffer import Header
-from transport.testing.driver_client import DriverClient
+from aeromq.transport.logbuffer import Header
+from aeromq.transport.testing.driver_client import DriverClient
+from tests.system import _workers
+from tests.system._driver import CLIENT_LIVENESS_TIMEOUT_MS, UNBLOCK_TIMEOUT_MS, DriverProcess
+from tests.system._messages import PREFIX, MessageWriter
+from tests.system.conftest import Workers, counter_value, wait_for
 
 LENGTH = 100
 FRAME = 160

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transport._errors import ChannelUriError, ConfigurationError, UnknownHostError
-from transport.channel_uri import (
+from aeromq.transport._errors import ChannelUriError, ConfigurationError, UnknownHostError
+from aeromq.transport.channel_uri import (
     ChannelUri,
     InterfaceAddress,
     SocketAddress,

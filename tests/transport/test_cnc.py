@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from transport import cnc
-from transport._errors import CncFileError, ConfigurationError
-from transport.cnc import CncFile
-from transport.concurrent import AtomicBuffer, broadcast_descriptor, ring_buffer_descriptor
+from aeromq.transport import cnc
+from aeromq.transport._errors import CncFileError, ConfigurationError
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.concurrent import AtomicBuffer, broadcast_descriptor, ring_buffer_descriptor
 
 SMALL = {
     "to_driver_buffer_length": 64 * 1024 + ring_buffer_descriptor.TRAILER_LENGTH,

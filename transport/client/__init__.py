@@ -7,15 +7,15 @@ without the driver on the path: :meth:`ConcurrentPublication.offer` appends, and
 ``BACK_PRESSURED``, ``ADMIN_ACTION``, ``CLOSED``, ``MAX_POSITION_EXCEEDED``).
 """
 
-from transport.client.aeron import Aeron
-from transport.client.client_conductor import ClientConductor
-from transport.client.concurrent_publication import ConcurrentPublication
-from transport.client.context import AeronContext, ClientErrorHandler, ImageHandler
-from transport.client.counter import Counter
-from transport.client.exclusive_publication import ExclusivePublication
-from transport.client.heartbeat_timestamp import HEARTBEAT_TYPE_ID
-from transport.client.image import BlockHandler, Image
-from transport.client.publication import (
+from aeromq.transport.client.aeron import Aeron
+from aeromq.transport.client.client_conductor import ClientConductor
+from aeromq.transport.client.concurrent_publication import ConcurrentPublication
+from aeromq.transport.client.context import AeronContext, ClientErrorHandler, ImageHandler
+from aeromq.transport.client.counter import Counter
+from aeromq.transport.client.exclusive_publication import ExclusivePublication
+from aeromq.transport.client.heartbeat_timestamp import HEARTBEAT_TYPE_ID
+from aeromq.transport.client.image import BlockHandler, Image
+from aeromq.transport.client.publication import (
     ADMIN_ACTION,
     BACK_PRESSURED,
     CLOSED,
@@ -23,7 +23,7 @@ from transport.client.publication import (
     NOT_CONNECTED,
     Publication,
 )
-from transport.client.subscription import Subscription
+from aeromq.transport.client.subscription import Subscription
 
 __all__ = [
     "ADMIN_ACTION",

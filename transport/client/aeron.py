@@ -27,23 +27,23 @@ import time
 from pathlib import Path
 from typing import Final
 
-from transport._errors import (
+from aeromq.transport._errors import (
     AgentTerminationError,
     CncFileError,
     DriverTimeoutError,
     IllegalStateError,
 )
-from transport.client.client_conductor import ClientConductor
-from transport.client.concurrent_publication import ConcurrentPublication
-from transport.client.context import AeronContext, ImageHandler
-from transport.client.counter import Counter
-from transport.client.exclusive_publication import ExclusivePublication
-from transport.client.subscription import Subscription
-from transport.cnc import CNC_FILE, CncFile
-from transport.concurrent.agent import AgentInvoker, AgentRunner, ErrorHandler
-from transport.concurrent.counters_reader import CountersReader
-from transport.concurrent.idle_strategy import SleepingIdleStrategy
-from transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.client.client_conductor import ClientConductor
+from aeromq.transport.client.concurrent_publication import ConcurrentPublication
+from aeromq.transport.client.context import AeronContext, ImageHandler
+from aeromq.transport.client.counter import Counter
+from aeromq.transport.client.exclusive_publication import ExclusivePublication
+from aeromq.transport.client.subscription import Subscription
+from aeromq.transport.cnc import CNC_FILE, CncFile
+from aeromq.transport.concurrent.agent import AgentInvoker, AgentRunner, ErrorHandler
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.idle_strategy import SleepingIdleStrategy
+from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["Aeron"]
 

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from transport._errors import IllegalStateError
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport._errors import IllegalStateError
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,
     HDR_LENGTH,
     RESERVED_VALUE_FIELD_OFFSET,
@@ -40,13 +40,13 @@ from transport.logbuffer.frame_descriptor import (
     TERM_OFFSET_FIELD_OFFSET,
     VERSION_FIELD_OFFSET,
 )
-from transport.logbuffer.handlers import ReservedValueSupplier
-from transport.logbuffer.log_buffer_descriptor import LOG_DEFAULT_FRAME_HEADER_OFFSET
+from aeromq.transport.logbuffer.handlers import ReservedValueSupplier
+from aeromq.transport.logbuffer.log_buffer_descriptor import LOG_DEFAULT_FRAME_HEADER_OFFSET
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-    from transport.client.publication import Publication
+    from aeromq.transport.client.publication import Publication
 
 __all__ = ["MAX_BATCH_LENGTH", "UNIFORM_BATCH_MIN", "BatchWriter"]
 

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from transport._errors import (
+from aeromq.transport._errors import (
     AgentTerminationError,
     ClientTimeoutError,
     ConfigurationError,
@@ -46,28 +46,33 @@ from transport._errors import (
     RegistrationError,
     TransportError,
 )
-from transport.client.client_liveness import ClientLiveness
-from transport.client.concurrent_publication import ConcurrentPublication
-from transport.client.context import AeronContext, ImageHandler
-from transport.client.counter import Counter
-from transport.client.driver_events_adapter import NO_CORRELATION_ID, DriverEventsAdapter
-from transport.client.driver_proxy import DriverProxy
-from transport.client.exclusive_publication import ExclusivePublication
-from transport.client.image import Image
-from transport.client.log_buffers_registry import LogBuffersRegistry
-from transport.client.publication import Publication
-from transport.client.subscription import Subscription
-from transport.cnc import CncFile
-from transport.command import ADD_EXCLUSIVE_PUBLICATION, ADD_PUBLICATION, ErrorCode, type_name
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.counters_descriptor import (
+from aeromq.transport.client.client_liveness import ClientLiveness
+from aeromq.transport.client.concurrent_publication import ConcurrentPublication
+from aeromq.transport.client.context import AeronContext, ImageHandler
+from aeromq.transport.client.counter import Counter
+from aeromq.transport.client.driver_events_adapter import NO_CORRELATION_ID, DriverEventsAdapter
+from aeromq.transport.client.driver_proxy import DriverProxy
+from aeromq.transport.client.exclusive_publication import ExclusivePublication
+from aeromq.transport.client.image import Image
+from aeromq.transport.client.log_buffers_registry import LogBuffersRegistry
+from aeromq.transport.client.publication import Publication
+from aeromq.transport.client.subscription import Subscription
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.command import (
+    ADD_EXCLUSIVE_PUBLICATION,
+    ADD_PUBLICATION,
+    ErrorCode,
+    type_name,
+)
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.counters_descriptor import (
     MAX_KEY_LENGTH,
     MAX_LABEL_LENGTH,
 )
-from transport.concurrent.counters_reader import CountersReader
-from transport.concurrent.idle_strategy import BackoffIdleStrategy
-from transport.concurrent.position import Position
-from transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.concurrent.position import Position
+from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["ClientConductor"]
 

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from transport._errors import ClientTimeoutError, DriverTimeoutError
-from transport.client.driver_proxy import DriverProxy
-from transport.client.heartbeat_timestamp import (
+from aeromq.transport._errors import ClientTimeoutError, DriverTimeoutError
+from aeromq.transport.client.driver_proxy import DriverProxy
+from aeromq.transport.client.heartbeat_timestamp import (
     HEARTBEAT_TYPE_ID,
     find_counter_id_by_registration_id,
     is_active,
 )
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.clock import EpochClock
-from transport.concurrent.counters_descriptor import NULL_COUNTER_ID
-from transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.clock import EpochClock
+from aeromq.transport.concurrent.counters_descriptor import NULL_COUNTER_ID
+from aeromq.transport.concurrent.counters_reader import CountersReader
 
 __all__ = ["ClientLiveness"]
 

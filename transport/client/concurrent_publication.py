@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from threading import get_ident
 from typing import TYPE_CHECKING, Final
 
-from transport.client.batch_writer import BatchWriter
-from transport.client.publication import (
+from aeromq.transport.client.batch_writer import BatchWriter
+from aeromq.transport.client.publication import (
     ADMIN_ACTION,
     CLOSED,
     MAX_POSITION_EXCEEDED,
@@ -24,23 +24,23 @@ from transport.client.publication import (
     region_error,
     to_vectors,
 )
-from transport.logbuffer.buffer_claim import BufferClaim
-from transport.logbuffer.buffer_vector import validate_and_compute_length
-from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
-from transport.logbuffer.handlers import ReservedValueSupplier
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.logbuffer.buffer_claim import BufferClaim
+from aeromq.transport.logbuffer.buffer_vector import validate_and_compute_length
+from aeromq.transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
+from aeromq.transport.logbuffer.handlers import ReservedValueSupplier
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,
     LOG_META_DATA_LENGTH,
     PARTITION_COUNT,
     rotate_log,
 )
-from transport.logbuffer.term_appender import TermAppender
+from aeromq.transport.logbuffer.term_appender import TermAppender
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-    from transport.client.client_conductor import ClientConductor
-    from transport.logbuffer.log_buffers import LogBuffers
+    from aeromq.transport.client.client_conductor import ClientConductor
+    from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
 __all__ = ["ConcurrentPublication"]
 

@@ -31,12 +31,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
-from transport._errors import ConfigurationError
-from transport.concurrent.clock import EpochClock, NanoClock, SystemEpochClock, SystemNanoClock
-from transport.concurrent.idle_strategy import IdleStrategy
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent.clock import (
+    EpochClock,
+    NanoClock,
+    SystemEpochClock,
+    SystemNanoClock,
+)
+from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 
 if TYPE_CHECKING:
-    from transport.client.image import Image
+    from aeromq.transport.client.image import Image
 
 __all__ = [
     "AERON_DIR_ENV",
@@ -57,7 +62,7 @@ ImageHandler: TypeAlias = "Callable[[Image], object]"
 """Called on the conductor's thread when an image becomes available or unavailable."""
 
 _MS = 1_000_000
-_LOGGER = logging.getLogger("transport.client")
+_LOGGER = logging.getLogger(__name__)
 
 
 def default_aeron_dir() -> str:

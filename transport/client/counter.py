@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 
 if TYPE_CHECKING:
-    from transport.client.client_conductor import ClientConductor
+    from aeromq.transport.client.client_conductor import ClientConductor
 
 __all__ = ["Counter"]
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Final, Protocol
 
-from transport._errors import IllegalStateError
-from transport.command import (
+from aeromq.transport._errors import IllegalStateError
+from aeromq.transport.command import (
     ON_AVAILABLE_IMAGE,
     ON_CLIENT_TIMEOUT,
     ON_COUNTER_READY,
@@ -45,9 +45,9 @@ from transport.command import (
     decode_publication_buffers_ready,
     decode_subscription_ready,
 )
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.broadcast_receiver import BroadcastReceiver
-from transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
+from aeromq.transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
 
 __all__ = ["NO_CORRELATION_ID", "DriverEventsAdapter", "DriverEventsListener"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Final
 
-from transport._errors import DriverTimeoutError
-from transport.command import (
+from aeromq.transport._errors import DriverTimeoutError
+from aeromq.transport.command import (
     ADD_COUNTER,
     ADD_EXCLUSIVE_PUBLICATION,
     ADD_PUBLICATION,
@@ -34,8 +34,8 @@ from transport.command import (
     encode_subscription_message,
     type_name,
 )
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["RING_BUFFER_FULL_RETRIES", "DriverProxy"]
 

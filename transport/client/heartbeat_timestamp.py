@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from transport.concurrent.counters_descriptor import (
+from aeromq.transport.concurrent.counters_descriptor import (
     KEY_OFFSET,
     METADATA_LENGTH,
     NULL_COUNTER_ID,
@@ -20,7 +20,7 @@ from transport.concurrent.counters_descriptor import (
     RECORD_UNUSED,
     TYPE_ID_OFFSET,
 )
-from transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.counters_reader import CountersReader
 
 __all__ = ["HEARTBEAT_TYPE_ID", "find_counter_id_by_registration_id", "is_active"]
 

@@ -27,28 +27,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from transport._errors import ConfigurationError, IllegalStateError
-from transport.concurrent.action import Action
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.position import Position
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport._errors import ConfigurationError, IllegalStateError
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.position import Position
+from aeromq.transport.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,
     HDR_LENGTH,
     TERM_ID_FIELD_OFFSET,
 )
-from transport.logbuffer.handlers import ControlledFragmentHandler, ErrorHandler, FragmentHandler
-from transport.logbuffer.header import Header
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.logbuffer.handlers import (
+    ControlledFragmentHandler,
+    ErrorHandler,
+    FragmentHandler,
+)
+from aeromq.transport.logbuffer.header import Header
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     PARTITION_COUNT,
     active_transport_count,
     end_of_stream_position,
     position_bits_to_shift,
 )
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.logbuffer.term_scanner import scan_for_block
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.term_scanner import scan_for_block
 
 if TYPE_CHECKING:
-    from transport.client.subscription import Subscription
+    from aeromq.transport.client.subscription import Subscription
 
 __all__ = ["BlockHandler", "Image"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
 __all__ = ["LogBuffersRegistry"]
 

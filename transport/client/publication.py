@@ -25,13 +25,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final, TypeAlias
 
-from transport._errors import ConfigurationError, MessageTooLongError
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.position import ReadablePosition
-from transport.logbuffer.buffer_vector import DirectBufferVector
-from transport.logbuffer.frame_descriptor import HDR_LENGTH, compute_max_message_length
-from transport.logbuffer.header import HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport._errors import ConfigurationError, MessageTooLongError
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.position import ReadablePosition
+from aeromq.transport.logbuffer.buffer_vector import DirectBufferVector
+from aeromq.transport.logbuffer.frame_descriptor import HDR_LENGTH, compute_max_message_length
+from aeromq.transport.logbuffer.header import HeaderWriter
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,
     PARTITION_COUNT,
     compute_position,
@@ -40,12 +40,12 @@ from transport.logbuffer.log_buffer_descriptor import (
     position_bits_to_shift,
     raw_tail_volatile,
 )
-from transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-    from transport.client.client_conductor import ClientConductor
+    from aeromq.transport.client.client_conductor import ClientConductor
 
 __all__ = [
     "ADMIN_ACTION",

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from transport.client.image import BlockHandler, Image
-from transport.logbuffer.handlers import ControlledFragmentHandler, FragmentHandler
+from aeromq.transport.client.image import BlockHandler, Image
+from aeromq.transport.logbuffer.handlers import ControlledFragmentHandler, FragmentHandler
 
 if TYPE_CHECKING:
-    from transport.client.client_conductor import ClientConductor
-    from transport.client.context import ImageHandler
+    from aeromq.transport.client.client_conductor import ClientConductor
+    from aeromq.transport.client.context import ImageHandler
 
 __all__ = ["Subscription"]
 

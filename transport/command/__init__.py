@@ -10,14 +10,14 @@ None of them does I/O.
 
 from __future__ import annotations
 
-from transport.command.client_timeout import (
+from aeromq.transport.command.client_timeout import (
     CLIENT_TIMEOUT_CLIENT_ID_OFFSET,
     CLIENT_TIMEOUT_LENGTH,
     ClientTimeout,
     decode_client_timeout,
     encode_client_timeout,
 )
-from transport.command.control_protocol import (
+from aeromq.transport.command.control_protocol import (
     ADD_COUNTER,
     ADD_DESTINATION,
     ADD_EXCLUSIVE_PUBLICATION,
@@ -47,7 +47,7 @@ from transport.command.control_protocol import (
     ErrorCode,
     type_name,
 )
-from transport.command.correlated_message import (
+from aeromq.transport.command.correlated_message import (
     CLIENT_ID_OFFSET,
     CORRELATED_MESSAGE_LENGTH,
     CORRELATION_ID_OFFSET,
@@ -55,7 +55,7 @@ from transport.command.correlated_message import (
     decode_correlated_message,
     encode_correlated_message,
 )
-from transport.command.counter_message import (
+from aeromq.transport.command.counter_message import (
     COUNTER_KEY_LENGTH_OFFSET,
     COUNTER_MESSAGE_LENGTH,
     COUNTER_TYPE_ID_OFFSET,
@@ -64,7 +64,7 @@ from transport.command.counter_message import (
     decode_counter_message,
     encode_counter_message,
 )
-from transport.command.counter_update import (
+from aeromq.transport.command.counter_update import (
     COUNTER_UPDATE_CORRELATION_ID_OFFSET,
     COUNTER_UPDATE_COUNTER_ID_OFFSET,
     COUNTER_UPDATE_LENGTH,
@@ -72,7 +72,7 @@ from transport.command.counter_update import (
     decode_counter_update,
     encode_counter_update,
 )
-from transport.command.error_response import (
+from aeromq.transport.command.error_response import (
     ERROR_CODE_OFFSET,
     ERROR_MESSAGE_LENGTH_OFFSET,
     ERROR_RESPONSE_LENGTH,
@@ -81,7 +81,7 @@ from transport.command.error_response import (
     decode_error_response,
     encode_error_response,
 )
-from transport.command.image_buffers_ready import (
+from aeromq.transport.command.image_buffers_ready import (
     IMAGE_READY_CORRELATION_ID_OFFSET,
     IMAGE_READY_LENGTH,
     IMAGE_READY_LOG_FILE_LENGTH_OFFSET,
@@ -94,7 +94,7 @@ from transport.command.image_buffers_ready import (
     encode_image_buffers_ready,
     image_ready_source_identity_length_offset,
 )
-from transport.command.image_message import (
+from aeromq.transport.command.image_message import (
     IMAGE_MESSAGE_CHANNEL_LENGTH_OFFSET,
     IMAGE_MESSAGE_CORRELATION_ID_OFFSET,
     IMAGE_MESSAGE_LENGTH,
@@ -104,14 +104,14 @@ from transport.command.image_message import (
     decode_image_message,
     encode_image_message,
 )
-from transport.command.operation_succeeded import (
+from aeromq.transport.command.operation_succeeded import (
     OPERATION_SUCCEEDED_CORRELATION_ID_OFFSET,
     OPERATION_SUCCEEDED_LENGTH,
     OperationSucceeded,
     decode_operation_succeeded,
     encode_operation_succeeded,
 )
-from transport.command.publication_buffers_ready import (
+from aeromq.transport.command.publication_buffers_ready import (
     PUBLICATION_READY_CHANNEL_STATUS_INDICATOR_ID_OFFSET,
     PUBLICATION_READY_CORRELATION_ID_OFFSET,
     PUBLICATION_READY_LENGTH,
@@ -124,7 +124,7 @@ from transport.command.publication_buffers_ready import (
     decode_publication_buffers_ready,
     encode_publication_buffers_ready,
 )
-from transport.command.publication_message import (
+from aeromq.transport.command.publication_message import (
     PUBLICATION_CHANNEL_LENGTH_OFFSET,
     PUBLICATION_MESSAGE_LENGTH,
     PUBLICATION_STREAM_ID_OFFSET,
@@ -132,7 +132,7 @@ from transport.command.publication_message import (
     decode_publication_message,
     encode_publication_message,
 )
-from transport.command.remove_message import (
+from aeromq.transport.command.remove_message import (
     REMOVE_FLAGS_OFFSET,
     REMOVE_MESSAGE_LENGTH,
     REMOVE_PUBLICATION_FLAG_REVOKE,
@@ -145,7 +145,7 @@ from transport.command.remove_message import (
     encode_remove_message,
     encode_remove_publication_message,
 )
-from transport.command.subscription_message import (
+from aeromq.transport.command.subscription_message import (
     SUBSCRIPTION_CHANNEL_LENGTH_OFFSET,
     SUBSCRIPTION_MESSAGE_LENGTH,
     SUBSCRIPTION_REGISTRATION_CORRELATION_ID_OFFSET,
@@ -154,7 +154,7 @@ from transport.command.subscription_message import (
     decode_subscription_message,
     encode_subscription_message,
 )
-from transport.command.subscription_ready import (
+from aeromq.transport.command.subscription_ready import (
     SUBSCRIPTION_READY_CHANNEL_STATUS_INDICATOR_ID_OFFSET,
     SUBSCRIPTION_READY_CORRELATION_ID_OFFSET,
     SUBSCRIPTION_READY_LENGTH,
@@ -162,7 +162,7 @@ from transport.command.subscription_ready import (
     decode_subscription_ready,
     encode_subscription_ready,
 )
-from transport.command.terminate_driver_message import (
+from aeromq.transport.command.terminate_driver_message import (
     TERMINATE_DRIVER_MESSAGE_LENGTH,
     TERMINATE_DRIVER_TOKEN_LENGTH_OFFSET,
     TerminateDriverMessage,

@@ -12,8 +12,12 @@ ASCII; we encode UTF-8, which is the same bytes for ASCII text.
 
 from __future__ import annotations
 
-from transport._errors import ConfigurationError, IndexOutOfBoundsError, MalformedCommandError
-from transport.concurrent import AtomicBuffer
+from aeromq.transport._errors import (
+    ConfigurationError,
+    IndexOutOfBoundsError,
+    MalformedCommandError,
+)
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "LENGTH_PREFIX",

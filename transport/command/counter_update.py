@@ -20,8 +20,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transport.command._codec import check_capacity, check_region, require
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.command._codec import check_capacity, check_region, require
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "COUNTER_UPDATE_CORRELATION_ID_OFFSET",

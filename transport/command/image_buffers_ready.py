@@ -40,7 +40,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transport.command._codec import (
+from aeromq.transport.command._codec import (
     LENGTH_PREFIX,
     align4,
     check_capacity,
@@ -51,7 +51,7 @@ from transport.command._codec import (
     require,
     write_block,
 )
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "IMAGE_READY_CORRELATION_ID_OFFSET",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transport.command._codec import (
+from aeromq.transport.command._codec import (
     check_capacity,
     check_region,
     decode_text,
@@ -36,7 +36,7 @@ from transport.command._codec import (
     require,
     write_block,
 )
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "IMAGE_MESSAGE_CHANNEL_LENGTH_OFFSET",

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transport.command._codec import check_capacity, check_region, require
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.command._codec import check_capacity, check_region, require
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "OPERATION_SUCCEEDED_CORRELATION_ID_OFFSET",

@@ -34,7 +34,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transport.command._codec import (
+from aeromq.transport.command._codec import (
     check_capacity,
     check_region,
     decode_text,
@@ -43,7 +43,7 @@ from transport.command._codec import (
     require,
     write_block,
 )
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "PUBLICATION_READY_CHANNEL_STATUS_INDICATOR_ID_OFFSET",

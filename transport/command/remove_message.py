@@ -32,9 +32,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transport.command._codec import check_capacity, check_region, require
-from transport.command.correlated_message import CLIENT_ID_OFFSET, CORRELATION_ID_OFFSET
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.command._codec import check_capacity, check_region, require
+from aeromq.transport.command.correlated_message import CLIENT_ID_OFFSET, CORRELATION_ID_OFFSET
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "REMOVE_FLAGS_OFFSET",

@@ -31,7 +31,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transport.command._codec import (
+from aeromq.transport.command._codec import (
     check_capacity,
     check_region,
     decode_text,
@@ -40,8 +40,8 @@ from transport.command._codec import (
     require,
     write_block,
 )
-from transport.command.correlated_message import CLIENT_ID_OFFSET, CORRELATION_ID_OFFSET
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.command.correlated_message import CLIENT_ID_OFFSET, CORRELATION_ID_OFFSET
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "SUBSCRIPTION_CHANNEL_LENGTH_OFFSET",

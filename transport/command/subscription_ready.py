@@ -19,8 +19,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transport.command._codec import check_capacity, check_region, require
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.command._codec import check_capacity, check_region, require
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "SUBSCRIPTION_READY_CHANNEL_STATUS_INDICATOR_ID_OFFSET",

@@ -25,15 +25,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transport.command._codec import (
+from aeromq.transport.command._codec import (
     check_capacity,
     check_region,
     read_block,
     require,
     write_block,
 )
-from transport.command.correlated_message import CLIENT_ID_OFFSET, CORRELATION_ID_OFFSET
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.command.correlated_message import CLIENT_ID_OFFSET, CORRELATION_ID_OFFSET
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "TERMINATE_DRIVER_MESSAGE_LENGTH",

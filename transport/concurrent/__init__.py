@@ -1,8 +1,8 @@
 """Agrona's layer: shared-memory buffers, ring buffers, broadcast, counters, agents, clocks."""
 
-from transport.concurrent import error_log_reader
-from transport.concurrent.action import Action
-from transport.concurrent.agent import (
+from aeromq.transport.concurrent import error_log_reader
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.concurrent.agent import (
     Agent,
     AgentInvoker,
     AgentRunner,
@@ -10,11 +10,11 @@ from transport.concurrent.agent import (
     CompositeAgent,
     ErrorHandler,
 )
-from transport.concurrent.atomic_buffer import AtomicBuffer, MappedFile
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.broadcast_receiver import BroadcastReceiver
-from transport.concurrent.broadcast_transmitter import BroadcastTransmitter
-from transport.concurrent.clock import (
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer, MappedFile
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
+from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
+from aeromq.transport.concurrent.clock import (
     CachedEpochClock,
     CachedNanoClock,
     EpochClock,
@@ -23,11 +23,11 @@ from transport.concurrent.clock import (
     SystemEpochClock,
     SystemNanoClock,
 )
-from transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
-from transport.concurrent.counters_manager import CountersManager
-from transport.concurrent.counters_reader import CountersReader
-from transport.concurrent.distinct_error_log import DistinctErrorLog, LoggingErrorHandler
-from transport.concurrent.idle_strategy import (
+from aeromq.transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog, LoggingErrorHandler
+from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
     BusySpinIdleStrategy,
     IdleStrategy,
@@ -36,8 +36,8 @@ from transport.concurrent.idle_strategy import (
     YieldingIdleStrategy,
     idle_strategy_from_name,
 )
-from transport.concurrent.position import Position, ReadablePosition
-from transport.concurrent.ring_buffer import (
+from aeromq.transport.concurrent.position import Position, ReadablePosition
+from aeromq.transport.concurrent.ring_buffer import (
     INSUFFICIENT_CAPACITY,
     ManyToOneRingBuffer,
     OneToOneRingBuffer,

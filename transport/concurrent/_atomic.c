@@ -1,5 +1,5 @@
 /*
- * transport.concurrent._atomic: the only native code in aeromq.
+ * aeromq.transport.concurrent._atomic: the only native code in aeromq.
  *
  * Why it exists
  * -------------
@@ -16,7 +16,7 @@
  * One type, ``AtomicBufferBase``: a bounds-checked view over a writable buffer (normally an
  * ``mmap`` of a file in /dev/shm). Plain little-endian get/put of 8 to 64-bit integers and bytes,
  * plus the GCC/Clang ``__atomic`` builtins for the ordered and atomic operations. Every index is
- * checked: a bad index raises ``transport.IndexOutOfBoundsError`` (an ``IndexError``) with the
+ * checked: a bad index raises ``aeromq.transport.IndexOutOfBoundsError`` (an ``IndexError``) with the
  * index, length and capacity; an atomic access on a misaligned address raises the same error type
  * with the alignment in the message. Nothing here can crash the interpreter on bad input.
  *
@@ -494,7 +494,7 @@ static PyBufferProcs ab_as_buffer = {
 
 static PyTypeObject AtomicBufferType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "transport.concurrent._atomic.AtomicBufferBase",
+    .tp_name = "aeromq.transport.concurrent._atomic.AtomicBufferBase",
     .tp_basicsize = sizeof(AtomicBufferObject),
     .tp_dealloc = (destructor)ab_dealloc,
     .tp_as_buffer = &ab_as_buffer,
@@ -508,7 +508,7 @@ static PyTypeObject AtomicBufferType = {
 
 static struct PyModuleDef atomic_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "transport.concurrent._atomic",
+    .m_name = "aeromq.transport.concurrent._atomic",
     .m_doc = "Atomic operations on shared memory for aeromq's transport (see the source header).",
     .m_size = -1,
 };
@@ -517,7 +517,7 @@ PyMODINIT_FUNC
 PyInit__atomic(void)
 {
     PyObject *module, *errors;
-    errors = PyImport_ImportModule("transport._errors");
+    errors = PyImport_ImportModule("aeromq.transport._errors");
     if (errors == NULL) {
         return NULL;
     }

@@ -22,9 +22,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from transport._errors import AgentTerminationError, ConfigurationError, IllegalStateError
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.idle_strategy import IdleStrategy
+from aeromq.transport._errors import AgentTerminationError, ConfigurationError, IllegalStateError
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 
 __all__ = [
     "Agent",

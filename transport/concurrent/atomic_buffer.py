@@ -2,7 +2,7 @@
 
 The accessors (plain get/put, ``*_volatile`` acquire loads, ``*_ordered`` release stores,
 ``compare_and_set_*``, ``get_and_add_*``) are implemented in the native helper
-``transport.concurrent._atomic`` (see its source for why): this module adds the constructors
+``aeromq.transport.concurrent._atomic`` (see its source for why): this module adds the constructors
 that map files and the conveniences that are not on the hot path.
 
 All integers are little-endian. Indices are bounds-checked; a bad one raises
@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Self
 
-from transport._errors import ConfigurationError
-from transport.concurrent._atomic import AtomicBufferBase
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent._atomic import AtomicBufferBase
 
 __all__ = ["AtomicBuffer", "MappedFile"]
 

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.counters_descriptor import checked_counter_offset
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.counters_descriptor import checked_counter_offset
 
 if TYPE_CHECKING:
-    from transport.concurrent.counters_manager import CountersManager
+    from aeromq.transport.concurrent.counters_manager import CountersManager
 
 __all__ = ["AtomicCounter"]
 

@@ -45,7 +45,7 @@ there; the record then starts at index 0::
 
 from __future__ import annotations
 
-from transport._errors import ConfigurationError
+from aeromq.transport._errors import ConfigurationError
 
 __all__ = [
     "HEADER_LENGTH",

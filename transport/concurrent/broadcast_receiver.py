@@ -10,9 +10,9 @@ Layout in :mod:`transport.concurrent.broadcast_descriptor`.
 
 from __future__ import annotations
 
-from transport._errors import ConfigurationError
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.broadcast_descriptor import (
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.broadcast_descriptor import (
     HEADER_LENGTH,
     LATEST_COUNTER_OFFSET,
     PADDING_MSG_TYPE_ID,

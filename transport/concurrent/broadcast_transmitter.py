@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from transport._errors import ConfigurationError, IndexOutOfBoundsError, MessageTooLongError
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.broadcast_descriptor import (
+from aeromq.transport._errors import ConfigurationError, IndexOutOfBoundsError, MessageTooLongError
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.broadcast_descriptor import (
     HEADER_LENGTH,
     LATEST_COUNTER_OFFSET,
     PADDING_MSG_TYPE_ID,
@@ -20,7 +20,7 @@ from transport.concurrent.broadcast_descriptor import (
     check_capacity,
     max_msg_length,
 )
-from transport.concurrent.ring_buffer_descriptor import check_type_id
+from aeromq.transport.concurrent.ring_buffer_descriptor import check_type_id
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transport._errors import ConfigurationError, IllegalStateError
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.broadcast_receiver import BroadcastReceiver
+from aeromq.transport._errors import ConfigurationError, IllegalStateError
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
 
 __all__ = ["SCRATCH_BUFFER_LENGTH", "CopyBroadcastReceiver"]
 

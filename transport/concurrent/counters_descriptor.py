@@ -56,7 +56,7 @@ ALLOCATED (acquire) sees the whole record. An allocated record's deadline is
 
 from __future__ import annotations
 
-from transport._errors import IndexOutOfBoundsError
+from aeromq.transport._errors import IndexOutOfBoundsError
 
 __all__ = [
     "COUNTER_LENGTH",

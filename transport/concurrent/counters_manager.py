@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transport._errors import ConfigurationError, IllegalStateError
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.clock import EpochClock, SystemEpochClock
-from transport.concurrent.counters_descriptor import (
+from aeromq.transport._errors import ConfigurationError, IllegalStateError
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.clock import EpochClock, SystemEpochClock
+from aeromq.transport.concurrent.counters_descriptor import (
     COUNTER_LENGTH,
     DEFAULT_OWNER_ID,
     DEFAULT_REFERENCE_ID,
@@ -41,7 +41,7 @@ from transport.concurrent.counters_descriptor import (
     REGISTRATION_ID_OFFSET,
     TYPE_ID_OFFSET,
 )
-from transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.counters_reader import CountersReader
 
 __all__ = ["CounterKey", "CountersManager", "KeyWriter"]
 

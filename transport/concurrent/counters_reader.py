@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transport._errors import ConfigurationError, IndexOutOfBoundsError
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.counters_descriptor import (
+from aeromq.transport._errors import ConfigurationError, IndexOutOfBoundsError
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.counters_descriptor import (
     COUNTER_LENGTH,
     FREE_FOR_REUSE_DEADLINE_OFFSET,
     KEY_OFFSET,

@@ -41,9 +41,9 @@ import time
 import traceback
 from collections.abc import Callable
 
-from transport._errors import ConfigurationError
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.clock import EpochClock
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.clock import EpochClock
 
 __all__ = [
     "ENCODED_ERROR_OFFSET",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.distinct_error_log import (
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.distinct_error_log import (
     ENCODED_ERROR_OFFSET,
     FIRST_OBSERVATION_TIMESTAMP_OFFSET,
     LAST_OBSERVATION_TIMESTAMP_OFFSET,

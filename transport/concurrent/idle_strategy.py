@@ -22,7 +22,7 @@ import os
 import time
 from typing import Protocol
 
-from transport._errors import ConfigurationError
+from aeromq.transport._errors import ConfigurationError
 
 __all__ = [
     "BackoffIdleStrategy",

@@ -31,15 +31,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from transport._errors import (
+from aeromq.transport._errors import (
     ConfigurationError,
     IllegalStateError,
     IndexOutOfBoundsError,
     MessageTooLongError,
 )
-from transport.concurrent.action import Action
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.ring_buffer_descriptor import (
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.ring_buffer_descriptor import (
     CONSUMER_HEARTBEAT_OFFSET,
     CORRELATION_COUNTER_OFFSET,
     HEAD_CACHE_POSITION_OFFSET,

@@ -63,7 +63,7 @@ Read as one little-endian i64 (:func:`make_header`), the header is
 
 from __future__ import annotations
 
-from transport._errors import ConfigurationError, InvalidMessageTypeError
+from aeromq.transport._errors import ConfigurationError, InvalidMessageTypeError
 
 __all__ = [
     "ALIGNMENT",

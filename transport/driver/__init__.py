@@ -5,8 +5,8 @@ transport.driver``; or embedded in any process) over a :class:`MediaDriverContex
 to it through ``cnc.dat`` in its directory with Aeron's command protocol, byte for byte.
 """
 
-from transport.driver.conductor import DriverConductor
-from transport.driver.context import (
+from aeromq.transport.driver.conductor import DriverConductor
+from aeromq.transport.driver.context import (
     MediaDriverContext,
     TerminationValidator,
     ThreadingMode,
@@ -14,16 +14,16 @@ from transport.driver.context import (
     default_aeron_dir,
     deny_termination,
 )
-from transport.driver.ipc_publication import IpcPublication, PublicationState
-from transport.driver.media_driver import MediaDriver
-from transport.driver.network_publication import NetworkPublication
-from transport.driver.publication_image import PublicationImage
-from transport.driver.receiver import Receiver
-from transport.driver.sender import Sender
-from transport.driver.system_counters import SystemCounter
-from transport.driver.udp_channel import UdpChannel
-from transport.driver.udp_settings import UdpSettings
-from transport.driver.udp_streams import UdpStreams
+from aeromq.transport.driver.ipc_publication import IpcPublication, PublicationState
+from aeromq.transport.driver.media_driver import MediaDriver
+from aeromq.transport.driver.network_publication import NetworkPublication
+from aeromq.transport.driver.publication_image import PublicationImage
+from aeromq.transport.driver.receiver import Receiver
+from aeromq.transport.driver.sender import Sender
+from aeromq.transport.driver.system_counters import SystemCounter
+from aeromq.transport.driver.udp_channel import UdpChannel
+from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp_streams import UdpStreams
 
 __all__ = [
     "DriverConductor",

@@ -1,7 +1,7 @@
-"""``python -m transport.driver``: the standalone media driver (as ``aeromq driver``)."""
+"""``python -m aeromq.transport.driver``: the standalone media driver (as ``aeromq driver``)."""
 
 import sys
 
-from transport.driver._main import main
+from aeromq.transport.driver._main import main
 
 sys.exit(main())

@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
-from transport._errors import ActiveDriverError, ConfigurationError
-from transport.driver._values import parse_duration_ns, parse_size
-from transport.driver.context import MediaDriverContext, ThreadingMode, allow_termination
-from transport.driver.media_driver import MediaDriver
+from aeromq.transport._errors import ActiveDriverError, ConfigurationError
+from aeromq.transport.driver._values import parse_duration_ns, parse_size
+from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode, allow_termination
+from aeromq.transport.driver.media_driver import MediaDriver
 
 __all__ = ["main"]
 

@@ -15,7 +15,7 @@ rule it broke.
 
 from __future__ import annotations
 
-from transport._errors import ConfigurationError
+from aeromq.transport._errors import ConfigurationError
 
 __all__ = ["format_duration_ns", "parse_bool", "parse_duration_ns", "parse_int32", "parse_size"]
 

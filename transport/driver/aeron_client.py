@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 
 __all__ = ["AeronClient", "CounterLink", "ManagedPublication", "PublicationLink"]
 

@@ -16,13 +16,13 @@ import os
 import shutil
 import time
 
-from transport._errors import ActiveDriverError, CncFileError
-from transport.cnc import CNC_FILE, CncFile
-from transport.concurrent.error_log_reader import read as read_error_log
+from aeromq.transport._errors import ActiveDriverError, CncFileError
+from aeromq.transport.cnc import CNC_FILE, CncFile
+from aeromq.transport.concurrent.error_log_reader import read as read_error_log
 
 __all__ = ["driver_heartbeat_age_ms", "prepare_aeron_dir"]
 
-_LOG = logging.getLogger("transport.driver")
+_LOG = logging.getLogger(__name__)
 
 
 def driver_heartbeat_age_ms(aeron_dir: str, now_ms: int) -> int | None:

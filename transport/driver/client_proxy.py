@@ -9,7 +9,7 @@ or client id. The text of an ON_ERROR is cut to fit; any other message too long 
 
 from __future__ import annotations
 
-from transport.command import (
+from aeromq.transport.command import (
     ERROR_RESPONSE_LENGTH,
     ON_AVAILABLE_IMAGE,
     ON_CLIENT_TIMEOUT,
@@ -30,8 +30,8 @@ from transport.command import (
     encode_publication_buffers_ready,
     encode_subscription_ready,
 )
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.broadcast_transmitter import BroadcastTransmitter
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
 
 __all__ = ["CHANNEL_STATUS_INDICATOR_NOT_ALLOCATED", "IPC_SOURCE_IDENTITY", "ClientProxy"]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from transport._errors import MalformedCommandError, RegistrationError
-from transport.command import (
+from aeromq.transport._errors import MalformedCommandError, RegistrationError
+from aeromq.transport.command import (
     ADD_COUNTER,
     ADD_DESTINATION,
     ADD_EXCLUSIVE_PUBLICATION,
@@ -58,11 +58,11 @@ from transport.command import (
     decode_terminate_driver_message,
     type_name,
 )
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.ring_buffer import ManyToOneRingBuffer
-from transport.driver.client_proxy import ClientProxy
-from transport.driver.command_error import command_error
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.driver.client_proxy import ClientProxy
+from aeromq.transport.driver.command_error import command_error
 
 __all__ = ["COMMAND_DRAIN_LIMIT", "ClientCommandAdapter", "CommandHandler"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from transport._errors import RegistrationError
-from transport.command import ErrorCode
+from aeromq.transport._errors import RegistrationError
+from aeromq.transport.command import ErrorCode
 
 __all__ = ["command_error"]
 

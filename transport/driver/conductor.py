@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from transport._errors import AgentTerminationError, ConfigurationError, IllegalStateError
-from transport.cnc import CncFile
-from transport.command import (
+from aeromq.transport._errors import AgentTerminationError, ConfigurationError, IllegalStateError
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.command import (
     REMOVE_PUBLICATION_FLAG_REVOKE,
     CorrelatedMessage,
     CounterMessage,
@@ -41,22 +41,22 @@ from transport.command import (
     SubscriptionMessage,
     TerminateDriverMessage,
 )
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.broadcast_transmitter import BroadcastTransmitter
-from transport.concurrent.counters_manager import CountersManager
-from transport.concurrent.distinct_error_log import DistinctErrorLog
-from transport.concurrent.ring_buffer import ManyToOneRingBuffer
-from transport.driver.aeron_client import AeronClient, CounterLink
-from transport.driver.client_proxy import ClientProxy
-from transport.driver.command_adapter import ClientCommandAdapter
-from transport.driver.command_error import command_error
-from transport.driver.context import MediaDriverContext
-from transport.driver.ipc_streams import IpcStreams
-from transport.driver.session_ids import SessionIdAllocator
-from transport.driver.stream_counters import allocate_client_heartbeat
-from transport.driver.system_counters import NULL_VALUE, SystemCounter, SystemCounters
-from transport.driver.udp_streams import UdpStreams
-from transport.driver.uri_params import (
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog
+from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.driver.aeron_client import AeronClient, CounterLink
+from aeromq.transport.driver.client_proxy import ClientProxy
+from aeromq.transport.driver.command_adapter import ClientCommandAdapter
+from aeromq.transport.driver.command_error import command_error
+from aeromq.transport.driver.context import MediaDriverContext
+from aeromq.transport.driver.ipc_streams import IpcStreams
+from aeromq.transport.driver.session_ids import SessionIdAllocator
+from aeromq.transport.driver.stream_counters import allocate_client_heartbeat
+from aeromq.transport.driver.system_counters import NULL_VALUE, SystemCounter, SystemCounters
+from aeromq.transport.driver.udp_streams import UdpStreams
+from aeromq.transport.driver.uri_params import (
     IPC_MEDIA,
     UDP_MEDIA,
     PublicationParams,

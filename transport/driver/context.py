@@ -30,14 +30,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from transport._errors import ConfigurationError
-from transport.concurrent.clock import EpochClock, NanoClock, SystemEpochClock, SystemNanoClock
-from transport.concurrent.counters_descriptor import COUNTER_LENGTH
-from transport.concurrent.idle_strategy import IdleStrategy, idle_strategy_from_name
-from transport.driver._values import parse_bool, parse_duration_ns, parse_int32, parse_size
-from transport.driver.udp_settings import UdpSettings
-from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
-from transport.logbuffer.log_buffer_descriptor import check_page_size, check_term_length
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent.clock import (
+    EpochClock,
+    NanoClock,
+    SystemEpochClock,
+    SystemNanoClock,
+)
+from aeromq.transport.concurrent.counters_descriptor import COUNTER_LENGTH
+from aeromq.transport.concurrent.idle_strategy import IdleStrategy, idle_strategy_from_name
+from aeromq.transport.driver._values import parse_bool, parse_duration_ns, parse_int32, parse_size
+from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
+from aeromq.transport.logbuffer.log_buffer_descriptor import check_page_size, check_term_length
 
 __all__ = [
     "ENV_VARS",

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from transport._errors import ConfigurationError
-from transport.driver._values import parse_duration_ns
-from transport.driver.udp_channel import UdpChannel
-from transport.driver.udp_settings import UdpSettings
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.driver._values import parse_duration_ns
+from aeromq.transport.driver.udp_channel import UdpChannel
+from aeromq.transport.driver.udp_settings import UdpSettings
 
 __all__ = [
     "FlowControl",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import errno
 import os
 
-from transport._errors import ConfigurationError, LogBufferFileError
-from transport.command import ErrorCode
-from transport.driver.command_error import command_error
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport._errors import ConfigurationError, LogBufferFileError
+from aeromq.transport.command import ErrorCode
+from aeromq.transport.driver.command_error import command_error
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_TYPE_CONCURRENT,
     LOG_TYPE_EXCLUSIVE,
     fill_default_header,
@@ -23,7 +23,7 @@ from transport.logbuffer.log_buffer_descriptor import (
     set_end_of_stream_position,
     set_is_connected,
 )
-from transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
 __all__ = ["check_storage", "create_log", "initialise_log_metadata", "producer_window_length"]
 

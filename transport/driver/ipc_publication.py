@@ -30,11 +30,11 @@ import os
 from enum import IntEnum
 from typing import Protocol
 
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.counters_manager import CountersManager
-from transport.concurrent.position import Position
-from transport.driver.log_unblocker import unblock_log
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.position import Position
+from aeromq.transport.driver.log_unblocker import unblock_log
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,
     PARTITION_COUNT,
     TERM_TAIL_COUNTERS_OFFSET,
@@ -43,7 +43,7 @@ from transport.logbuffer.log_buffer_descriptor import (
     set_is_connected,
     set_is_publication_revoked,
 )
-from transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
 __all__ = [
     "ImageListener",

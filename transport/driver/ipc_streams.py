@@ -26,35 +26,39 @@ import os
 import secrets
 from collections.abc import Callable
 
-from transport._errors import IllegalStateError
-from transport.command import ErrorCode
-from transport.concurrent.counters_manager import CountersManager
-from transport.concurrent.position import Position
-from transport.driver.aeron_client import AeronClient, PublicationLink
-from transport.driver.client_proxy import IPC_SOURCE_IDENTITY, ClientProxy
-from transport.driver.command_error import command_error
-from transport.driver.context import MediaDriverContext
-from transport.driver.ipc_log import (
+from aeromq.transport._errors import IllegalStateError
+from aeromq.transport.command import ErrorCode
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.position import Position
+from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
+from aeromq.transport.driver.client_proxy import IPC_SOURCE_IDENTITY, ClientProxy
+from aeromq.transport.driver.command_error import command_error
+from aeromq.transport.driver.context import MediaDriverContext
+from aeromq.transport.driver.ipc_log import (
     check_storage,
     create_log,
     initialise_log_metadata,
     producer_window_length,
 )
-from transport.driver.ipc_publication import IpcPublication, PublicationState, SubscriberPosition
-from transport.driver.session_ids import SessionIdAllocator, wrap_int32
-from transport.driver.stream_counters import (
+from aeromq.transport.driver.ipc_publication import (
+    IpcPublication,
+    PublicationState,
+    SubscriberPosition,
+)
+from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
+from aeromq.transport.driver.stream_counters import (
     allocate_publisher_limit,
     allocate_publisher_position,
     allocate_subscriber_position,
 )
-from transport.driver.subscription_link import SubscriptionLink
-from transport.driver.system_counters import SystemCounter, SystemCounters
-from transport.driver.uri_params import (
+from aeromq.transport.driver.subscription_link import SubscriptionLink
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.uri_params import (
     PublicationParams,
     SubscriptionParams,
     confirm_publication_match,
 )
-from transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
+from aeromq.transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
 
 __all__ = ["IPC_CHANNEL", "IpcStreams"]
 

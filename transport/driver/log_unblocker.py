@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     active_term_count,
     index_by_term_count,
     raw_tail_volatile,
@@ -25,7 +25,7 @@ from transport.logbuffer.log_buffer_descriptor import (
     term_id,
     term_offset,
 )
-from transport.logbuffer.term_unblocker import UnblockStatus, unblock
+from aeromq.transport.logbuffer.term_unblocker import UnblockStatus, unblock
 
 __all__ = ["unblock_log"]
 

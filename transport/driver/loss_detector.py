@@ -24,8 +24,8 @@ import random
 from collections.abc import Callable
 from typing import Protocol
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.term_gap_scanner import scan_for_gap
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.term_gap_scanner import scan_for_gap
 
 __all__ = [
     "FeedbackDelayGenerator",

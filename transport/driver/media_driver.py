@@ -30,17 +30,17 @@ import tempfile
 import threading
 from types import TracebackType
 
-from transport._errors import IllegalStateError
-from transport.cnc import CNC_FILE, CncFile
-from transport.concurrent.agent import Agent, AgentInvoker, AgentRunner, CompositeAgent
-from transport.concurrent.idle_strategy import IdleStrategy
-from transport.driver.aeron_dir import prepare_aeron_dir
-from transport.driver.conductor import DriverConductor
-from transport.driver.context import MediaDriverContext, ThreadingMode
+from aeromq.transport._errors import IllegalStateError
+from aeromq.transport.cnc import CNC_FILE, CncFile
+from aeromq.transport.concurrent.agent import Agent, AgentInvoker, AgentRunner, CompositeAgent
+from aeromq.transport.concurrent.idle_strategy import IdleStrategy
+from aeromq.transport.driver.aeron_dir import prepare_aeron_dir
+from aeromq.transport.driver.conductor import DriverConductor
+from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
 
 __all__ = ["MediaDriver"]
 
-_LOG = logging.getLogger("transport.driver")
+_LOG = logging.getLogger(__name__)
 _INIT_DIR = ".cnc-init"
 
 

@@ -52,9 +52,9 @@ port a subscription on ``endpoint=127.0.0.1:0`` was given.
 
 from __future__ import annotations
 
-from transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from transport.concurrent.counters_manager import CountersManager
-from transport.driver.stream_counters import stream_counter_key
+from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.driver.stream_counters import stream_counter_key
 
 __all__ = [
     "CHANNEL_STATUS_ACTIVE",

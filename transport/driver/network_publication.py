@@ -32,13 +32,13 @@ from __future__ import annotations
 import os
 from enum import IntEnum
 
-from transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from transport.driver.flow_control import FlowControl
-from transport.driver.log_unblocker import unblock_log
-from transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from transport.driver.retransmit_handler import RetransmitHandler
-from transport.logbuffer.frame_descriptor import compute_max_message_length
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
+from aeromq.transport.driver.flow_control import FlowControl
+from aeromq.transport.driver.log_unblocker import unblock_log
+from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.retransmit_handler import RetransmitHandler
+from aeromq.transport.logbuffer.frame_descriptor import compute_max_message_length
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,
     LOG_IS_CONNECTED_OFFSET,
     PARTITION_COUNT,
@@ -46,9 +46,9 @@ from transport.logbuffer.log_buffer_descriptor import (
     set_end_of_stream_position,
     set_is_publication_revoked,
 )
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.logbuffer.term_scanner import scan_for_availability
-from transport.protocol import (
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.term_scanner import scan_for_availability
+from aeromq.transport.protocol import (
     BEGIN_AND_END_FLAGS,
     BEGIN_END_AND_EOS_FLAGS,
     DATA_HEADER_LENGTH,

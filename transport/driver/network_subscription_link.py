@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-    from transport.driver.publication_image import PublicationImage
-    from transport.driver.uri_params import SubscriptionParams
+    from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+    from aeromq.transport.driver.publication_image import PublicationImage
+    from aeromq.transport.driver.uri_params import SubscriptionParams
 
 __all__ = ["NetworkSubscriptionLink"]
 

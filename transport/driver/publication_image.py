@@ -32,20 +32,20 @@ import os
 from enum import IntEnum
 from typing import Protocol
 
-from transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from transport.driver.ipc_publication import SubscriberPosition, TetherState
-from transport.driver.loss_detector import FeedbackDelayGenerator, LossDetector
-from transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from transport.driver.term_gap_filler import try_fill_gap
-from transport.driver.udp_channel import Sockaddr
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
+from aeromq.transport.driver.ipc_publication import SubscriberPosition, TetherState
+from aeromq.transport.driver.loss_detector import FeedbackDelayGenerator, LossDetector
+from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.term_gap_filler import try_fill_gap
+from aeromq.transport.driver.udp_channel import Sockaddr
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TRANSPORT_COUNT_OFFSET,
     LOG_END_OF_STREAM_POSITION_OFFSET,
     PARTITION_COUNT,
 )
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.logbuffer.term_rebuilder import insert
-from transport.protocol import DATA_HEADER_LENGTH, EOS_FLAG, FLAGS_FIELD_OFFSET, SM_EOS_FLAG
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.term_rebuilder import insert
+from aeromq.transport.protocol import DATA_HEADER_LENGTH, EOS_FLAG, FLAGS_FIELD_OFFSET, SM_EOS_FLAG
 
 __all__ = ["ImageListener", "ImageState", "PublicationImage"]
 

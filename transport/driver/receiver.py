@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from transport.concurrent import AtomicCounter, NanoClock
-from transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from transport.driver.network_proxies import CommandQueue, drain
-from transport.driver.publication_image import PublicationImage
+from aeromq.transport.concurrent import AtomicCounter, NanoClock
+from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.network_proxies import CommandQueue, drain
+from aeromq.transport.driver.publication_image import PublicationImage
 
 __all__ = ["Receiver"]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transport.concurrent import AtomicCounter
-from transport.protocol import DATA_HEADER_LENGTH
+from aeromq.transport.concurrent import AtomicCounter
+from aeromq.transport.protocol import DATA_HEADER_LENGTH
 
 __all__ = ["ResendHandler", "RetransmitHandler"]
 

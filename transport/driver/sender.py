@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections import deque
 
-from transport.concurrent import AtomicCounter, NanoClock
-from transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from transport.driver.network_proxies import CommandQueue, drain
-from transport.driver.network_publication import NetworkPublication
-from transport.driver.udp_settings import UdpSettings
+from aeromq.transport.concurrent import AtomicCounter, NanoClock
+from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.network_proxies import CommandQueue, drain
+from aeromq.transport.driver.network_publication import NetworkPublication
+from aeromq.transport.driver.udp_settings import UdpSettings
 
 __all__ = ["Sender"]
 

@@ -33,8 +33,8 @@ the real C driver (pyaeron).
 
 from __future__ import annotations
 
-from transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
+from aeromq.transport.concurrent.counters_manager import CountersManager
 
 __all__ = [
     "CLIENT_HEARTBEAT_NAME",

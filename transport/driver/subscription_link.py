@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from transport.driver.ipc_publication import IpcPublication
-    from transport.driver.uri_params import SubscriptionParams
+    from aeromq.transport.driver.ipc_publication import IpcPublication
+    from aeromq.transport.driver.uri_params import SubscriptionParams
 
 __all__ = ["SubscriptionLink"]
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from transport._errors import IllegalStateError
-from transport.cnc import semantic_version_compose
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.counters_manager import CountersManager
-from transport.driver._values import format_duration_ns
+from aeromq.transport._errors import IllegalStateError
+from aeromq.transport.cnc import semantic_version_compose
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.driver._values import format_duration_ns
 
 __all__ = [
     "AERON_VERSION_TEXT",

@@ -9,10 +9,10 @@ zeros: a frame that arrived meanwhile wins, and the filler does nothing.
 
 from __future__ import annotations
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
-from transport.logbuffer.log_buffer_descriptor import apply_default_header
-from transport.protocol import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
+from aeromq.transport.logbuffer.log_buffer_descriptor import apply_default_header
+from aeromq.transport.protocol import (
     HDR_TYPE_PAD,
     TERM_ID_FIELD_OFFSET,
     TERM_OFFSET_FIELD_OFFSET,

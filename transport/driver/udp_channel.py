@@ -38,8 +38,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from transport._errors import ChannelUriError, ConfigurationError
-from transport.channel_uri import ChannelUri, resolve_socket_address
+from aeromq.transport._errors import ChannelUriError, ConfigurationError
+from aeromq.transport.channel_uri import ChannelUri, resolve_socket_address
 
 __all__ = ["Sockaddr", "UdpChannel", "format_sockaddr"]
 

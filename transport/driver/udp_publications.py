@@ -25,29 +25,29 @@ import os
 import secrets
 from collections.abc import Callable
 
-from transport._errors import (
+from aeromq.transport._errors import (
     ChannelEndpointError,
     ChannelUriError,
     IllegalStateError,
     UnknownHostError,
 )
-from transport.command import ErrorCode
-from transport.concurrent import AtomicCounter, Position
-from transport.concurrent.counters_manager import CountersManager
-from transport.driver.aeron_client import AeronClient, PublicationLink
-from transport.driver.client_proxy import ClientProxy
-from transport.driver.command_error import command_error
-from transport.driver.context import MediaDriverContext
-from transport.driver.flow_control import create_flow_control
-from transport.driver.ipc_log import (
+from aeromq.transport.command import ErrorCode
+from aeromq.transport.concurrent import AtomicCounter, Position
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
+from aeromq.transport.driver.client_proxy import ClientProxy
+from aeromq.transport.driver.command_error import command_error
+from aeromq.transport.driver.context import MediaDriverContext
+from aeromq.transport.driver.flow_control import create_flow_control
+from aeromq.transport.driver.ipc_log import (
     check_storage,
     create_log,
     initialise_log_metadata,
     producer_window_length,
 )
-from transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from transport.driver.media.udp_channel_transport import UdpChannelTransport
-from transport.driver.network_counters import (
+from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
+from aeromq.transport.driver.network_counters import (
     CHANNEL_STATUS_ACTIVE,
     CHANNEL_STATUS_CLOSING,
     SEND_CHANNEL_STATUS_TYPE_ID,
@@ -59,19 +59,19 @@ from transport.driver.network_counters import (
     allocate_local_sockaddr,
     allocate_stream_counter,
 )
-from transport.driver.network_proxies import SenderProxy
-from transport.driver.network_publication import NetworkPublication, NetworkPublicationState
-from transport.driver.retransmit_handler import RetransmitHandler
-from transport.driver.session_ids import SessionIdAllocator, wrap_int32
-from transport.driver.stream_counters import (
+from aeromq.transport.driver.network_proxies import SenderProxy
+from aeromq.transport.driver.network_publication import NetworkPublication, NetworkPublicationState
+from aeromq.transport.driver.retransmit_handler import RetransmitHandler
+from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
+from aeromq.transport.driver.stream_counters import (
     allocate_publisher_limit,
     allocate_publisher_position,
 )
-from transport.driver.system_counters import SystemCounter, SystemCounters
-from transport.driver.udp_channel import UdpChannel, format_sockaddr
-from transport.driver.udp_settings import UdpSettings
-from transport.driver.uri_params import PublicationParams, confirm_publication_match
-from transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp_channel import UdpChannel, format_sockaddr
+from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.uri_params import PublicationParams, confirm_publication_match
+from aeromq.transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
 
 __all__ = ["UdpPublications", "open_udp_channel"]
 

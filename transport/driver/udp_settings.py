@@ -42,10 +42,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.idle_strategy import idle_strategy_from_name
-from transport.driver._values import parse_duration_ns, parse_int32, parse_size
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.idle_strategy import idle_strategy_from_name
+from aeromq.transport.driver._values import parse_duration_ns, parse_int32, parse_size
 
 __all__ = ["UDP_ENV_VARS", "DatagramFilter", "UdpSettings"]
 

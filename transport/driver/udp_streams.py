@@ -15,21 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transport.concurrent.counters_manager import CountersManager
-from transport.driver.aeron_client import AeronClient
-from transport.driver.client_proxy import ClientProxy
-from transport.driver.context import MediaDriverContext
-from transport.driver.network_proxies import ReceiverProxy, SenderProxy
-from transport.driver.network_publication import NetworkPublication
-from transport.driver.network_subscription_link import NetworkSubscriptionLink
-from transport.driver.receiver import Receiver
-from transport.driver.sender import Sender
-from transport.driver.session_ids import SessionIdAllocator
-from transport.driver.system_counters import SystemCounter, SystemCounters
-from transport.driver.udp_publications import UdpPublications
-from transport.driver.udp_settings import UdpSettings
-from transport.driver.udp_subscriptions import UdpSubscriptions
-from transport.driver.uri_params import PublicationParams, SubscriptionParams
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.driver.aeron_client import AeronClient
+from aeromq.transport.driver.client_proxy import ClientProxy
+from aeromq.transport.driver.context import MediaDriverContext
+from aeromq.transport.driver.network_proxies import ReceiverProxy, SenderProxy
+from aeromq.transport.driver.network_publication import NetworkPublication
+from aeromq.transport.driver.network_subscription_link import NetworkSubscriptionLink
+from aeromq.transport.driver.receiver import Receiver
+from aeromq.transport.driver.sender import Sender
+from aeromq.transport.driver.session_ids import SessionIdAllocator
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp_publications import UdpPublications
+from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp_subscriptions import UdpSubscriptions
+from aeromq.transport.driver.uri_params import PublicationParams, SubscriptionParams
 
 __all__ = ["UdpStreams"]
 

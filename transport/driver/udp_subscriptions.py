@@ -29,24 +29,24 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from transport._errors import ChannelEndpointError, IllegalStateError
-from transport.command import ErrorCode
-from transport.concurrent import AtomicCounter, Position
-from transport.concurrent.counters_manager import CountersManager
-from transport.driver.client_proxy import ClientProxy
-from transport.driver.command_error import command_error
-from transport.driver.context import MediaDriverContext
-from transport.driver.ipc_log import check_storage, create_log
-from transport.driver.ipc_publication import SubscriberPosition
-from transport.driver.loss_detector import (
+from aeromq.transport._errors import ChannelEndpointError, IllegalStateError
+from aeromq.transport.command import ErrorCode
+from aeromq.transport.concurrent import AtomicCounter, Position
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.driver.client_proxy import ClientProxy
+from aeromq.transport.driver.command_error import command_error
+from aeromq.transport.driver.context import MediaDriverContext
+from aeromq.transport.driver.ipc_log import check_storage, create_log
+from aeromq.transport.driver.ipc_publication import SubscriberPosition
+from aeromq.transport.driver.loss_detector import (
     FeedbackDelayGenerator,
     OptimalMulticastDelayGenerator,
     StaticDelayGenerator,
 )
-from transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
-from transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from transport.driver.media.udp_channel_transport import UdpChannelTransport
-from transport.driver.network_counters import (
+from aeromq.transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
+from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
+from aeromq.transport.driver.network_counters import (
     CHANNEL_STATUS_ACTIVE,
     CHANNEL_STATUS_CLOSING,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
@@ -57,16 +57,20 @@ from transport.driver.network_counters import (
     allocate_local_sockaddr,
     allocate_stream_counter,
 )
-from transport.driver.network_proxies import DriverConductorProxy, ImageRequest, ReceiverProxy
-from transport.driver.network_subscription_link import NetworkSubscriptionLink
-from transport.driver.publication_image import ImageState, PublicationImage
-from transport.driver.stream_counters import allocate_subscriber_position
-from transport.driver.system_counters import SystemCounter, SystemCounters
-from transport.driver.udp_channel import UdpChannel, format_sockaddr
-from transport.driver.udp_publications import open_udp_channel
-from transport.driver.udp_settings import UdpSettings
-from transport.driver.uri_params import SubscriptionParams
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.driver.network_proxies import (
+    DriverConductorProxy,
+    ImageRequest,
+    ReceiverProxy,
+)
+from aeromq.transport.driver.network_subscription_link import NetworkSubscriptionLink
+from aeromq.transport.driver.publication_image import ImageState, PublicationImage
+from aeromq.transport.driver.stream_counters import allocate_subscriber_position
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp_channel import UdpChannel, format_sockaddr
+from aeromq.transport.driver.udp_publications import open_udp_channel
+from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.uri_params import SubscriptionParams
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_TYPE_IMAGE,
     compute_log_length,
     fill_default_header,

@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from transport._errors import ChannelUriError, ConfigurationError, RegistrationError
-from transport.channel_uri import ChannelUri
-from transport.command import ErrorCode
-from transport.driver._values import parse_bool, parse_duration_ns, parse_int32, parse_size
-from transport.driver.command_error import command_error
-from transport.driver.context import MediaDriverContext, check_mtu_length
-from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT
-from transport.logbuffer.log_buffer_descriptor import check_term_length
+from aeromq.transport._errors import ChannelUriError, ConfigurationError, RegistrationError
+from aeromq.transport.channel_uri import ChannelUri
+from aeromq.transport.command import ErrorCode
+from aeromq.transport.driver._values import parse_bool, parse_duration_ns, parse_int32, parse_size
+from aeromq.transport.driver.command_error import command_error
+from aeromq.transport.driver.context import MediaDriverContext, check_mtu_length
+from aeromq.transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT
+from aeromq.transport.logbuffer.log_buffer_descriptor import check_term_length
 
 __all__ = [
     "IPC_MEDIA",

@@ -10,24 +10,24 @@ driver (sender, liveness, receiver). Functions live in their modules, the classe
 types are here.
 """
 
-from transport.logbuffer.buffer_builder import BufferBuilder
-from transport.logbuffer.buffer_claim import BufferClaim
-from transport.logbuffer.buffer_vector import DirectBufferVector, validate_and_compute_length
-from transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
-from transport.logbuffer.exclusive_term_appender import ExclusiveTermAppender
-from transport.logbuffer.fragment_assembler import FragmentAssembler
-from transport.logbuffer.handlers import (
+from aeromq.transport.logbuffer.buffer_builder import BufferBuilder
+from aeromq.transport.logbuffer.buffer_claim import BufferClaim
+from aeromq.transport.logbuffer.buffer_vector import DirectBufferVector, validate_and_compute_length
+from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
+from aeromq.transport.logbuffer.exclusive_term_appender import ExclusiveTermAppender
+from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
+from aeromq.transport.logbuffer.handlers import (
     ControlledFragmentHandler,
     ErrorHandler,
     FragmentHandler,
     ReservedValueSupplier,
 )
-from transport.logbuffer.header import Header, HeaderWriter
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.logbuffer.log_metadata import LogMetadata
-from transport.logbuffer.term_appender import TermAppender
-from transport.logbuffer.term_gap_scanner import GapHandler
-from transport.logbuffer.term_unblocker import UnblockStatus
+from aeromq.transport.logbuffer.header import Header, HeaderWriter
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.log_metadata import LogMetadata
+from aeromq.transport.logbuffer.term_appender import TermAppender
+from aeromq.transport.logbuffer.term_gap_scanner import GapHandler
+from aeromq.transport.logbuffer.term_unblocker import UnblockStatus
 
 __all__ = [
     "BufferBuilder",

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.buffer_vector import DirectBufferVector
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.buffer_vector import DirectBufferVector
+from aeromq.transport.logbuffer.frame_descriptor import (
     BEGIN_FLAG,
     END_FLAG,
     FRAME_ALIGNMENT,
@@ -26,9 +26,12 @@ from transport.logbuffer.frame_descriptor import (
     STREAM_ID_FIELD_OFFSET,
     TERM_OFFSET_FIELD_OFFSET,
 )
-from transport.logbuffer.handlers import ReservedValueSupplier
-from transport.logbuffer.header import HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import LOG_META_DATA_LENGTH, tail_counter_offset
+from aeromq.transport.logbuffer.handlers import ReservedValueSupplier
+from aeromq.transport.logbuffer.header import HeaderWriter
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
+    LOG_META_DATA_LENGTH,
+    tail_counter_offset,
+)
 
 __all__ = ["PartitionAppender", "write_fragmented", "write_unfragmented"]
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from transport._errors import ConfigurationError, MessageTooLongError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport._errors import ConfigurationError, MessageTooLongError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import (
     FLAGS_FIELD_OFFSET,
     FRAME_LENGTH_FIELD_OFFSET,
     HDR_LENGTH,
 )
-from transport.logbuffer.header import Header
-from transport.logbuffer.log_buffer_descriptor import compute_fragmented_frame_length
+from aeromq.transport.logbuffer.header import Header
+from aeromq.transport.logbuffer.log_buffer_descriptor import compute_fragmented_frame_length
 
 __all__ = ["BufferBuilder"]
 

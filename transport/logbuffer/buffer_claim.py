@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from transport._errors import IllegalStateError, IndexOutOfBoundsError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport._errors import IllegalStateError, IndexOutOfBoundsError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import (
     FLAGS_FIELD_OFFSET,
     HDR_LENGTH,
     HDR_TYPE_PAD,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from transport._errors import ConfigurationError
+from aeromq.transport._errors import ConfigurationError
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer

@@ -9,17 +9,17 @@ message again. Fragments that only add to a message answer ``CONTINUE``.
 
 from __future__ import annotations
 
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.logbuffer.fragment_assembler import SessionBuilders
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.logbuffer.fragment_assembler import SessionBuilders
+from aeromq.transport.logbuffer.frame_descriptor import (
     BEGIN_FLAG,
     END_FLAG,
     FLAGS_FIELD_OFFSET,
     UNFRAGMENTED,
 )
-from transport.logbuffer.handlers import ControlledFragmentHandler
-from transport.logbuffer.header import Header
+from aeromq.transport.logbuffer.handlers import ControlledFragmentHandler
+from aeromq.transport.logbuffer.header import Header
 
 __all__ = ["ControlledFragmentAssembler"]
 

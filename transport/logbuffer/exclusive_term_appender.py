@@ -14,23 +14,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from transport.logbuffer._frame_writer import (
+from aeromq.transport.logbuffer._frame_writer import (
     PartitionAppender,
     write_fragmented,
     write_unfragmented,
 )
-from transport.logbuffer.buffer_claim import BufferClaim
-from transport.logbuffer.buffer_vector import DirectBufferVector
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport.logbuffer.buffer_claim import BufferClaim
+from aeromq.transport.logbuffer.buffer_vector import DirectBufferVector
+from aeromq.transport.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,
     HDR_LENGTH,
     RESERVED_VALUE_FIELD_OFFSET,
     STREAM_ID_FIELD_OFFSET,
     TERM_OFFSET_FIELD_OFFSET,
 )
-from transport.logbuffer.handlers import ReservedValueSupplier
-from transport.logbuffer.header import HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import compute_fragmented_frame_length
+from aeromq.transport.logbuffer.handlers import ReservedValueSupplier
+from aeromq.transport.logbuffer.header import HeaderWriter
+from aeromq.transport.logbuffer.log_buffer_descriptor import compute_fragmented_frame_length
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer

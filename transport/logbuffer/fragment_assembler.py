@@ -10,16 +10,16 @@ drops what was collected for that session.
 
 from __future__ import annotations
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.buffer_builder import BufferBuilder
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.buffer_builder import BufferBuilder
+from aeromq.transport.logbuffer.frame_descriptor import (
     BEGIN_FLAG,
     END_FLAG,
     FLAGS_FIELD_OFFSET,
     UNFRAGMENTED,
 )
-from transport.logbuffer.handlers import FragmentHandler
-from transport.logbuffer.header import Header
+from aeromq.transport.logbuffer.handlers import FragmentHandler
+from aeromq.transport.logbuffer.header import Header
 
 __all__ = ["FragmentAssembler"]
 

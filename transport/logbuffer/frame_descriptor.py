@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "BEGIN_FLAG",

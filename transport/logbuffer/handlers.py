@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeAlias
 
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.logbuffer.header import Header
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.logbuffer.header import Header
 
 __all__ = ["ControlledFragmentHandler", "ErrorHandler", "FragmentHandler", "ReservedValueSupplier"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import (
     FLAGS_FIELD_OFFSET,
     FRAME_ALIGNMENT,
     HDR_LENGTH,
@@ -24,7 +24,7 @@ from transport.logbuffer.frame_descriptor import (
     TYPE_FIELD_OFFSET,
     VERSION_FIELD_OFFSET,
 )
-from transport.logbuffer.log_buffer_descriptor import compute_position
+from aeromq.transport.logbuffer.log_buffer_descriptor import compute_position
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer

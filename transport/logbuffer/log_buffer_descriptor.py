@@ -116,9 +116,9 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Final
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,
     HDR_LENGTH,
     HDR_TYPE_DATA,

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from transport._errors import ConfigurationError, IllegalStateError, LogBufferFileError
-from transport.concurrent import AtomicBuffer, MappedFile
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport._errors import ConfigurationError, IllegalStateError, LogBufferFileError
+from aeromq.transport.concurrent import AtomicBuffer, MappedFile
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_META_DATA_LENGTH,
     LOG_PAGE_SIZE_OFFSET,
     LOG_TERM_LENGTH_OFFSET,
@@ -25,7 +25,7 @@ from transport.logbuffer.log_buffer_descriptor import (
     check_term_length,
     compute_log_length,
 )
-from transport.logbuffer.log_metadata import LogMetadata
+from aeromq.transport.logbuffer.log_metadata import LogMetadata
 
 __all__ = ["LogBuffers"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar, overload
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
 
 __all__ = ["LogMetadata"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, TypeAlias
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH, align
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH, align
 
 __all__ = ["GapHandler", "scan_for_gap"]
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
-from transport.logbuffer.handlers import ErrorHandler, FragmentHandler
-from transport.logbuffer.header import Header
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
+from aeromq.transport.logbuffer.handlers import ErrorHandler, FragmentHandler
+from aeromq.transport.logbuffer.header import Header
 
 __all__ = ["read"]
 

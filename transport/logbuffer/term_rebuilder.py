@@ -8,8 +8,8 @@ is already filled is a duplicate and is ignored, so the term only ever fills in.
 
 from __future__ import annotations
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import (
     HDR_LENGTH,
     RESERVED_VALUE_FIELD_OFFSET,
     STREAM_ID_FIELD_OFFSET,

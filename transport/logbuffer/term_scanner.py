@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
 
 __all__ = ["scan_for_availability", "scan_for_block"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,
     HDR_TYPE_PAD,
     frame_length_ordered,
@@ -26,7 +26,7 @@ from transport.logbuffer.frame_descriptor import (
     set_frame_term_offset,
     set_frame_type,
 )
-from transport.logbuffer.log_buffer_descriptor import apply_default_header
+from aeromq.transport.logbuffer.log_buffer_descriptor import apply_default_header
 
 __all__ = ["UnblockStatus", "unblock"]
 

@@ -7,7 +7,7 @@ datagram before use and returns a :class:`FrameStatus` code instead of raising.
 
 from __future__ import annotations
 
-from transport.protocol.data_header_flyweight import (
+from aeromq.transport.protocol.data_header_flyweight import (
     BEGIN_AND_END_FLAGS,
     BEGIN_END_AND_EOS_FLAGS,
     BEGIN_FLAG,
@@ -25,7 +25,7 @@ from transport.protocol.data_header_flyweight import (
     DataHeaderFlyweight,
     validate_data_frames,
 )
-from transport.protocol.error_flyweight import (
+from aeromq.transport.protocol.error_flyweight import (
     ERR_ERROR_CODE_FIELD_OFFSET,
     ERR_ERROR_STRING_FIELD_OFFSET,
     ERR_GROUP_TAG_FIELD_OFFSET,
@@ -39,12 +39,12 @@ from transport.protocol.error_flyweight import (
     ErrorFlyweight,
     validate_error_frame,
 )
-from transport.protocol.frame_validator import (
+from aeromq.transport.protocol.frame_validator import (
     RES_MIN_LENGTH,
     RSP_SETUP_HEADER_LENGTH,
     validate_frame,
 )
-from transport.protocol.header_flyweight import (
+from aeromq.transport.protocol.header_flyweight import (
     CURRENT_VERSION,
     FLAGS_FIELD_OFFSET,
     FRAME_LENGTH_FIELD_OFFSET,
@@ -65,7 +65,7 @@ from transport.protocol.header_flyweight import (
     HeaderFlyweight,
     check_header,
 )
-from transport.protocol.nak_flyweight import (
+from aeromq.transport.protocol.nak_flyweight import (
     NAK_HEADER_LENGTH,
     NAK_LENGTH_FIELD_OFFSET,
     NAK_SESSION_ID_FIELD_OFFSET,
@@ -75,7 +75,7 @@ from transport.protocol.nak_flyweight import (
     NakFlyweight,
     validate_nak_frame,
 )
-from transport.protocol.rttm_flyweight import (
+from aeromq.transport.protocol.rttm_flyweight import (
     RTTM_ECHO_TIMESTAMP_FIELD_OFFSET,
     RTTM_HEADER_LENGTH,
     RTTM_RECEIVER_ID_FIELD_OFFSET,
@@ -86,7 +86,7 @@ from transport.protocol.rttm_flyweight import (
     RttmFlyweight,
     validate_rttm_frame,
 )
-from transport.protocol.setup_flyweight import (
+from aeromq.transport.protocol.setup_flyweight import (
     MAX_UDP_PAYLOAD_LENGTH,
     SETUP_ACTIVE_TERM_ID_FIELD_OFFSET,
     SETUP_GROUP_FLAG,
@@ -104,7 +104,7 @@ from transport.protocol.setup_flyweight import (
     is_valid_term_length,
     validate_setup_frame,
 )
-from transport.protocol.status_message_flyweight import (
+from aeromq.transport.protocol.status_message_flyweight import (
     SM_CONSUMPTION_TERM_ID_FIELD_OFFSET,
     SM_CONSUMPTION_TERM_OFFSET_FIELD_OFFSET,
     SM_EOS_FLAG,

@@ -40,8 +40,8 @@ from __future__ import annotations
 import struct
 from typing import ClassVar
 
-from transport.concurrent import AtomicBuffer
-from transport.protocol.header_flyweight import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.protocol.header_flyweight import (
     CURRENT_VERSION,
     FRAME_LENGTH_FIELD_OFFSET,
     HDR_TYPE_DATA,

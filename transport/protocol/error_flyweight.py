@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from transport.concurrent import AtomicBuffer
-from transport.protocol.header_flyweight import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.protocol.header_flyweight import (
     FRAME_LENGTH_FIELD_OFFSET,
     HDR_TYPE_ERR,
     MIN_HEADER_LENGTH,

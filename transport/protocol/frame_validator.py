@@ -14,10 +14,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from transport.concurrent import AtomicBuffer
-from transport.protocol.data_header_flyweight import validate_data_frames
-from transport.protocol.error_flyweight import validate_error_frame
-from transport.protocol.header_flyweight import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.protocol.data_header_flyweight import validate_data_frames
+from aeromq.transport.protocol.error_flyweight import validate_error_frame
+from aeromq.transport.protocol.header_flyweight import (
     CURRENT_VERSION,
     HDR_TYPE_DATA,
     HDR_TYPE_ERR,
@@ -32,10 +32,10 @@ from transport.protocol.header_flyweight import (
     MIN_HEADER_LENGTH,
     FrameStatus,
 )
-from transport.protocol.nak_flyweight import validate_nak_frame
-from transport.protocol.rttm_flyweight import validate_rttm_frame
-from transport.protocol.setup_flyweight import validate_setup_frame
-from transport.protocol.status_message_flyweight import validate_status_message_frame
+from aeromq.transport.protocol.nak_flyweight import validate_nak_frame
+from aeromq.transport.protocol.rttm_flyweight import validate_rttm_frame
+from aeromq.transport.protocol.setup_flyweight import validate_setup_frame
+from aeromq.transport.protocol.status_message_flyweight import validate_status_message_frame
 
 __all__ = ["RES_MIN_LENGTH", "RSP_SETUP_HEADER_LENGTH", "validate_frame"]
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import ClassVar, Self
 
-from transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent import AtomicBuffer
 
 __all__ = [
     "CURRENT_VERSION",

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from transport.concurrent import AtomicBuffer
-from transport.protocol.header_flyweight import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.protocol.header_flyweight import (
     FRAME_LENGTH_FIELD_OFFSET,
     HDR_TYPE_NAK,
     MIN_HEADER_LENGTH,

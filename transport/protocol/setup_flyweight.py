@@ -37,10 +37,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer.log_buffer_descriptor import TERM_MAX_LENGTH, TERM_MIN_LENGTH
-from transport.protocol.data_header_flyweight import FRAME_ALIGNMENT
-from transport.protocol.header_flyweight import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer.log_buffer_descriptor import TERM_MAX_LENGTH, TERM_MIN_LENGTH
+from aeromq.transport.protocol.data_header_flyweight import FRAME_ALIGNMENT
+from aeromq.transport.protocol.header_flyweight import (
     FRAME_LENGTH_FIELD_OFFSET,
     HDR_TYPE_SETUP,
     MIN_HEADER_LENGTH,

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from transport._errors import DriverTimeoutError, IllegalStateError
-from transport.cnc import CncFile
-from transport.command import (
+from aeromq.transport._errors import DriverTimeoutError, IllegalStateError
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.command import (
     ADD_COUNTER,
     ADD_EXCLUSIVE_PUBLICATION,
     ADD_PUBLICATION,
@@ -64,12 +64,12 @@ from transport.command import (
     encode_terminate_driver_message,
     type_name,
 )
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.broadcast_receiver import BroadcastReceiver
-from transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
-from transport.concurrent.counters_descriptor import COUNTER_LENGTH, NULL_COUNTER_ID
-from transport.concurrent.counters_reader import CountersReader
-from transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
+from aeromq.transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
+from aeromq.transport.concurrent.counters_descriptor import COUNTER_LENGTH, NULL_COUNTER_ID
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["CLIENT_HEARTBEAT_TYPE_ID", "DriverClient", "DriverResponse"]
 

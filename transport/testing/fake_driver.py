@@ -1,8 +1,8 @@
 """``FakeDriver``: a small, scriptable media driver that speaks the raw protocol, for client tests.
 
 It does what a client can observe of a media driver and nothing more, built only on the shared
-protocol modules (``transport.cnc``, ``transport.command``, ``transport.logbuffer``,
-``transport.concurrent``), so a client is tested against the protocol rather than against the
+protocol modules (``aeromq.transport.cnc``, ``aeromq.transport.command``, ``aeromq.transport.logbuffer``,
+``aeromq.transport.concurrent``), so a client is tested against the protocol rather than against the
 real driver's internals:
 
 - creates ``cnc.dat`` in ``aeron_dir`` (small buffers) and stamps its heartbeat in the
@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from transport._errors import ChannelUriError, MalformedCommandError
-from transport.channel_uri import ChannelUri
-from transport.cnc import CncFile
-from transport.command import (
+from aeromq.transport._errors import ChannelUriError, MalformedCommandError
+from aeromq.transport.channel_uri import ChannelUri
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.command import (
     ADD_COUNTER,
     ADD_EXCLUSIVE_PUBLICATION,
     ADD_PUBLICATION,
@@ -81,12 +81,12 @@ from transport.command import (
     encode_publication_buffers_ready,
     encode_subscription_ready,
 )
-from transport.concurrent.atomic_buffer import AtomicBuffer
-from transport.concurrent.broadcast_transmitter import BroadcastTransmitter
-from transport.concurrent.clock import EpochClock, SystemEpochClock
-from transport.concurrent.counters_manager import CountersManager
-from transport.concurrent.ring_buffer import ManyToOneRingBuffer
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
+from aeromq.transport.concurrent.clock import EpochClock, SystemEpochClock
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_TYPE_CONCURRENT,
     LOG_TYPE_EXCLUSIVE,
     TERM_MIN_LENGTH,
@@ -98,7 +98,7 @@ from transport.logbuffer.log_buffer_descriptor import (
     set_end_of_stream_position,
     set_is_connected,
 )
-from transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
 __all__ = ["FakeDriver", "FakePublication", "FakeSubscription"]
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.protocol import (
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.protocol import (
     HDR_TYPE_DATA,
     HDR_TYPE_NAK,
     HDR_TYPE_PAD,

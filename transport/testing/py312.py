@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from transport._errors import ConfigurationError
+from aeromq.transport._errors import ConfigurationError
 
 __all__ = [
     "INTERPRETER_ENV",
@@ -319,7 +319,9 @@ class _Lock:
         os.close(self._fd)
 
 
-if __name__ == "__main__":  # pragma: no cover - a manual check: python -m transport.testing.py312
+if (
+    __name__ == "__main__"
+):  # pragma: no cover - a manual check: python -m aeromq.transport.testing.py312
     lookup = find_python312()
     print(lookup.reason)
     if lookup.interpreter is not None:

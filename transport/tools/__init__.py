@@ -1,6 +1,6 @@
 """Tools that read a media driver's files: ``stat`` (AeronStat's job) and its parts.
 
-``python -m transport.tools.stat`` (``aeromq stat``) prints a driver's counters and error log
+``python -m aeromq.transport.tools.stat`` (``aeromq stat``) prints a driver's counters and error log
 from its ``cnc.dat``. The pieces are importable for other tools and tests: what a counter's key
 says (:mod:`~transport.tools.counter_keys`), a snapshot of the counters
 (:mod:`~transport.tools.counter_snapshot`), filters (:mod:`~transport.tools.counter_filter`) and
@@ -8,15 +8,15 @@ the text and JSON formats (:mod:`~transport.tools.stat_format`). This package do
 ``stat`` itself, so running it with ``-m`` loads it once.
 """
 
-from transport.tools.counter_filter import CounterFilter, parse_id_list
-from transport.tools.counter_keys import (
+from aeromq.transport.tools.counter_filter import CounterFilter, parse_id_list
+from aeromq.transport.tools.counter_keys import (
     StreamKey,
     counter_channel,
     counter_identity,
     read_stream_key,
     stream_key,
 )
-from transport.tools.counter_snapshot import CounterSnapshot, read_counters
+from aeromq.transport.tools.counter_snapshot import CounterSnapshot, read_counters
 
 __all__ = [
     "CounterFilter",

@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from transport._errors import ConfigurationError
-from transport.tools.counter_keys import counter_channel, counter_identity, stream_key
-from transport.tools.counter_snapshot import CounterSnapshot
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.tools.counter_keys import counter_channel, counter_identity, stream_key
+from aeromq.transport.tools.counter_snapshot import CounterSnapshot
 
 __all__ = ["CounterFilter", "parse_id_list"]
 

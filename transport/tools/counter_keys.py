@@ -27,7 +27,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from transport.driver.network_counters import (
+from aeromq.transport.driver.network_counters import (
     CHANNEL_STATUS_KEY_CHANNEL_LENGTH_OFFSET,
     CHANNEL_STATUS_KEY_CHANNEL_OFFSET,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
@@ -38,7 +38,7 @@ from transport.driver.network_counters import (
     SENDER_LIMIT_TYPE_ID,
     SENDER_POSITION_TYPE_ID,
 )
-from transport.driver.stream_counters import (
+from aeromq.transport.driver.stream_counters import (
     PUBLISHER_LIMIT_TYPE_ID,
     PUBLISHER_POSITION_TYPE_ID,
     STREAM_KEY_CHANNEL_LENGTH_OFFSET,
@@ -48,7 +48,7 @@ from transport.driver.stream_counters import (
     STREAM_KEY_STREAM_ID_OFFSET,
     SUBSCRIBER_POSITION_TYPE_ID,
 )
-from transport.driver.system_counters import SYSTEM_COUNTER_TYPE_ID
+from aeromq.transport.driver.system_counters import SYSTEM_COUNTER_TYPE_ID
 
 __all__ = [
     "CHANNEL_STATUS_TYPE_IDS",

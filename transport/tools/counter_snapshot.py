@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transport.concurrent.counters_descriptor import RECORD_ALLOCATED, RECORD_UNUSED
-from transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.counters_descriptor import RECORD_ALLOCATED, RECORD_UNUSED
+from aeromq.transport.concurrent.counters_reader import CountersReader
 
 __all__ = ["CounterSnapshot", "read_counters"]
 

@@ -1,6 +1,6 @@
 """``aeromq stat``: a media driver's counters (AeronStat) or error log (ErrorStat), from cnc.dat.
 
-``python -m transport.tools.stat [--dir DIR] [--once] [--interval-ms MS] [--json] [--errors]
+``python -m aeromq.transport.tools.stat [--dir DIR] [--once] [--interval-ms MS] [--json] [--errors]
 [--type IDS] [--label REGEX] [--identity IDS] [--session IDS] [--stream IDS] [--channel REGEX]``
 
 - Maps ``DIR/cnc.dat`` (default ``$AERON_DIR``, else ``/dev/shm/aeron-<user>``; a path to the
@@ -27,14 +27,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from transport._errors import CncFileError, ConfigurationError, TransportError
-from transport.client.context import default_aeron_dir
-from transport.cnc import CNC_FILE, CncFile
-from transport.concurrent.counters_reader import CountersReader
-from transport.concurrent.error_log_reader import read as read_error_log
-from transport.tools.counter_filter import CounterFilter, parse_id_list
-from transport.tools.counter_snapshot import read_counters
-from transport.tools.stat_format import (
+from aeromq.transport._errors import CncFileError, ConfigurationError, TransportError
+from aeromq.transport.client.context import default_aeron_dir
+from aeromq.transport.cnc import CNC_FILE, CncFile
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.error_log_reader import read as read_error_log
+from aeromq.transport.tools.counter_filter import CounterFilter, parse_id_list
+from aeromq.transport.tools.counter_snapshot import read_counters
+from aeromq.transport.tools.stat_format import (
     CLEAR_SCREEN,
     counter_json,
     error_json,

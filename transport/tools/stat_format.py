@@ -32,9 +32,9 @@ import time
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
 
-from transport.cnc import semantic_version_to_string
-from transport.tools.counter_keys import counter_channel, stream_key
-from transport.tools.counter_snapshot import CounterSnapshot
+from aeromq.transport.cnc import semantic_version_to_string
+from aeromq.transport.tools.counter_keys import counter_channel, stream_key
+from aeromq.transport.tools.counter_snapshot import CounterSnapshot
 
 __all__ = [
     "CLEAR_SCREEN",

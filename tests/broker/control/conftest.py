@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.grpc import BrokerGrpcServer
-from broker.processor.admin import ControlPlane
-from broker.store import InboundMessage, MessageStore
-from client.grpc_client import GrpcClient
-from proto import common_pb2
+from aeromq.broker.config import BrokerConfig
+from aeromq.broker.grpc import BrokerGrpcServer
+from aeromq.broker.processor.admin import ControlPlane
+from aeromq.broker.store import InboundMessage, MessageStore
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.proto import common_pb2
 
 
 def small_broker_config(data_dir: Path, **overrides: Any) -> BrokerConfig:

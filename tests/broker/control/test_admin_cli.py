@@ -10,15 +10,15 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from broker.namesrv import NameServer, NameServerConfig, NameServerRegistrar
-from client.grpc_client import GrpcClient
+from aeromq.broker.namesrv import NameServer, NameServerConfig, NameServerRegistrar
+from aeromq.client.grpc_client import GrpcClient
 
 from .conftest import RunningBroker, put_messages
 
 
 def admin(server: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "broker.admin_cli", "--server", server, *args],
+        [sys.executable, "-m", "aeromq.broker.admin_cli", "--server", server, *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -6,15 +6,15 @@ from collections.abc import Callable
 
 import pytest
 
-from client import (
+from aeromq.client import (
     ClientError,
     IllegalArgumentError,
     NotSupportedError,
     ResponseCode,
     TopicNotFoundError,
 )
-from client.grpc_client import GrpcClient
-from proto import admin_pb2, common_pb2, consumer_group_pb2
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.proto import admin_pb2, common_pb2, consumer_group_pb2
 
 from .conftest import RunningBroker, put_messages
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from broker import ConfigError
-from broker.config import BrokerConfig, BrokerConfigError, add_arguments
-from broker.store import FlushMode
+from aeromq.broker import ConfigError
+from aeromq.broker.config import BrokerConfig, BrokerConfigError, add_arguments
+from aeromq.broker.store import FlushMode
 
 
 def test_should_work_with_no_arguments() -> None:
@@ -25,7 +25,7 @@ def test_should_work_with_no_arguments() -> None:
 
 
 def test_should_apply_file_then_environment_then_arguments(tmp_path: Path) -> None:
-    path = tmp_path / "broker.toml"
+    path = tmp_path / "aeromq.broker.toml"
     path.write_text(
         'broker_name = "from-file"\ncluster_name = "c-file"\ngrpc_port = 1111\n'
         'flush_mode = "SYNC"\ndefault_queue_count = 4\n'
@@ -171,7 +171,7 @@ def test_should_let_a_command_add_its_own_options() -> None:
 
 
 def test_should_let_the_store_hold_a_record_of_the_largest_body_clients_may_send() -> None:
-    from broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
+    from aeromq.broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
 
     config = BrokerConfig()
     store = config.to_store_config()

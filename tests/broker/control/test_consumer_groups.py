@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 import pytest
 
-from broker import InvalidArgumentError
-from broker.processor.consumer_groups import ConsumerGroupManager
-from client import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
-from client.grpc_client import GrpcClient, HeartbeatStream
-from proto import consumer_group_pb2
+from aeromq.broker import InvalidArgumentError
+from aeromq.broker.processor.consumer_groups import ConsumerGroupManager
+from aeromq.client import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
+from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
+from aeromq.proto import consumer_group_pb2
 
 from .conftest import RunningBroker
 

@@ -14,11 +14,11 @@ from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from broker import BrokerError, IllegalStateError
-from broker.grpc import ADMIN_SERVICE, CONSUMER_GROUP_SERVICE, BrokerGrpcServer
-from client import BrokerUnavailableError, IllegalArgumentError, RequestTimeoutError
-from client import IllegalStateError as ClientIllegalStateError
-from client.grpc_client import GrpcClient
+from aeromq.broker import BrokerError, IllegalStateError
+from aeromq.broker.grpc import ADMIN_SERVICE, CONSUMER_GROUP_SERVICE, BrokerGrpcServer
+from aeromq.client import BrokerUnavailableError, IllegalArgumentError, RequestTimeoutError
+from aeromq.client import IllegalStateError as ClientIllegalStateError
+from aeromq.client.grpc_client import GrpcClient
 
 from .conftest import RunningBroker
 
@@ -61,7 +61,7 @@ def test_should_describe_its_services_by_reflection(broker: RunningBroker) -> No
         descriptor_pb2.FileDescriptorProto.FromString(raw)
         for raw in described.file_descriptor_response.file_descriptor_proto
     ]
-    admin = next(f for f in files if f.name == "proto/admin.proto")
+    admin = next(f for f in files if f.name == "aeromq/proto/admin.proto")
     [service] = admin.service
     assert service.name == "BrokerAdmin"
     assert "GetConsumerProgress" in {m.name for m in service.method}

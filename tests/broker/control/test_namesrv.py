@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from broker import TopicNotFoundError as BrokerTopicNotFoundError
-from broker.config import BrokerConfigError
-from broker.namesrv import NameServer, NameServerConfig, NameServerRegistrar, RouteRegistry
-from client import BrokerUnavailableError, TopicNotFoundError
-from client.grpc_client import GrpcClient
-from client.message import MessageQueue
-from client.route import RouteResolver
-from proto import common_pb2, namesrv_pb2
+from aeromq.broker import TopicNotFoundError as BrokerTopicNotFoundError
+from aeromq.broker.config import BrokerConfigError
+from aeromq.broker.namesrv import NameServer, NameServerConfig, NameServerRegistrar, RouteRegistry
+from aeromq.client import BrokerUnavailableError, TopicNotFoundError
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.client.message import MessageQueue
+from aeromq.client.route import RouteResolver
+from aeromq.proto import common_pb2, namesrv_pb2
 
 from .conftest import RunningBroker
 
@@ -289,7 +289,7 @@ def test_should_run_aeromq_namesrv_until_sigterm(
     broker_factory: Callable[..., RunningBroker],
 ) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "broker.namesrv._main", "--port", "0"],
+        [sys.executable, "-m", "aeromq.broker.namesrv._main", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -327,7 +327,7 @@ def test_should_run_aeromq_namesrv_until_sigterm(
 
 def test_should_exit_2_on_a_bad_namesrv_setting() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "broker.namesrv._main", "--port", "-3"],
+        [sys.executable, "-m", "aeromq.broker.namesrv._main", "--port", "-3"],
         capture_output=True,
         text=True,
         timeout=60,

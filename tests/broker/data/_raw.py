@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import time
 
-from client.session import REQUEST_FIELD_NUMBERS, SESSION_PROTOCOL_VERSION, encode_envelope
-from proto import session_pb2
-from transport.client import Aeron, ExclusivePublication, Subscription
+from aeromq.client.session import REQUEST_FIELD_NUMBERS, SESSION_PROTOCOL_VERSION, encode_envelope
+from aeromq.proto import session_pb2
+from aeromq.transport.client import Aeron, ExclusivePublication, Subscription
 
 _streams = itertools.count(0x2000_0000)
 

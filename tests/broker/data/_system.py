@@ -43,9 +43,9 @@ def parse_body(body: bytes) -> tuple[int, int] | None:
 
 def _session(endpoints: dict[str, str], transport: str) -> tuple[Any, Any, Any]:
     """(driver or None, aeron, session) for a puller over IPC or UDP."""
-    from client.session import ClientSession, SessionConfig
-    from transport.client import Aeron, AeronContext
-    from transport.driver import MediaDriver, MediaDriverContext
+    from aeromq.client.session import ClientSession, SessionConfig
+    from aeromq.transport.client import Aeron, AeronContext
+    from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
     driver = None
     if transport == "ipc":
@@ -71,8 +71,8 @@ def produce_worker(
     grpc: str, topic: str, producer_id: int, count: int, transport: str, results: Any
 ) -> None:
     """Send ``count`` messages in pipelined batches; report ("produced", id, count, seconds)."""
-    from client import Message
-    from producer import Producer, ProducerConfig
+    from aeromq.client import Message
+    from aeromq.producer import Producer, ProducerConfig
 
     config = ProducerConfig(transport=transport, send_timeout_ms=30_000)
     with Producer("system-producers", grpc, config=config) as producer:
@@ -99,7 +99,7 @@ def pull_worker(
 ) -> None:
     """Pull every queue (one long poll in flight each) until ``expected`` messages came, or
     60 s passed; report ("pulled", received, duplicates, corrupt, out_of_order, seconds)."""
-    from proto import messages_pb2
+    from aeromq.proto import messages_pb2
 
     driver, aeron, session = _session(endpoints, transport)
     try:
@@ -167,7 +167,7 @@ def long_poll_worker(
 ) -> None:
     """Per round: hold a long poll at the queue's end, report ("holding", round), then
     ("answered", round, monotonic ns at the answer, pull status, messages)."""
-    from proto import messages_pb2
+    from aeromq.proto import messages_pb2
 
     _driver, aeron, session = _session(endpoints, "ipc")
     try:
@@ -202,8 +202,8 @@ def sender_worker(grpc: str, topic: str, results: Any) -> None:
     """Send one message after another, 16 in flight, until sends keep failing (the broker
     died) or the test kills it; report ("acked", sequence, queue id, queue offset, monotonic
     ns) for each stored one, and ("stopped", acked, failed) if it ends by itself."""
-    from client import ClientError, Message
-    from producer import Producer, ProducerConfig
+    from aeromq.client import ClientError, Message
+    from aeromq.producer import Producer, ProducerConfig
 
     config = ProducerConfig(
         send_timeout_ms=1_500, retry_times_when_send_async_failed=0, transport="ipc"
@@ -237,7 +237,7 @@ def sender_worker(grpc: str, topic: str, results: Any) -> None:
 
 def pull_all(session: Any, topic: str, queues: int) -> dict[tuple[int, int], bytes]:
     """Every message of the topic's queues: (queue id, queue offset) -> body."""
-    from proto import messages_pb2
+    from aeromq.proto import messages_pb2
 
     found: dict[tuple[int, int], bytes] = {}
     for queue_id in range(queues):

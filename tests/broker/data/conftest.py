@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from broker.processor.pull import PullProcessor
-from broker.processor.pull_hold import PullHoldService
-from broker.processor.send import SendProcessor
-from broker.store import FlushMode, MessageStore, StoreConfig, TopicConfig
-from proto import messages_pb2
-from transport.client import Aeron, AeronContext
-from transport.driver import MediaDriver, MediaDriverContext
+from aeromq.broker.processor.pull import PullProcessor
+from aeromq.broker.processor.pull_hold import PullHoldService
+from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.store import FlushMode, MessageStore, StoreConfig, TopicConfig
+from aeromq.proto import messages_pb2
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 MS = 1_000_000
 TERM = 64 * 1024

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from broker.broker import Broker, describe_recovery
-from broker.config import BrokerConfig
-from broker.store import FlushMode, RecoveryReport
-from client.grpc_client import GrpcClient
-from client.session import ClientSession, SessionConfig
-from proto import messages_pb2
+from aeromq.broker.broker import Broker, describe_recovery
+from aeromq.broker.config import BrokerConfig
+from aeromq.broker.store import FlushMode, RecoveryReport
+from aeromq.client.grpc_client import GrpcClient
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.proto import messages_pb2
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.driver import MediaDriver
 from tests.producer.conftest import small_driver
-from transport.client import Aeron, AeronContext
-from transport.driver import MediaDriver
 
 from .conftest import send_request, wait_for
 
@@ -103,7 +103,7 @@ def test_should_answer_held_pulls_and_flush_on_a_graceful_stop(tmp_path: Path) -
 
 def _run_main(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "broker._main", *args],
+        [sys.executable, "-m", "aeromq.broker._main", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.session import (
+from aeromq.client.session import (
     REQUEST_FIELD_NUMBERS,
     RESPONSE_FIELD_NUMBERS,
     encode_envelope,
     salvage_envelope_ids,
 )
-from proto import messages_pb2, session_pb2
+from aeromq.proto import messages_pb2, session_pb2
 
 _INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from broker.processor.pull_hold import PullHoldService
+from aeromq.broker.processor.pull_hold import PullHoldService
 
 from .conftest import wait_for
 

@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from broker.processor.pull import MAX_PULL_MESSAGES, PullProcessor
-from broker.processor.pull_hold import PullHoldService
-from broker.processor.send import SendProcessor
-from broker.store import PERM_WRITE, MessageStore, TopicConfig
-from client import ResponseCode
-from proto import messages_pb2
+from aeromq.broker.processor.pull import MAX_PULL_MESSAGES, PullProcessor
+from aeromq.broker.processor.pull_hold import PullHoldService
+from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.store import PERM_WRITE, MessageStore, TopicConfig
+from aeromq.client import ResponseCode
+from aeromq.proto import messages_pb2
 
 from .conftest import TOPIC, Answers, pull_request, send_request
 
@@ -219,8 +219,8 @@ def test_should_refuse_a_bad_group_and_a_topic_without_read_permission(
 @pytest.mark.parametrize("offset", [0, 1, 4095, 2**40 + 17, 2**63 - 1])
 @pytest.mark.parametrize("host", ["127.0.0.1:10911", "10.1.2.3:1", "255.255.255.255:65535"])
 def test_should_make_offset_ids_as_the_store_does(host: str, offset: int) -> None:
-    from broker.processor.pull import offset_message_id
-    from broker.store import create_message_id, pack_host
+    from aeromq.broker.processor.pull import offset_message_id
+    from aeromq.broker.store import create_message_id, pack_host
 
     packed = pack_host(host)
     assert offset_message_id(packed, offset) == create_message_id(packed, offset)

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
-from broker.processor.send import SendProcessor
-from broker.store import PERM_READ, FlushMode, MessageStore, TopicConfig, decode_message_id
-from client import ResponseCode
-from proto import messages_pb2
+from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.store import PERM_READ, FlushMode, MessageStore, TopicConfig, decode_message_id
+from aeromq.client import ResponseCode
+from aeromq.proto import messages_pb2
 
 from .conftest import TOPIC, Answers, send_request, wait_for
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from broker.processor.pull import PullProcessor
-from broker.processor.send import SendProcessor
-from broker.session import SessionAgent, SessionServerConfig
-from broker.store import MessageStore
-from client import (
+from aeromq.broker.processor.pull import PullProcessor
+from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.session import SessionAgent, SessionServerConfig
+from aeromq.broker.store import MessageStore
+from aeromq.client import (
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,
@@ -24,12 +24,17 @@ from client import (
     RequestTimeoutError,
     ResponseCode,
 )
-from client.session import SESSION_CLOSED_CODE, BackPressuredError, ClientSession, SessionConfig
-from proto import messages_pb2, session_pb2
-from transport.client import Aeron, AeronContext
-from transport.concurrent.agent import AgentRunner
-from transport.concurrent.idle_strategy import BackoffIdleStrategy
-from transport.driver import MediaDriver
+from aeromq.client.session import (
+    SESSION_CLOSED_CODE,
+    BackPressuredError,
+    ClientSession,
+    SessionConfig,
+)
+from aeromq.proto import messages_pb2, session_pb2
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent.agent import AgentRunner
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.driver import MediaDriver
 
 from ._raw import RawClient
 from .conftest import MS, TOPIC, pull_request, send_request, wait_for
@@ -325,7 +330,7 @@ def test_should_answer_with_an_error_an_answer_too_long_for_the_response_channel
 
 
 def test_should_give_udp_session_channels_a_term_length_unless_they_name_one() -> None:
-    from client.session import _with_term_length
+    from aeromq.client.session import _with_term_length
 
     assert _with_term_length("aeron:udp?endpoint=h:1", 1 << 26) == (
         "aeron:udp?endpoint=h:1|term-length=67108864"
@@ -349,8 +354,8 @@ def test_should_fail_the_session_when_the_broker_closes_its_response_stream(
 def test_should_keep_one_session_per_broker_and_replace_a_failed_one(
     server: Server, media_driver: MediaDriver
 ) -> None:
-    from client.route import BrokerRoute
-    from client.session import BrokerSessions, is_local
+    from aeromq.client.route import BrokerRoute
+    from aeromq.client.session import BrokerSessions, is_local
 
     here = BrokerRoute("c", "broker-a", "", "aeron:ipc", 1001, "", 0, media_driver.aeron_dir,
                        socket.gethostname())  # fmt: skip

@@ -17,7 +17,7 @@ import time
 import zlib
 from pathlib import Path
 
-from broker.store import FlushMode, InboundMessage, MessageStore, StoreConfig
+from aeromq.broker.store import FlushMode, InboundMessage, MessageStore, StoreConfig
 
 TOPIC = "Crash"
 QUEUES = 4

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from broker.store import MessageStore, StoreConfig
+from aeromq.broker.store import MessageStore, StoreConfig
 
 
 def small_config(data_dir: Path, **overrides: Any) -> StoreConfig:

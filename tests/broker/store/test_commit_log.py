@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from broker import CorruptRecordError
-from broker.store import InboundMessage, PutMessageStatus
-from broker.store._batch_encoder import EncodedBatch
-from broker.store._commit_log import CommitLog
-from broker.store._message import pack_host
-from broker.store._record import BLANK_MAGIC, RecordCheck
+from aeromq.broker import CorruptRecordError
+from aeromq.broker.store import InboundMessage, PutMessageStatus
+from aeromq.broker.store._batch_encoder import EncodedBatch
+from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._message import pack_host
+from aeromq.broker.store._record import BLANK_MAGIC, RecordCheck
 
 HOST = pack_host("10.0.0.1:10911")
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from broker import ConfigError
-from broker.store import FlushMode, StoreConfig
+from aeromq.broker import ConfigError
+from aeromq.broker.store import FlushMode, StoreConfig
 
 
 def test_should_default_to_rocketmq_values(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.store._consume_queue import (
+from aeromq.broker.store._consume_queue import (
     ENTRY_DTYPE,
     ENTRY_LENGTH,
     PHYSICAL_OFFSET_OFFSET,

@@ -14,8 +14,8 @@ import time
 import zlib
 from pathlib import Path
 
-from broker.store import MessageStore, tag_hash
-from broker.store._record import RecordCheck, check_record
+from aeromq.broker.store import MessageStore, tag_hash
+from aeromq.broker.store._record import RecordCheck, check_record
 
 from ._crash_child import QUEUES, TOPIC, crash_config
 from .conftest import crash

@@ -3,8 +3,8 @@ from __future__ import annotations
 import threading
 import time
 
-from broker import StoreIOError
-from broker.store._group_commit import GroupCommitService
+from aeromq.broker import StoreIOError
+from aeromq.broker.store._group_commit import GroupCommitService
 
 
 class FakeLog:

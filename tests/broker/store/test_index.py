@@ -3,9 +3,9 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from broker.store import _index_file as layout
-from broker.store._index_file import IndexFile, index_file_length, key_hash
-from broker.store._index_service import IndexService
+from aeromq.broker.store import _index_file as layout
+from aeromq.broker.store._index_file import IndexFile, index_file_length, key_hash
+from aeromq.broker.store._index_service import IndexService
 
 
 def test_should_document_the_header_slot_and_entry_layouts() -> None:

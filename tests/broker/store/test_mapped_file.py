@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from broker import StoreError, StoreIOError
-from broker.store._mapped_file import MappedFile, file_name_for
-from broker.store._mapped_file_queue import MappedFileQueue
+from aeromq.broker import StoreError, StoreIOError
+from aeromq.broker.store._mapped_file import MappedFile, file_name_for
+from aeromq.broker.store._mapped_file_queue import MappedFileQueue
 
 
 def test_should_name_files_by_their_start_offset_in_twenty_digits() -> None:

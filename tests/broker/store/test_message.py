@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker import InvalidArgumentError
-from broker.store import (
+from aeromq.broker import InvalidArgumentError
+from aeromq.broker.store import (
     InboundMessage,
     create_message_id,
     decode_message_id,
@@ -13,7 +13,7 @@ from broker.store import (
     tag_hash,
     unpack_host,
 )
-from broker.store._message import decode_properties, encode_properties, index_keys
+from aeromq.broker.store._message import decode_properties, encode_properties, index_keys
 
 
 @pytest.mark.parametrize(

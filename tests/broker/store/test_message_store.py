@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from broker import CorruptRecordError, IllegalStateError, StoreLockedError
-from broker.store import (
+from aeromq.broker import CorruptRecordError, IllegalStateError, StoreLockedError
+from aeromq.broker.store import (
     BoundaryType,
     FlushMode,
     GetMessageStatus,

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from broker import InvalidArgumentError, StoreError, TopicNotFoundError
-from broker.store import (
+from aeromq.broker import InvalidArgumentError, StoreError, TopicNotFoundError
+from aeromq.broker.store import (
     PERM_READ,
     PERM_WRITE,
     ConsumerOffsetManager,
@@ -14,8 +14,8 @@ from broker.store import (
     TopicConfigManager,
     TopicFilterType,
 )
-from broker.store._atomic_file import read_json, write_atomically
-from broker.store._checkpoint import Checkpoint
+from aeromq.broker.store._atomic_file import read_json, write_atomically
+from aeromq.broker.store._checkpoint import Checkpoint
 
 
 def test_should_replace_a_file_atomically_and_ignore_interrupted_writes(tmp_path: Path) -> None:

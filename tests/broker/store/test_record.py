@@ -6,9 +6,9 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.store import _record as record
-from broker.store._message import decode_properties, encode_properties
-from broker.store._record import (
+from aeromq.broker.store import _record as record
+from aeromq.broker.store._message import decode_properties, encode_properties
+from aeromq.broker.store._record import (
     BLANK_MAGIC,
     HEADER_LENGTH,
     MIN_RECORD_LENGTH,

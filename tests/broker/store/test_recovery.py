@@ -4,8 +4,8 @@ import shutil
 import struct
 from pathlib import Path
 
-from broker.store import GetMessageStatus, InboundMessage, MessageStore
-from broker.store._record import MESSAGE_MAGIC, RecordCheck, encode_record
+from aeromq.broker.store import GetMessageStatus, InboundMessage, MessageStore
+from aeromq.broker.store._record import MESSAGE_MAGIC, RecordCheck, encode_record
 
 from .conftest import ManualClock, crash, small_config
 

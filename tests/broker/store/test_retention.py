@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker.store import GetMessageStatus, InboundMessage, MessageStore
+from aeromq.broker.store import GetMessageStatus, InboundMessage, MessageStore
 
 from .conftest import ManualClock
 

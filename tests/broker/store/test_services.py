@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from broker.store._arrival import ArrivalNotifier
-from broker.store._scheduler import Duty, Scheduler
+from aeromq.broker.store._arrival import ArrivalNotifier
+from aeromq.broker.store._scheduler import Duty, Scheduler
 
 
 def test_should_run_duties_when_due_and_count_failures(caplog: pytest.LogCaptureFixture) -> None:

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from transport.client import Aeron, AeronContext
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.position import Position
-from transport.logbuffer.exclusive_term_appender import ExclusiveTermAppender
-from transport.logbuffer.header import HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.position import Position
+from aeromq.transport.logbuffer.exclusive_term_appender import ExclusiveTermAppender
+from aeromq.transport.logbuffer.header import HeaderWriter
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     default_frame_header,
     fill_default_header,
     initialise_tails,
 )
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.testing.fake_driver import FakeDriver
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.testing.fake_driver import FakeDriver
 
 MS = 1_000_000
 

@@ -6,12 +6,12 @@ import struct
 
 import pytest
 
-from transport import ClientTimeoutError, DriverTimeoutError
-from transport.client import HEARTBEAT_TYPE_ID
-from transport.client.client_liveness import ClientLiveness
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.clock import SettableClock
-from transport.concurrent.counters_manager import CountersManager
+from aeromq.transport import ClientTimeoutError, DriverTimeoutError
+from aeromq.transport.client import HEARTBEAT_TYPE_ID
+from aeromq.transport.client.client_liveness import ClientLiveness
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.clock import SettableClock
+from aeromq.transport.concurrent.counters_manager import CountersManager
 
 MS = 1_000_000
 CLIENT_ID = 77

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from transport import CncFileError, DriverTimeoutError, IllegalStateError
-from transport.client import Aeron, AeronContext
-from transport.cnc import CNC_VERSION_FIELD_OFFSET
-from transport.command import CLIENT_CLOSE
-from transport.testing.fake_driver import FakeDriver
+from aeromq.transport import CncFileError, DriverTimeoutError, IllegalStateError
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.cnc import CNC_VERSION_FIELD_OFFSET
+from aeromq.transport.command import CLIENT_CLOSE
+from aeromq.transport.testing.fake_driver import FakeDriver
 
 from .conftest import wait_for
 

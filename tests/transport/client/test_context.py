@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from transport import ConfigurationError
-from transport.client import AeronContext
-from transport.client.context import default_aeron_dir
+from aeromq.transport import ConfigurationError
+from aeromq.transport.client import AeronContext
+from aeromq.transport.client.context import default_aeron_dir
 
 
 def test_should_default_to_aerons_values() -> None:

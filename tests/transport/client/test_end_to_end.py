@@ -1,4 +1,4 @@
-"""The client against the real media driver (``transport.driver``): in one process, and with
+"""The client against the real media driver (``aeromq.transport.driver``): in one process, and with
 the driver, publishers and subscribers in separate processes."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from transport import DriverTimeoutError
-from transport.client import BACK_PRESSURED, CLOSED, Aeron, AeronContext
-from transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport import DriverTimeoutError
+from aeromq.transport.client import BACK_PRESSURED, CLOSED, Aeron, AeronContext
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 from . import workers
 from .conftest import MS, wait_for
@@ -200,7 +200,7 @@ def test_should_report_a_killed_driver_as_a_driver_timeout(
         [
             sys.executable,
             "-m",
-            "transport.driver",
+            "aeromq.transport.driver",
             "--dir",
             str(aeron_dir),
             "--ipc-term-length",

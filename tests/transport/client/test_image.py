@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from transport import ConfigurationError, IllegalStateError
-from transport.client import Image
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.logbuffer import FragmentAssembler, Header
-from transport.logbuffer.log_buffer_descriptor import set_end_of_stream_position
+from aeromq.transport import ConfigurationError, IllegalStateError
+from aeromq.transport.client import Image
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.logbuffer import FragmentAssembler, Header
+from aeromq.transport.logbuffer.log_buffer_descriptor import set_end_of_stream_position
 
 from .conftest import BareLog
 

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from transport import ClientTimeoutError, DriverTimeoutError, IllegalStateError
-from transport.client import CLOSED, HEARTBEAT_TYPE_ID, Aeron, AeronContext
-from transport.command import CLIENT_KEEPALIVE
-from transport.concurrent.clock import SettableClock
-from transport.testing.fake_driver import FakeDriver
+from aeromq.transport import ClientTimeoutError, DriverTimeoutError, IllegalStateError
+from aeromq.transport.client import CLOSED, HEARTBEAT_TYPE_ID, Aeron, AeronContext
+from aeromq.transport.command import CLIENT_KEEPALIVE
+from aeromq.transport.concurrent.clock import SettableClock
+from aeromq.transport.testing.fake_driver import FakeDriver
 
 from .conftest import MS, wait_for
 

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from transport import ConfigurationError, MessageTooLongError
-from transport.client import (
+from aeromq.transport import ConfigurationError, MessageTooLongError
+from aeromq.transport.client import (
     ADMIN_ACTION,
     BACK_PRESSURED,
     CLOSED,
@@ -19,9 +19,9 @@ from transport.client import (
     ExclusivePublication,
     Subscription,
 )
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import BufferClaim, DirectBufferVector, FragmentAssembler, Header
-from transport.testing.fake_driver import FakeDriver
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import BufferClaim, DirectBufferVector, FragmentAssembler, Header
+from aeromq.transport.testing.fake_driver import FakeDriver
 
 from .conftest import wait_for
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from transport import DriverTimeoutError, IllegalStateError, RegistrationError
-from transport.client import (
+from aeromq.transport import DriverTimeoutError, IllegalStateError, RegistrationError
+from aeromq.transport.client import (
     Aeron,
     AeronContext,
     ConcurrentPublication,
@@ -18,7 +18,7 @@ from transport.client import (
     Image,
     Subscription,
 )
-from transport.command import (
+from aeromq.transport.command import (
     ADD_COUNTER,
     ADD_EXCLUSIVE_PUBLICATION,
     ADD_PUBLICATION,
@@ -28,7 +28,7 @@ from transport.command import (
     REMOVE_SUBSCRIPTION,
     ErrorCode,
 )
-from transport.testing.fake_driver import FakeDriver
+from aeromq.transport.testing.fake_driver import FakeDriver
 
 from .conftest import MS, wait_for
 
@@ -200,7 +200,7 @@ def test_should_add_a_counter_and_remove_it_on_close(aeron: Aeron, driver: FakeD
 
 
 def test_should_refuse_an_over_long_counter_key_or_label(aeron: Aeron) -> None:
-    from transport import ConfigurationError
+    from aeromq.transport import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="key too long"):
         aeron.add_counter(1, b"k" * 113, "x")

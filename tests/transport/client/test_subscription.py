@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from transport.client import Aeron, ExclusivePublication, Image, Subscription
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.logbuffer import ControlledFragmentAssembler, FragmentAssembler, Header
-from transport.testing.fake_driver import FakeDriver
+from aeromq.transport.client import Aeron, ExclusivePublication, Image, Subscription
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.logbuffer import ControlledFragmentAssembler, FragmentAssembler, Header
+from aeromq.transport.testing.fake_driver import FakeDriver
 
 from .conftest import wait_for
 

@@ -13,9 +13,9 @@ import zlib
 from multiprocessing.queues import Queue
 from typing import Any
 
-from transport.client import Aeron, AeronContext
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import FragmentAssembler, Header
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import FragmentAssembler, Header
 
 PREFIX = struct.Struct("<iiI")  # sender, sequence, crc32 of the body
 DEADLINE_S = 60.0

@@ -9,8 +9,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from transport import command as c
-from transport.command import (
+from aeromq.transport import command as c
+from aeromq.transport.command import (
     client_timeout,
     correlated_message,
     counter_message,

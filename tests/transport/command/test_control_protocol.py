@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from transport.command import control_protocol as cp
-from transport.command.control_protocol import ErrorCode, type_name
+from aeromq.transport.command import control_protocol as cp
+from aeromq.transport.command.control_protocol import ErrorCode, type_name
 
 
 def test_should_use_aerons_command_and_response_type_ids() -> None:
@@ -77,7 +77,7 @@ def test_should_map_unknown_error_code_values_to_unknown_code_value() -> None:
 
 
 def test_should_export_a_sorted_all_of_importable_names() -> None:
-    import transport.command as package
+    from aeromq.transport import command as package
 
     # ruff's isort-style order (RUF022): CONSTANTS, then Classes, then functions.
     def order(name: str) -> tuple[int, str]:

@@ -7,9 +7,9 @@ import contextlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aeromq.transport._errors import MalformedCommandError
+from aeromq.transport.concurrent import AtomicBuffer
 from tests.transport.command.specs import SPECS
-from transport._errors import MalformedCommandError
-from transport.concurrent import AtomicBuffer
 
 CAPACITY = 256
 

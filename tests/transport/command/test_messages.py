@@ -9,10 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aeromq.transport import command as c
+from aeromq.transport._errors import (
+    ConfigurationError,
+    IndexOutOfBoundsError,
+    MalformedCommandError,
+)
+from aeromq.transport.concurrent import AtomicBuffer
 from tests.transport.command.specs import SPEC_IDS, SPECS, Spec, sample_values
-from transport import command as c
-from transport._errors import ConfigurationError, IndexOutOfBoundsError, MalformedCommandError
-from transport.concurrent import AtomicBuffer
 
 
 def _buffer(data: bytes, capacity: int = 512) -> AtomicBuffer:

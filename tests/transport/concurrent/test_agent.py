@@ -6,17 +6,17 @@ from collections.abc import Callable
 
 import pytest
 
-from transport import ConfigurationError, IllegalStateError
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.agent import (
+from aeromq.transport import ConfigurationError, IllegalStateError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.agent import (
     Agent,
     AgentInvoker,
     AgentRunner,
     AgentTerminationError,
     CompositeAgent,
 )
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.idle_strategy import NoOpIdleStrategy, YieldingIdleStrategy
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.idle_strategy import NoOpIdleStrategy, YieldingIdleStrategy
 
 TIMEOUT_S = 10.0
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transport import IndexOutOfBoundsError, TransportError
-from transport.concurrent import AtomicBuffer, MappedFile
+from aeromq.transport import IndexOutOfBoundsError, TransportError
+from aeromq.transport.concurrent import AtomicBuffer, MappedFile
 
 
 def test_should_round_trip_plain_integers_little_endian() -> None:

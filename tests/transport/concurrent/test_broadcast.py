@@ -6,19 +6,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transport import (
+from aeromq.transport import (
     ConfigurationError,
     IllegalStateError,
     IndexOutOfBoundsError,
     InvalidMessageTypeError,
     MessageTooLongError,
 )
-from transport.concurrent import AtomicBuffer
-from transport.concurrent import broadcast_descriptor as bd
-from transport.concurrent import ring_buffer_descriptor as rbd
-from transport.concurrent.broadcast_receiver import BroadcastReceiver
-from transport.concurrent.broadcast_transmitter import BroadcastTransmitter
-from transport.concurrent.copy_broadcast_receiver import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent import broadcast_descriptor as bd
+from aeromq.transport.concurrent import ring_buffer_descriptor as rbd
+from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
+from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
+from aeromq.transport.concurrent.copy_broadcast_receiver import (
     SCRATCH_BUFFER_LENGTH,
     CopyBroadcastReceiver,
 )

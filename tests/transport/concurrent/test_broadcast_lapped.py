@@ -8,10 +8,10 @@ import time
 from multiprocessing.synchronize import Event
 from pathlib import Path
 
-from transport.concurrent import MappedFile
-from transport.concurrent.broadcast_descriptor import TRAILER_LENGTH
-from transport.concurrent.broadcast_receiver import BroadcastReceiver
-from transport.concurrent.broadcast_transmitter import BroadcastTransmitter
+from aeromq.transport.concurrent import MappedFile
+from aeromq.transport.concurrent.broadcast_descriptor import TRAILER_LENGTH
+from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
+from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
 
 CAPACITY = 4096
 MESSAGES = 50_000

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import time
 
-from transport.concurrent.clock import (
+from aeromq.transport.concurrent.clock import (
     CachedEpochClock,
     CachedNanoClock,
     EpochClock,

@@ -4,10 +4,10 @@ import struct
 
 import pytest
 
-from transport import ConfigurationError, IllegalStateError, IndexOutOfBoundsError
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.clock import SettableClock
-from transport.concurrent.counters_descriptor import (
+from aeromq.transport import ConfigurationError, IllegalStateError, IndexOutOfBoundsError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.clock import SettableClock
+from aeromq.transport.concurrent.counters_descriptor import (
     COUNTER_LENGTH,
     FREE_FOR_REUSE_DEADLINE_OFFSET,
     KEY_OFFSET,
@@ -27,8 +27,8 @@ from transport.concurrent.counters_descriptor import (
     TYPE_ID_OFFSET,
     VALUE_OFFSET,
 )
-from transport.concurrent.counters_manager import CountersManager
-from transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.counters_reader import CountersReader
 
 # The records as C structs (Aeron's aeron_counter_value_descriptor_t and
 # aeron_counter_metadata_descriptor_t), little-endian and packed.

@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from transport.concurrent import MappedFile
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.clock import SettableClock
-from transport.concurrent.counters_descriptor import COUNTER_LENGTH, METADATA_LENGTH
-from transport.concurrent.counters_manager import CountersManager
-from transport.concurrent.counters_reader import CountersReader
-from transport.concurrent.position import Position, ReadablePosition
+from aeromq.transport.concurrent import MappedFile
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.clock import SettableClock
+from aeromq.transport.concurrent.counters_descriptor import COUNTER_LENGTH, METADATA_LENGTH
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.position import Position, ReadablePosition
 
 COUNTERS = 16
 VALUES_LENGTH = COUNTERS * COUNTER_LENGTH

@@ -4,12 +4,12 @@ import threading
 
 import pytest
 
-from transport import IndexOutOfBoundsError
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.atomic_counter import AtomicCounter
-from transport.concurrent.counters_descriptor import COUNTER_LENGTH, METADATA_LENGTH
-from transport.concurrent.counters_manager import CountersManager
-from transport.concurrent.position import Position, ReadablePosition
+from aeromq.transport import IndexOutOfBoundsError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.counters_descriptor import COUNTER_LENGTH, METADATA_LENGTH
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.position import Position, ReadablePosition
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from transport import ConfigurationError
-from transport.concurrent import AtomicBuffer, MappedFile, error_log_reader
-from transport.concurrent.clock import SettableClock, SystemEpochClock
-from transport.concurrent.distinct_error_log import (
+from aeromq.transport import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer, MappedFile, error_log_reader
+from aeromq.transport.concurrent.clock import SettableClock, SystemEpochClock
+from aeromq.transport.concurrent.distinct_error_log import (
     ENCODED_ERROR_OFFSET,
     FIRST_OBSERVATION_TIMESTAMP_OFFSET,
     LAST_OBSERVATION_TIMESTAMP_OFFSET,

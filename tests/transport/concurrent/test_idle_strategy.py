@@ -4,9 +4,9 @@ import time
 
 import pytest
 
-from transport import ConfigurationError
-from transport.concurrent import idle_strategy as module
-from transport.concurrent.idle_strategy import (
+from aeromq.transport import ConfigurationError
+from aeromq.transport.concurrent import idle_strategy as module
+from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
     BusySpinIdleStrategy,
     IdleStrategy,

@@ -4,21 +4,21 @@ import struct
 
 import pytest
 
-from transport import (
+from aeromq.transport import (
     ConfigurationError,
     IllegalStateError,
     IndexOutOfBoundsError,
     InvalidMessageTypeError,
     MessageTooLongError,
 )
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.concurrent.ring_buffer import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.concurrent.ring_buffer import (
     INSUFFICIENT_CAPACITY,
     ManyToOneRingBuffer,
     OneToOneRingBuffer,
 )
-from transport.concurrent.ring_buffer_descriptor import (
+from aeromq.transport.concurrent.ring_buffer_descriptor import (
     CONSUMER_HEARTBEAT_OFFSET,
     HEAD_CACHE_POSITION_OFFSET,
     HEAD_POSITION_OFFSET,

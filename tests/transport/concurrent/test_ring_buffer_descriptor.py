@@ -4,8 +4,8 @@ import struct
 
 import pytest
 
-from transport import ConfigurationError, InvalidMessageTypeError
-from transport.concurrent import ring_buffer_descriptor as rbd
+from aeromq.transport import ConfigurationError, InvalidMessageTypeError
+from aeromq.transport.concurrent import ring_buffer_descriptor as rbd
 
 
 def test_should_place_trailer_counters_on_their_own_128_byte_lines() -> None:

@@ -9,14 +9,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.concurrent.ring_buffer import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.concurrent.ring_buffer import (
     INSUFFICIENT_CAPACITY,
     ManyToOneRingBuffer,
     OneToOneRingBuffer,
 )
-from transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
+from aeromq.transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
 
 Message = tuple[int, bytes]
 

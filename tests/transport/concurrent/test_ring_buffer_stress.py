@@ -12,9 +12,9 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
-from transport.concurrent import AtomicBuffer, MappedFile
-from transport.concurrent.ring_buffer import INSUFFICIENT_CAPACITY, ManyToOneRingBuffer
-from transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
+from aeromq.transport.concurrent import AtomicBuffer, MappedFile
+from aeromq.transport.concurrent.ring_buffer import INSUFFICIENT_CAPACITY, ManyToOneRingBuffer
+from aeromq.transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
 
 CAPACITY = 64 * 1024
 _ID_SEQ = struct.Struct("<ii")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.testing.driver_client import DriverClient
 from tests.transport.driver.support import small_context
-from transport.driver import MediaDriver, MediaDriverContext
-from transport.testing.driver_client import DriverClient
 
 
 @pytest.fixture

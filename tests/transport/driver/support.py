@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from transport.driver import MediaDriverContext, allow_termination
+from aeromq.transport.driver import MediaDriverContext, allow_termination
 
 TERM_LENGTH = 64 * 1024
 WINDOW = TERM_LENGTH // 2

@@ -12,8 +12,7 @@ import struct
 
 import pytest
 
-from tests.transport.driver.support import wait_until
-from transport.command import (
+from aeromq.transport.command import (
     ADD_DESTINATION,
     ADD_PUBLICATION,
     ADD_SUBSCRIPTION,
@@ -22,9 +21,10 @@ from transport.command import (
     ON_PUBLICATION_READY,
     ErrorCode,
 )
-from transport.concurrent.error_log_reader import read as read_error_log
-from transport.driver import MediaDriver
-from transport.testing.driver_client import DriverClient, DriverResponse
+from aeromq.transport.concurrent.error_log_reader import read as read_error_log
+from aeromq.transport.driver import MediaDriver
+from aeromq.transport.testing.driver_client import DriverClient, DriverResponse
+from tests.transport.driver.support import wait_until
 
 ERRORS_COUNTER_ID = 15
 

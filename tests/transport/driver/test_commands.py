@@ -6,8 +6,7 @@ import os
 import struct
 import time
 
-from tests.transport.driver.support import TERM_LENGTH, WINDOW, wait_until
-from transport.command import (
+from aeromq.transport.command import (
     ON_AVAILABLE_IMAGE,
     ON_CLIENT_TIMEOUT,
     ON_COUNTER_READY,
@@ -19,11 +18,15 @@ from transport.command import (
     REMOVE_PUBLICATION,
     REMOVE_PUBLICATION_FLAG_REVOKE,
 )
-from transport.concurrent.counters_descriptor import RECORD_ALLOCATED, RECORD_RECLAIMED
-from transport.driver import MediaDriver
-from transport.logbuffer.log_buffer_descriptor import compute_log_length, is_publication_revoked
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.testing.driver_client import CLIENT_HEARTBEAT_TYPE_ID, DriverClient
+from aeromq.transport.concurrent.counters_descriptor import RECORD_ALLOCATED, RECORD_RECLAIMED
+from aeromq.transport.driver import MediaDriver
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
+    compute_log_length,
+    is_publication_revoked,
+)
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.testing.driver_client import CLIENT_HEARTBEAT_TYPE_ID, DriverClient
+from tests.transport.driver.support import TERM_LENGTH, WINDOW, wait_until
 
 
 def test_should_announce_a_new_clients_heartbeat_counter(client: DriverClient) -> None:

@@ -7,15 +7,15 @@ import os
 
 import pytest
 
-from transport import ConfigurationError
-from transport.driver import (
+from aeromq.transport import ConfigurationError
+from aeromq.transport.driver import (
     MediaDriverContext,
     ThreadingMode,
     allow_termination,
     default_aeron_dir,
     deny_termination,
 )
-from transport.driver.context import ENV_VARS
+from aeromq.transport.driver.context import ENV_VARS
 
 MIB = 1024 * 1024
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from transport import IllegalStateError
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from transport.concurrent.counters_manager import CountersManager
-from transport.driver.stream_counters import (
+from aeromq.transport import IllegalStateError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.driver.stream_counters import (
     CLIENT_HEARTBEAT_TYPE_ID,
     PUBLISHER_LIMIT_TYPE_ID,
     PUBLISHER_POSITION_TYPE_ID,
@@ -25,7 +25,7 @@ from transport.driver.stream_counters import (
     allocate_subscriber_position,
     stream_counter_key,
 )
-from transport.driver.system_counters import (
+from aeromq.transport.driver.system_counters import (
     AERON_VERSION,
     CONTROL_PROTOCOL_VERSION,
     SystemCounter,

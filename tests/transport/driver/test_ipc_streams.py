@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.transport.driver.support import TERM_LENGTH, WINDOW, small_context, wait_until
-from transport.command import (
+from aeromq.transport.command import (
     ON_AVAILABLE_IMAGE,
     ON_EXCLUSIVE_PUBLICATION_READY,
     ON_PUBLICATION_READY,
@@ -17,13 +16,14 @@ from transport.command import (
     ImageBuffersReady,
     PublicationBuffersReady,
 )
-from transport.concurrent.counters_descriptor import RECORD_ALLOCATED, RECORD_RECLAIMED
-from transport.driver import MediaDriver
-from transport.logbuffer.header import HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import default_frame_header, is_connected
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.logbuffer.term_appender import TermAppender
-from transport.testing.driver_client import DriverClient
+from aeromq.transport.concurrent.counters_descriptor import RECORD_ALLOCATED, RECORD_RECLAIMED
+from aeromq.transport.driver import MediaDriver
+from aeromq.transport.logbuffer.header import HeaderWriter
+from aeromq.transport.logbuffer.log_buffer_descriptor import default_frame_header, is_connected
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.term_appender import TermAppender
+from aeromq.transport.testing.driver_client import DriverClient
+from tests.transport.driver.support import TERM_LENGTH, WINDOW, small_context, wait_until
 
 
 def _publish(

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.transport.driver.support import WINDOW, small_context, wait_until
-from transport.command import (
+from aeromq.transport.command import (
     ADD_PUBLICATION,
     ON_AVAILABLE_IMAGE,
     ON_CLIENT_TIMEOUT,
@@ -20,14 +19,15 @@ from transport.command import (
     ON_UNAVAILABLE_IMAGE,
     ImageBuffersReady,
 )
-from transport.concurrent.counters_descriptor import RECORD_RECLAIMED
-from transport.driver import MediaDriver
-from transport.logbuffer.frame_descriptor import HDR_TYPE_PAD, frame_type
-from transport.logbuffer.header import HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import default_frame_header
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.logbuffer.term_appender import TermAppender
-from transport.testing.driver_client import DriverClient
+from aeromq.transport.concurrent.counters_descriptor import RECORD_RECLAIMED
+from aeromq.transport.driver import MediaDriver
+from aeromq.transport.logbuffer.frame_descriptor import HDR_TYPE_PAD, frame_type
+from aeromq.transport.logbuffer.header import HeaderWriter
+from aeromq.transport.logbuffer.log_buffer_descriptor import default_frame_header
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.term_appender import TermAppender
+from aeromq.transport.testing.driver_client import DriverClient
+from tests.transport.driver.support import WINDOW, small_context, wait_until
 
 CLIENT_TIMEOUTS = 24
 UNBLOCKED_PUBLICATIONS = 19

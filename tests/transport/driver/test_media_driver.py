@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from aeromq.transport import ActiveDriverError, IllegalStateError
+from aeromq.transport.cnc import CNC_VERSION, CncFile
+from aeromq.transport.command import ON_ERROR, ON_PUBLICATION_READY
+from aeromq.transport.concurrent.clock import SystemEpochClock
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode, deny_termination
+from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
+from aeromq.transport.testing.driver_client import DriverClient
 from tests.transport.driver.support import small_context, wait_until
-from transport import ActiveDriverError, IllegalStateError
-from transport.cnc import CNC_VERSION, CncFile
-from transport.command import ON_ERROR, ON_PUBLICATION_READY
-from transport.concurrent.clock import SystemEpochClock
-from transport.concurrent.counters_reader import CountersReader
-from transport.concurrent.distinct_error_log import DistinctErrorLog
-from transport.driver import MediaDriver, MediaDriverContext, ThreadingMode, deny_termination
-from transport.driver.aeron_dir import driver_heartbeat_age_ms
-from transport.testing.driver_client import DriverClient
 
 
 def test_should_write_cnc_header_from_the_context(driver: MediaDriver) -> None:
@@ -118,7 +118,7 @@ def test_should_replace_a_stale_driver_with_a_warning_and_save_its_errors(
     _stale_cnc(driver_context, old_ms, error="IllegalStateError: the old driver broke")
     assert driver_heartbeat_age_ms(driver_context.aeron_dir, old_ms + 3_600_000) == 3_600_000
     with (
-        caplog.at_level(logging.WARNING, logger="transport.driver"),
+        caplog.at_level(logging.WARNING, logger="aeromq.transport.driver"),
         MediaDriver.launch(driver_context) as driver,
         DriverClient(driver.aeron_dir) as client,
     ):

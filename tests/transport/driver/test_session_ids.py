@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transport.driver.session_ids import SessionIdAllocator, wrap_int32
+from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
 
 
 def test_should_allocate_in_sequence() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from transport import ConfigurationError
-from transport.driver._values import (
+from aeromq.transport import ConfigurationError
+from aeromq.transport.driver._values import (
     format_duration_ns,
     parse_bool,
     parse_duration_ns,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import (
     ExclusiveTermAppender,
     FragmentHandler,
     Header,
@@ -23,8 +23,8 @@ from transport.logbuffer import (
     TermAppender,
     term_reader,
 )
-from transport.logbuffer import log_buffer_descriptor as d
-from transport.logbuffer.frame_descriptor import HDR_LENGTH
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.logbuffer.frame_descriptor import HDR_LENGTH
 
 BACK_PRESSURED = -2
 ADMIN_ACTION = -3

@@ -16,16 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import FragmentAssembler, Header, LogBuffers
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.logbuffer.frame_descriptor import UNFRAGMENTED
 from tests.transport.logbuffer._harness import (
     MTU_LENGTH,
     Publisher,
     Subscriber,
     init_log,
 )
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import FragmentAssembler, Header, LogBuffers
-from transport.logbuffer import log_buffer_descriptor as d
-from transport.logbuffer.frame_descriptor import UNFRAGMENTED
 
 TERM_LENGTH = d.TERM_MIN_LENGTH
 

@@ -14,9 +14,9 @@ import random
 import time
 from pathlib import Path
 
+from aeromq.transport.concurrent import AtomicBuffer, MappedFile
+from aeromq.transport.logbuffer import FragmentAssembler, Header, LogBuffers
 from tests.transport.logbuffer._harness import MTU_LENGTH, Publisher, Subscriber, create_log
-from transport.concurrent import AtomicBuffer, MappedFile
-from transport.logbuffer import FragmentAssembler, Header, LogBuffers
 
 TERM_LENGTH = 64 * 1024
 MESSAGES_PER_WRITER = 4000

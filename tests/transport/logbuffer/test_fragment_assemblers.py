@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from transport import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.action import Action
-from transport.logbuffer import (
+from aeromq.transport import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.logbuffer import (
     BufferBuilder,
     ControlledFragmentAssembler,
     FragmentAssembler,
@@ -15,8 +15,8 @@ from transport.logbuffer import (
     HeaderWriter,
     TermAppender,
 )
-from transport.logbuffer import log_buffer_descriptor as d
-from transport.logbuffer.frame_descriptor import BEGIN_FLAG, END_FLAG, UNFRAGMENTED
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.logbuffer.frame_descriptor import BEGIN_FLAG, END_FLAG, UNFRAGMENTED
 
 TERM_LENGTH = 64 * 1024
 INITIAL_TERM_ID = 100

@@ -4,8 +4,8 @@ import struct
 
 import pytest
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import frame_descriptor as f
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import frame_descriptor as f
 
 
 def test_should_lay_out_the_data_header_as_the_spec_says() -> None:

@@ -4,12 +4,11 @@ import struct
 
 import pytest
 
-import transport.logbuffer as logbuffer
-from transport import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import Header, HeaderWriter
-from transport.logbuffer import log_buffer_descriptor as d
-from transport.logbuffer.frame_descriptor import BEGIN_FLAG, HDR_TYPE_DATA, HDR_TYPE_PAD
+from aeromq.transport import ConfigurationError, logbuffer
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import Header, HeaderWriter
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.logbuffer.frame_descriptor import BEGIN_FLAG, HDR_TYPE_DATA, HDR_TYPE_PAD
 
 HEADER = struct.Struct("<iBBHiiiiq")
 

@@ -4,9 +4,9 @@ import struct
 
 import pytest
 
-from transport import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
 
 SPEC_OFFSETS = {
     "TERM_TAIL_COUNTERS_OFFSET": 0,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from transport import ConfigurationError, IllegalStateError
-from transport._errors import LogBufferFileError  # not yet re-exported by transport
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import LogBuffers, LogMetadata
-from transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport import ConfigurationError, IllegalStateError
+from aeromq.transport._errors import LogBufferFileError  # not yet re-exported by transport
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import LogBuffers, LogMetadata
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
 
 TERM_LENGTH = 64 * 1024
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from transport import ConfigurationError, IllegalStateError
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import (
+from aeromq.transport import ConfigurationError, IllegalStateError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import (
     BufferClaim,
     DirectBufferVector,
     ExclusiveTermAppender,
@@ -23,8 +23,8 @@ from transport.logbuffer import (
     term_appender,
     term_reader,
 )
-from transport.logbuffer import log_buffer_descriptor as d
-from transport.logbuffer.frame_descriptor import (
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.logbuffer.frame_descriptor import (
     BEGIN_FLAG,
     END_FLAG,
     HDR_TYPE_DATA,

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import BufferClaim, Header, HeaderWriter, TermAppender, term_reader
-from transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import BufferClaim, Header, HeaderWriter, TermAppender, term_reader
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
 
 TERM_LENGTH = 64 * 1024
 INITIAL_TERM_ID = 3

@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from transport.concurrent import AtomicBuffer
-from transport.logbuffer import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import (
     BufferClaim,
     Header,
     HeaderWriter,
@@ -15,12 +15,12 @@ from transport.logbuffer import (
     UnblockStatus,
     term_reader,
 )
-from transport.logbuffer import log_buffer_descriptor as d
-from transport.logbuffer.frame_descriptor import HDR_TYPE_DATA, HDR_TYPE_PAD, UNFRAGMENTED
-from transport.logbuffer.term_gap_scanner import scan_for_gap
-from transport.logbuffer.term_rebuilder import insert
-from transport.logbuffer.term_scanner import scan_for_availability, scan_for_block
-from transport.logbuffer.term_unblocker import unblock
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.logbuffer.frame_descriptor import HDR_TYPE_DATA, HDR_TYPE_PAD, UNFRAGMENTED
+from aeromq.transport.logbuffer.term_gap_scanner import scan_for_gap
+from aeromq.transport.logbuffer.term_rebuilder import insert
+from aeromq.transport.logbuffer.term_scanner import scan_for_availability, scan_for_block
+from aeromq.transport.logbuffer.term_unblocker import unblock
 
 TERM_LENGTH = 64 * 1024
 TERM_ID = 12

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transport import protocol as p
-from transport.concurrent import AtomicBuffer
-from transport.protocol import FrameStatus
+from aeromq.transport import protocol as p
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.protocol import FrameStatus
 
 CAPACITY = 2048
 

@@ -1,5 +1,5 @@
-"""A cnc.dat as a driver leaves it, built with ``transport.cnc`` and ``CountersManager``, and a
-runner of ``python -m transport.tools.stat`` in a subprocess (until ``aeromq stat`` is wired).
+"""A cnc.dat as a driver leaves it, built with ``aeromq.transport.cnc`` and ``CountersManager``, and a
+runner of ``python -m aeromq.transport.tools.stat`` in a subprocess (until ``aeromq stat`` is wired).
 
 The counters, by id (labels and keys as the driver's own helpers write them)::
 
@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from transport.cnc import CncFile
-from transport.concurrent import CountersManager, DistinctErrorLog, SettableClock
-from transport.concurrent import ring_buffer_descriptor as rbd
-from transport.driver import network_counters, stream_counters
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.concurrent import CountersManager, DistinctErrorLog, SettableClock
+from aeromq.transport.concurrent import ring_buffer_descriptor as rbd
+from aeromq.transport.driver import network_counters, stream_counters
 
 PID = 4242
 ERROR_TEXT = "IllegalStateError: unknown publication: registration_id=99"
@@ -144,9 +144,9 @@ def stat_env(**extra: str) -> dict[str, str]:
 
 
 def run_stat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m transport.tools.stat ARGS`` to completion, in UTC, without $AERON_DIR."""
+    """``python -m aeromq.transport.tools.stat ARGS`` to completion, in UTC, without $AERON_DIR."""
     return subprocess.run(
-        [sys.executable, "-m", "transport.tools.stat", *args],
+        [sys.executable, "-m", "aeromq.transport.tools.stat", *args],
         capture_output=True,
         text=True,
         env=stat_env() if env is None else env,

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from transport.driver.network_counters import (
+from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
+from aeromq.transport.driver.network_counters import (
     LOCAL_SOCKADDR_TYPE_ID,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
     SENDER_POSITION_TYPE_ID,
     channel_status_key,
     local_sockaddr_key,
 )
-from transport.driver.stream_counters import (
+from aeromq.transport.driver.stream_counters import (
     CLIENT_HEARTBEAT_TYPE_ID,
     PUBLISHER_POSITION_TYPE_ID,
     SUBSCRIBER_POSITION_TYPE_ID,
     stream_counter_key,
 )
-from transport.tools.counter_keys import (
+from aeromq.transport.tools.counter_keys import (
     CHANNEL_STATUS_TYPE_IDS,
     STREAM_COUNTER_TYPE_IDS,
     StreamKey,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from transport.concurrent import AtomicBuffer, CountersManager, SettableClock
-from transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from transport.tools import CounterSnapshot, read_counters
+from aeromq.transport.concurrent import AtomicBuffer, CountersManager, SettableClock
+from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
+from aeromq.transport.tools import CounterSnapshot, read_counters
 
 
 def manager() -> CountersManager:

@@ -1,4 +1,4 @@
-"""``python -m transport.tools.stat`` in a subprocess over a cnc.dat built by the conftest."""
+"""``python -m aeromq.transport.tools.stat`` in a subprocess over a cnc.dat built by the conftest."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from transport.cnc import CNC_FILE
+from aeromq.transport.cnc import CNC_FILE
 
 from .conftest import (
     ERROR_TEXT,
@@ -238,7 +238,7 @@ def test_should_refresh_until_interrupted_and_follow_a_replaced_cnc_file(
             [
                 sys.executable,
                 "-m",
-                "transport.tools.stat",
+                "aeromq.transport.tools.stat",
                 "--dir",
                 str(stat_files.aeron_dir),
                 "--interval-ms",

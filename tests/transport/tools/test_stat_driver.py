@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from transport.client import Aeron, AeronContext
-from transport.client.publication import Publication
-from transport.client.subscription import Subscription
-from transport.driver import MediaDriver, MediaDriverContext
-from transport.driver.stream_counters import (
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.client.publication import Publication
+from aeromq.transport.client.subscription import Subscription
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.driver.stream_counters import (
     PUBLISHER_LIMIT_TYPE_ID,
     PUBLISHER_POSITION_TYPE_ID,
     SUBSCRIBER_POSITION_TYPE_ID,

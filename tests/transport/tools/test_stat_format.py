@@ -6,11 +6,11 @@ import json
 import time
 from datetime import UTC, timedelta, timezone
 
-from transport.cnc import CNC_VERSION
-from transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from transport.driver.stream_counters import stream_counter_key
-from transport.tools import CounterSnapshot
-from transport.tools.stat_format import (
+from aeromq.transport.cnc import CNC_VERSION
+from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
+from aeromq.transport.driver.stream_counters import stream_counter_key
+from aeromq.transport.tools import CounterSnapshot
+from aeromq.transport.tools.stat_format import (
     RULE,
     counter_json,
     error_json,

@@ -18,38 +18,42 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from transport.command import (
+from aeromq.transport.command import (
     ON_AVAILABLE_IMAGE,
     ON_UNAVAILABLE_IMAGE,
     decode_image_buffers_ready,
     decode_image_message,
 )
-from transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from transport.concurrent.broadcast_receiver import BroadcastReceiver
-from transport.concurrent.broadcast_transmitter import BroadcastTransmitter
-from transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
-from transport.concurrent.counters_manager import CountersManager
-from transport.driver.aeron_client import AeronClient
-from transport.driver.client_proxy import ClientProxy
-from transport.driver.context import MediaDriverContext, ThreadingMode
-from transport.driver.network_publication import NetworkPublication
-from transport.driver.publication_image import PublicationImage
-from transport.driver.session_ids import SessionIdAllocator
-from transport.driver.system_counters import SystemCounter, SystemCounters
-from transport.driver.udp_settings import UdpSettings
-from transport.driver.udp_streams import UdpStreams
-from transport.driver.uri_params import parse_channel, publication_params, subscription_params
-from transport.logbuffer.exclusive_term_appender import FAILED, ExclusiveTermAppender
-from transport.logbuffer.header import Header, HeaderWriter
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
+from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
+from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
+from aeromq.transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.driver.aeron_client import AeronClient
+from aeromq.transport.driver.client_proxy import ClientProxy
+from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
+from aeromq.transport.driver.network_publication import NetworkPublication
+from aeromq.transport.driver.publication_image import PublicationImage
+from aeromq.transport.driver.session_ids import SessionIdAllocator
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp_streams import UdpStreams
+from aeromq.transport.driver.uri_params import (
+    parse_channel,
+    publication_params,
+    subscription_params,
+)
+from aeromq.transport.logbuffer.exclusive_term_appender import FAILED, ExclusiveTermAppender
+from aeromq.transport.logbuffer.header import Header, HeaderWriter
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     PARTITION_COUNT,
     active_term_count,
     default_frame_header,
     raw_tail_volatile,
     rotate_log,
 )
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.logbuffer.term_reader import read
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.term_reader import read
 
 TERM_LENGTH = 64 * 1024
 _CLIENT_IDS = itertools.count(1000)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 import socket
 
-from transport.concurrent import AtomicBuffer
-from transport.concurrent.counters_manager import CountersManager
-from transport.driver.system_counters import SystemCounters
-from transport.protocol import HDR_TYPE_DATA, DataHeaderFlyweight, SetupFlyweight
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.driver.system_counters import SystemCounters
+from aeromq.transport.protocol import HDR_TYPE_DATA, DataHeaderFlyweight, SetupFlyweight
 
 MULTICAST_GROUP = "224.0.1.79"
 

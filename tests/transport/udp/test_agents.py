@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from aeromq.transport.concurrent import SettableClock
+from aeromq.transport.driver.network_proxies import (
+    DriverConductorProxy,
+    ReceiverProxy,
+    SenderProxy,
+    drain,
+)
+from aeromq.transport.driver.receiver import Receiver
+from aeromq.transport.driver.sender import Sender
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp_settings import UdpSettings
 from tests.transport.udp.support import system_counters
-from transport.concurrent import SettableClock
-from transport.driver.network_proxies import DriverConductorProxy, ReceiverProxy, SenderProxy, drain
-from transport.driver.receiver import Receiver
-from transport.driver.sender import Sender
-from transport.driver.system_counters import SystemCounter, SystemCounters
-from transport.driver.udp_settings import UdpSettings
 
 MS = 1_000_000
 

@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
-from tests.transport.udp.support import data_frames, setup_frame, system_counters
-from transport.concurrent import AtomicBuffer
-from transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
-from transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from transport.driver.media.udp_channel_transport import UdpChannelTransport
-from transport.driver.system_counters import SystemCounter, SystemCounters
-from transport.driver.udp_channel import UdpChannel
-from transport.protocol import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
+from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp_channel import UdpChannel
+from aeromq.transport.protocol import (
     SM_EOS_FLAG,
     SM_SEND_SETUP_FLAG,
     ErrorFlyweight,
@@ -24,6 +23,7 @@ from transport.protocol import (
     RttmFlyweight,
     StatusMessageFlyweight,
 )
+from tests.transport.udp.support import data_frames, setup_frame, system_counters
 
 SOURCE = ("127.0.0.1", 7)
 

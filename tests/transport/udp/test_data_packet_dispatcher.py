@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.transport.udp.support import data_frames, setup_frame
-from transport.concurrent import AtomicBuffer
-from transport.driver.media.data_packet_dispatcher import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.media.data_packet_dispatcher import (
     COOL_DOWN,
     INIT_IN_PROGRESS,
     NO_INTEREST,
     PENDING_SETUP,
     DataPacketDispatcher,
 )
-from transport.protocol import EOS_FLAG, RTTM_REPLY_FLAG, SM_SEND_SETUP_FLAG, RttmFlyweight
+from aeromq.transport.protocol import EOS_FLAG, RTTM_REPLY_FLAG, SM_SEND_SETUP_FLAG, RttmFlyweight
+from tests.transport.udp.support import data_frames, setup_frame
 
 SOURCE = ("127.0.0.1", 5555)
 STREAM = 1001

@@ -17,10 +17,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.transport.udp.harness import LogReader, LogWriter, Node
-from transport.concurrent import AtomicBuffer
-from transport.driver.system_counters import SystemCounter
-from transport.protocol import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.system_counters import SystemCounter
+from aeromq.transport.protocol import (
     DataHeaderFlyweight,
     ErrorFlyweight,
     NakFlyweight,
@@ -28,6 +27,7 @@ from transport.protocol import (
     SetupFlyweight,
     StatusMessageFlyweight,
 )
+from tests.transport.udp.harness import LogReader, LogWriter, Node
 
 STREAM_ID = 1001
 OTHER_STREAM_ID = 2002

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from transport.concurrent import AtomicBuffer
-from transport.driver.loss_detector import (
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.loss_detector import (
     LossDetector,
     OptimalMulticastDelayGenerator,
     StaticDelayGenerator,

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from transport._errors import ConfigurationError
-from transport.concurrent import AtomicBuffer
-from transport.protocol import (
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.protocol import (
     HDR_TYPE_DATA,
     HDR_TYPE_NAK,
     HDR_TYPE_PAD,
     HDR_TYPE_SETUP,
     HDR_TYPE_SM,
 )
-from transport.testing.loss_generator import LossGenerator
+from aeromq.transport.testing.loss_generator import LossGenerator
 
 
 def _frame(frame_type: int) -> AtomicBuffer:

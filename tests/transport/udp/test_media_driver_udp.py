@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from aeromq.transport._errors import RegistrationError
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.command import ErrorCode
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
+from aeromq.transport.driver.network_counters import CHANNEL_STATUS_ACTIVE
+from aeromq.transport.logbuffer import Header
 from tests.transport.udp.harness import TERM_LENGTH
-from transport._errors import RegistrationError
-from transport.client import Aeron, AeronContext
-from transport.command import ErrorCode
-from transport.concurrent import AtomicBuffer
-from transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
-from transport.driver.network_counters import CHANNEL_STATUS_ACTIVE
-from transport.logbuffer import Header
 
 ROLES = {
     ThreadingMode.DEDICATED: {"sender", "receiver", "driver-conductor"},

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import struct
 
+from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
+from aeromq.transport.driver import network_counters as n
+from aeromq.transport.driver.stream_counters import STREAM_KEY_CHANNEL_OFFSET
 from tests.transport.udp.support import system_counters
-from transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from transport.driver import network_counters as n
-from transport.driver.stream_counters import STREAM_KEY_CHANNEL_OFFSET
 
 
 def test_should_use_aerons_type_ids() -> None:

@@ -8,22 +8,20 @@ from typing import Any
 
 import pytest
 
-from tests.transport.udp.harness import LogWriter
-from tests.transport.udp.support import system_counters
-from transport.concurrent import AtomicBuffer, Position
-from transport.driver.flow_control import UnicastFlowControl
-from transport.driver.ipc_log import initialise_log_metadata
-from transport.driver.network_publication import (
+from aeromq.transport.concurrent import AtomicBuffer, Position
+from aeromq.transport.driver.flow_control import UnicastFlowControl
+from aeromq.transport.driver.ipc_log import initialise_log_metadata
+from aeromq.transport.driver.network_publication import (
     HEARTBEAT_TIMEOUT_NS,
     SETUP_TIMEOUT_NS,
     NetworkPublication,
     NetworkPublicationState,
 )
-from transport.driver.retransmit_handler import RetransmitHandler
-from transport.driver.system_counters import SystemCounter
-from transport.logbuffer.log_buffer_descriptor import end_of_stream_position, is_connected
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.protocol import (
+from aeromq.transport.driver.retransmit_handler import RetransmitHandler
+from aeromq.transport.driver.system_counters import SystemCounter
+from aeromq.transport.logbuffer.log_buffer_descriptor import end_of_stream_position, is_connected
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.protocol import (
     EOS_FLAG,
     HDR_TYPE_PAD,
     HDR_TYPE_RTTM,
@@ -32,6 +30,8 @@ from transport.protocol import (
     SetupFlyweight,
     validate_frame,
 )
+from tests.transport.udp.harness import LogWriter
+from tests.transport.udp.support import system_counters
 
 TERM = 64 * 1024
 MTU = 1408

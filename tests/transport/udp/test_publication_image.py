@@ -8,19 +8,19 @@ from typing import Any
 
 import pytest
 
-from tests.transport.udp.support import data_frames, system_counters
-from transport.concurrent import AtomicBuffer, Position
-from transport.driver.ipc_publication import SubscriberPosition
-from transport.driver.loss_detector import StaticDelayGenerator
-from transport.driver.publication_image import ImageState, PublicationImage
-from transport.driver.system_counters import SystemCounter
-from transport.logbuffer.log_buffer_descriptor import (
+from aeromq.transport.concurrent import AtomicBuffer, Position
+from aeromq.transport.driver.ipc_publication import SubscriberPosition
+from aeromq.transport.driver.loss_detector import StaticDelayGenerator
+from aeromq.transport.driver.publication_image import ImageState, PublicationImage
+from aeromq.transport.driver.system_counters import SystemCounter
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TRANSPORT_COUNT_OFFSET,
     end_of_stream_position,
     fill_default_header,
 )
-from transport.logbuffer.log_buffers import LogBuffers
-from transport.protocol import HDR_TYPE_PAD, SM_EOS_FLAG, DataHeaderFlyweight
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.protocol import HDR_TYPE_PAD, SM_EOS_FLAG, DataHeaderFlyweight
+from tests.transport.udp.support import data_frames, system_counters
 
 TERM = 64 * 1024
 SESSION = 5

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from aeromq.transport.driver.retransmit_handler import RetransmitHandler
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
 from tests.transport.udp.support import system_counters
-from transport.driver.retransmit_handler import RetransmitHandler
-from transport.driver.system_counters import SystemCounter, SystemCounters
 
 TERM = 64 * 1024
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from transport.concurrent import AtomicBuffer
-from transport.driver.term_gap_filler import try_fill_gap
-from transport.logbuffer.log_buffer_descriptor import LOG_META_DATA_LENGTH, fill_default_header
-from transport.protocol import HDR_TYPE_PAD, DataHeaderFlyweight
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.term_gap_filler import try_fill_gap
+from aeromq.transport.logbuffer.log_buffer_descriptor import (
+    LOG_META_DATA_LENGTH,
+    fill_default_header,
+)
+from aeromq.transport.protocol import HDR_TYPE_PAD, DataHeaderFlyweight
 
 
 def test_should_pad_an_empty_gap_with_the_streams_header() -> None:

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from transport._errors import ChannelUriError, UnknownHostError
-from transport.driver.udp_channel import UdpChannel, format_sockaddr
+from aeromq.transport._errors import ChannelUriError, UnknownHostError
+from aeromq.transport.driver.udp_channel import UdpChannel, format_sockaddr
 
 
 def test_should_resolve_a_unicast_channel() -> None:

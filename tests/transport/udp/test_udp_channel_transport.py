@@ -8,12 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from aeromq.transport._errors import ChannelEndpointError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.media.udp_channel_transport import (
+    RECEIVE_BUFFER_LENGTH,
+    UdpChannelTransport,
+)
+from aeromq.transport.driver.udp_channel import Sockaddr
+from aeromq.transport.testing.loss_generator import LossGenerator
 from tests.transport.udp.support import MULTICAST_GROUP, loopback_multicast_works
-from transport._errors import ChannelEndpointError
-from transport.concurrent import AtomicBuffer
-from transport.driver.media.udp_channel_transport import RECEIVE_BUFFER_LENGTH, UdpChannelTransport
-from transport.driver.udp_channel import Sockaddr
-from transport.testing.loss_generator import LossGenerator
 
 LOOPBACK = ("127.0.0.1", 0)
 

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from transport._errors import ConfigurationError
-from transport.driver.context import MediaDriverContext
-from transport.driver.udp_settings import UDP_ENV_VARS, UdpSettings
-from transport.testing.loss_generator import LossGenerator
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.driver.context import MediaDriverContext
+from aeromq.transport.driver.udp_settings import UDP_ENV_VARS, UdpSettings
+from aeromq.transport.testing.loss_generator import LossGenerator
 
 
 def test_should_default_to_aerons_values() -> None:

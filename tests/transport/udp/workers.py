@@ -18,12 +18,12 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from typing import Any
 
-from transport.client import Aeron, AeronContext
-from transport.concurrent import AtomicBuffer
-from transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
-from transport.driver.udp_settings import UdpSettings
-from transport.logbuffer import FragmentAssembler, Header
-from transport.testing.loss_generator import LossGenerator
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
+from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.logbuffer import FragmentAssembler, Header
+from aeromq.transport.testing.loss_generator import LossGenerator
 
 PREFIX = struct.Struct("<qi")  # sequence, body length
 BLOCK = random.Random(20240501).randbytes(1 << 16)

@@ -25,13 +25,18 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Protocol
 
-from transport.concurrent import AtomicBuffer
-from transport.driver.udp_channel import Sockaddr
-from transport.protocol import EOS_FLAG, FLAGS_FIELD_OFFSET, RTTM_REPLY_FLAG, SM_SEND_SETUP_FLAG
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.udp_channel import Sockaddr
+from aeromq.transport.protocol import (
+    EOS_FLAG,
+    FLAGS_FIELD_OFFSET,
+    RTTM_REPLY_FLAG,
+    SM_SEND_SETUP_FLAG,
+)
 
 if TYPE_CHECKING:
-    from transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-    from transport.driver.publication_image import PublicationImage
+    from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+    from aeromq.transport.driver.publication_image import PublicationImage
 
 __all__ = [
     "COOL_DOWN",

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import secrets
 
-from transport.concurrent import AtomicBuffer, AtomicCounter
-from transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
-from transport.driver.media.udp_channel_transport import UdpChannelTransport
-from transport.driver.udp_channel import Sockaddr, UdpChannel
-from transport.protocol import (
+from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter
+from aeromq.transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
+from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
+from aeromq.transport.driver.udp_channel import Sockaddr, UdpChannel
+from aeromq.transport.protocol import (
     HDR_TYPE_DATA,
     HDR_TYPE_PAD,
     HDR_TYPE_RTTM,

@@ -26,10 +26,10 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from transport.concurrent import AtomicBuffer, AtomicCounter
-from transport.driver.media.udp_channel_transport import UdpChannelTransport
-from transport.driver.udp_channel import Sockaddr, UdpChannel
-from transport.protocol import (
+from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter
+from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
+from aeromq.transport.driver.udp_channel import Sockaddr, UdpChannel
+from aeromq.transport.protocol import (
     HDR_TYPE_ERR,
     HDR_TYPE_NAK,
     HDR_TYPE_RTTM,
@@ -42,7 +42,7 @@ from transport.protocol import (
 )
 
 if TYPE_CHECKING:
-    from transport.driver.network_publication import NetworkPublication
+    from aeromq.transport.driver.network_publication import NetworkPublication
 
 __all__ = ["SendChannelEndpoint", "publication_key"]
 

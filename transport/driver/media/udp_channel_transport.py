@@ -22,11 +22,11 @@ import errno
 import socket
 from collections.abc import Callable
 
-from transport._errors import ChannelEndpointError
-from transport.concurrent import AtomicBuffer
-from transport.driver.udp_channel import Sockaddr
-from transport.driver.udp_settings import DatagramFilter
-from transport.protocol import MAX_UDP_PAYLOAD_LENGTH
+from aeromq.transport._errors import ChannelEndpointError
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.udp_channel import Sockaddr
+from aeromq.transport.driver.udp_settings import DatagramFilter
+from aeromq.transport.protocol import MAX_UDP_PAYLOAD_LENGTH
 
 __all__ = ["RECEIVE_BUFFER_LENGTH", "DatagramHandler", "UdpChannelTransport"]
 
