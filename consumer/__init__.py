@@ -1,5 +1,5 @@
 """aeromq's consumer: RocketMQ's ``DefaultLitePullConsumer`` and its internals
-(``shared/spec/lite-pull-consumer.md``): the consumer, its configuration, offset stores and
+(``docs/lite-pull-consumer.md``): the consumer, its configuration, offset stores and
 the queue allocation strategies.
 """
 

@@ -1,7 +1,7 @@
 """The lite pull consumer's configuration: one typed, validated object with RocketMQ's defaults.
 
 ``LitePullConsumerConfig(consumer_group="g")`` has every default of RocketMQ's
-``DefaultLitePullConsumer`` (``shared/spec/lite-pull-consumer.md``); any field can be given by
+``DefaultLitePullConsumer`` (``docs/lite-pull-consumer.md``); any field can be given by
 keyword, and :meth:`LitePullConsumerConfig.replace` makes a changed copy. Validation runs on
 construction and raises :class:`~client.IllegalArgumentError` naming the field, its value and
 the rule, where RocketMQ would fail later in ``start()`` (``checkConfig``) or silently ignore a

@@ -1,4 +1,4 @@
-"""``DefaultLitePullConsumer``: RocketMQ's lite pull consumer (``shared/spec/lite-pull-consumer.md``).
+"""``DefaultLitePullConsumer``: RocketMQ's lite pull consumer (``docs/lite-pull-consumer.md``).
 
 ::
 
