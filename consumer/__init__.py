@@ -1,6 +1,5 @@
-"""aeromq's consumer: RocketMQ's ``DefaultLitePullConsumer`` and its internals
-(``shared/spec/lite-pull-consumer.md``): the consumer, its configuration, offset stores and
-the queue allocation strategies.
+"""aeromq's consumer: RocketMQ's ``DefaultLitePullConsumer`` and its internals: the consumer,
+its configuration, offset stores and the queue allocation strategies.
 """
 
 from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from aeromq.client import IllegalArgumentError, IllegalStateError
-from aeromq.client.validators import check_group
+from aeromq.common import check_group
 
 __all__ = [
     "DEFAULT_CONSUMER_GROUP",

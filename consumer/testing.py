@@ -1,7 +1,7 @@
 """Test helpers shipped with the consumer: an in-memory broker and a manual scheduler.
 
 :class:`InMemoryBroker` implements :class:`~consumer._broker_api.BrokerApi` with the broker's pull
-semantics (``shared/spec/lite-pull-consumer.md``, "Broker pull semantics"): FOUND /
+semantics (those of ``broker/processor/pull.py``): FOUND /
 NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL with RocketMQ's next offsets, tag filtering by
 hash code, long polling (a NO_NEW_MSG pull is held until a message arrives in its queue or its
 suspend time ends), batch caps of 32 messages / 256 KiB, committed offsets per group, search by
@@ -34,7 +34,7 @@ from aeromq.client import (
     TopicNotFoundError,
     tag_hash_code,
 )
-from aeromq.client.message import PROPERTY_TAGS
+from aeromq.common import PROPERTY_TAGS
 from aeromq.consumer._broker_api import (
     ConsumerHeartbeat,
     MembershipListener,

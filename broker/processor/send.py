@@ -39,9 +39,6 @@ from typing import Final
 from aeromq.broker import InvalidArgumentError
 from aeromq.broker.processor.pull import offset_id_prefix
 from aeromq.broker.store import (
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
     InboundMessage,
     MessageStore,
     PutMessageResult,
@@ -49,11 +46,15 @@ from aeromq.broker.store import (
     TopicConfig,
     pack_host,
 )
-from aeromq.client import ResponseCode
-from aeromq.client.validators import (
+from aeromq.common import (
     DEFAULT_MAX_MESSAGE_SIZE,
+    KEY_SEPARATOR,
     NOT_ALLOWED_SEND_TOPICS,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
     VALID_NAME_PATTERN,
+    ResponseCode,
     tag_problem,
 )
 from aeromq.proto import messages_pb2
@@ -287,7 +288,7 @@ class SendProcessor:
                     return f"bad tag: {problem}: tags={tags!r} index={index}"
                 properties[PROPERTY_TAGS] = tags
             if message.keys:
-                properties[PROPERTY_KEYS] = " ".join(message.keys)
+                properties[PROPERTY_KEYS] = KEY_SEPARATOR.join(message.keys)
             if message.msg_id:
                 properties[PROPERTY_UNIQ_KEY] = message.msg_id
             try:

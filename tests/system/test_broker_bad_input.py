@@ -11,7 +11,8 @@ import pytest
 from aeromq.broker.launcher import BrokerProcess, start_broker_process
 from aeromq.client import Message, ResponseCode, TopicNotFoundError
 from aeromq.client.grpc_client import GrpcClient
-from aeromq.client.session import SESSION_CLOSED_CODE, ClientSession, SessionConfig
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.common import SESSION_CLOSED_CODE
 from aeromq.producer import Producer
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext

@@ -1,0 +1,173 @@
+"""``BrokerSessions``: one open transport session per broker, for producers and consumers.
+
+For a broker on this host (:func:`is_local`: same host name, and its ``aeron_dir`` holds a
+``cnc.dat``) the session goes over IPC through the broker's own media driver; otherwise over UDP
+through a local driver (``aeron_dir``, or one embedded in this process, started on first use)
+with the answers coming back on a UDP endpoint of ``udp_response_host``. A session that failed
+(the broker closed it or went away) is replaced on the next use; so is a dead Aeron client.
+
+Callers say how long a request and a back-pressured offer may wait: the producer its
+``send_timeout_ms`` and ``offer_timeout_ms``, the consumer its
+``consumer_timeout_ms_when_suspend`` (a pull may be held that long) and ``offer_timeout_ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from aeromq.client.route import BrokerRoute
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
+from aeromq.transport import TransportError
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.driver import MediaDriver, MediaDriverContext
+
+__all__ = ["BrokerSessions", "is_local"]
+
+_log = logging.getLogger(__name__)
+
+
+def is_local(broker: BrokerRoute) -> bool:
+    """Whether the broker runs on this host with a media driver we can map."""
+    return (
+        bool(broker.aeron_dir)
+        and broker.is_same_host()
+        and os.path.exists(os.path.join(broker.aeron_dir, "cnc.dat"))
+    )
+
+
+class BrokerSessions:
+    """One open :class:`ClientSession` per broker (see the module). Thread-safe.
+
+    ``transport`` "ipc" or "udp" forces one; "auto" takes IPC for a broker on this host. The
+    embedded driver (when ``aeron_dir`` is None and a UDP session is needed) uses sparse log
+    files. ``request_timeout_ms`` is the default wait of a request (a call may pass its own),
+    ``offer_timeout_ms`` how long a back-pressured ingress is retried: both are the caller's.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_id: str,
+        transport: str = "auto",
+        aeron_dir: str | None = None,
+        udp_response_host: str = "127.0.0.1",
+        request_timeout_ms: int,
+        offer_timeout_ms: int,
+    ) -> None:
+        if transport not in ("auto", "ipc", "udp"):
+            raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
+        self._client_id = client_id
+        self._transport = transport
+        self._aeron_dir = aeron_dir
+        self._udp_response_host = udp_response_host
+        self._request_timeout_ms = request_timeout_ms
+        self._offer_timeout_ms = offer_timeout_ms
+        self._lock = threading.Lock()
+        self._sessions: dict[str, ClientSession] = {}
+        self._clients: dict[str, Aeron] = {}
+        self._driver: MediaDriver | None = None
+        self._closed = False
+
+    def open_session(self, broker_name: str) -> ClientSession | None:
+        """The open session with ``broker_name``, or None (without connecting)."""
+        session = self._sessions.get(broker_name)
+        return session if session is not None and session.is_open else None
+
+    def session(self, broker: BrokerRoute) -> ClientSession:
+        """The open session with ``broker``, connecting one if needed (this blocks up to the
+        session's connect timeout; raises :class:`~common.BrokerUnavailableError`)."""
+        name = broker.broker_name
+        session = self._sessions.get(name)
+        if session is not None and session.is_open:
+            return session
+        with self._lock:
+            if self._closed:
+                raise IllegalStateError("sessions closed", broker=name)
+            session = self._sessions.get(name)
+            if session is not None and session.is_open:
+                return session
+            if session is not None:
+                session.close()
+            session = self._sessions[name] = self._connect(broker)
+            return session
+
+    def _connect(self, broker: BrokerRoute) -> ClientSession:
+        transport = self._transport
+        if transport == "ipc" or (transport == "auto" and is_local(broker)):
+            aeron_dir = broker.aeron_dir
+            ingress, stream_id, response = broker.ipc_channel, broker.ipc_stream_id, "aeron:ipc"
+        else:
+            if not broker.udp_channel:
+                raise BrokerUnavailableError(
+                    "the broker has no UDP ingress and is not on this host",
+                    broker=broker.broker_name,
+                )
+            aeron_dir = self._local_driver_dir()
+            ingress, stream_id = broker.udp_channel, broker.udp_stream_id
+            response = f"aeron:udp?endpoint={self._udp_response_host}:0"
+        config = SessionConfig(
+            ingress_channel=ingress,
+            ingress_stream_id=stream_id,
+            response_channel=response,
+            client_id=self._client_id,
+            request_timeout_ms=self._request_timeout_ms,
+            offer_timeout_ms=self._offer_timeout_ms,
+        )
+        try:
+            return ClientSession.connect(self._client(aeron_dir), config)
+        except TransportError as exc:
+            raise BrokerUnavailableError(
+                "cannot reach the broker", broker=broker.broker_name, cause=str(exc)
+            ) from exc
+
+    def _client(self, aeron_dir: str) -> Aeron:
+        aeron = self._clients.get(aeron_dir)
+        if aeron is not None and not aeron.is_closed:
+            return aeron
+        if aeron is not None:
+            aeron.close()
+        try:
+            aeron = Aeron.connect(AeronContext(aeron_dir=aeron_dir, error_handler=_log_error))
+        except TransportError as exc:
+            raise BrokerUnavailableError(
+                "no media driver", aeron_dir=aeron_dir, cause=str(exc)
+            ) from exc
+        self._clients[aeron_dir] = aeron
+        return aeron
+
+    def _local_driver_dir(self) -> str:
+        if self._aeron_dir is not None:
+            return self._aeron_dir
+        if self._driver is None:
+            self._driver = MediaDriver.launch_embedded(
+                MediaDriverContext.from_env(term_buffer_sparse_file=True)
+            )
+        return self._driver.aeron_dir
+
+    def drop(self, broker_name: str) -> None:
+        """Close the session with ``broker_name`` (after a failure); the next use reconnects."""
+        with self._lock:
+            session = self._sessions.pop(broker_name, None)
+        if session is not None:
+            session.close()
+
+    def close(self) -> None:
+        """Close every session, Aeron client and the embedded driver; idempotent."""
+        with self._lock:
+            self._closed = True
+            sessions, self._sessions = self._sessions, {}
+            clients, self._clients = self._clients, {}
+            driver, self._driver = self._driver, None
+        for session in sessions.values():
+            session.close()
+        for aeron in clients.values():
+            aeron.close()
+        if driver is not None:
+            driver.close()
+
+
+def _log_error(error: BaseException) -> None:
+    _log.warning("transport error: %s", error)
