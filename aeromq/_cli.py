@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 # name -> ("module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "admin": ("aeromq.broker.admin_cli:main", "manage topics, groups, offsets and clusters"),
+    "admin": ("aeromq.client._admin_cli:main", "manage topics, groups, offsets and clusters"),
     "consume": ("aeromq.consumer._cli:main", "poll messages from a topic or queues and print them"),
     "broker": ("aeromq.broker._main:main", "run a broker (embedded media driver by default)"),
     "namesrv": ("aeromq.broker.namesrv._main:main", "run a name server for multi-broker routes"),

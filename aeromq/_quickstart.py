@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.messages <= 0 or args.size < _HEAD.size or args.batch <= 0:
         parser.error(f"need --messages > 0, --size >= {_HEAD.size} and --batch > 0")
 
-    from aeromq.broker.launcher import start_broker_process
+    from aeromq.broker.testing import start_broker_process
     from aeromq.client import Message
     from aeromq.client.grpc_client import GrpcClient
     from aeromq.producer import Producer

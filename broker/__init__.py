@@ -1,6 +1,8 @@
 """aeromq's broker: the durable store (``aeromq.broker.store``) and the services on top.
 
-The store's public API, the broker's errors and its configuration are re-exported here. The
+The store's public API, the broker's errors and its configuration are re-exported here. What
+the broker shares with the clients (response codes, property names, permission bits, name rules,
+the tag hash, message ids, the session envelope) is in ``aeromq.common``. The
 services live in their subpackages and are imported from there, so ``import broker`` stays
 light: ``aeromq.broker.processor`` (request processors), ``aeromq.broker.grpc`` (the gRPC server),
 ``aeromq.broker.namesrv`` (the name server).
@@ -21,13 +23,6 @@ from aeromq.broker._errors import (
 )
 from aeromq.broker.config import BrokerConfig, BrokerConfigError
 from aeromq.broker.store import (
-    PERM_INHERIT,
-    PERM_PRIORITY,
-    PERM_READ,
-    PERM_WRITE,
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
     ArrivalListener,
     BoundaryType,
     ConsumerOffsetManager,
@@ -48,18 +43,10 @@ from aeromq.broker.store import (
     create_message_id,
     decode_message_id,
     pack_host,
-    tag_hash,
     unpack_host,
 )
 
 __all__ = [
-    "PERM_INHERIT",
-    "PERM_PRIORITY",
-    "PERM_READ",
-    "PERM_WRITE",
-    "PROPERTY_KEYS",
-    "PROPERTY_TAGS",
-    "PROPERTY_UNIQ_KEY",
     "ArrivalListener",
     "BoundaryType",
     "BrokerConfig",
@@ -93,6 +80,5 @@ __all__ = [
     "decode_message_id",
     "error_for_code",
     "pack_host",
-    "tag_hash",
     "unpack_host",
 ]

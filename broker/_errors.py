@@ -23,7 +23,9 @@ response code the broker service answers with (``error_for_code`` maps it back t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
+
+from aeromq.common import ResponseCode
 
 __all__ = [
     "BrokerError",
@@ -40,12 +42,12 @@ __all__ = [
 ]
 
 # RocketMQ's ResponseCode values for the errors that have one.
-_SYSTEM_ERROR = 1
-_SYSTEM_BUSY = 2
-_MESSAGE_ILLEGAL = 13
-_SERVICE_NOT_AVAILABLE = 14
-_TOPIC_NOT_EXIST = 17
-_FLUSH_DISK_TIMEOUT = 10
+_SYSTEM_ERROR: Final = ResponseCode.SYSTEM_ERROR
+_SYSTEM_BUSY: Final = ResponseCode.SYSTEM_BUSY
+_MESSAGE_ILLEGAL: Final = ResponseCode.MESSAGE_ILLEGAL
+_SERVICE_NOT_AVAILABLE: Final = ResponseCode.SERVICE_NOT_AVAILABLE
+_TOPIC_NOT_EXIST: Final = ResponseCode.TOPIC_NOT_EXIST
+_FLUSH_DISK_TIMEOUT: Final = ResponseCode.FLUSH_DISK_TIMEOUT
 
 
 class BrokerError(Exception):

@@ -34,7 +34,7 @@ from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
-from aeromq.client import ResponseCode
+from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Final
 from aeromq.broker._errors import ConfigError
 from aeromq.broker.store import FlushMode, StoreConfig
 from aeromq.broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
+from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = ["ENV_PREFIX", "BrokerConfig", "BrokerConfigError", "add_arguments"]
 
@@ -74,15 +75,15 @@ class BrokerConfig:
     namesrv_address: str | None = None
     aeron_dir: Path | None = None
     ingress_ipc_channel: str = "aeron:ipc"
-    ingress_ipc_stream_id: int = 1001
+    ingress_ipc_stream_id: int = DEFAULT_INGRESS_STREAM_ID
     ingress_udp_endpoint: str | None = "127.0.0.1:40456"
-    ingress_udp_stream_id: int = 1001
+    ingress_udp_stream_id: int = DEFAULT_INGRESS_STREAM_ID
     flush_mode: FlushMode = FlushMode.ASYNC
     flush_interval_ms: int = 500
     sync_flush_timeout_ms: int = 5_000
     auto_create_topic: bool = False
     default_queue_count: int = 8
-    max_message_size: int = 4 * _MIB
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     long_polling_max_suspend_ms: int = 20_000
     session_timeout_ms: int = 10_000
     client_heartbeat_timeout_ms: int = 30_000

@@ -1,49 +1,51 @@
 """aeromq's client side, shared by producers and consumers: the message model (``Message``,
-``MessageExt``, ``MessageQueue``), validation with RocketMQ's rules, subscription expressions,
-message ids, and the error tree with its wire codes. Nothing here does I/O, except the gRPC stub
-wrapper (``GrpcClient``) and the route lookup (``RouteResolver``) that use it, and the
-request/response session with a broker over the transport (``ClientSession``).
+``MessageExt``, ``MessageQueue``), the gRPC stub wrapper (``GrpcClient``), routes
+(``RouteResolver``), the request/response session with a broker over the transport
+(``ClientSession``) and one session per broker (``BrokerSessions``).
+
+What the broker applies too (the error tree with its wire codes, ``ResponseCode``, subscription
+expressions, message ids, validation with RocketMQ's rules) is defined in ``aeromq.common`` and
+re-exported here, so that a client needs one import.
 """
 
-from aeromq.client._errors import (
+from aeromq.client.broker_sessions import BrokerSessions
+from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
+from aeromq.client.message import HostAddress, Message, MessageExt, MessageQueue
+from aeromq.client.route import BrokerRoute, RouteResolver, TopicRoute
+from aeromq.client.session import ClientSession, SessionConfig
+
+# Shared with the broker: defined once in ``aeromq.common``, part of the client's API here.
+from aeromq.common import (
     ERROR_FOR_CODE,
+    SUB_ALL,
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,
     ClientError,
+    ExpressionType,
     IllegalArgumentError,
     IllegalStateError,
     InvalidExpressionError,
     MessageIllegalError,
+    MessageSelector,
     MessageTooLargeError,
     NoPermissionError,
     NotSupportedError,
     OffsetIllegalError,
-    RequestTimeoutError,
-    TopicNotFoundError,
-    error_for_code,
-)
-from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
-from aeromq.client.message import HostAddress, Message, MessageExt, MessageQueue
-from aeromq.client.message_id import (
     OffsetMessageId,
+    RequestTimeoutError,
+    ResponseCode,
+    SubscriptionData,
+    TopicNotFoundError,
     UniqueMessageId,
     UniqueMessageIdGenerator,
+    build_subscription_data,
     create_unique_message_id,
     decode_offset_message_id,
     decode_unique_message_id,
     encode_offset_message_id,
     encode_unique_message_id,
-)
-from aeromq.client.response_code import ResponseCode
-from aeromq.client.route import BrokerRoute, RouteResolver, TopicRoute
-from aeromq.client.session import BrokerSessions, ClientSession, SessionConfig
-from aeromq.client.tags import (
-    SUB_ALL,
-    ExpressionType,
-    MessageSelector,
-    SubscriptionData,
-    build_subscription_data,
+    error_for_code,
     parse_tag_expression,
     tag_hash_code,
 )

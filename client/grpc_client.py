@@ -26,7 +26,7 @@ from typing import Any, Final, Self, TypeVar
 import grpc
 from google.protobuf.message import Message as ProtoMessage
 
-from aeromq.client._errors import (
+from aeromq.common import (
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,

@@ -2,7 +2,8 @@
 
 A :class:`Message` is what a producer sends: a topic, a body and string properties. Tags, keys
 and the other system values live in the properties under reserved names (``TAGS``, ``KEYS``,
-``WAIT``, ``UNIQ_KEY``, ...), as in RocketMQ, so the stored property string is the same.
+``WAIT``, ``UNIQ_KEY``, ...), as in RocketMQ, so the stored property string is the same (the names:
+:mod:`common._properties`).
 A :class:`MessageExt` is a message as the broker stored it (queue, offsets, hosts, times).
 A :class:`MessageQueue` names one queue of a topic on one broker.
 """
@@ -14,35 +15,30 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from aeromq.client import message_id
-from aeromq.client._errors import MessageIllegalError
-from aeromq.client.java_string import compare_key
-from aeromq.client.validators import (
+from aeromq.common import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    PROPERTY_WAIT_STORE_MSG_OK,
     RESERVED_PROPERTY_NAMES,
+    MessageIllegalError,
     check_body,
     check_key,
     check_topic,
     check_topic_sendable,
     check_user_property,
+    compare_key,
+    encode_offset_message_id,
     tag_problem,
 )
 
 __all__ = [
-    "PROPERTY_KEYS",
-    "PROPERTY_TAGS",
-    "PROPERTY_UNIQ_KEY",
-    "PROPERTY_WAIT_STORE_MSG_OK",
     "HostAddress",
     "Message",
     "MessageExt",
     "MessageQueue",
 ]
-
-PROPERTY_TAGS = "TAGS"
-PROPERTY_KEYS = "KEYS"
-PROPERTY_WAIT_STORE_MSG_OK = "WAIT"
-PROPERTY_UNIQ_KEY = "UNIQ_KEY"
-KEY_SEPARATOR = " "
 
 HostAddress = tuple[str, int]
 """A host as ``(ip, port)``, the form of Python's socket addresses."""
@@ -100,7 +96,7 @@ class Message:
     a non-empty body, the tag (no whitespace or ``|``; None or ``""`` for no tag), the keys (a
     str is split on whitespace as RocketMQ's ``KEYS`` property; an iterable gives one key each)
     and every user property (not a reserved name, not blank). The body's size limit belongs to
-    the producer (:func:`client.validators.check_body`).
+    the producer (:func:`common.check_body`).
     """
 
     __slots__ = ("_properties", "body", "flag", "topic")
@@ -265,7 +261,7 @@ class MessageExt(Message):
     def offset_msg_id(self) -> str:
         """RocketMQ's offset message id: store host and commit log offset, hex."""
         host, port = self.store_host
-        return message_id.encode_offset_message_id(host, port, self.commit_log_offset)
+        return encode_offset_message_id(host, port, self.commit_log_offset)
 
     @property
     def msg_id(self) -> str:

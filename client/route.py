@@ -24,23 +24,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Self
 
-from aeromq.client._errors import (
+from aeromq.client.grpc_client import DEFAULT_TIMEOUT_S, GrpcClient
+from aeromq.client.message import MessageQueue
+from aeromq.common import (
     BrokerUnavailableError,
     ClientError,
     IllegalArgumentError,
     IllegalStateError,
     NotSupportedError,
     TopicNotFoundError,
+    is_readable,
+    is_writeable,
 )
-from aeromq.client.grpc_client import DEFAULT_TIMEOUT_S, GrpcClient
-from aeromq.client.message import MessageQueue
 from aeromq.proto import common_pb2
 
 __all__ = ["DEFAULT_ROUTE_TTL_MS", "BrokerRoute", "QueueSpec", "RouteResolver", "TopicRoute"]
 
 DEFAULT_ROUTE_TTL_MS: Final = 30_000
-PERM_READ: Final = 0x4
-PERM_WRITE: Final = 0x2
 
 EndpointKind = Literal["auto", "namesrv", "broker"]
 
@@ -128,7 +128,7 @@ class TopicRoute:
         return [
             MessageQueue(self.topic, spec.broker_name, queue_id)
             for spec in self.queues
-            if spec.perm & PERM_WRITE and spec.broker_name in self.brokers
+            if is_writeable(spec.perm) and spec.broker_name in self.brokers
             for queue_id in range(spec.write_queue_nums)
         ]
 
@@ -137,7 +137,7 @@ class TopicRoute:
         return [
             MessageQueue(self.topic, spec.broker_name, queue_id)
             for spec in self.queues
-            if spec.perm & PERM_READ and spec.broker_name in self.brokers
+            if is_readable(spec.perm) and spec.broker_name in self.brokers
             for queue_id in range(spec.read_queue_nums)
         ]
 

@@ -19,8 +19,8 @@ not delay a send behind it). :meth:`ClientSession.request` waits for one. Keepal
 the session has been quiet for a third of the broker's session timeout; the broker closes a
 session that stays silent for the whole timeout.
 
-:class:`BrokerSessions` keeps one session per broker of a route (IPC on the broker's host,
-else UDP through a local driver), for producers and consumers alike.
+:class:`~client.broker_sessions.BrokerSessions` keeps one session per broker of a route (IPC on
+the broker's host, else UDP through a local driver), for producers and consumers alike.
 
 Failures, all :class:`~client.ClientError`:
 
@@ -34,9 +34,9 @@ Failures, all :class:`~client.ClientError`:
 A refusal of the request's content (an unknown topic, a bad queue id) is not raised here: it
 comes back in the response's ``status``, for the producer or consumer to interpret.
 
-The envelope's header (correlation id, session id, the body's field tag and length) is written
-by hand in front of the serialised body (:func:`encode_envelope`), which protobuf parses as one
-``TransportRequest``: the body is serialised once and never copied into an envelope object.
+The envelope and its codec, shared with the broker, are in :mod:`common._envelope`
+(:func:`~common.encode_envelope`): the body is serialised once and never copied into an
+envelope object.
 """
 
 from __future__ import annotations
@@ -58,73 +58,43 @@ from typing import Any, Final, overload
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
 
-from aeromq.client._errors import (
+from aeromq.common import (
+    DEFAULT_INGRESS_STREAM_ID,
+    REQUEST_FIELD_NUMBERS,
+    SESSION_CLOSED_CODE,
+    SESSION_PROTOCOL_VERSION,
     BrokerBusyError,
     BrokerUnavailableError,
     ClientError,
     IllegalArgumentError,
     IllegalStateError,
     RequestTimeoutError,
+    encode_envelope,
     error_for_code,
 )
-from aeromq.client.response_code import ResponseCode
-from aeromq.client.route import BrokerRoute
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport import TransportError
 from aeromq.transport.client import (
     ADMIN_ACTION,
     BACK_PRESSURED,
     Aeron,
-    AeronContext,
     ExclusivePublication,
     Subscription,
 )
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
-from aeromq.transport.driver import MediaDriver, MediaDriverContext
 from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
 from aeromq.transport.logbuffer.header import Header
 
-__all__ = [
-    "DEFAULT_INGRESS_STREAM_ID",
-    "DEFAULT_UDP_TERM_LENGTH",
-    "REQUEST_FIELD_NUMBERS",
-    "RESPONSE_FIELD_NUMBERS",
-    "SESSION_CLOSED_CODE",
-    "SESSION_PROTOCOL_VERSION",
-    "BackPressuredError",
-    "BrokerSessions",
-    "ClientSession",
-    "SessionConfig",
-    "encode_envelope",
-    "is_local",
-    "salvage_envelope_ids",
-]
+__all__ = ["DEFAULT_UDP_TERM_LENGTH", "BackPressuredError", "ClientSession", "SessionConfig"]
 
 _log = logging.getLogger(__name__)
 
-SESSION_PROTOCOL_VERSION: Final = 1
-DEFAULT_INGRESS_STREAM_ID: Final = 1001
 DEFAULT_UDP_TERM_LENGTH: Final = 64 * 1024 * 1024
 """UDP session channels get this term length unless theirs names one: a term takes messages of
 an eighth of it, and a 4 MiB message plus its envelope needs more than the 16 MiB default's."""
-SESSION_CLOSED_CODE: Final = ResponseCode.SERVICE_NOT_AVAILABLE
-"""The code of an envelope-level ``error`` that ends the session (closed, unknown, timed out)."""
 
-_Request = session_pb2.TransportRequest
 _Response = session_pb2.TransportResponse
-
-
-def _field_numbers(message: type[ProtoMessage]) -> dict[str, int]:
-    oneof = message.DESCRIPTOR.oneofs_by_name["body"]
-    return {field.name: field.number for field in oneof.fields}
-
-
-REQUEST_FIELD_NUMBERS: Final = _field_numbers(_Request)
-"""``TransportRequest`` body name -> field number (``send`` -> 13, ...)."""
-RESPONSE_FIELD_NUMBERS: Final = _field_numbers(_Response)
-"""``TransportResponse`` body name -> field number."""
-
 _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
     session_pb2.ConnectRequest: REQUEST_FIELD_NUMBERS["connect"],
     session_pb2.CloseSessionRequest: REQUEST_FIELD_NUMBERS["close"],
@@ -132,63 +102,7 @@ _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
     messages_pb2.SendMessageRequest: REQUEST_FIELD_NUMBERS["send"],
     messages_pb2.PullMessageRequest: REQUEST_FIELD_NUMBERS["pull"],
 }
-_U64: Final = (1 << 64) - 1
 _CALLER_POLL_NS: Final = 1_000_000
-
-
-def _varint(value: int) -> bytes:
-    value &= _U64
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def encode_envelope(correlation_id: int, session_id: int, field_number: int, body: bytes) -> bytes:
-    """A serialised envelope (``TransportRequest`` or ``TransportResponse``: both number the
-    ids 1 and 2) of ``correlation_id``, ``session_id`` and the serialised ``body`` as oneof
-    field ``field_number``."""
-    return b"".join(
-        (
-            b"\x08",
-            _varint(correlation_id),
-            b"\x10",
-            _varint(session_id),
-            _varint(field_number << 3 | 2),
-            _varint(len(body)),
-            body,
-        )
-    )
-
-
-def salvage_envelope_ids(data: bytes) -> tuple[int, int]:
-    """``(correlation_id, session_id)`` read from the leading varint fields of an envelope
-    that does not parse as a whole (0 for what cannot be read), to answer it anyway."""
-    ids = [0, 0, 0]
-    position = 0
-    end = len(data)
-    while position < end:
-        tag = data[position]
-        field, wire_type = tag >> 3, tag & 7
-        if wire_type != 0 or field not in (1, 2):
-            break
-        position += 1
-        value = shift = 0
-        while position < end and shift < 64:
-            byte = data[position]
-            position += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        else:
-            break
-        ids[field] = value - (1 << 64) if value >= 1 << 63 else value
-    return ids[1], ids[2]
 
 
 class BackPressuredError(BrokerBusyError):
@@ -700,146 +614,3 @@ def _resolve_response_channel(channel: str) -> str:
         free_port = probe.getsockname()[1]
     resolved = f"{host}:{free_port}"
     return channel[:start] + resolved + ("" if end < 0 else channel[end:])
-
-
-# -- one session per broker ---------------------------------------------------------------------
-
-
-def is_local(broker: BrokerRoute) -> bool:
-    """Whether the broker runs on this host with a media driver we can map."""
-    return (
-        bool(broker.aeron_dir)
-        and broker.is_same_host()
-        and os.path.exists(os.path.join(broker.aeron_dir, "cnc.dat"))
-    )
-
-
-class BrokerSessions:
-    """One open :class:`ClientSession` per broker, for producers and consumers. Thread-safe.
-
-    For a broker on this host (:func:`is_local`) the session goes over IPC through the broker's
-    own media driver; otherwise over UDP through a local driver (``aeron_dir``, or one embedded
-    in this process, started on first use, sparse log files), with the answers coming back on
-    a UDP endpoint of ``udp_response_host``. ``transport`` "ipc" or "udp" forces one. A session
-    that failed (the broker closed it or went away) is replaced on the next use; so is an Aeron
-    client whose driver died.
-    """
-
-    def __init__(
-        self,
-        *,
-        client_id: str,
-        transport: str = "auto",
-        aeron_dir: str | None = None,
-        udp_response_host: str = "127.0.0.1",
-        request_timeout_ms: int = 3_000,
-        offer_timeout_ms: int = 1_000,
-    ) -> None:
-        if transport not in ("auto", "ipc", "udp"):
-            raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
-        self._client_id = client_id
-        self._transport = transport
-        self._aeron_dir = aeron_dir
-        self._udp_response_host = udp_response_host
-        self._request_timeout_ms = request_timeout_ms
-        self._offer_timeout_ms = offer_timeout_ms
-        self._lock = threading.Lock()
-        self._sessions: dict[str, ClientSession] = {}
-        self._clients: dict[str, Aeron] = {}
-        self._driver: MediaDriver | None = None
-        self._closed = False
-
-    def session(self, broker: BrokerRoute) -> ClientSession:
-        """The open session with ``broker``, connecting one if needed (blocks for that)."""
-        name = broker.broker_name
-        session = self._sessions.get(name)
-        if session is not None and session.is_open:
-            return session
-        with self._lock:
-            if self._closed:
-                raise IllegalStateError("sessions closed", broker=name)
-            session = self._sessions.get(name)
-            if session is not None and session.is_open:
-                return session
-            if session is not None:
-                session.close()
-            session = self._sessions[name] = self._connect(broker)
-            return session
-
-    def _connect(self, broker: BrokerRoute) -> ClientSession:
-        transport = self._transport
-        if transport == "ipc" or (transport == "auto" and is_local(broker)):
-            aeron_dir = broker.aeron_dir
-            ingress, stream_id, response = broker.ipc_channel, broker.ipc_stream_id, "aeron:ipc"
-        else:
-            if not broker.udp_channel:
-                raise BrokerUnavailableError(
-                    "the broker has no UDP ingress and is not on this host",
-                    broker=broker.broker_name,
-                )
-            aeron_dir = self._local_driver_dir()
-            ingress, stream_id = broker.udp_channel, broker.udp_stream_id
-            response = f"aeron:udp?endpoint={self._udp_response_host}:0"
-        config = SessionConfig(
-            ingress_channel=ingress,
-            ingress_stream_id=stream_id,
-            response_channel=response,
-            client_id=self._client_id,
-            request_timeout_ms=self._request_timeout_ms,
-            offer_timeout_ms=self._offer_timeout_ms,
-        )
-        try:
-            return ClientSession.connect(self._client(aeron_dir), config)
-        except TransportError as exc:
-            raise BrokerUnavailableError(
-                "cannot reach the broker", broker=broker.broker_name, cause=str(exc)
-            ) from exc
-
-    def _client(self, aeron_dir: str) -> Aeron:
-        aeron = self._clients.get(aeron_dir)
-        if aeron is not None and not aeron.is_closed:
-            return aeron
-        if aeron is not None:
-            aeron.close()
-        try:
-            aeron = Aeron.connect(AeronContext(aeron_dir=aeron_dir, error_handler=_log_error))
-        except TransportError as exc:
-            raise BrokerUnavailableError(
-                "no media driver", aeron_dir=aeron_dir, cause=str(exc)
-            ) from exc
-        self._clients[aeron_dir] = aeron
-        return aeron
-
-    def _local_driver_dir(self) -> str:
-        if self._aeron_dir is not None:
-            return self._aeron_dir
-        if self._driver is None:
-            self._driver = MediaDriver.launch_embedded(
-                MediaDriverContext.from_env(term_buffer_sparse_file=True)
-            )
-        return self._driver.aeron_dir
-
-    def drop(self, broker_name: str) -> None:
-        """Close the session with ``broker_name`` (after a failure); the next use reconnects."""
-        with self._lock:
-            session = self._sessions.pop(broker_name, None)
-        if session is not None:
-            session.close()
-
-    def close(self) -> None:
-        """Close every session, Aeron client and the embedded driver; idempotent."""
-        with self._lock:
-            self._closed = True
-            sessions, self._sessions = self._sessions, {}
-            clients, self._clients = self._clients, {}
-            driver, self._driver = self._driver, None
-        for session in sessions.values():
-            session.close()
-        for aeron in clients.values():
-            aeron.close()
-        if driver is not None:
-            driver.close()
-
-
-def _log_error(error: BaseException) -> None:
-    _log.warning("transport error: %s", error)

@@ -4,7 +4,7 @@
   :class:`client.route.RouteResolver`; a topic's readable queues are its route's read queues.
 - Offsets, min/max, search by time and consumer ids go to the queue's (or topic's) broker over
   gRPC (:class:`client.grpc_client.GrpcClient`), ``control_timeout_ms`` per call.
-- Pulls go over the transport session with that broker (:class:`consumer._sessions.BrokerSessions`)
+- Pulls go over the transport session with that broker (:class:`client.BrokerSessions`)
   as ``PullMessage`` requests answered asynchronously: the callback runs on the session's
   poller thread. Pulled messages are :class:`~consumer._wire_message.WireMessageExt` (fields
   read from the wire message on demand). A pull to a broker without an open session connects on a background thread,
@@ -34,6 +34,7 @@ from aeromq.client import (
     SubscriptionData,
     error_for_code,
 )
+from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.client.route import BrokerRoute, RouteResolver
 from aeromq.client.session import ClientSession
@@ -44,7 +45,6 @@ from aeromq.consumer._broker_api import (
     PullResult,
     PullStatus,
 )
-from aeromq.consumer._sessions import BrokerSessions
 from aeromq.consumer._wire_message import WireMessageExt
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from aeromq.proto import admin_pb2, consumer_group_pb2, messages_pb2
@@ -181,6 +181,7 @@ class GrpcBrokerApi:
             aeron_dir=config.aeron_dir,
             udp_response_host=config.udp_response_host,
             request_timeout_ms=config.consumer_timeout_ms_when_suspend,
+            offer_timeout_ms=config.offer_timeout_ms,
         )
         self._connector = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aeromq-connect")
         self._lock = threading.Lock()

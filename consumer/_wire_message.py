@@ -19,7 +19,8 @@ from functools import lru_cache
 from typing import Any
 
 from aeromq.client import MessageExt
-from aeromq.client.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, HostAddress
+from aeromq.client.message import HostAddress
+from aeromq.common import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
 from aeromq.proto import messages_pb2
 
 __all__ = ["WireMessageExt", "parse_host"]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from aeromq.client import IllegalArgumentError, IllegalStateError
-from aeromq.client.validators import check_group
+from aeromq.common import check_group
 
 __all__ = [
     "DEFAULT_CONSUMER_GROUP",
@@ -140,6 +140,10 @@ class LitePullConsumerConfig:
     """The local media driver for UDP sessions (None: one embedded in this process)."""
     udp_response_host: str = "127.0.0.1"
     """The address brokers answer UDP sessions on."""
+    offer_timeout_ms: int = 1000
+    """How long a pull is retried on a back-pressured broker ingress before it fails
+    (retriable, nothing sent). A pull's wait for its answer is
+    ``consumer_timeout_ms_when_suspend``, since the broker may hold it that long."""
     control_timeout_ms: int = 3000
     """The timeout of one control call (routes, offsets, members) over gRPC."""
     offset_store_dir: Path = field(default_factory=_default_offset_store_dir)
@@ -178,6 +182,7 @@ class LitePullConsumerConfig:
             "rebalance_retry_interval_ms",
             "pull_thread_nums",
             "control_timeout_ms",
+            "offer_timeout_ms",
         ):
             _check_range(name, getattr(self, name), 1)
         for name in (

@@ -65,7 +65,7 @@ from aeromq.client import (
     SubscriptionData,
     build_subscription_data,
 )
-from aeromq.client.validators import check_topic
+from aeromq.common import check_topic
 from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
 from aeromq.consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy

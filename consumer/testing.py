@@ -34,7 +34,7 @@ from aeromq.client import (
     TopicNotFoundError,
     tag_hash_code,
 )
-from aeromq.client.message import PROPERTY_TAGS
+from aeromq.common import PROPERTY_TAGS
 from aeromq.consumer._broker_api import (
     ConsumerHeartbeat,
     MembershipListener,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from aeromq.client import IllegalArgumentError
-from aeromq.client.validators import DEFAULT_MAX_MESSAGE_SIZE, check_group
+from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE, check_group
 
 __all__ = ["ProducerConfig", "Transport"]
 
@@ -70,5 +70,5 @@ class ProducerConfig:
 
 
 def check_producer_group(group: str) -> None:
-    """RocketMQ's group rules (``aeromq.client.validators.check_group``)."""
+    """RocketMQ's group rules (``aeromq.common.check_group``)."""
     check_group(group)

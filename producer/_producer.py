@@ -53,17 +53,17 @@ from aeromq.client import (
     UniqueMessageIdGenerator,
     error_for_code,
 )
-from aeromq.client.message import (
+from aeromq.client.broker_sessions import BrokerSessions
+from aeromq.client.route import RouteResolver, TopicRoute
+from aeromq.common import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
+    check_body,
 )
-from aeromq.client.message import (
+from aeromq.common import (
     PROPERTY_WAIT_STORE_MSG_OK as PROPERTY_WAIT,
 )
-from aeromq.client.route import RouteResolver, TopicRoute
-from aeromq.client.session import BrokerSessions
-from aeromq.client.validators import check_body
 from aeromq.producer._config import ProducerConfig, check_producer_group
 from aeromq.producer._route import RouteSource
 from aeromq.producer._selector import QueueSelector, RoundRobinSelector, select_avoiding

@@ -13,11 +13,10 @@ from typing import Protocol
 
 from aeromq.client import BrokerUnavailableError
 from aeromq.client.route import BrokerRoute, QueueSpec, TopicRoute
+from aeromq.common import PERM_READ_WRITE
 from aeromq.proto import common_pb2
 
 __all__ = ["RouteSource", "StaticRoute"]
-
-_PERM_READ_WRITE = 0x4 | 0x2
 
 
 class RouteSource(Protocol):
@@ -46,7 +45,7 @@ class StaticRoute:
             for name, e in brokers.items()
         }
         self._queues = tuple(
-            QueueSpec(name, queue_count, queue_count, _PERM_READ_WRITE)
+            QueueSpec(name, queue_count, queue_count, PERM_READ_WRITE)
             for name in sorted(self._brokers)
         )
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 from aeromq.client import IllegalArgumentError, Message, MessageQueue
-from aeromq.client.java_string import hash_code
+from aeromq.common import hash_code
 
 __all__ = [
     "KeyHashSelector",

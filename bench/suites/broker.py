@@ -1,8 +1,8 @@
 """The broker over the transport: produce-only, pull-only and end-to-end throughput and latency
 for 100 B messages, beside Redis Streams with a consumer group in the same run.
 
-aeromq: a broker process (``python -m aeromq.broker._main``: embedded media driver, ASYNC flush, data
-on the default temp filesystem, 4 queues), one producer process (``producer.Producer``,
+aeromq: a broker process (``aeromq broker`` started by ``aeromq.broker.testing``: embedded media
+driver, ASYNC flush, data on the default temp filesystem, 4 queues), one producer process (``producer.Producer``,
 batches of 32 pipelined 8 deep over IPC) and one puller process (a transport session pulling
 the 4 queues, one 32-message pull in flight per queue, long polling when caught up).
 
@@ -25,13 +25,13 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from aeromq.broker.testing import ServerProcess, start_broker_process
 from bench._harness import Result, Target, latency_summary
 
 BODY_LENGTH = 100
@@ -39,7 +39,6 @@ BATCH = 32
 WINDOW = 8
 QUEUES = 4
 _STAMP = struct.Struct("<q")
-_REPO = Path(__file__).resolve().parents[2]
 
 
 def _body(sequence: int) -> bytes:
@@ -193,42 +192,16 @@ def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Any
 # -- servers ------------------------------------------------------------------------------------
 
 
-class _Broker:
-    def __init__(self, root: Path) -> None:
-        self.process = subprocess.Popen(
-            [
-                sys.executable, "-m", "aeromq.broker._main", "--log-level", "WARNING",
-                "--data-dir", str(root / "broker"), "--grpc-port", "0",
-                "--ingress-udp-endpoint", "none", "--auto-create-topic", "true",
-                "--default-queue-count", str(QUEUES), "--index-enabled", "false",
-            ],
-            cwd=_REPO,
-            stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + 30
-        fields: dict[str, str] = {}
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if line.startswith("broker ready:"):
-                fields = dict(p.split("=", 1) for p in line.split()[2:] if "=" in p)
-                break
-            if not line and self.process.poll() is not None:
-                break
-        if not fields:
-            self.close()
-            raise RuntimeError("the broker did not start")
-        self.grpc = fields["grpc"]
-        self.aeron_dir = fields["aeron_dir"]
-
-    def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
+def _start_broker(root: Path) -> ServerProcess:
+    """The benchmarked broker, through the package's one launcher."""
+    return start_broker_process(
+        root / "broker",
+        extra_args=[
+            "--log-level", "WARNING", "--ingress-udp-endpoint", "none",
+            "--auto-create-topic", "true", "--default-queue-count", str(QUEUES),
+            "--index-enabled", "false",
+        ],
+    )  # fmt: skip
 
 
 def _free_port() -> int:
@@ -359,24 +332,24 @@ def _phases(name: str, pid: int, count: int, out: Any, start: dict[str, Any]) ->
 
 
 def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
-    broker = _Broker(root)
+    broker = _start_broker(root)
     out = multiprocessing.get_context("spawn").Queue()
     topics = {"produce": "BenchProduce", "e2e": "BenchEndToEnd"}
     try:
         yield from _phases(
             "aeromq",
-            broker.process.pid,
+            broker.pid,
             count,
             out,
             {
-                "produce": lambda t: _spawn(_produce, broker.grpc, topics[t], count, out),
+                "produce": lambda t: _spawn(_produce, broker.grpc_address, topics[t], count, out),
                 "consume": lambda t, live: _spawn(
-                    _consume, broker.aeron_dir, topics[t], count + (not live), live, out
+                    _consume, broker.ready["aeron_dir"], topics[t], count + (not live), live, out
                 ),
             },
         )
     finally:
-        broker.close()
+        broker.stop()
 
 
 def _run_redis(root: Path, count: int) -> Iterator[Result]:

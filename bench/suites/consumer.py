@@ -34,12 +34,12 @@ from bench.suites.broker import (
     BODY_LENGTH,
     QUEUES,
     WINDOW,
-    _Broker,
     _produce,
     _Redis,
     _redis_missing,
     _redis_produce,
     _spawn,
+    _start_broker,
 )
 
 CONSUMER_COUNTS = (1, 3)
@@ -194,9 +194,9 @@ def _case(
 def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
     from aeromq.client.grpc_client import GrpcClient
 
-    broker = _Broker(root)
+    broker = _start_broker(root)
     try:
-        admin = GrpcClient(broker.grpc)
+        admin = GrpcClient(broker.grpc_address)
         for consumers in CONSUMER_COUNTS:
             topic, group = f"BenchConsumer{consumers}", f"bench-consumer-{consumers}"
             admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
@@ -205,13 +205,13 @@ def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
                 count,
                 consumers,
                 lambda i, stop, out, t=topic, g=group: _spawn(
-                    _aeromq_consume, broker.grpc, t, g, i, stop, out
+                    _aeromq_consume, broker.grpc_address, t, g, i, stop, out
                 ),
-                lambda out, t=topic: _spawn(_produce, broker.grpc, t, count, out),
+                lambda out, t=topic: _spawn(_produce, broker.grpc_address, t, count, out),
             )
         admin.close()
     finally:
-        broker.close()
+        broker.stop()
 
 
 def _run_redis(root: Path, count: int) -> Iterator[Result]:

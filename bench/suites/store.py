@@ -26,8 +26,8 @@ from aeromq.broker.store import (
     MessageStore,
     PutMessageResult,
     StoreConfig,
-    tag_hash,
 )
+from aeromq.common import tag_hash_code
 from bench._harness import Result, Target, latency_summary
 
 TOPIC = "BenchTopic"
@@ -166,7 +166,7 @@ def _read(root: Path, total: int) -> Iterator[Result]:
         for i in range(total // 128):
             store.put_messages(a if i % 2 == 0 else b)
         count = store.get_max_offset(TOPIC, 0)
-        for name, filter_hashes in (("all", None), ("tag-filter-half", {tag_hash("TagA")})):
+        for name, filter_hashes in (("all", None), ("tag-filter-half", {tag_hash_code("TagA")})):
             offset = read = 0
             began = time.perf_counter()
             while offset < count:

@@ -8,19 +8,31 @@ A name server that is down is retried on the next beat; the broker keeps serving
 
 Caller: the broker (``start`` after its ports are bound and endpoints published, ``stop``
 at shutdown).
+
+It calls the name server through the generated stub (``proto/namesrv_pb2_grpc.py``), not
+through the client's ``GrpcClient``: the broker sits beside the clients, not above them. A
+failed call (gRPC error, or a response whose status is not SUCCESS) is a
+:class:`NameServerCallError`, logged and retried on the next beat.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
+import grpc
+
+from aeromq.broker._errors import BrokerError
 from aeromq.broker.processor.admin import ControlPlane
-from aeromq.client._errors import ClientError
-from aeromq.client.grpc_client import GrpcClient
-from aeromq.proto import namesrv_pb2
+from aeromq.common import ResponseCode
+from aeromq.proto import common_pb2, namesrv_pb2, namesrv_pb2_grpc
 
-__all__ = ["NameServerRegistrar"]
+__all__ = ["NameServerCallError", "NameServerRegistrar"]
+
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
 
 _log = logging.getLogger(__name__)
 
@@ -40,7 +52,10 @@ class NameServerRegistrar:
         self._control = control
         self._interval_s = interval_ms / 1000.0
         self._heartbeat_timeout_ms = heartbeat_timeout_ms or 3 * interval_ms
-        self._client = GrpcClient(namesrv_address, timeout_s=timeout_s)
+        self._address = namesrv_address
+        self._timeout_s = timeout_s
+        self._channel = grpc.insecure_channel(namesrv_address)
+        self._stub = namesrv_pb2_grpc.NameServerStub(self._channel)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -50,7 +65,7 @@ class NameServerRegistrar:
 
     @property
     def namesrv_address(self) -> str:
-        return self._client.address
+        return self._address
 
     def start(self) -> None:
         """Register now (failures are retried on the timer) and start beating."""
@@ -69,11 +84,14 @@ class NameServerRegistrar:
             self._thread = None
         if unregister:
             identity = self._control.identity
+            request = namesrv_pb2.UnregisterBrokerRequest(
+                cluster_name=identity.cluster_name, broker_name=identity.broker_name
+            )
             try:
-                self._client.unregister_broker(identity.cluster_name, identity.broker_name)
-            except ClientError as exc:
+                self._call("UnregisterBroker", self._stub.UnregisterBroker, request)
+            except NameServerCallError as exc:
                 _log.warning("unregister from the name server failed: %s", exc)
-        self._client.close()
+        self._channel.close()
 
     def _on_topic_change(self, topic: str) -> None:
         self._wake.set()
@@ -95,14 +113,18 @@ class NameServerRegistrar:
         try:
             register = force_register or version != self._registered_version
             if not register:
-                register = self._client.broker_heartbeat(
-                    identity.cluster_name, identity.broker_name, version
+                request = namesrv_pb2.BrokerHeartbeatRequest(
+                    cluster_name=identity.cluster_name,
+                    broker_name=identity.broker_name,
+                    data_version=version,
                 )
+                answer = self._call("BrokerHeartbeat", self._stub.BrokerHeartbeat, request)
+                register = answer.registration_required
             if register:
                 self._register(version)
-        except ClientError as exc:
+        except NameServerCallError as exc:
             self._registered_version = None
-            _log.warning("name server unreachable: address=%s %s", self._client.address, exc)
+            _log.warning("name server unreachable: address=%s %s", self._address, exc)
 
     def _register(self, version: int) -> None:
         identity = self._control.identity
@@ -114,12 +136,40 @@ class NameServerRegistrar:
             data_version=version,
             heartbeat_timeout_ms=self._heartbeat_timeout_ms,
         )
-        self._client.register_broker(request)
+        self._call("RegisterBroker", self._stub.RegisterBroker, request)
         self._registered_version = version
         self.registrations += 1
         _log.info(
             "registered with the name server: address=%s topics=%d version=%d",
-            self._client.address,
+            self._address,
             len(request.topics),
             version,
         )
+
+    def _call(self, rpc: str, stub: Callable[..., _Response], request: _Request) -> _Response:
+        """One unary call; a gRPC failure or a non-SUCCESS status raises NameServerCallError."""
+        try:
+            response = stub(request, timeout=self._timeout_s)
+        except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+            raise NameServerCallError(
+                "name server call failed", rpc=rpc, address=self._address, grpc_code=code.name
+            ) from exc
+        status: common_pb2.Status = getattr(response, "status")  # noqa: B009
+        if status.code != ResponseCode.SUCCESS:
+            raise NameServerCallError(
+                "name server refused",
+                rpc=rpc,
+                address=self._address,
+                status_code=status.code,
+                detail=status.message,
+            )
+        return response
+
+
+class NameServerCallError(BrokerError):
+    """A call to the name server failed (unreachable, timed out, or refused). Retriable: the
+    registrar tries again on its next beat."""
+
+    retriable = True
+    code = ResponseCode.SERVICE_NOT_AVAILABLE

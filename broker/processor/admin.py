@@ -29,20 +29,17 @@ from aeromq.broker.processor.route import BrokerIdentity, RouteProcessor
 from aeromq.broker.processor.stats import StatsProcessor, StatsRegistry
 from aeromq.broker.processor.topics import TopicProcessor, topic_config_to_proto
 from aeromq.broker.store import MessageStore
+from aeromq.common import ResponseCode
 from aeromq.proto import admin_pb2, common_pb2, consumer_group_pb2
 
 __all__ = ["ControlPlane", "status_code_of", "status_of"]
 
 _log = logging.getLogger(__name__)
 
-_SUCCESS = 0
-_SYSTEM_ERROR = 1
-_INVALID_PARAMETER = 29  # client.ResponseCode.INVALID_PARAMETER
-
 # Control-plane codes that differ from the error class's own ``code`` (first match in the MRO).
 _CODE_OVERRIDES: dict[type[BaseException], int] = {
-    InvalidArgumentError: _INVALID_PARAMETER,  # its own code (MESSAGE_ILLEGAL) is for messages
-    ConfigError: _INVALID_PARAMETER,
+    InvalidArgumentError: ResponseCode.INVALID_PARAMETER,  # its own code (MESSAGE_ILLEGAL) is for messages
+    ConfigError: ResponseCode.INVALID_PARAMETER,
 }
 
 R = TypeVar("R", bound=ProtoMessage)
@@ -52,7 +49,7 @@ def status_code_of(exc: BaseException) -> int:
     """The response code for ``exc``: a class's own ``code`` wins over the overrides of its
     bases; anything not a ``BrokerError`` is ``SYSTEM_ERROR``."""
     if not isinstance(exc, BrokerError):
-        return _SYSTEM_ERROR
+        return ResponseCode.SYSTEM_ERROR
     for cls in type(exc).__mro__:
         if cls in _CODE_OVERRIDES:
             return _CODE_OVERRIDES[cls]

@@ -19,7 +19,6 @@ manager's lock.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections import deque
@@ -27,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from aeromq.broker._errors import BrokerError, InvalidArgumentError
+from aeromq.common import GROUP_MAX_LENGTH, VALID_NAME_PATTERN, ResponseCode, is_valid_group_name
 from aeromq.proto import admin_pb2, consumer_group_pb2
 
 __all__ = [
@@ -39,8 +39,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-_SUBSCRIPTION_GROUP_NOT_EXIST = 26  # client.ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
-_GROUP_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")
 _CLIENT_ID_MAX_LENGTH = 255
 
 MembershipListener = Callable[[consumer_group_pb2.GroupMembership], None]
@@ -50,7 +48,7 @@ MembershipListener = Callable[[consumer_group_pb2.GroupMembership], None]
 class GroupNotFoundError(BrokerError, KeyError):
     """A consumer group the broker knows neither from members nor from committed offsets."""
 
-    code = _SUBSCRIPTION_GROUP_NOT_EXIST
+    code = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
@@ -62,8 +60,10 @@ def _wall_clock_ms() -> int:
 
 def check_group_name(group: str) -> None:
     """``InvalidArgumentError`` unless ``group`` follows RocketMQ's group name rule."""
-    if not _GROUP_PATTERN.match(group):
-        raise InvalidArgumentError("group name must be 1-255 of %|a-zA-Z0-9_-", group=group)
+    if not is_valid_group_name(group):
+        raise InvalidArgumentError(
+            f"group name must be 1-{GROUP_MAX_LENGTH} of {VALID_NAME_PATTERN}", group=group
+        )
 
 
 @dataclass

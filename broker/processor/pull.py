@@ -43,9 +43,6 @@ from typing import Final
 
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.store import (
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
@@ -53,8 +50,15 @@ from aeromq.broker.store import (
     create_message_id,
     unpack_host,
 )
-from aeromq.client import ClientError, ResponseCode, build_subscription_data
-from aeromq.client.validators import check_group
+from aeromq.common import (
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    ClientError,
+    ResponseCode,
+    build_subscription_data,
+    check_group,
+)
 from aeromq.proto import messages_pb2
 
 __all__ = [

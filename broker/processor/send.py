@@ -39,9 +39,6 @@ from typing import Final
 from aeromq.broker import InvalidArgumentError
 from aeromq.broker.processor.pull import offset_id_prefix
 from aeromq.broker.store import (
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
     InboundMessage,
     MessageStore,
     PutMessageResult,
@@ -49,11 +46,19 @@ from aeromq.broker.store import (
     TopicConfig,
     pack_host,
 )
-from aeromq.client import ResponseCode
-from aeromq.client.validators import (
+from aeromq.broker.store._message import EMPTY_HOST
+from aeromq.common import (
     DEFAULT_MAX_MESSAGE_SIZE,
+    KEY_SEPARATOR,
+    NAME_VALUE_SEPARATOR,
     NOT_ALLOWED_SEND_TOPICS,
+    PROPERTY_KEYS,
+    PROPERTY_SEPARATOR,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    TOPIC_MAX_LENGTH,
     VALID_NAME_PATTERN,
+    ResponseCode,
     tag_problem,
 )
 from aeromq.proto import messages_pb2
@@ -67,7 +72,6 @@ DEFAULT_MAX_INFLIGHT_SENDS: Final = 4096
 
 _SEND_OK: Final = messages_pb2.SEND_OK
 _FLUSH_DISK_TIMEOUT: Final = messages_pb2.FLUSH_DISK_TIMEOUT
-_EMPTY_HOST: Final = bytes(8)
 
 _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -81,14 +85,19 @@ _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
 
 @lru_cache(maxsize=1024)
 def _packed_host(host: str) -> bytes:
-    return pack_host(host) if host else _EMPTY_HOST
+    return pack_host(host) if host else EMPTY_HOST
 
 
 def _property_problem(properties: dict[str, str]) -> str | None:
     for name, value in properties.items():
         if not name or name.isspace():
             return f"a property name is blank: name={name!r}"
-        if "\x01" in name or "\x02" in name or "\x01" in value or "\x02" in value:
+        if (
+            NAME_VALUE_SEPARATOR in name
+            or PROPERTY_SEPARATOR in name
+            or NAME_VALUE_SEPARATOR in value
+            or PROPERTY_SEPARATOR in value
+        ):
             return f"a property holds \\x01 or \\x02: name={name!r}"
     return None
 
@@ -233,7 +242,7 @@ class SendProcessor:
             except InvalidArgumentError:
                 return (
                     ResponseCode.MESSAGE_ILLEGAL,
-                    f"bad topic name, allowing only {VALID_NAME_PATTERN} up to 127: "
+                    f"bad topic name, allowing only {VALID_NAME_PATTERN} up to {TOPIC_MAX_LENGTH}: "
                     f"topic={topic!r}",
                 )
             store.topic_config.create_or_update(config)
@@ -287,7 +296,7 @@ class SendProcessor:
                     return f"bad tag: {problem}: tags={tags!r} index={index}"
                 properties[PROPERTY_TAGS] = tags
             if message.keys:
-                properties[PROPERTY_KEYS] = " ".join(message.keys)
+                properties[PROPERTY_KEYS] = KEY_SEPARATOR.join(message.keys)
             if message.msg_id:
                 properties[PROPERTY_UNIQ_KEY] = message.msg_id
             try:

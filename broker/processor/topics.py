@@ -17,7 +17,8 @@ import threading
 from collections.abc import Callable
 
 from aeromq.broker._errors import InvalidArgumentError, TopicNotFoundError
-from aeromq.broker.store import PERM_READ, PERM_WRITE, MessageStore, TopicConfig, TopicFilterType
+from aeromq.broker.store import MessageStore, TopicConfig, TopicFilterType
+from aeromq.common import PERM_READ_WRITE, ResponseCode
 from aeromq.proto import common_pb2
 
 __all__ = [
@@ -30,9 +31,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-_TOPIC_EXIST_ALREADY = 18  # client.ResponseCode.TOPIC_EXIST_ALREADY
-_PERM_READ_WRITE = PERM_READ | PERM_WRITE
-
 TopicChangeListener = Callable[[str], None]
 """``listener(topic)``: called after ``topic`` was created, updated or deleted."""
 
@@ -40,7 +38,7 @@ TopicChangeListener = Callable[[str], None]
 class TopicExistsError(InvalidArgumentError):
     """A create of a topic the broker already holds (RocketMQ's ``TOPIC_EXIST_ALREADY``)."""
 
-    code = _TOPIC_EXIST_ALREADY
+    code = ResponseCode.TOPIC_EXIST_ALREADY
 
 
 def topic_config_to_proto(config: TopicConfig) -> common_pb2.TopicConfig:
@@ -73,7 +71,7 @@ def topic_config_from_proto(
         topic_name=message.topic_name,
         read_queue_nums=read,
         write_queue_nums=write,
-        perm=message.perm or _PERM_READ_WRITE,
+        perm=message.perm or PERM_READ_WRITE,
         topic_filter_type=filter_type,
         topic_sys_flag=message.topic_sys_flag,
         order=message.order,

@@ -4,8 +4,9 @@ Clients CONNECT on the broker's ingress (``aeron:ipc``, ``aeron:udp``) naming th
 channel and stream; the broker opens a publication there and answers with a session id. The
 :class:`SessionAgent` polls the ingress, routes each request to the carrier-independent
 processors (``aeromq.broker.processor``) and sends their answers back on the session, correlated by
-id; it closes sessions that go idle or whose client is gone. See ``aeromq.client.session`` for the
-client side and ``proto/session.proto`` for the envelope.
+id; it closes sessions that go idle or whose client is gone. See ``client/session.py`` for the
+client side, ``common/_envelope.py`` for the envelope's codec (shared by both sides) and
+``proto/session.proto`` for its schema.
 """
 
 from aeromq.broker.session._agent import SessionAgent

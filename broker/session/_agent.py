@@ -44,15 +44,15 @@ from aeromq.broker.session._config import SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
 from aeromq.broker.session._session import ServerSession, SessionState
 from aeromq.broker.session._table import SessionTable
-from aeromq.client import ResponseCode
-from aeromq.client.session import (
+from aeromq.common import (
+    DEFAULT_MAX_MESSAGE_SIZE,
     RESPONSE_FIELD_NUMBERS,
     SESSION_CLOSED_CODE,
     SESSION_PROTOCOL_VERSION,
+    ResponseCode,
     encode_envelope,
     salvage_envelope_ids,
 )
-from aeromq.client.validators import DEFAULT_MAX_MESSAGE_SIZE
 from aeromq.proto import common_pb2, session_pb2
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, Subscription

@@ -13,13 +13,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-from aeromq.broker.store._message import (
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
-    InboundMessage,
-    tag_hash,
-)
+from aeromq.broker.store._message import InboundMessage
 from aeromq.broker.store._record import (
     CRC_LENGTH,
     MAX_PROPERTIES_LENGTH,
@@ -29,13 +23,19 @@ from aeromq.broker.store._record import (
     record_struct,
 )
 from aeromq.broker.store._results import PutMessageStatus
+from aeromq.common import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_SEPARATOR,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    tag_hash_code,
+)
 
 __all__ = ["EncodedBatch"]
 
 _U32 = struct.Struct("<I")
 _I64 = struct.Struct("<q")
-_NAME_VALUE = "\x01"
-_SEPARATOR = "\x02"
 _TAG_HASHES: dict[str, int] = {}
 _TAG_CACHE_LIMIT = 65536
 
@@ -97,9 +97,9 @@ class EncodedBatch:
                     return PutMessageStatus.MESSAGE_ILLEGAL
                 props = message.properties
                 if props:
-                    text = ""
+                    text = ""  # common.encode_properties, inlined in the per-message loop
                     for name, value in props.items():
-                        text += name + _NAME_VALUE + value + _SEPARATOR
+                        text += name + NAME_VALUE_SEPARATOR + value + PROPERTY_SEPARATOR
                     encoded = text.encode()
                     properties_length = len(encoded)
                     if properties_length > MAX_PROPERTIES_LENGTH:
@@ -108,7 +108,7 @@ class EncodedBatch:
                     if tag:
                         code = hashes.get(tag)
                         if code is None:
-                            code = tag_hash(tag)
+                            code = tag_hash_code(tag)
                             if len(hashes) < _TAG_CACHE_LIMIT:
                                 hashes[tag] = code
                         add_tag(code)

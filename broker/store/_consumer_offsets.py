@@ -7,17 +7,21 @@ calls it every ``offset_persist_interval_ms`` and at shutdown). Thread-safe.
 
 from __future__ import annotations
 
-import re
 import threading
 from pathlib import Path
 
 from aeromq.broker._errors import InvalidArgumentError, StoreError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
-from aeromq.broker.store._queue_table import is_valid_topic
+from aeromq.common import (
+    GROUP_MAX_LENGTH,
+    TOPIC_MAX_LENGTH,
+    VALID_NAME_PATTERN,
+    is_valid_group_name,
+    is_valid_topic_name,
+)
 
 __all__ = ["ConsumerOffsetManager"]
 
-_GROUP_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")
 _SEPARATOR = "@"
 _VERSION = 1
 
@@ -109,9 +113,13 @@ class ConsumerOffsetManager:
 
 
 def _check(group: str, topic: str, queue_id: int) -> None:
-    if not isinstance(group, str) or not _GROUP_PATTERN.match(group):
-        raise InvalidArgumentError("group name must be 1-255 of %|a-zA-Z0-9_-", group=group)
-    if not isinstance(topic, str) or not is_valid_topic(topic):
-        raise InvalidArgumentError("topic name must be 1-127 of %|a-zA-Z0-9_-", topic=topic)
+    if not is_valid_group_name(group):
+        raise InvalidArgumentError(
+            f"group name must be 1-{GROUP_MAX_LENGTH} of {VALID_NAME_PATTERN}", group=group
+        )
+    if not is_valid_topic_name(topic):
+        raise InvalidArgumentError(
+            f"topic name must be 1-{TOPIC_MAX_LENGTH} of {VALID_NAME_PATTERN}", topic=topic
+        )
     if not isinstance(queue_id, int) or queue_id < 0:
         raise InvalidArgumentError("queue_id must be >= 0", queue_id=queue_id)

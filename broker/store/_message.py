@@ -1,8 +1,10 @@
-"""Messages in and out of the store, their properties, tag hashes and message ids.
+"""Messages in and out of the store, their hosts and offset message ids.
 
 ``InboundMessage`` is what the broker hands to ``put``; ``StoredMessage`` is what a read
 returns (RocketMQ's ``MessageExtBrokerInner`` and ``MessageExt``). Properties travel in
-RocketMQ's string form, ``name \\x01 value \\x02`` repeated, UTF-8 encoded. No I/O here.
+RocketMQ's string form, ``name \\x01 value \\x02`` repeated, UTF-8 encoded; the property names,
+that codec, the tag hash and the offset message id's layout are shared with the clients and
+defined once in ``aeromq.common``. No I/O here.
 """
 
 from __future__ import annotations
@@ -11,37 +13,31 @@ import socket
 import struct
 import time
 from collections.abc import Mapping
-from functools import lru_cache
 
 from aeromq.broker._errors import InvalidArgumentError
+from aeromq.common import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    IllegalArgumentError,
+    decode_offset_message_id,
+    encode_offset_message_id,
+)
 
 __all__ = [
     "EMPTY_HOST",
-    "PROPERTY_KEYS",
-    "PROPERTY_TAGS",
-    "PROPERTY_UNIQ_KEY",
     "InboundMessage",
     "StoredMessage",
     "create_message_id",
     "decode_message_id",
-    "decode_properties",
-    "encode_properties",
     "index_keys",
     "pack_host",
-    "tag_hash",
     "unpack_host",
 ]
 
-PROPERTY_TAGS = "TAGS"
-PROPERTY_KEYS = "KEYS"
-PROPERTY_UNIQ_KEY = "UNIQ_KEY"
-KEY_SEPARATOR = " "
-_NAME_VALUE_SEPARATOR = "\x01"
-_PROPERTY_SEPARATOR = "\x02"
-
 EMPTY_HOST = bytes(8)
 _PORT = struct.Struct("<i")
-_MESSAGE_ID = struct.Struct(">4sIq")
 
 
 def pack_host(host: str) -> bytes:
@@ -58,41 +54,6 @@ def unpack_host(packed: bytes) -> str:
     return f"{socket.inet_ntoa(packed[:4])}:{_PORT.unpack_from(packed, 4)[0]}"
 
 
-def encode_properties(properties: Mapping[str, str]) -> bytes:
-    """RocketMQ's property string, UTF-8: ``name\\x01value\\x02`` per property."""
-    if not properties:
-        return b""
-    return "".join(
-        [f"{k}{_NAME_VALUE_SEPARATOR}{v}{_PROPERTY_SEPARATOR}" for k, v in properties.items()]
-    ).encode()
-
-
-def decode_properties(data: bytes) -> dict[str, str]:
-    """The inverse of ``encode_properties``."""
-    if not data:
-        return {}
-    out: dict[str, str] = {}
-    for item in data.decode().split(_PROPERTY_SEPARATOR):
-        if item:
-            name, _, value = item.partition(_NAME_VALUE_SEPARATOR)
-            out[name] = value
-    return out
-
-
-@lru_cache(maxsize=4096)
-def tag_hash(tag: str) -> int:
-    """The consume-queue tag code of a tag: Java's ``String.hashCode`` (as RocketMQ), as i64.
-
-    Consumers filter on these hashes; equal hashes of different tags are filtered again on
-    the tag itself by the client, as in RocketMQ.
-    """
-    h = 0
-    data = tag.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def index_keys(properties: Mapping[str, str]) -> list[str]:
     """The keys a message is indexed under: each of ``KEYS`` and its ``UNIQ_KEY``."""
     keys = properties.get(PROPERTY_KEYS)
@@ -104,19 +65,24 @@ def index_keys(properties: Mapping[str, str]) -> list[str]:
 
 
 def create_message_id(store_host: bytes, physical_offset: int) -> str:
-    """RocketMQ's offset message id: store address, port and commit log offset, as hex."""
-    port = _PORT.unpack_from(store_host, 4)[0]
-    return _MESSAGE_ID.pack(store_host[:4], port, physical_offset).hex().upper()
+    """RocketMQ's offset message id (:func:`~common.encode_offset_message_id`) of a packed
+    store host (:func:`pack_host`) and a commit log offset."""
+    host, port = socket.inet_ntoa(store_host[:4]), _PORT.unpack_from(store_host, 4)[0]
+    try:
+        return encode_offset_message_id(host, port, physical_offset)
+    except IllegalArgumentError as exc:
+        raise InvalidArgumentError(
+            "not a store host and commit log offset", port=port, physical_offset=physical_offset
+        ) from exc
 
 
 def decode_message_id(message_id: str) -> tuple[str, int]:
     """``(store host "a.b.c.d:port", physical offset)`` of an offset message id."""
     try:
-        raw = bytes.fromhex(message_id)
-        address, port, offset = _MESSAGE_ID.unpack(raw)
-    except (ValueError, struct.error) as exc:
+        decoded = decode_offset_message_id(message_id)
+    except IllegalArgumentError as exc:
         raise InvalidArgumentError("not an offset message id", message_id=message_id) from exc
-    return f"{socket.inet_ntoa(address)}:{port}", offset
+    return f"{decoded.host}:{decoded.port}", decoded.commit_log_offset
 
 
 class InboundMessage:

@@ -36,7 +36,7 @@ from aeromq.broker.store._message import (
     index_keys,
     pack_host,
 )
-from aeromq.broker.store._queue_table import ConsumeQueueTable, is_valid_topic
+from aeromq.broker.store._queue_table import ConsumeQueueTable
 from aeromq.broker.store._reader import DEFAULT_MAX_BYTES, DEFAULT_MAX_COUNT, MessageReader
 from aeromq.broker.store._recovery import RecoveryReport, recover
 from aeromq.broker.store._results import (
@@ -48,6 +48,7 @@ from aeromq.broker.store._results import (
 from aeromq.broker.store._retention import RetentionReport, run_retention
 from aeromq.broker.store._scheduler import Duty, Scheduler
 from aeromq.broker.store._topic_config import TopicConfigManager
+from aeromq.common import is_valid_topic_name
 
 __all__ = ["MessageStore"]
 
@@ -250,7 +251,7 @@ class MessageStore:
         queue_id = first.queue_id
         topic_bytes = self._topics.get(topic)
         if topic_bytes is None:
-            if not isinstance(topic, str) or not is_valid_topic(topic):
+            if not is_valid_topic_name(topic):
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
             if len(self._topics) >= _TOPIC_CACHE_LIMIT:
                 self._topics.clear()

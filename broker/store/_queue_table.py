@@ -5,21 +5,14 @@ Caller: the ``MessageStore``. Queues are created on the first put and loaded at 
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from aeromq.broker.store._consume_queue import ConsumeQueue
+from aeromq.common import is_valid_topic_name
 
-__all__ = ["TOPIC_PATTERN", "ConsumeQueueTable", "is_valid_topic"]
-
-TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
-
-
-def is_valid_topic(topic: str) -> bool:
-    """RocketMQ's rule: 1 to 127 of ``%|a-zA-Z0-9_-``."""
-    return TOPIC_PATTERN.match(topic) is not None
+__all__ = ["ConsumeQueueTable"]
 
 
 class ConsumeQueueTable:
@@ -35,7 +28,7 @@ class ConsumeQueueTable:
         """Map the queues found on disk."""
         self.root.mkdir(parents=True, exist_ok=True)
         for topic_dir in sorted(self.root.iterdir()):
-            if not topic_dir.is_dir() or not is_valid_topic(topic_dir.name):
+            if not topic_dir.is_dir() or not is_valid_topic_name(topic_dir.name):
                 continue
             for queue_dir in sorted(topic_dir.iterdir()):
                 if queue_dir.is_dir() and queue_dir.name.isdigit():

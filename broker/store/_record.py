@@ -70,7 +70,8 @@ import struct
 import zlib
 from typing import Any
 
-from aeromq.broker.store._message import StoredMessage, decode_properties
+from aeromq.broker.store._message import StoredMessage
+from aeromq.common import decode_properties
 
 __all__ = [
     "BLANK_MAGIC",

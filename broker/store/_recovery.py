@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from aeromq.broker.store._checkpoint import Checkpoint
 from aeromq.broker.store._commit_log import CommitLog
 from aeromq.broker.store._index_service import IndexService
-from aeromq.broker.store._message import StoredMessage, index_keys, tag_hash
+from aeromq.broker.store._message import StoredMessage, index_keys
 from aeromq.broker.store._queue_table import ConsumeQueueTable
 from aeromq.broker.store._record import RecordCheck, check_record, decode_record
+from aeromq.common import tag_hash_code
 
 __all__ = ["RecoveryReport", "recover"]
 
@@ -146,7 +147,7 @@ def _dispatch(
     Returns ``(1 if anything was written, 1 if the entry left a gap)``."""
     queue = queues.get_or_create(message.topic, message.queue_id)
     tags = message.tags
-    entry = (message.physical_offset, message.store_size, tag_hash(tags) if tags else 0)
+    entry = (message.physical_offset, message.store_size, tag_hash_code(tags) if tags else 0)
     changed = gap = 0
     if message.queue_offset >= queue.min_offset and queue.entry(message.queue_offset) != entry:
         if message.queue_offset > queue.max_offset:

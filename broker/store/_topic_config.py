@@ -16,22 +16,17 @@ from typing import Any
 
 from aeromq.broker._errors import InvalidArgumentError, StoreError, TopicNotFoundError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
-from aeromq.broker.store._queue_table import is_valid_topic
+from aeromq.common import (
+    PERM_READ_WRITE,
+    TOPIC_MAX_LENGTH,
+    VALID_NAME_PATTERN,
+    is_readable,
+    is_valid_topic_name,
+    is_writeable,
+)
 
-__all__ = [
-    "PERM_INHERIT",
-    "PERM_PRIORITY",
-    "PERM_READ",
-    "PERM_WRITE",
-    "TopicConfig",
-    "TopicConfigManager",
-    "TopicFilterType",
-]
+__all__ = ["TopicConfig", "TopicConfigManager", "TopicFilterType"]
 
-PERM_PRIORITY = 0x8
-PERM_READ = 0x4
-PERM_WRITE = 0x2
-PERM_INHERIT = 0x1
 _MAX_QUEUES = 1024
 _VERSION = 1
 
@@ -49,15 +44,16 @@ class TopicConfig:
     topic_name: str
     read_queue_nums: int = 16
     write_queue_nums: int = 16
-    perm: int = PERM_READ | PERM_WRITE
+    perm: int = PERM_READ_WRITE
     topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
     topic_sys_flag: int = 0
     order: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.topic_name, str) or not is_valid_topic(self.topic_name):
+        if not isinstance(self.topic_name, str) or not is_valid_topic_name(self.topic_name):
             raise InvalidArgumentError(
-                "topic name must be 1-127 of %|a-zA-Z0-9_-", topic=self.topic_name
+                f"topic name must be 1-{TOPIC_MAX_LENGTH} of {VALID_NAME_PATTERN}",
+                topic=self.topic_name,
             )
         for name in ("read_queue_nums", "write_queue_nums"):
             value = getattr(self, name)
@@ -74,11 +70,11 @@ class TopicConfig:
 
     @property
     def is_readable(self) -> bool:
-        return bool(self.perm & PERM_READ)
+        return is_readable(self.perm)
 
     @property
     def is_writeable(self) -> bool:
-        return bool(self.perm & PERM_WRITE)
+        return is_writeable(self.perm)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

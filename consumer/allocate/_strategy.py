@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection
 
 from aeromq.client import IllegalArgumentError, MessageQueue
-from aeromq.client.java_string import compare_key
+from aeromq.common import compare_key
 
 __all__ = ["AllocateMessageQueueStrategy", "CheckedAllocateStrategy"]
 

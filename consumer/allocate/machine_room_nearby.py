@@ -9,7 +9,7 @@ the name before ``@``); an empty room is an error. RocketMQ's ``AllocateMachineR
 from __future__ import annotations
 
 from aeromq.client import IllegalArgumentError, MessageQueue
-from aeromq.client.java_string import compare_key
+from aeromq.common import compare_key
 from aeromq.consumer.allocate._strategy import AllocateMessageQueueStrategy, CheckedAllocateStrategy
 from aeromq.consumer.allocate.machine_room import MachineRoomResolver, PrefixMachineRoomResolver
 

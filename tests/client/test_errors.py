@@ -19,6 +19,7 @@ from aeromq.client import (
     TopicNotFoundError,
     error_for_code,
 )
+from aeromq.common import _errors
 
 
 def test_should_format_values_as_key_value_and_keep_them_as_attributes() -> None:
@@ -41,7 +42,7 @@ def test_should_root_every_public_error_at_client_error() -> None:
     ]
     assert len(errors) == 14
     assert all(issubclass(error, ClientError) for error in errors)
-    tree = client._errors.__doc__ or ""
+    tree = _errors.__doc__ or ""
     assert all(f" {error.__name__} " in tree for error in errors)
 
 

@@ -10,14 +10,20 @@ from tests.client._helpers import isort_key
 @pytest.mark.parametrize(
     "module_name",
     [
-        "client",
-        "aeromq.client._errors",
-        "aeromq.client.java_string",
+        "aeromq.client",
+        "aeromq.client.broker_sessions",
         "aeromq.client.message",
-        "aeromq.client.message_id",
-        "aeromq.client.response_code",
-        "aeromq.client.tags",
-        "aeromq.client.validators",
+        "aeromq.client.session",
+        "aeromq.common",
+        "aeromq.common._envelope",
+        "aeromq.common._errors",
+        "aeromq.common._java_string",
+        "aeromq.common._message_id",
+        "aeromq.common._permission",
+        "aeromq.common._properties",
+        "aeromq.common._response_code",
+        "aeromq.common._tags",
+        "aeromq.common._validators",
     ],
 )
 def test_should_export_a_sorted_all_of_names_that_exist(module_name: str) -> None:
@@ -29,8 +35,17 @@ def test_should_export_a_sorted_all_of_names_that_exist(module_name: str) -> Non
         assert hasattr(module, name), name
 
 
-def test_should_reexport_every_public_name_of_the_private_errors_module() -> None:
+def test_should_reexport_every_public_name_of_the_shared_errors_module() -> None:
     from aeromq import client
-    from aeromq.client import _errors
+    from aeromq.common import _errors
 
     assert set(_errors.__all__) <= set(client.__all__)
+
+
+def test_should_reexport_from_the_client_the_shared_objects_themselves() -> None:
+    from aeromq import client, common
+
+    shared = set(client.__all__) & set(common.__all__)
+    assert {"ClientError", "ResponseCode", "SubscriptionData", "tag_hash_code"} <= shared
+    for name in shared:
+        assert getattr(client, name) is getattr(common, name), name

@@ -47,6 +47,7 @@ def test_should_have_aeromq_defaults_for_what_rocketmq_lacks() -> None:
     assert config.takeover_delay_ms == 1000
     assert config.transport == "auto"
     assert config.control_timeout_ms == 3000
+    assert config.offer_timeout_ms == 1000
     assert config.instance_name is None
 
 
@@ -77,6 +78,7 @@ def test_should_default_consume_timestamp_to_half_an_hour_ago() -> None:
         ({"message_model": "CLUSTERING"}, "message_model"),
         ({"consume_from_where": None}, "consume_from_where"),
         ({"instance_name": "a@b"}, "instance_name"),
+        ({"offer_timeout_ms": 0}, "offer_timeout_ms"),
     ],
 )
 def test_should_reject_an_invalid_value_naming_the_field(

@@ -17,14 +17,14 @@ from aeromq.consumer._cli import main as consume_main
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer
-from tests.consumer._broker_process import BrokerProcess, start_broker
+from tests.consumer._broker_process import ServerProcess, client, create_topic, start_broker
 from tests.consumer._lite import poll_until, running, wait_for
 
 _names = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def real_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def real_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     process = start_broker(tmp_path_factory.mktemp("consumer-broker"))
     try:
         yield process
@@ -33,20 +33,20 @@ def real_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProc
 
 
 @pytest.fixture(scope="module")
-def producer(real_broker: BrokerProcess) -> Iterator[Producer]:
+def producer(real_broker: ServerProcess) -> Iterator[Producer]:
     with Producer("consumer-test-producer", real_broker.grpc_address) as instance:
         yield instance
 
 
 @pytest.fixture
-def topic(real_broker: BrokerProcess) -> str:
+def topic(real_broker: ServerProcess) -> str:
     name = f"ConsumerTopic{next(_names)}"
-    real_broker.create_topic(name, 4)
+    create_topic(real_broker, name, 4)
     return name
 
 
 def make(
-    real_broker: BrokerProcess, group: str | None = None, **changes: Any
+    real_broker: ServerProcess, group: str | None = None, **changes: Any
 ) -> DefaultLitePullConsumer:
     values: dict[str, Any] = {
         "consumer_group": group or f"group{next(_names)}",
@@ -65,12 +65,12 @@ def send(producer: Producer, queue: MessageQueue, count: int, tags: str | None =
     )
 
 
-def queues_of(real_broker: BrokerProcess, topic: str) -> list[MessageQueue]:
+def queues_of(real_broker: ServerProcess, topic: str) -> list[MessageQueue]:
     return [MessageQueue(topic, real_broker.name, queue_id) for queue_id in range(4)]
 
 
 def test_should_poll_an_assigned_queue(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queues = queues_of(real_broker, topic)
     send(producer, queues[2], 5)
@@ -85,7 +85,7 @@ def test_should_poll_an_assigned_queue(
 
 
 def test_should_poll_a_subscribed_topic_with_a_tag_filter(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queues = queues_of(real_broker, topic)
     for queue in queues:
@@ -102,7 +102,7 @@ def test_should_poll_a_subscribed_topic_with_a_tag_filter(
 
 
 def test_should_wake_a_long_poll_when_a_message_is_sent(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queue = queues_of(real_broker, topic)[0]
     consumer = make(real_broker, broker_suspend_max_time_ms=20_000)
@@ -117,7 +117,7 @@ def test_should_wake_a_long_poll_when_a_message_is_sent(
 
 
 def test_should_seek_and_refuse_illegal_offsets(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queue = queues_of(real_broker, topic)[1]
     send(producer, queue, 10)
@@ -139,7 +139,7 @@ def test_should_seek_and_refuse_illegal_offsets(
 
 
 def test_should_find_offsets_by_timestamp(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queue = queues_of(real_broker, topic)[0]
     send(producer, queue, 3)
@@ -154,7 +154,7 @@ def test_should_find_offsets_by_timestamp(
 
 
 def test_should_commit_a_map_and_a_set_and_read_them_back(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queues = queues_of(real_broker, topic)
     send(producer, queues[0], 4)
@@ -167,9 +167,9 @@ def test_should_commit_a_map_and_a_set_and_read_them_back(
         assert len(poll_until(consumer, 4)) == 4
         consumer.commit({queues[0]})
         assert consumer.committed(queues[0]) == 4
-    with real_broker.client() as client:
-        assert client.query_offset(group, topic, 0) == 4
-        assert client.query_offset(group, topic, 1) == 3
+    with client(real_broker) as grpc:
+        assert grpc.query_offset(group, topic, 0) == 4
+        assert grpc.query_offset(group, topic, 1) == 3
     again = make(real_broker, group, auto_commit=False)
     again.assign(queues[:1])
     with running(again):
@@ -182,7 +182,7 @@ def test_should_commit_a_map_and_a_set_and_read_them_back(
     [(ConsumeFromWhere.LAST_OFFSET, 1), (ConsumeFromWhere.FIRST_OFFSET, 4)],
 )
 def test_should_start_where_consume_from_where_says(
-    real_broker: BrokerProcess,
+    real_broker: ServerProcess,
     producer: Producer,
     topic: str,
     where: ConsumeFromWhere,
@@ -205,7 +205,7 @@ def test_should_start_where_consume_from_where_says(
 
 
 def test_should_auto_commit_and_persist_at_shutdown(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queue = queues_of(real_broker, topic)[0]
     send(producer, queue, 6)
@@ -214,12 +214,12 @@ def test_should_auto_commit_and_persist_at_shutdown(
     consumer.assign([queue])
     with running(consumer):
         assert len(poll_until(consumer, 6)) == 6
-    with real_broker.client() as client:
-        assert client.query_offset(group, topic, 0) == 6
+    with client(real_broker) as grpc:
+        assert grpc.query_offset(group, topic, 0) == 6
 
 
 def test_should_broadcast_every_message_to_every_consumer(
-    real_broker: BrokerProcess, producer: Producer, topic: str, tmp_path: Path
+    real_broker: ServerProcess, producer: Producer, topic: str, tmp_path: Path
 ) -> None:
     for queue in queues_of(real_broker, topic):
         send(producer, queue, 2)
@@ -246,12 +246,12 @@ def test_should_broadcast_every_message_to_every_consumer(
     finally:
         for consumer in consumers:
             consumer.shutdown()
-    with real_broker.client() as client:
-        assert client.query_offset(group, topic, 0) == -1
+    with client(real_broker) as grpc:
+        assert grpc.query_offset(group, topic, 0) == -1
 
 
 def test_should_rebalance_within_a_second_of_a_join_and_a_clean_leave(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queues = set(queues_of(real_broker, topic))
     group = f"group{next(_names)}"
@@ -285,7 +285,7 @@ def test_should_rebalance_within_a_second_of_a_join_and_a_clean_leave(
 
 
 def test_should_print_messages_from_the_command_line(
-    real_broker: BrokerProcess, producer: Producer, topic: str
+    real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
     queue = queues_of(real_broker, topic)[0]
     producer.send(Message(topic, b"hello\nworld", tags="TagA", keys="k1 k2"), queue=queue)

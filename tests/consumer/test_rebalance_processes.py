@@ -20,7 +20,13 @@ from typing import Any
 import pytest
 
 from aeromq.client.route import RouteResolver
-from tests.consumer._broker_process import ServerProcess, start_broker, start_namesrv
+from tests.consumer._broker_process import (
+    ServerProcess,
+    client,
+    create_topic,
+    start_broker,
+    start_namesrv,
+)
 from tests.consumer._rebalance_workers import run_consumer, run_producer
 
 TOPIC = "RebalanceTopic"
@@ -109,7 +115,7 @@ def test_should_consume_every_message_through_joins_leaves_and_a_kill(tmp_path: 
         ]
         servers.extend(brokers)
         for broker in brokers:
-            broker.create_topic(TOPIC, QUEUES_PER_BROKER)
+            create_topic(broker, TOPIC, QUEUES_PER_BROKER)
         all_queues = {f"{b.name}:{q}" for b in brokers for q in range(QUEUES_PER_BROKER)}
         with RouteResolver(namesrv.grpc_address) as resolver:
             wait_until(
@@ -181,10 +187,10 @@ def test_should_consume_every_message_through_joins_leaves_and_a_kill(tmp_path: 
             assert processes[f"p{index}"].exitcode == 0
         stored: set[str] = set()
         for broker in brokers:
-            with broker.client() as client:
+            with client(broker) as grpc:
                 for queue_id in range(QUEUES_PER_BROKER):
-                    assert client.get_min_offset(TOPIC, queue_id) == 0
-                    end = client.get_max_offset(TOPIC, queue_id)
+                    assert grpc.get_min_offset(TOPIC, queue_id) == 0
+                    end = grpc.get_max_offset(TOPIC, queue_id)
                     stored.update(f"{broker.name}:{queue_id}:{o}" for o in range(end))
         assert len(stored) == 2 * MESSAGES_PER_PRODUCER
 

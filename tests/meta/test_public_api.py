@@ -11,7 +11,7 @@ import importlib
 import pytest
 
 PACKAGES = [
-    "transport",
+    "aeromq.transport",
     "aeromq.transport.concurrent",
     "aeromq.transport.command",
     "aeromq.transport.logbuffer",
@@ -19,13 +19,14 @@ PACKAGES = [
     "aeromq.transport.client",
     "aeromq.transport.driver",
     "aeromq.transport.tools",
-    "client",
-    "consumer",
+    "aeromq.common",
+    "aeromq.client",
+    "aeromq.consumer",
     "aeromq.consumer.allocate",
-    "broker",
+    "aeromq.broker",
     "aeromq.broker.grpc",
     "aeromq.broker.namesrv",
-    "producer",
+    "aeromq.producer",
 ]
 
 

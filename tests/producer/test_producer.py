@@ -22,7 +22,7 @@ from aeromq.client import (
     decode_offset_message_id,
 )
 from aeromq.client.grpc_client import GrpcClient
-from aeromq.client.java_string import hash_code
+from aeromq.common import hash_code
 from aeromq.producer import (
     KeyHashSelector,
     Producer,

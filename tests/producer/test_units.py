@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 from aeromq.client import IllegalArgumentError, Message, MessageQueue
-from aeromq.client.java_string import hash_code
+from aeromq.common import hash_code
 from aeromq.producer import (
     KeyHashSelector,
     ProducerConfig,

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker.launcher import BrokerProcess, start_broker_process
+from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import Message, ResponseCode, TopicNotFoundError
 from aeromq.client.grpc_client import GrpcClient
-from aeromq.client.session import SESSION_CLOSED_CODE, ClientSession, SessionConfig
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.common import SESSION_CLOSED_CODE
 from aeromq.producer import Producer
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
@@ -20,7 +21,7 @@ from tests.system.conftest import wait_for
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+def broker(tmp_path: Path) -> Iterator[ServerProcess]:
     process = start_broker_process(
         tmp_path / "data",
         extra_args=["--max-message-size", "4096", "--ingress-udp-endpoint", "none",
@@ -34,7 +35,7 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
 
 
 @pytest.fixture
-def aeron(broker: BrokerProcess) -> Iterator[Aeron]:
+def aeron(broker: ServerProcess) -> Iterator[Aeron]:
     with Aeron.connect(AeronContext(aeron_dir=broker.ready["aeron_dir"])) as client:
         yield client
 
@@ -47,7 +48,7 @@ def _send(topic: str, body: bytes, queue_id: int = 0) -> messages_pb2.SendMessag
 
 @pytest.mark.slow
 def test_should_answer_count_and_survive_every_kind_of_bad_input(
-    broker: BrokerProcess, aeron: Aeron
+    broker: ServerProcess, aeron: Aeron
 ) -> None:
     session = ClientSession.connect(aeron, SessionConfig())
     assert session.max_message_size == 4096

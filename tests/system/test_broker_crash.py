@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker.launcher import BrokerProcess, start_broker_process
+from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.transport.client import Aeron, AeronContext
 from tests.broker.data._system import body_of, pull_all, sender_worker
@@ -29,7 +29,7 @@ def _args(flush_mode: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _pull_everything(broker: BrokerProcess) -> dict[tuple[int, int], bytes]:
+def _pull_everything(broker: ServerProcess) -> dict[tuple[int, int], bytes]:
     with (
         Aeron.connect(AeronContext(aeron_dir=broker.ready["aeron_dir"])) as aeron,
         ClientSession.connect(aeron, SessionConfig()) as session,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker.launcher import start_broker_process
+from aeromq.broker.testing import start_broker_process
 from aeromq.client import Message, MessageQueue
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.producer import Producer, ProducerConfig

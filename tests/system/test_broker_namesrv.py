@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker.launcher import start_broker_process
 from aeromq.broker.namesrv import NameServer, NameServerConfig
+from aeromq.broker.testing import start_broker_process
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.transport.client import Aeron, AeronContext

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker.launcher import start_broker_process
+from aeromq.broker.testing import start_broker_process
 from aeromq.client.grpc_client import GrpcClient
 from tests.broker.data._system import produce_worker, pull_worker
 from tests.system.conftest import Workers

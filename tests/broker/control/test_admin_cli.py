@@ -18,7 +18,7 @@ from .conftest import RunningBroker, put_messages
 
 def admin(server: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "aeromq.broker.admin_cli", "--server", server, *args],
+        [sys.executable, "-m", "aeromq.client._admin_cli", "--server", server, *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from aeromq.client.session import REQUEST_FIELD_NUMBERS, SESSION_PROTOCOL_VERSION, encode_envelope
+from aeromq.common import REQUEST_FIELD_NUMBERS, SESSION_PROTOCOL_VERSION, encode_envelope
 from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, ExclusivePublication, Subscription
 

@@ -10,8 +10,9 @@ import pytest
 from aeromq.broker.processor.pull import MAX_PULL_MESSAGES, PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
-from aeromq.broker.store import PERM_WRITE, MessageStore, TopicConfig
+from aeromq.broker.store import MessageStore, TopicConfig
 from aeromq.client import ResponseCode
+from aeromq.common import PERM_WRITE
 from aeromq.proto import messages_pb2
 
 from .conftest import TOPIC, Answers, pull_request, send_request

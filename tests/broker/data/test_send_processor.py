@@ -9,8 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from aeromq.broker.processor.send import SendProcessor
-from aeromq.broker.store import PERM_READ, FlushMode, MessageStore, TopicConfig, decode_message_id
+from aeromq.broker.store import FlushMode, MessageStore, TopicConfig, decode_message_id
 from aeromq.client import ResponseCode
+from aeromq.common import PERM_READ
 from aeromq.proto import messages_pb2
 
 from .conftest import TOPIC, Answers, send_request, wait_for

@@ -24,12 +24,8 @@ from aeromq.client import (
     RequestTimeoutError,
     ResponseCode,
 )
-from aeromq.client.session import (
-    SESSION_CLOSED_CODE,
-    BackPressuredError,
-    ClientSession,
-    SessionConfig,
-)
+from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
+from aeromq.common import SESSION_CLOSED_CODE
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent.agent import AgentRunner
@@ -354,16 +350,18 @@ def test_should_fail_the_session_when_the_broker_closes_its_response_stream(
 def test_should_keep_one_session_per_broker_and_replace_a_failed_one(
     server: Server, media_driver: MediaDriver
 ) -> None:
+    from aeromq.client.broker_sessions import BrokerSessions, is_local
     from aeromq.client.route import BrokerRoute
-    from aeromq.client.session import BrokerSessions, is_local
 
     here = BrokerRoute("c", "broker-a", "", "aeron:ipc", 1001, "", 0, media_driver.aeron_dir,
                        socket.gethostname())  # fmt: skip
     elsewhere = BrokerRoute("c", "broker-z", "", "aeron:ipc", 1001, "", 0, "/nowhere", "far-away")
     assert is_local(here) and not is_local(elsewhere)
     with pytest.raises(IllegalArgumentError, match="transport"):
-        BrokerSessions(client_id="t", transport="tcp")
-    sessions = BrokerSessions(client_id="t")
+        BrokerSessions(
+            client_id="t", transport="tcp", request_timeout_ms=3_000, offer_timeout_ms=1_000
+        )
+    sessions = BrokerSessions(client_id="t", request_timeout_ms=3_000, offer_timeout_ms=1_000)
     try:
         first = sessions.session(here)
         assert sessions.session(here) is first and first.is_open

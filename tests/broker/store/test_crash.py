@@ -14,8 +14,9 @@ import time
 import zlib
 from pathlib import Path
 
-from aeromq.broker.store import MessageStore, tag_hash
+from aeromq.broker.store import MessageStore
 from aeromq.broker.store._record import RecordCheck, check_record
+from aeromq.common import tag_hash_code
 
 from ._crash_child import QUEUES, TOPIC, crash_config
 from .conftest import crash
@@ -91,7 +92,7 @@ def _check_log_and_queues(store: MessageStore) -> None:
             message = store.commit_log.read(position, size)
             assert message is not None and message.physical_offset == position
             tags = message.tags
-            per_queue[message.queue_id].append((position, size, tag_hash(tags) if tags else 0))
+            per_queue[message.queue_id].append((position, size, tag_hash_code(tags) if tags else 0))
             assert message.queue_offset == len(per_queue[message.queue_id]) - 1
         position += size
     assert position == end  # the log ends on a record boundary...

@@ -15,8 +15,8 @@ from aeromq.broker.store import (
     InboundMessage,
     MessageStore,
     PutMessageStatus,
-    tag_hash,
 )
+from aeromq.common import tag_hash_code
 
 from .conftest import ManualClock, small_config
 
@@ -87,10 +87,10 @@ def test_should_filter_by_tag_hash_and_still_advance(open_store: OpenStore) -> N
     store = open_store()
     for i in range(10):
         store.put_message(_message(0, f"m{i}".encode(), TAGS="even" if i % 2 == 0 else "odd"))
-    odd = store.get_messages("TopicA", 0, 0, max_count=3, tag_hashes={tag_hash("odd")})
+    odd = store.get_messages("TopicA", 0, 0, max_count=3, tag_hashes={tag_hash_code("odd")})
     assert [m.body for m in odd.messages] == [b"m1", b"m3", b"m5"]
     assert odd.next_begin_offset == 6
-    none = store.get_messages("TopicA", 0, 0, tag_hashes={tag_hash("other")})
+    none = store.get_messages("TopicA", 0, 0, tag_hashes={tag_hash_code("other")})
     assert none.status is GetMessageStatus.NO_MATCHED_MSG
     assert none.next_begin_offset == 10 and none.messages == []
 
@@ -98,7 +98,7 @@ def test_should_filter_by_tag_hash_and_still_advance(open_store: OpenStore) -> N
 def test_should_bound_the_entries_scanned_by_a_filtered_get(open_store: OpenStore) -> None:
     store = open_store(max_filter_scan_entries=4)
     _put(store, 10, TAGS="x")
-    result = store.get_messages("TopicA", 0, 0, max_count=2, tag_hashes={tag_hash("y")})
+    result = store.get_messages("TopicA", 0, 0, max_count=2, tag_hashes={tag_hash_code("y")})
     assert result.status is GetMessageStatus.NO_MATCHED_MSG
     assert result.next_begin_offset == 4
 

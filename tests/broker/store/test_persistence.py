@@ -7,8 +7,6 @@ import pytest
 
 from aeromq.broker import InvalidArgumentError, StoreError, TopicNotFoundError
 from aeromq.broker.store import (
-    PERM_READ,
-    PERM_WRITE,
     ConsumerOffsetManager,
     TopicConfig,
     TopicConfigManager,
@@ -16,6 +14,7 @@ from aeromq.broker.store import (
 )
 from aeromq.broker.store._atomic_file import read_json, write_atomically
 from aeromq.broker.store._checkpoint import Checkpoint
+from aeromq.common import PERM_READ, PERM_WRITE
 
 
 def test_should_replace_a_file_atomically_and_ignore_interrupted_writes(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aeromq.broker.store import _record as record
-from aeromq.broker.store._message import decode_properties, encode_properties
 from aeromq.broker.store._record import (
     BLANK_MAGIC,
     HEADER_LENGTH,
@@ -18,6 +17,7 @@ from aeromq.broker.store._record import (
     encode_record,
     record_length,
 )
+from aeromq.common import decode_properties, encode_properties
 
 _PROPERTY_TEXT = st.characters(codec="utf-8", exclude_characters="\x00\x01\x02")
 HOST = bytes([127, 0, 0, 1]) + struct.pack("<i", 10911)

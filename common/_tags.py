@@ -3,15 +3,17 @@
 A tag expression is ``"*"`` (every message) or tags joined by ``||`` with optional whitespace
 around them: ``"TagA || TagB"``. None, ``""`` and whitespace mean ``"*"``. RocketMQ's
 ``FilterAPI`` silently drops what it cannot use; here these are errors
-(:class:`~client.InvalidExpressionError`): an empty alternative (``"A ||"``, ``"A |||| B"``),
+(:class:`~common.InvalidExpressionError`): an empty alternative (``"A ||"``, ``"A |||| B"``),
 a single ``|`` (``"A | B"``), whitespace inside a tag (``"A B"``), and ``*`` beside tags.
 
-The broker filters on tag hash codes (Java's ``String.hashCode``, stored in every consume-queue
-entry); hash codes can collide, so the client filters again on the tag strings
-(:meth:`SubscriptionData.matches_tag`), as RocketMQ's client does.
+The broker filters on tag hash codes (:func:`tag_hash_code`, Java's ``String.hashCode``, stored
+in every consume-queue entry: the broker's store and the clients call this one function); hash
+codes can collide, so the client filters again on the tag strings
+(:meth:`SubscriptionData.matches_tag`), as RocketMQ's client does. The broker parses a pull's
+expression with :func:`build_subscription_data` too.
 
 SQL92 selectors (:meth:`MessageSelector.by_sql`) can be made and carried, but nothing evaluates
-them yet: matching with one raises :class:`~client.NotSupportedError`.
+them yet: matching with one raises :class:`~common.NotSupportedError`.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from aeromq.client._errors import InvalidExpressionError, NotSupportedError
-from aeromq.client.java_string import hash_code
-from aeromq.client.validators import tag_problem
+from aeromq.common._errors import InvalidExpressionError, NotSupportedError
+from aeromq.common._java_string import hash_code
+from aeromq.common._validators import tag_problem
 
 __all__ = [
     "SUB_ALL",
@@ -65,7 +67,10 @@ class MessageSelector:
 
 @lru_cache(maxsize=4096)
 def tag_hash_code(tag: str) -> int:
-    """The tag's hash as RocketMQ stores it in the consume queue: Java's ``tag.hashCode()``."""
+    """The tag's hash as RocketMQ stores it in the consume queue: Java's ``tag.hashCode()``.
+
+    The broker's store writes it into every consume-queue entry and clients subscribe with it,
+    so both call this function."""
     return hash_code(tag)
 
 

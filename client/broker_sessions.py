@@ -1,13 +1,14 @@
-"""``BrokerSessions``: one transport session per broker for the consumer's pulls.
+"""``BrokerSessions``: one open transport session per broker, for producers and consumers.
 
-For a broker on this host (same hostname, its ``aeron_dir`` holds a ``cnc.dat``) the session
-goes over IPC through the broker's own media driver; otherwise over UDP through a local driver
-(``LitePullConsumerConfig.aeron_dir``, or one embedded in this process, started on first use)
-with answers coming back on a UDP endpoint of ``udp_response_host``. A session that failed (the
-broker closed it or went away) is replaced on the next use; so is a dead Aeron client.
+For a broker on this host (:func:`is_local`: same host name, and its ``aeron_dir`` holds a
+``cnc.dat``) the session goes over IPC through the broker's own media driver; otherwise over UDP
+through a local driver (``aeron_dir``, or one embedded in this process, started on first use)
+with the answers coming back on a UDP endpoint of ``udp_response_host``. A session that failed
+(the broker closed it or went away) is replaced on the next use; so is a dead Aeron client.
 
-The same job as the producer's ``aeromq.producer._links.BrokerLinks``; both belong in ``client/``
-once one shared implementation takes endpoints and timeouts as parameters.
+Callers say how long a request and a back-pressured offer may wait: the producer its
+``send_timeout_ms`` and ``offer_timeout_ms``, the consumer its
+``consumer_timeout_ms_when_suspend`` (a pull may be held that long) and ``offer_timeout_ms``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import logging
 import os
 import threading
 
-from aeromq.client import BrokerUnavailableError, IllegalStateError
 from aeromq.client.route import BrokerRoute
 from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
@@ -38,7 +39,13 @@ def is_local(broker: BrokerRoute) -> bool:
 
 
 class BrokerSessions:
-    """Sessions by broker name (see the module doc). Thread-safe."""
+    """One open :class:`ClientSession` per broker (see the module). Thread-safe.
+
+    ``transport`` "ipc" or "udp" forces one; "auto" takes IPC for a broker on this host. The
+    embedded driver (when ``aeron_dir`` is None and a UDP session is needed) uses sparse log
+    files. ``request_timeout_ms`` is the default wait of a request (a call may pass its own),
+    ``offer_timeout_ms`` how long a back-pressured ingress is retried: both are the caller's.
+    """
 
     def __init__(
         self,
@@ -47,13 +54,17 @@ class BrokerSessions:
         transport: str = "auto",
         aeron_dir: str | None = None,
         udp_response_host: str = "127.0.0.1",
-        request_timeout_ms: int = 30_000,
+        request_timeout_ms: int,
+        offer_timeout_ms: int,
     ) -> None:
+        if transport not in ("auto", "ipc", "udp"):
+            raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
         self._client_id = client_id
         self._transport = transport
         self._aeron_dir = aeron_dir
         self._udp_response_host = udp_response_host
         self._request_timeout_ms = request_timeout_ms
+        self._offer_timeout_ms = offer_timeout_ms
         self._lock = threading.Lock()
         self._sessions: dict[str, ClientSession] = {}
         self._clients: dict[str, Aeron] = {}
@@ -67,32 +78,27 @@ class BrokerSessions:
 
     def session(self, broker: BrokerRoute) -> ClientSession:
         """The open session with ``broker``, connecting one if needed (this blocks up to the
-        session's connect timeout; raises BrokerUnavailableError)."""
-        session = self._sessions.get(broker.broker_name)
+        session's connect timeout; raises :class:`~common.BrokerUnavailableError`)."""
+        name = broker.broker_name
+        session = self._sessions.get(name)
         if session is not None and session.is_open:
             return session
         with self._lock:
             if self._closed:
-                raise IllegalStateError("the consumer's sessions are closed")
-            session = self._sessions.get(broker.broker_name)
+                raise IllegalStateError("sessions closed", broker=name)
+            session = self._sessions.get(name)
             if session is not None and session.is_open:
                 return session
             if session is not None:
                 session.close()
-            session = self._connect(broker)
-            self._sessions[broker.broker_name] = session
+            session = self._sessions[name] = self._connect(broker)
             return session
 
     def _connect(self, broker: BrokerRoute) -> ClientSession:
-        use_ipc = self._transport == "ipc" or (self._transport == "auto" and is_local(broker))
-        if use_ipc:
+        transport = self._transport
+        if transport == "ipc" or (transport == "auto" and is_local(broker)):
             aeron_dir = broker.aeron_dir
-            config = SessionConfig(
-                ingress_channel=broker.ipc_channel,
-                ingress_stream_id=broker.ipc_stream_id,
-                client_id=self._client_id,
-                request_timeout_ms=self._request_timeout_ms,
-            )
+            ingress, stream_id, response = broker.ipc_channel, broker.ipc_stream_id, "aeron:ipc"
         else:
             if not broker.udp_channel:
                 raise BrokerUnavailableError(
@@ -100,16 +106,18 @@ class BrokerSessions:
                     broker=broker.broker_name,
                 )
             aeron_dir = self._local_driver_dir()
-            config = SessionConfig(
-                ingress_channel=broker.udp_channel,
-                ingress_stream_id=broker.udp_stream_id,
-                response_channel=f"aeron:udp?endpoint={self._udp_response_host}:0",
-                client_id=self._client_id,
-                request_timeout_ms=self._request_timeout_ms,
-            )
-        aeron = self._client(aeron_dir)
+            ingress, stream_id = broker.udp_channel, broker.udp_stream_id
+            response = f"aeron:udp?endpoint={self._udp_response_host}:0"
+        config = SessionConfig(
+            ingress_channel=ingress,
+            ingress_stream_id=stream_id,
+            response_channel=response,
+            client_id=self._client_id,
+            request_timeout_ms=self._request_timeout_ms,
+            offer_timeout_ms=self._offer_timeout_ms,
+        )
         try:
-            return ClientSession.connect(aeron, config)
+            return ClientSession.connect(self._client(aeron_dir), config)
         except TransportError as exc:
             raise BrokerUnavailableError(
                 "cannot reach the broker", broker=broker.broker_name, cause=str(exc)
@@ -147,6 +155,7 @@ class BrokerSessions:
             session.close()
 
     def close(self) -> None:
+        """Close every session, Aeron client and the embedded driver; idempotent."""
         with self._lock:
             self._closed = True
             sessions, self._sessions = self._sessions, {}

@@ -1,8 +1,14 @@
-"""Errors of the client side (producer and consumer), one root for the package.
+"""The errors a client sees, with the wire code a broker answers with: one root, shared.
+
+They live in ``common`` because the shared rules raise them (a bad topic name, a tag
+expression that does not parse, a malformed message id) wherever those rules run, in a producer,
+a consumer or the broker checking a request; ``aeromq.client`` re-exports every one. The
+broker's own failures (store, config, state) have their own root, ``broker.BrokerError``.
 
 ::
 
-    ClientError                         root of every error raised by ``client`` and its users
+    ClientError                         root of every error raised by ``common``, ``client`` and
+                                        their users (producer, consumer)
     ├── IllegalArgumentError            (also ValueError) a bad argument: the message names it
     │   ├── MessageIllegalError         a message that fails validation (topic, body, property)
     │   │   └── MessageTooLargeError    a message body over the maximum size
@@ -18,7 +24,7 @@
     └── RequestTimeoutError             (retriable, also TimeoutError) no answer in time
 
 Every class has ``retriable`` (whether trying again may succeed) and ``code``: the
-:class:`~client.response_code.ResponseCode` a broker answers with for it (an instance made from
+:class:`~common.ResponseCode` a broker answers with for it (an instance made from
 a response keeps the exact code it came with). :data:`ERROR_FOR_CODE` is the one table from wire
 codes to classes and :func:`error_for_code` builds the error for a failed response.
 
@@ -31,7 +37,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from aeromq.client.response_code import ResponseCode
+from aeromq.common._response_code import ResponseCode
 
 __all__ = [
     "ERROR_FOR_CODE",

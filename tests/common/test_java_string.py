@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aeromq.client.java_string import compare_key, hash_code
+from aeromq.common import compare_key, hash_code
 
 
 def _java_formula(value: str) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from aeromq.client import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
-from aeromq.client.validators import (
+from aeromq.common import (
     DEFAULT_MAX_MESSAGE_SIZE,
     RESERVED_PROPERTY_NAMES,
     check_body,

@@ -3,33 +3,38 @@
 
 - Topics: not blank, at most :data:`TOPIC_MAX_LENGTH` characters, only ``^[%|a-zA-Z0-9_-]+$``;
   the broker's internal topics in :data:`NOT_ALLOWED_SEND_TOPICS` cannot be sent to.
-- Groups: the same characters, at most :data:`GROUP_MAX_LENGTH`.
+  :func:`is_valid_topic_name` is the same rule as a predicate, for the broker (which raises
+  errors of its own) and for the hot paths.
+- Groups: the same characters, at most :data:`GROUP_MAX_LENGTH` (:func:`is_valid_group_name`).
 - Bodies: not empty, at most the producer's maximum message size
   (:data:`DEFAULT_MAX_MESSAGE_SIZE`).
-- User properties: the names in :data:`RESERVED_PROPERTY_NAMES` belong to the system; names and
-  values are not blank and do not contain the two separators of the stored property string.
+- User properties: the names in :data:`~common.RESERVED_PROPERTY_NAMES` belong to the system;
+  names and values are not blank and do not contain the two separators of the stored property
+  string (:mod:`common._properties`).
 - Tags and keys (stricter than RocketMQ, which accepts anything and then cannot match it): a tag
   has no whitespace and no ``|`` so that a tag expression can name it; a key has no whitespace,
   since keys are stored joined by spaces.
 
-Each check raises :class:`~client.IllegalArgumentError` (a ``ValueError``) or, for the parts of
-a message, :class:`~client.MessageIllegalError`, naming the value as ``key=value``.
+Each check raises :class:`~common.IllegalArgumentError` (a ``ValueError``) or, for the parts of
+a message, :class:`~common.MessageIllegalError`, naming the value as ``key=value``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
-from aeromq.client._errors import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
+from aeromq.common._errors import IllegalArgumentError, MessageIllegalError, MessageTooLargeError
+from aeromq.common._properties import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    RESERVED_PROPERTY_NAMES,
+)
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "GROUP_MAX_LENGTH",
-    "NAME_VALUE_SEPARATOR",
     "NOT_ALLOWED_SEND_TOPICS",
-    "PROPERTY_SEPARATOR",
-    "RESERVED_PROPERTY_NAMES",
     "SYSTEM_TOPICS",
     "SYSTEM_TOPIC_PREFIX",
     "TOPIC_MAX_LENGTH",
@@ -41,13 +46,16 @@ __all__ = [
     "check_topic_sendable",
     "check_user_property",
     "is_system_topic",
+    "is_valid_group_name",
+    "is_valid_topic_name",
     "tag_problem",
 ]
 
-TOPIC_MAX_LENGTH = 127
-GROUP_MAX_LENGTH = 255
-DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-VALID_NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"
+TOPIC_MAX_LENGTH: Final = 127
+GROUP_MAX_LENGTH: Final = 255
+DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+"""The largest body a producer sends and a broker takes unless configured otherwise."""
+VALID_NAME_PATTERN: Final = "^[%|a-zA-Z0-9_-]+$"
 _VALID_NAME_CHARS = frozenset("%|_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _VALID_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
 _VALID_TAG = re.compile(r"[^|\s\x01\x02]+")
@@ -66,22 +74,6 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
     }
 )
 SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {"TBW102", "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC"}
-
-NAME_VALUE_SEPARATOR = "\x01"
-PROPERTY_SEPARATOR = "\x02"
-RESERVED_PROPERTY_NAMES = frozenset(
-    {
-        "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC",
-        "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID",
-        "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME",
-        "UNIQ_KEY", "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "POP_CK", "POP_CK_OFFSET",
-        "1ST_POP_TIME", "TRAN_PREPARED_QUEUE_OFFSET", "DUP_INFO", "EXTEND_UNIQ_INFO",
-        "INSTANCE_ID", "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME",
-        "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE", "INNER_MULTI_QUEUE_OFFSET", "TIMER_DELAY_SEC",
-        "TIMER_DELIVER_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES",
-        "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "__BORNHOST", "BORN_TIMESTAMP",
-    }
-)  # fmt: skip
 
 
 def _check_name(kind: str, name: object, max_length: int) -> None:
@@ -104,6 +96,24 @@ def _check_name(kind: str, name: object, max_length: int) -> None:
                 char=char,
                 position=position,
             )
+
+
+def is_valid_topic_name(topic: object) -> bool:
+    """Whether ``topic`` follows the topic name rule (what :func:`check_topic` accepts)."""
+    return (
+        isinstance(topic, str)
+        and len(topic) <= TOPIC_MAX_LENGTH
+        and _VALID_NAME.fullmatch(topic) is not None
+    )
+
+
+def is_valid_group_name(group: object) -> bool:
+    """Whether ``group`` follows the group name rule (what :func:`check_group` accepts)."""
+    return (
+        isinstance(group, str)
+        and len(group) <= GROUP_MAX_LENGTH
+        and _VALID_NAME.fullmatch(group) is not None
+    )
 
 
 def check_topic(topic: object) -> None:

@@ -26,7 +26,7 @@ from aeromq.client import (
     encode_offset_message_id,
     encode_unique_message_id,
 )
-from aeromq.client.message_id import (
+from aeromq.common import (
     IPV6_EXTRA_LENGTH,
     OFFSET_COMMIT_LOG_OFFSET_OFFSET,
     OFFSET_MESSAGE_ID_LENGTH,

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
-from aeromq.client._errors import IllegalArgumentError
+from aeromq.common._errors import IllegalArgumentError
 
 __all__ = [
     "IPV6_EXTRA_LENGTH",

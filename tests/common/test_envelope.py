@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aeromq.client.session import (
+from aeromq.common import (
     REQUEST_FIELD_NUMBERS,
     RESPONSE_FIELD_NUMBERS,
     encode_envelope,

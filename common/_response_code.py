@@ -3,7 +3,7 @@
 The values are those of RocketMQ's remoting ``ResponseCode`` (and ``RemotingSysResponseCode``
 for 0-4), so a response can be mapped one to one onto a RocketMQ-speaking peer. The client
 turns a non-success code into the matching error class with
-:func:`client._errors.error_for_code`; this module only names the numbers.
+:func:`common.error_for_code`; this module only names the numbers.
 """
 
 from __future__ import annotations

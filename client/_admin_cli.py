@@ -24,6 +24,9 @@ milliseconds or an ISO 8601 time (``2026-01-31T12:00:00+00:00``; no zone: local 
 
 Exit status: 0 done, 1 the server refused or could not be reached (the message says why), 2
 bad usage.
+
+A client tool: it speaks to the servers over gRPC only (:class:`~client.GrpcClient`), as any
+remote administrator would, so it lives on the client side.
 """
 
 from __future__ import annotations
@@ -35,15 +38,23 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TextIO
 
-from aeromq.client._errors import ClientError, NotSupportedError, TopicNotFoundError
 from aeromq.client.grpc_client import GrpcClient
+from aeromq.common import (
+    PERM_READ,
+    PERM_READ_WRITE,
+    PERM_WRITE,
+    ClientError,
+    NotSupportedError,
+    ResponseCode,
+    TopicNotFoundError,
+)
 from aeromq.proto import admin_pb2, common_pb2
 
 __all__ = ["main"]
 
 _DEFAULT_SERVER = "127.0.0.1:8081"
-_PERMS = {"rw": 0x6, "r": 0x4, "w": 0x2}
-_SUBSCRIPTION_GROUP_NOT_EXIST = 26
+_PERMS = {"rw": PERM_READ_WRITE, "r": PERM_READ, "w": PERM_WRITE}
+_SUBSCRIPTION_GROUP_NOT_EXIST = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
 
 
 class _UsageError(Exception):

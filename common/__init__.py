@@ -1,0 +1,223 @@
+"""What the broker and the clients share: wire codes, names, rules and the session codec.
+
+The layer under ``broker`` and ``client`` (above ``transport`` and ``proto``): every rule that
+both ends of a connection must apply alike lives here once, and neither end keeps a copy. No
+I/O here.
+
+- ``_response_code``: :class:`ResponseCode`, the status of a broker response (RocketMQ's numbers).
+- ``_errors``: the errors a client sees, one root (:class:`ClientError`), each with its wire
+  code, and :func:`error_for_code`, the one table from codes to classes.
+- ``_properties``: the reserved property names (``TAGS``, ``KEYS``, ``UNIQ_KEY``, ``WAIT``, ...),
+  the separators of the stored property string and its codec.
+- ``_permission``: a topic's permission bits (``PERM_READ``, ``PERM_WRITE``, ...).
+- ``_validators``: name rules (topics, groups, system topics), the default maximum message size
+  and the checks of a message's parts (body, tags, keys, user properties).
+- ``_java_string``: Java's ``String.hashCode`` and ``compareTo`` order.
+- ``_tags``: subscription expressions and the tag hash the consume queue stores
+  (:func:`tag_hash_code`).
+- ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
+  id.
+- ``_envelope``: the session envelope codec and the session protocol's constants.
+"""
+
+from __future__ import annotations
+
+from aeromq.common._envelope import (
+    CORRELATION_ID_FIELD,
+    DEFAULT_INGRESS_STREAM_ID,
+    REQUEST_FIELD_NUMBERS,
+    RESPONSE_FIELD_NUMBERS,
+    SESSION_CLOSED_CODE,
+    SESSION_ID_FIELD,
+    SESSION_PROTOCOL_VERSION,
+    encode_envelope,
+    salvage_envelope_ids,
+)
+from aeromq.common._errors import (
+    ERROR_FOR_CODE,
+    BrokerBusyError,
+    BrokerError,
+    BrokerUnavailableError,
+    ClientError,
+    IllegalArgumentError,
+    IllegalStateError,
+    InvalidExpressionError,
+    MessageIllegalError,
+    MessageTooLargeError,
+    NoPermissionError,
+    NotSupportedError,
+    OffsetIllegalError,
+    RequestTimeoutError,
+    TopicNotFoundError,
+    error_for_code,
+)
+from aeromq.common._java_string import (
+    compare_key,
+    hash_code,
+)
+from aeromq.common._message_id import (
+    IPV6_EXTRA_LENGTH,
+    OFFSET_COMMIT_LOG_OFFSET_OFFSET,
+    OFFSET_HOST_OFFSET,
+    OFFSET_MESSAGE_ID_LENGTH,
+    OFFSET_PORT_OFFSET,
+    UNIQUE_CLIENT_HASH_OFFSET,
+    UNIQUE_COUNTER_OFFSET,
+    UNIQUE_IP_OFFSET,
+    UNIQUE_MESSAGE_ID_LENGTH,
+    UNIQUE_PID_OFFSET,
+    UNIQUE_TIME_OFFSET,
+    OffsetMessageId,
+    UniqueMessageId,
+    UniqueMessageIdGenerator,
+    create_unique_message_id,
+    decode_offset_message_id,
+    decode_unique_message_id,
+    encode_offset_message_id,
+    encode_unique_message_id,
+    unique_message_id_time_ms,
+)
+from aeromq.common._permission import (
+    PERM_INHERIT,
+    PERM_PRIORITY,
+    PERM_READ,
+    PERM_READ_WRITE,
+    PERM_WRITE,
+    is_readable,
+    is_writeable,
+)
+from aeromq.common._properties import (
+    KEY_SEPARATOR,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_SEPARATOR,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    RESERVED_PROPERTY_NAMES,
+    decode_properties,
+    encode_properties,
+)
+from aeromq.common._response_code import (
+    ResponseCode,
+)
+from aeromq.common._tags import (
+    SUB_ALL,
+    ExpressionType,
+    MessageSelector,
+    SubscriptionData,
+    build_subscription_data,
+    parse_tag_expression,
+    tag_hash_code,
+)
+from aeromq.common._validators import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    GROUP_MAX_LENGTH,
+    NOT_ALLOWED_SEND_TOPICS,
+    SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
+    TOPIC_MAX_LENGTH,
+    VALID_NAME_PATTERN,
+    check_body,
+    check_group,
+    check_key,
+    check_topic,
+    check_topic_sendable,
+    check_user_property,
+    is_system_topic,
+    is_valid_group_name,
+    is_valid_topic_name,
+    tag_problem,
+)
+
+__all__ = [
+    "CORRELATION_ID_FIELD",
+    "DEFAULT_INGRESS_STREAM_ID",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "ERROR_FOR_CODE",
+    "GROUP_MAX_LENGTH",
+    "IPV6_EXTRA_LENGTH",
+    "KEY_SEPARATOR",
+    "NAME_VALUE_SEPARATOR",
+    "NOT_ALLOWED_SEND_TOPICS",
+    "OFFSET_COMMIT_LOG_OFFSET_OFFSET",
+    "OFFSET_HOST_OFFSET",
+    "OFFSET_MESSAGE_ID_LENGTH",
+    "OFFSET_PORT_OFFSET",
+    "PERM_INHERIT",
+    "PERM_PRIORITY",
+    "PERM_READ",
+    "PERM_READ_WRITE",
+    "PERM_WRITE",
+    "PROPERTY_KEYS",
+    "PROPERTY_SEPARATOR",
+    "PROPERTY_TAGS",
+    "PROPERTY_UNIQ_KEY",
+    "PROPERTY_WAIT_STORE_MSG_OK",
+    "REQUEST_FIELD_NUMBERS",
+    "RESERVED_PROPERTY_NAMES",
+    "RESPONSE_FIELD_NUMBERS",
+    "SESSION_CLOSED_CODE",
+    "SESSION_ID_FIELD",
+    "SESSION_PROTOCOL_VERSION",
+    "SUB_ALL",
+    "SYSTEM_TOPICS",
+    "SYSTEM_TOPIC_PREFIX",
+    "TOPIC_MAX_LENGTH",
+    "UNIQUE_CLIENT_HASH_OFFSET",
+    "UNIQUE_COUNTER_OFFSET",
+    "UNIQUE_IP_OFFSET",
+    "UNIQUE_MESSAGE_ID_LENGTH",
+    "UNIQUE_PID_OFFSET",
+    "UNIQUE_TIME_OFFSET",
+    "VALID_NAME_PATTERN",
+    "BrokerBusyError",
+    "BrokerError",
+    "BrokerUnavailableError",
+    "ClientError",
+    "ExpressionType",
+    "IllegalArgumentError",
+    "IllegalStateError",
+    "InvalidExpressionError",
+    "MessageIllegalError",
+    "MessageSelector",
+    "MessageTooLargeError",
+    "NoPermissionError",
+    "NotSupportedError",
+    "OffsetIllegalError",
+    "OffsetMessageId",
+    "RequestTimeoutError",
+    "ResponseCode",
+    "SubscriptionData",
+    "TopicNotFoundError",
+    "UniqueMessageId",
+    "UniqueMessageIdGenerator",
+    "build_subscription_data",
+    "check_body",
+    "check_group",
+    "check_key",
+    "check_topic",
+    "check_topic_sendable",
+    "check_user_property",
+    "compare_key",
+    "create_unique_message_id",
+    "decode_offset_message_id",
+    "decode_properties",
+    "decode_unique_message_id",
+    "encode_envelope",
+    "encode_offset_message_id",
+    "encode_properties",
+    "encode_unique_message_id",
+    "error_for_code",
+    "hash_code",
+    "is_readable",
+    "is_system_topic",
+    "is_valid_group_name",
+    "is_valid_topic_name",
+    "is_writeable",
+    "parse_tag_expression",
+    "salvage_envelope_ids",
+    "tag_hash_code",
+    "tag_problem",
+    "unique_message_id_time_ms",
+]

@@ -1,0 +1,138 @@
+"""The session envelope: how requests and responses travel between a client and a broker over
+the transport, and its codec. Pure functions, no I/O.
+
+Each transport message is one serialised ``TransportRequest`` (client to broker) or
+``TransportResponse`` (broker to client) of :mod:`proto.session_pb2`. Both number their fields
+alike: the correlation id is field 1, the session id field 2 (varints), and the body one field
+of the ``body`` oneof (length-delimited), whose number names the kind (``send`` 13, ...)::
+
+     0                   1                   2                   3
+     0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+    +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    |  0x08 (1, v)  |  Correlation id (varint, 1 to 10 bytes)     ...
+    +---------------+-----------------------------------------------+
+    |  0x10 (2, v)  |  Session id (varint, 1 to 10 bytes)         ...
+    +---------------+-----------------------------------------------+
+    |  Body tag (varint: field number << 3 | 2)                   ...
+    +---------------------------------------------------------------+
+    |  Body length (varint)                                       ...
+    +---------------------------------------------------------------+
+    |  Body (a serialised message)                                ...
+    +---------------------------------------------------------------+
+
+:func:`encode_envelope` writes this header by hand in front of the serialised body, which
+protobuf parses as one message: a body is serialised once and never copied into an envelope
+object. :func:`salvage_envelope_ids` reads the two ids of an envelope that does not parse, so
+the broker can still answer it.
+
+The session protocol's constants live here too, for both ends: the version a CONNECT carries,
+the broker's default ingress stream, and the code of an envelope-level error that ends the
+session.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from google.protobuf.message import Message as ProtoMessage
+
+from aeromq.common._response_code import ResponseCode
+from aeromq.proto import session_pb2
+
+__all__ = [
+    "CORRELATION_ID_FIELD",
+    "DEFAULT_INGRESS_STREAM_ID",
+    "REQUEST_FIELD_NUMBERS",
+    "RESPONSE_FIELD_NUMBERS",
+    "SESSION_CLOSED_CODE",
+    "SESSION_ID_FIELD",
+    "SESSION_PROTOCOL_VERSION",
+    "encode_envelope",
+    "salvage_envelope_ids",
+]
+
+SESSION_PROTOCOL_VERSION: Final = 1
+"""The version a client's CONNECT carries; a broker refuses another with VERSION_NOT_SUPPORTED."""
+DEFAULT_INGRESS_STREAM_ID: Final = 1001
+"""The stream id of a broker's ingress (IPC and UDP) unless configured otherwise."""
+SESSION_CLOSED_CODE: Final = ResponseCode.SERVICE_NOT_AVAILABLE
+"""The code of an envelope-level ``error`` that ends the session (closed, unknown, timed out)."""
+
+CORRELATION_ID_FIELD: Final = 1
+SESSION_ID_FIELD: Final = 2
+_WIRE_VARINT: Final = 0
+_WIRE_LENGTH_DELIMITED: Final = 2
+_TAG_SHIFT: Final = 3
+_WIRE_TYPE_MASK: Final = (1 << _TAG_SHIFT) - 1
+_CORRELATION_ID_TAG: Final = bytes((CORRELATION_ID_FIELD << _TAG_SHIFT | _WIRE_VARINT,))  # 0x08
+_SESSION_ID_TAG: Final = bytes((SESSION_ID_FIELD << _TAG_SHIFT | _WIRE_VARINT,))  # 0x10
+_VARINT_MORE: Final = 0x80
+_VARINT_BITS: Final = 0x7F
+_U64: Final = (1 << 64) - 1
+
+
+def _field_numbers(message: type[ProtoMessage]) -> dict[str, int]:
+    oneof = message.DESCRIPTOR.oneofs_by_name["body"]
+    return {field.name: field.number for field in oneof.fields}
+
+
+REQUEST_FIELD_NUMBERS: Final = _field_numbers(session_pb2.TransportRequest)
+"""``TransportRequest`` body name -> field number (``send`` -> 13, ...)."""
+RESPONSE_FIELD_NUMBERS: Final = _field_numbers(session_pb2.TransportResponse)
+"""``TransportResponse`` body name -> field number."""
+
+
+def _varint(value: int) -> bytes:
+    """Protobuf's varint of ``value`` as an unsigned 64-bit int (negative ints take 10 bytes)."""
+    value &= _U64
+    if value <= _VARINT_BITS:
+        return bytes((value,))
+    out = bytearray()
+    while value > _VARINT_BITS:
+        out.append((value & _VARINT_BITS) | _VARINT_MORE)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_envelope(correlation_id: int, session_id: int, field_number: int, body: bytes) -> bytes:
+    """A serialised envelope (``TransportRequest`` or ``TransportResponse``: both number the
+    ids 1 and 2) of ``correlation_id``, ``session_id`` and the serialised ``body`` as oneof
+    field ``field_number``."""
+    return b"".join(
+        (
+            _CORRELATION_ID_TAG,
+            _varint(correlation_id),
+            _SESSION_ID_TAG,
+            _varint(session_id),
+            _varint(field_number << _TAG_SHIFT | _WIRE_LENGTH_DELIMITED),
+            _varint(len(body)),
+            body,
+        )
+    )
+
+
+def salvage_envelope_ids(data: bytes) -> tuple[int, int]:
+    """``(correlation_id, session_id)`` read from the leading varint fields of an envelope
+    that does not parse as a whole (0 for what cannot be read), to answer it anyway."""
+    ids = [0, 0, 0]
+    position = 0
+    end = len(data)
+    while position < end:
+        tag = data[position]
+        field, wire_type = tag >> _TAG_SHIFT, tag & _WIRE_TYPE_MASK
+        if wire_type != _WIRE_VARINT or field not in (CORRELATION_ID_FIELD, SESSION_ID_FIELD):
+            break
+        position += 1
+        value = shift = 0
+        while position < end and shift < 64:
+            byte = data[position]
+            position += 1
+            value |= (byte & _VARINT_BITS) << shift
+            shift += 7
+            if not byte & _VARINT_MORE:
+                break
+        else:
+            break
+        ids[field] = value - (1 << 64) if value >= 1 << 63 else value
+    return ids[1], ids[2]
