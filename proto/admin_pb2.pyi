@@ -5,29 +5,29 @@ The broker's control plane over gRPC: topics, routes, offsets, consumer progress
 stats. Each RPC's outcome is in the response's Status (see common.proto).
 """
 
-from aeromq.proto import common_pb2 as _common_pb2
-from collections import abc as _abc
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
-from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-import builtins as _builtins
+import aeromq.proto.common_pb2
+import builtins
+import collections.abc
+import google.protobuf.descriptor
+import google.protobuf.internal.containers
+import google.protobuf.internal.enum_type_wrapper
+import google.protobuf.message
 import sys
-import typing as _typing
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import TypeAlias as _TypeAlias, Never as _Never
+if sys.version_info >= (3, 10):
+    import typing as typing_extensions
 else:
-    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
+    import typing_extensions
 
-DESCRIPTOR: _descriptor.FileDescriptor
+DESCRIPTOR: google.protobuf.descriptor.FileDescriptor
 
 class _BoundaryType:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _BoundaryTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_BoundaryType.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _BoundaryTypeEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_BoundaryType.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     LOWER: _BoundaryType.ValueType  # 0
     """the first message stored at or after the time"""
     UPPER: _BoundaryType.ValueType  # 1
@@ -39,14 +39,14 @@ LOWER: BoundaryType.ValueType  # 0
 """the first message stored at or after the time"""
 UPPER: BoundaryType.ValueType  # 1
 """the last message stored at or before the time"""
-Global___BoundaryType: _TypeAlias = BoundaryType  # noqa: Y015
+global___BoundaryType = BoundaryType
 
 class _MessageModel:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _MessageModelEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MessageModel.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _MessageModelEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_MessageModel.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     CLUSTERING: _MessageModel.ValueType  # 0
     BROADCASTING: _MessageModel.ValueType  # 1
 
@@ -54,14 +54,14 @@ class MessageModel(_MessageModel, metaclass=_MessageModelEnumTypeWrapper): ...
 
 CLUSTERING: MessageModel.ValueType  # 0
 BROADCASTING: MessageModel.ValueType  # 1
-Global___MessageModel: _TypeAlias = MessageModel  # noqa: Y015
+global___MessageModel = MessageModel
 
 class _ResetTarget:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _ResetTargetEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ResetTarget.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _ResetTargetEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_ResetTarget.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     RESET_TARGET_UNSPECIFIED: _ResetTarget.ValueType  # 0
     """refused: a reset must say where to"""
     RESET_EARLIEST: _ResetTarget.ValueType  # 1
@@ -81,671 +81,576 @@ RESET_LATEST: ResetTarget.ValueType  # 2
 """each queue's max offset"""
 RESET_BY_TIME: ResetTarget.ValueType  # 3
 """the first offset stored at or after timestamp_ms"""
-Global___ResetTarget: _TypeAlias = ResetTarget  # noqa: Y015
+global___ResetTarget = ResetTarget
 
-@_typing.final
-class CreateTopicRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class CreateTopicRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def topic(self) -> _common_pb2.TopicConfig:
+    TOPIC_FIELD_NUMBER: builtins.int
+    @property
+    def topic(self) -> aeromq.proto.common_pb2.TopicConfig:
         """see TopicConfig for what 0 means"""
 
     def __init__(
         self,
         *,
-        topic: _common_pb2.TopicConfig | None = ...,
+        topic: aeromq.proto.common_pb2.TopicConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["topic", b"topic"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["topic", b"topic"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["topic", b"topic"]) -> None: ...
 
-Global___CreateTopicRequest: _TypeAlias = CreateTopicRequest  # noqa: Y015
+global___CreateTopicRequest = CreateTopicRequest
 
-@_typing.final
-class CreateTopicResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class CreateTopicResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def topic(self) -> _common_pb2.TopicConfig:
+    STATUS_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def topic(self) -> aeromq.proto.common_pb2.TopicConfig:
         """as stored"""
 
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        topic: _common_pb2.TopicConfig | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        topic: aeromq.proto.common_pb2.TopicConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status", "topic", b"topic"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status", "topic", b"topic"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status", "topic", b"topic"]) -> None: ...
 
-Global___CreateTopicResponse: _TypeAlias = CreateTopicResponse  # noqa: Y015
+global___CreateTopicResponse = CreateTopicResponse
 
-@_typing.final
-class UpdateTopicRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class UpdateTopicRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def topic(self) -> _common_pb2.TopicConfig: ...
+    TOPIC_FIELD_NUMBER: builtins.int
+    @property
+    def topic(self) -> aeromq.proto.common_pb2.TopicConfig: ...
     def __init__(
         self,
         *,
-        topic: _common_pb2.TopicConfig | None = ...,
+        topic: aeromq.proto.common_pb2.TopicConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["topic", b"topic"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["topic", b"topic"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["topic", b"topic"]) -> None: ...
 
-Global___UpdateTopicRequest: _TypeAlias = UpdateTopicRequest  # noqa: Y015
+global___UpdateTopicRequest = UpdateTopicRequest
 
-@_typing.final
-class UpdateTopicResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class UpdateTopicResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def topic(self) -> _common_pb2.TopicConfig: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def topic(self) -> aeromq.proto.common_pb2.TopicConfig: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        topic: _common_pb2.TopicConfig | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        topic: aeromq.proto.common_pb2.TopicConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status", "topic", b"topic"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status", "topic", b"topic"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status", "topic", b"topic"]) -> None: ...
 
-Global___UpdateTopicResponse: _TypeAlias = UpdateTopicResponse  # noqa: Y015
+global___UpdateTopicResponse = UpdateTopicResponse
 
-@_typing.final
-class DeleteTopicRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class DeleteTopicRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
+    TOPIC_FIELD_NUMBER: builtins.int
+    topic: builtins.str
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
+        topic: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["topic", b"topic"]) -> None: ...
 
-Global___DeleteTopicRequest: _TypeAlias = DeleteTopicRequest  # noqa: Y015
+global___DeleteTopicRequest = DeleteTopicRequest
 
-@_typing.final
-class DeleteTopicResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class DeleteTopicResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status"]) -> None: ...
 
-Global___DeleteTopicResponse: _TypeAlias = DeleteTopicResponse  # noqa: Y015
+global___DeleteTopicResponse = DeleteTopicResponse
 
-@_typing.final
-class UpdateOffsetRequest(_message.Message):
+@typing.final
+class UpdateOffsetRequest(google.protobuf.message.Message):
     """Commit a group's consumed offset of one queue (the next offset to consume)."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    OFFSET_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    topic: _builtins.str
-    queue_id: _builtins.int
-    offset: _builtins.int
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    OFFSET_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    topic: builtins.str
+    queue_id: builtins.int
+    offset: builtins.int
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        topic: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
-        offset: _builtins.int = ...,
+        consumer_group: builtins.str = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        offset: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_group", b"consumer_group", "offset", b"offset", "queue_id", b"queue_id", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group", "offset", b"offset", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
 
-Global___UpdateOffsetRequest: _TypeAlias = UpdateOffsetRequest  # noqa: Y015
+global___UpdateOffsetRequest = UpdateOffsetRequest
 
-@_typing.final
-class UpdateOffsetResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class UpdateOffsetResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status"]) -> None: ...
 
-Global___UpdateOffsetResponse: _TypeAlias = UpdateOffsetResponse  # noqa: Y015
+global___UpdateOffsetResponse = UpdateOffsetResponse
 
-@_typing.final
-class QueryOffsetRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class QueryOffsetRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    topic: _builtins.str
-    queue_id: _builtins.int
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    topic: builtins.str
+    queue_id: builtins.int
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        topic: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
+        consumer_group: builtins.str = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_group", b"consumer_group", "queue_id", b"queue_id", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
 
-Global___QueryOffsetRequest: _TypeAlias = QueryOffsetRequest  # noqa: Y015
+global___QueryOffsetRequest = QueryOffsetRequest
 
-@_typing.final
-class SearchOffsetRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class SearchOffsetRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    TIMESTAMP_MS_FIELD_NUMBER: _builtins.int
-    BOUNDARY_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
-    queue_id: _builtins.int
-    timestamp_ms: _builtins.int
-    boundary: Global___BoundaryType.ValueType
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    TIMESTAMP_MS_FIELD_NUMBER: builtins.int
+    BOUNDARY_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    queue_id: builtins.int
+    timestamp_ms: builtins.int
+    boundary: global___BoundaryType.ValueType
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
-        timestamp_ms: _builtins.int = ...,
-        boundary: Global___BoundaryType.ValueType = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        timestamp_ms: builtins.int = ...,
+        boundary: global___BoundaryType.ValueType = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["boundary", b"boundary", "queue_id", b"queue_id", "timestamp_ms", b"timestamp_ms", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["boundary", b"boundary", "queue_id", b"queue_id", "timestamp_ms", b"timestamp_ms", "topic", b"topic"]) -> None: ...
 
-Global___SearchOffsetRequest: _TypeAlias = SearchOffsetRequest  # noqa: Y015
+global___SearchOffsetRequest = SearchOffsetRequest
 
-@_typing.final
-class GetMinOffsetRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GetMinOffsetRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
-    queue_id: _builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    queue_id: builtins.int
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["queue_id", b"queue_id", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
 
-Global___GetMinOffsetRequest: _TypeAlias = GetMinOffsetRequest  # noqa: Y015
+global___GetMinOffsetRequest = GetMinOffsetRequest
 
-@_typing.final
-class GetMaxOffsetRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GetMaxOffsetRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
-    queue_id: _builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    queue_id: builtins.int
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["queue_id", b"queue_id", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
 
-Global___GetMaxOffsetRequest: _TypeAlias = GetMaxOffsetRequest  # noqa: Y015
+global___GetMaxOffsetRequest = GetMaxOffsetRequest
 
-@_typing.final
-class OffsetResponse(_message.Message):
+@typing.final
+class OffsetResponse(google.protobuf.message.Message):
     """The answer of QueryOffset, SearchOffset, GetMinOffset and GetMaxOffset. QueryOffset of a
     queue the group never committed answers offset -1.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    OFFSET_FIELD_NUMBER: _builtins.int
-    offset: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    OFFSET_FIELD_NUMBER: builtins.int
+    offset: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        offset: _builtins.int = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        offset: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["offset", b"offset", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["offset", b"offset", "status", b"status"]) -> None: ...
 
-Global___OffsetResponse: _TypeAlias = OffsetResponse  # noqa: Y015
+global___OffsetResponse = OffsetResponse
 
-@_typing.final
-class GetConsumerProgressRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GetConsumerProgressRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    topic: _builtins.str
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    topic: builtins.str
     """empty: every topic the group has offsets or subscriptions for"""
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        topic: _builtins.str = ...,
+        consumer_group: builtins.str = ...,
+        topic: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_group", b"consumer_group", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group", "topic", b"topic"]) -> None: ...
 
-Global___GetConsumerProgressRequest: _TypeAlias = GetConsumerProgressRequest  # noqa: Y015
+global___GetConsumerProgressRequest = GetConsumerProgressRequest
 
-@_typing.final
-class QueueProgress(_message.Message):
+@typing.final
+class QueueProgress(google.protobuf.message.Message):
     """One queue's progress: lag = broker_offset - consumer_offset (consumer_offset -1: none
     committed, lag counts from the queue's min offset).
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    BROKER_OFFSET_FIELD_NUMBER: _builtins.int
-    CONSUMER_OFFSET_FIELD_NUMBER: _builtins.int
-    LAG_FIELD_NUMBER: _builtins.int
-    LAST_TIMESTAMP_MS_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
-    broker_name: _builtins.str
-    queue_id: _builtins.int
-    broker_offset: _builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    BROKER_OFFSET_FIELD_NUMBER: builtins.int
+    CONSUMER_OFFSET_FIELD_NUMBER: builtins.int
+    LAG_FIELD_NUMBER: builtins.int
+    LAST_TIMESTAMP_MS_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    broker_name: builtins.str
+    queue_id: builtins.int
+    broker_offset: builtins.int
     """the queue's max offset"""
-    consumer_offset: _builtins.int
-    lag: _builtins.int
-    last_timestamp_ms: _builtins.int
+    consumer_offset: builtins.int
+    lag: builtins.int
+    last_timestamp_ms: builtins.int
     """store time of the last consumed message, 0 if unknown"""
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
-        broker_name: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
-        broker_offset: _builtins.int = ...,
-        consumer_offset: _builtins.int = ...,
-        lag: _builtins.int = ...,
-        last_timestamp_ms: _builtins.int = ...,
+        topic: builtins.str = ...,
+        broker_name: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        broker_offset: builtins.int = ...,
+        consumer_offset: builtins.int = ...,
+        lag: builtins.int = ...,
+        last_timestamp_ms: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "broker_offset", b"broker_offset", "consumer_offset", b"consumer_offset", "lag", b"lag", "last_timestamp_ms", b"last_timestamp_ms", "queue_id", b"queue_id", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "broker_offset", b"broker_offset", "consumer_offset", b"consumer_offset", "lag", b"lag", "last_timestamp_ms", b"last_timestamp_ms", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
 
-Global___QueueProgress: _TypeAlias = QueueProgress  # noqa: Y015
+global___QueueProgress = QueueProgress
 
-@_typing.final
-class GetConsumerProgressResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GetConsumerProgressResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    QUEUES_FIELD_NUMBER: _builtins.int
-    TOTAL_LAG_FIELD_NUMBER: _builtins.int
-    ONLINE_CONSUMERS_FIELD_NUMBER: _builtins.int
-    total_lag: _builtins.int
-    online_consumers: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueProgress]:
+    STATUS_FIELD_NUMBER: builtins.int
+    QUEUES_FIELD_NUMBER: builtins.int
+    TOTAL_LAG_FIELD_NUMBER: builtins.int
+    ONLINE_CONSUMERS_FIELD_NUMBER: builtins.int
+    total_lag: builtins.int
+    online_consumers: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def queues(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___QueueProgress]:
         """sorted by topic, then queue id"""
 
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        queues: _abc.Iterable[Global___QueueProgress] | None = ...,
-        total_lag: _builtins.int = ...,
-        online_consumers: _builtins.int = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        queues: collections.abc.Iterable[global___QueueProgress] | None = ...,
+        total_lag: builtins.int = ...,
+        online_consumers: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["online_consumers", b"online_consumers", "queues", b"queues", "status", b"status", "total_lag", b"total_lag"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["online_consumers", b"online_consumers", "queues", b"queues", "status", b"status", "total_lag", b"total_lag"]) -> None: ...
 
-Global___GetConsumerProgressResponse: _TypeAlias = GetConsumerProgressResponse  # noqa: Y015
+global___GetConsumerProgressResponse = GetConsumerProgressResponse
 
-@_typing.final
-class GetBrokerStatsRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GetBrokerStatsRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     def __init__(
         self,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___GetBrokerStatsRequest: _TypeAlias = GetBrokerStatsRequest  # noqa: Y015
+global___GetBrokerStatsRequest = GetBrokerStatsRequest
 
-@_typing.final
-class BrokerStats(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class BrokerStats(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    @_typing.final
-    class CountersEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class CountersEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        value: _builtins.int
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.int
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: _builtins.int = ...,
+            key: builtins.str = ...,
+            value: builtins.int = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    CLUSTER_NAME_FIELD_NUMBER: _builtins.int
-    START_TIME_MS_FIELD_NUMBER: _builtins.int
-    UPTIME_MS_FIELD_NUMBER: _builtins.int
-    TOPIC_COUNT_FIELD_NUMBER: _builtins.int
-    GROUP_COUNT_FIELD_NUMBER: _builtins.int
-    CONSUMER_COUNT_FIELD_NUMBER: _builtins.int
-    COMMIT_LOG_MIN_OFFSET_FIELD_NUMBER: _builtins.int
-    COMMIT_LOG_MAX_OFFSET_FIELD_NUMBER: _builtins.int
-    COMMIT_LOG_FLUSHED_OFFSET_FIELD_NUMBER: _builtins.int
-    COUNTERS_FIELD_NUMBER: _builtins.int
-    broker_name: _builtins.str
-    cluster_name: _builtins.str
-    start_time_ms: _builtins.int
-    uptime_ms: _builtins.int
-    topic_count: _builtins.int
-    group_count: _builtins.int
-    consumer_count: _builtins.int
-    commit_log_min_offset: _builtins.int
-    commit_log_max_offset: _builtins.int
-    commit_log_flushed_offset: _builtins.int
-    @_builtins.property
-    def counters(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    CLUSTER_NAME_FIELD_NUMBER: builtins.int
+    START_TIME_MS_FIELD_NUMBER: builtins.int
+    UPTIME_MS_FIELD_NUMBER: builtins.int
+    TOPIC_COUNT_FIELD_NUMBER: builtins.int
+    GROUP_COUNT_FIELD_NUMBER: builtins.int
+    CONSUMER_COUNT_FIELD_NUMBER: builtins.int
+    COMMIT_LOG_MIN_OFFSET_FIELD_NUMBER: builtins.int
+    COMMIT_LOG_MAX_OFFSET_FIELD_NUMBER: builtins.int
+    COMMIT_LOG_FLUSHED_OFFSET_FIELD_NUMBER: builtins.int
+    COUNTERS_FIELD_NUMBER: builtins.int
+    broker_name: builtins.str
+    cluster_name: builtins.str
+    start_time_ms: builtins.int
+    uptime_ms: builtins.int
+    topic_count: builtins.int
+    group_count: builtins.int
+    consumer_count: builtins.int
+    commit_log_min_offset: builtins.int
+    commit_log_max_offset: builtins.int
+    commit_log_flushed_offset: builtins.int
+    @property
+    def counters(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.int]:
         """named counters of the broker's services"""
 
     def __init__(
         self,
         *,
-        broker_name: _builtins.str = ...,
-        cluster_name: _builtins.str = ...,
-        start_time_ms: _builtins.int = ...,
-        uptime_ms: _builtins.int = ...,
-        topic_count: _builtins.int = ...,
-        group_count: _builtins.int = ...,
-        consumer_count: _builtins.int = ...,
-        commit_log_min_offset: _builtins.int = ...,
-        commit_log_max_offset: _builtins.int = ...,
-        commit_log_flushed_offset: _builtins.int = ...,
-        counters: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        broker_name: builtins.str = ...,
+        cluster_name: builtins.str = ...,
+        start_time_ms: builtins.int = ...,
+        uptime_ms: builtins.int = ...,
+        topic_count: builtins.int = ...,
+        group_count: builtins.int = ...,
+        consumer_count: builtins.int = ...,
+        commit_log_min_offset: builtins.int = ...,
+        commit_log_max_offset: builtins.int = ...,
+        commit_log_flushed_offset: builtins.int = ...,
+        counters: collections.abc.Mapping[builtins.str, builtins.int] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "commit_log_flushed_offset", b"commit_log_flushed_offset", "commit_log_max_offset", b"commit_log_max_offset", "commit_log_min_offset", b"commit_log_min_offset", "consumer_count", b"consumer_count", "counters", b"counters", "group_count", b"group_count", "start_time_ms", b"start_time_ms", "topic_count", b"topic_count", "uptime_ms", b"uptime_ms"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "commit_log_flushed_offset", b"commit_log_flushed_offset", "commit_log_max_offset", b"commit_log_max_offset", "commit_log_min_offset", b"commit_log_min_offset", "consumer_count", b"consumer_count", "counters", b"counters", "group_count", b"group_count", "start_time_ms", b"start_time_ms", "topic_count", b"topic_count", "uptime_ms", b"uptime_ms"]) -> None: ...
 
-Global___BrokerStats: _TypeAlias = BrokerStats  # noqa: Y015
+global___BrokerStats = BrokerStats
 
-@_typing.final
-class GetBrokerStatsResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GetBrokerStatsResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    STATS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def stats(self) -> Global___BrokerStats: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    STATS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def stats(self) -> global___BrokerStats: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        stats: Global___BrokerStats | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        stats: global___BrokerStats | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["stats", b"stats", "status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["stats", b"stats", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["stats", b"stats", "status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["stats", b"stats", "status", b"status"]) -> None: ...
 
-Global___GetBrokerStatsResponse: _TypeAlias = GetBrokerStatsResponse  # noqa: Y015
+global___GetBrokerStatsResponse = GetBrokerStatsResponse
 
-@_typing.final
-class ListGroupsRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ListGroupsRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     def __init__(
         self,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___ListGroupsRequest: _TypeAlias = ListGroupsRequest  # noqa: Y015
+global___ListGroupsRequest = ListGroupsRequest
 
-@_typing.final
-class GroupInfo(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GroupInfo(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    TOPICS_FIELD_NUMBER: _builtins.int
-    CONSUMER_COUNT_FIELD_NUMBER: _builtins.int
-    MESSAGE_MODEL_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    consumer_count: _builtins.int
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    TOPICS_FIELD_NUMBER: builtins.int
+    CONSUMER_COUNT_FIELD_NUMBER: builtins.int
+    MESSAGE_MODEL_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    consumer_count: builtins.int
     """online members"""
-    message_model: Global___MessageModel.ValueType
-    @_builtins.property
-    def topics(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+    message_model: global___MessageModel.ValueType
+    @property
+    def topics(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
         """subscribed or with committed offsets, sorted"""
 
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        topics: _abc.Iterable[_builtins.str] | None = ...,
-        consumer_count: _builtins.int = ...,
-        message_model: Global___MessageModel.ValueType = ...,
+        consumer_group: builtins.str = ...,
+        topics: collections.abc.Iterable[builtins.str] | None = ...,
+        consumer_count: builtins.int = ...,
+        message_model: global___MessageModel.ValueType = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_count", b"consumer_count", "consumer_group", b"consumer_group", "message_model", b"message_model", "topics", b"topics"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_count", b"consumer_count", "consumer_group", b"consumer_group", "message_model", b"message_model", "topics", b"topics"]) -> None: ...
 
-Global___GroupInfo: _TypeAlias = GroupInfo  # noqa: Y015
+global___GroupInfo = GroupInfo
 
-@_typing.final
-class ListGroupsResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ListGroupsResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    GROUPS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupInfo]:
+    STATUS_FIELD_NUMBER: builtins.int
+    GROUPS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def groups(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___GroupInfo]:
         """sorted by group"""
 
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        groups: _abc.Iterable[Global___GroupInfo] | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        groups: collections.abc.Iterable[global___GroupInfo] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["groups", b"groups", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["groups", b"groups", "status", b"status"]) -> None: ...
 
-Global___ListGroupsResponse: _TypeAlias = ListGroupsResponse  # noqa: Y015
+global___ListGroupsResponse = ListGroupsResponse
 
-@_typing.final
-class ResetOffsetRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ResetOffsetRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    TARGET_FIELD_NUMBER: _builtins.int
-    TIMESTAMP_MS_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    topic: _builtins.str
-    target: Global___ResetTarget.ValueType
-    timestamp_ms: _builtins.int
-    queue_id: _builtins.int
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    TARGET_FIELD_NUMBER: builtins.int
+    TIMESTAMP_MS_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    topic: builtins.str
+    target: global___ResetTarget.ValueType
+    timestamp_ms: builtins.int
+    queue_id: builtins.int
     """-1: every queue of the topic"""
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        topic: _builtins.str = ...,
-        target: Global___ResetTarget.ValueType = ...,
-        timestamp_ms: _builtins.int = ...,
-        queue_id: _builtins.int = ...,
+        consumer_group: builtins.str = ...,
+        topic: builtins.str = ...,
+        target: global___ResetTarget.ValueType = ...,
+        timestamp_ms: builtins.int = ...,
+        queue_id: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_group", b"consumer_group", "queue_id", b"queue_id", "target", b"target", "timestamp_ms", b"timestamp_ms", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group", "queue_id", b"queue_id", "target", b"target", "timestamp_ms", b"timestamp_ms", "topic", b"topic"]) -> None: ...
 
-Global___ResetOffsetRequest: _TypeAlias = ResetOffsetRequest  # noqa: Y015
+global___ResetOffsetRequest = ResetOffsetRequest
 
-@_typing.final
-class QueueOffset(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class QueueOffset(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    OFFSET_FIELD_NUMBER: _builtins.int
-    queue_id: _builtins.int
-    offset: _builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    OFFSET_FIELD_NUMBER: builtins.int
+    queue_id: builtins.int
+    offset: builtins.int
     def __init__(
         self,
         *,
-        queue_id: _builtins.int = ...,
-        offset: _builtins.int = ...,
+        queue_id: builtins.int = ...,
+        offset: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["offset", b"offset", "queue_id", b"queue_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["offset", b"offset", "queue_id", b"queue_id"]) -> None: ...
 
-Global___QueueOffset: _TypeAlias = QueueOffset  # noqa: Y015
+global___QueueOffset = QueueOffset
 
-@_typing.final
-class ResetOffsetResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ResetOffsetResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    OFFSETS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def offsets(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueOffset]:
+    STATUS_FIELD_NUMBER: builtins.int
+    OFFSETS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def offsets(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___QueueOffset]:
         """the new offsets, by queue id"""
 
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        offsets: _abc.Iterable[Global___QueueOffset] | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        offsets: collections.abc.Iterable[global___QueueOffset] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["offsets", b"offsets", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["offsets", b"offsets", "status", b"status"]) -> None: ...
 
-Global___ResetOffsetResponse: _TypeAlias = ResetOffsetResponse  # noqa: Y015
+global___ResetOffsetResponse = ResetOffsetResponse

@@ -5,177 +5,281 @@ The broker's control plane over gRPC: topics, routes, offsets, consumer progress
 stats. Each RPC's outcome is in the response's Status (see common.proto).
 """
 
-from aeromq.proto import admin_pb2 as _admin_pb2
-from aeromq.proto import common_pb2 as _common_pb2
-from collections import abc as _abc
-from grpc import aio as _aio
-import abc as _abc_1
-import grpc as _grpc
-import sys
-import typing as _typing
+import abc
+import aeromq.proto.admin_pb2
+import aeromq.proto.common_pb2
+import collections.abc
+import grpc
+import grpc.aio
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import Self as _Self
-else:
-    from typing_extensions import Self as _Self
+_T = typing.TypeVar("_T")
 
-_T = _typing.TypeVar("_T")
+class _MaybeAsyncIterator(collections.abc.AsyncIterator[_T], collections.abc.Iterator[_T], metaclass=abc.ABCMeta): ...
 
-class _MaybeAsyncIterator(_abc.AsyncIterator[_T], _abc.Iterator[_T], metaclass=_abc_1.ABCMeta): ...
-
-class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ignore[misc, type-arg]
+class _ServicerContext(grpc.ServicerContext, grpc.aio.ServicerContext):  # type: ignore[misc, type-arg]
     ...
 
-GRPC_GENERATED_VERSION: str
-GRPC_VERSION: str
-
 class BrokerAdminStub:
-    @_typing.overload
-    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
-    @_typing.overload
-    def __new__(cls, channel: _aio.Channel) -> BrokerAdminAsyncStub: ...
-    CreateTopic: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateTopicRequest, _admin_pb2.CreateTopicResponse]
-    UpdateTopic: _grpc.UnaryUnaryMultiCallable[_admin_pb2.UpdateTopicRequest, _admin_pb2.UpdateTopicResponse]
-    DeleteTopic: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DeleteTopicRequest, _admin_pb2.DeleteTopicResponse]
-    ListTopics: _grpc.UnaryUnaryMultiCallable[_common_pb2.ListTopicsRequest, _common_pb2.ListTopicsResponse]
-    QueryRoute: _grpc.UnaryUnaryMultiCallable[_common_pb2.QueryRouteRequest, _common_pb2.QueryRouteResponse]
-    UpdateOffset: _grpc.UnaryUnaryMultiCallable[_admin_pb2.UpdateOffsetRequest, _admin_pb2.UpdateOffsetResponse]
-    QueryOffset: _grpc.UnaryUnaryMultiCallable[_admin_pb2.QueryOffsetRequest, _admin_pb2.OffsetResponse]
-    SearchOffset: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SearchOffsetRequest, _admin_pb2.OffsetResponse]
-    GetMinOffset: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetMinOffsetRequest, _admin_pb2.OffsetResponse]
-    GetMaxOffset: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetMaxOffsetRequest, _admin_pb2.OffsetResponse]
-    GetConsumerProgress: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetConsumerProgressRequest, _admin_pb2.GetConsumerProgressResponse]
-    GetBrokerStats: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetBrokerStatsRequest, _admin_pb2.GetBrokerStatsResponse]
-    ListGroups: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListGroupsRequest, _admin_pb2.ListGroupsResponse]
-    ResetOffset: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ResetOffsetRequest, _admin_pb2.ResetOffsetResponse]
-    ListClusters: _grpc.UnaryUnaryMultiCallable[_common_pb2.ListClustersRequest, _common_pb2.ListClustersResponse]
+    def __init__(self, channel: typing.Union[grpc.Channel, grpc.aio.Channel]) -> None: ...
+    CreateTopic: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.CreateTopicRequest,
+        aeromq.proto.admin_pb2.CreateTopicResponse,
+    ]
+
+    UpdateTopic: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.UpdateTopicRequest,
+        aeromq.proto.admin_pb2.UpdateTopicResponse,
+    ]
+
+    DeleteTopic: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.DeleteTopicRequest,
+        aeromq.proto.admin_pb2.DeleteTopicResponse,
+    ]
+
+    ListTopics: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.ListTopicsRequest,
+        aeromq.proto.common_pb2.ListTopicsResponse,
+    ]
+
+    QueryRoute: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.QueryRouteRequest,
+        aeromq.proto.common_pb2.QueryRouteResponse,
+    ]
+
+    UpdateOffset: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.UpdateOffsetRequest,
+        aeromq.proto.admin_pb2.UpdateOffsetResponse,
+    ]
+
+    QueryOffset: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.QueryOffsetRequest,
+        aeromq.proto.admin_pb2.OffsetResponse,
+    ]
+
+    SearchOffset: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.SearchOffsetRequest,
+        aeromq.proto.admin_pb2.OffsetResponse,
+    ]
+
+    GetMinOffset: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.GetMinOffsetRequest,
+        aeromq.proto.admin_pb2.OffsetResponse,
+    ]
+
+    GetMaxOffset: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.GetMaxOffsetRequest,
+        aeromq.proto.admin_pb2.OffsetResponse,
+    ]
+
+    GetConsumerProgress: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.GetConsumerProgressRequest,
+        aeromq.proto.admin_pb2.GetConsumerProgressResponse,
+    ]
+
+    GetBrokerStats: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.GetBrokerStatsRequest,
+        aeromq.proto.admin_pb2.GetBrokerStatsResponse,
+    ]
+
+    ListGroups: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.ListGroupsRequest,
+        aeromq.proto.admin_pb2.ListGroupsResponse,
+    ]
+
+    ResetOffset: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.ResetOffsetRequest,
+        aeromq.proto.admin_pb2.ResetOffsetResponse,
+    ]
+
+    ListClusters: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.ListClustersRequest,
+        aeromq.proto.common_pb2.ListClustersResponse,
+    ]
     """The broker's own cluster with itself in it (a name server lists every broker)."""
 
-@_typing.type_check_only
-class BrokerAdminAsyncStub(BrokerAdminStub):
-    def __init__(self, channel: _aio.Channel) -> None: ...
-    CreateTopic: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateTopicRequest, _admin_pb2.CreateTopicResponse]  # type: ignore[assignment]
-    UpdateTopic: _aio.UnaryUnaryMultiCallable[_admin_pb2.UpdateTopicRequest, _admin_pb2.UpdateTopicResponse]  # type: ignore[assignment]
-    DeleteTopic: _aio.UnaryUnaryMultiCallable[_admin_pb2.DeleteTopicRequest, _admin_pb2.DeleteTopicResponse]  # type: ignore[assignment]
-    ListTopics: _aio.UnaryUnaryMultiCallable[_common_pb2.ListTopicsRequest, _common_pb2.ListTopicsResponse]  # type: ignore[assignment]
-    QueryRoute: _aio.UnaryUnaryMultiCallable[_common_pb2.QueryRouteRequest, _common_pb2.QueryRouteResponse]  # type: ignore[assignment]
-    UpdateOffset: _aio.UnaryUnaryMultiCallable[_admin_pb2.UpdateOffsetRequest, _admin_pb2.UpdateOffsetResponse]  # type: ignore[assignment]
-    QueryOffset: _aio.UnaryUnaryMultiCallable[_admin_pb2.QueryOffsetRequest, _admin_pb2.OffsetResponse]  # type: ignore[assignment]
-    SearchOffset: _aio.UnaryUnaryMultiCallable[_admin_pb2.SearchOffsetRequest, _admin_pb2.OffsetResponse]  # type: ignore[assignment]
-    GetMinOffset: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetMinOffsetRequest, _admin_pb2.OffsetResponse]  # type: ignore[assignment]
-    GetMaxOffset: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetMaxOffsetRequest, _admin_pb2.OffsetResponse]  # type: ignore[assignment]
-    GetConsumerProgress: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetConsumerProgressRequest, _admin_pb2.GetConsumerProgressResponse]  # type: ignore[assignment]
-    GetBrokerStats: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetBrokerStatsRequest, _admin_pb2.GetBrokerStatsResponse]  # type: ignore[assignment]
-    ListGroups: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListGroupsRequest, _admin_pb2.ListGroupsResponse]  # type: ignore[assignment]
-    ResetOffset: _aio.UnaryUnaryMultiCallable[_admin_pb2.ResetOffsetRequest, _admin_pb2.ResetOffsetResponse]  # type: ignore[assignment]
-    ListClusters: _aio.UnaryUnaryMultiCallable[_common_pb2.ListClustersRequest, _common_pb2.ListClustersResponse]  # type: ignore[assignment]
+class BrokerAdminAsyncStub:
+    CreateTopic: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.CreateTopicRequest,
+        aeromq.proto.admin_pb2.CreateTopicResponse,
+    ]
+
+    UpdateTopic: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.UpdateTopicRequest,
+        aeromq.proto.admin_pb2.UpdateTopicResponse,
+    ]
+
+    DeleteTopic: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.DeleteTopicRequest,
+        aeromq.proto.admin_pb2.DeleteTopicResponse,
+    ]
+
+    ListTopics: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.ListTopicsRequest,
+        aeromq.proto.common_pb2.ListTopicsResponse,
+    ]
+
+    QueryRoute: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.QueryRouteRequest,
+        aeromq.proto.common_pb2.QueryRouteResponse,
+    ]
+
+    UpdateOffset: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.UpdateOffsetRequest,
+        aeromq.proto.admin_pb2.UpdateOffsetResponse,
+    ]
+
+    QueryOffset: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.QueryOffsetRequest,
+        aeromq.proto.admin_pb2.OffsetResponse,
+    ]
+
+    SearchOffset: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.SearchOffsetRequest,
+        aeromq.proto.admin_pb2.OffsetResponse,
+    ]
+
+    GetMinOffset: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.GetMinOffsetRequest,
+        aeromq.proto.admin_pb2.OffsetResponse,
+    ]
+
+    GetMaxOffset: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.GetMaxOffsetRequest,
+        aeromq.proto.admin_pb2.OffsetResponse,
+    ]
+
+    GetConsumerProgress: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.GetConsumerProgressRequest,
+        aeromq.proto.admin_pb2.GetConsumerProgressResponse,
+    ]
+
+    GetBrokerStats: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.GetBrokerStatsRequest,
+        aeromq.proto.admin_pb2.GetBrokerStatsResponse,
+    ]
+
+    ListGroups: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.ListGroupsRequest,
+        aeromq.proto.admin_pb2.ListGroupsResponse,
+    ]
+
+    ResetOffset: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.ResetOffsetRequest,
+        aeromq.proto.admin_pb2.ResetOffsetResponse,
+    ]
+
+    ListClusters: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.ListClustersRequest,
+        aeromq.proto.common_pb2.ListClustersResponse,
+    ]
     """The broker's own cluster with itself in it (a name server lists every broker)."""
 
-class BrokerAdminServicer(metaclass=_abc_1.ABCMeta):
-    @_abc_1.abstractmethod
+class BrokerAdminServicer(metaclass=abc.ABCMeta):
+    @abc.abstractmethod
     def CreateTopic(
         self,
-        request: _admin_pb2.CreateTopicRequest,
+        request: aeromq.proto.admin_pb2.CreateTopicRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.CreateTopicResponse, _abc.Awaitable[_admin_pb2.CreateTopicResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.CreateTopicResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.CreateTopicResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def UpdateTopic(
         self,
-        request: _admin_pb2.UpdateTopicRequest,
+        request: aeromq.proto.admin_pb2.UpdateTopicRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.UpdateTopicResponse, _abc.Awaitable[_admin_pb2.UpdateTopicResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.UpdateTopicResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.UpdateTopicResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def DeleteTopic(
         self,
-        request: _admin_pb2.DeleteTopicRequest,
+        request: aeromq.proto.admin_pb2.DeleteTopicRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.DeleteTopicResponse, _abc.Awaitable[_admin_pb2.DeleteTopicResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.DeleteTopicResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.DeleteTopicResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def ListTopics(
         self,
-        request: _common_pb2.ListTopicsRequest,
+        request: aeromq.proto.common_pb2.ListTopicsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.ListTopicsResponse, _abc.Awaitable[_common_pb2.ListTopicsResponse]]: ...
+    ) -> typing.Union[aeromq.proto.common_pb2.ListTopicsResponse, collections.abc.Awaitable[aeromq.proto.common_pb2.ListTopicsResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def QueryRoute(
         self,
-        request: _common_pb2.QueryRouteRequest,
+        request: aeromq.proto.common_pb2.QueryRouteRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.QueryRouteResponse, _abc.Awaitable[_common_pb2.QueryRouteResponse]]: ...
+    ) -> typing.Union[aeromq.proto.common_pb2.QueryRouteResponse, collections.abc.Awaitable[aeromq.proto.common_pb2.QueryRouteResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def UpdateOffset(
         self,
-        request: _admin_pb2.UpdateOffsetRequest,
+        request: aeromq.proto.admin_pb2.UpdateOffsetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.UpdateOffsetResponse, _abc.Awaitable[_admin_pb2.UpdateOffsetResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.UpdateOffsetResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.UpdateOffsetResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def QueryOffset(
         self,
-        request: _admin_pb2.QueryOffsetRequest,
+        request: aeromq.proto.admin_pb2.QueryOffsetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.OffsetResponse, _abc.Awaitable[_admin_pb2.OffsetResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.OffsetResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.OffsetResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def SearchOffset(
         self,
-        request: _admin_pb2.SearchOffsetRequest,
+        request: aeromq.proto.admin_pb2.SearchOffsetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.OffsetResponse, _abc.Awaitable[_admin_pb2.OffsetResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.OffsetResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.OffsetResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def GetMinOffset(
         self,
-        request: _admin_pb2.GetMinOffsetRequest,
+        request: aeromq.proto.admin_pb2.GetMinOffsetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.OffsetResponse, _abc.Awaitable[_admin_pb2.OffsetResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.OffsetResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.OffsetResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def GetMaxOffset(
         self,
-        request: _admin_pb2.GetMaxOffsetRequest,
+        request: aeromq.proto.admin_pb2.GetMaxOffsetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.OffsetResponse, _abc.Awaitable[_admin_pb2.OffsetResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.OffsetResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.OffsetResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def GetConsumerProgress(
         self,
-        request: _admin_pb2.GetConsumerProgressRequest,
+        request: aeromq.proto.admin_pb2.GetConsumerProgressRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.GetConsumerProgressResponse, _abc.Awaitable[_admin_pb2.GetConsumerProgressResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.GetConsumerProgressResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.GetConsumerProgressResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def GetBrokerStats(
         self,
-        request: _admin_pb2.GetBrokerStatsRequest,
+        request: aeromq.proto.admin_pb2.GetBrokerStatsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.GetBrokerStatsResponse, _abc.Awaitable[_admin_pb2.GetBrokerStatsResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.GetBrokerStatsResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.GetBrokerStatsResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def ListGroups(
         self,
-        request: _admin_pb2.ListGroupsRequest,
+        request: aeromq.proto.admin_pb2.ListGroupsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.ListGroupsResponse, _abc.Awaitable[_admin_pb2.ListGroupsResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.ListGroupsResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.ListGroupsResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def ResetOffset(
         self,
-        request: _admin_pb2.ResetOffsetRequest,
+        request: aeromq.proto.admin_pb2.ResetOffsetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_admin_pb2.ResetOffsetResponse, _abc.Awaitable[_admin_pb2.ResetOffsetResponse]]: ...
+    ) -> typing.Union[aeromq.proto.admin_pb2.ResetOffsetResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.ResetOffsetResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def ListClusters(
         self,
-        request: _common_pb2.ListClustersRequest,
+        request: aeromq.proto.common_pb2.ListClustersRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.ListClustersResponse, _abc.Awaitable[_common_pb2.ListClustersResponse]]:
+    ) -> typing.Union[aeromq.proto.common_pb2.ListClustersResponse, collections.abc.Awaitable[aeromq.proto.common_pb2.ListClustersResponse]]:
         """The broker's own cluster with itself in it (a name server lists every broker)."""
 
-def add_BrokerAdminServicer_to_server(servicer: BrokerAdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+def add_BrokerAdminServicer_to_server(servicer: BrokerAdminServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

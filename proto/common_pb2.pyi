@@ -13,28 +13,28 @@ Conventions for the whole schema:
   commit_log_offset.
 """
 
-from collections import abc as _abc
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
-from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-import builtins as _builtins
+import builtins
+import collections.abc
+import google.protobuf.descriptor
+import google.protobuf.internal.containers
+import google.protobuf.internal.enum_type_wrapper
+import google.protobuf.message
 import sys
-import typing as _typing
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import TypeAlias as _TypeAlias, Never as _Never
+if sys.version_info >= (3, 10):
+    import typing as typing_extensions
 else:
-    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
+    import typing_extensions
 
-DESCRIPTOR: _descriptor.FileDescriptor
+DESCRIPTOR: google.protobuf.descriptor.FileDescriptor
 
 class _TopicFilterType:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _TopicFilterTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TopicFilterType.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _TopicFilterTypeEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_TopicFilterType.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     SINGLE_TAG: _TopicFilterType.ValueType  # 0
     MULTI_TAG: _TopicFilterType.ValueType  # 1
 
@@ -42,391 +42,338 @@ class TopicFilterType(_TopicFilterType, metaclass=_TopicFilterTypeEnumTypeWrappe
 
 SINGLE_TAG: TopicFilterType.ValueType  # 0
 MULTI_TAG: TopicFilterType.ValueType  # 1
-Global___TopicFilterType: _TypeAlias = TopicFilterType  # noqa: Y015
+global___TopicFilterType = TopicFilterType
 
-@_typing.final
-class Status(_message.Message):
+@typing.final
+class Status(google.protobuf.message.Message):
     """The outcome of a request. code: client.ResponseCode (0 = SUCCESS)."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CODE_FIELD_NUMBER: _builtins.int
-    MESSAGE_FIELD_NUMBER: _builtins.int
-    code: _builtins.int
-    message: _builtins.str
+    CODE_FIELD_NUMBER: builtins.int
+    MESSAGE_FIELD_NUMBER: builtins.int
+    code: builtins.int
+    message: builtins.str
     def __init__(
         self,
         *,
-        code: _builtins.int = ...,
-        message: _builtins.str = ...,
+        code: builtins.int = ...,
+        message: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["code", b"code", "message", b"message"]) -> None: ...
 
-Global___Status: _TypeAlias = Status  # noqa: Y015
+global___Status = Status
 
-@_typing.final
-class TopicConfig(_message.Message):
+@typing.final
+class TopicConfig(google.protobuf.message.Message):
     """A topic's queue counts and permissions (RocketMQ's TopicConfig). perm is a bit set:
     0x8 PRIORITY, 0x4 READ, 0x2 WRITE, 0x1 INHERIT. In a create or update request, queue counts
     0 take the broker's default (create) or keep the current counts (update), and perm 0 takes
     READ|WRITE.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_NAME_FIELD_NUMBER: _builtins.int
-    READ_QUEUE_NUMS_FIELD_NUMBER: _builtins.int
-    WRITE_QUEUE_NUMS_FIELD_NUMBER: _builtins.int
-    PERM_FIELD_NUMBER: _builtins.int
-    TOPIC_FILTER_TYPE_FIELD_NUMBER: _builtins.int
-    TOPIC_SYS_FLAG_FIELD_NUMBER: _builtins.int
-    ORDER_FIELD_NUMBER: _builtins.int
-    topic_name: _builtins.str
-    read_queue_nums: _builtins.int
-    write_queue_nums: _builtins.int
-    perm: _builtins.int
-    topic_filter_type: Global___TopicFilterType.ValueType
-    topic_sys_flag: _builtins.int
-    order: _builtins.bool
+    TOPIC_NAME_FIELD_NUMBER: builtins.int
+    READ_QUEUE_NUMS_FIELD_NUMBER: builtins.int
+    WRITE_QUEUE_NUMS_FIELD_NUMBER: builtins.int
+    PERM_FIELD_NUMBER: builtins.int
+    TOPIC_FILTER_TYPE_FIELD_NUMBER: builtins.int
+    TOPIC_SYS_FLAG_FIELD_NUMBER: builtins.int
+    ORDER_FIELD_NUMBER: builtins.int
+    topic_name: builtins.str
+    read_queue_nums: builtins.int
+    write_queue_nums: builtins.int
+    perm: builtins.int
+    topic_filter_type: global___TopicFilterType.ValueType
+    topic_sys_flag: builtins.int
+    order: builtins.bool
     def __init__(
         self,
         *,
-        topic_name: _builtins.str = ...,
-        read_queue_nums: _builtins.int = ...,
-        write_queue_nums: _builtins.int = ...,
-        perm: _builtins.int = ...,
-        topic_filter_type: Global___TopicFilterType.ValueType = ...,
-        topic_sys_flag: _builtins.int = ...,
-        order: _builtins.bool = ...,
+        topic_name: builtins.str = ...,
+        read_queue_nums: builtins.int = ...,
+        write_queue_nums: builtins.int = ...,
+        perm: builtins.int = ...,
+        topic_filter_type: global___TopicFilterType.ValueType = ...,
+        topic_sys_flag: builtins.int = ...,
+        order: builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["order", b"order", "perm", b"perm", "read_queue_nums", b"read_queue_nums", "topic_filter_type", b"topic_filter_type", "topic_name", b"topic_name", "topic_sys_flag", b"topic_sys_flag", "write_queue_nums", b"write_queue_nums"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["order", b"order", "perm", b"perm", "read_queue_nums", b"read_queue_nums", "topic_filter_type", b"topic_filter_type", "topic_name", b"topic_name", "topic_sys_flag", b"topic_sys_flag", "write_queue_nums", b"write_queue_nums"]) -> None: ...
 
-Global___TopicConfig: _TypeAlias = TopicConfig  # noqa: Y015
+global___TopicConfig = TopicConfig
 
-@_typing.final
-class BrokerEndpoints(_message.Message):
+@typing.final
+class BrokerEndpoints(google.protobuf.message.Message):
     """How to reach one broker. Producers and consumers on the broker's host (same hostname and
     aeron_dir reachable) use the IPC ingress; others use UDP. grpc_address is host:port.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    GRPC_ADDRESS_FIELD_NUMBER: _builtins.int
-    IPC_CHANNEL_FIELD_NUMBER: _builtins.int
-    IPC_STREAM_ID_FIELD_NUMBER: _builtins.int
-    UDP_CHANNEL_FIELD_NUMBER: _builtins.int
-    UDP_STREAM_ID_FIELD_NUMBER: _builtins.int
-    AERON_DIR_FIELD_NUMBER: _builtins.int
-    HOSTNAME_FIELD_NUMBER: _builtins.int
-    grpc_address: _builtins.str
-    ipc_channel: _builtins.str
+    GRPC_ADDRESS_FIELD_NUMBER: builtins.int
+    IPC_CHANNEL_FIELD_NUMBER: builtins.int
+    IPC_STREAM_ID_FIELD_NUMBER: builtins.int
+    UDP_CHANNEL_FIELD_NUMBER: builtins.int
+    UDP_STREAM_ID_FIELD_NUMBER: builtins.int
+    AERON_DIR_FIELD_NUMBER: builtins.int
+    HOSTNAME_FIELD_NUMBER: builtins.int
+    grpc_address: builtins.str
+    ipc_channel: builtins.str
     """e.g. "aeron:ipc" """
-    ipc_stream_id: _builtins.int
-    udp_channel: _builtins.str
+    ipc_stream_id: builtins.int
+    udp_channel: builtins.str
     """e.g. "aeron:udp?endpoint=127.0.0.1:40123"; empty if none"""
-    udp_stream_id: _builtins.int
-    aeron_dir: _builtins.str
+    udp_stream_id: builtins.int
+    aeron_dir: builtins.str
     """the media driver directory of the broker's host"""
-    hostname: _builtins.str
+    hostname: builtins.str
     """the broker host's name, to tell same-host clients"""
     def __init__(
         self,
         *,
-        grpc_address: _builtins.str = ...,
-        ipc_channel: _builtins.str = ...,
-        ipc_stream_id: _builtins.int = ...,
-        udp_channel: _builtins.str = ...,
-        udp_stream_id: _builtins.int = ...,
-        aeron_dir: _builtins.str = ...,
-        hostname: _builtins.str = ...,
+        grpc_address: builtins.str = ...,
+        ipc_channel: builtins.str = ...,
+        ipc_stream_id: builtins.int = ...,
+        udp_channel: builtins.str = ...,
+        udp_stream_id: builtins.int = ...,
+        aeron_dir: builtins.str = ...,
+        hostname: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["aeron_dir", b"aeron_dir", "grpc_address", b"grpc_address", "hostname", b"hostname", "ipc_channel", b"ipc_channel", "ipc_stream_id", b"ipc_stream_id", "udp_channel", b"udp_channel", "udp_stream_id", b"udp_stream_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["aeron_dir", b"aeron_dir", "grpc_address", b"grpc_address", "hostname", b"hostname", "ipc_channel", b"ipc_channel", "ipc_stream_id", b"ipc_stream_id", "udp_channel", b"udp_channel", "udp_stream_id", b"udp_stream_id"]) -> None: ...
 
-Global___BrokerEndpoints: _TypeAlias = BrokerEndpoints  # noqa: Y015
+global___BrokerEndpoints = BrokerEndpoints
 
-@_typing.final
-class BrokerData(_message.Message):
+@typing.final
+class BrokerData(google.protobuf.message.Message):
     """One broker of a cluster, as a route names it."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CLUSTER_NAME_FIELD_NUMBER: _builtins.int
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    ENDPOINTS_FIELD_NUMBER: _builtins.int
-    cluster_name: _builtins.str
-    broker_name: _builtins.str
-    @_builtins.property
-    def endpoints(self) -> Global___BrokerEndpoints: ...
+    CLUSTER_NAME_FIELD_NUMBER: builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    ENDPOINTS_FIELD_NUMBER: builtins.int
+    cluster_name: builtins.str
+    broker_name: builtins.str
+    @property
+    def endpoints(self) -> global___BrokerEndpoints: ...
     def __init__(
         self,
         *,
-        cluster_name: _builtins.str = ...,
-        broker_name: _builtins.str = ...,
-        endpoints: Global___BrokerEndpoints | None = ...,
+        cluster_name: builtins.str = ...,
+        broker_name: builtins.str = ...,
+        endpoints: global___BrokerEndpoints | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["endpoints", b"endpoints"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "endpoints", b"endpoints"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["endpoints", b"endpoints"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "endpoints", b"endpoints"]) -> None: ...
 
-Global___BrokerData: _TypeAlias = BrokerData  # noqa: Y015
+global___BrokerData = BrokerData
 
-@_typing.final
-class QueueData(_message.Message):
+@typing.final
+class QueueData(google.protobuf.message.Message):
     """One topic's queues on one broker."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    READ_QUEUE_NUMS_FIELD_NUMBER: _builtins.int
-    WRITE_QUEUE_NUMS_FIELD_NUMBER: _builtins.int
-    PERM_FIELD_NUMBER: _builtins.int
-    TOPIC_SYS_FLAG_FIELD_NUMBER: _builtins.int
-    broker_name: _builtins.str
-    read_queue_nums: _builtins.int
-    write_queue_nums: _builtins.int
-    perm: _builtins.int
-    topic_sys_flag: _builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    READ_QUEUE_NUMS_FIELD_NUMBER: builtins.int
+    WRITE_QUEUE_NUMS_FIELD_NUMBER: builtins.int
+    PERM_FIELD_NUMBER: builtins.int
+    TOPIC_SYS_FLAG_FIELD_NUMBER: builtins.int
+    broker_name: builtins.str
+    read_queue_nums: builtins.int
+    write_queue_nums: builtins.int
+    perm: builtins.int
+    topic_sys_flag: builtins.int
     def __init__(
         self,
         *,
-        broker_name: _builtins.str = ...,
-        read_queue_nums: _builtins.int = ...,
-        write_queue_nums: _builtins.int = ...,
-        perm: _builtins.int = ...,
-        topic_sys_flag: _builtins.int = ...,
+        broker_name: builtins.str = ...,
+        read_queue_nums: builtins.int = ...,
+        write_queue_nums: builtins.int = ...,
+        perm: builtins.int = ...,
+        topic_sys_flag: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "perm", b"perm", "read_queue_nums", b"read_queue_nums", "topic_sys_flag", b"topic_sys_flag", "write_queue_nums", b"write_queue_nums"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "perm", b"perm", "read_queue_nums", b"read_queue_nums", "topic_sys_flag", b"topic_sys_flag", "write_queue_nums", b"write_queue_nums"]) -> None: ...
 
-Global___QueueData: _TypeAlias = QueueData  # noqa: Y015
+global___QueueData = QueueData
 
-@_typing.final
-class TopicRouteData(_message.Message):
+@typing.final
+class TopicRouteData(google.protobuf.message.Message):
     """Where a topic lives: its queues per broker and those brokers' endpoints."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    QUEUE_DATAS_FIELD_NUMBER: _builtins.int
-    BROKER_DATAS_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
-    @_builtins.property
-    def queue_datas(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueData]: ...
-    @_builtins.property
-    def broker_datas(self) -> _containers.RepeatedCompositeFieldContainer[Global___BrokerData]: ...
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_DATAS_FIELD_NUMBER: builtins.int
+    BROKER_DATAS_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    @property
+    def queue_datas(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___QueueData]: ...
+    @property
+    def broker_datas(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___BrokerData]: ...
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
-        queue_datas: _abc.Iterable[Global___QueueData] | None = ...,
-        broker_datas: _abc.Iterable[Global___BrokerData] | None = ...,
+        topic: builtins.str = ...,
+        queue_datas: collections.abc.Iterable[global___QueueData] | None = ...,
+        broker_datas: collections.abc.Iterable[global___BrokerData] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_datas", b"broker_datas", "queue_datas", b"queue_datas", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["broker_datas", b"broker_datas", "queue_datas", b"queue_datas", "topic", b"topic"]) -> None: ...
 
-Global___TopicRouteData: _TypeAlias = TopicRouteData  # noqa: Y015
+global___TopicRouteData = TopicRouteData
 
-@_typing.final
-class QueryRouteRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class QueryRouteRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
+    TOPIC_FIELD_NUMBER: builtins.int
+    topic: builtins.str
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
+        topic: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["topic", b"topic"]) -> None: ...
 
-Global___QueryRouteRequest: _TypeAlias = QueryRouteRequest  # noqa: Y015
+global___QueryRouteRequest = QueryRouteRequest
 
-@_typing.final
-class QueryRouteResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class QueryRouteResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    ROUTE_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> Global___Status: ...
-    @_builtins.property
-    def route(self) -> Global___TopicRouteData: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    ROUTE_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> global___Status: ...
+    @property
+    def route(self) -> global___TopicRouteData: ...
     def __init__(
         self,
         *,
-        status: Global___Status | None = ...,
-        route: Global___TopicRouteData | None = ...,
+        status: global___Status | None = ...,
+        route: global___TopicRouteData | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["route", b"route", "status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["route", b"route", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["route", b"route", "status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["route", b"route", "status", b"status"]) -> None: ...
 
-Global___QueryRouteResponse: _TypeAlias = QueryRouteResponse  # noqa: Y015
+global___QueryRouteResponse = QueryRouteResponse
 
-@_typing.final
-class ListTopicsRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ListTopicsRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     def __init__(
         self,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___ListTopicsRequest: _TypeAlias = ListTopicsRequest  # noqa: Y015
+global___ListTopicsRequest = ListTopicsRequest
 
-@_typing.final
-class ListTopicsResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ListTopicsResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    TOPICS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> Global___Status: ...
-    @_builtins.property
-    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopicConfig]:
+    STATUS_FIELD_NUMBER: builtins.int
+    TOPICS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> global___Status: ...
+    @property
+    def topics(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___TopicConfig]:
         """sorted by name; from a name server: merged over brokers"""
 
     def __init__(
         self,
         *,
-        status: Global___Status | None = ...,
-        topics: _abc.Iterable[Global___TopicConfig] | None = ...,
+        status: global___Status | None = ...,
+        topics: collections.abc.Iterable[global___TopicConfig] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status", "topics", b"topics"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status", "topics", b"topics"]) -> None: ...
 
-Global___ListTopicsResponse: _TypeAlias = ListTopicsResponse  # noqa: Y015
+global___ListTopicsResponse = ListTopicsResponse
 
-@_typing.final
-class BrokerInfo(_message.Message):
+@typing.final
+class BrokerInfo(google.protobuf.message.Message):
     """A broker as a cluster listing shows it."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    ENDPOINTS_FIELD_NUMBER: _builtins.int
-    LAST_HEARTBEAT_MS_FIELD_NUMBER: _builtins.int
-    TOPIC_COUNT_FIELD_NUMBER: _builtins.int
-    REGISTERED_MS_FIELD_NUMBER: _builtins.int
-    broker_name: _builtins.str
-    last_heartbeat_ms: _builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    ENDPOINTS_FIELD_NUMBER: builtins.int
+    LAST_HEARTBEAT_MS_FIELD_NUMBER: builtins.int
+    TOPIC_COUNT_FIELD_NUMBER: builtins.int
+    REGISTERED_MS_FIELD_NUMBER: builtins.int
+    broker_name: builtins.str
+    last_heartbeat_ms: builtins.int
     """when the name server last heard it (the broker: now)"""
-    topic_count: _builtins.int
-    registered_ms: _builtins.int
-    @_builtins.property
-    def endpoints(self) -> Global___BrokerEndpoints: ...
+    topic_count: builtins.int
+    registered_ms: builtins.int
+    @property
+    def endpoints(self) -> global___BrokerEndpoints: ...
     def __init__(
         self,
         *,
-        broker_name: _builtins.str = ...,
-        endpoints: Global___BrokerEndpoints | None = ...,
-        last_heartbeat_ms: _builtins.int = ...,
-        topic_count: _builtins.int = ...,
-        registered_ms: _builtins.int = ...,
+        broker_name: builtins.str = ...,
+        endpoints: global___BrokerEndpoints | None = ...,
+        last_heartbeat_ms: builtins.int = ...,
+        topic_count: builtins.int = ...,
+        registered_ms: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["endpoints", b"endpoints"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "endpoints", b"endpoints", "last_heartbeat_ms", b"last_heartbeat_ms", "registered_ms", b"registered_ms", "topic_count", b"topic_count"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["endpoints", b"endpoints"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "endpoints", b"endpoints", "last_heartbeat_ms", b"last_heartbeat_ms", "registered_ms", b"registered_ms", "topic_count", b"topic_count"]) -> None: ...
 
-Global___BrokerInfo: _TypeAlias = BrokerInfo  # noqa: Y015
+global___BrokerInfo = BrokerInfo
 
-@_typing.final
-class ClusterInfo(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ClusterInfo(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CLUSTER_NAME_FIELD_NUMBER: _builtins.int
-    BROKERS_FIELD_NUMBER: _builtins.int
-    cluster_name: _builtins.str
-    @_builtins.property
-    def brokers(self) -> _containers.RepeatedCompositeFieldContainer[Global___BrokerInfo]:
+    CLUSTER_NAME_FIELD_NUMBER: builtins.int
+    BROKERS_FIELD_NUMBER: builtins.int
+    cluster_name: builtins.str
+    @property
+    def brokers(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___BrokerInfo]:
         """sorted by broker name"""
 
     def __init__(
         self,
         *,
-        cluster_name: _builtins.str = ...,
-        brokers: _abc.Iterable[Global___BrokerInfo] | None = ...,
+        cluster_name: builtins.str = ...,
+        brokers: collections.abc.Iterable[global___BrokerInfo] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["brokers", b"brokers", "cluster_name", b"cluster_name"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["brokers", b"brokers", "cluster_name", b"cluster_name"]) -> None: ...
 
-Global___ClusterInfo: _TypeAlias = ClusterInfo  # noqa: Y015
+global___ClusterInfo = ClusterInfo
 
-@_typing.final
-class ListClustersRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ListClustersRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     def __init__(
         self,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___ListClustersRequest: _TypeAlias = ListClustersRequest  # noqa: Y015
+global___ListClustersRequest = ListClustersRequest
 
-@_typing.final
-class ListClustersResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ListClustersResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    CLUSTERS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> Global___Status: ...
-    @_builtins.property
-    def clusters(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterInfo]:
+    STATUS_FIELD_NUMBER: builtins.int
+    CLUSTERS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> global___Status: ...
+    @property
+    def clusters(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___ClusterInfo]:
         """sorted by cluster name"""
 
     def __init__(
         self,
         *,
-        status: Global___Status | None = ...,
-        clusters: _abc.Iterable[Global___ClusterInfo] | None = ...,
+        status: global___Status | None = ...,
+        clusters: collections.abc.Iterable[global___ClusterInfo] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clusters", b"clusters", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["clusters", b"clusters", "status", b"status"]) -> None: ...
 
-Global___ListClustersResponse: _TypeAlias = ListClustersResponse  # noqa: Y015
+global___ListClustersResponse = ListClustersResponse

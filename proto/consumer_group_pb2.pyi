@@ -6,31 +6,31 @@ membership of the client's groups on the same stream at once when it changes, so
 rebalance without waiting for their next poll.
 """
 
-from aeromq.proto import admin_pb2 as _admin_pb2
-from aeromq.proto import common_pb2 as _common_pb2
-from aeromq.proto import messages_pb2 as _messages_pb2
-from collections import abc as _abc
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
-from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-import builtins as _builtins
+import aeromq.proto.admin_pb2
+import aeromq.proto.common_pb2
+import aeromq.proto.messages_pb2
+import builtins
+import collections.abc
+import google.protobuf.descriptor
+import google.protobuf.internal.containers
+import google.protobuf.internal.enum_type_wrapper
+import google.protobuf.message
 import sys
-import typing as _typing
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import TypeAlias as _TypeAlias, Never as _Never
+if sys.version_info >= (3, 10):
+    import typing as typing_extensions
 else:
-    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
+    import typing_extensions
 
-DESCRIPTOR: _descriptor.FileDescriptor
+DESCRIPTOR: google.protobuf.descriptor.FileDescriptor
 
 class _ConsumeType:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _ConsumeTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ConsumeType.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _ConsumeTypeEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_ConsumeType.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     CONSUME_ACTIVELY: _ConsumeType.ValueType  # 0
     """pull (the lite pull consumer)"""
     CONSUME_PASSIVELY: _ConsumeType.ValueType  # 1
@@ -42,14 +42,14 @@ CONSUME_ACTIVELY: ConsumeType.ValueType  # 0
 """pull (the lite pull consumer)"""
 CONSUME_PASSIVELY: ConsumeType.ValueType  # 1
 """push"""
-Global___ConsumeType: _TypeAlias = ConsumeType  # noqa: Y015
+global___ConsumeType = ConsumeType
 
 class _ConsumeFromWhere:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _ConsumeFromWhereEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ConsumeFromWhere.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _ConsumeFromWhereEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_ConsumeFromWhere.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     CONSUME_FROM_LAST_OFFSET: _ConsumeFromWhere.ValueType  # 0
     CONSUME_FROM_FIRST_OFFSET: _ConsumeFromWhere.ValueType  # 1
     CONSUME_FROM_TIMESTAMP: _ConsumeFromWhere.ValueType  # 2
@@ -59,288 +59,251 @@ class ConsumeFromWhere(_ConsumeFromWhere, metaclass=_ConsumeFromWhereEnumTypeWra
 CONSUME_FROM_LAST_OFFSET: ConsumeFromWhere.ValueType  # 0
 CONSUME_FROM_FIRST_OFFSET: ConsumeFromWhere.ValueType  # 1
 CONSUME_FROM_TIMESTAMP: ConsumeFromWhere.ValueType  # 2
-Global___ConsumeFromWhere: _TypeAlias = ConsumeFromWhere  # noqa: Y015
+global___ConsumeFromWhere = ConsumeFromWhere
 
-@_typing.final
-class SubscriptionData(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class SubscriptionData(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    SUB_EXPRESSION_FIELD_NUMBER: _builtins.int
-    EXPRESSION_TYPE_FIELD_NUMBER: _builtins.int
-    SUB_VERSION_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
-    sub_expression: _builtins.str
-    expression_type: _messages_pb2.ExpressionType.ValueType
-    sub_version: _builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    SUB_EXPRESSION_FIELD_NUMBER: builtins.int
+    EXPRESSION_TYPE_FIELD_NUMBER: builtins.int
+    SUB_VERSION_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    sub_expression: builtins.str
+    expression_type: aeromq.proto.messages_pb2.ExpressionType.ValueType
+    sub_version: builtins.int
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
-        sub_expression: _builtins.str = ...,
-        expression_type: _messages_pb2.ExpressionType.ValueType = ...,
-        sub_version: _builtins.int = ...,
+        topic: builtins.str = ...,
+        sub_expression: builtins.str = ...,
+        expression_type: aeromq.proto.messages_pb2.ExpressionType.ValueType = ...,
+        sub_version: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expression_type", b"expression_type", "sub_expression", b"sub_expression", "sub_version", b"sub_version", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["expression_type", b"expression_type", "sub_expression", b"sub_expression", "sub_version", b"sub_version", "topic", b"topic"]) -> None: ...
 
-Global___SubscriptionData: _TypeAlias = SubscriptionData  # noqa: Y015
+global___SubscriptionData = SubscriptionData
 
-@_typing.final
-class ConsumerData(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ConsumerData(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    CONSUME_TYPE_FIELD_NUMBER: _builtins.int
-    MESSAGE_MODEL_FIELD_NUMBER: _builtins.int
-    CONSUME_FROM_WHERE_FIELD_NUMBER: _builtins.int
-    SUBSCRIPTIONS_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    consume_type: Global___ConsumeType.ValueType
-    message_model: _admin_pb2.MessageModel.ValueType
-    consume_from_where: Global___ConsumeFromWhere.ValueType
-    @_builtins.property
-    def subscriptions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubscriptionData]: ...
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    CONSUME_TYPE_FIELD_NUMBER: builtins.int
+    MESSAGE_MODEL_FIELD_NUMBER: builtins.int
+    CONSUME_FROM_WHERE_FIELD_NUMBER: builtins.int
+    SUBSCRIPTIONS_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    consume_type: global___ConsumeType.ValueType
+    message_model: aeromq.proto.admin_pb2.MessageModel.ValueType
+    consume_from_where: global___ConsumeFromWhere.ValueType
+    @property
+    def subscriptions(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___SubscriptionData]: ...
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        consume_type: Global___ConsumeType.ValueType = ...,
-        message_model: _admin_pb2.MessageModel.ValueType = ...,
-        consume_from_where: Global___ConsumeFromWhere.ValueType = ...,
-        subscriptions: _abc.Iterable[Global___SubscriptionData] | None = ...,
+        consumer_group: builtins.str = ...,
+        consume_type: global___ConsumeType.ValueType = ...,
+        message_model: aeromq.proto.admin_pb2.MessageModel.ValueType = ...,
+        consume_from_where: global___ConsumeFromWhere.ValueType = ...,
+        subscriptions: collections.abc.Iterable[global___SubscriptionData] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consume_from_where", b"consume_from_where", "consume_type", b"consume_type", "consumer_group", b"consumer_group", "message_model", b"message_model", "subscriptions", b"subscriptions"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consume_from_where", b"consume_from_where", "consume_type", b"consume_type", "consumer_group", b"consumer_group", "message_model", b"message_model", "subscriptions", b"subscriptions"]) -> None: ...
 
-Global___ConsumerData: _TypeAlias = ConsumerData  # noqa: Y015
+global___ConsumerData = ConsumerData
 
-@_typing.final
-class HeartbeatRequest(_message.Message):
+@typing.final
+class HeartbeatRequest(google.protobuf.message.Message):
     """A client's heartbeat: every group it consumes in (and produces for). The first heartbeat on
     a stream registers the client; each later one renews it and replaces its subscriptions. A
     client not heard for the broker's heartbeat timeout is dropped from its groups.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CLIENT_ID_FIELD_NUMBER: _builtins.int
-    CONSUMERS_FIELD_NUMBER: _builtins.int
-    PRODUCER_GROUPS_FIELD_NUMBER: _builtins.int
-    client_id: _builtins.str
-    @_builtins.property
-    def consumers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ConsumerData]: ...
-    @_builtins.property
-    def producer_groups(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    CLIENT_ID_FIELD_NUMBER: builtins.int
+    CONSUMERS_FIELD_NUMBER: builtins.int
+    PRODUCER_GROUPS_FIELD_NUMBER: builtins.int
+    client_id: builtins.str
+    @property
+    def consumers(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___ConsumerData]: ...
+    @property
+    def producer_groups(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     def __init__(
         self,
         *,
-        client_id: _builtins.str = ...,
-        consumers: _abc.Iterable[Global___ConsumerData] | None = ...,
-        producer_groups: _abc.Iterable[_builtins.str] | None = ...,
+        client_id: builtins.str = ...,
+        consumers: collections.abc.Iterable[global___ConsumerData] | None = ...,
+        producer_groups: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_id", b"client_id", "consumers", b"consumers", "producer_groups", b"producer_groups"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["client_id", b"client_id", "consumers", b"consumers", "producer_groups", b"producer_groups"]) -> None: ...
 
-Global___HeartbeatRequest: _TypeAlias = HeartbeatRequest  # noqa: Y015
+global___HeartbeatRequest = HeartbeatRequest
 
-@_typing.final
-class GroupMembership(_message.Message):
+@typing.final
+class GroupMembership(google.protobuf.message.Message):
     """The members of one group: consumer ids sorted; version rises on every change of the group."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    CONSUMER_IDS_FIELD_NUMBER: _builtins.int
-    VERSION_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    version: _builtins.int
-    @_builtins.property
-    def consumer_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    CONSUMER_IDS_FIELD_NUMBER: builtins.int
+    VERSION_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    version: builtins.int
+    @property
+    def consumer_ids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        consumer_ids: _abc.Iterable[_builtins.str] | None = ...,
-        version: _builtins.int = ...,
+        consumer_group: builtins.str = ...,
+        consumer_ids: collections.abc.Iterable[builtins.str] | None = ...,
+        version: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_group", b"consumer_group", "consumer_ids", b"consumer_ids", "version", b"version"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group", "consumer_ids", b"consumer_ids", "version", b"version"]) -> None: ...
 
-Global___GroupMembership: _TypeAlias = GroupMembership  # noqa: Y015
+global___GroupMembership = GroupMembership
 
-@_typing.final
-class OffsetReset(_message.Message):
+@typing.final
+class OffsetReset(google.protobuf.message.Message):
     """An admin reset a group's offsets on a topic: members drop their in-memory positions of
     these queues and continue from the new offsets (RocketMQ's RESET_CONSUMER_CLIENT_OFFSET).
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    OFFSETS_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    topic: _builtins.str
-    @_builtins.property
-    def offsets(self) -> _containers.RepeatedCompositeFieldContainer[_admin_pb2.QueueOffset]: ...
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    OFFSETS_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    topic: builtins.str
+    @property
+    def offsets(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[aeromq.proto.admin_pb2.QueueOffset]: ...
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        topic: _builtins.str = ...,
-        offsets: _abc.Iterable[_admin_pb2.QueueOffset] | None = ...,
+        consumer_group: builtins.str = ...,
+        topic: builtins.str = ...,
+        offsets: collections.abc.Iterable[aeromq.proto.admin_pb2.QueueOffset] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_group", b"consumer_group", "offsets", b"offsets", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group", "offsets", b"offsets", "topic", b"topic"]) -> None: ...
 
-Global___OffsetReset: _TypeAlias = OffsetReset  # noqa: Y015
+global___OffsetReset = OffsetReset
 
-@_typing.final
-class HeartbeatResponse(_message.Message):
+@typing.final
+class HeartbeatResponse(google.protobuf.message.Message):
     """On the stream: the answer to the first heartbeat carries the membership of each of the
     client's groups; later messages carry the groups that changed and offset resets of the
     client's groups. heartbeat_timeout_ms tells the client how long the broker waits for its
     next heartbeat.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    MEMBERSHIPS_FIELD_NUMBER: _builtins.int
-    HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
-    OFFSET_RESETS_FIELD_NUMBER: _builtins.int
-    heartbeat_timeout_ms: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def memberships(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupMembership]: ...
-    @_builtins.property
-    def offset_resets(self) -> _containers.RepeatedCompositeFieldContainer[Global___OffsetReset]: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    MEMBERSHIPS_FIELD_NUMBER: builtins.int
+    HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: builtins.int
+    OFFSET_RESETS_FIELD_NUMBER: builtins.int
+    heartbeat_timeout_ms: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def memberships(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___GroupMembership]: ...
+    @property
+    def offset_resets(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___OffsetReset]: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        memberships: _abc.Iterable[Global___GroupMembership] | None = ...,
-        heartbeat_timeout_ms: _builtins.int = ...,
-        offset_resets: _abc.Iterable[Global___OffsetReset] | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        memberships: collections.abc.Iterable[global___GroupMembership] | None = ...,
+        heartbeat_timeout_ms: builtins.int = ...,
+        offset_resets: collections.abc.Iterable[global___OffsetReset] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_timeout_ms", b"heartbeat_timeout_ms", "memberships", b"memberships", "offset_resets", b"offset_resets", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["heartbeat_timeout_ms", b"heartbeat_timeout_ms", "memberships", b"memberships", "offset_resets", b"offset_resets", "status", b"status"]) -> None: ...
 
-Global___HeartbeatResponse: _TypeAlias = HeartbeatResponse  # noqa: Y015
+global___HeartbeatResponse = HeartbeatResponse
 
-@_typing.final
-class UnregisterClientRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class UnregisterClientRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CLIENT_ID_FIELD_NUMBER: _builtins.int
-    CONSUMER_GROUPS_FIELD_NUMBER: _builtins.int
-    PRODUCER_GROUPS_FIELD_NUMBER: _builtins.int
-    client_id: _builtins.str
-    @_builtins.property
-    def consumer_groups(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+    CLIENT_ID_FIELD_NUMBER: builtins.int
+    CONSUMER_GROUPS_FIELD_NUMBER: builtins.int
+    PRODUCER_GROUPS_FIELD_NUMBER: builtins.int
+    client_id: builtins.str
+    @property
+    def consumer_groups(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
         """empty: every group of the client"""
 
-    @_builtins.property
-    def producer_groups(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @property
+    def producer_groups(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     def __init__(
         self,
         *,
-        client_id: _builtins.str = ...,
-        consumer_groups: _abc.Iterable[_builtins.str] | None = ...,
-        producer_groups: _abc.Iterable[_builtins.str] | None = ...,
+        client_id: builtins.str = ...,
+        consumer_groups: collections.abc.Iterable[builtins.str] | None = ...,
+        producer_groups: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_id", b"client_id", "consumer_groups", b"consumer_groups", "producer_groups", b"producer_groups"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["client_id", b"client_id", "consumer_groups", b"consumer_groups", "producer_groups", b"producer_groups"]) -> None: ...
 
-Global___UnregisterClientRequest: _TypeAlias = UnregisterClientRequest  # noqa: Y015
+global___UnregisterClientRequest = UnregisterClientRequest
 
-@_typing.final
-class UnregisterClientResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class UnregisterClientResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status"]) -> None: ...
 
-Global___UnregisterClientResponse: _TypeAlias = UnregisterClientResponse  # noqa: Y015
+global___UnregisterClientResponse = UnregisterClientResponse
 
-@_typing.final
-class GetConsumerIdsRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GetConsumerIdsRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
+        consumer_group: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_group", b"consumer_group"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group"]) -> None: ...
 
-Global___GetConsumerIdsRequest: _TypeAlias = GetConsumerIdsRequest  # noqa: Y015
+global___GetConsumerIdsRequest = GetConsumerIdsRequest
 
-@_typing.final
-class GetConsumerIdsResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class GetConsumerIdsResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    CONSUMER_IDS_FIELD_NUMBER: _builtins.int
-    VERSION_FIELD_NUMBER: _builtins.int
-    version: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def consumer_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+    STATUS_FIELD_NUMBER: builtins.int
+    CONSUMER_IDS_FIELD_NUMBER: builtins.int
+    VERSION_FIELD_NUMBER: builtins.int
+    version: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def consumer_ids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
         """sorted"""
 
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        consumer_ids: _abc.Iterable[_builtins.str] | None = ...,
-        version: _builtins.int = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        consumer_ids: collections.abc.Iterable[builtins.str] | None = ...,
+        version: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_ids", b"consumer_ids", "status", b"status", "version", b"version"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["consumer_ids", b"consumer_ids", "status", b"status", "version", b"version"]) -> None: ...
 
-Global___GetConsumerIdsResponse: _TypeAlias = GetConsumerIdsResponse  # noqa: Y015
+global___GetConsumerIdsResponse = GetConsumerIdsResponse

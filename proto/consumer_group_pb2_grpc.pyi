@@ -6,77 +6,93 @@ membership of the client's groups on the same stream at once when it changes, so
 rebalance without waiting for their next poll.
 """
 
-from aeromq.proto import consumer_group_pb2 as _consumer_group_pb2
-from collections import abc as _abc
-from grpc import aio as _aio
-import abc as _abc_1
-import grpc as _grpc
-import sys
-import typing as _typing
+import abc
+import aeromq.proto.consumer_group_pb2
+import collections.abc
+import grpc
+import grpc.aio
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import Self as _Self
-else:
-    from typing_extensions import Self as _Self
+_T = typing.TypeVar("_T")
 
-_T = _typing.TypeVar("_T")
+class _MaybeAsyncIterator(collections.abc.AsyncIterator[_T], collections.abc.Iterator[_T], metaclass=abc.ABCMeta): ...
 
-class _MaybeAsyncIterator(_abc.AsyncIterator[_T], _abc.Iterator[_T], metaclass=_abc_1.ABCMeta): ...
-
-class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ignore[misc, type-arg]
+class _ServicerContext(grpc.ServicerContext, grpc.aio.ServicerContext):  # type: ignore[misc, type-arg]
     ...
 
-GRPC_GENERATED_VERSION: str
-GRPC_VERSION: str
-
 class ConsumerGroupServiceStub:
-    @_typing.overload
-    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
-    @_typing.overload
-    def __new__(cls, channel: _aio.Channel) -> ConsumerGroupServiceAsyncStub: ...
-    Heartbeat: _grpc.StreamStreamMultiCallable[_consumer_group_pb2.HeartbeatRequest, _consumer_group_pb2.HeartbeatResponse]
-    SendHeartbeat: _grpc.UnaryUnaryMultiCallable[_consumer_group_pb2.HeartbeatRequest, _consumer_group_pb2.HeartbeatResponse]
-    """One heartbeat without a stream (no pushes): for clients that poll membership."""
-    UnregisterClient: _grpc.UnaryUnaryMultiCallable[_consumer_group_pb2.UnregisterClientRequest, _consumer_group_pb2.UnregisterClientResponse]
-    GetConsumerIds: _grpc.UnaryUnaryMultiCallable[_consumer_group_pb2.GetConsumerIdsRequest, _consumer_group_pb2.GetConsumerIdsResponse]
+    def __init__(self, channel: typing.Union[grpc.Channel, grpc.aio.Channel]) -> None: ...
+    Heartbeat: grpc.StreamStreamMultiCallable[
+        aeromq.proto.consumer_group_pb2.HeartbeatRequest,
+        aeromq.proto.consumer_group_pb2.HeartbeatResponse,
+    ]
 
-@_typing.type_check_only
-class ConsumerGroupServiceAsyncStub(ConsumerGroupServiceStub):
-    def __init__(self, channel: _aio.Channel) -> None: ...
-    Heartbeat: _aio.StreamStreamMultiCallable[_consumer_group_pb2.HeartbeatRequest, _consumer_group_pb2.HeartbeatResponse]  # type: ignore[assignment]
-    SendHeartbeat: _aio.UnaryUnaryMultiCallable[_consumer_group_pb2.HeartbeatRequest, _consumer_group_pb2.HeartbeatResponse]  # type: ignore[assignment]
+    SendHeartbeat: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.HeartbeatRequest,
+        aeromq.proto.consumer_group_pb2.HeartbeatResponse,
+    ]
     """One heartbeat without a stream (no pushes): for clients that poll membership."""
-    UnregisterClient: _aio.UnaryUnaryMultiCallable[_consumer_group_pb2.UnregisterClientRequest, _consumer_group_pb2.UnregisterClientResponse]  # type: ignore[assignment]
-    GetConsumerIds: _aio.UnaryUnaryMultiCallable[_consumer_group_pb2.GetConsumerIdsRequest, _consumer_group_pb2.GetConsumerIdsResponse]  # type: ignore[assignment]
 
-class ConsumerGroupServiceServicer(metaclass=_abc_1.ABCMeta):
-    @_abc_1.abstractmethod
+    UnregisterClient: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.UnregisterClientRequest,
+        aeromq.proto.consumer_group_pb2.UnregisterClientResponse,
+    ]
+
+    GetConsumerIds: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.GetConsumerIdsRequest,
+        aeromq.proto.consumer_group_pb2.GetConsumerIdsResponse,
+    ]
+
+class ConsumerGroupServiceAsyncStub:
+    Heartbeat: grpc.aio.StreamStreamMultiCallable[
+        aeromq.proto.consumer_group_pb2.HeartbeatRequest,
+        aeromq.proto.consumer_group_pb2.HeartbeatResponse,
+    ]
+
+    SendHeartbeat: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.HeartbeatRequest,
+        aeromq.proto.consumer_group_pb2.HeartbeatResponse,
+    ]
+    """One heartbeat without a stream (no pushes): for clients that poll membership."""
+
+    UnregisterClient: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.UnregisterClientRequest,
+        aeromq.proto.consumer_group_pb2.UnregisterClientResponse,
+    ]
+
+    GetConsumerIds: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.GetConsumerIdsRequest,
+        aeromq.proto.consumer_group_pb2.GetConsumerIdsResponse,
+    ]
+
+class ConsumerGroupServiceServicer(metaclass=abc.ABCMeta):
+    @abc.abstractmethod
     def Heartbeat(
         self,
-        request_iterator: _MaybeAsyncIterator[_consumer_group_pb2.HeartbeatRequest],
+        request_iterator: _MaybeAsyncIterator[aeromq.proto.consumer_group_pb2.HeartbeatRequest],
         context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_consumer_group_pb2.HeartbeatResponse], _abc.AsyncIterator[_consumer_group_pb2.HeartbeatResponse]]: ...
+    ) -> typing.Union[collections.abc.Iterator[aeromq.proto.consumer_group_pb2.HeartbeatResponse], collections.abc.AsyncIterator[aeromq.proto.consumer_group_pb2.HeartbeatResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def SendHeartbeat(
         self,
-        request: _consumer_group_pb2.HeartbeatRequest,
+        request: aeromq.proto.consumer_group_pb2.HeartbeatRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_consumer_group_pb2.HeartbeatResponse, _abc.Awaitable[_consumer_group_pb2.HeartbeatResponse]]:
+    ) -> typing.Union[aeromq.proto.consumer_group_pb2.HeartbeatResponse, collections.abc.Awaitable[aeromq.proto.consumer_group_pb2.HeartbeatResponse]]:
         """One heartbeat without a stream (no pushes): for clients that poll membership."""
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def UnregisterClient(
         self,
-        request: _consumer_group_pb2.UnregisterClientRequest,
+        request: aeromq.proto.consumer_group_pb2.UnregisterClientRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_consumer_group_pb2.UnregisterClientResponse, _abc.Awaitable[_consumer_group_pb2.UnregisterClientResponse]]: ...
+    ) -> typing.Union[aeromq.proto.consumer_group_pb2.UnregisterClientResponse, collections.abc.Awaitable[aeromq.proto.consumer_group_pb2.UnregisterClientResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def GetConsumerIds(
         self,
-        request: _consumer_group_pb2.GetConsumerIdsRequest,
+        request: aeromq.proto.consumer_group_pb2.GetConsumerIdsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_consumer_group_pb2.GetConsumerIdsResponse, _abc.Awaitable[_consumer_group_pb2.GetConsumerIdsResponse]]: ...
+    ) -> typing.Union[aeromq.proto.consumer_group_pb2.GetConsumerIdsResponse, collections.abc.Awaitable[aeromq.proto.consumer_group_pb2.GetConsumerIdsResponse]]: ...
 
-def add_ConsumerGroupServiceServicer_to_server(servicer: ConsumerGroupServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+def add_ConsumerGroupServiceServicer_to_server(servicer: ConsumerGroupServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

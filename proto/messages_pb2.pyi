@@ -5,29 +5,29 @@ The data plane: messages, SendMessage and PullMessage. These travel in the trans
 session envelope (session.proto) on the broker's ingress and response channels.
 """
 
-from aeromq.proto import common_pb2 as _common_pb2
-from collections import abc as _abc
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
-from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-import builtins as _builtins
+import aeromq.proto.common_pb2
+import builtins
+import collections.abc
+import google.protobuf.descriptor
+import google.protobuf.internal.containers
+import google.protobuf.internal.enum_type_wrapper
+import google.protobuf.message
 import sys
-import typing as _typing
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import TypeAlias as _TypeAlias, Never as _Never
+if sys.version_info >= (3, 10):
+    import typing as typing_extensions
 else:
-    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
+    import typing_extensions
 
-DESCRIPTOR: _descriptor.FileDescriptor
+DESCRIPTOR: google.protobuf.descriptor.FileDescriptor
 
 class _SendStatus:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _SendStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SendStatus.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _SendStatusEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_SendStatus.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     SEND_OK: _SendStatus.ValueType  # 0
     FLUSH_DISK_TIMEOUT: _SendStatus.ValueType  # 1
     FLUSH_SLAVE_TIMEOUT: _SendStatus.ValueType  # 2
@@ -40,14 +40,14 @@ SEND_OK: SendStatus.ValueType  # 0
 FLUSH_DISK_TIMEOUT: SendStatus.ValueType  # 1
 FLUSH_SLAVE_TIMEOUT: SendStatus.ValueType  # 2
 SLAVE_NOT_AVAILABLE: SendStatus.ValueType  # 3
-Global___SendStatus: _TypeAlias = SendStatus  # noqa: Y015
+global___SendStatus = SendStatus
 
 class _PullStatus:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _PullStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PullStatus.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _PullStatusEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_PullStatus.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     FOUND: _PullStatus.ValueType  # 0
     NO_NEW_MSG: _PullStatus.ValueType  # 1
     NO_MATCHED_MSG: _PullStatus.ValueType  # 2
@@ -60,14 +60,14 @@ FOUND: PullStatus.ValueType  # 0
 NO_NEW_MSG: PullStatus.ValueType  # 1
 NO_MATCHED_MSG: PullStatus.ValueType  # 2
 OFFSET_ILLEGAL: PullStatus.ValueType  # 3
-Global___PullStatus: _TypeAlias = PullStatus  # noqa: Y015
+global___PullStatus = PullStatus
 
 class _ExpressionType:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _ExpressionTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ExpressionType.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _ExpressionTypeEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_ExpressionType.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     TAG: _ExpressionType.ValueType  # 0
     SQL92: _ExpressionType.ValueType  # 1
 
@@ -76,360 +76,326 @@ class ExpressionType(_ExpressionType, metaclass=_ExpressionTypeEnumTypeWrapper):
 
 TAG: ExpressionType.ValueType  # 0
 SQL92: ExpressionType.ValueType  # 1
-Global___ExpressionType: _TypeAlias = ExpressionType  # noqa: Y015
+global___ExpressionType = ExpressionType
 
-@_typing.final
-class Message(_message.Message):
+@typing.final
+class Message(google.protobuf.message.Message):
     """A message as a producer sends it. tags and keys are also RocketMQ properties (TAGS, KEYS);
     they have their own fields here so the broker need not parse the map to filter.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    @_typing.final
-    class PropertiesEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class PropertiesEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        value: _builtins.str
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.str
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: _builtins.str = ...,
+            key: builtins.str = ...,
+            value: builtins.str = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    BODY_FIELD_NUMBER: _builtins.int
-    TAGS_FIELD_NUMBER: _builtins.int
-    KEYS_FIELD_NUMBER: _builtins.int
-    PROPERTIES_FIELD_NUMBER: _builtins.int
-    FLAG_FIELD_NUMBER: _builtins.int
-    BORN_TIMESTAMP_MS_FIELD_NUMBER: _builtins.int
-    BORN_HOST_FIELD_NUMBER: _builtins.int
-    MSG_ID_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
-    body: _builtins.bytes
-    tags: _builtins.str
-    flag: _builtins.int
-    born_timestamp_ms: _builtins.int
-    born_host: _builtins.str
+    TOPIC_FIELD_NUMBER: builtins.int
+    BODY_FIELD_NUMBER: builtins.int
+    TAGS_FIELD_NUMBER: builtins.int
+    KEYS_FIELD_NUMBER: builtins.int
+    PROPERTIES_FIELD_NUMBER: builtins.int
+    FLAG_FIELD_NUMBER: builtins.int
+    BORN_TIMESTAMP_MS_FIELD_NUMBER: builtins.int
+    BORN_HOST_FIELD_NUMBER: builtins.int
+    MSG_ID_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    body: builtins.bytes
+    tags: builtins.str
+    flag: builtins.int
+    born_timestamp_ms: builtins.int
+    born_host: builtins.str
     """"ip:port" """
-    msg_id: _builtins.str
+    msg_id: builtins.str
     """the producer's unique id (property UNIQ_KEY)"""
-    @_builtins.property
-    def keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
-    @_builtins.property
-    def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @property
+    def keys(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def properties(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.str]: ...
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
-        body: _builtins.bytes = ...,
-        tags: _builtins.str = ...,
-        keys: _abc.Iterable[_builtins.str] | None = ...,
-        properties: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
-        flag: _builtins.int = ...,
-        born_timestamp_ms: _builtins.int = ...,
-        born_host: _builtins.str = ...,
-        msg_id: _builtins.str = ...,
+        topic: builtins.str = ...,
+        body: builtins.bytes = ...,
+        tags: builtins.str = ...,
+        keys: collections.abc.Iterable[builtins.str] | None = ...,
+        properties: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
+        flag: builtins.int = ...,
+        born_timestamp_ms: builtins.int = ...,
+        born_host: builtins.str = ...,
+        msg_id: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "born_host", b"born_host", "born_timestamp_ms", b"born_timestamp_ms", "flag", b"flag", "keys", b"keys", "msg_id", b"msg_id", "properties", b"properties", "tags", b"tags", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["body", b"body", "born_host", b"born_host", "born_timestamp_ms", b"born_timestamp_ms", "flag", b"flag", "keys", b"keys", "msg_id", b"msg_id", "properties", b"properties", "tags", b"tags", "topic", b"topic"]) -> None: ...
 
-Global___Message: _TypeAlias = Message  # noqa: Y015
+global___Message = Message
 
-@_typing.final
-class MessageExt(_message.Message):
+@typing.final
+class MessageExt(google.protobuf.message.Message):
     """A message as the broker stored it: the Message fields plus where and when it was stored."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    @_typing.final
-    class PropertiesEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class PropertiesEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        value: _builtins.str
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.str
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: _builtins.str = ...,
+            key: builtins.str = ...,
+            value: builtins.str = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    TOPIC_FIELD_NUMBER: _builtins.int
-    BODY_FIELD_NUMBER: _builtins.int
-    TAGS_FIELD_NUMBER: _builtins.int
-    KEYS_FIELD_NUMBER: _builtins.int
-    PROPERTIES_FIELD_NUMBER: _builtins.int
-    FLAG_FIELD_NUMBER: _builtins.int
-    BORN_TIMESTAMP_MS_FIELD_NUMBER: _builtins.int
-    BORN_HOST_FIELD_NUMBER: _builtins.int
-    MSG_ID_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    QUEUE_OFFSET_FIELD_NUMBER: _builtins.int
-    COMMIT_LOG_OFFSET_FIELD_NUMBER: _builtins.int
-    STORE_SIZE_FIELD_NUMBER: _builtins.int
-    STORE_TIMESTAMP_MS_FIELD_NUMBER: _builtins.int
-    STORE_HOST_FIELD_NUMBER: _builtins.int
-    RECONSUME_TIMES_FIELD_NUMBER: _builtins.int
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    OFFSET_MSG_ID_FIELD_NUMBER: _builtins.int
-    SYS_FLAG_FIELD_NUMBER: _builtins.int
-    BODY_CRC_FIELD_NUMBER: _builtins.int
-    topic: _builtins.str
-    body: _builtins.bytes
-    tags: _builtins.str
-    flag: _builtins.int
-    born_timestamp_ms: _builtins.int
-    born_host: _builtins.str
-    msg_id: _builtins.str
-    queue_id: _builtins.int
-    queue_offset: _builtins.int
-    commit_log_offset: _builtins.int
-    store_size: _builtins.int
-    store_timestamp_ms: _builtins.int
-    store_host: _builtins.str
+    TOPIC_FIELD_NUMBER: builtins.int
+    BODY_FIELD_NUMBER: builtins.int
+    TAGS_FIELD_NUMBER: builtins.int
+    KEYS_FIELD_NUMBER: builtins.int
+    PROPERTIES_FIELD_NUMBER: builtins.int
+    FLAG_FIELD_NUMBER: builtins.int
+    BORN_TIMESTAMP_MS_FIELD_NUMBER: builtins.int
+    BORN_HOST_FIELD_NUMBER: builtins.int
+    MSG_ID_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    QUEUE_OFFSET_FIELD_NUMBER: builtins.int
+    COMMIT_LOG_OFFSET_FIELD_NUMBER: builtins.int
+    STORE_SIZE_FIELD_NUMBER: builtins.int
+    STORE_TIMESTAMP_MS_FIELD_NUMBER: builtins.int
+    STORE_HOST_FIELD_NUMBER: builtins.int
+    RECONSUME_TIMES_FIELD_NUMBER: builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    OFFSET_MSG_ID_FIELD_NUMBER: builtins.int
+    SYS_FLAG_FIELD_NUMBER: builtins.int
+    BODY_CRC_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    body: builtins.bytes
+    tags: builtins.str
+    flag: builtins.int
+    born_timestamp_ms: builtins.int
+    born_host: builtins.str
+    msg_id: builtins.str
+    queue_id: builtins.int
+    queue_offset: builtins.int
+    commit_log_offset: builtins.int
+    store_size: builtins.int
+    store_timestamp_ms: builtins.int
+    store_host: builtins.str
     """"ip:port" """
-    reconsume_times: _builtins.int
-    broker_name: _builtins.str
-    offset_msg_id: _builtins.str
-    sys_flag: _builtins.int
-    body_crc: _builtins.int
-    @_builtins.property
-    def keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
-    @_builtins.property
-    def properties(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    reconsume_times: builtins.int
+    broker_name: builtins.str
+    offset_msg_id: builtins.str
+    sys_flag: builtins.int
+    body_crc: builtins.int
+    @property
+    def keys(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def properties(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.str]: ...
     def __init__(
         self,
         *,
-        topic: _builtins.str = ...,
-        body: _builtins.bytes = ...,
-        tags: _builtins.str = ...,
-        keys: _abc.Iterable[_builtins.str] | None = ...,
-        properties: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
-        flag: _builtins.int = ...,
-        born_timestamp_ms: _builtins.int = ...,
-        born_host: _builtins.str = ...,
-        msg_id: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
-        queue_offset: _builtins.int = ...,
-        commit_log_offset: _builtins.int = ...,
-        store_size: _builtins.int = ...,
-        store_timestamp_ms: _builtins.int = ...,
-        store_host: _builtins.str = ...,
-        reconsume_times: _builtins.int = ...,
-        broker_name: _builtins.str = ...,
-        offset_msg_id: _builtins.str = ...,
-        sys_flag: _builtins.int = ...,
-        body_crc: _builtins.int = ...,
+        topic: builtins.str = ...,
+        body: builtins.bytes = ...,
+        tags: builtins.str = ...,
+        keys: collections.abc.Iterable[builtins.str] | None = ...,
+        properties: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
+        flag: builtins.int = ...,
+        born_timestamp_ms: builtins.int = ...,
+        born_host: builtins.str = ...,
+        msg_id: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        queue_offset: builtins.int = ...,
+        commit_log_offset: builtins.int = ...,
+        store_size: builtins.int = ...,
+        store_timestamp_ms: builtins.int = ...,
+        store_host: builtins.str = ...,
+        reconsume_times: builtins.int = ...,
+        broker_name: builtins.str = ...,
+        offset_msg_id: builtins.str = ...,
+        sys_flag: builtins.int = ...,
+        body_crc: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "body_crc", b"body_crc", "born_host", b"born_host", "born_timestamp_ms", b"born_timestamp_ms", "broker_name", b"broker_name", "commit_log_offset", b"commit_log_offset", "flag", b"flag", "keys", b"keys", "msg_id", b"msg_id", "offset_msg_id", b"offset_msg_id", "properties", b"properties", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "reconsume_times", b"reconsume_times", "store_host", b"store_host", "store_size", b"store_size", "store_timestamp_ms", b"store_timestamp_ms", "sys_flag", b"sys_flag", "tags", b"tags", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["body", b"body", "body_crc", b"body_crc", "born_host", b"born_host", "born_timestamp_ms", b"born_timestamp_ms", "broker_name", b"broker_name", "commit_log_offset", b"commit_log_offset", "flag", b"flag", "keys", b"keys", "msg_id", b"msg_id", "offset_msg_id", b"offset_msg_id", "properties", b"properties", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "reconsume_times", b"reconsume_times", "store_host", b"store_host", "store_size", b"store_size", "store_timestamp_ms", b"store_timestamp_ms", "sys_flag", b"sys_flag", "tags", b"tags", "topic", b"topic"]) -> None: ...
 
-Global___MessageExt: _TypeAlias = MessageExt  # noqa: Y015
+global___MessageExt = MessageExt
 
-@_typing.final
-class SendMessageRequest(_message.Message):
+@typing.final
+class SendMessageRequest(google.protobuf.message.Message):
     """One send: a single message or a batch, all to one queue of one topic. queue_id -1 lets the
     broker choose the queue (round robin).
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    PRODUCER_GROUP_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    MESSAGES_FIELD_NUMBER: _builtins.int
-    producer_group: _builtins.str
-    topic: _builtins.str
-    queue_id: _builtins.int
-    @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___Message]: ...
+    PRODUCER_GROUP_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    MESSAGES_FIELD_NUMBER: builtins.int
+    producer_group: builtins.str
+    topic: builtins.str
+    queue_id: builtins.int
+    @property
+    def messages(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___Message]: ...
     def __init__(
         self,
         *,
-        producer_group: _builtins.str = ...,
-        topic: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
-        messages: _abc.Iterable[Global___Message] | None = ...,
+        producer_group: builtins.str = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        messages: collections.abc.Iterable[global___Message] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages", "producer_group", b"producer_group", "queue_id", b"queue_id", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["messages", b"messages", "producer_group", b"producer_group", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
 
-Global___SendMessageRequest: _TypeAlias = SendMessageRequest  # noqa: Y015
+global___SendMessageRequest = SendMessageRequest
 
-@_typing.final
-class SendResult(_message.Message):
+@typing.final
+class SendResult(google.protobuf.message.Message):
     """The acknowledgement of one message (a batch gets one per message, in order)."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    SEND_STATUS_FIELD_NUMBER: _builtins.int
-    MSG_ID_FIELD_NUMBER: _builtins.int
-    OFFSET_MSG_ID_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    QUEUE_OFFSET_FIELD_NUMBER: _builtins.int
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    TRANSACTION_ID_FIELD_NUMBER: _builtins.int
-    send_status: Global___SendStatus.ValueType
-    msg_id: _builtins.str
-    offset_msg_id: _builtins.str
-    queue_id: _builtins.int
-    queue_offset: _builtins.int
-    broker_name: _builtins.str
-    transaction_id: _builtins.str
+    SEND_STATUS_FIELD_NUMBER: builtins.int
+    MSG_ID_FIELD_NUMBER: builtins.int
+    OFFSET_MSG_ID_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    QUEUE_OFFSET_FIELD_NUMBER: builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    TRANSACTION_ID_FIELD_NUMBER: builtins.int
+    send_status: global___SendStatus.ValueType
+    msg_id: builtins.str
+    offset_msg_id: builtins.str
+    queue_id: builtins.int
+    queue_offset: builtins.int
+    broker_name: builtins.str
+    transaction_id: builtins.str
     def __init__(
         self,
         *,
-        send_status: Global___SendStatus.ValueType = ...,
-        msg_id: _builtins.str = ...,
-        offset_msg_id: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
-        queue_offset: _builtins.int = ...,
-        broker_name: _builtins.str = ...,
-        transaction_id: _builtins.str = ...,
+        send_status: global___SendStatus.ValueType = ...,
+        msg_id: builtins.str = ...,
+        offset_msg_id: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        queue_offset: builtins.int = ...,
+        broker_name: builtins.str = ...,
+        transaction_id: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "msg_id", b"msg_id", "offset_msg_id", b"offset_msg_id", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "send_status", b"send_status", "transaction_id", b"transaction_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "msg_id", b"msg_id", "offset_msg_id", b"offset_msg_id", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "send_status", b"send_status", "transaction_id", b"transaction_id"]) -> None: ...
 
-Global___SendResult: _TypeAlias = SendResult  # noqa: Y015
+global___SendResult = SendResult
 
-@_typing.final
-class SendMessageResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class SendMessageResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    RESULTS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___SendResult]: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    RESULTS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def results(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___SendResult]: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        results: _abc.Iterable[Global___SendResult] | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        results: collections.abc.Iterable[global___SendResult] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["results", b"results", "status", b"status"]) -> None: ...
 
-Global___SendMessageResponse: _TypeAlias = SendMessageResponse  # noqa: Y015
+global___SendMessageResponse = SendMessageResponse
 
-@_typing.final
-class PullMessageRequest(_message.Message):
+@typing.final
+class PullMessageRequest(google.protobuf.message.Message):
     """A pull from one queue. sub_expression "" or "*" takes every tag. suspend_timeout_ms > 0
     asks the broker to hold a NO_NEW_MSG answer until a message arrives or the time ends
     (long polling, capped by the broker's max suspend). commit_offset >= 0 also commits the
     group's consumed offset of the queue (-1: no commit).
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CONSUMER_GROUP_FIELD_NUMBER: _builtins.int
-    TOPIC_FIELD_NUMBER: _builtins.int
-    QUEUE_ID_FIELD_NUMBER: _builtins.int
-    QUEUE_OFFSET_FIELD_NUMBER: _builtins.int
-    MAX_MSG_NUMS_FIELD_NUMBER: _builtins.int
-    MAX_BYTES_FIELD_NUMBER: _builtins.int
-    SUB_EXPRESSION_FIELD_NUMBER: _builtins.int
-    EXPRESSION_TYPE_FIELD_NUMBER: _builtins.int
-    SUSPEND_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
-    COMMIT_OFFSET_FIELD_NUMBER: _builtins.int
-    consumer_group: _builtins.str
-    topic: _builtins.str
-    queue_id: _builtins.int
-    queue_offset: _builtins.int
-    max_msg_nums: _builtins.int
-    max_bytes: _builtins.int
-    sub_expression: _builtins.str
-    expression_type: Global___ExpressionType.ValueType
-    suspend_timeout_ms: _builtins.int
-    commit_offset: _builtins.int
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    QUEUE_OFFSET_FIELD_NUMBER: builtins.int
+    MAX_MSG_NUMS_FIELD_NUMBER: builtins.int
+    MAX_BYTES_FIELD_NUMBER: builtins.int
+    SUB_EXPRESSION_FIELD_NUMBER: builtins.int
+    EXPRESSION_TYPE_FIELD_NUMBER: builtins.int
+    SUSPEND_TIMEOUT_MS_FIELD_NUMBER: builtins.int
+    COMMIT_OFFSET_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    topic: builtins.str
+    queue_id: builtins.int
+    queue_offset: builtins.int
+    max_msg_nums: builtins.int
+    max_bytes: builtins.int
+    sub_expression: builtins.str
+    expression_type: global___ExpressionType.ValueType
+    suspend_timeout_ms: builtins.int
+    commit_offset: builtins.int
     def __init__(
         self,
         *,
-        consumer_group: _builtins.str = ...,
-        topic: _builtins.str = ...,
-        queue_id: _builtins.int = ...,
-        queue_offset: _builtins.int = ...,
-        max_msg_nums: _builtins.int = ...,
-        max_bytes: _builtins.int = ...,
-        sub_expression: _builtins.str = ...,
-        expression_type: Global___ExpressionType.ValueType = ...,
-        suspend_timeout_ms: _builtins.int = ...,
-        commit_offset: _builtins.int = ...,
+        consumer_group: builtins.str = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        queue_offset: builtins.int = ...,
+        max_msg_nums: builtins.int = ...,
+        max_bytes: builtins.int = ...,
+        sub_expression: builtins.str = ...,
+        expression_type: global___ExpressionType.ValueType = ...,
+        suspend_timeout_ms: builtins.int = ...,
+        commit_offset: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["commit_offset", b"commit_offset", "consumer_group", b"consumer_group", "expression_type", b"expression_type", "max_bytes", b"max_bytes", "max_msg_nums", b"max_msg_nums", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "sub_expression", b"sub_expression", "suspend_timeout_ms", b"suspend_timeout_ms", "topic", b"topic"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["commit_offset", b"commit_offset", "consumer_group", b"consumer_group", "expression_type", b"expression_type", "max_bytes", b"max_bytes", "max_msg_nums", b"max_msg_nums", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "sub_expression", b"sub_expression", "suspend_timeout_ms", b"suspend_timeout_ms", "topic", b"topic"]) -> None: ...
 
-Global___PullMessageRequest: _TypeAlias = PullMessageRequest  # noqa: Y015
+global___PullMessageRequest = PullMessageRequest
 
-@_typing.final
-class PullMessageResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class PullMessageResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    PULL_STATUS_FIELD_NUMBER: _builtins.int
-    NEXT_BEGIN_OFFSET_FIELD_NUMBER: _builtins.int
-    MIN_OFFSET_FIELD_NUMBER: _builtins.int
-    MAX_OFFSET_FIELD_NUMBER: _builtins.int
-    MESSAGES_FIELD_NUMBER: _builtins.int
-    pull_status: Global___PullStatus.ValueType
-    next_begin_offset: _builtins.int
-    min_offset: _builtins.int
-    max_offset: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
-    @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___MessageExt]: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    PULL_STATUS_FIELD_NUMBER: builtins.int
+    NEXT_BEGIN_OFFSET_FIELD_NUMBER: builtins.int
+    MIN_OFFSET_FIELD_NUMBER: builtins.int
+    MAX_OFFSET_FIELD_NUMBER: builtins.int
+    MESSAGES_FIELD_NUMBER: builtins.int
+    pull_status: global___PullStatus.ValueType
+    next_begin_offset: builtins.int
+    min_offset: builtins.int
+    max_offset: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def messages(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___MessageExt]: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        pull_status: Global___PullStatus.ValueType = ...,
-        next_begin_offset: _builtins.int = ...,
-        min_offset: _builtins.int = ...,
-        max_offset: _builtins.int = ...,
-        messages: _abc.Iterable[Global___MessageExt] | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        pull_status: global___PullStatus.ValueType = ...,
+        next_begin_offset: builtins.int = ...,
+        min_offset: builtins.int = ...,
+        max_offset: builtins.int = ...,
+        messages: collections.abc.Iterable[global___MessageExt] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_offset", b"max_offset", "messages", b"messages", "min_offset", b"min_offset", "next_begin_offset", b"next_begin_offset", "pull_status", b"pull_status", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["max_offset", b"max_offset", "messages", b"messages", "min_offset", b"min_offset", "next_begin_offset", b"next_begin_offset", "pull_status", b"pull_status", "status", b"status"]) -> None: ...
 
-Global___PullMessageResponse: _TypeAlias = PullMessageResponse  # noqa: Y015
+global___PullMessageResponse = PullMessageResponse

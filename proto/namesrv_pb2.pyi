@@ -5,172 +5,146 @@ The name server: brokers register (with their topics) and heartbeat; a broker no
 its heartbeat timeout is dropped. Clients ask it for a topic's route across brokers.
 """
 
-from aeromq.proto import common_pb2 as _common_pb2
-from collections import abc as _abc
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
-import builtins as _builtins
-import sys
-import typing as _typing
+import aeromq.proto.common_pb2
+import builtins
+import collections.abc
+import google.protobuf.descriptor
+import google.protobuf.internal.containers
+import google.protobuf.message
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import TypeAlias as _TypeAlias, Never as _Never
-else:
-    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
+DESCRIPTOR: google.protobuf.descriptor.FileDescriptor
 
-DESCRIPTOR: _descriptor.FileDescriptor
+@typing.final
+class RegisterBrokerRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-@_typing.final
-class RegisterBrokerRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    CLUSTER_NAME_FIELD_NUMBER: _builtins.int
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    ENDPOINTS_FIELD_NUMBER: _builtins.int
-    TOPICS_FIELD_NUMBER: _builtins.int
-    DATA_VERSION_FIELD_NUMBER: _builtins.int
-    HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
-    cluster_name: _builtins.str
-    broker_name: _builtins.str
-    data_version: _builtins.int
+    CLUSTER_NAME_FIELD_NUMBER: builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    ENDPOINTS_FIELD_NUMBER: builtins.int
+    TOPICS_FIELD_NUMBER: builtins.int
+    DATA_VERSION_FIELD_NUMBER: builtins.int
+    HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: builtins.int
+    cluster_name: builtins.str
+    broker_name: builtins.str
+    data_version: builtins.int
     """the broker's topic config version"""
-    heartbeat_timeout_ms: _builtins.int
+    heartbeat_timeout_ms: builtins.int
     """0: the name server's default"""
-    @_builtins.property
-    def endpoints(self) -> _common_pb2.BrokerEndpoints: ...
-    @_builtins.property
-    def topics(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicConfig]:
+    @property
+    def endpoints(self) -> aeromq.proto.common_pb2.BrokerEndpoints: ...
+    @property
+    def topics(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[aeromq.proto.common_pb2.TopicConfig]:
         """every topic of the broker: replaces what was known"""
 
     def __init__(
         self,
         *,
-        cluster_name: _builtins.str = ...,
-        broker_name: _builtins.str = ...,
-        endpoints: _common_pb2.BrokerEndpoints | None = ...,
-        topics: _abc.Iterable[_common_pb2.TopicConfig] | None = ...,
-        data_version: _builtins.int = ...,
-        heartbeat_timeout_ms: _builtins.int = ...,
+        cluster_name: builtins.str = ...,
+        broker_name: builtins.str = ...,
+        endpoints: aeromq.proto.common_pb2.BrokerEndpoints | None = ...,
+        topics: collections.abc.Iterable[aeromq.proto.common_pb2.TopicConfig] | None = ...,
+        data_version: builtins.int = ...,
+        heartbeat_timeout_ms: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["endpoints", b"endpoints"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "data_version", b"data_version", "endpoints", b"endpoints", "heartbeat_timeout_ms", b"heartbeat_timeout_ms", "topics", b"topics"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["endpoints", b"endpoints"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "data_version", b"data_version", "endpoints", b"endpoints", "heartbeat_timeout_ms", b"heartbeat_timeout_ms", "topics", b"topics"]) -> None: ...
 
-Global___RegisterBrokerRequest: _TypeAlias = RegisterBrokerRequest  # noqa: Y015
+global___RegisterBrokerRequest = RegisterBrokerRequest
 
-@_typing.final
-class RegisterBrokerResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class RegisterBrokerResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status"]) -> None: ...
 
-Global___RegisterBrokerResponse: _TypeAlias = RegisterBrokerResponse  # noqa: Y015
+global___RegisterBrokerResponse = RegisterBrokerResponse
 
-@_typing.final
-class UnregisterBrokerRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class UnregisterBrokerRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CLUSTER_NAME_FIELD_NUMBER: _builtins.int
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    cluster_name: _builtins.str
-    broker_name: _builtins.str
+    CLUSTER_NAME_FIELD_NUMBER: builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    cluster_name: builtins.str
+    broker_name: builtins.str
     def __init__(
         self,
         *,
-        cluster_name: _builtins.str = ...,
-        broker_name: _builtins.str = ...,
+        cluster_name: builtins.str = ...,
+        broker_name: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name"]) -> None: ...
 
-Global___UnregisterBrokerRequest: _TypeAlias = UnregisterBrokerRequest  # noqa: Y015
+global___UnregisterBrokerRequest = UnregisterBrokerRequest
 
-@_typing.final
-class UnregisterBrokerResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class UnregisterBrokerResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status"]) -> None: ...
 
-Global___UnregisterBrokerResponse: _TypeAlias = UnregisterBrokerResponse  # noqa: Y015
+global___UnregisterBrokerResponse = UnregisterBrokerResponse
 
-@_typing.final
-class BrokerHeartbeatRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class BrokerHeartbeatRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CLUSTER_NAME_FIELD_NUMBER: _builtins.int
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    DATA_VERSION_FIELD_NUMBER: _builtins.int
-    cluster_name: _builtins.str
-    broker_name: _builtins.str
-    data_version: _builtins.int
+    CLUSTER_NAME_FIELD_NUMBER: builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    DATA_VERSION_FIELD_NUMBER: builtins.int
+    cluster_name: builtins.str
+    broker_name: builtins.str
+    data_version: builtins.int
     def __init__(
         self,
         *,
-        cluster_name: _builtins.str = ...,
-        broker_name: _builtins.str = ...,
-        data_version: _builtins.int = ...,
+        cluster_name: builtins.str = ...,
+        broker_name: builtins.str = ...,
+        data_version: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "data_version", b"data_version"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "data_version", b"data_version"]) -> None: ...
 
-Global___BrokerHeartbeatRequest: _TypeAlias = BrokerHeartbeatRequest  # noqa: Y015
+global___BrokerHeartbeatRequest = BrokerHeartbeatRequest
 
-@_typing.final
-class BrokerHeartbeatResponse(_message.Message):
+@typing.final
+class BrokerHeartbeatResponse(google.protobuf.message.Message):
     """registration_required: the name server does not know the broker (it was dropped or the name
     server restarted) or holds an older data version: the broker should register again.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    STATUS_FIELD_NUMBER: _builtins.int
-    REGISTRATION_REQUIRED_FIELD_NUMBER: _builtins.int
-    registration_required: _builtins.bool
-    @_builtins.property
-    def status(self) -> _common_pb2.Status: ...
+    STATUS_FIELD_NUMBER: builtins.int
+    REGISTRATION_REQUIRED_FIELD_NUMBER: builtins.int
+    registration_required: builtins.bool
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
     def __init__(
         self,
         *,
-        status: _common_pb2.Status | None = ...,
-        registration_required: _builtins.bool = ...,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        registration_required: builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["registration_required", b"registration_required", "status", b"status"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["registration_required", b"registration_required", "status", b"status"]) -> None: ...
 
-Global___BrokerHeartbeatResponse: _TypeAlias = BrokerHeartbeatResponse  # noqa: Y015
+global___BrokerHeartbeatResponse = BrokerHeartbeatResponse

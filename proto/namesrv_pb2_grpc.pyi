@@ -5,93 +5,125 @@ The name server: brokers register (with their topics) and heartbeat; a broker no
 its heartbeat timeout is dropped. Clients ask it for a topic's route across brokers.
 """
 
-from aeromq.proto import common_pb2 as _common_pb2
-from aeromq.proto import namesrv_pb2 as _namesrv_pb2
-from collections import abc as _abc
-from grpc import aio as _aio
-import abc as _abc_1
-import grpc as _grpc
-import sys
-import typing as _typing
+import abc
+import aeromq.proto.common_pb2
+import aeromq.proto.namesrv_pb2
+import collections.abc
+import grpc
+import grpc.aio
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import Self as _Self
-else:
-    from typing_extensions import Self as _Self
+_T = typing.TypeVar("_T")
 
-_T = _typing.TypeVar("_T")
+class _MaybeAsyncIterator(collections.abc.AsyncIterator[_T], collections.abc.Iterator[_T], metaclass=abc.ABCMeta): ...
 
-class _MaybeAsyncIterator(_abc.AsyncIterator[_T], _abc.Iterator[_T], metaclass=_abc_1.ABCMeta): ...
-
-class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ignore[misc, type-arg]
+class _ServicerContext(grpc.ServicerContext, grpc.aio.ServicerContext):  # type: ignore[misc, type-arg]
     ...
 
-GRPC_GENERATED_VERSION: str
-GRPC_VERSION: str
-
 class NameServerStub:
-    @_typing.overload
-    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
-    @_typing.overload
-    def __new__(cls, channel: _aio.Channel) -> NameServerAsyncStub: ...
-    RegisterBroker: _grpc.UnaryUnaryMultiCallable[_namesrv_pb2.RegisterBrokerRequest, _namesrv_pb2.RegisterBrokerResponse]
-    UnregisterBroker: _grpc.UnaryUnaryMultiCallable[_namesrv_pb2.UnregisterBrokerRequest, _namesrv_pb2.UnregisterBrokerResponse]
-    BrokerHeartbeat: _grpc.UnaryUnaryMultiCallable[_namesrv_pb2.BrokerHeartbeatRequest, _namesrv_pb2.BrokerHeartbeatResponse]
-    QueryRoute: _grpc.UnaryUnaryMultiCallable[_common_pb2.QueryRouteRequest, _common_pb2.QueryRouteResponse]
-    ListClusters: _grpc.UnaryUnaryMultiCallable[_common_pb2.ListClustersRequest, _common_pb2.ListClustersResponse]
-    ListTopics: _grpc.UnaryUnaryMultiCallable[_common_pb2.ListTopicsRequest, _common_pb2.ListTopicsResponse]
+    def __init__(self, channel: typing.Union[grpc.Channel, grpc.aio.Channel]) -> None: ...
+    RegisterBroker: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.namesrv_pb2.RegisterBrokerRequest,
+        aeromq.proto.namesrv_pb2.RegisterBrokerResponse,
+    ]
 
-@_typing.type_check_only
-class NameServerAsyncStub(NameServerStub):
-    def __init__(self, channel: _aio.Channel) -> None: ...
-    RegisterBroker: _aio.UnaryUnaryMultiCallable[_namesrv_pb2.RegisterBrokerRequest, _namesrv_pb2.RegisterBrokerResponse]  # type: ignore[assignment]
-    UnregisterBroker: _aio.UnaryUnaryMultiCallable[_namesrv_pb2.UnregisterBrokerRequest, _namesrv_pb2.UnregisterBrokerResponse]  # type: ignore[assignment]
-    BrokerHeartbeat: _aio.UnaryUnaryMultiCallable[_namesrv_pb2.BrokerHeartbeatRequest, _namesrv_pb2.BrokerHeartbeatResponse]  # type: ignore[assignment]
-    QueryRoute: _aio.UnaryUnaryMultiCallable[_common_pb2.QueryRouteRequest, _common_pb2.QueryRouteResponse]  # type: ignore[assignment]
-    ListClusters: _aio.UnaryUnaryMultiCallable[_common_pb2.ListClustersRequest, _common_pb2.ListClustersResponse]  # type: ignore[assignment]
-    ListTopics: _aio.UnaryUnaryMultiCallable[_common_pb2.ListTopicsRequest, _common_pb2.ListTopicsResponse]  # type: ignore[assignment]
+    UnregisterBroker: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.namesrv_pb2.UnregisterBrokerRequest,
+        aeromq.proto.namesrv_pb2.UnregisterBrokerResponse,
+    ]
 
-class NameServerServicer(metaclass=_abc_1.ABCMeta):
-    @_abc_1.abstractmethod
+    BrokerHeartbeat: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.namesrv_pb2.BrokerHeartbeatRequest,
+        aeromq.proto.namesrv_pb2.BrokerHeartbeatResponse,
+    ]
+
+    QueryRoute: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.QueryRouteRequest,
+        aeromq.proto.common_pb2.QueryRouteResponse,
+    ]
+
+    ListClusters: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.ListClustersRequest,
+        aeromq.proto.common_pb2.ListClustersResponse,
+    ]
+
+    ListTopics: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.ListTopicsRequest,
+        aeromq.proto.common_pb2.ListTopicsResponse,
+    ]
+
+class NameServerAsyncStub:
+    RegisterBroker: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.namesrv_pb2.RegisterBrokerRequest,
+        aeromq.proto.namesrv_pb2.RegisterBrokerResponse,
+    ]
+
+    UnregisterBroker: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.namesrv_pb2.UnregisterBrokerRequest,
+        aeromq.proto.namesrv_pb2.UnregisterBrokerResponse,
+    ]
+
+    BrokerHeartbeat: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.namesrv_pb2.BrokerHeartbeatRequest,
+        aeromq.proto.namesrv_pb2.BrokerHeartbeatResponse,
+    ]
+
+    QueryRoute: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.QueryRouteRequest,
+        aeromq.proto.common_pb2.QueryRouteResponse,
+    ]
+
+    ListClusters: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.ListClustersRequest,
+        aeromq.proto.common_pb2.ListClustersResponse,
+    ]
+
+    ListTopics: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.common_pb2.ListTopicsRequest,
+        aeromq.proto.common_pb2.ListTopicsResponse,
+    ]
+
+class NameServerServicer(metaclass=abc.ABCMeta):
+    @abc.abstractmethod
     def RegisterBroker(
         self,
-        request: _namesrv_pb2.RegisterBrokerRequest,
+        request: aeromq.proto.namesrv_pb2.RegisterBrokerRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_namesrv_pb2.RegisterBrokerResponse, _abc.Awaitable[_namesrv_pb2.RegisterBrokerResponse]]: ...
+    ) -> typing.Union[aeromq.proto.namesrv_pb2.RegisterBrokerResponse, collections.abc.Awaitable[aeromq.proto.namesrv_pb2.RegisterBrokerResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def UnregisterBroker(
         self,
-        request: _namesrv_pb2.UnregisterBrokerRequest,
+        request: aeromq.proto.namesrv_pb2.UnregisterBrokerRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_namesrv_pb2.UnregisterBrokerResponse, _abc.Awaitable[_namesrv_pb2.UnregisterBrokerResponse]]: ...
+    ) -> typing.Union[aeromq.proto.namesrv_pb2.UnregisterBrokerResponse, collections.abc.Awaitable[aeromq.proto.namesrv_pb2.UnregisterBrokerResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def BrokerHeartbeat(
         self,
-        request: _namesrv_pb2.BrokerHeartbeatRequest,
+        request: aeromq.proto.namesrv_pb2.BrokerHeartbeatRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_namesrv_pb2.BrokerHeartbeatResponse, _abc.Awaitable[_namesrv_pb2.BrokerHeartbeatResponse]]: ...
+    ) -> typing.Union[aeromq.proto.namesrv_pb2.BrokerHeartbeatResponse, collections.abc.Awaitable[aeromq.proto.namesrv_pb2.BrokerHeartbeatResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def QueryRoute(
         self,
-        request: _common_pb2.QueryRouteRequest,
+        request: aeromq.proto.common_pb2.QueryRouteRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.QueryRouteResponse, _abc.Awaitable[_common_pb2.QueryRouteResponse]]: ...
+    ) -> typing.Union[aeromq.proto.common_pb2.QueryRouteResponse, collections.abc.Awaitable[aeromq.proto.common_pb2.QueryRouteResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def ListClusters(
         self,
-        request: _common_pb2.ListClustersRequest,
+        request: aeromq.proto.common_pb2.ListClustersRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.ListClustersResponse, _abc.Awaitable[_common_pb2.ListClustersResponse]]: ...
+    ) -> typing.Union[aeromq.proto.common_pb2.ListClustersResponse, collections.abc.Awaitable[aeromq.proto.common_pb2.ListClustersResponse]]: ...
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def ListTopics(
         self,
-        request: _common_pb2.ListTopicsRequest,
+        request: aeromq.proto.common_pb2.ListTopicsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.ListTopicsResponse, _abc.Awaitable[_common_pb2.ListTopicsResponse]]: ...
+    ) -> typing.Union[aeromq.proto.common_pb2.ListTopicsResponse, collections.abc.Awaitable[aeromq.proto.common_pb2.ListTopicsResponse]]: ...
 
-def add_NameServerServicer_to_server(servicer: NameServerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+def add_NameServerServicer_to_server(servicer: NameServerServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

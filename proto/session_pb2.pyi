@@ -9,212 +9,175 @@ and a correlation_id of the client's choosing, which the response echoes. A sess
 sends nothing (requests or keepalives) for the broker's session timeout is closed.
 """
 
-from aeromq.proto import common_pb2 as _common_pb2
-from aeromq.proto import messages_pb2 as _messages_pb2
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
-import builtins as _builtins
-import sys
-import typing as _typing
+import aeromq.proto.common_pb2
+import aeromq.proto.messages_pb2
+import builtins
+import google.protobuf.descriptor
+import google.protobuf.message
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import TypeAlias as _TypeAlias, Never as _Never
-else:
-    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
+DESCRIPTOR: google.protobuf.descriptor.FileDescriptor
 
-DESCRIPTOR: _descriptor.FileDescriptor
+@typing.final
+class ConnectRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-@_typing.final
-class ConnectRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    RESPONSE_CHANNEL_FIELD_NUMBER: _builtins.int
-    RESPONSE_STREAM_ID_FIELD_NUMBER: _builtins.int
-    CLIENT_ID_FIELD_NUMBER: _builtins.int
-    VERSION_FIELD_NUMBER: _builtins.int
-    response_channel: _builtins.str
-    response_stream_id: _builtins.int
-    client_id: _builtins.str
-    version: _builtins.int
+    RESPONSE_CHANNEL_FIELD_NUMBER: builtins.int
+    RESPONSE_STREAM_ID_FIELD_NUMBER: builtins.int
+    CLIENT_ID_FIELD_NUMBER: builtins.int
+    VERSION_FIELD_NUMBER: builtins.int
+    response_channel: builtins.str
+    response_stream_id: builtins.int
+    client_id: builtins.str
+    version: builtins.int
     """the client's session protocol version"""
     def __init__(
         self,
         *,
-        response_channel: _builtins.str = ...,
-        response_stream_id: _builtins.int = ...,
-        client_id: _builtins.str = ...,
-        version: _builtins.int = ...,
+        response_channel: builtins.str = ...,
+        response_stream_id: builtins.int = ...,
+        client_id: builtins.str = ...,
+        version: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_id", b"client_id", "response_channel", b"response_channel", "response_stream_id", b"response_stream_id", "version", b"version"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["client_id", b"client_id", "response_channel", b"response_channel", "response_stream_id", b"response_stream_id", "version", b"version"]) -> None: ...
 
-Global___ConnectRequest: _TypeAlias = ConnectRequest  # noqa: Y015
+global___ConnectRequest = ConnectRequest
 
-@_typing.final
-class ConnectResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ConnectResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    BROKER_NAME_FIELD_NUMBER: _builtins.int
-    VERSION_FIELD_NUMBER: _builtins.int
-    SESSION_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
-    MAX_MESSAGE_SIZE_FIELD_NUMBER: _builtins.int
-    broker_name: _builtins.str
-    version: _builtins.int
+    BROKER_NAME_FIELD_NUMBER: builtins.int
+    VERSION_FIELD_NUMBER: builtins.int
+    SESSION_TIMEOUT_MS_FIELD_NUMBER: builtins.int
+    MAX_MESSAGE_SIZE_FIELD_NUMBER: builtins.int
+    broker_name: builtins.str
+    version: builtins.int
     """the broker's session protocol version"""
-    session_timeout_ms: _builtins.int
+    session_timeout_ms: builtins.int
     """keepalive at least this often"""
-    max_message_size: _builtins.int
+    max_message_size: builtins.int
     def __init__(
         self,
         *,
-        broker_name: _builtins.str = ...,
-        version: _builtins.int = ...,
-        session_timeout_ms: _builtins.int = ...,
-        max_message_size: _builtins.int = ...,
+        broker_name: builtins.str = ...,
+        version: builtins.int = ...,
+        session_timeout_ms: builtins.int = ...,
+        max_message_size: builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_name", b"broker_name", "max_message_size", b"max_message_size", "session_timeout_ms", b"session_timeout_ms", "version", b"version"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "max_message_size", b"max_message_size", "session_timeout_ms", b"session_timeout_ms", "version", b"version"]) -> None: ...
 
-Global___ConnectResponse: _TypeAlias = ConnectResponse  # noqa: Y015
+global___ConnectResponse = ConnectResponse
 
-@_typing.final
-class CloseSessionRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class CloseSessionRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     def __init__(
         self,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___CloseSessionRequest: _TypeAlias = CloseSessionRequest  # noqa: Y015
+global___CloseSessionRequest = CloseSessionRequest
 
-@_typing.final
-class KeepAliveRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class KeepAliveRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     def __init__(
         self,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___KeepAliveRequest: _TypeAlias = KeepAliveRequest  # noqa: Y015
+global___KeepAliveRequest = KeepAliveRequest
 
-@_typing.final
-class KeepAliveResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class KeepAliveResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     def __init__(
         self,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___KeepAliveResponse: _TypeAlias = KeepAliveResponse  # noqa: Y015
+global___KeepAliveResponse = KeepAliveResponse
 
-@_typing.final
-class TransportRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class TransportRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CORRELATION_ID_FIELD_NUMBER: _builtins.int
-    SESSION_ID_FIELD_NUMBER: _builtins.int
-    CONNECT_FIELD_NUMBER: _builtins.int
-    CLOSE_FIELD_NUMBER: _builtins.int
-    KEEPALIVE_FIELD_NUMBER: _builtins.int
-    SEND_FIELD_NUMBER: _builtins.int
-    PULL_FIELD_NUMBER: _builtins.int
-    correlation_id: _builtins.int
-    session_id: _builtins.int
+    CORRELATION_ID_FIELD_NUMBER: builtins.int
+    SESSION_ID_FIELD_NUMBER: builtins.int
+    CONNECT_FIELD_NUMBER: builtins.int
+    CLOSE_FIELD_NUMBER: builtins.int
+    KEEPALIVE_FIELD_NUMBER: builtins.int
+    SEND_FIELD_NUMBER: builtins.int
+    PULL_FIELD_NUMBER: builtins.int
+    correlation_id: builtins.int
+    session_id: builtins.int
     """0 on connect"""
-    @_builtins.property
-    def connect(self) -> Global___ConnectRequest: ...
-    @_builtins.property
-    def close(self) -> Global___CloseSessionRequest: ...
-    @_builtins.property
-    def keepalive(self) -> Global___KeepAliveRequest: ...
-    @_builtins.property
-    def send(self) -> _messages_pb2.SendMessageRequest: ...
-    @_builtins.property
-    def pull(self) -> _messages_pb2.PullMessageRequest: ...
+    @property
+    def connect(self) -> global___ConnectRequest: ...
+    @property
+    def close(self) -> global___CloseSessionRequest: ...
+    @property
+    def keepalive(self) -> global___KeepAliveRequest: ...
+    @property
+    def send(self) -> aeromq.proto.messages_pb2.SendMessageRequest: ...
+    @property
+    def pull(self) -> aeromq.proto.messages_pb2.PullMessageRequest: ...
     def __init__(
         self,
         *,
-        correlation_id: _builtins.int = ...,
-        session_id: _builtins.int = ...,
-        connect: Global___ConnectRequest | None = ...,
-        close: Global___CloseSessionRequest | None = ...,
-        keepalive: Global___KeepAliveRequest | None = ...,
-        send: _messages_pb2.SendMessageRequest | None = ...,
-        pull: _messages_pb2.PullMessageRequest | None = ...,
+        correlation_id: builtins.int = ...,
+        session_id: builtins.int = ...,
+        connect: global___ConnectRequest | None = ...,
+        close: global___CloseSessionRequest | None = ...,
+        keepalive: global___KeepAliveRequest | None = ...,
+        send: aeromq.proto.messages_pb2.SendMessageRequest | None = ...,
+        pull: aeromq.proto.messages_pb2.PullMessageRequest | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "close", b"close", "connect", b"connect", "keepalive", b"keepalive", "pull", b"pull", "send", b"send"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "close", b"close", "connect", b"connect", "correlation_id", b"correlation_id", "keepalive", b"keepalive", "pull", b"pull", "send", b"send", "session_id", b"session_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["connect", "close", "keepalive", "send", "pull"]  # noqa: Y015
-    _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
+    def HasField(self, field_name: typing.Literal["body", b"body", "close", b"close", "connect", b"connect", "keepalive", b"keepalive", "pull", b"pull", "send", b"send"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["body", b"body", "close", b"close", "connect", b"connect", "correlation_id", b"correlation_id", "keepalive", b"keepalive", "pull", b"pull", "send", b"send", "session_id", b"session_id"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["body", b"body"]) -> typing.Literal["connect", "close", "keepalive", "send", "pull"] | None: ...
 
-Global___TransportRequest: _TypeAlias = TransportRequest  # noqa: Y015
+global___TransportRequest = TransportRequest
 
-@_typing.final
-class TransportResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class TransportResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CORRELATION_ID_FIELD_NUMBER: _builtins.int
-    SESSION_ID_FIELD_NUMBER: _builtins.int
-    CONNECT_FIELD_NUMBER: _builtins.int
-    SEND_FIELD_NUMBER: _builtins.int
-    PULL_FIELD_NUMBER: _builtins.int
-    ERROR_FIELD_NUMBER: _builtins.int
-    KEEPALIVE_FIELD_NUMBER: _builtins.int
-    correlation_id: _builtins.int
-    session_id: _builtins.int
-    @_builtins.property
-    def connect(self) -> Global___ConnectResponse: ...
-    @_builtins.property
-    def send(self) -> _messages_pb2.SendMessageResponse: ...
-    @_builtins.property
-    def pull(self) -> _messages_pb2.PullMessageResponse: ...
-    @_builtins.property
-    def error(self) -> _common_pb2.Status:
+    CORRELATION_ID_FIELD_NUMBER: builtins.int
+    SESSION_ID_FIELD_NUMBER: builtins.int
+    CONNECT_FIELD_NUMBER: builtins.int
+    SEND_FIELD_NUMBER: builtins.int
+    PULL_FIELD_NUMBER: builtins.int
+    ERROR_FIELD_NUMBER: builtins.int
+    KEEPALIVE_FIELD_NUMBER: builtins.int
+    correlation_id: builtins.int
+    session_id: builtins.int
+    @property
+    def connect(self) -> global___ConnectResponse: ...
+    @property
+    def send(self) -> aeromq.proto.messages_pb2.SendMessageResponse: ...
+    @property
+    def pull(self) -> aeromq.proto.messages_pb2.PullMessageResponse: ...
+    @property
+    def error(self) -> aeromq.proto.common_pb2.Status:
         """the request failed as a whole (bad session, malformed)"""
 
-    @_builtins.property
-    def keepalive(self) -> Global___KeepAliveResponse: ...
+    @property
+    def keepalive(self) -> global___KeepAliveResponse: ...
     def __init__(
         self,
         *,
-        correlation_id: _builtins.int = ...,
-        session_id: _builtins.int = ...,
-        connect: Global___ConnectResponse | None = ...,
-        send: _messages_pb2.SendMessageResponse | None = ...,
-        pull: _messages_pb2.PullMessageResponse | None = ...,
-        error: _common_pb2.Status | None = ...,
-        keepalive: Global___KeepAliveResponse | None = ...,
+        correlation_id: builtins.int = ...,
+        session_id: builtins.int = ...,
+        connect: global___ConnectResponse | None = ...,
+        send: aeromq.proto.messages_pb2.SendMessageResponse | None = ...,
+        pull: aeromq.proto.messages_pb2.PullMessageResponse | None = ...,
+        error: aeromq.proto.common_pb2.Status | None = ...,
+        keepalive: global___KeepAliveResponse | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "connect", b"connect", "error", b"error", "keepalive", b"keepalive", "pull", b"pull", "send", b"send"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "connect", b"connect", "correlation_id", b"correlation_id", "error", b"error", "keepalive", b"keepalive", "pull", b"pull", "send", b"send", "session_id", b"session_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["connect", "send", "pull", "error", "keepalive"]  # noqa: Y015
-    _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
+    def HasField(self, field_name: typing.Literal["body", b"body", "connect", b"connect", "error", b"error", "keepalive", b"keepalive", "pull", b"pull", "send", b"send"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["body", b"body", "connect", b"connect", "correlation_id", b"correlation_id", "error", b"error", "keepalive", b"keepalive", "pull", b"pull", "send", b"send", "session_id", b"session_id"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["body", b"body"]) -> typing.Literal["connect", "send", "pull", "error", "keepalive"] | None: ...
 
-Global___TransportResponse: _TypeAlias = TransportResponse  # noqa: Y015
+global___TransportResponse = TransportResponse

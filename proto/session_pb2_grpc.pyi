@@ -9,18 +9,15 @@ and a correlation_id of the client's choosing, which the response echoes. A sess
 sends nothing (requests or keepalives) for the broker's session timeout is closed.
 """
 
-from collections import abc as _abc
-from grpc import aio as _aio
-import abc as _abc_1
-import grpc as _grpc
-import typing as _typing
+import abc
+import collections.abc
+import grpc
+import grpc.aio
+import typing
 
-_T = _typing.TypeVar("_T")
+_T = typing.TypeVar("_T")
 
-class _MaybeAsyncIterator(_abc.AsyncIterator[_T], _abc.Iterator[_T], metaclass=_abc_1.ABCMeta): ...
+class _MaybeAsyncIterator(collections.abc.AsyncIterator[_T], collections.abc.Iterator[_T], metaclass=abc.ABCMeta): ...
 
-class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ignore[misc, type-arg]
+class _ServicerContext(grpc.ServicerContext, grpc.aio.ServicerContext):  # type: ignore[misc, type-arg]
     ...
-
-GRPC_GENERATED_VERSION: str
-GRPC_VERSION: str
