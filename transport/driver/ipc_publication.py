@@ -28,12 +28,17 @@ from __future__ import annotations
 
 import os
 from enum import IntEnum
-from typing import Protocol
 
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.position import Position
 from aeromq.transport.driver.log_unblocker import unblock_log
+from aeromq.transport.driver.subscriber_position import (
+    ImageListener,
+    SubscriberPosition,
+    TetherState,
+    check_untethered_subscribers,
+)
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,
     PARTITION_COUNT,
@@ -45,13 +50,7 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import (
 )
 from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
-__all__ = [
-    "ImageListener",
-    "IpcPublication",
-    "PublicationState",
-    "SubscriberPosition",
-    "TetherState",
-]
+__all__ = ["IpcPublication", "PublicationState"]
 
 _MAX_POSITION = 2**63 - 1
 _LOW_32 = 0xFFFF_FFFF
@@ -62,49 +61,6 @@ class PublicationState(IntEnum):
     DRAINING = 1
     LINGER = 2
     DONE = 3
-
-
-class TetherState(IntEnum):
-    ACTIVE = 0
-    LINGER = 1
-    RESTING = 2
-
-
-class ImageListener(Protocol):
-    """What the publication tells the conductor about its images (one per subscriber)."""
-
-    def on_image_unavailable(self, publication: IpcPublication, subscription_id: int) -> None: ...
-
-    def on_image_available(
-        self, publication: IpcPublication, subscriber: SubscriberPosition
-    ) -> None: ...
-
-
-class SubscriberPosition:
-    """One subscription's sub-pos in this publication (Aeron's tetherable position)."""
-
-    __slots__ = (
-        "counter_id",
-        "is_tether",
-        "position",
-        "state",
-        "subscription_registration_id",
-        "time_of_last_update_ns",
-    )
-
-    def __init__(
-        self,
-        position: Position,
-        subscription_registration_id: int,
-        is_tether: bool,
-        now_ns: int,
-    ) -> None:
-        self.position = position
-        self.counter_id = position.id
-        self.subscription_registration_id = subscription_registration_id
-        self.is_tether = is_tether
-        self.state = TetherState.ACTIVE
-        self.time_of_last_update_ns = now_ns
 
 
 class IpcPublication:
@@ -130,7 +86,7 @@ class IpcPublication:
         untethered_window_limit_timeout_ns: int,
         untethered_resting_timeout_ns: int,
         unblocked_publications: AtomicCounter,
-        listener: ImageListener,
+        listener: ImageListener[IpcPublication],
         now_ns: int,
     ) -> None:
         self.log = log
@@ -321,30 +277,16 @@ class IpcPublication:
 
     def _check_untethered_subscribers(self, now_ns: int) -> None:
         window = self.term_window_length
-        window_limit = self.consumer_position - window + window // 4
-        for subscriber in self.subscribers:
-            if subscriber.is_tether:
-                subscriber.time_of_last_update_ns = now_ns
-                continue
-            since_update_ns = now_ns - subscriber.time_of_last_update_ns
-            if subscriber.state is TetherState.ACTIVE:
-                if subscriber.position.get_volatile() > window_limit:
-                    subscriber.time_of_last_update_ns = now_ns
-                elif since_update_ns > self.untethered_window_limit_timeout_ns:
-                    self._listener.on_image_unavailable(
-                        self, subscriber.subscription_registration_id
-                    )
-                    subscriber.state = TetherState.LINGER
-                    subscriber.time_of_last_update_ns = now_ns
-            elif subscriber.state is TetherState.LINGER:
-                if since_update_ns > self.untethered_window_limit_timeout_ns:
-                    subscriber.state = TetherState.RESTING
-                    subscriber.time_of_last_update_ns = now_ns
-            elif since_update_ns > self.untethered_resting_timeout_ns:
-                subscriber.position.set_ordered(self.consumer_position)
-                self._listener.on_image_available(self, subscriber)
-                subscriber.state = TetherState.ACTIVE
-                subscriber.time_of_last_update_ns = now_ns
+        check_untethered_subscribers(
+            self,
+            self._listener,
+            self.subscribers,
+            now_ns,
+            window_limit=self.consumer_position - window + window // 4,
+            window_limit_timeout_ns=self.untethered_window_limit_timeout_ns,
+            resting_timeout_ns=self.untethered_resting_timeout_ns,
+            rejoin_position=lambda: self.consumer_position,
+        )
 
     # ----------------------------------------------------------------------------------------
     # References and end of life

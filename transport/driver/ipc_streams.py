@@ -40,17 +40,13 @@ from aeromq.transport.driver.ipc_log import (
     initialise_log_metadata,
     producer_window_length,
 )
-from aeromq.transport.driver.ipc_publication import (
-    IpcPublication,
-    PublicationState,
-    SubscriberPosition,
-)
+from aeromq.transport.driver.ipc_publication import IpcPublication, PublicationState
 from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
 from aeromq.transport.driver.stream_counters import (
     allocate_publisher_limit,
     allocate_publisher_position,
-    allocate_subscriber_position,
 )
+from aeromq.transport.driver.subscriber_position import SubscriberPosition
 from aeromq.transport.driver.subscription_link import SubscriptionLink
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
 from aeromq.transport.driver.uri_params import (
@@ -84,7 +80,7 @@ class IpcStreams:
         self._proxy = client_proxy
         self._session_ids = session_ids
         self.publications: list[IpcPublication] = []
-        self.subscriptions: list[SubscriptionLink] = []
+        self.subscriptions: list[SubscriptionLink[IpcPublication]] = []
 
     # ----------------------------------------------------------------------------------------
     # Publications
@@ -292,9 +288,11 @@ class IpcStreams:
         channel: str,
         params: SubscriptionParams,
         now_ns: int,
-    ) -> SubscriptionLink:
+    ) -> SubscriptionLink[IpcPublication]:
         """Register the subscription, answer, and link it to the publications it matches."""
-        link = SubscriptionLink(registration_id, client_id, stream_id, channel, params)
+        link = SubscriptionLink[IpcPublication](
+            registration_id, client_id, stream_id, channel, params
+        )
         self.subscriptions.append(link)
         self._proxy.on_subscription_ready(registration_id)
         for publication in self.publications:
@@ -309,7 +307,7 @@ class IpcStreams:
         for index, link in enumerate(self.subscriptions):
             if link.registration_id == registration_id:
                 del self.subscriptions[index]
-                self._unlink_all(link)
+                link.unlink_all(self._counters)
                 return True
         return False
 
@@ -317,32 +315,19 @@ class IpcStreams:
         """The client is gone: unlink and forget all its subscriptions."""
         for link in [link for link in self.subscriptions if link.client_id == client_id]:
             self.subscriptions.remove(link)
-            self._unlink_all(link)
+            link.unlink_all(self._counters)
 
-    def _link(self, link: SubscriptionLink, publication: IpcPublication, now_ns: int) -> None:
-        join_position = publication.join_position()
-        counter_id = allocate_subscriber_position(
+    def _link(
+        self, link: SubscriptionLink[IpcPublication], publication: IpcPublication, now_ns: int
+    ) -> None:
+        subscriber = link.link(
             self._counters,
-            link.registration_id,
-            publication.session_id,
-            publication.stream_id,
-            link.channel,
-            join_position,
-            link.client_id,
+            publication,
+            publication.join_position(),
             publication.registration_id,
+            now_ns,
         )
-        position = Position(self._counters.values_buffer, counter_id)
-        position.set_ordered(join_position)
-        subscriber = SubscriberPosition(position, link.registration_id, link.is_tether, now_ns)
-        publication.add_subscriber(subscriber)
-        link.linked[publication] = counter_id
         self.on_image_available(publication, subscriber)
-
-    def _unlink_all(self, link: SubscriptionLink) -> None:
-        for publication, counter_id in link.linked.items():
-            publication.remove_subscriber(counter_id)
-            self._counters.free(counter_id)
-        link.linked.clear()
 
     # ----------------------------------------------------------------------------------------
     # ImageListener

@@ -30,12 +30,16 @@ from __future__ import annotations
 
 import os
 from enum import IntEnum
-from typing import Protocol
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from aeromq.transport.driver.ipc_publication import SubscriberPosition, TetherState
 from aeromq.transport.driver.loss_detector import FeedbackDelayGenerator, LossDetector
 from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.subscriber_position import (
+    ImageListener,
+    SubscriberPosition,
+    TetherState,
+    check_untethered_subscribers,
+)
 from aeromq.transport.driver.term_gap_filler import try_fill_gap
 from aeromq.transport.driver.udp_channel import Sockaddr
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
@@ -47,7 +51,7 @@ from aeromq.transport.logbuffer.log_buffers import LogBuffers
 from aeromq.transport.logbuffer.term_rebuilder import insert
 from aeromq.transport.protocol import DATA_HEADER_LENGTH, EOS_FLAG, FLAGS_FIELD_OFFSET, SM_EOS_FLAG
 
-__all__ = ["ImageListener", "ImageState", "PublicationImage"]
+__all__ = ["ImageState", "PublicationImage"]
 
 RECEIVE_DESTINATION_TIMEOUT_NS = 5_000_000_000
 """A source silent this long gets no more status messages or NAKs (Aeron's value)."""
@@ -61,16 +65,6 @@ class ImageState(IntEnum):
     DRAINING = 1
     LINGER = 2
     DONE = 3
-
-
-class ImageListener(Protocol):
-    """What an image tells the conductor about untethered subscribers."""
-
-    def on_image_unavailable(self, image: PublicationImage, subscription_id: int) -> None: ...
-
-    def on_image_available(
-        self, image: PublicationImage, subscriber: SubscriberPosition
-    ) -> None: ...
 
 
 class PublicationImage:
@@ -167,7 +161,7 @@ class PublicationImage:
         # Conductor fields.
         self.state = ImageState.ACTIVE
         self.time_of_last_state_change_ns = now_ns
-        self.listener: ImageListener | None = None
+        self.listener: ImageListener[PublicationImage] | None = None
 
     # ----------------------------------------------------------------------------------------
     # Receiver thread
@@ -398,28 +392,16 @@ class PublicationImage:
             if subscriber.is_tether:
                 max_sub_pos = max(max_sub_pos, subscriber.position.get_volatile())
         window = self.receiver_window_length
-        window_limit = max_sub_pos - window + window // 4
-        for subscriber in self.subscribers:
-            if subscriber.is_tether:
-                subscriber.time_of_last_update_ns = now_ns
-                continue
-            since_update_ns = now_ns - subscriber.time_of_last_update_ns
-            if subscriber.state is TetherState.ACTIVE:
-                if subscriber.position.get_volatile() > window_limit:
-                    subscriber.time_of_last_update_ns = now_ns
-                elif since_update_ns > self.untethered_window_limit_timeout_ns:
-                    listener.on_image_unavailable(self, subscriber.subscription_registration_id)
-                    subscriber.state = TetherState.LINGER
-                    subscriber.time_of_last_update_ns = now_ns
-            elif subscriber.state is TetherState.LINGER:
-                if since_update_ns > self.untethered_window_limit_timeout_ns:
-                    subscriber.state = TetherState.RESTING
-                    subscriber.time_of_last_update_ns = now_ns
-            elif since_update_ns > self.untethered_resting_timeout_ns:
-                subscriber.position.set_ordered(self.rcv_pos.get_volatile())
-                listener.on_image_available(self, subscriber)
-                subscriber.state = TetherState.ACTIVE
-                subscriber.time_of_last_update_ns = now_ns
+        check_untethered_subscribers(
+            self,
+            listener,
+            self.subscribers,
+            now_ns,
+            window_limit=max_sub_pos - window + window // 4,
+            window_limit_timeout_ns=self.untethered_window_limit_timeout_ns,
+            resting_timeout_ns=self.untethered_resting_timeout_ns,
+            rejoin_position=self.rcv_pos.get_volatile,
+        )
 
     def close(self) -> bool:
         """Free rcv-hwm, rcv-pos and rcv-naks-sent, unmap and delete the log; False if the

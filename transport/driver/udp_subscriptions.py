@@ -37,7 +37,6 @@ from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.ipc_log import check_storage, create_log
-from aeromq.transport.driver.ipc_publication import SubscriberPosition
 from aeromq.transport.driver.loss_detector import (
     FeedbackDelayGenerator,
     OptimalMulticastDelayGenerator,
@@ -64,7 +63,7 @@ from aeromq.transport.driver.network_proxies import (
 )
 from aeromq.transport.driver.network_subscription_link import NetworkSubscriptionLink
 from aeromq.transport.driver.publication_image import ImageState, PublicationImage
-from aeromq.transport.driver.stream_counters import allocate_subscriber_position
+from aeromq.transport.driver.subscriber_position import SubscriberPosition
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
 from aeromq.transport.driver.udp_channel import UdpChannel, format_sockaddr
 from aeromq.transport.driver.udp_publications import open_udp_channel
@@ -161,10 +160,7 @@ class UdpSubscriptions:
 
     def _remove(self, link: NetworkSubscriptionLink) -> None:
         self.subscriptions.remove(link)
-        for image, counter_id in link.linked.items():
-            image.remove_subscriber(counter_id)
-            self._counters.free(counter_id)
-        link.linked.clear()
+        link.unlink_all(self._counters)
         endpoint = link.endpoint
         session_id = link.session_id
         if session_id is None:
@@ -177,21 +173,7 @@ class UdpSubscriptions:
 
     def _link(self, link: NetworkSubscriptionLink, image: PublicationImage, now_ns: int) -> None:
         join_position = image.rcv_pos.get_volatile()
-        counter_id = allocate_subscriber_position(
-            self._counters,
-            link.registration_id,
-            image.session_id,
-            image.stream_id,
-            link.channel,
-            join_position,
-            link.client_id,
-            image.correlation_id,
-        )
-        position = Position(self._counters.values_buffer, counter_id)
-        position.set_ordered(join_position)
-        subscriber = SubscriberPosition(position, link.registration_id, link.is_tether, now_ns)
-        image.add_subscriber(subscriber)
-        link.linked[image] = counter_id
+        subscriber = link.link(self._counters, image, join_position, image.correlation_id, now_ns)
         self.on_image_available(image, subscriber)
 
     # ----------------------------------------------------------------------------------------
