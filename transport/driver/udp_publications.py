@@ -39,7 +39,7 @@ from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.flow_control import create_flow_control
-from aeromq.transport.driver.ipc_log import (
+from aeromq.transport.driver.log_factory import (
     check_storage,
     create_log,
     initialise_log_metadata,

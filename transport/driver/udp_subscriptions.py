@@ -36,7 +36,7 @@ from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.ipc_log import check_storage, create_log
+from aeromq.transport.driver.log_factory import check_storage, create_log
 from aeromq.transport.driver.loss_detector import (
     FeedbackDelayGenerator,
     OptimalMulticastDelayGenerator,

@@ -10,7 +10,7 @@ import pytest
 
 from aeromq.transport.concurrent import AtomicBuffer, Position
 from aeromq.transport.driver.flow_control import UnicastFlowControl
-from aeromq.transport.driver.ipc_log import initialise_log_metadata
+from aeromq.transport.driver.log_factory import initialise_log_metadata
 from aeromq.transport.driver.network_publication import (
     HEARTBEAT_TIMEOUT_NS,
     SETUP_TIMEOUT_NS,

@@ -1,8 +1,9 @@
-"""A new IPC publication's log buffer file: room for it, the file, and its metadata.
+"""A new log buffer file, a publication's (IPC or UDP) or an image's: room, file and metadata.
 
-The driver side of Aeron's log setup for a publication: check the file system has room (Aeron's
-``perform_storage_checks``), create the file (sparse or allocated up front), and fill the
-metadata as Aeron's driver does before any client maps it. Problems become
+The driver side of Aeron's log setup (``FileStoreLogFactory``): check the file system has room
+(Aeron's ``perform_storage_checks``), create the file (sparse or allocated up front), and fill a
+publication's metadata as Aeron's driver does before any client maps it (an image's metadata is
+filled by ``transport/driver/udp_subscriptions.py``, from the SETUP). Problems become
 :class:`~transport.RegistrationError` (``STORAGE_SPACE`` when out of space) for the command.
 """
 
