@@ -15,8 +15,8 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
 5. move every publication's limit.
 
 Streams are handled per media (:class:`MediaStreams`): ``aeron:ipc`` by
-:class:`~transport.driver.ipc_streams.IpcStreams`, ``aeron:udp`` by
-:class:`~transport.driver.udp_streams.UdpStreams`, which also owns the sender and receiver agents
+:class:`~transport.driver.ipc.ipc_streams.IpcStreams`, ``aeron:udp`` by
+:class:`~transport.driver.udp.udp_streams.UdpStreams`, which also owns the sender and receiver agents
 (the media driver runs them) and does its per-cycle work in step 5 (the receiver's image
 requests, the network publications' limits).
 
@@ -51,11 +51,11 @@ from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_adapter import ClientCommandAdapter
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.ipc_streams import IpcStreams
+from aeromq.transport.driver.ipc.ipc_streams import IpcStreams
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.stream_counters import allocate_client_heartbeat
 from aeromq.transport.driver.system_counters import NULL_VALUE, SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_streams import UdpStreams
+from aeromq.transport.driver.udp.udp_streams import UdpStreams
 from aeromq.transport.driver.uri_params import (
     IPC_MEDIA,
     UDP_MEDIA,

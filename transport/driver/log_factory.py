@@ -3,7 +3,7 @@
 The driver side of Aeron's log setup (``FileStoreLogFactory``): check the file system has room
 (Aeron's ``perform_storage_checks``), create the file (sparse or allocated up front), and fill a
 publication's metadata as Aeron's driver does before any client maps it (an image's metadata is
-filled by ``transport/driver/udp_subscriptions.py``, from the SETUP). Problems become
+filled by ``transport/driver/udp/udp_subscriptions.py``, from the SETUP). Problems become
 :class:`~transport.RegistrationError` (``STORAGE_SPACE`` when out of space) for the command.
 """
 

@@ -2,7 +2,7 @@
 
 Aeron's ``aeron_driver_conductor_get_or_add_network_publication`` and neighbours:
 
-- a channel's :class:`~transport.driver.media.send_channel_endpoint.SendChannelEndpoint` is
+- a channel's :class:`~transport.driver.udp.send_channel_endpoint.SendChannelEndpoint` is
   found by canonical form or created (socket bound and connected, ``snd-channel`` status and
   ``snd-local-sockaddr`` counters) and handed to the sender;
 - ADD_PUBLICATION joins the ACTIVE concurrent publication of the stream on that endpoint (its
@@ -38,16 +38,20 @@ from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.flow_control import create_flow_control
 from aeromq.transport.driver.log_factory import (
     check_storage,
     create_log,
     initialise_log_metadata,
     producer_window_length,
 )
-from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
-from aeromq.transport.driver.network_counters import (
+from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
+from aeromq.transport.driver.stream_counters import (
+    allocate_publisher_limit,
+    allocate_publisher_position,
+)
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp.flow_control import create_flow_control
+from aeromq.transport.driver.udp.network_counters import (
     CHANNEL_STATUS_ACTIVE,
     CHANNEL_STATUS_CLOSING,
     SEND_CHANNEL_STATUS_TYPE_ID,
@@ -59,17 +63,16 @@ from aeromq.transport.driver.network_counters import (
     allocate_local_sockaddr,
     allocate_stream_counter,
 )
-from aeromq.transport.driver.network_proxies import SenderProxy
-from aeromq.transport.driver.network_publication import NetworkPublication, NetworkPublicationState
-from aeromq.transport.driver.retransmit_handler import RetransmitHandler
-from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
-from aeromq.transport.driver.stream_counters import (
-    allocate_publisher_limit,
-    allocate_publisher_position,
+from aeromq.transport.driver.udp.network_proxies import SenderProxy
+from aeromq.transport.driver.udp.network_publication import (
+    NetworkPublication,
+    NetworkPublicationState,
 )
-from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_channel import UdpChannel, format_sockaddr
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
+from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.udp.udp_channel import UdpChannel, format_sockaddr
+from aeromq.transport.driver.udp.udp_channel_transport import UdpChannelTransport
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.driver.uri_params import PublicationParams, confirm_publication_match
 from aeromq.transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
 

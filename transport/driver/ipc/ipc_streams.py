@@ -34,7 +34,7 @@ from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
 from aeromq.transport.driver.client_proxy import IPC_SOURCE_IDENTITY, ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.ipc_publication import IpcPublication, PublicationState
+from aeromq.transport.driver.ipc.ipc_publication import IpcPublication, PublicationState
 from aeromq.transport.driver.log_factory import (
     check_storage,
     create_log,

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections import deque
 
 from aeromq.transport.concurrent import AtomicCounter, NanoClock
-from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from aeromq.transport.driver.network_proxies import CommandQueue, drain
-from aeromq.transport.driver.network_publication import NetworkPublication
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
+from aeromq.transport.driver.udp.network_publication import NetworkPublication
+from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 
 __all__ = ["Sender"]
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aeromq.transport.driver.publication_image import PublicationImage
 from aeromq.transport.driver.subscription_link import SubscriptionLink
+from aeromq.transport.driver.udp.publication_image import PublicationImage
 
 if TYPE_CHECKING:
-    from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+    from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
     from aeromq.transport.driver.uri_params import SubscriptionParams
 
 __all__ = ["NetworkSubscriptionLink"]

@@ -15,7 +15,7 @@ log:
   snd-pos); once the stream has ended and everything was sent the heartbeats carry the EOS flag,
   and the first of them goes at once rather than at the next interval (so receivers learn of
   the end even when the linger is shorter than the heartbeat interval);
-- NAKs go through the :class:`~transport.driver.retransmit_handler.RetransmitHandler`, which
+- NAKs go through the :class:`~transport.driver.udp.retransmit_handler.RetransmitHandler`, which
   resends a gap once (within the last half term) and ignores duplicate NAKs while it lingers.
 
 The **conductor** (:meth:`update_pub_pos_and_lmt`, :meth:`on_time_event`, :meth:`incref`,
@@ -33,10 +33,10 @@ import os
 from enum import IntEnum
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from aeromq.transport.driver.flow_control import FlowControl
 from aeromq.transport.driver.log_unblocker import unblock_log
-from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from aeromq.transport.driver.retransmit_handler import RetransmitHandler
+from aeromq.transport.driver.udp.flow_control import FlowControl
+from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
+from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
 from aeromq.transport.logbuffer.frame_descriptor import compute_max_message_length
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,

@@ -10,7 +10,7 @@ Aeron's ``aeron_driver_conductor_on_add_network_subscription``,
   already in use, keyed by its status counter), and the receiver is told the endpoint now wants the stream (or one session of it);
   the subscription is linked at once to every image of that stream on the endpoint;
 - a SETUP for a wanted session reaches the conductor as an image request (through the
-  :class:`~transport.driver.network_proxies.DriverConductorProxy`): the image gets a new
+  :class:`~transport.driver.udp.network_proxies.DriverConductorProxy`): the image gets a new
   correlation id, its log ``<aeron_dir>/images/<correlation id>.logbuffer`` (term length and MTU
   from the SETUP), rcv-hwm and rcv-pos counters, and a sub-pos per matching subscription, each
   announced with ON_AVAILABLE_IMAGE (source identity ``host:port`` of the sender); then the
@@ -37,15 +37,15 @@ from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.log_factory import check_storage, create_log
-from aeromq.transport.driver.loss_detector import (
+from aeromq.transport.driver.subscriber_position import SubscriberPosition
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp.data_packet_dispatcher import DataPacketDispatcher
+from aeromq.transport.driver.udp.loss_detector import (
     FeedbackDelayGenerator,
     OptimalMulticastDelayGenerator,
     StaticDelayGenerator,
 )
-from aeromq.transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
-from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
-from aeromq.transport.driver.network_counters import (
+from aeromq.transport.driver.udp.network_counters import (
     CHANNEL_STATUS_ACTIVE,
     CHANNEL_STATUS_CLOSING,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
@@ -56,18 +56,18 @@ from aeromq.transport.driver.network_counters import (
     allocate_local_sockaddr,
     allocate_stream_counter,
 )
-from aeromq.transport.driver.network_proxies import (
+from aeromq.transport.driver.udp.network_proxies import (
     DriverConductorProxy,
     ImageRequest,
     ReceiverProxy,
 )
-from aeromq.transport.driver.network_subscription_link import NetworkSubscriptionLink
-from aeromq.transport.driver.publication_image import ImageState, PublicationImage
-from aeromq.transport.driver.subscriber_position import SubscriberPosition
-from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_channel import UdpChannel, format_sockaddr
-from aeromq.transport.driver.udp_publications import open_udp_channel
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.network_subscription_link import NetworkSubscriptionLink
+from aeromq.transport.driver.udp.publication_image import ImageState, PublicationImage
+from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.udp.udp_channel import UdpChannel, format_sockaddr
+from aeromq.transport.driver.udp.udp_channel_transport import UdpChannelTransport
+from aeromq.transport.driver.udp.udp_publications import open_udp_channel
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.driver.uri_params import SubscriptionParams
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_TYPE_IMAGE,

@@ -12,7 +12,7 @@ The **receiver** (:meth:`insert_packet`, :meth:`do_work`):
   an under-run: both are counted and dropped. A heartbeat only moves rcv-hwm; with the EOS flag
   it sets the log's end-of-stream position;
 - rebuilds: scans from rcv-pos to rcv-hwm for the first gap
-  (:class:`~transport.driver.loss_detector.LossDetector`), moves rcv-pos to it, and for a gap
+  (:class:`~transport.driver.udp.loss_detector.LossDetector`), moves rcv-pos to it, and for a gap
   that lasts past the NAK delay sends a NAK (or, for ``reliable=false``, pads over it);
 - sends a status message (consumed position = the slowest subscriber, window = the receiver
   window) when the subscribers have moved a quarter window past the last one, and at least
@@ -32,8 +32,6 @@ import os
 from enum import IntEnum
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from aeromq.transport.driver.loss_detector import FeedbackDelayGenerator, LossDetector
-from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
 from aeromq.transport.driver.subscriber_position import (
     ImageListener,
     SubscriberPosition,
@@ -41,7 +39,9 @@ from aeromq.transport.driver.subscriber_position import (
     check_untethered_subscribers,
 )
 from aeromq.transport.driver.term_gap_filler import try_fill_gap
-from aeromq.transport.driver.udp_channel import Sockaddr
+from aeromq.transport.driver.udp.loss_detector import FeedbackDelayGenerator, LossDetector
+from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.udp.udp_channel import Sockaddr
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TRANSPORT_COUNT_OFFSET,
     LOG_END_OF_STREAM_POSITION_OFFSET,

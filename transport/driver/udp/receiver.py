@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections import deque
 
 from aeromq.transport.concurrent import AtomicCounter, NanoClock
-from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from aeromq.transport.driver.network_proxies import CommandQueue, drain
-from aeromq.transport.driver.publication_image import PublicationImage
+from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
+from aeromq.transport.driver.udp.publication_image import PublicationImage
+from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
 
 __all__ = ["Receiver"]
 
