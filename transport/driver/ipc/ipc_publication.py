@@ -150,6 +150,14 @@ class IpcPublication:
         producer_position = self.producer_position()
         return all(s.position.get_volatile() >= producer_position for s in self.subscribers)
 
+    def is_active(self) -> bool:
+        """Whether a concurrent ADD_PUBLICATION may join it (the publication factory asks)."""
+        return self.state is PublicationState.ACTIVE
+
+    def holds_session_id(self) -> bool:
+        """Whether its session id is taken for the stream: until it lingers."""
+        return self.state is PublicationState.ACTIVE or self.state is PublicationState.DRAINING
+
     def is_accepting_subscriptions(self) -> bool:
         return self.state is PublicationState.ACTIVE or (
             self.state is PublicationState.DRAINING and not self.is_drained()

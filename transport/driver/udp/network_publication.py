@@ -225,6 +225,14 @@ class NetworkPublication:
     def sender_position(self) -> int:
         return self.snd_pos.get_volatile()
 
+    def is_active(self) -> bool:
+        """Whether a concurrent ADD_PUBLICATION may join it (the publication factory asks)."""
+        return self.state is NetworkPublicationState.ACTIVE
+
+    def holds_session_id(self) -> bool:
+        """Whether its session id is taken for the stream on its endpoint: until it is DONE."""
+        return self.state is not NetworkPublicationState.DONE
+
     # ----------------------------------------------------------------------------------------
     # Sender thread
 

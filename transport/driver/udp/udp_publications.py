@@ -5,12 +5,14 @@ Aeron's ``aeron_driver_conductor_get_or_add_network_publication`` and neighbours
 - a channel's :class:`~transport.driver.udp.send_channel_endpoint.SendChannelEndpoint` is
   found by canonical form or created (socket bound and connected, ``snd-channel`` status and
   ``snd-local-sockaddr`` counters) and handed to the sender;
-- ADD_PUBLICATION joins the ACTIVE concurrent publication of the stream on that endpoint (its
-  ``session-id``, ``mtu`` and ``term-length`` must agree), otherwise creates one;
-  ADD_EXCLUSIVE_PUBLICATION always creates one. A new one gets its log file
-  ``<aeron_dir>/publications/<registration id>.logbuffer``, a session id, an initial term id,
-  its counters (pub-pos, pub-lmt, snd-pos, snd-lmt, snd-bpe), a flow control strategy and a
-  retransmit handler, and is handed to the sender;
+- ADD_PUBLICATION joins the active concurrent publication of the stream on that endpoint, or a
+  new one is set up (``transport/driver/publication_factory.py`` holds the rules, shared with
+  IPC: session ids, initial term ids, pub-pos and pub-lmt, the log file
+  ``<aeron_dir>/publications/<registration id>.logbuffer``); a publication holds its session id
+  for the stream until it is DONE. A new one also gets snd-pos, snd-lmt, snd-bpe and
+  snd-naks-received, the socket and receiver settings in its log metadata, a flow control
+  strategy (a bad one refuses the channel first) and a retransmit handler, and is handed to the
+  sender;
 - on the duty cycle every publication's limit moves; on the timer each runs its life cycle, and
   one at its end of life is taken from the sender and, once the sender has let go, freed with
   its file. An endpoint with no publication left is taken from the sender and closed.
@@ -21,16 +23,9 @@ let it go, so a publisher that restarts at once on a fixed ``control`` port find
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Callable
 
-from aeromq.transport._errors import (
-    ChannelEndpointError,
-    ChannelUriError,
-    IllegalStateError,
-    UnknownHostError,
-)
+from aeromq.transport._errors import ChannelEndpointError, ChannelUriError, UnknownHostError
 from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent import AtomicCounter, Position
 from aeromq.transport.concurrent.counters_manager import CountersManager
@@ -38,17 +33,8 @@ from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.log_factory import (
-    check_storage,
-    create_log,
-    initialise_log_metadata,
-    producer_window_length,
-)
-from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
-from aeromq.transport.driver.stream_counters import (
-    allocate_publisher_limit,
-    allocate_publisher_position,
-)
+from aeromq.transport.driver.publication_factory import PublicationFactory, StreamCounterAllocator
+from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
 from aeromq.transport.driver.udp.flow_control import create_flow_control
 from aeromq.transport.driver.udp.network_counters import (
@@ -64,17 +50,13 @@ from aeromq.transport.driver.udp.network_counters import (
     allocate_stream_counter,
 )
 from aeromq.transport.driver.udp.network_proxies import SenderProxy
-from aeromq.transport.driver.udp.network_publication import (
-    NetworkPublication,
-    NetworkPublicationState,
-)
+from aeromq.transport.driver.udp.network_publication import NetworkPublication
 from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
 from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
 from aeromq.transport.driver.udp.udp_channel import UdpChannel, format_sockaddr
 from aeromq.transport.driver.udp.udp_channel_transport import UdpChannelTransport
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
-from aeromq.transport.driver.uri_params import PublicationParams, confirm_publication_match
-from aeromq.transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
+from aeromq.transport.driver.uri_params import PublicationParams
 
 __all__ = ["UdpPublications", "open_udp_channel"]
 
@@ -118,7 +100,7 @@ class UdpPublications:
         self._counters = counters
         self._system_counters = system_counters
         self._proxy = client_proxy
-        self._session_ids = session_ids
+        self._factory = PublicationFactory(context, counters, session_ids)
         self._sender = sender_proxy
         self._on_error = on_error
         self.endpoints: dict[str, SendChannelEndpoint] = {}
@@ -240,169 +222,43 @@ class UdpPublications:
         is_exclusive: bool,
         now_ns: int,
     ) -> NetworkPublication:
-        shared: NetworkPublication | None = None
-        session_ids_in_use: set[int] = set()
-        for publication in self.publications:
-            if publication.stream_id != stream_id or publication.endpoint is not endpoint:
-                continue
-            if (
-                shared is None
-                and not is_exclusive
-                and not publication.is_exclusive
-                and publication.state is NetworkPublicationState.ACTIVE
-            ):
-                shared = publication
-            if publication.state is not NetworkPublicationState.DONE:
-                session_ids_in_use.add(publication.session_id)
-        pinned = params.session_id
-        if (
-            pinned is not None
-            and pinned in session_ids_in_use
-            and (shared is None or shared.session_id != pinned)
-        ):
-            raise command_error(
-                ErrorCode.GENERIC_ERROR,
-                "specified session-id is already in exclusive use",
-                channel=channel,
-                stream_id=stream_id,
-                session_id=pinned,
-            )
-        if shared is not None:
-            confirm_publication_match(shared, params, channel)
-            shared.incref()
-            return shared
-        return self._create(
-            client,
-            correlation_id,
+        factory = self._factory
+        shared, session_ids_in_use = factory.find_shared(
+            [p for p in self.publications if p.stream_id == stream_id and p.endpoint is endpoint],
             stream_id,
             channel,
-            endpoint,
             params,
             is_exclusive,
-            session_ids_in_use,
-            now_ns,
         )
-
-    def _create(
-        self,
-        client: AeronClient,
-        registration_id: int,
-        stream_id: int,
-        channel: str,
-        endpoint: SendChannelEndpoint,
-        params: PublicationParams,
-        is_exclusive: bool,
-        session_ids_in_use: set[int],
-        now_ns: int,
-    ) -> NetworkPublication:
+        if shared is not None:
+            return shared
         context = self._context
         settings = self._settings
         term_length = params.term_length
-        if context.perform_storage_checks:
-            check_storage(
-                context.publications_dir(), compute_log_length(term_length, context.file_page_size)
-            )
         try:
             flow_control = create_flow_control(endpoint.channel, settings, term_length)
         except Exception as exc:
             raise command_error(ErrorCode.INVALID_CHANNEL, str(exc), channel=channel) from exc
-        if params.session_id is not None:
-            session_id = params.session_id
-        else:
-            session_id = self._session_ids.allocate(session_ids_in_use)
-        if params.initial_term_id is not None:
-            initial_term_id = params.initial_term_id
-            term_id: int | None = params.term_id
-            position = compute_position(
-                params.term_id, params.term_offset, term_length.bit_length() - 1, initial_term_id
-            )
-        else:
-            initial_term_id = wrap_int32(secrets.randbits(32))
-            term_id = None
-            position = 0
-
-        counters = self._counters
-        allocated: list[int] = []
-        try:
-            allocated.append(
-                allocate_publisher_position(
-                    counters,
-                    registration_id,
-                    session_id,
-                    stream_id,
-                    channel,
-                    client.client_id,
-                    is_exclusive=is_exclusive,
-                )
-            )
-            allocated.append(
-                allocate_publisher_limit(
-                    counters, registration_id, session_id, stream_id, channel, client.client_id
-                )
-            )
-            for type_id in (
-                SENDER_POSITION_TYPE_ID,
-                SENDER_LIMIT_TYPE_ID,
-                SENDER_BPE_TYPE_ID,
-                SENDER_NAKS_RECEIVED_TYPE_ID,
-            ):
-                allocated.append(
-                    allocate_stream_counter(
-                        counters,
-                        type_id,
-                        registration_id,
-                        session_id,
-                        stream_id,
-                        channel,
-                        client.client_id,
-                    )
-                )
-        except IllegalStateError as exc:
-            for counter_id in allocated:
-                counters.free(counter_id)
-            raise command_error(
-                ErrorCode.GENERIC_ERROR, f"cannot add publication ({exc})", channel=channel
-            ) from exc
-        values = counters.values_buffer
-        pub_pos, pub_lmt, snd_pos, snd_lmt = (
-            Position(values, counter_id, counters) for counter_id in allocated[:4]
-        )
-        snd_bpe = AtomicCounter(values, allocated[4], counters)
-        snd_naks_received = AtomicCounter(values, allocated[5], counters)
-        for position_counter in (pub_pos, pub_lmt, snd_pos, snd_lmt):
-            position_counter.set_ordered(position)
-
-        path = os.path.join(context.publications_dir(), f"{registration_id}.logbuffer")
-        try:
-            log = create_log(path, term_length, context.file_page_size, params.is_sparse)
-        except BaseException:
-            snd_bpe.close()
-            snd_naks_received.close()
-            for position_counter in (pub_pos, pub_lmt, snd_pos, snd_lmt):
-                position_counter.close()
-            raise
-        window = producer_window_length(context.publication_term_window_length, term_length)
-        initialise_log_metadata(
-            log,
-            registration_id=registration_id,
-            session_id=session_id,
-            stream_id=stream_id,
-            initial_term_id=initial_term_id,
-            term_id=term_id,
-            term_offset=params.term_offset,
-            mtu_length=params.mtu_length,
-            term_window_length=window,
-            linger_timeout_ns=params.linger_timeout_ns,
-            untethered_window_limit_timeout_ns=context.untethered_window_limit_timeout_ns,
-            untethered_resting_timeout_ns=context.untethered_resting_timeout_ns,
-            is_exclusive=is_exclusive,
-            is_sparse=params.is_sparse,
-            signal_eos=params.signal_eos,
-            tether=context.tether_subscriptions,
+        new = factory.create(
+            client.client_id,
+            correlation_id,
+            stream_id,
+            channel,
+            params,
+            is_exclusive,
+            session_ids_in_use,
+            window_length=context.publication_term_window_length,
             spies_simulate_connection=False,
-            entity_tag=params.entity_tag if params.entity_tag is not None else -1,
-            response_correlation_id=params.response_correlation_id,
+            media_counters=_SENDER_COUNTERS,
         )
+        counters = self._counters
+        values = counters.values_buffer
+        snd_pos_id, snd_lmt_id, snd_bpe_id, snd_naks_received_id = new.media_counter_ids
+        snd_pos = Position(values, snd_pos_id, counters)
+        snd_lmt = Position(values, snd_lmt_id, counters)
+        snd_pos.set_ordered(new.position)
+        snd_lmt.set_ordered(new.position)
+        log = new.args["log"]
         metadata = log.metadata
         sndbuf, rcvbuf = endpoint.transport.socket_buffer_lengths()
         metadata.socket_sndbuf_length = sndbuf
@@ -413,22 +269,12 @@ class UdpPublications:
 
         system = self._system_counters
         publication = NetworkPublication(
-            log=log,
+            **new.args,
             endpoint=endpoint,
-            registration_id=registration_id,
-            session_id=session_id,
-            stream_id=stream_id,
-            channel=channel,
-            initial_term_id=initial_term_id,
-            starting_term_id=term_id if term_id is not None else initial_term_id,
-            starting_term_offset=params.term_offset,
-            is_exclusive=is_exclusive,
-            pub_pos=pub_pos,
-            pub_lmt=pub_lmt,
             snd_pos=snd_pos,
             snd_lmt=snd_lmt,
-            snd_bpe=snd_bpe,
-            snd_naks_received=snd_naks_received,
+            snd_bpe=AtomicCounter(values, snd_bpe_id, counters),
+            snd_naks_received=AtomicCounter(values, snd_naks_received_id, counters),
             flow_control=flow_control,
             retransmit_handler=RetransmitHandler(
                 delay_ns=settings.retransmit_unicast_delay_ns,
@@ -437,7 +283,6 @@ class UdpPublications:
                 invalid_packets=system.get(SystemCounter.INVALID_PACKETS),
                 overflows=system.get(SystemCounter.RETRANSMIT_OVERFLOW),
             ),
-            term_window_length=window,
             mtu_length=params.mtu_length,
             max_messages_per_send=settings.network_publication_max_messages_per_send,
             connection_timeout_ns=settings.publication_connection_timeout_ns,
@@ -506,6 +351,34 @@ class UdpPublications:
         self._releasing.clear()
         self.endpoints.clear()
         self._closing_endpoints.clear()
+
+
+def _sender_counter(type_id: int) -> StreamCounterAllocator:
+    def allocate(
+        manager: CountersManager,
+        registration_id: int,
+        session_id: int,
+        stream_id: int,
+        channel: str,
+        owner_id: int,
+    ) -> int:
+        return allocate_stream_counter(
+            manager, type_id, registration_id, session_id, stream_id, channel, owner_id
+        )
+
+    return allocate
+
+
+_SENDER_COUNTERS = tuple(
+    _sender_counter(type_id)
+    for type_id in (
+        SENDER_POSITION_TYPE_ID,
+        SENDER_LIMIT_TYPE_ID,
+        SENDER_BPE_TYPE_ID,
+        SENDER_NAKS_RECEIVED_TYPE_ID,
+    )
+)
+"""snd-pos, snd-lmt, snd-bpe and snd-naks-received, after pub-pos and pub-lmt (Aeron's order)."""
 
 
 def _or(value: int | None, default: int) -> int:
