@@ -26,24 +26,22 @@ rejoins at the consumer position with a fresh ON_AVAILABLE_IMAGE, as Aeron does.
 
 from __future__ import annotations
 
-import os
 from enum import IntEnum
 
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.position import Position
-from aeromq.transport.driver.log_unblocker import unblock_log
+from aeromq.transport.driver.log_factory import delete_log
+from aeromq.transport.driver.log_unblocker import is_possibly_blocked, unblock_log
 from aeromq.transport.driver.subscriber_position import (
     ImageListener,
     SubscriberPosition,
     TetherState,
     check_untethered_subscribers,
 )
+from aeromq.transport.driver.term_cleaner import clean_term
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
-    LOG_ACTIVE_TERM_COUNT_OFFSET,
-    PARTITION_COUNT,
-    TERM_TAIL_COUNTERS_OFFSET,
-    index_by_position,
+    producer_position,
     set_end_of_stream_position,
     set_is_connected,
     set_is_publication_revoked,
@@ -53,7 +51,6 @@ from aeromq.transport.logbuffer.log_buffers import LogBuffers
 __all__ = ["IpcPublication", "PublicationState"]
 
 _MAX_POSITION = 2**63 - 1
-_LOW_32 = 0xFFFF_FFFF
 
 
 class PublicationState(IntEnum):
@@ -127,15 +124,12 @@ class IpcPublication:
 
     def producer_position(self) -> int:
         """Where the next frame will be appended (from the active term's raw tail)."""
-        meta = self.log.meta_data_buffer
-        term_count = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
-        raw_tail = meta.get_int64_volatile(
-            TERM_TAIL_COUNTERS_OFFSET + (term_count % PARTITION_COUNT) * 8
+        return producer_position(
+            self.log.meta_data_buffer,
+            self.term_length,
+            self.position_bits_to_shift,
+            self.initial_term_id,
         )
-        term_id = raw_tail >> 32
-        term_offset = min(raw_tail & _LOW_32, self.term_length)
-        term_count_from_id = ((term_id - self.initial_term_id + 2**31) & _LOW_32) - 2**31
-        return (term_count_from_id << self.position_bits_to_shift) + term_offset
 
     def join_position(self) -> int:
         """Where a new subscriber starts: the consumer position, or the slowest subscriber."""
@@ -216,19 +210,13 @@ class IpcPublication:
 
     def clean_buffer(self, position: int) -> None:
         """Zero from the clean position towards ``position``, up to the end of that term."""
-        clean_position = self.clean_position
-        if position <= clean_position:
-            return
-        term_length = self.term_length
-        term_buffer = self.log.term_buffers[
-            index_by_position(clean_position, self.position_bits_to_shift)
-        ]
-        term_offset = clean_position & (term_length - 1)
-        length = min(position - clean_position, term_length - term_offset)
-        if length > 8:
-            term_buffer.set_memory(term_offset + 8, length - 8, 0)
-        term_buffer.put_int64_ordered(term_offset, 0)
-        self.clean_position = clean_position + length
+        self.clean_position = clean_term(
+            self.log.term_buffers,
+            self.clean_position,
+            position,
+            self.term_length,
+            self.position_bits_to_shift,
+        )
 
     def on_time_event(self, now_ns: int) -> None:
         """The timer's work: sample pub-pos, unblock, untethered subscribers, end of life."""
@@ -265,8 +253,11 @@ class IpcPublication:
 
     def _check_for_blocked_publisher(self, producer_position: int, now_ns: int) -> None:
         consumer_position = self.consumer_position
-        if consumer_position == self.last_consumer_position and self._is_possibly_blocked(
-            producer_position, consumer_position
+        if consumer_position == self.last_consumer_position and is_possibly_blocked(
+            self.log.meta_data_buffer,
+            self.position_bits_to_shift,
+            producer_position,
+            consumer_position,
         ):
             deadline_ns = self.time_of_last_consumer_position_change_ns + self.unblock_timeout_ns
             if now_ns > deadline_ns and self._unblock(consumer_position):
@@ -274,14 +265,6 @@ class IpcPublication:
         else:
             self.time_of_last_consumer_position_change_ns = now_ns
             self.last_consumer_position = consumer_position
-
-    def _is_possibly_blocked(self, producer_position: int, consumer_position: int) -> bool:
-        producer_term_count = self.log.meta_data_buffer.get_int32_volatile(
-            LOG_ACTIVE_TERM_COUNT_OFFSET
-        )
-        if producer_term_count != consumer_position >> self.position_bits_to_shift:
-            return True
-        return producer_position > consumer_position
 
     def _check_untethered_subscribers(self, now_ns: int) -> None:
         window = self.term_window_length
@@ -328,13 +311,7 @@ class IpcPublication:
             manager.free(subscriber.counter_id)
         self.subscribers.clear()
         self.log.close()
-        try:
-            os.unlink(self.log_file_name)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return False
-        return True
+        return delete_log(self.log_file_name)
 
     def __repr__(self) -> str:
         return (

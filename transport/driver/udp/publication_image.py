@@ -28,16 +28,17 @@ gone, until they let go or the liveness timeout; DONE, when the conductor frees 
 
 from __future__ import annotations
 
-import os
 from enum import IntEnum
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
+from aeromq.transport.driver.log_factory import delete_log
 from aeromq.transport.driver.subscriber_position import (
     ImageListener,
     SubscriberPosition,
     TetherState,
     check_untethered_subscribers,
 )
+from aeromq.transport.driver.term_cleaner import clean_term
 from aeromq.transport.driver.term_gap_filler import try_fill_gap
 from aeromq.transport.driver.udp.loss_detector import FeedbackDelayGenerator, LossDetector
 from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
@@ -308,18 +309,13 @@ class PublicationImage:
                 self._loss_gap_fills.increment_ordered()
 
     def _clean_buffer_to(self, position: int) -> None:
-        clean_position = self.clean_position
-        if position <= clean_position:
-            return
-        term_buffer = self._term_buffers[
-            (clean_position >> self.position_bits_to_shift) % PARTITION_COUNT
-        ]
-        term_offset = clean_position & self.term_length_mask
-        length = min(position - clean_position, self.term_length - term_offset)
-        if length > 8:
-            term_buffer.set_memory(term_offset + 8, length - 8, 0)
-        term_buffer.put_int64_ordered(term_offset, 0)
-        self.clean_position = clean_position + length
+        self.clean_position = clean_term(
+            self._term_buffers,
+            self.clean_position,
+            position,
+            self.term_length,
+            self.position_bits_to_shift,
+        )
 
     def on_rttm_request(self, echo_timestamp_ns: int) -> None:
         """The sender asked for an RTTM reply: echo its timestamp back."""
@@ -416,13 +412,7 @@ class PublicationImage:
             self.rcv_naks_sent.close()
         self.subscribers = []
         self.log.close()
-        try:
-            os.unlink(self.log_file_name)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return False
-        return True
+        return delete_log(self.log_file_name)
 
     def __repr__(self) -> str:
         return (
