@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from aeromq.transport._errors import ChannelEndpointError, ChannelUriError, UnknownHostError
 from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent import AtomicCounter, Position
 from aeromq.transport.concurrent.counters_manager import CountersManager
@@ -36,6 +35,11 @@ from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.publication_factory import PublicationFactory, StreamCounterAllocator
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp.endpoint_factory import (
+    allocate_endpoint_counters,
+    open_transport,
+    open_udp_channel,
+)
 from aeromq.transport.driver.udp.flow_control import create_flow_control
 from aeromq.transport.driver.udp.network_counters import (
     CHANNEL_STATUS_ACTIVE,
@@ -45,40 +49,17 @@ from aeromq.transport.driver.udp.network_counters import (
     SENDER_LIMIT_TYPE_ID,
     SENDER_NAKS_RECEIVED_TYPE_ID,
     SENDER_POSITION_TYPE_ID,
-    allocate_channel_status,
-    allocate_local_sockaddr,
     allocate_stream_counter,
 )
 from aeromq.transport.driver.udp.network_proxies import SenderProxy
 from aeromq.transport.driver.udp.network_publication import NetworkPublication
 from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
 from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
-from aeromq.transport.driver.udp.udp_channel import UdpChannel, format_sockaddr
-from aeromq.transport.driver.udp.udp_channel_transport import UdpChannelTransport
+from aeromq.transport.driver.udp.udp_channel import UdpChannel
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.driver.uri_params import PublicationParams
 
-__all__ = ["UdpPublications", "open_udp_channel"]
-
-
-def open_udp_channel(channel: str, settings: UdpSettings) -> UdpChannel:
-    """Parse and resolve ``channel``; refuse it as Aeron would (a command error)."""
-    try:
-        udp_channel = UdpChannel.parse(channel, settings.multicast_ttl)
-    except ChannelUriError as exc:
-        code = (
-            ErrorCode.UNKNOWN_HOST
-            if isinstance(exc, UnknownHostError)
-            else ErrorCode.INVALID_CHANNEL
-        )
-        raise command_error(code, f"invalid udp channel ({exc})", channel=channel) from exc
-    if udp_channel.unsupported_reason is not None:
-        raise command_error(
-            ErrorCode.NOT_SUPPORTED,
-            f"not supported by this driver: {udp_channel.unsupported_reason}",
-            channel=channel,
-        )
-    return udp_channel
+__all__ = ["UdpPublications"]
 
 
 class UdpPublications:
@@ -154,51 +135,23 @@ class UdpPublications:
                 endpoint.status.set_ordered(CHANNEL_STATUS_ACTIVE)
                 self._sender.add_endpoint(endpoint)
             return endpoint
-        settings = self._settings
-        errors = self._system_counters.get(SystemCounter.ERRORS)
-        try:
-            transport = UdpChannelTransport(
-                family=channel.family,
-                bind_address=channel.remote_control
-                if channel.is_multicast
-                else channel.local_control,
-                connect_address=None if channel.is_multicast else channel.remote_data,
-                multicast_group=channel.remote_control if channel.is_multicast else None,
-                multicast_interface=channel.interface_address if channel.is_multicast else None,
-                multicast_ttl=channel.multicast_ttl,
-                socket_sndbuf_length=_or(
-                    channel.socket_sndbuf_length, settings.socket_sndbuf_length
-                ),
-                socket_rcvbuf_length=_or(
-                    channel.socket_rcvbuf_length, settings.socket_rcvbuf_length
-                ),
-                loss_generator=settings.loss_generator,
-                error_handler=_counting(self._on_error, errors),
-                channel=channel.original_uri,
-            )
-        except ChannelEndpointError as exc:
-            raise command_error(
-                ErrorCode.GENERIC_ERROR, str(exc), channel=channel.original_uri
-            ) from exc
-        counters = self._counters
-        local_address = format_sockaddr(transport.local_address)
-        status_id = allocate_channel_status(
-            counters,
-            SEND_CHANNEL_STATUS_TYPE_ID,
-            registration_id,
-            channel.original_uri,
-            local_address,
+        transport = open_transport(
+            channel,
+            self._settings,
+            bind_address=channel.remote_control if channel.is_multicast else channel.local_control,
+            connect_address=None if channel.is_multicast else channel.remote_data,
+            multicast_group=channel.remote_control if channel.is_multicast else None,
+            errors=self._system_counters.get(SystemCounter.ERRORS),
+            on_error=self._on_error,
         )
-        status = AtomicCounter(counters.values_buffer, status_id, counters)
-        sockaddr_id = allocate_local_sockaddr(
-            counters, SEND_CHANNEL_STATUS_TYPE_ID, registration_id, status_id, local_address
+        status, local_sockaddr = allocate_endpoint_counters(
+            self._counters, SEND_CHANNEL_STATUS_TYPE_ID, registration_id, channel, transport
         )
-        counters.set_counter_value(sockaddr_id, CHANNEL_STATUS_ACTIVE)
         endpoint = SendChannelEndpoint(
             channel,
             transport,
             status=status,
-            local_sockaddr=AtomicCounter(counters.values_buffer, sockaddr_id, counters),
+            local_sockaddr=local_sockaddr,
             invalid_packets=self._system_counters.get(SystemCounter.INVALID_PACKETS),
             status_messages_received=self._system_counters.get(
                 SystemCounter.STATUS_MESSAGES_RECEIVED
@@ -379,17 +332,3 @@ _SENDER_COUNTERS = tuple(
     )
 )
 """snd-pos, snd-lmt, snd-bpe and snd-naks-received, after pub-pos and pub-lmt (Aeron's order)."""
-
-
-def _or(value: int | None, default: int) -> int:
-    return default if value is None else value
-
-
-def _counting(
-    on_error: Callable[[BaseException], object], errors: AtomicCounter
-) -> Callable[[Exception], object]:
-    def handle(error: Exception) -> None:
-        errors.increment()
-        on_error(error)
-
-    return handle
