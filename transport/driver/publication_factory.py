@@ -30,6 +30,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol, TypedDict, TypeVar
 
 from aeromq.transport._errors import IllegalStateError
@@ -63,9 +64,9 @@ __all__ = [
     "confirm_publication_match",
 ]
 
-StreamCounterAllocator = Callable[[CountersManager, int, int, int, str, int], int]
-"""Allocates one of a media's stream counters: (manager, registration id, session id, stream id,
-channel, owner id) -> counter id."""
+StreamCounterAllocator = Callable[[int, int, int, str, int], int]
+"""Allocates one stream counter in the driver's counters manager (bound, e.g. with
+``functools.partial``): (registration id, session id, stream id, channel, owner id) -> id."""
 
 
 class _LogMetadata(Protocol):
@@ -269,17 +270,21 @@ class PublicationFactory:
             term_id = None
             position = 0
 
+        counters = self._counters
         counter_ids = self._allocate_counters(
-            (_publisher_position(is_exclusive), allocate_publisher_limit, *media_counters),
+            (
+                partial(allocate_publisher_position, counters, is_exclusive=is_exclusive),
+                partial(allocate_publisher_limit, counters),
+                *media_counters,
+            ),
             registration_id,
             session_id,
             stream_id,
             channel,
             owner_id,
         )
-        values = self._counters.values_buffer
-        pub_pos = Position(values, counter_ids[0], self._counters)
-        pub_lmt = Position(values, counter_ids[1], self._counters)
+        pub_pos = Position(counters.values_buffer, counter_ids[0], counters)
+        pub_lmt = Position(counters.values_buffer, counter_ids[1], counters)
         pub_pos.set_ordered(position)
         pub_lmt.set_ordered(position)
 
@@ -288,7 +293,7 @@ class PublicationFactory:
             log = create_log(path, term_length, context.file_page_size, params.is_sparse)
         except BaseException:
             for counter_id in counter_ids:
-                self._counters.free(counter_id)
+                counters.free(counter_id)
             raise
         window = producer_window_length(window_length, term_length)
         initialise_log_metadata(
@@ -342,7 +347,7 @@ class PublicationFactory:
         try:
             for allocate in allocators:
                 allocated.append(
-                    allocate(counters, registration_id, session_id, stream_id, channel, owner_id)
+                    allocate(registration_id, session_id, stream_id, channel, owner_id)
                 )
         except IllegalStateError as exc:
             for counter_id in allocated:
@@ -351,27 +356,3 @@ class PublicationFactory:
                 ErrorCode.GENERIC_ERROR, f"cannot add publication ({exc})", channel=channel
             ) from exc
         return allocated
-
-
-def _publisher_position(is_exclusive: bool) -> StreamCounterAllocator:
-    """pub-pos, named for the publication's kind (concurrent or exclusive)."""
-
-    def allocate(
-        manager: CountersManager,
-        registration_id: int,
-        session_id: int,
-        stream_id: int,
-        channel: str,
-        owner_id: int,
-    ) -> int:
-        return allocate_publisher_position(
-            manager,
-            registration_id,
-            session_id,
-            stream_id,
-            channel,
-            owner_id,
-            is_exclusive=is_exclusive,
-        )
-
-    return allocate

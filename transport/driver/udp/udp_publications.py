@@ -24,6 +24,7 @@ let it go, so a publisher that restarts at once on a fixed ``control`` port find
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent import AtomicCounter, Position
@@ -32,7 +33,7 @@ from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.publication_factory import PublicationFactory, StreamCounterAllocator
+from aeromq.transport.driver.publication_factory import PublicationFactory
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
 from aeromq.transport.driver.udp.endpoint_factory import (
@@ -82,6 +83,15 @@ class UdpPublications:
         self._system_counters = system_counters
         self._proxy = client_proxy
         self._factory = PublicationFactory(context, counters, session_ids)
+        self._sender_counters = [  # after pub-pos and pub-lmt, in Aeron's order
+            partial(allocate_stream_counter, counters, type_id)
+            for type_id in (
+                SENDER_POSITION_TYPE_ID,
+                SENDER_LIMIT_TYPE_ID,
+                SENDER_BPE_TYPE_ID,
+                SENDER_NAKS_RECEIVED_TYPE_ID,
+            )
+        ]
         self._sender = sender_proxy
         self._on_error = on_error
         self.endpoints: dict[str, SendChannelEndpoint] = {}
@@ -202,7 +212,7 @@ class UdpPublications:
             session_ids_in_use,
             window_length=context.publication_term_window_length,
             spies_simulate_connection=False,
-            media_counters=_SENDER_COUNTERS,
+            media_counters=self._sender_counters,
         )
         counters = self._counters
         values = counters.values_buffer
@@ -304,31 +314,3 @@ class UdpPublications:
         self._releasing.clear()
         self.endpoints.clear()
         self._closing_endpoints.clear()
-
-
-def _sender_counter(type_id: int) -> StreamCounterAllocator:
-    def allocate(
-        manager: CountersManager,
-        registration_id: int,
-        session_id: int,
-        stream_id: int,
-        channel: str,
-        owner_id: int,
-    ) -> int:
-        return allocate_stream_counter(
-            manager, type_id, registration_id, session_id, stream_id, channel, owner_id
-        )
-
-    return allocate
-
-
-_SENDER_COUNTERS = tuple(
-    _sender_counter(type_id)
-    for type_id in (
-        SENDER_POSITION_TYPE_ID,
-        SENDER_LIMIT_TYPE_ID,
-        SENDER_BPE_TYPE_ID,
-        SENDER_NAKS_RECEIVED_TYPE_ID,
-    )
-)
-"""snd-pos, snd-lmt, snd-bpe and snd-naks-received, after pub-pos and pub-lmt (Aeron's order)."""
