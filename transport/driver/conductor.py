@@ -16,8 +16,8 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
 
 Streams are handled per media (:class:`MediaStreams`): ``aeron:ipc`` by
 :class:`~transport.driver.ipc.ipc_streams.IpcStreams`, ``aeron:udp`` by
-:class:`~transport.driver.udp.udp_streams.UdpStreams`, which also owns the sender and receiver agents
-(the media driver runs them) and does its per-cycle work in step 5 (the receiver's image
+:class:`~transport.driver.udp.udp_streams.UdpStreams`, which also owns the sender and receiver
+agents (the media driver runs them) and does its per-cycle work in step 5 (the receiver's image
 requests, the network publications' limits).
 
 A TERMINATE_DRIVER whose token the context's validator accepts calls the termination hook and

@@ -1,9 +1,9 @@
 """``SubscriberPosition``: one subscription's sub-pos in one log, and the untethered rules.
 
 Aeron's ``SubscriberPosition`` (``aeron_tetherable_position_t``), shared by every log a
-subscription can read: an IPC publication (``transport/driver/ipc/ipc_publication.py``) and a network
-image (``transport/driver/udp/publication_image.py``). Both run the same life cycle for untethered
-subscribers (``tether=false``), :func:`check_untethered_subscribers`:
+subscription can read: an IPC publication (``transport/driver/ipc/ipc_publication.py``) and a
+network image (``transport/driver/udp/publication_image.py``). Both run the same life cycle for
+untethered subscribers (``tether=false``), :func:`check_untethered_subscribers`:
 
 - ACTIVE: one that falls behind the window limit for ``window_limit_timeout_ns`` is told its image
   is unavailable (the :class:`ImageListener`) and goes to LINGER;

@@ -4,8 +4,9 @@ Aeron's ``aeron_subscription_link_t``: the registration id (the ADD_SUBSCRIPTION
 the owning client, the stream, the channel as the client gave it, the channel's parameters
 (``session-id``, ``tether``, ``sparse``, ``reliable``, ``rejoin``) and the logs it is linked to,
 each with the sub-pos counter the driver allocated for it. An IPC subscription links to IPC
-publications; a UDP one (:class:`~transport.driver.udp.network_subscription_link.NetworkSubscriptionLink`,
-which adds its receive endpoint) to network images. A subscription links to every log of its
+publications; a UDP one (``NetworkSubscriptionLink`` in
+``transport/driver/udp/network_subscription_link.py``, which adds its receive endpoint) to
+network images. A subscription links to every log of its
 stream (and session, when the channel pins ``session-id``), in whichever order the two appear:
 :meth:`SubscriptionLink.link` allocates the sub-pos and hands it to the log,
 :meth:`SubscriptionLink.unlink_all` takes them all back.
