@@ -65,7 +65,7 @@ _MS = 1_000_000
 
 def _driver(aeron_dir: str, loss_rate: float, idle: str, ready: Event, stop: Event) -> None:
     from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
-    from aeromq.transport.driver.udp_settings import UdpSettings
+    from aeromq.transport.driver.udp.udp_settings import UdpSettings
     from aeromq.transport.testing.loss_generator import LossGenerator
 
     loss = (

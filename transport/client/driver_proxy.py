@@ -26,12 +26,14 @@ from aeromq.transport.command import (
     REMOVE_COUNTER,
     REMOVE_PUBLICATION,
     REMOVE_SUBSCRIPTION,
+    TERMINATE_DRIVER,
     encode_correlated_message,
     encode_counter_message,
     encode_publication_message,
     encode_remove_message,
     encode_remove_publication_message,
     encode_subscription_message,
+    encode_terminate_driver_message,
     type_name,
 )
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
@@ -136,6 +138,16 @@ class DriverProxy:
             self._scratch, 0, client_id=self.client_id, correlation_id=self.next_correlation_id()
         )
         return self._to_driver.write(CLIENT_CLOSE, self._scratch, 0, length)
+
+    def terminate_driver(self, token: bytes = b"") -> int:
+        """TERMINATE_DRIVER with ``token`` (the driver's termination validator judges it)."""
+        correlation_id = self.next_correlation_id()
+        scratch = self._ensure_scratch(len(token) + 64)
+        length = encode_terminate_driver_message(
+            scratch, 0, client_id=self.client_id, correlation_id=correlation_id, token=token
+        )
+        self._write(TERMINATE_DRIVER, length)
+        return correlation_id
 
     def _add_publication(self, type_id: int, channel: str, stream_id: int) -> int:
         correlation_id = self.next_correlation_id()

@@ -1,8 +1,13 @@
-"""The media driver: the conductor agent, IPC publications, counters and cnc.dat.
+"""The media driver: the conductor agent, its media, counters and cnc.dat.
 
 :class:`MediaDriver` launches a driver (standalone: ``aeromq driver`` / ``python -m
-transport.driver``; or embedded in any process) over a :class:`MediaDriverContext`. Clients talk
-to it through ``cnc.dat`` in its directory with Aeron's command protocol, byte for byte.
+aeromq.transport.driver``; or embedded in any process) over a :class:`MediaDriverContext`. Clients
+talk to it through ``cnc.dat`` in its directory with Aeron's command protocol, byte for byte.
+
+Layout: what both media use is here (the conductor, the media driver and its context, clients
+and their liveness, the command adapter, counters, session ids, channel parameters, log files and
+their upkeep, subscription links and subscriber positions); ``ipc/`` holds the ``aeron:ipc`` media
+and ``udp/`` the ``aeron:udp`` media with its sender and receiver agents.
 """
 
 from aeromq.transport.driver.conductor import DriverConductor
@@ -14,16 +19,16 @@ from aeromq.transport.driver.context import (
     default_aeron_dir,
     deny_termination,
 )
-from aeromq.transport.driver.ipc_publication import IpcPublication, PublicationState
+from aeromq.transport.driver.ipc.ipc_publication import IpcPublication, PublicationState
 from aeromq.transport.driver.media_driver import MediaDriver
-from aeromq.transport.driver.network_publication import NetworkPublication
-from aeromq.transport.driver.publication_image import PublicationImage
-from aeromq.transport.driver.receiver import Receiver
-from aeromq.transport.driver.sender import Sender
 from aeromq.transport.driver.system_counters import SystemCounter
-from aeromq.transport.driver.udp_channel import UdpChannel
-from aeromq.transport.driver.udp_settings import UdpSettings
-from aeromq.transport.driver.udp_streams import UdpStreams
+from aeromq.transport.driver.udp.network_publication import NetworkPublication
+from aeromq.transport.driver.udp.publication_image import PublicationImage
+from aeromq.transport.driver.udp.receiver import Receiver
+from aeromq.transport.driver.udp.sender import Sender
+from aeromq.transport.driver.udp.udp_channel import UdpChannel
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.udp_streams import UdpStreams
 
 __all__ = [
     "DriverConductor",

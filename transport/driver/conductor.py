@@ -15,9 +15,9 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
 5. move every publication's limit.
 
 Streams are handled per media (:class:`MediaStreams`): ``aeron:ipc`` by
-:class:`~transport.driver.ipc_streams.IpcStreams`, ``aeron:udp`` by
-:class:`~transport.driver.udp_streams.UdpStreams`, which also owns the sender and receiver agents
-(the media driver runs them) and does its per-cycle work in step 5 (the receiver's image
+:class:`~transport.driver.ipc.ipc_streams.IpcStreams`, ``aeron:udp`` by
+:class:`~transport.driver.udp.udp_streams.UdpStreams`, which also owns the sender and receiver
+agents (the media driver runs them) and does its per-cycle work in step 5 (the receiver's image
 requests, the network publications' limits).
 
 A TERMINATE_DRIVER whose token the context's validator accepts calls the termination hook and
@@ -51,11 +51,12 @@ from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_adapter import ClientCommandAdapter
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.ipc_streams import IpcStreams
+from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
+from aeromq.transport.driver.ipc.ipc_streams import IpcStreams
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.stream_counters import allocate_client_heartbeat
 from aeromq.transport.driver.system_counters import NULL_VALUE, SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_streams import UdpStreams
+from aeromq.transport.driver.udp.udp_streams import UdpStreams
 from aeromq.transport.driver.uri_params import (
     IPC_MEDIA,
     UDP_MEDIA,
@@ -125,10 +126,6 @@ class DriverConductor:
         self._client_timeouts = self.system_counters.get(SystemCounter.CLIENT_TIMEOUTS)
         self._unblocked_commands = self.system_counters.get(SystemCounter.UNBLOCKED_COMMANDS)
         self._publications_revoked = self.system_counters.get(SystemCounter.PUBLICATIONS_REVOKED)
-        self._max_cycle_time = self.system_counters.get(SystemCounter.CONDUCTOR_MAX_CYCLE_TIME)
-        self._cycle_threshold_exceeded = self.system_counters.get(
-            SystemCounter.CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED
-        )
         session_ids = SessionIdAllocator(
             context.publication_reserved_session_id_low,
             context.publication_reserved_session_id_high,
@@ -158,7 +155,12 @@ class DriverConductor:
         )
         now_ns = self._nano_clock.time_ns()
         self._now_ns = now_ns
-        self._time_of_last_cycle_ns = now_ns
+        self._duty_cycle = DutyCycleStallTracker(
+            self.system_counters.get(SystemCounter.CONDUCTOR_MAX_CYCLE_TIME),
+            self.system_counters.get(SystemCounter.CONDUCTOR_CYCLE_TIME_THRESHOLD_EXCEEDED),
+            context.conductor_cycle_threshold_ns,
+            now_ns,
+        )
         self._timer_deadline_ns = now_ns
         self._heartbeat_ms = self._epoch_clock.time_ms()
         self.to_driver.consumer_heartbeat_time = self._heartbeat_ms
@@ -180,9 +182,7 @@ class DriverConductor:
     def do_work(self) -> int:
         now_ns = self._nano_clock.time_ns()
         self._now_ns = now_ns
-        cycle_ns = now_ns - self._time_of_last_cycle_ns
-        self._time_of_last_cycle_ns = now_ns
-        self._max_cycle_time_propose(cycle_ns)
+        self._duty_cycle.measure_and_update(now_ns)
 
         work_count = self._adapter.receive()
         now_ms = self._epoch_clock.time_ms()
@@ -218,12 +218,6 @@ class DriverConductor:
         if isinstance(error, AgentTerminationError):
             return
         self.error_log.record(error)
-
-    def _max_cycle_time_propose(self, cycle_ns: int) -> None:
-        if cycle_ns > self._max_cycle_time.get_weak():
-            self._max_cycle_time.set_ordered(cycle_ns)
-        if cycle_ns > self._context.conductor_cycle_threshold_ns:
-            self._cycle_threshold_exceeded.increment_ordered()
 
     # ----------------------------------------------------------------------------------------
     # Timer

@@ -16,7 +16,7 @@ Threading modes (Aeron's), for the conductor and the UDP sender and receiver age
 thread beside the conductor's, ``SHARED`` runs all three composed on one thread, and
 ``INVOKER`` runs no thread and gives the caller an invoker of all three. The UDP settings (socket
 buffers, windows, NAK and retransmit timing, the network agents' idle strategies) are the
-nested :class:`~transport.driver.udp_settings.UdpSettings` in ``udp``, read from Aeron's
+nested :class:`~transport.driver.udp.udp_settings.UdpSettings` in ``udp``, read from Aeron's
 environment variables too.
 """
 
@@ -40,7 +40,7 @@ from aeromq.transport.concurrent.clock import (
 from aeromq.transport.concurrent.counters_descriptor import COUNTER_LENGTH
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy, idle_strategy_from_name
 from aeromq.transport.driver._values import parse_bool, parse_duration_ns, parse_int32, parse_size
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.logbuffer.frame_descriptor import FRAME_ALIGNMENT, HDR_LENGTH
 from aeromq.transport.logbuffer.log_buffer_descriptor import check_page_size, check_term_length
 

@@ -10,6 +10,8 @@ position and rotates the log when needed:
   when the rest of the term was turned into padding, rotate the log past it.
 
 Returns whether anything was unblocked (the caller counts ``Unblocked Publications``).
+:func:`is_possibly_blocked` is the test a publication runs before it waits out the unblock
+timeout: its consumer position is stuck behind the producer, or in another term.
 """
 
 from __future__ import annotations
@@ -27,7 +29,20 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import (
 )
 from aeromq.transport.logbuffer.term_unblocker import UnblockStatus, unblock
 
-__all__ = ["unblock_log"]
+__all__ = ["is_possibly_blocked", "unblock_log"]
+
+
+def is_possibly_blocked(
+    meta_data_buffer: AtomicBuffer,
+    position_bits_to_shift: int,
+    producer_position: int,
+    consumer_position: int,
+) -> bool:
+    """Whether a writer may be stuck at ``consumer_position`` (Aeron's ``isPossiblyBlocked``)."""
+    producer_term_count = active_term_count(meta_data_buffer)
+    if producer_term_count != consumer_position >> position_bits_to_shift:
+        return True
+    return producer_position > consumer_position
 
 
 def unblock_log(

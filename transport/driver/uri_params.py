@@ -15,7 +15,6 @@ Subscription: ``session-id``, ``tether``, ``sparse``, ``reliable``, ``rejoin``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from aeromq.transport._errors import ChannelUriError, ConfigurationError, RegistrationError
 from aeromq.transport.channel_uri import ChannelUri
@@ -29,10 +28,8 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import check_term_length
 __all__ = [
     "IPC_MEDIA",
     "UDP_MEDIA",
-    "ExistingPublication",
     "PublicationParams",
     "SubscriptionParams",
-    "confirm_publication_match",
     "parse_channel",
     "publication_params",
     "subscription_params",
@@ -246,61 +243,3 @@ def subscription_params(
         is_reliable=read.boolean("reliable", True),
         is_rejoin=read.boolean("rejoin", True),
     )
-
-
-class _LogMetadata(Protocol):
-    @property
-    def mtu_length(self) -> int: ...
-    @property
-    def term_length(self) -> int: ...
-
-
-class _Log(Protocol):
-    @property
-    def metadata(self) -> _LogMetadata: ...
-
-
-class ExistingPublication(Protocol):
-    """What :func:`confirm_publication_match` reads of an IPC or network publication."""
-
-    @property
-    def session_id(self) -> int: ...
-    @property
-    def initial_term_id(self) -> int: ...
-    @property
-    def starting_term_id(self) -> int: ...
-    @property
-    def starting_term_offset(self) -> int: ...
-    @property
-    def log(self) -> _Log: ...
-
-
-def confirm_publication_match(
-    publication: ExistingPublication, params: PublicationParams, channel: str
-) -> None:
-    """A channel joining an existing concurrent publication must not ask for anything else."""
-    metadata = publication.log.metadata
-    checks: list[tuple[str, int, int | None]] = [
-        ("session-id", publication.session_id, params.session_id),
-        ("mtu", metadata.mtu_length, params.mtu_length if params.has_mtu_length else None),
-        (
-            "term-length",
-            metadata.term_length,
-            params.term_length if params.has_term_length else None,
-        ),
-    ]
-    if params.has_position:
-        checks += [
-            ("init-term-id", publication.initial_term_id, params.initial_term_id),
-            ("term-id", publication.starting_term_id, params.term_id),
-            ("term-offset", publication.starting_term_offset, params.term_offset),
-        ]
-    for key, existing, requested in checks:
-        if requested is not None and requested != existing:
-            raise command_error(
-                ErrorCode.GENERIC_ERROR,
-                f"existing publication has different '{key}'",
-                channel=channel,
-                existing=existing,
-                requested=requested,
-            )

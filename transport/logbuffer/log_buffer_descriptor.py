@@ -206,6 +206,7 @@ __all__ = [
     "is_publication_revoked",
     "pack_tail",
     "position_bits_to_shift",
+    "producer_position",
     "raw_tail",
     "raw_tail_volatile",
     "rotate_log",
@@ -426,6 +427,19 @@ def active_raw_tail_volatile(meta: AtomicBuffer) -> int:
     """The raw tail of the partition the active term count points at."""
     index = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET) % PARTITION_COUNT
     return meta.get_int64_volatile(TERM_TAIL_COUNTERS_OFFSET + index * _SIZE_OF_LONG)
+
+
+def producer_position(
+    meta: AtomicBuffer, term_length: int, position_bits_to_shift: int, initial_term_id: int
+) -> int:
+    """Where the next frame will be appended: the active term's raw tail as a stream position."""
+    raw_tail = active_raw_tail_volatile(meta)
+    return compute_position(
+        raw_tail >> 32,
+        min(raw_tail & 0xFFFF_FFFF, term_length),
+        position_bits_to_shift,
+        initial_term_id,
+    )
 
 
 def cas_raw_tail(meta: AtomicBuffer, partition_index: int, expected: int, update: int) -> bool:

@@ -1,14 +1,16 @@
 """``DriverClient``: a raw protocol client of a media driver, for tests and tools.
 
 It speaks Aeron's client-driver protocol with nothing in between: it maps a driver's
-``cnc.dat``, writes commands encoded with :mod:`transport.command` into the to-driver ring
-buffer, and reads every response off the to-clients broadcast buffer, decoded. No conductor,
-no keepalive thread, no log buffers: a test drives each step and sees exact bytes, which is what
-a driver's tests (and a client's fake-driver tests in reverse) need.
+``cnc.dat``, writes commands into the to-driver ring buffer through the client's own
+:class:`~transport.client.driver_proxy.DriverProxy` (the same encoding, correlation ids and
+retries on a full ring as a real client), and reads every response off the to-clients broadcast
+buffer, decoded. No conductor, no keepalive thread, no log buffers: a test drives each step and
+sees exact bytes, which is what a driver's tests (and a client's fake-driver tests in reverse)
+need.
 
-- ``add_publication``, ``add_subscription``, ``add_counter``, ``remove_*``, ``keepalive``,
-  ``client_close``, ``terminate_driver`` and ``send_raw`` write one command and return its
-  correlation id;
+- ``add_publication``, ``add_subscription``, ``add_counter``, ``remove_*`` and
+  ``terminate_driver`` write one command and return its correlation id; ``keepalive`` and
+  ``client_close`` write theirs as a client does; ``send_raw`` writes any bytes as any command;
 - ``poll()`` reads what the driver broadcast since (to every client) into ``responses``;
   ``await_response(type_id, predicate, timeout_s)`` polls until one matches (bounded), and
   ``await_correlated(correlation_id)`` waits for the answer to one command;
@@ -25,14 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aeromq.transport._errors import DriverTimeoutError, IllegalStateError
+from aeromq.transport.client.driver_proxy import DriverProxy
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.command import (
-    ADD_COUNTER,
-    ADD_EXCLUSIVE_PUBLICATION,
-    ADD_PUBLICATION,
-    ADD_SUBSCRIPTION,
     CLIENT_CLOSE,
-    CLIENT_KEEPALIVE,
     ON_AVAILABLE_IMAGE,
     ON_CLIENT_TIMEOUT,
     ON_COUNTER_READY,
@@ -43,10 +41,7 @@ from aeromq.transport.command import (
     ON_SUBSCRIPTION_READY,
     ON_UNAVAILABLE_COUNTER,
     ON_UNAVAILABLE_IMAGE,
-    REMOVE_COUNTER,
-    REMOVE_PUBLICATION,
-    REMOVE_SUBSCRIPTION,
-    TERMINATE_DRIVER,
+    REMOVE_PUBLICATION_FLAG_REVOKE,
     decode_client_timeout,
     decode_counter_update,
     decode_error_response,
@@ -55,13 +50,6 @@ from aeromq.transport.command import (
     decode_operation_succeeded,
     decode_publication_buffers_ready,
     decode_subscription_ready,
-    encode_correlated_message,
-    encode_counter_message,
-    encode_publication_message,
-    encode_remove_message,
-    encode_remove_publication_message,
-    encode_subscription_message,
-    encode_terminate_driver_message,
     type_name,
 )
 from aeromq.transport.concurrent import AtomicBuffer
@@ -127,8 +115,8 @@ class DriverClient:
         self.counters = CountersReader(
             self.cnc.counters_metadata_buffer, self.cnc.counters_values_buffer
         )
-        self._scratch = AtomicBuffer.allocate(self.to_driver.max_msg_length)
         self.client_id = self.to_driver.next_correlation_id()
+        self._proxy = DriverProxy(self.to_driver, self.client_id, aeron_dir)
         self.responses: list[DriverResponse] = []
         self._closed = False
 
@@ -139,106 +127,41 @@ class DriverClient:
         return self.to_driver.next_correlation_id()
 
     def add_publication(self, channel: str, stream_id: int, *, exclusive: bool = False) -> int:
-        correlation_id = self.next_correlation_id()
-        length = encode_publication_message(
-            self._scratch,
-            0,
-            client_id=self.client_id,
-            correlation_id=correlation_id,
-            stream_id=stream_id,
-            channel=channel,
-        )
-        self._write(ADD_EXCLUSIVE_PUBLICATION if exclusive else ADD_PUBLICATION, length)
-        return correlation_id
+        if exclusive:
+            return self._proxy.add_exclusive_publication(channel, stream_id)
+        return self._proxy.add_publication(channel, stream_id)
 
     def remove_publication(self, registration_id: int, flags: int = 0) -> int:
-        correlation_id = self.next_correlation_id()
-        length = encode_remove_publication_message(
-            self._scratch,
-            0,
-            client_id=self.client_id,
-            correlation_id=correlation_id,
-            registration_id=registration_id,
-            flags=flags,
-        )
-        self._write(REMOVE_PUBLICATION, length)
-        return correlation_id
+        revoke = bool(flags & REMOVE_PUBLICATION_FLAG_REVOKE)
+        return self._proxy.remove_publication(registration_id, revoke)
 
     def add_subscription(self, channel: str, stream_id: int) -> int:
-        correlation_id = self.next_correlation_id()
-        length = encode_subscription_message(
-            self._scratch,
-            0,
-            client_id=self.client_id,
-            correlation_id=correlation_id,
-            registration_correlation_id=-1,
-            stream_id=stream_id,
-            channel=channel,
-        )
-        self._write(ADD_SUBSCRIPTION, length)
-        return correlation_id
+        return self._proxy.add_subscription(channel, stream_id)
 
     def remove_subscription(self, registration_id: int) -> int:
-        return self._remove(REMOVE_SUBSCRIPTION, registration_id)
+        return self._proxy.remove_subscription(registration_id)
 
     def add_counter(self, type_id: int, key: bytes, label: str) -> int:
-        correlation_id = self.next_correlation_id()
-        length = encode_counter_message(
-            self._scratch,
-            0,
-            client_id=self.client_id,
-            correlation_id=correlation_id,
-            type_id=type_id,
-            key=key,
-            label=label,
-        )
-        self._write(ADD_COUNTER, length)
-        return correlation_id
+        return self._proxy.add_counter(type_id, key, label)
 
     def remove_counter(self, registration_id: int) -> int:
-        return self._remove(REMOVE_COUNTER, registration_id)
+        return self._proxy.remove_counter(registration_id)
 
-    def keepalive(self) -> int:
-        return self._correlated(CLIENT_KEEPALIVE)
+    def keepalive(self) -> None:
+        """CLIENT_KEEPALIVE, correlation id 0 as Aeron's clients send it."""
+        self._proxy.send_client_keepalive()
 
-    def client_close(self) -> int:
-        return self._correlated(CLIENT_CLOSE)
+    def client_close(self) -> None:
+        """CLIENT_CLOSE (one attempt, as a client closing sends it)."""
+        if not self._proxy.client_close():
+            raise IllegalStateError("to-driver ring buffer is full", msg_type_id=CLIENT_CLOSE)
 
     def terminate_driver(self, token: bytes = b"") -> int:
-        correlation_id = self.next_correlation_id()
-        length = encode_terminate_driver_message(
-            self._scratch, 0, client_id=self.client_id, correlation_id=correlation_id, token=token
-        )
-        self._write(TERMINATE_DRIVER, length)
-        return correlation_id
+        return self._proxy.terminate_driver(token)
 
     def send_raw(self, msg_type_id: int, payload: bytes) -> None:
         """Write any bytes as a record of any type (for malformed-command tests)."""
         if not self.to_driver.write(msg_type_id, payload):
-            raise IllegalStateError("to-driver ring buffer is full", msg_type_id=msg_type_id)
-
-    def _remove(self, msg_type_id: int, registration_id: int) -> int:
-        correlation_id = self.next_correlation_id()
-        length = encode_remove_message(
-            self._scratch,
-            0,
-            client_id=self.client_id,
-            correlation_id=correlation_id,
-            registration_id=registration_id,
-        )
-        self._write(msg_type_id, length)
-        return correlation_id
-
-    def _correlated(self, msg_type_id: int) -> int:
-        correlation_id = self.next_correlation_id()
-        length = encode_correlated_message(
-            self._scratch, 0, client_id=self.client_id, correlation_id=correlation_id
-        )
-        self._write(msg_type_id, length)
-        return correlation_id
-
-    def _write(self, msg_type_id: int, length: int) -> None:
-        if not self.to_driver.write(msg_type_id, self._scratch, 0, length):
             raise IllegalStateError("to-driver ring buffer is full", msg_type_id=msg_type_id)
 
     # ----------------------------------------------------------------------------------------

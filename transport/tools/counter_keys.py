@@ -2,7 +2,7 @@
 
 A counter's 112-byte key is laid out by its type, as Aeron writes it (the layouts and their
 diagrams are in :mod:`transport.driver.stream_counters` and
-:mod:`transport.driver.network_counters`, byte for byte Aeron's):
+:mod:`transport.driver.udp.network_counters`, byte for byte Aeron's):
 
 =========================================  =================================================
 type ids                                   key
@@ -27,17 +27,6 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from aeromq.transport.driver.network_counters import (
-    CHANNEL_STATUS_KEY_CHANNEL_LENGTH_OFFSET,
-    CHANNEL_STATUS_KEY_CHANNEL_OFFSET,
-    RECEIVE_CHANNEL_STATUS_TYPE_ID,
-    RECEIVER_HWM_TYPE_ID,
-    RECEIVER_POSITION_TYPE_ID,
-    SEND_CHANNEL_STATUS_TYPE_ID,
-    SENDER_BPE_TYPE_ID,
-    SENDER_LIMIT_TYPE_ID,
-    SENDER_POSITION_TYPE_ID,
-)
 from aeromq.transport.driver.stream_counters import (
     PUBLISHER_LIMIT_TYPE_ID,
     PUBLISHER_POSITION_TYPE_ID,
@@ -49,6 +38,17 @@ from aeromq.transport.driver.stream_counters import (
     SUBSCRIBER_POSITION_TYPE_ID,
 )
 from aeromq.transport.driver.system_counters import SYSTEM_COUNTER_TYPE_ID
+from aeromq.transport.driver.udp.network_counters import (
+    CHANNEL_STATUS_KEY_CHANNEL_LENGTH_OFFSET,
+    CHANNEL_STATUS_KEY_CHANNEL_OFFSET,
+    RECEIVE_CHANNEL_STATUS_TYPE_ID,
+    RECEIVER_HWM_TYPE_ID,
+    RECEIVER_POSITION_TYPE_ID,
+    SEND_CHANNEL_STATUS_TYPE_ID,
+    SENDER_BPE_TYPE_ID,
+    SENDER_LIMIT_TYPE_ID,
+    SENDER_POSITION_TYPE_ID,
+)
 
 __all__ = [
     "CHANNEL_STATUS_TYPE_IDS",

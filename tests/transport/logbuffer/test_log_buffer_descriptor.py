@@ -177,6 +177,15 @@ def test_should_initialise_tails_at_a_starting_term_and_offset(meta: AtomicBuffe
     assert [d.raw_tail(meta, i) >> 32 for i in (2, 0)] == [102, 103]
 
 
+def test_should_read_the_producer_position_from_the_active_tail(meta: AtomicBuffer) -> None:
+    d.initialise_tails(meta, 100, term_id=104, term_offset=512)
+    assert d.producer_position(meta, 65536, 16, 100) == 4 * 65536 + 512
+    d.set_raw_tail(meta, 1, d.pack_tail(104, 70000))  # writers overshot the end of the term
+    assert d.producer_position(meta, 65536, 16, 100) == 5 * 65536
+    d.initialise_tails(meta, 2**31 - 1, term_id=-(2**31))  # the term id wrapped
+    assert d.producer_position(meta, 65536, 16, 2**31 - 1) == 65536
+
+
 def test_should_let_only_one_racing_writer_rotate(meta: AtomicBuffer) -> None:
     d.initialise_tails(meta, 0)
     d.set_raw_tail(meta, 0, d.pack_tail(0, 70000))  # writers overshot the end

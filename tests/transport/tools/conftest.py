@@ -30,7 +30,8 @@ import pytest
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.concurrent import CountersManager, DistinctErrorLog, SettableClock
 from aeromq.transport.concurrent import ring_buffer_descriptor as rbd
-from aeromq.transport.driver import network_counters, stream_counters
+from aeromq.transport.driver import stream_counters
+from aeromq.transport.driver.udp import network_counters
 
 PID = 4242
 ERROR_TEXT = "IllegalStateError: unknown publication: registration_id=99"

@@ -8,8 +8,11 @@ import pytest
 
 from aeromq.transport import ConfigurationError
 from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from aeromq.transport.driver.network_counters import SEND_CHANNEL_STATUS_TYPE_ID, channel_status_key
 from aeromq.transport.driver.stream_counters import stream_counter_key
+from aeromq.transport.driver.udp.network_counters import (
+    SEND_CHANNEL_STATUS_TYPE_ID,
+    channel_status_key,
+)
 from aeromq.transport.tools import CounterFilter, CounterSnapshot, parse_id_list
 
 

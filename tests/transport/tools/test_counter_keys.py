@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from aeromq.transport.driver.network_counters import (
-    LOCAL_SOCKADDR_TYPE_ID,
-    RECEIVE_CHANNEL_STATUS_TYPE_ID,
-    SENDER_POSITION_TYPE_ID,
-    channel_status_key,
-    local_sockaddr_key,
-)
 from aeromq.transport.driver.stream_counters import (
     CLIENT_HEARTBEAT_TYPE_ID,
     PUBLISHER_POSITION_TYPE_ID,
     SUBSCRIBER_POSITION_TYPE_ID,
     stream_counter_key,
+)
+from aeromq.transport.driver.udp.network_counters import (
+    LOCAL_SOCKADDR_TYPE_ID,
+    RECEIVE_CHANNEL_STATUS_TYPE_ID,
+    SENDER_POSITION_TYPE_ID,
+    channel_status_key,
+    local_sockaddr_key,
 )
 from aeromq.transport.tools.counter_keys import (
     CHANNEL_STATUS_TYPE_IDS,

@@ -1,7 +1,7 @@
 """In-process UDP nodes for the tests: a driver's UDP side without the conductor or clients.
 
 A :class:`Node` is what a media driver holds for UDP (counters, system counters, a client proxy
-whose broadcasts the test reads, :class:`~transport.driver.udp_streams.UdpStreams` with its
+whose broadcasts the test reads, :class:`~transport.driver.udp.udp_streams.UdpStreams` with its
 sender and receiver) over a fresh directory; :meth:`Node.pump` runs one duty cycle of every
 part, as a driver in INVOKER mode does. :class:`LogWriter` appends messages to a publication's
 log as an exclusive publication would (respecting pub-lmt), :class:`LogReader` reads an image's
@@ -32,12 +32,12 @@ from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.driver.aeron_client import AeronClient
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
-from aeromq.transport.driver.network_publication import NetworkPublication
-from aeromq.transport.driver.publication_image import PublicationImage
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_settings import UdpSettings
-from aeromq.transport.driver.udp_streams import UdpStreams
+from aeromq.transport.driver.udp.network_publication import NetworkPublication
+from aeromq.transport.driver.udp.publication_image import PublicationImage
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.udp_streams import UdpStreams
 from aeromq.transport.driver.uri_params import (
     parse_channel,
     publication_params,

@@ -6,16 +6,16 @@ from collections import deque
 from typing import Any
 
 from aeromq.transport.concurrent import SettableClock
-from aeromq.transport.driver.network_proxies import (
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp.network_proxies import (
     DriverConductorProxy,
     ReceiverProxy,
     SenderProxy,
     drain,
 )
-from aeromq.transport.driver.receiver import Receiver
-from aeromq.transport.driver.sender import Sender
-from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.receiver import Receiver
+from aeromq.transport.driver.udp.sender import Sender
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from tests.transport.udp.support import system_counters
 
 MS = 1_000_000

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
-from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_channel import UdpChannel
+from aeromq.transport.driver.udp.data_packet_dispatcher import DataPacketDispatcher
+from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.udp.udp_channel import UdpChannel
+from aeromq.transport.driver.udp.udp_channel_transport import UdpChannelTransport
 from aeromq.transport.protocol import (
     SM_EOS_FLAG,
     SM_SEND_SETUP_FLAG,

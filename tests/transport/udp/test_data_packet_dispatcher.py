@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver.media.data_packet_dispatcher import (
+from aeromq.transport.driver.udp.data_packet_dispatcher import (
     COOL_DOWN,
     INIT_IN_PROGRESS,
     NO_INTEREST,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from aeromq.transport._errors import ConfigurationError
-from aeromq.transport.driver.flow_control import (
+from aeromq.transport.driver.udp.flow_control import (
     MaxMulticastFlowControl,
     MinMulticastFlowControl,
     UnicastFlowControl,
     create_flow_control,
 )
-from aeromq.transport.driver.udp_channel import UdpChannel
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.udp_channel import UdpChannel
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 
 WINDOW = 32 * 1024
 TERM = 64 * 1024

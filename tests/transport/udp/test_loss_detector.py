@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver.loss_detector import (
+from aeromq.transport.driver.udp.loss_detector import (
     LossDetector,
     OptimalMulticastDelayGenerator,
     StaticDelayGenerator,

@@ -14,7 +14,7 @@ from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
-from aeromq.transport.driver.network_counters import CHANNEL_STATUS_ACTIVE
+from aeromq.transport.driver.udp.network_counters import CHANNEL_STATUS_ACTIVE
 from aeromq.transport.logbuffer import Header
 from tests.transport.udp.harness import TERM_LENGTH
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 
 from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
-from aeromq.transport.driver import network_counters as n
 from aeromq.transport.driver.stream_counters import STREAM_KEY_CHANNEL_OFFSET
+from aeromq.transport.driver.udp import network_counters as n
 from tests.transport.udp.support import system_counters
 
 

@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from aeromq.transport.concurrent import AtomicBuffer, Position
-from aeromq.transport.driver.flow_control import UnicastFlowControl
-from aeromq.transport.driver.ipc_log import initialise_log_metadata
-from aeromq.transport.driver.network_publication import (
+from aeromq.transport.driver.log_factory import initialise_log_metadata
+from aeromq.transport.driver.system_counters import SystemCounter
+from aeromq.transport.driver.udp.flow_control import UnicastFlowControl
+from aeromq.transport.driver.udp.network_publication import (
     HEARTBEAT_TIMEOUT_NS,
     SETUP_TIMEOUT_NS,
     NetworkPublication,
     NetworkPublicationState,
 )
-from aeromq.transport.driver.retransmit_handler import RetransmitHandler
-from aeromq.transport.driver.system_counters import SystemCounter
+from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
 from aeromq.transport.logbuffer.log_buffer_descriptor import end_of_stream_position, is_connected
 from aeromq.transport.logbuffer.log_buffers import LogBuffers
 from aeromq.transport.protocol import (

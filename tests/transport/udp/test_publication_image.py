@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from aeromq.transport.concurrent import AtomicBuffer, Position
-from aeromq.transport.driver.ipc_publication import SubscriberPosition
-from aeromq.transport.driver.loss_detector import StaticDelayGenerator
-from aeromq.transport.driver.publication_image import ImageState, PublicationImage
+from aeromq.transport.driver.subscriber_position import SubscriberPosition
 from aeromq.transport.driver.system_counters import SystemCounter
+from aeromq.transport.driver.udp.loss_detector import StaticDelayGenerator
+from aeromq.transport.driver.udp.publication_image import ImageState, PublicationImage
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TRANSPORT_COUNT_OFFSET,
     end_of_stream_position,

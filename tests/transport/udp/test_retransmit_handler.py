@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aeromq.transport.driver.retransmit_handler import RetransmitHandler
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
 from tests.transport.udp.support import system_counters
 
 TERM = 64 * 1024

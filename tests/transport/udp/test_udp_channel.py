@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from aeromq.transport._errors import ChannelUriError, UnknownHostError
-from aeromq.transport.driver.udp_channel import UdpChannel, format_sockaddr
+from aeromq.transport.driver.udp.udp_channel import UdpChannel, format_sockaddr
 
 
 def test_should_resolve_a_unicast_channel() -> None:

@@ -10,11 +10,11 @@ import pytest
 
 from aeromq.transport._errors import ChannelEndpointError
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver.media.udp_channel_transport import (
+from aeromq.transport.driver.udp.udp_channel import Sockaddr
+from aeromq.transport.driver.udp.udp_channel_transport import (
     RECEIVE_BUFFER_LENGTH,
     UdpChannelTransport,
 )
-from aeromq.transport.driver.udp_channel import Sockaddr
 from aeromq.transport.testing.loss_generator import LossGenerator
 from tests.transport.udp.support import MULTICAST_GROUP, loopback_multicast_works
 

@@ -8,7 +8,7 @@ import pytest
 
 from aeromq.transport._errors import ConfigurationError
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.udp_settings import UDP_ENV_VARS, UdpSettings
+from aeromq.transport.driver.udp.udp_settings import UDP_ENV_VARS, UdpSettings
 from aeromq.transport.testing.loss_generator import LossGenerator
 
 

@@ -11,10 +11,10 @@ import pytest
 
 from aeromq.transport._errors import RegistrationError
 from aeromq.transport.command import ErrorCode
-from aeromq.transport.driver.network_counters import CHANNEL_STATUS_ACTIVE
-from aeromq.transport.driver.network_publication import NetworkPublicationState
 from aeromq.transport.driver.system_counters import SystemCounter
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.network_counters import CHANNEL_STATUS_ACTIVE
+from aeromq.transport.driver.udp.network_publication import NetworkPublicationState
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.testing.loss_generator import LossGenerator
 from tests.transport.udp.harness import LogReader, LogWriter, Node, pump_until
 from tests.transport.udp.support import loopback_multicast_works

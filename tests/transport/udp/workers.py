@@ -21,7 +21,7 @@ from typing import Any
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.logbuffer import FragmentAssembler, Header
 from aeromq.transport.testing.loss_generator import LossGenerator
 

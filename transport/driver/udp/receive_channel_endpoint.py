@@ -9,7 +9,7 @@ The receiver thread polls it (:meth:`poll`). Every datagram is validated before 
 reads it: a wrong version, a truncated frame, an unknown type, lengths that do not add up or
 fields out of their range are counted in ``Invalid packets`` and dropped, so nothing a peer
 sends can raise out of the receiver. Valid DATA/PAD (and heartbeats), SETUP and RTTM frames go
-to the :class:`~transport.driver.media.data_packet_dispatcher.DataPacketDispatcher`; other
+to the :class:`~transport.driver.udp.data_packet_dispatcher.DataPacketDispatcher`; other
 types are ignored (a multicast port also hears the group's control traffic).
 
 Images send their status messages, NAKs and RTTM replies through it; ``receiver_id`` (random
@@ -21,9 +21,9 @@ from __future__ import annotations
 import secrets
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter
-from aeromq.transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
-from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
-from aeromq.transport.driver.udp_channel import Sockaddr, UdpChannel
+from aeromq.transport.driver.udp.data_packet_dispatcher import DataPacketDispatcher
+from aeromq.transport.driver.udp.udp_channel import Sockaddr, UdpChannel
+from aeromq.transport.driver.udp.udp_channel_transport import UdpChannelTransport
 from aeromq.transport.protocol import (
     HDR_TYPE_DATA,
     HDR_TYPE_PAD,

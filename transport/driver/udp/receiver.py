@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections import deque
 
 from aeromq.transport.concurrent import AtomicCounter, NanoClock
-from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from aeromq.transport.driver.network_proxies import CommandQueue, drain
-from aeromq.transport.driver.publication_image import PublicationImage
+from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
+from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
+from aeromq.transport.driver.udp.publication_image import PublicationImage
+from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
 
 __all__ = ["Receiver"]
 
@@ -44,11 +45,9 @@ class Receiver:
         self.images: list[PublicationImage] = []
         self._nano_clock = nano_clock
         self._bytes_received = bytes_received
-        self._max_cycle_time = max_cycle_time
-        self._cycle_time_threshold_exceeded = cycle_time_threshold_exceeded
-        self._cycle_threshold_ns = cycle_threshold_ns
-        self._time_of_last_cycle_ns = nano_clock.time_ns()
-        self._max_cycle_ns = 0
+        self._duty_cycle = DutyCycleStallTracker(
+            max_cycle_time, cycle_time_threshold_exceeded, cycle_threshold_ns, nano_clock.time_ns()
+        )
 
     @property
     def role_name(self) -> str:
@@ -62,7 +61,7 @@ class Receiver:
 
     def do_work(self) -> int:
         now_ns = self._nano_clock.time_ns()
-        self._track_cycle_time(now_ns)
+        self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
         bytes_received = 0
         for endpoint in self.endpoints:
@@ -73,15 +72,6 @@ class Receiver:
         for image in self.images:
             work_count += image.do_work(now_ns)
         return work_count + bytes_received
-
-    def _track_cycle_time(self, now_ns: int) -> None:
-        cycle_ns = now_ns - self._time_of_last_cycle_ns
-        self._time_of_last_cycle_ns = now_ns
-        if cycle_ns > self._max_cycle_ns:
-            self._max_cycle_ns = cycle_ns
-            self._max_cycle_time.set_ordered(cycle_ns)
-        if cycle_ns > self._cycle_threshold_ns:
-            self._cycle_time_threshold_exceeded.increment_ordered()
 
     # Commands (run on the receiver thread) ----------------------------------------------------
 

@@ -26,7 +26,7 @@ import struct
 from typing import TYPE_CHECKING, Protocol
 
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver.udp_channel import Sockaddr
+from aeromq.transport.driver.udp.udp_channel import Sockaddr
 from aeromq.transport.protocol import (
     EOS_FLAG,
     FLAGS_FIELD_OFFSET,
@@ -35,8 +35,8 @@ from aeromq.transport.protocol import (
 )
 
 if TYPE_CHECKING:
-    from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-    from aeromq.transport.driver.publication_image import PublicationImage
+    from aeromq.transport.driver.udp.publication_image import PublicationImage
+    from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
 
 __all__ = [
     "COOL_DOWN",

@@ -1,9 +1,11 @@
-"""A new IPC publication's log buffer file: room for it, the file, and its metadata.
+"""A log buffer file, a publication's (IPC or UDP) or an image's: room, file, metadata, deletion.
 
-The driver side of Aeron's log setup for a publication: check the file system has room (Aeron's
-``perform_storage_checks``), create the file (sparse or allocated up front), and fill the
-metadata as Aeron's driver does before any client maps it. Problems become
+The driver side of Aeron's log setup (``FileStoreLogFactory``): check the file system has room
+(Aeron's ``perform_storage_checks``), create the file (sparse or allocated up front), and fill a
+publication's metadata as Aeron's driver does before any client maps it (an image's metadata is
+filled by ``transport/driver/udp/udp_subscriptions.py``, from the SETUP). Problems become
 :class:`~transport.RegistrationError` (``STORAGE_SPACE`` when out of space) for the command.
+At its end of life the file is deleted (:func:`delete_log`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import (
 )
 from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
-__all__ = ["check_storage", "create_log", "initialise_log_metadata", "producer_window_length"]
+__all__ = [
+    "check_storage",
+    "create_log",
+    "delete_log",
+    "initialise_log_metadata",
+    "producer_window_length",
+]
 
 _MAX_POSITION = 2**63 - 1
 
@@ -58,6 +66,17 @@ def create_log(path: str, term_length: int, page_size: int, sparse: bool) -> Log
         out_of_space = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
         code = ErrorCode.STORAGE_SPACE if out_of_space else ErrorCode.GENERIC_ERROR
         raise command_error(code, f"could not create log buffer ({exc})", path=path) from exc
+
+
+def delete_log(path: str) -> bool:
+    """Delete a log file (already unmapped); False when it could not go (a free failure)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return True
 
 
 def initialise_log_metadata(

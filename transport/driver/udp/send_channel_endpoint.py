@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter
-from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
-from aeromq.transport.driver.udp_channel import Sockaddr, UdpChannel
+from aeromq.transport.driver.udp.udp_channel import Sockaddr, UdpChannel
+from aeromq.transport.driver.udp.udp_channel_transport import UdpChannelTransport
 from aeromq.transport.protocol import (
     HDR_TYPE_ERR,
     HDR_TYPE_NAK,
@@ -42,7 +42,7 @@ from aeromq.transport.protocol import (
 )
 
 if TYPE_CHECKING:
-    from aeromq.transport.driver.network_publication import NetworkPublication
+    from aeromq.transport.driver.udp.network_publication import NetworkPublication
 
 __all__ = ["SendChannelEndpoint", "publication_key"]
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections import deque
 
 from aeromq.transport.concurrent import AtomicCounter, NanoClock
-from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from aeromq.transport.driver.network_proxies import CommandQueue, drain
-from aeromq.transport.driver.network_publication import NetworkPublication
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
+from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
+from aeromq.transport.driver.udp.network_publication import NetworkPublication
+from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 
 __all__ = ["Sender"]
 
@@ -44,16 +45,14 @@ class Sender:
         self.endpoints: list[SendChannelEndpoint] = []
         self._nano_clock = nano_clock
         self._bytes_sent = bytes_sent
-        self._max_cycle_time = max_cycle_time
-        self._cycle_time_threshold_exceeded = cycle_time_threshold_exceeded
-        self._cycle_threshold_ns = cycle_threshold_ns
+        self._duty_cycle = DutyCycleStallTracker(
+            max_cycle_time, cycle_time_threshold_exceeded, cycle_threshold_ns, nano_clock.time_ns()
+        )
         self._duty_cycle_ratio = settings.send_to_status_poll_ratio
         self._status_message_read_timeout_ns = settings.status_message_timeout_ns // 2
         self._duty_cycle_counter = 0
         self._control_poll_deadline_ns = 0
         self._round_robin_index = 0
-        self._time_of_last_cycle_ns = nano_clock.time_ns()
-        self._max_cycle_ns = 0
 
     @property
     def role_name(self) -> str:
@@ -67,7 +66,7 @@ class Sender:
 
     def do_work(self) -> int:
         now_ns = self._nano_clock.time_ns()
-        self._track_cycle_time(now_ns)
+        self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
         bytes_sent = self._do_send(now_ns)
         self._duty_cycle_counter += 1
@@ -99,15 +98,6 @@ class Sender:
         if bytes_sent:
             self._bytes_sent.add_ordered(bytes_sent)
         return bytes_sent
-
-    def _track_cycle_time(self, now_ns: int) -> None:
-        cycle_ns = now_ns - self._time_of_last_cycle_ns
-        self._time_of_last_cycle_ns = now_ns
-        if cycle_ns > self._max_cycle_ns:
-            self._max_cycle_ns = cycle_ns
-            self._max_cycle_time.set_ordered(cycle_ns)
-        if cycle_ns > self._cycle_threshold_ns:
-            self._cycle_time_threshold_exceeded.increment_ordered()
 
     # Commands (run on the sender thread) ------------------------------------------------------
 

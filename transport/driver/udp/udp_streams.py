@@ -1,10 +1,10 @@
 """``UdpStreams``: the conductor's ``aeron:udp`` media, the sibling of ``IpcStreams``.
 
-It owns the two network agents, the :class:`~transport.driver.sender.Sender` and the
-:class:`~transport.driver.receiver.Receiver` (the media driver runs them on threads as its
+It owns the two network agents, the :class:`~transport.driver.udp.sender.Sender` and the
+:class:`~transport.driver.udp.receiver.Receiver` (the media driver runs them on threads as its
 threading mode says), and the conductor's side of UDP streams:
-:class:`~transport.driver.udp_publications.UdpPublications` (send endpoints, network
-publications) and :class:`~transport.driver.udp_subscriptions.UdpSubscriptions` (receive
+:class:`~transport.driver.udp.udp_publications.UdpPublications` (send endpoints, network
+publications) and :class:`~transport.driver.udp.udp_subscriptions.UdpSubscriptions` (receive
 endpoints, subscriptions, images). The conductor calls the same methods as on ``IpcStreams``
 (``add_publication``, ``add_subscription``, ``remove_subscription``,
 ``remove_client_subscriptions``, ``on_time_event``, ``close``) plus :meth:`do_work` on every
@@ -19,16 +19,16 @@ from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.driver.aeron_client import AeronClient
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.network_proxies import ReceiverProxy, SenderProxy
-from aeromq.transport.driver.network_publication import NetworkPublication
-from aeromq.transport.driver.network_subscription_link import NetworkSubscriptionLink
-from aeromq.transport.driver.receiver import Receiver
-from aeromq.transport.driver.sender import Sender
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_publications import UdpPublications
-from aeromq.transport.driver.udp_settings import UdpSettings
-from aeromq.transport.driver.udp_subscriptions import UdpSubscriptions
+from aeromq.transport.driver.udp.network_proxies import ReceiverProxy, SenderProxy
+from aeromq.transport.driver.udp.network_publication import NetworkPublication
+from aeromq.transport.driver.udp.network_subscription_link import NetworkSubscriptionLink
+from aeromq.transport.driver.udp.receiver import Receiver
+from aeromq.transport.driver.udp.sender import Sender
+from aeromq.transport.driver.udp.udp_publications import UdpPublications
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.udp_subscriptions import UdpSubscriptions
 from aeromq.transport.driver.uri_params import PublicationParams, SubscriptionParams
 
 __all__ = ["UdpStreams"]

@@ -12,7 +12,7 @@ The **receiver** (:meth:`insert_packet`, :meth:`do_work`):
   an under-run: both are counted and dropped. A heartbeat only moves rcv-hwm; with the EOS flag
   it sets the log's end-of-stream position;
 - rebuilds: scans from rcv-pos to rcv-hwm for the first gap
-  (:class:`~transport.driver.loss_detector.LossDetector`), moves rcv-pos to it, and for a gap
+  (:class:`~transport.driver.udp.loss_detector.LossDetector`), moves rcv-pos to it, and for a gap
   that lasts past the NAK delay sends a NAK (or, for ``reliable=false``, pads over it);
 - sends a status message (consumed position = the slowest subscriber, window = the receiver
   window) when the subscribers have moved a quarter window past the last one, and at least
@@ -28,16 +28,21 @@ gone, until they let go or the liveness timeout; DONE, when the conductor frees 
 
 from __future__ import annotations
 
-import os
 from enum import IntEnum
-from typing import Protocol
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from aeromq.transport.driver.ipc_publication import SubscriberPosition, TetherState
-from aeromq.transport.driver.loss_detector import FeedbackDelayGenerator, LossDetector
-from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.log_factory import delete_log
+from aeromq.transport.driver.subscriber_position import (
+    ImageListener,
+    SubscriberPosition,
+    TetherState,
+    check_untethered_subscribers,
+)
+from aeromq.transport.driver.term_cleaner import clean_term
 from aeromq.transport.driver.term_gap_filler import try_fill_gap
-from aeromq.transport.driver.udp_channel import Sockaddr
+from aeromq.transport.driver.udp.loss_detector import FeedbackDelayGenerator, LossDetector
+from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.udp.udp_channel import Sockaddr
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TRANSPORT_COUNT_OFFSET,
     LOG_END_OF_STREAM_POSITION_OFFSET,
@@ -47,7 +52,7 @@ from aeromq.transport.logbuffer.log_buffers import LogBuffers
 from aeromq.transport.logbuffer.term_rebuilder import insert
 from aeromq.transport.protocol import DATA_HEADER_LENGTH, EOS_FLAG, FLAGS_FIELD_OFFSET, SM_EOS_FLAG
 
-__all__ = ["ImageListener", "ImageState", "PublicationImage"]
+__all__ = ["ImageState", "PublicationImage"]
 
 RECEIVE_DESTINATION_TIMEOUT_NS = 5_000_000_000
 """A source silent this long gets no more status messages or NAKs (Aeron's value)."""
@@ -61,16 +66,6 @@ class ImageState(IntEnum):
     DRAINING = 1
     LINGER = 2
     DONE = 3
-
-
-class ImageListener(Protocol):
-    """What an image tells the conductor about untethered subscribers."""
-
-    def on_image_unavailable(self, image: PublicationImage, subscription_id: int) -> None: ...
-
-    def on_image_available(
-        self, image: PublicationImage, subscriber: SubscriberPosition
-    ) -> None: ...
 
 
 class PublicationImage:
@@ -167,7 +162,7 @@ class PublicationImage:
         # Conductor fields.
         self.state = ImageState.ACTIVE
         self.time_of_last_state_change_ns = now_ns
-        self.listener: ImageListener | None = None
+        self.listener: ImageListener[PublicationImage] | None = None
 
     # ----------------------------------------------------------------------------------------
     # Receiver thread
@@ -314,18 +309,13 @@ class PublicationImage:
                 self._loss_gap_fills.increment_ordered()
 
     def _clean_buffer_to(self, position: int) -> None:
-        clean_position = self.clean_position
-        if position <= clean_position:
-            return
-        term_buffer = self._term_buffers[
-            (clean_position >> self.position_bits_to_shift) % PARTITION_COUNT
-        ]
-        term_offset = clean_position & self.term_length_mask
-        length = min(position - clean_position, self.term_length - term_offset)
-        if length > 8:
-            term_buffer.set_memory(term_offset + 8, length - 8, 0)
-        term_buffer.put_int64_ordered(term_offset, 0)
-        self.clean_position = clean_position + length
+        self.clean_position = clean_term(
+            self._term_buffers,
+            self.clean_position,
+            position,
+            self.term_length,
+            self.position_bits_to_shift,
+        )
 
     def on_rttm_request(self, echo_timestamp_ns: int) -> None:
         """The sender asked for an RTTM reply: echo its timestamp back."""
@@ -398,28 +388,16 @@ class PublicationImage:
             if subscriber.is_tether:
                 max_sub_pos = max(max_sub_pos, subscriber.position.get_volatile())
         window = self.receiver_window_length
-        window_limit = max_sub_pos - window + window // 4
-        for subscriber in self.subscribers:
-            if subscriber.is_tether:
-                subscriber.time_of_last_update_ns = now_ns
-                continue
-            since_update_ns = now_ns - subscriber.time_of_last_update_ns
-            if subscriber.state is TetherState.ACTIVE:
-                if subscriber.position.get_volatile() > window_limit:
-                    subscriber.time_of_last_update_ns = now_ns
-                elif since_update_ns > self.untethered_window_limit_timeout_ns:
-                    listener.on_image_unavailable(self, subscriber.subscription_registration_id)
-                    subscriber.state = TetherState.LINGER
-                    subscriber.time_of_last_update_ns = now_ns
-            elif subscriber.state is TetherState.LINGER:
-                if since_update_ns > self.untethered_window_limit_timeout_ns:
-                    subscriber.state = TetherState.RESTING
-                    subscriber.time_of_last_update_ns = now_ns
-            elif since_update_ns > self.untethered_resting_timeout_ns:
-                subscriber.position.set_ordered(self.rcv_pos.get_volatile())
-                listener.on_image_available(self, subscriber)
-                subscriber.state = TetherState.ACTIVE
-                subscriber.time_of_last_update_ns = now_ns
+        check_untethered_subscribers(
+            self,
+            listener,
+            self.subscribers,
+            now_ns,
+            window_limit=max_sub_pos - window + window // 4,
+            window_limit_timeout_ns=self.untethered_window_limit_timeout_ns,
+            resting_timeout_ns=self.untethered_resting_timeout_ns,
+            rejoin_position=self.rcv_pos.get_volatile,
+        )
 
     def close(self) -> bool:
         """Free rcv-hwm, rcv-pos and rcv-naks-sent, unmap and delete the log; False if the
@@ -434,13 +412,7 @@ class PublicationImage:
             self.rcv_naks_sent.close()
         self.subscribers = []
         self.log.close()
-        try:
-            os.unlink(self.log_file_name)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return False
-        return True
+        return delete_log(self.log_file_name)
 
     def __repr__(self) -> str:
         return (

@@ -26,35 +26,31 @@ rejoins at the consumer position with a fresh ON_AVAILABLE_IMAGE, as Aeron does.
 
 from __future__ import annotations
 
-import os
 from enum import IntEnum
-from typing import Protocol
 
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.position import Position
-from aeromq.transport.driver.log_unblocker import unblock_log
+from aeromq.transport.driver.log_factory import delete_log
+from aeromq.transport.driver.log_unblocker import is_possibly_blocked, unblock_log
+from aeromq.transport.driver.subscriber_position import (
+    ImageListener,
+    SubscriberPosition,
+    TetherState,
+    check_untethered_subscribers,
+)
+from aeromq.transport.driver.term_cleaner import clean_term
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
-    LOG_ACTIVE_TERM_COUNT_OFFSET,
-    PARTITION_COUNT,
-    TERM_TAIL_COUNTERS_OFFSET,
-    index_by_position,
+    producer_position,
     set_end_of_stream_position,
     set_is_connected,
     set_is_publication_revoked,
 )
 from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
-__all__ = [
-    "ImageListener",
-    "IpcPublication",
-    "PublicationState",
-    "SubscriberPosition",
-    "TetherState",
-]
+__all__ = ["IpcPublication", "PublicationState"]
 
 _MAX_POSITION = 2**63 - 1
-_LOW_32 = 0xFFFF_FFFF
 
 
 class PublicationState(IntEnum):
@@ -62,49 +58,6 @@ class PublicationState(IntEnum):
     DRAINING = 1
     LINGER = 2
     DONE = 3
-
-
-class TetherState(IntEnum):
-    ACTIVE = 0
-    LINGER = 1
-    RESTING = 2
-
-
-class ImageListener(Protocol):
-    """What the publication tells the conductor about its images (one per subscriber)."""
-
-    def on_image_unavailable(self, publication: IpcPublication, subscription_id: int) -> None: ...
-
-    def on_image_available(
-        self, publication: IpcPublication, subscriber: SubscriberPosition
-    ) -> None: ...
-
-
-class SubscriberPosition:
-    """One subscription's sub-pos in this publication (Aeron's tetherable position)."""
-
-    __slots__ = (
-        "counter_id",
-        "is_tether",
-        "position",
-        "state",
-        "subscription_registration_id",
-        "time_of_last_update_ns",
-    )
-
-    def __init__(
-        self,
-        position: Position,
-        subscription_registration_id: int,
-        is_tether: bool,
-        now_ns: int,
-    ) -> None:
-        self.position = position
-        self.counter_id = position.id
-        self.subscription_registration_id = subscription_registration_id
-        self.is_tether = is_tether
-        self.state = TetherState.ACTIVE
-        self.time_of_last_update_ns = now_ns
 
 
 class IpcPublication:
@@ -130,7 +83,7 @@ class IpcPublication:
         untethered_window_limit_timeout_ns: int,
         untethered_resting_timeout_ns: int,
         unblocked_publications: AtomicCounter,
-        listener: ImageListener,
+        listener: ImageListener[IpcPublication],
         now_ns: int,
     ) -> None:
         self.log = log
@@ -171,15 +124,12 @@ class IpcPublication:
 
     def producer_position(self) -> int:
         """Where the next frame will be appended (from the active term's raw tail)."""
-        meta = self.log.meta_data_buffer
-        term_count = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
-        raw_tail = meta.get_int64_volatile(
-            TERM_TAIL_COUNTERS_OFFSET + (term_count % PARTITION_COUNT) * 8
+        return producer_position(
+            self.log.meta_data_buffer,
+            self.term_length,
+            self.position_bits_to_shift,
+            self.initial_term_id,
         )
-        term_id = raw_tail >> 32
-        term_offset = min(raw_tail & _LOW_32, self.term_length)
-        term_count_from_id = ((term_id - self.initial_term_id + 2**31) & _LOW_32) - 2**31
-        return (term_count_from_id << self.position_bits_to_shift) + term_offset
 
     def join_position(self) -> int:
         """Where a new subscriber starts: the consumer position, or the slowest subscriber."""
@@ -193,6 +143,14 @@ class IpcPublication:
     def is_drained(self) -> bool:
         producer_position = self.producer_position()
         return all(s.position.get_volatile() >= producer_position for s in self.subscribers)
+
+    def is_active(self) -> bool:
+        """Whether a concurrent ADD_PUBLICATION may join it (the publication factory asks)."""
+        return self.state is PublicationState.ACTIVE
+
+    def holds_session_id(self) -> bool:
+        """Whether its session id is taken for the stream: until it lingers."""
+        return self.state is PublicationState.ACTIVE or self.state is PublicationState.DRAINING
 
     def is_accepting_subscriptions(self) -> bool:
         return self.state is PublicationState.ACTIVE or (
@@ -252,19 +210,13 @@ class IpcPublication:
 
     def clean_buffer(self, position: int) -> None:
         """Zero from the clean position towards ``position``, up to the end of that term."""
-        clean_position = self.clean_position
-        if position <= clean_position:
-            return
-        term_length = self.term_length
-        term_buffer = self.log.term_buffers[
-            index_by_position(clean_position, self.position_bits_to_shift)
-        ]
-        term_offset = clean_position & (term_length - 1)
-        length = min(position - clean_position, term_length - term_offset)
-        if length > 8:
-            term_buffer.set_memory(term_offset + 8, length - 8, 0)
-        term_buffer.put_int64_ordered(term_offset, 0)
-        self.clean_position = clean_position + length
+        self.clean_position = clean_term(
+            self.log.term_buffers,
+            self.clean_position,
+            position,
+            self.term_length,
+            self.position_bits_to_shift,
+        )
 
     def on_time_event(self, now_ns: int) -> None:
         """The timer's work: sample pub-pos, unblock, untethered subscribers, end of life."""
@@ -301,8 +253,11 @@ class IpcPublication:
 
     def _check_for_blocked_publisher(self, producer_position: int, now_ns: int) -> None:
         consumer_position = self.consumer_position
-        if consumer_position == self.last_consumer_position and self._is_possibly_blocked(
-            producer_position, consumer_position
+        if consumer_position == self.last_consumer_position and is_possibly_blocked(
+            self.log.meta_data_buffer,
+            self.position_bits_to_shift,
+            producer_position,
+            consumer_position,
         ):
             deadline_ns = self.time_of_last_consumer_position_change_ns + self.unblock_timeout_ns
             if now_ns > deadline_ns and self._unblock(consumer_position):
@@ -311,40 +266,18 @@ class IpcPublication:
             self.time_of_last_consumer_position_change_ns = now_ns
             self.last_consumer_position = consumer_position
 
-    def _is_possibly_blocked(self, producer_position: int, consumer_position: int) -> bool:
-        producer_term_count = self.log.meta_data_buffer.get_int32_volatile(
-            LOG_ACTIVE_TERM_COUNT_OFFSET
-        )
-        if producer_term_count != consumer_position >> self.position_bits_to_shift:
-            return True
-        return producer_position > consumer_position
-
     def _check_untethered_subscribers(self, now_ns: int) -> None:
         window = self.term_window_length
-        window_limit = self.consumer_position - window + window // 4
-        for subscriber in self.subscribers:
-            if subscriber.is_tether:
-                subscriber.time_of_last_update_ns = now_ns
-                continue
-            since_update_ns = now_ns - subscriber.time_of_last_update_ns
-            if subscriber.state is TetherState.ACTIVE:
-                if subscriber.position.get_volatile() > window_limit:
-                    subscriber.time_of_last_update_ns = now_ns
-                elif since_update_ns > self.untethered_window_limit_timeout_ns:
-                    self._listener.on_image_unavailable(
-                        self, subscriber.subscription_registration_id
-                    )
-                    subscriber.state = TetherState.LINGER
-                    subscriber.time_of_last_update_ns = now_ns
-            elif subscriber.state is TetherState.LINGER:
-                if since_update_ns > self.untethered_window_limit_timeout_ns:
-                    subscriber.state = TetherState.RESTING
-                    subscriber.time_of_last_update_ns = now_ns
-            elif since_update_ns > self.untethered_resting_timeout_ns:
-                subscriber.position.set_ordered(self.consumer_position)
-                self._listener.on_image_available(self, subscriber)
-                subscriber.state = TetherState.ACTIVE
-                subscriber.time_of_last_update_ns = now_ns
+        check_untethered_subscribers(
+            self,
+            self._listener,
+            self.subscribers,
+            now_ns,
+            window_limit=self.consumer_position - window + window // 4,
+            window_limit_timeout_ns=self.untethered_window_limit_timeout_ns,
+            resting_timeout_ns=self.untethered_resting_timeout_ns,
+            rejoin_position=lambda: self.consumer_position,
+        )
 
     # ----------------------------------------------------------------------------------------
     # References and end of life
@@ -378,13 +311,7 @@ class IpcPublication:
             manager.free(subscriber.counter_id)
         self.subscribers.clear()
         self.log.close()
-        try:
-            os.unlink(self.log_file_name)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return False
-        return True
+        return delete_log(self.log_file_name)
 
     def __repr__(self) -> str:
         return (

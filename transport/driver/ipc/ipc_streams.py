@@ -1,16 +1,14 @@
 """``IpcStreams``: the conductor's IPC publications and subscriptions, and how they meet.
 
 Aeron's ``aeron_driver_conductor_get_or_add_ipc_publication`` and its neighbours, for the
-``aeron:ipc`` media (UDP gets a sibling with the same methods in issue 4):
+``aeron:ipc`` media (``transport/driver/udp/udp_streams.py`` is its UDP sibling, with the same
+methods):
 
-- ADD_PUBLICATION joins the ACTIVE concurrent publication of the stream if there is one (its
-  reference count goes up; the channel's explicit ``session-id``, ``mtu``, ``term-length`` and
-  position must agree with it), otherwise creates one; ADD_EXCLUSIVE_PUBLICATION always creates
-  one. A new one gets its own log file ``<aeron_dir>/publications/<registration id>.logbuffer``,
-  a session id (allocated, or pinned by ``session-id``: pinning an id a live publication of the
-  stream already has is an error unless joining that concurrent publication), an initial term
-  id (random, or ``init-term-id`` with the tail set from ``term-id`` / ``term-offset``), and its
-  pub-pos and pub-lmt counters.
+- ADD_PUBLICATION joins the active concurrent publication of the stream, or a new one is set up
+  (``transport/driver/publication_factory.py`` holds the rules, shared with UDP: session ids,
+  initial term ids, pub-pos and pub-lmt, the log file
+  ``<aeron_dir>/publications/<registration id>.logbuffer``); a publication holds its session id
+  for the stream while ACTIVE or DRAINING. The window is the context's IPC one.
 - Every IPC subscription of the stream (and session, if pinned) is linked to every publication
   that accepts subscribers, whichever came first: a sub-pos counter at the publication's join
   position and an ON_AVAILABLE_IMAGE whose correlation id is the publication's registration id.
@@ -22,43 +20,19 @@ Aeron's ``aeron_driver_conductor_get_or_add_ipc_publication`` and its neighbours
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Callable
 
-from aeromq.transport._errors import IllegalStateError
-from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent.counters_manager import CountersManager
-from aeromq.transport.concurrent.position import Position
 from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
 from aeromq.transport.driver.client_proxy import IPC_SOURCE_IDENTITY, ClientProxy
-from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.ipc_log import (
-    check_storage,
-    create_log,
-    initialise_log_metadata,
-    producer_window_length,
-)
-from aeromq.transport.driver.ipc_publication import (
-    IpcPublication,
-    PublicationState,
-    SubscriberPosition,
-)
-from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
-from aeromq.transport.driver.stream_counters import (
-    allocate_publisher_limit,
-    allocate_publisher_position,
-    allocate_subscriber_position,
-)
+from aeromq.transport.driver.ipc.ipc_publication import IpcPublication
+from aeromq.transport.driver.publication_factory import PublicationFactory
+from aeromq.transport.driver.session_ids import SessionIdAllocator
+from aeromq.transport.driver.subscriber_position import SubscriberPosition
 from aeromq.transport.driver.subscription_link import SubscriptionLink
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
-from aeromq.transport.driver.uri_params import (
-    PublicationParams,
-    SubscriptionParams,
-    confirm_publication_match,
-)
-from aeromq.transport.logbuffer.log_buffer_descriptor import compute_log_length, compute_position
+from aeromq.transport.driver.uri_params import PublicationParams, SubscriptionParams
 
 __all__ = ["IPC_CHANNEL", "IpcStreams"]
 
@@ -82,9 +56,9 @@ class IpcStreams:
         self._counters = counters
         self._system_counters = system_counters
         self._proxy = client_proxy
-        self._session_ids = session_ids
+        self._factory = PublicationFactory(context, counters, session_ids)
         self.publications: list[IpcPublication] = []
-        self.subscriptions: list[SubscriptionLink] = []
+        self.subscriptions: list[SubscriptionLink[IpcPublication]] = []
 
     # ----------------------------------------------------------------------------------------
     # Publications
@@ -128,148 +102,30 @@ class IpcStreams:
         is_exclusive: bool,
         now_ns: int,
     ) -> IpcPublication:
-        shared: IpcPublication | None = None
-        session_ids_in_use: set[int] = set()
-        for publication in self.publications:
-            if publication.stream_id != stream_id:
-                continue
-            if (
-                shared is None
-                and not is_exclusive
-                and not publication.is_exclusive
-                and publication.state is PublicationState.ACTIVE
-            ):
-                shared = publication
-            if publication.state in (PublicationState.ACTIVE, PublicationState.DRAINING):
-                session_ids_in_use.add(publication.session_id)
-
-        pinned = params.session_id
-        if (
-            pinned is not None
-            and pinned in session_ids_in_use
-            and (shared is None or shared.session_id != pinned)
-        ):
-            raise command_error(
-                ErrorCode.GENERIC_ERROR,
-                "specified session-id is already in exclusive use",
-                channel=channel,
-                stream_id=stream_id,
-                session_id=params.session_id,
-            )
+        factory = self._factory
+        shared, session_ids_in_use = factory.find_shared(
+            [p for p in self.publications if p.stream_id == stream_id],
+            stream_id,
+            channel,
+            params,
+            is_exclusive,
+        )
         if shared is not None:
-            confirm_publication_match(shared, params, channel)
-            shared.incref()
             return shared
-        return self._create(
-            client,
+        new = factory.create(
+            client.client_id,
             correlation_id,
             stream_id,
             channel,
             params,
             is_exclusive,
             session_ids_in_use,
-            now_ns,
-        )
-
-    def _create(
-        self,
-        client: AeronClient,
-        registration_id: int,
-        stream_id: int,
-        channel: str,
-        params: PublicationParams,
-        is_exclusive: bool,
-        session_ids_in_use: set[int],
-        now_ns: int,
-    ) -> IpcPublication:
-        context = self._context
-        if context.perform_storage_checks:
-            check_storage(
-                context.publications_dir(),
-                compute_log_length(params.term_length, context.file_page_size),
-            )
-        if params.session_id is not None:
-            session_id = params.session_id
-        else:
-            session_id = self._session_ids.allocate(session_ids_in_use)
-        if params.initial_term_id is not None:
-            initial_term_id = params.initial_term_id
-            term_id: int | None = params.term_id
-        else:
-            initial_term_id = wrap_int32(secrets.randbits(32))
-            term_id = None
-        counters = self._counters
-        pub_pos_id = allocate_publisher_position(
-            counters,
-            registration_id,
-            session_id,
-            stream_id,
-            channel,
-            client.client_id,
-            is_exclusive=is_exclusive,
-        )
-        try:
-            pub_lmt_id = allocate_publisher_limit(
-                counters, registration_id, session_id, stream_id, channel, client.client_id
-            )
-        except IllegalStateError:
-            counters.free(pub_pos_id)
-            raise
-        pub_pos = Position(counters.values_buffer, pub_pos_id, counters)
-        pub_lmt = Position(counters.values_buffer, pub_lmt_id, counters)
-        if term_id is not None:
-            position = compute_position(
-                term_id,
-                params.term_offset,
-                params.term_length.bit_length() - 1,
-                initial_term_id,
-            )
-            pub_pos.set_ordered(position)
-            pub_lmt.set_ordered(position)
-        path = os.path.join(context.publications_dir(), f"{registration_id}.logbuffer")
-        try:
-            log = create_log(path, params.term_length, context.file_page_size, params.is_sparse)
-        except BaseException:
-            pub_pos.close()
-            pub_lmt.close()
-            raise
-        window = producer_window_length(
-            context.ipc_publication_term_window_length, params.term_length
-        )
-        initialise_log_metadata(
-            log,
-            registration_id=registration_id,
-            session_id=session_id,
-            stream_id=stream_id,
-            initial_term_id=initial_term_id,
-            term_id=term_id,
-            term_offset=params.term_offset,
-            mtu_length=params.mtu_length,
-            term_window_length=window,
-            linger_timeout_ns=params.linger_timeout_ns,
-            untethered_window_limit_timeout_ns=context.untethered_window_limit_timeout_ns,
-            untethered_resting_timeout_ns=context.untethered_resting_timeout_ns,
-            is_exclusive=is_exclusive,
-            is_sparse=params.is_sparse,
-            signal_eos=params.signal_eos,
-            tether=context.tether_subscriptions,
+            window_length=self._context.ipc_publication_term_window_length,
             spies_simulate_connection=params.spies_simulate_connection,
-            entity_tag=params.entity_tag if params.entity_tag is not None else -1,
-            response_correlation_id=params.response_correlation_id,
         )
+        context = self._context
         publication = IpcPublication(
-            log=log,
-            registration_id=registration_id,
-            session_id=session_id,
-            stream_id=stream_id,
-            channel=channel,
-            initial_term_id=initial_term_id,
-            starting_term_id=term_id if term_id is not None else initial_term_id,
-            starting_term_offset=params.term_offset,
-            is_exclusive=is_exclusive,
-            pub_pos=pub_pos,
-            pub_lmt=pub_lmt,
-            term_window_length=window,
+            **new.args,
             unblock_timeout_ns=context.publication_unblock_timeout_ns,
             linger_timeout_ns=params.linger_timeout_ns,
             untethered_window_limit_timeout_ns=context.untethered_window_limit_timeout_ns,
@@ -292,9 +148,11 @@ class IpcStreams:
         channel: str,
         params: SubscriptionParams,
         now_ns: int,
-    ) -> SubscriptionLink:
+    ) -> SubscriptionLink[IpcPublication]:
         """Register the subscription, answer, and link it to the publications it matches."""
-        link = SubscriptionLink(registration_id, client_id, stream_id, channel, params)
+        link = SubscriptionLink[IpcPublication](
+            registration_id, client_id, stream_id, channel, params
+        )
         self.subscriptions.append(link)
         self._proxy.on_subscription_ready(registration_id)
         for publication in self.publications:
@@ -309,7 +167,7 @@ class IpcStreams:
         for index, link in enumerate(self.subscriptions):
             if link.registration_id == registration_id:
                 del self.subscriptions[index]
-                self._unlink_all(link)
+                link.unlink_all(self._counters)
                 return True
         return False
 
@@ -317,32 +175,19 @@ class IpcStreams:
         """The client is gone: unlink and forget all its subscriptions."""
         for link in [link for link in self.subscriptions if link.client_id == client_id]:
             self.subscriptions.remove(link)
-            self._unlink_all(link)
+            link.unlink_all(self._counters)
 
-    def _link(self, link: SubscriptionLink, publication: IpcPublication, now_ns: int) -> None:
-        join_position = publication.join_position()
-        counter_id = allocate_subscriber_position(
+    def _link(
+        self, link: SubscriptionLink[IpcPublication], publication: IpcPublication, now_ns: int
+    ) -> None:
+        subscriber = link.link(
             self._counters,
-            link.registration_id,
-            publication.session_id,
-            publication.stream_id,
-            link.channel,
-            join_position,
-            link.client_id,
+            publication,
+            publication.join_position(),
             publication.registration_id,
+            now_ns,
         )
-        position = Position(self._counters.values_buffer, counter_id)
-        position.set_ordered(join_position)
-        subscriber = SubscriberPosition(position, link.registration_id, link.is_tether, now_ns)
-        publication.add_subscriber(subscriber)
-        link.linked[publication] = counter_id
         self.on_image_available(publication, subscriber)
-
-    def _unlink_all(self, link: SubscriptionLink) -> None:
-        for publication, counter_id in link.linked.items():
-            publication.remove_subscriber(counter_id)
-            self._counters.free(counter_id)
-        link.linked.clear()
 
     # ----------------------------------------------------------------------------------------
     # ImageListener

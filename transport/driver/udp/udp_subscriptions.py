@@ -4,13 +4,12 @@ Aeron's ``aeron_driver_conductor_on_add_network_subscription``,
 ``aeron_driver_conductor_on_create_publication_image`` and neighbours:
 
 - a subscription's channel finds its :class:`ReceiveChannelEndpoint` by canonical form or
-  creates it (socket bound to the endpoint, ``rcv-channel`` status and ``rcv-local-sockaddr``
-  counters; a socket that cannot be opened refuses the command with GENERIC_ERROR naming the
-  address and the reason, as Aeron does: CHANNEL_ENDPOINT_ERROR is for errors of an endpoint
-  already in use, keyed by its status counter), and the receiver is told the endpoint now wants the stream (or one session of it);
+  creates it (``endpoint_factory.py``: socket bound to the endpoint, ``rcv-channel`` status and
+  ``rcv-local-sockaddr`` counters), and the receiver is told the endpoint now wants the stream
+  (or one session of it);
   the subscription is linked at once to every image of that stream on the endpoint;
 - a SETUP for a wanted session reaches the conductor as an image request (through the
-  :class:`~transport.driver.network_proxies.DriverConductorProxy`): the image gets a new
+  :class:`~transport.driver.udp.network_proxies.DriverConductorProxy`): the image gets a new
   correlation id, its log ``<aeron_dir>/images/<correlation id>.logbuffer`` (term length and MTU
   from the SETUP), rcv-hwm and rcv-pos counters, and a sub-pos per matching subscription, each
   announced with ON_AVAILABLE_IMAGE (source identity ``host:port`` of the sender); then the
@@ -29,46 +28,44 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from aeromq.transport._errors import ChannelEndpointError, IllegalStateError
-from aeromq.transport.command import ErrorCode
+from aeromq.transport._errors import IllegalStateError
 from aeromq.transport.concurrent import AtomicCounter, Position
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.driver.client_proxy import ClientProxy
-from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.ipc_log import check_storage, create_log
-from aeromq.transport.driver.ipc_publication import SubscriberPosition
-from aeromq.transport.driver.loss_detector import (
+from aeromq.transport.driver.log_factory import check_storage, create_log
+from aeromq.transport.driver.subscriber_position import SubscriberPosition
+from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
+from aeromq.transport.driver.udp.data_packet_dispatcher import DataPacketDispatcher
+from aeromq.transport.driver.udp.endpoint_factory import (
+    allocate_endpoint_counters,
+    open_transport,
+    open_udp_channel,
+)
+from aeromq.transport.driver.udp.loss_detector import (
     FeedbackDelayGenerator,
     OptimalMulticastDelayGenerator,
     StaticDelayGenerator,
 )
-from aeromq.transport.driver.media.data_packet_dispatcher import DataPacketDispatcher
-from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-from aeromq.transport.driver.media.udp_channel_transport import UdpChannelTransport
-from aeromq.transport.driver.network_counters import (
+from aeromq.transport.driver.udp.network_counters import (
     CHANNEL_STATUS_ACTIVE,
     CHANNEL_STATUS_CLOSING,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
     RECEIVER_HWM_TYPE_ID,
     RECEIVER_NAKS_SENT_TYPE_ID,
     RECEIVER_POSITION_TYPE_ID,
-    allocate_channel_status,
-    allocate_local_sockaddr,
     allocate_stream_counter,
 )
-from aeromq.transport.driver.network_proxies import (
+from aeromq.transport.driver.udp.network_proxies import (
     DriverConductorProxy,
     ImageRequest,
     ReceiverProxy,
 )
-from aeromq.transport.driver.network_subscription_link import NetworkSubscriptionLink
-from aeromq.transport.driver.publication_image import ImageState, PublicationImage
-from aeromq.transport.driver.stream_counters import allocate_subscriber_position
-from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
-from aeromq.transport.driver.udp_channel import UdpChannel, format_sockaddr
-from aeromq.transport.driver.udp_publications import open_udp_channel
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.network_subscription_link import NetworkSubscriptionLink
+from aeromq.transport.driver.udp.publication_image import ImageState, PublicationImage
+from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.udp.udp_channel import UdpChannel, format_sockaddr
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.driver.uri_params import SubscriptionParams
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_TYPE_IMAGE,
@@ -161,10 +158,7 @@ class UdpSubscriptions:
 
     def _remove(self, link: NetworkSubscriptionLink) -> None:
         self.subscriptions.remove(link)
-        for image, counter_id in link.linked.items():
-            image.remove_subscriber(counter_id)
-            self._counters.free(counter_id)
-        link.linked.clear()
+        link.unlink_all(self._counters)
         endpoint = link.endpoint
         session_id = link.session_id
         if session_id is None:
@@ -177,21 +171,7 @@ class UdpSubscriptions:
 
     def _link(self, link: NetworkSubscriptionLink, image: PublicationImage, now_ns: int) -> None:
         join_position = image.rcv_pos.get_volatile()
-        counter_id = allocate_subscriber_position(
-            self._counters,
-            link.registration_id,
-            image.session_id,
-            image.stream_id,
-            link.channel,
-            join_position,
-            link.client_id,
-            image.correlation_id,
-        )
-        position = Position(self._counters.values_buffer, counter_id)
-        position.set_ordered(join_position)
-        subscriber = SubscriberPosition(position, link.registration_id, link.is_tether, now_ns)
-        image.add_subscriber(subscriber)
-        link.linked[image] = counter_id
+        subscriber = link.link(self._counters, image, join_position, image.correlation_id, now_ns)
         self.on_image_available(image, subscriber)
 
     # ----------------------------------------------------------------------------------------
@@ -207,56 +187,25 @@ class UdpSubscriptions:
                 endpoint.status.set_ordered(CHANNEL_STATUS_ACTIVE)
                 self._receiver.add_endpoint(endpoint)
             return endpoint
-        settings = self._settings
-        errors = self._system_counters.get(SystemCounter.ERRORS)
-        on_error = self._on_error
-
-        def on_socket_error(error: Exception) -> None:
-            errors.increment()
-            on_error(error)
-
-        try:
-            transport = UdpChannelTransport(
-                family=channel.family,
-                bind_address=channel.local_data,
-                multicast_group=channel.remote_data if channel.is_multicast else None,
-                multicast_interface=channel.interface_address if channel.is_multicast else None,
-                multicast_ttl=channel.multicast_ttl,
-                socket_sndbuf_length=_or(
-                    channel.socket_sndbuf_length, settings.socket_sndbuf_length
-                ),
-                socket_rcvbuf_length=_or(
-                    channel.socket_rcvbuf_length, settings.socket_rcvbuf_length
-                ),
-                loss_generator=settings.loss_generator,
-                error_handler=on_socket_error,
-                channel=channel.original_uri,
-            )
-        except ChannelEndpointError as exc:
-            raise command_error(
-                ErrorCode.GENERIC_ERROR, str(exc), channel=channel.original_uri
-            ) from exc
-        counters = self._counters
-        local_address = format_sockaddr(transport.local_address)
-        status_id = allocate_channel_status(
-            counters,
-            RECEIVE_CHANNEL_STATUS_TYPE_ID,
-            registration_id,
-            channel.original_uri,
-            local_address,
+        transport = open_transport(
+            channel,
+            self._settings,
+            bind_address=channel.local_data,
+            connect_address=None,
+            multicast_group=channel.remote_data if channel.is_multicast else None,
+            errors=self._system_counters.get(SystemCounter.ERRORS),
+            on_error=self._on_error,
         )
-        sockaddr_id = allocate_local_sockaddr(
-            counters, RECEIVE_CHANNEL_STATUS_TYPE_ID, registration_id, status_id, local_address
+        status, local_sockaddr = allocate_endpoint_counters(
+            self._counters, RECEIVE_CHANNEL_STATUS_TYPE_ID, registration_id, channel, transport
         )
-        counters.set_counter_value(sockaddr_id, CHANNEL_STATUS_ACTIVE)
-        status = AtomicCounter(counters.values_buffer, status_id, counters)
         system = self._system_counters
         endpoint = ReceiveChannelEndpoint(
             channel,
             transport,
-            DataPacketDispatcher(self.conductor_proxy, settings.pending_setup_timeout_ns),
+            DataPacketDispatcher(self.conductor_proxy, self._settings.pending_setup_timeout_ns),
             status=status,
-            local_sockaddr=AtomicCounter(counters.values_buffer, sockaddr_id, counters),
+            local_sockaddr=local_sockaddr,
             invalid_packets=system.get(SystemCounter.INVALID_PACKETS),
             short_sends=system.get(SystemCounter.SHORT_SENDS),
         )
@@ -499,7 +448,3 @@ class UdpSubscriptions:
         self.subscriptions.clear()
         self.endpoints.clear()
         self._closing_endpoints.clear()
-
-
-def _or(value: int | None, default: int) -> int:
-    return default if value is None else value

@@ -15,7 +15,7 @@ log:
   snd-pos); once the stream has ended and everything was sent the heartbeats carry the EOS flag,
   and the first of them goes at once rather than at the next interval (so receivers learn of
   the end even when the linger is shorter than the heartbeat interval);
-- NAKs go through the :class:`~transport.driver.retransmit_handler.RetransmitHandler`, which
+- NAKs go through the :class:`~transport.driver.udp.retransmit_handler.RetransmitHandler`, which
   resends a gap once (within the last half term) and ignores duplicate NAKs while it lingers.
 
 The **conductor** (:meth:`update_pub_pos_and_lmt`, :meth:`on_time_event`, :meth:`incref`,
@@ -29,20 +29,20 @@ frees it once the sender has let go (``has_sender_released``).
 
 from __future__ import annotations
 
-import os
 from enum import IntEnum
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from aeromq.transport.driver.flow_control import FlowControl
-from aeromq.transport.driver.log_unblocker import unblock_log
-from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-from aeromq.transport.driver.retransmit_handler import RetransmitHandler
+from aeromq.transport.driver.log_factory import delete_log
+from aeromq.transport.driver.log_unblocker import is_possibly_blocked, unblock_log
+from aeromq.transport.driver.term_cleaner import clean_term
+from aeromq.transport.driver.udp.flow_control import FlowControl
+from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
+from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
 from aeromq.transport.logbuffer.frame_descriptor import compute_max_message_length
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
-    LOG_ACTIVE_TERM_COUNT_OFFSET,
     LOG_IS_CONNECTED_OFFSET,
     PARTITION_COUNT,
-    TERM_TAIL_COUNTERS_OFFSET,
+    producer_position,
     set_end_of_stream_position,
     set_is_publication_revoked,
 )
@@ -213,17 +213,20 @@ class NetworkPublication:
 
     def producer_position(self) -> int:
         """Where the next frame will be appended (from the active term's raw tail)."""
-        meta = self._meta
-        term_count = meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
-        raw_tail = meta.get_int64_volatile(
-            TERM_TAIL_COUNTERS_OFFSET + (term_count % PARTITION_COUNT) * 8
+        return producer_position(
+            self._meta, self.term_length, self.position_bits_to_shift, self.initial_term_id
         )
-        term_offset = min(raw_tail & _LOW_32, self.term_length)
-        term_count_from_id = (((raw_tail >> 32) - self.initial_term_id + 2**31) & _LOW_32) - 2**31
-        return (term_count_from_id << self.position_bits_to_shift) + term_offset
 
     def sender_position(self) -> int:
         return self.snd_pos.get_volatile()
+
+    def is_active(self) -> bool:
+        """Whether a concurrent ADD_PUBLICATION may join it (the publication factory asks)."""
+        return self.state is NetworkPublicationState.ACTIVE
+
+    def holds_session_id(self) -> bool:
+        """Whether its session id is taken for the stream on its endpoint: until it is DONE."""
+        return self.state is not NetworkPublicationState.DONE
 
     # ----------------------------------------------------------------------------------------
     # Sender thread
@@ -442,18 +445,13 @@ class NetworkPublication:
 
     def clean_buffer(self, position: int) -> None:
         """Zero the log from the clean position towards ``position`` (one term at most)."""
-        clean_position = self.clean_position
-        if position <= clean_position:
-            return
-        term_buffer = self._term_buffers[
-            (clean_position >> self.position_bits_to_shift) % PARTITION_COUNT
-        ]
-        term_offset = clean_position & self.term_length_mask
-        length = min(position - clean_position, self.term_length - term_offset)
-        if length > 8:
-            term_buffer.set_memory(term_offset + 8, length - 8, 0)
-        term_buffer.put_int64_ordered(term_offset, 0)
-        self.clean_position = clean_position + length
+        self.clean_position = clean_term(
+            self._term_buffers,
+            self.clean_position,
+            position,
+            self.term_length,
+            self.position_bits_to_shift,
+        )
 
     def on_time_event(self, now_ns: int) -> None:
         state = self.state
@@ -486,7 +484,9 @@ class NetworkPublication:
 
     def _check_for_blocked_publisher(self, now_ns: int, producer_position: int) -> None:
         snd_pos = self.snd_pos.get_volatile()
-        if snd_pos == self.last_snd_pos and self._is_possibly_blocked(producer_position, snd_pos):
+        if snd_pos == self.last_snd_pos and is_possibly_blocked(
+            self._meta, self.position_bits_to_shift, producer_position, snd_pos
+        ):
             if now_ns > self.time_of_last_activity_ns + self.unblock_timeout_ns and self._unblock(
                 snd_pos
             ):
@@ -494,12 +494,6 @@ class NetworkPublication:
         else:
             self.time_of_last_activity_ns = now_ns
             self.last_snd_pos = snd_pos
-
-    def _is_possibly_blocked(self, producer_position: int, consumer_position: int) -> bool:
-        producer_term_count = self._meta.get_int32_volatile(LOG_ACTIVE_TERM_COUNT_OFFSET)
-        if producer_term_count != consumer_position >> self.position_bits_to_shift:
-            return True
-        return producer_position > consumer_position
 
     def _unblock(self, position: int) -> bool:
         log = self.log
@@ -537,13 +531,7 @@ class NetworkPublication:
         if self.snd_naks_received is not None and not self.snd_naks_received.is_closed:
             self.snd_naks_received.close()
         self.unmap()
-        try:
-            os.unlink(self.log_file_name)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return False
-        return True
+        return delete_log(self.log_file_name)
 
     def __repr__(self) -> str:
         return (

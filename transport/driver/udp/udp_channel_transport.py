@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 from aeromq.transport._errors import ChannelEndpointError
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver.udp_channel import Sockaddr
-from aeromq.transport.driver.udp_settings import DatagramFilter
+from aeromq.transport.driver.udp.udp_channel import Sockaddr
+from aeromq.transport.driver.udp.udp_settings import DatagramFilter
 from aeromq.transport.protocol import MAX_UDP_PAYLOAD_LENGTH
 
 __all__ = ["RECEIVE_BUFFER_LENGTH", "DatagramHandler", "UdpChannelTransport"]

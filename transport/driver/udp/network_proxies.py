@@ -19,15 +19,15 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from aeromq.transport.driver.udp_channel import Sockaddr
+from aeromq.transport.driver.udp.udp_channel import Sockaddr
 
 if TYPE_CHECKING:
-    from aeromq.transport.driver.media.receive_channel_endpoint import ReceiveChannelEndpoint
-    from aeromq.transport.driver.media.send_channel_endpoint import SendChannelEndpoint
-    from aeromq.transport.driver.network_publication import NetworkPublication
-    from aeromq.transport.driver.publication_image import PublicationImage
-    from aeromq.transport.driver.receiver import Receiver
-    from aeromq.transport.driver.sender import Sender
+    from aeromq.transport.driver.udp.network_publication import NetworkPublication
+    from aeromq.transport.driver.udp.publication_image import PublicationImage
+    from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+    from aeromq.transport.driver.udp.receiver import Receiver
+    from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
+    from aeromq.transport.driver.udp.sender import Sender
 
 __all__ = [
     "CommandQueue",

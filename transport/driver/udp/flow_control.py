@@ -23,8 +23,8 @@ from typing import Protocol
 
 from aeromq.transport._errors import ConfigurationError
 from aeromq.transport.driver._values import parse_duration_ns
-from aeromq.transport.driver.udp_channel import UdpChannel
-from aeromq.transport.driver.udp_settings import UdpSettings
+from aeromq.transport.driver.udp.udp_channel import UdpChannel
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
 
 __all__ = [
     "FlowControl",

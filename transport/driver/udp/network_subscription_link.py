@@ -1,0 +1,36 @@
+"""``NetworkSubscriptionLink``: a client's UDP subscription as the driver tracks it.
+
+A :class:`~transport.driver.subscription_link.SubscriptionLink` over network images, with the
+receive endpoint it shares with the other subscriptions of the same channel.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aeromq.transport.driver.subscription_link import SubscriptionLink
+from aeromq.transport.driver.udp.publication_image import PublicationImage
+
+if TYPE_CHECKING:
+    from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+    from aeromq.transport.driver.uri_params import SubscriptionParams
+
+__all__ = ["NetworkSubscriptionLink"]
+
+
+class NetworkSubscriptionLink(SubscriptionLink[PublicationImage]):
+    """One UDP subscription (see module). ``linked`` maps each image to its sub-pos id."""
+
+    __slots__ = ("endpoint",)
+
+    def __init__(
+        self,
+        registration_id: int,
+        client_id: int,
+        stream_id: int,
+        channel: str,
+        endpoint: ReceiveChannelEndpoint,
+        params: SubscriptionParams,
+    ) -> None:
+        super().__init__(registration_id, client_id, stream_id, channel, params)
+        self.endpoint = endpoint
