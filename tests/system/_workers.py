@@ -254,11 +254,11 @@ def hold_publisher(
 def stalled_subscriber(
     aeron_dir: str, stream_id: int, deadline_s: float, results: Queue[Any]
 ) -> None:
-    """Subscribe, report ``("ready", registration id)``, and never poll: a live client whose
-    subscriber position holds the publisher back until the process dies."""
+    """Subscribe, report ``("ready", registration id, client id)``, and never poll: a live client
+    whose subscriber position holds the publisher back until the process dies."""
     with connect(aeron_dir) as aeron:
         subscription = aeron.add_subscription(CHANNEL, stream_id)
-        results.put(("ready", subscription.registration_id))
+        results.put(("ready", subscription.registration_id, aeron.client_id))
         time.sleep(deadline_s)
 
 
