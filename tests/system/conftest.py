@@ -62,7 +62,9 @@ class Workers:
             except queue.Empty:
                 if self.processes and all(not p.is_alive() for p in self.processes):
                     codes = [p.exitcode for p in self.processes]
-                    pytest.fail(f"no {kind!r} report: every worker exited ({codes})")
+                    pytest.fail(
+                        f"no {kind!r} report: every worker exited ({codes}, got {self._stash})"
+                    )
                 continue
             if report[0] == kind:
                 return tuple(report)
