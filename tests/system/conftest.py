@@ -27,6 +27,11 @@ from tests.system._workers import connect
 
 _SPAWN = multiprocessing.get_context("spawn")
 
+ADMIN_TIMEOUT_S = 30.0
+"""The gRPC timeout of the system tests' admin clients. The client's 3 s default failed a
+CreateTopic (which fsyncs the topic file and its directory) on a freshly started broker process
+of a loaded machine; a dead broker is still caught, by the test's own timeout at the latest."""
+
 
 class Workers:
     """Spawned worker processes of one test, their result queue and their events."""
