@@ -1,7 +1,9 @@
 """``aeromq quickstart``: the main job on defaults, end to end, with a one-screen report.
 
 1. A broker process (``aeromq broker``: embedded media driver, durable store, gRPC control plane,
-   transport ingress) on a free gRPC port, its data in a temporary directory.
+   transport ingress) on a free gRPC port and a free UDP ingress port (not the fixed default
+   40456, which a second quickstart or any other broker on the host may hold), its data in a
+   temporary directory.
 2. A topic with 4 queues, created over gRPC.
 3. A consumer process (``DefaultLitePullConsumer``, cluster mode) subscribed to the topic.
 4. A producer (this process) sending checksummed messages in batches over the transport.
@@ -85,7 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.data_dir is None:
         scratch = Path(tempfile.mkdtemp(prefix="aeromq-quickstart-"))
     data_dir: Path = args.data_dir if scratch is None else scratch
-    broker = start_broker_process(data_dir, name="quickstart-broker")
+    broker = start_broker_process(
+        data_dir, name="quickstart-broker", extra_args=["--ingress-udp-endpoint", "127.0.0.1:0"]
+    )
     ok = False
     try:
         print(f"broker:    pid={broker.pid} grpc={broker.grpc_address} data={data_dir}")

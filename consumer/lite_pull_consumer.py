@@ -742,12 +742,13 @@ class DefaultLitePullConsumer:
 
         def run() -> None:
             try:
-                if self.is_running:
+                if self.is_running:  # a tick before start() has set RUNNING skips only the job
                     job()
             except Exception:
                 _log.exception("periodic job failed: %s", getattr(job, "__name__", job))
-            if self.is_running:
-                scheduler.schedule(interval_ms, tick)
+            # Always the next tick: the chain ends when shutdown (or a failed start) stops the
+            # scheduler (then schedule is a no-op), not at a tick that came before RUNNING.
+            scheduler.schedule(interval_ms, tick)
 
         def tick() -> None:
             with contextlib.suppress(RuntimeError):  # the executor shut down

@@ -1,4 +1,5 @@
-"""Suite-wide fixtures: a per-test temporary directory in /dev/shm where it exists."""
+"""Suite-wide fixtures: a per-test temporary directory in /dev/shm where it exists; and the
+hypothesis profile (no wall-clock deadline per example)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No per-example wall-clock limits for property tests: hypothesis's default 200 ms deadline and
+# its too_slow health check fail (or report "Flaky") when a loaded machine stalls one example.
+# A test's own @settings still wins for the fields it names.
+settings.register_profile("aeromq", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("aeromq")
 
 
 @pytest.fixture

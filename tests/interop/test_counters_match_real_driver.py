@@ -31,6 +31,7 @@ STREAM_TYPES = {1, 2, 3, 4, 5, 9, 12, 13, 19, 20}  # pub-lmt, snd-pos, rcv-hwm, 
 # session id, stream id and channel
 CHANNEL_TYPES = {6, 7}  # snd-channel, rcv-channel: keyed by the channel
 LOCAL_SOCKADDR_TYPE = 14  # keyed by the channel status counter id and the address
+HEARTBEAT_TYPE = 11  # client-heartbeat: keyed by the client id, its value a timestamp
 
 
 class _Roles:
@@ -128,11 +129,19 @@ def _run_scenario(
             ready["exclusive_position"],
         }
 
-        def sampled() -> bool:  # pub-pos is sampled by the driver's conductor: let it catch up
+        def settled() -> bool:
+            # pub-pos is sampled by the driver's conductor, and a real client appends " name=
+            # version=... commit=..." to its heartbeat counter's label only on the keepalive tick
+            # after it finds that counter (seconds later on a loaded machine): let both catch up.
             rows = _describe(reader, ready)
-            return positions <= {row[6] for row in rows if row[0] == 12}
+            heartbeats = [row[1] for row in rows if row[0] == HEARTBEAT_TYPE]
+            return (
+                positions <= {row[6] for row in rows if row[0] == 12}
+                and len(heartbeats) == len(ready["client_ids"])
+                and all(" version=" in str(label) for label in heartbeats)
+            )
 
-        wait_until(sampled, "pub-pos to reach the publications' positions")
+        wait_until(settled, "pub-pos to reach the publications' positions and labelled clients")
         rows = _describe(reader, ready)
         labels = _system_labels(reader)
     peer.wait()

@@ -17,6 +17,7 @@ from multiprocessing.synchronize import Event
 from typing import Any
 
 from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 from aeromq.transport.logbuffer import BufferClaim, FragmentAssembler
 from aeromq.transport.logbuffer.handlers import FragmentHandler
 from tests.system._messages import (
@@ -41,6 +42,16 @@ __all__ = [
 ]
 
 MS = 1_000_000
+
+
+def _backoff() -> BackoffIdleStrategy:
+    """How a stream worker waits for the other side: spin and yield a little, then park (up to
+    1 ms). Not sched_yield alone: on an oversubscribed machine a yield-spinning publisher and
+    subscriber kept the driver process, which moves the publication limit, off the CPU (1M
+    messages took over 90 s beside four busy processes, 12 s alone)."""
+    return BackoffIdleStrategy(max_spins=10, max_yields=20, max_park_period_ns=1 * MS)
+
+
 FRAGMENT_LIMIT = 1_000
 CHANNEL = "aeron:ipc"
 
@@ -119,7 +130,8 @@ def _publish_one_by_one(
     """Messages ``first``, ``first + 1``, ... of the given lengths; (sent, refusals)."""
     writer = MessageWriter(max(lengths, default=0))
     write, offer, try_claim = writer.write, publication.offer, publication.try_claim
-    yield_cpu, now = os.sched_yield, time.monotonic
+    backoff = _backoff()
+    wait, now = backoff.idle, time.monotonic
     claim = BufferClaim()
     by_claim = mode == "try_claim"
     refused = 0
@@ -129,7 +141,8 @@ def _publish_one_by_one(
             refused += 1
             if not refused & 0xFF and now() > deadline:
                 return seq - first, refused
-            yield_cpu()
+            wait(0)
+        wait(1)  # sent: the next refusal starts the backoff afresh
         if by_claim:
             claim.put_bytes(scratch, 0, length)
             claim.commit()
@@ -141,6 +154,7 @@ def _publish_batches(
 ) -> tuple[int, int]:
     """As :func:`_publish_one_by_one`, 64 messages per ``offer_batch``."""
     writer = MessageWriter(max(lengths, default=0))
+    backoff = _backoff()
     refused = 0
     for base in range(0, len(lengths), 64):
         batch = [
@@ -152,11 +166,12 @@ def _publish_batches(
             taken = publication.offer_batch(batch, done)
             if taken > 0:
                 done += taken
+                backoff.idle(taken)
                 continue
             refused += 1
             if not refused & 0xFF and time.monotonic() > deadline:
                 return base + done, refused
-            os.sched_yield()
+            backoff.idle(0)
     return len(lengths), refused
 
 
@@ -183,7 +198,7 @@ def stream_subscriber(
         dispatch = SenderDispatch(checkers)
         handler: FragmentHandler = checkers[senders[0]] if len(senders) == 1 else dispatch
         assembler = FragmentAssembler(handler)
-        poll, yield_cpu, now = subscription.poll, os.sched_yield, time.monotonic
+        poll, wait, now = subscription.poll, _backoff().idle, time.monotonic
         total = count * len(senders)
         received = 0
         start = 0.0
@@ -196,8 +211,9 @@ def stream_subscriber(
                     if now() > deadline:
                         break
                     received = sum(c.received for c in checkers.values()) + dispatch.unknown
-                yield_cpu()
+                wait(0)
             else:
+                wait(fragments)
                 if not start:
                     start = now()
                 received = sum(c.received for c in checkers.values()) + dispatch.unknown
@@ -254,11 +270,11 @@ def hold_publisher(
 def stalled_subscriber(
     aeron_dir: str, stream_id: int, deadline_s: float, results: Queue[Any]
 ) -> None:
-    """Subscribe, report ``("ready", registration id)``, and never poll: a live client whose
-    subscriber position holds the publisher back until the process dies."""
+    """Subscribe, report ``("ready", registration id, client id)``, and never poll: a live client
+    whose subscriber position holds the publisher back until the process dies."""
     with connect(aeron_dir) as aeron:
         subscription = aeron.add_subscription(CHANNEL, stream_id)
-        results.put(("ready", subscription.registration_id))
+        results.put(("ready", subscription.registration_id, aeron.client_id))
         time.sleep(deadline_s)
 
 

@@ -27,6 +27,11 @@ from tests.system._workers import connect
 
 _SPAWN = multiprocessing.get_context("spawn")
 
+ADMIN_TIMEOUT_S = 30.0
+"""The gRPC timeout of the system tests' admin clients. The client's 3 s default failed a
+CreateTopic (which fsyncs the topic file and its directory) on a freshly started broker process
+of a loaded machine; a dead broker is still caught, by the test's own timeout at the latest."""
+
 
 class Workers:
     """Spawned worker processes of one test, their result queue and their events."""
@@ -62,7 +67,9 @@ class Workers:
             except queue.Empty:
                 if self.processes and all(not p.is_alive() for p in self.processes):
                     codes = [p.exitcode for p in self.processes]
-                    pytest.fail(f"no {kind!r} report: every worker exited ({codes})")
+                    pytest.fail(
+                        f"no {kind!r} report: every worker exited ({codes}, got {self._stash})"
+                    )
                 continue
             if report[0] == kind:
                 return tuple(report)

@@ -17,7 +17,7 @@ from aeromq.producer import Producer
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from tests.broker.data._raw import RawClient
-from tests.system.conftest import wait_for
+from tests.system.conftest import ADMIN_TIMEOUT_S, wait_for
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def broker(tmp_path: Path) -> Iterator[ServerProcess]:
                     "--index-enabled", "false", "--commit-log-segment-bytes", "16MiB",
                     "--session-timeout-ms", "2000"],
     )  # fmt: skip
-    with GrpcClient(process.grpc_address) as admin:
+    with GrpcClient(process.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
         admin.create_topic("good", read_queue_nums=2, write_queue_nums=2)
     yield process
     assert process.stop() == 0
@@ -88,7 +88,7 @@ def test_should_answer_count_and_survive_every_kind_of_bad_input(
     assert ok.status.code == ResponseCode.SUCCESS and ok.results[0].queue_offset == 0
     session.close()
 
-    with GrpcClient(broker.grpc_address) as admin:
+    with GrpcClient(broker.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
         wait_for(
             lambda: admin.broker_stats().counters["session.unanswerable"] >= 1,
             what="the stranger's bytes to be counted",

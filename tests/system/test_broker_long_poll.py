@@ -15,7 +15,7 @@ from aeromq.client.grpc_client import GrpcClient
 from aeromq.producer import Producer, ProducerConfig
 from aeromq.proto import messages_pb2
 from tests.broker.data._system import long_poll_worker
-from tests.system.conftest import Workers
+from tests.system.conftest import ADMIN_TIMEOUT_S, Workers
 
 ROUNDS = 7
 
@@ -30,7 +30,7 @@ def test_should_answer_a_held_pull_within_50_ms_of_an_arrival(
                     "--commit-log-segment-bytes", "16MiB", "--log-level", "WARNING"],
     )  # fmt: skip
     try:
-        with GrpcClient(broker.grpc_address) as admin:
+        with GrpcClient(broker.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
             admin.create_topic("polled", read_queue_nums=2, write_queue_nums=2)
         queue = MessageQueue("polled", "broker-a", 1)
         with Producer("long-poll-test", broker.grpc_address, config=ProducerConfig()) as producer:

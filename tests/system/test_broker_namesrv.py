@@ -15,7 +15,7 @@ from aeromq.client.grpc_client import GrpcClient
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.transport.client import Aeron, AeronContext
 from tests.broker.data._system import parse_body, produce_worker, pull_all
-from tests.system.conftest import Workers, wait_for
+from tests.system.conftest import ADMIN_TIMEOUT_S, Workers, wait_for
 
 COUNT = 2_000
 
@@ -41,9 +41,9 @@ def test_should_serve_one_topic_from_two_brokers_behind_a_name_server(
     ]
     try:
         for broker in brokers:
-            with GrpcClient(broker.grpc_address) as admin:
+            with GrpcClient(broker.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
                 admin.create_topic("shared", read_queue_nums=2, write_queue_nums=2)
-        with GrpcClient(namesrv.address) as ns:
+        with GrpcClient(namesrv.address, timeout_s=ADMIN_TIMEOUT_S) as ns:
             wait_for(
                 lambda: len(ns.query_route("shared", namesrv=True).queue_datas) == 2,
                 what="both brokers in the topic's route",

@@ -10,7 +10,7 @@ import pytest
 from aeromq.broker.testing import start_broker_process
 from aeromq.client.grpc_client import GrpcClient
 from tests.broker.data._system import produce_worker, pull_worker
-from tests.system.conftest import Workers
+from tests.system.conftest import ADMIN_TIMEOUT_S, Workers
 
 BROKER_ARGS = [
     "--ingress-udp-endpoint", "127.0.0.1:0", "--index-enabled", "false",
@@ -25,7 +25,7 @@ def test_should_land_100_000_messages_of_2_producers_in_order_per_queue_and_pull
 ) -> None:
     broker = start_broker_process(tmp_path / "data", extra_args=BROKER_ARGS)
     try:
-        with GrpcClient(broker.grpc_address) as admin:
+        with GrpcClient(broker.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
             admin.create_topic("load", read_queue_nums=4, write_queue_nums=4)
         workers.start(pull_worker, broker.ready, "load", 4, 100_000, transport)
         workers.expect("puller-ready", 30)

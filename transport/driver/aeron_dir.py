@@ -29,7 +29,9 @@ def driver_heartbeat_age_ms(aeron_dir: str, now_ms: int) -> int | None:
     """How old the heartbeat of the driver that wrote ``aeron_dir/cnc.dat`` is, in ms.
 
     None when there is no usable cnc.dat (none, unpublished, another major version) or its driver
-    closed cleanly (heartbeat -1): nothing alive there.
+    closed cleanly (heartbeat -1): nothing alive there. Never negative: ``now_ms`` is read by the
+    caller before the heartbeat, which a live driver may stamp in between, so a heartbeat up to
+    a tick ahead of ``now_ms`` counts as age 0 (as AeronStat shows it).
     """
     if not os.path.exists(os.path.join(aeron_dir, CNC_FILE)):
         return None
@@ -41,7 +43,7 @@ def driver_heartbeat_age_ms(aeron_dir: str, now_ms: int) -> int | None:
         heartbeat_ms = cnc.driver_heartbeat_ms()
     finally:
         cnc.close()
-    return None if heartbeat_ms <= 0 else now_ms - heartbeat_ms
+    return None if heartbeat_ms <= 0 else max(0, now_ms - heartbeat_ms)
 
 
 def prepare_aeron_dir(

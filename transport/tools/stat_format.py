@@ -55,10 +55,16 @@ RULE = "=" * 70
 
 
 def format_header(cnc_version: int, pid: int, heartbeat_ms: int, now_ms: int) -> str:
-    """``HH:MM:SS - Aeron Stat (CnC v<version>), pid <pid>, heartbeat age <age>ms`` (local time)."""
+    """``HH:MM:SS - Aeron Stat (CnC v<version>), pid <pid>, heartbeat age <age>ms`` (local time).
+
+    The age is never negative: ``now_ms`` is read before the driver's heartbeat, which the live
+    driver may stamp in between (a heartbeat a tick ahead of ``now_ms`` is age 0).
+    """
     clock = time.strftime("%H:%M:%S", time.localtime(now_ms // 1000))
     heartbeat = (
-        f"heartbeat age {now_ms - heartbeat_ms}ms" if heartbeat_ms > 0 else "no driver heartbeat"
+        f"heartbeat age {max(0, now_ms - heartbeat_ms)}ms"
+        if heartbeat_ms > 0
+        else "no driver heartbeat"
     )
     return (
         f"{clock} - Aeron Stat (CnC v{semantic_version_to_string(cnc_version)}), "

@@ -146,13 +146,11 @@ def test_should_hold_a_pull_until_a_message_arrives_in_its_queue(
     assert not answered.wait(0.05) and hold.held_count == 1
     _fill(send, 1, queue_id=1)  # another queue: still held
     assert not answered.wait(0.05)
-    began = time.monotonic()
     _fill(send, 1, queue_id=0)
-    assert answered.wait(2.0)
-    assert time.monotonic() - began < 0.05
+    assert answered.wait(2.0)  # well before the 5 s suspend timeout; the counters say why
     (response,) = answers
     assert response.pull_status == FOUND and [m.body for m in response.messages] == [b"m0"]
-    assert pull.held == 1 and hold.woken_by_arrival == 1
+    assert pull.held == 1 and hold.woken_by_arrival == 1 and hold.woken_by_timeout == 0
 
 
 def test_should_answer_a_held_pull_with_no_new_msg_at_its_suspend_timeout(

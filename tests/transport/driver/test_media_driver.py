@@ -18,7 +18,7 @@ from aeromq.transport.concurrent.clock import SystemEpochClock
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode, deny_termination
-from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
+from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms, prepare_aeron_dir
 from aeromq.transport.testing.driver_client import DriverClient
 from tests.transport.driver.support import small_context, wait_until
 
@@ -86,10 +86,28 @@ def test_should_refuse_to_start_over_a_live_driver(driver: MediaDriver) -> None:
     second = dataclasses.replace(driver.context, dir_delete_on_shutdown=True)
     with pytest.raises(ActiveDriverError) as raised:
         MediaDriver.launch(second)
-    assert raised.value.aeron_dir == driver.aeron_dir
-    assert 0 <= raised.value.heartbeat_age_ms <= driver.context.driver_timeout_ms
-    assert "active media driver found" in str(raised.value)
+    error = raised.value
+    assert error.aeron_dir == driver.aeron_dir
+    # Refused because the heartbeat is fresh (age within the timeout); never negative, even when
+    # the driver stamps it between the refusing side's clock read and its heartbeat read.
+    assert 0 <= error.heartbeat_age_ms <= driver.context.driver_timeout_ms
+    assert "active media driver found" in str(error)
+    assert f"aeron_dir={driver.aeron_dir!r}" in str(error)
+    assert f"heartbeat_age_ms={error.heartbeat_age_ms}" in str(error)
     assert os.path.exists(driver.context.cnc_file_path())
+
+
+def test_should_report_a_heartbeat_stamped_after_the_clock_read_as_age_zero(
+    driver_context: MediaDriverContext,
+) -> None:
+    now_ms = time.time_ns() // 1_000_000
+    _stale_cnc(driver_context, now_ms + 1)
+    assert driver_heartbeat_age_ms(driver_context.aeron_dir, now_ms) == 0
+    with pytest.raises(ActiveDriverError) as raised:
+        prepare_aeron_dir(
+            driver_context.aeron_dir, delete_on_start=False, driver_timeout_ms=10_000, now_ms=now_ms
+        )
+    assert raised.value.heartbeat_age_ms == 0
 
 
 def _stale_cnc(context: MediaDriverContext, heartbeat_ms: int, error: str | None = None) -> None:

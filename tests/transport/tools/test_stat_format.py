@@ -42,6 +42,8 @@ def test_should_format_the_header_with_version_pid_and_heartbeat_age() -> None:
         f"{clock} - Aeron Stat (CnC v0.2.0), pid 99, heartbeat age 250ms"
     )
     assert format_header(CNC_VERSION, 99, -1, now_ms).endswith("pid 99, no driver heartbeat")
+    # A heartbeat the driver stamped after now_ms was read: age 0, never negative.
+    assert format_header(CNC_VERSION, 99, now_ms + 1, now_ms).endswith("heartbeat age 0ms")
 
 
 def test_should_frame_a_snapshot_with_the_rule_and_dashes() -> None:
