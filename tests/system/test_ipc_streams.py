@@ -19,9 +19,13 @@ from tests.system.conftest import Workers
 MTU = 1408
 MAX_LENGTH = 2 * MTU
 STREAM_MESSAGES = int(os.environ.get("AEROMQ_SYSTEM_MESSAGES", "1000000"))
-DEADLINE_S = 90.0
+# The test checks delivery, not rate (rates are `python -m bench ipc`'s): 1M messages take 11-12 s
+# on a quiet 2-core machine and 540k-904k went through in 90 s beside two CPU hogs, so the bound is
+# what a hog-loaded machine needs (~170 s) with room to spare; a hung stream still fails.
+DEADLINE_S = 300.0
 
 
+@pytest.mark.timeout(DEADLINE_S + 60)
 def test_should_deliver_a_million_messages_of_random_sizes_intact_and_in_order(
     driver: DriverProcess, workers: Workers
 ) -> None:

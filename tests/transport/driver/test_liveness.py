@@ -36,10 +36,14 @@ UNBLOCKED_COMMANDS = 20
 
 @pytest.fixture
 def short_lived(shm_dir: Path) -> Iterator[MediaDriver]:
+    # 1 s, not less: a test sets up its "silent" client's resources after the client's last
+    # keepalive, and heartbeats its "alive" client from the test thread, which shares the GIL with
+    # the embedded driver's threads. With 200 ms a loaded machine timed out the alive client too
+    # (CLIENT_TIMEOUTS read 2, not 1) or the silent one before its set-up was done.
     context = small_context(
         shm_dir / "aeron",
-        client_liveness_timeout_ns=200_000_000,
-        publication_unblock_timeout_ns=300_000_000,
+        client_liveness_timeout_ns=1_000_000_000,
+        publication_unblock_timeout_ns=1_500_000_000,  # must exceed the liveness timeout
     )
     with MediaDriver.launch(context) as driver:
         yield driver
@@ -183,7 +187,7 @@ def test_should_keep_a_client_that_heartbeats_alive(short_lived: MediaDriver) ->
     with DriverClient(short_lived.aeron_dir) as client:
         client.await_correlated(client.add_subscription("aeron:ipc", 10))
         client.await_response(ON_COUNTER_READY)
-        for _ in range(6):
+        for _ in range(40):  # >= 2 s of 50 ms beats: twice the liveness timeout
             client.heartbeat()
             client.keepalive()
             wait_until(lambda: client.to_driver.size() == 0)
