@@ -18,6 +18,8 @@ I/O here.
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
+- ``_record_batch``: the record batch, the one binary form of messages from the producer's
+  send through the commit log to the consumer's pull.
 """
 
 from __future__ import annotations
@@ -98,6 +100,18 @@ from aeromq.common._properties import (
     decode_properties,
     encode_properties,
 )
+from aeromq.common._record_batch import (
+    BATCH_MAGIC,
+    FIXED_HEADER_LENGTH,
+    RECORD_OVERHEAD,
+    BatchCheck,
+    RecordBatch,
+    batch_header_length,
+    check_batch,
+    encode_batch,
+    patch_batch,
+    read_total_length,
+)
 from aeromq.common._response_code import (
     ResponseCode,
 )
@@ -131,10 +145,12 @@ from aeromq.common._validators import (
 )
 
 __all__ = [
+    "BATCH_MAGIC",
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "ERROR_FOR_CODE",
+    "FIXED_HEADER_LENGTH",
     "GROUP_MAX_LENGTH",
     "IPV6_EXTRA_LENGTH",
     "KEY_SEPARATOR",
@@ -154,6 +170,7 @@ __all__ = [
     "PROPERTY_TAGS",
     "PROPERTY_UNIQ_KEY",
     "PROPERTY_WAIT_STORE_MSG_OK",
+    "RECORD_OVERHEAD",
     "REQUEST_FIELD_NUMBERS",
     "RESERVED_PROPERTY_NAMES",
     "RESPONSE_FIELD_NUMBERS",
@@ -171,6 +188,7 @@ __all__ = [
     "UNIQUE_PID_OFFSET",
     "UNIQUE_TIME_OFFSET",
     "VALID_NAME_PATTERN",
+    "BatchCheck",
     "BrokerBusyError",
     "BrokerError",
     "BrokerUnavailableError",
@@ -186,13 +204,16 @@ __all__ = [
     "NotSupportedError",
     "OffsetIllegalError",
     "OffsetMessageId",
+    "RecordBatch",
     "RequestTimeoutError",
     "ResponseCode",
     "SubscriptionData",
     "TopicNotFoundError",
     "UniqueMessageId",
     "UniqueMessageIdGenerator",
+    "batch_header_length",
     "build_subscription_data",
+    "check_batch",
     "check_body",
     "check_group",
     "check_key",
@@ -204,6 +225,7 @@ __all__ = [
     "decode_offset_message_id",
     "decode_properties",
     "decode_unique_message_id",
+    "encode_batch",
     "encode_envelope",
     "encode_offset_message_id",
     "encode_properties",
@@ -216,6 +238,8 @@ __all__ = [
     "is_valid_topic_name",
     "is_writeable",
     "parse_tag_expression",
+    "patch_batch",
+    "read_total_length",
     "salvage_envelope_ids",
     "tag_hash_code",
     "tag_problem",

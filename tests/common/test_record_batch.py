@@ -1,0 +1,246 @@
+"""The record batch: what a producer encodes, the broker checks and patches, a consumer reads."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aeromq.common import (
+    BATCH_MAGIC,
+    BatchCheck,
+    RecordBatch,
+    batch_header_length,
+    check_batch,
+    encode_batch,
+    hash_code,
+    patch_batch,
+    read_total_length,
+)
+from aeromq.common._record_batch import CRC_OFFSET, QUEUE_ID_OFFSET, RECORD_COUNT_OFFSET
+
+TOPIC = b"TopicTest"
+HOST = bytes((127, 0, 0, 1)) + struct.pack("<i", 10911)
+
+
+def _batch(count: int = 4, **kwargs: object) -> bytearray:
+    return encode_batch(
+        TOPIC,
+        [f"body-{i}".encode() for i in range(count)],
+        [f"Tag{i % 2}" if i % 3 else None for i in range(count)],
+        [f"UNIQ_KEY\x01id{i}\x02".encode() for i in range(count)],
+        flags=list(range(count)),
+        born_timestamp_ms=1_700_000_000_000,
+        born_deltas_ms=[i * 10 for i in range(count)],
+        born_host=HOST,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_encoded_batch_reads_back_every_field() -> None:
+    data = _batch(5, reconsume_times=2, attributes=1)
+    assert check_batch(data, topic=TOPIC) == (BatchCheck.OK, "")
+    batch = RecordBatch(bytes(data))
+    assert (batch.topic, batch.count, batch.reconsume_times, batch.attributes) == (
+        "TopicTest",
+        5,
+        2,
+        1,
+    )
+    assert batch.born_host == HOST
+    assert [batch.body(i) for i in range(5)] == [f"body-{i}".encode() for i in range(5)]
+    assert [batch.tag(i) for i in range(5)] == [None, "Tag1", "Tag0", None, "Tag0"]
+    assert batch.tag_hashes.tolist() == [
+        0,
+        hash_code("Tag1"),
+        hash_code("Tag0"),
+        0,
+        hash_code("Tag0"),
+    ]
+    assert batch.properties_bytes(3) == b"UNIQ_KEY\x01id3\x02"
+    assert batch.flags.tolist() == [0, 1, 2, 3, 4]
+    assert batch.born_deltas_ms.tolist() == [0, 10, 20, 30, 40]
+    assert bytes(batch.body_data) == b"".join(f"body-{i}".encode() for i in range(5))
+    assert batch.crc_ok()
+    assert read_total_length(data) == (len(data), BATCH_MAGIC)
+
+
+def test_broker_fields_are_patched_without_breaking_the_crc() -> None:
+    data = _batch()
+    patch_batch(data, 0, 1234, 98765, 1_700_000_000_123, HOST, 3)
+    assert check_batch(data, topic=TOPIC)[0] is BatchCheck.OK
+    batch = RecordBatch(bytes(data))
+    assert (batch.base_queue_offset, batch.base_physical_offset, batch.queue_id) == (1234, 98765, 3)
+    assert (batch.store_timestamp_ms, batch.store_host) == (1_700_000_000_123, HOST)
+
+
+def test_a_batch_inside_a_larger_buffer_is_read_at_its_position() -> None:
+    data = bytes(8) + bytes(_batch(3)) + bytes(8)
+    batch = RecordBatch(data, 8)
+    assert batch.body(2) == b"body-2" and batch.crc_ok()
+
+
+def test_a_flipped_byte_under_the_crc_is_caught() -> None:
+    data = _batch()
+    data[-1] ^= 0x40
+    check, text = check_batch(data)
+    assert check is BatchCheck.BAD_CRC and "computed=" in text
+    assert not RecordBatch(bytes(data)).crc_ok()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d.__setitem__(slice(4, 8), b"XXXX"), BatchCheck.BAD_MAGIC),
+        (lambda d: d.extend(b"x"), BatchCheck.TRUNCATED),
+        (lambda d: d.__delitem__(slice(-1, None)), BatchCheck.TRUNCATED),
+        (lambda d: d.__delitem__(slice(40, None)), BatchCheck.TRUNCATED),
+    ],
+)
+def test_broken_framing_is_named(mutate: object, expected: BatchCheck) -> None:
+    data = _batch()
+    mutate(data)  # type: ignore[operator]
+    assert check_batch(data)[0] is expected
+
+
+def _with_crc(data: bytearray) -> bytearray:
+    import zlib
+
+    struct.pack_into("<I", data, CRC_OFFSET, zlib.crc32(memoryview(data)[48:]))
+    return data
+
+
+def test_a_count_that_does_not_fit_the_lengths_is_refused() -> None:
+    data = _batch(4)
+    struct.pack_into("<i", data, RECORD_COUNT_OFFSET, 3)
+    assert check_batch(_with_crc(data))[0] is BatchCheck.BAD_LENGTHS
+    struct.pack_into("<i", data, RECORD_COUNT_OFFSET, 0)
+    assert check_batch(_with_crc(data))[0] is BatchCheck.BAD_LENGTHS
+
+
+def test_another_topic_than_the_requests_is_refused() -> None:
+    assert check_batch(_batch(), topic=b"Other")[0] is BatchCheck.BAD_TOPIC
+
+
+def test_empty_and_oversize_bodies_are_refused_with_their_index() -> None:
+    check, text = check_batch(encode_batch(TOPIC, [b"a", b""]))
+    assert check is BatchCheck.EMPTY_BODY and "index=1" in text
+    check, text = check_batch(encode_batch(TOPIC, [b"a", b"b" * 11]), max_body_length=10)
+    assert check is BatchCheck.BODY_TOO_LARGE and "body_length=11" in text and "index=1" in text
+
+
+def test_too_many_records_are_refused() -> None:
+    assert check_batch(_batch(5), max_records=4)[0] is BatchCheck.TOO_MANY_RECORDS
+
+
+@pytest.mark.parametrize("tag", ["a b", "a|b", "a\tb"])
+def test_a_tag_with_whitespace_or_bar_is_refused(tag: str) -> None:
+    assert check_batch(encode_batch(TOPIC, [b"x"], [tag]))[0] is BatchCheck.BAD_TAG
+
+
+def test_a_wrong_tag_hash_is_refused_with_its_index() -> None:
+    data = encode_batch(TOPIC, [b"x", b"y"], ["A", "B"])
+    header = batch_header_length(len(TOPIC))
+    struct.pack_into("<q", data, header + 8, 12345)
+    check, text = check_batch(_with_crc(data))
+    assert check is BatchCheck.BAD_TAG_HASH and "index=1" in text
+    assert f"expected={hash_code('B')}" in text
+
+
+def test_a_tag_hash_without_a_tag_is_refused() -> None:
+    data = encode_batch(TOPIC, [b"x"])
+    struct.pack_into("<q", data, batch_header_length(len(TOPIC)), 7)
+    assert check_batch(_with_crc(data))[0] is BatchCheck.BAD_TAG_HASH
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        [b"a\x01b"],  # no closing separator
+        [b"\x01b\x02"],  # empty name
+        [b"a\x02"],  # no name/value separator
+        [b"a\x01b\x01c\x02"],  # two name/value separators
+        [b"a\x01", b"b\x02"],  # a pair across two records
+        [b"a\x01\xff\x02"],  # not UTF-8
+        [b"a\x00\x01b\x02"],  # NUL
+    ],
+)
+def test_malformed_properties_are_refused(properties: list[bytes]) -> None:
+    bodies = [b"x"] * len(properties)
+    assert check_batch(encode_batch(TOPIC, bodies, None, properties))[0] is (
+        BatchCheck.BAD_PROPERTIES
+    )
+
+
+def test_non_ascii_tags_hash_as_java_strings() -> None:
+    tags = ["été", "x", None, "\U0001f600"]
+    data = encode_batch(TOPIC, [b"1", b"2", b"3", b"4"], tags)
+    assert check_batch(data)[0] is BatchCheck.OK
+    assert RecordBatch(bytes(data)).tag_hashes.tolist() == [
+        hash_code("été"),
+        hash_code("x"),
+        0,
+        hash_code("\U0001f600"),
+    ]
+
+
+def test_record_sizes_add_up_to_the_batch() -> None:
+    data = _batch(6)
+    batch = RecordBatch(bytes(data))
+    sizes = [batch.record_size(i) for i in range(6)]
+    assert sum(sizes) + batch_header_length(len(TOPIC)) == len(data)
+
+
+def test_the_queue_id_is_a_broker_field_outside_the_crc() -> None:
+    data = _batch()
+    struct.pack_into("<i", data, QUEUE_ID_OFFSET, 7)
+    assert check_batch(data)[0] is BatchCheck.OK
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.binary(min_size=1, max_size=40),
+            st.one_of(
+                st.none(),
+                st.text(
+                    alphabet=st.characters(
+                        blacklist_characters=" |\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000",
+                        blacklist_categories=("Cs",),
+                    ),
+                    max_size=12,
+                ),
+            ),
+            st.dictionaries(
+                st.text(alphabet="abcXYZ_", min_size=1, max_size=6),
+                st.text(
+                    alphabet=st.characters(
+                        blacklist_characters="\x00\x01\x02", blacklist_categories=("Cs",)
+                    ),
+                    max_size=8,
+                ),
+                max_size=3,
+            ),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_any_valid_batch_passes_and_reads_back(
+    records: list[tuple[bytes, str | None, dict[str, str]]],
+) -> None:
+    bodies = [body for body, _, _ in records]
+    tags = [tag for _, tag, _ in records]
+    properties = ["".join(f"{k}\x01{v}\x02" for k, v in p.items()).encode() for _, _, p in records]
+    data = encode_batch(TOPIC, bodies, tags, properties)
+    assert check_batch(data, topic=TOPIC) == (BatchCheck.OK, "")
+    batch = RecordBatch(bytes(data))
+    assert [batch.body(i) for i in range(len(records))] == bodies
+    assert [batch.tag(i) for i in range(len(records))] == [t or None for t in tags]
+    assert [batch.properties_bytes(i) for i in range(len(records))] == properties
+    assert np.array_equal(
+        batch.tag_hashes, np.array([hash_code(t) if t else 0 for t in tags], dtype=np.int64)
+    )
