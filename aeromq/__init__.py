@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         ConsumeFromWhere,
         DefaultLitePullConsumer,
         LitePullConsumerConfig,
+        MessageBatch,
         MessageModel,
         TopicMessageQueueChangeListener,
     )
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
         RoundRobinSelector,
         SendCallback,
         SendResult,
+        SendResults,
         SendStatus,
         StaticRoute,
     )
@@ -79,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "RoundRobinSelector": "aeromq.producer",
     "SendCallback": "aeromq.producer",
     "SendResult": "aeromq.producer",
+    "SendResults": "aeromq.producer",
     "SendStatus": "aeromq.producer",
     "StaticRoute": "aeromq.producer",
     # consuming
@@ -87,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "ConsumeFromWhere": "aeromq.consumer",
     "DefaultLitePullConsumer": "aeromq.consumer",
     "LitePullConsumerConfig": "aeromq.consumer",
+    "MessageBatch": "aeromq.consumer",
     "MessageModel": "aeromq.consumer",
     "TopicMessageQueueChangeListener": "aeromq.consumer",
     # errors (the client's tree; its root is ClientError)
@@ -123,6 +127,7 @@ __all__ = [  # noqa: RUF022
     "RoundRobinSelector",
     "SendCallback",
     "SendResult",
+    "SendResults",
     "SendStatus",
     "StaticRoute",
     # consuming
@@ -131,6 +136,7 @@ __all__ = [  # noqa: RUF022
     "ConsumeFromWhere",
     "DefaultLitePullConsumer",
     "LitePullConsumerConfig",
+    "MessageBatch",
     "MessageModel",
     "TopicMessageQueueChangeListener",
     # errors

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from aeromq.broker._errors import ConfigError
+from aeromq.broker.processor.send import BATCH_FRAMING_ALLOWANCE
 from aeromq.broker.store import FlushMode, StoreConfig
-from aeromq.broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = ["ENV_PREFIX", "BrokerConfig", "BrokerConfigError", "add_arguments"]
@@ -122,9 +122,11 @@ class BrokerConfig:
 
     @property
     def max_record_bytes(self) -> int:
-        """The store's cap on one record: a body of ``max_message_size`` bytes with the longest
-        topic and properties still fits, so every body the clients may send can be stored."""
-        return record_length(self.max_message_size, MAX_TOPIC_LENGTH, MAX_PROPERTIES_LENGTH)
+        """The store's cap on one record batch: bodies of ``max_message_size`` bytes in all,
+        with room for the batch's framing, tags and properties beside them (the send path's
+        cap, :data:`~broker.processor.send.BATCH_FRAMING_ALLOWANCE`), so every batch the
+        clients may send can be stored."""
+        return self.max_message_size + BATCH_FRAMING_ALLOWANCE
 
     def to_store_config(self, store_host: str | None = None) -> StoreConfig:
         """The store's config from this one. ``store_host`` (``a.b.c.d:port``, written into

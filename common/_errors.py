@@ -18,6 +18,7 @@ broker's own failures (store, config, state) have their own root, ``broker.Broke
     ├── TopicNotFoundError              the broker does not know the topic
     ├── NoPermissionError               the broker or topic does not allow the operation
     ├── OffsetIllegalError              an offset outside [min, max] of its queue
+    ├── CorruptMessageError             pulled bytes that fail their CRC or framing check
     ├── BrokerError                     the broker failed to process a request
     ├── BrokerBusyError                 (retriable) the broker is flow-controlling
     ├── BrokerUnavailableError          (retriable) no broker can serve the request now
@@ -131,6 +132,14 @@ class OffsetIllegalError(ClientError):
     """An offset below the queue's minimum or above its maximum."""
 
     code = ResponseCode.PULL_OFFSET_MOVED
+
+
+class CorruptMessageError(ClientError):
+    """Pulled messages whose record batch fails its CRC or framing check (corrupted on the
+    broker's disk or on the way); the text names the queue and offsets. Nothing of the batch
+    is delivered: seek past it to go on."""
+
+    code = ResponseCode.SYSTEM_ERROR
 
 
 class BrokerError(ClientError):

@@ -239,6 +239,16 @@ class UniqueMessageIdGenerator:
         span_ms = (now_ms - self._start_ms) & 0xFFFFFFFF
         return f"{self._prefix}{span_ms:08X}{next(self._counter) & 0xFFFF:04X}"
 
+    def next_ids(self, count: int, now_ms: int | None = None) -> list[str]:
+        """``count`` ids at once, all of one time (a batch's: the clock is read once)."""
+        if now_ms is None:
+            now_ms = time.time_ns() // 1_000_000
+        if now_ms >= self._next_start_ms:
+            self._start_ms, self._next_start_ms = _month_bounds_ms(now_ms)
+        head = f"{self._prefix}{(now_ms - self._start_ms) & 0xFFFFFFFF:08X}"
+        counter = self._counter
+        return [f"{head}{next(counter) & 0xFFFF:04X}" for _ in range(count)]
+
 
 _default_generator: UniqueMessageIdGenerator | None = None
 _default_lock = threading.Lock()

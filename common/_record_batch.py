@@ -272,12 +272,14 @@ def check_batch(
     *,
     topic: bytes | None = None,
     max_body_length: int = _I32_MAX,
+    max_body_total: int = 1 << 62,
     max_records: int = _I32_MAX,
     check_crc: bool = True,
     check_content: bool = True,
 ) -> tuple[BatchCheck, str]:
-    """Whether ``data`` is exactly one well-formed batch (of ``topic``, when given), and if not,
-    why (``key=value`` text). One pass, vectorised; never raises: a hot-path function.
+    """Whether ``data`` is exactly one well-formed batch (of ``topic``, when given; bodies of at
+    most ``max_body_length`` bytes each and ``max_body_total`` in all), and if not, why
+    (``key=value`` text). One pass, vectorised; never raises: a hot-path function.
 
     ``check_content`` False checks framing and the CRC only (enough for bytes that passed the
     full check once, as a recovering store re-reading its own log).
@@ -336,6 +338,11 @@ def check_batch(
         )
     if not check_content:
         return BatchCheck.OK, ""
+    if body_total > max_body_total:
+        return BatchCheck.BODY_TOO_LARGE, (
+            f"the batch is over the max message size in all: batch_length={body_total} "
+            f"max_message_size={max_body_total}"
+        )
     body_lengths = columns[:count]
     shortest = int(body_lengths.min())
     if shortest == 0:

@@ -1,6 +1,7 @@
-"""aeromq's consumer: RocketMQ's ``DefaultLitePullConsumer`` and its internals
+r"""aeromq's consumer: RocketMQ's ``DefaultLitePullConsumer`` and its internals
 (``docs/lite-pull-consumer.md``): the consumer, its configuration, offset stores and
-the queue allocation strategies.
+the queue allocation strategies. Pulled messages arrive as :class:`MessageBatch`\ es over the
+stored record batches: ``poll()`` gives them as messages, ``poll_batch()`` as columns.
 """
 
 from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus
@@ -26,6 +27,7 @@ from aeromq.consumer.lite_pull_consumer import (
     ServiceState,
     TopicMessageQueueChangeListener,
 )
+from aeromq.consumer.message_batch import BatchMessageExt, MessageBatch
 from aeromq.consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -42,6 +44,7 @@ __all__ = [
     "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "AllocateMessageQueueStrategy",
+    "BatchMessageExt",
     "BrokerApi",
     "ConsumeFromWhere",
     "DefaultLitePullConsumer",
@@ -49,6 +52,7 @@ __all__ = [
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
     "MachineRoomResolver",
+    "MessageBatch",
     "MessageModel",
     "OffsetStore",
     "PrefixMachineRoomResolver",

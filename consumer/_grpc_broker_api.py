@@ -6,9 +6,10 @@
   gRPC (:class:`client.grpc_client.GrpcClient`), ``control_timeout_ms`` per call.
 - Pulls go over the transport session with that broker (:class:`client.BrokerSessions`)
   as ``PullMessage`` requests answered asynchronously: the callback runs on the session's
-  poller thread. Pulled messages are :class:`~consumer._wire_message.WireMessageExt` (fields
-  read from the wire message on demand). A pull to a broker without an open session connects on a background thread,
-  so a slow or absent broker never blocks the consumer's scheduler.
+  poller thread. The answer's record batches are checked and cut to what was asked
+  (:mod:`consumer._pulled`) into a :class:`~consumer.message_batch.MessageBatch`: no object per
+  message. A pull to a broker without an open session connects on a background thread, so a
+  slow or absent broker never blocks the consumer's scheduler.
 - Membership: the consumer registers with every broker of its subscribed topics (one
   ``SendHeartbeat``, so the broker knows it before the first rebalance asks for the members),
   then keeps a ``Heartbeat`` stream open to each. A stream thread renews the registration every
@@ -25,10 +26,12 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 from aeromq.client import (
     BrokerUnavailableError,
     ClientError,
+    CorruptMessageError,
     ExpressionType,
     MessageQueue,
     SubscriptionData,
@@ -45,8 +48,9 @@ from aeromq.consumer._broker_api import (
     PullResult,
     PullStatus,
 )
-from aeromq.consumer._wire_message import WireMessageExt
+from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
+from aeromq.consumer.message_batch import MessageBatch
 from aeromq.proto import admin_pb2, consumer_group_pb2, messages_pb2
 
 __all__ = ["GrpcBrokerApi", "heartbeat_request"]
@@ -166,6 +170,17 @@ class _MembershipStream:
                 self.send_now()
 
 
+@dataclass(frozen=True, slots=True)
+class _Pull:
+    """One pull on its way: the request and what its answer is read with."""
+
+    request: messages_pb2.PullMessageRequest
+    queue: MessageQueue
+    subscription: SubscriptionData
+    timeout_ms: int
+    callback: PullCallback
+
+
 class GrpcBrokerApi:
     """The broker API over gRPC and the transport (see the module doc)."""
 
@@ -253,39 +268,28 @@ class GrpcBrokerApi:
         except ClientError as error:
             callback(None, error)
             return
+        pull = _Pull(request, queue, subscription, timeout_ms, callback)
         session = self._sessions.open_session(broker.broker_name)
         if session is not None:
-            self._send_pull(session, broker, request, timeout_ms, callback)
+            self._send_pull(session, broker, pull)
             return
         try:
-            self._connector.submit(self._connect_and_pull, broker, request, timeout_ms, callback)
+            self._connector.submit(self._connect_and_pull, broker, pull)
         except RuntimeError as error:  # closed
             callback(None, error)
 
-    def _connect_and_pull(
-        self,
-        broker: BrokerRoute,
-        request: messages_pb2.PullMessageRequest,
-        timeout_ms: int,
-        callback: PullCallback,
-    ) -> None:
+    def _connect_and_pull(self, broker: BrokerRoute, pull: _Pull) -> None:
         try:
             session = self._sessions.session(broker)
         except ClientError as error:
-            callback(None, error)
+            pull.callback(None, error)
             return
-        self._send_pull(session, broker, request, timeout_ms, callback)
+        self._send_pull(session, broker, pull)
 
-    def _send_pull(
-        self,
-        session: ClientSession,
-        broker: BrokerRoute,
-        request: messages_pb2.PullMessageRequest,
-        timeout_ms: int,
-        callback: PullCallback,
-    ) -> None:
+    def _send_pull(self, session: ClientSession, broker: BrokerRoute, pull: _Pull) -> None:
+        callback = pull.callback
         try:
-            future = session.request_async(request, timeout_ms)
+            future = session.request_async(pull.request, pull.timeout_ms)
         except ClientError as error:
             if isinstance(error, BrokerUnavailableError):
                 self._sessions.drop(broker.broker_name)
@@ -307,8 +311,22 @@ class GrpcBrokerApi:
             if status.code != 0:
                 callback(None, error_for_code(status.code, status.message, broker=name))
                 return
-            wrap = WireMessageExt.wrap
-            messages = [wrap(m, name) for m in response.messages]
+            try:
+                messages = (
+                    read_pulled_batches(
+                        response.batches,
+                        pull.queue,
+                        name,
+                        pull.request.queue_offset,
+                        response.next_begin_offset,
+                        pull.subscription,
+                    )
+                    if response.batches
+                    else MessageBatch()
+                )
+            except CorruptMessageError as error:
+                callback(None, error)
+                return
             callback(
                 PullResult(
                     PullStatus(response.pull_status),

@@ -42,6 +42,7 @@ taken over from another member starts pulling ``takeover_delay_ms`` (1 s) after 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import logging
@@ -72,6 +73,7 @@ from aeromq.consumer.allocate import AllocateMessageQueueAveragely, AllocateMess
 from aeromq.consumer.assigned_queues import AssignedMessageQueue
 from aeromq.consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
 from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from aeromq.consumer.message_batch import MessageBatch, as_message_batch
 from aeromq.consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -162,6 +164,7 @@ class DefaultLitePullConsumer:
         self._topic_queues: dict[str, set[MessageQueue]] = {}
         self._assigned = AssignedMessageQueue()
         self._cache = ConsumeRequestCache()
+        self._failures: collections.deque[ClientError] = collections.deque(maxlen=64)
         self._counters = FlowControlCounters()
         self._client_id = ""
         self._heartbeating = False
@@ -287,6 +290,7 @@ class DefaultLitePullConsumer:
             subscription_for=self._subscription_for,
             compute_start_offset=self._compute_start_offset,
             counters=self._counters,
+            failures=self._failures,
         )
         self._tasks = PullTaskTable(context)
         self._rebalance = RebalanceService(
@@ -472,25 +476,48 @@ class DefaultLitePullConsumer:
         ``timeout_ms`` (default ``poll_timeout_ms``) for the first; ``[]`` on timeout.
         Caller: the application, from one thread at a time. Affects: auto commit (when due)
         commits what earlier polls returned; each queue's consume offset moves past the
-        messages returned."""
+        messages returned. Raises :class:`~client.CorruptMessageError` once for each pulled
+        batch that failed its check (its queue does not move past it: seek to skip it)."""
+        out: list[MessageExt] = []
+        for chunk in self._poll_chunks(timeout_ms, self._config.max_poll_records):
+            out.extend(chunk)
+        return out
+
+    def poll_batch(
+        self, timeout_ms: int | None = None, max_records: int | None = None
+    ) -> MessageBatch:
+        """``poll`` in columns: up to ``max_records`` (default ``max_poll_records``) messages
+        as one :class:`~consumer.MessageBatch` (numpy columns, Arrow bodies, ``to_arrow()``),
+        made without a Python object per message. Same waiting, commit and errors as ``poll``;
+        an empty batch on timeout."""
+        limit = self._config.max_poll_records if max_records is None else max_records
+        if limit <= 0:
+            raise IllegalArgumentError("max_records must be positive", max_records=limit)
+        chunks = self._poll_chunks(timeout_ms, limit)
+        return MessageBatch.concat([as_message_batch(chunk) for chunk in chunks])
+
+    def _poll_chunks(self, timeout_ms: int | None, limit: int) -> list[Sequence[MessageExt]]:
         self._check_running()
         if timeout_ms is None:
             timeout_ms = self._config.poll_timeout_ms
         if timeout_ms < 0:
             raise IllegalArgumentError("timeout must not be negative", timeout_ms=timeout_ms)
         with self._poll_lock:
+            failures = self._failures
+            if failures:
+                raise failures.popleft()
             if self._config.auto_commit:
                 self._maybe_auto_commit()
-            return self._take(timeout_ms)
+            return self._take(timeout_ms, limit)
 
-    def _take(self, timeout_ms: int) -> list[MessageExt]:
+    def _take(self, timeout_ms: int, limit: int) -> list[Sequence[MessageExt]]:
         cache = self._cache
         assigned = self._assigned
-        limit = self._config.max_poll_records
         deadline = time.monotonic() + timeout_ms / 1000.0
-        result: list[MessageExt] = []
-        while len(result) < limit:
-            wait_s = deadline - time.monotonic() if not result else 0.0
+        result: list[Sequence[MessageExt]] = []
+        taken = 0
+        while taken < limit:
+            wait_s = deadline - time.monotonic() if not taken else 0.0
             request = cache.take(wait_s)
             if request is None:
                 break
@@ -505,14 +532,15 @@ class DefaultLitePullConsumer:
                 if process_queue.dropped or state.process_queue is not process_queue:
                     continue
                 messages = request.messages
-                room = limit - len(result)
+                room = limit - taken
                 if len(messages) > room:
                     cache.put_back(ConsumeRequest(messages[room:], request.queue, process_queue))
                     messages = messages[:room]
                 offset = process_queue.remove_messages(messages)
                 if offset >= 0:
                     state.consume_offset = offset
-            result.extend(messages)
+            result.append(messages)
+            taken += len(messages)
             if not self.is_running:
                 break
         return result

@@ -32,13 +32,16 @@ tasks for one queue).
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 
 from aeromq.client import (
     BrokerBusyError,
+    ClientError,
+    CorruptMessageError,
     ExpressionType,
     MessageExt,
     MessageQueue,
@@ -48,6 +51,7 @@ from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig
 from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from aeromq.consumer.message_batch import MessageBatch
 from aeromq.consumer.process_queue import ProcessQueue
 from aeromq.consumer.scheduler import Scheduler
 
@@ -77,6 +81,8 @@ class FlowControlCounters:
     offset_errors: int = 0
     stale_results: int = 0
     """Pull results dropped: the task was cancelled, the queue re-owned or a seek pending."""
+    corrupt_pulls: int = 0
+    """Pull answers whose record batches failed their check (nothing of them delivered)."""
 
 
 @dataclass(slots=True)
@@ -92,6 +98,10 @@ class PullTaskContext:
     subscription_for: Callable[[str], SubscriptionData | None]
     compute_start_offset: Callable[[MessageQueue], int]
     counters: FlowControlCounters
+    failures: collections.deque[ClientError] = field(
+        default_factory=lambda: collections.deque(maxlen=64)
+    )
+    """Errors for the application (corrupt pulled batches): ``poll`` raises them, oldest first."""
 
 
 def _tag_filter(subscription: SubscriptionData) -> frozenset[str] | None:
@@ -237,6 +247,11 @@ class PullTask:
             if isinstance(error, BrokerBusyError):
                 counters.broker_busy += 1
                 self._again(ctx.config.pull_time_delay_ms_when_broker_busy)
+            elif isinstance(error, CorruptMessageError):
+                counters.corrupt_pulls += 1
+                _log.error("%s", error)
+                ctx.failures.append(error)
+                self._again(ctx.config.pull_time_delay_ms_when_exception)
             else:
                 counters.pull_errors += 1
                 _log.warning("pull failed: queue=%s: %r", self.queue, error)
@@ -272,7 +287,9 @@ class PullTask:
     @staticmethod
     def _filter(
         messages: Collection[MessageExt], subscription: SubscriptionData
-    ) -> list[MessageExt]:
+    ) -> Sequence[MessageExt]:
+        if isinstance(messages, MessageBatch):  # cut to the subscription as it was read
+            return messages
         tags = _tag_filter(subscription)
         if tags is None:
             return list(messages)

@@ -3,9 +3,11 @@
 :class:`Producer` (RocketMQ's ``DefaultMQProducer``): sync, async, oneway and batch sends, queue
 selection (round robin, by key hash, random, or your own selector), retries on another queue or
 broker, unique message ids, a client-side max message size. Routes come from brokers or name
-servers over gRPC, or from a :class:`StaticRoute`. ``aeromq produce`` is the command line.
+servers over gRPC, or from a :class:`StaticRoute`. Each send is one record batch, encoded once
+(:mod:`common._record_batch`); a batch's :class:`SendResults` are made as they are read. ``aeromq produce`` is the command line.
 """
 
+from aeromq.producer._batch import SendResults
 from aeromq.producer._config import ProducerConfig
 from aeromq.producer._producer import Producer, SendCallback
 from aeromq.producer._route import RouteSource, StaticRoute
@@ -27,6 +29,7 @@ __all__ = [
     "RouteSource",
     "SendCallback",
     "SendResult",
+    "SendResults",
     "SendStatus",
     "StaticRoute",
 ]

@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from functools import lru_cache
 from typing import Any, Final
 
 from aeromq.client import (
@@ -55,15 +56,8 @@ from aeromq.client import (
 )
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver, TopicRoute
-from aeromq.common import (
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
-    check_body,
-)
-from aeromq.common import (
-    PROPERTY_WAIT_STORE_MSG_OK as PROPERTY_WAIT,
-)
+from aeromq.common import check_body
+from aeromq.producer._batch import SendResults, encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig, check_producer_group
 from aeromq.producer._route import RouteSource
 from aeromq.producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
@@ -78,7 +72,6 @@ SendCallback = Callable[[Any, BaseException | None], object]
 """``callback(result, None)`` on success (a ``SendResult``, or a list for a batch),
 ``callback(None, error)`` on failure."""
 
-_LIFTED: Final = frozenset((PROPERTY_TAGS, PROPERTY_KEYS, PROPERTY_UNIQ_KEY))
 _SEND_STATUS: Final = {
     messages_pb2.SEND_OK: SendStatus.SEND_OK,
     messages_pb2.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
@@ -93,19 +86,32 @@ _RETRY_ELSEWHERE_CODES: Final = frozenset(
 
 
 class _Attempt:
-    """One send's retry state (sync or async)."""
+    """One send's retry state (sync or async), with its record batch, encoded once."""
 
-    __slots__ = ("attempts_left", "deadline_ns", "last_broker", "messages", "queue", "selector")
+    __slots__ = (
+        "attempts_left",
+        "batch",
+        "deadline_ns",
+        "last_broker",
+        "messages",
+        "queue",
+        "selector",
+        "unique_ids",
+    )
 
     def __init__(
         self,
         messages: Sequence[Message],
+        batch: bytes,
+        unique_ids: list[str],
         deadline_ns: int,
         attempts: int,
         queue: MessageQueue | None,
         selector: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
     ) -> None:
         self.messages = messages
+        self.batch = batch
+        self.unique_ids = unique_ids
         self.deadline_ns = deadline_ns
         self.attempts_left = attempts
         self.queue = queue
@@ -142,7 +148,7 @@ class Producer:
             f"{socket.gethostname()}@{os.getpid()}@{random.getrandbits(32):08x}"
         )
         self._ids = UniqueMessageIdGenerator()
-        self._born_host = f"{self.config.udp_response_host}:0"
+        self._born_host = pack_born_host(f"{self.config.udp_response_host}:0")
         self._sessions: BrokerSessions | None = None
         self._queue_cache: dict[str, tuple[TopicRoute, list[MessageQueue]]] = {}
         self._retry_executor: ThreadPoolExecutor | None = None
@@ -223,7 +229,7 @@ class Producer:
         timeout_ms: int | None = None,
         *,
         queue: MessageQueue | None = None,
-    ) -> list[SendResult]:
+    ) -> Sequence[SendResult]:
         """Send messages of one topic to one queue as one request (all stored or none)."""
         return self._send_sync(messages, timeout_ms, queue, None, None)
 
@@ -234,7 +240,7 @@ class Producer:
         queue: MessageQueue | None,
         selector: QueueSelector | None,
         arg: Any,
-    ) -> list[SendResult]:
+    ) -> Sequence[SendResult]:
         attempt = self._prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
         last_error: ClientError | None = None
         while attempt.attempts_left > 0:
@@ -245,8 +251,8 @@ class Producer:
             route, target = self._target(attempt)
             try:
                 session = self._require_sessions().session(route.broker(target.broker_name))
-                response = session.request(self._request(target, attempt.messages), remaining_ms)
-                return _results(response, target)
+                response = session.request(self._request(target, attempt), remaining_ms)
+                return _results(response, target, attempt)
             except ClientError as exc:
                 if not self._should_retry(exc, route, target, attempt):
                     raise
@@ -286,10 +292,10 @@ class Producer:
         timeout_ms: int | None = None,
         *,
         queue: MessageQueue | None = None,
-    ) -> Future[list[SendResult]]:
+    ) -> Future[Sequence[SendResult]]:
         """``send_batch`` without waiting (see ``send_async``)."""
         attempt = self._prepare(messages, timeout_ms, queue, None, None, asynchronous=True)
-        outer: Future[list[SendResult]] = Future()
+        outer: Future[Sequence[SendResult]] = Future()
         self._submit_async(attempt, outer, single=False)
         if callback is not None:
             outer.add_done_callback(_call_back(callback))
@@ -304,14 +310,14 @@ class Producer:
         try:
             route, target = self._target(attempt)
             session = self._require_sessions().session(route.broker(target.broker_name))
-            inner = session.request_async(self._request(target, attempt.messages), remaining_ms)
+            inner = session.request_async(self._request(target, attempt), remaining_ms)
         except ClientError as exc:
             self._async_failed(exc, attempt, outer, single, None, None)
             return
 
         def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
             try:
-                results = _results(future.result(), target)
+                results = _results(future.result(), target, attempt)
             except ClientError as exc:
                 self._async_failed(exc, attempt, outer, single, route, target)
                 return
@@ -355,7 +361,7 @@ class Producer:
         attempt = self._prepare([message], None, queue, None, None, asynchronous=False)
         route, target = self._target(attempt)
         session = self._require_sessions().session(route.broker(target.broker_name))
-        session.send_oneway(self._request(target, attempt.messages))
+        session.send_oneway(self._request(target, attempt))
 
     # -- shared --------------------------------------------------------------------------
 
@@ -378,7 +384,6 @@ class Producer:
         topic = messages[0].topic
         max_size = self.config.max_message_size
         total = 0
-        ids = self._ids
         for message in messages:
             if message.topic != topic:
                 raise IllegalArgumentError(
@@ -386,8 +391,6 @@ class Producer:
                 )
             check_body(message.body, max_size)
             total += len(message.body)
-            if message.uniq_id is None:
-                message.put_system_property(PROPERTY_UNIQ_KEY, ids.next_id())
         if total > max_size:
             raise IllegalArgumentError(
                 "the batch is over the maximum message size",
@@ -411,7 +414,12 @@ class Producer:
             else self.config.retry_times_when_send_failed
         )
         deadline_ns = time.monotonic_ns() + self._timeout(timeout_ms) * 1_000_000
-        return _Attempt(messages, deadline_ns, 1 if pinned else 1 + retries, queue, chooser)
+        batch, unique_ids = encode_messages(
+            messages, self._ids, time.time_ns() // 1_000_000, self._born_host
+        )
+        return _Attempt(
+            messages, batch, unique_ids, deadline_ns, 1 if pinned else 1 + retries, queue, chooser
+        )
 
     def _route(self, topic: str) -> TopicRoute:
         routes = self._routes
@@ -471,73 +479,54 @@ class Producer:
             raise IllegalStateError("producer not started", group=self.group)
         return sessions
 
-    def _request(
-        self, target: MessageQueue, messages: Sequence[Message]
-    ) -> messages_pb2.SendMessageRequest:
-        request = messages_pb2.SendMessageRequest(
-            producer_group=self.group, topic=target.topic, queue_id=target.queue_id
+    def _request(self, target: MessageQueue, attempt: _Attempt) -> messages_pb2.SendMessageRequest:
+        return messages_pb2.SendMessageRequest(
+            producer_group=self.group,
+            topic=target.topic,
+            queue_id=target.queue_id,
+            batch=attempt.batch,
         )
-        born_ms = time.time_ns() // 1_000_000
-        born_host = self._born_host
-        wire = messages_pb2.Message
-        out: list[messages_pb2.Message] = []
-        append = out.append
-        for message in messages:
-            properties = message.properties
-            tags = properties.get(PROPERTY_TAGS, "")
-            keys = properties.get(PROPERTY_KEYS)
-            lifted = (tags != "") + (keys is not None) + 1
-            if len(properties) == lifted + 1 and PROPERTY_WAIT in properties:
-                rest = {PROPERTY_WAIT: properties[PROPERTY_WAIT]}  # the common case
-            else:
-                rest = {k: v for k, v in properties.items() if k not in _LIFTED}
-            append(
-                wire(
-                    body=message.body,
-                    tags=tags,
-                    keys=keys.split() if keys else None,
-                    properties=rest,
-                    flag=message.flag,
-                    born_timestamp_ms=born_ms,
-                    born_host=born_host,
-                    msg_id=properties[PROPERTY_UNIQ_KEY],
-                )
-            )
-        request.messages.extend(out)
-        return request
 
 
-def _results(response: messages_pb2.SendMessageResponse, target: MessageQueue) -> list[SendResult]:
+def _results(
+    response: messages_pb2.SendMessageResponse, target: MessageQueue, attempt: _Attempt
+) -> SendResults:
     """The send's results, or the error of its status code."""
     status = response.status
-    if status.code not in _STORED_CODES or not response.results:
+    if status.code not in _STORED_CODES or response.message_count != len(attempt.unique_ids):
         raise error_for_code(
             status.code or ResponseCode.SYSTEM_ERROR,
-            status.message or "the broker answered a send without results",
+            status.message
+            or f"the broker answered a send of {len(attempt.unique_ids)} messages "
+            f"with {response.message_count}",
             broker=target.broker_name,
             topic=target.topic,
             queue_id=target.queue_id,
         )
-    out: list[SendResult] = []
-    append = out.append
-    for result in response.results:
-        queue = target
-        if result.queue_id != target.queue_id or (
-            result.broker_name and result.broker_name != target.broker_name
-        ):
-            broker_name = result.broker_name or target.broker_name
-            queue = MessageQueue(target.topic, broker_name, result.queue_id)
-        append(
-            SendResult(
-                _SEND_STATUS.get(result.send_status, SendStatus.SEND_OK),
-                result.msg_id,
-                result.offset_msg_id,
-                queue,
-                result.queue_offset,
-                result.transaction_id,
-            )
+    queue = target
+    if response.queue_id != target.queue_id or (
+        response.broker_name and response.broker_name != target.broker_name
+    ):
+        queue = MessageQueue(
+            target.topic, response.broker_name or target.broker_name, response.queue_id
         )
-    return out
+    return SendResults(
+        _SEND_STATUS.get(response.send_status, SendStatus.SEND_OK),
+        queue,
+        response.base_queue_offset,
+        response.base_commit_log_offset,
+        _store_host(response.store_host),
+        attempt.unique_ids,
+    )
+
+
+@lru_cache(maxsize=64)
+def _store_host(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    try:
+        return host, int(port)
+    except ValueError:
+        return "0.0.0.0", 0
 
 
 def _settle(future: Future[Any], *, value: Any = None, error: BaseException | None = None) -> None:

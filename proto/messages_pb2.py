@@ -15,39 +15,25 @@ _sym_db = _symbol_database.Default()
 from aeromq.proto import common_pb2 as aeromq_dot_proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x65romq/proto/messages.proto\x12\taeromq.v1\x1a\x19\x61\x65romq/proto/common.proto\"\xf9\x01\n\x07Message\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\x12\x0c\n\x04tags\x18\x03 \x01(\t\x12\x0c\n\x04keys\x18\x04 \x03(\t\x12\x36\n\nproperties\x18\x05 \x03(\x0b\x32\".aeromq.v1.Message.PropertiesEntry\x12\x0c\n\x04\x66lag\x18\x06 \x01(\x05\x12\x19\n\x11\x62orn_timestamp_ms\x18\x07 \x01(\x03\x12\x11\n\tborn_host\x18\x08 \x01(\t\x12\x0e\n\x06msg_id\x18\t \x01(\t\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xef\x03\n\nMessageExt\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\x12\x0c\n\x04tags\x18\x03 \x01(\t\x12\x0c\n\x04keys\x18\x04 \x03(\t\x12\x39\n\nproperties\x18\x05 \x03(\x0b\x32%.aeromq.v1.MessageExt.PropertiesEntry\x12\x0c\n\x04\x66lag\x18\x06 \x01(\x05\x12\x19\n\x11\x62orn_timestamp_ms\x18\x07 \x01(\x03\x12\x11\n\tborn_host\x18\x08 \x01(\t\x12\x0e\n\x06msg_id\x18\t \x01(\t\x12\x10\n\x08queue_id\x18\n \x01(\x05\x12\x14\n\x0cqueue_offset\x18\x0b \x01(\x03\x12\x19\n\x11\x63ommit_log_offset\x18\x0c \x01(\x03\x12\x12\n\nstore_size\x18\r \x01(\x05\x12\x1a\n\x12store_timestamp_ms\x18\x0e \x01(\x03\x12\x12\n\nstore_host\x18\x0f \x01(\t\x12\x17\n\x0freconsume_times\x18\x10 \x01(\x05\x12\x13\n\x0b\x62roker_name\x18\x11 \x01(\t\x12\x15\n\roffset_msg_id\x18\x12 \x01(\t\x12\x10\n\x08sys_flag\x18\x13 \x01(\x05\x12\x10\n\x08\x62ody_crc\x18\x14 \x01(\r\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"s\n\x12SendMessageRequest\x12\x16\n\x0eproducer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12$\n\x08messages\x18\x04 \x03(\x0b\x32\x12.aeromq.v1.Message\"\xb4\x01\n\nSendResult\x12*\n\x0bsend_status\x18\x01 \x01(\x0e\x32\x15.aeromq.v1.SendStatus\x12\x0e\n\x06msg_id\x18\x02 \x01(\t\x12\x15\n\roffset_msg_id\x18\x03 \x01(\t\x12\x10\n\x08queue_id\x18\x04 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\x05 \x01(\x03\x12\x13\n\x0b\x62roker_name\x18\x06 \x01(\t\x12\x16\n\x0etransaction_id\x18\x07 \x01(\t\"`\n\x13SendMessageResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12&\n\x07results\x18\x02 \x03(\x0b\x32\x15.aeromq.v1.SendResult\"\x8b\x02\n\x12PullMessageRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\x04 \x01(\x03\x12\x14\n\x0cmax_msg_nums\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\x12\x16\n\x0esub_expression\x18\x07 \x01(\t\x12\x32\n\x0f\x65xpression_type\x18\x08 \x01(\x0e\x32\x19.aeromq.v1.ExpressionType\x12\x1a\n\x12suspend_timeout_ms\x18\t \x01(\x03\x12\x15\n\rcommit_offset\x18\n \x01(\x03\"\xd0\x01\n\x13PullMessageResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12*\n\x0bpull_status\x18\x02 \x01(\x0e\x32\x15.aeromq.v1.PullStatus\x12\x19\n\x11next_begin_offset\x18\x03 \x01(\x03\x12\x12\n\nmin_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\'\n\x08messages\x18\x06 \x03(\x0b\x32\x15.aeromq.v1.MessageExt*c\n\nSendStatus\x12\x0b\n\x07SEND_OK\x10\x00\x12\x16\n\x12\x46LUSH_DISK_TIMEOUT\x10\x01\x12\x17\n\x13\x46LUSH_SLAVE_TIMEOUT\x10\x02\x12\x17\n\x13SLAVE_NOT_AVAILABLE\x10\x03*O\n\nPullStatus\x12\t\n\x05\x46OUND\x10\x00\x12\x0e\n\nNO_NEW_MSG\x10\x01\x12\x12\n\x0eNO_MATCHED_MSG\x10\x02\x12\x12\n\x0eOFFSET_ILLEGAL\x10\x03*$\n\x0e\x45xpressionType\x12\x07\n\x03TAG\x10\x00\x12\t\n\x05SQL92\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x65romq/proto/messages.proto\x12\taeromq.v1\x1a\x19\x61\x65romq/proto/common.proto\"b\n\x12SendMessageRequest\x12\x16\n\x0eproducer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\r\n\x05\x62\x61tch\x18\x05 \x01(\x0cJ\x04\x08\x04\x10\x05\"\xf7\x01\n\x13SendMessageResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12*\n\x0bsend_status\x18\x03 \x01(\x0e\x32\x15.aeromq.v1.SendStatus\x12\x10\n\x08queue_id\x18\x04 \x01(\x05\x12\x19\n\x11\x62\x61se_queue_offset\x18\x05 \x01(\x03\x12\x15\n\rmessage_count\x18\x06 \x01(\x05\x12\x1e\n\x16\x62\x61se_commit_log_offset\x18\x07 \x01(\x03\x12\x12\n\nstore_host\x18\x08 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\t \x01(\tJ\x04\x08\x02\x10\x03\"\x8b\x02\n\x12PullMessageRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\x04 \x01(\x03\x12\x14\n\x0cmax_msg_nums\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\x12\x16\n\x0esub_expression\x18\x07 \x01(\t\x12\x32\n\x0f\x65xpression_type\x18\x08 \x01(\x0e\x32\x19.aeromq.v1.ExpressionType\x12\x1a\n\x12suspend_timeout_ms\x18\t \x01(\x03\x12\x15\n\rcommit_offset\x18\n \x01(\x03\"\xbe\x01\n\x13PullMessageResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12*\n\x0bpull_status\x18\x02 \x01(\x0e\x32\x15.aeromq.v1.PullStatus\x12\x19\n\x11next_begin_offset\x18\x03 \x01(\x03\x12\x12\n\nmin_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\x0f\n\x07\x62\x61tches\x18\x07 \x01(\x0cJ\x04\x08\x06\x10\x07*c\n\nSendStatus\x12\x0b\n\x07SEND_OK\x10\x00\x12\x16\n\x12\x46LUSH_DISK_TIMEOUT\x10\x01\x12\x17\n\x13\x46LUSH_SLAVE_TIMEOUT\x10\x02\x12\x17\n\x13SLAVE_NOT_AVAILABLE\x10\x03*O\n\nPullStatus\x12\t\n\x05\x46OUND\x10\x00\x12\x0e\n\nNO_NEW_MSG\x10\x01\x12\x12\n\x0eNO_MATCHED_MSG\x10\x02\x12\x12\n\x0eOFFSET_ILLEGAL\x10\x03*$\n\x0e\x45xpressionType\x12\x07\n\x03TAG\x10\x00\x12\t\n\x05SQL92\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'aeromq.proto.messages_pb2', _globals)
 if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
-  _globals['_MESSAGE_PROPERTIESENTRY']._options = None
-  _globals['_MESSAGE_PROPERTIESENTRY']._serialized_options = b'8\001'
-  _globals['_MESSAGEEXT_PROPERTIESENTRY']._options = None
-  _globals['_MESSAGEEXT_PROPERTIESENTRY']._serialized_options = b'8\001'
-  _globals['_SENDSTATUS']._serialized_start=1698
-  _globals['_SENDSTATUS']._serialized_end=1797
-  _globals['_PULLSTATUS']._serialized_start=1799
-  _globals['_PULLSTATUS']._serialized_end=1878
-  _globals['_EXPRESSIONTYPE']._serialized_start=1880
-  _globals['_EXPRESSIONTYPE']._serialized_end=1916
-  _globals['_MESSAGE']._serialized_start=70
-  _globals['_MESSAGE']._serialized_end=319
-  _globals['_MESSAGE_PROPERTIESENTRY']._serialized_start=270
-  _globals['_MESSAGE_PROPERTIESENTRY']._serialized_end=319
-  _globals['_MESSAGEEXT']._serialized_start=322
-  _globals['_MESSAGEEXT']._serialized_end=817
-  _globals['_MESSAGEEXT_PROPERTIESENTRY']._serialized_start=270
-  _globals['_MESSAGEEXT_PROPERTIESENTRY']._serialized_end=319
-  _globals['_SENDMESSAGEREQUEST']._serialized_start=819
-  _globals['_SENDMESSAGEREQUEST']._serialized_end=934
-  _globals['_SENDRESULT']._serialized_start=937
-  _globals['_SENDRESULT']._serialized_end=1117
-  _globals['_SENDMESSAGERESPONSE']._serialized_start=1119
-  _globals['_SENDMESSAGERESPONSE']._serialized_end=1215
-  _globals['_PULLMESSAGEREQUEST']._serialized_start=1218
-  _globals['_PULLMESSAGEREQUEST']._serialized_end=1485
-  _globals['_PULLMESSAGERESPONSE']._serialized_start=1488
-  _globals['_PULLMESSAGERESPONSE']._serialized_end=1696
+  _globals['_SENDSTATUS']._serialized_start=882
+  _globals['_SENDSTATUS']._serialized_end=981
+  _globals['_PULLSTATUS']._serialized_start=983
+  _globals['_PULLSTATUS']._serialized_end=1062
+  _globals['_EXPRESSIONTYPE']._serialized_start=1064
+  _globals['_EXPRESSIONTYPE']._serialized_end=1100
+  _globals['_SENDMESSAGEREQUEST']._serialized_start=69
+  _globals['_SENDMESSAGEREQUEST']._serialized_end=167
+  _globals['_SENDMESSAGERESPONSE']._serialized_start=170
+  _globals['_SENDMESSAGERESPONSE']._serialized_end=417
+  _globals['_PULLMESSAGEREQUEST']._serialized_start=420
+  _globals['_PULLMESSAGEREQUEST']._serialized_end=687
+  _globals['_PULLMESSAGERESPONSE']._serialized_start=690
+  _globals['_PULLMESSAGERESPONSE']._serialized_end=880
 # @@protoc_insertion_point(module_scope)

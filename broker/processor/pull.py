@@ -18,16 +18,18 @@ OFFSET_ILLEGAL  below the queue's min (next = min), beyond its max (next = max),
                 non-zero offset in an empty queue
 ==============  ==========================================================================
 
-``min_offset`` and ``max_offset`` are the queue's bounds at the read. A batch holds at most
-32 messages and about 256 KiB (RocketMQ's caps; a request may ask for less, and one message is
-always returned however large). Bad requests are answered with a non-zero ``status.code`` and
+``min_offset`` and ``max_offset`` are the queue's bounds at the read. A pull finds at most
+``max_pull_messages`` messages and about ``max_pull_bytes`` (a request may ask for less; one
+stored batch is always returned however large).
+
+A FOUND answer carries the stored record batches (:mod:`common._record_batch`) that hold the
+messages found, as the commit log holds them: one join of the stored bytes, no decode and no
+object per message. A batch can hold records outside ``[queue_offset, next_begin_offset)`` or
+of other tags; the consumer keeps the ones it asked for (and checks each batch's CRC). Bad requests are answered with a non-zero ``status.code`` and
 a ``key=value`` text, and counted by code in :attr:`PullProcessor.errors`: an unknown topic
 (TOPIC_NOT_EXIST), a topic without read permission (NO_PERMISSION), a bad queue id, offset,
 count or group (INVALID_PARAMETER), a tag expression that does not parse
 (SUBSCRIPTION_PARSE_FAILED), a SQL92 expression (REQUEST_CODE_NOT_SUPPORTED: not evaluated yet).
-
-On the wire, the properties ``TAGS``, ``KEYS`` and ``UNIQ_KEY`` travel in the message's
-``tags``, ``keys`` and ``msg_id`` fields, not in its ``properties`` map.
 
 ``commit_offset`` commits the group's offset of the queue when it is positive: 0 is proto3's
 default, so a pull that does not set the field would otherwise reset its group to offset 0
@@ -46,14 +48,9 @@ from aeromq.broker.store import (
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
-    StoredMessage,
     create_message_id,
-    unpack_host,
 )
 from aeromq.common import (
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
     ClientError,
     ResponseCode,
     build_subscription_data,
@@ -66,13 +63,16 @@ __all__ = [
     "MAX_PULL_MESSAGES",
     "PullDone",
     "PullProcessor",
-    "fill_message_ext",
     "offset_message_id",
     "pull_status",
 ]
 
-MAX_PULL_MESSAGES: Final = 32
-MAX_PULL_BYTES: Final = 256 * 1024
+MAX_PULL_MESSAGES: Final = 1024
+"""The most messages one pull finds (a request asks for up to this many; RocketMQ's broker
+caps at 32 messages, which its per-message transfer needs; whole stored batches make larger
+pulls cheap)."""
+MAX_PULL_BYTES: Final = 1024 * 1024
+"""About the most bytes of stored batches one pull answers with (one batch always goes)."""
 
 PullDone = Callable[[messages_pb2.PullMessageResponse], None]
 
@@ -107,11 +107,6 @@ def _tag_codes(expression: str) -> tuple[int, ...] | None:
 
 
 @lru_cache(maxsize=256)
-def _host(packed: bytes) -> str:
-    return unpack_host(packed)
-
-
-@lru_cache(maxsize=256)
 def offset_id_prefix(store_host: bytes) -> str:
     """The first 16 hex digits of every offset message id of ``store_host``: its address and
     port (``create_message_id`` packs them as ``>4sI``, then the offset as ``>q``)."""
@@ -121,45 +116,6 @@ def offset_id_prefix(store_host: bytes) -> str:
 def offset_message_id(store_host: bytes, physical_offset: int) -> str:
     """``create_message_id(store_host, physical_offset)`` for offsets >= 0, faster."""
     return f"{offset_id_prefix(store_host)}{physical_offset:016X}"
-
-
-def fill_message_ext(
-    ext: messages_pb2.MessageExt, message: StoredMessage, broker_name: str
-) -> None:
-    """Write a stored message into a wire ``MessageExt`` (see module for the properties)."""
-    properties = message.properties
-    ext.topic = message.topic
-    ext.body = message.body
-    ext.flag = message.flag
-    ext.born_timestamp_ms = message.born_timestamp_ms
-    ext.born_host = _host(message.born_host)
-    ext.queue_id = message.queue_id
-    ext.queue_offset = message.queue_offset
-    ext.commit_log_offset = message.physical_offset
-    ext.store_size = message.store_size
-    ext.store_timestamp_ms = message.store_timestamp_ms
-    ext.store_host = _host(message.store_host)
-    ext.reconsume_times = message.reconsume_times
-    ext.broker_name = broker_name
-    offset_msg_id = offset_message_id(message.store_host, message.physical_offset)
-    ext.offset_msg_id = offset_msg_id
-    ext.sys_flag = message.sys_flag
-    ext.body_crc = message.body_crc & 0xFFFF_FFFF
-    unique_id = ""
-    if properties:
-        rest: dict[str, str] = {}
-        for name, value in properties.items():
-            if name == PROPERTY_TAGS:
-                ext.tags = value
-            elif name == PROPERTY_KEYS:
-                ext.keys.extend(value.split())
-            elif name == PROPERTY_UNIQ_KEY:
-                unique_id = value
-            else:
-                rest[name] = value
-        if rest:
-            ext.properties.update(rest)
-    ext.msg_id = unique_id or offset_msg_id
 
 
 class PullProcessor:
@@ -222,14 +178,14 @@ class PullProcessor:
         max_messages = min(max_messages, self.max_messages)
         max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)
         offset = request.queue_offset
-        result = self._store.get_messages(topic, queue_id, offset, max_messages, max_bytes, codes)
+        result = self._store.get_batches(topic, queue_id, offset, max_messages, max_bytes, codes)
         status = pull_status(result, offset)
         suspend_ms = request.suspend_timeout_ms
         if status == _NO_NEW_MSG and suspend_ms > 0 and self.long_polling:
             self.held += 1
 
             def wake(arrived: bool) -> None:
-                again = self._store.get_messages(
+                again = self._store.get_batches(
                     topic, queue_id, offset, max_messages, max_bytes, codes
                 )
                 self._answer(response, again, pull_status(again, offset), on_done)
@@ -249,12 +205,9 @@ class PullProcessor:
         response.next_begin_offset = result.next_begin_offset
         response.min_offset = result.min_offset
         response.max_offset = result.max_offset
-        if result.messages:
-            broker_name = self.broker_name
-            add = response.messages.add
-            for message in result.messages:
-                fill_message_ext(add(), message, broker_name)
-            self.messages_out += len(result.messages)
+        if result.data:
+            response.batches = result.data
+            self.messages_out += result.message_count
         on_done(response)
 
     def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:

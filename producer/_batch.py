@@ -1,0 +1,178 @@
+"""A send's record batch and its results: the producer's side of the record batch format.
+
+:func:`encode_messages` turns the messages of one send into one record batch
+(:mod:`common._record_batch`), once: a retry sends the same bytes (the broker patches the queue
+id it stores them under). :class:`SendResults` is the answer of a batch, whose broker said only
+where the batch starts; each :class:`SendResult` is made when it is read.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+from typing import Final, overload
+
+from aeromq.client import Message, MessageQueue, UniqueMessageIdGenerator
+from aeromq.common import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    encode_batch,
+    encode_offset_message_id,
+)
+from aeromq.producer._send_result import SendResult, SendStatus
+
+__all__ = ["SendResults", "encode_messages", "pack_born_host"]
+
+_PORT: Final = struct.Struct("<i")
+
+
+@lru_cache(maxsize=64)
+def pack_born_host(host: str) -> bytes:
+    """``"a.b.c.d:port"`` as a batch's 8-byte host field (IPv4 address, i32 port); a host that
+    is not IPv4 packs as zeros (the field is informational)."""
+    address, _, port = host.rpartition(":")
+    try:
+        return socket.inet_aton(address) + _PORT.pack(int(port or 0))
+    except (OSError, ValueError, struct.error):
+        return bytes(8)
+
+
+def encode_messages(
+    messages: Sequence[Message],
+    ids: UniqueMessageIdGenerator,
+    born_timestamp_ms: int,
+    born_host: bytes,
+) -> tuple[bytes, list[str]]:
+    """The record batch of ``messages`` (one topic) and their unique ids, in order.
+
+    A message without a unique id (``UNIQ_KEY``) gets one here, set on the message too, as
+    RocketMQ's producer does. Tags go to the batch's tag column, every other property to the
+    stored property string.
+    """
+    missing = sum(1 for message in messages if message.uniq_id is None)
+    fresh = iter(ids.next_ids(missing, born_timestamp_ms)) if missing else iter(())
+    bodies: list[bytes] = []
+    tags: list[str | None] = []
+    properties: list[bytes] = []
+    unique_ids: list[str] = []
+    flags: list[int] = []
+    separator = NAME_VALUE_SEPARATOR
+    end = PROPERTY_SEPARATOR
+    for message in messages:
+        unique = message.uniq_id
+        if unique is None:
+            unique = next(fresh)
+            message.put_system_property(PROPERTY_UNIQ_KEY, unique)
+        unique_ids.append(unique)
+        bodies.append(message.body)
+        props = message.properties
+        tag = props.get(PROPERTY_TAGS)
+        tags.append(tag)
+        properties.append(
+            "".join(
+                [
+                    f"{name}{separator}{value}{end}"
+                    for name, value in props.items()
+                    if name != PROPERTY_TAGS
+                ]
+            ).encode()
+        )
+        flags.append(message.flag)
+    batch = encode_batch(
+        messages[0].topic.encode(),
+        bodies,
+        tags,
+        properties,
+        flags=flags if any(flags) else None,
+        born_timestamp_ms=born_timestamp_ms,
+        born_host=born_host,
+    )
+    return bytes(batch), unique_ids
+
+
+class SendResults(Sequence[SendResult]):
+    """The results of one stored batch, in message order, each made when first read.
+
+    The broker answers a batch with its queue, first queue offset and first commit log offset;
+    message ``i`` is at ``queue_offset + i`` and ``commit_log_offset + i``. Equal to a list of
+    the same results.
+    """
+
+    __slots__ = (
+        "_made",
+        "commit_log_offset",
+        "message_queue",
+        "queue_offset",
+        "send_status",
+        "store_host",
+        "unique_ids",
+    )
+
+    def __init__(
+        self,
+        send_status: SendStatus,
+        message_queue: MessageQueue,
+        queue_offset: int,
+        commit_log_offset: int,
+        store_host: tuple[str, int],
+        unique_ids: Sequence[str],
+    ) -> None:
+        self.send_status = send_status
+        self.message_queue = message_queue
+        self.queue_offset = queue_offset
+        self.commit_log_offset = commit_log_offset
+        self.store_host = store_host
+        self.unique_ids = unique_ids
+        self._made: dict[int, SendResult] = {}
+
+    def __len__(self) -> int:
+        return len(self.unique_ids)
+
+    def _result(self, index: int) -> SendResult:
+        made = self._made.get(index)
+        if made is None:
+            host, port = self.store_host
+            made = self._made[index] = SendResult(
+                self.send_status,
+                self.unique_ids[index],
+                encode_offset_message_id(host, port, self.commit_log_offset + index),
+                self.message_queue,
+                self.queue_offset + index,
+            )
+        return made
+
+    @overload
+    def __getitem__(self, index: int) -> SendResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SendResult]: ...
+
+    def __getitem__(self, index: int | slice) -> SendResult | list[SendResult]:
+        if isinstance(index, slice):
+            return [self._result(i) for i in range(*index.indices(len(self)))]
+        count = len(self)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError(f"result index out of range: index={index} count={count}")
+        return self._result(index)
+
+    def __iter__(self) -> Iterator[SendResult]:
+        return (self._result(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SendResults | list | tuple):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"SendResults(send_status={self.send_status.name}, queue={self.message_queue}, "
+            f"queue_offset={self.queue_offset}, count={len(self)})"
+        )
