@@ -1,8 +1,11 @@
 """``MessageBatch``: pulled messages as columns over the record batches they came in.
 
-A pull answers with stored record batches (:mod:`common._record_batch`); a ``MessageBatch``
-keeps them as they came and says which of their records are the consumer's (the ones in the
-pulled range that match its subscription). Read it two ways:
+A pull answers with stored record batches (:mod:`common._record_batch`), back to back. The
+answer is read once (:func:`consumer._pulled.read_pulled_batches`) into a :class:`PulledChunk`:
+the batch headers as one numpy structured array, and for each record the consumer keeps (those
+in the pulled range matching its subscription) where its body, tags and properties are in the
+answer's bytes, all in a fixed number of numpy calls whatever the number of records. A
+``MessageBatch`` is a sequence of chunks (one per pull it took from), read two ways:
 
 - as columns, for data pipelines: :attr:`MessageBatch.queue_offsets`,
   :attr:`~MessageBatch.queue_ids`, :attr:`~MessageBatch.store_timestamps_ms`, ... are numpy
@@ -10,10 +13,7 @@ pulled range that match its subscription). Read it two ways:
   data buffer), and :meth:`~MessageBatch.to_arrow` a ``pyarrow.RecordBatch``, all without a
   Python object per message;
 - as a sequence of :class:`~client.MessageExt` (``batch[i]``, ``for message in batch``): each a
-  :class:`BatchMessageExt` whose fields are read from the record batch when asked.
-
-A batch may hold messages of several queues (``poll_batch`` gathers them); its parts are kept
-in order, each of one queue.
+  :class:`BatchMessageExt` whose fields are read from the chunk when asked.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from aeromq.client.message import HostAddress
 from aeromq.common import (
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
-    RecordBatch,
     decode_properties,
     encode_batch,
     encode_offset_message_id,
@@ -44,14 +43,37 @@ if TYPE_CHECKING:
     import pyarrow
 
 __all__ = [
+    "HEADER_DTYPE",
     "BatchMessageExt",
     "MessageBatch",
-    "MessageBatchPart",
+    "PulledChunk",
     "as_message_batch",
     "unpack_host",
 ]
 
 Int64Array = npt.NDArray[np.int64]
+Int32Array = npt.NDArray[np.int32]
+
+HEADER_DTYPE = np.dtype(
+    [
+        ("total_length", "<i4"),
+        ("magic", "<u4"),
+        ("base_queue_offset", "<i8"),
+        ("base_physical_offset", "<i8"),
+        ("store_timestamp_ms", "<i8"),
+        ("store_host", "V8"),
+        ("queue_id", "<i4"),
+        ("crc", "<u4"),
+        ("count", "<i4"),
+        ("reconsume_times", "<i4"),
+        ("base_born_timestamp_ms", "<i8"),
+        ("born_host", "V8"),
+        ("attributes", "<u2"),
+        ("topic_length", "<u2"),
+    ]
+)
+"""The fixed part of a record batch header (:mod:`common._record_batch`), as numpy reads it."""
+assert HEADER_DTYPE.itemsize == 76
 
 
 @lru_cache(maxsize=1024)
@@ -63,29 +85,125 @@ def unpack_host(packed: bytes) -> HostAddress:
     )
 
 
-class MessageBatchPart:
-    """The records ``indexes`` (ascending) of one stored ``batch``, of one queue of
-    ``broker_name``."""
+class PulledChunk:
+    """The kept records of one pull answer: ``buffer`` (the answer's batches), ``headers`` (one
+    per batch) and, per kept record, its batch (``batch``, an index into ``headers``), its index
+    in that batch, and where its parts are in ``buffer``. Slices share everything but the
+    per-record arrays."""
 
-    __slots__ = ("batch", "broker_name", "indexes", "queue")
+    __slots__ = (
+        "_lists",
+        "batch",
+        "body_length",
+        "body_start",
+        "born_delta_ms",
+        "broker_name",
+        "buffer",
+        "flag",
+        "headers",
+        "index",
+        "properties_length",
+        "properties_start",
+        "queue",
+        "tag_hash",
+        "tag_length",
+        "tag_start",
+    )
 
     def __init__(
-        self, batch: RecordBatch, indexes: Int64Array, broker_name: str, queue: MessageQueue
+        self,
+        buffer: bytes,
+        headers: npt.NDArray[np.void],
+        queue: MessageQueue,
+        broker_name: str,
+        records: dict[str, npt.NDArray[Any]],
     ) -> None:
-        self.batch = batch
-        self.indexes = indexes
-        self.broker_name = broker_name
+        self.buffer = buffer
+        self.headers = headers
         self.queue = queue
+        self.broker_name = broker_name
+        self.batch: Int64Array = records["batch"]
+        self.index: Int64Array = records["index"]
+        self.body_start: Int64Array = records["body_start"]
+        self.body_length: Int32Array = records["body_length"]
+        self.tag_start: Int64Array = records["tag_start"]
+        self.tag_length: Int32Array = records["tag_length"]
+        self.properties_start: Int64Array = records["properties_start"]
+        self.properties_length: Int32Array = records["properties_length"]
+        self.tag_hash: Int64Array = records["tag_hash"]
+        self.born_delta_ms: Int32Array = records["born_delta_ms"]
+        self.flag: Int32Array = records["flag"]
+        self._lists: dict[str, list[Any]] = {}
+
+    _RECORD_FIELDS = (
+        "batch",
+        "index",
+        "body_start",
+        "body_length",
+        "tag_start",
+        "tag_length",
+        "properties_start",
+        "properties_length",
+        "tag_hash",
+        "born_delta_ms",
+        "flag",
+    )
 
     def __len__(self) -> int:
-        return len(self.indexes)
+        return len(self.batch)
 
-    def sliced(self, start: int, stop: int) -> MessageBatchPart:
-        return MessageBatchPart(self.batch, self.indexes[start:stop], self.broker_name, self.queue)
+    def sliced(self, start: int, stop: int) -> PulledChunk:
+        return PulledChunk(
+            self.buffer,
+            self.headers,
+            self.queue,
+            self.broker_name,
+            {name: getattr(self, name)[start:stop] for name in self._RECORD_FIELDS},
+        )
+
+    def header(self, name: str) -> npt.NDArray[Any]:
+        """Header field ``name`` of each kept record's batch."""
+        return self.headers[name][self.batch]  # type: ignore[no-any-return]
+
+    @property
+    def queue_offsets(self) -> Int64Array:
+        return self.header("base_queue_offset") + self.index
+
+    @property
+    def commit_log_offsets(self) -> Int64Array:
+        return self.header("base_physical_offset") + self.index
+
+    @property
+    def born_timestamps_ms(self) -> Int64Array:
+        return self.header("base_born_timestamp_ms") + self.born_delta_ms
+
+    def values(self, name: str, make: Callable[[], npt.NDArray[Any]]) -> list[Any]:
+        """Column ``name`` as a Python list, made once (for per-message reads)."""
+        found = self._lists.get(name)
+        if found is None:
+            found = self._lists[name] = make().tolist()
+        return found
+
+    def segments(self, starts: Int64Array, lengths: Int32Array) -> bytes:
+        """The bytes of ``[start, start + length)`` of every record, back to back: one slice
+        per run of adjacent records (a run is usually a whole stored batch)."""
+        count = len(starts)
+        if not count:
+            return b""
+        ends = starts + lengths
+        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+        run_starts = np.r_[0, breaks].tolist()
+        run_ends = np.r_[breaks, count].tolist()
+        first = starts[run_starts].tolist()
+        last = ends[np.array(run_ends) - 1].tolist()
+        view = memoryview(self.buffer)
+        if len(first) == 1:
+            return bytes(view[first[0] : last[0]])
+        return b"".join([view[a:b] for a, b in zip(first, last, strict=True)])
 
 
 def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
-    """A field read from the batch, unless set on the message."""
+    """A field read from the chunk, unless set on the message."""
 
     def get(self: BatchMessageExt) -> Any:
         overrides = self._overrides
@@ -101,46 +219,72 @@ def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
     return property(get, set_)
 
 
+def _body(m: BatchMessageExt) -> bytes:
+    chunk, i = m._chunk, m._i
+    start = chunk.values("body_start", lambda: chunk.body_start)[i]
+    return chunk.buffer[start : start + chunk.values("body_length", lambda: chunk.body_length)[i]]
+
+
+def _header_value(name: str) -> Callable[[BatchMessageExt], Any]:
+    def read(m: BatchMessageExt) -> Any:
+        chunk = m._chunk
+        return chunk.values(name, lambda: chunk.header(name))[m._i]
+
+    return read
+
+
+def _host(name: str) -> Callable[[BatchMessageExt], HostAddress]:
+    def read(m: BatchMessageExt) -> HostAddress:
+        chunk = m._chunk
+        batch = chunk.values("batch", lambda: chunk.batch)[m._i]
+        return unpack_host(chunk.headers[name][batch].tobytes())
+
+    return read
+
+
 class BatchMessageExt(MessageExt):
-    """One message of a pulled record batch: a :class:`~client.MessageExt` whose fields are
-    read from the batch when asked (and kept, when set)."""
+    """One pulled message: a :class:`~client.MessageExt` whose fields are read from its
+    :class:`PulledChunk` when asked (and kept, when set)."""
 
-    __slots__ = ("_batch", "_broker", "_index", "_overrides", "_props")
+    __slots__ = ("_broker", "_chunk", "_i", "_overrides", "_props")
 
-    _batch: RecordBatch
-    _index: int
+    _chunk: PulledChunk
+    _i: int
     _broker: str
     _props: dict[str, str] | None
     _overrides: dict[str, Any] | None
 
     @classmethod
-    def wrap(cls, batch: RecordBatch, index: int, broker_name: str) -> BatchMessageExt:
+    def wrap(cls, chunk: PulledChunk, i: int) -> BatchMessageExt:
         message = object.__new__(cls)
-        message._batch = batch
-        message._index = index
-        message._broker = broker_name
+        message._chunk = chunk
+        message._i = i
+        message._broker = chunk.broker_name
         message._props = None
         message._overrides = None
         return message
 
-    topic = _field("topic", lambda m: m._batch.topic)
-    body = _field("body", lambda m: m._batch.body(m._index))
-    flag = _field("flag", lambda m: int(m._batch.flags[m._index]))
-    queue_id = _field("queue_id", lambda m: m._batch.queue_id)
-    queue_offset = _field("queue_offset", lambda m: m._batch.base_queue_offset + m._index)
-    commit_log_offset = _field(
-        "commit_log_offset", lambda m: m._batch.base_physical_offset + m._index
+    topic = _field("topic", lambda m: m._chunk.queue.topic)
+    body = _field("body", _body)
+    flag = _field("flag", lambda m: m._chunk.values("flag", lambda: m._chunk.flag)[m._i])
+    queue_id = _field("queue_id", lambda m: m._chunk.queue.queue_id)
+    queue_offset = _field(
+        "queue_offset", lambda m: m._chunk.values("qo", lambda: m._chunk.queue_offsets)[m._i]
     )
-    store_size = _field("store_size", lambda m: m._batch.record_size(m._index))
-    sys_flag = _field("sys_flag", lambda m: m._batch.attributes)
+    commit_log_offset = _field(
+        "commit_log_offset",
+        lambda m: m._chunk.values("clo", lambda: m._chunk.commit_log_offsets)[m._i],
+    )
+    store_size = _field("store_size", lambda m: m._store_size())
+    sys_flag = _field("sys_flag", _header_value("attributes"))
     born_timestamp_ms = _field(
         "born_timestamp_ms",
-        lambda m: m._batch.base_born_timestamp_ms + int(m._batch.born_deltas_ms[m._index]),
+        lambda m: m._chunk.values("born", lambda: m._chunk.born_timestamps_ms)[m._i],
     )
-    born_host = _field("born_host", lambda m: unpack_host(m._batch.born_host))
-    store_timestamp_ms = _field("store_timestamp_ms", lambda m: m._batch.store_timestamp_ms)
-    store_host = _field("store_host", lambda m: unpack_host(m._batch.store_host))
-    reconsume_times = _field("reconsume_times", lambda m: m._batch.reconsume_times)
+    born_host = _field("born_host", _host("born_host"))
+    store_timestamp_ms = _field("store_timestamp_ms", _header_value("store_timestamp_ms"))
+    store_host = _field("store_host", _host("store_host"))
+    reconsume_times = _field("reconsume_times", _header_value("reconsume_times"))
 
     @property
     def broker_name(self) -> str:
@@ -150,19 +294,34 @@ class BatchMessageExt(MessageExt):
     def broker_name(self, value: str) -> None:
         self._broker = value
 
+    def _store_size(self) -> int:
+        """The bytes the record takes in its batch: its column values and variable parts."""
+        chunk, i = self._chunk, self._i
+        return 28 + int(chunk.body_length[i] + chunk.tag_length[i] + chunk.properties_length[i])
+
+    def _tag(self) -> str | None:
+        chunk, i = self._chunk, self._i
+        length = chunk.values("tag_length", lambda: chunk.tag_length)[i]
+        if not length:
+            return None
+        start = chunk.values("tag_start", lambda: chunk.tag_start)[i]
+        return chunk.buffer[start : start + length].decode()
+
     @property
     def tags(self) -> str | None:
         if self._props is None:
-            return self._batch.tag(self._index)
+            return self._tag()
         return self._props.get(PROPERTY_TAGS)
 
     @property
     def _properties(self) -> dict[str, str]:
         props = self._props
         if props is None:
-            batch = self._batch
-            props = decode_properties(batch.properties_bytes(self._index))
-            tag = batch.tag(self._index)
+            chunk, i = self._chunk, self._i
+            start = chunk.values("properties_start", lambda: chunk.properties_start)[i]
+            length = chunk.values("properties_length", lambda: chunk.properties_length)[i]
+            props = decode_properties(chunk.buffer[start : start + length])
+            tag = self._tag()
             if tag is not None:
                 props[PROPERTY_TAGS] = tag
             self._props = props
@@ -187,7 +346,7 @@ class BatchMessageExt(MessageExt):
         return self._properties.get(PROPERTY_UNIQ_KEY) or self.offset_msg_id
 
     def __eq__(self, other: object) -> bool:
-        """Equal to any ``MessageExt`` (from a batch or not) with the same fields."""
+        """Equal to any ``MessageExt`` (pulled or not) with the same fields."""
         if not isinstance(other, MessageExt):
             return NotImplemented
         return self._eq_key() == other._eq_key()
@@ -198,23 +357,23 @@ class BatchMessageExt(MessageExt):
 class MessageBatch(Sequence[MessageExt]):
     """Pulled messages over their record batches (see the module doc)."""
 
-    __slots__ = ("_parts", "_starts")
+    __slots__ = ("_chunks", "_starts")
 
-    def __init__(self, parts: Sequence[MessageBatchPart] = ()) -> None:
-        self._parts = [part for part in parts if len(part)]
+    def __init__(self, chunks: Sequence[PulledChunk] = ()) -> None:
+        self._chunks = [chunk for chunk in chunks if len(chunk)]
         starts = [0]
-        for part in self._parts:
-            starts.append(starts[-1] + len(part))
+        for chunk in self._chunks:
+            starts.append(starts[-1] + len(chunk))
         self._starts = starts
 
     @property
-    def parts(self) -> list[MessageBatchPart]:
-        return self._parts
+    def chunks(self) -> list[PulledChunk]:
+        return self._chunks
 
     @classmethod
     def concat(cls, batches: Sequence[MessageBatch]) -> MessageBatch:
         """One batch of ``batches``' messages, in order (no copy of the data)."""
-        return cls([part for batch in batches for part in batch._parts])
+        return cls([chunk for batch in batches for chunk in batch._chunks])
 
     # -- as a sequence of messages -------------------------------------------------------
 
@@ -239,132 +398,110 @@ class MessageBatch(Sequence[MessageExt]):
         if not 0 <= index < count:
             raise IndexError(f"message index out of range: index={index} count={count}")
         starts = self._starts
-        part_number = int(np.searchsorted(starts, index, side="right")) - 1
-        part = self._parts[part_number]
-        return BatchMessageExt.wrap(
-            part.batch, int(part.indexes[index - starts[part_number]]), part.broker_name
-        )
+        number = int(np.searchsorted(starts, index, side="right")) - 1
+        return BatchMessageExt.wrap(self._chunks[number], index - starts[number])
 
     def _slice(self, start: int, stop: int) -> MessageBatch:
-        out: list[MessageBatchPart] = []
-        for part, first in zip(self._parts, self._starts, strict=False):
-            end = first + len(part)
+        out: list[PulledChunk] = []
+        for chunk, first in zip(self._chunks, self._starts, strict=False):
+            end = first + len(chunk)
             if end <= start or first >= stop:
                 continue
-            out.append(part.sliced(max(start - first, 0), min(stop, end) - first))
+            if start <= first and end <= stop:
+                out.append(chunk)
+            else:
+                out.append(chunk.sliced(max(start - first, 0), min(stop, end) - first))
         return MessageBatch(out)
 
     def __iter__(self) -> Iterator[MessageExt]:
         wrap = BatchMessageExt.wrap
-        for part in self._parts:
-            batch = part.batch
-            broker = part.broker_name
-            for index in part.indexes.tolist():
-                yield wrap(batch, index, broker)
-
-    def messages(self) -> list[MessageExt]:
-        """Every message as a :class:`BatchMessageExt`, in order."""
-        return list(self)
+        for chunk in self._chunks:
+            for i in range(len(chunk)):
+                yield wrap(chunk, i)
 
     def __repr__(self) -> str:
-        queues = sorted({str(part.queue) for part in self._parts})
+        queues = sorted({str(chunk.queue) for chunk in self._chunks})
         return f"MessageBatch(count={len(self)}, queues={queues})"
 
     # -- as columns ------------------------------------------------------------------------
 
-    def _gather(self, values: Sequence[Any], dtype: Any) -> npt.NDArray[Any]:
-        if not self._parts:
+    def _column(self, read: Callable[[PulledChunk], npt.NDArray[Any]], dtype: Any) -> Any:
+        chunks = self._chunks
+        if len(chunks) == 1:
+            return read(chunks[0]).astype(dtype, copy=False)
+        if not chunks:
             return np.empty(0, dtype=dtype)
-        return np.concatenate([np.asarray(v, dtype=dtype) for v in values])
+        return np.concatenate([read(chunk) for chunk in chunks]).astype(dtype, copy=False)
 
     @property
     def queue_offsets(self) -> Int64Array:
-        return self._gather(
-            [part.indexes + part.batch.base_queue_offset for part in self._parts], np.int64
-        )
+        return self._column(lambda c: c.queue_offsets, np.int64)  # type: ignore[no-any-return]
 
     @property
     def commit_log_offsets(self) -> Int64Array:
-        return self._gather(
-            [part.indexes + part.batch.base_physical_offset for part in self._parts], np.int64
-        )
+        return self._column(lambda c: c.commit_log_offsets, np.int64)  # type: ignore[no-any-return]
 
     @property
-    def queue_ids(self) -> npt.NDArray[np.int32]:
-        return self._gather(
-            [np.full(len(part), part.batch.queue_id, dtype=np.int32) for part in self._parts],
-            np.int32,
-        )
+    def queue_ids(self) -> Int32Array:
+        return self._column(lambda c: c.header("queue_id"), np.int32)  # type: ignore[no-any-return]
 
     @property
     def store_timestamps_ms(self) -> Int64Array:
-        return self._gather(
-            [np.full(len(part), part.batch.store_timestamp_ms, np.int64) for part in self._parts],
-            np.int64,
-        )
+        return self._column(lambda c: c.header("store_timestamp_ms"), np.int64)  # type: ignore[no-any-return]
 
     @property
     def born_timestamps_ms(self) -> Int64Array:
-        return self._gather(
-            [
-                part.batch.born_deltas_ms[part.indexes].astype(np.int64)
-                + part.batch.base_born_timestamp_ms
-                for part in self._parts
-            ],
-            np.int64,
-        )
+        return self._column(lambda c: c.born_timestamps_ms, np.int64)  # type: ignore[no-any-return]
 
     @property
-    def body_lengths(self) -> npt.NDArray[np.int32]:
-        return self._gather(
-            [part.batch.body_lengths[part.indexes] for part in self._parts], np.int32
-        )
+    def body_lengths(self) -> Int32Array:
+        return self._column(lambda c: c.body_length, np.int32)  # type: ignore[no-any-return]
 
     @property
     def tag_hashes(self) -> Int64Array:
-        return self._gather([part.batch.tag_hashes[part.indexes] for part in self._parts], np.int64)
+        return self._column(lambda c: c.tag_hash, np.int64)  # type: ignore[no-any-return]
 
     @property
-    def flags(self) -> npt.NDArray[np.int32]:
-        return self._gather([part.batch.flags[part.indexes] for part in self._parts], np.int32)
+    def flags(self) -> Int32Array:
+        return self._column(lambda c: c.flag, np.int32)  # type: ignore[no-any-return]
 
     @property
     def topics(self) -> list[str]:
         """The topic of each message (one string object per distinct topic)."""
         out: list[str] = []
-        for part in self._parts:
-            out.extend([part.batch.topic] * len(part))
+        for chunk in self._chunks:
+            out.extend([chunk.queue.topic] * len(chunk))
         return out
 
-    def bodies(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8]]:
+    def bodies(self) -> tuple[Int32Array, npt.NDArray[np.uint8]]:
         """``(offsets, data)``: Arrow's binary layout of the bodies (``offsets`` has one more
         entry than messages; body ``i`` is ``data[offsets[i]:offsets[i + 1]]``)."""
-        return self._variable(0)
+        return self._variable(lambda c: (c.body_start, c.body_length))
 
-    def tag_column(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8]]:
+    def tag_column(self) -> tuple[Int32Array, npt.NDArray[np.uint8]]:
         """``(offsets, data)`` of the tags (UTF-8; an empty one is no tag)."""
-        return self._variable(1)
+        return self._variable(lambda c: (c.tag_start, c.tag_length))
 
-    def _variable(self, column: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8]]:
-        lengths_parts: list[npt.NDArray[np.int32]] = []
-        data_parts: list[npt.NDArray[np.uint8]] = []
-        for part in self._parts:
-            lengths, data = _part_column(part, column)
-            lengths_parts.append(lengths)
-            data_parts.append(data)
+    def _variable(
+        self, where: Callable[[PulledChunk], tuple[Int64Array, Int32Array]]
+    ) -> tuple[Int32Array, npt.NDArray[np.uint8]]:
         offsets = np.zeros(len(self) + 1, dtype=np.int32)
-        if lengths_parts:
-            np.cumsum(np.concatenate(lengths_parts), out=offsets[1:])
-            data = data_parts[0] if len(data_parts) == 1 else np.concatenate(data_parts)
-        else:
-            data = np.empty(0, dtype=np.uint8)
-        return offsets, data
+        pieces: list[bytes] = []
+        lengths: list[Int32Array] = []
+        for chunk in self._chunks:
+            starts, chunk_lengths = where(chunk)
+            pieces.append(chunk.segments(starts, chunk_lengths))
+            lengths.append(chunk_lengths)
+        if lengths:
+            np.cumsum(np.concatenate(lengths) if len(lengths) > 1 else lengths[0], out=offsets[1:])
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return offsets, np.frombuffer(data, dtype=np.uint8)
 
     def to_arrow(self, *, properties: bool = False) -> pyarrow.RecordBatch:
-        """The messages as a ``pyarrow.RecordBatch`` (columns ``topic``, ``broker_name``,
-        ``queue_id``, ``queue_offset``, ``tags``, ``body``, ``born_timestamp``,
-        ``store_timestamp``, and with ``properties`` a ``properties`` map, which costs a
-        Python parse per message). Needs ``pyarrow`` (the ``spark`` extra)."""
+        """The messages as a ``pyarrow.RecordBatch``: columns ``topic`` and ``broker_name``
+        (dictionary-encoded), ``queue_id``, ``queue_offset``, ``tags``, ``body``,
+        ``born_timestamp``, ``store_timestamp``; with ``properties``, a ``properties`` map
+        (which costs a Python parse per message). Needs ``pyarrow`` (the ``spark`` extra)."""
         import pyarrow as pa
 
         count = len(self)
@@ -374,27 +511,26 @@ class MessageBatch(Sequence[MessageExt]):
         )
         tag_offsets, tag_data = self.tag_column()
         present = np.diff(tag_offsets) > 0
+        missing = int(count - np.count_nonzero(present))
         tags = pa.Array.from_buffers(
             pa.string(),
             count,
             [
-                pa.py_buffer(np.packbits(present, bitorder="little")),
+                pa.py_buffer(np.packbits(present, bitorder="little")) if missing else None,
                 pa.py_buffer(tag_offsets),
                 pa.py_buffer(tag_data),
             ],
-            null_count=int(count - present.sum()),
+            null_count=missing,
         )
-        topics = self._dictionary([(part.batch.topic, len(part)) for part in self._parts])
-        brokers = self._dictionary([(part.broker_name, len(part)) for part in self._parts])
         arrays = [
-            topics,
-            brokers,
+            _runs([(chunk.queue.topic, len(chunk)) for chunk in self._chunks]),
+            _runs([(chunk.broker_name, len(chunk)) for chunk in self._chunks]),
             pa.array(self.queue_ids),
             pa.array(self.queue_offsets),
             tags,
             body,
-            pa.array(self.born_timestamps_ms).cast(pa.timestamp("ms")),
-            pa.array(self.store_timestamps_ms).cast(pa.timestamp("ms")),
+            pa.array(self.born_timestamps_ms.view("datetime64[ms]")),
+            pa.array(self.store_timestamps_ms.view("datetime64[ms]")),
         ]
         names = [
             "topic",
@@ -407,63 +543,47 @@ class MessageBatch(Sequence[MessageExt]):
             "store_timestamp",
         ]
         if properties:
-            maps: list[list[tuple[str, str]]] = []
-            for part in self._parts:
-                batch = part.batch
-                maps.extend(
-                    list(decode_properties(batch.properties_bytes(i)).items())
-                    for i in part.indexes.tolist()
-                )
+            maps = [list(message.properties.items()) for message in self]
             arrays.append(pa.array(maps, type=pa.map_(pa.string(), pa.string())))
             names.append("properties")
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
-    @staticmethod
-    def _dictionary(runs: list[tuple[str, int]]) -> pyarrow.Array:
-        import pyarrow as pa
 
-        values = sorted({value for value, _ in runs})
-        codes = np.concatenate(
-            [np.full(n, values.index(value), dtype=np.int32) for value, n in runs]
-            or [np.empty(0, dtype=np.int32)]
+def _runs(runs: list[tuple[str, int]]) -> pyarrow.Array:
+    """A dictionary-encoded string column of ``runs`` of equal values."""
+    import pyarrow as pa
+
+    values = sorted({value for value, _ in runs})
+    if len(values) == 1:
+        codes = np.zeros(sum(n for _, n in runs), dtype=np.int32)
+    else:
+        codes = np.repeat(
+            np.array([values.index(value) for value, _ in runs], dtype=np.int32),
+            [n for _, n in runs],
         )
-        return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
-
-
-def _part_column(
-    part: MessageBatchPart, column: int
-) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8]]:
-    """The lengths and the data of the part's records in variable column ``column`` (0 bodies,
-    1 tags), gathered without a Python loop over records."""
-    batch = part.batch
-    lengths_all = batch.body_lengths if column == 0 else batch.tag_lengths
-    count = batch.count
-    start = batch.data_start
-    if column == 1:
-        start += int(batch.body_lengths.sum())
-    raw = np.frombuffer(batch.buffer, dtype=np.uint8)
-    indexes = part.indexes
-    if len(indexes) == count:  # the whole batch: its column as it is
-        return lengths_all, raw[start : start + int(lengths_all.sum())]
-    lengths = lengths_all[indexes]
-    if len(indexes) and int(indexes[-1]) - int(indexes[0]) + 1 == len(indexes):  # a run
-        first = int(indexes[0])
-        begin = start + int(lengths_all[:first].sum())
-        return lengths, raw[begin : begin + int(lengths.sum())]
-    keep = np.zeros(count, dtype=bool)
-    keep[indexes] = True
-    column_data = raw[start : start + int(lengths_all.sum())]
-    return lengths, column_data[np.repeat(keep, lengths_all)]
+    return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
 
 
 def as_message_batch(messages: Sequence[MessageExt]) -> MessageBatch:
     """``messages`` as a :class:`MessageBatch`: itself when it is one; else (messages made
     elsewhere, e.g. by a test broker) encoded into record batches, one per run of consecutive
-    offsets of one queue."""
+    offsets of one queue, and read back as a pull answer is."""
     if isinstance(messages, MessageBatch):
         return messages
-    parts: list[MessageBatchPart] = []
+    from aeromq.consumer._pulled import read_pulled_batches
+
+    chunks: list[PulledChunk] = []
     run: list[MessageExt] = []
+
+    def flush() -> None:
+        first = run[0]
+        queue = MessageQueue(first.topic, first.broker_name, first.queue_id)
+        end = first.queue_offset + len(run)
+        read = read_pulled_batches(
+            _encoded(run), queue, first.broker_name, first.queue_offset, end, None
+        )
+        chunks.extend(read.chunks)
+
     for message in messages:
         if run and (
             message.queue_offset != run[-1].queue_offset + 1
@@ -471,15 +591,15 @@ def as_message_batch(messages: Sequence[MessageExt]) -> MessageBatch:
             or message.topic != run[-1].topic
             or message.broker_name != run[-1].broker_name
         ):
-            parts.append(_encoded_part(run))
+            flush()
             run = []
         run.append(message)
     if run:
-        parts.append(_encoded_part(run))
-    return MessageBatch(parts)
+        flush()
+    return MessageBatch(chunks)
 
 
-def _encoded_part(run: list[MessageExt]) -> MessageBatchPart:
+def _encoded(run: list[MessageExt]) -> bytes:
     first = run[0]
     data = encode_batch(
         first.topic.encode(),
@@ -505,10 +625,7 @@ def _encoded_part(run: list[MessageExt]) -> MessageBatchPart:
         _pack_host(first.store_host),
         first.queue_id,
     )
-    queue = MessageQueue(first.topic, first.broker_name, first.queue_id)
-    return MessageBatchPart(
-        RecordBatch(bytes(data)), np.arange(len(run), dtype=np.int64), first.broker_name, queue
-    )
+    return bytes(data)
 
 
 def _pack_host(host: HostAddress) -> bytes:

@@ -2,18 +2,24 @@
 for 100 B messages, beside Redis Streams with a consumer group in the same run.
 
 aeromq: a broker process (``aeromq broker`` started by ``aeromq.broker.testing``: embedded media
-driver, ASYNC flush, data on the default temp filesystem, 4 queues), one producer process (``producer.Producer``,
-batches of 32 pipelined 8 deep over IPC) and one puller process (a transport session pulling
-the 4 queues, one 32-message pull in flight per queue, long polling when caught up).
+driver, ASYNC flush, data on the default temp filesystem, 4 queues), one producer process
+(``producer.Producer``, batches of 32 pipelined 8 deep over IPC) and one puller process (a
+transport session pulling the 4 queues, one pull of up to 256 messages in flight per queue,
+long polling when caught up; each answer's record batches checked and read into columns as the
+consumer does). ``send-sync``: one ``producer.send()`` per message, each awaited.
 
 Redis: a ``redis-server`` started here (AOF with ``appendfsync everysec``, the nearest to ASYNC
 flush), redis-py; the producer pipelines ``XADD`` 32 x 8 per round trip, the consumer reads with
-``XREADGROUP COUNT 256 BLOCK`` and ``XACK``s what it read. Without ``redis-server`` (Debian
-package ``redis-server``) or redis-py (``redis``), the baseline is skipped with one line.
+``XREADGROUP COUNT 256 BLOCK`` and ``XACK``s what it read; ``send-sync`` is one ``XADD`` per
+call. Without ``redis-server`` (Debian package ``redis-server``) or redis-py (``redis``), the
+baseline is skipped with one line.
 
 Produce latency is per request (send to acknowledgement of a batch), pull latency per pull
 request, end-to-end latency per message (from the producer's clock stamp in the body to the
-consumer's receipt; one host, one monotonic clock). Target (issue 7): end-to-end >= 2x Redis.
+consumer's receipt; one host, one monotonic clock). CPU per message of the client and the
+server process is in each row's ``extra``. Targets (issues 7 and 12): end-to-end >= 2x Redis;
+server and client CPU per message, produce and pull, no more than Redis's and redis-py's;
+``send()`` one at a time at least Redis's one ``XADD`` per call.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from bench._harness import Result, Target, latency_summary
 BODY_LENGTH = 100
 BATCH = 32
 WINDOW = 8
+PULL_COUNT = BATCH * WINDOW  # messages asked per pull (aeromq) and per XREADGROUP (Redis)
 QUEUES = 4
 _STAMP = struct.Struct("<q")
 
@@ -76,21 +83,26 @@ def _produce(grpc: str, topic: str, count: int, out: Any) -> None:
 
 
 def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) -> None:
+    import numpy as np
+
+    from aeromq.client import MessageQueue
     from aeromq.client.session import ClientSession, SessionConfig
+    from aeromq.consumer._pulled import read_pulled_batches
     from aeromq.proto import messages_pb2
     from aeromq.transport.client import Aeron, AeronContext
 
     received = 0
     pull_latencies: list[int] = []
-    e2e: list[int] = []
-    unpack = _STAMP.unpack_from
+    e2e: list[Any] = []
+    stamp_bytes = np.arange(8)
     with (
         Aeron.connect(AeronContext(aeron_dir=aeron_dir)) as aeron,
         ClientSession.connect(aeron, SessionConfig(request_timeout_ms=30_000)) as session,
     ):
         out.put(("ready",))
         offsets = [0] * QUEUES
-        pending: collections.deque[tuple[int, Any, int]] = collections.deque()
+        queues = [MessageQueue(topic, "bench", queue_id) for queue_id in range(QUEUES)]
+        pending: collections.deque[tuple[int, Any, int, int]] = collections.deque()
 
         def issue(queue_id: int) -> None:
             request = messages_pb2.PullMessageRequest(
@@ -98,12 +110,12 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
                 topic=topic,
                 queue_id=queue_id,
                 queue_offset=offsets[queue_id],
-                max_msg_nums=BATCH,
+                max_msg_nums=PULL_COUNT,
                 suspend_timeout_ms=1_000 if long_poll else 0,
                 commit_offset=-1,
             )
             future = session.request_async(request, 30_000)
-            pending.append((queue_id, future, time.monotonic_ns()))
+            pending.append((queue_id, future, time.monotonic_ns(), offsets[queue_id]))
 
         began = 0
         last_ns = 0
@@ -114,26 +126,55 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
         while received < count and time.monotonic() < deadline:
             # one pull in flight per queue; answers come in about the order asked: wait for
             # the oldest (blocking, so the session's poller thread has the CPU meanwhile)
-            queue_id, future, sent_ns = pending.popleft()
+            queue_id, future, sent_ns, asked = pending.popleft()
             response = future.result(30)
             now_ns = time.monotonic_ns()
             pull_latencies.append(now_ns - sent_ns)
-            messages = response.messages
-            if messages:
+            if response.batches:
+                # what the consumer does with an answer: check each batch, cut it to the
+                # pulled range, read the columns (here the send stamps at each body's start)
+                batch = read_pulled_batches(
+                    response.batches,
+                    queues[queue_id],
+                    "bench",
+                    asked,
+                    response.next_begin_offset,
+                    None,
+                )
+                starts, data = batch.bodies()
+                stamps = data[starts[:-1, None] + stamp_bytes].view("<i8").ravel()
                 if not began:  # from the first pull that found (live: or its first send)
-                    stamp = unpack(messages[0].body, 0)[0]
-                    began = min(sent_ns, stamp) if long_poll else sent_ns
+                    began = min(sent_ns, int(stamps[0])) if long_poll else sent_ns
                     cpu = time.process_time()
                 last_ns = now_ns
-                received += len(messages)
-                for message in messages:
-                    e2e.append(now_ns - unpack(message.body, 0)[0])
+                received += len(stamps)
+                e2e.append(now_ns - stamps)
                 offsets[queue_id] = response.next_begin_offset
             elif response.pull_status == messages_pb2.OFFSET_ILLEGAL:
                 offsets[queue_id] = response.next_begin_offset
             issue(queue_id)
         cpu = time.process_time() - cpu
-    out.put(("consumed", last_ns - began, received, pull_latencies, e2e, cpu))
+    latencies = np.concatenate(e2e).tolist() if e2e else []
+    out.put(("consumed", last_ns - began, received, pull_latencies, latencies, cpu))
+
+
+def _send_sync(grpc: str, topic: str, count: int, out: Any) -> None:
+    """One message per ``send()``, each waiting for its acknowledgement (no batch, no window)."""
+    from aeromq.client import Message
+    from aeromq.producer import Producer
+
+    latencies: list[int] = []
+    with Producer("bench-sync-producer", grpc) as producer:
+        producer.send(Message(topic, _body(-1)))  # connect and warm up
+        cpu = time.process_time()
+        began = time.monotonic_ns()
+        for i in range(count):
+            sent_ns = time.monotonic_ns()
+            producer.send(Message(topic, _body(i)))
+            latencies.append(time.monotonic_ns() - sent_ns)
+        elapsed_ns = time.monotonic_ns() - began
+        cpu = time.process_time() - cpu
+    out.put(("produced", elapsed_ns, latencies, cpu))
 
 
 # -- redis workers ------------------------------------------------------------------------------
@@ -158,6 +199,23 @@ def _redis_produce(port: int, stream: str, count: int, out: Any) -> None:
     out.put(("produced", elapsed_ns, latencies, time.process_time() - cpu))
 
 
+def _redis_send_sync(port: int, stream: str, count: int, out: Any) -> None:
+    """One ``XADD`` per call, each waiting for its answer."""
+    import redis
+
+    client: Any = redis.Redis(port=port)
+    client.xadd(stream, {"b": _body(-1)})
+    latencies: list[int] = []
+    cpu = time.process_time()
+    began = time.monotonic_ns()
+    for i in range(count):
+        sent_ns = time.monotonic_ns()
+        client.xadd(stream, {"b": _body(i)})
+        latencies.append(time.monotonic_ns() - sent_ns)
+    elapsed_ns = time.monotonic_ns() - began
+    out.put(("produced", elapsed_ns, latencies, time.process_time() - cpu))
+
+
 def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Any) -> None:
     import redis
 
@@ -171,7 +229,7 @@ def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Any
     deadline = time.monotonic() + 120
     while received < count and time.monotonic() < deadline:
         sent_ns = time.monotonic_ns()
-        answer = client.xreadgroup("g", "c", {stream: ">"}, count=BATCH * WINDOW, block=1_000)
+        answer = client.xreadgroup("g", "c", {stream: ">"}, count=PULL_COUNT, block=1_000)
         now_ns = time.monotonic_ns()
         pull_latencies.append(now_ns - sent_ns)
         if not answer:
@@ -264,14 +322,18 @@ def _collect(out: Any, kinds: set[str], timeout_s: float = 180) -> dict[str, tup
 
 
 def _rows(
-    name: str, count: int, got: dict[str, tuple[Any, ...]], server_cpu_s: float
+    name: str,
+    count: int,
+    got: dict[str, tuple[Any, ...]],
+    server_cpu_s: float,
+    produce_kind: str = "produce",
 ) -> Iterator[Result]:
     """Rows of one phase; ``extra`` has CPU microseconds per message of the client process(es)
     and the server process (robust to a machine shared with other work, unlike rates)."""
     if "produced" in got and "consumed" not in got:
         _, elapsed_ns, latencies, cpu_s = got["produced"]
         yield Result(
-            f"{name}:produce",
+            f"{name}:{produce_kind}",
             msgs_per_s=count / (elapsed_ns / 1e9),
             MB_per_s=count * BODY_LENGTH / (elapsed_ns / 1e9) / 1e6,
             extra=_cpu_extra(count, cpu_s, server_cpu_s),
@@ -329,12 +391,18 @@ def _phases(name: str, pid: int, count: int, out: Any, start: dict[str, Any]) ->
     yield from _rows(name, count, got, _cpu_s(pid) - cpu)
     producer.join(30)
     consumer.join(30)
+    sync_count = max(count // 20, 1_000)
+    cpu = _cpu_s(pid)
+    producer = start["send_sync"]("sync", sync_count)
+    got = _collect(out, {"produced"})
+    yield from _rows(name, sync_count, got, _cpu_s(pid) - cpu, "send-sync")
+    producer.join(30)
 
 
 def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
     broker = _start_broker(root)
     out = multiprocessing.get_context("spawn").Queue()
-    topics = {"produce": "BenchProduce", "e2e": "BenchEndToEnd"}
+    topics = {"produce": "BenchProduce", "e2e": "BenchEndToEnd", "sync": "BenchSendSync"}
     try:
         yield from _phases(
             "aeromq",
@@ -343,6 +411,9 @@ def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
             out,
             {
                 "produce": lambda t: _spawn(_produce, broker.grpc_address, topics[t], count, out),
+                "send_sync": lambda t, n: _spawn(
+                    _send_sync, broker.grpc_address, topics[t], n, out
+                ),
                 "consume": lambda t, live: _spawn(
                     _consume, broker.ready["aeron_dir"], topics[t], count + (not live), live, out
                 ),
@@ -365,11 +436,40 @@ def _run_redis(root: Path, count: int) -> Iterator[Result]:
             out,
             {
                 "produce": lambda t: _spawn(_redis_produce, server.port, t, count, out),
+                "send_sync": lambda t, n: _spawn(_redis_send_sync, server.port, t, n, out),
                 "consume": lambda t, live: _spawn(_redis_consume, server.port, t, count, live, out),
             },
         )
     finally:
         server.close()
+
+
+def _targets(rows: dict[str, Result]) -> Iterator[Target]:
+    """The issue's ratios, each from rows of this run."""
+
+    def row(name: str) -> Result | None:
+        return rows.get(name)
+
+    for kind, label in (("end-to-end", "end-to-end msgs/s"), ("send-sync", "send() one at a time")):
+        mine, base = row(f"aeromq:{kind}"), row(f"baseline:redis-streams:{kind}")
+        if mine and base and mine.msgs_per_s and base.msgs_per_s:
+            yield Target(
+                f"aeromq / redis-streams {label}",
+                mine.msgs_per_s / base.msgs_per_s,
+                1.0 if kind == "send-sync" else 2.0,
+                "x",
+            )
+    for kind in ("produce", "pull"):
+        mine, base = row(f"aeromq:{kind}"), row(f"baseline:redis-streams:{kind}")
+        if not (mine and base and mine.extra and base.extra):
+            continue
+        for side, their in (("server", "redis-server"), ("client", "redis-py")):
+            ours = float(mine.extra[f"{side}_cpu_us_per_msg"])
+            theirs = float(base.extra[f"{side}_cpu_us_per_msg"])
+            if ours > 0:
+                yield Target(
+                    f"{their} / aeromq {side} CPU per message, {kind}", theirs / ours, 1.0, "x"
+                )
 
 
 def _redis_missing() -> str | None:
@@ -397,10 +497,6 @@ def run(quick: bool) -> Iterator[Result | Target]:
         for row in _run_redis(root, count):
             rows[row.name] = row
             yield row
-        mine = rows.get("aeromq:end-to-end")
-        base = rows.get("baseline:redis-streams:end-to-end")
-        if mine and base and mine.msgs_per_s and base.msgs_per_s:
-            ratio = mine.msgs_per_s / base.msgs_per_s
-            yield Target("aeromq / redis-streams end-to-end", ratio, 2.0, "x")
+        yield from _targets(rows)
     finally:
         shutil.rmtree(root, ignore_errors=True)

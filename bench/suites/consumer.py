@@ -12,7 +12,14 @@ or 3 consumers of one group reading with ``XREADGROUP COUNT 256 BLOCK`` and ``XA
 Each consumer streams (sequence, receipt ns, latency ns) triples to this process in chunks;
 a case ends when the union of distinct sequences reaches the count. Rate: count over first
 send (the smallest stamp) to the last first receipt; latency: stamp in the body to the first
-receipt (one host, one monotonic clock). Target (issue 8): >= 2x Redis Streams end to end.
+receipt (one host, one monotonic clock). CPU per message: the consumer processes' from their
+first receipt, and the server's from the producer's start (so it includes the produce path).
+Targets (issues 8 and 12): >= 2x Redis Streams end to end; CPU per message on both sides no more
+than Redis's.
+
+Drain: a topic filled with the same messages first, then one process reads them all: aeromq
+with ``poll_batch()`` into a ``pyarrow.RecordBatch`` (1,024 messages per pull), Redis with
+``XREADGROUP COUNT 1024`` into lists of bodies. Target (issue 12): >= 1,000,000 msgs/s.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from bench.suites.broker import (
     BODY_LENGTH,
     QUEUES,
     WINDOW,
+    _cpu_s,
     _produce,
     _Redis,
     _redis_missing,
@@ -43,6 +51,8 @@ from bench.suites.broker import (
 )
 
 CONSUMER_COUNTS = (1, 3)
+DRAIN_PULL_BATCH = 1024  # messages per pull (aeromq) and per XREADGROUP (Redis) when draining
+DRAIN_POLL_RECORDS = 8192
 _CHUNK_NS = 50_000_000  # a consumer reports what it got at most every 50 ms
 _SETTLE_S = 2.0  # after every consumer is up: time for the group's rebalance
 _CASE_TIMEOUT_S = 180.0
@@ -54,15 +64,19 @@ _CASE_TIMEOUT_S = 180.0
 def _consume_loop(
     index: int, fetch: Callable[[], list[bytes]], stop: Any, out: Any, close: Callable[[], None]
 ) -> None:
-    """Fetch bodies until ``stop`` is set, sending ("chunk", sequences, receipts, latencies)."""
+    """Fetch bodies until ``stop`` is set, sending ("chunk", sequences, receipts, latencies),
+    then ("done", index, CPU seconds this process spent from its first receipt)."""
     unpack = _STAMP.unpack_from
     sequences, receipts, latencies = array.array("q"), array.array("q"), array.array("q")
     flushed_ns = time.monotonic_ns()
     deadline = time.monotonic() + _CASE_TIMEOUT_S
+    cpu_start = -1.0
     try:
         while not stop.is_set() and time.monotonic() < deadline:
             bodies = fetch()
             now_ns = time.monotonic_ns()
+            if cpu_start < 0 and bodies:
+                cpu_start = time.process_time()
             for body in bodies:
                 stamp, sequence = unpack(body, 0)[0], unpack(body, 8)[0]
                 if sequence >= 0:  # -1: the producer's warm-up message
@@ -80,8 +94,9 @@ def _consume_loop(
         if sequences:
             out.put(("chunk", index, sequences.tobytes(), receipts.tobytes(), latencies))
     finally:
+        cpu_s = time.process_time() - cpu_start if cpu_start >= 0 else 0.0
         close()
-        out.put(("done", index))
+        out.put(("done", index, cpu_s))
 
 
 def _aeromq_consume(grpc: str, topic: str, group: str, index: int, stop: Any, out: Any) -> None:
@@ -106,6 +121,115 @@ def _aeromq_consume(grpc: str, topic: str, group: str, index: int, stop: Any, ou
     _consume_loop(index, fetch, stop, out, lite.shutdown)
 
 
+def _aeromq_drain(grpc: str, topic: str, group: str, count: int, out: Any) -> None:
+    """Read ``count`` stored messages with ``poll_batch()`` into Arrow (numpy columns when
+    pyarrow is missing): ("drained", elapsed ns, received, CPU seconds, columns kind)."""
+    from aeromq import consumer
+
+    try:
+        import pyarrow  # noqa: F401
+
+        kind = "arrow"
+    except ImportError:
+        kind = "numpy"
+    config = consumer.LitePullConsumerConfig(
+        consumer_group=group,
+        endpoints=(grpc,),
+        consume_from_where=consumer.ConsumeFromWhere.FIRST_OFFSET,
+        poll_timeout_ms=200,
+        pull_batch_size=DRAIN_PULL_BATCH,
+        pull_threshold_for_queue=8 * DRAIN_PULL_BATCH,
+        pull_threshold_for_all=64 * DRAIN_PULL_BATCH,
+    )
+    lite = consumer.DefaultLitePullConsumer(config=config)
+    lite.subscribe(topic, "*")
+    lite.start()
+    out.put(("ready", 0))
+    received = 0
+    began = last = 0
+    cpu = 0.0
+    deadline = time.monotonic() + _CASE_TIMEOUT_S
+    try:
+        while received < count and time.monotonic() < deadline:
+            batch = lite.poll_batch(max_records=DRAIN_POLL_RECORDS)
+            if not len(batch):
+                continue
+            if not began:
+                began = time.monotonic_ns()
+                cpu = time.process_time()
+            if kind == "arrow":
+                received += batch.to_arrow().num_rows
+            else:  # the columns a pipeline reads: offsets, bodies (Arrow layout), timestamps
+                columns = (batch.queue_offsets, batch.store_timestamps_ms, *batch.bodies())
+                received += len(columns[0])
+            last = time.monotonic_ns()
+        cpu = time.process_time() - cpu
+    finally:
+        lite.shutdown()
+    out.put(("drained", last - began, received, cpu, kind))
+
+
+def _redis_drain(port: int, stream: str, count: int, out: Any) -> None:
+    """Read ``count`` stored entries with ``XREADGROUP COUNT`` into lists of bodies."""
+    import redis
+
+    client: Any = redis.Redis(port=port)
+    out.put(("ready", 0))
+    received = 0
+    began = last = 0
+    cpu = 0.0
+    deadline = time.monotonic() + _CASE_TIMEOUT_S
+    while received < count and time.monotonic() < deadline:
+        answer = client.xreadgroup("g", "drain", {stream: ">"}, count=DRAIN_PULL_BATCH, block=200)
+        if not answer:
+            continue
+        if not began:
+            began = time.monotonic_ns()
+            cpu = time.process_time()
+        entries = answer[0][1]
+        bodies = [fields[b"b"] for _, fields in entries]
+        client.xack(stream, "g", *[entry_id for entry_id, _ in entries])
+        received += len(bodies)
+        last = time.monotonic_ns()
+    out.put(("drained", last - began, received, time.process_time() - cpu, "lists"))
+
+
+def _drain_case(name: str, count: int, produce: Any, drain: Any) -> Result:
+    """Fill a topic with ``count`` messages, then one process reads them all."""
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    producer = produce(out)
+    try:
+        item = out.get(timeout=_CASE_TIMEOUT_S)
+        assert item[0] == "produced", item
+    finally:
+        producer.join(30)
+    reader = drain(out)
+    try:
+        got: dict[str, Any] = {}
+        deadline = time.monotonic() + _CASE_TIMEOUT_S
+        while "drained" not in got and time.monotonic() < deadline:
+            item = out.get(timeout=max(0.1, deadline - time.monotonic()))
+            got[item[0]] = item
+    finally:
+        reader.join(30)
+        if reader.is_alive():
+            reader.kill()
+    _, elapsed_ns, received, cpu_s, kind = got["drained"]
+    if received < count or elapsed_ns <= 0:
+        return Result(f"{name}:drain", extra={"received": received})
+    return Result(
+        f"{name}:drain",
+        msgs_per_s=received / (elapsed_ns / 1e9),
+        MB_per_s=received * BODY_LENGTH / (elapsed_ns / 1e9) / 1e6,
+        extra={
+            "received": received,
+            "into": kind,
+            "client_cpu_us_per_msg": round(cpu_s * 1e6 / received, 3),
+        },
+    )
+
+
 def _redis_consume(port: int, stream: str, index: int, stop: Any, out: Any) -> None:
     import redis
 
@@ -128,9 +252,16 @@ def _redis_consume(port: int, stream: str, index: int, stop: Any, out: Any) -> N
 
 
 def _case(
-    name: str, count: int, consumers: int, start_consumer: Callable[..., Any], start_producer: Any
+    name: str,
+    count: int,
+    consumers: int,
+    start_consumer: Callable[..., Any],
+    start_producer: Any,
+    server_pid: int,
 ) -> Result:
-    """Start ``consumers`` consumers, then the producer; gather until ``count`` distinct."""
+    """Start ``consumers`` consumers, then the producer; gather until ``count`` distinct.
+    CPU per message: the consumer processes' (from each one's first receipt) and the
+    server's (from the producer's start; it includes the produce path)."""
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
     stop = context.Event()
@@ -138,6 +269,8 @@ def _case(
     first_receipt: dict[int, tuple[int, int]] = {}  # sequence -> (receipt ns, latency ns)
     received = 0
     done = 0
+    client_cpu_s = 0.0
+    server_cpu_s = 0.0
     producer = None
     deadline = time.monotonic() + _CASE_TIMEOUT_S
     try:
@@ -146,6 +279,7 @@ def _case(
             item = out.get(timeout=max(0.1, deadline - time.monotonic()))
             ready += item[0] == "ready"
         time.sleep(_SETTLE_S)
+        server_cpu_s = _cpu_s(server_pid)
         producer = start_producer(out)
         while len(first_receipt) < count and time.monotonic() < deadline:
             try:
@@ -153,7 +287,9 @@ def _case(
             except queue.Empty:
                 continue
             if item[0] != "chunk":
-                done += item[0] == "done"
+                if item[0] == "done":
+                    done += 1
+                    client_cpu_s += item[2]
                 continue
             sequences, receipts = array.array("q"), array.array("q")
             sequences.frombytes(item[2])
@@ -163,14 +299,19 @@ def _case(
                 seen = first_receipt.get(sequence)
                 if seen is None or receipt_ns < seen[0]:
                     first_receipt[sequence] = (receipt_ns, latency_ns)
+        server_cpu_s = _cpu_s(server_pid) - server_cpu_s
     finally:
         stop.set()
         while done < consumers and time.monotonic() < deadline + 15:
             try:
-                done += out.get(timeout=1.0)[0] == "done"
+                item = out.get(timeout=1.0)
             except queue.Empty:
                 if not any(worker.is_alive() for worker in workers):
                     break
+                continue
+            if item[0] == "done":
+                done += 1
+                client_cpu_s += item[2]
         for process in [*workers, producer]:
             if process is not None:
                 process.join(15)
@@ -186,7 +327,12 @@ def _case(
         f"{name}:{consumers}-consumer",
         msgs_per_s=count / elapsed_s,
         MB_per_s=count * BODY_LENGTH / elapsed_s / 1e6,
-        extra={"received": received, "duplicates": received - count},
+        extra={
+            "received": received,
+            "duplicates": received - count,
+            "client_cpu_us_per_msg": round(client_cpu_s * 1e6 / count, 2),
+            "server_cpu_us_per_msg": round(server_cpu_s * 1e6 / count, 2),
+        },
         **latency_summary(latencies),
     )
 
@@ -208,7 +354,17 @@ def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
                     _aeromq_consume, broker.grpc_address, t, g, i, stop, out
                 ),
                 lambda out, t=topic: _spawn(_produce, broker.grpc_address, t, count, out),
+                broker.pid,
             )
+        admin.create_topic("BenchDrain", read_queue_nums=QUEUES, write_queue_nums=QUEUES)
+        yield _drain_case(
+            "aeromq:poll_batch",
+            count,
+            lambda out: _spawn(_produce, broker.grpc_address, "BenchDrain", count, out),
+            lambda out: _spawn(
+                _aeromq_drain, broker.grpc_address, "BenchDrain", "bench-drain", count, out
+            ),
+        )
         admin.close()
     finally:
         broker.stop()
@@ -226,7 +382,15 @@ def _run_redis(root: Path, count: int) -> Iterator[Result]:
                 consumers,
                 lambda i, stop, out, s=stream: _spawn(_redis_consume, server.port, s, i, stop, out),
                 lambda out, s=stream: _spawn(_redis_produce, server.port, s, count, out),
+                server.process.pid,
             )
+        server.client.xgroup_create("drain", "g", id="0", mkstream=True)
+        yield _drain_case(
+            "baseline:redis-streams",
+            count,
+            lambda out: _spawn(_redis_produce, server.port, "drain", count, out),
+            lambda out: _spawn(_redis_drain, server.port, "drain", count, out),
+        )
     finally:
         server.close()
 
@@ -239,6 +403,11 @@ def run(quick: bool) -> Iterator[Result | Target]:
         for row in _run_aeromq(root, count):
             rows[row.name] = row
             yield row
+        drain = rows.get("aeromq:poll_batch:drain")
+        if drain and drain.msgs_per_s:
+            yield Target(
+                "poll_batch() into columns, one consumer process", drain.msgs_per_s, 1e6, "msgs/s"
+            )
         missing = _redis_missing()
         if missing is not None:
             yield Result(f"baseline:redis-streams skipped: {missing}")
@@ -257,5 +426,16 @@ def run(quick: bool) -> Iterator[Result | Target]:
                     2.0,
                     "x",
                 )
+            if mine and base and mine.extra and base.extra:
+                for side, their in (("server", "redis-server"), ("client", "redis-py")):
+                    ours = float(mine.extra.get(f"{side}_cpu_us_per_msg", 0))
+                    theirs = float(base.extra.get(f"{side}_cpu_us_per_msg", 0))
+                    if ours > 0:
+                        yield Target(
+                            f"{their} / aeromq {side} CPU per message ({consumers} {plural})",
+                            theirs / ours,
+                            1.0,
+                            "x",
+                        )
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -14,10 +14,12 @@ from aeromq.broker.broker import Broker
 from aeromq.broker.config import BrokerConfig
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.consumer import MessageBatch
 from aeromq.producer import Producer, ProducerConfig
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.driver import MediaDriverContext
+from tests._pulled import pulled
 
 MIB = 1 << 20
 
@@ -93,6 +95,10 @@ class Puller:
             queue_offset=offset, max_msg_nums=32, **fields,
         )  # fmt: skip
         return self.session.request(request, 5_000)
+
+    def messages(self, topic: str, queue_id: int, offset: int = 0) -> MessageBatch:
+        """The messages from ``offset``, read from the answer as the consumer reads them."""
+        return pulled(self.pull(topic, queue_id, offset), topic, queue_id, offset)
 
     def close(self) -> None:
         self.session.close()

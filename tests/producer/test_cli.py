@@ -36,7 +36,7 @@ def test_should_send_a_body_with_tags_keys_and_properties_at_a_rate(
     summary = _summary(capsys.readouterr().out)
     assert code == 0 and summary["sent"] == "5"
     assert float(summary["elapsed_s"]) >= 0.035  # 5 at 100/s: four intervals
-    pulled = [m for q in range(4) for m in puller.pull("keyed", q).messages]
+    pulled = [m for q in range(4) for m in puller.messages("keyed", q)]
     assert len(pulled) == before + 5
     last = pulled[-1]
     assert (last.body, last.tags, list(last.keys)) == (b"hi", "T", ["k1", "k2"])

@@ -55,10 +55,16 @@ def test_should_store_body_tags_keys_properties_and_id(producer: Producer, pulle
         "events", b"\x00body\xff", tags="T", keys=["k1", "k2"], properties={"color": "blue"}
     )
     result = producer.send(message, queue=MessageQueue("events", "broker-a", 2))
-    pulled = puller.pull("events", 2, result.queue_offset).messages[0]
+    pulled = puller.messages("events", 2, result.queue_offset)[0]
     assert pulled.body == b"\x00body\xff" and pulled.tags == "T"
     assert list(pulled.keys) == ["k1", "k2"] and pulled.msg_id == result.msg_id
-    assert dict(pulled.properties) == {"color": "blue", "WAIT": "true"}
+    assert dict(pulled.properties) == {
+        "color": "blue",
+        "WAIT": "true",
+        "TAGS": "T",
+        "KEYS": "k1 k2",
+        "UNIQ_KEY": result.msg_id,
+    }
     assert pulled.offset_msg_id == result.offset_msg_id
 
 
@@ -71,8 +77,8 @@ def test_should_send_a_batch_to_one_queue_with_consecutive_offsets(
     offsets = [r.queue_offset for r in results]
     assert offsets == list(range(offsets[0], offsets[0] + 5))
     assert [r.msg_id for r in results] == [m.uniq_id for m in batch]
-    pulled = puller.pull("orders", results[0].message_queue.queue_id, offsets[0])
-    assert [m.body for m in pulled.messages[:5]] == [b"b0", b"b1", b"b2", b"b3", b"b4"]
+    pulled = puller.messages("orders", results[0].message_queue.queue_id, offsets[0])
+    assert [m.body for m in pulled[:5]] == [b"b0", b"b1", b"b2", b"b3", b"b4"]
 
 
 def test_should_complete_async_sends_with_a_future_and_a_callback(producer: Producer) -> None:
@@ -159,7 +165,7 @@ def test_should_send_over_udp_through_a_driver_of_its_own(
         Message("events", b"over udp"), queue=MessageQueue("events", "broker-a", 1)
     )
     assert result.ok
-    assert puller.pull("events", 1, result.queue_offset).messages[0].body == b"over udp"
+    assert puller.messages("events", 1, result.queue_offset)[0].body == b"over udp"
 
 
 def test_should_retry_on_another_broker_when_one_does_not_have_the_topic(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aeromq.client import ExpressionType, ResponseCode
+from aeromq.common import RecordBatch, encode_batch
 from aeromq.proto import (
     admin_pb2,
     common_pb2,
@@ -39,16 +40,13 @@ def test_should_round_trip_a_session_request_with_a_batch() -> None:
         producer_group="pg",
         topic="t",
         queue_id=3,
-        messages=[
-            messages_pb2.Message(topic="t", body=b"x" * 10, tags="A", keys=["k1", "k2"]),
-            messages_pb2.Message(topic="t", body=b"", properties={"p": "v"}),
-        ],
+        batch=bytes(encode_batch(b"t", [b"x" * 10, b"y"], ["A", None])),
     )
     request = session_pb2.TransportRequest(correlation_id=7, session_id=9, send=send)
     decoded = session_pb2.TransportRequest.FromString(request.SerializeToString())
     assert decoded.WhichOneof("body") == "send"
     assert decoded.send == send
-    assert decoded.send.messages[1].properties["p"] == "v"
+    assert RecordBatch(decoded.send.batch).tag(0) == "A"
 
 
 def test_should_answer_a_request_as_a_whole_with_an_error_status() -> None:

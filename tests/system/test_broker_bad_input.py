@@ -12,7 +12,7 @@ from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import Message, ResponseCode, TopicNotFoundError
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.client.session import ClientSession, SessionConfig
-from aeromq.common import SESSION_CLOSED_CODE
+from aeromq.common import SESSION_CLOSED_CODE, encode_batch
 from aeromq.producer import Producer
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
@@ -41,9 +41,10 @@ def aeron(broker: ServerProcess) -> Iterator[Aeron]:
 
 
 def _send(topic: str, body: bytes, queue_id: int = 0) -> messages_pb2.SendMessageRequest:
-    request = messages_pb2.SendMessageRequest(producer_group="bad", topic=topic, queue_id=queue_id)
-    request.messages.add(body=body)
-    return request
+    batch = bytes(encode_batch(topic.encode(), [body]))
+    return messages_pb2.SendMessageRequest(
+        producer_group="bad", topic=topic, queue_id=queue_id, batch=batch
+    )
 
 
 @pytest.mark.slow
@@ -85,7 +86,7 @@ def test_should_answer_count_and_survive_every_kind_of_bad_input(
     stranger.offer(b"\x00\x01\x02 not protobuf")  # no route back: counted only
 
     ok = session.request(_send("good", b"still serving"))
-    assert ok.status.code == ResponseCode.SUCCESS and ok.results[0].queue_offset == 0
+    assert ok.status.code == ResponseCode.SUCCESS and ok.base_queue_offset == 0
     session.close()
 
     with GrpcClient(broker.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:

@@ -12,6 +12,8 @@ import struct
 import time
 from typing import Any
 
+from tests._pulled import pulled
+
 __all__ = [
     "body_of",
     "long_poll_worker",
@@ -134,7 +136,7 @@ def pull_worker(
                     continue
                 idle = False
                 response = future.result()
-                for message in response.messages:
+                for message in pulled(response, topic, queue_id, offsets[queue_id]):
                     received += 1
                     ids = parse_body(message.body)
                     if ids is None:
@@ -189,10 +191,9 @@ def long_poll_worker(
                 time.sleep(0.0002)
             answered_ns = time.monotonic_ns()
             response = future.result()
+            count = len(pulled(response, topic, queue_id, offset))
             offset = response.next_begin_offset
-            results.put(
-                ("answered", round_, answered_ns, response.pull_status, len(response.messages))
-            )
+            results.put(("answered", round_, answered_ns, response.pull_status, count))
     finally:
         session.close()
         aeron.close()
@@ -268,9 +269,10 @@ def pull_all(session: Any, topic: str, queues: int) -> dict[tuple[int, int], byt
                 ),
                 10_000,
             )
-            if not response.messages:
+            messages = pulled(response, topic, queue_id, offset)
+            if not messages:
                 break
-            for message in response.messages:
+            for message in messages:
                 found[(queue_id, message.queue_offset)] = message.body
             offset = response.next_begin_offset
     return found

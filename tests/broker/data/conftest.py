@@ -3,7 +3,7 @@ it, and a real media driver with small terms and fast timers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.store import FlushMode, MessageStore, StoreConfig, TopicConfig
+from aeromq.common import encode_batch, encode_properties
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
@@ -79,13 +80,40 @@ def pull(store: MessageStore, hold: PullHoldService) -> PullProcessor:
     return PullProcessor(store, hold, "broker-a")
 
 
+def record_batch(
+    *bodies: bytes,
+    topic: str = TOPIC,
+    tags: str | None = None,
+    keys: Sequence[str] = (),
+    msg_id: str = "",
+    properties: dict[str, str] | None = None,
+) -> bytes:
+    """A producer's record batch of ``bodies``, each with the same tag, keys, id, properties."""
+    props = dict(properties or {})
+    if keys:
+        props["KEYS"] = " ".join(keys)
+    if msg_id:
+        props["UNIQ_KEY"] = msg_id
+    encoded = encode_properties(props)
+    return bytes(
+        encode_batch(
+            topic.encode(),
+            list(bodies),
+            [tags] * len(bodies),
+            [encoded] * len(bodies),
+            born_timestamp_ms=1_700_000_000_000,
+        )
+    )
+
+
 def send_request(
     *bodies: bytes, topic: str = TOPIC, queue_id: int = 0, **fields: Any
 ) -> messages_pb2.SendMessageRequest:
-    request = messages_pb2.SendMessageRequest(producer_group="pg", topic=topic, queue_id=queue_id)
-    for body in bodies:
-        request.messages.add(body=body, **fields)
-    return request
+    """A send of one record batch of ``bodies`` (``fields``: see :func:`record_batch`)."""
+    batch = record_batch(*bodies, topic=topic, **fields) if bodies else b""
+    return messages_pb2.SendMessageRequest(
+        producer_group="pg", topic=topic, queue_id=queue_id, batch=batch
+    )
 
 
 def pull_request(

@@ -1,4 +1,5 @@
-"""PullMessage: RocketMQ's statuses, offsets and caps, tag filtering, long polling, refusals."""
+"""PullMessage: RocketMQ's statuses, offsets and caps, tag filtering, long polling, refusals;
+the stored record batches in the answer, read back as the consumer reads them."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from aeromq.broker.processor.pull import MAX_PULL_MESSAGES, PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.store import MessageStore, TopicConfig
-from aeromq.client import ResponseCode
+from aeromq.client import MessageQueue, ResponseCode, build_subscription_data
 from aeromq.common import PERM_WRITE
+from aeromq.consumer import MessageBatch
+from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.proto import messages_pb2
 
 from .conftest import TOPIC, Answers, pull_request, send_request
@@ -35,6 +38,23 @@ def _pull(pull: PullProcessor, **fields: object) -> messages_pb2.PullMessageResp
     return response
 
 
+def _read(
+    response: messages_pb2.PullMessageResponse,
+    offset: int = 0,
+    queue_id: int = 0,
+    expression: str = "*",
+) -> MessageBatch:
+    """The messages a consumer takes from the answer to a pull from ``offset``."""
+    return read_pulled_batches(
+        response.batches,
+        MessageQueue(TOPIC, "broker-a", queue_id),
+        "broker-a",
+        offset,
+        response.next_begin_offset,
+        build_subscription_data(TOPIC, expression),
+    )
+
+
 def test_should_find_messages_from_the_offset_with_next_min_and_max(
     send: SendProcessor, pull: PullProcessor
 ) -> None:
@@ -42,31 +62,44 @@ def test_should_find_messages_from_the_offset_with_next_min_and_max(
     response = _pull(pull, offset=2)
     assert response.status.code == ResponseCode.SUCCESS
     assert response.pull_status == FOUND
-    assert [m.body for m in response.messages] == [b"m2", b"m3", b"m4"]
-    assert [m.queue_offset for m in response.messages] == [2, 3, 4]
+    messages = _read(response, 2)
+    assert [m.body for m in messages] == [b"m2", b"m3", b"m4"]
+    assert messages.queue_offsets.tolist() == [2, 3, 4]
     assert (response.next_begin_offset, response.min_offset, response.max_offset) == (5, 0, 5)
 
 
-def test_should_cap_a_batch_at_32_messages_and_at_what_the_request_asks(
+def test_should_answer_with_whole_stored_batches_cut_by_the_next_offset(
+    send: SendProcessor, pull: PullProcessor
+) -> None:
+    send.process(send_request(b"a", b"b", b"c", b"d", b"e"), Answers())
+    response = _pull(pull, offset=1, max_msg_nums=2)
+    assert response.next_begin_offset == 3
+    assert [m.body for m in _read(response, 1)] == [b"b", b"c"]
+    whole = _pull(pull, offset=0)
+    assert response.batches == whole.batches  # the one stored batch, as it is
+
+
+def test_should_cap_a_pull_at_the_most_messages_and_at_what_the_request_asks(
     send: SendProcessor, pull: PullProcessor
 ) -> None:
     _fill(send, 40)
-    assert len(_pull(pull).messages) == MAX_PULL_MESSAGES
-    assert len(_pull(pull, max_msg_nums=100).messages) == MAX_PULL_MESSAGES
-    assert len(_pull(pull, max_msg_nums=5).messages) == 5
-    record = _pull(pull, max_msg_nums=1).messages[0].store_size
-    small = _pull(pull, max_bytes=2 * record + record // 2)
-    assert len(small.messages) == 2 and small.next_begin_offset == 2
+    assert len(_read(_pull(pull))) == 40
+    assert MAX_PULL_MESSAGES >= 40
+    assert len(_read(_pull(pull, max_msg_nums=5))) == 5
+    one = _pull(pull, max_msg_nums=1)
+    batch_length = len(one.batches)
+    small = _pull(pull, max_bytes=2 * batch_length + batch_length // 2)
+    assert len(_read(small)) == 2 and small.next_begin_offset == 2
 
 
-def test_should_cap_a_batch_at_256_kib_and_always_return_one_message(
+def test_should_cap_a_pull_at_about_max_bytes_and_always_return_one_batch(
     store: MessageStore, pull: PullProcessor
 ) -> None:
     send = SendProcessor(store, "broker-a", max_message_size=200_000)
-    for _ in range(3):
+    for _ in range(12):
         send.process(send_request(b"x" * 100_000), Answers())
-    assert len(_pull(pull).messages) == 2  # a third would pass 256 KiB
-    assert len(_pull(pull, max_bytes=10).messages) == 1
+    assert len(_read(_pull(pull))) == 10  # an eleventh would pass 1 MiB
+    assert len(_read(_pull(pull, max_bytes=10))) == 1
 
 
 def test_should_answer_no_new_msg_at_the_end_and_for_an_empty_queue_at_zero(
@@ -95,28 +128,38 @@ def test_should_filter_by_tag_and_move_past_entries_that_do_not_match(
     _fill(send, 3, tags="A")
     _fill(send, 2, tags="B")
     none = _pull(pull, sub_expression="C")
-    assert (none.pull_status, none.next_begin_offset, len(none.messages)) == (NO_MATCHED_MSG, 5, 0)
-    only_b = _pull(pull, sub_expression="B || C")
-    assert [m.tags for m in only_b.messages] == ["B", "B"]
-    assert [m.queue_offset for m in only_b.messages] == [3, 4]
+    assert (none.pull_status, none.next_begin_offset, none.batches) == (NO_MATCHED_MSG, 5, b"")
+    only_b = _read(_pull(pull, sub_expression="B || C"), expression="B || C")
+    assert [m.tags for m in only_b] == ["B", "B"]
+    assert only_b.queue_offsets.tolist() == [3, 4]
     every = _pull(pull, sub_expression="*")
-    assert len(every.messages) == 5
+    assert len(_read(every)) == 5
 
 
-def test_should_carry_tags_keys_and_ids_in_their_fields_and_the_rest_in_properties(
+def test_should_send_only_batches_holding_a_match_and_the_consumer_keeps_only_matches(
     send: SendProcessor, pull: PullProcessor
 ) -> None:
-    request = send_request(
-        b"x", tags="T", keys=["k1", "k2"], msg_id="UNIQ", properties={"p": "v"},
-        born_host="10.0.0.1:5000", flag=7,
-    )  # fmt: skip
+    send.process(send_request(b"a1", b"a2", tags="A"), Answers())
+    send.process(send_request(b"b1", tags="B"), Answers())
+    send.process(send_request(b"a3", tags="A"), Answers())
+    response = _pull(pull, sub_expression="A")
+    assert response.next_begin_offset == 4
+    assert [m.body for m in _read(response, expression="A")] == [b"a1", b"a2", b"a3"]
+    only_b = _pull(pull, sub_expression="B")
+    assert len(only_b.batches) < len(response.batches)  # the B batch alone
+
+
+def test_should_carry_tags_keys_ids_and_properties_in_the_stored_batch(
+    send: SendProcessor, pull: PullProcessor
+) -> None:
+    request = send_request(b"x", tags="T", keys=["k1", "k2"], msg_id="UNIQ", properties={"p": "v"})
     send.process(request, Answers())
     send.process(send_request(b"plain"), Answers())
-    first, second = _pull(pull).messages
+    first, second = _read(_pull(pull))
     assert (first.tags, list(first.keys), first.msg_id) == ("T", ["k1", "k2"], "UNIQ")
-    assert dict(first.properties) == {"p": "v"}
-    assert (first.born_host, first.flag, first.broker_name) == ("10.0.0.1:5000", 7, "broker-a")
-    assert first.store_host == "127.0.0.1:10911" and first.store_size > 0
+    assert dict(first.properties) == {"p": "v", "TAGS": "T", "KEYS": "k1 k2", "UNIQ_KEY": "UNIQ"}
+    assert first.broker_name == "broker-a"
+    assert first.store_host == ("127.0.0.1", 10911) and first.store_size > 0
     assert first.offset_msg_id != first.msg_id
     assert second.msg_id == second.offset_msg_id and not second.properties
 
@@ -149,7 +192,7 @@ def test_should_hold_a_pull_until_a_message_arrives_in_its_queue(
     _fill(send, 1, queue_id=0)
     assert answered.wait(2.0)  # well before the 5 s suspend timeout; the counters say why
     (response,) = answers
-    assert response.pull_status == FOUND and [m.body for m in response.messages] == [b"m0"]
+    assert response.pull_status == FOUND and [m.body for m in _read(response)] == [b"m0"]
     assert pull.held == 1 and hold.woken_by_arrival == 1 and hold.woken_by_timeout == 0
 
 

@@ -1,5 +1,5 @@
-"""SendMessage: results of single and batch sends, SYNC answers after durability, back pressure,
-and every refusal with its code, text and count."""
+"""SendMessage: the answer of a record batch (base offsets and count), SYNC answers after
+durability, back pressure, and every refusal with its code, text and count."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from aeromq.client import ResponseCode
 from aeromq.common import PERM_READ
 from aeromq.proto import messages_pb2
 
-from .conftest import TOPIC, Answers, send_request, wait_for
+from .conftest import TOPIC, Answers, record_batch, send_request, wait_for
 
 
 def test_should_store_one_message_and_answer_its_ids_and_offset(
@@ -24,12 +24,11 @@ def test_should_store_one_message_and_answer_its_ids_and_offset(
     send.process(send_request(b"hello", queue_id=2, tags="A", msg_id="UNIQ-1"), answers)
     (response,) = answers
     assert response.status.code == ResponseCode.SUCCESS
-    (result,) = response.results
-    assert result.send_status == messages_pb2.SEND_OK
-    assert (result.queue_id, result.queue_offset, result.broker_name) == (2, 0, "broker-a")
-    assert result.msg_id == "UNIQ-1"
-    _, physical_offset = decode_message_id(result.offset_msg_id)
-    stored = store.look_message_by_offset(physical_offset)
+    assert response.send_status == messages_pb2.SEND_OK
+    assert (response.queue_id, response.base_queue_offset, response.message_count) == (2, 0, 1)
+    assert response.broker_name == "broker-a"
+    assert response.store_host == store.config.store_host
+    stored = store.look_message_by_offset(response.base_commit_log_offset)
     assert stored.body == b"hello" and stored.tags == "A" and stored.unique_key == "UNIQ-1"
 
 
@@ -39,9 +38,13 @@ def test_should_store_a_batch_with_consecutive_offsets_and_one_result_each(
     answers = Answers()
     send.process(send_request(b"a", queue_id=1), answers)
     send.process(send_request(b"b", b"c", b"d", queue_id=1, keys=["k1", "k2"]), answers)
-    results = answers[1].results
-    assert [r.queue_offset for r in results] == [1, 2, 3]
-    assert all(r.msg_id == r.offset_msg_id for r in results)  # no unique id given
+    response = answers[1]
+    assert (response.base_queue_offset, response.message_count) == (1, 3)
+    for i, body in enumerate((b"b", b"c", b"d")):  # record i is at the base offsets + i
+        stored = store.look_message_by_offset(response.base_commit_log_offset + i)
+        assert (stored.body, stored.queue_offset) == (body, 1 + i)
+        host, offset = decode_message_id(stored.message_id)
+        assert (host, offset) == (store.config.store_host, response.base_commit_log_offset + i)
     got = store.get_messages(TOPIC, 1, 0)
     assert [m.body for m in got.messages] == [b"a", b"b", b"c", b"d"]
     assert got.messages[1].keys == ["k1", "k2"]
@@ -63,7 +66,7 @@ def test_should_choose_queues_round_robin_when_the_queue_id_is_minus_one(
     answers = Answers()
     for _ in range(8):
         send.process(send_request(b"x", queue_id=-1), answers)
-    queues = [a.results[0].queue_id for a in answers]
+    queues = [a.queue_id for a in answers]
     assert sorted(queues) == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
@@ -116,11 +119,21 @@ def test_should_refuse_more_while_too_many_sends_wait_for_their_flush(
     assert send.can_accept()
 
 
+def _with_batch(batch: bytes) -> messages_pb2.SendMessageRequest:
+    return messages_pb2.SendMessageRequest(producer_group="pg", topic=TOPIC, batch=batch)
+
+
+def _flipped(batch: bytes) -> bytes:
+    data = bytearray(batch)
+    data[-1] ^= 0x01
+    return bytes(data)
+
+
 def _refusal(send: SendProcessor, request: messages_pb2.SendMessageRequest) -> tuple[int, str]:
     answers = Answers()
     send.process(request, answers)
     (response,) = answers
-    assert not response.results
+    assert not response.message_count
     return response.status.code, response.status.message
 
 
@@ -131,19 +144,21 @@ def _refusal(send: SendProcessor, request: messages_pb2.SendMessageRequest) -> t
         (send_request(b"x", topic="SCHEDULE_TOPIC_XXXX"), ResponseCode.NO_PERMISSION, "system"),
         (send_request(b"x", queue_id=4), ResponseCode.INVALID_PARAMETER, "bad queue id"),
         (send_request(b"x", queue_id=-2), ResponseCode.INVALID_PARAMETER, "bad queue id"),
-        (send_request(), ResponseCode.MESSAGE_ILLEGAL, "without messages"),
+        (send_request(), ResponseCode.MESSAGE_ILLEGAL, "without a batch"),
         (send_request(b""), ResponseCode.MESSAGE_ILLEGAL, "body is empty"),
         (send_request(b"x" * 1025), ResponseCode.MESSAGE_ILLEGAL, "over the max message size"),
         (send_request(b"x" * 600, b"y" * 600), ResponseCode.MESSAGE_ILLEGAL, "batch_length=1200"),
-        (send_request(b"x", tags="a b"), ResponseCode.MESSAGE_ILLEGAL, "bad tag"),
-        (send_request(b"x", properties={"a": "b\x01"}), ResponseCode.MESSAGE_ILLEGAL, "\\x01"),
-        (send_request(b"x", properties={" ": "b"}), ResponseCode.MESSAGE_ILLEGAL, "blank"),
-        (send_request(b"x", born_host="nowhere"), ResponseCode.MESSAGE_ILLEGAL, "born host"),
+        (send_request(b"x", tags="a b"), ResponseCode.MESSAGE_ILLEGAL, "BAD_TAG"),
+        (send_request(b"x", properties={"a": "b\x01"}), ResponseCode.MESSAGE_ILLEGAL, "BAD_PROP"),
+        (send_request(b"x", properties={"": "b"}), ResponseCode.MESSAGE_ILLEGAL, "BAD_PROP"),
+        (_with_batch(b"garbage"), ResponseCode.MESSAGE_ILLEGAL, "TRUNCATED"),
+        (_with_batch(_flipped(record_batch(b"x"))), ResponseCode.MESSAGE_ILLEGAL, "BAD_CRC"),
+        (_with_batch(record_batch(b"x", topic="other")), ResponseCode.MESSAGE_ILLEGAL, "BAD_TOPIC"),
     ],
     ids=[
-        "unknown-topic", "system-topic", "queue-too-big", "queue-negative", "no-messages",
+        "unknown-topic", "system-topic", "queue-too-big", "queue-negative", "no-batch",
         "empty-body", "over-max-size", "batch-over-max-size", "bad-tag", "separator-in-property",
-        "blank-property", "bad-born-host",
+        "empty-property-name", "not-a-batch", "bad-crc", "batch-of-another-topic",
     ],
 )  # fmt: skip
 def test_should_refuse_bad_input_with_a_code_a_text_and_a_count(
@@ -154,13 +169,6 @@ def test_should_refuse_bad_input_with_a_code_a_text_and_a_count(
     assert got_code == code and text in got_text, got_text
     assert send.errors[code] == 1
     assert store.max_physical_offset == 0
-
-
-def test_should_refuse_a_batch_mixing_topics(send: SendProcessor) -> None:
-    request = send_request(b"a")
-    request.messages.add(topic="other", body=b"b")
-    code, text = _refusal(send, request)
-    assert code == ResponseCode.MESSAGE_ILLEGAL and "mixes topics" in text
 
 
 def test_should_refuse_a_topic_without_write_permission(
@@ -208,4 +216,5 @@ def test_should_answer_flush_disk_timeout_with_results_when_not_durable_in_time(
     assert done.wait(5.0)
     (response,) = answers
     assert response.status.code == ResponseCode.FLUSH_DISK_TIMEOUT
-    assert response.results[0].send_status == messages_pb2.FLUSH_DISK_TIMEOUT
+    assert response.send_status == messages_pb2.FLUSH_DISK_TIMEOUT
+    assert response.message_count == 1  # stored, with its offsets, only not durable yet

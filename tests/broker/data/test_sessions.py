@@ -31,6 +31,7 @@ from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 from aeromq.transport.driver import MediaDriver
+from tests._pulled import pulled
 
 from ._raw import RawClient
 from .conftest import MS, TOPIC, pull_request, send_request, wait_for
@@ -110,18 +111,18 @@ def test_should_connect_and_learn_the_session_id_and_the_broker_limits(
 
 def test_should_send_and_pull_through_the_session(session: ClientSession) -> None:
     sent = session.request(send_request(b"one", b"two"))
-    assert sent.status.code == ResponseCode.SUCCESS and len(sent.results) == 2
-    pulled = session.request(pull_request())
-    assert [m.body for m in pulled.messages] == [b"one", b"two"]
+    assert sent.status.code == ResponseCode.SUCCESS and sent.message_count == 2
+    answer = session.request(pull_request())
+    assert [m.body for m in pulled(answer, TOPIC, 0, 0)] == [b"one", b"two"]
 
 
 def test_should_complete_pipelined_requests_out_of_order(session: ClientSession) -> None:
     held = session.request_async(pull_request(queue_id=3, suspend_timeout_ms=3_000), 5_000)
     sends = [session.request_async(send_request(b"m%d" % i, queue_id=1)) for i in range(50)]
-    assert [f.result(5).results[0].queue_offset for f in sends] == list(range(50))
+    assert [f.result(5).base_queue_offset for f in sends] == list(range(50))
     assert not held.done()  # a held long poll does not delay the sends behind it
     session.request(send_request(b"wake", queue_id=3))
-    assert [m.body for m in held.result(5).messages] == [b"wake"]
+    assert [m.body for m in pulled(held.result(5), TOPIC, 3, 0)] == [b"wake"]
 
 
 def test_should_keep_a_quiet_session_alive_with_keepalives(
@@ -178,7 +179,7 @@ def test_should_abort_sends_while_the_store_cannot_take_more_then_serve_them(
     wait_for(lambda: server.agent.counters.aborted > 3, what="ABORTs")
     assert not pending.done()
     server.send.max_inflight_sends = 10
-    assert pending.result(5).results[0].queue_offset == 0
+    assert pending.result(5).base_queue_offset == 0
 
 
 def test_should_close_an_idle_session_with_a_notice_then_answer_its_late_requests(
@@ -300,11 +301,10 @@ def test_should_answer_keepalives(session: ClientSession) -> None:
 def test_should_carry_requests_longer_than_one_frame(session: ClientSession) -> None:
     body = bytes(range(256)) * 24  # 6 KB: fragmented and reassembled both ways
     session.request(send_request(body, queue_id=2))
-    pulled = session.request(pull_request(queue_id=2))
-    assert pulled.messages[0].body == body
-    assert pulled.messages[0].topic == TOPIC and isinstance(
-        pulled, messages_pb2.PullMessageResponse
-    )
+    answer = session.request(pull_request(queue_id=2))
+    assert isinstance(answer, messages_pb2.PullMessageResponse)
+    (message,) = pulled(answer, TOPIC, 2, 0)
+    assert message.body == body and message.topic == TOPIC
 
 
 def test_should_refuse_a_request_longer_than_the_ingress_takes(session: ClientSession) -> None:
@@ -321,7 +321,8 @@ def test_should_answer_with_an_error_an_answer_too_long_for_the_response_channel
         session.request(send_request(b"x" * 5_000, queue_id=1))
     with pytest.raises(BrokerError, match="answer longer than the response channel takes"):
         session.request(pull_request(queue_id=1))  # both at once: over 8 KiB
-    assert len(session.request(pull_request(queue_id=1, max_msg_nums=1)).messages) == 1
+    one = session.request(pull_request(queue_id=1, max_msg_nums=1))
+    assert len(pulled(one, TOPIC, 1, 0)) == 1
     assert server.agent.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] == 1
 
 
