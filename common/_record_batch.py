@@ -71,6 +71,7 @@ in transit).
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import struct
 import zlib
@@ -208,10 +209,10 @@ def encode_batch(
         raise ValueError(f"topic longer than {MAX_TOPIC_LENGTH} bytes: {len(topic)}")
     header_length = batch_header_length(len(topic))
     body_lengths = [len(body) for body in bodies]
+    zeros = _zeros(count)
     if tags is None or not any(tags):
         tag_data = b""
-        tag_lengths: list[int] | None = None
-        tag_hashes: list[int] | None = None
+        tag_lengths = tag_hashes = zeros
     else:
         encoded = [tag.encode() if tag else b"" for tag in tags]
         tag_lengths = [len(tag) for tag in encoded]
@@ -219,27 +220,20 @@ def encode_batch(
         tag_data = b"".join(encoded)
     if properties is None:
         property_data = b""
-        property_lengths: list[int] | None = None
+        property_lengths = zeros
     else:
         property_lengths = [len(item) for item in properties]
         property_data = b"".join(properties)
-    columns = np.zeros(count * 7, dtype="<i4")  # the tag hash takes two i32 slots
-    if tag_hashes is not None:
-        columns[: 2 * count].view("<i8")[:] = tag_hashes
-    columns[2 * count : 3 * count] = body_lengths
-    if tag_lengths is not None:
-        columns[3 * count : 4 * count] = tag_lengths
-    if property_lengths is not None:
-        columns[4 * count : 5 * count] = property_lengths
-    if born_deltas_ms is not None:
-        columns[5 * count : 6 * count] = born_deltas_ms
-    if flags is not None:
-        columns[6 * count :] = flags
-    total = header_length + columns.nbytes + sum(body_lengths) + len(tag_data) + len(property_data)
-    out = bytearray(header_length)
-    _HEADER.pack_into(
-        out,
-        0,
+    columns = _columns_struct(count).pack(
+        *tag_hashes,
+        *body_lengths,
+        *tag_lengths,
+        *property_lengths,
+        *(born_deltas_ms if born_deltas_ms is not None else zeros),
+        *(flags if flags is not None else zeros),
+    )
+    total = header_length + len(columns) + sum(body_lengths) + len(tag_data) + len(property_data)
+    head = _HEADER.pack(
         total,
         BATCH_MAGIC,
         0,
@@ -255,13 +249,24 @@ def encode_batch(
         attributes,
         len(topic),
     )
-    out[TOPIC_OFFSET : TOPIC_OFFSET + len(topic)] = topic
-    out += columns.tobytes()
-    out += b"".join(bodies)
+    out = bytearray().join(
+        (head, topic, bytes(header_length - FIXED_HEADER_LENGTH - len(topic)), columns, *bodies)
+    )
     out += tag_data
     out += property_data
     _U32.pack_into(out, CRC_OFFSET, zlib.crc32(memoryview(out)[CRC_START:]))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _zeros(count: int) -> tuple[int, ...]:
+    return (0,) * count
+
+
+@functools.lru_cache(maxsize=256)
+def _columns_struct(count: int) -> struct.Struct:
+    """Packs a batch's columns (see the layout) for ``count`` records in one call."""
+    return struct.Struct(f"<{count}q{5 * count}i")
 
 
 # -- the broker -------------------------------------------------------------------------------
