@@ -125,4 +125,3 @@ def batch_keys(batch: memoryview, count: int, header_length: int) -> list[tuple[
                 found.append((i, keys))
         start = end
     return found
-

@@ -110,6 +110,7 @@ class MessageReader:
         count = 0  # wanted entries taken
         total = 0  # batch bytes taken
         last_position = -1  # the batch taken last: a group continuing it adds no bytes
+        last_bad = -1  # the batch skipped last: a group continuing it is skipped too
         next_offset = offset
         full = False
         while not full and next_offset < max_offset and next_offset - offset < scan_limit:
@@ -160,6 +161,9 @@ class MessageReader:
                             result.next_begin_offset = next_offset + first
                             full = True
                             break
+                    if position == last_bad:  # reported already, from the window before
+                        result.next_begin_offset = next_offset + last + 1
+                        continue
                     piece = self._read_batch(
                         find,
                         position,
@@ -169,13 +173,14 @@ class MessageReader:
                         next_offset + first,
                         next_offset + last,
                     )
-                    if piece is None:
-                        if position < commit_log.min_offset:
+                    if isinstance(piece, str):
+                        last_bad = position
+                        if position < commit_log.min_offset or piece == "REMOVED":
                             if not count:
                                 result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                         else:
                             self._report_corrupt(
-                                result, topic, queue_id, next_offset + first, position, size
+                                result, topic, queue_id, next_offset + first, position, size, piece
                             )
                         result.next_begin_offset = next_offset + last + 1
                         continue
@@ -214,17 +219,18 @@ class MessageReader:
         queue_id: int,
         first_queue_offset: int,
         last_queue_offset: int,
-    ) -> memoryview | None:
+    ) -> memoryview | str:
         """A view of the batch at ``position`` if its header agrees with the consume queue
-        (magic, length, topic, queue id, queue offsets, physical offset), else None."""
+        (magic, length, physical offset, queue id, queue offsets, topic), else what does not
+        (``REMOVED`` when its segment is gone)."""
         mapped = find(position)
         if mapped is None:
-            return None
+            return "REMOVED"
         relative = position - mapped.start_offset
         try:
             view = mapped.view
             if relative + size > mapped.size or size < FIXED_HEADER_LENGTH:
-                return None
+                return "BAD_SIZE"
             (
                 length,
                 magic,
@@ -237,21 +243,25 @@ class MessageReader:
                 record_count,
                 topic_length,
             ) = _HEAD.unpack_from(view, relative)
+            if magic != BATCH_MAGIC:
+                return "BAD_MAGIC"
+            if length != size:
+                return "BAD_SIZE"
+            if base_physical_offset != position:
+                return "BAD_POSITION"
+            if stored_queue_id != queue_id:
+                return "BAD_QUEUE_ID"
             if (
-                magic != BATCH_MAGIC
-                or length != size
-                or base_physical_offset != position
-                or stored_queue_id != queue_id
-                or not base_queue_offset <= first_queue_offset
+                base_queue_offset > first_queue_offset
                 or last_queue_offset >= base_queue_offset + record_count
-                or topic_length != len(topic)
-                or view[relative + FIXED_HEADER_LENGTH : relative + FIXED_HEADER_LENGTH + topic_length]
-                != topic
             ):
-                return None
+                return "BAD_QUEUE_OFFSET"
+            at = relative + FIXED_HEADER_LENGTH
+            if topic_length != len(topic) or view[at : at + topic_length] != topic:
+                return "BAD_TOPIC"
             return view[relative : relative + size]
         except ValueError:  # unmapped by retention meanwhile
-            return None
+            return "REMOVED"
 
     def _report_corrupt(
         self,
@@ -261,8 +271,8 @@ class MessageReader:
         queue_offset: int,
         position: int,
         size: int,
+        check: str,
     ) -> None:
-        check, _ = self._commit_log.check(position)
         error = CorruptRecordError(
             "batch failed its check and was skipped",
             physical_offset=position,
@@ -270,7 +280,7 @@ class MessageReader:
             topic=topic,
             queue_id=queue_id,
             queue_offset=queue_offset,
-            check=check.name,
+            check=check,
         )
         self._corrupt(result, error)
 

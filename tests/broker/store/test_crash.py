@@ -90,9 +90,7 @@ def _check_log_and_queues(store: MessageStore) -> None:
     while position < end:
         mapped = store.commit_log.files.find(position)
         assert mapped is not None
-        check, size = check_at(
-            mapped.view, position - mapped.start_offset, mapped.size, position
-        )
+        check, size = check_at(mapped.view, position - mapped.start_offset, mapped.size, position)
         assert check in (LogCheck.OK, LogCheck.BLANK), (position, check)
         if check is LogCheck.OK:
             at = position - mapped.start_offset
