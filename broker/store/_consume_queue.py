@@ -165,7 +165,7 @@ class ConsumeQueue:
     ) -> None:
         """Write the entries of one batch's records, from ``queue_offset`` on: each points at
         the batch (``physical_offset``, ``size``) with its record's tag hash. One numpy write
-        per file (a batch crosses at most a file boundary or two)."""
+        per column and file (a batch crosses at most a file boundary or two)."""
         count = len(tag_hashes)
         done = 0
         while done < count:
@@ -174,11 +174,10 @@ class ConsumeQueue:
             entries = self._entries_of(mapped)
             index = at - mapped.start_offset // ENTRY_LENGTH
             n = min(count - done, len(entries) - index)
-            block = np.empty(n, dtype=ENTRY_DTYPE)
-            block["offset"] = physical_offset
-            block["size"] = size
-            block["tag"] = tag_hashes[done : done + n]
-            entries[index : index + n] = block
+            part = entries[index : index + n]
+            part["offset"] = physical_offset
+            part["size"] = size
+            part["tag"] = tag_hashes[done : done + n] if done or n < count else tag_hashes
             done += n
         end = queue_offset + count
         if end > self.max_offset:

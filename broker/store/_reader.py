@@ -128,26 +128,35 @@ class MessageReader:
                         result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 break
             if wanted is None:
-                picked = np.arange(n)
+                picked: list[int] | None = None  # every entry: an index is its own
+                physical = entries["offset"]
             else:
-                picked = np.flatnonzero(np.isin(entries["tag"], wanted))
-                if not len(picked):
+                chosen = np.flatnonzero(np.isin(entries["tag"], wanted))
+                if not len(chosen):
                     result.next_begin_offset = next_offset + n
                     next_offset += n
                     continue
-            physical = entries["offset"][picked]
-            starts = np.flatnonzero(np.diff(physical, prepend=-1))  # first entry of each batch
-            firsts = picked[starts]
-            lasts = picked[np.append(starts[1:], len(picked)) - 1]
-            numbers = np.diff(starts, append=len(picked))
-            sizes = entries["size"][firsts]
+                picked = chosen.tolist()
+                physical = entries["offset"][chosen]
+            m = len(physical)
+            if physical[0] == physical[m - 1]:  # one batch (offsets ascend): the common case
+                starts = [0]
+            else:
+                starts = [0, *(np.flatnonzero(physical[1:] != physical[:-1]) + 1).tolist()]
+            ends = [*starts[1:], m]
+            if picked is None:
+                firsts = starts
+                lasts = [end - 1 for end in ends]
+            else:
+                firsts = [picked[i] for i in starts]
+                lasts = [picked[end - 1] for end in ends]
             groups = zip(
-                starts.tolist(),
-                firsts.tolist(),
-                lasts.tolist(),
+                starts,
+                firsts,
+                lasts,
                 physical[starts].tolist(),
-                sizes.tolist(),
-                numbers.tolist(),
+                entries["size"][firsts].tolist(),
+                [end - start for start, end in zip(starts, ends, strict=True)],
                 strict=True,
             )
             del entries, physical
@@ -190,7 +199,10 @@ class MessageReader:
                 room = max_count - count if count else max(max_count, 1)
                 if number > room:  # the count cap ends inside this batch
                     count += room
-                    result.next_begin_offset = next_offset + int(picked[start + room - 1]) + 1
+                    taken_last = start + room - 1
+                    if picked is not None:
+                        taken_last = picked[taken_last]
+                    result.next_begin_offset = next_offset + taken_last + 1
                     result.status = GetMessageStatus.FOUND
                     full = True
                     break
