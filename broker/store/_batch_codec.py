@@ -35,8 +35,8 @@ def encode_messages(
 ) -> tuple[PutMessageStatus, bytearray | None]:
     """One batch of ``messages`` (all of ``topic`` and ``queue_id``): the TAGS property goes
     to the tags column, the others are encoded RocketMQ-style. Batch-wide fields (sys flag,
-    born host, reconsume times) are the first message's; born timestamps are kept per
-    message. Returns ``(PUT_OK, batch)`` or the status that refuses the whole batch."""
+    born host, reconsume times) are the first message's; born timestamps and flags are kept
+    per message; the prepared transaction offset is not stored (the batch has no such field). Returns ``(PUT_OK, batch)`` or the status that refuses the whole batch."""
     tags: list[str | None] = []
     encoded: list[bytes] = []
     try:
