@@ -1,9 +1,13 @@
-"""The broker store: append throughput (ASYNC and SYNC flush; single puts and batches of 32 and
-256; 1 and 8 writer threads; SYNC with asynchronous acknowledgements, as the broker's ingress
-would use it) and read throughput by queue, for 100 B message bodies.
+"""The broker store on record batches: append throughput (``put_batch`` of batches the producer
+encoded, of 1, 32 and 256 records; ASYNC and SYNC flush; 1 and 8 writer threads; SYNC with
+asynchronous acknowledgements, as the broker's ingress uses it) and read throughput by queue
+(``get_batches``, the pull path: stored bytes, no decode; ``get_messages`` decoded, for
+comparison), for 100 B message bodies.
 
-Rates are messages per second of wall time; MB/s counts the bytes appended to the commit log
-(records, not just bodies). The store runs on a temporary directory on the default temp
+Batches are encoded once before the clock starts (the producer's work); ``put_messages``
+(encoding included) is shown once for comparison. Rates are messages (records) per second of
+wall time, and ``us_per_batch`` the wall time per call; MB/s counts the bytes appended to the
+commit log (batches, not just bodies). The store runs on a temporary directory on the default temp
 filesystem (real disk here, not tmpfs); SYNC numbers are bounded by ``fdatasync`` latency,
 shown as a baseline. Targets (issue 6): >= 500,000 msgs/s appended ASYNC in batches; SYNC
 with 8 concurrent writers >= 20x SYNC with one.
@@ -28,6 +32,7 @@ from aeromq.broker.store import (
     StoreConfig,
 )
 from aeromq.common import tag_hash_code
+from aeromq.common._record_batch import encode_batch
 from bench._harness import Result, Target, latency_summary
 
 TOPIC = "BenchTopic"
@@ -52,29 +57,45 @@ def _messages(count: int, queue_id: int = 0, tags: str | None = None) -> list[In
     return [InboundMessage(TOPIC, queue_id, BODY, properties) for _ in range(count)]
 
 
-def _append_async(root: Path, batch: int, total: int, tags: str | None) -> tuple[float, float]:
-    """Best of three runs: (msgs/s, MB/s)."""
-    best = (0.0, 0.0)
+def _batch(count: int, tags: str | None = None) -> bytes:
+    """One batch of ``count`` 100 B records, as a producer encodes it."""
+    return bytes(encode_batch(TOPIC.encode(), [BODY] * count, [tags] * count if tags else None))
+
+
+def _append_async(
+    root: Path, batch: int, total: int, tags: str | None, encode: bool = False
+) -> tuple[float, float, float]:
+    """Best of three runs: (msgs/s, MB/s, us per put). ``encode``: ``put_messages`` (the
+    store encodes) instead of ``put_batch``."""
+    best = (0.0, 0.0, 0.0)
     for run in range(3):
-        store = _store(root, f"async-{batch}-{tags}-{run}", FlushMode.ASYNC)
+        name = f"async-{batch}-{tags}-{encode}-{run}"
+        store = _store(root, name, FlushMode.ASYNC)
         try:
+            data = _batch(batch, tags)
             messages = _messages(batch, tags=tags)
-            put = store.put_messages if batch > 1 else None
-            put_one = store.put_message
-            one = messages[0]
-            sent = 0
+            put_batch = store.put_batch
+            put_messages = store.put_messages
+            sent = puts = 0
             began = time.perf_counter()
-            while sent < total:
-                result = put(messages) if put is not None else put_one(one)
-                sent += batch
+            if encode:
+                while sent < total:
+                    result = put_messages(messages)
+                    sent += batch
+                    puts += 1
+            else:
+                while sent < total:
+                    result = put_batch(data, TOPIC, 0)
+                    sent += batch
+                    puts += 1
             elapsed = time.perf_counter() - began
             assert result.ok, result
             rate = sent / elapsed
             if rate > best[0]:
-                best = (rate, store.max_physical_offset / elapsed / 1e6)
+                best = (rate, store.max_physical_offset / elapsed / 1e6, elapsed / puts * 1e6)
         finally:
             store.shutdown()
-            shutil.rmtree(root / f"async-{batch}-{tags}-{run}", ignore_errors=True)
+            shutil.rmtree(root / name, ignore_errors=True)
     return best
 
 
@@ -88,10 +109,10 @@ def _append_sync(
     latencies: list[list[int]] = [[] for _ in range(writers)]
     start = threading.Barrier(writers + 1)
     deadline = [0.0]
+    data = _batch(batch)
 
     def writer(index: int) -> None:
-        messages = _messages(batch, queue_id=index)
-        put = store.put_messages
+        put = store.put_batch
         clock = time.perf_counter_ns
         samples = latencies[index]
         start.wait()
@@ -99,7 +120,7 @@ def _append_sync(
         sent = 0
         while time.monotonic() < stop:
             began = clock()
-            result = put(messages)
+            result = put(data, TOPIC, index)
             samples.append(clock() - began)
             if not result.ok:
                 raise RuntimeError(f"sync put failed: {result.status}")
@@ -127,8 +148,9 @@ def _append_sync(
 
 
 def _append_sync_pipelined(root: Path, window: int, total: int) -> tuple[float, int]:
-    """SYNC flush, one thread putting single messages with up to ``window`` unacknowledged
-    (``put_messages_async``): the broker ingress pattern. Returns (msgs/s, flushes)."""
+    """SYNC flush, one thread putting one-record batches with up to ``window``
+    unacknowledged (``put_batch_async``): the broker ingress pattern. Returns (msgs/s,
+    flushes)."""
     store = _store(root, f"sync-pipelined-{window}", FlushMode.SYNC)
     slots = threading.Semaphore(window)
     failures: list[PutMessageResult] = []
@@ -139,12 +161,12 @@ def _append_sync_pipelined(root: Path, window: int, total: int) -> tuple[float, 
         slots.release()
 
     try:
-        messages = _messages(1)
-        put = store.put_messages_async
+        data = _batch(1)
+        put = store.put_batch_async
         began = time.perf_counter()
         for _ in range(total):
             slots.acquire()
-            put(messages, acknowledged)
+            put(data, TOPIC, 0, acknowledged)
         for _ in range(window):
             slots.acquire()
         elapsed = time.perf_counter() - began
@@ -159,25 +181,37 @@ def _append_sync_pipelined(root: Path, window: int, total: int) -> tuple[float, 
 
 
 def _read(root: Path, total: int) -> Iterator[Result]:
+    """Reads of 32 records a call from a queue of batches of 32 (alternately tagged TagA
+    and TagB): all, half by tag filter, and decoded."""
     store = _store(root, "read", FlushMode.ASYNC)
     try:
-        a = _messages(128, tags="TagA")
-        b = _messages(128, tags="TagB")
-        for i in range(total // 128):
-            store.put_messages(a if i % 2 == 0 else b)
+        a = _batch(32, "TagA")
+        b = _batch(32, "TagB")
+        for i in range(total // 32):
+            store.put_batch(a if i % 2 == 0 else b, TOPIC, 0)
         count = store.get_max_offset(TOPIC, 0)
-        for name, filter_hashes in (("all", None), ("tag-filter-half", {tag_hash_code("TagA")})):
-            offset = read = 0
+        cases = (
+            ("get_batches:all", store.get_batches, None),
+            ("get_batches:tag-filter-half", store.get_batches, {tag_hash_code("TagA")}),
+            ("get_messages:all", store.get_messages, None),
+        )
+        for name, get, filter_hashes in cases:
+            offset = read = calls = 0
             began = time.perf_counter()
             while offset < count:
-                result = store.get_messages(TOPIC, 0, offset, 32, tag_hashes=filter_hashes)
-                read += len(result.messages)
+                result = get(TOPIC, 0, offset, 32, tag_hashes=filter_hashes)
+                read += result.message_count
                 offset = result.next_begin_offset
+                calls += 1
             elapsed = time.perf_counter() - began
             yield Result(
                 f"store:read:by-queue:batch32:{name}",
                 msgs_per_s=read / elapsed,
-                extra={"messages_returned": read, "entries_scanned": count},
+                extra={
+                    "messages_returned": read,
+                    "entries_scanned": count,
+                    "us_per_call": round(elapsed / calls * 1e6, 2),
+                },
             )
     finally:
         store.shutdown()
@@ -217,12 +251,29 @@ def run(quick: bool) -> Iterator[Result | Target]:
         total = 60_000 if quick else 400_000
         async_best = 0.0
         for batch in (1, 32, 256):
-            rate, mb = _append_async(root, batch, total // (4 if batch == 1 else 1), None)
-            yield Result(f"store:append:async:batch{batch}", msgs_per_s=rate, MB_per_s=mb)
+            rate, mb, us = _append_async(root, batch, total // (4 if batch == 1 else 1), None)
+            yield Result(
+                f"store:append:async:batch{batch}",
+                msgs_per_s=rate,
+                MB_per_s=mb,
+                extra={"us_per_batch": round(us, 2)},
+            )
             if batch > 1:
                 async_best = max(async_best, rate)
-        rate, mb = _append_async(root, 256, total, "TagA")
-        yield Result("store:append:async:batch256:with-tags", msgs_per_s=rate, MB_per_s=mb)
+        rate, mb, us = _append_async(root, 256, total, "TagA")
+        yield Result(
+            "store:append:async:batch256:with-tags",
+            msgs_per_s=rate,
+            MB_per_s=mb,
+            extra={"us_per_batch": round(us, 2)},
+        )
+        rate, mb, us = _append_async(root, 32, total // 4, "TagA", encode=True)
+        yield Result(
+            "store:append:async:batch32:put_messages-encoding",
+            msgs_per_s=rate,
+            MB_per_s=mb,
+            extra={"us_per_batch": round(us, 2)},
+        )
 
         seconds = 0.5 if quick else 2.0
         sync_rates: dict[tuple[int, int], float] = {}

@@ -1,38 +1,141 @@
-"""The commit log: every record of every topic, appended in order to mapped segments.
+"""The commit log: every record batch of every topic, appended in order to mapped segments.
 
-Caller: the ``MessageStore``, which serialises appends under its put lock and passes the queue
-offsets; reads, flushes and retention may run on other threads. ``max_offset`` is the
-physical offset of the next record; ``flushed_offset`` how far the log is durable.
+A segment holds whole record batches (``common/_record_batch.py``) back to back, exactly as
+producers encoded them, with the broker's fields patched into each header. A batch never spans
+two segments: when the next one does not fit (with room for a blank), the rest of the segment
+is one blank filler, and the batch starts the next segment. Never-written space is zeros.
+
+::
+
+    segment (file named by the commit log offset of its first byte)
+    +--------------------+----------------+--- ... ---+-----------------+--------------------+
+    | batch              | batch          |           | batch           | blank filler       |
+    | Total Length  (i32)| ...            |           |                 | Length (i32) =     |
+    | Magic "AQB1"  (u32)|                |           |                 |   bytes to the end |
+    | broker fields, CRC,|                |           |                 | Magic "AQBE" (u32) |
+    | columns, data      |                |           |                 | (anything, ignored)|
+    +--------------------+----------------+--- ... ---+-----------------+--------------------+
+    ^ start_offset       ^ start + length of the first                                       ^ end
+
+    blank filler, at the end of a segment only:
+     0                   1                   2                   3
+     0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+    +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    |           Length (from here to the end of the segment)        |   0
+    +---------------------------------------------------------------+
+    |                         Magic ("AQBE")                        |   4
+    +---------------------------------------------------------------+
+
+A batch's commit log (physical) offset is where its first byte lands; its record ``i`` has
+offset ``batch offset + i``. An append writes the batch but its first 8 bytes (one copy),
+patches the broker's fields in place, and writes the length and magic last: a process killed
+mid-append leaves no batch whose magic is there without its fields. The CRC (the producer's)
+catches a batch torn by a crash of the machine; the physical offset field, a stale batch left
+past a truncated tail. Logs of the previous format (one record per message, magic "AQM1") are
+refused, never truncated.
+
+Caller: the ``MessageStore``, which serialises appends under its put lock; reads, lookups,
+flushes and retention may run on other threads. ``max_offset`` is where the next batch goes;
+``flushed_offset`` how far the log is durable.
 """
 
 from __future__ import annotations
 
+import bisect
+import enum
 import struct
 import threading
 from pathlib import Path
 
-from aeromq.broker._errors import CorruptRecordError
-from aeromq.broker.store._batch_encoder import EncodedBatch
+from aeromq.broker._errors import CorruptRecordError, StoreError
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
-from aeromq.broker.store._message import StoredMessage
-from aeromq.broker.store._record import (
-    BLANK_MAGIC,
-    MESSAGE_MAGIC,
-    MIN_BLANK_LENGTH,
-    RecordCheck,
-    check_record,
-    decode_record,
-    read_store_timestamp,
+from aeromq.common._record_batch import (
+    BATCH_MAGIC,
+    FIXED_HEADER_LENGTH,
+    BatchCheck,
+    check_batch,
+    patch_batch,
 )
 
-__all__ = ["CommitLog"]
+__all__ = [
+    "BLANK_MAGIC",
+    "MIN_BLANK_LENGTH",
+    "OLD_RECORD_MAGIC",
+    "CommitLog",
+    "LogCheck",
+    "check_at",
+]
 
+BLANK_MAGIC = 0x45425141  # "AQBE" in the file
+OLD_RECORD_MAGIC = 0x314D5141  # "AQM1": one record per message, the format before batches
+MIN_BLANK_LENGTH = 8  # length and magic
+
+# header fields the read path checks: length, magic, base queue offset, base physical offset,
+# store timestamp, store host, queue id, CRC, record count, then the topic length at 74
 _PREFIX = struct.Struct("<iI")
+_HEAD = struct.Struct("<iIqqq8siIi22xH")
+assert _HEAD.size == FIXED_HEADER_LENGTH
+_I64 = struct.Struct("<q")
+_STORE_TIMESTAMP_OFFSET = 24
+_BASE_PHYSICAL_OFFSET_OFFSET = 16
+_PREFIX_LENGTH = 8
+
+
+class LogCheck(enum.IntEnum):
+    """What :func:`check_at` found: >= 0 is a well-formed position, < 0 a broken one."""
+
+    OK = 0
+    BLANK = 1
+    END = 2  # never-written (zero) space
+    BAD_MAGIC = -1
+    BAD_SIZE = -2  # a length that does not fit the segment
+    BAD_LENGTHS = -3  # the batch's own lengths do not add up
+    BAD_CRC = -4
+    BAD_POSITION = -5  # intact, but its physical offset field names another place
+    OLD_FORMAT = -6  # a record of the format before batches
+
+
+def check_at(
+    buffer: memoryview, position: int, limit: int, physical_offset: int
+) -> tuple[LogCheck, int]:
+    """Whether a whole, intact batch (framing and CRC) that belongs at ``physical_offset``
+    starts at ``position`` of ``buffer`` (bytes up to ``limit`` are the segment's).
+
+    Returns ``(OK, length)`` for a batch, ``(BLANK, length)`` for a blank filler that runs
+    exactly to ``limit``, ``(END, 0)`` for never-written space, a negative check with 0 for
+    anything else. A hot-path function: it returns, never raises.
+    """
+    if limit - position < MIN_BLANK_LENGTH:
+        if limit == position or not any(buffer[position:limit]):
+            return LogCheck.END, 0
+        return LogCheck.BAD_SIZE, 0
+    size, magic = _PREFIX.unpack_from(buffer, position)
+    if magic == BATCH_MAGIC:
+        if size < FIXED_HEADER_LENGTH or size > limit - position:
+            return LogCheck.BAD_SIZE, 0
+        with buffer[position : position + size] as view:
+            check, _why = check_batch(view, check_content=False)
+        if check is BatchCheck.BAD_CRC:
+            return LogCheck.BAD_CRC, 0
+        if check is not BatchCheck.OK:
+            return LogCheck.BAD_LENGTHS, 0
+        if _I64.unpack_from(buffer, position + _BASE_PHYSICAL_OFFSET_OFFSET)[0] != physical_offset:
+            return LogCheck.BAD_POSITION, 0
+        return LogCheck.OK, size
+    if magic == BLANK_MAGIC:
+        if size == limit - position:
+            return LogCheck.BLANK, size
+        return LogCheck.BAD_SIZE, 0
+    if magic == OLD_RECORD_MAGIC:
+        return LogCheck.OLD_FORMAT, 0
+    if size == 0 and magic == 0:
+        return LogCheck.END, 0
+    return LogCheck.BAD_MAGIC, 0
 
 
 class CommitLog:
-    """Segments of ``segment_bytes`` in ``directory``; records stamped with ``store_host``."""
+    """Segments of ``segment_bytes`` in ``directory``; batches stamped with ``store_host``."""
 
     def __init__(self, directory: Path, segment_bytes: int, store_host: bytes) -> None:
         self.files = MappedFileQueue(directory, segment_bytes)
@@ -42,9 +145,25 @@ class CommitLog:
         self.flushed_offset = 0
         self.last_store_timestamp_ms = 0
         self._flush_lock = threading.Lock()
+        self._starts_lock = threading.Lock()
+        # per segment start offset: the physical offsets of its first batches, in order
+        self._batch_starts: dict[int, list[int]] = {}
 
     def load(self) -> None:
+        """Map the segments; raises ``StoreError`` when one holds the previous format."""
         self.files.load()
+        for mapped in self.files.files:
+            _size, magic = _PREFIX.unpack_from(mapped.mm, 0)
+            if magic == OLD_RECORD_MAGIC:
+                path = str(mapped.path)
+                self.files.close()
+                raise StoreError(
+                    "the commit log holds records of an older format: move the data "
+                    "directory away (or drain it with the old version) to start",
+                    path=path,
+                    found_format="AQM1 (one record per message)",
+                    expected_format="AQB1 (record batches)",
+                )
 
     @property
     def min_offset(self) -> int:
@@ -57,23 +176,25 @@ class CommitLog:
         self.max_offset = offset
         self.flushed_offset = offset
 
-    def append(self, batch: EncodedBatch, positions: list[int]) -> None:
-        """Copy an encoded batch to the log's end (it was encoded for ``max_offset``; if it
-        must start a new segment it is rebased there). The physical offset of each record is
-        appended to ``positions``. Raises ``StoreIOError`` when a segment cannot be created.
-        """
-        total = batch.total
-        mapped = self._segment_for(total)
+    # -- appending -------------------------------------------------------------------------
+
+    def append_batch(
+        self, batch: memoryview, queue_offset: int, store_timestamp_ms: int, queue_id: int
+    ) -> int:
+        """Copy ``batch`` (format ``B``) to the log's end, patch its broker fields there, and
+        return its physical offset. Raises ``StoreIOError`` when a segment cannot be made."""
+        length = len(batch)
+        mapped = self._segment_for(length)
         offset = self.max_offset
-        if batch.base_offset != offset:
-            batch.rebase(offset)
         position = offset - mapped.start_offset
-        mapped.view[position : position + total] = batch.view[:total]
-        append = positions.append
-        for size in batch.sizes:
-            append(offset)
-            offset += size
-        self.max_offset = offset
+        view = mapped.view
+        view[position + _PREFIX_LENGTH : position + length] = batch[_PREFIX_LENGTH:]
+        patch_batch(
+            view, position, queue_offset, offset, store_timestamp_ms, self.store_host, queue_id
+        )
+        view[position : position + _PREFIX_LENGTH] = batch[:_PREFIX_LENGTH]
+        self.max_offset = offset + length
+        return offset
 
     def _segment_for(self, length: int) -> MappedFile:
         """The segment the next ``length`` bytes go to, rolling (with a blank) when needed."""
@@ -89,60 +210,95 @@ class CommitLog:
         start = offset - offset % self.segment_bytes
         return self.files.create(start)
 
-    def check(self, offset: int) -> tuple[RecordCheck, int]:
-        """``check_record`` at a physical offset (``END`` past the last segment)."""
-        mapped = self.files.find(offset)
-        if mapped is None:
-            return RecordCheck.END, 0
-        return check_record(mapped.view, offset - mapped.start_offset, mapped.size)
+    # -- reading ---------------------------------------------------------------------------
 
-    def read(self, offset: int, size: int) -> StoredMessage | None:
-        """The message at ``offset`` if an intact record of ``size`` bytes is there, else
-        None (removed, or failed its check). A hot-path call: it never raises."""
+    def check(self, offset: int) -> tuple[LogCheck, int]:
+        """:func:`check_at` at a physical offset (``END`` past the last segment)."""
         mapped = self.files.find(offset)
         if mapped is None:
-            return None
-        position = offset - mapped.start_offset
+            return LogCheck.END, 0
         try:
-            check, found = check_record(mapped.view, position, min(mapped.size, position + size))
-            if check is not RecordCheck.OK or found != size:
-                return None
-            return decode_record(mapped.mm, position)
-        except ValueError:  # the segment was unmapped by retention meanwhile
-            return None
+            return check_at(mapped.view, offset - mapped.start_offset, mapped.size, offset)
+        except ValueError:  # unmapped by retention meanwhile
+            return LogCheck.END, 0
 
-    def read_checked(self, offset: int) -> StoredMessage:
-        """The message at ``offset``; raises ``CorruptRecordError`` when the record there
-        is broken, or when no record starts there."""
+    def batch_at(self, offset: int) -> memoryview:
+        """The checked batch (framing and CRC) that starts at ``offset``, as a view of its
+        segment; raises ``CorruptRecordError`` when no intact batch starts there."""
         mapped = self.files.find(offset)
         if mapped is None or offset >= self.max_offset:
             raise CorruptRecordError(
-                "no record at this offset",
+                "no batch at this offset",
                 physical_offset=offset,
                 min_offset=self.min_offset,
                 max_offset=self.max_offset,
             )
         position = offset - mapped.start_offset
-        check, _size = check_record(mapped.view, position, mapped.size)
-        if check is not RecordCheck.OK:
-            raise CorruptRecordError(
-                "record failed its check", physical_offset=offset, check=check.name
-            )
-        return decode_record(mapped.mm, position)
+        try:
+            check, size = check_at(mapped.view, position, mapped.size, offset)
+            if check is not LogCheck.OK:
+                raise CorruptRecordError(
+                    "batch failed its check", physical_offset=offset, check=check.name
+                )
+            return mapped.view[position : position + size]
+        except ValueError as exc:  # unmapped by retention meanwhile
+            raise CorruptRecordError("batch went to retention", physical_offset=offset) from exc
+
+    def find_batch(self, offset: int) -> int:
+        """The physical offset of the batch whose bytes hold ``offset`` (a record's commit log
+        offset), or -1 when none does. Walks the segment's batches by their lengths from
+        its start once; the starts found are kept, so repeated lookups are cheap."""
+        mapped = self.files.find(offset)
+        end = self.max_offset
+        if mapped is None or offset >= end or offset < self.min_offset:
+            return -1
+        segment_start = mapped.start_offset
+        with self._starts_lock:
+            starts = self._batch_starts.get(segment_start)
+            if starts is None:
+                self._prune_starts()
+                starts = self._batch_starts[segment_start] = [segment_start]
+            try:
+                while starts[-1] <= offset:
+                    at = starts[-1]
+                    if at >= end:
+                        break
+                    size, magic = _PREFIX.unpack_from(mapped.mm, at - segment_start)
+                    if magic != BATCH_MAGIC or size < FIXED_HEADER_LENGTH:
+                        break  # the blank, or a broken length: nothing past here
+                    starts.append(at + size)
+            except ValueError:  # unmapped by retention meanwhile
+                return -1
+        index = bisect.bisect_right(starts, offset) - 1
+        found = starts[index]
+        if index == len(starts) - 1:  # no batch known to end after it: beyond the last
+            return -1
+        return found
+
+    def _prune_starts(self) -> None:
+        held = {mapped.start_offset for mapped in self.files.files}
+        for start in [s for s in self._batch_starts if s not in held]:
+            del self._batch_starts[start]
 
     def store_timestamp(self, offset: int) -> int | None:
-        """The store timestamp of the record at ``offset`` (None when not held)."""
+        """The store timestamp of the batch at ``offset`` (None when not held)."""
         mapped = self.files.find(offset)
         if mapped is None:
             return None
-        return read_store_timestamp(mapped.mm, offset - mapped.start_offset)
+        try:
+            position = offset - mapped.start_offset + _STORE_TIMESTAMP_OFFSET
+            return int(_I64.unpack_from(mapped.mm, position)[0])
+        except ValueError:  # unmapped by retention meanwhile
+            return None
 
     def first_store_timestamp(self, mapped: MappedFile) -> int | None:
-        """The store timestamp of the first record of a segment, if it has one."""
+        """The store timestamp of the first batch of a segment, if it has one."""
         size, magic = _PREFIX.unpack_from(mapped.mm, 0)
-        if magic != MESSAGE_MAGIC or size <= 0:
+        if magic != BATCH_MAGIC or size <= 0:
             return None
-        return read_store_timestamp(mapped.mm, 0)
+        return int(_I64.unpack_from(mapped.mm, _STORE_TIMESTAMP_OFFSET)[0])
+
+    # -- durability and recovery -----------------------------------------------------------
 
     def flush(self) -> int:
         """Make every appended byte durable; returns the new ``flushed_offset``.
@@ -162,7 +318,10 @@ class CommitLog:
         dropped = self.files.truncate(offset)
         self.max_offset = offset
         self.flushed_offset = min(self.flushed_offset, offset)
+        with self._starts_lock:
+            self._batch_starts.clear()
         return dropped
 
     def close(self) -> None:
         self.files.close()
+        self._batch_starts.clear()

@@ -33,8 +33,9 @@ class FlushMode(enum.Enum):
 class StoreConfig:
     """Everything the message store needs to know; validated on construction.
 
-    ``max_message_bytes`` caps one encoded record; the effective cap is also bounded by the
-    segment size (a record never spans two segments), see ``max_record_bytes``.
+    ``max_message_bytes`` caps one stored record batch (a batch is capped like one message, as
+    RocketMQ caps a batch by its max message size); the effective cap is also bounded by the
+    segment size (a batch never spans two segments), see ``max_record_bytes``.
     """
 
     data_dir: Path
@@ -96,8 +97,8 @@ class StoreConfig:
 
     @property
     def max_record_bytes(self) -> int:
-        """The largest encoded record accepted: the configured cap, bounded by the segment
-        (which must keep 8 bytes for an end-of-segment blank record)."""
+        """The largest record batch accepted: the configured cap, bounded by the segment
+        (which must keep 8 bytes for an end-of-segment blank filler)."""
         return min(self.max_message_bytes, self.commit_log_segment_bytes - 8)
 
     @property

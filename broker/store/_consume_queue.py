@@ -1,6 +1,7 @@
 """The consume queue of one (topic, queue id): the index from queue offset to commit log.
 
-Entry ``i`` (the message at queue offset ``i``) is at byte ``i * 20`` of the queue's files;
+Entry ``i`` (the record at queue offset ``i``; it points at the record batch that holds
+it, so a batch's records share its offset and size) is at byte ``i * 20`` of the queue's files;
 integers little-endian::
 
      0                   1                   2                   3
@@ -9,7 +10,7 @@ integers little-endian::
     |                  Commit Log (Physical) Offset                 |   0
     |                                                               |
     +---------------------------------------------------------------+
-    |                         Record Size                           |   8
+    |                 Batch Size (the whole batch)                  |   8
     +---------------------------------------------------------------+
     |                          Tag Hash                             |  12
     |                                                               |
@@ -47,6 +48,7 @@ assert ENTRY_DTYPE.itemsize == ENTRY_LENGTH
 _ENTRY = struct.Struct("<qiq")
 assert _ENTRY.size == ENTRY_LENGTH
 Entries = npt.NDArray[np.void]
+Int64Array = npt.NDArray[np.int64]
 
 
 class ConsumeQueue:
@@ -153,6 +155,29 @@ class ConsumeQueue:
                 part["offset"] = physical_offsets[done : done + n]
                 part["size"] = sizes[done : done + n]
                 part["tag"] = tag_hashes[done : done + n]
+            done += n
+        end = queue_offset + count
+        if end > self.max_offset:
+            self.max_offset = end
+
+    def put_batch(
+        self, queue_offset: int, physical_offset: int, size: int, tag_hashes: Int64Array
+    ) -> None:
+        """Write the entries of one batch's records, from ``queue_offset`` on: each points at
+        the batch (``physical_offset``, ``size``) with its record's tag hash. One numpy write
+        per column and file (a batch crosses at most a file boundary or two)."""
+        count = len(tag_hashes)
+        done = 0
+        while done < count:
+            at = queue_offset + done
+            mapped = self._file_for(at)
+            entries = self._entries_of(mapped)
+            index = at - mapped.start_offset // ENTRY_LENGTH
+            n = min(count - done, len(entries) - index)
+            part = entries[index : index + n]
+            part["offset"] = physical_offset
+            part["size"] = size
+            part["tag"] = tag_hashes[done : done + n] if done or n < count else tag_hashes
             done += n
         end = queue_offset + count
         if end > self.max_offset:

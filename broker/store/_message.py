@@ -1,7 +1,8 @@
 """Messages in and out of the store, their hosts and offset message ids.
 
-``InboundMessage`` is what the broker hands to ``put``; ``StoredMessage`` is what a read
-returns (RocketMQ's ``MessageExtBrokerInner`` and ``MessageExt``). Properties travel in
+``InboundMessage`` is what ``put_messages`` takes (tests and tools; the produce path hands the
+store record batches); ``StoredMessage`` is what ``get_messages`` and the lookups decode
+(RocketMQ's ``MessageExtBrokerInner`` and ``MessageExt``). Properties travel in
 RocketMQ's string form, ``name \\x01 value \\x02`` repeated, UTF-8 encoded; the property names,
 that codec, the tag hash and the offset message id's layout are shared with the clients and
 defined once in ``aeromq.common``. No I/O here.
@@ -41,7 +42,7 @@ _PORT = struct.Struct("<i")
 
 
 def pack_host(host: str) -> bytes:
-    """``"a.b.c.d:port"`` as the record's 8-byte host field (IPv4 address, then i32 LE port)."""
+    """``"a.b.c.d:port"`` as an 8-byte host field of a batch (IPv4 address, then i32 LE port)."""
     address, _, port = host.rpartition(":")
     try:
         return socket.inet_aton(address) + _PORT.pack(int(port))

@@ -1,11 +1,13 @@
 """The message store facade that the broker service calls (RocketMQ's ``DefaultMessageStore``).
 
-Puts append to the commit log and dispatch to the consume queue and the index at once, under
-one put lock; under SYNC flush a put returns once its bytes are durable (group commit). A
-message is visible to gets (and wakes long polls) as soon as it is appended, before it is
-durable, as in RocketMQ. Gets read the consume queue, filter by tag hash, and read the
-records, checking each one's CRC. Background duties flush, checkpoint, apply retention and
-persist consumer offsets.
+A put appends one record batch (``common/_record_batch.py``, as the producer encoded it) to
+the commit log and dispatches it to the consume queue (one numpy write for all its records)
+and the index at once, under one put lock; under SYNC flush a put returns once its bytes are
+durable (group commit). A batch is visible to gets (and wakes long polls) as soon as it is
+appended, before it is durable, as in RocketMQ. Gets read the consume queue, filter by tag
+hash, and return the stored batches as they are (``get_batches``) or decoded and CRC-checked
+(``get_messages``). Background duties flush, checkpoint, apply retention and persist
+consumer offsets.
 
 Lifecycle: ``start()`` (lock the data directory, load, recover, start the services) and
 ``shutdown()``; or ``with MessageStore(config) as store:``.
@@ -14,14 +16,17 @@ Lifecycle: ``start()`` (lock the data directory, load, recover, start the servic
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Self
 
+import numpy as np
+
 from aeromq.broker._errors import IllegalStateError, StoreIOError
 from aeromq.broker.store._arrival import ArrivalListener, ArrivalNotifier
-from aeromq.broker.store._batch_encoder import EncodedBatch
+from aeromq.broker.store._batch_codec import batch_keys, encode_messages
 from aeromq.broker.store._checkpoint import Checkpoint
 from aeromq.broker.store._commit_log import CommitLog
 from aeromq.broker.store._config import FlushMode, StoreConfig
@@ -33,7 +38,6 @@ from aeromq.broker.store._message import (
     InboundMessage,
     StoredMessage,
     decode_message_id,
-    index_keys,
     pack_host,
 )
 from aeromq.broker.store._queue_table import ConsumeQueueTable
@@ -49,6 +53,14 @@ from aeromq.broker.store._retention import RetentionReport, run_retention
 from aeromq.broker.store._scheduler import Duty, Scheduler
 from aeromq.broker.store._topic_config import TopicConfigManager
 from aeromq.common import is_valid_topic_name
+from aeromq.common._record_batch import (
+    BATCH_MAGIC,
+    FIXED_HEADER_LENGTH,
+    RECORD_COUNT_OFFSET,
+    RECORD_OVERHEAD,
+    TOPIC_OFFSET,
+    batch_header_length,
+)
 
 __all__ = ["MessageStore"]
 
@@ -58,6 +70,9 @@ _MAX_QUEUE_ID = (1 << 31) - 1
 _TOPIC_CACHE_LIMIT = 10_000
 
 PutCallback = Callable[[PutMessageResult], None]
+
+_PREFIX = struct.Struct("<iI")  # total length, magic
+_COUNT_AND_TOPIC = struct.Struct("<i22xH")  # record count at 48, topic length at 74
 
 
 def _wall_clock_ms() -> int:
@@ -101,7 +116,6 @@ class MessageStore:
         self._max_batch_bytes = config.max_record_bytes  # a batch is capped like one message
         self._checkpoint_lock = threading.Lock()
         self._topics: dict[str, bytes] = {}
-        self._batch = EncodedBatch()
         self._group_commit: GroupCommitService | None = None
         self._scheduler: Scheduler | None = None
 
@@ -194,19 +208,17 @@ class MessageStore:
 
     # -- put path --------------------------------------------------------------------------
 
-    def put_message(self, message: InboundMessage) -> PutMessageResult:
-        """Append one message; under SYNC flush, return once it is durable."""
-        return self.put_messages((message,))
+    def put_batch(
+        self, batch: bytes | bytearray | memoryview, topic: str, queue_id: int
+    ) -> PutMessageResult:
+        """Append one record batch (``common/_record_batch.py``) of (topic, queue id), which
+        the caller has checked (``check_batch``); under SYNC flush, return once it is durable
+        (else ``FLUSH_DISK_TIMEOUT``).
 
-    def put_messages(self, messages: Sequence[InboundMessage]) -> PutMessageResult:
-        """Append a batch of one (topic, queue id), contiguous, with consecutive queue
-        offsets; under SYNC flush, return once it is durable (else ``FLUSH_DISK_TIMEOUT``).
-
-        The whole batch is capped like one message (``config.max_record_bytes``), as
-        RocketMQ caps a batch by its max message size; a batch that breaks any rule is
-        refused whole (``MESSAGE_ILLEGAL`` or ``PROPERTIES_SIZE_EXCEEDED``).
-        Caller: the broker's produce path, from any thread."""
-        result, end = self._append(messages)
+        The store re-checks only what protects itself (magic, length, topic, record count,
+        the size caps: a batch is capped like one message, ``config.max_record_bytes``):
+        ``MESSAGE_ILLEGAL`` otherwise. Caller: the broker's produce path, from any thread."""
+        result, end = self._append(batch, topic, queue_id)
         group_commit = self._group_commit
         if (
             result.status is PutMessageStatus.PUT_OK
@@ -216,14 +228,18 @@ class MessageStore:
             result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         return result
 
-    def put_messages_async(
-        self, messages: Sequence[InboundMessage], callback: PutCallback
+    def put_batch_async(
+        self,
+        batch: bytes | bytearray | memoryview,
+        topic: str,
+        queue_id: int,
+        callback: PutCallback,
     ) -> PutMessageResult:
         """Append a batch without waiting for the disk. ``callback(result)`` runs once the
         outcome is final: at once under ASYNC flush or on failure, else on the flusher
         thread when durable (``FLUSH_DISK_TIMEOUT`` if not in time). Returns the result as
         appended (status not yet final under SYNC)."""
-        result, end = self._append(messages)
+        result, end = self._append(batch, topic, queue_id)
         group_commit = self._group_commit
         if result.status is not PutMessageStatus.PUT_OK or group_commit is None:
             callback(result)
@@ -237,31 +253,94 @@ class MessageStore:
         group_commit.request(end, durable)
         return result
 
-    def _append(self, messages: Sequence[InboundMessage]) -> tuple[PutMessageResult, int]:
-        """Validate, encode, append and dispatch; returns the result and the log's end."""
-        if not messages or not self._writable:
-            status = (
-                PutMessageStatus.MESSAGE_ILLEGAL
-                if self._writable
-                else PutMessageStatus.SERVICE_NOT_AVAILABLE
-            )
-            return PutMessageResult(status), 0
-        first = messages[0]
-        topic = first.topic
-        queue_id = first.queue_id
+    def put_message(self, message: InboundMessage) -> PutMessageResult:
+        """Append one message; under SYNC flush, return once it is durable."""
+        return self.put_messages((message,))
+
+    def put_messages(self, messages: Sequence[InboundMessage]) -> PutMessageResult:
+        """Encode ``messages`` (all of one topic and queue) into one batch and ``put_batch``
+        it: consecutive queue offsets. A batch that breaks any rule is refused whole
+        (``MESSAGE_ILLEGAL`` or ``PROPERTIES_SIZE_EXCEEDED``). For tests and tools: the
+        produce path sends batches as the producer encoded them."""
+        status, batch, topic, queue_id = self._encode(messages)
+        if batch is None:
+            return PutMessageResult(status)
+        return self.put_batch(batch, topic, queue_id)
+
+    def put_messages_async(
+        self, messages: Sequence[InboundMessage], callback: PutCallback
+    ) -> PutMessageResult:
+        """``put_messages`` without waiting for the disk (see ``put_batch_async``)."""
+        status, batch, topic, queue_id = self._encode(messages)
+        if batch is None:
+            result = PutMessageResult(status)
+            callback(result)
+            return result
+        return self.put_batch_async(batch, topic, queue_id, callback)
+
+    def _encode(
+        self, messages: Sequence[InboundMessage]
+    ) -> tuple[PutMessageStatus, bytearray | None, str, int]:
+        if not self._writable:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE, None, "", 0
+        if not messages:
+            return PutMessageStatus.MESSAGE_ILLEGAL, None, "", 0
+        topic = messages[0].topic
+        queue_id = messages[0].queue_id
+        topic_bytes = self._topic_bytes(topic)
+        if topic_bytes is None or not self._valid_queue_id(queue_id):
+            return PutMessageStatus.MESSAGE_ILLEGAL, None, "", 0
+        status, batch = encode_messages(messages, topic, topic_bytes, queue_id)
+        return status, batch, topic, queue_id
+
+    def _topic_bytes(self, topic: str) -> bytes | None:
+        """The topic's UTF-8 bytes, or None when the name is not valid."""
         topic_bytes = self._topics.get(topic)
         if topic_bytes is None:
-            if not is_valid_topic_name(topic):
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+            if not isinstance(topic, str) or not is_valid_topic_name(topic):
+                return None
             if len(self._topics) >= _TOPIC_CACHE_LIMIT:
                 self._topics.clear()
             topic_bytes = self._topics[topic] = topic.encode()
-        if not isinstance(queue_id, int) or not 0 <= queue_id <= _MAX_QUEUE_ID:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        return topic_bytes
 
-        positions: list[int] = []
+    @staticmethod
+    def _valid_queue_id(queue_id: object) -> bool:
+        return (
+            isinstance(queue_id, int)
+            and not isinstance(queue_id, bool)
+            and 0 <= queue_id <= _MAX_QUEUE_ID
+        )
+
+    def _append(
+        self, data: bytes | bytearray | memoryview, topic: str, queue_id: int
+    ) -> tuple[PutMessageResult, int]:
+        """Check cheaply, append, patch and dispatch; returns the result and the log's end."""
+        if not self._writable:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+        topic_bytes = self._topic_bytes(topic)
+        if topic_bytes is None or not self._valid_queue_id(queue_id):
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        batch = memoryview(data)
+        if batch.format != "B" or batch.ndim != 1:
+            batch = batch.cast("B")
+        length = len(batch)
+        if length < FIXED_HEADER_LENGTH or length > self._max_batch_bytes:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        total, magic = _PREFIX.unpack_from(batch, 0)
+        count, topic_length = _COUNT_AND_TOPIC.unpack_from(batch, RECORD_COUNT_OFFSET)
+        header_length = batch_header_length(topic_length)
+        if (
+            magic != BATCH_MAGIC
+            or total != length
+            or count <= 0
+            or header_length + count * RECORD_OVERHEAD > length
+            or topic_length != len(topic_bytes)
+            or batch[TOPIC_OFFSET : TOPIC_OFFSET + topic_length] != topic_bytes
+        ):
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        tag_hashes = np.frombuffer(batch, dtype="<i8", count=count, offset=header_length)
         commit_log = self.commit_log
-        batch = self._batch
         index = self.index
         with self._put_lock:
             if not self._writable:
@@ -271,63 +350,61 @@ class MessageStore:
             now_ms = self._clock_ms()
             if now_ms < commit_log.last_store_timestamp_ms:
                 now_ms = commit_log.last_store_timestamp_ms
-            status = batch.encode(
-                messages,
-                topic,
-                topic_bytes,
-                queue_id,
-                queue_offset,
-                commit_log.max_offset,
-                now_ms,
-                self._store_host,
-                self.config.max_record_bytes,
-                self._max_batch_bytes,
-                index is not None,
-            )
-            if status is not PutMessageStatus.PUT_OK:
-                return PutMessageResult(status), 0
             try:
-                commit_log.append(batch, positions)
+                position = commit_log.append_batch(batch, queue_offset, now_ms, queue_id)
             except StoreIOError as exc:
                 _log.error("cannot append: %s", exc)
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
             commit_log.last_store_timestamp_ms = now_ms
             try:
-                queue.put(queue_offset, positions, batch.sizes, batch.tags)
+                queue.put_batch(queue_offset, position, length, tag_hashes)
             except StoreIOError as exc:
                 # the log holds records its queue does not: stop writing; recovery fixes it
                 self._writable = False
                 _log.error("cannot dispatch, store no longer writable: %s", exc)
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
-            if batch.keyed and index is not None:
+            if index is not None:
                 try:
-                    for i in batch.keyed:
-                        keys = index_keys(messages[i].properties)
-                        index.put(topic, keys, positions[i], now_ms)
+                    for i, keys in batch_keys(batch, count, header_length):
+                        index.put(topic, keys, position + i, now_ms)
                 except StoreIOError as exc:  # the index is a convenience: keep storing
                     self.index_errors += 1
                     _log.error("cannot index: %s", exc)
             end = commit_log.max_offset
             self._dispatched_offset = end
-            total = batch.total
-        count = len(positions)
         if self.arrivals.active:
             self.arrivals.notify(topic, queue_id, queue_offset + count)
-        return (
-            PutMessageResult(
-                PutMessageStatus.PUT_OK,
-                positions[0],
-                queue_offset,
-                count,
-                total,
-                now_ms,
-                positions,
-                self._store_host,
-            ),
-            end,
+        result = PutMessageResult(
+            PutMessageStatus.PUT_OK,
+            position,
+            queue_offset,
+            count,
+            length,
+            now_ms,
+            self._store_host,
         )
+        return result, end
 
     # -- get path --------------------------------------------------------------------------
+
+    def get_batches(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = DEFAULT_MAX_COUNT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        tag_hashes: Collection[int] | None = None,
+    ) -> GetMessageResult:
+        """The stored batches holding up to ``max_count`` wanted records from ``offset`` of
+        (topic, queue id), in ``data``: each whole, once, in order (about ``max_bytes`` of
+        batches; at least one). A record is wanted when its tag hash is in ``tag_hashes``
+        (all when None) and its queue offset in ``[offset, next_begin_offset)``; the others
+        in those batches are the reader's to skip. Statuses and next offsets are RocketMQ's
+        ``getMessage``'s; a batch whose header disagrees with its consume-queue entry is
+        skipped and listed in ``corrupt``. CRCs are not checked here (the consumer does).
+        Never raises. Caller: the broker's pull path, from any thread."""
+        return self._reader.get_batches(topic, queue_id, offset, max_count, max_bytes, tag_hashes)
 
     def get_messages(
         self,
@@ -338,11 +415,8 @@ class MessageStore:
         max_bytes: int = DEFAULT_MAX_BYTES,
         tag_hashes: Collection[int] | None = None,
     ) -> GetMessageResult:
-        """Read up to ``max_count`` messages (and about ``max_bytes``; at least one) from
-        ``offset`` of (topic, queue id), keeping those whose tag hash is in ``tag_hashes``
-        (all when None). Statuses and next offsets are RocketMQ's ``getMessage``'s; records
-        that fail their check are skipped and listed in ``corrupt``. Never raises.
-        Caller: the broker's pull path, from any thread."""
+        """``get_batches`` with the wanted records decoded into ``messages`` (each batch
+        CRC-checked; one that fails goes to ``corrupt``). For tests and admin tools."""
         return self._reader.get_messages(topic, queue_id, offset, max_count, max_bytes, tag_hashes)
 
     @property
@@ -386,9 +460,10 @@ class MessageStore:
         return self.get_store_timestamp(topic, queue_id, self.get_min_offset(topic, queue_id))
 
     def look_message_by_offset(self, physical_offset: int) -> StoredMessage:
-        """The message whose record starts at ``physical_offset``; ``CorruptRecordError``
-        when no intact record starts there."""
-        return self.commit_log.read_checked(physical_offset)
+        """The message whose commit log offset is ``physical_offset`` (record ``i`` of the
+        batch at ``b`` has offset ``b + i``); ``CorruptRecordError`` when no intact record
+        has it."""
+        return self._reader.look_message_by_offset(physical_offset)
 
     def query_message_by_id(self, message_id: str) -> StoredMessage:
         """The message of an offset message id (``PutMessageResult.message_ids``)."""

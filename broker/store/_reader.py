@@ -1,23 +1,32 @@
-"""The store's read path: gets by queue (RocketMQ's ``getMessage``) and lookups by key.
+"""The store's read path: gets by queue (RocketMQ's ``getMessage``), lookups by commit log
+offset and by key.
 
-Caller: the ``MessageStore``, from any thread, concurrently with puts and retention. Reads go
-through the consume queue to the commit log; every record is checked (framing and CRC)
-before it is returned, and one that fails is skipped and reported, never returned.
+Caller: the ``MessageStore``, from any thread, concurrently with puts and retention.
+``get_batches`` is the pull path: the consume-queue slice as numpy arrays (tag filter on its
+hash column, entries grouped by batch), each wanted batch's header checked cheaply, and the
+stored bytes gathered with one join of views of the mapped segments; no decode, no object
+per message, no CRC (the consumer checks it). ``get_messages`` decodes what ``get_batches``
+found into ``StoredMessage``s, CRC-checked (tests and admin tools).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+import struct
+from collections.abc import Callable, Collection
 
 import numpy as np
 
 from aeromq.broker._errors import CorruptRecordError
+from aeromq.broker.store._batch_codec import decode_record
 from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._consume_queue import ConsumeQueue
 from aeromq.broker.store._index_service import IndexService
+from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._message import StoredMessage
 from aeromq.broker.store._queue_table import ConsumeQueueTable
 from aeromq.broker.store._results import GetMessageResult, GetMessageStatus
+from aeromq.common._record_batch import BATCH_MAGIC, FIXED_HEADER_LENGTH, RecordBatch
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_COUNT", "MessageReader"]
 
@@ -25,6 +34,12 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_COUNT = 32
 DEFAULT_MAX_BYTES = 256 * 1024
+_TOPIC_CACHE_LIMIT = 10_000
+
+# length, magic, base queue offset, base physical offset, store timestamp, store host,
+# queue id, CRC, record count, (22 bytes), topic length
+_HEAD = struct.Struct("<iIqqq8siIi22xH")
+assert _HEAD.size == FIXED_HEADER_LENGTH
 
 
 class MessageReader:
@@ -37,7 +52,254 @@ class MessageReader:
         self._commit_log = commit_log
         self._queues = queues
         self._max_filter_scan_entries = max_filter_scan_entries
+        self._topics: dict[str, bytes] = {}
         self.corrupt_records_seen = 0
+
+    def _bounds(
+        self, queue: ConsumeQueue | None, offset: int
+    ) -> tuple[GetMessageResult | None, int, int]:
+        """A result when ``offset`` is outside the queue, else None; and its bounds."""
+        if queue is None:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0), 0, 0
+        min_offset = queue.min_offset
+        max_offset = queue.max_offset
+        if max_offset == 0:
+            status = GetMessageStatus.NO_MESSAGE_IN_QUEUE
+            return GetMessageResult(status, 0, 0, 0), 0, 0
+        if offset < min_offset:
+            status = GetMessageStatus.OFFSET_TOO_SMALL
+            return GetMessageResult(status, min_offset, min_offset, max_offset), 0, 0
+        if offset == max_offset:
+            status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+            return GetMessageResult(status, offset, min_offset, max_offset), 0, 0
+        if offset > max_offset:
+            status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            return GetMessageResult(status, max_offset, min_offset, max_offset), 0, 0
+        return None, min_offset, max_offset
+
+    def get_batches(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = DEFAULT_MAX_COUNT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        tag_hashes: Collection[int] | None = None,
+    ) -> GetMessageResult:
+        """The stored batches holding up to ``max_count`` wanted records from ``offset`` of
+        (topic, queue id), about ``max_bytes`` of batches (at least one), records wanted when
+        their tag hash is in ``tag_hashes`` (all when None). Statuses and next offsets are
+        RocketMQ's ``getMessage``'s, by consume-queue entry; a batch whose header fails its
+        check is skipped and listed in ``corrupt``. Never raises."""
+        queue = self._queues.get(topic, queue_id)
+        early, min_offset, max_offset = self._bounds(queue, offset)
+        if early is not None or queue is None:
+            return early or GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        topic_bytes = self._topics.get(topic)
+        if topic_bytes is None:
+            if len(self._topics) >= _TOPIC_CACHE_LIMIT:
+                self._topics.clear()
+            topic_bytes = self._topics[topic] = topic.encode()
+
+        result = GetMessageResult(GetMessageStatus.NO_MATCHED_MSG, offset, min_offset, max_offset)
+        wanted = np.fromiter(tag_hashes, dtype=np.int64) if tag_hashes is not None else None
+        scan_limit = max(self._max_filter_scan_entries, max_count)
+        commit_log = self._commit_log
+        find = commit_log.files.find
+        pieces: list[memoryview] = []
+        count = 0  # wanted entries taken
+        total = 0  # batch bytes taken
+        last_position = -1  # the batch taken last: a group continuing it adds no bytes
+        last_bad = -1  # the batch skipped last: a group continuing it is skipped too
+        next_offset = offset
+        full = False
+        while not full and next_offset < max_offset and next_offset - offset < scan_limit:
+            window = scan_limit - (next_offset - offset)
+            if wanted is None:  # every entry is wanted: read no more than fit the batch
+                window = min(window, max_count - count)
+                if window <= 0:
+                    break
+            entries = queue.entries(next_offset, window)
+            n = len(entries)
+            if not n:  # its file went to retention meanwhile
+                if next_offset < queue.min_offset:
+                    result.next_begin_offset = queue.min_offset
+                    if not count:
+                        result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                break
+            if wanted is None:
+                picked: list[int] | None = None  # every entry: an index is its own
+                physical = entries["offset"]
+            else:
+                chosen = np.flatnonzero(np.isin(entries["tag"], wanted))
+                if not len(chosen):
+                    result.next_begin_offset = next_offset + n
+                    next_offset += n
+                    continue
+                picked = chosen.tolist()
+                physical = entries["offset"][chosen]
+            m = len(physical)
+            if physical[0] == physical[m - 1]:  # one batch (offsets ascend): the common case
+                starts = [0]
+            else:
+                starts = [0, *(np.flatnonzero(physical[1:] != physical[:-1]) + 1).tolist()]
+            ends = [*starts[1:], m]
+            if picked is None:
+                firsts = starts
+                lasts = [end - 1 for end in ends]
+            else:
+                firsts = [picked[i] for i in starts]
+                lasts = [picked[end - 1] for end in ends]
+            groups = zip(
+                starts,
+                firsts,
+                lasts,
+                physical[starts].tolist(),
+                entries["size"][firsts].tolist(),
+                [end - start for start, end in zip(starts, ends, strict=True)],
+                strict=True,
+            )
+            del entries, physical
+            for start, first, last, position, size, number in groups:
+                if position != last_position:
+                    if count:
+                        if count >= max_count:
+                            full = True
+                            break
+                        if total + size > max_bytes:
+                            result.next_begin_offset = next_offset + first
+                            full = True
+                            break
+                    if position == last_bad:  # reported already, from the window before
+                        result.next_begin_offset = next_offset + last + 1
+                        continue
+                    piece = self._read_batch(
+                        find,
+                        position,
+                        size,
+                        topic_bytes,
+                        queue_id,
+                        next_offset + first,
+                        next_offset + last,
+                    )
+                    if isinstance(piece, str):
+                        last_bad = position
+                        if position < commit_log.min_offset or piece == "REMOVED":
+                            if not count:
+                                result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                        else:
+                            self._report_corrupt(
+                                result, topic, queue_id, next_offset + first, position, size, piece
+                            )
+                        result.next_begin_offset = next_offset + last + 1
+                        continue
+                    pieces.append(piece)
+                    total += size
+                    last_position = position
+                room = max_count - count if count else max(max_count, 1)
+                if number > room:  # the count cap ends inside this batch
+                    count += room
+                    taken_last = start + room - 1
+                    if picked is not None:
+                        taken_last = picked[taken_last]
+                    result.next_begin_offset = next_offset + taken_last + 1
+                    result.status = GetMessageStatus.FOUND
+                    full = True
+                    break
+                count += number
+                result.next_begin_offset = next_offset + last + 1
+                result.status = GetMessageStatus.FOUND
+            if not full:
+                if count >= max_count:
+                    break  # RocketMQ stops at the entry after the last taken
+                result.next_begin_offset = next_offset + n
+            next_offset += n
+        if pieces:
+            result.data = b"".join(pieces)
+            for piece in pieces:
+                piece.release()
+        result.batch_count = len(pieces)
+        result.message_count = count
+        return result
+
+    @staticmethod
+    def _read_batch(
+        find: Callable[[int], MappedFile | None],
+        position: int,
+        size: int,
+        topic: bytes,
+        queue_id: int,
+        first_queue_offset: int,
+        last_queue_offset: int,
+    ) -> memoryview | str:
+        """A view of the batch at ``position`` if its header agrees with the consume queue
+        (magic, length, physical offset, queue id, queue offsets, topic), else what does not
+        (``REMOVED`` when its segment is gone)."""
+        mapped = find(position)
+        if mapped is None:
+            return "REMOVED"
+        relative = position - mapped.start_offset
+        try:
+            view = mapped.view
+            if relative + size > mapped.size or size < FIXED_HEADER_LENGTH:
+                return "BAD_SIZE"
+            (
+                length,
+                magic,
+                base_queue_offset,
+                base_physical_offset,
+                _store_ms,
+                _store_host,
+                stored_queue_id,
+                _crc,
+                record_count,
+                topic_length,
+            ) = _HEAD.unpack_from(view, relative)
+            if magic != BATCH_MAGIC:
+                return "BAD_MAGIC"
+            if length != size:
+                return "BAD_SIZE"
+            if base_physical_offset != position:
+                return "BAD_POSITION"
+            if stored_queue_id != queue_id:
+                return "BAD_QUEUE_ID"
+            if (
+                base_queue_offset > first_queue_offset
+                or last_queue_offset >= base_queue_offset + record_count
+            ):
+                return "BAD_QUEUE_OFFSET"
+            at = relative + FIXED_HEADER_LENGTH
+            if topic_length != len(topic) or view[at : at + topic_length] != topic:
+                return "BAD_TOPIC"
+            return view[relative : relative + size]
+        except ValueError:  # unmapped by retention meanwhile
+            return "REMOVED"
+
+    def _report_corrupt(
+        self,
+        result: GetMessageResult,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        position: int,
+        size: int,
+        check: str,
+    ) -> None:
+        error = CorruptRecordError(
+            "batch failed its check and was skipped",
+            physical_offset=position,
+            size=size,
+            topic=topic,
+            queue_id=queue_id,
+            queue_offset=queue_offset,
+            check=check,
+        )
+        self._corrupt(result, error)
+
+    def _corrupt(self, result: GetMessageResult, error: CorruptRecordError) -> None:
+        self.corrupt_records_seen += 1
+        result.corrupt.append(error)
+        _log.error("%s", error)
 
     def get_messages(
         self,
@@ -48,106 +310,68 @@ class MessageReader:
         max_bytes: int = DEFAULT_MAX_BYTES,
         tag_hashes: Collection[int] | None = None,
     ) -> GetMessageResult:
-        """Read up to ``max_count`` messages (and about ``max_bytes``; at least one) from
-        ``offset`` of (topic, queue id), keeping those whose tag hash is in ``tag_hashes``
-        (all when None). Statuses and next offsets are RocketMQ's ``getMessage``'s; records
-        that fail their check are skipped and listed in ``corrupt``. Never raises.
-        """
-        queue = self._queues.get(topic, queue_id)
-        if queue is None:
-            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
-        min_offset = queue.min_offset
-        max_offset = queue.max_offset
-        if max_offset == 0:
-            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
-        if offset < min_offset:
-            status = GetMessageStatus.OFFSET_TOO_SMALL
-            return GetMessageResult(status, min_offset, min_offset, max_offset)
-        if offset == max_offset:
-            status = GetMessageStatus.OFFSET_OVERFLOW_ONE
-            return GetMessageResult(status, offset, min_offset, max_offset)
-        if offset > max_offset:
-            status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
-            return GetMessageResult(status, max_offset, min_offset, max_offset)
-
-        result = GetMessageResult(GetMessageStatus.NO_MATCHED_MSG, offset, min_offset, max_offset)
-        wanted = np.fromiter(tag_hashes, dtype=np.int64) if tag_hashes is not None else None
-        scan_limit = max(self._max_filter_scan_entries, max_count)
+        """``get_batches``, with the wanted records decoded into ``messages``; a batch whose
+        CRC fails goes to ``corrupt`` instead. Never raises."""
+        result = self.get_batches(topic, queue_id, offset, max_count, max_bytes, tag_hashes)
+        data = result.data
+        if not data:
+            return result
+        wanted = set(tag_hashes) if tag_hashes is not None else None
+        end = result.next_begin_offset
         messages = result.messages
-        commit_log = self._commit_log
-        read = commit_log.read
-        next_offset = offset
-        total = 0
-        while next_offset < max_offset and next_offset - offset < scan_limit:
-            window = scan_limit - (next_offset - offset)
-            if wanted is None:  # every entry is wanted: read no more than fit the batch
-                window = min(window, max_count - len(messages))
-                if window <= 0:
-                    break
-            entries = queue.entries(next_offset, window)
-            if not len(entries):  # its file went to retention meanwhile
-                if next_offset < queue.min_offset:
-                    result.next_begin_offset = queue.min_offset
-                    if not messages:
-                        result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                break
-            physical = entries["offset"].tolist()
-            sizes = entries["size"].tolist()
-            matched = np.isin(entries["tag"], wanted).tolist() if wanted is not None else None
-            del entries
-            full = False
-            for i, (position, size) in enumerate(zip(physical, sizes, strict=True)):
-                if messages and (len(messages) >= max_count or total + size > max_bytes):
-                    full = True
-                    break
-                queue_offset = next_offset + i
-                result.next_begin_offset = queue_offset + 1
-                if matched is not None and not matched[i]:
-                    continue
-                message = read(position, size)
-                if (
-                    message is None
-                    or message.queue_offset != queue_offset
-                    or message.queue_id != queue_id
-                    or message.topic != topic
-                ):
-                    if position < commit_log.min_offset:
-                        if not messages:
-                            result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                        continue
-                    self._report_corrupt(result, topic, queue_id, queue_offset, position, size)
-                    continue
-                messages.append(message)
-                total += size
-                result.status = GetMessageStatus.FOUND
-            if full:
-                break
-            next_offset += len(physical)
-        result.buffer_total_size = total
+        position = 0
+        while position < len(data):
+            batch = RecordBatch(data, position)
+            position += batch.length
+            base = batch.base_queue_offset
+            if not batch.crc_ok():
+                error = CorruptRecordError(
+                    "batch failed its CRC check and was skipped",
+                    physical_offset=batch.base_physical_offset,
+                    size=batch.length,
+                    topic=topic,
+                    queue_id=queue_id,
+                    queue_offset=max(offset, base),
+                    check="BAD_CRC",
+                )
+                self._corrupt(result, error)
+                continue
+            hashes = batch.tag_hashes.tolist() if wanted is not None else None
+            for i in range(max(offset - base, 0), min(end - base, batch.count)):
+                if hashes is None or hashes[i] in wanted:  # type: ignore[operator]
+                    messages.append(decode_record(batch, i))
+        result.message_count = len(messages)
+        if not messages and result.status is GetMessageStatus.FOUND:
+            result.status = GetMessageStatus.NO_MATCHED_MSG
         return result
 
-    def _report_corrupt(
-        self,
-        result: GetMessageResult,
-        topic: str,
-        queue_id: int,
-        queue_offset: int,
-        position: int,
-        size: int,
-    ) -> None:
-        check, _ = self._commit_log.check(position)
-        error = CorruptRecordError(
-            "record failed its check and was skipped",
-            physical_offset=position,
-            size=size,
-            topic=topic,
-            queue_id=queue_id,
-            queue_offset=queue_offset,
-            check=check.name,
-        )
-        self.corrupt_records_seen += 1
-        result.corrupt.append(error)
-        _log.error("%s", error)
+    def look_message_by_offset(self, physical_offset: int) -> StoredMessage:
+        """The record whose commit log offset is ``physical_offset``: record
+        ``physical_offset - start`` of the batch that holds it, CRC-checked; raises
+        ``CorruptRecordError`` when no intact record has that offset."""
+        commit_log = self._commit_log
+        start = commit_log.find_batch(physical_offset)
+        if start < 0:
+            raise CorruptRecordError(
+                "no record at this offset",
+                physical_offset=physical_offset,
+                min_offset=commit_log.min_offset,
+                max_offset=commit_log.max_offset,
+            )
+        view = commit_log.batch_at(start)
+        try:
+            batch = RecordBatch(bytes(view))
+        finally:
+            view.release()
+        index = physical_offset - start
+        if index >= batch.count:
+            raise CorruptRecordError(
+                "no record at this offset",
+                physical_offset=physical_offset,
+                batch_offset=start,
+                record_count=batch.count,
+            )
+        return decode_record(batch, index)
 
     def query_messages_by_key(
         self,
@@ -166,7 +390,7 @@ class MessageReader:
             if position >= max_offset or position < self._commit_log.min_offset:
                 continue
             try:
-                message = self._commit_log.read_checked(position)
+                message = self.look_message_by_offset(position)
             except (CorruptRecordError, ValueError):
                 continue
             if (

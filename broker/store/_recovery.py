@@ -1,14 +1,17 @@
 """Recovery at start: find where the commit log really ends and make the consume queues and
 the index agree with it (RocketMQ's ``recoverNormally``/``recoverAbnormally`` in one pass).
 
-1. Scan the commit log from the checkpoint's ``dispatched_offset`` (everything before it is
-   durable, with its derived data), checking each record's framing and CRC.
-2. The first record that is torn or corrupt ends the log: it and everything after it are
-   zeroed (later segments deleted). Never-written space ends it cleanly.
-3. Each whole record after the checkpoint is dispatched again: its consume-queue entry is
-   rewritten where it differs, its keys are indexed if the index has not seen it.
-4. Consume-queue entries whose records lie past the end are dropped; each queue's min offset
-   moves to the first record still in the log.
+1. Scan the commit log batch by batch from the checkpoint's ``dispatched_offset`` (everything
+   before it is durable, with its derived data), checking each batch's framing and CRC
+   (``check_batch(..., check_content=False)``) and that it sits where its header says.
+2. The first batch that is torn or corrupt ends the log: it and everything after it are
+   zeroed (later segments deleted). Never-written space ends it cleanly. A record of the
+   format before batches stops the start with a ``StoreError`` (nothing is truncated).
+3. Each whole batch after the checkpoint is dispatched again from its header: the entries of
+   its records are rewritten where they differ, their keys indexed if the index has not
+   seen them.
+4. Consume-queue entries whose batches lie past the end are dropped; each queue's min offset
+   moves to the first batch still in the log.
 
 No I/O of its own beyond the store objects it is given; the report says what it did.
 """
@@ -16,27 +19,37 @@ No I/O of its own beyond the store objects it is given; the report says what it 
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
+from aeromq.broker._errors import StoreError
+from aeromq.broker.store._batch_codec import batch_keys
 from aeromq.broker.store._checkpoint import Checkpoint
-from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._commit_log import CommitLog, LogCheck, check_at
 from aeromq.broker.store._index_service import IndexService
-from aeromq.broker.store._message import StoredMessage, index_keys
 from aeromq.broker.store._queue_table import ConsumeQueueTable
-from aeromq.broker.store._record import RecordCheck, check_record, decode_record
-from aeromq.common import tag_hash_code
+from aeromq.common import is_valid_topic_name
+from aeromq.common._record_batch import FIXED_HEADER_LENGTH, batch_header_length
 
 __all__ = ["RecoveryReport", "recover"]
 
 _log = logging.getLogger(__name__)
+
+# length, magic, base queue offset, base physical offset, store timestamp, store host,
+# queue id, CRC, record count, (22 bytes), topic length
+_HEAD = struct.Struct("<iIqqq8siIi22xH")
+assert _HEAD.size == FIXED_HEADER_LENGTH
 
 
 @dataclass(frozen=True)
 class RecoveryReport:
     """What recovery found and did.
 
-    ``truncated_at`` is the physical offset of the torn or corrupt record that ended the log
+    ``records_scanned`` and ``records_redispatched`` count records (not batches).
+    ``truncated_at`` is the physical offset of the torn or corrupt batch that ended the log
     (None when it ended cleanly) and ``truncated_check`` why; ``zeroed_bytes`` how much
     garbage after the end was cleared.
     """
@@ -74,28 +87,37 @@ def recover(
 
     position = start
     scanned = redispatched = gaps = last_stamp = 0
-    broken: RecordCheck | None = None
+    broken: LogCheck | None = None
     while True:
         mapped = files.find(position)
         if mapped is None:
             break
         relative = position - mapped.start_offset
-        check, size = check_record(mapped.view, relative, mapped.size)
-        if check is RecordCheck.OK:
-            scanned += 1
-            message = decode_record(mapped.mm, relative)
-            if message.physical_offset != position:  # a stale record left by an old tail
-                broken = RecordCheck.BAD_POSITION
+        check, size = check_at(mapped.view, relative, mapped.size, position)
+        if check is LogCheck.OK:
+            with mapped.view[relative : relative + size] as batch:
+                outcome = _dispatch(batch, position, queues, index, index_from)
+            if outcome is None:  # intact, but not a batch this store could have written
+                broken = LogCheck.BAD_LENGTHS
                 break
-            last_stamp = message.store_timestamp_ms
-            changed, gap = _dispatch(message, queues, index, index_from)
+            count, changed, gap, last_stamp = outcome
+            scanned += count
             redispatched += changed
             gaps += gap
             position += size
-        elif check is RecordCheck.BLANK:
+        elif check is LogCheck.BLANK:
             position = mapped.end_offset
-        elif check is RecordCheck.END:
+        elif check is LogCheck.END:
             break
+        elif check is LogCheck.OLD_FORMAT:
+            raise StoreError(
+                "the commit log holds records of an older format: move the data directory "
+                "away (or drain it with the old version) to start",
+                path=str(mapped.path),
+                physical_offset=position,
+                found_format="AQM1 (one record per message)",
+                expected_format="AQB1 (record batches)",
+            )
         else:
             broken = check
             break
@@ -138,33 +160,67 @@ def recover(
 
 
 def _dispatch(
-    message: StoredMessage,
+    batch: memoryview,
+    position: int,
     queues: ConsumeQueueTable,
     index: IndexService | None,
     index_from: int,
-) -> tuple[int, int]:
-    """Rewrite one record's consume-queue entry if it differs, index it if new.
-    Returns ``(1 if anything was written, 1 if the entry left a gap)``."""
-    queue = queues.get_or_create(message.topic, message.queue_id)
-    tags = message.tags
-    entry = (message.physical_offset, message.store_size, tag_hash_code(tags) if tags else 0)
+) -> tuple[int, int, int, int] | None:
+    """Rewrite the consume-queue entries of one intact batch where they differ, index its
+    records the index has not seen. Returns ``(records, records rewritten, 1 if its entries
+    left a gap, store timestamp)``, or None when its header is not one the store wrote."""
+    (
+        size,
+        _magic,
+        base_queue_offset,
+        _base_physical_offset,
+        store_timestamp_ms,
+        _store_host,
+        queue_id,
+        _crc,
+        count,
+        topic_length,
+    ) = _HEAD.unpack_from(batch, 0)
+    try:
+        topic = bytes(batch[FIXED_HEADER_LENGTH : FIXED_HEADER_LENGTH + topic_length]).decode()
+    except UnicodeDecodeError:
+        return None
+    if not is_valid_topic_name(topic) or queue_id < 0 or base_queue_offset < 0:
+        return None
+    header_length = batch_header_length(topic_length)
+    queue = queues.get_or_create(topic, queue_id)
+    tags = np.frombuffer(batch, dtype="<i8", count=count, offset=header_length).copy()
     changed = gap = 0
-    if message.queue_offset >= queue.min_offset and queue.entry(message.queue_offset) != entry:
-        if message.queue_offset > queue.max_offset:
-            gap = 1
-            _log.warning(
-                "consume queue gap during recovery: topic=%s queue_id=%d queue_offset=%d "
-                "max_offset=%d",
-                message.topic,
-                message.queue_id,
-                message.queue_offset,
-                queue.max_offset,
-            )
-        queue.put(message.queue_offset, [entry[0]], [entry[1]], [entry[2]])
-        changed = 1
-    if index is not None and message.physical_offset > index_from:
-        keys = index_keys(message.properties)
-        if keys:
-            index.put(message.topic, keys, message.physical_offset, message.store_timestamp_ms)
-            changed = 1
-    return changed, gap
+    first = max(base_queue_offset, queue.min_offset)
+    skip = first - base_queue_offset
+    if skip < count:
+        existing = queue.entries(first, count - skip)
+        same = (
+            len(existing) == count - skip
+            and bool((existing["offset"] == position).all())
+            and bool((existing["size"] == size).all())
+            and bool((existing["tag"] == tags[skip:]).all())
+        )
+        del existing
+        if not same:
+            if first > queue.max_offset:
+                gap = 1
+                _log.warning(
+                    "consume queue gap during recovery: topic=%s queue_id=%d queue_offset=%d "
+                    "max_offset=%d",
+                    topic,
+                    queue_id,
+                    first,
+                    queue.max_offset,
+                )
+            queue.put_batch(first, position, size, tags[skip:])
+            changed = count - skip
+    if index is not None and position + count - 1 > index_from:
+        indexed = 0
+        for i, keys in batch_keys(batch, count, header_length):
+            if position + i > index_from:
+                index.put(topic, keys, position + i, store_timestamp_ms)
+                indexed += 1
+        if indexed and not changed:
+            changed = indexed
+    return count, changed, gap, store_timestamp_ms

@@ -56,8 +56,9 @@ class BoundaryType(enum.Enum):
 
 @dataclass(slots=True)
 class PutMessageResult:
-    """A put's outcome. For a batch, the offsets are those of its first message; its records
-    follow each other, with consecutive queue offsets."""
+    """A put's outcome: one stored batch. ``physical_offset`` is the batch's and
+    ``queue_offset`` its first record's; record ``i`` has queue offset ``queue_offset + i``
+    and commit log offset ``physical_offset + i``. ``wrote_bytes`` is the batch's length."""
 
     status: PutMessageStatus
     physical_offset: int = -1
@@ -65,7 +66,6 @@ class PutMessageResult:
     message_count: int = 0
     wrote_bytes: int = 0
     store_timestamp_ms: int = 0
-    physical_offsets: list[int] = field(default_factory=list)
     store_host: bytes = b""
 
     @property
@@ -73,18 +73,29 @@ class PutMessageResult:
         return self.status is PutMessageStatus.PUT_OK
 
     @property
+    def physical_offsets(self) -> list[int]:
+        """The commit log offset of each record, in order (made on demand)."""
+        base = self.physical_offset
+        return list(range(base, base + self.message_count))
+
+    @property
     def message_ids(self) -> list[str]:
-        """The offset message id of each message, in order."""
+        """The offset message id of each record, in order (made on demand)."""
         return [create_message_id(self.store_host, p) for p in self.physical_offsets]
 
 
 @dataclass(slots=True)
 class GetMessageResult:
-    """A get's outcome: the messages (in queue order), where to read next, and the queue's
-    bounds at the time of the read.
+    """A get's outcome: what was read, where to read next, and the queue's bounds at the
+    time of the read.
 
-    ``corrupt`` lists records that failed their check: they are not returned, the next
-    offset moves past them, and each error carries its ``physical_offset`` and
+    ``data`` is the stored batches that hold the wanted records (queue offsets in
+    ``[requested offset, next_begin_offset)`` whose tag hash matched), each whole, once, in
+    queue order, concatenated: ``batch_count`` batches, ``message_count`` wanted records
+    (records of those batches outside that range or filter are the reader's to skip).
+    ``messages`` is filled by ``get_messages`` only: the wanted records, decoded and
+    CRC-checked. ``corrupt`` lists batches that failed their check: they are not returned,
+    the next offset moves past them, and each error carries its ``physical_offset`` and
     ``queue_offset``.
     """
 
@@ -92,6 +103,13 @@ class GetMessageResult:
     next_begin_offset: int
     min_offset: int
     max_offset: int
+    data: bytes = b""
+    batch_count: int = 0
+    message_count: int = 0
     messages: list[StoredMessage] = field(default_factory=list)
-    buffer_total_size: int = 0
     corrupt: list[CorruptRecordError] = field(default_factory=list)
+
+    @property
+    def buffer_total_size(self) -> int:
+        """The bytes of ``data``."""
+        return len(self.data)

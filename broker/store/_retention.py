@@ -2,8 +2,8 @@
 disk budget (RocketMQ's ``CleanCommitLogService``), then the consume-queue and index files
 that only point into them (``CleanConsumeQueueService``); queue min offsets move with them.
 
-A segment's age is the store time of the first record of the segment after it (store times
-never decrease, so every record of the segment is at least that old). The active (last)
+A segment's age is the store time of the first batch of the segment after it (store times
+never decrease, so every batch of the segment is at least that old). The active (last)
 segment is never deleted.
 """
 

@@ -1,27 +1,35 @@
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
 
-from aeromq.broker import CorruptRecordError
-from aeromq.broker.store import InboundMessage, PutMessageStatus
-from aeromq.broker.store._batch_encoder import EncodedBatch
-from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker import CorruptRecordError, StoreError
+from aeromq.broker.store._commit_log import (
+    BLANK_MAGIC,
+    OLD_RECORD_MAGIC,
+    CommitLog,
+    LogCheck,
+    check_at,
+)
 from aeromq.broker.store._message import pack_host
-from aeromq.broker.store._record import BLANK_MAGIC, RecordCheck
+from aeromq.common._record_batch import (
+    BROKER_FIELDS_LENGTH,
+    CRC_OFFSET,
+    RecordBatch,
+    encode_batch,
+)
 
 HOST = pack_host("10.0.0.1:10911")
 
 
-def _append(log: CommitLog, batch: EncodedBatch, messages: list[InboundMessage]) -> list[int]:
-    status = batch.encode(
-        messages, "T", b"T", 0, 0, log.max_offset, 1000, HOST, 4000, 4088, index_keys=True
-    )
-    assert status is PutMessageStatus.PUT_OK
-    positions: list[int] = []
-    log.append(batch, positions)
-    return positions
+def _batch(*bodies: bytes, tags: list[str | None] | None = None) -> bytearray:
+    return encode_batch(b"T", list(bodies), tags)
+
+
+def _append(log: CommitLog, batch: bytearray, queue_offset: int = 0, queue_id: int = 0) -> int:
+    return log.append_batch(memoryview(batch), queue_offset, 1000, queue_id)
 
 
 @pytest.fixture
@@ -31,89 +39,120 @@ def log(tmp_path: Path) -> CommitLog:
     return commit_log
 
 
-def test_should_append_and_read_back_by_physical_offset(log: CommitLog) -> None:
-    batch = EncodedBatch(capacity=16)
-    messages = [InboundMessage("T", 0, f"m{i}".encode(), {"TAGS": "a"}) for i in range(3)]
-    positions = _append(log, batch, messages)
-    assert positions[0] == 0 and log.max_offset == positions[2] + batch.sizes[2]
-    for i, position in enumerate(positions):
-        message = log.read(position, batch.sizes[i])
-        assert message is not None
-        assert (message.body, message.queue_offset, message.physical_offset) == (
-            f"m{i}".encode(),
-            i,
-            position,
-        )
-        assert message.store_host == HOST
-        assert log.store_timestamp(position) == 1000
-    assert log.read(positions[1], batch.sizes[1] + 1) is None  # the size must match
-    assert log.read(1 << 40, 100) is None
-    assert log.read_checked(positions[2]).body == b"m2"
+def _stored(log: CommitLog, offset: int) -> RecordBatch:
+    view = log.batch_at(offset)
+    batch = RecordBatch(bytes(view))
+    view.release()
+    return batch
 
 
-def test_should_roll_to_a_new_segment_behind_a_blank_record(log: CommitLog) -> None:
-    batch = EncodedBatch()
-    body = b"x" * 1000
-    positions = []
-    for _ in range(5):
-        positions += _append(log, batch, [InboundMessage("T", 0, body)])
-    size = batch.sizes[0]
+def test_should_store_the_batch_as_it_came_with_the_broker_fields_patched(
+    log: CommitLog,
+) -> None:
+    first = _batch(b"a", b"bb", tags=["x", None])
+    second = _batch(b"c" * 10)
+    assert _append(log, first, queue_offset=7, queue_id=3) == 0
+    assert _append(log, second, queue_offset=9, queue_id=3) == len(first)
+    assert log.max_offset == len(first) + len(second)
+    stored = bytes(log.files.files[0].mm[: len(first)])
+    # only the broker fields differ; the CRC the producer wrote still holds
+    assert stored[:8] == first[:8] and stored[CRC_OFFSET:] == first[CRC_OFFSET:]
+    assert stored[8 : 8 + BROKER_FIELDS_LENGTH] != first[8 : 8 + BROKER_FIELDS_LENGTH]
+    batch = _stored(log, 0)
+    assert batch.crc_ok()
+    assert (batch.base_queue_offset, batch.base_physical_offset, batch.queue_id) == (7, 0, 3)
+    assert (batch.store_timestamp_ms, batch.store_host) == (1000, HOST)
+    assert (batch.body(0), batch.body(1), batch.tag(0)) == (b"a", b"bb", "x")
+    assert _stored(log, len(first)).base_physical_offset == len(first)
+    assert log.store_timestamp(len(first)) == 1000
+    assert bytes(first[8:CRC_OFFSET]) == bytes(BROKER_FIELDS_LENGTH)  # the caller's untouched
+
+
+def test_should_roll_to_a_new_segment_behind_a_blank(log: CommitLog) -> None:
+    batch = _batch(b"x" * 1000)
+    size = len(batch)
+    positions = [_append(log, batch, queue_offset=i) for i in range(5)]
     assert positions[:3] == [0, size, 2 * size]
-    assert positions[4] == 4096 + size  # the fourth did not fit: it starts segment two
-    moved = log.read(positions[3], size)  # encoded for the old segment, then moved
-    assert moved is not None and moved.physical_offset == positions[3] == 4096
+    assert positions[3] == 4096 and positions[4] == 4096 + size  # the fourth did not fit
+    assert _stored(log, 4096).base_physical_offset == 4096
     assert [f.start_offset for f in log.files.files] == [0, 4096]
-    assert log.check(3 * size) == (RecordCheck.BLANK, 4096 - 3 * size)
+    assert log.check(3 * size) == (LogCheck.BLANK, 4096 - 3 * size)
     first = log.files.files[0]
-    assert int.from_bytes(first.mm[3 * size + 4 : 3 * size + 8], "little") == BLANK_MAGIC
+    assert struct.unpack_from("<iI", first.mm, 3 * size) == (4096 - 3 * size, BLANK_MAGIC)
     assert log.first_store_timestamp(log.files.files[1]) == 1000
 
 
-def test_should_report_a_corrupt_record_with_its_offset(log: CommitLog) -> None:
-    batch = EncodedBatch()
-    positions = _append(log, batch, [InboundMessage("T", 0, b"a" * 50)] * 2)
+def test_should_check_framing_crc_and_position(log: CommitLog) -> None:
+    batch = _batch(b"a" * 50, b"b" * 50)
+    at = _append(log, batch)
+    end = _append(log, batch, queue_offset=2)
     mapped = log.files.files[0]
-    mapped.mm[positions[1] + 100] ^= 0x40
-    assert log.read(positions[1], batch.sizes[1]) is None
-    with pytest.raises(CorruptRecordError, match=f"physical_offset={positions[1]} check='BAD_CRC'"):
-        log.read_checked(positions[1])
-    with pytest.raises(CorruptRecordError, match="no record at this offset"):
-        log.read_checked(log.max_offset)
-    assert log.read(positions[0], batch.sizes[0]) is not None
+    assert log.check(at) == (LogCheck.OK, len(batch))
+    assert check_at(mapped.view, at, mapped.size, at + 1) == (LogCheck.BAD_POSITION, 0)
+    mapped.mm[end + len(batch) - 1] ^= 0x40  # under the CRC
+    assert log.check(end) == (LogCheck.BAD_CRC, 0)
+    with pytest.raises(CorruptRecordError, match=f"physical_offset={end} check='BAD_CRC'"):
+        log.batch_at(end)
+    with pytest.raises(CorruptRecordError, match="no batch at this offset"):
+        log.batch_at(log.max_offset)
+    assert log.check(log.max_offset) == (LogCheck.END, 0)
+    struct.pack_into("<i", mapped.mm, at, 5000)  # a length past the segment
+    assert log.check(at) == (LogCheck.BAD_SIZE, 0)
+    struct.pack_into("<I", mapped.mm, at + 4, 0xDEADBEEF)
+    assert log.check(at) == (LogCheck.BAD_MAGIC, 0)
+    struct.pack_into("<iI", mapped.mm, at, 100, OLD_RECORD_MAGIC)
+    assert log.check(at) == (LogCheck.OLD_FORMAT, 0)
+
+
+def test_should_find_the_batch_holding_a_record_offset(log: CommitLog) -> None:
+    sizes = []
+    for count in (3, 1, 5, 2):
+        batch = _batch(*[b"r" * 900] * count) if count == 1 else _batch(*[b"r"] * count)
+        sizes.append(len(batch))
+        _append(log, batch)
+    starts = [0, sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]]
+    assert log.find_batch(starts[2] + 4) == starts[2]
+    assert log.find_batch(0) == 0 and log.find_batch(starts[1] - 1) == 0
+    assert log.find_batch(starts[3] + sizes[3] - 1) == starts[3]
+    assert log.find_batch(log.max_offset) == -1
+    assert log.find_batch(1 << 40) == -1
+    cached = log._batch_starts[0]
+    assert cached == [*starts, log.max_offset]  # walked once, to the end
+    assert log.find_batch(starts[1]) == starts[1] and log._batch_starts[0] is cached
+    later = _append(log, _batch(b"late"))  # appended after the walk: found by walking on
+    assert log.find_batch(later + 1) == later
+
+
+def test_should_find_no_batch_inside_the_blank(log: CommitLog) -> None:
+    big = _batch(b"x" * 3000)
+    _append(log, big)
+    second = _append(log, big)
+    assert second == 4096
+    assert log.find_batch(len(big) + 10) == -1  # in the blank filler
+    assert log.find_batch(4096 + 3) == 4096
 
 
 def test_should_flush_and_truncate(log: CommitLog) -> None:
-    batch = EncodedBatch()
-    positions = _append(log, batch, [InboundMessage("T", 0, b"a" * 50)] * 3)
+    batch = _batch(b"a" * 50)
+    positions = [_append(log, batch, queue_offset=i) for i in range(3)]
     end = log.max_offset
+    assert log.find_batch(positions[2]) == positions[2]
     assert log.flush() == end == log.flushed_offset
     dropped = log.truncate(positions[1])
-    assert end - positions[1] - 4 < dropped <= end - positions[1]  # up to the last non-zero
+    assert end - positions[1] - 8 < dropped <= end - positions[1]  # up to the last non-zero
     assert log.max_offset == positions[1] == log.flushed_offset
-    assert log.check(positions[1]) == (RecordCheck.END, 0)
+    assert log.check(positions[1]) == (LogCheck.END, 0)
+    assert log.find_batch(positions[2]) == -1  # the cache went with the tail
     log.close()
 
 
-def test_should_keep_nothing_of_a_batch_with_a_field_out_of_range(log: CommitLog) -> None:
-    batch = EncodedBatch()
-    bad = InboundMessage("T", 0, b"x", flag=1 << 40)
-    status = batch.encode(
-        [InboundMessage("T", 0, b"ok"), bad], "T", b"T", 0, 0, 0, 1, HOST, 4000, 4088, True
-    )
-    assert status is PutMessageStatus.MESSAGE_ILLEGAL
-    mixed = [InboundMessage("T", 0, b"ok"), InboundMessage("T", 1, b"other queue")]
-    assert (
-        batch.encode(mixed, "T", b"T", 0, 0, 0, 1, HOST, 4000, 4088, True)
-        is PutMessageStatus.MESSAGE_ILLEGAL
-    )
-    huge = [InboundMessage("T", 0, b"x" * 4000)]
-    assert (
-        batch.encode(huge, "T", b"T", 0, 0, 0, 1, HOST, 4000, 4088, True)
-        is PutMessageStatus.MESSAGE_ILLEGAL
-    )
-    props = [InboundMessage("T", 0, b"x", {"k": "v" * 40000})]
-    assert (
-        batch.encode(props, "T", b"T", 0, 0, 0, 1, HOST, 1 << 20, 1 << 20, True)
-        is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-    )
-    assert log.max_offset == 0
+def test_should_refuse_to_load_segments_of_the_old_format(tmp_path: Path) -> None:
+    segment = tmp_path / f"{0:020d}"
+    segment.write_bytes(struct.pack("<iI", 100, OLD_RECORD_MAGIC) + bytes(4088))
+    log = CommitLog(tmp_path, 4096, HOST)
+    with pytest.raises(StoreError, match="older format") as caught:
+        log.load()
+    assert f"path='{segment}'" in str(caught.value)
+    assert "found_format='AQM1" in str(caught.value)
+    assert "expected_format='AQB1" in str(caught.value)
+    assert log.files.files == []

@@ -121,3 +121,20 @@ def test_should_find_offsets_by_store_time_as_a_linear_scan_would(
     assert queue.offset_by_time(probe, False, stamp_of) == lower
     assert queue.offset_by_time(probe, True, stamp_of) == upper
     queue.close()
+
+
+def test_should_write_a_batchs_entries_in_bulk_across_files(tmp_path: Path) -> None:
+    queue = _queue(tmp_path)  # 4 entries a file
+    _fill(queue, 3)
+    tags = np.array([11, 0, -7, 11, 5, 0], dtype=np.int64)
+    queue.put_batch(3, 70_000, 640, tags)
+    assert queue.max_offset == 9 and len(queue.files.files) == 3
+    assert [queue.entry(offset) for offset in range(3, 9)] == [
+        (70_000, 640, tag) for tag in tags.tolist()
+    ]
+    assert queue.entry(2) == (2000, 100, 2)  # the entry before is untouched
+    queue.put_batch(9, 71_000, 90, np.array([3], dtype=np.int64))
+    assert queue.max_offset == 10 and queue.entry(9) == (71_000, 90, 3)
+    queue.close()
+    again = _queue(tmp_path)
+    assert again.max_offset == 10 and again.entry(5) == (70_000, 640, -7)

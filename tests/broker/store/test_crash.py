@@ -1,6 +1,6 @@
 """Crash test with real processes: a child appends under SYNC flush and is SIGKILLed at random
 (seeded) moments; after each kill the store recovers and must hold every acknowledged
-message intact, end on a record boundary, and have consume queues that agree with the log.
+message intact, end on a batch boundary, and have consume queues that agree with the log.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import zlib
 from pathlib import Path
 
 from aeromq.broker.store import MessageStore
-from aeromq.broker.store._record import RecordCheck, check_record
-from aeromq.common import tag_hash_code
+from aeromq.broker.store._commit_log import LogCheck, check_at
+from aeromq.common._record_batch import RecordBatch
 
 from ._crash_child import QUEUES, TOPIC, crash_config
 from .conftest import crash
@@ -75,7 +75,11 @@ def _check_acknowledged(store: MessageStore, acks: list[Ack]) -> None:
         queue = store.queues.get(TOPIC, queue_id)
         assert queue is not None
         entry = queue.entry(queue_offset)
-        assert entry is not None and entry[0] == physical
+        assert entry is not None
+        view = store.commit_log.batch_at(entry[0])  # the entry points at the record's batch
+        base_queue_offset = RecordBatch(bytes(view)).base_queue_offset
+        view.release()
+        assert entry[0] + queue_offset - base_queue_offset == physical
 
 
 def _check_log_and_queues(store: MessageStore) -> None:
@@ -86,16 +90,18 @@ def _check_log_and_queues(store: MessageStore) -> None:
     while position < end:
         mapped = store.commit_log.files.find(position)
         assert mapped is not None
-        check, size = check_record(mapped.view, position - mapped.start_offset, mapped.size)
-        assert check in (RecordCheck.OK, RecordCheck.BLANK), (position, check)
-        if check is RecordCheck.OK:
-            message = store.commit_log.read(position, size)
-            assert message is not None and message.physical_offset == position
-            tags = message.tags
-            per_queue[message.queue_id].append((position, size, tag_hash_code(tags) if tags else 0))
-            assert message.queue_offset == len(per_queue[message.queue_id]) - 1
+        check, size = check_at(mapped.view, position - mapped.start_offset, mapped.size, position)
+        assert check in (LogCheck.OK, LogCheck.BLANK), (position, check)
+        if check is LogCheck.OK:
+            at = position - mapped.start_offset
+            batch = RecordBatch(bytes(mapped.view[at : at + size]))
+            assert batch.crc_ok() and batch.base_physical_offset == position
+            assert batch.topic == TOPIC
+            records = per_queue[batch.queue_id]
+            assert batch.base_queue_offset == len(records)
+            records += [(position, size, tag) for tag in batch.tag_hashes.tolist()]
         position += size
-    assert position == end  # the log ends on a record boundary...
+    assert position == end  # the log ends on a batch boundary...
     last = store.commit_log.files.find(end) or files[-1]
     tail = last.mm[end - last.start_offset :] if end < last.end_offset else b""
     assert not any(tail)  # ...and nothing follows it

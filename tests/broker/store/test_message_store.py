@@ -42,7 +42,8 @@ def test_should_assign_consecutive_queue_offsets_per_queue(open_store: OpenStore
     assert _put(store, 2, queue_id=5) == [0, 1]
     result = store.put_messages([_message(0, b"a"), _message(0, b"b")])
     assert (result.queue_offset, result.message_count) == (3, 2)
-    assert result.physical_offsets[1] == result.physical_offset + result.wrote_bytes // 2
+    assert result.physical_offsets == [result.physical_offset, result.physical_offset + 1]
+    assert store.max_physical_offset == result.physical_offset + result.wrote_bytes
     assert store.get_max_offset("TopicA", 0) == 5 and store.get_min_offset("TopicA", 0) == 0
     assert store.queue_ids() == [("TopicA", 0), ("TopicA", 5)]
 
@@ -109,10 +110,12 @@ def test_should_never_return_a_record_with_a_flipped_byte(open_store: OpenStore)
     victim = store.get_messages("TopicA", 0, 30, max_count=1).messages[0]
     segment = store.commit_log.files.find(victim.physical_offset)
     assert segment is not None
-    middle = victim.physical_offset - segment.start_offset + victim.store_size // 2
-    segment.mm[middle] ^= 0x01
+    batch_length = store.get_batches("TopicA", 0, 30, max_count=1).buffer_total_size
+    last_byte = victim.physical_offset - segment.start_offset + batch_length - 1
+    segment.mm[last_byte] ^= 0x01  # under the CRC: only a CRC check sees it
     result = store.get_messages("TopicA", 0, 28, max_count=5)
-    assert [m.queue_offset for m in result.messages] == [28, 29, 31, 32, 33]
+    assert [m.queue_offset for m in result.messages] == [28, 29, 31, 32]
+    assert result.next_begin_offset == 33 and result.message_count == 4
     assert len(result.corrupt) == 1
     error = result.corrupt[0]
     assert error.physical_offset == victim.physical_offset  # type: ignore[attr-defined]
@@ -122,8 +125,10 @@ def test_should_never_return_a_record_with_a_flipped_byte(open_store: OpenStore)
     with pytest.raises(CorruptRecordError, match=f"physical_offset={victim.physical_offset}"):
         store.look_message_by_offset(victim.physical_offset)
     only = store.get_messages("TopicA", 0, 30, max_count=1)
-    assert [m.queue_offset for m in only.messages] == [31]
-    assert only.next_begin_offset == 32 and len(only.corrupt) == 1
+    assert only.messages == [] and only.status is GetMessageStatus.NO_MATCHED_MSG
+    assert only.next_begin_offset == 31 and len(only.corrupt) == 1  # the next pull moves on
+    raw = store.get_batches("TopicA", 0, 30, max_count=1)  # no CRC check on the pull path
+    assert raw.status is GetMessageStatus.FOUND and raw.batch_count == 1
 
 
 def test_should_find_offsets_by_store_time(open_store: OpenStore, clock: ManualClock) -> None:

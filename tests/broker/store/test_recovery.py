@@ -4,8 +4,12 @@ import shutil
 import struct
 from pathlib import Path
 
+import pytest
+
+from aeromq.broker import StoreError
 from aeromq.broker.store import GetMessageStatus, InboundMessage, MessageStore
-from aeromq.broker.store._record import MESSAGE_MAGIC, RecordCheck, encode_record
+from aeromq.broker.store._commit_log import OLD_RECORD_MAGIC, LogCheck
+from aeromq.common._record_batch import BATCH_MAGIC, RecordBatch, encode_batch, patch_batch
 
 from .conftest import ManualClock, crash, small_config
 
@@ -34,13 +38,20 @@ def _assert_queues_agree_with_log(store: MessageStore) -> None:
         for offset in range(queue.min_offset, queue.max_offset):
             entry = queue.entry(offset)
             assert entry is not None
-            message = store.commit_log.read(entry[0], entry[1])
-            assert message is not None, (queue.topic, queue.queue_id, offset)
-            assert (message.topic, message.queue_id, message.queue_offset) == (
-                queue.topic,
-                queue.queue_id,
-                offset,
-            )
+            view = store.commit_log.batch_at(entry[0])  # framing, CRC and position checked
+            batch = RecordBatch(bytes(view))
+            view.release()
+            assert batch.length == entry[1]
+            assert (batch.topic, batch.queue_id) == (queue.topic, queue.queue_id)
+            assert batch.base_queue_offset <= offset < batch.base_queue_offset + batch.count
+            assert int(batch.tag_hashes[offset - batch.base_queue_offset]) == entry[2]
+
+
+def _batch(body: bytes, queue_offset: int, physical_offset: int, stamp_ms: int) -> bytearray:
+    """A stored batch of one record, as the commit log would hold it."""
+    data = encode_batch(b"TopicA", [body])
+    patch_batch(data, 0, queue_offset, physical_offset, stamp_ms, bytes(8), 0)
+    return data
 
 
 def test_should_truncate_a_torn_tail_to_the_last_whole_record(
@@ -51,16 +62,7 @@ def test_should_truncate_a_torn_tail_to_the_last_whole_record(
     end = store.max_physical_offset
     segment = store.commit_log.files.find(end)
     assert segment is not None
-    torn = encode_record(
-        topic=b"TopicA",
-        queue_id=0,
-        body=b"never acknowledged",
-        properties=b"",
-        queue_offset=10,
-        physical_offset=end,
-        store_timestamp_ms=clock.now_ms,
-        store_host=bytes(8),
-    )
+    torn = _batch(b"never acknowledged", 10, end, clock.now_ms)
     at = end - segment.start_offset
     segment.mm[at : at + len(torn) - 7] = torn[:-7]  # the process died mid-write
     crash(store)
@@ -69,7 +71,7 @@ def test_should_truncate_a_torn_tail_to_the_last_whole_record(
     report = again.recovery_report
     assert report is not None and not report.clean_shutdown
     assert report.end_offset == end and report.truncated_at == end
-    assert report.truncated_check == RecordCheck.BAD_CRC.name  # the CRC was not written yet
+    assert report.truncated_check == LogCheck.BAD_CRC.name  # its last bytes were not written
     assert report.zeroed_bytes > 0
     assert not any(segment.path.read_bytes()[at:])
     assert _bodies(again, 0) == [f"m{i}".encode() for i in range(0, 20, 2)]
@@ -123,23 +125,14 @@ def test_should_not_revive_a_stale_record_left_past_the_end(
     end = store.max_physical_offset
     segment = store.commit_log.files.find(end)
     assert segment is not None
-    stale = encode_record(
-        topic=b"TopicA",
-        queue_id=0,
-        body=b"old",
-        properties=b"",
-        queue_offset=0,
-        physical_offset=end + 4096,  # written for another place
-        store_timestamp_ms=clock.now_ms,
-        store_host=bytes(8),
-    )
+    stale = _batch(b"old", 0, end + 4096, clock.now_ms)  # written for another place
     at = end - segment.start_offset
     segment.mm[at : at + len(stale)] = stale
     crash(store)
 
     again = _store(tmp_path, clock)
     report = again.recovery_report
-    assert report is not None and report.truncated_check == RecordCheck.BAD_POSITION.name
+    assert report is not None and report.truncated_check == LogCheck.BAD_POSITION.name
     assert again.get_max_offset("TopicA", 0) == 2
     again.shutdown()
 
@@ -173,16 +166,62 @@ def test_should_treat_a_corrupt_record_after_the_checkpoint_as_the_end(
     segment = store.commit_log.files.find(sixth.physical_offset)
     assert segment is not None
     at = sixth.physical_offset - segment.start_offset
-    assert struct.unpack_from("<I", segment.mm, at + 4)[0] == MESSAGE_MAGIC
-    segment.mm[at + 88] ^= 0xFF  # the first byte of its body
+    assert struct.unpack_from("<I", segment.mm, at + 4)[0] == BATCH_MAGIC
+    body_at = at + RecordBatch(segment.view[at:]).data_start
+    assert segment.mm[body_at : body_at + 2] == b"m5"
+    segment.mm[body_at] ^= 0xFF  # the first byte of its body
     crash(store)
 
     again = _store(tmp_path, clock)
     report = again.recovery_report
     assert report is not None
     assert report.truncated_at == sixth.physical_offset
-    assert report.truncated_check == RecordCheck.BAD_CRC.name
+    assert report.truncated_check == LogCheck.BAD_CRC.name
     assert _bodies(again, 1) == [b"m1", b"m3"]
     assert _bodies(again, 0) == [b"m0", b"m2", b"m4"]
     _assert_queues_agree_with_log(again)
     again.shutdown()
+
+
+def test_should_rebuild_every_entry_of_a_batch_and_index_its_keys(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    store = _store(tmp_path, clock)
+    messages = [
+        InboundMessage("TopicA", 0, f"b{i}".encode(), {"TAGS": f"t{i % 3}", "KEYS": f"key{i}"})
+        for i in range(7)
+    ]
+    put = store.put_messages(messages)
+    assert put.ok and put.message_count == 7
+    crash(store)
+    shutil.rmtree(tmp_path / "consumequeue")
+    shutil.rmtree(tmp_path / "index")
+
+    again = _store(tmp_path, clock)
+    report = again.recovery_report
+    assert report is not None and report.records_scanned == 7
+    assert report.records_redispatched == 7
+    assert _bodies(again, 0) == [f"b{i}".encode() for i in range(7)]
+    _assert_queues_agree_with_log(again)
+    (found,) = again.query_messages_by_key("TopicA", "key5")
+    assert (found.body, found.physical_offset) == (b"b5", put.physical_offset + 5)
+    again.shutdown()
+
+
+def test_should_refuse_to_start_on_a_log_of_the_old_format(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    segment = tmp_path / "commitlog" / f"{0:020d}"
+    segment.parent.mkdir(parents=True)
+    old = struct.pack("<iI", 120, OLD_RECORD_MAGIC) + bytes(112)  # an "AQM1" record's start
+    segment.write_bytes(old + bytes(16 * 1024 - len(old)))
+    store = MessageStore(small_config(tmp_path, **QUIET), clock_ms=clock)
+    with pytest.raises(StoreError, match="older format") as caught:
+        store.start()
+    assert f"path='{segment}'" in str(caught.value)
+    assert "AQM1" in str(caught.value) and "AQB1" in str(caught.value)
+    assert segment.read_bytes()[: len(old)] == old  # nothing truncated
+    assert segment.stat().st_size == 16 * 1024
+    again = MessageStore(small_config(tmp_path, **QUIET), clock_ms=clock)
+    with pytest.raises(StoreError, match="older format"):  # the lock was released
+        again.start()

@@ -1,0 +1,127 @@
+"""Between the store's message objects and record batches (``common/_record_batch.py``):
+``InboundMessage``s into one batch (``put_messages``, for tests and tools), a stored batch's
+records into ``StoredMessage``s (``get_messages``, lookups), and the keys a batch's records
+are indexed under. No I/O here; the produce and pull paths never come through this module.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from aeromq.broker.store._message import InboundMessage, StoredMessage, index_keys
+from aeromq.broker.store._results import PutMessageStatus
+from aeromq.common import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    PROPERTY_TAGS,
+    decode_properties,
+)
+from aeromq.common._record_batch import RecordBatch, encode_batch
+
+__all__ = ["MAX_PROPERTIES_LENGTH", "batch_keys", "decode_record", "encode_messages"]
+
+MAX_PROPERTIES_LENGTH = 32767
+"""The longest encoded properties of one message (RocketMQ's ``Short.MAX_VALUE``)."""
+
+_KEY_MARKERS = (b"KEYS\x01", b"UNIQ_KEY\x01")
+
+
+def encode_messages(
+    messages: Sequence[InboundMessage], topic: str, topic_bytes: bytes, queue_id: int
+) -> tuple[PutMessageStatus, bytearray | None]:
+    """One batch of ``messages`` (all of ``topic`` and ``queue_id``): the TAGS property goes
+    to the tags column, the others are encoded RocketMQ-style. Batch-wide fields (sys flag,
+    born host, reconsume times) are the first message's; born timestamps and flags are kept
+    per message; the prepared transaction offset is not stored (the batch has no such field). Returns ``(PUT_OK, batch)`` or the status that refuses the whole batch."""
+    tags: list[str | None] = []
+    encoded: list[bytes] = []
+    try:
+        for message in messages:
+            if message.topic != topic or message.queue_id != queue_id:
+                return PutMessageStatus.MESSAGE_ILLEGAL, None
+            properties = message.properties
+            tag = None
+            text = ""
+            for name, value in properties.items():
+                if name == PROPERTY_TAGS:
+                    tag = value or None
+                else:
+                    text += name + NAME_VALUE_SEPARATOR + value + PROPERTY_SEPARATOR
+            data = text.encode()
+            if len(data) > MAX_PROPERTIES_LENGTH:
+                return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
+            tags.append(tag)
+            encoded.append(data)
+        first = messages[0]
+        base_born = first.born_timestamp_ms
+        batch = encode_batch(
+            topic_bytes,
+            [message.body for message in messages],
+            tags,
+            encoded,
+            flags=[message.flag for message in messages],
+            born_timestamp_ms=base_born,
+            born_deltas_ms=[message.born_timestamp_ms - base_born for message in messages],
+            born_host=first.born_host,
+            reconsume_times=first.reconsume_times,
+            attributes=first.sys_flag,
+        )
+    except (struct.error, TypeError, ValueError, AttributeError, UnicodeError, OverflowError):
+        return PutMessageStatus.MESSAGE_ILLEGAL, None
+    return PutMessageStatus.PUT_OK, batch
+
+
+def decode_record(batch: RecordBatch, index: int) -> StoredMessage:
+    """Record ``index`` of a checked ``batch`` as a ``StoredMessage`` (tags back among the
+    properties, ``body_crc`` computed, ``store_size`` the record's bytes)."""
+    body = batch.body(index)
+    properties = decode_properties(batch.properties_bytes(index))
+    tag = batch.tag(index)
+    if tag is not None:
+        properties[PROPERTY_TAGS] = tag
+    return StoredMessage(
+        topic=batch.topic,
+        queue_id=batch.queue_id,
+        body=body,
+        properties=properties,
+        flag=int(batch.flags[index]),
+        sys_flag=batch.attributes,
+        queue_offset=batch.base_queue_offset + index,
+        physical_offset=batch.base_physical_offset + index,
+        store_size=batch.record_size(index),
+        body_crc=zlib.crc32(body),
+        born_timestamp_ms=batch.base_born_timestamp_ms + int(batch.born_deltas_ms[index]),
+        born_host=batch.born_host,
+        store_timestamp_ms=batch.store_timestamp_ms,
+        store_host=batch.store_host,
+        reconsume_times=batch.reconsume_times,
+        prepared_transaction_offset=0,
+    )
+
+
+def batch_keys(batch: memoryview, count: int, header_length: int) -> list[tuple[int, list[str]]]:
+    """``(record index, keys)`` of the records of ``batch`` that carry ``KEYS`` or
+    ``UNIQ_KEY`` (the properties column is searched once; records are parsed only when it
+    holds one)."""
+    lengths = np.frombuffer(
+        batch, dtype="<i4", count=count, offset=header_length + 8 * count + 8 * count
+    )
+    total = int(lengths.sum(dtype=np.int64))
+    if not total:
+        return []
+    data = bytes(batch[len(batch) - total :])
+    if not any(marker in data for marker in _KEY_MARKERS):
+        return []
+    found: list[tuple[int, list[str]]] = []
+    start = 0
+    for i, end in enumerate(np.cumsum(lengths, dtype=np.int64).tolist()):
+        if end > start:
+            keys = index_keys(decode_properties(data[start:end]))
+            if keys:
+                found.append((i, keys))
+        start = end
+    return found

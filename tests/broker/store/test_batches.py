@@ -1,0 +1,257 @@
+"""The store on record batches: ``put_batch`` appends a producer's batch as it came, and
+``get_batches`` returns the stored bytes of the batches that hold the wanted records."""
+
+from __future__ import annotations
+
+import struct
+import threading
+import zlib
+from collections.abc import Callable
+
+import pytest
+
+from aeromq.broker import CorruptRecordError, IllegalStateError
+from aeromq.broker.store import (
+    FlushMode,
+    GetMessageResult,
+    GetMessageStatus,
+    MessageStore,
+    PutMessageResult,
+    PutMessageStatus,
+    decode_message_id,
+    pack_host,
+)
+from aeromq.common import encode_properties, tag_hash_code
+from aeromq.common._record_batch import (
+    QUEUE_ID_OFFSET,
+    RecordBatch,
+    check_batch,
+    encode_batch,
+    read_total_length,
+)
+
+OpenStore = Callable[..., MessageStore]
+TOPIC = "TopicA"
+
+
+def _batch(
+    count: int,
+    body_size: int = 100,
+    tags: list[str | None] | None = None,
+    properties: list[dict[str, str]] | None = None,
+    **fields: int,
+) -> bytearray:
+    bodies = [bytes([65 + i % 26]) * body_size for i in range(count)]
+    encoded = [encode_properties(p) for p in properties] if properties is not None else None
+    return encode_batch(TOPIC.encode(), bodies, tags, encoded, **fields)  # type: ignore[arg-type]
+
+
+def _batches(result: GetMessageResult) -> list[RecordBatch]:
+    """The batches of a get's ``data``, each checked whole (framing and CRC)."""
+    found = []
+    position = 0
+    while position < len(result.data):
+        length, _magic = read_total_length(result.data, position)
+        view = memoryview(result.data)[position : position + length]
+        assert check_batch(view, check_content=False)[0] == 0
+        found.append(RecordBatch(view))
+        position += length
+    assert len(found) == result.batch_count
+    return found
+
+
+def test_should_store_a_batch_and_patch_its_broker_fields(open_store: OpenStore) -> None:
+    store = open_store()
+    assert store.put_batch(_batch(2), TOPIC, 1).ok  # queue 1 first: offsets are per queue
+    data = _batch(5, tags=["a", None, "b", "a", None], born_timestamp_ms=1234)
+    result = store.put_batch(bytes(data), TOPIC, 0)
+    assert result.status is PutMessageStatus.PUT_OK
+    assert (result.queue_offset, result.message_count, result.wrote_bytes) == (0, 5, len(data))
+    assert result.store_host == pack_host(store.config.store_host)
+    base = result.physical_offset
+    assert result.physical_offsets == [base + i for i in range(5)]
+    assert [decode_message_id(m)[1] for m in result.message_ids] == result.physical_offsets
+    again = store.put_batch(data, TOPIC, 0)
+    assert (again.queue_offset, again.physical_offset) == (5, base + len(data))
+
+    stored = _batches(store.get_batches(TOPIC, 0, 0, max_count=5))
+    assert len(stored) == 1
+    batch = stored[0]
+    assert bytes(batch.buffer)[44:] == bytes(data)[44:]  # the producer's bytes and CRC
+    assert (batch.base_queue_offset, batch.base_physical_offset) == (0, base)
+    assert (batch.queue_id, batch.store_host) == (0, result.store_host)
+    assert batch.store_timestamp_ms == result.store_timestamp_ms
+    assert batch.base_born_timestamp_ms == 1234
+
+
+def test_should_write_one_consume_queue_entry_per_record_pointing_at_the_batch(
+    open_store: OpenStore,
+) -> None:
+    store = open_store()  # 16 entries a file: this batch crosses into the second file
+    store.put_batch(_batch(10), TOPIC, 0)
+    tags = [f"t{i % 3}" if i % 4 else None for i in range(20)]
+    result = store.put_batch(_batch(20, tags=tags), TOPIC, 0)
+    queue = store.queues.get(TOPIC, 0)
+    assert queue is not None and queue.max_offset == 30
+    assert len(queue.files.files) == 2
+    entries = [queue.entry(offset) for offset in range(10, 30)]
+    assert entries == [
+        (result.physical_offset, result.wrote_bytes, tag_hash_code(tag) if tag else 0)
+        for tag in tags
+    ]
+
+
+def test_should_refuse_a_batch_that_would_harm_the_store(open_store: OpenStore) -> None:
+    store = open_store()
+    illegal = PutMessageStatus.MESSAGE_ILLEGAL
+    good = _batch(2)
+    bad_magic = bytearray(good)
+    bad_magic[4] ^= 0xFF
+    assert store.put_batch(bad_magic, TOPIC, 0).status is illegal
+    assert store.put_batch(good + b"x", TOPIC, 0).status is illegal  # total length != length
+    assert store.put_batch(good[:60], TOPIC, 0).status is illegal
+    assert store.put_batch(good, "TopicB", 0).status is illegal  # another topic's bytes
+    assert store.put_batch(good, "bad topic!", 0).status is illegal
+    assert store.put_batch(good, TOPIC, -1).status is illegal
+    assert store.put_batch(good, TOPIC, 1 << 31).status is illegal
+    empty = bytearray(good)
+    struct.pack_into("<i", empty, 48, 0)  # no records
+    assert store.put_batch(empty, TOPIC, 0).status is illegal
+    many = bytearray(good)
+    struct.pack_into("<i", many, 48, 1000)  # columns past the end
+    assert store.put_batch(many, TOPIC, 0).status is illegal
+    too_long = _batch(1, body_size=store.config.max_record_bytes)
+    assert store.put_batch(too_long, TOPIC, 0).status is illegal
+    assert store.get_max_offset(TOPIC, 0) == 0 and store.max_physical_offset == 0
+    assert store.put_batch(memoryview(good), TOPIC, 0).ok
+
+
+def test_should_acknowledge_a_sync_batch_once_durable(open_store: OpenStore) -> None:
+    store = open_store(flush_mode=FlushMode.SYNC)
+    result = store.put_batch(_batch(3), TOPIC, 0)
+    assert result.ok
+    assert store.flushed_physical_offset >= result.physical_offset + result.wrote_bytes
+    done = threading.Event()
+    outcomes: list[PutMessageResult] = []
+
+    def callback(outcome: PutMessageResult) -> None:
+        outcomes.append(outcome)
+        done.set()
+
+    pending = store.put_batch_async(_batch(4), TOPIC, 0, callback)
+    assert done.wait(5)
+    assert outcomes == [pending] and pending.ok and pending.queue_offset == 3
+    assert store.flushed_physical_offset >= pending.physical_offset + pending.wrote_bytes
+    refused: list[PutMessageResult] = []
+    bad = store.put_batch_async(b"\x00" * 100, TOPIC, 0, refused.append)
+    assert refused == [bad] and bad.status is PutMessageStatus.MESSAGE_ILLEGAL
+
+
+def test_should_return_whole_batches_once_in_order(open_store: OpenStore) -> None:
+    store = open_store()
+    for count in (4, 4, 4):
+        store.put_batch(_batch(count), TOPIC, 0)
+    result = store.get_batches(TOPIC, 0, 2, max_count=5)  # from inside the first batch
+    assert result.status is GetMessageStatus.FOUND
+    batches = _batches(result)
+    assert [b.base_queue_offset for b in batches] == [0, 4]
+    assert (result.message_count, result.next_begin_offset) == (5, 7)  # 2, 3, 4, 5, 6
+    assert result.buffer_total_size == len(result.data) == sum(b.length for b in batches)
+    assert result.messages == []  # nothing decoded
+    rest = store.get_batches(TOPIC, 0, 7)  # the second batch again, then the third
+    assert [b.base_queue_offset for b in _batches(rest)] == [4, 8]
+    assert (rest.message_count, rest.next_begin_offset) == (5, 12)
+
+
+def test_should_cap_by_batch_bytes_but_return_at_least_one_batch(
+    open_store: OpenStore,
+) -> None:
+    store = open_store()
+    lengths = [store.put_batch(_batch(3), TOPIC, 0).wrote_bytes for _ in range(4)]
+    two = store.get_batches(TOPIC, 0, 0, max_bytes=2 * lengths[0])
+    assert (two.batch_count, two.message_count, two.next_begin_offset) == (2, 6, 6)
+    tiny = store.get_batches(TOPIC, 0, 4, max_bytes=1)
+    assert (tiny.batch_count, tiny.message_count, tiny.next_begin_offset) == (1, 2, 6)
+    just_over = store.get_batches(TOPIC, 0, 0, max_bytes=2 * lengths[0] - 1)
+    assert (just_over.batch_count, just_over.next_begin_offset) == (1, 3)
+
+
+def test_should_filter_batches_by_the_tag_hashes_of_their_records(
+    open_store: OpenStore,
+) -> None:
+    store = open_store()
+    store.put_batch(_batch(3, tags=["a", "a", "a"]), TOPIC, 0)  # 0-2: no b
+    store.put_batch(_batch(3, tags=["a", "b", "a"]), TOPIC, 0)  # 3-5: b at 4
+    store.put_batch(_batch(2, tags=["b", "b"]), TOPIC, 0)  # 6-7
+    wanted = {tag_hash_code("b")}
+    result = store.get_batches(TOPIC, 0, 0, tag_hashes=wanted)
+    assert [b.base_queue_offset for b in _batches(result)] == [3, 6]
+    assert (result.message_count, result.next_begin_offset) == (3, 8)
+    capped = store.get_batches(TOPIC, 0, 0, max_count=2, tag_hashes=wanted)
+    assert (capped.batch_count, capped.message_count, capped.next_begin_offset) == (2, 2, 7)
+    none = store.get_batches(TOPIC, 0, 0, tag_hashes={tag_hash_code("c")})
+    assert none.status is GetMessageStatus.NO_MATCHED_MSG
+    assert (none.data, none.batch_count, none.next_begin_offset) == (b"", 0, 8)
+    decoded = store.get_messages(TOPIC, 0, 0, tag_hashes=wanted)
+    assert [m.queue_offset for m in decoded.messages] == [4, 6, 7]
+    assert all(m.tags == "b" for m in decoded.messages)
+
+
+def test_should_skip_a_batch_whose_header_disagrees_with_its_entry(
+    open_store: OpenStore,
+) -> None:
+    store = open_store()
+    results = [store.put_batch(_batch(2), TOPIC, 0) for _ in range(3)]
+    victim = results[1].physical_offset
+    segment = store.commit_log.files.find(victim)
+    assert segment is not None
+    struct.pack_into("<i", segment.mm, victim - segment.start_offset + QUEUE_ID_OFFSET, 9)
+    result = store.get_batches(TOPIC, 0, 0)
+    assert [b.base_queue_offset for b in _batches(result)] == [0, 4]
+    assert (result.message_count, result.next_begin_offset) == (4, 6)
+    (error,) = result.corrupt
+    assert isinstance(error, CorruptRecordError)
+    assert (error.physical_offset, error.queue_offset) == (victim, 2)  # type: ignore[attr-defined]
+    assert "check='BAD_QUEUE_ID'" in str(error)
+    assert store.corrupt_records_seen == 1
+    alone = store.get_batches(TOPIC, 0, 2, max_count=1)  # one entry a window: reported once
+    assert [b.base_queue_offset for b in _batches(alone)] == [4]
+    assert (alone.message_count, alone.next_begin_offset, len(alone.corrupt)) == (1, 5, 1)
+
+
+def test_should_look_up_each_record_of_a_batch_by_its_offset(open_store: OpenStore) -> None:
+    store = open_store()
+    first = store.put_batch(_batch(3), TOPIC, 0)
+    properties = [{"KEYS": f"k{i}", "colour": "red"} for i in range(4)]
+    tags: list[str | None] = ["x", None, "y", None]
+    data = _batch(4, body_size=10, tags=tags, properties=properties, attributes=5, flags=[7] * 4)
+    result = store.put_batch(data, TOPIC, 2)
+    for i in range(4):
+        message = store.look_message_by_offset(result.physical_offset + i)
+        assert (message.queue_id, message.queue_offset) == (2, i)
+        assert message.physical_offset == result.physical_offset + i
+        assert message.body == bytes([65 + i]) * 10 and message.body_crc == zlib.crc32(message.body)
+        expected = dict(properties[i])
+        if tags[i] is not None:
+            expected["TAGS"] = tags[i]  # type: ignore[assignment]
+        assert message.properties == expected
+        assert (message.sys_flag, message.flag) == (5, 7)
+        assert message.store_size == RecordBatch(data).record_size(i)
+        assert message.message_id == result.message_ids[i]
+        assert store.query_message_by_id(result.message_ids[i]).body == message.body
+    assert store.look_message_by_offset(first.physical_offset + 2).queue_offset == 2
+    with pytest.raises(CorruptRecordError, match="no record at this offset"):
+        store.look_message_by_offset(result.physical_offset + 4)  # inside the batch's bytes
+    with pytest.raises(CorruptRecordError, match="no record at this offset"):
+        store.look_message_by_offset(store.max_physical_offset)
+    (keyed,) = store.query_messages_by_key(TOPIC, "k2")
+    assert keyed.physical_offset == result.physical_offset + 2
+
+
+def test_should_store_without_the_index_when_it_is_off(open_store: OpenStore) -> None:
+    store = open_store(index_enabled=False)
+    properties = [{"KEYS": "k"}]
+    result = store.put_batch(_batch(1, properties=properties), TOPIC, 0)
+    assert result.ok and store.look_message_by_offset(result.physical_offset).keys == ["k"]
+    with pytest.raises(IllegalStateError, match="index is disabled"):
+        store.query_messages_by_key(TOPIC, "k")
