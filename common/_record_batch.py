@@ -210,6 +210,9 @@ def encode_batch(
     header_length = batch_header_length(len(topic))
     body_lengths = [len(body) for body in bodies]
     zeros = _zeros(count)
+    tag_lengths: Sequence[int]
+    tag_hashes: Sequence[int]
+    property_lengths: Sequence[int]
     if tags is None or not any(tags):
         tag_data = b""
         tag_lengths = tag_hashes = zeros

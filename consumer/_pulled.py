@@ -155,12 +155,14 @@ def _frame(data: bytes, queue: MessageQueue, offset: int) -> tuple[list[int], li
 
 def _i32(raw: npt.NDArray[np.uint8], at: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
     """The little-endian i32 at each address of ``at``."""
-    return raw[at[:, None] + _I32_BYTES].view("<i4").ravel()
+    values: npt.NDArray[np.int32] = raw[at[:, None] + _I32_BYTES].view("<i4").ravel()
+    return values
 
 
 def _i64(raw: npt.NDArray[np.uint8], at: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """The little-endian i64 at each address of ``at``."""
-    return raw[at[:, None] + _I64_BYTES].view("<i8").ravel()
+    values: npt.NDArray[np.int64] = raw[at[:, None] + _I64_BYTES].view("<i8").ravel()
+    return values
 
 
 def _starts(
@@ -172,7 +174,8 @@ def _starts(
     """Where each record's part starts: its batch's ``region`` plus the lengths of the parts
     before it in that batch."""
     before = np.cumsum(lengths, dtype=np.int64) - lengths
-    return region[batch] + before - before[first][batch]
+    starts: npt.NDArray[np.int64] = region[batch] + before - before[first][batch]
+    return starts
 
 
 def _corrupt(

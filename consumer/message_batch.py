@@ -163,7 +163,8 @@ class PulledChunk:
 
     def header(self, name: str) -> npt.NDArray[Any]:
         """Header field ``name`` of each kept record's batch."""
-        return self.headers[name][self.batch]  # type: ignore[no-any-return]
+        values: npt.NDArray[Any] = self.headers[name][self.batch]
+        return values
 
     @property
     def queue_offsets(self) -> Int64Array:
@@ -175,7 +176,10 @@ class PulledChunk:
 
     @property
     def born_timestamps_ms(self) -> Int64Array:
-        return self.header("base_born_timestamp_ms") + self.born_delta_ms
+        born: Int64Array = self.header("base_born_timestamp_ms") + self.born_delta_ms.astype(
+            np.int64
+        )
+        return born
 
     def values(self, name: str, make: Callable[[], npt.NDArray[Any]]) -> list[Any]:
         """Column ``name`` as a Python list, made once (for per-message reads)."""
