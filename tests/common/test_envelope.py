@@ -28,8 +28,7 @@ def test_should_number_the_bodies_as_the_schema_does() -> None:
 def test_should_parse_as_a_transport_request_with_its_ids_and_body(
     correlation_id: int, session_id: int, topic: str, body: bytes
 ) -> None:
-    send = messages_pb2.SendMessageRequest(topic=topic)
-    send.messages.add(body=body)
+    send = messages_pb2.SendMessageRequest(topic=topic, batch=body)
     data = encode_envelope(
         correlation_id, session_id, REQUEST_FIELD_NUMBERS["send"], send.SerializeToString()
     )
