@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import struct
+import tempfile
 import threading
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aeromq.broker import CorruptRecordError, IllegalStateError
 from aeromq.broker.store import (
@@ -29,6 +33,8 @@ from aeromq.common._record_batch import (
     encode_batch,
     read_total_length,
 )
+
+from .conftest import small_config
 
 OpenStore = Callable[..., MessageStore]
 TOPIC = "TopicA"
@@ -255,3 +261,86 @@ def test_should_store_without_the_index_when_it_is_off(open_store: OpenStore) ->
     assert result.ok and store.look_message_by_offset(result.physical_offset).keys == ["k"]
     with pytest.raises(IllegalStateError, match="index is disabled"):
         store.query_messages_by_key(TOPIC, "k")
+
+
+def _reference(
+    entries: list[tuple[int, int, int]],
+    offset: int,
+    max_count: int,
+    max_bytes: int,
+    wanted: set[int] | None,
+    scan_limit: int,
+) -> tuple[list[int], int, int]:
+    """RocketMQ's ``getMessage`` walk, one entry at a time, bytes counted per batch:
+    (batch offsets taken, wanted entries taken, next begin offset)."""
+    taken = total = 0
+    batches: list[int] = []
+    next_begin = offset
+    for queue_offset in range(offset, min(len(entries), offset + max(scan_limit, max_count))):
+        if taken and taken >= max_count:
+            break
+        position, size, tag = entries[queue_offset]
+        if wanted is not None and tag not in wanted:
+            next_begin = queue_offset + 1
+            continue
+        if not batches or batches[-1] != position:
+            if taken and total + size > max_bytes:
+                break
+            batches.append(position)
+            total += size
+        taken += 1
+        next_begin = queue_offset + 1
+    return batches, taken, next_begin
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shapes=st.lists(
+        st.lists(st.sampled_from([None, "a", "b"]), min_size=1, max_size=12),
+        min_size=1,
+        max_size=25,
+    ),
+    queries=st.lists(
+        st.tuples(
+            st.integers(0, 10_000),
+            st.integers(1, 40),
+            st.integers(1, 6000),
+            st.sampled_from([None, ("a",), ("a", "b"), ("c",)]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_should_answer_gets_as_rocketmq_walks_entries_counting_batch_bytes(
+    shapes: list[list[str | None]],
+    queries: list[tuple[int, int, int, tuple[str, ...] | None]],
+) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        config = small_config(Path(directory), max_filter_scan_entries=20)
+        with MessageStore(config) as store:  # 16 entries a consume-queue file
+            entries: list[tuple[int, int, int]] = []
+            for tags in shapes:
+                result = store.put_batch(_batch(len(tags), 40, tags=tags), TOPIC, 0)
+                assert result.ok
+                entries += [
+                    (result.physical_offset, result.wrote_bytes, tag_hash_code(t) if t else 0)
+                    for t in tags
+                ]
+            sizes = dict((position, size) for position, size, _tag in entries)
+            for start, max_count, max_bytes, names in queries:
+                offset = start % len(entries)
+                wanted = {tag_hash_code(n) for n in names} if names is not None else None
+                unbounded = _reference(entries, offset, max_count, 1 << 30, wanted, 20)[0]
+                if len(unbounded) > 2 and start % 2:  # exactly two batches' bytes: a boundary
+                    max_bytes = sizes[unbounded[0]] + sizes[unbounded[1]]
+                got = store.get_batches(TOPIC, 0, offset, max_count, max_bytes, wanted)
+                batches, taken, next_begin = _reference(
+                    entries, offset, max_count, max_bytes, wanted, 20
+                )
+                assert [b.base_physical_offset for b in _batches(got)] == batches
+                assert (got.message_count, got.next_begin_offset) == (taken, next_begin)
+                expected = GetMessageStatus.FOUND if taken else GetMessageStatus.NO_MATCHED_MSG
+                assert got.status is expected and not got.corrupt
+                decoded = store.get_messages(TOPIC, 0, offset, max_count, max_bytes, wanted)
+                assert len(decoded.messages) == taken
+                assert all(offset <= m.queue_offset < next_begin for m in decoded.messages)
