@@ -122,10 +122,9 @@ class BrokerConfig:
 
     @property
     def max_record_bytes(self) -> int:
-        """The store's cap on one record batch: bodies of ``max_message_size`` bytes in all,
-        with room for the batch's framing, tags and properties beside them (the send path's
-        cap, :data:`~broker.processor.send.BATCH_FRAMING_ALLOWANCE`), so every batch the
-        clients may send can be stored."""
+        """The store's cap on one record batch: the send path's, ``max_message_size`` plus one
+        record's framing (:data:`common.MAX_FRAMING_BYTES`), so every batch the clients may send
+        can be stored."""
         return self.max_message_size + BATCH_FRAMING_ALLOWANCE
 
     def to_store_config(self, store_host: str | None = None) -> StoreConfig:

@@ -104,6 +104,7 @@ from aeromq.common._properties import (
 from aeromq.common._record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
+    MAX_FRAMING_BYTES,
     RECORD_OVERHEAD,
     BatchCheck,
     RecordBatch,
@@ -155,6 +156,7 @@ __all__ = [
     "GROUP_MAX_LENGTH",
     "IPV6_EXTRA_LENGTH",
     "KEY_SEPARATOR",
+    "MAX_FRAMING_BYTES",
     "NAME_VALUE_SEPARATOR",
     "NOT_ALLOWED_SEND_TOPICS",
     "OFFSET_COMMIT_LOG_OFFSET_OFFSET",

@@ -91,6 +91,8 @@ __all__ = [
     "BROKER_FIELDS_LENGTH",
     "CRC_OFFSET",
     "FIXED_HEADER_LENGTH",
+    "MAX_FRAMING_BYTES",
+    "MAX_PROPERTIES_LENGTH",
     "MAX_TOPIC_LENGTH",
     "RECORD_OVERHEAD",
     "BatchCheck",
@@ -123,6 +125,14 @@ BROKER_FIELDS_LENGTH: Final = CRC_OFFSET - BASE_QUEUE_OFFSET_OFFSET
 RECORD_OVERHEAD: Final = 8 + 5 * 4
 """Column bytes per record (tag hash, four lengths and values)."""
 MAX_TOPIC_LENGTH: Final = 255
+MAX_PROPERTIES_LENGTH: Final = 32767
+"""RocketMQ's cap on one message's stored property string (a Java ``short``)."""
+MAX_FRAMING_BYTES: Final = (
+    ((FIXED_HEADER_LENGTH + MAX_TOPIC_LENGTH + 7) & ~7) + RECORD_OVERHEAD + MAX_PROPERTIES_LENGTH
+)
+"""How much longer than the maximum message size a send's batch may be: a header with the
+longest topic and one record's columns and properties. A batch's whole encoding counts against
+the size (as RocketMQ counts a batch's), so many small messages carry their framing in it."""
 
 BATCH_MAGIC: Final = 0x31425141  # "AQB1" in the file
 

@@ -56,7 +56,7 @@ from aeromq.client import (
 )
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver, TopicRoute
-from aeromq.common import check_body
+from aeromq.common import MAX_FRAMING_BYTES, MessageTooLargeError, check_body
 from aeromq.producer._batch import SendResults, encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig, check_producer_group
 from aeromq.producer._route import RouteSource
@@ -417,6 +417,13 @@ class Producer:
         batch, unique_ids = encode_messages(
             messages, self._ids, time.time_ns() // 1_000_000, self._born_host
         )
+        if len(batch) > max_size + MAX_FRAMING_BYTES:
+            raise MessageTooLargeError(
+                "the batch, encoded, is over the maximum message size",
+                batch_bytes=len(batch),
+                max_message_size=max_size,
+                allowance=MAX_FRAMING_BYTES,
+            )
         return _Attempt(
             messages, batch, unique_ids, deadline_ns, 1 if pinned else 1 + retries, queue, chooser
         )

@@ -47,6 +47,7 @@ from aeromq.broker.store import (
 )
 from aeromq.common import (
     DEFAULT_MAX_MESSAGE_SIZE,
+    MAX_FRAMING_BYTES,
     NOT_ALLOWED_SEND_TOPICS,
     TOPIC_MAX_LENGTH,
     VALID_NAME_PATTERN,
@@ -69,9 +70,9 @@ SendDone = Callable[[messages_pb2.SendMessageResponse], None]
 DEFAULT_MAX_UNFLUSHED_BYTES: Final = 256 * 1024 * 1024
 DEFAULT_MAX_INFLIGHT_SENDS: Final = 4096
 
-BATCH_FRAMING_ALLOWANCE: Final = 1024 * 1024
-"""Bytes a record batch may take beyond its bodies (header, columns, tags, properties): a
-batch's bodies are capped at ``max_message_size`` in all, as RocketMQ caps a batch."""
+BATCH_FRAMING_ALLOWANCE: Final = MAX_FRAMING_BYTES
+"""Bytes a send's record batch may take beyond ``max_message_size`` (see
+:data:`common.MAX_FRAMING_BYTES`)."""
 _TOPIC_CACHE_LIMIT: Final = 10_000
 _SEND_OK: Final = messages_pb2.SEND_OK
 _FLUSH_DISK_TIMEOUT: Final = messages_pb2.FLUSH_DISK_TIMEOUT
@@ -109,8 +110,8 @@ class SendProcessor:
         self._store = store
         self.broker_name = broker_name
         self.max_message_size = max_message_size
-        # a batch's bodies are capped like one message (RocketMQ); its framing, tags and
-        # properties get room beside them
+        # a batch's whole encoding is capped like one message, with room for one record's
+        # framing beside it (RocketMQ caps a batch's encoding)
         self.max_batch_bytes = max_message_size + BATCH_FRAMING_ALLOWANCE
         self._topics: dict[str, bytes] = {}
         self.auto_create_topic = auto_create_topic

@@ -20,12 +20,9 @@ from aeromq.common import (
     PROPERTY_TAGS,
     decode_properties,
 )
-from aeromq.common._record_batch import RecordBatch, encode_batch
+from aeromq.common._record_batch import MAX_PROPERTIES_LENGTH, RecordBatch, encode_batch
 
 __all__ = ["MAX_PROPERTIES_LENGTH", "batch_keys", "decode_record", "encode_messages"]
-
-MAX_PROPERTIES_LENGTH = 32767
-"""The longest encoded properties of one message (RocketMQ's ``Short.MAX_VALUE``)."""
 
 _KEY_MARKERS = (b"KEYS\x01", b"UNIQ_KEY\x01")
 

@@ -170,10 +170,11 @@ def test_should_let_a_command_add_its_own_options() -> None:
     assert config.broker_name == "cmd"
 
 
-def test_should_let_the_store_hold_a_record_of_the_largest_body_clients_may_send() -> None:
-    from aeromq.broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
+def test_should_let_the_store_hold_a_batch_of_the_largest_body_clients_may_send() -> None:
+    from aeromq.common import encode_batch
 
-    config = BrokerConfig()
+    config = BrokerConfig(max_message_size=70_000)
     store = config.to_store_config()
-    largest = record_length(config.max_message_size, MAX_TOPIC_LENGTH, MAX_PROPERTIES_LENGTH)
-    assert store.max_message_bytes >= largest > config.max_message_size
+    properties = b"k\x01" + b"v" * (32767 - 3) + b"\x02"  # RocketMQ's longest property string
+    largest = encode_batch(b"T" * 255, [b"x" * config.max_message_size], None, [properties])
+    assert store.max_message_bytes >= len(largest) > config.max_message_size
