@@ -155,7 +155,7 @@ def test_should_build_the_store_config(tmp_path: Path) -> None:
     assert store.data_dir == tmp_path
     assert store.flush_mode is FlushMode.SYNC
     assert store.commit_log_segment_bytes == 1 << 20
-    assert store.max_message_bytes == 65536 + 88 + 1 + 255 + 2 + 32767 + 4  # header .. crc
+    assert store.max_message_bytes == 65536 + 336 + 28 + 32767  # a header, a record's framing
     assert store.store_host == "127.0.0.1:9999"
     assert config.to_store_config("10.0.0.1:1").store_host == "10.0.0.1:1"
 
