@@ -119,9 +119,10 @@ class LitePullConsumerConfig:
     rebalance_interval_ms: int = 20000
     rebalance_retry_interval_ms: int = 1000
     """The next rebalance after an unbalanced run (no route, no members, an offset failed)."""
-    takeover_delay_ms: int = 1000
-    """A queue allocated by a rebalance while the group has other members starts pulling this
-    late, after its previous owner persisted its offset (see ``aeromq.consumer.rebalance``)."""
+    takeover_delay_ms: int = 300
+    """A queue allocated by a rebalance after a member joined (or the route changed) starts
+    pulling this late, at the offset its previous owner persisted as it let go; after a leave
+    (or when alone) a queue starts at once (see ``aeromq.consumer.rebalance``)."""
     pull_time_delay_ms_when_exception: int = 3000
     pull_time_delay_ms_when_flow_control: int = 50
     pull_time_delay_ms_when_pause: int = 1000
