@@ -15,6 +15,7 @@ I/O here.
 - ``_java_string``: Java's ``String.hashCode`` and ``compareTo`` order.
 - ``_tags``: subscription expressions and the tag hash the consume queue stores
   (:func:`tag_hash_code`).
+- ``_sql92``: RocketMQ's SQL92 property filter, compiled once (:func:`compile_sql92`).
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
@@ -101,6 +102,7 @@ from aeromq.common._properties import (
 from aeromq.common._response_code import (
     ResponseCode,
 )
+from aeromq.common._sql92 import Sql92Filter, compile_sql92
 from aeromq.common._tags import (
     SUB_ALL,
     ExpressionType,
@@ -188,6 +190,7 @@ __all__ = [
     "OffsetMessageId",
     "RequestTimeoutError",
     "ResponseCode",
+    "Sql92Filter",
     "SubscriptionData",
     "TopicNotFoundError",
     "UniqueMessageId",
@@ -200,6 +203,7 @@ __all__ = [
     "check_topic_sendable",
     "check_user_property",
     "compare_key",
+    "compile_sql92",
     "create_unique_message_id",
     "decode_offset_message_id",
     "decode_properties",

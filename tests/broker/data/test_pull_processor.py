@@ -103,6 +103,25 @@ def test_should_filter_by_tag_and_move_past_entries_that_do_not_match(
     assert len(every.messages) == 5
 
 
+def test_should_answer_a_sql92_pull_with_the_matching_messages_only(
+    send: SendProcessor, pull: PullProcessor
+) -> None:
+    for index in range(6):
+        send.process(
+            send_request(
+                b"m%d" % index, tags="A" if index % 2 else "B", properties={"n": str(index)}
+            ),
+            Answers(),
+        )
+    sql = messages_pb2.SQL92
+    found = _pull(pull, expression_type=sql, sub_expression="n >= 2 AND TAGS = 'A'")
+    assert found.pull_status == FOUND and found.next_begin_offset == 6
+    assert [m.body for m in found.messages] == [b"m3", b"m5"]
+    none = _pull(pull, expression_type=sql, sub_expression="n > 100")
+    assert none.pull_status == NO_MATCHED_MSG and not none.messages
+    assert none.next_begin_offset == 6
+
+
 def test_should_carry_tags_keys_and_ids_in_their_fields_and_the_rest_in_properties(
     send: SendProcessor, pull: PullProcessor
 ) -> None:
@@ -188,9 +207,9 @@ def test_should_answer_at_once_when_long_polling_is_off(
         ({"sub_expression": "A ||"}, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "bad tag expression"),
         ({"sub_expression": "A | B"}, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "bad tag expression"),
         (
-            {"expression_type": messages_pb2.SQL92, "sub_expression": "a > 1"},
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-            "SQL92",
+            {"expression_type": messages_pb2.SQL92, "sub_expression": "a > 1 AND"},
+            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+            "bad SQL92 expression",
         ),
     ],
     ids=["unknown-topic", "queue-too-big", "queue-negative", "negative-offset", "negative-count",
