@@ -149,8 +149,8 @@ def _equal(left: Value, right: Value) -> bool | None:
     if left is None or right is None:
         return None
     if isinstance(left, bool) or isinstance(right, bool):
-        a, b = _boolean(left), _boolean(right)
-        return a is not None and a == b
+        truth = _boolean(left)
+        return truth is not None and truth == _boolean(right)
     if isinstance(left, str) and isinstance(right, str):
         return left == right
     a, b = _number(left), _number(right)
