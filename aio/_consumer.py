@@ -156,6 +156,8 @@ class AsyncLitePullConsumer:
                 await asyncio.wait_for(self._arrived.wait(), remaining_s)
             except TimeoutError:
                 return consumer.poll(0) if consumer.is_running else []
+            if not consumer.is_running:  # woken by shutdown
+                return []
 
     def __aiter__(self) -> AsyncIterator[MessageExt]:
         return self._messages()
