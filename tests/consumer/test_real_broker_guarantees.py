@@ -100,6 +100,24 @@ def test_should_deliver_what_is_sent_right_after_start_with_last_offset_20_times
     assert [trial for trial, missing in lost if missing] == [], lost
 
 
+def test_should_deliver_what_was_sent_to_a_queue_paused_before_start(
+    real_broker: ServerProcess, producer: Producer
+) -> None:
+    topic = new_topic(real_broker)
+    queue = queues_of(real_broker, topic, 4)[1]
+    producer.send(Message(topic, b"before"), queue=queue)
+    consumer = make(real_broker)  # LAST_OFFSET: "before" is not wanted
+    consumer.assign([queue])
+    consumer.pause([queue])
+    with consumer:
+        for index in range(3):
+            producer.send(Message(topic, b"paused-%d" % index), queue=queue)
+        assert consumer.poll(300) == []
+        consumer.resume([queue])
+        got = poll_until(consumer, 3, timeout_s=15)
+    assert [m.body for m in got] == [b"paused-0", b"paused-1", b"paused-2"]
+
+
 @dataclass
 class Deliveries:
     """What consumers polled: ``(consumer, queue id, offset, monotonic time)``."""
