@@ -15,7 +15,8 @@ I/O here.
 - ``_java_string``: Java's ``String.hashCode`` and ``compareTo`` order.
 - ``_tags``: subscription expressions and the tag hash the consume queue stores
   (:func:`tag_hash_code`).
-- ``_sql92``: RocketMQ's SQL92 property filter, compiled once (:func:`compile_sql92`).
+- ``_sql92``: RocketMQ's SQL92 property filter, compiled once (:func:`compile_sql92`); its lexer
+  (``_sql92_lexer``) and value semantics (``_sql92_values``) beside it.
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.

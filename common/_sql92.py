@@ -36,142 +36,27 @@ Errors: :class:`~common.InvalidExpressionError` with ``expression`` and ``positi
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final
+from typing import NoReturn
 
-from aeromq.common._errors import InvalidExpressionError
-
-__all__ = ["Sql92Filter", "compile_sql92"]
-
-Value = str | int | float | bool | None
-Evaluator = Callable[[Mapping[str, str]], Value]
-
-_KEYWORDS: Final = frozenset(
-    {
-        "AND", "OR", "NOT", "BETWEEN", "IN", "IS", "NULL", "TRUE", "FALSE",
-        "CONTAINS", "STARTSWITH", "ENDSWITH",
-    }
-)  # fmt: skip
-
-_TOKEN: Final = re.compile(
-    r"""
-    (?P<space>\s+)
-    | (?P<string>'(?:[^']|'')*')
-    | (?P<hex>0[xX][0-9a-fA-F]+)
-    | (?P<decimal>(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
-    | (?P<integer>\d+)[lL]?
-    | (?P<name>[A-Za-z_$][A-Za-z0-9_.$]*)
-    | (?P<op><>|!=|>=|<=|[=<>(),+-])
-    """,
-    re.VERBOSE,
+from aeromq.common._sql92_lexer import Token, Value, syntax_error, tokens
+from aeromq.common._sql92_values import (
+    AFTER_NOT,
+    ORDERINGS,
+    STRING_TESTS,
+    Evaluator,
+    between_of,
+    equal,
+    in_of,
+    negative_of,
+    not_,
+    ordering_of,
+    string_test_of,
 )
 
-
-@dataclass(frozen=True, slots=True)
-class _Token:
-    kind: str  # string, number, name, keyword, op, end
-    text: str
-    position: int
-    value: Value = None
-
-
-def _tokens(expression: str) -> list[_Token]:
-    found: list[_Token] = []
-    position = 0
-    while position < len(expression):
-        match = _TOKEN.match(expression, position)
-        if match is None:
-            raise _error(expression, position, f"unexpected character {expression[position]!r}")
-        kind = match.lastgroup or ""
-        text = match.group()
-        if kind == "string":
-            found.append(_Token("string", text, position, text[1:-1].replace("''", "'")))
-        elif kind == "hex":
-            found.append(_Token("number", text, position, int(text, 16)))
-        elif kind == "decimal":
-            found.append(_Token("number", text, position, float(text)))
-        elif kind == "integer":
-            found.append(_Token("number", text, position, int(match.group("integer"))))
-        elif kind == "name":
-            upper = text.upper()
-            if upper in _KEYWORDS:
-                found.append(_Token("keyword", upper, position))
-            else:
-                found.append(_Token("name", text, position))
-        elif kind == "op":
-            found.append(_Token("op", text, position))
-        position = match.end()
-    found.append(_Token("end", "end of expression", len(expression)))
-    return found
-
-
-def _error(expression: str, position: int, problem: str) -> InvalidExpressionError:
-    return InvalidExpressionError(
-        f"SQL92 syntax error: {problem}", expression=expression, position=position
-    )
-
-
-# -- values -----------------------------------------------------------------------------------
-
-
-def _number(value: Value) -> int | float | None:
-    """``value`` as a number, or None (a string that is not one, a boolean, NULL)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return value
-    text = value.strip()
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _boolean(value: Value) -> bool | None:
-    """``value`` as a boolean (``"true"``/``"false"`` in any case), or None."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("true", "false"):
-            return text == "true"
-    return None
-
-
-def _equal(left: Value, right: Value) -> bool | None:
-    if left is None or right is None:
-        return None
-    if isinstance(left, bool) or isinstance(right, bool):
-        truth = _boolean(left)
-        return truth is not None and truth == _boolean(right)
-    if isinstance(left, str) and isinstance(right, str):
-        return left == right
-    a, b = _number(left), _number(right)
-    return a is not None and b is not None and a == b
-
-
-def _order(left: Value, right: Value) -> tuple[int | float, int | float] | None:
-    """Both as numbers, or None (unknown or not comparable)."""
-    if left is None or right is None:
-        return None
-    a, b = _number(left), _number(right)
-    if a is None or b is None:
-        return None
-    return a, b
-
-
-def _not(value: Value) -> Value:
-    return None if value is None else not value
-
-
-# -- the parser -------------------------------------------------------------------------------
+__all__ = ["Sql92Filter", "compile_sql92"]
 
 
 class _Parser:
@@ -179,14 +64,14 @@ class _Parser:
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
-        self.tokens = _tokens(expression)
+        self.tokens = tokens(expression)
         self.index = 0
 
     @property
-    def token(self) -> _Token:
+    def token(self) -> Token:
         return self.tokens[self.index]
 
-    def take(self) -> _Token:
+    def take(self) -> Token:
         token = self.tokens[self.index]
         self.index += 1
         return token
@@ -205,9 +90,9 @@ class _Parser:
         if not self.accept(kind, text):
             self.fail(f"expected {what}")
 
-    def fail(self, problem: str, token: _Token | None = None) -> None:
+    def fail(self, problem: str, token: Token | None = None) -> NoReturn:
         token = token or self.token
-        raise _error(self.expression, token.position, f"{problem}, found {token.text!r}")
+        raise syntax_error(self.expression, token.position, f"{problem}, found {token.text!r}")
 
     def parse(self) -> Evaluator:
         start = self.token
@@ -218,7 +103,7 @@ class _Parser:
             self.fail("the expression is a value, not a condition", start)
         return evaluate
 
-    def condition(self, part: tuple[Evaluator, bool], token: _Token) -> Evaluator:
+    def condition(self, part: tuple[Evaluator, bool], token: Token) -> Evaluator:
         evaluate, condition = part
         if not condition:
             self.fail("AND, OR and NOT need conditions", token)
@@ -285,8 +170,8 @@ class _Parser:
     @staticmethod
     def _equals(left: Evaluator, right: Evaluator, negate: bool) -> tuple[Evaluator, bool]:
         if negate:
-            return (lambda p: _not(_equal(left(p), right(p)))), True
-        return (lambda p: _equal(left(p), right(p))), True
+            return (lambda p: not_(equal(left(p), right(p)))), True
+        return (lambda p: equal(left(p), right(p))), True
 
     @staticmethod
     def _is_null(operand: Evaluator, negate: bool) -> tuple[Evaluator, bool]:
@@ -298,14 +183,14 @@ class _Parser:
         left = self.unary()
         while True:
             token = self.token
-            if token.kind == "op" and token.text in _ORDERINGS:
+            if token.kind == "op" and token.text in ORDERINGS:
                 self.take()
-                left = _ordering(token.text, left[0], self.unary()[0]), True
+                left = ordering_of(token.text, left[0], self.unary()[0]), True
                 continue
             negate = False
             if token.kind == "keyword" and token.text == "NOT":
                 following = self.tokens[self.index + 1]
-                if following.kind != "keyword" or following.text not in _AFTER_NOT:
+                if following.kind != "keyword" or following.text not in AFTER_NOT:
                     return left
                 self.take()
                 negate = True
@@ -314,16 +199,16 @@ class _Parser:
                 low = self.unary()[0]
                 self.expect("keyword", "AND", "AND in BETWEEN")
                 high = self.unary()[0]
-                left = _between(left[0], low, high, negate), True
+                left = between_of(left[0], low, high, negate), True
             elif self.accept("keyword", "IN"):
-                left = _in(left[0], self.string_list(), negate), True
-            elif token.kind == "keyword" and token.text in _STRING_TESTS:
+                left = in_of(left[0], self.string_list(), negate), True
+            elif token.kind == "keyword" and token.text in STRING_TESTS:
                 self.take()
                 literal = self.token
                 if not self.accept("string"):
                     self.fail(f"{token.text} needs a string literal")
                 assert isinstance(literal.value, str)
-                left = _string_test(token.text, left[0], literal.value, negate), True
+                left = string_test_of(token.text, left[0], literal.value, negate), True
             else:
                 return left
 
@@ -346,11 +231,11 @@ class _Parser:
             operand = self.unary()[0]
             if token.text == "+":
                 return operand, False
-            return _negative(operand), False
+            return negative_of(operand), False
         if self.accept("keyword", "NOT"):
             start = self.token
             operand = self.condition(self.unary(), start)
-            return (lambda p: _not(operand(p))), True
+            return (lambda p: not_(operand(p))), True
         return self.primary()
 
     def primary(self) -> tuple[Evaluator, bool]:
@@ -371,77 +256,6 @@ class _Parser:
             self.expect("op", ")", "')'")
             return inner
         self.fail("expected a value, a property or '('", token)
-        raise AssertionError  # fail raises
-
-
-_ORDERINGS: Final = frozenset({">", ">=", "<", "<="})
-_STRING_TESTS: Final = frozenset({"CONTAINS", "STARTSWITH", "ENDSWITH"})
-_AFTER_NOT: Final = frozenset({"BETWEEN", "IN", *_STRING_TESTS})
-
-
-def _negative(operand: Evaluator) -> Evaluator:
-    def evaluate(properties: Mapping[str, str]) -> Value:
-        number = _number(operand(properties))
-        return None if number is None else -number
-
-    return evaluate
-
-
-def _ordering(operator: str, left: Evaluator, right: Evaluator) -> Evaluator:
-    def evaluate(properties: Mapping[str, str]) -> Value:
-        pair = _order(left(properties), right(properties))
-        if pair is None:
-            return None
-        a, b = pair
-        if operator == ">":
-            return a > b
-        if operator == ">=":
-            return a >= b
-        if operator == "<":
-            return a < b
-        return a <= b
-
-    return evaluate
-
-
-def _between(operand: Evaluator, low: Evaluator, high: Evaluator, negate: bool) -> Evaluator:
-    def evaluate(properties: Mapping[str, str]) -> Value:
-        value = operand(properties)
-        above = _order(value, low(properties))
-        below = _order(value, high(properties))
-        if above is None or below is None:
-            return None
-        inside = above[0] >= above[1] and below[0] <= below[1]
-        return not inside if negate else inside
-
-    return evaluate
-
-
-def _in(operand: Evaluator, values: frozenset[str], negate: bool) -> Evaluator:
-    def evaluate(properties: Mapping[str, str]) -> Value:
-        value = operand(properties)
-        if value is None:
-            return None
-        found = isinstance(value, str) and value in values
-        return not found if negate else found
-
-    return evaluate
-
-
-def _string_test(test: str, operand: Evaluator, literal: str, negate: bool) -> Evaluator:
-    def evaluate(properties: Mapping[str, str]) -> Value:
-        value = operand(properties)
-        if not isinstance(value, str):
-            return None
-        if test == "CONTAINS":
-            found = literal in value
-        elif test == "STARTSWITH":
-            found = value.startswith(literal)
-        else:
-            found = value.endswith(literal)
-        return not found if negate else found
-
-    return evaluate
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,5 +274,5 @@ class Sql92Filter:
 def compile_sql92(expression: str) -> Sql92Filter:
     """Parse ``expression`` once (cached); raises InvalidExpressionError with its position."""
     if not expression or expression.isspace():
-        raise _error(expression, 0, "the expression is empty")
+        raise syntax_error(expression, 0, "the expression is empty")
     return Sql92Filter(expression, _Parser(expression).parse())
