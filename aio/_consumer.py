@@ -43,8 +43,8 @@ from aeromq.consumer import (
     DefaultLitePullConsumer,
     LitePullConsumerConfig,
     ServiceState,
+    ValueDeserializer,
 )
-from aeromq.consumer.lite_pull_consumer import ValueDeserializer
 from aeromq.consumer.rebalance import MessageQueueListener
 
 __all__ = ["AsyncLitePullConsumer"]

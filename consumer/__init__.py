@@ -23,8 +23,10 @@ from aeromq.consumer.config import (
 )
 from aeromq.consumer.lite_pull_consumer import (
     DefaultLitePullConsumer,
+    DeliveryListener,
     ServiceState,
     TopicMessageQueueChangeListener,
+    ValueDeserializer,
 )
 from aeromq.consumer.offset_store import (
     LocalFileOffsetStore,
@@ -45,6 +47,7 @@ __all__ = [
     "BrokerApi",
     "ConsumeFromWhere",
     "DefaultLitePullConsumer",
+    "DeliveryListener",
     "FlowControlCounters",
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
@@ -59,4 +62,5 @@ __all__ = [
     "ServiceState",
     "SubscriptionType",
     "TopicMessageQueueChangeListener",
+    "ValueDeserializer",
 ]
