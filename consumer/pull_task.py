@@ -174,6 +174,7 @@ class PullTask:
                 offset = state.seek_offset
                 state.consume_offset = offset
                 state.seek_offset = -1
+                state.recheck_committed = False  # a seek wins over the committed offset
             else:
                 offset = state.pull_offset
         if offset < 0 or state.recheck_committed:
