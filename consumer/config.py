@@ -111,6 +111,8 @@ class LitePullConsumerConfig:
     """At most this many messages per ``poll``, gathered across queues (RocketMQ returns one
     pull batch per poll: see ``DefaultLitePullConsumer.poll``)."""
     topic_metadata_check_interval_ms: int = 30000
+    """The route check: a subscribed topic whose queues changed is rebalanced at once, and
+    the queue change listeners hear of their topics' changes."""
     broker_suspend_max_time_ms: int = 20000
     consumer_timeout_ms_when_suspend: int = 30000
     consumer_pull_timeout_ms: int = 10000

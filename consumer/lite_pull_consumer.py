@@ -30,7 +30,8 @@ delivered twice then: at once after a leave (the leaver persisted before leaving
 
 Start offsets (``docs/lite-pull-consumer.md``): a queue's start offset is fixed when the queue
 is allocated or assigned, before it shows in ``assignment()`` and, for the queues of the
-first rebalance, before ``start()`` returns; so a message sent after ``start()`` returned is
+first rebalance, before ``start()`` returns (of a topic subscribed while running: before
+``subscribe()`` returns); so a message sent after ``start()`` returned is
 delivered with the default ``LAST_OFFSET``, and a queue paused before ``start()`` and resumed
 later delivers what was sent meanwhile. A queue that appears in a subscribed topic's route
 after the consumer first saw the topic is read from its first offset, and the route check
@@ -446,8 +447,8 @@ class DefaultLitePullConsumer:
     ) -> None:
         """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``) or a
         :class:`~client.MessageSelector`. Caller: the application, before or after start.
-        Affects: the group's subscription (heartbeat) and, at the next rebalance (at once when
-        running), the owned queues. Raises IllegalStateError after ``assign`` or shutdown,
+        Affects: the group's subscription (heartbeat) and the owned queues: at ``start()``, or,
+        when running, by a rebalance before this returns (so their start offsets are fixed). Raises IllegalStateError after ``assign`` or shutdown,
         InvalidExpressionError for an expression that does not parse (a SQL92 one names the
         position of the error)."""
         check_topic(topic)
@@ -466,7 +467,10 @@ class DefaultLitePullConsumer:
                     self._heartbeat()
                 else:
                     self._start_heartbeat()
-                rebalance.wakeup()
+                # Allocate now, so the topic's queues (with their start offsets) are owned
+                # when this returns; the service thread retries soon if this run cannot.
+                if not rebalance.run_now():
+                    rebalance.wakeup()
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic``. Caller: the application. Affects: its queues are dropped

@@ -117,8 +117,17 @@ class RebalanceService:
         self._wakeup.set()
 
     def wakeup(self) -> None:
-        """Run as soon as possible (a subscription changed)."""
+        """Run as soon as possible on the service thread."""
         self._wakeup.set()
+
+    def run_now(self) -> bool:
+        """One run in the caller's thread (a subscription changed); whether it was balanced.
+        Errors are logged, not raised: the service thread tries again."""
+        try:
+            return self.do_rebalance()
+        except Exception:
+            _log.exception("rebalance failed")
+            return False
 
     def on_route(self, topic: str, queues: set[MessageQueue]) -> None:
         """The consumer's route check saw ``topic``'s queues: rebalance at once when they
@@ -271,12 +280,7 @@ class RebalanceService:
         if self._thread is not None:
             return
         self._running = True
-        balanced = False
-        if first_run:
-            try:
-                balanced = self.do_rebalance()
-            except Exception:
-                _log.exception("rebalance failed")
+        balanced = self.run_now() if first_run else False
         if not balanced:
             self._wakeup.set()
         self._first_interval_ms = self.config.rebalance_interval_ms if balanced else 0

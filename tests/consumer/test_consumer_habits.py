@@ -247,3 +247,18 @@ def test_should_call_delivery_listeners_when_messages_arrive_and_at_shutdown(
     before = len(calls)
     consumer.shutdown()
     assert len(calls) == before + 1
+
+
+def test_should_own_a_topic_subscribed_while_running_when_subscribe_returns(
+    broker: InMemoryBroker, queues: list[MessageQueue], consumer: DefaultLitePullConsumer
+) -> None:
+    other = broker.create_topic("OtherTopic", 2)
+    consumer.subscribe("OtherTopic")
+    consumer.start()
+    for queue in queues:
+        broker.send(queue, b"before")
+    consumer.subscribe(TOPIC)
+    assert consumer.assignment() == set(queues) | set(other)
+    for queue in queues:
+        broker.send(queue, b"after")
+    assert sorted(m.body for m in poll_until(consumer, 4)) == [b"after"] * 4
