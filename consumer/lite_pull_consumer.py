@@ -388,8 +388,7 @@ class DefaultLitePullConsumer:
         if self._scheduler is not None:
             self._scheduler.shutdown()
         if persist and self._offset_store is not None:
-            if self._config.auto_commit:
-                self._commit_consumed(self._assigned.queues())
+            self._commit_and_drop_all()
             try:
                 self._offset_store.persist_all(self._assigned.queues())
             except ClientError as error:
@@ -751,6 +750,19 @@ class DefaultLitePullConsumer:
                     return True
         _log.warning("commit skipped, queue not owned: %s", queue)
         return False
+
+    def _commit_and_drop_all(self) -> None:
+        """At shutdown: under each queue's lock, commit its consume offset (auto commit) and
+        mark its process queue dropped, so a ``poll`` still running returns nothing it has not
+        committed (a clean leave delivers nothing twice)."""
+        store = self._require_store()
+        auto_commit = self._config.auto_commit
+        for state in self._assigned.states():
+            with state.lock:
+                process_queue = state.process_queue
+                if auto_commit and not process_queue.dropped and state.consume_offset >= 0:
+                    store.update_offset(state.queue, state.consume_offset)
+                process_queue.dropped = True
 
     def _maybe_auto_commit(self) -> None:
         now_s = time.monotonic()

@@ -262,3 +262,19 @@ def test_should_own_a_topic_subscribed_while_running_when_subscribe_returns(
     for queue in queues:
         broker.send(queue, b"after")
     assert sorted(m.body for m in poll_until(consumer, 4)) == [b"after"] * 4
+
+
+def test_should_commit_and_drop_every_queue_at_shutdown_so_a_late_poll_returns_nothing(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    broker.send_many(queues[0], [b"m"] * 30)
+    consumer = make(broker, consume_from_where=ConsumeFromWhere.FIRST_OFFSET, max_poll_records=10)
+    consumer.assign([queues[0]])
+    consumer.start()
+    state = consumer.assigned_queues.state(queues[0])
+    assert state is not None
+    assert len(poll_until(consumer, 10)) == 10
+    assert wait_for(lambda: state.process_queue.msg_count > 0)  # more cached, not polled
+    consumer.shutdown()
+    assert state.process_queue.dropped
+    assert broker.committed_offset("group_test", queues[0]) == 10
