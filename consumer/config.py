@@ -122,9 +122,9 @@ class LitePullConsumerConfig:
     rebalance_retry_interval_ms: int = 1000
     """The next rebalance after an unbalanced run (no route, no members, an offset failed)."""
     takeover_delay_ms: int = 300
-    """A queue allocated by a rebalance after a member joined (or the route changed) starts
-    pulling this late, at the offset its previous owner persisted as it let go; after a leave
-    (or when alone) a queue starts at once (see ``aeromq.consumer.rebalance``)."""
+    """A queue a rebalance takes over from a member still in the group starts pulling this
+    late, at the offset that member persisted as it let go; a queue nobody else holds (its
+    holder left, or it is new) starts at once (see ``aeromq.consumer.rebalance``)."""
     pull_time_delay_ms_when_exception: int = 3000
     pull_time_delay_ms_when_flow_control: int = 50
     pull_time_delay_ms_when_pause: int = 1000

@@ -24,9 +24,9 @@ users took for "poll returns only one message" (RocketMQ #5498, #1761). Messages
 come in offset order. Delivery is at least once: a message comes again after a seek, or when its
 consumer died before committing it. A clean rebalance (a member joins or leaves) hands each
 moved queue over at the offset its previous owner committed as it let go, so nothing is
-delivered twice then: at once after a leave (the leaver persisted before leaving), and
-``takeover_delay_ms`` after a join, as long as the previous owner reacts within it (see
-``aeromq.consumer.rebalance``).
+delivered twice then: at once when its previous owner left (it persisted before leaving), and
+``takeover_delay_ms`` later when that owner is still in the group, as long as it reacts within
+it (see ``aeromq.consumer.rebalance``).
 
 Start offsets (``docs/lite-pull-consumer.md``): a queue's start offset is fixed when the queue
 is allocated or assigned, before it shows in ``assignment()`` and, for the queues of the
@@ -54,8 +54,8 @@ Deviations from RocketMQ, each deliberate: configuration is one validated
 ``commit`` persists by default; a consumer in ``assign`` mode does not join its group (as
 Kafka's manual assignment), so it does not take queues from subscribed members; seeking does not
 touch the offset store (it moves the consume offset, which the next commit commits); a queue
-taken over after a join starts pulling ``takeover_delay_ms`` after the rebalance (at once after
-a leave); the start offset of a never-committed queue is fixed at allocation, not at its first
+taken over from a live member starts pulling ``takeover_delay_ms`` after the rebalance (from
+one that left: at once); the start offset of a never-committed queue is fixed at allocation, not at its first
 pull.
 """
 

@@ -19,14 +19,17 @@ A run (:meth:`RebalanceService.do_rebalance`, RocketMQ's ``RebalanceImpl.doRebal
    offset the broker cannot give is left for the next run (the run counts as unbalanced).
    Then its pull task starts:
 
-   - at once when this consumer is alone, or when the members only shrank and the route did
-     not change (a clean leave: the leaver persisted its offsets before it left, so the
-     committed offset read is exact);
-   - after ``takeover_delay_ms`` when a member joined (this one or another) or the route
-     changed (the allocation may move queues between live members): the previous
-     owner got the same push and persists the queue's offset as it drops it; the pull task
-     then reads the committed offset again and starts there when there is one (a clean
-     hand-over delivers nothing twice; RocketMQ re-delivers up to 5 s of messages);
+   - at once when nobody else pulls it: this consumer is alone, the queue is new in the
+     route, or the member the last run's allocation gave it to has left (a clean leaver
+     persisted its offsets before it left, so the committed offset read is exact). Every
+     strategy is deterministic over sorted queues and ids, so the last run's allocation of
+     each member is computed here;
+   - after ``takeover_delay_ms`` when a live member held it (a member joined and the
+     allocation moved queues, or a leave shifted queues between the remaining members), or
+     when this consumer's first run cannot know: the previous owner got the same push and
+     persists the queue's offset as it drops it; the pull task then reads the committed
+     offset again and starts there when there is one (a clean hand-over delivers nothing
+     twice; RocketMQ re-delivers up to 5 s of messages);
 4. the optional ``message_queue_listener(topic, all_queues, owned_queues)`` hears of changes.
 
 A run is *unbalanced* when a topic had no route or no members, this consumer was not among
@@ -176,7 +179,7 @@ class RebalanceService:
             return False
         self._first_queues.setdefault(topic, frozenset(queues))
         if self.config.message_model is MessageModel.BROADCASTING:
-            return self._update_owned(topic, queues, set(queues), 0)
+            return self._update_owned(topic, queues, set(queues), frozenset())
         members = self._members(topic, use_pushed)
         if not members:
             _log.warning("rebalance: group=%s has no members", self.config.consumer_group)
@@ -187,29 +190,54 @@ class RebalanceService:
         now = frozenset(members)
         before = self._last_members.get(topic)
         self._last_members[topic] = now
-        alone = now == {self.client_id}
-        only_left = before is not None and now <= before and queues == previous_queues
-        delay_ms = 0 if alone or only_left else self.config.takeover_delay_ms
-        complete = self._update_owned(topic, queues, allocated, delay_ms)
+        if now == {self.client_id}:
+            held_by_live: frozenset[MessageQueue] | None = frozenset()
+        elif before is None or previous_queues is None:
+            held_by_live = None  # this consumer's first run: any queue may be held
+        else:
+            held_by_live = self._held_by_live(previous_queues, before, now)
+        complete = self._update_owned(topic, queues, allocated, held_by_live)
         if self.client_id not in members:
             _log.info("rebalance: client_id=%s not yet among the members", self.client_id)
             return False
         return complete
+
+    def _held_by_live(
+        self, previous_queues: set[MessageQueue], before: frozenset[str], now: frozenset[str]
+    ) -> frozenset[MessageQueue]:
+        """The queues the last run's allocation gave to another member that is still in the
+        group (so it still pulls them until it lets go). Strategies are deterministic over
+        sorted queues and ids, so each member's share is computed here; a strategy that
+        cannot say for another member counts every queue as held."""
+        group = self.config.consumer_group
+        members = sorted(before)
+        held: set[MessageQueue] = set()
+        for member in members:
+            if member == self.client_id or member not in now:
+                continue
+            try:
+                held.update(self.strategy.allocate(group, member, previous_queues, members))
+            except Exception:
+                return frozenset(previous_queues)
+        return frozenset(held)
 
     def _update_owned(
         self,
         topic: str,
         all_queues: set[MessageQueue],
         allocated: set[MessageQueue],
-        start_delay_ms: int,
+        held_by_live: frozenset[MessageQueue] | None,
     ) -> bool:
         """Own exactly ``allocated`` of ``topic``; whether every new queue got its start
-        offset (the others are left for the next run)."""
+        offset (the others are left for the next run). A new queue in ``held_by_live`` (None:
+        every one) is taken over from a live member: its pull task starts
+        ``takeover_delay_ms`` later and reads the committed offset again first."""
         owned = {queue for queue in self._assigned.queues() if queue.topic == topic}
         removed = owned - allocated
         for queue in sorted(removed, key=MessageQueue.order_key):
             self.drop_queue(queue)
         added: list[MessageQueue] = []
+        taken_over: list[MessageQueue] = []
         first_queues = self._first_queues.get(topic, frozenset())
         for queue in sorted(allocated - owned, key=MessageQueue.order_key):
             self._offset_store.remove_offset(queue)
@@ -219,9 +247,14 @@ class RebalanceService:
                 _log.warning("no start offset for queue=%s yet, next run: %s", queue, error)
                 continue
             state = self._assigned.add(queue, offset)
-            state.recheck_committed = start_delay_ms > 0
-            added.append(queue)
-        self._tasks.start(added, start_delay_ms)
+            if held_by_live is None or queue in held_by_live:
+                state.recheck_committed = True
+                taken_over.append(queue)
+            else:
+                added.append(queue)
+        self._tasks.start(added)
+        self._tasks.start(taken_over, self.config.takeover_delay_ms)
+        added += taken_over
         if (removed or added) and self.listener is not None:
             owned_now = {queue for queue in self._assigned.queues() if queue.topic == topic}
             try:

@@ -318,3 +318,27 @@ def test_should_retry_soon_after_an_unbalanced_run(broker: InMemoryBroker) -> No
         assert not wait_for(lambda: service.runs > runs, 0.2)
     finally:
         service.shutdown()
+
+
+def test_should_delay_a_queue_a_leave_shifts_from_a_live_member_and_not_the_leavers(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    first, last = "10.0.0.0@first", "10.0.0.3@last"
+    for member in (first, ME, OTHER, last):
+        join(broker, member)
+    rebalancing = Rebalancing(broker, takeover_delay_ms=300)
+    rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [1]
+    broker.unregister(last, GROUP)  # three left: first 0-1, me 2, other 3
+    rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [2]
+    moved = rebalancing.harness.assigned.state(queues[2])
+    assert moved is not None and moved.recheck_committed  # other (live) held it
+    assert rebalancing.harness.scheduler.delays()[-1] == 300
+    broker.unregister(first, GROUP)  # two left: me 0-1, other 2-3
+    rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [0, 1]
+    for queue in queues[:2]:  # first, who left, held both: taken at once
+        state = rebalancing.harness.assigned.state(queue)
+        assert state is not None and not state.recheck_committed
+    assert rebalancing.harness.scheduler.delays()[-2:] == [0, 0]
