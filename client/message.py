@@ -205,6 +205,7 @@ class MessageExt(Message):
     """
 
     __slots__ = (
+        "_value",
         "born_host",
         "born_timestamp_ms",
         "broker_name",
@@ -256,6 +257,19 @@ class MessageExt(Message):
     @property
     def queue(self) -> MessageQueue:
         return MessageQueue(self.topic, self.broker_name, self.queue_id)
+
+    @property
+    def value(self) -> Any:
+        """The body as the consumer's ``value_deserializer`` made it; the body itself when
+        the consumer has none (kafka-python's ``ConsumerRecord.value``)."""
+        try:
+            return self._value
+        except AttributeError:
+            return self.body
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._value = value
 
     @property
     def offset_msg_id(self) -> str:

@@ -15,6 +15,8 @@ I/O here.
 - ``_java_string``: Java's ``String.hashCode`` and ``compareTo`` order.
 - ``_tags``: subscription expressions and the tag hash the consume queue stores
   (:func:`tag_hash_code`).
+- ``_sql92``: RocketMQ's SQL92 property filter, compiled once (:func:`compile_sql92`); its lexer
+  (``_sql92_lexer``) and value semantics (``_sql92_values``) beside it.
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
@@ -113,10 +115,12 @@ from aeromq.common._record_batch import (
     encode_batch,
     patch_batch,
     read_total_length,
+    stored_properties,
 )
 from aeromq.common._response_code import (
     ResponseCode,
 )
+from aeromq.common._sql92 import Sql92Filter, compile_sql92
 from aeromq.common._tags import (
     SUB_ALL,
     ExpressionType,
@@ -211,6 +215,7 @@ __all__ = [
     "RecordBatch",
     "RequestTimeoutError",
     "ResponseCode",
+    "Sql92Filter",
     "SubscriptionData",
     "TopicNotFoundError",
     "UniqueMessageId",
@@ -225,6 +230,7 @@ __all__ = [
     "check_topic_sendable",
     "check_user_property",
     "compare_key",
+    "compile_sql92",
     "create_unique_message_id",
     "decode_offset_message_id",
     "decode_properties",
@@ -245,6 +251,7 @@ __all__ = [
     "patch_batch",
     "read_total_length",
     "salvage_envelope_ids",
+    "stored_properties",
     "tag_hash_code",
     "tag_problem",
     "unique_message_id_time_ms",

@@ -82,6 +82,7 @@ import numpy as np
 import numpy.typing as npt
 
 from aeromq.common._java_string import hash_code
+from aeromq.common._properties import PROPERTY_TAGS, decode_properties
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -102,6 +103,7 @@ __all__ = [
     "encode_batch",
     "patch_batch",
     "read_total_length",
+    "stored_properties",
 ]
 
 TOTAL_LENGTH_OFFSET: Final = 0
@@ -635,6 +637,16 @@ class RecordBatch:
             f"base_queue_offset={self.base_queue_offset}, "
             f"base_physical_offset={self.base_physical_offset}, length={self.length})"
         )
+
+
+def stored_properties(batch: RecordBatch, index: int) -> dict[str, str]:
+    """Record ``index``'s properties as RocketMQ keeps them: its property string, with ``TAGS``
+    put back from the tag column."""
+    properties = decode_properties(batch.properties_bytes(index))
+    tag = batch.tag(index)
+    if tag is not None:
+        properties[PROPERTY_TAGS] = tag
+    return properties
 
 
 def read_i64(buffer: Buffer, position: int) -> int:

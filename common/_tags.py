@@ -12,8 +12,11 @@ codes can collide, so the client filters again on the tag strings
 (:meth:`SubscriptionData.matches_tag`), as RocketMQ's client does. The broker parses a pull's
 expression with :func:`build_subscription_data` too.
 
-SQL92 selectors (:meth:`MessageSelector.by_sql`) can be made and carried, but nothing evaluates
-them yet: matching with one raises :class:`~common.NotSupportedError`.
+SQL92 selectors (:meth:`MessageSelector.by_sql`) are compiled by :func:`build_subscription_data`
+(:func:`~common.compile_sql92`), so a bad one is refused with the position of the error where
+the subscription is made; the broker evaluates them on the pull path against each message's
+properties. The tag checks below (:meth:`SubscriptionData.matches_tag`) are for tag
+subscriptions only and raise :class:`~common.NotSupportedError` for a SQL92 one.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from functools import lru_cache
 
 from aeromq.common._errors import InvalidExpressionError, NotSupportedError
 from aeromq.common._java_string import hash_code
+from aeromq.common._sql92 import compile_sql92
 from aeromq.common._validators import tag_problem
 
 __all__ = [
@@ -61,7 +65,7 @@ class MessageSelector:
 
     @classmethod
     def by_sql(cls, sql: str) -> MessageSelector:
-        """A SQL92 expression on user properties (not evaluated yet: see the module doc)."""
+        """A SQL92 expression on the message's properties, evaluated by the broker."""
         return cls(ExpressionType.SQL92, sql)
 
 
@@ -130,8 +134,7 @@ class SubscriptionData:
 
 def _sql_not_supported(subscription: SubscriptionData) -> NotSupportedError:
     return NotSupportedError(
-        "SQL92 message selectors are accepted but not evaluated yet: subscribe with a tag "
-        "expression",
+        "a SQL92 subscription has no tags to match: the broker evaluates its expression",
         topic=subscription.topic,
         expression=subscription.sub_string,
     )
@@ -141,11 +144,13 @@ def build_subscription_data(
     topic: str, expression: str | MessageSelector | None = None
 ) -> SubscriptionData:
     """The subscription for ``topic`` with a tag expression or a selector (RocketMQ's
-    ``FilterAPI.build``). An empty SQL92 expression is an error, as in RocketMQ."""
+    ``FilterAPI.build``). An empty SQL92 expression is an error, as in RocketMQ, and so is
+    one that does not compile (:class:`~common.InvalidExpressionError` with its ``position``)."""
     if isinstance(expression, MessageSelector):
         if expression.expression_type is ExpressionType.SQL92:
             if not expression.expression or expression.expression.isspace():
                 raise InvalidExpressionError("a SQL92 expression must not be empty", topic=topic)
+            compile_sql92(expression.expression)
             return SubscriptionData(topic, expression.expression, ExpressionType.SQL92)
         expression = expression.expression
     tags = parse_tag_expression(expression)

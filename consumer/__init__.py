@@ -24,8 +24,10 @@ from aeromq.consumer.config import (
 )
 from aeromq.consumer.lite_pull_consumer import (
     DefaultLitePullConsumer,
+    DeliveryListener,
     ServiceState,
     TopicMessageQueueChangeListener,
+    ValueDeserializer,
 )
 from aeromq.consumer.message_batch import BatchMessageExt, MessageBatch
 from aeromq.consumer.offset_store import (
@@ -48,6 +50,7 @@ __all__ = [
     "BrokerApi",
     "ConsumeFromWhere",
     "DefaultLitePullConsumer",
+    "DeliveryListener",
     "FlowControlCounters",
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
@@ -63,4 +66,5 @@ __all__ = [
     "ServiceState",
     "SubscriptionType",
     "TopicMessageQueueChangeListener",
+    "ValueDeserializer",
 ]

@@ -13,20 +13,30 @@ delivered.
 
 Tags: the broker filtered on tag hash codes; here the hash column is filtered again (a batch
 holds other records too) and, as RocketMQ's client does, the tag strings of the records whose
-hash matched are compared, so a hash collision never delivers a foreign tag.
+hash matched are compared, so a hash collision never delivers a foreign tag. SQL92: the broker
+sent the batches holding a match; here the expression selects among their records again.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
+from functools import lru_cache
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from aeromq.client import CorruptMessageError, MessageQueue, SubscriptionData
-from aeromq.common import BATCH_MAGIC, FIXED_HEADER_LENGTH, RECORD_OVERHEAD
+from aeromq.client import CorruptMessageError, ExpressionType, MessageQueue, SubscriptionData
+from aeromq.common import (
+    BATCH_MAGIC,
+    FIXED_HEADER_LENGTH,
+    PROPERTY_TAGS,
+    RECORD_OVERHEAD,
+    Sql92Filter,
+    compile_sql92,
+    decode_properties,
+)
 from aeromq.consumer.message_batch import HEADER_DTYPE, MessageBatch, PulledChunk
 
 __all__ = ["read_pulled_batches"]
@@ -105,6 +115,18 @@ def read_pulled_batches(
         ends = (tag_start[chosen] + tag_length[chosen]).tolist()
         matches = [data[a:b] in wanted for a, b in zip(starts, ends, strict=True)]
         chosen = chosen[np.array(matches, dtype=bool)]
+    if subscription is not None and subscription.expression_type is ExpressionType.SQL92:
+        chosen = chosen[
+            _sql92_matches(
+                data,
+                subscription,
+                chosen,
+                properties_start,
+                properties_length,
+                tag_start,
+                tag_length,
+            )
+        ]
     records: dict[str, npt.NDArray[Any]] = {
         "batch": batch[chosen],
         "index": index[chosen],
@@ -119,6 +141,37 @@ def read_pulled_batches(
         "flag": _i32(raw, at[chosen] + 16 * per[chosen]),
     }
     return MessageBatch([PulledChunk(data, headers, queue, broker_name, records)])
+
+
+def _sql92_matches(
+    data: bytes,
+    subscription: SubscriptionData,
+    chosen: npt.NDArray[np.int64],
+    properties_start: npt.NDArray[np.int64],
+    properties_length: npt.NDArray[np.int32],
+    tag_start: npt.NDArray[np.int64],
+    tag_length: npt.NDArray[np.int32],
+) -> npt.NDArray[np.bool_]:
+    """Which of the ``chosen`` records the subscription's SQL92 expression selects, on their
+    properties (``TAGS`` among them), as the broker selected their batches: one property parse
+    per record, the price of a SQL92 subscription."""
+    matches = _compiled(subscription.sub_string).matches
+    out = np.zeros(len(chosen), dtype=bool)
+    starts = properties_start[chosen].tolist()
+    ends = (properties_start[chosen] + properties_length[chosen]).tolist()
+    tag_starts = tag_start[chosen].tolist()
+    tag_ends = (tag_start[chosen] + tag_length[chosen]).tolist()
+    for i, (a, b, c, d) in enumerate(zip(starts, ends, tag_starts, tag_ends, strict=True)):
+        properties = decode_properties(data[a:b])
+        if d > c:
+            properties[PROPERTY_TAGS] = data[c:d].decode()
+        out[i] = matches(properties)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _compiled(expression: str) -> Sql92Filter:
+    return compile_sql92(expression)
 
 
 def _frame(data: bytes, queue: MessageQueue, offset: int) -> tuple[list[int], list[int]]:

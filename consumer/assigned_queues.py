@@ -10,7 +10,9 @@ Per queue (:class:`QueueState`, RocketMQ's ``MessageQueueState``):
   and ``consume_from_where``);
 - ``consume_offset``: the next offset ``poll`` will return, which auto commit commits (-1: none
   polled yet);
-- ``seek_offset``: a seek not yet taken by the pull task (-1: none).
+- ``seek_offset``: a seek not yet taken by the pull task (-1: none);
+- ``recheck_committed``: taken over from a live member, so the pull task reads the committed
+  offset once more before its first pull (the previous owner persists it as it lets go).
 
 All offsets are -1 at start. ``lock`` serialises a pull result's handling with seeks and drops
 of the same queue (RocketMQ's ``MessageQueueLock``). Removing a queue marks its process queue
@@ -23,7 +25,7 @@ tasks (offsets). Thread safety: the table has one lock; each queue's offsets its
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from aeromq.client import MessageQueue
 from aeromq.consumer.process_queue import ProcessQueue
@@ -41,6 +43,7 @@ class QueueState:
         "process_queue",
         "pull_offset",
         "queue",
+        "recheck_committed",
         "seek_offset",
     )
 
@@ -51,6 +54,7 @@ class QueueState:
         self.pull_offset = pull_offset
         self.consume_offset = -1
         self.seek_offset = -1
+        self.recheck_committed = False
         self.lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -119,13 +123,18 @@ class AssignedMessageQueue:
             self.add(queue)
         return removed
 
-    def update_all(self, queues: Collection[MessageQueue]) -> list[QueueState]:
-        """Own exactly ``queues`` (assign): drop every other queue. The dropped states."""
+    def update_all(
+        self,
+        queues: Collection[MessageQueue],
+        pull_offsets: Mapping[MessageQueue, int] | None = None,
+    ) -> list[QueueState]:
+        """Own exactly ``queues`` (assign): drop every other queue; a new queue starts at its
+        offset in ``pull_offsets`` (-1 when absent). The dropped states."""
         with self._lock:
             gone = [q for q in self._states if q not in queues]
         removed = [state for q in gone if (state := self.remove(q)) is not None]
         for queue in queues:
-            self.add(queue)
+            self.add(queue, -1 if pull_offsets is None else pull_offsets.get(queue, -1))
         return removed
 
     def remove_topic(self, topic: str) -> list[QueueState]:

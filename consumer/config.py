@@ -111,6 +111,8 @@ class LitePullConsumerConfig:
     """At most this many messages per ``poll``, gathered across queues (RocketMQ returns one
     pull batch per poll: see ``DefaultLitePullConsumer.poll``)."""
     topic_metadata_check_interval_ms: int = 30000
+    """The route check: a subscribed topic whose queues changed is rebalanced at once, and
+    the queue change listeners hear of their topics' changes."""
     broker_suspend_max_time_ms: int = 20000
     consumer_timeout_ms_when_suspend: int = 30000
     consumer_pull_timeout_ms: int = 10000
@@ -119,9 +121,10 @@ class LitePullConsumerConfig:
     rebalance_interval_ms: int = 20000
     rebalance_retry_interval_ms: int = 1000
     """The next rebalance after an unbalanced run (no route, no members, an offset failed)."""
-    takeover_delay_ms: int = 1000
-    """A queue allocated by a rebalance while the group has other members starts pulling this
-    late, after its previous owner persisted its offset (see ``aeromq.consumer.rebalance``)."""
+    takeover_delay_ms: int = 300
+    """A queue a rebalance takes over from a member still in the group starts pulling this
+    late, at the offset that member persisted as it let go; a queue nobody else holds (its
+    holder left, or it is new) starts at once (see ``aeromq.consumer.rebalance``)."""
     pull_time_delay_ms_when_exception: int = 3000
     pull_time_delay_ms_when_flow_control: int = 50
     pull_time_delay_ms_when_pause: int = 1000

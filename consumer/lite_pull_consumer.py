@@ -2,12 +2,13 @@
 
 ::
 
-    with DefaultLitePullConsumer("group", "127.0.0.1:9876") as consumer:
-        consumer.subscribe("TopicTest", "TagA || TagB")
-        consumer.start()               # or: enter the ``with`` after subscribing
-        while running:
-            for message in consumer.poll():
-                handle(message)        # offsets commit automatically (auto_commit)
+    consumer = DefaultLitePullConsumer("group", "127.0.0.1:9876")
+    consumer.subscribe("TopicTest", "TagA || TagB")
+    with consumer:                     # starts it once; shuts it down at the end
+        for message in consumer:       # blocks; ends when the consumer shuts down
+            handle(message)            # offsets commit automatically (auto_commit)
+
+or ``consumer.start()``, ``consumer.poll()`` in a loop and ``consumer.shutdown()``.
 
 How it works: the rebalance service (subscribe) or ``assign`` decides the owned queues; one pull
 task per queue long-polls the broker into a process queue and the consume-request cache; ``poll``
@@ -23,8 +24,24 @@ users took for "poll returns only one message" (RocketMQ #5498, #1761). Messages
 come in offset order. Delivery is at least once: a message comes again after a seek, or when its
 consumer died before committing it. A clean rebalance (a member joins or leaves) hands each
 moved queue over at the offset its previous owner committed as it let go, so nothing is
-delivered twice then, as long as that owner reacts within ``takeover_delay_ms`` (see
-``aeromq.consumer.rebalance``).
+delivered twice then: at once when its previous owner left (it persisted before leaving), and
+``takeover_delay_ms`` later when that owner is still in the group, as long as it reacts within
+it (see ``aeromq.consumer.rebalance``).
+
+Start offsets (``docs/lite-pull-consumer.md``): a queue's start offset is fixed when the queue
+is allocated or assigned, before it shows in ``assignment()`` and, for the queues of the
+first rebalance, before ``start()`` returns (of a topic subscribed while running: before
+``subscribe()`` returns); so a message sent after ``start()`` returned is
+delivered with the default ``LAST_OFFSET``, and a queue paused before ``start()`` and resumed
+later delivers what was sent meanwhile. A queue that appears in a subscribed topic's route
+after the consumer first saw the topic is read from its first offset, and the route check
+(every ``topic_metadata_check_interval_ms``) rebalances at once when a subscribed topic's
+queues change.
+
+Python habits: ``for message in consumer`` iterates (blocking, ends at shutdown);
+``position(queue)``, ``beginning_offsets(queues)`` and ``end_offsets(queues)`` as in
+kafka-python; ``value_deserializer`` turns each body into ``message.value``; the asyncio
+consumer is :class:`aeromq.aio.AsyncLitePullConsumer`.
 
 Offsets: ``poll`` moves each queue's consume offset past what it returned. With ``auto_commit``
 (default), the next ``poll`` after ``auto_commit_interval_ms`` commits the consume offsets in
@@ -37,7 +54,9 @@ Deviations from RocketMQ, each deliberate: configuration is one validated
 ``commit`` persists by default; a consumer in ``assign`` mode does not join its group (as
 Kafka's manual assignment), so it does not take queues from subscribed members; seeking does not
 touch the offset store (it moves the consume offset, which the next commit commits); a queue
-taken over from another member starts pulling ``takeover_delay_ms`` (1 s) after the rebalance.
+taken over from a live member starts pulling ``takeover_delay_ms`` after the rebalance (from
+one that left: at once); the start offset of a never-committed queue is fixed at allocation, not at its first
+pull.
 """
 
 from __future__ import annotations
@@ -50,10 +69,11 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from types import TracebackType
+from typing import Any
 
 from aeromq.client import (
     ClientError,
@@ -70,10 +90,11 @@ from aeromq.common import check_topic
 from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
 from aeromq.consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
-from aeromq.consumer.assigned_queues import AssignedMessageQueue
+from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
-from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
+from aeromq.consumer.consume_request_cache import ConsumeRequest
 from aeromq.consumer.message_batch import MessageBatch, as_message_batch
+from aeromq.consumer.notifying_cache import NotifyingRequestCache
 from aeromq.consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -84,13 +105,26 @@ from aeromq.consumer.pull_task import FlowControlCounters, PullTaskContext, Pull
 from aeromq.consumer.rebalance import MessageQueueListener, RebalanceService
 from aeromq.consumer.scheduler import TaskScheduler
 
-__all__ = ["DefaultLitePullConsumer", "ServiceState", "TopicMessageQueueChangeListener"]
+__all__ = [
+    "DefaultLitePullConsumer",
+    "DeliveryListener",
+    "ServiceState",
+    "TopicMessageQueueChangeListener",
+    "ValueDeserializer",
+]
 
 _log = logging.getLogger(__name__)
 
 TopicMessageQueueChangeListener = Callable[[str, set[MessageQueue]], None]
 """``listener(topic, queues)``: the topic's queues changed (checked every
 ``topic_metadata_check_interval_ms``)."""
+
+ValueDeserializer = Callable[[bytes], Any]
+"""``value_deserializer(body)``: what ``message.value`` holds for each polled message."""
+
+DeliveryListener = Callable[[], None]
+"""``listener()``: pulled messages are waiting for ``poll`` (called on a pull thread; must be
+quick and must not block: the asyncio consumer hands it to its event loop)."""
 
 _instance_numbers = itertools.count()
 
@@ -123,9 +157,11 @@ class DefaultLitePullConsumer:
     """RocketMQ's ``DefaultLitePullConsumer`` (see the module doc).
 
     ``DefaultLitePullConsumer(consumer_group, endpoints=(), *, config=None,
-    allocate_strategy=AVERAGELY, message_queue_listener=None, broker_api=None)``: give either
-    a group (and endpoints), taking every other default, or a full ``config``.
-    ``broker_api`` replaces the network client (tests use :class:`consumer.testing.InMemoryBroker`).
+    allocate_strategy=AVERAGELY, message_queue_listener=None, broker_api=None,
+    value_deserializer=None)``: give either a group (and endpoints), taking every other
+    default, or a full ``config``. ``broker_api`` replaces the network client (tests use
+    :class:`consumer.testing.InMemoryBroker`); ``value_deserializer(body)`` sets each polled
+    message's ``value`` (kafka-python's).
     """
 
     def __init__(
@@ -137,7 +173,10 @@ class DefaultLitePullConsumer:
         allocate_strategy: AllocateMessageQueueStrategy | None = None,
         message_queue_listener: MessageQueueListener | None = None,
         broker_api: BrokerApi | None = None,
+        value_deserializer: ValueDeserializer | None = None,
     ) -> None:
+        if value_deserializer is not None and not callable(value_deserializer):
+            raise IllegalArgumentError("the value_deserializer must be callable")
         if config is None:
             if consumer_group is None:
                 raise IllegalArgumentError("give a consumer_group or a config")
@@ -163,7 +202,7 @@ class DefaultLitePullConsumer:
         self._topic_listeners: dict[str, TopicMessageQueueChangeListener] = {}
         self._topic_queues: dict[str, set[MessageQueue]] = {}
         self._assigned = AssignedMessageQueue()
-        self._cache = ConsumeRequestCache()
+        self._cache = NotifyingRequestCache()
         self._failures: collections.deque[ClientError] = collections.deque(maxlen=64)
         self._counters = FlowControlCounters()
         self._client_id = ""
@@ -174,6 +213,7 @@ class DefaultLitePullConsumer:
         self._tasks: PullTaskTable | None = None
         self._offset_store: OffsetStore | None = None
         self._rebalance: RebalanceService | None = None
+        self._value_deserializer = value_deserializer
 
     # -- properties ------------------------------------------------------------------
 
@@ -291,6 +331,7 @@ class DefaultLitePullConsumer:
             compute_start_offset=self._compute_start_offset,
             counters=self._counters,
             failures=self._failures,
+            read_committed=self._read_committed,
         )
         self._tasks = PullTaskTable(context)
         self._rebalance = RebalanceService(
@@ -308,15 +349,13 @@ class DefaultLitePullConsumer:
         scheduler.start()
         if self._subscription_type is SubscriptionType.SUBSCRIBE:
             self._start_heartbeat()
-        self._rebalance.start()
+        self._rebalance.start()  # the first run is in this thread: start offsets are fixed
+        if self._subscription_type is SubscriptionType.ASSIGN:
+            self._fix_start_offsets(self._assigned.states())
         if config.auto_commit:
             self._every(config.persist_consumer_offset_interval_ms, self._persist_all)
         self._every(config.heartbeat_broker_interval_ms, self._heartbeat)
-        self._every(
-            config.topic_metadata_check_interval_ms,
-            self._check_topic_metadata,
-            first_delay_ms=min(10_000, config.topic_metadata_check_interval_ms),
-        )
+        self._every(config.topic_metadata_check_interval_ms, self._check_topic_metadata)
 
     def _operate_after_running(self) -> None:
         if self._subscription_type is SubscriptionType.ASSIGN:
@@ -353,8 +392,7 @@ class DefaultLitePullConsumer:
         if self._scheduler is not None:
             self._scheduler.shutdown()
         if persist and self._offset_store is not None:
-            if self._config.auto_commit:
-                self._commit_consumed(self._assigned.queues())
+            self._commit_and_drop_all()
             try:
                 self._offset_store.persist_all(self._assigned.queues())
             except ClientError as error:
@@ -371,8 +409,14 @@ class DefaultLitePullConsumer:
             self._api.close()
 
     def __enter__(self) -> DefaultLitePullConsumer:
+        """Start the consumer unless it runs already (``with`` after ``start()`` is fine).
+        Raises IllegalStateError when it was shut down."""
         if self._state is ServiceState.CREATE_JUST:
             self.start()
+        elif self._state is not ServiceState.RUNNING:
+            raise IllegalStateError(
+                "a shut down consumer cannot be entered again", state=self._state.name
+            )
         return self
 
     def __exit__(
@@ -383,6 +427,20 @@ class DefaultLitePullConsumer:
     ) -> None:
         self.shutdown()
 
+    def __iter__(self) -> Iterator[MessageExt]:
+        """Each message as ``poll`` returns them, blocking; ends when the consumer shuts down
+        (from another thread, or a signal handler). Caller: the application, from one
+        thread. Raises IllegalStateError when not running."""
+        self._check_running()
+        while self.is_running:
+            try:
+                messages = self.poll()
+            except IllegalStateError:
+                if self.is_running:
+                    raise
+                return
+            yield from messages
+
     # -- subscribe and assign ----------------------------------------------------------
 
     def subscribe(
@@ -392,11 +450,14 @@ class DefaultLitePullConsumer:
     ) -> None:
         """Subscribe to ``topic`` with a tag expression (``"TagA || TagB"``, ``"*"``) or a
         :class:`~client.MessageSelector`. Caller: the application, before or after start.
-        Affects: the group's subscription (heartbeat) and, at the next rebalance (at once when
-        running), the owned queues. Raises IllegalStateError after ``assign``."""
+        Affects: the group's subscription (heartbeat) and the owned queues: at ``start()``, or,
+        when running, by a rebalance before this returns (so their start offsets are fixed). Raises IllegalStateError after ``assign`` or shutdown,
+        InvalidExpressionError for an expression that does not parse (a SQL92 one names the
+        position of the error)."""
         check_topic(topic)
         subscription = build_subscription_data(topic, sub_expression)
         with self._lock:
+            self._check_not_shut_down("subscribe")
             self._subscription_type = self._subscription_type.switch_to(SubscriptionType.SUBSCRIBE)
             rebalance = self._rebalance
             if rebalance is None:
@@ -409,12 +470,17 @@ class DefaultLitePullConsumer:
                     self._heartbeat()
                 else:
                     self._start_heartbeat()
-                rebalance.wakeup()
+                # Allocate now, so the topic's queues (with their start offsets) are owned
+                # when this returns; the service thread retries soon if this run cannot.
+                if not rebalance.run_now():
+                    rebalance.wakeup()
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic``. Caller: the application. Affects: its queues are dropped
-        (their offsets committed and persisted as on a rebalance) and the group is told."""
+        (their offsets committed and persisted as on a rebalance) and the group is told.
+        Raises IllegalStateError after shutdown."""
         with self._lock:
+            self._check_not_shut_down("unsubscribe")
             rebalance = self._rebalance
             if rebalance is None:
                 self._subscriptions.pop(topic, None)
@@ -424,20 +490,29 @@ class DefaultLitePullConsumer:
                 self._subscriptions.pop(topic, None)
                 for queue in [q for q in self._assigned.queues() if q.topic == topic]:
                     rebalance.drop_queue(queue)
+                rebalance.forget_topic(topic)
             if self.is_running and self._heartbeating:
                 self._heartbeat()
 
     def assign(self, queues: Collection[MessageQueue]) -> None:
         """Own exactly ``queues`` (manual assignment, no group rebalancing). Caller: the
-        application, before or after start. Affects: queues not in ``queues`` are dropped and
-        new ones start pulling. Raises IllegalArgumentError when empty, IllegalStateError
-        after ``subscribe``."""
+        application, before or after start. Affects: queues not in ``queues`` are dropped;
+        new ones get their start offset (when running: before they show in ``assignment()``)
+        and start pulling. Raises IllegalArgumentError when empty or a queue is malformed (its
+        topic checked as ``subscribe`` checks it), IllegalStateError after ``subscribe`` or
+        shutdown."""
         wanted = set(queues)
         if not wanted:
             raise IllegalArgumentError("message queues can not be null or empty")
+        for queue in wanted:
+            _check_queue(queue)
         with self._lock:
+            self._check_not_shut_down("assign")
             self._subscription_type = self._subscription_type.switch_to(SubscriptionType.ASSIGN)
-            removed = self._assigned.update_all(wanted)
+            offsets: dict[MessageQueue, int] = {}
+            if self.is_running:
+                offsets = self._start_offsets(q for q in wanted if q not in self._assigned)
+            removed = self._assigned.update_all(wanted, offsets)
             if self._rebalance is not None:
                 for state in removed:
                     self._rebalance.release(state.queue, state)
@@ -450,7 +525,10 @@ class DefaultLitePullConsumer:
 
     def set_sub_expression_for_assign(self, topic: str, sub_expression: str) -> None:
         """Filter the assigned queues of ``topic`` by a tag expression. Caller: the
-        application, before start. Affects: the pulls of those queues."""
+        application, before start. Affects: the pulls of those queues. Raises
+        IllegalArgumentError for a bad topic or an empty expression, InvalidExpressionError
+        for one that does not parse, IllegalStateError once started."""
+        check_topic(topic)
         if not sub_expression or sub_expression.isspace():
             raise IllegalArgumentError("sub_expression can not be null or empty", topic=topic)
         with self._lock:
@@ -481,7 +559,7 @@ class DefaultLitePullConsumer:
         out: list[MessageExt] = []
         for chunk in self._poll_chunks(timeout_ms, self._config.max_poll_records):
             out.extend(chunk)
-        return out
+        return self._with_values(out)
 
     def poll_batch(
         self, timeout_ms: int | None = None, max_records: int | None = None
@@ -509,6 +587,14 @@ class DefaultLitePullConsumer:
             if self._config.auto_commit:
                 self._maybe_auto_commit()
             return self._take(timeout_ms, limit)
+
+    def _with_values(self, messages: list[MessageExt]) -> list[MessageExt]:
+        """Set each message's ``value`` by the ``value_deserializer`` (if any)."""
+        deserializer = self._value_deserializer
+        if deserializer is not None:
+            for message in messages:
+                message.value = deserializer(message.body)
+        return messages
 
     def _take(self, timeout_ms: int, limit: int) -> list[Sequence[MessageExt]]:
         cache = self._cache
@@ -584,6 +670,47 @@ class DefaultLitePullConsumer:
         self._check_running()
         self.seek(queue, self._require_api().max_offset(queue))
 
+    def position(self, queue: MessageQueue) -> int:
+        """The offset of the next message ``poll`` returns from ``queue`` (kafka-python's
+        ``position``): what was polled last + 1, a pending seek, the first cached message,
+        else the start offset fixed at allocation. Raises IllegalStateError when the queue is
+        not owned, a ClientError when its start offset is not known yet and the broker cannot
+        say."""
+        self._check_running()
+        state = self._assigned.state(queue)
+        if state is None:
+            raise IllegalStateError(
+                "the message queue is not in the assigned list", queue=str(queue)
+            )
+        with state.lock:
+            for offset in (state.consume_offset, state.seek_offset):
+                if offset >= 0:
+                    return offset
+            first = state.process_queue.first_offset()
+            if first >= 0:
+                return first
+            if state.pull_offset >= 0:
+                return state.pull_offset
+        offset = self._compute_start_offset(queue)
+        with state.lock:
+            if state.pull_offset < 0 and state.seek_offset == -1:
+                state.pull_offset = offset
+            return offset
+
+    def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's min offset (the first the broker still has), kafka-python's
+        ``beginning_offsets``; any queue, owned or not."""
+        self._check_running()
+        api = self._require_api()
+        return {queue: api.min_offset(_check_queue(queue)) for queue in queues}
+
+    def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's max offset (the offset its next message gets), kafka-python's
+        ``end_offsets``; any queue, owned or not."""
+        self._check_running()
+        api = self._require_api()
+        return {queue: api.max_offset(_check_queue(queue)) for queue in queues}
+
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling ``queues`` (owned ones; others are ignored). Affects: their pull
         tasks idle, checking again every 1000 ms; cached messages are still polled."""
@@ -651,6 +778,19 @@ class DefaultLitePullConsumer:
                     return True
         _log.warning("commit skipped, queue not owned: %s", queue)
         return False
+
+    def _commit_and_drop_all(self) -> None:
+        """At shutdown: under each queue's lock, commit its consume offset (auto commit) and
+        mark its process queue dropped, so a ``poll`` still running returns nothing it has not
+        committed (a clean leave delivers nothing twice)."""
+        store = self._require_store()
+        auto_commit = self._config.auto_commit
+        for state in self._assigned.states():
+            with state.lock:
+                process_queue = state.process_queue
+                if auto_commit and not process_queue.dropped and state.consume_offset >= 0:
+                    store.update_offset(state.queue, state.consume_offset)
+                process_queue.dropped = True
 
     def _maybe_auto_commit(self) -> None:
         now_s = time.monotonic()
@@ -727,9 +867,40 @@ class DefaultLitePullConsumer:
             raise IllegalStateError("the consumer is not started", state=self._state.name)
         return self._offset_store
 
+    def _check_not_shut_down(self, operation: str) -> None:
+        if self._state in (ServiceState.SHUTDOWN_ALREADY, ServiceState.START_FAILED):
+            raise IllegalStateError(
+                f"{operation} on a consumer that was shut down", state=self._state.name
+            )
+
     def _compute_start_offset(self, queue: MessageQueue) -> int:
         assert self._rebalance is not None
         return self._rebalance.compute_pull_from_where(queue)
+
+    def _read_committed(self, queue: MessageQueue) -> int:
+        assert self._rebalance is not None
+        return self._rebalance.read_committed(queue)
+
+    def _start_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """The start offsets of ``queues`` about to be assigned; a queue the broker cannot
+        say for is left out (its pull task computes it later)."""
+        offsets: dict[MessageQueue, int] = {}
+        for queue in queues:
+            try:
+                offsets[queue] = self._compute_start_offset(queue)
+            except ClientError as error:
+                _log.warning("start offset of queue=%s not known yet: %s", queue, error)
+        return offsets
+
+    def _fix_start_offsets(self, states: Iterable[QueueState]) -> None:
+        """At ``start()``: fix the start offset of every assigned queue that has none."""
+        for state in states:
+            if state.pull_offset >= 0 or state.seek_offset != -1:
+                continue
+            offset = self._start_offsets((state.queue,)).get(state.queue, -1)
+            with state.lock:
+                if state.pull_offset < 0 and state.seek_offset == -1:
+                    state.pull_offset = offset
 
     def _heartbeat_data(self) -> ConsumerHeartbeat:
         config = self._config
@@ -754,9 +925,20 @@ class DefaultLitePullConsumer:
         self._require_store().persist_all(self._assigned.queues())
 
     def _check_topic_metadata(self) -> None:
-        for topic, listener in list(self._topic_listeners.items()):
-            queues = self._require_api().fetch_subscribe_queues(topic)
-            if queues != self._topic_queues.get(topic):
+        """The route check: a subscribed topic whose queues changed rebalances at once; a
+        listened topic's listener hears of the change."""
+        api = self._require_api()
+        rebalance = self._rebalance
+        for topic in sorted(set(self._topic_listeners) | set(self._subscriptions)):
+            try:
+                queues = api.fetch_subscribe_queues(topic)
+            except ClientError as error:
+                _log.info("route check of topic=%s failed: %s", topic, error)
+                continue
+            if rebalance is not None:
+                rebalance.on_route(topic, queues)
+            listener = self._topic_listeners.get(topic)
+            if listener is not None and queues != self._topic_queues.get(topic):
                 self._topic_queues[topic] = queues
                 listener(topic, set(queues))
 
@@ -784,8 +966,32 @@ class DefaultLitePullConsumer:
 
         scheduler.schedule(interval_ms if first_delay_ms is None else first_delay_ms, tick)
 
+    def add_delivery_listener(self, listener: DeliveryListener) -> None:
+        """Call ``listener()`` whenever pulled messages are queued for ``poll``, and at
+        shutdown (the asyncio consumer wakes its waiters this way). Caller: :mod:`aeromq.aio`."""
+        self._cache.add_listener(listener)
+
+    def remove_delivery_listener(self, listener: DeliveryListener) -> None:
+        self._cache.remove_listener(listener)
+
     def __repr__(self) -> str:
         return (
             f"DefaultLitePullConsumer(group={self.consumer_group!r}, state={self._state.name}, "
             f"client_id={self._client_id!r}, queues={len(self._assigned)})"
         )
+
+
+def _check_queue(queue: object) -> MessageQueue:
+    """A well-formed queue: a MessageQueue with a valid topic, a broker name and an id >= 0."""
+    if not isinstance(queue, MessageQueue):
+        raise IllegalArgumentError("not a MessageQueue", queue=repr(queue))
+    check_topic(queue.topic)
+    if not queue.broker_name or queue.broker_name.isspace():
+        raise IllegalArgumentError("the queue has no broker name", queue=str(queue))
+    if (
+        isinstance(queue.queue_id, bool)
+        or not isinstance(queue.queue_id, int)
+        or queue.queue_id < 0
+    ):
+        raise IllegalArgumentError("a queue id must be an int >= 0", queue=str(queue))
+    return queue

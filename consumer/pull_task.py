@@ -9,9 +9,11 @@ A :class:`PullTask` run, in order (RocketMQ's ``PullTaskImpl.run``):
    the queue's cached count > ``pull_threshold_for_queue`` or body bytes >
    ``pull_threshold_size_for_queue_mib`` (``queue``); its offset span > ``consume_max_span``
    (``queue_max_span``);
-4. the next offset: a pending seek (taken: the consume offset becomes it), else the pull offset;
-   if still -1, compute it (committed offset, else ``consume_from_where``) on the executor and
-   run again; a pull is never sent at offset -1 (RocketMQ bug #10176 let the broker answer
+4. the next offset: a pending seek (taken: the consume offset becomes it), else the pull offset
+   (fixed when the queue was allocated); if still -1 (the broker could not say then), compute
+   it (committed offset, else ``consume_from_where``) on the executor and run again; a queue
+   taken over from a live member (``recheck_committed``) reads the committed offset once more
+   on the executor first and starts there if there is one; a pull is never sent at offset -1 (RocketMQ bug #10176 let the broker answer
    OFFSET_ILLEGAL and move a -1 pull to the min offset, re-consuming the queue);
 5. an asynchronous long-poll pull.
 
@@ -102,6 +104,8 @@ class PullTaskContext:
         default_factory=lambda: collections.deque(maxlen=64)
     )
     """Errors for the application (corrupt pulled batches): ``poll`` raises them, oldest first."""
+    read_committed: Callable[[MessageQueue], int] | None = None
+    """The committed offset in the durable store (-1: none), for ``recheck_committed``."""
 
 
 def _tag_filter(subscription: SubscriptionData) -> frozenset[str] | None:
@@ -180,9 +184,10 @@ class PullTask:
                 offset = state.seek_offset
                 state.consume_offset = offset
                 state.seek_offset = -1
+                state.recheck_committed = False  # a seek wins over the committed offset
             else:
                 offset = state.pull_offset
-        if offset < 0:
+        if offset < 0 or state.recheck_committed:
             ctx.executor(lambda: self._compute_offset(state, process_queue))
             return
         subscription = ctx.subscription_for(self.queue.topic)
@@ -210,8 +215,12 @@ class PullTask:
             on_pull(None, error)
 
     def _compute_offset(self, state: QueueState, process_queue: ProcessQueue) -> None:
-        """On the executor: the start offset of a queue with pull offset -1."""
+        """On the executor: the start offset of a queue with pull offset -1, or the committed
+        offset of a queue taken over (``recheck_committed``)."""
         ctx = self._ctx
+        if state.recheck_committed:
+            self._recheck_committed(state, process_queue)
+            return
         try:
             offset = ctx.compute_start_offset(self.queue)
         except Exception as error:
@@ -229,6 +238,26 @@ class PullTask:
                 and state.seek_offset == -1
             ):
                 state.pull_offset = offset
+        self._again(0)
+
+    def _recheck_committed(self, state: QueueState, process_queue: ProcessQueue) -> None:
+        ctx = self._ctx
+        committed = -1
+        if ctx.read_committed is not None:
+            try:
+                committed = ctx.read_committed(self.queue)
+            except Exception as error:
+                ctx.counters.offset_errors += 1
+                _log.warning("reading the committed offset failed: queue=%s: %s", self.queue, error)
+        with state.lock:
+            state.recheck_committed = False
+            if (
+                committed >= 0
+                and state.process_queue is process_queue
+                and not process_queue.dropped
+                and state.seek_offset == -1
+            ):
+                state.pull_offset = committed
         self._again(0)
 
     def _on_pull(

@@ -9,21 +9,34 @@ A run (:meth:`RebalanceService.do_rebalance`, RocketMQ's ``RebalanceImpl.doRebal
 2. CLUSTERING: allocate with the strategy (sorted queues and ids); BROADCASTING: every queue;
 3. compare with the queues owned now. A dropped queue: its process queue is marked dropped,
    its pull task stops, its consumed offset is committed if auto commit is on, and its
-   committed offset is persisted to the broker, then forgotten. A new queue is owned at once
-   and its pull task started; the task computes the start offset
-   (:meth:`RebalanceService.compute_pull_from_where`: the committed offset, else
-   ``consume_from_where``: LAST_OFFSET = the max offset, FIRST_OFFSET = 0, TIMESTAMP = the
-   offset searched by ``consume_timestamp_ms``) and retries it if the broker cannot say.
-   When the group has other members, a new queue starts ``takeover_delay_ms`` after the run:
-   its previous owner got the same membership push and persists the queue's offset as it drops
-   it, so the new owner reads that offset and a clean handover delivers nothing twice
-   (RocketMQ reads at once and re-delivers what the old owner consumed since its last
-   persisted commit, up to 5 s of messages);
+   committed offset is persisted to the broker, then forgotten. A new queue gets its start
+   offset *before* it is owned (so before it shows in ``assignment()`` and, for the first run,
+   before ``start()`` returns): :meth:`RebalanceService.compute_pull_from_where`, the committed
+   offset, else ``consume_from_where`` (LAST_OFFSET = the max offset, FIRST_OFFSET = 0,
+   TIMESTAMP = the offset searched by ``consume_timestamp_ms``), except that a queue which
+   appeared in the route after this consumer first saw the topic starts at its min offset
+   (it was created while the group consumed: everything in it is new). A queue whose start
+   offset the broker cannot give is left for the next run (the run counts as unbalanced).
+   Then its pull task starts:
+
+   - at once when nobody else pulls it: this consumer is alone, the queue is new in the
+     route, or the member the last run's allocation gave it to has left (a clean leaver
+     persisted its offsets before it left, so the committed offset read is exact). Every
+     strategy is deterministic over sorted queues and ids, so the last run's allocation of
+     each member is computed here;
+   - after ``takeover_delay_ms`` when a live member held it (a member joined and the
+     allocation moved queues, or a leave shifted queues between the remaining members), or
+     when this consumer's first run cannot know: the previous owner got the same push and
+     persists the queue's offset as it drops it; the pull task then reads the committed
+     offset again and starts there when there is one (a clean hand-over delivers nothing
+     twice; RocketMQ re-delivers up to 5 s of messages);
 4. the optional ``message_queue_listener(topic, all_queues, owned_queues)`` hears of changes.
 
-A run is *unbalanced* when a topic had no route or no members, or this consumer was not among
-the members. The service thread runs at start, at once when a broker
-pushes a membership change (or a subscription changes), and otherwise as a safety net every
+A run is *unbalanced* when a topic had no route or no members, this consumer was not among
+the members, or a start offset could not be had. The service runs once in ``start()`` (in the
+caller's thread), then on its thread at once when a broker pushes a membership change, a
+subscription changes or the consumer's route check sees a subscribed topic's queues change
+(:meth:`RebalanceService.on_route`), and otherwise as a safety net every
 ``rebalance_interval_ms`` (20 s), or ``rebalance_retry_interval_ms`` (1 s) after an
 unbalanced run. RocketMQ relies on the periodic run alone (up to 20 s to react).
 """
@@ -84,11 +97,15 @@ class RebalanceService:
         )
         """Topic -> subscription; shared with the consumer, changed under :attr:`lock`."""
         self.topic_queues: dict[str, set[MessageQueue]] = {}
+        self._first_queues: dict[str, frozenset[MessageQueue]] = {}
+        """The queues of each topic's first route this consumer saw (see the module doc)."""
+        self._last_members: dict[str, frozenset[str]] = {}
         self._pushed_members: dict[str, list[str]] = {}
         self._push_pending = False
         self._wakeup = threading.Event()
         self._running = False
         self._thread: threading.Thread | None = None
+        self._first_interval_ms = 0
         self.runs = 0
         self.last_balanced = False
 
@@ -103,8 +120,30 @@ class RebalanceService:
         self._wakeup.set()
 
     def wakeup(self) -> None:
-        """Run as soon as possible (a subscription changed)."""
+        """Run as soon as possible on the service thread."""
         self._wakeup.set()
+
+    def run_now(self) -> bool:
+        """One run in the caller's thread (a subscription changed); whether it was balanced.
+        Errors are logged, not raised: the service thread tries again."""
+        try:
+            return self.do_rebalance()
+        except Exception:
+            _log.exception("rebalance failed")
+            return False
+
+    def on_route(self, topic: str, queues: set[MessageQueue]) -> None:
+        """The consumer's route check saw ``topic``'s queues: rebalance at once when they
+        differ from the last run's. Caller: the consumer's metadata check."""
+        if topic in self.subscriptions and queues != self.topic_queues.get(topic):
+            _log.info("route of topic=%s changed: %d queues, rebalancing", topic, len(queues))
+            self._wakeup.set()
+
+    def forget_topic(self, topic: str) -> None:
+        """The topic is no longer subscribed: forget its route and members."""
+        self.topic_queues.pop(topic, None)
+        self._first_queues.pop(topic, None)
+        self._last_members.pop(topic, None)
 
     # -- the run ------------------------------------------------------------------------
 
@@ -131,15 +170,16 @@ class RebalanceService:
         return members
 
     def _rebalance_topic(self, topic: str, use_pushed: bool) -> bool:
-        queues = self.topic_queues.get(topic) if use_pushed else None
+        previous_queues = self.topic_queues.get(topic)
+        queues = previous_queues if use_pushed else None
         if not queues:  # a push needs no fresh route: drop what moved away at once
             queues = self.topic_queues[topic] = self._api.fetch_subscribe_queues(topic)
         if not queues:
             _log.warning("rebalance: topic=%s has no queues (no route yet?)", topic)
             return False
+        self._first_queues.setdefault(topic, frozenset(queues))
         if self.config.message_model is MessageModel.BROADCASTING:
-            self._update_owned(topic, queues, set(queues), 0)
-            return True
+            return self._update_owned(topic, queues, set(queues), frozenset())
         members = self._members(topic, use_pushed)
         if not members:
             _log.warning("rebalance: group=%s has no members", self.config.consumer_group)
@@ -147,35 +187,81 @@ class RebalanceService:
         allocated = set(
             self.strategy.allocate(self.config.consumer_group, self.client_id, queues, members)
         )
-        alone = len(members) == 1 and members[0] == self.client_id
-        self._update_owned(topic, queues, allocated, 0 if alone else self.config.takeover_delay_ms)
+        now = frozenset(members)
+        before = self._last_members.get(topic)
+        self._last_members[topic] = now
+        if now == {self.client_id}:
+            held_by_live: frozenset[MessageQueue] | None = frozenset()
+        elif before is None or previous_queues is None:
+            held_by_live = None  # this consumer's first run: any queue may be held
+        else:
+            held_by_live = self._held_by_live(previous_queues, before, now)
+        complete = self._update_owned(topic, queues, allocated, held_by_live)
         if self.client_id not in members:
             _log.info("rebalance: client_id=%s not yet among the members", self.client_id)
             return False
-        return True
+        return complete
+
+    def _held_by_live(
+        self, previous_queues: set[MessageQueue], before: frozenset[str], now: frozenset[str]
+    ) -> frozenset[MessageQueue]:
+        """The queues the last run's allocation gave to another member that is still in the
+        group (so it still pulls them until it lets go). Strategies are deterministic over
+        sorted queues and ids, so each member's share is computed here; a strategy that
+        cannot say for another member counts every queue as held."""
+        group = self.config.consumer_group
+        members = sorted(before)
+        held: set[MessageQueue] = set()
+        for member in members:
+            if member == self.client_id or member not in now:
+                continue
+            try:
+                held.update(self.strategy.allocate(group, member, previous_queues, members))
+            except Exception:
+                return frozenset(previous_queues)
+        return frozenset(held)
 
     def _update_owned(
         self,
         topic: str,
         all_queues: set[MessageQueue],
         allocated: set[MessageQueue],
-        start_delay_ms: int,
-    ) -> None:
+        held_by_live: frozenset[MessageQueue] | None,
+    ) -> bool:
+        """Own exactly ``allocated`` of ``topic``; whether every new queue got its start
+        offset (the others are left for the next run). A new queue in ``held_by_live`` (None:
+        every one) is taken over from a live member: its pull task starts
+        ``takeover_delay_ms`` later and reads the committed offset again first."""
         owned = {queue for queue in self._assigned.queues() if queue.topic == topic}
         removed = owned - allocated
         for queue in sorted(removed, key=MessageQueue.order_key):
             self.drop_queue(queue)
-        added = sorted(allocated - owned, key=MessageQueue.order_key)
-        for queue in added:
+        added: list[MessageQueue] = []
+        taken_over: list[MessageQueue] = []
+        first_queues = self._first_queues.get(topic, frozenset())
+        for queue in sorted(allocated - owned, key=MessageQueue.order_key):
             self._offset_store.remove_offset(queue)
-            self._assigned.add(queue)
-        self._tasks.start(added, start_delay_ms)
+            try:
+                offset = self.compute_pull_from_where(queue, appeared=queue not in first_queues)
+            except ClientError as error:
+                _log.warning("no start offset for queue=%s yet, next run: %s", queue, error)
+                continue
+            state = self._assigned.add(queue, offset)
+            if held_by_live is None or queue in held_by_live:
+                state.recheck_committed = True
+                taken_over.append(queue)
+            else:
+                added.append(queue)
+        self._tasks.start(added)
+        self._tasks.start(taken_over, self.config.takeover_delay_ms)
+        added += taken_over
         if (removed or added) and self.listener is not None:
             owned_now = {queue for queue in self._assigned.queues() if queue.topic == topic}
             try:
                 self.listener(topic, set(all_queues), owned_now)
             except Exception:
                 _log.exception("message_queue_listener failed: topic=%s", topic)
+        return len(added) == len(allocated - owned)
 
     def drop_queue(self, queue: MessageQueue) -> None:
         """Stop owning ``queue``: drop it, stop its task, commit (auto) and persist its offset."""
@@ -196,9 +282,11 @@ class RebalanceService:
             _log.warning("persisting the offset of a dropped queue failed: %s: %s", queue, error)
         self._offset_store.remove_offset(queue)
 
-    def compute_pull_from_where(self, queue: MessageQueue) -> int:
-        """The first offset to pull from ``queue``: committed, else by ``consume_from_where``.
-        Raises a :class:`~client.ClientError` when the broker cannot say."""
+    def compute_pull_from_where(self, queue: MessageQueue, appeared: bool = False) -> int:
+        """The first offset to pull from ``queue``: committed, else by ``consume_from_where``;
+        with LAST_OFFSET, a queue that ``appeared`` after this consumer first saw its topic
+        starts at its min offset. Raises a :class:`~client.ClientError` when the broker cannot
+        say."""
         committed = self._offset_store.read_offset(queue, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
         if committed >= 0:
             return committed
@@ -207,16 +295,28 @@ class RebalanceService:
             return 0
         if where is ConsumeFromWhere.TIMESTAMP:
             return self._api.search_offset(queue, self.config.consume_timestamp_ms)
+        if appeared:
+            return self._api.min_offset(queue)
         return self._api.max_offset(queue)
+
+    def read_committed(self, queue: MessageQueue) -> int:
+        """The group's committed offset of ``queue`` as the store holds it now (-1: none);
+        a new owner's second look after ``takeover_delay_ms``."""
+        return self._offset_store.read_offset(queue, ReadOffsetType.READ_FROM_STORE)
 
     # -- the thread ---------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the thread; its first run is immediate."""
+    def start(self, first_run: bool = True) -> None:
+        """Run once in the caller's thread (``first_run``), so the queues the group gives this
+        consumer are owned, with their start offsets fixed, when this returns; then start the
+        thread (its first run is immediate after an unbalanced run, else periodic)."""
         if self._thread is not None:
             return
         self._running = True
-        self._wakeup.set()
+        balanced = self.run_now() if first_run else False
+        if not balanced:
+            self._wakeup.set()
+        self._first_interval_ms = self.config.rebalance_interval_ms if balanced else 0
         self._thread = threading.Thread(
             target=self._run, name=f"aeromq-rebalance-{self.client_id}", daemon=True
         )
@@ -230,7 +330,7 @@ class RebalanceService:
             thread.join(timeout_s)
 
     def _run(self) -> None:
-        interval_ms = 0
+        interval_ms = self._first_interval_ms
         while self._running:
             self._wakeup.wait(interval_ms / 1000.0)
             self._wakeup.clear()

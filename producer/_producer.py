@@ -21,8 +21,13 @@ NO_PERMISSION when another broker serves the topic) is tried again on the next q
 the broker that failed when another one has queues, up to ``retry_times_when_send_failed``
 more times, all within ``send_timeout_ms``. A send to an explicit queue or through a selector is
 not retried elsewhere. Errors are the ``client`` tree: the broker's refusal of the content
-raises the error of its code (``TopicNotFoundError``, ``MessageIllegalError``, ...); a body over
-``max_message_size`` raises :class:`~client.MessageTooLargeError` before anything is sent.
+raises the error of its code (``TopicNotFoundError``, ``MessageIllegalError``, ...); a body, or
+a batch's bodies together, over ``max_message_size`` raises
+:class:`~client.MessageTooLargeError` before anything is sent.
+
+Values (kafka-python's ``value_serializer``): ``Producer(..., value_serializer=json_bytes)``
+and ``producer.send_value("orders", {"id": 42}, tags="created")`` sends the serialized value as
+the body; without a serializer the value must be bytes.
 
 Async sends complete their future (and call ``callback(result, error)``) on the session's
 poller thread: keep callbacks short. Their retries run on a producer thread.
@@ -48,6 +53,7 @@ from aeromq.client import (
     IllegalStateError,
     Message,
     MessageQueue,
+    MessageTooLargeError,
     RequestTimeoutError,
     ResponseCode,
     TopicNotFoundError,
@@ -133,8 +139,10 @@ class Producer:
         config: ProducerConfig | None = None,
         queue_selector: QueueSelector | None = None,
         client_id: str | None = None,
+        value_serializer: Callable[[Any], bytes] | None = None,
     ) -> None:
         check_producer_group(group)
+        self.value_serializer = value_serializer
         if route is None and not endpoints:
             raise IllegalArgumentError("a producer needs endpoints or a route", group=group)
         self.group = group
@@ -222,6 +230,49 @@ class Producer:
     ) -> SendResult:
         """Send one message and wait until the broker stored it (see module)."""
         return self._send_sync([message], timeout_ms, queue, selector, arg)[0]
+
+    def message_of(
+        self,
+        topic: str,
+        value: Any,
+        *,
+        tags: str | None = None,
+        keys: str | Sequence[str] = (),
+        properties: dict[str, str] | None = None,
+    ) -> Message:
+        """A message of ``topic`` whose body is ``value`` through ``value_serializer`` (the
+        value itself, bytes, without one). Raises IllegalArgumentError when the serializer
+        fails or gives no bytes."""
+        serializer = self.value_serializer
+        if serializer is None:
+            body = value
+        else:
+            try:
+                body = serializer(value)
+            except Exception as exc:
+                raise IllegalArgumentError(
+                    "the value_serializer failed", topic=topic, error=repr(exc)
+                ) from exc
+        if not isinstance(body, bytes | bytearray | memoryview):
+            raise IllegalArgumentError(
+                "a value must serialize to bytes", topic=topic, type=type(body).__name__
+            )
+        return Message(topic, body, tags=tags, keys=keys, properties=properties)
+
+    def send_value(
+        self,
+        topic: str,
+        value: Any,
+        timeout_ms: int | None = None,
+        *,
+        tags: str | None = None,
+        keys: str | Sequence[str] = (),
+        properties: dict[str, str] | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """``send`` of :meth:`message_of` (kafka-python's ``send(topic, value)``)."""
+        message = self.message_of(topic, value, tags=tags, keys=keys, properties=properties)
+        return self.send(message, timeout_ms, queue=queue)
 
     def send_batch(
         self,
@@ -392,7 +443,7 @@ class Producer:
             check_body(message.body, max_size)
             total += len(message.body)
         if total > max_size:
-            raise IllegalArgumentError(
+            raise MessageTooLargeError(
                 "the batch is over the maximum message size",
                 batch_length=total,
                 max_message_size=max_size,

@@ -29,7 +29,12 @@ of other tags; the consumer keeps the ones it asked for (and checks each batch's
 a ``key=value`` text, and counted by code in :attr:`PullProcessor.errors`: an unknown topic
 (TOPIC_NOT_EXIST), a topic without read permission (NO_PERMISSION), a bad queue id, offset,
 count or group (INVALID_PARAMETER), a tag expression that does not parse
-(SUBSCRIPTION_PARSE_FAILED), a SQL92 expression (REQUEST_CODE_NOT_SUPPORTED: not evaluated yet).
+(SUBSCRIPTION_PARSE_FAILED), and so does a SQL92 expression that does not compile.
+
+SQL92 subscriptions (``expression_type`` SQL92): the expression is compiled once (cached) and
+:func:`apply_sql92` keeps the messages of a get whose properties it selects (``TAGS`` among
+them); a FOUND get none of whose messages match is answered NO_MATCHED_MSG, its next offset
+still past them. The whole SQL92 step is that one function, called on each get result.
 
 ``commit_offset`` commits the group's offset of the queue when it is positive: 0 is proto3's
 default, so a pull that does not set the field would otherwise reset its group to offset 0
@@ -52,9 +57,13 @@ from aeromq.broker.store import (
 )
 from aeromq.common import (
     ClientError,
+    RecordBatch,
     ResponseCode,
+    Sql92Filter,
     build_subscription_data,
     check_group,
+    compile_sql92,
+    stored_properties,
 )
 from aeromq.proto import messages_pb2
 
@@ -63,8 +72,10 @@ __all__ = [
     "MAX_PULL_MESSAGES",
     "PullDone",
     "PullProcessor",
+    "apply_sql92",
     "offset_message_id",
     "pull_status",
+    "sql92_of",
 ]
 
 MAX_PULL_MESSAGES: Final = 1024
@@ -104,6 +115,45 @@ def _tag_codes(expression: str) -> tuple[int, ...] | None:
     """The tag hash codes an expression selects (None: every tag); raises on a bad one."""
     subscription = build_subscription_data("-", expression)
     return None if subscription.is_sub_all else tuple(subscription.codes)
+
+
+def sql92_of(request: messages_pb2.PullMessageRequest) -> Sql92Filter | None:
+    """The compiled filter of a SQL92 pull (None for a tag pull); raises on a bad one."""
+    if request.expression_type != messages_pb2.SQL92:
+        return None
+    return compile_sql92(request.sub_expression)
+
+
+def apply_sql92(result: GetMessageResult, sql: Sql92Filter | None, offset: int) -> GetMessageResult:
+    """``result`` with only the stored batches holding a message that ``sql`` selects among
+    those in ``[offset, next_begin_offset)`` (all of them when None); a FOUND result left empty
+    becomes NO_MATCHED_MSG (see the module doc). The consumer selects again within the batches
+    it gets (as it does for tags). Properties are decoded per message: a SQL92 pull costs that."""
+    if sql is None or not result.data:
+        return result
+    matches = sql.matches
+    data = memoryview(result.data)
+    end = result.next_begin_offset
+    kept: list[memoryview] = []
+    found = 0
+    position = 0
+    while position < len(data):
+        batch = RecordBatch(data, position)
+        first = max(offset - batch.base_queue_offset, 0)
+        last = min(end - batch.base_queue_offset, batch.count)
+        hits = sum(1 for i in range(first, last) if matches(stored_properties(batch, i)))
+        if hits:
+            kept.append(data[position : position + batch.length])
+            found += hits
+        position += batch.length
+    if found == result.message_count and len(kept) == result.batch_count:
+        return result
+    result.data = b"".join(kept)
+    result.batch_count = len(kept)
+    result.message_count = found
+    if not found and result.status is GetMessageStatus.FOUND:
+        result.status = GetMessageStatus.NO_MATCHED_MSG
+    return result
 
 
 @lru_cache(maxsize=256)
@@ -162,12 +212,14 @@ class PullProcessor:
             on_done(response)
             return
         try:
-            codes = _tag_codes(request.sub_expression)
+            sql = sql92_of(request)
+            codes = None if sql is not None else _tag_codes(request.sub_expression)
         except ClientError as exc:
             code = ResponseCode.SUBSCRIPTION_PARSE_FAILED
             self.errors[code] += 1
             response.status.code = code
-            response.status.message = f"bad tag expression: {exc}"
+            kind = "tag" if request.expression_type == _TAG else "SQL92"
+            response.status.message = f"bad {kind} expression: {exc}"
             on_done(response)
             return
         if request.commit_offset > 0 and request.consumer_group:
@@ -179,6 +231,7 @@ class PullProcessor:
         max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)
         offset = request.queue_offset
         result = self._store.get_batches(topic, queue_id, offset, max_messages, max_bytes, codes)
+        result = apply_sql92(result, sql, offset)
         status = pull_status(result, offset)
         suspend_ms = request.suspend_timeout_ms
         if status == _NO_NEW_MSG and suspend_ms > 0 and self.long_polling:
@@ -188,6 +241,7 @@ class PullProcessor:
                 again = self._store.get_batches(
                     topic, queue_id, offset, max_messages, max_bytes, codes
                 )
+                again = apply_sql92(again, sql, offset)
                 self._answer(response, again, pull_status(again, offset), on_done)
 
             self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
@@ -242,10 +296,4 @@ class PullProcessor:
                 check_group(group)
             except ClientError as exc:
                 return ResponseCode.INVALID_PARAMETER, f"bad consumer group: {exc}"
-        if request.expression_type != _TAG:
-            return (
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                "SQL92 filtering is not supported yet: pull with a tag expression: "
-                f"expression={request.sub_expression!r}",
-            )
         return None

@@ -98,18 +98,22 @@ def test_should_make_selectors_by_tag_and_by_sql() -> None:
     assert build_subscription_data("T", MessageSelector.by_tag("A")).tags == ("A",)
 
 
-def test_should_carry_sql_subscriptions_but_refuse_to_evaluate_them() -> None:
+def test_should_carry_sql_subscriptions_and_refuse_tag_checks_on_them() -> None:
     subscription = build_subscription_data("T", MessageSelector.by_sql("a > 1 AND b = 'x'"))
     assert subscription.expression_type is ExpressionType.SQL92
     assert subscription.sub_string == "a > 1 AND b = 'x'"
     assert not subscription.is_sub_all
     with pytest.raises(NotSupportedError) as raised:
         subscription.matches_tag("A")
-    assert str(raised.value).startswith(
-        "SQL92 message selectors are accepted but not evaluated yet"
-    )
+    assert str(raised.value).startswith("a SQL92 subscription has no tags to match")
     with pytest.raises(NotSupportedError):
         subscription.matches_tag_code(1)
+
+
+def test_should_reject_a_sql_expression_that_does_not_compile_with_its_position() -> None:
+    with pytest.raises(InvalidExpressionError) as raised:
+        build_subscription_data("T", MessageSelector.by_sql("a > 1 AND b ="))
+    assert raised.value.values["position"] == 13
 
 
 def test_should_reject_an_empty_sql_expression() -> None:

@@ -419,3 +419,34 @@ def test_should_cancel_tasks_of_one_topic_or_those_not_retained(broker: InMemory
     assert harness.tasks.queues() == {a[0]}
     harness.tasks.cancel_all()
     assert len(harness.tasks) == 0
+
+
+def test_should_read_the_committed_offset_of_a_taken_over_queue_before_its_first_pull(
+    broker: InMemoryBroker, queue: MessageQueue
+) -> None:
+    broker.send_many(queue, [b"m"] * 8)
+    harness = Harness(broker)
+    harness.context.read_committed = lambda q: 5
+    state = harness.assigned.add(queue, pull_offset=2)
+    state.recheck_committed = True
+    task = harness.task(queue)
+    task.run()
+    assert broker.pull_log == [] and len(harness.executed) == 1
+    harness.run_executed()
+    assert state.pull_offset == 5 and not state.recheck_committed
+    harness.scheduler.run_next()
+    assert broker.pull_log == [(queue, 5)]
+
+
+def test_should_let_a_seek_win_over_the_committed_offset_of_a_taken_over_queue(
+    broker: InMemoryBroker, queue: MessageQueue
+) -> None:
+    broker.send_many(queue, [b"m"] * 8)
+    harness = Harness(broker)
+    harness.context.read_committed = lambda q: 5
+    state = harness.assigned.add(queue, pull_offset=2)
+    state.recheck_committed = True
+    harness.assigned.seek(queue, 1)
+    harness.task(queue).run()
+    assert broker.pull_log == [(queue, 1)]
+    assert harness.executed == [] and not state.recheck_committed

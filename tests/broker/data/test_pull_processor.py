@@ -12,7 +12,7 @@ from aeromq.broker.processor.pull import MAX_PULL_MESSAGES, PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.store import MessageStore, TopicConfig
-from aeromq.client import MessageQueue, ResponseCode, build_subscription_data
+from aeromq.client import MessageQueue, MessageSelector, ResponseCode, build_subscription_data
 from aeromq.common import PERM_WRITE
 from aeromq.consumer import MessageBatch
 from aeromq.consumer._pulled import read_pulled_batches
@@ -43,6 +43,7 @@ def _read(
     offset: int = 0,
     queue_id: int = 0,
     expression: str = "*",
+    selector: MessageSelector | None = None,
 ) -> MessageBatch:
     """The messages a consumer takes from the answer to a pull from ``offset``."""
     return read_pulled_batches(
@@ -51,7 +52,7 @@ def _read(
         "broker-a",
         offset,
         response.next_begin_offset,
-        build_subscription_data(TOPIC, expression),
+        build_subscription_data(TOPIC, selector if selector is not None else expression),
     )
 
 
@@ -134,6 +135,29 @@ def test_should_filter_by_tag_and_move_past_entries_that_do_not_match(
     assert only_b.queue_offsets.tolist() == [3, 4]
     every = _pull(pull, sub_expression="*")
     assert len(_read(every)) == 5
+
+
+def test_should_answer_a_sql92_pull_with_the_batches_of_the_matching_messages_only(
+    send: SendProcessor, pull: PullProcessor
+) -> None:
+    for index in range(6):
+        send.process(
+            send_request(
+                b"m%d" % index, tags="A" if index % 2 else "B", properties={"n": str(index)}
+            ),
+            Answers(),
+        )
+    sql = messages_pb2.SQL92
+    expression = "n >= 2 AND TAGS = 'A'"
+    found = _pull(pull, expression_type=sql, sub_expression=expression)
+    assert found.pull_status == FOUND and found.next_begin_offset == 6
+    selector = MessageSelector.by_sql(expression)
+    assert [m.body for m in _read(found, selector=selector)] == [b"m3", b"m5"]
+    everything = _pull(pull)
+    assert len(found.batches) < len(everything.batches)  # only the batches with a match
+    none = _pull(pull, expression_type=sql, sub_expression="n > 100")
+    assert none.pull_status == NO_MATCHED_MSG and not none.batches
+    assert none.next_begin_offset == 6
 
 
 def test_should_send_only_batches_holding_a_match_and_the_consumer_keeps_only_matches(
@@ -231,9 +255,9 @@ def test_should_answer_at_once_when_long_polling_is_off(
         ({"sub_expression": "A ||"}, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "bad tag expression"),
         ({"sub_expression": "A | B"}, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "bad tag expression"),
         (
-            {"expression_type": messages_pb2.SQL92, "sub_expression": "a > 1"},
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-            "SQL92",
+            {"expression_type": messages_pb2.SQL92, "sub_expression": "a > 1 AND"},
+            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+            "bad SQL92 expression",
         ),
     ],
     ids=["unknown-topic", "queue-too-big", "queue-negative", "negative-offset", "negative-count",

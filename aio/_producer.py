@@ -1,0 +1,119 @@
+"""``AsyncProducer``: the producer for asyncio.
+
+::
+
+    async with AsyncProducer("my-group", "127.0.0.1:8081") as producer:
+        result = await producer.send(Message("orders", b"..."))
+        results = await producer.send_batch([Message("orders", b"1"), Message("orders", b"2")])
+        await producer.send_value("orders", {"id": 42})       # with a value_serializer
+
+It wraps a :class:`~producer.Producer` (:attr:`AsyncProducer.sync`): a send is the producer's
+asynchronous send, whose future completes on the session's poller thread and is bridged to the
+event loop (``asyncio.wrap_future``), so an awaited send holds no thread. The offer itself may
+wait up to ``offer_timeout_ms`` while a broker back-pressures, as ``send_async`` does. Starting
+and shutting down (route lookups, sessions) run in the loop's default executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+from aeromq.client import Message, MessageQueue
+from aeromq.producer import Producer, ProducerConfig, QueueSelector, RouteSource, SendResult
+
+__all__ = ["AsyncProducer"]
+
+
+class AsyncProducer:
+    """The asyncio face of :class:`~producer.Producer` (see the module doc); the constructor
+    takes the same arguments."""
+
+    def __init__(
+        self,
+        group: str,
+        endpoints: str | Sequence[str] | None = None,
+        *,
+        route: RouteSource | None = None,
+        namesrv: bool = False,
+        config: ProducerConfig | None = None,
+        queue_selector: QueueSelector | None = None,
+        client_id: str | None = None,
+        value_serializer: Callable[[Any], bytes] | None = None,
+    ) -> None:
+        self.sync = Producer(
+            group,
+            endpoints,
+            route=route,
+            namesrv=namesrv,
+            config=config,
+            queue_selector=queue_selector,
+            client_id=client_id,
+            value_serializer=value_serializer,
+        )
+        """The threaded producer underneath."""
+
+    async def start(self) -> AsyncProducer:
+        await asyncio.get_running_loop().run_in_executor(None, self.sync.start)
+        return self
+
+    async def shutdown(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.sync.shutdown)
+
+    async def __aenter__(self) -> AsyncProducer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
+
+    async def send(
+        self,
+        message: Message,
+        timeout_ms: int | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+    ) -> SendResult:
+        """Send one message; its ``SendResult`` once the broker stored it. Raises what
+        ``Producer.send`` raises."""
+        future = self.sync.send_async(
+            message, timeout_ms=timeout_ms, queue=queue, selector=selector, arg=arg
+        )
+        return await asyncio.wrap_future(future)
+
+    async def send_batch(
+        self,
+        messages: Sequence[Message],
+        timeout_ms: int | None = None,
+        *,
+        queue: MessageQueue | None = None,
+    ) -> Sequence[SendResult]:
+        """Send messages of one topic to one queue as one request (all stored or none)."""
+        future = self.sync.send_batch_async(messages, timeout_ms=timeout_ms, queue=queue)
+        return await asyncio.wrap_future(future)
+
+    async def send_value(
+        self,
+        topic: str,
+        value: Any,
+        timeout_ms: int | None = None,
+        *,
+        tags: str | None = None,
+        keys: str | Sequence[str] = (),
+        properties: dict[str, str] | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """Send ``value`` through the ``value_serializer`` (``Producer.send_value``)."""
+        message = self.sync.message_of(topic, value, tags=tags, keys=keys, properties=properties)
+        return await self.send(message, timeout_ms, queue=queue)
+
+    def __repr__(self) -> str:
+        return f"AsyncProducer({self.sync!r})"
