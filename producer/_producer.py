@@ -62,7 +62,7 @@ from aeromq.client import (
 )
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver, TopicRoute
-from aeromq.common import MAX_FRAMING_BYTES, MessageTooLargeError, check_body
+from aeromq.common import MAX_FRAMING_BYTES, check_body
 from aeromq.producer._batch import SendResults, encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig, check_producer_group
 from aeromq.producer._route import RouteSource
