@@ -1,0 +1,62 @@
+"""Fixtures of the Spark connector tests: one real local SparkSession (``local[2]``) for the
+whole test session, one real broker process for the module, and topics to fill.
+
+The session starts in 10-20 s on two cores, so it is made once and shared; Python workers run
+this interpreter (``PYSPARK_PYTHON``) and Spark binds to the loopback (``SPARK_LOCAL_IP``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+os.environ["PYSPARK_PYTHON"] = sys.executable
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+from aeromq.broker.testing import ServerProcess  # noqa: E402
+from aeromq.pipeline import spark_session  # noqa: E402
+from tests.consumer._broker_process import create_topic, start_broker  # noqa: E402
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    session = spark_session(
+        "local[2]",
+        "aeromq-tests",
+        {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.host": "127.0.0.1",
+            "spark.sql.streaming.stopTimeout": "30s",
+        },
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = start_broker(tmp_path_factory.mktemp("pipeline-broker"), timeout_s=60.0)
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def topic(broker: ServerProcess) -> str:
+    """A fresh topic of 4 queues."""
+    name = f"SparkTopic{next(_names)}"
+    create_topic(broker, name, 4)
+    return name

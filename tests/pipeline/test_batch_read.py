@@ -1,0 +1,62 @@
+"""Batch reads of a real broker's topic through a real local SparkSession."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from aeromq.broker.testing import ServerProcess
+from aeromq.common import PROPERTY_KEYS
+from tests.pipeline._helpers import produce
+
+
+def test_should_read_back_what_was_produced_to_a_four_queue_topic(
+    spark: SparkSession, broker: ServerProcess, topic: str
+) -> None:
+    sent = produce(broker, topic, per_queue=50)
+    df = (
+        spark.read.format("aeromq")
+        .option("endpoints", broker.grpc_address)
+        .option("topic", topic)
+        .option("includeProperties", "true")
+        .load()
+    )
+    rows = df.collect()
+    assert len(rows) == len(sent) == 200
+    got = {(r.queueId, r.queueOffset): r for r in rows}
+    assert len(got) == 200  # no duplicates
+    for queue_id in range(4):
+        for n in range(50):
+            row = got[(queue_id, n)]  # offsets 0..49 in every queue, no gaps
+            assert row.topic == topic and row.broker == broker.name
+            assert bytes(row.body) == b"%d-%d" % (queue_id, n)
+            assert row.tags == ("even" if n % 2 == 0 else "odd")
+            assert row.key == f"k{n}"
+            assert row.properties == {"n": str(n)}  # user properties only
+            assert row.storeTimestamp >= row.bornTimestamp
+    assert all(PROPERTY_KEYS not in r.properties for r in rows)
+
+
+def test_should_read_offset_ranges_in_more_partitions_with_a_tag_filter(
+    spark: SparkSession, broker: ServerProcess, topic: str
+) -> None:
+    produce(broker, topic, per_queue=40)
+    df = (
+        spark.read.format("aeromq")
+        .option("endpoints", broker.grpc_address)
+        .option("topic", topic)
+        .option("subExpression", "even")
+        .option("startingOffsets", f'{{"{topic}": {{"{broker.name}:0": 10}}}}')
+        .option("endingOffsets", f'{{"{topic}": {{"{broker.name}:3": 20}}}}')
+        .option("minPartitions", "8")
+        .load()
+    )
+    assert df.rdd.getNumPartitions() >= 8
+    rows = df.select("queueId", "queueOffset", "tags").collect()
+    expected = (
+        {(0, n) for n in range(10, 40, 2)}
+        | {(q, n) for q in (1, 2) for n in range(0, 40, 2)}
+        | {(3, n) for n in range(0, 20, 2)}
+    )
+    assert sorted((r.queueId, r.queueOffset) for r in rows) == sorted(expected)
+    assert {r.tags for r in rows} == {"even"}
+    assert "properties" not in df.columns
