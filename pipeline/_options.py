@@ -60,12 +60,11 @@ _SOURCE_KEYS: Final = frozenset(
         "subexpression", "startingoffsets", "endingoffsets", "startingtimestamp",
         "startingoffsetsbytimestamp", "maxoffsetspertrigger", "minpartitions",
         "failondataloss", "group", "includeproperties", "readtimeoutms", "pullbatchsize",
-        "path",
     }
 )  # fmt: skip
-_SINK_KEYS: Final = frozenset(
-    {"endpoints", "nameserver", "topic", "producergroup", "sendbatchsize", "path"}
-)
+_SINK_KEYS: Final = frozenset({"endpoints", "nameserver", "topic", "producergroup", "sendbatchsize"})
+_SPARK_KEYS: Final = frozenset({"path", "checkpointlocation", "queryname"})
+"""Options Spark itself passes to every data source."""
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -73,7 +72,7 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _check_known(given: dict[str, str], known: frozenset[str], role: str) -> None:
-    unknown = sorted(set(given) - known)
+    unknown = sorted(set(given) - known - _SPARK_KEYS)
     if unknown:
         raise OptionError(f"unknown {role} options", unknown=unknown, known=sorted(known))
 
