@@ -120,6 +120,14 @@ def admit(start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int],
     shares = {q: b * max_rows / total for q, b in backlog.items()}
     taken = {q: min(b, max(1 if b else 0, int(shares[q]))) for q, b in backlog.items()}
     left = max_rows - sum(taken.values())
+    if left < 0:  # the minimum of one overshot: give back from the largest shares
+        for q in sorted(taken, key=lambda q: (-taken[q], q.order_key())):
+            give = min(-left, taken[q] - 1)
+            if give > 0:
+                taken[q] -= give
+                left += give
+            if left == 0:
+                break
     by_remainder = sorted(backlog, key=lambda q: (-(shares[q] - int(shares[q])), q.order_key()))
     for q in _cycle_bounded(by_remainder, left):
         if taken[q] < backlog[q]:

@@ -2,13 +2,13 @@
 
 From the bottom::
 
-    transport < proto < common < client < producer, consumer
+    transport < proto < common < client < producer, consumer < pipeline
                               ^
                               broker (transport, proto and common only)
 
 A package may import itself and the layers below it; ``producer`` and ``consumer`` sit side by
-side and do not import each other; ``broker`` sits beside the clients, so a server never loads
-client code. The top-level modules of ``aeromq`` (``aeromq/__init__.py``, the CLI) sit above all
+side and do not import each other; ``pipeline`` (the Spark connector) uses both and never the
+broker; ``broker`` sits beside the clients, so a server never loads client code. The top-level modules of ``aeromq`` (``aeromq/__init__.py``, the CLI) sit above all
 and are not checked. Every module of each package is parsed with :mod:`ast` (nothing is
 imported), and every import counts: at module level, inside functions and under
 ``TYPE_CHECKING`` alike.
@@ -31,6 +31,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "producer": frozenset({"transport", "proto", "common", "client", "producer"}),
     "consumer": frozenset({"transport", "proto", "common", "client", "consumer"}),
     "broker": frozenset({"transport", "proto", "common", "broker"}),
+    "pipeline": frozenset(
+        {"transport", "proto", "common", "client", "producer", "consumer", "pipeline"}
+    ),
 }
 """Package -> the packages its modules may import (the top of ``aeromq`` is in none)."""
 
@@ -123,6 +126,8 @@ def test_should_link_every_layer_into_the_installed_package() -> None:
         ("producer", "producer/x.py", "from aeromq.consumer import DefaultLitePullConsumer\n"),
         ("transport", "transport/x.py", "from aeromq.proto import session_pb2\n"),
         ("proto", "proto/x.py", "from aeromq.common import ResponseCode\n"),
+        ("pipeline", "pipeline/x.py", "from aeromq.broker.testing import start_broker_process\n"),
+        ("consumer", "consumer/x.py", "from aeromq.pipeline import AeromqDataSource\n"),
     ],
 )
 def test_should_report_an_import_from_a_higher_layer(package: str, file: str, source: str) -> None:
@@ -137,6 +142,7 @@ def test_should_report_an_import_from_a_higher_layer(package: str, file: str, so
         ("broker", "broker/store/x.py", "from . import _message\nfrom .._errors import E\n"),
         ("consumer", "consumer/x.py", "from aeromq.client import MessageQueue\n"),
         ("common", "common/x.py", "from aeromq.proto import session_pb2\n"),
+        ("pipeline", "pipeline/x.py", "from aeromq.consumer import DefaultLitePullConsumer\n"),
     ],
 )
 def test_should_accept_imports_of_the_same_or_lower_layers(

@@ -27,6 +27,7 @@ PACKAGES = [
     "aeromq.broker.grpc",
     "aeromq.broker.namesrv",
     "aeromq.producer",
+    "aeromq.pipeline",
 ]
 
 

@@ -36,6 +36,7 @@ def spark() -> Iterator[SparkSession]:
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.driver.host": "127.0.0.1",
             "spark.sql.streaming.stopTimeout": "30s",
+            "spark.ui.showConsoleProgress": "false",
         },
     )
     session.sparkContext.setLogLevel("ERROR")
