@@ -75,6 +75,6 @@ __all__ = [
     "sink_options",
     "source_options",
     "spark_ddl",
-    "split_ranges",
     "spark_session",
+    "split_ranges",
 ]

@@ -62,7 +62,9 @@ _SOURCE_KEYS: Final = frozenset(
         "failondataloss", "group", "includeproperties", "readtimeoutms", "pullbatchsize",
     }
 )  # fmt: skip
-_SINK_KEYS: Final = frozenset({"endpoints", "nameserver", "topic", "producergroup", "sendbatchsize"})
+_SINK_KEYS: Final = frozenset(
+    {"endpoints", "nameserver", "topic", "producergroup", "sendbatchsize"}
+)
 _SPARK_KEYS: Final = frozenset({"path", "checkpointlocation", "queryname"})
 """Options Spark itself passes to every data source."""
 

@@ -57,9 +57,7 @@ def queue_key(queue: MessageQueue) -> str:
 def _parse_key(topic: str, key: str, value: object) -> MessageQueue:
     broker, sep, queue_id = key.rpartition(":")
     if not sep or not broker or not queue_id.isdigit():
-        raise OptionError(
-            'offset keys are "broker:queueId"', topic=topic, key=key, value=value
-        )
+        raise OptionError('offset keys are "broker:queueId"', topic=topic, key=key, value=value)
     return MessageQueue(topic, broker, int(queue_id))
 
 
@@ -108,7 +106,9 @@ def split_ranges(ranges: Sequence[QueueRange], min_partitions: int | None) -> li
     return out
 
 
-def admit(start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int], max_rows: int) -> Offsets:
+def admit(
+    start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int], max_rows: int
+) -> Offsets:
     """The end offsets of the next micro-batch: at most ``max_rows`` messages split across the
     queues in proportion to their backlog (``latest - start``), largest remainders first, and
     every queue with a backlog gets at least one, so no queue starves behind a busy one (with

@@ -41,9 +41,7 @@ from aeromq.pipeline._resolve import check_data_loss, ending_offsets, queues_of,
 __all__ = ["AeromqBatchReader", "AeromqStreamReader"]
 
 
-def _partitions(
-    options: SourceOptions, starts: Offsets, ends: Offsets
-) -> list[InputPartition]:
+def _partitions(options: SourceOptions, starts: Offsets, ends: Offsets) -> list[InputPartition]:
     ranges = [
         QueueRange(q.topic, q.broker_name, q.queue_id, starts[q], max(starts[q], ends[q]))
         for q in sorted(ends)
@@ -97,22 +95,22 @@ class AeromqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._target: Offsets | None = None
 
-    def initialOffset(self) -> dict[str, dict[str, int]]:
+    def initialOffset(self) -> dict[str, dict[str, int]]:  # noqa: N802 (Spark's name)
         options = self.options
         with BrokerMetadata(options.endpoints) as metadata:
             queues = queues_of(options, metadata)
             return offsets_to_json(starting_offsets(options, queues, metadata))
 
-    def getDefaultReadLimit(self) -> ReadLimit:
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark's name)
         limit = self.options.max_offsets_per_trigger
         return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
 
-    def prepareForTriggerAvailableNow(self) -> None:
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark's name)
         """Fix the end of an ``availableNow`` run: every queue's max offset now."""
         with BrokerMetadata(self.options.endpoints) as metadata:
             self._target = metadata.max_offsets(queues_of(self.options, metadata))
 
-    def latestOffset(
+    def latestOffset(  # noqa: N802 (Spark's name)
         self, start: dict[str, dict[str, int]], limit: ReadLimit
     ) -> dict[str, dict[str, int]]:
         begin = offsets_from_json(start)
@@ -130,7 +128,7 @@ class AeromqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return offsets_to_json(admit(begin, latest, limit.max_rows))
         return offsets_to_json(latest)
 
-    def reportLatestOffset(self) -> dict[str, dict[str, int]] | None:
+    def reportLatestOffset(self) -> dict[str, dict[str, int]] | None:  # noqa: N802 (Spark's name)
         with BrokerMetadata(self.options.endpoints) as metadata:
             return offsets_to_json(metadata.max_offsets(queues_of(self.options, metadata)))
 

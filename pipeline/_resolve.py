@@ -91,9 +91,7 @@ def ending_offsets(
     return _from_spec(options.ending_offsets, queues, metadata, "endingOffsets")
 
 
-def check_data_loss(
-    options: SourceOptions, starts: Offsets, metadata: BrokerMetadata
-) -> Offsets:
+def check_data_loss(options: SourceOptions, starts: Offsets, metadata: BrokerMetadata) -> Offsets:
     """Each start at or above its queue's min offset: one below fails the query with
     ``DataLossError`` (``failOnDataLoss``, the default) or moves up to the min offset."""
     out: Offsets = {}

@@ -57,7 +57,9 @@ def _produce_paced(grpc: str, topic: str, rate: int, seconds: float, out: Any) -
             if sent > rate * elapsed:
                 time.sleep(0.001)
                 continue
-            window.append(producer.send_batch_async([Message(topic, _body(sent + i)) for i in range(32)]))
+            window.append(
+                producer.send_batch_async([Message(topic, _body(sent + i)) for i in range(32)])
+            )
             sent += 32
             if len(window) >= 8:
                 window.pop(0).result(30)
@@ -81,7 +83,8 @@ def _memory_source() -> type:
         def partitions(self) -> list[InputPartition]:
             share, extra = divmod(self.rows, self.partitions_count)
             return [
-                InputPartition(share + (1 if i < extra else 0)) for i in range(self.partitions_count)
+                InputPartition(share + (1 if i < extra else 0))
+                for i in range(self.partitions_count)
             ]
 
         def read(self, partition: InputPartition) -> Iterator[Any]:

@@ -62,12 +62,7 @@ def run(endpoints: str, events: str, results: str, output: str, window: str) -> 
     from pyspark.sql import functions as f
 
     spark = spark_session(app_name="aeromq-window-aggregation")
-    raw = (
-        spark.read.format("aeromq")
-        .option("endpoints", endpoints)
-        .option("topic", events)
-        .load()
-    )
+    raw = spark.read.format("aeromq").option("endpoints", endpoints).option("topic", events).load()
     parsed = raw.select(f.from_json(f.col("body").cast("string"), EVENT_SCHEMA).alias("e")).select(
         "e.key", "e.value", f.timestamp_millis(f.col("e.ts")).alias("event_time")
     )

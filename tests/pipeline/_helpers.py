@@ -35,7 +35,9 @@ def produce(broker: ServerProcess, topic: str, per_queue: int, first: int = 0) -
     return sent
 
 
-def consume_all(broker: ServerProcess, topic: str, count: int, timeout_s: float = 60.0) -> list[MessageExt]:
+def consume_all(
+    broker: ServerProcess, topic: str, count: int, timeout_s: float = 60.0
+) -> list[MessageExt]:
     """Every message of ``topic`` with a fresh group from the first offset, until ``count``
     arrived (or the timeout); then a short wait proves no more come."""
     config = LitePullConsumerConfig(

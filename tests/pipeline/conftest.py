@@ -17,11 +17,11 @@ import pytest
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 os.environ["PYSPARK_PYTHON"] = sys.executable
 
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import SparkSession
 
-from aeromq.broker.testing import ServerProcess  # noqa: E402
-from aeromq.pipeline import spark_session  # noqa: E402
-from tests.consumer._broker_process import create_topic, start_broker  # noqa: E402
+from aeromq.broker.testing import ServerProcess
+from aeromq.pipeline import spark_session
+from tests.consumer._broker_process import create_topic, start_broker
 
 _names = itertools.count()
 

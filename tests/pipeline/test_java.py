@@ -45,7 +45,7 @@ def test_should_name_the_fix_when_java_is_too_old(
 ) -> None:
     home = _fake_java_home(tmp_path, "echo 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     monkeypatch.setenv("JAVA_HOME", str(home))
-    with pytest.raises(JavaVersionError, match="Java 11 is too old.*openjdk-17-jre-headless"):
+    with pytest.raises(JavaVersionError, match=r"Java 11 is too old.*openjdk-17-jre-headless"):
         check_java()
 
 
@@ -54,7 +54,7 @@ def test_should_name_the_fix_when_java_is_missing(
 ) -> None:
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(JavaNotFoundError, match="no java on PATH.*openjdk-17-jre-headless"):
+    with pytest.raises(JavaNotFoundError, match=r"no java on PATH.*openjdk-17-jre-headless"):
         check_java()
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
     with pytest.raises(JavaNotFoundError, match="JAVA_HOME has no bin/java"):
@@ -65,5 +65,5 @@ def test_should_report_a_java_that_does_not_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("JAVA_HOME", str(_fake_java_home(tmp_path, "exit 3\n")))
-    with pytest.raises(JavaNotFoundError, match="java -version failed.*exit_code=3"):
+    with pytest.raises(JavaNotFoundError, match=r"java -version failed.*exit_code=3"):
         check_java()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -9,8 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aeromq.client import MessageQueue
-from aeromq.pipeline import OptionError, QueueRange, admit, offsets_from_json, offsets_to_json
-from aeromq.pipeline import split_ranges
+from aeromq.pipeline import (
+    OptionError,
+    QueueRange,
+    admit,
+    offsets_from_json,
+    offsets_to_json,
+    split_ranges,
+)
 
 QUEUES = [MessageQueue("T", "broker-a", i) for i in range(4)]
 
@@ -60,7 +67,7 @@ def test_should_split_large_ranges_for_min_partitions() -> None:
     assert sum(r.count for r in split) == 100
     for queue_id in (0, 1):
         pieces = [r for r in split if r.queue_id == queue_id]
-        assert all(a.end == b.start for a, b in zip(pieces, pieces[1:], strict=False))
+        assert all(a.end == b.start for a, b in itertools.pairwise(pieces))
 
 
 def test_should_drop_empty_ranges() -> None:

@@ -26,9 +26,9 @@ def test_should_write_rows_that_a_lite_pull_consumer_reads(
     df = spark.createDataFrame(
         rows, "body binary, tags string, keys string, properties map<string,string>"
     ).repartition(3)
-    df.write.format("aeromq").option("endpoints", broker.grpc_address).option(
-        "topic", topic
-    ).mode("append").save()
+    df.write.format("aeromq").option("endpoints", broker.grpc_address).option("topic", topic).mode(
+        "append"
+    ).save()
 
     got = consume_all(broker, topic, 60)
     assert len(got) == 60
@@ -91,4 +91,6 @@ def test_should_not_write_a_replayed_micro_batch_twice(
     _copy(spark, broker, topic, sink, tmp_path)  # Spark replays batch 1: the sink skips it
     got = consume_all(broker, sink, 100)
     assert len(got) == 100
-    assert sorted(m.body for m in got) == sorted(b"%d-%d" % (q, n) for q in range(4) for n in range(25))
+    assert sorted(m.body for m in got) == sorted(
+        b"%d-%d" % (q, n) for q in range(4) for n in range(25)
+    )
