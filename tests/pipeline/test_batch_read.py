@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
 from aeromq.common import PROPERTY_KEYS
 from tests.pipeline._helpers import produce
+
+# The first test of a session waits for the SparkSession (10-20 s, longer on a loaded machine).
+pytestmark = pytest.mark.timeout(600)
 
 
 def test_should_read_back_what_was_produced_to_a_four_queue_topic(
@@ -60,3 +66,24 @@ def test_should_read_offset_ranges_in_more_partitions_with_a_tag_filter(
     assert sorted((r.queueId, r.queueOffset) for r in rows) == sorted(expected)
     assert {r.tags for r in rows} == {"even"}
     assert "properties" not in df.columns
+
+
+def test_should_start_at_a_timestamp_searched_on_the_broker(
+    spark: SparkSession, broker: ServerProcess, topic: str
+) -> None:
+    produce(broker, topic, per_queue=10)
+    time.sleep(0.05)  # store times are in milliseconds: the rounds must not share one
+    since_ms = int(time.time() * 1000)
+    time.sleep(0.05)
+    produce(broker, topic, per_queue=10, first=10)
+    df = (
+        spark.read.format("aeromq")
+        .option("endpoints", broker.grpc_address)
+        .option("subscribePattern", f"{topic}|NoSuchTopic.*")
+        .option("startingTimestamp", str(since_ms))
+        .load()
+    )
+    rows = df.select("queueId", "queueOffset").collect()
+    assert sorted((r.queueId, r.queueOffset) for r in rows) == [
+        (q, n) for q in range(4) for n in range(10, 20)
+    ]

@@ -18,6 +18,9 @@ from aeromq.client import GrpcClient, Message, MessageQueue
 from aeromq.producer import Producer
 from tests.consumer._broker_process import start_broker
 
+# The first test of a session waits for the SparkSession (10-20 s, longer on a loaded machine).
+pytestmark = pytest.mark.timeout(600)
+
 _TOPIC = "SparkLost"
 _RETENTION_WAIT_S = 90.0
 

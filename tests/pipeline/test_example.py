@@ -12,6 +12,9 @@ from aeromq.broker.testing import ServerProcess
 from aeromq.pipeline.examples.window_aggregation import main
 from tests.pipeline._helpers import consume_all
 
+# The first test of a session waits for the SparkSession (10-20 s, longer on a loaded machine).
+pytestmark = pytest.mark.timeout(600)
+
 
 def test_should_aggregate_events_to_parquet_and_back_to_a_topic(
     spark: SparkSession, broker: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -10,6 +10,9 @@ from pyspark.sql.types import StructType
 
 from aeromq.pipeline import arrow_schema, spark_ddl
 
+# The first test of a session waits for the SparkSession (10-20 s, longer on a loaded machine).
+pytestmark = pytest.mark.timeout(600)
+
 
 @pytest.mark.parametrize("include_properties", [False, True])
 def test_should_match_sparks_arrow_schema(spark: SparkSession, include_properties: bool) -> None:

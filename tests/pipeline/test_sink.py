@@ -12,6 +12,9 @@ from pyspark.sql import SparkSession
 from aeromq.broker.testing import ServerProcess
 from tests.pipeline._helpers import consume_all, produce
 
+# The first test of a session waits for the SparkSession (10-20 s, longer on a loaded machine).
+pytestmark = pytest.mark.timeout(600)
+
 _QUERY_TIMEOUT_S = 180
 _names = itertools.count()
 

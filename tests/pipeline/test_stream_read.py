@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
 from aeromq.client import GrpcClient, Message, MessageQueue
 from aeromq.producer import Producer
 from tests.pipeline._helpers import produce
+
+# The first test of a session waits for the SparkSession (10-20 s, longer on a loaded machine).
+pytestmark = pytest.mark.timeout(600)
 
 _QUERY_TIMEOUT_S = 180
 
