@@ -14,6 +14,14 @@ the driver over the admin gRPC calls and read queue ranges on the executors
 (``_queue_reader``); writers send with a ``Producer`` per task.
 """
 
+try:
+    import pyarrow  # noqa: F401
+    import pyspark  # noqa: F401
+except ImportError as exc:  # the extra is missing: say which one
+    raise ImportError(
+        f"aeromq.pipeline needs pyspark and pyarrow: pip install 'aeromq[spark]' ({exc})"
+    ) from exc
+
 from aeromq.pipeline._errors import (
     DataLossError,
     JavaError,

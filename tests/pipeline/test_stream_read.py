@@ -54,6 +54,8 @@ def test_should_read_everything_in_capped_batches_and_restart_where_it_stopped(
     assert batches == [30, 30, 30, 10]  # maxOffsetsPerTrigger=30, split across 4 queues
 
     produce(broker, topic, per_queue=10, first=25)  # 40 more
+    with GrpcClient(broker.grpc_address, timeout_s=30) as admin:  # what `aeromq admin` shows
+        assert admin.consumer_progress(group, topic).total_lag == 40
     batches = _run_available_now(spark, broker, topic, tmp_path, group)
     assert batches == [30, 10]  # only the new ones
 
@@ -65,7 +67,7 @@ def test_should_read_everything_in_capped_batches_and_restart_where_it_stopped(
     with GrpcClient(broker.grpc_address, timeout_s=30) as admin:  # the group's progress
         assert [admin.query_offset(group, topic, q) for q in range(4)] == [35] * 4
         progress = admin.consumer_progress(group, topic)
-        assert progress is not None
+        assert progress.total_lag == 0 and len(progress.queues) == 4
 
 
 def test_should_pick_up_queues_added_to_the_topic(
