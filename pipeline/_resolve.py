@@ -25,12 +25,13 @@ def queues_of(options: SourceOptions, metadata: BrokerMetadata) -> list[MessageQ
     if options.assign:
         out: list[MessageQueue] = []
         for topic, ids in options.assign:
-            known = {q.queue_id: q for q in metadata.queues(topic)}
+            queues = metadata.queues(topic)  # every broker's queue of each id
+            known = {q.queue_id for q in queues}
             missing = [i for i in ids if i not in known]
             if missing:
                 raise OptionError("assign names queues the topic does not have", topic=topic,
                                   missing=missing, queues=sorted(known))  # fmt: skip
-            out += [known[i] for i in ids]
+            out += [q for q in queues if q.queue_id in ids]
         return sorted(out)
     topics = metadata.topics_matching(options.pattern) if options.pattern else options.topics
     return sorted(q for topic in topics for q in metadata.queues(topic))

@@ -3,6 +3,7 @@ checkpoint, through a real local SparkSession and a real broker."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
 from aeromq.client import GrpcClient, Message, MessageQueue
+from aeromq.client._admin_cli import main as admin_main
 from aeromq.producer import Producer
 from tests.pipeline._helpers import produce
 
@@ -54,8 +56,10 @@ def test_should_read_everything_in_capped_batches_and_restart_where_it_stopped(
     assert batches == [30, 30, 30, 10]  # maxOffsetsPerTrigger=30, split across 4 queues
 
     produce(broker, topic, per_queue=10, first=25)  # 40 more
-    with GrpcClient(broker.grpc_address, timeout_s=30) as admin:  # what `aeromq admin` shows
-        assert admin.consumer_progress(group, topic).total_lag == 40
+    shown = io.StringIO()  # `aeromq admin group progress` shows the query's lag
+    assert admin_main(["--server", broker.grpc_address, "group", "progress", group], shown) == 0
+    lags = [line.split()[-1] for line in shown.getvalue().splitlines() if line.startswith(topic)]
+    assert lags == ["10"] * 4
     batches = _run_available_now(spark, broker, topic, tmp_path, group)
     assert batches == [30, 10]  # only the new ones
 
