@@ -13,10 +13,6 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-
-os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-os.environ["PYSPARK_PYTHON"] = sys.executable
-
 from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
@@ -28,6 +24,8 @@ _names = itertools.count()
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # before the JVM starts: loopback only
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     session = spark_session(
         "local[2]",
         "aeromq-tests",
