@@ -94,6 +94,7 @@ class AeromqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._target: Offsets | None = None
+        self._committed: Offsets = {}  # what the group holds, as far as this reader set it
 
     def initialOffset(self) -> dict[str, dict[str, int]]:  # noqa: N802 (Spark's name)
         options = self.options
@@ -157,8 +158,10 @@ class AeromqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         micro-batch only when it plans the next one, so the last batch of a run (an
         ``availableNow`` run above all) is committed here too: ``latestOffset`` is asked from
         the end of the last finished batch."""
-        if self.options.group is not None and offsets:
-            metadata.commit_group(self.options.group, offsets)
+        changed = {q: o for q, o in offsets.items() if self._committed.get(q) != o}
+        if self.options.group is not None and changed:
+            metadata.commit_group(self.options.group, changed)
+            self._committed.update(changed)
 
     def stop(self) -> None:
         """Nothing to release: every call opens and closes its own gRPC clients."""
