@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.pipeline import JavaNotFoundError, JavaVersionError, check_java, parse_java_version
+from aeromq.pipeline import (
+    JavaNotFoundError,
+    JavaVersionError,
+    check_java,
+    parse_java_version,
+    spark_session,
+)
 
 
 @pytest.mark.parametrize(
@@ -67,3 +73,12 @@ def test_should_report_a_java_that_does_not_answer(
     monkeypatch.setenv("JAVA_HOME", str(_fake_java_home(tmp_path, "exit 3\n")))
     with pytest.raises(JavaNotFoundError, match=r"java -version failed.*exit_code=3"):
         check_java()
+
+
+def test_should_check_java_before_starting_spark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = _fake_java_home(tmp_path, "echo 'java version \"1.8.0_392\"' >&2\n")
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    with pytest.raises(JavaVersionError, match="Java 8 is too old"):
+        spark_session(app_name="never-started")
