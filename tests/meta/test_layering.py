@@ -2,14 +2,15 @@
 
 From the bottom::
 
-    transport < proto < common < client < producer, consumer < aio
+    transport < proto < common < client < producer, consumer < aio, pipeline
                               ^
                               broker (transport, proto and common only)
 
 A package may import itself and the layers below it; ``producer`` and ``consumer`` sit side by
 side and do not import each other; ``aio`` (asyncio faces of both) uses them, ``client`` and
-``common``, not the transport or the wire schema; ``broker`` sits beside the clients, so a server never loads
-client code. The top-level modules of ``aeromq`` (``aeromq/__init__.py``, the CLI) sit above all
+``common``, not the transport or the wire schema; ``pipeline`` (the Spark connector) uses both
+and never the broker; ``broker`` sits beside the clients, so a server never loads client code.
+The top-level modules of ``aeromq`` (``aeromq/__init__.py``, the CLI) sit above all
 and are not checked. Every module of each package is parsed with :mod:`ast` (nothing is
 imported), and every import counts: at module level, inside functions and under
 ``TYPE_CHECKING`` alike.
@@ -33,6 +34,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "consumer": frozenset({"transport", "proto", "common", "client", "consumer"}),
     "broker": frozenset({"transport", "proto", "common", "broker"}),
     "aio": frozenset({"common", "client", "producer", "consumer", "aio"}),
+    "pipeline": frozenset(
+        {"transport", "proto", "common", "client", "producer", "consumer", "pipeline"}
+    ),
 }
 """Package -> the packages its modules may import (the top of ``aeromq`` is in none)."""
 
@@ -128,6 +132,8 @@ def test_should_link_every_layer_into_the_installed_package() -> None:
         ("aio", "aio/x.py", "from aeromq.broker.testing import start_broker_process\n"),
         ("aio", "aio/x.py", "from aeromq.transport import Aeron\n"),
         ("consumer", "consumer/x.py", "from aeromq.aio import AsyncLitePullConsumer\n"),
+        ("pipeline", "pipeline/x.py", "from aeromq.broker.testing import start_broker_process\n"),
+        ("consumer", "consumer/x.py", "from aeromq.pipeline import AeromqDataSource\n"),
     ],
 )
 def test_should_report_an_import_from_a_higher_layer(package: str, file: str, source: str) -> None:
@@ -143,6 +149,7 @@ def test_should_report_an_import_from_a_higher_layer(package: str, file: str, so
         ("consumer", "consumer/x.py", "from aeromq.client import MessageQueue\n"),
         ("common", "common/x.py", "from aeromq.proto import session_pb2\n"),
         ("aio", "aio/x.py", "from aeromq.consumer import DefaultLitePullConsumer\n"),
+        ("pipeline", "pipeline/x.py", "from aeromq.consumer import DefaultLitePullConsumer\n"),
     ],
 )
 def test_should_accept_imports_of_the_same_or_lower_layers(

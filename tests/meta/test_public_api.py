@@ -28,6 +28,7 @@ PACKAGES = [
     "aeromq.broker.namesrv",
     "aeromq.producer",
     "aeromq.aio",
+    "aeromq.pipeline",
 ]
 
 

@@ -1,0 +1,279 @@
+"""The Spark connector: rows/s of a batch read through the ``aeromq`` PySpark data source, beside
+the ceiling of Spark's Python data source path on this machine, and a streaming read against a
+producer at 100,000 msgs/s.
+
+aeromq: the broker process of ``bench.suites.broker`` (embedded media driver, ASYNC flush, 4
+queues); one producer process (``bench.suites.broker._produce``: batches of 32, 8 in flight)
+fills a topic with 1,000,000 messages of 100 B (50,000 with ``--quick``) before any read. One
+SparkSession ``local[2]`` (``aeromq.pipeline.spark_session``). Each batch case reads the whole
+topic (one Spark partition per queue, coalesced to 1, 2 or 4 tasks) and sums the body lengths,
+so every row is materialised; the clock runs around that one action, after a warm-up read of
+1,000 rows.
+
+Baseline ``baseline:arrow-memory``: a Python data source with the same schema whose partitions
+yield one pre-built ``pyarrow.RecordBatch`` of 8,192 rows over and over, the same row count in
+the same partitions: what Spark's Python data source path can carry here at best.
+
+Streaming: a query (``processingTime`` 1 s, ``noop`` sink, the ``group`` option) reads a fresh
+topic while a producer process sends at up to 100,000 msgs/s for 20 s (2 s with ``--quick``);
+the row reports the producer's achieved rate, the lag (messages not yet committed by the query)
+when production ends, and how long the query took to catch up.
+
+Targets (issue 13): batch read >= 300,000 rows/s; aeromq >= 0.7x the baseline (4 partitions);
+stream lag at the end of production <= one second of production (100,000 messages).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench._harness import Result, Target
+from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
+
+PARTITIONS = (1, 2, 4)
+STREAM_RATE = 100_000
+_BASELINE_BATCH_ROWS = 8192
+_CATCH_UP_TIMEOUT_S = 120.0
+
+
+def _produce_paced(grpc: str, topic: str, rate: int, seconds: float, out: Any) -> None:
+    """Send at up to ``rate`` msgs/s for ``seconds``: batches of 32, 8 in flight."""
+    from aeromq.client import Message
+    from aeromq.producer import Producer
+
+    sent = 0
+    with Producer("bench-spark-producer", grpc) as producer:
+        producer.send(Message(topic, _body(-1)))
+        window: list[Any] = []
+        began = time.monotonic()
+        while (elapsed := time.monotonic() - began) < seconds:
+            if sent > rate * elapsed:
+                time.sleep(0.001)
+                continue
+            window.append(
+                producer.send_batch_async([Message(topic, _body(sent + i)) for i in range(32)])
+            )
+            sent += 32
+            if len(window) >= 8:
+                window.pop(0).result(30)
+        for future in window:
+            future.result(30)
+        elapsed = time.monotonic() - began
+    out.put(("produced", sent + 1, elapsed))
+
+
+def _memory_source() -> type:
+    """The baseline data source (defined here so Spark pickles it by reference)."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from aeromq.pipeline import spark_ddl
+
+    class _Reader(DataSourceReader):
+        def __init__(self, options: dict[str, str]) -> None:
+            self.rows = int(options["rows"])
+            self.partitions_count = int(options["partitions"])
+
+        def partitions(self) -> list[InputPartition]:
+            share, extra = divmod(self.rows, self.partitions_count)
+            return [
+                InputPartition(share + (1 if i < extra else 0))
+                for i in range(self.partitions_count)
+            ]
+
+        def read(self, partition: InputPartition) -> Iterator[Any]:
+            return _baseline_batches(int(partition.value))
+
+    class ArrowMemorySource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "aeromq_bench_arrow_memory"
+
+        def schema(self) -> str:
+            return spark_ddl()
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return _Reader(dict(self.options))
+
+    return ArrowMemorySource
+
+
+def _baseline_batches(rows: int) -> Iterator[Any]:
+    import numpy as np
+    import pyarrow as pa
+
+    from aeromq.pipeline import arrow_schema
+
+    n = _BASELINE_BATCH_ROWS
+    now_us = np.full(n, int(time.time() * 1e6), np.int64)
+    stamp = pa.timestamp("us", tz="UTC")
+    template = pa.RecordBatch.from_arrays(
+        [
+            pa.array(["BenchSpark"] * n),
+            pa.array(["broker-a"] * n),
+            pa.array(np.zeros(n, np.int32)),
+            pa.array(np.arange(n, dtype=np.int64)),
+            pa.array([None] * n, pa.string()),
+            pa.array([None] * n, pa.string()),
+            pa.array([b"." * BODY_LENGTH] * n, pa.binary()),
+            pa.array(now_us, stamp),
+            pa.array(now_us, stamp),
+        ],
+        schema=arrow_schema(),
+    )
+    while rows > 0:
+        yield template if rows >= n else template.slice(0, rows)
+        rows -= n
+
+
+def _timed_sum(df: Any) -> tuple[int, float]:
+    """(rows, seconds) of one action that materialises every body."""
+    from pyspark.sql import functions as f
+
+    began = time.monotonic()
+    row = df.agg(f.count("*").alias("rows"), f.sum(f.length("body")).alias("bytes")).collect()[0]
+    return int(row["rows"]), time.monotonic() - began
+
+
+def _rate_row(name: str, rows: int, seconds: float, partitions: int) -> Result:
+    rate = rows / seconds
+    return Result(
+        name,
+        msgs_per_s=rate,
+        MB_per_s=rate * BODY_LENGTH / 1e6,
+        extra={"rows_per_s": round(rate, 1), "rows": rows, "partitions": partitions,
+               "seconds": round(seconds, 3)},
+    )  # fmt: skip
+
+
+def _batch_cases(spark: Any, grpc: str, topic: str, count: int) -> Iterator[Result]:
+    reader = spark.read.format("aeromq").option("endpoints", grpc).option("topic", topic)
+    warm_up = (  # Python workers, imports, sessions: 1,000 rows of queue 0
+        spark.read.format("aeromq").option("endpoints", grpc)
+        .option("assign", f'{{"{topic}": [0]}}')
+        .option("endingOffsets", f'{{"{topic}": {{"broker-a:0": 1000}}}}')
+    )  # fmt: skip
+    _timed_sum(warm_up.load())
+    for partitions in PARTITIONS:
+        rows, seconds = _timed_sum(reader.load().coalesce(partitions))
+        if rows != count:
+            yield Result(f"aeromq:batch-read:{partitions}-partition", extra={"rows": rows})
+            continue
+        yield _rate_row(f"aeromq:batch-read:{partitions}-partition", rows, seconds, partitions)
+    spark.dataSource.register(_memory_source())
+    for partitions in PARTITIONS:
+        df = (
+            spark.read.format("aeromq_bench_arrow_memory")
+            .option("rows", str(count))
+            .option("partitions", str(partitions))
+            .load()
+        )
+        rows, seconds = _timed_sum(df)
+        yield _rate_row(f"baseline:arrow-memory:{partitions}-partition", rows, seconds, partitions)
+
+
+def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
+    import multiprocessing
+
+    from aeromq.client import GrpcClient
+
+    topic, group = "BenchSparkStream", "bench-spark-stream"
+    admin = GrpcClient(grpc, timeout_s=30)
+    admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
+    query = (
+        spark.readStream.format("aeromq")
+        .option("endpoints", grpc)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .option("group", group)
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(root / "stream-checkpoint"))
+        .trigger(processingTime="1 second")
+        .start()
+    )
+
+    def lag() -> int:
+        ends = [admin.get_max_offset(topic, q) for q in range(QUEUES)]
+        done = [max(0, admin.query_offset(group, topic, q)) for q in range(QUEUES)]
+        return sum(ends) - sum(done)
+
+    try:
+        out = multiprocessing.get_context("spawn").Queue()
+        producer = _spawn(_produce_paced, grpc, topic, STREAM_RATE, seconds, out)
+        produced = _collect(out, {"produced"}, timeout_s=seconds + 120)["produced"]
+        producer.join(30)
+        lag_at_end = lag()
+        ended = time.monotonic()
+        while (remaining := lag()) > 0 and time.monotonic() - ended < _CATCH_UP_TIMEOUT_S:
+            time.sleep(0.2)
+        catch_up_s = time.monotonic() - ended
+    finally:
+        query.stop()
+        admin.close()
+    _, sent, elapsed = produced
+    return Result(
+        "aeromq:stream-read:100k-msgs-per-s",
+        msgs_per_s=sent / elapsed,
+        extra={"produced": sent, "lag_at_end": lag_at_end, "catch_up_s": round(catch_up_s, 2),
+               "lag_after_catch_up": remaining},
+    )  # fmt: skip
+
+
+def run(quick: bool) -> Iterator[Result | Target]:
+    from aeromq.pipeline import spark_session
+
+    count = 50_000 if quick else 1_000_000
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = Path(tempfile.mkdtemp(prefix="aeromq-bench-spark-"))
+    broker = _start_broker(root)
+    spark = None
+    try:
+        import multiprocessing
+
+        from aeromq.client import GrpcClient
+        from bench.suites.broker import _produce
+
+        topic = "BenchSpark"
+        with GrpcClient(broker.grpc_address, timeout_s=30) as admin:
+            admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
+        out = multiprocessing.get_context("spawn").Queue()
+        producer = _spawn(_produce, broker.grpc_address, topic, count, out)
+        _collect(out, {"produced"}, timeout_s=600)
+        producer.join(30)
+        count += 1  # the producer's warm-up message
+        spark = spark_session(
+            "local[2]",
+            "aeromq-bench-spark",
+            {"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false"},
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        rows: dict[str, Result] = {}
+        for row in _batch_cases(spark, broker.grpc_address, topic, count):
+            rows[row.name] = row
+            yield row
+        stream = _stream_case(spark, broker.grpc_address, root, 2.0 if quick else 20.0)
+        yield stream
+        mine = rows.get("aeromq:batch-read:4-partition")
+        base = rows.get("baseline:arrow-memory:4-partition")
+        if mine and mine.msgs_per_s:
+            yield Target("aeromq batch read (4 partitions)", mine.msgs_per_s, 300_000, "rows/s")
+            if base and base.msgs_per_s:
+                ratio = mine.msgs_per_s / base.msgs_per_s
+                yield Target("aeromq / arrow-memory (4 partitions)", ratio, 0.7, "x")
+        yield Target(
+            "stream lag at end of production", float(stream.extra["lag_at_end"]), STREAM_RATE,
+            "msgs", lower_is_better=True,
+        )  # fmt: skip
+    finally:
+        if spark is not None:
+            spark.stop()
+        broker.stop()
+        shutil.rmtree(root, ignore_errors=True)

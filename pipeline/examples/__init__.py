@@ -1,0 +1,1 @@
+"""Runnable examples of the Spark connector (``python -m aeromq.pipeline.examples.NAME``)."""
