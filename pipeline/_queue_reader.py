@@ -3,10 +3,11 @@ the row schema (:mod:`pipeline._schema`).
 
 :func:`read_queue_range` opens a reader for (endpoints, topic, broker, queue id, start offset,
 end offset, sub expression) and yields record batches of the messages in ``[start, end)`` that
-match the expression, in offset order, then closes. Today it rides on the public
-``DefaultLitePullConsumer`` API (assign the one queue, seek, poll) and builds each Arrow column
-from one list per batch; when the consumer's columnar ``poll_batch()`` lands, this module
-switches to it and nothing else in the pipeline changes.
+match the expression, in offset order, then closes. It rides on the public
+``DefaultLitePullConsumer`` API (assign the one queue, seek, ``poll_batch()``): each Arrow column
+is made from the pulled record batches' columns (``consumer.MessageBatch``), without a Python
+object per message (the ``properties`` map, asked for with ``includeProperties``, is the
+exception: it parses each message's properties).
 
 Tag filtering is done here, on the tags of the pulled messages, so that every offset of the
 range is seen and the end of the range is known without asking the broker again.
@@ -21,9 +22,14 @@ from typing import Final
 import numpy as np
 import pyarrow as pa
 
-from aeromq.client import MessageExt, MessageQueue, OffsetIllegalError, build_subscription_data
+from aeromq.client import MessageQueue, OffsetIllegalError, build_subscription_data
 from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES
-from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
+from aeromq.consumer import (
+    ConsumeFromWhere,
+    DefaultLitePullConsumer,
+    LitePullConsumerConfig,
+    MessageBatch,
+)
 from aeromq.pipeline._errors import DataLossError, ReadTimeoutError
 from aeromq.pipeline._schema import arrow_schema
 
@@ -75,12 +81,17 @@ def read_queue_range(
     consumer = DefaultLitePullConsumer(config=config)
     consumer.assign([queue])
     consumer.start()
+    codes = (
+        None
+        if subscription.is_sub_all
+        else np.fromiter(subscription.codes, dtype=np.int64, count=len(subscription.codes))
+    )
     try:
         expected = _seek(consumer, queue, start_offset, fail_on_data_loss)
         deadline = time.monotonic() + read_timeout_ms / 1000.0
         while expected < end_offset:
-            messages = consumer.poll(_POLL_TIMEOUT_MS)
-            if not messages:
+            batch = consumer.poll_batch(_POLL_TIMEOUT_MS, _MAX_POLL_RECORDS)
+            if not len(batch):
                 if time.monotonic() > deadline:
                     raise ReadTimeoutError(
                         "queue range stopped arriving",
@@ -91,26 +102,34 @@ def read_queue_range(
                     )
                 continue
             deadline = time.monotonic() + read_timeout_ms / 1000.0
-            kept: list[MessageExt] = []
-            for message in messages:
-                offset = message.queue_offset
-                if offset < expected:
-                    continue  # delivered again after the seek
-                if offset >= end_offset:
-                    expected = end_offset
-                    break
-                if offset > expected and fail_on_data_loss:
+            offsets = batch.queue_offsets
+            keep = (offsets >= expected) & (offsets < end_offset)  # not again after the seek
+            kept = offsets[keep]
+            if fail_on_data_loss and len(kept):
+                gaps = np.flatnonzero(np.diff(np.r_[expected - 1, kept]) > 1)
+                if len(gaps):
+                    at = int(gaps[0])
                     raise DataLossError(
                         "messages were removed from the queue during the read",
                         queue=str(queue),
-                        expected_offset=expected,
-                        next_offset=offset,
+                        expected_offset=int(kept[at - 1]) + 1 if at else expected,
+                        next_offset=int(kept[at]),
                     )
-                expected = offset + 1
-                if subscription.is_sub_all or subscription.matches_tag(message.tags):
-                    kept.append(message)
-            if kept:
-                yield _to_batch(kept, schema, include_properties)
+            if len(kept):
+                expected = int(kept[-1]) + 1
+            if int(offsets[-1]) >= end_offset:  # one queue's offsets ascend: the range is read
+                expected = end_offset
+            if codes is not None:
+                keep &= np.isin(batch.tag_hashes, codes)
+                if keep.any():  # the tag strings of the hash matches, as the consumer's filter
+                    tags = batch.tag_array().to_pylist()
+                    keep &= np.fromiter(
+                        (tag in subscription.tags for tag in tags), dtype=bool, count=len(tags)
+                    )
+            if keep.any():
+                yield _to_batch(
+                    batch if keep.all() else batch.select(keep), schema, include_properties
+                )
     finally:
         consumer.shutdown()
 
@@ -138,34 +157,30 @@ def _seek(
         return min_offset
 
 
-def _to_batch(
-    messages: list[MessageExt], schema: pa.Schema, include_properties: bool
-) -> pa.RecordBatch:
-    """One record batch from messages of one queue, a list per column."""
-    first = messages[0]
-    count = len(messages)
-    born_us = np.fromiter((m.born_timestamp_ms for m in messages), np.int64, count) * 1000
-    store_us = np.fromiter((m.store_timestamp_ms for m in messages), np.int64, count) * 1000
+def _to_batch(batch: MessageBatch, schema: pa.Schema, include_properties: bool) -> pa.RecordBatch:
+    """One record batch of the row schema from messages of one queue, column by column."""
+    count = len(batch)
+    first = batch[0]
     timestamp = pa.timestamp("us", tz="UTC")
     columns: list[pa.Array] = [
         pa.array([first.topic] * count, pa.string()),
         pa.array([first.broker_name] * count, pa.string()),
-        pa.array(np.full(count, first.queue_id, np.int32)),
-        pa.array(np.fromiter((m.queue_offset for m in messages), np.int64, count)),
-        pa.array([m.get_property(PROPERTY_KEYS) for m in messages], pa.string()),
-        pa.array([m.tags for m in messages], pa.string()),
-        pa.array([m.body for m in messages], pa.binary()),
+        pa.array(batch.queue_ids),
+        pa.array(batch.queue_offsets),
+        batch.property_array(PROPERTY_KEYS),
+        batch.tag_array(),
+        batch.body_array(),
     ]
     if include_properties:
         columns.append(
             pa.array(
                 [
                     [(k, v) for k, v in m.properties.items() if k not in RESERVED_PROPERTY_NAMES]
-                    for m in messages
+                    for m in batch
                 ],
                 schema.field("properties").type,
             )
         )
-    columns.append(pa.array(born_us, timestamp))
-    columns.append(pa.array(store_us, timestamp))
+    columns.append(pa.array(batch.born_timestamps_ms * 1000, timestamp))
+    columns.append(pa.array(batch.store_timestamps_ms * 1000, timestamp))
     return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -17,7 +17,7 @@ its rows may appear twice: at least once, exactly once for completed batches.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from itertools import chain
@@ -81,7 +81,7 @@ def _message(row: Row, default_topic: str | None) -> Message:
 def send_rows(options: SinkOptions, rows: Iterator[Row]) -> int:
     """Send every row; returns how many. Raises the producer's error of the first failure."""
     pending: dict[str, list[Message]] = {}
-    in_flight: list[Future[list[SendResult]]] = []
+    in_flight: list[Future[Sequence[SendResult]]] = []
     count = 0
     with Producer(options.producer_group, options.endpoints) as producer:
 
