@@ -408,7 +408,9 @@ def _section(
     sections: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_: str
 ) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     parser = sections.add_parser(name, help=help_, description=help_, formatter_class=HelpFormatter)
-    return parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    return parser.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help=f"what to do with {name}s"
+    )
 
 
 def _command(
@@ -482,7 +484,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_alias(parser, "--timeout-s", "timeout", seconds_as_ms)
     add_json(parser)
-    sections = parser.add_subparsers(dest="section", required=True, metavar="COMMAND")
+    sections = parser.add_subparsers(
+        dest="section", required=True, metavar="COMMAND", help="what to manage"
+    )
 
     topic = _section(sections, "topic", "create, update, list, delete topics; show routes")
     create = _command(
