@@ -74,7 +74,7 @@ def test_should_give_each_run_a_group_of_its_own_unless_one_is_given(
             "--count",
             "10",
             endpoints=broker.grpc_address,
-        )  # fmt: skip
+        )
         for _ in range(2)
     ]
     for run in runs:

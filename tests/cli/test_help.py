@@ -103,8 +103,16 @@ def test_should_use_one_vocabulary_for_the_address_the_aeron_dir_and_json() -> N
 
 @pytest.mark.parametrize(
     ("text", "expected_ms"),
-    [("500ms", 500.0), ("5s", 5000.0), ("0.5s", 500.0), ("2m", 120_000.0), ("250", 250.0)]
-    + [("1h", 3_600_000.0), ("250us", 0.25), (" 3 S ", 3000.0)],
+    [
+        ("500ms", 500.0),
+        ("5s", 5000.0),
+        ("0.5s", 500.0),
+        ("2m", 120_000.0),
+        ("250", 250.0),
+        ("1h", 3_600_000.0),
+        ("250us", 0.25),
+        (" 3 S ", 3000.0),
+    ],
 )
 def test_should_parse_durations_with_units(text: str, expected_ms: float) -> None:
     assert parse_duration_ms(text) == expected_ms

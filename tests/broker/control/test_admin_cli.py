@@ -124,8 +124,19 @@ def test_should_fail_with_clear_messages_and_exit_codes(broker: RunningBroker) -
 
 def test_should_still_accept_the_old_server_and_timeout_s_spellings(broker: RunningBroker) -> None:
     old = subprocess.run(
-        [sys.executable, "-m", "aeromq", "admin", "--server", broker.address, "--timeout-s", "5"]
-        + ["topic", "create", "legacy"],
+        [
+            sys.executable,
+            "-m",
+            "aeromq",
+            "admin",
+            "--server",
+            broker.address,
+            "--timeout-s",
+            "5",
+            "topic",
+            "create",
+            "legacy",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

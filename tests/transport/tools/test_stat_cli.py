@@ -285,8 +285,18 @@ def test_should_refresh_into_a_file_without_escape_codes_and_follow_a_replaced_c
 def test_should_clear_the_screen_between_refreshes_on_a_terminal(stat_files: StatFiles) -> None:
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "aeromq", "stat", "--aeron-dir", str(stat_files.aeron_dir)]
-        + ["--interval", "20ms", "--type", "0"],
+        [
+            sys.executable,
+            "-m",
+            "aeromq",
+            "stat",
+            "--aeron-dir",
+            str(stat_files.aeron_dir),
+            "--interval",
+            "20ms",
+            "--type",
+            "0",
+        ],
         stdout=follower,
         stderr=subprocess.PIPE,
         env=stat_env(),
