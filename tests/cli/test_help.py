@@ -13,6 +13,7 @@ import pytest
 
 from aeromq._cli import COMMANDS, parser_of
 from aeromq.transport.tools.cli import HelpFormatter, parse_duration_ms
+from tests.docs._blocks import commands
 
 DATA_COMMANDS = ("admin", "consume", "produce", "stat")
 """The commands that print data, so take ``--json``."""
@@ -122,3 +123,15 @@ def test_should_parse_durations_with_units(text: str, expected_ms: float) -> Non
 def test_should_refuse_a_duration_without_a_number_and_a_known_unit(text: str) -> None:
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration_ms(text)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_should_give_examples_that_its_parser_accepts(name: str) -> None:
+    for prog, parser in _leaves(name):
+        assert parser.epilog is not None
+        for argv in commands(parser.epilog):
+            assert argv[0] == name, f"{prog}: an example of another command: {argv}"
+            try:
+                parser_of(name).parse_args(argv[1:])
+            except (SystemExit, argparse.ArgumentError) as exc:
+                raise AssertionError(f"{prog}: example rejected: aeromq {' '.join(argv)}") from exc
