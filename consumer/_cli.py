@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any, TextIO
 
-from aeromq.client import ClientError, MessageExt, MessageQueue
+from aeromq.client import ClientError, MessageExt, MessageQueue, RouteResolver
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.transport.tools.cli import (
@@ -54,6 +54,7 @@ _FROM = {
     "timestamp": ConsumeFromWhere.TIMESTAMP,
 }
 _POLL_TIMEOUT_MS = 200
+_PROGRESS_INTERVAL_S = 5.0
 _EXAMPLES = (
     "aeromq consume --topic orders --from first --count 5",
     'aeromq consume --topic orders --group billing --tags "A || B" --idle 5s',
@@ -206,6 +207,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    try:  # before the consumer starts: an unreachable broker or no topic is one line, exit 1
+        with RouteResolver(config.endpoints, timeout_s=config.control_timeout_ms / 1000) as routes:
+            routes.route(args.topic)
+    except ClientError as exc:
+        print(f"aeromq consume: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     previous = signal.signal(signal.SIGINT, on_signal)
     consumer = DefaultLitePullConsumer(config=config)
     consumed = 0
@@ -216,7 +223,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         else:
             consumer.subscribe(args.topic, args.tags)
         consumer.start()
-        consumer.fetch_message_queues(args.topic)  # unreachable or no such topic: fail now
         consumed = _loop(consumer, args, out, stop)
     except ClientError as exc:
         print(f"aeromq consume: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -238,10 +244,15 @@ def _loop(
 ) -> int:
     """Poll, print and commit until the count, the idle time or a signal; returns the count."""
     consumed = 0
-    last_message = time.monotonic()
+    started = last_message = time.monotonic()
+    next_progress = started + _PROGRESS_INTERVAL_S
     while not stop.is_set():
         messages = consumer.poll()
         now = time.monotonic()
+        if args.quiet and now >= next_progress:
+            next_progress = now + _PROGRESS_INTERVAL_S
+            rate = consumed / max(now - started, 1e-9)
+            print(f"consumed={consumed} msgs_per_s={rate:.0f}", file=sys.stderr, flush=True)
         if not messages:
             if args.idle and (now - last_message) * 1e3 >= args.idle:
                 break

@@ -87,8 +87,7 @@ def test_should_give_each_run_a_group_of_its_own_unless_one_is_given(
 
 def test_should_exit_1_with_one_line_when_the_topic_does_not_exist(broker: ServerProcess) -> None:
     missing = run_aeromq(
-        "consume", "--topic", "no-such-topic", "--log-level", "ERROR",
-        endpoints=broker.grpc_address,
+        "consume", "--topic", "no-such-topic", endpoints=broker.grpc_address,
     )  # fmt: skip
     assert missing.returncode == 1
     assert missing.stdout == ""
@@ -98,9 +97,7 @@ def test_should_exit_1_with_one_line_when_the_topic_does_not_exist(broker: Serve
 
 
 def test_should_exit_1_with_one_line_when_the_broker_is_unreachable() -> None:
-    unreachable = run_aeromq(
-        "consume", "--topic", "orders", "--log-level", "ERROR", endpoints="127.0.0.1:1"
-    )
+    unreachable = run_aeromq("consume", "--topic", "orders", endpoints="127.0.0.1:1")
     assert unreachable.returncode == 1
     assert unreachable.stderr.count("\n") == 1, unreachable.stderr
     assert unreachable.stderr.startswith("aeromq consume: BrokerUnavailableError")

@@ -7,7 +7,8 @@
 - Maps ``DIR/cnc.dat`` (default ``$AERON_DIR``, else ``/dev/shm/aeron-<user>``; a path to the
   ``cnc.dat`` itself works too): ours, or a real Aeron driver's, which has the same layout.
   ``--broker`` reads the directory of a running broker's media driver from the ``broker.json``
-  the broker writes in its data directory (default ``~/.aeromq/broker``, the broker's default).
+  the broker writes in its data directory (default ``$AEROMQ_BROKER_DATA_DIR``, else
+  ``~/.aeromq/broker``: the broker's own default).
 - Prints the time, the cnc version, the driver's pid and the age of its heartbeat (the to-driver
   ring buffer's consumer heartbeat), then every allocated counter that passes the filters as
   ``id: value - label`` (formats in :mod:`~transport.tools.stat_format`, filters in
@@ -64,6 +65,7 @@ _PROG = "aeromq stat"
 BROKER_RUN_FILE = "broker.json"
 """What a running broker writes in its data directory: ``pid``, ``aeron_dir``, ``grpc``, ..."""
 _DEFAULT_BROKER_DATA_DIR = os.path.join("~", ".aeromq", "broker")  # BrokerConfig.data_dir's
+_BROKER_DATA_DIR_ENV = "AEROMQ_BROKER_DATA_DIR"  # the broker's own variable for it
 _EXAMPLES = (
     "aeromq stat --broker --once",
     "aeromq stat --broker /var/lib/aeromq/broker-a --label 'pub-pos|sub-pos'",
@@ -105,11 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--broker",
         nargs="?",
-        const=_DEFAULT_BROKER_DATA_DIR,
+        const=os.environ.get(_BROKER_DATA_DIR_ENV) or _DEFAULT_BROKER_DATA_DIR,
         default=None,
         metavar="DATA_DIR",
         help="the media driver of the broker running with this data directory "
-        f"(read from its {BROKER_RUN_FILE}); DATA_DIR defaults to {_DEFAULT_BROKER_DATA_DIR}",
+        f"(read from its {BROKER_RUN_FILE}); DATA_DIR defaults to ${_BROKER_DATA_DIR_ENV}, "
+        f"else {_DEFAULT_BROKER_DATA_DIR}",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument(
