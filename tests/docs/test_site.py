@@ -83,3 +83,16 @@ def test_should_list_every_visible_option_of_every_command() -> None:
                 ):
                     for flag in action.option_strings:
                         assert f"`{flag}" in page or f", {flag}" in page, f"{parser.prog} {flag}"
+
+
+def test_should_turn_rest_roles_and_literal_blocks_into_markdown() -> None:
+    spec = importlib.util.spec_from_file_location("docs_rst", REPO / "docs/_gen/rst_docstrings.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    pytest.importorskip("griffe", reason="griffe comes with mkdocstrings, in the test extra")
+    spec.loader.exec_module(module)
+    text = "Uses :class:`~producer.StaticRoute` and ``route``. For example::\n\n    a = 1\n\nEnd."
+    assert module.rst_to_markdown(text) == (
+        "Uses `StaticRoute` and `route`. For example:\n\n```python\na = 1\n```\n\nEnd."
+    )
+    assert module.rst_to_markdown(":func:`common.check_body`") == "`common.check_body`"
