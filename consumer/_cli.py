@@ -115,7 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-body", type=int, default=200, help="body characters printed per message"
     )
-    parser.add_argument("--quiet", action="store_true", help="print no messages, only the summary")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print no messages: a progress line on standard error every 5 s, then the summary",
+    )
     add_json(parser)
     parser.add_argument(
         "--transport",

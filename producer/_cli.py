@@ -10,8 +10,7 @@ messages per request; ``--window W`` keeps up to W requests in flight (pipelined
 ``--rate`` caps messages per second (0: as fast as possible). The summary line is ``key=value``
 pairs: sent, failed, elapsed_s, msgs_per_s, mb_per_s and the request latency p50/p99 in us;
 the first error of each kind is printed. ``--json`` prints the summary as one JSON object.
-Exit status 0 when every message was stored, 1 when
-some failed, 2 for bad arguments.
+Exit status 0 when every message was stored, 1 when some failed, 2 for bad arguments.
 """
 
 from __future__ import annotations

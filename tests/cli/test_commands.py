@@ -129,3 +129,14 @@ def test_should_take_old_option_spellings_as_hidden_aliases(broker: ServerProces
     )  # fmt: skip
     assert consumed.returncode == 0, consumed.stderr
     assert len(consumed.stdout.splitlines()) == 1
+
+
+def test_should_print_one_json_record_per_broker_with_admin_stats_json(
+    broker: ServerProcess,
+) -> None:
+    done = run_aeromq("admin", "stats", "--json", endpoints=broker.grpc_address)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(records) == 1
+    assert records[0]["broker"] == "broker-a"
+    assert "send.messages" in records[0]["counters"]
