@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--quiet",
         action="store_true",
-        help="print no messages: a progress line on standard error every 5 s, then the summary",
+        help="print no messages, only the summary (and, on a terminal, progress every 5 s)",
     )
     add_json(parser)
     parser.add_argument(
@@ -194,10 +194,15 @@ def _config(args: argparse.Namespace) -> LitePullConsumerConfig:
     )
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run ``aeromq consume``: messages to ``out`` (stdout), errors, progress and the summary to
+    ``err`` (stderr); returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     out = out or sys.stdout
+    err = err or sys.stderr
     setup_logging(args)
     if args.count < 0 or args.idle < 0 or args.max_body < 0:
         parser.error("--count, --idle and --max-body must be >= 0")
@@ -215,7 +220,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         with RouteResolver(config.endpoints, timeout_s=config.control_timeout_ms / 1000) as routes:
             routes.route(args.topic)
     except ClientError as exc:
-        print(f"aeromq consume: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"aeromq consume: {type(exc).__name__}: {exc}", file=err)
         return 1
     previous = signal.signal(signal.SIGINT, on_signal)
     consumer = DefaultLitePullConsumer(config=config)
@@ -227,9 +232,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         else:
             consumer.subscribe(args.topic, args.tags)
         consumer.start()
-        consumed = _loop(consumer, args, out, stop)
+        consumed = _loop(consumer, args, out, err, stop)
     except ClientError as exc:
-        print(f"aeromq consume: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"aeromq consume: {type(exc).__name__}: {exc}", file=err)
         return 1
     finally:
         consumer.shutdown()
@@ -238,25 +243,30 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     print(
         f"consumed={consumed} group={config.consumer_group} elapsed_s={elapsed:.3f} "
         f"msgs_per_s={consumed / max(elapsed, 1e-9):.0f}",
-        file=sys.stderr,
+        file=err,
     )
     return 0
 
 
 def _loop(
-    consumer: DefaultLitePullConsumer, args: argparse.Namespace, out: TextIO, stop: threading.Event
+    consumer: DefaultLitePullConsumer,
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    stop: threading.Event,
 ) -> int:
     """Poll, print and commit until the count, the idle time or a signal; returns the count."""
     consumed = 0
     started = last_message = time.monotonic()
     next_progress = started + _PROGRESS_INTERVAL_S
+    progress = args.quiet and err.isatty()  # a person watching; a pipe gets the summary only
     while not stop.is_set():
         messages = consumer.poll()
         now = time.monotonic()
-        if args.quiet and now >= next_progress:
+        if progress and now >= next_progress:
             next_progress = now + _PROGRESS_INTERVAL_S
             rate = consumed / max(now - started, 1e-9)
-            print(f"consumed={consumed} msgs_per_s={rate:.0f}", file=sys.stderr, flush=True)
+            print(f"consumed={consumed} msgs_per_s={rate:.0f}", file=err, flush=True)
         if not messages:
             if args.idle and (now - last_message) * 1e3 >= args.idle:
                 break
