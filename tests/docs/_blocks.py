@@ -9,7 +9,9 @@ Each block's language says what CI does with it:
 - ``toml``: a broker configuration file, loaded by ``BrokerConfig``;
 - ``text``: output, a diagram or a usage line: nothing to run.
 
-A block of any other language (or of none) is an error, so nothing escapes this sorting.
+A block of any other language (or of none) is an error, so nothing escapes this sorting. An
+HTML comment on the line just above a block, ``<!-- requires: pyspark, pyarrow -->``, names the
+optional modules it needs: where one is missing the block is skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 LANGUAGES = frozenset({"python", "shell", "bash", "toml", "text"})
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[^\s`]*)[^\n]*$")
+_REQUIRES = re.compile(r"^\s*<!--\s*requires:\s*(?P<modules>[\w., ]+?)\s*-->\s*$")
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class Block:
     line: int
     language: str
     code: str
+    requires: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -55,7 +59,9 @@ def blocks(path: Path) -> list[Block]:
         while index < len(lines) and lines[index].strip() != "```":
             body.append(lines[index][indent:])
             index += 1
-        found.append(Block(path, start + 1, match["lang"], "\n".join(body) + "\n"))
+        above = _REQUIRES.match(lines[start - 1]) if start else None
+        requires = tuple(m.strip() for m in above["modules"].split(",")) if above else ()
+        found.append(Block(path, start + 1, match["lang"], "\n".join(body) + "\n", requires))
         index += 1
     return found
 

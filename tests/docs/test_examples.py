@@ -54,8 +54,14 @@ def test_should_know_the_language_of_every_block() -> None:
     assert _of("python") and _of("shell") and _of("bash")
 
 
+def _skip_unless_installed(block: Block) -> None:
+    for module in block.requires:
+        pytest.importorskip(module, reason=f"{block.id} needs {module} (an optional extra)")
+
+
 @pytest.mark.parametrize("block", _of("python"), ids=lambda b: b.id)
 def test_should_run_the_python_block(block: Block, broker: ServerProcess, tmp_path: Path) -> None:
+    _skip_unless_installed(block)
     done = subprocess.run(
         [sys.executable, "-c", block.code],
         capture_output=True,
@@ -70,6 +76,7 @@ def test_should_run_the_python_block(block: Block, broker: ServerProcess, tmp_pa
 
 @pytest.mark.parametrize("block", _of("shell"), ids=lambda b: b.id)
 def test_should_run_the_shell_block(block: Block, broker: ServerProcess, tmp_path: Path) -> None:
+    _skip_unless_installed(block)
     prelude = f'set -euo pipefail\naeromq() {{ "{sys.executable}" -m aeromq "$@"; }}\n'
     done = subprocess.run(
         ["bash", "-c", prelude + block.code],
