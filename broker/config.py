@@ -41,7 +41,7 @@ from aeromq.broker._errors import ConfigError
 from aeromq.broker.store import FlushMode, StoreConfig
 from aeromq.broker.store._record import MAX_PROPERTIES_LENGTH, MAX_TOPIC_LENGTH, record_length
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
-from aeromq.transport.tools.cli import parse_duration_ms
+from aeromq.transport.tools.cli import format_duration_ms, format_size, parse_duration_ms
 
 __all__ = [
     "ENV_PREFIX",
@@ -49,6 +49,7 @@ __all__ = [
     "BrokerConfig",
     "BrokerConfigError",
     "add_arguments",
+    "describe_default",
     "option_name",
 ]
 
@@ -347,10 +348,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"a TOML config file; default ${_CONFIG_ENV}, else none",
     )
     for f in fields(BrokerConfig):
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         flag = option_name(f.name)
         unit = "; a duration, e.g. 500ms, 5s" if _is_duration(f.name) else ""
-        text = _show_default(default)
+        text = describe_default(f.name)
         group.add_argument(
             flag,
             dest=f.name,
@@ -392,11 +392,16 @@ def _show_default(value: Any) -> str:
 
 
 def describe_default(field_name: str) -> str:
-    """The default of ``field_name`` as text, durations with their unit (``5000ms``)."""
+    """The default of ``field_name`` as the documentation shows it: durations and sizes in
+    their largest whole unit (``72h``, ``1GiB``), ``none``, ``~/.aeromq/broker``."""
     f = next(f for f in fields(BrokerConfig) if f.name == field_name)
     value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    text = _show_default(value)
-    return f"{text}ms" if _is_duration(field_name) and value is not None else text
+    if isinstance(value, int) and not isinstance(value, bool):
+        if _is_duration(field_name):
+            return format_duration_ms(value)
+        if field_name.endswith("_bytes") or field_name == "max_message_size":
+            return format_size(value)
+    return _show_default(value)
 
 
 # -- parsing and checks ------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from aeromq.broker.config import BrokerConfigError, option_name
-from aeromq.transport.tools.cli import parse_duration_ms
+from aeromq.transport.tools.cli import format_duration_ms, parse_duration_ms
 
 __all__ = ["ENV_PREFIX", "FIELD_HELP", "NameServerConfig", "add_arguments"]
 
@@ -123,7 +123,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for f in fields(NameServerConfig):
         flag = option_name(f.name)
         duration = f.name.endswith("_ms")
-        shown = f"{f.default}ms" if duration else f.default
+        default = getattr(NameServerConfig(), f.name)
+        shown = format_duration_ms(default) if duration else default
         unit = "; a duration, e.g. 500ms, 30s" if duration else ""
         parser.add_argument(
             flag,

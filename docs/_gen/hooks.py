@@ -124,14 +124,19 @@ def _cell(text: str) -> str:
 
 
 def _config_table(
-    cls: type, describe: Callable[[str], str], how: Callable[[str], str], how_title: str
+    cls: type,
+    describe: Callable[[str], str],
+    how: Callable[[str], str],
+    how_title: str,
+    default: Callable[[str], str] | None = None,
 ) -> str:
     rows = [f"| field | default | {how_title} | meaning |", "|---|---|---|---|"]
     for field in dataclasses.fields(cls):
         if field.name.startswith("_"):
             continue
+        shown = default(field.name) if default else _shown(_default(field), field.name)
         rows.append(
-            f"| `{field.name}` | `{_cell(_shown(_default(field), field.name))}` "
+            f"| `{field.name}` | `{_cell(shown)}` "
             f"| {how(field.name)} | {_cell(describe(field.name))} |"
         )
     return "\n".join(rows)
@@ -139,7 +144,13 @@ def _config_table(
 
 def configuration_reference() -> str:
     """Markdown: one table per typed configuration object."""
-    from aeromq.broker.config import ENV_PREFIX, FIELD_HELP, BrokerConfig, option_name
+    from aeromq.broker.config import (
+        ENV_PREFIX,
+        FIELD_HELP,
+        BrokerConfig,
+        describe_default,
+        option_name,
+    )
     from aeromq.broker.namesrv.config import ENV_PREFIX as NAMESRV_ENV
     from aeromq.broker.namesrv.config import FIELD_HELP as NAMESRV_HELP
     from aeromq.broker.namesrv.config import NameServerConfig
@@ -161,6 +172,7 @@ def configuration_reference() -> str:
             FIELD_HELP.__getitem__,
             lambda n: f"`{option_name(n)}`<br>`{ENV_PREFIX}{n.upper()}`",
             "option / environment",
+            describe_default,
         ),
         "",
         "## Name server: `NameServerConfig`",

@@ -12,7 +12,12 @@ from collections.abc import Iterator
 import pytest
 
 from aeromq._cli import COMMANDS, parser_of
-from aeromq.transport.tools.cli import HelpFormatter, parse_duration_ms
+from aeromq.transport.tools.cli import (
+    HelpFormatter,
+    format_duration_ms,
+    format_size,
+    parse_duration_ms,
+)
 from tests.docs._blocks import commands
 
 DATA_COMMANDS = ("admin", "consume", "produce", "stat")
@@ -135,3 +140,18 @@ def test_should_give_examples_that_its_parser_accepts(name: str) -> None:
                 parser_of(name).parse_args(argv[1:])
             except (SystemExit, argparse.ArgumentError) as exc:
                 raise AssertionError(f"{prog}: example rejected: aeromq {' '.join(argv)}") from exc
+
+
+@pytest.mark.parametrize("value_ms", [0, 1, 500, 1_500, 5_000, 120_000, 259_200_000, 30_000])
+def test_should_show_a_duration_in_a_unit_it_parses_back(value_ms: int) -> None:
+    assert parse_duration_ms(format_duration_ms(value_ms)) == value_ms
+
+
+def test_should_show_sizes_in_their_largest_whole_binary_unit() -> None:
+    assert [format_size(v) for v in (1 << 30, 4 << 20, 3 << 10, 1000, 0)] == [
+        "1GiB",
+        "4MiB",
+        "3KiB",
+        "1000",
+        "0",
+    ]

@@ -43,6 +43,8 @@ __all__ = [
     "add_logging",
     "command_parser",
     "duration_ms",
+    "format_duration_ms",
+    "format_size",
     "parse_duration_ms",
     "seconds_as_ms",
     "setup_logging",
@@ -201,6 +203,24 @@ def parse_duration_ms(text: str) -> float:
         )
     number, unit = match.groups()
     return float(number) * _UNIT_MS[(unit or "ms").lower()]
+
+
+def format_duration_ms(value_ms: float) -> str:
+    """The largest whole unit: ``259200000`` -> ``72h``, ``1500`` -> ``1500ms``, ``0`` -> ``0``."""
+    if value_ms == 0:
+        return "0"
+    for unit, scale in (("h", 3_600_000), ("m", 60_000), ("s", 1_000)):
+        if value_ms % scale == 0:
+            return f"{int(value_ms // scale)}{unit}"
+    return f"{value_ms:g}ms"
+
+
+def format_size(value: int) -> str:
+    """Bytes in the largest whole binary unit: ``1073741824`` -> ``1GiB``, ``1000`` -> ``1000``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value and value % scale == 0:
+            return f"{value // scale}{unit}"
+    return str(value)
 
 
 def duration_ms(text: str) -> float:
