@@ -7,11 +7,13 @@ subcommand never breaks another.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-# name -> ("module:function", one-line help)
+# name -> ("module:function", one-line help); each module also has ``build_parser()``, which the
+# documentation's CLI reference and the help tests read (``parser_of``).
 COMMANDS: dict[str, tuple[str, str]] = {
     "admin": ("aeromq.client._admin_cli:main", "manage topics, groups, offsets and clusters"),
     "consume": ("aeromq.consumer._cli:main", "poll messages from a topic or queues and print them"),
@@ -27,10 +29,30 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def parser_of(name: str) -> argparse.ArgumentParser:
+    """The argparse parser of subcommand ``name`` (its module's ``build_parser()``)."""
+    module_name = COMMANDS[name][0].partition(":")[0]
+    build: Callable[[], argparse.ArgumentParser] = importlib.import_module(module_name).build_parser
+    return build()
+
+
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = ["usage: aeromq SUBCOMMAND [ARGS...]", "", "subcommands:"]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in sorted(COMMANDS.items())]
+    lines += [
+        "",
+        "Every subcommand takes --help, --log-level LEVEL and -v. The broker address is",
+        "--endpoints HOST:PORT (default $AEROMQ_ENDPOINTS, else 127.0.0.1:8081); durations take",
+        "a unit (500ms, 5s); the media driver directory is --aeron-dir.",
+        "",
+        "examples:",
+        "  aeromq quickstart",
+        "  aeromq broker --data-dir /tmp/aeromq",
+        "  aeromq admin topic create orders --queues 4",
+        '  aeromq produce --topic orders --body "hello"',
+        "  aeromq consume --topic orders --from first --count 1",
+    ]
     return "\n".join(lines)
 
 

@@ -4,48 +4,74 @@ Works with no arguments (an embedded media driver, ``~/.aeromq/broker`` for data
 ingress channels); every ``BrokerConfig`` field is an option (``--grpc-port 0``), and
 ``--config`` names a TOML file (see ``aeromq.broker.config``). At start it prints what recovery found
 and one ``broker ready:`` line of ``key=value`` pairs (name, gRPC address, aeron_dir, ingress
-channels, data dir, flush mode) that scripts and tests read; at a signal it shuts down gracefully (stop the
-ingress, flush, checkpoint, close the driver) and prints ``broker stopped``.
+channels, data dir, flush mode) that scripts and tests read, and writes ``broker.json`` (pid, name,
+gRPC address, aeron_dir) into its data directory, so ``aeromq stat --broker DATA_DIR`` finds its
+media driver; at a signal it shuts down gracefully (stop the ingress, flush, checkpoint, close the
+driver), removes ``broker.json`` and prints ``broker stopped``.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import json
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
 from aeromq.broker._errors import BrokerError
 from aeromq.broker.broker import Broker, describe_recovery
 from aeromq.broker.config import BrokerConfig, BrokerConfigError, add_arguments
 from aeromq.transport import TransportError
+from aeromq.transport.tools.cli import command_parser, setup_logging
+from aeromq.transport.tools.stat import BROKER_RUN_FILE
 
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="aeromq broker", description="Run an aeromq broker until SIGINT or SIGTERM."
+_EXAMPLES = (
+    "aeromq broker",
+    "aeromq broker --data-dir /var/lib/aeromq/a --grpc-port 8081 --flush-mode SYNC",
+    "aeromq broker --broker-name broker-b --grpc-port 8082 --namesrv-address 127.0.0.1:9876",
+    "aeromq broker --ingress-udp-endpoint 0.0.0.0:40456 --grpc-host 0.0.0.0",
+    "AEROMQ_BROKER_FLUSH_INTERVAL_MS=200 aeromq broker --config broker.toml",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aeromq broker`` parser (also read by the documentation's CLI reference)."""
+    parser = command_parser(
+        "aeromq broker",
+        "Run an aeromq broker until SIGINT or SIGTERM. Settings: defaults < TOML file "
+        "< AEROMQ_BROKER_* environment < options.",
+        _EXAMPLES,
+        default_log_level="INFO",
     )
     add_arguments(parser)
-    parser.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="logging level (default INFO)",
-    )
     return parser
 
 
+def _write_run_file(broker: Broker, config: BrokerConfig) -> Path:
+    """``broker.json`` in the data directory: how tools (``aeromq stat --broker``) find us."""
+    path = Path(config.data_dir) / BROKER_RUN_FILE
+    run = {
+        "pid": os.getpid(),
+        "broker_name": config.broker_name,
+        "grpc": broker.grpc_address,
+        "aeron_dir": broker.aeron_dir,
+    }
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(run, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    logging.basicConfig(
-        level=getattr(logging, args.log_level),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    setup_logging(args)
     try:
         config = BrokerConfig.from_sources(args)
     except BrokerConfigError as exc:
@@ -58,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     broker = Broker(config)
+    run_file: Path | None = None
     try:
         try:
             broker.start()
@@ -77,10 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"data_dir={config.data_dir} flush_mode={config.flush_mode.value}",
             flush=True,
         )
+        run_file = _write_run_file(broker, config)
+        print(f"media driver counters: aeromq stat --broker {config.data_dir}", flush=True)
         while not stop.wait(0.5):
             pass
     finally:
         broker.shutdown()
+        if run_file is not None:
+            run_file.unlink(missing_ok=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print("broker stopped", flush=True)

@@ -7,10 +7,14 @@ Sources, each overriding the one before (``BrokerConfig.load``)::
 The TOML file is named by ``--config PATH`` or ``AEROMQ_BROKER_CONFIG``; its keys are the field
 names below, at the top level or under a ``[broker]`` table. An environment variable is the
 field name upper-cased after ``AEROMQ_BROKER_`` (``AEROMQ_BROKER_GRPC_PORT=0``); a command-line
-argument is the field name with dashes (``--grpc-port 0``). Strings from the environment and
-the command line are parsed by the field's type: ints allow ``_`` and the suffixes ``KiB``,
-``MiB``, ``GiB``; booleans are ``true/false/yes/no/on/off/1/0``; an optional field is unset by
-``none`` or an empty string.
+argument is the field name with dashes (``--grpc-port 0``), less the ``_ms`` of a duration
+(``--flush-interval 500ms``; the ``--flush-interval-ms`` spelling still works). Strings from the
+environment and the command line are parsed by the field's type: ints allow ``_`` and the
+suffixes ``KiB``, ``MiB``, ``GiB``; durations (``*_ms`` fields) allow ``ns``, ``us``, ``ms``,
+``s``, ``m`` and ``h`` (``500ms``, ``5s``; a bare number is milliseconds); booleans are
+``true/false/yes/no/on/off/1/0``; an optional field is unset by ``none`` or an empty string.
+:data:`FIELD_HELP` says what each field means; the documentation's configuration reference is
+generated from it and the defaults.
 
 Any bad value raises :class:`BrokerConfigError` naming the key, the value, the rule it breaks
 and where it came from; unknown keys in the file and unknown ``AEROMQ_BROKER_*`` variables are
@@ -37,8 +41,17 @@ from aeromq.broker._errors import ConfigError
 from aeromq.broker.processor.send import BATCH_FRAMING_ALLOWANCE
 from aeromq.broker.store import FlushMode, StoreConfig
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
+from aeromq.transport.tools.cli import format_duration_ms, format_size, parse_duration_ms
 
-__all__ = ["ENV_PREFIX", "BrokerConfig", "BrokerConfigError", "add_arguments"]
+__all__ = [
+    "ENV_PREFIX",
+    "FIELD_HELP",
+    "BrokerConfig",
+    "BrokerConfigError",
+    "add_arguments",
+    "describe_default",
+    "option_name",
+]
 
 ENV_PREFIX: Final = "AEROMQ_BROKER_"
 _CONFIG_ENV: Final = "AEROMQ_BROKER_CONFIG"
@@ -218,7 +231,7 @@ class BrokerConfig:
         for f in fields(cls):
             raw = args.get(f.name)
             if raw is not None:
-                origin = f"argument --{f.name.replace('_', '-')}"
+                origin = f"argument {option_name(f.name)}"
                 values[f.name] = _coerce(f.name, raw, origin)
                 origins[f.name] = origin
         try:
@@ -278,17 +291,118 @@ class BrokerConfig:
         self.to_store_config()  # and whatever the store itself checks
 
 
+FIELD_HELP: Final[Mapping[str, str]] = {
+    "broker_name": "this broker's name, unique in its cluster (1-127 of a-zA-Z0-9_-)",
+    "cluster_name": "the cluster it belongs to",
+    "data_dir": "directory of the store: commit log, consume queues, index, offsets, topics",
+    "grpc_host": "address the gRPC control plane listens on",
+    "grpc_port": "gRPC port (0: any free port, printed in the ready line)",
+    "namesrv_address": "HOST:PORT of a name server to register with (none: serve routes alone)",
+    "aeron_dir": "directory of an external media driver to use (none: run one embedded)",
+    "ingress_ipc_channel": "the IPC channel clients on this host send requests to",
+    "ingress_ipc_stream_id": "stream id of the IPC ingress",
+    "ingress_udp_endpoint": "HOST:PORT of the UDP ingress for remote clients (none: IPC only)",
+    "ingress_udp_stream_id": "stream id of the UDP ingress",
+    "flush_mode": "ASYNC (acknowledge once written, flush on a timer) or SYNC (once flushed)",
+    "flush_interval_ms": "how often ASYNC mode flushes the commit log to disk",
+    "sync_flush_timeout_ms": "how long a SYNC send waits for its flush before it fails",
+    "auto_create_topic": "create a topic on its first send (default_queue_count queues)",
+    "default_queue_count": "queue count of a topic created without one",
+    "max_message_size": "largest message body accepted, bytes",
+    "long_polling_max_suspend_ms": "longest a pull waits for new messages (long polling)",
+    "session_timeout_ms": "a silent transport session is closed after this long",
+    "client_heartbeat_timeout_ms": "a consumer that stops heartbeating leaves its group after",
+    "namesrv_heartbeat_interval_ms": "how often the broker registers with its name server",
+    "commit_log_segment_bytes": "size of one commit log file, bytes",
+    "consume_queue_entries_per_segment": "entries per consume queue file (20 bytes each)",
+    "file_reserved_time_ms": "retention: commit log files older than this are deleted",
+    "max_store_bytes": "retention: oldest files are deleted past this store size (none: no cap)",
+    "index_enabled": "keep the message index (lookup by key and unique id)",
+    "index_slots": "hash slots of one index file",
+    "index_entries": "entries of one index file",
+    "offset_persist_interval_ms": "how often consumer offsets are written to disk",
+}
+"""What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
+
+
+def option_name(field_name: str) -> str:
+    """The command-line option of a field: ``flush_interval_ms`` -> ``--flush-interval``
+    (durations take a unit suffix), ``grpc_port`` -> ``--grpc-port``."""
+    base = field_name.removesuffix("_ms") if _is_duration(field_name) else field_name
+    return "--" + base.replace("_", "-")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--config`` and one ``--<field>`` option per ``BrokerConfig`` field to ``parser``.
+    """Add ``--config`` and one option per ``BrokerConfig`` field to ``parser`` (see
+    :func:`option_name`; a duration's old ``--*-ms`` spelling is a hidden alias).
 
     Every option defaults to None (not given), so only what the command line names overrides
     the file and the environment; values stay strings until :meth:`BrokerConfig.from_sources`
-    parses them by type."""
-    group = parser.add_argument_group("broker")
-    group.add_argument("--config", metavar="PATH", default=None, help="a TOML config file")
+    parses them by type. The help of each names its default, unit and environment variable."""
+    group = parser.add_argument_group(
+        "broker settings (also from the TOML file and AEROMQ_BROKER_*)"
+    )
+    group.add_argument(
+        "--config",
+        metavar="PATH",
+        default=None,
+        help=f"a TOML config file; default ${_CONFIG_ENV}, else none",
+    )
     for f in fields(BrokerConfig):
-        flag = "--" + f.name.replace("_", "-")
-        group.add_argument(flag, dest=f.name, metavar=f.name.upper(), default=None)
+        flag = option_name(f.name)
+        unit = "; a duration, e.g. 500ms, 5s" if _is_duration(f.name) else ""
+        text = describe_default(f.name)
+        group.add_argument(
+            flag,
+            dest=f.name,
+            metavar=_metavar(f.name),
+            default=None,
+            help=f"{FIELD_HELP[f.name]}{unit}; default {text} (${ENV_PREFIX}{f.name.upper()})",
+        )
+        if flag != "--" + f.name.replace("_", "-"):
+            group.add_argument(
+                "--" + f.name.replace("_", "-"),
+                dest=f.name,
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+            )
+
+
+def _is_duration(field_name: str) -> bool:
+    return field_name.endswith("_ms")
+
+
+def _metavar(field_name: str) -> str:
+    kind = _field_types()[field_name].replace(" | None", "")
+    if _is_duration(field_name):
+        return "DURATION"
+    return {"int": "N", "bool": "BOOL", "Path": "PATH", "FlushMode": "MODE"}.get(kind, "TEXT")
+
+
+def _show_default(value: Any) -> str:
+    """A default as the documentation shows it: ``5s`` for 5000 ms, ``1 GiB``, ``none``."""
+    if value is None:
+        return "none"
+    if isinstance(value, FlushMode):
+        return value.value
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, Path) and value == _default_data_dir():
+        return "~/.aeromq/broker"
+    return str(value)
+
+
+def describe_default(field_name: str) -> str:
+    """The default of ``field_name`` as the documentation shows it: durations and sizes in
+    their largest whole unit (``72h``, ``1GiB``), ``none``, ``~/.aeromq/broker``."""
+    f = next(f for f in fields(BrokerConfig) if f.name == field_name)
+    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    if isinstance(value, int) and not isinstance(value, bool):
+        if _is_duration(field_name):
+            return format_duration_ms(value)
+        if field_name.endswith("_bytes") or field_name == "max_message_size":
+            return format_size(value)
+    return _show_default(value)
 
 
 # -- parsing and checks ------------------------------------------------------------------------
@@ -318,6 +432,11 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             return Path(value).expanduser()
         if base == "bool":
             return _parse_bool(value)
+        if base == "int" and _is_duration(name) and isinstance(value, str):
+            try:
+                return _parse_int(value)
+            except ValueError:
+                return round(parse_duration_ms(value))
         if base == "int":
             return _parse_int(value)
         if base == "FlushMode":
@@ -340,7 +459,7 @@ def _describe(base: str) -> str:
         "str": "a string",
         "Path": "a path",
         "bool": "a boolean (true/false)",
-        "int": "an integer (KiB/MiB/GiB suffixes allowed)",
+        "int": "an integer (KiB/MiB/GiB suffixes allowed; for *_ms: a duration, e.g. 5s)",
         "FlushMode": "ASYNC or SYNC",
     }[base]
 

@@ -1,66 +1,135 @@
-"""``aeromq consume``: poll a topic (or queues) from the command line.
+"""``aeromq consume``: poll a topic (or queues) from the command line and print the messages.
 
-::
+Each message is one line on standard output: ``queue_id offset tags keys msg_id body`` (the body
+as UTF-8 with escapes, cut at ``--max-body`` characters), or one JSON object with ``--json``.
+The summary (``consumed=N elapsed_s=... msgs_per_s=...``) goes to standard error, so standard
+output holds only messages.
 
-    aeromq consume --endpoints 127.0.0.1:8081 --topic T --group G            # print messages
-    aeromq consume --endpoints 127.0.0.1:8081 --topic T --tags "A || B" --count 1000 --quiet
-    aeromq consume --endpoints 127.0.0.1:8081 --topic T --queue broker-a:0 --from first
+- ``--count N`` prints and commits exactly N messages: what a poll brought beyond them is
+  neither printed nor committed, so the group's next consumer starts at message N+1.
+- Without ``--group`` each run joins a group of its own (``aeromq-consume-<random>``), as
+  Kafka's console consumer does, so two terminals each see every message; give ``--group`` to
+  share the work (and the committed offsets) with other members.
+- It stops after ``--count`` messages, after ``--idle`` without one, or at Ctrl-C, then shuts
+  the consumer down (committed offsets are persisted).
+- ``--queue BROKER:ID`` assigns queues instead of subscribing.
 
-Each message is one line: ``queue_id offset tags keys msg_id body`` (the body as UTF-8 with
-escapes, cut at ``--max-body`` characters). ``--quiet`` counts instead, with a progress line on
-standard error every second. It stops once ``--count`` messages came (a last poll may bring
-a few more: they are printed and committed, never dropped), after ``--idle-s`` seconds
-without one (0: never), or at Ctrl-C, then shuts the consumer down (offsets are committed) and
-prints ``consumed=N elapsed_s=... msgs_per_s=...``. ``--queue BROKER:ID`` assigns queues
-instead of subscribing. Exit status 0, 1 when the consumer failed, 2 for bad arguments.
+Exit status: 0 done; 1 the broker is unreachable, the topic does not exist or the consumer
+failed (one line on standard error says why); 2 bad arguments.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import json
 import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from types import FrameType
-from typing import TextIO
+from typing import Any, TextIO
 
-from aeromq.client import ClientError, MessageExt, MessageQueue
+from aeromq.client import ClientError, MessageExt, MessageQueue, RouteResolver
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
+from aeromq.transport.tools.cli import (
+    add_aeron_dir,
+    add_alias,
+    add_endpoints,
+    add_json,
+    command_parser,
+    duration_ms,
+    seconds_as_ms,
+    setup_logging,
+    split_endpoints,
+)
 
-__all__ = ["format_message", "main"]
+__all__ = ["format_message", "main", "message_json"]
 
 _FROM = {
     "last": ConsumeFromWhere.LAST_OFFSET,
     "first": ConsumeFromWhere.FIRST_OFFSET,
     "timestamp": ConsumeFromWhere.TIMESTAMP,
 }
+_POLL_TIMEOUT_MS = 200
+_PROGRESS_INTERVAL_S = 5.0
+_EXAMPLES = (
+    "aeromq consume --topic orders --from first --count 5",
+    'aeromq consume --topic orders --group billing --tags "A || B" --idle 5s',
+    "aeromq consume --topic orders --queue broker-a:0 --from first --json",
+    "AEROMQ_ENDPOINTS=10.0.0.5:8081 aeromq consume --topic orders --quiet --count 100000",
+)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aeromq consume", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--endpoints",
-        required=True,
-        help="gRPC host:port of brokers or name servers, comma-separated",
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aeromq consume`` parser (also read by the documentation's CLI reference)."""
+    parser = command_parser(
+        "aeromq consume",
+        "Poll messages from a topic (or assigned queues) and print them, one per line.",
+        _EXAMPLES,
     )
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--group", default="aeromq-consume", help="consumer group")
-    parser.add_argument("--tags", default="*", help='tag expression, e.g. "A || B" (default *)')
+    add_endpoints(parser)
+    parser.add_argument("--topic", required=True, help="the topic to consume (required)")
     parser.add_argument(
-        "--queue", action="append", default=[], metavar="BROKER:ID", help="assign this queue"
+        "--group",
+        default=None,
+        help="consumer group; default: a new group of its own per run (aeromq-consume-<random>)",
     )
-    parser.add_argument("--from", dest="start", choices=sorted(_FROM), default="last")
-    parser.add_argument("--timestamp-ms", type=int, help="with --from timestamp: epoch ms")
-    parser.add_argument("--broadcast", action="store_true", help="BROADCASTING message model")
-    parser.add_argument("--count", type=int, default=0, help="stop after N messages (0: never)")
-    parser.add_argument("--idle-s", type=float, default=0.0, help="stop after S idle seconds")
-    parser.add_argument("--max-body", type=int, default=200, help="body characters printed")
-    parser.add_argument("--quiet", action="store_true", help="count with a progress line")
-    parser.add_argument("--transport", choices=("auto", "ipc", "udp"), default="auto")
+    parser.add_argument("--tags", default="*", help='tag expression, e.g. "A || B"')
+    parser.add_argument(
+        "--queue",
+        action="append",
+        default=[],
+        metavar="BROKER:ID",
+        help="assign this queue instead of subscribing (repeatable)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="start",
+        choices=sorted(_FROM),
+        default="last",
+        help="where a group with no committed offset starts",
+    )
+    parser.add_argument(
+        "--timestamp-ms",
+        type=int,
+        default=None,
+        help="with --from timestamp: the start time, epoch milliseconds",
+    )
+    parser.add_argument(
+        "--broadcast", action="store_true", help="BROADCASTING model (every member gets all)"
+    )
+    parser.add_argument(
+        "--count", type=int, default=0, help="stop after exactly N messages (0: never)"
+    )
+    parser.add_argument(
+        "--idle",
+        type=duration_ms,
+        default=0.0,
+        metavar="DURATION",
+        help="stop after this long without a message, e.g. 5s (0: never); default 0",
+    )
+    add_alias(parser, "--idle-s", "idle", seconds_as_ms)
+    parser.add_argument(
+        "--max-body", type=int, default=200, help="body characters printed per message"
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print no messages, only the summary (and, on a terminal, progress every 5 s)",
+    )
+    add_json(parser)
+    parser.add_argument(
+        "--transport",
+        choices=("auto", "ipc", "udp"),
+        default="auto",
+        help="how pulls reach the broker (auto: IPC on the broker's host, else UDP)",
+    )
+    add_aeron_dir(
+        parser, "a running media driver for UDP sessions", "none: one embedded in this process"
+    )
     return parser
 
 
@@ -77,37 +146,69 @@ def format_message(message: MessageExt, max_body: int) -> str:
     )
 
 
+def message_json(message: MessageExt, max_body: int) -> str:
+    """One message as a JSON object on one line (the body as UTF-8, cut at ``max_body``)."""
+    body = message.body.decode("utf-8", "backslashreplace")
+    record: dict[str, Any] = {
+        "topic": message.topic,
+        "broker": message.broker_name,
+        "queue_id": message.queue_id,
+        "offset": message.queue_offset,
+        "msg_id": message.msg_id,
+        "tags": message.tags,
+        "keys": list(message.keys),
+        "born_timestamp_ms": message.born_timestamp_ms,
+        "store_timestamp_ms": message.store_timestamp_ms,
+        "body": body[:max_body],
+        "body_bytes": len(message.body),
+    }
+    return json.dumps(record, sort_keys=True)
+
+
 def _queues(topic: str, specs: Sequence[str]) -> list[MessageQueue]:
     queues = []
     for spec in specs:
         broker, sep, queue_id = spec.rpartition(":")
         if not sep or not broker or not queue_id.isdigit():
-            raise ValueError(f"--queue wants BROKER:ID, got {spec!r}")
+            raise ValueError(f"--queue wants BROKER:ID: value={spec!r}")
         queues.append(MessageQueue(topic, broker, int(queue_id)))
     return queues
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    parser = _parser()
+def _config(args: argparse.Namespace) -> LitePullConsumerConfig:
+    changes: dict[str, Any] = {}
+    if args.timestamp_ms is not None:
+        changes["consume_timestamp_ms"] = args.timestamp_ms
+    if args.aeron_dir is not None:
+        changes["aeron_dir"] = args.aeron_dir
+    return LitePullConsumerConfig(
+        consumer_group=args.group or f"aeromq-consume-{uuid.uuid4().hex[:12]}",
+        endpoints=tuple(split_endpoints(args.endpoints)),
+        consume_from_where=_FROM[args.start],
+        message_model=MessageModel.BROADCASTING if args.broadcast else MessageModel.CLUSTERING,
+        transport=args.transport,
+        poll_timeout_ms=_POLL_TIMEOUT_MS,
+        auto_commit=False,  # committed here, message by message printed (see --count)
+        max_poll_records=min(args.count, 500) if args.count else 500,
+        **changes,
+    )
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run ``aeromq consume``: messages to ``out`` (stdout), errors, progress and the summary to
+    ``err`` (stderr); returns the exit status."""
+    parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     out = out or sys.stdout
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if args.count < 0 or args.idle_s < 0 or args.max_body < 0:
-        parser.error("--count, --idle-s and --max-body must be >= 0")
+    err = err or sys.stderr
+    setup_logging(args)
+    if args.count < 0 or args.idle < 0 or args.max_body < 0:
+        parser.error("--count, --idle and --max-body must be >= 0")
     try:
         queues = _queues(args.topic, args.queue)
-        changes: dict[str, object] = {}
-        if args.timestamp_ms is not None:
-            changes["consume_timestamp_ms"] = args.timestamp_ms
-        config = LitePullConsumerConfig(
-            consumer_group=args.group,
-            endpoints=tuple(e for e in args.endpoints.split(",") if e.strip()),
-            consume_from_where=_FROM[args.start],
-            message_model=MessageModel.BROADCASTING if args.broadcast else MessageModel.CLUSTERING,
-            transport=args.transport,
-            poll_timeout_ms=200,
-            **changes,  # type: ignore[arg-type]
-        )
+        config = _config(args)
     except (ValueError, ClientError) as exc:
         parser.error(str(exc))
     stop = threading.Event()
@@ -115,6 +216,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    try:  # before the consumer starts: an unreachable broker or no topic is one line, exit 1
+        with RouteResolver(config.endpoints, timeout_s=config.control_timeout_ms / 1000) as routes:
+            routes.route(args.topic)
+    except ClientError as exc:
+        print(f"aeromq consume: {type(exc).__name__}: {exc}", file=err)
+        return 1
     previous = signal.signal(signal.SIGINT, on_signal)
     consumer = DefaultLitePullConsumer(config=config)
     consumed = 0
@@ -125,35 +232,63 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         else:
             consumer.subscribe(args.topic, args.tags)
         consumer.start()
-        last_message = next_progress = time.monotonic()
-        while not stop.is_set():
-            messages = consumer.poll()
-            now = time.monotonic()
-            if messages:
-                last_message = now
-                if not args.quiet:
-                    for message in messages:
-                        print(format_message(message, args.max_body), file=out)
-                consumed += len(messages)
-            elif args.idle_s and now - last_message >= args.idle_s:
-                break
-            if args.quiet and now >= next_progress:
-                next_progress = now + 1.0
-                rate = consumed / max(now - start, 1e-9)
-                print(f"\rconsumed={consumed} msgs_per_s={rate:.0f}", end="", file=sys.stderr)
-            if args.count and consumed >= args.count:
-                break
+        consumed = _loop(consumer, args, out, err, stop)
     except ClientError as exc:
-        print(f"aeromq consume: {exc}", file=sys.stderr)
+        print(f"aeromq consume: {type(exc).__name__}: {exc}", file=err)
         return 1
     finally:
         consumer.shutdown()
         signal.signal(signal.SIGINT, previous)
     elapsed = time.monotonic() - start
-    if args.quiet:
-        print(file=sys.stderr)
     print(
-        f"consumed={consumed} elapsed_s={elapsed:.3f} msgs_per_s={consumed / max(elapsed, 1e-9):.0f}",
-        file=out,
+        f"consumed={consumed} group={config.consumer_group} elapsed_s={elapsed:.3f} "
+        f"msgs_per_s={consumed / max(elapsed, 1e-9):.0f}",
+        file=err,
     )
     return 0
+
+
+def _loop(
+    consumer: DefaultLitePullConsumer,
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    stop: threading.Event,
+) -> int:
+    """Poll, print and commit until the count, the idle time or a signal; returns the count."""
+    consumed = 0
+    started = last_message = time.monotonic()
+    next_progress = started + _PROGRESS_INTERVAL_S
+    progress = args.quiet and err.isatty()  # a person watching; a pipe gets the summary only
+    while not stop.is_set():
+        messages = consumer.poll()
+        now = time.monotonic()
+        if progress and now >= next_progress:
+            next_progress = now + _PROGRESS_INTERVAL_S
+            rate = consumed / max(now - started, 1e-9)
+            print(f"consumed={consumed} msgs_per_s={rate:.0f}", file=err, flush=True)
+        if not messages:
+            if args.idle and (now - last_message) * 1e3 >= args.idle:
+                break
+            continue
+        last_message = now
+        if args.count:
+            messages = messages[: args.count - consumed]  # beyond: neither printed nor committed
+        if not args.quiet:
+            for message in messages:
+                line = (
+                    message_json(message, args.max_body)
+                    if args.json
+                    else format_message(message, args.max_body)
+                )
+                print(line, file=out)
+            out.flush()
+        next_offsets: dict[MessageQueue, int] = {}
+        for message in messages:
+            queue = MessageQueue(message.topic, message.broker_name, message.queue_id)
+            next_offsets[queue] = max(next_offsets.get(queue, 0), message.queue_offset + 1)
+        consumer.commit(next_offsets, persist=False)
+        consumed += len(messages)
+        if args.count and consumed >= args.count:
+            break
+    return consumed

@@ -2,21 +2,21 @@
 
 ::
 
-    aeromq produce --endpoints 127.0.0.1:8081 --topic T --count 10000 --size 100 --rate 5000
+    aeromq produce --topic T --count 10000 --size 100 --rate 5000
     aeromq produce --endpoints 127.0.0.1:8081 --topic T --body "hello" --tags A --keys k1
 
 Bodies are ``--body`` (UTF-8) or ``--size`` bytes of a repeating pattern. ``--batch N`` sends N
 messages per request; ``--window W`` keeps up to W requests in flight (pipelined, async);
 ``--rate`` caps messages per second (0: as fast as possible). The summary line is ``key=value``
 pairs: sent, failed, elapsed_s, msgs_per_s, mb_per_s and the request latency p50/p99 in us;
-the first error of each kind is printed. Exit status 0 when every message was stored, 1 when
-some failed, 2 for bad arguments.
+the first error of each kind is printed. ``--json`` prints the summary as one JSON object.
+Exit status 0 when every message was stored, 1 when some failed, 2 for bad arguments.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import json
 import sys
 import threading
 import time
@@ -27,34 +27,81 @@ from typing import Any
 from aeromq.client import ClientError, Message
 from aeromq.producer._config import ProducerConfig
 from aeromq.producer._producer import Producer
+from aeromq.transport.tools.cli import (
+    add_aeron_dir,
+    add_alias,
+    add_endpoints,
+    add_json,
+    command_parser,
+    duration_ms,
+    setup_logging,
+    split_endpoints,
+)
 
 __all__ = ["main"]
 
 _PATTERN = b"aeromq-0123456789-abcdefghijklmnopqrstuvwxyz-"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aeromq produce", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--endpoints", required=True, help="gRPC host:port of brokers, comma-separated"
+_EXAMPLES = (
+    'aeromq produce --topic orders --body "hello" --tags A --keys order-1',
+    "aeromq produce --topic orders --count 100000 --size 100 --batch 32 --window 4",
+    "aeromq produce --topic orders --count 1000 --rate 500 --json",
+    "aeromq produce --endpoints 127.0.0.1:9876 --namesrv --topic orders --count 10",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aeromq produce`` parser (also read by the documentation's CLI reference)."""
+    parser = command_parser(
+        "aeromq produce", "Send messages to a topic and print a summary.", _EXAMPLES
     )
-    parser.add_argument("--namesrv", action="store_true", help="the endpoints are name servers")
-    parser.add_argument("--topic", required=True)
+    add_endpoints(parser)
+    parser.add_argument(
+        "--namesrv", action="store_true", help="the endpoints are name servers, not brokers"
+    )
+    parser.add_argument("--topic", required=True, help="the topic to send to (required)")
     parser.add_argument("--group", default="aeromq-produce", help="producer group")
-    parser.add_argument("--count", type=int, default=1, help="messages to send (default 1)")
-    parser.add_argument("--size", type=int, default=100, help="body size in bytes (default 100)")
-    parser.add_argument("--body", help="the body text (overrides --size)")
+    parser.add_argument("--count", type=int, default=1, help="messages to send")
+    parser.add_argument("--size", type=int, default=100, help="body size, bytes")
+    parser.add_argument("--body", help="the body text, UTF-8 (overrides --size)")
     parser.add_argument("--tags", help="the messages' tag")
     parser.add_argument("--keys", help="the messages' keys, space-separated")
     parser.add_argument(
-        "--property", action="append", default=[], metavar="NAME=VALUE", help="a user property"
+        "--property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a user property (repeatable)",
     )
-    parser.add_argument("--rate", type=float, default=0.0, help="messages per second, 0: max")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="messages per second, 0: as fast as possible"
+    )
     parser.add_argument("--batch", type=int, default=1, help="messages per request")
-    parser.add_argument("--window", type=int, default=1, help="requests in flight (async)")
-    parser.add_argument("--transport", choices=("auto", "ipc", "udp"), default="auto")
-    parser.add_argument("--timeout-ms", type=int, default=3_000, help="per send, retries included")
-    parser.add_argument("--quiet", action="store_true", help="print the summary only")
+    parser.add_argument(
+        "--window", type=int, default=1, help="requests in flight (above 1: async sends)"
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("auto", "ipc", "udp"),
+        default="auto",
+        help="how sends reach the broker (auto: IPC on the broker's host, else UDP)",
+    )
+    add_aeron_dir(
+        parser, "a running media driver for UDP sessions", "none: one embedded in this process"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=duration_ms,
+        default=3_000.0,
+        metavar="DURATION",
+        help="per send, retries included, e.g. 500ms, 3s; default 3s",
+    )
+    add_alias(parser, "--timeout-ms", "timeout", duration_ms)
+    parser.add_argument(
+        "--quiet", action="store_true", help="print the summary only, not the first errors"
+    )
+    add_json(parser)
     return parser
 
 
@@ -66,9 +113,10 @@ def _percentile(sorted_values: Sequence[float], fraction: float) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(args)
+    args.timeout_ms = max(1, round(args.timeout))
     if args.count < 0 or args.size <= 0 or args.batch <= 0 or args.window <= 0 or args.rate < 0:
         parser.error("--count >= 0, --size, --batch and --window > 0, --rate >= 0")
     properties: dict[str, str] = {}
@@ -86,15 +134,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         template = Message(
             args.topic, body, tags=args.tags, keys=args.keys or (), properties=properties
         )
-        config = ProducerConfig(send_timeout_ms=args.timeout_ms, transport=args.transport)
+        config = ProducerConfig(
+            send_timeout_ms=args.timeout_ms, transport=args.transport, aeron_dir=args.aeron_dir
+        )
     except ClientError as exc:
         print(f"aeromq produce: {exc}", file=sys.stderr)
         return 2
-    endpoints = [e.strip() for e in args.endpoints.split(",") if e.strip()]
+    endpoints = split_endpoints(args.endpoints)
     stats = _Stats(quiet=args.quiet)
     with Producer(args.group, endpoints, namesrv=args.namesrv, config=config) as producer:
         _run(producer, template, args, stats)
-    stats.report(args.count, body)
+    stats.report(args.count, body, as_json=args.json)
     return 0 if stats.failed == 0 and stats.sent == args.count else 1
 
 
@@ -119,9 +169,23 @@ class _Stats:
             print(f"send failed: {kind}: {error}", file=sys.stderr)
         self.errors[kind] += count
 
-    def report(self, count: int, body: bytes) -> None:
+    def report(self, count: int, body: bytes, as_json: bool = False) -> None:
         elapsed = max(self.ended - self.began, 1e-9)
         latencies = sorted(self.latencies_us)
+        if as_json:
+            summary = {
+                "sent": self.sent,
+                "failed": self.failed,
+                "of": count,
+                "elapsed_s": round(elapsed, 6),
+                "msgs_per_s": round(self.sent / elapsed),
+                "mb_per_s": round(self.sent * len(body) / elapsed / 1e6, 3),
+                "p50_us": round(_percentile(latencies, 0.5)),
+                "p99_us": round(_percentile(latencies, 0.99)),
+                "errors": dict(sorted(self.errors.items())),
+            }
+            print(json.dumps(summary, sort_keys=True), flush=True)
+            return
         print(
             f"sent={self.sent} failed={self.failed} of={count} elapsed_s={elapsed:.3f} "
             f"msgs_per_s={self.sent / elapsed:.0f} "

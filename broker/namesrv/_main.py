@@ -6,7 +6,7 @@ the port when they asked for port 0) and exits 0 after a clean stop, 2 on a bad 
 
 from __future__ import annotations
 
-import logging
+import argparse
 import signal
 import sys
 import threading
@@ -14,24 +14,45 @@ from collections.abc import Sequence
 from types import FrameType
 
 from aeromq.broker._errors import BrokerError
-from aeromq.broker.namesrv.config import NameServerConfig
+from aeromq.broker.namesrv.config import NameServerConfig, add_arguments
 from aeromq.broker.namesrv.server import NameServer
+from aeromq.transport.tools.cli import command_parser, setup_logging
 
 __all__ = ["main"]
 
 
+_EXAMPLES = (
+    "aeromq namesrv",
+    "aeromq namesrv --host 0.0.0.0 --port 9876 --broker-timeout 30s",
+    "AEROMQ_NAMESRV_PORT=0 aeromq namesrv",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aeromq namesrv`` parser (also read by the documentation's CLI reference)."""
+    parser = command_parser(
+        "aeromq namesrv",
+        "Run a name server (brokers register, clients ask it for routes) until SIGINT or "
+        "SIGTERM. Settings: defaults < AEROMQ_NAMESRV_* environment < options.",
+        _EXAMPLES,
+        default_log_level="INFO",
+    )
+    add_arguments(parser)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        print(
-            "usage: aeromq namesrv [--host HOST] [--port PORT] [--broker-timeout-ms MS] "
-            "[--scan-interval-ms MS]\n"
-            "environment: AEROMQ_NAMESRV_HOST, _PORT, _BROKER_TIMEOUT_MS, _SCAN_INTERVAL_MS"
-        )
-        return 0
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    parsed = build_parser().parse_args(args)  # --help, and usage errors with exit 2
+    setup_logging(parsed)
+    settings = [
+        item
+        for name in ("host", "port", "broker_timeout_ms", "scan_interval_ms")
+        if (value := getattr(parsed, name, None)) is not None
+        for item in (f"--{name.replace('_', '-')}", str(value))
+    ]
     try:
-        config = NameServerConfig.load(args)
+        config = NameServerConfig.load(settings)
     except BrokerError as exc:
         print(f"aeromq namesrv: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,9 @@
 """``NameServerConfig``: the name server's settings, typed and validated.
 
 From defaults < environment (``AEROMQ_NAMESRV_<KEY>``) < command-line arguments
-(``--<key-with-dashes>``); errors are ``BrokerConfigError`` naming key, value, rule and source.
+(``--<key-with-dashes>``, less the ``_ms`` of a duration, which takes a unit: ``--broker-timeout
+30s``; the ``--broker-timeout-ms`` spelling still works); errors are ``BrokerConfigError`` naming
+key, value, rule and source.
 """
 
 from __future__ import annotations
@@ -12,11 +14,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from aeromq.broker.config import BrokerConfigError
+from aeromq.broker.config import BrokerConfigError, option_name
+from aeromq.transport.tools.cli import format_duration_ms, parse_duration_ms
 
-__all__ = ["ENV_PREFIX", "NameServerConfig"]
+__all__ = ["ENV_PREFIX", "FIELD_HELP", "NameServerConfig", "add_arguments"]
 
 ENV_PREFIX: Final = "AEROMQ_NAMESRV_"
+FIELD_HELP: Final[Mapping[str, str]] = {
+    "host": "address to listen on",
+    "port": "gRPC port (0: any free port, printed in the ready line; RocketMQ's is 9876)",
+    "broker_timeout_ms": "a broker silent this long is dropped (unless it registered its own)",
+    "scan_interval_ms": "how often silent brokers are looked for",
+}
+"""What each :class:`NameServerConfig` field means (the option help and the docs)."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +58,7 @@ class NameServerConfig:
     ) -> NameServerConfig:
         env = os.environ if environ is None else environ
         parser = argparse.ArgumentParser(prog="aeromq namesrv", exit_on_error=False)
-        for f in fields(cls):
-            parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=None)
+        add_arguments(parser)
         try:
             namespace, extra = parser.parse_known_args(list(argv or ()))
         except argparse.ArgumentError as exc:
@@ -61,7 +70,7 @@ class NameServerConfig:
                 "unknown name server arguments",
                 key="argv",
                 value=extra,
-                rule="--" + ", --".join(f.name.replace("_", "-") for f in fields(cls)),
+                rule=", ".join(option_name(f.name) for f in fields(cls)),
             )
         names = {f.name: f.type for f in fields(cls)}
         values: dict[str, Any] = {}
@@ -80,14 +89,14 @@ class NameServerConfig:
                 )
             values[key], origins[key] = env[variable], f"environment {variable}"
         for name in names:
-            raw = getattr(namespace, name)
+            raw = getattr(namespace, name, None)
             if raw is not None:
-                values[name], origins[name] = raw, f"argument --{name.replace('_', '-')}"
+                values[name], origins[name] = raw, f"argument {option_name(name)}"
         typed: dict[str, Any] = {}
         for key, raw in values.items():
             if names[key] == "int":
                 try:
-                    typed[key] = int(str(raw).replace("_", ""))
+                    typed[key] = _parse_int(key, str(raw))
                 except ValueError as exc:
                     raise BrokerConfigError(
                         "invalid name server config",
@@ -107,6 +116,35 @@ class NameServerConfig:
             raise BrokerConfigError(
                 "invalid name server config", **{**exc.values, "source": origins[key]}
             ) from exc
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One option per :class:`NameServerConfig` field, default None (not given), with help."""
+    for f in fields(NameServerConfig):
+        flag = option_name(f.name)
+        duration = f.name.endswith("_ms")
+        default = getattr(NameServerConfig(), f.name)
+        shown = format_duration_ms(default) if duration else default
+        unit = "; a duration, e.g. 500ms, 30s" if duration else ""
+        parser.add_argument(
+            flag,
+            dest=f.name,
+            default=None,
+            metavar="DURATION" if duration else f.name.upper(),
+            help=f"{FIELD_HELP[f.name]}{unit}; default {shown} (${ENV_PREFIX}{f.name.upper()})",
+        )
+        old = "--" + f.name.replace("_", "-")
+        if old != flag:
+            parser.add_argument(old, dest=f.name, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def _parse_int(key: str, text: str) -> int:
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        if not key.endswith("_ms"):
+            raise
+        return round(parse_duration_ms(text))
 
 
 def _fail(key: str, value: Any, rule: str) -> None:

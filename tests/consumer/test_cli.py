@@ -28,7 +28,8 @@ def test_should_cut_a_long_body() -> None:
         ["--endpoints", "127.0.0.1:1", "--topic", "T", "--queue", "no-id"],
         ["--endpoints", "127.0.0.1:1", "--topic", "T", "--count", "-1"],
         ["--endpoints", "127.0.0.1:1", "--topic", "T", "--group", "DEFAULT_CONSUMER"],
-        ["--topic", "T"],
+        ["--endpoints", "127.0.0.1:1"],
+        ["--topic", "T", "--idle", "5 parsecs"],
     ],
 )
 def test_should_exit_2_on_bad_arguments(argv: list[str]) -> None:

@@ -299,7 +299,7 @@ def test_should_print_messages_from_the_command_line(
         "--group",
         f"cli{next(_names)}",
     ]
-    assert consume_main([*argv, "--from", "first", "--count", "3", "--idle-s", "10"], out) == 0
+    assert consume_main([*argv, "--from", "first", "--count", "3", "--idle", "10s"], out, out) == 0
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("0 0 TagA k1,k2 ")
     assert lines[0].endswith(" hello\\nworld")
@@ -309,11 +309,11 @@ def test_should_print_messages_from_the_command_line(
     argv = [*argv[:-1], f"cli{next(_names)}", "--queue", f"{real_broker.name}:0"]
     # Stopped by the count: an idle limit of 0.5 s counts from start(), and the first pull of a
     # loaded machine can take longer than that (it once stopped with consumed=0).
-    quiet_argv = [*argv, "--from", "first", "--quiet", "--count", "3", "--idle-s", "10"]
-    assert consume_main(quiet_argv, quiet) == 0
+    quiet_argv = [*argv, "--from", "first", "--quiet", "--count", "3", "--idle", "10s"]
+    assert consume_main(quiet_argv, quiet, quiet) == 0
     assert quiet.getvalue().splitlines() == [quiet.getvalue().splitlines()[0]]
     assert quiet.getvalue().startswith("consumed=3 ")
     # Stopped by the idle limit: from the end of the queue nothing comes, however slow the start.
     idle = io.StringIO()
-    assert consume_main([*argv, "--from", "last", "--quiet", "--idle-s", "0.5"], idle) == 0
+    assert consume_main([*argv, "--from", "last", "--quiet", "--idle", "500ms"], idle, idle) == 0
     assert idle.getvalue().startswith("consumed=0 ")

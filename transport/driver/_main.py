@@ -1,6 +1,8 @@
 """``aeromq driver``: run a standalone media driver until SIGINT, SIGTERM or TERMINATE_DRIVER.
 
 Options override the environment (Aeron's ``AERON_*`` variables), which overrides the defaults.
+Durations and sizes follow Aeron's rules, so a value that works for the real driver works here:
+``10s``, ``500ms``, ``250us`` (a bare number is nanoseconds, as in Aeron); ``64k``, ``16m``.
 Prints one line when the driver is ready (``media driver ready: aeron_dir=... pid=...``), then
 waits; on a signal it closes the driver (deleting the directory with
 ``--dir-delete-on-shutdown``) and exits 0. A driver already alive in the directory is an error
@@ -22,6 +24,7 @@ from aeromq.transport._errors import ActiveDriverError, ConfigurationError
 from aeromq.transport.driver._values import parse_duration_ns, parse_size
 from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode, allow_termination
 from aeromq.transport.driver.media_driver import MediaDriver
+from aeromq.transport.tools.cli import add_aeron_dir, command_parser, setup_logging
 
 __all__ = ["main"]
 
@@ -38,36 +41,96 @@ def _arg(parse: Callable[[str, str], Any], name: str) -> Callable[[str], Any]:
     return convert
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="aeromq driver", description="Run a standalone media driver (IPC)."
+_EXAMPLES = (
+    "aeromq driver",
+    "aeromq driver --aeron-dir /dev/shm/aeron-app --threading-mode DEDICATED",
+    "aeromq driver --term-length 16m --client-liveness-timeout 5s --dir-delete-on-shutdown",
+    "AERON_DIR=/dev/shm/aeron-app aeromq driver --allow-termination",
+)
+_DURATION = "; a duration (10s, 500ms, 250us; a bare number is ns, as in Aeron)"
+_SIZE = "; a size in bytes (64k, 16m, 1g)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aeromq driver`` parser (also read by the documentation's CLI reference)."""
+    parser = command_parser(
+        "aeromq driver",
+        "Run a standalone media driver (IPC and UDP). Options override Aeron's AERON_* "
+        "environment variables, which override the defaults.",
+        _EXAMPLES,
     )
-    parser.add_argument("--dir", dest="aeron_dir", help="the aeron directory (default: $AERON_DIR)")
+    add_aeron_dir(parser, "the media driver to create")
+    modes = [mode.value for mode in ThreadingMode if mode.value != "INVOKER"]
     parser.add_argument(
         "--threading-mode",
-        choices=[mode.value for mode in ThreadingMode if mode.value != "INVOKER"],
-    )
-    parser.add_argument("--term-length", type=_arg(parse_size, "term-length"))
-    parser.add_argument("--ipc-term-length", type=_arg(parse_size, "ipc-term-length"))
-    parser.add_argument("--mtu", type=_arg(parse_size, "mtu"))
-    parser.add_argument("--ipc-mtu", type=_arg(parse_size, "ipc-mtu"))
-    parser.add_argument(
-        "--client-liveness-timeout", type=_arg(parse_duration_ns, "client-liveness-timeout")
+        choices=modes,
+        help="SHARED (one thread for every agent), SHARED_NETWORK or DEDICATED (a thread each); "
+        "default $AERON_THREADING_MODE, else DEDICATED",
     )
     parser.add_argument(
-        "--publication-unblock-timeout", type=_arg(parse_duration_ns, "publication-unblock-timeout")
+        "--term-length",
+        type=_arg(parse_size, "term-length"),
+        help="term buffer length of network publications" + _SIZE + "; default 16m",
     )
     parser.add_argument(
-        "--publication-linger-timeout", type=_arg(parse_duration_ns, "publication-linger-timeout")
+        "--ipc-term-length",
+        type=_arg(parse_size, "ipc-term-length"),
+        help="term buffer length of IPC publications" + _SIZE + "; default 64m",
     )
-    parser.add_argument("--timer-interval", type=_arg(parse_duration_ns, "timer-interval"))
-    parser.add_argument("--driver-timeout", type=_arg(parse_duration_ns, "driver-timeout"))
-    parser.add_argument("--idle-strategy", help="conductor idle strategy, e.g. backoff, sleep-ms:1")
     parser.add_argument(
-        "--sparse", action=argparse.BooleanOptionalAction, help="sparse log buffer files"
+        "--mtu", type=_arg(parse_size, "mtu"), help="UDP frame size" + _SIZE + "; default 1408"
     )
-    parser.add_argument("--dir-delete-on-start", action="store_true", default=None)
-    parser.add_argument("--dir-delete-on-shutdown", action="store_true", default=None)
+    parser.add_argument(
+        "--ipc-mtu",
+        type=_arg(parse_size, "ipc-mtu"),
+        help="IPC fragment size" + _SIZE + "; default 1408",
+    )
+    parser.add_argument(
+        "--client-liveness-timeout",
+        type=_arg(parse_duration_ns, "client-liveness-timeout"),
+        help="a client silent this long is closed" + _DURATION + "; default 10s",
+    )
+    parser.add_argument(
+        "--publication-unblock-timeout",
+        type=_arg(parse_duration_ns, "publication-unblock-timeout"),
+        help="a claim left uncommitted this long is unblocked" + _DURATION + "; default 15s",
+    )
+    parser.add_argument(
+        "--publication-linger-timeout",
+        type=_arg(parse_duration_ns, "publication-linger-timeout"),
+        help="a closed publication's log lingers this long" + _DURATION + "; default 5s",
+    )
+    parser.add_argument(
+        "--timer-interval",
+        type=_arg(parse_duration_ns, "timer-interval"),
+        help="the conductor's timer check interval" + _DURATION + "; default 1s",
+    )
+    parser.add_argument(
+        "--driver-timeout",
+        type=_arg(parse_duration_ns, "driver-timeout"),
+        help="clients consider the driver dead after this long" + _DURATION + "; default 10s",
+    )
+    parser.add_argument(
+        "--idle-strategy",
+        help="conductor idle strategy, e.g. backoff, sleep-ms:1; default backoff",
+    )
+    parser.add_argument(
+        "--sparse",
+        action=argparse.BooleanOptionalAction,
+        help="sparse log buffer files; default $AERON_TERM_BUFFER_SPARSE_FILE, else not sparse",
+    )
+    parser.add_argument(
+        "--dir-delete-on-start",
+        action="store_true",
+        default=None,
+        help="delete a dead driver's directory at start",
+    )
+    parser.add_argument(
+        "--dir-delete-on-shutdown",
+        action="store_true",
+        default=None,
+        help="delete the directory at shutdown",
+    )
     parser.add_argument(
         "--allow-termination",
         action="store_true",
@@ -102,7 +165,8 @@ def _context(args: argparse.Namespace) -> MediaDriverContext:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the driver (see module); returns the process exit code."""
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    setup_logging(args)
     try:
         context = _context(args)
     except ConfigurationError as exc:

@@ -1,18 +1,23 @@
 """``aeromq stat``: a media driver's counters (AeronStat) or error log (ErrorStat), from cnc.dat.
 
-``python -m aeromq.transport.tools.stat [--dir DIR] [--once] [--interval-ms MS] [--json] [--errors]
-[--type IDS] [--label REGEX] [--identity IDS] [--session IDS] [--stream IDS] [--channel REGEX]``
+``aeromq stat [--aeron-dir DIR | --broker [DATA_DIR]] [--once] [--interval DURATION] [--json]
+[--errors] [--type IDS] [--label REGEX] [--identity IDS] [--session IDS] [--stream IDS]
+[--channel REGEX]``
 
 - Maps ``DIR/cnc.dat`` (default ``$AERON_DIR``, else ``/dev/shm/aeron-<user>``; a path to the
   ``cnc.dat`` itself works too): ours, or a real Aeron driver's, which has the same layout.
+  ``--broker`` reads the directory of a running broker's media driver from the ``broker.json``
+  the broker writes in its data directory (default ``$AEROMQ_BROKER_DATA_DIR``, else
+  ``~/.aeromq/broker``: the broker's own default).
 - Prints the time, the cnc version, the driver's pid and the age of its heartbeat (the to-driver
   ring buffer's consumer heartbeat), then every allocated counter that passes the filters as
   ``id: value - label`` (formats in :mod:`~transport.tools.stat_format`, filters in
   :mod:`~transport.tools.counter_filter`); ``--errors`` prints the distinct error log instead.
-- Refreshes every ``--interval-ms`` (1000), clearing the screen with ANSI codes, until Ctrl-C,
-  then exits 0. A cnc.dat replaced meanwhile (a new driver in the directory) is mapped again;
-  one that is removed stays mapped, so the heartbeat age shows the driver has gone.
-- ``--once`` prints one snapshot, without clearing, and exits 0: the mode for scripts.
+- Refreshes every ``--interval`` (1s) until Ctrl-C, then exits 0; on a terminal each refresh
+  clears the screen, into a pipe or file the snapshots follow one another with no escape codes.
+  A cnc.dat replaced meanwhile (a new driver in the directory) is mapped again; one that is
+  removed stays mapped, so the heartbeat age shows the driver has gone.
+- ``--once`` prints one snapshot and exits 0: the mode for scripts.
 - ``--json`` prints one JSON object per counter (or error) per line, and no header.
 - A missing, unreadable, truncated or incompatible cnc.dat is one line on stderr naming the path,
   and exit 1; a bad option is argparse's usage message and exit 2.
@@ -21,6 +26,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -32,6 +38,14 @@ from aeromq.transport.client.context import default_aeron_dir
 from aeromq.transport.cnc import CNC_FILE, CncFile
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.error_log_reader import read as read_error_log
+from aeromq.transport.tools.cli import (
+    add_aeron_dir,
+    add_alias,
+    add_json,
+    command_parser,
+    duration_ms,
+    setup_logging,
+)
 from aeromq.transport.tools.counter_filter import CounterFilter, parse_id_list
 from aeromq.transport.tools.counter_snapshot import read_counters
 from aeromq.transport.tools.stat_format import (
@@ -43,11 +57,21 @@ from aeromq.transport.tools.stat_format import (
     format_header,
 )
 
-__all__ = ["main", "render_counters", "render_errors"]
+__all__ = ["BROKER_RUN_FILE", "build_parser", "main", "render_counters", "render_errors"]
 
 _MAP_TIMEOUT_MS = 1_000
 """How long to wait for a cnc.dat that exists but is not published yet (a driver starting)."""
 _PROG = "aeromq stat"
+BROKER_RUN_FILE = "broker.json"
+"""What a running broker writes in its data directory: ``pid``, ``aeron_dir``, ``grpc``, ..."""
+_DEFAULT_BROKER_DATA_DIR = os.path.join("~", ".aeromq", "broker")  # BrokerConfig.data_dir's
+_BROKER_DATA_DIR_ENV = "AEROMQ_BROKER_DATA_DIR"  # the broker's own variable for it
+_EXAMPLES = (
+    "aeromq stat --broker --once",
+    "aeromq stat --broker /var/lib/aeromq/broker-a --label 'pub-pos|sub-pos'",
+    "aeromq stat --aeron-dir /dev/shm/aeron-me --errors",
+    "aeromq stat --once --json --type 1 | jq .value",
+)
 
 
 def _id_list(text: str) -> frozenset[int]:
@@ -64,41 +88,80 @@ def _regex(text: str) -> re.Pattern[str]:
         raise argparse.ArgumentTypeError(f"bad regular expression {text!r}: {exc}") from None
 
 
-def _positive_ms(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+def _positive_ms(text: str) -> float:
+    value = duration_ms(text)
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of ms, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive duration, got {text!r}")
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=_PROG,
-        description="Print a media driver's counters (like AeronStat) or error log from cnc.dat.",
-        epilog="ID lists are comma-separated; write negative ones as --session=-5,7.",
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aeromq stat`` parser (also read by the documentation's CLI reference)."""
+    parser = command_parser(
+        _PROG,
+        "Print a media driver's counters (like AeronStat) or error log from cnc.dat.",
+        [*_EXAMPLES, "", "ID lists are comma-separated; write negative ones as --session=-5,7."],
     )
-    parser.add_argument(
-        "--dir",
-        dest="aeron_dir",
-        help="the aeron directory (default: $AERON_DIR or /dev/shm/aeron-<user>)",
+    where = parser.add_mutually_exclusive_group()
+    add_aeron_dir(where)
+    where.add_argument(
+        "--broker",
+        nargs="?",
+        const=os.environ.get(_BROKER_DATA_DIR_ENV) or _DEFAULT_BROKER_DATA_DIR,
+        default=None,
+        metavar="DATA_DIR",
+        help="the media driver of the broker running with this data directory "
+        f"(read from its {BROKER_RUN_FILE}); DATA_DIR defaults to ${_BROKER_DATA_DIR_ENV}, "
+        f"else {_DEFAULT_BROKER_DATA_DIR}",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument(
-        "--interval-ms", type=_positive_ms, default=1000, help="refresh interval (default 1000)"
+        "--interval",
+        type=_positive_ms,
+        default=1000.0,
+        metavar="DURATION",
+        help="refresh interval, e.g. 500ms, 2s; default 1s",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_alias(parser, "--interval-ms", "interval", _positive_ms)
+    add_json(parser)
     parser.add_argument("--errors", action="store_true", help="print the distinct error log")
     filters = parser.add_argument_group("counter filters (all must match)")
-    filters.add_argument("--type", type=_id_list, help="type ids, e.g. 1,4,12")
-    filters.add_argument("--label", type=_regex, help="regex searched in the label")
-    filters.add_argument("--identity", type=_id_list, help="system counter ids / registration ids")
-    filters.add_argument("--session", type=_id_list, help="session ids of stream counters")
-    filters.add_argument("--stream", type=_id_list, help="stream ids of stream counters")
-    filters.add_argument("--channel", type=_regex, help="regex searched in the key's channel")
+    filters.add_argument("--type", type=_id_list, help="type ids, e.g. 1,4,12; default: all")
+    filters.add_argument("--label", type=_regex, help="regex searched in the label; default: all")
+    filters.add_argument(
+        "--identity", type=_id_list, help="system counter ids / registration ids; default: all"
+    )
+    filters.add_argument(
+        "--session", type=_id_list, help="session ids of stream counters; default: all"
+    )
+    filters.add_argument(
+        "--stream", type=_id_list, help="stream ids of stream counters; default: all"
+    )
+    filters.add_argument(
+        "--channel", type=_regex, help="regex searched in the key's channel; default: all"
+    )
     return parser
+
+
+def broker_aeron_dir(data_dir: str) -> str:
+    """The aeron directory of the broker running with ``data_dir`` (its ``broker.json``).
+    Raises :class:`~transport.CncFileError` naming the file when there is none or it is bad."""
+    path = os.path.join(os.path.expanduser(data_dir), BROKER_RUN_FILE)
+    try:
+        with open(path, encoding="utf-8") as file:
+            run = json.load(file)
+        aeron_dir = run["aeron_dir"]
+    except OSError as exc:
+        raise CncFileError(
+            "no running broker found (is one running with this data dir?)",
+            path=path,
+            reason=exc.strerror or str(exc),
+        ) from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CncFileError("unreadable broker run file", path=path, reason=str(exc)) from exc
+    if not isinstance(aeron_dir, str) or not aeron_dir:
+        raise CncFileError("broker run file names no aeron_dir", path=path)
+    return aeron_dir
 
 
 def _counter_filter(args: argparse.Namespace) -> CounterFilter:
@@ -198,12 +261,18 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``stat`` (see module); return the exit code."""
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    setup_logging(args)
     counter_filter = _counter_filter(args)
     if args.errors and counter_filter != CounterFilter():
         parser.error("counter filters do not apply to --errors")
-    directory = args.aeron_dir or default_aeron_dir()
+    try:
+        directory = broker_aeron_dir(args.broker) if args.broker else None
+    except TransportError as exc:
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return 1
+    directory = directory or args.aeron_dir or default_aeron_dir()
     if os.path.basename(directory) == CNC_FILE and os.path.isfile(directory):
         directory = os.path.dirname(directory) or "."
     try:
@@ -219,7 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return render_counters(view.cnc, view.reader, counter_filter, now_ms, args.json)
 
     try:
-        return _run(view, render, once=args.once, clear=not args.json, interval_ms=args.interval_ms)
+        clear = not args.json and sys.stdout.isatty()  # no escape codes into a pipe or file
+        return _run(view, render, once=args.once, clear=clear, interval_ms=args.interval)
     except TransportError as exc:
         print(f"{_PROG}: {exc}: path={view.path!r}", file=sys.stderr)
         return 1
@@ -228,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(
-    view: _CncView, render: Callable[[], str], *, once: bool, clear: bool, interval_ms: int
+    view: _CncView, render: Callable[[], str], *, once: bool, clear: bool, interval_ms: float
 ) -> int:
     out = sys.stdout
     try:

@@ -3,6 +3,8 @@ brokers behind it."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -18,7 +20,7 @@ from .conftest import RunningBroker, put_messages
 
 def admin(server: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "aeromq.client._admin_cli", "--server", server, *args],
+        [sys.executable, "-m", "aeromq.client._admin_cli", "--endpoints", server, *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -52,9 +54,28 @@ def test_should_manage_topics_groups_and_offsets_of_a_broker(broker: RunningBrok
     assert progress.returncode == 0, progress.stderr
     assert rows(progress.stdout) == [
         ["orders", "broker-a", "0", "5", "1", "4"],
-        ["orders", "broker-a", "1", "2", "-", "2"],
+        ["orders", "broker-a", "1", "2", "-", "-"],  # never committed: no lag, as in Kafka
     ]
-    assert "total lag 6" in progress.stdout
+    assert "total lag 4, queues never committed 1" in progress.stdout
+    as_json = admin(broker.address, "--json", "group", "progress", "billing")
+    assert [json.loads(line) for line in as_json.stdout.splitlines()] == [
+        {
+            "topic": "orders",
+            "broker": "broker-a",
+            "queue": 0,
+            "broker_offset": 5,
+            "consumer_offset": 1,
+            "lag": 4,
+        },
+        {
+            "topic": "orders",
+            "broker": "broker-a",
+            "queue": 1,
+            "broker_offset": 2,
+            "consumer_offset": None,
+            "lag": None,
+        },
+    ]
 
     latest = admin(broker.address, "offset", "reset", "billing", "orders", "--latest")
     assert rows(latest.stdout) == [["broker-a", "0", "5"], ["broker-a", "1", "2"]]
@@ -68,6 +89,16 @@ def test_should_manage_topics_groups_and_offsets_of_a_broker(broker: RunningBrok
 
     clusters = admin(broker.address, "cluster", "list")
     assert rows(clusters.stdout)[0][:3] == ["DefaultCluster", "broker-a", broker.address]
+
+    updated = admin(broker.address, "topic", "update", "orders", "--write-queues", "1")
+    assert updated.returncode == 0, updated.stderr
+    assert rows(updated.stdout) == [["broker-a", "orders", "2", "1", "rw", "False"]]
+    read_only = admin(broker.address, "topic", "update", "orders", "--perm", "r", "--order")
+    assert rows(read_only.stdout) == [["broker-a", "orders", "2", "1", "r-", "True"]]
+    listed_json = admin(broker.address, "topic", "list", "--json")
+    assert [json.loads(line) for line in listed_json.stdout.splitlines()] == [
+        {"topic": "orders", "read": 2, "write": 1, "perm": "r-", "order": True}
+    ]
 
     deleted = admin(broker.address, "topic", "delete", "orders")
     assert deleted.returncode == 0
@@ -84,9 +115,46 @@ def test_should_fail_with_clear_messages_and_exit_codes(broker: RunningBroker) -
     assert "topic exists already" in again.stderr
     assert admin(broker.address, "topic").returncode == 2
     assert admin(broker.address, "offset", "reset", "g", "x", "--time", "soon").returncode == 2
-    unreachable = admin("127.0.0.1:1", "--timeout-s", "0.5", "--broker", "topic", "list")
+    unreachable = admin("127.0.0.1:1", "--timeout", "500ms", "--broker", "topic", "list")
     assert unreachable.returncode == 1
     assert "BrokerUnavailableError" in unreachable.stderr
+    assert admin(broker.address, "topic", "update", "ghost", "--queues", "2").returncode == 1
+    assert admin(broker.address, "--timeout", "5 fortnights", "topic", "list").returncode == 2
+
+
+def test_should_still_accept_the_old_server_and_timeout_s_spellings(broker: RunningBroker) -> None:
+    old = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aeromq",
+            "admin",
+            "--server",
+            broker.address,
+            "--timeout-s",
+            "5",
+            "topic",
+            "create",
+            "legacy",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert old.returncode == 0, old.stderr
+    assert rows(old.stdout) == [["broker-a", "legacy", "8", "8"]]
+
+
+def test_should_take_the_address_from_aeromq_endpoints(broker: RunningBroker) -> None:
+    listed = subprocess.run(
+        [sys.executable, "-m", "aeromq", "admin", "topic", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "AEROMQ_ENDPOINTS": broker.address},
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert rows(listed.stdout) == []
 
 
 @pytest.fixture
@@ -137,9 +205,9 @@ def test_should_act_on_every_broker_behind_a_name_server(
     progress = admin(namesrv.address, "group", "progress", "g", "--topic", "spread")
     assert progress.returncode == 0, progress.stderr
     assert rows(progress.stdout) == [
-        ["spread", "broker-1", "0", "0", "-", "0"],
-        ["spread", "broker-1", "1", "4", "-", "4"],
-        ["spread", "broker-2", "0", "3", "-", "3"],
+        ["spread", "broker-1", "0", "0", "-", "-"],
+        ["spread", "broker-1", "1", "4", "-", "-"],
+        ["spread", "broker-2", "0", "3", "-", "-"],
     ]
     reset = admin(namesrv.address, "offset", "reset", "g", "spread", "--latest")
     assert rows(reset.stdout) == [

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -213,6 +215,12 @@ def test_should_refuse_bad_options_with_usage(stat_files: StatFiles, args: list[
 
 CLEAR = "\x1b[2J\x1b[H"
 PID_IN_HEADER = re.compile(r"Aeron Stat \(CnC v0\.2\.0\), pid (\d+), ")
+SCREEN_START = re.compile(r"(?m)^(?=\d\d:\d\d:\d\d - Aeron Stat )")
+
+
+def _screens(text: str) -> list[str]:
+    """The snapshots of a refreshing stat's output into a file: each begins with its header."""
+    return [screen for screen in SCREEN_START.split(text) if screen]
 
 
 def _wait_for_output(
@@ -222,14 +230,14 @@ def _wait_for_output(
     deadline = time.monotonic() + 20
     while True:
         text = path.read_text()
-        if predicate in text and text.count(CLEAR) > screens:
+        if predicate in text and len(_screens(text)) > screens:
             return text
         assert process.poll() is None, f"stat exited early: {text!r}"
         assert time.monotonic() < deadline, f"timed out waiting for {predicate!r} in {text!r}"
         time.sleep(0.02)
 
 
-def test_should_refresh_until_interrupted_and_follow_a_replaced_cnc_file(
+def test_should_refresh_into_a_file_without_escape_codes_and_follow_a_replaced_cnc_file(
     stat_files: StatFiles, shm_dir: Path
 ) -> None:
     out_path = shm_dir / "stat.out"
@@ -239,10 +247,10 @@ def test_should_refresh_until_interrupted_and_follow_a_replaced_cnc_file(
                 sys.executable,
                 "-m",
                 "aeromq.transport.tools.stat",
-                "--dir",
+                "--aeron-dir",
                 str(stat_files.aeron_dir),
-                "--interval-ms",
-                "20",
+                "--interval",
+                "20ms",
                 "--type",
                 "0",
             ],
@@ -256,7 +264,7 @@ def test_should_refresh_until_interrupted_and_follow_a_replaced_cnc_file(
         os.remove(stat_files.aeron_dir / CNC_FILE)  # a new driver replaces the directory's file
         write_cnc(stat_files.aeron_dir, pid=PID + 1)
         # Two screens begun after the new file was complete: the first of them is whole.
-        seen = out_path.read_text().count(CLEAR)
+        seen = len(_screens(out_path.read_text()))
         text = _wait_for_output(out_path, process, f"pid {PID + 1},", screens=seen + 2)
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=20)
@@ -266,9 +274,61 @@ def test_should_refresh_until_interrupted_and_follow_a_replaced_cnc_file(
             process.communicate(timeout=20)
     assert process.returncode == 0, stderr
     assert stderr == ""
-    screens = text.split(CLEAR)
-    assert screens[0] == ""
-    first, settled = screens[1], screens[seen + 1]
+    assert CLEAR not in text  # a file or pipe gets no clear-screen codes, only a terminal
+    screens = _screens(text)
+    first, settled = screens[0], screens[seen]
     assert HEADER.match(first.splitlines()[0]) is not None
     assert PID_IN_HEADER.findall(first) == [str(PID)] and counter_ids(first) == [0, 1]
     assert PID_IN_HEADER.findall(settled) == [str(PID + 1)] and counter_ids(settled) == [0, 1]
+
+
+def test_should_clear_the_screen_between_refreshes_on_a_terminal(stat_files: StatFiles) -> None:
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aeromq",
+            "stat",
+            "--aeron-dir",
+            str(stat_files.aeron_dir),
+            "--interval",
+            "20ms",
+            "--type",
+            "0",
+        ],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env=stat_env(),
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 20
+        while seen.count(CLEAR.encode()) < 2 and time.monotonic() < deadline:
+            readable, _, _ = select.select([leader], [], [], 0.5)  # bounded: never a blind read
+            if readable:
+                seen += os.read(leader, 65536)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=20)
+        os.close(leader)
+    assert seen.count(CLEAR.encode()) >= 2
+    assert f"pid {PID},".encode() in seen
+
+
+def test_should_find_a_brokers_media_driver_from_its_data_dir(
+    stat_files: StatFiles, shm_dir: Path
+) -> None:
+    data_dir = shm_dir / "broker-data"
+    data_dir.mkdir()
+    (data_dir / "broker.json").write_text(json.dumps({"aeron_dir": str(stat_files.aeron_dir)}))
+    result = run_stat("--broker", str(data_dir), "--once")
+    assert result.returncode == 0, result.stderr
+    assert HEADER.match(result.stdout.splitlines()[0]) is not None
+    assert PID_IN_HEADER.findall(result.stdout) == [str(PID)]
+
+    nobody = run_stat("--broker", str(shm_dir / "no-broker-here"), "--once")
+    assert nobody.returncode == 1
+    assert nobody.stderr.count("\n") == 1
+    assert "no running broker found" in nobody.stderr and "broker.json" in nobody.stderr
