@@ -71,6 +71,7 @@ from aeromq.common import (
     RequestTimeoutError,
     encode_envelope,
     error_for_code,
+    with_ipc_mtu,
 )
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport import TransportError
@@ -205,7 +206,8 @@ class ClientSession:
         try:
             self._subscription = self._aeron.add_subscription(channel, stream_id)
             self._publication = self._aeron.add_exclusive_publication(
-                _with_term_length(config.ingress_channel, term_length), config.ingress_stream_id
+                with_ipc_mtu(_with_term_length(config.ingress_channel, term_length)),
+                config.ingress_stream_id,
             )
         except TransportError as exc:
             raise BrokerUnavailableError(

@@ -29,6 +29,7 @@ from __future__ import annotations
 from aeromq.common._envelope import (
     CORRELATION_ID_FIELD,
     DEFAULT_INGRESS_STREAM_ID,
+    IPC_SESSION_MTU,
     REQUEST_FIELD_NUMBERS,
     RESPONSE_FIELD_NUMBERS,
     SESSION_CLOSED_CODE,
@@ -36,6 +37,7 @@ from aeromq.common._envelope import (
     SESSION_PROTOCOL_VERSION,
     encode_envelope,
     salvage_envelope_ids,
+    with_ipc_mtu,
 )
 from aeromq.common._errors import (
     ERROR_FOR_CODE,
@@ -158,6 +160,7 @@ __all__ = [
     "ERROR_FOR_CODE",
     "FIXED_HEADER_LENGTH",
     "GROUP_MAX_LENGTH",
+    "IPC_SESSION_MTU",
     "IPV6_EXTRA_LENGTH",
     "KEY_SEPARATOR",
     "MAX_FRAMING_BYTES",
@@ -255,4 +258,5 @@ __all__ = [
     "tag_hash_code",
     "tag_problem",
     "unique_message_id_time_ms",
+    "with_ipc_mtu",
 ]

@@ -42,6 +42,7 @@ from aeromq.proto import session_pb2
 __all__ = [
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",
+    "IPC_SESSION_MTU",
     "REQUEST_FIELD_NUMBERS",
     "RESPONSE_FIELD_NUMBERS",
     "SESSION_CLOSED_CODE",
@@ -49,6 +50,7 @@ __all__ = [
     "SESSION_PROTOCOL_VERSION",
     "encode_envelope",
     "salvage_envelope_ids",
+    "with_ipc_mtu",
 ]
 
 SESSION_PROTOCOL_VERSION: Final = 1
@@ -57,6 +59,18 @@ DEFAULT_INGRESS_STREAM_ID: Final = 1001
 """The stream id of a broker's ingress (IPC and UDP) unless configured otherwise."""
 SESSION_CLOSED_CODE: Final = ResponseCode.SERVICE_NOT_AVAILABLE
 """The code of an envelope-level ``error`` that ends the session (closed, unknown, timed out)."""
+IPC_SESSION_MTU: Final = 65504
+"""The MTU of a session's IPC publications, both ways (Aeron's largest): a request or an answer
+of up to 64 KiB is one fragment, not one per 1,408 bytes (no reassembly copy, fewer frames)."""
+
+
+def with_ipc_mtu(channel: str) -> str:
+    """``channel`` with ``mtu`` set to :data:`IPC_SESSION_MTU` when it is an IPC channel
+    without one (UDP channels keep the network's MTU)."""
+    if not channel.startswith("aeron:ipc") or "mtu=" in channel:
+        return channel
+    return f"{channel}{'|' if '?' in channel else '?'}mtu={IPC_SESSION_MTU}"
+
 
 CORRELATION_ID_FIELD: Final = 1
 SESSION_ID_FIELD: Final = 2

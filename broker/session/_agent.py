@@ -52,6 +52,7 @@ from aeromq.common import (
     ResponseCode,
     encode_envelope,
     salvage_envelope_ids,
+    with_ipc_mtu,
 )
 from aeromq.proto import common_pb2, session_pb2
 from aeromq.transport import TransportError
@@ -264,7 +265,7 @@ class SessionAgent:
     def _open_publication(self, session: ServerSession) -> bool:
         try:
             session.registration_id = self._aeron.async_add_exclusive_publication(
-                session.response_channel, session.response_stream_id
+                with_ipc_mtu(session.response_channel), session.response_stream_id
             )
         except TransportError as exc:
             self.counters.connects_refused += 1

@@ -299,7 +299,7 @@ def test_should_answer_keepalives(session: ClientSession) -> None:
 
 
 def test_should_carry_requests_longer_than_one_frame(session: ClientSession) -> None:
-    body = bytes(range(256)) * 24  # 6 KB: fragmented and reassembled both ways
+    body = bytes(range(256)) * 24  # 6 KB: over UDP it is fragmented; over IPC one frame each way
     session.request(send_request(body, queue_id=2))
     answer = session.request(pull_request(queue_id=2))
     assert isinstance(answer, messages_pb2.PullMessageResponse)
