@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import itertools
 import re
 import struct
 import zlib
@@ -345,12 +346,15 @@ def check_batch(
             return BatchCheck.BAD_CRC, f"CRC mismatch: stored={crc:#010x} computed={actual:#010x}"
     if topic is not None and data[TOPIC_OFFSET : TOPIC_OFFSET + topic_length] != topic:
         return BatchCheck.BAD_TOPIC, f"the batch is of another topic: expected={topic!r}"
-    columns = np.frombuffer(data, dtype="<i4", count=count * 4, offset=header_length + 8 * count)
-    lengths = columns[: 3 * count]
-    if int(lengths.min()) < 0:
+    lengths = _lengths_struct(count).unpack_from(data, header_length + 8 * count)
+    if min(lengths) < 0:
         return BatchCheck.BAD_LENGTHS, "a negative length"
-    sums = lengths.reshape(3, count).sum(axis=1, dtype=np.int64)
-    body_total, tag_total, property_total = (int(s) for s in sums)
+    body_lengths = lengths[:count]
+    tag_lengths = lengths[count : 2 * count]
+    property_lengths = lengths[2 * count :]
+    body_total = sum(body_lengths)
+    tag_total = sum(tag_lengths)
+    property_total = sum(property_lengths)
     if data_start + body_total + tag_total + property_total != length:
         return BatchCheck.BAD_LENGTHS, (
             f"lengths do not add up: count={count} bodies={body_total} tags={tag_total} "
@@ -363,14 +367,12 @@ def check_batch(
             f"the batch is over the max message size in all: batch_length={body_total} "
             f"max_message_size={max_body_total}"
         )
-    body_lengths = columns[:count]
-    shortest = int(body_lengths.min())
-    if shortest == 0:
-        index = int(np.flatnonzero(body_lengths == 0)[0])
+    if min(body_lengths) == 0:
+        index = body_lengths.index(0)
         return BatchCheck.EMPTY_BODY, f"the message body is empty: index={index}"
-    longest = int(body_lengths.max())
+    longest = max(body_lengths)
     if longest > max_body_length:
-        index = int(np.flatnonzero(body_lengths > max_body_length)[0])
+        index = body_lengths.index(longest)
         return BatchCheck.BODY_TOO_LARGE, (
             f"over the max message size: body_length={longest} "
             f"max_message_size={max_body_length} index={index}"
@@ -385,29 +387,40 @@ def check_batch(
     if tag_total:
         problem = _check_tags(
             bytes(data[tag_start:property_start]),
-            columns[count : 2 * count],
-            np.frombuffer(data, dtype="<i8", count=count, offset=header_length),
+            tag_lengths,
+            _hashes_struct(count).unpack_from(data, header_length),
         )
         if problem is not None:
             return problem
-    elif np.frombuffer(data, dtype="<i8", count=count, offset=header_length).any():
+    elif any(data[header_length : header_length + 8 * count]):
         return BatchCheck.BAD_TAG_HASH, "a tag hash without a tag"
     if property_total:
-        problem = _check_properties(bytes(data[property_start:]), columns[2 * count : 3 * count])
+        problem = _check_properties(bytes(data[property_start:]), property_lengths)
         if problem is not None:
             return problem
     return BatchCheck.OK, ""
 
 
+@functools.lru_cache(maxsize=256)
+def _lengths_struct(count: int) -> struct.Struct:
+    """The three length columns of a batch of ``count`` records, in one unpack."""
+    return struct.Struct(f"<{3 * count}i")
+
+
+@functools.lru_cache(maxsize=256)
+def _hashes_struct(count: int) -> struct.Struct:
+    return struct.Struct(f"<{count}q")
+
+
 _BAD_TAG_BYTES: Final = re.compile(rb"[\s|]")
-_PROPERTY_PAIRS: Final = re.compile(rb"(?:[^\x00-\x02]+\x01[^\x00-\x02]*\x02)*")
+_PROPERTY_PAIRS: Final = re.compile(rb"(?:[^\x00-\x02]++\x01[^\x00-\x02]*+\x02)*+")
 
 
 _TAG_CODES: dict[bytes, int] = {}
 
 
 def _check_tags(
-    data: bytes, lengths: Int32Array, hashes: Int64Array
+    data: bytes, lengths: Sequence[int], hashes: Sequence[int]
 ) -> tuple[BatchCheck, str] | None:
     """Tags have no whitespace or ``|``, are UTF-8, and their hash column is their Java
     ``hashCode`` (a cache of tag -> hash: a topic has few distinct tags)."""
@@ -417,7 +430,7 @@ def _check_tags(
     computed: list[int] = []
     add = computed.append
     start = 0
-    for end in np.cumsum(lengths).tolist():
+    for end in itertools.accumulate(lengths):
         if end == start:
             add(0)
             continue
@@ -432,24 +445,24 @@ def _check_tags(
             if len(codes) < _TAG_CACHE_LIMIT:
                 codes[tag] = code
         add(code)
-    if computed != hashes.tolist():
-        index = next(
-            i for i, (a, b) in enumerate(zip(computed, hashes.tolist(), strict=True)) if a != b
-        )
+    if computed != list(hashes):
+        index = next(i for i, (a, b) in enumerate(zip(computed, hashes, strict=True)) if a != b)
         return BatchCheck.BAD_TAG_HASH, (
-            f"wrong tag hash: index={index} hash={int(hashes[index])} expected={computed[index]}"
+            f"wrong tag hash: index={index} hash={hashes[index]} expected={computed[index]}"
         )
     return None
 
 
-def _check_properties(data: bytes, lengths: Int32Array) -> tuple[BatchCheck, str] | None:
-    """The column is ``name\x01value\x02`` pairs (names not empty), each record's ending
-    with a ``\x02`` (so no pair spans two records), UTF-8."""
+def _check_properties(data: bytes, lengths: Sequence[int]) -> tuple[BatchCheck, str] | None:
+    """The column is ``name\\x01value\\x02`` pairs (names not empty), each record's ending
+    with a ``\\x02`` (so no pair spans two records), UTF-8."""
     if _PROPERTY_PAIRS.fullmatch(data) is None:
         return BatchCheck.BAD_PROPERTIES, "properties are not name\\x01value\\x02 pairs"
-    ends = np.cumsum(lengths, dtype=np.int64)
-    if (np.frombuffer(data, dtype=np.uint8)[ends[lengths > 0] - 1] != 2).any():
-        return BatchCheck.BAD_PROPERTIES, "a record's properties do not end with \\x02"
+    start = 0
+    for end in itertools.accumulate(lengths):
+        if end > start and data[end - 1] != 2:
+            return BatchCheck.BAD_PROPERTIES, "a record's properties do not end with \\x02"
+        start = end
     if not data.isascii():
         try:
             data.decode()
