@@ -32,6 +32,7 @@ session.
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 from google.protobuf.message import Message as ProtoMessage
@@ -100,13 +101,18 @@ def _varint(value: int) -> bytes:
     """Protobuf's varint of ``value`` as an unsigned 64-bit int (negative ints take 10 bytes)."""
     value &= _U64
     if value <= _VARINT_BITS:
-        return bytes((value,))
+        return _SMALL_VARINTS[value]
     out = bytearray()
     while value > _VARINT_BITS:
         out.append((value & _VARINT_BITS) | _VARINT_MORE)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL_VARINTS: Final = tuple(bytes((value,)) for value in range(_VARINT_BITS + 1))
+_session_varint: Final = functools.lru_cache(maxsize=4096)(_varint)
+"""Session ids repeat on every envelope of a session (and take 9 or 10 bytes): made once."""
 
 
 def encode_envelope(correlation_id: int, session_id: int, field_number: int, body: bytes) -> bytes:
@@ -118,7 +124,7 @@ def encode_envelope(correlation_id: int, session_id: int, field_number: int, bod
             _CORRELATION_ID_TAG,
             _varint(correlation_id),
             _SESSION_ID_TAG,
-            _varint(session_id),
+            _session_varint(session_id),
             _varint(field_number << _TAG_SHIFT | _WIRE_LENGTH_DELIMITED),
             _varint(len(body)),
             body,

@@ -182,33 +182,36 @@ class SendProcessor:
         def stored(result: PutMessageResult) -> None:
             with self._count_lock:
                 self._completed += 1
-            response = messages_pb2.SendMessageResponse()
-            if result.status is PutMessageStatus.PUT_OK:
-                response.send_status = _SEND_OK
-            elif result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
-                response.send_status = _FLUSH_DISK_TIMEOUT
-                response.status.code = ResponseCode.FLUSH_DISK_TIMEOUT
-                response.status.message = (
-                    f"stored but not durable within the sync flush timeout: topic={topic!r} "
-                    f"queue_id={queue_id}"
+            status = result.status
+            if status is PutMessageStatus.PUT_OK or status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+                self.messages_stored += result.message_count
+                response = messages_pb2.SendMessageResponse(
+                    send_status=_SEND_OK
+                    if status is PutMessageStatus.PUT_OK
+                    else _FLUSH_DISK_TIMEOUT,
+                    queue_id=queue_id,
+                    base_queue_offset=result.queue_offset,
+                    message_count=result.message_count,
+                    base_commit_log_offset=result.physical_offset,
+                    store_host=_host_text(result.store_host),
+                    broker_name=broker_name,
                 )
-            else:
-                code = _PUT_CODES[result.status]
-                self.errors[code] += 1
-                response.status.code = code
-                response.status.message = (
-                    f"the store refused the send: status={result.status.value} "
-                    f"topic={topic!r} queue_id={queue_id}"
-                )
+                if status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+                    response.status.code = ResponseCode.FLUSH_DISK_TIMEOUT
+                    response.status.message = (
+                        "stored but not durable within the sync flush timeout: "
+                        f"topic={topic!r} queue_id={queue_id}"
+                    )
                 on_done(response)
                 return
-            self.messages_stored += result.message_count
-            response.queue_id = queue_id
-            response.base_queue_offset = result.queue_offset
-            response.message_count = result.message_count
-            response.base_commit_log_offset = result.physical_offset
-            response.store_host = _host_text(result.store_host)
-            response.broker_name = broker_name
+            code = _PUT_CODES[status]
+            self.errors[code] += 1
+            response = messages_pb2.SendMessageResponse()
+            response.status.code = code
+            response.status.message = (
+                f"the store refused the send: status={status.value} "
+                f"topic={topic!r} queue_id={queue_id}"
+            )
             on_done(response)
 
         with self._count_lock:
