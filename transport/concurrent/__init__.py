@@ -35,6 +35,7 @@ from aeromq.transport.concurrent.idle_strategy import (
     SleepingIdleStrategy,
     YieldingIdleStrategy,
     idle_strategy_from_name,
+    tighten_timer_slack,
 )
 from aeromq.transport.concurrent.position import Position, ReadablePosition
 from aeromq.transport.concurrent.ring_buffer import (
@@ -81,4 +82,5 @@ __all__ = [
     "YieldingIdleStrategy",
     "error_log_reader",
     "idle_strategy_from_name",
+    "tighten_timer_slack",
 ]

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import ctypes
+import sys
+import threading
 import time
 
 import pytest
@@ -14,6 +17,7 @@ from aeromq.transport.concurrent.idle_strategy import (
     SleepingIdleStrategy,
     YieldingIdleStrategy,
     idle_strategy_from_name,
+    tighten_timer_slack,
 )
 
 
@@ -192,3 +196,22 @@ def test_should_parse_strategy_parameters() -> None:
 def test_should_reject_bad_strategy_names(name: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         idle_strategy_from_name(name)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_tightening_the_timer_slack_applies_to_the_calling_thread_only() -> None:
+    seen: dict[str, int] = {}
+
+    def slack() -> int:  # prctl(PR_GET_TIMERSLACK)
+        return int(ctypes.CDLL(None).prctl(30, 0, 0, 0, 0))
+
+    def tighten() -> None:
+        seen["before"] = slack()
+        seen["ok"] = int(tighten_timer_slack(2_000))
+        seen["after"] = slack()
+
+    thread = threading.Thread(target=tighten)
+    thread.start()
+    thread.join(5)
+    assert seen == {"before": seen["before"], "ok": 1, "after": 2_000}
+    assert slack() != 2_000 or seen["before"] == 2_000  # this thread keeps its own
