@@ -19,8 +19,10 @@ sent the batches holding a match; here the expression selects among their record
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Final
 
@@ -42,6 +44,7 @@ from aeromq.consumer.message_batch import HEADER_DTYPE, MessageBatch, PulledChun
 __all__ = ["read_pulled_batches"]
 
 _PREFIX: Final = struct.Struct("<iI")
+_HEADER: Final = struct.Struct("<iIqqq8siIiiq8sHH")
 _CRC: Final = struct.Struct("<I")
 _CRC_OFFSET: Final = 44
 _CRC_START: Final = 48
@@ -62,6 +65,9 @@ def read_pulled_batches(
     module); raises :class:`~client.CorruptMessageError`."""
     if not data:
         return MessageBatch()
+    single = _single(data, queue, broker_name, offset, next_offset, subscription)
+    if single is not None:
+        return single
     positions, lengths = _frame(data, queue, offset)
     raw = np.frombuffer(data, dtype=np.uint8)
     position = np.array(positions, dtype=np.int64)
@@ -127,7 +133,7 @@ def read_pulled_batches(
                 tag_length,
             )
         ]
-    records: dict[str, npt.NDArray[Any]] = {
+    records: dict[str, npt.NDArray[Any] | list[int]] = {
         "batch": batch[chosen],
         "index": index[chosen],
         "body_start": body_start[chosen],
@@ -141,6 +147,120 @@ def read_pulled_batches(
         "flag": _i32(raw, at[chosen] + 16 * per[chosen]),
     }
     return MessageBatch([PulledChunk(data, headers, queue, broker_name, records)])
+
+
+_ONE_BATCH_RECORDS: Final = 64
+"""An answer of one batch of at most this many records is read with ``struct`` alone (a fixed
+cost of numpy calls would be most of its price)."""
+
+
+def _single(
+    data: bytes,
+    queue: MessageQueue,
+    broker_name: str,
+    offset: int,
+    next_offset: int,
+    subscription: SubscriptionData | None,
+) -> MessageBatch | None:
+    """The answer read without numpy when it is one small batch (the usual answer of a live
+    consumer); None when it is not (or fails a check: the general path reports it)."""
+    if len(data) < FIXED_HEADER_LENGTH:
+        return None
+    (
+        total,
+        magic,
+        base_offset,
+        _physical,
+        _store_ms,
+        _store_host,
+        queue_id,
+        crc,
+        count,
+        _reconsume,
+        _born_ms,
+        _born_host,
+        _attributes,
+        topic_length,
+    ) = _HEADER.unpack_from(data, 0)
+    if total != len(data) or magic != BATCH_MAGIC or not 0 < count <= _ONE_BATCH_RECORDS:
+        return None
+    topic = queue.topic.encode()
+    header_length = (FIXED_HEADER_LENGTH + topic_length + 7) & ~7
+    data_start = header_length + RECORD_OVERHEAD * count
+    if (
+        queue_id != queue.queue_id
+        or topic_length != len(topic)
+        or data[FIXED_HEADER_LENGTH : FIXED_HEADER_LENGTH + topic_length] != topic
+        or data_start > total
+        or zlib.crc32(memoryview(data)[_CRC_START:]) != crc
+    ):
+        return None
+    columns = _columns_struct(count).unpack_from(data, header_length)
+    hashes = columns[:count]
+    body_lengths = columns[count : 2 * count]
+    tag_lengths = columns[2 * count : 3 * count]
+    property_lengths = columns[3 * count : 4 * count]
+    if (
+        min(columns[count : 4 * count]) < 0
+        or data_start + sum(body_lengths) + sum(tag_lengths) + sum(property_lengths) != total
+    ):
+        return None
+    body_starts = list(itertools.accumulate(body_lengths[:-1], initial=data_start))
+    tag_region = data_start + sum(body_lengths)
+    tag_starts = list(itertools.accumulate(tag_lengths[:-1], initial=tag_region))
+    property_region = tag_region + sum(tag_lengths)
+    property_starts = list(itertools.accumulate(property_lengths[:-1], initial=property_region))
+    chosen: Sequence[int] = range(
+        max(offset - base_offset, 0), min(next_offset - base_offset, count)
+    )
+    if subscription is not None and subscription.tags:
+        codes = subscription.codes
+        wanted = subscription.tags
+        chosen = [
+            i
+            for i in chosen
+            if hashes[i] in codes
+            and data[tag_starts[i] : tag_starts[i] + tag_lengths[i]].decode() in wanted
+        ]
+    if subscription is not None and subscription.expression_type is ExpressionType.SQL92:
+        matches = _compiled(subscription.sub_string).matches
+        kept = []
+        for i in chosen:
+            properties = decode_properties(
+                data[property_starts[i] : property_starts[i] + property_lengths[i]]
+            )
+            if tag_lengths[i]:
+                properties[PROPERTY_TAGS] = data[
+                    tag_starts[i] : tag_starts[i] + tag_lengths[i]
+                ].decode()
+            if matches(properties):
+                kept.append(i)
+        chosen = kept
+    if not len(chosen):
+        return MessageBatch()
+    born = columns[4 * count : 5 * count]
+    flags = columns[5 * count :]
+    records: dict[str, Any] = {
+        "batch": [0] * len(chosen),
+        "index": list(chosen),
+        "body_start": [body_starts[i] for i in chosen],
+        "body_length": [body_lengths[i] for i in chosen],
+        "tag_start": [tag_starts[i] for i in chosen],
+        "tag_length": [tag_lengths[i] for i in chosen],
+        "properties_start": [property_starts[i] for i in chosen],
+        "properties_length": [property_lengths[i] for i in chosen],
+        "tag_hash": [hashes[i] for i in chosen],
+        "born_delta_ms": [born[i] for i in chosen],
+        "flag": [flags[i] for i in chosen],
+    }
+    headers = np.frombuffer(data, dtype=HEADER_DTYPE, count=1)
+    return MessageBatch([PulledChunk(data, headers, queue, broker_name, records)])
+
+
+@lru_cache(maxsize=256)
+def _columns_struct(count: int) -> struct.Struct:
+    """A batch's columns (tag hashes, then five i32 columns) for ``count`` records."""
+    return struct.Struct(f"<{count}q{5 * count}i")
 
 
 def _sql92_matches(

@@ -93,49 +93,7 @@ class PulledChunk:
     in that batch, and where its parts are in ``buffer``. Slices share everything but the
     per-record arrays."""
 
-    __slots__ = (
-        "_lists",
-        "batch",
-        "body_length",
-        "body_start",
-        "born_delta_ms",
-        "broker_name",
-        "buffer",
-        "flag",
-        "headers",
-        "index",
-        "properties_length",
-        "properties_start",
-        "queue",
-        "tag_hash",
-        "tag_length",
-        "tag_start",
-    )
-
-    def __init__(
-        self,
-        buffer: bytes,
-        headers: npt.NDArray[np.void],
-        queue: MessageQueue,
-        broker_name: str,
-        records: dict[str, npt.NDArray[Any]],
-    ) -> None:
-        self.buffer = buffer
-        self.headers = headers
-        self.queue = queue
-        self.broker_name = broker_name
-        self.batch: Int64Array = records["batch"]
-        self.index: Int64Array = records["index"]
-        self.body_start: Int64Array = records["body_start"]
-        self.body_length: Int32Array = records["body_length"]
-        self.tag_start: Int64Array = records["tag_start"]
-        self.tag_length: Int32Array = records["tag_length"]
-        self.properties_start: Int64Array = records["properties_start"]
-        self.properties_length: Int32Array = records["properties_length"]
-        self.tag_hash: Int64Array = records["tag_hash"]
-        self.born_delta_ms: Int32Array = records["born_delta_ms"]
-        self.flag: Int32Array = records["flag"]
-        self._lists: dict[str, list[Any]] = {}
+    __slots__ = ("_lists", "_records", "broker_name", "buffer", "headers", "queue")
 
     _RECORD_FIELDS = (
         "batch",
@@ -151,8 +109,77 @@ class PulledChunk:
         "flag",
     )
 
+    def __init__(
+        self,
+        buffer: bytes,
+        headers: npt.NDArray[np.void],
+        queue: MessageQueue,
+        broker_name: str,
+        records: dict[str, npt.NDArray[Any] | list[int]],
+    ) -> None:
+        """``records`` has each of ``_RECORD_FIELDS``, as arrays, or as lists (a small answer
+        read without numpy: they become arrays only if a column is asked for)."""
+        self.buffer = buffer
+        self.headers = headers
+        self.queue = queue
+        self.broker_name = broker_name
+        self._records = records
+        self._lists: dict[str, list[Any]] = {
+            name: value for name, value in records.items() if isinstance(value, list)
+        }
+
+    def _array(self, name: str, dtype: Any) -> npt.NDArray[Any]:
+        value = self._records[name]
+        if isinstance(value, list):
+            value = self._records[name] = np.array(value, dtype=dtype)
+        return value
+
+    @property
+    def batch(self) -> Int64Array:
+        return self._array("batch", np.int64)
+
+    @property
+    def index(self) -> Int64Array:
+        return self._array("index", np.int64)
+
+    @property
+    def body_start(self) -> Int64Array:
+        return self._array("body_start", np.int64)
+
+    @property
+    def body_length(self) -> Int32Array:
+        return self._array("body_length", np.int32)
+
+    @property
+    def tag_start(self) -> Int64Array:
+        return self._array("tag_start", np.int64)
+
+    @property
+    def tag_length(self) -> Int32Array:
+        return self._array("tag_length", np.int32)
+
+    @property
+    def properties_start(self) -> Int64Array:
+        return self._array("properties_start", np.int64)
+
+    @property
+    def properties_length(self) -> Int32Array:
+        return self._array("properties_length", np.int32)
+
+    @property
+    def tag_hash(self) -> Int64Array:
+        return self._array("tag_hash", np.int64)
+
+    @property
+    def born_delta_ms(self) -> Int32Array:
+        return self._array("born_delta_ms", np.int32)
+
+    @property
+    def flag(self) -> Int32Array:
+        return self._array("flag", np.int32)
+
     def __len__(self) -> int:
-        return len(self.batch)
+        return len(self._records["batch"])
 
     def sliced(self, start: int, stop: int) -> PulledChunk:
         return self.taken(slice(start, stop))

@@ -57,7 +57,7 @@ def _body(sequence: int) -> bytes:
 # -- aeromq workers (spawned processes) ---------------------------------------------------------
 
 
-def _produce(grpc: str, topic: str, count: int, out: Any) -> None:
+def _produce(grpc: str, topic: str, count: int, out: Any, batch_size: int = BATCH) -> None:
     from aeromq.client import Message
     from aeromq.producer import Producer
 
@@ -67,8 +67,8 @@ def _produce(grpc: str, topic: str, count: int, out: Any) -> None:
         window: list[tuple[Any, int]] = []
         cpu = time.process_time()
         began = time.monotonic_ns()
-        for start in range(0, count, BATCH):
-            batch = [Message(topic, _body(i)) for i in range(start, min(count, start + BATCH))]
+        for start in range(0, count, batch_size):
+            batch = [Message(topic, _body(i)) for i in range(start, min(count, start + batch_size))]
             window.append((producer.send_batch_async(batch), time.monotonic_ns()))
             if len(window) >= WINDOW:
                 future, sent_ns = window.pop(0)

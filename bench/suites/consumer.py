@@ -4,7 +4,8 @@ with one and with three consumers of one group, beside Redis Streams consumer gr
 aeromq: the broker process of ``bench.suites.broker`` (embedded media driver, ASYNC flush),
 a topic of 4 queues per case, one producer process (``producer.Producer``, batches of 32
 pipelined 8 deep) and 1 or 3 ``DefaultLitePullConsumer`` processes of one group (subscribe,
-FIRST_OFFSET, ``pull_batch_size`` 32), started and rebalanced before the producer starts.
+FIRST_OFFSET, ``pull_batch_size`` 256, as Redis's ``COUNT``), started and rebalanced before the
+producer starts.
 
 Redis: the ``redis-server`` of ``bench.suites.broker``, its pipelined ``XADD`` producer, and 1
 or 3 consumers of one group reading with ``XREADGROUP COUNT 256 BLOCK`` and ``XACK``ing.
@@ -17,9 +18,10 @@ first receipt, and the server's from the producer's start (so it includes the pr
 Targets (issues 8 and 12): >= 2x Redis Streams end to end; CPU per message on both sides no more
 than Redis's.
 
-Drain: a topic filled with the same messages first, then one process reads them all: aeromq
-with ``poll_batch()`` into a ``pyarrow.RecordBatch`` (1,024 messages per pull), Redis with
-``XREADGROUP COUNT 1024`` into lists of bodies. Target (issue 12): >= 1,000,000 msgs/s.
+Drain: a topic filled with the same messages first (batches of 32, and again of 256), then one
+process reads them all: aeromq with ``poll_batch()`` into a ``pyarrow.RecordBatch`` (1,024
+messages per pull), Redis with ``XREADGROUP COUNT 1024`` into lists of bodies. Target (issue
+12): >= 1,000,000 msgs/s.
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def _aeromq_consume(grpc: str, topic: str, group: str, index: int, stop: Any, ou
         endpoints=(grpc,),
         consume_from_where=consumer.ConsumeFromWhere.FIRST_OFFSET,
         poll_timeout_ms=200,
-        pull_batch_size=BATCH,
+        pull_batch_size=BATCH * WINDOW,  # as Redis's XREADGROUP COUNT
     )
     lite = consumer.DefaultLitePullConsumer(config=config)
     lite.subscribe(topic, "*")
@@ -356,15 +358,19 @@ def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
                 lambda out, t=topic: _spawn(_produce, broker.grpc_address, t, count, out),
                 broker.pid,
             )
-        admin.create_topic("BenchDrain", read_queue_nums=QUEUES, write_queue_nums=QUEUES)
-        yield _drain_case(
-            "aeromq:poll_batch",
-            count,
-            lambda out: _spawn(_produce, broker.grpc_address, "BenchDrain", count, out),
-            lambda out: _spawn(
-                _aeromq_drain, broker.grpc_address, "BenchDrain", "bench-drain", count, out
-            ),
-        )
+        for batch_size, name in ((BATCH, "aeromq:poll_batch"), (256, "aeromq:poll_batch:256")):
+            topic = f"BenchDrain{batch_size}"
+            admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
+            yield _drain_case(
+                name,
+                count,
+                lambda out, t=topic, b=batch_size: _spawn(
+                    _produce, broker.grpc_address, t, count, out, b
+                ),
+                lambda out, t=topic: _spawn(
+                    _aeromq_drain, broker.grpc_address, t, f"drain-{t}", count, out
+                ),
+            )
         admin.close()
     finally:
         broker.stop()

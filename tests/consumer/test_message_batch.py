@@ -177,3 +177,37 @@ def test_the_process_queue_takes_a_batch_by_its_columns() -> None:
     assert process_queue.remove_messages(batch[:3]) == 3
     assert process_queue.msg_size == 10
     assert process_queue.remove_messages(batch[3:]) == 8
+
+
+@pytest.mark.parametrize("expression", ["*", "A || C", "SQL:n >= 1 AND TAGS = 'A'"])
+def test_a_small_answer_read_without_numpy_equals_the_general_read(
+    expression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aeromq.client import MessageSelector
+    from aeromq.consumer import _pulled
+
+    tags: list[str | None] = ["A", "B", None, "A", "C", "A"]
+    data = encode_batch(
+        TOPIC.encode(),
+        [f"m{i}".encode() for i in range(6)],
+        tags,
+        [f"n\x01{i}\x02".encode() for i in range(6)],
+        flags=[3] * 6,
+        born_timestamp_ms=500,
+        born_deltas_ms=[0, 1, 2, 3, 4, 5],
+    )
+    patch_batch(data, 0, 10, 900, 777, STORE_HOST, QUEUE.queue_id)
+    selector = (
+        MessageSelector.by_sql(expression[4:]) if expression.startswith("SQL:") else expression
+    )
+    subscription = build_subscription_data(TOPIC, selector)
+
+    def read() -> list[tuple[object, ...]]:
+        batch = read_pulled_batches(bytes(data), QUEUE, "b", 11, 16, subscription)
+        columns = (batch.queue_offsets.tolist(), batch.born_timestamps_ms.tolist())
+        messages = [(m.body, m.tags, m.flag, m.properties.get("n")) for m in batch]
+        return [columns, *messages]
+
+    small = read()
+    monkeypatch.setattr(_pulled, "_ONE_BATCH_RECORDS", 0)
+    assert small == read() and len(small) > 1
