@@ -409,11 +409,18 @@ def run(quick: bool) -> Iterator[Result | Target]:
         for row in _run_aeromq(root, count):
             rows[row.name] = row
             yield row
-        drain = rows.get("aeromq:poll_batch:drain")
-        if drain and drain.msgs_per_s:
-            yield Target(
-                "poll_batch() into columns, one consumer process", drain.msgs_per_s, 1e6, "msgs/s"
-            )
+        for name, label in (
+            ("aeromq:poll_batch:drain", "batches of 32"),
+            ("aeromq:poll_batch:256:drain", "batches of 256"),
+        ):
+            drain = rows.get(name)
+            if drain and drain.msgs_per_s:
+                yield Target(
+                    f"poll_batch() into Arrow, one consumer process, {label}",
+                    drain.msgs_per_s,
+                    1e6,
+                    "msgs/s",
+                )
         missing = _redis_missing()
         if missing is not None:
             yield Result(f"baseline:redis-streams skipped: {missing}")
