@@ -28,6 +28,12 @@ delivered twice then: at once when its previous owner left (it persisted before 
 ``takeover_delay_ms`` later when that owner is still in the group, as long as it reacts within
 it (see ``aeromq.consumer.rebalance``).
 
+Messages travel as record batches (``common/_record_batch.py``): ``poll`` returns
+``MessageExt``\ s that read their fields from the pulled bytes when asked, and ``poll_batch``
+returns the same messages as one :class:`~consumer.MessageBatch` of numpy columns and Arrow
+buffers, with no Python object per message (the path of the Spark connector). A pulled batch
+that fails its CRC is never delivered: the next poll raises ``CorruptMessageError``.
+
 Start offsets (``docs/lite-pull-consumer.md``): a queue's start offset is fixed when the queue
 is allocated or assigned, before it shows in ``assignment()`` and, for the queues of the
 first rebalance, before ``start()`` returns (of a topic subscribed while running: before
