@@ -53,7 +53,6 @@ from aeromq.broker.store import (
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
-    create_message_id,
 )
 from aeromq.common import (
     ClientError,
@@ -73,7 +72,6 @@ __all__ = [
     "PullDone",
     "PullProcessor",
     "apply_sql92",
-    "offset_message_id",
     "pull_status",
     "sql92_of",
 ]
@@ -154,18 +152,6 @@ def apply_sql92(result: GetMessageResult, sql: Sql92Filter | None, offset: int) 
     if not found and result.status is GetMessageStatus.FOUND:
         result.status = GetMessageStatus.NO_MATCHED_MSG
     return result
-
-
-@lru_cache(maxsize=256)
-def offset_id_prefix(store_host: bytes) -> str:
-    """The first 16 hex digits of every offset message id of ``store_host``: its address and
-    port (``create_message_id`` packs them as ``>4sI``, then the offset as ``>q``)."""
-    return create_message_id(store_host, 0)[:16]
-
-
-def offset_message_id(store_host: bytes, physical_offset: int) -> str:
-    """``create_message_id(store_host, physical_offset)`` for offsets >= 0, faster."""
-    return f"{offset_id_prefix(store_host)}{physical_offset:016X}"
 
 
 class PullProcessor:

@@ -280,13 +280,3 @@ def test_should_refuse_a_bad_group_and_a_topic_without_read_permission(
     store.topic_config.create_or_update(TopicConfig("writeonly", 1, 1, perm=PERM_WRITE))
     response = _pull(pull, topic="writeonly")
     assert response.status.code == ResponseCode.NO_PERMISSION
-
-
-@pytest.mark.parametrize("offset", [0, 1, 4095, 2**40 + 17, 2**63 - 1])
-@pytest.mark.parametrize("host", ["127.0.0.1:10911", "10.1.2.3:1", "255.255.255.255:65535"])
-def test_should_make_offset_ids_as_the_store_does(host: str, offset: int) -> None:
-    from aeromq.broker.processor.pull import offset_message_id
-    from aeromq.broker.store import create_message_id, pack_host
-
-    packed = pack_host(host)
-    assert offset_message_id(packed, offset) == create_message_id(packed, offset)
