@@ -143,9 +143,7 @@ _PREFIX: Final = struct.Struct("<iI")
 _BROKER_FIELDS: Final = struct.Struct("<qqq8si")
 _HEADER: Final = struct.Struct("<iIqqq8siIiiq8sHH")
 assert _HEADER.size == FIXED_HEADER_LENGTH
-_I32: Final = struct.Struct("<i")
 _U32: Final = struct.Struct("<I")
-_I64: Final = struct.Struct("<q")
 _I32_MAX: Final = (1 << 31) - 1
 
 Int64Array = npt.NDArray[np.int64]
@@ -660,11 +658,3 @@ def stored_properties(batch: RecordBatch, index: int) -> dict[str, str]:
     if tag is not None:
         properties[PROPERTY_TAGS] = tag
     return properties
-
-
-def read_i64(buffer: Buffer, position: int) -> int:
-    return int(_I64.unpack_from(buffer, position)[0])
-
-
-def read_i32(buffer: Buffer, position: int) -> int:
-    return int(_I32.unpack_from(buffer, position)[0])
