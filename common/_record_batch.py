@@ -93,6 +93,8 @@ __all__ = [
     "BROKER_FIELDS_LENGTH",
     "CRC_OFFSET",
     "FIXED_HEADER_LENGTH",
+    "HEADER_DTYPE",
+    "HEADER_STRUCT",
     "MAX_FRAMING_BYTES",
     "MAX_PROPERTIES_LENGTH",
     "MAX_TOPIC_LENGTH",
@@ -101,6 +103,7 @@ __all__ = [
     "RecordBatch",
     "batch_header_length",
     "check_batch",
+    "columns_struct",
     "encode_batch",
     "patch_batch",
     "read_total_length",
@@ -141,8 +144,29 @@ BATCH_MAGIC: Final = 0x31425141  # "AQB1" in the file
 
 _PREFIX: Final = struct.Struct("<iI")
 _BROKER_FIELDS: Final = struct.Struct("<qqq8si")
-_HEADER: Final = struct.Struct("<iIqqq8siIiiq8sHH")
-assert _HEADER.size == FIXED_HEADER_LENGTH
+HEADER_STRUCT: Final = struct.Struct("<iIqqq8siIiiq8sHH")
+"""The fixed header, field by field (see the layout), for ``struct``."""
+_HEADER: Final = HEADER_STRUCT
+HEADER_DTYPE: Final = np.dtype(
+    [
+        ("total_length", "<i4"),
+        ("magic", "<u4"),
+        ("base_queue_offset", "<i8"),
+        ("base_physical_offset", "<i8"),
+        ("store_timestamp_ms", "<i8"),
+        ("store_host", "V8"),
+        ("queue_id", "<i4"),
+        ("crc", "<u4"),
+        ("count", "<i4"),
+        ("reconsume_times", "<i4"),
+        ("base_born_timestamp_ms", "<i8"),
+        ("born_host", "V8"),
+        ("attributes", "<u2"),
+        ("topic_length", "<u2"),
+    ]
+)
+"""The fixed header as a numpy structured type (many headers read at once)."""
+assert _HEADER.size == FIXED_HEADER_LENGTH == HEADER_DTYPE.itemsize
 _U32: Final = struct.Struct("<I")
 _I32_MAX: Final = (1 << 31) - 1
 
@@ -238,7 +262,7 @@ def encode_batch(
     else:
         property_lengths = [len(item) for item in properties]
         property_data = b"".join(properties)
-    columns = _columns_struct(count).pack(
+    columns = columns_struct(count).pack(
         *tag_hashes,
         *body_lengths,
         *tag_lengths,
@@ -278,8 +302,8 @@ def _zeros(count: int) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=256)
-def _columns_struct(count: int) -> struct.Struct:
-    """Packs a batch's columns (see the layout) for ``count`` records in one call."""
+def columns_struct(count: int) -> struct.Struct:
+    """A batch's columns (see the layout) for ``count`` records, packed or read in one call."""
     return struct.Struct(f"<{count}q{5 * count}i")
 
 

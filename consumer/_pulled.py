@@ -33,18 +33,20 @@ from aeromq.client import CorruptMessageError, ExpressionType, MessageQueue, Sub
 from aeromq.common import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
+    HEADER_DTYPE,
+    HEADER_STRUCT,
     PROPERTY_TAGS,
     RECORD_OVERHEAD,
     Sql92Filter,
+    columns_struct,
     compile_sql92,
     decode_properties,
 )
-from aeromq.consumer.message_batch import HEADER_DTYPE, MessageBatch, PulledChunk
+from aeromq.consumer.message_batch import MessageBatch, PulledChunk
 
 __all__ = ["read_pulled_batches"]
 
 _PREFIX: Final = struct.Struct("<iI")
-_HEADER: Final = struct.Struct("<iIqqq8siIiiq8sHH")
 _CRC: Final = struct.Struct("<I")
 _CRC_OFFSET: Final = 44
 _CRC_START: Final = 48
@@ -181,7 +183,7 @@ def _single(
         _born_host,
         _attributes,
         topic_length,
-    ) = _HEADER.unpack_from(data, 0)
+    ) = HEADER_STRUCT.unpack_from(data, 0)
     if total != len(data) or magic != BATCH_MAGIC or not 0 < count <= _ONE_BATCH_RECORDS:
         return None
     topic = queue.topic.encode()
@@ -195,7 +197,7 @@ def _single(
         or zlib.crc32(memoryview(data)[_CRC_START:]) != crc
     ):
         return None
-    columns = _columns_struct(count).unpack_from(data, header_length)
+    columns = columns_struct(count).unpack_from(data, header_length)
     hashes = columns[:count]
     body_lengths = columns[count : 2 * count]
     tag_lengths = columns[2 * count : 3 * count]
@@ -255,12 +257,6 @@ def _single(
     }
     headers = np.frombuffer(data, dtype=HEADER_DTYPE, count=1)
     return MessageBatch([PulledChunk(data, headers, queue, broker_name, records)])
-
-
-@lru_cache(maxsize=256)
-def _columns_struct(count: int) -> struct.Struct:
-    """A batch's columns (tag hashes, then five i32 columns) for ``count`` records."""
-    return struct.Struct(f"<{count}q{5 * count}i")
 
 
 def _sql92_matches(

@@ -1,4 +1,4 @@
-"""``DefaultLitePullConsumer``: RocketMQ's lite pull consumer (``docs/lite-pull-consumer.md``).
+r"""``DefaultLitePullConsumer``: RocketMQ's lite pull consumer (``docs/lite-pull-consumer.md``).
 
 ::
 

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     import pyarrow
 
 __all__ = [
-    "HEADER_DTYPE",
     "BatchMessageExt",
     "MessageBatch",
     "PulledChunk",
@@ -55,27 +54,6 @@ __all__ = [
 Int64Array = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
-
-HEADER_DTYPE = np.dtype(
-    [
-        ("total_length", "<i4"),
-        ("magic", "<u4"),
-        ("base_queue_offset", "<i8"),
-        ("base_physical_offset", "<i8"),
-        ("store_timestamp_ms", "<i8"),
-        ("store_host", "V8"),
-        ("queue_id", "<i4"),
-        ("crc", "<u4"),
-        ("count", "<i4"),
-        ("reconsume_times", "<i4"),
-        ("base_born_timestamp_ms", "<i8"),
-        ("born_host", "V8"),
-        ("attributes", "<u2"),
-        ("topic_length", "<u2"),
-    ]
-)
-"""The fixed part of a record batch header (:mod:`common._record_batch`), as numpy reads it."""
-assert HEADER_DTYPE.itemsize == 76
 
 
 @lru_cache(maxsize=1024)
