@@ -71,11 +71,11 @@ BLANK_MAGIC = 0x45425141  # "AQBE" in the file
 OLD_RECORD_MAGIC = 0x314D5141  # "AQM1": one record per message, the format before batches
 MIN_BLANK_LENGTH = 8  # length and magic
 
-# header fields the read path checks: length, magic, base queue offset, base physical offset,
-# store timestamp, store host, queue id, CRC, record count, then the topic length at 74
 _PREFIX = struct.Struct("<iI")
-_HEAD = struct.Struct("<iIqqq8siIi22xH")
-assert _HEAD.size == FIXED_HEADER_LENGTH
+BATCH_HEAD = struct.Struct("<iIqqq8siIi22xH")
+"""A stored batch's header as the store reads it: length, magic, the broker's fields, CRC,
+record count and topic length (the producer's other fields skipped)."""
+assert BATCH_HEAD.size == FIXED_HEADER_LENGTH
 _I64 = struct.Struct("<q")
 _STORE_TIMESTAMP_OFFSET = 24
 _BASE_PHYSICAL_OFFSET_OFFSET = 16

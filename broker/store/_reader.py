@@ -12,14 +12,13 @@ found into ``StoredMessage``s, CRC-checked (tests and admin tools).
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable, Collection
 
 import numpy as np
 
 from aeromq.broker._errors import CorruptRecordError
 from aeromq.broker.store._batch_codec import decode_record
-from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._commit_log import BATCH_HEAD, CommitLog
 from aeromq.broker.store._consume_queue import ConsumeQueue
 from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._mapped_file import MappedFile
@@ -38,8 +37,6 @@ _TOPIC_CACHE_LIMIT = 10_000
 
 # length, magic, base queue offset, base physical offset, store timestamp, store host,
 # queue id, CRC, record count, (22 bytes), topic length
-_HEAD = struct.Struct("<iIqqq8siIi22xH")
-assert _HEAD.size == FIXED_HEADER_LENGTH
 
 
 class MessageReader:
@@ -254,7 +251,7 @@ class MessageReader:
                 _crc,
                 record_count,
                 topic_length,
-            ) = _HEAD.unpack_from(view, relative)
+            ) = BATCH_HEAD.unpack_from(view, relative)
             if magic != BATCH_MAGIC:
                 return "BAD_MAGIC"
             if length != size:

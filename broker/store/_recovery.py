@@ -19,7 +19,6 @@ No I/O of its own beyond the store objects it is given; the report says what it 
 from __future__ import annotations
 
 import logging
-import struct
 import time
 from dataclasses import dataclass
 
@@ -28,7 +27,7 @@ import numpy as np
 from aeromq.broker._errors import StoreError
 from aeromq.broker.store._batch_codec import batch_keys
 from aeromq.broker.store._checkpoint import Checkpoint
-from aeromq.broker.store._commit_log import CommitLog, LogCheck, check_at
+from aeromq.broker.store._commit_log import BATCH_HEAD, CommitLog, LogCheck, check_at
 from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._queue_table import ConsumeQueueTable
 from aeromq.common import is_valid_topic_name
@@ -40,8 +39,6 @@ _log = logging.getLogger(__name__)
 
 # length, magic, base queue offset, base physical offset, store timestamp, store host,
 # queue id, CRC, record count, (22 bytes), topic length
-_HEAD = struct.Struct("<iIqqq8siIi22xH")
-assert _HEAD.size == FIXED_HEADER_LENGTH
 
 
 @dataclass(frozen=True)
@@ -180,7 +177,7 @@ def _dispatch(
         _crc,
         count,
         topic_length,
-    ) = _HEAD.unpack_from(batch, 0)
+    ) = BATCH_HEAD.unpack_from(batch, 0)
     try:
         topic = bytes(batch[FIXED_HEADER_LENGTH : FIXED_HEADER_LENGTH + topic_length]).decode()
     except UnicodeDecodeError:
