@@ -40,6 +40,9 @@ __all__ = [
     "MessageQueue",
 ]
 
+_CHECKED_TOPICS: set[str] = set()
+_CHECKED_TOPICS_LIMIT = 10_000
+
 HostAddress = tuple[str, int]
 """A host as ``(ip, port)``, the form of Python's socket addresses."""
 
@@ -116,12 +119,17 @@ class Message:
         flag: int = 0,
         wait_store_msg_ok: bool = True,
     ) -> None:
-        check_topic(topic)
-        check_topic_sendable(topic)
-        if not isinstance(body, bytes | bytearray | memoryview):
-            raise MessageIllegalError("the message body must be bytes", body_type=type(body))
-        body = bytes(body)
-        check_body(body, max_message_size=None)
+        if topic not in _CHECKED_TOPICS:  # a valid, sendable topic is checked once
+            check_topic(topic)
+            check_topic_sendable(topic)
+            if len(_CHECKED_TOPICS) < _CHECKED_TOPICS_LIMIT:
+                _CHECKED_TOPICS.add(topic)
+        if type(body) is not bytes:
+            if not isinstance(body, bytes | bytearray | memoryview):
+                raise MessageIllegalError("the message body must be bytes", body_type=type(body))
+            body = bytes(body)
+        if not body:
+            check_body(body, max_message_size=None)  # raises: the body is empty
         if not -(2**31) <= flag < 2**31:
             raise MessageIllegalError("the flag must fit in a signed 32-bit int", flag=flag)
         self.topic = topic
@@ -133,14 +141,16 @@ class Message:
             if problem is not None:
                 raise MessageIllegalError(problem, tags=tags)
             self._properties[PROPERTY_TAGS] = tags
-        key_list = keys.split() if isinstance(keys, str) else list(keys)
-        for key in key_list:
-            check_key(key)
-        if key_list:
-            self._properties[PROPERTY_KEYS] = KEY_SEPARATOR.join(key_list)
+        if keys:
+            key_list = keys.split() if isinstance(keys, str) else list(keys)
+            for key in key_list:
+                check_key(key)
+            if key_list:
+                self._properties[PROPERTY_KEYS] = KEY_SEPARATOR.join(key_list)
         self._properties[PROPERTY_WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
-        for name, value in (properties or {}).items():
-            self.put_user_property(name, value)
+        if properties:
+            for name, value in properties.items():
+                self.put_user_property(name, value)
 
     @property
     def tags(self) -> str | None:
