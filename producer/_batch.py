@@ -16,8 +16,6 @@ from typing import Final, overload
 
 from aeromq.client import Message, MessageQueue, UniqueMessageIdGenerator
 from aeromq.common import (
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
     encode_batch,
@@ -53,35 +51,23 @@ def encode_messages(
     RocketMQ's producer does. Tags go to the batch's tag column, every other property to the
     stored property string.
     """
-    missing = sum(1 for message in messages if message.uniq_id is None)
-    fresh = iter(ids.next_ids(missing, born_timestamp_ms)) if missing else iter(())
-    bodies: list[bytes] = []
-    tags: list[str | None] = []
-    properties: list[bytes] = []
-    unique_ids: list[str] = []
-    flags: list[int] = []
-    separator = NAME_VALUE_SEPARATOR
-    end = PROPERTY_SEPARATOR
-    for message in messages:
-        unique = message.uniq_id
-        if unique is None:
-            unique = next(fresh)
-            message.put_system_property(PROPERTY_UNIQ_KEY, unique)
-        unique_ids.append(unique)
-        bodies.append(message.body)
-        props = message.properties
-        tag = props.get(PROPERTY_TAGS)
-        tags.append(tag)
-        properties.append(
-            "".join(
-                [
-                    f"{name}{separator}{value}{end}"
-                    for name, value in props.items()
-                    if name != PROPERTY_TAGS
-                ]
-            ).encode()
-        )
-        flags.append(message.flag)
+    views = [message.properties for message in messages]  # live: they see ids set below
+    found = [view.get(PROPERTY_UNIQ_KEY) for view in views]
+    if None in found:
+        fresh = iter(ids.next_ids(found.count(None), born_timestamp_ms))
+        for index, unique in enumerate(found):
+            if unique is None:
+                messages[index].put_system_property(PROPERTY_UNIQ_KEY, next(fresh))
+    unique_ids = [view[PROPERTY_UNIQ_KEY] for view in views]
+    bodies = [message.body for message in messages]
+    tags = [view.get(PROPERTY_TAGS) for view in views]
+    properties = [
+        "".join(
+            [f"{name}\x01{value}\x02" for name, value in view.items() if name != PROPERTY_TAGS]
+        ).encode()
+        for view in views
+    ]
+    flags = [message.flag for message in messages]
     batch = encode_batch(
         messages[0].topic.encode(),
         bodies,
