@@ -24,8 +24,10 @@ stored batch is always returned however large).
 
 A FOUND answer carries the stored record batches (:mod:`common._record_batch`) that hold the
 messages found, as the commit log holds them: one join of the stored bytes, no decode and no
-object per message. A batch can hold records outside ``[queue_offset, next_begin_offset)`` or
-of other tags; the consumer keeps the ones it asked for (and checks each batch's CRC). Bad requests are answered with a non-zero ``status.code`` and
+object per message. The last batch goes whole: when the count cap falls inside it,
+``next_begin_offset`` moves to its end (as a Kafka fetch returns whole batches), so no pull sends
+a batch twice. A batch can hold records before ``queue_offset`` or of other tags; the consumer
+keeps the ones in ``[queue_offset, next_begin_offset)`` that match (and checks each batch's CRC). Bad requests are answered with a non-zero ``status.code`` and
 a ``key=value`` text, and counted by code in :attr:`PullProcessor.errors`: an unknown topic
 (TOPIC_NOT_EXIST), a topic without read permission (NO_PERMISSION), a bad queue id, offset,
 count or group (INVALID_PARAMETER), a tag expression that does not parse
@@ -62,6 +64,7 @@ from aeromq.common import (
     build_subscription_data,
     check_group,
     compile_sql92,
+    read_total_length,
     stored_properties,
 )
 from aeromq.proto import messages_pb2
@@ -152,6 +155,22 @@ def apply_sql92(result: GetMessageResult, sql: Sql92Filter | None, offset: int) 
     if not found and result.status is GetMessageStatus.FOUND:
         result.status = GetMessageStatus.NO_MATCHED_MSG
     return result
+
+
+def _whole_batches_end(result: GetMessageResult) -> int:
+    """Where the next pull starts when the answer's last batch is taken whole: a count cap that
+    falls inside a stored batch would have the consumer pull the rest of it again (and the
+    broker send all of it again), so the answer's next offset moves to the batch's end, as a
+    Kafka fetch returns whole batches (the consumer keeps what matches, as it does anyway)."""
+    data = result.data
+    position = 0
+    last = 0
+    while position < len(data):
+        last = position
+        position += read_total_length(data, position)[0]
+    batch = RecordBatch(data, last)
+    end = int(batch.base_queue_offset) + int(batch.count)
+    return max(result.next_begin_offset, min(end, result.max_offset))
 
 
 class PullProcessor:
@@ -247,6 +266,7 @@ class PullProcessor:
         response.max_offset = result.max_offset
         if result.data:
             response.batches = result.data
+            response.next_begin_offset = _whole_batches_end(result)
             self.messages_out += result.message_count
         on_done(response)
 

@@ -69,15 +69,18 @@ def test_should_find_messages_from_the_offset_with_next_min_and_max(
     assert (response.next_begin_offset, response.min_offset, response.max_offset) == (5, 0, 5)
 
 
-def test_should_answer_with_whole_stored_batches_cut_by_the_next_offset(
+def test_should_answer_with_whole_stored_batches_and_move_past_the_last_one(
     send: SendProcessor, pull: PullProcessor
 ) -> None:
     send.process(send_request(b"a", b"b", b"c", b"d", b"e"), Answers())
+    send.process(send_request(b"f", b"g"), Answers())
     response = _pull(pull, offset=1, max_msg_nums=2)
-    assert response.next_begin_offset == 3
-    assert [m.body for m in _read(response, 1)] == [b"b", b"c"]
-    whole = _pull(pull, offset=0)
+    assert response.next_begin_offset == 5  # the batch is sent whole: no pull sends it again
+    assert [m.body for m in _read(response, 1)] == [b"b", b"c", b"d", b"e"]
+    whole = _pull(pull, offset=0, max_msg_nums=1)
     assert response.batches == whole.batches  # the one stored batch, as it is
+    rest = _pull(pull, offset=5)
+    assert [m.body for m in _read(rest, 5)] == [b"f", b"g"]
 
 
 def test_should_cap_a_pull_at_the_most_messages_and_at_what_the_request_asks(
