@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -10,6 +11,7 @@ from aeromq.common import (
     RESPONSE_FIELD_NUMBERS,
     encode_envelope,
     salvage_envelope_ids,
+    with_ipc_mtu,
 )
 from aeromq.proto import messages_pb2, session_pb2
 
@@ -49,3 +51,16 @@ def test_should_salvage_ids_from_a_torn_envelope_and_nothing_from_garbage() -> N
     assert salvage_envelope_ids(data[:3]) == (77, 0)
     assert salvage_envelope_ids(b"\xff\xfe\xfd") == (0, 0)
     assert salvage_envelope_ids(b"") == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("channel", "expected"),
+    [
+        ("aeron:ipc", "aeron:ipc?mtu=65504"),
+        ("aeron:ipc?term-length=65536", "aeron:ipc?term-length=65536|mtu=65504"),
+        ("aeron:ipc?mtu=1408", "aeron:ipc?mtu=1408"),
+        ("aeron:udp?endpoint=127.0.0.1:40456", "aeron:udp?endpoint=127.0.0.1:40456"),
+    ],
+)
+def test_a_session_channel_over_ipc_gets_the_largest_mtu(channel: str, expected: str) -> None:
+    assert with_ipc_mtu(channel) == expected

@@ -84,6 +84,36 @@ def test_should_poll_an_assigned_queue(
         assert all(m.msg_id for m in got)
 
 
+def test_should_poll_batches_as_columns_and_commit_past_them(
+    real_broker: ServerProcess, producer: Producer, topic: str
+) -> None:
+    queues = queues_of(real_broker, topic)
+    for queue in queues[:2]:
+        send(producer, queue, 40, tags="TagA")
+        send(producer, queue, 5, tags="TagB")
+    consumer = make(real_broker, pull_batch_size=10, auto_commit=False)
+    consumer.subscribe(topic, "TagA")
+    with running(consumer):
+        batches = []
+        deadline = time.monotonic() + 10
+        while sum(len(b) for b in batches) < 80 and time.monotonic() < deadline:
+            batches.append(consumer.poll_batch(100, max_records=30))
+        assert all(len(batch) <= 30 for batch in batches)
+        offsets = {queue_id: [] for queue_id in (0, 1)}
+        for batch in batches:
+            ids, queue_offsets = batch.queue_ids.tolist(), batch.queue_offsets.tolist()
+            starts, data = batch.bodies()
+            bodies = [bytes(data[starts[i] : starts[i + 1]]) for i in range(len(batch))]
+            assert bodies == [b"%d" % offset for offset in queue_offsets]
+            assert set(batch.tag_array().to_pylist()) <= {"TagA"}
+            for queue_id, offset in zip(ids, queue_offsets, strict=True):
+                offsets[queue_id].append(offset)
+        assert offsets == {0: list(range(40)), 1: list(range(40))}  # each once, in order
+        assert len(consumer.poll_batch(200)) == 0  # the TagB records are not delivered
+        consumer.commit_sync()
+        assert consumer.committed(queues[0]) == 40  # past the last message polled
+
+
 def test_should_poll_a_subscribed_topic_with_a_tag_filter(
     real_broker: ServerProcess, producer: Producer, topic: str
 ) -> None:
