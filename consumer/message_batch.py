@@ -528,11 +528,14 @@ class MessageBatch(Sequence[MessageExt]):
         layout (``present`` false where a message lacks it), found by one regular expression
         over each chunk's property bytes, not by parsing each message's properties."""
         pattern = _property_pattern(name)
+        needle = name.encode() + b"\x01"
         lengths = np.zeros(len(self), dtype=np.int32)
         present = np.zeros(len(self), dtype=bool)
         pieces: list[bytes] = []
         for chunk, first in zip(self._chunks, self._starts, strict=False):
             data = chunk.segments(chunk.properties_start, chunk.properties_length)
+            if needle not in data:  # one C search: most chunks lack a given property
+                continue
             starts = np.cumsum(chunk.properties_length, dtype=np.int64) - chunk.properties_length
             found = [
                 (match.start(), match.start(1), match.end(1)) for match in pattern.finditer(data)

@@ -163,8 +163,8 @@ def _to_batch(batch: MessageBatch, schema: pa.Schema, include_properties: bool) 
     first = batch[0]
     timestamp = pa.timestamp("us", tz="UTC")
     columns: list[pa.Array] = [
-        pa.array([first.topic] * count, pa.string()),
-        pa.array([first.broker_name] * count, pa.string()),
+        pa.repeat(pa.scalar(first.topic, pa.string()), count),
+        pa.repeat(pa.scalar(first.broker_name, pa.string()), count),
         pa.array(batch.queue_ids),
         pa.array(batch.queue_offsets),
         batch.property_array(PROPERTY_KEYS),
