@@ -124,17 +124,15 @@ def read_pulled_batches(
         matches = [data[a:b] in wanted for a, b in zip(starts, ends, strict=True)]
         chosen = chosen[np.array(matches, dtype=bool)]
     if subscription is not None and subscription.expression_type is ExpressionType.SQL92:
-        chosen = chosen[
-            _sql92_matches(
-                data,
-                subscription,
-                chosen,
-                properties_start,
-                properties_length,
-                tag_start,
-                tag_length,
-            )
-        ]
+        selected = _sql92_matches(
+            data,
+            subscription,
+            properties_start[chosen].tolist(),
+            (properties_start[chosen] + properties_length[chosen]).tolist(),
+            tag_start[chosen].tolist(),
+            (tag_start[chosen] + tag_length[chosen]).tolist(),
+        )
+        chosen = chosen[np.array(selected, dtype=bool)]
     records: dict[str, npt.NDArray[Any] | list[int]] = {
         "batch": batch[chosen],
         "index": index[chosen],
@@ -225,19 +223,15 @@ def _single(
             and data[tag_starts[i] : tag_starts[i] + tag_lengths[i]].decode() in wanted
         ]
     if subscription is not None and subscription.expression_type is ExpressionType.SQL92:
-        matches = _compiled(subscription.sub_string).matches
-        kept = []
-        for i in chosen:
-            properties = decode_properties(
-                data[property_starts[i] : property_starts[i] + property_lengths[i]]
-            )
-            if tag_lengths[i]:
-                properties[PROPERTY_TAGS] = data[
-                    tag_starts[i] : tag_starts[i] + tag_lengths[i]
-                ].decode()
-            if matches(properties):
-                kept.append(i)
-        chosen = kept
+        selected = _sql92_matches(
+            data,
+            subscription,
+            [property_starts[i] for i in chosen],
+            [property_starts[i] + property_lengths[i] for i in chosen],
+            [tag_starts[i] for i in chosen],
+            [tag_starts[i] + tag_lengths[i] for i in chosen],
+        )
+        chosen = [i for i, keep in zip(chosen, selected, strict=True) if keep]
     if not len(chosen):
         return MessageBatch()
     born = columns[4 * count : 5 * count]
@@ -262,26 +256,21 @@ def _single(
 def _sql92_matches(
     data: bytes,
     subscription: SubscriptionData,
-    chosen: npt.NDArray[np.int64],
-    properties_start: npt.NDArray[np.int64],
-    properties_length: npt.NDArray[np.int32],
-    tag_start: npt.NDArray[np.int64],
-    tag_length: npt.NDArray[np.int32],
-) -> npt.NDArray[np.bool_]:
-    """Which of the ``chosen`` records the subscription's SQL92 expression selects, on their
-    properties (``TAGS`` among them), as the broker selected their batches: one property parse
-    per record, the price of a SQL92 subscription."""
+    property_starts: Sequence[int],
+    property_ends: Sequence[int],
+    tag_starts: Sequence[int],
+    tag_ends: Sequence[int],
+) -> list[bool]:
+    """Which records (their properties and tag at these spans of ``data``) the subscription's
+    SQL92 expression selects, as the broker selected their batches: one property parse per
+    record, the price of a SQL92 subscription."""
     matches = _compiled(subscription.sub_string).matches
-    out = np.zeros(len(chosen), dtype=bool)
-    starts = properties_start[chosen].tolist()
-    ends = (properties_start[chosen] + properties_length[chosen]).tolist()
-    tag_starts = tag_start[chosen].tolist()
-    tag_ends = (tag_start[chosen] + tag_length[chosen]).tolist()
-    for i, (a, b, c, d) in enumerate(zip(starts, ends, tag_starts, tag_ends, strict=True)):
+    out: list[bool] = []
+    for a, b, c, d in zip(property_starts, property_ends, tag_starts, tag_ends, strict=True):
         properties = decode_properties(data[a:b])
         if d > c:
             properties[PROPERTY_TAGS] = data[c:d].decode()
-        out[i] = matches(properties)
+        out.append(matches(properties))
     return out
 
 
