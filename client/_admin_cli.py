@@ -16,6 +16,8 @@ name server (RocketMQ's ``mqadmin``).
     group list
     group progress GROUP [--topic TOPIC]           a lag table per queue, with the total
     offset reset GROUP TOPIC (--earliest | --latest | --time WHEN) [--queue Q]
+    message id MESSAGE_ID                         the stored message of an offset message id
+    message key TOPIC KEY [--max N] [--since WHEN]  messages with a key (KEYS or UNIQ_KEY)
     cluster list
     stats
 
@@ -48,6 +50,8 @@ from aeromq.client._admin_commands import (
     cluster_list,
     group_list,
     group_progress,
+    message_by_id,
+    message_by_key,
     offset_reset,
     stats,
     topic_create,
@@ -237,6 +241,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     progress.add_argument("group", help="the consumer group")
     progress.add_argument("--topic", default=None, help="only this topic; default: every topic")
+
+    message = _section(sections, "message", "look up stored messages by id or by key")
+    by_id = _command(
+        message,
+        "id",
+        "the stored message of an offset message id (a SendResult's offset_msg_id)",
+        message_by_id,
+        ["aeromq admin message id 7F00000100002A9F0000000000001A40"],
+    )
+    by_id.add_argument("message_id", help="an offset message id: 32 hex digits")
+    by_key = _command(
+        message,
+        "key",
+        "the messages of a topic with a key (among their KEYS, or as their UNIQ_KEY), newest first",
+        message_by_key,
+        [
+            "aeromq admin message key orders order-42",
+            "aeromq admin message key orders order-42 --since 2026-01-31T12:00:00+00:00",
+        ],
+    )
+    by_key.add_argument("topic", help="the topic")
+    by_key.add_argument("key", help="a key the producer gave, or a message's unique id")
+    by_key.add_argument("--max", type=int, default=32, help="at most this many (default: 32)")
+    by_key.add_argument(
+        "--since",
+        default=None,
+        metavar="WHEN",
+        help="only messages stored at or after WHEN: epoch ms or ISO 8601 (default: any time)",
+    )
 
     offset = _section(sections, "offset", "move a group's committed offsets")
     reset = _command(

@@ -21,6 +21,8 @@ __all__ = [
     "cluster_list",
     "group_list",
     "group_progress",
+    "message_by_id",
+    "message_by_key",
     "offset_reset",
     "stats",
     "topic_create",
@@ -32,6 +34,8 @@ __all__ = [
 
 PERMS = {"rw": PERM_READ_WRITE, "r": PERM_READ, "w": PERM_WRITE}
 _SUBSCRIPTION_GROUP_NOT_EXIST = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+_QUERY_NOT_FOUND = ResponseCode.QUERY_NOT_FOUND
+_BODY_PREVIEW_CHARS = 60
 
 
 def topic_create(target: Target, args: argparse.Namespace, out: Output) -> None:
@@ -179,6 +183,64 @@ def group_progress(target: Target, args: argparse.Namespace, out: Output) -> Non
         f"total lag {sum(q.lag for q in committed)}, "
         f"queues never committed {len(queues) - len(committed)}\n"
     )
+
+
+def message_by_id(target: Target, args: argparse.Namespace, out: Output) -> None:
+    for name, client in target.brokers():  # the id names its broker's store host, not its name
+        try:
+            found = client.query_message(args.message_id)
+        except ClientError as exc:
+            if exc.code == _QUERY_NOT_FOUND:
+                continue
+            raise
+        _messages(out, [(name, message) for message in found])
+        return
+    raise ClientError("no stored message has this id", code=_QUERY_NOT_FOUND, id=args.message_id)
+
+
+def message_by_key(target: Target, args: argparse.Namespace, out: Output) -> None:
+    found: list[tuple[str, admin_pb2.StoredMessage]] = []
+    for name, client in target.brokers_of_topic(args.topic):
+        messages = client.query_message(
+            topic=args.topic,
+            key=args.key,
+            max_count=args.max,
+            begin_ms=parse_time_ms(args.since) if args.since else 0,
+        )
+        found.extend((name, message) for message in messages)
+    found.sort(key=lambda item: -item[1].store_timestamp_ms)
+    _messages(out, found[: args.max])
+    out.write(f"{min(len(found), args.max)} message(s) of topic {args.topic} with key {args.key}\n")
+
+
+def _messages(out: Output, found: list[tuple[str, admin_pb2.StoredMessage]]) -> None:
+    rows = []
+    for broker, message in found:
+        properties = message.properties
+        body = message.body.decode(errors="replace")
+        if not out.as_json and len(body) > _BODY_PREVIEW_CHARS:
+            body = body[:_BODY_PREVIEW_CHARS] + "..."
+        rows.append(
+            [
+                message.topic,
+                broker,
+                message.queue_id,
+                message.queue_offset,
+                message.store_timestamp_ms,
+                properties.get("UNIQ_KEY", "-"),
+                message.offset_msg_id,
+                properties.get("KEYS", "-"),
+                properties.get("TAGS", "-"),
+                body,
+            ]
+        )
+    out.table(
+        [
+            "TOPIC", "BROKER", "QUEUE", "OFFSET", "STORE_TIME_MS", "MSG_ID", "OFFSET_MSG_ID",
+            "KEYS", "TAGS", "BODY",
+        ],
+        rows,
+    )  # fmt: skip
 
 
 def offset_reset(target: Target, args: argparse.Namespace, out: Output) -> None:

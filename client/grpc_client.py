@@ -212,6 +212,31 @@ class GrpcClient:
         )
         return self._call("SearchOffset", self._admin.SearchOffset, request, timeout_s).offset
 
+    def query_message(
+        self,
+        message_id: str = "",
+        *,
+        topic: str = "",
+        key: str = "",
+        max_count: int = 0,
+        begin_ms: int = 0,
+        end_ms: int = 0,
+        timeout_s: float | None = None,
+    ) -> list[admin_pb2.StoredMessage]:
+        """The stored message of an offset message id, or the messages of ``topic`` with
+        ``key`` (newest first; ``max_count`` 0: 32; ``end_ms`` 0: no end). An id that names no
+        message raises the error of QUERY_NOT_FOUND."""
+        request = admin_pb2.QueryMessageRequest(
+            message_id=message_id,
+            topic=topic,
+            key=key,
+            max_count=max_count,
+            begin_ms=begin_ms,
+            end_ms=end_ms,
+        )
+        response = self._call("QueryMessage", self._admin.QueryMessage, request, timeout_s)
+        return list(response.messages)
+
     def get_min_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
         request = admin_pb2.GetMinOffsetRequest(topic=topic, queue_id=queue_id)
         return self._call("GetMinOffset", self._admin.GetMinOffset, request, timeout_s).offset

@@ -431,6 +431,129 @@ class GetConsumerProgressResponse(google.protobuf.message.Message):
 global___GetConsumerProgressResponse = GetConsumerProgressResponse
 
 @typing.final
+class StoredMessage(google.protobuf.message.Message):
+    """A message as the store holds it, for the admin lookups below (the data plane does not use it:
+    pulls carry record batches).
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    @typing.final
+    class PropertiesEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.str
+        def __init__(
+            self,
+            *,
+            key: builtins.str = ...,
+            value: builtins.str = ...,
+        ) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
+
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    QUEUE_OFFSET_FIELD_NUMBER: builtins.int
+    COMMIT_LOG_OFFSET_FIELD_NUMBER: builtins.int
+    BODY_FIELD_NUMBER: builtins.int
+    PROPERTIES_FIELD_NUMBER: builtins.int
+    BORN_TIMESTAMP_MS_FIELD_NUMBER: builtins.int
+    STORE_TIMESTAMP_MS_FIELD_NUMBER: builtins.int
+    STORE_HOST_FIELD_NUMBER: builtins.int
+    OFFSET_MSG_ID_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    queue_id: builtins.int
+    queue_offset: builtins.int
+    commit_log_offset: builtins.int
+    body: builtins.bytes
+    born_timestamp_ms: builtins.int
+    store_timestamp_ms: builtins.int
+    store_host: builtins.str
+    """"ip:port" """
+    offset_msg_id: builtins.str
+    @property
+    def properties(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.str]:
+        """TAGS, KEYS and UNIQ_KEY among them"""
+
+    def __init__(
+        self,
+        *,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        queue_offset: builtins.int = ...,
+        commit_log_offset: builtins.int = ...,
+        body: builtins.bytes = ...,
+        properties: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
+        born_timestamp_ms: builtins.int = ...,
+        store_timestamp_ms: builtins.int = ...,
+        store_host: builtins.str = ...,
+        offset_msg_id: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["body", b"body", "born_timestamp_ms", b"born_timestamp_ms", "commit_log_offset", b"commit_log_offset", "offset_msg_id", b"offset_msg_id", "properties", b"properties", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "store_host", b"store_host", "store_timestamp_ms", b"store_timestamp_ms", "topic", b"topic"]) -> None: ...
+
+global___StoredMessage = StoredMessage
+
+@typing.final
+class QueryMessageRequest(google.protobuf.message.Message):
+    """One message by its offset message id (message_id), or the messages of a topic with a key
+    (topic and key: among their KEYS or as their UNIQ_KEY, stored within [begin_ms, end_ms],
+    newest first, at most max_count; 0 for the defaults: 32, and any time). An id that names no
+    message is answered QUERY_NOT_FOUND.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    MESSAGE_ID_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    KEY_FIELD_NUMBER: builtins.int
+    MAX_COUNT_FIELD_NUMBER: builtins.int
+    BEGIN_MS_FIELD_NUMBER: builtins.int
+    END_MS_FIELD_NUMBER: builtins.int
+    message_id: builtins.str
+    topic: builtins.str
+    key: builtins.str
+    max_count: builtins.int
+    begin_ms: builtins.int
+    end_ms: builtins.int
+    def __init__(
+        self,
+        *,
+        message_id: builtins.str = ...,
+        topic: builtins.str = ...,
+        key: builtins.str = ...,
+        max_count: builtins.int = ...,
+        begin_ms: builtins.int = ...,
+        end_ms: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["begin_ms", b"begin_ms", "end_ms", b"end_ms", "key", b"key", "max_count", b"max_count", "message_id", b"message_id", "topic", b"topic"]) -> None: ...
+
+global___QueryMessageRequest = QueryMessageRequest
+
+@typing.final
+class QueryMessageResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: builtins.int
+    MESSAGES_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def messages(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___StoredMessage]: ...
+    def __init__(
+        self,
+        *,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        messages: collections.abc.Iterable[global___StoredMessage] | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["messages", b"messages", "status", b"status"]) -> None: ...
+
+global___QueryMessageResponse = QueryMessageResponse
+
+@typing.final
 class GetBrokerStatsRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 

@@ -90,6 +90,11 @@ class BrokerAdminStub(object):
                 request_serializer=aeromq_dot_proto_dot_common__pb2.ListClustersRequest.SerializeToString,
                 response_deserializer=aeromq_dot_proto_dot_common__pb2.ListClustersResponse.FromString,
                 )
+        self.QueryMessage = channel.unary_unary(
+                '/aeromq.v1.BrokerAdmin/QueryMessage',
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.FromString,
+                )
 
 
 class BrokerAdminServicer(object):
@@ -186,6 +191,12 @@ class BrokerAdminServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def QueryMessage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerAdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -263,6 +274,11 @@ def add_BrokerAdminServicer_to_server(servicer, server):
                     servicer.ListClusters,
                     request_deserializer=aeromq_dot_proto_dot_common__pb2.ListClustersRequest.FromString,
                     response_serializer=aeromq_dot_proto_dot_common__pb2.ListClustersResponse.SerializeToString,
+            ),
+            'QueryMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryMessage,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -526,5 +542,22 @@ class BrokerAdmin(object):
         return grpc.experimental.unary_unary(request, target, '/aeromq.v1.BrokerAdmin/ListClusters',
             aeromq_dot_proto_dot_common__pb2.ListClustersRequest.SerializeToString,
             aeromq_dot_proto_dot_common__pb2.ListClustersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def QueryMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/aeromq.v1.BrokerAdmin/QueryMessage',
+            aeromq_dot_proto_dot_admin__pb2.QueryMessageRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

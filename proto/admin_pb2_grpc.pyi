@@ -98,6 +98,11 @@ class BrokerAdminStub:
     ]
     """The broker's own cluster with itself in it (a name server lists every broker)."""
 
+    QueryMessage: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.QueryMessageRequest,
+        aeromq.proto.admin_pb2.QueryMessageResponse,
+    ]
+
 class BrokerAdminAsyncStub:
     CreateTopic: grpc.aio.UnaryUnaryMultiCallable[
         aeromq.proto.admin_pb2.CreateTopicRequest,
@@ -174,6 +179,11 @@ class BrokerAdminAsyncStub:
         aeromq.proto.common_pb2.ListClustersResponse,
     ]
     """The broker's own cluster with itself in it (a name server lists every broker)."""
+
+    QueryMessage: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.QueryMessageRequest,
+        aeromq.proto.admin_pb2.QueryMessageResponse,
+    ]
 
 class BrokerAdminServicer(metaclass=abc.ABCMeta):
     @abc.abstractmethod
@@ -281,5 +291,12 @@ class BrokerAdminServicer(metaclass=abc.ABCMeta):
         context: _ServicerContext,
     ) -> typing.Union[aeromq.proto.common_pb2.ListClustersResponse, collections.abc.Awaitable[aeromq.proto.common_pb2.ListClustersResponse]]:
         """The broker's own cluster with itself in it (a name server lists every broker)."""
+
+    @abc.abstractmethod
+    def QueryMessage(
+        self,
+        request: aeromq.proto.admin_pb2.QueryMessageRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[aeromq.proto.admin_pb2.QueryMessageResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.QueryMessageResponse]]: ...
 
 def add_BrokerAdminServicer_to_server(servicer: BrokerAdminServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

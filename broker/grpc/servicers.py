@@ -112,6 +112,11 @@ class BrokerAdminServicer(admin_pb2_grpc.BrokerAdminServicer):
     ) -> common_pb2.ListClustersResponse:
         return self._cp.list_clusters(request)
 
+    def QueryMessage(
+        self, request: admin_pb2.QueryMessageRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.QueryMessageResponse:
+        return self._cp.query_message(request)
+
 
 class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer):
     def __init__(self, control_plane: ControlPlane) -> None:

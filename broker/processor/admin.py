@@ -24,6 +24,7 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.broker._errors import BrokerError, ConfigError, InvalidArgumentError
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.processor.consumer_groups import ConsumerGroupManager, MembershipStream
+from aeromq.broker.processor.messages import MessageQueryProcessor
 from aeromq.broker.processor.offsets import OffsetProcessor
 from aeromq.broker.processor.route import BrokerIdentity, RouteProcessor
 from aeromq.broker.processor.stats import StatsProcessor, StatsRegistry
@@ -89,6 +90,7 @@ class ControlPlane:
         self.groups = ConsumerGroupManager(config.client_heartbeat_timeout_ms, clock)
         self.offsets = OffsetProcessor(store, self.topics, self.groups, config.broker_name)
         self.routes = RouteProcessor(self.identity, self.topics, config.auto_create_topic)
+        self.messages = MessageQueryProcessor(store)
         self.stats = StatsProcessor(
             self.identity, store, self.groups, self.registry, self.offsets.known_groups
         )
@@ -288,6 +290,13 @@ class ControlPlane:
         return self._answer("GetConsumerIds", consumer_group_pb2.GetConsumerIdsResponse, build)
 
     # -- errors ------------------------------------------------------------------------------
+
+    def query_message(
+        self, request: admin_pb2.QueryMessageRequest
+    ) -> admin_pb2.QueryMessageResponse:
+        return self._answer(
+            "QueryMessage", admin_pb2.QueryMessageResponse, lambda: self.messages.query(request)
+        )
 
     def _answer(self, rpc: str, response_type: type[R], build: Callable[[], R]) -> R:
         try:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from aeromq.broker.namesrv import NameServer, NameServerConfig, NameServerRegistrar
+from aeromq.broker.store import InboundMessage
 from aeromq.client.grpc_client import GrpcClient
 
 from .conftest import RunningBroker, put_messages
@@ -103,6 +104,37 @@ def test_should_manage_topics_groups_and_offsets_of_a_broker(broker: RunningBrok
     deleted = admin(broker.address, "topic", "delete", "orders")
     assert deleted.returncode == 0
     assert rows(admin(broker.address, "topic", "list").stdout) == []
+
+
+def test_should_look_messages_up_by_offset_id_and_by_key(broker: RunningBroker) -> None:
+    assert admin(broker.address, "topic", "create", "orders", "--queues", "2").returncode == 0
+    stored = broker.store.put_messages(
+        [
+            InboundMessage("orders", 1, b"first", {"KEYS": "order-42 vip", "UNIQ_KEY": "U1"}),
+            InboundMessage("orders", 1, b"second", {"KEYS": "order-7", "TAGS": "paid"}),
+        ]
+    )
+    assert stored.ok
+    first_id, second_id = stored.message_ids
+
+    by_id = admin(broker.address, "message", "id", second_id)
+    assert by_id.returncode == 0, by_id.stderr
+    (row,) = rows(by_id.stdout)
+    assert row[:4] == ["orders", "broker-a", "1", "1"]
+    assert row[6:] == [second_id, "order-7", "paid", "second"]
+
+    by_key = admin(broker.address, "--json", "message", "key", "orders", "vip")
+    (found,) = [json.loads(line) for line in by_key.stdout.splitlines()]
+    assert (found["offset_msg_id"], found["msg_id"], found["body"]) == (first_id, "U1", "first")
+    unique = admin(broker.address, "message", "key", "orders", "U1")
+    assert first_id in unique.stdout and second_id not in unique.stdout  # a unique id is a key
+    assert "1 message(s) of topic orders with key U1" in unique.stdout
+
+    ghost = "7F000001" + first_id[8:16] + "00000000000FFFFF"  # this broker, no record there
+    missing = admin(broker.address, "message", "id", ghost)
+    assert missing.returncode == 1 and "no stored message has this id" in missing.stderr
+    none = admin(broker.address, "--json", "message", "key", "orders", "nobody")
+    assert none.returncode == 0 and none.stdout == ""
 
 
 def test_should_fail_with_clear_messages_and_exit_codes(broker: RunningBroker) -> None:
