@@ -118,8 +118,10 @@ from aeromq.common._record_batch import (
     check_batch,
     columns_struct,
     encode_batch,
+    join_tag,
     patch_batch,
     read_total_length,
+    split_tag,
     stored_properties,
 )
 from aeromq.common._response_code import (
@@ -256,10 +258,12 @@ __all__ = [
     "is_valid_group_name",
     "is_valid_topic_name",
     "is_writeable",
+    "join_tag",
     "parse_tag_expression",
     "patch_batch",
     "read_total_length",
     "salvage_envelope_ids",
+    "split_tag",
     "stored_properties",
     "tag_hash_code",
     "tag_problem",

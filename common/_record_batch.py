@@ -76,7 +76,7 @@ import itertools
 import re
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -105,8 +105,10 @@ __all__ = [
     "check_batch",
     "columns_struct",
     "encode_batch",
+    "join_tag",
     "patch_batch",
     "read_total_length",
+    "split_tag",
     "stored_properties",
 ]
 
@@ -586,14 +588,6 @@ class RecordBatch:
         return self._column(0)
 
     @property
-    def tag_lengths(self) -> Int32Array:
-        return self._column(1)
-
-    @property
-    def properties_lengths(self) -> Int32Array:
-        return self._column(2)
-
-    @property
     def born_deltas_ms(self) -> Int32Array:
         return self._column(3)
 
@@ -674,11 +668,29 @@ class RecordBatch:
         )
 
 
+def split_tag(properties: Mapping[str, str]) -> tuple[str | None, bytes]:
+    """A message's properties as a batch stores them: its tag (``TAGS``; None without one) for
+    the tag column, and every other property as RocketMQ's string (the inverse of
+    :func:`stored_properties`)."""
+    tag = None
+    parts = []
+    for name, value in properties.items():
+        if name == PROPERTY_TAGS:
+            tag = value or None
+        else:
+            parts.append(f"{name}\x01{value}\x02")
+    return tag, "".join(parts).encode()
+
+
+def join_tag(properties: bytes, tag: str | None) -> dict[str, str]:
+    """A record's properties as RocketMQ keeps them: its property string decoded, with ``TAGS``
+    put back from the tag column (the inverse of :func:`split_tag`)."""
+    decoded = decode_properties(properties)
+    if tag:
+        decoded[PROPERTY_TAGS] = tag
+    return decoded
+
+
 def stored_properties(batch: RecordBatch, index: int) -> dict[str, str]:
-    """Record ``index``'s properties as RocketMQ keeps them: its property string, with ``TAGS``
-    put back from the tag column."""
-    properties = decode_properties(batch.properties_bytes(index))
-    tag = batch.tag(index)
-    if tag is not None:
-        properties[PROPERTY_TAGS] = tag
-    return properties
+    """Record ``index``'s properties as RocketMQ keeps them (:func:`join_tag`)."""
+    return join_tag(batch.properties_bytes(index), batch.tag(index))

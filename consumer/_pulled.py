@@ -35,12 +35,11 @@ from aeromq.common import (
     FIXED_HEADER_LENGTH,
     HEADER_DTYPE,
     HEADER_STRUCT,
-    PROPERTY_TAGS,
     RECORD_OVERHEAD,
     Sql92Filter,
     columns_struct,
     compile_sql92,
-    decode_properties,
+    join_tag,
 )
 from aeromq.consumer.message_batch import MessageBatch, PulledChunk
 
@@ -267,10 +266,7 @@ def _sql92_matches(
     matches = _compiled(subscription.sub_string).matches
     out: list[bool] = []
     for a, b, c, d in zip(property_starts, property_ends, tag_starts, tag_ends, strict=True):
-        properties = decode_properties(data[a:b])
-        if d > c:
-            properties[PROPERTY_TAGS] = data[c:d].decode()
-        out.append(matches(properties))
+        out.append(matches(join_tag(data[a:b], data[c:d].decode())))
     return out
 
 

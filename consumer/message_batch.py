@@ -33,11 +33,11 @@ from aeromq.client.message import HostAddress
 from aeromq.common import (
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
-    decode_properties,
     encode_batch,
     encode_offset_message_id,
-    encode_properties,
+    join_tag,
     patch_batch,
+    split_tag,
 )
 
 if TYPE_CHECKING:
@@ -335,11 +335,7 @@ class BatchMessageExt(MessageExt):
             chunk, i = self._chunk, self._i
             start = chunk.values("properties_start", lambda: chunk.properties_start)[i]
             length = chunk.values("properties_length", lambda: chunk.properties_length)[i]
-            props = decode_properties(chunk.buffer[start : start + length])
-            tag = self._tag()
-            if tag is not None:
-                props[PROPERTY_TAGS] = tag
-            self._props = props
+            props = self._props = join_tag(chunk.buffer[start : start + length], self._tag())
         return props
 
     @_properties.setter
@@ -682,14 +678,12 @@ def as_message_batch(messages: Sequence[MessageExt]) -> MessageBatch:
 
 def _encoded(run: list[MessageExt]) -> bytes:
     first = run[0]
+    tags, properties = zip(*[split_tag(message.properties) for message in run], strict=True)
     data = encode_batch(
         first.topic.encode(),
         [message.body for message in run],
-        [message.tags for message in run],
-        [
-            encode_properties({k: v for k, v in message.properties.items() if k != PROPERTY_TAGS})
-            for message in run
-        ],
+        tags,
+        properties,
         flags=[message.flag for message in run],
         born_timestamp_ms=first.born_timestamp_ms,
         born_deltas_ms=[message.born_timestamp_ms - first.born_timestamp_ms for message in run],

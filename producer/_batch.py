@@ -16,10 +16,10 @@ from typing import Final, overload
 
 from aeromq.client import Message, MessageQueue, UniqueMessageIdGenerator
 from aeromq.common import (
-    PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
     encode_batch,
     encode_offset_message_id,
+    split_tag,
 )
 from aeromq.producer._send_result import SendResult, SendStatus
 
@@ -60,13 +60,7 @@ def encode_messages(
                 messages[index].put_system_property(PROPERTY_UNIQ_KEY, next(fresh))
     unique_ids = [view[PROPERTY_UNIQ_KEY] for view in views]
     bodies = [message.body for message in messages]
-    tags = [view.get(PROPERTY_TAGS) for view in views]
-    properties = [
-        "".join(
-            [f"{name}\x01{value}\x02" for name, value in view.items() if name != PROPERTY_TAGS]
-        ).encode()
-        for view in views
-    ]
+    tags, properties = zip(*[split_tag(view) for view in views], strict=True)
     flags = [message.flag for message in messages]
     batch = encode_batch(
         messages[0].topic.encode(),

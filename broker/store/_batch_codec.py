@@ -14,12 +14,7 @@ import numpy as np
 
 from aeromq.broker.store._message import InboundMessage, StoredMessage, index_keys
 from aeromq.broker.store._results import PutMessageStatus
-from aeromq.common import (
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
-    PROPERTY_TAGS,
-    decode_properties,
-)
+from aeromq.common import decode_properties, split_tag, stored_properties
 from aeromq.common._record_batch import MAX_PROPERTIES_LENGTH, RecordBatch, encode_batch
 
 __all__ = ["MAX_PROPERTIES_LENGTH", "batch_keys", "decode_record", "encode_messages"]
@@ -40,15 +35,7 @@ def encode_messages(
         for message in messages:
             if message.topic != topic or message.queue_id != queue_id:
                 return PutMessageStatus.MESSAGE_ILLEGAL, None
-            properties = message.properties
-            tag = None
-            text = ""
-            for name, value in properties.items():
-                if name == PROPERTY_TAGS:
-                    tag = value or None
-                else:
-                    text += name + NAME_VALUE_SEPARATOR + value + PROPERTY_SEPARATOR
-            data = text.encode()
+            tag, data = split_tag(message.properties)
             if len(data) > MAX_PROPERTIES_LENGTH:
                 return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
             tags.append(tag)
@@ -76,10 +63,7 @@ def decode_record(batch: RecordBatch, index: int) -> StoredMessage:
     """Record ``index`` of a checked ``batch`` as a ``StoredMessage`` (tags back among the
     properties, ``body_crc`` computed, ``store_size`` the record's bytes)."""
     body = batch.body(index)
-    properties = decode_properties(batch.properties_bytes(index))
-    tag = batch.tag(index)
-    if tag is not None:
-        properties[PROPERTY_TAGS] = tag
+    properties = stored_properties(batch, index)
     return StoredMessage(
         topic=batch.topic,
         queue_id=batch.queue_id,
