@@ -119,10 +119,12 @@ from aeromq.common._record_batch import (
     columns_struct,
     encode_batch,
     join_tag,
+    pack_host_field,
     patch_batch,
     read_total_length,
     split_tag,
     stored_properties,
+    unpack_host_field,
 )
 from aeromq.common._response_code import (
     ResponseCode,
@@ -259,6 +261,7 @@ __all__ = [
     "is_valid_topic_name",
     "is_writeable",
     "join_tag",
+    "pack_host_field",
     "parse_tag_expression",
     "patch_batch",
     "read_total_length",
@@ -268,5 +271,6 @@ __all__ = [
     "tag_hash_code",
     "tag_problem",
     "unique_message_id_time_ms",
+    "unpack_host_field",
     "with_ipc_mtu",
 ]

@@ -74,6 +74,7 @@ import enum
 import functools
 import itertools
 import re
+import socket
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
@@ -106,10 +107,12 @@ __all__ = [
     "columns_struct",
     "encode_batch",
     "join_tag",
+    "pack_host_field",
     "patch_batch",
     "read_total_length",
     "split_tag",
     "stored_properties",
+    "unpack_host_field",
 ]
 
 TOTAL_LENGTH_OFFSET: Final = 0
@@ -170,6 +173,7 @@ HEADER_DTYPE: Final = np.dtype(
 """The fixed header as a numpy structured type (many headers read at once)."""
 assert _HEADER.size == FIXED_HEADER_LENGTH == HEADER_DTYPE.itemsize
 _U32: Final = struct.Struct("<I")
+_I32_FIELD: Final = struct.Struct("<i")
 _I32_MAX: Final = (1 << 31) - 1
 
 Int64Array = npt.NDArray[np.int64]
@@ -191,6 +195,20 @@ class BatchCheck(enum.IntEnum):
     BAD_TAG_HASH = -9  # the tag hash column is not the tags' Java hashCode
     BAD_PROPERTIES = -10  # not name\x01value\x02 pairs with non-empty names, or not UTF-8
     TOO_MANY_RECORDS = -11
+
+
+def pack_host_field(ip: str, port: int) -> bytes:
+    """A batch's 8-byte host field (born host, store host): the IPv4 address, then the port
+    as a little-endian i32. Raises ``ValueError`` for anything else."""
+    try:
+        return socket.inet_aton(ip) + _I32_FIELD.pack(port)
+    except (OSError, struct.error) as exc:
+        raise ValueError(f"not an IPv4 address and port: ip={ip!r} port={port!r}") from exc
+
+
+def unpack_host_field(packed: bytes) -> tuple[str, int]:
+    """``(ip, port)`` of a batch's host field (the inverse of :func:`pack_host_field`)."""
+    return socket.inet_ntoa(packed[:4]), int(_I32_FIELD.unpack_from(packed, 4)[0])
 
 
 def batch_header_length(topic_length: int) -> int:

@@ -19,7 +19,6 @@ answer's bytes, all in a fixed number of numpy calls whatever the number of reco
 from __future__ import annotations
 
 import re
-import socket
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
@@ -36,8 +35,10 @@ from aeromq.common import (
     encode_batch,
     encode_offset_message_id,
     join_tag,
+    pack_host_field,
     patch_batch,
     split_tag,
+    unpack_host_field,
 )
 
 if TYPE_CHECKING:
@@ -59,10 +60,7 @@ BoolArray = npt.NDArray[np.bool_]
 @lru_cache(maxsize=1024)
 def unpack_host(packed: bytes) -> HostAddress:
     """A batch's 8-byte host field (IPv4 address, i32 port) as ``(ip, port)``."""
-    return (
-        f"{packed[0]}.{packed[1]}.{packed[2]}.{packed[3]}",
-        int.from_bytes(packed[4:8], "little", signed=True),
-    )
+    return unpack_host_field(packed)
 
 
 class PulledChunk:
@@ -704,8 +702,7 @@ def _encoded(run: list[MessageExt]) -> bytes:
 
 
 def _pack_host(host: HostAddress) -> bytes:
-    address, port = host
     try:
-        return socket.inet_aton(address) + int(port).to_bytes(4, "little", signed=True)
-    except (OSError, OverflowError):
+        return pack_host_field(*host)
+    except ValueError:
         return bytes(8)

@@ -8,24 +8,21 @@ where the batch starts; each :class:`SendResult` is made when it is read.
 
 from __future__ import annotations
 
-import socket
-import struct
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import Final, overload
+from typing import overload
 
 from aeromq.client import Message, MessageQueue, UniqueMessageIdGenerator
 from aeromq.common import (
     PROPERTY_UNIQ_KEY,
     encode_batch,
     encode_offset_message_id,
+    pack_host_field,
     split_tag,
 )
 from aeromq.producer._send_result import SendResult, SendStatus
 
 __all__ = ["SendResults", "encode_messages", "pack_born_host"]
-
-_PORT: Final = struct.Struct("<i")
 
 
 @lru_cache(maxsize=64)
@@ -34,8 +31,8 @@ def pack_born_host(host: str) -> bytes:
     is not IPv4 packs as zeros (the field is informational)."""
     address, _, port = host.rpartition(":")
     try:
-        return socket.inet_aton(address) + _PORT.pack(int(port or 0))
-    except (OSError, ValueError, struct.error):
+        return pack_host_field(address, int(port or 0))
+    except ValueError:
         return bytes(8)
 
 

@@ -10,8 +10,6 @@ defined once in ``aeromq.common``. No I/O here.
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 from collections.abc import Mapping
 
@@ -24,6 +22,8 @@ from aeromq.common import (
     IllegalArgumentError,
     decode_offset_message_id,
     encode_offset_message_id,
+    pack_host_field,
+    unpack_host_field,
 )
 
 __all__ = [
@@ -38,21 +38,21 @@ __all__ = [
 ]
 
 EMPTY_HOST = bytes(8)
-_PORT = struct.Struct("<i")
 
 
 def pack_host(host: str) -> bytes:
     """``"a.b.c.d:port"`` as an 8-byte host field of a batch (IPv4 address, then i32 LE port)."""
     address, _, port = host.rpartition(":")
     try:
-        return socket.inet_aton(address) + _PORT.pack(int(port))
-    except (OSError, ValueError, struct.error) as exc:
+        return pack_host_field(address, int(port))
+    except ValueError as exc:
         raise InvalidArgumentError("host must be 'a.b.c.d:port'", host=host) from exc
 
 
 def unpack_host(packed: bytes) -> str:
     """The inverse of ``pack_host``."""
-    return f"{socket.inet_ntoa(packed[:4])}:{_PORT.unpack_from(packed, 4)[0]}"
+    ip, port = unpack_host_field(packed)
+    return f"{ip}:{port}"
 
 
 def index_keys(properties: Mapping[str, str]) -> list[str]:
@@ -68,7 +68,7 @@ def index_keys(properties: Mapping[str, str]) -> list[str]:
 def create_message_id(store_host: bytes, physical_offset: int) -> str:
     """RocketMQ's offset message id (:func:`~common.encode_offset_message_id`) of a packed
     store host (:func:`pack_host`) and a commit log offset."""
-    host, port = socket.inet_ntoa(store_host[:4]), _PORT.unpack_from(store_host, 4)[0]
+    host, port = unpack_host_field(store_host)
     try:
         return encode_offset_message_id(host, port, physical_offset)
     except IllegalArgumentError as exc:
