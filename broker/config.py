@@ -328,7 +328,7 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "offset_persist_interval_ms": "how often consumer offsets are written to disk",
     "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
     "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
-    "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to %DLQ%<group>",
+    "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 

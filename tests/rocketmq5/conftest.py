@@ -26,7 +26,7 @@ OFFICIAL = REPO_ROOT / "bench" / "peers" / "rocketmq5_official.py"
 CLIENT_TIMEOUT_S = 90.0
 MAX_ATTEMPTS = 2
 BROKER_ARGS = (
-    "--rocketmq-port", "0", "--ingress-udp-endpoint", "none", "--auto-create-topic", "true",
+    "--ingress-udp-endpoint", "none", "--auto-create-topic", "true",
     "--default-queue-count", "4", "--rocketmq-max-delivery-attempts", str(MAX_ATTEMPTS),
     "--commit-log-segment-bytes", "16MiB", "--index-slots", "1000", "--index-entries", "4000",
 )  # fmt: skip
