@@ -2,8 +2,8 @@
 against the broker's RocketMQ 5 endpoint, beside aeromq's own clients on the same broker, in one
 run (issue 18: reported, no target yet).
 
-One broker process (``aeromq.broker.testing``: embedded media driver, ASYNC flush, 4 queues,
-auto-created topics). ``official``: the ``rocketmq-python-client`` in a process of its own
+One broker process, the broker suite's (``aeromq.broker.testing``: embedded media driver, ASYNC
+flush, 4 queues, auto-created topics; the RocketMQ 5 endpoint on a free port). ``official``: the ``rocketmq-python-client`` in a process of its own
 (``bench/peers/rocketmq5_official.py bench``: ``Producer.send_async`` with 32 in flight, then a
 ``SimpleConsumer`` receiving batches of 32 and acking each message). ``aeromq``: this process,
 ``Producer.send_async`` with 32 in flight, then a ``DefaultLitePullConsumer`` polling from the
@@ -26,25 +26,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.broker.testing import ServerProcess
 from bench._harness import Result, Target
-from bench.suites.broker import _cpu_extra, _cpu_s
+from bench.suites.broker import _cpu_extra, _cpu_s, _start_broker
 
 BODY_LENGTH = 100
 WINDOW = 32
-QUEUES = 4
 OFFICIAL = Path(__file__).resolve().parents[1] / "peers" / "rocketmq5_official.py"
-
-
-def _start_broker(root: Path) -> ServerProcess:
-    return start_broker_process(
-        root / "broker",
-        extra_args=[
-            "--log-level", "WARNING", "--ingress-udp-endpoint", "none",
-            "--auto-create-topic", "true", "--default-queue-count", str(QUEUES),
-            "--index-enabled", "false",
-        ],
-    )  # fmt: skip
 
 
 def _rows(

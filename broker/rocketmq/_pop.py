@@ -107,7 +107,9 @@ class PopService:
         self._states: dict[tuple[str, str, int], _QueueState] = {}
         self._next_queue: dict[tuple[str, str], int] = {}
         self._serials = itertools.count(1)
-        self._lock = threading.Lock()
+        # Reentrant: a dead letter is appended under the lock, and the store then calls
+        # _on_arrival on the same thread.
+        self._lock = threading.RLock()
         self._arrived = threading.Condition(self._lock)
         self._waiting = 0
         self._closed = False
@@ -143,18 +145,19 @@ class PopService:
         config = self._readable(topic)
         deadline = time.monotonic() + wait_ms / 1000
         with self._arrived:
-            while True:
-                found = self._take(group, topic, config.read_queue_nums, message_filter,
-                                   batch_size, invisible_ms)  # fmt: skip
-                remaining_s = deadline - time.monotonic()
-                if found or remaining_s <= 0 or self._closed:
-                    return found
-                wait_s = min(remaining_s, _MAX_WAIT_S, self._next_expiry_s(group, topic))
-                self._waiting += 1
-                try:
-                    self._arrived.wait(wait_s)
-                finally:
-                    self._waiting -= 1
+            self._waiting += 1  # from before the first look: no arrival goes unnoticed
+            try:
+                while True:
+                    found = self._take(group, topic, config.read_queue_nums, message_filter,
+                                       batch_size, invisible_ms)  # fmt: skip
+                    remaining_s = deadline - time.monotonic()
+                    if found or remaining_s <= 0 or self._closed:
+                        return found
+                    self._arrived.wait(
+                        min(remaining_s, _MAX_WAIT_S, self._next_expiry_s(group, topic))
+                    )
+            finally:
+                self._waiting -= 1
 
     def _readable(self, topic: str) -> TopicConfig:
         config = self._store.topic_config.get(topic)

@@ -139,5 +139,5 @@ def _packed_host(peer: str) -> bytes:
     _, _, address = peer.partition(":")
     try:
         return pack_host(address)
-    except (InvalidArgumentError, ValueError):  # IPv6 or a unix socket: the field is IPv4
+    except InvalidArgumentError:  # IPv6 or a unix socket: the field holds IPv4 only
         return bytes(8)

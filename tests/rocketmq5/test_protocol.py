@@ -28,10 +28,15 @@ def _resource(name: str) -> definition_pb2.Resource:
     return definition_pb2.Resource(name=name)
 
 
-def _send(stub: service_pb2_grpc.MessagingServiceStub, topic: str, body: bytes) -> str:
+def _send(
+    stub: service_pb2_grpc.MessagingServiceStub, topic: str, body: bytes, group: str = ""
+) -> str:
     message = definition_pb2.Message(topic=_resource(topic), body=body)
     message.system_properties.message_id = f"id-{body.decode()}"
     message.system_properties.message_type = definition_pb2.NORMAL
+    if group:
+        message.system_properties.message_type = definition_pb2.FIFO
+        message.system_properties.message_group = group
     response = stub.SendMessage(
         service_pb2.SendMessageRequest(messages=[message]), timeout=TIMEOUT_S
     )
@@ -105,6 +110,21 @@ def test_should_answer_each_refusal_with_its_code(
     assert bad_handle.status.code == Code.INVALID_RECEIPT_HANDLE
     assert bad_handle.entries[0].status.code == Code.INVALID_RECEIPT_HANDLE
     assert empty.status.code == Code.BAD_REQUEST
+
+
+def test_should_keep_a_fifo_message_group_in_one_queue_in_order(
+    stub: service_pb2_grpc.MessagingServiceStub,
+) -> None:
+    bodies = [f"f{i}".encode() for i in range(6)]
+    for body in bodies:
+        _send(stub, "fifo", body, group="order-42")
+
+    got = [r.message for r in _receive(stub, "fifo", "fifo-readers") if r.HasField("message")]
+
+    assert [m.body for m in got] == bodies
+    assert len({m.system_properties.queue_id for m in got}) == 1
+    assert {m.system_properties.message_group for m in got} == {"order-42"}
+    assert {m.system_properties.message_type for m in got} == {definition_pb2.FIFO}
 
 
 def test_should_keep_receipt_handles_across_a_broker_restart(tmp_path: Path) -> None:
