@@ -4,8 +4,9 @@ Works with no arguments (an embedded media driver, ``~/.aeromq/broker`` for data
 ingress channels); every ``BrokerConfig`` field is an option (``--grpc-port 0``), and
 ``--config`` names a TOML file (see ``aeromq.broker.config``). At start it prints what recovery found
 and one ``broker ready:`` line of ``key=value`` pairs (name, gRPC address, aeron_dir, ingress
-channels, data dir, flush mode, the RocketMQ 5 endpoint ``rocketmq=HOST:PORT``) that scripts and tests read, and writes ``broker.json`` (pid, name,
-gRPC address, aeron_dir) into its data directory, so ``aeromq stat --broker DATA_DIR`` finds its
+channels, data dir, flush mode, the RocketMQ 5 endpoint as ``rocketmq=HOST:PORT`` or ``none``)
+that scripts and tests read, and writes ``broker.json`` (pid, name, gRPC address, aeron_dir) into
+its data directory, so ``aeromq stat --broker DATA_DIR`` finds its
 media driver; at a signal it shuts down gracefully (stop the ingress, flush, checkpoint, close the
 driver), removes ``broker.json`` and prints ``broker stopped``.
 """

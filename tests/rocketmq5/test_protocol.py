@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from aeromq.broker.testing import ServerProcess
+from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2, service_pb2_grpc
 from tests.rocketmq5.conftest import MAX_ATTEMPTS, endpoint, start_broker
 
@@ -153,3 +153,11 @@ def test_should_keep_receipt_handles_across_a_broker_restart(tmp_path: Path) -> 
 
     assert ack.status.code == Code.OK
     assert [m.system_properties.message_id for m in again] == [unacked.system_properties.message_id]
+
+
+def test_should_name_no_endpoint_when_turned_off(tmp_path: Path) -> None:
+    broker = start_broker_process(tmp_path / "data", extra_args=["--rocketmq-enabled", "false"])
+    try:
+        assert broker.ready["rocketmq"] == "none"
+    finally:
+        assert broker.stop() == 0
