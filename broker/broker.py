@@ -32,6 +32,7 @@ from aeromq.broker.processor.admin import ControlPlane
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.rocketmq import RocketMQEndpoint
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.common import ResponseCode
@@ -119,6 +120,7 @@ class Broker:
         self.control_plane: ControlPlane | None = None
         self.grpc_server: BrokerGrpcServer | None = None
         self.registrar: NameServerRegistrar | None = None
+        self.rocketmq: RocketMQEndpoint | None = None
         self.recovery_report: RecoveryReport | None = None
         self.aeron_dir = ""
         self._subscriptions: list[Subscription] = []
@@ -195,6 +197,7 @@ class Broker:
         )
         self._runner.start()
         self._start_control_plane(store)
+        self._start_rocketmq(store)
         _log.info(
             "broker started: name=%s cluster=%s aeron_dir=%s ingress=%s udp=%s grpc=%s "
             "data_dir=%s flush=%s",
@@ -228,6 +231,17 @@ class Broker:
             )
             self.registrar.start()
 
+    def _start_rocketmq(self, store: MessageStore) -> None:
+        """RocketMQ 5 clients' endpoint (``aeromq.broker.rocketmq``), unless turned off."""
+        if not self.config.rocketmq_enabled:
+            return
+        if self.config.rocketmq_port == 0:  # routes name the port: bind a known one
+            self.config = self.config.with_overrides(
+                rocketmq_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
+            )
+        self.rocketmq = RocketMQEndpoint(store, self.config)
+        self.rocketmq.start()
+
     def _start_transport(self) -> None:
         config = self.config
         if config.aeron_dir is None:
@@ -257,6 +271,8 @@ class Broker:
             self.registrar.stop()
         if self.grpc_server is not None:
             self.grpc_server.stop()
+        if self.rocketmq is not None:
+            self.rocketmq.stop()
         if self.control_plane is not None:
             self.control_plane.close()
         if self.hold is not None:
@@ -302,6 +318,11 @@ class Broker:
     def grpc_address(self) -> str:
         """``host:port`` the gRPC control plane listens on ("" before start)."""
         return self.grpc_server.address if self.grpc_server is not None else ""
+
+    @property
+    def rocketmq_address(self) -> str:
+        """``host:port`` of the RocketMQ 5 endpoint ("" when off or before start)."""
+        return self.rocketmq.address if self.rocketmq is not None else ""
 
     @property
     def ipc_ingress(self) -> tuple[str, int]:

@@ -109,6 +109,9 @@ class BrokerConfig:
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
     offset_persist_interval_ms: int = 5_000
+    rocketmq_enabled: bool = True
+    rocketmq_port: int = 8181
+    rocketmq_max_delivery_attempts: int = 16
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
         {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes"}
@@ -288,6 +291,8 @@ class BrokerConfig:
         _in_range("index_slots", self.index_slots, 1, _INT32_MAX)
         _in_range("index_entries", self.index_entries, 2, _INT32_MAX)
         _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
+        _in_range("rocketmq_port", self.rocketmq_port, 0, 65535)
+        _in_range("rocketmq_max_delivery_attempts", self.rocketmq_max_delivery_attempts, 1, 1000)
         self.to_store_config()  # and whatever the store itself checks
 
 
@@ -321,6 +326,9 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "index_slots": "hash slots of one index file",
     "index_entries": "entries of one index file",
     "offset_persist_interval_ms": "how often consumer offsets are written to disk",
+    "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
+    "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
+    "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 
