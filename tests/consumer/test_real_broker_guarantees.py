@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -238,48 +239,63 @@ def _gaps(
     return first_new - last_old, len(old_offsets & new_offsets)
 
 
-def test_should_hand_moved_queues_over_and_report_the_gap_per_queue(
+HAND_OVER_CYCLES = 3
+HAND_OVER_TARGET_MS = 200
+HAND_OVER_CEILING_MS = 1000
+"""The target is checked on the median gap: a hand-over that waits any fixed delay of 200 ms
+or more fails it, whatever the load. Each single gap only has to stay under 1 s (5 times the
+target): on the shared 2-core machine this was written on (load average 13-15) isolated gaps
+of 480-620 ms were scheduling stalls, not the hand-over, which logs showed granted 5-15 ms
+after the membership push."""
+
+
+def delivering(deliveries: Deliveries, name: str, queue_ids: list[int], after: float) -> bool:
+    """Whether ``name`` delivers from each of ``queue_ids`` after ``after`` within 15 s."""
+
+    def delivered() -> bool:
+        with deliveries.lock:
+            seen = {q for n, q, _, t in deliveries.records if t > after and n == name}
+        return seen >= set(queue_ids)
+
+    return wait_for(delivered, 15)
+
+
+def test_should_hand_moved_queues_over_within_200_ms_and_report_the_gap_per_queue(
     real_broker: ServerProcess, producer: Producer, record_property: Any
 ) -> None:
     topic = new_topic(real_broker)
     group = f"handover{next(_names)}"
     first = make(real_broker, group, instance_name="first")
-    second = make(real_broker, group, instance_name="second")
     all_queues = set(queues_of(real_broker, topic, 4))
     deliveries = Deliveries()
     sent: list[tuple[int, int]] = []
     stop_sending, stop_polling = threading.Event(), threading.Event()
     pollers: list[threading.Thread] = []
-    for consumer in (first, second):
-        consumer.subscribe(topic)
+    first.subscribe(topic)
     first.start()
     pollers.append(poll_loop(first, "first", deliveries, stop_polling))
     sender = send_loop(producer, list(queues_of(real_broker, topic, 4)), sent, stop_sending)
-    report: list[str] = []
+    cycles: list[tuple[str, list[int], float, float]] = []  # (name, moved, joined, left)
+    seconds: list[DefaultLitePullConsumer] = []
     try:
         assert wait_for(lambda: len(sent) >= 200, 30)
-        joined = time.monotonic()
-        second.start()
-        pollers.append(poll_loop(second, "second", deliveries, stop_polling))
-        moved = sorted(q.queue_id for q in second.assignment())
-        assert moved and first.assignment() | second.assignment() == all_queues
-        assert wait_for(
-            lambda: (
-                {q for n, q, _, t in deliveries.records if t > joined and n == "second"}
-                >= set(moved)
-            ),
-            15,
-        )
-        time.sleep(0.5)  # steady state
-        left = time.monotonic()
-        second.shutdown()
-        assert wait_for(lambda: first.assignment() == all_queues, 10)
-        assert wait_for(
-            lambda: (
-                {q for n, q, _, t in deliveries.records if t > left and n == "first"} >= set(moved)
-            ),
-            15,
-        )
+        for cycle in range(HAND_OVER_CYCLES):
+            name = f"second{cycle}"
+            second = make(real_broker, group, instance_name=name)
+            seconds.append(second)
+            second.subscribe(topic)
+            joined = time.monotonic()
+            second.start()
+            pollers.append(poll_loop(second, name, deliveries, stop_polling))
+            moved = sorted(q.queue_id for q in second.assignment())
+            assert moved and first.assignment() | second.assignment() == all_queues
+            assert delivering(deliveries, name, moved, joined)
+            time.sleep(0.3)  # steady state
+            left = time.monotonic()
+            second.shutdown()
+            assert wait_for(lambda: first.assignment() == all_queues, 10)
+            assert delivering(deliveries, "first", moved, left)
+            cycles.append((name, moved, joined, left))
         stop_sending.set()
         sender.join(30)
         assert wait_for(lambda: set(sent) <= deliveries.keys(), 30)
@@ -288,24 +304,35 @@ def test_should_hand_moved_queues_over_and_report_the_gap_per_queue(
         stop_polling.set()
         for thread in pollers:
             thread.join(10)
-        second.shutdown()
+        for second in seconds:
+            second.shutdown()
         first.shutdown()
     records = list(deliveries.records)
-    leave_duplicates = 0
-    for queue_id in moved:
-        join_gap_s, join_dupes = _gaps(records, queue_id, "first", "second", joined)
-        leave_gap_s, leave_dupes = _gaps(records, queue_id, "second", "first", left)
-        leave_duplicates += leave_dupes
-        report.append(
-            f"queue {queue_id}: join gap {join_gap_s * 1000:.0f} ms ({join_dupes} duplicates), "
-            f"clean-leave gap {leave_gap_s * 1000:.0f} ms ({leave_dupes} duplicates)"
-        )
-        record_property(f"queue{queue_id}_join_gap_ms", round(join_gap_s * 1000))
-        record_property(f"queue{queue_id}_leave_gap_ms", round(leave_gap_s * 1000))
-        assert leave_gap_s < 10 and join_gap_s < 10, report[-1]
-    print("\nhand-over per moved queue (target: under 200 ms):\n" + "\n".join(report))
+    report: list[str] = []
+    gaps_ms: list[float] = []
+    duplicates = 0
+    for name, moved, joined, left in cycles:
+        for queue_id in moved:
+            join_gap_s, join_dupes = _gaps(records, queue_id, "first", name, joined)
+            leave_gap_s, leave_dupes = _gaps(records, queue_id, name, "first", left)
+            duplicates += join_dupes + leave_dupes
+            gaps_ms += [join_gap_s * 1000, leave_gap_s * 1000]
+            report.append(
+                f"{name} queue {queue_id}: join gap {join_gap_s * 1000:.0f} ms "
+                f"({join_dupes} duplicates), clean-leave gap {leave_gap_s * 1000:.0f} ms "
+                f"({leave_dupes} duplicates)"
+            )
+            record_property(f"{name}_queue{queue_id}_join_gap_ms", round(join_gap_s * 1000))
+            record_property(f"{name}_queue{queue_id}_leave_gap_ms", round(leave_gap_s * 1000))
+    median_ms = statistics.median(gaps_ms)
+    print(
+        f"\nhand-over per moved queue (target: under {HAND_OVER_TARGET_MS} ms; "
+        f"median {median_ms:.0f} ms, max {max(gaps_ms):.0f} ms):\n" + "\n".join(report)
+    )
     assert set(sent) <= {(q, o) for _, q, o, _ in records}
-    assert leave_duplicates == 0, report
+    assert duplicates == 0, report
+    assert median_ms < HAND_OVER_TARGET_MS, report
+    assert max(gaps_ms) < HAND_OVER_CEILING_MS, report
 
 
 # -- point 2: SQL92 selectors through the broker -----------------------------------------------
