@@ -31,6 +31,7 @@ from aeromq.client import (
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer
+from aeromq.proto import consumer_group_pb2
 from tests.consumer._broker_process import ServerProcess, client, create_topic, start_broker
 from tests.consumer._lite import poll_until, wait_for
 
@@ -333,6 +334,46 @@ def test_should_hand_moved_queues_over_within_200_ms_and_report_the_gap_per_queu
     assert duplicates == 0, report
     assert median_ms < HAND_OVER_TARGET_MS, report
     assert max(gaps_ms) < HAND_OVER_CEILING_MS, report
+
+
+def test_should_force_the_take_over_from_a_live_holder_that_never_releases(
+    real_broker: ServerProcess, producer: Producer
+) -> None:
+    topic = new_topic(real_broker)
+    group = f"ghost{next(_names)}"
+    queues = queues_of(real_broker, topic, 4)
+    with client(real_broker) as grpc:
+        ghost = consumer_group_pb2.HeartbeatRequest(
+            client_id="10.0.0.9@ghost",
+            consumers=[
+                consumer_group_pb2.ConsumerData(
+                    consumer_group=group,
+                    subscriptions=[consumer_group_pb2.SubscriptionData(topic=topic)],
+                )
+            ],
+        )
+        grpc.send_heartbeat(ghost)  # a live member that holds every queue and never lets go
+        for queue in queues:
+            assert grpc.acquire_queue(group, topic, queue.queue_id, ghost.client_id) == (-1, "")
+        consumer = make(real_broker, group, instance_name="patient", release_timeout_ms=300)
+        consumer.subscribe(topic)
+        started = time.monotonic()
+        consumer.start()
+        try:
+            owned = sorted(consumer.assignment(), key=MessageQueue.order_key)
+            assert len(owned) == 2  # the ghost's share of the allocation stays the ghost's
+            for queue in owned:
+                producer.send(Message(topic, b"after"), queue=queue)
+            got = poll_until(consumer, 2, 15)
+            waited_s = time.monotonic() - started
+            holders = [
+                grpc.acquire_queue(group, topic, q.queue_id, "10.0.0.8@probe") for q in owned
+            ]
+        finally:
+            consumer.shutdown()
+    assert sorted(m.queue_id for m in got) == [q.queue_id for q in owned]
+    assert waited_s >= 0.3  # nothing pulled before the release timeout (no upper bound: load)
+    assert holders == [(-1, consumer.client_id)] * 2
 
 
 # -- point 2: SQL92 selectors through the broker -----------------------------------------------
