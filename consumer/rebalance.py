@@ -9,11 +9,12 @@ A run (:meth:`RebalanceService.do_rebalance`, RocketMQ's ``RebalanceImpl.doRebal
 2. CLUSTERING: allocate with the strategy (sorted queues and ids); BROADCASTING: every queue;
 3. compare with the queues owned now. A dropped queue: its process queue is marked dropped,
    its pull task stops, its consumed offset is committed if auto commit is on, and its
-   committed offset is sent to the broker with the queue's release, then forgotten. A new queue gets its start
-   offset *before* it is owned (so before it shows in ``assignment()`` and, for the first run,
-   before ``start()`` returns): :meth:`RebalanceService.compute_pull_from_where`, the committed
-   offset, else ``consume_from_where`` (LAST_OFFSET = the max offset, FIRST_OFFSET = 0,
-   TIMESTAMP = the offset searched by ``consume_timestamp_ms``), except that a queue which
+   committed offset is sent to the broker with the queue's release, then forgotten. A new
+   queue gets its start offset *before* it is owned (so before it shows in ``assignment()``
+   and, for the first run, before ``start()`` returns):
+   :meth:`RebalanceService.compute_pull_from_where`, the committed offset, else
+   ``consume_from_where`` (LAST_OFFSET = the max offset, FIRST_OFFSET = 0, TIMESTAMP = the
+   offset searched by ``consume_timestamp_ms``), except that a queue which
    appeared in the route after this consumer first saw the topic starts at its min offset
    (it was created while the group consumed: everything in it is new). A queue whose start
    offset the broker cannot give is left for the next run (the run counts as unbalanced).
