@@ -20,6 +20,8 @@ I/O here.
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
+- ``_queue_holders``: :class:`QueueHolders`, which member of a group holds each queue (the
+  broker's half of a rebalance hand-over: acquire before the first pull, release on commit).
 - ``_record_batch``: the record batch, the one binary form of messages from the producer's
   send through the commit log to the consumer's pull.
 """
@@ -105,6 +107,7 @@ from aeromq.common._properties import (
     decode_properties,
     encode_properties,
 )
+from aeromq.common._queue_holders import QueueHolders
 from aeromq.common._record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
@@ -224,6 +227,7 @@ __all__ = [
     "NotSupportedError",
     "OffsetIllegalError",
     "OffsetMessageId",
+    "QueueHolders",
     "RecordBatch",
     "RequestTimeoutError",
     "ResponseCode",

@@ -4,7 +4,7 @@ the queue allocation strategies. Pulled messages arrive as :class:`MessageBatch`
 stored record batches: ``poll()`` gives them as messages, ``poll_batch()`` as columns.
 """
 
-from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus
+from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, QueueGrant
 from aeromq.consumer.allocate import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
@@ -61,6 +61,7 @@ __all__ = [
     "PrefixMachineRoomResolver",
     "PullResult",
     "PullStatus",
+    "QueueGrant",
     "ReadOffsetType",
     "RemoteBrokerOffsetStore",
     "ServiceState",

@@ -24,9 +24,9 @@ users took for "poll returns only one message" (RocketMQ #5498, #1761). Messages
 come in offset order. Delivery is at least once: a message comes again after a seek, or when its
 consumer died before committing it. A clean rebalance (a member joins or leaves) hands each
 moved queue over at the offset its previous owner committed as it let go, so nothing is
-delivered twice then: at once when its previous owner left (it persisted before leaving), and
-``takeover_delay_ms`` later when that owner is still in the group, as long as it reacts within
-it (see ``aeromq.consumer.rebalance``).
+delivered twice then: the new owner pulls once the broker grants it the queue, which is as
+soon as the previous owner committed and released it, or left the group (see
+``aeromq.consumer.rebalance``).
 
 Messages travel as record batches (``common/_record_batch.py``): ``poll`` returns
 ``MessageExt``\ s that read their fields from the pulled bytes when asked, and ``poll_batch``
@@ -60,9 +60,9 @@ Deviations from RocketMQ, each deliberate: configuration is one validated
 ``commit`` persists by default; a consumer in ``assign`` mode does not join its group (as
 Kafka's manual assignment), so it does not take queues from subscribed members; seeking does not
 touch the offset store (it moves the consume offset, which the next commit commits); a queue
-taken over from a live member starts pulling ``takeover_delay_ms`` after the rebalance (from
-one that left: at once); the start offset of a never-committed queue is fixed at allocation, not at its first
-pull.
+moved by a rebalance is pulled by its new owner only once the broker grants it (its previous
+owner released it, or left; RocketMQ locks queues this way for orderly consumption only); the
+start offset of a never-committed queue is fixed at allocation, not at its first pull.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ from aeromq.client import (
     build_subscription_data,
 )
 from aeromq.common import check_topic
-from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat
+from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat, QueueGrant
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
 from aeromq.consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
@@ -337,7 +337,7 @@ class DefaultLitePullConsumer:
             compute_start_offset=self._compute_start_offset,
             counters=self._counters,
             failures=self._failures,
-            read_committed=self._read_committed,
+            acquire=self._acquire_queue,
         )
         self._tasks = PullTaskTable(context)
         self._rebalance = RebalanceService(
@@ -883,9 +883,15 @@ class DefaultLitePullConsumer:
         assert self._rebalance is not None
         return self._rebalance.compute_pull_from_where(queue)
 
-    def _read_committed(self, queue: MessageQueue) -> int:
-        assert self._rebalance is not None
-        return self._rebalance.read_committed(queue)
+    def _acquire_queue(self, queue: MessageQueue, force: bool) -> QueueGrant:
+        """The broker's grant of ``queue`` to this consumer (a pull task's take-over); a
+        granted committed offset is what the offset store holds from now on."""
+        grant = self._require_api().acquire_queue(
+            self.consumer_group, queue, self._client_id, force
+        )
+        if grant.granted and grant.committed_offset >= 0:
+            self._require_store().note_stored(queue, grant.committed_offset)
+        return grant
 
     def _start_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
         """The start offsets of ``queues`` about to be assigned; a queue the broker cannot
