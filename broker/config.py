@@ -109,9 +109,12 @@ class BrokerConfig:
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
     offset_persist_interval_ms: int = 5_000
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = 0
+    console_enabled: bool = True
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
-        {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes"}
+        {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes", "metrics_port"}
     )
 
     def __post_init__(self) -> None:
@@ -288,6 +291,10 @@ class BrokerConfig:
         _in_range("index_slots", self.index_slots, 1, _INT32_MAX)
         _in_range("index_entries", self.index_entries, 2, _INT32_MAX)
         _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
+        if not self.metrics_host:
+            _fail("metrics_host", self.metrics_host, "a host name or address")
+        if self.metrics_port is not None:
+            _in_range("metrics_port", self.metrics_port, 0, 65535)
         self.to_store_config()  # and whatever the store itself checks
 
 
@@ -321,6 +328,10 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "index_slots": "hash slots of one index file",
     "index_entries": "entries of one index file",
     "offset_persist_interval_ms": "how often consumer offsets are written to disk",
+    "metrics_host": "address the HTTP server of /metrics and the web console listens on",
+    "metrics_port": "HTTP port of /metrics and the console (0: any free port, printed in the "
+    "ready line; none: no HTTP server)",
+    "console_enabled": "serve the read-only web console at /console/ beside /metrics",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 

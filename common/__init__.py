@@ -20,6 +20,8 @@ I/O here.
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
+- ``_latency``: :class:`LatencyHistogram`, durations in fixed buckets, for the broker's and the
+  clients' metrics.
 - ``_record_batch``: the record batch, the one binary form of messages from the producer's
   send through the commit log to the consumer's pull.
 """
@@ -61,6 +63,11 @@ from aeromq.common._errors import (
 from aeromq.common._java_string import (
     compare_key,
     hash_code,
+)
+from aeromq.common._latency import (
+    DEFAULT_LATENCY_BUCKETS_S,
+    LatencyHistogram,
+    LatencySnapshot,
 )
 from aeromq.common._message_id import (
     IPV6_EXTRA_LENGTH,
@@ -163,6 +170,7 @@ __all__ = [
     "BATCH_MAGIC",
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",
+    "DEFAULT_LATENCY_BUCKETS_S",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "ERROR_FOR_CODE",
     "FIXED_HEADER_LENGTH",
@@ -217,6 +225,8 @@ __all__ = [
     "IllegalArgumentError",
     "IllegalStateError",
     "InvalidExpressionError",
+    "LatencyHistogram",
+    "LatencySnapshot",
     "MessageIllegalError",
     "MessageSelector",
     "MessageTooLargeError",
