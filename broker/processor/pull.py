@@ -253,11 +253,11 @@ class PullProcessor:
                 )
                 again = apply_sql92(again, sql, offset)
                 status = pull_status(again, offset)
-                self._answer(response, again, status, on_done, topic, started_ns)
+                self._answer(response, again, status, on_done, topic, offset, started_ns)
 
             self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
             return
-        self._answer(response, result, status, on_done, topic, started_ns)
+        self._answer(response, result, status, on_done, topic, offset, started_ns)
 
     def _answer(
         self,
@@ -266,19 +266,22 @@ class PullProcessor:
         status: int,
         on_done: PullDone,
         topic: str,
+        offset: int,
         started_ns: int,
     ) -> None:
         response.pull_status = status  # type: ignore[assignment]
         response.next_begin_offset = result.next_begin_offset
         response.min_offset = result.min_offset
         response.max_offset = result.max_offset
+        served = 0
         if result.data:
             response.batches = result.data
             response.next_begin_offset = _whole_batches_end(result)
-            self.messages_out += result.message_count
-        self.meter.on_pulled(
-            topic, result.message_count, len(result.data), time.perf_counter_ns() - started_ns
-        )
+            # whole batches go out: every record from the pulled offset to the answer's next
+            # one (a filter's misses included; the consumer drops those)
+            served = response.next_begin_offset - offset
+            self.messages_out += served
+        self.meter.on_pulled(topic, served, len(result.data), time.perf_counter_ns() - started_ns)
         on_done(response)
 
     def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:
