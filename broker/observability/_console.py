@@ -124,7 +124,7 @@ class ConsoleApp:
             ("messages pulled", stats.counters.get("pull.messages", 0)),
             ("sessions", stats.counters.get("session.live", 0)),
         ]
-        return _pages.table("broker", ("", ""), rows, "")
+        return _pages.table("broker", ("", "now"), rows, "")
 
     def _topics(self) -> str:
         store, _ = self._control()

@@ -1,5 +1,6 @@
 // aeromq console: the rate and lag charts (uPlot), fed by /console/api/series every 2 s.
-// Each chart's element gets data-points (samples drawn) and data-series (lines) once drawn.
+// Each chart's element gets data-points (samples drawn), data-series (lines) and data-max (the
+// largest value drawn) once drawn: what an operator's eye and the browser tests check.
 (function () {
   "use strict";
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"];
@@ -25,6 +26,9 @@
     }
     element.setAttribute("data-points", String(times.length));
     element.setAttribute("data-series", String(names.length));
+    var max = 0;
+    names.forEach(function (n) { lines[n].forEach(function (v) { max = Math.max(max, v); }); });
+    element.setAttribute("data-max", String(max));
   }
 
   function refresh() {
