@@ -37,6 +37,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -49,6 +50,7 @@ from aeromq.client import (
     MessageQueue,
     SubscriptionData,
 )
+from aeromq.common import LatencyHistogram
 from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig
@@ -85,6 +87,12 @@ class FlowControlCounters:
     """Pull results dropped: the task was cancelled, the queue re-owned or a seek pending."""
     corrupt_pulls: int = 0
     """Pull answers whose record batches failed their check (nothing of them delivered)."""
+    messages_pulled: int = 0
+    """Messages pulled into the cache (after the client-side tag filter)."""
+    messages_polled: int = 0
+    """Messages ``poll`` and ``poll_batch`` returned to the application."""
+    pull_latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """From a pull's request to its answer (a long poll's wait included); once per pull."""
 
 
 @dataclass(slots=True)
@@ -196,8 +204,10 @@ class PullTask:
             self.cancelled = True
             return
         counters.pulls += 1
+        started_ns = time.perf_counter_ns()
 
         def on_pull(result: PullResult | None, error: BaseException | None) -> None:
+            counters.pull_latency.observe_ns(time.perf_counter_ns() - started_ns)
             self._on_pull(state, process_queue, subscription, result, error)
 
         try:
@@ -300,6 +310,7 @@ class PullTask:
                     counters.found += 1
                     messages = self._filter(result.messages, subscription)
                     if messages:
+                        counters.messages_pulled += len(messages)
                         process_queue.put_messages(messages)
                         ctx.cache.put(ConsumeRequest(messages, self.queue, process_queue))
                 elif result.status is PullStatus.OFFSET_ILLEGAL:

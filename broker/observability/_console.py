@@ -59,8 +59,8 @@ class ConsoleApp:
         if rest.startswith("static/"):
             return self._static_file(rest.removeprefix("static/"), start_response)
         if rest == "api/series":
-            body = json.dumps(self._history.series()).encode()
-            return _respond(start_response, "200 OK", "application/json", body)
+            data = json.dumps(self._history.series()).encode()
+            return _respond(start_response, "200 OK", "application/json", data)
         fragments = self._fragments()
         if rest.startswith("fragments/"):
             render = fragments.get(rest.removeprefix("fragments/"))
@@ -111,7 +111,7 @@ class ConsoleApp:
     def _overview(self) -> str:
         _, control = self._control()
         stats = control.stats.broker_stats()
-        rows = [
+        rows: list[tuple[str, _pages.Cell]] = [
             ("broker", stats.broker_name),
             ("cluster", stats.cluster_name),
             ("gRPC", self._broker.grpc_address),
@@ -162,8 +162,7 @@ class ConsoleApp:
         return _pages.table("topics", headers, rows, "no topic yet")
 
     def _latest_rates(self) -> dict[str, float]:
-        series = self._history.series()
-        rates: dict[str, list[float]] = series["rates"]  # type: ignore[assignment]
+        rates = self._history.series()["rates"]
         return {name: line[-1] for name, line in rates.items() if line}
 
     def _groups(self) -> str:

@@ -14,14 +14,28 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypedDict
 
-__all__ = ["DEFAULT_HISTORY_CAPACITY", "DEFAULT_SAMPLE_INTERVAL_MS", "History", "Sample"]
+__all__ = [
+    "DEFAULT_HISTORY_CAPACITY",
+    "DEFAULT_SAMPLE_INTERVAL_MS",
+    "History",
+    "Sample",
+    "Series",
+]
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_SAMPLE_INTERVAL_MS: Final = 1_000
 DEFAULT_HISTORY_CAPACITY: Final = 300
+
+
+class Series(TypedDict):
+    """The charts' data (JSON-ready): sample times, then one value per time of each line."""
+
+    time_s: list[float]
+    rates: dict[str, list[float]]
+    lag: dict[str, list[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +94,7 @@ class History:
         with self._lock:
             self._samples.append(sample)
 
-    def series(self) -> dict[str, object]:
+    def series(self) -> Series:
         """The charts' data: ``time_s``, then per topic messages/s in and out, and per group
         its lag, one value per interval between samples (JSON-ready)."""
         with self._lock:
@@ -100,7 +114,10 @@ class History:
                     line.append(round((total - then.get(topic, 0)) / elapsed, 3))
             for group, lag in after.lag.items():
                 lags.setdefault(group, [0] * index).append(lag)
-            for line in (*rates.values(), *lags.values()):
-                if len(line) < index + 1:
-                    line.append(0)
-        return {"time_s": times, "rates": rates, "lag": lags}
+            for rate_line in rates.values():  # a topic gone since: 0 from now on
+                if len(rate_line) < index + 1:
+                    rate_line.append(0.0)
+            for lag_line in lags.values():
+                if len(lag_line) < index + 1:
+                    lag_line.append(0)
+        return Series(time_s=times, rates=rates, lag=lags)

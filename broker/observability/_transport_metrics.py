@@ -90,10 +90,10 @@ def transport_metrics(reader: CountersReader) -> Iterator[Metric]:
         "sub-pos: how far a subscription has read its stream",
         labels=_STREAM_LABELS,
     )
-    for counter in counters:
-        if counter.type_id == PUBLISHER_POSITION_TYPE_ID:
-            publishers.add_metric(_stream_labels(counter), counter.value)
-        elif counter.type_id == SUBSCRIBER_POSITION_TYPE_ID:
-            subscribers.add_metric(_stream_labels(counter), counter.value)
+    for snapshot in counters:
+        if snapshot.type_id == PUBLISHER_POSITION_TYPE_ID:
+            publishers.add_metric(_stream_labels(snapshot), snapshot.value)
+        elif snapshot.type_id == SUBSCRIBER_POSITION_TYPE_ID:
+            subscribers.add_metric(_stream_labels(snapshot), snapshot.value)
     yield publishers
     yield subscribers
