@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -194,3 +196,29 @@ def test_should_grow_a_stopped_groups_lag_by_what_is_produced_and_return_it_to_z
         assert lag(wait_for_metric(url, lambda s: lag(s) == 0)) == 0
     finally:
         consumer.shutdown()
+
+
+def test_should_serve_a_read_only_console_beside_the_metrics(broker: ServerProcess) -> None:
+    base = broker.ready["console"].removesuffix("console/")
+    with urllib.request.urlopen(base, timeout=10) as response:  # / goes to the console
+        assert response.url == broker.ready["console"]
+    for path, code in (("console/nothing", 404), ("elsewhere", 404)):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(base + path, timeout=10)
+        assert refused.value.code == code
+        refused.value.close()
+    post = urllib.request.Request(broker.ready["console"] + "topics", data=b"x", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(post, timeout=10)
+    assert refused.value.code == 405
+    refused.value.close()
+
+
+def test_should_serve_no_http_port_when_metrics_port_is_none(tmp_path: Path) -> None:
+    process = start_broker_process(
+        tmp_path / "data", extra_args=["--ingress-udp-endpoint", "none", "--metrics-port", "none"]
+    )
+    try:
+        assert (process.ready["metrics"], process.ready["console"]) == ("none", "none")
+    finally:
+        process.stop()
