@@ -4,6 +4,8 @@ produced meanwhile and returns to 0 once it catches up."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 import urllib.error
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import Message, MessageExt, MessageQueue
@@ -21,6 +24,7 @@ from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer
 from tests.broker.observability._scrape import scrape, total, value, wait_for_metric
 
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "guides"
 QUEUES = 4
 PRODUCERS = 4
 BATCHES = 20  # per producer thread
@@ -222,3 +226,21 @@ def test_should_serve_no_http_port_when_metrics_port_is_none(tmp_path: Path) -> 
         assert (process.ready["metrics"], process.ready["console"]) == ("none", "none")
     finally:
         process.stop()
+
+
+def test_should_document_every_metric_and_chart_only_real_ones(broker: ServerProcess) -> None:
+    with urllib.request.urlopen(broker.ready["metrics"], timeout=10) as response:
+        families = {f.name for f in text_string_to_metric_families(response.read().decode())}
+    guide = (DOCS / "observability.md").read_text(encoding="utf-8")
+    undocumented = sorted(
+        name for name in families if f"`{name}" not in guide and f"`{name}_total`" not in guide
+    )
+    assert undocumented == []
+    dashboard = json.loads((DOCS / "grafana-dashboard.json").read_text(encoding="utf-8"))
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    charted = {
+        re.sub(r"_(bucket|total)$", "", name)
+        for expr in exprs
+        for name in re.findall(r"\baeromq_[a-z_]+", expr)
+    }
+    assert charted and charted <= families, sorted(charted - families)
