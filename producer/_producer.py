@@ -298,22 +298,16 @@ class Producer:
     ) -> Sequence[SendResult]:
         started_ns = time.perf_counter_ns()
         try:
-            results = self._attempt_sync(messages, timeout_ms, queue, selector, arg)
+            attempt = self._prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
+            results = self._attempt_sync(attempt, timeout_ms)
         except BaseException:
             self._meter.on_failed()
             raise
         self._meter.on_sent(len(messages), time.perf_counter_ns() - started_ns)
         return results
 
-    def _attempt_sync(
-        self,
-        messages: Sequence[Message],
-        timeout_ms: int | None,
-        queue: MessageQueue | None,
-        selector: QueueSelector | None,
-        arg: Any,
-    ) -> Sequence[SendResult]:
-        attempt = self._prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
+    def _attempt_sync(self, attempt: _Attempt, timeout_ms: int | None) -> Sequence[SendResult]:
+        """Each attempt in turn until one is answered, one fails for good, or time is up."""
         last_error: ClientError | None = None
         while attempt.attempts_left > 0:
             attempt.attempts_left -= 1

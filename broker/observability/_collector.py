@@ -111,19 +111,20 @@ class BrokerCollector(Collector):
             "from a pull's arrival to its answer (a long poll's wait included)",
             labels=["topic"],
         )
-        # one meter is shared by both processors (Broker._start); a second is summed in
-        meters = {id(send.meter): send.meter, id(pull.meter): pull.meter}.values()
-        for meter in meters:
-            for traffic in meter.snapshot():
-                labels = [traffic.topic]
-                if traffic.messages_in or traffic.produce_latency.count:
-                    messages_in.add_metric(labels, traffic.messages_in)
-                    bytes_in.add_metric(labels, traffic.bytes_in)
-                    _histogram(produce, labels, traffic.produce_latency)
-                if traffic.pull_latency.count:
-                    messages_out.add_metric(labels, traffic.messages_out)
-                    bytes_out.add_metric(labels, traffic.bytes_out)
-                    _histogram(pulled, labels, traffic.pull_latency)
+        store = self._broker.store
+        assert store is not None
+        for traffic in self._broker.meter.snapshot():  # the processors' one meter
+            if store.topic_config.get(traffic.topic) is None:
+                continue  # deleted: its series end
+            labels = [traffic.topic]
+            if traffic.produce_latency.count:
+                messages_in.add_metric(labels, traffic.messages_in)
+                bytes_in.add_metric(labels, traffic.bytes_in)
+                _histogram(produce, labels, traffic.produce_latency)
+            if traffic.pull_latency.count:
+                messages_out.add_metric(labels, traffic.messages_out)
+                bytes_out.add_metric(labels, traffic.bytes_out)
+                _histogram(pulled, labels, traffic.pull_latency)
         yield from (messages_in, bytes_in, messages_out, bytes_out, produce, pulled)
         requests = CounterMetricFamily(
             "aeromq_requests", "data-plane requests received, by kind", labels=["kind"]

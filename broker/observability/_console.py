@@ -128,8 +128,7 @@ class ConsoleApp:
 
     def _topics(self) -> str:
         store, _ = self._control()
-        send = self._broker.send_processor
-        traffic = {t.topic: t for t in send.meter.snapshot()} if send is not None else {}
+        traffic = {t.topic: t for t in self._broker.meter.snapshot()}
         rates = self._latest_rates()
         rows = []
         for config in sorted(store.topic_config.topics(), key=lambda c: c.topic_name):

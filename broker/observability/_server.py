@@ -103,13 +103,10 @@ class ObservabilityServer:
 
     def _sample(self) -> Sample:
         broker = self._broker
-        send, control = broker.send_processor, broker.control_plane
-        messages_in: dict[str, int] = {}
-        messages_out: dict[str, int] = {}
-        if send is not None:
-            for traffic in send.meter.snapshot():
-                messages_in[traffic.topic] = traffic.messages_in
-                messages_out[traffic.topic] = traffic.messages_out
+        control = broker.control_plane
+        traffic = broker.meter.snapshot()
+        messages_in = {t.topic: t.messages_in for t in traffic}
+        messages_out = {t.topic: t.messages_out for t in traffic}
         lag: dict[str, int] = {}
         if control is not None:
             for group in control.offsets.known_groups():

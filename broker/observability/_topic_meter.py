@@ -77,11 +77,6 @@ class TopicMeter:
             totals.bytes_out += length
         totals.pull.observe_ns(latency_ns)
 
-    def forget(self, topic: str) -> None:
-        """Drop a deleted topic's figures."""
-        with self._lock:
-            self._topics.pop(topic, None)
-
     def snapshot(self) -> list[TopicTraffic]:
         """Every topic's totals, by name."""
         with self._lock:

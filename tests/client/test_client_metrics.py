@@ -9,23 +9,19 @@ from concurrent.futures import wait
 
 import pytest
 
-from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.broker.testing import ServerProcess
 from aeromq.client import Message, MessageQueue, TopicNotFoundError
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer
-from tests.broker.observability._scrape import scrape, value
+from tests.broker.observability._scrape import scrape, start_observed_broker, value
 
 TOPIC = "MeteredTopic"
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_broker_process(
-        tmp_path_factory.mktemp("client-metrics") / "data",
-        extra_args=["--ingress-udp-endpoint", "none", "--commit-log-segment-bytes", "16MiB",
-                    "--log-level", "WARNING"],
-    )  # fmt: skip
+    process = start_observed_broker(tmp_path_factory.mktemp("client-metrics"))
     try:
         with GrpcClient(process.grpc_address, timeout_s=30.0) as admin:
             admin.create_topic(TOPIC, read_queue_nums=4, write_queue_nums=4)

@@ -14,12 +14,13 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.broker.testing import ServerProcess
 from aeromq.client import Message, MessageQueue
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer, SendResult
+from tests.broker.observability._scrape import start_observed_broker
 from tests.console._browser import chromium, screenshot
 
 TOPIC = "ConsoleOrders"
@@ -29,11 +30,7 @@ WAIT_S = 30.0
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_broker_process(
-        tmp_path_factory.mktemp("console") / "data",
-        extra_args=["--ingress-udp-endpoint", "none", "--commit-log-segment-bytes", "16MiB",
-                    "--log-level", "WARNING"],
-    )  # fmt: skip
+    process = start_observed_broker(tmp_path_factory.mktemp("console"))
     try:
         yield process
     finally:

@@ -1,12 +1,16 @@
-"""Scraping a live broker's ``/metrics`` in tests: samples by name and labels."""
+"""Scraping a live broker's ``/metrics`` in tests: samples by name and labels, and the broker
+process the observability tests start."""
 
 from __future__ import annotations
 
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from aeromq.broker.testing import ServerProcess, start_broker_process
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -49,3 +53,13 @@ def wait_for_metric(url: str, check: Callable[[Samples], bool], timeout_s: float
 
 def labels_of(samples: Samples, name: str) -> list[Mapping[str, str]]:
     return [dict(have) for (n, have) in samples if n == name]
+
+
+def start_observed_broker(directory: Path) -> ServerProcess:
+    """A broker process for the observability tests: IPC only, 16 MiB segments, its data in
+    ``directory/data``."""
+    return start_broker_process(
+        directory / "data",
+        extra_args=["--ingress-udp-endpoint", "none", "--commit-log-segment-bytes", "16MiB",
+                    "--log-level", "WARNING"],
+    )  # fmt: skip

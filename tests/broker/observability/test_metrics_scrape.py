@@ -22,7 +22,13 @@ from aeromq.client.grpc_client import GrpcClient
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer
-from tests.broker.observability._scrape import scrape, total, value, wait_for_metric
+from tests.broker.observability._scrape import (
+    scrape,
+    start_observed_broker,
+    total,
+    value,
+    wait_for_metric,
+)
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "guides"
 QUEUES = 4
@@ -33,11 +39,7 @@ BATCH = 8  # messages per batch
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_broker_process(
-        tmp_path_factory.mktemp("metrics") / "data",
-        extra_args=["--ingress-udp-endpoint", "none", "--commit-log-segment-bytes", "16MiB",
-                    "--log-level", "WARNING"],
-    )  # fmt: skip
+    process = start_observed_broker(tmp_path_factory.mktemp("metrics"))
     try:
         yield process
     finally:
