@@ -20,6 +20,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
+from aeromq.broker._errors import ConfigError
 from aeromq.broker.observability._collector import BrokerCollector
 from aeromq.broker.observability._console import ConsoleApp, StartResponse
 from aeromq.broker.observability._history import History, Sample
@@ -41,7 +42,8 @@ class _QuietHandler(WSGIRequestHandler):
 
 class ObservabilityServer:
     """``/metrics`` and (``console``) the console of ``broker`` on ``host:port`` (see module;
-    port 0 takes a free one, read back in ``port``)."""
+    port 0 takes a free one, read back in ``port``). ``ConfigError`` when it cannot listen
+    there."""
 
     def __init__(self, broker: Broker, host: str, port: int, *, console: bool = True) -> None:
         self._broker = broker
@@ -50,9 +52,17 @@ class ObservabilityServer:
         self._metrics_app = make_wsgi_app(self.registry)
         self.history: History | None = History(self._sample) if console else None
         self._console = ConsoleApp(broker, self.history) if self.history is not None else None
-        self._server = make_server(
-            host, port, self._app, server_class=ThreadingWSGIServer, handler_class=_QuietHandler
-        )
+        try:
+            self._server = make_server(
+                host, port, self._app, server_class=ThreadingWSGIServer, handler_class=_QuietHandler
+            )
+        except OSError as exc:  # taken, or not an address of this host
+            raise ConfigError(
+                "cannot listen for /metrics and the console",
+                metrics_host=host,
+                metrics_port=port,
+                reason=exc.strerror or str(exc),
+            ) from exc
         self._thread: threading.Thread | None = None
         self.host = host
         self.port = int(self._server.server_address[1])

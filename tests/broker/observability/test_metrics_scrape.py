@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -246,3 +249,18 @@ def test_should_document_every_metric_and_chart_only_real_ones(broker: ServerPro
         for name in re.findall(r"\baeromq_[a-z_]+", expr)
     }
     assert charted and charted <= families, sorted(charted - families)
+
+
+def test_should_refuse_to_start_on_a_metrics_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "aeromq", "broker", "--data-dir", str(tmp_path / "data"),
+             "--grpc-port", "0", "--ingress-udp-endpoint", "none", "--metrics-port", str(port)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1, done
+    assert "cannot listen for /metrics and the console" in done.stderr
+    assert f"metrics_port={port}" in done.stderr
