@@ -211,7 +211,17 @@ class ConsoleApp:
         return _pages.message_results(list(answer.messages), None, True)
 
     def _cluster(self) -> str:
+        """The name server's view when the broker registers with one, else its own."""
         _, control = self._control()
+        registrar = self._broker.registrar
+        source = "this broker"
+        clusters = control.routes.list_clusters()
+        if registrar is not None:
+            try:
+                clusters = registrar.list_clusters()
+                source = f"the name server {registrar.namesrv_address}"
+            except BrokerError as exc:
+                source = f"this broker (the name server did not answer: {exc})"
         rows = [
             (
                 cluster.cluster_name,
@@ -220,11 +230,12 @@ class ConsoleApp:
                 broker.endpoints.udp_channel or "none",
                 broker.topic_count,
             )
-            for cluster in control.routes.list_clusters()
+            for cluster in clusters
             for broker in cluster.brokers
         ]
         headers = ("cluster", "broker", "gRPC", "UDP ingress", "topics")
-        return _pages.table("brokers", headers, rows, "no broker")
+        seen = f"<p id=cluster-source>as {html.escape(source)} sees it</p>"
+        return seen + _pages.table("brokers", headers, rows, "no broker")
 
     def _transport(self) -> str:
         aeron = self._broker.aeron

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.broker.testing import ServerProcess, start_broker_process, start_namesrv_process
 from aeromq.client import Message, MessageExt, MessageQueue
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
@@ -264,3 +264,30 @@ def test_should_refuse_to_start_on_a_metrics_port_in_use(tmp_path: Path) -> None
     assert done.returncode == 1, done
     assert "cannot listen for /metrics and the console" in done.stderr
     assert f"metrics_port={port}" in done.stderr
+
+
+def test_should_show_every_broker_of_the_name_server_on_the_cluster_page(tmp_path: Path) -> None:
+    namesrv = start_namesrv_process()
+    brokers: list[ServerProcess] = []
+    try:
+        for name in ("broker-a", "broker-b"):
+            brokers.append(
+                start_broker_process(
+                    tmp_path / name,
+                    name,
+                    ["--ingress-udp-endpoint", "none", "--namesrv-heartbeat-interval", "200ms"],
+                    namesrv_address=namesrv.grpc_address,
+                )
+            )
+        url = brokers[0].ready["console"] + "fragments/cluster"
+        deadline = time.monotonic() + 30
+        page = ""
+        while time.monotonic() < deadline and brokers[1].grpc_address not in page:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                page = response.read().decode()
+            time.sleep(0.1)
+        assert f"the name server {namesrv.grpc_address}" in page
+        assert all(b.grpc_address in page for b in brokers), page
+    finally:
+        for process in (*brokers, namesrv):
+            process.stop()
