@@ -33,6 +33,7 @@ from aeromq.broker.processor.admin import ControlPlane
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.rocketmq import RocketMQEndpoint
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.common import ResponseCode
@@ -120,6 +121,7 @@ class Broker:
         self.control_plane: ControlPlane | None = None
         self.grpc_server: BrokerGrpcServer | None = None
         self.registrar: NameServerRegistrar | None = None
+        self.rocketmq: RocketMQEndpoint | None = None
         self.observability: ObservabilityServer | None = None
         self.meter = TopicMeter()
         self.recovery_report: RecoveryReport | None = None
@@ -199,6 +201,7 @@ class Broker:
         )
         self._runner.start()
         self._start_control_plane(store)
+        self._start_rocketmq(store)
         self._start_observability()
         _log.info(
             "broker started: name=%s cluster=%s aeron_dir=%s ingress=%s udp=%s grpc=%s "
@@ -232,6 +235,17 @@ class Broker:
                 control, config.namesrv_address, config.namesrv_heartbeat_interval_ms
             )
             self.registrar.start()
+
+    def _start_rocketmq(self, store: MessageStore) -> None:
+        """RocketMQ 5 clients' endpoint (``aeromq.broker.rocketmq``), unless turned off."""
+        if not self.config.rocketmq_enabled:
+            return
+        if self.config.rocketmq_port == 0:  # routes name the port: bind a known one
+            self.config = self.config.with_overrides(
+                rocketmq_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
+            )
+        self.rocketmq = RocketMQEndpoint(store, self.config)
+        self.rocketmq.start()
 
     def _start_observability(self) -> None:
         """``/metrics`` and the web console on one HTTP port (see ``broker.observability``),
@@ -287,6 +301,8 @@ class Broker:
             self.registrar.stop()
         if self.grpc_server is not None:
             self.grpc_server.stop()
+        if self.rocketmq is not None:
+            self.rocketmq.stop()
         if self.control_plane is not None:
             self.control_plane.close()
         if self.hold is not None:
@@ -332,6 +348,11 @@ class Broker:
     def grpc_address(self) -> str:
         """``host:port`` the gRPC control plane listens on ("" before start)."""
         return self.grpc_server.address if self.grpc_server is not None else ""
+
+    @property
+    def rocketmq_address(self) -> str:
+        """``host:port`` of the RocketMQ 5 endpoint ("" when off or before start)."""
+        return self.rocketmq.address if self.rocketmq is not None else ""
 
     @property
     def ipc_ingress(self) -> tuple[str, int]:
