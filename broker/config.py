@@ -112,9 +112,12 @@ class BrokerConfig:
     rocketmq_enabled: bool = True
     rocketmq_port: int = 8181
     rocketmq_max_delivery_attempts: int = 16
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = 0
+    console_enabled: bool = True
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
-        {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes"}
+        {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes", "metrics_port"}
     )
 
     def __post_init__(self) -> None:
@@ -293,6 +296,10 @@ class BrokerConfig:
         _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
         _in_range("rocketmq_port", self.rocketmq_port, 0, 65535)
         _in_range("rocketmq_max_delivery_attempts", self.rocketmq_max_delivery_attempts, 1, 1000)
+        if not self.metrics_host:
+            _fail("metrics_host", self.metrics_host, "a host name or address")
+        if self.metrics_port is not None:
+            _in_range("metrics_port", self.metrics_port, 0, 65535)
         self.to_store_config()  # and whatever the store itself checks
 
 
@@ -329,6 +336,10 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
     "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
     "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",
+    "metrics_host": "address the HTTP server of /metrics and the web console listens on",
+    "metrics_port": "HTTP port of /metrics and the console (0: any free port, printed in the "
+    "ready line; none: no HTTP server)",
+    "console_enabled": "serve the read-only web console at /console/ beside /metrics",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 

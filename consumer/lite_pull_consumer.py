@@ -88,13 +88,16 @@ from aeromq.client import (
     MessageExt,
     MessageQueue,
     MessageSelector,
+    MetricsServer,
     OffsetIllegalError,
     SubscriptionData,
     build_subscription_data,
+    serve_metrics,
 )
 from aeromq.common import check_topic
 from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat, QueueGrant
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
+from aeromq.consumer._metrics import ConsumerMetrics
 from aeromq.consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
@@ -265,6 +268,37 @@ class DefaultLitePullConsumer:
     def flow_control_counters(self) -> FlowControlCounters:
         """What the pull tasks did: flow-control delays by check, pulls, errors."""
         return self._counters
+
+    def metrics(self) -> ConsumerMetrics:
+        """What this consumer did since it was made (pulls, messages pulled and polled,
+        errors, flow-control delays, rebalances, the pull latency) and its cache now.
+        Caller: the application, any thread. Affects: nothing."""
+        counters = self._counters
+        rebalance = self._rebalance
+        cached = cached_bytes = 0
+        for state in self._assigned.states():
+            cached += state.process_queue.msg_count
+            cached_bytes += state.process_queue.msg_size
+        return ConsumerMetrics(
+            pulls=counters.pulls,
+            messages_pulled=counters.messages_pulled,
+            messages_polled=counters.messages_polled,
+            pull_errors=counters.pull_errors + counters.broker_busy + counters.corrupt_pulls,
+            flow_control_events=counters.consume_request + counters.queue + counters.queue_max_span,
+            paused_delays=counters.paused,
+            rebalances=0 if rebalance is None else rebalance.runs,
+            assigned_queues=len(self._assigned),
+            cached_messages=cached,
+            cached_bytes=cached_bytes,
+            pull_latency=counters.pull_latency.snapshot(),
+        )
+
+    def serve_metrics(self, host: str = "127.0.0.1", port: int = 0) -> MetricsServer:
+        """Serve :meth:`metrics` at ``http://host:port/metrics`` for Prometheus
+        (``aeromq_consumer_*``, labelled with the group and client id); ``close()`` the answer
+        to stop."""
+        labels = {"group": self.consumer_group, "client_id": self._client_id}
+        return serve_metrics("aeromq_consumer", self.metrics, labels, host=host, port=port)
 
     @property
     def offset_store(self) -> OffsetStore | None:
@@ -635,6 +669,7 @@ class DefaultLitePullConsumer:
             taken += len(messages)
             if not self.is_running:
                 break
+        self._counters.messages_polled += taken
         return result
 
     # -- position ------------------------------------------------------------------------

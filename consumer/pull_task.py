@@ -54,6 +54,7 @@ from aeromq.client import (
     MessageQueue,
     SubscriptionData,
 )
+from aeromq.common import LatencyHistogram
 from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, QueueGrant
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig
@@ -98,6 +99,12 @@ class FlowControlCounters:
     """Asks for a queue refused because its previous holder had not released it yet."""
     corrupt_pulls: int = 0
     """Pull answers whose record batches failed their check (nothing of them delivered)."""
+    messages_pulled: int = 0
+    """Messages pulled into the cache (after the client-side tag filter)."""
+    messages_polled: int = 0
+    """Messages ``poll`` and ``poll_batch`` returned to the application."""
+    pull_latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """From a pull's request to its answer (a long poll's wait included); once per pull."""
 
 
 @dataclass(slots=True)
@@ -211,8 +218,10 @@ class PullTask:
             self.cancelled = True
             return
         counters.pulls += 1
+        started_ns = time.perf_counter_ns()
 
         def on_pull(result: PullResult | None, error: BaseException | None) -> None:
+            counters.pull_latency.observe_ns(time.perf_counter_ns() - started_ns)
             self._on_pull(state, process_queue, subscription, result, error)
 
         try:
@@ -331,6 +340,7 @@ class PullTask:
                     counters.found += 1
                     messages = self._filter(result.messages, subscription)
                     if messages:
+                        counters.messages_pulled += len(messages)
                         process_queue.put_messages(messages)
                         ctx.cache.put(ConsumeRequest(messages, self.queue, process_queue))
                 elif result.status is PullStatus.OFFSET_ILLEGAL:
