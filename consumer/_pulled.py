@@ -46,9 +46,7 @@ from aeromq.consumer.message_batch import MessageBatch, PulledChunk
 
 __all__ = ["read_pulled_batches"]
 
-_PREFIX: Final = struct.Struct("<iI")
-_CRC: Final = struct.Struct("<I")
-_CRC_OFFSET: Final = 44
+_LENGTH: Final = struct.Struct("<i")
 _CRC_START: Final = 48
 _HEADER_BYTES: Final = np.arange(FIXED_HEADER_LENGTH, dtype=np.int64)
 
@@ -73,6 +71,7 @@ def read_pulled_batches(
     position = np.array(positions, dtype=np.int64)
     length = np.array(lengths, dtype=np.int64)
     headers = raw[position[:, None] + _HEADER_BYTES].view(HEADER_DTYPE).ravel()
+    _check_batches(data, headers, positions, lengths, queue, offset)
     topic = queue.topic.encode()
     if (headers["queue_id"] != queue.queue_id).any() or (
         headers["topic_length"] != len(topic)
@@ -295,35 +294,55 @@ def _compiled(expression: str) -> Sql92Filter:
 
 
 def _frame(data: bytes, queue: MessageQueue, offset: int) -> tuple[list[int], list[int]]:
-    """Where each batch starts and how long it is; each batch's CRC checked."""
+    """Where each batch starts and how long it is (its magic and CRC checked by
+    :func:`_check_batches`): a walk of the length prefixes, the one loop per batch."""
     positions: list[int] = []
     lengths: list[int] = []
-    view = memoryview(data)
     end = len(data)
     position = 0
-    unpack = _PREFIX.unpack_from
-    crc_of = _CRC.unpack_from
-    crc32 = zlib.crc32
+    unpack = _LENGTH.unpack_from
     while position < end:
         if end - position < FIXED_HEADER_LENGTH:
             raise _corrupt("a truncated batch", queue, offset, end, position)
-        length, magic = unpack(data, position)
-        if magic != BATCH_MAGIC or length < FIXED_HEADER_LENGTH or position + length > end:
+        length = unpack(data, position)[0]
+        if length < FIXED_HEADER_LENGTH or position + length > end:
             raise _corrupt("a broken batch header", queue, offset, end, position)
-        stored = crc_of(data, position + _CRC_OFFSET)[0]
-        computed = crc32(view[position + _CRC_START : position + length])
-        if computed != stored:
-            raise _corrupt(
-                f"CRC mismatch: stored={stored:#010x} computed={computed:#010x}",
-                queue,
-                offset,
-                end,
-                position,
-            )
         positions.append(position)
         lengths.append(length)
         position += length
     return positions, lengths
+
+
+def _check_batches(
+    data: bytes,
+    headers: npt.NDArray[np.void],
+    positions: list[int],
+    lengths: list[int],
+    queue: MessageQueue,
+    offset: int,
+) -> None:
+    """Each batch's magic, then its CRC (one zlib call per batch), in answer order."""
+    bad_magic = np.flatnonzero(headers["magic"] != BATCH_MAGIC)
+    if len(bad_magic):
+        at = positions[int(bad_magic[0])]
+        raise _corrupt("a broken batch header", queue, offset, len(data), at)
+    view = memoryview(data)
+    crc32 = zlib.crc32
+    computed = np.array(
+        [crc32(view[a + _CRC_START : a + n]) for a, n in zip(positions, lengths, strict=True)],
+        dtype=np.uint32,
+    )
+    bad_crc = np.flatnonzero(computed != headers["crc"])
+    if len(bad_crc):
+        which = int(bad_crc[0])
+        raise _corrupt(
+            f"CRC mismatch: stored={int(headers['crc'][which]):#010x} "
+            f"computed={int(computed[which]):#010x}",
+            queue,
+            offset,
+            len(data),
+            positions[which],
+        )
 
 
 def _starts(

@@ -534,8 +534,10 @@ class MessageBatch(Sequence[MessageExt]):
         present = np.zeros(len(self), dtype=bool)
         pieces: list[bytes] = []
         for chunk, first in zip(self._chunks, self._starts, strict=False):
+            if needle not in chunk.buffer:  # one C search: most answers lack a given property
+                continue
             data = chunk.segments(chunk.properties_start, chunk.properties_length)
-            if needle not in data:  # one C search: most chunks lack a given property
+            if needle not in data:
                 continue
             starts = np.cumsum(chunk.properties_length, dtype=np.int64) - chunk.properties_length
             found = [

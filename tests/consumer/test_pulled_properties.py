@@ -1,15 +1,17 @@
 """The vectorised reader of a pull answer (``read_pulled_batches``) against a record-by-record
 reading of the same bytes (``common.RecordBatch``): answers of many batches of different
-sizes, cut to any range, with and without a tag subscription."""
+sizes, cut to any range, with and without a tag subscription; and any byte changed under a
+batch's CRC is reported, nothing of the answer delivered."""
 
 from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aeromq.client import MessageQueue, build_subscription_data
+from aeromq.client import CorruptMessageError, MessageQueue, build_subscription_data
 from aeromq.common import RecordBatch, encode_batch, patch_batch
 from aeromq.consumer._pulled import read_pulled_batches
 
@@ -92,3 +94,25 @@ def test_should_read_every_answer_as_record_by_record_reading_does(
         row[1] for row in expected
     ]
     assert got.queue_offsets.tolist() == [row[0] for row in expected]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(_RECORD, min_size=1, max_size=70), min_size=2, max_size=5),
+    st.data(),
+)
+def test_should_raise_and_deliver_nothing_when_any_byte_under_a_crc_changes(
+    batches: list[list[tuple[bytes, str | None, bool, int]]], data: st.DataObject
+) -> None:
+    answer, total = _answer(batches)
+    starts = [0]
+    while starts[-1] < len(answer):
+        starts.append(starts[-1] + RecordBatch(answer, starts[-1]).length)
+    which = data.draw(st.integers(0, len(batches) - 1))
+    at = data.draw(st.integers(starts[which] + 48, starts[which + 1] - 1))
+    broken = bytearray(answer)
+    broken[at] ^= data.draw(st.integers(1, 255))
+    with pytest.raises(CorruptMessageError) as raised:
+        read_pulled_batches(bytes(broken), QUEUE, "broker-a", 0, total, None)
+    assert raised.value.values["queue_id"] == QUEUE.queue_id
+    assert raised.value.values["pull_offset"] == 0
