@@ -645,7 +645,9 @@ def _runs(runs: list[tuple[str, int]]) -> pyarrow.Array:
             np.array([values.index(value) for value, _ in runs], dtype=np.int32),
             [n for _, n in runs],
         )
-    return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
+    return pa.DictionaryArray.from_arrays(  # codes index ``values`` by construction
+        pa.array(codes), pa.array(values, pa.string()), safe=False
+    )
 
 
 def as_message_batch(messages: Sequence[MessageExt]) -> MessageBatch:
