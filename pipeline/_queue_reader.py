@@ -43,6 +43,7 @@ from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES
 from aeromq.consumer import MessageBatch
 from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.pipeline._errors import DataLossError, ReadTimeoutError
+from aeromq.pipeline._resolve import start_within
 from aeromq.pipeline._schema import arrow_schema
 from aeromq.proto import messages_pb2
 
@@ -98,7 +99,7 @@ def read_queue_range(
         )
         try:
             min_offset = resolver.client(route.grpc_address).get_min_offset(topic, queue_id)
-            start = _start(queue, start_offset, min_offset, fail_on_data_loss)
+            start = start_within(queue, start_offset, min_offset, fail_on_data_loss)
             reader = _RangeReader(
                 sessions.session(route),
                 queue,
@@ -111,21 +112,6 @@ def read_queue_range(
             yield from _record_batches(reader.batches(), sub_expression, include_properties)
         finally:
             sessions.close()
-
-
-def _start(queue: MessageQueue, offset: int, min_offset: int, fail_on_data_loss: bool) -> int:
-    """``offset``, or (below the queue's min offset) fail, or start at the min offset."""
-    if offset >= min_offset:
-        return offset
-    if fail_on_data_loss:
-        raise DataLossError(
-            "offset is below the queue's min offset (removed by retention); set "
-            "failOnDataLoss=false to read on from the min offset",
-            queue=str(queue),
-            offset=offset,
-            min_offset=min_offset,
-        )
-    return min_offset
 
 
 class _RangeReader:
