@@ -8,7 +8,9 @@ fills a topic with 1,000,000 messages of 100 B (50,000 with ``--quick``) before 
 SparkSession ``local[2]`` (``aeromq.pipeline.spark_session``). Each batch case reads the whole
 topic (one Spark partition per queue, coalesced to 1, 2 or 4 tasks) and sums the body lengths,
 so every row is materialised; the clock runs around that one action, after a warm-up read of
-1,000 rows.
+1,000 rows. Each case also reports ``cpu_us_per_row``: the CPU time of Spark's JVM (with its
+Python workers) and of the broker during the action, per row; it does not depend on what else
+runs on the machine, and on a quiet machine rows/s is about cores / CPU per row.
 
 Baseline ``baseline:arrow-memory``: a Python data source with the same schema whose partitions
 yield one pre-built ``pyarrow.RecordBatch`` of 8,192 rows over and over, the same row count in
@@ -138,40 +140,74 @@ def _baseline_batches(rows: int) -> Iterator[Any]:
         rows -= n
 
 
-def _timed_sum(df: Any) -> tuple[int, float]:
-    """(rows, seconds) of one action that materialises every body."""
+def _tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and all its descendants so far, those already
+    reaped included (from /proc)."""
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(value) for value in fields[11:15])
+    tree: set[int] = set()
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        tree.add(current)
+        todo.extend(child for child, parent in parents.items() if parent == current)
+    return sum(times.get(member, 0) for member in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed_sum(df: Any, pids: tuple[int, ...]) -> tuple[int, float, float]:
+    """(rows, seconds, CPU seconds of ``pids``' process trees) of one action that
+    materialises every body."""
     from pyspark.sql import functions as f
 
+    cpu = sum(_tree_cpu_s(pid) for pid in pids)
     began = time.monotonic()
     row = df.agg(f.count("*").alias("rows"), f.sum(f.length("body")).alias("bytes")).collect()[0]
-    return int(row["rows"]), time.monotonic() - began
+    seconds = time.monotonic() - began
+    return int(row["rows"]), seconds, sum(_tree_cpu_s(pid) for pid in pids) - cpu
 
 
-def _rate_row(name: str, rows: int, seconds: float, partitions: int) -> Result:
+def _rate_row(name: str, rows: int, seconds: float, cpu_s: float, partitions: int) -> Result:
     rate = rows / seconds
     return Result(
         name,
         msgs_per_s=rate,
         MB_per_s=rate * BODY_LENGTH / 1e6,
         extra={"rows_per_s": round(rate, 1), "rows": rows, "partitions": partitions,
-               "seconds": round(seconds, 3)},
+               "seconds": round(seconds, 3), "cpu_us_per_row": round(cpu_s * 1e6 / rows, 3)},
     )  # fmt: skip
 
 
-def _batch_cases(spark: Any, grpc: str, topic: str, count: int) -> Iterator[Result]:
+def _batch_cases(
+    spark: Any, grpc: str, topic: str, count: int, broker_pid: int
+) -> Iterator[Result]:
+    """The batch reads, then the baseline; CPU per row: Spark's JVM with its Python workers,
+    and the broker (what shares the machine's cores during a read: on a quiet machine,
+    rows/s is about cores / CPU per row)."""
+    pids = (spark.sparkContext._gateway.proc.pid, broker_pid)
     reader = spark.read.format("aeromq").option("endpoints", grpc).option("topic", topic)
     warm_up = (  # Python workers, imports, sessions: 1,000 rows of queue 0
         spark.read.format("aeromq").option("endpoints", grpc)
         .option("assign", f'{{"{topic}": [0]}}')
         .option("endingOffsets", f'{{"{topic}": {{"broker-a:0": 1000}}}}')
     )  # fmt: skip
-    _timed_sum(warm_up.load())
+    _timed_sum(warm_up.load(), pids)
     for partitions in PARTITIONS:
-        rows, seconds = _timed_sum(reader.load().coalesce(partitions))
+        rows, seconds, cpu_s = _timed_sum(reader.load().coalesce(partitions), pids)
         if rows != count:
             yield Result(f"aeromq:batch-read:{partitions}-partition", extra={"rows": rows})
             continue
-        yield _rate_row(f"aeromq:batch-read:{partitions}-partition", rows, seconds, partitions)
+        name = f"aeromq:batch-read:{partitions}-partition"
+        yield _rate_row(name, rows, seconds, cpu_s, partitions)
     spark.dataSource.register(_memory_source())
     for partitions in PARTITIONS:
         df = (
@@ -180,8 +216,9 @@ def _batch_cases(spark: Any, grpc: str, topic: str, count: int) -> Iterator[Resu
             .option("partitions", str(partitions))
             .load()
         )
-        rows, seconds = _timed_sum(df)
-        yield _rate_row(f"baseline:arrow-memory:{partitions}-partition", rows, seconds, partitions)
+        rows, seconds, cpu_s = _timed_sum(df, pids)
+        name = f"baseline:arrow-memory:{partitions}-partition"
+        yield _rate_row(name, rows, seconds, cpu_s, partitions)
 
 
 def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
@@ -268,7 +305,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
         )
         spark.sparkContext.setLogLevel("ERROR")
         rows: dict[str, Result] = {}
-        for row in _batch_cases(spark, broker.grpc_address, topic, count):
+        for row in _batch_cases(spark, broker.grpc_address, topic, count, broker.pid):
             rows[row.name] = row
             yield row
         stream = _stream_case(spark, broker.grpc_address, root, 2.0 if quick else 20.0)
