@@ -13,8 +13,8 @@ fixed number of numpy calls per answer). Answers are gathered into record batche
 without a Python object per message (the ``properties`` map, asked for with
 ``includeProperties``, is the exception: it parses each message's properties).
 
-Pulls in flight ask for successive strides of the range (``pullBatchSize`` messages each,
-4,096 by default, the broker's cap). A pull answers with whole stored batches, so it may end past the stride
+Pulls in flight ask for successive strides of the range (``pullBatchSize`` messages each, the
+broker's cap at most). A pull answers with whole stored batches, so it may end past the stride
 (the next answer is then cut to start where this one ended) or short of it (the broker's byte
 cap: the pulls after it are dropped, asked again from where it ended, with the stride shrunk
 to what the broker answered).
@@ -43,7 +43,6 @@ from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES
 from aeromq.consumer import MessageBatch
 from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.pipeline._errors import DataLossError, ReadTimeoutError
-from aeromq.pipeline._options import MAX_PULL_BATCH_SIZE
 from aeromq.pipeline._resolve import start_within
 from aeromq.pipeline._schema import arrow_schema
 from aeromq.proto import messages_pb2
@@ -80,7 +79,7 @@ def read_queue_range(
     include_properties: bool = False,
     fail_on_data_loss: bool = True,
     read_timeout_ms: int = 60_000,
-    pull_batch_size: int = MAX_PULL_BATCH_SIZE,
+    pull_batch_size: int = 1024,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the range's matching messages as record batches (about 8,192 rows each).
 
@@ -106,7 +105,7 @@ def read_queue_range(
                 queue,
                 start,
                 end_offset,
-                stride=max(1, min(MAX_PULL_BATCH_SIZE, pull_batch_size)),
+                stride=max(1, min(1024, pull_batch_size)),
                 fail_on_data_loss=fail_on_data_loss,
                 read_timeout_ms=read_timeout_ms,
             )
