@@ -9,8 +9,9 @@ SparkSession ``local[2]`` (``aeromq.pipeline.spark_session``). Each batch case r
 topic (one Spark partition per queue, coalesced to 1, 2 or 4 tasks) and sums the body lengths,
 so every row is materialised; the clock runs around that one action, after a warm-up read of
 1,000 rows. Each case also reports ``cpu_us_per_row``: the CPU time of Spark's JVM (with its
-Python workers) and of the broker during the action, per row; it does not depend on what else
-runs on the machine, and on a quiet machine rows/s is about cores / CPU per row.
+Python workers) and of the broker during the action, per row. It depends less on what else runs
+on the machine than rows/s does (idle polling threads still add CPU in proportion to the wall
+time); on a quiet machine rows/s is about cores / CPU per row.
 
 Baseline ``baseline:arrow-memory``: a Python data source with the same schema whose partitions
 yield one pre-built ``pyarrow.RecordBatch`` of 8,192 rows over and over, the same row count in
