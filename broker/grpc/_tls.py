@@ -47,7 +47,9 @@ def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
     """The server credentials of ``tls`` (the client certificate required when mutual)."""
     chain = _read("tls_cert_file", tls.cert_file)
     key = _read("tls_key_file", tls.key_file)
-    client_ca = None if tls.client_ca_file is None else _read("tls_client_ca_file", tls.client_ca_file)
+    client_ca = (
+        None if tls.client_ca_file is None else _read("tls_client_ca_file", tls.client_ca_file)
+    )
     return grpc.ssl_server_credentials(
         [(key, chain)], root_certificates=client_ca, require_client_auth=client_ca is not None
     )

@@ -3,6 +3,7 @@ against the ingress image of the session's CONNECT, answers only to the CONNECT'
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 from collections.abc import Iterator
 
@@ -67,6 +68,7 @@ def test_should_refuse_a_neighbour_process_that_uses_or_closes_another_clients_s
         kind, own_session_id = results.get(timeout=60)
         assert kind == "own" and own_session_id not in (0, victim.session_id)
         kind, code, message, answered_session = results.get(timeout=30)
+        assert answered_session == victim.session_id  # echoed, answered on its own session
         assert (kind, code) == ("answer", ResponseCode.NO_PERMISSION)
         assert f"session_id={victim.session_id}" in message
         assert results.get(timeout=30) == ("closed",)
@@ -87,7 +89,7 @@ def test_should_draw_unguessable_session_ids() -> None:
     ids = [table.new_id() for _ in range(1_000)]
     assert len(set(ids)) == len(ids)
     assert all(0 < i < 1 << 63 for i in ids)
-    assert sum(1 for a, b in zip(ids, ids[1:], strict=False) if abs(a - b) < 1 << 32) == 0
+    assert sum(1 for a, b in itertools.pairwise(ids) if abs(a - b) < 1 << 32) == 0
 
 
 def test_should_not_answer_a_connect_that_points_its_answers_elsewhere(
