@@ -10,8 +10,8 @@ starve the unary calls, however many consumers there are.
 The port is bound without ``SO_REUSEPORT``: a second server on a taken port fails to start
 (:class:`BrokerError` naming the address) instead of sharing the requests at random. With
 ``tls`` the port takes TLS only (and a client certificate when ``tls.client_ca_file`` is set).
-A bad call (a request that does not decode, a handler that raised) logs one line at WARNING;
-its traceback only at DEBUG (:class:`OneLineCallErrors`).
+A bad call (a request that does not decode, a handler that raised) logs one line; its
+traceback only when gRPC's logger is enabled for DEBUG (:class:`OneLineCallErrors`).
 
 Health reports SERVING for the overall server ("") and each registered service from ``start``
 until ``stop``, then NOT_SERVING while in-flight calls finish within the grace period.
