@@ -32,6 +32,7 @@ from aeromq.broker.processor.admin import ControlPlane
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.security import Acl, acl_of, tls_of, warn_if_exposed
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.common import ResponseCode
@@ -118,6 +119,7 @@ class Broker:
         self.session_agent: SessionAgent | None = None
         self.control_plane: ControlPlane | None = None
         self.grpc_server: BrokerGrpcServer | None = None
+        self.acl: Acl | None = None
         self.registrar: NameServerRegistrar | None = None
         self.recovery_report: RecoveryReport | None = None
         self.aeron_dir = ""
@@ -149,6 +151,7 @@ class Broker:
                 grpc_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
             )
         config = self.config
+        self.acl = acl_of(config)
         self._start_transport()
         store = self.store = MessageStore(config.to_store_config())
         report = self.recovery_report = store.start()
@@ -214,7 +217,11 @@ class Broker:
         one is configured."""
         config = self.config
         control = self.control_plane = ControlPlane(config, store)
-        server = self.grpc_server = BrokerGrpcServer(control, config.grpc_host, config.grpc_port)
+        tls = tls_of(config)
+        warn_if_exposed(config.grpc_host, tls, self.acl)
+        server = self.grpc_server = BrokerGrpcServer(
+            control, config.grpc_host, config.grpc_port, tls=tls, acl=self.acl
+        )
         server.start()
         control.identity.update_endpoints(self.endpoints(server.address))
         registry = control.registry

@@ -109,9 +109,22 @@ class BrokerConfig:
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
     offset_persist_interval_ms: int = 5_000
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    acl_file: Path | None = None
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
-        {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes"}
+        {
+            "namesrv_address",
+            "aeron_dir",
+            "ingress_udp_endpoint",
+            "max_store_bytes",
+            "tls_cert_file",
+            "tls_key_file",
+            "tls_client_ca_file",
+            "acl_file",
+        }
     )
 
     def __post_init__(self) -> None:
@@ -288,6 +301,10 @@ class BrokerConfig:
         _in_range("index_slots", self.index_slots, 1, _INT32_MAX)
         _in_range("index_entries", self.index_entries, 2, _INT32_MAX)
         _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            _fail("tls_key_file", self.tls_key_file, "tls_cert_file and tls_key_file go together")
+        if self.tls_client_ca_file is not None and self.tls_cert_file is None:
+            _fail("tls_client_ca_file", self.tls_client_ca_file, "mutual TLS needs tls_cert_file")
         self.to_store_config()  # and whatever the store itself checks
 
 
@@ -321,6 +338,11 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "index_slots": "hash slots of one index file",
     "index_entries": "entries of one index file",
     "offset_persist_interval_ms": "how often consumer offsets are written to disk",
+    "tls_cert_file": "PEM certificate chain of the gRPC server (with tls_key_file: TLS on)",
+    "tls_key_file": "PEM private key of the gRPC server's certificate",
+    "tls_client_ca_file": "PEM CA that must sign client certificates (mutual TLS; none: off)",
+    "acl_file": "TOML file with an [acl] table of users and permissions (none: no ACL, unless "
+    "the config file has an [acl] table)",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 
@@ -505,7 +527,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise BrokerConfigError(
             "broker config file is not valid TOML", key="config", value=str(path), rule=str(exc)
         ) from exc
-    table = document.get("broker", document)
+    table = dict(document.get("broker", document))
+    if isinstance(document.get("acl"), dict):  # the ACL may sit in the broker's own file
+        table.pop("acl", None)
+        table.setdefault("acl_file", str(path))
     if not isinstance(table, dict):
         raise BrokerConfigError(
             "broker config file: [broker] must be a table",

@@ -8,6 +8,7 @@ expressions, message ids, validation with RocketMQ's rules) is defined in ``aero
 re-exported here, so that a client needs one import.
 """
 
+from aeromq.client._security import ClientTls, Credentials
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.client.message import HostAddress, Message, MessageExt, MessageQueue
@@ -18,6 +19,8 @@ from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.common import (
     ERROR_FOR_CODE,
     SUB_ALL,
+    AccessDeniedError,
+    AuthenticationError,
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,
@@ -54,6 +57,8 @@ from aeromq.common import (
 __all__ = [
     "ERROR_FOR_CODE",
     "SUB_ALL",
+    "AccessDeniedError",
+    "AuthenticationError",
     "BrokerBusyError",
     "BrokerError",
     "BrokerRoute",
@@ -61,7 +66,9 @@ __all__ = [
     "BrokerUnavailableError",
     "ClientError",
     "ClientSession",
+    "ClientTls",
     "CorruptMessageError",
+    "Credentials",
     "ExpressionType",
     "GrpcClient",
     "HeartbeatStream",

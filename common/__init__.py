@@ -41,6 +41,8 @@ from aeromq.common._envelope import (
 )
 from aeromq.common._errors import (
     ERROR_FOR_CODE,
+    AccessDeniedError,
+    AuthenticationError,
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,
@@ -207,6 +209,8 @@ __all__ = [
     "UNIQUE_PID_OFFSET",
     "UNIQUE_TIME_OFFSET",
     "VALID_NAME_PATTERN",
+    "AccessDeniedError",
+    "AuthenticationError",
     "BatchCheck",
     "BrokerBusyError",
     "BrokerError",

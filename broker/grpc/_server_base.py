@@ -124,9 +124,10 @@ class GrpcServerBase:
             raise IllegalStateError("gRPC server already started", address=self.address)
         _install_one_line_filter()
         loop = asyncio.new_event_loop()
+        executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=self._name)
+        loop.set_default_executor(executor)  # handlers an async interceptor wraps run here too
         thread = threading.Thread(target=loop.run_forever, name=f"{self._name}-loop", daemon=True)
         thread.start()
-        executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=self._name)
         target = f"{self.host}:{self._requested_port}"
         try:
             server, port = asyncio.run_coroutine_threadsafe(
