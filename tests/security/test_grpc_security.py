@@ -129,7 +129,7 @@ def test_should_allow_and_deny_each_permission_per_topic_and_group(
         app.update_offset("orders", "Orders", 0, 0)
         with pytest.raises(AccessDeniedError, match="group:others"):
             app.update_offset("others", "Orders", 0, 0)
-        with pytest.raises(AccessDeniedError, match="user='reader'.*group:orders"):
+        with pytest.raises(AccessDeniedError, match=r"user='reader'.*group:orders"):
             reader.query_offset("orders", "Orders", 0)
         # sub on a group: joining it with a heartbeat
         join = consumer_group_pb2.HeartbeatRequest(
