@@ -189,6 +189,7 @@ class Broker:
             config.broker_name,
             config=self.session_config,
             max_message_size=config.max_message_size,
+            acl=self.acl,
         )
         self._runner = AgentRunner(
             BackoffIdleStrategy(max_park_period_ns=_IDLE_MAX_PARK_NS),

@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 
+from aeromq.client._security import Credentials
 from aeromq.client.route import BrokerRoute
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
@@ -56,6 +57,7 @@ class BrokerSessions:
         udp_response_host: str = "127.0.0.1",
         request_timeout_ms: int,
         offer_timeout_ms: int,
+        credentials: Credentials | None = None,
     ) -> None:
         if transport not in ("auto", "ipc", "udp"):
             raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
@@ -65,6 +67,7 @@ class BrokerSessions:
         self._udp_response_host = udp_response_host
         self._request_timeout_ms = request_timeout_ms
         self._offer_timeout_ms = offer_timeout_ms
+        self._credentials = credentials
         self._lock = threading.Lock()
         self._sessions: dict[str, ClientSession] = {}
         self._clients: dict[str, Aeron] = {}
@@ -115,6 +118,7 @@ class BrokerSessions:
             client_id=self._client_id,
             request_timeout_ms=self._request_timeout_ms,
             offer_timeout_ms=self._offer_timeout_ms,
+            credentials=self._credentials,
         )
         try:
             return ClientSession.connect(self._client(aeron_dir), config)

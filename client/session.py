@@ -58,6 +58,7 @@ from typing import Any, Final, overload
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
 
+from aeromq.client._security import Credentials
 from aeromq.common import (
     DEFAULT_INGRESS_STREAM_ID,
     REQUEST_FIELD_NUMBERS,
@@ -118,7 +119,8 @@ class SessionConfig:
     ``response_stream_id`` 0 takes a stream id unique among the driver's clients; a UDP
     ``response_channel`` with port 0 takes a free local port. ``keepalive_interval_ms`` 0 is a
     third of the session timeout the broker announces. UDP channels without a ``term-length``
-    get ``udp_term_length`` (0: the driver's default), both ways.
+    get ``udp_term_length`` (0: the driver's default), both ways. ``credentials`` go in the
+    CONNECT, for a broker with access control (refused: ``AuthenticationError``).
     """
 
     ingress_channel: str = "aeron:ipc"
@@ -131,6 +133,7 @@ class SessionConfig:
     offer_timeout_ms: int = 1_000
     keepalive_interval_ms: int = 0
     udp_term_length: int = DEFAULT_UDP_TERM_LENGTH
+    credentials: Credentials | None = None
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_ms", "request_timeout_ms", "offer_timeout_ms"):
@@ -239,6 +242,8 @@ class ClientSession:
             client_id=config.client_id or f"{socket.gethostname()}@{os.getpid()}",
             version=SESSION_PROTOCOL_VERSION,
         )
+        if config.credentials is not None:
+            connect.user, connect.secret = config.credentials.user, config.credentials.secret
         remaining_ms = max(1, (deadline_ns - time.monotonic_ns()) // 1_000_000)
         try:
             answer = self.request(connect, remaining_ms)

@@ -136,10 +136,14 @@ class AuthenticationError(NoPermissionError):
     """A secured broker did not accept the client's credentials (none, an unknown user or a
     wrong secret); the message names the user."""
 
+    code = ResponseCode.UNAUTHORIZED
+
 
 class AccessDeniedError(NoPermissionError):
     """The client's user lacks a permission on a resource; the message names the user, the
     resource (``topic:NAME`` or ``group:NAME``) and the permission (pub, sub or admin)."""
+
+    code = ResponseCode.FORBIDDEN
 
 
 class OffsetIllegalError(ClientError):
@@ -201,6 +205,8 @@ ERROR_FOR_CODE: Mapping[int, type[ClientError]] = MappingProxyType(
         ResponseCode.FLOW_CONTROL: BrokerBusyError,
         ResponseCode.ILLEGAL_OPERATION: IllegalStateError,
         ResponseCode.RPC_TIME_OUT: RequestTimeoutError,
+        ResponseCode.UNAUTHORIZED: AuthenticationError,
+        ResponseCode.FORBIDDEN: AccessDeniedError,
     }
 )
 """The wire code of a failed response -> the class of error it raises; others are ClientError."""

@@ -189,7 +189,7 @@ class GrpcBrokerApi:
         self.client_id = client_id
         self.heartbeat_interval_ms = config.heartbeat_broker_interval_ms
         self._timeout_s = config.control_timeout_ms / 1000.0
-        self._resolver = RouteResolver(config.endpoints, timeout_s=self._timeout_s)
+        self._resolver = self._routes_of(config.endpoints)
         self._sessions = BrokerSessions(
             client_id=client_id,
             transport=config.transport,
@@ -197,6 +197,7 @@ class GrpcBrokerApi:
             udp_response_host=config.udp_response_host,
             request_timeout_ms=config.consumer_timeout_ms_when_suspend,
             offer_timeout_ms=config.offer_timeout_ms,
+            credentials=config.credentials,
         )
         self._connector = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aeromq-connect")
         self._lock = threading.Lock()
@@ -416,10 +417,19 @@ class GrpcBrokerApi:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def _routes_of(self, endpoints: Sequence[str]) -> RouteResolver:
+        config = self._config
+        return RouteResolver(
+            tuple(endpoints),
+            timeout_s=self._timeout_s,
+            credentials=config.credentials,
+            tls=config.tls,
+        )
+
     def update_endpoints(self, endpoints: Sequence[str]) -> None:
         old, self._resolver = (
             self._resolver,
-            RouteResolver(tuple(endpoints), timeout_s=self._timeout_s),
+            self._routes_of(tuple(endpoints)),
         )
         old.close()
 

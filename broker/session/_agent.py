@@ -47,6 +47,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.security._acl import Acl, Permission, ResourceKind
 from aeromq.broker.session._config import SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
 from aeromq.broker.session._route_check import IPC_SOURCE, route_refusal
@@ -86,6 +87,9 @@ _ABORT: Final = Action.ABORT
 _COMMIT: Final = Action.COMMIT
 _CONTINUE: Final = Action.CONTINUE
 _SWEEP_INTERVAL_NS: Final = 100_000_000
+_PUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.PUB)
+_SUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.SUB)
+_SUB_GROUP: Final = (ResourceKind.GROUP, Permission.SUB)
 _MS: Final = 1_000_000
 
 Completion = tuple[ServerSession, int, int, ProtoMessage]
@@ -109,6 +113,7 @@ class SessionAgent:
         config: SessionServerConfig | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         clock_ns: Callable[[], int] = time.monotonic_ns,
+        acl: Acl | None = None,
     ) -> None:
         self.config = config or SessionServerConfig()
         self._aeron = aeron
@@ -118,6 +123,7 @@ class SessionAgent:
         self.broker_name = broker_name
         self.max_message_size = max_message_size
         self._clock_ns = clock_ns
+        self._acl = acl
         self._table = SessionTable(self.config)
         self._completions: deque[Completion] = deque()
         self._connecting: set[ServerSession] = set()
@@ -213,10 +219,14 @@ class SessionAgent:
                 self.counters.aborted += 1
                 return _ABORT
             self.counters.requests += 1
+            if self._acl is not None and self._forbidden(session, correlation_id, request):
+                return _COMMIT
             self._send.process(request.send, self._completion(session, correlation_id, _SEND))
             return _COMMIT
         self.counters.requests += 1
         if kind == "pull":
+            if self._acl is not None and self._forbidden(session, correlation_id, request):
+                return _CONTINUE
             self._pull.process(request.pull, self._completion(session, correlation_id, _PULL))
         elif kind == "keepalive":
             data = encode_envelope(correlation_id, session.session_id, _KEEPALIVE, _KEEPALIVE_BODY)
@@ -224,6 +234,32 @@ class SessionAgent:
         else:  # close
             self._close(session, "closed by the client", self._now_ns, notify=False)
         return _CONTINUE
+
+    def _forbidden(
+        self, session: ServerSession, correlation_id: int, request: session_pb2.TransportRequest
+    ) -> bool:
+        """Whether the session's user may not make this send or pull (then answered FORBIDDEN).
+        Each (permission, resource) is decided once per session and remembered."""
+        if request.HasField("send"):
+            needs = [(_PUB_TOPIC, request.send.topic)]
+        else:
+            needs = [(_SUB_GROUP, request.pull.consumer_group), (_SUB_TOPIC, request.pull.topic)]
+        for need, name in needs:
+            key = (need, name)
+            granted = session.granted
+            if key in granted:
+                why = granted[key]
+            else:
+                assert self._acl is not None
+                why = granted[key] = self._acl.refusal(session.user, need[0], name, need[1])
+            if why is not None:
+                code = ResponseCode.FORBIDDEN
+                self.counters.errors_by_code[code] += 1
+                self.counters.forbidden += 1
+                envelope = _error_envelope(correlation_id, session.session_id, code, why)
+                self._respond(session, envelope, self._now_ns)
+                return True
+        return False
 
     def _completion(
         self, session: ServerSession, correlation_id: int, field: int
@@ -262,6 +298,14 @@ class SessionAgent:
                 f"supported={SESSION_PROTOCOL_VERSION}",
             )
             return
+        acl = self._acl
+        why = None if acl is None else acl.authenticate(connect.user, connect.secret)
+        if why is not None:
+            self.counters.connects_refused += 1
+            self.counters.errors_by_code[ResponseCode.UNAUTHORIZED] += 1
+            _log.warning("session refused: %s client_id=%s", why, connect.client_id)
+            self._farewell(route, request.correlation_id, 0, ResponseCode.UNAUTHORIZED, why)
+            return
         if self._table.live_count >= self.config.max_sessions:
             self.counters.connects_refused += 1
             self._farewell(
@@ -282,6 +326,7 @@ class SessionAgent:
             now_ns,
             image=image,
         )
+        session.user = connect.user
         if not self._open_publication(session):
             return
         self._table.add(session)

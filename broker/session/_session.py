@@ -50,6 +50,7 @@ class ServerSession:
         "connect_correlation_id",
         "created_ns",
         "farewell",
+        "granted",
         "image",
         "image_session_id",
         "last_activity_ns",
@@ -59,6 +60,7 @@ class ServerSession:
         "response_stream_id",
         "session_id",
         "state",
+        "user",
     )
 
     def __init__(
@@ -80,6 +82,8 @@ class ServerSession:
         self.response_stream_id = response_stream_id
         self.image_session_id = image_session_id
         self.image = image
+        self.user = ""
+        self.granted: dict[tuple[object, str], str | None] = {}
         self.connect_correlation_id = connect_correlation_id
         self.created_ns = now_ns
         self.last_activity_ns = now_ns
