@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
 from aeromq.client._security import Credentials
 from aeromq.client.route import BrokerRoute
@@ -24,8 +25,11 @@ from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalS
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
 
 __all__ = ["BrokerSessions", "is_local"]
+
+_DRIVER_SILENT_MS = 1_000  # a driver whose heartbeat is older is taken for dead (see session)
 
 _log = logging.getLogger(__name__)
 
@@ -128,6 +132,16 @@ class BrokerSessions:
             ) from exc
 
     def _client(self, aeron_dir: str) -> Aeron:
+        age_ms = driver_heartbeat_age_ms(aeron_dir, int(time.time() * 1000))
+        if age_ms is None or age_ms > _DRIVER_SILENT_MS:
+            # A dead driver (a broker killed or restarted elsewhere): fail now, so the caller
+            # looks the broker up again, instead of blocking for the driver timeout (10 s).
+            stale = self._clients.pop(aeron_dir, None)
+            if stale is not None:
+                stale.close()
+            raise BrokerUnavailableError(
+                "the media driver is not running", aeron_dir=aeron_dir, heartbeat_age_ms=age_ms
+            )
         aeron = self._clients.get(aeron_dir)
         if aeron is not None and not aeron.is_closed:
             return aeron

@@ -106,6 +106,13 @@ _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
 }
 _CALLER_POLL_NS: Final = 1_000_000
 
+_DRIVER_CHECK_INTERVAL_NS: Final = 100_000_000
+_DRIVER_SILENT_MS: Final = 1_000
+"""A driver stamps its heartbeat on every duty cycle (at least every few ms); silent for 1 s it
+is dead or hung. Over IPC it is the broker's own driver: the session fails at once, so the
+client refreshes the broker's route (a restarted broker has a new driver directory) instead of
+waiting for its cached route to expire or the driver timeout (10 s)."""
+
 
 class BackPressuredError(BrokerBusyError):
     """The broker's ingress stayed back-pressured for the offer timeout: nothing was sent.
@@ -172,6 +179,7 @@ class ClientSession:
         self._failure: ClientError | None = None
         self._last_sent_ns = 0
         self._last_heard_ns = 0
+        self._next_driver_check_ns = 0
         self._assembler = FragmentAssembler(self._on_fragment)
         self.session_id = 0
         self.broker_name = ""
@@ -498,6 +506,18 @@ class ClientSession:
         if self.session_id and self._failure is None and not self._closed:
             timeout_ns = self.session_timeout_ms * 1_000_000
             subscription = self._subscription
+            if now_ns >= self._next_driver_check_ns:
+                self._next_driver_check_ns = now_ns + _DRIVER_CHECK_INTERVAL_NS
+                silent_ms = self._driver_silent_ms()
+                if silent_ms > _DRIVER_SILENT_MS:
+                    self._fail(  # the broker's driver died (over IPC: the broker with it)
+                        BrokerUnavailableError(
+                            "the media driver stopped",
+                            session_id=self.session_id,
+                            silent_ms=silent_ms,
+                        )
+                    )
+                    return work
             if subscription is not None and subscription.has_no_images:
                 self._fail(  # the broker closed our response stream (or its driver did)
                     BrokerUnavailableError(
@@ -519,6 +539,14 @@ class ClientSession:
                     _log.debug("keepalive not sent: %s", exc)
                 work += 1
         return work
+
+    def _driver_silent_ms(self) -> int:
+        """How long the session's media driver has not stamped its heartbeat (a shut-down
+        driver: forever)."""
+        heartbeat_ms = self._aeron.cnc.driver_heartbeat_ms()
+        if heartbeat_ms <= 0:
+            return 1 << 62
+        return max(0, int(time.time() * 1000) - heartbeat_ms)
 
     def _on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
         try:

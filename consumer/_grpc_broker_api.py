@@ -283,9 +283,17 @@ class GrpcBrokerApi:
         try:
             session = self._sessions.session(broker)
         except ClientError as error:
+            if isinstance(error, BrokerUnavailableError):
+                self._resolver.invalidate(pull.queue.topic)
             pull.callback(None, error)
             return
         self._send_pull(session, broker, pull)
+
+    def _broker_gone(self, broker_name: str, topic: str) -> None:
+        """The session with the broker failed: drop it and forget the topic's route, so the
+        next pull looks the broker up again (a restarted broker has new endpoints)."""
+        self._sessions.drop(broker_name)
+        self._resolver.invalidate(topic)
 
     def _send_pull(self, session: ClientSession, broker: BrokerRoute, pull: _Pull) -> None:
         callback = pull.callback
@@ -293,7 +301,7 @@ class GrpcBrokerApi:
             future = session.request_async(pull.request, pull.timeout_ms)
         except ClientError as error:
             if isinstance(error, BrokerUnavailableError):
-                self._sessions.drop(broker.broker_name)
+                self._broker_gone(broker.broker_name, pull.queue.topic)
             callback(None, error)
             return
         name = broker.broker_name
@@ -302,7 +310,7 @@ class GrpcBrokerApi:
             try:
                 response = answered.result()
             except BrokerUnavailableError as error:
-                self._sessions.drop(name)
+                self._broker_gone(name, pull.queue.topic)
                 callback(None, error)
                 return
             except BaseException as error:
