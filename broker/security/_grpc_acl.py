@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import grpc
@@ -28,6 +28,7 @@ _log = logging.getLogger(__name__)
 USER_METADATA: Final = "x-aeromq-user"
 SECRET_METADATA: Final = "x-aeromq-secret"
 _GUARDED_PREFIXES: Final = ("/aeromq.v1.",)
+_MEMBERSHIP_STREAM: Final = "/aeromq.v1.ConsumerGroupService/Heartbeat"
 
 Need = tuple[ResourceKind, str, Permission]
 _TOPIC, _GROUP = ResourceKind.TOPIC, ResourceKind.GROUP
@@ -106,6 +107,8 @@ class AclInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         why = self.acl.authenticate(user, str(metadata.get(SECRET_METADATA, "")))
         if why is not None:
             return _refused(handler, grpc.StatusCode.UNAUTHENTICATED, f"{why} rpc={method}")
+        if method == _MEMBERSHIP_STREAM:
+            return _checked_stream(handler, self.acl, user, method)
         needs = RPC_PERMISSIONS.get(method)
         if needs is None or handler.unary_unary is None:
             return handler
@@ -152,6 +155,38 @@ def _checked(
         return await loop.run_in_executor(None, behaviour, request, context)
 
     return grpc.unary_unary_rpc_method_handler(
+        checked,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+def _checked_stream(handler: grpc.RpcMethodHandler, acl: Acl, user: str, method: str) -> Any:
+    """The membership stream: each heartbeat's groups need sub; the first refused heartbeat
+    ends the stream with PERMISSION_DENIED (it never reaches the group manager)."""
+    behaviour = handler.stream_stream
+
+    async def checked(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        refused: list[str] = []
+
+        async def allowed() -> AsyncIterator[Any]:
+            async for request in requests:
+                for kind, name, permission in _heartbeat_groups(request):
+                    why = acl.refusal(user, kind, name, permission)
+                    if why is not None:
+                        refused.append(f"{why} rpc={method}")
+                        return
+                yield request
+
+        async for response in behaviour(allowed(), context):
+            if refused:
+                break
+            yield response
+        if refused:
+            _log.warning("gRPC call refused: %s", refused[0])
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, refused[0])
+
+    return grpc.stream_stream_rpc_method_handler(
         checked,
         request_deserializer=handler.request_deserializer,
         response_serializer=handler.response_serializer,

@@ -142,3 +142,26 @@ def test_should_allow_and_deny_each_permission_per_topic_and_group(
         # any user may look routes up
         assert reader.query_route("Orders") is not None
         assert app.get_consumer_ids("orders").consumer_ids == ["c1"]
+
+
+def test_should_end_a_membership_stream_that_joins_a_group_without_sub(
+    serve: Callable[..., str], acl_file: Path
+) -> None:
+    address = serve(acl=load_acl(acl_file))
+    join = consumer_group_pb2.HeartbeatRequest(
+        client_id="c2", consumers=[consumer_group_pb2.ConsumerData(consumer_group="orders")]
+    )
+    with GrpcClient(address, credentials=APP) as app:
+        allowed = app.open_heartbeat_stream()
+        allowed.send(join)
+        assert allowed.poll(10.0) is not None
+        assert app.get_consumer_ids("orders").consumer_ids == ["c2"]
+        allowed.close()
+    with GrpcClient(address, credentials=READER) as reader:
+        refused = reader.open_heartbeat_stream()
+        refused.send(join)
+        with pytest.raises(AccessDeniedError, match=r"user='reader'.*group:orders"):
+            refused.poll(10.0)
+        refused.close()
+    with GrpcClient(address, credentials=ROOT) as root:
+        assert root.get_consumer_ids("orders").consumer_ids == []
