@@ -103,8 +103,8 @@ def _read(path: Path | None) -> bytes | None:
 
 
 class _WithCredentials(
-    grpc.UnaryUnaryClientInterceptor,  # type: ignore[misc]
-    grpc.StreamStreamClientInterceptor,  # type: ignore[misc]
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
 ):
     """Adds the credentials' metadata to every call of the channel."""
 

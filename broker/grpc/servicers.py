@@ -131,7 +131,11 @@ class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer
         loop = asyncio.get_running_loop()
         stream = self._cp.open_membership_stream()
         wake = asyncio.Event()
-        stream.set_waker(lambda: loop.call_soon_threadsafe(wake.set))
+
+        def waker() -> None:
+            loop.call_soon_threadsafe(wake.set)
+
+        stream.set_waker(waker)
         reader = asyncio.create_task(_read_heartbeats(request_iterator, stream))
         try:
             while True:

@@ -87,7 +87,7 @@ RPC_PERMISSIONS: Final[Mapping[str, Callable[[Any], list[Need]]]] = {
 stands for "an administrator": a rule ``*`` or ``topic:*`` granting admin."""
 
 
-class AclInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class AclInterceptor(grpc.aio.ServerInterceptor):
     """Authenticates and authorises calls to aeromq services (see module)."""
 
     def __init__(self, acl: Acl) -> None:
@@ -95,10 +95,10 @@ class AclInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
         details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
+    ) -> Any:
+        handler: Any = await continuation(details)
         method = details.method
         if handler is None or not method.startswith(_GUARDED_PREFIXES):
             return handler
@@ -115,7 +115,7 @@ class AclInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return _checked(handler, self.acl, user, method, needs)
 
 
-def _refused(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, why: str) -> Any:
+def _refused(handler: Any, code: grpc.StatusCode, why: str) -> Any:
     _log.warning("gRPC call refused: %s", why)
 
     async def abort(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -137,13 +137,13 @@ def _refused(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, why: str) ->
 
 
 def _checked(
-    handler: grpc.RpcMethodHandler,
+    handler: Any,
     acl: Acl,
     user: str,
     method: str,
     needs: Callable[[Any], list[Need]],
 ) -> Any:
-    behaviour = handler.unary_unary
+    behaviour: Callable[[Any, Any], Any] = handler.unary_unary
 
     async def checked(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         for kind, name, permission in needs(request):
@@ -161,10 +161,10 @@ def _checked(
     )
 
 
-def _checked_stream(handler: grpc.RpcMethodHandler, acl: Acl, user: str, method: str) -> Any:
+def _checked_stream(handler: Any, acl: Acl, user: str, method: str) -> Any:
     """The membership stream: each heartbeat's groups need sub; the first refused heartbeat
     ends the stream with PERMISSION_DENIED (it never reaches the group manager)."""
-    behaviour = handler.stream_stream
+    behaviour: Callable[[AsyncIterator[Any], Any], AsyncIterator[Any]] = handler.stream_stream
 
     async def checked(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
         refused: list[str] = []
