@@ -11,6 +11,7 @@ the client half-closes or cancels, or the broker shuts down.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -133,7 +134,8 @@ class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer
         wake = asyncio.Event()
 
         def waker() -> None:
-            loop.call_soon_threadsafe(wake.set)
+            with contextlib.suppress(RuntimeError):  # the server stopped: its loop is closed
+                loop.call_soon_threadsafe(wake.set)
 
         stream.set_waker(waker)
         reader = asyncio.create_task(_read_heartbeats(request_iterator, stream))
