@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import grpc
 
-from aeromq.common import IllegalArgumentError
+from aeromq.common import SECRET_METADATA, USER_METADATA, IllegalArgumentError
 
 __all__ = ["ClientTls", "Credentials", "open_channel"]
 
@@ -29,9 +29,6 @@ _CHANNEL_OPTIONS: Final = (
 )
 """gRPC's reconnect backoff grows to 120 s by default: a client would find a restarted broker
 only seconds after it came back. Capped at 1 s, a channel tries again at least once a second."""
-
-USER_METADATA: Final = "x-aeromq-user"
-SECRET_METADATA: Final = "x-aeromq-secret"
 
 
 @dataclass(frozen=True)

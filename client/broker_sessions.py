@@ -20,7 +20,7 @@ import time
 
 from aeromq.client._security import Credentials
 from aeromq.client.route import BrokerRoute
-from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.client.session import DRIVER_SILENT_MS, ClientSession, SessionConfig
 from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
@@ -29,7 +29,6 @@ from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
 
 __all__ = ["BrokerSessions", "is_local"]
 
-_DRIVER_SILENT_MS = 1_000  # a driver whose heartbeat is older is taken for dead (see session)
 
 _log = logging.getLogger(__name__)
 
@@ -133,7 +132,7 @@ class BrokerSessions:
 
     def _client(self, aeron_dir: str) -> Aeron:
         age_ms = driver_heartbeat_age_ms(aeron_dir, int(time.time() * 1000))
-        if age_ms is None or age_ms > _DRIVER_SILENT_MS:
+        if age_ms is None or age_ms > DRIVER_SILENT_MS:
             # A dead driver (a broker killed or restarted elsewhere): fail now, so the caller
             # looks the broker up again, instead of blocking for the driver timeout (10 s).
             stale = self._clients.pop(aeron_dir, None)

@@ -88,7 +88,13 @@ from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, tight
 from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
 from aeromq.transport.logbuffer.header import Header
 
-__all__ = ["DEFAULT_UDP_TERM_LENGTH", "BackPressuredError", "ClientSession", "SessionConfig"]
+__all__ = [
+    "DEFAULT_UDP_TERM_LENGTH",
+    "DRIVER_SILENT_MS",
+    "BackPressuredError",
+    "ClientSession",
+    "SessionConfig",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -107,7 +113,7 @@ _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
 _CALLER_POLL_NS: Final = 1_000_000
 
 _DRIVER_CHECK_INTERVAL_NS: Final = 100_000_000
-_DRIVER_SILENT_MS: Final = 1_000
+DRIVER_SILENT_MS: Final = 1_000
 """A driver stamps its heartbeat on every duty cycle (at least every few ms); silent for 1 s it
 is dead or hung. Over IPC it is the broker's own driver: the session fails at once, so the
 client refreshes the broker's route (a restarted broker has a new driver directory) instead of
@@ -509,7 +515,7 @@ class ClientSession:
             if now_ns >= self._next_driver_check_ns:
                 self._next_driver_check_ns = now_ns + _DRIVER_CHECK_INTERVAL_NS
                 silent_ms = self._driver_silent_ms()
-                if silent_ms > _DRIVER_SILENT_MS:
+                if silent_ms > DRIVER_SILENT_MS:
                     self._fail(  # the broker's driver died (over IPC: the broker with it)
                         BrokerUnavailableError(
                             "the media driver stopped",

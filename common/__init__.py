@@ -26,6 +26,7 @@ I/O here.
 
 from __future__ import annotations
 
+from aeromq.common._credentials import SECRET_METADATA, USER_METADATA
 from aeromq.common._envelope import (
     CORRELATION_ID_FIELD,
     DEFAULT_INGRESS_STREAM_ID,
@@ -195,6 +196,7 @@ __all__ = [
     "REQUEST_FIELD_NUMBERS",
     "RESERVED_PROPERTY_NAMES",
     "RESPONSE_FIELD_NUMBERS",
+    "SECRET_METADATA",
     "SESSION_CLOSED_CODE",
     "SESSION_ID_FIELD",
     "SESSION_PROTOCOL_VERSION",
@@ -208,6 +210,7 @@ __all__ = [
     "UNIQUE_MESSAGE_ID_LENGTH",
     "UNIQUE_PID_OFFSET",
     "UNIQUE_TIME_OFFSET",
+    "USER_METADATA",
     "VALID_NAME_PATTERN",
     "AccessDeniedError",
     "AuthenticationError",

@@ -10,18 +10,11 @@ from aeromq.broker.security._acl import (
     ResourceKind,
     load_acl,
 )
-from aeromq.broker.security._grpc_acl import (
-    RPC_PERMISSIONS,
-    SECRET_METADATA,
-    USER_METADATA,
-    AclInterceptor,
-)
+from aeromq.broker.security._grpc_acl import RPC_PERMISSIONS, AclInterceptor
 from aeromq.broker.security._setup import acl_of, is_loopback, tls_of, warn_if_exposed
 
 __all__ = [
     "RPC_PERMISSIONS",
-    "SECRET_METADATA",
-    "USER_METADATA",
     "Acl",
     "AclInterceptor",
     "AclRule",

@@ -1,7 +1,7 @@
 """``AclInterceptor``: every call to an aeromq service authenticated and checked against the
 ACL before its handler runs (health checking and reflection stay open).
 
-Credentials travel as call metadata (:data:`USER_METADATA`, :data:`SECRET_METADATA`; over TLS,
+Credentials travel as call metadata (``common.USER_METADATA``, ``common.SECRET_METADATA``; over TLS,
 so the secret is not readable on the wire). A call without valid credentials ends with
 ``UNAUTHENTICATED``; a call its user may not make, with ``PERMISSION_DENIED``; each status
 message names the user, resource and permission, and is logged once at WARNING. What each RPC
@@ -20,13 +20,12 @@ from typing import Any, Final
 import grpc
 
 from aeromq.broker.security._acl import Acl, Permission, ResourceKind
+from aeromq.common import SECRET_METADATA, USER_METADATA
 
-__all__ = ["RPC_PERMISSIONS", "SECRET_METADATA", "USER_METADATA", "AclInterceptor"]
+__all__ = ["RPC_PERMISSIONS", "AclInterceptor"]
 
 _log = logging.getLogger(__name__)
 
-USER_METADATA: Final = "x-aeromq-user"
-SECRET_METADATA: Final = "x-aeromq-secret"
 _GUARDED_PREFIXES: Final = ("/aeromq.v1.",)
 _MEMBERSHIP_STREAM: Final = "/aeromq.v1.ConsumerGroupService/Heartbeat"
 

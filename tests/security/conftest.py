@@ -4,7 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from aeromq.client import Credentials
 from tests.security._certs import Certs, make_certs
+
+ROOT = Credentials("root", "root-secret")
+APP = Credentials("app", "app-secret")
+READER = Credentials("reader", "reader-secret")
 
 
 @pytest.fixture(scope="session")

@@ -24,11 +24,7 @@ from aeromq.client import (
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer, ProducerConfig
 from tests.security._certs import Certs
-from tests.security.conftest import ACL_TOML
-
-ROOT = Credentials("root", "root-secret")
-APP = Credentials("app", "app-secret")
-READER = Credentials("reader", "reader-secret")
+from tests.security.conftest import ACL_TOML, APP, READER, ROOT
 
 
 @pytest.fixture

@@ -23,10 +23,7 @@ from aeromq.client import (
 from aeromq.proto import consumer_group_pb2
 from tests.broker.control.conftest import RunningBroker, start_broker
 from tests.security._certs import Certs
-
-ROOT = Credentials("root", "root-secret")
-APP = Credentials("app", "app-secret")
-READER = Credentials("reader", "reader-secret")
+from tests.security.conftest import APP, READER, ROOT
 
 
 @pytest.fixture
