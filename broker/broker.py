@@ -34,6 +34,7 @@ from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.rocketmq import RocketMQEndpoint
+from aeromq.broker.security import Acl, acl_of, tls_of, warn_if_exposed
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.common import ResponseCode
@@ -120,6 +121,7 @@ class Broker:
         self.session_agent: SessionAgent | None = None
         self.control_plane: ControlPlane | None = None
         self.grpc_server: BrokerGrpcServer | None = None
+        self.acl: Acl | None = None
         self.registrar: NameServerRegistrar | None = None
         self.rocketmq: RocketMQEndpoint | None = None
         self.observability: ObservabilityServer | None = None
@@ -154,6 +156,7 @@ class Broker:
                 grpc_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
             )
         config = self.config
+        self.acl = acl_of(config)
         self._start_transport()
         store = self.store = MessageStore(config.to_store_config())
         report = self.recovery_report = store.start()
@@ -192,6 +195,7 @@ class Broker:
             config.broker_name,
             config=self.session_config,
             max_message_size=config.max_message_size,
+            acl=self.acl,
         )
         self._runner = AgentRunner(
             BackoffIdleStrategy(max_park_period_ns=_IDLE_MAX_PARK_NS),
@@ -222,7 +226,11 @@ class Broker:
         one is configured."""
         config = self.config
         control = self.control_plane = ControlPlane(config, store)
-        server = self.grpc_server = BrokerGrpcServer(control, config.grpc_host, config.grpc_port)
+        tls = tls_of(config)
+        warn_if_exposed(config.grpc_host, tls, self.acl)
+        server = self.grpc_server = BrokerGrpcServer(
+            control, config.grpc_host, config.grpc_port, tls=tls, acl=self.acl
+        )
         server.start()
         control.identity.update_endpoints(self.endpoints(server.address))
         registry = control.registry

@@ -116,8 +116,23 @@ class BrokerConfig:
     metrics_port: int | None = 0
     console_enabled: bool = True
 
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    acl_file: Path | None = None
+
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
-        {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes", "metrics_port"}
+        {
+            "namesrv_address",
+            "aeron_dir",
+            "ingress_udp_endpoint",
+            "max_store_bytes",
+            "metrics_port",
+            "tls_cert_file",
+            "tls_key_file",
+            "tls_client_ca_file",
+            "acl_file",
+        }
     )
 
     def __post_init__(self) -> None:
@@ -300,6 +315,10 @@ class BrokerConfig:
             _fail("metrics_host", self.metrics_host, "a host name or address")
         if self.metrics_port is not None:
             _in_range("metrics_port", self.metrics_port, 0, 65535)
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            _fail("tls_key_file", self.tls_key_file, "tls_cert_file and tls_key_file go together")
+        if self.tls_client_ca_file is not None and self.tls_cert_file is None:
+            _fail("tls_client_ca_file", self.tls_client_ca_file, "mutual TLS needs tls_cert_file")
         self.to_store_config()  # and whatever the store itself checks
 
 
@@ -340,6 +359,11 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "metrics_port": "HTTP port of /metrics and the console (0: any free port, printed in the "
     "ready line; none: no HTTP server)",
     "console_enabled": "serve the read-only web console at /console/ beside /metrics",
+    "tls_cert_file": "PEM certificate chain of the gRPC server (with tls_key_file: TLS on)",
+    "tls_key_file": "PEM private key of the gRPC server's certificate",
+    "tls_client_ca_file": "PEM CA that must sign client certificates (mutual TLS; none: off)",
+    "acl_file": "TOML file with an [acl] table of users and permissions (none: no ACL, unless "
+    "the config file has an [acl] table)",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 
@@ -524,7 +548,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise BrokerConfigError(
             "broker config file is not valid TOML", key="config", value=str(path), rule=str(exc)
         ) from exc
-    table = document.get("broker", document)
+    table = dict(document.get("broker", document))
+    if isinstance(document.get("acl"), dict):  # the ACL may sit in the broker's own file
+        table.pop("acl", None)
+        table.setdefault("acl_file", str(path))
     if not isinstance(table, dict):
         raise BrokerConfigError(
             "broker config file: [broker] must be a table",

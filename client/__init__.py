@@ -10,6 +10,7 @@ re-exported here, so that a client needs one import.
 """
 
 from aeromq.client._metrics_http import MetricsServer, metric_meta, serve_metrics
+from aeromq.client._security import ClientTls, Credentials
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.client.message import HostAddress, Message, MessageExt, MessageQueue
@@ -20,6 +21,8 @@ from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.common import (
     ERROR_FOR_CODE,
     SUB_ALL,
+    AccessDeniedError,
+    AuthenticationError,
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,
@@ -56,6 +59,8 @@ from aeromq.common import (
 __all__ = [
     "ERROR_FOR_CODE",
     "SUB_ALL",
+    "AccessDeniedError",
+    "AuthenticationError",
     "BrokerBusyError",
     "BrokerError",
     "BrokerRoute",
@@ -63,7 +68,9 @@ __all__ = [
     "BrokerUnavailableError",
     "ClientError",
     "ClientSession",
+    "ClientTls",
     "CorruptMessageError",
+    "Credentials",
     "ExpressionType",
     "GrpcClient",
     "HeartbeatStream",

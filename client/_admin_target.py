@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TextIO
 
+from aeromq.client._security import ClientTls, Credentials
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.common import NotSupportedError
 from aeromq.proto import common_pb2
@@ -29,7 +30,9 @@ class Target:
     def __init__(self, address: str, kind: str | None, timeout_s: float) -> None:
         self.address = address
         self.timeout_s = timeout_s
-        self.client = GrpcClient(address, timeout_s=timeout_s)
+        self._credentials = Credentials.from_env()  # AEROMQ_USER, AEROMQ_SECRET
+        self._tls = ClientTls.from_env()  # AEROMQ_TLS_CA_FILE, AEROMQ_TLS_CERT_FILE, ..._KEY_FILE
+        self.client = self._connect(address)
         self._brokers: dict[str, GrpcClient] = {}
         if kind is None:
             try:
@@ -73,8 +76,13 @@ class Target:
     def _broker(self, address: str) -> GrpcClient:
         found = self._brokers.get(address)
         if found is None:
-            found = self._brokers[address] = GrpcClient(address, timeout_s=self.timeout_s)
+            found = self._brokers[address] = self._connect(address)
         return found
+
+    def _connect(self, address: str) -> GrpcClient:
+        return GrpcClient(
+            address, timeout_s=self.timeout_s, credentials=self._credentials, tls=self._tls
+        )
 
 
 class Output:

@@ -16,15 +16,19 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
+from aeromq.client._security import Credentials
 from aeromq.client.route import BrokerRoute
-from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.client.session import DRIVER_SILENT_MS, ClientSession, SessionConfig
 from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
 
 __all__ = ["BrokerSessions", "is_local"]
+
 
 _log = logging.getLogger(__name__)
 
@@ -56,6 +60,7 @@ class BrokerSessions:
         udp_response_host: str = "127.0.0.1",
         request_timeout_ms: int,
         offer_timeout_ms: int,
+        credentials: Credentials | None = None,
     ) -> None:
         if transport not in ("auto", "ipc", "udp"):
             raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
@@ -65,6 +70,7 @@ class BrokerSessions:
         self._udp_response_host = udp_response_host
         self._request_timeout_ms = request_timeout_ms
         self._offer_timeout_ms = offer_timeout_ms
+        self._credentials = credentials
         self._lock = threading.Lock()
         self._sessions: dict[str, ClientSession] = {}
         self._clients: dict[str, Aeron] = {}
@@ -115,6 +121,7 @@ class BrokerSessions:
             client_id=self._client_id,
             request_timeout_ms=self._request_timeout_ms,
             offer_timeout_ms=self._offer_timeout_ms,
+            credentials=self._credentials,
         )
         try:
             return ClientSession.connect(self._client(aeron_dir), config)
@@ -124,6 +131,16 @@ class BrokerSessions:
             ) from exc
 
     def _client(self, aeron_dir: str) -> Aeron:
+        age_ms = driver_heartbeat_age_ms(aeron_dir, int(time.time() * 1000))
+        if age_ms is None or age_ms > DRIVER_SILENT_MS:
+            # A dead driver (a broker killed or restarted elsewhere): fail now, so the caller
+            # looks the broker up again, instead of blocking for the driver timeout (10 s).
+            stale = self._clients.pop(aeron_dir, None)
+            if stale is not None:
+                stale.close()
+            raise BrokerUnavailableError(
+                "the media driver is not running", aeron_dir=aeron_dir, heartbeat_age_ms=age_ms
+            )
         aeron = self._clients.get(aeron_dir)
         if aeron is not None and not aeron.is_closed:
             return aeron

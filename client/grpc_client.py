@@ -10,7 +10,12 @@ client's errors, never a raw ``grpc.RpcError``:
 - gRPC's own failures are translated with ``raise ... from exc``: UNAVAILABLE ->
   ``BrokerUnavailableError``, DEADLINE_EXCEEDED -> ``RequestTimeoutError``, UNIMPLEMENTED ->
   ``NotSupportedError`` (e.g. a name server asked a broker-only RPC), RESOURCE_EXHAUSTED ->
-  ``BrokerBusyError``, INVALID_ARGUMENT -> ``IllegalArgumentError``, others -> ``BrokerError``.
+  ``BrokerBusyError``, INVALID_ARGUMENT -> ``IllegalArgumentError``, UNAUTHENTICATED ->
+  ``AuthenticationError``, PERMISSION_DENIED -> ``AccessDeniedError`` (a secured broker: the
+  message names the user, resource and permission), others -> ``BrokerError``.
+
+``credentials`` (an ACL user) go with every call; ``tls`` makes the channel TLS (mutual with a
+client certificate).
 
 ``open_heartbeat_stream`` opens the consumer-group membership stream (heartbeats up, pushed
 membership changes down). Thread-safe: one channel, calls from any thread.
@@ -26,7 +31,10 @@ from typing import Any, Final, Self, TypeVar
 import grpc
 from google.protobuf.message import Message as ProtoMessage
 
+from aeromq.client._security import ClientTls, Credentials, open_channel
 from aeromq.common import (
+    AccessDeniedError,
+    AuthenticationError,
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,
@@ -60,6 +68,8 @@ _BY_GRPC_CODE: Final[dict[grpc.StatusCode, type[ClientError]]] = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: BrokerBusyError,
     grpc.StatusCode.INVALID_ARGUMENT: IllegalArgumentError,
     grpc.StatusCode.CANCELLED: IllegalStateError,
+    grpc.StatusCode.UNAUTHENTICATED: AuthenticationError,
+    grpc.StatusCode.PERMISSION_DENIED: AccessDeniedError,
 }
 
 _RESET_TARGETS: Final = {
@@ -86,12 +96,21 @@ class GrpcClient:
     """A channel to ``address`` (``host:port``) with typed calls. Use as a context manager
     or ``close()`` it."""
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        credentials: Credentials | None = None,
+        tls: ClientTls | None = None,
+    ) -> None:
         if timeout_s <= 0:
             raise IllegalArgumentError("timeout_s must be > 0", timeout_s=timeout_s)
         self.address = address
         self.timeout_s = timeout_s
-        self._channel = grpc.insecure_channel(address)
+        self.credentials = credentials
+        self.tls = tls
+        self._channel = open_channel(address, tls=tls, credentials=credentials)
         self._admin = admin_pb2_grpc.BrokerAdminStub(self._channel)
         self._groups = consumer_group_pb2_grpc.ConsumerGroupServiceStub(self._channel)
         self._namesrv = namesrv_pb2_grpc.NameServerStub(self._channel)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Self
 
+from aeromq.client._security import ClientTls, Credentials
 from aeromq.client.grpc_client import DEFAULT_TIMEOUT_S, GrpcClient
 from aeromq.client.message import MessageQueue
 from aeromq.common import (
@@ -161,7 +162,11 @@ class RouteResolver:
         ttl_ms: int = DEFAULT_ROUTE_TTL_MS,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         clock_ms: Callable[[], int] | None = None,
+        credentials: Credentials | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
+        self._credentials = credentials
+        self._tls = tls
         addresses = [endpoints] if isinstance(endpoints, str) else list(endpoints)
         addresses = [a.strip() for part in addresses for a in part.split(";") if a.strip()]
         if not addresses:
@@ -204,7 +209,9 @@ class RouteResolver:
                 raise IllegalStateError("route resolver is closed", endpoints=self.endpoints)
             found = self._clients.get(address)
             if found is None:
-                found = self._clients[address] = GrpcClient(address, timeout_s=self.timeout_s)
+                found = self._clients[address] = GrpcClient(
+                    address, timeout_s=self.timeout_s, credentials=self._credentials, tls=self._tls
+                )
             return found
 
     def broker_client(self, topic: str, broker_name: str) -> GrpcClient:

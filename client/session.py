@@ -58,6 +58,7 @@ from typing import Any, Final, overload
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
 
+from aeromq.client._security import Credentials
 from aeromq.common import (
     DEFAULT_INGRESS_STREAM_ID,
     REQUEST_FIELD_NUMBERS,
@@ -87,7 +88,13 @@ from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, tight
 from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
 from aeromq.transport.logbuffer.header import Header
 
-__all__ = ["DEFAULT_UDP_TERM_LENGTH", "BackPressuredError", "ClientSession", "SessionConfig"]
+__all__ = [
+    "DEFAULT_UDP_TERM_LENGTH",
+    "DRIVER_SILENT_MS",
+    "BackPressuredError",
+    "ClientSession",
+    "SessionConfig",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -105,6 +112,13 @@ _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
 }
 _CALLER_POLL_NS: Final = 1_000_000
 
+_DRIVER_CHECK_INTERVAL_NS: Final = 100_000_000
+DRIVER_SILENT_MS: Final = 1_000
+"""A driver stamps its heartbeat on every duty cycle (at least every few ms); silent for 1 s it
+is dead or hung. Over IPC it is the broker's own driver: the session fails at once, so the
+client refreshes the broker's route (a restarted broker has a new driver directory) instead of
+waiting for its cached route to expire or the driver timeout (10 s)."""
+
 
 class BackPressuredError(BrokerBusyError):
     """The broker's ingress stayed back-pressured for the offer timeout: nothing was sent.
@@ -118,7 +132,8 @@ class SessionConfig:
     ``response_stream_id`` 0 takes a stream id unique among the driver's clients; a UDP
     ``response_channel`` with port 0 takes a free local port. ``keepalive_interval_ms`` 0 is a
     third of the session timeout the broker announces. UDP channels without a ``term-length``
-    get ``udp_term_length`` (0: the driver's default), both ways.
+    get ``udp_term_length`` (0: the driver's default), both ways. ``credentials`` go in the
+    CONNECT, for a broker with access control (refused: ``AuthenticationError``).
     """
 
     ingress_channel: str = "aeron:ipc"
@@ -131,6 +146,7 @@ class SessionConfig:
     offer_timeout_ms: int = 1_000
     keepalive_interval_ms: int = 0
     udp_term_length: int = DEFAULT_UDP_TERM_LENGTH
+    credentials: Credentials | None = None
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_ms", "request_timeout_ms", "offer_timeout_ms"):
@@ -169,6 +185,7 @@ class ClientSession:
         self._failure: ClientError | None = None
         self._last_sent_ns = 0
         self._last_heard_ns = 0
+        self._next_driver_check_ns = 0
         self._assembler = FragmentAssembler(self._on_fragment)
         self.session_id = 0
         self.broker_name = ""
@@ -239,6 +256,8 @@ class ClientSession:
             client_id=config.client_id or f"{socket.gethostname()}@{os.getpid()}",
             version=SESSION_PROTOCOL_VERSION,
         )
+        if config.credentials is not None:
+            connect.user, connect.secret = config.credentials.user, config.credentials.secret
         remaining_ms = max(1, (deadline_ns - time.monotonic_ns()) // 1_000_000)
         try:
             answer = self.request(connect, remaining_ms)
@@ -493,6 +512,18 @@ class ClientSession:
         if self.session_id and self._failure is None and not self._closed:
             timeout_ns = self.session_timeout_ms * 1_000_000
             subscription = self._subscription
+            if now_ns >= self._next_driver_check_ns:
+                self._next_driver_check_ns = now_ns + _DRIVER_CHECK_INTERVAL_NS
+                silent_ms = self._driver_silent_ms()
+                if silent_ms > DRIVER_SILENT_MS:
+                    self._fail(  # the broker's driver died (over IPC: the broker with it)
+                        BrokerUnavailableError(
+                            "the media driver stopped",
+                            session_id=self.session_id,
+                            silent_ms=silent_ms,
+                        )
+                    )
+                    return work
             if subscription is not None and subscription.has_no_images:
                 self._fail(  # the broker closed our response stream (or its driver did)
                     BrokerUnavailableError(
@@ -514,6 +545,14 @@ class ClientSession:
                     _log.debug("keepalive not sent: %s", exc)
                 work += 1
         return work
+
+    def _driver_silent_ms(self) -> int:
+        """How long the session's media driver has not stamped its heartbeat (a shut-down
+        driver: forever)."""
+        heartbeat_ms = self._aeron.cnc.driver_heartbeat_ms()
+        if heartbeat_ms <= 0:
+            return 1 << 62
+        return max(0, int(time.time() * 1000) - heartbeat_ms)
 
     def _on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
         try:

@@ -30,6 +30,7 @@ I/O here.
 
 from __future__ import annotations
 
+from aeromq.common._credentials import SECRET_METADATA, USER_METADATA
 from aeromq.common._envelope import (
     CORRELATION_ID_FIELD,
     DEFAULT_INGRESS_STREAM_ID,
@@ -45,6 +46,8 @@ from aeromq.common._envelope import (
 )
 from aeromq.common._errors import (
     ERROR_FOR_CODE,
+    AccessDeniedError,
+    AuthenticationError,
     BrokerBusyError,
     BrokerError,
     BrokerUnavailableError,
@@ -204,6 +207,7 @@ __all__ = [
     "REQUEST_FIELD_NUMBERS",
     "RESERVED_PROPERTY_NAMES",
     "RESPONSE_FIELD_NUMBERS",
+    "SECRET_METADATA",
     "SESSION_CLOSED_CODE",
     "SESSION_ID_FIELD",
     "SESSION_PROTOCOL_VERSION",
@@ -217,7 +221,10 @@ __all__ = [
     "UNIQUE_MESSAGE_ID_LENGTH",
     "UNIQUE_PID_OFFSET",
     "UNIQUE_TIME_OFFSET",
+    "USER_METADATA",
     "VALID_NAME_PATTERN",
+    "AccessDeniedError",
+    "AuthenticationError",
     "BatchCheck",
     "BrokerBusyError",
     "BrokerError",

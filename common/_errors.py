@@ -17,6 +17,8 @@ broker's own failures (store, config, state) have their own root, ``broker.Broke
     ├── NotSupportedError               (also NotImplementedError) a feature that is not built
     ├── TopicNotFoundError              the broker does not know the topic
     ├── NoPermissionError               the broker or topic does not allow the operation
+    │   ├── AuthenticationError         a secured broker refused the credentials
+    │   └── AccessDeniedError           the user lacks a permission on a topic or group
     ├── OffsetIllegalError              an offset outside [min, max] of its queue
     ├── CorruptMessageError             pulled bytes that fail their CRC or framing check
     ├── BrokerError                     the broker failed to process a request
@@ -42,6 +44,8 @@ from aeromq.common._response_code import ResponseCode
 
 __all__ = [
     "ERROR_FOR_CODE",
+    "AccessDeniedError",
+    "AuthenticationError",
     "BrokerBusyError",
     "BrokerError",
     "BrokerUnavailableError",
@@ -128,6 +132,20 @@ class NoPermissionError(ClientError):
     code = ResponseCode.NO_PERMISSION
 
 
+class AuthenticationError(NoPermissionError):
+    """A secured broker did not accept the client's credentials (none, an unknown user or a
+    wrong secret); the message names the user."""
+
+    code = ResponseCode.UNAUTHORIZED
+
+
+class AccessDeniedError(NoPermissionError):
+    """The client's user lacks a permission on a resource; the message names the user, the
+    resource (``topic:NAME`` or ``group:NAME``) and the permission (pub, sub or admin)."""
+
+    code = ResponseCode.FORBIDDEN
+
+
 class OffsetIllegalError(ClientError):
     """An offset below the queue's minimum or above its maximum."""
 
@@ -187,6 +205,8 @@ ERROR_FOR_CODE: Mapping[int, type[ClientError]] = MappingProxyType(
         ResponseCode.FLOW_CONTROL: BrokerBusyError,
         ResponseCode.ILLEGAL_OPERATION: IllegalStateError,
         ResponseCode.RPC_TIME_OUT: RequestTimeoutError,
+        ResponseCode.UNAUTHORIZED: AuthenticationError,
+        ResponseCode.FORBIDDEN: AccessDeniedError,
     }
 )
 """The wire code of a failed response -> the class of error it raises; others are ClientError."""

@@ -43,3 +43,6 @@ class ResponseCode(IntEnum):
     FLOW_CONTROL = 215
     ILLEGAL_OPERATION = 604
     RPC_TIME_OUT = -1006
+    # RocketMQ 5's gRPC ``Code`` values for access control (remoting has only NO_PERMISSION).
+    UNAUTHORIZED = 40100
+    FORBIDDEN = 40300

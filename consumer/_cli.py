@@ -32,6 +32,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from aeromq.client import ClientError, MessageExt, MessageQueue, RouteResolver
+from aeromq.client._security import ClientTls, Credentials
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.transport.tools.cli import (
@@ -190,6 +191,8 @@ def _config(args: argparse.Namespace) -> LitePullConsumerConfig:
         poll_timeout_ms=_POLL_TIMEOUT_MS,
         auto_commit=False,  # committed here, message by message printed (see --count)
         max_poll_records=min(args.count, 500) if args.count else 500,
+        credentials=Credentials.from_env(),  # AEROMQ_USER, AEROMQ_SECRET
+        tls=ClientTls.from_env(),  # AEROMQ_TLS_CA_FILE, AEROMQ_TLS_CERT_FILE, AEROMQ_TLS_KEY_FILE
         **changes,
     )
 
@@ -217,7 +220,12 @@ def main(
         stop.set()
 
     try:  # before the consumer starts: an unreachable broker or no topic is one line, exit 1
-        with RouteResolver(config.endpoints, timeout_s=config.control_timeout_ms / 1000) as routes:
+        with RouteResolver(
+            config.endpoints,
+            timeout_s=config.control_timeout_ms / 1000,
+            credentials=config.credentials,
+            tls=config.tls,
+        ) as routes:
             routes.route(args.topic)
     except ClientError as exc:
         print(f"aeromq consume: {type(exc).__name__}: {exc}", file=err)

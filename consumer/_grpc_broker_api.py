@@ -190,7 +190,7 @@ class GrpcBrokerApi:
         self.client_id = client_id
         self.heartbeat_interval_ms = config.heartbeat_broker_interval_ms
         self._timeout_s = config.control_timeout_ms / 1000.0
-        self._resolver = RouteResolver(config.endpoints, timeout_s=self._timeout_s)
+        self._resolver = self._routes_of(config.endpoints)
         self._sessions = BrokerSessions(
             client_id=client_id,
             transport=config.transport,
@@ -198,6 +198,7 @@ class GrpcBrokerApi:
             udp_response_host=config.udp_response_host,
             request_timeout_ms=config.consumer_timeout_ms_when_suspend,
             offer_timeout_ms=config.offer_timeout_ms,
+            credentials=config.credentials,
         )
         self._connector = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aeromq-connect")
         self._lock = threading.Lock()
@@ -300,9 +301,17 @@ class GrpcBrokerApi:
         try:
             session = self._sessions.session(broker)
         except ClientError as error:
+            if isinstance(error, BrokerUnavailableError):
+                self._resolver.invalidate(pull.queue.topic)
             pull.callback(None, error)
             return
         self._send_pull(session, broker, pull)
+
+    def _broker_gone(self, broker_name: str, topic: str) -> None:
+        """The session with the broker failed: drop it and forget the topic's route, so the
+        next pull looks the broker up again (a restarted broker has new endpoints)."""
+        self._sessions.drop(broker_name)
+        self._resolver.invalidate(topic)
 
     def _send_pull(self, session: ClientSession, broker: BrokerRoute, pull: _Pull) -> None:
         callback = pull.callback
@@ -310,7 +319,7 @@ class GrpcBrokerApi:
             future = session.request_async(pull.request, pull.timeout_ms)
         except ClientError as error:
             if isinstance(error, BrokerUnavailableError):
-                self._sessions.drop(broker.broker_name)
+                self._broker_gone(broker.broker_name, pull.queue.topic)
             callback(None, error)
             return
         name = broker.broker_name
@@ -319,7 +328,7 @@ class GrpcBrokerApi:
             try:
                 response = answered.result()
             except BrokerUnavailableError as error:
-                self._sessions.drop(name)
+                self._broker_gone(name, pull.queue.topic)
                 callback(None, error)
                 return
             except BaseException as error:
@@ -434,10 +443,19 @@ class GrpcBrokerApi:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def _routes_of(self, endpoints: Sequence[str]) -> RouteResolver:
+        config = self._config
+        return RouteResolver(
+            tuple(endpoints),
+            timeout_s=self._timeout_s,
+            credentials=config.credentials,
+            tls=config.tls,
+        )
+
     def update_endpoints(self, endpoints: Sequence[str]) -> None:
         old, self._resolver = (
             self._resolver,
-            RouteResolver(tuple(endpoints), timeout_s=self._timeout_s),
+            self._routes_of(tuple(endpoints)),
         )
         old.close()
 

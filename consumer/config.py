@@ -27,7 +27,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from aeromq.client import IllegalArgumentError, IllegalStateError
+from aeromq.client import ClientTls, Credentials, IllegalArgumentError, IllegalStateError
 from aeromq.common import check_group
 
 __all__ = [
@@ -152,6 +152,10 @@ class LitePullConsumerConfig:
     """The timeout of one control call (routes, offsets, members) over gRPC."""
     offset_store_dir: Path = field(default_factory=_default_offset_store_dir)
     """BROADCASTING only: offsets go to ``<dir>/<client_id>/<group>/offsets.json``."""
+    credentials: Credentials | None = None
+    """An ACL user for a secured broker: sent with every gRPC call and in session CONNECTs."""
+    tls: ClientTls | None = None
+    """gRPC over TLS (``ClientTls``: the CA to trust; a client certificate for mutual TLS)."""
 
     def __post_init__(self) -> None:
         check_group(self.consumer_group)

@@ -28,7 +28,9 @@ offset and lost messages). FOUND caches the messages (filtered again on tag stri
 filters on hash codes) and queues a consume request; every status moves the pull offset to
 ``next_begin_offset``. Then the task runs again at once; after a broker flow-control error
 (:class:`~client.BrokerBusyError`) in 20 ms, after other errors in
-``pull_time_delay_ms_when_exception`` (3000 ms).
+``pull_time_delay_ms_when_exception`` (3000 ms), except a broker found unavailable (its session
+failed, its driver died): that pull is tried again within 250 ms on a fresh route, so a
+restarted broker is found within a second or two of being ready.
 
 A task is a chain of runs: each run schedules at most one next run, and :meth:`PullTask.start`
 starts the chain once, so a task can never be scheduled twice; :class:`PullTaskTable` keeps at
@@ -47,6 +49,7 @@ from dataclasses import dataclass, field
 
 from aeromq.client import (
     BrokerBusyError,
+    BrokerUnavailableError,
     ClientError,
     CorruptMessageError,
     ExpressionType,
@@ -64,6 +67,8 @@ from aeromq.consumer.process_queue import ProcessQueue
 from aeromq.consumer.scheduler import Scheduler
 
 __all__ = ["RELEASE_POLL_MS", "FlowControlCounters", "PullTask", "PullTaskContext", "PullTaskTable"]
+
+_UNAVAILABLE_RETRY_MS = 250  # a pull on a broker found unavailable: tried again this soon
 
 _log = logging.getLogger(__name__)
 
@@ -316,6 +321,13 @@ class PullTask:
             if isinstance(error, BrokerBusyError):
                 counters.broker_busy += 1
                 self._again(ctx.config.pull_time_delay_ms_when_broker_busy)
+            elif isinstance(error, BrokerUnavailableError):
+                counters.pull_errors += 1
+                _log.info(
+                    "broker unavailable, looking it up again: queue=%s: %s", self.queue, error
+                )
+                delay_ms = ctx.config.pull_time_delay_ms_when_exception
+                self._again(min(delay_ms, _UNAVAILABLE_RETRY_MS))
             elif isinstance(error, CorruptMessageError):
                 counters.corrupt_pulls += 1
                 _log.error("%s", error)

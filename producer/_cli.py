@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aeromq.client import ClientError, Message
+from aeromq.client._security import ClientTls, Credentials
 from aeromq.producer._config import ProducerConfig
 from aeromq.producer._producer import Producer
 from aeromq.transport.tools.cli import (
@@ -135,7 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.topic, body, tags=args.tags, keys=args.keys or (), properties=properties
         )
         config = ProducerConfig(
-            send_timeout_ms=args.timeout_ms, transport=args.transport, aeron_dir=args.aeron_dir
+            send_timeout_ms=args.timeout_ms,
+            transport=args.transport,
+            aeron_dir=args.aeron_dir,
+            credentials=Credentials.from_env(),  # AEROMQ_USER, AEROMQ_SECRET
+            tls=ClientTls.from_env(),  # AEROMQ_TLS_CA_FILE, AEROMQ_TLS_CERT_FILE, AEROMQ_TLS_KEY_FILE
         )
     except ClientError as exc:
         print(f"aeromq produce: {exc}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from aeromq.client import IllegalArgumentError
+from aeromq.client._security import ClientTls, Credentials
 from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE, check_group
 
 __all__ = ["ProducerConfig", "Transport"]
@@ -33,6 +34,10 @@ class ProducerConfig:
     udp_response_host                   "127.0.0.1" the address brokers answer UDP sessions on
     offer_timeout_ms                    1 000       how long a back-pressured ingress is retried
     route_refresh_interval_ms           30 000      how long a topic's route is cached
+    credentials                         None        an ACL user (``Credentials``) for a
+                                                    secured broker: gRPC calls and sessions
+    tls                                 None        ``ClientTls``: gRPC over TLS (mutual with
+                                                    a client certificate)
     ==================================  ==========  ===========================================
     """
 
@@ -45,6 +50,8 @@ class ProducerConfig:
     udp_response_host: str = "127.0.0.1"
     offer_timeout_ms: int = 1_000
     route_refresh_interval_ms: int = 30_000
+    credentials: Credentials | None = None
+    tls: ClientTls | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):

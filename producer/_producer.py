@@ -179,6 +179,8 @@ class Producer:
                     self._endpoints,
                     kind="namesrv" if self._namesrv else "auto",
                     ttl_ms=self.config.route_refresh_interval_ms,
+                    credentials=self.config.credentials,
+                    tls=self.config.tls,
                 )
             config = self.config
             self._sessions = BrokerSessions(
@@ -188,6 +190,7 @@ class Producer:
                 udp_response_host=config.udp_response_host,
                 request_timeout_ms=config.send_timeout_ms,
                 offer_timeout_ms=config.offer_timeout_ms,
+                credentials=config.credentials,
             )
             self._running = True
         return self

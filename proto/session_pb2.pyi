@@ -26,11 +26,17 @@ class ConnectRequest(google.protobuf.message.Message):
     RESPONSE_STREAM_ID_FIELD_NUMBER: builtins.int
     CLIENT_ID_FIELD_NUMBER: builtins.int
     VERSION_FIELD_NUMBER: builtins.int
+    USER_FIELD_NUMBER: builtins.int
+    SECRET_FIELD_NUMBER: builtins.int
     response_channel: builtins.str
     response_stream_id: builtins.int
     client_id: builtins.str
     version: builtins.int
     """the client's session protocol version"""
+    user: builtins.str
+    """an ACL user, for a broker with access control"""
+    secret: builtins.str
+    """that user's secret"""
     def __init__(
         self,
         *,
@@ -38,8 +44,10 @@ class ConnectRequest(google.protobuf.message.Message):
         response_stream_id: builtins.int = ...,
         client_id: builtins.str = ...,
         version: builtins.int = ...,
+        user: builtins.str = ...,
+        secret: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["client_id", b"client_id", "response_channel", b"response_channel", "response_stream_id", b"response_stream_id", "version", b"version"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["client_id", b"client_id", "response_channel", b"response_channel", "response_stream_id", b"response_stream_id", "secret", b"secret", "user", b"user", "version", b"version"]) -> None: ...
 
 global___ConnectRequest = ConnectRequest
 

@@ -2,6 +2,7 @@
 health checking and reflection) over the carrier-independent ``ControlPlane``."""
 
 from aeromq.broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase
+from aeromq.broker.grpc._tls import TlsConfig
 from aeromq.broker.grpc.server import ADMIN_SERVICE, CONSUMER_GROUP_SERVICE, BrokerGrpcServer
 
 __all__ = [
@@ -10,4 +11,5 @@ __all__ = [
     "DEFAULT_MAX_WORKERS",
     "BrokerGrpcServer",
     "GrpcServerBase",
+    "TlsConfig",
 ]

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 from aeromq.broker._errors import IllegalStateError
 from aeromq.broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase, Registrar
+from aeromq.broker.grpc._tls import TlsConfig
 from aeromq.broker.grpc.servicers import BrokerAdminServicer, ConsumerGroupServicer
 from aeromq.broker.processor.admin import ControlPlane
+from aeromq.broker.security._acl import Acl
+from aeromq.broker.security._grpc_acl import AclInterceptor
 from aeromq.proto import admin_pb2, admin_pb2_grpc, consumer_group_pb2, consumer_group_pb2_grpc
 
 __all__ = ["ADMIN_SERVICE", "CONSUMER_GROUP_SERVICE", "BrokerGrpcServer"]
@@ -32,7 +35,8 @@ CONSUMER_GROUP_SERVICE = consumer_group_pb2.DESCRIPTOR.services_by_name[
 
 
 class BrokerGrpcServer(GrpcServerBase):
-    """The broker's gRPC server on ``host:port`` (0: any free port)."""
+    """The broker's gRPC server on ``host:port`` (0: any free port); ``tls`` makes it TLS
+    only, ``acl`` authenticates and authorises every call to an aeromq service."""
 
     def __init__(
         self,
@@ -41,6 +45,8 @@ class BrokerGrpcServer(GrpcServerBase):
         port: int = 0,
         *,
         max_workers: int = DEFAULT_MAX_WORKERS,
+        tls: TlsConfig | None = None,
+        acl: Acl | None = None,
     ) -> None:
         admin = BrokerAdminServicer(control_plane)
         groups = ConsumerGroupServicer(control_plane)
@@ -61,6 +67,8 @@ class BrokerGrpcServer(GrpcServerBase):
             },
             max_workers=max_workers,
             name="aeromq-broker-grpc",
+            tls=tls,
+            interceptors=() if acl is None else (AclInterceptor(acl),),
         )
         self.control_plane = control_plane
 

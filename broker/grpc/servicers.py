@@ -3,16 +3,18 @@
 
 Every unary method is one line: the processor answers with a response whose ``Status`` holds
 any failure, so the gRPC status is OK whenever the broker processed the call. The membership
-stream pumps a ``MembershipStream``: a reader thread feeds it the client's heartbeats; this
-handler sends what it yields; the stream ends (and the client leaves its groups at once) when
+stream pumps a ``MembershipStream`` on the server's event loop (no thread per stream): a reader
+task feeds it the client's heartbeats; the handler sends what it yields; the stream ends (and the client leaves its groups at once) when
 the client half-closes or cancels, or the broker shuts down.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
@@ -29,8 +31,6 @@ from aeromq.proto import (
 __all__ = ["BrokerAdminServicer", "ConsumerGroupServicer"]
 
 _log = logging.getLogger(__name__)
-
-_POLL_S = 0.25  # how often a quiet stream re-checks that its call is still active
 
 
 class BrokerAdminServicer(admin_pb2_grpc.BrokerAdminServicer):
@@ -122,28 +122,35 @@ class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer
     def __init__(self, control_plane: ControlPlane) -> None:
         self._cp = control_plane
 
-    def Heartbeat(
+    async def Heartbeat(
         self,
-        request_iterator: Iterator[consumer_group_pb2.HeartbeatRequest],
-        context: grpc.ServicerContext,
-    ) -> Iterator[consumer_group_pb2.HeartbeatResponse]:
+        request_iterator: AsyncIterator[consumer_group_pb2.HeartbeatRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> AsyncIterator[consumer_group_pb2.HeartbeatResponse]:
+        # On the server's event loop: an open stream holds no thread, only this generator, a
+        # reader task, and an Event the manager's pushes set (from whichever thread they run).
+        loop = asyncio.get_running_loop()
         stream = self._cp.open_membership_stream()
-        context.add_callback(stream.close)  # the call ended: cancelled, failed or done
-        reader = threading.Thread(
-            target=_read_heartbeats,
-            args=(request_iterator, stream),
-            name="aeromq-heartbeat-reader",
-            daemon=True,
-        )
-        reader.start()
+        wake = asyncio.Event()
+
+        def waker() -> None:
+            with contextlib.suppress(RuntimeError):  # the server stopped: its loop is closed
+                loop.call_soon_threadsafe(wake.set)
+
+        stream.set_waker(waker)
+        reader = asyncio.create_task(_read_heartbeats(request_iterator, stream))
         try:
-            while context.is_active():
-                response = stream.poll(_POLL_S)
+            while True:
+                wake.clear()
+                response = stream.poll(0.0)
                 if response is not None:
                     yield response
                 elif stream.ended:
                     return
+                else:
+                    await wake.wait()
         finally:
+            reader.cancel()
             stream.close()
 
     def SendHeartbeat(
@@ -162,13 +169,13 @@ class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer
         return self._cp.get_consumer_ids(request)
 
 
-def _read_heartbeats(
-    requests: Iterator[consumer_group_pb2.HeartbeatRequest], stream: MembershipStream
+async def _read_heartbeats(
+    requests: AsyncIterator[consumer_group_pb2.HeartbeatRequest], stream: MembershipStream
 ) -> None:
     try:
-        for request in requests:
+        async for request in requests:
             stream.on_heartbeat(request)
-    except grpc.RpcError:
+    except (grpc.RpcError, asyncio.CancelledError):
         pass  # the call was cancelled or the connection dropped: the client is gone
     except Exception:
         _log.exception("membership stream reader failed: client_id=%s", stream.client_id)

@@ -408,7 +408,13 @@ class MembershipStream:
         self._pending: deque[consumer_group_pb2.HeartbeatResponse] = deque()
         self._sent_versions: dict[str, int] = {}
         self._ended = False
+        self._waker: Callable[[], None] | None = None
         self.client_id: str | None = None
+
+    def set_waker(self, waker: Callable[[], None]) -> None:
+        """Call ``waker`` (from any thread) whenever a response is queued or the stream ends:
+        an event-loop carrier waits on it instead of blocking a thread in ``poll``."""
+        self._waker = waker
 
     def on_heartbeat(self, request: consumer_group_pb2.HeartbeatRequest) -> None:
         """Apply a heartbeat from the stream's client; a failure is queued as a status."""
@@ -438,6 +444,8 @@ class MembershipStream:
                 return
             self._pending.append(response)
             self._cond.notify_all()
+        if self._waker is not None:
+            self._waker()
 
     def poll(self, timeout_s: float) -> consumer_group_pb2.HeartbeatResponse | None:
         """The next response to send (pending ones merged), or None after ``timeout_s`` or
@@ -464,6 +472,8 @@ class MembershipStream:
         with self._cond:
             self._ended = True
             self._cond.notify_all()
+        if self._waker is not None:
+            self._waker()
 
     def close(self) -> None:
         """The carrier's stream ended: end it and remove its client from its groups."""

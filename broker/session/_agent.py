@@ -21,9 +21,16 @@ route back, and always counted (:class:`~broker.session.SessionCounters`): bytes
 parse or carry no body (INVALID_PARAMETER, answered on the sender's session when its ids or its
 ingress image tell which), a request of a closed session (SERVICE_NOT_AVAILABLE, with the
 reason, on a publication opened for the answer), of an unknown session (SERVICE_NOT_AVAILABLE,
-answered when the ingress image has a live session), a CONNECT past ``max_sessions``
-(SYSTEM_BUSY) or of another protocol version (VERSION_NOT_SUPPORTED). Nothing a client sends
-stops the agent.
+answered when the ingress image has a live session), a request on another client's session
+(NO_PERMISSION, answered only on the sender's own session: the victim's session is untouched),
+a CONNECT past ``max_sessions`` (SYSTEM_BUSY) or of another protocol version
+(VERSION_NOT_SUPPORTED). A CONNECT whose response channel does not point back at its own source
+is dropped unanswered (``routes_refused``): the broker sends to no address a client names
+but the one it sends from.
+
+Sessions are bound to their client: the id is random (63 bits) and every request must come on
+the ingress image that carried the session's CONNECT, one identity compare per request
+(``header.context is session.image``). Nothing a client sends stops the agent.
 """
 
 from __future__ import annotations
@@ -40,8 +47,10 @@ from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.security._acl import Acl, Permission, ResourceKind
 from aeromq.broker.session._config import SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
+from aeromq.broker.session._route_check import IPC_SOURCE, route_refusal
 from aeromq.broker.session._session import ServerSession, SessionState
 from aeromq.broker.session._table import SessionTable
 from aeromq.common import (
@@ -56,7 +65,7 @@ from aeromq.common import (
 )
 from aeromq.proto import common_pb2, session_pb2
 from aeromq.transport import TransportError
-from aeromq.transport.client import Aeron, Subscription
+from aeromq.transport.client import Aeron, Image, Subscription
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.action import Action
 from aeromq.transport.concurrent.idle_strategy import tighten_timer_slack
@@ -78,6 +87,9 @@ _ABORT: Final = Action.ABORT
 _COMMIT: Final = Action.COMMIT
 _CONTINUE: Final = Action.CONTINUE
 _SWEEP_INTERVAL_NS: Final = 100_000_000
+_PUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.PUB)
+_SUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.SUB)
+_SUB_GROUP: Final = (ResourceKind.GROUP, Permission.SUB)
 _MS: Final = 1_000_000
 
 Completion = tuple[ServerSession, int, int, ProtoMessage]
@@ -101,6 +113,7 @@ class SessionAgent:
         config: SessionServerConfig | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         clock_ns: Callable[[], int] = time.monotonic_ns,
+        acl: Acl | None = None,
     ) -> None:
         self.config = config or SessionServerConfig()
         self._aeron = aeron
@@ -110,6 +123,7 @@ class SessionAgent:
         self.broker_name = broker_name
         self.max_message_size = max_message_size
         self._clock_ns = clock_ns
+        self._acl = acl
         self._table = SessionTable(self.config)
         self._completions: deque[Completion] = deque()
         self._connecting: set[ServerSession] = set()
@@ -194,6 +208,10 @@ class SessionAgent:
             self.counters.requests += 1
             self._no_session(request, header)
             return _CONTINUE
+        if header.context is not session.image:  # not the client that opened the session
+            self.counters.requests += 1
+            self._foreign(request, header)
+            return _CONTINUE
         session.last_activity_ns = self._now_ns
         correlation_id = request.correlation_id
         if kind == "send":
@@ -201,10 +219,14 @@ class SessionAgent:
                 self.counters.aborted += 1
                 return _ABORT
             self.counters.requests += 1
+            if self._acl is not None and self._forbidden(session, correlation_id, request):
+                return _COMMIT
             self._send.process(request.send, self._completion(session, correlation_id, _SEND))
             return _COMMIT
         self.counters.requests += 1
         if kind == "pull":
+            if self._acl is not None and self._forbidden(session, correlation_id, request):
+                return _CONTINUE
             self._pull.process(request.pull, self._completion(session, correlation_id, _PULL))
         elif kind == "keepalive":
             data = encode_envelope(correlation_id, session.session_id, _KEEPALIVE, _KEEPALIVE_BODY)
@@ -212,6 +234,32 @@ class SessionAgent:
         else:  # close
             self._close(session, "closed by the client", self._now_ns, notify=False)
         return _CONTINUE
+
+    def _forbidden(
+        self, session: ServerSession, correlation_id: int, request: session_pb2.TransportRequest
+    ) -> bool:
+        """Whether the session's user may not make this send or pull (then answered FORBIDDEN).
+        Each (permission, resource) is decided once per session and remembered."""
+        if request.HasField("send"):
+            needs = [(_PUB_TOPIC, request.send.topic)]
+        else:
+            needs = [(_SUB_GROUP, request.pull.consumer_group), (_SUB_TOPIC, request.pull.topic)]
+        for need, name in needs:
+            key = (need, name)
+            granted = session.granted
+            if key in granted:
+                why = granted[key]
+            else:
+                assert self._acl is not None
+                why = granted[key] = self._acl.refusal(session.user, need[0], name, need[1])
+            if why is not None:
+                code = ResponseCode.FORBIDDEN
+                self.counters.errors_by_code[code] += 1
+                self.counters.forbidden += 1
+                envelope = _error_envelope(correlation_id, session.session_id, code, why)
+                self._respond(session, envelope, self._now_ns)
+                return True
+        return False
 
     def _completion(
         self, session: ServerSession, correlation_id: int, field: int
@@ -227,6 +275,18 @@ class SessionAgent:
         connect = request.connect
         route = (connect.response_channel, connect.response_stream_id)
         now_ns = self._now_ns
+        image = header.context
+        source = image.source_identity if isinstance(image, Image) else IPC_SOURCE
+        refusal = route_refusal(connect.response_channel, source)
+        if refusal is not None:  # answers go back to the requester, nowhere else
+            self.counters.connects_refused += 1
+            self.counters.routes_refused += 1
+            self._unanswerable(
+                f"response channel refused: {refusal}: client_id={connect.client_id!r} "
+                f"channel={connect.response_channel!r}",
+                header,
+            )
+            return
         if connect.version != SESSION_PROTOCOL_VERSION:
             self.counters.connects_refused += 1
             self._farewell(
@@ -237,6 +297,14 @@ class SessionAgent:
                 f"session protocol version not supported: version={connect.version} "
                 f"supported={SESSION_PROTOCOL_VERSION}",
             )
+            return
+        acl = self._acl
+        why = None if acl is None else acl.authenticate(connect.user, connect.secret)
+        if why is not None:
+            self.counters.connects_refused += 1
+            self.counters.errors_by_code[ResponseCode.UNAUTHORIZED] += 1
+            _log.warning("session refused: %s client_id=%s", why, connect.client_id)
+            self._farewell(route, request.correlation_id, 0, ResponseCode.UNAUTHORIZED, why)
             return
         if self._table.live_count >= self.config.max_sessions:
             self.counters.connects_refused += 1
@@ -256,7 +324,9 @@ class SessionAgent:
             header.session_id,
             request.correlation_id,
             now_ns,
+            image=image,
         )
+        session.user = connect.user
         if not self._open_publication(session):
             return
         self._table.add(session)
@@ -290,7 +360,10 @@ class SessionAgent:
         code = ResponseCode.INVALID_PARAMETER
         counters.errors_by_code[code] += 1
         correlation_id, session_id = salvage_envelope_ids(data)
-        session = self._table.get(session_id) or self._table.by_image(header.session_id)
+        session = self._table.get(session_id)
+        if session is None or session.image is not header.context:
+            session = self._table.by_image(header.context)
+            session_id = 0
         text = f"malformed request: {what}: length={len(data)}"
         if session is None or session.farewell:
             self._unanswerable(text, header)
@@ -307,18 +380,42 @@ class SessionAgent:
         code = SESSION_CLOSED_CODE
         self.counters.errors_by_code[code] += 1
         tombstone = self._table.tombstone(session_id)
-        if tombstone is not None:
+        if tombstone is not None and tombstone.image is header.context:
             self.counters.closed_session += 1
             text = f"session closed: session_id={session_id} reason={tombstone.reason!r}"
             self._farewell(tombstone.route, request.correlation_id, session_id, code, text)
             return
         self.counters.unknown_session += 1
         text = f"unknown session: session_id={session_id}"
-        live = self._table.by_image(header.session_id)
+        self._answer_requester(request, header, code, text)
+
+    def _foreign(self, request: session_pb2.TransportRequest, header: Header) -> None:
+        """A request on a live session from another client than the one that opened it: the
+        session is left alone; the sender hears NO_PERMISSION on its own session, if any."""
+        code = ResponseCode.NO_PERMISSION
+        self.counters.errors_by_code[code] += 1
+        self.counters.foreign_session += 1
+        count = self.counters.foreign_session
+        if count <= 10 or count % 1000 == 0:
+            _log.warning(
+                "request refused: the session is another client's: session_id=%s "
+                "image_session_id=%s count=%d",
+                request.session_id,
+                header.session_id,
+                count,
+            )
+        text = f"session not opened by this client: session_id={request.session_id}"
+        self._answer_requester(request, header, code, text)
+
+    def _answer_requester(
+        self, request: session_pb2.TransportRequest, header: Header, code: int, text: str
+    ) -> None:
+        """Answer an envelope-level error on the live session of the request's own image."""
+        live = self._table.by_image(header.context)
         if live is None:
             self._unanswerable(text, header)
             return
-        envelope = _error_envelope(request.correlation_id, session_id, code, text)
+        envelope = _error_envelope(request.correlation_id, request.session_id, code, text)
         self._respond(live, envelope, self._now_ns)
 
     def _unanswerable(self, text: str, header: Header) -> None:

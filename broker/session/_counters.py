@@ -26,6 +26,9 @@ class SessionCounters:
     malformed: int = 0
     unknown_session: int = 0
     closed_session: int = 0
+    foreign_session: int = 0
+    routes_refused: int = 0
+    forbidden: int = 0
     unanswerable: int = 0
     aborted: int = 0
     response_back_pressure: int = 0

@@ -37,8 +37,10 @@ class SessionState(enum.Enum):
 
 
 class ServerSession:
-    """One client's session (see module). ``farewell`` sessions exist only to deliver their
-    backlog (an answer to a closed session's late request) and close."""
+    """One client's session (see module). ``image`` is the ingress image (``Image``) its
+    CONNECT came on: the client's identity, against which every request is checked.
+    ``farewell`` sessions exist only to deliver their backlog (an answer to a closed session's
+    late request) and close."""
 
     __slots__ = (
         "backlog",
@@ -48,6 +50,8 @@ class ServerSession:
         "connect_correlation_id",
         "created_ns",
         "farewell",
+        "granted",
+        "image",
         "image_session_id",
         "last_activity_ns",
         "publication",
@@ -56,6 +60,7 @@ class ServerSession:
         "response_stream_id",
         "session_id",
         "state",
+        "user",
     )
 
     def __init__(
@@ -68,6 +73,7 @@ class ServerSession:
         connect_correlation_id: int,
         now_ns: int,
         *,
+        image: object = None,
         farewell: bool = False,
     ) -> None:
         self.session_id = session_id
@@ -75,6 +81,9 @@ class ServerSession:
         self.response_channel = response_channel
         self.response_stream_id = response_stream_id
         self.image_session_id = image_session_id
+        self.image = image
+        self.user = ""
+        self.granted: dict[tuple[object, str], str | None] = {}
         self.connect_correlation_id = connect_correlation_id
         self.created_ns = now_ns
         self.last_activity_ns = now_ns

@@ -2,14 +2,16 @@
 
 A closed session leaves a tombstone (its response route and why it closed) for
 ``tombstone_linger_ms``, so a late request on it can be answered with the reason rather than
-dropped. Session ids start at a random point of the positive 62-bit range, so a restarted
-broker does not hand out the ids its previous run did: an old client gets "unknown session",
-never another client's session. Only the session agent's thread uses the table.
+dropped. Session ids are drawn at random from the positive 63-bit range (``secrets``): a client
+cannot guess its neighbour's, and a restarted broker does not hand out the ids its previous run
+did (an old client gets "unknown session", never another client's session). Sessions are found
+by id, and by the ingress image (``Image``) their CONNECT came on. Only the session agent's
+thread uses the table.
 """
 
 from __future__ import annotations
 
-import random
+import secrets
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -19,49 +21,56 @@ from aeromq.broker.session._session import ServerSession
 
 __all__ = ["SessionTable", "Tombstone"]
 
+_ID_ATTEMPTS = 64
+
 
 class Tombstone(NamedTuple):
     route: tuple[str, int]
     reason: str
     closed_ns: int
+    image: object
 
 
 class SessionTable:
     """Sessions of one server (see module)."""
 
-    def __init__(self, config: SessionServerConfig, seed: int | None = None) -> None:
+    def __init__(self, config: SessionServerConfig) -> None:
         self._config = config
         self._live: dict[int, ServerSession] = {}
-        self._by_image: dict[int, ServerSession] = {}
+        self._by_image: dict[object, ServerSession] = {}
         self._tombstones: OrderedDict[int, Tombstone] = OrderedDict()
-        self._next_id = (random.Random(seed).getrandbits(30) << 32) + 1
 
     def new_id(self) -> int:
-        session_id = self._next_id
-        self._next_id += 1
-        return session_id
+        """A fresh, unguessable session id: random, positive, neither live nor remembered."""
+        for _ in range(_ID_ATTEMPTS):
+            session_id = secrets.randbits(63)
+            if session_id and session_id not in self._live and session_id not in self._tombstones:
+                return session_id
+        raise RuntimeError("no free session id")  # 2**63 ids: unreachable in practice
 
     def add(self, session: ServerSession) -> None:
         self._live[session.session_id] = session
         if not session.farewell:
-            self._by_image[session.image_session_id] = session
+            self._by_image[session.image] = session
 
     def get(self, session_id: int) -> ServerSession | None:
         return self._live.get(session_id)
 
-    def by_image(self, image_session_id: int) -> ServerSession | None:
-        """The live session whose CONNECT came on this ingress image (publication session)."""
-        return self._by_image.get(image_session_id)
+    def by_image(self, image: object) -> ServerSession | None:
+        """The live session whose CONNECT came on this ingress image."""
+        return self._by_image.get(image)
 
     def remove(self, session: ServerSession, now_ns: int) -> None:
         """Forget a closed session; remember it as a tombstone (farewells leave none)."""
         self._live.pop(session.session_id, None)
-        if self._by_image.get(session.image_session_id) is session:
-            del self._by_image[session.image_session_id]
+        if self._by_image.get(session.image) is session:
+            del self._by_image[session.image]
         if session.farewell:
             return
         tombstones = self._tombstones
-        tombstones[session.session_id] = Tombstone(session.route, session.close_reason, now_ns)
+        tombstones[session.session_id] = Tombstone(
+            session.route, session.close_reason, now_ns, session.image
+        )
         while len(tombstones) > self._config.max_tombstones:
             tombstones.popitem(last=False)
 

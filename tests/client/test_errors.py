@@ -5,6 +5,8 @@ import pytest
 from aeromq import client
 from aeromq.client import (
     ERROR_FOR_CODE,
+    AccessDeniedError,
+    AuthenticationError,
     BrokerBusyError,
     BrokerUnavailableError,
     ClientError,
@@ -12,6 +14,7 @@ from aeromq.client import (
     InvalidExpressionError,
     MessageIllegalError,
     MessageTooLargeError,
+    NoPermissionError,
     NotSupportedError,
     OffsetIllegalError,
     RequestTimeoutError,
@@ -40,7 +43,7 @@ def test_should_root_every_public_error_at_client_error() -> None:
         if isinstance(getattr(client, name), type)
         and issubclass(getattr(client, name), BaseException)
     ]
-    assert len(errors) == 15
+    assert len(errors) == 17
     assert all(issubclass(error, ClientError) for error in errors)
     tree = _errors.__doc__ or ""
     assert all(f" {error.__name__} " in tree for error in errors)
@@ -85,3 +88,10 @@ def test_should_fall_back_to_the_root_for_an_unknown_code() -> None:
 def test_should_refuse_to_make_an_error_of_success() -> None:
     with pytest.raises(IllegalArgumentError, match="SUCCESS response is not an error"):
         error_for_code(ResponseCode.SUCCESS, "fine")
+
+
+def test_should_map_the_access_control_codes_to_their_errors() -> None:
+    denied = error_for_code(ResponseCode.FORBIDDEN, "access denied", user="app")
+    assert type(denied) is AccessDeniedError and isinstance(denied, NoPermissionError)
+    refused = error_for_code(ResponseCode.UNAUTHORIZED, "bad user or secret", user="app")
+    assert type(refused) is AuthenticationError and not refused.retriable

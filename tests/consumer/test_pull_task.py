@@ -9,6 +9,7 @@ import pytest
 
 from aeromq.client import (
     BrokerBusyError,
+    BrokerError,
     BrokerUnavailableError,
     MessageExt,
     MessageQueue,
@@ -251,11 +252,23 @@ def test_should_retry_in_20_ms_after_broker_flow_control(
 def test_should_retry_in_3000_ms_after_other_errors(
     broker: InMemoryBroker, queue: MessageQueue
 ) -> None:
-    broker.fail_next("pull_async", BrokerUnavailableError("down"))
+    broker.fail_next("pull_async", BrokerError("failed"))
     harness = Harness(broker)
     state = harness.assigned.add(queue, pull_offset=4)
     harness.task(queue).run()
     assert harness.scheduler.delays() == [3000]
+    assert harness.counters.pull_errors == 1
+    assert state.pull_offset == 4
+
+
+def test_should_retry_in_250_ms_on_a_fresh_route_after_the_broker_was_unavailable(
+    broker: InMemoryBroker, queue: MessageQueue
+) -> None:
+    broker.fail_next("pull_async", BrokerUnavailableError("down"))
+    harness = Harness(broker)
+    state = harness.assigned.add(queue, pull_offset=4)
+    harness.task(queue).run()
+    assert harness.scheduler.delays() == [250]
     assert harness.counters.pull_errors == 1
     assert state.pull_offset == 4
 

@@ -4,6 +4,7 @@ gRPC failures into client errors."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -129,3 +130,40 @@ def test_should_refuse_calls_on_a_closed_client(broker: RunningBroker) -> None:
         grpc_client.list_topics()
     with pytest.raises(IllegalArgumentError):
         GrpcClient(broker.address, timeout_s=0)
+
+
+def test_should_refuse_a_second_server_on_the_port_of_a_running_one(broker: RunningBroker) -> None:
+    second = BrokerGrpcServer(broker.control, "127.0.0.1", broker.server.port)
+    with pytest.raises(BrokerError, match="cannot bind") as info:
+        second.start()
+    assert info.value.values["address"] == broker.address
+    assert not second.running
+    with GrpcClient(broker.address) as grpc_client:  # the first one still serves
+        assert grpc_client.list_topics() is not None
+
+
+def test_should_log_one_line_without_traceback_per_bad_call(
+    broker: RunningBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="grpc")
+    with grpc.insecure_channel(broker.address) as channel:
+        for method in ("ListTopics", "CreateTopic", "ResetOffset"):
+            garbage = channel.unary_unary(f"/{ADMIN_SERVICE}/{method}")
+            with pytest.raises(grpc.RpcError):
+                garbage(b"\xff\xff\xff\xff", timeout=5)
+    bad = [r for r in caplog.records if r.name.startswith("grpc") and r.levelno >= logging.WARNING]
+    assert len(bad) == 3
+    assert all(r.exc_info is None and "\n" not in r.getMessage() for r in bad)
+    assert "ListTopics" in bad[0].getMessage() and "DecodeError" in bad[0].getMessage()
+
+
+def test_should_keep_the_traceback_of_a_bad_call_at_debug(
+    broker: RunningBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="grpc")
+    with grpc.insecure_channel(broker.address) as channel:
+        garbage = channel.unary_unary(f"/{ADMIN_SERVICE}/ListTopics")
+        with pytest.raises(grpc.RpcError):
+            garbage(b"\xff\xff\xff\xff", timeout=5)
+    bad = [r for r in caplog.records if r.name.startswith("grpc") and r.levelno >= logging.WARNING]
+    assert len(bad) == 1 and bad[0].exc_info is not None
