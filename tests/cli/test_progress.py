@@ -4,12 +4,8 @@ in a pipe, always on standard error; each drives the real ``aeromq`` against a r
 from __future__ import annotations
 
 import json
-import os
 import re
-import select
-import subprocess
 import sys
-import time
 
 import pytest
 
@@ -17,7 +13,7 @@ from aeromq.broker.testing import ServerProcess
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.transport.tools.progress import Progress, format_eta, plain_line
 
-from .conftest import CLI_TIMEOUT_S, run_aeromq
+from .conftest import run_aeromq, run_on_terminal
 
 PLAIN = re.compile(r"^(\w[\w ]*): ([\d,]+)/([\d,]+) \((\d+)%\) ([\d,]+) (\w+)/s eta (\S+)$")
 
@@ -25,44 +21,6 @@ PLAIN = re.compile(r"^(\w[\w ]*): ([\d,]+)/([\d,]+) \((\d+)%\) ([\d,]+) (\w+)/s 
 def _create_topic(broker: ServerProcess, topic: str) -> None:
     with GrpcClient(broker.grpc_address, timeout_s=30.0) as admin:
         admin.create_topic(topic, read_queue_nums=2, write_queue_nums=2)
-
-
-def _run_on_terminal(*args: str, endpoints: str) -> tuple[int, str]:
-    """``python -m aeromq ARGS`` with standard output and error on a pseudo-terminal; its exit
-    status and everything it wrote there."""
-    leader, follower = os.openpty()
-    env = {**os.environ, "AEROMQ_ENDPOINTS": endpoints, "COLUMNS": "120", "TERM": "xterm"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aeromq", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-    )
-    os.close(follower)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + CLI_TIMEOUT_S
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 1.0)
-            if not ready:
-                if process.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the terminal's last writer has gone
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
-        os.close(leader)
-    return code, b"".join(chunks).decode("utf-8", "replace")
 
 
 def test_should_format_a_plain_line_with_count_rate_and_eta() -> None:
@@ -119,7 +77,7 @@ def test_should_print_no_progress_when_told_none(broker: ServerProcess) -> None:
 
 def test_should_draw_a_live_line_on_a_terminal(broker: ServerProcess) -> None:
     _create_topic(broker, "progress-live")
-    code, screen = _run_on_terminal(
+    code, screen = run_on_terminal(
         "produce", "--topic", "progress-live", "--count", "20000", "--batch", "20",
         endpoints=broker.grpc_address,
     )  # fmt: skip
@@ -130,7 +88,7 @@ def test_should_draw_a_live_line_on_a_terminal(broker: ServerProcess) -> None:
     assert PLAIN.search(screen) is None
     assert "sent=20000 failed=0" in screen  # the summary after the line is gone
 
-    code, screen = _run_on_terminal(
+    code, screen = run_on_terminal(
         "consume", "--topic", "progress-live", "--from", "first", "--count", "20000", "--quiet",
         endpoints=broker.grpc_address,
     )  # fmt: skip

@@ -19,7 +19,7 @@ import time
 from types import TracebackType
 from typing import Any, Final, TextIO
 
-from aeromq.transport.tools.cli import duration_ms
+from aeromq.transport.tools.cli import duration_ms, format_duration_ms
 
 __all__ = ["MODES", "Progress", "add_progress", "format_eta", "plain_line"]
 
@@ -28,7 +28,9 @@ MODES: Final = ("auto", "live", "plain", "none")
 DEFAULT_INTERVAL_MS: Final = 5_000.0
 
 
-def add_progress(parser: argparse.ArgumentParser) -> None:
+def add_progress(
+    parser: argparse.ArgumentParser, default_interval_ms: float = DEFAULT_INTERVAL_MS
+) -> None:
     """``--progress MODE`` and ``--progress-interval DURATION`` on ``parser``."""
     parser.add_argument(
         "--progress",
@@ -40,9 +42,10 @@ def add_progress(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--progress-interval",
         type=duration_ms,
-        default=DEFAULT_INTERVAL_MS,
+        default=default_interval_ms,
         metavar="DURATION",
-        help="time between plain progress lines, e.g. 1s; default 5s",
+        help="time between plain progress lines, e.g. 1s; "
+        f"default {format_duration_ms(default_interval_ms)}",
     )
 
 
