@@ -311,13 +311,20 @@ def _zmq_pinger(
 # the parent side
 
 
+WORKER_DEADLINE_S = 120.0
+"""A pair of workers still running this long after their barrier has hung (a quick case takes
+seconds, a full one well under a minute): they are killed and the case fails."""
+
+
 def _run_pair(
     producer: Callable[..., None],
     producer_args: tuple[Any, ...],
     consumer: Callable[..., None],
     consumer_args: tuple[Any, ...],
 ) -> Any:
-    """Run two workers that meet at a 3-party barrier; return what the consumer reports."""
+    """Run two workers that meet at a 3-party barrier; return what the consumer reports.
+    Raises RuntimeError (the workers killed) when one fails, or both overrun
+    :data:`WORKER_DEADLINE_S`."""
     barrier = _ctx.Barrier(3)
     results = _ctx.Queue()
     procs = [
@@ -326,9 +333,10 @@ def _run_pair(
     ]
     for proc in procs:
         proc.start()
+    join_s = 30.0
     try:
         barrier.wait(timeout=60)
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + WORKER_DEADLINE_S
         while True:
             try:
                 outcome = results.get(timeout=0.5)
@@ -336,12 +344,19 @@ def _run_pair(
             except queue.Empty:
                 failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
                 if failed or time.monotonic() > deadline:
-                    raise RuntimeError(f"benchmark workers failed: exit codes {failed}") from None
+                    join_s = 1.0
+                    states = ", ".join(
+                        f"{role} {'running' if p.exitcode is None else f'exit {p.exitcode}'}"
+                        for role, p in zip(("producer", "consumer"), procs, strict=True)
+                    )
+                    why = "failed" if failed else f"still running after {WORKER_DEADLINE_S:.0f} s"
+                    raise RuntimeError(f"benchmark workers {why}: {states}") from None
     except threading.BrokenBarrierError as exc:
+        join_s = 1.0
         raise RuntimeError("benchmark workers did not start") from exc
     finally:
         for proc in procs:
-            proc.join(timeout=30)
+            proc.join(timeout=join_s)
             if proc.is_alive():
                 proc.kill()
                 proc.join()

@@ -1,0 +1,60 @@
+"""PNG charts of a suite's rows (matplotlib, from the bench extra), one per measure.
+
+A chart is a horizontal bar per case in the order the suite reported them, which puts each
+case beside the baselines it is measured against (``baseline:...`` rows, drawn in grey, come
+from the same run). Measures: ``msgs_per_s`` (longer is better), ``p50_us`` with ``p99_us``
+(round trips; shorter is better) and ``ns_per_op`` (shorter is better). A wide range uses a
+log scale. Failed cases and targets are not drawn (the JSON lines and the table have them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MEASURES", "draw"]
+
+MEASURES = {
+    "msgs_per_s": "messages per second (longer is better)",
+    "p50_us": "round trip p50 and p99, us (shorter is better)",
+    "ns_per_op": "ns per operation (shorter is better)",
+}
+_OURS, _BASELINE, _TAIL = "#1f6fb4", "#9a9a9a", "#a9c8e8"
+
+
+def draw(suite: str, rows: list[dict[str, Any]], out: Path, caption: str) -> list[Path]:
+    """Write ``out/SUITE-MEASURE.png`` for each measure some row has; returns the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: list[Path] = []
+    for measure, label in MEASURES.items():
+        cases = [r for r in rows if isinstance(r.get(measure), int | float) and "error" not in r]
+        if not cases:
+            continue
+        names = [str(r["name"]) for r in cases]
+        values = [float(r[measure]) for r in cases]
+        colors = [_BASELINE if n.startswith("baseline:") else _OURS for n in names]
+        figure, axes = plt.subplots(figsize=(10, 0.32 * len(cases) + 1.4))
+        positions = list(range(len(cases)))[::-1]
+        if measure == "p50_us":
+            tails = [float(r.get("p99_us") or v) for r, v in zip(cases, values, strict=True)]
+            axes.barh(positions, tails, color=_TAIL, label="p99")
+        axes.barh(positions, values, color=colors)
+        axes.set_yticks(positions, names, fontsize=8)
+        positive = [v for v in values if v > 0]
+        if positive and max(positive) / min(positive) > 100:
+            axes.set_xscale("log")
+        for y, value in zip(positions, values, strict=True):
+            axes.text(value, y, f" {value:,.3g}", va="center", fontsize=7)
+        axes.set_xlabel(label, fontsize=9)
+        axes.set_title(f"python -m bench {suite}: {caption}", fontsize=9)
+        axes.grid(axis="x", alpha=0.3)
+        figure.tight_layout()
+        path = out / f"{suite}-{measure}.png"
+        figure.savefig(path, dpi=90)
+        plt.close(figure)
+        written.append(path)
+    return written
