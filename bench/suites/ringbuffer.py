@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing.synchronize import Barrier
+from multiprocessing.synchronize import Barrier, Event
 from typing import Any
 
 import zmq
@@ -50,6 +50,11 @@ _MSG_TYPE_ID = 1
 _STOP_TYPE_ID = 2
 _SEQ = struct.Struct("<q")
 _ctx = mp.get_context("spawn")
+WORKER_DEADLINE_S = 120.0
+"""A pair of workers still running this long after their barrier has hung (a quick case takes
+seconds, a full one well under a minute): they are killed and the case fails."""
+_ZMQ_STALL_MS = 30_000
+"""A pyzmq consumer with no record for this long has lost one (the producer is done)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,7 +145,15 @@ def _queue_consumer(q: Any, count: int, barrier: Barrier, results: Any) -> None:
     results.put(time.perf_counter_ns() - start_ns)
 
 
-def _zmq_producer(address: str, size: int, batch: int, count: int, barrier: Barrier) -> None:
+def _zmq_producer(
+    address: str, size: int, batch: int, count: int, received: Event, barrier: Barrier
+) -> None:
+    """Send ``count`` sequence-stamped records, then stay until the consumer has them all.
+
+    The wait is the fix of a lost tail: libzmq does not always honour ``LINGER`` when the
+    receiver holds its high-water mark as the sender closes (libzmq issues 1922, 3774 and 4660,
+    the last still open), so a producer that closed and exited right after its last ``send``
+    could take queued messages with it, and its consumer waited in ``recv()`` for ever."""
     context = zmq.Context()
     sock = context.socket(zmq.PUSH)
     sock.connect(address)
@@ -159,34 +172,47 @@ def _zmq_producer(address: str, size: int, batch: int, count: int, barrier: Barr
             for j in range(batch):
                 pack(records[j], 0, base + j)
             send_multipart(records)
+    received.wait(WORKER_DEADLINE_S)
     sock.close(linger=-1)
     context.term()
 
 
-def _zmq_consumer(address: str, count: int, batch: int, barrier: Barrier, results: Any) -> None:
+def _zmq_consumer(
+    address: str, count: int, batch: int, received: Event, barrier: Barrier, results: Any
+) -> None:
+    """Receive and check ``count`` records; a stall of :data:`_ZMQ_STALL_MS` is an error naming
+    how many arrived (a lost message fails the case, it does not hang it)."""
     context = zmq.Context()
     sock = context.socket(zmq.PULL)
+    sock.setsockopt(zmq.RCVTIMEO, _ZMQ_STALL_MS)  # no extra call per message, unlike poll()
     sock.bind(address)
     unpack = _SEQ.unpack_from
     barrier.wait()
     start_ns = time.perf_counter_ns()
     expected = 0
-    if batch == 1:
-        recv = sock.recv
-        while expected < count:
-            if unpack(recv())[0] != expected:
-                raise AssertionError("out of sequence")
-            expected += 1
-    else:
-        recv_multipart = sock.recv_multipart
-        while expected < count:
-            for frame in recv_multipart():
-                if unpack(frame)[0] != expected:
+    try:
+        if batch == 1:
+            recv = sock.recv
+            while expected < count:
+                if unpack(recv())[0] != expected:
                     raise AssertionError("out of sequence")
                 expected += 1
-    results.put(time.perf_counter_ns() - start_ns)
-    sock.close()
-    context.term()
+        else:
+            recv_multipart = sock.recv_multipart
+            while expected < count:
+                for frame in recv_multipart():
+                    if unpack(frame)[0] != expected:
+                        raise AssertionError("out of sequence")
+                    expected += 1
+        results.put(time.perf_counter_ns() - start_ns)
+        received.set()
+    except zmq.Again:
+        raise RuntimeError(
+            f"pyzmq consumer: {expected} of {count} records, then none for {_ZMQ_STALL_MS} ms"
+        ) from None
+    finally:
+        sock.close(linger=0)
+        context.term()
 
 
 def _ring_ponger(ping_path: str, pong_path: str, barrier: Barrier) -> None:
@@ -311,11 +337,6 @@ def _zmq_pinger(
 # the parent side
 
 
-WORKER_DEADLINE_S = 120.0
-"""A pair of workers still running this long after their barrier has hung (a quick case takes
-seconds, a full one well under a minute): they are killed and the case fails."""
-
-
 def _run_pair(
     producer: Callable[..., None],
     producer_args: tuple[Any, ...],
@@ -384,8 +405,12 @@ def _throughput(kind: str, directory: str, size: int, batch: int, count: int) ->
         )
     else:
         address = f"ipc://{directory}/zmq-{size}-{batch}"
+        received = _ctx.Event()
         elapsed_ns = _run_pair(
-            _zmq_producer, (address, size, batch, count), _zmq_consumer, (address, count, batch)
+            _zmq_producer,
+            (address, size, batch, count, received),
+            _zmq_consumer,
+            (address, count, batch, received),
         )
     return float(count / (elapsed_ns / 1e9))
 
