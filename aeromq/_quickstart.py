@@ -34,19 +34,18 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any, TextIO
 
-from aeromq._quickstart_member import HEADER_LENGTH, TOPIC, Report, body, run_member
+from aeromq._quickstart_member import GROUP, HEADER_LENGTH, TOPIC, Report, body, run_member
 from aeromq._quickstart_view import RunState
 from aeromq.transport.tools.cli import command_parser, setup_logging
 from aeromq.transport.tools.progress import add_progress
 
-_GROUP = "quickstart-consumers"
 _DEADLINE_S = 300.0
 _WINDOW = 8  # batches in flight
 _QUEUES = 4
@@ -92,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"need --messages > 0, --size >= {HEADER_LENGTH} and --batch > 0")
 
     from aeromq.broker.testing import start_broker_process
+    from aeromq.common import ClientError
 
     scratch: Path | None = None
     if args.data_dir is None:
@@ -107,10 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     state = RunState(args.messages)
     broker_exit: int | None = None
     members: dict[str, BaseProcess] = {}
+    failure: str | None = None
     try:
         say(f"broker: pid={broker.pid} grpc={broker.grpc_address} data={data_dir}")
         run = _Run(args, broker.grpc_address, state, mode, members)
         run.go(say)
+    except (TimeoutError, ClientError) as exc:
+        failure = f"{type(exc).__name__}: {exc}"
     finally:
         for process in members.values():
             if process.is_alive():
@@ -119,7 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         broker_exit = broker.stop()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    clean = broker_exit == 0 and all(p.exitcode == 0 for p in members.values())
+    if failure is not None:
+        print(f"aeromq quickstart: {failure}", file=sys.stderr)
+    clean = failure is None and broker_exit == 0 and all(p.exitcode == 0 for p in members.values())
     corrupt = sum(m.corrupt for m in state.members.values())
     ok = clean and state.distinct == args.messages and corrupt == 0 and state.final_lag() == 0
     summary = state.summary(broker_exit, ok)
@@ -172,7 +177,7 @@ class _Run:
         with GrpcClient(self.grpc_address, timeout_s=10.0) as admin:
             self.admin = admin
             admin.create_topic(TOPIC, read_queue_nums=_QUEUES, write_queue_nums=_QUEUES)
-            say(f"topic: {TOPIC} with {_QUEUES} queues; group {_GROUP}: {', '.join(_MEMBERS)}")
+            say(f"topic: {TOPIC} with {_QUEUES} queues; group {GROUP}: {', '.join(_MEMBERS)}")
             for name in _MEMBERS:
                 self._start_member(name)
             self._wait(
@@ -260,7 +265,7 @@ class _Run:
         future.result(_DEADLINE_S)
         self.state.sent += count
 
-    def _wait(self, done: Any, what: str, fail: bool = True) -> None:
+    def _wait(self, done: Callable[[], bool], what: str, fail: bool = True) -> None:
         """Drain reports and redraw until ``done()``, at most :data:`_SETTLE_S` (or the run's
         deadline while receiving); raises TimeoutError naming ``what`` if ``fail``."""
         limit_s = _DEADLINE_S if what == "receive all" else _SETTLE_S
@@ -289,7 +294,7 @@ class _Run:
         if not force and now < self.next_view:
             return
         self.next_view = now + _VIEW_INTERVAL_S
-        self.state.set_offsets(self.admin.consumer_progress(_GROUP, TOPIC))
+        self.state.set_offsets(self.admin.consumer_progress(GROUP, TOPIC))
         if self.live is not None:
             self.live.update(self.state.live(now), refresh=True)
         elif self.mode == "plain" and (force or now >= self.next_line):

@@ -84,3 +84,22 @@ def test_should_refuse_an_unknown_suite() -> None:
     )
     assert done.returncode == 2
     assert "no such suite: nope" in done.stderr
+
+
+def test_should_put_each_baseline_after_the_case_it_matches() -> None:
+    from bench._charts import beside
+
+    rows = [
+        {"name": "aeromq:produce"},
+        {"name": "aeromq:pull"},
+        {"name": "baseline:redis-streams:produce"},
+        {"name": "baseline:redis-streams:pull"},
+    ]
+    assert [r["name"] for r in beside(rows)] == [
+        "aeromq:produce",
+        "baseline:redis-streams:produce",
+        "aeromq:pull",
+        "baseline:redis-streams:pull",
+    ]
+    unmatched = [{"name": "ipc 64B poll(1)"}, {"name": "baseline:ring 64B per call"}]
+    assert beside(unmatched) == unmatched  # no case ends like it: the suite's order stays
