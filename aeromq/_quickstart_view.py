@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from aeromq._quickstart_member import Report
-from aeromq.transport.tools.progress import format_eta, plain_line
+from aeromq.transport.tools.progress import plain_line
 
 __all__ = ["MemberState", "RunState"]
+
+_RATE_WINDOW_S = 1.0
 
 
 @dataclass
@@ -25,7 +27,6 @@ class MemberState:
     """One member as its reports describe it."""
 
     name: str
-    started_at: float = field(default_factory=time.monotonic)
     state: str = "joining"
     received: int = 0
     corrupt: int = 0
@@ -34,8 +35,18 @@ class MemberState:
     positions: dict[int, int] = field(default_factory=dict)
     latencies_us: array[int] = field(default_factory=lambda: array("q"))
 
-    def rate(self, now: float) -> float:
-        return self.received / max(now - self.started_at, 1e-9)
+    rate_per_s: float = 0.0
+    _mark: tuple[float, int] = (0.0, 0)  # (when, received) at the start of the rate's window
+
+    def count(self, received: int, now: float) -> None:
+        """A new count: the rate is over the last second or more (0 when nothing arrives)."""
+        when, then = self._mark
+        if not when:
+            self._mark = (now, received)
+        elif now - when >= _RATE_WINDOW_S:
+            self.rate_per_s = (received - then) / (now - when)
+            self._mark = (now, received)
+        self.received = received
 
 
 class RunState:
@@ -61,7 +72,8 @@ class RunState:
         """Fold in one member's report."""
         member = self.members[report.member]
         member.state = "stopped" if report.final else "running"
-        member.received, member.corrupt = report.received, report.corrupt
+        member.count(report.received, time.monotonic())
+        member.corrupt = report.corrupt
         member.positions.update(report.positions)
         if not self.stopping:
             member.queues = report.queues
@@ -142,15 +154,10 @@ class RunState:
                 m.state,
                 ",".join(map(str, m.queues)) or "-",
                 f"{m.received:,}",
-                f"{m.rate(now):,.0f}",
+                f"{m.rate_per_s:,.0f}",
                 f"{self.lag(m):,}",
             )
-        remaining = self.total - self.sent
-        elapsed = now - self.send_started if self.send_started else 0.0
-        rate = self.sent / elapsed if elapsed > 0 else 0.0
-        eta = format_eta(remaining / rate if rate and remaining else (0 if not remaining else None))
-        head = Text(f"{self.producer_line(now)}; eta {eta}")
-        return Group(head, table)
+        return Group(Text(self.producer_line(now)), table)
 
     def summary(self, broker_exit: int | None, ok: bool) -> dict[str, Any]:
         latencies = sorted(x for m in self.members.values() for x in m.latencies_us)

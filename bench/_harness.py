@@ -20,7 +20,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Result", "Target", "attempt", "latency_summary", "main", "note", "suites"]
+__all__ = [
+    "Result",
+    "Target",
+    "attempt",
+    "best_rate",
+    "latency_result",
+    "latency_summary",
+    "main",
+    "note",
+    "record_run",
+    "suites",
+]
 
 _T = TypeVar("_T")
 
@@ -118,6 +129,45 @@ def attempt(failures: list[str], what: str, measure: Callable[..., _T], *args: A
     shown = f"{value:,.0f}" if isinstance(value, int | float) else "done"
     note(f"{what}: {shown} in {time.monotonic() - started:.1f} s")
     return value
+
+
+def record_run(
+    runs: list[float],
+    failures: dict[str, list[str]],
+    case: str,
+    measure: Callable[..., float],
+    *args: Any,
+) -> None:
+    """One run of ``case``: its rate appended to ``runs``, or its failure to ``failures``."""
+    rate = attempt(failures.setdefault(case, []), case, measure, *args)
+    if rate is not None:
+        runs.append(rate)
+
+
+def best_rate(case: str, runs: list[float], size: int, failures: dict[str, list[str]]) -> Result:
+    """The best of the runs (every run and failure in the JSON), or the case failed."""
+    if not runs:
+        return Result.failed(case, "; ".join(failures.get(case, [])) or "no run")
+    rate = max(runs)
+    extra: dict[str, Any] = {"runs_msgs_per_s": [round(r) for r in runs]}
+    if failures.get(case):
+        extra["failed_runs"] = failures[case]
+    return Result(case, msgs_per_s=rate, MB_per_s=rate * size / 1e6, extra=extra)
+
+
+def latency_result(
+    case: str, summary: dict[str, float] | None, samples: int, failures: dict[str, list[str]]
+) -> Result:
+    """A round-trip case from its :func:`latency_summary`, or the case failed."""
+    if summary is None:
+        return Result.failed(case, "; ".join(failures.get(case, [])) or "no run")
+    return Result(
+        case,
+        p50_us=summary["p50_us"],
+        p99_us=summary["p99_us"],
+        p999_us=summary["p999_us"],
+        extra={"samples": samples},
+    )
 
 
 def note(text: str) -> None:

@@ -38,14 +38,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import BufferClaim, Header
-from bench._harness import Result, Target, attempt, latency_summary
+from bench._harness import (
+    Result,
+    Target,
+    attempt,
+    best_rate,
+    latency_result,
+    latency_summary,
+    record_run,
+)
 from bench._pyaeron import ipc_baselines
 from bench.suites.ringbuffer import BATCH, _ping_pong, _run_pair, _throughput
 
@@ -307,7 +315,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
                 for shape in SHAPES:
                     count = ipc_count // divisor
                     count -= count % BATCH
-                    _record(
+                    record_run(
                         runs[shape],
                         failures,
                         names[shape],
@@ -321,7 +329,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
                     count = (ring_count if kind == "ring" else zmq_count) // divisor
                     count -= count % BATCH
                     run_dir = tempfile.mkdtemp(dir=directory)  # no ipc:// path used twice
-                    _record(
+                    record_run(
                         baseline_runs[(kind, batch)],
                         failures,
                         names[f"{kind}/{batch}"],
@@ -333,11 +341,11 @@ def run(quick: bool) -> Iterator[Result | Target]:
                         count,
                     )
             for shape in SHAPES:
-                yield _rate_result(names[shape], runs[shape], size, failures)
+                yield best_rate(names[shape], runs[shape], size, failures)
                 if runs[shape]:
                     rates[(shape, size)] = max(runs[shape])
             for (kind, batch), kind_runs in baseline_runs.items():
-                yield _rate_result(names[f"{kind}/{batch}"], kind_runs, size, failures)
+                yield best_rate(names[f"{kind}/{batch}"], kind_runs, size, failures)
                 if kind_runs:
                     rates[(f"{kind}/{batch}", size)] = max(kind_runs)
         ipc_rtt = attempt(
@@ -347,13 +355,13 @@ def run(quick: bool) -> Iterator[Result | Target]:
             driver,
             samples["ipc"],
         )
-        yield _rtt_result("ipc ping-pong 64B RTT", ipc_rtt, samples["ipc"], failures)
+        yield latency_result("ipc ping-pong 64B RTT", ipc_rtt, samples["ipc"], failures)
         for kind, name in (("ring", "baseline:ringbuffer"), ("zmq", "baseline:pyzmq-ipc")):
             case = f"{name} ping-pong 64B RTT"
             summary = attempt(
                 failures.setdefault(case, []), case, _ping_pong, kind, directory, samples[kind]
             )
-            yield _rtt_result(case, summary, samples[kind], failures)
+            yield latency_result(case, summary, samples[kind], failures)
     finally:
         driver.close()
         shutil.rmtree(directory, ignore_errors=True)
@@ -376,41 +384,3 @@ def run(quick: bool) -> Iterator[Result | Target]:
         )
     if ipc_rtt is not None:
         yield Target("ipc ping-pong 64B p50", ipc_rtt["p50_us"], 5.0, "us", lower_is_better=True)
-
-
-def _record(
-    runs: list[float],
-    failures: dict[str, list[str]],
-    case: str,
-    measure: Callable[..., float],
-    *args: Any,
-) -> None:
-    """One run of ``case``: its rate appended to ``runs``, or its failure to ``failures``."""
-    rate = attempt(failures.setdefault(case, []), case, measure, *args)
-    if rate is not None:
-        runs.append(rate)
-
-
-def _rate_result(case: str, runs: list[float], size: int, failures: dict[str, list[str]]) -> Result:
-    """The best of the runs (every run and failure in the JSON), or the case failed."""
-    if not runs:
-        return Result.failed(case, "; ".join(failures.get(case, [])) or "no run")
-    rate = max(runs)
-    extra: dict[str, Any] = {"runs_msgs_per_s": [round(r) for r in runs]}
-    if failures.get(case):
-        extra["failed_runs"] = failures[case]
-    return Result(case, msgs_per_s=rate, MB_per_s=rate * size / 1e6, extra=extra)
-
-
-def _rtt_result(
-    case: str, summary: dict[str, float] | None, samples: int, failures: dict[str, list[str]]
-) -> Result:
-    if summary is None:
-        return Result.failed(case, "; ".join(failures.get(case, [])) or "no run")
-    return Result(
-        case,
-        p50_us=summary["p50_us"],
-        p99_us=summary["p99_us"],
-        p999_us=summary["p999_us"],
-        extra={"samples": samples},
-    )
