@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the summary as one JSON object (and no progress) instead of the view",
     )
-    add_progress(parser, default_interval_ms=1_000.0)
+    add_progress(parser, default_interval_ms=1_000.0, stream="standard output")
     return parser
 
 

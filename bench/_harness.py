@@ -238,8 +238,8 @@ def _guarded(suite: str, rows: Iterable[Result | Target]) -> Iterator[Result | T
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a benchmark suite (a table, or JSON lines), or all of them: each in a "
+        "child process with a time limit, with JSON lines, a summary and PNG charts.",
     )
     parser.add_argument("suite", help=f"the suite to run ({', '.join(suites())}), or all")
     parser.add_argument("--quick", action="store_true", help="a short run (smoke test)")

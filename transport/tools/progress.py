@@ -29,14 +29,17 @@ DEFAULT_INTERVAL_MS: Final = 5_000.0
 
 
 def add_progress(
-    parser: argparse.ArgumentParser, default_interval_ms: float = DEFAULT_INTERVAL_MS
+    parser: argparse.ArgumentParser,
+    default_interval_ms: float = DEFAULT_INTERVAL_MS,
+    stream: str = "standard error",
 ) -> None:
-    """``--progress MODE`` and ``--progress-interval DURATION`` on ``parser``."""
+    """``--progress MODE`` and ``--progress-interval DURATION`` on ``parser``; ``stream`` is
+    where the command shows it (the help says so)."""
     parser.add_argument(
         "--progress",
         choices=MODES,
         default="auto",
-        help="progress on standard error: live (one line redrawn), plain (a line every "
+        help=f"progress on {stream}: live (redrawn in place), plain (a line every "
         "--progress-interval), none, or auto (live on a terminal, else plain)",
     )
     parser.add_argument(
