@@ -21,7 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "namesrv": ("aeromq.broker.namesrv._main:main", "run a name server for multi-broker routes"),
     "produce": ("aeromq.producer._cli:main", "send messages from the command line"),
     "driver": ("aeromq.transport.driver._main:main", "run a standalone media driver"),
-    "quickstart": ("aeromq._quickstart:main", "run the main job on defaults and report"),
+    "quickstart": (
+        "aeromq._quickstart:main",
+        "run the main job on defaults: a live view, a summary",
+    ),
     "stat": (
         "aeromq.transport.tools.stat:main",
         "show a media driver's counters and error log (like AeronStat)",

@@ -1,99 +1,58 @@
-"""``aeromq quickstart``: the main job on defaults, end to end, with a one-screen report.
+"""``aeromq quickstart``: the main job on defaults, end to end, with a live view and a summary.
 
 1. A broker process (``aeromq broker``: embedded media driver, durable store, gRPC control plane,
    transport ingress) on a free gRPC port and a free UDP ingress port (not the fixed default
    40456, which a second quickstart or any other broker on the host may hold), its data in a
    temporary directory.
 2. A topic with 4 queues, created over gRPC.
-3. A consumer process (``DefaultLitePullConsumer``, cluster mode) subscribed to the topic.
-4. A producer (this process) sending checksummed messages in batches over the transport, 8
-   batches in flight.
-5. The consumer checks every message (sequence number and CRC) and reports; the broker is shut
-   down gracefully. Exit code 0 only if every message arrived intact, at least once.
+3. A group of two lite pull consumers (``DefaultLitePullConsumer``, cluster mode), each in a
+   process of its own (:mod:`aeromq._quickstart_member`), sharing the 4 queues.
+4. A producer (this process) sending 100,000 checksummed messages in batches over the
+   transport, 8 batches in flight. Half way, a third member joins: the group rebalances and the
+   view shows the queues move.
+5. While it runs: a live view on a terminal (the producer's count, rate and ETA; each member's
+   queues, count, rate and lag), a plain line every ``--progress-interval`` otherwise.
+6. The members check every message (CRC) and report; once every message has arrived they
+   commit and leave, the broker is shut down gracefully, and a summary table follows: sent,
+   consumed, duplicates, throughput, latency p50/p99 (send to poll), each member's queues over
+   time, the group's final lag (0: every offset committed) and the broker's exit code
+   (``--json``: the same as one JSON object).
 
-The report gives msgs/s and CPU per message of the producer, the consumer and the broker.
+Exit status 0 only if every message arrived intact (duplicates are allowed: delivery is at
+least once), the final lag is 0 and every process stopped cleanly; 1 otherwise; 2 for bad
+arguments.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import multiprocessing as mp
-import os
+import queue
 import shutil
-import struct
 import sys
 import tempfile
 import time
-import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from aeromq._quickstart_member import GROUP, HEADER_LENGTH, TOPIC, Report, body, run_member
+from aeromq._quickstart_view import RunState
 from aeromq.transport.tools.cli import command_parser, setup_logging
+from aeromq.transport.tools.progress import add_progress
 
-TOPIC = "QuickStart"
-_GROUP = "quickstart-consumers"
-_HEAD = struct.Struct("<qI")  # sequence number, crc32 of the rest of the body
-_DEADLINE_S = 120.0
+_DEADLINE_S = 300.0
 _WINDOW = 8  # batches in flight
-
-
-def _body(seq: int, size: int) -> bytes:
-    filler = (seq.to_bytes(8, "little") * (size // 8 + 1))[: max(0, size - _HEAD.size)]
-    return _HEAD.pack(seq, zlib.crc32(filler)) + filler
-
-
-def _consume(grpc_address: str, count: int, ready: Connection, result: Connection) -> None:
-    from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
-
-    config = LitePullConsumerConfig(
-        consumer_group=_GROUP,
-        endpoints=(grpc_address,),
-        consume_from_where=ConsumeFromWhere.FIRST_OFFSET,
-        poll_timeout_ms=200,
-    )
-    seen: set[int] = set()
-    duplicates = corrupt = 0
-    cpu_s = 0.0
-    with DefaultLitePullConsumer(config=config) as consumer:
-        consumer.subscribe(TOPIC, "*")
-        ready.send(True)
-        deadline = time.monotonic() + _DEADLINE_S
-        start = 0.0
-        while len(seen) < count and time.monotonic() < deadline:
-            for message in consumer.poll():
-                if not start:
-                    start = time.perf_counter()
-                    cpu_s = time.process_time()
-                body = message.body
-                seq, crc = _HEAD.unpack_from(body)
-                if zlib.crc32(body[_HEAD.size :]) != crc:
-                    corrupt += 1
-                elif seq in seen:
-                    duplicates += 1
-                else:
-                    seen.add(seq)
-        elapsed = time.perf_counter() - start if start else 0.0
-        cpu_s = time.process_time() - cpu_s if start else 0.0
-        consumer.commit()
-    result.send((len(seen), duplicates, corrupt, elapsed, cpu_s))
-
-
-def _process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _per_message_us(cpu_s: float, count: int) -> str:
-    return f"{cpu_s * 1e6 / count:.1f} us" if count and cpu_s else "n/a"
+_QUEUES = 4
+_MEMBERS = ("c1", "c2")
+_JOINS_MIDWAY = "c3"
+_VIEW_INTERVAL_S = 0.25  # the live view's redraw and the broker offsets' refresh
+_SETTLE_S = 30.0  # for the members to join, get queues, finish and leave
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,15 +60,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "aeromq quickstart",
         "Run the main job end to end on defaults: a broker in a temporary directory, a topic, "
-        "a producer and a consumer, every message checked; exit 0 only if all arrived intact.",
-        ["aeromq quickstart", "aeromq quickstart --messages 1000 --size 1024"],
+        "a producer and a group of consumers (a third joins midway), every message checked; "
+        "exit 0 only if all arrived intact.",
+        [
+            "aeromq quickstart",
+            "aeromq quickstart --messages 10000 --size 1024",
+            "aeromq quickstart --json",
+        ],
     )
-    parser.add_argument("--messages", type=int, default=20_000, help="how many to send")
+    parser.add_argument("--messages", type=int, default=100_000, help="how many to send")
     parser.add_argument("--size", type=int, default=100, help="message body size, bytes")
     parser.add_argument("--batch", type=int, default=32, help="messages per send request")
     parser.add_argument(
         "--data-dir", type=Path, help="broker data directory; default: a temporary directory"
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as one JSON object (and no progress) instead of the view",
+    )
+    add_progress(parser, default_interval_ms=1_000.0, stream="standard output")
     return parser
 
 
@@ -117,89 +87,216 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args)
-    if args.messages <= 0 or args.size < _HEAD.size or args.batch <= 0:
-        parser.error(f"need --messages > 0, --size >= {_HEAD.size} and --batch > 0")
+    if args.messages <= 0 or args.size < HEADER_LENGTH or args.batch <= 0:
+        parser.error(f"need --messages > 0, --size >= {HEADER_LENGTH} and --batch > 0")
 
     from aeromq.broker.testing import start_broker_process
-    from aeromq.client import Message
-    from aeromq.client.grpc_client import GrpcClient
-    from aeromq.producer import Producer
+    from aeromq.common import ClientError
 
     scratch: Path | None = None
     if args.data_dir is None:
         scratch = Path(tempfile.mkdtemp(prefix="aeromq-quickstart-"))
     data_dir: Path = args.data_dir if scratch is None else scratch
+    mode = "none" if args.json else args.progress
+    if mode == "auto":
+        mode = "live" if sys.stdout.isatty() else "plain"
+    say = _Say(sys.stdout, quiet=args.json)
     broker = start_broker_process(
         data_dir, name="quickstart-broker", extra_args=["--ingress-udp-endpoint", "127.0.0.1:0"]
     )
-    ok = False
+    state = RunState(args.messages)
+    broker_exit: int | None = None
+    members: dict[str, BaseProcess] = {}
+    failure: str | None = None
     try:
-        print(f"broker:    pid={broker.pid} grpc={broker.grpc_address} data={data_dir}")
-        with GrpcClient(broker.grpc_address, timeout_s=10.0) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=4, write_queue_nums=4)
-        print(f"topic:     {TOPIC} with 4 queues")
-
-        ctx = mp.get_context("spawn")
-        ready_rx, ready_tx = ctx.Pipe(duplex=False)
-        result_rx, result_tx = ctx.Pipe(duplex=False)
-        consumer = ctx.Process(
-            target=_consume,
-            args=(broker.grpc_address, args.messages, ready_tx, result_tx),
-            daemon=True,
-        )
-        consumer.start()
-        if not ready_rx.poll(60):
-            print("consumer did not start within 60 s", file=sys.stderr)
-            return 1
-
-        broker_cpu_s = _process_cpu_s(broker.pid)
-        with Producer("quickstart-producers", broker.grpc_address) as producer:
-            producer.fetch_publish_queues(TOPIC)  # the route, before the clock starts
-            start = time.perf_counter()
-            cpu_s = time.process_time()
-            window: collections.deque[Future[Any]] = collections.deque()
-            for first in range(0, args.messages, args.batch):
-                last = min(first + args.batch, args.messages)
-                batch = [
-                    Message(TOPIC, _body(seq, args.size), keys=(str(seq),))
-                    for seq in range(first, last)
-                ]
-                window.append(producer.send_batch_async(batch))
-                if len(window) >= _WINDOW:
-                    window.popleft().result(_DEADLINE_S)
-            for future in window:
-                future.result(_DEADLINE_S)
-            sent_s = time.perf_counter() - start
-            cpu_s = time.process_time() - cpu_s
-        print(
-            f"produced:  {args.messages:,} messages of {args.size} B in {sent_s:.2f} s "
-            f"({args.messages / sent_s:,.0f} msgs/s, acknowledged; batches of {args.batch}, "
-            f"{_WINDOW} in flight; producer CPU {_per_message_us(cpu_s, args.messages)}/msg)"
-        )
-
-        received = duplicates = corrupt = 0
-        recv_s = consumer_cpu_s = 0.0
-        if result_rx.poll(_DEADLINE_S):
-            received, duplicates, corrupt, recv_s, consumer_cpu_s = result_rx.recv()
-        broker_cpu_s = _process_cpu_s(broker.pid) - broker_cpu_s
-        consumer.join(30)
-        rate = received / recv_s if recv_s else 0.0
-        print(
-            f"consumed:  {received:,} distinct messages, {rate:,.0f} msgs/s, {duplicates} "
-            f"duplicates, {corrupt} corrupt; consumer CPU "
-            f"{_per_message_us(consumer_cpu_s, received)}/msg"
-        )
-        print(
-            f"broker:    CPU {_per_message_us(broker_cpu_s, args.messages)}/msg "
-            "(produce and pull, with its embedded media driver)"
-        )
-        ok = received == args.messages and corrupt == 0
+        say(f"broker: pid={broker.pid} grpc={broker.grpc_address} data={data_dir}")
+        run = _Run(args, broker.grpc_address, state, mode, members)
+        run.go(say)
+    except (TimeoutError, ClientError) as exc:
+        failure = f"{type(exc).__name__}: {exc}"
     finally:
-        code = broker.stop()
-        print(f"broker:    stopped (exit {code})")
+        for process in members.values():
+            if process.is_alive():
+                process.kill()
+                process.join(5)
+        broker_exit = broker.stop()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    print(
-        "result:    OK, every message stored, delivered and intact" if ok else "result:    FAILED"
-    )
+    if failure is not None:
+        print(f"aeromq quickstart: {failure}", file=sys.stderr)
+    clean = failure is None and broker_exit == 0 and all(p.exitcode == 0 for p in members.values())
+    corrupt = sum(m.corrupt for m in state.members.values())
+    ok = clean and state.distinct == args.messages and corrupt == 0 and state.final_lag() == 0
+    summary = state.summary(broker_exit, ok)
+    if args.json:
+        print(json.dumps(summary, sort_keys=True), flush=True)
+    else:
+        state.print_summary(summary, sys.stdout)
     return 0 if ok else 1
+
+
+class _Say:
+    """Notes for a person (not in ``--json`` output)."""
+
+    def __init__(self, stream: TextIO, quiet: bool) -> None:
+        self.stream = stream
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=self.stream, flush=True)
+
+
+class _Run:
+    """The producer's loop with the members and the view around it (Caller: :func:`main`)."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        grpc_address: str,
+        state: RunState,
+        mode: str,
+        members: dict[str, BaseProcess],
+    ) -> None:
+        self.args = args
+        self.grpc_address = grpc_address
+        self.state = state
+        self.mode = mode
+        self.members = members
+        self.ctx = mp.get_context("spawn")
+        self.events: Queue[Report] = self.ctx.Queue()
+        self.stop = self.ctx.Event()
+        self.live: Any = None
+        self.admin: Any = None
+        self.next_view = 0.0
+        self.next_line = 0.0
+
+    def go(self, say: _Say) -> None:
+        from aeromq.client.grpc_client import GrpcClient
+
+        with GrpcClient(self.grpc_address, timeout_s=10.0) as admin:
+            self.admin = admin
+            admin.create_topic(TOPIC, read_queue_nums=_QUEUES, write_queue_nums=_QUEUES)
+            say(f"topic: {TOPIC} with {_QUEUES} queues; group {GROUP}: {', '.join(_MEMBERS)}")
+            for name in _MEMBERS:
+                self._start_member(name)
+            self._wait(
+                lambda: (
+                    all(m.queues for m in self.state.members.values())
+                    and self.state.settled(_QUEUES)
+                ),
+                "get queues",
+            )
+            if self.mode == "live":
+                from rich.live import Live
+
+                self.live = Live(
+                    self.state.live(time.monotonic()), auto_refresh=False, transient=False
+                )
+                self.live.start()
+            try:
+                self._produce(say)
+                self._wait(lambda: self.state.distinct >= self.args.messages, "receive all")
+                self._wait(
+                    lambda: (
+                        bool(self.state.members[_JOINS_MIDWAY].queues)
+                        and self.state.settled(_QUEUES)
+                    ),
+                    "rebalance",
+                    fail=False,
+                )
+            finally:
+                self._view(force=True)
+                self.state.stopping = True
+                self.stop.set()
+                self._wait(
+                    lambda: all(m.state == "stopped" for m in self.state.members.values()),
+                    "stop",
+                    fail=False,
+                )
+                for process in self.members.values():
+                    process.join(_SETTLE_S)
+                self._wait(lambda: self.state.final_lag() == 0, "commit", fail=False)
+                self._view(force=True)
+                if self.live is not None:
+                    self.live.stop()
+
+    def _start_member(self, name: str) -> None:
+        self.state.add_member(name)
+        process = self.ctx.Process(
+            target=run_member,
+            args=(name, self.grpc_address, self.events, self.stop),
+            name=f"quickstart-{name}",
+            daemon=True,
+        )
+        process.start()
+        self.members[name] = process
+
+    def _produce(self, say: _Say) -> None:
+        from aeromq.client import Message
+        from aeromq.producer import Producer
+
+        args, state = self.args, self.state
+        midway = args.messages // 2
+        with Producer("quickstart-producers", self.grpc_address) as producer:
+            producer.fetch_publish_queues(TOPIC)  # the route, before the clock starts
+            state.send_started = time.monotonic()
+            window: collections.deque[tuple[Future[Any], int]] = collections.deque()
+            for first in range(0, args.messages, args.batch):
+                last = min(first + args.batch, args.messages)
+                now_ns = time.time_ns()
+                batch = [
+                    Message(TOPIC, body(seq, args.size, now_ns), keys=(str(seq),))
+                    for seq in range(first, last)
+                ]
+                window.append((producer.send_batch_async(batch), last - first))
+                if len(window) >= _WINDOW:
+                    self._acknowledged(*window.popleft())
+                if state.joined_midway_at is None and first >= midway:
+                    state.joined_midway_at = first
+                    self._start_member(_JOINS_MIDWAY)
+                self._view()
+            for future, count in window:
+                self._acknowledged(future, count)
+            state.send_ended = time.monotonic()
+        self._view(force=True)
+
+    def _acknowledged(self, future: Future[Any], count: int) -> None:
+        future.result(_DEADLINE_S)
+        self.state.sent += count
+
+    def _wait(self, done: Callable[[], bool], what: str, fail: bool = True) -> None:
+        """Drain reports and redraw until ``done()``, at most :data:`_SETTLE_S` (or the run's
+        deadline while receiving); raises TimeoutError naming ``what`` if ``fail``."""
+        limit_s = _DEADLINE_S if what == "receive all" else _SETTLE_S
+        deadline = time.monotonic() + limit_s
+        while not done():
+            if time.monotonic() > deadline:
+                if fail:
+                    raise TimeoutError(f"quickstart: the members did not {what} in {limit_s:.0f} s")
+                return
+            self._drain(timeout_s=0.05)
+            self._view()
+
+    def _drain(self, timeout_s: float = 0.0) -> None:
+        try:
+            report = self.events.get(timeout=timeout_s) if timeout_s else self.events.get_nowait()
+            while True:
+                self.state.apply(report)
+                report = self.events.get_nowait()
+        except queue.Empty:
+            pass
+
+    def _view(self, force: bool = False) -> None:
+        """Drain the reports; every :data:`_VIEW_INTERVAL_S` refresh the offsets and redraw."""
+        self._drain()
+        now = time.monotonic()
+        if not force and now < self.next_view:
+            return
+        self.next_view = now + _VIEW_INTERVAL_S
+        self.state.set_offsets(self.admin.consumer_progress(GROUP, TOPIC))
+        if self.live is not None:
+            self.live.update(self.state.live(now), refresh=True)
+        elif self.mode == "plain" and (force or now >= self.next_line):
+            self.next_line = now + self.args.progress_interval / 1e3
+            print(self.state.plain(now), flush=True)

@@ -1,4 +1,11 @@
-"""The benchmark runner: suite discovery, result records, the table and the JSON lines."""
+"""The benchmark runner: suite discovery, result records, the table and the JSON lines.
+
+``python -m bench SUITE`` runs one suite in this process and prints each case as the suite
+yields it; ``python -m bench all`` runs every suite, each in a child process with a time limit
+(:mod:`bench._all`), and draws the charts (:mod:`bench._charts`). A case a suite could not
+measure is a :meth:`Result.failed` (see :func:`attempt`): printed as ``FAILED``,
+and the suite goes on; a suite that raises ends with one such row and exit status 1.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,26 @@ import importlib
 import json
 import pkgutil
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["Result", "Target", "latency_summary", "main", "suites"]
+__all__ = [
+    "Result",
+    "Target",
+    "attempt",
+    "best_rate",
+    "latency_result",
+    "latency_summary",
+    "main",
+    "note",
+    "record_run",
+    "suites",
+]
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -26,6 +48,17 @@ class Result:
     p999_us: float | None = None
     ns_per_op: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def failed(cls, name: str, error: str) -> Result:
+        """A case that could not be measured (it failed, or hung and its worker was stopped)."""
+        return cls(name, extra={"error": error})
+
+    @property
+    def error(self) -> str | None:
+        """Why the case failed; None when it was measured."""
+        error = self.extra.get("error")
+        return None if error is None else str(error)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -60,6 +93,7 @@ class Target:
             "goal": self.goal,
             "unit": self.unit,
             "met": self.met,
+            "lower_is_better": self.lower_is_better,
         }
 
 
@@ -79,12 +113,72 @@ def latency_summary(samples_ns: Sequence[int]) -> dict[str, float]:
     return {"p50_us": pick(0.50), "p99_us": pick(0.99), "p999_us": pick(0.999)}
 
 
-def suites() -> list[str]:
-    import bench.suites as package
+def attempt(failures: list[str], what: str, measure: Callable[..., _T], *args: Any) -> _T | None:
+    """``measure(*args)``, or None when it raises (a worker that failed or overran its time
+    limit): the reason is appended to ``failures``, so the suite can go on and yield the case
+    as failed (``Result.failed(name, reason)``). Either way one line on standard error says
+    at once what was measured (``what: measured in 2.1 s``) or why not."""
+    started = time.monotonic()
+    try:
+        value = measure(*args)
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        failures.append(reason)
+        note(f"{what}: FAILED after {time.monotonic() - started:.1f} s: {reason}")
+        return None
+    shown = f"{value:,.0f}" if isinstance(value, int | float) else "done"
+    note(f"{what}: {shown} in {time.monotonic() - started:.1f} s")
+    return value
 
-    return sorted(
-        m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
+
+def record_run(
+    runs: list[float],
+    failures: dict[str, list[str]],
+    case: str,
+    measure: Callable[..., float],
+    *args: Any,
+) -> None:
+    """One run of ``case``: its rate appended to ``runs``, or its failure to ``failures``."""
+    rate = attempt(failures.setdefault(case, []), case, measure, *args)
+    if rate is not None:
+        runs.append(rate)
+
+
+def best_rate(case: str, runs: list[float], size: int, failures: dict[str, list[str]]) -> Result:
+    """The best of the runs (every run and failure in the JSON), or the case failed."""
+    if not runs:
+        return Result.failed(case, "; ".join(failures.get(case, [])) or "no run")
+    rate = max(runs)
+    extra: dict[str, Any] = {"runs_msgs_per_s": [round(r) for r in runs]}
+    if failures.get(case):
+        extra["failed_runs"] = failures[case]
+    return Result(case, msgs_per_s=rate, MB_per_s=rate * size / 1e6, extra=extra)
+
+
+def latency_result(
+    case: str, summary: dict[str, float] | None, samples: int, failures: dict[str, list[str]]
+) -> Result:
+    """A round-trip case from its :func:`latency_summary`, or the case failed."""
+    if summary is None:
+        return Result.failed(case, "; ".join(failures.get(case, [])) or "no run")
+    return Result(
+        case,
+        p50_us=summary["p50_us"],
+        p99_us=summary["p99_us"],
+        p999_us=summary["p999_us"],
+        extra={"samples": samples},
     )
+
+
+def note(text: str) -> None:
+    """A line on standard error now (a run measured, a case failed), the tables untouched."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def suites(package: str = "bench.suites") -> list[str]:
+    """The suites' names: the public modules of ``package``."""
+    path = importlib.import_module(package).__path__
+    return sorted(m.name for m in pkgutil.iter_modules(path) if not m.name.startswith("_"))
 
 
 def _fmt(value: float | None) -> str:
@@ -95,38 +189,101 @@ def _fmt(value: float | None) -> str:
     return f"{value:.2f}"
 
 
-def _print_table(rows: Iterator[Result | Target]) -> None:
-    header = f"{'case':<44} {'msgs/s':>13} {'MB/s':>9} {'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9} {'ns/op':>8}"
-    print(header)
-    print("-" * len(header))
+HEADER = (
+    f"{'case':<44} {'msgs/s':>13} {'MB/s':>9} {'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9} "
+    f"{'ns/op':>8}"
+)
+
+
+def format_row(record: dict[str, Any]) -> str:
+    """One JSON record (``Result.as_json`` or ``Target.as_json``) as a line of the table."""
+    name = str(record["name"])
+    if "error" in record:
+        return f"{name:<44} FAILED: {record['error']}"
+    if name.startswith("target:") and "goal" in record:
+        cmp = "<=" if record.get("lower_is_better") else ">="
+        verdict = "met" if record["met"] else "NOT MET"
+        return (
+            f"target {name.removeprefix('target:')}: {_fmt(record['measured'])} "
+            f"{record['unit']} (goal {cmp} {record['goal']}) {verdict}"
+        )
+    cells = [record.get(k) for k in ("msgs_per_s", "MB_per_s", "p50_us", "p99_us", "p999_us")]
+    return (
+        f"{name:<44} {_fmt(cells[0]):>13} {_fmt(cells[1]):>9} {_fmt(cells[2]):>9} "
+        f"{_fmt(cells[3]):>9} {_fmt(cells[4]):>9} {_fmt(record.get('ns_per_op')):>8}"
+    )
+
+
+def _print_table(rows: Iterator[Result | Target], suite: str) -> bool:
+    """Print each row as it comes; True if the suite itself failed."""
+    print(HEADER)
+    print("-" * len(HEADER), flush=True)
+    failed = False
     for row in rows:
-        if isinstance(row, Target):
-            cmp = "<=" if row.lower_is_better else ">="
-            verdict = "met" if row.met else "NOT MET"
-            print(
-                f"target {row.name}: {_fmt(row.measured)} {row.unit} (goal {cmp} {row.goal}) {verdict}"
-            )
-        else:
-            print(
-                f"{row.name:<44} {_fmt(row.msgs_per_s):>13} {_fmt(row.MB_per_s):>9} "
-                f"{_fmt(row.p50_us):>9} {_fmt(row.p99_us):>9} {_fmt(row.p999_us):>9} "
-                f"{_fmt(row.ns_per_op):>8}"
-            )
-        sys.stdout.flush()
+        print(format_row(row.as_json()), flush=True)
+        failed |= isinstance(row, Result) and row.name == f"suite {suite}"
+    return failed
+
+
+def _guarded(suite: str, rows: Iterable[Result | Target]) -> Iterator[Result | Target]:
+    """The suite's rows, then, if it raised, one failed row ``suite NAME`` naming the error (the
+    traceback on standard error)."""
+    try:
+        yield from rows
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        yield Result.failed(f"suite {suite}", f"{type(exc).__name__}: {exc}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    names = suites()
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("suite", choices=names, help="the suite to run")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Run a benchmark suite (a table, or JSON lines), or all of them: each in a "
+        "child process with a time limit, with JSON lines, a summary and PNG charts.",
+    )
+    parser.add_argument("suite", help=f"the suite to run ({', '.join(suites())}), or all")
     parser.add_argument("--quick", action="store_true", help="a short run (smoke test)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line and case")
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="with all: where the JSON lines, summary.json and the PNG charts go "
+        "(default: bench-results/<UTC time>)",
+    )
+    parser.add_argument(
+        "--suite-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with all: a suite still running after this is stopped and reported as failed "
+        "(default: 150 with --quick, else 1800)",
+    )
+    parser.add_argument(
+        "--only",
+        default=None,
+        metavar="SUITE[,SUITE...]",
+        help="with all: only these suites (default: every suite)",
+    )
+    parser.add_argument(
+        "--package",
+        default="bench.suites",
+        help="the package the suites come from (default: bench.suites)",
+    )
     args = parser.parse_args(argv)
-    module: _Suite = importlib.import_module(f"bench.suites.{args.suite}")
-    rows = iter(module.run(args.quick))
+    if args.suite not in [*suites(args.package), "all"]:
+        parser.error(f"no such suite: {args.suite!r} (one of {', '.join(suites(args.package))})")
+    if args.suite == "all":
+        from bench._all import run_all
+
+        return run_all(args)
+    module: _Suite = importlib.import_module(f"{args.package}.{args.suite}")
+    failed = False
+    rows = _guarded(args.suite, module.run(args.quick))
     if args.json:
         for row in rows:
+            failed |= isinstance(row, Result) and row.name == f"suite {args.suite}"
             print(json.dumps(row.as_json()), flush=True)
     else:
-        _print_table(rows)
-    return 0
+        failed = _print_table(rows, args.suite)
+    return 1 if failed else 0

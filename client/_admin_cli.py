@@ -73,6 +73,7 @@ from aeromq.transport.tools.cli import (
     setup_logging,
     split_endpoints,
 )
+from aeromq.transport.tools.progress import add_progress
 
 __all__ = ["build_parser", "main"]
 
@@ -294,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="to the first message stored at or after WHEN: epoch ms or ISO 8601",
     )
     reset.add_argument("--queue", type=int, default=-1, help="only this queue id (-1: all)")
+    add_progress(reset)
 
     cluster = _section(sections, "cluster", "list clusters and their brokers")
     _command(

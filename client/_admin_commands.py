@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from aeromq.client._admin_target import Output, Target, UsageError, parse_time_ms, perm_text
 from aeromq.common import (
@@ -15,6 +16,7 @@ from aeromq.common import (
     TopicNotFoundError,
 )
 from aeromq.proto import admin_pb2, common_pb2
+from aeromq.transport.tools.progress import Progress
 
 __all__ = [
     "PERMS",
@@ -249,11 +251,17 @@ def offset_reset(target: Target, args: argparse.Namespace, out: Output) -> None:
     else:
         kind, timestamp_ms = ("earliest" if args.earliest else "latest"), 0
     rows: list[list[object]] = []
-    for name, client in target.brokers_of_topic(args.topic):
-        moved = client.reset_offset(
-            args.group, args.topic, kind, timestamp_ms=timestamp_ms, queue_id=args.queue
-        )
-        rows.extend([name, queue_id, offset] for queue_id, offset in sorted(moved.items()))
+    brokers = target.brokers_of_topic(args.topic)
+    with Progress(
+        "offset reset", len(brokers), sys.stderr, mode=args.progress,
+        interval_ms=args.progress_interval, unit="brokers",
+    ) as progress:  # fmt: skip
+        for name, client in brokers:
+            moved = client.reset_offset(
+                args.group, args.topic, kind, timestamp_ms=timestamp_ms, queue_id=args.queue
+            )
+            rows.extend([name, queue_id, offset] for queue_id, offset in sorted(moved.items()))
+            progress.advance()
     out.write(f"reset group {args.group} on topic {args.topic} to {kind}\n")
     out.table(["BROKER", "QUEUE", "OFFSET"], rows)
 

@@ -13,6 +13,9 @@ output holds only messages.
 - It stops after ``--count`` messages, after ``--idle`` without one, or at Ctrl-C, then shuts
   the consumer down (committed offsets are persisted).
 - ``--queue BROKER:ID`` assigns queues instead of subscribing.
+- Progress (count, rate and, with ``--count``, ETA) goes to standard error: a live line on a
+  terminal, a plain line every ``--progress-interval`` otherwise; none by default while the
+  messages themselves are printed to that terminal.
 
 Exit status: 0 done; 1 the broker is unreachable, the topic does not exist or the consumer
 failed (one line on standard error says why); 2 bad arguments.
@@ -46,6 +49,7 @@ from aeromq.transport.tools.cli import (
     setup_logging,
     split_endpoints,
 )
+from aeromq.transport.tools.progress import Progress, add_progress
 
 __all__ = ["format_message", "main", "message_json"]
 
@@ -55,7 +59,6 @@ _FROM = {
     "timestamp": ConsumeFromWhere.TIMESTAMP,
 }
 _POLL_TIMEOUT_MS = 200
-_PROGRESS_INTERVAL_S = 5.0
 _EXAMPLES = (
     "aeromq consume --topic orders --from first --count 5",
     'aeromq consume --topic orders --group billing --tags "A || B" --idle 5s',
@@ -119,9 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--quiet",
         action="store_true",
-        help="print no messages, only the summary (and, on a terminal, progress every 5 s)",
+        help="print no messages, only the progress and the summary",
     )
     add_json(parser)
+    add_progress(parser)
     parser.add_argument(
         "--transport",
         choices=("auto", "ipc", "udp"),
@@ -240,7 +244,11 @@ def main(
         else:
             consumer.subscribe(args.topic, args.tags)
         consumer.start()
-        consumed = _loop(consumer, args, out, err, stop)
+        with Progress(
+            "consume", args.count, err, mode=_progress_mode(args, out, err),
+            interval_ms=args.progress_interval,
+        ) as progress:  # fmt: skip
+            consumed = _loop(consumer, args, out, progress, stop)
     except ClientError as exc:
         print(f"aeromq consume: {type(exc).__name__}: {exc}", file=err)
         return 1
@@ -256,25 +264,27 @@ def main(
     return 0
 
 
+def _progress_mode(args: argparse.Namespace, out: TextIO, err: TextIO) -> str:
+    """``--progress``, but ``auto`` shows none while messages are printed to the terminal the
+    progress would be drawn on (the messages are the progress there)."""
+    if args.progress == "auto" and not args.quiet and out.isatty() and err.isatty():
+        return "none"
+    return str(args.progress)
+
+
 def _loop(
     consumer: DefaultLitePullConsumer,
     args: argparse.Namespace,
     out: TextIO,
-    err: TextIO,
+    progress: Progress,
     stop: threading.Event,
 ) -> int:
     """Poll, print and commit until the count, the idle time or a signal; returns the count."""
     consumed = 0
-    started = last_message = time.monotonic()
-    next_progress = started + _PROGRESS_INTERVAL_S
-    progress = args.quiet and err.isatty()  # a person watching; a pipe gets the summary only
+    last_message = time.monotonic()
     while not stop.is_set():
         messages = consumer.poll()
         now = time.monotonic()
-        if progress and now >= next_progress:
-            next_progress = now + _PROGRESS_INTERVAL_S
-            rate = consumed / max(now - started, 1e-9)
-            print(f"consumed={consumed} msgs_per_s={rate:.0f}", file=err, flush=True)
         if not messages:
             if args.idle and (now - last_message) * 1e3 >= args.idle:
                 break
@@ -297,6 +307,7 @@ def _loop(
             next_offsets[queue] = max(next_offsets.get(queue, 0), message.queue_offset + 1)
         consumer.commit(next_offsets, persist=False)
         consumed += len(messages)
+        progress.advance(len(messages))
         if args.count and consumed >= args.count:
             break
     return consumed

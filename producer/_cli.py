@@ -10,6 +10,8 @@ messages per request; ``--window W`` keeps up to W requests in flight (pipelined
 ``--rate`` caps messages per second (0: as fast as possible). The summary line is ``key=value``
 pairs: sent, failed, elapsed_s, msgs_per_s, mb_per_s and the request latency p50/p99 in us;
 the first error of each kind is printed. ``--json`` prints the summary as one JSON object.
+Progress (count, rate, ETA) goes to standard error: a live line on a terminal, a plain line
+every ``--progress-interval`` otherwise (``--progress`` chooses).
 Exit status 0 when every message was stored, 1 when some failed, 2 for bad arguments.
 """
 
@@ -38,6 +40,7 @@ from aeromq.transport.tools.cli import (
     setup_logging,
     split_endpoints,
 )
+from aeromq.transport.tools.progress import Progress, add_progress
 
 __all__ = ["main"]
 
@@ -103,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="print the summary only, not the first errors"
     )
     add_json(parser)
+    add_progress(parser)
     return parser
 
 
@@ -147,7 +151,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     endpoints = split_endpoints(args.endpoints)
     stats = _Stats(quiet=args.quiet)
-    with Producer(args.group, endpoints, namesrv=args.namesrv, config=config) as producer:
+    progress = Progress(
+        "produce",
+        args.count,
+        sys.stderr,
+        mode=args.progress,
+        interval_ms=args.progress_interval,
+    )
+    with (
+        Producer(args.group, endpoints, namesrv=args.namesrv, config=config) as producer,
+        progress,
+    ):
+        stats.progress = progress
         _run(producer, template, args, stats)
     stats.report(args.count, body, as_json=args.json)
     return 0 if stats.failed == 0 and stats.sent == args.count else 1
@@ -162,13 +177,18 @@ class _Stats:
         self.latencies_us: list[float] = []
         self.began = time.perf_counter()
         self.ended = self.began
+        self.progress: Progress | None = None
 
     def ok(self, count: int, began: float) -> None:
         self.sent += count
+        if self.progress is not None:
+            self.progress.advance(count)
         self.latencies_us.append((time.perf_counter() - began) * 1e6)
 
     def fail(self, count: int, error: BaseException) -> None:
         self.failed += count
+        if self.progress is not None:
+            self.progress.advance(count)
         kind = type(error).__name__
         if not self.errors[kind] and not self.quiet:
             print(f"send failed: {kind}: {error}", file=sys.stderr)

@@ -45,7 +45,15 @@ from typing import Any
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import BufferClaim, Header
-from bench._harness import Result, Target, latency_summary
+from bench._harness import (
+    Result,
+    Target,
+    attempt,
+    best_rate,
+    latency_result,
+    latency_summary,
+    record_run,
+)
 from bench._pyaeron import ipc_baselines
 from bench.suites.ringbuffer import BATCH, _ping_pong, _run_pair, _throughput
 
@@ -288,6 +296,8 @@ def run(quick: bool) -> Iterator[Result | Target]:
     root = "/dev/shm" if os.path.isdir("/dev/shm") else None
     directory = tempfile.mkdtemp(prefix="aeromq-bench-ipc-", dir=root)
     rates: dict[tuple[str, int], float] = {}
+    failures: dict[str, list[str]] = {}  # case -> why its runs failed (the case goes on)
+    ipc_rtt: dict[str, float] | None = None
     driver = _Driver(directory)
     try:
         for size in (64, 1024):
@@ -296,70 +306,81 @@ def run(quick: bool) -> Iterator[Result | Target]:
             baseline_runs: dict[tuple[str, int], list[float]] = {
                 (kind, batch): [] for kind in ("ring", "zmq") for batch in (1, BATCH)
             }
+            names = {shape: f"ipc {size}B {_SHAPE_NAMES[shape]}" for shape in SHAPES}
+            for kind, batch in baseline_runs:
+                name = "baseline:ringbuffer one-to-one" if kind == "ring" else "baseline:pyzmq-ipc"
+                how = "per call" if batch == 1 else f"batched x{batch}"
+                names[f"{kind}/{batch}"] = f"{name} {size}B {how}"
             for _ in range(repeats):  # interleaved, so passing load hits every transport
                 for shape in SHAPES:
                     count = ipc_count // divisor
                     count -= count % BATCH
-                    runs[shape].append(_ipc_throughput(driver, size, shape, count))
+                    record_run(
+                        runs[shape],
+                        failures,
+                        names[shape],
+                        _ipc_throughput,
+                        driver,
+                        size,
+                        shape,
+                        count,
+                    )
                 for kind, batch in baseline_runs:
                     count = (ring_count if kind == "ring" else zmq_count) // divisor
                     count -= count % BATCH
                     run_dir = tempfile.mkdtemp(dir=directory)  # no ipc:// path used twice
-                    baseline_runs[(kind, batch)].append(
-                        _throughput(kind, run_dir, size, batch, count)
+                    record_run(
+                        baseline_runs[(kind, batch)],
+                        failures,
+                        names[f"{kind}/{batch}"],
+                        _throughput,
+                        kind,
+                        run_dir,
+                        size,
+                        batch,
+                        count,
                     )
             for shape in SHAPES:
-                rate = rates[(shape, size)] = max(runs[shape])
-                yield Result(
-                    f"ipc {size}B {_SHAPE_NAMES[shape]}",
-                    msgs_per_s=rate,
-                    MB_per_s=rate * size / 1e6,
-                    extra={"runs_msgs_per_s": [round(r) for r in runs[shape]]},
-                )
+                yield best_rate(names[shape], runs[shape], size, failures)
+                if runs[shape]:
+                    rates[(shape, size)] = max(runs[shape])
             for (kind, batch), kind_runs in baseline_runs.items():
-                rate = max(kind_runs)
-                rates[(f"{kind}/{batch}", size)] = rate
-                name = "baseline:ringbuffer one-to-one" if kind == "ring" else "baseline:pyzmq-ipc"
-                how = "per call" if batch == 1 else f"batched x{batch}"
-                yield Result(
-                    f"{name} {size}B {how}",
-                    msgs_per_s=rate,
-                    MB_per_s=rate * size / 1e6,
-                    extra={"runs_msgs_per_s": [round(r) for r in kind_runs]},
-                )
-        ipc_rtt = _ipc_ping_pong(driver, samples["ipc"])
-        yield Result(
+                yield best_rate(names[f"{kind}/{batch}"], kind_runs, size, failures)
+                if kind_runs:
+                    rates[(f"{kind}/{batch}", size)] = max(kind_runs)
+        ipc_rtt = attempt(
+            failures.setdefault("ipc ping-pong 64B RTT", []),
             "ipc ping-pong 64B RTT",
-            p50_us=ipc_rtt["p50_us"],
-            p99_us=ipc_rtt["p99_us"],
-            p999_us=ipc_rtt["p999_us"],
-            extra={"samples": samples["ipc"]},
+            _ipc_ping_pong,
+            driver,
+            samples["ipc"],
         )
+        yield latency_result("ipc ping-pong 64B RTT", ipc_rtt, samples["ipc"], failures)
         for kind, name in (("ring", "baseline:ringbuffer"), ("zmq", "baseline:pyzmq-ipc")):
-            summary = _ping_pong(kind, directory, samples[kind])
-            yield Result(
-                f"{name} ping-pong 64B RTT",
-                p50_us=summary["p50_us"],
-                p99_us=summary["p99_us"],
-                p999_us=summary["p999_us"],
-                extra={"samples": samples[kind]},
+            case = f"{name} ping-pong 64B RTT"
+            summary = attempt(
+                failures.setdefault(case, []), case, _ping_pong, kind, directory, samples[kind]
             )
+            yield latency_result(case, summary, samples[kind], failures)
     finally:
         driver.close()
         shutil.rmtree(directory, ignore_errors=True)
     yield from ipc_baselines(  # the real Aeron C driver and client, same layout (bench/_pyaeron.py)
         rates,
-        ipc_rtt["p50_us"],
+        ipc_rtt["p50_us"] if ipc_rtt else None,
         term_length=TERM_LENGTH,
         count_64=ipc_count,
         samples=samples["ipc"],
         repeats=repeats,
     )
 
-    yield Target(
-        "ipc 64B batched (offer_batch)", rates[("offer_batch/poll", 64)], 2_000_000, "msgs/s"
-    )
-    yield Target(
-        "ipc 64B per message (offer / poll(1))", rates[("offer/poll1", 64)], 600_000, "msgs/s"
-    )
-    yield Target("ipc ping-pong 64B p50", ipc_rtt["p50_us"], 5.0, "us", lower_is_better=True)
+    if ("offer_batch/poll", 64) in rates:
+        yield Target(
+            "ipc 64B batched (offer_batch)", rates[("offer_batch/poll", 64)], 2_000_000, "msgs/s"
+        )
+    if ("offer/poll1", 64) in rates:
+        yield Target(
+            "ipc 64B per message (offer / poll(1))", rates[("offer/poll1", 64)], 600_000, "msgs/s"
+        )
+    if ipc_rtt is not None:
+        yield Target("ipc ping-pong 64B p50", ipc_rtt["p50_us"], 5.0, "us", lower_is_better=True)

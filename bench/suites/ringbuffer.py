@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing.synchronize import Barrier
+from multiprocessing.synchronize import Barrier, Event
 from typing import Any
 
 import zmq
@@ -42,7 +42,15 @@ import zmq
 from aeromq.transport.concurrent import AtomicBuffer, MappedFile
 from aeromq.transport.concurrent.ring_buffer import OneToOneRingBuffer
 from aeromq.transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
-from bench._harness import Result, Target, latency_summary
+from bench._harness import (
+    Result,
+    Target,
+    attempt,
+    best_rate,
+    latency_result,
+    latency_summary,
+    record_run,
+)
 
 BATCH = 64
 RING_CAPACITY = 4 << 20
@@ -50,6 +58,11 @@ _MSG_TYPE_ID = 1
 _STOP_TYPE_ID = 2
 _SEQ = struct.Struct("<q")
 _ctx = mp.get_context("spawn")
+WORKER_DEADLINE_S = 120.0
+"""A pair of workers still running this long after their barrier has hung (a quick case takes
+seconds, a full one well under a minute): they are killed and the case fails."""
+_ZMQ_STALL_MS = 30_000
+"""A pyzmq consumer with no record for this long has lost one (the producer is done)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,7 +153,15 @@ def _queue_consumer(q: Any, count: int, barrier: Barrier, results: Any) -> None:
     results.put(time.perf_counter_ns() - start_ns)
 
 
-def _zmq_producer(address: str, size: int, batch: int, count: int, barrier: Barrier) -> None:
+def _zmq_producer(
+    address: str, size: int, batch: int, count: int, received: Event, barrier: Barrier
+) -> None:
+    """Send ``count`` sequence-stamped records, then stay until the consumer has them all.
+
+    The wait is the fix of a lost tail: libzmq does not always honour ``LINGER`` when the
+    receiver holds its high-water mark as the sender closes (libzmq issues 1922, 3774 and 4660,
+    the last still open), so a producer that closed and exited right after its last ``send``
+    could take queued messages with it, and its consumer waited in ``recv()`` for ever."""
     context = zmq.Context()
     sock = context.socket(zmq.PUSH)
     sock.connect(address)
@@ -159,34 +180,47 @@ def _zmq_producer(address: str, size: int, batch: int, count: int, barrier: Barr
             for j in range(batch):
                 pack(records[j], 0, base + j)
             send_multipart(records)
+    received.wait(WORKER_DEADLINE_S)
     sock.close(linger=-1)
     context.term()
 
 
-def _zmq_consumer(address: str, count: int, batch: int, barrier: Barrier, results: Any) -> None:
+def _zmq_consumer(
+    address: str, count: int, batch: int, received: Event, barrier: Barrier, results: Any
+) -> None:
+    """Receive and check ``count`` records; a stall of :data:`_ZMQ_STALL_MS` is an error naming
+    how many arrived (a lost message fails the case, it does not hang it)."""
     context = zmq.Context()
     sock = context.socket(zmq.PULL)
+    sock.setsockopt(zmq.RCVTIMEO, _ZMQ_STALL_MS)  # no extra call per message, unlike poll()
     sock.bind(address)
     unpack = _SEQ.unpack_from
     barrier.wait()
     start_ns = time.perf_counter_ns()
     expected = 0
-    if batch == 1:
-        recv = sock.recv
-        while expected < count:
-            if unpack(recv())[0] != expected:
-                raise AssertionError("out of sequence")
-            expected += 1
-    else:
-        recv_multipart = sock.recv_multipart
-        while expected < count:
-            for frame in recv_multipart():
-                if unpack(frame)[0] != expected:
+    try:
+        if batch == 1:
+            recv = sock.recv
+            while expected < count:
+                if unpack(recv())[0] != expected:
                     raise AssertionError("out of sequence")
                 expected += 1
-    results.put(time.perf_counter_ns() - start_ns)
-    sock.close()
-    context.term()
+        else:
+            recv_multipart = sock.recv_multipart
+            while expected < count:
+                for frame in recv_multipart():
+                    if unpack(frame)[0] != expected:
+                        raise AssertionError("out of sequence")
+                    expected += 1
+        results.put(time.perf_counter_ns() - start_ns)
+        received.set()
+    except zmq.Again:
+        raise RuntimeError(
+            f"pyzmq consumer: {expected} of {count} records, then none for {_ZMQ_STALL_MS} ms"
+        ) from None
+    finally:
+        sock.close(linger=0)
+        context.term()
 
 
 def _ring_ponger(ping_path: str, pong_path: str, barrier: Barrier) -> None:
@@ -317,7 +351,9 @@ def _run_pair(
     consumer: Callable[..., None],
     consumer_args: tuple[Any, ...],
 ) -> Any:
-    """Run two workers that meet at a 3-party barrier; return what the consumer reports."""
+    """Run two workers that meet at a 3-party barrier; return what the consumer reports.
+    Raises RuntimeError (the workers killed) when one fails, or both overrun
+    :data:`WORKER_DEADLINE_S`."""
     barrier = _ctx.Barrier(3)
     results = _ctx.Queue()
     procs = [
@@ -326,9 +362,10 @@ def _run_pair(
     ]
     for proc in procs:
         proc.start()
+    join_s = 30.0
     try:
         barrier.wait(timeout=60)
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + WORKER_DEADLINE_S
         while True:
             try:
                 outcome = results.get(timeout=0.5)
@@ -336,12 +373,19 @@ def _run_pair(
             except queue.Empty:
                 failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
                 if failed or time.monotonic() > deadline:
-                    raise RuntimeError(f"benchmark workers failed: exit codes {failed}") from None
+                    join_s = 1.0
+                    states = ", ".join(
+                        f"{role} {'running' if p.exitcode is None else f'exit {p.exitcode}'}"
+                        for role, p in zip(("producer", "consumer"), procs, strict=True)
+                    )
+                    why = "failed" if failed else f"still running after {WORKER_DEADLINE_S:.0f} s"
+                    raise RuntimeError(f"benchmark workers {why}: {states}") from None
     except threading.BrokenBarrierError as exc:
+        join_s = 1.0
         raise RuntimeError("benchmark workers did not start") from exc
     finally:
         for proc in procs:
-            proc.join(timeout=30)
+            proc.join(timeout=join_s)
             if proc.is_alive():
                 proc.kill()
                 proc.join()
@@ -369,8 +413,12 @@ def _throughput(kind: str, directory: str, size: int, batch: int, count: int) ->
         )
     else:
         address = f"ipc://{directory}/zmq-{size}-{batch}"
+        received = _ctx.Event()
         elapsed_ns = _run_pair(
-            _zmq_producer, (address, size, batch, count), _zmq_consumer, (address, count, batch)
+            _zmq_producer,
+            (address, size, batch, count, received),
+            _zmq_consumer,
+            (address, count, batch, received),
         )
     return float(count / (elapsed_ns / 1e9))
 
@@ -405,41 +453,55 @@ def run(quick: bool) -> Iterator[Result | Target]:
     root = "/dev/shm" if os.path.isdir("/dev/shm") else None
     directory = tempfile.mkdtemp(prefix="aeromq-bench-", dir=root)
     rates: dict[tuple[str, int, int], float] = {}
+    failures: dict[str, list[str]] = {}  # case -> why its runs failed (the suite goes on)
     try:
         for size in (64, 1024):
             for batch in (1, BATCH):
                 runs: dict[str, list[float]] = {kind: [] for kind in _NAMES}
+                how = {
+                    kind: "per call" if batch == 1 else f"batched x{batch} ({_BATCH_HOW[kind]})"
+                    for kind in _NAMES
+                }
+                names = {kind: f"{_NAMES[kind]} {size}B {how[kind]}" for kind in _NAMES}
                 for _ in range(repeats):  # interleaved, so passing load hits every transport
                     for kind in _NAMES:
                         count = counts[kind] // (4 if size > 64 else 1)
                         count -= count % BATCH
-                        runs[kind].append(_throughput(kind, directory, size, batch, count))
+                        run_dir = tempfile.mkdtemp(dir=directory)  # no ipc:// path used twice
+                        record_run(
+                            runs[kind],
+                            failures,
+                            names[kind],
+                            _throughput,
+                            kind,
+                            run_dir,
+                            size,
+                            batch,
+                            count,
+                        )
                 for kind in _NAMES:
-                    rate = rates[(kind, size, batch)] = max(runs[kind])
-                    how = "per call" if batch == 1 else f"batched x{batch} ({_BATCH_HOW[kind]})"
-                    yield Result(
-                        f"{_NAMES[kind]} {size}B {how}",
-                        msgs_per_s=rate,
-                        MB_per_s=rate * size / 1e6,
-                        extra={"runs_msgs_per_s": [round(r) for r in runs[kind]]},
-                    )
+                    yield best_rate(names[kind], runs[kind], size, failures)
+                    if runs[kind]:
+                        rates[(kind, size, batch)] = max(runs[kind])
         for kind in ("ring", "zmq", "queue"):
-            summary = _ping_pong(kind, directory, samples[kind])
-            yield Result(
-                f"{_NAMES[kind]} ping-pong 64B RTT",
-                p50_us=summary["p50_us"],
-                p99_us=summary["p99_us"],
-                p999_us=summary["p999_us"],
-                extra={"samples": samples[kind]},
+            case = f"{_NAMES[kind]} ping-pong 64B RTT"
+            summary = attempt(
+                failures.setdefault(case, []), case, _ping_pong, kind, directory, samples[kind]
             )
+            yield latency_result(case, summary, samples[kind], failures)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
-    ring_call, ring_batch = rates[("ring", 64, 1)], rates[("ring", 64, BATCH)]
-    yield Target("ring 64B batched across processes", ring_batch, 2_000_000, "msgs/s")
-    yield Target("ring 64B one record per call", ring_call, 1_000_000, "msgs/s")
+    if ("ring", 64, BATCH) in rates:
+        yield Target(
+            "ring 64B batched across processes", rates[("ring", 64, BATCH)], 2_000_000, "msgs/s"
+        )
+    if ("ring", 64, 1) in rates:
+        yield Target("ring 64B one record per call", rates[("ring", 64, 1)], 1_000_000, "msgs/s")
     for kind, goal in (("zmq", 1.5), ("queue", 10.0)):
         for batch, mode in ((1, "per call"), (BATCH, "batched")):
+            if ("ring", 64, batch) not in rates or (kind, 64, batch) not in rates:
+                continue  # a failed case, reported above
             ratio = rates[("ring", 64, batch)] / rates[(kind, 64, batch)]
             label = _NAMES[kind].removeprefix("baseline:")
             yield Target(f"ring / {label} 64B {mode}", ratio, goal, "x")

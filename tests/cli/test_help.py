@@ -20,8 +20,10 @@ from aeromq.transport.tools.cli import (
 )
 from tests.docs._blocks import commands
 
-DATA_COMMANDS = ("admin", "consume", "produce", "stat")
+DATA_COMMANDS = ("admin", "consume", "produce", "quickstart", "stat")
 """The commands that print data, so take ``--json``."""
+LONG_COMMANDS = ("admin offset reset", "consume", "produce", "quickstart")
+"""The commands that can run long, so show progress (``--progress``, ``--progress-interval``)."""
 
 
 def _parsers(name: str) -> Iterator[tuple[str, argparse.ArgumentParser]]:
@@ -155,3 +157,25 @@ def test_should_show_sizes_in_their_largest_whole_binary_unit() -> None:
         "1000",
         "0",
     ]
+
+
+@pytest.mark.parametrize("prog", LONG_COMMANDS)
+def test_should_offer_progress_on_every_long_command(prog: str) -> None:
+    name = prog.split()[0]
+    [parser] = [p for found, p in _parsers(name) if found == f"aeromq {prog}"]
+    flags = {flag for action in parser._actions for flag in action.option_strings}
+    assert {"--progress", "--progress-interval"} <= flags
+    args = parser.parse_args(
+        [*_required(prog), "--progress", "plain", "--progress-interval", "250ms"]
+    )
+    assert (args.progress, args.progress_interval) == ("plain", 250.0)
+
+
+def _required(prog: str) -> list[str]:
+    """The least a command's parser accepts."""
+    return {
+        "admin offset reset": ["group", "topic", "--earliest"],
+        "consume": ["--topic", "t"],
+        "produce": ["--topic", "t"],
+        "quickstart": [],
+    }[prog]

@@ -1,31 +1,73 @@
+"""``aeromq quickstart``: the main job end to end (a real broker, three consumer processes, the
+producer), with a small count; its summary as JSON, as a table in a pipe and live on a terminal."""
+
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
+from .conftest import run_on_terminal
 
-def test_should_run_the_main_job_end_to_end_and_report_ok() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "aeromq", "quickstart", "--messages", "2000"],
+QUICKSTART_TIMEOUT_S = 110.0
+
+
+def _quickstart(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aeromq", "quickstart", *args],
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=QUICKSTART_TIMEOUT_S,
         check=False,
     )
+
+
+def test_should_deliver_every_message_to_a_group_that_rebalances_and_report_json() -> None:
+    done = _quickstart("--messages", "3000", "--json")
     assert done.returncode == 0, done.stderr
-    assert "consumed:  2,000 distinct messages" in done.stdout
-    assert "0 corrupt" in done.stdout
-    assert "result:    OK" in done.stdout
+    [line] = done.stdout.splitlines()  # one JSON object, no progress
+    summary = json.loads(line)
+    assert summary["ok"] is True
+    assert summary["sent"] == summary["distinct"] == 3000
+    assert summary["consumed"] == 3000 + summary["duplicates"]
+    assert summary["corrupt"] == 0
+    assert summary["final_lag"] == 0 and summary["broker_exit"] == 0
+    members = {m["name"]: m for m in summary["members"]}
+    assert sorted(members) == ["c1", "c2", "c3"]
+    assert summary["third_joined_at_sent"] == 1504  # the first batch of 32 at or past half
+    assert members["c3"]["queues"]  # the third member was given queues: the group rebalanced
+    assert summary["rebalanced"] is True
+    final = sorted(q for m in members.values() for q in m["queues"])
+    assert final == [0, 1, 2, 3]  # each queue owned by exactly one member at the end
+    assert summary["produce_msgs_per_s"] > 0 and summary["latency_p99_ms"] is not None
+    assert summary["latency_p50_ms"] <= summary["latency_p99_ms"]
+
+
+def test_should_print_plain_progress_and_a_summary_table_in_a_pipe() -> None:
+    done = _quickstart("--messages", "2000", "--progress-interval", "10ms")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    progress = [line for line in lines if line.startswith("quickstart: sent: ")]
+    assert progress and "c1 q[" in progress[-1] and "lag" in progress[-1]
+    assert "2,000/2,000 (100%)" in progress[-1]
+    assert "\x1b[" not in done.stdout
+    assert any("quickstart summary" in line for line in lines)
+    assert any("final lag" in line and line.rstrip(" │").endswith("0") for line in lines)
+    assert lines[-1] == "result: OK, every message stored, delivered and intact"
+
+
+def test_should_draw_a_live_view_on_a_terminal() -> None:
+    code, screen = run_on_terminal("quickstart", "--messages", "2000")
+    assert code == 0, screen
+    assert "\x1b[" in screen
+    for header in ("member", "queues", "consumed", "msgs/s", "lag"):
+        assert header in screen
+    assert "quickstart: sent" not in screen  # no plain lines on a terminal
+    assert "quickstart summary" in screen and "result: OK" in screen
 
 
 def test_should_reject_bad_arguments_with_usage() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "aeromq", "quickstart", "--messages", "0"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    done = _quickstart("--messages", "0")
     assert done.returncode == 2
     assert "need --messages > 0" in done.stderr
 
