@@ -41,9 +41,12 @@ from aeromq.broker._errors import ConfigError
 from aeromq.broker.processor.send import BATCH_FRAMING_ALLOWANCE
 from aeromq.broker.store import FlushMode, StoreConfig
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
+from aeromq.transport import ConfigurationError
+from aeromq.transport.concurrent.idle_strategy import idle_strategy_from_name
 from aeromq.transport.tools.cli import format_duration_ms, format_size, parse_duration_ms
 
 __all__ = [
+    "DEFAULT_SESSION_IDLE_STRATEGY",
     "ENV_PREFIX",
     "FIELD_HELP",
     "BrokerConfig",
@@ -54,6 +57,8 @@ __all__ = [
 ]
 
 ENV_PREFIX: Final = "AEROMQ_BROKER_"
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000"
+"""Spin 10 duty cycles, yield 5, then park from 1 us doubling to 1 ms (Agrona's backoff)."""
 _CONFIG_ENV: Final = "AEROMQ_BROKER_CONFIG"
 _MIB: Final = 1 << 20
 _INT32_MAX: Final = (1 << 31) - 1
@@ -112,6 +117,7 @@ class BrokerConfig:
     rocketmq_enabled: bool = True
     rocketmq_port: int = 8181
     rocketmq_max_delivery_attempts: int = 16
+    session_idle_strategy: str = DEFAULT_SESSION_IDLE_STRATEGY
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
         {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes"}
@@ -293,6 +299,15 @@ class BrokerConfig:
         _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
         _in_range("rocketmq_port", self.rocketmq_port, 0, 65535)
         _in_range("rocketmq_max_delivery_attempts", self.rocketmq_max_delivery_attempts, 1, 1000)
+        try:
+            idle_strategy_from_name(self.session_idle_strategy)
+        except ConfigurationError as exc:
+            _fail(
+                "session_idle_strategy",
+                self.session_idle_strategy,
+                f"an idle strategy name, e.g. backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
+                f"({exc})",
+            )
         self.to_store_config()  # and whatever the store itself checks
 
 
@@ -329,6 +344,10 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
     "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
     "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",
+    "session_idle_strategy": (
+        "how the transport session agent waits for requests: backoff:SPINS,YIELDS,MIN_NS,MAX_NS "
+        "or sleep-ns:NS (fewer spins cost less CPU while idle, and answer later)"
+    ),
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 
