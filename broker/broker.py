@@ -41,7 +41,7 @@ from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.concurrent.idle_strategy import idle_strategy_from_name
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 __all__ = ["Broker", "describe_recovery"]
@@ -60,7 +60,6 @@ _ERROR_CODES: Final = (
     ResponseCode.SYSTEM_ERROR,
     ResponseCode.FLUSH_DISK_TIMEOUT,
 )
-_IDLE_MAX_PARK_NS: Final = 1_000_000
 
 
 def describe_recovery(report: RecoveryReport, flush_mode: FlushMode, flush_interval_ms: int) -> str:
@@ -198,7 +197,7 @@ class Broker:
             acl=self.acl,
         )
         self._runner = AgentRunner(
-            BackoffIdleStrategy(max_park_period_ns=_IDLE_MAX_PARK_NS),
+            idle_strategy_from_name(config.session_idle_strategy),
             self._on_agent_error,
             None,
             agent,

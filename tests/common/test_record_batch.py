@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -150,10 +152,13 @@ def test_a_wrong_tag_hash_is_refused_with_its_index() -> None:
     assert f"expected={hash_code('B')}" in text
 
 
-def test_a_tag_hash_without_a_tag_is_refused() -> None:
-    data = encode_batch(TOPIC, [b"x"])
-    struct.pack_into("<q", data, batch_header_length(len(TOPIC)), 7)
-    assert check_batch(_with_crc(data))[0] is BatchCheck.BAD_TAG_HASH
+@pytest.mark.parametrize("wrap", [bytes, memoryview])
+@pytest.mark.parametrize("index", [0, 2])
+def test_a_tag_hash_without_a_tag_is_refused(wrap: Callable[[bytes], Any], index: int) -> None:
+    data = encode_batch(TOPIC, [b"x", b"y", b"z"])
+    assert check_batch(wrap(bytes(data)))[0] is BatchCheck.OK
+    struct.pack_into("<q", data, batch_header_length(len(TOPIC)) + 8 * index, 1 << 40)
+    assert check_batch(wrap(bytes(_with_crc(data))))[0] is BatchCheck.BAD_TAG_HASH
 
 
 @pytest.mark.parametrize(

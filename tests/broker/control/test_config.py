@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from aeromq.broker import ConfigError
-from aeromq.broker.config import BrokerConfig, BrokerConfigError, add_arguments
+from aeromq.broker.config import (
+    DEFAULT_SESSION_IDLE_STRATEGY,
+    BrokerConfig,
+    BrokerConfigError,
+    add_arguments,
+)
 from aeromq.broker.store import FlushMode
 
 
@@ -22,6 +27,7 @@ def test_should_work_with_no_arguments() -> None:
     assert config.flush_mode is FlushMode.ASYNC
     assert config.ingress_ipc_channel == "aeron:ipc"
     assert config.ingress_udp_channel == "aeron:udp?endpoint=127.0.0.1:40456"
+    assert config.session_idle_strategy == DEFAULT_SESSION_IDLE_STRATEGY
 
 
 def test_should_apply_file_then_environment_then_arguments(tmp_path: Path) -> None:
@@ -104,6 +110,8 @@ def test_should_name_key_value_rule_and_source_of_a_bad_value() -> None:
         (["--max-message-size", "100"], "max_message_size"),
         (["--session-timeout-ms", "1"], "session_timeout_ms"),
         (["--auto-create-topic", "maybe"], "auto_create_topic"),
+        (["--session-idle-strategy", "backoff:1,2"], "session_idle_strategy"),
+        (["--session-idle-strategy", "snooze"], "session_idle_strategy"),
         (["--commit-log-segment-bytes", "65536", "--max-message-size", "1MiB"], "max_message_size"),
     ],
 )

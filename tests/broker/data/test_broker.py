@@ -80,6 +80,33 @@ def test_should_serve_and_publish_its_endpoints_and_counters(tmp_path: Path) -> 
     broker.shutdown()  # idempotent
 
 
+@pytest.mark.parametrize("strategy", ["sleep-ns:200000", "backoff:0,0,20000,1000000"])
+def test_should_answer_sends_with_the_configured_session_idle_strategy(
+    tmp_path: Path, strategy: str
+) -> None:
+    config = BrokerConfig.load(
+        [
+            "--data-dir", str(tmp_path), "--grpc-port", "0", "--ingress-udp-endpoint", "none",
+            "--commit-log-segment-bytes", "16MiB", "--index-enabled", "false",
+            "--auto-create-topic", "true",
+        ],
+        environ={"AEROMQ_BROKER_SESSION_IDLE_STRATEGY": strategy},
+    )  # fmt: skip
+    assert config.session_idle_strategy == strategy
+    with (
+        Broker(config, driver_context=small_driver()) as broker,
+        Aeron.connect(AeronContext(aeron_dir=broker.aeron_dir)) as aeron,
+        ClientSession.connect(aeron, SessionConfig()) as session,
+    ):
+        futures = [
+            session.request_async(send_request(b"%d" % i, topic="idle"), 10_000) for i in range(20)
+        ]
+        answers = [future.result(10) for future in futures]
+        assert [answer.status.code for answer in answers] == [0] * 20
+        assert sorted(answer.base_queue_offset for answer in answers) == list(range(20))
+        assert broker.stats()["send.messages"] == 20
+
+
 def test_should_answer_held_pulls_and_flush_on_a_graceful_stop(tmp_path: Path) -> None:
     config = _config(tmp_path, auto_create_topic=True)
     broker = Broker(config, driver_context=small_driver()).start()
