@@ -244,8 +244,17 @@ class Broker:
             self.registrar.start()
 
     def _start_rocketmq(self, store: MessageStore) -> None:
-        """RocketMQ 5 clients' endpoint (``aeromq.broker.rocketmq``), unless turned off."""
+        """RocketMQ 5 clients' endpoint (``aeromq.broker.rocketmq``), unless turned off.
+
+        The endpoint has neither TLS nor the ACL's checks yet, so a broker configured with either
+        keeps it closed (one warning) rather than open a port that bypasses them."""
         if not self.config.rocketmq_enabled:
+            return
+        if self.acl is not None or tls_of(self.config) is not None:
+            _log.warning(
+                "the RocketMQ 5 endpoint stays off: it supports neither TLS nor the ACL, which "
+                "this broker is configured with (rocketmq_enabled=false silences this)"
+            )
             return
         if self.config.rocketmq_port == 0:  # routes name the port: bind a known one
             self.config = self.config.with_overrides(

@@ -151,3 +151,10 @@ def test_should_warn_loudly_when_listening_beyond_loopback_unsecured(
     assert not warn_if_exposed("0.0.0.0", tls, acl)
     assert not warn_if_exposed("127.0.0.1", None, None)
     assert not warn_if_exposed("::1", None, None)
+
+
+def test_should_keep_the_rocketmq5_endpoint_closed_on_a_secured_broker(
+    secured: ServerProcess,
+) -> None:
+    # the RocketMQ 5 endpoint checks neither TLS nor the ACL: open, it would bypass both
+    assert secured.ready["rocketmq"] == "none"
