@@ -109,6 +109,12 @@ class BrokerConfig:
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
     offset_persist_interval_ms: int = 5_000
+    rocketmq_enabled: bool = True
+    rocketmq_port: int = 8181
+    rocketmq_max_delivery_attempts: int = 16
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = 0
+    console_enabled: bool = True
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     tls_client_ca_file: Path | None = None
@@ -120,6 +126,7 @@ class BrokerConfig:
             "aeron_dir",
             "ingress_udp_endpoint",
             "max_store_bytes",
+            "metrics_port",
             "tls_cert_file",
             "tls_key_file",
             "tls_client_ca_file",
@@ -301,6 +308,12 @@ class BrokerConfig:
         _in_range("index_slots", self.index_slots, 1, _INT32_MAX)
         _in_range("index_entries", self.index_entries, 2, _INT32_MAX)
         _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
+        _in_range("rocketmq_port", self.rocketmq_port, 0, 65535)
+        _in_range("rocketmq_max_delivery_attempts", self.rocketmq_max_delivery_attempts, 1, 1000)
+        if not self.metrics_host:
+            _fail("metrics_host", self.metrics_host, "a host name or address")
+        if self.metrics_port is not None:
+            _in_range("metrics_port", self.metrics_port, 0, 65535)
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             _fail("tls_key_file", self.tls_key_file, "tls_cert_file and tls_key_file go together")
         if self.tls_client_ca_file is not None and self.tls_cert_file is None:
@@ -338,6 +351,13 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "index_slots": "hash slots of one index file",
     "index_entries": "entries of one index file",
     "offset_persist_interval_ms": "how often consumer offsets are written to disk",
+    "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
+    "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
+    "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",
+    "metrics_host": "address the HTTP server of /metrics and the web console listens on",
+    "metrics_port": "HTTP port of /metrics and the console (0: any free port, printed in the "
+    "ready line; none: no HTTP server)",
+    "console_enabled": "serve the read-only web console at /console/ beside /metrics",
     "tls_cert_file": "PEM certificate chain of the gRPC server (with tls_key_file: TLS on)",
     "tls_key_file": "PEM private key of the gRPC server's certificate",
     "tls_client_ca_file": "PEM CA that must sign client certificates (mutual TLS; none: off)",
