@@ -123,7 +123,6 @@ class BrokerConfig:
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = 0
     console_enabled: bool = True
-
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     tls_client_ca_file: Path | None = None

@@ -24,11 +24,12 @@ __all__ = ["ClientTls", "Credentials", "open_channel"]
 
 _CHANNEL_OPTIONS: Final = (
     ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1_000),
 )
 """gRPC's reconnect backoff grows to 120 s by default: a client would find a restarted broker
-only seconds after it came back. Capped at 1 s, a channel tries again at least once a second."""
+only seconds after it came back. Capped at 1 s, a channel tries again at least once a second.
+(``grpc.min_reconnect_backoff_ms`` is left alone: gRPC also takes it as the connect timeout,
+20 s by default, and a short one fails handshakes on a loaded machine.)"""
 
 
 @dataclass(frozen=True)
