@@ -109,9 +109,18 @@ class BrokerConfig:
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
     offset_persist_interval_ms: int = 5_000
+    file_mode: int = 0o600
+    min_free_disk_bytes: int = 64 * _MIB
+    max_disk_used_percent: int | None = None
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
-        {"namesrv_address", "aeron_dir", "ingress_udp_endpoint", "max_store_bytes"}
+        {
+            "namesrv_address",
+            "aeron_dir",
+            "ingress_udp_endpoint",
+            "max_store_bytes",
+            "max_disk_used_percent",
+        }
     )
 
     def __post_init__(self) -> None:
@@ -163,6 +172,9 @@ class BrokerConfig:
                 index_entries=self.index_entries,
                 offset_persist_interval_ms=self.offset_persist_interval_ms,
                 store_host=store_host,
+                file_mode=self.file_mode,
+                min_free_disk_bytes=self.min_free_disk_bytes,
+                max_disk_used_percent=self.max_disk_used_percent,
             )
         except ConfigError as exc:
             key = exc.values.get("field", "store_host")
@@ -288,6 +300,10 @@ class BrokerConfig:
         _in_range("index_slots", self.index_slots, 1, _INT32_MAX)
         _in_range("index_entries", self.index_entries, 2, _INT32_MAX)
         _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
+        _in_range("file_mode", self.file_mode, 0o600, 0o777)
+        _in_range("min_free_disk_bytes", self.min_free_disk_bytes, 0, 1 << 60)
+        if self.max_disk_used_percent is not None:
+            _in_range("max_disk_used_percent", self.max_disk_used_percent, 1, 100)
         self.to_store_config()  # and whatever the store itself checks
 
 
@@ -321,6 +337,10 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "index_slots": "hash slots of one index file",
     "index_entries": "entries of one index file",
     "offset_persist_interval_ms": "how often consumer offsets are written to disk",
+    "file_mode": "permission bits (octal) of store and shared-memory files; directories get "
+    "x beside each r",
+    "min_free_disk_bytes": "sends are refused (DISK_FULL, retriable) below this much free disk",
+    "max_disk_used_percent": "sends are refused past this disk usage, percent (none: no limit)",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 
@@ -398,6 +418,8 @@ def describe_default(field_name: str) -> str:
     f = next(f for f in fields(BrokerConfig) if f.name == field_name)
     value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
     if isinstance(value, int) and not isinstance(value, bool):
+        if field_name == "file_mode":
+            return f"{value:#o}"
         if _is_duration(field_name):
             return format_duration_ms(value)
         if field_name.endswith("_bytes") or field_name == "max_message_size":
@@ -432,6 +454,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             return Path(value).expanduser()
         if base == "bool":
             return _parse_bool(value)
+        if name == "file_mode" and isinstance(value, str):
+            return int(value.strip().lower().removeprefix("0o"), 8)
         if base == "int" and _is_duration(name) and isinstance(value, str):
             try:
                 return _parse_int(value)

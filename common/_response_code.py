@@ -42,4 +42,5 @@ class ResponseCode(IntEnum):
     BROKER_NOT_EXIST = 211
     FLOW_CONTROL = 215
     ILLEGAL_OPERATION = 604
+    DISK_FULL = 1800  # aeromq's own: RocketMQ answers SERVICE_NOT_AVAILABLE with a remark
     RPC_TIME_OUT = -1006

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from aeromq.broker._errors import InvalidArgumentError, StoreError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.common import (
     GROUP_MAX_LENGTH,
     TOPIC_MAX_LENGTH,
@@ -29,8 +30,9 @@ _VERSION = 1
 class ConsumerOffsetManager:
     """The committed offsets in ``path`` (JSON)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, file_mode: int = DEFAULT_FILE_MODE) -> None:
         self.path = path
+        self.file_mode = file_mode
         self._table: dict[tuple[str, str], dict[int, int]] = {}
         self._lock = threading.Lock()
         self._persist_lock = threading.Lock()  # one writer at a time, in snapshot order
@@ -105,7 +107,11 @@ class ConsumerOffsetManager:
                 }
                 self._dirty = False
             try:
-                write_json_atomically(self.path, {"version": _VERSION, "offset_table": snapshot})
+                write_json_atomically(
+                    self.path,
+                    {"version": _VERSION, "offset_table": snapshot},
+                    mode=self.file_mode,
+                )
             except BaseException:
                 self._dirty = True
                 raise
