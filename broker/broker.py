@@ -231,7 +231,9 @@ class Broker:
     def _start_transport(self) -> None:
         config = self.config
         if config.aeron_dir is None:
-            base = self._driver_context or MediaDriverContext.from_env(term_buffer_sparse_file=True)
+            base = self._driver_context or MediaDriverContext.from_env(
+                term_buffer_sparse_file=True, file_mode=config.file_mode
+            )
             self.driver = MediaDriver.launch_embedded(base)
             self.aeron_dir = self.driver.aeron_dir
         else:

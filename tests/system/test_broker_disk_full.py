@@ -100,5 +100,6 @@ def test_should_refuse_sends_when_the_disk_fills_and_resume_once_space_is_freed(
                 pytest.raises(DiskFullError),
             ):
                 producer.send(Message(TOPIC, b"still full"))
+            assert restarted.process.poll() is None, "\n".join(restarted.log)
         finally:
             restarted.stop()

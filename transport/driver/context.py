@@ -114,6 +114,8 @@ class MediaDriverContext:
     file_page_size: int = 4096
     term_buffer_sparse_file: bool = False
     perform_storage_checks: bool = True
+    file_mode: int = 0o600
+    """Permission bits of cnc.dat and the log buffers; directories get x beside each r."""
     publication_term_window_length: int = 0
     """0: half the term length. Otherwise the smaller of this and half the term."""
     ipc_publication_term_window_length: int = 0
@@ -213,6 +215,10 @@ class MediaDriverContext:
         for name in ("term_buffer_length", "ipc_term_buffer_length"):
             _check(name, getattr(self, name), check_term_length)
         _check("file_page_size", self.file_page_size, check_page_size)
+        if not isinstance(self.file_mode, int) or not 0o600 <= self.file_mode <= 0o777:
+            _fail("file_mode", self.file_mode, "must be 0o600..0o777 (the owner reads and writes)")
+        elif self.file_mode & 0o600 != 0o600:
+            _fail("file_mode", self.file_mode, "the owner must read and write")
         for name in ("mtu_length", "ipc_mtu_length"):
             check_mtu_length(name, getattr(self, name))
         for name in ("publication_term_window_length", "ipc_publication_term_window_length"):

@@ -58,10 +58,13 @@ def check_storage(directory: str, log_length: int) -> None:
         )
 
 
-def create_log(path: str, term_length: int, page_size: int, sparse: bool) -> LogBuffers:
-    """Create and map the log file; a failure is the command's error."""
+def create_log(
+    path: str, term_length: int, page_size: int, sparse: bool, file_mode: int
+) -> LogBuffers:
+    """Create and map the log file with permission bits ``file_mode``; a failure is the
+    command's error."""
     try:
-        return LogBuffers.create(path, term_length, page_size, sparse=sparse)
+        return LogBuffers.create(path, term_length, page_size, sparse=sparse, mode=file_mode)
     except (OSError, ConfigurationError, LogBufferFileError) as exc:
         out_of_space = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
         code = ErrorCode.STORAGE_SPACE if out_of_space else ErrorCode.GENERIC_ERROR

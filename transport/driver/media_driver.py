@@ -91,6 +91,7 @@ class MediaDriver:
             delete_on_start=context.dir_delete_on_start,
             driver_timeout_ms=context.driver_timeout_ms,
             now_ms=context.epoch_clock.time_ms(),
+            file_mode=context.file_mode,
         )
         try:
             self._cnc = self._create_cnc()
@@ -119,6 +120,7 @@ class MediaDriver:
             start_timestamp_ms=context.epoch_clock.time_ms(),
             pid=os.getpid(),
             file_page_size=context.file_page_size,
+            file_mode=context.file_mode,
         )
 
     def _publish_cnc(self) -> None:
