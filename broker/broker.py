@@ -64,9 +64,14 @@ def describe_recovery(report: RecoveryReport, flush_mode: FlushMode, flush_inter
     """One line on what recovery found, for the operator (logged and printed at start)."""
     if report.end_offset == 0 and report.records_scanned == 0 and report.truncated_at is None:
         return "recovery: a new, empty store"
+    clamped = (
+        f", lowered {report.offsets_clamped} committed consumer offsets to their queue's end"
+        if report.offsets_clamped
+        else ""
+    )
     if report.clean_shutdown and report.truncated_at is None:
         return (
-            f"recovery: clean shutdown, log ends at {report.end_offset} "
+            f"recovery: clean shutdown, log ends at {report.end_offset}{clamped} "
             f"({report.duration_ms:.0f} ms)"
         )
     parts = [
@@ -84,6 +89,8 @@ def describe_recovery(report: RecoveryReport, flush_mode: FlushMode, flush_inter
         parts.append("no torn record")
     if report.queue_entries_dropped:
         parts.append(f"dropped {report.queue_entries_dropped} queue entries past the end")
+    if report.offsets_clamped:
+        parts.append(clamped.removeprefix(", "))
     if flush_mode is FlushMode.ASYNC:
         parts.append(
             f"ASYNC flush: acknowledged messages of at most the last {flush_interval_ms} ms "

@@ -8,7 +8,9 @@ calls it every ``offset_persist_interval_ms`` and at shutdown). Thread-safe.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from aeromq.broker._errors import InvalidArgumentError, StoreError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
@@ -21,10 +23,20 @@ from aeromq.common import (
     is_valid_topic_name,
 )
 
-__all__ = ["ConsumerOffsetManager"]
+__all__ = ["ConsumerOffsetManager", "OffsetCorrection"]
 
 _SEPARATOR = "@"
 _VERSION = 1
+
+
+class OffsetCorrection(NamedTuple):
+    """A committed offset that recovery lowered to its queue's end."""
+
+    group: str
+    topic: str
+    queue_id: int
+    committed: int
+    max_offset: int
 
 
 class ConsumerOffsetManager:
@@ -94,6 +106,26 @@ class ConsumerOffsetManager:
             if doomed:
                 self._dirty = True
             return len(doomed)
+
+    def clamp(self, max_offset_of: Callable[[str, int], int]) -> list[OffsetCorrection]:
+        """Lower every committed offset past its queue's end (``max_offset_of(topic,
+        queue_id)``, the next offset to be written) to that end, as RocketMQ corrects an
+        OFFSET_OVERFLOW: after a lost tail, new messages reuse those queue offsets and a
+        group would skip them. Returns the corrections (the table is then dirty). Caller: the
+        store's start, after recovery."""
+        corrections: list[OffsetCorrection] = []
+        with self._lock:
+            for (topic, group), offsets in self._table.items():
+                for queue_id, committed in offsets.items():
+                    max_offset = max_offset_of(topic, queue_id)
+                    if committed > max_offset:
+                        offsets[queue_id] = max_offset
+                        corrections.append(
+                            OffsetCorrection(group, topic, queue_id, committed, max_offset)
+                        )
+            if corrections:
+                self._dirty = True
+        return corrections
 
     def persist(self, force: bool = False) -> bool:
         """Write the table atomically if it changed since the last write; True if written."""

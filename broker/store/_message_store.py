@@ -15,6 +15,7 @@ Lifecycle: ``start()`` (lock the data directory, load, recover, start the servic
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import struct
@@ -149,6 +150,7 @@ class MessageStore:
                 self.index.load()
             checkpoint = Checkpoint.load(self.config.checkpoint_path)
             report = recover(self.commit_log, self.queues, self.index, checkpoint)
+            report = self._clamp_offsets(report)
             self._dispatched_offset = self.commit_log.max_offset
             self._mark_running()
         except BaseException:
@@ -567,6 +569,29 @@ class MessageStore:
             Checkpoint(dispatched, stamp, clean_shutdown).save(
                 self.config.checkpoint_path, mode=self.config.file_mode
             )
+
+    def _clamp_offsets(self, report: RecoveryReport) -> RecoveryReport:
+        """Lower committed offsets past the recovered queue ends (see
+        ``ConsumerOffsetManager.clamp``), one warning per correction."""
+
+        def max_offset_of(topic: str, queue_id: int) -> int:
+            queue = self.queues.get(topic, queue_id)
+            return 0 if queue is None else queue.max_offset
+
+        corrections = self.consumer_offsets.clamp(max_offset_of)
+        for c in corrections:
+            _log.warning(
+                "recovery: committed offset past the queue's end, corrected (OFFSET_OVERFLOW): "
+                "group=%s topic=%s queue_id=%d committed=%d max_offset=%d",
+                c.group,
+                c.topic,
+                c.queue_id,
+                c.committed,
+                c.max_offset,
+            )
+        if not corrections:
+            return report
+        return dataclasses.replace(report, offsets_clamped=len(corrections))
 
     def _mark_running(self) -> None:
         """Record at start that the store is open (an unclean checkpoint). On a full disk the
