@@ -131,11 +131,17 @@ def _embedded_driver_context(file_mode: int) -> MediaDriverContext:
         for variable, (name, deep_after_ns) in _DRIVER_IDLE_ENV.items()
         if not os.environ.get(variable)
     }
-    conductor = idle.pop("conductor_idle_strategy", context.conductor_idle_strategy)
+    udp = context.udp
     return dataclasses.replace(
         context,
-        conductor_idle_strategy=conductor,
-        udp=dataclasses.replace(context.udp, **idle),
+        conductor_idle_strategy=idle.get(
+            "conductor_idle_strategy", context.conductor_idle_strategy
+        ),
+        udp=dataclasses.replace(
+            udp,
+            sender_idle_strategy=idle.get("sender_idle_strategy", udp.sender_idle_strategy),
+            receiver_idle_strategy=idle.get("receiver_idle_strategy", udp.receiver_idle_strategy),
+        ),
     )
 
 
