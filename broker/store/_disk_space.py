@@ -6,18 +6,23 @@ the data directory would keep less than ``min_free_bytes`` free after it, or is 
 ``max_used_percent`` used. Reads and pulls never look at it. ``statvfs`` is read at most every
 ``check_interval_ms`` (on the putting thread, ~2 us): a put pays one monotonic clock read and
 a compare. The bytes put since the last read are counted against the free space, so a burst
-between two reads cannot run past the watermark by more than one batch. Sends are taken again
-as soon as a read finds the space back.
+between two reads cannot run past the watermark by more than one batch. A segment that could
+not be allocated (``refused``) raises the bar to its size until that much is free, so puts do
+not retry a doomed allocation each. Sends are taken again as soon as a read finds the space
+back. The change each way is logged once (a warning, then an info line).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["DiskSpaceGuard"]
+
+_log = logging.getLogger(__name__)
 
 
 class DiskSpaceGuard:
@@ -28,11 +33,13 @@ class DiskSpaceGuard:
         "_clock_ns",
         "_next_check_ns",
         "_put_since_check",
+        "_segment_needed_bytes",
         "directory",
         "free_bytes",
         "max_used_percent",
         "min_free_bytes",
         "needed_bytes",
+        "refusing",
         "total_bytes",
     )
 
@@ -55,6 +62,8 @@ class DiskSpaceGuard:
         self.free_bytes = 0
         self.total_bytes = 0
         self.needed_bytes = 0  # what the last refused put needed free
+        self._segment_needed_bytes = 0  # a segment that could not be allocated
+        self.refusing = False
 
     def refresh(self) -> None:
         """Read the file system's free space now. Caller: ``has_room``, and tests."""
@@ -70,19 +79,29 @@ class DiskSpaceGuard:
         if self._clock_ns() >= self._next_check_ns:
             self.refresh()
         free = self.free_bytes - self._put_since_check
-        needed = self.min_free_bytes + length
+        needed = max(self.min_free_bytes + length, self._segment_needed_bytes)
         if free < needed or self._over_used_percent(free):
             self.needed_bytes = needed
+            if not self.refusing:
+                self.refusing = True
+                _log.warning("disk full, refusing sends: %s", self.describe())
             return False
+        if self.refusing:
+            self.refusing = False
+            self._segment_needed_bytes = 0
+            _log.info("disk space is back, taking sends again: free_bytes=%d", free)
         self._put_since_check += length
         return True
 
     def refused(self, needed_bytes: int, free_bytes: int) -> None:
         """Record a file that could not be allocated (``NoSpaceError``): the next put reads
         the free space again."""
-        self.needed_bytes = needed_bytes
+        self.needed_bytes = self._segment_needed_bytes = needed_bytes
         self.free_bytes = free_bytes
         self._next_check_ns = 0
+        if not self.refusing:
+            self.refusing = True
+            _log.warning("disk full, refusing sends: %s", self.describe())
 
     def _over_used_percent(self, free: int) -> bool:
         limit = self.max_used_percent

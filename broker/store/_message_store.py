@@ -372,7 +372,6 @@ class MessageStore:
                 position = commit_log.append_batch(batch, queue_offset, now_ms, queue_id)
             except NoSpaceError as exc:
                 self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
-                _log.warning("refusing sends, the disk is full: %s", exc)
                 return PutMessageResult(PutMessageStatus.DISK_FULL), 0
             except StoreIOError as exc:
                 _log.error("cannot append: %s", exc)
