@@ -388,6 +388,9 @@ class MessageStore:
                 try:
                     for i, keys in batch_keys(batch, count, header_length):
                         index.put(topic, keys, position + i, now_ms)
+                except NoSpaceError as exc:  # stored, not indexed; no more sends until room
+                    self.index_errors += 1
+                    self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
                 except StoreIOError as exc:  # the index is a convenience: keep storing
                     self.index_errors += 1
                     _log.error("cannot index: %s", exc)

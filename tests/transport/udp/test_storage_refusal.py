@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,19 +22,12 @@ from aeromq.transport.driver import MediaDriver
 from aeromq.transport.driver.log_factory import check_storage, unbacked_log_bytes
 from aeromq.transport.driver.system_counters import SystemCounter
 from tests.system._tmpfs import small_tmpfs
-from tests.transport.driver.support import small_context
+from tests.transport.driver.support import small_context, wait_until
 from tests.transport.udp.support import setup_frame
 from tests.transport.udp.test_media_driver_udp import _bound_port
 
 STREAM_ID = 10
 MIB = 1 << 20
-
-
-def _until(predicate: Callable[[], object], what: str, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
 
 
 def _errors(aeron_dir: str) -> list[str]:
@@ -76,20 +68,28 @@ def test_should_refuse_a_setup_the_shared_memory_cannot_back_and_keep_serving(
             errors = aeron.counters_reader.get_counter_value
 
             _send_setup(port, session_id=1, term_length=64 * MIB)  # a 192 MiB log: no room
-            _until(lambda: errors(SystemCounter.ERRORS) >= 1, "the refusal to be counted")
-            assert any("insufficient usable storage" in text for text in _errors(driver.aeron_dir))
+            wait_until(
+                lambda: (
+                    errors(SystemCounter.ERRORS) >= 1
+                    and any("insufficient usable storage" in e for e in _errors(driver.aeron_dir))
+                ),
+                10.0,
+                "the refusal counted and in the error log",
+            )
 
             # each 4 MiB-term log takes 12 MiB: one fits in what the tmpfs has left, not two
             _send_setup(port, session_id=2, term_length=4 * MIB)
-            _until(lambda: _images(subscription) == {2}, "the image that fits")
+            wait_until(lambda: _images(subscription) == {2}, 10.0, "the image that fits")
             refused = errors(SystemCounter.ERRORS)
             _send_setup(port, session_id=3, term_length=4 * MIB)
-            _until(lambda: errors(SystemCounter.ERRORS) > refused, "the second refusal")
+            wait_until(lambda: errors(SystemCounter.ERRORS) > refused, 10.0, "the second refusal")
             time.sleep(0.1)
             assert _images(subscription) == {2}
 
             _send_setup(port, session_id=4, term_length=64 * 1024)  # still serving
-            _until(lambda: _images(subscription) == {2, 4}, "a small image after the refusals")
+            wait_until(
+                lambda: _images(subscription) == {2, 4}, 10.0, "a small image after the refusals"
+            )
 
 
 def test_should_count_what_sparse_logs_may_still_take_when_checking_room(tmp_path: Path) -> None:
