@@ -18,6 +18,9 @@ thread beside the conductor's, ``SHARED`` runs all three composed on one thread,
 buffers, windows, NAK and retransmit timing, the network agents' idle strategies) are the
 nested :class:`~transport.driver.udp.udp_settings.UdpSettings` in ``udp``, read from Aeron's
 environment variables too.
+
+``file_mode`` (not Aeron's: ``0o600`` by default) is the permission bits of ``cnc.dat`` and every
+log buffer; the driver's directories get an execute bit beside each read bit (``0o700``).
 """
 
 from __future__ import annotations
