@@ -60,14 +60,17 @@ _ERROR_CODES: Final = (
     ResponseCode.FLUSH_DISK_TIMEOUT,
 )
 _IDLE_MAX_PARK_NS: Final = 1_000_000
-# An idle broker parks its agents 10 ms after a quiet second (deep idle, see
-# BackoffIdleStrategy): at 1 ms its four agents (session agent, driver conductor, sender,
-# receiver) cost 4-7% of a core doing nothing; at 10 ms under 1%.
-_IDLE_DEEP_PARK_NS: Final = 10_000_000
+# An idle broker parks its agents up to 25 ms after a quiet second (deep idle, see
+# BackoffIdleStrategy). A wake-up of an idle Python agent costs 50-80 us of CPU on a quiet
+# machine (cold caches, the GIL), so parks of 1 ms in its four agents (session agent, driver
+# conductor, sender, receiver) cost ~7% of a core, 10 ms ~4%, 25 ms ~2.2% in all (/proc
+# schedstat, quiet 2-core machine; the Aeron client's conductor, sleeping 16 ms, is 0.5%). The price: the first request after a quiet second
+# may wait up to 25 ms; steady traffic never parks that long.
+_IDLE_DEEP_PARK_NS: Final = 25_000_000
 _IDLE_DEEP_AFTER_NS: Final = 1_000_000_000
-# the conductor has timed work (client keepalives, timers) every few hundred ms: it goes deep
-# after 100 ms of quiet, or it never would
-_CONDUCTOR_DEEP_AFTER_NS: Final = 100_000_000
+# the conductors have timed work (client keepalives, timers) every few hundred ms: they go
+# deep after 10 ms of quiet, or they never would (their work is not latency-critical)
+_CONDUCTOR_DEEP_AFTER_NS: Final = 10_000_000
 
 
 def _deep_backoff(deep_after_ns: int) -> str:
