@@ -5,7 +5,8 @@ the broker shares with the clients (response codes, property names, permission b
 the tag hash, message ids, the session envelope) is in ``aeromq.common``. The
 services live in their subpackages and are imported from there, so ``import broker`` stays
 light: ``aeromq.broker.processor`` (request processors), ``aeromq.broker.grpc`` (the gRPC server),
-``aeromq.broker.namesrv`` (the name server).
+``aeromq.broker.namesrv`` (the name server), ``aeromq.broker.rocketmq`` (RocketMQ 5 clients'
+endpoint).
 """
 
 from aeromq.broker._errors import (

@@ -7,12 +7,14 @@
     ├── InvalidArgumentError            (also ValueError) a bad argument to a call (topic, offset)
     ├── IllegalStateError               an operation the object's state does not allow (closed)
     ├── TopicNotFoundError              (also KeyError) a topic the broker does not know
-    └── StoreError                      the message store failed
-        ├── StoreLockedError            the data directory is held by another store or process
-        ├── StoreIOError                (also OSError) the disk refused a read, write or flush
-        │   └── NoSpaceError            the file system has no room for a new store file
-        ├── CorruptRecordError          a record failed its framing or CRC check
-        └── FlushTimeoutError           (also TimeoutError) a flush did not finish in time
+    ├── StoreError                      the message store failed
+    │   ├── StoreLockedError            the data directory is held by another store or process
+    │   ├── StoreIOError                (also OSError) the disk refused a read, write or flush
+    │   │   └── NoSpaceError            the file system has no room for a new store file
+    │   ├── CorruptRecordError          a record failed its framing or CRC check
+    │   └── FlushTimeoutError           (also TimeoutError) a flush did not finish in time
+    └── ProtocolStatusError             a RocketMQ 5 call refused with an apache.rocketmq.v2
+                                        ``Code`` (``v2_code``; in ``aeromq.broker.rocketmq``)
 
 The hot paths of the store never raise for expected outcomes: a put returns a
 ``PutMessageStatus`` (``FLUSH_DISK_TIMEOUT``, ``MESSAGE_ILLEGAL``, ...) and a get returns a

@@ -4,9 +4,10 @@ Works with no arguments (an embedded media driver, ``~/.aeromq/broker`` for data
 ingress channels); every ``BrokerConfig`` field is an option (``--grpc-port 0``), and
 ``--config`` names a TOML file (see ``aeromq.broker.config``). At start it prints what recovery found
 and one ``broker ready:`` line of ``key=value`` pairs (name, gRPC address, aeron_dir, ingress
-channels, data dir, flush mode) that scripts and tests read, and writes ``broker.json`` (pid, name,
-gRPC address, aeron_dir) into its data directory, so ``aeromq stat --broker DATA_DIR`` finds its
-media driver; at a signal it shuts down gracefully (stop the ingress, flush, checkpoint, close the
+channels, data dir, flush mode, the RocketMQ 5 endpoint as ``rocketmq=HOST:PORT`` or ``none``,
+the ``metrics=`` and ``console=`` URLs or ``none``) that scripts and tests read, and writes
+``broker.json`` (pid, name, gRPC address, aeron_dir) into its data directory, so ``aeromq stat
+--broker DATA_DIR`` finds its media driver; at a signal it shuts down gracefully (stop the ingress, flush, checkpoint, close the
 driver), removes ``broker.json`` and prints ``broker stopped``.
 """
 
@@ -115,7 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"ipc_channel={config.ingress_ipc_channel} "
             f"ipc_stream_id={config.ingress_ipc_stream_id} "
             f"udp_channel={udp[0] if udp else 'none'} udp_stream_id={udp[1] if udp else 0} "
-            f"data_dir={config.data_dir} flush_mode={config.flush_mode.value}",
+            f"data_dir={config.data_dir} flush_mode={config.flush_mode.value} "
+            f"rocketmq={broker.rocketmq_address or 'none'} "
+            f"metrics={broker.metrics_url or 'none'} console={broker.console_url or 'none'}",
             flush=True,
         )
         run_file = _write_run_file(broker, config)

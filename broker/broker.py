@@ -30,10 +30,12 @@ from typing import Final
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.grpc.server import BrokerGrpcServer
 from aeromq.broker.namesrv.registrar import NameServerRegistrar
+from aeromq.broker.observability import ObservabilityServer, TopicMeter
 from aeromq.broker.processor.admin import ControlPlane
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.rocketmq import RocketMQEndpoint
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.common import ResponseCode
@@ -173,6 +175,9 @@ class Broker:
         self.control_plane: ControlPlane | None = None
         self.grpc_server: BrokerGrpcServer | None = None
         self.registrar: NameServerRegistrar | None = None
+        self.rocketmq: RocketMQEndpoint | None = None
+        self.observability: ObservabilityServer | None = None
+        self.meter = TopicMeter()
         self.recovery_report: RecoveryReport | None = None
         self.aeron_dir = ""
         self._subscriptions: list[Subscription] = []
@@ -220,8 +225,9 @@ class Broker:
             max_message_size=config.max_message_size,
             auto_create_topic=config.auto_create_topic,
             default_queue_nums=config.default_queue_count,
+            meter=self.meter,
         )
-        self.pull_processor = PullProcessor(store, hold, config.broker_name)
+        self.pull_processor = PullProcessor(store, hold, config.broker_name, meter=self.meter)
         aeron = self.aeron
         assert aeron is not None
         self._subscriptions.append(
@@ -253,6 +259,8 @@ class Broker:
         )
         self._runner.start()
         self._start_control_plane(store)
+        self._start_rocketmq(store)
+        self._start_observability()
         _log.info(
             "broker started: name=%s cluster=%s aeron_dir=%s ingress=%s udp=%s grpc=%s "
             "data_dir=%s flush=%s",
@@ -286,6 +294,39 @@ class Broker:
             )
             self.registrar.start()
 
+    def _start_rocketmq(self, store: MessageStore) -> None:
+        """RocketMQ 5 clients' endpoint (``aeromq.broker.rocketmq``), unless turned off."""
+        if not self.config.rocketmq_enabled:
+            return
+        if self.config.rocketmq_port == 0:  # routes name the port: bind a known one
+            self.config = self.config.with_overrides(
+                rocketmq_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
+            )
+        self.rocketmq = RocketMQEndpoint(store, self.config)
+        self.rocketmq.start()
+
+    def _start_observability(self) -> None:
+        """``/metrics`` and the web console on one HTTP port (see ``broker.observability``),
+        unless ``metrics_port`` is none."""
+        config = self.config
+        if config.metrics_port is None:
+            return
+        server = ObservabilityServer(
+            self, config.metrics_host, config.metrics_port, console=config.console_enabled
+        )
+        self.observability = server
+        server.start()
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://HOST:PORT/metrics``, None when the HTTP server is off or not started."""
+        return None if self.observability is None else self.observability.metrics_url
+
+    @property
+    def console_url(self) -> str | None:
+        """``http://HOST:PORT/console/``, None when the console is off or not started."""
+        return None if self.observability is None else self.observability.console_url
+
     def _start_transport(self) -> None:
         config = self.config
         if config.aeron_dir is None:
@@ -308,6 +349,9 @@ class Broker:
         self._stopped.set()
 
     def _stop(self) -> None:
+        if self.observability is not None:
+            self.observability.stop()
+            self.observability = None
         agent = self.session_agent
         if agent is not None:
             agent.stop_ingress()
@@ -315,6 +359,8 @@ class Broker:
             self.registrar.stop()
         if self.grpc_server is not None:
             self.grpc_server.stop()
+        if self.rocketmq is not None:
+            self.rocketmq.stop()
         if self.control_plane is not None:
             self.control_plane.close()
         if self.hold is not None:
@@ -360,6 +406,11 @@ class Broker:
     def grpc_address(self) -> str:
         """``host:port`` the gRPC control plane listens on ("" before start)."""
         return self.grpc_server.address if self.grpc_server is not None else ""
+
+    @property
+    def rocketmq_address(self) -> str:
+        """``host:port`` of the RocketMQ 5 endpoint ("" when off or before start)."""
+        return self.rocketmq.address if self.rocketmq is not None else ""
 
     @property
     def ipc_ingress(self) -> tuple[str, int]:

@@ -109,6 +109,12 @@ class BrokerConfig:
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
     offset_persist_interval_ms: int = 5_000
+    rocketmq_enabled: bool = True
+    rocketmq_port: int = 8181
+    rocketmq_max_delivery_attempts: int = 16
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = 0
+    console_enabled: bool = True
     file_mode: int = 0o600
     min_free_disk_bytes: int = 64 * _MIB
     max_disk_used_percent: int | None = None
@@ -119,6 +125,7 @@ class BrokerConfig:
             "aeron_dir",
             "ingress_udp_endpoint",
             "max_store_bytes",
+            "metrics_port",
             "max_disk_used_percent",
         }
     )
@@ -300,6 +307,12 @@ class BrokerConfig:
         _in_range("index_slots", self.index_slots, 1, _INT32_MAX)
         _in_range("index_entries", self.index_entries, 2, _INT32_MAX)
         _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
+        _in_range("rocketmq_port", self.rocketmq_port, 0, 65535)
+        _in_range("rocketmq_max_delivery_attempts", self.rocketmq_max_delivery_attempts, 1, 1000)
+        if not self.metrics_host:
+            _fail("metrics_host", self.metrics_host, "a host name or address")
+        if self.metrics_port is not None:
+            _in_range("metrics_port", self.metrics_port, 0, 65535)
         _in_range("file_mode", self.file_mode, 0o600, 0o777)
         _in_range("min_free_disk_bytes", self.min_free_disk_bytes, 0, 1 << 60)
         if self.max_disk_used_percent is not None:
@@ -337,6 +350,13 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "index_slots": "hash slots of one index file",
     "index_entries": "entries of one index file",
     "offset_persist_interval_ms": "how often consumer offsets are written to disk",
+    "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
+    "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
+    "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",
+    "metrics_host": "address the HTTP server of /metrics and the web console listens on",
+    "metrics_port": "HTTP port of /metrics and the console (0: any free port, printed in the "
+    "ready line; none: no HTTP server)",
+    "console_enabled": "serve the read-only web console at /console/ beside /metrics",
     "file_mode": "permission bits (octal) of store and shared-memory files; directories get "
     "x beside each r",
     "min_free_disk_bytes": "sends are refused (DISK_FULL, retriable) below this much free disk",

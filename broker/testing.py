@@ -88,7 +88,8 @@ def start_broker_process(
     namesrv_address: str | None = None,
     timeout_s: float = 30.0,
 ) -> ServerProcess:
-    """Start a broker named ``name`` with its store in ``data_dir`` and gRPC on a free port;
+    """Start a broker named ``name`` with its store in ``data_dir``, gRPC and the RocketMQ 5
+    endpoint (``ready["rocketmq"]``) on free ports;
     ``namesrv_address`` registers it with a name server. ``extra_args`` are more ``aeromq
     broker`` options (they win over the ones set here).
 
@@ -96,7 +97,8 @@ def start_broker_process(
     print its ready line within ``timeout_s``.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
-    arguments = ["broker", "--broker-name", name, "--grpc-port", "0", "--data-dir", str(data_dir)]
+    arguments = ["broker", "--broker-name", name, "--grpc-port", "0", "--rocketmq-port", "0",
+                 "--data-dir", str(data_dir)]  # fmt: skip
     if namesrv_address is not None:
         arguments += ["--namesrv-address", namesrv_address]
     return _start(name, [*arguments, *extra_args], _BROKER_READY_PREFIX, timeout_s, data_dir)

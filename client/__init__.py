@@ -1,13 +1,15 @@
 """aeromq's client side, shared by producers and consumers: the message model (``Message``,
 ``MessageExt``, ``MessageQueue``), the gRPC stub wrapper (``GrpcClient``), routes
 (``RouteResolver``), the request/response session with a broker over the transport
-(``ClientSession``) and one session per broker (``BrokerSessions``).
+(``ClientSession``), one session per broker (``BrokerSessions``), and a client's optional
+``/metrics`` for Prometheus (``serve_metrics``).
 
 What the broker applies too (the error tree with its wire codes, ``ResponseCode``, subscription
 expressions, message ids, validation with RocketMQ's rules) is defined in ``aeromq.common`` and
 re-exported here, so that a client needs one import.
 """
 
+from aeromq.client._metrics_http import MetricsServer, metric_meta, serve_metrics
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.client.message import HostAddress, Message, MessageExt, MessageQueue
@@ -77,6 +79,7 @@ __all__ = [
     "MessageQueue",
     "MessageSelector",
     "MessageTooLargeError",
+    "MetricsServer",
     "NoPermissionError",
     "NotSupportedError",
     "OffsetIllegalError",
@@ -97,6 +100,8 @@ __all__ = [
     "encode_offset_message_id",
     "encode_unique_message_id",
     "error_for_code",
+    "metric_meta",
     "parse_tag_expression",
+    "serve_metrics",
     "tag_hash_code",
 ]

@@ -179,12 +179,50 @@ class GrpcClient:
     # -- offsets -----------------------------------------------------------------------------
 
     def update_offset(
-        self, group: str, topic: str, queue_id: int, offset: int, *, timeout_s: float | None = None
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        *,
+        client_id: str = "",
+        release: bool = False,
+        timeout_s: float | None = None,
     ) -> None:
+        """Commit ``offset``; with ``release``, ``client_id`` then lets go of the queue
+        (offset -1: release only)."""
         request = admin_pb2.UpdateOffsetRequest(
-            consumer_group=group, topic=topic, queue_id=queue_id, offset=offset
+            consumer_group=group,
+            topic=topic,
+            queue_id=queue_id,
+            offset=offset,
+            client_id=client_id,
+            release=release,
         )
         self._call("UpdateOffset", self._admin.UpdateOffset, request, timeout_s)
+
+    def acquire_queue(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        client_id: str,
+        *,
+        force: bool = False,
+        timeout_s: float | None = None,
+    ) -> tuple[int, str]:
+        """Take the group's queue over for ``client_id``: (committed offset or -1, ``""``)
+        when granted, (-1, holder id) while another live member holds it."""
+        request = admin_pb2.QueryOffsetRequest(
+            consumer_group=group,
+            topic=topic,
+            queue_id=queue_id,
+            client_id=client_id,
+            acquire=True,
+            force=force,
+        )
+        response = self._call("QueryOffset", self._admin.QueryOffset, request, timeout_s)
+        return response.offset, response.holder
 
     def query_offset(
         self, group: str, topic: str, queue_id: int, *, timeout_s: float | None = None

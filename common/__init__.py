@@ -20,6 +20,10 @@ I/O here.
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
+- ``_queue_holders``: :class:`QueueHolders`, which member of a group holds each queue (the
+  broker's half of a rebalance hand-over: acquire before the first pull, release on commit).
+- ``_latency``: :class:`LatencyHistogram`, durations in fixed buckets, for the broker's and the
+  clients' metrics.
 - ``_record_batch``: the record batch, the one binary form of messages from the producer's
   send through the commit log to the consumer's pull.
 """
@@ -62,6 +66,11 @@ from aeromq.common._errors import (
 from aeromq.common._java_string import (
     compare_key,
     hash_code,
+)
+from aeromq.common._latency import (
+    DEFAULT_LATENCY_BUCKETS_S,
+    LatencyHistogram,
+    LatencySnapshot,
 )
 from aeromq.common._message_id import (
     IPV6_EXTRA_LENGTH,
@@ -106,6 +115,7 @@ from aeromq.common._properties import (
     decode_properties,
     encode_properties,
 )
+from aeromq.common._queue_holders import QueueHolders
 from aeromq.common._record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
@@ -164,6 +174,7 @@ __all__ = [
     "BATCH_MAGIC",
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",
+    "DEFAULT_LATENCY_BUCKETS_S",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "ERROR_FOR_CODE",
     "FIXED_HEADER_LENGTH",
@@ -219,6 +230,8 @@ __all__ = [
     "IllegalArgumentError",
     "IllegalStateError",
     "InvalidExpressionError",
+    "LatencyHistogram",
+    "LatencySnapshot",
     "MessageIllegalError",
     "MessageSelector",
     "MessageTooLargeError",
@@ -226,6 +239,7 @@ __all__ = [
     "NotSupportedError",
     "OffsetIllegalError",
     "OffsetMessageId",
+    "QueueHolders",
     "RecordBatch",
     "RequestTimeoutError",
     "ResponseCode",

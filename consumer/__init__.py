@@ -4,7 +4,8 @@ the queue allocation strategies. Pulled messages arrive as :class:`MessageBatch`
 stored record batches: ``poll()`` gives them as messages, ``poll_batch()`` as columns.
 """
 
-from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus
+from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, QueueGrant
+from aeromq.consumer._metrics import ConsumerMetrics
 from aeromq.consumer.allocate import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
@@ -49,6 +50,7 @@ __all__ = [
     "BatchMessageExt",
     "BrokerApi",
     "ConsumeFromWhere",
+    "ConsumerMetrics",
     "DefaultLitePullConsumer",
     "DeliveryListener",
     "FlowControlCounters",
@@ -61,6 +63,7 @@ __all__ = [
     "PrefixMachineRoomResolver",
     "PullResult",
     "PullStatus",
+    "QueueGrant",
     "ReadOffsetType",
     "RemoteBrokerOffsetStore",
     "ServiceState",

@@ -33,6 +33,7 @@ __all__ = [
     "PullCallback",
     "PullResult",
     "PullStatus",
+    "QueueGrant",
 ]
 
 
@@ -54,6 +55,20 @@ class PullResult:
     min_offset: int
     max_offset: int
     messages: Sequence[MessageExt] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueGrant:
+    """The broker's answer to :meth:`BrokerApi.acquire_queue`: granted (``holder`` empty) with
+    the group's committed offset (-1: none), or refused while ``holder``, a live member of
+    the group, still holds the queue."""
+
+    holder: str
+    committed_offset: int = -1
+
+    @property
+    def granted(self) -> bool:
+        return not self.holder
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +117,20 @@ class BrokerApi(Protocol):
 
     def update_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
         """Commit ``offset`` (the next offset to consume) for the group."""
+        ...
+
+    def acquire_queue(
+        self, consumer_group: str, queue: MessageQueue, client_id: str, force: bool
+    ) -> QueueGrant:
+        """Take ``queue`` over for ``client_id`` before pulling it: granted unless another
+        live member of the group holds it (``force``: granted anyway)."""
+        ...
+
+    def release_queue(
+        self, consumer_group: str, queue: MessageQueue, client_id: str, offset: int
+    ) -> None:
+        """Commit ``offset`` (-1: nothing to commit) and let go of ``queue``: the member it
+        moved to is granted it next."""
         ...
 
     def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:

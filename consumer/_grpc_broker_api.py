@@ -47,6 +47,7 @@ from aeromq.consumer._broker_api import (
     PullCallback,
     PullResult,
     PullStatus,
+    QueueGrant,
 )
 from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
@@ -229,6 +230,23 @@ class GrpcBrokerApi:
     def update_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
         client = self._broker_client(queue)
         client.update_offset(consumer_group, queue.topic, queue.queue_id, offset)
+
+    def acquire_queue(
+        self, consumer_group: str, queue: MessageQueue, client_id: str, force: bool
+    ) -> QueueGrant:
+        client = self._broker_client(queue)
+        offset, holder = client.acquire_queue(
+            consumer_group, queue.topic, queue.queue_id, client_id, force=force
+        )
+        return QueueGrant(holder, offset)
+
+    def release_queue(
+        self, consumer_group: str, queue: MessageQueue, client_id: str, offset: int
+    ) -> None:
+        client = self._broker_client(queue)
+        client.update_offset(
+            consumer_group, queue.topic, queue.queue_id, offset, client_id=client_id, release=True
+        )
 
     def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:
         return self._broker_client(queue).search_offset(queue.topic, queue.queue_id, timestamp_ms)

@@ -3,9 +3,10 @@
 A FOUND answer carries whole stored batches (:mod:`common._record_batch`), back to back; this
 keeps the records in ``[offset, next_begin_offset)`` that match the subscription, as a
 :class:`~consumer.message_batch.MessageBatch`. The work is a fixed number of numpy calls for the
-whole answer, plus a few Python operations per stored batch (finding it, one zlib CRC call), and
-nothing per record: the headers are read as one structured array, the columns of every record
-gathered at once by address.
+whole answer, plus a few Python operations per stored batch (finding it, one zlib CRC call, a
+slice of its column block), and nothing per record: the headers are read as one structured
+array, the column blocks joined into one array of i32 words, and each column of every record
+gathered from it at once by word index.
 
 A batch that fails its check (framing, CRC, another queue's) raises
 :class:`~client.CorruptMessageError` naming the queue and offsets; nothing of the answer is
@@ -45,13 +46,9 @@ from aeromq.consumer.message_batch import MessageBatch, PulledChunk
 
 __all__ = ["read_pulled_batches"]
 
-_PREFIX: Final = struct.Struct("<iI")
-_CRC: Final = struct.Struct("<I")
-_CRC_OFFSET: Final = 44
+_LENGTH: Final = struct.Struct("<i")
 _CRC_START: Final = 48
 _HEADER_BYTES: Final = np.arange(FIXED_HEADER_LENGTH, dtype=np.int64)
-_I32_BYTES: Final = np.arange(4, dtype=np.int64)
-_I64_BYTES: Final = np.arange(8, dtype=np.int64)
 
 
 def read_pulled_batches(
@@ -74,6 +71,7 @@ def read_pulled_batches(
     position = np.array(positions, dtype=np.int64)
     length = np.array(lengths, dtype=np.int64)
     headers = raw[position[:, None] + _HEADER_BYTES].view(HEADER_DTYPE).ravel()
+    _check_batches(data, headers, positions, lengths, queue, offset)
     topic = queue.topic.encode()
     if (headers["queue_id"] != queue.queue_id).any() or (
         headers["topic_length"] != len(topic)
@@ -89,62 +87,82 @@ def read_pulled_batches(
     if (count <= 0).any() or (data_start > position + length).any():
         raise _corrupt("record counts that do not fit their batches", queue, offset, len(data))
 
-    # every record of the answer: its batch, its index there, its column addresses
+    # The column blocks of all batches, back to back: one join, then every column value is an
+    # aligned i32 word of it. A batch of ``c`` records starting at record ``f`` of the answer
+    # has its block at word 7f: tag hashes (two words each) at 7f, body lengths at 7f + 2c,
+    # tag lengths at 7f + 3c, properties lengths at 7f + 4c, born deltas at 7f + 5c, flags at
+    # 7f + 6c; record ``i`` of it (``r = f + i`` in the answer) is at 7f + kc + i = base + kc
+    # with base = r + 6f.
+    view = memoryview(data)
+    words = np.frombuffer(
+        b"".join([view[a:b] for a, b in zip(columns.tolist(), data_start.tolist(), strict=True)]),
+        dtype="<i4",
+    )
     total = int(count.sum())
     first = np.cumsum(count) - count
     batch = np.repeat(np.arange(len(position), dtype=np.int64), count)
-    index = np.arange(total, dtype=np.int64) - first[batch]
+    record = np.arange(total, dtype=np.int64)
+    index = record - first[batch]
     per = count[batch]
-    at = columns[batch] + 8 * per + 4 * index  # the record's body length
-    body_length = _i32(raw, at)
-    tag_length = _i32(raw, at + 4 * per)
-    properties_length = _i32(raw, at + 8 * per)
+    base = record + 6 * first[batch]
+    body_length = words[base + 2 * per]
+    tag_length = words[base + 3 * per]
+    properties_length = words[base + 4 * per]
     sizes = body_length.astype(np.int64) + tag_length + properties_length
     if (sizes < 0).any() or (np.add.reduceat(sizes, first) != position + length - data_start).any():
         raise _corrupt("record lengths that do not add up", queue, offset, len(data))
 
-    base_offsets = headers["base_queue_offset"]
-    queue_offsets = base_offsets[batch] + index
+    queue_offsets = headers["base_queue_offset"][batch] + index
     keep = (queue_offsets >= offset) & (queue_offsets < next_offset)
-    tag_hash = _i64(raw, columns[batch] + 8 * index)
+    hash_at = 2 * record + 5 * first[batch]  # 7f + 2i: the low word of the record's tag hash
+    tag_hash = (words[hash_at + 1].astype(np.int64) << 32) | words[hash_at].view(np.uint32)
     if subscription is not None and subscription.tags:
         keep &= np.isin(tag_hash, np.fromiter(subscription.codes, dtype=np.int64))
-    chosen = np.flatnonzero(keep)
+    chosen = None if keep.all() else np.flatnonzero(keep)  # None: every record
 
     body_start = _starts(data_start, body_length, first, batch)
     bodies_end = data_start + np.add.reduceat(body_length.astype(np.int64), first)
     tag_start = _starts(bodies_end, tag_length, first, batch)
     tags_end = bodies_end + np.add.reduceat(tag_length.astype(np.int64), first)
     properties_start = _starts(tags_end, properties_length, first, batch)
-    if subscription is not None and subscription.tags and len(chosen):
+    if subscription is not None and subscription.tags and (chosen is None or len(chosen)):
+        which = record if chosen is None else chosen
         wanted = frozenset(tag.encode() for tag in subscription.tags)
-        starts = tag_start[chosen].tolist()
-        ends = (tag_start[chosen] + tag_length[chosen]).tolist()
+        starts = tag_start[which].tolist()
+        ends = (tag_start[which] + tag_length[which]).tolist()
         matches = [data[a:b] in wanted for a, b in zip(starts, ends, strict=True)]
-        chosen = chosen[np.array(matches, dtype=bool)]
+        chosen = which[np.array(matches, dtype=bool)]
     if subscription is not None and subscription.expression_type is ExpressionType.SQL92:
+        which = record if chosen is None else chosen
         selected = _sql92_matches(
             data,
             subscription,
-            properties_start[chosen].tolist(),
-            (properties_start[chosen] + properties_length[chosen]).tolist(),
-            tag_start[chosen].tolist(),
-            (tag_start[chosen] + tag_length[chosen]).tolist(),
+            properties_start[which].tolist(),
+            (properties_start[which] + properties_length[which]).tolist(),
+            tag_start[which].tolist(),
+            (tag_start[which] + tag_length[which]).tolist(),
         )
-        chosen = chosen[np.array(selected, dtype=bool)]
-    records: dict[str, npt.NDArray[Any] | list[int]] = {
-        "batch": batch[chosen],
-        "index": index[chosen],
-        "body_start": body_start[chosen],
-        "body_length": body_length[chosen],
-        "tag_start": tag_start[chosen],
-        "tag_length": tag_length[chosen],
-        "properties_start": properties_start[chosen],
-        "properties_length": properties_length[chosen],
-        "tag_hash": tag_hash[chosen],
-        "born_delta_ms": _i32(raw, at[chosen] + 12 * per[chosen]),
-        "flag": _i32(raw, at[chosen] + 16 * per[chosen]),
+        chosen = which[np.array(selected, dtype=bool)]
+    born_delta_ms = words[base + 5 * per]
+    flag = words[base + 6 * per]
+    columns_of: dict[str, npt.NDArray[Any]] = {
+        "batch": batch,
+        "index": index,
+        "body_start": body_start,
+        "body_length": body_length,
+        "tag_start": tag_start,
+        "tag_length": tag_length,
+        "properties_start": properties_start,
+        "properties_length": properties_length,
+        "tag_hash": tag_hash,
+        "born_delta_ms": born_delta_ms,
+        "flag": flag,
     }
+    records: dict[str, npt.NDArray[Any] | list[int]] = (
+        dict(columns_of)
+        if chosen is None
+        else {name: values[chosen] for name, values in columns_of.items()}
+    )
     return MessageBatch([PulledChunk(data, headers, queue, broker_name, records)])
 
 
@@ -276,47 +294,55 @@ def _compiled(expression: str) -> Sql92Filter:
 
 
 def _frame(data: bytes, queue: MessageQueue, offset: int) -> tuple[list[int], list[int]]:
-    """Where each batch starts and how long it is; each batch's CRC checked."""
+    """Where each batch starts and how long it is (its magic and CRC checked by
+    :func:`_check_batches`): a walk of the length prefixes, the one loop per batch."""
     positions: list[int] = []
     lengths: list[int] = []
-    view = memoryview(data)
     end = len(data)
     position = 0
-    unpack = _PREFIX.unpack_from
-    crc_of = _CRC.unpack_from
-    crc32 = zlib.crc32
+    unpack = _LENGTH.unpack_from
     while position < end:
         if end - position < FIXED_HEADER_LENGTH:
             raise _corrupt("a truncated batch", queue, offset, end, position)
-        length, magic = unpack(data, position)
-        if magic != BATCH_MAGIC or length < FIXED_HEADER_LENGTH or position + length > end:
+        length = unpack(data, position)[0]
+        if length < FIXED_HEADER_LENGTH or position + length > end:
             raise _corrupt("a broken batch header", queue, offset, end, position)
-        stored = crc_of(data, position + _CRC_OFFSET)[0]
-        computed = crc32(view[position + _CRC_START : position + length])
-        if computed != stored:
-            raise _corrupt(
-                f"CRC mismatch: stored={stored:#010x} computed={computed:#010x}",
-                queue,
-                offset,
-                end,
-                position,
-            )
         positions.append(position)
         lengths.append(length)
         position += length
     return positions, lengths
 
 
-def _i32(raw: npt.NDArray[np.uint8], at: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
-    """The little-endian i32 at each address of ``at``."""
-    values: npt.NDArray[np.int32] = raw[at[:, None] + _I32_BYTES].view("<i4").ravel()
-    return values
-
-
-def _i64(raw: npt.NDArray[np.uint8], at: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The little-endian i64 at each address of ``at``."""
-    values: npt.NDArray[np.int64] = raw[at[:, None] + _I64_BYTES].view("<i8").ravel()
-    return values
+def _check_batches(
+    data: bytes,
+    headers: npt.NDArray[np.void],
+    positions: list[int],
+    lengths: list[int],
+    queue: MessageQueue,
+    offset: int,
+) -> None:
+    """Each batch's magic, then its CRC (one zlib call per batch), in answer order."""
+    bad_magic = np.flatnonzero(headers["magic"] != BATCH_MAGIC)
+    if len(bad_magic):
+        at = positions[int(bad_magic[0])]
+        raise _corrupt("a broken batch header", queue, offset, len(data), at)
+    view = memoryview(data)
+    crc32 = zlib.crc32
+    computed = np.array(
+        [crc32(view[a + _CRC_START : a + n]) for a, n in zip(positions, lengths, strict=True)],
+        dtype=np.uint32,
+    )
+    bad_crc = np.flatnonzero(computed != headers["crc"])
+    if len(bad_crc):
+        which = int(bad_crc[0])
+        raise _corrupt(
+            f"CRC mismatch: stored={int(headers['crc'][which]):#010x} "
+            f"computed={int(computed[which]):#010x}",
+            queue,
+            offset,
+            len(data),
+            positions[which],
+        )
 
 
 def _starts(

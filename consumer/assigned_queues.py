@@ -11,8 +11,9 @@ Per queue (:class:`QueueState`, RocketMQ's ``MessageQueueState``):
 - ``consume_offset``: the next offset ``poll`` will return, which auto commit commits (-1: none
   polled yet);
 - ``seek_offset``: a seek not yet taken by the pull task (-1: none);
-- ``recheck_committed``: taken over from a live member, so the pull task reads the committed
-  offset once more before its first pull (the previous owner persists it as it lets go).
+- ``take_over``: the broker must grant the queue to this consumer before its first pull (the
+  group's previous holder released it with its last commit, or left); the pull task acquires
+  it and starts at the committed offset the grant carries, if there is one.
 
 All offsets are -1 at start. ``lock`` serialises a pull result's handling with seeks and drops
 of the same queue (RocketMQ's ``MessageQueueLock``). Removing a queue marks its process queue
@@ -43,8 +44,8 @@ class QueueState:
         "process_queue",
         "pull_offset",
         "queue",
-        "recheck_committed",
         "seek_offset",
+        "take_over",
     )
 
     def __init__(self, queue: MessageQueue, pull_offset: int = -1) -> None:
@@ -54,7 +55,7 @@ class QueueState:
         self.pull_offset = pull_offset
         self.consume_offset = -1
         self.seek_offset = -1
-        self.recheck_committed = False
+        self.take_over = False
         self.lock = threading.Lock()
 
     def __repr__(self) -> str:

@@ -121,10 +121,11 @@ class LitePullConsumerConfig:
     rebalance_interval_ms: int = 20000
     rebalance_retry_interval_ms: int = 1000
     """The next rebalance after an unbalanced run (no route, no members, an offset failed)."""
-    takeover_delay_ms: int = 300
-    """A queue a rebalance takes over from a member still in the group starts pulling this
-    late, at the offset that member persisted as it let go; a queue nobody else holds (its
-    holder left, or it is new) starts at once (see ``aeromq.consumer.rebalance``)."""
+    release_timeout_ms: int = 1000
+    """A queue a rebalance gives this consumer is pulled once the broker grants it: at once
+    when nobody else holds it, else as soon as its holder commits and releases it (it got
+    the same membership push), or leaves the group. A live holder that has not let go after
+    this long is passed over (the take-over is forced; see ``aeromq.consumer.rebalance``)."""
     pull_time_delay_ms_when_exception: int = 3000
     pull_time_delay_ms_when_flow_control: int = 50
     pull_time_delay_ms_when_pause: int = 1000
@@ -191,7 +192,7 @@ class LitePullConsumerConfig:
         for name in (
             "broker_suspend_max_time_ms",
             "pull_time_delay_ms_when_exception",
-            "takeover_delay_ms",
+            "release_timeout_ms",
             "pull_time_delay_ms_when_flow_control",
             "pull_time_delay_ms_when_pause",
             "pull_time_delay_ms_when_broker_busy",

@@ -24,9 +24,9 @@ users took for "poll returns only one message" (RocketMQ #5498, #1761). Messages
 come in offset order. Delivery is at least once: a message comes again after a seek, or when its
 consumer died before committing it. A clean rebalance (a member joins or leaves) hands each
 moved queue over at the offset its previous owner committed as it let go, so nothing is
-delivered twice then: at once when its previous owner left (it persisted before leaving), and
-``takeover_delay_ms`` later when that owner is still in the group, as long as it reacts within
-it (see ``aeromq.consumer.rebalance``).
+delivered twice then: the new owner pulls once the broker grants it the queue, which is as
+soon as the previous owner committed and released it, or left the group (see
+``aeromq.consumer.rebalance``).
 
 Messages travel as record batches (``common/_record_batch.py``): ``poll`` returns
 ``MessageExt``\ s that read their fields from the pulled bytes when asked, and ``poll_batch``
@@ -60,9 +60,9 @@ Deviations from RocketMQ, each deliberate: configuration is one validated
 ``commit`` persists by default; a consumer in ``assign`` mode does not join its group (as
 Kafka's manual assignment), so it does not take queues from subscribed members; seeking does not
 touch the offset store (it moves the consume offset, which the next commit commits); a queue
-taken over from a live member starts pulling ``takeover_delay_ms`` after the rebalance (from
-one that left: at once); the start offset of a never-committed queue is fixed at allocation, not at its first
-pull.
+moved by a rebalance is pulled by its new owner only once the broker grants it (its previous
+owner released it, or left; RocketMQ locks queues this way for orderly consumption only); the
+start offset of a never-committed queue is fixed at allocation, not at its first pull.
 """
 
 from __future__ import annotations
@@ -88,13 +88,16 @@ from aeromq.client import (
     MessageExt,
     MessageQueue,
     MessageSelector,
+    MetricsServer,
     OffsetIllegalError,
     SubscriptionData,
     build_subscription_data,
+    serve_metrics,
 )
 from aeromq.common import check_topic
-from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat
+from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat, QueueGrant
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
+from aeromq.consumer._metrics import ConsumerMetrics
 from aeromq.consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
@@ -266,6 +269,37 @@ class DefaultLitePullConsumer:
         """What the pull tasks did: flow-control delays by check, pulls, errors."""
         return self._counters
 
+    def metrics(self) -> ConsumerMetrics:
+        """What this consumer did since it was made (pulls, messages pulled and polled,
+        errors, flow-control delays, rebalances, the pull latency) and its cache now.
+        Caller: the application, any thread. Affects: nothing."""
+        counters = self._counters
+        rebalance = self._rebalance
+        cached = cached_bytes = 0
+        for state in self._assigned.states():
+            cached += state.process_queue.msg_count
+            cached_bytes += state.process_queue.msg_size
+        return ConsumerMetrics(
+            pulls=counters.pulls,
+            messages_pulled=counters.messages_pulled,
+            messages_polled=counters.messages_polled,
+            pull_errors=counters.pull_errors + counters.broker_busy + counters.corrupt_pulls,
+            flow_control_events=counters.consume_request + counters.queue + counters.queue_max_span,
+            paused_delays=counters.paused,
+            rebalances=0 if rebalance is None else rebalance.runs,
+            assigned_queues=len(self._assigned),
+            cached_messages=cached,
+            cached_bytes=cached_bytes,
+            pull_latency=counters.pull_latency.snapshot(),
+        )
+
+    def serve_metrics(self, host: str = "127.0.0.1", port: int = 0) -> MetricsServer:
+        """Serve :meth:`metrics` at ``http://host:port/metrics`` for Prometheus
+        (``aeromq_consumer_*``, labelled with the group and client id); ``close()`` the answer
+        to stop."""
+        labels = {"group": self.consumer_group, "client_id": self._client_id}
+        return serve_metrics("aeromq_consumer", self.metrics, labels, host=host, port=port)
+
     @property
     def offset_store(self) -> OffsetStore | None:
         return self._offset_store
@@ -337,7 +371,7 @@ class DefaultLitePullConsumer:
             compute_start_offset=self._compute_start_offset,
             counters=self._counters,
             failures=self._failures,
-            read_committed=self._read_committed,
+            acquire=self._acquire_queue,
         )
         self._tasks = PullTaskTable(context)
         self._rebalance = RebalanceService(
@@ -635,6 +669,7 @@ class DefaultLitePullConsumer:
             taken += len(messages)
             if not self.is_running:
                 break
+        self._counters.messages_polled += taken
         return result
 
     # -- position ------------------------------------------------------------------------
@@ -883,9 +918,15 @@ class DefaultLitePullConsumer:
         assert self._rebalance is not None
         return self._rebalance.compute_pull_from_where(queue)
 
-    def _read_committed(self, queue: MessageQueue) -> int:
-        assert self._rebalance is not None
-        return self._rebalance.read_committed(queue)
+    def _acquire_queue(self, queue: MessageQueue, force: bool) -> QueueGrant:
+        """The broker's grant of ``queue`` to this consumer (a pull task's take-over); a
+        granted committed offset is what the offset store holds from now on."""
+        grant = self._require_api().acquire_queue(
+            self.consumer_group, queue, self._client_id, force
+        )
+        if grant.granted and grant.committed_offset >= 0:
+            self._require_store().note_stored(queue, grant.committed_offset)
+        return grant
 
     def _start_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
         """The start offsets of ``queues`` about to be assigned; a queue the broker cannot

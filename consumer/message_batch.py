@@ -22,7 +22,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -198,21 +198,28 @@ class PulledChunk:
         return found
 
     def segments(self, starts: Int64Array, lengths: Int32Array) -> bytes:
-        """The bytes of ``[start, start + length)`` of every record, back to back: one slice
-        per run of adjacent records (a run is usually a whole stored batch)."""
+        """The bytes of ``[start, start + length)`` of every record, back to back."""
+        pieces = self.pieces(starts, lengths)
+        if len(pieces) == 1:
+            return bytes(pieces[0])
+        return b"".join(pieces)
+
+    def pieces(self, starts: Int64Array, lengths: Int32Array) -> list[memoryview]:
+        """:meth:`segments` as slices of ``buffer`` to join: one per run of adjacent records
+        (a run is usually a whole stored batch)."""
         count = len(starts)
         if not count:
-            return b""
+            return []
         ends = starts + lengths
-        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
-        run_starts = np.r_[0, breaks].tolist()
-        run_ends = np.r_[breaks, count].tolist()
-        first = starts[run_starts].tolist()
-        last = ends[np.array(run_ends) - 1].tolist()
+        breaks = np.flatnonzero(starts[1:] != ends[:-1])
+        first = starts[np.concatenate((_ZERO, breaks + 1))].tolist()
+        last = ends[np.concatenate((breaks, _LAST))].tolist()
         view = memoryview(self.buffer)
-        if len(first) == 1:
-            return bytes(view[first[0] : last[0]])
-        return b"".join([view[a:b] for a, b in zip(first, last, strict=True)])
+        return [view[a:b] for a, b in zip(first, last, strict=True)]
+
+
+_ZERO: Final = np.zeros(1, dtype=np.int64)
+_LAST: Final = np.full(1, -1, dtype=np.int64)
 
 
 def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
@@ -506,16 +513,16 @@ class MessageBatch(Sequence[MessageExt]):
         self, where: Callable[[PulledChunk], tuple[Int64Array, Int32Array]]
     ) -> tuple[Int32Array, npt.NDArray[np.uint8]]:
         offsets = np.zeros(len(self) + 1, dtype=np.int32)
-        pieces: list[bytes] = []
+        pieces: list[memoryview] = []
         lengths: list[Int32Array] = []
         for chunk in self._chunks:
             starts, chunk_lengths = where(chunk)
-            pieces.append(chunk.segments(starts, chunk_lengths))
+            if chunk_lengths.any():  # tags are often all empty
+                pieces.extend(chunk.pieces(starts, chunk_lengths))
             lengths.append(chunk_lengths)
         if lengths:
             np.cumsum(np.concatenate(lengths) if len(lengths) > 1 else lengths[0], out=offsets[1:])
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        return offsets, np.frombuffer(data, dtype=np.uint8)
+        return offsets, np.frombuffer(b"".join(pieces), dtype=np.uint8)  # the one copy
 
     def property_column(self, name: str) -> tuple[Int32Array, npt.NDArray[np.uint8], BoolArray]:
         """``(offsets, data, present)``: property ``name`` of each message in Arrow's string
@@ -527,8 +534,10 @@ class MessageBatch(Sequence[MessageExt]):
         present = np.zeros(len(self), dtype=bool)
         pieces: list[bytes] = []
         for chunk, first in zip(self._chunks, self._starts, strict=False):
+            if needle not in chunk.buffer:  # one C search: most answers lack a given property
+                continue
             data = chunk.segments(chunk.properties_start, chunk.properties_length)
-            if needle not in data:  # one C search: most chunks lack a given property
+            if needle not in data:
                 continue
             starts = np.cumsum(chunk.properties_length, dtype=np.int64) - chunk.properties_length
             found = [
@@ -636,7 +645,9 @@ def _runs(runs: list[tuple[str, int]]) -> pyarrow.Array:
             np.array([values.index(value) for value, _ in runs], dtype=np.int32),
             [n for _, n in runs],
         )
-    return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
+    return pa.DictionaryArray.from_arrays(  # codes index ``values`` by construction
+        pa.array(codes), pa.array(values, pa.string()), safe=False
+    )
 
 
 def as_message_batch(messages: Sequence[MessageExt]) -> MessageBatch:

@@ -13,6 +13,10 @@ sends what was committed; it never invents an offset. A timer persists every
 offsets reach the broker on ``commit(persist=True)``, when a queue is rebalanced away, and at
 shutdown (RocketMQ bug #5315 persisted them on the timer whatever the setting).
 
+A queue rebalanced away is *released* (:meth:`OffsetStore.release`): the broker store sends its
+last commit and the release in one call, so the member the queue moved to is granted it with
+that commit (see ``aeromq.consumer.rebalance``).
+
 Offsets: -1 means none (never committed). Broker failures raise a
 :class:`~client.ClientError` (RocketMQ returns -2 instead).
 
@@ -85,11 +89,16 @@ class OffsetStore(ABC):
             if offset is not None or read_type is ReadOffsetType.READ_FROM_MEMORY:
                 return -1 if offset is None else offset
         stored = self._read_stored(queue)
-        if stored >= 0:
+        self.note_stored(queue, stored)
+        return stored
+
+    def note_stored(self, queue: MessageQueue, offset: int) -> None:
+        """The durable store holds ``offset`` for ``queue`` (read from it, or granted with a
+        take-over): it becomes the committed offset in memory unless a newer commit waits."""
+        if offset >= 0:
             with self._lock:
                 if queue not in self._dirty:
-                    self._table[queue] = stored
-        return stored
+                    self._table[queue] = offset
 
     def remove_offset(self, queue: MessageQueue) -> None:
         """Forget ``queue`` in memory (after persisting it, when it is rebalanced away)."""
@@ -109,6 +118,11 @@ class OffsetStore(ABC):
     def persist(self, queue: MessageQueue) -> None:
         """Send ``queue``'s committed offset to the durable store if it changed."""
         self.persist_all((queue,))
+
+    def release(self, queue: MessageQueue, client_id: str) -> None:
+        """``queue`` was rebalanced away from ``client_id``: persist its committed offset and
+        let go of it (the broker store does both in one call; a file has no holders)."""
+        self.persist(queue)
 
     @abstractmethod
     def persist_all(self, queues: Iterable[MessageQueue]) -> None:
@@ -150,6 +164,16 @@ class RemoteBrokerOffsetStore(OffsetStore):
                 self._mark_persisted(queue, offset)
         if first_error is not None:
             raise first_error
+
+    def release(self, queue: MessageQueue, client_id: str) -> None:
+        """Send the changed committed offset (or none) with the release, in one call: the
+        queue's next owner is granted it only after this commit."""
+        with self._persist_lock:
+            dirty = self._take_dirty((queue,))
+            offset = dirty[0][1] if dirty else -1
+            self._api.release_queue(self.consumer_group, queue, client_id, offset)
+            if dirty:
+                self._mark_persisted(queue, offset)
 
     def _read_stored(self, queue: MessageQueue) -> int:
         return self._api.query_offset(self.consumer_group, queue)

@@ -1,11 +1,13 @@
 """``ProcessQueue``: the messages pulled from one queue and not yet taken by ``poll``.
 
 RocketMQ's ``ProcessQueue`` keeps a ``TreeMap`` from queue offset to message. Here only the offset
-and the body length are kept (the messages themselves travel in the consume requests): pulls of
-one queue arrive in offset order, so a dict in insertion order is the sorted map (first key =
-lowest offset, last key = highest), with a re-sort only if an older offset ever arrives. A
-pulled :class:`~consumer.message_batch.MessageBatch` goes in and out by its offset and length
-columns, without a message object.
+and the body length are kept (the messages themselves travel in the consume requests), as blocks:
+one per put, a sorted numpy array of offsets and one of body lengths. Pulls of one queue arrive
+in offset order and ``poll`` takes them in that order, so a put appends a block and a removal
+takes the first block or a prefix of it: a fixed number of numpy calls per pulled answer,
+nothing per message (measured: 0.14 us per message with a dict entry per message, a sixth of a
+``poll_batch()`` drain's CPU). An older offset arriving, or a removal that is not a prefix,
+merges the blocks into one (sorted, without repeats) and goes on from there.
 
 Counts and sizes feed the pull task's flow control: :attr:`ProcessQueue.msg_count`,
 :attr:`ProcessQueue.msg_size` (body bytes only, as RocketMQ) and :attr:`ProcessQueue.max_span`
@@ -23,17 +25,23 @@ import threading
 import time
 from collections.abc import Iterable
 
+import numpy as np
+import numpy.typing as npt
+
 from aeromq.client import MessageExt
 from aeromq.consumer.message_batch import MessageBatch
 
 __all__ = ["ProcessQueue"]
+
+Int64Array = npt.NDArray[np.int64]
 
 
 class ProcessQueue:
     """Cached messages of one queue by offset, with counts, body sizes, span and a dropped flag."""
 
     __slots__ = (
-        "_body_lengths",
+        "_blocks",
+        "_count",
         "_lock",
         "_msg_size",
         "_queue_offset_max",
@@ -44,7 +52,8 @@ class ProcessQueue:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._body_lengths: dict[int, int] = {}  # cached offset -> body length
+        self._blocks: list[tuple[Int64Array, Int64Array]] = []  # (offsets, body lengths)
+        self._count = 0
         self._msg_size = 0
         self._queue_offset_max = -1
         self.dropped = False
@@ -53,7 +62,7 @@ class ProcessQueue:
 
     @property
     def msg_count(self) -> int:
-        return len(self._body_lengths)
+        return self._count
 
     @property
     def msg_size(self) -> int:
@@ -64,10 +73,10 @@ class ProcessQueue:
     def max_span(self) -> int:
         """Highest minus lowest cached offset; 0 when empty."""
         with self._lock:
-            messages = self._body_lengths
-            if len(messages) < 2:
+            blocks = self._blocks
+            if not blocks:
                 return 0
-            return next(reversed(messages)) - next(iter(messages))
+            return int(blocks[-1][0][-1] - blocks[0][0][0])
 
     @property
     def queue_offset_max(self) -> int:
@@ -77,91 +86,91 @@ class ProcessQueue:
     def first_offset(self) -> int:
         """The lowest cached offset, or -1 when empty."""
         with self._lock:
-            return next(iter(self._body_lengths), -1)
+            return int(self._blocks[0][0][0]) if self._blocks else -1
 
     def put_messages(self, messages: Iterable[MessageExt]) -> int:
         """Cache ``messages`` (an offset already cached is skipped); the count added."""
         if isinstance(messages, MessageBatch):
-            return self._put_batch(messages)
-        added = 0
-        size = 0
-        with self._lock:
-            cached = self._body_lengths
-            highest = next(reversed(cached), -1)
-            out_of_order = False
-            for message in messages:
-                offset = message.queue_offset
-                if offset in cached:
-                    continue
-                if offset < highest:
-                    out_of_order = True
-                else:
-                    highest = offset
-                length = len(message.body)
-                cached[offset] = length
-                size += length
-                added += 1
-            if out_of_order:
-                self._body_lengths = dict(sorted(cached.items()))
-            self._msg_size += size
-            if highest > self._queue_offset_max:
-                self._queue_offset_max = highest
+            offsets = messages.queue_offsets
+            lengths = messages.body_lengths.astype(np.int64)
+        else:
+            pairs = [(message.queue_offset, len(message.body)) for message in messages]
+            offsets = np.array([offset for offset, _ in pairs], dtype=np.int64)
+            lengths = np.array([length for _, length in pairs], dtype=np.int64)
+        if len(offsets):
+            with self._lock:
+                added = self._put(offsets, lengths)
+        else:
+            added = 0
         self.last_pull_timestamp_ms = int(time.time() * 1000)
         return added
 
-    def _put_batch(self, batch: MessageBatch) -> int:
-        """``put_messages`` of a pulled batch: its offset and body length columns, no message
-        object made."""
-        offsets = batch.queue_offsets.tolist()
-        lengths = batch.body_lengths.tolist()
-        with self._lock:
-            cached = self._body_lengths
-            highest = next(reversed(cached), -1)
-            if offsets and offsets[0] > highest:  # the usual case: after everything cached
-                before = len(cached)
-                cached.update(zip(offsets, lengths, strict=True))
-                added = len(cached) - before
-                size = sum(lengths)
-                highest = offsets[-1]
-            else:
-                added = size = 0
-                for offset, length in zip(offsets, lengths, strict=True):
-                    if offset not in cached:
-                        cached[offset] = length
-                        size += length
-                        added += 1
-                self._body_lengths = dict(sorted(cached.items()))
-                highest = max(highest, offsets[-1] if offsets else -1)
-            self._msg_size += size
-            if highest > self._queue_offset_max:
-                self._queue_offset_max = highest
-        self.last_pull_timestamp_ms = int(time.time() * 1000)
+    def _put(self, offsets: Int64Array, lengths: Int64Array) -> int:
+        blocks = self._blocks
+        ascending = len(offsets) == 1 or bool((offsets[1:] > offsets[:-1]).all())
+        if ascending and (not blocks or offsets[0] > blocks[-1][0][-1]):
+            blocks.append((offsets, lengths))  # the usual case: after everything cached
+            added = len(offsets)
+            size = int(lengths.sum())
+        else:
+            before_count, before_size = self._count, self._msg_size
+            all_offsets = np.concatenate([o for o, _ in blocks] + [offsets])
+            all_lengths = np.concatenate([n for _, n in blocks] + [lengths])
+            # first occurrence of each offset wins (the cached one, as they come first)
+            kept_offsets, first = np.unique(all_offsets, return_index=True)
+            kept_lengths = all_lengths[first]
+            self._blocks = [(kept_offsets, kept_lengths)]
+            added = len(kept_offsets) - before_count
+            size = int(kept_lengths.sum()) - before_size
+        self._count += added
+        self._msg_size += size
+        highest = int(offsets.max())
+        if highest > self._queue_offset_max:
+            self._queue_offset_max = highest
         return added
 
     def remove_messages(self, messages: Iterable[MessageExt]) -> int:
         """Remove ``messages``; the consume offset after it: the lowest offset still cached,
         else the highest offset ever cached + 1; -1 if nothing was cached before."""
         offsets = (
-            messages.queue_offsets.tolist()
+            messages.queue_offsets
             if isinstance(messages, MessageBatch)
-            else [message.queue_offset for message in messages]
+            else np.array([message.queue_offset for message in messages], dtype=np.int64)
         )
         with self._lock:
-            cached = self._body_lengths
-            if not cached:
+            blocks = self._blocks
+            if not blocks:
                 return -1
-            size = 0
-            pop = cached.pop
-            for offset in offsets:
-                size += pop(offset, 0)
-            self._msg_size -= size
+            if len(offsets):
+                self._remove(offsets)
             self.last_consume_timestamp_ms = int(time.time() * 1000)
-            return next(iter(cached), self._queue_offset_max + 1)
+            return int(blocks[0][0][0]) if blocks else self._queue_offset_max + 1
+
+    def _remove(self, offsets: Int64Array) -> None:
+        blocks = self._blocks
+        cached, lengths = blocks[0]
+        count = len(offsets)
+        if count <= len(cached) and np.array_equal(cached[:count], offsets):
+            size = int(lengths[:count].sum())  # the usual case: a prefix of the first block
+            if count == len(cached):
+                del blocks[0]
+            else:
+                blocks[0] = (cached[count:], lengths[count:])
+        else:
+            cached = np.concatenate([o for o, _ in blocks])
+            lengths = np.concatenate([n for _, n in blocks])
+            gone = np.isin(cached, offsets)
+            count = int(np.count_nonzero(gone))
+            size = int(lengths[gone].sum())
+            blocks[:] = [(cached[~gone], lengths[~gone])] if count < len(cached) else []
+        self._count -= count
+        self._msg_size -= size
 
     def clear(self) -> None:
         """Forget every cached message (a seek)."""
         with self._lock:
-            self._body_lengths.clear()
+            self._blocks.clear()
+            self._count = 0
             self._msg_size = 0
 
     def __repr__(self) -> str:

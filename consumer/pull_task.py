@@ -11,9 +11,13 @@ A :class:`PullTask` run, in order (RocketMQ's ``PullTaskImpl.run``):
    (``queue_max_span``);
 4. the next offset: a pending seek (taken: the consume offset becomes it), else the pull offset
    (fixed when the queue was allocated); if still -1 (the broker could not say then), compute
-   it (committed offset, else ``consume_from_where``) on the executor and run again; a queue
-   taken over from a live member (``recheck_committed``) reads the committed offset once more
-   on the executor first and starts there if there is one; a pull is never sent at offset -1 (RocketMQ bug #10176 let the broker answer
+   it (committed offset, else ``consume_from_where``) on the executor and run again; a queue a
+   rebalance gave this consumer (``take_over``) is first acquired from the broker on the
+   executor: granted (nobody else holds it, or its holder released it with its last commit,
+   or left the group), it starts at the committed offset the grant carries, if there is one;
+   refused (its holder, a live member, has not let go yet), the task asks again in
+   :data:`RELEASE_POLL_MS`, and forces the take-over once ``release_timeout_ms`` passed since
+   its first ask; a pull is never sent at offset -1 (RocketMQ bug #10176 let the broker answer
    OFFSET_ILLEGAL and move a -1 pull to the min offset, re-consuming the queue);
 5. an asynchronous long-poll pull.
 
@@ -37,6 +41,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -49,7 +54,8 @@ from aeromq.client import (
     MessageQueue,
     SubscriptionData,
 )
-from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus
+from aeromq.common import LatencyHistogram
+from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, QueueGrant
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig
 from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
@@ -57,9 +63,15 @@ from aeromq.consumer.message_batch import MessageBatch
 from aeromq.consumer.process_queue import ProcessQueue
 from aeromq.consumer.scheduler import Scheduler
 
-__all__ = ["FlowControlCounters", "PullTask", "PullTaskContext", "PullTaskTable"]
+__all__ = ["RELEASE_POLL_MS", "FlowControlCounters", "PullTask", "PullTaskContext", "PullTaskTable"]
 
 _log = logging.getLogger(__name__)
+
+RELEASE_POLL_MS = 10
+"""How soon a task whose queue is still held by its previous owner asks the broker again. The
+previous owner releases as soon as its rebalance drops the queue (tens of ms after the same
+membership push), so a short poll keeps the hand-over gap near that; each ask is one small
+offset query, and only while a hand-over is under way."""
 
 Executor = Callable[[Callable[[], None]], object]
 """Runs blocking work off the scheduler thread (``ThreadPoolExecutor.submit``)."""
@@ -83,8 +95,16 @@ class FlowControlCounters:
     offset_errors: int = 0
     stale_results: int = 0
     """Pull results dropped: the task was cancelled, the queue re-owned or a seek pending."""
+    release_waits: int = 0
+    """Asks for a queue refused because its previous holder had not released it yet."""
     corrupt_pulls: int = 0
     """Pull answers whose record batches failed their check (nothing of them delivered)."""
+    messages_pulled: int = 0
+    """Messages pulled into the cache (after the client-side tag filter)."""
+    messages_polled: int = 0
+    """Messages ``poll`` and ``poll_batch`` returned to the application."""
+    pull_latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """From a pull's request to its answer (a long poll's wait included); once per pull."""
 
 
 @dataclass(slots=True)
@@ -104,8 +124,9 @@ class PullTaskContext:
         default_factory=lambda: collections.deque(maxlen=64)
     )
     """Errors for the application (corrupt pulled batches): ``poll`` raises them, oldest first."""
-    read_committed: Callable[[MessageQueue], int] | None = None
-    """The committed offset in the durable store (-1: none), for ``recheck_committed``."""
+    acquire: Callable[[MessageQueue, bool], QueueGrant] | None = None
+    """``acquire(queue, force)``: the broker's grant of a queue to take over (``take_over``);
+    None: every queue is granted at once, with no committed offset."""
 
 
 def _tag_filter(subscription: SubscriptionData) -> frozenset[str] | None:
@@ -117,7 +138,7 @@ def _tag_filter(subscription: SubscriptionData) -> frozenset[str] | None:
 class PullTask:
     """The pull loop of one queue (see the module doc)."""
 
-    __slots__ = ("_ctx", "_start_lock", "_started", "cancelled", "queue")
+    __slots__ = ("_ctx", "_first_ask_ns", "_start_lock", "_started", "cancelled", "queue")
 
     def __init__(self, queue: MessageQueue, context: PullTaskContext) -> None:
         self.queue = queue
@@ -125,6 +146,7 @@ class PullTask:
         self.cancelled = False
         self._started = False
         self._start_lock = threading.Lock()
+        self._first_ask_ns = -1
 
     def start(self, delay_ms: int = 0) -> bool:
         """Schedule the first run in ``delay_ms``; False (and nothing scheduled) if started
@@ -184,10 +206,10 @@ class PullTask:
                 offset = state.seek_offset
                 state.consume_offset = offset
                 state.seek_offset = -1
-                state.recheck_committed = False  # a seek wins over the committed offset
+                state.take_over = False  # a seek wins over the committed offset
             else:
                 offset = state.pull_offset
-        if offset < 0 or state.recheck_committed:
+        if offset < 0 or state.take_over:
             ctx.executor(lambda: self._compute_offset(state, process_queue))
             return
         subscription = ctx.subscription_for(self.queue.topic)
@@ -196,8 +218,10 @@ class PullTask:
             self.cancelled = True
             return
         counters.pulls += 1
+        started_ns = time.perf_counter_ns()
 
         def on_pull(result: PullResult | None, error: BaseException | None) -> None:
+            counters.pull_latency.observe_ns(time.perf_counter_ns() - started_ns)
             self._on_pull(state, process_queue, subscription, result, error)
 
         try:
@@ -215,11 +239,11 @@ class PullTask:
             on_pull(None, error)
 
     def _compute_offset(self, state: QueueState, process_queue: ProcessQueue) -> None:
-        """On the executor: the start offset of a queue with pull offset -1, or the committed
-        offset of a queue taken over (``recheck_committed``)."""
+        """On the executor: the grant of a queue to take over (``take_over``), or the start
+        offset of a queue with pull offset -1."""
         ctx = self._ctx
-        if state.recheck_committed:
-            self._recheck_committed(state, process_queue)
+        if state.take_over:
+            self._take_over(state, process_queue)
             return
         try:
             offset = ctx.compute_start_offset(self.queue)
@@ -240,24 +264,40 @@ class PullTask:
                 state.pull_offset = offset
         self._again(0)
 
-    def _recheck_committed(self, state: QueueState, process_queue: ProcessQueue) -> None:
+    def _take_over(self, state: QueueState, process_queue: ProcessQueue) -> None:
         ctx = self._ctx
-        committed = -1
-        if ctx.read_committed is not None:
+        now_ns = time.monotonic_ns()
+        if self._first_ask_ns < 0:
+            self._first_ask_ns = now_ns
+        waited_ms = (now_ns - self._first_ask_ns) // 1_000_000
+        force = waited_ms >= ctx.config.release_timeout_ms
+        grant = QueueGrant("")
+        if ctx.acquire is not None:
             try:
-                committed = ctx.read_committed(self.queue)
+                grant = ctx.acquire(self.queue, force)
             except Exception as error:
                 ctx.counters.offset_errors += 1
-                _log.warning("reading the committed offset failed: queue=%s: %s", self.queue, error)
+                _log.warning("acquiring the queue failed: queue=%s: %s", self.queue, error)
+                self._again(ctx.config.pull_time_delay_ms_when_exception)
+                return
+        if not grant.granted:
+            ctx.counters.release_waits += 1
+            self._again(RELEASE_POLL_MS)
+            return
+        if force:
+            _log.warning(
+                "queue taken over from a holder that did not release it in %d ms: queue=%s",
+                waited_ms, self.queue,
+            )  # fmt: skip
         with state.lock:
-            state.recheck_committed = False
+            state.take_over = False
             if (
-                committed >= 0
+                grant.committed_offset >= 0
                 and state.process_queue is process_queue
                 and not process_queue.dropped
                 and state.seek_offset == -1
             ):
-                state.pull_offset = committed
+                state.pull_offset = grant.committed_offset
         self._again(0)
 
     def _on_pull(
@@ -300,6 +340,7 @@ class PullTask:
                     counters.found += 1
                     messages = self._filter(result.messages, subscription)
                     if messages:
+                        counters.messages_pulled += len(messages)
                         process_queue.put_messages(messages)
                         ctx.cache.put(ConsumeRequest(messages, self.queue, process_queue))
                 elif result.status is PullStatus.OFFSET_ILLEGAL:

@@ -9,27 +9,25 @@ A run (:meth:`RebalanceService.do_rebalance`, RocketMQ's ``RebalanceImpl.doRebal
 2. CLUSTERING: allocate with the strategy (sorted queues and ids); BROADCASTING: every queue;
 3. compare with the queues owned now. A dropped queue: its process queue is marked dropped,
    its pull task stops, its consumed offset is committed if auto commit is on, and its
-   committed offset is persisted to the broker, then forgotten. A new queue gets its start
-   offset *before* it is owned (so before it shows in ``assignment()`` and, for the first run,
-   before ``start()`` returns): :meth:`RebalanceService.compute_pull_from_where`, the committed
-   offset, else ``consume_from_where`` (LAST_OFFSET = the max offset, FIRST_OFFSET = 0,
-   TIMESTAMP = the offset searched by ``consume_timestamp_ms``), except that a queue which
+   committed offset is sent to the broker with the queue's release, then forgotten. A new
+   queue gets its start offset *before* it is owned (so before it shows in ``assignment()``
+   and, for the first run, before ``start()`` returns):
+   :meth:`RebalanceService.compute_pull_from_where`, the committed offset, else
+   ``consume_from_where`` (LAST_OFFSET = the max offset, FIRST_OFFSET = 0, TIMESTAMP = the
+   offset searched by ``consume_timestamp_ms``), except that a queue which
    appeared in the route after this consumer first saw the topic starts at its min offset
    (it was created while the group consumed: everything in it is new). A queue whose start
    offset the broker cannot give is left for the next run (the run counts as unbalanced).
-   Then its pull task starts:
-
-   - at once when nobody else pulls it: this consumer is alone, the queue is new in the
-     route, or the member the last run's allocation gave it to has left (a clean leaver
-     persisted its offsets before it left, so the committed offset read is exact). Every
-     strategy is deterministic over sorted queues and ids, so the last run's allocation of
-     each member is computed here;
-   - after ``takeover_delay_ms`` when a live member held it (a member joined and the
-     allocation moved queues, or a leave shifted queues between the remaining members), or
-     when this consumer's first run cannot know: the previous owner got the same push and
-     persists the queue's offset as it drops it; the pull task then reads the committed
-     offset again and starts there when there is one (a clean hand-over delivers nothing
-     twice; RocketMQ re-delivers up to 5 s of messages);
+   Then its pull task starts at once. In CLUSTERING the queue is *taken over*
+   (``QueueState.take_over``): before its first pull the task acquires it from the broker,
+   which grants it when nobody else holds it, when its holder released it, or when the holder
+   is no longer a live member of the group (it left, or its heartbeats stopped); the grant
+   carries the group's committed offset, where the task then starts. A holder still in the
+   group got the same membership push: its run drops the queue, commits what was consumed and
+   releases it in one call (:meth:`RebalanceService.release`), so the new owner starts a few
+   ms after that, at exactly that offset (nothing delivered twice, no fixed delay; RocketMQ's
+   lite pull consumer re-delivers up to 5 s of messages). A live holder that has not let go
+   after ``release_timeout_ms`` is passed over (the task forces the take-over);
 4. the optional ``message_queue_listener(topic, all_queues, owned_queues)`` hears of changes.
 
 A run is *unbalanced* when a topic had no route or no members, this consumer was not among
@@ -99,7 +97,6 @@ class RebalanceService:
         self.topic_queues: dict[str, set[MessageQueue]] = {}
         self._first_queues: dict[str, frozenset[MessageQueue]] = {}
         """The queues of each topic's first route this consumer saw (see the module doc)."""
-        self._last_members: dict[str, frozenset[str]] = {}
         self._pushed_members: dict[str, list[str]] = {}
         self._push_pending = False
         self._wakeup = threading.Event()
@@ -143,7 +140,6 @@ class RebalanceService:
         """The topic is no longer subscribed: forget its route and members."""
         self.topic_queues.pop(topic, None)
         self._first_queues.pop(topic, None)
-        self._last_members.pop(topic, None)
 
     # -- the run ------------------------------------------------------------------------
 
@@ -179,7 +175,7 @@ class RebalanceService:
             return False
         self._first_queues.setdefault(topic, frozenset(queues))
         if self.config.message_model is MessageModel.BROADCASTING:
-            return self._update_owned(topic, queues, set(queues), frozenset())
+            return self._update_owned(topic, queues, set(queues))
         members = self._members(topic, use_pushed)
         if not members:
             _log.warning("rebalance: group=%s has no members", self.config.consumer_group)
@@ -187,57 +183,24 @@ class RebalanceService:
         allocated = set(
             self.strategy.allocate(self.config.consumer_group, self.client_id, queues, members)
         )
-        now = frozenset(members)
-        before = self._last_members.get(topic)
-        self._last_members[topic] = now
-        if now == {self.client_id}:
-            held_by_live: frozenset[MessageQueue] | None = frozenset()
-        elif before is None or previous_queues is None:
-            held_by_live = None  # this consumer's first run: any queue may be held
-        else:
-            held_by_live = self._held_by_live(previous_queues, before, now)
-        complete = self._update_owned(topic, queues, allocated, held_by_live)
+        complete = self._update_owned(topic, queues, allocated)
         if self.client_id not in members:
             _log.info("rebalance: client_id=%s not yet among the members", self.client_id)
             return False
         return complete
 
-    def _held_by_live(
-        self, previous_queues: set[MessageQueue], before: frozenset[str], now: frozenset[str]
-    ) -> frozenset[MessageQueue]:
-        """The queues the last run's allocation gave to another member that is still in the
-        group (so it still pulls them until it lets go). Strategies are deterministic over
-        sorted queues and ids, so each member's share is computed here; a strategy that
-        cannot say for another member counts every queue as held."""
-        group = self.config.consumer_group
-        members = sorted(before)
-        held: set[MessageQueue] = set()
-        for member in members:
-            if member == self.client_id or member not in now:
-                continue
-            try:
-                held.update(self.strategy.allocate(group, member, previous_queues, members))
-            except Exception:
-                return frozenset(previous_queues)
-        return frozenset(held)
-
     def _update_owned(
-        self,
-        topic: str,
-        all_queues: set[MessageQueue],
-        allocated: set[MessageQueue],
-        held_by_live: frozenset[MessageQueue] | None,
+        self, topic: str, all_queues: set[MessageQueue], allocated: set[MessageQueue]
     ) -> bool:
         """Own exactly ``allocated`` of ``topic``; whether every new queue got its start
-        offset (the others are left for the next run). A new queue in ``held_by_live`` (None:
-        every one) is taken over from a live member: its pull task starts
-        ``takeover_delay_ms`` later and reads the committed offset again first."""
+        offset (the others are left for the next run). In CLUSTERING a new queue is taken
+        over: its pull task acquires it from the broker before its first pull."""
         owned = {queue for queue in self._assigned.queues() if queue.topic == topic}
         removed = owned - allocated
         for queue in sorted(removed, key=MessageQueue.order_key):
             self.drop_queue(queue)
         added: list[MessageQueue] = []
-        taken_over: list[MessageQueue] = []
+        take_over = self.config.message_model is MessageModel.CLUSTERING
         first_queues = self._first_queues.get(topic, frozenset())
         for queue in sorted(allocated - owned, key=MessageQueue.order_key):
             self._offset_store.remove_offset(queue)
@@ -246,15 +209,9 @@ class RebalanceService:
             except ClientError as error:
                 _log.warning("no start offset for queue=%s yet, next run: %s", queue, error)
                 continue
-            state = self._assigned.add(queue, offset)
-            if held_by_live is None or queue in held_by_live:
-                state.recheck_committed = True
-                taken_over.append(queue)
-            else:
-                added.append(queue)
+            self._assigned.add(queue, offset).take_over = take_over
+            added.append(queue)
         self._tasks.start(added)
-        self._tasks.start(taken_over, self.config.takeover_delay_ms)
-        added += taken_over
         if (removed or added) and self.listener is not None:
             owned_now = {queue for queue in self._assigned.queues() if queue.topic == topic}
             try:
@@ -264,7 +221,8 @@ class RebalanceService:
         return len(added) == len(allocated - owned)
 
     def drop_queue(self, queue: MessageQueue) -> None:
-        """Stop owning ``queue``: drop it, stop its task, commit (auto) and persist its offset."""
+        """Stop owning ``queue``: drop it, stop its task, commit (auto), persist its offset
+        and release it (its next owner is granted it with that commit)."""
         self.release(queue, self._assigned.remove(queue))
 
     def release(self, queue: MessageQueue, state: QueueState | None) -> None:
@@ -277,9 +235,9 @@ class RebalanceService:
         if self.config.auto_commit and state.consume_offset >= 0:
             self._offset_store.update_offset(queue, state.consume_offset)
         try:
-            self._offset_store.persist(queue)
+            self._offset_store.release(queue, self.client_id)
         except ClientError as error:
-            _log.warning("persisting the offset of a dropped queue failed: %s: %s", queue, error)
+            _log.warning("releasing a dropped queue failed: %s: %s", queue, error)
         self._offset_store.remove_offset(queue)
 
     def compute_pull_from_where(self, queue: MessageQueue, appeared: bool = False) -> int:
@@ -298,11 +256,6 @@ class RebalanceService:
         if appeared:
             return self._api.min_offset(queue)
         return self._api.max_offset(queue)
-
-    def read_committed(self, queue: MessageQueue) -> int:
-        """The group's committed offset of ``queue`` as the store holds it now (-1: none);
-        a new owner's second look after ``takeover_delay_ms``."""
-        return self._offset_store.read_offset(queue, ReadOffsetType.READ_FROM_STORE)
 
     # -- the thread ---------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ semantics (``docs/lite-pull-consumer.md``, "What the broker answers a pull"): FO
 NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL with RocketMQ's next offsets, tag filtering by
 hash code, long polling (a NO_NEW_MSG pull is held until a message arrives in its queue or its
 suspend time ends), batch caps of 32 messages / 256 KiB, committed offsets per group, search by
-store time, and group membership pushed to every member at once when it changes. Several
+store time, group membership pushed to every member at once when it changes, and the holders of
+queues for hand-overs (the broker's :class:`~common.QueueHolders`: acquire, release with a
+commit, a member that leaves holds nothing). Several
 consumers may share one instance (as one cluster of brokers: queues carry broker names).
 
 Fault injection: :meth:`InMemoryBroker.fail_next` makes the next call of a method raise;
@@ -34,13 +36,14 @@ from aeromq.client import (
     TopicNotFoundError,
     tag_hash_code,
 )
-from aeromq.common import PROPERTY_TAGS
+from aeromq.common import PROPERTY_TAGS, QueueHolders
 from aeromq.consumer._broker_api import (
     ConsumerHeartbeat,
     MembershipListener,
     PullCallback,
     PullResult,
     PullStatus,
+    QueueGrant,
 )
 
 __all__ = ["HeldPull", "InMemoryBroker", "ManualScheduler"]
@@ -80,6 +83,7 @@ class InMemoryBroker:
         self._queues: dict[MessageQueue, _Queue] = {}
         self._offsets: dict[tuple[str, MessageQueue], int] = {}
         self._members: dict[str, dict[str, MembershipListener]] = defaultdict(dict)
+        self._holders = QueueHolders()
         self.heartbeats: dict[str, ConsumerHeartbeat] = {}
         self._failures: dict[str, list[BaseException]] = defaultdict(list)
         self._waiting: list[tuple[float, int, HeldPull]] = []
@@ -246,6 +250,33 @@ class InMemoryBroker:
         self._enter("update_offset")
         self._offsets[(consumer_group, queue)] = offset
 
+    def acquire_queue(
+        self, consumer_group: str, queue: MessageQueue, client_id: str, force: bool
+    ) -> QueueGrant:
+        self._enter("acquire_queue")
+        with self._lock:
+            members = self._members[consumer_group]
+            holder = self._holders.acquire(
+                consumer_group, queue, client_id, members.__contains__, force
+            )
+            if holder:
+                return QueueGrant(holder)
+            return QueueGrant("", self._offsets.get((consumer_group, queue), -1))
+
+    def release_queue(
+        self, consumer_group: str, queue: MessageQueue, client_id: str, offset: int
+    ) -> None:
+        self._enter("release_queue")
+        with self._lock:
+            if offset >= 0:
+                self._offsets[(consumer_group, queue)] = offset
+            self._holders.release(consumer_group, queue, client_id)
+
+    def queue_holder(self, consumer_group: str, queue: MessageQueue) -> str:
+        """Who holds ``queue`` in the group now (``""``: nobody)."""
+        with self._lock:
+            return self._holders.holder(consumer_group, queue)
+
     def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:
         self._enter("search_offset")
         with self._lock:
@@ -286,6 +317,7 @@ class InMemoryBroker:
         self._enter("unregister")
         with self._lock:
             known = self._members[consumer_group].pop(client_id, None)
+            self._holders.forget(consumer_group, client_id)
         if known is not None:
             self._push(consumer_group)
 

@@ -3,44 +3,68 @@ the row schema (:mod:`pipeline._schema`).
 
 :func:`read_queue_range` opens a reader for (endpoints, topic, broker, queue id, start offset,
 end offset, sub expression) and yields record batches of the messages in ``[start, end)`` that
-match the expression, in offset order, then closes. It rides on the public
-``DefaultLitePullConsumer`` API (assign the one queue, seek, ``poll_batch()``): each Arrow column
-is made from the pulled record batches' columns (``consumer.MessageBatch``), without a Python
-object per message (the ``properties`` map, asked for with ``includeProperties``, is the
-exception: it parses each message's properties).
+match the expression, in offset order, then closes. It is a bulk reader: it knows its range
+up front, so it needs none of the lite pull consumer's machinery (rebalance, pull tasks, process
+queues). It pulls straight on a transport session with the broker (IPC on the broker's host),
+several pulls in flight one after another along the range, and reads each answer's stored
+record batches with the consumer's reader (:func:`consumer._pulled.read_pulled_batches`: a
+fixed number of numpy calls per answer). Answers are gathered into record batches of about
+8,192 rows; each Arrow column comes from the pulled batches' columns (``consumer.MessageBatch``),
+without a Python object per message (the ``properties`` map, asked for with
+``includeProperties``, is the exception: it parses each message's properties).
 
-Tag filtering is done here, on the tags of the pulled messages, so that every offset of the
-range is seen and the end of the range is known without asking the broker again.
+Pulls in flight ask for successive strides of the range (``pullBatchSize`` messages each, the
+broker's cap at most). A pull answers with whole stored batches, so it may end past the stride
+(the next answer is then cut to start where this one ended) or short of it (the broker's byte
+cap: the pulls after it are dropped, asked again from where it ended, with the stride shrunk
+to what the broker answered).
+
+Tag filtering is done here, on the tags of the pulled messages (the broker is asked for every
+message), so that every offset of the range is seen: a gap in the offsets is data loss.
 """
 
 from __future__ import annotations
 
+import collections
+import os
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from typing import Final
 
 import numpy as np
 import pyarrow as pa
 
-from aeromq.client import MessageQueue, OffsetIllegalError, build_subscription_data
+from aeromq.client import MessageQueue, build_subscription_data, error_for_code
+from aeromq.client.broker_sessions import BrokerSessions
+from aeromq.client.route import RouteResolver
+from aeromq.client.session import ClientSession
 from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES
-from aeromq.consumer import (
-    ConsumeFromWhere,
-    DefaultLitePullConsumer,
-    LitePullConsumerConfig,
-    MessageBatch,
-)
+from aeromq.consumer import MessageBatch
+from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.pipeline._errors import DataLossError, ReadTimeoutError
+from aeromq.pipeline._resolve import start_within
 from aeromq.pipeline._schema import arrow_schema
+from aeromq.proto import messages_pb2
 
 __all__ = ["READER_GROUP", "read_queue_range"]
 
 READER_GROUP: Final = "aeromq-spark-reader"
-"""The consumer group the readers' consumers are created with. They ``assign`` their queue and
-never commit, so the group holds no offsets and joins no rebalance."""
+"""The consumer group the readers' pulls name. They never commit, so the group holds no
+offsets and joins no rebalance."""
 
-_POLL_TIMEOUT_MS: Final = 500
-_MAX_POLL_RECORDS: Final = 8192
+_ROWS_PER_BATCH: Final = 8192
+_PULLS_IN_FLIGHT: Final = 4
+"""Enough to keep the broker answering while this process reads the last answer (measured:
+one pull in flight leaves the reader idle about half the time on a 2-core machine)."""
+_SUSPEND_MS: Final = 1_000
+"""How long the broker holds a pull at the queue's end (a range being written as it is read)."""
+_REQUEST_TIMEOUT_MS: Final = 30_000
+_OFFER_TIMEOUT_MS: Final = 5_000
+_CONTROL_TIMEOUT_S: Final = 30.0
+_FOUND: Final = messages_pb2.FOUND
+_ANSWERED: Final = (messages_pb2.FOUND, messages_pb2.NO_MATCHED_MSG)
+_OFFSET_ILLEGAL: Final = messages_pb2.OFFSET_ILLEGAL
 
 
 def read_queue_range(
@@ -57,7 +81,7 @@ def read_queue_range(
     read_timeout_ms: int = 60_000,
     pull_batch_size: int = 1024,
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the range's matching messages as record batches (up to 8,192 rows each).
+    """Yield the range's matching messages as record batches (about 8,192 rows each).
 
     Raises :class:`~pipeline.DataLossError` when ``start_offset`` (or a later offset of the
     range) is no longer on the broker and ``fail_on_data_loss``; otherwise reads on from what
@@ -66,105 +90,194 @@ def read_queue_range(
     if end_offset <= start_offset:
         return
     queue = MessageQueue(topic, broker, queue_id)
-    subscription = build_subscription_data(topic, sub_expression)
+    with RouteResolver(endpoints, timeout_s=_CONTROL_TIMEOUT_S) as resolver:
+        route = resolver.route(topic).broker(broker)
+        sessions = BrokerSessions(
+            client_id=f"{READER_GROUP}@{os.getpid()}",
+            request_timeout_ms=_REQUEST_TIMEOUT_MS,
+            offer_timeout_ms=_OFFER_TIMEOUT_MS,
+        )
+        try:
+            min_offset = resolver.client(route.grpc_address).get_min_offset(topic, queue_id)
+            start = start_within(queue, start_offset, min_offset, fail_on_data_loss)
+            reader = _RangeReader(
+                sessions.session(route),
+                queue,
+                start,
+                end_offset,
+                stride=max(1, min(1024, pull_batch_size)),
+                fail_on_data_loss=fail_on_data_loss,
+                read_timeout_ms=read_timeout_ms,
+            )
+            yield from _record_batches(reader.batches(), sub_expression, include_properties)
+        finally:
+            sessions.close()
+
+
+class _RangeReader:
+    """The pulls of one range, in flight ahead of the read (see the module doc)."""
+
+    def __init__(
+        self,
+        session: ClientSession,
+        queue: MessageQueue,
+        start: int,
+        end: int,
+        *,
+        stride: int,
+        fail_on_data_loss: bool,
+        read_timeout_ms: int,
+    ) -> None:
+        self._session = session
+        self._queue = queue
+        self._expected = start  # the next offset to deliver
+        self._end = end
+        self._stride = stride
+        self._fail_on_data_loss = fail_on_data_loss
+        self._read_timeout_ms = read_timeout_ms
+        self._asked = start  # where the next pull starts
+        self._in_flight: collections.deque[tuple[int, Future[messages_pb2.PullMessageResponse]]] = (
+            collections.deque()
+        )
+
+    def batches(self) -> Iterator[MessageBatch]:
+        """The range's messages, answer by answer, in offset order."""
+        deadline = time.monotonic() + self._read_timeout_ms / 1000.0
+        while self._expected < self._end:
+            self._ask()
+            asked, future = self._in_flight.popleft()
+            response = future.result()
+            if response.status.code:
+                raise error_for_code(
+                    response.status.code, response.status.message, broker=self._queue.broker_name
+                )
+            if asked > self._expected:  # asked past an answer that ended short: again
+                self._restart(self._stride)
+                continue
+            next_offset = min(response.next_begin_offset, self._end)
+            if response.pull_status in _ANSWERED:
+                if next_offset <= self._expected:  # all of it came in an earlier answer
+                    continue
+                batch = read_pulled_batches(
+                    response.batches,
+                    self._queue,
+                    self._queue.broker_name,
+                    self._expected,
+                    next_offset,
+                    None,
+                )
+                if response.pull_status == _FOUND:
+                    self._check_gaps(batch)
+                self._expected = next_offset
+                if next_offset < min(asked + self._stride, self._end):  # the byte cap
+                    self._restart(max(1, next_offset - asked))
+                deadline = time.monotonic() + self._read_timeout_ms / 1000.0
+                if len(batch):
+                    yield batch
+                continue
+            if response.pull_status == _OFFSET_ILLEGAL and next_offset > self._expected:
+                self._lost(next_offset)  # below the min offset: removed during the read
+                self._expected = next_offset
+            elif time.monotonic() > deadline:
+                raise ReadTimeoutError(
+                    "queue range stopped arriving",
+                    queue=str(self._queue),
+                    next_offset=self._expected,
+                    end_offset=self._end,
+                    read_timeout_ms=self._read_timeout_ms,
+                )
+            self._restart(self._stride)  # the queue's end: wait there (held pulls)
+
+    def _ask(self) -> None:
+        """Keep ``_PULLS_IN_FLIGHT`` pulls on their way, along the range."""
+        queue = self._queue
+        while len(self._in_flight) < _PULLS_IN_FLIGHT and self._asked < self._end:
+            count = min(self._stride, self._end - self._asked)
+            request = messages_pb2.PullMessageRequest(
+                consumer_group=READER_GROUP,
+                topic=queue.topic,
+                queue_id=queue.queue_id,
+                queue_offset=self._asked,
+                max_msg_nums=count,
+                sub_expression="*",
+                suspend_timeout_ms=_SUSPEND_MS,
+                commit_offset=-1,
+            )
+            future = self._session.request_async(request, _REQUEST_TIMEOUT_MS)
+            self._in_flight.append((self._asked, future))
+            self._asked += count
+
+    def _restart(self, stride: int) -> None:
+        """Drop the pulls in flight (their answers are not read) and ask again from the next
+        offset to deliver."""
+        self._in_flight.clear()
+        self._asked = self._expected
+        self._stride = stride
+
+    def _check_gaps(self, batch: MessageBatch) -> None:
+        """Fail (or go on) when offsets are missing from the answer: data removed meanwhile."""
+        offsets = batch.queue_offsets
+        if not len(offsets) or (
+            offsets[0] == self._expected and offsets[-1] - offsets[0] == len(offsets) - 1
+        ):  # one queue's offsets ascend: from the expected one, none missing
+            return
+        gaps = np.flatnonzero(np.diff(offsets, prepend=self._expected - 1) > 1)
+        if len(gaps):
+            at = int(gaps[0])
+            self._lost(int(offsets[at]), int(offsets[at - 1]) + 1 if at else self._expected)
+
+    def _lost(self, next_offset: int, expected: int | None = None) -> None:
+        if self._fail_on_data_loss:
+            raise DataLossError(
+                "messages were removed from the queue during the read",
+                queue=str(self._queue),
+                expected_offset=self._expected if expected is None else expected,
+                next_offset=next_offset,
+            )
+
+
+def _record_batches(
+    batches: Iterator[MessageBatch], sub_expression: str, include_properties: bool
+) -> Iterator[pa.RecordBatch]:
+    """The answers, tag-filtered, as record batches of about ``_ROWS_PER_BATCH`` rows."""
     schema = arrow_schema(include_properties)
-    config = LitePullConsumerConfig(
-        consumer_group=READER_GROUP,
-        endpoints=tuple(endpoints),
-        consume_from_where=ConsumeFromWhere.LAST_OFFSET,
-        auto_commit=False,
-        pull_batch_size=max(1, min(1024, pull_batch_size, end_offset - start_offset)),
-        pull_threshold_for_queue=max(1024, min(65535, 4 * pull_batch_size)),
-        max_poll_records=_MAX_POLL_RECORDS,
-        poll_timeout_ms=_POLL_TIMEOUT_MS,
-    )
-    consumer = DefaultLitePullConsumer(config=config)
-    consumer.assign([queue])
-    consumer.start()
+    subscription = build_subscription_data("-", sub_expression)
     codes = (
         None
         if subscription.is_sub_all
         else np.fromiter(subscription.codes, dtype=np.int64, count=len(subscription.codes))
     )
-    try:
-        expected = _seek(consumer, queue, start_offset, fail_on_data_loss)
-        deadline = time.monotonic() + read_timeout_ms / 1000.0
-        while expected < end_offset:
-            batch = consumer.poll_batch(_POLL_TIMEOUT_MS, _MAX_POLL_RECORDS)
-            if not len(batch):
-                if time.monotonic() > deadline:
-                    raise ReadTimeoutError(
-                        "queue range stopped arriving",
-                        queue=str(queue),
-                        next_offset=expected,
-                        end_offset=end_offset,
-                        read_timeout_ms=read_timeout_ms,
-                    )
-                continue
-            deadline = time.monotonic() + read_timeout_ms / 1000.0
-            offsets = batch.queue_offsets
-            keep = (offsets >= expected) & (offsets < end_offset)  # not again after the seek
-            kept = offsets[keep]
-            if fail_on_data_loss and len(kept):
-                gaps = np.flatnonzero(np.diff(np.r_[expected - 1, kept]) > 1)
-                if len(gaps):
-                    at = int(gaps[0])
-                    raise DataLossError(
-                        "messages were removed from the queue during the read",
-                        queue=str(queue),
-                        expected_offset=int(kept[at - 1]) + 1 if at else expected,
-                        next_offset=int(kept[at]),
-                    )
-            if len(kept):
-                expected = int(kept[-1]) + 1
-            if int(offsets[-1]) >= end_offset:  # one queue's offsets ascend: the range is read
-                expected = end_offset
-            if codes is not None:
-                keep &= np.isin(batch.tag_hashes, codes)
-                if keep.any():  # the tag strings of the hash matches, as the consumer's filter
-                    tags = batch.tag_array().to_pylist()
-                    keep &= np.fromiter(
-                        (tag in subscription.tags for tag in tags), dtype=bool, count=len(tags)
-                    )
-            if keep.any():
-                yield _to_batch(
-                    batch if keep.all() else batch.select(keep), schema, include_properties
+    gathered: list[MessageBatch] = []
+    rows = 0
+    for batch in batches:
+        if codes is not None:
+            keep = np.isin(batch.tag_hashes, codes)
+            if keep.any():  # the tag strings of the hash matches, as the consumer's filter
+                tags = batch.tag_array().to_pylist()
+                keep &= np.fromiter(
+                    (tag in subscription.tags for tag in tags), dtype=bool, count=len(tags)
                 )
-    finally:
-        consumer.shutdown()
-
-
-def _seek(
-    consumer: DefaultLitePullConsumer, queue: MessageQueue, offset: int, fail_on_data_loss: bool
-) -> int:
-    """Seek to ``offset``; below the min offset: fail, or start at the min offset."""
-    try:
-        consumer.seek(queue, offset)
-        return offset
-    except OffsetIllegalError as exc:
-        min_offset = int(exc.values.get("min_offset", 0))
-        if offset >= min_offset:
-            raise
-        if fail_on_data_loss:
-            raise DataLossError(
-                "offset is below the queue's min offset (removed by retention); set "
-                "failOnDataLoss=false to read on from the min offset",
-                queue=str(queue),
-                offset=offset,
-                min_offset=min_offset,
-            ) from exc
-        consumer.seek(queue, min_offset)
-        return min_offset
+            if not keep.all():
+                batch = batch.select(keep)
+        if not len(batch):
+            continue
+        gathered.append(batch)
+        rows += len(batch)
+        if rows >= _ROWS_PER_BATCH:
+            yield _to_batch(MessageBatch.concat(gathered), schema, include_properties)
+            gathered, rows = [], 0
+    if gathered:
+        yield _to_batch(MessageBatch.concat(gathered), schema, include_properties)
 
 
 def _to_batch(batch: MessageBatch, schema: pa.Schema, include_properties: bool) -> pa.RecordBatch:
     """One record batch of the row schema from messages of one queue, column by column."""
     count = len(batch)
-    first = batch[0]
+    chunk = batch.chunks[0]
     timestamp = pa.timestamp("us", tz="UTC")
     columns: list[pa.Array] = [
-        pa.repeat(pa.scalar(first.topic, pa.string()), count),
-        pa.repeat(pa.scalar(first.broker_name, pa.string()), count),
+        pa.repeat(pa.scalar(chunk.queue.topic, pa.string()), count),
+        pa.repeat(pa.scalar(chunk.broker_name, pa.string()), count),
         pa.array(batch.queue_ids),
         pa.array(batch.queue_offsets),
         batch.property_array(PROPERTY_KEYS),

@@ -12,7 +12,7 @@ from aeromq.pipeline._metadata import BrokerMetadata
 from aeromq.pipeline._options import SourceOptions
 from aeromq.pipeline._planning import Offsets, offsets_from_json
 
-__all__ = ["check_data_loss", "ending_offsets", "queues_of", "starting_offsets"]
+__all__ = ["check_data_loss", "ending_offsets", "queues_of", "start_within", "starting_offsets"]
 
 _log = logging.getLogger(__name__)
 
@@ -93,22 +93,27 @@ def ending_offsets(
 
 
 def check_data_loss(options: SourceOptions, starts: Offsets, metadata: BrokerMetadata) -> Offsets:
-    """Each start at or above its queue's min offset: one below fails the query with
-    ``DataLossError`` (``failOnDataLoss``, the default) or moves up to the min offset."""
-    out: Offsets = {}
-    for queue, offset in starts.items():
-        min_offset = metadata.min_offset(queue)
-        if offset < min_offset:
-            if options.fail_on_data_loss:
-                raise DataLossError(
-                    "offset is below the queue's min offset (removed by retention); set "
-                    "failOnDataLoss=false to read on from the min offset",
-                    queue=str(queue),
-                    offset=offset,
-                    min_offset=min_offset,
-                )
-            _log.warning("data loss: queue=%s offset=%d min_offset=%d, reading from the min offset",
-                         queue, offset, min_offset)  # fmt: skip
-            offset = min_offset
-        out[queue] = offset
-    return out
+    """Each start at or above its queue's min offset (:func:`start_within`)."""
+    return {
+        queue: start_within(queue, offset, metadata.min_offset(queue), options.fail_on_data_loss)
+        for queue, offset in starts.items()
+    }
+
+
+def start_within(queue: MessageQueue, offset: int, min_offset: int, fail_on_data_loss: bool) -> int:
+    """``offset``, unless it is below the queue's min offset (removed by retention): then the
+    query fails with ``DataLossError`` (``failOnDataLoss``, the default) or reads on from the
+    min offset."""
+    if offset >= min_offset:
+        return offset
+    if fail_on_data_loss:
+        raise DataLossError(
+            "offset is below the queue's min offset (removed by retention); set "
+            "failOnDataLoss=false to read on from the min offset",
+            queue=str(queue),
+            offset=offset,
+            min_offset=min_offset,
+        )
+    _log.warning("data loss: queue=%s offset=%d min_offset=%d, reading from the min offset",
+                 queue, offset, min_offset)  # fmt: skip
+    return min_offset

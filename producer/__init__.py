@@ -9,6 +9,7 @@ servers over gRPC, or from a :class:`StaticRoute`. Each send is one record batch
 
 from aeromq.producer._batch import SendResults
 from aeromq.producer._config import ProducerConfig
+from aeromq.producer._metrics import ProducerMetrics
 from aeromq.producer._producer import Producer, SendCallback
 from aeromq.producer._route import RouteSource, StaticRoute
 from aeromq.producer._selector import (
@@ -23,6 +24,7 @@ __all__ = [
     "KeyHashSelector",
     "Producer",
     "ProducerConfig",
+    "ProducerMetrics",
     "QueueSelector",
     "RandomSelector",
     "RoundRobinSelector",

@@ -54,17 +54,20 @@ from aeromq.client import (
     Message,
     MessageQueue,
     MessageTooLargeError,
+    MetricsServer,
     RequestTimeoutError,
     ResponseCode,
     TopicNotFoundError,
     UniqueMessageIdGenerator,
     error_for_code,
+    serve_metrics,
 )
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver, TopicRoute
 from aeromq.common import MAX_FRAMING_BYTES, check_body
 from aeromq.producer._batch import SendResults, encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig, check_producer_group
+from aeromq.producer._metrics import ProducerMeter, ProducerMetrics
 from aeromq.producer._route import RouteSource
 from aeromq.producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
 from aeromq.producer._send_result import SendResult, SendStatus
@@ -162,6 +165,7 @@ class Producer:
         self._retry_executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._running = False
+        self._meter = ProducerMeter()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -292,7 +296,18 @@ class Producer:
         selector: QueueSelector | None,
         arg: Any,
     ) -> Sequence[SendResult]:
-        attempt = self._prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
+        started_ns = time.perf_counter_ns()
+        try:
+            attempt = self._prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
+            results = self._attempt_sync(attempt, timeout_ms)
+        except BaseException:
+            self._meter.on_failed()
+            raise
+        self._meter.on_sent(len(messages), time.perf_counter_ns() - started_ns)
+        return results
+
+    def _attempt_sync(self, attempt: _Attempt, timeout_ms: int | None) -> Sequence[SendResult]:
+        """Each attempt in turn until one is answered, one fails for good, or time is up."""
         last_error: ClientError | None = None
         while attempt.attempts_left > 0:
             attempt.attempts_left -= 1
@@ -331,6 +346,7 @@ class Producer:
         the broker back-pressures."""
         attempt = self._prepare([message], timeout_ms, queue, selector, arg, asynchronous=True)
         outer: Future[SendResult] = Future()
+        self._observe(outer, 1)
         self._submit_async(attempt, outer, single=True)
         if callback is not None:
             outer.add_done_callback(_call_back(callback))
@@ -347,10 +363,23 @@ class Producer:
         """``send_batch`` without waiting (see ``send_async``)."""
         attempt = self._prepare(messages, timeout_ms, queue, None, None, asynchronous=True)
         outer: Future[Sequence[SendResult]] = Future()
+        self._observe(outer, len(messages))
         self._submit_async(attempt, outer, single=False)
         if callback is not None:
             outer.add_done_callback(_call_back(callback))
         return outer
+
+    def _observe(self, outer: Future[Any], messages: int) -> None:
+        """Count the async send of ``outer`` in the metrics when it settles."""
+        started_ns = time.perf_counter_ns()
+
+        def settled(future: Future[Any]) -> None:
+            if future.cancelled() or future.exception() is not None:
+                self._meter.on_failed()
+            else:
+                self._meter.on_sent(messages, time.perf_counter_ns() - started_ns)
+
+        outer.add_done_callback(settled)
 
     def _submit_async(self, attempt: _Attempt, outer: Future[Any], single: bool) -> None:
         attempt.attempts_left -= 1
@@ -413,6 +442,21 @@ class Producer:
         route, target = self._target(attempt)
         session = self._require_sessions().session(route.broker(target.broker_name))
         session.send_oneway(self._request(target, attempt))
+        self._meter.on_oneway()
+
+    # -- metrics -------------------------------------------------------------------------
+
+    def metrics(self) -> ProducerMetrics:
+        """What this producer did since it was made: sends, messages, retries, errors, oneway
+        sends and the send latency (see ``ProducerMetrics``)."""
+        return self._meter.snapshot()
+
+    def serve_metrics(self, host: str = "127.0.0.1", port: int = 0) -> MetricsServer:
+        """Serve :meth:`metrics` at ``http://host:port/metrics`` for Prometheus
+        (``aeromq_producer_*``, labelled with the group and client id); ``close()`` the answer
+        to stop."""
+        labels = {"group": self.group, "client_id": self.client_id}
+        return serve_metrics("aeromq_producer", self.metrics, labels, host=host, port=port)
 
     # -- shared --------------------------------------------------------------------------
 
@@ -529,6 +573,7 @@ class Producer:
             if self._routes is not None:
                 self._routes.invalidate(target.topic)
         _log.info("send failed, retrying: %s attempts_left=%d", exc, attempt.attempts_left)
+        self._meter.on_retry()
         return True
 
     def _require_sessions(self) -> BrokerSessions:

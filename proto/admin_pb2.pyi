@@ -197,7 +197,11 @@ global___DeleteTopicResponse = DeleteTopicResponse
 
 @typing.final
 class UpdateOffsetRequest(google.protobuf.message.Message):
-    """Commit a group's consumed offset of one queue (the next offset to consume)."""
+    """Commit a group's consumed offset of one queue (the next offset to consume). With release, the
+    client (client_id) also lets go of the queue after the commit (it was rebalanced away): the
+    member it moved to is granted it next (QueryOffsetRequest.acquire); offset -1 with release:
+    nothing to commit, release only.
+    """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -205,10 +209,14 @@ class UpdateOffsetRequest(google.protobuf.message.Message):
     TOPIC_FIELD_NUMBER: builtins.int
     QUEUE_ID_FIELD_NUMBER: builtins.int
     OFFSET_FIELD_NUMBER: builtins.int
+    CLIENT_ID_FIELD_NUMBER: builtins.int
+    RELEASE_FIELD_NUMBER: builtins.int
     consumer_group: builtins.str
     topic: builtins.str
     queue_id: builtins.int
     offset: builtins.int
+    client_id: builtins.str
+    release: builtins.bool
     def __init__(
         self,
         *,
@@ -216,8 +224,10 @@ class UpdateOffsetRequest(google.protobuf.message.Message):
         topic: builtins.str = ...,
         queue_id: builtins.int = ...,
         offset: builtins.int = ...,
+        client_id: builtins.str = ...,
+        release: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group", "offset", b"offset", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["client_id", b"client_id", "consumer_group", b"consumer_group", "offset", b"offset", "queue_id", b"queue_id", "release", b"release", "topic", b"topic"]) -> None: ...
 
 global___UpdateOffsetRequest = UpdateOffsetRequest
 
@@ -240,22 +250,37 @@ global___UpdateOffsetResponse = UpdateOffsetResponse
 
 @typing.final
 class QueryOffsetRequest(google.protobuf.message.Message):
+    """The group's committed offset of a queue. With acquire, the client (client_id) takes the
+    queue first: granted when nobody holds it, the client holds it, the holder is no longer a
+    live member of the group, or force is set; otherwise the answer names the live holder
+    (OffsetResponse.holder) and carries offset -1, and the client asks again.
+    """
+
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     CONSUMER_GROUP_FIELD_NUMBER: builtins.int
     TOPIC_FIELD_NUMBER: builtins.int
     QUEUE_ID_FIELD_NUMBER: builtins.int
+    CLIENT_ID_FIELD_NUMBER: builtins.int
+    ACQUIRE_FIELD_NUMBER: builtins.int
+    FORCE_FIELD_NUMBER: builtins.int
     consumer_group: builtins.str
     topic: builtins.str
     queue_id: builtins.int
+    client_id: builtins.str
+    acquire: builtins.bool
+    force: builtins.bool
     def __init__(
         self,
         *,
         consumer_group: builtins.str = ...,
         topic: builtins.str = ...,
         queue_id: builtins.int = ...,
+        client_id: builtins.str = ...,
+        acquire: builtins.bool = ...,
+        force: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["acquire", b"acquire", "client_id", b"client_id", "consumer_group", b"consumer_group", "force", b"force", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
 
 global___QueryOffsetRequest = QueryOffsetRequest
 
@@ -322,14 +347,17 @@ global___GetMaxOffsetRequest = GetMaxOffsetRequest
 @typing.final
 class OffsetResponse(google.protobuf.message.Message):
     """The answer of QueryOffset, SearchOffset, GetMinOffset and GetMaxOffset. QueryOffset of a
-    queue the group never committed answers offset -1.
+    queue the group never committed answers offset -1; an acquire not granted names the member
+    still holding the queue in holder (empty: granted).
     """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     STATUS_FIELD_NUMBER: builtins.int
     OFFSET_FIELD_NUMBER: builtins.int
+    HOLDER_FIELD_NUMBER: builtins.int
     offset: builtins.int
+    holder: builtins.str
     @property
     def status(self) -> aeromq.proto.common_pb2.Status: ...
     def __init__(
@@ -337,9 +365,10 @@ class OffsetResponse(google.protobuf.message.Message):
         *,
         status: aeromq.proto.common_pb2.Status | None = ...,
         offset: builtins.int = ...,
+        holder: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["offset", b"offset", "status", b"status"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["holder", b"holder", "offset", b"offset", "status", b"status"]) -> None: ...
 
 global___OffsetResponse = OffsetResponse
 

@@ -3,8 +3,9 @@
 Runs ``grpc_tools.protoc`` with the repository root as the include path and the schema named as
 ``aeromq/proto/<name>.proto`` (``aeromq/proto`` is the package's view of ``proto/``), so every
 descriptor has a path unique to aeromq and generated modules import each other as
-``from aeromq.proto import ...``. It uses the Python, gRPC and mypy-protobuf (``.pyi``)
-generators. With no argument it writes beside the ``.proto`` files; with ``OUT_DIR`` it writes
+``from aeromq.proto import ...``. RocketMQ 5's protocol (``apache/rocketmq/v2/*.proto``, see the
+README there) compiles the same way into ``aeromq.proto.apache.rocketmq.v2``. It uses the Python,
+gRPC and mypy-protobuf (``.pyi``) generators. With no argument it writes beside the ``.proto`` files; with ``OUT_DIR`` it writes
 ``OUT_DIR/aeromq/proto/...`` instead, which the staleness test compares with the committed files.
 """
 
@@ -24,17 +25,23 @@ PACKAGE_PATH = Path("aeromq", "proto")
 PROTO_DIR = Path(__file__).absolute().parent
 REPO_ROOT = PROTO_DIR.parent.parent
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
+# The schema's directories under ``aeromq/proto``: aeromq's own, and RocketMQ 5's (apache.rocketmq.v2).
+SCHEMA_DIRS = (Path(), Path("apache", "rocketmq", "v2"))
 
 
 def proto_files() -> list[Path]:
-    """The schema's ``.proto`` files, sorted."""
-    return sorted(PROTO_DIR.glob("*.proto"))
+    """The schema's ``.proto`` files, sorted within each of :data:`SCHEMA_DIRS`."""
+    return [p for d in SCHEMA_DIRS for p in sorted((PROTO_DIR / d).glob("*.proto"))]
 
 
 def generated_files(root: Path) -> list[Path]:
-    """The generated files under ``root/aeromq/proto``, sorted."""
-    directory = root / PACKAGE_PATH
-    return sorted(p for p in directory.iterdir() if p.name.endswith(GENERATED_SUFFIXES))
+    """The generated files under ``root/aeromq/proto`` (each of :data:`SCHEMA_DIRS`), sorted."""
+    found: list[Path] = []
+    for d in SCHEMA_DIRS:
+        directory = root / PACKAGE_PATH / d
+        if directory.is_dir():
+            found += sorted(p for p in directory.iterdir() if p.name.endswith(GENERATED_SUFFIXES))
+    return found
 
 
 def _plugin(name: str) -> str:
@@ -62,7 +69,7 @@ def generate(out_root: Path = REPO_ROOT) -> list[Path]:
         f"--grpc_python_out={out_root}",
         f"--mypy_out={out_root}",
         f"--mypy_grpc_out={out_root}",
-        *(str(PACKAGE_PATH / p.name) for p in proto_files()),
+        *(str(PACKAGE_PATH / p.relative_to(PROTO_DIR)) for p in proto_files()),
     ]
     code = protoc.main(args)
     if code != 0:

@@ -8,14 +8,18 @@ fills a topic with 1,000,000 messages of 100 B (50,000 with ``--quick``) before 
 SparkSession ``local[2]`` (``aeromq.pipeline.spark_session``). Each batch case reads the whole
 topic (one Spark partition per queue, coalesced to 1, 2 or 4 tasks) and sums the body lengths,
 so every row is materialised; the clock runs around that one action, after a warm-up read of
-1,000 rows.
+1,000 rows. Each case also reports ``cpu_us_per_row``: the CPU time of Spark's JVM (with its
+Python workers) and of the broker during the action, per row. It depends less on what else runs
+on the machine than rows/s does (idle polling threads still add CPU in proportion to the wall
+time); on a quiet machine rows/s is about cores / CPU per row.
 
 Baseline ``baseline:arrow-memory``: a Python data source with the same schema whose partitions
 yield one pre-built ``pyarrow.RecordBatch`` of 8,192 rows over and over, the same row count in
 the same partitions: what Spark's Python data source path can carry here at best.
 
 Streaming: a query (``processingTime`` 1 s, ``noop`` sink, the ``group`` option) reads a fresh
-topic while a producer process sends at up to 100,000 msgs/s for 20 s (2 s with ``--quick``);
+topic while two producer processes send at up to 50,000 msgs/s each (batches of 64, 8 in
+flight) for 20 s (2 s with ``--quick``);
 the row reports the producer's achieved rate, the lag (messages not yet committed by the query)
 when production ends, and how long the query took to catch up.
 
@@ -39,12 +43,15 @@ from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _s
 
 PARTITIONS = (1, 2, 4)
 STREAM_RATE = 100_000
+STREAM_PRODUCERS = 2  # one producer process reached about 71,000 msgs/s here
+STREAM_BATCH = 64
 _BASELINE_BATCH_ROWS = 8192
 _CATCH_UP_TIMEOUT_S = 120.0
 
 
 def _produce_paced(grpc: str, topic: str, rate: int, seconds: float, out: Any) -> None:
-    """Send at up to ``rate`` msgs/s for ``seconds``: batches of 32, 8 in flight."""
+    """Send at up to ``rate`` msgs/s for ``seconds``: batches of ``STREAM_BATCH``, 8 in
+    flight."""
     from aeromq.client import Message
     from aeromq.producer import Producer
 
@@ -58,9 +65,11 @@ def _produce_paced(grpc: str, topic: str, rate: int, seconds: float, out: Any) -
                 time.sleep(0.001)
                 continue
             window.append(
-                producer.send_batch_async([Message(topic, _body(sent + i)) for i in range(32)])
+                producer.send_batch_async(
+                    [Message(topic, _body(sent + i)) for i in range(STREAM_BATCH)]
+                )
             )
-            sent += 32
+            sent += STREAM_BATCH
             if len(window) >= 8:
                 window.pop(0).result(30)
         for future in window:
@@ -132,40 +141,74 @@ def _baseline_batches(rows: int) -> Iterator[Any]:
         rows -= n
 
 
-def _timed_sum(df: Any) -> tuple[int, float]:
-    """(rows, seconds) of one action that materialises every body."""
+def _tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and all its descendants so far, those already
+    reaped included (from /proc)."""
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(value) for value in fields[11:15])
+    tree: set[int] = set()
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        tree.add(current)
+        todo.extend(child for child, parent in parents.items() if parent == current)
+    return sum(times.get(member, 0) for member in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed_sum(df: Any, pids: tuple[int, ...]) -> tuple[int, float, float]:
+    """(rows, seconds, CPU seconds of ``pids``' process trees) of one action that
+    materialises every body."""
     from pyspark.sql import functions as f
 
+    cpu = sum(_tree_cpu_s(pid) for pid in pids)
     began = time.monotonic()
     row = df.agg(f.count("*").alias("rows"), f.sum(f.length("body")).alias("bytes")).collect()[0]
-    return int(row["rows"]), time.monotonic() - began
+    seconds = time.monotonic() - began
+    return int(row["rows"]), seconds, sum(_tree_cpu_s(pid) for pid in pids) - cpu
 
 
-def _rate_row(name: str, rows: int, seconds: float, partitions: int) -> Result:
+def _rate_row(name: str, rows: int, seconds: float, cpu_s: float, partitions: int) -> Result:
     rate = rows / seconds
     return Result(
         name,
         msgs_per_s=rate,
         MB_per_s=rate * BODY_LENGTH / 1e6,
         extra={"rows_per_s": round(rate, 1), "rows": rows, "partitions": partitions,
-               "seconds": round(seconds, 3)},
+               "seconds": round(seconds, 3), "cpu_us_per_row": round(cpu_s * 1e6 / rows, 3)},
     )  # fmt: skip
 
 
-def _batch_cases(spark: Any, grpc: str, topic: str, count: int) -> Iterator[Result]:
+def _batch_cases(
+    spark: Any, grpc: str, topic: str, count: int, broker_pid: int
+) -> Iterator[Result]:
+    """The batch reads, then the baseline; CPU per row: Spark's JVM with its Python workers,
+    and the broker (what shares the machine's cores during a read: on a quiet machine,
+    rows/s is about cores / CPU per row)."""
+    pids = (spark.sparkContext._gateway.proc.pid, broker_pid)
     reader = spark.read.format("aeromq").option("endpoints", grpc).option("topic", topic)
     warm_up = (  # Python workers, imports, sessions: 1,000 rows of queue 0
         spark.read.format("aeromq").option("endpoints", grpc)
         .option("assign", f'{{"{topic}": [0]}}')
         .option("endingOffsets", f'{{"{topic}": {{"broker-a:0": 1000}}}}')
     )  # fmt: skip
-    _timed_sum(warm_up.load())
+    _timed_sum(warm_up.load(), pids)
     for partitions in PARTITIONS:
-        rows, seconds = _timed_sum(reader.load().coalesce(partitions))
+        rows, seconds, cpu_s = _timed_sum(reader.load().coalesce(partitions), pids)
         if rows != count:
             yield Result(f"aeromq:batch-read:{partitions}-partition", extra={"rows": rows})
             continue
-        yield _rate_row(f"aeromq:batch-read:{partitions}-partition", rows, seconds, partitions)
+        name = f"aeromq:batch-read:{partitions}-partition"
+        yield _rate_row(name, rows, seconds, cpu_s, partitions)
     spark.dataSource.register(_memory_source())
     for partitions in PARTITIONS:
         df = (
@@ -174,8 +217,9 @@ def _batch_cases(spark: Any, grpc: str, topic: str, count: int) -> Iterator[Resu
             .option("partitions", str(partitions))
             .load()
         )
-        rows, seconds = _timed_sum(df)
-        yield _rate_row(f"baseline:arrow-memory:{partitions}-partition", rows, seconds, partitions)
+        rows, seconds, cpu_s = _timed_sum(df, pids)
+        name = f"baseline:arrow-memory:{partitions}-partition"
+        yield _rate_row(name, rows, seconds, cpu_s, partitions)
 
 
 def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
@@ -206,9 +250,14 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
 
     try:
         out = multiprocessing.get_context("spawn").Queue()
-        producer = _spawn(_produce_paced, grpc, topic, STREAM_RATE, seconds, out)
-        produced = _collect(out, {"produced"}, timeout_s=seconds + 120)["produced"]
-        producer.join(30)
+        share = STREAM_RATE // STREAM_PRODUCERS
+        producers = [
+            _spawn(_produce_paced, grpc, topic, share, seconds, out)
+            for _ in range(STREAM_PRODUCERS)
+        ]
+        produced = [out.get(timeout=seconds + 120) for _ in producers]
+        for producer in producers:
+            producer.join(30)
         lag_at_end = lag()
         ended = time.monotonic()
         while (remaining := lag()) > 0 and time.monotonic() - ended < _CATCH_UP_TIMEOUT_S:
@@ -217,7 +266,8 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
     finally:
         query.stop()
         admin.close()
-    _, sent, elapsed = produced
+    sent = sum(item[1] for item in produced)
+    elapsed = max(item[2] for item in produced)
     return Result(
         "aeromq:stream-read:100k-msgs-per-s",
         msgs_per_s=sent / elapsed,
@@ -256,7 +306,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
         )
         spark.sparkContext.setLogLevel("ERROR")
         rows: dict[str, Result] = {}
-        for row in _batch_cases(spark, broker.grpc_address, topic, count):
+        for row in _batch_cases(spark, broker.grpc_address, topic, count, broker.pid):
             rows[row.name] = row
             yield row
         stream = _stream_case(spark, broker.grpc_address, root, 2.0 if quick else 20.0)

@@ -146,6 +146,14 @@ class NameServerRegistrar:
             version,
         )
 
+    def list_clusters(self) -> list[common_pb2.ClusterInfo]:
+        """Every cluster and broker the name server knows (the web console's cluster page).
+        Raises NameServerCallError when it cannot answer."""
+        answer = self._call(
+            "ListClusters", self._stub.ListClusters, common_pb2.ListClustersRequest()
+        )
+        return list(answer.clusters)
+
     def _call(self, rpc: str, stub: Callable[..., _Response], request: _Request) -> _Response:
         """One unary call; a gRPC failure or a non-SUCCESS status raises NameServerCallError."""
         try:

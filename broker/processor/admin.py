@@ -158,7 +158,12 @@ class ControlPlane:
     ) -> admin_pb2.UpdateOffsetResponse:
         def build() -> admin_pb2.UpdateOffsetResponse:
             self.offsets.update_offset(
-                request.consumer_group, request.topic, request.queue_id, request.offset
+                request.consumer_group,
+                request.topic,
+                request.queue_id,
+                request.offset,
+                client_id=request.client_id,
+                release=request.release,
             )
             return admin_pb2.UpdateOffsetResponse()
 
@@ -166,6 +171,15 @@ class ControlPlane:
 
     def query_offset(self, request: admin_pb2.QueryOffsetRequest) -> admin_pb2.OffsetResponse:
         def build() -> admin_pb2.OffsetResponse:
+            if request.acquire:
+                offset, holder = self.offsets.acquire_offset(
+                    request.consumer_group,
+                    request.topic,
+                    request.queue_id,
+                    request.client_id,
+                    request.force,
+                )
+                return admin_pb2.OffsetResponse(offset=offset, holder=holder)
             offset = self.offsets.query_offset(
                 request.consumer_group, request.topic, request.queue_id
             )

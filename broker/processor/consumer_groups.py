@@ -8,6 +8,13 @@ Every change of a group's members raises the group's ``version`` and is pushed t
 :class:`MembershipStream` whose client is in the group, so members rebalance without waiting for
 their next poll. Admin offset resets are pushed the same way.
 
+Hand-overs: the manager also keeps which member holds each queue (:class:`~common.QueueHolders`):
+a member acquires a queue before its first pull of it (:meth:`ConsumerGroupManager.acquire_queue`)
+and releases it when it is rebalanced away, with its last commit (``offsets.py``); a member that
+leaves the group, by unregistering, the end of its stream or silence, holds nothing any more.
+So a moved queue's new owner starts as soon as the old one let go, and a dead or silent holder
+is passed over as soon as the group drops it.
+
 No I/O and no carrier here: the gRPC servicer pumps a ``MembershipStream`` (heartbeats in,
 ``poll`` out); tests drive the clock and ``scan_expired`` by hand. The optional expiry timer is
 one daemon thread that calls ``scan_expired``.
@@ -26,7 +33,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from aeromq.broker._errors import BrokerError, InvalidArgumentError
-from aeromq.common import GROUP_MAX_LENGTH, VALID_NAME_PATTERN, ResponseCode, is_valid_group_name
+from aeromq.common import (
+    GROUP_MAX_LENGTH,
+    VALID_NAME_PATTERN,
+    QueueHolders,
+    ResponseCode,
+    is_valid_group_name,
+)
 from aeromq.proto import admin_pb2, consumer_group_pb2
 
 __all__ = [
@@ -103,6 +116,7 @@ class ConsumerGroupManager:
         self._versions: dict[str, int] = {}  # survives a group going empty: versions only rise
         self._streams: set[MembershipStream] = set()
         self._listeners: list[MembershipListener] = []
+        self._holders = QueueHolders()
         self._timer: threading.Thread | None = None
         self._timer_stop = threading.Event()
 
@@ -217,6 +231,39 @@ class ConsumerGroupManager:
             topics.update(s.topic for s in data.subscriptions)
         return topics
 
+    # -- queue holders (hand-overs) ----------------------------------------------------------
+
+    def acquire_queue(
+        self, group: str, topic: str, queue_id: int, client_id: str, force: bool = False
+    ) -> str:
+        """Make ``client_id`` the holder of the group's queue (topic, queue id) unless a live
+        member of the group still holds it (``force``: anyway). Returns ``""`` when granted,
+        else the holder's id. Caller: the offset processor (an acquiring offset query)."""
+        if not client_id:
+            raise InvalidArgumentError("acquiring a queue needs a client_id", group=group)
+        with self._lock:
+            found = self._groups.get(group)
+            members = found.members if found is not None else set()
+            holder = self._holders.acquire(
+                group, (topic, queue_id), client_id, members.__contains__, force
+            )
+        if holder:
+            _log.debug(
+                "queue still held: group=%s topic=%s queue_id=%d holder=%s asked_by=%s",
+                group, topic, queue_id, holder, client_id,
+            )  # fmt: skip
+        return holder
+
+    def release_queue(self, group: str, topic: str, queue_id: int, client_id: str) -> bool:
+        """``client_id`` lets go of the group's queue; False when it did not hold it."""
+        with self._lock:
+            return self._holders.release(group, (topic, queue_id), client_id)
+
+    def queue_holder(self, group: str, topic: str, queue_id: int) -> str:
+        """The client holding the group's queue (``""``: nobody)."""
+        with self._lock:
+            return self._holders.holder(group, (topic, queue_id))
+
     # -- pushes ------------------------------------------------------------------------------
 
     def add_listener(self, listener: MembershipListener) -> None:
@@ -285,6 +332,7 @@ class ConsumerGroupManager:
         for group in after - before:
             self._groups.setdefault(group, _Group()).members.add(client.client_id)
         for group in before - after:
+            self._holders.forget(group, client.client_id)
             found = self._groups.get(group)
             if found is not None:
                 found.members.discard(client.client_id)

@@ -15,7 +15,12 @@ from aeromq.broker.store import MessageStore, StoredMessage, unpack_host
 from aeromq.common import ResponseCode
 from aeromq.proto import admin_pb2
 
-__all__ = ["DEFAULT_QUERY_MAX_COUNT", "MessageNotFoundError", "MessageQueryProcessor"]
+__all__ = [
+    "DEFAULT_QUERY_MAX_COUNT",
+    "MessageNotFoundError",
+    "MessageQueryProcessor",
+    "stored_message_pb",
+]
 
 DEFAULT_QUERY_MAX_COUNT: Final = 32
 _END_OF_TIME_MS: Final = 2**62
@@ -61,6 +66,13 @@ class MessageQueryProcessor:
         for message in found:
             _fill(response.messages.add(), message)
         return response
+
+
+def stored_message_pb(message: StoredMessage) -> admin_pb2.StoredMessage:
+    """``message`` as the ``QueryMessage`` answer carries it (also the web console's view)."""
+    out = admin_pb2.StoredMessage()
+    _fill(out, message)
+    return out
 
 
 def _fill(out: admin_pb2.StoredMessage, message: StoredMessage) -> None:

@@ -6,6 +6,10 @@ RocketMQ's ``UPDATE_CONSUMER_OFFSET``, ``QUERY_CONSUMER_OFFSET``, ``GET_MIN_OFFS
 ``GET_CONSUME_STATS``, over the store's consumer offsets and consume queues. An offset is the
 next one to consume; a queue's max offset is the offset its next message will get.
 
+Hand-overs: a commit may also release the queue, and an offset query may acquire it first (the
+holders are kept by ``ConsumerGroupManager``): the old owner of a moved queue commits and
+releases in one call, and the new one is granted the queue with that commit.
+
 Caller: the admin facade. Affects: ``store.consumer_offsets`` (commit and reset; persisted by
 the store's timer and at shutdown); a reset is also pushed to the group's online members.
 Failures raise the broker's typed errors.
@@ -47,15 +51,48 @@ class OffsetProcessor:
 
     # -- single queues -----------------------------------------------------------------------
 
-    def update_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        """Commit ``offset`` (the next to consume) for the group on (topic, queue id)."""
+    def update_offset(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        *,
+        client_id: str = "",
+        release: bool = False,
+    ) -> None:
+        """Commit ``offset`` (the next to consume) for the group on (topic, queue id); with
+        ``release``, ``client_id`` then lets go of the queue (a hand-over: the member it moved
+        to is granted it next and reads this commit). ``offset`` -1 with ``release``: release
+        only (nothing consumed to commit)."""
         check_group_name(group)
         self._check_queue(topic, queue_id)
-        if offset < 0:
+        if offset < 0 and not (release and offset == -1):
             raise InvalidArgumentError(
-                "offset must be >= 0", group=group, topic=topic, queue_id=queue_id, offset=offset
+                "offset must be >= 0 (-1 only to release without a commit)",
+                group=group, topic=topic, queue_id=queue_id, offset=offset, release=release,
+            )  # fmt: skip
+        if release and not client_id:
+            raise InvalidArgumentError(
+                "releasing a queue needs a client_id", group=group, topic=topic, queue_id=queue_id
             )
-        self._offsets.commit_offset(group, topic, queue_id, offset)
+        if offset >= 0:
+            self._offsets.commit_offset(group, topic, queue_id, offset)
+        if release:
+            self._groups.release_queue(group, topic, queue_id, client_id)
+
+    def acquire_offset(
+        self, group: str, topic: str, queue_id: int, client_id: str, force: bool = False
+    ) -> tuple[int, str]:
+        """``client_id`` takes the group's queue over before pulling it (see
+        ``ConsumerGroupManager.acquire_queue``): (the committed offset or -1, ``""``) when
+        granted, (-1, the holder's id) while another live member still holds it."""
+        check_group_name(group)
+        self._check_queue(topic, queue_id)
+        holder = self._groups.acquire_queue(group, topic, queue_id, client_id, force)
+        if holder:
+            return -1, holder
+        return self._offsets.query_offset(group, topic, queue_id), ""
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The group's committed offset, -1 when it never committed one for the queue."""

@@ -46,10 +46,12 @@ default, so a pull that does not set the field would otherwise reset its group t
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Final
 
+from aeromq.broker.observability._topic_meter import TopicMeter
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.store import (
     GetMessageResult,
@@ -189,8 +191,10 @@ class PullProcessor:
         max_messages: int = MAX_PULL_MESSAGES,
         max_bytes: int = MAX_PULL_BYTES,
         long_polling: bool = True,
+        meter: TopicMeter | None = None,
     ) -> None:
         self._store = store
+        self.meter = meter or TopicMeter()
         self._hold = hold
         self.broker_name = broker_name
         self.max_messages = max_messages
@@ -205,6 +209,7 @@ class PullProcessor:
         """Answer ``request`` through ``on_done`` (inline, or later if held). Never raises for
         a bad request: it is answered with its error code."""
         self.pulls += 1
+        started_ns = time.perf_counter_ns()
         topic = request.topic
         queue_id = request.queue_id
         response = messages_pb2.PullMessageResponse()
@@ -247,11 +252,12 @@ class PullProcessor:
                     topic, queue_id, offset, max_messages, max_bytes, codes
                 )
                 again = apply_sql92(again, sql, offset)
-                self._answer(response, again, pull_status(again, offset), on_done)
+                status = pull_status(again, offset)
+                self._answer(response, again, status, on_done, topic, offset, started_ns)
 
             self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
             return
-        self._answer(response, result, status, on_done)
+        self._answer(response, result, status, on_done, topic, offset, started_ns)
 
     def _answer(
         self,
@@ -259,15 +265,23 @@ class PullProcessor:
         result: GetMessageResult,
         status: int,
         on_done: PullDone,
+        topic: str,
+        offset: int,
+        started_ns: int,
     ) -> None:
         response.pull_status = status  # type: ignore[assignment]
         response.next_begin_offset = result.next_begin_offset
         response.min_offset = result.min_offset
         response.max_offset = result.max_offset
+        served = 0
         if result.data:
             response.batches = result.data
             response.next_begin_offset = _whole_batches_end(result)
-            self.messages_out += result.message_count
+            # whole batches go out: every record from the pulled offset to the answer's next
+            # one (a filter's misses included; the consumer drops those)
+            served = response.next_begin_offset - offset
+            self.messages_out += served
+        self.meter.on_pulled(topic, served, len(result.data), time.perf_counter_ns() - started_ns)
         on_done(response)
 
     def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:

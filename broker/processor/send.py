@@ -38,6 +38,7 @@ from functools import lru_cache
 from typing import Final
 
 from aeromq.broker import InvalidArgumentError
+from aeromq.broker.observability._topic_meter import TopicMeter
 from aeromq.broker.store import (
     MessageStore,
     PutMessageResult,
@@ -107,8 +108,10 @@ class SendProcessor:
         max_unflushed_bytes: int = DEFAULT_MAX_UNFLUSHED_BYTES,
         max_inflight_sends: int = DEFAULT_MAX_INFLIGHT_SENDS,
         clock_ms: Callable[[], int] | None = None,
+        meter: TopicMeter | None = None,
     ) -> None:
         self._store = store
+        self.meter = meter or TopicMeter()
         self.broker_name = broker_name
         self.max_message_size = max_message_size
         # a batch's whole encoding is capped like one message, with room for one record's
@@ -144,6 +147,7 @@ class SendProcessor:
         """Check, append and answer ``request`` through ``on_done`` (see module). Never
         raises for a bad request: it is answered with its error code."""
         self.requests += 1
+        started_ns = time.perf_counter_ns()
         checked = self._check(request)
         if isinstance(checked, tuple):
             self._refuse(checked[0], checked[1], on_done)
@@ -186,6 +190,9 @@ class SendProcessor:
             status = result.status
             if status is PutMessageStatus.PUT_OK or status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
                 self.messages_stored += result.message_count
+                self.meter.on_stored(
+                    topic, result.message_count, len(batch), time.perf_counter_ns() - started_ns
+                )
                 response = messages_pb2.SendMessageResponse(
                     send_status=_SEND_OK
                     if status is PutMessageStatus.PUT_OK

@@ -45,12 +45,14 @@ import bisect
 import enum
 import struct
 import threading
+import time
 from pathlib import Path
 
 from aeromq.broker._errors import CorruptRecordError, StoreError
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
+from aeromq.common import LatencyHistogram
 from aeromq.common._record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
@@ -153,6 +155,7 @@ class CommitLog:
         self.flushed_offset = 0
         self.last_store_timestamp_ms = 0
         self._flush_lock = threading.Lock()
+        self.flush_latency = LatencyHistogram()  # flushes that wrote something, for metrics
         self._starts_lock = threading.Lock()
         # per segment start offset: the physical offsets of its first batches, in order
         self._batch_starts: dict[int, list[int]] = {}
@@ -316,9 +319,11 @@ class CommitLog:
         with self._flush_lock:
             target = self.max_offset
             if target > self.flushed_offset:
+                started_ns = time.perf_counter_ns()
                 for mapped in self.files.files_between(self.flushed_offset, target):
                     mapped.flush()
                 self.flushed_offset = target
+                self.flush_latency.observe_ns(time.perf_counter_ns() - started_ns)
             return self.flushed_offset
 
     def truncate(self, offset: int) -> int:

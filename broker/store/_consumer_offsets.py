@@ -8,6 +8,7 @@ calls it every ``offset_persist_interval_ms`` and at shutdown). Thread-safe.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -49,6 +50,7 @@ class ConsumerOffsetManager:
         self._lock = threading.Lock()
         self._persist_lock = threading.Lock()  # one writer at a time, in snapshot order
         self._dirty = False
+        self._commit_ms: dict[tuple[str, str, int], int] = {}  # in memory: since this start
 
     def load(self) -> None:
         value = read_json(self.path)
@@ -76,7 +78,13 @@ class ConsumerOffsetManager:
             )
         with self._lock:
             self._table.setdefault((topic, group), {})[queue_id] = offset
+            self._commit_ms[(group, topic, queue_id)] = time.time_ns() // 1_000_000
             self._dirty = True
+
+    def last_commit_ms(self, group: str, topic: str, queue_id: int) -> int:
+        """Wall-clock ms of the group's last commit on the queue since the broker started,
+        -1 when none (not persisted: for metrics)."""
+        return self._commit_ms.get((group, topic, queue_id), -1)
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when the group never committed one for the queue."""
@@ -103,6 +111,8 @@ class ConsumerOffsetManager:
             doomed = [k for k in self._table if k[1] == group and topic in (None, k[0])]
             for key in doomed:
                 del self._table[key]
+            for stamp in [k for k in self._commit_ms if k[0] == group and topic in (None, k[1])]:
+                del self._commit_ms[stamp]
             if doomed:
                 self._dirty = True
             return len(doomed)

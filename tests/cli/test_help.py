@@ -65,7 +65,7 @@ def test_should_give_every_option_help_text_with_its_default(name: str) -> None:
 def test_should_show_examples_and_the_logging_options(name: str) -> None:
     top = parser_of(name)
     flags = {flag for action in top._actions for flag in action.option_strings}
-    assert {"--log-level", "-v"} <= flags
+    assert {"--log-level", "-v", "--log-format"} <= flags
     for prog, parser in _leaves(name):
         assert parser.epilog and "examples:" in parser.epilog, f"{prog}: no examples"
         for line in parser.epilog.splitlines()[1:]:

@@ -2,8 +2,9 @@
 
 A consumer writes one line per event to its file with ``os.write`` (so a SIGKILL loses nothing
 it wrote): ``S <wall_ns>`` before ``start``, ``A <wall_ns> <queues>`` at each assignment change
-(queues as ``broker:id``, comma-separated), ``M <broker:id:offset> ...`` per ``poll``, written
-before the next ``poll`` commits them, and ``E <wall_ns>`` after a clean shutdown (SIGTERM).
+(queues as ``broker:id``, comma-separated), ``M <wall_ns> <broker:id:offset> ...`` per ``poll``,
+written before the next ``poll`` commits them, and ``E <wall_ns>`` after a clean shutdown
+(SIGTERM).
 A producer sends its share in batches round robin over the queues and writes ``D <count>``.
 """
 
@@ -56,11 +57,8 @@ def run_consumer(endpoints: str, group: str, topic: str, instance: str, path: st
         while not stop.is_set():
             messages = consumer.poll(100)
             if messages:
-                _line(
-                    fd,
-                    "M "
-                    + " ".join(f"{m.broker_name}:{m.queue_id}:{m.queue_offset}" for m in messages),
-                )
+                keys = " ".join(f"{m.broker_name}:{m.queue_id}:{m.queue_offset}" for m in messages)
+                _line(fd, f"M {time.time_ns()} {keys}")
     finally:
         consumer.shutdown()
         _line(fd, f"E {time.time_ns()}")

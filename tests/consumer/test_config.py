@@ -44,7 +44,7 @@ def test_should_have_rocketmq_defaults() -> None:
 def test_should_have_aeromq_defaults_for_what_rocketmq_lacks() -> None:
     config = LitePullConsumerConfig(consumer_group="g")
     assert config.max_poll_records == 500
-    assert config.takeover_delay_ms == 300
+    assert config.release_timeout_ms == 1000
     assert config.transport == "auto"
     assert config.control_timeout_ms == 3000
     assert config.offer_timeout_ms == 1000

@@ -105,6 +105,32 @@ def test_should_forget_a_removed_queue(broker: InMemoryBroker, queues: list[Mess
     assert broker.committed_offset(GROUP, Q0) == -1
 
 
+def test_should_send_the_last_commit_with_the_release_in_one_call(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    for queue in queues:
+        assert broker.acquire_queue(GROUP, queue, "me", False).granted
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    store.update_offset(Q0, 12)
+    store.release(Q0, "me")
+    store.release(Q1, "me")  # nothing committed: a release only
+    assert broker.calls["release_queue"] == 2 and broker.calls["update_offset"] == 0
+    assert broker.committed_offset(GROUP, Q0) == 12 and not store.is_dirty(Q0)
+    assert broker.committed_offset(GROUP, Q1) == -1
+    assert [broker.queue_holder(GROUP, q) for q in queues] == ["", ""]
+
+
+def test_should_keep_a_commit_dirty_when_its_release_fails(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    store = RemoteBrokerOffsetStore(broker, GROUP)
+    store.update_offset(Q0, 5)
+    broker.fail_next("release_queue", BrokerUnavailableError("down"))
+    with pytest.raises(BrokerUnavailableError):
+        store.release(Q0, "me")
+    assert store.is_dirty(Q0) and broker.committed_offset(GROUP, Q0) == -1
+
+
 def test_should_write_and_load_the_local_file(shm_dir: Path) -> None:
     store = LocalFileOffsetStore(shm_dir, "127.0.0.1@DEFAULT", GROUP)
     assert store.path == shm_dir / "127.0.0.1@DEFAULT" / GROUP / "offsets.json"

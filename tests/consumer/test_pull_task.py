@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -13,8 +14,10 @@ from aeromq.client import (
     MessageQueue,
     build_subscription_data,
 )
+from aeromq.consumer._broker_api import QueueGrant
 from aeromq.consumer.consume_request_cache import ConsumeRequest
 from aeromq.consumer.process_queue import ProcessQueue
+from aeromq.consumer.pull_task import RELEASE_POLL_MS
 from aeromq.consumer.testing import InMemoryBroker
 from tests.consumer._lite import TOPIC, Harness
 
@@ -421,21 +424,65 @@ def test_should_cancel_tasks_of_one_topic_or_those_not_retained(broker: InMemory
     assert len(harness.tasks) == 0
 
 
-def test_should_read_the_committed_offset_of_a_taken_over_queue_before_its_first_pull(
+def test_should_start_a_taken_over_queue_at_the_committed_offset_its_grant_carries(
     broker: InMemoryBroker, queue: MessageQueue
 ) -> None:
     broker.send_many(queue, [b"m"] * 8)
     harness = Harness(broker)
-    harness.context.read_committed = lambda q: 5
+    harness.context.acquire = lambda q, force: QueueGrant("", 5)
     state = harness.assigned.add(queue, pull_offset=2)
-    state.recheck_committed = True
+    state.take_over = True
     task = harness.task(queue)
     task.run()
     assert broker.pull_log == [] and len(harness.executed) == 1
     harness.run_executed()
-    assert state.pull_offset == 5 and not state.recheck_committed
+    assert state.pull_offset == 5 and not state.take_over
     harness.scheduler.run_next()
     assert broker.pull_log == [(queue, 5)]
+
+
+def test_should_ask_again_soon_while_the_previous_holder_has_not_released_the_queue(
+    broker: InMemoryBroker, queue: MessageQueue
+) -> None:
+    broker.send_many(queue, [b"m"] * 8)
+    harness = Harness(broker)
+    answers = [QueueGrant("10.0.0.2@old"), QueueGrant("10.0.0.2@old"), QueueGrant("", 6)]
+    asked: list[bool] = []
+    harness.context.acquire = lambda q, force: (asked.append(force), answers.pop(0))[1]
+    state = harness.assigned.add(queue, pull_offset=2)
+    state.take_over = True
+    task = harness.task(queue)
+    task.run()
+    for _ in range(2):
+        harness.run_executed()
+        assert harness.scheduler.delays() == [RELEASE_POLL_MS] and broker.pull_log == []
+        harness.scheduler.run_next()
+    harness.run_executed()
+    assert asked == [False, False, False] and harness.counters.release_waits == 2
+    harness.scheduler.run_next()
+    assert broker.pull_log == [(queue, 6)] and not state.take_over
+
+
+def test_should_force_the_take_over_once_the_release_timeout_passed(
+    broker: InMemoryBroker, queue: MessageQueue
+) -> None:
+    harness = Harness(broker, release_timeout_ms=30)
+    asked: list[bool] = []
+
+    def acquire(q: MessageQueue, force: bool) -> QueueGrant:
+        asked.append(force)
+        return QueueGrant("" if force else "10.0.0.2@silent", 3 if force else -1)
+
+    harness.context.acquire = acquire
+    state = harness.assigned.add(queue, pull_offset=0)
+    state.take_over = True
+    harness.task(queue).run()
+    harness.run_executed()
+    time.sleep(0.05)  # past the 30 ms release timeout (no upper bound: load only delays it)
+    harness.scheduler.run_next()
+    harness.run_executed()
+    assert asked == [False, True]
+    assert state.pull_offset == 3 and not state.take_over
 
 
 def test_should_let_a_seek_win_over_the_committed_offset_of_a_taken_over_queue(
@@ -443,10 +490,10 @@ def test_should_let_a_seek_win_over_the_committed_offset_of_a_taken_over_queue(
 ) -> None:
     broker.send_many(queue, [b"m"] * 8)
     harness = Harness(broker)
-    harness.context.read_committed = lambda q: 5
+    harness.context.acquire = lambda q, force: QueueGrant("", 5)
     state = harness.assigned.add(queue, pull_offset=2)
-    state.recheck_committed = True
+    state.take_over = True
     harness.assigned.seek(queue, 1)
     harness.task(queue).run()
     assert broker.pull_log == [(queue, 1)]
-    assert harness.executed == [] and not state.recheck_committed
+    assert harness.executed == [] and not state.take_over

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from aeromq.client import (
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer
+from aeromq.proto import consumer_group_pb2
 from tests.consumer._broker_process import ServerProcess, client, create_topic, start_broker
 from tests.consumer._lite import poll_until, wait_for
 
@@ -238,48 +240,67 @@ def _gaps(
     return first_new - last_old, len(old_offsets & new_offsets)
 
 
-def test_should_hand_moved_queues_over_and_report_the_gap_per_queue(
+HAND_OVER_CYCLES = 4
+HAND_OVER_TARGET_MS = 200
+HAND_OVER_MARGIN = 1.5
+HAND_OVER_CEILING_MS = 1500
+"""The 200 ms target is checked on the median gap of the joins' moved queues and, apart, of the
+leaves' (a mixed median would hide a slow join behind fast leaves), with a 1.5x margin for a
+loaded 2-core CI machine: on the shared 2-core machine this was written on, at load average
+15-28 (several test suites at once), the per-kind medians were 33-230 ms, against 40-50 ms near
+idle; the previous design's fixed 300 ms wait gave 345 ms join gaps, which this still fails.
+Single gaps only have to stay under 1.5 s: isolated stalls of 0.5-0.8 s under that load were
+scheduling (all consumers and the sender share this test process), not the hand-over, which
+the broker grants 5-15 ms after the membership push."""
+
+
+def delivering(deliveries: Deliveries, name: str, queue_ids: list[int], after: float) -> bool:
+    """Whether ``name`` delivers from each of ``queue_ids`` after ``after`` within 15 s."""
+
+    def delivered() -> bool:
+        with deliveries.lock:
+            seen = {q for n, q, _, t in deliveries.records if t > after and n == name}
+        return seen >= set(queue_ids)
+
+    return wait_for(delivered, 15)
+
+
+def test_should_hand_moved_queues_over_within_200_ms_and_report_the_gap_per_queue(
     real_broker: ServerProcess, producer: Producer, record_property: Any
 ) -> None:
     topic = new_topic(real_broker)
     group = f"handover{next(_names)}"
     first = make(real_broker, group, instance_name="first")
-    second = make(real_broker, group, instance_name="second")
     all_queues = set(queues_of(real_broker, topic, 4))
     deliveries = Deliveries()
     sent: list[tuple[int, int]] = []
     stop_sending, stop_polling = threading.Event(), threading.Event()
     pollers: list[threading.Thread] = []
-    for consumer in (first, second):
-        consumer.subscribe(topic)
+    first.subscribe(topic)
     first.start()
     pollers.append(poll_loop(first, "first", deliveries, stop_polling))
     sender = send_loop(producer, list(queues_of(real_broker, topic, 4)), sent, stop_sending)
-    report: list[str] = []
+    cycles: list[tuple[str, list[int], float, float]] = []  # (name, moved, joined, left)
+    seconds: list[DefaultLitePullConsumer] = []
     try:
         assert wait_for(lambda: len(sent) >= 200, 30)
-        joined = time.monotonic()
-        second.start()
-        pollers.append(poll_loop(second, "second", deliveries, stop_polling))
-        moved = sorted(q.queue_id for q in second.assignment())
-        assert moved and first.assignment() | second.assignment() == all_queues
-        assert wait_for(
-            lambda: (
-                {q for n, q, _, t in deliveries.records if t > joined and n == "second"}
-                >= set(moved)
-            ),
-            15,
-        )
-        time.sleep(0.5)  # steady state
-        left = time.monotonic()
-        second.shutdown()
-        assert wait_for(lambda: first.assignment() == all_queues, 10)
-        assert wait_for(
-            lambda: (
-                {q for n, q, _, t in deliveries.records if t > left and n == "first"} >= set(moved)
-            ),
-            15,
-        )
+        for cycle in range(HAND_OVER_CYCLES):
+            name = f"second{cycle}"
+            second = make(real_broker, group, instance_name=name)
+            seconds.append(second)
+            second.subscribe(topic)
+            joined = time.monotonic()
+            second.start()
+            pollers.append(poll_loop(second, name, deliveries, stop_polling))
+            moved = sorted(q.queue_id for q in second.assignment())
+            assert moved and first.assignment() | second.assignment() == all_queues
+            assert delivering(deliveries, name, moved, joined)
+            time.sleep(0.3)  # steady state
+            left = time.monotonic()
+            second.shutdown()
+            assert wait_for(lambda: first.assignment() == all_queues, 10)
+            assert delivering(deliveries, "first", moved, left)
+            cycles.append((name, moved, joined, left))
         stop_sending.set()
         sender.join(30)
         assert wait_for(lambda: set(sent) <= deliveries.keys(), 30)
@@ -288,24 +309,78 @@ def test_should_hand_moved_queues_over_and_report_the_gap_per_queue(
         stop_polling.set()
         for thread in pollers:
             thread.join(10)
-        second.shutdown()
+        for second in seconds:
+            second.shutdown()
         first.shutdown()
     records = list(deliveries.records)
-    leave_duplicates = 0
-    for queue_id in moved:
-        join_gap_s, join_dupes = _gaps(records, queue_id, "first", "second", joined)
-        leave_gap_s, leave_dupes = _gaps(records, queue_id, "second", "first", left)
-        leave_duplicates += leave_dupes
-        report.append(
-            f"queue {queue_id}: join gap {join_gap_s * 1000:.0f} ms ({join_dupes} duplicates), "
-            f"clean-leave gap {leave_gap_s * 1000:.0f} ms ({leave_dupes} duplicates)"
-        )
-        record_property(f"queue{queue_id}_join_gap_ms", round(join_gap_s * 1000))
-        record_property(f"queue{queue_id}_leave_gap_ms", round(leave_gap_s * 1000))
-        assert leave_gap_s < 10 and join_gap_s < 10, report[-1]
-    print("\nhand-over per moved queue (target: under 200 ms):\n" + "\n".join(report))
+    report: list[str] = []
+    join_ms: list[float] = []
+    leave_ms: list[float] = []
+    duplicates = 0
+    for name, moved, joined, left in cycles:
+        for queue_id in moved:
+            join_gap_s, join_dupes = _gaps(records, queue_id, "first", name, joined)
+            leave_gap_s, leave_dupes = _gaps(records, queue_id, name, "first", left)
+            duplicates += join_dupes + leave_dupes
+            join_ms.append(join_gap_s * 1000)
+            leave_ms.append(leave_gap_s * 1000)
+            report.append(
+                f"{name} queue {queue_id}: join gap {join_gap_s * 1000:.0f} ms "
+                f"({join_dupes} duplicates), clean-leave gap {leave_gap_s * 1000:.0f} ms "
+                f"({leave_dupes} duplicates)"
+            )
+            record_property(f"{name}_queue{queue_id}_join_gap_ms", round(join_gap_s * 1000))
+            record_property(f"{name}_queue{queue_id}_leave_gap_ms", round(leave_gap_s * 1000))
+    medians_ms = (statistics.median(join_ms), statistics.median(leave_ms))
+    print(
+        f"\nhand-over per moved queue (target: under {HAND_OVER_TARGET_MS} ms; median join gap "
+        f"{medians_ms[0]:.0f} ms, leave gap {medians_ms[1]:.0f} ms, max "
+        f"{max(join_ms + leave_ms):.0f} ms):\n" + "\n".join(report)
+    )
     assert set(sent) <= {(q, o) for _, q, o, _ in records}
-    assert leave_duplicates == 0, report
+    assert duplicates == 0, report
+    assert max(medians_ms) < HAND_OVER_TARGET_MS * HAND_OVER_MARGIN, report
+    assert max(join_ms + leave_ms) < HAND_OVER_CEILING_MS, report
+
+
+def test_should_force_the_take_over_from_a_live_holder_that_never_releases(
+    real_broker: ServerProcess, producer: Producer
+) -> None:
+    topic = new_topic(real_broker)
+    group = f"ghost{next(_names)}"
+    queues = queues_of(real_broker, topic, 4)
+    with client(real_broker) as grpc:
+        ghost = consumer_group_pb2.HeartbeatRequest(
+            client_id="10.0.0.9@ghost",
+            consumers=[
+                consumer_group_pb2.ConsumerData(
+                    consumer_group=group,
+                    subscriptions=[consumer_group_pb2.SubscriptionData(topic=topic)],
+                )
+            ],
+        )
+        grpc.send_heartbeat(ghost)  # a live member that holds every queue and never lets go
+        for queue in queues:
+            assert grpc.acquire_queue(group, topic, queue.queue_id, ghost.client_id) == (-1, "")
+        consumer = make(real_broker, group, instance_name="patient", release_timeout_ms=300)
+        consumer.subscribe(topic)
+        started = time.monotonic()
+        consumer.start()
+        try:
+            owned = sorted(consumer.assignment(), key=MessageQueue.order_key)
+            assert len(owned) == 2  # the ghost's share of the allocation stays the ghost's
+            for queue in owned:
+                producer.send(Message(topic, b"after"), queue=queue)
+            got = poll_until(consumer, 2, 15)
+            waited_s = time.monotonic() - started
+            holders = [
+                grpc.acquire_queue(group, topic, q.queue_id, "10.0.0.8@probe") for q in owned
+            ]
+        finally:
+            consumer.shutdown()
+    assert sorted(m.queue_id for m in got) == [q.queue_id for q in owned]
+    assert waited_s >= 0.3  # nothing pulled before the release timeout (no upper bound: load)
+    assert holders == [(-1, consumer.client_id)] * 2
 
 
 # -- point 2: SQL92 selectors through the broker -----------------------------------------------

@@ -6,10 +6,11 @@ from typing import Any
 import pytest
 
 from aeromq.client import BrokerUnavailableError, MessageQueue, build_subscription_data
-from aeromq.consumer._broker_api import ConsumerHeartbeat
+from aeromq.consumer._broker_api import ConsumerHeartbeat, QueueGrant
 from aeromq.consumer.allocate import AllocateMessageQueueAveragely
 from aeromq.consumer.config import ConsumeFromWhere, MessageModel
 from aeromq.consumer.offset_store import RemoteBrokerOffsetStore
+from aeromq.consumer.pull_task import RELEASE_POLL_MS
 from aeromq.consumer.rebalance import RebalanceService
 from aeromq.consumer.testing import InMemoryBroker
 from tests.consumer._lite import GROUP, TOPIC, Harness, wait_for
@@ -49,13 +50,19 @@ class Rebalancing:
         )
         self.service.subscriptions[TOPIC] = build_subscription_data(TOPIC, "*")
         self.harness.start_offset = self.service.compute_pull_from_where
+        self.harness.context.acquire = lambda queue, force: broker.acquire_queue(
+            GROUP, queue, ME, force
+        )
 
-    def start_tasks(self) -> None:
-        """Run each scheduled first step, then the start offsets they asked for."""
+    def start_tasks(self, rounds: int = 2) -> None:
+        """``rounds`` times: run each scheduled step, then the work they asked for on the
+        executor (a take-over's ask of the broker, a start offset): a queue granted at once
+        is pulled in the second round."""
         scheduler = self.harness.scheduler
-        for _ in range(len(scheduler.pending)):
-            scheduler.run_next()
-        self.harness.run_executed()
+        for _ in range(rounds):
+            for _ in range(len(scheduler.pending)):
+                scheduler.run_next()
+            self.harness.run_executed()
 
     def owned(self) -> list[int]:
         return sorted(q.queue_id for q in self.harness.assigned.queues())
@@ -209,52 +216,78 @@ def test_should_retry_a_start_offset_the_broker_cannot_give(
     assert rebalancing.owned() == [0, 1, 2, 3]
 
 
-def test_should_delay_taking_over_queues_while_the_group_has_other_members(
+def test_should_start_every_new_queue_at_once_and_take_it_over_from_the_broker(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
     join(broker, ME)
-    alone = Rebalancing(broker, takeover_delay_ms=300)
-    alone.service.do_rebalance()
-    assert alone.harness.scheduler.delays() == [0, 0, 0, 0]
     join(broker, OTHER)
-    shared = Rebalancing(broker, takeover_delay_ms=300)
-    shared.service.do_rebalance()
-    assert shared.harness.scheduler.delays() == [300, 300]
+    rebalancing = Rebalancing(broker, release_timeout_ms=60_000)
+    rebalancing.service.do_rebalance()
+    assert rebalancing.harness.scheduler.delays() == [0, 0]  # no fixed take-over delay
+    states = [rebalancing.harness.assigned.state(q) for q in queues[:2]]
+    assert all(state is not None and state.take_over for state in states)
+    rebalancing.start_tasks()
+    assert [broker.queue_holder(GROUP, q) for q in queues] == [ME, ME, "", ""]
+    assert sorted(q.queue_id for q, _ in broker.pull_log) == [0, 1]
 
 
-def test_should_take_over_at_once_after_a_leave_and_after_a_join_reread_the_committed_offset(
+def test_should_take_over_at_the_committed_offset_once_the_live_holder_released(
+    broker: InMemoryBroker, queues: list[MessageQueue]
+) -> None:
+    broker.send_many(queues[1], [b"m"] * 9)
+    join(broker, OTHER)
+    assert broker.acquire_queue(GROUP, queues[1], OTHER, False).granted
+    broker.update_offset(GROUP, queues[1], 2)  # its last periodic persist
+    join(broker, ME)
+    rebalancing = Rebalancing(broker, release_timeout_ms=60_000)
+    rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [0, 1]
+    rebalancing.start_tasks()  # queue 1 refused: OTHER still holds it
+    assert [q.queue_id for q, _ in broker.pull_log] == [0]
+    assert rebalancing.harness.scheduler.delays()[-1] == RELEASE_POLL_MS
+    broker.release_queue(GROUP, queues[1], OTHER, 5)  # OTHER dropped it: commit and release
+    rebalancing.start_tasks()  # asked again: granted with the release's commit
+    assert broker.pull_log[-1] == (queues[1], 5)
+    assert broker.queue_holder(GROUP, queues[1]) == ME
+
+
+def test_should_take_over_at_once_from_a_holder_that_left(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
     broker.send_many(queues[3], [b"m"] * 9)
     join(broker, ME)
     join(broker, OTHER)
-    rebalancing = Rebalancing(broker, takeover_delay_ms=300)
+    assert broker.acquire_queue(GROUP, queues[3], OTHER, False).granted
+    rebalancing = Rebalancing(broker, release_timeout_ms=60_000)
     rebalancing.service.do_rebalance()
     assert rebalancing.owned() == [0, 1]
-    broker.unregister(OTHER, GROUP)
     broker.update_offset(GROUP, queues[3], 7)  # the leaver persisted before it left
+    broker.unregister(OTHER, GROUP)
     rebalancing.service.do_rebalance()
     assert rebalancing.owned() == [0, 1, 2, 3]
-    assert rebalancing.harness.scheduler.delays()[-2:] == [0, 0]
-    state = rebalancing.harness.assigned.state(queues[3])
-    assert state is not None and state.pull_offset == 7 and not state.recheck_committed
+    rebalancing.start_tasks()
+    assert (queues[3], 7) in broker.pull_log
+    assert rebalancing.harness.counters.release_waits == 0  # granted at the first ask
 
 
-def test_should_read_the_committed_offset_again_after_the_takeover_delay_of_a_join(
+def test_should_commit_and_release_a_queue_the_rebalance_takes_away(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
-    broker.send_many(queues[1], [b"m"] * 9)
-    broker.update_offset(GROUP, queues[1], 2)
-    join(broker, OTHER)
+    broker.send_many(queues[3], [b"m"] * 9)
     join(broker, ME)
-    rebalancing = Rebalancing(broker, takeover_delay_ms=300)
-    rebalancing.harness.context.read_committed = rebalancing.service.read_committed
+    rebalancing = Rebalancing(broker)
     rebalancing.service.do_rebalance()
-    state = rebalancing.harness.assigned.state(queues[1])
-    assert state is not None and state.pull_offset == 2 and state.recheck_committed
-    broker.update_offset(GROUP, queues[1], 5)  # the previous owner lets go
     rebalancing.start_tasks()
-    assert state.pull_offset == 5 and not state.recheck_committed
+    assert broker.queue_holder(GROUP, queues[3]) == ME
+    state = rebalancing.harness.assigned.state(queues[3])
+    assert state is not None
+    state.consume_offset = 4  # poll returned offsets 0-3
+    join(broker, OTHER)
+    rebalancing.service.do_rebalance()
+    assert rebalancing.owned() == [0, 1]
+    assert broker.queue_holder(GROUP, queues[3]) == ""
+    assert broker.committed_offset(GROUP, queues[3]) == 4
+    assert broker.acquire_queue(GROUP, queues[3], OTHER, False) == QueueGrant("", 4)
 
 
 def test_should_give_every_queue_to_every_broadcasting_consumer(
@@ -318,27 +351,3 @@ def test_should_retry_soon_after_an_unbalanced_run(broker: InMemoryBroker) -> No
         assert not wait_for(lambda: service.runs > runs, 0.2)
     finally:
         service.shutdown()
-
-
-def test_should_delay_a_queue_a_leave_shifts_from_a_live_member_and_not_the_leavers(
-    broker: InMemoryBroker, queues: list[MessageQueue]
-) -> None:
-    first, last = "10.0.0.0@first", "10.0.0.3@last"
-    for member in (first, ME, OTHER, last):
-        join(broker, member)
-    rebalancing = Rebalancing(broker, takeover_delay_ms=300)
-    rebalancing.service.do_rebalance()
-    assert rebalancing.owned() == [1]
-    broker.unregister(last, GROUP)  # three left: first 0-1, me 2, other 3
-    rebalancing.service.do_rebalance()
-    assert rebalancing.owned() == [2]
-    moved = rebalancing.harness.assigned.state(queues[2])
-    assert moved is not None and moved.recheck_committed  # other (live) held it
-    assert rebalancing.harness.scheduler.delays()[-1] == 300
-    broker.unregister(first, GROUP)  # two left: me 0-1, other 2-3
-    rebalancing.service.do_rebalance()
-    assert rebalancing.owned() == [0, 1]
-    for queue in queues[:2]:  # first, who left, held both: taken at once
-        state = rebalancing.harness.assigned.state(queue)
-        assert state is not None and not state.recheck_committed
-    assert rebalancing.harness.scheduler.delays()[-2:] == [0, 0]

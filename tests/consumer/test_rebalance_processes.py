@@ -3,13 +3,17 @@ queues; two producers send 200,000 messages while a group of consumers changes: 
 fourth joins, one leaves cleanly (SIGTERM), one is SIGKILLed. Every stored message is consumed
 at least once; duplicates are counted and must all involve the killed consumer; queues are
 reassigned within a second of a join or a clean leave, and within the brokers' heartbeat
-timeout of a kill (the broken membership stream tells the broker at once)."""
+timeout of a kill (the broken membership stream tells the broker at once). Every queue moved by
+the join or the clean leave is reported with its hand-over against the 200 ms target: no offset
+polled by both owners, and delivery resumed soon (bounds for a loaded machine: see
+``HAND_OVER_MEDIAN_BOUND_MS``)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
+import statistics
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -34,6 +38,16 @@ GROUP = "rebalance-group"
 MESSAGES_PER_PRODUCER = 100_000
 QUEUES_PER_BROKER = 6
 HEARTBEAT_TIMEOUT_MS = 3000
+HAND_OVER_TARGET_MS = 200
+HAND_OVER_MEDIAN_BOUND_MS = 1000
+HAND_OVER_CEILING_MS = 2000
+"""The 200 ms target itself is checked by the lighter hand-over test against one broker
+(``test_real_broker_guarantees.py``: median under 200 ms). Here nine processes and a 200,000
+message backlog share two cores, so the moves are reported against the target and bounded 5x
+looser (median under 1 s, each under 2 s): enough to catch a hand-over that waits on a fixed
+delay or a chain of them (the issue saw 1 s, and 2.6-3.4 s chained), not the machine's load.
+On the shared machine this was written on, at load average 22-31, three runs gave medians of
+107, 171 and 824 ms (max 155, 233 and 1105 ms); 0 duplicates in all."""
 
 
 @dataclass
@@ -48,6 +62,10 @@ class ConsumerLog:
     assignment: frozenset[str] = frozenset()
     assigned_ns: int = 0
     consumed: list[str] = field(default_factory=list)
+    polled: defaultdict[str, list[tuple[int, int]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    """Queue (``broker:id``) -> (wall ns of the poll, offset) of each message polled."""
 
     def refresh(self) -> None:
         if not self.path.exists():
@@ -62,7 +80,11 @@ class ConsumerLog:
         for raw in lines:
             kind, _, rest = raw.decode().partition(" ")
             if kind == "M":
-                self.consumed.extend(rest.split())
+                stamp, *keys = rest.split()
+                self.consumed.extend(keys)
+                for key in keys:
+                    queue, _, offset = key.rpartition(":")
+                    self.polled[queue].append((int(stamp), int(offset)))
             elif kind == "A":
                 stamp, _, queues = rest.partition(" ")
                 self.assigned_ns = int(stamp)
@@ -82,6 +104,55 @@ def balanced_at(logs: list[ConsumerLog], all_queues: set[str]) -> int | None:
     if union != all_queues or sum(sizes) != len(all_queues) or max(sizes) - min(sizes) > 1:
         return None
     return max(log.assigned_ns for log in logs)
+
+
+@dataclass(frozen=True)
+class HandOver:
+    """One moved queue: ``resumed_ms`` from the move to its new owner's first poll of it, the
+    move being the group change the test makes (a join: just before the new consumer's
+    ``start()``, so its connecting counts; a clean leave: the SIGTERM that starts the leaver's
+    shutdown); ``gap_ms`` from its old owner's last poll of it to that first poll; the offsets
+    both owners polled after the move."""
+
+    queue: str
+    old: str
+    new: str
+    gap_ms: float
+    resumed_ms: float
+    duplicates: int
+
+
+def hand_overs(
+    logs: dict[str, ConsumerLog],
+    before: dict[str, frozenset[str]],
+    after: dict[str, frozenset[str]],
+    moved_ns: int,
+) -> list[HandOver]:
+    """Every queue that changed owner between the assignments ``before`` and ``after`` (by
+    consumer name; an owner missing from ``after`` left), measured after ``moved_ns``."""
+    owner_before = {queue: name for name, queues in before.items() for queue in queues}
+    owner_after = {queue: name for name, queues in after.items() for queue in queues}
+    found = []
+    for queue, new in sorted(owner_after.items()):
+        old = owner_before.get(queue)
+        if old is None or old == new:
+            continue
+        new_polls = [(t, o) for t, o in logs[new].polled[queue] if t > moved_ns]
+        first_new_ns = min(t for t, _ in new_polls)
+        old_polls = logs[old].polled[queue]
+        last_old_ns = max((t for t, _ in old_polls if t <= first_new_ns), default=moved_ns)
+        old_offsets = {o for t, o in old_polls if t > moved_ns}
+        found.append(
+            HandOver(
+                queue,
+                old,
+                new,
+                (first_new_ns - last_old_ns) / 1e6,
+                (first_new_ns - moved_ns) / 1e6,
+                len(old_offsets & {o for _, o in new_polls}),
+            )
+        )
+    return found
 
 
 def wait_until(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
@@ -165,15 +236,22 @@ def test_should_consume_every_message_through_joins_leaves_and_a_kill(tmp_path: 
             return sum(len(log.consumed) for log in logs.values())
 
         wait_until(lambda: consumed() >= 20_000, 60, "20,000 messages consumed")
+
+        def assignments(*names: str) -> dict[str, frozenset[str]]:
+            return {name: logs[name].assignment for name in names}
+
+        before_join = assignments("c1", "c2", "c3")
         start_consumer("c4")
         join_ns = balanced("c1", "c2", "c3", "c4") - wait_until(
             lambda: (logs["c4"].refresh(), logs["c4"].started_ns)[1], 30, "c4 started"
         )
 
+        after_join = assignments("c1", "c2", "c3", "c4")
         wait_until(lambda: consumed() >= 60_000, 60, "60,000 messages consumed")
         left_ns = time.time_ns()
         processes["c1"].terminate()
         leave_ns = balanced("c2", "c3", "c4") - left_ns
+        after_leave = assignments("c2", "c3", "c4")
         processes["c1"].join(20)
         assert processes["c1"].exitcode == 0
 
@@ -221,11 +299,30 @@ def test_should_consume_every_message_through_joins_leaves_and_a_kill(tmp_path: 
             f"distinct={len(counts)} duplicates={len(duplicates)} "
             f"around_kill={len(around_kill)}"
         )
+        moves = [
+            ("join", hand_overs(logs, before_join, after_join, logs["c4"].started_ns)),
+            ("leave", hand_overs(logs, after_join, after_leave, left_ns)),
+        ]
+        resumed_ms = [move.resumed_ms for _, found in moves for move in found]
+        print(
+            f"hand-over per moved queue (target: delivery resumed under {HAND_OVER_TARGET_MS} "
+            f"ms; median {statistics.median(resumed_ms):.0f} ms, max {max(resumed_ms):.0f} ms):\n"
+            + "\n".join(
+                f"{kind} {m.queue} {m.old}->{m.new}: resumed {m.resumed_ms:.0f} ms after the "
+                f"move, gap {m.gap_ms:.0f} ms since the last poll, {m.duplicates} duplicates"
+                for kind, found in moves
+                for m in found
+            )
+        )
         elsewhere: Counter[tuple[str, tuple[str, ...]]] = Counter(
             (key.rsplit(":", 1)[0], tuple(sorted(consumers_of[key])))
             for key in duplicates - around_kill
         )
         assert duplicates == around_kill, f"duplicates without the killed consumer: {elsewhere}"
+        assert all(len(found) >= 1 for _, found in moves), moves
+        assert all(m.duplicates == 0 for _, found in moves for m in found), moves
+        assert statistics.median(resumed_ms) < HAND_OVER_MEDIAN_BOUND_MS, moves
+        assert max(resumed_ms) < HAND_OVER_CEILING_MS, moves
         assert join_ns < 1e9
         assert leave_ns < 1e9
         assert kill_ns < HEARTBEAT_TIMEOUT_MS * 1e6

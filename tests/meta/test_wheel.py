@@ -2,8 +2,8 @@
 
 The build runs on a copy of the repository in a temporary directory (the links in ``aeromq/``
 kept as links), so it leaves no ``build/`` in the checkout and takes nothing stale from one. The
-wheel must hold one top-level package, ``aeromq``, with every module, stub, ``py.typed`` marker
-and ``.proto`` file of the checkout's ``aeromq/``, the built ``_atomic`` extension and the
+wheel must hold one top-level package, ``aeromq``, with every module, stub, ``py.typed`` marker,
+``.proto`` file and web console static file of the checkout's ``aeromq/``, the built ``_atomic`` extension and the
 LICENSE, and nothing of ``bench/`` or ``tests/``.
 
 The environment gets proto-plus first: its import name is ``proto``, a top-level name aeromq's
@@ -50,8 +50,8 @@ COPY_IGNORE = shutil.ignore_patterns(
     ".*_cache",
     ".hypothesis",
 )
-# The files of the package that the wheel must carry, by suffix.
-PACKAGE_SUFFIXES = (".py", ".pyi", ".proto", ".typed")
+# The files of the package that the wheel must carry, by suffix (the console's static files too).
+PACKAGE_SUFFIXES = (".py", ".pyi", ".proto", ".typed", ".js", ".css", ".LICENSE", ".md")
 OUTPUT_TAIL_CHARS = 6000
 
 

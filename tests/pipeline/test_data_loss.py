@@ -6,6 +6,7 @@ retention runs every 10 s, so the test waits for the queue's min offset to move.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,12 +65,16 @@ def _from_zero(spark: SparkSession, broker: ServerProcess, fail: bool) -> DataFr
 def test_should_fail_on_an_offset_below_the_min_offset(
     spark: SparkSession, lossy: tuple[ServerProcess, int, int]
 ) -> None:
-    broker, min_offset, _ = lossy
+    broker, min_offset, max_offset = lossy
     with pytest.raises(Exception, match="DataLossError") as caught:
         _from_zero(spark, broker, fail=True).count()
     text = str(caught.value)
-    assert "offset=0" in text and f"min_offset={min_offset}" in text
-    assert "failOnDataLoss=false" in text
+    assert "offset=0" in text and "failOnDataLoss=false" in text
+    reported = re.search(r"min_offset=(\d+)", text)
+    assert reported is not None, text
+    # the queue's min offset when the read was planned: retention may have removed more since
+    # the fixture looked (a pass still deleting files then, or the next pass)
+    assert min_offset <= int(reported.group(1)) < max_offset
 
 
 def test_should_read_on_from_the_min_offset_without_fail_on_data_loss(

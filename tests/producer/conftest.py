@@ -40,6 +40,7 @@ def start_broker(data_dir: Path, **overrides: Any) -> Broker:
     values: dict[str, Any] = {
         "data_dir": data_dir,
         "grpc_port": 0,
+        "rocketmq_port": 0,
         "ingress_udp_endpoint": "127.0.0.1:0",
         "commit_log_segment_bytes": 16 * MIB,
         "index_enabled": False,

@@ -44,9 +44,20 @@ def test_should_pin_the_generators_in_the_dev_extra() -> None:
 
 
 def test_should_have_generated_code_for_every_proto_file() -> None:
-    stems = {p.stem for p in generate.proto_files()}
-    assert stems == {"admin", "common", "consumer_group", "messages", "namesrv", "session"}
-    committed = {p.name for p in generate.generated_files(generate.REPO_ROOT)}
+    stems = {str(p.relative_to(generate.PROTO_DIR).with_suffix("")) for p in generate.proto_files()}
+    assert stems == {
+        "admin",
+        "common",
+        "consumer_group",
+        "messages",
+        "namesrv",
+        "session",
+        "apache/rocketmq/v2/admin",
+        "apache/rocketmq/v2/definition",
+        "apache/rocketmq/v2/service",
+    }
+    root = generate.REPO_ROOT / generate.PACKAGE_PATH
+    committed = {str(p.relative_to(root)) for p in generate.generated_files(generate.REPO_ROOT)}
     for stem in stems:
         for suffix in generate.GENERATED_SUFFIXES:
             assert f"{stem}{suffix}" in committed
@@ -61,8 +72,13 @@ def test_should_match_freshly_generated_code(tmp_path: Path) -> None:
             f"generator not the pinned one: installed={wrong} pinned={pins} "
             "(pip install -e '.[dev]' installs the pinned versions)"
         )
-    fresh = {p.name: p.read_bytes() for p in generate.generate(tmp_path)}
-    committed = {p.name: p.read_bytes() for p in generate.generated_files(generate.REPO_ROOT)}
+    fresh_root = tmp_path / generate.PACKAGE_PATH
+    committed_root = generate.REPO_ROOT / generate.PACKAGE_PATH
+    fresh = {str(p.relative_to(fresh_root)): p.read_bytes() for p in generate.generate(tmp_path)}
+    committed = {
+        str(p.relative_to(committed_root)): p.read_bytes()
+        for p in generate.generated_files(generate.REPO_ROOT)
+    }
     assert sorted(fresh) == sorted(committed), (
         "generated file set changed: python -m aeromq.proto.generate"
     )

@@ -11,6 +11,8 @@ Each subcommand builds its parser with :func:`command_parser`, so they all read 
 durations              a number with a unit: ``500ms``, ``5s``, ``2m``, ``250us``; a bare number is
                        milliseconds (:func:`parse_duration_ms`)
 ``--log-level``/``-v`` logging level (``-v`` INFO, ``-vv`` DEBUG); every command
+``--log-format``       ``text`` (default) or ``json``: one JSON object per log line on stderr
+                       (:class:`~transport.tools.log_format.JsonLogFormatter`); every command
 ``--json``             one JSON object per line instead of tables, on every command that prints
                        data (:func:`add_json`)
 =====================  ==========================================================================
@@ -29,8 +31,11 @@ import argparse
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
+
+from aeromq.transport.tools.log_format import LOG_FORMATS, TEXT_LOG_FORMAT, JsonLogFormatter
 
 __all__ = [
     "DEFAULT_ENDPOINTS",
@@ -104,7 +109,8 @@ def command_parser(
 
 
 def add_logging(parser: argparse.ArgumentParser, default: str = "WARNING") -> None:
-    """``--log-level LEVEL`` and ``-v`` (repeatable) on ``parser``."""
+    """``--log-level LEVEL``, ``-v`` (repeatable) and ``--log-format text|json`` on
+    ``parser``."""
     parser.add_argument(
         "--log-level",
         type=str.upper,
@@ -120,16 +126,29 @@ def add_logging(parser: argparse.ArgumentParser, default: str = "WARNING") -> No
         default=0,
         help="more logging: -v is INFO, -vv is DEBUG (wins over --log-level when lower)",
     )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="log lines as text, or as one JSON object each (ts, level, logger, message, ...)",
+    )
 
 
 def setup_logging(args: argparse.Namespace) -> None:
-    """Configure the root logger from ``--log-level`` and ``-v``."""
+    """Configure the root logger from ``--log-level``, ``-v`` and ``--log-format``: one
+    handler on stderr (the one logging setup of every command)."""
     level = getattr(logging, str(getattr(args, "log_level", "WARNING")))
     verbose = int(getattr(args, "verbose", 0) or 0)
     if verbose:
         level = min(level, logging.INFO if verbose == 1 else logging.DEBUG)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger().setLevel(level)
+    as_json = getattr(args, "log_format", "text") == "json"
+    formatter = JsonLogFormatter() if as_json else logging.Formatter(TEXT_LOG_FORMAT)
+    logging.basicConfig(level=level, format=TEXT_LOG_FORMAT)
+    root = logging.getLogger()
+    root.setLevel(level)
+    for handler in root.handlers:  # the stderr handler, not a test harness's capture
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stderr:
+            handler.setFormatter(formatter)
 
 
 def add_alias(

@@ -284,3 +284,67 @@ def test_should_end_streams_when_the_broker_stops(broker: RunningBroker) -> None
             while time.monotonic() - start < 15.0:
                 stream.poll(0.1)
         stream.close()
+
+
+# -- queue holders (hand-overs) ----------------------------------------------------------------
+
+
+def test_should_grant_a_held_queue_only_after_its_live_holder_released_it() -> None:
+    manager = ConsumerGroupManager(heartbeat_timeout_ms=1000, clock_ms=ManualClock())
+    manager.heartbeat(beat("old", "g"))
+    manager.heartbeat(beat("new", "g"))
+    assert manager.acquire_queue("g", "t", 0, "old") == ""
+    assert manager.acquire_queue("g", "t", 0, "old") == ""  # holding it already
+    assert manager.acquire_queue("g", "t", 0, "new") == "old"
+    assert manager.acquire_queue("g", "t", 1, "new") == ""  # another queue is free
+    assert not manager.release_queue("g", "t", 0, "new")  # not the holder: nothing changes
+    assert manager.queue_holder("g", "t", 0) == "old"
+    assert manager.release_queue("g", "t", 0, "old")
+    assert manager.acquire_queue("g", "t", 0, "new") == ""
+    assert manager.queue_holder("g", "t", 0) == "new"
+    assert manager.acquire_queue("other-group", "t", 0, "old") == ""  # groups are apart
+
+
+def test_should_pass_over_a_holder_that_left_expired_or_is_forced_out() -> None:
+    clock = ManualClock()
+    manager = ConsumerGroupManager(heartbeat_timeout_ms=1000, clock_ms=clock)
+    for client_id in ("a", "b", "c"):
+        manager.heartbeat(beat(client_id, "g"))
+    assert manager.acquire_queue("g", "t", 0, "a") == ""
+    manager.unregister("a")
+    assert manager.queue_holder("g", "t", 0) == ""  # leaving lets go of everything
+    assert manager.acquire_queue("g", "t", 0, "b") == ""
+    clock.now_ms += 600
+    manager.heartbeat(beat("c", "g"))
+    clock.now_ms += 600  # b silent for 1,200 ms: expired
+    assert manager.acquire_queue("g", "t", 0, "c") == "b"
+    assert manager.scan_expired() == ["b"]
+    assert manager.acquire_queue("g", "t", 0, "c") == ""
+    manager.heartbeat(beat("a", "g"))
+    assert manager.acquire_queue("g", "t", 0, "a") == "c"
+    assert manager.acquire_queue("g", "t", 0, "a", force=True) == ""
+    assert not manager.release_queue("g", "t", 0, "c")  # forced out: its release is a no-op
+    with pytest.raises(InvalidArgumentError):
+        manager.acquire_queue("g", "t", 0, "")
+
+
+def test_should_hand_a_queue_over_with_the_commit_of_its_release(client: GrpcClient) -> None:
+    client.create_topic("t", read_queue_nums=2, write_queue_nums=2)
+    for client_id in ("old", "new"):
+        client.send_heartbeat(beat(client_id, "g"))
+    assert client.acquire_queue("g", "t", 1, "old") == (-1, "")
+    client.update_offset("g", "t", 1, 5)  # a periodic persist: still held
+    assert client.acquire_queue("g", "t", 1, "new") == (-1, "old")
+    client.update_offset("g", "t", 1, 9, client_id="old", release=True)
+    assert client.acquire_queue("g", "t", 1, "new") == (9, "")
+    client.update_offset("g", "t", 1, -1, client_id="new", release=True)  # release only
+    assert client.query_offset("g", "t", 1) == 9
+    assert client.acquire_queue("g", "t", 1, "old") == (9, "")
+    client.unregister_client("old")
+    assert client.acquire_queue("g", "t", 1, "new") == (9, "")  # the holder left
+    with pytest.raises(IllegalArgumentError):
+        client.update_offset("g", "t", 1, 3, release=True)  # a release names its client
+    with pytest.raises(IllegalArgumentError):
+        client.update_offset("g", "t", 1, -1)  # -1 only releases
+    with pytest.raises(IllegalArgumentError):
+        client.acquire_queue("g", "t", 1, "")

@@ -34,6 +34,7 @@ def _config(data_dir: Path, **overrides: object) -> BrokerConfig:
     values: dict[str, object] = {
         "data_dir": data_dir,
         "grpc_port": 0,
+        "rocketmq_port": 0,
         "ingress_udp_endpoint": None,
         "commit_log_segment_bytes": 1 << 24,
         "index_enabled": False,

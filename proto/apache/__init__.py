@@ -1,0 +1,1 @@
+"""Schemas of Apache projects that aeromq speaks (see ``rocketmq/v2/README.md``)."""

@@ -1,0 +1,1 @@
+"""Apache RocketMQ's schemas."""

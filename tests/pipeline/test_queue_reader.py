@@ -1,0 +1,77 @@
+"""The connector's bulk reader of one queue range (``read_queue_range``) against a real broker
+process, without Spark: pulls in flight along the range, answers that end past their stride
+(whole stored batches) or short of it (the broker's byte cap), tag filtering."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from aeromq.broker.testing import ServerProcess
+from aeromq.client import Message, MessageQueue
+from aeromq.pipeline._queue_reader import read_queue_range
+from aeromq.producer import Producer
+from tests.consumer._broker_process import create_topic
+
+_QUEUE_ID = 1
+
+
+def _fill(
+    broker: ServerProcess, topic: str, batches: int, per_batch: int, body_length: int
+) -> None:
+    """``batches`` stored batches of ``per_batch`` messages into queue 1: body ``<n>`` padded
+    with dots to ``body_length``, tag ``even``/``odd``."""
+    create_topic(broker, topic, 2)
+    queue = MessageQueue(topic, broker.name, _QUEUE_ID)
+    with Producer("queue-reader-test", broker.grpc_address) as producer:
+        for first in range(0, batches * per_batch, per_batch):
+            producer.send_batch(
+                [
+                    Message(topic, str(n).encode().ljust(body_length, b"."),
+                            tags="even" if n % 2 == 0 else "odd")
+                    for n in range(first, first + per_batch)
+                ],
+                queue=queue,
+            )  # fmt: skip
+
+
+def _read(broker: ServerProcess, topic: str, start: int, end: int, **options: object) -> pa.Table:
+    batches = list(
+        read_queue_range(
+            (broker.grpc_address,),
+            topic,
+            broker.name,
+            _QUEUE_ID,
+            start,
+            end,
+            **options,  # type: ignore[arg-type]
+        )
+    )
+    return pa.Table.from_batches(batches)
+
+
+def test_should_read_exactly_the_range_when_pulls_are_smaller_than_the_stored_batches(
+    broker: ServerProcess,
+) -> None:
+    _fill(broker, "QueueReaderStrides", batches=5, per_batch=50, body_length=10)
+    table = _read(broker, "QueueReaderStrides", 7, 203, pull_batch_size=16)
+    assert table.column("queueOffset").to_pylist() == list(range(7, 203))
+    assert [bytes(b).rstrip(b".") for b in table.column("body").to_pylist()] == [
+        str(n).encode() for n in range(7, 203)
+    ]
+    assert set(table.column("queueId").to_pylist()) == {_QUEUE_ID}
+
+
+def test_should_read_on_when_an_answer_stops_at_the_broker_byte_cap(broker: ServerProcess) -> None:
+    # 4 stored batches of 120 x 4 KiB (about 490 KB each): a pull of 1,024 messages gets two
+    # of them (the broker's 1 MiB cap), short of its stride
+    _fill(broker, "QueueReaderByteCap", batches=4, per_batch=120, body_length=4096)
+    table = _read(broker, "QueueReaderByteCap", 0, 480)
+    assert table.column("queueOffset").to_pylist() == list(range(480))
+    assert all(len(body) == 4096 for body in table.column("body").to_pylist())
+
+
+def test_should_keep_only_the_messages_of_the_sub_expression(broker: ServerProcess) -> None:
+    _fill(broker, "QueueReaderTags", batches=3, per_batch=40, body_length=8)
+    table = _read(broker, "QueueReaderTags", 5, 115, sub_expression="even", pull_batch_size=32)
+    assert table.column("queueOffset").to_pylist() == list(range(6, 115, 2))
+    assert set(table.column("tags").to_pylist()) == {"even"}
