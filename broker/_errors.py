@@ -10,6 +10,7 @@
     ├── StoreError                      the message store failed
     │   ├── StoreLockedError            the data directory is held by another store or process
     │   ├── StoreIOError                (also OSError) the disk refused a read, write or flush
+    │   │   └── NoSpaceError            the file system has no room for a new store file
     │   ├── CorruptRecordError          a record failed its framing or CRC check
     │   └── FlushTimeoutError           (also TimeoutError) a flush did not finish in time
     └── ProtocolStatusError             a RocketMQ 5 call refused with an apache.rocketmq.v2
@@ -36,6 +37,7 @@ __all__ = [
     "FlushTimeoutError",
     "IllegalStateError",
     "InvalidArgumentError",
+    "NoSpaceError",
     "StoreError",
     "StoreIOError",
     "StoreLockedError",
@@ -50,6 +52,7 @@ _MESSAGE_ILLEGAL: Final = ResponseCode.MESSAGE_ILLEGAL
 _SERVICE_NOT_AVAILABLE: Final = ResponseCode.SERVICE_NOT_AVAILABLE
 _TOPIC_NOT_EXIST: Final = ResponseCode.TOPIC_NOT_EXIST
 _FLUSH_DISK_TIMEOUT: Final = ResponseCode.FLUSH_DISK_TIMEOUT
+_DISK_FULL: Final = ResponseCode.DISK_FULL
 
 
 class BrokerError(Exception):
@@ -115,6 +118,14 @@ class StoreIOError(StoreError, OSError):
     code = _SYSTEM_BUSY
 
 
+class NoSpaceError(StoreIOError):
+    """The file system has no room for a store file (``ENOSPC`` when allocating it): the
+    message names ``needed_bytes`` and ``free_bytes``. Sends are refused with ``DISK_FULL``
+    until space is freed."""
+
+    code = _DISK_FULL
+
+
 class CorruptRecordError(StoreError):
     """A commit log record that failed its framing or CRC check; ``physical_offset`` says where.
 
@@ -135,6 +146,7 @@ _BY_CODE: dict[int, type[BrokerError]] = {
     _TOPIC_NOT_EXIST: TopicNotFoundError,
     _SYSTEM_BUSY: StoreIOError,
     _FLUSH_DISK_TIMEOUT: FlushTimeoutError,
+    _DISK_FULL: NoSpaceError,
 }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -42,6 +43,9 @@ _EXAMPLES = (
 )
 
 
+_LOG = logging.getLogger(__name__)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``aeromq broker`` parser (also read by the documentation's CLI reference)."""
     parser = command_parser(
@@ -55,8 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _write_run_file(broker: Broker, config: BrokerConfig) -> Path:
-    """``broker.json`` in the data directory: how tools (``aeromq stat --broker``) find us."""
+def _write_run_file(broker: Broker, config: BrokerConfig) -> Path | None:
+    """``broker.json`` in the data directory: how tools (``aeromq stat --broker``) find us,
+    with the store's file mode. None when it cannot be written (a full disk): the broker
+    serves all the same, with one warning."""
     path = Path(config.data_dir) / BROKER_RUN_FILE
     run = {
         "pid": os.getpid(),
@@ -65,8 +71,16 @@ def _write_run_file(broker: Broker, config: BrokerConfig) -> Path:
         "aeron_dir": broker.aeron_dir,
     }
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(run, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, config.file_mode)
+        with open(fd, "w", encoding="utf-8") as out:
+            os.fchmod(fd, config.file_mode)
+            out.write(json.dumps(run, sort_keys=True) + "\n")
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        _LOG.warning("cannot write the run file, tools will not find this broker: %s", exc)
+        return None
     return path
 
 

@@ -57,11 +57,14 @@ __all__ = [
 ]
 
 ENV_PREFIX: Final = "AEROMQ_BROKER_"
-DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000"
-"""Agrona's backoff: spin 10 duty cycles, yield 5, then park from 1 us doubling to 1 ms. It keeps
-the session thread busy through short waits (a Python duty cycle costs microseconds), which buys
-prompt answers with CPU; ``backoff:0,0,20000,1000000`` parks at once and costs less CPU while
-idle, but answered one-at-a-time sends 4x slower on a lightly loaded machine."""
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000,25000000,1000000000"
+"""Agrona's backoff with a deep idle: spin 10 duty cycles, yield 5, then park from 1 us doubling to
+1 ms; after a second with no work the park grows to 25 ms, so an idle broker stays near 2% of a
+core (the broker's driver agents idle the same way, see ``broker.broker``). The spins keep the
+session thread busy through short waits (a Python duty cycle costs microseconds), which buys
+prompt answers with CPU; the first request after a quiet second may wait up to 25 ms.
+``backoff:0,0,20000,1000000`` parks at once and costs less CPU while busy, but answered
+one-at-a-time sends 4x slower on a lightly loaded machine."""
 _CONFIG_ENV: Final = "AEROMQ_BROKER_CONFIG"
 _MIB: Final = 1 << 20
 _INT32_MAX: Final = (1 << 31) - 1
@@ -128,6 +131,9 @@ class BrokerConfig:
     tls_client_ca_file: Path | None = None
     acl_file: Path | None = None
     session_idle_strategy: str = DEFAULT_SESSION_IDLE_STRATEGY
+    file_mode: int = 0o600
+    min_free_disk_bytes: int = 64 * _MIB
+    max_disk_used_percent: int | None = None
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
         {
@@ -140,6 +146,7 @@ class BrokerConfig:
             "tls_key_file",
             "tls_client_ca_file",
             "acl_file",
+            "max_disk_used_percent",
         }
     )
 
@@ -192,6 +199,9 @@ class BrokerConfig:
                 index_entries=self.index_entries,
                 offset_persist_interval_ms=self.offset_persist_interval_ms,
                 store_host=store_host,
+                file_mode=self.file_mode,
+                min_free_disk_bytes=self.min_free_disk_bytes,
+                max_disk_used_percent=self.max_disk_used_percent,
             )
         except ConfigError as exc:
             key = exc.values.get("field", "store_host")
@@ -336,6 +346,10 @@ class BrokerConfig:
                 f"an idle strategy name, e.g. backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
                 f"({exc})",
             )
+        _in_range("file_mode", self.file_mode, 0o600, 0o777)
+        _in_range("min_free_disk_bytes", self.min_free_disk_bytes, 0, 1 << 60)
+        if self.max_disk_used_percent is not None:
+            _in_range("max_disk_used_percent", self.max_disk_used_percent, 1, 100)
         self.to_store_config()  # and whatever the store itself checks
 
 
@@ -385,6 +399,10 @@ FIELD_HELP: Final[Mapping[str, str]] = {
         "how the transport session agent waits for requests: backoff:SPINS,YIELDS,MIN_NS,MAX_NS "
         "or sleep-ns:NS (fewer spins cost less CPU while idle, and answer later)"
     ),
+    "file_mode": "permission bits (octal) of store and shared-memory files; directories get "
+    "x beside each r",
+    "min_free_disk_bytes": "sends are refused (DISK_FULL, retriable) below this much free disk",
+    "max_disk_used_percent": "sends are refused past this disk usage, percent (none: no limit)",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 
@@ -462,6 +480,8 @@ def describe_default(field_name: str) -> str:
     f = next(f for f in fields(BrokerConfig) if f.name == field_name)
     value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
     if isinstance(value, int) and not isinstance(value, bool):
+        if field_name == "file_mode":
+            return f"{value:#o}"
         if _is_duration(field_name):
             return format_duration_ms(value)
         if field_name.endswith("_bytes") or field_name == "max_message_size":
@@ -496,6 +516,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             return Path(value).expanduser()
         if base == "bool":
             return _parse_bool(value)
+        if name == "file_mode" and isinstance(value, str):
+            return int(value.strip().lower().removeprefix("0o"), 8)
         if base == "int" and _is_duration(name) and isinstance(value, str):
             try:
                 return _parse_int(value)

@@ -23,6 +23,7 @@ broker's own failures (store, config, state) have their own root, ``broker.Broke
     ├── CorruptMessageError             pulled bytes that fail their CRC or framing check
     ├── BrokerError                     the broker failed to process a request
     ├── BrokerBusyError                 (retriable) the broker is flow-controlling
+    │   └── DiskFullError               (retriable) the broker's disk is below its free watermark
     ├── BrokerUnavailableError          (retriable) no broker can serve the request now
     └── RequestTimeoutError             (retriable, also TimeoutError) no answer in time
 
@@ -50,6 +51,7 @@ __all__ = [
     "BrokerError",
     "BrokerUnavailableError",
     "ClientError",
+    "DiskFullError",
     "IllegalArgumentError",
     "IllegalStateError",
     "InvalidExpressionError",
@@ -173,6 +175,14 @@ class BrokerBusyError(ClientError):
     code = ResponseCode.SYSTEM_BUSY
 
 
+class DiskFullError(BrokerBusyError):
+    """The broker refused a send: its disk's free space is below its watermark. The text
+    names ``free_bytes`` and ``needed_bytes``. Pulls still work; sends are taken again once
+    space is freed, so trying again later (or on another broker) may succeed."""
+
+    code = ResponseCode.DISK_FULL
+
+
 class BrokerUnavailableError(ClientError):
     """No broker can serve the request now (down, not registered, or not a master)."""
 
@@ -204,6 +214,7 @@ ERROR_FOR_CODE: Mapping[int, type[ClientError]] = MappingProxyType(
         ResponseCode.BROKER_NOT_EXIST: BrokerUnavailableError,
         ResponseCode.FLOW_CONTROL: BrokerBusyError,
         ResponseCode.ILLEGAL_OPERATION: IllegalStateError,
+        ResponseCode.DISK_FULL: DiskFullError,
         ResponseCode.RPC_TIME_OUT: RequestTimeoutError,
         ResponseCode.UNAUTHORIZED: AuthenticationError,
         ResponseCode.FORBIDDEN: AccessDeniedError,

@@ -42,6 +42,7 @@ class ResponseCode(IntEnum):
     BROKER_NOT_EXIST = 211
     FLOW_CONTROL = 215
     ILLEGAL_OPERATION = 604
+    DISK_FULL = 1800  # aeromq's own: RocketMQ answers SERVICE_NOT_AVAILABLE with a remark
     RPC_TIME_OUT = -1006
     # RocketMQ 5's gRPC ``Code`` values for access control (remoting has only NO_PERMISSION).
     UNAUTHORIZED = 40100

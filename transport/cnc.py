@@ -69,6 +69,7 @@ from aeromq.transport.concurrent import (
     counters_descriptor,
     ring_buffer_descriptor,
 )
+from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE, make_dirs
 
 __all__ = [
     "CLIENT_LIVENESS_TIMEOUT_FIELD_OFFSET",
@@ -273,6 +274,7 @@ class CncFile:
         start_timestamp_ms: int,
         pid: int,
         file_page_size: int = FILE_PAGE_SIZE_DEFAULT,
+        file_mode: int = DEFAULT_FILE_MODE,
     ) -> CncFile:
         """Create (or replace) ``directory/cnc.dat``, fill its header, and publish the version.
 
@@ -305,8 +307,10 @@ class CncFile:
         if END_OF_METADATA_OFFSET + total > 2**31 - 1:
             raise ConfigurationError("cnc.dat would exceed 2 GiB", total_length_of_buffers=total)
         path = Path(directory)
-        path.mkdir(parents=True, exist_ok=True)
-        mapped = MappedFile.create(path / CNC_FILE, compute_cnc_file_length(total, file_page_size))
+        make_dirs(path, file_mode)
+        mapped = MappedFile.create(
+            path / CNC_FILE, compute_cnc_file_length(total, file_page_size), mode=file_mode
+        )
         header = mapped.buffer
         header.put_int32(TO_DRIVER_BUFFER_LENGTH_FIELD_OFFSET, to_driver_buffer_length)
         header.put_int32(TO_CLIENTS_BUFFER_LENGTH_FIELD_OFFSET, to_clients_buffer_length)

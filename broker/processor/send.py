@@ -83,6 +83,7 @@ _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
     PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
     PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: ResponseCode.SYSTEM_ERROR,
+    PutMessageStatus.DISK_FULL: ResponseCode.DISK_FULL,
     PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
     PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
 }
@@ -215,10 +216,16 @@ class SendProcessor:
             self.errors[code] += 1
             response = messages_pb2.SendMessageResponse()
             response.status.code = code
-            response.status.message = (
-                f"the store refused the send: status={status.value} "
-                f"topic={topic!r} queue_id={queue_id}"
-            )
+            if status is PutMessageStatus.DISK_FULL:
+                response.status.message = (
+                    f"disk full, sends refused until space is freed: "
+                    f"{self._store.disk_space.describe()} topic={topic!r} queue_id={queue_id}"
+                )
+            else:
+                response.status.message = (
+                    f"the store refused the send: status={status.value} "
+                    f"topic={topic!r} queue_id={queue_id}"
+                )
             on_done(response)
 
         with self._count_lock:

@@ -3,7 +3,7 @@ recovery, retention, consumer offsets and topic config, behind ``MessageStore``.
 
 from aeromq.broker.store._arrival import ArrivalListener
 from aeromq.broker.store._config import FlushMode, StoreConfig
-from aeromq.broker.store._consumer_offsets import ConsumerOffsetManager
+from aeromq.broker.store._consumer_offsets import ConsumerOffsetManager, OffsetCorrection
 from aeromq.broker.store._message import (
     InboundMessage,
     StoredMessage,
@@ -33,6 +33,7 @@ __all__ = [
     "GetMessageStatus",
     "InboundMessage",
     "MessageStore",
+    "OffsetCorrection",
     "PutMessageResult",
     "PutMessageStatus",
     "RecoveryReport",

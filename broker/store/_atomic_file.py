@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aeromq.broker._errors import StoreError, StoreIOError
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._mapped_file import fsync_directory
 
 __all__ = ["read_json", "write_atomically", "write_json_atomically"]
@@ -20,13 +21,14 @@ __all__ = ["read_json", "write_atomically", "write_json_atomically"]
 _TEMP_SUFFIX = ".tmp"
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
+def write_atomically(path: Path, data: bytes, *, mode: int = DEFAULT_FILE_MODE) -> None:
+    """Replace ``path`` with ``data`` atomically and durably; the file gets ``mode``."""
     temp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}{_TEMP_SUFFIX}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        make_dirs(path.parent, mode)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         try:
+            os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
@@ -42,9 +44,9 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise StoreIOError("cannot write file", path=str(path), reason=str(exc)) from exc
 
 
-def write_json_atomically(path: Path, value: Any) -> None:
+def write_json_atomically(path: Path, value: Any, *, mode: int = DEFAULT_FILE_MODE) -> None:
     """``write_atomically`` of ``value`` as indented, key-sorted JSON."""
-    write_atomically(path, json.dumps(value, indent=2, sort_keys=True).encode())
+    write_atomically(path, json.dumps(value, indent=2, sort_keys=True).encode(), mode=mode)
 
 
 def read_json(path: Path) -> Any | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from aeromq.broker._errors import StoreError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 
 __all__ = ["Checkpoint"]
 
@@ -44,7 +45,7 @@ class Checkpoint:
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreError("malformed checkpoint", path=str(path), value=value) from exc
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, *, mode: int = DEFAULT_FILE_MODE) -> None:
         write_json_atomically(
             path,
             {
@@ -53,4 +54,5 @@ class Checkpoint:
                 "store_timestamp_ms": self.store_timestamp_ms,
                 "clean_shutdown": self.clean_shutdown,
             },
+            mode=mode,
         )

@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 from aeromq.broker._errors import CorruptRecordError, StoreError
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
 from aeromq.common import LatencyHistogram
@@ -139,8 +140,15 @@ def check_at(
 class CommitLog:
     """Segments of ``segment_bytes`` in ``directory``; batches stamped with ``store_host``."""
 
-    def __init__(self, directory: Path, segment_bytes: int, store_host: bytes) -> None:
-        self.files = MappedFileQueue(directory, segment_bytes)
+    def __init__(
+        self,
+        directory: Path,
+        segment_bytes: int,
+        store_host: bytes,
+        *,
+        file_mode: int = DEFAULT_FILE_MODE,
+    ) -> None:
+        self.files = MappedFileQueue(directory, segment_bytes, file_mode=file_mode)
         self.segment_bytes = segment_bytes
         self.store_host = store_host
         self.max_offset = 0

@@ -2,7 +2,8 @@
 
 Defaults are RocketMQ's (``MessageStoreConfig``) where RocketMQ has one: 1 GiB commit log
 segments, 300,000 entries per consume-queue file, ASYNC flush every 500 ms, a 5 s SYNC flush
-timeout, 72 h of retention, a 4 MiB message cap.
+timeout, 72 h of retention, a 4 MiB message cap. Files are private (``0600``, directories
+``0700``) and sends are refused while the disk has less than 64 MiB free.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ class StoreConfig:
     ``max_message_bytes`` caps one stored record batch (a batch is capped like one message, as
     RocketMQ caps a batch by its max message size); the effective cap is also bounded by the
     segment size (a batch never spans two segments), see ``max_record_bytes``.
+
+    ``file_mode`` is the permission bits of every store file (directories get an execute bit
+    beside each read bit: ``0600`` gives ``0700``). Sends are refused (``DISK_FULL``) while the
+    data directory's file system would keep less than ``min_free_disk_bytes`` free, or is more
+    than ``max_disk_used_percent`` used (None: no percentage limit); the free space is read at
+    most every ``disk_check_interval_ms``.
     """
 
     data_dir: Path
@@ -55,6 +62,10 @@ class StoreConfig:
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
     store_host: str = "127.0.0.1:10911"
+    file_mode: int = 0o600
+    min_free_disk_bytes: int = 64 * _MIB
+    max_disk_used_percent: int | None = None
+    disk_check_interval_ms: int = 100
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
@@ -65,7 +76,7 @@ class StoreConfig:
             value = getattr(self, f.name)
             if f.name in ("data_dir", "flush_mode", "store_host", "index_enabled"):
                 continue
-            if value is None and f.name == "max_store_bytes":
+            if value is None and f.name in ("max_store_bytes", "max_disk_used_percent"):
                 continue
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError("must be an int", field=f.name, value=value)
@@ -85,6 +96,15 @@ class StoreConfig:
         _at_least("index_slots", self.index_slots, 1)
         _at_least("index_entries", self.index_entries, 2)
         _at_most("index_entries", self.index_entries, (1 << 31) - 1)
+        _at_least("file_mode", self.file_mode, 0o600)
+        _at_most("file_mode", self.file_mode, 0o777)
+        if self.file_mode & 0o600 != 0o600:
+            raise ConfigError("file_mode must let the owner read and write", field="file_mode")
+        _at_least("min_free_disk_bytes", self.min_free_disk_bytes, 0)
+        if self.max_disk_used_percent is not None:
+            _at_least("max_disk_used_percent", self.max_disk_used_percent, 1)
+            _at_most("max_disk_used_percent", self.max_disk_used_percent, 100)
+        _at_least("disk_check_interval_ms", self.disk_check_interval_ms, 1)
         host, _, port = self.store_host.rpartition(":")
         parts = host.split(".")
         if (

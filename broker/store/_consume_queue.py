@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
 
@@ -58,11 +59,21 @@ class ConsumeQueue:
     record is still in the commit log.
     """
 
-    def __init__(self, topic: str, queue_id: int, directory: Path, entries_per_file: int) -> None:
+    def __init__(
+        self,
+        topic: str,
+        queue_id: int,
+        directory: Path,
+        entries_per_file: int,
+        *,
+        file_mode: int = DEFAULT_FILE_MODE,
+    ) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.entries_per_file = entries_per_file
-        self.files = MappedFileQueue(directory, entries_per_file * ENTRY_LENGTH)
+        self.files = MappedFileQueue(
+            directory, entries_per_file * ENTRY_LENGTH, file_mode=file_mode
+        )
         self._arrays: dict[int, Entries] = {}
         self.max_offset = 0
         self.min_offset = 0
@@ -182,6 +193,16 @@ class ConsumeQueue:
         end = queue_offset + count
         if end > self.max_offset:
             self.max_offset = end
+
+    def ensure_room(self, queue_offset: int, count: int) -> None:
+        """Create the files that ``count`` entries from ``queue_offset`` need, so that a put
+        whose file cannot be allocated fails before its batch is in the commit log (raises
+        ``NoSpaceError``). Caller: the store's put path, under its put lock."""
+        last = self.files.last
+        if last is not None and (queue_offset + count) * ENTRY_LENGTH <= last.end_offset:
+            return
+        self._file_for(queue_offset)
+        self._file_for(queue_offset + count - 1)
 
     def _file_for(self, queue_offset: int) -> MappedFile:
         byte = queue_offset * ENTRY_LENGTH

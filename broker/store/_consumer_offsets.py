@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from aeromq.broker._errors import InvalidArgumentError, StoreError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.common import (
     GROUP_MAX_LENGTH,
     TOPIC_MAX_LENGTH,
@@ -21,17 +24,28 @@ from aeromq.common import (
     is_valid_topic_name,
 )
 
-__all__ = ["ConsumerOffsetManager"]
+__all__ = ["ConsumerOffsetManager", "OffsetCorrection"]
 
 _SEPARATOR = "@"
 _VERSION = 1
 
 
+class OffsetCorrection(NamedTuple):
+    """A committed offset that recovery lowered to its queue's end."""
+
+    group: str
+    topic: str
+    queue_id: int
+    committed: int
+    max_offset: int
+
+
 class ConsumerOffsetManager:
     """The committed offsets in ``path`` (JSON)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, file_mode: int = DEFAULT_FILE_MODE) -> None:
         self.path = path
+        self.file_mode = file_mode
         self._table: dict[tuple[str, str], dict[int, int]] = {}
         self._lock = threading.Lock()
         self._persist_lock = threading.Lock()  # one writer at a time, in snapshot order
@@ -103,6 +117,26 @@ class ConsumerOffsetManager:
                 self._dirty = True
             return len(doomed)
 
+    def clamp(self, max_offset_of: Callable[[str, int], int]) -> list[OffsetCorrection]:
+        """Lower every committed offset past its queue's end (``max_offset_of(topic,
+        queue_id)``, the next offset to be written) to that end, as RocketMQ corrects an
+        OFFSET_OVERFLOW: after a lost tail, new messages reuse those queue offsets and a
+        group would skip them. Returns the corrections (the table is then dirty). Caller: the
+        store's start, after recovery."""
+        corrections: list[OffsetCorrection] = []
+        with self._lock:
+            for (topic, group), offsets in self._table.items():
+                for queue_id, committed in offsets.items():
+                    max_offset = max_offset_of(topic, queue_id)
+                    if committed > max_offset:
+                        offsets[queue_id] = max_offset
+                        corrections.append(
+                            OffsetCorrection(group, topic, queue_id, committed, max_offset)
+                        )
+            if corrections:
+                self._dirty = True
+        return corrections
+
     def persist(self, force: bool = False) -> bool:
         """Write the table atomically if it changed since the last write; True if written."""
         with self._persist_lock:
@@ -115,7 +149,11 @@ class ConsumerOffsetManager:
                 }
                 self._dirty = False
             try:
-                write_json_atomically(self.path, {"version": _VERSION, "offset_table": snapshot})
+                write_json_atomically(
+                    self.path,
+                    {"version": _VERSION, "offset_table": snapshot},
+                    mode=self.file_mode,
+                )
             except BaseException:
                 self._dirty = True
                 raise

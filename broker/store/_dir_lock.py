@@ -8,19 +8,25 @@ dies, so a crashed broker never leaves a stale lock behind.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 from pathlib import Path
 
 from aeromq.broker._errors import StoreLockedError
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 
 __all__ = ["DirectoryLock"]
+
+
+_log = logging.getLogger(__name__)
 
 
 class DirectoryLock:
     """The lock file at ``path``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, file_mode: int = DEFAULT_FILE_MODE) -> None:
         self.path = path
+        self.file_mode = file_mode
         self._fd = -1
 
     @property
@@ -28,8 +34,8 @@ class DirectoryLock:
         return self._fd >= 0
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        make_dirs(self.path.parent, self.file_mode)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, self.file_mode)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -37,8 +43,14 @@ class DirectoryLock:
             raise StoreLockedError(
                 "data directory is in use by another store", path=str(self.path)
             ) from exc
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        pid_line = f"{os.getpid()}\n".encode()
+        try:  # over the old content first: a full disk has no block for a truncated file
+            os.pwrite(fd, pid_line, 0)
+            os.ftruncate(fd, len(pid_line))
+        except OSError as exc:  # the pid is for people; the lock holds without it
+            _log.warning(
+                "cannot write the pid into the lock file: path=%s reason=%s", self.path, exc
+            )
         self._fd = fd
 
     def release(self) -> None:

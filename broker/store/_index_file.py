@@ -54,6 +54,7 @@ import zlib
 from pathlib import Path
 
 from aeromq.broker._errors import StoreError
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._mapped_file import MappedFile, file_name_for, fsync_directory
 
 __all__ = ["ENTRY_LENGTH", "HEADER_LENGTH", "SLOT_LENGTH", "IndexFile", "key_hash"]
@@ -122,8 +123,10 @@ class IndexFile:
         begin_timestamp_ms: int,
         slot_count: int,
         entry_count: int,
+        *,
+        file_mode: int = DEFAULT_FILE_MODE,
     ) -> IndexFile:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(directory, file_mode)
         size = index_file_length(slot_count, entry_count)
 
         def write_header(mm: mmap.mmap) -> None:
@@ -138,7 +141,9 @@ class IndexFile:
                 1,
             )
 
-        mapped = MappedFile.create(directory, begin_physical_offset, size, write_header)
+        mapped = MappedFile.create(
+            directory, begin_physical_offset, size, write_header, mode=file_mode
+        )
         return cls(mapped, slot_count, entry_count)
 
     @classmethod

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._index_file import IndexFile, key_hash
 from aeromq.broker.store._mapped_file import FILE_NAME_DIGITS, TEMP_SUFFIX
 
@@ -20,15 +21,23 @@ __all__ = ["IndexService"]
 class IndexService:
     """Index files in ``directory`` with ``slot_count`` slots and ``entry_count`` entries."""
 
-    def __init__(self, directory: Path, slot_count: int, entry_count: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        slot_count: int,
+        entry_count: int,
+        *,
+        file_mode: int = DEFAULT_FILE_MODE,
+    ) -> None:
         self.directory = directory
+        self.file_mode = file_mode
         self.slot_count = slot_count
         self.entry_count = entry_count
         self.files: list[IndexFile] = []
         self._lock = threading.Lock()  # guards the list against retention
 
     def load(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.directory, self.file_mode)
         for leftover in self.directory.glob(f"*{TEMP_SUFFIX}"):
             leftover.unlink()  # a file whose creation a crash interrupted
         paths = sorted(
@@ -58,6 +67,7 @@ class IndexService:
                     store_timestamp_ms,
                     self.slot_count,
                     self.entry_count,
+                    file_mode=self.file_mode,
                 )
                 with self._lock:
                     self.files = [*self.files, last]

@@ -1,7 +1,10 @@
 """One fixed-size, memory-mapped store file (a commit log, consume queue or index segment).
 
-The file is created at its full length (sparse, zero-filled) and named by the offset of its
-first byte in the whole log, 20 digits, as RocketMQ names them. Owners keep their own write
+The file is created at its full length, zero-filled and allocated for real
+(``posix_fallocate``): a full file system is a :class:`~broker.NoSpaceError` when a segment is
+created, never a SIGBUS when a page of the map is first written. It is named by the offset of
+its first byte in the whole log, 20 digits, as RocketMQ names them, and created with the
+store's file mode (``0600`` by default). Owners keep their own write
 positions; this class maps, flushes (``os.fdatasync``, which releases the GIL, unlike
 ``mmap.flush``) and deletes.
 """
@@ -17,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aeromq.broker._errors import StoreIOError
+from aeromq.broker._errors import NoSpaceError, StoreIOError
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 
 __all__ = ["TEMP_SUFFIX", "MappedFile", "file_name_for", "fsync_directory"]
 
@@ -40,6 +44,23 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def _allocate(fd: int, path: Path, size: int) -> None:
+    """Give the file ``size`` bytes of real blocks (its length too); ENOSPC or EDQUOT is a
+    ``NoSpaceError`` naming the bytes wanted and those free."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        stat = os.fstatvfs(fd)
+        raise NoSpaceError(
+            "no room on the file system for a store file",
+            path=str(path),
+            needed_bytes=size,
+            free_bytes=stat.f_bavail * stat.f_frsize,
+        ) from exc
+
+
 class MappedFile:
     """A mapped file of ``size`` bytes whose first byte is at ``start_offset`` of its log.
 
@@ -49,18 +70,27 @@ class MappedFile:
 
     __slots__ = ("_fd", "flushed_position", "mm", "path", "size", "start_offset", "view")
 
-    def __init__(self, path: Path, start_offset: int, size: int, *, create: bool) -> None:
+    def __init__(
+        self,
+        path: Path,
+        start_offset: int,
+        size: int,
+        *,
+        create: bool,
+        mode: int = DEFAULT_FILE_MODE,
+    ) -> None:
         self.path = path
         self.start_offset = start_offset
         self.size = size
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
-            self._fd = os.open(path, flags, 0o644)
+            self._fd = os.open(path, flags, mode)
         except OSError as exc:
             raise StoreIOError("cannot open store file", path=str(path), reason=str(exc)) from exc
         try:
             if create:
-                os.ftruncate(self._fd, size)
+                os.fchmod(self._fd, mode)  # exactly ``mode``, whatever the umask
+                _allocate(self._fd, path, size)
             else:
                 actual = os.fstat(self._fd).st_size
                 if actual != size:
@@ -71,14 +101,15 @@ class MappedFile:
                         expected=size,
                     )
             self.mm = mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        except StoreIOError:
+        except BaseException as exc:
             os.close(self._fd)
-            raise
-        except OSError as exc:
-            os.close(self._fd)
-            raise StoreIOError("cannot map store file", path=str(path), reason=str(exc)) from exc
-        except BaseException:
-            os.close(self._fd)
+            if create:  # leave no half-made file (nor its blocks) behind
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            if isinstance(exc, OSError) and not isinstance(exc, StoreIOError):
+                raise StoreIOError(
+                    "cannot map store file", path=str(path), reason=str(exc)
+                ) from exc
             raise
         self.view = memoryview(self.mm)
         self.flushed_position = 0
@@ -90,6 +121,8 @@ class MappedFile:
         start_offset: int,
         size: int,
         initialize: Callable[[mmap.mmap], None] | None = None,
+        *,
+        mode: int = DEFAULT_FILE_MODE,
     ) -> MappedFile:
         """A new zero-filled file. It is sized (and ``initialize``d) under a temporary name
         and renamed into place, so a crash never leaves a short or half-made file under a
@@ -98,7 +131,7 @@ class MappedFile:
         temp = directory / f"{name}{TEMP_SUFFIX}"
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
-        mapped = cls(temp, start_offset, size, create=True)
+        mapped = cls(temp, start_offset, size, create=True, mode=mode)
         try:
             if initialize is not None:
                 initialize(mapped.mm)

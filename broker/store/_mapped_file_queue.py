@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aeromq.broker._errors import StoreError
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._mapped_file import (
     FILE_NAME_DIGITS,
     TEMP_SUFFIX,
@@ -24,17 +25,21 @@ __all__ = ["MappedFileQueue"]
 
 
 class MappedFileQueue:
-    """The files of one log in ``directory``, each ``file_size`` bytes."""
+    """The files of one log in ``directory``, each ``file_size`` bytes, created with
+    ``file_mode`` (the directory with its ``directory_mode``)."""
 
-    def __init__(self, directory: Path, file_size: int) -> None:
+    def __init__(
+        self, directory: Path, file_size: int, *, file_mode: int = DEFAULT_FILE_MODE
+    ) -> None:
         self.directory = directory
         self.file_size = file_size
+        self.file_mode = file_mode
         self.files: list[MappedFile] = []
         self._lock = threading.Lock()  # structural changes: create, truncate, delete
 
     def load(self) -> None:
         """Map every file of the directory (created if missing); names must be contiguous."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.directory, self.file_mode)
         for leftover in self.directory.glob(f"*{TEMP_SUFFIX}"):
             leftover.unlink()  # a file whose creation a crash interrupted
         names = sorted(
@@ -114,8 +119,10 @@ class MappedFileQueue:
                     start_offset=start_offset,
                     expected=expected,
                 )
-            self.directory.mkdir(parents=True, exist_ok=True)
-            mapped = MappedFile.create(self.directory, start_offset, self.file_size)
+            make_dirs(self.directory, self.file_mode)
+            mapped = MappedFile.create(
+                self.directory, start_offset, self.file_size, mode=self.file_mode
+            )
             self.files = [*self.files, mapped]
             return mapped
 

@@ -15,6 +15,8 @@ Lifecycle: ``start()`` (lock the data directory, load, recover, start the servic
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import logging
 import struct
 import threading
@@ -24,7 +26,7 @@ from typing import Self
 
 import numpy as np
 
-from aeromq.broker._errors import IllegalStateError, StoreIOError
+from aeromq.broker._errors import IllegalStateError, NoSpaceError, StoreIOError
 from aeromq.broker.store._arrival import ArrivalListener, ArrivalNotifier
 from aeromq.broker.store._batch_codec import batch_keys, encode_messages
 from aeromq.broker.store._checkpoint import Checkpoint
@@ -32,6 +34,8 @@ from aeromq.broker.store._commit_log import CommitLog
 from aeromq.broker.store._config import FlushMode, StoreConfig
 from aeromq.broker.store._consumer_offsets import ConsumerOffsetManager
 from aeromq.broker.store._dir_lock import DirectoryLock
+from aeromq.broker.store._disk_space import DiskSpaceGuard
+from aeromq.broker.store._file_modes import make_dirs
 from aeromq.broker.store._group_commit import GroupCommitService
 from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._message import (
@@ -67,6 +71,7 @@ __all__ = ["MessageStore"]
 _log = logging.getLogger(__name__)
 
 _MAX_QUEUE_ID = (1 << 31) - 1
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 _TOPIC_CACHE_LIMIT = 10_000
 
 PutCallback = Callable[[PutMessageResult], None]
@@ -91,21 +96,30 @@ class MessageStore:
         self.config = config
         self._clock_ms = clock_ms or _wall_clock_ms
         self._store_host = pack_host(config.store_host)
-        self._lock = DirectoryLock(config.lock_path)
+        mode = config.file_mode
+        self._lock = DirectoryLock(config.lock_path, file_mode=mode)
         self.commit_log = CommitLog(
-            config.commit_log_dir, config.commit_log_segment_bytes, self._store_host
+            config.commit_log_dir, config.commit_log_segment_bytes, self._store_host, file_mode=mode
         )
         self.queues = ConsumeQueueTable(
-            config.consume_queue_dir, config.consume_queue_entries_per_segment
+            config.consume_queue_dir, config.consume_queue_entries_per_segment, file_mode=mode
         )
         self.index: IndexService | None = (
-            IndexService(config.index_dir, config.index_slots, config.index_entries)
+            IndexService(config.index_dir, config.index_slots, config.index_entries, file_mode=mode)
             if config.index_enabled
             else None
         )
-        self.topic_config = TopicConfigManager(config.config_dir / "topics.json")
-        self.consumer_offsets = ConsumerOffsetManager(config.config_dir / "consumer_offsets.json")
+        self.topic_config = TopicConfigManager(config.config_dir / "topics.json", file_mode=mode)
+        self.consumer_offsets = ConsumerOffsetManager(
+            config.config_dir / "consumer_offsets.json", file_mode=mode
+        )
         self.arrivals = ArrivalNotifier()
+        self.disk_space = DiskSpaceGuard(
+            config.data_dir,
+            min_free_bytes=config.min_free_disk_bytes,
+            max_used_percent=config.max_disk_used_percent,
+            check_interval_ms=config.disk_check_interval_ms,
+        )
         self.recovery_report: RecoveryReport | None = None
         self.index_errors = 0
         self._reader = MessageReader(self.commit_log, self.queues, config.max_filter_scan_entries)
@@ -125,7 +139,7 @@ class MessageStore:
         """Lock the data directory, load everything, recover, and start the services."""
         if self._running:
             raise IllegalStateError("store already started", data_dir=str(self.config.data_dir))
-        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.config.data_dir, self.config.file_mode)
         self._lock.acquire()
         try:
             self.topic_config.load()
@@ -136,8 +150,9 @@ class MessageStore:
                 self.index.load()
             checkpoint = Checkpoint.load(self.config.checkpoint_path)
             report = recover(self.commit_log, self.queues, self.index, checkpoint)
+            report = self._clamp_offsets(report)
             self._dispatched_offset = self.commit_log.max_offset
-            self._checkpoint(clean_shutdown=False)
+            self._mark_running()
         except BaseException:
             self._close_files()
             self._lock.release()
@@ -345,13 +360,19 @@ class MessageStore:
         with self._put_lock:
             if not self._writable:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
-            queue = self.queues.get_or_create(topic, queue_id)
-            queue_offset = queue.max_offset
+            if not self.disk_space.has_room(length):
+                return PutMessageResult(PutMessageStatus.DISK_FULL), 0
             now_ms = self._clock_ms()
             if now_ms < commit_log.last_store_timestamp_ms:
                 now_ms = commit_log.last_store_timestamp_ms
             try:
+                queue = self.queues.get_or_create(topic, queue_id)
+                queue_offset = queue.max_offset
+                queue.ensure_room(queue_offset, count)
                 position = commit_log.append_batch(batch, queue_offset, now_ms, queue_id)
+            except NoSpaceError as exc:
+                self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
+                return PutMessageResult(PutMessageStatus.DISK_FULL), 0
             except StoreIOError as exc:
                 _log.error("cannot append: %s", exc)
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
@@ -367,6 +388,9 @@ class MessageStore:
                 try:
                     for i, keys in batch_keys(batch, count, header_length):
                         index.put(topic, keys, position + i, now_ms)
+                except NoSpaceError as exc:  # stored, not indexed; no more sends until room
+                    self.index_errors += 1
+                    self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
                 except StoreIOError as exc:  # the index is a convenience: keep storing
                     self.index_errors += 1
                     _log.error("cannot index: %s", exc)
@@ -544,7 +568,44 @@ class MessageStore:
             if self.index is not None:
                 self.index.flush()
             self.commit_log.flush()
-            Checkpoint(dispatched, stamp, clean_shutdown).save(self.config.checkpoint_path)
+            Checkpoint(dispatched, stamp, clean_shutdown).save(
+                self.config.checkpoint_path, mode=self.config.file_mode
+            )
+
+    def _clamp_offsets(self, report: RecoveryReport) -> RecoveryReport:
+        """Lower committed offsets past the recovered queue ends (see
+        ``ConsumerOffsetManager.clamp``), one warning per correction."""
+
+        def max_offset_of(topic: str, queue_id: int) -> int:
+            queue = self.queues.get(topic, queue_id)
+            return 0 if queue is None else queue.max_offset
+
+        corrections = self.consumer_offsets.clamp(max_offset_of)
+        for c in corrections:
+            _log.warning(
+                "recovery: committed offset past the queue's end, corrected (OFFSET_OVERFLOW): "
+                "group=%s topic=%s queue_id=%d committed=%d max_offset=%d",
+                c.group,
+                c.topic,
+                c.queue_id,
+                c.committed,
+                c.max_offset,
+            )
+        if not corrections:
+            return report
+        return dataclasses.replace(report, offsets_clamped=len(corrections))
+
+    def _mark_running(self) -> None:
+        """Record at start that the store is open (an unclean checkpoint). On a full disk the
+        checkpoint cannot be rewritten: it is removed instead (an unlink needs no block), so a
+        crash is still recovered in full, and the store starts."""
+        try:
+            self._checkpoint(clean_shutdown=False)
+        except StoreIOError as exc:
+            if not isinstance(exc.__cause__, OSError) or exc.__cause__.errno not in _NO_SPACE:
+                raise
+            self.config.checkpoint_path.unlink(missing_ok=True)
+            _log.warning("disk full at start, checkpoint removed instead of rewritten: %s", exc)
 
     def _require_running(self) -> None:
         if not self._running:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aeromq.broker.store._consume_queue import ConsumeQueue
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.common import is_valid_topic_name
 
 __all__ = ["ConsumeQueueTable"]
@@ -18,15 +19,18 @@ __all__ = ["ConsumeQueueTable"]
 class ConsumeQueueTable:
     """Every consume queue under ``root``, each file holding ``entries_per_file`` entries."""
 
-    def __init__(self, root: Path, entries_per_file: int) -> None:
+    def __init__(
+        self, root: Path, entries_per_file: int, *, file_mode: int = DEFAULT_FILE_MODE
+    ) -> None:
         self.root = root
         self.entries_per_file = entries_per_file
+        self.file_mode = file_mode
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._lock = threading.Lock()
 
     def load(self) -> None:
         """Map the queues found on disk."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.root, self.file_mode)
         for topic_dir in sorted(self.root.iterdir()):
             if not topic_dir.is_dir() or not is_valid_topic_name(topic_dir.name):
                 continue
@@ -38,7 +42,10 @@ class ConsumeQueueTable:
 
     def _make(self, topic: str, queue_id: int) -> ConsumeQueue:
         directory = self.root / topic / str(queue_id)
-        return ConsumeQueue(topic, queue_id, directory, self.entries_per_file)
+        make_dirs(directory.parent, self.file_mode)  # the topic's directory
+        return ConsumeQueue(
+            topic, queue_id, directory, self.entries_per_file, file_mode=self.file_mode
+        )
 
     def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self._queues.get((topic, queue_id))

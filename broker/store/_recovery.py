@@ -62,6 +62,7 @@ class RecoveryReport:
     queue_entries_dropped: int
     queue_gaps: int
     duration_ms: float
+    offsets_clamped: int = 0  # committed consumer offsets lowered to their queue's end
 
 
 def recover(

@@ -25,6 +25,7 @@ class PutMessageStatus(enum.Enum):
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"  # stored, but not durable within the timeout
     SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"  # not started, shut down, or disk failed
     CREATE_MAPPED_FILE_FAILED = "CREATE_MAPPED_FILE_FAILED"  # a new segment could not be made
+    DISK_FULL = "DISK_FULL"  # below the free-space watermark, or no room for a new segment
     MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"  # too large, bad topic or queue, mixed batch
     PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
 

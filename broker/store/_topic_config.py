@@ -16,6 +16,7 @@ from typing import Any
 
 from aeromq.broker._errors import InvalidArgumentError, StoreError, TopicNotFoundError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
+from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.common import (
     PERM_READ_WRITE,
     TOPIC_MAX_LENGTH,
@@ -98,8 +99,9 @@ class TopicConfigManager:
     """The topics in ``path`` (JSON); ``data_version`` moves on every change, so the name
     server can tell whether a registration carries news."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, file_mode: int = DEFAULT_FILE_MODE) -> None:
         self.path = path
+        self.file_mode = file_mode
         self._topics: dict[str, TopicConfig] = {}
         self._lock = threading.Lock()
         self.data_version: tuple[int, int] = (0, 0)  # (timestamp ms, counter)
@@ -157,4 +159,5 @@ class TopicConfigManager:
                 "data_version": list(self.data_version),
                 "topics": {name: c.to_json() for name, c in self._topics.items()},
             },
+            mode=self.file_mode,
         )

@@ -10,6 +10,7 @@ from aeromq.client import (
     BrokerBusyError,
     BrokerUnavailableError,
     ClientError,
+    DiskFullError,
     IllegalArgumentError,
     InvalidExpressionError,
     MessageIllegalError,
@@ -43,7 +44,7 @@ def test_should_root_every_public_error_at_client_error() -> None:
         if isinstance(getattr(client, name), type)
         and issubclass(getattr(client, name), BaseException)
     ]
-    assert len(errors) == 17
+    assert len(errors) == 18
     assert all(issubclass(error, ClientError) for error in errors)
     tree = _errors.__doc__ or ""
     assert all(f" {error.__name__} " in tree for error in errors)
@@ -58,7 +59,7 @@ def test_should_also_be_the_builtin_errors_callers_expect() -> None:
 
 
 def test_should_mark_only_transient_failures_retriable() -> None:
-    retriable = {BrokerBusyError, BrokerUnavailableError, RequestTimeoutError}
+    retriable = {BrokerBusyError, BrokerUnavailableError, DiskFullError, RequestTimeoutError}
     for error_class in set(ERROR_FOR_CODE.values()) | {ClientError}:
         assert error_class.retriable is (error_class in retriable), error_class
 
@@ -71,6 +72,8 @@ def test_should_map_wire_codes_to_their_classes_and_keep_the_code() -> None:
     assert type(error_for_code(ResponseCode.FLOW_CONTROL, "busy")) is BrokerBusyError
     assert type(error_for_code(ResponseCode.PULL_OFFSET_MOVED, "moved")) is OffsetIllegalError
     assert error_for_code(ResponseCode.SLAVE_NOT_AVAILABLE, "x").code == 11
+    full = error_for_code(ResponseCode.DISK_FULL, "disk full: free_bytes=1 needed_bytes=2")
+    assert type(full) is DiskFullError and isinstance(full, BrokerBusyError) and full.retriable
 
 
 def test_should_register_each_class_under_its_own_code() -> None:

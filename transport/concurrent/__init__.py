@@ -27,6 +27,7 @@ from aeromq.transport.concurrent.copy_broadcast_receiver import CopyBroadcastRec
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog, LoggingErrorHandler
+from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE, directory_mode, make_dirs
 from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
     BusySpinIdleStrategy,
@@ -45,6 +46,7 @@ from aeromq.transport.concurrent.ring_buffer import (
 )
 
 __all__ = [
+    "DEFAULT_FILE_MODE",
     "INSUFFICIENT_CAPACITY",
     "Action",
     "Agent",
@@ -80,7 +82,9 @@ __all__ = [
     "SystemEpochClock",
     "SystemNanoClock",
     "YieldingIdleStrategy",
+    "directory_mode",
     "error_log_reader",
     "idle_strategy_from_name",
+    "make_dirs",
     "tighten_timer_slack",
 ]

@@ -11,6 +11,7 @@ All integers are little-endian. Indices are bounds-checked; a bad one raises
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Self
 
 from aeromq.transport._errors import ConfigurationError
 from aeromq.transport.concurrent._atomic import AtomicBufferBase
+from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE
 
 __all__ = ["AtomicBuffer", "MappedFile"]
 
@@ -78,14 +80,32 @@ class MappedFile:
         self._buffer: AtomicBuffer | None = AtomicBuffer(mapping)
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], length: int) -> MappedFile:
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        length: int,
+        *,
+        mode: int = DEFAULT_FILE_MODE,
+        allocate: bool = False,
+    ) -> MappedFile:
+        """Create (or truncate) the file with permission bits ``mode`` and map it. With
+        ``allocate`` its blocks are reserved first (``posix_fallocate``): no room is an
+        ``OSError`` (ENOSPC) here, the file removed, never a SIGBUS on a later write."""
         if length <= 0:
             raise ConfigurationError("mapped file length must be positive", length=length)
         target = Path(path)
-        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
         try:
-            os.ftruncate(fd, length)
+            os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
+            if allocate:
+                os.posix_fallocate(fd, 0, length)
+            else:
+                os.ftruncate(fd, length)
             return cls(target, mmap.mmap(fd, length))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+            raise
         finally:
             os.close(fd)
 

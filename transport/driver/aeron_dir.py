@@ -19,6 +19,7 @@ import time
 from aeromq.transport._errors import ActiveDriverError, CncFileError
 from aeromq.transport.cnc import CNC_FILE, CncFile
 from aeromq.transport.concurrent.error_log_reader import read as read_error_log
+from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE, make_dirs
 
 __all__ = ["driver_heartbeat_age_ms", "prepare_aeron_dir"]
 
@@ -47,9 +48,15 @@ def driver_heartbeat_age_ms(aeron_dir: str, now_ms: int) -> int | None:
 
 
 def prepare_aeron_dir(
-    aeron_dir: str, *, delete_on_start: bool, driver_timeout_ms: int, now_ms: int
+    aeron_dir: str,
+    *,
+    delete_on_start: bool,
+    driver_timeout_ms: int,
+    now_ms: int,
+    file_mode: int = DEFAULT_FILE_MODE,
 ) -> None:
-    """Make ``aeron_dir`` ready for a new driver (see module); raise if one is alive in it."""
+    """Make ``aeron_dir`` ready for a new driver (see module); raise if one is alive in it.
+    The directories are made with ``directory_mode(file_mode)`` (``0700`` by default)."""
     if os.path.isdir(aeron_dir):
         if not delete_on_start:
             age_ms = driver_heartbeat_age_ms(aeron_dir, now_ms)
@@ -69,8 +76,8 @@ def prepare_aeron_dir(
                 )
                 _save_existing_errors(aeron_dir)
         shutil.rmtree(aeron_dir)
-    os.makedirs(os.path.join(aeron_dir, "publications"))
-    os.makedirs(os.path.join(aeron_dir, "images"))
+    make_dirs(os.path.join(aeron_dir, "publications"), file_mode)
+    make_dirs(os.path.join(aeron_dir, "images"), file_mode)
 
 
 def _save_existing_errors(aeron_dir: str) -> None:
@@ -93,7 +100,8 @@ def _save_existing_errors(aeron_dir: str) -> None:
         return
     stamp = time.strftime("%Y-%m-%d-%H-%M-%S")
     path = f"{aeron_dir.rstrip(os.sep)}-{stamp}-error.log"
-    with open(path, "w", encoding="utf-8") as out:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, DEFAULT_FILE_MODE)
+    with open(fd, "w", encoding="utf-8") as out:
         out.writelines(lines)
         out.write(f"\n{distinct} distinct errors observed.\n")
     _LOG.warning("existing errors of the stopped media driver saved to: %s", path)

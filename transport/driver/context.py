@@ -18,6 +18,9 @@ thread beside the conductor's, ``SHARED`` runs all three composed on one thread,
 buffers, windows, NAK and retransmit timing, the network agents' idle strategies) are the
 nested :class:`~transport.driver.udp.udp_settings.UdpSettings` in ``udp``, read from Aeron's
 environment variables too.
+
+``file_mode`` (not Aeron's: ``0o600`` by default) is the permission bits of ``cnc.dat`` and every
+log buffer; the driver's directories get an execute bit beside each read bit (``0o700``).
 """
 
 from __future__ import annotations
@@ -114,6 +117,8 @@ class MediaDriverContext:
     file_page_size: int = 4096
     term_buffer_sparse_file: bool = False
     perform_storage_checks: bool = True
+    file_mode: int = 0o600
+    """Permission bits of cnc.dat and the log buffers; directories get x beside each r."""
     publication_term_window_length: int = 0
     """0: half the term length. Otherwise the smaller of this and half the term."""
     ipc_publication_term_window_length: int = 0
@@ -213,6 +218,10 @@ class MediaDriverContext:
         for name in ("term_buffer_length", "ipc_term_buffer_length"):
             _check(name, getattr(self, name), check_term_length)
         _check("file_page_size", self.file_page_size, check_page_size)
+        if not isinstance(self.file_mode, int) or not 0o600 <= self.file_mode <= 0o777:
+            _fail("file_mode", self.file_mode, "must be 0o600..0o777 (the owner reads and writes)")
+        elif self.file_mode & 0o600 != 0o600:
+            _fail("file_mode", self.file_mode, "the owner must read and write")
         for name in ("mtu_length", "ipc_mtu_length"):
             check_mtu_length(name, getattr(self, name))
         for name in ("publication_term_window_length", "ipc_publication_term_window_length"):

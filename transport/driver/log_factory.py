@@ -33,9 +33,12 @@ __all__ = [
     "delete_log",
     "initialise_log_metadata",
     "producer_window_length",
+    "unbacked_log_bytes",
 ]
 
 _MAX_POSITION = 2**63 - 1
+_LOG_DIRS = ("publications", "images")
+_BLOCK_BYTES = 512  # st_blocks counts 512-byte units
 
 
 def producer_window_length(window_length: int, term_length: int) -> int:
@@ -45,23 +48,52 @@ def producer_window_length(window_length: int, term_length: int) -> int:
 
 
 def check_storage(directory: str, log_length: int) -> None:
-    """Refuse (``STORAGE_SPACE``) a log that the file system has no room for."""
+    """Refuse (``STORAGE_SPACE``) a log that the file system has no room for, counting what
+    the live logs may still claim: a sparse log's unwritten pages are not in ``statvfs``'s
+    free space but will be taken when written, so the room must cover the new log plus the
+    unbacked bytes of every log file in ``directory``'s aeron directory (``publications/``,
+    ``images/``). Checked on the conductor, one log at a time, so no two checks count the
+    same free space."""
     stat = os.statvfs(directory)
     usable = stat.f_bavail * stat.f_frsize
-    if usable < log_length:
+    unbacked = unbacked_log_bytes(os.path.dirname(os.path.normpath(directory)))
+    if usable < log_length + unbacked:
         raise command_error(
             ErrorCode.STORAGE_SPACE,
             "insufficient usable storage for new log",
             log_length=log_length,
             usable=usable,
+            unbacked_by_live_logs=unbacked,
             directory=directory,
         )
 
 
-def create_log(path: str, term_length: int, page_size: int, sparse: bool) -> LogBuffers:
-    """Create and map the log file; a failure is the command's error."""
+def unbacked_log_bytes(aeron_dir: str) -> int:
+    """The bytes the log files of ``aeron_dir`` may still take: each file's length less
+    the blocks it holds (0 for a log allocated up front)."""
+    unbacked = 0
+    for name in _LOG_DIRS:
+        try:
+            entries = os.scandir(os.path.join(aeron_dir, name))
+        except FileNotFoundError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    stat = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:  # freed meanwhile
+                    continue
+                unbacked += max(0, stat.st_size - stat.st_blocks * _BLOCK_BYTES)
+    return unbacked
+
+
+def create_log(
+    path: str, term_length: int, page_size: int, sparse: bool, file_mode: int
+) -> LogBuffers:
+    """Create and map the log file with permission bits ``file_mode``; a failure is the
+    command's error."""
     try:
-        return LogBuffers.create(path, term_length, page_size, sparse=sparse)
+        return LogBuffers.create(path, term_length, page_size, sparse=sparse, mode=file_mode)
     except (OSError, ConfigurationError, LogBufferFileError) as exc:
         out_of_space = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
         code = ErrorCode.STORAGE_SPACE if out_of_space else ErrorCode.GENERIC_ERROR

@@ -37,6 +37,7 @@ from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 from aeromq.transport.driver.aeron_dir import prepare_aeron_dir
 from aeromq.transport.driver.conductor import DriverConductor
 from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
+from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX, remove_stale_driver_dirs
 
 __all__ = ["MediaDriver"]
 
@@ -59,10 +60,15 @@ class MediaDriver:
 
     @classmethod
     def launch_embedded(cls, context: MediaDriverContext | None = None) -> MediaDriver:
-        """Start a driver in a fresh unique directory (under /dev/shm), deleted on close."""
+        """Start a driver in a fresh unique directory (under /dev/shm), deleted on close; the
+        directories that dead embedded drivers left there are removed first
+        (:mod:`~transport.driver.stale_dirs`)."""
         base = context if context is not None else MediaDriverContext.from_env()
         root = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-        aeron_dir = tempfile.mkdtemp(prefix="aeron-embedded-", dir=root)
+        remove_stale_driver_dirs(
+            root, driver_timeout_ms=base.driver_timeout_ms, now_ms=base.epoch_clock.time_ms()
+        )
+        aeron_dir = tempfile.mkdtemp(prefix=EMBEDDED_DIR_PREFIX, dir=root)
         try:
             return cls.launch(
                 dataclasses.replace(base, aeron_dir=aeron_dir, dir_delete_on_shutdown=True)
@@ -91,6 +97,7 @@ class MediaDriver:
             delete_on_start=context.dir_delete_on_start,
             driver_timeout_ms=context.driver_timeout_ms,
             now_ms=context.epoch_clock.time_ms(),
+            file_mode=context.file_mode,
         )
         try:
             self._cnc = self._create_cnc()
@@ -119,6 +126,7 @@ class MediaDriver:
             start_timestamp_ms=context.epoch_clock.time_ms(),
             pid=os.getpid(),
             file_page_size=context.file_page_size,
+            file_mode=context.file_mode,
         )
 
     def _publish_cnc(self) -> None:

@@ -290,7 +290,9 @@ class PublicationFactory:
 
         path = os.path.join(context.publications_dir(), f"{registration_id}.logbuffer")
         try:
-            log = create_log(path, term_length, context.file_page_size, params.is_sparse)
+            log = create_log(
+                path, term_length, context.file_page_size, params.is_sparse, context.file_mode
+            )
         except BaseException:
             for counter_id in counter_ids:
                 counters.free(counter_id)

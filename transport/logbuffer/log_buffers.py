@@ -14,6 +14,7 @@ from pathlib import Path
 
 from aeromq.transport._errors import ConfigurationError, IllegalStateError, LogBufferFileError
 from aeromq.transport.concurrent import AtomicBuffer, MappedFile
+from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_META_DATA_LENGTH,
     LOG_PAGE_SIZE_OFFSET,
@@ -55,22 +56,19 @@ class LogBuffers:
         page_size: int = PAGE_MIN_SIZE,
         *,
         sparse: bool = True,
+        mode: int = DEFAULT_FILE_MODE,
     ) -> LogBuffers:
-        """Create (or truncate) the file at ``path`` and map it, zeroed.
+        """Create (or truncate) the file at ``path`` with permission bits ``mode`` and map it,
+        zeroed.
 
-        A sparse file takes memory only as it is written; ``sparse=False`` allocates it all now
-        (so running out of space fails here, not on a later write).
+        A sparse file takes memory only as it is written; ``sparse=False`` allocates it all
+        before mapping it (so running out of space is an ``OSError`` here, the file removed,
+        not a SIGBUS on a later write).
         """
         check_term_length(term_length)
         check_page_size(page_size)
         log_length = compute_log_length(term_length, page_size)
-        mapped_file = MappedFile.create(path, log_length)
-        if not sparse:
-            fd = os.open(path, os.O_RDWR)
-            try:
-                os.posix_fallocate(fd, 0, log_length)
-            finally:
-                os.close(fd)
+        mapped_file = MappedFile.create(path, log_length, mode=mode, allocate=not sparse)
         log = cls(mapped_file, term_length)
         log.metadata.term_length = term_length
         log.metadata.page_size = page_size

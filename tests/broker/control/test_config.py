@@ -13,6 +13,7 @@ from aeromq.broker.config import (
     BrokerConfig,
     BrokerConfigError,
     add_arguments,
+    describe_default,
 )
 from aeromq.broker.store import FlushMode
 
@@ -186,3 +187,21 @@ def test_should_let_the_store_hold_a_batch_of_the_largest_body_clients_may_send(
     properties = b"k\x01" + b"v" * (32767 - 3) + b"\x02"  # RocketMQ's longest property string
     largest = encode_batch(b"T" * 255, [b"x" * config.max_message_size], None, [properties])
     assert store.max_message_bytes >= len(largest) > config.max_message_size
+
+
+def test_should_read_the_file_mode_as_octal_and_pass_it_and_the_watermark_to_the_store(
+    tmp_path: Path,
+) -> None:
+    config = BrokerConfig.load(
+        ["--file-mode", "0640", "--min-free-disk-bytes", "8MiB", "--max-disk-used-percent", "95"],
+        environ={},
+    )
+    store = config.to_store_config()
+    assert (store.file_mode, store.min_free_disk_bytes, store.max_disk_used_percent) == (
+        0o640,
+        8 << 20,
+        95,
+    )
+    assert describe_default("file_mode") == "0o600"
+    with pytest.raises(BrokerConfigError, match="file_mode"):
+        BrokerConfig.load(["--file-mode", "0400"], environ={})

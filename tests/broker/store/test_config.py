@@ -52,3 +52,21 @@ def test_should_reject_bad_values_naming_them(
     with pytest.raises(ConfigError, match=message) as caught:
         StoreConfig(tmp_path, **{field: value})  # type: ignore[arg-type]
     assert repr(value) in str(caught.value) or field == "flush_mode"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("file_mode", 0o400),
+        ("file_mode", 0o1600),
+        ("min_free_disk_bytes", -1),
+        ("max_disk_used_percent", 0),
+        ("max_disk_used_percent", 101),
+        ("disk_check_interval_ms", 0),
+    ],
+)
+def test_should_refuse_bad_file_mode_and_disk_watermarks(
+    tmp_path: Path, field: str, value: int
+) -> None:
+    with pytest.raises(ConfigError, match=field):
+        StoreConfig(data_dir=tmp_path, **{field: value})

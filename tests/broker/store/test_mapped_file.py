@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
-from aeromq.broker import StoreError, StoreIOError
+from aeromq.broker import NoSpaceError, StoreError, StoreIOError
 from aeromq.broker.store._mapped_file import MappedFile, file_name_for
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
+from tests.system._tmpfs import small_tmpfs
 
 
 def test_should_name_files_by_their_start_offset_in_twenty_digits() -> None:
@@ -105,3 +108,20 @@ def test_should_truncate_from_an_offset_and_delete_from_the_front(tmp_path: Path
     assert not (tmp_path / file_name_for(0)).exists()
     queue.delete_all()
     assert not any(tmp_path.iterdir())
+
+
+def test_should_allocate_a_new_file_for_real_and_refuse_one_the_disk_cannot_hold(
+    tmp_path: Path,
+) -> None:
+    with small_tmpfs(tmp_path / "disk", 8) as disk:
+        mapped = MappedFile.create(disk, 0, 4 << 20)
+        try:
+            assert os.stat(mapped.path).st_blocks * 512 >= 4 << 20  # blocks, not a sparse file
+            assert stat.S_IMODE(os.stat(mapped.path).st_mode) == 0o600
+            with pytest.raises(NoSpaceError) as refused:
+                MappedFile.create(disk, 4 << 20, 8 << 20)
+            assert refused.value.values["needed_bytes"] == 8 << 20
+            assert refused.value.values["free_bytes"] < 8 << 20
+            assert sorted(p.name for p in disk.iterdir()) == [mapped.path.name]  # none half-made
+        finally:
+            mapped.close()

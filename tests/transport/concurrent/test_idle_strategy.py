@@ -87,8 +87,35 @@ def test_should_use_agronas_backoff_defaults() -> None:
     ) == (10, 5, 1_000, 1_000_000)
     assert repr(strategy) == (
         "BackoffIdleStrategy(max_spins=10, max_yields=5, min_park_period_ns=1000, "
-        "max_park_period_ns=1000000)"
+        "max_park_period_ns=1000000, deep_park_period_ns=0, deep_idle_after_ns=1000000000)"
     )
+
+
+def test_should_park_longer_only_after_a_long_idle_when_deep_idle_is_on() -> None:
+    strategy = idle_strategy_from_name("backoff:0,0,1000000,2000000,8000000,5000000")
+    assert isinstance(strategy, BackoffIdleStrategy)
+    periods = []
+    for _ in range(8):  # bounded: 8 cycles, at most ~40 ms of parking
+        strategy.idle(0)
+        periods.append(strategy.park_period_ns)
+    # spin, yield, to parking; parks of 1, 2, 2 ms (5 ms parked: deep idle), then 4, 8 ms
+    assert periods == [1_000_000, 1_000_000, 1_000_000, 2_000_000, 2_000_000, 4_000_000,
+                       8_000_000, 8_000_000]  # fmt: skip
+    strategy.idle(1)  # work: back to the start
+    assert (strategy.state, strategy.park_period_ns, strategy.parked_ns) == (
+        BackoffIdleStrategy.NOT_IDLE,
+        1_000_000,
+        0,
+    )
+    plain = BackoffIdleStrategy(0, 0, 1_000_000, 2_000_000)
+    for _ in range(8):
+        plain.idle(0)
+    assert plain.park_period_ns == 2_000_000  # Agrona's: never past the max park
+
+
+def test_should_refuse_a_deep_park_shorter_than_the_max_park() -> None:
+    with pytest.raises(ConfigurationError):
+        BackoffIdleStrategy(10, 5, 1_000, 1_000_000, 500_000)
 
 
 @pytest.mark.parametrize(

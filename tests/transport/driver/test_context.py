@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 import pytest
 
@@ -186,3 +187,11 @@ def test_should_read_the_driver_timeout_as_milliseconds_like_aeron() -> None:
     assert MediaDriverContext.from_env(env).driver_timeout_ms == 2500
     env["AERON_DRIVER_TIMEOUT"] = "3s"
     assert MediaDriverContext.from_env(env).driver_timeout_ms == 3000
+
+
+@pytest.mark.parametrize("file_mode", [0o644 & ~0o600, 0o400, 0o1777, -1])
+def test_should_refuse_a_file_mode_the_owner_cannot_read_and_write(
+    tmp_path: Path, file_mode: int
+) -> None:
+    with pytest.raises(ConfigurationError, match="file_mode"):
+        MediaDriverContext(aeron_dir=str(tmp_path), file_mode=file_mode)

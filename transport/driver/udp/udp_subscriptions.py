@@ -303,7 +303,9 @@ class UdpSubscriptions:
         is_sparse = any(link.is_sparse for link in links)
         path = os.path.join(context.images_dir(), f"{correlation_id}.logbuffer")
         try:
-            log = create_log(path, term_length, context.file_page_size, is_sparse)
+            # the remote sender chose the term length: its log is reserved (never sparse), so
+            # a SETUP the shared memory cannot back is refused here, not a SIGBUS later
+            log = create_log(path, term_length, context.file_page_size, False, context.file_mode)
         except BaseException:
             rcv_hwm.close()
             rcv_pos.close()
