@@ -47,12 +47,14 @@ async def test_should_wake_waiting_polls_on_a_delivery_without_a_thread_per_wait
     consumer = make(broker)
     consumer.sync.subscribe(TOPIC)
     async with consumer:
-        await asyncio.sleep(0)
+        await consumer.poll(50)  # the consumer's own workers start lazily: let them
         threads_before = threading.active_count()
         waiting = [asyncio.create_task(consumer.poll(20_000)) for _ in range(20)]
         await asyncio.sleep(0.2)
         assert not any(task.done() for task in waiting)
-        assert threading.active_count() <= threads_before  # twenty waits, no new thread
+        # twenty waits, no thread of their own: a thread per wait would add 20; the margin of 2
+        # is for a worker of the consumer's that starts late on a loaded machine (seen once)
+        assert threading.active_count() <= threads_before + 2
         broker.send(queues[2], b"wake")
         done, _ = await asyncio.wait(waiting, timeout=10, return_when=asyncio.FIRST_COMPLETED)
         assert done, "no waiting poll woke within 10 s of a delivery"
