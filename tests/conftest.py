@@ -1,5 +1,6 @@
-"""Suite-wide fixtures: a per-test temporary directory in /dev/shm where it exists; and the
-hypothesis profile (no wall-clock deadline per example)."""
+"""Suite-wide fixtures: a per-test temporary directory in /dev/shm where it exists; the
+hypothesis profile (no wall-clock deadline per example); small store files for the brokers the
+tests start."""
 
 from __future__ import annotations
 
@@ -12,11 +13,25 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from aeromq.broker.config import ENV_PREFIX
+
 # No per-example wall-clock limits for property tests: hypothesis's default 200 ms deadline and
 # its too_slow health check fail (or report "Flaky") when a loaded machine stalls one example.
 # A test's own @settings still wins for the fields it names.
 settings.register_profile("aeromq", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("aeromq")
+
+# Broker processes started by the tests keep small store files. A broker allocates its segments
+# and index files in full when it creates them (posix_fallocate: a full disk is an error then,
+# never a SIGBUS later), and RocketMQ's defaults (1 GiB commit log segments, a 420 MB index file)
+# took ~20 GB of disk over one run of the suite. The environment ranks below a test's own
+# arguments and config file (see broker.config), so a test that sets one of these still wins.
+for _key, _value in (
+    ("COMMIT_LOG_SEGMENT_BYTES", "64MiB"),
+    ("INDEX_SLOTS", "50000"),
+    ("INDEX_ENTRIES", "400000"),
+):
+    os.environ.setdefault(ENV_PREFIX + _key, _value)
 
 
 @pytest.fixture
