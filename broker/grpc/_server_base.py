@@ -97,7 +97,9 @@ class GrpcServerBase:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._health = health.HealthServicer()
+        # the asyncio servicer: the sync one's Watch blocks an executor thread until a callback
+        # that grpc.aio never calls, and a process with a watcher gone then never exits
+        self._health = health.aio.HealthServicer()
         self._port = 0
 
     @property
@@ -144,8 +146,7 @@ class GrpcServerBase:
             executor,
         )
         self._port = port
-        for service in ["", *self._services]:
-            self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        asyncio.run_coroutine_threadsafe(self._report_serving(), loop).result(_START_TIMEOUT_S)
         _log.info(
             "gRPC server listening: address=%s tls=%s services=%s",
             self.address,
@@ -153,6 +154,10 @@ class GrpcServerBase:
             sorted(self._services),
         )
         return port
+
+    async def _report_serving(self) -> None:
+        for service in ["", *self._services]:
+            await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
 
     async def _bind(self, executor: ThreadPoolExecutor, target: str) -> tuple[grpc.aio.Server, int]:
         server = grpc.aio.server(
@@ -190,9 +195,11 @@ class GrpcServerBase:
             return
         loop, thread, executor = self._loop, self._loop_thread, self._executor
         assert loop is not None and thread is not None and executor is not None
-        self._health.enter_graceful_shutdown()
-        self.before_stop()
         try:
+            asyncio.run_coroutine_threadsafe(self._health.enter_graceful_shutdown(), loop).result(
+                grace_s + 5.0
+            )
+            self.before_stop()
             asyncio.run_coroutine_threadsafe(server.stop(grace_s), loop).result(grace_s + 5.0)
         finally:
             _stop_loop(loop, thread)

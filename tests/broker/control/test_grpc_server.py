@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -46,6 +48,34 @@ def test_should_report_not_serving_when_stopping(broker: RunningBroker) -> None:
             for answer in watch:
                 statuses.append(answer.status)
         assert health_pb2.HealthCheckResponse.NOT_SERVING in statuses
+
+
+def test_should_leave_no_handler_thread_behind_a_health_watch(broker: RunningBroker) -> None:
+    # a handler thread blocked for good keeps the process from exiting (the executor's threads
+    # are joined at exit): the sync health servicer's Watch did that under grpc.aio
+    with grpc.insecure_channel(broker.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        watch = health.Watch(health_pb2.HealthCheckRequest(service=""), timeout=10)
+        assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+        watch.cancel()
+    broker.server.stop(grace_s=1.0)
+    deadline = time.monotonic() + 10.0
+    while _health_watchers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _health_watchers() == []
+
+
+def _health_watchers() -> list[str]:
+    """The threads now running inside grpc_health's code (a Watch handler that blocks)."""
+    frames = sys._current_frames()
+    names = []
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident or -1)
+        while frame is not None and "grpc_health" not in frame.f_code.co_filename:
+            frame = frame.f_back
+        if frame is not None:
+            names.append(thread.name)
+    return names
 
 
 def test_should_describe_its_services_by_reflection(broker: RunningBroker) -> None:
