@@ -14,9 +14,10 @@
    queues, count, rate and lag), a plain line every ``--progress-interval`` otherwise.
 6. The members check every message (CRC) and report; once every message has arrived they
    commit and leave, the broker is shut down gracefully, and a summary table follows: sent,
-   consumed, duplicates, throughput, latency p50/p99 (send to poll), each member's queues over
-   time, the group's final lag (0: every offset committed) and the broker's exit code
-   (``--json``: the same as one JSON object).
+   consumed, duplicates, throughput, latency p50/p99 (send to poll), CPU per message of the
+   producer, the consumers and the broker, each member's queues over time, the group's final
+   lag (0: every offset committed) and the broker's exit code (``--json``: the same as one JSON
+   object).
 
 Exit status 0 only if every message arrived intact (duplicates are allowed: delivery is at
 least once), the final lag is 0 and every process stopped cleanly; 1 otherwise; 2 for bad
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from aeromq._quickstart_member import GROUP, HEADER_LENGTH, TOPIC, Report, body, run_member
-from aeromq._quickstart_view import RunState
+from aeromq._quickstart_view import RunState, process_cpu_s
 from aeromq.transport.tools.cli import command_parser, setup_logging
 from aeromq.transport.tools.progress import add_progress
 
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failure: str | None = None
     try:
         say(f"broker: pid={broker.pid} grpc={broker.grpc_address} data={data_dir}")
-        run = _Run(args, broker.grpc_address, state, mode, members)
+        run = _Run(args, broker.grpc_address, broker.pid, state, mode, members)
         run.go(say)
     except (TimeoutError, ClientError) as exc:
         failure = f"{type(exc).__name__}: {exc}"
@@ -154,12 +155,14 @@ class _Run:
         self,
         args: argparse.Namespace,
         grpc_address: str,
+        broker_pid: int,
         state: RunState,
         mode: str,
         members: dict[str, BaseProcess],
     ) -> None:
         self.args = args
         self.grpc_address = grpc_address
+        self.broker_pid = broker_pid
         self.state = state
         self.mode = mode
         self.members = members
@@ -195,8 +198,10 @@ class _Run:
                 )
                 self.live.start()
             try:
+                broker_cpu_s = process_cpu_s(self.broker_pid)
                 self._produce(say)
                 self._wait(lambda: self.state.distinct >= self.args.messages, "receive all")
+                self.state.broker_cpu_s = process_cpu_s(self.broker_pid) - broker_cpu_s
                 self._wait(
                     lambda: (
                         bool(self.state.members[_JOINS_MIDWAY].queues)
@@ -241,6 +246,7 @@ class _Run:
         with Producer("quickstart-producers", self.grpc_address) as producer:
             producer.fetch_publish_queues(TOPIC)  # the route, before the clock starts
             state.send_started = time.monotonic()
+            cpu_s = time.process_time()  # the producer's, with the view it draws meanwhile
             window: collections.deque[tuple[Future[Any], int]] = collections.deque()
             for first in range(0, args.messages, args.batch):
                 last = min(first + args.batch, args.messages)
@@ -259,6 +265,7 @@ class _Run:
             for future, count in window:
                 self._acknowledged(future, count)
             state.send_ended = time.monotonic()
+            state.producer_cpu_s = time.process_time() - cpu_s
         self._view(force=True)
 
     def _acknowledged(self, future: Future[Any], count: int) -> None:

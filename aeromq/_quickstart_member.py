@@ -62,6 +62,7 @@ class Report:
     positions: dict[int, int] = field(default_factory=dict)  # queue id -> next offset
     latencies_us: bytes = b""  # array('q'), in the last report only
     final: bool = False
+    cpu_s: float = 0.0  # the member's CPU time since its consumer started (user + system)
 
 
 def run_member(name: str, grpc_address: str, events: Queue[Report], stop: Event) -> None:
@@ -85,6 +86,7 @@ def run_member(name: str, grpc_address: str, events: Queue[Report], stop: Event)
     consumer = DefaultLitePullConsumer(config=config)
     consumer.subscribe(TOPIC, "*")
     consumer.start()
+    cpu_start_s = time.process_time()  # from here: consuming, not the process's start-up
     try:
         next_report = time.monotonic()
         while not stop.is_set() and time.monotonic() < deadline:
@@ -103,7 +105,17 @@ def run_member(name: str, grpc_address: str, events: Queue[Report], stop: Event)
             if time.monotonic() >= next_report:
                 next_report = time.monotonic() + REPORT_INTERVAL_S
                 queues = tuple(sorted(q.queue_id for q in consumer.assignment()))
-                events.put(Report(name, seqs.tobytes(), received, corrupt, queues, dict(positions)))
+                events.put(
+                    Report(
+                        name,
+                        seqs.tobytes(),
+                        received,
+                        corrupt,
+                        queues,
+                        dict(positions),
+                        cpu_s=time.process_time() - cpu_start_s,
+                    )
+                )
                 seqs = array("q")
         queues = tuple(sorted(q.queue_id for q in consumer.assignment()))
         consumer.commit()
@@ -111,6 +123,14 @@ def run_member(name: str, grpc_address: str, events: Queue[Report], stop: Event)
         consumer.shutdown()  # persists the committed offsets
     events.put(
         Report(
-            name, seqs.tobytes(), received, corrupt, queues, positions, latencies_us.tobytes(), True
+            name,
+            seqs.tobytes(),
+            received,
+            corrupt,
+            queues,
+            positions,
+            latencies_us.tobytes(),
+            True,
+            time.process_time() - cpu_start_s,
         )
     )

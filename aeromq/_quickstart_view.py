@@ -9,6 +9,7 @@ line, and the summary as a table or one JSON object. No I/O but the printing it 
 
 from __future__ import annotations
 
+import os
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ class MemberState:
     assignments: list[tuple[int, ...]] = field(default_factory=list)
     positions: dict[int, int] = field(default_factory=dict)
     latencies_us: array[int] = field(default_factory=lambda: array("q"))
+    cpu_s: float = 0.0
 
     rate_per_s: float = 0.0
     _mark: tuple[float, int] = (0.0, 0)  # (when, received) at the start of the rate's window
@@ -56,6 +58,7 @@ class RunState:
         self.total = total
         self.sent = 0
         self.send_started = self.send_ended = self.last_distinct_at = 0.0
+        self.producer_cpu_s = self.broker_cpu_s = 0.0  # over the run (see _quickstart._Run)
         self.members: dict[str, MemberState] = {}
         self._seen = bytearray(total)
         self.distinct = 0
@@ -74,6 +77,7 @@ class RunState:
         member.state = "stopped" if report.final else "running"
         member.count(report.received, time.monotonic())
         member.corrupt = report.corrupt
+        member.cpu_s = max(member.cpu_s, report.cpu_s)
         member.positions.update(report.positions)
         if not self.stopping:
             member.queues = report.queues
@@ -179,6 +183,13 @@ class RunState:
             "end_to_end_msgs_per_s": round(self.distinct / through_s),
             "latency_p50_ms": pick(0.50),
             "latency_p99_ms": pick(0.99),
+            "cpu_us_per_msg": {
+                "producer": _per_message_us(self.producer_cpu_s, self.sent),
+                "consumers": _per_message_us(
+                    sum(m.cpu_s for m in self.members.values()), self.distinct
+                ),
+                "broker": _per_message_us(self.broker_cpu_s, self.sent),
+            },
             "members": [
                 {
                     "name": m.name,
@@ -218,6 +229,13 @@ class RunState:
                 "latency p50 / p99",
                 f"{ms(summary['latency_p50_ms'])} / {ms(summary['latency_p99_ms'])}",
             ),
+            (
+                "CPU per message: producer / consumers / broker",
+                " / ".join(
+                    "-" if us is None else f"{us:.1f} us"
+                    for us in summary["cpu_us_per_msg"].values()
+                ),
+            ),
         ]
         for member in summary["members"]:
             history = " -> ".join(",".join(map(str, a)) or "-" for a in member["assignments"])
@@ -239,3 +257,18 @@ class RunState:
             else "result: FAILED"
         )
         console.print(verdict, highlight=False)
+
+
+def _per_message_us(cpu_s: float, count: int) -> float | None:
+    """CPU microseconds per message, rounded (None when nothing was measured)."""
+    return round(cpu_s * 1e6 / count, 2) if count and cpu_s > 0 else None
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

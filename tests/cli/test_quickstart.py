@@ -40,6 +40,9 @@ def test_should_deliver_every_message_to_a_group_that_rebalances_and_report_json
     final = sorted(q for m in members.values() for q in m["queues"])
     assert final == [0, 1, 2, 3]  # each queue owned by exactly one member at the end
     assert summary["produce_msgs_per_s"] > 0 and summary["latency_p99_ms"] is not None
+    cpu_us = summary["cpu_us_per_msg"]
+    assert set(cpu_us) == {"producer", "consumers", "broker"}
+    assert all(us is not None and us > 0 for us in cpu_us.values()), cpu_us
     assert summary["latency_p50_ms"] <= summary["latency_p99_ms"]
 
 
