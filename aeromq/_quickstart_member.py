@@ -87,6 +87,21 @@ def run_member(name: str, grpc_address: str, events: Queue[Report], stop: Event)
     consumer.subscribe(TOPIC, "*")
     consumer.start()
     cpu_start_s = time.process_time()  # from here: consuming, not the process's start-up
+
+    def report(queues: tuple[int, ...], final: bool = False) -> Report:
+        """What was received since the last report (the latencies go in the final one)."""
+        return Report(
+            name,
+            seqs.tobytes(),
+            received,
+            corrupt,
+            queues,
+            dict(positions),
+            latencies_us.tobytes() if final else b"",
+            final,
+            time.process_time() - cpu_start_s,
+        )
+
     try:
         next_report = time.monotonic()
         while not stop.is_set() and time.monotonic() < deadline:
@@ -105,32 +120,10 @@ def run_member(name: str, grpc_address: str, events: Queue[Report], stop: Event)
             if time.monotonic() >= next_report:
                 next_report = time.monotonic() + REPORT_INTERVAL_S
                 queues = tuple(sorted(q.queue_id for q in consumer.assignment()))
-                events.put(
-                    Report(
-                        name,
-                        seqs.tobytes(),
-                        received,
-                        corrupt,
-                        queues,
-                        dict(positions),
-                        cpu_s=time.process_time() - cpu_start_s,
-                    )
-                )
+                events.put(report(queues))
                 seqs = array("q")
         queues = tuple(sorted(q.queue_id for q in consumer.assignment()))
         consumer.commit()
     finally:
         consumer.shutdown()  # persists the committed offsets
-    events.put(
-        Report(
-            name,
-            seqs.tobytes(),
-            received,
-            corrupt,
-            queues,
-            positions,
-            latencies_us.tobytes(),
-            True,
-            time.process_time() - cpu_start_s,
-        )
-    )
+    events.put(report(queues, final=True))
