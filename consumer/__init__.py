@@ -5,6 +5,7 @@ stored record batches: ``poll()`` gives them as messages, ``poll_batch()`` as co
 """
 
 from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, QueueGrant
+from aeromq.consumer._hooks import ConsumeMessageContext, ConsumeMessageHook
 from aeromq.consumer._metrics import ConsumerMetrics
 from aeromq.consumer.allocate import (
     AllocateMachineRoomNearby,
@@ -50,6 +51,8 @@ __all__ = [
     "BatchMessageExt",
     "BrokerApi",
     "ConsumeFromWhere",
+    "ConsumeMessageContext",
+    "ConsumeMessageHook",
     "ConsumerMetrics",
     "DefaultLitePullConsumer",
     "DeliveryListener",

@@ -94,9 +94,11 @@ from aeromq.client import (
     build_subscription_data,
     serve_metrics,
 )
+from aeromq.client._hooks import call_hooks
 from aeromq.common import check_topic
 from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat, QueueGrant
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
+from aeromq.consumer._hooks import ConsumeMessageContext, ConsumeMessageHook
 from aeromq.consumer._metrics import ConsumerMetrics
 from aeromq.consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
@@ -223,6 +225,7 @@ class DefaultLitePullConsumer:
         self._offset_store: OffsetStore | None = None
         self._rebalance: RebalanceService | None = None
         self._value_deserializer = value_deserializer
+        self._consume_hooks: list[ConsumeMessageHook] = []
 
     # -- properties ------------------------------------------------------------------
 
@@ -599,6 +602,8 @@ class DefaultLitePullConsumer:
         out: list[MessageExt] = []
         for chunk in self._poll_chunks(timeout_ms, self._config.max_poll_records):
             out.extend(chunk)
+        if out and self._consume_hooks:
+            self._run_consume_hooks(ConsumeMessageContext(self._config.consumer_group, out))
         return self._with_values(out)
 
     def poll_batch(
@@ -612,7 +617,11 @@ class DefaultLitePullConsumer:
         if limit <= 0:
             raise IllegalArgumentError("max_records must be positive", max_records=limit)
         chunks = self._poll_chunks(timeout_ms, limit)
-        return MessageBatch.concat([as_message_batch(chunk) for chunk in chunks])
+        batch = MessageBatch.concat([as_message_batch(chunk) for chunk in chunks])
+        if chunks and self._consume_hooks:
+            group = self._config.consumer_group
+            self._run_consume_hooks(ConsumeMessageContext(group, batch=batch))
+        return batch
 
     def _poll_chunks(self, timeout_ms: int | None, limit: int) -> list[Sequence[MessageExt]]:
         self._check_running()
@@ -861,6 +870,18 @@ class DefaultLitePullConsumer:
         """The offset of the first message of ``queue`` stored at or after ``timestamp_ms``."""
         self._check_running()
         return self._require_api().search_offset(queue, timestamp_ms)
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        """Run ``hook`` on every poll that returns messages from now on, after the hooks
+        registered before it (see ``consumer.ConsumeMessageHook``; RocketMQ's
+        ``registerConsumeMessageHook``)."""
+        self._consume_hooks = [*self._consume_hooks, hook]
+
+    def _run_consume_hooks(self, context: ConsumeMessageContext) -> None:
+        hooks = self._consume_hooks
+        call_hooks(hooks, "consume_message_before", context)
+        context.success = True
+        call_hooks(hooks, "consume_message_after", context)
 
     def register_topic_message_queue_change_listener(
         self, topic: str, listener: TopicMessageQueueChangeListener

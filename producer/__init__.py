@@ -9,6 +9,7 @@ servers over gRPC, or from a :class:`StaticRoute`. Each send is one record batch
 
 from aeromq.producer._batch import SendResults
 from aeromq.producer._config import ProducerConfig
+from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMetrics
 from aeromq.producer._producer import Producer, SendCallback
 from aeromq.producer._route import RouteSource, StaticRoute
@@ -30,6 +31,9 @@ __all__ = [
     "RoundRobinSelector",
     "RouteSource",
     "SendCallback",
+    "SendMessageContext",
+    "SendMessageHook",
+    "SendMode",
     "SendResult",
     "SendResults",
     "SendStatus",

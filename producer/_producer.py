@@ -43,7 +43,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, InvalidStateError, ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any, Final
 
@@ -62,11 +62,13 @@ from aeromq.client import (
     error_for_code,
     serve_metrics,
 )
+from aeromq.client._hooks import call_hooks
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver, TopicRoute
 from aeromq.common import MAX_FRAMING_BYTES, check_body
 from aeromq.producer._batch import SendResults, encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig, check_producer_group
+from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMeter, ProducerMetrics
 from aeromq.producer._route import RouteSource
 from aeromq.producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
@@ -166,6 +168,7 @@ class Producer:
         self._lock = threading.Lock()
         self._running = False
         self._meter = ProducerMeter()
+        self._send_hooks: list[SendMessageHook] = []
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -300,13 +303,16 @@ class Producer:
         arg: Any,
     ) -> Sequence[SendResult]:
         started_ns = time.perf_counter_ns()
+        context = self._before_send(messages, SendMode.SYNC)
         try:
             attempt = self._prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
             results = self._attempt_sync(attempt, timeout_ms)
-        except BaseException:
+        except BaseException as exc:
             self._meter.on_failed()
+            self._after_send(context, exception=exc)
             raise
         self._meter.on_sent(len(messages), time.perf_counter_ns() - started_ns)
+        self._after_send(context, results=results)
         return results
 
     def _attempt_sync(self, attempt: _Attempt, timeout_ms: int | None) -> Sequence[SendResult]:
@@ -347,9 +353,10 @@ class Producer:
         """Send one message without waiting: a future of its ``SendResult`` (and
         ``callback``, if given). The offer itself may wait up to ``offer_timeout_ms`` while
         the broker back-pressures."""
+        context = self._before_send([message], SendMode.ASYNC)
         attempt = self._prepare([message], timeout_ms, queue, selector, arg, asynchronous=True)
         outer: Future[SendResult] = Future()
-        self._observe(outer, 1)
+        self._observe(outer, 1, context)
         self._submit_async(attempt, outer, single=True)
         if callback is not None:
             outer.add_done_callback(_call_back(callback))
@@ -364,23 +371,34 @@ class Producer:
         queue: MessageQueue | None = None,
     ) -> Future[Sequence[SendResult]]:
         """``send_batch`` without waiting (see ``send_async``)."""
+        context = self._before_send(messages, SendMode.ASYNC)
         attempt = self._prepare(messages, timeout_ms, queue, None, None, asynchronous=True)
         outer: Future[Sequence[SendResult]] = Future()
-        self._observe(outer, len(messages))
+        self._observe(outer, len(messages), context)
         self._submit_async(attempt, outer, single=False)
         if callback is not None:
             outer.add_done_callback(_call_back(callback))
         return outer
 
-    def _observe(self, outer: Future[Any], messages: int) -> None:
-        """Count the async send of ``outer`` in the metrics when it settles."""
+    def _observe(
+        self, outer: Future[Any], messages: int, context: SendMessageContext | None
+    ) -> None:
+        """Count the async send of ``outer`` in the metrics, and end its hooks' context, when
+        it settles."""
         started_ns = time.perf_counter_ns()
 
         def settled(future: Future[Any]) -> None:
-            if future.cancelled() or future.exception() is not None:
+            if future.cancelled():
                 self._meter.on_failed()
+                self._after_send(context, exception=CancelledError())
+            elif (error := future.exception()) is not None:
+                self._meter.on_failed()
+                self._after_send(context, exception=error)
             else:
                 self._meter.on_sent(messages, time.perf_counter_ns() - started_ns)
+                result = future.result()
+                one = isinstance(result, SendResult)
+                self._after_send(context, results=[result] if one else result)
 
         outer.add_done_callback(settled)
 
@@ -441,11 +459,48 @@ class Producer:
 
     def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
         """Send one message with no answer awaited and no retry."""
-        attempt = self._prepare([message], None, queue, None, None, asynchronous=False)
-        route, target = self._target(attempt)
-        session = self._require_sessions().session(route.broker(target.broker_name))
-        session.send_oneway(self._request(target, attempt))
+        context = self._before_send([message], SendMode.ONEWAY)
+        try:
+            attempt = self._prepare([message], None, queue, None, None, asynchronous=False)
+            route, target = self._target(attempt)
+            session = self._require_sessions().session(route.broker(target.broker_name))
+            session.send_oneway(self._request(target, attempt))
+        except BaseException as exc:
+            self._after_send(context, exception=exc)
+            raise
         self._meter.on_oneway()
+        self._after_send(context)
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """Run ``hook`` around every send from now on, after the hooks registered before it
+        (see ``producer.SendMessageHook``; RocketMQ's ``registerSendMessageHook``)."""
+        self._send_hooks = [*self._send_hooks, hook]
+
+    def _before_send(
+        self, messages: Sequence[Message], mode: SendMode
+    ) -> SendMessageContext | None:
+        hooks = self._send_hooks
+        if not hooks:
+            return None  # the common case costs one attribute read
+        topic = messages[0].topic if messages else ""
+        context = SendMessageContext(self.group, topic, messages, mode, time.monotonic_ns())
+        call_hooks(hooks, "send_message_before", context)
+        return context
+
+    def _after_send(
+        self,
+        context: SendMessageContext | None,
+        *,
+        results: Sequence[SendResult] | None = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        if context is None:
+            return
+        context.results, context.exception = results, exception
+        context.elapsed_ns = time.monotonic_ns() - context.started_ns
+        call_hooks(self._send_hooks, "send_message_after", context)
 
     # -- metrics -------------------------------------------------------------------------
 
