@@ -23,6 +23,7 @@ from urllib.parse import parse_qs
 
 from aeromq.broker._errors import BrokerError
 from aeromq.broker.observability import _pages
+from aeromq.broker.observability._console_admin import ConsoleAdmin
 from aeromq.broker.observability._history import History
 from aeromq.broker.processor.messages import stored_message_pb
 from aeromq.proto import admin_pb2
@@ -37,6 +38,7 @@ __all__ = ["STATIC_DIR", "ConsoleApp"]
 
 STATIC_DIR: Final = Path(__file__).with_name("static")
 _BROWSE_MAX: Final = 32
+_ACTIONS_PREFIX: Final = "/console/actions/"
 StartResponse = Callable[..., Any]
 
 
@@ -47,11 +49,24 @@ class ConsoleApp:
         self._broker = broker
         self._history = history
         self._static = {p.name: p for p in STATIC_DIR.iterdir() if p.is_file()}
+        self._admin = ConsoleAdmin(broker)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
         query = {k: v[0].strip() for k, v in parse_qs(str(environ.get("QUERY_STRING", ""))).items()}
-        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method == "POST" and path.startswith(_ACTIONS_PREFIX):
+            status, text = self._admin.handle(path.removeprefix(_ACTIONS_PREFIX), environ)
+            return _respond(
+                start_response,
+                status,
+                "text/plain; charset=utf-8",
+                text.encode(),
+                headers=[("WWW-Authenticate", 'Basic realm="aeromq console"')]
+                if status.startswith("401")
+                else [],
+            )
+        if method not in ("GET", "HEAD"):
             return _respond(start_response, "405 Method Not Allowed", "text/plain", b"read-only")
         rest = path.removeprefix("/console/") if path.startswith("/console/") else None
         if rest is None:
@@ -100,7 +115,8 @@ class ConsoleApp:
         if name == "messages":
             results = self._messages(query)
             return _pages.messages_form(query) + f"<div id=results>{results}</div>"
-        return _pages.live(name, fragments[name](query))
+        actions = _pages.admin_form(name) if self._admin.enabled else ""
+        return _pages.live(name, fragments[name](query)) + actions
 
     def _control(self) -> tuple[MessageStore, ControlPlane]:
         store, control = self._broker.store, self._broker.control_plane
@@ -260,9 +276,15 @@ def _html(start_response: StartResponse, text: str) -> Iterable[bytes]:
 
 
 def _respond(
-    start_response: StartResponse, status: str, kind: str, body: bytes, *, cache: bool = False
+    start_response: StartResponse,
+    status: str,
+    kind: str,
+    body: bytes,
+    *,
+    cache: bool = False,
+    headers: Iterable[tuple[str, str]] = (),
 ) -> Iterable[bytes]:
-    headers = [("Content-Type", kind), ("Content-Length", str(len(body)))]
+    headers = [("Content-Type", kind), ("Content-Length", str(len(body))), *headers]
     headers.append(("Cache-Control", "max-age=300" if cache else "no-store"))
     start_response(status, headers)
     return [body]

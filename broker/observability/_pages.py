@@ -142,3 +142,28 @@ def message_results(
         )
     headers = ("topic", "queue", "offset", "message id", "properties", "stored", "body")
     return table("messages", headers, rows, "no message found")
+
+
+def admin_form(page_name: str) -> str:
+    """The admin action of a page (topics: create one; groups: reset offsets), posted with the
+    credentials of an ACL user (the browser asks for them); "" for other pages."""
+    if page_name == "topics":
+        return (
+            '<form id=create-topic action="/console/actions/create-topic" method=post>'
+            "<fieldset><legend>create a topic (admin)</legend>"
+            "<label>topic <input name=topic size=24 required></label> "
+            "<label>queues <input name=queues type=number min=1 max=1024 value=4></label> "
+            "<button>create</button></fieldset></form>"
+        )
+    if page_name == "groups":
+        return (
+            '<form id=reset-offset action="/console/actions/reset-offset" method=post>'
+            "<fieldset><legend>reset a group's offsets (admin)</legend>"
+            "<label>group <input name=group size=20 required></label> "
+            "<label>topic <input name=topic size=20 required></label> "
+            "<label>to <select name=target><option>earliest</option><option>latest</option>"
+            "<option>time</option></select></label> "
+            "<label>timestamp (ms) <input name=timestamp_ms size=14 value=0></label> "
+            "<button>reset</button></fieldset></form>"
+        )
+    return ""
