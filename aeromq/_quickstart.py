@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from aeromq._quickstart_member import GROUP, HEADER_LENGTH, TOPIC, Report, body, run_member
-from aeromq._quickstart_view import RunState, process_cpu_s
+from aeromq._quickstart_view import RunState
 from aeromq.transport.tools.cli import command_parser, setup_logging
+from aeromq.transport.tools.process_cpu import process_cpu_s
 from aeromq.transport.tools.progress import add_progress
 
 _DEADLINE_S = 300.0

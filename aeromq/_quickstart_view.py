@@ -9,7 +9,6 @@ line, and the summary as a table or one JSON object. No I/O but the printing it 
 
 from __future__ import annotations
 
-import os
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -262,13 +261,3 @@ class RunState:
 def _per_message_us(cpu_s: float, count: int) -> float | None:
     """CPU microseconds per message, rounded (None when nothing was measured)."""
     return round(cpu_s * 1e6 / count, 2) if count and cpu_s > 0 else None
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0.0 elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
-import os
 import shutil
 import socket
 import struct
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.transport.tools.process_cpu import process_cpu_s
 from bench._harness import Result, Target, latency_summary
 
 BODY_LENGTH = 100
@@ -362,40 +362,33 @@ def _cpu_extra(count: int, client_cpu_s: float, server_cpu_s: float) -> dict[str
     }
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (from /proc)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _phases(name: str, pid: int, count: int, out: Any, start: dict[str, Any]) -> Iterator[Result]:
     """Produce-only, then pull-only of what was produced, then end to end on a new topic;
     ``start`` has the worker starters."""
-    cpu = _cpu_s(pid)
+    cpu = process_cpu_s(pid)
     producer = start["produce"]("produce")
     got = _collect(out, {"produced"})
-    yield from _rows(name, count, got, _cpu_s(pid) - cpu)
+    yield from _rows(name, count, got, process_cpu_s(pid) - cpu)
     producer.join(30)
     consumer = start["consume"]("produce", False)
     _collect(out, {"ready"})
-    cpu = _cpu_s(pid)
+    cpu = process_cpu_s(pid)
     got = _collect(out, {"consumed"})
-    yield from _rows(name, count, got, _cpu_s(pid) - cpu)
+    yield from _rows(name, count, got, process_cpu_s(pid) - cpu)
     consumer.join(30)
     consumer = start["consume"]("e2e", True)
     _collect(out, {"ready"})
-    cpu = _cpu_s(pid)
+    cpu = process_cpu_s(pid)
     producer = start["produce"]("e2e")
     got = _collect(out, {"produced", "consumed"})
-    yield from _rows(name, count, got, _cpu_s(pid) - cpu)
+    yield from _rows(name, count, got, process_cpu_s(pid) - cpu)
     producer.join(30)
     consumer.join(30)
     sync_count = max(count // 20, 1_000)
-    cpu = _cpu_s(pid)
+    cpu = process_cpu_s(pid)
     producer = start["send_sync"]("sync", sync_count)
     got = _collect(out, {"produced"})
-    yield from _rows(name, sync_count, got, _cpu_s(pid) - cpu, "send-sync")
+    yield from _rows(name, sync_count, got, process_cpu_s(pid) - cpu, "send-sync")
     producer.join(30)
 
 

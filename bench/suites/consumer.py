@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from aeromq.transport.tools.process_cpu import process_cpu_s
 from bench._harness import Result, Target, latency_summary
 from bench.suites.broker import (
     _STAMP,
@@ -43,7 +44,6 @@ from bench.suites.broker import (
     BODY_LENGTH,
     QUEUES,
     WINDOW,
-    _cpu_s,
     _produce,
     _Redis,
     _redis_missing,
@@ -281,7 +281,7 @@ def _case(
             item = out.get(timeout=max(0.1, deadline - time.monotonic()))
             ready += item[0] == "ready"
         time.sleep(_SETTLE_S)
-        server_cpu_s = _cpu_s(server_pid)
+        server_cpu_s = process_cpu_s(server_pid)
         producer = start_producer(out)
         while len(first_receipt) < count and time.monotonic() < deadline:
             try:
@@ -301,7 +301,7 @@ def _case(
                 seen = first_receipt.get(sequence)
                 if seen is None or receipt_ns < seen[0]:
                     first_receipt[sequence] = (receipt_ns, latency_ns)
-        server_cpu_s = _cpu_s(server_pid) - server_cpu_s
+        server_cpu_s = process_cpu_s(server_pid) - server_cpu_s
     finally:
         stop.set()
         while done < consumers and time.monotonic() < deadline + 15:

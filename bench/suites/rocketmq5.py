@@ -27,8 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aeromq.broker.testing import ServerProcess
+from aeromq.transport.tools.process_cpu import process_cpu_s
 from bench._harness import Result, Target
-from bench.suites.broker import _cpu_extra, _cpu_s, _start_broker
+from bench.suites.broker import _cpu_extra, _start_broker
 
 BODY_LENGTH = 100
 WINDOW = 32
@@ -44,7 +45,7 @@ def _rows(
 
 
 def _run_official(broker: ServerProcess, count: int) -> Iterator[Result]:
-    server_cpu = _cpu_s(broker.pid)
+    server_cpu = process_cpu_s(broker.pid)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
         [sys.executable, str(OFFICIAL), "bench", broker.ready["rocketmq"], "bench-official",
@@ -56,7 +57,7 @@ def _run_official(broker: ServerProcess, count: int) -> Iterator[Result]:
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     if answer["received"] < count:
         raise RuntimeError(f"official client received {answer['received']} of {count}")
-    cpu = _cpu_extra(count, answer["cpu_s"], _cpu_s(broker.pid) - server_cpu)
+    cpu = _cpu_extra(count, answer["cpu_s"], process_cpu_s(broker.pid) - server_cpu)
     yield from _rows("official", count, answer["send_s"], answer["receive_s"], cpu)
 
 
@@ -67,7 +68,7 @@ def _run_aeromq(broker: ServerProcess, count: int) -> Iterator[Result]:
 
     topic = "bench-aeromq"
     body = b"x" * BODY_LENGTH
-    server_cpu = _cpu_s(broker.pid)
+    server_cpu = process_cpu_s(broker.pid)
     cpu = time.process_time()
     with Producer("bench-aeromq-producers", broker.grpc_address) as producer:
         producer.send(Message(topic, body))  # warm up: route, session
@@ -96,7 +97,7 @@ def _run_aeromq(broker: ServerProcess, count: int) -> Iterator[Result]:
         done = time.perf_counter()
     if received < count + 1:
         raise RuntimeError(f"aeromq consumer received {received} of {count + 1}")
-    extra = _cpu_extra(count, time.process_time() - cpu, _cpu_s(broker.pid) - server_cpu)
+    extra = _cpu_extra(count, time.process_time() - cpu, process_cpu_s(broker.pid) - server_cpu)
     yield from _rows("aeromq", count, sent - began, done - start, extra)
 
 
