@@ -37,13 +37,13 @@ from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.rocketmq import RocketMQEndpoint
 from aeromq.broker.security import Acl, acl_of, tls_of, warn_if_exposed
-from aeromq.broker.session import SessionAgent, SessionServerConfig
+from aeromq.broker.session import SessionAgent, SessionServerConfig, session_idle_strategy
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.idle_strategy import idle_strategy_from_name
+from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 __all__ = ["Broker", "describe_recovery"]
@@ -70,7 +70,8 @@ _IDLE_MAX_PARK_NS: Final = 1_000_000
 # schedstat, quiet 2-core machine; the Aeron client's conductor, sleeping 16 ms, is 0.5%). The
 # price: the first request after a quiet second may wait up to 25 ms; steady traffic never parks
 # that long. The session agent's strategy is configurable (``session_idle_strategy``; its default,
-# ``config.DEFAULT_SESSION_IDLE_STRATEGY``, is this one); the driver's follow ``AERON_*``.
+# ``config.DEFAULT_SESSION_IDLE_STRATEGY``, parks on a doorbell with this deep idle, and its
+# clients ring it); the driver's follow ``AERON_*``.
 _IDLE_DEEP_PARK_NS: Final = 25_000_000
 _IDLE_DEEP_AFTER_NS: Final = 1_000_000_000
 # the conductors have timed work (client keepalives, timers) every few hundred ms: they go
@@ -243,6 +244,9 @@ class Broker:
             self._subscriptions.append(
                 aeron.add_subscription(udp_channel, config.ingress_udp_stream_id)
             )
+        idle, doorbell = session_idle_strategy(
+            aeron, config.session_idle_strategy, config.broker_name
+        )
         agent = self.session_agent = SessionAgent(
             aeron,
             self._subscriptions,
@@ -252,13 +256,11 @@ class Broker:
             config=self.session_config,
             max_message_size=config.max_message_size,
             acl=self.acl,
+            doorbell=doorbell,
         )
-        self._runner = AgentRunner(
-            idle_strategy_from_name(config.session_idle_strategy),
-            self._on_agent_error,
-            None,
-            agent,
-        )
+        if isinstance(idle, DoorbellIdleStrategy):
+            idle.all_rung = agent.all_rung  # sleep until rung while every client rings
+        self._runner = AgentRunner(idle, self._on_agent_error, None, agent)
         self._runner.start()
         self._start_control_plane(store)
         self._start_rocketmq(store)

@@ -34,6 +34,15 @@ Failures, all :class:`~client.ClientError`:
 A refusal of the request's content (an unknown topic, a bad queue id) is not raised here: it
 comes back in the response's ``status``, for the producer or consumer to interpret.
 
+Doorbells (``transport/concurrent/doorbell.py``): over IPC the client and the broker share one
+media driver, and each side has a doorbell in its counters. The session names its own in the
+CONNECT; the broker names its agent's in the answer (when the agent sleeps on one). The client
+rings the broker's after each request it offers, the broker rings the client's after each answer,
+so neither side polls while it waits: the poller thread parks on its doorbell
+(``idle_strategy``, default :data:`DEFAULT_SESSION_IDLE_STRATEGY`), and so does a caller of
+:meth:`ClientSession.request` waiting for its answer. Over UDP nothing rings: the poller parks
+as a backoff would.
+
 The envelope and its codec, shared with the broker, are in :mod:`common._envelope`
 (:func:`~common.encode_envelope`): the body is serialised once and never copied into an
 envelope object.
@@ -52,7 +61,7 @@ import threading
 import time
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, overload
 
 from google.protobuf.message import DecodeError
@@ -76,6 +85,7 @@ from aeromq.common import (
 )
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport import TransportError
+from aeromq.transport.channel_uri import ChannelUri
 from aeromq.transport.client import (
     ADMIN_ACTION,
     BACK_PRESSURED,
@@ -83,12 +93,24 @@ from aeromq.transport.client import (
     ExclusivePublication,
     Subscription,
 )
+from aeromq.transport.client.counter import Counter
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, tighten_timer_slack
+from aeromq.transport.concurrent.doorbell import (
+    DOORBELL_TYPE_ID,
+    Doorbell,
+    DoorbellIdleStrategy,
+    idle_strategy_with_doorbell,
+)
+from aeromq.transport.concurrent.idle_strategy import (
+    BackoffIdleStrategy,
+    IdleStrategy,
+    tighten_timer_slack,
+)
 from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
 from aeromq.transport.logbuffer.header import Header
 
 __all__ = [
+    "DEFAULT_SESSION_IDLE_STRATEGY",
     "DEFAULT_UDP_TERM_LENGTH",
     "DRIVER_SILENT_MS",
     "BackPressuredError",
@@ -111,6 +133,18 @@ _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
     messages_pb2.PullMessageRequest: REQUEST_FIELD_NUMBERS["pull"],
 }
 _CALLER_POLL_NS: Final = 1_000_000
+_CALLER_WAIT_NS: Final = 20_000_000
+
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000"
+"""How a session's poller thread waits for answers: parks on its doorbell from 1 us to 1 ms
+(over UDP nobody rings it: a backoff). ``AEROMQ_CLIENT_SESSION_IDLE_STRATEGY`` overrides it
+(e.g. ``backoff:10,5,1000,1000000``, the strategy before doorbells) to compare strategies."""
+IDLE_STRATEGY_ENV: Final = "AEROMQ_CLIENT_SESSION_IDLE_STRATEGY"
+
+
+def _default_idle_strategy() -> str:
+    return os.environ.get(IDLE_STRATEGY_ENV) or DEFAULT_SESSION_IDLE_STRATEGY
+
 
 _DRIVER_CHECK_INTERVAL_NS: Final = 100_000_000
 DRIVER_SILENT_MS: Final = 1_000
@@ -134,6 +168,8 @@ class SessionConfig:
     third of the session timeout the broker announces. UDP channels without a ``term-length``
     get ``udp_term_length`` (0: the driver's default), both ways. ``credentials`` go in the
     CONNECT, for a broker with access control (refused: ``AuthenticationError``).
+    ``idle_strategy`` is the poller thread's (see module; an idle strategy name, ``doorbell``
+    or one of ``transport.concurrent.idle_strategy_from_name``'s).
     """
 
     ingress_channel: str = "aeron:ipc"
@@ -147,6 +183,7 @@ class SessionConfig:
     keepalive_interval_ms: int = 0
     udp_term_length: int = DEFAULT_UDP_TERM_LENGTH
     credentials: Credentials | None = None
+    idle_strategy: str = field(default_factory=_default_idle_strategy)
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_ms", "request_timeout_ms", "offer_timeout_ms"):
@@ -162,6 +199,12 @@ class SessionConfig:
                 raise IllegalArgumentError(
                     f"{name} must be an aeron channel URI", value=getattr(self, name)
                 )
+        try:
+            idle_strategy_with_doorbell(self.idle_strategy, None)
+        except TransportError as exc:
+            raise IllegalArgumentError(
+                "idle_strategy is not an idle strategy name", value=self.idle_strategy
+            ) from exc
 
 
 class ClientSession:
@@ -187,6 +230,11 @@ class ClientSession:
         self._last_heard_ns = 0
         self._next_driver_check_ns = 0
         self._assembler = FragmentAssembler(self._on_fragment)
+        self._doorbell_counter: Counter | None = None
+        self._doorbell: Doorbell | None = None  # ours: the broker rings it after each answer
+        self._broker_doorbell: Doorbell | None = None  # the broker agent's: rung per request
+        self._idle_strategy: IdleStrategy | None = None
+        self._rung = False  # the broker rings our doorbell after each answer
         self.session_id = 0
         self.broker_name = ""
         self.session_timeout_ms = 0
@@ -234,6 +282,9 @@ class ClientSession:
                 cause=str(exc),
             ) from exc
         publication = self._publication
+        ipc = _is_ipc(config.ingress_channel)
+        if ipc:
+            self._open_doorbell(stream_id)
         idle = BackoffIdleStrategy(max_park_period_ns=1_000_000)
         while not publication.is_connected:
             if time.monotonic_ns() > deadline_ns:
@@ -244,6 +295,7 @@ class ClientSession:
                     connect_timeout_ms=config.connect_timeout_ms,
                 )
             idle.idle(0)
+        self._idle_strategy = idle_strategy_with_doorbell(config.idle_strategy, self._doorbell)
         self._running = True
         self._last_heard_ns = time.monotonic_ns()
         self._thread = threading.Thread(
@@ -258,6 +310,8 @@ class ClientSession:
         )
         if config.credentials is not None:
             connect.user, connect.secret = config.credentials.user, config.credentials.secret
+        if self._doorbell is not None:
+            connect.doorbell_counter_id = self._doorbell.counter_id
         remaining_ms = max(1, (deadline_ns - time.monotonic_ns()) // 1_000_000)
         try:
             answer = self.request(connect, remaining_ms)
@@ -274,6 +328,30 @@ class ClientSession:
         self.max_message_size = answer.max_message_size
         interval = config.keepalive_interval_ms or max(1, answer.session_timeout_ms // 3)
         self.keepalive_interval_ms = interval
+        self._rung = self._doorbell is not None and answer.rings_client_doorbell
+        if isinstance(self._idle_strategy, DoorbellIdleStrategy):
+            self._idle_strategy.all_rung = self._all_rung
+        if ipc and answer.HasField("doorbell_counter_id"):
+            counters = self._aeron.counters_reader
+            if Doorbell.is_doorbell_counter(counters, answer.doorbell_counter_id):
+                self._broker_doorbell = Doorbell.for_counter(counters, answer.doorbell_counter_id)
+
+    def _all_rung(self) -> bool:
+        """For the poller's doorbell strategy: every answer rings (the broker said so), so it
+        may sleep until rung (its housekeeping runs at each park's end, at most 1 ms apart)."""
+        return self._rung
+
+    def _open_doorbell(self, stream_id: int) -> None:
+        """Allocate this session's doorbell, a counter of the (shared) driver."""
+        try:
+            counter = self._aeron.add_counter(
+                DOORBELL_TYPE_ID, label=f"doorbell: session {stream_id}"
+            )
+        except TransportError as exc:
+            _log.debug("no doorbell for the session (its poller polls): %s", exc)
+            return
+        self._doorbell_counter = counter
+        self._doorbell = Doorbell.for_counter(self._aeron.counters_reader, counter.id)
 
     def close(self) -> None:
         """Tell the broker (best effort), fail what is pending, release the channels;
@@ -293,7 +371,8 @@ class ClientSession:
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(5.0)
-        for resource in (self._publication, self._subscription):
+        self._broker_doorbell = None
+        for resource in (self._publication, self._subscription, self._doorbell_counter):
             if resource is not None:
                 try:
                     resource.close()
@@ -417,6 +496,9 @@ class ClientSession:
                 result = publication.offer(data)
                 if result > 0:
                     self._last_sent_ns = time.monotonic_ns()
+                    bell = self._broker_doorbell
+                    if bell is not None:
+                        bell.ring()
                     return
                 if result == ADMIN_ACTION:
                     continue
@@ -450,9 +532,12 @@ class ClientSession:
     def _poll_while_waiting(self, future: Future[Any]) -> None:
         """A waiting caller reads answers itself for a short while when the poller thread is
         not reading (no hand-over between threads for a quick answer), then leaves it to the
-        poller and blocks."""
+        poller and blocks. With a doorbell it sleeps on it between its polls."""
         subscription = self._subscription
         if subscription is None:
+            return
+        if self._rung and self._doorbell is not None:
+            self._wait_on_doorbell(future, self._doorbell, subscription)
             return
         lock = self._poll_lock
         poll = subscription.poll
@@ -467,6 +552,31 @@ class ClientSession:
             else:
                 os.sched_yield()
 
+    def _wait_on_doorbell(
+        self, future: Future[Any], bell: Doorbell, subscription: Subscription
+    ) -> None:
+        """The caller's side of :meth:`_poll_while_waiting` with a doorbell: poll when the poller
+        is not reading, else leave the answer to it; between polls sleep until the broker rings
+        (an answer came) or someone fails the future (they ring too), for up to 20 ms."""
+        lock = self._poll_lock
+        poll = subscription.poll
+        assembler = self._assembler
+        deadline_ns = time.monotonic_ns() + _CALLER_WAIT_NS
+        while not future.done():
+            observed = bell.prepare()
+            if not lock.acquire(blocking=False):
+                return  # the poller is reading: it completes the future
+            try:
+                poll(assembler, 64)
+            finally:
+                lock.release()
+            if future.done():
+                return
+            remaining_ns = deadline_ns - time.monotonic_ns()
+            if remaining_ns <= 0:
+                return
+            bell.await_ring(observed, remaining_ns)
+
     def _run(self) -> None:
         tighten_timer_slack()  # parks of the poller end when asked, not 50 us later
         subscription = self._subscription
@@ -474,7 +584,8 @@ class ClientSession:
         poll = subscription.poll
         assembler = self._assembler
         lock = self._poll_lock
-        idle = BackoffIdleStrategy(max_spins=10, max_yields=5, max_park_period_ns=1_000_000)
+        idle = self._idle_strategy
+        assert idle is not None
         next_check_ns = 0
         while self._running:
             try:
@@ -509,11 +620,16 @@ class ClientSession:
                         ),
                     )
                     work += 1
+            if work and self._doorbell is not None:
+                self._doorbell.ring()
         if self.session_id and self._failure is None and not self._closed:
             timeout_ns = self.session_timeout_ms * 1_000_000
             subscription = self._subscription
             if now_ns >= self._next_driver_check_ns:
                 self._next_driver_check_ns = now_ns + _DRIVER_CHECK_INTERVAL_NS
+                bell = self._broker_doorbell
+                if bell is not None and not bell.still_allocated(self._aeron.counters_reader):
+                    self._broker_doorbell = None  # freed: its id may go to another counter
                 silent_ms = self._driver_silent_ms()
                 if silent_ms > DRIVER_SILENT_MS:
                     self._fail(  # the broker's driver died (over IPC: the broker with it)
@@ -616,6 +732,8 @@ class ClientSession:
             future = pending.pop(correlation_id, None)
             if future is not None and not future.done():
                 _reject(future, error)
+        if self._doorbell is not None:
+            self._doorbell.ring()  # callers asleep on it see their failed futures
 
 
 def _resolve(future: Future[ProtoMessage], value: ProtoMessage) -> None:
@@ -626,6 +744,13 @@ def _resolve(future: Future[ProtoMessage], value: ProtoMessage) -> None:
 def _reject(future: Future[ProtoMessage], error: BaseException) -> None:
     with contextlib.suppress(InvalidStateError):
         future.set_exception(error)
+
+
+def _is_ipc(channel: str) -> bool:
+    try:
+        return ChannelUri.parse(channel).is_ipc
+    except TransportError:
+        return False
 
 
 def _unique_stream_id(aeron: Aeron) -> int:
