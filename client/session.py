@@ -113,6 +113,7 @@ __all__ = [
     "DEFAULT_SESSION_IDLE_STRATEGY",
     "DEFAULT_UDP_TERM_LENGTH",
     "DRIVER_SILENT_MS",
+    "IDLE_STRATEGY_ENV",
     "BackPressuredError",
     "ClientSession",
     "SessionConfig",
@@ -394,6 +395,17 @@ class ClientSession:
     def max_request_length(self) -> int:
         """The longest envelope the ingress publication takes (its max message length)."""
         return self._publication.max_message_length if self._publication is not None else 0
+
+    @property
+    def rung_by_broker(self) -> bool:
+        """Whether the broker rings this session's doorbell after each answer (IPC, a broker
+        with doorbells): its poller and waiting callers then sleep until rung."""
+        return self._rung
+
+    @property
+    def rings_broker(self) -> bool:
+        """Whether this session rings the broker's session agent after each request."""
+        return self._broker_doorbell is not None
 
     @property
     def pending_count(self) -> int:
