@@ -548,8 +548,13 @@ class ClientSession:
         subscription = self._subscription
         if subscription is None:
             return
-        if self._rung and self._doorbell is not None:
-            self._wait_on_doorbell(future, self._doorbell, subscription)
+        bell = self._doorbell
+        if (
+            self._rung
+            and bell is not None
+            and isinstance(self._idle_strategy, DoorbellIdleStrategy)
+        ):
+            self._wait_on_doorbell(future, bell, subscription)
             return
         lock = self._poll_lock
         poll = subscription.poll

@@ -37,7 +37,8 @@ by its polls, within its idle strategy's longest park. An IPC client's own doorb
 CONNECT, is rung after each answer offered to it; a counter that is freed or reused is no longer
 rung (checked every 100 ms). :meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
 every source of work rings (no session that does not ring, none connecting, no answer held up by
-back pressure): it may then sleep until rung, else it must also poll.
+back pressure, no send left on the ingress for the store to catch up): it may then sleep until
+rung, else it must also poll.
 
 Sessions are bound to their client: the id is random (63 bits) and every request must come on
 the ingress image that carried the session's CONNECT, one identity compare per request
@@ -153,6 +154,7 @@ class SessionAgent:
         self.doorbell = doorbell
         self._thread_ident = 0
         self._unrung_sessions = 0  # live sessions whose requests ring nothing
+        self._aborted = False  # a send left on the ingress this cycle: retry without a ring
 
     @property
     def role_name(self) -> str:
@@ -174,6 +176,7 @@ class SessionAgent:
             and not self._unrung_sessions
             and not self._connecting
             and not self._backlogged
+            and not self._aborted
         )
 
     def stop_ingress(self) -> None:
@@ -190,6 +193,7 @@ class SessionAgent:
     def do_work(self) -> int:
         now_ns = self._now_ns = self._clock_ns()
         work = 0
+        self._aborted = False
         if self._ingress_open:
             assembler = self._assembler
             limit = self.config.fragment_limit
@@ -244,6 +248,7 @@ class SessionAgent:
         if kind == "send":
             if len(session.backlog) >= self._abort_backlog or not self._send.can_accept():
                 self.counters.aborted += 1
+                self._aborted = True
                 return _ABORT
             self.counters.requests += 1
             if self._acl is not None and self._forbidden(session, correlation_id, request):

@@ -186,8 +186,8 @@ class DoorbellIdleStrategy:
     next poll. One poll per park, none wasted on spins and yields by default.
 
     ``all_rung``, when set, is asked before each park whether every source of work rings the
-    doorbell now; while it says so, parks skip the backoff and last ``max_park_period_ns`` (or
-    the deep park). ``state``, ``park_period_ns`` and ``rings`` (parks a ring ended) are
+    doorbell now; while it says so, a park lasts at least ``max_park_period_ns`` (the backoff's
+    period walks on beneath, so a park after it stops saying so is as short as the backoff's). ``state``, ``park_period_ns`` and ``rings`` (parks a ring ended) are
     readable.
     """
 
@@ -268,14 +268,15 @@ class DoorbellIdleStrategy:
                 self._armed = True
                 return
             period = self.park_period_ns
+            sleep_ns = period
             if period < self.max_park_period_ns and self.all_rung is not None and self.all_rung():
-                period = self.park_period_ns = self.max_park_period_ns
-            result = self.doorbell.await_ring(self._observed, period)
+                sleep_ns = self.max_park_period_ns  # the backoff walks on beneath it
+            result = self.doorbell.await_ring(self._observed, sleep_ns)
             self._observed = self.doorbell.prepare()
             if result != FUTEX_TIMED_OUT:
                 self.rings += 1
                 return
-            self.parked_ns += period
+            self.parked_ns += sleep_ns
             if period < self.max_park_period_ns:
                 self.park_period_ns = min(period * 2, self.max_park_period_ns)
             elif period < self.deep_park_period_ns and self.parked_ns >= self.deep_idle_after_ns:

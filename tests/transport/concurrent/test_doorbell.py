@@ -283,3 +283,21 @@ def test_should_make_a_doorbell_strategy_from_its_name() -> None:
     for bad in ("doorbell:1,2", "doorbell:a,b,c,d", "doorbell:0,0,0,1"):
         with pytest.raises(ConfigurationError):
             idle_strategy_with_doorbell(bad, None)
+
+
+def test_should_park_the_longest_while_all_work_rings_and_back_off_when_not() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(), min_park_period_ns=1_000_000, max_park_period_ns=60_000_000
+    )
+    all_rung = [True]
+    idle.all_rung = lambda: all_rung[0]
+    idle.idle(0)  # arms
+    start = time.monotonic_ns()
+    idle.idle(0)
+    assert time.monotonic_ns() - start >= 55_000_000  # the longest park at once
+    assert idle.park_period_ns == 2_000_000  # while the backoff walked on beneath
+    all_rung[0] = False
+    start = time.monotonic_ns()
+    idle.idle(0)
+    assert time.monotonic_ns() - start < 55_000_000
+    assert idle.parked_ns == 62_000_000
