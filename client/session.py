@@ -97,6 +97,7 @@ from aeromq.transport.client.counter import Counter
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.doorbell import (
     DOORBELL_TYPE_ID,
+    HAS_FUTEX,
     Doorbell,
     DoorbellIdleStrategy,
     idle_strategy_with_doorbell,
@@ -332,7 +333,7 @@ class ClientSession:
         self._rung = self._doorbell is not None and answer.rings_client_doorbell
         if isinstance(self._idle_strategy, DoorbellIdleStrategy):
             self._idle_strategy.all_rung = self._all_rung
-        if ipc and answer.HasField("doorbell_counter_id"):
+        if self._doorbell is not None and answer.HasField("doorbell_counter_id"):
             counters = self._aeron.counters_reader
             if Doorbell.is_doorbell_counter(counters, answer.doorbell_counter_id):
                 self._broker_doorbell = Doorbell.for_counter(counters, answer.doorbell_counter_id)
@@ -344,15 +345,15 @@ class ClientSession:
 
     def _open_doorbell(self, stream_id: int) -> None:
         """Allocate this session's doorbell, a counter of the (shared) driver."""
+        if not HAS_FUTEX:
+            return
         try:
-            counter = self._aeron.add_counter(
+            counter = self._doorbell_counter = self._aeron.add_counter(
                 DOORBELL_TYPE_ID, label=f"doorbell: session {stream_id}"
             )
+            self._doorbell = Doorbell.for_counter(self._aeron.counters_reader, counter.id)
         except TransportError as exc:
             _log.debug("no doorbell for the session (its poller polls): %s", exc)
-            return
-        self._doorbell_counter = counter
-        self._doorbell = Doorbell.for_counter(self._aeron.counters_reader, counter.id)
 
     def close(self) -> None:
         """Tell the broker (best effort), fail what is pending, release the channels;

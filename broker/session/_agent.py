@@ -80,7 +80,7 @@ from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, Image, Subscription
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.action import Action
-from aeromq.transport.concurrent.doorbell import Doorbell
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
 from aeromq.transport.concurrent.idle_strategy import tighten_timer_slack
 from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
 from aeromq.transport.logbuffer.header import Header
@@ -384,7 +384,7 @@ class SessionAgent:
     def _client_doorbell(self, counter_id: int) -> Doorbell | None:
         """The doorbell an IPC client named, if the counter is one (else it is not rung)."""
         counters = self._aeron.counters_reader
-        if not Doorbell.is_doorbell_counter(counters, counter_id):
+        if not HAS_FUTEX or not Doorbell.is_doorbell_counter(counters, counter_id):
             self.counters.doorbells_refused += 1
             return None
         return Doorbell.for_counter(counters, counter_id)

@@ -55,7 +55,11 @@ from aeromq.transport.concurrent.counters_descriptor import (
     checked_counter_offset,
 )
 from aeromq.transport.concurrent.counters_reader import CountersReader
-from aeromq.transport.concurrent.idle_strategy import IdleStrategy, idle_strategy_from_name
+from aeromq.transport.concurrent.idle_strategy import (
+    BackoffIdleStrategy,
+    IdleStrategy,
+    idle_strategy_from_name,
+)
 
 __all__ = [
     "DOORBELL_TYPE_ID",
@@ -78,6 +82,7 @@ RUNG: Final = -1
 DOORBELL_TYPE_ID: Final = 1_001
 """Type id of a media driver counter that holds a doorbell (``Aeron.add_counter``)."""
 _WAKE_ALL: Final = 0x7FFF_FFFF
+_DEFAULT_PARAMS: Final = "0,0,1000,1000000"
 _CLEAR_SLEEPER: Final = ~SLEEPER_FLAG
 
 
@@ -351,13 +356,13 @@ def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStr
     """An idle strategy from its name: ``doorbell[:SPINS,YIELDS,MIN_NS,MAX_NS[,DEEP_NS,
     DEEP_AFTER_NS]]`` parks on ``doorbell`` (``None``: a doorbell of its own that nobody rings,
     e.g. to check a configured name), any other name is
-    :func:`~transport.concurrent.idle_strategy.idle_strategy_from_name`'s."""
+    :func:`~transport.concurrent.idle_strategy.idle_strategy_from_name`'s. Without futexes (off
+    Linux) a doorbell name gives the backoff of the same shape."""
     alias, _, params = name.strip().partition(":")
     if alias.strip().lower() != DoorbellIdleStrategy.alias:
         return idle_strategy_from_name(name)
-    bell = doorbell if doorbell is not None else Doorbell.allocate()
     if not params.strip():
-        return DoorbellIdleStrategy(bell)
+        params = _DEFAULT_PARAMS
     parts = [part.strip() for part in params.split(",")]
     if len(parts) not in (4, 6):
         raise ConfigurationError(
@@ -370,4 +375,6 @@ def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStr
         values = [int(part.replace("_", "")) for part in parts]
     except ValueError as exc:
         raise ConfigurationError("idle strategy parameter is not an integer", name=name) from exc
-    return DoorbellIdleStrategy(bell, *values)
+    if not HAS_FUTEX:  # no futexes here: the same shape, parked by the clock
+        return BackoffIdleStrategy(*values)
+    return DoorbellIdleStrategy(doorbell if doorbell is not None else Doorbell.allocate(), *values)

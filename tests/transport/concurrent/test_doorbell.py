@@ -163,7 +163,7 @@ def test_should_map_a_doorbell_in_the_low_half_of_a_counter(tmp_path: Path) -> N
 
 # -- across processes: no lost wakeup ---------------------------------------------------------
 
-ROUNDS = 3_000
+ROUNDS = 10_000
 WAIT_TIMEOUT_NS = 2_000_000_000
 BOUND_S = 60.0
 # the word layout of the stress test's file: two doorbells and two round counters
