@@ -136,6 +136,7 @@ _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
 }
 _CALLER_POLL_NS: Final = 1_000_000
 _CALLER_WAIT_NS: Final = 20_000_000
+_CALLER_WATCH_S: Final = 0.001
 
 DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000"
 """How a session's poller thread waits for answers: parks on its doorbell from 1 us to 1 ms
@@ -237,6 +238,8 @@ class ClientSession:
         self._broker_doorbell: Doorbell | None = None  # the broker agent's: rung per request
         self._idle_strategy: IdleStrategy | None = None
         self._rung = False  # the broker rings our doorbell after each answer
+        self._callers_waiting = 0  # callers asleep on the doorbell (they read the answers)
+        self._callers_lock = threading.Lock()
         self.session_id = 0
         self.broker_name = ""
         self.session_timeout_ms = 0
@@ -575,25 +578,34 @@ class ClientSession:
     ) -> None:
         """The caller's side of :meth:`_poll_while_waiting` with a doorbell: poll when the poller
         is not reading, else leave the answer to it; between polls sleep until the broker rings
-        (an answer came) or someone fails the future (they ring too), for up to 20 ms."""
+        (an answer came) or someone fails the future (they ring too), for up to 20 ms. Meanwhile
+        the poller thread does not sleep on the doorbell (one thread woken per answer, not two):
+        it checks deadlines every millisecond, and an answer the caller does not wait for is read
+        by the caller's polls."""
         lock = self._poll_lock
         poll = subscription.poll
         assembler = self._assembler
         deadline_ns = time.monotonic_ns() + _CALLER_WAIT_NS
-        while not future.done():
-            observed = bell.prepare()
-            if not lock.acquire(blocking=False):
-                return  # the poller is reading: it completes the future
-            try:
-                poll(assembler, 64)
-            finally:
-                lock.release()
-            if future.done():
-                return
-            remaining_ns = deadline_ns - time.monotonic_ns()
-            if remaining_ns <= 0:
-                return
-            bell.await_ring(observed, remaining_ns)
+        with self._callers_lock:
+            self._callers_waiting += 1
+        try:
+            while not future.done():
+                observed = bell.prepare()
+                if not lock.acquire(blocking=False):
+                    return  # the poller is reading: it completes the future
+                try:
+                    poll(assembler, 64)
+                finally:
+                    lock.release()
+                if future.done():
+                    return
+                remaining_ns = deadline_ns - time.monotonic_ns()
+                if remaining_ns <= 0:
+                    return
+                bell.await_ring(observed, remaining_ns)
+        finally:
+            with self._callers_lock:
+                self._callers_waiting -= 1
 
     def _run(self) -> None:
         tighten_timer_slack()  # parks of the poller end when asked, not 50 us later
@@ -616,6 +628,11 @@ class ClientSession:
             except Exception:  # keep the poller alive: one bad answer must not stop it
                 _log.exception("session poller error: session_id=%s", self.session_id)
                 work = 0
+            if self._callers_waiting and not work:
+                # a caller asleep on the doorbell reads every answer a ring brings: the poller
+                # keeps out of its wake-ups and only checks deadlines meanwhile
+                time.sleep(_CALLER_WATCH_S)
+                continue
             idle.idle(work)
 
     def _housekeeping(self, now_ns: int) -> int:
