@@ -185,10 +185,12 @@ class DoorbellIdleStrategy:
     :class:`~transport.concurrent.idle_strategy.BackoffIdleStrategy`); a ring ends a park at
     once, any work resets.
 
-    The doorbell's contract asks for a poll between reading the word and sleeping: the first
-    idle cycle that parks only reads the word (:meth:`Doorbell.prepare`) and returns, so the
-    agent polls once more; every park then reads the word again on waking, before the agent's
-    next poll. One poll per park, none wasted on spins and yields by default.
+    The doorbell's contract asks for a poll between reading the word and sleeping: every park
+    reads the word again on waking (:meth:`Doorbell.prepare`), before the agent's next poll.
+    Without spins and yields (the default) a cycle that did work reads it too, so the first
+    empty cycle after work parks at once; with them, the first park only reads the word and
+    returns, for the agent to poll once more. One poll per park, none wasted on spins and
+    yields by default.
 
     ``all_rung``, when set, is asked before each park whether every source of work rings the
     doorbell now; while it says so, a park lasts at least ``max_park_period_ns`` (the backoff's
@@ -198,6 +200,7 @@ class DoorbellIdleStrategy:
 
     __slots__ = (
         "_armed",
+        "_eager",
         "_observed",
         "all_rung",
         "deep_idle_after_ns",
@@ -258,6 +261,7 @@ class DoorbellIdleStrategy:
         self.parked_ns = 0
         self.rings = 0
         self.all_rung: Callable[[], bool] | None = None
+        self._eager = max_spins == 0 and max_yields == 0
         self._armed = False
         self._observed = 0
 
@@ -265,27 +269,13 @@ class DoorbellIdleStrategy:
         if work_count > 0:
             if self.state != self.NOT_IDLE:
                 self.reset()
+            if self._eager:  # read the word now: the agent's next cycle is the poll after it
+                self._observed = self.doorbell.prepare()
+                self._armed = True
             return
         state = self.state
         if state == self.PARKING:
-            if not self._armed:
-                self._observed = self.doorbell.prepare()
-                self._armed = True
-                return
-            period = self.park_period_ns
-            sleep_ns = period
-            if period < self.max_park_period_ns and self.all_rung is not None and self.all_rung():
-                sleep_ns = self.max_park_period_ns  # the backoff walks on beneath it
-            result = self.doorbell.await_ring(self._observed, sleep_ns)
-            self._observed = self.doorbell.prepare()
-            if result != FUTEX_TIMED_OUT:
-                self.rings += 1
-                return
-            self.parked_ns += sleep_ns
-            if period < self.max_park_period_ns:
-                self.park_period_ns = min(period * 2, self.max_park_period_ns)
-            elif period < self.deep_park_period_ns and self.parked_ns >= self.deep_idle_after_ns:
-                self.park_period_ns = min(period * 2, self.deep_park_period_ns)
+            self._park()
             return
         if state == self.NOT_IDLE:
             self.state = state = self.SPINNING
@@ -304,8 +294,27 @@ class DoorbellIdleStrategy:
             self.state = self.PARKING
             self.park_period_ns = self.min_park_period_ns
             self.parked_ns = 0
+            self._park()
+
+    def _park(self) -> None:
+        if not self._armed:  # no word read before the last poll: read it, poll once more
             self._observed = self.doorbell.prepare()
             self._armed = True
+            return
+        period = self.park_period_ns
+        sleep_ns = period
+        if period < self.max_park_period_ns and self.all_rung is not None and self.all_rung():
+            sleep_ns = self.max_park_period_ns  # the backoff walks on beneath it
+        result = self.doorbell.await_ring(self._observed, sleep_ns)
+        self._observed = self.doorbell.prepare()
+        if result != FUTEX_TIMED_OUT:
+            self.rings += 1
+            return
+        self.parked_ns += sleep_ns
+        if period < self.max_park_period_ns:
+            self.park_period_ns = min(period * 2, self.max_park_period_ns)
+        elif period < self.deep_park_period_ns and self.parked_ns >= self.deep_idle_after_ns:
+            self.park_period_ns = min(period * 2, self.deep_park_period_ns)
 
     def reset(self) -> None:
         self.spins = 0

@@ -301,3 +301,37 @@ def test_should_park_the_longest_while_all_work_rings_and_back_off_when_not() ->
     idle.idle(0)
     assert time.monotonic_ns() - start < 55_000_000
     assert idle.parked_ns == 62_000_000
+
+
+def test_should_park_at_once_after_work_when_it_neither_spins_nor_yields() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(), min_park_period_ns=20_000_000, max_park_period_ns=20_000_000
+    )
+    idle.idle(1)  # reads the word: the next cycle is the poll after it
+    start = time.monotonic_ns()
+    idle.idle(0)
+    assert time.monotonic_ns() - start >= 19_000_000
+    spinning = DoorbellIdleStrategy(
+        Doorbell.allocate(),
+        max_spins=1,
+        min_park_period_ns=20_000_000,
+        max_park_period_ns=20_000_000,
+    )
+    spinning.idle(1)
+    start = time.monotonic_ns()
+    spinning.idle(0)  # a spin
+    spinning.idle(0)  # reads the word, for one more poll
+    assert time.monotonic_ns() - start < 19_000_000
+
+
+def test_should_not_sleep_through_a_ring_that_came_during_the_last_poll() -> None:
+    bell = Doorbell.allocate()
+    idle = DoorbellIdleStrategy(
+        bell, min_park_period_ns=5_000_000_000, max_park_period_ns=5_000_000_000
+    )
+    idle.idle(1)
+    bell.ring()  # work published after the word was read, while the agent polled
+    start = time.monotonic()
+    idle.idle(0)
+    assert time.monotonic() - start < 2.5
+    assert idle.rings == 1
