@@ -150,3 +150,16 @@ def test_should_report_a_target_whose_case_failed_as_not_measured() -> None:
         "target a / b: not measured (goal >= 2.0): a case it is computed from failed"
     )
     assert format_row(rows["b"].as_json()).endswith("FAILED: timed out after 5 s")
+
+
+def test_should_document_the_failure_injection_in_the_help() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "AEROMQ_BENCH_FAIL_CASE=PATTERN[=HOW]" in done.stdout
+    assert "hang[:SECONDS]" in done.stdout
