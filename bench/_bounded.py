@@ -8,8 +8,9 @@ watches three things, every :data:`_WATCH_S`:
   non-zero status or a signal: the case failed (``worker pid 123 exited with status 3``);
 - the case's time limit passed: the case failed (``timed out after 60 s``).
 
-A failed case's workers are stopped, with every process they started (SIGKILL to the whole
-tree), after ``on_timeout`` (a suite's way to cancel what runs elsewhere, e.g. Spark's jobs).
+A case stopped so (a worker died, or its limit passed) first has ``on_stop`` called (a suite's
+way to cancel what runs elsewhere, e.g. Spark's jobs), then its workers are killed, with every
+process they started (SIGKILL to the whole tree).
 Processes started before the case (a suite's broker, ``redis-server``, media drivers, Spark's
 JVM) are not a case's workers: they serve the next case, and the suite stops them at its end.
 The thread of a failed case is given :data:`_ABANDON_S` to end once its workers are gone; a
@@ -63,7 +64,7 @@ def bounded(
     measure: Callable[..., _T],
     *args: Any,
     timeout_s: float,
-    on_timeout: Callable[[], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> _T:
     """``measure(*args)`` bounded in time, its workers watched (see the module docstring).
 
@@ -92,8 +93,8 @@ def bounded(
             break
         reason = _failed_worker(before)
         if reason is not None:
-            thread.join(2.0)  # the case may have stopped that worker itself and be ending
-            if not thread.is_alive() and "error" not in outcome:
+            thread.join(2.0)  # the case may have seen it (or stopped it) and be ending: its
+            if not thread.is_alive():  # own outcome, then, says best what happened
                 reason = None
                 break
         elif time.monotonic() > deadline:
@@ -103,8 +104,8 @@ def bounded(
             raise outcome["error"]
         return outcome["value"]  # type: ignore[no-any-return]
     try:
-        if on_timeout is not None:
-            on_timeout()
+        if on_stop is not None:
+            on_stop()
     finally:
         _kill_trees(_children() - before)
         cancel.set()

@@ -155,7 +155,7 @@ def attempt(
     measure: Callable[..., _T],
     *args: Any,
     timeout_s: float = CASE_TIMEOUT_S,
-    on_timeout: Callable[[], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> _T | None:
     """``measure(*args)`` bounded in time (:func:`bench._bounded.bounded`), or None when it
     raises, a worker of it dies or it overruns ``timeout_s``: the reason is appended to
@@ -164,7 +164,7 @@ def attempt(
     (``what: measured in 2.1 s``) or why not."""
     started = time.monotonic()
     try:
-        value = bounded(what, measure, *args, timeout_s=timeout_s, on_timeout=on_timeout)
+        value = bounded(what, measure, *args, timeout_s=timeout_s, on_stop=on_stop)
     except Exception as exc:
         reason = str(exc) if isinstance(exc, CaseFailed) else f"{type(exc).__name__}: {exc}"
         failures.append(reason)
@@ -180,14 +180,14 @@ def case_rows(
     measure: Callable[..., Result | Iterable[Result]],
     *args: Any,
     timeout_s: float = CASE_TIMEOUT_S,
-    on_timeout: Callable[[], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> list[Result]:
     """The rows of one case (``measure`` returns one :class:`Result` or several, ``names``
     says which), or each of ``names`` failed with the reason (see :func:`attempt`)."""
     names = [names] if isinstance(names, str) else list(names)
     failures: list[str] = []
     what = names[0] if len(names) == 1 else f"{names[0]} (and {len(names) - 1} more)"
-    rows = attempt(failures, what, measure, *args, timeout_s=timeout_s, on_timeout=on_timeout)
+    rows = attempt(failures, what, measure, *args, timeout_s=timeout_s, on_stop=on_stop)
     if rows is None:
         return [Result.failed(name, failures[0]) for name in names]
     return [rows] if isinstance(rows, Result) else list(rows)

@@ -229,7 +229,7 @@ def _batch_cases(
         "spark warm-up read",
         lambda: _timed_sum(warm_up.load(), pids),
         timeout_s=limit_s,
-        on_timeout=cancel,
+        on_stop=cancel,
     )
     spark.dataSource.register(_memory_source())
     cases = [
@@ -258,7 +258,7 @@ def _batch_cases(
             partitions,
             pids,
             timeout_s=limit_s,
-            on_timeout=cancel,
+            on_stop=cancel,
         )
 
 
@@ -359,7 +359,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
             root,
             seconds,
             timeout_s=limit_s + seconds + _CATCH_UP_TIMEOUT_S,
-            on_timeout=_cancel(spark),
+            on_stop=_cancel(spark),
         ):
             rows[row.name] = row
             yield row

@@ -79,10 +79,10 @@ def test_should_stop_an_overrunning_case_s_workers_and_theirs_but_not_older_proc
         server.wait()
 
 
-def test_should_call_on_timeout_before_the_case_fails() -> None:
+def test_should_call_on_stop_before_the_case_fails() -> None:
     stopped: list[bool] = []
     with pytest.raises(CaseFailed):
-        bounded("slow", time.sleep, 30, timeout_s=1, on_timeout=lambda: stopped.append(True))
+        bounded("slow", time.sleep, 30, timeout_s=1, on_stop=lambda: stopped.append(True))
     assert stopped == [True]
 
 
