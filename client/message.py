@@ -130,11 +130,14 @@ class Message:
             body = bytes(body)
         if not body:
             check_body(body, max_message_size=None)  # raises: the body is empty
-        if not -(2**31) <= flag < 2**31:
+        if flag and not -(2**31) <= flag < 2**31:
             raise MessageIllegalError("the flag must fit in a signed 32-bit int", flag=flag)
         self.topic = topic
         self.body = body
         self.flag = flag
+        if not (tags or keys or properties) and wait_store_msg_ok:
+            self._properties = {PROPERTY_WAIT_STORE_MSG_OK: "true"}  # the common case
+            return
         self._properties = {}
         if tags:
             problem = tag_problem(tags)
