@@ -436,9 +436,9 @@ def check_batch(
     code = _native.check(
         data,
         topic,
-        min(max_body_length, _I64_MAX),
-        min(max_body_total, _I64_MAX),
-        min(max_records, _I64_MAX),
+        max_body_length if max_body_length <= _I64_MAX else _I64_MAX,
+        max_body_total if max_body_total <= _I64_MAX else _I64_MAX,
+        max_records if max_records <= _I64_MAX else _I64_MAX,
         check_crc,
         check_content,
     )

@@ -148,12 +148,12 @@ class SendProcessor:
         raises for a bad request: it is answered with its error code."""
         self.requests += 1
         started_ns = time.perf_counter_ns()
-        checked = self._check(request)
+        batch = request.batch  # a copy out of the request: read it once
+        checked = self._check(request, batch)
         if isinstance(checked, tuple):
             self._refuse(checked[0], checked[1], on_done)
             return
         topic, queue_id = checked, request.queue_id
-        batch = request.batch
         check, problem = check_batch(
             batch,
             topic=self._topic_bytes(topic),
@@ -239,7 +239,9 @@ class SendProcessor:
         response.status.message = text
         on_done(response)
 
-    def _check(self, request: messages_pb2.SendMessageRequest) -> str | tuple[int, str]:
+    def _check(
+        self, request: messages_pb2.SendMessageRequest, batch: bytes
+    ) -> str | tuple[int, str]:
         """The request's topic when it can be served, else its error code and text."""
         topic = request.topic
         store = self._store
@@ -270,7 +272,7 @@ class SendProcessor:
                 f"bad queue id: topic={topic!r} queue_id={queue_id} "
                 f"write_queue_nums={config.write_queue_nums}",
             )
-        if not request.batch:
+        if not batch:
             return ResponseCode.MESSAGE_ILLEGAL, f"a send without a batch: topic={topic!r}"
         return topic
 

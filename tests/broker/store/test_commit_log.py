@@ -156,3 +156,63 @@ def test_should_refuse_to_load_segments_of_the_old_format(tmp_path: Path) -> Non
     assert "found_format='AQM1" in str(caught.value)
     assert "expected_format='AQB1" in str(caught.value)
     assert log.files.files == []
+
+
+def _resident_bytes(path: Path) -> int:
+    """The resident bytes of this process's maps of ``path`` (``/proc/self/smaps``)."""
+    resident, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if "-" in line.split(" ", 1)[0]:  # a map's first line: "start-end perms ... path"
+            inside = line.endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            resident += int(line.split()[1]) * 1024
+    return resident
+
+
+def test_should_fault_in_the_pages_ahead_of_the_write_position_in_one_call(
+    tmp_path: Path,
+) -> None:
+    from aeromq.broker.store._commit_log import POPULATE_BYTES
+
+    log = CommitLog(tmp_path, 4 * POPULATE_BYTES, HOST)
+    log.load()
+    _append(log, _batch(b"x" * 100))
+    segment = log.files.files[0]
+    if not log.populate:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    assert log._populated_to == POPULATE_BYTES
+    assert _resident_bytes(segment.path) >= POPULATE_BYTES  # not just the batch's one page
+    batches = [_batch(bytes([i % 251 + 1]) * 20_000) for i in range(120)]  # 2.3 MiB: 3 calls
+    offsets = [_append(log, batch) for batch in batches]
+    assert log.max_offset <= log._populated_to <= 4 * POPULATE_BYTES
+    assert [_stored(log, o).body(0) for o in offsets] == [bytes(b[-20_000:]) for b in batches]
+    assert log.check(log.max_offset) == (LogCheck.END, 0)  # populated pages read as zeros
+    log.close()
+
+
+@pytest.mark.parametrize("segment_bytes", [5_000, 3 * 4096 + 100])
+def test_should_populate_segments_whose_size_is_not_a_whole_number_of_pages(
+    tmp_path: Path, segment_bytes: int
+) -> None:
+    log = CommitLog(tmp_path, segment_bytes, HOST)
+    log.load()
+    populate = log.populate
+    offsets = [_append(log, _batch(b"y" * 1500)) for _ in range(20)]  # rolls several times
+    assert len(log.files.files) > 2 and log.populate == populate
+    assert all(_stored(log, o).body(0) == b"y" * 1500 for o in offsets)
+    log.close()
+
+
+def test_should_append_with_plain_page_faults_where_the_kernel_cannot_populate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aeromq.broker.store._commit_log as commit_log
+
+    monkeypatch.setattr(commit_log, "_MADV_POPULATE_WRITE", 0x7FFF)  # EINVAL everywhere
+    log = CommitLog(tmp_path, 1 << 20, HOST)
+    log.load()
+    first = _append(log, _batch(b"a"))
+    assert not log.populate and log._populated_to == 0
+    second = _append(log, _batch(b"b"))
+    assert (_stored(log, first).body(0), _stored(log, second).body(0)) == (b"a", b"b")
+    log.close()
