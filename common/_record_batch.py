@@ -2,9 +2,9 @@
 commit log to the consumer's pull (Kafka's RecordBatch v2 in spirit; no I/O here).
 
 A producer encodes the messages of one send, all of one topic and one queue, into one batch,
-once. The broker checks it (:func:`check_batch`, one vectorised pass), writes the fields it
-assigns into the header in place (:func:`patch_batch`) and appends the bytes to its commit
-log as they are; a pull answers with the stored batches as they are, and the consumer reads
+once (:func:`encode_batch`). The broker checks it (:func:`check_batch`, one pass), writes the
+fields it assigns into the header in place (:func:`patch_batch`) and appends the bytes to its
+commit log as they are; a pull answers with the stored batches as they are, and the consumer reads
 them column by column (:class:`RecordBatch`). Integers are little-endian.
 
 ::
@@ -66,6 +66,11 @@ are contiguous, so a pulled batch becomes an Arrow binary column (offsets and da
 Python object per message. The CRC covers exactly what the producer wrote: the broker checks
 it once per batch and never recomputes it; a consumer checks it again (corruption on disk or
 in transit).
+
+:func:`encode_batch` and :func:`check_batch` run in C (``common/_batch_native.c``, one pass
+over the bytes each) when that module is built; :func:`encode_batch_py` and
+:func:`check_batch_py` are the same in Python: the reference the C code is tested against, the
+fallback, and the words of a refusal.
 """
 
 from __future__ import annotations

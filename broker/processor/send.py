@@ -6,7 +6,7 @@ refused, else from the store's group-commit thread once the bytes are durable (S
 caller never blocks on the disk.
 
 A request carries one record batch (:mod:`common._record_batch`), which the producer encoded
-once: it is checked in one vectorised pass (:func:`~common.check_batch`: framing, the CRC, the
+once: it is checked in one pass in C (:func:`~common.check_batch`: framing, the CRC, the
 topic, body sizes, tags and their hash column, properties), handed to the store as bytes (one
 copy into the commit log, broker fields patched in the header) and answered with the batch's
 base queue offset and count: no object per message on the way.

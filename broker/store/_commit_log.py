@@ -34,11 +34,6 @@ catches a batch torn by a crash of the machine; the physical offset field, a sta
 past a truncated tail. Logs of the previous format (one record per message, magic "AQM1") are
 refused, never truncated.
 
-Pages ahead of the write position are faulted in ``POPULATE_BYTES`` at a time
-(``madvise(MADV_POPULATE_WRITE)``, Linux 5.14+; skipped where the kernel lacks it): one call
-per megabyte instead of a page fault per 4 KiB inside an append, which cost more than the copy
-itself. The pages it makes are zeros, as never-written space reads anyway.
-
 Caller: the ``MessageStore``, which serialises appends under its put lock; reads, lookups,
 flushes and retention may run on other threads. ``max_offset`` is where the next batch goes;
 ``flushed_offset`` how far the log is durable.
@@ -48,8 +43,6 @@ from __future__ import annotations
 
 import bisect
 import enum
-import logging
-import mmap
 import struct
 import threading
 import time
@@ -88,11 +81,6 @@ record count and topic length (the producer's other fields skipped)."""
 assert BATCH_HEAD.size == FIXED_HEADER_LENGTH
 _I64 = struct.Struct("<q")
 _BROKER_FIELDS = struct.Struct("<qqq8si")  # the header's broker fields, from offset 8
-_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux's value
-POPULATE_BYTES = 1 << 20
-"""How far ahead of the write position pages are faulted in, in one call."""
-
-_log = logging.getLogger(__name__)
 _STORE_TIMESTAMP_OFFSET = 24
 _BASE_PHYSICAL_OFFSET_OFFSET = 16
 _PREFIX_LENGTH = 8
@@ -172,8 +160,6 @@ class CommitLog:
         self._starts_lock = threading.Lock()
         # per segment start offset: the physical offsets of its first batches, in order
         self._batch_starts: dict[int, list[int]] = {}
-        self._populated_to = 0  # physical offset up to which pages are faulted in
-        self.populate = hasattr(mmap.mmap, "madvise")
 
     def load(self) -> None:
         """Map the segments; raises ``StoreError`` when one holds the previous format."""
@@ -213,8 +199,6 @@ class CommitLog:
         mapped = self._segment_for(length)
         offset = self.max_offset
         end = offset + length
-        if end > self._populated_to and self.populate:
-            self._populate(mapped, offset)
         position = offset - mapped.start_offset
         view = mapped.view
         view[position + _PREFIX_LENGTH : position + length] = batch[_PREFIX_LENGTH:]
@@ -230,20 +214,6 @@ class CommitLog:
         view[position : position + _PREFIX_LENGTH] = batch[:_PREFIX_LENGTH]
         self.max_offset = end
         return offset
-
-    def _populate(self, mapped: MappedFile, offset: int) -> None:
-        """Fault in the pages from ``offset``'s page to ``POPULATE_BYTES`` past it (within
-        the segment); a kernel without ``MADV_POPULATE_WRITE`` turns this off."""
-        position = offset - mapped.start_offset
-        start = position - position % mmap.PAGESIZE  # the map's pages, not the log's
-        stop = min(position + POPULATE_BYTES, mapped.size)
-        try:
-            mapped.mm.madvise(_MADV_POPULATE_WRITE, start, stop - start)
-        except OSError as exc:  # EINVAL before Linux 5.14; anything else: plain faults
-            self.populate = False
-            _log.info("pages of the commit log fault in one by one: %s", exc)
-            return
-        self._populated_to = mapped.start_offset + stop
 
     def _segment_for(self, length: int) -> MappedFile:
         """The segment the next ``length`` bytes go to, rolling (with a blank) when needed."""
@@ -368,7 +338,6 @@ class CommitLog:
         """Drop everything from ``offset`` on (recovery); returns the bytes dropped."""
         dropped = self.files.truncate(offset)
         self.max_offset = offset
-        self._populated_to = min(self._populated_to, offset)
         self.flushed_offset = min(self.flushed_offset, offset)
         with self._starts_lock:
             self._batch_starts.clear()
