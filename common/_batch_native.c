@@ -435,16 +435,22 @@ as_int64(PyObject *value, int64_t low, int64_t high, char format, int64_t *out)
     return 0;
 }
 
-/* Items of an optional sequence of ``count`` values, or NULL for None (*fast = NULL). */
+/* A tuple of the items of an optional sequence of ``count`` values, or NULL for None. A tuple,
+ * not the caller's list: nothing it holds can change between the passes of the encoder. */
 static int
 optional_items(PyObject *value, Py_ssize_t count, const char *name, PyObject **fast)
 {
     *fast = NULL;
     if (value == Py_None)
         return 0;
-    *fast = PySequence_Fast(value, name);
-    if (*fast == NULL)
+    *fast = PySequence_Tuple(value);
+    if (*fast == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s must be a sequence", name);
+        }
         return -1;
+    }
     if (PySequence_Fast_GET_SIZE(*fast) != count) {
         PyErr_Format(struct_error, "%s: expected %zd items, got %zd", name, count,
                      PySequence_Fast_GET_SIZE(*fast));
@@ -514,7 +520,7 @@ batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         as_int64(reconsume_obj, INT32_MIN, INT32_MAX, 'i', &reconsume) < 0 ||
         as_int64(attributes_obj, 0, 0xFFFF, 'H', &attributes) < 0)
         goto done;
-    s.bodies_fast = PySequence_Fast(bodies_obj, "bodies must be a sequence");
+    s.bodies_fast = PySequence_Tuple(bodies_obj);
     if (s.bodies_fast == NULL)
         goto done;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(s.bodies_fast);
