@@ -42,6 +42,8 @@ __all__ = [
 
 _CHECKED_TOPICS: set[str] = set()
 _CHECKED_TOPICS_LIMIT = 10_000
+_CHECKED_TAGS: set[str] = set()  # valid tags seen: a topic has few distinct tags
+_CHECKED_TAGS_LIMIT = 10_000
 
 HostAddress = tuple[str, int]
 """A host as ``(ip, port)``, the form of Python's socket addresses."""
@@ -140,9 +142,12 @@ class Message:
             return
         self._properties = {}
         if tags:
-            problem = tag_problem(tags)
-            if problem is not None:
-                raise MessageIllegalError(problem, tags=tags)
+            if tags not in _CHECKED_TAGS:
+                problem = tag_problem(tags)
+                if problem is not None:
+                    raise MessageIllegalError(problem, tags=tags)
+                if len(_CHECKED_TAGS) < _CHECKED_TAGS_LIMIT:
+                    _CHECKED_TAGS.add(tags)
             self._properties[PROPERTY_TAGS] = tags
         if keys:
             key_list = keys.split() if isinstance(keys, str) else list(keys)

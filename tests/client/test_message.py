@@ -186,3 +186,10 @@ def test_should_refuse_a_flag_outside_32_bits_but_take_any_inside() -> None:
     assert Message("T", b"x", flag=-(2**31)).flag == -(2**31)
     with pytest.raises(MessageIllegalError, match="flag"):
         Message("T", b"x", flag=2**31)
+
+
+def test_should_check_a_tag_once_and_refuse_a_bad_one_every_time() -> None:
+    assert Message("T", b"x", tags="Seen").tags == Message("T", b"y", tags="Seen").tags == "Seen"
+    for _ in range(2):  # a refused tag is never remembered as checked
+        with pytest.raises(MessageIllegalError, match="whitespace"):
+            Message("T", b"x", tags="a b")
