@@ -75,7 +75,7 @@ BATCH_FRAMING_ALLOWANCE: Final = MAX_FRAMING_BYTES
 """Bytes a send's record batch may take beyond ``max_message_size`` (see
 :data:`common.MAX_FRAMING_BYTES`)."""
 _TOPIC_CACHE_LIMIT: Final = 10_000
-_SEND_OK: Final = messages_pb2.SEND_OK
+assert messages_pb2.SEND_OK == 0  # a response's default send status
 _FLUSH_DISK_TIMEOUT: Final = messages_pb2.FLUSH_DISK_TIMEOUT
 
 _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
@@ -193,18 +193,15 @@ class SendProcessor:
                 self.meter.on_stored(
                     topic, result.message_count, len(batch), time.perf_counter_ns() - started_ns
                 )
-                response = messages_pb2.SendMessageResponse(
-                    send_status=_SEND_OK
-                    if status is PutMessageStatus.PUT_OK
-                    else _FLUSH_DISK_TIMEOUT,
-                    queue_id=queue_id,
-                    base_queue_offset=result.queue_offset,
-                    message_count=result.message_count,
-                    base_commit_log_offset=result.physical_offset,
-                    store_host=_host_text(result.store_host),
-                    broker_name=broker_name,
-                )
+                response = messages_pb2.SendMessageResponse()  # fields set one by one:
+                response.queue_id = queue_id  # a third cheaper than keywords (upb)
+                response.base_queue_offset = result.queue_offset
+                response.message_count = result.message_count
+                response.base_commit_log_offset = result.physical_offset
+                response.store_host = _host_text(result.store_host)
+                response.broker_name = broker_name
                 if status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+                    response.send_status = _FLUSH_DISK_TIMEOUT
                     response.status.code = ResponseCode.FLUSH_DISK_TIMEOUT
                     response.status.message = (
                         "stored but not durable within the sync flush timeout: "
