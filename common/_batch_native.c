@@ -321,6 +321,9 @@ check_buffer(const unsigned char *data, Py_ssize_t length, const unsigned char *
         if (body > body_max)
             body_max = body;
     }
+    if (body_total > (int64_t)length || tag_total > (int64_t)length ||
+        property_total > (int64_t)length) /* (and the sum below cannot overflow) */
+        return CHECK_BAD_LENGTHS;
     if (data_start + body_total + tag_total + property_total != (int64_t)length)
         return CHECK_BAD_LENGTHS;
     if (!check_content)

@@ -276,3 +276,20 @@ def test_should_use_the_native_module_when_it_is_built() -> None:
 def test_should_find_an_empty_body_anywhere_in_c_as_in_python(bodies: list[bytes]) -> None:
     data = encode_batch_py(TOPIC, bodies)
     assert _codes(data) == (BatchCheck.EMPTY_BODY, BatchCheck.EMPTY_BODY)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=400), st.integers(1, 12), st.integers(0, 20), st.booleans())
+def test_should_agree_with_python_on_random_bytes_behind_a_plausible_header(
+    tail: bytes, count: int, topic_length: int, recrc: bool
+) -> None:
+    """Random columns and data behind a header whose framing fields hold: no crash, one code."""
+    data = bytearray(struct.pack("<iI", 0, 0x31425141)) + bytearray(68) + bytearray(tail)
+    struct.pack_into("<i", data, RECORD_COUNT_OFFSET, count)
+    struct.pack_into("<H", data, TOPIC_LENGTH_OFFSET, topic_length)
+    struct.pack_into("<i", data, 0, len(data))
+    if recrc:
+        _recrc(data)
+    for topic in (None, TOPIC):
+        c, python = _codes(data, topic=topic)
+        assert c == python
