@@ -24,6 +24,7 @@ from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
 from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
 from aeromq.transport.driver.udp.publication_image import PublicationImage
 from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 
 __all__ = ["Receiver"]
 
@@ -41,6 +42,8 @@ class Receiver:
         cycle_threshold_ns: int,
     ) -> None:
         self.commands: CommandQueue = deque()
+        self.waiter: SocketWaiter | None = None
+        """Set before the agent starts: its endpoints' sockets end its park (see module)."""
         self.endpoints: list[ReceiveChannelEndpoint] = []
         self.images: list[PublicationImage] = []
         self._nano_clock = nano_clock
@@ -77,10 +80,14 @@ class Receiver:
 
     def on_add_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self.endpoints.append(endpoint)
+        if self.waiter is not None:
+            self.waiter.register(endpoint.transport.socket)
 
     def on_remove_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         if endpoint in self.endpoints:
             self.endpoints.remove(endpoint)
+            if self.waiter is not None:
+                self.waiter.unregister(endpoint.transport.socket)
         endpoint.receiver_release()
 
     def on_add_subscription(

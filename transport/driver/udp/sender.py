@@ -22,6 +22,7 @@ from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
 from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
 from aeromq.transport.driver.udp.network_publication import NetworkPublication
 from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 
 __all__ = ["Sender"]
@@ -42,6 +43,8 @@ class Sender:
     ) -> None:
         self.commands: CommandQueue = deque()
         self.publications: list[NetworkPublication] = []
+        self.waiter: SocketWaiter | None = None
+        """Set before the agent starts: its endpoints' sockets end its park (see module)."""
         self.endpoints: list[SendChannelEndpoint] = []
         self._nano_clock = nano_clock
         self._bytes_sent = bytes_sent
@@ -103,10 +106,14 @@ class Sender:
 
     def on_add_endpoint(self, endpoint: SendChannelEndpoint) -> None:
         self.endpoints.append(endpoint)
+        if self.waiter is not None:
+            self.waiter.register(endpoint.transport.socket)
 
     def on_remove_endpoint(self, endpoint: SendChannelEndpoint) -> None:
         if endpoint in self.endpoints:
             self.endpoints.remove(endpoint)
+            if self.waiter is not None:
+                self.waiter.unregister(endpoint.transport.socket)
         endpoint.sender_release()
 
     def on_add_publication(self, publication: NetworkPublication) -> None:
