@@ -250,4 +250,5 @@ def _parked_in(idle_strategy: IdleStrategy, waiter: SocketWaiter) -> IdleStrateg
     """``idle_strategy``, parking in ``waiter`` if it parks at all (see module)."""
     if isinstance(idle_strategy, BackoffIdleStrategy | SleepingIdleStrategy):
         idle_strategy.park_with(waiter.wait)
+        return waiter.idle_strategy(idle_strategy)
     return idle_strategy

@@ -5,7 +5,8 @@ Its duty cycle (``do_work``):
 1. run the conductor's queued commands (endpoints, subscriptions' stream interest, new images,
    images going away, cool-downs ending);
 2. read every receive endpoint's socket: each datagram is validated and dispatched to its image
-   (or turned into a request for one);
+   (or turned into a request for one); skipped right after a park in its
+   :class:`~transport.driver.udp.socket_waiter.SocketWaiter` that saw no socket readable;
 3. give every image a turn: rebuild and loss detection (NAKs), status messages;
 4. forget SETUP requests that went unanswered for the pending setup timeout, so the next frame
    asks again.
@@ -67,8 +68,11 @@ class Receiver:
         self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
         bytes_received = 0
+        waiter = self.waiter
+        read = waiter is None or not waiter.quiet
         for endpoint in self.endpoints:
-            bytes_received += endpoint.poll(now_ns)
+            if read:
+                bytes_received += endpoint.poll(now_ns)
             work_count += endpoint.dispatcher.check_pending_setups(now_ns)
         if bytes_received:
             self._bytes_received.add_ordered(bytes_received)

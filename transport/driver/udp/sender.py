@@ -7,7 +7,8 @@ Its duty cycle (``do_work``):
    is always first): SETUP, data up to its limit, heartbeats, resends;
 3. when nothing was sent, or after ``send_to_status_poll_ratio`` cycles that did send, or at
    least every half status message timeout, read the endpoints' sockets for status messages,
-   NAKs and RTTMs.
+   NAKs and RTTMs (not right after a park in its
+   :class:`~transport.driver.udp.socket_waiter.SocketWaiter` that saw no socket readable).
 
 It counts ``Bytes sent`` and tracks its longest cycle (``Sender max cycle time``, and the cycles
 over the threshold).
@@ -78,8 +79,10 @@ class Sender:
             or self._duty_cycle_counter >= self._duty_cycle_ratio
             or now_ns > self._control_poll_deadline_ns
         ):
-            for endpoint in self.endpoints:
-                work_count += endpoint.poll(now_ns)
+            waiter = self.waiter
+            if waiter is None or not waiter.quiet:
+                for endpoint in self.endpoints:
+                    work_count += endpoint.poll(now_ns)
             self._duty_cycle_counter = 0
             self._control_poll_deadline_ns = now_ns + self._status_message_read_timeout_ns
         return work_count + bytes_sent
