@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from aeromq.transport.concurrent.idle_strategy import SleepingIdleStrategy
 from aeromq.transport.driver.udp.socket_waiter import MIN_POLL_PARK_S, SocketWaiter
 
 
@@ -94,3 +95,26 @@ def test_should_sleep_parks_shorter_than_a_poll_can_time(
     monkeypatch.setattr(time, "sleep", slept.append)
     waiter.wait(MIN_POLL_PARK_S / 4)
     assert slept == [MIN_POLL_PARK_S / 4]
+
+
+def test_should_be_quiet_only_after_a_park_that_timed_out_with_nothing_readable(
+    receiver: socket.socket,
+) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    parking = SleepingIdleStrategy(5_000_000)
+    parking.park_with(waiter.wait)
+    strategy = waiter.idle_strategy(parking)
+    assert strategy.alias == "sleep-ns"
+    strategy.idle(0)  # a 5 ms poll, nothing arrives
+    assert waiter.quiet
+    strategy.idle(1)  # work: no park, and the flag from the last park is gone
+    assert not waiter.quiet
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.sendto(b"data", receiver.getsockname())
+    deadline = time.monotonic() + 5
+    strategy.idle(0)
+    while waiter.quiet and time.monotonic() < deadline:  # until the kernel queued it
+        strategy.idle(0)
+    assert not waiter.quiet  # readable: the next cycle reads
+    assert receiver.recv(16) == b"data"
