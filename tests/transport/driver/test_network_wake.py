@@ -5,6 +5,7 @@ mode that gives the network agents a thread (their idle strategy parks in a
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -96,3 +97,56 @@ def test_should_wake_a_parked_receiver_when_a_datagram_arrives(
             _until(lambda: payload in received, poll, "the message")  # noqa: B023
             latencies.append(time.monotonic() - start)
         assert max(latencies) < MAX_LATENCY_S, f"latencies {latencies}"
+
+
+DEEP = "backoff:10,5,1000,1000000,25000000,10000000"  # the broker's embedded driver's
+SHARED_ROLE = "[driver-conductor,sender,receiver]"
+
+
+def _wake_ups(native_id: int) -> int:
+    """How often the thread has been scheduled in (schedstat's third field)."""
+    with open(f"/proc/self/task/{native_id}/schedstat", encoding="ascii") as stat:
+        return int(stat.read().split()[2])
+
+
+def test_should_park_deep_beside_connected_idle_streams(shm_dir: Path) -> None:
+    """Heartbeats (every 100 ms) and status messages (every 200 ms) of idle streams both ways
+    are keepalives, not work: the shared thread stays in its 25 ms park between them."""
+    deep_context = MediaDriverContext(
+        aeron_dir=str(shm_dir / "deep"),
+        term_buffer_length=64 * 1024,
+        threading_mode=ThreadingMode.SHARED,
+        shared_idle_strategy=DEEP,
+    )
+    peer_context = MediaDriverContext(aeron_dir=str(shm_dir / "peer"), term_buffer_length=64 * 1024)
+    to_deep = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    to_peer = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    with (
+        MediaDriver.launch(deep_context) as deep_driver,
+        MediaDriver.launch(peer_context) as peer_driver,
+        Aeron.connect(AeronContext(aeron_dir=deep_driver.aeron_dir)) as deep,
+        Aeron.connect(AeronContext(aeron_dir=peer_driver.aeron_dir)) as peer,
+    ):
+        deep_subscription = deep.add_subscription(to_deep, 3)
+        peer_subscription = peer.add_subscription(to_peer, 4)
+        peer_publication = peer.add_exclusive_publication(to_deep, 3)
+        deep_publication = deep.add_exclusive_publication(to_peer, 4)
+        _until(
+            lambda: (
+                peer_publication.is_connected
+                and deep_publication.is_connected
+                and deep_subscription.images
+                and peer_subscription.images
+            ),
+            lambda: time.sleep(0.01),
+            "both streams",
+        )
+        (thread,) = [t for t in threading.enumerate() if t.name == SHARED_ROLE]
+        assert thread.native_id is not None
+        time.sleep(1.0)  # past the connection's traffic
+        before, start = _wake_ups(thread.native_id), time.monotonic()
+        time.sleep(2.0)
+        rate = (_wake_ups(thread.native_id) - before) / (time.monotonic() - start)
+    # a 25 ms park is 40 a second, each heartbeat and status message that arrives one more
+    # (15 a second); counted as work, each sent the thread back to spinning: 300-500 a second
+    assert rate < 150, f"{rate:.0f} wake-ups a second"

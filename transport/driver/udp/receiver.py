@@ -8,8 +8,14 @@ Its duty cycle (``do_work``):
    (or turned into a request for one); skipped right after a park in its
    :class:`~transport.driver.udp.socket_waiter.SocketWaiter` that saw no socket readable;
 3. give every image a turn: rebuild and loss detection (NAKs), status messages;
+
 4. forget SETUP requests that went unanswered for the pending setup timeout, so the next frame
    asks again.
+
+Keepalive traffic is not work for its idle strategy (Aeron counts it): a heartbeat that moved
+nothing, a status message sent only because its timeout came round. An idle stream's peers
+send one every 100-200 ms, and counting them kept the thread out of its deep park
+(:mod:`~transport.driver.udp.socket_waiter` wakes it for every datagram anyway).
 
 It counts ``Bytes received`` and tracks its longest cycle (``Receiver max cycle time``).
 Nothing a peer sends can raise out of it: bad datagrams are counted and dropped by the
@@ -68,17 +74,21 @@ class Receiver:
         self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
         bytes_received = 0
+        keepalive_bytes = 0
         waiter = self.waiter
         read = waiter is None or not waiter.quiet
         for endpoint in self.endpoints:
             if read:
                 bytes_received += endpoint.poll(now_ns)
+                if endpoint.keepalive_bytes:
+                    keepalive_bytes += endpoint.keepalive_bytes
+                    endpoint.keepalive_bytes = 0
             work_count += endpoint.dispatcher.check_pending_setups(now_ns)
         if bytes_received:
             self._bytes_received.add_ordered(bytes_received)
         for image in self.images:
             work_count += image.do_work(now_ns)
-        return work_count + bytes_received
+        return work_count + bytes_received - keepalive_bytes
 
     # Commands (run on the receiver thread) ----------------------------------------------------
 

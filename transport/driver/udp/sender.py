@@ -10,6 +10,10 @@ Its duty cycle (``do_work``):
    NAKs and RTTMs (not right after a park in its
    :class:`~transport.driver.udp.socket_waiter.SocketWaiter` that saw no socket readable).
 
+A status message that moved nothing (the limit, the connection) is a keepalive, not work for
+its idle strategy (Aeron counts it): counting one every 200 ms per idle stream kept the thread
+out of its deep park.
+
 It counts ``Bytes sent`` and tracks its longest cycle (``Sender max cycle time``, and the cycles
 over the threshold).
 """
@@ -82,7 +86,8 @@ class Sender:
             waiter = self.waiter
             if waiter is None or not waiter.quiet:
                 for endpoint in self.endpoints:
-                    work_count += endpoint.poll(now_ns)
+                    work_count += endpoint.poll(now_ns) - endpoint.keepalive_bytes
+                    endpoint.keepalive_bytes = 0
             self._duty_cycle_counter = 0
             self._control_poll_deadline_ns = now_ns + self._status_message_read_timeout_ns
         return work_count + bytes_sent
