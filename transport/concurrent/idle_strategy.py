@@ -149,7 +149,9 @@ class BackoffIdleStrategy:
     parked for ``deep_idle_after_ns`` in a row, the park goes on doubling up to
     ``deep_park_period_ns``. In CPython a 1 ms park costs ~5-20 us of CPU per wake-up (the
     GIL's hand-over), so four agents parked at 1 ms keep an idle process at 2-8% of a core;
-    at 10 ms they cost a tenth of that. The price: the first work after a quiet second waits
+    at 10 ms they cost a tenth of that. Parked longer, a wake-up costs more (40-150 us on a
+    2-core VM: caches gone cold, the duty cycle's Python included), and the count of wake-ups
+    is what an idle process pays for. The price: the first work after a quiet second waits
     up to ``deep_park_period_ns``; steady traffic never reaches it. A waiter
     (:meth:`park_with`) that returns when the work arrives removes that price for the work it
     watches.
