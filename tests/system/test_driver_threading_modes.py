@@ -5,6 +5,7 @@ the driver's threads are the mode's."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,7 @@ def test_should_share_one_driver_thread_by_default_and_take_the_mode_from_the_en
             monkeypatch.setenv("AEROMQ_BROKER_DRIVER_THREADING_MODE", mode)
         broker = start_broker_process(tmp_path / mode, extra_args=args)
         try:
+            time.sleep(1.0)  # past start-up: threads started lazily have started
             counts[mode] = _thread_count(broker.pid)
         finally:
             assert broker.stop() == 0
