@@ -2,7 +2,7 @@
 conductor.
 
 An idle broker's CPU is wake-ups: on a 2-core VM one wake-up of a parked Python thread costs
-40-90 us of CPU (the timer, the GIL, cold caches), whatever the thread then finds to do. So the
+40-150 us of CPU (the timer, the GIL, cold caches), whatever the thread then finds to do. So the
 broker keeps the transport's threads few and their parks long once quiet:
 
 - **Threading mode** (``driver_threading_mode``, default ``SHARED``): the embedded driver runs
@@ -16,12 +16,14 @@ broker keeps the transport's threads few and their parks long once quiet:
   (stamped every cycle; clients allow 10 s), the conductor's timer (every 1 s: client liveness,
   10 s; linger and unblock timeouts, 5-15 s), the sender's heartbeats and SETUPs (every 100 ms
   when idle; receivers drop an image after 10 s), the receiver's status messages (every 200 ms;
-  a sender drops a receiver after 5 s): each runs at most 25 ms late. The conductor's timer
-  (1 s) counts as work, so the thread goes deep after 10 ms of quiet, not a second.
+  a sender drops a receiver after 5 s): each runs at most 25 ms late. The thread goes deep
+  after 10 ms of quiet, not a second: work every second or so (a slow client) would otherwise
+  hold it at 1 ms parks. Keepalives (the conductor's timer, heartbeats and status messages that
+  move nothing) are not work, so connected idle clients do not hold it either.
 - **Waking on the network**: the sender's and receiver's thread parks in a poll on their sockets
   (:class:`~transport.driver.udp.socket_waiter.SocketWaiter`), so a request over UDP ends the
-  park at once. Only a new client's commands to the conductor (adding its publication and
-  subscription, on connect) wait for the park, up to 25 ms.
+  park at once. What waits for the park, up to 25 ms: a new client's first command to the
+  conductor (on connect), and an answer over UDP sent long after its request (a held pull).
 - **The client conductor** (the broker's Aeron client) sleeps 16 ms (Aeron's idle sleep), then
   doubles up to 64 ms while it finds nothing to do. Its duties: a keepalive every 500 ms (the
   driver drops a client after 10 s), its own inter-service check (10 s), and the driver's
