@@ -1,23 +1,26 @@
-"""Build hook for the one native helper: ``aeromq.transport.concurrent._atomic``.
+"""Build hook for the two native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
+operations on shared memory) and ``aeromq.common._batch_native`` (the record batch's encoder and
+checker).
 
-Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c`` for why this
-module exists and what it does.
+Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c`` and
+``common/_batch_native.c`` for why each module exists and what it does.
 """
 
 from setuptools import Extension, setup
+
+_FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]
 
 setup(
     ext_modules=[
         Extension(
             "aeromq.transport.concurrent._atomic",
             sources=["transport/concurrent/_atomic.c"],
-            extra_compile_args=[
-                "-O2",
-                "-std=c11",
-                "-Wall",
-                "-Wextra",
-                "-Wno-missing-field-initializers",
-            ],
-        )
+            extra_compile_args=_FLAGS,
+        ),
+        Extension(
+            "aeromq.common._batch_native",
+            sources=["common/_batch_native.c"],
+            extra_compile_args=_FLAGS,
+        ),
     ]
 )

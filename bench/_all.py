@@ -95,8 +95,12 @@ class SuiteRun:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(timeout=_STOP_GRACE_S)
 
-    def failed_cases(self) -> list[str]:
-        return [str(r["name"]) for r in self.rows if "error" in r]
+    def failed_cases(self) -> dict[str, str]:
+        """Each failed case's name and reason (``{"name": ..., "failed": reason}`` rows)."""
+        return {str(r["name"]): str(r["failed"]) for r in self.rows if "failed" in r}
+
+    def targets_not_measured(self) -> list[str]:
+        return [str(r["name"]).removeprefix("target:") for r in self.rows if "not_measured" in r]
 
     @property
     def ok(self) -> bool:
@@ -113,7 +117,7 @@ def run_all(args: argparse.Namespace) -> int:
             print(f"python -m bench all: no such suite: {', '.join(unknown)}", file=sys.stderr)
             return 2
         names = [n for n in names if n in wanted]
-    timeout_s = args.suite_timeout or (150.0 if args.quick else 1800.0)
+    timeout_s = args.suite_timeout or (300.0 if args.quick else 1800.0)
     now = datetime.now(UTC)
     out = Path(args.out or f"bench-results/{now:%Y%m%dT%H%M%SZ}")
     out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +145,9 @@ def run_all(args: argparse.Namespace) -> int:
                 "status": r.status,
                 "seconds": round(r.seconds, 1),
                 "cases": len(r.rows),
-                "failed_cases": r.failed_cases(),
+                "failed_cases": list(r.failed_cases()),
+                "failures": r.failed_cases(),
+                "targets_not_measured": r.targets_not_measured(),
             }
             for r in runs
         },

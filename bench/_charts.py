@@ -73,7 +73,7 @@ def draw(suite: str, rows: list[dict[str, Any]], out: Path, caption: str) -> lis
     written: list[Path] = []
     for measure, label in MEASURES.items():
         cases = beside(
-            [r for r in rows if isinstance(r.get(measure), int | float) and "error" not in r]
+            [r for r in rows if isinstance(r.get(measure), int | float) and "failed" not in r]
         )
         if not cases:
             continue

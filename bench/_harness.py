@@ -2,14 +2,20 @@
 
 ``python -m bench SUITE`` runs one suite in this process and prints each case as the suite
 yields it; ``python -m bench all`` runs every suite, each in a child process with a time limit
-(:mod:`bench._all`), and draws the charts (:mod:`bench._charts`). A case a suite could not
-measure is a :meth:`Result.failed` (see :func:`attempt`): printed as ``FAILED``,
-and the suite goes on; a suite that raises ends with one such row and exit status 1.
+(:mod:`bench._all`), and draws the charts (:mod:`bench._charts`).
+
+Every case runs through :func:`attempt` (or :func:`case_rows`), bounded in time with its
+workers watched (:mod:`bench._bounded`). A case a suite could not measure (it raised, a worker
+of it died, or it overran its time limit) is a :meth:`Result.failed`, in the JSON
+``{"name": ..., "failed": "reason"}`` and in the table ``FAILED: reason``, and the suite goes on
+to its next case; a target computed from it is reported not measured. A suite that raises ends
+with one failed row ``suite NAME`` and exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import pkgutil
@@ -20,20 +26,38 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from bench._bounded import FAIL_CASE_ENV, CaseFailed, bounded, isolated
+
 __all__ = [
+    "CASE_TIMEOUT_S",
+    "MEASURES",
+    "CaseFailed",
     "Result",
     "Target",
     "attempt",
     "best_rate",
+    "case_rows",
+    "figure",
+    "generated_rows",
+    "isolated",
     "latency_result",
     "latency_summary",
     "main",
     "note",
+    "ratio_of",
     "record_run",
+    "started",
     "suites",
 ]
 
 _T = TypeVar("_T")
+
+CASE_TIMEOUT_S = 300.0
+"""A case's time limit when its suite names none."""
+
+
+MEASURES = ("msgs_per_s", "MB_per_s", "p50_us", "p99_us", "p999_us", "ns_per_op")
+"""A :class:`Result`'s measured fields, as named in its JSON."""
 
 
 @dataclass
@@ -50,19 +74,20 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def failed(cls, name: str, error: str) -> Result:
-        """A case that could not be measured (it failed, or hung and its worker was stopped)."""
-        return cls(name, extra={"error": error})
+    def failed(cls, name: str, reason: str) -> Result:
+        """A case that could not be measured (it raised, a worker of it died, or it overran its
+        time limit and its workers were stopped): ``{"name": ..., "failed": reason}``."""
+        return cls(name, extra={"failed": reason})
 
     @property
     def error(self) -> str | None:
         """Why the case failed; None when it was measured."""
-        error = self.extra.get("error")
-        return None if error is None else str(error)
+        reason = self.extra.get("failed")
+        return None if reason is None else str(reason)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
-        for key in ("msgs_per_s", "MB_per_s", "p50_us", "p99_us", "p999_us", "ns_per_op"):
+        for key in MEASURES:
             value = getattr(self, key)
             if value is not None:
                 out[key] = round(value, 3)
@@ -72,21 +97,32 @@ class Result:
 
 @dataclass
 class Target:
-    """A goal from an issue (``measured >= goal``, or ``<=`` when ``lower_is_better``)."""
+    """A goal from an issue (``measured >= goal``, or ``<=`` when ``lower_is_better``);
+    ``measured`` is None when a case it is computed from failed: not measured."""
 
     name: str
-    measured: float
+    measured: float | None
     goal: float
     unit: str = ""
     lower_is_better: bool = False
 
     @property
     def met(self) -> bool:
+        if self.measured is None:
+            return False
         if self.lower_is_better:
             return self.measured <= self.goal
         return self.measured >= self.goal
 
     def as_json(self) -> dict[str, Any]:
+        if self.measured is None:
+            return {
+                "name": f"target:{self.name}",
+                "not_measured": "a case it is computed from failed",
+                "goal": self.goal,
+                "unit": self.unit,
+                "lower_is_better": self.lower_is_better,
+            }
         return {
             "name": f"target:{self.name}",
             "measured": round(self.measured, 3),
@@ -113,16 +149,24 @@ def latency_summary(samples_ns: Sequence[int]) -> dict[str, float]:
     return {"p50_us": pick(0.50), "p99_us": pick(0.99), "p999_us": pick(0.999)}
 
 
-def attempt(failures: list[str], what: str, measure: Callable[..., _T], *args: Any) -> _T | None:
-    """``measure(*args)``, or None when it raises (a worker that failed or overran its time
-    limit): the reason is appended to ``failures``, so the suite can go on and yield the case
-    as failed (``Result.failed(name, reason)``). Either way one line on standard error says
-    at once what was measured (``what: measured in 2.1 s``) or why not."""
+def attempt(
+    failures: list[str],
+    what: str,
+    measure: Callable[..., _T],
+    *args: Any,
+    timeout_s: float = CASE_TIMEOUT_S,
+    on_stop: Callable[[], None] | None = None,
+) -> _T | None:
+    """``measure(*args)`` bounded in time (:func:`bench._bounded.bounded`), or None when it
+    raises, a worker of it dies or it overruns ``timeout_s``: the reason is appended to
+    ``failures``, so the suite can go on and yield the case as failed (``Result.failed(name,
+    reason)``). Either way one line on standard error says at once what was measured
+    (``what: measured in 2.1 s``) or why not."""
     started = time.monotonic()
     try:
-        value = measure(*args)
+        value = bounded(what, measure, *args, timeout_s=timeout_s, on_stop=on_stop)
     except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = str(exc) if isinstance(exc, CaseFailed) else f"{type(exc).__name__}: {exc}"
         failures.append(reason)
         note(f"{what}: FAILED after {time.monotonic() - started:.1f} s: {reason}")
         return None
@@ -131,15 +175,89 @@ def attempt(failures: list[str], what: str, measure: Callable[..., _T], *args: A
     return value
 
 
+def case_rows(
+    names: str | Sequence[str],
+    measure: Callable[..., Result | Iterable[Result]],
+    *args: Any,
+    timeout_s: float = CASE_TIMEOUT_S,
+    on_stop: Callable[[], None] | None = None,
+) -> list[Result]:
+    """The rows of one case (``measure`` returns one :class:`Result` or several, ``names``
+    says which), or each of ``names`` failed with the reason (see :func:`attempt`)."""
+    names = [names] if isinstance(names, str) else list(names)
+    failures: list[str] = []
+    what = names[0] if len(names) == 1 else f"{names[0]} (and {len(names) - 1} more)"
+    rows = attempt(failures, what, measure, *args, timeout_s=timeout_s, on_stop=on_stop)
+    if rows is None:
+        return [Result.failed(name, failures[0]) for name in names]
+    return [rows] if isinstance(rows, Result) else list(rows)
+
+
+def generated_rows(
+    name: str, rows: Iterator[Result], timeout_s: float = CASE_TIMEOUT_S
+) -> Iterator[Result]:
+    """The rows of a generator that measures a case per row, each ``next()`` bounded as
+    :func:`attempt` bounds a case; when one fails, a failed row ``name`` ends them (the
+    generator closed, so its ``finally`` stops what it started)."""
+    while True:
+        failures: list[str] = []
+        row = attempt(failures, f"{name}: next row", next, rows, None, timeout_s=timeout_s)
+        if failures:
+            yield Result.failed(name, failures[0])
+            close = getattr(rows, "close", None)  # a generator's: its finally runs
+            with contextlib.suppress(ValueError):  # still running in a thread left behind
+                if close is not None:
+                    close()
+            return
+        if row is None:
+            return
+        yield row
+
+
+def started(
+    what: str,
+    start: Callable[..., _T],
+    *args: Any,
+    cases: Sequence[str],
+    timeout_s: float = CASE_TIMEOUT_S,
+) -> tuple[_T | None, list[Result]]:
+    """A server the suite's ``cases`` share (a broker, ``redis-server``), started bounded in
+    time; or None and each of ``cases`` failed, not run, with why the server did not start."""
+    failures: list[str] = []
+    server = attempt(failures, what, start, *args, timeout_s=timeout_s)
+    if server is not None:
+        return server, []
+    return None, [Result.failed(case, f"not run: {what} failed: {failures[0]}") for case in cases]
+
+
+def figure(rows: dict[str, Result], name: str, key: str = "msgs_per_s") -> float | None:
+    """A measured figure of row ``name`` (a field such as ``msgs_per_s``, or a key of its
+    ``extra``), or None when the row is missing or failed: a target's input."""
+    row = rows.get(name)
+    if row is None or row.error is not None:
+        return None
+    value = getattr(row, key) if key in MEASURES else row.extra.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def ratio_of(numerator: float | None, denominator: float | None) -> float | None:
+    """``numerator / denominator``, or None when either was not measured (or is 0)."""
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
 def record_run(
     runs: list[float],
     failures: dict[str, list[str]],
     case: str,
     measure: Callable[..., float],
     *args: Any,
+    timeout_s: float = CASE_TIMEOUT_S,
 ) -> None:
-    """One run of ``case``: its rate appended to ``runs``, or its failure to ``failures``."""
-    rate = attempt(failures.setdefault(case, []), case, measure, *args)
+    """One run of ``case``, bounded by ``timeout_s``: its rate appended to ``runs``, or its
+    failure to ``failures``."""
+    rate = attempt(failures.setdefault(case, []), case, measure, *args, timeout_s=timeout_s)
     if rate is not None:
         runs.append(rate)
 
@@ -198,8 +316,14 @@ HEADER = (
 def format_row(record: dict[str, Any]) -> str:
     """One JSON record (``Result.as_json`` or ``Target.as_json``) as a line of the table."""
     name = str(record["name"])
-    if "error" in record:
-        return f"{name:<44} FAILED: {record['error']}"
+    if "failed" in record:
+        return f"{name:<44} FAILED: {record['failed']}"
+    if "not_measured" in record:
+        cmp = "<=" if record.get("lower_is_better") else ">="
+        return (
+            f"target {name.removeprefix('target:')}: not measured (goal {cmp} {record['goal']}): "
+            f"{record['not_measured']}"
+        )
     if name.startswith("target:") and "goal" in record:
         cmp = "<=" if record.get("lower_is_better") else ">="
         verdict = "met" if record["met"] else "NOT MET"
@@ -235,11 +359,32 @@ def _guarded(suite: str, rows: Iterable[Result | Target]) -> Iterator[Result | T
         yield Result.failed(f"suite {suite}", f"{type(exc).__name__}: {exc}")
 
 
+_EPILOG = f"""\
+Each case runs with a time limit; a case that raises, whose worker dies or that overruns its
+limit is reported FAILED (in JSON: {{"name": ..., "failed": "reason"}}), its workers are stopped,
+and the suite goes on to its next case. A target computed from it is reported not measured.
+
+environment:
+  {FAIL_CASE_ENV}=PATTERN[=HOW]
+      make every case whose name matches the shell pattern PATTERN fail, to test the failure
+      handling; HOW is raise (default: the case raises RuntimeError), exit (a worker of the
+      case exits with status 3) or hang[:SECONDS] (a worker of the case never ends; SECONDS
+      replaces the case's time limit). E.g. {FAIL_CASE_ENV}='aeromq:pull=hang:5'
+
+examples:
+  python -m bench broker --quick
+  python -m bench all --quick --out /tmp/bench
+  {FAIL_CASE_ENV}='atomic:put_int64=exit' python -m bench atomic --quick
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Run a benchmark suite (a table, or JSON lines), or all of them: each in a "
         "child process with a time limit, with JSON lines, a summary and PNG charts.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("suite", help=f"the suite to run ({', '.join(suites())}), or all")
     parser.add_argument("--quick", action="store_true", help="a short run (smoke test)")
@@ -257,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         metavar="SECONDS",
         help="with all: a suite still running after this is stopped and reported as failed "
-        "(default: 150 with --quick, else 1800)",
+        "(default: 300 with --quick, else 1800)",
     )
     parser.add_argument(
         "--only",

@@ -18,15 +18,17 @@ send the answers still queued, close the sessions with a notice, then the transp
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
 import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import Final
 
+from aeromq.broker._embedded_driver import (
+    client_conductor_idle_strategy,
+    embedded_driver_context,
+)
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.grpc.server import BrokerGrpcServer
 from aeromq.broker.namesrv.registrar import NameServerRegistrar
@@ -62,32 +64,6 @@ _ERROR_CODES: Final = (
     ResponseCode.SYSTEM_ERROR,
     ResponseCode.FLUSH_DISK_TIMEOUT,
 )
-_IDLE_MAX_PARK_NS: Final = 1_000_000
-# An idle broker parks its agents up to 25 ms after a quiet second (deep idle, see
-# BackoffIdleStrategy). A wake-up of an idle Python agent costs 50-80 us of CPU on a quiet
-# machine (cold caches, the GIL), so parks of 1 ms in its four agents (session agent, driver
-# conductor, sender, receiver) cost ~7% of a core, 10 ms ~4%, 25 ms ~2.2% in all (/proc
-# schedstat, quiet 2-core machine; the Aeron client's conductor, sleeping 16 ms, is 0.5%). The
-# price: the first request after a quiet second may wait up to 25 ms; steady traffic never parks
-# that long. The session agent's strategy is configurable (``session_idle_strategy``; its default,
-# ``config.DEFAULT_SESSION_IDLE_STRATEGY``, parks on a doorbell with this deep idle, and its
-# clients ring it); the driver's follow ``AERON_*``.
-_IDLE_DEEP_PARK_NS: Final = 25_000_000
-_IDLE_DEEP_AFTER_NS: Final = 1_000_000_000
-# the conductors have timed work (client keepalives, timers) every few hundred ms: they go
-# deep after 10 ms of quiet, or they never would (their work is not latency-critical)
-_CONDUCTOR_DEEP_AFTER_NS: Final = 10_000_000
-
-
-def _deep_backoff(deep_after_ns: int) -> str:
-    return f"backoff:10,5,1000,{_IDLE_MAX_PARK_NS},{_IDLE_DEEP_PARK_NS},{deep_after_ns}"
-
-
-_DRIVER_IDLE_ENV: Final = {
-    "AERON_CONDUCTOR_IDLE_STRATEGY": ("conductor_idle_strategy", _CONDUCTOR_DEEP_AFTER_NS),
-    "AERON_SENDER_IDLE_STRATEGY": ("sender_idle_strategy", _IDLE_DEEP_AFTER_NS),
-    "AERON_RECEIVER_IDLE_STRATEGY": ("receiver_idle_strategy", _IDLE_DEEP_AFTER_NS),
-}
 
 
 def describe_recovery(report: RecoveryReport, flush_mode: FlushMode, flush_interval_ms: int) -> str:
@@ -129,29 +105,6 @@ def describe_recovery(report: RecoveryReport, flush_mode: FlushMode, flush_inter
     else:
         parts.append("SYNC flush: every acknowledged message is durable")
     return "; ".join(parts)
-
-
-def _embedded_driver_context(file_mode: int) -> MediaDriverContext:
-    """The embedded driver's context: Aeron's environment, sparse logs, the store's file
-    mode, and deep-idle agents unless the environment names their idle strategies."""
-    context = MediaDriverContext.from_env(term_buffer_sparse_file=True, file_mode=file_mode)
-    idle = {
-        name: _deep_backoff(deep_after_ns)
-        for variable, (name, deep_after_ns) in _DRIVER_IDLE_ENV.items()
-        if not os.environ.get(variable)
-    }
-    udp = context.udp
-    return dataclasses.replace(
-        context,
-        conductor_idle_strategy=idle.get(
-            "conductor_idle_strategy", context.conductor_idle_strategy
-        ),
-        udp=dataclasses.replace(
-            udp,
-            sender_idle_strategy=idle.get("sender_idle_strategy", udp.sender_idle_strategy),
-            receiver_idle_strategy=idle.get("receiver_idle_strategy", udp.receiver_idle_strategy),
-        ),
-    )
 
 
 class Broker:
@@ -347,13 +300,19 @@ class Broker:
     def _start_transport(self) -> None:
         config = self.config
         if config.aeron_dir is None:
-            base = self._driver_context or _embedded_driver_context(config.file_mode)
+            base = self._driver_context or embedded_driver_context(
+                config.file_mode, config.driver_threading_mode
+            )
             self.driver = MediaDriver.launch_embedded(base)
             self.aeron_dir = self.driver.aeron_dir
         else:
             self.aeron_dir = str(config.aeron_dir)
         self.aeron = Aeron.connect(
-            AeronContext(aeron_dir=self.aeron_dir, error_handler=self._on_transport_error)
+            AeronContext(
+                aeron_dir=self.aeron_dir,
+                error_handler=self._on_transport_error,
+                idle_strategy=client_conductor_idle_strategy(),
+            )
         )
 
     def shutdown(self) -> None:

@@ -42,6 +42,8 @@ __all__ = [
 
 _CHECKED_TOPICS: set[str] = set()
 _CHECKED_TOPICS_LIMIT = 10_000
+_CHECKED_TAGS: set[str] = set()  # valid tags seen: a topic has few distinct tags
+_CHECKED_TAGS_LIMIT = 10_000
 
 HostAddress = tuple[str, int]
 """A host as ``(ip, port)``, the form of Python's socket addresses."""
@@ -130,16 +132,22 @@ class Message:
             body = bytes(body)
         if not body:
             check_body(body, max_message_size=None)  # raises: the body is empty
-        if not -(2**31) <= flag < 2**31:
+        if flag and not -(2**31) <= flag < 2**31:
             raise MessageIllegalError("the flag must fit in a signed 32-bit int", flag=flag)
         self.topic = topic
         self.body = body
         self.flag = flag
+        if not (tags or keys or properties) and wait_store_msg_ok:
+            self._properties = {PROPERTY_WAIT_STORE_MSG_OK: "true"}  # the common case
+            return
         self._properties = {}
         if tags:
-            problem = tag_problem(tags)
-            if problem is not None:
-                raise MessageIllegalError(problem, tags=tags)
+            if tags not in _CHECKED_TAGS:
+                problem = tag_problem(tags)
+                if problem is not None:
+                    raise MessageIllegalError(problem, tags=tags)
+                if len(_CHECKED_TAGS) < _CHECKED_TAGS_LIMIT:
+                    _CHECKED_TAGS.add(tags)
             self._properties[PROPERTY_TAGS] = tags
         if keys:
             key_list = keys.split() if isinstance(keys, str) else list(keys)

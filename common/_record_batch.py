@@ -2,9 +2,9 @@
 commit log to the consumer's pull (Kafka's RecordBatch v2 in spirit; no I/O here).
 
 A producer encodes the messages of one send, all of one topic and one queue, into one batch,
-once. The broker checks it (:func:`check_batch`, one vectorised pass), writes the fields it
-assigns into the header in place (:func:`patch_batch`) and appends the bytes to its commit
-log as they are; a pull answers with the stored batches as they are, and the consumer reads
+once (:func:`encode_batch`). The broker checks it (:func:`check_batch`, one pass), writes the
+fields it assigns into the header in place (:func:`patch_batch`) and appends the bytes to its
+commit log as they are; a pull answers with the stored batches as they are, and the consumer reads
 them column by column (:class:`RecordBatch`). Integers are little-endian.
 
 ::
@@ -66,6 +66,11 @@ are contiguous, so a pulled batch becomes an Arrow binary column (offsets and da
 Python object per message. The CRC covers exactly what the producer wrote: the broker checks
 it once per batch and never recomputes it; a consumer checks it again (corruption on disk or
 in transit).
+
+:func:`encode_batch` and :func:`check_batch` run in C (``common/_batch_native.c``, one pass
+over the bytes each) when that module is built; :func:`encode_batch_py` and
+:func:`check_batch_py` are the same in Python: the reference the C code is tested against, the
+fallback, and the words of a refusal.
 """
 
 from __future__ import annotations
@@ -89,6 +94,11 @@ from aeromq.common._properties import PROPERTY_TAGS, decode_properties
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
+try:
+    from aeromq.common import _batch_native as _native
+except ImportError:  # not built (a source tree without a compiler): the Python reference
+    _native = None  # type: ignore[assignment]
+
 __all__ = [
     "BATCH_MAGIC",
     "BROKER_FIELDS_LENGTH",
@@ -104,8 +114,10 @@ __all__ = [
     "RecordBatch",
     "batch_header_length",
     "check_batch",
+    "check_batch_py",
     "columns_struct",
     "encode_batch",
+    "encode_batch_py",
     "join_tag",
     "pack_host_field",
     "patch_batch",
@@ -175,6 +187,7 @@ assert _HEADER.size == FIXED_HEADER_LENGTH == HEADER_DTYPE.itemsize
 _U32: Final = struct.Struct("<I")
 _I32_FIELD: Final = struct.Struct("<i")
 _I32_MAX: Final = (1 << 31) - 1
+_I64_MAX: Final = (1 << 63) - 1
 
 Int64Array = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
@@ -241,8 +254,9 @@ def encode_batch(
     topic: bytes,
     bodies: Sequence[bytes],
     tags: Sequence[str | None] | None = None,
-    properties: Sequence[bytes] | None = None,
+    properties: Sequence[bytes] | bytes | None = None,
     *,
+    property_lengths: Sequence[int] | None = None,
     flags: Sequence[int] | None = None,
     born_timestamp_ms: int = 0,
     born_deltas_ms: Sequence[int] | None = None,
@@ -254,9 +268,58 @@ def encode_batch(
     ``flags``), born at ``born_timestamp_ms`` (plus each ``born_deltas_ms``) on ``born_host``
     (8 bytes: IPv4 address, i32 port). The broker fields are zero; the CRC is set.
 
+    With ``property_lengths``, ``properties`` is every record's property string already
+    joined into one ``bytes`` and these are their lengths (a producer that builds them in one
+    string operation). One pass in C (``common/_batch_native.c``) when it is built, else
+    :func:`encode_batch_py`, the reference; both give the same bytes.
+
     Checks nothing the broker checks (it does, in one pass); raises ``ValueError`` or
     ``struct.error`` only for values that cannot be encoded at all.
     """
+    if _native is None:
+        return encode_batch_py(
+            topic,
+            bodies,
+            tags,
+            properties,
+            property_lengths=property_lengths,
+            flags=flags,
+            born_timestamp_ms=born_timestamp_ms,
+            born_deltas_ms=born_deltas_ms,
+            born_host=born_host,
+            reconsume_times=reconsume_times,
+            attributes=attributes,
+        )
+    return _native.encode(
+        topic,
+        bodies,
+        tags,
+        properties,
+        property_lengths,
+        flags,
+        born_timestamp_ms,
+        born_deltas_ms,
+        born_host,
+        reconsume_times,
+        attributes,
+    )
+
+
+def encode_batch_py(
+    topic: bytes,
+    bodies: Sequence[bytes],
+    tags: Sequence[str | None] | None = None,
+    properties: Sequence[bytes] | bytes | None = None,
+    *,
+    property_lengths: Sequence[int] | None = None,
+    flags: Sequence[int] | None = None,
+    born_timestamp_ms: int = 0,
+    born_deltas_ms: Sequence[int] | None = None,
+    born_host: bytes = bytes(8),
+    reconsume_times: int = 0,
+    attributes: int = 0,
+) -> bytearray:
+    """:func:`encode_batch` in Python: the reference of the C encoder, and its fallback."""
     count = len(bodies)
     if not count:
         raise ValueError("a batch holds at least one record")
@@ -267,7 +330,6 @@ def encode_batch(
     zeros = _zeros(count)
     tag_lengths: Sequence[int]
     tag_hashes: Sequence[int]
-    property_lengths: Sequence[int]
     if tags is None or not any(tags):
         tag_data = b""
         tag_lengths = tag_hashes = zeros
@@ -276,10 +338,22 @@ def encode_batch(
         tag_lengths = [len(tag) for tag in encoded]
         tag_hashes = [_tag_hash(tag) if tag else 0 for tag in tags]
         tag_data = b"".join(encoded)
-    if properties is None:
+    property_data: bytes
+    if property_lengths is not None:
+        if not isinstance(properties, bytes | bytearray | memoryview):
+            raise ValueError("with property_lengths, properties is one bytes-like object")
+        property_data = bytes(properties)
+        if len(property_lengths) != count or sum(property_lengths) != len(property_data):
+            raise ValueError(
+                f"the property lengths do not add up: count={len(property_lengths)} "
+                f"sum={sum(property_lengths)} length={len(property_data)}"
+            )
+    elif properties is None:
         property_data = b""
         property_lengths = zeros
     else:
+        if isinstance(properties, bytes):
+            raise ValueError("properties joined in one bytes need property_lengths")
         property_lengths = [len(item) for item in properties]
         property_data = b"".join(properties)
     columns = columns_struct(count).pack(
@@ -330,6 +404,10 @@ def columns_struct(count: int) -> struct.Struct:
 # -- the broker -------------------------------------------------------------------------------
 
 
+_CHECKED_OK: Final = (BatchCheck.OK, "")
+_CHECKS: Final = {check.value: check for check in BatchCheck}
+
+
 def check_batch(
     data: bytes | bytearray | memoryview,
     *,
@@ -342,11 +420,61 @@ def check_batch(
 ) -> tuple[BatchCheck, str]:
     """Whether ``data`` is exactly one well-formed batch (of ``topic``, when given; bodies of at
     most ``max_body_length`` bytes each and ``max_body_total`` in all), and if not, why
-    (``key=value`` text). One pass, vectorised; never raises: a hot-path function.
+    (``key=value`` text). One pass; never raises: a hot-path function.
 
     ``check_content`` False checks framing and the CRC only (enough for bytes that passed the
     full check once, as a recovering store re-reading its own log).
+
+    One pass in C (``common/_batch_native.c``) when it is built, else :func:`check_batch_py`,
+    the reference, which also words a refusal (the cold path).
     """
+    if _native is None:
+        return check_batch_py(
+            data,
+            topic=topic,
+            max_body_length=max_body_length,
+            max_body_total=max_body_total,
+            max_records=max_records,
+            check_crc=check_crc,
+            check_content=check_content,
+        )
+    code = _native.check(
+        data,
+        topic,
+        max_body_length if max_body_length <= _I64_MAX else _I64_MAX,
+        max_body_total if max_body_total <= _I64_MAX else _I64_MAX,
+        max_records if max_records <= _I64_MAX else _I64_MAX,
+        check_crc,
+        check_content,
+    )
+    if not code:
+        return _CHECKED_OK
+    check, text = check_batch_py(
+        data,
+        topic=topic,
+        max_body_length=max_body_length,
+        max_body_total=max_body_total,
+        max_records=max_records,
+        check_crc=check_crc,
+        check_content=check_content,
+    )
+    if check.value != code:  # never, as the agreement test checks; the C code decides
+        return _CHECKS[code], f"refused by the native check: code={code}"
+    return check, text
+
+
+def check_batch_py(
+    data: bytes | bytearray | memoryview,
+    *,
+    topic: bytes | None = None,
+    max_body_length: int = _I32_MAX,
+    max_body_total: int = 1 << 62,
+    max_records: int = _I32_MAX,
+    check_crc: bool = True,
+    check_content: bool = True,
+) -> tuple[BatchCheck, str]:
+    """:func:`check_batch` in Python: the reference of the C checker, its fallback, and the
+    words of a refusal. Vectorised where Python can be."""
     length = len(data)
     if length < FIXED_HEADER_LENGTH:
         return BatchCheck.TRUNCATED, f"shorter than a batch header: length={length}"

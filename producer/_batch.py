@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import overload
+from typing import Final, overload
 
 from aeromq.client import Message, MessageQueue, UniqueMessageIdGenerator
 from aeromq.common import (
     PROPERTY_UNIQ_KEY,
+    PROPERTY_WAIT_STORE_MSG_OK,
     encode_batch,
     encode_offset_message_id,
     pack_host_field,
@@ -36,34 +37,66 @@ def pack_born_host(host: str) -> bytes:
         return bytes(8)
 
 
+_WAIT_ONLY: Final = {PROPERTY_WAIT_STORE_MSG_OK: "true"}
+"""The properties of a message made with no tag, key or user property: the common case."""
+_WAIT_ONLY_HEAD: Final = f"{PROPERTY_WAIT_STORE_MSG_OK}\x01true\x02{PROPERTY_UNIQ_KEY}\x01"
+_WAIT_ONLY_JOIN: Final = f"\x02{_WAIT_ONLY_HEAD}"
+
+
 def encode_messages(
     messages: Sequence[Message],
     ids: UniqueMessageIdGenerator,
     born_timestamp_ms: int,
     born_host: bytes,
+    bodies: Sequence[bytes] | None = None,
 ) -> tuple[bytes, list[str]]:
     """The record batch of ``messages`` (one topic) and their unique ids, in order.
 
     A message without a unique id (``UNIQ_KEY``) gets one here, set on the message too, as
-    RocketMQ's producer does. Tags go to the batch's tag column, every other property to the
-    stored property string.
+    RocketMQ's producer does (a message listed twice keeps the first). Tags go to the batch's
+    tag column, every other property to the stored property string. ``bodies``: the
+    messages' bodies when the caller has them already.
+
+    A batch whose messages carry only ``WAIT=true`` (no tag, key, user property or id yet) is
+    encoded without a loop over each message's properties: the property strings are one
+    template joined with the ids, of one length each.
     """
-    views = [message.properties for message in messages]  # live: they see ids set below
-    found = [view.get(PROPERTY_UNIQ_KEY) for view in views]
-    if None in found:
-        fresh = iter(ids.next_ids(found.count(None), born_timestamp_ms))
-        for index, unique in enumerate(found):
-            if unique is None:
-                messages[index].put_system_property(PROPERTY_UNIQ_KEY, next(fresh))
-    unique_ids = [view[PROPERTY_UNIQ_KEY] for view in views]
-    bodies = [message.body for message in messages]
-    tags, properties = zip(*[split_tag(view) for view in views], strict=True)
+    if bodies is None:
+        bodies = [message.body for message in messages]
+    # the dicts behind Message.properties: the producer sets UNIQ_KEY in them, as
+    # put_system_property does, without a read-only proxy per message
+    views = [message._properties for message in messages]
+    count = len(views)
     flags = [message.flag for message in messages]
+    if views.count(_WAIT_ONLY) == count:
+        fresh = ids.next_ids(count, born_timestamp_ms)
+        pairs = zip(views, fresh, strict=True)
+        unique_ids = [view.setdefault(PROPERTY_UNIQ_KEY, unique) for view, unique in pairs]
+        properties = (_WAIT_ONLY_HEAD + _WAIT_ONLY_JOIN.join(unique_ids) + "\x02").encode()
+        width = len(_WAIT_ONLY_HEAD) + len(fresh[0]) + 1  # one generator's ids: one length
+        batch = encode_batch(
+            messages[0].topic.encode(),
+            bodies,
+            None,
+            properties,
+            property_lengths=[width] * count,
+            flags=flags if any(flags) else None,
+            born_timestamp_ms=born_timestamp_ms,
+            born_host=born_host,
+        )
+        return bytes(batch), unique_ids
+    missing = [view for view in views if PROPERTY_UNIQ_KEY not in view]
+    if missing:
+        fresh = ids.next_ids(len(missing), born_timestamp_ms)
+        for view, unique in zip(missing, fresh, strict=True):
+            view.setdefault(PROPERTY_UNIQ_KEY, unique)
+    unique_ids = [view[PROPERTY_UNIQ_KEY] for view in views]
+    tags, property_list = zip(*[split_tag(view) for view in views], strict=True)
     batch = encode_batch(
         messages[0].topic.encode(),
         bodies,
         tags,
-        properties,
+        property_list,
         flags=flags if any(flags) else None,
         born_timestamp_ms=born_timestamp_ms,
         born_host=born_host,

@@ -2,6 +2,7 @@
 
 Every hot path of the transport is a few of these calls, so this suite is the floor of all the
 others. Baselines: ``struct.unpack_from`` / ``pack_into`` on a memoryview, the plain-Python way.
+Each case runs in a process of its own (:func:`bench._harness.isolated`), bounded in time.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import timeit
 from collections.abc import Iterator
 
 from aeromq.transport.concurrent import AtomicBuffer
-from bench._harness import Result, Target
+from bench._harness import Result, Target, case_rows, isolated
 
 _CASES = {
     "get_int64": "b.get_int64(64)",
@@ -30,7 +31,8 @@ _CASES = {
 }
 
 
-def run(quick: bool) -> Iterator[Result | Target]:
+def _cost(name: str, stmt: str, number: int) -> Result:
+    """Nanoseconds per ``stmt``: the best of three ``timeit`` runs of ``number`` calls."""
     buffer = AtomicBuffer.allocate(4096)
     view = memoryview(buffer)
     names = {
@@ -40,10 +42,15 @@ def run(quick: bool) -> Iterator[Result | Target]:
         "unpack": struct.Struct("<q").unpack_from,
         "pack": struct.Struct("<q").pack_into,
     }
-    number = 200_000 if quick else 2_000_000
-    costs: dict[str, float] = {}
-    for name, stmt in _CASES.items():
-        best = min(timeit.repeat(stmt, globals=names, number=number, repeat=3))
-        costs[name] = best / number * 1e9
-        yield Result(f"atomic:{name}" if ":" not in name else name, ns_per_op=costs[name])
+    best = min(timeit.repeat(stmt, globals=names, number=number, repeat=3))
+    names.clear()
     view.release()
+    return Result(name, ns_per_op=best / number * 1e9)
+
+
+def run(quick: bool) -> Iterator[Result | Target]:
+    number = 200_000 if quick else 2_000_000
+    limit_s = 30.0 if quick else 120.0
+    for case, stmt in _CASES.items():
+        name = f"atomic:{case}" if ":" not in case else case
+        yield from case_rows(name, isolated, _cost, name, stmt, number, timeout_s=limit_s)

@@ -38,7 +38,7 @@ from typing import Any
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.transport.tools.process_cpu import process_cpu_s
-from bench._harness import Result, Target, latency_summary
+from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
 
 BODY_LENGTH = 100
 BATCH = 32
@@ -362,63 +362,97 @@ def _cpu_extra(count: int, client_cpu_s: float, server_cpu_s: float) -> dict[str
     }
 
 
-def _phases(name: str, pid: int, count: int, out: Any, start: dict[str, Any]) -> Iterator[Result]:
-    """Produce-only, then pull-only of what was produced, then end to end on a new topic;
-    ``start`` has the worker starters."""
-    cpu = process_cpu_s(pid)
-    producer = start["produce"]("produce")
-    got = _collect(out, {"produced"})
-    yield from _rows(name, count, got, process_cpu_s(pid) - cpu)
-    producer.join(30)
-    consumer = start["consume"]("produce", False)
-    _collect(out, {"ready"})
-    cpu = process_cpu_s(pid)
-    got = _collect(out, {"consumed"})
-    yield from _rows(name, count, got, process_cpu_s(pid) - cpu)
-    consumer.join(30)
-    consumer = start["consume"]("e2e", True)
-    _collect(out, {"ready"})
-    cpu = process_cpu_s(pid)
-    producer = start["produce"]("e2e")
-    got = _collect(out, {"produced", "consumed"})
-    yield from _rows(name, count, got, process_cpu_s(pid) - cpu)
-    producer.join(30)
-    consumer.join(30)
-    sync_count = max(count // 20, 1_000)
-    cpu = process_cpu_s(pid)
-    producer = start["send_sync"]("sync", sync_count)
-    got = _collect(out, {"produced"})
-    yield from _rows(name, sync_count, got, process_cpu_s(pid) - cpu, "send-sync")
-    producer.join(30)
+_PHASES = ("produce", "pull", "end-to-end", "send-sync")
+_NEEDS = {"pull": "produce"}  # pull reads what produce stored
 
 
-def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
-    broker = _start_broker(root)
+_PHASE_WORKERS: dict[str, tuple[tuple[str, bool] | None, tuple[str, str] | None]] = {
+    "produce": (None, ("produce", "produce")),
+    "pull": (("produce", False), None),
+    "end-to-end": (("e2e", True), ("produce", "e2e")),
+    "send-sync": (None, ("send_sync", "sync")),
+}
+"""Each phase's consumer (topic, live) and producer (starter, topic), either one optional."""
+
+
+def _phase(kind: str, name: str, pid: int, count: int, start: dict[str, Any]) -> Iterator[Result]:
+    """One phase (a case of ``_PHASES``) on a queue of its own (a failed phase's workers may
+    still write to theirs): produce-only, pull-only of what produce stored, end to end on a
+    new topic, or ``send()`` one at a time; ``start`` has the worker starters."""
+    consume, produce = _PHASE_WORKERS[kind]
     out = multiprocessing.get_context("spawn").Queue()
+    workers = []
+    awaited = set()
+    if consume is not None:
+        workers.append(start["consume"](*consume, out))
+        _collect(out, {"ready"})
+        awaited.add("consumed")
+    cpu = process_cpu_s(pid)
+    if produce is not None:
+        workers.append(start[produce[0]](produce[1], count, out))
+        awaited.add("produced")
+    got = _collect(out, awaited)
+    produce_kind = "send-sync" if kind == "send-sync" else "produce"
+    yield from _rows(name, count, got, process_cpu_s(pid) - cpu, produce_kind)
+    for worker in workers:
+        worker.join(30)
+
+
+def _phases(
+    name: str, pid: int, count: int, start: dict[str, Any], limit_s: float
+) -> Iterator[Result]:
+    """Each phase a case bounded in time; one that fails is reported and the next runs (a
+    phase that needs a failed one is reported failed without running)."""
+    failed: set[str] = set()
+    for kind in _PHASES:
+        case = f"{name}:{kind}"
+        needs = _NEEDS.get(kind)
+        if needs in failed:
+            failed.add(kind)
+            yield Result.failed(case, f"not run: it reads what {name}:{needs} stores, which failed")
+            continue
+        n = max(count // 20, 1_000) if kind == "send-sync" else count
+        for row in case_rows(case, list, _phase(kind, name, pid, n, start), timeout_s=limit_s):
+            if row.error is not None:
+                failed.add(kind)
+            yield row
+
+
+def _run_aeromq(root: Path, count: int, limit_s: float) -> Iterator[Result]:
+    cases = [f"aeromq:{kind}" for kind in _PHASES]
+    broker, failed = started("broker start", _start_broker, root, cases=cases, timeout_s=limit_s)
+    if broker is None:
+        yield from failed
+        return
     topics = {"produce": "BenchProduce", "e2e": "BenchEndToEnd", "sync": "BenchSendSync"}
     try:
         yield from _phases(
             "aeromq",
             broker.pid,
             count,
-            out,
             {
-                "produce": lambda t: _spawn(_produce, broker.grpc_address, topics[t], count, out),
-                "send_sync": lambda t, n: _spawn(
+                "produce": lambda t, n, out: _spawn(
+                    _produce, broker.grpc_address, topics[t], n, out
+                ),
+                "send_sync": lambda t, n, out: _spawn(
                     _send_sync, broker.grpc_address, topics[t], n, out
                 ),
-                "consume": lambda t, live: _spawn(
+                "consume": lambda t, live, out: _spawn(
                     _consume, broker.ready["aeron_dir"], topics[t], count + (not live), live, out
                 ),
             },
+            limit_s,
         )
     finally:
         broker.stop()
 
 
-def _run_redis(root: Path, count: int) -> Iterator[Result]:
-    server = _Redis(root)
-    out = multiprocessing.get_context("spawn").Queue()
+def _run_redis(root: Path, count: int, limit_s: float) -> Iterator[Result]:
+    cases = [f"baseline:redis-streams:{kind}" for kind in _PHASES]
+    server, failed = started("redis-server start", _Redis, root, cases=cases, timeout_s=limit_s)
+    if server is None:
+        yield from failed
+        return
     try:
         for stream in ("produce", "e2e"):
             server.client.xgroup_create(stream, "g", id="0", mkstream=True)
@@ -426,43 +460,42 @@ def _run_redis(root: Path, count: int) -> Iterator[Result]:
             "baseline:redis-streams",
             server.process.pid,
             count,
-            out,
             {
-                "produce": lambda t: _spawn(_redis_produce, server.port, t, count, out),
-                "send_sync": lambda t, n: _spawn(_redis_send_sync, server.port, t, n, out),
-                "consume": lambda t, live: _spawn(_redis_consume, server.port, t, count, live, out),
+                "produce": lambda t, n, out: _spawn(_redis_produce, server.port, t, n, out),
+                "send_sync": lambda t, n, out: _spawn(_redis_send_sync, server.port, t, n, out),
+                "consume": lambda t, live, out: _spawn(
+                    _redis_consume, server.port, t, count, live, out
+                ),
             },
+            limit_s,
         )
     finally:
         server.close()
 
 
 def _targets(rows: dict[str, Result]) -> Iterator[Target]:
-    """The issue's ratios, each from rows of this run."""
-
-    def row(name: str) -> Result | None:
-        return rows.get(name)
-
+    """The issue's ratios, each from rows of this run (not measured when one failed)."""
     for kind, label in (("end-to-end", "end-to-end msgs/s"), ("send-sync", "send() one at a time")):
-        mine, base = row(f"aeromq:{kind}"), row(f"baseline:redis-streams:{kind}")
-        if mine and base and mine.msgs_per_s and base.msgs_per_s:
+        yield Target(
+            f"aeromq / redis-streams {label}",
+            ratio_of(
+                figure(rows, f"aeromq:{kind}"), figure(rows, f"baseline:redis-streams:{kind}")
+            ),
+            1.0 if kind == "send-sync" else 2.0,
+            "x",
+        )
+    for kind in ("produce", "pull"):
+        for side, their in (("server", "redis-server"), ("client", "redis-py")):
+            key = f"{side}_cpu_us_per_msg"
             yield Target(
-                f"aeromq / redis-streams {label}",
-                mine.msgs_per_s / base.msgs_per_s,
-                1.0 if kind == "send-sync" else 2.0,
+                f"{their} / aeromq {side} CPU per message, {kind}",
+                ratio_of(
+                    figure(rows, f"baseline:redis-streams:{kind}", key),
+                    figure(rows, f"aeromq:{kind}", key),
+                ),
+                1.0,
                 "x",
             )
-    for kind in ("produce", "pull"):
-        mine, base = row(f"aeromq:{kind}"), row(f"baseline:redis-streams:{kind}")
-        if not (mine and base and mine.extra and base.extra):
-            continue
-        for side, their in (("server", "redis-server"), ("client", "redis-py")):
-            ours = float(mine.extra[f"{side}_cpu_us_per_msg"])
-            theirs = float(base.extra[f"{side}_cpu_us_per_msg"])
-            if ours > 0:
-                yield Target(
-                    f"{their} / aeromq {side} CPU per message, {kind}", theirs / ours, 1.0, "x"
-                )
 
 
 def _redis_missing() -> str | None:
@@ -477,17 +510,18 @@ def _redis_missing() -> str | None:
 
 def run(quick: bool) -> Iterator[Result | Target]:
     count = 30_000 if quick else 200_000
+    limit_s = 60.0 if quick else 300.0
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-broker-"))
     rows: dict[str, Result] = {}
     try:
-        for row in _run_aeromq(root, count):
+        for row in _run_aeromq(root, count, limit_s):
             rows[row.name] = row
             yield row
         missing = _redis_missing()
         if missing is not None:
             yield Result(f"baseline:redis-streams skipped: {missing}")
             return
-        for row in _run_redis(root, count):
+        for row in _run_redis(root, count, limit_s):
             rows[row.name] = row
             yield row
         yield from _targets(rows)

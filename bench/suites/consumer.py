@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aeromq.transport.tools.process_cpu import process_cpu_s
-from bench._harness import Result, Target, latency_summary
+from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
 from bench.suites.broker import (
     _STAMP,
     BATCH,
@@ -58,6 +58,8 @@ DRAIN_POLL_RECORDS = 8192
 _CHUNK_NS = 50_000_000  # a consumer reports what it got at most every 50 ms
 _SETTLE_S = 2.0  # after every consumer is up: time for the group's rebalance
 _CASE_TIMEOUT_S = 180.0
+_DRAINS = {"aeromq:poll_batch:drain": BATCH, "aeromq:poll_batch:256:drain": 256}
+"""The aeromq drain cases: the topic filled in batches of 32, and of 256."""
 
 
 # -- consumer workers (spawned processes) -------------------------------------------------------
@@ -219,7 +221,7 @@ def _drain_case(name: str, count: int, produce: Any, drain: Any) -> Result:
             reader.kill()
     _, elapsed_ns, received, cpu_s, kind = got["drained"]
     if received < count or elapsed_ns <= 0:
-        return Result(f"{name}:drain", extra={"received": received})
+        raise RuntimeError(f"drained {received} of {count} messages")
     return Result(
         f"{name}:drain",
         msgs_per_s=received / (elapsed_ns / 1e9),
@@ -320,7 +322,7 @@ def _case(
                 if process.is_alive():
                     process.kill()
     if len(first_receipt) < count:
-        return Result(f"{name}:{consumers}-consumer", extra={"distinct": len(first_receipt)})
+        raise RuntimeError(f"{len(first_receipt)} of {count} distinct messages arrived")
     latencies = [latency for _, latency in first_receipt.values()]
     first_send_ns = min(receipt - latency for receipt, latency in first_receipt.values())
     last_ns = max(receipt for receipt, _ in first_receipt.values())
@@ -339,16 +341,29 @@ def _case(
     )
 
 
-def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
+def _run_aeromq(root: Path, count: int, limit_s: float) -> Iterator[Result]:
+    """The aeromq cases, each bounded in time: one that fails is reported and the next runs."""
     from aeromq.client.grpc_client import GrpcClient
 
-    broker = _start_broker(root)
+    cases = [f"aeromq:{n}-consumer" for n in CONSUMER_COUNTS] + list(_DRAINS)
+    broker, failed = started("broker start", _start_broker, root, cases=cases, timeout_s=limit_s)
+    if broker is None:
+        yield from failed
+        return
+    admin = GrpcClient(broker.grpc_address)
+
+    def topic_then(topic: str, case: Callable[..., Result], *args: Any) -> Result:
+        admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
+        return case(*args)
+
     try:
-        admin = GrpcClient(broker.grpc_address)
         for consumers in CONSUMER_COUNTS:
             topic, group = f"BenchConsumer{consumers}", f"bench-consumer-{consumers}"
-            admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
-            yield _case(
+            yield from case_rows(
+                f"aeromq:{consumers}-consumer",
+                topic_then,
+                topic,
+                _case,
                 "aeromq",
                 count,
                 consumers,
@@ -357,12 +372,16 @@ def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
                 ),
                 lambda out, t=topic: _spawn(_produce, broker.grpc_address, t, count, out),
                 broker.pid,
+                timeout_s=limit_s,
             )
-        for batch_size, name in ((BATCH, "aeromq:poll_batch"), (256, "aeromq:poll_batch:256")):
+        for name, batch_size in _DRAINS.items():
             topic = f"BenchDrain{batch_size}"
-            admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
-            yield _drain_case(
+            yield from case_rows(
                 name,
+                topic_then,
+                topic,
+                _drain_case,
+                name.removesuffix(":drain"),
                 count,
                 lambda out, t=topic, b=batch_size: _spawn(
                     _produce, broker.grpc_address, t, count, out, b
@@ -370,85 +389,105 @@ def _run_aeromq(root: Path, count: int) -> Iterator[Result]:
                 lambda out, t=topic: _spawn(
                     _aeromq_drain, broker.grpc_address, t, f"drain-{t}", count, out
                 ),
+                timeout_s=limit_s,
             )
-        admin.close()
     finally:
+        admin.close()
         broker.stop()
 
 
-def _run_redis(root: Path, count: int) -> Iterator[Result]:
-    server = _Redis(root)
+def _run_redis(root: Path, count: int, limit_s: float) -> Iterator[Result]:
+    """The Redis cases, each bounded in time, as :func:`_run_aeromq`'s."""
+    names = [f"baseline:redis-streams:{n}-consumer" for n in CONSUMER_COUNTS]
+    cases = [*names, "baseline:redis-streams:drain"]
+    server, failed = started("redis-server start", _Redis, root, cases=cases, timeout_s=limit_s)
+    if server is None:
+        yield from failed
+        return
+
+    def group_then(stream: str, case: Callable[..., Result], *args: Any) -> Result:
+        server.client.xgroup_create(stream, "g", id="0", mkstream=True)
+        return case(*args)
+
     try:
-        for consumers in CONSUMER_COUNTS:
+        for consumers, name in zip(CONSUMER_COUNTS, names, strict=True):
             stream = f"consumer{consumers}"
-            server.client.xgroup_create(stream, "g", id="0", mkstream=True)
-            yield _case(
+            yield from case_rows(
+                name,
+                group_then,
+                stream,
+                _case,
                 "baseline:redis-streams",
                 count,
                 consumers,
                 lambda i, stop, out, s=stream: _spawn(_redis_consume, server.port, s, i, stop, out),
                 lambda out, s=stream: _spawn(_redis_produce, server.port, s, count, out),
                 server.process.pid,
+                timeout_s=limit_s,
             )
-        server.client.xgroup_create("drain", "g", id="0", mkstream=True)
-        yield _drain_case(
+        yield from case_rows(
+            "baseline:redis-streams:drain",
+            group_then,
+            "drain",
+            _drain_case,
             "baseline:redis-streams",
             count,
             lambda out: _spawn(_redis_produce, server.port, "drain", count, out),
             lambda out: _spawn(_redis_drain, server.port, "drain", count, out),
+            timeout_s=limit_s,
         )
     finally:
         server.close()
 
 
+def _targets(rows: dict[str, Result]) -> Iterator[Target]:
+    """The end-to-end ratios and CPU per message, from rows of this run (not measured when
+    one failed)."""
+    for consumers in CONSUMER_COUNTS:
+        mine, base = f"aeromq:{consumers}-consumer", f"baseline:redis-streams:{consumers}-consumer"
+        plural = "consumer" if consumers == 1 else "consumers"
+        yield Target(
+            f"consumer end to end / redis streams ({consumers} {plural})",
+            ratio_of(figure(rows, mine), figure(rows, base)),
+            2.0,
+            "x",
+        )
+        for side, their in (("server", "redis-server"), ("client", "redis-py")):
+            key = f"{side}_cpu_us_per_msg"
+            yield Target(
+                f"{their} / aeromq {side} CPU per message ({consumers} {plural})",
+                ratio_of(figure(rows, base, key), figure(rows, mine, key)),
+                1.0,
+                "x",
+            )
+
+
 def run(quick: bool) -> Iterator[Result | Target]:
     count = 20_000 if quick else 200_000
+    limit_s = 60.0 if quick else 300.0
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-consumer-"))
     rows: dict[str, Result] = {}
     try:
-        for row in _run_aeromq(root, count):
+        for row in _run_aeromq(root, count, limit_s):
             rows[row.name] = row
             yield row
         for name, label in (
             ("aeromq:poll_batch:drain", "batches of 32"),
             ("aeromq:poll_batch:256:drain", "batches of 256"),
         ):
-            drain = rows.get(name)
-            if drain and drain.msgs_per_s:
-                yield Target(
-                    f"poll_batch() into Arrow, one consumer process, {label}",
-                    drain.msgs_per_s,
-                    1e6,
-                    "msgs/s",
-                )
+            yield Target(
+                f"poll_batch() into Arrow, one consumer process, {label}",
+                figure(rows, name),
+                1e6,
+                "msgs/s",
+            )
         missing = _redis_missing()
         if missing is not None:
             yield Result(f"baseline:redis-streams skipped: {missing}")
             return
-        for row in _run_redis(root, count):
+        for row in _run_redis(root, count, limit_s):
             rows[row.name] = row
             yield row
-        for consumers in CONSUMER_COUNTS:
-            mine = rows.get(f"aeromq:{consumers}-consumer")
-            base = rows.get(f"baseline:redis-streams:{consumers}-consumer")
-            if mine and base and mine.msgs_per_s and base.msgs_per_s:
-                plural = "consumer" if consumers == 1 else "consumers"
-                yield Target(
-                    f"consumer end to end / redis streams ({consumers} {plural})",
-                    mine.msgs_per_s / base.msgs_per_s,
-                    2.0,
-                    "x",
-                )
-            if mine and base and mine.extra and base.extra:
-                for side, their in (("server", "redis-server"), ("client", "redis-py")):
-                    ours = float(mine.extra.get(f"{side}_cpu_us_per_msg", 0))
-                    theirs = float(base.extra.get(f"{side}_cpu_us_per_msg", 0))
-                    if ours > 0:
-                        yield Target(
-                            f"{their} / aeromq {side} CPU per message ({consumers} {plural})",
-                            theirs / ours,
-                            1.0,
-                            "x",
-                        )
+        yield from _targets(rows)
     finally:
         shutil.rmtree(root, ignore_errors=True)

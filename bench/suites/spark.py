@@ -34,11 +34,11 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench._harness import Result, Target
+from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
 from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
 
 PARTITIONS = (1, 2, 4)
@@ -47,6 +47,7 @@ STREAM_PRODUCERS = 2  # one producer process reached about 71,000 msgs/s here
 STREAM_BATCH = 64
 _BASELINE_BATCH_ROWS = 8192
 _CATCH_UP_TIMEOUT_S = 120.0
+_STREAM_CASE = "aeromq:stream-read:100k-msgs-per-s"
 
 
 def _produce_paced(grpc: str, topic: str, rate: int, seconds: float, out: Any) -> None:
@@ -188,38 +189,77 @@ def _rate_row(name: str, rows: int, seconds: float, cpu_s: float, partitions: in
     )  # fmt: skip
 
 
+def _read_row(
+    name: str, load: Callable[[], Any], count: int, partitions: int, pids: tuple[int, ...]
+) -> Result:
+    """One batch read case: all ``count`` rows of ``load()``, timed."""
+    rows, seconds, cpu_s = _timed_sum(load(), pids)
+    if rows != count:
+        raise RuntimeError(f"read {rows} of {count} rows")
+    return _rate_row(name, rows, seconds, cpu_s, partitions)
+
+
+def _cancel(spark: Any) -> Callable[[], None]:
+    """What stops a case's work in Spark's JVM when it overruns: its jobs and queries."""
+
+    def cancel() -> None:
+        for query in spark.streams.active:
+            query.stop()
+        spark.sparkContext.cancelAllJobs()
+
+    return cancel
+
+
 def _batch_cases(
-    spark: Any, grpc: str, topic: str, count: int, broker_pid: int
+    spark: Any, grpc: str, topic: str, count: int, broker_pid: int, limit_s: float
 ) -> Iterator[Result]:
-    """The batch reads, then the baseline; CPU per row: Spark's JVM with its Python workers,
-    and the broker (what shares the machine's cores during a read: on a quiet machine,
-    rows/s is about cores / CPU per row)."""
+    """The batch reads, then the baseline, each a case bounded in time; CPU per row: Spark's
+    JVM with its Python workers, and the broker (what shares the machine's cores during a
+    read: on a quiet machine, rows/s is about cores / CPU per row)."""
     pids = (spark.sparkContext._gateway.proc.pid, broker_pid)
+    cancel = _cancel(spark)
     reader = spark.read.format("aeromq").option("endpoints", grpc).option("topic", topic)
     warm_up = (  # Python workers, imports, sessions: 1,000 rows of queue 0
         spark.read.format("aeromq").option("endpoints", grpc)
         .option("assign", f'{{"{topic}": [0]}}')
         .option("endingOffsets", f'{{"{topic}": {{"broker-a:0": 1000}}}}')
     )  # fmt: skip
-    _timed_sum(warm_up.load(), pids)
-    for partitions in PARTITIONS:
-        rows, seconds, cpu_s = _timed_sum(reader.load().coalesce(partitions), pids)
-        if rows != count:
-            yield Result(f"aeromq:batch-read:{partitions}-partition", extra={"rows": rows})
-            continue
-        name = f"aeromq:batch-read:{partitions}-partition"
-        yield _rate_row(name, rows, seconds, cpu_s, partitions)
+    attempt(
+        [],
+        "spark warm-up read",
+        lambda: _timed_sum(warm_up.load(), pids),
+        timeout_s=limit_s,
+        on_stop=cancel,
+    )
     spark.dataSource.register(_memory_source())
-    for partitions in PARTITIONS:
-        df = (
-            spark.read.format("aeromq_bench_arrow_memory")
-            .option("rows", str(count))
-            .option("partitions", str(partitions))
-            .load()
+    cases = [
+        (f"aeromq:batch-read:{p}-partition", p, lambda p=p: reader.load().coalesce(p))
+        for p in PARTITIONS
+    ] + [
+        (
+            f"baseline:arrow-memory:{p}-partition",
+            p,
+            lambda p=p: (
+                spark.read.format("aeromq_bench_arrow_memory")
+                .option("rows", str(count))
+                .option("partitions", str(p))
+                .load()
+            ),
         )
-        rows, seconds, cpu_s = _timed_sum(df, pids)
-        name = f"baseline:arrow-memory:{partitions}-partition"
-        yield _rate_row(name, rows, seconds, cpu_s, partitions)
+        for p in PARTITIONS
+    ]
+    for name, partitions, load in cases:
+        yield from case_rows(
+            name,
+            _read_row,
+            name,
+            load,
+            count,
+            partitions,
+            pids,
+            timeout_s=limit_s,
+            on_stop=cancel,
+        )
 
 
 def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
@@ -269,7 +309,7 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
     sent = sum(item[1] for item in produced)
     elapsed = max(item[2] for item in produced)
     return Result(
-        "aeromq:stream-read:100k-msgs-per-s",
+        _STREAM_CASE,
         msgs_per_s=sent / elapsed,
         extra={"produced": sent, "lag_at_end": lag_at_end, "catch_up_s": round(catch_up_s, 2),
                "lag_after_catch_up": remaining},
@@ -280,6 +320,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
     from aeromq.pipeline import spark_session
 
     count = 50_000 if quick else 1_000_000
+    limit_s = 60.0 if quick else 300.0
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-spark-"))
@@ -306,21 +347,29 @@ def run(quick: bool) -> Iterator[Result | Target]:
         )
         spark.sparkContext.setLogLevel("ERROR")
         rows: dict[str, Result] = {}
-        for row in _batch_cases(spark, broker.grpc_address, topic, count, broker.pid):
+        for row in _batch_cases(spark, broker.grpc_address, topic, count, broker.pid, limit_s):
             rows[row.name] = row
             yield row
-        stream = _stream_case(spark, broker.grpc_address, root, 2.0 if quick else 20.0)
-        yield stream
-        mine = rows.get("aeromq:batch-read:4-partition")
-        base = rows.get("baseline:arrow-memory:4-partition")
-        if mine and mine.msgs_per_s:
-            yield Target("aeromq batch read (4 partitions)", mine.msgs_per_s, 300_000, "rows/s")
-            if base and base.msgs_per_s:
-                ratio = mine.msgs_per_s / base.msgs_per_s
-                yield Target("aeromq / arrow-memory (4 partitions)", ratio, 0.7, "x")
+        seconds = 2.0 if quick else 20.0
+        for row in case_rows(
+            _STREAM_CASE,
+            _stream_case,
+            spark,
+            broker.grpc_address,
+            root,
+            seconds,
+            timeout_s=limit_s + seconds + _CATCH_UP_TIMEOUT_S,
+            on_stop=_cancel(spark),
+        ):
+            rows[row.name] = row
+            yield row
+        mine = figure(rows, "aeromq:batch-read:4-partition")
+        base = figure(rows, "baseline:arrow-memory:4-partition")
+        yield Target("aeromq batch read (4 partitions)", mine, 300_000, "rows/s")
+        yield Target("aeromq / arrow-memory (4 partitions)", ratio_of(mine, base), 0.7, "x")
         yield Target(
-            "stream lag at end of production", float(stream.extra["lag_at_end"]), STREAM_RATE,
-            "msgs", lower_is_better=True,
+            "stream lag at end of production", figure(rows, _STREAM_CASE, "lag_at_end"),
+            STREAM_RATE, "msgs", lower_is_better=True,
         )  # fmt: skip
     finally:
         if spark is not None:

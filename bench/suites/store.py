@@ -23,6 +23,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from aeromq.broker.store import (
     FlushMode,
@@ -33,7 +34,7 @@ from aeromq.broker.store import (
 )
 from aeromq.common import tag_hash_code
 from aeromq.common._record_batch import encode_batch
-from bench._harness import Result, Target, latency_summary
+from bench._harness import Result, Target, case_rows, figure, isolated, latency_summary, ratio_of
 
 TOPIC = "BenchTopic"
 BODY = bytes(range(100))
@@ -244,64 +245,81 @@ def _baselines(root: Path, rounds: int) -> Iterator[Result]:
     )
 
 
+def _async_row(
+    root: Path, name: str, batch: int, total: int, tags: str | None, encode: bool = False
+) -> Result:
+    rate, mb, us = _append_async(root, batch, total, tags, encode)
+    return Result(name, msgs_per_s=rate, MB_per_s=mb, extra={"us_per_batch": round(us, 2)})
+
+
+def _sync_row(root: Path, name: str, writers: int, batch: int, seconds: float) -> Result:
+    rate, mb, samples, flushes = _append_sync(root, writers, batch, seconds)
+    return Result(
+        name,
+        msgs_per_s=rate,
+        MB_per_s=mb,
+        **latency_summary(samples),
+        extra={"flushes": flushes, "puts_per_flush": round(len(samples) / max(1, flushes), 2)},
+    )
+
+
+def _pipelined_row(root: Path, name: str, window: int, total: int) -> Result:
+    rate, flushes = _append_sync_pipelined(root, window, total)
+    return Result(name, msgs_per_s=rate, extra={"flushes": flushes})
+
+
 def run(quick: bool) -> Iterator[Result | Target]:
+    """Each case in a process of its own (:func:`bench._harness.isolated`), bounded in time."""
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-store-"))
+    limit_s = 60.0 if quick else 300.0
+    rows: dict[str, Result] = {}
+
+    def case(
+        names: str | tuple[str, ...], measure: Callable[..., Any], *args: Any
+    ) -> Iterator[Result]:
+        for row in case_rows(names, isolated, measure, root, *args, timeout_s=limit_s):
+            rows[row.name] = row
+            yield row
+
     try:
-        yield from _baselines(root, 200 if quick else 2000)
+        yield from case(
+            ("baseline:fdatasync_after_100B_write", "baseline:zlib.crc32_100B"),
+            _baselines,
+            200 if quick else 2000,
+        )
         total = 60_000 if quick else 400_000
-        async_best = 0.0
         for batch in (1, 32, 256):
-            rate, mb, us = _append_async(root, batch, total // (4 if batch == 1 else 1), None)
-            yield Result(
-                f"store:append:async:batch{batch}",
-                msgs_per_s=rate,
-                MB_per_s=mb,
-                extra={"us_per_batch": round(us, 2)},
-            )
-            if batch > 1:
-                async_best = max(async_best, rate)
-        rate, mb, us = _append_async(root, 256, total, "TagA")
-        yield Result(
-            "store:append:async:batch256:with-tags",
-            msgs_per_s=rate,
-            MB_per_s=mb,
-            extra={"us_per_batch": round(us, 2)},
-        )
-        rate, mb, us = _append_async(root, 32, total // 4, "TagA", encode=True)
-        yield Result(
-            "store:append:async:batch32:put_messages-encoding",
-            msgs_per_s=rate,
-            MB_per_s=mb,
-            extra={"us_per_batch": round(us, 2)},
-        )
+            name = f"store:append:async:batch{batch}"
+            yield from case(name, _async_row, name, batch, total // (4 if batch == 1 else 1), None)
+        name = "store:append:async:batch256:with-tags"
+        yield from case(name, _async_row, name, 256, total, "TagA")
+        name = "store:append:async:batch32:put_messages-encoding"
+        yield from case(name, _async_row, name, 32, total // 4, "TagA", True)
 
         seconds = 0.5 if quick else 2.0
-        sync_rates: dict[tuple[int, int], float] = {}
         for writers, batch in ((1, 1), (1, 32), (1, 256), (8, 1), (8, 32)):
-            rate, mb, samples, flushes = _append_sync(root, writers, batch, seconds)
-            sync_rates[(writers, batch)] = rate
-            yield Result(
-                f"store:append:sync:batch{batch}:{writers}-writer{'s' if writers > 1 else ''}",
-                msgs_per_s=rate,
-                MB_per_s=mb,
-                **latency_summary(samples),
-                extra={
-                    "flushes": flushes,
-                    "puts_per_flush": round(len(samples) / max(1, flushes), 2),
-                },
-            )
+            name = f"store:append:sync:batch{batch}:{writers}-writer{'s' if writers > 1 else ''}"
+            yield from case(name, _sync_row, name, writers, batch, seconds)
         for window in (8, 64):
-            rate, flushes = _append_sync_pipelined(root, window, 5_000 if quick else 40_000)
-            yield Result(
-                f"store:append:sync:batch1:1-writer-async-acks-window{window}",
-                msgs_per_s=rate,
-                extra={"flushes": flushes},
-            )
+            name = f"store:append:sync:batch1:1-writer-async-acks-window{window}"
+            yield from case(name, _pipelined_row, name, window, 5_000 if quick else 40_000)
 
-        yield from _read(root, 50_000 if quick else 200_000)
+        reads = ("get_batches:all", "get_batches:tag-filter-half", "get_messages:all")
+        yield from case(
+            tuple(f"store:read:by-queue:batch32:{read}" for read in reads),
+            _read,
+            50_000 if quick else 200_000,
+        )
 
-        yield Target("append ASYNC in batches (100 B)", async_best, 500_000, "msgs/s")
-        ratio = sync_rates[(8, 1)] / sync_rates[(1, 1)]
+        batched = [figure(rows, f"store:append:async:batch{batch}") for batch in (32, 256)]
+        measured = [rate for rate in batched if rate is not None]
+        yield Target(
+            "append ASYNC in batches (100 B)", max(measured, default=None), 500_000, "msgs/s"
+        )
+        ratio = ratio_of(
+            figure(rows, "store:append:sync:batch1:8-writers"),
+            figure(rows, "store:append:sync:batch1:1-writer"),
+        )
         yield Target("SYNC 8 writers / SYNC 1 writer (single puts)", ratio, 20, "x")
     finally:
         shutil.rmtree(root, ignore_errors=True)

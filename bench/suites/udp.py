@@ -42,7 +42,18 @@ from typing import Any
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import Header
-from bench._harness import Result, Target, latency_summary
+from bench._harness import (
+    Result,
+    Target,
+    attempt,
+    best_rate,
+    figure,
+    generated_rows,
+    latency_result,
+    latency_summary,
+    ratio_of,
+    record_run,
+)
 from bench._pyaeron import udp_baselines
 from bench.suites.ringbuffer import BATCH, _ctx, _run_pair
 
@@ -316,15 +327,33 @@ def _ping_pong(drivers: _Drivers, media: str, samples: int) -> dict[str, float]:
     )
 
 
+def _rate_name(media: str, size: int, shape: str) -> str:
+    name = f"udp {size}B" if media == "udp" else f"baseline:ipc {size}B"
+    return f"{name} {_SHAPE_NAMES[shape]}"
+
+
 def run(quick: bool) -> Iterator[Result | Target]:
+    """Every run of a case bounded in time (:func:`bench._harness.record_run`): one that fails
+    is reported and the suite goes on."""
     scale, repeats = (1, 1) if quick else (3, 3)
     count_64 = 200_000 * scale
     count_1k = 40_000 * scale
     samples = 2_000 * scale
+    limit_s = 60.0 if quick else 300.0
     root = "/dev/shm" if os.path.isdir("/dev/shm") else None
     directory = tempfile.mkdtemp(prefix="aeromq-bench-udp-", dir=root)
-    rates: dict[tuple[str, int, str], float] = {}
-    rtts: dict[str, dict[str, float]] = {}
+    rows: dict[str, Result] = {}
+    failures: dict[str, list[str]] = {}  # case -> why its runs failed (the suite goes on)
+
+    def keep(row: Result) -> Result:
+        rows[row.name] = row
+        return row
+
+    def rtt(name: str, drivers: _Drivers, media: str) -> Result:
+        args = (drivers, media, samples)
+        summary = attempt(failures.setdefault(name, []), name, _ping_pong, *args, timeout_s=limit_s)
+        return latency_result(name, summary, samples, failures)
+
     try:
         drivers = _Drivers(os.path.join(directory, "clean"))
         try:
@@ -334,78 +363,83 @@ def run(quick: bool) -> Iterator[Result | Target]:
                 }
                 for _ in range(repeats):
                     for media, shape in runs:
-                        runs[(media, shape)].append(
-                            _throughput(drivers, media, size, shape, count - count % BATCH)
+                        record_run(
+                            runs[(media, shape)],
+                            failures,
+                            _rate_name(media, size, shape),
+                            _throughput,
+                            drivers,
+                            media,
+                            size,
+                            shape,
+                            count - count % BATCH,
+                            timeout_s=limit_s,
                         )
                 for (media, shape), media_runs in runs.items():
-                    rate = rates[(media, size, shape)] = max(media_runs)
-                    name = f"udp {size}B" if media == "udp" else f"baseline:ipc {size}B"
-                    yield Result(
-                        f"{name} {_SHAPE_NAMES[shape]}",
-                        msgs_per_s=rate,
-                        MB_per_s=rate * size / 1e6,
-                        extra={"runs_msgs_per_s": [round(r) for r in media_runs]},
+                    yield keep(
+                        best_rate(_rate_name(media, size, shape), media_runs, size, failures)
                     )
             for media in ("udp", "ipc"):
-                rtts[media] = _ping_pong(drivers, media, samples)
                 name = "udp" if media == "udp" else "baseline:ipc"
-                yield Result(
-                    f"{name} ping-pong 64B RTT",
-                    p50_us=rtts[media]["p50_us"],
-                    p99_us=rtts[media]["p99_us"],
-                    p999_us=rtts[media]["p999_us"],
-                    extra={"samples": samples},
-                )
+                yield keep(rtt(f"{name} ping-pong 64B RTT", drivers, media))
         finally:
             drivers.close()
         yielding = _Drivers(os.path.join(directory, "yield"), idle="yield")
         try:
-            rtt = _ping_pong(yielding, "udp", samples)
-            yield Result(
-                "udp ping-pong 64B RTT, drivers yielding when idle",
-                p50_us=rtt["p50_us"],
-                p99_us=rtt["p99_us"],
-                p999_us=rtt["p999_us"],
-                extra={"samples": samples},
-            )
+            yield keep(rtt("udp ping-pong 64B RTT, drivers yielding when idle", yielding, "udp"))
         finally:
             yielding.close()
         lossy = _Drivers(os.path.join(directory, "lossy"), LOSS_RATE)
         try:
             for shape in SHAPES:
-                loss_runs = [
-                    _throughput(lossy, "udp", 64, shape, count_64 - count_64 % BATCH)
-                    for _ in range(repeats)
-                ]
-                rate = rates[("udp-loss", 64, shape)] = max(loss_runs)
-                yield Result(
-                    f"udp 64B {_SHAPE_NAMES[shape]} at {LOSS_RATE:.0%} loss",
-                    msgs_per_s=rate,
-                    MB_per_s=rate * 64 / 1e6,
-                    extra={
-                        "runs_msgs_per_s": [round(r) for r in loss_runs],
-                        "of_lossless": round(rate / rates[("udp", 64, shape)], 3),
-                    },
-                )
+                name = f"udp 64B {_SHAPE_NAMES[shape]} at {LOSS_RATE:.0%} loss"
+                loss_runs: list[float] = []
+                for _ in range(repeats):
+                    record_run(
+                        loss_runs,
+                        failures,
+                        name,
+                        _throughput,
+                        lossy,
+                        "udp",
+                        64,
+                        shape,
+                        count_64 - count_64 % BATCH,
+                        timeout_s=limit_s,
+                    )
+                row = best_rate(name, loss_runs, 64, failures)
+                lossless = figure(rows, _rate_name("udp", 64, shape))
+                if row.msgs_per_s is not None and lossless:
+                    row.extra["of_lossless"] = round(row.msgs_per_s / lossless, 3)
+                yield keep(row)
         finally:
             lossy.close()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    yield from udp_baselines(  # the real Aeron C drivers and clients, same layout (bench/_pyaeron.py)
-        {size: rates[("udp", size, "offer")] for size in (64, 1024)},
-        rtts["udp"]["p50_us"],
-        term_length=TERM_LENGTH,
-        counts={64: count_64, 1024: count_1k},
-        samples=samples,
-        repeats=repeats,
+    udp_rates = {size: figure(rows, _rate_name("udp", size, "offer")) for size in (64, 1024)}
+    yield from generated_rows(
+        "baseline:pyaeron udp",
+        udp_baselines(  # the real Aeron C drivers and clients, same layout (bench/_pyaeron.py)
+            {size: rate for size, rate in udp_rates.items() if rate is not None},
+            figure(rows, "udp ping-pong 64B RTT", "p50_us"),
+            term_length=TERM_LENGTH,
+            counts={64: count_64, 1024: count_1k},
+            samples=samples,
+            repeats=repeats,
+        ),
+        timeout_s=limit_s * 2,
     )
 
-    yield Target("udp 64B offer / poll", rates[("udp", 64, "offer")], 300_000, "msgs/s")
-    yield Target("udp 64B offer_batch / poll", rates[("udp", 64, "offer_batch")], 300_000, "msgs/s")
+    for shape, label in (("offer", "offer / poll"), ("offer_batch", "offer_batch / poll")):
+        rate = figure(rows, _rate_name("udp", 64, shape))
+        yield Target(f"udp 64B {label}", rate, 300_000, "msgs/s")
     for shape in SHAPES:
         yield Target(
             f"udp 64B {shape} at 1% loss, share of lossless",
-            rates[("udp-loss", 64, shape)] / rates[("udp", 64, shape)],
+            ratio_of(
+                figure(rows, f"udp 64B {_SHAPE_NAMES[shape]} at {LOSS_RATE:.0%} loss"),
+                figure(rows, _rate_name("udp", 64, shape)),
+            ),
             0.5,
             "ratio",
         )

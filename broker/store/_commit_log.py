@@ -54,11 +54,11 @@ from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
 from aeromq.common import LatencyHistogram
 from aeromq.common._record_batch import (
+    BASE_QUEUE_OFFSET_OFFSET,
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
     BatchCheck,
     check_batch,
-    patch_batch,
 )
 
 __all__ = [
@@ -80,6 +80,7 @@ BATCH_HEAD = struct.Struct("<iIqqq8siIi22xH")
 record count and topic length (the producer's other fields skipped)."""
 assert BATCH_HEAD.size == FIXED_HEADER_LENGTH
 _I64 = struct.Struct("<q")
+_BROKER_FIELDS = struct.Struct("<qqq8si")  # the header's broker fields, from offset 8
 _STORE_TIMESTAMP_OFFSET = 24
 _BASE_PHYSICAL_OFFSET_OFFSET = 16
 _PREFIX_LENGTH = 8
@@ -197,14 +198,21 @@ class CommitLog:
         length = len(batch)
         mapped = self._segment_for(length)
         offset = self.max_offset
+        end = offset + length
         position = offset - mapped.start_offset
         view = mapped.view
         view[position + _PREFIX_LENGTH : position + length] = batch[_PREFIX_LENGTH:]
-        patch_batch(
-            view, position, queue_offset, offset, store_timestamp_ms, self.store_host, queue_id
+        _BROKER_FIELDS.pack_into(
+            view,
+            position + BASE_QUEUE_OFFSET_OFFSET,
+            queue_offset,
+            offset,
+            store_timestamp_ms,
+            self.store_host,
+            queue_id,
         )
         view[position : position + _PREFIX_LENGTH] = batch[:_PREFIX_LENGTH]
-        self.max_offset = offset + length
+        self.max_offset = end
         return offset
 
     def _segment_for(self, length: int) -> MappedFile:

@@ -63,7 +63,6 @@ from aeromq.common._record_batch import (
     RECORD_COUNT_OFFSET,
     RECORD_OVERHEAD,
     TOPIC_OFFSET,
-    batch_header_length,
 )
 
 __all__ = ["MessageStore"]
@@ -76,8 +75,8 @@ _TOPIC_CACHE_LIMIT = 10_000
 
 PutCallback = Callable[[PutMessageResult], None]
 
-_PREFIX = struct.Struct("<iI")  # total length, magic
-_COUNT_AND_TOPIC = struct.Struct("<i22xH")  # record count at 48, topic length at 74
+_HEAD = struct.Struct("<iI40xi22xH")  # total length, magic, record count (48), topic length (74)
+assert _HEAD.size == FIXED_HEADER_LENGTH and RECORD_COUNT_OFFSET == 48
 
 
 def _wall_clock_ms() -> int:
@@ -333,8 +332,12 @@ class MessageStore:
         """Check cheaply, append, patch and dispatch; returns the result and the log's end."""
         if not self._writable:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
-        topic_bytes = self._topic_bytes(topic)
-        if topic_bytes is None or not self._valid_queue_id(queue_id):
+        topic_bytes = self._topics.get(topic) or self._topic_bytes(topic)
+        if topic_bytes is None or not (
+            0 <= queue_id <= _MAX_QUEUE_ID
+            if type(queue_id) is int
+            else self._valid_queue_id(queue_id)
+        ):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
         batch = memoryview(data)
         if batch.format != "B" or batch.ndim != 1:
@@ -342,9 +345,8 @@ class MessageStore:
         length = len(batch)
         if length < FIXED_HEADER_LENGTH or length > self._max_batch_bytes:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
-        total, magic = _PREFIX.unpack_from(batch, 0)
-        count, topic_length = _COUNT_AND_TOPIC.unpack_from(batch, RECORD_COUNT_OFFSET)
-        header_length = batch_header_length(topic_length)
+        total, magic, count, topic_length = _HEAD.unpack_from(batch, 0)
+        header_length = (FIXED_HEADER_LENGTH + topic_length + 7) & ~7  # batch_header_length
         if (
             magic != BATCH_MAGIC
             or total != length

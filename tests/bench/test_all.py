@@ -54,6 +54,7 @@ def test_should_report_a_failed_suite_a_hung_one_and_a_failed_case_and_go_on(
     assert "== ok: ok, 1 case(s) failed" in done.stdout  # the suites after the failures ran
     assert any(line.startswith("ours 1024B") and "FAILED: RuntimeError" in line for line in lines)
     assert "target ours 64B: 2,000,000 msgs/s (goal >= 1000000) met" in done.stdout
+    assert "target ours 1024B: not measured (goal >= 1000000)" in done.stdout
 
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 10
@@ -64,8 +65,16 @@ def test_should_report_a_failed_suite_a_hung_one_and_a_failed_case_and_go_on(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["quick"] is True and len(summary["load_before"]) == 3
     assert summary["suites"]["ok"]["failed_cases"] == ["ours 1024B"]
+    assert summary["suites"]["ok"]["failures"] == {
+        "ours 1024B": "RuntimeError: benchmark workers failed: exit codes [1]"
+    }
+    assert summary["suites"]["ok"]["targets_not_measured"] == ["ours 1024B"]
     assert summary["suites"]["hang"]["status"] == "timed out after 8 s"
     rows = [json.loads(line) for line in (out / "ok.jsonl").read_text().splitlines()]
+    assert {
+        "name": "ours 1024B",
+        "failed": "RuntimeError: benchmark workers failed: exit codes [1]",
+    } in rows
     assert [r["name"] for r in rows][:2] == ["ours 64B", "baseline:theirs 64B"]
     assert rows[0]["msgs_per_s"] == 2_000_000.0
     for chart in ("ok-msgs_per_s.png", "ok-p50_us.png", "boom-msgs_per_s.png"):

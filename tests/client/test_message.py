@@ -171,3 +171,25 @@ def test_should_hash_and_freeze_message_queues() -> None:
         queue.queue_id = 1  # type: ignore[misc]
     with pytest.raises(TypeError):
         _ = queue < ("T", "b", 0)
+
+
+def test_should_give_a_plain_message_the_same_properties_as_one_built_field_by_field() -> None:
+    plain = Message("T", b"x")
+    spelled = Message("T", b"x", tags=None, keys=(), properties={}, flag=0, wait_store_msg_ok=True)
+    assert dict(plain.properties) == dict(spelled.properties) == {"WAIT": "true"}
+    assert plain == spelled
+    plain.put_system_property("UNIQ_KEY", "U")  # each message has its own dict
+    assert Message("T", b"x").uniq_id is None and plain.uniq_id == "U"
+
+
+def test_should_refuse_a_flag_outside_32_bits_but_take_any_inside() -> None:
+    assert Message("T", b"x", flag=-(2**31)).flag == -(2**31)
+    with pytest.raises(MessageIllegalError, match="flag"):
+        Message("T", b"x", flag=2**31)
+
+
+def test_should_check_a_tag_once_and_refuse_a_bad_one_every_time() -> None:
+    assert Message("T", b"x", tags="Seen").tags == Message("T", b"y", tags="Seen").tags == "Seen"
+    for _ in range(2):  # a refused tag is never remembered as checked
+        with pytest.raises(MessageIllegalError, match="whitespace"):
+            Message("T", b"x", tags="a b")

@@ -186,3 +186,40 @@ def test_should_use_the_child_pid_after_fork() -> None:
     assert done.returncode == 0, done.stderr
     child_pid, pid_in_id = done.stdout.split()
     assert pid_in_id == child_pid
+
+
+@pytest.mark.parametrize(("before", "count"), [(0, 1), (0, 32), (250, 12), (0xFFF0, 40), (3, 600)])
+def test_should_make_a_block_of_ids_equal_to_one_at_a_time(before: int, count: int) -> None:
+    now_ms = _month_start_ms(2026, 3) + 77
+    one = UniqueMessageIdGenerator(ip="10.0.0.1", pid=7, client_hash=9)
+    block = UniqueMessageIdGenerator(ip="10.0.0.1", pid=7, client_hash=9)
+    for generator in (one, block):
+        for _ in range(before):
+            generator.next_id(now_ms)
+    expected = [one.next_id(now_ms) for _ in range(count)]
+    assert block.next_ids(count, now_ms) == expected
+    assert [decode_unique_message_id(i).counter for i in expected] == [
+        (before + i) & 0xFFFF for i in range(count)
+    ]
+    assert {len(i) for i in expected} == {32}
+    assert block.next_id(now_ms) == one.next_id(now_ms)  # both go on from the same counter
+
+
+def test_should_not_hand_one_counter_to_two_threads() -> None:
+    import threading
+
+    generator = UniqueMessageIdGenerator(ip="10.0.0.1", pid=7, client_hash=9)
+    now_ms = _month_start_ms(2026, 3)
+    made: list[list[str]] = [[] for _ in range(4)]
+
+    def make(out: list[str]) -> None:
+        for _ in range(500):
+            out.extend(generator.next_ids(7, now_ms))
+
+    threads = [threading.Thread(target=make, args=(out,)) for out in made]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    ids = [i for out in made for i in out]
+    assert len(ids) == len(set(ids)) == 4 * 500 * 7  # 14,000 < 2^16: no wrap

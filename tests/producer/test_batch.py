@@ -71,3 +71,63 @@ def test_a_batch_whose_encoding_is_over_the_limit_is_refused_before_sending() ->
         pytest.raises(MessageTooLargeError, match="encoded"),
     ):
         producer.send_batch(messages)
+
+
+def _reference(messages: list[Message], ids: list[str]) -> bytes:
+    """The batch as the generic path spells it: each message's properties walked one by one."""
+    from aeromq.common import split_tag
+    from aeromq.common._record_batch import encode_batch_py
+
+    tags, properties = zip(*[split_tag(m.properties) for m in messages], strict=True)
+    flags = [m.flag for m in messages]
+    return bytes(
+        encode_batch_py(
+            b"Orders",
+            [m.body for m in messages],
+            tags,
+            properties,
+            flags=flags,
+            born_timestamp_ms=1_700_000_000_000,
+            born_host=bytes(8),
+        )
+    )
+
+
+@pytest.mark.parametrize("flags", [[0, 0, 0], [0, 7, -1]])
+def test_plain_messages_encode_as_the_generic_path_does_and_get_their_ids(
+    flags: list[int],
+) -> None:
+    messages = [Message("Orders", f"m{i}".encode(), flag=f) for i, f in enumerate(flags)]
+    batch, ids = encode_messages(messages, UniqueMessageIdGenerator(), 1_700_000_000_000, bytes(8))
+    assert ids == [m.uniq_id for m in messages] and len(set(ids)) == 3
+    assert batch == _reference(messages, ids)
+    assert RecordBatch(batch).properties_bytes(2) == b"WAIT\x01true\x02UNIQ_KEY\x01%s\x02" % (
+        ids[2].encode()
+    )
+
+
+def test_a_message_listed_twice_keeps_one_id_in_both_records() -> None:
+    message = Message("Orders", b"same")
+    batch, ids = encode_messages(
+        [message, Message("Orders", b"b"), message],
+        UniqueMessageIdGenerator(),
+        1_700_000_000_000,
+        bytes(8),
+    )
+    assert ids[0] == ids[2] == message.uniq_id != ids[1]
+    read = RecordBatch(batch)
+    assert read.properties_bytes(0) == read.properties_bytes(2)
+
+
+def test_a_resent_message_keeps_its_id_and_others_with_properties_take_the_generic_path() -> None:
+    generator = UniqueMessageIdGenerator()
+    messages = [
+        Message("Orders", b"a"),
+        Message("Orders", b"b", wait_store_msg_ok=False),
+        Message("Orders", b"c", tags="T", properties={"k": "v"}),
+    ]
+    _, first = encode_messages(messages[:1], generator, 1_700_000_000_000, bytes(8))
+    batch, ids = encode_messages(messages, generator, 1_700_000_000_000, bytes(8))
+    assert ids[0] == first[0] and ids == [m.uniq_id for m in messages]
+    assert batch == _reference(messages, ids)
+    assert check_batch(batch, topic=b"Orders") == (BatchCheck.OK, "")

@@ -16,6 +16,7 @@ from aeromq.client import (
     IllegalArgumentError,
     IllegalStateError,
     Message,
+    MessageIllegalError,
     MessageQueue,
     MessageTooLargeError,
     TopicNotFoundError,
@@ -136,14 +137,20 @@ def test_should_refuse_a_body_over_the_max_size_before_sending(
         producer.send(Message("orders", b"x" * 1001))
     with pytest.raises(IllegalArgumentError, match="batch is over"):
         producer.send_batch([Message("orders", b"x" * 600), Message("orders", b"y" * 600)])
+    emptied = Message("orders", b"x")
+    emptied.body = b""  # emptied after it was made: still refused before sending
+    with pytest.raises(MessageIllegalError, match="empty"):
+        producer.send_batch([Message("orders", b"a"), emptied])
     assert broker.stats()["send.requests"] == requests
 
 
 def test_should_refuse_a_batch_of_two_topics_and_a_queue_of_another_topic(
     producer: Producer,
 ) -> None:
-    with pytest.raises(IllegalArgumentError, match="one topic"):
-        producer.send_batch([Message("orders", b"a"), Message("events", b"b")])
+    with pytest.raises(IllegalArgumentError, match=r"one topic.*other_topic='events'"):
+        producer.send_batch(
+            [Message("orders", b"a"), Message("orders", b"b"), Message("events", b"c")]
+        )
     with pytest.raises(IllegalArgumentError, match="another topic"):
         producer.send(Message("orders", b"a"), queue=MessageQueue("events", "broker-a", 0))
     with pytest.raises(IllegalArgumentError, match="nothing to send"):

@@ -1,5 +1,6 @@
-"""An idle broker (its embedded driver, no clients) sleeps: every agent thread parks (Agrona's
-backoff, deepened to 25 ms after a quiet while), so the process uses about 2% of a core."""
+"""An idle broker (defaults: its embedded driver in SHARED threading mode, no clients) sleeps:
+every agent thread parks (Agrona's backoff, deepened to 25 ms after a quiet while; the driver's
+thread in a poll on its sockets), so the process stays well under 2% of a core."""
 
 from __future__ import annotations
 
@@ -10,39 +11,60 @@ from pathlib import Path
 from aeromq.broker.testing import start_broker_process
 
 SETTLE_S = 3.0
-MEASURE_S = 4.0
-# The target is 2% of a core. Measured with /proc schedstat (ns): 2.1-2.2% on a quiet 2-core
-# machine, where each wake-up of a parked agent costs most (cold caches, low clock); slack for
-# a loaded CI machine, where a wake-up may also wait for the GIL's hand-over.
-MAX_CORE_FRACTION = 0.03
+MEASURE_S = 8.0
+# The issue's target: 2% of a core. Measured with /proc schedstat (ns) over 10 s: 0.85-0.90% on
+# a 2-core VM with a load average of 4-6 (1.1% before the driver shared one thread). A quiet
+# machine costs more per wake-up (cold caches, a low clock; the same code measured about twice
+# as much there), so the margin is for that, and one retry for a burst of work elsewhere on a
+# loaded CI machine; twice over 2% fails.
+MAX_CORE_FRACTION = 0.02
+ATTEMPTS = 2
+# defaults but for a small store, and the UDP ingress on a free port (tests run side by side)
+BROKER_ARGS = [
+    "--index-enabled", "false", "--commit-log-segment-bytes", "16MiB",
+    "--ingress-udp-endpoint", "127.0.0.1:0",
+]  # fmt: skip
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU time of every thread of the process, in seconds (schedstat: ns, not 10 ms ticks)."""
-    total_ns = 0
+def _cpu_ns_by_thread(pid: int) -> dict[int, int]:
+    """CPU time of every thread of the process, in ns (schedstat, not 10 ms ticks)."""
+    times = {}
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
-                total_ns += int(stat.read().split()[0])
+                times[int(task)] = int(stat.read().split()[0])
         except OSError:  # a thread that ended meanwhile
             continue
-    return total_ns / 1e9
+    return times
 
 
-def test_should_use_about_two_percent_of_a_core_when_idle(tmp_path: Path) -> None:
-    broker = start_broker_process(
-        tmp_path / "data",
-        extra_args=["--index-enabled", "false", "--commit-log-segment-bytes", "16MiB"],
+def _measure(pid: int) -> tuple[float, list[float]]:
+    """The process's share of a core over MEASURE_S, and its busiest threads' shares."""
+    before, at_before = _cpu_ns_by_thread(pid), time.monotonic()
+    time.sleep(MEASURE_S)
+    after, at_after = _cpu_ns_by_thread(pid), time.monotonic()
+    elapsed_ns = (at_after - at_before) * 1e9
+    shares = sorted(
+        ((ns - before.get(tid, 0)) / elapsed_ns for tid, ns in after.items()), reverse=True
     )
+    return sum(shares), shares[:6]
+
+
+def test_should_use_under_two_percent_of_a_core_when_idle(tmp_path: Path) -> None:
+    broker = start_broker_process(tmp_path / "data", extra_args=BROKER_ARGS)
     try:
         time.sleep(SETTLE_S)  # start-up work done, every agent parked deep
-        cpu_before, at_before = _cpu_s(broker.pid), time.monotonic()
-        time.sleep(MEASURE_S)
-        cpu_after, at_after = _cpu_s(broker.pid), time.monotonic()
-        fraction = (cpu_after - cpu_before) / (at_after - at_before)
-        assert fraction < MAX_CORE_FRACTION, (
-            f"idle broker used {fraction:.2%} of a core (load average {os.getloadavg()[0]:.1f})"
-        )
+        readings = []
+        for _ in range(ATTEMPTS):
+            fraction, threads = _measure(broker.pid)
+            readings.append(
+                f"{fraction:.2%} (threads {', '.join(f'{share:.2%}' for share in threads)}; "
+                f"load average {os.getloadavg()[0]:.1f})"
+            )
+            if fraction < MAX_CORE_FRACTION:
+                break
+        else:
+            raise AssertionError(f"idle broker used more than 2% of a core: {readings}")
         assert broker.process.poll() is None
     finally:
         assert broker.stop() == 0

@@ -15,6 +15,12 @@ Names (case-insensitive): ``noop``; ``spin`` (also ``busy-spin``, ``busy_spin``)
 (default 1 ms); ``backoff[:max_spins,max_yields,min_park_period_ns,max_park_period_ns]``
 (defaults 10, 5, 1 us, 1 ms, as Agrona), optionally followed by
 ``,deep_park_period_ns,deep_idle_after_ns`` (see :class:`BackoffIdleStrategy`).
+
+The parking strategies (``sleep-ns``, ``sleep-ms``, ``backoff``) park in ``time.sleep`` unless
+given a waiter (:meth:`BackoffIdleStrategy.park_with`): a function that blocks for at most the
+park period and may return early, e.g. a ``poll`` on the agent's sockets, so that a datagram
+ends the park at once (the media driver's network agents, see
+:mod:`~transport.driver.udp.socket_waiter`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import ctypes
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from aeromq.transport._errors import ConfigurationError
@@ -32,11 +39,16 @@ __all__ = [
     "BusySpinIdleStrategy",
     "IdleStrategy",
     "NoOpIdleStrategy",
+    "Parker",
     "SleepingIdleStrategy",
     "YieldingIdleStrategy",
     "idle_strategy_from_name",
     "tighten_timer_slack",
 ]
+
+
+Parker = Callable[[float], object]
+"""Blocks for at most the given seconds; may return early (``time.sleep``, a socket poll)."""
 
 
 class IdleStrategy(Protocol):
@@ -100,7 +112,7 @@ class YieldingIdleStrategy:
 class SleepingIdleStrategy:
     """Sleeps ``period_ns`` when idle."""
 
-    __slots__ = ("_period_s", "period_ns")
+    __slots__ = ("_park", "_period_s", "period_ns")
     alias = "sleep-ns"
     DEFAULT_PERIOD_NS = 1_000
 
@@ -109,10 +121,15 @@ class SleepingIdleStrategy:
             raise ConfigurationError("sleep period must be positive", period_ns=period_ns)
         self.period_ns = period_ns
         self._period_s = period_ns / 1e9
+        self._park: Parker | None = None
+
+    def park_with(self, park: Parker) -> None:
+        """Park in ``park(seconds)`` instead of ``time.sleep`` (see module)."""
+        self._park = park
 
     def idle(self, work_count: int = 0) -> None:
         if work_count <= 0:
-            time.sleep(self._period_s)
+            (self._park or time.sleep)(self._period_s)
 
     def reset(self) -> None:
         return None
@@ -132,11 +149,16 @@ class BackoffIdleStrategy:
     parked for ``deep_idle_after_ns`` in a row, the park goes on doubling up to
     ``deep_park_period_ns``. In CPython a 1 ms park costs ~5-20 us of CPU per wake-up (the
     GIL's hand-over), so four agents parked at 1 ms keep an idle process at 2-8% of a core;
-    at 10 ms they cost a tenth of that. The price: the first work after a quiet second waits
-    up to ``deep_park_period_ns``; steady traffic never reaches it.
+    at 10 ms they cost a tenth of that. Parked longer, a wake-up costs more (40-150 us on a
+    2-core VM: caches gone cold, the duty cycle's Python included), and the count of wake-ups
+    is what an idle process pays for. The price: the first work after a quiet second waits
+    up to ``deep_park_period_ns``; steady traffic never reaches it. A waiter
+    (:meth:`park_with`) that returns when the work arrives removes that price for the work it
+    watches.
     """
 
     __slots__ = (
+        "_park",
         "deep_idle_after_ns",
         "deep_park_period_ns",
         "max_park_period_ns",
@@ -200,6 +222,13 @@ class BackoffIdleStrategy:
         self.spins = 0
         self.yields = 0
         self.park_period_ns = min_park_period_ns
+        self._park: Parker | None = None
+
+    def park_with(self, park: Parker) -> None:
+        """Park in ``park(seconds)`` instead of ``time.sleep`` (see module); a park that ends
+        early still counts its whole period toward the deep idle, so a waiter woken by work
+        (which resets the strategy) and a waiter woken for nothing stay on the same schedule."""
+        self._park = park
 
     def idle(self, work_count: int = 0) -> None:
         if work_count > 0:
@@ -225,7 +254,7 @@ class BackoffIdleStrategy:
                 os.sched_yield()
         else:
             period = self.park_period_ns
-            time.sleep(period / 1e9)
+            (self._park or time.sleep)(period / 1e9)
             self.parked_ns += period
             if period < self.max_park_period_ns:
                 self.park_period_ns = min(period * 2, self.max_park_period_ns)

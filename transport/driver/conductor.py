@@ -11,7 +11,11 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
    judge the driver alive by it;
 4. every ``timer_interval_ns``: client liveness (a client silent past the liveness timeout is
    removed with all it holds, ON_CLIENT_TIMEOUT), publication timers (pub-pos, unblocking, end of
-   stream, linger), and the unblocking of a command a dead client left half-written;
+   stream, linger), and the unblocking of a command a dead client left half-written. Unlike
+   Aeron's, the timer does not count as work: it is housekeeping that predicts no more work, and
+   counting it woke an idle driver's backoff out of its deep park every second (about 20 more
+   wake-ups a second, see :mod:`~transport.concurrent.idle_strategy`); what the timer changes
+   (a publication closed, a client removed) is itself work for the next cycles;
 5. move every publication's limit.
 
 Streams are handled per media (:class:`MediaStreams`): ``aeron:ipc`` by
@@ -192,7 +196,6 @@ class DriverConductor:
         if now_ns >= self._timer_deadline_ns:
             self._timer_deadline_ns = now_ns + self._context.timer_interval_ns
             self._on_timer(now_ns, now_ms)
-            work_count += 1
         work_count += self.ipc.update_publisher_limits()
         work_count += self.udp.do_work(now_ns)
         if self._termination_requested:

@@ -11,7 +11,10 @@ Aeron's ``MediaDriver.launch`` / ``launchEmbedded``. Launching:
 3. runs the agents (the conductor, and the UDP sender and receiver it owns) as the threading
    mode says: each on its own daemon thread (``DEDICATED``), the sender and receiver together
    on one (``SHARED_NETWORK``), all three composed on one (``SHARED``), or none at all
-   (``INVOKER``: the caller drives all three through :attr:`shared_agent_invoker`).
+   (``INVOKER``: the caller drives all three through :attr:`shared_agent_invoker`). A thread
+   that runs the sender or the receiver parks in a
+   :class:`~transport.driver.udp.socket_waiter.SocketWaiter` on their sockets (one per thread),
+   so a datagram ends its park at once.
 
 ``close()`` (idempotent; also the context manager's exit) stops the agents with a bounded join
 (the network agents before the conductor, which then closes the sockets),
@@ -33,11 +36,16 @@ from types import TracebackType
 from aeromq.transport._errors import IllegalStateError
 from aeromq.transport.cnc import CNC_FILE, CncFile
 from aeromq.transport.concurrent.agent import Agent, AgentInvoker, AgentRunner, CompositeAgent
-from aeromq.transport.concurrent.idle_strategy import IdleStrategy
+from aeromq.transport.concurrent.idle_strategy import (
+    BackoffIdleStrategy,
+    IdleStrategy,
+    SleepingIdleStrategy,
+)
 from aeromq.transport.driver.aeron_dir import prepare_aeron_dir
 from aeromq.transport.driver.conductor import DriverConductor
 from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
 from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX, remove_stale_driver_dirs
+from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 
 __all__ = ["MediaDriver"]
 
@@ -150,17 +158,23 @@ class MediaDriver:
             return
         # Network runners first in the list: close() stops them before the conductor.
         if mode is ThreadingMode.DEDICATED:
-            self._add_runner(context.new_sender_idle_strategy(), sender)
-            self._add_runner(context.new_receiver_idle_strategy(), receiver)
+            sender.waiter, receiver.waiter = SocketWaiter(), SocketWaiter()
+            self._add_runner(_parked_in(context.new_sender_idle_strategy(), sender.waiter), sender)
+            self._add_runner(
+                _parked_in(context.new_receiver_idle_strategy(), receiver.waiter), receiver
+            )
             self._add_runner(context.new_conductor_idle_strategy(), conductor)
         elif mode is ThreadingMode.SHARED_NETWORK:
+            sender.waiter = receiver.waiter = SocketWaiter()
             self._add_runner(
-                context.new_shared_network_idle_strategy(), CompositeAgent([sender, receiver])
+                _parked_in(context.new_shared_network_idle_strategy(), sender.waiter),
+                CompositeAgent([sender, receiver]),
             )
             self._add_runner(context.new_conductor_idle_strategy(), conductor)
         else:
+            sender.waiter = receiver.waiter = SocketWaiter()
             self._add_runner(
-                context.new_conductor_idle_strategy(),
+                _parked_in(context.new_conductor_idle_strategy(), sender.waiter),
                 CompositeAgent([conductor, sender, receiver]),
             )
         for runner in self._runners:
@@ -230,3 +244,11 @@ class MediaDriver:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running"
         return f"MediaDriver(aeron_dir={self.context.aeron_dir!r}, {state})"
+
+
+def _parked_in(idle_strategy: IdleStrategy, waiter: SocketWaiter) -> IdleStrategy:
+    """``idle_strategy``, parking in ``waiter`` if it parks at all (see module)."""
+    if isinstance(idle_strategy, BackoffIdleStrategy | SleepingIdleStrategy):
+        idle_strategy.park_with(waiter.wait)
+        return waiter.idle_strategy(idle_strategy)
+    return idle_strategy

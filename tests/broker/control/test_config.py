@@ -29,6 +29,7 @@ def test_should_work_with_no_arguments() -> None:
     assert config.ingress_ipc_channel == "aeron:ipc"
     assert config.ingress_udp_channel == "aeron:udp?endpoint=127.0.0.1:40456"
     assert config.session_idle_strategy == DEFAULT_SESSION_IDLE_STRATEGY
+    assert config.driver_threading_mode == "SHARED"
 
 
 def test_should_apply_file_then_environment_then_arguments(tmp_path: Path) -> None:
@@ -109,10 +110,12 @@ def test_should_name_key_value_rule_and_source_of_a_bad_value() -> None:
         (["--ingress-ipc-channel", "aeron:udp?endpoint=x:1"], "ingress_ipc_channel"),
         (["--default-queue-count", "0"], "default_queue_count"),
         (["--max-message-size", "100"], "max_message_size"),
-        (["--session-timeout-ms", "1"], "session_timeout_ms"),
+        (["--session-timeout-ms", "1"], "session_stop_ms"),
         (["--auto-create-topic", "maybe"], "auto_create_topic"),
         (["--session-idle-strategy", "backoff:1,2"], "session_idle_strategy"),
         (["--session-idle-strategy", "snooze"], "session_idle_strategy"),
+        (["--driver-threading-mode", "INVOKER"], "driver_threading_mode"),
+        (["--driver-threading-mode", "shared-ish"], "driver_threading_mode"),
         (["--commit-log-segment-bytes", "65536", "--max-message-size", "1MiB"], "max_message_size"),
     ],
 )

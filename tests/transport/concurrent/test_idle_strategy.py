@@ -242,3 +242,21 @@ def test_tightening_the_timer_slack_applies_to_the_calling_thread_only() -> None
     thread.join(5)
     assert seen == {"before": seen["before"], "ok": 1, "after": 2_000}
     assert slack() != 2_000 or seen["before"] == 2_000  # this thread keeps its own
+
+
+def test_should_park_in_the_given_waiter_instead_of_sleeping(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = Calls(monkeypatch)
+    waits: list[float] = []
+    backoff = BackoffIdleStrategy(0, 0, 1_000_000, 2_000_000)
+    backoff.park_with(waits.append)
+    sleeping = SleepingIdleStrategy(3_000_000)
+    sleeping.park_with(waits.append)
+    for _ in range(5):  # spin, to yielding, to parking, then parks of 1 and 2 ms
+        backoff.idle(0)
+    sleeping.idle(0)
+    sleeping.idle(1)
+    assert waits == [0.001, 0.002, 0.003]
+    assert calls.log == []  # neither time.sleep nor a yield
+    assert backoff.parked_ns == 3_000_000  # a waiter's park counts toward the deep idle

@@ -39,6 +39,7 @@ class FakePublication:
 
 class FakeSendEndpoint:
     def __init__(self) -> None:
+        self.keepalive_bytes = 0
         self.polls: list[int] = []
         self.publications: list[Any] = []
         self.released = False
@@ -140,6 +141,7 @@ class FakeDispatcher:
 
 class FakeReceiveEndpoint:
     def __init__(self) -> None:
+        self.keepalive_bytes = 0
         self.dispatcher = FakeDispatcher()
         self.released = False
 

@@ -119,7 +119,7 @@ class Rig:
             "term_window_length": TERM // 2,
             "mtu_length": MTU,
             "max_messages_per_send": 2,
-            "connection_timeout_ns": 5_000 * MS,
+            "connection_stop_ns": 5_000 * MS,
             "linger_timeout_ns": 10 * MS,
             "unblock_timeout_ns": 15_000 * MS,
             "multicast_ttl": 0,
@@ -337,3 +337,14 @@ def test_should_answer_an_rttm_that_asks_for_a_reply(rig: Rig) -> None:
     assert int.from_bytes(reply[6:8], "little") == HDR_TYPE_RTTM
     assert int.from_bytes(reply[16:24], "little") == 123
     assert reply[5] == 0  # a reply does not ask for one
+
+
+def test_should_tell_a_status_message_that_moves_nothing_from_one_that_moves_the_limit(
+    rig: Rig,
+) -> None:
+    publication = rig.publication
+    term_id = INITIAL_TERM_ID
+    assert not publication.on_status_message(9, term_id, 0, 4096, False, 0)  # connects
+    assert publication.on_status_message(9, term_id, 0, 4096, False, 200 * MS)  # the same
+    assert not publication.on_status_message(9, term_id, 1024, 4096, False, 400 * MS)  # moves
+    assert publication.on_status_message(9, term_id, 1024, 4096, False, 600 * MS)

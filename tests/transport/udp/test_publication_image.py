@@ -189,7 +189,7 @@ def test_should_pad_over_gaps_when_unreliable(tmp_path: Path) -> None:
     assert rig.image.rcv_pos.get() == 256
 
 
-def test_should_send_status_messages_on_progress_and_on_timeout(rig: Rig) -> None:
+def test_should_send_status_messages_on_progress_and_on_stop(rig: Rig) -> None:
     image = rig.image
     image.do_work(0)  # the first one goes at once
     assert rig.endpoint.status_messages == [(INITIAL_TERM_ID, 0, WINDOW, 0)]
@@ -270,3 +270,34 @@ def test_should_echo_an_rttm_request(rig: Rig) -> None:
 def test_should_ignore_packets_from_before_the_initial_term(rig: Rig) -> None:
     rig.insert(0, 1, term_id=INITIAL_TERM_ID - 1)
     assert rig.image.rcv_hwm.get() == 0
+
+
+def test_should_count_only_heartbeats_that_move_nothing_as_keepalives(rig: Rig) -> None:
+    image = rig.image
+    packet = rig.packet
+
+    def heartbeat(term_offset: int, eos: bool = False) -> bool:
+        DataHeaderFlyweight(packet).put_heartbeat(
+            session_id=SESSION,
+            stream_id=STREAM,
+            term_id=INITIAL_TERM_ID,
+            term_offset=term_offset,
+            end_of_stream=eos,
+        )
+        return image.insert_packet(INITIAL_TERM_ID, term_offset, packet, 32, SOURCE, 1)
+
+    assert heartbeat(0)  # at the high-water mark: a keepalive
+    assert not heartbeat(128)  # ahead of it: moves rcv-hwm (a gap to NAK), work
+    assert heartbeat(128)
+    rig.insert(128, 1)  # data (one 64-byte frame): rcv-hwm 192
+    assert heartbeat(192)
+    assert not heartbeat(192, eos=True)  # the end of the stream: work
+    assert heartbeat(192, eos=True)
+
+
+def test_should_count_a_timed_status_message_as_no_work(rig: Rig) -> None:
+    assert rig.image.do_work(0) == 1  # the first SM is pending: work
+    assert rig.endpoint.status_messages
+    sent = len(rig.endpoint.status_messages)
+    assert rig.image.do_work(201 * MS) == 0  # due only by its timeout: a keepalive
+    assert len(rig.endpoint.status_messages) == sent + 1

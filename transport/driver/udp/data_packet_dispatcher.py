@@ -193,17 +193,18 @@ class DataPacketDispatcher:
         length: int,
         address: Sockaddr,
         now_ns: int,
-    ) -> None:
+    ) -> bool:
+        """Dispatch a DATA/PAD frame; True when it was an image's keepalive (a heartbeat that
+        moved nothing: :meth:`PublicationImage.insert_packet`)."""
         term_offset, session_id, stream_id, term_id = _DATA_IDS.unpack_from(buffer, 0)
         interest = self.interests.get(stream_id)
         if interest is None:
-            return
+            return False
         image = interest.images.get(session_id)
         if image is not None:
-            image.insert_packet(term_id, term_offset, buffer, length, address, now_ns)
-            return
+            return image.insert_packet(term_id, term_offset, buffer, length, address, now_ns)
         if session_id in interest.states or buffer.get_uint8(FLAGS_FIELD_OFFSET) & EOS_FLAG:
-            return
+            return False
         if interest.wants(session_id):
             interest.states[session_id] = PENDING_SETUP
             self._pending_setups[(session_id, stream_id)] = now_ns + self._pending_setup_timeout_ns
@@ -218,6 +219,7 @@ class DataPacketDispatcher:
             )
         else:
             interest.states[session_id] = NO_INTEREST
+        return False
 
     def on_setup(
         self, endpoint: ReceiveChannelEndpoint, buffer: AtomicBuffer, address: Sockaddr

@@ -379,7 +379,11 @@ class NetworkPublication:
         receiver_window: int,
         is_eos: bool,
         now_ns: int,
-    ) -> None:
+    ) -> bool:
+        """A receiver's status message; True for a keepalive: it moved nothing (the sender
+        limit, the connection, the end of stream), so the sender has no more to do for it."""
+        before = (self._snd_lmt, self.is_connected, self.has_initial_connection)
+        had_eos = self.has_received_sm_eos
         self.status_message_deadline_ns = now_ns + self.connection_timeout_ns
         self.has_receivers = True
         self.has_initial_connection = True
@@ -393,6 +397,11 @@ class NetworkPublication:
             )
         )
         self.update_connected_status(self.has_required_receivers())
+        return had_eos == self.has_received_sm_eos and before == (
+            self._snd_lmt,
+            self.is_connected,
+            self.has_initial_connection,
+        )
 
     def trigger_send_setup(self) -> None:
         """A receiver asked for a SETUP (an SM with SEND_SETUP): send one on the next cycle."""

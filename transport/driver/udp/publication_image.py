@@ -175,31 +175,37 @@ class PublicationImage:
         length: int,
         address: Sockaddr,
         now_ns: int,
-    ) -> None:
-        """Put one DATA/PAD datagram (or heartbeat) into the log (see module)."""
+    ) -> bool:
+        """Put one DATA/PAD datagram (or heartbeat) into the log (see module); True for a
+        keepalive: a heartbeat that moved nothing (the high-water mark, the end of stream)."""
         term_count = ((term_id - self.initial_term_id + 2**31) & _LOW_32) - 2**31
         if term_count < 0:
-            return
+            return False
         packet_position = (term_count << self.position_bits_to_shift) + term_offset
         is_heartbeat = length == DATA_HEADER_LENGTH and buffer.get_int32(0) == 0
         proposed_position = packet_position if is_heartbeat else packet_position + length
         if proposed_position > self._overrun_threshold:
             self._over_runs.increment_ordered()
-            return
+            return False
         if is_heartbeat:
             window_bottom = self.last_sm_position - self.term_length
+            keepalive = False
             if packet_position >= window_bottom:
                 self._time_of_last_activity_ns = now_ns
                 self.time_of_last_packet_ns = now_ns
+                keepalive = True
                 if buffer.get_uint8(FLAGS_FIELD_OFFSET) & EOS_FLAG and not self.is_end_of_stream:
                     self._meta.put_int64_ordered(LOG_END_OF_STREAM_POSITION_OFFSET, packet_position)
                     self.is_end_of_stream = True
+                    keepalive = False
                 if proposed_position > self._hwm:
                     self._hwm = proposed_position
                     self.rcv_hwm.set_ordered(proposed_position)
+                    keepalive = False
                 self._heartbeats_received.increment_ordered()
             else:
                 self._under_runs.increment_ordered()
+            return keepalive
         elif packet_position >= self.last_sm_position:
             self._time_of_last_activity_ns = now_ns
             self.time_of_last_packet_ns = now_ns
@@ -217,12 +223,16 @@ class PublicationImage:
             self._under_runs.increment_ordered()
             if proposed_position >= self.last_sm_position - self.receiver_window_length:
                 self._time_of_last_activity_ns = now_ns
+        return False
 
     def do_work(self, now_ns: int) -> int:
-        """Rebuild, detect loss, send due status messages; the work done."""
+        """Rebuild, detect loss, send due status messages; the work done. A status message
+        sent only because the timeout came round is a keepalive, not work (see module)."""
         work_count = self._track_rebuild(now_ns)
-        if self._sm_pending or now_ns > self._time_of_last_sm_ns + self.status_message_timeout_ns:
+        if self._sm_pending:
             work_count += self._send_status_message(now_ns)
+        elif now_ns > self._time_of_last_sm_ns + self.status_message_timeout_ns:
+            self._send_status_message(now_ns)
         return work_count
 
     def _track_rebuild(self, now_ns: int) -> int:

@@ -76,6 +76,9 @@ class ReceiveChannelEndpoint:
         self._poll_limit = poll_limit
         self._on_datagram = self.on_datagram
         self._now_ns = 0
+        self.keepalive_bytes = 0
+        """Bytes of heartbeats that moved nothing since the receiver last took them: received,
+        but not work for its idle strategy."""
         self._control_group = channel.remote_control if channel.is_multicast else None
         self._send_to = transport.send_to
         self._sm_buffer = AtomicBuffer.allocate(SM_HEADER_LENGTH)
@@ -111,7 +114,8 @@ class ReceiveChannelEndpoint:
             if validate_data_frames(buffer, 0, length) is not _VALID:
                 self._invalid_packets.increment()
                 return
-            self.dispatcher.on_data(self, buffer, length, address, self._now_ns)
+            if self.dispatcher.on_data(self, buffer, length, address, self._now_ns):
+                self.keepalive_bytes += length
             return
         if validate_frame(buffer, 0, length) is not _VALID:
             self._invalid_packets.increment()

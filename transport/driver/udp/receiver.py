@@ -5,10 +5,17 @@ Its duty cycle (``do_work``):
 1. run the conductor's queued commands (endpoints, subscriptions' stream interest, new images,
    images going away, cool-downs ending);
 2. read every receive endpoint's socket: each datagram is validated and dispatched to its image
-   (or turned into a request for one);
+   (or turned into a request for one); skipped right after a park in its
+   :class:`~transport.driver.udp.socket_waiter.SocketWaiter` that saw no socket readable;
 3. give every image a turn: rebuild and loss detection (NAKs), status messages;
+
 4. forget SETUP requests that went unanswered for the pending setup timeout, so the next frame
    asks again.
+
+Keepalive traffic is not work for its idle strategy (Aeron counts it): a heartbeat that moved
+nothing, a status message sent only because its timeout came round. An idle stream's peers
+send one every 100-200 ms, and counting them kept the thread out of its deep park
+(:mod:`~transport.driver.udp.socket_waiter` wakes it for every datagram anyway).
 
 It counts ``Bytes received`` and tracks its longest cycle (``Receiver max cycle time``).
 Nothing a peer sends can raise out of it: bad datagrams are counted and dropped by the
@@ -24,6 +31,7 @@ from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
 from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
 from aeromq.transport.driver.udp.publication_image import PublicationImage
 from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
+from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 
 __all__ = ["Receiver"]
 
@@ -41,6 +49,8 @@ class Receiver:
         cycle_threshold_ns: int,
     ) -> None:
         self.commands: CommandQueue = deque()
+        self.waiter: SocketWaiter | None = None
+        """Set before the agent starts: its endpoints' sockets end its park (see module)."""
         self.endpoints: list[ReceiveChannelEndpoint] = []
         self.images: list[PublicationImage] = []
         self._nano_clock = nano_clock
@@ -64,23 +74,34 @@ class Receiver:
         self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
         bytes_received = 0
+        keepalive_bytes = 0
+        waiter = self.waiter
+        read = waiter is None or not waiter.quiet
         for endpoint in self.endpoints:
-            bytes_received += endpoint.poll(now_ns)
+            if read:
+                bytes_received += endpoint.poll(now_ns)
+                if endpoint.keepalive_bytes:
+                    keepalive_bytes += endpoint.keepalive_bytes
+                    endpoint.keepalive_bytes = 0
             work_count += endpoint.dispatcher.check_pending_setups(now_ns)
         if bytes_received:
             self._bytes_received.add_ordered(bytes_received)
         for image in self.images:
             work_count += image.do_work(now_ns)
-        return work_count + bytes_received
+        return work_count + bytes_received - keepalive_bytes
 
     # Commands (run on the receiver thread) ----------------------------------------------------
 
     def on_add_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         self.endpoints.append(endpoint)
+        if self.waiter is not None:
+            self.waiter.register(endpoint.transport.socket)
 
     def on_remove_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
         if endpoint in self.endpoints:
             self.endpoints.remove(endpoint)
+            if self.waiter is not None:
+                self.waiter.unregister(endpoint.transport.socket)
         endpoint.receiver_release()
 
     def on_add_subscription(

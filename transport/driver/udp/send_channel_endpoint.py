@@ -90,6 +90,9 @@ class SendChannelEndpoint:
         self._poll_limit = poll_limit
         self._on_datagram = self.on_datagram
         self._now_ns = 0
+        self.keepalive_bytes = 0
+        """Bytes of status messages that moved nothing since the sender last took them:
+        received, but not work for its idle strategy."""
         self.send: Callable[[memoryview], int]
         if channel.is_multicast:
             data_group = channel.remote_data
@@ -135,15 +138,15 @@ class SendChannelEndpoint:
             self._status_messages_received.increment_ordered()
             if flags & SM_SEND_SETUP_FLAG:
                 publication.trigger_send_setup()
-            else:
-                publication.on_status_message(
-                    receiver_id,
-                    term_id,
-                    term_offset,
-                    window,
-                    bool(flags & SM_EOS_FLAG),
-                    self._now_ns,
-                )
+            elif publication.on_status_message(
+                receiver_id,
+                term_id,
+                term_offset,
+                window,
+                bool(flags & SM_EOS_FLAG),
+                self._now_ns,
+            ):
+                self.keepalive_bytes += length
         elif frame_type == HDR_TYPE_NAK:
             session_id, stream_id, term_id, term_offset, nak_length = _NAK.unpack_from(buffer, 0)
             publication = self.publications.get(publication_key(session_id, stream_id))

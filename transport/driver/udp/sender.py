@@ -7,7 +7,12 @@ Its duty cycle (``do_work``):
    is always first): SETUP, data up to its limit, heartbeats, resends;
 3. when nothing was sent, or after ``send_to_status_poll_ratio`` cycles that did send, or at
    least every half status message timeout, read the endpoints' sockets for status messages,
-   NAKs and RTTMs.
+   NAKs and RTTMs (not right after a park in its
+   :class:`~transport.driver.udp.socket_waiter.SocketWaiter` that saw no socket readable).
+
+A status message that moved nothing (the limit, the connection) is a keepalive, not work for
+its idle strategy (Aeron counts it): counting one every 200 ms per idle stream kept the thread
+out of its deep park.
 
 It counts ``Bytes sent`` and tracks its longest cycle (``Sender max cycle time``, and the cycles
 over the threshold).
@@ -22,6 +27,7 @@ from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
 from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
 from aeromq.transport.driver.udp.network_publication import NetworkPublication
 from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
+from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 
 __all__ = ["Sender"]
@@ -42,6 +48,8 @@ class Sender:
     ) -> None:
         self.commands: CommandQueue = deque()
         self.publications: list[NetworkPublication] = []
+        self.waiter: SocketWaiter | None = None
+        """Set before the agent starts: its endpoints' sockets end its park (see module)."""
         self.endpoints: list[SendChannelEndpoint] = []
         self._nano_clock = nano_clock
         self._bytes_sent = bytes_sent
@@ -75,8 +83,11 @@ class Sender:
             or self._duty_cycle_counter >= self._duty_cycle_ratio
             or now_ns > self._control_poll_deadline_ns
         ):
-            for endpoint in self.endpoints:
-                work_count += endpoint.poll(now_ns)
+            waiter = self.waiter
+            if waiter is None or not waiter.quiet:
+                for endpoint in self.endpoints:
+                    work_count += endpoint.poll(now_ns) - endpoint.keepalive_bytes
+                    endpoint.keepalive_bytes = 0
             self._duty_cycle_counter = 0
             self._control_poll_deadline_ns = now_ns + self._status_message_read_timeout_ns
         return work_count + bytes_sent
@@ -103,10 +114,14 @@ class Sender:
 
     def on_add_endpoint(self, endpoint: SendChannelEndpoint) -> None:
         self.endpoints.append(endpoint)
+        if self.waiter is not None:
+            self.waiter.register(endpoint.transport.socket)
 
     def on_remove_endpoint(self, endpoint: SendChannelEndpoint) -> None:
         if endpoint in self.endpoints:
             self.endpoints.remove(endpoint)
+            if self.waiter is not None:
+                self.waiter.unregister(endpoint.transport.socket)
         endpoint.sender_release()
 
     def on_add_publication(self, publication: NetworkPublication) -> None:

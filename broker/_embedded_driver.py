@@ -1,0 +1,112 @@
+"""How the broker's transport idles: its embedded media driver's context, and its Aeron client's
+conductor.
+
+An idle broker's CPU is wake-ups: on a 2-core VM one wake-up of a parked Python thread costs
+40-150 us of CPU (the timer, the GIL, cold caches), whatever the thread then finds to do. So the
+broker keeps the transport's threads few and their parks long once quiet:
+
+- **Threading mode** (``driver_threading_mode``, default ``SHARED``): the embedded driver runs
+  its conductor, sender and receiver as one agent on one thread, so one wake-up serves all
+  three. Python agents share one GIL anyway, so three threads add no parallelism: busy, the
+  shared thread costs no more CPU per message than three (see the broker operations page).
+- **Deep idle** (Agrona's backoff, then :class:`~transport.concurrent.BackoffIdleStrategy`'s
+  deep park): spin 10 cycles, yield 5, park 1 us doubling to 1 ms, and once parked for
+  ``_DEEP_AFTER_NS`` in a row, on doubling to ``_DEEP_PARK_NS`` (25 ms). Every duty the driver
+  keeps on a clock has a deadline far longer than that: the driver's heartbeat to its clients
+  (stamped every cycle; clients allow 10 s), the conductor's timer (every 1 s: client liveness,
+  10 s; linger and unblock timeouts, 5-15 s), the sender's heartbeats and SETUPs (every 100 ms
+  when idle; receivers drop an image after 10 s), the receiver's status messages (every 200 ms;
+  a sender drops a receiver after 5 s): each runs at most 25 ms late. The thread goes deep
+  after 10 ms of quiet, not a second: work every second or so (a slow client) would otherwise
+  hold it at 1 ms parks. Keepalives (the conductor's timer, heartbeats and status messages that
+  move nothing) are not work, so connected idle clients do not hold it either.
+- **Waking on the network**: the sender's and receiver's thread parks in a poll on their sockets
+  (:class:`~transport.driver.udp.socket_waiter.SocketWaiter`), so a request over UDP ends the
+  park at once. What waits for the park, up to 25 ms: a new client's first command to the
+  conductor (on connect), and an answer over UDP sent long after its request (a held pull).
+- **The client conductor** (the broker's Aeron client) sleeps 16 ms (Aeron's idle sleep), then
+  doubles up to 64 ms while it finds nothing to do. Its duties: a keepalive every 500 ms (the
+  driver drops a client after 10 s), its own inter-service check (10 s), and the driver's
+  notices (a new client's image becomes visible to the session agent up to 64 ms later, once).
+
+Each ``AERON_*_IDLE_STRATEGY`` variable that is set wins over the deep default of its agent.
+``AERON_THREADING_MODE`` does not apply to the embedded driver: ``driver_threading_mode`` (its
+option and ``AEROMQ_BROKER_DRIVER_THREADING_MODE``) decides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Final
+
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.driver import MediaDriverContext, ThreadingMode
+
+__all__ = ["DRIVER_THREADING_MODES", "client_conductor_idle_strategy", "embedded_driver_context"]
+
+DRIVER_THREADING_MODES: Final = (
+    ThreadingMode.SHARED.value,
+    ThreadingMode.SHARED_NETWORK.value,
+    ThreadingMode.DEDICATED.value,
+)
+"""The threading modes an embedded driver may run in (``INVOKER`` has no one to invoke it)."""
+
+_NS_PER_MS: Final = 1_000_000
+_MAX_PARK_NS: Final = _NS_PER_MS
+_DEEP_PARK_NS: Final = 25 * _NS_PER_MS
+_DEEP_AFTER_NS: Final = 10 * _NS_PER_MS
+_CLIENT_PARK_NS: Final = 16 * _NS_PER_MS
+_CLIENT_DEEP_PARK_NS: Final = 64 * _NS_PER_MS
+_DEEP_BACKOFF: Final = f"backoff:10,5,1000,{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
+
+
+def embedded_driver_context(file_mode: int, threading_mode: str) -> MediaDriverContext:
+    """The embedded driver's context: Aeron's environment, sparse logs, the store's file mode,
+    ``threading_mode`` (one of :data:`DRIVER_THREADING_MODES`, any case), and deep-idle agents
+    unless the environment names their idle strategies (see module)."""
+    context = MediaDriverContext.from_env(
+        term_buffer_sparse_file=True,
+        file_mode=file_mode,
+        threading_mode=ThreadingMode(threading_mode.strip().upper()),
+    )
+    udp = context.udp
+    return dataclasses.replace(
+        context,
+        conductor_idle_strategy=_deep_unless_set(
+            "AERON_CONDUCTOR_IDLE_STRATEGY", context.conductor_idle_strategy
+        ),
+        shared_idle_strategy=_deep_unless_set(
+            "AERON_SHARED_IDLE_STRATEGY", context.shared_idle_strategy
+        ),
+        udp=dataclasses.replace(
+            udp,
+            sender_idle_strategy=_deep_unless_set(
+                "AERON_SENDER_IDLE_STRATEGY", udp.sender_idle_strategy
+            ),
+            receiver_idle_strategy=_deep_unless_set(
+                "AERON_RECEIVER_IDLE_STRATEGY", udp.receiver_idle_strategy
+            ),
+            shared_network_idle_strategy=_deep_unless_set(
+                "AERON_SHARED_NETWORK_IDLE_STRATEGY", udp.shared_network_idle_strategy
+            ),
+        ),
+    )
+
+
+def client_conductor_idle_strategy() -> BackoffIdleStrategy:
+    """The broker's Aeron client conductor: Aeron's 16 ms sleep, then on doubling to 64 ms while
+    idle (no spins or yields: its work is never urgent; see module)."""
+    return BackoffIdleStrategy(
+        max_spins=0,
+        max_yields=0,
+        min_park_period_ns=_CLIENT_PARK_NS,
+        max_park_period_ns=_CLIENT_PARK_NS,
+        deep_park_period_ns=_CLIENT_DEEP_PARK_NS,
+        deep_idle_after_ns=0,
+    )
+
+
+def _deep_unless_set(variable: str, from_env: str) -> str:
+    """The deep backoff, unless ``variable`` names a strategy (then ``from_env``, its value)."""
+    return from_env if os.environ.get(variable) else _DEEP_BACKOFF

@@ -1,0 +1,152 @@
+"""A datagram ends the park of the thread that runs the receiver at once, in every threading
+mode that gives the network agents a thread (their idle strategy parks in a
+:class:`~transport.driver.udp.socket_waiter.SocketWaiter`)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
+from aeromq.transport.driver.udp.udp_settings import UdpSettings
+from aeromq.transport.logbuffer import Header
+
+FAST = "sleep-ns:100000"
+PARK_1_S = "backoff:0,0,1000000000,1000000000"
+SAMPLES = 5
+# Parked blind for 1 s, a message would wait 0.5 s on average: five all under this bound by
+# chance has a probability of 0.3 ** 5, 0.2%. Woken by the datagram, each takes milliseconds.
+MAX_LATENCY_S = 0.3
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _until(predicate: Callable[[], object], step: Callable[[], object], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        step()
+
+
+@pytest.mark.parametrize(
+    "mode", [ThreadingMode.DEDICATED, ThreadingMode.SHARED_NETWORK, ThreadingMode.SHARED]
+)
+def test_should_wake_a_parked_receiver_when_a_datagram_arrives(
+    shm_dir: Path, mode: ThreadingMode
+) -> None:
+    sender_context = MediaDriverContext(
+        aeron_dir=str(shm_dir / "tx"),
+        term_buffer_length=64 * 1024,
+        conductor_idle_strategy=FAST,
+        shared_idle_strategy=FAST,
+        udp=UdpSettings(
+            sender_idle_strategy=FAST,
+            receiver_idle_strategy=FAST,
+            shared_network_idle_strategy=FAST,
+        ),
+    )
+    receiver_context = MediaDriverContext(
+        aeron_dir=str(shm_dir / "rx"),
+        term_buffer_length=64 * 1024,
+        threading_mode=mode,
+        conductor_idle_strategy=FAST if mode is not ThreadingMode.SHARED else PARK_1_S,
+        shared_idle_strategy=PARK_1_S,
+        udp=UdpSettings(
+            sender_idle_strategy=PARK_1_S,
+            receiver_idle_strategy=PARK_1_S,
+            shared_network_idle_strategy=PARK_1_S,
+        ),
+    )
+    channel = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    with (
+        MediaDriver.launch(sender_context) as tx_driver,
+        MediaDriver.launch(receiver_context) as rx_driver,
+        Aeron.connect(AeronContext(aeron_dir=tx_driver.aeron_dir)) as tx,
+        Aeron.connect(AeronContext(aeron_dir=rx_driver.aeron_dir)) as rx,
+    ):
+        subscription = rx.add_subscription(channel, 9)
+        publication = tx.add_exclusive_publication(channel, 9)
+        received: list[bytes] = []
+
+        def on_fragment(buffer: AtomicBuffer, offset: int, length: int, _: Header) -> None:
+            received.append(buffer.get_bytes(offset, length))
+
+        def poll() -> None:
+            subscription.poll(on_fragment, 10)
+            time.sleep(0.0002)
+
+        _until(lambda: publication.is_connected and subscription.images, poll, "the connection")
+        latencies = []
+        for sample in range(SAMPLES):
+            time.sleep(0.15)  # the receiver's thread is back in its 1 s park
+            payload = sample.to_bytes(4, "little")
+            _until(lambda: publication.offer(payload) > 0, poll, "the offer")  # noqa: B023
+            start = time.monotonic()
+            _until(lambda: payload in received, poll, "the message")  # noqa: B023
+            latencies.append(time.monotonic() - start)
+        assert max(latencies) < MAX_LATENCY_S, f"latencies {latencies}"
+
+
+DEEP = "backoff:10,5,1000,1000000,25000000,10000000"  # the broker's embedded driver's
+SHARED_ROLE = "[driver-conductor,sender,receiver]"
+
+
+def _wake_ups(native_id: int) -> int:
+    """How often the thread has been scheduled in (schedstat's third field)."""
+    with open(f"/proc/self/task/{native_id}/schedstat", encoding="ascii") as stat:
+        return int(stat.read().split()[2])
+
+
+def test_should_park_deep_beside_connected_idle_streams(shm_dir: Path) -> None:
+    """Heartbeats (every 100 ms) and status messages (every 200 ms) of idle streams both ways
+    are keepalives, not work: the shared thread stays in its 25 ms park between them."""
+    deep_context = MediaDriverContext(
+        aeron_dir=str(shm_dir / "deep"),
+        term_buffer_length=64 * 1024,
+        threading_mode=ThreadingMode.SHARED,
+        shared_idle_strategy=DEEP,
+    )
+    peer_context = MediaDriverContext(aeron_dir=str(shm_dir / "peer"), term_buffer_length=64 * 1024)
+    to_deep = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    to_peer = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    with (
+        MediaDriver.launch(deep_context) as deep_driver,
+        MediaDriver.launch(peer_context) as peer_driver,
+        Aeron.connect(AeronContext(aeron_dir=deep_driver.aeron_dir)) as deep,
+        Aeron.connect(AeronContext(aeron_dir=peer_driver.aeron_dir)) as peer,
+    ):
+        deep_subscription = deep.add_subscription(to_deep, 3)
+        peer_subscription = peer.add_subscription(to_peer, 4)
+        peer_publication = peer.add_exclusive_publication(to_deep, 3)
+        deep_publication = deep.add_exclusive_publication(to_peer, 4)
+        _until(
+            lambda: (
+                peer_publication.is_connected
+                and deep_publication.is_connected
+                and deep_subscription.images
+                and peer_subscription.images
+            ),
+            lambda: time.sleep(0.01),
+            "both streams",
+        )
+        (thread,) = [t for t in threading.enumerate() if t.name == SHARED_ROLE]
+        assert thread.native_id is not None
+        time.sleep(1.0)  # past the connection's traffic
+        before, start = _wake_ups(thread.native_id), time.monotonic()
+        time.sleep(2.0)
+        rate = (_wake_ups(thread.native_id) - before) / (time.monotonic() - start)
+    # a 25 ms park is 40 a second, each heartbeat and status message that arrives one more
+    # (15 a second); counted as work, each sent the thread back to spinning: 300-500 a second
+    assert rate < 150, f"{rate:.0f} wake-ups a second"

@@ -1,0 +1,120 @@
+"""``SocketWaiter``: a park that a datagram on a registered socket ends at once."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from aeromq.transport.concurrent.idle_strategy import SleepingIdleStrategy
+from aeromq.transport.driver.udp.socket_waiter import MIN_POLL_PARK_S, SocketWaiter
+
+
+@pytest.fixture
+def receiver() -> Iterator[socket.socket]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.setblocking(False)
+    yield sock
+    sock.close()
+
+
+def _send_later(address: tuple[str, int], delay_s: float) -> threading.Thread:
+    def send() -> None:
+        time.sleep(delay_s)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+            sender.sendto(b"wake", address)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_should_end_the_wait_when_a_datagram_arrives(receiver: socket.socket) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    sender = _send_later(receiver.getsockname(), 0.05)
+    start = time.monotonic()
+    waiter.wait(5.0)
+    waited_s = time.monotonic() - start
+    sender.join(5)
+    assert 0.04 <= waited_s < 2.0, f"waited {waited_s:.3f} s for a datagram sent at 0.05 s"
+    assert receiver.recv(16) == b"wake"
+
+
+def test_should_wait_the_whole_timeout_when_nothing_arrives(receiver: socket.socket) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    start = time.monotonic()
+    waiter.wait(0.03)
+    assert time.monotonic() - start >= 0.029
+
+
+def test_should_return_at_once_while_a_socket_holds_unread_data(receiver: socket.socket) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.sendto(b"unread", receiver.getsockname())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # until the kernel has queued it
+        start = time.monotonic()
+        waiter.wait(1.0)
+        if time.monotonic() - start < 0.5:
+            break
+    else:
+        pytest.fail("the datagram never made the socket readable")
+
+
+def test_should_forget_a_socket_once_unregistered_as_often_as_registered(
+    receiver: socket.socket,
+) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    waiter.register(receiver)
+    waiter.unregister(receiver)
+    assert waiter.socket_count == 1
+    waiter.unregister(receiver)
+    assert waiter.socket_count == 0
+    waiter.unregister(receiver)  # more often than registered: nothing to undo
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.sendto(b"ignored", receiver.getsockname())
+    start = time.monotonic()
+    waiter.wait(0.03)  # no socket left: a plain sleep, the datagram does not end it
+    assert time.monotonic() - start >= 0.029
+
+
+def test_should_sleep_parks_shorter_than_a_poll_can_time(
+    receiver: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    waiter.wait(MIN_POLL_PARK_S / 4)
+    assert slept == [MIN_POLL_PARK_S / 4]
+
+
+def test_should_be_quiet_only_after_a_park_that_timed_out_with_nothing_readable(
+    receiver: socket.socket,
+) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    parking = SleepingIdleStrategy(5_000_000)
+    parking.park_with(waiter.wait)
+    strategy = waiter.idle_strategy(parking)
+    assert strategy.alias == "sleep-ns"
+    strategy.idle(0)  # a 5 ms poll, nothing arrives
+    assert waiter.quiet
+    strategy.idle(1)  # work: no park, and the flag from the last park is gone
+    assert not waiter.quiet
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.sendto(b"data", receiver.getsockname())
+    deadline = time.monotonic() + 5
+    strategy.idle(0)
+    while waiter.quiet and time.monotonic() < deadline:  # until the kernel queued it
+        strategy.idle(0)
+    assert not waiter.quiet  # readable: the next cycle reads
+    assert receiver.recv(16) == b"data"
