@@ -59,11 +59,13 @@ __all__ = [
 ]
 
 ENV_PREFIX: Final = "AEROMQ_BROKER_"
-DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,1000000000"
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,1000000000,100000"
 """The session agent sleeps on its doorbell (``transport/concurrent/doorbell.py``): IPC clients
 ring it after each request, the flusher and the long-poll hold service after each answer they
 complete, so while every live session rings, each park lasts 1 ms (25 ms after a quiet second)
-and a ring ends it at once; no spins, no yields (each costs a whole Python duty cycle). While a
+and a ring ends it at once; no spins, no yields (each costs a whole Python duty cycle). While
+requests have mostly come back within 100 us of the agent going idle (one-at-a-time sends), it
+polls for up to 100 us before it parks: a wake-up costs more latency than that. While a
 session does not ring (UDP, or a client without doorbells) parks back off from 1 us to 1 ms, as
 Agrona's backoff. ``backoff:10,5,1000,1000000,25000000,1000000000`` is the strategy before
 doorbells (spin 10 duty cycles, yield 5, then park from 1 us to 1 ms, 25 ms after a quiet
@@ -411,8 +413,9 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "acl_file": "TOML file with an [acl] table of users and permissions (none: no ACL, unless "
     "the config file has an [acl] table)",
     "session_idle_strategy": (
-        "how the transport session agent waits for requests: doorbell:SPINS,YIELDS,MIN_NS,MAX_NS "
-        "(sleeps until a client rings), backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
+        "how the transport session agent waits for requests: doorbell:SPINS,YIELDS,MIN_NS,MAX_NS"
+        "[,DEEP_NS,DEEP_AFTER_NS[,SPIN_WINDOW_NS]] (sleeps until a client rings), "
+        "backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
         "(fewer spins cost less CPU while idle, and answer later)"
     ),
     "driver_threading_mode": "threads of the embedded media driver: SHARED (its conductor, "

@@ -44,6 +44,7 @@ CPU, a short park as much as a long one, so short parks only add wake-ups.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Final
 
@@ -83,6 +84,8 @@ DOORBELL_TYPE_ID: Final = 1_001
 """Type id of a media driver counter that holds a doorbell (``Aeron.add_counter``)."""
 _WAKE_ALL: Final = 0x7FFF_FFFF
 _DEFAULT_PARAMS: Final = "0,0,1000,1000000"
+_SPIN_SCORE_MAX: Final = 3
+_SPIN_SCORE_POLLS: Final = 2
 _CLEAR_SLEEPER: Final = ~SLEEPER_FLAG
 
 
@@ -194,13 +197,23 @@ class DoorbellIdleStrategy:
 
     ``all_rung``, when set, is asked before each park whether every source of work rings the
     doorbell now; while it says so, a park lasts at least ``max_park_period_ns`` (the backoff's
-    period walks on beneath, so a park after it stops saying so is as short as the backoff's). ``state``, ``park_period_ns`` and ``rings`` (parks a ring ended) are
-    readable.
+    period walks on beneath, so a park after it stops saying so is as short as the backoff's).
+
+    ``spin_window_ns`` (0: off) adapts to ping-pong traffic: a wake-up from a park costs tens of
+    microseconds of latency on a virtual machine, more than a request that comes back quickly
+    waits. While the idle gaps (from the first empty cycle to the next work) have mostly been
+    shorter than the window, the agent polls for up to the window before it parks; while they
+    have mostly been longer, it parks at once and those polls are not spent. "Mostly" is a
+    saturating count (``spin_score``, 0 to 3, up one per short gap, down one per long gap;
+    polls while it is 2 or more), as a branch predictor's: one slow gap does not stop the
+    polling. ``state``, ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score``
+    are readable.
     """
 
     __slots__ = (
         "_armed",
         "_eager",
+        "_idle_since_ns",
         "_observed",
         "all_rung",
         "deep_idle_after_ns",
@@ -213,6 +226,8 @@ class DoorbellIdleStrategy:
         "park_period_ns",
         "parked_ns",
         "rings",
+        "spin_score",
+        "spin_window_ns",
         "spins",
         "state",
         "yields",
@@ -223,6 +238,7 @@ class DoorbellIdleStrategy:
     SPINNING = 1
     YIELDING = 2
     PARKING = 3
+    POLLING = 4  # within the spin window
 
     DEFAULT_MAX_SPINS = 0
     DEFAULT_MAX_YIELDS = 0
@@ -238,7 +254,12 @@ class DoorbellIdleStrategy:
         max_park_period_ns: int = DEFAULT_MAX_PARK_PERIOD_NS,
         deep_park_period_ns: int = 0,
         deep_idle_after_ns: int = 1_000_000_000,
+        spin_window_ns: int = 0,
     ) -> None:
+        if spin_window_ns < 0:
+            raise ConfigurationError(
+                "the spin window must not be negative", spin_window_ns=spin_window_ns
+            )
         _check_shape(
             max_spins,
             max_yields,
@@ -261,13 +282,20 @@ class DoorbellIdleStrategy:
         self.parked_ns = 0
         self.rings = 0
         self.all_rung: Callable[[], bool] | None = None
+        self.spin_window_ns = spin_window_ns
+        self.spin_score = _SPIN_SCORE_MAX
         self._eager = max_spins == 0 and max_yields == 0
         self._armed = False
         self._observed = 0
+        self._idle_since_ns = 0
 
     def idle(self, work_count: int = 0) -> None:
         if work_count > 0:
             if self.state != self.NOT_IDLE:
+                if self.spin_window_ns:
+                    short = time.monotonic_ns() - self._idle_since_ns < self.spin_window_ns
+                    score = self.spin_score + (1 if short else -1)
+                    self.spin_score = min(_SPIN_SCORE_MAX, max(0, score))
                 self.reset()
             if self._eager:  # read the word now: the agent's next cycle is the poll after it
                 self._observed = self.doorbell.prepare()
@@ -278,6 +306,16 @@ class DoorbellIdleStrategy:
             self._park()
             return
         if state == self.NOT_IDLE:
+            if self.spin_window_ns:
+                self._idle_since_ns = time.monotonic_ns()
+                if self.spin_score >= _SPIN_SCORE_POLLS:
+                    self.state = self.POLLING
+                    return
+            self.state = state = self.SPINNING
+            self.spins = 0
+        elif state == self.POLLING:
+            if time.monotonic_ns() - self._idle_since_ns < self.spin_window_ns:
+                return
             self.state = state = self.SPINNING
             self.spins = 0
         if state == self.SPINNING:
@@ -330,7 +368,8 @@ class DoorbellIdleStrategy:
             f"min_park_period_ns={self.min_park_period_ns}, "
             f"max_park_period_ns={self.max_park_period_ns}, "
             f"deep_park_period_ns={self.deep_park_period_ns}, "
-            f"deep_idle_after_ns={self.deep_idle_after_ns})"
+            f"deep_idle_after_ns={self.deep_idle_after_ns}, "
+            f"spin_window_ns={self.spin_window_ns})"
         )
 
 
@@ -363,7 +402,7 @@ def _check_shape(
 
 def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStrategy:
     """An idle strategy from its name: ``doorbell[:SPINS,YIELDS,MIN_NS,MAX_NS[,DEEP_NS,
-    DEEP_AFTER_NS]]`` parks on ``doorbell`` (``None``: a doorbell of its own that nobody rings,
+    DEEP_AFTER_NS[,SPIN_WINDOW_NS]]]`` parks on ``doorbell`` (``None``: a doorbell of its own that nobody rings,
     e.g. to check a configured name), any other name is
     :func:`~transport.concurrent.idle_strategy.idle_strategy_from_name`'s. Without futexes (off
     Linux) a doorbell name gives the backoff of the same shape."""
@@ -373,11 +412,11 @@ def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStr
     if not params.strip():
         params = _DEFAULT_PARAMS
     parts = [part.strip() for part in params.split(",")]
-    if len(parts) not in (4, 6):
+    if len(parts) not in (4, 6, 7):
         raise ConfigurationError(
             "idle strategy takes a different number of parameters",
             name=name,
-            expected="4 or 6",
+            expected="4, 6 or 7",
             given=len(parts),
         )
     try:
@@ -385,5 +424,5 @@ def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStr
     except ValueError as exc:
         raise ConfigurationError("idle strategy parameter is not an integer", name=name) from exc
     if not HAS_FUTEX:  # no futexes here: the same shape, parked by the clock
-        return BackoffIdleStrategy(*values)
+        return BackoffIdleStrategy(*values[:6])
     return DoorbellIdleStrategy(doorbell if doorbell is not None else Doorbell.allocate(), *values)

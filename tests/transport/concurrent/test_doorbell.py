@@ -335,3 +335,31 @@ def test_should_not_sleep_through_a_ring_that_came_during_the_last_poll() -> Non
     idle.idle(0)
     assert time.monotonic() - start < 2.5
     assert idle.rings == 1
+
+
+def test_should_poll_through_its_spin_window_while_gaps_are_short_and_not_after() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(),
+        min_park_period_ns=50_000_000,
+        max_park_period_ns=50_000_000,
+        spin_window_ns=20_000_000,
+    )
+    idle.idle(1)
+    idle.idle(0)  # the gaps were short so far: poll
+    assert idle.state == DoorbellIdleStrategy.POLLING
+    idle.idle(1)  # work within the window: a short gap
+    assert idle.spin_score == 3
+    for _ in range(3):  # long gaps: the window passes, the agent parks (50 ms)
+        idle.idle(0)
+        while idle.state == DoorbellIdleStrategy.POLLING:
+            idle.idle(0)
+        idle.idle(0)
+        idle.idle(1)
+    assert idle.spin_score == 0
+    idle.idle(0)  # parks at once now
+    assert idle.state == DoorbellIdleStrategy.PARKING
+    assert "spin_window_ns=20000000" in repr(idle)
+    named = idle_strategy_with_doorbell(
+        "doorbell:0,0,1000,1000000,25000000,1000000000,100000", None
+    )
+    assert isinstance(named, DoorbellIdleStrategy) and named.spin_window_ns == 100_000
