@@ -85,7 +85,8 @@ DOORBELL_TYPE_ID: Final = 1_001
 _WAKE_ALL: Final = 0x7FFF_FFFF
 _DEFAULT_PARAMS: Final = "0,0,1000,1000000"
 _SPIN_SCORE_MAX: Final = 3
-_SPIN_SCORE_POLLS: Final = 2
+_SPIN_SCORE_POLLS: Final = 1
+_PROBE_MASK: Final = 15  # one idle period in 16 polls through the window anyway
 _CLEAR_SLEEPER: Final = ~SLEEPER_FLAG
 
 
@@ -205,14 +206,17 @@ class DoorbellIdleStrategy:
     shorter than the window, the agent polls for up to the window before it parks; while they
     have mostly been longer, it parks at once and those polls are not spent. "Mostly" is a
     saturating count (``spin_score``, 0 to 3, up one per short gap, down one per long gap;
-    polls while it is 2 or more), as a branch predictor's: one slow gap does not stop the
-    polling. ``state``, ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score``
-    are readable.
+    polls while it is 1 or more), as a branch predictor's: one slow gap does not stop the
+    polling. A gap that ends in a park is measured late (the wake-up's latency is in it), so
+    one idle period in 16 polls through the window anyway, to find short gaps again.
+    ``state``, ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score`` are
+    readable.
     """
 
     __slots__ = (
         "_armed",
         "_eager",
+        "_idle_periods",
         "_idle_since_ns",
         "_observed",
         "all_rung",
@@ -288,6 +292,7 @@ class DoorbellIdleStrategy:
         self._armed = False
         self._observed = 0
         self._idle_since_ns = 0
+        self._idle_periods = 0
 
     def idle(self, work_count: int = 0) -> None:
         if work_count > 0:
@@ -308,7 +313,8 @@ class DoorbellIdleStrategy:
         if state == self.NOT_IDLE:
             if self.spin_window_ns:
                 self._idle_since_ns = time.monotonic_ns()
-                if self.spin_score >= _SPIN_SCORE_POLLS:
+                self._idle_periods += 1
+                if self.spin_score >= _SPIN_SCORE_POLLS or not self._idle_periods & _PROBE_MASK:
                     self.state = self.POLLING
                     return
             self.state = state = self.SPINNING
