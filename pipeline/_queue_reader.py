@@ -39,7 +39,7 @@ from aeromq.client import MessageQueue, build_subscription_data, error_for_code
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver
 from aeromq.client.session import ClientSession
-from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES
+from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES, PullAnswer
 from aeromq.consumer import MessageBatch
 from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.pipeline._errors import DataLossError, ReadTimeoutError
@@ -136,9 +136,7 @@ class _RangeReader:
         self._fail_on_data_loss = fail_on_data_loss
         self._read_timeout_ms = read_timeout_ms
         self._asked = start  # where the next pull starts
-        self._in_flight: collections.deque[tuple[int, Future[messages_pb2.PullMessageResponse]]] = (
-            collections.deque()
-        )
+        self._in_flight: collections.deque[tuple[int, Future[PullAnswer]]] = collections.deque()
 
     def batches(self) -> Iterator[MessageBatch]:
         """The range's messages, answer by answer, in offset order."""

@@ -1,9 +1,11 @@
 """``PullMessage``: RocketMQ's pull semantics over the store, with long polling.
 
 Carrier-independent: :meth:`PullProcessor.process` takes a ``PullMessageRequest`` and calls
-``on_done(PullMessageResponse)`` exactly once, inline when the answer is ready, or later from the
-hold service's thread when the pull was held. The transport session and the gRPC servicer both
-call it.
+``on_done(PullAnswer)`` exactly once, inline when the answer is ready, or later from the hold
+service's thread when the pull was held. A :class:`~common.PullAnswer` is the answer's control
+fields (a ``PullMessageResponse`` without ``batches``) beside the stored batches' bytes: the
+transport session writes the batches as the envelope's raw section (:mod:`common._envelope`),
+so they are never copied into a protobuf message nor serialised.
 
 Outcomes (``status.code`` is 0 for all four; ``pull_status`` tells them apart):
 
@@ -23,8 +25,8 @@ OFFSET_ILLEGAL  below the queue's min (next = min), beyond its max (next = max),
 stored batch is always returned however large).
 
 A FOUND answer carries the stored record batches (:mod:`common._record_batch`) that hold the
-messages found, as the commit log holds them: one join of the stored bytes, no decode and no
-object per message. The last batch goes whole: when the count cap falls inside it,
+messages found, as the commit log holds them: one join of the stored bytes, no decode, no
+object per message and no protobuf copy. The last batch goes whole: when the count cap falls inside it,
 ``next_begin_offset`` moves to its end (as a Kafka fetch returns whole batches), so no pull sends
 a batch twice. A batch can hold records before ``queue_offset`` or of other tags; the consumer
 keeps the ones in ``[queue_offset, next_begin_offset)`` that match (and checks each batch's CRC). Bad requests are answered with a non-zero ``status.code`` and
@@ -60,6 +62,7 @@ from aeromq.broker.store import (
 )
 from aeromq.common import (
     ClientError,
+    PullAnswer,
     RecordBatch,
     ResponseCode,
     Sql92Filter,
@@ -81,14 +84,15 @@ __all__ = [
     "sql92_of",
 ]
 
-MAX_PULL_MESSAGES: Final = 1024
+MAX_PULL_MESSAGES: Final = 8192
 """The most messages one pull finds (a request asks for up to this many; RocketMQ's broker
 caps at 32 messages, which its per-message transfer needs; whole stored batches make larger
-pulls cheap)."""
+pulls cheap, and a bulk reader's pulls of thousands spread each pull's fixed cost thin).
+``MAX_PULL_BYTES`` usually binds first for such pulls."""
 MAX_PULL_BYTES: Final = 1024 * 1024
 """About the most bytes of stored batches one pull answers with (one batch always goes)."""
 
-PullDone = Callable[[messages_pb2.PullMessageResponse], None]
+PullDone = Callable[[PullAnswer], None]
 
 _FOUND: Final = messages_pb2.FOUND
 _NO_NEW_MSG: Final = messages_pb2.NO_NEW_MSG
@@ -219,7 +223,7 @@ class PullProcessor:
             self.errors[code] += 1
             response.status.code = code
             response.status.message = text
-            on_done(response)
+            on_done(PullAnswer(response, b""))
             return
         try:
             sql = sql92_of(request)
@@ -230,7 +234,7 @@ class PullProcessor:
             response.status.code = code
             kind = "tag" if request.expression_type == _TAG else "SQL92"
             response.status.message = f"bad {kind} expression: {exc}"
-            on_done(response)
+            on_done(PullAnswer(response, b""))
             return
         if request.commit_offset > 0 and request.consumer_group:
             self._store.consumer_offsets.commit_offset(
@@ -274,15 +278,15 @@ class PullProcessor:
         response.min_offset = result.min_offset
         response.max_offset = result.max_offset
         served = 0
-        if result.data:
-            response.batches = result.data
+        data = result.data
+        if data:
             response.next_begin_offset = _whole_batches_end(result)
             # whole batches go out: every record from the pulled offset to the answer's next
             # one (a filter's misses included; the consumer drops those)
             served = response.next_begin_offset - offset
             self.messages_out += served
-        self.meter.on_pulled(topic, served, len(result.data), time.perf_counter_ns() - started_ns)
-        on_done(response)
+        self.meter.on_pulled(topic, served, len(data), time.perf_counter_ns() - started_ns)
+        on_done(PullAnswer(response, data))
 
     def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:
         """The error code and text of a request that cannot be served, or None."""
