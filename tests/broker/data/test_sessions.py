@@ -26,7 +26,7 @@ from aeromq.client import (
 )
 from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
 from aeromq.common import SESSION_CLOSED_CODE, PullAnswer
-from aeromq.proto import messages_pb2, session_pb2
+from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
