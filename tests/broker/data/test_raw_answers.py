@@ -7,9 +7,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from aeromq.broker.testing import start_broker_process
+from aeromq.client.grpc_client import GrpcClient
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.common import (
     RESPONSE_FIELD_NUMBERS,
@@ -20,6 +23,10 @@ from aeromq.common import (
 )
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport.client import Aeron, ExclusivePublication, Subscription
+from tests._pulled import pulled
+
+from ._system import _session
+from .conftest import pull_request, send_request
 
 _INGRESS_STREAM = 4711
 _SESSION_ID = 99
@@ -118,3 +125,44 @@ def test_should_fail_a_pull_whose_raw_section_is_cut_short_at_once(
     broker.answer(_pull_answer(request.correlation_id, b"ok", 2))
     assert again.result(5).batches == b"ok"
     assert session.is_open
+
+
+@pytest.mark.parametrize("transport", ["ipc", "udp"])
+def test_should_carry_a_pull_answer_of_a_mebibyte_intact_over_ipc_and_udp(
+    transport: str, tmp_path: Path
+) -> None:
+    """A broker process, 8,000 messages of 300 B (one batch of 100 per send): pulls of 8,192
+    messages are cut at the broker's 1 MiB answer (fragments of 64 KiB over IPC, of the UDP
+    MTU over UDP), and every message comes back intact and in order."""
+    broker = start_broker_process(
+        tmp_path / "data",
+        extra_args=["--ingress-udp-endpoint", "127.0.0.1:0", "--index-enabled", "false",
+                    "--log-level", "WARNING"],
+    )  # fmt: skip
+    try:
+        with GrpcClient(broker.grpc_address, timeout_s=30) as admin:
+            admin.create_topic("big", read_queue_nums=1, write_queue_nums=1)
+        driver, client, session = _session(broker.ready, transport)
+        try:
+            for first in range(0, 8000, 100):
+                bodies = [b"%06d" % i + b"." * 294 for i in range(first, first + 100)]
+                done = session.request(send_request(*bodies, topic="big"), 10_000)
+                assert done.status.code == 0
+            offset, sizes, got = 0, [], []
+            while offset < 8000:
+                answer = session.request(
+                    pull_request(offset=offset, topic="big", max_msg_nums=8192), 10_000
+                )
+                assert isinstance(answer, PullAnswer) and answer.pull_status == messages_pb2.FOUND
+                sizes.append(len(answer.batches))
+                got.extend(m.body for m in pulled(answer, "big", 0, offset))
+                offset = answer.next_begin_offset
+            assert got == [b"%06d" % i + b"." * 294 for i in range(8000)]
+            assert max(sizes) > 1_000_000 and len(sizes) == 3  # 2.6 MB in 1 MiB answers
+        finally:
+            session.close()
+            client.close()
+            if driver is not None:
+                driver.close()
+    finally:
+        assert broker.stop() == 0
