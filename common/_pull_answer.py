@@ -12,29 +12,48 @@ reader uses (``status``, ``pull_status``, ``next_begin_offset``, ``min_offset``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aeromq.proto import common_pb2, messages_pb2
 
 __all__ = ["PullAnswer"]
 
 
 class PullAnswer:
-    """``response`` (the control fields) and ``batches`` (the stored record batches, back to
-    back; ``response.batches`` when None, as a protobuf-only answer carries them)."""
+    """``response`` (the control fields) and the stored record batches, back to back: given as
+    ``batches``, or as ``pieces`` (the broker's views of its commit log, one per batch, written
+    into the transport as they are), else ``response.batches`` (a protobuf-only answer)."""
 
-    __slots__ = ("_batches", "response")
+    __slots__ = ("_batches", "_pieces", "response")
 
     def __init__(
-        self, response: messages_pb2.PullMessageResponse, batches: bytes | None = None
+        self,
+        response: messages_pb2.PullMessageResponse,
+        batches: bytes | None = None,
+        *,
+        pieces: Sequence[bytes | memoryview] = (),
     ) -> None:
         self.response = response
         self._batches = batches
+        self._pieces = pieces
 
     @property
     def batches(self) -> bytes:
+        """The batches as one ``bytes`` (pieces are joined once, when asked)."""
         batches = self._batches
         if batches is None:
-            batches = self._batches = self.response.batches
+            pieces = self._pieces
+            batches = b"".join(pieces) if pieces else self.response.batches
+            self._batches = batches
         return batches
+
+    @property
+    def pieces(self) -> Sequence[bytes | memoryview]:
+        """The batches as the pieces to write back to back (none when there are none)."""
+        if self._pieces:
+            return self._pieces
+        batches = self.batches
+        return (batches,) if batches else ()
 
     @property
     def status(self) -> common_pb2.Status:
@@ -69,5 +88,6 @@ class PullAnswer:
         return (
             f"PullAnswer(code={response.status.code}, pull_status={response.pull_status}, "
             f"next_begin_offset={response.next_begin_offset}, min_offset={response.min_offset}, "
-            f"max_offset={response.max_offset}, batches={len(self.batches)} bytes)"
+            f"max_offset={response.max_offset}, "
+            f"batches={sum(memoryview(p).nbytes for p in self.pieces)} bytes)"
         )

@@ -61,6 +61,7 @@ from aeromq.broker.store import (
     MessageStore,
 )
 from aeromq.common import (
+    HEADER_STRUCT,
     ClientError,
     PullAnswer,
     RecordBatch,
@@ -99,6 +100,8 @@ _NO_NEW_MSG: Final = messages_pb2.NO_NEW_MSG
 _NO_MATCHED_MSG: Final = messages_pb2.NO_MATCHED_MSG
 _OFFSET_ILLEGAL: Final = messages_pb2.OFFSET_ILLEGAL
 _TAG: Final = messages_pb2.TAG
+_BASE_QUEUE_OFFSET_FIELD: Final = 2  # of HEADER_STRUCT's fields
+_COUNT_FIELD: Final = 8
 
 _STATUS: Final[dict[GetMessageStatus, int]] = {
     GetMessageStatus.FOUND: _FOUND,
@@ -163,20 +166,25 @@ def apply_sql92(result: GetMessageResult, sql: Sql92Filter | None, offset: int) 
     return result
 
 
-def _whole_batches_end(result: GetMessageResult) -> int:
-    """Where the next pull starts when the answer's last batch is taken whole: a count cap that
-    falls inside a stored batch would have the consumer pull the rest of it again (and the
+def _whole_batches_end(result: GetMessageResult, last: memoryview) -> int:
+    """Where the next pull starts when the answer's ``last`` batch is taken whole: a count cap
+    that falls inside a stored batch would have the consumer pull the rest of it again (and the
     broker send all of it again), so the answer's next offset moves to the batch's end, as a
     Kafka fetch returns whole batches (the consumer keeps what matches, as it does anyway)."""
-    data = result.data
-    position = 0
-    last = 0
-    while position < len(data):
+    if read_total_length(last, 0)[0] != last.nbytes:
+        last = last[_last_batch_start(last) :]  # a SQL92 answer: its batches joined
+    header = HEADER_STRUCT.unpack_from(last, 0)
+    end = int(header[_BASE_QUEUE_OFFSET_FIELD]) + int(header[_COUNT_FIELD])
+    return max(result.next_begin_offset, min(end, result.max_offset))
+
+
+def _last_batch_start(data: memoryview) -> int:
+    """Where the last of the batches joined in ``data`` starts (a walk of their lengths)."""
+    position = last = 0
+    while position < data.nbytes:
         last = position
         position += read_total_length(data, position)[0]
-    batch = RecordBatch(data, last)
-    end = int(batch.base_queue_offset) + int(batch.count)
-    return max(result.next_begin_offset, min(end, result.max_offset))
+    return last
 
 
 class PullProcessor:
@@ -244,29 +252,38 @@ class PullProcessor:
         max_messages = min(max_messages, self.max_messages)
         max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)
         offset = request.queue_offset
-        result = self._store.get_batches(topic, queue_id, offset, max_messages, max_bytes, codes)
-        result = apply_sql92(result, sql, offset)
+
+        def get() -> tuple[GetMessageResult, list[memoryview]]:
+            views: list[memoryview] = []
+            if sql is None:  # the batches as views of the commit log: no join
+                got = self._store.get_batches(
+                    topic, queue_id, offset, max_messages, max_bytes, codes, views
+                )
+                return got, views
+            got = self._store.get_batches(topic, queue_id, offset, max_messages, max_bytes, codes)
+            got = apply_sql92(got, sql, offset)
+            return got, [memoryview(got.data)] if got.data else views
+
+        result, views = get()
         status = pull_status(result, offset)
         suspend_ms = request.suspend_timeout_ms
         if status == _NO_NEW_MSG and suspend_ms > 0 and self.long_polling:
             self.held += 1
 
             def wake(arrived: bool) -> None:
-                again = self._store.get_batches(
-                    topic, queue_id, offset, max_messages, max_bytes, codes
-                )
-                again = apply_sql92(again, sql, offset)
+                again, views = get()
                 status = pull_status(again, offset)
-                self._answer(response, again, status, on_done, topic, offset, started_ns)
+                self._answer(response, again, views, status, on_done, topic, offset, started_ns)
 
             self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
             return
-        self._answer(response, result, status, on_done, topic, offset, started_ns)
+        self._answer(response, result, views, status, on_done, topic, offset, started_ns)
 
     def _answer(
         self,
         response: messages_pb2.PullMessageResponse,
         result: GetMessageResult,
+        views: list[memoryview],
         status: int,
         on_done: PullDone,
         topic: str,
@@ -278,15 +295,16 @@ class PullProcessor:
         response.min_offset = result.min_offset
         response.max_offset = result.max_offset
         served = 0
-        data = result.data
-        if data:
-            response.next_begin_offset = _whole_batches_end(result)
+        size = 0
+        if views:
+            size = sum(view.nbytes for view in views)
+            response.next_begin_offset = _whole_batches_end(result, views[-1])
             # whole batches go out: every record from the pulled offset to the answer's next
             # one (a filter's misses included; the consumer drops those)
             served = response.next_begin_offset - offset
             self.messages_out += served
-        self.meter.on_pulled(topic, served, len(data), time.perf_counter_ns() - started_ns)
-        on_done(PullAnswer(response, data))
+        self.meter.on_pulled(topic, served, size, time.perf_counter_ns() - started_ns)
+        on_done(PullAnswer(response, pieces=views))
 
     def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:
         """The error code and text of a request that cannot be served, or None."""

@@ -459,10 +459,14 @@ class SessionAgent:
             session, correlation_id, field, response = completions.popleft()
             if session.state is SessionState.CLOSED:
                 continue
-            data: bytes | list[bytes] = _answer_envelope(
+            data: bytes | list[bytes | memoryview] = _answer_envelope(
                 correlation_id, session.session_id, field, response
             )
-            length = len(data) if isinstance(data, bytes) else sum(map(len, data))
+            length = (
+                len(data)
+                if isinstance(data, bytes)
+                else sum(memoryview(piece).nbytes for piece in data)
+            )
             publication = session.publication
             if publication is not None and length > publication.max_message_length:
                 self.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] += 1
@@ -478,7 +482,9 @@ class SessionAgent:
             sent += 1
         return sent
 
-    def _respond(self, session: ServerSession, data: bytes | list[bytes], now_ns: int) -> None:
+    def _respond(
+        self, session: ServerSession, data: bytes | list[bytes | memoryview], now_ns: int
+    ) -> None:
         self.counters.responses += 1
         if not session.send(data, now_ns):
             self._close(session, "the client is gone (response stream lost)", now_ns, notify=False)
@@ -581,17 +587,16 @@ class SessionAgent:
 
 def _answer_envelope(
     correlation_id: int, session_id: int, field: int, response: ProtoMessage | PullAnswer
-) -> bytes | list[bytes]:
+) -> bytes | list[bytes | memoryview]:
     """The envelope of an answer: a pull's batches as its raw section, in pieces for one
     vectored offer (:mod:`common._envelope`), else one serialised envelope."""
     if isinstance(response, PullAnswer):
         body = response.response.SerializeToString()
-        batches = response.batches
-        if batches:
-            head, tail = encode_envelope_around(
-                correlation_id, session_id, field, body, len(batches)
-            )
-            return [head, batches, tail]
+        pieces = response.pieces
+        if pieces:
+            size = sum(memoryview(piece).nbytes for piece in pieces)
+            head, tail = encode_envelope_around(correlation_id, session_id, field, body, size)
+            return [head, *pieces, tail]
         return encode_envelope(correlation_id, session_id, field, body)
     return encode_envelope(correlation_id, session_id, field, response.SerializeToString())
 

@@ -99,7 +99,7 @@ class ServerSession:
     def route(self) -> tuple[str, int]:
         return self.response_channel, self.response_stream_id
 
-    def send(self, data: bytes | list[bytes], now_ns: int) -> bool:
+    def send(self, data: bytes | list[bytes | memoryview], now_ns: int) -> bool:
         """Offer ``data`` now, or queue it behind the backlog or back pressure; False when the
         response stream is gone (no subscriber, or the publication closed). ``data`` in pieces
         is one message, offered vectored (joined only when it has to wait)."""

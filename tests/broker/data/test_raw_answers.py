@@ -42,10 +42,13 @@ class _HandBroker:
         self.publication: ExclusivePublication | None = None
 
     def next_request(self, timeout_s: float = 5.0) -> session_pb2.TransportRequest:
+        """The next request other than a keepalive (a new session sends one at once)."""
         got: list[session_pb2.TransportRequest] = []
 
         def handler(buffer: object, offset: int, length: int, _header: object) -> None:
-            got.append(session_pb2.TransportRequest.FromString(buffer.get_bytes(offset, length)))  # type: ignore[attr-defined]
+            request = session_pb2.TransportRequest.FromString(buffer.get_bytes(offset, length))  # type: ignore[attr-defined]
+            if request.WhichOneof("body") != "keepalive":
+                got.append(request)
 
         deadline = time.monotonic() + timeout_s
         while not got:
