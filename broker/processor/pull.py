@@ -25,8 +25,9 @@ OFFSET_ILLEGAL  below the queue's min (next = min), beyond its max (next = max),
 stored batch is always returned however large).
 
 A FOUND answer carries the stored record batches (:mod:`common._record_batch`) that hold the
-messages found, as the commit log holds them: one join of the stored bytes, no decode, no
-object per message and no protobuf copy. The last batch goes whole: when the count cap falls inside it,
+messages found, as the commit log holds them: a view of each in the mapped commit log, written
+into the transport from there (no join, no decode, no object per message, no protobuf copy; a
+SQL92 answer is joined once). The last batch goes whole: when the count cap falls inside it,
 ``next_begin_offset`` moves to its end (as a Kafka fetch returns whole batches), so no pull sends
 a batch twice. A batch can hold records before ``queue_offset`` or of other tags; the consumer
 keeps the ones in ``[queue_offset, next_begin_offset)`` that match (and checks each batch's CRC). Bad requests are answered with a non-zero ``status.code`` and

@@ -4,8 +4,9 @@ offset and by key.
 Caller: the ``MessageStore``, from any thread, concurrently with puts and retention.
 ``get_batches`` is the pull path: the consume-queue slice as numpy arrays (tag filter on its
 hash column, entries grouped by batch), each wanted batch's header checked cheaply, and the
-stored bytes gathered with one join of views of the mapped segments; no decode, no object
-per message, no CRC (the consumer checks it). ``get_messages`` decodes what ``get_batches``
+stored bytes gathered as views of the mapped segments (joined once, or handed over as they
+are for the pull path to write into the transport); no decode, no object per message, no CRC
+(the consumer checks it). ``get_messages`` decodes what ``get_batches``
 found into ``StoredMessage``s, CRC-checked (tests and admin tools).
 """
 
