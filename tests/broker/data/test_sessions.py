@@ -25,8 +25,8 @@ from aeromq.client import (
     ResponseCode,
 )
 from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
-from aeromq.common import SESSION_CLOSED_CODE
-from aeromq.proto import messages_pb2, session_pb2
+from aeromq.common import SESSION_CLOSED_CODE, PullAnswer
+from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
@@ -302,7 +302,7 @@ def test_should_carry_requests_longer_than_one_frame(session: ClientSession) -> 
     body = bytes(range(256)) * 24  # 6 KB: over UDP it is fragmented; over IPC one frame each way
     session.request(send_request(body, queue_id=2))
     answer = session.request(pull_request(queue_id=2))
-    assert isinstance(answer, messages_pb2.PullMessageResponse)
+    assert isinstance(answer, PullAnswer)  # the batches came as the envelope's raw section
     (message,) = pulled(answer, TOPIC, 2, 0)
     assert message.body == body and message.topic == TOPIC
 
