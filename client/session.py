@@ -70,17 +70,22 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.client._security import Credentials
 from aeromq.common import (
     DEFAULT_INGRESS_STREAM_ID,
+    ENVELOPE_HEAD_MAX_LENGTH,
     REQUEST_FIELD_NUMBERS,
     SESSION_CLOSED_CODE,
     SESSION_PROTOCOL_VERSION,
     BrokerBusyError,
     BrokerUnavailableError,
     ClientError,
+    CorruptMessageError,
     IllegalArgumentError,
     IllegalStateError,
+    PullAnswer,
     RequestTimeoutError,
     encode_envelope,
     error_for_code,
+    salvage_envelope_ids,
+    split_raw_section,
     with_ipc_mtu,
 )
 from aeromq.proto import messages_pb2, session_pb2
@@ -427,7 +432,7 @@ class ClientSession:
     @overload
     def request(
         self, body: messages_pb2.PullMessageRequest, timeout_ms: int | None = None
-    ) -> messages_pb2.PullMessageResponse: ...
+    ) -> PullAnswer: ...
     @overload
     def request(
         self, body: session_pb2.ConnectRequest, timeout_ms: int | None = None
@@ -437,7 +442,7 @@ class ClientSession:
         self, body: session_pb2.KeepAliveRequest, timeout_ms: int | None = None
     ) -> session_pb2.KeepAliveResponse: ...
 
-    def request(self, body: ProtoMessage, timeout_ms: int | None = None) -> ProtoMessage:
+    def request(self, body: ProtoMessage, timeout_ms: int | None = None) -> Any:
         """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         future = self._submit(body, timeout)
@@ -456,7 +461,7 @@ class ClientSession:
     @overload
     def request_async(
         self, body: messages_pb2.PullMessageRequest, timeout_ms: int | None = None
-    ) -> Future[messages_pb2.PullMessageResponse]: ...
+    ) -> Future[PullAnswer]: ...
 
     def request_async(self, body: ProtoMessage, timeout_ms: int | None = None) -> Future[Any]:
         """Send ``body`` now and return a future of its answer, completed on the poller
@@ -728,8 +733,23 @@ class ClientSession:
         return max(0, int(time.time() * 1000) - heartbeat_ms)
 
     def _on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+        # A pull answer's batches come as the envelope's raw section (common._envelope): copied
+        # out once, the rest parsed without them.
+        head = buffer.get_bytes(offset, min(length, ENVELOPE_HEAD_MAX_LENGTH))
+        raw: bytes | None = None
         try:
-            response = _Response.FromString(buffer.get_bytes(offset, length))
+            section = split_raw_section(head, length)
+        except CorruptMessageError as exc:
+            self._malformed(head, exc)
+            return
+        if section is not None:
+            raw = buffer.get_bytes(offset + section.offset, section.length)
+            end = section.offset + section.length
+            data = head[: section.tag_offset] + buffer.get_bytes(offset + end, length - end)
+        else:
+            data = head if length <= len(head) else buffer.get_bytes(offset, length)
+        try:
+            response = _Response.FromString(data)
         except DecodeError:
             _log.warning("malformed response on the session: length=%d", length)
             return
@@ -765,7 +785,7 @@ class ClientSession:
         if kind == "send":
             _resolve(future, response.send)
         elif kind == "pull":
-            _resolve(future, response.pull)
+            _resolve(future, PullAnswer(response.pull, raw))
         elif kind == "keepalive":
             _resolve(future, response.keepalive)
         else:
@@ -775,6 +795,16 @@ class ClientSession:
                     "an answer without a body", correlation_id=response.correlation_id
                 ),
             )
+
+    def _malformed(self, head: bytes, error: CorruptMessageError) -> None:
+        """An answer whose raw section does not fit it: its request fails with ``error``."""
+        _log.warning("malformed response on the session: %s", error)
+        correlation_id, session_id = salvage_envelope_ids(head)
+        if session_id != self.session_id:
+            return
+        future = self._pending.pop(correlation_id, None)
+        if future is not None:
+            _reject(future, error)
 
     def _fail(self, error: ClientError) -> None:
         """The session is unusable: remember why and fail everything pending."""
@@ -793,7 +823,7 @@ class ClientSession:
             self._doorbell.ring()  # callers asleep on it see their failed futures
 
 
-def _resolve(future: Future[ProtoMessage], value: ProtoMessage) -> None:
+def _resolve(future: Future[Any], value: ProtoMessage | PullAnswer) -> None:
     with contextlib.suppress(InvalidStateError):  # timed out or failed meanwhile
         future.set_result(value)
 

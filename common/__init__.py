@@ -20,6 +20,7 @@ I/O here.
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
+- ``_pull_answer``: :class:`PullAnswer`, a pull's control fields beside its record batches.
 - ``_queue_holders``: :class:`QueueHolders`, which member of a group holds each queue (the
   broker's half of a rebalance hand-over: acquire before the first pull, release on commit).
 - ``_latency``: :class:`LatencyHistogram`, durations in fixed buckets, for the broker's and the
@@ -34,14 +35,19 @@ from aeromq.common._credentials import SECRET_METADATA, USER_METADATA
 from aeromq.common._envelope import (
     CORRELATION_ID_FIELD,
     DEFAULT_INGRESS_STREAM_ID,
+    ENVELOPE_HEAD_MAX_LENGTH,
     IPC_SESSION_MTU,
+    RAW_SECTION_FIELD,
     REQUEST_FIELD_NUMBERS,
     RESPONSE_FIELD_NUMBERS,
     SESSION_CLOSED_CODE,
     SESSION_ID_FIELD,
     SESSION_PROTOCOL_VERSION,
+    RawSection,
     encode_envelope,
+    encode_envelope_around,
     salvage_envelope_ids,
+    split_raw_section,
     with_ipc_mtu,
 )
 from aeromq.common._errors import (
@@ -118,6 +124,7 @@ from aeromq.common._properties import (
     decode_properties,
     encode_properties,
 )
+from aeromq.common._pull_answer import PullAnswer
 from aeromq.common._queue_holders import QueueHolders
 from aeromq.common._record_batch import (
     BATCH_MAGIC,
@@ -179,6 +186,7 @@ __all__ = [
     "DEFAULT_INGRESS_STREAM_ID",
     "DEFAULT_LATENCY_BUCKETS_S",
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "ENVELOPE_HEAD_MAX_LENGTH",
     "ERROR_FOR_CODE",
     "FIXED_HEADER_LENGTH",
     "GROUP_MAX_LENGTH",
@@ -204,6 +212,7 @@ __all__ = [
     "PROPERTY_TAGS",
     "PROPERTY_UNIQ_KEY",
     "PROPERTY_WAIT_STORE_MSG_OK",
+    "RAW_SECTION_FIELD",
     "RECORD_OVERHEAD",
     "REQUEST_FIELD_NUMBERS",
     "RESERVED_PROPERTY_NAMES",
@@ -246,7 +255,9 @@ __all__ = [
     "NotSupportedError",
     "OffsetIllegalError",
     "OffsetMessageId",
+    "PullAnswer",
     "QueueHolders",
+    "RawSection",
     "RecordBatch",
     "RequestTimeoutError",
     "ResponseCode",
@@ -273,6 +284,7 @@ __all__ = [
     "decode_unique_message_id",
     "encode_batch",
     "encode_envelope",
+    "encode_envelope_around",
     "encode_offset_message_id",
     "encode_properties",
     "encode_unique_message_id",
@@ -289,6 +301,7 @@ __all__ = [
     "patch_batch",
     "read_total_length",
     "salvage_envelope_ids",
+    "split_raw_section",
     "split_tag",
     "stored_properties",
     "tag_hash_code",

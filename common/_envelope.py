@@ -25,6 +25,33 @@ protobuf parses as one message: a body is serialised once and never copied into 
 object. :func:`salvage_envelope_ids` reads the two ids of an envelope that does not parse, so
 the broker can still answer it.
 
+A response may carry a raw section (a pull answer's stored record batches): bytes that travel
+beside the body instead of inside it, as field :data:`RAW_SECTION_FIELD` (length-delimited)
+between the ids and the body::
+
+     0                   1                   2                   3
+     0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+    +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    |  0x08 (1, v)  |  Correlation id (varint, 1 to 10 bytes)     ...
+    +---------------+-----------------------------------------------+
+    |  0x10 (2, v)  |  Session id (varint, 1 to 10 bytes)         ...
+    +---------------+---------------+-------------------------------+
+    |  0xC2 0x3E (1000, LEN)        |  Raw length (varint)        ...
+    +-------------------------------+-------------------------------+
+    |  Raw section (Raw length bytes, as the broker stores them)  ...
+    +---------------------------------------------------------------+
+    |  Body tag, body length, body (as above)                     ...
+    +---------------------------------------------------------------+
+
+The whole is still one valid ``TransportResponse`` (a parser that does not know field 1000
+keeps it as an unknown field), but neither end makes it one: the broker writes the head, the
+raw bytes and the tail as three pieces of one vectored offer
+(:func:`encode_envelope_around`), so the batches are never joined into a protobuf message nor
+serialised; the client finds the section from the head alone (:func:`split_raw_section`,
+reading at most :data:`ENVELOPE_HEAD_MAX_LENGTH` bytes), copies the raw bytes out once and
+parses only the ids and the body. A raw length that runs past the message is a
+:class:`~common.CorruptMessageError`, never a read past it.
+
 The session protocol's constants live here too, for both ends: the version a CONNECT carries,
 the broker's default ingress stream, and the code of an envelope-level error that ends the
 session.
@@ -33,24 +60,30 @@ session.
 from __future__ import annotations
 
 import functools
-from typing import Final
+from typing import Final, NamedTuple
 
 from google.protobuf.message import Message as ProtoMessage
 
+from aeromq.common._errors import CorruptMessageError
 from aeromq.common._response_code import ResponseCode
 from aeromq.proto import session_pb2
 
 __all__ = [
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",
+    "ENVELOPE_HEAD_MAX_LENGTH",
     "IPC_SESSION_MTU",
+    "RAW_SECTION_FIELD",
     "REQUEST_FIELD_NUMBERS",
     "RESPONSE_FIELD_NUMBERS",
     "SESSION_CLOSED_CODE",
     "SESSION_ID_FIELD",
     "SESSION_PROTOCOL_VERSION",
+    "RawSection",
     "encode_envelope",
+    "encode_envelope_around",
     "salvage_envelope_ids",
+    "split_raw_section",
     "with_ipc_mtu",
 ]
 
@@ -81,6 +114,13 @@ _TAG_SHIFT: Final = 3
 _WIRE_TYPE_MASK: Final = (1 << _TAG_SHIFT) - 1
 _CORRELATION_ID_TAG: Final = bytes((CORRELATION_ID_FIELD << _TAG_SHIFT | _WIRE_VARINT,))  # 0x08
 _SESSION_ID_TAG: Final = bytes((SESSION_ID_FIELD << _TAG_SHIFT | _WIRE_VARINT,))  # 0x10
+RAW_SECTION_FIELD: Final = 1000
+"""The field number of a response's raw section (see the module doc); ``session.proto``
+reserves it."""
+_RAW_SECTION_TAG: Final = bytes((0xC2, 0x3E))  # varint of 1000 << 3 | 2
+_MAX_VARINT_LENGTH: Final = 10
+ENVELOPE_HEAD_MAX_LENGTH: Final = 2 * (1 + _MAX_VARINT_LENGTH) + 2 + _MAX_VARINT_LENGTH
+"""The most bytes before a raw section's first byte: enough of a message to find it."""
 _VARINT_MORE: Final = 0x80
 _VARINT_BITS: Final = 0x7F
 _U64: Final = (1 << 64) - 1
@@ -130,6 +170,92 @@ def encode_envelope(correlation_id: int, session_id: int, field_number: int, bod
             body,
         )
     )
+
+
+def encode_envelope_around(
+    correlation_id: int, session_id: int, field_number: int, body: bytes, raw_length: int
+) -> tuple[bytes, bytes]:
+    """``(head, tail)`` of a response with a raw section of ``raw_length`` bytes (see the
+    module doc): the message is ``head``, the raw bytes, then ``tail``, written by one vectored
+    offer without joining them."""
+    head = b"".join(
+        (
+            _CORRELATION_ID_TAG,
+            _varint(correlation_id),
+            _SESSION_ID_TAG,
+            _session_varint(session_id),
+            _RAW_SECTION_TAG,
+            _varint(raw_length),
+        )
+    )
+    tail = b"".join(
+        (_varint(field_number << _TAG_SHIFT | _WIRE_LENGTH_DELIMITED), _varint(len(body)), body)
+    )
+    return head, tail
+
+
+class RawSection(NamedTuple):
+    """Where a message's raw section is: its tag at ``tag_offset`` (the ids end there), its
+    bytes at ``[offset, offset + length)``; the body follows it."""
+
+    tag_offset: int
+    offset: int
+    length: int
+
+
+def split_raw_section(head: bytes, message_length: int) -> RawSection | None:
+    """The raw section of a message of ``message_length`` bytes whose first bytes are ``head``
+    (at least ``min(message_length, ENVELOPE_HEAD_MAX_LENGTH)`` of them), or None when it has
+    none. Raises :class:`~common.CorruptMessageError` when its length runs past the message or
+    its varints are broken (the ids, if any, are in the error's values)."""
+    position = 0
+    end = min(len(head), message_length)
+    for tag in (_CORRELATION_ID_TAG[0], _SESSION_ID_TAG[0]):
+        if position >= end or head[position] != tag:
+            return None
+        position = _skip_varint(head, position + 1, end)
+        if position < 0:
+            return None  # a broken id: the protobuf parse reports it
+    tag_offset = position
+    if head[position : position + len(_RAW_SECTION_TAG)] != _RAW_SECTION_TAG:
+        return None
+    position += len(_RAW_SECTION_TAG)
+    length, offset = _read_varint(head, position, end)
+    if offset < 0 or length > message_length - offset:
+        correlation_id, session_id = salvage_envelope_ids(head[:tag_offset])
+        raise CorruptMessageError(
+            "raw section runs past its message",
+            correlation_id=correlation_id,
+            session_id=session_id,
+            raw_length=length if offset >= 0 else -1,
+            message_length=message_length,
+        )
+    return RawSection(tag_offset, offset, length)
+
+
+def _skip_varint(data: bytes, position: int, end: int) -> int:
+    """Where the varint at ``position`` ends, or -1 if it does not within ``end``."""
+    limit = min(end, position + _MAX_VARINT_LENGTH)
+    while position < limit:
+        if not data[position] & _VARINT_MORE:
+            return position + 1
+        position += 1
+    return -1
+
+
+def _read_varint(data: bytes, position: int, end: int) -> tuple[int, int]:
+    """``(value, next position)`` of the varint at ``position``; ``(0, -1)`` if it is cut or
+    longer than 64 bits allow."""
+    value = shift = 0
+    limit = min(end, position + _MAX_VARINT_LENGTH)
+    while position < limit:
+        byte = data[position]
+        position += 1
+        value |= (byte & _VARINT_BITS) << shift
+        if not byte & _VARINT_MORE:
+            return value & _U64, position
+        shift += 7
+    return 0, -1
 
 
 def salvage_envelope_ids(data: bytes) -> tuple[int, int]:

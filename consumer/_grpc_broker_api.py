@@ -41,6 +41,7 @@ from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.client.route import BrokerRoute, RouteResolver
 from aeromq.client.session import ClientSession
+from aeromq.common import PullAnswer
 from aeromq.consumer._broker_api import (
     ConsumerHeartbeat,
     MembershipListener,
@@ -324,7 +325,7 @@ class GrpcBrokerApi:
             return
         name = broker.broker_name
 
-        def done(answered: Future[messages_pb2.PullMessageResponse]) -> None:
+        def done(answered: Future[PullAnswer]) -> None:
             try:
                 response = answered.result()
             except BrokerUnavailableError as error:

@@ -207,15 +207,27 @@ class PulledChunk:
     def pieces(self, starts: Int64Array, lengths: Int32Array) -> list[memoryview]:
         """:meth:`segments` as slices of ``buffer`` to join: one per run of adjacent records
         (a run is usually a whole stored batch)."""
-        count = len(starts)
-        if not count:
-            return []
-        ends = starts + lengths
-        breaks = np.flatnonzero(starts[1:] != ends[:-1])
-        first = starts[np.concatenate((_ZERO, breaks + 1))].tolist()
-        last = ends[np.concatenate((breaks, _LAST))].tolist()
+        first, last = self.spans(starts, lengths)
         view = memoryview(self.buffer)
         return [view[a:b] for a, b in zip(first, last, strict=True)]
+
+    def spans(self, starts: Int64Array, lengths: Int32Array) -> tuple[list[int], list[int]]:
+        """``(firsts, ends)``: the runs of adjacent records' ``[start, start + length)`` in
+        ``buffer``, one per run."""
+        if not len(starts):
+            return [], []
+        ends = starts + lengths
+        breaks = np.flatnonzero(starts[1:] != ends[:-1])
+        first: list[int] = starts[np.concatenate((_ZERO, breaks + 1))].tolist()
+        last: list[int] = ends[np.concatenate((breaks, _LAST))].tolist()
+        return first, last
+
+    def holds(self, needle: bytes, starts: Int64Array, lengths: Int32Array) -> bool:
+        """Whether ``needle`` is in the records' ``[start, start + length)`` spans (searched in
+        place, run by run: one C search of those bytes only, not the whole buffer)."""
+        find = self.buffer.find
+        first, last = self.spans(starts, lengths)
+        return any(find(needle, a, b) >= 0 for a, b in zip(first, last, strict=True))
 
 
 _ZERO: Final = np.zeros(1, dtype=np.int64)
@@ -534,11 +546,10 @@ class MessageBatch(Sequence[MessageExt]):
         present = np.zeros(len(self), dtype=bool)
         pieces: list[bytes] = []
         for chunk, first in zip(self._chunks, self._starts, strict=False):
-            if needle not in chunk.buffer:  # one C search: most answers lack a given property
+            # C searches of the property bytes alone: most answers lack a given property
+            if not chunk.holds(needle, chunk.properties_start, chunk.properties_length):
                 continue
             data = chunk.segments(chunk.properties_start, chunk.properties_length)
-            if needle not in data:
-                continue
             starts = np.cumsum(chunk.properties_length, dtype=np.int64) - chunk.properties_length
             found = [
                 (match.start(), match.start(1), match.end(1)) for match in pattern.finditer(data)

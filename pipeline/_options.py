@@ -20,6 +20,10 @@ __all__ = ["SinkOptions", "SourceOptions", "sink_options", "source_options"]
 
 DEFAULT_READ_TIMEOUT_MS: Final = 60_000
 """A queue range that brings nothing new for this long fails its read (``ReadTimeoutError``)."""
+MAX_PULL_BATCH_SIZE: Final = 8192
+"""The most messages a reader's pull asks for (the broker's cap, ``MAX_PULL_MESSAGES``), and
+the default: a bulk read spreads each pull's fixed cost, on both ends, over as many rows as the
+broker's 1 MiB per answer allows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +45,7 @@ class SourceOptions:
     group: str | None = None
     include_properties: bool = False
     read_timeout_ms: int = DEFAULT_READ_TIMEOUT_MS
-    pull_batch_size: int = 1024
+    pull_batch_size: int = MAX_PULL_BATCH_SIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +194,9 @@ def source_options(options: Mapping[str, str]) -> SourceOptions:
         group=given.get("group") or None,
         include_properties=_bool(given, "includeProperties", False),
         read_timeout_ms=_int(given, "readTimeoutMs", 1) or DEFAULT_READ_TIMEOUT_MS,
-        pull_batch_size=min(1024, _int(given, "pullBatchSize", 1) or 1024),
+        pull_batch_size=min(
+            MAX_PULL_BATCH_SIZE, _int(given, "pullBatchSize", 1) or MAX_PULL_BATCH_SIZE
+        ),
     )
 
 

@@ -8,13 +8,15 @@ up front, so it needs none of the lite pull consumer's machinery (rebalance, pul
 queues). It pulls straight on a transport session with the broker (IPC on the broker's host),
 several pulls in flight one after another along the range, and reads each answer's stored
 record batches with the consumer's reader (:func:`consumer._pulled.read_pulled_batches`: a
-fixed number of numpy calls per answer). Answers are gathered into record batches of about
-8,192 rows; each Arrow column comes from the pulled batches' columns (``consumer.MessageBatch``),
+fixed number of numpy calls per answer). The batches arrive as the answer's raw section
+(:mod:`common._envelope`), copied once out of the transport. Answers are gathered into record
+batches of about 32,768 rows (Spark's Python data source hands each one to the JVM as it is:
+fewer, larger batches cost it less per row); each Arrow column comes from the pulled batches' columns (``consumer.MessageBatch``),
 without a Python object per message (the ``properties`` map, asked for with
 ``includeProperties``, is the exception: it parses each message's properties).
 
-Pulls in flight ask for successive strides of the range (``pullBatchSize`` messages each, the
-broker's cap at most). A pull answers with whole stored batches, so it may end past the stride
+Pulls in flight ask for successive strides of the range (``pullBatchSize`` messages each, 8,192
+by default, the broker's cap at most). A pull answers with whole stored batches, so it may end past the stride
 (the next answer is then cut to start where this one ended) or short of it (the broker's byte
 cap: the pulls after it are dropped, asked again from where it ended, with the stride shrunk
 to what the broker answered).
@@ -39,10 +41,11 @@ from aeromq.client import MessageQueue, build_subscription_data, error_for_code
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver
 from aeromq.client.session import ClientSession
-from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES
+from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES, PullAnswer
 from aeromq.consumer import MessageBatch
 from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.pipeline._errors import DataLossError, ReadTimeoutError
+from aeromq.pipeline._options import MAX_PULL_BATCH_SIZE
 from aeromq.pipeline._resolve import start_within
 from aeromq.pipeline._schema import arrow_schema
 from aeromq.proto import messages_pb2
@@ -53,7 +56,7 @@ READER_GROUP: Final = "aeromq-spark-reader"
 """The consumer group the readers' pulls name. They never commit, so the group holds no
 offsets and joins no rebalance."""
 
-_ROWS_PER_BATCH: Final = 8192
+_ROWS_PER_BATCH: Final = 32768
 _PULLS_IN_FLIGHT: Final = 4
 """Enough to keep the broker answering while this process reads the last answer (measured:
 one pull in flight leaves the reader idle about half the time on a 2-core machine)."""
@@ -79,9 +82,9 @@ def read_queue_range(
     include_properties: bool = False,
     fail_on_data_loss: bool = True,
     read_timeout_ms: int = 60_000,
-    pull_batch_size: int = 1024,
+    pull_batch_size: int = MAX_PULL_BATCH_SIZE,
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the range's matching messages as record batches (about 8,192 rows each).
+    """Yield the range's matching messages as record batches (about 32,768 rows each).
 
     Raises :class:`~pipeline.DataLossError` when ``start_offset`` (or a later offset of the
     range) is no longer on the broker and ``fail_on_data_loss``; otherwise reads on from what
@@ -105,7 +108,7 @@ def read_queue_range(
                 queue,
                 start,
                 end_offset,
-                stride=max(1, min(1024, pull_batch_size)),
+                stride=max(1, min(MAX_PULL_BATCH_SIZE, pull_batch_size)),
                 fail_on_data_loss=fail_on_data_loss,
                 read_timeout_ms=read_timeout_ms,
             )
@@ -136,9 +139,7 @@ class _RangeReader:
         self._fail_on_data_loss = fail_on_data_loss
         self._read_timeout_ms = read_timeout_ms
         self._asked = start  # where the next pull starts
-        self._in_flight: collections.deque[tuple[int, Future[messages_pb2.PullMessageResponse]]] = (
-            collections.deque()
-        )
+        self._in_flight: collections.deque[tuple[int, Future[PullAnswer]]] = collections.deque()
 
     def batches(self) -> Iterator[MessageBatch]:
         """The range's messages, answer by answer, in offset order."""

@@ -4,13 +4,14 @@ pulled range)."""
 from __future__ import annotations
 
 from aeromq.client import MessageQueue, build_subscription_data
+from aeromq.common import PullAnswer
 from aeromq.consumer import MessageBatch
 from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.proto import messages_pb2
 
 
 def pulled(
-    response: messages_pb2.PullMessageResponse,
+    response: PullAnswer | messages_pb2.PullMessageResponse,
     topic: str,
     queue_id: int,
     offset: int,

@@ -1,9 +1,11 @@
 """``PullMessage``: RocketMQ's pull semantics over the store, with long polling.
 
 Carrier-independent: :meth:`PullProcessor.process` takes a ``PullMessageRequest`` and calls
-``on_done(PullMessageResponse)`` exactly once, inline when the answer is ready, or later from the
-hold service's thread when the pull was held. The transport session and the gRPC servicer both
-call it.
+``on_done(PullAnswer)`` exactly once, inline when the answer is ready, or later from the hold
+service's thread when the pull was held. A :class:`~common.PullAnswer` is the answer's control
+fields (a ``PullMessageResponse`` without ``batches``) beside the stored batches' bytes: the
+transport session writes the batches as the envelope's raw section (:mod:`common._envelope`),
+so they are never copied into a protobuf message nor serialised.
 
 Outcomes (``status.code`` is 0 for all four; ``pull_status`` tells them apart):
 
@@ -23,8 +25,9 @@ OFFSET_ILLEGAL  below the queue's min (next = min), beyond its max (next = max),
 stored batch is always returned however large).
 
 A FOUND answer carries the stored record batches (:mod:`common._record_batch`) that hold the
-messages found, as the commit log holds them: one join of the stored bytes, no decode and no
-object per message. The last batch goes whole: when the count cap falls inside it,
+messages found, as the commit log holds them: a view of each in the mapped commit log, written
+into the transport from there (no join, no decode, no object per message, no protobuf copy; a
+SQL92 answer is joined once). The last batch goes whole: when the count cap falls inside it,
 ``next_begin_offset`` moves to its end (as a Kafka fetch returns whole batches), so no pull sends
 a batch twice. A batch can hold records before ``queue_offset`` or of other tags; the consumer
 keeps the ones in ``[queue_offset, next_begin_offset)`` that match (and checks each batch's CRC). Bad requests are answered with a non-zero ``status.code`` and
@@ -59,7 +62,9 @@ from aeromq.broker.store import (
     MessageStore,
 )
 from aeromq.common import (
+    HEADER_STRUCT,
     ClientError,
+    PullAnswer,
     RecordBatch,
     ResponseCode,
     Sql92Filter,
@@ -81,20 +86,23 @@ __all__ = [
     "sql92_of",
 ]
 
-MAX_PULL_MESSAGES: Final = 1024
+MAX_PULL_MESSAGES: Final = 8192
 """The most messages one pull finds (a request asks for up to this many; RocketMQ's broker
 caps at 32 messages, which its per-message transfer needs; whole stored batches make larger
-pulls cheap)."""
+pulls cheap, and a bulk reader's pulls of thousands spread each pull's fixed cost thin).
+``MAX_PULL_BYTES`` usually binds first for such pulls."""
 MAX_PULL_BYTES: Final = 1024 * 1024
 """About the most bytes of stored batches one pull answers with (one batch always goes)."""
 
-PullDone = Callable[[messages_pb2.PullMessageResponse], None]
+PullDone = Callable[[PullAnswer], None]
 
 _FOUND: Final = messages_pb2.FOUND
 _NO_NEW_MSG: Final = messages_pb2.NO_NEW_MSG
 _NO_MATCHED_MSG: Final = messages_pb2.NO_MATCHED_MSG
 _OFFSET_ILLEGAL: Final = messages_pb2.OFFSET_ILLEGAL
 _TAG: Final = messages_pb2.TAG
+_BASE_QUEUE_OFFSET_FIELD: Final = 2  # of HEADER_STRUCT's fields
+_COUNT_FIELD: Final = 8
 
 _STATUS: Final[dict[GetMessageStatus, int]] = {
     GetMessageStatus.FOUND: _FOUND,
@@ -159,20 +167,25 @@ def apply_sql92(result: GetMessageResult, sql: Sql92Filter | None, offset: int) 
     return result
 
 
-def _whole_batches_end(result: GetMessageResult) -> int:
-    """Where the next pull starts when the answer's last batch is taken whole: a count cap that
-    falls inside a stored batch would have the consumer pull the rest of it again (and the
+def _whole_batches_end(result: GetMessageResult, last: memoryview) -> int:
+    """Where the next pull starts when the answer's ``last`` batch is taken whole: a count cap
+    that falls inside a stored batch would have the consumer pull the rest of it again (and the
     broker send all of it again), so the answer's next offset moves to the batch's end, as a
     Kafka fetch returns whole batches (the consumer keeps what matches, as it does anyway)."""
-    data = result.data
-    position = 0
-    last = 0
-    while position < len(data):
+    if read_total_length(last, 0)[0] != last.nbytes:
+        last = last[_last_batch_start(last) :]  # a SQL92 answer: its batches joined
+    header = HEADER_STRUCT.unpack_from(last, 0)
+    end = int(header[_BASE_QUEUE_OFFSET_FIELD]) + int(header[_COUNT_FIELD])
+    return max(result.next_begin_offset, min(end, result.max_offset))
+
+
+def _last_batch_start(data: memoryview) -> int:
+    """Where the last of the batches joined in ``data`` starts (a walk of their lengths)."""
+    position = last = 0
+    while position < data.nbytes:
         last = position
         position += read_total_length(data, position)[0]
-    batch = RecordBatch(data, last)
-    end = int(batch.base_queue_offset) + int(batch.count)
-    return max(result.next_begin_offset, min(end, result.max_offset))
+    return last
 
 
 class PullProcessor:
@@ -219,7 +232,7 @@ class PullProcessor:
             self.errors[code] += 1
             response.status.code = code
             response.status.message = text
-            on_done(response)
+            on_done(PullAnswer(response, b""))
             return
         try:
             sql = sql92_of(request)
@@ -230,7 +243,7 @@ class PullProcessor:
             response.status.code = code
             kind = "tag" if request.expression_type == _TAG else "SQL92"
             response.status.message = f"bad {kind} expression: {exc}"
-            on_done(response)
+            on_done(PullAnswer(response, b""))
             return
         if request.commit_offset > 0 and request.consumer_group:
             self._store.consumer_offsets.commit_offset(
@@ -240,29 +253,38 @@ class PullProcessor:
         max_messages = min(max_messages, self.max_messages)
         max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)
         offset = request.queue_offset
-        result = self._store.get_batches(topic, queue_id, offset, max_messages, max_bytes, codes)
-        result = apply_sql92(result, sql, offset)
+
+        def get() -> tuple[GetMessageResult, list[memoryview]]:
+            views: list[memoryview] = []
+            if sql is None:  # the batches as views of the commit log: no join
+                got = self._store.get_batches(
+                    topic, queue_id, offset, max_messages, max_bytes, codes, views
+                )
+                return got, views
+            got = self._store.get_batches(topic, queue_id, offset, max_messages, max_bytes, codes)
+            got = apply_sql92(got, sql, offset)
+            return got, [memoryview(got.data)] if got.data else views
+
+        result, views = get()
         status = pull_status(result, offset)
         suspend_ms = request.suspend_timeout_ms
         if status == _NO_NEW_MSG and suspend_ms > 0 and self.long_polling:
             self.held += 1
 
             def wake(arrived: bool) -> None:
-                again = self._store.get_batches(
-                    topic, queue_id, offset, max_messages, max_bytes, codes
-                )
-                again = apply_sql92(again, sql, offset)
+                again, views = get()
                 status = pull_status(again, offset)
-                self._answer(response, again, status, on_done, topic, offset, started_ns)
+                self._answer(response, again, views, status, on_done, topic, offset, started_ns)
 
             self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
             return
-        self._answer(response, result, status, on_done, topic, offset, started_ns)
+        self._answer(response, result, views, status, on_done, topic, offset, started_ns)
 
     def _answer(
         self,
         response: messages_pb2.PullMessageResponse,
         result: GetMessageResult,
+        views: list[memoryview],
         status: int,
         on_done: PullDone,
         topic: str,
@@ -274,15 +296,16 @@ class PullProcessor:
         response.min_offset = result.min_offset
         response.max_offset = result.max_offset
         served = 0
-        if result.data:
-            response.batches = result.data
-            response.next_begin_offset = _whole_batches_end(result)
+        size = 0
+        if views:
+            size = sum(view.nbytes for view in views)
+            response.next_begin_offset = _whole_batches_end(result, views[-1])
             # whole batches go out: every record from the pulled offset to the answer's next
             # one (a filter's misses included; the consumer drops those)
             served = response.next_begin_offset - offset
             self.messages_out += served
-        self.meter.on_pulled(topic, served, len(result.data), time.perf_counter_ns() - started_ns)
-        on_done(response)
+        self.meter.on_pulled(topic, served, size, time.perf_counter_ns() - started_ns)
+        on_done(PullAnswer(response, pieces=views))
 
     def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:
         """The error code and text of a request that cannot be served, or None."""

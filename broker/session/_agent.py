@@ -70,8 +70,10 @@ from aeromq.common import (
     RESPONSE_FIELD_NUMBERS,
     SESSION_CLOSED_CODE,
     SESSION_PROTOCOL_VERSION,
+    PullAnswer,
     ResponseCode,
     encode_envelope,
+    encode_envelope_around,
     salvage_envelope_ids,
     with_ipc_mtu,
 )
@@ -105,7 +107,7 @@ _SUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.SUB)
 _SUB_GROUP: Final = (ResourceKind.GROUP, Permission.SUB)
 _MS: Final = 1_000_000
 
-Completion = tuple[ServerSession, int, int, ProtoMessage]
+Completion = tuple[ServerSession, int, int, ProtoMessage | PullAnswer]
 
 
 class SessionAgent:
@@ -295,19 +297,19 @@ class SessionAgent:
 
     def _completion(
         self, session: ServerSession, correlation_id: int, field: int
-    ) -> Callable[[ProtoMessage], None]:
+    ) -> Callable[[ProtoMessage | PullAnswer], None]:
         append = self._completions.append
         bell = self.doorbell
         if bell is None:
 
-            def complete(response: ProtoMessage) -> None:
+            def complete(response: ProtoMessage | PullAnswer) -> None:
                 append((session, correlation_id, field, response))
 
             return complete
         ring = bell.ring
         get_ident = threading.get_ident
 
-        def complete_and_ring(response: ProtoMessage) -> None:
+        def complete_and_ring(response: ProtoMessage | PullAnswer) -> None:
             append((session, correlation_id, field, response))
             if get_ident() != self._thread_ident:  # another thread: the agent may sleep
                 ring()
@@ -512,14 +514,19 @@ class SessionAgent:
             session, correlation_id, field, response = completions.popleft()
             if session.state is SessionState.CLOSED:
                 continue
-            data = encode_envelope(
-                correlation_id, session.session_id, field, response.SerializeToString()
+            data: bytes | list[bytes | memoryview] = _answer_envelope(
+                correlation_id, session.session_id, field, response
+            )
+            length = (
+                len(data)
+                if isinstance(data, bytes)
+                else sum(memoryview(piece).nbytes for piece in data)
             )
             publication = session.publication
-            if publication is not None and len(data) > publication.max_message_length:
+            if publication is not None and length > publication.max_message_length:
                 self.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] += 1
                 text = (
-                    f"answer longer than the response channel takes: length={len(data)} "
+                    f"answer longer than the response channel takes: length={length} "
                     f"max_message_length={publication.max_message_length} "
                     f"channel={session.response_channel!r}"
                 )
@@ -530,7 +537,9 @@ class SessionAgent:
             sent += 1
         return sent
 
-    def _respond(self, session: ServerSession, data: bytes, now_ns: int) -> None:
+    def _respond(
+        self, session: ServerSession, data: bytes | list[bytes | memoryview], now_ns: int
+    ) -> None:
         self.counters.responses += 1
         if not session.send(data, now_ns):
             self._close(session, "the client is gone (response stream lost)", now_ns, notify=False)
@@ -640,6 +649,22 @@ class SessionAgent:
             return
         self.counters.sessions_closed += 1
         _log.info("session closed: %r reason=%s", session, reason)
+
+
+def _answer_envelope(
+    correlation_id: int, session_id: int, field: int, response: ProtoMessage | PullAnswer
+) -> bytes | list[bytes | memoryview]:
+    """The envelope of an answer: a pull's batches as its raw section, in pieces for one
+    vectored offer (:mod:`common._envelope`), else one serialised envelope."""
+    if isinstance(response, PullAnswer):
+        body = response.response.SerializeToString()
+        pieces = response.pieces
+        if pieces:
+            size = sum(memoryview(piece).nbytes for piece in pieces)
+            head, tail = encode_envelope_around(correlation_id, session_id, field, body, size)
+            return [head, *pieces, tail]
+        return encode_envelope(correlation_id, session_id, field, body)
+    return encode_envelope(correlation_id, session_id, field, response.SerializeToString())
 
 
 def _error_envelope(correlation_id: int, session_id: int, code: int, text: str) -> bytes:

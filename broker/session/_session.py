@@ -106,18 +106,22 @@ class ServerSession:
     def route(self) -> tuple[str, int]:
         return self.response_channel, self.response_stream_id
 
-    def send(self, data: bytes, now_ns: int) -> bool:
+    def send(self, data: bytes | list[bytes | memoryview], now_ns: int) -> bool:
         """Offer ``data`` now, or queue it behind the backlog or back pressure; False when the
-        response stream is gone (no subscriber, or the publication closed)."""
+        response stream is gone (no subscriber, or the publication closed). ``data`` in pieces
+        is one message, offered vectored (joined only when it has to wait)."""
         if self.backlog:
-            self.backlog.append(data)
+            self.backlog.append(data if isinstance(data, bytes) else b"".join(data))
             return True
         publication = self.publication
         if publication is None:  # still connecting: the CONNECT answer goes first anyway
-            self._queue(data, now_ns)
+            self._queue(data if isinstance(data, bytes) else b"".join(data), now_ns)
             return True
         while True:
-            result = publication.offer(data)
+            if isinstance(data, bytes):
+                result = publication.offer(data)
+            else:
+                result = publication.offer_vectored(data)
             if result > 0:
                 if self.doorbell is not None:
                     self.doorbell.ring()
@@ -125,7 +129,7 @@ class ServerSession:
             if result == ADMIN_ACTION:
                 continue
             if result == BACK_PRESSURED:
-                self._queue(data, now_ns)
+                self._queue(data if isinstance(data, bytes) else b"".join(data), now_ns)
                 return True
             return False
 

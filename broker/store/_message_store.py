@@ -421,16 +421,20 @@ class MessageStore:
         max_count: int = DEFAULT_MAX_COUNT,
         max_bytes: int = DEFAULT_MAX_BYTES,
         tag_hashes: Collection[int] | None = None,
+        into: list[memoryview] | None = None,
     ) -> GetMessageResult:
         """The stored batches holding up to ``max_count`` wanted records from ``offset`` of
-        (topic, queue id), in ``data``: each whole, once, in order (about ``max_bytes`` of
+        (topic, queue id), in ``data`` (or, with ``into``, as views of the commit log appended
+        to it, see ``MessageReader.get_batches``): each whole, once, in order (about ``max_bytes`` of
         batches; at least one). A record is wanted when its tag hash is in ``tag_hashes``
         (all when None) and its queue offset in ``[offset, next_begin_offset)``; the others
         in those batches are the reader's to skip. Statuses and next offsets are RocketMQ's
         ``getMessage``'s; a batch whose header disagrees with its consume-queue entry is
         skipped and listed in ``corrupt``. CRCs are not checked here (the consumer does).
         Never raises. Caller: the broker's pull path, from any thread."""
-        return self._reader.get_batches(topic, queue_id, offset, max_count, max_bytes, tag_hashes)
+        return self._reader.get_batches(
+            topic, queue_id, offset, max_count, max_bytes, tag_hashes, into
+        )
 
     def get_messages(
         self,

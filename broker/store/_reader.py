@@ -4,8 +4,9 @@ offset and by key.
 Caller: the ``MessageStore``, from any thread, concurrently with puts and retention.
 ``get_batches`` is the pull path: the consume-queue slice as numpy arrays (tag filter on its
 hash column, entries grouped by batch), each wanted batch's header checked cheaply, and the
-stored bytes gathered with one join of views of the mapped segments; no decode, no object
-per message, no CRC (the consumer checks it). ``get_messages`` decodes what ``get_batches``
+stored bytes gathered as views of the mapped segments (joined once, or handed over as they
+are for the pull path to write into the transport); no decode, no object per message, no CRC
+(the consumer checks it). ``get_messages`` decodes what ``get_batches``
 found into ``StoredMessage``s, CRC-checked (tests and admin tools).
 """
 
@@ -82,12 +83,18 @@ class MessageReader:
         max_count: int = DEFAULT_MAX_COUNT,
         max_bytes: int = DEFAULT_MAX_BYTES,
         tag_hashes: Collection[int] | None = None,
+        into: list[memoryview] | None = None,
     ) -> GetMessageResult:
         """The stored batches holding up to ``max_count`` wanted records from ``offset`` of
         (topic, queue id), about ``max_bytes`` of batches (at least one), records wanted when
         their tag hash is in ``tag_hashes`` (all when None). Statuses and next offsets are
         RocketMQ's ``getMessage``'s, by consume-queue entry; a batch whose header fails its
-        check is skipped and listed in ``corrupt``. Never raises."""
+        check is skipped and listed in ``corrupt``. Never raises.
+
+        With ``into``, the batches are not joined into ``data``: a view of each, in the mapped
+        commit log, is appended to ``into`` (the pull path writes them into the transport
+        straight from there). A view keeps its segment mapped while it lives (retention
+        deletes the file; the pages stay until the view goes): drop them once written."""
         queue = self._queues.get(topic, queue_id)
         early, min_offset, max_offset = self._bounds(queue, offset)
         if early is not None or queue is None:
@@ -211,7 +218,9 @@ class MessageReader:
                     break  # RocketMQ stops at the entry after the last taken
                 result.next_begin_offset = next_offset + n
             next_offset += n
-        if pieces:
+        if into is not None:
+            into.extend(pieces)
+        elif pieces:
             result.data = b"".join(pieces)
             for piece in pieces:
                 piece.release()

@@ -45,7 +45,7 @@ def start_broker(data_dir: Path, **overrides: Any) -> Broker:
         "commit_log_segment_bytes": 16 * MIB,
         "index_enabled": False,
         "default_queue_count": 4,
-        "session_stop_ms": 2_000,
+        "session_timeout_ms": 2_000,
     }
     values.update(overrides)
     return Broker(BrokerConfig(**values), driver_context=small_driver()).start()

@@ -110,7 +110,7 @@ def test_should_name_key_value_rule_and_source_of_a_bad_value() -> None:
         (["--ingress-ipc-channel", "aeron:udp?endpoint=x:1"], "ingress_ipc_channel"),
         (["--default-queue-count", "0"], "default_queue_count"),
         (["--max-message-size", "100"], "max_message_size"),
-        (["--session-timeout-ms", "1"], "session_stop_ms"),
+        (["--session-timeout-ms", "1"], "session_timeout_ms"),
         (["--auto-create-topic", "maybe"], "auto_create_topic"),
         (["--session-idle-strategy", "backoff:1,2"], "session_idle_strategy"),
         (["--session-idle-strategy", "snooze"], "session_idle_strategy"),

@@ -13,7 +13,7 @@ from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.store import MessageStore, TopicConfig
 from aeromq.client import MessageQueue, MessageSelector, ResponseCode, build_subscription_data
-from aeromq.common import PERM_WRITE
+from aeromq.common import PERM_WRITE, PullAnswer
 from aeromq.consumer import MessageBatch
 from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.proto import messages_pb2
@@ -31,7 +31,7 @@ def _fill(send: SendProcessor, count: int, queue_id: int = 0, **fields: object) 
         send.process(send_request(b"m%d" % i, queue_id=queue_id, **fields), Answers())
 
 
-def _pull(pull: PullProcessor, **fields: object) -> messages_pb2.PullMessageResponse:
+def _pull(pull: PullProcessor, **fields: object) -> PullAnswer:
     answers = Answers()
     pull.process(pull_request(**fields), answers)  # type: ignore[arg-type]
     (response,) = answers
@@ -39,7 +39,7 @@ def _pull(pull: PullProcessor, **fields: object) -> messages_pb2.PullMessageResp
 
 
 def _read(
-    response: messages_pb2.PullMessageResponse,
+    response: PullAnswer,
     offset: int = 0,
     queue_id: int = 0,
     expression: str = "*",
@@ -67,6 +67,19 @@ def test_should_find_messages_from_the_offset_with_next_min_and_max(
     assert [m.body for m in messages] == [b"m2", b"m3", b"m4"]
     assert messages.queue_offsets.tolist() == [2, 3, 4]
     assert (response.next_begin_offset, response.min_offset, response.max_offset) == (5, 0, 5)
+
+
+def test_should_answer_with_the_batches_beside_the_response_not_inside_it(
+    send: SendProcessor, pull: PullProcessor
+) -> None:
+    send.process(send_request(b"a", b"b"), Answers())
+    answer = _pull(pull)
+    assert isinstance(answer, PullAnswer)
+    assert not answer.response.batches and not answer.response.HasField("status")
+    assert answer.response.next_begin_offset == 2 and len(answer.batches) > 0
+    assert [m.body for m in _read(answer)] == [b"a", b"b"]
+    refused = _pull(pull, queue_id=99)
+    assert refused.status.code == ResponseCode.INVALID_PARAMETER and refused.batches == b""
 
 
 def test_should_answer_with_whole_stored_batches_and_move_past_the_last_one(

@@ -36,7 +36,7 @@ def agent(aeron: Aeron, send: object, pull: object) -> Iterator[SessionAgent]:
         send,  # type: ignore[arg-type]
         pull,  # type: ignore[arg-type]
         "broker-a",
-        config=SessionServerConfig(session_stop_ms=5_000, connect_timeout_ms=2_000),
+        config=SessionServerConfig(session_timeout_ms=5_000, connect_timeout_ms=2_000),
     )
     errors: list[BaseException] = []
     runner = AgentRunner(BackoffIdleStrategy(), errors.append, None, agent)

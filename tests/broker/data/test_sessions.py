@@ -25,8 +25,8 @@ from aeromq.client import (
     ResponseCode,
 )
 from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
-from aeromq.common import SESSION_CLOSED_CODE
-from aeromq.proto import messages_pb2, session_pb2
+from aeromq.common import SESSION_CLOSED_CODE, PullAnswer
+from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
@@ -58,7 +58,7 @@ def start_server(
 
     def factory(**config: Any) -> Server:
         values: dict[str, Any] = {
-            "session_stop_ms": 400,
+            "session_timeout_ms": 400,
             "connect_timeout_ms": 500,
         }
         values.update(config)
@@ -103,7 +103,7 @@ def test_should_connect_and_learn_the_session_id_and_the_broker_limits(
 ) -> None:
     assert session.session_id != 0 and session.is_open
     assert session.broker_name == "broker-a"
-    assert session.session_stop_ms == 400 and session.keepalive_interval_ms == 133
+    assert session.session_timeout_ms == 400 and session.keepalive_interval_ms == 133
     assert session.max_message_size == 4 * 1024 * 1024
     assert server.agent.counters.sessions_opened == 1
     assert server.agent.table.live_count == 1
@@ -128,7 +128,7 @@ def test_should_complete_pipelined_requests_out_of_order(session: ClientSession)
 def test_should_keep_a_quiet_session_alive_with_keepalives(
     start_server: Callable[..., Server], client_aeron: Aeron
 ) -> None:
-    server = start_server(session_stop_ms=1_000)  # room for a stall of a loaded machine
+    server = start_server(session_timeout_ms=1_000)  # room for a stall of a loaded machine
     with ClientSession.connect(client_aeron) as session:
         time.sleep(2.5)  # 2.5 session timeouts without a request
         assert session.is_open
@@ -146,7 +146,7 @@ def test_should_fail_to_connect_when_no_broker_listens(client_aeron: Aeron) -> N
 def test_should_time_out_a_request_the_broker_does_not_answer(
     start_server: Callable[..., Server], client_aeron: Aeron
 ) -> None:
-    server = start_server(session_stop_ms=2_000)
+    server = start_server(session_timeout_ms=2_000)
     session = ClientSession.connect(client_aeron, SessionConfig())
     server.agent.stop_ingress()  # alive, but reads nothing any more
     with pytest.raises(RequestTimeoutError):
@@ -302,7 +302,7 @@ def test_should_carry_requests_longer_than_one_frame(session: ClientSession) -> 
     body = bytes(range(256)) * 24  # 6 KB: over UDP it is fragmented; over IPC one frame each way
     session.request(send_request(body, queue_id=2))
     answer = session.request(pull_request(queue_id=2))
-    assert isinstance(answer, messages_pb2.PullMessageResponse)
+    assert isinstance(answer, PullAnswer)  # the batches came as the envelope's raw section
     (message,) = pulled(answer, TOPIC, 2, 0)
     assert message.body == body and message.topic == TOPIC
 

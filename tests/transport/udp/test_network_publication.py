@@ -119,7 +119,7 @@ class Rig:
             "term_window_length": TERM // 2,
             "mtu_length": MTU,
             "max_messages_per_send": 2,
-            "connection_stop_ns": 5_000 * MS,
+            "connection_timeout_ns": 5_000 * MS,
             "linger_timeout_ns": 10 * MS,
             "unblock_timeout_ns": 15_000 * MS,
             "multicast_ttl": 0,

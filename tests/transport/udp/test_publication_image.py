@@ -189,7 +189,7 @@ def test_should_pad_over_gaps_when_unreliable(tmp_path: Path) -> None:
     assert rig.image.rcv_pos.get() == 256
 
 
-def test_should_send_status_messages_on_progress_and_on_stop(rig: Rig) -> None:
+def test_should_send_status_messages_on_progress_and_on_timeout(rig: Rig) -> None:
     image = rig.image
     image.do_work(0)  # the first one goes at once
     assert rig.endpoint.status_messages == [(INITIAL_TERM_ID, 0, WINDOW, 0)]

@@ -19,7 +19,7 @@ def test_should_default_to_aerons_values() -> None:
     assert settings.initial_window_length == 128 * 1024
     assert settings.status_message_timeout_ns == 200_000_000
     assert settings.image_liveness_timeout_ns == 10_000_000_000
-    assert settings.publication_connection_stop_ns == 5_000_000_000
+    assert settings.publication_connection_timeout_ns == 5_000_000_000
     assert settings.nak_unicast_delay_ns == 100_000
     assert settings.nak_unicast_retry_delay_ns == 10_000_000
     assert settings.nak_multicast_max_backoff_ns == 10_000_000
