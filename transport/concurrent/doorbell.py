@@ -86,7 +86,7 @@ _WAKE_ALL: Final = 0x7FFF_FFFF
 _DEFAULT_PARAMS: Final = "0,0,1000,1000000"
 _SPIN_SCORE_MAX: Final = 3
 _SPIN_SCORE_POLLS: Final = 1
-_PROBE_MASK: Final = 15  # one idle period in 16 polls through the window anyway
+_PROBE_MASK: Final = 63  # one idle period in 64 polls through the window anyway
 _CLEAR_SLEEPER: Final = ~SLEEPER_FLAG
 
 
@@ -208,7 +208,7 @@ class DoorbellIdleStrategy:
     saturating count (``spin_score``, 0 to 3, up one per short gap, down one per long gap;
     polls while it is 1 or more), as a branch predictor's: one slow gap does not stop the
     polling. A gap that ends in a park is measured late (the wake-up's latency is in it), so
-    one idle period in 16 polls through the window anyway, to find short gaps again.
+    one idle period in 64 polls through the window anyway, to find short gaps again.
     ``state``, ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score`` are
     readable.
     """
