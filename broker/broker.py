@@ -39,13 +39,13 @@ from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.rocketmq import RocketMQEndpoint
 from aeromq.broker.security import Acl, acl_of, tls_of, warn_if_exposed
-from aeromq.broker.session import SessionAgent, SessionServerConfig
+from aeromq.broker.session import SessionAgent, SessionServerConfig, session_idle_strategy
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.idle_strategy import idle_strategy_from_name
+from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 __all__ = ["Broker", "describe_recovery"]
@@ -197,6 +197,9 @@ class Broker:
             self._subscriptions.append(
                 aeron.add_subscription(udp_channel, config.ingress_udp_stream_id)
             )
+        idle, doorbell = session_idle_strategy(
+            aeron, config.session_idle_strategy, config.broker_name
+        )
         agent = self.session_agent = SessionAgent(
             aeron,
             self._subscriptions,
@@ -206,13 +209,11 @@ class Broker:
             config=self.session_config,
             max_message_size=config.max_message_size,
             acl=self.acl,
+            doorbell=doorbell,
         )
-        self._runner = AgentRunner(
-            idle_strategy_from_name(config.session_idle_strategy),
-            self._on_agent_error,
-            None,
-            agent,
-        )
+        if isinstance(idle, DoorbellIdleStrategy):
+            idle.all_rung = agent.all_rung  # sleep until rung while every client rings
+        self._runner = AgentRunner(idle, self._on_agent_error, None, agent)
         self._runner.start()
         self._start_control_plane(store)
         self._start_rocketmq(store)

@@ -43,7 +43,7 @@ from aeromq.broker.processor.send import BATCH_FRAMING_ALLOWANCE
 from aeromq.broker.store import FlushMode, StoreConfig
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
 from aeromq.transport import ConfigurationError
-from aeromq.transport.concurrent.idle_strategy import idle_strategy_from_name
+from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
 from aeromq.transport.tools.cli import format_duration_ms, format_size, parse_duration_ms
 
 __all__ = [
@@ -59,14 +59,18 @@ __all__ = [
 ]
 
 ENV_PREFIX: Final = "AEROMQ_BROKER_"
-DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000,25000000,1000000000"
-"""Agrona's backoff with a deep idle: spin 10 duty cycles, yield 5, then park from 1 us doubling to
-1 ms; after a second with no work the park grows to 25 ms, so an idle broker stays near 2% of a
-core (the broker's driver agents idle alike, see ``broker._embedded_driver``). The spins keep the
-session thread busy through short waits (a Python duty cycle costs microseconds), which buys
-prompt answers with CPU; the first request after a quiet second may wait up to 25 ms.
-``backoff:0,0,20000,1000000`` parks at once and costs less CPU while busy, but answered
-one-at-a-time sends 4x slower on a lightly loaded machine."""
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,1000000000,100000"
+"""The session agent sleeps on its doorbell (``transport/concurrent/doorbell.py``): IPC clients
+ring it after each request, the flusher and the long-poll hold service after each answer they
+complete, so while every live session rings, each park lasts 1 ms (25 ms after a quiet second)
+and a ring ends it at once; no spins, no yields (each costs a whole Python duty cycle). While
+requests have mostly come back within 100 us of the agent going idle (one-at-a-time sends), it
+polls for up to 100 us before it parks: a wake-up costs more latency than that. While a
+session does not ring (UDP, or a client without doorbells) parks back off from 1 us to 1 ms, as
+Agrona's backoff. ``backoff:10,5,1000,1000000,25000000,1000000000`` is the strategy before
+doorbells (spin 10 duty cycles, yield 5, then park from 1 us to 1 ms, 25 ms after a quiet
+second; the embedded driver's agents idle alike, see ``broker._embedded_driver``);
+``backoff:0,0,20000,1000000`` parks at once and answers one-at-a-time sends later."""
 DEFAULT_DRIVER_THREADING_MODE: Final = "SHARED"
 """The embedded driver's conductor, sender and receiver on one thread: an idle broker wakes a
 third as often, and busy it costs no more CPU per message (see ``broker._embedded_driver``)."""
@@ -344,12 +348,13 @@ class BrokerConfig:
         if self.tls_client_ca_file is not None and self.tls_cert_file is None:
             _fail("tls_client_ca_file", self.tls_client_ca_file, "mutual TLS needs tls_cert_file")
         try:
-            idle_strategy_from_name(self.session_idle_strategy)
+            idle_strategy_with_doorbell(self.session_idle_strategy, None)
         except ConfigurationError as exc:
             _fail(
                 "session_idle_strategy",
                 self.session_idle_strategy,
-                f"an idle strategy name, e.g. backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
+                f"an idle strategy name, e.g. doorbell:SPINS,YIELDS,MIN_NS,MAX_NS, "
+                f"backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
                 f"({exc})",
             )
         if self.driver_threading_mode.strip().upper() not in DRIVER_THREADING_MODES:
@@ -408,8 +413,10 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "acl_file": "TOML file with an [acl] table of users and permissions (none: no ACL, unless "
     "the config file has an [acl] table)",
     "session_idle_strategy": (
-        "how the transport session agent waits for requests: backoff:SPINS,YIELDS,MIN_NS,MAX_NS "
-        "or sleep-ns:NS (fewer spins cost less CPU while idle, and answer later)"
+        "how the transport session agent waits for requests: doorbell:SPINS,YIELDS,MIN_NS,MAX_NS"
+        "[,DEEP_NS,DEEP_AFTER_NS[,SPIN_WINDOW_NS]] (sleeps until a client rings), "
+        "backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
+        "(fewer spins cost less CPU while idle, and answer later)"
     ),
     "driver_threading_mode": "threads of the embedded media driver: SHARED (its conductor, "
     "sender and receiver on one thread), SHARED_NETWORK (sender and receiver on one) or "

@@ -28,6 +28,7 @@ class ConnectRequest(google.protobuf.message.Message):
     VERSION_FIELD_NUMBER: builtins.int
     USER_FIELD_NUMBER: builtins.int
     SECRET_FIELD_NUMBER: builtins.int
+    DOORBELL_COUNTER_ID_FIELD_NUMBER: builtins.int
     response_channel: builtins.str
     response_stream_id: builtins.int
     client_id: builtins.str
@@ -37,6 +38,12 @@ class ConnectRequest(google.protobuf.message.Message):
     """an ACL user, for a broker with access control"""
     secret: builtins.str
     """that user's secret"""
+    doorbell_counter_id: builtins.int
+    """A doorbell (see transport/concurrent/doorbell.py): the id of a counter of type 1001 in the
+    media driver both sides share (IPC only), whose low 32 bits the client's response poller
+    sleeps on. The broker rings it after offering each answer to this session. Absent over UDP
+    (the two sides have different drivers) and from clients that do not sleep on one.
+    """
     def __init__(
         self,
         *,
@@ -46,8 +53,11 @@ class ConnectRequest(google.protobuf.message.Message):
         version: builtins.int = ...,
         user: builtins.str = ...,
         secret: builtins.str = ...,
+        doorbell_counter_id: builtins.int | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["client_id", b"client_id", "response_channel", b"response_channel", "response_stream_id", b"response_stream_id", "secret", b"secret", "user", b"user", "version", b"version"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "doorbell_counter_id", b"doorbell_counter_id"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "client_id", b"client_id", "doorbell_counter_id", b"doorbell_counter_id", "response_channel", b"response_channel", "response_stream_id", b"response_stream_id", "secret", b"secret", "user", b"user", "version", b"version"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id"]) -> typing.Literal["doorbell_counter_id"] | None: ...
 
 global___ConnectRequest = ConnectRequest
 
@@ -59,12 +69,24 @@ class ConnectResponse(google.protobuf.message.Message):
     VERSION_FIELD_NUMBER: builtins.int
     SESSION_TIMEOUT_MS_FIELD_NUMBER: builtins.int
     MAX_MESSAGE_SIZE_FIELD_NUMBER: builtins.int
+    DOORBELL_COUNTER_ID_FIELD_NUMBER: builtins.int
+    RINGS_CLIENT_DOORBELL_FIELD_NUMBER: builtins.int
     broker_name: builtins.str
     version: builtins.int
     """the broker's session protocol version"""
     session_timeout_ms: builtins.int
     """keepalive at least this often"""
     max_message_size: builtins.int
+    doorbell_counter_id: builtins.int
+    """The broker's session agent's doorbell (a counter id, as in ConnectRequest), sent only to an
+    IPC client that sent its own, when the agent sleeps on one: the client rings it after
+    offering each request, so a sleeping agent wakes at once. Absent otherwise; the agent then
+    finds the client's requests by its polls.
+    """
+    rings_client_doorbell: builtins.bool
+    """Whether the broker rings the client's doorbell (ConnectRequest.doorbell_counter_id) after
+    each answer: then the client's poller may sleep until rung.
+    """
     def __init__(
         self,
         *,
@@ -72,8 +94,12 @@ class ConnectResponse(google.protobuf.message.Message):
         version: builtins.int = ...,
         session_timeout_ms: builtins.int = ...,
         max_message_size: builtins.int = ...,
+        doorbell_counter_id: builtins.int | None = ...,
+        rings_client_doorbell: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "max_message_size", b"max_message_size", "session_timeout_ms", b"session_timeout_ms", "version", b"version"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "doorbell_counter_id", b"doorbell_counter_id"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "broker_name", b"broker_name", "doorbell_counter_id", b"doorbell_counter_id", "max_message_size", b"max_message_size", "rings_client_doorbell", b"rings_client_doorbell", "session_timeout_ms", b"session_timeout_ms", "version", b"version"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id"]) -> typing.Literal["doorbell_counter_id"] | None: ...
 
 global___ConnectResponse = ConnectResponse
 

@@ -12,6 +12,7 @@ client side, ``common/_envelope.py`` for the envelope's codec (shared by both si
 from aeromq.broker.session._agent import SessionAgent
 from aeromq.broker.session._config import SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
+from aeromq.broker.session._idle import session_idle_strategy
 from aeromq.broker.session._session import ServerSession, SessionState
 from aeromq.broker.session._table import SessionTable, Tombstone
 
@@ -23,4 +24,5 @@ __all__ = [
     "SessionState",
     "SessionTable",
     "Tombstone",
+    "session_idle_strategy",
 ]

@@ -28,6 +28,18 @@ a CONNECT past ``max_sessions`` (SYSTEM_BUSY) or of another protocol version
 is dropped unanswered (``routes_refused``): the broker sends to no address a client names
 but the one it sends from.
 
+Doorbells (``transport/concurrent/doorbell.py``): with ``doorbell`` the agent has one (a counter
+of the broker's media driver) and its idle strategy may sleep on it. Whatever gives the agent
+work rings it: an IPC client after each request it offers (the CONNECT answer names the counter
+to an IPC client that named its own), and the threads that complete answers (the flusher, the
+long-poll hold service) after queueing them. Requests over UDP ring nothing: the agent finds them
+by its polls, within its idle strategy's longest park. An IPC client's own doorbell, named in its
+CONNECT, is rung after each answer offered to it; a counter that is freed or reused is no longer
+rung (checked every 100 ms). :meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
+every source of work rings (no session that does not ring, none connecting, no answer held up by
+back pressure, no send left on the ingress for the store to catch up): it may then sleep until
+rung, else it must also poll.
+
 Sessions are bound to their client: the id is random (63 bits) and every request must come on
 the ingress image that carried the session's CONNECT, one identity compare per request
 (``header.context is session.image``). Nothing a client sends stops the agent.
@@ -70,6 +82,7 @@ from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, Image, Subscription
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.action import Action
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
 from aeromq.transport.concurrent.idle_strategy import tighten_timer_slack
 from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
 from aeromq.transport.logbuffer.header import Header
@@ -101,7 +114,8 @@ class SessionAgent:
     """The session server's agent (see module); run it with an ``AgentRunner``.
 
     ``subscriptions`` are the ingress subscriptions (IPC, UDP), already added with ``aeron``,
-    which also opens the response publications. ``clock_ns`` is monotonic.
+    which also opens the response publications. ``clock_ns`` is monotonic. ``doorbell``, in
+    ``aeron``'s counters, is the agent's own (see module); without it nothing rings the agent.
     """
 
     def __init__(
@@ -116,6 +130,7 @@ class SessionAgent:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         clock_ns: Callable[[], int] = time.monotonic_ns,
         acl: Acl | None = None,
+        doorbell: Doorbell | None = None,
     ) -> None:
         self.config = config or SessionServerConfig()
         self._aeron = aeron
@@ -138,6 +153,10 @@ class SessionAgent:
         self._abort_backlog = self.config.max_backlog_responses // 2
         self.counters = SessionCounters()
         self.thread: threading.Thread | None = None
+        self.doorbell = doorbell
+        self._thread_ident = 0
+        self._unrung_sessions = 0  # live sessions whose requests ring nothing
+        self._aborted = False  # a send left on the ingress this cycle: retry without a ring
 
     @property
     def role_name(self) -> str:
@@ -152,12 +171,23 @@ class SessionAgent:
         """No answer waits to be sent (none completed but unsent, none backed up)."""
         return not self._completions and not self._backlogged
 
+    def all_rung(self) -> bool:
+        """Whether every source of the agent's work rings its doorbell now (see module)."""
+        return (
+            self.doorbell is not None
+            and not self._unrung_sessions
+            and not self._connecting
+            and not self._backlogged
+            and not self._aborted
+        )
+
     def stop_ingress(self) -> None:
         """Stop reading the ingress (any thread): answers still go out. For a graceful stop."""
         self._ingress_open = False
 
     def on_start(self) -> None:
         self.thread = threading.current_thread()
+        self._thread_ident = threading.get_ident()
         tighten_timer_slack()  # parks of this agent end when asked, not 50 us later
 
     # -- the duty cycle ------------------------------------------------------------------
@@ -165,6 +195,7 @@ class SessionAgent:
     def do_work(self) -> int:
         now_ns = self._now_ns = self._clock_ns()
         work = 0
+        self._aborted = False
         if self._ingress_open:
             assembler = self._assembler
             limit = self.config.fragment_limit
@@ -219,6 +250,7 @@ class SessionAgent:
         if kind == "send":
             if len(session.backlog) >= self._abort_backlog or not self._send.can_accept():
                 self.counters.aborted += 1
+                self._aborted = True
                 return _ABORT
             self.counters.requests += 1
             if self._acl is not None and self._forbidden(session, correlation_id, request):
@@ -267,11 +299,22 @@ class SessionAgent:
         self, session: ServerSession, correlation_id: int, field: int
     ) -> Callable[[ProtoMessage | PullAnswer], None]:
         append = self._completions.append
+        bell = self.doorbell
+        if bell is None:
 
-        def complete(response: ProtoMessage | PullAnswer) -> None:
+            def complete(response: ProtoMessage | PullAnswer) -> None:
+                append((session, correlation_id, field, response))
+
+            return complete
+        ring = bell.ring
+        get_ident = threading.get_ident
+
+        def complete_and_ring(response: ProtoMessage | PullAnswer) -> None:
             append((session, correlation_id, field, response))
+            if get_ident() != self._thread_ident:  # another thread: the agent may sleep
+                ring()
 
-        return complete
+        return complete_and_ring
 
     def _on_connect(self, request: session_pb2.TransportRequest, header: Header) -> None:
         connect = request.connect
@@ -329,12 +372,24 @@ class SessionAgent:
             image=image,
         )
         session.user = connect.user
+        if source == IPC_SOURCE and connect.HasField("doorbell_counter_id"):
+            session.doorbell = self._client_doorbell(connect.doorbell_counter_id)
         if not self._open_publication(session):
             return
         self._table.add(session)
         self._connecting.add(session)
+        if session.doorbell is None or self.doorbell is None:
+            self._unrung_sessions += 1
         self.counters.sessions_opened += 1
         _log.debug("session connecting: %r", session)
+
+    def _client_doorbell(self, counter_id: int) -> Doorbell | None:
+        """The doorbell an IPC client named, if the counter is one (else it is not rung)."""
+        counters = self._aeron.counters_reader
+        if not HAS_FUTEX or not Doorbell.is_doorbell_counter(counters, counter_id):
+            self.counters.doorbells_refused += 1
+            return None
+        return Doorbell.for_counter(counters, counter_id)
 
     def _open_publication(self, session: ServerSession) -> bool:
         try:
@@ -547,6 +602,10 @@ class SessionAgent:
             session_timeout_ms=self.config.session_timeout_ms,
             max_message_size=self.max_message_size,
         )
+        if session.doorbell is not None:
+            answer.rings_client_doorbell = True
+            if self.doorbell is not None:
+                answer.doorbell_counter_id = self.doorbell.counter_id
         return encode_envelope(
             session.connect_correlation_id,
             session.session_id,
@@ -556,9 +615,14 @@ class SessionAgent:
 
     def _sweep(self, now_ns: int) -> None:
         timeout_ns = self.config.session_timeout_ms * _MS
+        counters = self._aeron.counters_reader
         for session in self._table:
             if session.state is not SessionState.CONNECTED or session.farewell:
                 continue
+            bell = session.doorbell
+            if bell is not None and not bell.still_allocated(counters):
+                session.doorbell = None  # the client freed it: the id may go to another
+                self._unrung_sessions += 1 if self.doorbell is not None else 0
             if now_ns - session.last_activity_ns > timeout_ns:
                 self.counters.sessions_timed_out += 1
                 self._close(session, "idle for the session timeout", now_ns, notify=True)
@@ -577,6 +641,8 @@ class SessionAgent:
         self._connecting.discard(session)
         self._backlogged.discard(session)
         self._table.remove(session, now_ns)
+        if not session.farewell and (session.doorbell is None or self.doorbell is None):
+            self._unrung_sessions -= 1
         if session.farewell:
             if self._farewells.get(session.route) is session:
                 del self._farewells[session.route]

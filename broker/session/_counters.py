@@ -32,6 +32,7 @@ class SessionCounters:
     unanswerable: int = 0
     aborted: int = 0
     response_back_pressure: int = 0
+    doorbells_refused: int = 0
     errors_by_code: collections.Counter[int] = field(default_factory=collections.Counter)
 
     def snapshot(self) -> dict[str, int]:

@@ -13,6 +13,10 @@ CONNECT once the publication is connected (the client's subscription is there). 
 offered in order; one that meets back pressure waits in the session's backlog, with every
 later answer behind it, and the agent retries the backlog on each duty cycle. Only the session
 agent's thread touches a session.
+
+An IPC client may name a doorbell in its CONNECT (``doorbell``, see
+``transport/concurrent/doorbell.py``): every answer offered is followed by a ring of it, so the
+client's poller, asleep on it, wakes at once.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Final
 
 from aeromq.transport import TransportError
 from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
+from aeromq.transport.concurrent.doorbell import Doorbell
 
 __all__ = ["ServerSession", "SessionState"]
 
@@ -49,6 +54,7 @@ class ServerSession:
         "close_reason",
         "connect_correlation_id",
         "created_ns",
+        "doorbell",
         "farewell",
         "granted",
         "image",
@@ -94,6 +100,7 @@ class ServerSession:
         self.backlog_since_ns = 0
         self.close_reason = ""
         self.farewell = farewell
+        self.doorbell: Doorbell | None = None
 
     @property
     def route(self) -> tuple[str, int]:
@@ -116,6 +123,8 @@ class ServerSession:
             else:
                 result = publication.offer_vectored(data)
             if result > 0:
+                if self.doorbell is not None:
+                    self.doorbell.ring()
                 return True
             if result == ADMIN_ACTION:
                 continue
@@ -147,6 +156,8 @@ class ServerSession:
             else:
                 return -1
         self.backlog_since_ns = now_ns if backlog else 0
+        if sent and self.doorbell is not None:
+            self.doorbell.ring()
         return sent
 
     def _queue(self, data: bytes, now_ns: int) -> None:

@@ -27,6 +27,12 @@ from aeromq.transport.concurrent.copy_broadcast_receiver import CopyBroadcastRec
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog, LoggingErrorHandler
+from aeromq.transport.concurrent.doorbell import (
+    DOORBELL_TYPE_ID,
+    Doorbell,
+    DoorbellIdleStrategy,
+    idle_strategy_with_doorbell,
+)
 from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE, directory_mode, make_dirs
 from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
@@ -47,6 +53,7 @@ from aeromq.transport.concurrent.ring_buffer import (
 
 __all__ = [
     "DEFAULT_FILE_MODE",
+    "DOORBELL_TYPE_ID",
     "INSUFFICIENT_CAPACITY",
     "Action",
     "Agent",
@@ -66,6 +73,8 @@ __all__ = [
     "CountersManager",
     "CountersReader",
     "DistinctErrorLog",
+    "Doorbell",
+    "DoorbellIdleStrategy",
     "EpochClock",
     "ErrorHandler",
     "IdleStrategy",
@@ -85,6 +94,7 @@ __all__ = [
     "directory_mode",
     "error_log_reader",
     "idle_strategy_from_name",
+    "idle_strategy_with_doorbell",
     "make_dirs",
     "tighten_timer_slack",
 ]

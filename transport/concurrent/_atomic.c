@@ -27,14 +27,38 @@
  *   compare_and_set -> __ATOMIC_SEQ_CST CAS         (compareAndSetInt / compareAndSetLong)
  *   get_and_add/set -> __ATOMIC_SEQ_CST RMW         (getAndAddInt / getAndSetLong, ...)
  *   add_int64_ordered: single-writer increment (plain load, release store).
+ *   get_and_and/or  -> __ATOMIC_SEQ_CST RMW         (bit flags in a shared word, the doorbell)
+ *
+ * Futexes (Linux): ``futex_wait_int32(index, expected, timeout_ns)`` sleeps while the aligned
+ * 32-bit word at ``index`` holds ``expected`` (the kernel checks it atomically with going to
+ * sleep), up to ``timeout_ns`` (< 0: no limit), with the GIL released; ``futex_wake_int32(index,
+ * count)`` wakes up to ``count`` such sleepers. They use FUTEX_WAIT / FUTEX_WAKE, not the
+ * _PRIVATE variants: the word lives in a file mapping shared by processes, and the kernel keys a
+ * shared futex by the page's file and offset, so a waiter and a waker in two processes (each with
+ * its own mapping of the file) meet. ``futex_wait_int32`` returns 0 when woken (or spuriously),
+ * ``FUTEX_NOT_EXPECTED`` (EAGAIN) when the word did not hold ``expected``, ``FUTEX_TIMED_OUT``
+ * (ETIMEDOUT) at the timeout; an interrupting signal runs Python's handlers (an exception they
+ * raise propagates) and returns 0. While a wait runs the buffer counts as exported, so it cannot
+ * be released under the sleeper. ``transport/concurrent/doorbell.py`` builds an eventcount on them.
+ * ``HAS_FUTEX`` is False off Linux, where both raise ``OSError`` (ENOSYS).
  *
  * The methods use METH_FASTCALL to keep the cost of a call near CPython's floor; the benchmark
  * suite ``atomic`` measures it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define HAVE_FUTEX 1
+#else
+#define HAVE_FUTEX 0
+#endif
 
 static PyObject *IndexOutOfBoundsError = NULL;
 
@@ -249,6 +273,8 @@ DEFINE_RMW(get_and_add_int32, int32_t, 32, __atomic_fetch_add)
 DEFINE_RMW(get_and_add_int64, int64_t, 64, __atomic_fetch_add)
 DEFINE_RMW(get_and_set_int32, int32_t, 32, __atomic_exchange_n)
 DEFINE_RMW(get_and_set_int64, int64_t, 64, __atomic_exchange_n)
+DEFINE_RMW(get_and_and_int32, int32_t, 32, __atomic_fetch_and)
+DEFINE_RMW(get_and_or_int32, int32_t, 32, __atomic_fetch_or)
 
 /* Single-writer increment of a counter others read: plain load, release store (Agrona's
  * addLongOrdered). Returns the previous value. */
@@ -265,6 +291,96 @@ add_int64_ordered(AtomicBufferObject *self, PyObject *const *args, Py_ssize_t na
     prev = __atomic_load_n((int64_t *)(self->addr + index), __ATOMIC_RELAXED);
     __atomic_store_n((int64_t *)(self->addr + index), prev + delta, __ATOMIC_RELEASE);
     return PyLong_FromLongLong((long long)prev);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* futexes (see the header)                                                                    */
+
+#if HAVE_FUTEX
+static long
+sys_futex(uint32_t *word, int op, uint32_t value, const struct timespec *timeout)
+{
+    return syscall(SYS_futex, word, op, value, timeout, NULL, 0);
+}
+#endif
+
+/* futex_wait_int32(index, expected, timeout_ns) -> 0 | FUTEX_NOT_EXPECTED | FUTEX_TIMED_OUT */
+static PyObject *
+futex_wait_int32(AtomicBufferObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t index;
+    int64_t expected, timeout_ns;
+    NARGS(3, "futex_wait_int32");
+    if (arg_index(args[0], &index) < 0 || check_aligned(self, index, 4) < 0 ||
+        arg_bits(args[1], 32, &expected) < 0 || arg_i64(args[2], &timeout_ns) < 0) {
+        return NULL;
+    }
+#if HAVE_FUTEX
+    {
+        struct timespec ts, *timeout = NULL;
+        uint32_t *word = (uint32_t *)(self->addr + index);
+        long rc;
+        int err;
+        if (timeout_ns >= 0) {
+            ts.tv_sec = (time_t)(timeout_ns / 1000000000);
+            ts.tv_nsec = (long)(timeout_ns % 1000000000);
+            timeout = &ts;
+        }
+        self->exports++; /* no release() while the kernel may touch the word */
+        Py_BEGIN_ALLOW_THREADS
+        rc = sys_futex(word, FUTEX_WAIT, (uint32_t)expected, timeout);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        self->exports--;
+        if (rc == 0) {
+            return PyLong_FromLong(0);
+        }
+        if (err == EAGAIN || err == ETIMEDOUT) {
+            return PyLong_FromLong(err);
+        }
+        if (err == EINTR) {
+            if (PyErr_CheckSignals() < 0) {
+                return NULL;
+            }
+            return PyLong_FromLong(0);
+        }
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+#else
+    (void)timeout_ns;
+    errno = ENOSYS;
+    return PyErr_SetFromErrno(PyExc_OSError);
+#endif
+}
+
+/* futex_wake_int32(index, count) -> how many sleepers were woken */
+static PyObject *
+futex_wake_int32(AtomicBufferObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t index;
+    int64_t count;
+    NARGS(2, "futex_wake_int32");
+    if (arg_index(args[0], &index) < 0 || check_aligned(self, index, 4) < 0 ||
+        arg_bits(args[1], 32, &count) < 0) {
+        return NULL;
+    }
+    if (count < 0) {
+        PyErr_Format(PyExc_ValueError, "count must not be negative: count=%lld", (long long)count);
+        return NULL;
+    }
+#if HAVE_FUTEX
+    {
+        long rc = sys_futex((uint32_t *)(self->addr + index), FUTEX_WAKE, (uint32_t)count, NULL);
+        if (rc < 0) {
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        return PyLong_FromLong(rc);
+    }
+#else
+    errno = ENOSYS;
+    return PyErr_SetFromErrno(PyExc_OSError);
+#endif
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -472,6 +588,12 @@ static PyMethodDef ab_methods[] = {
     FAST(get_and_add_int64, "get_and_add_int64(index, delta) -> previous value"),
     FAST(get_and_set_int32, "get_and_set_int32(index, value) -> previous value"),
     FAST(get_and_set_int64, "get_and_set_int64(index, value) -> previous value"),
+    FAST(get_and_and_int32, "get_and_and_int32(index, mask) -> previous value"),
+    FAST(get_and_or_int32, "get_and_or_int32(index, mask) -> previous value"),
+    FAST(futex_wait_int32,
+         "futex_wait_int32(index, expected, timeout_ns) -> 0 (woken), EAGAIN (not expected), "
+         "ETIMEDOUT; GIL released while asleep"),
+    FAST(futex_wake_int32, "futex_wake_int32(index, count) -> sleepers woken"),
     FAST(add_int64_ordered, "add_int64_ordered(index, delta) -> previous value (single writer)"),
     FAST(get_bytes, "get_bytes(index, length) -> bytes"),
     FAST(put_bytes, "put_bytes(index, src, src_offset=0, length=-1)"),
@@ -536,6 +658,12 @@ PyInit__atomic(void)
     Py_INCREF(&AtomicBufferType);
     if (PyModule_AddObject(module, "AtomicBufferBase", (PyObject *)&AtomicBufferType) < 0) {
         Py_DECREF(&AtomicBufferType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "HAS_FUTEX", HAVE_FUTEX ? Py_True : Py_False) < 0 ||
+        PyModule_AddIntConstant(module, "FUTEX_NOT_EXPECTED", EAGAIN) < 0 ||
+        PyModule_AddIntConstant(module, "FUTEX_TIMED_OUT", ETIMEDOUT) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -1,4 +1,14 @@
+from typing import Final
+
 from typing_extensions import Buffer
+
+HAS_FUTEX: Final[bool]
+"""Whether ``futex_wait_int32`` / ``futex_wake_int32`` work here (Linux); elsewhere they raise
+``OSError`` (ENOSYS)."""
+FUTEX_NOT_EXPECTED: Final[int]
+"""``futex_wait_int32``'s result when the word did not hold ``expected`` (EAGAIN)."""
+FUTEX_TIMED_OUT: Final[int]
+"""``futex_wait_int32``'s result when ``timeout_ns`` passed unwoken (ETIMEDOUT)."""
 
 class AtomicBufferBase:
     def __init__(self, source: Buffer, offset: int = 0, length: int = -1) -> None: ...
@@ -29,6 +39,17 @@ class AtomicBufferBase:
     def get_and_add_int64(self, index: int, delta: int, /) -> int: ...
     def get_and_set_int32(self, index: int, value: int, /) -> int: ...
     def get_and_set_int64(self, index: int, value: int, /) -> int: ...
+    def get_and_and_int32(self, index: int, mask: int, /) -> int: ...
+    def get_and_or_int32(self, index: int, mask: int, /) -> int: ...
+    def futex_wait_int32(self, index: int, expected: int, timeout_ns: int, /) -> int:
+        """Sleep while the aligned i32 at ``index`` holds ``expected`` (checked atomically with
+        going to sleep), at most ``timeout_ns`` (< 0: no limit), the GIL released. Linux
+        ``FUTEX_WAIT``, not the private variant: the word may be in memory shared with other
+        processes. 0 when woken (or spuriously, or by a signal whose handlers returned),
+        ``FUTEX_NOT_EXPECTED`` when the word held another value, ``FUTEX_TIMED_OUT``."""
+    def futex_wake_int32(self, index: int, count: int, /) -> int:
+        """Wake up to ``count`` threads (of any process) in ``futex_wait_int32`` on the i32 at
+        ``index``; how many were woken."""
     def add_int64_ordered(self, index: int, delta: int, /) -> int: ...
     def get_bytes(self, index: int, length: int, /) -> bytes: ...
     def put_bytes(

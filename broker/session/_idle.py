@@ -1,0 +1,34 @@
+"""How the session agent waits for work: its idle strategy, and the doorbell it may sleep on.
+
+A ``doorbell[:...]`` strategy (``transport/concurrent/doorbell.py``) gets a doorbell in a counter
+of the broker's media driver, which IPC clients map too: they ring it after each request, and
+the agent's park ends at once. Any other strategy gets no doorbell, and clients are told none
+(they would ring a bell nobody sleeps on).
+"""
+
+from __future__ import annotations
+
+from aeromq.transport.client import Aeron
+from aeromq.transport.concurrent.doorbell import (
+    DOORBELL_TYPE_ID,
+    Doorbell,
+    DoorbellIdleStrategy,
+    idle_strategy_with_doorbell,
+)
+from aeromq.transport.concurrent.idle_strategy import IdleStrategy
+
+__all__ = ["session_idle_strategy"]
+
+
+def session_idle_strategy(
+    aeron: Aeron, name: str, broker_name: str
+) -> tuple[IdleStrategy, Doorbell | None]:
+    """The session agent's idle strategy named ``name`` and, for a doorbell strategy, its
+    doorbell (a counter ``aeron`` allocates, freed when ``aeron`` closes)."""
+    idle = idle_strategy_with_doorbell(name, None)
+    if not isinstance(idle, DoorbellIdleStrategy):
+        return idle, None
+    counter = aeron.add_counter(DOORBELL_TYPE_ID, label=f"doorbell: broker-sessions {broker_name}")
+    doorbell = Doorbell.for_counter(aeron.counters_reader, counter.id)
+    idle.doorbell = doorbell
+    return idle, doorbell

@@ -1,0 +1,170 @@
+"""The session agent's doorbells: the one it sleeps on (named to IPC clients that name theirs),
+the clients' it rings after each answer, and when it may sleep until rung."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from aeromq.broker.session import SessionAgent, SessionServerConfig
+from aeromq.client.session import (
+    DEFAULT_SESSION_IDLE_STRATEGY,
+    IDLE_STRATEGY_ENV,
+    ClientSession,
+    SessionConfig,
+)
+from aeromq.common import SESSION_PROTOCOL_VERSION, IllegalArgumentError
+from aeromq.proto import session_pb2
+from aeromq.transport.client import Aeron, AeronContext, Counter
+from aeromq.transport.concurrent.agent import AgentRunner
+from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.driver import MediaDriver
+
+from ._raw import RawClient
+from .conftest import MS, send_request, wait_for
+
+
+@pytest.fixture
+def agent(aeron: Aeron, send: object, pull: object) -> Iterator[SessionAgent]:
+    counter = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: test agent")
+    bell = Doorbell.for_counter(aeron.counters_reader, counter.id)
+    agent = SessionAgent(
+        aeron,
+        [aeron.add_subscription("aeron:ipc", 1001)],
+        send,  # type: ignore[arg-type]
+        pull,  # type: ignore[arg-type]
+        "broker-a",
+        config=SessionServerConfig(session_timeout_ms=5_000, connect_timeout_ms=2_000),
+        doorbell=bell,
+    )
+    idle = DoorbellIdleStrategy(bell, max_park_period_ns=5 * MS)
+    idle.all_rung = agent.all_rung
+    errors: list[BaseException] = []
+    runner = AgentRunner(idle, errors.append, None, agent)
+    runner.start()
+    yield agent
+    runner.close()
+    assert errors == []
+
+
+def _connect(raw: RawClient, doorbell_counter_id: int | None) -> session_pb2.ConnectResponse:
+    connect = session_pb2.ConnectRequest(
+        response_channel="aeron:ipc",
+        response_stream_id=raw.response_stream_id,
+        client_id="raw",
+        version=SESSION_PROTOCOL_VERSION,
+    )
+    if doorbell_counter_id is not None:
+        connect.doorbell_counter_id = doorbell_counter_id
+    raw.request("connect", connect.SerializeToString(), correlation_id=7, session_id=0)
+    answer = raw.answer()
+    raw.session_id = answer.session_id
+    return answer.connect
+
+
+def _word(aeron: Aeron, counter: Counter) -> int:
+    return aeron.counters_reader.values_buffer.get_int32_volatile(
+        Doorbell.for_counter(aeron.counters_reader, counter.id).offset
+    )
+
+
+def test_should_ring_an_ipc_clients_doorbell_after_each_answer(
+    agent: SessionAgent, aeron: Aeron
+) -> None:
+    counter = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: raw client")
+    raw = RawClient(aeron)
+    try:
+        connected = _connect(raw, counter.id)
+        assert connected.rings_client_doorbell
+        assert agent.doorbell is not None
+        assert connected.doorbell_counter_id == agent.doorbell.counter_id
+        assert _word(aeron, counter) == 2  # the CONNECT answer
+        for expected in (4, 6):
+            raw.request("keepalive", correlation_id=expected)
+            assert raw.answer().WhichOneof("body") == "keepalive"
+            assert _word(aeron, counter) == expected
+        assert agent.all_rung()
+    finally:
+        raw.close()
+
+
+def test_should_not_ring_a_counter_that_is_not_a_doorbell(
+    agent: SessionAgent, aeron: Aeron
+) -> None:
+    other = aeron.add_counter(7, label="someone else's counter")
+    raw = RawClient(aeron)
+    try:
+        connected = _connect(raw, other.id)
+        assert not connected.rings_client_doorbell
+        assert not connected.HasField("doorbell_counter_id")  # it would not ring ours
+        raw.request("keepalive", correlation_id=2)
+        raw.answer()
+        assert other.get() == 0
+        assert agent.counters.doorbells_refused == 1
+        assert not agent.all_rung()  # its requests ring nothing: the agent must poll
+    finally:
+        raw.close()
+
+
+def test_should_poll_while_a_session_rings_nothing_and_sleep_once_all_ring(
+    agent: SessionAgent, aeron: Aeron, media_driver: MediaDriver
+) -> None:
+    raw = RawClient(aeron)
+    _connect(raw, None)
+    wait_for(lambda: not agent._connecting and not agent._backlogged, what="the connect answered")
+    assert not agent.all_rung()
+    raw.request("close", correlation_id=3)
+    wait_for(agent.all_rung, what="the silent session closed")
+    raw.close()
+    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
+    with (
+        Aeron.connect(context) as client_aeron,
+        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
+    ):
+        assert session.request(send_request(b"rung")).status.code == 0
+        wait_for(agent.all_rung, what="every session to ring")
+
+
+def test_should_stop_ringing_a_doorbell_whose_counter_was_freed(
+    agent: SessionAgent, aeron: Aeron
+) -> None:
+    counter = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: raw client")
+    raw = RawClient(aeron)
+    try:
+        _connect(raw, counter.id)
+        session = agent.table.get(raw.session_id)
+        assert session is not None and session.doorbell is not None
+        counter.close()
+        wait_for(lambda: session.doorbell is None, what="the freed doorbell dropped")
+        assert not agent.all_rung()
+        raw.request("keepalive", correlation_id=2)
+        assert raw.answer().WhichOneof("body") == "keepalive"  # still served
+    finally:
+        raw.close()
+
+
+def test_should_name_doorbells_both_ways_over_ipc(
+    agent: SessionAgent, media_driver: MediaDriver
+) -> None:
+    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
+    with (
+        Aeron.connect(context) as client_aeron,
+        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
+    ):
+        assert session.rung_by_broker and session.rings_broker
+        assert agent.doorbell is not None
+        before = agent.doorbell.prepare() & ~1
+        assert session.request(send_request(b"rung")).status.code == 0
+        assert (agent.doorbell.prepare() & ~1) - before >= 2  # the request rang the agent
+
+
+def test_should_refuse_a_session_idle_strategy_it_cannot_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(IllegalArgumentError, match="idle_strategy"):
+        SessionConfig(idle_strategy="doorbell:1")
+    monkeypatch.setenv(IDLE_STRATEGY_ENV, "backoff:10,5,1000,1000000")
+    assert SessionConfig().idle_strategy == "backoff:10,5,1000,1000000"
+    monkeypatch.delenv(IDLE_STRATEGY_ENV)
+    assert SessionConfig().idle_strategy == DEFAULT_SESSION_IDLE_STRATEGY

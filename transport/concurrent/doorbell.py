@@ -1,0 +1,434 @@
+"""``Doorbell``: an eventcount on a shared 32-bit word, so an idle agent sleeps until rung.
+
+A polling agent (a broker's session agent, a client's response poller) finds its work by polling
+shared memory; between pieces of work an idle strategy decides how it waits. In CPython each
+poll costs microseconds, so spinning and yielding between requests are most of such a thread's
+CPU. With a doorbell the agent sleeps in the kernel (a futex on the word) and whoever gives it
+work rings: the ring ends the sleep at once, and an agent nobody rings still wakes at its
+timeout, as a backoff would.
+
+The word (any aligned i32 in shared memory; the low half of a media driver counter's value, see
+:meth:`Doorbell.for_counter`, so two processes of one driver share it)::
+
+     0                   1                   2                   3
+     0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+    +-+-------------------------------------------------------------+
+    |S|                 Ring sequence (31 bits, wraps)              |
+    +-+-------------------------------------------------------------+
+
+    S: SLEEPER_FLAG, set while a waiter may be asleep on the word.
+
+The contract (all accesses sequentially consistent atomics of the native helper):
+
+- waiter: ``observed = prepare()`` (read the word); poll for work once more; if there is none,
+  ``await_ring(observed, timeout_ns)``: CAS ``observed -> observed | S`` (a failure means a ring
+  came since ``observed``: return, poll again) then ``futex_wait(observed | S, timeout_ns)``;
+- ringer: publish the work first (an Aeron offer, a queue append), then ``ring()``: add 2 to the
+  word; if the old value had S, clear S and wake every sleeper.
+
+No wakeup is lost: a ring either comes before the waiter's CAS (which then fails: the waiter
+polls again and sees the work, published before the ring) or after it (the ringer sees S and
+wakes; a ``futex_wait`` that starts after the ring finds the word changed and returns at once).
+The ringer, not the waiter, clears S, so several threads may wait on one word (a client's poller
+and a caller waiting for its answer): a ring wakes them all. A waiter that timed out leaves S
+set; the next ring then pays one ``futex_wake`` that wakes nobody.
+
+:class:`DoorbellIdleStrategy` is Agrona's backoff shape (spins, yields, parks doubling from a
+minimum to a maximum, an optional deep park) whose parks are waits on a doorbell. Its defaults
+skip the spins and yields, which in CPython cost a whole empty poll each. When its owner says
+that every source of its work rings (``all_rung``), each park is the longest at once: a park
+ends at the ring anyway, and on a virtual machine every wake-up of a thread costs 10-20 us of
+CPU, a short park as much as a long one, so short parks only add wake-ups.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Final
+
+from aeromq.transport._errors import ConfigurationError
+from aeromq.transport.concurrent._atomic import FUTEX_NOT_EXPECTED, FUTEX_TIMED_OUT, HAS_FUTEX
+from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.counters_descriptor import (
+    RECORD_ALLOCATED,
+    checked_counter_offset,
+)
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.idle_strategy import (
+    BackoffIdleStrategy,
+    IdleStrategy,
+    idle_strategy_from_name,
+)
+
+__all__ = [
+    "DOORBELL_TYPE_ID",
+    "FUTEX_NOT_EXPECTED",
+    "FUTEX_TIMED_OUT",
+    "HAS_FUTEX",
+    "RUNG",
+    "SLEEPER_FLAG",
+    "Doorbell",
+    "DoorbellIdleStrategy",
+    "idle_strategy_with_doorbell",
+]
+
+SLEEPER_FLAG: Final = 1
+"""Bit 0 of the word: a waiter may be asleep on it."""
+RING_INCREMENT: Final = 2
+"""What a ring adds to the word: one step of the sequence in bits 1..31."""
+RUNG: Final = -1
+"""``await_ring``'s result when a ring came between ``prepare`` and the wait (no sleep)."""
+DOORBELL_TYPE_ID: Final = 1_001
+"""Type id of a media driver counter that holds a doorbell (``Aeron.add_counter``)."""
+_WAKE_ALL: Final = 0x7FFF_FFFF
+_DEFAULT_PARAMS: Final = "0,0,1000,1000000"
+_SPIN_SCORE_MAX: Final = 3
+_SPIN_SCORE_POLLS: Final = 1
+_PROBE_MASK: Final = 63  # one idle period in 64 polls through the window anyway
+_CLEAR_SLEEPER: Final = ~SLEEPER_FLAG
+
+
+class Doorbell:
+    """An eventcount on the aligned i32 at ``offset`` of ``buffer`` (see module)."""
+
+    __slots__ = ("_buffer", "_offset", "counter_id", "registration_id")
+
+    def __init__(
+        self, buffer: AtomicBuffer, offset: int, *, counter_id: int = -1, registration_id: int = 0
+    ) -> None:
+        if not HAS_FUTEX:
+            raise ConfigurationError("a doorbell needs futexes (Linux)", platform=os.name)
+        buffer.get_int32_volatile(offset)  # bounds and alignment, checked once here
+        self._buffer = buffer
+        self._offset = offset
+        self.counter_id = counter_id
+        self.registration_id = registration_id
+
+    @classmethod
+    def allocate(cls) -> Doorbell:
+        """A doorbell of this process alone (anonymous memory): for threads of one process, or
+        a waiter nobody rings (it wakes at its timeouts)."""
+        return cls(AtomicBuffer.allocate(64), 0)
+
+    @classmethod
+    def for_counter(cls, counters: CountersReader, counter_id: int) -> Doorbell:
+        """The doorbell in the low 32 bits of counter ``counter_id``'s value (any process of the
+        same media driver maps the same word). Raises ``IndexOutOfBoundsError`` for an id
+        outside the counters."""
+        values = counters.values_buffer
+        offset = checked_counter_offset(values.capacity, counter_id)
+        registration_id = counters.get_counter_registration_id(counter_id)
+        return cls(values, offset, counter_id=counter_id, registration_id=registration_id)
+
+    @staticmethod
+    def is_doorbell_counter(counters: CountersReader, counter_id: int) -> bool:
+        """Whether ``counter_id`` names an allocated counter of :data:`DOORBELL_TYPE_ID`."""
+        if not 0 <= counter_id <= counters.max_counter_id:
+            return False
+        return (
+            counters.get_counter_state(counter_id) == RECORD_ALLOCATED
+            and counters.get_counter_type_id(counter_id) == DOORBELL_TYPE_ID
+        )
+
+    def still_allocated(self, counters: CountersReader) -> bool:
+        """For a counter's doorbell: whether the counter is still the one it was made from (not
+        freed, not reused); a ringer stops ringing a doorbell that is not."""
+        return (
+            self.is_doorbell_counter(counters, self.counter_id)
+            and counters.get_counter_registration_id(self.counter_id) == self.registration_id
+        )
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    # -- the waiter ------------------------------------------------------------------------
+
+    def prepare(self) -> int:
+        """The word now: read it, then poll for work once more, then :meth:`await_ring`."""
+        return self._buffer.get_int32_volatile(self._offset)
+
+    def await_ring(self, observed: int, timeout_ns: int) -> int:
+        """Sleep until a ring after ``observed`` (the :meth:`prepare` before the last empty poll)
+        or ``timeout_ns`` (< 0: no limit). :data:`RUNG` when a ring came before the sleep; else
+        ``futex_wait``'s result: 0 woken, ``FUTEX_NOT_EXPECTED`` (the word changed as it went to
+        sleep: a ring), ``FUTEX_TIMED_OUT``."""
+        buffer = self._buffer
+        offset = self._offset
+        armed = observed | SLEEPER_FLAG
+        if not buffer.compare_and_set_int32(offset, observed, armed):
+            return RUNG
+        return buffer.futex_wait_int32(offset, armed, timeout_ns)
+
+    # -- the ringer ------------------------------------------------------------------------
+
+    def ring(self) -> bool:
+        """After publishing work for the waiter: step the sequence and wake any sleeper. Whether
+        a sleeper was signalled (one native call when none was)."""
+        buffer = self._buffer
+        offset = self._offset
+        if not buffer.get_and_add_int32(offset, RING_INCREMENT) & SLEEPER_FLAG:
+            return False
+        buffer.get_and_and_int32(offset, _CLEAR_SLEEPER)
+        buffer.futex_wake_int32(offset, _WAKE_ALL)
+        return True
+
+    def __repr__(self) -> str:
+        return (
+            f"Doorbell(counter_id={self.counter_id}, offset={self._offset}, "
+            f"word={self._buffer.get_int32_volatile(self._offset):#x})"
+        )
+
+
+class DoorbellIdleStrategy:
+    """Spin ``max_spins`` times, yield ``max_yields`` times, then park on ``doorbell`` for a
+    period that doubles from ``min_park_period_ns`` to ``max_park_period_ns`` (and on to
+    ``deep_park_period_ns`` after ``deep_idle_after_ns`` of parking, when that is not 0, as
+    :class:`~transport.concurrent.idle_strategy.BackoffIdleStrategy`); a ring ends a park at
+    once, any work resets.
+
+    The doorbell's contract asks for a poll between reading the word and sleeping: every park
+    reads the word again on waking (:meth:`Doorbell.prepare`), before the agent's next poll.
+    Without spins and yields (the default) a cycle that did work reads it too, so the first
+    empty cycle after work parks at once; with them, the first park only reads the word and
+    returns, for the agent to poll once more. One poll per park, none wasted on spins and
+    yields by default.
+
+    ``all_rung``, when set, is asked before each park whether every source of work rings the
+    doorbell now; while it says so, a park lasts at least ``max_park_period_ns`` (the backoff's
+    period walks on beneath, so a park after it stops saying so is as short as the backoff's).
+
+    ``spin_window_ns`` (0: off) adapts to ping-pong traffic: a wake-up from a park costs tens of
+    microseconds of latency on a virtual machine, more than a request that comes back quickly
+    waits. While the idle gaps (from the first empty cycle to the next work) have mostly been
+    shorter than the window, the agent polls for up to the window before it parks; while they
+    have mostly been longer, it parks at once and those polls are not spent. "Mostly" is a
+    saturating count (``spin_score``, 0 to 3, up one per short gap, down one per long gap;
+    polls while it is 1 or more), as a branch predictor's: one slow gap does not stop the
+    polling. A gap that ends in a park is measured late (the wake-up's latency is in it), so
+    one idle period in 64 polls through the window anyway, to find short gaps again.
+    ``state``, ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score`` are
+    readable.
+    """
+
+    __slots__ = (
+        "_armed",
+        "_eager",
+        "_idle_periods",
+        "_idle_since_ns",
+        "_observed",
+        "all_rung",
+        "deep_idle_after_ns",
+        "deep_park_period_ns",
+        "doorbell",
+        "max_park_period_ns",
+        "max_spins",
+        "max_yields",
+        "min_park_period_ns",
+        "park_period_ns",
+        "parked_ns",
+        "rings",
+        "spin_score",
+        "spin_window_ns",
+        "spins",
+        "state",
+        "yields",
+    )
+    alias = "doorbell"
+
+    NOT_IDLE = 0
+    SPINNING = 1
+    YIELDING = 2
+    PARKING = 3
+    POLLING = 4  # within the spin window
+
+    DEFAULT_MAX_SPINS = 0
+    DEFAULT_MAX_YIELDS = 0
+    DEFAULT_MIN_PARK_PERIOD_NS = 1_000
+    DEFAULT_MAX_PARK_PERIOD_NS = 1_000_000
+
+    def __init__(
+        self,
+        doorbell: Doorbell,
+        max_spins: int = DEFAULT_MAX_SPINS,
+        max_yields: int = DEFAULT_MAX_YIELDS,
+        min_park_period_ns: int = DEFAULT_MIN_PARK_PERIOD_NS,
+        max_park_period_ns: int = DEFAULT_MAX_PARK_PERIOD_NS,
+        deep_park_period_ns: int = 0,
+        deep_idle_after_ns: int = 1_000_000_000,
+        spin_window_ns: int = 0,
+    ) -> None:
+        if spin_window_ns < 0:
+            raise ConfigurationError(
+                "the spin window must not be negative", spin_window_ns=spin_window_ns
+            )
+        _check_shape(
+            max_spins,
+            max_yields,
+            min_park_period_ns,
+            max_park_period_ns,
+            deep_park_period_ns,
+            deep_idle_after_ns,
+        )
+        self.doorbell = doorbell
+        self.max_spins = max_spins
+        self.max_yields = max_yields
+        self.min_park_period_ns = min_park_period_ns
+        self.max_park_period_ns = max_park_period_ns
+        self.deep_park_period_ns = deep_park_period_ns
+        self.deep_idle_after_ns = deep_idle_after_ns
+        self.state = self.NOT_IDLE
+        self.spins = 0
+        self.yields = 0
+        self.park_period_ns = min_park_period_ns
+        self.parked_ns = 0
+        self.rings = 0
+        self.all_rung: Callable[[], bool] | None = None
+        self.spin_window_ns = spin_window_ns
+        self.spin_score = _SPIN_SCORE_MAX
+        self._eager = max_spins == 0 and max_yields == 0
+        self._armed = False
+        self._observed = 0
+        self._idle_since_ns = 0
+        self._idle_periods = 0
+
+    def idle(self, work_count: int = 0) -> None:
+        if work_count > 0:
+            if self.state != self.NOT_IDLE:
+                if self.spin_window_ns:
+                    short = time.monotonic_ns() - self._idle_since_ns < self.spin_window_ns
+                    score = self.spin_score + (1 if short else -1)
+                    self.spin_score = min(_SPIN_SCORE_MAX, max(0, score))
+                self.reset()
+            if self._eager:  # read the word now: the agent's next cycle is the poll after it
+                self._observed = self.doorbell.prepare()
+                self._armed = True
+            return
+        state = self.state
+        if state == self.PARKING:
+            self._park()
+            return
+        if state == self.NOT_IDLE:
+            if self.spin_window_ns:
+                self._idle_since_ns = time.monotonic_ns()
+                self._idle_periods += 1
+                if self.spin_score >= _SPIN_SCORE_POLLS or not self._idle_periods & _PROBE_MASK:
+                    self.state = self.POLLING
+                    return
+            self.state = state = self.SPINNING
+            self.spins = 0
+        elif state == self.POLLING:
+            if time.monotonic_ns() - self._idle_since_ns < self.spin_window_ns:
+                return
+            self.state = state = self.SPINNING
+            self.spins = 0
+        if state == self.SPINNING:
+            if self.spins < self.max_spins:
+                self.spins += 1
+                return
+            self.state = state = self.YIELDING
+            self.yields = 0
+        if state == self.YIELDING:
+            if self.yields < self.max_yields:
+                self.yields += 1
+                os.sched_yield()
+                return
+            self.state = self.PARKING
+            self.park_period_ns = self.min_park_period_ns
+            self.parked_ns = 0
+            self._park()
+
+    def _park(self) -> None:
+        if not self._armed:  # no word read before the last poll: read it, poll once more
+            self._observed = self.doorbell.prepare()
+            self._armed = True
+            return
+        period = self.park_period_ns
+        sleep_ns = period
+        if period < self.max_park_period_ns and self.all_rung is not None and self.all_rung():
+            sleep_ns = self.max_park_period_ns  # the backoff walks on beneath it
+        result = self.doorbell.await_ring(self._observed, sleep_ns)
+        self._observed = self.doorbell.prepare()
+        if result != FUTEX_TIMED_OUT:
+            self.rings += 1
+            return
+        self.parked_ns += sleep_ns
+        if period < self.max_park_period_ns:
+            self.park_period_ns = min(period * 2, self.max_park_period_ns)
+        elif period < self.deep_park_period_ns and self.parked_ns >= self.deep_idle_after_ns:
+            self.park_period_ns = min(period * 2, self.deep_park_period_ns)
+
+    def reset(self) -> None:
+        self.spins = 0
+        self.yields = 0
+        self.parked_ns = 0
+        self.park_period_ns = self.min_park_period_ns
+        self.state = self.NOT_IDLE
+        self._armed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"DoorbellIdleStrategy(max_spins={self.max_spins}, max_yields={self.max_yields}, "
+            f"min_park_period_ns={self.min_park_period_ns}, "
+            f"max_park_period_ns={self.max_park_period_ns}, "
+            f"deep_park_period_ns={self.deep_park_period_ns}, "
+            f"deep_idle_after_ns={self.deep_idle_after_ns}, "
+            f"spin_window_ns={self.spin_window_ns})"
+        )
+
+
+def _check_shape(
+    max_spins: int,
+    max_yields: int,
+    min_park_period_ns: int,
+    max_park_period_ns: int,
+    deep_park_period_ns: int,
+    deep_idle_after_ns: int,
+) -> None:
+    if max_spins < 0 or max_yields < 0:
+        raise ConfigurationError(
+            "spins and yields must not be negative", max_spins=max_spins, max_yields=max_yields
+        )
+    if min_park_period_ns <= 0 or max_park_period_ns < min_park_period_ns:
+        raise ConfigurationError(
+            "park periods must be positive and min <= max",
+            min_park_period_ns=min_park_period_ns,
+            max_park_period_ns=max_park_period_ns,
+        )
+    if deep_park_period_ns and (deep_park_period_ns < max_park_period_ns or deep_idle_after_ns < 0):
+        raise ConfigurationError(
+            "the deep park must be 0 (off) or >= the max park, after a time >= 0",
+            max_park_period_ns=max_park_period_ns,
+            deep_park_period_ns=deep_park_period_ns,
+            deep_idle_after_ns=deep_idle_after_ns,
+        )
+
+
+def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStrategy:
+    """An idle strategy from its name: ``doorbell[:SPINS,YIELDS,MIN_NS,MAX_NS[,DEEP_NS,
+    DEEP_AFTER_NS[,SPIN_WINDOW_NS]]]`` parks on ``doorbell`` (``None``: a doorbell of its own that nobody rings,
+    e.g. to check a configured name), any other name is
+    :func:`~transport.concurrent.idle_strategy.idle_strategy_from_name`'s. Without futexes (off
+    Linux) a doorbell name gives the backoff of the same shape."""
+    alias, _, params = name.strip().partition(":")
+    if alias.strip().lower() != DoorbellIdleStrategy.alias:
+        return idle_strategy_from_name(name)
+    if not params.strip():
+        params = _DEFAULT_PARAMS
+    parts = [part.strip() for part in params.split(",")]
+    if len(parts) not in (4, 6, 7):
+        raise ConfigurationError(
+            "idle strategy takes a different number of parameters",
+            name=name,
+            expected="4, 6 or 7",
+            given=len(parts),
+        )
+    try:
+        values = [int(part.replace("_", "")) for part in parts]
+    except ValueError as exc:
+        raise ConfigurationError("idle strategy parameter is not an integer", name=name) from exc
+    if not HAS_FUTEX:  # no futexes here: the same shape, parked by the clock
+        return BackoffIdleStrategy(*values[:6])
+    return DoorbellIdleStrategy(doorbell if doorbell is not None else Doorbell.allocate(), *values)
