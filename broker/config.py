@@ -59,18 +59,17 @@ __all__ = [
 ]
 
 ENV_PREFIX: Final = "AEROMQ_BROKER_"
-DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,1000000000,100000"
-"""The session agent sleeps on its doorbell (``transport/concurrent/doorbell.py``): IPC clients
-ring it after each request, the flusher and the long-poll hold service after each answer they
-complete, so while every live session rings, each park lasts 1 ms (25 ms after a quiet second)
-and a ring ends it at once; no spins, no yields (each costs a whole Python duty cycle). While
-requests have mostly come back within 100 us of the agent going idle (one-at-a-time sends), it
-polls for up to 100 us before it parks: a wake-up costs more latency than that. While a
-session does not ring (UDP, or a client without doorbells) parks back off from 1 us to 1 ms, as
-Agrona's backoff. ``backoff:10,5,1000,1000000,25000000,1000000000`` is the strategy before
-doorbells (spin 10 duty cycles, yield 5, then park from 1 us to 1 ms, 25 ms after a quiet
-second; the embedded driver's agents idle alike, see ``broker._embedded_driver``);
-``backoff:0,0,20000,1000000`` parks at once and answers one-at-a-time sends later."""
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000,25000000,1000000000"
+"""Agrona's backoff with a deep idle: spin 10 duty cycles, yield 5, then park from 1 us doubling
+to 1 ms; after a second with no work the park grows to 25 ms (the first request after a quiet
+second may wait that long). ``doorbell:0,0,1000,1000000,25000000,1000000000,100000`` sleeps on
+the agent's doorbell instead (``transport/concurrent/doorbell.py``): IPC clients ring it after
+each request, the flusher and the long-poll hold service after each answer they complete, so a
+park ends at the ring. It answered one-at-a-time sends about 14% faster with less broker CPU,
+and cost the same broker CPU per message on batched sends, but in 2 of 6 runs of ``python -m
+bench broker`` it halved the live end-to-end rate (never with this backoff, 0 of 4 runs on the
+same machine), so it stays a setting until that is understood. ``backoff:0,0,20000,1000000``
+parks at once and answers one-at-a-time sends later."""
 DEFAULT_DRIVER_THREADING_MODE: Final = "SHARED"
 """The embedded driver's conductor, sender and receiver on one thread: an idle broker wakes a
 third as often, and busy it costs no more CPU per message (see ``broker._embedded_driver``)."""
