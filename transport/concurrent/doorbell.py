@@ -59,7 +59,9 @@ from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
     IdleStrategy,
+    check_backoff_shape,
     idle_strategy_from_name,
+    next_park_period_ns,
 )
 
 __all__ = [
@@ -264,7 +266,7 @@ class DoorbellIdleStrategy:
             raise ConfigurationError(
                 "the spin window must not be negative", spin_window_ns=spin_window_ns
             )
-        _check_shape(
+        check_backoff_shape(
             max_spins,
             max_yields,
             min_park_period_ns,
@@ -355,10 +357,7 @@ class DoorbellIdleStrategy:
             self.rings += 1
             return
         self.parked_ns += sleep_ns
-        if period < self.max_park_period_ns:
-            self.park_period_ns = min(period * 2, self.max_park_period_ns)
-        elif period < self.deep_park_period_ns and self.parked_ns >= self.deep_idle_after_ns:
-            self.park_period_ns = min(period * 2, self.deep_park_period_ns)
+        self.park_period_ns = next_park_period_ns(self, period)
 
     def reset(self) -> None:
         self.spins = 0
@@ -376,33 +375,6 @@ class DoorbellIdleStrategy:
             f"deep_park_period_ns={self.deep_park_period_ns}, "
             f"deep_idle_after_ns={self.deep_idle_after_ns}, "
             f"spin_window_ns={self.spin_window_ns})"
-        )
-
-
-def _check_shape(
-    max_spins: int,
-    max_yields: int,
-    min_park_period_ns: int,
-    max_park_period_ns: int,
-    deep_park_period_ns: int,
-    deep_idle_after_ns: int,
-) -> None:
-    if max_spins < 0 or max_yields < 0:
-        raise ConfigurationError(
-            "spins and yields must not be negative", max_spins=max_spins, max_yields=max_yields
-        )
-    if min_park_period_ns <= 0 or max_park_period_ns < min_park_period_ns:
-        raise ConfigurationError(
-            "park periods must be positive and min <= max",
-            min_park_period_ns=min_park_period_ns,
-            max_park_period_ns=max_park_period_ns,
-        )
-    if deep_park_period_ns and (deep_park_period_ns < max_park_period_ns or deep_idle_after_ns < 0):
-        raise ConfigurationError(
-            "the deep park must be 0 (off) or >= the max park, after a time >= 0",
-            max_park_period_ns=max_park_period_ns,
-            deep_park_period_ns=deep_park_period_ns,
-            deep_idle_after_ns=deep_idle_after_ns,
         )
 
 

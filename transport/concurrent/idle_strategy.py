@@ -42,13 +42,64 @@ __all__ = [
     "Parker",
     "SleepingIdleStrategy",
     "YieldingIdleStrategy",
+    "check_backoff_shape",
     "idle_strategy_from_name",
+    "next_park_period_ns",
     "tighten_timer_slack",
 ]
 
 
 Parker = Callable[[float], object]
 """Blocks for at most the given seconds; may return early (``time.sleep``, a socket poll)."""
+
+
+class BackoffShape(Protocol):
+    """What :func:`next_park_period_ns` reads of a backoff strategy."""
+
+    max_park_period_ns: int
+    deep_park_period_ns: int
+    deep_idle_after_ns: int
+    parked_ns: int
+
+
+def check_backoff_shape(
+    max_spins: int,
+    max_yields: int,
+    min_park_period_ns: int,
+    max_park_period_ns: int,
+    deep_park_period_ns: int,
+    deep_idle_after_ns: int,
+) -> None:
+    """Raise ``ConfigurationError`` for a backoff shape (Agrona's, with a deep park) that is not
+    one: negative spins or yields, park periods not positive or min > max, a deep park (when
+    not 0) shorter than the max park or after a negative time."""
+    if max_spins < 0 or max_yields < 0:
+        raise ConfigurationError(
+            "spins and yields must not be negative", max_spins=max_spins, max_yields=max_yields
+        )
+    if min_park_period_ns <= 0 or max_park_period_ns < min_park_period_ns:
+        raise ConfigurationError(
+            "park periods must be positive and min <= max",
+            min_park_period_ns=min_park_period_ns,
+            max_park_period_ns=max_park_period_ns,
+        )
+    if deep_park_period_ns and (deep_park_period_ns < max_park_period_ns or deep_idle_after_ns < 0):
+        raise ConfigurationError(
+            "the deep park must be 0 (off) or >= the max park, after a time >= 0",
+            max_park_period_ns=max_park_period_ns,
+            deep_park_period_ns=deep_park_period_ns,
+            deep_idle_after_ns=deep_idle_after_ns,
+        )
+
+
+def next_park_period_ns(shape: BackoffShape, period_ns: int) -> int:
+    """The park after one of ``period_ns`` that timed out: doubled up to the max park, then,
+    once ``shape`` has parked ``deep_idle_after_ns`` in all, doubled on up to the deep park."""
+    if period_ns < shape.max_park_period_ns:
+        return min(period_ns * 2, shape.max_park_period_ns)
+    if period_ns < shape.deep_park_period_ns and shape.parked_ns >= shape.deep_idle_after_ns:
+        return min(period_ns * 2, shape.deep_park_period_ns)
+    return period_ns
 
 
 class IdleStrategy(Protocol):
@@ -192,28 +243,17 @@ class BackoffIdleStrategy:
         deep_park_period_ns: int = 0,
         deep_idle_after_ns: int = 1_000_000_000,
     ) -> None:
-        if max_spins < 0 or max_yields < 0:
-            raise ConfigurationError(
-                "spins and yields must not be negative", max_spins=max_spins, max_yields=max_yields
-            )
-        if min_park_period_ns <= 0 or max_park_period_ns < min_park_period_ns:
-            raise ConfigurationError(
-                "park periods must be positive and min <= max",
-                min_park_period_ns=min_park_period_ns,
-                max_park_period_ns=max_park_period_ns,
-            )
+        check_backoff_shape(
+            max_spins,
+            max_yields,
+            min_park_period_ns,
+            max_park_period_ns,
+            deep_park_period_ns,
+            deep_idle_after_ns,
+        )
         self.max_spins = max_spins
         self.max_yields = max_yields
         self.min_park_period_ns = min_park_period_ns
-        if deep_park_period_ns and (
-            deep_park_period_ns < max_park_period_ns or deep_idle_after_ns < 0
-        ):
-            raise ConfigurationError(
-                "the deep park must be 0 (off) or >= the max park, after a time >= 0",
-                max_park_period_ns=max_park_period_ns,
-                deep_park_period_ns=deep_park_period_ns,
-                deep_idle_after_ns=deep_idle_after_ns,
-            )
         self.max_park_period_ns = max_park_period_ns
         self.deep_park_period_ns = deep_park_period_ns
         self.deep_idle_after_ns = deep_idle_after_ns
@@ -256,10 +296,7 @@ class BackoffIdleStrategy:
             period = self.park_period_ns
             (self._park or time.sleep)(period / 1e9)
             self.parked_ns += period
-            if period < self.max_park_period_ns:
-                self.park_period_ns = min(period * 2, self.max_park_period_ns)
-            elif period < self.deep_park_period_ns and self.parked_ns >= self.deep_idle_after_ns:
-                self.park_period_ns = min(period * 2, self.deep_park_period_ns)
+            self.park_period_ns = next_park_period_ns(self, period)
 
     def reset(self) -> None:
         self.spins = 0
