@@ -569,11 +569,15 @@ class ClientSession:
         if self._rung and bell is not None:
             self._wait_on_doorbell(future, bell, subscription)
             return
+        self._poll_until(future, subscription, time.monotonic_ns() + _CALLER_POLL_NS)
+
+    def _poll_until(self, future: Future[Any], subscription: Subscription, until_ns: int) -> None:
+        """Poll for answers while ``future`` is not done, until ``until_ns`` (monotonic): read
+        them when the poller thread is not reading, else yield to it."""
         lock = self._poll_lock
         poll = subscription.poll
         assembler = self._assembler
-        deadline_ns = time.monotonic_ns() + _CALLER_POLL_NS
-        while not future.done() and time.monotonic_ns() < deadline_ns:
+        while not future.done() and time.monotonic_ns() < until_ns:
             if lock.acquire(blocking=False):
                 try:
                     poll(assembler, 64)
@@ -602,19 +606,12 @@ class ClientSession:
         self._caller_waits += 1
         probe = not self._caller_waits & 63  # a wait that slept is measured late: probe anew
         spin = self._spin_score >= 1 or probe
-        spin_until_ns = started_ns + _CALLER_SPIN_NS if spin else 0
         deadline_ns = started_ns + _CALLER_WAIT_NS
         with self._callers_lock:
             self._callers_waiting += 1
         try:
-            while not future.done() and monotonic_ns() < spin_until_ns:
-                if lock.acquire(blocking=False):
-                    try:
-                        poll(assembler, 64)
-                    finally:
-                        lock.release()
-                else:
-                    os.sched_yield()
+            if spin:
+                self._poll_until(future, subscription, started_ns + _CALLER_SPIN_NS)
             while not future.done():
                 observed = bell.prepare()
                 if not lock.acquire(blocking=False):
