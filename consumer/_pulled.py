@@ -2,11 +2,15 @@
 
 A FOUND answer carries whole stored batches (:mod:`common._record_batch`), back to back; this
 keeps the records in ``[offset, next_begin_offset)`` that match the subscription, as a
-:class:`~consumer.message_batch.MessageBatch`. The work is a fixed number of numpy calls for the
-whole answer, plus a few Python operations per stored batch (finding it, one zlib CRC call, a
-slice of its column block), and nothing per record: the headers are read as one structured
-array, the column blocks joined into one array of i32 words, and each column of every record
-gathered from it at once by word index.
+:class:`~consumer.message_batch.MessageBatch`. The work is one pass in C over the answer
+(``consumer/_columns_native.c``: each batch's framing, CRC and lengths checked, then the columns
+of every record in the range written into one buffer that numpy views), nothing per stored
+batch or record in Python. :func:`read_pulled_batches_py` is the same in numpy, the reference
+the C pass is tested against and its fallback: a fixed number of numpy calls for the whole
+answer, plus a few Python operations per stored batch (finding it, one zlib CRC call, a slice
+of its column block): the headers are read as one structured array, the column blocks joined
+into one array of i32 words, and each column of every record gathered from it at once by word
+index.
 
 A batch that fails its check (framing, CRC, another queue's) raises
 :class:`~client.CorruptMessageError` naming the queue and offsets; nothing of the answer is

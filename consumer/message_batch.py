@@ -4,14 +4,16 @@ A pull answers with stored record batches (:mod:`common._record_batch`), back to
 answer is read once (:func:`consumer._pulled.read_pulled_batches`) into a :class:`PulledChunk`:
 the batch headers as one numpy structured array, and for each record the consumer keeps (those
 in the pulled range matching its subscription) where its body, tags and properties are in the
-answer's bytes, all in a fixed number of numpy calls whatever the number of records. A
-``MessageBatch`` is a sequence of chunks (one per pull it took from), read two ways:
+answer's bytes, all in one C pass (``consumer/_columns_native.c``; a fixed number of numpy
+calls without it) whatever the number of records. A ``MessageBatch`` is a sequence of chunks
+(one per pull it took from), read two ways:
 
 - as columns, for data pipelines: :attr:`MessageBatch.queue_offsets`,
   :attr:`~MessageBatch.queue_ids`, :attr:`~MessageBatch.store_timestamps_ms`, ... are numpy
   arrays; :meth:`~MessageBatch.bodies` gives Arrow's binary layout (``int32`` offsets and one
   data buffer), and :meth:`~MessageBatch.to_arrow` a ``pyarrow.RecordBatch``, all without a
-  Python object per message;
+  Python object per message (the bodies, tags and a property's values gathered into Arrow's
+  layout by one C pass each, the numpy versions kept as the reference and fallback);
 - as a sequence of :class:`~client.MessageExt` (``batch[i]``, ``for message in batch``): each a
   :class:`BatchMessageExt` whose fields are read from the chunk when asked.
 """
@@ -783,8 +785,16 @@ def _runs(runs: list[tuple[str, int]]) -> pyarrow.Array:
             [n for _, n in runs],
         )
     return pa.DictionaryArray.from_arrays(  # codes index ``values`` by construction
-        pa.array(codes), pa.array(values, pa.string()), safe=False
+        pa.array(codes), _dictionary(tuple(values)), safe=False
     )
+
+
+@lru_cache(maxsize=64)
+def _dictionary(values: tuple[str, ...]) -> pyarrow.Array:
+    """The Arrow string array of ``values`` (made once: a poll's few topics and brokers)."""
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
 
 
 def as_message_batch(messages: Sequence[MessageExt]) -> MessageBatch:
