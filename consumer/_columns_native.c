@@ -34,7 +34,9 @@
  * (``zlib.crc32``): with PCLMULQDQ (x86-64, checked at run time) the folding method of Intel's
  * white paper "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ" (the constants of
  * zlib's and Chromium's SIMD CRC), else a call of Python's ``zlib.crc32``. Every read is
- * bounds-checked; integers in the batch are little-endian whatever the host.
+ * bounds-checked; integers in the batch are little-endian whatever the host. A read of an
+ * answer, or a gather, of 64 KiB or more runs with the GIL released (that path calls no Python
+ * API; the buffers are held), so a pull thread's read runs beside the application's thread.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -238,6 +240,103 @@ typedef struct {
     int32_t count;
 } Frame;
 
+/* What pass 2 of ``read`` fills, and how many records it kept. */
+typedef struct {
+    const unsigned char *data;
+    const Frame *frames;
+    Py_ssize_t batches;
+    int64_t capacity, offset, next_offset, kept;
+    char *columns, *headers;
+} Fill;
+
+/* Answers of at least this many bytes are read with the GIL released (when the CRC needs no
+ * Python call): a pull thread's read then runs beside the application's thread. */
+#define RELEASE_GIL_BYTES 65536
+
+/* Pass 2 of ``read``: each batch's CRC and lengths checked, its header copied, and its records
+ * whose queue offset is in ``[offset, next_offset)`` written into the columns (queue offsets
+ * and the sums after them wrap as numpy's int64 do). 0, 1 when a batch fails, -1 with a Python
+ * error set (only through the zlib fallback, which runs with the GIL). */
+static int
+fill_columns(Fill *fill)
+{
+    const int64_t capacity = fill->capacity;
+    int64_t *c64[I64_COLUMNS];
+    int32_t *c32[I32_COLUMNS];
+    for (int k = 0; k < I64_COLUMNS; k++)
+        c64[k] = (int64_t *)(void *)(fill->columns + (size_t)(8 * k) * (size_t)capacity);
+    for (int k = 0; k < I32_COLUMNS; k++)
+        c32[k] = (int32_t *)(void *)(fill->columns + (size_t)capacity * (8 * I64_COLUMNS + 4 * k));
+    int64_t kept = 0;
+    fill->kept = 0;
+    for (Py_ssize_t f = 0; f < fill->batches; f++) {
+        const Frame *frame = &fill->frames[f];
+        const unsigned char *b = fill->data + frame->position;
+        int64_t crc = crc32_of(b + CRC_START, frame->length - CRC_START);
+        if (crc < 0)
+            return -1;
+        if ((uint32_t)crc != load_u32(b + CRC_OFFSET))
+            return 1;
+        memcpy(fill->headers + f * FIXED_HEADER_LENGTH, b, FIXED_HEADER_LENGTH);
+        const int32_t count = frame->count;
+        const unsigned char *hashes = fill->data + frame->columns;
+        const unsigned char *body_lengths = hashes + 8 * (size_t)count;
+        const unsigned char *tag_lengths = body_lengths + 4 * (size_t)count;
+        const unsigned char *property_lengths = body_lengths + 8 * (size_t)count;
+        const unsigned char *born_deltas = body_lengths + 12 * (size_t)count;
+        const unsigned char *flags = body_lengths + 16 * (size_t)count;
+        const int64_t data_start = frame->columns + (int64_t)RECORD_OVERHEAD * count;
+        int64_t sums[3] = {0, 0, 0};
+        int negative = 0;
+        for (int k = 0; k < 3; k++) {
+            const unsigned char *column = body_lengths + 4 * (size_t)count * (size_t)k;
+            for (int32_t i = 0; i < count; i++) {
+                int32_t value = load_i32(column + 4 * (size_t)i);
+                negative |= value < 0;
+                sums[k] += value;
+            }
+        }
+        if (negative || data_start + sums[0] + sums[1] + sums[2] != frame->position + frame->length)
+            return 1;
+        const uint64_t base_offset = (uint64_t)load_i64(b + BASE_QUEUE_OFFSET_OFFSET);
+        const uint64_t physical = (uint64_t)load_i64(b + BASE_PHYSICAL_OFFSET_OFFSET);
+        const int64_t store_ms = load_i64(b + STORE_TIMESTAMP_OFFSET);
+        const uint64_t born_ms = (uint64_t)load_i64(b + BASE_BORN_TIMESTAMP_OFFSET);
+        int64_t body_at = data_start, tag_at = data_start + sums[0],
+                property_at = data_start + sums[0] + sums[1];
+        for (int32_t i = 0; i < count; i++) {
+            int32_t body_length = load_i32(body_lengths + 4 * (size_t)i);
+            int32_t tag_length = load_i32(tag_lengths + 4 * (size_t)i);
+            int32_t property_length = load_i32(property_lengths + 4 * (size_t)i);
+            int64_t queue_offset = (int64_t)(base_offset + (uint64_t)i);
+            if (queue_offset >= fill->offset && queue_offset < fill->next_offset) {
+                int32_t born_delta = load_i32(born_deltas + 4 * (size_t)i);
+                c64[C_BATCH][kept] = f;
+                c64[C_INDEX][kept] = i;
+                c64[C_BODY_START][kept] = body_at;
+                c64[C_TAG_START][kept] = tag_at;
+                c64[C_PROPERTIES_START][kept] = property_at;
+                c64[C_TAG_HASH][kept] = load_i64(hashes + 8 * (size_t)i);
+                c64[C_QUEUE_OFFSET][kept] = queue_offset;
+                c64[C_COMMIT_LOG_OFFSET][kept] = (int64_t)(physical + (uint64_t)i);
+                c64[C_STORE_MS][kept] = store_ms;
+                c64[C_BORN_MS][kept] = (int64_t)(born_ms + (uint64_t)(int64_t)born_delta);
+                c32[C_BODY_LENGTH][kept] = body_length;
+                c32[C_TAG_LENGTH][kept] = tag_length;
+                c32[C_PROPERTIES_LENGTH][kept] = property_length;
+                c32[C_BORN_DELTA_MS][kept] = born_delta;
+                c32[C_FLAG][kept] = load_i32(flags + 4 * (size_t)i);
+                kept++;
+            }
+            body_at += body_length;
+            tag_at += tag_length;
+            property_at += property_length;
+        }
+    }
+    fill->kept = kept;
+    return 0;
+}
+
 static PyObject *
 columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -315,99 +414,33 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     headers = PyBytes_FromStringAndSize(NULL, batches * FIXED_HEADER_LENGTH);
     if (columns == NULL || headers == NULL)
         goto done;
-    int64_t *c64[I64_COLUMNS];
-    int32_t *c32[I32_COLUMNS];
-    char *base = PyBytes_AS_STRING(columns);
-    for (int k = 0; k < I64_COLUMNS; k++)
-        c64[k] = (int64_t *)(void *)(base + (size_t)(8 * k) * (size_t)capacity);
-    for (int k = 0; k < I32_COLUMNS; k++)
-        c32[k] = (int32_t *)(void *)(base + (size_t)capacity * (8 * I64_COLUMNS + 4 * k));
-    char *header_out = PyBytes_AS_STRING(headers);
-    int64_t kept = 0;
-    for (Py_ssize_t f = 0; f < batches; f++) {
-        const Frame *frame = &frames[f];
-        const unsigned char *b = data + frame->position;
-        int64_t crc = crc32_of(b + CRC_START, frame->length - CRC_START);
-        if (crc < 0)
-            goto done;
-        if ((uint32_t)crc != load_u32(b + CRC_OFFSET)) {
-            refused = 1;
-            break;
-        }
-        memcpy(header_out + f * FIXED_HEADER_LENGTH, b, FIXED_HEADER_LENGTH);
-        const int32_t count = frame->count;
-        const unsigned char *hashes = data + frame->columns;
-        const unsigned char *lengths = hashes + 8 * (size_t)count;
-        const int64_t data_start = frame->columns + (int64_t)RECORD_OVERHEAD * count;
-        int64_t sums[3] = {0, 0, 0};
-        for (int k = 0; k < 3; k++) {
-            const unsigned char *column = lengths + 4 * (size_t)count * (size_t)k;
-            for (int32_t i = 0; i < count; i++) {
-                int32_t value = load_i32(column + 4 * (size_t)i);
-                if (value < 0)
-                    refused = 1;
-                sums[k] += value;
-            }
-        }
-        if (refused
-            || data_start + sums[0] + sums[1] + sums[2] != frame->position + frame->length) {
-            refused = 1;
-            break;
-        }
-        const int64_t base_offset = load_i64(b + BASE_QUEUE_OFFSET_OFFSET);
-        int64_t first = offset - base_offset;
-        int64_t last = next_offset - base_offset; /* exclusive */
-        if (first < 0)
-            first = 0;
-        if (last > count)
-            last = count;
-        if (first >= last)
-            continue;
-        const int64_t physical = load_i64(b + BASE_PHYSICAL_OFFSET_OFFSET);
-        const int64_t store_ms = load_i64(b + STORE_TIMESTAMP_OFFSET);
-        const int64_t born_ms = load_i64(b + BASE_BORN_TIMESTAMP_OFFSET);
-        const unsigned char *body_lengths = lengths;
-        const unsigned char *tag_lengths = lengths + 4 * (size_t)count;
-        const unsigned char *property_lengths = lengths + 8 * (size_t)count;
-        const unsigned char *born_deltas = lengths + 12 * (size_t)count;
-        const unsigned char *flags = lengths + 16 * (size_t)count;
-        int64_t body_at = data_start, tag_at = data_start + sums[0],
-                property_at = data_start + sums[0] + sums[1];
-        for (int32_t i = 0; i < (int32_t)first; i++) {
-            body_at += load_i32(body_lengths + 4 * (size_t)i);
-            tag_at += load_i32(tag_lengths + 4 * (size_t)i);
-            property_at += load_i32(property_lengths + 4 * (size_t)i);
-        }
-        for (int32_t i = (int32_t)first; i < (int32_t)last; i++, kept++) {
-            int32_t body_length = load_i32(body_lengths + 4 * (size_t)i);
-            int32_t tag_length = load_i32(tag_lengths + 4 * (size_t)i);
-            int32_t property_length = load_i32(property_lengths + 4 * (size_t)i);
-            int32_t born_delta = load_i32(born_deltas + 4 * (size_t)i);
-            c64[C_BATCH][kept] = f;
-            c64[C_INDEX][kept] = i;
-            c64[C_BODY_START][kept] = body_at;
-            c64[C_TAG_START][kept] = tag_at;
-            c64[C_PROPERTIES_START][kept] = property_at;
-            c64[C_TAG_HASH][kept] = load_i64(hashes + 8 * (size_t)i);
-            c64[C_QUEUE_OFFSET][kept] = base_offset + i;
-            c64[C_COMMIT_LOG_OFFSET][kept] = physical + i;
-            c64[C_STORE_MS][kept] = store_ms;
-            c64[C_BORN_MS][kept] = born_ms + born_delta;
-            c32[C_BODY_LENGTH][kept] = body_length;
-            c32[C_TAG_LENGTH][kept] = tag_length;
-            c32[C_PROPERTIES_LENGTH][kept] = property_length;
-            c32[C_BORN_DELTA_MS][kept] = born_delta;
-            c32[C_FLAG][kept] = load_i32(flags + 4 * (size_t)i);
-            body_at += body_length;
-            tag_at += tag_length;
-            property_at += property_length;
-        }
+    Fill fill = {
+        .data = data,
+        .frames = frames,
+        .batches = batches,
+        .capacity = capacity,
+        .offset = offset,
+        .next_offset = next_offset,
+        .columns = PyBytes_AS_STRING(columns),
+        .headers = PyBytes_AS_STRING(headers),
+    };
+    int status;
+    if (have_clmul && end >= RELEASE_GIL_BYTES) {
+        /* no Python call on this path: other threads run meanwhile (the buffers are held) */
+        Py_BEGIN_ALLOW_THREADS
+        status = fill_columns(&fill);
+        Py_END_ALLOW_THREADS
+    } else {
+        status = fill_columns(&fill);
     }
+    if (status < 0)
+        goto done;
+    refused = status;
     if (refused) {
         out = Py_NewRef(Py_None);
         goto done;
     }
-    out = Py_BuildValue("LLOO", (long long)kept, (long long)capacity, columns, headers);
+    out = Py_BuildValue("LLOO", (long long)fill.kept, (long long)capacity, columns, headers);
 
 done:
     Py_XDECREF(columns);
@@ -550,6 +583,7 @@ columns_gather(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
     int32_t at = 0;
     Py_ssize_t row = 0, null_count = 0;
     offset_out[0] = 0;
+    PyThreadState *saved = total >= RELEASE_GIL_BYTES ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t p = 0; p < n; p++) {
         const char *buffer = parts[p].buffer.buf;
         const int64_t *starts = parts[p].starts.buf;
@@ -574,6 +608,8 @@ columns_gather(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
             }
         }
     }
+    if (saved != NULL)
+        PyEval_RestoreThread(saved);
     out = layout_result(offsets, data, validity, null_count);
 
 done:

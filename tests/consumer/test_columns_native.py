@@ -204,3 +204,24 @@ def test_an_arrow_column_shares_the_gathered_buffers() -> None:
     batch = read_pulled_batches(bytes(one), QUEUE, "broker-a", 0, 2, None)
     assert batch.body_array() == pa.array([b"ab", b"c"], pa.binary())
     assert batch.tag_array() == pa.array(["t", None], pa.string())
+
+
+def test_a_large_answer_read_without_the_gil_agrees_with_the_reference() -> None:
+    parts = []
+    for at in range(0, 3000, 500):  # about 300 KB: read and gathered with the GIL released
+        data = encode_batch(
+            TOPIC.encode(),
+            [bytes([at % 251]) * (60 + i % 80) for i in range(500)],
+            [TAGS[i % 4] for i in range(500)],
+            [f"KEYS\x01k{at + i}\x02".encode() if i % 5 else b"" for i in range(500)],
+            born_timestamp_ms=at,
+            born_deltas_ms=[i % 7 for i in range(500)],
+            born_host=BORN_HOST,
+        )
+        patch_batch(data, 0, at, 10 * at, 99, STORE_HOST, 3)
+        parts.append(bytes(data))
+    answer = b"".join(parts)
+    native_batch = read_pulled_batches(answer, QUEUE, "broker-a", 250, 2900, None)
+    reference = read_pulled_batches_py(answer, QUEUE, "broker-a", 250, 2900, None)
+    assert len(native_batch) == 2650
+    assert _columns(native_batch) == _reference(reference)
