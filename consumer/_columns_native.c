@@ -25,6 +25,9 @@
  *          ``parts`` (``(buffer, starts i64 array, lengths i32 array)`` each, ``count`` spans in
  *          all) in Arrow's binary layout: ``count + 1`` i32 offsets, the bytes back to back, and
  *          with ``null_empty`` a validity bitmap of the non-empty spans (None when all are).
+ *   crc32(data), use_clmul(on)
+ *       -> the CRC as ``read`` computes it; whether the folding CRC was in use, and from now on
+ *          only if ``on`` (the tests run both paths).
  *   find_property(needle, parts, count)
  *       -> the same four, of the value of the property whose ``name\x01`` is ``needle`` in each
  *          span of RocketMQ's property string (``name\x01value\x02`` pairs); null where absent.
@@ -227,6 +230,21 @@ columns_crc32(PyObject *Py_UNUSED(module), PyObject *arg)
     if (crc < 0)
         return NULL;
     return PyLong_FromLongLong(crc);
+}
+
+/* use_clmul(on) -> bool: whether the folding CRC was in use; it is from now on if ``on`` and
+ * the CPU has PCLMULQDQ, else zlib.crc32 is (for the tests of both paths). */
+static PyObject *
+columns_use_clmul(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    int was = have_clmul;
+#if HAVE_CLMUL_PATH
+    have_clmul = on && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+#endif
+    return PyBool_FromLong(was);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -734,6 +752,9 @@ static PyMethodDef methods[] = {
      "property's values in Arrow's string layout."},
     {"crc32", (PyCFunction)columns_crc32, METH_O,
      "crc32(data) -> int: zlib.crc32 of data, as read() computes it."},
+    {"use_clmul", (PyCFunction)columns_use_clmul, METH_O,
+     "use_clmul(on) -> bool: whether the PCLMULQDQ CRC was in use; from now on only if on "
+     "(and the CPU has it), else zlib.crc32."},
     {NULL, NULL, 0, NULL},
 };
 

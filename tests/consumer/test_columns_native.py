@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import struct
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,14 @@ BORN_HOST = socket.inet_aton("10.0.0.7") + struct.pack("<i", 0)
 TAGS = ["TagA", "TagB", "Tag\u00e9", None]
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(params=[True, False], ids=["clmul", "zlib"])
+def crc_path(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The folding CRC (where the CPU has it), then zlib.crc32 called from C."""
+    was = native.use_clmul(request.param)
+    yield
+    native.use_clmul(was)
 
 
 @given(st.binary(max_size=3000), st.integers(0, 15))
@@ -206,7 +215,8 @@ def test_an_arrow_column_shares_the_gathered_buffers() -> None:
     assert batch.tag_array() == pa.array(["t", None], pa.string())
 
 
-def test_a_large_answer_read_without_the_gil_agrees_with_the_reference() -> None:
+@pytest.mark.usefixtures("crc_path")
+def test_a_large_answer_agrees_with_the_reference_on_either_crc_path() -> None:
     parts = []
     for at in range(0, 3000, 500):  # about 300 KB: read and gathered with the GIL released
         data = encode_batch(
@@ -225,3 +235,8 @@ def test_a_large_answer_read_without_the_gil_agrees_with_the_reference() -> None
     reference = read_pulled_batches_py(answer, QUEUE, "broker-a", 250, 2900, None)
     assert len(native_batch) == 2650
     assert _columns(native_batch) == _reference(reference)
+    broken = bytearray(answer)
+    broken[len(answer) // 2] ^= 4  # a body byte of a middle batch
+    expected = _outcome(read_pulled_batches_py, bytes(broken), 250, 2900)
+    assert expected[0] == "corrupt"
+    assert _outcome(read_pulled_batches, bytes(broken), 250, 2900) == expected
