@@ -187,12 +187,14 @@ crc_table_init(void)
     }
 }
 
-/* zlib.crc32 of ``length`` bytes, or -1 with a Python error set (the fallback's call). */
+/* zlib.crc32 of ``length`` bytes, or -1 with a Python error set (the fallback's call, made
+ * only when ``clmul`` is 0: then the caller holds the GIL). */
 static int64_t
-crc32_of(const unsigned char *data, Py_ssize_t length)
+crc32_of(const unsigned char *data, Py_ssize_t length, int clmul)
 {
+    (void)clmul; /* unused without the folding path */
 #if HAVE_CLMUL_PATH
-    if (have_clmul) {
+    if (clmul) {
         uint32_t state = 0xFFFFFFFFu;
         size_t folded = (size_t)length & ~(size_t)15;
         if (folded >= 64)
@@ -225,7 +227,7 @@ columns_crc32(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    int64_t crc = crc32_of((const unsigned char *)view.buf, view.len);
+    int64_t crc = crc32_of((const unsigned char *)view.buf, view.len, have_clmul);
     PyBuffer_Release(&view);
     if (crc < 0)
         return NULL;
@@ -265,6 +267,7 @@ typedef struct {
     Py_ssize_t batches;
     int64_t capacity, offset, next_offset, kept;
     char *columns, *headers;
+    int clmul; /* the CRC path, chosen once (use_clmul may change it meanwhile) */
 } Fill;
 
 /* Answers of at least this many bytes are read with the GIL released (when the CRC needs no
@@ -290,7 +293,7 @@ fill_columns(Fill *fill)
     for (Py_ssize_t f = 0; f < fill->batches; f++) {
         const Frame *frame = &fill->frames[f];
         const unsigned char *b = fill->data + frame->position;
-        int64_t crc = crc32_of(b + CRC_START, frame->length - CRC_START);
+        int64_t crc = crc32_of(b + CRC_START, frame->length - CRC_START, fill->clmul);
         if (crc < 0)
             return -1;
         if ((uint32_t)crc != load_u32(b + CRC_OFFSET))
@@ -441,9 +444,10 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         .next_offset = next_offset,
         .columns = PyBytes_AS_STRING(columns),
         .headers = PyBytes_AS_STRING(headers),
+        .clmul = have_clmul,
     };
     int status;
-    if (have_clmul && end >= RELEASE_GIL_BYTES) {
+    if (fill.clmul && end >= RELEASE_GIL_BYTES) {
         /* no Python call on this path: other threads run meanwhile (the buffers are held) */
         Py_BEGIN_ALLOW_THREADS
         status = fill_columns(&fill);
