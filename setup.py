@@ -1,9 +1,10 @@
-"""Build hook for the two native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
-operations on shared memory) and ``aeromq.common._batch_native`` (the record batch's encoder and
-checker).
+"""Build hook for the three native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
+operations on shared memory), ``aeromq.common._batch_native`` (the record batch's encoder and
+checker) and ``aeromq.consumer._columns_native`` (a pull answer's batches read into columns).
 
-Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c`` and
-``common/_batch_native.c`` for why each module exists and what it does.
+Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
+``common/_batch_native.c`` and ``consumer/_columns_native.c`` for why each module exists and
+what it does.
 """
 
 from setuptools import Extension, setup
@@ -20,6 +21,11 @@ setup(
         Extension(
             "aeromq.common._batch_native",
             sources=["common/_batch_native.c"],
+            extra_compile_args=_FLAGS,
+        ),
+        Extension(
+            "aeromq.consumer._columns_native",
+            sources=["consumer/_columns_native.c"],
             extra_compile_args=_FLAGS,
         ),
     ]

@@ -2,11 +2,15 @@
 
 A FOUND answer carries whole stored batches (:mod:`common._record_batch`), back to back; this
 keeps the records in ``[offset, next_begin_offset)`` that match the subscription, as a
-:class:`~consumer.message_batch.MessageBatch`. The work is a fixed number of numpy calls for the
-whole answer, plus a few Python operations per stored batch (finding it, one zlib CRC call, a
-slice of its column block), and nothing per record: the headers are read as one structured
-array, the column blocks joined into one array of i32 words, and each column of every record
-gathered from it at once by word index.
+:class:`~consumer.message_batch.MessageBatch`. The work is one pass in C over the answer
+(``consumer/_columns_native.c``: each batch's framing, CRC and lengths checked, then the columns
+of every record in the range written into one buffer that numpy views), nothing per stored
+batch or record in Python. :func:`read_pulled_batches_py` is the same in numpy, the reference
+the C pass is tested against and its fallback: a fixed number of numpy calls for the whole
+answer, plus a few Python operations per stored batch (finding it, one zlib CRC call, a slice
+of its column block): the headers are read as one structured array, the column blocks joined
+into one array of i32 words, and each column of every record gathered from it at once by word
+index.
 
 A batch that fails its check (framing, CRC, another queue's) raises
 :class:`~client.CorruptMessageError` naming the queue and offsets; nothing of the answer is
@@ -44,7 +48,28 @@ from aeromq.common import (
 )
 from aeromq.consumer.message_batch import MessageBatch, PulledChunk
 
-__all__ = ["read_pulled_batches"]
+try:
+    from aeromq.consumer import _columns_native as _native
+except ImportError:  # not built (a source tree without a compiler): numpy alone
+    _native = None  # type: ignore[assignment]
+
+__all__ = ["COLUMNS_I32", "COLUMNS_I64", "read_pulled_batches", "read_pulled_batches_py"]
+
+COLUMNS_I64: Final = (
+    "batch",
+    "index",
+    "body_start",
+    "tag_start",
+    "properties_start",
+    "tag_hash",
+    "queue_offset",
+    "commit_log_offset",
+    "store_ms",
+    "born_ms",
+)
+"""The i64 columns of the native reader's answer (``consumer/_columns_native.c``), in order."""
+COLUMNS_I32: Final = ("body_length", "tag_length", "properties_length", "born_delta_ms", "flag")
+"""Its i32 columns, after the i64 ones."""
 
 _LENGTH: Final = struct.Struct("<i")
 _CRC_START: Final = 48
@@ -60,7 +85,79 @@ def read_pulled_batches(
     subscription: SubscriptionData | None,
 ) -> MessageBatch:
     """The messages of ``data`` (a pull's ``batches``) that the consumer asked for (see
-    module); raises :class:`~client.CorruptMessageError`."""
+    module); raises :class:`~client.CorruptMessageError`.
+
+    One native pass (``consumer/_columns_native.c``) when it is built; an answer it refuses
+    is read again by :func:`read_pulled_batches_py`, which names the problem."""
+    if not data:
+        return MessageBatch()
+    if _native is not None:
+        read = _native.read(data, queue.queue_id, queue.topic.encode(), offset, next_offset)
+        if read is not None:
+            return _from_native(data, queue, broker_name, subscription, *read)
+    return read_pulled_batches_py(data, queue, broker_name, offset, next_offset, subscription)
+
+
+def _from_native(
+    data: bytes,
+    queue: MessageQueue,
+    broker_name: str,
+    subscription: SubscriptionData | None,
+    kept: int,
+    capacity: int,
+    columns: bytes,
+    headers: bytes,
+) -> MessageBatch:
+    """The chunk of the native reader's columns (views of its one buffer), then filtered by
+    the subscription's tags or SQL92 expression as the numpy reader filters."""
+    if not kept:
+        return MessageBatch()
+    records: dict[str, npt.NDArray[Any] | list[int]] = {}
+    frombuffer = np.frombuffer
+    for k, name in enumerate(COLUMNS_I64):
+        records[name] = frombuffer(columns, np.int64, kept, 8 * k * capacity)
+    at = 8 * len(COLUMNS_I64) * capacity
+    for k, name in enumerate(COLUMNS_I32):
+        records[name] = frombuffer(columns, np.int32, kept, at + 4 * k * capacity)
+    chunk = PulledChunk(data, frombuffer(headers, HEADER_DTYPE), queue, broker_name, records)
+    if subscription is None or not (
+        subscription.tags or subscription.expression_type is ExpressionType.SQL92
+    ):
+        return MessageBatch([chunk])
+    keep = np.ones(kept, dtype=bool)
+    if subscription.tags:
+        keep &= np.isin(chunk.tag_hash, np.fromiter(subscription.codes, dtype=np.int64))
+        which = np.flatnonzero(keep)
+        if len(which):
+            wanted = frozenset(tag.encode() for tag in subscription.tags)
+            starts = chunk.tag_start[which].tolist()
+            ends = (chunk.tag_start[which] + chunk.tag_length[which]).tolist()
+            keep[which] = [data[a:b] in wanted for a, b in zip(starts, ends, strict=True)]
+    if subscription.expression_type is ExpressionType.SQL92:
+        which = np.flatnonzero(keep)
+        property_start = chunk.properties_start[which]
+        tag_start = chunk.tag_start[which]
+        keep[which] = _sql92_matches(
+            data,
+            subscription,
+            property_start.tolist(),
+            (property_start + chunk.properties_length[which]).tolist(),
+            tag_start.tolist(),
+            (tag_start + chunk.tag_length[which]).tolist(),
+        )
+    return MessageBatch([chunk if keep.all() else chunk.taken(np.flatnonzero(keep))])
+
+
+def read_pulled_batches_py(
+    data: bytes,
+    queue: MessageQueue,
+    broker_name: str,
+    offset: int,
+    next_offset: int,
+    subscription: SubscriptionData | None,
+) -> MessageBatch:
+    """:func:`read_pulled_batches` in Python and numpy: the reference of the native reader,
+    its fallback, and the words of a refusal (raises :class:`~client.CorruptMessageError`)."""
     if not data:
         return MessageBatch()
     single = _single(data, queue, broker_name, offset, next_offset, subscription)

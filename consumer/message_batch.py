@@ -4,14 +4,16 @@ A pull answers with stored record batches (:mod:`common._record_batch`), back to
 answer is read once (:func:`consumer._pulled.read_pulled_batches`) into a :class:`PulledChunk`:
 the batch headers as one numpy structured array, and for each record the consumer keeps (those
 in the pulled range matching its subscription) where its body, tags and properties are in the
-answer's bytes, all in a fixed number of numpy calls whatever the number of records. A
-``MessageBatch`` is a sequence of chunks (one per pull it took from), read two ways:
+answer's bytes, all in one C pass (``consumer/_columns_native.c``; a fixed number of numpy
+calls without it) whatever the number of records. A ``MessageBatch`` is a sequence of chunks
+(one per pull it took from), read two ways:
 
 - as columns, for data pipelines: :attr:`MessageBatch.queue_offsets`,
   :attr:`~MessageBatch.queue_ids`, :attr:`~MessageBatch.store_timestamps_ms`, ... are numpy
   arrays; :meth:`~MessageBatch.bodies` gives Arrow's binary layout (``int32`` offsets and one
   data buffer), and :meth:`~MessageBatch.to_arrow` a ``pyarrow.RecordBatch``, all without a
-  Python object per message;
+  Python object per message (the bodies, tags and a property's values gathered into Arrow's
+  layout by one C pass each, the numpy versions kept as the reference and fallback);
 - as a sequence of :class:`~client.MessageExt` (``batch[i]``, ``for message in batch``): each a
   :class:`BatchMessageExt` whose fields are read from the chunk when asked.
 """
@@ -43,6 +45,12 @@ from aeromq.common import (
 
 if TYPE_CHECKING:
     import pyarrow
+    from typing_extensions import Buffer
+
+try:
+    from aeromq.consumer import _columns_native as _native
+except ImportError:  # not built (a source tree without a compiler): numpy alone
+    _native = None  # type: ignore[assignment]
 
 __all__ = [
     "BatchMessageExt",
@@ -110,6 +118,12 @@ class PulledChunk:
             value = self._records[name] = np.array(value, dtype=dtype)
         return value
 
+    def _made(self, name: str) -> npt.NDArray[Any] | None:
+        """Column ``name`` when the reader made it (the native reader makes the header-derived
+        ones: ``queue_offset``, ``commit_log_offset``, ``store_ms``, ``born_ms``)."""
+        value = self._records.get(name)
+        return value if isinstance(value, np.ndarray) else None
+
     @property
     def batch(self) -> Int64Array:
         return self._array("batch", np.int64)
@@ -162,13 +176,14 @@ class PulledChunk:
 
     def taken(self, which: slice | npt.NDArray[Any]) -> PulledChunk:
         """The chunk of the records ``which`` selects (a slice, indexes or a boolean mask)."""
-        return PulledChunk(
-            self.buffer,
-            self.headers,
-            self.queue,
-            self.broker_name,
-            {name: getattr(self, name)[which] for name in self._RECORD_FIELDS},
-        )
+        records: dict[str, npt.NDArray[Any] | list[int]] = {
+            name: getattr(self, name)[which] for name in self._RECORD_FIELDS
+        }
+        for name in _MADE_FIELDS:
+            made = self._made(name)
+            if made is not None:
+                records[name] = made[which]
+        return PulledChunk(self.buffer, self.headers, self.queue, self.broker_name, records)
 
     def header(self, name: str) -> npt.NDArray[Any]:
         """Header field ``name`` of each kept record's batch."""
@@ -177,14 +192,30 @@ class PulledChunk:
 
     @property
     def queue_offsets(self) -> Int64Array:
+        made = self._made("queue_offset")
+        if made is not None:
+            return made
         return self.header("base_queue_offset") + self.index
 
     @property
     def commit_log_offsets(self) -> Int64Array:
+        made = self._made("commit_log_offset")
+        if made is not None:
+            return made
         return self.header("base_physical_offset") + self.index
 
     @property
+    def store_timestamps_ms(self) -> Int64Array:
+        made = self._made("store_ms")
+        if made is not None:
+            return made
+        return self.header("store_timestamp_ms")
+
+    @property
     def born_timestamps_ms(self) -> Int64Array:
+        made = self._made("born_ms")
+        if made is not None:
+            return made
         born: Int64Array = self.header("base_born_timestamp_ms") + self.born_delta_ms.astype(
             np.int64
         )
@@ -230,6 +261,7 @@ class PulledChunk:
         return any(find(needle, a, b) >= 0 for a, b in zip(first, last, strict=True))
 
 
+_MADE_FIELDS: Final = ("queue_offset", "commit_log_offset", "store_ms", "born_ms")
 _ZERO: Final = np.zeros(1, dtype=np.int64)
 _LAST: Final = np.full(1, -1, dtype=np.int64)
 
@@ -482,11 +514,14 @@ class MessageBatch(Sequence[MessageExt]):
 
     @property
     def queue_ids(self) -> Int32Array:
-        return self._column(lambda c: c.header("queue_id"), np.int32)  # type: ignore[no-any-return]
+        # every batch of a chunk is of its queue (the reader checks it)
+        return self._column(  # type: ignore[no-any-return]
+            lambda c: np.full(len(c), c.queue.queue_id, dtype=np.int32), np.int32
+        )
 
     @property
     def store_timestamps_ms(self) -> Int64Array:
-        return self._column(lambda c: c.header("store_timestamp_ms"), np.int64)  # type: ignore[no-any-return]
+        return self._column(lambda c: c.store_timestamps_ms, np.int64)  # type: ignore[no-any-return]
 
     @property
     def born_timestamps_ms(self) -> Int64Array:
@@ -521,9 +556,43 @@ class MessageBatch(Sequence[MessageExt]):
         """``(offsets, data)`` of the tags (UTF-8; an empty one is no tag)."""
         return self._variable(lambda c: (c.tag_start, c.tag_length))
 
+    def _parts(
+        self, where: Callable[[PulledChunk], tuple[Int64Array, Int32Array]]
+    ) -> list[tuple[Buffer, Int64Array, Int32Array]]:
+        """Each chunk's buffer and spans, for the native gathers (contiguous i64 and i32)."""
+        parts: list[tuple[Buffer, Int64Array, Int32Array]] = []
+        for chunk in self._chunks:
+            starts, lengths = where(chunk)
+            parts.append(
+                (
+                    chunk.buffer,
+                    np.ascontiguousarray(starts, dtype=np.int64),
+                    np.ascontiguousarray(lengths, dtype=np.int32),
+                )
+            )
+        return parts
+
+    def _gathered(
+        self,
+        where: Callable[[PulledChunk], tuple[Int64Array, Int32Array]],
+        null_empty: bool,
+    ) -> tuple[bytes, bytes, bytes | None, int]:
+        """The spans ``where`` gives, in Arrow's binary layout, in one native pass (the
+        reference is :meth:`_variable_py`): ``(offsets, data, validity, null_count)``."""
+        return _native.gather(self._parts(where), len(self), null_empty)
+
     def _variable(
         self, where: Callable[[PulledChunk], tuple[Int64Array, Int32Array]]
     ) -> tuple[Int32Array, npt.NDArray[np.uint8]]:
+        if _native is not None:
+            offsets, data, _, _ = self._gathered(where, False)
+            return np.frombuffer(offsets, dtype=np.int32), np.frombuffer(data, dtype=np.uint8)
+        return self._variable_py(where)
+
+    def _variable_py(
+        self, where: Callable[[PulledChunk], tuple[Int64Array, Int32Array]]
+    ) -> tuple[Int32Array, npt.NDArray[np.uint8]]:
+        """:meth:`_variable` in numpy: the reference of the native gather, and its fallback."""
         offsets = np.zeros(len(self) + 1, dtype=np.int32)
         pieces: list[memoryview] = []
         lengths: list[Int32Array] = []
@@ -538,8 +607,30 @@ class MessageBatch(Sequence[MessageExt]):
 
     def property_column(self, name: str) -> tuple[Int32Array, npt.NDArray[np.uint8], BoolArray]:
         """``(offsets, data, present)``: property ``name`` of each message in Arrow's string
-        layout (``present`` false where a message lacks it), found by one regular expression
-        over each chunk's property bytes, not by parsing each message's properties."""
+        layout (``present`` false where a message lacks it), found by one native pass over
+        the property bytes (or one regular expression over each chunk's, the reference),
+        not by parsing each message's properties."""
+        if _native is not None:
+            offsets, data, validity, _ = self._found_property(name)
+            present = (
+                np.ones(len(self), dtype=bool)
+                if validity is None
+                else np.unpackbits(
+                    np.frombuffer(validity, dtype=np.uint8), count=len(self), bitorder="little"
+                ).astype(bool)
+            )
+            return np.frombuffer(offsets, dtype=np.int32), np.frombuffer(data, np.uint8), present
+        return self.property_column_py(name)
+
+    def _found_property(self, name: str) -> tuple[bytes, bytes, bytes | None, int]:
+        return _native.find_property(
+            name.encode() + b"\x01",
+            self._parts(lambda c: (c.properties_start, c.properties_length)),
+            len(self),
+        )
+
+    def property_column_py(self, name: str) -> tuple[Int32Array, npt.NDArray[np.uint8], BoolArray]:
+        """:meth:`property_column` with a regular expression: the reference, and fallback."""
         pattern = _property_pattern(name)
         needle = name.encode() + b"\x01"
         lengths = np.zeros(len(self), dtype=np.int32)
@@ -569,6 +660,8 @@ class MessageBatch(Sequence[MessageExt]):
         """The bodies as an Arrow ``binary`` array over the pulled bytes' layout."""
         import pyarrow as pa
 
+        if _native is not None:
+            return _arrow(pa.binary(), len(self), self._gathered(_body_spans, False))
         offsets, data = self.bodies()
         return pa.Array.from_buffers(
             pa.binary(), len(self), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
@@ -576,11 +669,19 @@ class MessageBatch(Sequence[MessageExt]):
 
     def tag_array(self) -> pyarrow.Array:
         """The tags as an Arrow ``string`` array (null where a message has none)."""
+        if _native is not None:
+            import pyarrow as pa
+
+            return _arrow(pa.string(), len(self), self._gathered(_tag_spans, True))
         offsets, data = self.tag_column()
         return _string_array(offsets, data, np.diff(offsets) > 0)
 
     def property_array(self, name: str) -> pyarrow.Array:
         """Property ``name`` as an Arrow ``string`` array (null where a message lacks it)."""
+        if _native is not None:
+            import pyarrow as pa
+
+            return _arrow(pa.string(), len(self), self._found_property(name))
         return _string_array(*self.property_column(name))
 
     def to_arrow(self, *, properties: bool = False) -> pyarrow.RecordBatch:
@@ -617,6 +718,33 @@ class MessageBatch(Sequence[MessageExt]):
             arrays.append(pa.array(maps, type=pa.map_(pa.string(), pa.string())))
             names.append("properties")
         return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _body_spans(chunk: PulledChunk) -> tuple[Int64Array, Int32Array]:
+    return chunk.body_start, chunk.body_length
+
+
+def _tag_spans(chunk: PulledChunk) -> tuple[Int64Array, Int32Array]:
+    return chunk.tag_start, chunk.tag_length
+
+
+def _arrow(
+    kind: pyarrow.DataType, count: int, layout: tuple[bytes, bytes, bytes | None, int]
+) -> pyarrow.Array:
+    """An Arrow binary or string array over a native gather's buffers (no copy)."""
+    import pyarrow as pa
+
+    offsets, data, validity, missing = layout
+    return pa.Array.from_buffers(
+        kind,
+        count,
+        [
+            None if validity is None else pa.py_buffer(validity),
+            pa.py_buffer(offsets),
+            pa.py_buffer(data),
+        ],
+        null_count=missing,
+    )
 
 
 @lru_cache(maxsize=64)
@@ -657,8 +785,16 @@ def _runs(runs: list[tuple[str, int]]) -> pyarrow.Array:
             [n for _, n in runs],
         )
     return pa.DictionaryArray.from_arrays(  # codes index ``values`` by construction
-        pa.array(codes), pa.array(values, pa.string()), safe=False
+        pa.array(codes), _dictionary(tuple(values)), safe=False
     )
+
+
+@lru_cache(maxsize=64)
+def _dictionary(values: tuple[str, ...]) -> pyarrow.Array:
+    """The Arrow string array of ``values`` (made once: a poll's few topics and brokers)."""
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
 
 
 def as_message_batch(messages: Sequence[MessageExt]) -> MessageBatch:

@@ -8,7 +8,7 @@ up front, so it needs none of the lite pull consumer's machinery (rebalance, pul
 queues). It pulls straight on a transport session with the broker (IPC on the broker's host),
 several pulls in flight one after another along the range, and reads each answer's stored
 record batches with the consumer's reader (:func:`consumer._pulled.read_pulled_batches`: a
-fixed number of numpy calls per answer). The batches arrive as the answer's raw section
+one C pass per answer). The batches arrive as the answer's raw section
 (:mod:`common._envelope`), copied once out of the transport. Answers are gathered into record
 batches of about 32,768 rows (Spark's Python data source hands each one to the JVM as it is:
 fewer, larger batches cost it less per row); each Arrow column comes from the pulled batches' columns (``consumer.MessageBatch``),

@@ -1,0 +1,242 @@
+"""The native reader of pull answers (``consumer/_columns_native.c``) agrees with the numpy
+reference (``read_pulled_batches_py``, ``MessageBatch``'s numpy columns) on valid answers, cut
+anywhere and filtered any way, and on broken ones (the same typed error, naming the same
+offset); its CRC is zlib's."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aeromq.client import CorruptMessageError, MessageQueue, build_subscription_data
+from aeromq.common import encode_batch, patch_batch
+from aeromq.consumer import MessageBatch
+from aeromq.consumer import _columns_native as native
+from aeromq.consumer import message_batch as message_batch_module
+from aeromq.consumer._pulled import read_pulled_batches, read_pulled_batches_py
+
+TOPIC = "TopicNative"
+QUEUE = MessageQueue(TOPIC, "broker-a", 3)
+STORE_HOST = socket.inet_aton("127.0.0.1") + struct.pack("<i", 10911)
+BORN_HOST = socket.inet_aton("10.0.0.7") + struct.pack("<i", 0)
+TAGS = ["TagA", "TagB", "Tag\u00e9", None]
+
+_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(params=[True, False], ids=["clmul", "zlib"])
+def crc_path(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The folding CRC (where the CPU has it), then zlib.crc32 called from C."""
+    was = native.use_clmul(request.param)
+    yield
+    native.use_clmul(was)
+
+
+@given(st.binary(max_size=3000), st.integers(0, 15))
+@settings(max_examples=300, deadline=None)
+def test_the_crc_is_zlibs(data: bytes, skip: int) -> None:
+    view = memoryview(data)[min(skip, len(data)) :]  # unaligned starts too
+    assert native.crc32(view) == zlib.crc32(view)
+
+
+def test_the_crc_is_zlibs_at_every_length_around_the_folding_steps() -> None:
+    data = bytes(range(256)) * 8
+    for length in range(0, 400):
+        assert native.crc32(data[:length]) == zlib.crc32(data[:length]), length
+
+
+_key_text = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\x01\x02"), max_size=6
+)
+
+
+@st.composite
+def _answers(draw: st.DrawFn) -> tuple[bytes, int, int]:
+    """An answer of 1-5 stored batches of consecutive offsets, and a pulled range in it."""
+    base = draw(st.integers(0, 1000))
+    at = base
+    parts = []
+    for _ in range(draw(st.integers(1, 5))):
+        count = draw(st.integers(1, 40))
+        tags = draw(st.lists(st.sampled_from(TAGS), min_size=count, max_size=count))
+        keys = draw(st.lists(st.one_of(st.none(), _key_text), min_size=count, max_size=count))
+        properties = [
+            (
+                ("UNIQ_KEY\x01U" + str(at + i) + "\x02")
+                + ("" if key is None else "KEYS\x01" + key + "\x02")
+                + ("a\x01" + str(i) + "\x02" if i % 3 else "")
+            ).encode()
+            for i, key in enumerate(keys)
+        ]
+        data = encode_batch(
+            TOPIC.encode(),
+            [draw(st.binary(min_size=1, max_size=30)) for _ in range(count)],
+            tags,
+            properties,
+            flags=draw(st.lists(st.integers(-5, 5), min_size=count, max_size=count)),
+            born_timestamp_ms=draw(st.integers(0, 2**40)),
+            born_deltas_ms=draw(st.lists(st.integers(0, 999), min_size=count, max_size=count)),
+            born_host=BORN_HOST,
+            reconsume_times=draw(st.integers(0, 3)),
+        )
+        patch_batch(data, 0, at, 10_000 + 7 * at, draw(st.integers(0, 2**40)), STORE_HOST, 3)
+        parts.append(bytes(data))
+        at += count
+    first = draw(st.integers(base - 2, at))
+    return b"".join(parts), first, draw(st.integers(first, at + 2))
+
+
+_SUBSCRIPTIONS = [
+    None,
+    build_subscription_data(TOPIC, "*"),
+    build_subscription_data(TOPIC, "TagA || Tag\u00e9"),
+    build_subscription_data(TOPIC, "TagB"),
+]
+
+
+def _columns(batch: MessageBatch) -> dict[str, Any]:
+    """Every column of ``batch``, made by whichever reader its module uses."""
+    return {
+        "queue_offsets": batch.queue_offsets.tolist(),
+        "commit_log_offsets": batch.commit_log_offsets.tolist(),
+        "queue_ids": batch.queue_ids.tolist(),
+        "store": batch.store_timestamps_ms.tolist(),
+        "born": batch.born_timestamps_ms.tolist(),
+        "body_lengths": batch.body_lengths.tolist(),
+        "tag_hashes": batch.tag_hashes.tolist(),
+        "flags": batch.flags.tolist(),
+        "bodies": [a.tolist() for a in batch.bodies()],
+        "tags": [a.tolist() for a in batch.tag_column()],
+        "keys": [a.tolist() for a in batch.property_column("KEYS")],
+        "missing": [a.tolist() for a in batch.property_column("nope")],
+        "body_array": batch.body_array().to_pylist(),
+        "tag_array": batch.tag_array().to_pylist(),
+        "key_array": batch.property_array("KEYS").to_pylist(),
+        "a_array": batch.property_array("a").to_pylist(),
+        "arrow": batch.to_arrow().to_pylist(),
+        "messages": [
+            (m.queue_offset, m.body, m.tags, m.properties, m.store_host, m.born_host) for m in batch
+        ],
+    }
+
+
+def _reference(batch: MessageBatch) -> dict[str, Any]:
+    """:func:`_columns` made by the numpy reference (the native module set aside)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(message_batch_module, "_native", None)
+        return _columns(batch)
+
+
+@given(_answers(), st.sampled_from(_SUBSCRIPTIONS), st.data())
+@_SETTINGS
+def test_the_native_reader_agrees_with_the_reference(
+    answer: tuple[bytes, int, int], subscription: Any, draw: Any
+) -> None:
+    data, first, end = answer
+    assert native.read(data, QUEUE.queue_id, TOPIC.encode(), first, end) is not None
+    native_batch = read_pulled_batches(data, QUEUE, "broker-a", first, end, subscription)
+    reference = read_pulled_batches_py(data, QUEUE, "broker-a", first, end, subscription)
+    assert len(native_batch) == len(reference)
+    assert _columns(native_batch) == _reference(reference)
+    size = len(reference)
+    mask = np.array(draw.draw(st.lists(st.booleans(), min_size=size, max_size=size)), dtype=bool)
+    chosen = MessageBatch.concat([native_batch.select(mask), native_batch[: len(reference) // 2]])
+    expected = MessageBatch.concat([reference.select(mask), reference[: len(reference) // 2]])
+    assert _columns(chosen) == _reference(expected)
+
+
+def _outcome(read: Any, data: bytes, first: int, end: int) -> Any:
+    try:
+        batch = read(data, QUEUE, "broker-a", first, end, None)
+    except CorruptMessageError as error:
+        return ("corrupt", str(error))
+    return ("read", batch.queue_offsets.tolist(), batch.bodies()[1].tobytes())
+
+
+@given(_answers(), st.data())
+@_SETTINGS
+def test_a_broken_answer_fails_as_the_reference_says(
+    answer: tuple[bytes, int, int], draw: Any
+) -> None:
+    data, first, end = answer
+    broken = bytearray(data)
+    how = draw.draw(st.sampled_from(["flip", "truncate", "queue"]))
+    if how == "flip":
+        at = draw.draw(st.integers(0, len(data) - 1))
+        broken[at] ^= 1 << draw.draw(st.integers(0, 7))
+    elif how == "truncate":
+        del broken[draw.draw(st.integers(1, len(data) - 1)) :]
+    else:
+        struct.pack_into("<i", broken, 40, 4)  # the first batch names another queue
+    expected = _outcome(read_pulled_batches_py, bytes(broken), first, end)
+    assert _outcome(read_pulled_batches, bytes(broken), first, end) == expected
+
+
+def test_a_crc_mismatch_names_the_batch_position() -> None:
+    one = encode_batch(TOPIC.encode(), [b"x"] * 3, born_host=BORN_HOST)
+    patch_batch(one, 0, 0, 0, 1, STORE_HOST, 3)
+    two = encode_batch(TOPIC.encode(), [b"y"] * 3, born_host=BORN_HOST)
+    patch_batch(two, 0, 3, 100, 1, STORE_HOST, 3)
+    two[-1] ^= 0xFF
+    with pytest.raises(CorruptMessageError, match="CRC mismatch") as raised:
+        read_pulled_batches(bytes(one + two), QUEUE, "broker-a", 0, 6, None)
+    assert raised.value.values["batch_position"] == len(one)
+
+
+def test_the_native_gathers_check_their_spans() -> None:
+    data = b"0123456789"
+    starts = np.array([0, 8], dtype=np.int64)
+    with pytest.raises(ValueError, match="outside its buffer"):
+        native.gather([(data, starts, np.array([2, 3], dtype=np.int32))], 2, False)
+    with pytest.raises(ValueError, match="spans"):
+        native.gather([(data, starts, np.array([2, 2], dtype=np.int32))], 3, False)
+    offsets, joined, validity, nulls = native.gather(
+        [(data, starts, np.array([2, 0], dtype=np.int32))], 2, True
+    )
+    assert np.frombuffer(offsets, np.int32).tolist() == [0, 2, 2]
+    assert (joined, nulls) == (b"01", 1)
+    assert validity is not None and validity[0] & 3 == 1
+
+
+def test_an_arrow_column_shares_the_gathered_buffers() -> None:
+    one = encode_batch(TOPIC.encode(), [b"ab", b"c"], ["t", None], born_host=BORN_HOST)
+    patch_batch(one, 0, 0, 0, 1, STORE_HOST, 3)
+    batch = read_pulled_batches(bytes(one), QUEUE, "broker-a", 0, 2, None)
+    assert batch.body_array() == pa.array([b"ab", b"c"], pa.binary())
+    assert batch.tag_array() == pa.array(["t", None], pa.string())
+
+
+@pytest.mark.usefixtures("crc_path")
+def test_a_large_answer_agrees_with_the_reference_on_either_crc_path() -> None:
+    parts = []
+    for at in range(0, 3000, 500):  # about 300 KB: read and gathered with the GIL released
+        data = encode_batch(
+            TOPIC.encode(),
+            [bytes([at % 251]) * (60 + i % 80) for i in range(500)],
+            [TAGS[i % 4] for i in range(500)],
+            [f"KEYS\x01k{at + i}\x02".encode() if i % 5 else b"" for i in range(500)],
+            born_timestamp_ms=at,
+            born_deltas_ms=[i % 7 for i in range(500)],
+            born_host=BORN_HOST,
+        )
+        patch_batch(data, 0, at, 10 * at, 99, STORE_HOST, 3)
+        parts.append(bytes(data))
+    answer = b"".join(parts)
+    native_batch = read_pulled_batches(answer, QUEUE, "broker-a", 250, 2900, None)
+    reference = read_pulled_batches_py(answer, QUEUE, "broker-a", 250, 2900, None)
+    assert len(native_batch) == 2650
+    assert _columns(native_batch) == _reference(reference)
+    broken = bytearray(answer)
+    broken[len(answer) // 2] ^= 4  # a body byte of a middle batch
+    expected = _outcome(read_pulled_batches_py, bytes(broken), 250, 2900)
+    assert expected[0] == "corrupt"
+    assert _outcome(read_pulled_batches, bytes(broken), 250, 2900) == expected
