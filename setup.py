@@ -18,6 +18,11 @@ setup(
             extra_compile_args=_FLAGS,
         ),
         Extension(
+            "aeromq.transport.logbuffer._gather",
+            sources=["transport/logbuffer/_gather.c"],
+            extra_compile_args=_FLAGS,
+        ),
+        Extension(
             "aeromq.common._batch_native",
             sources=["common/_batch_native.c"],
             extra_compile_args=_FLAGS,

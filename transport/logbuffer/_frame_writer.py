@@ -8,6 +8,11 @@ call is a large share of the cost (measured: ~70-90 ns of ~500-600 ns an append 
 
 Each frame is written in Aeron's order: the first header word with the length negated (release),
 the other header words, the payload, the reserved value, then the positive length (release).
+
+A frame's payload gathered from several vectors is one call of the C helper
+(``transport/logbuffer/_gather.c``: plain copies, published by the release store of the length
+after them), or the Python loop over the vectors where that module is not built (the reference
+a test holds the C code to).
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_META_DATA_LENGTH,
     tail_counter_offset,
 )
+
+try:
+    from aeromq.transport.logbuffer import _gather
+except ImportError:  # not built: the Python loop of ``_copy_vectors_py``
+    _gather = None  # type: ignore[assignment]
 
 __all__ = ["PartitionAppender", "write_fragmented", "write_unfragmented"]
 
@@ -76,10 +86,13 @@ def write_unfragmented(
     """Write one frame of ``frame_length`` whose payload is the vectors one after the other."""
     header.write(term_buffer, frame_offset, frame_length, term_id)
     offset = frame_offset + HDR_LENGTH
-    put_bytes = term_buffer.put_bytes
-    for buffer, vector_offset, vector_length in vectors:
-        put_bytes(offset, buffer, vector_offset, vector_length)
-        offset += vector_length
+    if _gather is not None and len(vectors) > 1:
+        _gather.copy_vectors(term_buffer, offset, vectors, 0, 0, frame_length - HDR_LENGTH)
+    else:
+        put_bytes = term_buffer.put_bytes
+        for buffer, vector_offset, vector_length in vectors:
+            put_bytes(offset, buffer, vector_offset, vector_length)
+            offset += vector_length
     if reserved_value_supplier is not None:
         value = reserved_value_supplier(term_buffer, frame_offset, frame_length)
         term_buffer.put_int64(frame_offset + RESERVED_VALUE_FIELD_OFFSET, value)
@@ -107,6 +120,7 @@ def write_fragmented(
     vector_index = 0
     vector_offset = 0
     single_source, source_offset, _ = vectors[0] if len(vectors) == 1 else (None, 0, 0)
+    copy = _gather.copy_vectors if _gather is not None else _copy_vectors_py
     while True:
         bytes_to_write = min(remaining, max_payload_length)
         frame_length = bytes_to_write + HDR_LENGTH
@@ -121,18 +135,10 @@ def write_fragmented(
         if single_source is not None:  # one vector: copy straight from where the message is
             put_bytes(payload_offset, single_source, source_offset, bytes_to_write)
             source_offset += bytes_to_write
-        written = 0 if single_source is None else bytes_to_write
-        while written < bytes_to_write:
-            buffer, offset, vector_length = vectors[vector_index]
-            vector_remaining = vector_length - vector_offset
-            count = min(bytes_to_write - written, vector_remaining)
-            put_bytes(payload_offset, buffer, offset + vector_offset, count)
-            written += count
-            payload_offset += count
-            vector_offset += count
-            if vector_remaining <= count:
-                vector_index += 1
-                vector_offset = 0
+        else:
+            vector_index, vector_offset = copy(
+                term_buffer, payload_offset, vectors, vector_index, vector_offset, bytes_to_write
+            )
         if reserved_value_supplier is not None:
             value = reserved_value_supplier(term_buffer, frame_offset, frame_length)
             put_int64(frame_offset + RESERVED_VALUE_FIELD_OFFSET, value)
@@ -142,3 +148,29 @@ def write_fragmented(
             return
         flags = 0
         frame_offset += (frame_length + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT
+
+
+def _copy_vectors_py(
+    term_buffer: AtomicBuffer,
+    offset: int,
+    vectors: Sequence[DirectBufferVector],
+    vector_index: int,
+    vector_offset: int,
+    count: int,
+) -> tuple[int, int]:
+    """Copy ``count`` bytes of the vectors, from ``vector_offset`` into vector ``vector_index``,
+    to ``offset``; where the copy stopped (the C helper's ``copy_vectors``, in Python)."""
+    put_bytes = term_buffer.put_bytes
+    while count > 0:
+        buffer, start, vector_length = vectors[vector_index]
+        vector_remaining = vector_length - vector_offset
+        taken = min(count, vector_remaining)
+        put_bytes(offset, buffer, start + vector_offset, taken)
+        count -= taken
+        offset += taken
+        if taken == vector_remaining:
+            vector_index += 1
+            vector_offset = 0
+        else:
+            vector_offset += taken
+    return vector_index, vector_offset
