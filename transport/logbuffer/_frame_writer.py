@@ -17,6 +17,7 @@ a test holds the C code to).
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Sequence
 
 from aeromq.transport._errors import ConfigurationError
@@ -46,14 +47,27 @@ except ImportError:  # not built: the Python loop of ``_copy_vectors_py``
 __all__ = ["PartitionAppender", "write_fragmented", "write_unfragmented"]
 
 _LOW_32 = 0xFFFF_FFFF
+_PAGE = mmap.PAGESIZE
 _FLAGS_SHIFT = 40  # the flags byte (offset 5) within the first 8-byte header word
 _CLEAR_FLAGS = ~(0xFF << _FLAGS_SHIFT)
 
 
-class PartitionAppender:
-    """What both appenders hold: one partition's term buffer and the offset of its tail."""
+PREFAULT_STEP = 1024 * 1024
+"""How far ahead ``PartitionAppender.prefault`` makes a fresh term's pages present at a time
+(measured on 4 KiB shared-memory pages: 1 MiB steps cost ~25% less than a fault a page; larger
+steps no less)."""
 
-    __slots__ = ("_meta", "_tail_offset", "_term_buffer", "_term_length")
+
+class PartitionAppender:
+    """What both appenders hold: one partition's term buffer and the offset of its tail.
+
+    ``prefault(end)`` makes the term's pages up to ``end`` present in this mapping ahead of the
+    writes, a step (``PREFAULT_STEP``) at a time, from where it got to: a fresh log's first lap
+    otherwise takes one page fault per 4 KiB page, the largest part of writing a big message
+    into it (the broker's 1 MiB pull answers). Only the first lap of each partition asks the
+    kernel anything; nothing is written (``transport/logbuffer/_gather.c``, ``prefault``)."""
+
+    __slots__ = ("_faulted_to", "_meta", "_tail_offset", "_term_buffer", "_term_length")
 
     def __init__(
         self, term_buffer: AtomicBuffer, meta_data_buffer: AtomicBuffer, partition_index: int
@@ -68,10 +82,23 @@ class PartitionAppender:
         self._term_length = term_buffer.capacity
         self._meta = meta_data_buffer
         self._tail_offset = tail_counter_offset(partition_index)
+        self._faulted_to = 0 if _gather is not None else self._term_length
 
     @property
     def term_buffer(self) -> AtomicBuffer:
         return self._term_buffer
+
+    def prefault(self, end: int) -> None:
+        """Make the term's pages below ``end`` present, a step ahead (see the class)."""
+        start = self._faulted_to
+        if end <= start:
+            return
+        term_length = self._term_length
+        stop = min(max(end, start + PREFAULT_STEP), term_length)
+        stop = min((stop + _PAGE - 1) & -_PAGE, term_length)
+        if _gather.prefault(self._term_buffer, start, stop - start) != 0:
+            stop = term_length  # not page-aligned, or a kernel without it: stop asking
+        self._faulted_to = stop
 
 
 def write_unfragmented(

