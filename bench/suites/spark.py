@@ -21,8 +21,9 @@ Streaming: a query (``processingTime`` 1 s, ``noop`` sink, the ``group`` option)
 topic while two producer processes send at up to 50,000 msgs/s each (batches of 64, 8 in
 flight) for 20 s (2 s with ``--quick``);
 the row reports the producer's achieved rate, the lag (messages not yet committed to the group
-by the query; sampled every 0.25 s) at its largest over the second half of production
-(``max_lag``) and when production ends (``lag_at_end``), and how long the query took to catch up.
+by the query; sampled every 0.25 s) at its largest and its median over the second half of
+production (``max_lag``, ``median_lag``) and when production ends (``lag_at_end``), and how long
+the query took to catch up.
 
 What "keeps up" means here: Spark commits a micro-batch's offsets (``commit``, which sets the
 group's, see ``pipeline/_readers.py``) only when it plans the next batch. So even a query whose
@@ -48,6 +49,7 @@ import contextlib
 import os
 import queue
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -342,7 +344,8 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
     return Result(
         _STREAM_CASE,
         msgs_per_s=sent / elapsed,
-        extra={"produced": sent, "max_lag": max(lags), "lag_samples": len(lags),
+        extra={"produced": sent, "max_lag": max(lags), "median_lag": statistics.median(lags),
+               "lag_samples": len(lags),
                "lag_at_end": lag_at_end, "catch_up_s": round(catch_up_s, 2),
                "lag_after_catch_up": remaining},
     )  # fmt: skip
