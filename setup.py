@@ -1,10 +1,11 @@
-"""Build hook for the three native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
-operations on shared memory), ``aeromq.common._batch_native`` (the record batch's encoder and
+"""Build hook for the four native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
+operations on shared memory), ``aeromq.transport.logbuffer._gather`` (a vectored offer's check
+and frame-by-frame copy), ``aeromq.common._batch_native`` (the record batch's encoder and
 checker) and ``aeromq.consumer._columns_native`` (a pull answer's batches read into columns).
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
-``common/_batch_native.c`` and ``consumer/_columns_native.c`` for why each module exists and
-what it does.
+``transport/logbuffer/_gather.c``, ``common/_batch_native.c`` and ``consumer/_columns_native.c``
+for why each module exists and what it does.
 """
 
 from setuptools import Extension, setup
@@ -16,6 +17,11 @@ setup(
         Extension(
             "aeromq.transport.concurrent._atomic",
             sources=["transport/concurrent/_atomic.c"],
+            extra_compile_args=_FLAGS,
+        ),
+        Extension(
+            "aeromq.transport.logbuffer._gather",
+            sources=["transport/logbuffer/_gather.c"],
             extra_compile_args=_FLAGS,
         ),
         Extension(

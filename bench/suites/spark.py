@@ -20,17 +20,36 @@ the same partitions: what Spark's Python data source path can carry here at best
 Streaming: a query (``processingTime`` 1 s, ``noop`` sink, the ``group`` option) reads a fresh
 topic while two producer processes send at up to 50,000 msgs/s each (batches of 64, 8 in
 flight) for 20 s (2 s with ``--quick``);
-the row reports the producer's achieved rate, the lag (messages not yet committed by the query)
-when production ends, and how long the query took to catch up.
+the row reports the producer's achieved rate, the lag (messages not yet committed to the group
+by the query; sampled every 0.25 s) at its largest and its median over the second half of
+production (``max_lag``, ``median_lag``) and when production ends (``lag_at_end``), and how long
+the query took to catch up.
+
+What "keeps up" means here: Spark commits a micro-batch's offsets (``commit``, which sets the
+group's, see ``pipeline/_readers.py``) only when it plans the next batch. So even a query whose
+batches took no time shows a group lag of one to two trigger intervals of production: one
+interval right after a plan (the batch just planned), two right before the next (that batch,
+done but not yet committed, plus what arrived since). A query that keeps up (each batch done
+within its interval) stays within two intervals of production; one that falls behind
+(batches longer than the interval) stretches the intervals and its lag grows past that and on
+through the run. The bound is therefore two trigger intervals of production, taken at the
+largest lag seen over the second half of production: stricter than one sample at the end in
+that it must hold throughout, and one a query falling behind cannot meet for 10 s. (The earlier
+bound, one interval of production at the end of production, failed even a query with
+zero-time batches at all but the instant after a plan.)
 
 Targets (issue 13): batch read >= 300,000 rows/s; aeromq >= 0.7x the baseline (4 partitions);
-stream lag at the end of production <= one second of production (100,000 messages).
+stream lag at most two trigger intervals of production (200,000 messages) throughout the second
+half of production.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -43,6 +62,10 @@ from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _s
 
 PARTITIONS = (1, 2, 4)
 STREAM_RATE = 100_000
+STREAM_TRIGGER_S = 1
+STREAM_LAG_BOUND = int(2 * STREAM_TRIGGER_S * STREAM_RATE)
+"""Two trigger intervals of production: the most group lag of a query that keeps up (module)."""
+_LAG_SAMPLE_S = 0.25
 STREAM_PRODUCERS = 2  # one producer process reached about 71,000 msgs/s here
 STREAM_BATCH = 64
 _BASELINE_BATCH_ROWS = 8192
@@ -279,7 +302,7 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
         .load()
         .writeStream.format("noop")
         .option("checkpointLocation", str(root / "stream-checkpoint"))
-        .trigger(processingTime="1 second")
+        .trigger(processingTime=f"{STREAM_TRIGGER_S} seconds")
         .start()
     )
 
@@ -295,10 +318,20 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
             _spawn(_produce_paced, grpc, topic, share, seconds, out)
             for _ in range(STREAM_PRODUCERS)
         ]
-        produced = [out.get(timeout=seconds + 120) for _ in producers]
+        began = time.monotonic()
+        lags: list[int] = []  # over the second half of production
+        produced: list[Any] = []
+        while len(produced) < len(producers) and time.monotonic() - began < seconds + 120:
+            with contextlib.suppress(queue.Empty):
+                produced.append(out.get(timeout=_LAG_SAMPLE_S))
+            if not produced and time.monotonic() - began >= seconds / 2:
+                lags.append(lag())
         for producer in producers:
             producer.join(30)
+        if len(produced) < len(producers):
+            raise TimeoutError(f"the producers did not finish: finished={len(produced)}")
         lag_at_end = lag()
+        lags.append(lag_at_end)
         ended = time.monotonic()
         while (remaining := lag()) > 0 and time.monotonic() - ended < _CATCH_UP_TIMEOUT_S:
             time.sleep(0.2)
@@ -311,7 +344,9 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
     return Result(
         _STREAM_CASE,
         msgs_per_s=sent / elapsed,
-        extra={"produced": sent, "lag_at_end": lag_at_end, "catch_up_s": round(catch_up_s, 2),
+        extra={"produced": sent, "max_lag": max(lags), "median_lag": statistics.median(lags),
+               "lag_samples": len(lags),
+               "lag_at_end": lag_at_end, "catch_up_s": round(catch_up_s, 2),
                "lag_after_catch_up": remaining},
     )  # fmt: skip
 
@@ -368,8 +403,8 @@ def run(quick: bool) -> Iterator[Result | Target]:
         yield Target("aeromq batch read (4 partitions)", mine, 300_000, "rows/s")
         yield Target("aeromq / arrow-memory (4 partitions)", ratio_of(mine, base), 0.7, "x")
         yield Target(
-            "stream lag at end of production", figure(rows, _STREAM_CASE, "lag_at_end"),
-            STREAM_RATE, "msgs", lower_is_better=True,
+            "stream lag, largest over the 2nd half of production",
+            figure(rows, _STREAM_CASE, "max_lag"), STREAM_LAG_BOUND, "msgs", lower_is_better=True,
         )  # fmt: skip
     finally:
         if spark is not None:

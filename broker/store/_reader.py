@@ -6,7 +6,11 @@ Caller: the ``MessageStore``, from any thread, concurrently with puts and retent
 hash column, entries grouped by batch), each wanted batch's header checked cheaply, and the
 stored bytes gathered as views of the mapped segments (joined once, or handed over as they
 are for the pull path to write into the transport); no decode, no object per message, no CRC
-(the consumer checks it). ``get_messages`` decodes what ``get_batches``
+(the consumer checks it). An unfiltered get's first window (a bulk reader's every pull) is
+taken in a fixed number of numpy steps, every batch header of it checked at once
+(``_take_checked``: a 1 MiB pull is ~170 batches, and the per-batch loop cost ~3 us each);
+anything unusual there (a failed check, a batch in another segment) goes the per-batch way,
+which reports it. ``get_messages`` decodes what ``get_batches``
 found into ``StoredMessage``s, CRC-checked (tests and admin tools).
 """
 
@@ -26,7 +30,12 @@ from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._message import StoredMessage
 from aeromq.broker.store._queue_table import ConsumeQueueTable
 from aeromq.broker.store._results import GetMessageResult, GetMessageStatus
-from aeromq.common._record_batch import BATCH_MAGIC, FIXED_HEADER_LENGTH, RecordBatch
+from aeromq.common._record_batch import (
+    BATCH_MAGIC,
+    FIXED_HEADER_LENGTH,
+    HEADER_DTYPE,
+    RecordBatch,
+)
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_COUNT", "MessageReader"]
 
@@ -131,6 +140,18 @@ class MessageReader:
                     if not count:
                         result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 break
+            if wanted is None and not count and last_position < 0 and last_bad < 0:
+                taken = self._take_checked(
+                    find, entries, topic_bytes, queue_id, next_offset, max_bytes, pieces
+                )
+                if taken is not None:  # the common case, in a fixed number of numpy steps
+                    count, total, last_position, full = taken
+                    result.status = GetMessageStatus.FOUND
+                    result.next_begin_offset = next_offset + count
+                    if full or count >= max_count:
+                        break
+                    next_offset += n
+                    continue
             if wanted is None:
                 picked: list[int] | None = None  # every entry: an index is its own
                 physical = entries["offset"]
@@ -227,6 +248,72 @@ class MessageReader:
         result.batch_count = len(pieces)
         result.message_count = count
         return result
+
+    @staticmethod
+    def _take_checked(
+        find: Callable[[int], MappedFile | None],
+        entries: np.ndarray,
+        topic: bytes,
+        queue_id: int,
+        first_offset: int,
+        max_bytes: int,
+        pieces: list[memoryview],
+    ) -> tuple[int, int, int, bool] | None:
+        """The first window of an unfiltered get, taken whole batches at a time in numpy steps:
+        the batches from the first on while their bytes stay within ``max_bytes`` (the first
+        always), each header checked as ``_read_batch`` checks it, all at once. Appends their
+        views to ``pieces`` and returns (entries taken, bytes taken, the last batch's position,
+        whether the byte cap stopped it); None, having taken nothing, when a batch lies outside
+        the first one's segment or any check fails (the per-batch path then finds and reports
+        what failed). ``entries`` (queue offsets from ``first_offset``) are at most the count
+        cap, so it never ends inside a batch."""
+        m = len(entries)
+        physical = entries["offset"]
+        starts = np.flatnonzero(physical[1:] != physical[:-1]) + 1
+        starts = np.concatenate(([0], starts))
+        positions = physical[starts]
+        sizes = entries["size"][starts].astype(np.int64)
+        cumulative = np.cumsum(sizes)
+        groups = max(1, int(np.searchsorted(cumulative, max_bytes, side="right")))
+        full = groups < len(starts)
+        positions = positions[:groups]
+        sizes = sizes[:groups]
+        mapped = find(int(positions[0]))
+        if mapped is None:
+            return None
+        relative = positions - mapped.start_offset
+        checked = FIXED_HEADER_LENGTH + len(topic)  # the header and the topic after it
+        if int(relative[-1]) + int(sizes[-1]) > mapped.size or int(sizes.min()) < checked:
+            return None
+        firsts = starts[:groups] + first_offset
+        lasts = np.append(starts[1:], m)[:groups] + (first_offset - 1)
+        try:
+            data = np.frombuffer(mapped.view, dtype=np.uint8)
+            rows = data[relative[:, None] + np.arange(checked)]
+        except ValueError:  # unmapped by retention meanwhile
+            return None
+        head = rows[:, :FIXED_HEADER_LENGTH].copy().view(HEADER_DTYPE)[:, 0]
+        ok = (
+            (head["magic"] == BATCH_MAGIC)
+            & (head["total_length"] == sizes)
+            & (head["base_physical_offset"] == positions)
+            & (head["queue_id"] == queue_id)
+            & (head["base_queue_offset"] <= firsts)
+            & (lasts < head["base_queue_offset"] + head["count"])
+            & (head["topic_length"] == len(topic))
+        )
+        if topic:
+            wanted = np.frombuffer(topic, dtype=np.uint8)
+            ok &= (rows[:, FIXED_HEADER_LENGTH:] == wanted).all(1)
+        del data, rows
+        if not ok.all():
+            return None
+        view = mapped.view
+        pieces.extend(
+            [view[r : r + n] for r, n in zip(relative.tolist(), sizes.tolist(), strict=True)]
+        )
+        count = int(starts[groups]) if full else m
+        return count, int(cumulative[groups - 1]), int(positions[-1]), full
 
     @staticmethod
     def _read_batch(

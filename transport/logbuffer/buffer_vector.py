@@ -14,6 +14,11 @@ from aeromq.transport._errors import ConfigurationError
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
+try:
+    from aeromq.transport.logbuffer._gather import vectors_length as _vectors_length
+except ImportError:  # not built (see transport/logbuffer/_gather.c): the Python check alone
+    _vectors_length = None  # type: ignore[assignment]
+
 __all__ = ["DirectBufferVector", "validate_and_compute_length"]
 
 _MAX_LENGTH = 0x7FFF_FFFF
@@ -26,7 +31,13 @@ class DirectBufferVector(NamedTuple):
 
 
 def validate_and_compute_length(vectors: Sequence[DirectBufferVector]) -> int:
-    """The total length of ``vectors``; raises if a piece lies outside its buffer or it overflows."""
+    """The total length of ``vectors``; raises if a piece lies outside its buffer or it overflows.
+
+    One C call over the list where ``_gather`` is built; the loop below finds the error."""
+    if _vectors_length is not None:
+        checked: int = _vectors_length(vectors)
+        if checked >= 0:
+            return checked
     total = 0
     for index, (buffer, offset, length) in enumerate(vectors):
         with memoryview(buffer) as view:

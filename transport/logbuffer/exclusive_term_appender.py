@@ -3,7 +3,9 @@
 With one writer there is nothing to race, so the appender needs no atomic read-modify-write: the
 caller keeps the term id and offset, and each append stores the new raw tail with one release
 store before it writes the frame (so the driver, which reads the tail, sees the reservation),
-then writes and publishes the frame as the concurrent appender does.
+then writes and publishes the frame as the concurrent appender does. The vectored appends (the
+broker's answers) prefault the term's pages a step ahead on its first lap
+(``PartitionAppender.prefault``).
 
 An append that does not fit in the rest of the term pads the rest (if any is left) and returns
 ``FAILED``; the caller rotates the log. Success returns the term offset after the append.
@@ -165,6 +167,7 @@ class ExclusiveTermAppender(PartitionAppender):
         aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
         if self._reserve(term_id, term_offset, aligned_length, header) < 0:
             return FAILED
+        self.prefault(term_offset + aligned_length)
         write_unfragmented(
             self._term_buffer,
             term_offset,
@@ -190,6 +193,7 @@ class ExclusiveTermAppender(PartitionAppender):
         required_length = compute_fragmented_frame_length(length, max_payload_length)
         if self._reserve(term_id, term_offset, required_length, header) < 0:
             return FAILED
+        self.prefault(term_offset + required_length)
         write_fragmented(
             self._term_buffer,
             term_offset,

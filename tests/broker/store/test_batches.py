@@ -27,6 +27,9 @@ from aeromq.broker.store import (
 )
 from aeromq.common import encode_properties, tag_hash_code
 from aeromq.common._record_batch import (
+    BASE_QUEUE_OFFSET_OFFSET,
+    FIXED_HEADER_LENGTH,
+    MAGIC_OFFSET,
     QUEUE_ID_OFFSET,
     RecordBatch,
     check_batch,
@@ -223,6 +226,35 @@ def test_should_skip_a_batch_whose_header_disagrees_with_its_entry(
     alone = store.get_batches(TOPIC, 0, 2, max_count=1)  # one entry a window: reported once
     assert [b.base_queue_offset for b in _batches(alone)] == [4]
     assert (alone.message_count, alone.next_begin_offset, len(alone.corrupt)) == (1, 5, 1)
+
+
+@pytest.mark.parametrize(
+    ("field_offset", "value", "check"),
+    [
+        (FIXED_HEADER_LENGTH + 1, b"X", "BAD_TOPIC"),  # a topic byte
+        (MAGIC_OFFSET, b"\x00\x00\x00\x00", "BAD_MAGIC"),
+        (BASE_QUEUE_OFFSET_OFFSET, struct.pack("<q", 3), "BAD_QUEUE_OFFSET"),
+    ],
+)
+def test_should_report_a_bad_header_in_the_middle_of_a_whole_window(
+    open_store: OpenStore, field_offset: int, value: bytes, check: str
+) -> None:
+    # an unfiltered get's first window is checked all at once: one bad header among many
+    # sends the get the per-batch way, which skips and reports just that batch
+    store = open_store()
+    results = [store.put_batch(_batch(2), TOPIC, 0) for _ in range(6)]
+    victim = results[3].physical_offset
+    segment = store.commit_log.files.find(victim)
+    assert segment is not None
+    at = victim - segment.start_offset + field_offset
+    segment.mm[at : at + len(value)] = value
+    result = store.get_batches(TOPIC, 0, 0, max_count=64)
+    assert [b.base_queue_offset for b in _batches(result)] == [0, 2, 4, 8, 10]
+    assert (result.message_count, result.next_begin_offset) == (10, 12)
+    (error,) = result.corrupt
+    assert f"check='{check}'" in str(error)
+    clean = store.get_batches(TOPIC, 0, 8, max_count=64)  # past it: the whole-window way
+    assert [b.base_queue_offset for b in _batches(clean)] == [8, 10] and not clean.corrupt
 
 
 def test_should_look_up_each_record_of_a_batch_by_its_offset(open_store: OpenStore) -> None:

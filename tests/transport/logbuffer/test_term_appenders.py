@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import struct
 import zlib
 from collections.abc import Sequence
@@ -19,11 +20,13 @@ from aeromq.transport.logbuffer import (
     HeaderWriter,
     ReservedValueSupplier,
     TermAppender,
+    _frame_writer,
     exclusive_term_appender,
     term_appender,
     term_reader,
 )
 from aeromq.transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.logbuffer.buffer_vector import validate_and_compute_length
 from aeromq.transport.logbuffer.frame_descriptor import (
     BEGIN_FLAG,
     END_FLAG,
@@ -433,6 +436,49 @@ def test_should_fragment_vectors_across_their_boundaries(appender: Appender) -> 
     assert b"".join(p for p, _ in frames) == b"".join(parts)
     assert [h[2] for _, h in frames] == [BEGIN_FLAG, 0, END_FLAG]
     assert [h[8] for _, h in frames] == [1408, 1408, 481]
+
+
+@pytest.mark.parametrize("kind", ["concurrent", "exclusive"])
+def test_should_write_the_same_frames_with_the_c_gather_as_with_the_python_loop(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pieces as a pull answer has them: views into one big buffer, many per frame, some
+    # crossing frame boundaries, some empty, plus a head and a tail of their own
+    if _frame_writer._gather is None:
+        pytest.skip("transport/logbuffer/_gather.c is not built")
+    source = bytes(random.Random(7).randrange(256) for _ in range(20_000))
+    view = memoryview(source)
+    sizes = [13, 0, 1500, 2900, 1, 0, 700, 4000, 2, 1376, 1377, 333]
+    pieces: list[DirectBufferVector] = [DirectBufferVector(b"head", 0, 4)]
+    position = 0
+    for size in sizes:
+        pieces.append(DirectBufferVector(view, position, size))
+        position += size + 17
+    pieces.append(DirectBufferVector(bytearray(b"tail!"), 1, 4))
+    terms = []
+    for gather in (_frame_writer._gather, None):
+        monkeypatch.setattr(_frame_writer, "_gather", gather)
+        appender = Appender(kind, AtomicBuffer.allocate(TERM_LENGTH), _new_meta())
+        assert appender.fragmented_vectors(pieces) > 0
+        assert appender.unfragmented_vectors(pieces[:4]) > 0
+        terms.append(appender.term.get_bytes(0, TERM_LENGTH))
+    assert terms[0] == terms[1]
+    expected = b"".join(bytes(memoryview(b)[o : o + n]) for b, o, n in pieces)
+    payloads = [payload for payload, _ in _read_all(appender.term)]
+    assert b"".join(payloads[:-1]) == expected
+    assert payloads[-1] == expected[: 4 + 13 + 1500]
+
+
+def test_should_name_the_vector_outside_its_buffer_with_or_without_the_c_check() -> None:
+    good = DirectBufferVector(b"abcd", 0, 4)
+    for bad in (DirectBufferVector(b"abcd", 2, 3), DirectBufferVector(b"abcd", -1, 1)):
+        with pytest.raises(ConfigurationError, match="index=1"):
+            validate_and_compute_length([good, bad, good])
+    assert validate_and_compute_length([good, DirectBufferVector(bytearray(9), 5, 4)]) == 8
+    with pytest.raises(ValueError, match="outside"):
+        if _frame_writer._gather is None:
+            raise ValueError("vector outside its buffer")  # the C helper is not built
+        _frame_writer._gather.copy_vectors(AtomicBuffer.allocate(8), 4, [good], 0, 0, 5)
 
 
 def test_should_refuse_a_metadata_buffer_shorter_than_a_page() -> None:
