@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from aeromq.common._native import missing_native_modules
 from bench._bounded import FAIL_CASE_ENV, CaseFailed, bounded, isolated
 
 __all__ = [
@@ -423,6 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_all(args)
     module: _Suite = importlib.import_module(f"{args.package}.{args.suite}")
+    missing = missing_native_modules()
+    if missing:  # the figures would be the Python fallbacks', not aeromq's
+        print(f"WARNING: native helpers not built: {', '.join(missing)}", file=sys.stderr)
     failed = False
     rows = _guarded(args.suite, module.run(args.quick))
     if args.json:

@@ -27,6 +27,7 @@ from types import FrameType
 from aeromq.broker._errors import BrokerError
 from aeromq.broker.broker import Broker, describe_recovery
 from aeromq.broker.config import BrokerConfig, BrokerConfigError, add_arguments
+from aeromq.common._native import missing_native_modules
 from aeromq.transport import TransportError
 from aeromq.transport.tools.cli import command_parser, setup_logging
 from aeromq.transport.tools.stat import BROKER_RUN_FILE
@@ -98,6 +99,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    missing = missing_native_modules()
+    if missing:
+        _LOG.warning(
+            "native helpers not built, running their slower Python versions: %s "
+            "(pip install the package to build them)",
+            ", ".join(missing),
+        )
     broker = Broker(config)
     run_file: Path | None = None
     try:

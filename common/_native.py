@@ -1,0 +1,35 @@
+"""Which of aeromq's native helpers are built.
+
+``pip install`` compiles four small C extensions (see ``setup.py``). Each has a Python version
+beside it, the reference its tests hold it to, which runs when the module is not built (a source
+checkout used without ``pip install``): everything works, several times slower on the data
+path. :func:`missing_native_modules` says which are missing, so that a broker (its startup
+warning) and the benchmarks (a line before their results) do not run on the fallbacks
+unnoticed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Final
+
+__all__ = ["NATIVE_MODULES", "missing_native_modules"]
+
+NATIVE_MODULES: Final = (
+    "aeromq.transport.concurrent._atomic",
+    "aeromq.transport.logbuffer._gather",
+    "aeromq.common._batch_native",
+    "aeromq.consumer._columns_native",
+)
+"""The native helpers, by module name (their sources: the same path with ``.c``)."""
+
+
+def missing_native_modules() -> list[str]:
+    """The names of :data:`NATIVE_MODULES` that cannot be imported (not built)."""
+    missing = []
+    for name in NATIVE_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
