@@ -38,6 +38,11 @@ class ProducerConfig:
                                                     secured broker: gRPC calls and sessions
     tls                                 None        ``ClientTls``: gRPC over TLS (mutual with
                                                     a client certificate)
+    async_requests_in_flight            2           async sends to no queue in particular past
+                                                    this many requests of their topic in flight
+                                                    wait, and go as one request when one is
+                                                    answered (``producer/_coalesce.py``); 0:
+                                                    each async send is a request at once
     ==================================  ==========  ===========================================
     """
 
@@ -52,6 +57,7 @@ class ProducerConfig:
     route_refresh_interval_ms: int = 30_000
     credentials: Credentials | None = None
     tls: ClientTls | None = None
+    async_requests_in_flight: int = 2
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -65,7 +71,11 @@ class ProducerConfig:
                 raise IllegalArgumentError(
                     "producer setting must be > 0", field=name, value=getattr(self, name)
                 )
-        for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):
+        for name in (
+            "retry_times_when_send_failed",
+            "retry_times_when_send_async_failed",
+            "async_requests_in_flight",
+        ):
             if getattr(self, name) < 0:
                 raise IllegalArgumentError(
                     "producer setting must be >= 0", field=name, value=getattr(self, name)
