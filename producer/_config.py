@@ -57,7 +57,7 @@ class ProducerConfig:
     route_refresh_interval_ms: int = 30_000
     credentials: Credentials | None = None
     tls: ClientTls | None = None
-    async_requests_in_flight: int = 2
+    async_requests_in_flight: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
