@@ -1,7 +1,8 @@
 """``SendCoalescer``: which async sends wait, and which go together as one request.
 
 An async send (``send_async``, ``send_batch_async``) to no queue in particular goes at once while
-fewer than ``limit`` such requests of its topic are in flight; past that it waits, and when one
+fewer than ``limit`` such requests of its topic are in flight (the producer's setting times the
+brokers of the topic's route); past that it waits, and when one
 of them is answered the sends waiting go as one request: their record batches merged into one
 (:func:`~common.merge_batches`), as Kafka's record accumulator does while its in-flight requests
 are full. A request, whatever it carries, costs the broker's session agent and this client's
@@ -31,23 +32,23 @@ class SendCoalescer(Generic[T]):
 
     ``size_of(item)`` is the record batch bytes of a waiting send."""
 
-    __slots__ = ("_in_flight", "_lock", "_size_of", "_waiting", "limit", "max_group_bytes")
+    __slots__ = ("_in_flight", "_lock", "_size_of", "_waiting", "max_group_bytes")
 
-    def __init__(self, limit: int, max_group_bytes: int, size_of: Callable[[T], int]) -> None:
-        self.limit = limit
+    def __init__(self, max_group_bytes: int, size_of: Callable[[T], int]) -> None:
         self.max_group_bytes = max_group_bytes
         self._size_of = size_of
         self._lock = threading.Lock()
         self._in_flight: dict[str, int] = {}
         self._waiting: dict[str, deque[T]] = {}
 
-    def admit(self, topic: str, item: T) -> bool:
+    def admit(self, topic: str, item: T, limit: int) -> bool:
         """True: send ``item`` now, as a request of its own (counted in flight until
-        :meth:`answered`). False: it waits (a later :meth:`answered` returns it)."""
+        :meth:`answered`), for fewer than ``limit`` are. False: it waits (a later
+        :meth:`answered` returns it)."""
         with self._lock:
             waiting = self._waiting.get(topic)
             in_flight = self._in_flight.get(topic, 0)
-            if in_flight < self.limit and not waiting:
+            if in_flight < limit and not waiting:
                 self._in_flight[topic] = in_flight + 1
                 return True
             if waiting is None:

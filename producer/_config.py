@@ -38,11 +38,12 @@ class ProducerConfig:
                                                     secured broker: gRPC calls and sessions
     tls                                 None        ``ClientTls``: gRPC over TLS (mutual with
                                                     a client certificate)
-    async_requests_in_flight            2           async sends to no queue in particular past
+    async_requests_in_flight            1           async sends to no queue in particular past
                                                     this many requests of their topic in flight
-                                                    wait, and go as one request when one is
-                                                    answered (``producer/_coalesce.py``); 0:
-                                                    each async send is a request at once
+                                                    (per broker of its route) wait, and go as
+                                                    one request when one is answered
+                                                    (``producer/_coalesce.py``); 0: each async
+                                                    send is a request at once
     ==================================  ==========  ===========================================
     """
 

@@ -30,7 +30,13 @@ and ``producer.send_value("orders", {"id": 42}, tags="created")`` sends the seri
 the body; without a serializer the value must be bytes.
 
 Async sends complete their future (and call ``callback(result, error)``) on the session's
-poller thread: keep callbacks short. Their retries run on a producer thread.
+poller thread: keep callbacks short. Their retries run on a producer thread. An async send to no
+queue in particular, made while its topic has ``async_requests_in_flight`` requests in flight
+(per broker), waits for one of them to be answered and then goes with the others that waited,
+as one request of one record batch (``producer/_coalesce.py``, Kafka's record accumulator): one
+envelope and one wake-up of the broker and of this client per request, not per send. Each send
+keeps its own future, message ids, queue offsets and retries; a merged request the broker
+refuses for its content is sent again send by send, so each gets its own answer.
 """
 
 from __future__ import annotations
@@ -178,9 +184,10 @@ class Producer:
         self._running = False
         self._meter = ProducerMeter()
         self._send_hooks: list[SendMessageHook] = []
-        limit = self.config.async_requests_in_flight
         self._coalescer: SendCoalescer[_Waiting] | None = (
-            SendCoalescer(limit, self.config.max_message_size, _batch_bytes) if limit else None
+            SendCoalescer(self.config.max_message_size, _batch_bytes)
+            if self.config.async_requests_in_flight
+            else None
         )
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -425,8 +432,13 @@ class Producer:
             self._submit_async(attempt, outer, single)
             return
         topic = attempt.messages[0].topic
+        try:
+            brokers = len(self._route(topic).brokers)
+        except ClientError:  # no route: the send fails as any other
+            self._submit_async(attempt, outer, single)
+            return
         item = (attempt, outer, single)
-        if coalescer.admit(topic, item):
+        if coalescer.admit(topic, item, self.config.async_requests_in_flight * brokers):
             self._submit_group(topic, [item], wait_offer=True)
 
     def _submit_group(self, topic: str, group: list[_Waiting], wait_offer: bool) -> None:

@@ -96,3 +96,22 @@ def test_should_export_a_sorted_all_of_names_that_exist(module_name: str) -> Non
     names = module.__all__
     assert names == sorted(names, key=isort_key) and len(set(names)) == len(names)
     assert all(hasattr(module, name) for name in names)
+
+
+def test_should_admit_up_to_the_limit_then_group_what_waits_by_size() -> None:
+    from aeromq.producer._coalesce import SendCoalescer
+
+    coalescer: SendCoalescer[bytes] = SendCoalescer(10, len)
+    assert coalescer.admit("t", b"a", 1) and not coalescer.admit("t", b"bbbb", 1)
+    assert coalescer.admit("u", b"x", 1)  # another topic counts on its own
+    for item in (b"cccc", b"dddd"):
+        assert not coalescer.admit("t", item, 1)
+    # what waits goes in order, up to 10 bytes a group; the rest waits for the next answer
+    assert coalescer.answered("t") == [b"bbbb", b"cccc"]
+    assert coalescer.waiting_count("t") == 1
+    assert not coalescer.admit("t", b"e", 2)  # behind the waiting send, whatever the limit
+    assert coalescer.answered("t") == [b"dddd", b"e"]
+    assert coalescer.answered("t") == [] and coalescer.answered("u") == []
+    assert coalescer.admit("t", b"f", 1)  # nothing in flight, nothing waits: at once
+    with pytest.raises(IllegalArgumentError):
+        ProducerConfig(async_requests_in_flight=-1)
