@@ -30,9 +30,9 @@ and ``producer.send_value("orders", {"id": 42}, tags="created")`` sends the seri
 the body; without a serializer the value must be bytes.
 
 Async sends complete their future (and call ``callback(result, error)``) on the session's
-poller thread: keep callbacks short. Their retries run on a producer thread. An async send to no
-queue in particular, made while its topic has ``async_requests_in_flight`` requests in flight
-(per broker), waits for one of them to be answered and then goes with the others that waited,
+poller thread: keep callbacks short. Their retries run on a producer thread. With
+``async_requests_in_flight`` (default 0: off), an async send to no queue in particular, made
+while its topic has that many requests in flight (per broker), waits for one of them to be answered and then goes with the others that waited,
 as one request of one record batch (``producer/_coalesce.py``, Kafka's record accumulator): one
 envelope and one wake-up of the broker and of this client per request, not per send. Each send
 keeps its own future, message ids, queue offsets and retries; a merged request the broker
@@ -78,7 +78,12 @@ from aeromq.producer._config import ProducerConfig, check_producer_group
 from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMeter, ProducerMetrics
 from aeromq.producer._route import RouteSource
-from aeromq.producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
+from aeromq.producer._selector import (
+    LeastSentSelector,
+    QueueSelector,
+    RoundRobinSelector,
+    select_avoiding,
+)
 from aeromq.producer._send_result import SendResult, SendStatus
 from aeromq.proto import messages_pb2
 
@@ -172,6 +177,7 @@ class Producer:
         self._routes = route
         self._selector = queue_selector
         self._round_robin = RoundRobinSelector()
+        self._least_sent: dict[str, LeastSentSelector] = {}
         self.client_id = client_id or (
             f"{socket.gethostname()}@{os.getpid()}@{random.getrandbits(32):08x}"
         )
@@ -443,8 +449,9 @@ class Producer:
 
     def _submit_group(self, topic: str, group: list[_Waiting], wait_offer: bool) -> None:
         """Send ``group`` (async sends of ``topic``, counted in flight) as one request: one
-        record batch of theirs all. ``wait_offer`` False (a thread that reads answers): a
-        back-pressured ingress hands the send to the producer's thread, which waits."""
+        record batch of theirs all, to the queue least sent to. ``wait_offer`` False (a thread
+        that reads answers): a back-pressured ingress hands the send to the producer's thread,
+        which waits."""
         now_ns = time.monotonic_ns()
         live: list[_Waiting] = []
         for item in group:
@@ -464,7 +471,7 @@ class Producer:
             batch = live[0][0].batch
         remaining_ms = (min(item[0].deadline_ns for item in live) - now_ns) // 1_000_000
         try:
-            route, target = self._target(live[0][0])
+            route, target = self._group_target(topic, sum(len(i[0].unique_ids) for i in live))
             session = self._require_sessions().session(route.broker(target.broker_name))
             request = messages_pb2.SendMessageRequest(
                 producer_group=self.group, topic=topic, queue_id=target.queue_id, batch=batch
@@ -756,6 +763,20 @@ class Producer:
                 attempt.messages[0],
                 attempt.last_broker,
             )
+        if target.broker_name not in route.brokers:
+            raise IllegalArgumentError(
+                "the queue's broker is not in the topic's route", queue=target
+            )
+        return route, target
+
+    def _group_target(self, topic: str, count: int) -> tuple[TopicRoute, MessageQueue]:
+        """The queue of a group of ``count`` messages: the least sent to (see
+        ``LeastSentSelector``), groups being of many sizes."""
+        route = self._route(topic)
+        selector = self._least_sent.get(topic)
+        if selector is None:
+            selector = self._least_sent.setdefault(topic, LeastSentSelector())
+        target = selector.pick(self._write_queues(route), count)
         if target.broker_name not in route.brokers:
             raise IllegalArgumentError(
                 "the queue's broker is not in the topic's route", queue=target
