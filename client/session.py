@@ -461,24 +461,38 @@ class ClientSession:
 
     @overload
     def request_async(
-        self, body: messages_pb2.SendMessageRequest, timeout_ms: int | None = None
+        self,
+        body: messages_pb2.SendMessageRequest,
+        timeout_ms: int | None = None,
+        *,
+        wait_offer: bool = True,
     ) -> Future[messages_pb2.SendMessageResponse]: ...
     @overload
     def request_async(
-        self, body: messages_pb2.PullMessageRequest, timeout_ms: int | None = None
+        self,
+        body: messages_pb2.PullMessageRequest,
+        timeout_ms: int | None = None,
+        *,
+        wait_offer: bool = True,
     ) -> Future[PullAnswer]: ...
 
-    def request_async(self, body: ProtoMessage, timeout_ms: int | None = None) -> Future[Any]:
+    def request_async(
+        self, body: ProtoMessage, timeout_ms: int | None = None, *, wait_offer: bool = True
+    ) -> Future[Any]:
         """Send ``body`` now and return a future of its answer, completed on the poller
-        thread (or failed with the errors of the module). Offer failures raise here."""
+        thread (or failed with the errors of the module). Offer failures raise here; with
+        ``wait_offer`` False a back-pressured ingress raises :class:`BackPressuredError` at
+        once (for a thread that must not block, such as one completing answers)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        return self._submit(body, timeout)
+        return self._submit(body, timeout, wait_offer)
 
     def send_oneway(self, body: messages_pb2.SendMessageRequest) -> None:
         """Send without waiting: the answer is read and dropped."""
         self._offer(body, next(self._correlation))
 
-    def _submit(self, body: ProtoMessage, timeout_ms: int) -> Future[ProtoMessage]:
+    def _submit(
+        self, body: ProtoMessage, timeout_ms: int, wait_offer: bool = True
+    ) -> Future[ProtoMessage]:
         if self._failure is not None:
             raise self._failure
         if self._closed:
@@ -490,7 +504,7 @@ class ClientSession:
             deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
             heapq.heappush(self._deadlines, (deadline_ns, correlation_id, future))
         try:
-            self._offer(body, correlation_id)
+            self._offer(body, correlation_id, wait_offer)
         except BaseException:
             self._pending.pop(correlation_id, None)
             raise
@@ -500,9 +514,9 @@ class ClientSession:
             _reject(future, failure)  # failed while we registered: _fail_all missed it
         return future
 
-    def _offer(self, body: ProtoMessage, correlation_id: int) -> None:
+    def _offer(self, body: ProtoMessage, correlation_id: int, wait: bool = True) -> None:
         """Offer one envelope, retrying ADMIN_ACTION at once and BACK_PRESSURED until the
-        offer timeout."""
+        offer timeout (without ``wait``: not at all)."""
         publication = self._publication
         if publication is None:
             raise IllegalStateError("session not connected")
@@ -534,6 +548,10 @@ class ClientSession:
                 if result != BACK_PRESSURED:
                     raise self._unavailable(result)
                 now_ns = time.monotonic_ns()
+                if not wait:
+                    raise BackPressuredError(
+                        "the broker's ingress is back-pressured", session_id=self.session_id
+                    )
                 if not deadline_ns:
                     deadline_ns = now_ns + self.config.offer_timeout_ms * 1_000_000
                     idle = BackoffIdleStrategy(max_park_period_ns=1_000_000)

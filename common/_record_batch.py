@@ -119,6 +119,7 @@ __all__ = [
     "encode_batch",
     "encode_batch_py",
     "join_tag",
+    "merge_batches",
     "pack_host_field",
     "patch_batch",
     "read_total_length",
@@ -186,6 +187,10 @@ HEADER_DTYPE: Final = np.dtype(
 assert _HEADER.size == FIXED_HEADER_LENGTH == HEADER_DTYPE.itemsize
 _U32: Final = struct.Struct("<I")
 _I32_FIELD: Final = struct.Struct("<i")
+_U16: Final = struct.Struct("<H")
+_COUNT_AND_BORN: Final = struct.Struct("<i4xq")  # record count, (reconsume times), base born
+_COLUMN_WIDTHS: Final = (8, 4, 4, 4, 4, 4)  # tag hash, body, tags, properties lengths, born, flag
+_BORN_DELTA_COLUMN: Final = 4
 _I32_MAX: Final = (1 << 31) - 1
 _I64_MAX: Final = (1 << 63) - 1
 
@@ -663,6 +668,66 @@ def patch_batch(
         store_host,
         queue_id,
     )
+
+
+def merge_batches(batches: Sequence[Buffer]) -> bytes | None:
+    """One batch of the records of ``batches``, in order (a producer's sends joined into one
+    request, as Kafka's record accumulator does): their columns, bodies, tags and properties
+    back to back, the earliest born timestamp as the base with the born deltas rebased on it,
+    a new CRC. None when they cannot be one batch: not all of one topic, born host, attributes
+    and reconsume times, or a born time more than an i32 of milliseconds after the base.
+
+    The broker fields are zero, as a producer's. Record ``i`` of a batch is record ``i`` plus
+    the record counts of the batches before it in the merged one.
+    """
+    views = [memoryview(batch).cast("B") for batch in batches]
+    first = views[0]
+    header_length = batch_header_length(_U16.unpack_from(first, TOPIC_LENGTH_OFFSET)[0])
+    reconsume = first[RECONSUME_TIMES_OFFSET:BASE_BORN_TIMESTAMP_OFFSET]
+    identity = first[BORN_HOST_OFFSET:header_length]
+    counts: list[int] = []
+    bases: list[int] = []
+    for view in views:
+        if (
+            view[RECONSUME_TIMES_OFFSET:BASE_BORN_TIMESTAMP_OFFSET] != reconsume
+            or view[BORN_HOST_OFFSET:header_length] != identity
+        ):
+            return None
+        count, base_ms = _COUNT_AND_BORN.unpack_from(view, RECORD_COUNT_OFFSET)
+        counts.append(count)
+        bases.append(base_ms)
+    base_ms = min(bases)
+    columns: list[list[bytes | memoryview]] = [[] for _ in _COLUMN_WIDTHS]
+    bodies: list[memoryview] = []
+    tags: list[memoryview] = []
+    properties: list[memoryview] = []
+    for view, count, born_ms in zip(views, counts, bases, strict=True):
+        at = header_length
+        for index, width in enumerate(_COLUMN_WIDTHS):
+            end = at + width * count
+            if index == _BORN_DELTA_COLUMN and born_ms != base_ms:
+                deltas = np.frombuffer(view, "<i4", count, at) + np.int64(born_ms - base_ms)
+                if int(deltas.max()) > _I32_MAX:
+                    return None
+                columns[index].append(deltas.astype("<i4").tobytes())
+            else:
+                columns[index].append(view[at:end])
+            at = end
+        lengths = header_length + 8 * count  # the body lengths' column, then the tags'
+        body_bytes = int(np.frombuffer(view, "<i4", count, lengths).sum())
+        tag_bytes = int(np.frombuffer(view, "<i4", count, lengths + 4 * count).sum())
+        bodies.append(view[at : at + body_bytes])
+        tags.append(view[at + body_bytes : at + body_bytes + tag_bytes])
+        properties.append(view[at + body_bytes + tag_bytes :])
+    pieces = [*itertools.chain.from_iterable(columns), *bodies, *tags, *properties]
+    head = bytearray(first[:header_length])
+    _I32_FIELD.pack_into(head, TOTAL_LENGTH_OFFSET, header_length + sum(map(len, pieces)))
+    _COUNT_AND_BORN.pack_into(head, RECORD_COUNT_OFFSET, sum(counts), base_ms)
+    crc = zlib.crc32(memoryview(head)[CRC_START:])
+    for piece in pieces:
+        crc = zlib.crc32(piece, crc)
+    _U32.pack_into(head, CRC_OFFSET, crc)
+    return b"".join([head, *pieces])
 
 
 # -- the consumer -----------------------------------------------------------------------------

@@ -38,6 +38,13 @@ class ProducerConfig:
                                                     secured broker: gRPC calls and sessions
     tls                                 None        ``ClientTls``: gRPC over TLS (mutual with
                                                     a client certificate)
+    async_requests_in_flight            0 (off)     async sends to no queue in particular past
+                                                    this many requests of their topic in flight
+                                                    (per broker of its route) wait, and go as
+                                                    one request when one is answered
+                                                    (``producer/_coalesce.py``); 1 measured
+                                                    best; 0: each async send is a request at
+                                                    once
     ==================================  ==========  ===========================================
     """
 
@@ -52,6 +59,7 @@ class ProducerConfig:
     route_refresh_interval_ms: int = 30_000
     credentials: Credentials | None = None
     tls: ClientTls | None = None
+    async_requests_in_flight: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -65,7 +73,11 @@ class ProducerConfig:
                 raise IllegalArgumentError(
                     "producer setting must be > 0", field=name, value=getattr(self, name)
                 )
-        for name in ("retry_times_when_send_failed", "retry_times_when_send_async_failed"):
+        for name in (
+            "retry_times_when_send_failed",
+            "retry_times_when_send_async_failed",
+            "async_requests_in_flight",
+        ):
             if getattr(self, name) < 0:
                 raise IllegalArgumentError(
                     "producer setting must be >= 0", field=name, value=getattr(self, name)

@@ -30,7 +30,14 @@ and ``producer.send_value("orders", {"id": 42}, tags="created")`` sends the seri
 the body; without a serializer the value must be bytes.
 
 Async sends complete their future (and call ``callback(result, error)``) on the session's
-poller thread: keep callbacks short. Their retries run on a producer thread.
+poller thread: keep callbacks short. Their retries run on a producer thread. With
+``async_requests_in_flight`` (default 0: off), an async send to no queue in particular, made
+while its topic has that many requests in flight (per broker), waits for one of them to be
+answered, then goes with the others that waited as one request of one record batch
+(``producer/_coalesce.py``, Kafka's record accumulator): one envelope and one wake-up of the
+broker and of this client per request, not per send. Each send keeps its own future, message
+ids, queue offsets and retries; a merged request the broker refuses for its content is sent
+again send by send, so each gets its own answer.
 """
 
 from __future__ import annotations
@@ -64,13 +71,20 @@ from aeromq.client import (
 from aeromq.client._hooks import call_hooks
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver, TopicRoute
-from aeromq.common import MAX_FRAMING_BYTES, check_body
+from aeromq.client.session import BackPressuredError
+from aeromq.common import MAX_FRAMING_BYTES, check_body, merge_batches
 from aeromq.producer._batch import SendResults, encode_messages, pack_born_host
+from aeromq.producer._coalesce import SendCoalescer
 from aeromq.producer._config import ProducerConfig, check_producer_group
 from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMeter, ProducerMetrics
 from aeromq.producer._route import RouteSource
-from aeromq.producer._selector import QueueSelector, RoundRobinSelector, select_avoiding
+from aeromq.producer._selector import (
+    LeastSentSelector,
+    QueueSelector,
+    RoundRobinSelector,
+    select_avoiding,
+)
 from aeromq.producer._send_result import SendResult, SendStatus
 from aeromq.proto import messages_pb2
 
@@ -129,6 +143,14 @@ class _Attempt:
         self.last_broker: str | None = None
 
 
+_Waiting = tuple[_Attempt, "Future[Any]", bool]
+"""An async send that may wait to go with others: its attempt, its future, one message."""
+
+
+def _batch_bytes(item: _Waiting) -> int:
+    return len(item[0].batch)
+
+
 class Producer:
     """A producer of group ``group`` (see module). ``endpoints``: gRPC addresses of brokers
     (or of name servers, with ``namesrv``); or give a ``route`` instead."""
@@ -156,6 +178,7 @@ class Producer:
         self._routes = route
         self._selector = queue_selector
         self._round_robin = RoundRobinSelector()
+        self._least_sent: dict[str, LeastSentSelector] = {}
         self.client_id = client_id or (
             f"{socket.gethostname()}@{os.getpid()}@{random.getrandbits(32):08x}"
         )
@@ -168,6 +191,11 @@ class Producer:
         self._running = False
         self._meter = ProducerMeter()
         self._send_hooks: list[SendMessageHook] = []
+        self._coalescer: SendCoalescer[_Waiting] | None = (
+            SendCoalescer(self.config.max_message_size, _batch_bytes)
+            if self.config.async_requests_in_flight
+            else None
+        )
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -356,7 +384,7 @@ class Producer:
         attempt = self._prepare([message], timeout_ms, queue, selector, arg, asynchronous=True)
         outer: Future[SendResult] = Future()
         self._observe(outer, 1, context)
-        self._submit_async(attempt, outer, single=True)
+        self._dispatch(attempt, outer, single=True)
         if callback is not None:
             outer.add_done_callback(_call_back(callback))
         return outer
@@ -374,7 +402,7 @@ class Producer:
         attempt = self._prepare(messages, timeout_ms, queue, None, None, asynchronous=True)
         outer: Future[Sequence[SendResult]] = Future()
         self._observe(outer, len(messages), context)
-        self._submit_async(attempt, outer, single=False)
+        self._dispatch(attempt, outer, single=False)
         if callback is not None:
             outer.add_done_callback(_call_back(callback))
         return outer
@@ -401,6 +429,127 @@ class Producer:
                     self._after_send(context, results=[result] if one else result)
 
         outer.add_done_callback(settled)
+
+    def _dispatch(self, attempt: _Attempt, outer: Future[Any], single: bool) -> None:
+        """Send an async send now, alone, or leave it to wait and go with others (a send to
+        no queue in particular while its topic has its requests in flight: see
+        ``producer/_coalesce.py``)."""
+        coalescer = self._coalescer
+        if coalescer is None or attempt.queue is not None or attempt.selector is not None:
+            self._submit_async(attempt, outer, single)
+            return
+        topic = attempt.messages[0].topic
+        try:
+            brokers = len(self._route(topic).brokers)
+        except ClientError:  # no route: the send fails as any other
+            self._submit_async(attempt, outer, single)
+            return
+        item = (attempt, outer, single)
+        if coalescer.admit(topic, item, self.config.async_requests_in_flight * brokers):
+            self._submit_group(topic, [item], wait_offer=True)
+
+    def _submit_group(self, topic: str, group: list[_Waiting], wait_offer: bool) -> None:
+        """Send ``group`` (async sends of ``topic``, counted in flight) as one request: one
+        record batch of theirs all, to the queue least sent to. ``wait_offer`` False (a thread
+        that reads answers): a back-pressured ingress hands the send to the producer's thread,
+        which waits."""
+        now_ns = time.monotonic_ns()
+        live: list[_Waiting] = []
+        for item in group:
+            if item[0].deadline_ns - now_ns < 1_000_000:
+                item[0].attempts_left -= 1
+                _settle(item[1], error=RequestTimeoutError("send timed out", group=self.group))
+            else:
+                live.append(item)
+        if not live:
+            self._group_over(topic, wait_offer)
+            return
+        batch = live[0][0].batch if len(live) == 1 else merge_batches([i[0].batch for i in live])
+        if batch is None:  # not one batch (cannot be, from one producer): each alone
+            for attempt, outer, single in live[1:]:
+                self._submit_async(attempt, outer, single)
+            live = live[:1]
+            batch = live[0][0].batch
+        remaining_ms = (min(item[0].deadline_ns for item in live) - now_ns) // 1_000_000
+        try:
+            route, target = self._group_target(topic, sum(len(i[0].unique_ids) for i in live))
+            session = self._require_sessions().session(route.broker(target.broker_name))
+            request = messages_pb2.SendMessageRequest(
+                producer_group=self.group, topic=topic, queue_id=target.queue_id, batch=batch
+            )
+            inner = session.request_async(request, remaining_ms, wait_offer=wait_offer)
+        except BackPressuredError as exc:
+            if wait_offer:
+                self._group_failed(exc, live, None, None, wait_offer)
+                return
+            try:
+                self._executor().submit(self._submit_group, topic, live, True)
+            except RuntimeError:  # the producer shut down meanwhile
+                self._group_failed(exc, live, None, None, wait_offer)
+            return
+        except ClientError as exc:
+            self._group_failed(exc, live, None, None, wait_offer)
+            return
+        for item in live:
+            item[0].attempts_left -= 1
+
+        def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
+            self._group_answered(future, topic, live, route, target)
+
+        inner.add_done_callback(done)
+
+    def _group_answered(
+        self,
+        future: Future[messages_pb2.SendMessageResponse],
+        topic: str,
+        live: list[_Waiting],
+        route: TopicRoute,
+        target: MessageQueue,
+    ) -> None:
+        self._group_over(topic, wait_offer=False)  # what waits goes first: the broker works
+        try:
+            results = _group_results(future.result(), target, [item[0] for item in live])
+        except ClientError as exc:
+            if len(live) > 1 and exc.code not in _RETRY_CODES and not exc.retriable:
+                # a refusal of the content: each send alone, for its own answer (not an attempt)
+                for attempt, outer, single in live:
+                    attempt.attempts_left += 1
+                    try:
+                        self._executor().submit(self._submit_async, attempt, outer, single)
+                    except RuntimeError:
+                        _settle(outer, error=exc)
+                return
+            for attempt, outer, single in live:
+                self._async_failed(exc, attempt, outer, single, route, target)
+            return
+        except Exception as exc:  # a cancelled future, a bug: fail the sends, not the poller
+            for item in live:
+                _settle(item[1], error=exc)
+            return
+        for (_attempt, outer, single), result in zip(live, results, strict=True):
+            _settle(outer, value=result[0] if single else result)
+
+    def _group_failed(
+        self,
+        exc: ClientError,
+        live: list[_Waiting],
+        route: TopicRoute | None,
+        target: MessageQueue | None,
+        wait_offer: bool,
+    ) -> None:
+        """A group not sent: each of its sends fails (or retries), then what waits goes."""
+        for attempt, outer, single in live:
+            attempt.attempts_left -= 1
+            self._async_failed(exc, attempt, outer, single, route, target)
+        self._group_over(live[0][0].messages[0].topic, wait_offer)
+
+    def _group_over(self, topic: str, wait_offer: bool) -> None:
+        """A request of ``topic``'s sends is over: send what waits, if any."""
+        coalescer = self._coalescer
+        assert coalescer is not None
+        group = coalescer.answered(topic)
+        if group:
+            self._submit_group(topic, group, wait_offer)
 
     def _submit_async(self, attempt: _Attempt, outer: Future[Any], single: bool) -> None:
         attempt.attempts_left -= 1
@@ -621,6 +770,20 @@ class Producer:
             )
         return route, target
 
+    def _group_target(self, topic: str, count: int) -> tuple[TopicRoute, MessageQueue]:
+        """The queue of a group of ``count`` messages: the least sent to (see
+        ``LeastSentSelector``), groups being of many sizes."""
+        route = self._route(topic)
+        selector = self._least_sent.get(topic)
+        if selector is None:
+            selector = self._least_sent.setdefault(topic, LeastSentSelector())
+        target = selector.pick(self._write_queues(route), count)
+        if target.broker_name not in route.brokers:
+            raise IllegalArgumentError(
+                "the queue's broker is not in the topic's route", queue=target
+            )
+        return route, target
+
     def _should_retry(
         self, exc: ClientError, route: TopicRoute, target: MessageQueue, attempt: _Attempt
     ) -> bool:
@@ -657,13 +820,21 @@ def _results(
     response: messages_pb2.SendMessageResponse, target: MessageQueue, attempt: _Attempt
 ) -> SendResults:
     """The send's results, or the error of its status code."""
+    return _group_results(response, target, [attempt])[0]
+
+
+def _group_results(
+    response: messages_pb2.SendMessageResponse, target: MessageQueue, attempts: list[_Attempt]
+) -> list[SendResults]:
+    """The results of each send of one request (their batches one after the other in it), or
+    the error of its status code."""
     status = response.status
-    if status.code not in _STORED_CODES or response.message_count != len(attempt.unique_ids):
+    count = sum(len(attempt.unique_ids) for attempt in attempts)
+    if status.code not in _STORED_CODES or response.message_count != count:
         raise error_for_code(
             status.code or ResponseCode.SYSTEM_ERROR,
             status.message
-            or f"the broker answered a send of {len(attempt.unique_ids)} messages "
-            f"with {response.message_count}",
+            or f"the broker answered a send of {count} messages with {response.message_count}",
             broker=target.broker_name,
             topic=target.topic,
             queue_id=target.queue_id,
@@ -675,14 +846,19 @@ def _results(
         queue = MessageQueue(
             target.topic, response.broker_name or target.broker_name, response.queue_id
         )
-    return SendResults(
-        _SEND_STATUS.get(response.send_status, SendStatus.SEND_OK),
-        queue,
-        response.base_queue_offset,
-        response.base_commit_log_offset,
-        _store_host(response.store_host),
-        attempt.unique_ids,
-    )
+    send_status = _SEND_STATUS.get(response.send_status, SendStatus.SEND_OK)
+    store_host = _store_host(response.store_host)
+    queue_offset = response.base_queue_offset
+    commit_log_offset = response.base_commit_log_offset
+    results = []
+    for attempt in attempts:
+        ids = attempt.unique_ids
+        results.append(
+            SendResults(send_status, queue, queue_offset, commit_log_offset, store_host, ids)
+        )
+        queue_offset += len(ids)
+        commit_log_offset += len(ids)
+    return results
 
 
 @lru_cache(maxsize=64)

@@ -78,3 +78,26 @@ def select_avoiding(
         if others:
             return selector(others, message, None)
     return selector(queues, message, None)
+
+
+class LeastSentSelector:
+    """The queue that this producer has sent the fewest messages to (ties: the first listed),
+    counting ``count`` more for it: for grouped sends (``producer/_coalesce.py``), whose groups
+    differ in size, so that round robin by request would not give some queues many times the
+    messages of others (a consumer reading the queues in turn would then wait on the short
+    ones). A queue not seen before starts level with the least sent."""
+
+    __slots__ = ("_sent",)
+
+    def __init__(self) -> None:
+        self._sent: dict[MessageQueue, int] = {}
+
+    def pick(self, queues: Sequence[MessageQueue], count: int) -> MessageQueue:
+        sent = self._sent
+        if any(queue not in sent for queue in queues):
+            floor = min(sent.values(), default=0)
+            for queue in queues:
+                sent.setdefault(queue, floor)
+        chosen = min(queues, key=sent.__getitem__)
+        sent[chosen] += count
+        return chosen

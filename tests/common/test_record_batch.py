@@ -19,6 +19,8 @@ from aeromq.common import (
     check_batch,
     encode_batch,
     hash_code,
+    merge_batches,
+    pack_host_field,
     patch_batch,
     read_total_length,
 )
@@ -249,3 +251,53 @@ def test_any_valid_batch_passes_and_reads_back(
     assert np.array_equal(
         batch.tag_hashes, np.array([hash_code(t) if t else 0 for t in tags], dtype=np.int64)
     )
+
+
+# -- merge_batches: a producer's sends joined into one request ---------------------------------
+
+
+def _part(topic: bytes, first: int, count: int, born_ms: int, **kwargs: object) -> bytes:
+    bodies = [b"body-%d" % (first + i) * (1 + i % 3) for i in range(count)]
+    tags = [None if i % 2 else f"tag{first + i}" for i in range(count)]
+    properties = [f"k\x01{first + i}\x02".encode() for i in range(count)]
+    return bytes(
+        encode_batch(
+            topic,
+            bodies,
+            tags,
+            properties,
+            flags=[first + i for i in range(count)],
+            born_timestamp_ms=born_ms,
+            born_deltas_ms=[i for i in range(count)],
+            born_host=pack_host_field("10.0.0.7", 4321),
+            **kwargs,  # type: ignore[arg-type]
+        )
+    )
+
+
+def test_should_merge_batches_into_the_bytes_of_one_encoded_batch() -> None:
+    parts = [(0, 3, 1_000), (3, 1, 990), (4, 5, 1_020)]
+    merged = merge_batches([_part(b"Merged", f, n, t) for f, n, t in parts])
+    assert merged is not None
+    bodies = [b"body-%d" % i * (1 + (i - f) % 3) for f, n, _ in parts for i in range(f, f + n)]
+    expected = encode_batch(
+        b"Merged",
+        bodies,
+        [None if (i - f) % 2 else f"tag{i}" for f, n, _ in parts for i in range(f, f + n)],
+        [f"k\x01{i}\x02".encode() for f, n, _ in parts for i in range(f, f + n)],
+        flags=list(range(9)),
+        born_timestamp_ms=990,
+        born_deltas_ms=[t - 990 + (i - f) for f, n, t in parts for i in range(f, f + n)],
+        born_host=pack_host_field("10.0.0.7", 4321),
+    )
+    assert merged == bytes(expected)
+    assert check_batch(merged, topic=b"Merged")[0] is BatchCheck.OK
+    assert merge_batches([_part(b"One", 0, 2, 5)]) == _part(b"One", 0, 2, 5)
+
+
+def test_should_not_merge_batches_that_cannot_be_one() -> None:
+    one = _part(b"TopicA", 0, 2, 1_000)
+    assert merge_batches([one, _part(b"TopicB", 0, 2, 1_000)]) is None
+    assert merge_batches([one, _part(b"TopicA", 0, 2, 1_000, reconsume_times=1)]) is None
+    assert merge_batches([one, _part(b"TopicA", 0, 2, 1_000, attributes=1)]) is None
+    assert merge_batches([one, _part(b"TopicA", 0, 2, 1_000 + (1 << 31))]) is None

@@ -19,6 +19,7 @@ from aeromq.client import (
     MessageIllegalError,
     MessageQueue,
     MessageTooLargeError,
+    ResponseCode,
     TopicNotFoundError,
     decode_offset_message_id,
 )
@@ -215,3 +216,66 @@ def test_should_see_topics_created_after_it_started(producer: Producer, broker: 
     with GrpcClient(broker.grpc_address) as admin:
         admin.create_topic("late-topic", read_queue_nums=2, write_queue_nums=2)
     assert producer.send(Message("late-topic", b"x")).message_queue.queue_id in (0, 1)
+
+
+def test_should_send_waiting_async_sends_as_one_request_each_with_its_own_results(
+    make_producer: Callable[..., Producer], broker: Broker, puller: Puller
+) -> None:
+    producer = make_producer(config=ProducerConfig(async_requests_in_flight=1))
+    processor = broker.send_processor
+    assert processor is not None
+    requests_before = processor.requests
+    singles = [Message("orders", b"single-%d" % i) for i in range(12)]
+    batches = [[Message("orders", b"batch-%d-%d" % (b, i)) for i in range(3)] for b in range(4)]
+    futures: list[Any] = [producer.send_async(message) for message in singles]
+    futures += [producer.send_batch_async(batch) for batch in batches]
+    answers = [future.result(5) for future in futures]
+    # at most one request in flight: the sends that came meanwhile went together
+    assert processor.requests - requests_before < len(futures)
+    sent = [[message] for message in singles] + batches
+    for messages, answer in zip(sent, answers, strict=True):
+        results = [answer] if isinstance(answer, SendResult) else list(answer)
+        assert [r.msg_id for r in results] == [m.uniq_id for m in messages]
+        assert all(r.ok and r.message_queue == results[0].message_queue for r in results)
+        first = results[0].queue_offset
+        assert [r.queue_offset for r in results] == list(range(first, first + len(results)))
+        logged = [decode_offset_message_id(r.offset_msg_id).commit_log_offset for r in results]
+        assert logged == list(range(logged[0], logged[0] + len(results)))
+        queue_id = results[0].message_queue.queue_id
+        pulled = puller.messages("orders", queue_id, first)
+        assert [m.body for m in pulled[: len(messages)]] == [m.body for m in messages]
+        assert [m.msg_id for m in pulled[: len(messages)]] == [m.uniq_id for m in messages]
+
+
+def test_should_send_each_waiting_send_alone_when_their_request_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A broker that takes smaller sends than the producer allows refuses a merged request
+    for its size: each send then goes alone, and only the one too large for it fails."""
+    small = start_broker(tmp_path, max_message_size=2048, auto_create_topic=True)
+    try:
+        config = ProducerConfig(async_requests_in_flight=1, max_message_size=1 << 20)
+        with Producer("test-producers", small.grpc_address, config=config) as producer:
+            producer.send(Message("Small", b"warm-up"))
+            futures = [producer.send_async(Message("Small", b"m%d" % i * 200)) for i in range(8)]
+            too_large = producer.send_async(Message("Small", b"x" * 4096))
+            results = [future.result(5) for future in futures]
+            assert all(result.ok for result in results)
+            with pytest.raises(MessageIllegalError):
+                too_large.result(5)
+        assert small.send_processor is not None  # refused: a merged request, then the large one
+        assert small.send_processor.errors[ResponseCode.MESSAGE_ILLEGAL] >= 2
+    finally:
+        small.shutdown()
+
+
+def test_should_not_make_async_sends_wait_with_coalescing_off(
+    make_producer: Callable[..., Producer], broker: Broker
+) -> None:
+    producer = make_producer(config=ProducerConfig(async_requests_in_flight=0))
+    processor = broker.send_processor
+    assert processor is not None
+    before = processor.requests
+    futures = [producer.send_async(Message("orders", b"alone-%d" % i)) for i in range(6)]
+    assert all(future.result(5).ok for future in futures)
+    assert processor.requests - before == 6

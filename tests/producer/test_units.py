@@ -96,3 +96,38 @@ def test_should_export_a_sorted_all_of_names_that_exist(module_name: str) -> Non
     names = module.__all__
     assert names == sorted(names, key=isort_key) and len(set(names)) == len(names)
     assert all(hasattr(module, name) for name in names)
+
+
+def test_should_admit_up_to_the_limit_then_group_what_waits_by_size() -> None:
+    from aeromq.producer._coalesce import SendCoalescer
+
+    coalescer: SendCoalescer[bytes] = SendCoalescer(10, len)
+    assert coalescer.admit("t", b"a", 1) and not coalescer.admit("t", b"bbbb", 1)
+    assert coalescer.admit("u", b"x", 1)  # another topic counts on its own
+    for item in (b"cccc", b"dddd"):
+        assert not coalescer.admit("t", item, 1)
+    # what waits goes in order, up to 10 bytes a group; the rest waits for the next answer
+    assert coalescer.answered("t") == [b"bbbb", b"cccc"]
+    assert coalescer.waiting_count("t") == 1
+    assert not coalescer.admit("t", b"e", 2)  # behind the waiting send, whatever the limit
+    assert coalescer.answered("t") == [b"dddd", b"e"]
+    assert coalescer.answered("t") == [] and coalescer.answered("u") == []
+    assert coalescer.admit("t", b"f", 1)  # nothing in flight, nothing waits: at once
+    with pytest.raises(IllegalArgumentError):
+        ProducerConfig(async_requests_in_flight=-1)
+
+
+def test_should_pick_the_queue_least_sent_to_for_groups_of_any_size() -> None:
+    from aeromq.producer._selector import LeastSentSelector
+
+    selector = LeastSentSelector()
+    queues = QUEUES[:4]
+    picked = [selector.pick(queues, count) for count in (1, 7, 1, 7, 1, 1, 7, 1)]
+    assert picked[:4] == queues  # each once, then the least sent: the ones that had 1
+    assert picked[4:6] == [queues[0], queues[2]] and picked[6] == queues[0]
+    sent = {queue: 0 for queue in queues}
+    for queue, count in zip(picked, (1, 7, 1, 7, 1, 1, 7, 1), strict=True):
+        sent[queue] += count
+    assert max(sent.values()) - min(sent.values()) <= 7
+    newcomer = QUEUES[4]  # a queue new to the route starts level with the least sent
+    assert selector.pick([*queues, newcomer], 1) in (queues[2], newcomer)
