@@ -24,7 +24,6 @@ server and client CPU per message, produce and pull, no more than Redis's and re
 
 from __future__ import annotations
 
-import collections
 import multiprocessing
 import shutil
 import socket
@@ -33,6 +32,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,7 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
         out.put(("ready",))
         offsets = [0] * QUEUES
         queues = [MessageQueue(topic, "bench", queue_id) for queue_id in range(QUEUES)]
-        pending: collections.deque[tuple[int, Any, int, int]] = collections.deque()
+        pending: dict[Any, tuple[int, int, int]] = {}  # future -> queue id, sent ns, offset
 
         def issue(queue_id: int) -> None:
             request = messages_pb2.PullMessageRequest(
@@ -115,7 +115,7 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
                 commit_offset=-1,
             )
             future = session.request_async(request, 30_000)
-            pending.append((queue_id, future, time.monotonic_ns(), offsets[queue_id]))
+            pending[future] = (queue_id, time.monotonic_ns(), offsets[queue_id])
 
         began = 0
         last_ns = 0
@@ -124,35 +124,40 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
             issue(queue_id)
         deadline = time.monotonic() + 120
         while received < count and time.monotonic() < deadline:
-            # one pull in flight per queue; answers come in about the order asked: wait for
-            # the oldest (blocking, so the session's poller thread has the CPU meanwhile)
-            queue_id, future, sent_ns, asked = pending.popleft()
-            response = future.result(30)
-            now_ns = time.monotonic_ns()
-            pull_latencies.append(now_ns - sent_ns)
-            if response.batches:
-                # what the consumer does with an answer: check each batch, cut it to the
-                # pulled range, read the columns (here the send stamps at each body's start)
-                batch = read_pulled_batches(
-                    response.batches,
-                    queues[queue_id],
-                    "bench",
-                    asked,
-                    response.next_begin_offset,
-                    None,
-                )
-                starts, data = batch.bodies()
-                stamps = data[starts[:-1, None] + stamp_bytes].view("<i8").ravel()
-                if not began:  # from the first pull that found (live: or its first send)
-                    began = min(sent_ns, int(stamps[0])) if long_poll else sent_ns
-                    cpu = time.process_time()
-                last_ns = now_ns
-                received += len(stamps)
-                e2e.append(now_ns - stamps)
-                offsets[queue_id] = response.next_begin_offset
-            elif response.pull_status == messages_pb2.OFFSET_ILLEGAL:
-                offsets[queue_id] = response.next_begin_offset
-            issue(queue_id)
+            # one pull in flight per queue: take whichever answers first (a pull held at the
+            # end of a queue that ran dry must not hold back the answers of the others),
+            # blocking, so the session's poller thread has the CPU meanwhile
+            done, _ = futures.wait(pending, timeout=30, return_when=futures.FIRST_COMPLETED)
+            if not done:
+                raise TimeoutError("no pull answered within 30 s")
+            for future in done:
+                queue_id, sent_ns, asked = pending.pop(future)
+                response = future.result()
+                now_ns = time.monotonic_ns()
+                pull_latencies.append(now_ns - sent_ns)
+                if response.batches:
+                    # what the consumer does with an answer: check each batch, cut it to the
+                    # pulled range, read the columns (here the send stamps at each body's start)
+                    batch = read_pulled_batches(
+                        response.batches,
+                        queues[queue_id],
+                        "bench",
+                        asked,
+                        response.next_begin_offset,
+                        None,
+                    )
+                    starts, data = batch.bodies()
+                    stamps = data[starts[:-1, None] + stamp_bytes].view("<i8").ravel()
+                    if not began:  # from the first pull that found (live: or its first send)
+                        began = min(sent_ns, int(stamps[0])) if long_poll else sent_ns
+                        cpu = time.process_time()
+                    last_ns = now_ns
+                    received += len(stamps)
+                    e2e.append(now_ns - stamps)
+                    offsets[queue_id] = response.next_begin_offset
+                elif response.pull_status == messages_pb2.OFFSET_ILLEGAL:
+                    offsets[queue_id] = response.next_begin_offset
+                issue(queue_id)
         cpu = time.process_time() - cpu
     latencies = np.concatenate(e2e).tolist() if e2e else []
     out.put(("consumed", last_ns - began, received, pull_latencies, latencies, cpu))
