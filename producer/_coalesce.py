@@ -5,9 +5,9 @@ fewer than ``limit`` such requests of its topic are in flight (the producer's se
 brokers of the topic's route); past that it waits, and when one
 of them is answered the sends waiting go as one request: their record batches merged into one
 (:func:`~common.merge_batches`), as Kafka's record accumulator does while its in-flight requests
-are full. Off unless ``ProducerConfig.async_requests_in_flight`` is set (see its docs). A request, whatever it carries, costs the broker's session agent and this client's
-poller one wake-up and one envelope each; with pipelined sends these are most of the CPU of a
-send.
+are full (``ProducerConfig.async_requests_in_flight``, 1 by default; 0 turns it off). A request,
+whatever it carries, costs the broker's session agent and this client's poller one wake-up and
+one envelope each; with pipelined sends these are most of the CPU of a send.
 
 Nothing waits on a timer: a send waits only while ``limit`` requests of its topic are in flight,
 each of which is answered (or failed, or timed out) and then sends what waits. A group holds

@@ -38,13 +38,12 @@ class ProducerConfig:
                                                     secured broker: gRPC calls and sessions
     tls                                 None        ``ClientTls``: gRPC over TLS (mutual with
                                                     a client certificate)
-    async_requests_in_flight            0 (off)     async sends to no queue in particular past
+    async_requests_in_flight            1           async sends to no queue in particular past
                                                     this many requests of their topic in flight
                                                     (per broker of its route) wait, and go as
                                                     one request when one is answered
-                                                    (``producer/_coalesce.py``); 1 measured
-                                                    best; 0: each async send is a request at
-                                                    once
+                                                    (``producer/_coalesce.py``); 0: each async
+                                                    send is a request at once
     ==================================  ==========  ===========================================
     """
 
@@ -59,7 +58,7 @@ class ProducerConfig:
     route_refresh_interval_ms: int = 30_000
     credentials: Credentials | None = None
     tls: ClientTls | None = None
-    async_requests_in_flight: int = 0
+    async_requests_in_flight: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):

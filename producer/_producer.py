@@ -31,7 +31,7 @@ the body; without a serializer the value must be bytes.
 
 Async sends complete their future (and call ``callback(result, error)``) on the session's
 poller thread: keep callbacks short. Their retries run on a producer thread. With
-``async_requests_in_flight`` (default 0: off), an async send to no queue in particular, made
+``async_requests_in_flight`` (default 1; 0 turns it off), an async send to no queue in particular, made
 while its topic has that many requests in flight (per broker), waits for one of them to be
 answered, then goes with the others that waited as one request of one record batch
 (``producer/_coalesce.py``, Kafka's record accumulator): one envelope and one wake-up of the
