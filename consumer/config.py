@@ -219,6 +219,25 @@ class LitePullConsumerConfig:
     def pull_threshold_size_for_queue_bytes(self) -> int:
         return self.pull_threshold_size_for_queue_mib * 1024 * 1024
 
+    def flow_control_warnings(self) -> list[str]:
+        """Settings that hold every queue back after about one pull: a per-queue bound
+        (``pull_threshold_for_queue``, ``consume_max_span``) under two pulls
+        (``pull_batch_size``) makes each queue's pull task sit out a flow-control delay
+        (``pull_time_delay_ms_when_flow_control``) as soon as two answers are cached, however
+        fast the application polls. RocketMQ's defaults (1,000 and 2,000) fit its pulls of 10;
+        a consumer pulling 1,024 at a time should raise them with it."""
+        two_pulls = 2 * self.pull_batch_size
+        return [
+            f"{name}={value} is under two pulls (pull_batch_size={self.pull_batch_size}): each "
+            f"queue waits {self.pull_time_delay_ms_when_flow_control} ms after about every "
+            f"pull; raise it to {two_pulls} or more"
+            for name, value in (
+                ("pull_threshold_for_queue", self.pull_threshold_for_queue),
+                ("consume_max_span", self.consume_max_span),
+            )
+            if value < two_pulls
+        ]
+
     def replace(self, **changes: Any) -> LitePullConsumerConfig:
         """A copy with ``changes`` applied, validated again."""
         return dataclasses.replace(self, **changes)

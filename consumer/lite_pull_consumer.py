@@ -338,6 +338,8 @@ class DefaultLitePullConsumer:
             _log.info(
                 "consumer started: group=%s client_id=%s", self.consumer_group, self._client_id
             )
+            for warning in self._config.flow_control_warnings():
+                _log.warning("consumer %s: %s", self.consumer_group, warning)
             self._operate_after_running()
 
     def _start_services(self) -> None:

@@ -144,6 +144,9 @@ def _aeromq_drain(grpc: str, topic: str, group: str, count: int, out: Any) -> No
         pull_batch_size=DRAIN_PULL_BATCH,
         pull_threshold_for_queue=8 * DRAIN_PULL_BATCH,
         pull_threshold_for_all=64 * DRAIN_PULL_BATCH,
+        # the span bound scaled with the count bound (RocketMQ's 2,000 is two of these pulls:
+        # left at that, the queues sat out 50 ms flow-control delays 17-21 times a drain)
+        consume_max_span=8 * DRAIN_PULL_BATCH,
     )
     lite = consumer.DefaultLitePullConsumer(config=config)
     lite.subscribe(topic, "*")

@@ -109,3 +109,14 @@ def test_should_allow_one_subscription_type_only() -> None:
         SubscriptionType.SUBSCRIBE.switch_to(SubscriptionType.ASSIGN)
     with pytest.raises(IllegalStateError, match="mutually exclusive"):
         SubscriptionType.ASSIGN.switch_to(SubscriptionType.SUBSCRIBE)
+
+
+def test_should_warn_of_per_queue_bounds_under_two_pulls() -> None:
+    assert LitePullConsumerConfig(consumer_group="g").flow_control_warnings() == []  # pulls of 10
+    big_pulls = LitePullConsumerConfig(consumer_group="g", pull_batch_size=1024)
+    warnings = big_pulls.flow_control_warnings()
+    assert [w.split("=")[0] for w in warnings] == ["pull_threshold_for_queue", "consume_max_span"]
+    assert "consume_max_span=2000 is under two pulls (pull_batch_size=1024)" in warnings[1]
+    assert "raise it to 2048 or more" in warnings[1]
+    raised = big_pulls.replace(pull_threshold_for_queue=8192, consume_max_span=8192)
+    assert raised.flow_control_warnings() == []
