@@ -31,9 +31,9 @@ the body; without a serializer the value must be bytes.
 
 Async sends complete their future (and call ``callback(result, error)``) on the session's
 poller thread: keep callbacks short. Their retries run on a producer thread. With
-``async_requests_in_flight`` (default 1; 0 turns it off), an async send to no queue in particular, made
-while its topic has that many requests in flight (per broker), waits for one of them to be
-answered, then goes with the others that waited as one request of one record batch
+``async_requests_in_flight`` (default 1; 0 turns it off), an async send to no queue in
+particular, made while its topic has that many requests in flight (per broker), waits for one
+of them to be answered, then goes with the others that waited as one request of one record batch
 (``producer/_coalesce.py``, Kafka's record accumulator): one envelope and one wake-up of the
 broker and of this client per request, not per send. Each send keeps its own future, message
 ids, queue offsets and retries; a merged request the broker refuses for its content is sent
