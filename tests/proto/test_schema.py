@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from google.protobuf import descriptor_pb2
+
 from aeromq.client import ExpressionType, ResponseCode
 from aeromq.common import RecordBatch, encode_batch
+from aeromq.common._envelope import RAW_SECTION_FIELD
 from aeromq.proto import (
     admin_pb2,
     common_pb2,
@@ -84,3 +87,11 @@ def test_should_declare_the_services_of_the_issue() -> None:
     assert heartbeat.client_streaming and heartbeat.server_streaming
     assert "GetConsumerIds" in groups.methods_by_name
     assert hasattr(namesrv_pb2_grpc, "NameServerStub")
+
+
+def test_should_reserve_the_raw_section_field_in_transport_responses() -> None:
+    file = descriptor_pb2.FileDescriptorProto()
+    session_pb2.DESCRIPTOR.CopyToProto(file)
+    (response,) = [m for m in file.message_type if m.name == "TransportResponse"]
+    assert any(r.start <= RAW_SECTION_FIELD < r.end for r in response.reserved_range)
+    assert RAW_SECTION_FIELD not in session_pb2.TransportResponse.DESCRIPTOR.fields_by_number
