@@ -124,28 +124,51 @@ def _from_native(
         subscription.tags or subscription.expression_type is ExpressionType.SQL92
     ):
         return MessageBatch([chunk])
-    keep = np.ones(kept, dtype=bool)
+    which = np.arange(kept, dtype=np.int64)
     if subscription.tags:
-        keep &= np.isin(chunk.tag_hash, np.fromiter(subscription.codes, dtype=np.int64))
-        which = np.flatnonzero(keep)
-        if len(which):
-            wanted = frozenset(tag.encode() for tag in subscription.tags)
-            starts = chunk.tag_start[which].tolist()
-            ends = (chunk.tag_start[which] + chunk.tag_length[which]).tolist()
-            keep[which] = [data[a:b] in wanted for a, b in zip(starts, ends, strict=True)]
+        codes = np.fromiter(subscription.codes, dtype=np.int64)
+        which = np.flatnonzero(np.isin(chunk.tag_hash, codes))
+    which = _matching(
+        data,
+        subscription,
+        which,
+        chunk.tag_start,
+        chunk.tag_length,
+        chunk.properties_start,
+        chunk.properties_length,
+    )
+    return MessageBatch([chunk if len(which) == kept else chunk.taken(which)])
+
+
+def _matching(
+    data: bytes,
+    subscription: SubscriptionData,
+    which: npt.NDArray[np.int64],
+    tag_start: npt.NDArray[np.int64],
+    tag_length: npt.NDArray[np.int32],
+    properties_start: npt.NDArray[np.int64],
+    properties_length: npt.NDArray[np.int32],
+) -> npt.NDArray[np.int64]:
+    """Of the records ``which`` (indexes into the columns, already matched on the tag hash
+    codes), those whose tag string is one of the subscription's and that match its SQL92
+    expression, in order: what both readers keep after the hash match."""
+    if subscription.tags and len(which):
+        wanted = frozenset(tag.encode() for tag in subscription.tags)
+        starts = tag_start[which].tolist()
+        ends = (tag_start[which] + tag_length[which]).tolist()
+        matches = [data[a:b] in wanted for a, b in zip(starts, ends, strict=True)]
+        which = which[np.array(matches, dtype=bool)]
     if subscription.expression_type is ExpressionType.SQL92:
-        which = np.flatnonzero(keep)
-        property_start = chunk.properties_start[which]
-        tag_start = chunk.tag_start[which]
-        keep[which] = _sql92_matches(
+        selected = _sql92_matches(
             data,
             subscription,
-            property_start.tolist(),
-            (property_start + chunk.properties_length[which]).tolist(),
-            tag_start.tolist(),
-            (tag_start + chunk.tag_length[which]).tolist(),
+            properties_start[which].tolist(),
+            (properties_start[which] + properties_length[which]).tolist(),
+            tag_start[which].tolist(),
+            (tag_start[which] + tag_length[which]).tolist(),
         )
-    return MessageBatch([chunk if keep.all() else chunk.taken(np.flatnonzero(keep))])
+        which = which[np.array(selected, dtype=bool)]
+    return which
 
 
 def read_pulled_batches_py(
@@ -222,24 +245,18 @@ def read_pulled_batches_py(
     tag_start = _starts(bodies_end, tag_length, first, batch)
     tags_end = bodies_end + np.add.reduceat(tag_length.astype(np.int64), first)
     properties_start = _starts(tags_end, properties_length, first, batch)
-    if subscription is not None and subscription.tags and (chosen is None or len(chosen)):
-        which = record if chosen is None else chosen
-        wanted = frozenset(tag.encode() for tag in subscription.tags)
-        starts = tag_start[which].tolist()
-        ends = (tag_start[which] + tag_length[which]).tolist()
-        matches = [data[a:b] in wanted for a, b in zip(starts, ends, strict=True)]
-        chosen = which[np.array(matches, dtype=bool)]
-    if subscription is not None and subscription.expression_type is ExpressionType.SQL92:
-        which = record if chosen is None else chosen
-        selected = _sql92_matches(
+    if subscription is not None and (
+        subscription.tags or subscription.expression_type is ExpressionType.SQL92
+    ):
+        chosen = _matching(
             data,
             subscription,
-            properties_start[which].tolist(),
-            (properties_start[which] + properties_length[which]).tolist(),
-            tag_start[which].tolist(),
-            (tag_start[which] + tag_length[which]).tolist(),
+            record if chosen is None else chosen,
+            tag_start,
+            tag_length,
+            properties_start,
+            properties_length,
         )
-        chosen = which[np.array(selected, dtype=bool)]
     born_delta_ms = words[base + 5 * per]
     flag = words[base + 6 * per]
     columns_of: dict[str, npt.NDArray[Any]] = {
