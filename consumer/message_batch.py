@@ -550,11 +550,11 @@ class MessageBatch(Sequence[MessageExt]):
     def bodies(self) -> tuple[Int32Array, npt.NDArray[np.uint8]]:
         """``(offsets, data)``: Arrow's binary layout of the bodies (``offsets`` has one more
         entry than messages; body ``i`` is ``data[offsets[i]:offsets[i + 1]]``)."""
-        return self._variable(lambda c: (c.body_start, c.body_length))
+        return self._variable(_body_spans)
 
     def tag_column(self) -> tuple[Int32Array, npt.NDArray[np.uint8]]:
         """``(offsets, data)`` of the tags (UTF-8; an empty one is no tag)."""
-        return self._variable(lambda c: (c.tag_start, c.tag_length))
+        return self._variable(_tag_spans)
 
     def _parts(
         self, where: Callable[[PulledChunk], tuple[Int64Array, Int32Array]]
