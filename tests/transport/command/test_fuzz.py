@@ -12,6 +12,9 @@ from aeromq.transport.concurrent import AtomicBuffer
 from tests.transport.command.specs import SPECS
 
 CAPACITY = 256
+ENCODE_CAPACITY = 4096
+"""Room for any valid message the specs draw: a name of 80 characters takes up to 320 bytes of
+UTF-8, and a message has up to two (256 bytes failed to encode one, a flaky precondition)."""
 
 
 @settings(max_examples=400, deadline=None)
@@ -42,7 +45,7 @@ def test_should_decode_or_reject_a_valid_message_with_one_byte_changed(
 ) -> None:
     spec = SPECS[spec_index]
     values = {name: data.draw(strategy, label=name) for name, strategy in spec.fields.items()}
-    buffer = AtomicBuffer.allocate(CAPACITY)
+    buffer = AtomicBuffer.allocate(ENCODE_CAPACITY)
     length = spec.encode(buffer, 0, **values)
     buffer.put_int8(position % length, value - 128)
     with contextlib.suppress(MalformedCommandError):
