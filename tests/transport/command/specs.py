@@ -34,6 +34,9 @@ I64 = st.integers(-(2**63), 2**63 - 1)
 I32 = st.integers(-(2**31), 2**31 - 1)
 NAME = st.text(max_size=80)
 BLOB = st.binary(max_size=80)
+ENCODE_CAPACITY = 4096
+"""Room for any message these specs draw, at an offset of up to 64: a ``NAME`` takes up to 320
+bytes of UTF-8 and a message has up to two (256 and 512 bytes were too few at times)."""
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,9 @@ from hypothesis import strategies as st
 
 from aeromq.transport._errors import MalformedCommandError
 from aeromq.transport.concurrent import AtomicBuffer
-from tests.transport.command.specs import SPECS
+from tests.transport.command.specs import ENCODE_CAPACITY, SPECS
 
 CAPACITY = 256
-ENCODE_CAPACITY = 4096
-"""Room for any valid message the specs draw: a name of 80 characters takes up to 320 bytes of
-UTF-8, and a message has up to two (256 bytes failed to encode one, a flaky precondition)."""
 
 
 @settings(max_examples=400, deadline=None)

@@ -16,7 +16,7 @@ from aeromq.transport._errors import (
     MalformedCommandError,
 )
 from aeromq.transport.concurrent import AtomicBuffer
-from tests.transport.command.specs import SPEC_IDS, SPECS, Spec, sample_values
+from tests.transport.command.specs import ENCODE_CAPACITY, SPEC_IDS, SPECS, Spec, sample_values
 
 
 def _buffer(data: bytes, capacity: int = 512) -> AtomicBuffer:
@@ -188,7 +188,7 @@ def test_should_ignore_bytes_after_the_last_known_field() -> None:
 @given(data=st.data(), offset=st.integers(0, 64))
 def test_should_round_trip_every_message(spec: Spec, data: st.DataObject, offset: int) -> None:
     values = {name: data.draw(strategy, label=name) for name, strategy in spec.fields.items()}
-    buffer = AtomicBuffer.allocate(512)
+    buffer = AtomicBuffer.allocate(ENCODE_CAPACITY)
     length = spec.encode(buffer, offset, **values)
     decoded = spec.decode(buffer, offset, length)
     assert asdict(decoded) == values
