@@ -120,6 +120,7 @@ __all__ = [
     "encode_batch_py",
     "join_tag",
     "merge_batches",
+    "merge_batches_py",
     "pack_host_field",
     "patch_batch",
     "read_total_length",
@@ -187,6 +188,7 @@ HEADER_DTYPE: Final = np.dtype(
 assert _HEADER.size == FIXED_HEADER_LENGTH == HEADER_DTYPE.itemsize
 _U32: Final = struct.Struct("<I")
 _I32_FIELD: Final = struct.Struct("<i")
+_I64_FIELD: Final = struct.Struct("<q")
 _U16: Final = struct.Struct("<H")
 _COUNT_AND_BORN: Final = struct.Struct("<i4xq")  # record count, (reconsume times), base born
 _COLUMN_WIDTHS: Final = (8, 4, 4, 4, 4, 4)  # tag hash, body, tags, properties lengths, born, flag
@@ -678,8 +680,17 @@ def merge_batches(batches: Sequence[Buffer]) -> bytes | None:
     and reconsume times, or a born time more than an i32 of milliseconds after the base.
 
     The broker fields are zero, as a producer's. Record ``i`` of a batch is record ``i`` plus
-    the record counts of the batches before it in the merged one.
+    the record counts of the batches before it in the merged one. One pass in C
+    (``common/_batch_native.c``, which raises ``ValueError`` for a batch whose lengths do not
+    fit its bytes) when it is built, else :func:`merge_batches_py`, the reference.
     """
+    if _native is not None:
+        return _native.merge(batches)
+    return merge_batches_py(batches)
+
+
+def merge_batches_py(batches: Sequence[Buffer]) -> bytes | None:
+    """:func:`merge_batches` in Python: the reference of the C merge, and its fallback."""
     views = [memoryview(batch).cast("B") for batch in batches]
     first = views[0]
     header_length = batch_header_length(_U16.unpack_from(first, TOPIC_LENGTH_OFFSET)[0])
@@ -722,7 +733,9 @@ def merge_batches(batches: Sequence[Buffer]) -> bytes | None:
     pieces = [*itertools.chain.from_iterable(columns), *bodies, *tags, *properties]
     head = bytearray(first[:header_length])
     _I32_FIELD.pack_into(head, TOTAL_LENGTH_OFFSET, header_length + sum(map(len, pieces)))
-    _COUNT_AND_BORN.pack_into(head, RECORD_COUNT_OFFSET, sum(counts), base_ms)
+    # count and base born time, around the reconsume times (a pad byte of the struct would zero it)
+    _I32_FIELD.pack_into(head, RECORD_COUNT_OFFSET, sum(counts))
+    _I64_FIELD.pack_into(head, BASE_BORN_TIMESTAMP_OFFSET, base_ms)
     crc = zlib.crc32(memoryview(head)[CRC_START:])
     for piece in pieces:
         crc = zlib.crc32(piece, crc)

@@ -293,3 +293,50 @@ def test_should_agree_with_python_on_random_bytes_behind_a_plausible_header(
     for topic in (None, TOPIC):
         c, python = _codes(data, topic=topic)
         assert c == python
+
+
+# -- merge: a producer's sends joined into one request --------------------------------------
+
+
+@st.composite
+def _mergeable(draw: st.DrawFn) -> list[bytes]:
+    """1 to 5 batches of one topic, born host, reconsume times and attributes, each with its
+    own base born time."""
+    count = draw(st.integers(1, 5))
+    base_ms = draw(st.integers(0, 2**40))
+    shared = {"reconsume_times": draw(st.integers(0, 16)), "attributes": draw(st.integers(0, 9))}
+    batches = []
+    for _ in range(count):
+        records = {**draw(_records()), **shared}
+        records["born_timestamp_ms"] = base_ms + draw(st.integers(-5_000, 5_000))
+        batches.append(bytes(encode_batch(TOPIC, **records, born_host=HOST)))
+    return batches
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mergeable())
+def test_should_merge_the_same_bytes_in_c_as_in_python(batches: list[bytes]) -> None:
+    merged = native.merge(batches)
+    assert merged == _record_batch.merge_batches_py(batches)
+    assert merged is not None
+    assert check_batch(merged, topic=TOPIC)[0] is BatchCheck.OK
+
+
+def test_should_not_merge_born_times_an_i32_apart_in_c_as_in_python() -> None:
+    early = bytes(encode_batch(TOPIC, [b"a"], born_timestamp_ms=0, born_host=HOST))
+    late = bytes(encode_batch(TOPIC, [b"b"], born_timestamp_ms=2**31, born_host=HOST))
+    assert native.merge([early, late]) is None
+    assert _record_batch.merge_batches_py([early, late]) is None
+    assert native.merge([early, late[:-1] + b"c"]) is None  # any body, still too far apart
+
+
+@pytest.mark.parametrize("cut", [1, 40, 80, 100, 110])
+def test_should_refuse_to_merge_a_batch_whose_lengths_do_not_fit_its_bytes(cut: int) -> None:
+    whole = bytes(encode_batch(TOPIC, [b"body" * 5, b"x"], born_timestamp_ms=1, born_host=HOST))
+    with pytest.raises(ValueError, match="merge: batch 1"):
+        native.merge([whole, whole[: len(whole) - cut]])
+
+
+def test_should_refuse_to_merge_no_batches() -> None:
+    with pytest.raises(ValueError, match="1 to 4096 batches, not 0"):
+        native.merge([])

@@ -24,7 +24,12 @@ from aeromq.common import (
     patch_batch,
     read_total_length,
 )
-from aeromq.common._record_batch import CRC_OFFSET, QUEUE_ID_OFFSET, RECORD_COUNT_OFFSET
+from aeromq.common._record_batch import (
+    CRC_OFFSET,
+    QUEUE_ID_OFFSET,
+    RECORD_COUNT_OFFSET,
+    merge_batches_py,
+)
 
 TOPIC = b"TopicTest"
 HOST = bytes((127, 0, 0, 1)) + struct.pack("<i", 10911)
@@ -275,9 +280,13 @@ def _part(topic: bytes, first: int, count: int, born_ms: int, **kwargs: object) 
     )
 
 
-def test_should_merge_batches_into_the_bytes_of_one_encoded_batch() -> None:
+_MERGES = pytest.mark.parametrize("merge", [merge_batches, merge_batches_py], ids=["c", "py"])
+
+
+@_MERGES
+def test_should_merge_batches_into_the_bytes_of_one_encoded_batch(merge: Any) -> None:
     parts = [(0, 3, 1_000), (3, 1, 990), (4, 5, 1_020)]
-    merged = merge_batches([_part(b"Merged", f, n, t) for f, n, t in parts])
+    merged = merge([_part(b"Merged", f, n, t) for f, n, t in parts])
     assert merged is not None
     bodies = [b"body-%d" % i * (1 + (i - f) % 3) for f, n, _ in parts for i in range(f, f + n)]
     expected = encode_batch(
@@ -292,12 +301,13 @@ def test_should_merge_batches_into_the_bytes_of_one_encoded_batch() -> None:
     )
     assert merged == bytes(expected)
     assert check_batch(merged, topic=b"Merged")[0] is BatchCheck.OK
-    assert merge_batches([_part(b"One", 0, 2, 5)]) == _part(b"One", 0, 2, 5)
+    assert merge([_part(b"One", 0, 2, 5)]) == _part(b"One", 0, 2, 5)
 
 
-def test_should_not_merge_batches_that_cannot_be_one() -> None:
+@_MERGES
+def test_should_not_merge_batches_that_cannot_be_one(merge: Any) -> None:
     one = _part(b"TopicA", 0, 2, 1_000)
-    assert merge_batches([one, _part(b"TopicB", 0, 2, 1_000)]) is None
-    assert merge_batches([one, _part(b"TopicA", 0, 2, 1_000, reconsume_times=1)]) is None
-    assert merge_batches([one, _part(b"TopicA", 0, 2, 1_000, attributes=1)]) is None
-    assert merge_batches([one, _part(b"TopicA", 0, 2, 1_000 + (1 << 31))]) is None
+    assert merge([one, _part(b"TopicB", 0, 2, 1_000)]) is None
+    assert merge([one, _part(b"TopicA", 0, 2, 1_000, reconsume_times=1)]) is None
+    assert merge([one, _part(b"TopicA", 0, 2, 1_000, attributes=1)]) is None
+    assert merge([one, _part(b"TopicA", 0, 2, 1_000 + (1 << 31))]) is None
