@@ -144,6 +144,8 @@ _CALLER_POLL_NS: Final = 1_000_000
 _CALLER_WAIT_NS: Final = 20_000_000
 _CALLER_WATCH_S: Final = 0.001
 _CALLER_SPIN_NS: Final = 200_000
+_COMPACT_MIN_ENTRIES: Final = 1_024
+"""Deadline entries past which, when most are of answered requests, the poller drops those."""
 
 DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000"
 """How a session's poller thread waits for answers: Agrona's backoff (10 spins, 5 yields, parks
@@ -232,7 +234,11 @@ class ClientSession:
         self._poll_lock = threading.Lock()  # the subscription and assembler: one reader at once
         self._state_lock = threading.Lock()
         self._pending: dict[int, Future[ProtoMessage]] = {}
-        self._deadlines: list[tuple[int, int, Future[ProtoMessage]]] = []
+        # (deadline ns, correlation id) of requests sent, soonest first; an answered request's
+        # entry stays until its deadline or a compaction (_expire), but holds no reference to
+        # its future: an answered future, its callbacks and what they hold (a send's
+        # messages) are freed at once, not kept for the request timeout
+        self._deadlines: list[tuple[int, int]] = []
         self._correlation = itertools.count(random.getrandbits(30) << 32)
         self._publication: ExclusivePublication | None = None
         self._subscription: Subscription | None = None
@@ -502,7 +508,7 @@ class ClientSession:
         self._pending[correlation_id] = future
         with self._state_lock:
             deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
-            heapq.heappush(self._deadlines, (deadline_ns, correlation_id, future))
+            heapq.heappush(self._deadlines, (deadline_ns, correlation_id))
         try:
             self._offer(body, correlation_id, wait_offer)
         except BaseException:
@@ -681,14 +687,19 @@ class ClientSession:
     def _housekeeping(self, now_ns: int) -> int:
         work = 0
         deadlines = self._deadlines
+        pending = self._pending
+        if len(deadlines) > _COMPACT_MIN_ENTRIES and len(deadlines) > 2 * len(pending):
+            with self._state_lock:  # most entries are of answered requests: drop them
+                deadlines[:] = [entry for entry in deadlines if entry[1] in pending]
+                heapq.heapify(deadlines)
         if deadlines and deadlines[0][0] <= now_ns:
             expired = []
             with self._state_lock:
                 while deadlines and deadlines[0][0] <= now_ns:
-                    expired.append(heapq.heappop(deadlines))
-            for _deadline_ns, correlation_id, future in expired:
-                self._pending.pop(correlation_id, None)
-                if not future.done():
+                    expired.append(heapq.heappop(deadlines)[1])
+            for correlation_id in expired:
+                future = pending.pop(correlation_id, None)
+                if future is not None and not future.done():
                     _reject(
                         future,
                         RequestTimeoutError(

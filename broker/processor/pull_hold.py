@@ -37,6 +37,12 @@ WakeCallback = Callable[[bool], None]
 """``on_wake(arrived)``: True when a message arrived beyond the held offset, False at timeout."""
 
 _NS_PER_MS: Final = 1_000_000
+_COMPACT_MIN_ENTRIES: Final = 1_024
+"""Deadline entries past which, when most are of released holds, the service drops those."""
+
+
+def _called(arrived: bool) -> None:
+    """The callback of a hold whose own was called (it is never called twice)."""
 
 
 class _Hold:
@@ -177,6 +183,11 @@ class PullHoldService:
         deadline (None: no hold)."""
         deadlines = self._deadlines
         now_ns = self._clock_ns()
+        if len(deadlines) > _COMPACT_MIN_ENTRIES and len(deadlines) > 2 * sum(
+            map(len, self._held.values())
+        ):  # most entries are of holds released by an arrival: drop them
+            deadlines[:] = [entry for entry in deadlines if not entry.done]
+            heapq.heapify(deadlines)
         while deadlines:
             entry = deadlines[0]
             if entry.done:
@@ -216,7 +227,10 @@ class PullHoldService:
                 self.woken_by_arrival += 1
             else:
                 self.woken_by_timeout += 1
+            # the entry may stay in the deadline heap until its deadline: it lets go of the
+            # callback (and the request, session and answer it holds) once called
+            on_wake, entry.on_wake = entry.on_wake, _called
             try:
-                entry.on_wake(arrived)
+                on_wake(arrived)
             except Exception:
                 _log.exception("a held pull's wake callback raised: key=%s", entry.key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -134,3 +135,42 @@ def test_should_keep_serving_after_a_wake_callback_raises(
     wakes.event.clear()
     service.hold("t", 1, 0, 40, wakes.callback("timeout"))
     assert wakes.event.wait(1.0)
+
+
+class _Answer:
+    """Stands for what a held pull's callback holds (its request, session and answer)."""
+
+    def __init__(self, wakes: Wakes) -> None:
+        self.wakes = wakes
+
+    def __call__(self, arrived: bool) -> None:
+        self.wakes.calls.append(("answer", arrived, threading.current_thread().name))
+
+
+def test_should_let_go_of_a_woken_holds_callback_before_its_deadline(
+    service: PullHoldService, ends: Ends
+) -> None:
+    wakes = Wakes()
+    answer = _Answer(wakes)
+    alive = weakref.ref(answer)
+    service.hold("t", 1, 5, 2_000, answer)
+    del answer
+    ends[("t", 1)] = 6
+    service.on_arrival("t", 1, 6)
+    wait_for(lambda: wakes.calls, what="the wake")
+    wait_for(lambda: alive() is None, what="the callback let go", timeout_s=1.0)
+
+
+def test_should_keep_the_deadline_heap_to_the_live_holds_under_many_woken_ones(
+    service: PullHoldService, ends: Ends
+) -> None:
+    wakes = Wakes()
+    service.hold("t", 3, 0, 1_000, wakes.callback("live"))  # ahead of the woken in the heap
+    for offset in range(3_000):
+        service.hold("t", 1, offset, 2_000, wakes.callback("a"))
+        ends[("t", 1)] = offset + 1
+        service.on_arrival("t", 1, offset + 1)
+    service.hold("t", 2, 0, 50, wakes.callback("timeout"))  # a deadline to run the expiry
+    wait_for(lambda: ("timeout", False) in [c[:2] for c in wakes.calls], what="the timeout")
+    assert len(wakes.calls) == 3_001
+    assert len(service._deadlines) <= 1_024  # not the 3,000 woken, kept to their deadlines

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -123,6 +124,24 @@ def test_should_complete_pipelined_requests_out_of_order(session: ClientSession)
     assert not held.done()  # a held long poll does not delay the sends behind it
     session.request(send_request(b"wake", queue_id=3))
     assert [m.body for m in pulled(held.result(5), TOPIC, 3, 0)] == [b"wake"]
+
+
+def test_should_let_go_of_an_answered_request_before_its_timeout(session: ClientSession) -> None:
+    # a session keeps what it needs to time a request out, never the request's future: an
+    # answered future (and its callbacks, and what they hold: a send's messages, a pull's
+    # answer) is freed as soon as its caller lets go, not a request timeout later
+    futures = [session.request_async(send_request(b"m%d" % i), 60_000) for i in range(3)]
+    alive = [weakref.ref(future) for future in futures]
+    assert all(future.result(5).status.code == ResponseCode.SUCCESS for future in futures)
+    del futures  # the poller may still be returning from the last answer: a moment
+    wait_for(lambda: [ref() for ref in alive] == [None, None, None], 2, "the futures freed")
+
+
+def test_should_keep_its_deadlines_to_the_requests_in_flight(session: ClientSession) -> None:
+    for _ in range(6):
+        window = [session.request_async(send_request(b"x"), 60_000) for _ in range(500)]
+        assert all(future.result(5).status.code == ResponseCode.SUCCESS for future in window)
+    wait_for(lambda: len(session._deadlines) <= 1_024, 2, "the answered requests' deadlines")
 
 
 def test_should_keep_a_quiet_session_alive_with_keepalives(
