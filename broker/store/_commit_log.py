@@ -27,9 +27,11 @@ is one blank filler, and the batch starts the next segment. Never-written space 
     +---------------------------------------------------------------+
 
 A batch's commit log (physical) offset is where its first byte lands; its record ``i`` has
-offset ``batch offset + i``. An append writes the batch but its first 8 bytes (one copy),
-patches the broker's fields in place, and writes the length and magic last: a process killed
-mid-append leaves no batch whose magic is there without its fields. The CRC (the producer's)
+offset ``batch offset + i``. An append writes the batch but its first 8 bytes, with the
+broker's fields patched in (one ``pwritev`` into the page cache, which the segment's map shows:
+a store through the map would take a page fault on each fresh page), then the length and magic
+(a second write): a process killed mid-append leaves no batch whose magic is there without its
+fields. The CRC (the producer's)
 catches a batch torn by a crash of the machine; the physical offset field, a stale batch left
 past a truncated tail. Logs of the previous format (one record per message, magic "AQM1") are
 refused, never truncated.
@@ -56,6 +58,7 @@ from aeromq.common import LatencyHistogram
 from aeromq.common._record_batch import (
     BASE_QUEUE_OFFSET_OFFSET,
     BATCH_MAGIC,
+    CRC_START,
     FIXED_HEADER_LENGTH,
     BatchCheck,
     check_batch,
@@ -200,18 +203,19 @@ class CommitLog:
         offset = self.max_offset
         end = offset + length
         position = offset - mapped.start_offset
-        view = mapped.view
-        view[position + _PREFIX_LENGTH : position + length] = batch[_PREFIX_LENGTH:]
+        head = bytearray(batch[:CRC_START])  # length, magic and the broker's fields
         _BROKER_FIELDS.pack_into(
-            view,
-            position + BASE_QUEUE_OFFSET_OFFSET,
+            head,
+            BASE_QUEUE_OFFSET_OFFSET,
             queue_offset,
             offset,
             store_timestamp_ms,
             self.store_host,
             queue_id,
         )
-        view[position : position + _PREFIX_LENGTH] = batch[:_PREFIX_LENGTH]
+        fields = memoryview(head)
+        mapped.write_at(position + _PREFIX_LENGTH, (fields[_PREFIX_LENGTH:], batch[CRC_START:]))
+        mapped.write_at(position, (fields[:_PREFIX_LENGTH],))
         self.max_offset = end
         return offset
 

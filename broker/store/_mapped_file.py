@@ -15,19 +15,24 @@ import contextlib
 import errno
 import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aeromq.broker._errors import NoSpaceError, StoreIOError
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
 __all__ = ["TEMP_SUFFIX", "MappedFile", "file_name_for", "fsync_directory"]
 
 FILE_NAME_DIGITS = 20
 TEMP_SUFFIX = ".creating"
 _SCAN_CHUNK_BYTES = 16 << 20
+_MAX_WRITE_CALLS = 64  # a pwritev that writes less goes on, this many times at most
 
 
 def file_name_for(start_offset: int) -> str:
@@ -152,6 +157,41 @@ class MappedFile:
     @property
     def end_offset(self) -> int:
         return self.start_offset + self.size
+
+    def write_at(self, position: int, pieces: Sequence[Buffer]) -> None:
+        """Write ``pieces`` back to back from ``position`` (relative) with ``pwritev``: into the
+        page cache that the map shows too, without the page fault that a store through the
+        map takes on each fresh page (a third of an append's cost). Raises ``StoreIOError``."""
+        views = [memoryview(piece).cast("B") for piece in pieces]
+        remaining = sum(len(view) for view in views)
+        at = position
+        if at < 0 or at + remaining > self.size:
+            raise StoreIOError(
+                "write outside the store file",
+                path=str(self.path),
+                position=position,
+                length=remaining,
+                size=self.size,
+            )
+        for _ in range(_MAX_WRITE_CALLS):
+            if not remaining:
+                return
+            try:
+                written = os.pwritev(self._fd, views, at)
+            except OSError as exc:
+                raise StoreIOError(
+                    "write failed", path=str(self.path), position=at, reason=str(exc)
+                ) from exc
+            at += written
+            remaining -= written
+            while views and written >= len(views[0]):  # a short write: go on after it
+                written -= len(views[0])
+                views.pop(0)
+            if views and written:
+                views[0] = views[0][written:]
+        raise StoreIOError(
+            "write made no progress", path=str(self.path), position=at, remaining=remaining
+        )
 
     def flush(self) -> None:
         """Make every written byte of the file durable (``fdatasync``; releases the GIL)."""

@@ -49,6 +49,44 @@ def test_should_zero_the_tail_up_to_the_last_written_byte(tmp_path: Path) -> Non
         mapped.close()
 
 
+def test_should_write_pieces_back_to_back_where_the_map_shows_them(tmp_path: Path) -> None:
+    mapped = MappedFile.create(tmp_path, 0, 3 * 4096)
+    try:
+        mapped.write_at(4090, (b"abc", memoryview(b"--defgh--")[2:7], bytearray(b"ij")))
+        assert mapped.mm[4090:4100] == b"abcdefghij"  # across a page boundary
+        assert not any(mapped.mm[:4090]) and not any(mapped.mm[4100:])
+        with mapped.path.open("rb") as file:
+            assert os.pread(file.fileno(), 10, 4090) == b"abcdefghij"
+    finally:
+        mapped.close()
+
+
+def test_should_go_on_after_a_short_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_pwritev = os.pwritev
+
+    def at_most_three_bytes(fd: int, buffers: list[memoryview], offset: int) -> int:
+        first = buffers[0][:3]
+        return real_pwritev(fd, [first], offset)
+
+    mapped = MappedFile.create(tmp_path, 0, 4096)
+    try:
+        monkeypatch.setattr(os, "pwritev", at_most_three_bytes)
+        mapped.write_at(10, (b"abcde", b"fghijklm"))
+        assert mapped.mm[10:23] == b"abcdefghijklm"
+    finally:
+        mapped.close()
+
+
+def test_should_refuse_a_write_outside_the_file(tmp_path: Path) -> None:
+    mapped = MappedFile.create(tmp_path, 0, 4096)
+    try:
+        with pytest.raises(StoreIOError, match=r"outside.*position=4090 length=8 size=4096"):
+            mapped.write_at(4090, (b"12345678",))
+        assert not any(mapped.mm[:])
+    finally:
+        mapped.close()
+
+
 def test_should_keep_data_in_the_file_after_close_and_reopen(tmp_path: Path) -> None:
     mapped = MappedFile.create(tmp_path, 0, 4096)
     mapped.mm[0:5] = b"hello"
