@@ -59,17 +59,19 @@ __all__ = [
 ]
 
 ENV_PREFIX: Final = "AEROMQ_BROKER_"
-DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000,25000000,1000000000"
-"""Agrona's backoff with a deep idle: spin 10 duty cycles, yield 5, then park from 1 us doubling
-to 1 ms; after a second with no work the park grows to 25 ms (the first request after a quiet
-second may wait that long). ``doorbell:0,0,1000,1000000,25000000,1000000000,100000`` sleeps on
-the agent's doorbell instead (``transport/concurrent/doorbell.py``): IPC clients ring it after
-each request, the flusher and the long-poll hold service after each answer they complete, so a
-park ends at the ring. It answered one-at-a-time sends about 14% faster with less broker CPU,
-and cost the same broker CPU per message on batched sends, but in 2 of 6 runs of ``python -m
-bench broker`` it halved the live end-to-end rate (never with this backoff, 0 of 4 runs on the
-same machine), so it stays a setting until that is understood. ``backoff:0,0,20000,1000000``
-parks at once and answers one-at-a-time sends later."""
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,1000000000,100000"
+"""The session agent sleeps on its doorbell (``transport/concurrent/doorbell.py``): IPC clients
+ring it after each request, the flusher and the long-poll hold service after each answer they
+complete, so a park ends at the ring; while a session that does not ring is open (UDP), parks
+back off from 1 us to 1 ms as the backoff's. Parks last 1 ms, 25 ms after a quiet second; while
+requests have mostly come within 100 us of going idle (one-at-a-time sends) the agent polls
+that long before it parks. Measured with ``python -m bench broker`` against
+``backoff:10,5,1000,1000000,25000000,1000000000`` (Agrona's backoff with a deep idle, the
+default before; three runs each, alternating, docs/benchmarks.md): broker CPU per message on
+batched produce 1.35-1.40 against 1.95-2.05 us, one-at-a-time sends 13.1k against 9.3-11.1k a
+second, end to end the same (189-202k against 183-210k a second), the producer's CPU per
+message higher (3.3-3.6 against 2.3-2.6 us: a ring that wakes the agent is a futex wake). Off
+Linux (no futexes) the name gives the backoff of the same shape."""
 DEFAULT_DRIVER_THREADING_MODE: Final = "SHARED"
 """The embedded driver's conductor, sender and receiver on one thread: an idle broker wakes a
 third as often, and busy it costs no more CPU per message (see ``broker._embedded_driver``)."""

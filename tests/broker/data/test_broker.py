@@ -80,7 +80,14 @@ def test_should_serve_and_publish_its_endpoints_and_counters(tmp_path: Path) -> 
     broker.shutdown()  # idempotent
 
 
-@pytest.mark.parametrize("strategy", ["sleep-ns:200000", "backoff:0,0,20000,1000000"])
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        "sleep-ns:200000",
+        "backoff:0,0,20000,1000000",
+        "backoff:10,5,1000,1000000,25000000,1000000000",
+    ],
+)
 def test_should_answer_sends_with_the_configured_session_idle_strategy(
     tmp_path: Path, strategy: str
 ) -> None:
