@@ -27,11 +27,13 @@ setup(
         Extension(
             "aeromq.common._batch_native",
             sources=["common/_batch_native.c"],
+            depends=["common/_crc32.h"],
             extra_compile_args=_FLAGS,
         ),
         Extension(
             "aeromq.consumer._columns_native",
             sources=["consumer/_columns_native.c"],
+            depends=["common/_crc32.h"],
             extra_compile_args=_FLAGS,
         ),
     ]

@@ -18,6 +18,8 @@
  *   encode(topic, bodies, tags, properties, property_lengths, flags, born_timestamp_ms,
  *          born_deltas_ms, born_host, reconsume_times, attributes) -> bytearray
  *       the batch, as ``encode_batch`` documents it.
+ *   use_clmul(on) -> bool
+ *       whether the folding CRC was in use; from now on only if ``on`` (the tests run both).
  *   merge(batches) -> bytes | None
  *       one batch of the records of several, as ``merge_batches`` documents it (a producer's
  *       waiting sends joined into one request): columns, bodies, tags and properties copied
@@ -28,8 +30,9 @@
  * this module is not built, and the source of the ``key=value`` text of a refusal (the cold
  * path). The layout is documented there, not here. UTF-8 is checked as strictly as Python's
  * decoder (no overlong forms, no surrogates, nothing above U+10FFFF), and a tag's hash is Java's
- * ``String.hashCode`` over its UTF-16 code units. The CRC-32 is zlib's, called through Python's
- * ``zlib.crc32`` (the one the Python version uses; no link-time dependency). Every read is
+ * ``String.hashCode`` over its UTF-16 code units. The CRC-32 is zlib's: the folding CRC of
+ * ``_crc32.h`` where the CPU has PCLMULQDQ (about five times faster on a 20 KB batch), else a
+ * call of Python's ``zlib.crc32`` (no link-time dependency either way). Every read is
  * bounds-checked against the buffer; bad input returns a code (check) or raises (encode),
  * never crashes. Integers in the batch are little-endian whatever the host.
  */
@@ -37,6 +40,8 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_crc32.h"
 
 #define BATCH_MAGIC 0x31425141u
 #define FIXED_HEADER_LENGTH 76
@@ -112,9 +117,15 @@ store_i64(unsigned char *p, int64_t v)
 /* CRC-32 through zlib.crc32                                                                   */
 
 /* The CRC of ``length`` bytes at ``data``, or -1 with a Python error set. */
+static int have_clmul = 0; /* the folding CRC of _crc32.h (this CPU has PCLMULQDQ) */
+
 static int64_t
 crc32_of(const unsigned char *data, Py_ssize_t length)
 {
+#if CRC32_HAVE_CLMUL
+    if (have_clmul)
+        return (int64_t)crc32_clmul(data, (size_t)length);
+#endif
     PyObject *view = PyMemoryView_FromMemory((char *)data, length, PyBUF_READ);
     if (view == NULL)
         return -1;
@@ -942,6 +953,19 @@ done:
     return result;
 }
 
+/* use_clmul(on) -> bool: whether the folding CRC was in use; it is from now on if ``on`` and
+ * the CPU has PCLMULQDQ, else zlib.crc32 is (for the tests of both paths). */
+static PyObject *
+batch_use_clmul(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    int was = have_clmul;
+    have_clmul = on && crc32_cpu_has_clmul();
+    return PyBool_FromLong(was);
+}
+
 static PyMethodDef methods[] = {
     {"check", (PyCFunction)(void (*)(void))batch_check, METH_FASTCALL,
      "check(data, topic, max_body_length, max_body_total, max_records, check_crc, "
@@ -949,6 +973,9 @@ static PyMethodDef methods[] = {
     {"encode", (PyCFunction)(void (*)(void))batch_encode, METH_FASTCALL,
      "encode(topic, bodies, tags, properties, property_lengths, flags, born_timestamp_ms, "
      "born_deltas_ms, born_host, reconsume_times, attributes) -> bytearray: one batch."},
+    {"use_clmul", (PyCFunction)batch_use_clmul, METH_O,
+     "use_clmul(on) -> bool: whether the PCLMULQDQ CRC was in use; from now on only if on "
+     "(and the CPU has it), else zlib.crc32."},
     {"merge", (PyCFunction)batch_merge, METH_O,
      "merge(batches) -> bytes | None: one batch of the records of batches (merge_batches)."},
     {NULL, NULL, 0, NULL},
@@ -972,6 +999,8 @@ PyInit__batch_native(void)
     Py_DECREF(zlib);
     if (zlib_crc32 == NULL)
         return NULL;
+    crc_table_init();
+    have_clmul = crc32_cpu_has_clmul();
     PyObject *struct_module = PyImport_ImportModule("struct");
     if (struct_module == NULL)
         return NULL;

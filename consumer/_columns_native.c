@@ -34,9 +34,8 @@
  *
  * The checks of ``read`` accept no batch the Python reader refuses (framing, magic, CRC, queue
  * id, topic, record count, non-negative lengths that add up to the batch). The CRC-32 is zlib's
- * (``zlib.crc32``): with PCLMULQDQ (x86-64, checked at run time) the folding method of Intel's
- * white paper "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ" (the constants of
- * zlib's and Chromium's SIMD CRC), else a call of Python's ``zlib.crc32``. Every read is
+ * (``zlib.crc32``): with PCLMULQDQ (x86-64, checked at run time) the folding CRC of
+ * ``common/_crc32.h``, else a call of Python's ``zlib.crc32``. Every read is
  * bounds-checked; integers in the batch are little-endian whatever the host. A read of an
  * answer, or a gather, of 64 KiB or more runs with the GIL released (that path calls no Python
  * API; the buffers are held), so a pull thread's read runs beside the application's thread.
@@ -46,12 +45,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define HAVE_CLMUL_PATH 1
-#else
-#define HAVE_CLMUL_PATH 0
-#endif
+#include "../common/_crc32.h"
 
 #define BATCH_MAGIC 0x31425141u
 #define FIXED_HEADER_LENGTH 76
@@ -107,104 +101,15 @@ load_i64(const unsigned char *p)
 /* ------------------------------------------------------------------------------------------ */
 /* CRC-32 (zlib's)                                                                             */
 
-#if HAVE_CLMUL_PATH
-/* The raw CRC state (not inverted) after ``length`` bytes (a multiple of 16, at least 64)
- * folded into ``state``: four 128-bit lanes folded by 512 bits, reduced to one, folded by 128
- * bits to the end, then to 64 bits and Barrett-reduced to 32. */
-__attribute__((target("pclmul,sse4.1"))) static uint32_t
-crc32_fold(const unsigned char *buf, size_t length, uint32_t state)
-{
-    const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);
-    const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);
-    const __m128i k5k0 = _mm_set_epi64x(0, 0x0163cd6124LL);
-    const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
-    const __m128i mask32 = _mm_setr_epi32(~0, 0, ~0, 0);
-    __m128i x1 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
-    __m128i x2 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
-    __m128i x3 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
-    __m128i x4 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
-    x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)state));
-    buf += 64;
-    length -= 64;
-    while (length >= 64) {
-        __m128i x5 = _mm_clmulepi64_si128(x1, k1k2, 0x00);
-        __m128i x6 = _mm_clmulepi64_si128(x2, k1k2, 0x00);
-        __m128i x7 = _mm_clmulepi64_si128(x3, k1k2, 0x00);
-        __m128i x8 = _mm_clmulepi64_si128(x4, k1k2, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k1k2, 0x11);
-        x2 = _mm_clmulepi64_si128(x2, k1k2, 0x11);
-        x3 = _mm_clmulepi64_si128(x3, k1k2, 0x11);
-        x4 = _mm_clmulepi64_si128(x4, k1k2, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), _mm_loadu_si128((const __m128i *)(buf + 0x00)));
-        x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), _mm_loadu_si128((const __m128i *)(buf + 0x10)));
-        x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), _mm_loadu_si128((const __m128i *)(buf + 0x20)));
-        x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), _mm_loadu_si128((const __m128i *)(buf + 0x30)));
-        buf += 64;
-        length -= 64;
-    }
-    __m128i x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-    x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-    x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-    x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-    x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-    x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
-    x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-    x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-    x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
-    while (length >= 16) {
-        x2 = _mm_loadu_si128((const __m128i *)buf);
-        x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-        buf += 16;
-        length -= 16;
-    }
-    x2 = _mm_clmulepi64_si128(x1, k3k4, 0x10);
-    x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), x2);
-    x2 = _mm_srli_si128(x1, 4);
-    x1 = _mm_and_si128(x1, mask32);
-    x1 = _mm_xor_si128(_mm_clmulepi64_si128(x1, k5k0, 0x00), x2);
-    x2 = _mm_and_si128(x1, mask32);
-    x2 = _mm_clmulepi64_si128(x2, poly, 0x10);
-    x2 = _mm_and_si128(x2, mask32);
-    x2 = _mm_clmulepi64_si128(x2, poly, 0x00);
-    x1 = _mm_xor_si128(x1, x2);
-    return (uint32_t)_mm_extract_epi32(x1, 1);
-}
-#endif
-
-/* The reflected CRC-32 table (polynomial 0xEDB88320), for the tail after the folded part. */
-static uint32_t crc_table[256];
-
-static void
-crc_table_init(void)
-{
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-
 /* zlib.crc32 of ``length`` bytes, or -1 with a Python error set (the fallback's call, made
  * only when ``clmul`` is 0: then the caller holds the GIL). */
 static int64_t
 crc32_of(const unsigned char *data, Py_ssize_t length, int clmul)
 {
     (void)clmul; /* unused without the folding path */
-#if HAVE_CLMUL_PATH
-    if (clmul) {
-        uint32_t state = 0xFFFFFFFFu;
-        size_t folded = (size_t)length & ~(size_t)15;
-        if (folded >= 64)
-            state = crc32_fold(data, folded, state);
-        else
-            folded = 0;
-        for (size_t i = folded; i < (size_t)length; i++)
-            state = crc_table[(state ^ data[i]) & 0xFF] ^ (state >> 8);
-        return (int64_t)(state ^ 0xFFFFFFFFu);
-    }
+#if CRC32_HAVE_CLMUL
+    if (clmul)
+        return (int64_t)crc32_clmul(data, (size_t)length);
 #endif
     PyObject *view = PyMemoryView_FromMemory((char *)data, length, PyBUF_READ);
     if (view == NULL)
@@ -243,9 +148,7 @@ columns_use_clmul(PyObject *Py_UNUSED(module), PyObject *arg)
     if (on < 0)
         return NULL;
     int was = have_clmul;
-#if HAVE_CLMUL_PATH
-    have_clmul = on && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-#endif
+    have_clmul = on && crc32_cpu_has_clmul();
     return PyBool_FromLong(was);
 }
 
@@ -781,9 +684,6 @@ PyInit__columns_native(void)
     if (zlib_crc32 == NULL)
         return NULL;
     crc_table_init();
-#if HAVE_CLMUL_PATH
-    __builtin_cpu_init();
-    have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-#endif
+    have_clmul = crc32_cpu_has_clmul();
     return PyModule_Create(&module_def);
 }

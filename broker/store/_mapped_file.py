@@ -162,8 +162,13 @@ class MappedFile:
         """Write ``pieces`` back to back from ``position`` (relative) with ``pwritev``: into the
         page cache that the map shows too, without the page fault that a store through the
         map takes on each fresh page (a third of an append's cost). Raises ``StoreIOError``."""
-        views = [memoryview(piece).cast("B") for piece in pieces]
-        remaining = sum(len(view) for view in views)
+        views = [
+            piece
+            if type(piece) is memoryview and piece.format == "B" and piece.ndim == 1
+            else memoryview(piece).cast("B")
+            for piece in pieces
+        ]
+        remaining = sum(map(len, views))
         at = position
         if at < 0 or at + remaining > self.size:
             raise StoreIOError(

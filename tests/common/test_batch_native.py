@@ -340,3 +340,23 @@ def test_should_refuse_to_merge_a_batch_whose_lengths_do_not_fit_its_bytes(cut: 
 def test_should_refuse_to_merge_no_batches() -> None:
     with pytest.raises(ValueError, match="1 to 4096 batches, not 0"):
         native.merge([])
+
+
+@pytest.mark.parametrize("clmul", [False, True], ids=["zlib", "pclmulqdq"])
+@pytest.mark.parametrize("body_length", [1, 15, 16, 63, 64, 65, 1_000, 20_000])
+def test_should_write_and_check_zlibs_crc_on_either_crc_path(clmul: bool, body_length: int) -> None:
+    was = native.use_clmul(clmul)
+    try:
+        bodies = [bytes(range(256)) * (body_length // 256) + b"x" * (body_length % 256)] * 3
+        batch = bytes(encode_batch(TOPIC, bodies, born_timestamp_ms=7, born_host=HOST))
+        assert batch == bytes(encode_batch_py(TOPIC, bodies, born_timestamp_ms=7, born_host=HOST))
+        crc = struct.unpack_from("<I", batch, CRC_OFFSET)[0]
+        assert crc == zlib.crc32(memoryview(batch)[CRC_START:])
+        assert check_batch(batch, topic=TOPIC)[0] is BatchCheck.OK
+        broken = bytearray(batch)
+        broken[-1] ^= 1
+        assert check_batch(bytes(broken), topic=TOPIC)[0] is BatchCheck.BAD_CRC
+        merged = native.merge([batch, batch])
+        assert merged is not None and merged == _record_batch.merge_batches_py([batch, batch])
+    finally:
+        native.use_clmul(was)
