@@ -235,7 +235,7 @@ class ClientSession:
         self._state_lock = threading.Lock()
         self._pending: dict[int, Future[ProtoMessage]] = {}
         # (deadline ns, correlation id) of requests sent, soonest first; an answered request's
-        # entry stays until its deadline or a compaction (_expire), but holds no reference to
+        # entry stays until its deadline or a compaction (_housekeeping), but holds no reference to
         # its future: an answered future, its callbacks and what they hold (a send's
         # messages) are freed at once, not kept for the request timeout
         self._deadlines: list[tuple[int, int]] = []

@@ -31,9 +31,8 @@ offset ``batch offset + i``. An append writes the batch but its first 8 bytes, w
 broker's fields patched in (one ``pwritev`` into the page cache, which the segment's map shows:
 a store through the map would take a page fault on each fresh page), then the length and magic
 (a second write): a process killed mid-append leaves no batch whose magic is there without its
-fields. The CRC (the producer's)
-catches a batch torn by a crash of the machine; the physical offset field, a stale batch left
-past a truncated tail. Logs of the previous format (one record per message, magic "AQM1") are
+fields. The CRC (the producer's) catches a batch torn by a crash of the machine; the physical
+offset field, a stale batch left past a truncated tail. Logs of the previous format (one record per message, magic "AQM1") are
 refused, never truncated.
 
 Caller: the ``MessageStore``, which serialises appends under its put lock; reads, lookups,
