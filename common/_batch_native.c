@@ -117,13 +117,12 @@ store_i64(unsigned char *p, int64_t v)
 /* CRC-32 through zlib.crc32                                                                   */
 
 /* The CRC of ``length`` bytes at ``data``, or -1 with a Python error set. */
-static int have_clmul = 0; /* the folding CRC of _crc32.h (this CPU has PCLMULQDQ) */
 
 static int64_t
 crc32_of(const unsigned char *data, Py_ssize_t length)
 {
 #if CRC32_HAVE_CLMUL
-    if (have_clmul)
+    if (crc32_clmul_on)
         return (int64_t)crc32_clmul(data, (size_t)length);
 #endif
     PyObject *view = PyMemoryView_FromMemory((char *)data, length, PyBUF_READ);
@@ -953,19 +952,6 @@ done:
     return result;
 }
 
-/* use_clmul(on) -> bool: whether the folding CRC was in use; it is from now on if ``on`` and
- * the CPU has PCLMULQDQ, else zlib.crc32 is (for the tests of both paths). */
-static PyObject *
-batch_use_clmul(PyObject *Py_UNUSED(module), PyObject *arg)
-{
-    int on = PyObject_IsTrue(arg);
-    if (on < 0)
-        return NULL;
-    int was = have_clmul;
-    have_clmul = on && crc32_cpu_has_clmul();
-    return PyBool_FromLong(was);
-}
-
 static PyMethodDef methods[] = {
     {"check", (PyCFunction)(void (*)(void))batch_check, METH_FASTCALL,
      "check(data, topic, max_body_length, max_body_total, max_records, check_crc, "
@@ -973,7 +959,7 @@ static PyMethodDef methods[] = {
     {"encode", (PyCFunction)(void (*)(void))batch_encode, METH_FASTCALL,
      "encode(topic, bodies, tags, properties, property_lengths, flags, born_timestamp_ms, "
      "born_deltas_ms, born_host, reconsume_times, attributes) -> bytearray: one batch."},
-    {"use_clmul", (PyCFunction)batch_use_clmul, METH_O,
+    {"use_clmul", (PyCFunction)crc32_use_clmul, METH_O,
      "use_clmul(on) -> bool: whether the PCLMULQDQ CRC was in use; from now on only if on "
      "(and the CPU has it), else zlib.crc32."},
     {"merge", (PyCFunction)batch_merge, METH_O,
@@ -1000,7 +986,7 @@ PyInit__batch_native(void)
     if (zlib_crc32 == NULL)
         return NULL;
     crc_table_init();
-    have_clmul = crc32_cpu_has_clmul();
+    crc32_clmul_on = crc32_cpu_has_clmul();
     PyObject *struct_module = PyImport_ImportModule("struct");
     if (struct_module == NULL)
         return NULL;

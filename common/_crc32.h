@@ -8,7 +8,8 @@
  * table. About five times zlib.crc32's speed here. x86-64 with GCC or Clang only
  * (``CRC32_HAVE_CLMUL``), and used only when the CPU has PCLMULQDQ and SSE4.1
  * (``crc32_cpu_has_clmul``, checked at run time); otherwise each module calls Python's
- * ``zlib.crc32``. Header-only, ``static``: each extension module gets its own copy.
+ * ``zlib.crc32``. Header-only, ``static``: each extension module gets its own copy (and, included
+ * after Python.h, its own ``crc32_clmul_on`` switch and ``use_clmul`` function).
  */
 #ifndef AEROMQ_CRC32_H
 #define AEROMQ_CRC32_H
@@ -130,6 +131,25 @@ crc32_clmul(const unsigned char *data, size_t length)
     for (size_t i = folded; i < length; i++)
         state = crc_table[(state ^ data[i]) & 0xFF] ^ (state >> 8);
     return state ^ 0xFFFFFFFFu;
+}
+#endif
+
+#ifdef Py_PYTHON_H
+/* Whether the module's CRC is the folding one: set once at import (crc32_cpu_has_clmul), and by
+ * use_clmul for the tests. */
+static int crc32_clmul_on = 0;
+
+/* use_clmul(on) -> bool: whether the folding CRC was in use; it is from now on if ``on`` and
+ * the CPU has PCLMULQDQ, else zlib.crc32 is (for the tests of both paths). */
+static PyObject *
+crc32_use_clmul(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    int was = crc32_clmul_on;
+    crc32_clmul_on = on && crc32_cpu_has_clmul();
+    return PyBool_FromLong(was);
 }
 #endif
 

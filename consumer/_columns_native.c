@@ -78,7 +78,6 @@ enum {
 enum { C_BODY_LENGTH, C_TAG_LENGTH, C_PROPERTIES_LENGTH, C_BORN_DELTA_MS, C_FLAG, I32_COLUMNS };
 
 static PyObject *zlib_crc32 = NULL;
-static int have_clmul = 0;
 
 static inline uint32_t
 load_u32(const unsigned char *p)
@@ -132,24 +131,11 @@ columns_crc32(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    int64_t crc = crc32_of((const unsigned char *)view.buf, view.len, have_clmul);
+    int64_t crc = crc32_of((const unsigned char *)view.buf, view.len, crc32_clmul_on);
     PyBuffer_Release(&view);
     if (crc < 0)
         return NULL;
     return PyLong_FromLongLong(crc);
-}
-
-/* use_clmul(on) -> bool: whether the folding CRC was in use; it is from now on if ``on`` and
- * the CPU has PCLMULQDQ, else zlib.crc32 is (for the tests of both paths). */
-static PyObject *
-columns_use_clmul(PyObject *Py_UNUSED(module), PyObject *arg)
-{
-    int on = PyObject_IsTrue(arg);
-    if (on < 0)
-        return NULL;
-    int was = have_clmul;
-    have_clmul = on && crc32_cpu_has_clmul();
-    return PyBool_FromLong(was);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -347,7 +333,7 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         .next_offset = next_offset,
         .columns = PyBytes_AS_STRING(columns),
         .headers = PyBytes_AS_STRING(headers),
-        .clmul = have_clmul,
+        .clmul = crc32_clmul_on,
     };
     int status;
     if (fill.clmul && end >= RELEASE_GIL_BYTES) {
@@ -659,7 +645,7 @@ static PyMethodDef methods[] = {
      "property's values in Arrow's string layout."},
     {"crc32", (PyCFunction)columns_crc32, METH_O,
      "crc32(data) -> int: zlib.crc32 of data, as read() computes it."},
-    {"use_clmul", (PyCFunction)columns_use_clmul, METH_O,
+    {"use_clmul", (PyCFunction)crc32_use_clmul, METH_O,
      "use_clmul(on) -> bool: whether the PCLMULQDQ CRC was in use; from now on only if on "
      "(and the CPU has it), else zlib.crc32."},
     {NULL, NULL, 0, NULL},
@@ -684,6 +670,6 @@ PyInit__columns_native(void)
     if (zlib_crc32 == NULL)
         return NULL;
     crc_table_init();
-    have_clmul = crc32_cpu_has_clmul();
+    crc32_clmul_on = crc32_cpu_has_clmul();
     return PyModule_Create(&module_def);
 }
