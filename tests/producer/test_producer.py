@@ -3,6 +3,7 @@ ids and properties on the wire, client-side limits, retries elsewhere, lifecycle
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 from collections.abc import Callable, Sequence
@@ -245,6 +246,31 @@ def test_should_send_waiting_async_sends_as_one_request_each_with_its_own_result
         pulled = puller.messages("orders", queue_id, first)
         assert [m.body for m in pulled[: len(messages)]] == [m.body for m in messages]
         assert [m.msg_id for m in pulled[: len(messages)]] == [m.uniq_id for m in messages]
+
+
+def test_should_keep_no_message_of_an_answered_async_send(producer: Producer) -> None:
+    # pipelined sends, as a producer in a loop makes them: once answered and let go of, their
+    # messages are freed by reference counting (not kept by the session for the request
+    # timeout, nor left to the cyclic garbage collector)
+    messages = [[Message("orders", b"kept-%d-%d" % (b, i)) for i in range(8)] for b in range(40)]
+
+    def alive() -> int:  # Message has no weak references: find them among the tracked objects
+        return sum(1 for o in gc.get_objects() if type(o) is Message and o.body[:5] == b"kept-")
+
+    assert alive() == 320
+    window: list[Any] = []
+    for batch in messages:
+        window.append(producer.send_batch_async(batch))
+        if len(window) >= 8:
+            assert all(result.ok for result in window.pop(0).result(5))
+    for future in window:
+        assert all(result.ok for result in future.result(5))
+    del messages, batch, window, future
+    gc.disable()  # only reference counting may free them
+    try:
+        wait_for(lambda: alive() == 0, 2, "the messages freed")
+    finally:
+        gc.enable()
 
 
 def test_should_send_each_waiting_send_alone_when_their_request_is_refused(
