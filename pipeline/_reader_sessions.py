@@ -10,11 +10,14 @@ response log allocated in full), per partition. The pool closes its sessions aft
 (:meth:`ReaderSessions.drop`), so the next read connects afresh.
 
 Narrow and wide: the sessions' response channel asks for a term of
-:data:`RESPONSE_TERM_LENGTH` (an answer takes up to an eighth of it, 1 MiB), and the reader's
+:data:`RESPONSE_TERM_LENGTH` (an answer takes up to an eighth of it, 2 MiB), and the reader's
 pulls ask for at most :data:`PULL_MAX_BYTES`. The broker's default IPC term (64 MiB: a log of
 192 MiB for each session) would leave every page of the log fresh for the whole read, each
-one allocated and zeroed by the broker and faulted in by both processes; a 24 MiB log is
-written over and over, its pages resident. A stored batch longer than the narrow channel takes
+one allocated and zeroed by the broker and faulted in by both processes; a 48 MiB log is
+written over and over, its pages resident. The pulls in flight (4 answers of up to 1 MiB)
+stay within the publication's window (half a term): an answer the window does not take waits
+in the broker's backlog, joined into one more copy (measured: a third of the broker's session
+thread with an 8 MiB term). A stored batch longer than the narrow channel takes
 still comes whole (the broker always answers with one batch), so the broker refuses that answer
 (``common.ANSWER_TOO_LONG``), and the reader asks again on a wide session (the driver's term):
 :meth:`ReaderSessions.session` with ``wide``.
@@ -50,10 +53,11 @@ __all__ = [
 READER_GROUP: Final = "aeromq-spark-reader"
 """The consumer group the readers' pulls name (and their sessions' client id). They never
 commit, so the group holds no offsets and joins no rebalance."""
-RESPONSE_TERM_LENGTH: Final = 8 * 1024 * 1024
-PULL_MAX_BYTES: Final = RESPONSE_TERM_LENGTH // 8 - 4096
-"""The most bytes of stored batches a pull asks for: the narrow channel's longest answer, less
-room for the answer's envelope and control fields (about 100 bytes)."""
+RESPONSE_TERM_LENGTH: Final = 16 * 1024 * 1024
+PULL_MAX_BYTES: Final = 1024 * 1024 - 4096
+"""The most bytes of stored batches a pull asks for (the broker's own cap is 1 MiB): well
+within the narrow channel's longest answer (an eighth of its term) with room for the answer's
+envelope and control fields (about 100 bytes); 4 of them in flight fill half the window."""
 IDLE_CLOSE_S: Final = 30.0
 _REQUEST_TIMEOUT_MS: Final = 30_000
 _OFFER_TIMEOUT_MS: Final = 5_000

@@ -100,9 +100,9 @@ def test_should_keep_its_session_from_one_read_to_the_next_on_a_narrow_channel(
 def test_should_read_a_stored_batch_longer_than_the_narrow_channel_takes(
     broker: ServerProcess,
 ) -> None:
-    # stored batches of 3 x 600 KB: the narrow channel takes answers of up to 1 MiB, so the
+    # stored batches of 3 x 800 KB: the narrow channel takes answers of up to 2 MiB, so the
     # broker refuses them there and the reader asks again on a wide session
-    _fill(broker, "QueueReaderWide", batches=2, per_batch=3, body_length=600_000)
+    _fill(broker, "QueueReaderWide", batches=2, per_batch=3, body_length=800_000)
     table = _read(broker, "QueueReaderWide", 1, 6)
     assert table.column("queueOffset").to_pylist() == [1, 2, 3, 4, 5]
     assert [bytes(b).rstrip(b".") for b in table.column("body").to_pylist()] == [
