@@ -120,7 +120,7 @@ def read_queue_range(
             )
             try:
                 yield from _record_batches(reader.batches(), sub_expression, include_properties)
-            except (ClientError, TransportError):
+            except (ClientError, TransportError, ReadTimeoutError):
                 sessions.drop(broker)  # the next read connects afresh
                 raise
 

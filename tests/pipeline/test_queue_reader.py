@@ -12,7 +12,7 @@ import pytest
 
 from aeromq.broker.testing import ServerProcess
 from aeromq.client import Message, MessageQueue
-from aeromq.pipeline import _reader_sessions
+from aeromq.pipeline import ReadTimeoutError, _reader_sessions
 from aeromq.pipeline._queue_reader import read_queue_range
 from aeromq.pipeline._reader_sessions import RESPONSE_TERM_LENGTH, reader_sessions
 from aeromq.producer import Producer
@@ -125,3 +125,11 @@ def test_should_close_its_sessions_after_a_while_without_a_read(
         time.sleep(0.05)
     assert sessions.open_count == 0 and not session.is_open
     assert len(_read(broker, "QueueReaderIdle", 2, 5)) == 3  # and the next read connects again
+
+
+def test_should_close_its_session_when_a_read_fails(broker: ServerProcess) -> None:
+    _fill(broker, "QueueReaderFailed", batches=1, per_batch=5, body_length=10)
+    with pytest.raises(ReadTimeoutError):  # offsets 5 to 9 never arrive
+        _read(broker, "QueueReaderFailed", 0, 10, read_timeout_ms=300)
+    assert reader_sessions().open_session(broker.name) is None  # the next read connects afresh
+    assert len(_read(broker, "QueueReaderFailed", 0, 5)) == 5
