@@ -99,13 +99,17 @@ class ReaderSessions:
     def close(self) -> None:
         """Close every session (the next read opens new ones); idempotent."""
         with self._lock:
-            narrow, wide, self._narrow, self._wide = self._narrow, self._wide, None, None
             closer, self._closer = self._closer, None
+            taken = self._take()
         if closer is not None:
             closer.cancel()
-        for sessions in (narrow, wide):
-            if sessions is not None:
-                sessions.close()
+        _close(taken)
+
+    def _take(self) -> tuple[BrokerSessions | None, ...]:
+        """Hand over both session sets (under the lock): the next read opens new ones."""
+        taken = (self._narrow, self._wide)
+        self._narrow = self._wide = None
+        return taken
 
     @property
     def open_count(self) -> int:
@@ -130,10 +134,18 @@ class ReaderSessions:
         closer.start()
 
     def _close_idle(self) -> None:
-        with self._lock:
+        with self._lock:  # a read that begins from here on opens new sessions
             if self._readers or self._closer is not threading.current_thread():
                 return  # a read began meanwhile (it cancelled this timer)
-        self.close()
+            self._closer = None
+            taken = self._take()
+        _close(taken)
+
+
+def _close(taken: tuple[BrokerSessions | None, ...]) -> None:
+    for sessions in taken:
+        if sessions is not None:
+            sessions.close()
 
 
 def _sessions(ipc_response_term_length: int) -> BrokerSessions:
