@@ -49,6 +49,10 @@ class BrokerSessions:
     embedded driver (when ``aeron_dir`` is None and a UDP session is needed) uses sparse log
     files. ``request_timeout_ms`` is the default wait of a request (a call may pass its own),
     ``offer_timeout_ms`` how long a back-pressured ingress is retried: both are the caller's.
+    ``ipc_response_term_length`` (0: the driver's IPC term) is the term of the broker's
+    publication back to an IPC session: an answer takes up to an eighth of it (longer ones are
+    refused, ``common.ANSWER_TOO_LONG``). ``caller_reads`` is the sessions' (``SessionConfig``:
+    the threads that wait for answers read them).
     """
 
     def __init__(
@@ -61,6 +65,8 @@ class BrokerSessions:
         request_timeout_ms: int,
         offer_timeout_ms: int,
         credentials: Credentials | None = None,
+        ipc_response_term_length: int = 0,
+        caller_reads: bool = False,
     ) -> None:
         if transport not in ("auto", "ipc", "udp"):
             raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
@@ -71,6 +77,12 @@ class BrokerSessions:
         self._request_timeout_ms = request_timeout_ms
         self._offer_timeout_ms = offer_timeout_ms
         self._credentials = credentials
+        self._ipc_response_channel = (
+            f"aeron:ipc?term-length={ipc_response_term_length}"
+            if ipc_response_term_length
+            else "aeron:ipc"
+        )
+        self._caller_reads = caller_reads
         self._lock = threading.Lock()
         self._sessions: dict[str, ClientSession] = {}
         self._clients: dict[str, Aeron] = {}
@@ -104,7 +116,8 @@ class BrokerSessions:
         transport = self._transport
         if transport == "ipc" or (transport == "auto" and is_local(broker)):
             aeron_dir = broker.aeron_dir
-            ingress, stream_id, response = broker.ipc_channel, broker.ipc_stream_id, "aeron:ipc"
+            ingress, stream_id = broker.ipc_channel, broker.ipc_stream_id
+            response = self._ipc_response_channel
         else:
             if not broker.udp_channel:
                 raise BrokerUnavailableError(
@@ -122,6 +135,7 @@ class BrokerSessions:
             request_timeout_ms=self._request_timeout_ms,
             offer_timeout_ms=self._offer_timeout_ms,
             credentials=self._credentials,
+            caller_reads=self._caller_reads,
         )
         try:
             return ClientSession.connect(self._client(aeron_dir), config)

@@ -63,7 +63,7 @@ import time
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
-from typing import Any, Final, overload
+from typing import Any, Final, TypeVar, overload
 
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
@@ -127,6 +127,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DEFAULT_UDP_TERM_LENGTH: Final = 64 * 1024 * 1024
 """UDP session channels get this term length unless theirs names one: a term takes messages of
@@ -146,6 +147,10 @@ _CALLER_WATCH_S: Final = 0.001
 _CALLER_SPIN_NS: Final = 200_000
 _COMPACT_MIN_ENTRIES: Final = 1_024
 """Deadline entries past which, when most are of answered requests, the poller drops those."""
+_HOUSEKEEPING_S: Final = 0.01
+"""With ``caller_reads``, how often the poller thread keeps the session (deadlines, keepalives)."""
+_CALLER_READ_GRACE_NS: Final = 100_000_000
+"""With ``caller_reads``, how long after a caller last read the poller drains unread answers."""
 
 DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000"
 """How a session's poller thread waits for answers: Agrona's backoff (10 spins, 5 yields, parks
@@ -186,6 +191,15 @@ class SessionConfig:
     CONNECT, for a broker with access control (refused: ``AuthenticationError``).
     ``idle_strategy`` is the poller thread's (see module; an idle strategy name, ``doorbell``
     or one of ``transport.concurrent.idle_strategy_from_name``'s).
+
+    ``caller_reads`` True: the threads that wait for answers (:meth:`ClientSession.wait`,
+    :meth:`ClientSession.request`) read them, sleeping on the doorbell between polls (IPC) or
+    parking briefly (UDP); the poller thread keeps the session (deadlines, keepalives, failure
+    checks) every 10 ms and reads only answers nobody waited for in the last 100 ms. For a
+    caller that pipelines large answers and waits for each in turn (the Spark reader,
+    ``pipeline/_reader_sessions.py``): no thread spins, no answer is handed between threads, and
+    its copy out of the transport is allocated and freed on the same thread (large buffers
+    allocated on one thread and freed on another fault their pages in anew, measured here).
     """
 
     ingress_channel: str = "aeron:ipc"
@@ -200,6 +214,7 @@ class SessionConfig:
     udp_term_length: int = DEFAULT_UDP_TERM_LENGTH
     credentials: Credentials | None = None
     idle_strategy: str = field(default_factory=_default_idle_strategy)
+    caller_reads: bool = False
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_ms", "request_timeout_ms", "offer_timeout_ms"):
@@ -259,6 +274,7 @@ class ClientSession:
         self._callers_lock = threading.Lock()
         self._spin_score = 3  # 1 or more: callers' answers mostly came within _CALLER_SPIN_NS
         self._caller_waits = 0
+        self._last_read_ns = 0  # caller_reads: when a caller last read answers
         self.session_id = 0
         self.broker_name = ""
         self.session_timeout_ms = 0
@@ -456,8 +472,22 @@ class ClientSession:
     def request(self, body: ProtoMessage, timeout_ms: int | None = None) -> Any:
         """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        future = self._submit(body, timeout)
-        self._poll_while_waiting(future)
+        return self.wait(self._submit(body, timeout), timeout)
+
+    def wait(self, future: Future[_T], timeout_ms: int | None = None) -> _T:
+        """The answer of ``future`` (from :meth:`request_async`), waiting up to ``timeout_ms``
+        (default the config's request timeout) as :meth:`request` waits: reading answers on
+        this thread (always with ``caller_reads``, else briefly); raises what the future holds
+        or :class:`~client.RequestTimeoutError`."""
+        timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+        if self.config.caller_reads:
+            self._read_until(future, time.monotonic_ns() + timeout * 1_000_000)
+            if not future.done():
+                raise RequestTimeoutError(
+                    "no answer in time", session_id=self.session_id, timeout_ms=timeout
+                )
+        else:
+            self._poll_while_waiting(future)
         try:
             return future.result(timeout / 1000 + 1.0)
         except FutureTimeoutError as exc:  # the poller is late: it would have failed it
@@ -656,6 +686,41 @@ class ClientSession:
             quick = future.done() and monotonic_ns() - started_ns < _CALLER_SPIN_NS
             self._spin_score = min(3, max(0, self._spin_score + (1 if quick else -1)))
 
+    def _read_until(self, future: Future[Any], deadline_ns: int) -> None:
+        """``caller_reads``: read answers on this thread until ``future`` is done or
+        ``deadline_ns`` (monotonic); between empty polls sleep until the broker rings (it does
+        after each answer; up to 20 ms a sleep, as failures and timeouts ring too), or without
+        a doorbell park briefly."""
+        subscription = self._subscription
+        if subscription is None:
+            return
+        lock = self._poll_lock
+        poll = subscription.poll
+        assembler = self._assembler
+        monotonic_ns = time.monotonic_ns
+        bell = self._doorbell if self._rung else None
+        idle = BackoffIdleStrategy(max_park_period_ns=100_000)
+        with self._callers_lock:
+            self._callers_waiting += 1
+        try:
+            while not future.done():
+                observed = bell.prepare() if bell is not None else 0
+                with lock:
+                    work = poll(assembler, 64)
+                remaining_ns = deadline_ns - monotonic_ns()
+                if future.done() or remaining_ns <= 0:
+                    return
+                if work:
+                    idle.reset()
+                elif bell is not None:
+                    bell.await_ring(observed, min(remaining_ns, _CALLER_WAIT_NS))
+                else:
+                    idle.idle(0)
+        finally:
+            self._last_read_ns = monotonic_ns()
+            with self._callers_lock:
+                self._callers_waiting -= 1
+
     def _run(self) -> None:
         tighten_timer_slack()  # parks of the poller end when asked, not 50 us later
         subscription = self._subscription
@@ -665,11 +730,18 @@ class ClientSession:
         lock = self._poll_lock
         idle = self._idle_strategy
         assert idle is not None
+        caller_reads = self.config.caller_reads
         next_check_ns = 0
         while self._running:
             try:
-                with lock:
-                    work = poll(assembler, 64)
+                if caller_reads and (
+                    self._callers_waiting
+                    or time.monotonic_ns() - self._last_read_ns < _CALLER_READ_GRACE_NS
+                ):
+                    work = 0  # the callers read the answers
+                else:
+                    with lock:
+                        work = poll(assembler, 64)
                 now_ns = time.monotonic_ns()
                 if now_ns >= next_check_ns:
                     next_check_ns = now_ns + 1_000_000
@@ -677,6 +749,9 @@ class ClientSession:
             except Exception:  # keep the poller alive: one bad answer must not stop it
                 _log.exception("session poller error: session_id=%s", self.session_id)
                 work = 0
+            if caller_reads and not work:
+                time.sleep(_HOUSEKEEPING_S)
+                continue
             if self._callers_waiting and not work:
                 # a caller asleep on the doorbell reads every answer a ring brings: the poller
                 # keeps out of its wake-ups and only checks deadlines meanwhile

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from aeromq.common._credentials import SECRET_METADATA, USER_METADATA
 from aeromq.common._envelope import (
+    ANSWER_TOO_LONG,
     CORRELATION_ID_FIELD,
     DEFAULT_INGRESS_STREAM_ID,
     ENVELOPE_HEAD_MAX_LENGTH,
@@ -182,6 +183,7 @@ from aeromq.common._validators import (
 )
 
 __all__ = [
+    "ANSWER_TOO_LONG",
     "BATCH_MAGIC",
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",

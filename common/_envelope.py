@@ -69,6 +69,7 @@ from aeromq.common._response_code import ResponseCode
 from aeromq.proto import session_pb2
 
 __all__ = [
+    "ANSWER_TOO_LONG",
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",
     "ENVELOPE_HEAD_MAX_LENGTH",
@@ -96,6 +97,10 @@ SESSION_CLOSED_CODE: Final = ResponseCode.SERVICE_NOT_AVAILABLE
 IPC_SESSION_MTU: Final = 65504
 """The MTU of a session's IPC publications, both ways (Aeron's largest): a request or an answer
 of up to 64 KiB is one fragment, not one per 1,408 bytes (no reassembly copy, fewer frames)."""
+ANSWER_TOO_LONG: Final = "answer longer than the response channel takes"
+"""How a broker's refusal (``SYSTEM_ERROR``) of an answer longer than the session's response
+channel takes (an eighth of its term) begins: a client whose channel has a short term (such as
+the Spark reader's, ``pipeline/_reader_sessions.py``) asks again on one with a longer term."""
 
 
 def with_ipc_mtu(channel: str) -> str:

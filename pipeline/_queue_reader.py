@@ -5,8 +5,10 @@ the row schema (:mod:`pipeline._schema`).
 end offset, sub expression) and yields record batches of the messages in ``[start, end)`` that
 match the expression, in offset order, then closes. It is a bulk reader: it knows its range
 up front, so it needs none of the lite pull consumer's machinery (rebalance, pull tasks, process
-queues). It pulls straight on a transport session with the broker (IPC on the broker's host),
-several pulls in flight one after another along the range, and reads each answer's stored
+queues). It pulls straight on a transport session with the broker (IPC on the broker's host;
+the process's session, kept from one read to the next, :mod:`pipeline._reader_sessions`),
+several pulls in flight one after another along the range; its own thread reads the answers
+(sleeping on the session's doorbell until the broker rings), and reads each answer's stored
 record batches with the consumer's reader (:func:`consumer._pulled.read_pulled_batches`: a
 one C pass per answer). The batches arrive as the answer's raw section
 (:mod:`common._envelope`), copied once out of the transport. Answers are gathered into record
@@ -19,7 +21,9 @@ Pulls in flight ask for successive strides of the range (``pullBatchSize`` messa
 by default, the broker's cap at most). A pull answers with whole stored batches, so it may end past the stride
 (the next answer is then cut to start where this one ended) or short of it (the broker's byte
 cap: the pulls after it are dropped, asked again from where it ended, with the stride shrunk
-to what the broker answered).
+to what the broker answered). A pull asks for at most ``PULL_MAX_BYTES`` (what the session's
+narrow response channel takes); a stored batch too long for that channel is refused by the
+broker, and the reader goes on from there on a wide session.
 
 Tag filtering is done here, on the tags of the pulled messages (the broker is asked for every
 message), so that every offset of the range is seen: a gap in the offsets is data loss.
@@ -28,7 +32,6 @@ message), so that every offset of the range is seen: a gap in the offsets is dat
 from __future__ import annotations
 
 import collections
-import os
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
@@ -38,23 +41,31 @@ import numpy as np
 import pyarrow as pa
 
 from aeromq.client import MessageQueue, build_subscription_data, error_for_code
-from aeromq.client.broker_sessions import BrokerSessions
-from aeromq.client.route import RouteResolver
-from aeromq.client.session import ClientSession
-from aeromq.common import PROPERTY_KEYS, RESERVED_PROPERTY_NAMES, PullAnswer
+from aeromq.client.route import BrokerRoute, RouteResolver
+from aeromq.common import (
+    ANSWER_TOO_LONG,
+    PROPERTY_KEYS,
+    RESERVED_PROPERTY_NAMES,
+    BrokerError,
+    ClientError,
+    PullAnswer,
+)
 from aeromq.consumer import MessageBatch
 from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.pipeline._errors import DataLossError, ReadTimeoutError
 from aeromq.pipeline._options import MAX_PULL_BATCH_SIZE
+from aeromq.pipeline._reader_sessions import (
+    PULL_MAX_BYTES,
+    READER_GROUP,
+    ReaderSessions,
+    reader_sessions,
+)
 from aeromq.pipeline._resolve import start_within
 from aeromq.pipeline._schema import arrow_schema
 from aeromq.proto import messages_pb2
+from aeromq.transport import TransportError
 
 __all__ = ["READER_GROUP", "read_queue_range"]
-
-READER_GROUP: Final = "aeromq-spark-reader"
-"""The consumer group the readers' pulls name. They never commit, so the group holds no
-offsets and joins no rebalance."""
 
 _ROWS_PER_BATCH: Final = 32768
 _PULLS_IN_FLIGHT: Final = 4
@@ -63,7 +74,6 @@ one pull in flight leaves the reader idle about half the time on a 2-core machin
 _SUSPEND_MS: Final = 1_000
 """How long the broker holds a pull at the queue's end (a range being written as it is read)."""
 _REQUEST_TIMEOUT_MS: Final = 30_000
-_OFFER_TIMEOUT_MS: Final = 5_000
 _CONTROL_TIMEOUT_S: Final = 30.0
 _FOUND: Final = messages_pb2.FOUND
 _ANSWERED: Final = (messages_pb2.FOUND, messages_pb2.NO_MATCHED_MSG)
@@ -95,16 +105,12 @@ def read_queue_range(
     queue = MessageQueue(topic, broker, queue_id)
     with RouteResolver(endpoints, timeout_s=_CONTROL_TIMEOUT_S) as resolver:
         route = resolver.route(topic).broker(broker)
-        sessions = BrokerSessions(
-            client_id=f"{READER_GROUP}@{os.getpid()}",
-            request_timeout_ms=_REQUEST_TIMEOUT_MS,
-            offer_timeout_ms=_OFFER_TIMEOUT_MS,
-        )
-        try:
-            min_offset = resolver.client(route.grpc_address).get_min_offset(topic, queue_id)
-            start = start_within(queue, start_offset, min_offset, fail_on_data_loss)
+        min_offset = resolver.client(route.grpc_address).get_min_offset(topic, queue_id)
+        start = start_within(queue, start_offset, min_offset, fail_on_data_loss)
+        with reader_sessions() as sessions:
             reader = _RangeReader(
-                sessions.session(route),
+                sessions,
+                route,
                 queue,
                 start,
                 end_offset,
@@ -112,9 +118,11 @@ def read_queue_range(
                 fail_on_data_loss=fail_on_data_loss,
                 read_timeout_ms=read_timeout_ms,
             )
-            yield from _record_batches(reader.batches(), sub_expression, include_properties)
-        finally:
-            sessions.close()
+            try:
+                yield from _record_batches(reader.batches(), sub_expression, include_properties)
+            except (ClientError, TransportError, ReadTimeoutError):
+                sessions.drop(broker)  # the next read connects afresh
+                raise
 
 
 class _RangeReader:
@@ -122,7 +130,8 @@ class _RangeReader:
 
     def __init__(
         self,
-        session: ClientSession,
+        sessions: ReaderSessions,
+        route: BrokerRoute,
         queue: MessageQueue,
         start: int,
         end: int,
@@ -131,7 +140,10 @@ class _RangeReader:
         fail_on_data_loss: bool,
         read_timeout_ms: int,
     ) -> None:
-        self._session = session
+        self._sessions = sessions
+        self._route = route
+        self._wide = False  # on a wide session: a stored batch was too long for the narrow one
+        self._session = sessions.session(route)
         self._queue = queue
         self._expected = start  # the next offset to deliver
         self._end = end
@@ -147,7 +159,15 @@ class _RangeReader:
         while self._expected < self._end:
             self._ask()
             asked, future = self._in_flight.popleft()
-            response = future.result()
+            try:
+                response = self._session.wait(future, _REQUEST_TIMEOUT_MS)
+            except BrokerError as exc:
+                if self._wide or not str(exc).startswith(ANSWER_TOO_LONG):
+                    raise
+                self._wide = True  # a stored batch longer than the narrow channel takes
+                self._session = self._sessions.session(self._route, wide=True)
+                self._restart(self._stride)
+                continue
             if response.status.code:
                 raise error_for_code(
                     response.status.code, response.status.message, broker=self._queue.broker_name
@@ -200,6 +220,7 @@ class _RangeReader:
                 queue_id=queue.queue_id,
                 queue_offset=self._asked,
                 max_msg_nums=count,
+                max_bytes=PULL_MAX_BYTES,
                 sub_expression="*",
                 suspend_timeout_ms=_SUSPEND_MS,
                 commit_offset=-1,

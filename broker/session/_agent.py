@@ -66,6 +66,7 @@ from aeromq.broker.session._route_check import IPC_SOURCE, route_refusal
 from aeromq.broker.session._session import ServerSession, SessionState
 from aeromq.broker.session._table import SessionTable
 from aeromq.common import (
+    ANSWER_TOO_LONG,
     DEFAULT_MAX_MESSAGE_SIZE,
     RESPONSE_FIELD_NUMBERS,
     SESSION_CLOSED_CODE,
@@ -519,7 +520,7 @@ class SessionAgent:
             if publication is not None and length > publication.max_message_length:
                 self.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] += 1
                 text = (
-                    f"answer longer than the response channel takes: length={length} "
+                    f"{ANSWER_TOO_LONG}: length={length} "
                     f"max_message_length={publication.max_message_length} "
                     f"channel={session.response_channel!r}"
                 )

@@ -4,6 +4,7 @@ every way a session ends or a request goes wrong."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from aeromq.client import (
     RequestTimeoutError,
     ResponseCode,
 )
+from aeromq.client import session as client_session
 from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
 from aeromq.common import SESSION_CLOSED_CODE, PullAnswer
 from aeromq.proto import session_pb2
@@ -142,6 +144,38 @@ def test_should_keep_its_deadlines_to_the_requests_in_flight(session: ClientSess
         window = [session.request_async(send_request(b"x"), 60_000) for _ in range(500)]
         assert all(future.result(5).status.code == ResponseCode.SUCCESS for future in window)
     wait_for(lambda: len(session._deadlines) <= 1_024, 2, "the answered requests' deadlines")
+
+
+def test_should_read_the_answers_on_the_waiting_thread_with_caller_reads(
+    server: Server, client_aeron: Aeron
+) -> None:
+    config = SessionConfig(request_timeout_ms=2_000, caller_reads=True)
+    with ClientSession.connect(client_aeron, config) as session:
+        readers: list[int] = []
+        futures = []
+        for i in range(20):
+            future = session.request_async(send_request(b"m%d" % i, queue_id=1))
+            future.add_done_callback(lambda _f: readers.append(threading.get_ident()))
+            futures.append(future)
+        assert [session.wait(f).base_queue_offset for f in futures] == list(range(20))
+        assert set(readers) == {threading.get_ident()}  # no answer went through the poller
+        late = session.request_async(send_request(b"late", queue_id=1))  # nobody waits for it
+        wait_for(late.done, 5, "the poller to read an answer nobody waited for")
+        assert late.result().base_queue_offset == 20
+        with pytest.raises(RequestTimeoutError):
+            session.wait(
+                session.request_async(pull_request(queue_id=3, suspend_timeout_ms=3_000)), 100
+            )
+
+
+def test_should_read_the_answers_by_polling_without_a_doorbell_with_caller_reads(
+    server: Server, client_aeron: Aeron, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client_session, "HAS_FUTEX", False)  # as over UDP: nothing rings
+    with ClientSession.connect(client_aeron, SessionConfig(caller_reads=True)) as session:
+        assert not session.rung_by_broker
+        futures = [session.request_async(send_request(b"u%d" % i, queue_id=2)) for i in range(5)]
+        assert [session.wait(f).base_queue_offset for f in futures] == list(range(5))
 
 
 def test_should_keep_a_quiet_session_alive_with_keepalives(
