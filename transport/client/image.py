@@ -236,6 +236,12 @@ class Image:
             self._error_handler(exc)
         if offset > term_offset:
             self._set_position(position + offset - term_offset)
+        if offset >= capacity and fragments_read < fragment_limit and not self._is_closed:
+            # the term ended here (its last frame, or the padding before a rotation): read on
+            # into the next term. A poll that consumed only padding must not return 0 while a
+            # fragment waits behind it: an agent sleeping until rung would miss that fragment,
+            # whose ring came before its last look at the doorbell (transport/concurrent/doorbell.py)
+            return fragments_read + self.poll(handler, fragment_limit - fragments_read)
         return fragments_read
 
     def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
@@ -254,6 +260,7 @@ class Image:
         capacity = term_buffer.capacity
         fragments_read = 0
         offset = initial_offset
+        stopped = False  # by the handler (ABORT, BREAK, an exception), not the term's end
         try:
             while fragments_read < fragment_limit and offset < capacity:
                 word = get_word(offset)
@@ -273,8 +280,10 @@ class Image:
                 if action is _ABORT:
                     fragments_read -= 1
                     offset -= aligned_length
+                    stopped = True
                     break
                 if action is _BREAK:
+                    stopped = True
                     break
                 if action is _COMMIT:
                     initial_position += offset - initial_offset
@@ -282,10 +291,18 @@ class Image:
                     if not self._is_closed:
                         self._set_position(initial_position)
         except Exception as exc:
+            stopped = True
             self._error_handler(exc)
         finally:
             if offset > initial_offset and not self._is_closed:
                 self._set_position(initial_position + offset - initial_offset)
+        if (
+            offset >= capacity
+            and not stopped
+            and fragments_read < fragment_limit
+            and not self._is_closed
+        ):  # the term ended here: read on into the next term, as poll does
+            return fragments_read + self.controlled_poll(handler, fragment_limit - fragments_read)
         return fragments_read
 
     def bounded_poll(

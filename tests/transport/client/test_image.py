@@ -77,6 +77,37 @@ def test_should_step_over_the_end_of_term_padding_into_the_next_term(bare_log: B
     assert image.position == 64 * 1024 + (70 - 62) * 1056
 
 
+@pytest.mark.parametrize("controlled", [False, True], ids=["poll", "controlled_poll"])
+def test_should_read_on_into_the_next_term_when_only_padding_was_left(
+    bare_log: BareLog, controlled: bool
+) -> None:
+    # an agent that sleeps until rung polls once after its last look at the doorbell: that poll
+    # must not return 0 having consumed only the padding before a fragment whose ring it saw
+    big = b"x" * 1000  # 1056-byte frames: the 63rd goes to the next term, after padding
+    for _ in range(63):
+        bare_log.append(big)
+    image = make_image(bare_log)
+    recorder = Recorder()
+    poll = image.controlled_poll if controlled else image.poll
+    assert poll(recorder, 62) == 62  # the first term's frames, up to the padding
+    assert poll(recorder, 10) == 1  # the padding, then the next term's frame
+    assert image.position == 64 * 1024 + 1056
+    assert poll(recorder, 10) == 0
+
+
+def test_should_not_read_on_into_the_next_term_after_a_break_at_the_terms_end(
+    bare_log: BareLog,
+) -> None:
+    frame = b"x" * (1024 - 32)  # 64 frames of 1,024 bytes fill the 64 KiB term exactly
+    for _ in range(65):
+        bare_log.append(frame)
+    image = make_image(bare_log)
+    recorder = Recorder({64: Action.BREAK})
+    assert image.controlled_poll(recorder, 100) == 64
+    assert image.position == 64 * 1024
+    assert image.controlled_poll(recorder, 100) == 1
+
+
 def test_should_give_each_fragment_a_header_describing_its_frame(bare_log: BareLog) -> None:
     bare_log.append(b"a" * 20)
     bare_log.append(b"b" * 20)
