@@ -71,9 +71,7 @@ default before; three runs each, alternating, docs/benchmarks.md): broker CPU pe
 batched produce 1.35-1.40 against 1.95-2.05 us, one-at-a-time sends 13.0-13.3k against
 10.7-11.1k a second, end to end the same (189-202k against 183-210k a second), the producer's
 CPU per message higher (3.3-3.6 against 2.3-2.6 us: a ring that wakes the agent is a futex
-wake). A Spark read of many 1 MiB pulls is slower with it (1.02-1.12M against 1.21-1.28M rows a
-second; not understood yet). Off Linux (no futexes) the name gives the backoff of the same
-shape."""
+wake). Off Linux (no futexes) the name gives the backoff of the same shape."""
 DEFAULT_DRIVER_THREADING_MODE: Final = "SHARED"
 """The embedded driver's conductor, sender and receiver on one thread: an idle broker wakes a
 third as often, and busy it costs no more CPU per message (see ``broker._embedded_driver``)."""
