@@ -228,6 +228,18 @@ class PulledChunk:
             found = self._lists[name] = make().tolist()
         return found
 
+    def body_list(self) -> list[bytes]:
+        """Every record's body as ``bytes``, made once, on the first message's ``body`` (a
+        consumer that reads one body reads them all: one pass instead of one per message)."""
+        found = self._lists.get("bodies")
+        if found is None:
+            buffer = self.buffer
+            starts = self.values("body_start", lambda: self.body_start)
+            lengths = self.values("body_length", lambda: self.body_length)
+            found = [buffer[start : start + n] for start, n in zip(starts, lengths, strict=True)]
+            self._lists["bodies"] = found
+        return found
+
     def segments(self, starts: Int64Array, lengths: Int32Array) -> bytes:
         """The bytes of ``[start, start + length)`` of every record, back to back."""
         pieces = self.pieces(starts, lengths)
@@ -284,9 +296,7 @@ def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
 
 
 def _body(m: BatchMessageExt) -> bytes:
-    chunk, i = m._chunk, m._i
-    start = chunk.values("body_start", lambda: chunk.body_start)[i]
-    return chunk.buffer[start : start + chunk.values("body_length", lambda: chunk.body_length)[i]]
+    return m._chunk.body_list()[m._i]
 
 
 def _header_value(name: str) -> Callable[[BatchMessageExt], Any]:
