@@ -73,7 +73,6 @@ enum {
     CHECK_FAILED = -100, /* a Python error is set (the CRC call failed) */
 };
 
-static PyObject *zlib_crc32 = NULL;
 static PyObject *struct_error = NULL;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -111,32 +110,6 @@ store_i64(unsigned char *p, int64_t v)
 {
     store_u32(p, (uint32_t)(uint64_t)v);
     store_u32(p + 4, (uint32_t)((uint64_t)v >> 32));
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* CRC-32 through zlib.crc32                                                                   */
-
-/* The CRC of ``length`` bytes at ``data``, or -1 with a Python error set. */
-
-static int64_t
-crc32_of(const unsigned char *data, Py_ssize_t length)
-{
-#if CRC32_HAVE_CLMUL
-    if (crc32_clmul_on)
-        return (int64_t)crc32_clmul(data, (size_t)length);
-#endif
-    PyObject *view = PyMemoryView_FromMemory((char *)data, length, PyBUF_READ);
-    if (view == NULL)
-        return -1;
-    PyObject *result = PyObject_CallOneArg(zlib_crc32, view);
-    Py_DECREF(view);
-    if (result == NULL)
-        return -1;
-    unsigned long value = PyLong_AsUnsignedLong(result);
-    Py_DECREF(result);
-    if (value == (unsigned long)-1 && PyErr_Occurred())
-        return -1;
-    return (int64_t)(value & 0xFFFFFFFFu);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -306,7 +279,7 @@ check_buffer(const unsigned char *data, Py_ssize_t length, const unsigned char *
     if (data_start > (int64_t)length)
         return CHECK_BAD_LENGTHS;
     if (check_crc) {
-        int64_t actual = crc32_of(data + CRC_START, length - CRC_START);
+        int64_t actual = crc32_of(data + CRC_START, length - CRC_START, crc32_clmul_on);
         if (actual < 0)
             return CHECK_FAILED;
         if ((uint32_t)actual != load_u32(data + CRC_OFFSET))
@@ -731,7 +704,7 @@ batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         memcpy(cursor, s.properties[i].buf, (size_t)s.properties[i].len);
         cursor += s.properties[i].len;
     }
-    int64_t crc = crc32_of(b + CRC_START, (Py_ssize_t)total - CRC_START);
+    int64_t crc = crc32_of(b + CRC_START, (Py_ssize_t)total - CRC_START, crc32_clmul_on);
     if (crc < 0)
         goto fail;
     store_u32(b + CRC_OFFSET, (uint32_t)crc);
@@ -746,9 +719,6 @@ done:
     encode_release(&s);
     return out;
 }
-
-/* ------------------------------------------------------------------------------------------ */
-/* module                                                                                      */
 
 /* ------------------------------------------------------------------------------------------ */
 /* merge                                                                                       */
@@ -936,7 +906,7 @@ batch_merge(PyObject *module, PyObject *batches)
             at += size;
         }
     }
-    int64_t crc = crc32_of(w + CRC_START, total - CRC_START);
+    int64_t crc = crc32_of(w + CRC_START, total - CRC_START, crc32_clmul_on);
     if (crc < 0) {
         Py_DECREF(out);
         goto done;
@@ -951,6 +921,9 @@ done:
     Py_DECREF(fast);
     return result;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* module                                                                                      */
 
 static PyMethodDef methods[] = {
     {"check", (PyCFunction)(void (*)(void))batch_check, METH_FASTCALL,
@@ -978,15 +951,8 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__batch_native(void)
 {
-    PyObject *zlib = PyImport_ImportModule("zlib");
-    if (zlib == NULL)
+    if (crc32_module_init() < 0)
         return NULL;
-    zlib_crc32 = PyObject_GetAttrString(zlib, "crc32");
-    Py_DECREF(zlib);
-    if (zlib_crc32 == NULL)
-        return NULL;
-    crc_table_init();
-    crc32_clmul_on = crc32_cpu_has_clmul();
     PyObject *struct_module = PyImport_ImportModule("struct");
     if (struct_module == NULL)
         return NULL;

@@ -9,7 +9,8 @@
  * (``CRC32_HAVE_CLMUL``), and used only when the CPU has PCLMULQDQ and SSE4.1
  * (``crc32_cpu_has_clmul``, checked at run time); otherwise each module calls Python's
  * ``zlib.crc32``. Header-only, ``static``: each extension module gets its own copy (and, included
- * after Python.h, its own ``crc32_clmul_on`` switch and ``use_clmul`` function).
+ * after Python.h, its own ``crc32_clmul_on`` switch, ``crc32_module_init``, ``crc32_of`` with
+ * the zlib fallback, and ``use_clmul`` function).
  */
 #ifndef AEROMQ_CRC32_H
 #define AEROMQ_CRC32_H
@@ -138,6 +139,48 @@ crc32_clmul(const unsigned char *data, size_t length)
 /* Whether the module's CRC is the folding one: set once at import (crc32_cpu_has_clmul), and by
  * use_clmul for the tests. */
 static int crc32_clmul_on = 0;
+static PyObject *crc32_zlib = NULL; /* zlib.crc32, the fallback */
+
+/* At the module's import: zlib.crc32 for the fallback, the table, the CPU check. 0, or -1 with
+ * a Python error set. */
+static int
+crc32_module_init(void)
+{
+    PyObject *zlib = PyImport_ImportModule("zlib");
+    if (zlib == NULL)
+        return -1;
+    crc32_zlib = PyObject_GetAttrString(zlib, "crc32");
+    Py_DECREF(zlib);
+    if (crc32_zlib == NULL)
+        return -1;
+    crc_table_init();
+    crc32_clmul_on = crc32_cpu_has_clmul();
+    return 0;
+}
+
+/* zlib.crc32 of ``length`` bytes, or -1 with a Python error set: folded when ``clmul`` (no GIL
+ * needed), else a call of zlib.crc32 (the caller holds the GIL). */
+static int64_t
+crc32_of(const unsigned char *data, Py_ssize_t length, int clmul)
+{
+    (void)clmul; /* unused without the folding path */
+#if CRC32_HAVE_CLMUL
+    if (clmul)
+        return (int64_t)crc32_clmul(data, (size_t)length);
+#endif
+    PyObject *view = PyMemoryView_FromMemory((char *)data, length, PyBUF_READ);
+    if (view == NULL)
+        return -1;
+    PyObject *result = PyObject_CallOneArg(crc32_zlib, view);
+    Py_DECREF(view);
+    if (result == NULL)
+        return -1;
+    unsigned long value = PyLong_AsUnsignedLong(result);
+    Py_DECREF(result);
+    if (value == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    return (int64_t)(value & 0xFFFFFFFFu);
+}
 
 /* use_clmul(on) -> bool: whether the folding CRC was in use; it is from now on if ``on`` and
  * the CPU has PCLMULQDQ, else zlib.crc32 is (for the tests of both paths). */

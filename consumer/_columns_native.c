@@ -77,7 +77,6 @@ enum {
 };
 enum { C_BODY_LENGTH, C_TAG_LENGTH, C_PROPERTIES_LENGTH, C_BORN_DELTA_MS, C_FLAG, I32_COLUMNS };
 
-static PyObject *zlib_crc32 = NULL;
 
 static inline uint32_t
 load_u32(const unsigned char *p)
@@ -99,30 +98,6 @@ load_i64(const unsigned char *p)
 
 /* ------------------------------------------------------------------------------------------ */
 /* CRC-32 (zlib's)                                                                             */
-
-/* zlib.crc32 of ``length`` bytes, or -1 with a Python error set (the fallback's call, made
- * only when ``clmul`` is 0: then the caller holds the GIL). */
-static int64_t
-crc32_of(const unsigned char *data, Py_ssize_t length, int clmul)
-{
-    (void)clmul; /* unused without the folding path */
-#if CRC32_HAVE_CLMUL
-    if (clmul)
-        return (int64_t)crc32_clmul(data, (size_t)length);
-#endif
-    PyObject *view = PyMemoryView_FromMemory((char *)data, length, PyBUF_READ);
-    if (view == NULL)
-        return -1;
-    PyObject *result = PyObject_CallOneArg(zlib_crc32, view);
-    Py_DECREF(view);
-    if (result == NULL)
-        return -1;
-    unsigned long value = PyLong_AsUnsignedLong(result);
-    Py_DECREF(result);
-    if (value == (unsigned long)-1 && PyErr_Occurred())
-        return -1;
-    return (int64_t)(value & 0xFFFFFFFFu);
-}
 
 /* crc32(data) -> int: zlib.crc32 of a bytes-like object, computed here (for the tests). */
 static PyObject *
@@ -662,14 +637,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__columns_native(void)
 {
-    PyObject *zlib = PyImport_ImportModule("zlib");
-    if (zlib == NULL)
+    if (crc32_module_init() < 0)
         return NULL;
-    zlib_crc32 = PyObject_GetAttrString(zlib, "crc32");
-    Py_DECREF(zlib);
-    if (zlib_crc32 == NULL)
-        return NULL;
-    crc_table_init();
-    crc32_clmul_on = crc32_cpu_has_clmul();
     return PyModule_Create(&module_def);
 }
