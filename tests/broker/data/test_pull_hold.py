@@ -45,20 +45,42 @@ def service(ends: Ends) -> Iterator[PullHoldService]:
     hold.shutdown()
 
 
-def test_should_wake_a_hold_once_when_its_queue_moves_beyond_its_offset(
+def test_should_wake_a_hold_once_on_the_writers_thread_when_its_queue_moves_beyond_its_offset(
     service: PullHoldService, ends: Ends
 ) -> None:
     wakes = Wakes()
     service.hold("t", 1, 5, 1_000, wakes.callback("a"))
     assert service.held_count == 1
     ends[("t", 1)] = 6
-    service.on_arrival("t", 1, 6)
-    wait_for(lambda: wakes.calls, what="the wake")
+    writer = threading.Thread(target=service.on_arrival, args=("t", 1, 6), name="writer")
+    writer.start()
+    writer.join(5)
+    assert [(name, arrived) for name, arrived, _ in wakes.calls] == [("a", True)]
     service.on_arrival("t", 1, 7)
     time.sleep(0.02)
-    assert [(name, arrived) for name, arrived, _ in wakes.calls] == [("a", True)]
-    assert wakes.calls[0][2] == "pull-hold"
+    assert wakes.calls == [("a", True, "writer")]
     assert service.held_count == 0 and service.woken_by_arrival == 1
+
+
+def test_should_wake_the_service_thread_only_for_a_hold_due_sooner_than_those_it_waits_for(
+    ends: Ends,
+) -> None:
+    hold = PullHoldService(ends, max_suspend_ms=5_000)
+    notified: list[int] = []
+    original = hold._cond.notify
+    hold._cond.notify = lambda n=1: (notified.append(n), original(n))[1]  # type: ignore[method-assign]
+    hold.start()
+    try:
+        wakes = Wakes()
+        hold.hold("t", 0, 0, 2_000, wakes.callback("first"))  # the thread waited for nothing
+        hold.hold("t", 1, 0, 3_000, wakes.callback("later"))  # due after the first: no wake
+        assert len(notified) == 1
+        hold.hold("t", 2, 0, 50, wakes.callback("sooner"))  # due before: the thread must know
+        assert len(notified) == 2
+        assert wakes.event.wait(2.0)
+        assert [(n, a, t) for n, a, t in wakes.calls] == [("sooner", False, "pull-hold")]
+    finally:
+        hold.shutdown()
 
 
 def test_should_keep_holds_of_other_queues_and_of_offsets_not_reached(
