@@ -198,6 +198,13 @@ class RouteResolver:
             self._routes[topic] = route
         return route
 
+    def cached(self, topic: str) -> TopicRoute | None:
+        """The topic's cached route if younger than ``ttl_ms``, else None: never fetches."""
+        cached = self._routes.get(topic)
+        if cached is None or self._clock_ms() - cached.fetched_ms >= self.ttl_ms:
+            return None
+        return cached
+
     def invalidate(self, topic: str) -> None:
         with self._lock:
             self._routes.pop(topic, None)

@@ -40,7 +40,7 @@ from aeromq.client import (
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.client.route import BrokerRoute, RouteResolver
-from aeromq.client.session import ClientSession
+from aeromq.client.session import BackPressuredError, ClientSession
 from aeromq.common import PullAnswer
 from aeromq.consumer._broker_api import (
     ConsumerHeartbeat,
@@ -183,6 +183,27 @@ class _Pull:
     callback: PullCallback
 
 
+def _pull_request(
+    queue: MessageQueue,
+    subscription: SubscriptionData,
+    consumer_group: str,
+    offset: int,
+    max_nums: int,
+    suspend_timeout_ms: int,
+) -> messages_pb2.PullMessageRequest:
+    return messages_pb2.PullMessageRequest(
+        consumer_group=consumer_group,
+        topic=queue.topic,
+        queue_id=queue.queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_nums,
+        sub_expression=subscription.sub_string,
+        expression_type=_EXPRESSION_TYPES[subscription.expression_type],
+        suspend_timeout_ms=suspend_timeout_ms,
+        commit_offset=-1,
+    )
+
+
 class GrpcBrokerApi:
     """The broker API over gRPC and the transport (see the module doc)."""
 
@@ -272,16 +293,8 @@ class GrpcBrokerApi:
         timeout_ms: int,
         callback: PullCallback,
     ) -> None:
-        request = messages_pb2.PullMessageRequest(
-            consumer_group=consumer_group,
-            topic=queue.topic,
-            queue_id=queue.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
-            sub_expression=subscription.sub_string,
-            expression_type=_EXPRESSION_TYPES[subscription.expression_type],
-            suspend_timeout_ms=suspend_timeout_ms,
-            commit_offset=-1,
+        request = _pull_request(
+            queue, subscription, consumer_group, offset, max_nums, suspend_timeout_ms
         )
         try:
             broker = self._broker(queue)
@@ -297,6 +310,28 @@ class GrpcBrokerApi:
             self._connector.submit(self._connect_and_pull, broker, pull)
         except RuntimeError as error:  # closed
             callback(None, error)
+
+    def try_pull_async(
+        self,
+        queue: MessageQueue,
+        subscription: SubscriptionData,
+        consumer_group: str,
+        offset: int,
+        max_nums: int,
+        suspend_timeout_ms: int,
+        timeout_ms: int,
+        callback: PullCallback,
+    ) -> bool:
+        route = self._resolver.cached(queue.topic)
+        broker = None if route is None else route.brokers.get(queue.broker_name)
+        session = None if broker is None else self._sessions.open_session(broker.broker_name)
+        if broker is None or session is None:
+            return False
+        request = _pull_request(
+            queue, subscription, consumer_group, offset, max_nums, suspend_timeout_ms
+        )
+        pull = _Pull(request, queue, subscription, timeout_ms, callback)
+        return self._send_pull(session, broker, pull, wait_offer=False)
 
     def _connect_and_pull(self, broker: BrokerRoute, pull: _Pull) -> None:
         try:
@@ -314,15 +349,25 @@ class GrpcBrokerApi:
         self._sessions.drop(broker_name)
         self._resolver.invalidate(topic)
 
-    def _send_pull(self, session: ClientSession, broker: BrokerRoute, pull: _Pull) -> None:
+    def _send_pull(
+        self, session: ClientSession, broker: BrokerRoute, pull: _Pull, *, wait_offer: bool = True
+    ) -> bool:
+        """Send ``pull`` on ``session``; its answer (or failure) goes to its callback. False,
+        with nothing sent nor called back, when ``wait_offer`` is False and the session's
+        channel is back-pressured."""
         callback = pull.callback
         try:
-            future = session.request_async(pull.request, pull.timeout_ms)
+            future = session.request_async(pull.request, pull.timeout_ms, wait_offer=wait_offer)
+        except BackPressuredError as error:
+            if not wait_offer:
+                return False
+            callback(None, error)
+            return True
         except ClientError as error:
             if isinstance(error, BrokerUnavailableError):
                 self._broker_gone(broker.broker_name, pull.queue.topic)
             callback(None, error)
-            return
+            return True
         name = broker.broker_name
 
         def done(answered: Future[PullAnswer]) -> None:
@@ -367,6 +412,7 @@ class GrpcBrokerApi:
             )
 
         future.add_done_callback(done)
+        return True
 
     # -- membership ------------------------------------------------------------------------
 

@@ -26,7 +26,9 @@ state and process queue are the very objects the pull was issued for, and no see
 (RocketMQ bug #2732: a stale task of a queue rebalanced away and back overwrote the new pull
 offset and lost messages). FOUND caches the messages (filtered again on tag strings: the broker
 filters on hash codes) and queues a consume request; every status moves the pull offset to
-``next_begin_offset``. Then the task runs again at once; after a broker flow-control error
+``next_begin_offset``. Then the task runs again at once, on the thread that read the answer
+(``BrokerApi.try_pull_async``: a pull that cannot be sent without blocking, such as one whose
+route must be fetched first, goes to the scheduler's thread instead); after a broker flow-control error
 (:class:`~client.BrokerBusyError`) in 20 ms, after other errors in
 ``pull_time_delay_ms_when_exception`` (3000 ms), except a broker found unavailable (its session
 failed, its driver died): that pull is tried again within 250 ms on a fresh route, so a
@@ -132,6 +134,9 @@ class PullTaskContext:
     acquire: Callable[[MessageQueue, bool], QueueGrant] | None = None
     """``acquire(queue, force)``: the broker's grant of a queue to take over (``take_over``);
     None: every queue is granted at once, with no committed offset."""
+    run_on_answer: bool = True
+    """After an answer, the task's next run on the thread that read it (see the module doc);
+    False: every run from the scheduler (tests that step a manual scheduler run by run)."""
 
 
 def _tag_filter(subscription: SubscriptionData) -> frozenset[str] | None:
@@ -143,7 +148,15 @@ def _tag_filter(subscription: SubscriptionData) -> frozenset[str] | None:
 class PullTask:
     """The pull loop of one queue (see the module doc)."""
 
-    __slots__ = ("_ctx", "_first_ask_ns", "_start_lock", "_started", "cancelled", "queue")
+    __slots__ = (
+        "_answering",
+        "_ctx",
+        "_first_ask_ns",
+        "_start_lock",
+        "_started",
+        "cancelled",
+        "queue",
+    )
 
     def __init__(self, queue: MessageQueue, context: PullTaskContext) -> None:
         self.queue = queue
@@ -152,6 +165,7 @@ class PullTask:
         self._started = False
         self._start_lock = threading.Lock()
         self._first_ask_ns = -1
+        self._answering = False  # a run from the thread that read the last answer is under way
 
     def start(self, delay_ms: int = 0) -> bool:
         """Schedule the first run in ``delay_ms``; False (and nothing scheduled) if started
@@ -173,6 +187,11 @@ class PullTask:
 
     def run(self) -> None:
         """One step of the loop; schedules the next one (or none: stopped)."""
+        self._step(False)
+
+    def _step(self, answering: bool) -> None:
+        """:meth:`run`; ``answering``: on the thread that read the last answer, which must not
+        block (the pull is sent only if it can be at once, else the run is scheduled)."""
         if self.cancelled:
             return
         ctx = self._ctx
@@ -229,8 +248,9 @@ class PullTask:
             counters.pull_latency.observe_ns(time.perf_counter_ns() - started_ns)
             self._on_pull(state, process_queue, subscription, result, error)
 
+        pull = ctx.broker_api.try_pull_async if answering else ctx.broker_api.pull_async
         try:
-            ctx.broker_api.pull_async(
+            sent = pull(
                 self.queue,
                 subscription,
                 config.consumer_group,
@@ -242,6 +262,10 @@ class PullTask:
             )
         except Exception as error:
             on_pull(None, error)
+            return
+        if answering and not sent:  # it would have blocked: from the scheduler's thread
+            counters.pulls -= 1
+            self._again(0)
 
     def _compute_offset(self, state: QueueState, process_queue: ProcessQueue) -> None:
         """On the executor: the grant of a queue to take over (``take_over``), or the start
@@ -364,7 +388,20 @@ class PullTask:
                         result.max_offset,
                     )
                 state.pull_offset = result.next_begin_offset
-        self._again(0)
+        self._next()
+
+    def _next(self) -> None:
+        """After an answer: the next run at once, here on the thread that read it (a hand-off
+        to the scheduler's thread cost a thread wake-up per pull), unless this answer came
+        within such a run (a broker API that answers at once): then from the scheduler."""
+        if self._answering or not self._ctx.run_on_answer:
+            self._again(0)
+            return
+        self._answering = True
+        try:
+            self._step(True)
+        finally:
+            self._answering = False
 
     @staticmethod
     def _filter(

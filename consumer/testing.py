@@ -90,6 +90,10 @@ class InMemoryBroker:
         self._sequence = itertools.count()
         self._commit_log_offset = 0
         self.hold_pulls = False
+        self.refuse_try_pulls = False
+        """``try_pull_async`` answers False (a pull that would block): the task's next run then
+        goes to its scheduler."""
+        self.refused_try_pulls = 0
         self.held: list[HeldPull] = []
         self.pull_log: list[tuple[MessageQueue, int]] = []
         self.calls: dict[str, int] = defaultdict(int)
@@ -241,6 +245,33 @@ class InMemoryBroker:
                 self._lock.notify_all()
                 return
         callback(result, None)
+
+    def try_pull_async(
+        self,
+        queue: MessageQueue,
+        subscription: SubscriptionData,
+        consumer_group: str,
+        offset: int,
+        max_nums: int,
+        suspend_timeout_ms: int,
+        timeout_ms: int,
+        callback: PullCallback,
+    ) -> bool:
+        """:meth:`pull_async` (it never blocks), unless ``refuse_try_pulls``: then False."""
+        if self.refuse_try_pulls:
+            self.refused_try_pulls += 1
+            return False
+        self.pull_async(
+            queue,
+            subscription,
+            consumer_group,
+            offset,
+            max_nums,
+            suspend_timeout_ms,
+            timeout_ms,
+            callback,
+        )
+        return True
 
     def query_offset(self, consumer_group: str, queue: MessageQueue) -> int:
         self._enter("query_offset")

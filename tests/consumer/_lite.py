@@ -25,9 +25,12 @@ def config(**changes: Any) -> LitePullConsumerConfig:
 
 class Harness:
     """Pull tasks of one consumer, driven step by step: a manual scheduler, a recording
-    executor, the in-memory broker."""
+    executor, the in-memory broker. Each run is one step unless ``run_on_answer`` (a task
+    then runs on from the thread that read an answer, as a consumer's tasks do)."""
 
-    def __init__(self, broker: InMemoryBroker, **changes: Any) -> None:
+    def __init__(
+        self, broker: InMemoryBroker, *, run_on_answer: bool = False, **changes: Any
+    ) -> None:
         self.broker = broker
         self.config = config(**changes)
         self.assigned = AssignedMessageQueue()
@@ -49,6 +52,7 @@ class Harness:
             ),
             compute_start_offset=lambda queue: self.start_offset(queue),
             counters=self.counters,
+            run_on_answer=run_on_answer,
         )
         self.tasks = PullTaskTable(self.context)
 

@@ -510,3 +510,48 @@ def test_should_let_a_seek_win_over_the_committed_offset_of_a_taken_over_queue(
     harness.task(queue).run()
     assert broker.pull_log == [(queue, 1)]
     assert harness.executed == [] and not state.take_over
+
+
+def test_should_send_the_next_pull_from_the_thread_that_read_the_answer(
+    broker: InMemoryBroker, queue: MessageQueue
+) -> None:
+    harness = Harness(broker, run_on_answer=True)
+    state = harness.assigned.add(queue, pull_offset=0)
+    harness.task(queue).run()  # NO_NEW_MSG: held by the broker
+    sender = threading.Thread(target=broker.send, args=(queue, b"late"), name="answerer")
+    sender.start()  # the held pull is answered on the sending thread
+    sender.join(5)
+    assert cached(harness, queue) == [0]
+    assert broker.pull_log == [(queue, 0), (queue, 1)]  # the next pull, sent at once
+    assert harness.scheduler.pending == []  # not through the scheduler
+    assert harness.counters.pulls == 2 and state.pull_offset == 1
+
+
+def test_should_schedule_the_next_run_when_the_answer_came_within_such_a_run(
+    broker: InMemoryBroker, queue: MessageQueue
+) -> None:
+    broker.send_many(queue, [b"m"] * 25)  # the in-memory broker answers these at once
+    harness = Harness(broker, run_on_answer=True, pull_batch_size=10)
+    harness.assigned.add(queue, pull_offset=0)
+    harness.task(queue).run()
+    # the first answer ran the next step on; the second, within that step, is not run inline
+    assert broker.pull_log == [(queue, 0), (queue, 10)]
+    assert harness.scheduler.delays() == [0]
+    harness.scheduler.run_next()
+    assert broker.pull_log == [(queue, 0), (queue, 10), (queue, 20), (queue, 25)]
+
+
+def test_should_schedule_the_next_pull_when_it_cannot_be_sent_without_blocking(
+    broker: InMemoryBroker, queue: MessageQueue
+) -> None:
+    broker.send_many(queue, [b"m"] * 3)
+    broker.refuse_try_pulls = True  # no fresh route or open session at hand
+    harness = Harness(broker, run_on_answer=True)
+    state = harness.assigned.add(queue, pull_offset=0)
+    harness.task(queue).run()
+    assert broker.pull_log == [(queue, 0)] and broker.refused_try_pulls == 1
+    assert harness.scheduler.delays() == [0]
+    assert harness.counters.pulls == 1 and state.pull_offset == 3
+    broker.refuse_try_pulls = False
+    harness.scheduler.run_next()
+    assert broker.pull_log == [(queue, 0), (queue, 3)]

@@ -271,7 +271,12 @@ def test_should_cache_routes_until_the_ttl_or_an_invalidate(broker: RunningBroke
             assert len(resolver.route("t").write_queues()) == 4  # expired
             grpc_client.update_topic(common_pb2.TopicConfig(topic_name="t", write_queue_nums=1))
             resolver.invalidate("t")
+            assert resolver.cached("t") is None  # never fetches
             assert len(resolver.route("t").write_queues()) == 1
+            cached = resolver.cached("t")
+            assert cached is not None and len(cached.write_queues()) == 1
+            clock.now_ms += 1000
+            assert resolver.cached("t") is None  # expired
 
 
 def test_should_fail_when_no_endpoint_answers() -> None:
