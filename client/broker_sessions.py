@@ -20,7 +20,12 @@ import time
 
 from aeromq.client._security import Credentials
 from aeromq.client.route import BrokerRoute
-from aeromq.client.session import DRIVER_SILENT_MS, ClientSession, SessionConfig
+from aeromq.client.session import (
+    DRIVER_SILENT_MS,
+    ClientSession,
+    SessionConfig,
+    default_idle_strategy,
+)
 from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
@@ -51,8 +56,8 @@ class BrokerSessions:
     ``offer_timeout_ms`` how long a back-pressured ingress is retried: both are the caller's.
     ``ipc_response_term_length`` (0: the driver's IPC term) is the term of the broker's
     publication back to an IPC session: an answer takes up to an eighth of it (longer ones are
-    refused, ``common.ANSWER_TOO_LONG``). ``caller_reads`` is the sessions' (``SessionConfig``:
-    the threads that wait for answers read them).
+    refused, ``common.ANSWER_TOO_LONG``). ``caller_reads`` and ``idle_strategy`` (None: the
+    default) are the sessions' (``SessionConfig``).
     """
 
     def __init__(
@@ -67,6 +72,7 @@ class BrokerSessions:
         credentials: Credentials | None = None,
         ipc_response_term_length: int = 0,
         caller_reads: bool = False,
+        idle_strategy: str | None = None,
     ) -> None:
         if transport not in ("auto", "ipc", "udp"):
             raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
@@ -83,6 +89,7 @@ class BrokerSessions:
             else "aeron:ipc"
         )
         self._caller_reads = caller_reads
+        self._idle_strategy = idle_strategy
         self._lock = threading.Lock()
         self._sessions: dict[str, ClientSession] = {}
         self._clients: dict[str, Aeron] = {}
@@ -136,6 +143,7 @@ class BrokerSessions:
             offer_timeout_ms=self._offer_timeout_ms,
             credentials=self._credentials,
             caller_reads=self._caller_reads,
+            idle_strategy=self._idle_strategy or default_idle_strategy(),
         )
         try:
             return ClientSession.connect(self._client(aeron_dir), config)

@@ -40,9 +40,10 @@ CONNECT; the broker names its agent's in the answer (when the agent sleeps on on
 rings the broker's after each request it offers, the broker rings the client's after each answer,
 so a waiting side need not poll: a caller of :meth:`ClientSession.request` sleeps on the
 session's doorbell until its answer is there (after polling briefly while answers come back
-fast), and the poller thread may too (``idle_strategy`` ``doorbell:...``; the default,
-:data:`DEFAULT_SESSION_IDLE_STRATEGY`, is the backoff, which measured cheaper with pipelined
-sends). Over UDP nothing rings: callers and the poller poll.
+fast), and the poller thread may too (``idle_strategy`` ``doorbell:...``: the producer's
+sessions, :data:`PRODUCER_SESSION_IDLE_STRATEGY`; the default, :data:`DEFAULT_SESSION_IDLE_STRATEGY`,
+is the backoff, which measured faster for a consumer's long pulls). Over UDP nothing rings:
+callers and the poller poll.
 
 The envelope and its codec, shared with the broker, are in :mod:`common._envelope`
 (:func:`~common.encode_envelope`): the body is serialised once and never copied into an
@@ -121,9 +122,11 @@ __all__ = [
     "DEFAULT_UDP_TERM_LENGTH",
     "DRIVER_SILENT_MS",
     "IDLE_STRATEGY_ENV",
+    "PRODUCER_SESSION_IDLE_STRATEGY",
     "BackPressuredError",
     "ClientSession",
     "SessionConfig",
+    "default_idle_strategy",
 ]
 
 _log = logging.getLogger(__name__)
@@ -155,16 +158,22 @@ _CALLER_READ_GRACE_NS: Final = 100_000_000
 DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000"
 """How a session's poller thread waits for answers: Agrona's backoff (10 spins, 5 yields, parks
 from 1 us to 1 ms). ``doorbell:0,0,1000,1000000`` sleeps on the session's doorbell instead,
-which the broker rings after each answer; with pipelined sends it measured more client CPU
-(6.3 against 5.5 us a message: each answer then wakes the poller, which must take the GIL from
-the thread that encodes the next sends), so the poller keeps the backoff, and only a caller
-waiting for its answer sleeps on the doorbell. ``AEROMQ_CLIENT_SESSION_IDLE_STRATEGY``
-overrides it, to compare strategies."""
+which the broker rings after each answer. For a consumer's long pulls the backoff measured
+faster end to end (``python -m bench consumer``: answers come back-to-back while a consumer
+catches up, and a thread asleep on the doorbell takes a wake-up for each); a caller waiting for
+its answer sleeps on the doorbell either way. ``AEROMQ_CLIENT_SESSION_IDLE_STRATEGY`` overrides
+it (and :data:`PRODUCER_SESSION_IDLE_STRATEGY`), to compare strategies."""
+PRODUCER_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000"
+"""The producer's sessions' (``producer.Producer``): asleep on the doorbell between answers.
+End to end with a consumer (alternating runs, 2 cores) it measured 202k against 193k msgs/s:
+the backoff's yields and short sleeps took the cores from the consumer and the broker
+(consumer CPU 2.59 against 2.83 us a message), and the producer's own CPU was the same."""
 IDLE_STRATEGY_ENV: Final = "AEROMQ_CLIENT_SESSION_IDLE_STRATEGY"
 
 
-def _default_idle_strategy() -> str:
-    return os.environ.get(IDLE_STRATEGY_ENV) or DEFAULT_SESSION_IDLE_STRATEGY
+def default_idle_strategy(role_default: str = DEFAULT_SESSION_IDLE_STRATEGY) -> str:
+    """``role_default``, unless ``AEROMQ_CLIENT_SESSION_IDLE_STRATEGY`` names another."""
+    return os.environ.get(IDLE_STRATEGY_ENV) or role_default
 
 
 _DRIVER_CHECK_INTERVAL_NS: Final = 100_000_000
@@ -213,7 +222,7 @@ class SessionConfig:
     keepalive_interval_ms: int = 0
     udp_term_length: int = DEFAULT_UDP_TERM_LENGTH
     credentials: Credentials | None = None
-    idle_strategy: str = field(default_factory=_default_idle_strategy)
+    idle_strategy: str = field(default_factory=default_idle_strategy)
     caller_reads: bool = False
 
     def __post_init__(self) -> None:

@@ -71,7 +71,11 @@ from aeromq.client import (
 from aeromq.client._hooks import call_hooks
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver, TopicRoute
-from aeromq.client.session import BackPressuredError
+from aeromq.client.session import (
+    PRODUCER_SESSION_IDLE_STRATEGY,
+    BackPressuredError,
+    default_idle_strategy,
+)
 from aeromq.common import MAX_FRAMING_BYTES, check_body, merge_batches
 from aeromq.producer._batch import SendResults, encode_messages, pack_born_host
 from aeromq.producer._coalesce import SendCoalescer
@@ -221,6 +225,7 @@ class Producer:
                 request_timeout_ms=config.send_timeout_ms,
                 offer_timeout_ms=config.offer_timeout_ms,
                 credentials=config.credentials,
+                idle_strategy=default_idle_strategy(PRODUCER_SESSION_IDLE_STRATEGY),
             )
             self._running = True
         return self

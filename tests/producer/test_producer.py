@@ -25,6 +25,7 @@ from aeromq.client import (
     decode_offset_message_id,
 )
 from aeromq.client.grpc_client import GrpcClient
+from aeromq.client.session import IDLE_STRATEGY_ENV, PRODUCER_SESSION_IDLE_STRATEGY
 from aeromq.common import hash_code
 from aeromq.producer import (
     KeyHashSelector,
@@ -305,3 +306,19 @@ def test_should_not_make_async_sends_wait_with_coalescing_off(
     futures = [producer.send_async(Message("orders", b"alone-%d" % i)) for i in range(6)]
     assert all(future.result(5).ok for future in futures)
     assert processor.requests - before == 6
+
+
+def test_should_sleep_on_the_doorbell_between_answers_unless_told_otherwise(
+    make_producer: Callable[..., Producer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def idle_strategy(producer: Producer) -> str:
+        assert producer.send(Message("orders", b"connect")).ok  # opens the broker's session
+        sessions = producer._sessions
+        assert sessions is not None
+        session = sessions.open_session("broker-a")
+        assert session is not None and session.rung_by_broker  # IPC: the broker rings
+        return session.config.idle_strategy
+
+    assert idle_strategy(make_producer()) == PRODUCER_SESSION_IDLE_STRATEGY
+    monkeypatch.setenv(IDLE_STRATEGY_ENV, "backoff:10,5,1000,1000000")  # to compare strategies
+    assert idle_strategy(make_producer()) == "backoff:10,5,1000,1000000"
