@@ -1,5 +1,7 @@
 from collections.abc import Sequence
+from typing import Any
 
+import numpy.typing as npt
 from typing_extensions import Buffer
 
 def check(
@@ -28,3 +30,14 @@ def encode(
 ) -> bytearray: ...
 def merge(batches: Sequence[Buffer], /) -> bytes | None: ...
 def use_clmul(on: bool, /) -> bool: ...
+def take(
+    entries: npt.NDArray[Any] | Buffer,
+    view: memoryview,
+    view_length: int,
+    file_start: int,
+    topic: Buffer,
+    queue_id: int,
+    first_offset: int,
+    max_bytes: int,
+    /,
+) -> tuple[int, int, int, bool, list[memoryview]] | None: ...

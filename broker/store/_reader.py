@@ -39,6 +39,11 @@ from aeromq.common._record_batch import (
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_COUNT", "MessageReader"]
 
+try:
+    from aeromq.common import _batch_native as _native
+except ImportError:  # not built: the numpy steps
+    _native = None  # type: ignore[assignment]
+
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_COUNT = 32
@@ -251,6 +256,45 @@ class MessageReader:
 
     @staticmethod
     def _take_checked(
+        find: Callable[[int], MappedFile | None],
+        entries: np.ndarray,
+        topic: bytes,
+        queue_id: int,
+        first_offset: int,
+        max_bytes: int,
+        pieces: list[memoryview],
+    ) -> tuple[int, int, int, bool] | None:
+        """:meth:`_take_checked_py` in one C pass (``common/_batch_native.c``, ``take``) when
+        it is built: the same result, without its fixed cost of some 25 numpy steps (about
+        25 us, most of a small pull's)."""
+        if _native is None:
+            return MessageReader._take_checked_py(
+                find, entries, topic, queue_id, first_offset, max_bytes, pieces
+            )
+        mapped = find(int(entries[0]["offset"]))
+        if mapped is None:
+            return None
+        try:
+            taken = _native.take(
+                entries,
+                mapped.view,
+                mapped.size,
+                mapped.start_offset,
+                topic,
+                queue_id,
+                first_offset,
+                max_bytes,
+            )
+        except ValueError:  # unmapped by retention meanwhile
+            return None
+        if taken is None:
+            return None
+        count, total, last_position, full, taken_pieces = taken
+        pieces.extend(taken_pieces)
+        return count, total, last_position, full
+
+    @staticmethod
+    def _take_checked_py(
         find: Callable[[int], MappedFile | None],
         entries: np.ndarray,
         topic: bytes,

@@ -25,12 +25,16 @@ from aeromq.broker.store import (
     decode_message_id,
     pack_host,
 )
+from aeromq.broker.store._reader import MessageReader
 from aeromq.common import encode_properties, tag_hash_code
 from aeromq.common._record_batch import (
+    BASE_PHYSICAL_OFFSET_OFFSET,
     BASE_QUEUE_OFFSET_OFFSET,
     FIXED_HEADER_LENGTH,
     MAGIC_OFFSET,
     QUEUE_ID_OFFSET,
+    RECORD_COUNT_OFFSET,
+    TOTAL_LENGTH_OFFSET,
     RecordBatch,
     check_batch,
     encode_batch,
@@ -376,3 +380,91 @@ def test_should_answer_gets_as_rocketmq_walks_entries_counting_batch_bytes(
                 decoded = store.get_messages(TOPIC, 0, offset, max_count, max_bytes, wanted)
                 assert len(decoded.messages) == taken
                 assert all(offset <= m.queue_offset < next_begin for m in decoded.messages)
+
+
+_HEADER_FIELDS = {  # a header field of a stored batch, and a value that breaks it
+    "total_length": (TOTAL_LENGTH_OFFSET, struct.pack("<i", 7)),
+    "magic": (MAGIC_OFFSET, b"\x00\x00\x00\x00"),
+    "base_queue_offset": (BASE_QUEUE_OFFSET_OFFSET, struct.pack("<q", 1 << 40)),
+    "base_physical_offset": (BASE_PHYSICAL_OFFSET_OFFSET, struct.pack("<q", 3)),
+    "queue_id": (QUEUE_ID_OFFSET, struct.pack("<i", 9)),
+    "count": (RECORD_COUNT_OFFSET, struct.pack("<i", 0)),
+    "topic": (FIXED_HEADER_LENGTH, b"X"),
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 12), min_size=1, max_size=10),
+    start=st.integers(0, 130),
+    window=st.integers(1, 140),
+    max_bytes=st.integers(1, 12_000),
+    corrupt=st.one_of(
+        st.none(), st.tuples(st.integers(0, 9), st.sampled_from(sorted(_HEADER_FIELDS)))
+    ),
+)
+def test_should_take_a_gets_first_window_in_c_as_the_numpy_steps_do(
+    counts: list[int],
+    start: int,
+    window: int,
+    max_bytes: int,
+    corrupt: tuple[int, str] | None,
+) -> None:
+    # the broker's unfiltered get checks its first window in one C pass (``take``); the numpy
+    # steps are the reference: the same batches, counts and refusals
+    with tempfile.TemporaryDirectory() as directory:
+        store = MessageStore(small_config(Path(directory), commit_log_segment_bytes=64 * 1024))
+        store.start()
+        try:
+            results = [store.put_batch(_batch(n, body_size=60), TOPIC, 0) for n in counts]
+            if corrupt is not None:
+                victim = results[corrupt[0] % len(results)].physical_offset
+                segment = store.commit_log.files.find(victim)
+                assert segment is not None
+                field_offset, value = _HEADER_FIELDS[corrupt[1]]
+                at = victim - segment.start_offset + field_offset
+                segment.mm[at : at + len(value)] = value
+            queue = store.queues.get(TOPIC, 0)
+            assert queue is not None
+            start = min(start, queue.max_offset - 1)
+            entries = queue.entries(start, window)
+            find = store.commit_log.files.find
+            taken: list[list[memoryview]] = [[], []]
+            answers = [
+                take(find, entries, TOPIC.encode(), 0, start, max_bytes, pieces)
+                for take, pieces in zip(
+                    (MessageReader._take_checked, MessageReader._take_checked_py),
+                    taken,
+                    strict=True,
+                )
+            ]
+            assert answers[0] == answers[1]
+            assert [bytes(p) for p in taken[0]] == [bytes(p) for p in taken[1]]
+            if corrupt is None:
+                assert answers[0] is not None  # whole, well-formed batches of one segment
+            for pieces in taken:
+                for piece in pieces:
+                    piece.release()
+        finally:
+            store.shutdown()
+
+
+@pytest.mark.parametrize("slack", [-1, 0, 1])
+def test_should_take_batches_up_to_exactly_the_byte_cap_in_c_and_in_numpy(
+    open_store: OpenStore, slack: int
+) -> None:
+    store = open_store()
+    results = [store.put_batch(_batch(3), TOPIC, 0) for _ in range(4)]
+    two = results[2].physical_offset - results[0].physical_offset  # the first two batches
+    queue = store.queues.get(TOPIC, 0)
+    assert queue is not None
+    entries = queue.entries(0, 12)
+    find = store.commit_log.files.find
+    for take in (MessageReader._take_checked, MessageReader._take_checked_py):
+        pieces: list[memoryview] = []
+        taken = take(find, entries, TOPIC.encode(), 0, 0, two + slack, pieces)
+        batches = 1 if slack < 0 else 2  # within the cap; the first always
+        assert taken is not None
+        assert taken[0] == 3 * batches and taken[3] is True and len(pieces) == batches
+        for piece in pieces:
+            piece.release()
