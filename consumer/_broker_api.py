@@ -106,25 +106,14 @@ class BrokerApi(Protocol):
         suspend_timeout_ms: int,
         timeout_ms: int,
         callback: PullCallback,
-    ) -> None:
-        """Pull up to ``max_nums`` messages from ``offset``; a NO_NEW_MSG answer may be held
-        by the broker up to ``suspend_timeout_ms`` (long polling); fail after ``timeout_ms``."""
-        ...
-
-    def try_pull_async(
-        self,
-        queue: MessageQueue,
-        subscription: SubscriptionData,
-        consumer_group: str,
-        offset: int,
-        max_nums: int,
-        suspend_timeout_ms: int,
-        timeout_ms: int,
-        callback: PullCallback,
+        *,
+        nonblocking: bool = False,
     ) -> bool:
-        """:meth:`pull_async` from a thread that must not block (the one that read the last
-        answer): False, with nothing sent nor called back, when the pull cannot be sent at
-        once (no fresh route or open session at hand, a back-pressured channel)."""
+        """Pull up to ``max_nums`` messages from ``offset``; a NO_NEW_MSG answer may be held
+        by the broker up to ``suspend_timeout_ms`` (long polling); fail after ``timeout_ms``.
+        True. With ``nonblocking`` (a thread that must not block, such as the one that read
+        the last answer), False, with nothing sent nor called back, when the pull cannot be
+        sent at once (no fresh route or open session at hand, a back-pressured channel)."""
         ...
 
     def query_offset(self, consumer_group: str, queue: MessageQueue) -> int:

@@ -183,27 +183,6 @@ class _Pull:
     callback: PullCallback
 
 
-def _pull_request(
-    queue: MessageQueue,
-    subscription: SubscriptionData,
-    consumer_group: str,
-    offset: int,
-    max_nums: int,
-    suspend_timeout_ms: int,
-) -> messages_pb2.PullMessageRequest:
-    return messages_pb2.PullMessageRequest(
-        consumer_group=consumer_group,
-        topic=queue.topic,
-        queue_id=queue.queue_id,
-        queue_offset=offset,
-        max_msg_nums=max_nums,
-        sub_expression=subscription.sub_string,
-        expression_type=_EXPRESSION_TYPES[subscription.expression_type],
-        suspend_timeout_ms=suspend_timeout_ms,
-        commit_offset=-1,
-    )
-
-
 class GrpcBrokerApi:
     """The broker API over gRPC and the transport (see the module doc)."""
 
@@ -292,46 +271,41 @@ class GrpcBrokerApi:
         suspend_timeout_ms: int,
         timeout_ms: int,
         callback: PullCallback,
-    ) -> None:
-        request = _pull_request(
-            queue, subscription, consumer_group, offset, max_nums, suspend_timeout_ms
+        *,
+        nonblocking: bool = False,
+    ) -> bool:
+        request = messages_pb2.PullMessageRequest(
+            consumer_group=consumer_group,
+            topic=queue.topic,
+            queue_id=queue.queue_id,
+            queue_offset=offset,
+            max_msg_nums=max_nums,
+            sub_expression=subscription.sub_string,
+            expression_type=_EXPRESSION_TYPES[subscription.expression_type],
+            suspend_timeout_ms=suspend_timeout_ms,
+            commit_offset=-1,
         )
+        pull = _Pull(request, queue, subscription, timeout_ms, callback)
+        if nonblocking:  # a cached route and an open session, or nothing
+            route = self._resolver.cached(queue.topic)
+            broker = None if route is None else route.brokers.get(queue.broker_name)
+            session = None if broker is None else self._sessions.open_session(broker.broker_name)
+            if broker is None or session is None:
+                return False
+            return self._send_pull(session, broker, pull, wait_offer=False)
         try:
             broker = self._broker(queue)
         except ClientError as error:
             callback(None, error)
-            return
-        pull = _Pull(request, queue, subscription, timeout_ms, callback)
+            return True
         session = self._sessions.open_session(broker.broker_name)
         if session is not None:
-            self._send_pull(session, broker, pull)
-            return
+            return self._send_pull(session, broker, pull)
         try:
             self._connector.submit(self._connect_and_pull, broker, pull)
         except RuntimeError as error:  # closed
             callback(None, error)
-
-    def try_pull_async(
-        self,
-        queue: MessageQueue,
-        subscription: SubscriptionData,
-        consumer_group: str,
-        offset: int,
-        max_nums: int,
-        suspend_timeout_ms: int,
-        timeout_ms: int,
-        callback: PullCallback,
-    ) -> bool:
-        route = self._resolver.cached(queue.topic)
-        broker = None if route is None else route.brokers.get(queue.broker_name)
-        session = None if broker is None else self._sessions.open_session(broker.broker_name)
-        if broker is None or session is None:
-            return False
-        request = _pull_request(
-            queue, subscription, consumer_group, offset, max_nums, suspend_timeout_ms
-        )
-        pull = _Pull(request, queue, subscription, timeout_ms, callback)
-        return self._send_pull(session, broker, pull, wait_offer=False)
+        return True
 
     def _connect_and_pull(self, broker: BrokerRoute, pull: _Pull) -> None:
         try:

@@ -27,8 +27,8 @@ state and process queue are the very objects the pull was issued for, and no see
 offset and lost messages). FOUND caches the messages (filtered again on tag strings: the broker
 filters on hash codes) and queues a consume request; every status moves the pull offset to
 ``next_begin_offset``. Then the task runs again at once, on the thread that read the answer
-(``BrokerApi.try_pull_async``: a pull that cannot be sent without blocking, such as one whose
-route must be fetched first, goes to the scheduler's thread instead); after a broker flow-control error
+(``BrokerApi.pull_async`` with ``nonblocking``: a pull that cannot be sent without blocking,
+such as one whose route must be fetched first, goes to the scheduler's thread instead); after a broker flow-control error
 (:class:`~client.BrokerBusyError`) in 20 ms, after other errors in
 ``pull_time_delay_ms_when_exception`` (3000 ms), except a broker found unavailable (its session
 failed, its driver died): that pull is tried again within 250 ms on a fresh route, so a
@@ -248,9 +248,8 @@ class PullTask:
             counters.pull_latency.observe_ns(time.perf_counter_ns() - started_ns)
             self._on_pull(state, process_queue, subscription, result, error)
 
-        pull = ctx.broker_api.try_pull_async if answering else ctx.broker_api.pull_async
         try:
-            sent = pull(
+            sent = ctx.broker_api.pull_async(
                 self.queue,
                 subscription,
                 config.consumer_group,
@@ -259,11 +258,12 @@ class PullTask:
                 config.broker_suspend_max_time_ms,
                 config.consumer_timeout_ms_when_suspend,
                 on_pull,
+                nonblocking=answering,
             )
         except Exception as error:
             on_pull(None, error)
             return
-        if answering and not sent:  # it would have blocked: from the scheduler's thread
+        if not sent:  # it would have blocked: from the scheduler's thread
             counters.pulls -= 1
             self._again(0)
 

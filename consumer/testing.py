@@ -90,10 +90,10 @@ class InMemoryBroker:
         self._sequence = itertools.count()
         self._commit_log_offset = 0
         self.hold_pulls = False
-        self.refuse_try_pulls = False
-        """``try_pull_async`` answers False (a pull that would block): the task's next run then
-        goes to its scheduler."""
-        self.refused_try_pulls = 0
+        self.refuse_nonblocking_pulls = False
+        """``pull_async(..., nonblocking=True)`` answers False (a pull that would block): the
+        task's next run then goes to its scheduler."""
+        self.refused_pulls = 0
         self.held: list[HeldPull] = []
         self.pull_log: list[tuple[MessageQueue, int]] = []
         self.calls: dict[str, int] = defaultdict(int)
@@ -228,7 +228,12 @@ class InMemoryBroker:
         suspend_timeout_ms: int,
         timeout_ms: int,
         callback: PullCallback,
-    ) -> None:
+        *,
+        nonblocking: bool = False,
+    ) -> bool:
+        if nonblocking and self.refuse_nonblocking_pulls:
+            self.refused_pulls += 1
+            return False
         self._enter("pull_async")
         if offset < 0:
             raise IllegalArgumentError("pull offset must be >= 0", offset=offset)
@@ -237,40 +242,14 @@ class InMemoryBroker:
             self.pull_log.append((queue, offset))
             if self.hold_pulls:
                 self.held.append(held)
-                return
+                return True
             result = self._pull(held)
             if result.status is PullStatus.NO_NEW_MSG and suspend_timeout_ms > 0:
                 held.deadline_s = time.monotonic() + suspend_timeout_ms / 1000.0
                 heapq.heappush(self._waiting, (held.deadline_s, next(self._sequence), held))
                 self._lock.notify_all()
-                return
+                return True
         callback(result, None)
-
-    def try_pull_async(
-        self,
-        queue: MessageQueue,
-        subscription: SubscriptionData,
-        consumer_group: str,
-        offset: int,
-        max_nums: int,
-        suspend_timeout_ms: int,
-        timeout_ms: int,
-        callback: PullCallback,
-    ) -> bool:
-        """:meth:`pull_async` (it never blocks), unless ``refuse_try_pulls``: then False."""
-        if self.refuse_try_pulls:
-            self.refused_try_pulls += 1
-            return False
-        self.pull_async(
-            queue,
-            subscription,
-            consumer_group,
-            offset,
-            max_nums,
-            suspend_timeout_ms,
-            timeout_ms,
-            callback,
-        )
         return True
 
     def query_offset(self, consumer_group: str, queue: MessageQueue) -> int:

@@ -545,13 +545,13 @@ def test_should_schedule_the_next_pull_when_it_cannot_be_sent_without_blocking(
     broker: InMemoryBroker, queue: MessageQueue
 ) -> None:
     broker.send_many(queue, [b"m"] * 3)
-    broker.refuse_try_pulls = True  # no fresh route or open session at hand
+    broker.refuse_nonblocking_pulls = True  # no fresh route or open session at hand
     harness = Harness(broker, run_on_answer=True)
     state = harness.assigned.add(queue, pull_offset=0)
     harness.task(queue).run()
-    assert broker.pull_log == [(queue, 0)] and broker.refused_try_pulls == 1
+    assert broker.pull_log == [(queue, 0)] and broker.refused_pulls == 1
     assert harness.scheduler.delays() == [0]
     assert harness.counters.pulls == 1 and state.pull_offset == 3
-    broker.refuse_try_pulls = False
+    broker.refuse_nonblocking_pulls = False
     harness.scheduler.run_next()
     assert broker.pull_log == [(queue, 0), (queue, 3)]
