@@ -28,8 +28,8 @@ offset and lost messages). FOUND caches the messages (filtered again on tag stri
 filters on hash codes) and queues a consume request; every status moves the pull offset to
 ``next_begin_offset``. Then the task runs again at once, on the thread that read the answer
 (``BrokerApi.pull_async`` with ``nonblocking``: a pull that cannot be sent without blocking,
-such as one whose route must be fetched first, goes to the scheduler's thread instead); after a broker flow-control error
-(:class:`~client.BrokerBusyError`) in 20 ms, after other errors in
+such as one whose route must be fetched first, goes to the scheduler's thread instead); after
+a broker flow-control error (:class:`~client.BrokerBusyError`) in 20 ms, after other errors in
 ``pull_time_delay_ms_when_exception`` (3000 ms), except a broker found unavailable (its session
 failed, its driver died): that pull is tried again within 250 ms on a fresh route, so a
 restarted broker is found within a second or two of being ready.
