@@ -395,7 +395,7 @@ _HEADER_FIELDS = {  # a header field of a stored batch, and a value that breaks 
 
 @settings(max_examples=80, deadline=None)
 @given(
-    counts=st.lists(st.integers(1, 12), min_size=1, max_size=10),
+    counts=st.lists(st.integers(1, 16), min_size=1, max_size=12),
     start=st.integers(0, 130),
     window=st.integers(1, 140),
     max_bytes=st.integers(1, 12_000),
@@ -413,7 +413,8 @@ def test_should_take_a_gets_first_window_in_c_as_the_numpy_steps_do(
     # the broker's unfiltered get checks its first window in one C pass (``take``); the numpy
     # steps are the reference: the same batches, counts and refusals
     with tempfile.TemporaryDirectory() as directory:
-        store = MessageStore(small_config(Path(directory), commit_log_segment_bytes=64 * 1024))
+        # 16 KiB segments: a window may reach into the next one (the C pass then refuses)
+        store = MessageStore(small_config(Path(directory)))
         store.start()
         try:
             results = [store.put_batch(_batch(n, body_size=60), TOPIC, 0) for n in counts]
@@ -438,10 +439,9 @@ def test_should_take_a_gets_first_window_in_c_as_the_numpy_steps_do(
                     strict=True,
                 )
             ]
+            # equal refusals too: a corrupt header, or a window reaching the next segment
             assert answers[0] == answers[1]
             assert [bytes(p) for p in taken[0]] == [bytes(p) for p in taken[1]]
-            if corrupt is None:
-                assert answers[0] is not None  # whole, well-formed batches of one segment
             for pieces in taken:
                 for piece in pieces:
                     piece.release()
