@@ -218,6 +218,7 @@ class Image:
         capacity = term_buffer.capacity
         fragments_read = 0
         offset = term_offset
+        failed = False
         try:
             while fragments_read < fragment_limit and offset < capacity:
                 word = get_word(offset)
@@ -233,10 +234,16 @@ class Image:
                         term_buffer, frame_offset + HDR_LENGTH, frame_length - HDR_LENGTH, header
                     )
         except Exception as exc:  # the handler's: report it, keep what was consumed
+            failed = True
             self._error_handler(exc)
         if offset > term_offset:
             self._set_position(position + offset - term_offset)
-        if offset >= capacity and fragments_read < fragment_limit and not self._is_closed:
+        if (
+            offset >= capacity
+            and not failed
+            and fragments_read < fragment_limit
+            and not self._is_closed
+        ):
             # the term ended here (its last frame, or the padding before a rotation): read on
             # into the next term. A poll that consumed only padding must not return 0 while a
             # fragment waits behind it: an agent sleeping until rung would miss that fragment,

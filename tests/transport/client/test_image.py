@@ -108,6 +108,30 @@ def test_should_not_read_on_into_the_next_term_after_a_break_at_the_terms_end(
     assert image.controlled_poll(recorder, 100) == 1
 
 
+@pytest.mark.parametrize("controlled", [False, True], ids=["poll", "controlled_poll"])
+def test_should_not_read_on_into_the_next_term_after_a_handler_raised_at_the_terms_end(
+    bare_log: BareLog, controlled: bool
+) -> None:
+    frame = b"x" * (1024 - 32)  # 64 frames of 1,024 bytes fill the 64 KiB term exactly
+    for _ in range(65):
+        bare_log.append(frame)
+    errors: list[Exception] = []
+    image = make_image(bare_log, errors)
+    seen = 0
+
+    def handler(buffer: AtomicBuffer, offset: int, length: int, header: Header) -> Action:
+        nonlocal seen
+        seen += 1
+        if seen == 64:
+            raise ValueError("poison")
+        return Action.CONTINUE
+
+    poll = image.controlled_poll if controlled else image.poll
+    assert poll(handler, 100) == 64  # stops at the raise, as anywhere else in a term
+    assert [str(e) for e in errors] == ["poison"] and image.position == 64 * 1024
+    assert poll(handler, 100) == 1
+
+
 def test_should_give_each_fragment_a_header_describing_its_frame(bare_log: BareLog) -> None:
     bare_log.append(b"a" * 20)
     bare_log.append(b"b" * 20)
