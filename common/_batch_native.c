@@ -51,6 +51,11 @@
 
 #define BATCH_MAGIC 0x31425141u
 #define FIXED_HEADER_LENGTH 76
+#define TOTAL_LENGTH_OFFSET 0
+#define MAGIC_OFFSET 4
+#define BASE_QUEUE_OFFSET_OFFSET 8
+#define BASE_PHYSICAL_OFFSET_OFFSET 16
+#define QUEUE_ID_OFFSET 40
 #define CRC_OFFSET 44
 #define CRC_START 48
 #define RECORD_COUNT_OFFSET 48
@@ -932,11 +937,6 @@ done:
 /* take: the first window of a broker's unfiltered get                                         */
 
 #define ENTRY_LENGTH 20            /* a consume-queue entry: i64 position, i32 size, i64 tag */
-#define TOTAL_LENGTH_OFFSET 0
-#define MAGIC_OFFSET 4
-#define BASE_QUEUE_OFFSET_OFFSET 8
-#define BASE_PHYSICAL_OFFSET_OFFSET 16
-#define QUEUE_ID_OFFSET 40
 
 /* take(entries, view, view_length, file_start, topic, queue_id, first_offset, max_bytes)
  *   -> (count, total_bytes, last_position, full, pieces) | None

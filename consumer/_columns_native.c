@@ -77,7 +77,6 @@ enum {
 };
 enum { C_BODY_LENGTH, C_TAG_LENGTH, C_PROPERTIES_LENGTH, C_BORN_DELTA_MS, C_FLAG, I32_COLUMNS };
 
-
 static inline uint32_t
 load_u32(const unsigned char *p)
 {
