@@ -69,6 +69,7 @@ from typing import Any, Final, TypeVar, overload
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
 
+from aeromq.client._answer_assembler import AnswerAssembler
 from aeromq.client._security import Credentials
 from aeromq.common import (
     DEFAULT_INGRESS_STREAM_ID,
@@ -114,7 +115,6 @@ from aeromq.transport.concurrent.idle_strategy import (
     IdleStrategy,
     tighten_timer_slack,
 )
-from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
 from aeromq.transport.logbuffer.header import Header
 
 __all__ = [
@@ -274,7 +274,7 @@ class ClientSession:
         self._last_sent_ns = 0
         self._last_heard_ns = 0
         self._next_driver_check_ns = 0
-        self._assembler = FragmentAssembler(self._on_fragment)
+        self._assembler = AnswerAssembler(self._on_fragment, self._on_answer, self._malformed)
         self._doorbell_counter: Counter | None = None
         self._doorbell: Doorbell | None = None  # ours: the broker rings it after each answer
         self._broker_doorbell: Doorbell | None = None  # the broker agent's: rung per request
@@ -846,7 +846,8 @@ class ClientSession:
 
     def _on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
         # A pull answer's batches come as the envelope's raw section (common._envelope): copied
-        # out once, the rest parsed without them.
+        # out once, the rest parsed without them. (A fragmented answer's raw section is copied
+        # straight out of its fragments: _answer_assembler.)
         head = buffer.get_bytes(offset, min(length, ENVELOPE_HEAD_MAX_LENGTH))
         raw: bytes | None = None
         try:
@@ -860,6 +861,11 @@ class ClientSession:
             data = head[: section.tag_offset] + buffer.get_bytes(offset + end, length - end)
         else:
             data = head if length <= len(head) else buffer.get_bytes(offset, length)
+        self._on_answer(data, raw, length)
+
+    def _on_answer(self, data: bytes, raw: bytes | None, length: int) -> None:
+        """A whole message: ``data`` without its raw section ``raw`` (if any), ``length``
+        bytes in all."""
         try:
             response = _Response.FromString(data)
         except DecodeError:

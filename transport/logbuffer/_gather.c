@@ -30,6 +30,16 @@
  *       this VM, ~25% less populated in 1 MiB steps). Contents do not change. Returns 0, or the
  *       errno (EINVAL before Linux 5.14): the caller then stops asking.
  *
+ *   BytesFiller(length)
+ *       a ``bytes`` of ``length`` being filled from the fragments of a message, so that the
+ *       part of a message a reader keeps (a pull answer's raw section, ``client/_answer_assembler.py``)
+ *       is copied out of the log buffer once, straight into the object handed on, instead of
+ *       into the fragment assembler's buffer and then out of it. ``put(source, offset, length)``
+ *       appends ``length`` bytes of ``source`` from ``offset`` and returns how many are filled;
+ *       ``take()`` hands the ``bytes`` over once full (``ValueError`` before) and leaves the filler
+ *       empty. The ``bytes`` is reachable from Python only once taken, so nothing sees it change
+ *       (the way CPython itself builds a ``bytes`` before returning it).
+ *
  * Ordering: these are plain copies, as ``AtomicBuffer.put_bytes`` is. The frame writer
  * (``transport/logbuffer/_frame_writer.py``) publishes a frame by a release store of its length
  * after the copy, so a reader that sees the length (acquire) sees the payload. The Python loop
@@ -210,6 +220,142 @@ prefault(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromLong(result);
 }
 
+/* BytesFiller ---------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *bytes; /* NULL once taken */
+    Py_ssize_t length;
+    Py_ssize_t filled;
+} BytesFiller;
+
+static PyObject *
+filler_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    Py_ssize_t length;
+    static char *keywords[] = {"length", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n:BytesFiller", keywords, &length)) {
+        return NULL;
+    }
+    if (length < 0 || length > MAX_LENGTH) {
+        PyErr_Format(PyExc_ValueError, "length outside 0..2^31-1: length=%zd", length);
+        return NULL;
+    }
+    BytesFiller *self = (BytesFiller *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    /* length 0 gives the shared empty bytes, which is never written */
+    self->bytes = PyBytes_FromStringAndSize(NULL, length);
+    if (self->bytes == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->length = length;
+    self->filled = 0;
+    return (PyObject *)self;
+}
+
+static void
+filler_dealloc(BytesFiller *self)
+{
+    Py_XDECREF(self->bytes);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+filler_put(BytesFiller *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "put(source, offset, length)");
+        return NULL;
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t length = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (self->bytes == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the bytes were taken");
+        return NULL;
+    }
+    if (length < 0 || length > self->length - self->filled) {
+        PyErr_Format(PyExc_ValueError, "more bytes than are left to fill: length=%zd left=%zd",
+                     length, self->length - self->filled);
+        return NULL;
+    }
+    Py_buffer source;
+    if (PyObject_GetBuffer(args[0], &source, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (offset < 0 || offset > source.len - length) {
+        PyBuffer_Release(&source);
+        PyErr_Format(PyExc_ValueError, "source range outside its buffer: offset=%zd length=%zd "
+                     "capacity=%zd", offset, length, source.len);
+        return NULL;
+    }
+    memcpy(PyBytes_AS_STRING(self->bytes) + self->filled, (const char *)source.buf + offset,
+           (size_t)length);
+    PyBuffer_Release(&source);
+    self->filled += length;
+    return PyLong_FromSsize_t(self->filled);
+}
+
+static PyObject *
+filler_take(BytesFiller *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->bytes == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the bytes were taken");
+        return NULL;
+    }
+    if (self->filled != self->length) {
+        PyErr_Format(PyExc_ValueError, "not full: filled=%zd length=%zd", self->filled,
+                     self->length);
+        return NULL;
+    }
+    PyObject *bytes = self->bytes;
+    self->bytes = NULL;
+    return bytes;
+}
+
+static PyObject *
+filler_get_filled(BytesFiller *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->filled);
+}
+
+static PyObject *
+filler_get_length(BytesFiller *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->length);
+}
+
+static PyMethodDef filler_methods[] = {
+    {"put", (PyCFunction)(void (*)(void))filler_put, METH_FASTCALL,
+     "put(source, offset, length) -> filled: append length bytes of source from offset"},
+    {"take", (PyCFunction)filler_take, METH_NOARGS,
+     "take() -> bytes: the filled bytes (ValueError unless full); the filler is then empty"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef filler_getset[] = {
+    {"filled", (getter)filler_get_filled, NULL, "how many bytes are filled", NULL},
+    {"length", (getter)filler_get_length, NULL, "how many bytes the filled bytes hold", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject BytesFillerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aeromq.transport.logbuffer._gather.BytesFiller",
+    .tp_doc = "BytesFiller(length): a bytes of length, filled by put, handed over by take",
+    .tp_basicsize = sizeof(BytesFiller),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = filler_new,
+    .tp_dealloc = (destructor)filler_dealloc,
+    .tp_methods = filler_methods,
+    .tp_getset = filler_getset,
+};
+
 static PyMethodDef methods[] = {
     {"vectors_length", (PyCFunction)vectors_length, METH_O,
      "vectors_length(vectors) -> total length, or -1 when a vector is bad"},
@@ -231,5 +377,18 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__gather(void)
 {
-    return PyModule_Create(&module_def);
+    if (PyType_Ready(&BytesFillerType) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&BytesFillerType);
+    if (PyModule_AddObject(module, "BytesFiller", (PyObject *)&BytesFillerType) < 0) {
+        Py_DECREF(&BytesFillerType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -4,6 +4,7 @@ wait for the request timeout), and the session goes on answering."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -84,10 +85,29 @@ class _HandBroker:
 
 @pytest.fixture
 def hand_session(aeron: Aeron) -> Iterator[tuple[_HandBroker, ClientSession]]:
+    with _hand_session(aeron) as pair:
+        yield pair
+
+
+@pytest.fixture
+def hand_session_4m(aeron: Aeron) -> Iterator[tuple[_HandBroker, ClientSession]]:
+    """A response log of 4 MiB terms: answers up to 512 KiB, fragmented at 64 KiB."""
+    with _hand_session(aeron, "aeron:ipc?term-length=4m") as pair:
+        yield pair
+
+
+@contextlib.contextmanager
+def _hand_session(
+    aeron: Aeron, response_channel: str = "aeron:ipc"
+) -> Iterator[tuple[_HandBroker, ClientSession]]:
     broker = _HandBroker(aeron)
     accepting = threading.Thread(target=broker.accept, daemon=True)
     accepting.start()
-    config = SessionConfig(ingress_stream_id=_INGRESS_STREAM, request_timeout_ms=20_000)
+    config = SessionConfig(
+        ingress_stream_id=_INGRESS_STREAM,
+        request_timeout_ms=20_000,
+        response_channel=response_channel,
+    )
     with ClientSession.connect(aeron, config) as session:
         accepting.join(5)
         yield broker, session
@@ -128,6 +148,26 @@ def test_should_fail_a_pull_whose_raw_section_is_cut_short_at_once(
     broker.answer(_pull_answer(request.correlation_id, b"ok", 2))
     assert again.result(5).batches == b"ok"
     assert session.is_open
+
+
+def test_should_fail_a_fragmented_pull_whose_raw_section_is_cut_short_at_once(
+    hand_session_4m: tuple[_HandBroker, ClientSession],
+) -> None:
+    """An answer of 200 KB (fragments of 64 KiB) whose raw section claims 300 KB: its raw
+    section is filled fragment by fragment and found short at the last one."""
+    broker, session = hand_session_4m
+    future = session.request_async(messages_pb2.PullMessageRequest(topic="t"))
+    request = broker.next_request()
+    broker.answer(_pull_answer(request.correlation_id, b"x" * 200_000, 300_000))
+    with pytest.raises(CorruptMessageError, match="raw section runs past its message"):
+        future.result(5)
+    again = session.request_async(messages_pb2.PullMessageRequest(topic="t"))
+    request = broker.next_request()
+    raw = bytes(range(256)) * 800  # 204,800 bytes, fragmented
+    broker.answer(_pull_answer(request.correlation_id, raw, len(raw)))
+    answer = again.result(5)
+    assert answer.batches == raw and type(answer.batches) is bytes
+    assert answer.next_begin_offset == 3 and session.is_open
 
 
 @pytest.mark.parametrize("transport", ["ipc", "udp"])
