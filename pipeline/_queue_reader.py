@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 
 from aeromq.client import MessageQueue, build_subscription_data, error_for_code
-from aeromq.client.route import BrokerRoute, RouteResolver
+from aeromq.client.route import BrokerRoute
 from aeromq.common import (
     ANSWER_TOO_LONG,
     PROPERTY_KEYS,
@@ -77,7 +77,6 @@ one pull in flight leaves the reader idle about half the time on a 2-core machin
 _SUSPEND_MS: Final = 1_000
 """How long the broker holds a pull at the queue's end (a range being written as it is read)."""
 _REQUEST_TIMEOUT_MS: Final = 30_000
-_CONTROL_TIMEOUT_S: Final = 30.0
 _FOUND: Final = messages_pb2.FOUND
 _ANSWERED: Final = (messages_pb2.FOUND, messages_pb2.NO_MATCHED_MSG)
 _OFFSET_ILLEGAL: Final = messages_pb2.OFFSET_ILLEGAL
@@ -106,26 +105,30 @@ def read_queue_range(
     if end_offset <= start_offset:
         return
     queue = MessageQueue(topic, broker, queue_id)
-    with RouteResolver(endpoints, timeout_s=_CONTROL_TIMEOUT_S) as resolver:
-        route = resolver.route(topic).broker(broker)
-        min_offset = resolver.client(route.grpc_address).get_min_offset(topic, queue_id)
+    with reader_sessions() as sessions:
+        try:
+            resolver = sessions.resolver(endpoints)
+            route = resolver.route(topic).broker(broker)
+            min_offset = resolver.client(route.grpc_address).get_min_offset(topic, queue_id)
+        except ClientError:
+            sessions.drop(broker)  # the next read resolves afresh
+            raise
         start = start_within(queue, start_offset, min_offset, fail_on_data_loss)
-        with reader_sessions() as sessions:
-            reader = _RangeReader(
-                sessions,
-                route,
-                queue,
-                start,
-                end_offset,
-                stride=max(1, min(MAX_PULL_BATCH_SIZE, pull_batch_size)),
-                fail_on_data_loss=fail_on_data_loss,
-                read_timeout_ms=read_timeout_ms,
-            )
-            try:
-                yield from _record_batches(reader.batches(), sub_expression, include_properties)
-            except (ClientError, TransportError, ReadTimeoutError):
-                sessions.drop(broker)  # the next read connects afresh
-                raise
+        reader = _RangeReader(
+            sessions,
+            route,
+            queue,
+            start,
+            end_offset,
+            stride=max(1, min(MAX_PULL_BATCH_SIZE, pull_batch_size)),
+            fail_on_data_loss=fail_on_data_loss,
+            read_timeout_ms=read_timeout_ms,
+        )
+        try:
+            yield from _record_batches(reader.batches(), sub_expression, include_properties)
+        except (ClientError, TransportError, ReadTimeoutError):
+            sessions.drop(broker)  # the next read connects afresh
+            raise
 
 
 class _RangeReader:

@@ -93,8 +93,11 @@ def test_should_keep_its_session_from_one_read_to_the_next_on_a_narrow_channel(
     assert first is not None and first.is_open
     assert first.config.caller_reads  # the reader's thread reads its answers
     assert f"term-length={RESPONSE_TERM_LENGTH}" in first.response_channel
+    resolver = sessions.resolver([broker.grpc_address])
+    assert resolver.cached("QueueReaderSessions") is not None  # the route, kept
     assert len(_read(broker, "QueueReaderSessions", 5, 15)) == 10
     assert sessions.open_session(broker.name) is first  # no new session for the next read
+    assert sessions.resolver([broker.grpc_address]) is resolver  # nor a new resolver
 
 
 def test_should_read_a_stored_batch_longer_than_the_narrow_channel_takes(
@@ -124,6 +127,7 @@ def test_should_close_its_sessions_after_a_while_without_a_read(
     while sessions.open_count and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sessions.open_count == 0 and not session.is_open
+    assert sessions.resolver_count == 0  # the resolver is closed with them
     assert len(_read(broker, "QueueReaderIdle", 2, 5)) == 3  # and the next read connects again
 
 
@@ -132,4 +136,5 @@ def test_should_close_its_session_when_a_read_fails(broker: ServerProcess) -> No
     with pytest.raises(ReadTimeoutError):  # offsets 5 to 9 never arrive
         _read(broker, "QueueReaderFailed", 0, 10, read_timeout_ms=300)
     assert reader_sessions().open_session(broker.name) is None  # the next read connects afresh
+    assert reader_sessions().resolver_count == 0  # and resolves afresh
     assert len(_read(broker, "QueueReaderFailed", 0, 5)) == 5
