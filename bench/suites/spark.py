@@ -8,7 +8,12 @@ fills a topic with 1,000,000 messages of 100 B (50,000 with ``--quick``) before 
 SparkSession ``local[2]`` (``aeromq.pipeline.spark_session``). Each batch case reads the whole
 topic (one Spark partition per queue, coalesced to 1, 2 or 4 tasks) and sums the body lengths,
 so every row is materialised; the clock runs around that one action, after a warm-up read of
-1,000 rows. Each case also reports ``cpu_us_per_row``: the CPU time of Spark's JVM (with its
+1,000 rows. Each aeromq case runs right before the baseline case of the same partitions. The
+4-partition pair (the target's) runs :data:`ROUNDS` times (once with ``--quick``), alternating,
+and each of the two reports its median run (every run's rate in ``runs_rows_per_s``): single
+runs here varied by about 5% either way, and whichever source ran later in the session had the
+warmer JVM (Spark's JVM compiles some 500 methods anew for each query, about 0.8 s of CPU, for
+either source). Each case also reports ``cpu_us_per_row``: the CPU time of Spark's JVM (with its
 Python workers) and of the broker during the action, per row. It depends less on what else runs
 on the machine than rows/s does (idle polling threads still add CPU in proportion to the wall
 time); on a quiet machine rows/s is about cores / CPU per row.
@@ -61,6 +66,8 @@ from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
 from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
 
 PARTITIONS = (1, 2, 4)
+ROUNDS = 3
+"""How many times the 4-partition pair runs (module)."""
 STREAM_RATE = 100_000
 STREAM_TRIGGER_S = 1
 STREAM_LAG_BOUND = int(2 * STREAM_TRIGGER_S * STREAM_RATE)
@@ -234,11 +241,18 @@ def _cancel(spark: Any) -> Callable[[], None]:
 
 
 def _batch_cases(
-    spark: Any, grpc: str, topic: str, count: int, broker_pid: int, limit_s: float
+    spark: Any,
+    grpc: str,
+    topic: str,
+    count: int,
+    broker_pid: int,
+    limit_s: float,
+    rounds: int,
 ) -> Iterator[Result]:
-    """The batch reads, then the baseline, each a case bounded in time; CPU per row: Spark's
-    JVM with its Python workers, and the broker (what shares the machine's cores during a
-    read: on a quiet machine, rows/s is about cores / CPU per row)."""
+    """The batch reads, each beside the baseline of as many partitions (the 4-partition pair
+    ``rounds`` times, alternating), each run a case bounded in time; CPU per row: Spark's JVM
+    with its Python workers, and the broker (what shares the machine's cores during a read: on
+    a quiet machine, rows/s is about cores / CPU per row)."""
     pids = (spark.sparkContext._gateway.proc.pid, broker_pid)
     cancel = _cancel(spark)
     reader = spark.read.format("aeromq").option("endpoints", grpc).option("topic", topic)
@@ -255,34 +269,51 @@ def _batch_cases(
         on_stop=cancel,
     )
     spark.dataSource.register(_memory_source())
-    cases = [
-        (f"aeromq:batch-read:{p}-partition", p, lambda p=p: reader.load().coalesce(p))
-        for p in PARTITIONS
-    ] + [
-        (
-            f"baseline:arrow-memory:{p}-partition",
-            p,
-            lambda p=p: (
-                spark.read.format("aeromq_bench_arrow_memory")
-                .option("rows", str(count))
-                .option("partitions", str(p))
-                .load()
-            ),
+
+    def baseline(partitions: int) -> Any:
+        return (
+            spark.read.format("aeromq_bench_arrow_memory")
+            .option("rows", str(count))
+            .option("partitions", str(partitions))
+            .load()
         )
-        for p in PARTITIONS
-    ]
-    for name, partitions, load in cases:
-        yield from case_rows(
-            name,
-            _read_row,
-            name,
-            load,
-            count,
-            partitions,
-            pids,
-            timeout_s=limit_s,
-            on_stop=cancel,
-        )
+
+    for p in PARTITIONS:
+        pair = {
+            f"aeromq:batch-read:{p}-partition": lambda p=p: reader.load().coalesce(p),
+            f"baseline:arrow-memory:{p}-partition": lambda p=p: baseline(p),
+        }
+        runs: dict[str, list[Result]] = {name: [] for name in pair}
+        for _ in range(rounds if p == PARTITIONS[-1] else 1):
+            for name, load in pair.items():
+                runs[name] += case_rows(
+                    name,
+                    _read_row,
+                    name,
+                    load,
+                    count,
+                    p,
+                    pids,
+                    timeout_s=limit_s,
+                    on_stop=cancel,
+                )
+        for name in pair:
+            yield _median_run(runs[name])
+
+
+def _median_run(runs: list[Result]) -> Result:
+    """The run of median rate (the lower of the two middle ones for an even count), with
+    every run's rate and failure; the first failure when none was measured."""
+    measured = sorted((r for r in runs if r.error is None), key=lambda r: r.msgs_per_s or 0.0)
+    if not measured:
+        return runs[0]
+    row = measured[(len(measured) - 1) // 2]
+    if len(runs) > 1:
+        row.extra["runs_rows_per_s"] = [round(r.msgs_per_s or 0.0) for r in runs if r.error is None]
+        failed = [r.error for r in runs if r.error is not None]
+        if failed:
+            row.extra["failed_runs"] = failed
+    return row
 
 
 def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
@@ -382,7 +413,10 @@ def run(quick: bool) -> Iterator[Result | Target]:
         )
         spark.sparkContext.setLogLevel("ERROR")
         rows: dict[str, Result] = {}
-        for row in _batch_cases(spark, broker.grpc_address, topic, count, broker.pid, limit_s):
+        rounds = 1 if quick else ROUNDS
+        for row in _batch_cases(
+            spark, broker.grpc_address, topic, count, broker.pid, limit_s, rounds
+        ):
             rows[row.name] = row
             yield row
         seconds = 2.0 if quick else 20.0
