@@ -166,7 +166,19 @@ class AnswerAssembler(SessionBuilders):
         else:
             raw = self._raw.get(header.session_id)
             if raw is not None:
-                self._continue_raw(raw, buffer, offset, length, header, flags)
+                start = raw.position
+                end = start + length
+                if (
+                    flags & END_FLAG
+                    or start < raw.raw_offset
+                    or end > raw.raw_end
+                    or header.term_offset != raw.next_term_offset
+                ):
+                    self._continue_raw(raw, buffer, offset, length, header, flags)
+                    return
+                raw.filler.put(buffer, offset, length)  # a fragment of the raw section only
+                raw.position = end
+                raw.next_term_offset = header.next_term_offset
                 return
             builder = self.continuing(header)
             if builder is None:
