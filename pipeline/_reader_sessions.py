@@ -47,6 +47,7 @@ from typing import Final
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import BrokerRoute, RouteResolver
 from aeromq.client.session import ClientSession
+from aeromq.pipeline._malloc import retain_freed_memory
 
 __all__ = [
     "IDLE_CLOSE_S",
@@ -198,8 +199,10 @@ _pool_lock = threading.Lock()
 
 def reader_sessions() -> ReaderSessions:
     """This process's pool (a forked child starts a pool of its own: the parent's sessions and
-    their threads are not its own to use); use it as a context manager around a read."""
+    their threads are not its own to use); use it as a context manager around a read. The
+    first call in a process also tunes its malloc (:func:`pipeline._malloc.retain_freed_memory`)."""
     global _pool
+    retain_freed_memory()
     with _pool_lock:
         if _pool._pid != os.getpid():
             _pool = ReaderSessions()
