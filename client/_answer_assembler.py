@@ -13,7 +13,8 @@ makes it.
 
 Everything else passes as a :class:`~transport.FragmentAssembler` would pass it: unfragmented
 messages straight through, and fragmented ones without a raw section (or whose raw section does
-not begin in the first fragment) assembled in a per-session builder. A fragment that is not the
+not begin in the first fragment, or whose first fragment is shorter than the envelope's head)
+assembled in a per-session builder. A fragment that is not the
 one expected next (a gap) drops what was collected for its session. A raw section that runs
 past the longest message (:data:`~transport.logbuffer.frame_descriptor.MAX_MESSAGE_LENGTH`) or
 past its own message's end is reported to ``on_malformed`` with a
@@ -194,7 +195,10 @@ class AnswerAssembler(SessionBuilders):
         session_id = header.session_id
         self._raw.pop(session_id, None)
         self._reset_builder(session_id)
-        head = buffer.get_bytes(offset, min(length, ENVELOPE_HEAD_MAX_LENGTH))
+        if length < ENVELOPE_HEAD_MAX_LENGTH:  # a tiny MTU: the head may go on in the next one
+            self.begin(buffer, offset, length, header)
+            return
+        head = buffer.get_bytes(offset, ENVELOPE_HEAD_MAX_LENGTH)
         try:
             section = split_raw_section(head, MAX_MESSAGE_LENGTH)
         except CorruptMessageError as exc:  # longer than any message: dropped whole

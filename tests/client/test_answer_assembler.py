@@ -15,7 +15,12 @@ from aeromq.common._envelope import encode_envelope, encode_envelope_around
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import Header
 from aeromq.transport.logbuffer.frame_descriptor import MAX_MESSAGE_LENGTH
-from tests.transport.logbuffer.test_fragment_assemblers import MAX_PAYLOAD, Fragment, Stream
+from tests.transport.logbuffer.test_fragment_assemblers import (
+    MAX_PAYLOAD,
+    TERM_ID,
+    Fragment,
+    Stream,
+)
 
 _PULL = 4
 
@@ -106,6 +111,26 @@ def test_should_assemble_a_fragmented_message_without_a_raw_section_whole(
     message = encode_envelope(2, 7, _PULL, b"q" * (3 * MAX_PAYLOAD))
     _deliver(assembler, Stream(7).message(message))
     assert seen.whole == [message] and not seen.answers
+
+
+def test_should_assemble_an_answer_whole_when_its_first_fragment_is_shorter_than_the_head(
+    assembler_and_seen: tuple[AnswerAssembler, Seen],
+) -> None:
+    """Fragments of 32 bytes (the envelope's head is up to 34): the raw section's length may
+    go on in the second fragment, so the message is assembled whole, as before."""
+    assembler, seen = assembler_and_seen
+    stream = Stream(7)
+    message = _answer(10, b"r" * 200, b"tail")
+    end = stream.appender.append_fragmented_message(
+        stream.writer, message, 0, len(message), 32, lambda *_: 0, TERM_ID
+    )
+    fragments, at = [], 0
+    while at < end:
+        fragments.append(Fragment(stream.term, at))
+        at += (stream.term.get_int32(at) + 31) & -32
+    assert fragments[0].length == 32 and len(fragments) > 2
+    _deliver(assembler, fragments)
+    assert seen.whole == [message] and not seen.answers and not seen.malformed
 
 
 def test_should_drop_an_answer_with_a_missing_fragment_and_take_the_next_whole(
