@@ -14,11 +14,12 @@ makes it.
 Everything else passes as a :class:`~transport.FragmentAssembler` would pass it: unfragmented
 messages straight through, and fragmented ones without a raw section (or whose raw section does
 not begin in the first fragment, or whose first fragment is shorter than the envelope's head)
-assembled in a per-session builder. A fragment that is not the
-one expected next (a gap) drops what was collected for its session. A raw section that runs
-past the longest message (:data:`~transport.logbuffer.frame_descriptor.MAX_MESSAGE_LENGTH`) or
-past its own message's end is reported to ``on_malformed`` with a
-:class:`~common.CorruptMessageError`, and the message is dropped.
+assembled in a per-session builder (it is one, with two of its steps overridden). A fragment
+that is not the one expected next (a gap) drops what was collected for its session. A raw
+section that runs past the longest message
+(:data:`~transport.logbuffer.frame_descriptor.MAX_MESSAGE_LENGTH`) or past its own message's end
+is reported to ``on_malformed`` with a :class:`~common.CorruptMessageError`, and the message is
+dropped.
 """
 
 from __future__ import annotations
@@ -33,14 +34,8 @@ from aeromq.common._envelope import (
     split_raw_section,
 )
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.logbuffer.fragment_assembler import SessionBuilders
-from aeromq.transport.logbuffer.frame_descriptor import (
-    BEGIN_FLAG,
-    END_FLAG,
-    FLAGS_FIELD_OFFSET,
-    MAX_MESSAGE_LENGTH,
-    UNFRAGMENTED,
-)
+from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
+from aeromq.transport.logbuffer.frame_descriptor import END_FLAG, MAX_MESSAGE_LENGTH
 from aeromq.transport.logbuffer.handlers import FragmentHandler
 from aeromq.transport.logbuffer.header import Header
 
@@ -139,11 +134,12 @@ class _RawAnswer:
             self.tail += buffer.get_bytes(offset + after - start, end - after)
 
 
-class AnswerAssembler(SessionBuilders):
-    """Wrap the session's handlers so that they see whole answers (see the module doc); pass
-    the assembler where a fragment handler goes."""
+class AnswerAssembler(FragmentAssembler):
+    """A :class:`~transport.FragmentAssembler` handing whole messages to ``on_whole``, except
+    fragmented answers with a raw section, which go to ``on_answer`` (see the module doc);
+    pass it where a fragment handler goes."""
 
-    __slots__ = ("_on_answer", "_on_malformed", "_on_whole", "_raw")
+    __slots__ = ("_on_answer", "_on_malformed", "_raw")
 
     def __init__(
         self,
@@ -152,51 +148,17 @@ class AnswerAssembler(SessionBuilders):
         on_malformed: MalformedHandler,
         initial_buffer_length: int = 0,
     ) -> None:
-        super().__init__(initial_buffer_length)
-        self._on_whole = on_whole
+        super().__init__(on_whole, initial_buffer_length)
         self._on_answer = on_answer
         self._on_malformed = on_malformed
         self._raw: dict[int, _RawAnswer] = {}
 
-    def __call__(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
-        flags = header.buffer.get_uint8(header.offset + FLAGS_FIELD_OFFSET)  # header.flags, inlined
-        if flags & UNFRAGMENTED == UNFRAGMENTED:
-            self._on_whole(buffer, offset, length, header)
-        elif flags & BEGIN_FLAG:
-            self._begin(buffer, offset, length, header)
-        else:
-            raw = self._raw.get(header.session_id)
-            if raw is not None:
-                start = raw.position
-                end = start + length
-                if (
-                    flags & END_FLAG
-                    or start < raw.raw_offset
-                    or end > raw.raw_end
-                    or header.term_offset != raw.next_term_offset
-                ):
-                    self._continue_raw(raw, buffer, offset, length, header, flags)
-                    return
-                raw.filler.put(buffer, offset, length)  # a fragment of the raw section only
-                raw.position = end
-                raw.next_term_offset = header.next_term_offset
-                return
-            builder = self.continuing(header)
-            if builder is None:
-                return
-            builder.append(buffer, offset, length)
-            if flags & END_FLAG:
-                self._on_whole(builder.buffer, 0, builder.limit, builder.complete_header(header))
-                builder.reset()
-            else:
-                builder.next_term_offset = header.next_term_offset
-
-    def _begin(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+    def begin(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
         session_id = header.session_id
         self._raw.pop(session_id, None)
         self._reset_builder(session_id)
         if length < ENVELOPE_HEAD_MAX_LENGTH:  # a tiny MTU: the head may go on in the next one
-            self.begin(buffer, offset, length, header)
+            super().begin(buffer, offset, length, header)
             return
         head = buffer.get_bytes(offset, ENVELOPE_HEAD_MAX_LENGTH)
         try:
@@ -205,10 +167,37 @@ class AnswerAssembler(SessionBuilders):
             self._on_malformed(head, exc)
             return
         if section is None or section.offset > length:
-            self.begin(buffer, offset, length, header)  # assembled whole, as before
+            super().begin(buffer, offset, length, header)  # assembled whole, as before
             return
         raw = self._raw[session_id] = _RawAnswer(head, section, header.next_term_offset)
         raw.route(buffer, offset, length)
+
+    def append_later(
+        self,
+        buffer: AtomicBuffer,
+        offset: int,
+        length: int,
+        header: Header,
+        flags: int,
+        delegate: FragmentHandler,
+    ) -> None:
+        raw = self._raw.get(header.session_id)
+        if raw is None:
+            super().append_later(buffer, offset, length, header, flags, delegate)
+            return
+        start = raw.position
+        end = start + length
+        if (
+            flags & END_FLAG
+            or start < raw.raw_offset
+            or end > raw.raw_end
+            or header.term_offset != raw.next_term_offset
+        ):
+            self._continue_raw(raw, buffer, offset, length, header, flags)
+            return
+        raw.filler.put(buffer, offset, length)  # a fragment of the raw section only
+        raw.position = end
+        raw.next_term_offset = header.next_term_offset
 
     def _continue_raw(
         self,
