@@ -14,6 +14,7 @@ driver), removes ``broker.json`` and prints ``broker stopped``.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -85,6 +86,10 @@ def _write_run_file(broker: Broker, config: BrokerConfig) -> Path | None:
     return path
 
 
+SHUTDOWN_STACKS_AFTER_S = 10.0
+"""How long a shutdown may take before every thread's stack is written to stderr."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     setup_logging(args)
@@ -134,7 +139,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         while not stop.wait(0.5):
             pass
     finally:
-        broker.shutdown()
+        # A shutdown that hangs says where: every thread's stack on stderr after a while (the
+        # test harness kills a broker 15 s after SIGTERM).
+        faulthandler.dump_traceback_later(SHUTDOWN_STACKS_AFTER_S, exit=False)
+        try:
+            broker.shutdown()
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         if run_file is not None:
             run_file.unlink(missing_ok=True)
         for sig, handler in previous.items():

@@ -55,7 +55,9 @@ class ServerProcess:
         return self.process.pid
 
     def stop(self, timeout_s: float = 15.0) -> int:
-        """SIGTERM, wait up to ``timeout_s``, then SIGKILL; returns the exit code."""
+        """SIGTERM, wait up to ``timeout_s``, then SIGKILL; returns the exit code. A process
+        that had to be killed has its last output lines (a broker writes its threads' stacks
+        there when its shutdown hangs) written to stderr, for the report of the test."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -63,6 +65,14 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
+                self._release()
+                print(
+                    f"{self.name} did not stop within {timeout_s} s of SIGTERM; its last output:",
+                    *self.log[-_HUNG_OUTPUT_LINES:],
+                    sep="\n",
+                    file=sys.stderr,
+                )
+                return self.process.returncode
         self._release()
         return self.process.returncode
 
@@ -78,6 +88,9 @@ class ServerProcess:
             self.reader.join(5)
         if self.process.stdout is not None:
             self.process.stdout.close()
+
+
+_HUNG_OUTPUT_LINES = 200
 
 
 def start_broker_process(
