@@ -12,11 +12,11 @@ several pulls in flight one after another along the range; its own thread reads 
 record batches with the consumer's reader (:func:`consumer._pulled.read_pulled_batches`: a
 one C pass per answer). The batches arrive as the answer's raw section
 (:mod:`common._envelope`), copied out of the transport once (from each fragment of an answer
-straight into the bytes kept, :mod:`client._answer_assembler`). Answers are gathered into record batches of
-about 8,192 rows: Spark's Python data source hands each one to the JVM as it is, and in Spark
-7 of 7 alternating pairs of full reads ran 2-12% faster than with 32,768 rows (likely because
-a batch of about a mebibyte is still in the cache when it is written to the JVM). Each Arrow
-column comes from the pulled batches' columns (``consumer.MessageBatch``),
+straight into the bytes kept, :mod:`client._answer_assembler`). Answers are gathered into
+record batches of about 8,192 rows: Spark's Python data source hands each one to the JVM as
+it is, and in Spark 7 of 7 alternating pairs of full reads ran 2-12% faster than with 32,768
+rows (likely because a batch of about a mebibyte is still in the cache when it is written to
+the JVM). Each Arrow column comes from the pulled batches' columns (``consumer.MessageBatch``),
 without a Python object per message (the ``properties`` map, asked for with
 ``includeProperties``, is the exception: it parses each message's properties).
 

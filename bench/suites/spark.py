@@ -12,7 +12,7 @@ read of each source (the Python workers started, the sessions open, the JVM's co
 for both). Each aeromq case runs right before the baseline case of the same partitions. The
 4-partition pair (the target's) runs :data:`ROUNDS` times (once with ``--quick``), alternating,
 and each of the two reports its median run (every run's rate in ``runs_rows_per_s``): single
-runs here varied by about 5% either way, and whichever source ran later in the session had the
+runs of either source here varied by 10-20% within a session, and whichever ran later had the
 warmer JVM (Spark's JVM compiles some 500 methods anew for each query, about 0.8 s of CPU, for
 either source). Each case also reports ``cpu_us_per_row``: the CPU time of Spark's JVM (with its
 Python workers) and of the broker during the action, per row. It depends less on what else runs
