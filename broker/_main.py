@@ -14,6 +14,7 @@ driver), removes ``broker.json`` and prints ``broker stopped``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import faulthandler
 import json
 import logging
@@ -139,13 +140,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         while not stop.wait(0.5):
             pass
     finally:
-        # A shutdown that hangs says where: every thread's stack on stderr after a while (the
-        # test harness kills a broker 15 s after SIGTERM).
+        # A shutdown that hangs says where: every thread's stack on stderr once it has taken
+        # SHUTDOWN_STACKS_AFTER_S (the test harness kills a broker 15 s after SIGTERM), be it in
+        # the broker's shutdown or in the interpreter's wait for non-daemon threads after main
+        # returns; the watchdog is cancelled at exit, which comes after that wait.
         faulthandler.dump_traceback_later(SHUTDOWN_STACKS_AFTER_S, exit=False)
-        try:
-            broker.shutdown()
-        finally:
-            faulthandler.cancel_dump_traceback_later()
+        atexit.register(faulthandler.cancel_dump_traceback_later)
+        broker.shutdown()
         if run_file is not None:
             run_file.unlink(missing_ok=True)
         for sig, handler in previous.items():
