@@ -58,6 +58,7 @@ class ServerProcess:
         """SIGTERM, wait up to ``timeout_s``, then SIGKILL; returns the exit code. A process
         that had to be killed has its last output lines (a broker writes its threads' stacks
         there when its shutdown hangs) written to stderr, for the report of the test."""
+        killed = False
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -65,15 +66,15 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
-                self._release()
-                print(
-                    f"{self.name} did not stop within {timeout_s} s of SIGTERM; its last output:",
-                    *self.log[-_HUNG_OUTPUT_LINES:],
-                    sep="\n",
-                    file=sys.stderr,
-                )
-                return self.process.returncode
-        self._release()
+                killed = True
+        self._release()  # the output is whole once its reader has ended
+        if killed:
+            print(
+                f"{self.name} did not stop within {timeout_s} s of SIGTERM; its last output:",
+                *self.log[-_HUNG_OUTPUT_LINES:],
+                sep="\n",
+                file=sys.stderr,
+            )
         return self.process.returncode
 
     def kill(self) -> None:

@@ -30,7 +30,7 @@ from aeromq.common import CorruptMessageError
 from aeromq.common._envelope import (
     ENVELOPE_HEAD_MAX_LENGTH,
     RawSection,
-    salvage_envelope_ids,
+    raw_section_past_message,
     split_raw_section,
 )
 from aeromq.transport.concurrent import AtomicBuffer
@@ -179,11 +179,10 @@ class AnswerAssembler(FragmentAssembler):
         length: int,
         header: Header,
         flags: int,
-        delegate: FragmentHandler,
     ) -> None:
         raw = self._raw.get(header.session_id)
         if raw is None:
-            super().append_later(buffer, offset, length, header, flags, delegate)
+            super().append_later(buffer, offset, length, header, flags)
             return
         start = raw.position
         end = start + length
@@ -242,11 +241,4 @@ class AnswerAssembler(FragmentAssembler):
 
 
 def _too_long(raw: _RawAnswer, message_length: int) -> CorruptMessageError:
-    correlation_id, session_id = salvage_envelope_ids(raw.head)
-    return CorruptMessageError(
-        "raw section runs past its message",
-        correlation_id=correlation_id,
-        session_id=session_id,
-        raw_length=raw.filler.length,
-        message_length=message_length,
-    )
+    return raw_section_past_message(raw.ids, raw.filler.length, message_length)

@@ -83,6 +83,7 @@ __all__ = [
     "RawSection",
     "encode_envelope",
     "encode_envelope_around",
+    "raw_section_past_message",
     "salvage_envelope_ids",
     "split_raw_section",
     "with_ipc_mtu",
@@ -227,15 +228,26 @@ def split_raw_section(head: bytes, message_length: int) -> RawSection | None:
     position += len(_RAW_SECTION_TAG)
     length, offset = _read_varint(head, position, end)
     if offset < 0 or length > message_length - offset:
-        correlation_id, session_id = salvage_envelope_ids(head[:tag_offset])
-        raise CorruptMessageError(
-            "raw section runs past its message",
-            correlation_id=correlation_id,
-            session_id=session_id,
-            raw_length=length if offset >= 0 else -1,
-            message_length=message_length,
+        raise raw_section_past_message(
+            head[:tag_offset], length if offset >= 0 else -1, message_length
         )
     return RawSection(tag_offset, offset, length)
+
+
+def raw_section_past_message(
+    ids: bytes, raw_length: int, message_length: int
+) -> CorruptMessageError:
+    """The error of a raw section of ``raw_length`` bytes (-1: its length is unreadable) that
+    runs past its message of ``message_length`` bytes; ``ids`` are the message's first bytes,
+    up to its raw section's tag (the ids it names)."""
+    correlation_id, session_id = salvage_envelope_ids(ids)
+    return CorruptMessageError(
+        "raw section runs past its message",
+        correlation_id=correlation_id,
+        session_id=session_id,
+        raw_length=raw_length,
+        message_length=message_length,
+    )
 
 
 def _skip_varint(data: bytes, position: int, end: int) -> int:

@@ -52,27 +52,6 @@ class SessionBuilders:
             return None
         return builder
 
-    def append_later(
-        self,
-        buffer: AtomicBuffer,
-        offset: int,
-        length: int,
-        header: Header,
-        flags: int,
-        delegate: FragmentHandler,
-    ) -> None:
-        """A fragment after the BEGIN one: appended to its session's message, which goes to
-        ``delegate`` whole at its END fragment (dropped on a gap)."""
-        builder = self.continuing(header)
-        if builder is None:
-            return
-        builder.append(buffer, offset, length)
-        if flags & END_FLAG:
-            delegate(builder.buffer, 0, builder.limit, builder.complete_header(header))
-            builder.reset()
-        else:
-            builder.next_term_offset = header.next_term_offset
-
     def free_session_buffer(self, session_id: int) -> bool:
         """Drop the builder of a session that has gone (an image closed); whether it had one."""
         return self._builders.pop(session_id, None) is not None
@@ -99,4 +78,24 @@ class FragmentAssembler(SessionBuilders):
         elif flags & BEGIN_FLAG:
             self.begin(buffer, offset, length, header)
         else:
-            self.append_later(buffer, offset, length, header, flags, self.delegate)
+            self.append_later(buffer, offset, length, header, flags)
+
+    def append_later(
+        self,
+        buffer: AtomicBuffer,
+        offset: int,
+        length: int,
+        header: Header,
+        flags: int,
+    ) -> None:
+        """A fragment after the BEGIN one: appended to its session's message, which goes to
+        the delegate whole at its END fragment (dropped on a gap)."""
+        builder = self.continuing(header)
+        if builder is None:
+            return
+        builder.append(buffer, offset, length)
+        if flags & END_FLAG:
+            self.delegate(builder.buffer, 0, builder.limit, builder.complete_header(header))
+            builder.reset()
+        else:
+            builder.next_term_offset = header.next_term_offset
