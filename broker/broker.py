@@ -39,7 +39,12 @@ from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.rocketmq import RocketMQEndpoint
 from aeromq.broker.security import Acl, acl_of, tls_of, warn_if_exposed
-from aeromq.broker.session import SessionAgent, SessionServerConfig, session_idle_strategy
+from aeromq.broker.session import (
+    LocalReadGrant,
+    SessionAgent,
+    SessionServerConfig,
+    session_idle_strategy,
+)
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
@@ -210,6 +215,11 @@ class Broker:
             max_message_size=config.max_message_size,
             acl=self.acl,
             doorbell=doorbell,
+            local_reads=(
+                LocalReadGrant.of(store.config.commit_log_dir, config.commit_log_segment_bytes)
+                if config.local_reads_enabled
+                else None
+            ),
         )
         if isinstance(idle, DoorbellIdleStrategy):
             idle.all_rung = agent.all_rung  # sleep until rung while every client rings
@@ -433,6 +443,7 @@ class Broker:
             values["pull.requests"] = pull.pulls
             values["pull.messages"] = pull.messages_out
             values["pull.held"] = pull.held
+            values["pull.local"] = pull.local_answers
             values["pull.errors"] = sum(pull.errors.values())
             for code in _ERROR_CODES:
                 values[f"pull.errors.{code.name.lower()}"] = pull.errors.get(code, 0)

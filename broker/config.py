@@ -126,6 +126,7 @@ class BrokerConfig:
     consume_queue_entries_per_segment: int = 300_000
     file_reserved_time_ms: int = 72 * 3_600_000
     max_store_bytes: int | None = None
+    local_reads_enabled: bool = True
     index_enabled: bool = True
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
@@ -397,6 +398,9 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "consume_queue_entries_per_segment": "entries per consume queue file (20 bytes each)",
     "file_reserved_time_ms": "retention: commit log files older than this are deleted",
     "max_store_bytes": "retention: oldest files are deleted past this store size (none: no cap)",
+    "local_reads_enabled": "let readers on this host that ask for it (the Spark connector) read "
+    "pulled batches straight from the commit log's files (IPC sessions; the reader falls back "
+    "to pulls through the transport when it cannot open them)",
     "index_enabled": "keep the message index (lookup by key and unique id)",
     "index_slots": "hash slots of one index file",
     "index_entries": "entries of one index file",

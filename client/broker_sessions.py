@@ -56,8 +56,8 @@ class BrokerSessions:
     ``offer_timeout_ms`` how long a back-pressured ingress is retried: both are the caller's.
     ``ipc_response_term_length`` (0: the driver's IPC term) is the term of the broker's
     publication back to an IPC session: an answer takes up to an eighth of it (longer ones are
-    refused, ``common.ANSWER_TOO_LONG``). ``caller_reads`` and ``idle_strategy`` (None: the
-    default) are the sessions' (``SessionConfig``).
+    refused, ``common.ANSWER_TOO_LONG``). ``caller_reads``, ``local_reads`` and
+    ``idle_strategy`` (None: the default) are the sessions' (``SessionConfig``).
     """
 
     def __init__(
@@ -73,6 +73,7 @@ class BrokerSessions:
         ipc_response_term_length: int = 0,
         caller_reads: bool = False,
         idle_strategy: str | None = None,
+        local_reads: bool = False,
     ) -> None:
         if transport not in ("auto", "ipc", "udp"):
             raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
@@ -89,6 +90,7 @@ class BrokerSessions:
             else "aeron:ipc"
         )
         self._caller_reads = caller_reads
+        self._local_reads = local_reads
         self._idle_strategy = idle_strategy
         self._lock = threading.Lock()
         self._sessions: dict[str, ClientSession] = {}
@@ -143,6 +145,7 @@ class BrokerSessions:
             offer_timeout_ms=self._offer_timeout_ms,
             credentials=self._credentials,
             caller_reads=self._caller_reads,
+            local_reads=self._local_reads,
             idle_strategy=self._idle_strategy or default_idle_strategy(),
         )
         try:

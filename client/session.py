@@ -210,6 +210,12 @@ class SessionConfig:
     ``pipeline/_reader_sessions.py``): no thread spins, no answer is handed between threads, and
     its copy out of the transport is allocated and freed on the same thread (large buffers
     allocated on one thread and freed on another fault their pages in anew, measured here).
+
+    ``local_reads`` True (IPC only): the CONNECT asks the broker for local reads; when granted,
+    :attr:`ClientSession.local_read_dir` names its commit log's directory (with its length of a
+    file and the directory's device and inode), and pulls that set
+    ``local_read`` are answered with where their batches are in it (``local_ranges``) instead
+    of the batches (the Spark reader, ``pipeline/_local_reads.py``).
     """
 
     ingress_channel: str = "aeron:ipc"
@@ -225,6 +231,7 @@ class SessionConfig:
     credentials: Credentials | None = None
     idle_strategy: str = field(default_factory=default_idle_strategy)
     caller_reads: bool = False
+    local_reads: bool = False
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_ms", "request_timeout_ms", "offer_timeout_ms"):
@@ -289,6 +296,9 @@ class ClientSession:
         self.broker_name = ""
         self.session_timeout_ms = 0
         self.max_message_size = 0
+        self.local_read_dir = ""  # granted local reads: the broker's commit log directory
+        self.local_read_file_bytes = 0  # and the length of each of its files
+        self.local_read_dir_id = (0, 0)  # and its (device, inode) on the broker's host
         self.response_channel = ""
         self.response_stream_id = 0
         self.keepalive_interval_ms = 0
@@ -362,6 +372,8 @@ class ClientSession:
             connect.user, connect.secret = config.credentials.user, config.credentials.secret
         if self._doorbell is not None:
             connect.doorbell_counter_id = self._doorbell.counter_id
+        if ipc and config.local_reads:
+            connect.local_reads = True
         remaining_ms = max(1, (deadline_ns - time.monotonic_ns()) // 1_000_000)
         try:
             answer = self.request(connect, remaining_ms)
@@ -376,6 +388,9 @@ class ClientSession:
         self.broker_name = answer.broker_name
         self.session_timeout_ms = answer.session_timeout_ms
         self.max_message_size = answer.max_message_size
+        self.local_read_dir = answer.local_read_dir
+        self.local_read_file_bytes = answer.local_read_file_bytes
+        self.local_read_dir_id = (answer.local_read_dir_device, answer.local_read_dir_inode)
         interval = config.keepalive_interval_ms or max(1, answer.session_timeout_ms // 3)
         self.keepalive_interval_ms = interval
         self._rung = self._doorbell is not None and answer.rings_client_doorbell

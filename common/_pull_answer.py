@@ -68,6 +68,12 @@ class PullAnswer:
         return self.response.next_begin_offset
 
     @property
+    def local_ranges(self) -> bytes:
+        """A local read's answer: where its batches are in the commit log (see
+        ``PullMessageResponse.local_ranges``); empty otherwise."""
+        return self.response.local_ranges
+
+    @property
     def min_offset(self) -> int:
         return self.response.min_offset
 

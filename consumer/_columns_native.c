@@ -12,14 +12,19 @@
  *
  * What it does
  * ------------
- *   read(data, queue_id, topic, offset, next_offset)
+ *   read(data, queue_id, topic, offset, next_offset[, ranges])
  *       -> None when any batch of the answer fails a check (the Python reader,
  *          ``consumer/_pulled.py``, then reads it again and raises its exact error), else
  *          ``(kept, capacity, columns, headers)``: ``kept`` records in ``[offset, next_offset)``
  *          of the answer's ``capacity`` records; ``columns`` holds, for ``capacity`` slots each
  *          (the first ``kept`` used), the i64 columns ``COLUMNS_I64`` then the i32 columns
  *          ``COLUMNS_I32`` (names and order in ``consumer/_pulled.py``); ``headers`` is each
- *          batch's fixed header (76 bytes), back to back (``HEADER_DTYPE``).
+ *          batch's fixed header (76 bytes), back to back (``HEADER_DTYPE``). With ``ranges``
+ *          (little-endian i64 (position, length) pairs, or None), the batches are not back to
+ *          back from 0 but one at each position of ``data`` (a local read: ``data`` is a
+ *          mapped commit log file, ``pipeline/_local_reads.py``); each must lie in ``data`` and
+ *          its length field must be its range's length. Positions in the columns are
+ *          positions in ``data`` either way.
  *   gather(parts, count, null_empty)
  *       -> ``(offsets, data, validity, null_count)``: the ``[start, start + length)`` spans of
  *          ``parts`` (``(buffer, starts i64 array, lengths i32 array)`` each, ``count`` spans in
@@ -224,10 +229,12 @@ fill_columns(Fill *fill)
 static PyObject *
 columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "read(data, queue_id, topic, offset, next_offset)");
+    if (nargs != 5 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "read(data, queue_id, topic, offset, next_offset[, ranges])");
         return NULL;
     }
+    PyObject *ranges_arg = nargs == 6 ? args[5] : Py_None;
     long long queue_id = PyLong_AsLongLong(args[1]);
     long long offset = PyLong_AsLongLong(args[3]);
     long long next_offset = PyLong_AsLongLong(args[4]);
@@ -240,8 +247,27 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         PyBuffer_Release(&data_view);
         return NULL;
     }
+    Py_buffer ranges_view = {0};
+    int has_ranges = ranges_arg != Py_None;
+    if (has_ranges) {
+        if (PyObject_GetBuffer(ranges_arg, &ranges_view, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&topic_view);
+            PyBuffer_Release(&data_view);
+            return NULL;
+        }
+        if (ranges_view.len % 16 != 0) {
+            PyErr_SetString(PyExc_ValueError, "ranges are (position, length) pairs of i64");
+            PyBuffer_Release(&ranges_view);
+            PyBuffer_Release(&topic_view);
+            PyBuffer_Release(&data_view);
+            return NULL;
+        }
+    }
+    const unsigned char *ranges = (const unsigned char *)ranges_view.buf;
+    const Py_ssize_t range_count = has_ranges ? ranges_view.len / 16 : 0;
     const unsigned char *data = (const unsigned char *)data_view.buf;
     const Py_ssize_t end = data_view.len;
+    Py_ssize_t read_bytes = has_ranges ? 0 : end;
     const unsigned char *topic = (const unsigned char *)topic_view.buf;
     const Py_ssize_t topic_length = topic_view.len;
     const Py_ssize_t header_length = (FIXED_HEADER_LENGTH + topic_length + 7) & ~(Py_ssize_t)7;
@@ -251,8 +277,25 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     int64_t capacity = 0;
     int refused = 0;
 
-    /* pass 1: framing, magic, queue and topic, record counts */
-    for (Py_ssize_t position = 0; position < end;) {
+    /* pass 1: framing, magic, queue and topic, record counts; with ``ranges``, one batch at
+     * each (position, length), which must lie in ``data`` and be the batch's own length */
+    Py_ssize_t next_range = 0;
+    for (Py_ssize_t position = 0; has_ranges ? next_range < range_count : position < end;) {
+        if (has_ranges) {
+            int64_t at = load_i64(ranges + 16 * next_range);
+            int64_t span = load_i64(ranges + 16 * next_range + 8);
+            next_range++;
+            if (at < 0 || span < FIXED_HEADER_LENGTH || at > (int64_t)end - span) {
+                refused = 1;
+                break;
+            }
+            position = (Py_ssize_t)at;
+            read_bytes += (Py_ssize_t)span;
+            if (load_i32(data + position) != span) {
+                refused = 1;
+                break;
+            }
+        }
         if (end - position < FIXED_HEADER_LENGTH) {
             refused = 1;
             break;
@@ -310,7 +353,7 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         .clmul = crc32_clmul_on,
     };
     int status;
-    if (fill.clmul && end >= RELEASE_GIL_BYTES) {
+    if (fill.clmul && read_bytes >= RELEASE_GIL_BYTES) {
         /* no Python call on this path: other threads run meanwhile (the buffers are held) */
         Py_BEGIN_ALLOW_THREADS
         status = fill_columns(&fill);
@@ -331,6 +374,8 @@ done:
     Py_XDECREF(columns);
     Py_XDECREF(headers);
     PyMem_Free(frames);
+    if (has_ranges)
+        PyBuffer_Release(&ranges_view);
     PyBuffer_Release(&topic_view);
     PyBuffer_Release(&data_view);
     return out;

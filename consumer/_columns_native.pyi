@@ -7,7 +7,12 @@ from typing_extensions import Buffer
 _Parts = list[tuple[Buffer, npt.NDArray[np.int64], npt.NDArray[np.int32]]]
 
 def read(
-    data: Buffer, queue_id: int, topic: bytes, offset: int, next_offset: int
+    data: Buffer,
+    queue_id: int,
+    topic: bytes,
+    offset: int,
+    next_offset: int,
+    ranges: Buffer | None = None,
 ) -> tuple[int, int, bytes, bytes] | None: ...
 def gather(
     parts: _Parts, count: int, null_empty: bool

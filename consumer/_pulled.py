@@ -53,7 +53,13 @@ try:
 except ImportError:  # not built (a source tree without a compiler): numpy alone
     _native = None  # type: ignore[assignment]
 
-__all__ = ["COLUMNS_I32", "COLUMNS_I64", "read_pulled_batches", "read_pulled_batches_py"]
+__all__ = [
+    "COLUMNS_I32",
+    "COLUMNS_I64",
+    "join_ranges",
+    "read_pulled_batches",
+    "read_pulled_batches_py",
+]
 
 COLUMNS_I64: Final = (
     "batch",
@@ -83,19 +89,43 @@ def read_pulled_batches(
     offset: int,
     next_offset: int,
     subscription: SubscriptionData | None,
+    ranges: bytes | None = None,
 ) -> MessageBatch:
     """The messages of ``data`` (a pull's ``batches``) that the consumer asked for (see
     module); raises :class:`~client.CorruptMessageError`.
 
+    With ``ranges`` (a local read's ``local_ranges``: little-endian i64 (position, length)
+    pairs), ``data`` is a mapped commit log file and the batches are at those positions of it,
+    not back to back; the chunk then keeps ``data`` (the mapping) as its buffer.
+
     One native pass (``consumer/_columns_native.c``) when it is built; an answer it refuses
-    is read again by :func:`read_pulled_batches_py`, which names the problem."""
-    if not data:
+    is read again by :func:`read_pulled_batches_py`, which names the problem (the ranges'
+    batches joined first, as a pull through the transport would have carried them)."""
+    if not data or ranges == b"":
         return MessageBatch()
     if _native is not None:
-        read = _native.read(data, queue.queue_id, queue.topic.encode(), offset, next_offset)
+        read = _native.read(data, queue.queue_id, queue.topic.encode(), offset, next_offset, ranges)
         if read is not None:
             return _from_native(data, queue, broker_name, subscription, *read)
+    if ranges is not None:
+        data = join_ranges(data, ranges)
     return read_pulled_batches_py(data, queue, broker_name, offset, next_offset, subscription)
+
+
+def join_ranges(data: bytes, ranges: bytes) -> bytes:
+    """The batches at ``ranges`` (little-endian i64 (position, length) pairs) of ``data``, back
+    to back; :class:`~client.CorruptMessageError` when a range is not inside ``data``."""
+    pairs = np.frombuffer(ranges, "<i8").reshape(-1, 2).tolist()
+    view = memoryview(data)
+    for position, length in pairs:
+        if position < 0 or length < 0 or position + length > len(view):
+            raise CorruptMessageError(
+                "a local range outside its commit log file",
+                position=position,
+                length=length,
+                file_length=len(view),
+            )
+    return b"".join(view[position : position + length] for position, length in pairs)
 
 
 def _from_native(

@@ -46,6 +46,7 @@ class SourceOptions:
     include_properties: bool = False
     read_timeout_ms: int = DEFAULT_READ_TIMEOUT_MS
     pull_batch_size: int = MAX_PULL_BATCH_SIZE
+    local_reads: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ _SOURCE_KEYS: Final = frozenset(
         "subexpression", "startingoffsets", "endingoffsets", "startingtimestamp",
         "startingoffsetsbytimestamp", "maxoffsetspertrigger", "minpartitions",
         "failondataloss", "group", "includeproperties", "readtimeoutms", "pullbatchsize",
+        "localreads",
     }
 )  # fmt: skip
 _SINK_KEYS: Final = frozenset(
@@ -197,6 +199,7 @@ def source_options(options: Mapping[str, str]) -> SourceOptions:
         pull_batch_size=min(
             MAX_PULL_BATCH_SIZE, _int(given, "pullBatchSize", 1) or MAX_PULL_BATCH_SIZE
         ),
+        local_reads=_bool(given, "localReads", True),
     )
 
 

@@ -190,6 +190,7 @@ def _sessions(ipc_response_term_length: int) -> BrokerSessions:
         offer_timeout_ms=_OFFER_TIMEOUT_MS,
         ipc_response_term_length=ipc_response_term_length,
         caller_reads=True,
+        local_reads=True,
     )
 
 

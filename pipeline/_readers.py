@@ -64,6 +64,7 @@ def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.Reco
         fail_on_data_loss=options.fail_on_data_loss,
         read_timeout_ms=options.read_timeout_ms,
         pull_batch_size=options.pull_batch_size,
+        local_reads=options.local_reads,
     )
 
 

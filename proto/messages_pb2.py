@@ -15,25 +15,25 @@ _sym_db = _symbol_database.Default()
 from aeromq.proto import common_pb2 as aeromq_dot_proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x65romq/proto/messages.proto\x12\taeromq.v1\x1a\x19\x61\x65romq/proto/common.proto\"b\n\x12SendMessageRequest\x12\x16\n\x0eproducer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\r\n\x05\x62\x61tch\x18\x05 \x01(\x0cJ\x04\x08\x04\x10\x05\"\xf7\x01\n\x13SendMessageResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12*\n\x0bsend_status\x18\x03 \x01(\x0e\x32\x15.aeromq.v1.SendStatus\x12\x10\n\x08queue_id\x18\x04 \x01(\x05\x12\x19\n\x11\x62\x61se_queue_offset\x18\x05 \x01(\x03\x12\x15\n\rmessage_count\x18\x06 \x01(\x05\x12\x1e\n\x16\x62\x61se_commit_log_offset\x18\x07 \x01(\x03\x12\x12\n\nstore_host\x18\x08 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\t \x01(\tJ\x04\x08\x02\x10\x03\"\x8b\x02\n\x12PullMessageRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\x04 \x01(\x03\x12\x14\n\x0cmax_msg_nums\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\x12\x16\n\x0esub_expression\x18\x07 \x01(\t\x12\x32\n\x0f\x65xpression_type\x18\x08 \x01(\x0e\x32\x19.aeromq.v1.ExpressionType\x12\x1a\n\x12suspend_timeout_ms\x18\t \x01(\x03\x12\x15\n\rcommit_offset\x18\n \x01(\x03\"\xbe\x01\n\x13PullMessageResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12*\n\x0bpull_status\x18\x02 \x01(\x0e\x32\x15.aeromq.v1.PullStatus\x12\x19\n\x11next_begin_offset\x18\x03 \x01(\x03\x12\x12\n\nmin_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\x0f\n\x07\x62\x61tches\x18\x07 \x01(\x0cJ\x04\x08\x06\x10\x07*c\n\nSendStatus\x12\x0b\n\x07SEND_OK\x10\x00\x12\x16\n\x12\x46LUSH_DISK_TIMEOUT\x10\x01\x12\x17\n\x13\x46LUSH_SLAVE_TIMEOUT\x10\x02\x12\x17\n\x13SLAVE_NOT_AVAILABLE\x10\x03*O\n\nPullStatus\x12\t\n\x05\x46OUND\x10\x00\x12\x0e\n\nNO_NEW_MSG\x10\x01\x12\x12\n\x0eNO_MATCHED_MSG\x10\x02\x12\x12\n\x0eOFFSET_ILLEGAL\x10\x03*$\n\x0e\x45xpressionType\x12\x07\n\x03TAG\x10\x00\x12\t\n\x05SQL92\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x65romq/proto/messages.proto\x12\taeromq.v1\x1a\x19\x61\x65romq/proto/common.proto\"b\n\x12SendMessageRequest\x12\x16\n\x0eproducer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\r\n\x05\x62\x61tch\x18\x05 \x01(\x0cJ\x04\x08\x04\x10\x05\"\xf7\x01\n\x13SendMessageResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12*\n\x0bsend_status\x18\x03 \x01(\x0e\x32\x15.aeromq.v1.SendStatus\x12\x10\n\x08queue_id\x18\x04 \x01(\x05\x12\x19\n\x11\x62\x61se_queue_offset\x18\x05 \x01(\x03\x12\x15\n\rmessage_count\x18\x06 \x01(\x05\x12\x1e\n\x16\x62\x61se_commit_log_offset\x18\x07 \x01(\x03\x12\x12\n\nstore_host\x18\x08 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\t \x01(\tJ\x04\x08\x02\x10\x03\"\x9f\x02\n\x12PullMessageRequest\x12\x16\n\x0e\x63onsumer_group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\x04 \x01(\x03\x12\x14\n\x0cmax_msg_nums\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\x12\x16\n\x0esub_expression\x18\x07 \x01(\t\x12\x32\n\x0f\x65xpression_type\x18\x08 \x01(\x0e\x32\x19.aeromq.v1.ExpressionType\x12\x1a\n\x12suspend_timeout_ms\x18\t \x01(\x03\x12\x15\n\rcommit_offset\x18\n \x01(\x03\x12\x12\n\nlocal_read\x18\x0b \x01(\x08\"\xd4\x01\n\x13PullMessageResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12*\n\x0bpull_status\x18\x02 \x01(\x0e\x32\x15.aeromq.v1.PullStatus\x12\x19\n\x11next_begin_offset\x18\x03 \x01(\x03\x12\x12\n\nmin_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\x0f\n\x07\x62\x61tches\x18\x07 \x01(\x0c\x12\x14\n\x0clocal_ranges\x18\x08 \x01(\x0cJ\x04\x08\x06\x10\x07*c\n\nSendStatus\x12\x0b\n\x07SEND_OK\x10\x00\x12\x16\n\x12\x46LUSH_DISK_TIMEOUT\x10\x01\x12\x17\n\x13\x46LUSH_SLAVE_TIMEOUT\x10\x02\x12\x17\n\x13SLAVE_NOT_AVAILABLE\x10\x03*O\n\nPullStatus\x12\t\n\x05\x46OUND\x10\x00\x12\x0e\n\nNO_NEW_MSG\x10\x01\x12\x12\n\x0eNO_MATCHED_MSG\x10\x02\x12\x12\n\x0eOFFSET_ILLEGAL\x10\x03*$\n\x0e\x45xpressionType\x12\x07\n\x03TAG\x10\x00\x12\t\n\x05SQL92\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'aeromq.proto.messages_pb2', _globals)
 if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
-  _globals['_SENDSTATUS']._serialized_start=882
-  _globals['_SENDSTATUS']._serialized_end=981
-  _globals['_PULLSTATUS']._serialized_start=983
-  _globals['_PULLSTATUS']._serialized_end=1062
-  _globals['_EXPRESSIONTYPE']._serialized_start=1064
-  _globals['_EXPRESSIONTYPE']._serialized_end=1100
+  _globals['_SENDSTATUS']._serialized_start=924
+  _globals['_SENDSTATUS']._serialized_end=1023
+  _globals['_PULLSTATUS']._serialized_start=1025
+  _globals['_PULLSTATUS']._serialized_end=1104
+  _globals['_EXPRESSIONTYPE']._serialized_start=1106
+  _globals['_EXPRESSIONTYPE']._serialized_end=1142
   _globals['_SENDMESSAGEREQUEST']._serialized_start=69
   _globals['_SENDMESSAGEREQUEST']._serialized_end=167
   _globals['_SENDMESSAGERESPONSE']._serialized_start=170
   _globals['_SENDMESSAGERESPONSE']._serialized_end=417
   _globals['_PULLMESSAGEREQUEST']._serialized_start=420
-  _globals['_PULLMESSAGEREQUEST']._serialized_end=687
-  _globals['_PULLMESSAGERESPONSE']._serialized_start=690
-  _globals['_PULLMESSAGERESPONSE']._serialized_end=880
+  _globals['_PULLMESSAGEREQUEST']._serialized_end=707
+  _globals['_PULLMESSAGERESPONSE']._serialized_start=710
+  _globals['_PULLMESSAGERESPONSE']._serialized_end=922
 # @@protoc_insertion_point(module_scope)

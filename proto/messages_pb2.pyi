@@ -172,6 +172,7 @@ class PullMessageRequest(google.protobuf.message.Message):
     EXPRESSION_TYPE_FIELD_NUMBER: builtins.int
     SUSPEND_TIMEOUT_MS_FIELD_NUMBER: builtins.int
     COMMIT_OFFSET_FIELD_NUMBER: builtins.int
+    LOCAL_READ_FIELD_NUMBER: builtins.int
     consumer_group: builtins.str
     topic: builtins.str
     queue_id: builtins.int
@@ -182,6 +183,10 @@ class PullMessageRequest(google.protobuf.message.Message):
     expression_type: global___ExpressionType.ValueType
     suspend_timeout_ms: builtins.int
     commit_offset: builtins.int
+    local_read: builtins.bool
+    """Answer FOUND with local_ranges instead of batches (only on a session granted local reads;
+    ignored otherwise).
+    """
     def __init__(
         self,
         *,
@@ -195,8 +200,9 @@ class PullMessageRequest(google.protobuf.message.Message):
         expression_type: global___ExpressionType.ValueType = ...,
         suspend_timeout_ms: builtins.int = ...,
         commit_offset: builtins.int = ...,
+        local_read: builtins.bool = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["commit_offset", b"commit_offset", "consumer_group", b"consumer_group", "expression_type", b"expression_type", "max_bytes", b"max_bytes", "max_msg_nums", b"max_msg_nums", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "sub_expression", b"sub_expression", "suspend_timeout_ms", b"suspend_timeout_ms", "topic", b"topic"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["commit_offset", b"commit_offset", "consumer_group", b"consumer_group", "expression_type", b"expression_type", "local_read", b"local_read", "max_bytes", b"max_bytes", "max_msg_nums", b"max_msg_nums", "queue_id", b"queue_id", "queue_offset", b"queue_offset", "sub_expression", b"sub_expression", "suspend_timeout_ms", b"suspend_timeout_ms", "topic", b"topic"]) -> None: ...
 
 global___PullMessageRequest = PullMessageRequest
 
@@ -210,6 +216,7 @@ class PullMessageResponse(google.protobuf.message.Message):
     MIN_OFFSET_FIELD_NUMBER: builtins.int
     MAX_OFFSET_FIELD_NUMBER: builtins.int
     BATCHES_FIELD_NUMBER: builtins.int
+    LOCAL_RANGES_FIELD_NUMBER: builtins.int
     pull_status: global___PullStatus.ValueType
     next_begin_offset: builtins.int
     min_offset: builtins.int
@@ -219,6 +226,11 @@ class PullMessageResponse(google.protobuf.message.Message):
     the commit log holds them. A batch may also hold records before queue_offset, at or after
     next_begin_offset, or of other tags: the consumer keeps the records in
     [queue_offset, next_begin_offset) that match its subscription.
+    """
+    local_ranges: builtins.bytes
+    """FOUND to a local_read pull: where those batches are in the commit log, instead of their bytes:
+    (commit log offset, length) pairs, little-endian int64s, in order. The client reads them from
+    the commit log's files (ConnectResponse.local_read_dir).
     """
     @property
     def status(self) -> aeromq.proto.common_pb2.Status: ...
@@ -231,8 +243,9 @@ class PullMessageResponse(google.protobuf.message.Message):
         min_offset: builtins.int = ...,
         max_offset: builtins.int = ...,
         batches: builtins.bytes = ...,
+        local_ranges: builtins.bytes = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["batches", b"batches", "max_offset", b"max_offset", "min_offset", b"min_offset", "next_begin_offset", b"next_begin_offset", "pull_status", b"pull_status", "status", b"status"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["batches", b"batches", "local_ranges", b"local_ranges", "max_offset", b"max_offset", "min_offset", b"min_offset", "next_begin_offset", b"next_begin_offset", "pull_status", b"pull_status", "status", b"status"]) -> None: ...
 
 global___PullMessageResponse = PullMessageResponse

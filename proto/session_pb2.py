@@ -16,7 +16,7 @@ from aeromq.proto import common_pb2 as aeromq_dot_proto_dot_common__pb2
 from aeromq.proto import messages_pb2 as aeromq_dot_proto_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61\x65romq/proto/session.proto\x12\taeromq.v1\x1a\x19\x61\x65romq/proto/common.proto\x1a\x1b\x61\x65romq/proto/messages.proto\"\xc2\x01\n\x0e\x43onnectRequest\x12\x18\n\x10response_channel\x18\x01 \x01(\t\x12\x1a\n\x12response_stream_id\x18\x02 \x01(\x05\x12\x11\n\tclient_id\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x05\x12\x0c\n\x04user\x18\x05 \x01(\t\x12\x0e\n\x06secret\x18\x06 \x01(\t\x12 \n\x13\x64oorbell_counter_id\x18\x07 \x01(\x05H\x00\x88\x01\x01\x42\x16\n\x14_doorbell_counter_id\"\xc6\x01\n\x0f\x43onnectResponse\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x1a\n\x12session_timeout_ms\x18\x03 \x01(\x03\x12\x18\n\x10max_message_size\x18\x04 \x01(\x05\x12 \n\x13\x64oorbell_counter_id\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x1d\n\x15rings_client_doorbell\x18\x06 \x01(\x08\x42\x16\n\x14_doorbell_counter_id\"\x15\n\x13\x43loseSessionRequest\"\x12\n\x10KeepAliveRequest\"\x13\n\x11KeepAliveResponse\"\xb5\x02\n\x10TransportRequest\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x03\x12\x12\n\nsession_id\x18\x02 \x01(\x03\x12,\n\x07\x63onnect\x18\n \x01(\x0b\x32\x19.aeromq.v1.ConnectRequestH\x00\x12/\n\x05\x63lose\x18\x0b \x01(\x0b\x32\x1e.aeromq.v1.CloseSessionRequestH\x00\x12\x30\n\tkeepalive\x18\x0c \x01(\x0b\x32\x1b.aeromq.v1.KeepAliveRequestH\x00\x12-\n\x04send\x18\r \x01(\x0b\x32\x1d.aeromq.v1.SendMessageRequestH\x00\x12-\n\x04pull\x18\x0e \x01(\x0b\x32\x1d.aeromq.v1.PullMessageRequestH\x00\x42\x06\n\x04\x62ody\"\xb5\x02\n\x11TransportResponse\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x03\x12\x12\n\nsession_id\x18\x02 \x01(\x03\x12-\n\x07\x63onnect\x18\n \x01(\x0b\x32\x1a.aeromq.v1.ConnectResponseH\x00\x12.\n\x04send\x18\x0b \x01(\x0b\x32\x1e.aeromq.v1.SendMessageResponseH\x00\x12.\n\x04pull\x18\x0c \x01(\x0b\x32\x1e.aeromq.v1.PullMessageResponseH\x00\x12\"\n\x05\x65rror\x18\r \x01(\x0b\x32\x11.aeromq.v1.StatusH\x00\x12\x31\n\tkeepalive\x18\x0e \x01(\x0b\x32\x1c.aeromq.v1.KeepAliveResponseH\x00\x42\x06\n\x04\x62odyJ\x06\x08\xe8\x07\x10\xe9\x07\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61\x65romq/proto/session.proto\x12\taeromq.v1\x1a\x19\x61\x65romq/proto/common.proto\x1a\x1b\x61\x65romq/proto/messages.proto\"\xd7\x01\n\x0e\x43onnectRequest\x12\x18\n\x10response_channel\x18\x01 \x01(\t\x12\x1a\n\x12response_stream_id\x18\x02 \x01(\x05\x12\x11\n\tclient_id\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x05\x12\x0c\n\x04user\x18\x05 \x01(\t\x12\x0e\n\x06secret\x18\x06 \x01(\t\x12 \n\x13\x64oorbell_counter_id\x18\x07 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0blocal_reads\x18\x08 \x01(\x08\x42\x16\n\x14_doorbell_counter_id\"\xba\x02\n\x0f\x43onnectResponse\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x1a\n\x12session_timeout_ms\x18\x03 \x01(\x03\x12\x18\n\x10max_message_size\x18\x04 \x01(\x05\x12 \n\x13\x64oorbell_counter_id\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x1d\n\x15rings_client_doorbell\x18\x06 \x01(\x08\x12\x16\n\x0elocal_read_dir\x18\x07 \x01(\t\x12\x1d\n\x15local_read_file_bytes\x18\x08 \x01(\x03\x12\x1d\n\x15local_read_dir_device\x18\t \x01(\x03\x12\x1c\n\x14local_read_dir_inode\x18\n \x01(\x03\x42\x16\n\x14_doorbell_counter_id\"\x15\n\x13\x43loseSessionRequest\"\x12\n\x10KeepAliveRequest\"\x13\n\x11KeepAliveResponse\"\xb5\x02\n\x10TransportRequest\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x03\x12\x12\n\nsession_id\x18\x02 \x01(\x03\x12,\n\x07\x63onnect\x18\n \x01(\x0b\x32\x19.aeromq.v1.ConnectRequestH\x00\x12/\n\x05\x63lose\x18\x0b \x01(\x0b\x32\x1e.aeromq.v1.CloseSessionRequestH\x00\x12\x30\n\tkeepalive\x18\x0c \x01(\x0b\x32\x1b.aeromq.v1.KeepAliveRequestH\x00\x12-\n\x04send\x18\r \x01(\x0b\x32\x1d.aeromq.v1.SendMessageRequestH\x00\x12-\n\x04pull\x18\x0e \x01(\x0b\x32\x1d.aeromq.v1.PullMessageRequestH\x00\x42\x06\n\x04\x62ody\"\xb5\x02\n\x11TransportResponse\x12\x16\n\x0e\x63orrelation_id\x18\x01 \x01(\x03\x12\x12\n\nsession_id\x18\x02 \x01(\x03\x12-\n\x07\x63onnect\x18\n \x01(\x0b\x32\x1a.aeromq.v1.ConnectResponseH\x00\x12.\n\x04send\x18\x0b \x01(\x0b\x32\x1e.aeromq.v1.SendMessageResponseH\x00\x12.\n\x04pull\x18\x0c \x01(\x0b\x32\x1e.aeromq.v1.PullMessageResponseH\x00\x12\"\n\x05\x65rror\x18\r \x01(\x0b\x32\x11.aeromq.v1.StatusH\x00\x12\x31\n\tkeepalive\x18\x0e \x01(\x0b\x32\x1c.aeromq.v1.KeepAliveResponseH\x00\x42\x06\n\x04\x62odyJ\x06\x08\xe8\x07\x10\xe9\x07\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -24,17 +24,17 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'aeromq.proto.session_pb2', 
 if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _globals['_CONNECTREQUEST']._serialized_start=98
-  _globals['_CONNECTREQUEST']._serialized_end=292
-  _globals['_CONNECTRESPONSE']._serialized_start=295
-  _globals['_CONNECTRESPONSE']._serialized_end=493
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=495
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=516
-  _globals['_KEEPALIVEREQUEST']._serialized_start=518
-  _globals['_KEEPALIVEREQUEST']._serialized_end=536
-  _globals['_KEEPALIVERESPONSE']._serialized_start=538
-  _globals['_KEEPALIVERESPONSE']._serialized_end=557
-  _globals['_TRANSPORTREQUEST']._serialized_start=560
-  _globals['_TRANSPORTREQUEST']._serialized_end=869
-  _globals['_TRANSPORTRESPONSE']._serialized_start=872
-  _globals['_TRANSPORTRESPONSE']._serialized_end=1181
+  _globals['_CONNECTREQUEST']._serialized_end=313
+  _globals['_CONNECTRESPONSE']._serialized_start=316
+  _globals['_CONNECTRESPONSE']._serialized_end=630
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=632
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=653
+  _globals['_KEEPALIVEREQUEST']._serialized_start=655
+  _globals['_KEEPALIVEREQUEST']._serialized_end=673
+  _globals['_KEEPALIVERESPONSE']._serialized_start=675
+  _globals['_KEEPALIVERESPONSE']._serialized_end=694
+  _globals['_TRANSPORTREQUEST']._serialized_start=697
+  _globals['_TRANSPORTREQUEST']._serialized_end=1006
+  _globals['_TRANSPORTRESPONSE']._serialized_start=1009
+  _globals['_TRANSPORTRESPONSE']._serialized_end=1318
 # @@protoc_insertion_point(module_scope)

@@ -29,6 +29,7 @@ class ConnectRequest(google.protobuf.message.Message):
     USER_FIELD_NUMBER: builtins.int
     SECRET_FIELD_NUMBER: builtins.int
     DOORBELL_COUNTER_ID_FIELD_NUMBER: builtins.int
+    LOCAL_READS_FIELD_NUMBER: builtins.int
     response_channel: builtins.str
     response_stream_id: builtins.int
     client_id: builtins.str
@@ -44,6 +45,11 @@ class ConnectRequest(google.protobuf.message.Message):
     sleeps on. The broker rings it after offering each answer to this session. Absent over UDP
     (the two sides have different drivers) and from clients that do not sleep on one.
     """
+    local_reads: builtins.bool
+    """Local reads (IPC only): the client would read the stored batches of its pulls straight from
+    the broker's commit log files when it can open them (same host, same files). The broker
+    grants it in ConnectResponse.local_read_dir; the client then sets PullMessageRequest.local_read.
+    """
     def __init__(
         self,
         *,
@@ -54,9 +60,10 @@ class ConnectRequest(google.protobuf.message.Message):
         user: builtins.str = ...,
         secret: builtins.str = ...,
         doorbell_counter_id: builtins.int | None = ...,
+        local_reads: builtins.bool = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "doorbell_counter_id", b"doorbell_counter_id"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "client_id", b"client_id", "doorbell_counter_id", b"doorbell_counter_id", "response_channel", b"response_channel", "response_stream_id", b"response_stream_id", "secret", b"secret", "user", b"user", "version", b"version"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "client_id", b"client_id", "doorbell_counter_id", b"doorbell_counter_id", "local_reads", b"local_reads", "response_channel", b"response_channel", "response_stream_id", b"response_stream_id", "secret", b"secret", "user", b"user", "version", b"version"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id"]) -> typing.Literal["doorbell_counter_id"] | None: ...
 
 global___ConnectRequest = ConnectRequest
@@ -71,6 +78,10 @@ class ConnectResponse(google.protobuf.message.Message):
     MAX_MESSAGE_SIZE_FIELD_NUMBER: builtins.int
     DOORBELL_COUNTER_ID_FIELD_NUMBER: builtins.int
     RINGS_CLIENT_DOORBELL_FIELD_NUMBER: builtins.int
+    LOCAL_READ_DIR_FIELD_NUMBER: builtins.int
+    LOCAL_READ_FILE_BYTES_FIELD_NUMBER: builtins.int
+    LOCAL_READ_DIR_DEVICE_FIELD_NUMBER: builtins.int
+    LOCAL_READ_DIR_INODE_FIELD_NUMBER: builtins.int
     broker_name: builtins.str
     version: builtins.int
     """the broker's session protocol version"""
@@ -87,6 +98,17 @@ class ConnectResponse(google.protobuf.message.Message):
     """Whether the broker rings the client's doorbell (ConnectRequest.doorbell_counter_id) after
     each answer: then the client's poller may sleep until rung.
     """
+    local_read_dir: builtins.str
+    """Local reads granted (ConnectRequest.local_reads, IPC, the broker allows them): the absolute
+    path of the commit log's directory and the length of each of its files (a file is named by
+    its first commit log offset, 20 decimal digits). Empty and 0 when not granted.
+    """
+    local_read_file_bytes: builtins.int
+    local_read_dir_device: builtins.int
+    """That directory's device and inode numbers, as the broker's host sees them: a client whose
+    view of local_read_dir is another directory (another mount namespace) does not use it.
+    """
+    local_read_dir_inode: builtins.int
     def __init__(
         self,
         *,
@@ -96,9 +118,13 @@ class ConnectResponse(google.protobuf.message.Message):
         max_message_size: builtins.int = ...,
         doorbell_counter_id: builtins.int | None = ...,
         rings_client_doorbell: builtins.bool = ...,
+        local_read_dir: builtins.str = ...,
+        local_read_file_bytes: builtins.int = ...,
+        local_read_dir_device: builtins.int = ...,
+        local_read_dir_inode: builtins.int = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "doorbell_counter_id", b"doorbell_counter_id"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "broker_name", b"broker_name", "doorbell_counter_id", b"doorbell_counter_id", "max_message_size", b"max_message_size", "rings_client_doorbell", b"rings_client_doorbell", "session_timeout_ms", b"session_timeout_ms", "version", b"version"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id", "broker_name", b"broker_name", "doorbell_counter_id", b"doorbell_counter_id", "local_read_dir", b"local_read_dir", "local_read_dir_device", b"local_read_dir_device", "local_read_dir_inode", b"local_read_dir_inode", "local_read_file_bytes", b"local_read_file_bytes", "max_message_size", b"max_message_size", "rings_client_doorbell", b"rings_client_doorbell", "session_timeout_ms", b"session_timeout_ms", "version", b"version"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_doorbell_counter_id", b"_doorbell_counter_id"]) -> typing.Literal["doorbell_counter_id"] | None: ...
 
 global___ConnectResponse = ConnectResponse

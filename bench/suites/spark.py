@@ -9,9 +9,13 @@ SparkSession ``local[2]`` (``aeromq.pipeline.spark_session``). Each batch case r
 topic (one Spark partition per queue, coalesced to 1, 2 or 4 tasks) and sums the body lengths,
 so every row is materialised; the clock runs around that one action, after one untimed full
 read of each source (the Python workers started, the sessions open, the JVM's code compiled
-for both). Each aeromq case runs right before the baseline case of the same partitions. The
-4-partition pair (the target's) runs :data:`ROUNDS` times (once with ``--quick``), alternating,
-and each of the two reports its median run (every run's rate in ``runs_rows_per_s``): single
+for both). The aeromq reads use local reads (the broker's files read in place,
+``pipeline/_local_reads.py``): the reader shares the broker's host. Each aeromq case runs right
+before the baseline case of the same partitions. The 4-partition pair (the target's) runs
+:data:`ROUNDS` times (once with ``--quick``), alternating, with a third case after each
+baseline, ``aeromq:batch-read:4-partition-transport``: the same read with ``localReads`` off
+(every batch through the transport, as a reader on another host reads); each of the three
+reports its median run (every run's rate in ``runs_rows_per_s``): single
 runs of either source here varied by 10-20% within a session, and whichever ran later had the
 warmer JVM (Spark's JVM compiles some 500 methods anew for each query, about 0.8 s of CPU, for
 either source). Each case also reports ``cpu_us_per_row``: the CPU time of Spark's JVM (with its
@@ -69,8 +73,8 @@ from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
 from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
 
 PARTITIONS = (1, 2, 4)
-ROUNDS = 3
-"""How many times the 4-partition pair runs (module)."""
+ROUNDS = 5
+"""How many times the 4-partition cases run (module)."""
 STREAM_RATE = 100_000
 STREAM_TRIGGER_S = 1
 STREAM_LAG_BOUND = int(2 * STREAM_TRIGGER_S * STREAM_RATE)
@@ -252,8 +256,9 @@ def _batch_cases(
     limit_s: float,
     rounds: int,
 ) -> Iterator[Result]:
-    """The batch reads, each beside the baseline of as many partitions (the 4-partition pair
-    ``rounds`` times, alternating), each run a case bounded in time; CPU per row: Spark's JVM
+    """The batch reads, each beside the baseline of as many partitions (the 4-partition cases,
+    with the read through the transport, ``rounds`` times, alternating), each run a case
+    bounded in time; CPU per row: Spark's JVM
     with its Python workers, and the broker (what shares the machine's cores during a read: on
     a quiet machine, rows/s is about cores / CPU per row)."""
     pids = (spark.sparkContext._gateway.proc.pid, broker_pid)
@@ -281,11 +286,16 @@ def _batch_cases(
             on_stop=cancel,
         )
 
+    transport = reader.option("localReads", "false")
     for p in PARTITIONS:
         pair = {
             f"aeromq:batch-read:{p}-partition": lambda p=p: reader.load().coalesce(p),
             f"baseline:arrow-memory:{p}-partition": lambda p=p: baseline(p),
         }
+        if p == PARTITIONS[-1]:  # the same read through the transport (no local reads)
+            pair[f"aeromq:batch-read:{p}-partition-transport"] = lambda p=p: (
+                transport.load().coalesce(p)
+            )
         runs: dict[str, list[Result]] = {name: [] for name in pair}
         for _ in range(rounds if p == PARTITIONS[-1] else 1):
             for name, load in pair.items():

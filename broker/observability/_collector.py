@@ -146,6 +146,11 @@ class BrokerCollector(Collector):
             "pulls held by long polling until a message or their timeout",
             value=pull.held,
         )
+        yield CounterMetricFamily(
+            "aeromq_pulls_local",
+            "pulls answered with where their batches are in the commit log (local reads)",
+            value=pull.local_answers,
+        )
 
     def _queues_and_groups(self) -> Iterator[Metric]:
         broker = self._broker

@@ -49,10 +49,13 @@ default, so a pull that does not set the field would otherwise reset its group t
 from __future__ import annotations
 
 import collections
+import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Final
+
+import numpy as np
 
 from aeromq.broker.observability._topic_meter import TopicMeter
 from aeromq.broker.processor.pull_hold import PullHoldService
@@ -74,6 +77,7 @@ from aeromq.common import (
     read_total_length,
     stored_properties,
 )
+from aeromq.common._record_batch import BASE_PHYSICAL_OFFSET_OFFSET
 from aeromq.proto import messages_pb2
 
 __all__ = [
@@ -82,6 +86,7 @@ __all__ = [
     "PullDone",
     "PullProcessor",
     "apply_sql92",
+    "local_ranges",
     "pull_status",
     "sql92_of",
 ]
@@ -103,6 +108,7 @@ _OFFSET_ILLEGAL: Final = messages_pb2.OFFSET_ILLEGAL
 _TAG: Final = messages_pb2.TAG
 _BASE_QUEUE_OFFSET_FIELD: Final = 2  # of HEADER_STRUCT's fields
 _COUNT_FIELD: Final = 8
+_PHYSICAL_OFFSET: Final = struct.Struct("<q")
 
 _STATUS: Final[dict[GetMessageStatus, int]] = {
     GetMessageStatus.FOUND: _FOUND,
@@ -167,6 +173,18 @@ def apply_sql92(result: GetMessageResult, sql: Sql92Filter | None, offset: int) 
     return result
 
 
+def local_ranges(views: Sequence[memoryview]) -> bytes:
+    """The (commit log offset, length) of each stored batch in ``views`` (views of the mapped
+    commit log, whole batches), as little-endian int64 pairs: a local read's answer. Each
+    batch's offset is its own header's base physical offset (written by the commit log where it
+    landed, checked on every read of it)."""
+    ranges = np.empty(2 * len(views), dtype="<i8")
+    unpack = _PHYSICAL_OFFSET.unpack_from
+    ranges[0::2] = [unpack(view, BASE_PHYSICAL_OFFSET_OFFSET)[0] for view in views]
+    ranges[1::2] = [view.nbytes for view in views]
+    return ranges.tobytes()
+
+
 def _whole_batches_end(result: GetMessageResult, last: memoryview) -> int:
     """Where the next pull starts when the answer's ``last`` batch is taken whole: a count cap
     that falls inside a stored batch would have the consumer pull the rest of it again (and the
@@ -217,10 +235,16 @@ class PullProcessor:
         self.pulls = 0
         self.held = 0
         self.messages_out = 0
+        self.local_answers = 0  # FOUND answers given as local ranges
 
-    def process(self, request: messages_pb2.PullMessageRequest, on_done: PullDone) -> None:
+    def process(
+        self, request: messages_pb2.PullMessageRequest, on_done: PullDone, *, local: bool = False
+    ) -> None:
         """Answer ``request`` through ``on_done`` (inline, or later if held). Never raises for
-        a bad request: it is answered with its error code."""
+        a bad request: it is answered with its error code. ``local``: a FOUND answer names
+        where its batches are in the commit log (``local_ranges``) instead of carrying them
+        (the session granted local reads and the request asked; not for SQL92, whose answer
+        is joined)."""
         self.pulls += 1
         started_ns = time.perf_counter_ns()
         topic = request.topic
@@ -265,6 +289,7 @@ class PullProcessor:
             got = apply_sql92(got, sql, offset)
             return got, [memoryview(got.data)] if got.data else views
 
+        local = local and sql is None
         result, views = get()
         status = pull_status(result, offset)
         suspend_ms = request.suspend_timeout_ms
@@ -274,11 +299,13 @@ class PullProcessor:
             def wake(arrived: bool) -> None:
                 again, views = get()
                 status = pull_status(again, offset)
-                self._answer(response, again, views, status, on_done, topic, offset, started_ns)
+                self._answer(
+                    response, again, views, status, on_done, topic, offset, started_ns, local
+                )
 
             self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
             return
-        self._answer(response, result, views, status, on_done, topic, offset, started_ns)
+        self._answer(response, result, views, status, on_done, topic, offset, started_ns, local)
 
     def _answer(
         self,
@@ -290,6 +317,7 @@ class PullProcessor:
         topic: str,
         offset: int,
         started_ns: int,
+        local: bool = False,
     ) -> None:
         response.pull_status = status  # type: ignore[assignment]
         response.next_begin_offset = result.next_begin_offset
@@ -305,6 +333,13 @@ class PullProcessor:
             served = response.next_begin_offset - offset
             self.messages_out += served
         self.meter.on_pulled(topic, served, size, time.perf_counter_ns() - started_ns)
+        if local and views:
+            response.local_ranges = local_ranges(views)
+            for view in views:
+                view.release()
+            self.local_answers += 1
+            on_done(PullAnswer(response, b""))
+            return
         on_done(PullAnswer(response, pieces=views))
 
     def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:

@@ -10,13 +10,14 @@ client side, ``common/_envelope.py`` for the envelope's codec (shared by both si
 """
 
 from aeromq.broker.session._agent import SessionAgent
-from aeromq.broker.session._config import SessionServerConfig
+from aeromq.broker.session._config import LocalReadGrant, SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
 from aeromq.broker.session._idle import session_idle_strategy
 from aeromq.broker.session._session import ServerSession, SessionState
 from aeromq.broker.session._table import SessionTable, Tombstone
 
 __all__ = [
+    "LocalReadGrant",
     "ServerSession",
     "SessionAgent",
     "SessionCounters",

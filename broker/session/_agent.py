@@ -60,7 +60,7 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.security._acl import Acl, Permission, ResourceKind
-from aeromq.broker.session._config import SessionServerConfig
+from aeromq.broker.session._config import LocalReadGrant, SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
 from aeromq.broker.session._route_check import IPC_SOURCE, route_refusal
 from aeromq.broker.session._session import ServerSession, SessionState
@@ -132,8 +132,10 @@ class SessionAgent:
         clock_ns: Callable[[], int] = time.monotonic_ns,
         acl: Acl | None = None,
         doorbell: Doorbell | None = None,
+        local_reads: LocalReadGrant | None = None,
     ) -> None:
         self.config = config or SessionServerConfig()
+        self.local_reads = local_reads
         self._aeron = aeron
         self._subscriptions = tuple(subscriptions)
         self._send = send
@@ -262,7 +264,11 @@ class SessionAgent:
         if kind == "pull":
             if self._acl is not None and self._forbidden(session, correlation_id, request):
                 return _CONTINUE
-            self._pull.process(request.pull, self._completion(session, correlation_id, _PULL))
+            self._pull.process(
+                request.pull,
+                self._completion(session, correlation_id, _PULL),
+                local=session.local_reads and request.pull.local_read,
+            )
         elif kind == "keepalive":
             data = encode_envelope(correlation_id, session.session_id, _KEEPALIVE, _KEEPALIVE_BODY)
             self._respond(session, data, self._now_ns)
@@ -375,6 +381,8 @@ class SessionAgent:
         session.user = connect.user
         if source == IPC_SOURCE and connect.HasField("doorbell_counter_id"):
             session.doorbell = self._client_doorbell(connect.doorbell_counter_id)
+        if source == IPC_SOURCE and connect.local_reads and self.local_reads is not None:
+            session.local_reads = True  # the client shares this host: see ConnectResponse
         if not self._open_publication(session):
             return
         self._table.add(session)
@@ -596,6 +604,12 @@ class SessionAgent:
             session_timeout_ms=self.config.session_timeout_ms,
             max_message_size=self.max_message_size,
         )
+        grant = self.local_reads
+        if session.local_reads and grant is not None:
+            answer.local_read_dir = grant.directory
+            answer.local_read_file_bytes = grant.file_bytes
+            answer.local_read_dir_device = grant.device
+            answer.local_read_dir_inode = grant.inode
         if session.doorbell is not None:
             answer.rings_client_doorbell = True
             if self.doorbell is not None:

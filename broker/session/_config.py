@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from aeromq.broker._errors import ConfigError
 
-__all__ = ["SessionServerConfig"]
+__all__ = ["LocalReadGrant", "SessionServerConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalReadGrant:
+    """What an IPC session granted local reads is told (``ConnectResponse.local_read_*``): the
+    commit log's directory (absolute), the length of each of its files, and the directory's
+    device and inode numbers (so that a client whose path names another directory does not use
+    it). See ``pipeline/_local_reads.py``."""
+
+    directory: str
+    file_bytes: int
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, directory: Path, file_bytes: int) -> LocalReadGrant:
+        """The grant of ``directory`` (created if missing, as the commit log would)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        resolved = directory.resolve()
+        status = os.stat(resolved)
+        return cls(str(resolved), file_bytes, status.st_dev, status.st_ino)
 
 
 @dataclass(frozen=True, kw_only=True)

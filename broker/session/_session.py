@@ -60,6 +60,7 @@ class ServerSession:
         "image",
         "image_session_id",
         "last_activity_ns",
+        "local_reads",
         "publication",
         "registration_id",
         "response_channel",
@@ -101,6 +102,7 @@ class ServerSession:
         self.close_reason = ""
         self.farewell = farewell
         self.doorbell: Doorbell | None = None
+        self.local_reads = False  # granted at CONNECT: pulls may be answered with local ranges
 
     @property
     def route(self) -> tuple[str, int]:
