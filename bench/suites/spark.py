@@ -263,7 +263,16 @@ def _batch_cases(
     a quiet machine, rows/s is about cores / CPU per row)."""
     pids = (spark.sparkContext._gateway.proc.pid, broker_pid)
     cancel = _cancel(spark)
-    reader = spark.read.format("aeromq").option("endpoints", grpc).option("topic", topic)
+
+    def aeromq(**options: str) -> Any:  # a reader of its own: options() changes a reader
+        return (
+            spark.read.format("aeromq")
+            .option("endpoints", grpc)
+            .option("topic", topic)
+            .options(**options)
+            .load()
+        )
+
     spark.dataSource.register(_memory_source())
 
     def baseline(partitions: int) -> Any:
@@ -275,7 +284,7 @@ def _batch_cases(
         )
 
     for what, load in (  # Python workers, imports, sessions, and the JVM's compiled code
-        ("spark warm-up read", lambda: reader.load()),
+        ("spark warm-up read", lambda: aeromq()),
         ("spark warm-up baseline read", lambda: baseline(PARTITIONS[-1])),
     ):
         attempt(
@@ -286,16 +295,15 @@ def _batch_cases(
             on_stop=cancel,
         )
 
-    transport = reader.option("localReads", "false")
     for p in PARTITIONS:
         pair = {
-            f"aeromq:batch-read:{p}-partition": lambda p=p: reader.load().coalesce(p),
+            f"aeromq:batch-read:{p}-partition": lambda p=p: aeromq().coalesce(p),
             f"baseline:arrow-memory:{p}-partition": lambda p=p: baseline(p),
         }
         if p == PARTITIONS[-1]:  # the same read through the transport (no local reads)
-            pair[f"aeromq:batch-read:{p}-partition-transport"] = lambda p=p: (
-                transport.load().coalesce(p)
-            )
+            pair[f"aeromq:batch-read:{p}-partition-transport"] = lambda p=p: aeromq(
+                localReads="false"
+            ).coalesce(p)
         runs: dict[str, list[Result]] = {name: [] for name in pair}
         for _ in range(rounds if p == PARTITIONS[-1] else 1):
             for name, load in pair.items():
