@@ -216,7 +216,11 @@ class Broker:
             acl=self.acl,
             doorbell=doorbell,
             local_reads=(
-                LocalReadGrant.of(store.config.commit_log_dir, config.commit_log_segment_bytes)
+                LocalReadGrant.of(
+                    store.config.commit_log_dir,
+                    config.commit_log_segment_bytes,
+                    store.config.file_mode,
+                )
                 if config.local_reads_enabled
                 else None
             ),

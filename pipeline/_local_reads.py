@@ -90,6 +90,9 @@ class CommitLogFiles:
     ) -> MessageBatch | None:
         """The records in ``[offset, next_offset)`` of the batches at ``ranges`` (a local
         answer's ``local_ranges``), or None when they cannot be read here (see module)."""
+        if len(ranges) % 16:  # not (offset, length) pairs: ask the transport instead
+            self.fallbacks += 1
+            return None
         pairs = np.frombuffer(ranges, "<i8").reshape(-1, 2)
         bases = pairs[:, 0] - pairs[:, 0] % self.file_bytes
         batches: list[MessageBatch] = []

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from aeromq.broker._errors import ConfigError
+from aeromq.broker.store._file_modes import make_dirs
 
 __all__ = ["LocalReadGrant", "SessionServerConfig"]
 
@@ -24,9 +25,10 @@ class LocalReadGrant:
     inode: int
 
     @classmethod
-    def of(cls, directory: Path, file_bytes: int) -> LocalReadGrant:
-        """The grant of ``directory`` (created if missing, as the commit log would)."""
-        directory.mkdir(parents=True, exist_ok=True)
+    def of(cls, directory: Path, file_bytes: int, file_mode: int) -> LocalReadGrant:
+        """The grant of ``directory``, made if missing as the commit log makes it (the store's
+        ``file_mode``)."""
+        make_dirs(directory, file_mode)
         resolved = directory.resolve()
         status = os.stat(resolved)
         return cls(str(resolved), file_bytes, status.st_dev, status.st_ino)

@@ -5,6 +5,7 @@ back, and a range that does not hold its batch is refused as a broken answer is.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from aeromq.client import CorruptMessageError
 from aeromq.common import encode_batch, patch_batch
 from aeromq.consumer import _columns_native as native
+from aeromq.consumer import _pulled as pulled_module
 from aeromq.consumer._pulled import join_ranges, read_pulled_batches
 from tests.consumer.test_columns_native import (
     BORN_HOST,
@@ -25,7 +27,12 @@ from tests.consumer.test_columns_native import (
     _columns,
 )
 
-_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    # the reader_module fixture holds for every example of a test: that is what it is for
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 def _batches(answer: bytes) -> list[bytes]:
@@ -52,10 +59,21 @@ def _scattered(batches: list[bytes], gaps: list[int]) -> tuple[bytes, bytes]:
     return bytes(file), np.array(ranges, dtype="<i8").tobytes()
 
 
+@pytest.fixture(params=["native", "numpy"])
+def reader_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The C reader, then the numpy reference alone (the native module set aside)."""
+    if request.param == "numpy":
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(pulled_module, "_native", None)
+            yield
+    else:
+        yield
+
+
 @given(_answers(), st.data())
 @_SETTINGS
 def test_batches_at_their_ranges_read_as_the_same_batches_back_to_back(
-    answer: tuple[bytes, int, int], data: Any
+    reader_module: None, answer: tuple[bytes, int, int], data: Any
 ) -> None:
     joined, first, end = answer
     batches = _batches(joined)
