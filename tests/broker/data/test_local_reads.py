@@ -28,20 +28,32 @@ TOPIC = "local"
 SEGMENT_BYTES = 64 * 1024  # small files: the batches of one answer lie in two of them
 
 
+def _start(data: Path, *extra: str) -> ServerProcess:
+    """A broker process (UDP ingress on a free port, ``extra`` arguments) with topic ``TOPIC``
+    of one queue."""
+    process = start_broker_process(
+        data,
+        extra_args=["--ingress-udp-endpoint", "127.0.0.1:0", "--index-enabled", "false",
+                    "--log-level", "WARNING", *extra],
+    )  # fmt: skip
+    try:
+        with GrpcClient(process.grpc_address, timeout_s=30) as admin:
+            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+    except BaseException:
+        process.stop()
+        raise
+    return process
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A broker process with 64 KiB commit log files, 600 messages of 300 B in queue 0 (sends
     of 20: about 6 KiB a batch, so a file holds 10 batches and a 1 MiB pull spans files)."""
     data = tmp_path_factory.mktemp("local-reads") / "data"
-    process = start_broker_process(
-        data,
-        extra_args=["--ingress-udp-endpoint", "127.0.0.1:0", "--index-enabled", "false",
-                    "--commit-log-segment-bytes", str(SEGMENT_BYTES), "--max-message-size", "16384",
-                    "--log-level", "WARNING"],
-    )  # fmt: skip
+    process = _start(
+        data, "--commit-log-segment-bytes", str(SEGMENT_BYTES), "--max-message-size", "16384"
+    )
     try:
-        with GrpcClient(process.grpc_address, timeout_s=30) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
         with _Connected(process, "ipc") as session:
             for first in range(0, 600, 20):
                 bodies = [b"%06d" % i + b"." * 294 for i in range(first, first + 20)]
@@ -167,14 +179,8 @@ def test_a_sql92_pull_that_asks_gets_the_batches(broker: ServerProcess) -> None:
 
 
 def test_a_broker_with_local_reads_off_grants_none(tmp_path: Path) -> None:
-    process = start_broker_process(
-        tmp_path / "data",
-        extra_args=["--ingress-udp-endpoint", "127.0.0.1:0", "--index-enabled", "false",
-                    "--local-reads-enabled", "false", "--log-level", "WARNING"],
-    )  # fmt: skip
+    process = _start(tmp_path / "data", "--local-reads-enabled", "false")
     try:
-        with GrpcClient(process.grpc_address, timeout_s=30) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
         with _Connected(process, "ipc") as session:
             assert session.local_read_dir == ""
             assert session.request(send_request(b"x", topic=TOPIC), 10_000).status.code == 0
