@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
 from aeromq.common import PROPERTY_KEYS
+from tests.broker.observability._scrape import scrape, value
 from tests.pipeline._helpers import produce
 
 # The first test of a session waits for the SparkSession (10-20 s, longer on a loaded machine).
@@ -87,3 +88,32 @@ def test_should_start_at_a_timestamp_searched_on_the_broker(
     assert sorted((r.queueId, r.queueOffset) for r in rows) == [
         (q, n) for q in range(4) for n in range(10, 20)
     ]
+
+
+def test_should_read_the_broker_files_in_place_on_its_host_unless_told_not_to(
+    spark: SparkSession, broker: ServerProcess, topic: str
+) -> None:
+    """The executors share the broker's host: their pulls are answered with local ranges (the
+    broker's ``aeromq_pulls_local_total``), and ``localReads=false`` reads the same rows
+    through the transport."""
+    produce(broker, topic, per_queue=30)
+
+    def read(**options: str) -> list[tuple[int, int, bytes]]:
+        df = (
+            spark.read.format("aeromq")
+            .option("endpoints", broker.grpc_address)
+            .option("topic", topic)
+            .options(**options)
+            .load()
+        )
+        return sorted((r.queueId, r.queueOffset, bytes(r.body)) for r in df.collect())
+
+    metrics = broker.ready["metrics"]
+    before = value(scrape(metrics), "aeromq_pulls_local_total")
+    local = read()
+    after = value(scrape(metrics), "aeromq_pulls_local_total")
+    assert after >= before + 4  # one answer at least per queue
+    through = read(localReads="false")
+    assert value(scrape(metrics), "aeromq_pulls_local_total") == after
+    assert local == through and len(local) == 120
+    assert [body for _, _, body in local[:3]] == [b"0-0", b"0-1", b"0-2"]
