@@ -22,8 +22,9 @@
  *          batch's fixed header (76 bytes), back to back (``HEADER_DTYPE``). With ``ranges``
  *          (little-endian i64 (position, length) pairs, or None), the batches are not back to
  *          back from 0 but one at each position of ``data`` (a local read: ``data`` is a
- *          mapped commit log file, ``pipeline/_local_reads.py``); each must lie in ``data`` and
- *          its length field must be its range's length. Positions in the columns are
+ *          mapped commit log file, ``pipeline/_local_reads.py``); each must lie in ``data``,
+ *          after the one before it (ascending, none overlapping), and its length field must be
+ *          its range's length. Positions in the columns are
  *          positions in ``data`` either way.
  *   gather(parts, count, null_empty)
  *       -> ``(offsets, data, validity, null_count)``: the ``[start, start + length)`` spans of
@@ -280,15 +281,17 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     /* pass 1: framing, magic, queue and topic, record counts; with ``ranges``, one batch at
      * each (position, length), which must lie in ``data`` and be the batch's own length */
     Py_ssize_t next_range = 0;
+    int64_t range_end = 0; /* where the last range ended: the next starts there or later */
     for (Py_ssize_t position = 0; has_ranges ? next_range < range_count : position < end;) {
         if (has_ranges) {
             int64_t at = load_i64(ranges + 16 * next_range);
             int64_t span = load_i64(ranges + 16 * next_range + 8);
             next_range++;
-            if (at < 0 || span < FIXED_HEADER_LENGTH || at > (int64_t)end - span) {
+            if (at < range_end || span < FIXED_HEADER_LENGTH || at > (int64_t)end - span) {
                 refused = 1;
                 break;
             }
+            range_end = at + span;
             position = (Py_ssize_t)at;
             read_bytes += (Py_ssize_t)span;
             if (load_i32(data + position) != span) {

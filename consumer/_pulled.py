@@ -114,17 +114,21 @@ def read_pulled_batches(
 
 def join_ranges(data: bytes, ranges: bytes) -> bytes:
     """The batches at ``ranges`` (little-endian i64 (position, length) pairs) of ``data``, back
-    to back; :class:`~client.CorruptMessageError` when a range is not inside ``data``."""
+    to back; :class:`~client.CorruptMessageError` when a range is not inside ``data`` or starts
+    before the one before it ends."""
     pairs = np.frombuffer(ranges, "<i8").reshape(-1, 2).tolist()
     view = memoryview(data)
+    ended = 0
     for position, length in pairs:
-        if position < 0 or length < 0 or position + length > len(view):
+        if position < ended or length < 0 or position + length > len(view):
             raise CorruptMessageError(
-                "a local range outside its commit log file",
+                "a local range outside its commit log file or before the one it follows",
                 position=position,
                 length=length,
+                previous_end=ended,
                 file_length=len(view),
             )
+        ended = position + length
     return b"".join(view[position : position + length] for position, length in pairs)
 
 

@@ -108,7 +108,8 @@ def test_the_columns_of_a_local_read_are_places_in_the_file() -> None:
 
 
 @pytest.mark.parametrize(
-    "how", ["past the end", "negative", "length differs", "not a batch", "odd bytes"]
+    "how",
+    ["past the end", "negative", "length differs", "not a batch", "odd bytes", "twice", "back"],
 )
 def test_a_range_that_does_not_hold_its_batch_is_refused(how: str) -> None:
     _, file, ranges = _two_batches()
@@ -121,6 +122,10 @@ def test_a_range_that_does_not_hold_its_batch_is_refused(how: str) -> None:
         pairs[0, 1] -= 1
     elif how == "not a batch":
         pairs[1, 0] -= 10  # the junk before it
+    elif how == "twice":
+        pairs[1] = pairs[0]  # one batch twice: its records would be delivered twice
+    elif how == "back":
+        pairs = pairs[::-1].copy()  # out of order
     bad = pairs.tobytes() if how != "odd bytes" else pairs.tobytes()[:-3]
     if how == "odd bytes":
         with pytest.raises(ValueError, match="pairs"):
