@@ -199,16 +199,15 @@ class _RangeReader:
                 ranges = response.local_ranges
                 if ranges:
                     local = self._local
-                    found = (
+                    batch = (
                         None
                         if local is None
                         else local.read(ranges, self._queue, self._expected, next_offset)
                     )
-                    if found is None:  # not readable here: through the transport from now on
+                    if batch is None:  # not readable here: through the transport from now on
                         self._local = None
                         self._restart(self._stride)
                         continue
-                    batch = found
                 else:
                     batch = read_pulled_batches(
                         response.batches,

@@ -43,8 +43,9 @@ def parse_body(body: bytes) -> tuple[int, int] | None:
     return (producer_id, sequence) if body == body_of(producer_id, sequence, len(body)) else None
 
 
-def _session(endpoints: dict[str, str], transport: str) -> tuple[Any, Any, Any]:
-    """(driver or None, aeron, session) for a puller over IPC or UDP."""
+def _session(endpoints: dict[str, str], transport: str, **config: Any) -> tuple[Any, Any, Any]:
+    """(driver or None, aeron, session) for a puller over IPC or UDP; ``config``: more
+    ``SessionConfig`` fields."""
     from aeromq.client.session import ClientSession, SessionConfig
     from aeromq.transport.client import Aeron, AeronContext
     from aeromq.transport.driver import MediaDriver, MediaDriverContext
@@ -56,6 +57,7 @@ def _session(endpoints: dict[str, str], transport: str) -> tuple[Any, Any, Any]:
             ingress_channel=endpoints["ipc_channel"],
             ingress_stream_id=int(endpoints["ipc_stream_id"]),
             request_timeout_ms=30_000,
+            **config,
         )
     else:
         driver = MediaDriver.launch_embedded(MediaDriverContext(term_buffer_sparse_file=True))
@@ -65,6 +67,7 @@ def _session(endpoints: dict[str, str], transport: str) -> tuple[Any, Any, Any]:
             ingress_stream_id=int(endpoints["udp_stream_id"]),
             response_channel="aeron:udp?endpoint=127.0.0.1:0",
             request_timeout_ms=30_000,
+            **config,
         )
     return driver, aeron, ClientSession.connect(aeron, config)
 

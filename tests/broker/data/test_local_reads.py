@@ -15,13 +15,12 @@ import pytest
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client.grpc_client import GrpcClient
-from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.client.session import ClientSession
 from aeromq.common import PullAnswer
 from aeromq.proto import messages_pb2
-from aeromq.transport.client import Aeron, AeronContext
-from aeromq.transport.driver import MediaDriver, MediaDriverContext
 from tests.broker.observability._scrape import scrape, value
 
+from ._system import _session
 from .conftest import pull_request, send_request
 
 TOPIC = "local"
@@ -64,31 +63,13 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 class _Connected:
-    """A session with ``broker`` over IPC or UDP (asking for local reads unless told not to),
-    closed with its client and driver."""
+    """A session with ``broker`` over IPC or UDP (``tests/broker/data/_system.py``), asking for
+    local reads unless told not to; closed with its client and driver."""
 
     def __init__(self, broker: ServerProcess, transport: str, *, local_reads: bool = True):
-        endpoints = broker.ready
-        self._driver: MediaDriver | None = None
-        if transport == "ipc":
-            self._aeron = Aeron.connect(AeronContext(aeron_dir=endpoints["aeron_dir"]))
-            config = SessionConfig(
-                ingress_channel=endpoints["ipc_channel"],
-                ingress_stream_id=int(endpoints["ipc_stream_id"]),
-                local_reads=local_reads,
-            )
-        else:
-            self._driver = MediaDriver.launch_embedded(
-                MediaDriverContext(term_buffer_sparse_file=True)
-            )
-            self._aeron = Aeron.connect(AeronContext(aeron_dir=self._driver.aeron_dir))
-            config = SessionConfig(
-                ingress_channel=endpoints["udp_channel"],
-                ingress_stream_id=int(endpoints["udp_stream_id"]),
-                response_channel="aeron:udp?endpoint=127.0.0.1:0",
-                local_reads=local_reads,
-            )
-        self.session = ClientSession.connect(self._aeron, config)
+        self._driver, self._aeron, self.session = _session(
+            broker.ready, transport, local_reads=local_reads
+        )
 
     def __enter__(self) -> ClientSession:
         return self.session
