@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from aeromq.common._native import missing_native_modules
+from aeromq.common import missing_native_modules
 from bench._bounded import FAIL_CASE_ENV, CaseFailed, bounded, isolated
 
 __all__ = [

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from aeromq.transport._errors import ConfigurationError
+from aeromq.transport import ConfigurationError
 from aeromq.transport.testing.py312 import ensure_pyaeron_venv, find_python312, peer_environment
 from bench._harness import Result, latency_summary
 

@@ -29,7 +29,7 @@ from types import FrameType
 from aeromq.broker._errors import BrokerError
 from aeromq.broker.broker import Broker, describe_recovery
 from aeromq.broker.config import BrokerConfig, BrokerConfigError, add_arguments
-from aeromq.common._native import missing_native_modules
+from aeromq.common import missing_native_modules
 from aeromq.transport import TransportError
 from aeromq.transport.tools.cli import command_parser, setup_logging
 from aeromq.transport.tools.stat import BROKER_RUN_FILE

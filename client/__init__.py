@@ -9,6 +9,7 @@ expressions, message ids, validation with RocketMQ's rules) is defined in ``aero
 re-exported here, so that a client needs one import.
 """
 
+from aeromq.client._hooks import call_hooks
 from aeromq.client._metrics_http import MetricsServer, metric_meta, serve_metrics
 from aeromq.client._security import ClientTls, Credentials
 from aeromq.client.broker_sessions import BrokerSessions
@@ -101,6 +102,7 @@ __all__ = [
     "UniqueMessageId",
     "UniqueMessageIdGenerator",
     "build_subscription_data",
+    "call_hooks",
     "create_unique_message_id",
     "decode_offset_message_id",
     "decode_unique_message_id",

@@ -104,6 +104,7 @@ from aeromq.common._message_id import (
     encode_unique_message_id,
     unique_message_id_time_ms,
 )
+from aeromq.common._native import NATIVE_MODULES, missing_native_modules
 from aeromq.common._permission import (
     PERM_INHERIT,
     PERM_PRIORITY,
@@ -200,6 +201,7 @@ __all__ = [
     "KEY_SEPARATOR",
     "MAX_FRAMING_BYTES",
     "NAME_VALUE_SEPARATOR",
+    "NATIVE_MODULES",
     "NOT_ALLOWED_SEND_TOPICS",
     "OFFSET_COMMIT_LOG_OFFSET_OFFSET",
     "OFFSET_HOST_OFFSET",
@@ -300,6 +302,7 @@ __all__ = [
     "is_writeable",
     "join_tag",
     "merge_batches",
+    "missing_native_modules",
     "pack_host_field",
     "parse_tag_expression",
     "patch_batch",

@@ -34,8 +34,14 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any, TextIO
 
-from aeromq.client import ClientError, MessageExt, MessageQueue, RouteResolver
-from aeromq.client._security import ClientTls, Credentials
+from aeromq.client import (
+    ClientError,
+    ClientTls,
+    Credentials,
+    MessageExt,
+    MessageQueue,
+    RouteResolver,
+)
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.transport.tools.cli import (

@@ -92,9 +92,9 @@ from aeromq.client import (
     OffsetIllegalError,
     SubscriptionData,
     build_subscription_data,
+    call_hooks,
     serve_metrics,
 )
-from aeromq.client._hooks import call_hooks
 from aeromq.common import check_topic
 from aeromq.consumer._broker_api import BrokerApi, ConsumerHeartbeat, QueueGrant
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi

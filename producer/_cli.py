@@ -26,8 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from aeromq.client import ClientError, Message
-from aeromq.client._security import ClientTls, Credentials
+from aeromq.client import ClientError, ClientTls, Credentials, Message
 from aeromq.producer._config import ProducerConfig
 from aeromq.producer._producer import Producer
 from aeromq.transport.tools.cli import (

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from aeromq.client import IllegalArgumentError
-from aeromq.client._security import ClientTls, Credentials
+from aeromq.client import ClientTls, Credentials, IllegalArgumentError
 from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE, check_group
 
 __all__ = ["ProducerConfig", "Transport"]

@@ -65,10 +65,10 @@ from aeromq.client import (
     ResponseCode,
     TopicNotFoundError,
     UniqueMessageIdGenerator,
+    call_hooks,
     error_for_code,
     serve_metrics,
 )
-from aeromq.client._hooks import call_hooks
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import RouteResolver, TopicRoute
 from aeromq.client.session import (

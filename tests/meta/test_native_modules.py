@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aeromq.common._native import NATIVE_MODULES, missing_native_modules
+from aeromq.common import NATIVE_MODULES, missing_native_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 
