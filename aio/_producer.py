@@ -17,12 +17,13 @@ and shutting down (route lookups, sessions) run in the loop's default executor.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from aeromq.aio._constructor import built_from
 from aeromq.client import Message, MessageQueue
-from aeromq.producer import Producer, ProducerConfig, QueueSelector, RouteSource, SendResult
+from aeromq.producer import Producer, QueueSelector, SendResult
 
 __all__ = ["AsyncProducer"]
 
@@ -31,35 +32,19 @@ class AsyncProducer:
     """The asyncio face of :class:`~producer.Producer` (see the module doc); the constructor
     takes the same arguments."""
 
-    def __init__(
-        self,
-        group: str,
-        endpoints: str | Sequence[str] | None = None,
-        *,
-        route: RouteSource | None = None,
-        namesrv: bool = False,
-        config: ProducerConfig | None = None,
-        queue_selector: QueueSelector | None = None,
-        client_id: str | None = None,
-        value_serializer: Callable[[Any], bytes] | None = None,
-    ) -> None:
-        self.sync = Producer(
-            group,
-            endpoints,
-            route=route,
-            namesrv=namesrv,
-            config=config,
-            queue_selector=queue_selector,
-            client_id=client_id,
-            value_serializer=value_serializer,
-        )
+    @built_from(Producer)
+    def __init__(self, sync: Producer) -> None:
+        """Takes the arguments of :class:`~producer.Producer` (see ``built_from``)."""
+        self.sync = sync
         """The threaded producer underneath."""
 
     async def start(self) -> AsyncProducer:
+        """``Producer.start`` in the loop's default executor; idempotent."""
         await asyncio.get_running_loop().run_in_executor(None, self.sync.start)
         return self
 
     async def shutdown(self) -> None:
+        """``Producer.shutdown`` in the loop's default executor; idempotent."""
         await asyncio.get_running_loop().run_in_executor(None, self.sync.shutdown)
 
     async def __aenter__(self) -> AsyncProducer:

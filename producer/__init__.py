@@ -7,11 +7,12 @@ servers over gRPC, or from a :class:`StaticRoute`. Each send is one record batch
 (:mod:`common._record_batch`); a batch's :class:`SendResults` are made as they are read. ``aeromq produce`` is the command line.
 """
 
+from aeromq.producer._answers import SendCallback
 from aeromq.producer._batch import SendResults
 from aeromq.producer._config import ProducerConfig
 from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMetrics
-from aeromq.producer._producer import Producer, SendCallback
+from aeromq.producer._producer import Producer
 from aeromq.producer._route import RouteSource, StaticRoute
 from aeromq.producer._selector import (
     KeyHashSelector,

@@ -74,5 +74,6 @@ class SendCoalescer(Generic[T]):
             return group  # takes the place of the request that ended: in flight stays
 
     def waiting_count(self, topic: str) -> int:
+        """How many sends of ``topic`` wait for a request to be answered."""
         with self._lock:
             return len(self._waiting.get(topic, ()))

@@ -39,24 +39,29 @@ class ProducerMeter:
         self._latency = LatencyHistogram()
 
     def on_sent(self, messages: int, latency_ns: int) -> None:
+        """A send of ``messages`` answered OK, ``latency_ns`` after its call."""
         with self._lock:
             self._sends += 1
             self._messages += messages
         self._latency.observe_ns(latency_ns)
 
     def on_failed(self) -> None:
+        """A send failed after its last attempt."""
         with self._lock:
             self._errors += 1
 
     def on_retry(self) -> None:
+        """An attempt is made again after a failure."""
         with self._lock:
             self._retries += 1
 
     def on_oneway(self) -> None:
+        """A oneway send was offered."""
         with self._lock:
             self._oneway += 1
 
     def snapshot(self) -> ProducerMetrics:
+        """The counts so far, as one consistent :class:`ProducerMetrics`."""
         with self._lock:
             counts = (self._sends, self._messages, self._retries, self._errors, self._oneway)
         return ProducerMetrics(*counts, self._latency.snapshot())

@@ -20,6 +20,8 @@ __all__ = ["RouteSource", "StaticRoute"]
 
 
 class RouteSource(Protocol):
+    """What a producer asks for a topic's route (``Producer(route=...)``)."""
+
     def route(self, topic: str, *, refresh: bool = False) -> TopicRoute:
         """The topic's route; :class:`~client.TopicNotFoundError` when no broker has it."""
         ...
@@ -28,7 +30,10 @@ class RouteSource(Protocol):
         """Forget a cached route (a broker refused or vanished)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what the source holds (connections, caches); the producer's shutdown calls
+        it."""
+        ...
 
 
 class StaticRoute:
@@ -50,10 +55,13 @@ class StaticRoute:
         )
 
     def route(self, topic: str, *, refresh: bool = False) -> TopicRoute:
+        """The same queues on the same brokers for every topic."""
         return TopicRoute(topic, self._brokers, self._queues, 0)
 
     def invalidate(self, topic: str) -> None:
+        """Nothing to forget: the route is fixed."""
         return None
 
     def close(self) -> None:
+        """Nothing to release."""
         return None

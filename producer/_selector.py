@@ -93,6 +93,7 @@ class LeastSentSelector:
         self._sent: dict[MessageQueue, int] = {}
 
     def pick(self, queues: Sequence[MessageQueue], count: int) -> MessageQueue:
+        """The least sent to of ``queues``, counted ``count`` messages more."""
         sent = self._sent
         if any(queue not in sent for queue in queues):
             floor = min(sent.values(), default=0)

@@ -38,4 +38,5 @@ class SendResult:
 
     @property
     def ok(self) -> bool:
+        """True when ``send_status`` is ``SEND_OK``."""
         return self.send_status is SendStatus.SEND_OK

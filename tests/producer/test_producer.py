@@ -313,7 +313,7 @@ def test_should_sleep_on_the_doorbell_between_answers_unless_told_otherwise(
 ) -> None:
     def idle_strategy(producer: Producer) -> str:
         assert producer.send(Message("orders", b"connect")).ok  # opens the broker's session
-        sessions = producer._sessions
+        sessions = producer._send_path.sessions
         assert sessions is not None
         session = sessions.open_session("broker-a")
         assert session is not None and session.rung_by_broker  # IPC: the broker rings

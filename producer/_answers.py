@@ -1,0 +1,118 @@
+"""The broker's answer to a send read into its results, and the futures of async sends settled.
+
+:func:`results_of` and :func:`group_results` turn a ``SendMessageResponse`` into each send's
+:class:`~producer.SendResults` (or raise the error of its status code); :func:`settle` completes
+an async send's future, and :func:`call_back` runs a :data:`SendCallback` when it does.
+
+Caller: the sync attempts (``SendPath.attempt_sync``), the async sends (``_async_sends.py``) and
+the façade (``Producer.send_async``, ``send_batch_async``, for ``call_back``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from functools import lru_cache
+from typing import Any, Final
+
+from aeromq.client import MessageQueue, ResponseCode, error_for_code
+from aeromq.producer._attempt import Attempt
+from aeromq.producer._batch import SendResults
+from aeromq.producer._send_result import SendStatus
+from aeromq.proto import messages_pb2
+
+__all__ = ["SendCallback", "call_back", "group_results", "results_of", "settle", "store_host"]
+
+_log = logging.getLogger(__name__)
+
+SendCallback = Callable[[Any, BaseException | None], object]
+"""``callback(result, None)`` on success (a ``SendResult``, or a list for a batch),
+``callback(None, error)`` on failure."""
+
+_SEND_STATUS: Final = {
+    messages_pb2.SEND_OK: SendStatus.SEND_OK,
+    messages_pb2.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    messages_pb2.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    messages_pb2.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+_STORED_CODES: Final = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT)
+
+
+def results_of(
+    response: messages_pb2.SendMessageResponse, target: MessageQueue, attempt: Attempt
+) -> SendResults:
+    """The send's results, or the error of its status code."""
+    return group_results(response, target, [attempt])[0]
+
+
+def group_results(
+    response: messages_pb2.SendMessageResponse, target: MessageQueue, attempts: list[Attempt]
+) -> list[SendResults]:
+    """The results of each send of one request (their batches one after the other in it), or
+    the error of its status code."""
+    status = response.status
+    count = sum(len(attempt.unique_ids) for attempt in attempts)
+    if status.code not in _STORED_CODES or response.message_count != count:
+        raise error_for_code(
+            status.code or ResponseCode.SYSTEM_ERROR,
+            status.message
+            or f"the broker answered a send of {count} messages with {response.message_count}",
+            broker=target.broker_name,
+            topic=target.topic,
+            queue_id=target.queue_id,
+        )
+    queue = target
+    if response.queue_id != target.queue_id or (
+        response.broker_name and response.broker_name != target.broker_name
+    ):
+        queue = MessageQueue(
+            target.topic, response.broker_name or target.broker_name, response.queue_id
+        )
+    send_status = _SEND_STATUS.get(response.send_status, SendStatus.SEND_OK)
+    host = store_host(response.store_host)
+    queue_offset = response.base_queue_offset
+    commit_log_offset = response.base_commit_log_offset
+    answers = []
+    for attempt in attempts:
+        ids = attempt.unique_ids
+        answers.append(SendResults(send_status, queue, queue_offset, commit_log_offset, host, ids))
+        queue_offset += len(ids)
+        commit_log_offset += len(ids)
+    return answers
+
+
+@lru_cache(maxsize=64)
+def store_host(text: str) -> tuple[str, int]:
+    """``"host:port"`` of the broker's answer as (host, port); ``("0.0.0.0", 0)`` when the port
+    is not a number."""
+    host, _, port = text.rpartition(":")
+    try:
+        return host, int(port)
+    except ValueError:
+        return "0.0.0.0", 0
+
+
+def settle(future: Future[Any], *, value: Any = None, error: BaseException | None = None) -> None:
+    """Complete ``future`` with ``value`` or ``error``, unless it timed out or was cancelled."""
+    try:  # not contextlib.suppress: once per send, and a try costs nothing when nothing raises
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+    except InvalidStateError:  # timed out or cancelled meanwhile
+        pass
+
+
+def call_back(callback: SendCallback) -> Callable[[Future[Any]], None]:
+    """A done-callback of an async send's future that calls ``callback(result, error)`` and
+    logs what it raises."""
+
+    def done(future: Future[Any]) -> None:
+        error = future.exception()
+        try:
+            callback(None if error is not None else future.result(), error)
+        except Exception:
+            _log.exception("a send callback raised")
+
+    return done

@@ -1,0 +1,262 @@
+"""``AsyncSends``: async sends on their way, alone or coalesced into one request, and retried.
+
+A prepared async send (an ``Attempt`` and its future) goes either at once as a request of its
+own (:meth:`AsyncSends.submit_async`: a send to a queue or through a selector, or with
+coalescing off), or through the ``SendCoalescer`` (``_coalesce.py``): it goes at once while its
+topic has fewer than ``async_requests_in_flight`` requests in flight per broker, otherwise it
+waits and goes with the others that waited as one request of one record batch
+(:meth:`AsyncSends.submit_group`) when one of those requests is answered. Each send keeps its
+own future, ids, offsets and retries; a merged request the broker refuses for its content is
+sent again send by send. Retries, and groups whose offer must wait while a reader thread found
+the broker back-pressured, run on the producer's retry thread (``SendPath.executor``).
+
+Caller: the façade (``Producer.send_async``, ``send_batch_async``: :meth:`AsyncSends.observe`
+and :meth:`AsyncSends.dispatch`); the sessions' poller thread (answers) and the retry thread.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import CancelledError, Future
+from typing import Any
+
+from aeromq.client import ClientError, MessageQueue, RequestTimeoutError
+from aeromq.client.route import TopicRoute
+from aeromq.client.session import BackPressuredError
+from aeromq.common import merge_batches
+from aeromq.producer._answers import group_results, results_of, settle
+from aeromq.producer._attempt import RETRY_CODES, Attempt
+from aeromq.producer._coalesce import SendCoalescer
+from aeromq.producer._hooks import SendMessageContext
+from aeromq.producer._routing import QueueRouter
+from aeromq.producer._send_path import SendPath
+from aeromq.producer._send_result import SendResult
+from aeromq.proto import messages_pb2
+
+__all__ = ["AsyncSends"]
+
+_Waiting = tuple[Attempt, "Future[Any]", bool]
+"""An async send that may wait to go with others: its attempt, its future, one message."""
+
+
+def _batch_bytes(item: _Waiting) -> int:
+    return len(item[0].batch)
+
+
+class AsyncSends:
+    """The async sends of one producer (see module); made by ``Producer.__init__``."""
+
+    def __init__(self, path: SendPath, router: QueueRouter) -> None:
+        self._path = path
+        self._router = router
+        self.group = path.group
+        self.config = path.config
+        self._coalescer: SendCoalescer[_Waiting] | None = (
+            SendCoalescer(self.config.max_message_size, _batch_bytes)
+            if self.config.async_requests_in_flight
+            else None
+        )
+
+    def observe(
+        self, outer: Future[Any], messages: int, context: SendMessageContext | None
+    ) -> None:
+        """Count the async send of ``outer`` in the metrics, and end its hooks' context, when
+        it settles. Caller: ``Producer.send_async``/``send_batch_async``."""
+        started_ns = time.perf_counter_ns()
+        path = self._path
+
+        def settled(future: Future[Any]) -> None:
+            if future.cancelled():
+                path.meter.on_failed()
+                path.after_send(context, exception=CancelledError())
+            elif (error := future.exception()) is not None:
+                path.meter.on_failed()
+                path.after_send(context, exception=error)
+            else:
+                path.meter.on_sent(messages, time.perf_counter_ns() - started_ns)
+                if context is not None:  # hooks: they see the results
+                    result = future.result()
+                    one = isinstance(result, SendResult)
+                    path.after_send(context, results=[result] if one else result)
+
+        outer.add_done_callback(settled)
+
+    def dispatch(self, attempt: Attempt, outer: Future[Any], single: bool) -> None:
+        """Send an async send now, alone, or leave it to wait and go with others (a send to
+        no queue in particular while its topic has its requests in flight: see
+        ``producer/_coalesce.py``). Caller: ``Producer.send_async``/``send_batch_async``."""
+        coalescer = self._coalescer
+        if coalescer is None or attempt.queue is not None or attempt.selector is not None:
+            self.submit_async(attempt, outer, single)
+            return
+        topic = attempt.messages[0].topic
+        try:
+            brokers = len(self._router.route(topic).brokers)
+        except ClientError:  # no route: the send fails as any other
+            self.submit_async(attempt, outer, single)
+            return
+        item = (attempt, outer, single)
+        if coalescer.admit(topic, item, self.config.async_requests_in_flight * brokers):
+            self.submit_group(topic, [item], wait_offer=True)
+
+    def submit_group(self, topic: str, group: list[_Waiting], wait_offer: bool) -> None:
+        """Send ``group`` (async sends of ``topic``, counted in flight) as one request: one
+        record batch of theirs all, to the queue least sent to. ``wait_offer`` False (a thread
+        that reads answers): a back-pressured ingress hands the send to the producer's thread,
+        which waits.
+
+        Caller: :meth:`dispatch`, :meth:`group_over`, the retry thread. Affects: each send's
+        ``attempts_left``; settles the sends out of time."""
+        now_ns = time.monotonic_ns()
+        live: list[_Waiting] = []
+        for item in group:
+            if item[0].deadline_ns - now_ns < 1_000_000:
+                item[0].attempts_left -= 1
+                settle(item[1], error=RequestTimeoutError("send timed out", group=self.group))
+            else:
+                live.append(item)
+        if not live:
+            self.group_over(topic, wait_offer)
+            return
+        batch = live[0][0].batch if len(live) == 1 else merge_batches([i[0].batch for i in live])
+        if batch is None:  # not one batch (cannot be, from one producer): each alone
+            for attempt, outer, single in live[1:]:
+                self.submit_async(attempt, outer, single)
+            live = live[:1]
+            batch = live[0][0].batch
+        remaining_ms = (min(item[0].deadline_ns for item in live) - now_ns) // 1_000_000
+        try:
+            count = sum(len(i[0].unique_ids) for i in live)
+            route, target = self._router.group_target(topic, count)
+            session = self._path.require_sessions().session(route.broker(target.broker_name))
+            request = messages_pb2.SendMessageRequest(
+                producer_group=self.group, topic=topic, queue_id=target.queue_id, batch=batch
+            )
+            inner = session.request_async(request, remaining_ms, wait_offer=wait_offer)
+        except BackPressuredError as exc:
+            if wait_offer:
+                self.group_failed(exc, live, None, None, wait_offer)
+                return
+            try:
+                self._path.executor().submit(self.submit_group, topic, live, True)
+            except RuntimeError:  # the producer shut down meanwhile
+                self.group_failed(exc, live, None, None, wait_offer)
+            return
+        except ClientError as exc:
+            self.group_failed(exc, live, None, None, wait_offer)
+            return
+        for item in live:
+            item[0].attempts_left -= 1
+
+        def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
+            self.group_answered(future, topic, live, route, target)
+
+        inner.add_done_callback(done)
+
+    def group_answered(
+        self,
+        future: Future[messages_pb2.SendMessageResponse],
+        topic: str,
+        live: list[_Waiting],
+        route: TopicRoute,
+        target: MessageQueue,
+    ) -> None:
+        """A group's request answered: send what waits, then settle (or retry) each send.
+
+        Caller: the sessions' poller thread. Affects: a refused group's sends go again alone."""
+        self.group_over(topic, wait_offer=False)  # what waits goes first: the broker works
+        try:
+            answers = group_results(future.result(), target, [item[0] for item in live])
+        except ClientError as exc:
+            if len(live) > 1 and exc.code not in RETRY_CODES and not exc.retriable:
+                # a refusal of the content: each send alone, for its own answer (not an attempt)
+                for attempt, outer, single in live:
+                    attempt.attempts_left += 1
+                    try:
+                        self._path.executor().submit(self.submit_async, attempt, outer, single)
+                    except RuntimeError:
+                        settle(outer, error=exc)
+                return
+            for attempt, outer, single in live:
+                self.async_failed(exc, attempt, outer, single, route, target)
+            return
+        except Exception as exc:  # a cancelled future, a bug: fail the sends, not the poller
+            for item in live:
+                settle(item[1], error=exc)
+            return
+        for (_attempt, outer, single), result in zip(live, answers, strict=True):
+            settle(outer, value=result[0] if single else result)
+
+    def group_failed(
+        self,
+        exc: ClientError,
+        live: list[_Waiting],
+        route: TopicRoute | None,
+        target: MessageQueue | None,
+        wait_offer: bool,
+    ) -> None:
+        """A group not sent: each of its sends fails (or retries), then what waits goes."""
+        for attempt, outer, single in live:
+            attempt.attempts_left -= 1
+            self.async_failed(exc, attempt, outer, single, route, target)
+        self.group_over(live[0][0].messages[0].topic, wait_offer)
+
+    def group_over(self, topic: str, wait_offer: bool) -> None:
+        """A request of ``topic``'s sends is over: send what waits, if any."""
+        coalescer = self._coalescer
+        assert coalescer is not None
+        group = coalescer.answered(topic)
+        if group:
+            self.submit_group(topic, group, wait_offer)
+
+    def submit_async(self, attempt: Attempt, outer: Future[Any], single: bool) -> None:
+        """Send one async send as a request of its own (an attempt), its answer settling
+        ``outer``. Caller: :meth:`dispatch`, the retry thread."""
+        attempt.attempts_left -= 1
+        remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
+        if remaining_ms <= 0:
+            settle(outer, error=RequestTimeoutError("send timed out", group=self.group))
+            return
+        try:
+            route, target = self._router.target(attempt)
+            session = self._path.require_sessions().session(route.broker(target.broker_name))
+            inner = session.request_async(self._path.request(target, attempt), remaining_ms)
+        except ClientError as exc:
+            self.async_failed(exc, attempt, outer, single, None, None)
+            return
+
+        def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
+            try:
+                answer = results_of(future.result(), target, attempt)
+            except ClientError as exc:
+                self.async_failed(exc, attempt, outer, single, route, target)
+                return
+            except Exception as exc:  # a cancelled future, a bug: fail the send, not the poller
+                settle(outer, error=exc)
+                return
+            settle(outer, value=answer[0] if single else answer)
+
+        inner.add_done_callback(done)
+
+    def async_failed(
+        self,
+        exc: ClientError,
+        attempt: Attempt,
+        outer: Future[Any],
+        single: bool,
+        route: TopicRoute | None,
+        target: MessageQueue | None,
+    ) -> None:
+        """An attempt failed with ``exc``: try again on the retry thread when
+        ``SendPath.should_retry`` says so (a route and a target known), else fail ``outer``."""
+        if (
+            route is None
+            or target is None
+            or not self._path.should_retry(exc, route, target, attempt)
+        ):
+            settle(outer, error=exc)
+            return
+        try:
+            self._path.executor().submit(self.submit_async, attempt, outer, single)
+        except RuntimeError:  # the producer shut down meanwhile
+            settle(outer, error=exc)

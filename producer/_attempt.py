@@ -1,0 +1,62 @@
+"""``Attempt``: one send's retry state, and the response codes RocketMQ's producer tries again.
+
+An :class:`Attempt` is made once per send by ``SendPath.prepare`` (``_send_path.py``), with the
+send's record batch encoded once: every attempt sends the same bytes. The sync attempts
+(``SendPath.attempt_sync``) and the async sends (``_async_sends.py``) count its attempts down and
+``SendPath.should_retry`` sets the broker that failed, which the queue choice
+(``QueueRouter.target``, ``_routing.py``) then avoids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from aeromq.client import Message, MessageQueue, ResponseCode
+
+__all__ = ["RETRY_CODES", "RETRY_ELSEWHERE_CODES", "Attempt", "QueueChooser"]
+
+RETRY_CODES: Final = frozenset((ResponseCode.SYSTEM_ERROR, ResponseCode.SERVICE_NOT_AVAILABLE))
+"""Broker-side failures tried again on the next queue (besides the client's retriable errors)."""
+RETRY_ELSEWHERE_CODES: Final = frozenset((ResponseCode.TOPIC_NOT_EXIST, ResponseCode.NO_PERMISSION))
+"""Refusals tried again only when another broker serves the topic."""
+
+QueueChooser = Callable[[Sequence[MessageQueue]], MessageQueue]
+"""A send's selector with its message and ``arg`` bound: the queue of the writable queues."""
+
+
+class Attempt:
+    """One send's retry state (sync or async), with its record batch, encoded once.
+
+    Caller: ``SendPath.prepare`` makes it. Affects: ``attempts_left`` (counted down per attempt)
+    and ``last_broker`` (set by ``SendPath.should_retry``) change as the send goes on."""
+
+    __slots__ = (
+        "attempts_left",
+        "batch",
+        "deadline_ns",
+        "last_broker",
+        "messages",
+        "queue",
+        "selector",
+        "unique_ids",
+    )
+
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        batch: bytes,
+        unique_ids: list[str],
+        deadline_ns: int,
+        attempts: int,
+        queue: MessageQueue | None,
+        selector: QueueChooser | None,
+    ) -> None:
+        self.messages = messages
+        self.batch = batch
+        self.unique_ids = unique_ids
+        self.deadline_ns = deadline_ns
+        self.attempts_left = attempts
+        self.queue = queue
+        self.selector = selector
+        self.last_broker: str | None = None

@@ -1,0 +1,93 @@
+"""``QueueRouter``: the queue each send goes to, from its topic's route.
+
+It asks the producer's :class:`~producer.RouteSource` (``_route.py``) for a topic's route, keeps
+the route's writable queues (computed once per route object) and picks one: the send's queue,
+its selector's choice, or round robin avoiding the broker that just failed (``_selector.py``);
+a group of coalesced async sends goes to the queue least sent to.
+
+Caller: the façade (``Producer.start``, ``fetch_publish_queues``, ``send_oneway``), the sync
+attempts (``SendPath.attempt_sync``) and the async sends (``_async_sends.py``).
+"""
+
+from __future__ import annotations
+
+from aeromq.client import IllegalArgumentError, IllegalStateError, MessageQueue, TopicNotFoundError
+from aeromq.client.route import TopicRoute
+from aeromq.producer._attempt import Attempt
+from aeromq.producer._route import RouteSource
+from aeromq.producer._selector import LeastSentSelector, RoundRobinSelector, select_avoiding
+
+__all__ = ["QueueRouter"]
+
+
+class QueueRouter:
+    """Routes and queue choice of one producer (see module). ``source`` is None until the
+    producer starts (then its ``RouteResolver``) unless the producer was given a route."""
+
+    __slots__ = ("_least_sent", "_queue_cache", "_round_robin", "group", "source")
+
+    def __init__(self, group: str, source: RouteSource | None) -> None:
+        self.group = group
+        self.source = source
+        self._round_robin = RoundRobinSelector()
+        self._least_sent: dict[str, LeastSentSelector] = {}
+        self._queue_cache: dict[str, tuple[TopicRoute, list[MessageQueue]]] = {}
+
+    def route(self, topic: str) -> TopicRoute:
+        """The topic's route from the source. Raises IllegalStateError before the start."""
+        routes = self.source
+        if routes is None:
+            raise IllegalStateError("producer not started", group=self.group)
+        return routes.route(topic)
+
+    def write_queues(self, route: TopicRoute) -> list[MessageQueue]:
+        """The route's writable queues, computed once per route object. Raises
+        TopicNotFoundError when it has none."""
+        cached = self._queue_cache.get(route.topic)
+        if cached is not None and cached[0] is route:
+            return cached[1]
+        queues = route.write_queues()
+        if not queues:
+            raise TopicNotFoundError("no writable queue for the topic", topic=route.topic)
+        self._queue_cache[route.topic] = (route, queues)
+        return queues
+
+    def target(self, attempt: Attempt) -> tuple[TopicRoute, MessageQueue]:
+        """The route and queue of ``attempt``'s next try: its queue, its selector's, or the next
+        round robin, avoiding its ``last_broker`` when another broker has queues.
+
+        Caller: ``SendPath.attempt_sync``, ``AsyncSends.submit_async``, ``Producer.send_oneway``.
+        Affects: the round robin counter."""
+        route = self.route(attempt.messages[0].topic)
+        if attempt.queue is not None:
+            target = attempt.queue
+        elif attempt.selector is not None:
+            target = attempt.selector(self.write_queues(route))
+        else:
+            target = select_avoiding(
+                self._round_robin,
+                self.write_queues(route),
+                attempt.messages[0],
+                attempt.last_broker,
+            )
+        if target.broker_name not in route.brokers:
+            raise IllegalArgumentError(
+                "the queue's broker is not in the topic's route", queue=target
+            )
+        return route, target
+
+    def group_target(self, topic: str, count: int) -> tuple[TopicRoute, MessageQueue]:
+        """The queue of a group of ``count`` messages: the least sent to (see
+        ``LeastSentSelector``), groups being of many sizes.
+
+        Caller: ``AsyncSends.submit_group``. Affects: the topic's sent counts."""
+        route = self.route(topic)
+        selector = self._least_sent.get(topic)
+        if selector is None:
+            selector = self._least_sent.setdefault(topic, LeastSentSelector())
+        target = selector.pick(self.write_queues(route), count)
+        if target.broker_name not in route.brokers:
+            raise IllegalArgumentError(
+                "the queue's broker is not in the topic's route", queue=target
+            )
+        return route, target

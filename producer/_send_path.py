@@ -1,0 +1,333 @@
+"""``SendPath``: a send from its messages to the broker's answer, and what every send shares.
+
+It holds a producer's running state, broker sessions, send hooks, meter and retry thread, and
+does the steps every kind of send takes:
+
+- :meth:`SendPath.prepare`: validation (started, one topic, body sizes, the queue's topic), the
+  messages' unique ids and their record batch, encoded once, in an ``Attempt`` (``_attempt.py``);
+- :meth:`SendPath.send_sync` and :meth:`SendPath.attempt_sync`: a sync send, tried on the queue
+  ``QueueRouter.target`` gives (``_routing.py``) until one attempt is answered;
+- :meth:`SendPath.should_retry`: RocketMQ's retry rules (a retriable error or a
+  SYSTEM_ERROR / SERVICE_NOT_AVAILABLE, or TOPIC_NOT_EXIST / NO_PERMISSION when another broker
+  serves the topic; attempts left; the failed broker avoided next), for sync and async sends;
+- :meth:`SendPath.before_send` / :meth:`SendPath.after_send`: the send hooks around each send.
+
+Caller: the façade (``Producer`` in ``_producer.py``: lifecycle, sync and oneway sends) and the
+async sends (``_async_sends.py``: preparation, retries, sessions, the retry thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aeromq.client import (
+    ClientError,
+    IllegalArgumentError,
+    IllegalStateError,
+    Message,
+    MessageQueue,
+    MessageTooLargeError,
+    RequestTimeoutError,
+    ResponseCode,
+    UniqueMessageIdGenerator,
+    call_hooks,
+)
+from aeromq.client.broker_sessions import BrokerSessions
+from aeromq.client.route import RouteResolver, TopicRoute
+from aeromq.client.session import PRODUCER_SESSION_IDLE_STRATEGY, default_idle_strategy
+from aeromq.common import MAX_FRAMING_BYTES, check_body
+from aeromq.producer._answers import results_of
+from aeromq.producer._attempt import RETRY_CODES, RETRY_ELSEWHERE_CODES, Attempt, QueueChooser
+from aeromq.producer._batch import encode_messages, pack_born_host
+from aeromq.producer._config import ProducerConfig
+from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
+from aeromq.producer._metrics import ProducerMeter
+from aeromq.producer._routing import QueueRouter
+from aeromq.producer._selector import QueueSelector
+from aeromq.producer._send_result import SendResult
+from aeromq.proto import messages_pb2
+
+__all__ = ["SendPath"]
+
+_log = logging.getLogger(__name__)
+
+
+class SendPath:
+    """The send path of one producer (see module); made by ``Producer.__init__``."""
+
+    def __init__(
+        self,
+        group: str,
+        config: ProducerConfig,
+        router: QueueRouter,
+        *,
+        endpoints: list[str],
+        namesrv: bool,
+        client_id: str,
+        queue_selector: QueueSelector | None,
+    ) -> None:
+        self.group = group
+        self.config = config
+        self.router = router
+        self.client_id = client_id
+        self._endpoints = endpoints
+        self._namesrv = namesrv
+        self._selector = queue_selector
+        self._ids = UniqueMessageIdGenerator()
+        self._born_host = pack_born_host(f"{config.udp_response_host}:0")
+        self.running = False
+        self.sessions: BrokerSessions | None = None
+        self.meter = ProducerMeter()
+        self.hooks: list[SendMessageHook] = []
+        """Replaced, never changed in place (``Producer.register_send_message_hook``)."""
+        self._retry_executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Make the route source (unless given one) and the broker sessions (they connect on
+        first use); idempotent. Caller: ``Producer.start``."""
+        with self._lock:
+            if self.running:
+                return
+            if self.router.source is None:
+                self.router.source = RouteResolver(
+                    self._endpoints,
+                    kind="namesrv" if self._namesrv else "auto",
+                    ttl_ms=self.config.route_refresh_interval_ms,
+                    credentials=self.config.credentials,
+                    tls=self.config.tls,
+                )
+            config = self.config
+            self.sessions = BrokerSessions(
+                client_id=self.client_id,
+                transport=config.transport,
+                aeron_dir=config.aeron_dir,
+                udp_response_host=config.udp_response_host,
+                request_timeout_ms=config.send_timeout_ms,
+                offer_timeout_ms=config.offer_timeout_ms,
+                credentials=config.credentials,
+                idle_strategy=default_idle_strategy(PRODUCER_SESSION_IDLE_STRATEGY),
+            )
+            self.running = True
+
+    def shutdown(self) -> None:
+        """Stop the retry thread (its retries are cancelled), close the sessions (pending
+        async sends fail) and the route source; idempotent. Caller: ``Producer.shutdown``."""
+        with self._lock:
+            if not self.running:
+                return
+            self.running = False
+            sessions, self.sessions = self.sessions, None
+            executor, self._retry_executor = self._retry_executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+        if sessions is not None:
+            sessions.close()
+        if self.router.source is not None:
+            self.router.source.close()
+
+    def executor(self) -> ThreadPoolExecutor:
+        """The producer's thread for async retries and for groups whose offer must wait,
+        started on first use. Caller: ``AsyncSends``."""
+        executor = self._retry_executor
+        if executor is None:
+            with self._lock:
+                if self._retry_executor is None:
+                    self._retry_executor = ThreadPoolExecutor(1, "producer-retry")
+                executor = self._retry_executor
+        return executor
+
+    def require_sessions(self) -> BrokerSessions:
+        """The broker sessions. Raises IllegalStateError when the producer is not running."""
+        sessions = self.sessions
+        if sessions is None:
+            raise IllegalStateError("producer not started", group=self.group)
+        return sessions
+
+    # -- preparation ---------------------------------------------------------------------
+
+    def timeout(self, timeout_ms: int | None) -> int:
+        """A send's timeout: ``timeout_ms``, or the configured ``send_timeout_ms``."""
+        return self.config.send_timeout_ms if timeout_ms is None else timeout_ms
+
+    def prepare(
+        self,
+        messages: Sequence[Message],
+        timeout_ms: int | None,
+        queue: MessageQueue | None,
+        selector: QueueSelector | None,
+        arg: Any,
+        asynchronous: bool,
+    ) -> Attempt:
+        """Check a send (running, one topic, body sizes, the queue's topic), give its messages
+        unique ids and encode their record batch: the send's ``Attempt``, with its deadline and
+        attempts (one when pinned to a queue or a selector).
+
+        Caller: ``send_sync``, ``Producer.send_async``/``send_batch_async``/``send_oneway``.
+        Affects: sets ``UNIQ_KEY`` on messages that have none."""
+        if not self.running:
+            raise IllegalStateError("producer not started", group=self.group)
+        if not messages:
+            raise IllegalArgumentError("nothing to send", group=self.group)
+        topic = messages[0].topic
+        max_size = self.config.max_message_size
+        count = len(messages)
+        if count > 1 and [message.topic for message in messages].count(topic) != count:
+            other = next(message.topic for message in messages if message.topic != topic)
+            raise IllegalArgumentError(
+                "a batch must hold one topic", topic=topic, other_topic=other
+            )
+        bodies = [message.body for message in messages]
+        sizes = list(map(len, bodies))
+        if min(sizes) == 0 or max(sizes) > max_size:  # find the first, for its error
+            for body in bodies:
+                check_body(body, max_size)
+        total = sum(sizes)
+        if total > max_size:
+            raise MessageTooLargeError(
+                "the batch is over the maximum message size",
+                batch_length=total,
+                max_message_size=max_size,
+            )
+        if queue is not None and queue.topic != topic:
+            raise IllegalArgumentError("the queue is of another topic", topic=topic, queue=queue)
+        chooser: QueueChooser | None = None
+        chosen = selector or self._selector
+        if chosen is not None:
+            first = messages[0]
+
+            def chooser(queues: Sequence[MessageQueue]) -> MessageQueue:
+                return chosen(queues, first, arg)
+
+        pinned = queue is not None or chooser is not None
+        retries = (
+            self.config.retry_times_when_send_async_failed
+            if asynchronous
+            else self.config.retry_times_when_send_failed
+        )
+        deadline_ns = time.monotonic_ns() + self.timeout(timeout_ms) * 1_000_000
+        batch, unique_ids = encode_messages(
+            messages, self._ids, time.time_ns() // 1_000_000, self._born_host, bodies
+        )
+        if len(batch) > max_size + MAX_FRAMING_BYTES:
+            raise MessageTooLargeError(
+                "the batch, encoded, is over the maximum message size",
+                batch_bytes=len(batch),
+                max_message_size=max_size,
+                allowance=MAX_FRAMING_BYTES,
+            )
+        return Attempt(
+            messages, batch, unique_ids, deadline_ns, 1 if pinned else 1 + retries, queue, chooser
+        )
+
+    def request(self, target: MessageQueue, attempt: Attempt) -> messages_pb2.SendMessageRequest:
+        """The ``SendMessageRequest`` of ``attempt`` to ``target``."""
+        return messages_pb2.SendMessageRequest(
+            producer_group=self.group,
+            topic=target.topic,
+            queue_id=target.queue_id,
+            batch=attempt.batch,
+        )
+
+    # -- sync sends and retries ----------------------------------------------------------
+
+    def send_sync(
+        self,
+        messages: Sequence[Message],
+        timeout_ms: int | None,
+        queue: MessageQueue | None,
+        selector: QueueSelector | None,
+        arg: Any,
+    ) -> Sequence[SendResult]:
+        """A sync send, with its hooks and metrics. Caller: ``Producer.send``/``send_batch``."""
+        started_ns = time.perf_counter_ns()
+        context = self.before_send(messages, SendMode.SYNC)
+        try:
+            attempt = self.prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
+            sent = self.attempt_sync(attempt, timeout_ms)
+        except BaseException as exc:
+            self.meter.on_failed()
+            self.after_send(context, exception=exc)
+            raise
+        self.meter.on_sent(len(messages), time.perf_counter_ns() - started_ns)
+        self.after_send(context, results=sent)
+        return sent
+
+    def attempt_sync(self, attempt: Attempt, timeout_ms: int | None) -> Sequence[SendResult]:
+        """Each attempt in turn until one is answered, one fails for good, or time is up."""
+        last_error: ClientError | None = None
+        while attempt.attempts_left > 0:
+            attempt.attempts_left -= 1
+            remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
+            if remaining_ms <= 0:
+                break
+            route, target = self.router.target(attempt)
+            try:
+                session = self.require_sessions().session(route.broker(target.broker_name))
+                response = session.request(self.request(target, attempt), remaining_ms)
+                return results_of(response, target, attempt)
+            except ClientError as exc:
+                if not self.should_retry(exc, route, target, attempt):
+                    raise
+                last_error = exc
+        if last_error is not None:
+            raise last_error
+        raise RequestTimeoutError(
+            "send timed out before an attempt", timeout_ms=self.timeout(timeout_ms)
+        )
+
+    def should_retry(
+        self, exc: ClientError, route: TopicRoute, target: MessageQueue, attempt: Attempt
+    ) -> bool:
+        """Whether ``attempt``, which failed with ``exc`` on ``target``, is tried again (see
+        module).
+
+        Caller: ``attempt_sync`` and the async sends. Affects: ``attempt.last_broker``; on
+        SERVICE_NOT_AVAILABLE / SLAVE_NOT_AVAILABLE drops the broker's session and the topic's
+        cached route; counts the retry in the metrics."""
+        attempt.last_broker = target.broker_name
+        retriable = exc.retriable or exc.code in RETRY_CODES
+        if not retriable and exc.code in RETRY_ELSEWHERE_CODES:
+            retriable = len(route.brokers) > 1
+        if not retriable or attempt.attempts_left <= 0:
+            return False
+        if exc.code in (ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SLAVE_NOT_AVAILABLE):
+            self.require_sessions().drop(target.broker_name)
+            if self.router.source is not None:
+                self.router.source.invalidate(target.topic)
+        _log.info("send failed, retrying: %s attempts_left=%d", exc, attempt.attempts_left)
+        self.meter.on_retry()
+        return True
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def before_send(self, messages: Sequence[Message], mode: SendMode) -> SendMessageContext | None:
+        """Run the hooks' ``send_message_before``: the send's context, or None without hooks."""
+        hooks = self.hooks
+        if not hooks:
+            return None  # the common case costs one attribute read
+        topic = messages[0].topic if messages else ""
+        context = SendMessageContext(self.group, topic, messages, mode, time.monotonic_ns())
+        call_hooks(hooks, "send_message_before", context)
+        return context
+
+    def after_send(
+        self,
+        context: SendMessageContext | None,
+        *,
+        results: Sequence[SendResult] | None = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        """Run the hooks' ``send_message_after`` with the send's results or exception."""
+        if context is None:
+            return
+        context.results, context.exception = results, exception
+        context.elapsed_ns = time.monotonic_ns() - context.started_ns
+        call_hooks(self.hooks, "send_message_after", context)
