@@ -7,7 +7,8 @@ The user API is here::
 Subpackages, one role each: ``aeromq.transport`` (the Aeron-style transport: media driver and
 client), ``aeromq.common`` (what broker and clients share: codes, names, rules), ``aeromq.client``
 (the message model and broker sessions), ``aeromq.producer``, ``aeromq.consumer``,
-``aeromq.broker`` and ``aeromq.proto`` (the wire schema).
+``aeromq.broker`` and ``aeromq.proto`` (the wire schema). The command line (``aeromq
+SUBCOMMAND``, ``python -m aeromq``) is ``aeromq._cli``, above them all.
 
 Names are imported on first use, so ``import aeromq`` (and ``aeromq stat``) loads no gRPC,
 protobuf or broker code until a name that needs it is touched.

@@ -24,6 +24,7 @@ from aeromq.broker._errors import (
     error_for_code,
 )
 from aeromq.broker.config import BrokerConfig, BrokerConfigError
+from aeromq.broker.run_file import BROKER_RUN_FILE, broker_aeron_dir, write_run_file
 from aeromq.broker.store import (
     ArrivalListener,
     BoundaryType,
@@ -50,6 +51,7 @@ from aeromq.broker.store import (
 )
 
 __all__ = [
+    "BROKER_RUN_FILE",
     "ArrivalListener",
     "BoundaryType",
     "BrokerConfig",
@@ -81,9 +83,11 @@ __all__ = [
     "TopicConfigManager",
     "TopicFilterType",
     "TopicNotFoundError",
+    "broker_aeron_dir",
     "create_message_id",
     "decode_message_id",
     "error_for_code",
     "pack_host",
     "unpack_host",
+    "write_run_file",
 ]

@@ -44,7 +44,7 @@ from aeromq.broker.store import FlushMode, StoreConfig
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
 from aeromq.transport import ConfigurationError
 from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
-from aeromq.transport.tools.cli import format_duration_ms, format_size, parse_duration_ms
+from aeromq.transport.util import format_duration_ms, format_size, parse_duration_ms
 
 __all__ = [
     "DEFAULT_DRIVER_THREADING_MODE",

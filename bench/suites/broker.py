@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
-from aeromq.transport.tools.process_cpu import process_cpu_s
+from aeromq.transport.util import process_cpu_s
 from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
 
 BODY_LENGTH = 100

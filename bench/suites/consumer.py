@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from aeromq.transport.tools.process_cpu import process_cpu_s
+from aeromq.transport.util import process_cpu_s
 from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
 from bench.suites.broker import (
     _STAMP,

@@ -1,6 +1,6 @@
 """Aeron IPC across processes: a media driver, a publisher and a subscriber, each its own process.
 
-One driver process (``python -m aeromq.transport.driver``, 8 MiB IPC terms so the 4 MiB window matches
+One driver process (``python -m aeromq driver``, 8 MiB IPC terms so the 4 MiB window matches
 the ring's capacity, backoff idle strategy) serves the whole run. Each case starts a publisher
 and a subscriber (``spawn``) on a stream of its own; they meet at a barrier once the publication
 is connected, and the rate is messages received / time from the barrier to the last message at
@@ -228,7 +228,8 @@ class _Driver:
             [
                 sys.executable,
                 "-m",
-                "aeromq.transport.driver",
+                "aeromq",
+                "driver",
                 "--dir",
                 self.aeron_dir,
                 "--ipc-term-length",

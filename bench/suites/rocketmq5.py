@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aeromq.broker.testing import ServerProcess
-from aeromq.transport.tools.process_cpu import process_cpu_s
+from aeromq.transport.util import process_cpu_s
 from bench._harness import Result, Target
 from bench.suites.broker import _cpu_extra, _start_broker
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from aeromq.broker.config import BrokerConfigError, option_name
-from aeromq.transport.tools.cli import format_duration_ms, parse_duration_ms
+from aeromq.transport.util import format_duration_ms, parse_duration_ms
 
 __all__ = ["ENV_PREFIX", "FIELD_HELP", "NameServerConfig", "add_arguments"]
 

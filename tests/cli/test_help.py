@@ -12,12 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from aeromq._cli import COMMANDS, parser_of
-from aeromq.transport.tools.cli import (
-    HelpFormatter,
-    format_duration_ms,
-    format_size,
-    parse_duration_ms,
-)
+from aeromq._cli.options import HelpFormatter
+from aeromq.transport.util import format_duration_ms, format_size, parse_duration_ms
 from tests.docs._blocks import commands
 
 DATA_COMMANDS = ("admin", "consume", "produce", "quickstart", "stat")

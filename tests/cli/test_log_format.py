@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from aeromq.broker.testing import start_broker_process
-from aeromq.transport.tools.log_format import JsonLogFormatter
+from aeromq.transport.util import JsonLogFormatter
 
 
 def _record(message: str, *args: object, **extra: object) -> logging.LogRecord:

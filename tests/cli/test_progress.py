@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
+from aeromq._cli.progress import Progress, format_eta, plain_line
 from aeromq.broker.testing import ServerProcess
 from aeromq.client.grpc_client import GrpcClient
-from aeromq.transport.tools.progress import Progress, format_eta, plain_line
 
 from .conftest import run_aeromq, run_on_terminal
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from aeromq._cli.consume import main as consume_main
 from aeromq.client import IllegalStateError, Message, MessageQueue, OffsetIllegalError
-from aeromq.consumer._cli import main as consume_main
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer

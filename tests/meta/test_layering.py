@@ -10,8 +10,9 @@ A package may import itself and the layers below it; ``producer`` and ``consumer
 side and do not import each other; ``aio`` (asyncio faces of both) uses them, ``client`` and
 ``common``, not the transport or the wire schema; ``pipeline`` (the Spark connector) uses both
 and never the broker; ``broker`` sits beside the clients, so a server never loads client code.
-The top-level modules of ``aeromq`` (``aeromq/__init__.py``, the CLI) sit above all
-and are not checked. Every module of each package is parsed with :mod:`ast` (nothing is
+The top of ``aeromq`` (``aeromq/__init__.py`` and the command line, ``aeromq/_cli/``) sits
+above all: no package imports it, and it is not checked here (``test_cli_room.py`` checks that
+the command line takes public names only). Every module of each package is parsed with :mod:`ast` (nothing is
 imported), and every import counts: at module level, inside functions and under
 ``TYPE_CHECKING`` alike.
 """
@@ -134,6 +135,9 @@ def test_should_link_every_layer_into_the_installed_package() -> None:
         ("consumer", "consumer/x.py", "from aeromq.aio import AsyncLitePullConsumer\n"),
         ("pipeline", "pipeline/x.py", "from aeromq.broker.testing import start_broker_process\n"),
         ("consumer", "consumer/x.py", "from aeromq.pipeline import AeromqDataSource\n"),
+        ("transport", "transport/x.py", "from aeromq._cli.options import command_parser\n"),
+        ("broker", "broker/x.py", "def f():\n    import aeromq._cli.stat\n"),
+        ("client", "client/x.py", "from aeromq import _cli\n"),
     ],
 )
 def test_should_report_an_import_from_a_higher_layer(package: str, file: str, source: str) -> None:

@@ -19,6 +19,7 @@ PACKAGES = [
     "aeromq.transport.client",
     "aeromq.transport.driver",
     "aeromq.transport.tools",
+    "aeromq.transport.util",
     "aeromq.common",
     "aeromq.client",
     "aeromq.consumer",

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from aeromq._cli.admin import main as admin_main
 from aeromq.broker.testing import ServerProcess
 from aeromq.client import GrpcClient, Message, MessageQueue
-from aeromq.client._admin_cli import main as admin_main
 from aeromq.producer import Producer
 from tests.pipeline._helpers import produce
 

@@ -1,4 +1,4 @@
-"""A standalone media driver (``python -m aeromq.transport.driver``) in its own process, for system tests.
+"""A standalone media driver (``python -m aeromq driver``) in its own process, for system tests.
 
 :func:`start_driver` launches it over a small context (64 KiB IPC terms, 64 KiB cnc buffers, a
 10 ms timer) with short liveness timeouts, waits for its ready line and returns a handle;
@@ -69,7 +69,8 @@ def start_driver(aeron_dir: Path, *, idle_strategy: str = "backoff") -> DriverPr
     args = [
         sys.executable,
         "-m",
-        "aeromq.transport.driver",
+        "aeromq",
+        "driver",
         "--dir",
         str(aeron_dir),
         "--ipc-term-length",

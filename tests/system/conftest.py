@@ -1,6 +1,6 @@
 """Fixtures of the system tests: a driver process, spawned workers, and bounded waits.
 
-Every test runs the media driver as its own process (``python -m aeromq.transport.driver``, see
+Every test runs the media driver as its own process (``python -m aeromq driver``, see
 :mod:`tests.system._driver`) and its publishers and subscribers as spawned processes (or in the
 test's own process, which is then just another client). Workers report on one queue;
 :meth:`Workers.expect` takes the next report of a kind, failing the test after a timeout or

@@ -1,8 +1,9 @@
 """The media driver: the conductor agent, its media, counters and cnc.dat.
 
-:class:`MediaDriver` launches a driver (standalone: ``aeromq driver`` / ``python -m
-aeromq.transport.driver``; or embedded in any process) over a :class:`MediaDriverContext`. Clients
-talk to it through ``cnc.dat`` in its directory with Aeron's command protocol, byte for byte.
+:class:`MediaDriver` launches a driver (standalone: ``aeromq driver``; or embedded in any
+process) over a :class:`MediaDriverContext`, whose values read from text follow Aeron's rules
+(:func:`parse_duration_ns`, :func:`parse_size`). Clients talk to it through ``cnc.dat`` in its
+directory with Aeron's command protocol, byte for byte.
 
 Layout: what both media use is here (the conductor, the media driver and its context, clients
 and their liveness, the command adapter, counters, session ids, channel parameters, log files and
@@ -10,6 +11,7 @@ their upkeep, subscription links and subscriber positions); ``ipc/`` holds the `
 and ``udp/`` the ``aeron:udp`` media with its sender and receiver agents.
 """
 
+from aeromq.transport.driver._values import parse_duration_ns, parse_size
 from aeromq.transport.driver.conductor import DriverConductor
 from aeromq.transport.driver.context import (
     MediaDriverContext,
@@ -49,4 +51,6 @@ __all__ = [
     "allow_termination",
     "default_aeron_dir",
     "deny_termination",
+    "parse_duration_ns",
+    "parse_size",
 ]

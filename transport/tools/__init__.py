@@ -1,11 +1,9 @@
-"""Tools that read a media driver's files: ``stat`` (AeronStat's job) and its parts.
+"""AeronStat's pieces: reading a media driver's counters from its ``cnc.dat``, as a library.
 
-``python -m aeromq.transport.tools.stat`` (``aeromq stat``) prints a driver's counters and error log
-from its ``cnc.dat``. The pieces are importable for other tools and tests: what a counter's key
-says (:mod:`~transport.tools.counter_keys`), a snapshot of the counters
+What a counter's key says (:mod:`~transport.tools.counter_keys`), a snapshot of the counters
 (:mod:`~transport.tools.counter_snapshot`), filters (:mod:`~transport.tools.counter_filter`) and
-the text and JSON formats (:mod:`~transport.tools.stat_format`). This package does not import
-``stat`` itself, so running it with ``-m`` loads it once.
+the text and JSON formats (:mod:`~transport.tools.stat_format`). Users: the ``aeromq stat``
+command and the broker's metrics and web console.
 """
 
 from aeromq.transport.tools.counter_filter import CounterFilter, parse_id_list

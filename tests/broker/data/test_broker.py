@@ -1,12 +1,9 @@
-"""The broker service: start and graceful stop, what it publishes, what recovery reports, and
-``aeromq broker`` as a process (ready line, SIGTERM, bad settings)."""
+"""The broker service: start and graceful stop, what it publishes, what recovery reports
+(``aeromq broker`` as a process: ``tests/cli/test_broker.py``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -136,41 +133,6 @@ def test_should_answer_held_pulls_and_flush_on_a_graceful_stop(tmp_path: Path) -
         assert again.store is not None and again.store.get_max_offset("t", 0) == 1
 
 
-def _run_main(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "aeromq.broker._main", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def test_should_run_as_a_process_until_sigterm(tmp_path: Path) -> None:
-    process = _run_main("--data-dir", str(tmp_path), "--grpc-port", "0",
-                        "--ingress-udp-endpoint", "none", "--index-enabled", "false",
-                        "--commit-log-segment-bytes", "16MiB")  # fmt: skip
-    try:
-        assert process.stdout is not None
-        lines = [process.stdout.readline(), process.stdout.readline()]
-        assert lines[0].startswith("recovery: a new, empty store")
-        ready = dict(part.split("=", 1) for part in lines[1].split()[2:])
-        assert lines[1].startswith("broker ready:") and ready["name"] == "broker-a"
-        assert ready["flush_mode"] == "ASYNC" and ready["udp_channel"] == "none"
-        process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=30)
-        assert process.returncode == 0 and "broker stopped" in out
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate(timeout=10)
-
-
-def test_should_refuse_a_bad_setting_with_exit_2(tmp_path: Path) -> None:
-    process = _run_main("--data-dir", str(tmp_path), "--grpc-port", "70000")
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 2 and "grpc_port" in err and "70000" in err
-
-
 def test_should_stop_what_started_when_a_start_fails(tmp_path: Path) -> None:
     first = Broker(_config(tmp_path), driver_context=small_driver()).start()
     try:
@@ -192,11 +154,3 @@ def test_should_use_an_external_driver_and_leave_it_running(
         ):
             assert session.request(send_request(b"x", topic="ext")).status.code == 0
     assert not media_driver.is_closed
-
-
-def test_should_exit_1_with_the_reason_when_the_data_dir_is_taken(tmp_path: Path) -> None:
-    with Broker(_config(tmp_path), driver_context=small_driver()):
-        process = _run_main("--data-dir", str(tmp_path), "--grpc-port", "0",
-                            "--ingress-udp-endpoint", "none")  # fmt: skip
-        _, err = process.communicate(timeout=60)
-    assert process.returncode == 1 and "cannot start" in err and "lock" in err

@@ -200,7 +200,8 @@ def test_should_report_a_killed_driver_as_a_driver_timeout(
         [
             sys.executable,
             "-m",
-            "aeromq.transport.driver",
+            "aeromq",
+            "driver",
             "--dir",
             str(aeron_dir),
             "--ipc-term-length",

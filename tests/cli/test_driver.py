@@ -1,4 +1,4 @@
-"""The standalone driver (``aeromq driver`` / ``python -m aeromq.transport.driver``) in its own process."""
+"""The standalone driver (``aeromq driver``) in its own process."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from aeromq._cli.driver import main
 from aeromq.transport import ActiveDriverError
 from aeromq.transport.command import ON_AVAILABLE_IMAGE, ON_PUBLICATION_READY
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
-from aeromq.transport.driver._main import main
 from aeromq.transport.testing.driver_client import DriverClient
 from tests.transport.driver.support import wait_until
 
@@ -31,7 +31,7 @@ _ARGS = [
 def _start(aeron_dir: Path, *extra: str) -> subprocess.Popen[str]:
     """Start a driver process and wait for its ready line (killing it if it does not come)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "aeromq.transport.driver", "--dir", str(aeron_dir), *_ARGS, *extra],
+        [sys.executable, "-m", "aeromq", "driver", "--dir", str(aeron_dir), *_ARGS, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -103,7 +103,7 @@ def test_should_refuse_to_start_over_a_live_driver_process(
     shm_dir: Path, driver_process: subprocess.Popen[str]
 ) -> None:
     second = subprocess.run(
-        [sys.executable, "-m", "aeromq.transport.driver", "--dir", str(shm_dir / "aeron"), *_ARGS],
+        [sys.executable, "-m", "aeromq", "driver", "--dir", str(shm_dir / "aeron"), *_ARGS],
         capture_output=True,
         text=True,
         timeout=30,

@@ -1,4 +1,4 @@
-"""``python -m aeromq.transport.tools.stat`` in a subprocess over a cnc.dat built by the conftest."""
+"""``python -m aeromq stat`` in a subprocess over a cnc.dat built by ``_cnc_files``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from aeromq.transport.cnc import CNC_FILE
 
-from .conftest import (
+from ._cnc_files import (
     ERROR_TEXT,
     EXPECTED_LINES,
     PID,
@@ -34,6 +34,11 @@ HEADER = re.compile(
     r"^\d\d:\d\d:\d\d - Aeron Stat \(CnC v0\.2\.0\), pid (\d+), heartbeat age (\d+)ms$"
 )
 RULE = "=" * 70
+
+
+@pytest.fixture
+def stat_files(shm_dir: Path) -> StatFiles:
+    return write_cnc(shm_dir / "aeron")
 
 
 def counter_ids(stdout: str) -> list[int]:
@@ -246,7 +251,8 @@ def test_should_refresh_into_a_file_without_escape_codes_and_follow_a_replaced_c
             [
                 sys.executable,
                 "-m",
-                "aeromq.transport.tools.stat",
+                "aeromq",
+                "stat",
                 "--aeron-dir",
                 str(stat_files.aeron_dir),
                 "--interval",

@@ -19,7 +19,8 @@ import time
 from types import TracebackType
 from typing import Any, Final, TextIO
 
-from aeromq.transport.tools.cli import duration_ms, format_duration_ms
+from aeromq._cli.options import duration_ms
+from aeromq.transport.util import format_duration_ms
 
 __all__ = ["MODES", "Progress", "add_progress", "format_eta", "plain_line"]
 

@@ -1,13 +1,12 @@
-"""``aeromq produce`` against a broker in this process."""
+"""``aeromq produce`` against a broker in this process (``tests/producer``'s, see the conftest)."""
 
 from __future__ import annotations
 
 import pytest
 
+from aeromq._cli.produce import main
 from aeromq.broker.broker import Broker
-from aeromq.producer._cli import main
-
-from .conftest import Puller
+from tests.producer.conftest import Puller
 
 
 def _summary(out: str) -> dict[str, str]:

@@ -6,13 +6,15 @@
 
 - Maps ``DIR/cnc.dat`` (default ``$AERON_DIR``, else ``/dev/shm/aeron-<user>``; a path to the
   ``cnc.dat`` itself works too): ours, or a real Aeron driver's, which has the same layout.
-  ``--broker`` reads the directory of a running broker's media driver from the ``broker.json``
-  the broker writes in its data directory (default ``$AEROMQ_BROKER_DATA_DIR``, else
-  ``~/.aeromq/broker``: the broker's own default).
+  ``--broker`` reads the directory of a running broker's media driver from the run file
+  (``broker.json``, :mod:`~broker.run_file`) the broker writes in its data directory (default
+  ``$AEROMQ_BROKER_DATA_DIR``, else ``~/.aeromq/broker``: the broker's own default); only then
+  is the broker's package imported.
 - Prints the time, the cnc version, the driver's pid and the age of its heartbeat (the to-driver
   ring buffer's consumer heartbeat), then every allocated counter that passes the filters as
   ``id: value - label`` (formats in :mod:`~transport.tools.stat_format`, filters in
-  :mod:`~transport.tools.counter_filter`); ``--errors`` prints the distinct error log instead.
+  :mod:`~transport.tools.counter_filter`: AeronStat's pieces, a library); ``--errors`` prints
+  the distinct error log instead.
 - Refreshes every ``--interval`` (1s) until Ctrl-C, then exits 0; on a terminal each refresh
   clears the screen, into a pipe or file the snapshots follow one another with no escape codes.
   A cnc.dat replaced meanwhile (a new driver in the directory) is mapped again; one that is
@@ -26,19 +28,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
 import time
 from collections.abc import Callable, Sequence
 
-from aeromq.transport._errors import CncFileError, ConfigurationError, TransportError
-from aeromq.transport.client.context import default_aeron_dir
-from aeromq.transport.cnc import CNC_FILE, CncFile
-from aeromq.transport.concurrent.counters_reader import CountersReader
-from aeromq.transport.concurrent.error_log_reader import read as read_error_log
-from aeromq.transport.tools.cli import (
+from aeromq._cli.options import (
     add_aeron_dir,
     add_alias,
     add_json,
@@ -46,8 +42,12 @@ from aeromq.transport.tools.cli import (
     duration_ms,
     setup_logging,
 )
-from aeromq.transport.tools.counter_filter import CounterFilter, parse_id_list
-from aeromq.transport.tools.counter_snapshot import read_counters
+from aeromq.transport import CncFileError, ConfigurationError, TransportError
+from aeromq.transport.client.context import default_aeron_dir
+from aeromq.transport.cnc import CNC_FILE, CncFile
+from aeromq.transport.concurrent.counters_reader import CountersReader
+from aeromq.transport.concurrent.error_log_reader import read as read_error_log
+from aeromq.transport.tools import CounterFilter, parse_id_list, read_counters
 from aeromq.transport.tools.stat_format import (
     CLEAR_SCREEN,
     counter_json,
@@ -57,13 +57,11 @@ from aeromq.transport.tools.stat_format import (
     format_header,
 )
 
-__all__ = ["BROKER_RUN_FILE", "build_parser", "main", "render_counters", "render_errors"]
+__all__ = ["build_parser", "main", "render_counters", "render_errors"]
 
 _MAP_TIMEOUT_MS = 1_000
 """How long to wait for a cnc.dat that exists but is not published yet (a driver starting)."""
 _PROG = "aeromq stat"
-BROKER_RUN_FILE = "broker.json"
-"""What a running broker writes in its data directory: ``pid``, ``aeron_dir``, ``grpc``, ..."""
 _DEFAULT_BROKER_DATA_DIR = os.path.join("~", ".aeromq", "broker")  # BrokerConfig.data_dir's
 _BROKER_DATA_DIR_ENV = "AEROMQ_BROKER_DATA_DIR"  # the broker's own variable for it
 _EXAMPLES = (
@@ -111,8 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="DATA_DIR",
         help="the media driver of the broker running with this data directory "
-        f"(read from its {BROKER_RUN_FILE}); DATA_DIR defaults to ${_BROKER_DATA_DIR_ENV}, "
-        f"else {_DEFAULT_BROKER_DATA_DIR}",
+        "(read from the run file the broker writes there); DATA_DIR defaults to "
+        f"${_BROKER_DATA_DIR_ENV}, else {_DEFAULT_BROKER_DATA_DIR}",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument(
@@ -141,27 +139,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--channel", type=_regex, help="regex searched in the key's channel; default: all"
     )
     return parser
-
-
-def broker_aeron_dir(data_dir: str) -> str:
-    """The aeron directory of the broker running with ``data_dir`` (its ``broker.json``).
-    Raises :class:`~transport.CncFileError` naming the file when there is none or it is bad."""
-    path = os.path.join(os.path.expanduser(data_dir), BROKER_RUN_FILE)
-    try:
-        with open(path, encoding="utf-8") as file:
-            run = json.load(file)
-        aeron_dir = run["aeron_dir"]
-    except OSError as exc:
-        raise CncFileError(
-            "no running broker found (is one running with this data dir?)",
-            path=path,
-            reason=exc.strerror or str(exc),
-        ) from exc
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CncFileError("unreadable broker run file", path=path, reason=str(exc)) from exc
-    if not isinstance(aeron_dir, str) or not aeron_dir:
-        raise CncFileError("broker run file names no aeron_dir", path=path)
-    return aeron_dir
 
 
 def _counter_filter(args: argparse.Namespace) -> CounterFilter:
@@ -267,12 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     counter_filter = _counter_filter(args)
     if args.errors and counter_filter != CounterFilter():
         parser.error("counter filters do not apply to --errors")
-    try:
-        directory = broker_aeron_dir(args.broker) if args.broker else None
-    except TransportError as exc:
-        print(f"{_PROG}: {exc}", file=sys.stderr)
-        return 1
-    directory = directory or args.aeron_dir or default_aeron_dir()
+    if args.broker:
+        from aeromq.broker import BrokerError, broker_aeron_dir  # only here: a heavy import
+
+        try:
+            directory = broker_aeron_dir(args.broker)
+        except BrokerError as exc:
+            print(f"{_PROG}: {exc}", file=sys.stderr)
+            return 1
+    else:
+        directory = args.aeron_dir or default_aeron_dir()
     if os.path.basename(directory) == CNC_FILE and os.path.isfile(directory):
         directory = os.path.dirname(directory) or "."
     try:
@@ -317,7 +298,3 @@ def _run(
     except BrokenPipeError:
         _silence_stdout()
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

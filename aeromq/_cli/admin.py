@@ -35,7 +35,8 @@ Exit status: 0 done, 1 the server refused or could not be reached (the message s
 bad usage.
 
 A client tool: it speaks to the servers over gRPC only (:class:`~client.GrpcClient`), as any
-remote administrator would, so it lives on the client side.
+remote administrator would. Its commands are in :mod:`~aeromq._cli.admin_commands`, what they run
+against and how they print in :mod:`~aeromq._cli.admin_target`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from aeromq.client._admin_commands import (
+from aeromq._cli.admin_commands import (
     PERMS,
     cluster_list,
     group_list,
@@ -60,9 +61,8 @@ from aeromq.client._admin_commands import (
     topic_route,
     topic_update,
 )
-from aeromq.client._admin_target import Output, Target, UsageError
-from aeromq.common import ClientError, TopicNotFoundError
-from aeromq.transport.tools.cli import (
+from aeromq._cli.admin_target import Output, Target, UsageError
+from aeromq._cli.options import (
     HelpFormatter,
     add_alias,
     add_endpoints,
@@ -73,7 +73,8 @@ from aeromq.transport.tools.cli import (
     setup_logging,
     split_endpoints,
 )
-from aeromq.transport.tools.progress import add_progress
+from aeromq._cli.progress import add_progress
+from aeromq.common import ClientError, TopicNotFoundError
 
 __all__ = ["build_parser", "main"]
 
@@ -356,7 +357,3 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if target is not None:
             target.close()
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

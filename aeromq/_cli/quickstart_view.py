@@ -1,6 +1,6 @@
 """What ``aeromq quickstart`` has seen and how it shows it (private to the quickstart).
 
-:class:`RunState` folds the members' reports (:class:`~aeromq._quickstart_member.Report`) and the
+:class:`RunState` folds the members' reports (:class:`~aeromq._cli.quickstart_member.Report`) and the
 broker's offsets into counts: distinct messages, duplicates, lag per member, each member's
 assignments over time (a rebalance shows as a new one). It renders a live view (``rich``: the
 producer's line, then a row per member with its queues, count, rate and lag), a plain progress
@@ -14,8 +14,8 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from aeromq._quickstart_member import Report
-from aeromq.transport.tools.progress import plain_line
+from aeromq._cli.progress import plain_line
+from aeromq._cli.quickstart_member import Report
 
 __all__ = ["MemberState", "RunState"]
 
@@ -57,7 +57,7 @@ class RunState:
         self.total = total
         self.sent = 0
         self.send_started = self.send_ended = self.last_distinct_at = 0.0
-        self.producer_cpu_s = self.broker_cpu_s = 0.0  # over the run (see _quickstart._Run)
+        self.producer_cpu_s = self.broker_cpu_s = 0.0  # over the run (see quickstart._Run)
         self.members: dict[str, MemberState] = {}
         self._seen = bytearray(total)
         self.distinct = 0

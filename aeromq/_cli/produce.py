@@ -26,10 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from aeromq.client import ClientError, ClientTls, Credentials, Message
-from aeromq.producer._config import ProducerConfig
-from aeromq.producer._producer import Producer
-from aeromq.transport.tools.cli import (
+from aeromq._cli.options import (
     add_aeron_dir,
     add_alias,
     add_endpoints,
@@ -39,7 +36,9 @@ from aeromq.transport.tools.cli import (
     setup_logging,
     split_endpoints,
 )
-from aeromq.transport.tools.progress import Progress, add_progress
+from aeromq._cli.progress import Progress, add_progress
+from aeromq.client import ClientError, ClientTls, Credentials, Message
+from aeromq.producer import Producer, ProducerConfig
 
 __all__ = ["main"]
 

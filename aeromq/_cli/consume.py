@@ -34,17 +34,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any, TextIO
 
-from aeromq.client import (
-    ClientError,
-    ClientTls,
-    Credentials,
-    MessageExt,
-    MessageQueue,
-    RouteResolver,
-)
-from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
-from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
-from aeromq.transport.tools.cli import (
+from aeromq._cli.options import (
     add_aeron_dir,
     add_alias,
     add_endpoints,
@@ -55,7 +45,21 @@ from aeromq.transport.tools.cli import (
     setup_logging,
     split_endpoints,
 )
-from aeromq.transport.tools.progress import Progress, add_progress
+from aeromq._cli.progress import Progress, add_progress
+from aeromq.client import (
+    ClientError,
+    ClientTls,
+    Credentials,
+    MessageExt,
+    MessageQueue,
+    RouteResolver,
+)
+from aeromq.consumer import (
+    ConsumeFromWhere,
+    DefaultLitePullConsumer,
+    LitePullConsumerConfig,
+    MessageModel,
+)
 
 __all__ = ["format_message", "main", "message_json"]
 

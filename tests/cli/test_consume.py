@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from aeromq._cli.consume import format_message, main
 from aeromq.client import MessageExt
-from aeromq.consumer._cli import format_message, main
 
 
 def test_should_format_a_message_on_one_line() -> None:

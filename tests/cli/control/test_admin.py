@@ -15,13 +15,12 @@ import pytest
 from aeromq.broker.namesrv import NameServer, NameServerConfig, NameServerRegistrar
 from aeromq.broker.store import InboundMessage
 from aeromq.client.grpc_client import GrpcClient
-
-from .conftest import RunningBroker, put_messages
+from tests.broker.control.conftest import RunningBroker, put_messages
 
 
 def admin(server: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "aeromq.client._admin_cli", "--endpoints", server, *args],
+        [sys.executable, "-m", "aeromq", "admin", "--endpoints", server, *args],
         capture_output=True,
         text=True,
         timeout=60,

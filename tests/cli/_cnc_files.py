@@ -1,5 +1,5 @@
 """A cnc.dat as a driver leaves it, built with ``aeromq.transport.cnc`` and ``CountersManager``, and a
-runner of ``python -m aeromq.transport.tools.stat`` in a subprocess (until ``aeromq stat`` is wired).
+runner of ``python -m aeromq stat`` in a subprocess, for the tests of ``aeromq stat``.
 
 The counters, by id (labels and keys as the driver's own helpers write them)::
 
@@ -24,8 +24,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.concurrent import CountersManager, DistinctErrorLog, SettableClock
@@ -132,11 +130,6 @@ def write_cnc(aeron_dir: Path, pid: int = PID) -> StatFiles:
     return StatFiles(aeron_dir, heartbeat_ms, now_ms)
 
 
-@pytest.fixture
-def stat_files(shm_dir: Path) -> StatFiles:
-    return write_cnc(shm_dir / "aeron")
-
-
 def stat_env(**extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != "AERON_DIR"}
     env["TZ"] = "UTC"
@@ -145,9 +138,9 @@ def stat_env(**extra: str) -> dict[str, str]:
 
 
 def run_stat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m aeromq.transport.tools.stat ARGS`` to completion, in UTC, without $AERON_DIR."""
+    """``python -m aeromq stat ARGS`` to completion, in UTC, without $AERON_DIR."""
     return subprocess.run(
-        [sys.executable, "-m", "aeromq.transport.tools.stat", *args],
+        [sys.executable, "-m", "aeromq", "stat", *args],
         capture_output=True,
         text=True,
         env=stat_env() if env is None else env,

@@ -1,8 +1,20 @@
-"""``aeromq SUBCOMMAND ...``: a thin dispatcher.
+"""``aeromq SUBCOMMAND ...``: the command line, one room above every library.
 
-Each subcommand is a ``main(argv) -> int`` in the package that owns it, imported only when it
-runs, so ``aeromq stat`` does not import the broker and a missing optional dependency of one
-subcommand never breaks another.
+This module is the dispatcher: each subcommand is a ``main(argv) -> int`` in a module of this
+package, imported only when it runs, so ``aeromq stat`` does not import the broker and a missing
+optional dependency of one subcommand never breaks another. The package holds:
+
+- the kit every command shares: :mod:`~aeromq._cli.options` (the option vocabulary and the
+  logging setup), :mod:`~aeromq._cli.progress` (the progress line), :mod:`~aeromq._cli.serve`
+  (the serve-until-signal loop of the servers);
+- the commands: :mod:`~aeromq._cli.broker`, :mod:`~aeromq._cli.namesrv`,
+  :mod:`~aeromq._cli.driver` (servers), :mod:`~aeromq._cli.produce`,
+  :mod:`~aeromq._cli.consume`, :mod:`~aeromq._cli.admin` (with ``admin_commands`` and
+  ``admin_target``), :mod:`~aeromq._cli.quickstart` (with ``quickstart_member`` and
+  ``quickstart_view``) and :mod:`~aeromq._cli.stat`.
+
+The commands import the libraries' public names only; no library imports this package
+(``tests/meta/test_layering.py`` and ``tests/meta/test_cli_room.py`` check both).
 """
 
 from __future__ import annotations
@@ -15,18 +27,18 @@ from collections.abc import Callable, Sequence
 # name -> ("module:function", one-line help); each module also has ``build_parser()``, which the
 # documentation's CLI reference and the help tests read (``parser_of``).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "admin": ("aeromq.client._admin_cli:main", "manage topics, groups, offsets and clusters"),
-    "consume": ("aeromq.consumer._cli:main", "poll messages from a topic or queues and print them"),
-    "broker": ("aeromq.broker._main:main", "run a broker (embedded media driver by default)"),
-    "namesrv": ("aeromq.broker.namesrv._main:main", "run a name server for multi-broker routes"),
-    "produce": ("aeromq.producer._cli:main", "send messages from the command line"),
-    "driver": ("aeromq.transport.driver._main:main", "run a standalone media driver"),
+    "admin": ("aeromq._cli.admin:main", "manage topics, groups, offsets and clusters"),
+    "consume": ("aeromq._cli.consume:main", "poll messages from a topic or queues and print them"),
+    "broker": ("aeromq._cli.broker:main", "run a broker (embedded media driver by default)"),
+    "namesrv": ("aeromq._cli.namesrv:main", "run a name server for multi-broker routes"),
+    "produce": ("aeromq._cli.produce:main", "send messages from the command line"),
+    "driver": ("aeromq._cli.driver:main", "run a standalone media driver"),
     "quickstart": (
-        "aeromq._quickstart:main",
+        "aeromq._cli.quickstart:main",
         "run the main job on defaults: a live view, a summary",
     ),
     "stat": (
-        "aeromq.transport.tools.stat:main",
+        "aeromq._cli.stat:main",
         "show a media driver's counters and error log (like AeronStat)",
     ),
 }
@@ -60,6 +72,8 @@ def _usage() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``aeromq SUBCOMMAND ARGS`` (``argv`` without the program name; default
+    ``sys.argv[1:]``); returns the exit code: the subcommand's, or 2 for an unknown one."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())

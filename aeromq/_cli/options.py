@@ -9,10 +9,10 @@ Each subcommand builds its parser with :func:`command_parser`, so they all read 
 ``--aeron-dir``        the media driver directory; default ``$AERON_DIR``, else
                        ``/dev/shm/aeron-<user>`` (:func:`add_aeron_dir`)
 durations              a number with a unit: ``500ms``, ``5s``, ``2m``, ``250us``; a bare number is
-                       milliseconds (:func:`parse_duration_ms`)
+                       milliseconds (:func:`duration_ms`)
 ``--log-level``/``-v`` logging level (``-v`` INFO, ``-vv`` DEBUG); every command
 ``--log-format``       ``text`` (default) or ``json``: one JSON object per log line on stderr
-                       (:class:`~transport.tools.log_format.JsonLogFormatter`); every command
+                       (:class:`~transport.util.JsonLogFormatter`); every command
 ``--json``             one JSON object per line instead of tables, on every command that prints
                        data (:func:`add_json`)
 =====================  ==========================================================================
@@ -21,8 +21,10 @@ Every option has help text that names its default and unit (the formatter adds `
 X)``), and every command's help ends with examples. Old spellings of a renamed option stay as
 hidden aliases (:func:`add_alias`): accepted, not listed.
 
-It lives in ``aeromq.transport`` (the lowest layer) because every command, the media driver's
-and ``stat`` included, uses it; it imports nothing but the standard library.
+Callers: every command module of this package, through :func:`command_parser` and
+:func:`setup_logging` first. The units themselves (:func:`~transport.util.parse_duration_ms`,
+:func:`~transport.util.format_duration_ms`) are a library's, which the broker's configuration
+uses too.
 """
 
 from __future__ import annotations
@@ -30,16 +32,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from aeromq.transport.tools.log_format import LOG_FORMATS, TEXT_LOG_FORMAT, JsonLogFormatter
+from aeromq.transport.util import TEXT_LOG_FORMAT, JsonLogFormatter, parse_duration_ms
 
 __all__ = [
     "DEFAULT_ENDPOINTS",
     "ENDPOINTS_ENV",
+    "LOG_FORMATS",
     "HelpFormatter",
     "add_aeron_dir",
     "add_alias",
@@ -48,9 +50,6 @@ __all__ = [
     "add_logging",
     "command_parser",
     "duration_ms",
-    "format_duration_ms",
-    "format_size",
-    "parse_duration_ms",
     "seconds_as_ms",
     "setup_logging",
     "split_endpoints",
@@ -61,9 +60,8 @@ ENDPOINTS_ENV: Final = "AEROMQ_ENDPOINTS"
 DEFAULT_ENDPOINTS: Final = "127.0.0.1:8081"
 """A broker on this host with its default gRPC port (``aeromq broker`` with no arguments)."""
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)?\s*$", re.IGNORECASE)
-_UNIT_MS: Final = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3_600e3}
+LOG_FORMATS: Final = ("text", "json")
+"""``--log-format`` values: :data:`~transport.util.TEXT_LOG_FORMAT` or one JSON object a line."""
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -210,36 +208,6 @@ def add_json(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object per line instead of text"
     )
-
-
-def parse_duration_ms(text: str) -> float:
-    """Milliseconds from ``500ms``, ``5s``, ``2m``, ``1h``, ``250us``, ``0.5s`` or a bare number
-    (milliseconds). Raises ValueError naming the text and the rule."""
-    match = _DURATION.match(str(text))
-    if match is None:
-        raise ValueError(
-            f"not a duration: value={text!r} (a number with ns, us, ms, s, m or h, e.g. 500ms, 5s)"
-        )
-    number, unit = match.groups()
-    return float(number) * _UNIT_MS[(unit or "ms").lower()]
-
-
-def format_duration_ms(value_ms: float) -> str:
-    """The largest whole unit: ``259200000`` -> ``72h``, ``1500`` -> ``1500ms``, ``0`` -> ``0``."""
-    if value_ms == 0:
-        return "0"
-    for unit, scale in (("h", 3_600_000), ("m", 60_000), ("s", 1_000)):
-        if value_ms % scale == 0:
-            return f"{int(value_ms // scale)}{unit}"
-    return f"{value_ms:g}ms"
-
-
-def format_size(value: int) -> str:
-    """Bytes in the largest whole binary unit: ``1073741824`` -> ``1GiB``, ``1000`` -> ``1000``."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value and value % scale == 0:
-            return f"{value // scale}{unit}"
-    return str(value)
 
 
 def duration_ms(text: str) -> float:

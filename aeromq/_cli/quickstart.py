@@ -6,7 +6,7 @@
    temporary directory.
 2. A topic with 4 queues, created over gRPC.
 3. A group of two lite pull consumers (``DefaultLitePullConsumer``, cluster mode), each in a
-   process of its own (:mod:`aeromq._quickstart_member`), sharing the 4 queues.
+   process of its own (:mod:`~aeromq._cli.quickstart_member`), sharing the 4 queues.
 4. A producer (this process) sending 100,000 checksummed messages in batches over the
    transport, 8 batches in flight. Half way, a third member joins: the group rebalances and the
    view shows the queues move.
@@ -42,11 +42,11 @@ from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any, TextIO
 
-from aeromq._quickstart_member import GROUP, HEADER_LENGTH, TOPIC, Report, body, run_member
-from aeromq._quickstart_view import RunState
-from aeromq.transport.tools.cli import command_parser, setup_logging
-from aeromq.transport.tools.process_cpu import process_cpu_s
-from aeromq.transport.tools.progress import add_progress
+from aeromq._cli.options import command_parser, setup_logging
+from aeromq._cli.progress import add_progress
+from aeromq._cli.quickstart_member import GROUP, HEADER_LENGTH, TOPIC, Report, body, run_member
+from aeromq._cli.quickstart_view import RunState
+from aeromq.transport.util import process_cpu_s
 
 _DEADLINE_S = 300.0
 _WINDOW = 8  # batches in flight
@@ -176,7 +176,7 @@ class _Run:
         self.next_line = 0.0
 
     def go(self, say: _Say) -> None:
-        from aeromq.client.grpc_client import GrpcClient
+        from aeromq.client import GrpcClient
 
         with GrpcClient(self.grpc_address, timeout_s=10.0) as admin:
             self.admin = admin

@@ -19,7 +19,7 @@ from aeromq.transport.driver.stream_counters import (
     SUBSCRIBER_POSITION_TYPE_ID,
 )
 
-from .conftest import run_stat
+from ._cnc_files import run_stat
 
 MS = 1_000_000
 TERM = 64 * 1024

@@ -1,4 +1,5 @@
-"""What ``aeromq admin`` runs against and how it prints (private to the admin CLI).
+"""What ``aeromq admin`` runs against and how it prints (Callers: :mod:`~aeromq._cli.admin` and
+:mod:`~aeromq._cli.admin_commands`).
 
 :class:`Target` is the server a command runs on (a broker, or a name server and, through it,
 every broker concerned); :class:`Output` prints tables as text or, with ``--json``, each row as
@@ -12,8 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TextIO
 
-from aeromq.client._security import ClientTls, Credentials
-from aeromq.client.grpc_client import GrpcClient
+from aeromq.client import ClientTls, Credentials, GrpcClient
 from aeromq.common import NotSupportedError
 from aeromq.proto import common_pb2
 

@@ -7,19 +7,18 @@ the port when they asked for port 0) and exits 0 after a clean stop, 2 on a bad 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from collections.abc import Sequence
-from types import FrameType
 
-from aeromq.broker._errors import BrokerError
-from aeromq.broker.namesrv.config import NameServerConfig, add_arguments
-from aeromq.broker.namesrv.server import NameServer
-from aeromq.transport.tools.cli import command_parser, setup_logging
+from aeromq._cli.options import command_parser, setup_logging
+from aeromq._cli.serve import serve, stop_on_signals
+from aeromq.broker import BrokerError
+from aeromq.broker.namesrv import NameServer, NameServerConfig
+from aeromq.broker.namesrv.config import add_arguments
 
 __all__ = ["main"]
 
+_WAIT_SLICE_S = 0.5
 
 _EXAMPLES = (
     "aeromq namesrv",
@@ -42,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the name server (see module); returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     parsed = build_parser().parse_args(args)  # --help, and usage errors with exit 2
     setup_logging(parsed)
@@ -62,23 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokerError as exc:
         print(f"aeromq namesrv: {exc}", file=sys.stderr)
         return 1
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    print(f"aeromq namesrv listening on {server.address}", flush=True)
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        server.stop(grace_s=1.0)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with stop_on_signals() as stop:
+        print(f"aeromq namesrv listening on {server.address}", flush=True)
+        try:
+            serve(stop, _WAIT_SLICE_S)
+        finally:
+            server.stop(grace_s=1.0)
     print("aeromq namesrv stopped", flush=True)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

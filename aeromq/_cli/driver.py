@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
-from types import FrameType
 from typing import Any
 
-from aeromq.transport._errors import ActiveDriverError, ConfigurationError
-from aeromq.transport.driver._values import parse_duration_ns, parse_size
-from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode, allow_termination
-from aeromq.transport.driver.media_driver import MediaDriver
-from aeromq.transport.tools.cli import add_aeron_dir, command_parser, setup_logging
+from aeromq._cli.options import add_aeron_dir, command_parser, setup_logging
+from aeromq._cli.serve import serve, stop_on_signals
+from aeromq.transport import ActiveDriverError, ConfigurationError
+from aeromq.transport.driver import (
+    MediaDriver,
+    MediaDriverContext,
+    ThreadingMode,
+    allow_termination,
+    parse_duration_ns,
+    parse_size,
+)
 
 __all__ = ["main"]
 
@@ -173,13 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"aeromq driver: {exc}", file=sys.stderr)
         return 2
 
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with stop_on_signals() as stop:
         try:
             driver = MediaDriver.launch(context)
         except ActiveDriverError as exc:
@@ -187,13 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         try:
             print(f"media driver ready: aeron_dir={driver.aeron_dir} pid={os.getpid()}", flush=True)
-            while not stop.is_set() and not driver.is_terminated:
-                stop.wait(_WAIT_SLICE_S)
+            serve(stop, _WAIT_SLICE_S, lambda: driver.is_terminated)
         finally:
             driver.close()
         reason = "terminated by a client" if driver.is_terminated else "stopped by a signal"
         print(f"media driver {reason}: aeron_dir={driver.aeron_dir}", flush=True)
         return 0
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -1,12 +1,13 @@
 """The commands of ``aeromq admin``, one function each: ``command(target, args, out)``
-(private to the admin CLI, whose module docstring says what each does)."""
+(Caller: :mod:`~aeromq._cli.admin`, whose module docstring says what each does)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from aeromq.client._admin_target import Output, Target, UsageError, parse_time_ms, perm_text
+from aeromq._cli.admin_target import Output, Target, UsageError, parse_time_ms, perm_text
+from aeromq._cli.progress import Progress
 from aeromq.common import (
     PERM_READ,
     PERM_READ_WRITE,
@@ -16,7 +17,6 @@ from aeromq.common import (
     TopicNotFoundError,
 )
 from aeromq.proto import admin_pb2, common_pb2
-from aeromq.transport.tools.progress import Progress
 
 __all__ = [
     "PERMS",

@@ -1,11 +1,12 @@
 """``JsonLogFormatter``: one JSON object per log record, for ``--log-format json``.
 
-Every command's logging is configured once, by :func:`~transport.tools.cli.setup_logging`;
-this is its machine-readable format. Keys, in order: ``ts`` (UTC, ISO 8601 with
+Every ``aeromq`` command configures its logging in one place (the command line's
+``setup_logging``), with :data:`TEXT_LOG_FORMAT` or this machine-readable format; a library
+user may put it on a handler of their own. Keys, in order: ``ts`` (UTC, ISO 8601 with
 milliseconds), ``level``, ``logger``, ``message`` (formatted with its arguments), ``thread``,
 ``pid``, then ``exception`` (the traceback text) when the record has one, and any ``extra=``
 fields the caller passed. Values that JSON cannot hold are written as their ``str``.
-Standard library only: the transport, the lowest layer, uses it too.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ import logging
 import time
 from typing import Final
 
-__all__ = ["LOG_FORMATS", "TEXT_LOG_FORMAT", "JsonLogFormatter"]
+__all__ = ["TEXT_LOG_FORMAT", "JsonLogFormatter"]
 
-LOG_FORMATS: Final = ("text", "json")
 TEXT_LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 """The ``text`` format (the default): what a person reads on a terminal."""
 

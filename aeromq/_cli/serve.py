@@ -1,0 +1,43 @@
+"""The serve-until-signal loop of the commands that run a server (``broker``, ``namesrv``,
+``driver``), written once.
+
+:func:`stop_on_signals` installs handlers for SIGINT and SIGTERM that set an event, and puts
+back the previous handlers when its block ends (after the server has been shut down in it);
+:func:`serve` waits for that event, or for the server to end by itself. Caller: the command's
+``main``, which starts the server, prints its ready line, calls :func:`serve`, then shuts the
+server down and prints its stopped line. Affects: the process's signal handlers, for the block.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+__all__ = ["serve", "stop_on_signals"]
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """An event that SIGINT or SIGTERM sets while the block runs; the previous handlers are
+    restored when it ends."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def serve(stop: threading.Event, slice_s: float, ended: Callable[[], bool] | None = None) -> None:
+    """Return once ``stop`` is set or ``ended()`` (checked every ``slice_s``) says the server
+    has stopped by itself."""
+    while not stop.is_set() and not (ended is not None and ended()):
+        stop.wait(slice_s)

@@ -1,0 +1,54 @@
+"""``aeromq broker`` as a process: the ready line, SIGTERM, a bad setting, a taken data
+directory."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.producer.conftest import start_broker
+
+
+def _run_broker(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "aeromq", "broker", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_should_run_as_a_process_until_sigterm(tmp_path: Path) -> None:
+    process = _run_broker("--data-dir", str(tmp_path), "--grpc-port", "0",
+                        "--ingress-udp-endpoint", "none", "--index-enabled", "false",
+                        "--commit-log-segment-bytes", "16MiB")  # fmt: skip
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline(), process.stdout.readline()]
+        assert lines[0].startswith("recovery: a new, empty store")
+        ready = dict(part.split("=", 1) for part in lines[1].split()[2:])
+        assert lines[1].startswith("broker ready:") and ready["name"] == "broker-a"
+        assert ready["flush_mode"] == "ASYNC" and ready["udp_channel"] == "none"
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=30)
+        assert process.returncode == 0 and "broker stopped" in out
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+
+
+def test_should_refuse_a_bad_setting_with_exit_2(tmp_path: Path) -> None:
+    process = _run_broker("--data-dir", str(tmp_path), "--grpc-port", "70000")
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 2 and "grpc_port" in err and "70000" in err
+
+
+def test_should_exit_1_with_the_reason_when_the_data_dir_is_taken(tmp_path: Path) -> None:
+    with start_broker(tmp_path, ingress_udp_endpoint=None):
+        process = _run_broker("--data-dir", str(tmp_path), "--grpc-port", "0",
+                            "--ingress-udp-endpoint", "none")  # fmt: skip
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 1 and "cannot start" in err and "lock" in err

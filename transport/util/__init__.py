@@ -1,0 +1,24 @@
+"""General utilities below every layer (Agrona's ``SystemUtil`` role): no transport, broker or
+client knowledge, standard library only.
+
+- :mod:`~transport.util.units`: durations and sizes written as text, parsed and formatted
+  (``5s``, ``1GiB``); used by the broker's and the name server's configuration and the command
+  line;
+- :mod:`~transport.util.log_format`: :class:`JsonLogFormatter`, one JSON object per log record
+  (``--log-format json`` of every command, or a library user's own handler);
+- :mod:`~transport.util.process_cpu`: :func:`process_cpu_s`, the CPU time of another process
+  (the quick start's and the benchmarks' CPU per message).
+"""
+
+from aeromq.transport.util.log_format import TEXT_LOG_FORMAT, JsonLogFormatter
+from aeromq.transport.util.process_cpu import process_cpu_s
+from aeromq.transport.util.units import format_duration_ms, format_size, parse_duration_ms
+
+__all__ = [
+    "TEXT_LOG_FORMAT",
+    "JsonLogFormatter",
+    "format_duration_ms",
+    "format_size",
+    "parse_duration_ms",
+    "process_cpu_s",
+]
