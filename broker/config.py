@@ -37,9 +37,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+from aeromq.broker._batch_limits import BATCH_FRAMING_ALLOWANCE
 from aeromq.broker._embedded_driver import DRIVER_THREADING_MODES
 from aeromq.broker._errors import ConfigError
-from aeromq.broker.processor.send import BATCH_FRAMING_ALLOWANCE
 from aeromq.broker.store import FlushMode, StoreConfig
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
 from aeromq.transport import ConfigurationError
