@@ -7,9 +7,10 @@ not reached ``X`` yet). Every module of the packages (and the top of ``aeromq``)
 edge: ``import a.b.c`` and ``from a.b import c`` (``c`` a module) lead to ``a.b.c``;
 ``from a.b import X`` (``X`` a name) leads to ``a.b``'s ``__init__``, which is how a submodule that
 imports its own package's ``__init__`` meets the ``__init__`` importing it back. Imports under
-``if TYPE_CHECKING:`` and inside functions and methods are not edges (they run later, or never);
-nor is the import of a module's parent packages that Python makes on the way (those find the
-package already in ``sys.modules``, whatever it has defined yet).
+``if TYPE_CHECKING:`` and inside functions and methods are not edges (they run later, or never),
+nor are the parent packages Python imports on the way to a submodule (``from a.b.c import X``
+is an edge to ``a.b.c`` only: finding a submodule needs nothing its parents define). A native
+module (a ``.c`` file beside the modules) imports nothing.
 """
 
 from __future__ import annotations
@@ -22,13 +23,31 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 _TOP = "aeromq"
-PACKAGES = ("transport", "proto", "common", "client", "producer", "consumer", "broker")
-PACKAGES += ("aio", "pipeline")
+PACKAGES = (
+    "transport",
+    "proto",
+    "common",
+    "client",
+    "producer",
+    "consumer",
+    "broker",
+    "aio",
+    "pipeline",
+)
+"""The folders linked into ``aeromq``; its own modules (``aeromq/*.py`` and folders that are not
+links) are read too."""
 
-KNOWN_CYCLES: frozenset[tuple[str, str]] = frozenset()
-"""Edges ``(importer, imported)`` of cycles found in packages that other work owns, left for
-their owners to break; each is ignored here, and must still be an edge on a cycle (a cycle
-broken, its entry goes). Every other cycle fails the test."""
+KNOWN_CYCLES: frozenset[tuple[str, str]] = frozenset(
+    [
+        # None when this test was written: the one cycle it found (aeromq.broker ->
+        # aeromq.broker.config -> aeromq.broker.processor.send -> aeromq.broker) was broken with
+        # it. A cycle left for later is listed as one of its edges, with a comment saying why:
+        # ("aeromq.x._a", "aeromq.x"),  # _a takes X from the package root: import from x._b
+    ]
+)
+"""Edges ``(importer, imported)`` of known cycles, left for their owners to break; each is left
+out of the graph here, and must still be an edge on a cycle (a cycle broken, its entry goes).
+Every other cycle fails the test."""
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
@@ -97,9 +116,14 @@ def imports(source: str, module: str, is_package: bool, modules: Iterable[str]) 
 
 
 def import_graph(root: Path = REPO) -> dict[str, set[str]]:
-    """Every module of ``aeromq`` and the modules it imports when it runs; a native module
-    (built from a ``.c`` file of the same name) imports none."""
-    paths = sorted((root / _TOP).glob("*.py"))
+    """Every module of ``aeromq`` under ``root`` and the modules it imports when it runs; a
+    native module (built from a ``.c`` file of the same name) imports none."""
+    paths: list[Path] = []
+    for entry in sorted((root / _TOP).iterdir()):  # its own modules; the links are below
+        if entry.is_symlink():
+            continue
+        paths += sorted(entry.rglob("*.py")) if entry.is_dir() else [entry]
+    paths = [path for path in paths if path.suffix == ".py"]
     native: list[Path] = []
     for package in PACKAGES:
         paths += sorted((root / package).rglob("*.py"))
@@ -273,3 +297,20 @@ def test_should_count_imports_that_run_with_the_module(tmp_path: Path, source: s
         },
     )
     assert cycles(graph) == [["aeromq.broker.a", "aeromq.broker.b"]]
+
+
+def test_should_leave_out_a_known_edge_and_only_that(tmp_path: Path) -> None:
+    graph = _graph_of(
+        tmp_path,
+        {
+            "broker/__init__.py": "from aeromq.broker.a import X\n",
+            "broker/a.py": "from aeromq.broker import Y\nfrom aeromq.broker.b import Z\n",
+            "broker/b.py": "from aeromq.broker.a import X\n",
+        },
+    )
+    assert cycles(_without(graph, {("aeromq.broker.a", "aeromq.broker")})) == [
+        ["aeromq.broker.a", "aeromq.broker.b"]
+    ]
+    assert cycles(_without(graph, {("aeromq.broker.a", "aeromq.broker.b")})) == [
+        ["aeromq.broker", "aeromq.broker.a"]
+    ]
