@@ -132,10 +132,12 @@ class SessionAgent(RequestDispatch):
 
     @property
     def role_name(self) -> str:
+        """The agent's thread name."""
         return "broker-sessions"
 
     @property
     def table(self) -> SessionTable:
+        """The session table: live sessions by id and by image, and tombstones of closed ones."""
         return self._table
 
     @property
@@ -158,6 +160,7 @@ class SessionAgent(RequestDispatch):
         self._ingress_open = False
 
     def on_start(self) -> None:
+        """On the agent's thread, before its first duty cycle."""
         self.thread = threading.current_thread()
         self._thread_ident = threading.get_ident()
         tighten_timer_slack()  # parks of this agent end when asked, not 50 us later
@@ -165,6 +168,7 @@ class SessionAgent(RequestDispatch):
     # -- the duty cycle ------------------------------------------------------------------
 
     def do_work(self) -> int:
+        """One duty cycle (see module); returns the work done (0: the idle strategy may idle)."""
         now_ns = self._now_ns = self._clock_ns()
         work = 0
         self._aborted = False

@@ -70,6 +70,7 @@ class GetPath(StoreParts):
         return self._reader.corrupt_records_seen
 
     def get_min_offset(self, topic: str, queue_id: int) -> int:
+        """The queue offset of the oldest message still held (0 for an unknown queue)."""
         queue = self.queues.get(topic, queue_id)
         return queue.min_offset if queue is not None else 0
 
@@ -102,6 +103,7 @@ class GetPath(StoreParts):
         return stamp if stamp is not None else -1
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """The store time of the oldest message still held, or -1 when none is."""
         return self.get_store_timestamp(topic, queue_id, self.get_min_offset(topic, queue_id))
 
     def look_message_by_offset(self, physical_offset: int) -> StoredMessage:
@@ -137,6 +139,7 @@ class GetPath(StoreParts):
         self.arrivals.add_listener(listener)
 
     def remove_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Stop calling ``listener`` after puts."""
         self.arrivals.remove_listener(listener)
 
     def wait_for_message(self, topic: str, queue_id: int, offset: int, timeout_ms: int) -> bool:
@@ -154,12 +157,15 @@ class GetPath(StoreParts):
 
     @property
     def min_physical_offset(self) -> int:
+        """The commit log offset of the oldest byte still held."""
         return self.commit_log.min_offset
 
     @property
     def max_physical_offset(self) -> int:
+        """The commit log offset the next batch will be appended at."""
         return self.commit_log.max_offset
 
     @property
     def flushed_physical_offset(self) -> int:
+        """How far the commit log is durable (flushed to disk)."""
         return self.commit_log.flushed_offset

@@ -101,4 +101,5 @@ class MessageStore(PutPath, GetPath, StoreServices):
 
     @property
     def running(self) -> bool:
+        """Whether the store is started and not shut down."""
         return self._running
