@@ -10,6 +10,7 @@ endpoint).
 """
 
 from aeromq.broker._errors import (
+    BrokerConfigError,
     BrokerError,
     ConfigError,
     CorruptRecordError,
@@ -23,7 +24,7 @@ from aeromq.broker._errors import (
     TopicNotFoundError,
     error_for_code,
 )
-from aeromq.broker.config import BrokerConfig, BrokerConfigError
+from aeromq.broker.config import BrokerConfig
 from aeromq.broker.run_file import BROKER_RUN_FILE, broker_aeron_dir, write_run_file
 from aeromq.broker.store import (
     ArrivalListener,

@@ -4,6 +4,7 @@
 
     BrokerError                         root of every error raised by ``broker``
     ├── ConfigError                     (also ValueError) a bad value in a config object
+    │   └── BrokerConfigError           a bad broker setting: key, value, rule and source
     ├── InvalidArgumentError            (also ValueError) a bad argument to a call (topic, offset)
     ├── IllegalStateError               an operation the object's state does not allow (closed)
     ├── TopicNotFoundError              (also KeyError) a topic the broker does not know
@@ -31,6 +32,7 @@ from typing import Any, Final
 from aeromq.common import ResponseCode
 
 __all__ = [
+    "BrokerConfigError",
     "BrokerError",
     "ConfigError",
     "CorruptRecordError",
@@ -77,6 +79,10 @@ class BrokerError(Exception):
 
 class ConfigError(BrokerError, ValueError):
     """A bad value in a config object: the message names the field, the value and the rule."""
+
+
+class BrokerConfigError(ConfigError):
+    """A bad broker setting: ``key``, ``value``, ``rule`` and ``source`` say which and why."""
 
 
 class InvalidArgumentError(BrokerError, ValueError):

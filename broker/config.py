@@ -22,6 +22,12 @@ errors too, so a typo never passes silently.
 
 Defaults work with no arguments: an embedded media driver, ``~/.aeromq/broker`` for data, gRPC
 on 127.0.0.1:8081, ingress on ``aeron:ipc`` stream 1001 and on UDP 127.0.0.1:40456.
+
+This module holds the typed object: its fields and defaults, the parsing of a value by its
+field's type, the derived values and the entry points that load it. The rules it checks are in
+``broker._config_rules``; the TOML file and the environment are read by
+``broker._config_sources``; the option names, variable names and help by
+``broker._config_options`` (re-exported here).
 """
 
 from __future__ import annotations
@@ -30,20 +36,24 @@ import argparse
 import dataclasses
 import ipaddress
 import os
-import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from aeromq.broker._embedded_driver import DRIVER_THREADING_MODES
-from aeromq.broker._errors import ConfigError
-from aeromq.broker.processor.send import BATCH_FRAMING_ALLOWANCE
+from aeromq.broker._batch_limits import BATCH_FRAMING_ALLOWANCE
+from aeromq.broker._config_options import (
+    ENV_PREFIX,
+    FIELD_HELP,
+    add_options,
+    is_duration,
+    option_name,
+)
+from aeromq.broker._config_rules import validate
+from aeromq.broker._config_sources import known_keys, read_sources
+from aeromq.broker._errors import BrokerConfigError, ConfigError
 from aeromq.broker.store import FlushMode, StoreConfig
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
-from aeromq.transport import ConfigurationError
-from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
 from aeromq.transport.util import format_duration_ms, format_size, parse_duration_ms
 
 __all__ = [
@@ -58,7 +68,6 @@ __all__ = [
     "option_name",
 ]
 
-ENV_PREFIX: Final = "AEROMQ_BROKER_"
 DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,1000000000,100000"
 """The session agent sleeps on its doorbell (``transport/concurrent/doorbell.py``): IPC clients
 ring it after each request, the flusher and the long-poll hold service after each answer they
@@ -75,17 +84,10 @@ wake). Off Linux (no futexes) the name gives the backoff of the same shape."""
 DEFAULT_DRIVER_THREADING_MODE: Final = "SHARED"
 """The embedded driver's conductor, sender and receiver on one thread: an idle broker wakes a
 third as often, and busy it costs no more CPU per message (see ``broker._embedded_driver``)."""
-_CONFIG_ENV: Final = "AEROMQ_BROKER_CONFIG"
 _MIB: Final = 1 << 20
-_INT32_MAX: Final = (1 << 31) - 1
-_NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]{1,127}$")
 _SIZE_SUFFIXES: Final = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
 _TRUE: Final = frozenset({"true", "yes", "on", "1"})
 _FALSE: Final = frozenset({"false", "no", "off", "0"})
-
-
-class BrokerConfigError(ConfigError):
-    """A bad broker setting: ``key``, ``value``, ``rule`` and ``source`` say which and why."""
 
 
 def _default_data_dir() -> Path:
@@ -165,7 +167,7 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             object.__setattr__(self, f.name, _coerce(f.name, getattr(self, f.name), "value"))
-        self._validate()
+        validate(self)
 
     # -- derived -----------------------------------------------------------------------------
 
@@ -254,7 +256,7 @@ class BrokerConfig:
             ) from exc
         if extra:
             raise BrokerConfigError(
-                "unknown broker arguments", key="argv", value=extra, rule=_known_keys()
+                "unknown broker arguments", key="argv", value=extra, rule=known_keys(_field_types())
             )
         return cls.from_sources(namespace, environ, config_file)
 
@@ -269,22 +271,7 @@ class BrokerConfig:
         extended (so a command can add its own options beside the broker's)."""
         env = os.environ if environ is None else environ
         args = vars(namespace) if namespace is not None else {}
-        path = args.get("config") or config_file or env.get(_CONFIG_ENV) or None
-        values: dict[str, Any] = {}
-        origins: dict[str, str] = {}
-        if path is not None:
-            from_file = _read_toml(Path(path))
-            values.update(from_file)
-            origins.update(dict.fromkeys(from_file, f"file {path}"))
-        from_env = _read_environ(env)
-        values.update(from_env)
-        origins.update({key: f"environment {ENV_PREFIX}{key.upper()}" for key in from_env})
-        for f in fields(cls):
-            raw = args.get(f.name)
-            if raw is not None:
-                origin = f"argument {option_name(f.name)}"
-                values[f.name] = _coerce(f.name, raw, origin)
-                origins[f.name] = origin
+        values, origins = read_sources(args, env, config_file, _field_types(), _coerce)
         try:
             return cls(**values)
         except BrokerConfigError as exc:
@@ -295,151 +282,6 @@ class BrokerConfig:
                 "invalid broker config", **{**exc.values, "source": origins[key]}
             ) from exc
 
-    # -- validation --------------------------------------------------------------------------
-
-    def _validate(self) -> None:
-        for name in ("broker_name", "cluster_name"):
-            if not _NAME_PATTERN.match(getattr(self, name)):
-                _fail(name, getattr(self, name), "1-127 of a-zA-Z0-9_-")
-        if not self.grpc_host:
-            _fail("grpc_host", self.grpc_host, "a host name or address")
-        _in_range("grpc_port", self.grpc_port, 0, 65535)
-        if self.namesrv_address is not None:
-            _check_host_port("namesrv_address", self.namesrv_address, allow_zero=False)
-        if not self.ingress_ipc_channel.startswith("aeron:ipc"):
-            _fail("ingress_ipc_channel", self.ingress_ipc_channel, "an aeron:ipc channel URI")
-        if self.ingress_udp_endpoint is not None:
-            _check_host_port("ingress_udp_endpoint", self.ingress_udp_endpoint, allow_zero=True)
-        for name in ("ingress_ipc_stream_id", "ingress_udp_stream_id"):
-            _in_range(name, getattr(self, name), -(1 << 31), _INT32_MAX)
-        _in_range("flush_interval_ms", self.flush_interval_ms, 1, 60_000)
-        _in_range("sync_flush_timeout_ms", self.sync_flush_timeout_ms, 1, 600_000)
-        _in_range("default_queue_count", self.default_queue_count, 1, 1024)
-        _in_range("max_message_size", self.max_message_size, 256, _INT32_MAX)
-        _in_range("long_polling_max_suspend_ms", self.long_polling_max_suspend_ms, 0, 3_600_000)
-        _in_range("session_timeout_ms", self.session_timeout_ms, 100, 3_600_000)
-        _in_range("client_heartbeat_timeout_ms", self.client_heartbeat_timeout_ms, 100, 3_600_000)
-        _in_range("namesrv_heartbeat_interval_ms", self.namesrv_heartbeat_interval_ms, 10, 600_000)
-        _in_range("commit_log_segment_bytes", self.commit_log_segment_bytes, 4096, _INT32_MAX)
-        if self.max_record_bytes > self.commit_log_segment_bytes - 8:
-            _fail(
-                "max_message_size",
-                self.max_message_size,
-                "a record of this body with the longest topic and properties must fit in "
-                f"commit_log_segment_bytes - 8 = {self.commit_log_segment_bytes - 8}",
-            )
-        _in_range(
-            "consume_queue_entries_per_segment", self.consume_queue_entries_per_segment, 2, 1 << 26
-        )
-        _in_range("file_reserved_time_ms", self.file_reserved_time_ms, 0, 1 << 50)
-        if self.max_store_bytes is not None:
-            _in_range(
-                "max_store_bytes", self.max_store_bytes, self.commit_log_segment_bytes, 1 << 60
-            )
-        _in_range("index_slots", self.index_slots, 1, _INT32_MAX)
-        _in_range("index_entries", self.index_entries, 2, _INT32_MAX)
-        _in_range("offset_persist_interval_ms", self.offset_persist_interval_ms, 1, 3_600_000)
-        _in_range("rocketmq_port", self.rocketmq_port, 0, 65535)
-        _in_range("rocketmq_max_delivery_attempts", self.rocketmq_max_delivery_attempts, 1, 1000)
-        if not self.metrics_host:
-            _fail("metrics_host", self.metrics_host, "a host name or address")
-        if self.metrics_port is not None:
-            _in_range("metrics_port", self.metrics_port, 0, 65535)
-        if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            _fail("tls_key_file", self.tls_key_file, "tls_cert_file and tls_key_file go together")
-        if self.tls_client_ca_file is not None and self.tls_cert_file is None:
-            _fail("tls_client_ca_file", self.tls_client_ca_file, "mutual TLS needs tls_cert_file")
-        try:
-            idle_strategy_with_doorbell(self.session_idle_strategy, None)
-        except ConfigurationError as exc:
-            _fail(
-                "session_idle_strategy",
-                self.session_idle_strategy,
-                f"an idle strategy name, e.g. doorbell:SPINS,YIELDS,MIN_NS,MAX_NS, "
-                f"backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
-                f"({exc})",
-            )
-        if self.driver_threading_mode.strip().upper() not in DRIVER_THREADING_MODES:
-            _fail(
-                "driver_threading_mode",
-                self.driver_threading_mode,
-                "one of " + ", ".join(DRIVER_THREADING_MODES),
-            )
-        _in_range("file_mode", self.file_mode, 0o600, 0o777)
-        _in_range("min_free_disk_bytes", self.min_free_disk_bytes, 0, 1 << 60)
-        if self.max_disk_used_percent is not None:
-            _in_range("max_disk_used_percent", self.max_disk_used_percent, 1, 100)
-        self.to_store_config()  # and whatever the store itself checks
-
-
-FIELD_HELP: Final[Mapping[str, str]] = {
-    "broker_name": "this broker's name, unique in its cluster (1-127 of a-zA-Z0-9_-)",
-    "cluster_name": "the cluster it belongs to",
-    "data_dir": "directory of the store: commit log, consume queues, index, offsets, topics",
-    "grpc_host": "address the gRPC control plane listens on",
-    "grpc_port": "gRPC port (0: any free port, printed in the ready line)",
-    "namesrv_address": "HOST:PORT of a name server to register with (none: serve routes alone)",
-    "aeron_dir": "directory of an external media driver to use (none: run one embedded)",
-    "ingress_ipc_channel": "the IPC channel clients on this host send requests to",
-    "ingress_ipc_stream_id": "stream id of the IPC ingress",
-    "ingress_udp_endpoint": "HOST:PORT of the UDP ingress for remote clients (none: IPC only)",
-    "ingress_udp_stream_id": "stream id of the UDP ingress",
-    "flush_mode": "ASYNC (acknowledge once written, flush on a timer) or SYNC (once flushed)",
-    "flush_interval_ms": "how often ASYNC mode flushes the commit log to disk",
-    "sync_flush_timeout_ms": "how long a SYNC send waits for its flush before it fails",
-    "auto_create_topic": "create a topic on its first send (default_queue_count queues)",
-    "default_queue_count": "queue count of a topic created without one",
-    "max_message_size": "largest message body accepted, bytes",
-    "long_polling_max_suspend_ms": "longest a pull waits for new messages (long polling)",
-    "session_timeout_ms": "a silent transport session is closed after this long",
-    "client_heartbeat_timeout_ms": "a consumer that stops heartbeating leaves its group after",
-    "namesrv_heartbeat_interval_ms": "how often the broker registers with its name server",
-    "commit_log_segment_bytes": "size of one commit log file, bytes",
-    "consume_queue_entries_per_segment": "entries per consume queue file (20 bytes each)",
-    "file_reserved_time_ms": "retention: commit log files older than this are deleted",
-    "max_store_bytes": "retention: oldest files are deleted past this store size (none: no cap)",
-    "local_reads_enabled": "let readers on this host that ask for it (the Spark connector) read "
-    "pulled batches straight from the commit log's files (IPC sessions; the reader falls back "
-    "to pulls through the transport when it cannot open them)",
-    "index_enabled": "keep the message index (lookup by key and unique id)",
-    "index_slots": "hash slots of one index file",
-    "index_entries": "entries of one index file",
-    "offset_persist_interval_ms": "how often consumer offsets are written to disk",
-    "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
-    "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
-    "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",
-    "metrics_host": "address the HTTP server of /metrics and the web console listens on",
-    "metrics_port": "HTTP port of /metrics and the console (0: any free port, printed in the "
-    "ready line; none: no HTTP server)",
-    "console_enabled": "serve the read-only web console at /console/ beside /metrics",
-    "tls_cert_file": "PEM certificate chain of the gRPC server (with tls_key_file: TLS on)",
-    "tls_key_file": "PEM private key of the gRPC server's certificate",
-    "tls_client_ca_file": "PEM CA that must sign client certificates (mutual TLS; none: off)",
-    "acl_file": "TOML file with an [acl] table of users and permissions (none: no ACL, unless "
-    "the config file has an [acl] table)",
-    "session_idle_strategy": (
-        "how the transport session agent waits for requests: doorbell:SPINS,YIELDS,MIN_NS,MAX_NS"
-        "[,DEEP_NS,DEEP_AFTER_NS[,SPIN_WINDOW_NS]] (sleeps until a client rings), "
-        "backoff:SPINS,YIELDS,MIN_NS,MAX_NS or sleep-ns:NS "
-        "(fewer spins cost less CPU while idle, and answer later)"
-    ),
-    "driver_threading_mode": "threads of the embedded media driver: SHARED (its conductor, "
-    "sender and receiver on one thread), SHARED_NETWORK (sender and receiver on one) or "
-    "DEDICATED (one each); AERON_THREADING_MODE does not apply to it",
-    "file_mode": "permission bits (octal) of store and shared-memory files; directories get "
-    "x beside each r",
-    "min_free_disk_bytes": "sends are refused (DISK_FULL, retriable) below this much free disk",
-    "max_disk_used_percent": "sends are refused past this disk usage, percent (none: no limit)",
-}
-"""What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
-
-
-def option_name(field_name: str) -> str:
-    """The command-line option of a field: ``flush_interval_ms`` -> ``--flush-interval``
-    (durations take a unit suffix), ``grpc_port`` -> ``--grpc-port``."""
-    base = field_name.removesuffix("_ms") if _is_duration(field_name) else field_name
-    return "--" + base.replace("_", "-")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--config`` and one option per ``BrokerConfig`` field to ``parser`` (see
@@ -448,44 +290,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     Every option defaults to None (not given), so only what the command line names overrides
     the file and the environment; values stay strings until :meth:`BrokerConfig.from_sources`
     parses them by type. The help of each names its default, unit and environment variable."""
-    group = parser.add_argument_group(
-        "broker settings (also from the TOML file and AEROMQ_BROKER_*)"
-    )
-    group.add_argument(
-        "--config",
-        metavar="PATH",
-        default=None,
-        help=f"a TOML config file; default ${_CONFIG_ENV}, else none",
-    )
-    for f in fields(BrokerConfig):
-        flag = option_name(f.name)
-        unit = "; a duration, e.g. 500ms, 5s" if _is_duration(f.name) else ""
-        text = describe_default(f.name)
-        group.add_argument(
-            flag,
-            dest=f.name,
-            metavar=_metavar(f.name),
-            default=None,
-            help=f"{FIELD_HELP[f.name]}{unit}; default {text} (${ENV_PREFIX}{f.name.upper()})",
-        )
-        if flag != "--" + f.name.replace("_", "-"):
-            group.add_argument(
-                "--" + f.name.replace("_", "-"),
-                dest=f.name,
-                default=argparse.SUPPRESS,
-                help=argparse.SUPPRESS,
-            )
-
-
-def _is_duration(field_name: str) -> bool:
-    return field_name.endswith("_ms")
-
-
-def _metavar(field_name: str) -> str:
-    kind = _field_types()[field_name].replace(" | None", "")
-    if _is_duration(field_name):
-        return "DURATION"
-    return {"int": "N", "bool": "BOOL", "Path": "PATH", "FlushMode": "MODE"}.get(kind, "TEXT")
+    add_options(parser, _field_types(), describe_default)
 
 
 def _show_default(value: Any) -> str:
@@ -509,14 +314,14 @@ def describe_default(field_name: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         if field_name == "file_mode":
             return f"{value:#o}"
-        if _is_duration(field_name):
+        if is_duration(field_name):
             return format_duration_ms(value)
         if field_name.endswith("_bytes") or field_name == "max_message_size":
             return format_size(value)
     return _show_default(value)
 
 
-# -- parsing and checks ------------------------------------------------------------------------
+# -- parsing a value by its field's type ------------------------------------------------------
 
 
 def _field_types() -> dict[str, str]:
@@ -545,7 +350,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             return _parse_bool(value)
         if name == "file_mode" and isinstance(value, str):
             return int(value.strip().lower().removeprefix("0o"), 8)
-        if base == "int" and _is_duration(name) and isinstance(value, str):
+        if base == "int" and is_duration(name) and isinstance(value, str):
             try:
                 return _parse_int(value)
             except ValueError:
@@ -604,83 +409,6 @@ def _parse_int(value: Any) -> int:
             text, scale = text[: -len(suffix)].strip(), factor
             break
     return int(text, 10) * scale
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as file:
-            document = tomllib.load(file)
-    except OSError as exc:
-        raise BrokerConfigError(
-            "cannot read broker config file", key="config", value=str(path), rule=exc.strerror
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise BrokerConfigError(
-            "broker config file is not valid TOML", key="config", value=str(path), rule=str(exc)
-        ) from exc
-    table = dict(document.get("broker", document))
-    if isinstance(document.get("acl"), dict):  # the ACL may sit in the broker's own file
-        table.pop("acl", None)
-        table.setdefault("acl_file", str(path))
-    if not isinstance(table, dict):
-        raise BrokerConfigError(
-            "broker config file: [broker] must be a table",
-            key="broker",
-            value=table,
-            source=str(path),
-        )
-    names = _field_types()
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in names:
-            raise BrokerConfigError(
-                "unknown broker config key",
-                key=key,
-                value=value,
-                rule=_known_keys(),
-                source=str(path),
-            )
-        values[key] = _coerce(key, value, f"file {path}")
-    return values
-
-
-def _read_environ(environ: Mapping[str, str]) -> dict[str, Any]:
-    names = _field_types()
-    values: dict[str, Any] = {}
-    for variable in sorted(environ):
-        if not variable.startswith(ENV_PREFIX) or variable == _CONFIG_ENV:
-            continue
-        key = variable[len(ENV_PREFIX) :].lower()
-        if key not in names:
-            raise BrokerConfigError(
-                "unknown broker environment variable",
-                key=variable,
-                value=environ[variable],
-                rule=_known_keys(),
-                source="environment",
-            )
-        values[key] = _coerce(key, environ[variable], f"environment {variable}")
-    return values
-
-
-def _known_keys() -> str:
-    return "one of " + ", ".join(sorted(_field_types()))
-
-
-def _fail(key: str, value: Any, rule: str) -> None:
-    raise BrokerConfigError("invalid broker config", key=key, value=value, rule=rule)
-
-
-def _in_range(key: str, value: int, low: int, high: int) -> None:
-    if not low <= value <= high:
-        _fail(key, value, f"{low}..{high}")
-
-
-def _check_host_port(key: str, value: str, *, allow_zero: bool) -> None:
-    host, sep, port = value.rpartition(":")
-    low = 0 if allow_zero else 1
-    if not sep or not host or not port.isdigit() or not low <= int(port) <= 65535:
-        _fail(key, value, f"host:port with port {low}..65535")
 
 
 def _is_ipv4(host: str) -> bool:

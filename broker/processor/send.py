@@ -37,7 +37,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Final
 
-from aeromq.broker import InvalidArgumentError
+from aeromq.broker._batch_limits import BATCH_FRAMING_ALLOWANCE
+from aeromq.broker._errors import InvalidArgumentError
 from aeromq.broker.observability._topic_meter import TopicMeter
 from aeromq.broker.store import (
     MessageStore,
@@ -48,7 +49,6 @@ from aeromq.broker.store import (
 )
 from aeromq.common import (
     DEFAULT_MAX_MESSAGE_SIZE,
-    MAX_FRAMING_BYTES,
     NOT_ALLOWED_SEND_TOPICS,
     TOPIC_MAX_LENGTH,
     VALID_NAME_PATTERN,
@@ -71,9 +71,6 @@ SendDone = Callable[[messages_pb2.SendMessageResponse], None]
 DEFAULT_MAX_UNFLUSHED_BYTES: Final = 256 * 1024 * 1024
 DEFAULT_MAX_INFLIGHT_SENDS: Final = 4096
 
-BATCH_FRAMING_ALLOWANCE: Final = MAX_FRAMING_BYTES
-"""Bytes a send's record batch may take beyond ``max_message_size`` (see
-:data:`common.MAX_FRAMING_BYTES`)."""
 _TOPIC_CACHE_LIMIT: Final = 10_000
 assert messages_pb2.SEND_OK == 0  # a response's default send status
 _FLUSH_DISK_TIMEOUT: Final = messages_pb2.FLUSH_DISK_TIMEOUT

@@ -1,0 +1,53 @@
+"""The envelopes the session agent answers with: pure functions, bytes in and bytes out.
+
+A processor's response is serialised into one envelope; a pull's batches go as the envelope's
+raw section, in pieces for one vectored offer (the store's views are not copied); an
+envelope-level error carries a ``Status``. The layout is ``common._envelope``'s, shared with the
+clients. Caller: the agent's answer writing (``broker.session._answers``), its request dispatch
+(``_dispatch``: requests refused) and its session lifecycle (``_lifecycle``: farewells, closes).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from google.protobuf.message import Message as ProtoMessage
+
+from aeromq.common import (
+    RESPONSE_FIELD_NUMBERS,
+    PullAnswer,
+    encode_envelope,
+    encode_envelope_around,
+)
+from aeromq.proto import common_pb2
+
+__all__ = ["answer_envelope", "error_envelope"]
+
+_ERROR: Final = RESPONSE_FIELD_NUMBERS["error"]
+
+
+def answer_envelope(
+    correlation_id: int, session_id: int, field: int, response: ProtoMessage | PullAnswer
+) -> tuple[bytes | list[bytes | memoryview], int]:
+    """The envelope of an answer and its length: a pull's batches as its raw section, in
+    pieces for one vectored offer (:mod:`common._envelope`), else one serialised envelope."""
+    if isinstance(response, PullAnswer):
+        body = response.response.SerializeToString()
+        pieces = response.pieces
+        if pieces:  # the store's views (one per batch, ~170 in a bulk pull): nbytes at hand
+            size = sum(
+                piece.nbytes if type(piece) is memoryview else memoryview(piece).nbytes
+                for piece in pieces
+            )
+            head, tail = encode_envelope_around(correlation_id, session_id, field, body, size)
+            return [head, *pieces, tail], len(head) + size + len(tail)
+        data = encode_envelope(correlation_id, session_id, field, body)
+    else:
+        data = encode_envelope(correlation_id, session_id, field, response.SerializeToString())
+    return data, len(data)
+
+
+def error_envelope(correlation_id: int, session_id: int, code: int, text: str) -> bytes:
+    """An envelope-level error: ``code`` and ``text`` as a ``Status`` in the ``error`` field."""
+    body = common_pb2.Status(code=code, message=text).SerializeToString()
+    return encode_envelope(correlation_id, session_id, _ERROR, body)

@@ -1,0 +1,120 @@
+"""The session agent's answers: the completions the processors queue, written to their
+sessions in the order they completed, and the backlogs of sessions whose answers were back
+pressured.
+
+Only the agent's thread writes to a session. A processor completes a request on whichever thread
+finishes it (inline, the flusher under SYNC flush, the long-poll hold service) by calling the
+callback :meth:`AnswerWriter._completion` gave it: that appends to a queue and, from another
+thread, rings the agent's doorbell. Each duty cycle sends what completed
+(:meth:`AnswerWriter._send_completions`) and retries backlogs
+(:meth:`AnswerWriter._flush_backlogs`); a session whose answers back up past
+``max_backlog_responses``, or stay stuck for the session timeout, is closed.
+
+Caller: ``SessionAgent`` (one of its roles, see ``broker.session._lifecycle``), and its request
+dispatch (``_dispatch``), which answers keepalives and refusals through
+:meth:`AnswerWriter._respond`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+from google.protobuf.message import Message as ProtoMessage
+
+from aeromq.broker.session._answer_envelopes import answer_envelope, error_envelope
+from aeromq.broker.session._lifecycle import SessionLifecycle
+from aeromq.broker.session._session import ServerSession, SessionState
+from aeromq.common import ANSWER_TOO_LONG, PullAnswer, ResponseCode
+
+__all__ = ["AnswerWriter", "Completion"]
+
+_MS: Final = 1_000_000
+
+Completion = tuple[ServerSession, int, int, ProtoMessage | PullAnswer]
+"""An answer to send: (session, correlation id, response field number, response)."""
+
+
+class AnswerWriter(SessionLifecycle):
+    """The answers' writing, for ``SessionAgent`` (see module)."""
+
+    _completions: deque[Completion]
+    _thread_ident: int  # the agent's thread: a completion from another rings the doorbell
+
+    def _completion(
+        self, session: ServerSession, correlation_id: int, field: int
+    ) -> Callable[[ProtoMessage | PullAnswer], None]:
+        append = self._completions.append
+        bell = self.doorbell
+        if bell is None:
+
+            def complete(response: ProtoMessage | PullAnswer) -> None:
+                append((session, correlation_id, field, response))
+
+            return complete
+        ring = bell.ring
+        get_ident = threading.get_ident
+
+        def complete_and_ring(response: ProtoMessage | PullAnswer) -> None:
+            append((session, correlation_id, field, response))
+            if get_ident() != self._thread_ident:  # another thread: the agent may sleep
+                ring()
+
+        return complete_and_ring
+
+    def _send_completions(self, now_ns: int) -> int:
+        completions = self._completions
+        sent = 0
+        while completions:
+            session, correlation_id, field, response = completions.popleft()
+            if session.state is SessionState.CLOSED:
+                continue
+            data, length = answer_envelope(correlation_id, session.session_id, field, response)
+            publication = session.publication
+            if publication is not None and length > publication.max_message_length:
+                self.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] += 1
+                text = (
+                    f"{ANSWER_TOO_LONG}: length={length} "
+                    f"max_message_length={publication.max_message_length} "
+                    f"channel={session.response_channel!r}"
+                )
+                data = error_envelope(
+                    correlation_id, session.session_id, ResponseCode.SYSTEM_ERROR, text
+                )
+            self._respond(session, data, now_ns)
+            sent += 1
+        return sent
+
+    def _respond(
+        self, session: ServerSession, data: bytes | list[bytes | memoryview], now_ns: int
+    ) -> None:
+        self.counters.responses += 1
+        if not session.send(data, now_ns):
+            self._close(session, "the client is gone (response stream lost)", now_ns, notify=False)
+            return
+        backlog = len(session.backlog)
+        if backlog and session.state is SessionState.CONNECTED:
+            if session not in self._backlogged:
+                self.counters.response_back_pressure += 1
+                self._backlogged.add(session)
+            if backlog > self.config.max_backlog_responses:
+                self._close(session, "answers backed up past the limit", now_ns, notify=False)
+
+    def _flush_backlogs(self, now_ns: int) -> int:
+        work = 0
+        timeout_ns = self.config.session_timeout_ms * _MS
+        for session in list(self._backlogged):
+            sent = session.flush_backlog(now_ns)
+            if sent < 0:
+                self._close(session, "the client is gone (response stream lost)", now_ns, False)
+                continue
+            work += sent
+            if not session.backlog:
+                self._backlogged.discard(session)
+                if session.farewell:
+                    self._close(session, "farewell delivered", now_ns, notify=False)
+            elif now_ns - session.backlog_since_ns > timeout_ns:
+                self._close(session, "answers stuck for the session timeout", now_ns, False)
+        return work

@@ -1,0 +1,209 @@
+"""The session agent's request dispatch: each whole ``TransportRequest`` polled from the
+ingress goes to its session's processor, or is refused.
+
+:meth:`RequestDispatch._on_fragment` is the ingress's fragment handler (through the fragment
+assembler): it decodes the request, finds its session (bound to the ingress image that carried
+its CONNECT, one identity compare) and calls the send or pull processor with a completion
+callback, answers a keepalive, or closes the session; a CONNECT goes to the session lifecycle.
+A send is ABORTed, left on the ingress for a later poll, while the store cannot take more or its
+session's answers are backed up. With an ACL, each send and pull is checked once per session
+and (permission, resource). Requests that cannot be served (malformed, of a closed or unknown
+session, on another client's session) are counted and answered with an envelope-level error
+where there is a route back (see ``broker.session._agent``).
+
+Caller: ``SessionAgent`` (one of its roles, see ``broker.session._lifecycle``): the hot path, one
+call per request, as before the agent was split.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from google.protobuf.message import DecodeError
+
+from aeromq.broker.processor.pull import PullProcessor
+from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.security._acl import Permission, ResourceKind
+from aeromq.broker.session._answer_envelopes import error_envelope
+from aeromq.broker.session._answers import AnswerWriter
+from aeromq.broker.session._session import ServerSession
+from aeromq.common import (
+    RESPONSE_FIELD_NUMBERS,
+    SESSION_CLOSED_CODE,
+    ResponseCode,
+    encode_envelope,
+    salvage_envelope_ids,
+)
+from aeromq.proto import session_pb2
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.action import Action
+from aeromq.transport.logbuffer.header import Header
+
+__all__ = ["RequestDispatch"]
+
+_log = logging.getLogger(__name__)
+
+_Request = session_pb2.TransportRequest
+_SEND: Final = RESPONSE_FIELD_NUMBERS["send"]
+_PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
+_KEEPALIVE: Final = RESPONSE_FIELD_NUMBERS["keepalive"]
+_KEEPALIVE_BODY: Final = session_pb2.KeepAliveResponse().SerializeToString()
+_ABORT: Final = Action.ABORT
+_COMMIT: Final = Action.COMMIT
+_CONTINUE: Final = Action.CONTINUE
+_PUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.PUB)
+_SUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.SUB)
+_SUB_GROUP: Final = (ResourceKind.GROUP, Permission.SUB)
+
+
+class RequestDispatch(AnswerWriter):
+    """The requests' dispatch, for ``SessionAgent`` (see module)."""
+
+    _send: SendProcessor
+    _pull: PullProcessor
+    _abort_backlog: int  # a send is ABORTed while its session's backlog is this long
+    _aborted: bool  # a send left on the ingress this cycle: retry without a ring
+
+    def _on_fragment(
+        self, buffer: AtomicBuffer, offset: int, length: int, header: Header
+    ) -> Action:
+        data = buffer.get_bytes(offset, length)
+        try:
+            request = _Request.FromString(data)
+        except DecodeError:
+            return self._malformed(data, header, "bytes that are not a TransportRequest")
+        kind = request.WhichOneof("body")
+        if kind == "connect":
+            self.counters.requests += 1
+            self._on_connect(request, header)
+            return _CONTINUE
+        if kind is None:
+            return self._malformed(data, header, "a request without a body")
+        session = self._table.get(request.session_id)
+        if session is None or session.farewell:
+            self.counters.requests += 1
+            self._no_session(request, header)
+            return _CONTINUE
+        if header.context is not session.image:  # not the client that opened the session
+            self.counters.requests += 1
+            self._foreign(request, header)
+            return _CONTINUE
+        session.last_activity_ns = self._now_ns
+        correlation_id = request.correlation_id
+        if kind == "send":
+            if len(session.backlog) >= self._abort_backlog or not self._send.can_accept():
+                self.counters.aborted += 1
+                self._aborted = True
+                return _ABORT
+            self.counters.requests += 1
+            if self._acl is not None and self._forbidden(session, correlation_id, request):
+                return _COMMIT
+            self._send.process(request.send, self._completion(session, correlation_id, _SEND))
+            return _COMMIT
+        self.counters.requests += 1
+        if kind == "pull":
+            if self._acl is not None and self._forbidden(session, correlation_id, request):
+                return _CONTINUE
+            self._pull.process(
+                request.pull,
+                self._completion(session, correlation_id, _PULL),
+                local=session.local_reads and request.pull.local_read,
+            )
+        elif kind == "keepalive":
+            data = encode_envelope(correlation_id, session.session_id, _KEEPALIVE, _KEEPALIVE_BODY)
+            self._respond(session, data, self._now_ns)
+        else:  # close
+            self._close(session, "closed by the client", self._now_ns, notify=False)
+        return _CONTINUE
+
+    def _forbidden(
+        self, session: ServerSession, correlation_id: int, request: session_pb2.TransportRequest
+    ) -> bool:
+        """Whether the session's user may not make this send or pull (then answered FORBIDDEN).
+        Each (permission, resource) is decided once per session and remembered."""
+        if request.HasField("send"):
+            needs = [(_PUB_TOPIC, request.send.topic)]
+        else:
+            needs = [(_SUB_GROUP, request.pull.consumer_group), (_SUB_TOPIC, request.pull.topic)]
+        for need, name in needs:
+            key = (need, name)
+            granted = session.granted
+            if key in granted:
+                why = granted[key]
+            else:
+                assert self._acl is not None
+                why = granted[key] = self._acl.refusal(session.user, need[0], name, need[1])
+            if why is not None:
+                code = ResponseCode.FORBIDDEN
+                self.counters.errors_by_code[code] += 1
+                self.counters.forbidden += 1
+                envelope = error_envelope(correlation_id, session.session_id, code, why)
+                self._respond(session, envelope, self._now_ns)
+                return True
+        return False
+
+    def _malformed(self, data: bytes, header: Header, what: str) -> Action:
+        counters = self.counters
+        counters.requests += 1
+        counters.malformed += 1
+        code = ResponseCode.INVALID_PARAMETER
+        counters.errors_by_code[code] += 1
+        correlation_id, session_id = salvage_envelope_ids(data)
+        session = self._table.get(session_id)
+        if session is None or session.image is not header.context:
+            session = self._table.by_image(header.context)
+            session_id = 0
+        text = f"malformed request: {what}: length={len(data)}"
+        if session is None or session.farewell:
+            self._unanswerable(text, header)
+        else:
+            self._respond(
+                session,
+                error_envelope(correlation_id, session_id or session.session_id, code, text),
+                self._now_ns,
+            )
+        return _CONTINUE
+
+    def _no_session(self, request: session_pb2.TransportRequest, header: Header) -> None:
+        session_id = request.session_id
+        code = SESSION_CLOSED_CODE
+        self.counters.errors_by_code[code] += 1
+        tombstone = self._table.tombstone(session_id)
+        if tombstone is not None and tombstone.image is header.context:
+            self.counters.closed_session += 1
+            text = f"session closed: session_id={session_id} reason={tombstone.reason!r}"
+            self._farewell(tombstone.route, request.correlation_id, session_id, code, text)
+            return
+        self.counters.unknown_session += 1
+        text = f"unknown session: session_id={session_id}"
+        self._answer_requester(request, header, code, text)
+
+    def _foreign(self, request: session_pb2.TransportRequest, header: Header) -> None:
+        """A request on a live session from another client than the one that opened it: the
+        session is left alone; the sender hears NO_PERMISSION on its own session, if any."""
+        code = ResponseCode.NO_PERMISSION
+        self.counters.errors_by_code[code] += 1
+        self.counters.foreign_session += 1
+        count = self.counters.foreign_session
+        if count <= 10 or count % 1000 == 0:
+            _log.warning(
+                "request refused: the session is another client's: session_id=%s "
+                "image_session_id=%s count=%d",
+                request.session_id,
+                header.session_id,
+                count,
+            )
+        text = f"session not opened by this client: session_id={request.session_id}"
+        self._answer_requester(request, header, code, text)
+
+    def _answer_requester(
+        self, request: session_pb2.TransportRequest, header: Header, code: int, text: str
+    ) -> None:
+        """Answer an envelope-level error on the live session of the request's own image."""
+        live = self._table.by_image(header.context)
+        if live is None:
+            self._unanswerable(text, header)
+            return
+        envelope = error_envelope(request.correlation_id, request.session_id, code, text)
+        self._respond(live, envelope, self._now_ns)

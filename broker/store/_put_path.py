@@ -1,0 +1,242 @@
+"""The message store's put path: a record batch checked, appended to the commit log and
+dispatched to its consume queue and the index, under one put lock.
+
+A put appends one record batch (``common/_record_batch.py``, as the producer encoded it) to
+the commit log and dispatches it to the consume queue (one numpy write for all its records)
+and the index at once; under SYNC flush a put returns once its bytes are durable (group
+commit: :meth:`PutPath.put_batch` waits, :meth:`PutPath.put_batch_async` calls back). A batch
+is visible to gets (and wakes long polls) as soon as it is appended, before it is durable, as
+in RocketMQ. The store re-checks only what protects itself; a refusal is a
+``PutMessageStatus``, never an exception.
+
+Caller: the broker's produce path (``SendProcessor``) and its RocketMQ endpoint, from any
+thread, through ``MessageStore`` (one of its roles, see ``broker.store._store_parts``);
+``put_messages`` for tests and tools.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from aeromq.broker._errors import NoSpaceError, StoreIOError
+from aeromq.broker.store._batch_codec import batch_keys, encode_messages
+from aeromq.broker.store._message import InboundMessage
+from aeromq.broker.store._results import PutMessageResult, PutMessageStatus
+from aeromq.broker.store._store_parts import StoreParts
+from aeromq.common import is_valid_topic_name
+from aeromq.common._record_batch import (
+    BATCH_MAGIC,
+    FIXED_HEADER_LENGTH,
+    RECORD_COUNT_OFFSET,
+    RECORD_OVERHEAD,
+    TOPIC_OFFSET,
+)
+
+__all__ = ["PutCallback", "PutPath"]
+
+_log = logging.getLogger(__name__)
+
+_MAX_QUEUE_ID = (1 << 31) - 1
+_TOPIC_CACHE_LIMIT = 10_000
+
+PutCallback = Callable[[PutMessageResult], None]
+
+_HEAD = struct.Struct("<iI40xi22xH")  # total length, magic, record count (48), topic length (74)
+assert _HEAD.size == FIXED_HEADER_LENGTH and RECORD_COUNT_OFFSET == 48
+
+
+class PutPath(StoreParts):
+    """The store's appends, for ``MessageStore`` (see module)."""
+
+    def put_batch(
+        self, batch: bytes | bytearray | memoryview, topic: str, queue_id: int
+    ) -> PutMessageResult:
+        """Append one record batch (``common/_record_batch.py``) of (topic, queue id), which
+        the caller has checked (``check_batch``); under SYNC flush, return once it is durable
+        (else ``FLUSH_DISK_TIMEOUT``).
+
+        The store re-checks only what protects itself (magic, length, topic, record count,
+        the size caps: a batch is capped like one message, ``config.max_record_bytes``):
+        ``MESSAGE_ILLEGAL`` otherwise. Caller: the broker's produce path, from any thread."""
+        result, end = self._append(batch, topic, queue_id)
+        group_commit = self._group_commit
+        if (
+            result.status is PutMessageStatus.PUT_OK
+            and group_commit is not None
+            and not group_commit.wait_durable(end)
+        ):
+            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return result
+
+    def put_batch_async(
+        self,
+        batch: bytes | bytearray | memoryview,
+        topic: str,
+        queue_id: int,
+        callback: PutCallback,
+    ) -> PutMessageResult:
+        """Append a batch without waiting for the disk. ``callback(result)`` runs once the
+        outcome is final: at once under ASYNC flush or on failure, else on the flusher
+        thread when durable (``FLUSH_DISK_TIMEOUT`` if not in time). Returns the result as
+        appended (status not yet final under SYNC)."""
+        result, end = self._append(batch, topic, queue_id)
+        group_commit = self._group_commit
+        if result.status is not PutMessageStatus.PUT_OK or group_commit is None:
+            callback(result)
+            return result
+
+        def durable(ok: bool) -> None:
+            if not ok:
+                result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+            callback(result)
+
+        group_commit.request(end, durable)
+        return result
+
+    def put_message(self, message: InboundMessage) -> PutMessageResult:
+        """Append one message; under SYNC flush, return once it is durable."""
+        return self.put_messages((message,))
+
+    def put_messages(self, messages: Sequence[InboundMessage]) -> PutMessageResult:
+        """Encode ``messages`` (all of one topic and queue) into one batch and ``put_batch``
+        it: consecutive queue offsets. A batch that breaks any rule is refused whole
+        (``MESSAGE_ILLEGAL`` or ``PROPERTIES_SIZE_EXCEEDED``). For tests and tools: the
+        produce path sends batches as the producer encoded them."""
+        status, batch, topic, queue_id = self._encode(messages)
+        if batch is None:
+            return PutMessageResult(status)
+        return self.put_batch(batch, topic, queue_id)
+
+    def put_messages_async(
+        self, messages: Sequence[InboundMessage], callback: PutCallback
+    ) -> PutMessageResult:
+        """``put_messages`` without waiting for the disk (see ``put_batch_async``)."""
+        status, batch, topic, queue_id = self._encode(messages)
+        if batch is None:
+            result = PutMessageResult(status)
+            callback(result)
+            return result
+        return self.put_batch_async(batch, topic, queue_id, callback)
+
+    def _encode(
+        self, messages: Sequence[InboundMessage]
+    ) -> tuple[PutMessageStatus, bytearray | None, str, int]:
+        if not self._writable:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE, None, "", 0
+        if not messages:
+            return PutMessageStatus.MESSAGE_ILLEGAL, None, "", 0
+        topic = messages[0].topic
+        queue_id = messages[0].queue_id
+        topic_bytes = self._topic_bytes(topic)
+        if topic_bytes is None or not self._valid_queue_id(queue_id):
+            return PutMessageStatus.MESSAGE_ILLEGAL, None, "", 0
+        status, batch = encode_messages(messages, topic, topic_bytes, queue_id)
+        return status, batch, topic, queue_id
+
+    def _topic_bytes(self, topic: str) -> bytes | None:
+        """The topic's UTF-8 bytes, or None when the name is not valid."""
+        topic_bytes = self._topics.get(topic)
+        if topic_bytes is None:
+            if not isinstance(topic, str) or not is_valid_topic_name(topic):
+                return None
+            if len(self._topics) >= _TOPIC_CACHE_LIMIT:
+                self._topics.clear()
+            topic_bytes = self._topics[topic] = topic.encode()
+        return topic_bytes
+
+    @staticmethod
+    def _valid_queue_id(queue_id: object) -> bool:
+        return (
+            isinstance(queue_id, int)
+            and not isinstance(queue_id, bool)
+            and 0 <= queue_id <= _MAX_QUEUE_ID
+        )
+
+    def _append(
+        self, data: bytes | bytearray | memoryview, topic: str, queue_id: int
+    ) -> tuple[PutMessageResult, int]:
+        """Check cheaply, append, patch and dispatch; returns the result and the log's end."""
+        if not self._writable:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+        topic_bytes = self._topics.get(topic) or self._topic_bytes(topic)
+        if topic_bytes is None or not (
+            0 <= queue_id <= _MAX_QUEUE_ID
+            if type(queue_id) is int
+            else self._valid_queue_id(queue_id)
+        ):
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        batch = memoryview(data)
+        if batch.format != "B" or batch.ndim != 1:
+            batch = batch.cast("B")
+        length = len(batch)
+        if length < FIXED_HEADER_LENGTH or length > self._max_batch_bytes:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        total, magic, count, topic_length = _HEAD.unpack_from(batch, 0)
+        header_length = (FIXED_HEADER_LENGTH + topic_length + 7) & ~7  # batch_header_length
+        if (
+            magic != BATCH_MAGIC
+            or total != length
+            or count <= 0
+            or header_length + count * RECORD_OVERHEAD > length
+            or topic_length != len(topic_bytes)
+            or batch[TOPIC_OFFSET : TOPIC_OFFSET + topic_length] != topic_bytes
+        ):
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        tag_hashes = np.frombuffer(batch, dtype="<i8", count=count, offset=header_length)
+        commit_log = self.commit_log
+        index = self.index
+        with self._put_lock:
+            if not self._writable:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+            if not self.disk_space.has_room(length):
+                return PutMessageResult(PutMessageStatus.DISK_FULL), 0
+            now_ms = self._clock_ms()
+            if now_ms < commit_log.last_store_timestamp_ms:
+                now_ms = commit_log.last_store_timestamp_ms
+            try:
+                queue = self.queues.get_or_create(topic, queue_id)
+                queue_offset = queue.max_offset
+                queue.ensure_room(queue_offset, count)
+                position = commit_log.append_batch(batch, queue_offset, now_ms, queue_id)
+            except NoSpaceError as exc:
+                self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
+                return PutMessageResult(PutMessageStatus.DISK_FULL), 0
+            except StoreIOError as exc:
+                _log.error("cannot append: %s", exc)
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
+            commit_log.last_store_timestamp_ms = now_ms
+            try:
+                queue.put_batch(queue_offset, position, length, tag_hashes)
+            except StoreIOError as exc:
+                # the log holds records its queue does not: stop writing; recovery fixes it
+                self._writable = False
+                _log.error("cannot dispatch, store no longer writable: %s", exc)
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+            if index is not None:
+                try:
+                    for i, keys in batch_keys(batch, count, header_length):
+                        index.put(topic, keys, position + i, now_ms)
+                except NoSpaceError as exc:  # stored, not indexed; no more sends until room
+                    self.index_errors += 1
+                    self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
+                except StoreIOError as exc:  # the index is a convenience: keep storing
+                    self.index_errors += 1
+                    _log.error("cannot index: %s", exc)
+            end = commit_log.max_offset
+            self._dispatched_offset = end
+        if self.arrivals.active:
+            self.arrivals.notify(topic, queue_id, queue_offset + count)
+        result = PutMessageResult(
+            PutMessageStatus.PUT_OK,
+            position,
+            queue_offset,
+            count,
+            length,
+            now_ms,
+            self._store_host,
+        )
+        return result, end
