@@ -192,6 +192,7 @@ class PollerReads(AnswerReader):
         self, assembler: AnswerAssembler, state: SessionState, housekeeping: Housekeeping
     ) -> None:
         super().__init__(assembler, state, housekeeping)
+        # guesses the callers update without a lock: a lost update only shifts a guess
         self._spin_score = 3  # 1 or more: callers' answers mostly came within _CALLER_SPIN_NS
         self._caller_waits = 0
 

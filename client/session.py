@@ -161,10 +161,9 @@ class ClientSession:
         config = self.config
         deadline_ns = time.monotonic_ns() + config.connect_timeout_ms * 1_000_000
         channels = self._channels
-        channels.open(config, deadline_ns)
+        self._sender.publication = channels.open(config, deadline_ns)
         subscription, doorbell = channels.subscription, channels.doorbell
         assert subscription is not None
-        self._sender.publication = channels.publication
         self._pending.doorbell = doorbell
         self._liveness.subscription = subscription
         self._state.last_heard_ns = time.monotonic_ns()
