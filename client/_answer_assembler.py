@@ -3,13 +3,13 @@ section out of the log buffer once.
 
 A pull answer of a mebibyte comes in fragments (16 at the IPC sessions' 64 KiB MTU, about 750 at
 UDP's). A :class:`~transport.FragmentAssembler` would copy them into its buffer, and the session
-would then copy the raw section (the stored batches, :mod:`common._envelope`) out of that buffer
-into the ``bytes`` it hands on: two copies of every pulled byte. Here the first fragment's head
-says where the raw section lies and how long it is, so its bytes go from each fragment straight
-into that ``bytes`` (:class:`BytesFiller`); the few bytes around it (the ids before it, the
-answer's control fields after it) are kept aside. At the last fragment the session gets
-``(data, raw, length)``: ``data`` the message without its raw section, as the unfragmented path
-makes it.
+would then copy the raw section (the stored batches, :func:`~common.split_raw_section`) out of
+that buffer into the ``bytes`` it hands on: two copies of every pulled byte. Here the first
+fragment's head says where the raw section lies and how long it is, so its bytes go from each
+fragment straight into that ``bytes`` (:class:`~transport.logbuffer.BytesFiller`); the few bytes
+around it (the ids before it, the answer's control fields after it) are kept aside. At the last
+fragment the session gets ``(data, raw, length)``: ``data`` the message without its raw section,
+as the unfragmented path makes it.
 
 Everything else passes as a :class:`~transport.FragmentAssembler` would pass it: unfragmented
 messages straight through, and fragmented ones without a raw section (or whose raw section does
@@ -26,73 +26,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from aeromq.common import CorruptMessageError
-from aeromq.common._envelope import (
+from aeromq.common import (
     ENVELOPE_HEAD_MAX_LENGTH,
+    CorruptMessageError,
     RawSection,
     raw_section_past_message,
     split_raw_section,
 )
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
+from aeromq.transport.logbuffer import BytesFiller, FragmentAssembler, FragmentHandler, Header
 from aeromq.transport.logbuffer.frame_descriptor import END_FLAG, MAX_MESSAGE_LENGTH
-from aeromq.transport.logbuffer.handlers import FragmentHandler
-from aeromq.transport.logbuffer.header import Header
 
-__all__ = ["AnswerAssembler", "AnswerHandler", "BytesFiller", "MalformedHandler"]
+__all__ = ["AnswerAssembler", "AnswerHandler", "MalformedHandler"]
 
 AnswerHandler = Callable[[bytes, bytes, int], None]
 """``(data, raw, length)``: a whole answer, ``data`` without its raw section ``raw``, of
 ``length`` bytes in all."""
 MalformedHandler = Callable[[bytes, CorruptMessageError], None]
 """``(head, error)``: a message dropped as malformed, with its first bytes (for its ids)."""
-
-
-class _PyBytesFiller:
-    """:class:`BytesFiller` where the C helper is not built (one more copy, at ``take``)."""
-
-    __slots__ = ("_buffer", "filled", "length")
-
-    def __init__(self, length: int) -> None:
-        if not 0 <= length <= 0x7FFF_FFFF:
-            raise ValueError(f"length outside 0..2^31-1: length={length}")
-        self._buffer: bytearray | None = bytearray(length)
-        self.length = length
-        self.filled = 0
-
-    def put(self, source: AtomicBuffer, offset: int, length: int) -> int:
-        buffer = self._buffer
-        if buffer is None:
-            raise ValueError("the bytes were taken")
-        if length < 0 or length > self.length - self.filled:
-            raise ValueError(
-                f"more bytes than are left to fill: length={length} "
-                f"left={self.length - self.filled}"
-            )
-        view = memoryview(source)
-        if offset < 0 or offset > len(view) - length:
-            raise ValueError(
-                f"source range outside its buffer: offset={offset} length={length} "
-                f"capacity={len(view)}"
-            )
-        buffer[self.filled : self.filled + length] = view[offset : offset + length]
-        self.filled += length
-        return self.filled
-
-    def take(self) -> bytes:
-        buffer = self._buffer
-        if buffer is None:
-            raise ValueError("the bytes were taken")
-        if self.filled != self.length:
-            raise ValueError(f"not full: filled={self.filled} length={self.length}")
-        self._buffer = None
-        return bytes(buffer)
-
-
-try:
-    from aeromq.transport.logbuffer._gather import BytesFiller
-except ImportError:  # not built: the Python filler
-    BytesFiller = _PyBytesFiller  # type: ignore[assignment,misc]
 
 
 class _RawAnswer:
@@ -154,6 +105,8 @@ class AnswerAssembler(FragmentAssembler):
         self._raw: dict[int, _RawAnswer] = {}
 
     def begin(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+        """Start the session's message afresh with this BEGIN fragment: its raw section (if it
+        begins here) goes into a filler, anything else into the session's builder."""
         session_id = header.session_id
         self._raw.pop(session_id, None)
         self._reset_builder(session_id)
@@ -180,6 +133,8 @@ class AnswerAssembler(FragmentAssembler):
         header: Header,
         flags: int,
     ) -> None:
+        """Add a later fragment of the session's message: a piece of its raw section straight
+        into the filler, the rest as :meth:`_continue_raw` or the builder takes it."""
         raw = self._raw.get(header.session_id)
         if raw is None:
             super().append_later(buffer, offset, length, header, flags)
@@ -232,10 +187,12 @@ class AnswerAssembler(FragmentAssembler):
             builder.reset()
 
     def free_session_buffer(self, session_id: int) -> bool:
+        """Drop what a session that has gone left half assembled; whether it left anything."""
         had_raw = self._raw.pop(session_id, None) is not None
         return super().free_session_buffer(session_id) or had_raw
 
     def clear(self) -> None:
+        """Drop every session's half-assembled message."""
         self._raw.clear()
         super().clear()
 

@@ -10,10 +10,10 @@ import pytest
 
 from aeromq.client import _answer_assembler
 from aeromq.client._answer_assembler import AnswerAssembler
-from aeromq.common import CorruptMessageError
-from aeromq.common._envelope import encode_envelope, encode_envelope_around
+from aeromq.common import CorruptMessageError, encode_envelope, encode_envelope_around
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import Header
+from aeromq.transport.logbuffer.bytes_filler import PyBytesFiller
 from aeromq.transport.logbuffer.frame_descriptor import MAX_MESSAGE_LENGTH
 from tests.transport.logbuffer.test_fragment_assemblers import (
     MAX_PAYLOAD,
@@ -49,8 +49,8 @@ def assembler_and_seen(
 ) -> Iterator[tuple[AnswerAssembler, Seen]]:
     """The assembler with the C filler, and with the Python one."""
     if request.param == "python":
-        monkeypatch.setattr(_answer_assembler, "BytesFiller", _answer_assembler._PyBytesFiller)
-    elif _answer_assembler.BytesFiller is _answer_assembler._PyBytesFiller:
+        monkeypatch.setattr(_answer_assembler, "BytesFiller", PyBytesFiller)
+    elif _answer_assembler.BytesFiller is PyBytesFiller:
         pytest.fail("the C filler (transport/logbuffer/_gather.c) is not built")
     seen = Seen()
     yield AnswerAssembler(seen.on_whole, seen.on_answer, seen.on_malformed), seen
@@ -183,20 +183,3 @@ def test_should_assemble_interleaved_sessions_apart(
     interleaved = [f for pair in zip(a, b, strict=False) for f in pair] + b[len(a) :]
     _deliver(assembler, interleaved)
     assert sorted(raw for _, raw, _ in seen.answers) == [a_raw, b_raw]
-
-
-def test_should_refuse_to_overfill_or_retake_a_filler() -> None:
-    for filler_type in {_answer_assembler.BytesFiller, _answer_assembler._PyBytesFiller}:
-        filler = filler_type(4)
-        source = AtomicBuffer(bytearray(b"abcdef"))
-        assert filler.put(source, 1, 3) == 3
-        with pytest.raises(ValueError, match="not full: filled=3 length=4"):
-            filler.take()
-        with pytest.raises(ValueError, match="more bytes than are left to fill: length=2 left=1"):
-            filler.put(source, 0, 2)
-        with pytest.raises(ValueError, match="source range outside its buffer"):
-            filler.put(source, 6, 1)
-        assert filler.put(source, 5, 1) == 4
-        assert filler.take() == b"bcdf"
-        with pytest.raises(ValueError, match="the bytes were taken"):
-            filler.take()

@@ -13,6 +13,7 @@ types are here.
 from aeromq.transport.logbuffer.buffer_builder import BufferBuilder
 from aeromq.transport.logbuffer.buffer_claim import BufferClaim
 from aeromq.transport.logbuffer.buffer_vector import DirectBufferVector, validate_and_compute_length
+from aeromq.transport.logbuffer.bytes_filler import BytesFiller
 from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
 from aeromq.transport.logbuffer.exclusive_term_appender import ExclusiveTermAppender
 from aeromq.transport.logbuffer.fragment_assembler import FragmentAssembler
@@ -32,6 +33,7 @@ from aeromq.transport.logbuffer.term_unblocker import UnblockStatus
 __all__ = [
     "BufferBuilder",
     "BufferClaim",
+    "BytesFiller",
     "ControlledFragmentAssembler",
     "ControlledFragmentHandler",
     "DirectBufferVector",

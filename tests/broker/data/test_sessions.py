@@ -25,8 +25,8 @@ from aeromq.client import (
     IllegalStateError,
     RequestTimeoutError,
     ResponseCode,
+    _session_setup,
 )
-from aeromq.client import session as client_session
 from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
 from aeromq.common import SESSION_CLOSED_CODE, PullAnswer
 from aeromq.proto import session_pb2
@@ -143,7 +143,9 @@ def test_should_keep_its_deadlines_to_the_requests_in_flight(session: ClientSess
     for _ in range(6):
         window = [session.request_async(send_request(b"x"), 60_000) for _ in range(500)]
         assert all(future.result(5).status.code == ResponseCode.SUCCESS for future in window)
-    wait_for(lambda: len(session._deadlines) <= 1_024, 2, "the answered requests' deadlines")
+    wait_for(
+        lambda: len(session._pending.deadlines) <= 1_024, 2, "the answered requests' deadlines"
+    )
 
 
 def test_should_read_the_answers_on_the_waiting_thread_with_caller_reads(
@@ -171,7 +173,7 @@ def test_should_read_the_answers_on_the_waiting_thread_with_caller_reads(
 def test_should_read_the_answers_by_polling_without_a_doorbell_with_caller_reads(
     server: Server, client_aeron: Aeron, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(client_session, "HAS_FUTEX", False)  # as over UDP: nothing rings
+    monkeypatch.setattr(_session_setup, "HAS_FUTEX", False)  # as over UDP: nothing rings
     with ClientSession.connect(client_aeron, SessionConfig(caller_reads=True)) as session:
         assert not session.rung_by_broker
         futures = [session.request_async(send_request(b"u%d" % i, queue_id=2)) for i in range(5)]
@@ -377,17 +379,6 @@ def test_should_answer_with_an_error_an_answer_too_long_for_the_response_channel
     one = session.request(pull_request(queue_id=1, max_msg_nums=1))
     assert len(pulled(one, TOPIC, 1, 0)) == 1
     assert server.agent.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] == 1
-
-
-def test_should_give_udp_session_channels_a_term_length_unless_they_name_one() -> None:
-    from aeromq.client.session import _with_term_length
-
-    assert _with_term_length("aeron:udp?endpoint=h:1", 1 << 26) == (
-        "aeron:udp?endpoint=h:1|term-length=67108864"
-    )
-    assert _with_term_length("aeron:udp?endpoint=h:1|term-length=1m", 1 << 26).endswith("=1m")
-    assert _with_term_length("aeron:ipc", 1 << 26) == "aeron:ipc"
-    assert _with_term_length("aeron:udp?endpoint=h:1", 0) == "aeron:udp?endpoint=h:1"
 
 
 def test_should_fail_the_session_when_the_broker_closes_its_response_stream(

@@ -1,0 +1,150 @@
+"""``AnswerDispatcher``: turns the broker's answers into the outcomes of a client session's
+pending requests.
+
+Each answer (a ``TransportResponse`` envelope, :func:`~common.encode_envelope`) comes from the
+session's :class:`~client._answer_assembler.AnswerAssembler`, whole: an unfragmented one as a
+fragment (:meth:`~AnswerDispatcher.on_fragment`, which splits its raw section out), a fragmented
+pull answer already split (:meth:`~AnswerDispatcher.on_answer`), a malformed one with its first
+bytes (:meth:`~AnswerDispatcher.on_malformed`). The dispatcher pops the request's future from
+the pending table by correlation id and completes it: the CONNECT answer with the session's id
+(which it records), a send's or keepalive's with its body, a pull's with a
+:class:`~common.PullAnswer` (its control fields beside its raw batches), an envelope-level
+error with the error of its code (``SESSION_CLOSED_CODE`` also fails the session).
+
+Caller: the thread that reads the session's answers, holding the readers' poll lock
+(``_answer_readers.py``): one at a time. Affects: the pending table,
+``SessionState.session_id`` (once) and ``last_heard_ns``, the session's failure.
+"""
+
+from __future__ import annotations
+
+import time
+
+from google.protobuf.message import DecodeError
+
+from aeromq.client._answer_assembler import AnswerAssembler
+from aeromq.client._pending_requests import PendingRequests, reject, resolve
+from aeromq.client._session_state import SESSION_LOG, SessionState
+from aeromq.common import (
+    ENVELOPE_HEAD_MAX_LENGTH,
+    SESSION_CLOSED_CODE,
+    CorruptMessageError,
+    IllegalStateError,
+    PullAnswer,
+    error_for_code,
+    salvage_envelope_ids,
+    split_raw_section,
+)
+from aeromq.proto import session_pb2
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import Header
+
+__all__ = ["AnswerDispatcher"]
+
+_Response = session_pb2.TransportResponse
+
+
+class AnswerDispatcher:
+    """Completes a session's pending requests with the broker's answers (see module); counts
+    the answers that match none: ``foreign_responses`` (of another session on the same
+    stream), ``unmatched_responses`` (of a request no longer pending, keepalives aside)."""
+
+    __slots__ = (
+        "_futures",
+        "_pending",
+        "_state",
+        "assembler",
+        "foreign_responses",
+        "unmatched_responses",
+    )
+
+    def __init__(self, state: SessionState, pending: PendingRequests) -> None:
+        self._state = state
+        self._pending = pending
+        self._futures = pending.futures
+        self.foreign_responses = 0
+        self.unmatched_responses = 0
+        self.assembler = AnswerAssembler(self.on_fragment, self.on_answer, self.on_malformed)
+        """The fragment handler the session's response subscription is polled with."""
+
+    def on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
+        """A whole answer in one fragment: its raw section (a pull answer's batches, if any)
+        copied out once, the rest parsed without it (:meth:`on_answer`)."""
+        # (A fragmented answer's raw section is copied straight out of its fragments:
+        # _answer_assembler.)
+        head = buffer.get_bytes(offset, min(length, ENVELOPE_HEAD_MAX_LENGTH))
+        raw: bytes | None = None
+        try:
+            section = split_raw_section(head, length)
+        except CorruptMessageError as exc:
+            self.on_malformed(head, exc)
+            return
+        if section is not None:
+            raw = buffer.get_bytes(offset + section.offset, section.length)
+            end = section.offset + section.length
+            data = head[: section.tag_offset] + buffer.get_bytes(offset + end, length - end)
+        else:
+            data = head if length <= len(head) else buffer.get_bytes(offset, length)
+        self.on_answer(data, raw, length)
+
+    def on_answer(self, data: bytes, raw: bytes | None, length: int) -> None:
+        """A whole message: ``data`` without its raw section ``raw`` (if any), ``length``
+        bytes in all; completes its request's future."""
+        try:
+            response = _Response.FromString(data)
+        except DecodeError:
+            SESSION_LOG.warning("malformed response on the session: length=%d", length)
+            return
+        state = self._state
+        state.last_heard_ns = time.monotonic_ns()
+        kind = response.WhichOneof("body")
+        if kind == "connect":
+            future = self._futures.pop(response.correlation_id, None)
+            if future is not None and not state.session_id:
+                state.session_id = response.session_id
+                resolve(future, response.connect)
+            return
+        if response.session_id != state.session_id:
+            self.foreign_responses += 1
+            return
+        future = self._futures.pop(response.correlation_id, None)
+        if kind == "error":
+            status = response.error
+            error = error_for_code(
+                status.code,
+                status.message,
+                session_id=state.session_id,
+                correlation_id=response.correlation_id,
+            )
+            if status.code == SESSION_CLOSED_CODE:
+                self._pending.fail(error)
+            if future is not None:
+                reject(future, error)
+            return
+        if future is None:
+            if kind != "keepalive":
+                self.unmatched_responses += 1
+            return
+        if kind == "send":
+            resolve(future, response.send)
+        elif kind == "pull":
+            resolve(future, PullAnswer(response.pull, raw))
+        elif kind == "keepalive":
+            resolve(future, response.keepalive)
+        else:
+            reject(
+                future,
+                IllegalStateError(
+                    "an answer without a body", correlation_id=response.correlation_id
+                ),
+            )
+
+    def on_malformed(self, head: bytes, error: CorruptMessageError) -> None:
+        """An answer whose raw section does not fit it: its request fails with ``error``."""
+        SESSION_LOG.warning("malformed response on the session: %s", error)
+        correlation_id, session_id = salvage_envelope_ids(head)
+        if session_id != self._state.session_id:
+            return
+        future = self._futures.pop(correlation_id, None)
+        if future is not None:
+            reject(future, error)

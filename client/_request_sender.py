@@ -1,0 +1,179 @@
+"""``RequestSender``: puts a client session's requests in flight, as Aeron Archive's
+``ArchiveProxy`` does: a correlation id and a future each in the pending-request table, the
+envelope offered on the broker's ingress, back pressure waited out (or not), the broker's doorbell
+rung after each.
+
+Caller: ``ClientSession`` (``request``, ``request_async``, ``send_oneway``, ``close``) and the
+liveness checks (keepalives), on any thread; offers are serialised by the offer lock. Affects:
+the pending table (a future and a deadline per request), ``SessionState.last_sent_ns``, and
+the session's failure when the ingress is gone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from concurrent.futures import Future
+from typing import Final
+
+from google.protobuf.message import Message as ProtoMessage
+
+from aeromq.client._pending_requests import PendingRequests, reject
+from aeromq.client._session_config import SessionConfig
+from aeromq.client._session_state import SessionState
+from aeromq.common import (
+    REQUEST_FIELD_NUMBERS,
+    BrokerBusyError,
+    BrokerUnavailableError,
+    ClientError,
+    IllegalArgumentError,
+    IllegalStateError,
+    encode_envelope,
+)
+from aeromq.proto import messages_pb2, session_pb2
+from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
+from aeromq.transport.concurrent.doorbell import Doorbell
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+
+__all__ = ["BackPressuredError", "RequestSender"]
+
+_BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
+    session_pb2.ConnectRequest: REQUEST_FIELD_NUMBERS["connect"],
+    session_pb2.CloseSessionRequest: REQUEST_FIELD_NUMBERS["close"],
+    session_pb2.KeepAliveRequest: REQUEST_FIELD_NUMBERS["keepalive"],
+    messages_pb2.SendMessageRequest: REQUEST_FIELD_NUMBERS["send"],
+    messages_pb2.PullMessageRequest: REQUEST_FIELD_NUMBERS["pull"],
+}
+
+
+class BackPressuredError(BrokerBusyError):
+    """The broker's ingress stayed back-pressured for the offer timeout: nothing was sent.
+    Retriable: the broker (or its store) is slower than the senders for now."""
+
+
+class RequestSender:
+    """Submits and offers a session's requests (see module). ``publication`` and
+    ``broker_doorbell`` are set by the session's set-up; until then an offer raises
+    :class:`~client.IllegalStateError` (not connected)."""
+
+    __slots__ = (
+        "_config",
+        "_correlation",
+        "_deadline_lock",
+        "_deadlines",
+        "_futures",
+        "_offer_lock",
+        "_pending",
+        "_state",
+        "broker_doorbell",
+        "publication",
+    )
+
+    def __init__(
+        self, config: SessionConfig, state: SessionState, pending: PendingRequests
+    ) -> None:
+        self.publication: ExclusivePublication | None = None
+        self.broker_doorbell: Doorbell | None = None
+        """The broker agent's doorbell, rung after each request (IPC, a broker with one)."""
+        self._config = config
+        self._state = state
+        self._pending = pending
+        # the table's ids, futures and deadline heap themselves: submit fills them inline (no
+        # call into the table per request)
+        self._correlation = pending.correlation
+        self._futures = pending.futures
+        self._deadlines = pending.deadlines
+        self._deadline_lock = pending.lock
+        self._offer_lock = threading.Lock()
+
+    def submit(
+        self, body: ProtoMessage, timeout_ms: int, wait_offer: bool = True
+    ) -> Future[ProtoMessage]:
+        """Put ``body`` in flight: a correlation id, a future in the pending table with a
+        deadline ``timeout_ms`` from now, the envelope offered (:meth:`offer`); returns the
+        future. Raises the session's failure, or :class:`~client.IllegalStateError` once
+        closed, or what the offer raises (the request is then forgotten)."""
+        state = self._state
+        if state.failure is not None:
+            raise state.failure
+        if state.closed:
+            raise IllegalStateError("session closed", session_id=state.session_id)
+        correlation_id = next(self._correlation)
+        future: Future[ProtoMessage] = Future()
+        self._futures[correlation_id] = future
+        with self._deadline_lock:
+            deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
+            heapq.heappush(self._deadlines, (deadline_ns, correlation_id))
+        try:
+            self.offer(body, correlation_id, wait_offer)
+        except BaseException:
+            self._futures.pop(correlation_id, None)
+            raise
+        failure = state.failure
+        if failure is not None and not future.done():
+            self._futures.pop(correlation_id, None)
+            reject(future, failure)  # failed while we registered: fail_all missed it
+        return future
+
+    def offer(self, body: ProtoMessage, correlation_id: int, wait: bool = True) -> None:
+        """Offer one envelope, retrying ADMIN_ACTION at once and BACK_PRESSURED until the
+        offer timeout (without ``wait``: not at all, :class:`BackPressuredError` at once).
+        An ingress that is gone fails the session (:class:`~client.BrokerUnavailableError`)."""
+        publication = self.publication
+        if publication is None:
+            raise IllegalStateError("session not connected")
+        field_number = _BODY_FIELDS.get(type(body))
+        if field_number is None:
+            raise IllegalArgumentError("not a session request body", type=type(body).__name__)
+        state = self._state
+        data = encode_envelope(
+            correlation_id, state.session_id, field_number, body.SerializeToString()
+        )
+        if len(data) > publication.max_message_length:
+            raise IllegalArgumentError(
+                "request longer than the ingress takes",
+                length=len(data),
+                max_message_length=publication.max_message_length,
+            )
+        deadline_ns = 0
+        idle: BackoffIdleStrategy | None = None
+        with self._offer_lock:
+            while True:
+                result = publication.offer(data)
+                if result > 0:
+                    state.last_sent_ns = time.monotonic_ns()
+                    bell = self.broker_doorbell
+                    if bell is not None:
+                        bell.ring()
+                    return
+                if result == ADMIN_ACTION:
+                    continue
+                if result != BACK_PRESSURED:
+                    raise self._unavailable(result)
+                now_ns = time.monotonic_ns()
+                if not wait:
+                    raise BackPressuredError(
+                        "the broker's ingress is back-pressured", session_id=state.session_id
+                    )
+                if not deadline_ns:
+                    deadline_ns = now_ns + self._config.offer_timeout_ms * 1_000_000
+                    idle = BackoffIdleStrategy(max_park_period_ns=1_000_000)
+                elif now_ns > deadline_ns:
+                    raise BackPressuredError(
+                        "the broker's ingress stayed back-pressured",
+                        session_id=state.session_id,
+                        offer_timeout_ms=self._config.offer_timeout_ms,
+                    )
+                assert idle is not None
+                idle.idle(0)
+
+    def _unavailable(self, result: int) -> ClientError:
+        error = BrokerUnavailableError(
+            "the broker's ingress is gone",
+            session_id=self._state.session_id,
+            offer_result=result,
+            ingress_channel=self._config.ingress_channel,
+        )
+        self._pending.fail(error)
+        return error

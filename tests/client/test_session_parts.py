@@ -1,0 +1,96 @@
+"""The client session's parts on their own (no driver): the pending-request table's deadlines
+and failures, the reader a config picks, what a CONNECT answer grants."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import pytest
+
+from aeromq.client._answer_dispatch import AnswerDispatcher
+from aeromq.client._answer_readers import CallerReads, PollerReads, reader_for
+from aeromq.client._pending_requests import PendingRequests
+from aeromq.client._session_setup import SessionGrant
+from aeromq.client._session_state import SessionState
+from aeromq.client.session import SessionConfig
+from aeromq.common import BrokerUnavailableError, IllegalStateError, RequestTimeoutError
+from aeromq.proto import session_pb2
+
+
+class RecordingDoorbell:
+    """Counts its rings (the table rings the session's doorbell after failing futures)."""
+
+    def __init__(self) -> None:
+        self.rings = 0
+
+    def ring(self) -> None:
+        self.rings += 1
+
+
+def _pending_with(
+    deadlines_ns: list[int], state: SessionState | None = None
+) -> tuple[PendingRequests, list[Future[object]]]:
+    pending = PendingRequests(state or SessionState())
+    futures: list[Future[object]] = []
+    for correlation_id, deadline_ns in enumerate(deadlines_ns):
+        future: Future[object] = Future()
+        pending.futures[correlation_id] = future  # type: ignore[assignment]
+        pending.deadlines.append((deadline_ns, correlation_id))
+        futures.append(future)
+    return pending, futures
+
+
+def test_should_fail_the_requests_past_their_deadline_and_ring() -> None:
+    pending, futures = _pending_with([10, 20, 30])
+    bell = pending.doorbell = RecordingDoorbell()  # type: ignore[assignment]
+    assert pending.expire(25) == 2
+    assert [f.done() for f in futures] == [True, True, False]
+    with pytest.raises(RequestTimeoutError, match="no answer in time"):
+        futures[0].result()
+    assert list(pending.futures) == [2]
+    assert bell.rings == 1
+    assert pending.expire(25) == 0  # nothing more due: no ring
+    assert bell.rings == 1
+
+
+def test_should_drop_the_deadlines_of_answered_requests_when_they_are_most() -> None:
+    pending, _ = _pending_with([1_000 + i for i in range(3_000)])
+    for correlation_id in range(2_000):
+        del pending.futures[correlation_id]  # answered
+    assert pending.expire(0) == 0
+    assert sorted(entry[1] for entry in pending.deadlines) == list(range(2_000, 3_000))
+
+
+def test_should_remember_the_first_failure_and_fail_everything_pending() -> None:
+    state = SessionState()
+    pending, futures = _pending_with([10, 20], state)
+    first = BrokerUnavailableError("the broker stopped answering")
+    pending.fail(first)
+    pending.fail(IllegalStateError("session closed"))
+    assert state.failure is first
+    assert pending.futures == {}
+    assert all(f.exception() is first for f in futures)
+
+
+def test_should_pick_the_reader_the_config_asks_for() -> None:
+    state = SessionState()
+    assembler = AnswerDispatcher(state, PendingRequests(state)).assembler
+
+    def housekeeping(_now_ns: int) -> int:
+        return 0
+
+    poller = reader_for(SessionConfig(), assembler, state, housekeeping)
+    callers = reader_for(SessionConfig(caller_reads=True), assembler, state, housekeeping)
+    assert type(poller) is PollerReads and not poller.callers_read
+    assert type(callers) is CallerReads and callers.callers_read
+
+
+def test_should_grant_a_keepalive_interval_of_a_third_of_the_session_timeout() -> None:
+    answer = session_pb2.ConnectResponse(
+        broker_name="broker-a", session_timeout_ms=9_000, rings_client_doorbell=True
+    )
+    grant = SessionGrant.of(answer, SessionConfig(), None, None)  # type: ignore[arg-type]
+    assert (grant.broker_name, grant.keepalive_interval_ms) == ("broker-a", 3_000)
+    assert not grant.rung and grant.broker_doorbell is None  # no doorbell of its own
+    configured = SessionGrant.of(answer, SessionConfig(keepalive_interval_ms=500), None, None)  # type: ignore[arg-type]
+    assert configured.keepalive_interval_ms == 500
