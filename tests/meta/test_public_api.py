@@ -24,6 +24,7 @@ PACKAGES = [
     "aeromq.consumer",
     "aeromq.consumer.allocate",
     "aeromq.broker",
+    "aeromq.broker.etcd",
     "aeromq.broker.grpc",
     "aeromq.broker.namesrv",
     "aeromq.producer",
