@@ -27,6 +27,7 @@ PACKAGES = [
     "aeromq.broker.etcd",
     "aeromq.broker.grpc",
     "aeromq.broker.namesrv",
+    "aeromq.broker.replication",
     "aeromq.producer",
     "aeromq.aio",
     "aeromq.pipeline",
