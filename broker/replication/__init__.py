@@ -16,6 +16,15 @@ from aeromq.broker.replication._errors import (
     MalformedFrameError,
     ReplicationError,
 )
+from aeromq.broker.replication.epoch_file import (
+    EPOCH_FILE_NAME,
+    TRUNCATE_INTENT_FILE_NAME,
+    EpochEntry,
+    EpochFile,
+    clear_truncate_intent,
+    read_truncate_intent,
+    write_truncate_intent,
+)
 from aeromq.broker.replication.frame_codec import (
     CHECK_CODE_NAMES,
     LENGTH_MISMATCH,
@@ -40,15 +49,19 @@ from aeromq.broker.replication.frame_codec import (
 
 __all__ = [
     "CHECK_CODE_NAMES",
+    "EPOCH_FILE_NAME",
     "LENGTH_MISMATCH",
     "NEGATIVE_FIELD",
     "OFFSET_BEFORE_EPOCH_START",
     "SHORT_FRAME",
+    "TRUNCATE_INTENT_FILE_NAME",
     "UNKNOWN_TYPE",
     "UNSUPPORTED_VERSION",
     "AckFrame",
     "AppendFrame",
     "CorruptEpochFileError",
+    "EpochEntry",
+    "EpochFile",
     "EpochFileError",
     "FetchFrame",
     "Frame",
@@ -56,10 +69,13 @@ __all__ = [
     "MalformedFrameError",
     "ReplicationError",
     "check_frame",
+    "clear_truncate_intent",
     "decode_frame",
     "encode_ack",
     "encode_append",
     "encode_fetch",
     "encode_heartbeat",
+    "read_truncate_intent",
     "write_append_header",
+    "write_truncate_intent",
 ]
