@@ -107,6 +107,7 @@ class EtcdServer:
         self.output: collections.deque[str] = collections.deque(maxlen=_OUTPUT_LINES)
         """The last lines etcd wrote (stdout and stderr), across restarts."""
         self.starts = 0
+        """How many times this server was started (restarts included)."""
 
     @property
     def endpoint(self) -> str:

@@ -75,6 +75,7 @@ class PrefixWatcher:
         """The error that ended the watch (None while it runs, and after :meth:`cancel`)."""
         self.reconnects = 0
         """Streams that broke and were opened again."""
+        self._streams_created = 0
 
     @property
     def next_revision(self) -> int:
@@ -115,15 +116,18 @@ class PrefixWatcher:
     def _run(self) -> None:
         backoff_s = _FIRST_BACKOFF_S
         while not self._cancelled.is_set():
+            created = self._streams_created
             try:
                 if self._stream():
                     return
                 broken: str = "stream ended"
             except grpc.RpcError as exc:
-                code = exc.code() if isinstance(exc, grpc.Call) else None
-                broken = f"{code.name if code else 'error'}: {exc}"
+                call = exc if isinstance(exc, grpc.Call) else None
+                broken = f"{call.code().name}: {call.details()}" if call else str(exc)
             if self._cancelled.is_set():
                 return
+            if self._streams_created > created:  # it had worked: start the back-off again
+                backoff_s = _FIRST_BACKOFF_S
             self.reconnects += 1
             _log.info(
                 "etcd watch broken, watching again: endpoint=%s prefix=%r from_revision=%d (%s)",
@@ -135,7 +139,6 @@ class PrefixWatcher:
             if self._cancelled.wait(backoff_s):
                 return
             backoff_s = min(backoff_s * 2, _LAST_BACKOFF_S)
-        # cancelled
 
     def _stream(self) -> bool:
         """Run one stream; True when the watch is over (cancelled or failed for good)."""
@@ -168,6 +171,7 @@ class PrefixWatcher:
             with self._lock:
                 if self._next_revision == 0:
                     self._next_revision = response.header.revision + 1
+            self._streams_created += 1
             self._created.set()
         if response.canceled:
             values = {
