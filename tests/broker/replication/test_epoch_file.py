@@ -238,31 +238,21 @@ def _crash(data_dir: Path, change: str, step: str) -> int:
     return child.returncode
 
 
+@pytest.mark.parametrize(
+    ("change", "new"),
+    [("append", [*OLD, EpochEntry(7, 700)]), ("truncate", OLD[:2])],  # truncate from 300
+)
 @pytest.mark.parametrize("step", REPLACE_STEPS)
-def test_should_hold_the_old_or_new_list_after_a_crash_in_an_append(
-    tmp_path: Path, step: str
+def test_should_hold_the_old_or_new_list_after_a_crash(
+    tmp_path: Path, change: str, new: list[EpochEntry], step: str
 ) -> None:
     _epochs(tmp_path)
 
-    code = _crash(tmp_path, "append", step)
+    code = _crash(tmp_path, change, step)
 
     assert code == -signal.SIGKILL
     before_rename = step in REPLACE_STEPS[:3]
-    expected = OLD if before_rename else [*OLD, EpochEntry(7, 700)]
-    assert list(EpochFile(tmp_path).entries) == expected
-
-
-@pytest.mark.parametrize("step", REPLACE_STEPS)
-def test_should_hold_the_old_or_new_list_after_a_crash_in_a_truncation(
-    tmp_path: Path, step: str
-) -> None:
-    _epochs(tmp_path)
-
-    code = _crash(tmp_path, "truncate", step)
-
-    assert code == -signal.SIGKILL
-    expected = OLD if step in REPLACE_STEPS[:3] else OLD[:2]  # epochs starting below 300
-    assert list(EpochFile(tmp_path).entries) == expected
+    assert list(EpochFile(tmp_path).entries) == (OLD if before_rename else new)
 
 
 @pytest.mark.parametrize("step", REPLACE_STEPS)
