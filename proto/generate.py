@@ -4,7 +4,8 @@ Runs ``grpc_tools.protoc`` with the repository root as the include path and the 
 ``aeromq/proto/<name>.proto`` (``aeromq/proto`` is the package's view of ``proto/``), so every
 descriptor has a path unique to aeromq and generated modules import each other as
 ``from aeromq.proto import ...``. RocketMQ 5's protocol (``apache/rocketmq/v2/*.proto``, see the
-README there) compiles the same way into ``aeromq.proto.apache.rocketmq.v2``. It uses the Python,
+README there) compiles the same way into ``aeromq.proto.apache.rocketmq.v2``, and etcd v3's API
+(``etcd/*.proto``, trimmed, see the README there) into ``aeromq.proto.etcd``. It uses the Python,
 gRPC and mypy-protobuf (``.pyi``) generators. With no argument it writes beside the ``.proto`` files; with ``OUT_DIR`` it writes
 ``OUT_DIR/aeromq/proto/...`` instead, which the staleness test compares with the committed files.
 """
@@ -25,8 +26,9 @@ PACKAGE_PATH = Path("aeromq", "proto")
 PROTO_DIR = Path(__file__).absolute().parent
 REPO_ROOT = PROTO_DIR.parent.parent
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
-# The schema's directories under ``aeromq/proto``: aeromq's own, and RocketMQ 5's (apache.rocketmq.v2).
-SCHEMA_DIRS = (Path(), Path("apache", "rocketmq", "v2"))
+# The schema's directories under ``aeromq/proto``: aeromq's own, RocketMQ 5's (apache.rocketmq.v2)
+# and etcd v3's trimmed API (etcd: packages etcdserverpb and mvccpb).
+SCHEMA_DIRS = (Path(), Path("apache", "rocketmq", "v2"), Path("etcd"))
 
 
 def proto_files() -> list[Path]:
