@@ -945,7 +945,7 @@ class DefaultLitePullConsumer:
         """The broker's grant of ``queue`` to this consumer (a pull task's take-over); a
         granted committed offset is what the offset store holds from now on."""
         grant = self._require_api().acquire_queue(
-            self.consumer_group, queue, self._client_id, force
+            self.consumer_group, queue, self._client_id, force=force
         )
         if grant.granted and grant.committed_offset >= 0:
             self._require_store().note_stored(queue, grant.committed_offset)

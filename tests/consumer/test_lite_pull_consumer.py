@@ -602,7 +602,7 @@ def test_should_not_reconsume_from_min_when_the_start_offset_fails_bug_10176(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
     broker.send_many(queues[0], [b"%d" % i for i in range(10)])
-    broker.update_offset(GROUP, queues[0], 6)
+    broker.commit_offset(GROUP, queues[0], 6)
     broker.fail_next("query_offset", BrokerUnavailableError("down"), times=2)
     consumer = make(broker)
     consumer.assign([queues[0]])
