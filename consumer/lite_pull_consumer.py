@@ -52,7 +52,13 @@ from aeromq.consumer.route_check import TopicMessageQueueChangeListener
 from aeromq.consumer.services import ConsumerServices, ServiceState
 from aeromq.consumer.subscription_changes import SubscriptionChanges
 
-__all__ = ["DefaultLitePullConsumer"]
+__all__ = [
+    "DefaultLitePullConsumer",
+    "DeliveryListener",
+    "ServiceState",
+    "TopicMessageQueueChangeListener",
+    "ValueDeserializer",
+]
 
 
 class DefaultLitePullConsumer:
