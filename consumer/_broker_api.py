@@ -134,8 +134,8 @@ class BrokerApi(Protocol):
     def release_queue(
         self, consumer_group: str, queue: MessageQueue, offset: int, *, client_id: str
     ) -> None:
-        """Commit ``offset`` (-1: nothing to commit) and let ``client_id`` go of ``queue``: the
-        member it moved to is granted it next."""
+        """Commit ``offset`` (-1: nothing to commit), then ``client_id`` lets go of ``queue``:
+        the member it moved to is granted it next."""
         ...
 
     def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:

@@ -34,6 +34,7 @@ class SubscriptionState:
 
     def __init__(self) -> None:
         self.type = SubscriptionType.NONE
+        """NONE until the first ``subscribe`` or ``assign``; then that one for good."""
         self.subscriptions: dict[str, SubscriptionData] = {}
         """Topic -> subscription (``subscribe``); shared with the rebalance service."""
         self.assign_expressions: dict[str, SubscriptionData] = {}
