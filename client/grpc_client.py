@@ -197,26 +197,35 @@ class GrpcClient:
 
     # -- offsets -----------------------------------------------------------------------------
 
-    def update_offset(
+    def commit_offset(
+        self, group: str, topic: str, queue_id: int, offset: int, *, timeout_s: float | None = None
+    ) -> None:
+        """Commit ``offset`` (the next to consume) for the group (RPC ``UpdateOffset``)."""
+        request = admin_pb2.UpdateOffsetRequest(
+            consumer_group=group, topic=topic, queue_id=queue_id, offset=offset
+        )
+        self._call("UpdateOffset", self._admin.UpdateOffset, request, timeout_s)
+
+    def release_queue(
         self,
         group: str,
         topic: str,
         queue_id: int,
         offset: int,
         *,
-        client_id: str = "",
-        release: bool = False,
+        client_id: str,
         timeout_s: float | None = None,
     ) -> None:
-        """Commit ``offset``; with ``release``, ``client_id`` then lets go of the queue
-        (offset -1: release only)."""
+        """Commit ``offset``, then ``client_id`` lets go of the queue (offset -1: release
+        only): the member it moved to is granted it next (RPC ``UpdateOffset`` with
+        ``release``)."""
         request = admin_pb2.UpdateOffsetRequest(
             consumer_group=group,
             topic=topic,
             queue_id=queue_id,
             offset=offset,
             client_id=client_id,
-            release=release,
+            release=True,
         )
         self._call("UpdateOffset", self._admin.UpdateOffset, request, timeout_s)
 
@@ -294,11 +303,13 @@ class GrpcClient:
         response = self._call("QueryMessage", self._admin.QueryMessage, request, timeout_s)
         return list(response.messages)
 
-    def get_min_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
+    def min_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
+        """The queue's first offset still stored (RPC ``GetMinOffset``)."""
         request = admin_pb2.GetMinOffsetRequest(topic=topic, queue_id=queue_id)
         return self._call("GetMinOffset", self._admin.GetMinOffset, request, timeout_s).offset
 
-    def get_max_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
+    def max_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
+        """The offset the queue's next message will get (RPC ``GetMaxOffset``)."""
         request = admin_pb2.GetMaxOffsetRequest(topic=topic, queue_id=queue_id)
         return self._call("GetMaxOffset", self._admin.GetMaxOffset, request, timeout_s).offset
 

@@ -2,6 +2,23 @@ r"""aeromq's consumer: RocketMQ's ``DefaultLitePullConsumer`` and its internals
 (``docs/lite-pull-consumer.md``): the consumer, its configuration, offset stores and
 the queue allocation strategies. Pulled messages arrive as :class:`MessageBatch`\ es over the
 stored record batches: ``poll()`` gives them as messages, ``poll_batch()`` as columns.
+
+The modules, by role (as aiokafka splits its consumer):
+
+- ``lite_pull_consumer``: :class:`DefaultLitePullConsumer`, the façade (the public API);
+- ``subscription_state``: subscribe or assign, the subscriptions, the assign expressions;
+- ``subscription_changes``: ``subscribe``, ``unsubscribe`` and ``assign`` applied;
+- ``services``: start and shutdown of the running parts, the :class:`ServiceState`, the
+  heartbeats and timers;
+- ``route_check``: the periodic look at the topics' routes, queue change listeners;
+- ``positions``: ``seek``, ``position``, the queues' bounds;
+- ``commits``: ``commit``, auto commit, ``committed``;
+- ``poller``: ``poll`` and ``poll_batch`` over the consume-request cache, the hooks;
+- ``rebalance`` (queue ownership, start offsets, take-overs), ``allocate`` (strategies),
+  ``pull_task`` (one pull loop per queue), ``assigned_queues`` and ``process_queue`` (the
+  owned queues' state), ``consume_request_cache`` and ``notifying_cache``, ``scheduler``,
+  ``offset_store``, ``config``; ``_broker_api`` (the broker calls, :class:`BrokerApi`) and
+  ``_grpc_broker_api`` (over gRPC and the transport); ``testing`` (an in-memory broker).
 """
 
 from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, QueueGrant
@@ -24,13 +41,7 @@ from aeromq.consumer.config import (
     MessageModel,
     SubscriptionType,
 )
-from aeromq.consumer.lite_pull_consumer import (
-    DefaultLitePullConsumer,
-    DeliveryListener,
-    ServiceState,
-    TopicMessageQueueChangeListener,
-    ValueDeserializer,
-)
+from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.consumer.message_batch import BatchMessageExt, MessageBatch
 from aeromq.consumer.offset_store import (
     LocalFileOffsetStore,
@@ -38,7 +49,10 @@ from aeromq.consumer.offset_store import (
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
+from aeromq.consumer.poller import DeliveryListener, ValueDeserializer
 from aeromq.consumer.pull_task import FlowControlCounters
+from aeromq.consumer.route_check import TopicMessageQueueChangeListener
+from aeromq.consumer.services import ServiceState
 
 __all__ = [
     "AllocateMachineRoomNearby",

@@ -120,22 +120,22 @@ class BrokerApi(Protocol):
         """The group's committed offset of ``queue``, or -1 when it never committed one."""
         ...
 
-    def update_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
+    def commit_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
         """Commit ``offset`` (the next offset to consume) for the group."""
         ...
 
     def acquire_queue(
-        self, consumer_group: str, queue: MessageQueue, client_id: str, force: bool
+        self, consumer_group: str, queue: MessageQueue, client_id: str, *, force: bool = False
     ) -> QueueGrant:
         """Take ``queue`` over for ``client_id`` before pulling it: granted unless another
         live member of the group holds it (``force``: granted anyway)."""
         ...
 
     def release_queue(
-        self, consumer_group: str, queue: MessageQueue, client_id: str, offset: int
+        self, consumer_group: str, queue: MessageQueue, offset: int, *, client_id: str
     ) -> None:
-        """Commit ``offset`` (-1: nothing to commit) and let go of ``queue``: the member it
-        moved to is granted it next."""
+        """Commit ``offset`` (-1: nothing to commit), then ``client_id`` lets go of ``queue``:
+        the member it moved to is granted it next."""
         ...
 
     def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:

@@ -229,12 +229,12 @@ class GrpcBrokerApi:
         client = self._broker_client(queue)
         return client.query_offset(consumer_group, queue.topic, queue.queue_id)
 
-    def update_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
+    def commit_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
         client = self._broker_client(queue)
-        client.update_offset(consumer_group, queue.topic, queue.queue_id, offset)
+        client.commit_offset(consumer_group, queue.topic, queue.queue_id, offset)
 
     def acquire_queue(
-        self, consumer_group: str, queue: MessageQueue, client_id: str, force: bool
+        self, consumer_group: str, queue: MessageQueue, client_id: str, *, force: bool = False
     ) -> QueueGrant:
         client = self._broker_client(queue)
         offset, holder = client.acquire_queue(
@@ -243,21 +243,21 @@ class GrpcBrokerApi:
         return QueueGrant(holder, offset)
 
     def release_queue(
-        self, consumer_group: str, queue: MessageQueue, client_id: str, offset: int
+        self, consumer_group: str, queue: MessageQueue, offset: int, *, client_id: str
     ) -> None:
         client = self._broker_client(queue)
-        client.update_offset(
-            consumer_group, queue.topic, queue.queue_id, offset, client_id=client_id, release=True
+        client.release_queue(
+            consumer_group, queue.topic, queue.queue_id, offset, client_id=client_id
         )
 
     def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:
         return self._broker_client(queue).search_offset(queue.topic, queue.queue_id, timestamp_ms)
 
     def min_offset(self, queue: MessageQueue) -> int:
-        return self._broker_client(queue).get_min_offset(queue.topic, queue.queue_id)
+        return self._broker_client(queue).min_offset(queue.topic, queue.queue_id)
 
     def max_offset(self, queue: MessageQueue) -> int:
-        return self._broker_client(queue).get_max_offset(queue.topic, queue.queue_id)
+        return self._broker_client(queue).max_offset(queue.topic, queue.queue_id)
 
     # -- pulls -----------------------------------------------------------------------------
 

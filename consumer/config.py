@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -36,6 +37,7 @@ __all__ = [
     "LitePullConsumerConfig",
     "MessageModel",
     "SubscriptionType",
+    "config_of",
 ]
 
 DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
@@ -254,3 +256,26 @@ def _check_range(name: str, value: object, low: int, high: int | None = None) ->
     if value < low or (high is not None and value > high):
         rule = f"must be in [{low}, {high}]" if high is not None else f"must be >= {low}"
         _fail(name, value, rule)
+
+
+def config_of(
+    consumer_group: str | None,
+    endpoints: str | Sequence[str],
+    config: LitePullConsumerConfig | None,
+) -> LitePullConsumerConfig:
+    """The configuration a consumer is made with: ``config``, or one with every default for
+    ``consumer_group`` and ``endpoints`` (a string is one address). Caller: the consumers'
+    constructors. Raises IllegalArgumentError when neither a group nor a config is given, or
+    the group differs from the config's."""
+    if config is None:
+        if consumer_group is None:
+            raise IllegalArgumentError("give a consumer_group or a config")
+        given = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints)
+        return LitePullConsumerConfig(consumer_group=consumer_group, endpoints=given)
+    if consumer_group is not None and consumer_group != config.consumer_group:
+        raise IllegalArgumentError(
+            "consumer_group differs from config.consumer_group",
+            consumer_group=consumer_group,
+            config_group=config.consumer_group,
+        )
+    return config

@@ -154,7 +154,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         with self._persist_lock:
             for queue, offset in self._take_dirty(queues):
                 try:
-                    self._api.update_offset(self.consumer_group, queue, offset)
+                    self._api.commit_offset(self.consumer_group, queue, offset)
                 except ClientError as error:
                     _log.warning(
                         "persisting offset failed: queue=%s offset=%d: %s", queue, offset, error
@@ -171,7 +171,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         with self._persist_lock:
             dirty = self._take_dirty((queue,))
             offset = dirty[0][1] if dirty else -1
-            self._api.release_queue(self.consumer_group, queue, client_id, offset)
+            self._api.release_queue(self.consumer_group, queue, offset, client_id=client_id)
             if dirty:
                 self._mark_persisted(queue, offset)
 

@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from aeromq.client import ClientError, MessageQueue, SubscriptionData
-from aeromq.consumer._broker_api import BrokerApi
+from aeromq.consumer._broker_api import BrokerApi, QueueGrant
 from aeromq.consumer.allocate import AllocateMessageQueueStrategy
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
@@ -256,6 +256,40 @@ class RebalanceService:
         if appeared:
             return self._api.min_offset(queue)
         return self._api.max_offset(queue)
+
+    def start_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """The start offsets of ``queues`` about to be assigned; a queue the broker cannot
+        say for is left out (its pull task computes it later). Caller: ``assign`` while
+        running. Affects: nothing (the offset store reads what the broker holds)."""
+        offsets: dict[MessageQueue, int] = {}
+        for queue in queues:
+            try:
+                offsets[queue] = self.compute_pull_from_where(queue)
+            except ClientError as error:
+                _log.warning("start offset of queue=%s not known yet: %s", queue, error)
+        return offsets
+
+    def fix_start_offsets(self, states: Iterable[QueueState]) -> None:
+        """Fix the start offset of every assigned queue that has none. Caller: ``start()`` in
+        assign mode. Affects: their pull offsets (unless a seek came first)."""
+        for state in states:
+            if state.pull_offset >= 0 or state.seek_offset != -1:
+                continue
+            offset = self.start_offsets((state.queue,)).get(state.queue, -1)
+            with state.lock:
+                if state.pull_offset < 0 and state.seek_offset == -1:
+                    state.pull_offset = offset
+
+    def acquire_queue(self, queue: MessageQueue, force: bool) -> QueueGrant:
+        """The broker's grant of ``queue`` to this consumer (see the module doc, step 3).
+        Caller: a pull task's take-over. Affects: a granted committed offset is what the
+        offset store holds from now on."""
+        grant = self._api.acquire_queue(
+            self.config.consumer_group, queue, self.client_id, force=force
+        )
+        if grant.granted and grant.committed_offset >= 0:
+            self._offset_store.note_stored(queue, grant.committed_offset)
+        return grant
 
     # -- the thread ---------------------------------------------------------------------
 

@@ -256,12 +256,12 @@ class InMemoryBroker:
         self._enter("query_offset")
         return self._offsets.get((consumer_group, queue), -1)
 
-    def update_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
-        self._enter("update_offset")
+    def commit_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
+        self._enter("commit_offset")
         self._offsets[(consumer_group, queue)] = offset
 
     def acquire_queue(
-        self, consumer_group: str, queue: MessageQueue, client_id: str, force: bool
+        self, consumer_group: str, queue: MessageQueue, client_id: str, *, force: bool = False
     ) -> QueueGrant:
         self._enter("acquire_queue")
         with self._lock:
@@ -274,7 +274,7 @@ class InMemoryBroker:
             return QueueGrant("", self._offsets.get((consumer_group, queue), -1))
 
     def release_queue(
-        self, consumer_group: str, queue: MessageQueue, client_id: str, offset: int
+        self, consumer_group: str, queue: MessageQueue, offset: int, *, client_id: str
     ) -> None:
         self._enter("release_queue")
         with self._lock:

@@ -57,11 +57,11 @@ class BrokerMetadata:
         return self._routes.broker_client(queue.topic, queue.broker_name)
 
     def min_offset(self, queue: MessageQueue) -> int:
-        return self._broker(queue).get_min_offset(queue.topic, queue.queue_id)
+        return self._broker(queue).min_offset(queue.topic, queue.queue_id)
 
     def max_offset(self, queue: MessageQueue) -> int:
         """The offset the next message of ``queue`` will get."""
-        return self._broker(queue).get_max_offset(queue.topic, queue.queue_id)
+        return self._broker(queue).max_offset(queue.topic, queue.queue_id)
 
     def offset_for_time(self, queue: MessageQueue, timestamp_ms: int) -> int:
         """The first offset stored at or after ``timestamp_ms`` (the max offset if none)."""
@@ -76,7 +76,7 @@ class BrokerMetadata:
     def commit_group(self, group: str, offsets: Mapping[MessageQueue, int]) -> None:
         """Set ``group``'s committed offsets (what ``aeromq admin`` measures its lag from)."""
         for queue, offset in offsets.items():
-            self._broker(queue).update_offset(group, queue.topic, queue.queue_id, offset)
+            self._broker(queue).commit_offset(group, queue.topic, queue.queue_id, offset)
 
     def committed(self, group: str, queue: MessageQueue) -> int:
         """``group``'s committed offset of ``queue``; -1 when none."""

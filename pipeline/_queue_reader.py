@@ -115,7 +115,7 @@ def read_queue_range(
         try:
             resolver = sessions.resolver(endpoints)
             route = resolver.route(topic).broker(broker)
-            min_offset = resolver.client(route.grpc_address).get_min_offset(topic, queue_id)
+            min_offset = resolver.client(route.grpc_address).min_offset(topic, queue_id)
         except ClientError:
             sessions.drop(broker)  # the next read resolves afresh
             raise

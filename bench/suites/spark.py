@@ -359,7 +359,7 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
     )
 
     def lag() -> int:
-        ends = [admin.get_max_offset(topic, q) for q in range(QUEUES)]
+        ends = [admin.max_offset(topic, q) for q in range(QUEUES)]
         done = [max(0, admin.query_offset(group, topic, q)) for q in range(QUEUES)]
         return sum(ends) - sum(done)
 

@@ -65,7 +65,7 @@ class BrokerAdminServicer(admin_pb2_grpc.BrokerAdminServicer):
     def UpdateOffset(
         self, request: admin_pb2.UpdateOffsetRequest, context: grpc.ServicerContext
     ) -> admin_pb2.UpdateOffsetResponse:
-        return self._cp.update_offset(request)
+        return self._cp.commit_offset(request)
 
     def QueryOffset(
         self, request: admin_pb2.QueryOffsetRequest, context: grpc.ServicerContext
@@ -80,12 +80,12 @@ class BrokerAdminServicer(admin_pb2_grpc.BrokerAdminServicer):
     def GetMinOffset(
         self, request: admin_pb2.GetMinOffsetRequest, context: grpc.ServicerContext
     ) -> admin_pb2.OffsetResponse:
-        return self._cp.get_min_offset(request)
+        return self._cp.min_offset(request)
 
     def GetMaxOffset(
         self, request: admin_pb2.GetMaxOffsetRequest, context: grpc.ServicerContext
     ) -> admin_pb2.OffsetResponse:
-        return self._cp.get_max_offset(request)
+        return self._cp.max_offset(request)
 
     def GetConsumerProgress(
         self, request: admin_pb2.GetConsumerProgressRequest, context: grpc.ServicerContext

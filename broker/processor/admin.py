@@ -2,7 +2,9 @@
 
 ``ControlPlane`` bundles the topic, route, offset, consumer group and stats processors over one
 store and answers every ``BrokerAdmin`` and ``ConsumerGroupService`` request with its protobuf
-response. Failures never escape: each becomes the response's ``Status`` through one table
+response. Methods take the RPC's name, except the offset ones, which take the name the
+operation has in every layer (``commit_offset`` for ``UpdateOffset``, ``min_offset`` for
+``GetMinOffset``, ``max_offset`` for ``GetMaxOffset``: see ``processor.offsets``). Failures never escape: each becomes the response's ``Status`` through one table
 (:func:`status_code_of`), is logged and counted (``admin.errors.<code>``). The gRPC servicers
 (``aeromq.broker.grpc``) only unwrap the carrier; a later RocketMQ-protocol servicer can call the same
 methods.
@@ -153,31 +155,34 @@ class ControlPlane:
 
     # -- offsets -----------------------------------------------------------------------------
 
-    def update_offset(
+    def commit_offset(
         self, request: admin_pb2.UpdateOffsetRequest
     ) -> admin_pb2.UpdateOffsetResponse:
+        """RPC ``UpdateOffset``: a commit, or with ``release`` a commit and a release."""
+
         def build() -> admin_pb2.UpdateOffsetResponse:
-            self.offsets.update_offset(
-                request.consumer_group,
-                request.topic,
-                request.queue_id,
-                request.offset,
-                client_id=request.client_id,
-                release=request.release,
-            )
+            group, topic, queue_id = request.consumer_group, request.topic, request.queue_id
+            if request.release:
+                self.offsets.release_queue(
+                    group, topic, queue_id, request.offset, client_id=request.client_id
+                )
+            else:
+                self.offsets.commit_offset(group, topic, queue_id, request.offset)
             return admin_pb2.UpdateOffsetResponse()
 
         return self._answer("UpdateOffset", admin_pb2.UpdateOffsetResponse, build)
 
     def query_offset(self, request: admin_pb2.QueryOffsetRequest) -> admin_pb2.OffsetResponse:
+        """RPC ``QueryOffset``: the committed offset, or with ``acquire`` the queue's grant."""
+
         def build() -> admin_pb2.OffsetResponse:
             if request.acquire:
-                offset, holder = self.offsets.acquire_offset(
+                offset, holder = self.offsets.acquire_queue(
                     request.consumer_group,
                     request.topic,
                     request.queue_id,
                     request.client_id,
-                    request.force,
+                    force=request.force,
                 )
                 return admin_pb2.OffsetResponse(offset=offset, holder=holder)
             offset = self.offsets.query_offset(
@@ -196,14 +201,18 @@ class ControlPlane:
 
         return self._answer("SearchOffset", admin_pb2.OffsetResponse, build)
 
-    def get_min_offset(self, request: admin_pb2.GetMinOffsetRequest) -> admin_pb2.OffsetResponse:
+    def min_offset(self, request: admin_pb2.GetMinOffsetRequest) -> admin_pb2.OffsetResponse:
+        """RPC ``GetMinOffset``."""
+
         def build() -> admin_pb2.OffsetResponse:
             offset = self.offsets.min_offset(request.topic, request.queue_id)
             return admin_pb2.OffsetResponse(offset=offset)
 
         return self._answer("GetMinOffset", admin_pb2.OffsetResponse, build)
 
-    def get_max_offset(self, request: admin_pb2.GetMaxOffsetRequest) -> admin_pb2.OffsetResponse:
+    def max_offset(self, request: admin_pb2.GetMaxOffsetRequest) -> admin_pb2.OffsetResponse:
+        """RPC ``GetMaxOffset``."""
+
         def build() -> admin_pb2.OffsetResponse:
             offset = self.offsets.max_offset(request.topic, request.queue_id)
             return admin_pb2.OffsetResponse(offset=offset)

@@ -6,9 +6,15 @@ RocketMQ's ``UPDATE_CONSUMER_OFFSET``, ``QUERY_CONSUMER_OFFSET``, ``GET_MIN_OFFS
 ``GET_CONSUME_STATS``, over the store's consumer offsets and consume queues. An offset is the
 next one to consume; a queue's max offset is the offset its next message will get.
 
-Hand-overs: a commit may also release the queue, and an offset query may acquire it first (the
-holders are kept by ``ConsumerGroupManager``): the old owner of a moved queue commits and
-releases in one call, and the new one is granted the queue with that commit.
+Hand-overs: a commit may also release the queue (:meth:`OffsetProcessor.release_queue`), and
+an offset query may acquire it first (:meth:`OffsetProcessor.acquire_queue`; the holders are
+kept by ``ConsumerGroupManager``): the old owner of a moved queue commits and releases in one
+call, and the new one is granted the queue with that commit.
+
+Each operation has one name from the consumer down to the store: ``commit_offset``,
+``release_queue``, ``acquire_queue``, ``query_offset``, ``min_offset``, ``max_offset``,
+``search_offset`` (``consumer.BrokerApi``, ``client.GrpcClient``, the admin facade, this
+processor); the RPCs keep their wire names (``UpdateOffset``, ``QueryOffset``, ...).
 
 Caller: the admin facade. Affects: ``store.consumer_offsets`` (commit and reset; persisted by
 the store's timer and at shutdown); a reset is also pushed to the group's online members.
@@ -51,38 +57,28 @@ class OffsetProcessor:
 
     # -- single queues -----------------------------------------------------------------------
 
-    def update_offset(
-        self,
-        group: str,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        *,
-        client_id: str = "",
-        release: bool = False,
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Commit ``offset`` (the next to consume) for the group on (topic, queue id)."""
+        self._check_commit(group, topic, queue_id, offset, release=False)
+        self._offsets.commit_offset(group, topic, queue_id, offset)
+
+    def release_queue(
+        self, group: str, topic: str, queue_id: int, offset: int, *, client_id: str
     ) -> None:
-        """Commit ``offset`` (the next to consume) for the group on (topic, queue id); with
-        ``release``, ``client_id`` then lets go of the queue (a hand-over: the member it moved
-        to is granted it next and reads this commit). ``offset`` -1 with ``release``: release
-        only (nothing consumed to commit)."""
-        check_group_name(group)
-        self._check_queue(topic, queue_id)
-        if offset < 0 and not (release and offset == -1):
-            raise InvalidArgumentError(
-                "offset must be >= 0 (-1 only to release without a commit)",
-                group=group, topic=topic, queue_id=queue_id, offset=offset, release=release,
-            )  # fmt: skip
-        if release and not client_id:
+        """Commit ``offset`` as :meth:`commit_offset` does, then ``client_id`` lets go of the
+        queue (a hand-over: the member it moved to is granted it next and reads this commit).
+        ``offset`` -1: release only (nothing consumed to commit)."""
+        self._check_commit(group, topic, queue_id, offset, release=True)
+        if not client_id:
             raise InvalidArgumentError(
                 "releasing a queue needs a client_id", group=group, topic=topic, queue_id=queue_id
             )
         if offset >= 0:
             self._offsets.commit_offset(group, topic, queue_id, offset)
-        if release:
-            self._groups.release_queue(group, topic, queue_id, client_id)
+        self._groups.release_queue(group, topic, queue_id, client_id)
 
-    def acquire_offset(
-        self, group: str, topic: str, queue_id: int, client_id: str, force: bool = False
+    def acquire_queue(
+        self, group: str, topic: str, queue_id: int, client_id: str, *, force: bool = False
     ) -> tuple[int, str]:
         """``client_id`` takes the group's queue over before pulling it (see
         ``ConsumerGroupManager.acquire_queue``): (the committed offset or -1, ``""``) when
@@ -221,6 +217,17 @@ class OffsetProcessor:
         return response
 
     # -- checks ------------------------------------------------------------------------------
+
+    def _check_commit(
+        self, group: str, topic: str, queue_id: int, offset: int, *, release: bool
+    ) -> None:
+        check_group_name(group)
+        self._check_queue(topic, queue_id)
+        if offset < 0 and not (release and offset == -1):
+            raise InvalidArgumentError(
+                "offset must be >= 0 (-1 only to release without a commit)",
+                group=group, topic=topic, queue_id=queue_id, offset=offset, release=release,
+            )  # fmt: skip
 
     def _check_queue(self, topic: str, queue_id: int) -> TopicConfig:
         config = self._topics.require(topic)

@@ -82,7 +82,7 @@ def test_should_reset_a_group_offsets_for_an_administrator(secured: ServerProces
     with Producer("console-admin-producer", secured.grpc_address, config=config) as producer:
         producer.send_batch([Message("Orders3", b"%d" % i) for i in range(5)])
     with GrpcClient(secured.grpc_address, credentials=ROOT, timeout_s=30) as admin:
-        admin.update_offset("orders", "Orders3", 0, 5)
+        admin.commit_offset("orders", "Orders3", 0, 5)
     form = {"group": "orders", "topic": "Orders3", "target": "earliest"}
     status, text, _ = _post(secured, "reset-offset", form, APP)  # app may sub, not admin
     assert status == 403 and "group:orders" in text

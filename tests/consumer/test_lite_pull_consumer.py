@@ -541,7 +541,7 @@ def test_should_auto_commit_on_poll_and_persist_on_the_timer(
     consumer.assign([queues[0]])
     with running(consumer):
         assert len(poll_until(consumer, 5)) == 5
-        consumer._next_auto_commit_s = 0.0  # the interval passed
+        consumer._committer.next_auto_commit_s = 0.0  # the interval passed
         consumer.poll(10)
         assert consumer.offset_store is not None
         assert consumer.offset_store.offsets() == {queues[0]: 5}
@@ -555,18 +555,18 @@ def test_should_keep_its_timers_when_the_first_tick_comes_before_start_returns(
     # tick skips its job, but the timer must go on (it once ended there, and nothing persisted).
     broker.send_many(queues[0], [b"m"] * 5)
     consumer = make(broker, auto_commit_interval_ms=1000, persist_consumer_offset_interval_ms=20)
-    every = consumer._every
+    every = consumer._services.every
 
     def slow_start(interval_ms: int, job: Any, first_delay_ms: int | None = None) -> None:
         every(interval_ms, job, first_delay_ms)
         if interval_ms == 20:
             time.sleep(0.2)  # the rest of start() outlasts the first tick
 
-    monkeypatch.setattr(consumer, "_every", slow_start)
+    monkeypatch.setattr(consumer._services, "every", slow_start)
     consumer.assign([queues[0]])
     with running(consumer):
         assert len(poll_until(consumer, 5)) == 5
-        consumer._next_auto_commit_s = 0.0  # the interval passed
+        consumer._committer.next_auto_commit_s = 0.0  # the interval passed
         consumer.poll(10)
         assert wait_for(lambda: broker.committed_offset(GROUP, queues[0]) == 5)
 
@@ -602,7 +602,7 @@ def test_should_not_reconsume_from_min_when_the_start_offset_fails_bug_10176(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
     broker.send_many(queues[0], [b"%d" % i for i in range(10)])
-    broker.update_offset(GROUP, queues[0], 6)
+    broker.commit_offset(GROUP, queues[0], 6)
     broker.fail_next("query_offset", BrokerUnavailableError("down"), times=2)
     consumer = make(broker)
     consumer.assign([queues[0]])

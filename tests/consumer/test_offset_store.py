@@ -36,7 +36,7 @@ def test_should_read_minus_one_when_nothing_was_committed(
 def test_should_read_memory_first_then_the_broker(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
-    broker.update_offset(GROUP, Q0, 17)
+    broker.commit_offset(GROUP, Q0, 17)
     store = RemoteBrokerOffsetStore(broker, GROUP)
     assert store.read_offset(Q0, ReadOffsetType.READ_FROM_MEMORY) == -1
     assert store.read_offset(Q0, ReadOffsetType.MEMORY_FIRST_THEN_STORE) == 17
@@ -54,9 +54,9 @@ def test_should_persist_only_changed_offsets(
     assert broker.committed_offset(GROUP, Q0) == -1
     store.persist_all([Q0, Q1])
     assert broker.committed_offset(GROUP, Q0) == 5
-    assert broker.calls["update_offset"] == 1
+    assert broker.calls["commit_offset"] == 1
     store.persist_all([Q0, Q1])
-    assert broker.calls["update_offset"] == 1
+    assert broker.calls["commit_offset"] == 1
     assert not store.is_dirty(Q0)
 
 
@@ -87,7 +87,7 @@ def test_should_keep_a_failed_offset_dirty_and_raise(
     store = RemoteBrokerOffsetStore(broker, GROUP)
     store.update_offset(Q0, 5)
     store.update_offset(Q1, 6)
-    broker.fail_next("update_offset", BrokerUnavailableError("down"))
+    broker.fail_next("commit_offset", BrokerUnavailableError("down"))
     with pytest.raises(BrokerUnavailableError):
         store.persist_all([Q0, Q1])
     assert store.is_dirty(Q0)
@@ -109,12 +109,12 @@ def test_should_send_the_last_commit_with_the_release_in_one_call(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
     for queue in queues:
-        assert broker.acquire_queue(GROUP, queue, "me", False).granted
+        assert broker.acquire_queue(GROUP, queue, "me").granted
     store = RemoteBrokerOffsetStore(broker, GROUP)
     store.update_offset(Q0, 12)
     store.release(Q0, "me")
     store.release(Q1, "me")  # nothing committed: a release only
-    assert broker.calls["release_queue"] == 2 and broker.calls["update_offset"] == 0
+    assert broker.calls["release_queue"] == 2 and broker.calls["commit_offset"] == 0
     assert broker.committed_offset(GROUP, Q0) == 12 and not store.is_dirty(Q0)
     assert broker.committed_offset(GROUP, Q1) == -1
     assert [broker.queue_holder(GROUP, q) for q in queues] == ["", ""]
@@ -173,12 +173,12 @@ class SlowFirstUpdate(InMemoryBroker):
         self.release = threading.Event()
         self.first = True
 
-    def update_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
+    def commit_offset(self, consumer_group: str, queue: MessageQueue, offset: int) -> None:
         if self.first:
             self.first = False
             self.in_flight.set()
             assert self.release.wait(5)
-        super().update_offset(consumer_group, queue, offset)
+        super().commit_offset(consumer_group, queue, offset)
 
 
 def test_should_never_let_an_older_persist_land_after_a_newer_one() -> None:

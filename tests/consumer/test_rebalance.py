@@ -51,7 +51,7 @@ class Rebalancing:
         self.service.subscriptions[TOPIC] = build_subscription_data(TOPIC, "*")
         self.harness.start_offset = self.service.compute_pull_from_where
         self.harness.context.acquire = lambda queue, force: broker.acquire_queue(
-            GROUP, queue, ME, force
+            GROUP, queue, ME, force=force
         )
 
     def start_tasks(self, rounds: int = 2) -> None:
@@ -89,7 +89,7 @@ def test_should_take_the_committed_offset_first_and_fix_it_at_allocation(
     broker: InMemoryBroker, queues: list[MessageQueue]
 ) -> None:
     broker.send_many(queues[0], [b"m"] * 9)
-    broker.update_offset(GROUP, queues[0], 4)
+    broker.commit_offset(GROUP, queues[0], 4)
     join(broker, ME)
     rebalancing = Rebalancing(broker)
     rebalancing.service.do_rebalance()
@@ -236,8 +236,8 @@ def test_should_take_over_at_the_committed_offset_once_the_live_holder_released(
 ) -> None:
     broker.send_many(queues[1], [b"m"] * 9)
     join(broker, OTHER)
-    assert broker.acquire_queue(GROUP, queues[1], OTHER, False).granted
-    broker.update_offset(GROUP, queues[1], 2)  # its last periodic persist
+    assert broker.acquire_queue(GROUP, queues[1], OTHER).granted
+    broker.commit_offset(GROUP, queues[1], 2)  # its last periodic persist
     join(broker, ME)
     rebalancing = Rebalancing(broker, release_timeout_ms=60_000)
     rebalancing.service.do_rebalance()
@@ -245,7 +245,8 @@ def test_should_take_over_at_the_committed_offset_once_the_live_holder_released(
     rebalancing.start_tasks()  # queue 1 refused: OTHER still holds it
     assert [q.queue_id for q, _ in broker.pull_log] == [0]
     assert rebalancing.harness.scheduler.delays()[-1] == RELEASE_POLL_MS
-    broker.release_queue(GROUP, queues[1], OTHER, 5)  # OTHER dropped it: commit and release
+    # OTHER dropped it: commit and release
+    broker.release_queue(GROUP, queues[1], 5, client_id=OTHER)
     rebalancing.start_tasks()  # asked again: granted with the release's commit
     assert broker.pull_log[-1] == (queues[1], 5)
     assert broker.queue_holder(GROUP, queues[1]) == ME
@@ -257,11 +258,11 @@ def test_should_take_over_at_once_from_a_holder_that_left(
     broker.send_many(queues[3], [b"m"] * 9)
     join(broker, ME)
     join(broker, OTHER)
-    assert broker.acquire_queue(GROUP, queues[3], OTHER, False).granted
+    assert broker.acquire_queue(GROUP, queues[3], OTHER).granted
     rebalancing = Rebalancing(broker, release_timeout_ms=60_000)
     rebalancing.service.do_rebalance()
     assert rebalancing.owned() == [0, 1]
-    broker.update_offset(GROUP, queues[3], 7)  # the leaver persisted before it left
+    broker.commit_offset(GROUP, queues[3], 7)  # the leaver persisted before it left
     broker.unregister(OTHER, GROUP)
     rebalancing.service.do_rebalance()
     assert rebalancing.owned() == [0, 1, 2, 3]
@@ -287,7 +288,7 @@ def test_should_commit_and_release_a_queue_the_rebalance_takes_away(
     assert rebalancing.owned() == [0, 1]
     assert broker.queue_holder(GROUP, queues[3]) == ""
     assert broker.committed_offset(GROUP, queues[3]) == 4
-    assert broker.acquire_queue(GROUP, queues[3], OTHER, False) == QueueGrant("", 4)
+    assert broker.acquire_queue(GROUP, queues[3], OTHER) == QueueGrant("", 4)
 
 
 def test_should_give_every_queue_to_every_broadcasting_consumer(

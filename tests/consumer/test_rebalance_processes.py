@@ -267,8 +267,8 @@ def test_should_consume_every_message_through_joins_leaves_and_a_kill(tmp_path: 
         for broker in brokers:
             with client(broker) as grpc:
                 for queue_id in range(QUEUES_PER_BROKER):
-                    assert grpc.get_min_offset(TOPIC, queue_id) == 0
-                    end = grpc.get_max_offset(TOPIC, queue_id)
+                    assert grpc.min_offset(TOPIC, queue_id) == 0
+                    end = grpc.max_offset(TOPIC, queue_id)
                     stored.update(f"{broker.name}:{queue_id}:{o}" for o in range(end))
         assert len(stored) == 2 * MESSAGES_PER_PRODUCER
 

@@ -43,10 +43,10 @@ def lossy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProc
                 for _ in range(50):
                     producer.send_batch([Message(_TOPIC, b"x" * 200)] * 20, queue=queue)
             deadline = time.monotonic() + _RETENTION_WAIT_S
-            while (min_offset := admin.get_min_offset(_TOPIC, 0)) == 0:
+            while (min_offset := admin.min_offset(_TOPIC, 0)) == 0:
                 assert time.monotonic() < deadline, "retention did not remove a segment"
                 time.sleep(0.5)
-            yield broker, min_offset, admin.get_max_offset(_TOPIC, 0)
+            yield broker, min_offset, admin.max_offset(_TOPIC, 0)
     finally:
         broker.stop()
 

@@ -119,13 +119,13 @@ def test_should_allow_and_deny_each_permission_per_topic_and_group(
             app.list_groups()
         assert root.list_groups() is not None
         # sub: offsets of a topic and a group
-        assert app.get_max_offset("Orders", 0) == 0
-        assert reader.get_max_offset("Orders", 0) == 0
+        assert app.max_offset("Orders", 0) == 0
+        assert reader.max_offset("Orders", 0) == 0
         with pytest.raises(AccessDeniedError, match="topic:Payments"):
-            app.get_max_offset("Payments", 0)
-        app.update_offset("orders", "Orders", 0, 0)
+            app.max_offset("Payments", 0)
+        app.commit_offset("orders", "Orders", 0, 0)
         with pytest.raises(AccessDeniedError, match="group:others"):
-            app.update_offset("others", "Orders", 0, 0)
+            app.commit_offset("others", "Orders", 0, 0)
         with pytest.raises(AccessDeniedError, match=r"user='reader'.*group:orders"):
             reader.query_offset("orders", "Orders", 0)
         # sub on a group: joining it with a heartbeat

@@ -61,7 +61,7 @@ def test_should_clamp_committed_offsets_past_a_lost_tail_and_skip_no_new_message
     try:
         _send(broker, [f"old-{i}".encode() for i in range(SENT)])
         with GrpcClient(broker.grpc_address) as admin:
-            admin.update_offset(GROUP, TOPIC, 0, SENT)
+            admin.commit_offset(GROUP, TOPIC, 0, SENT)
     finally:
         assert broker.stop() == 0
     _cut_tail(data_dir, KEPT)

@@ -93,7 +93,7 @@ def test_should_drop_queues_and_offsets_with_a_deleted_topic(
 ) -> None:
     client.create_topic("gone", read_queue_nums=1, write_queue_nums=1)
     put_messages(broker.store, "gone", 0, 3)
-    client.update_offset("g", "gone", 0, 2)
+    client.commit_offset("g", "gone", 0, 2)
     client.delete_topic("gone")
     assert broker.store.get_max_offset("gone", 0) == 0
     assert broker.store.consumer_offsets.query_offset("g", "gone", 0) == -1
@@ -159,7 +159,7 @@ def test_should_answer_unimplemented_for_name_server_calls(client: GrpcClient) -
 def test_should_commit_and_query_offsets(client: GrpcClient) -> None:
     client.create_topic("t", read_queue_nums=2, write_queue_nums=2)
     assert client.query_offset("g", "t", 1) == -1
-    client.update_offset("g", "t", 1, 42)
+    client.commit_offset("g", "t", 1, 42)
     assert client.query_offset("g", "t", 1) == 42
     assert client.query_offset("g", "t", 0) == -1
     assert client.query_offset("other", "t", 1) == -1
@@ -185,17 +185,17 @@ def test_should_refuse_bad_offset_commits(
 ) -> None:
     client.create_topic("t", read_queue_nums=2, write_queue_nums=2)
     with pytest.raises(error):
-        client.update_offset(group, topic, queue_id, offset)
+        client.commit_offset(group, topic, queue_id, offset)
 
 
 def test_should_report_min_and_max_offsets(broker: RunningBroker, client: GrpcClient) -> None:
     client.create_topic("t", read_queue_nums=2, write_queue_nums=2)
     put_messages(broker.store, "t", 1, 5)
-    assert client.get_min_offset("t", 1) == 0
-    assert client.get_max_offset("t", 1) == 5
-    assert client.get_max_offset("t", 0) == 0
+    assert client.min_offset("t", 1) == 0
+    assert client.max_offset("t", 1) == 5
+    assert client.max_offset("t", 0) == 0
     with pytest.raises(IllegalArgumentError):
-        client.get_max_offset("t", 7)
+        client.max_offset("t", 7)
 
 
 def test_should_search_offsets_by_store_time(
@@ -228,7 +228,7 @@ def test_should_reset_offsets_to_earliest_latest_and_time(
         clock.now_ms += 10_000
         for queue_id in (0, 1):
             put_messages(running.store, "r", queue_id, 2)
-        grpc_client.update_offset("g", "r", 0, 1)
+        grpc_client.commit_offset("g", "r", 0, 1)
 
         assert grpc_client.reset_offset("g", "r", "latest") == {0: 5, 1: 5}
         assert grpc_client.query_offset("g", "r", 1) == 5
@@ -259,8 +259,8 @@ def test_should_report_consumer_progress_with_lag_per_queue(
     client.create_topic("p", read_queue_nums=3, write_queue_nums=3)
     put_messages(broker.store, "p", 0, 10)
     put_messages(broker.store, "p", 1, 4)
-    client.update_offset("g", "p", 0, 7)
-    client.update_offset("g", "p", 1, 4)
+    client.commit_offset("g", "p", 0, 7)
+    client.commit_offset("g", "p", 1, 4)
     progress = client.consumer_progress("g")
     rows = [
         (q.topic, q.queue_id, q.broker_offset, q.consumer_offset, q.lag) for q in progress.queues
@@ -285,7 +285,7 @@ def test_should_refuse_progress_of_an_unknown_group(client: GrpcClient) -> None:
 def test_should_list_groups_from_offsets_and_members(client: GrpcClient) -> None:
     client.create_topic("a")
     client.create_topic("b")
-    client.update_offset("offsets-only", "a", 0, 1)
+    client.commit_offset("offsets-only", "a", 0, 1)
     client.send_heartbeat(
         consumer_group_pb2.HeartbeatRequest(
             client_id="c1",

@@ -333,18 +333,18 @@ def test_should_hand_a_queue_over_with_the_commit_of_its_release(client: GrpcCli
     for client_id in ("old", "new"):
         client.send_heartbeat(beat(client_id, "g"))
     assert client.acquire_queue("g", "t", 1, "old") == (-1, "")
-    client.update_offset("g", "t", 1, 5)  # a periodic persist: still held
+    client.commit_offset("g", "t", 1, 5)  # a periodic persist: still held
     assert client.acquire_queue("g", "t", 1, "new") == (-1, "old")
-    client.update_offset("g", "t", 1, 9, client_id="old", release=True)
+    client.release_queue("g", "t", 1, 9, client_id="old")
     assert client.acquire_queue("g", "t", 1, "new") == (9, "")
-    client.update_offset("g", "t", 1, -1, client_id="new", release=True)  # release only
+    client.release_queue("g", "t", 1, -1, client_id="new")  # release only
     assert client.query_offset("g", "t", 1) == 9
     assert client.acquire_queue("g", "t", 1, "old") == (9, "")
     client.unregister_client("old")
     assert client.acquire_queue("g", "t", 1, "new") == (9, "")  # the holder left
     with pytest.raises(IllegalArgumentError):
-        client.update_offset("g", "t", 1, 3, release=True)  # a release names its client
+        client.release_queue("g", "t", 1, 3, client_id="")  # a release names its client
     with pytest.raises(IllegalArgumentError):
-        client.update_offset("g", "t", 1, -1)  # -1 only releases
+        client.commit_offset("g", "t", 1, -1)  # -1 only releases
     with pytest.raises(IllegalArgumentError):
         client.acquire_queue("g", "t", 1, "")

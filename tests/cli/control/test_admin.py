@@ -45,7 +45,7 @@ def test_should_manage_topics_groups_and_offsets_of_a_broker(broker: RunningBrok
     put_messages(broker.store, "orders", 0, 5)
     put_messages(broker.store, "orders", 1, 2)
     with GrpcClient(broker.address) as grpc_client:
-        grpc_client.update_offset("billing", "orders", 0, 1)
+        grpc_client.commit_offset("billing", "orders", 0, 1)
 
     groups = admin(broker.address, "group", "list")
     assert rows(groups.stdout) == [["billing", "0", "CLUSTERING", "orders"]]
