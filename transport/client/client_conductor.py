@@ -64,6 +64,7 @@ from aeromq.transport.command import (
     ErrorCode,
     type_name,
 )
+from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.concurrent.counters_descriptor import (
     MAX_KEY_LENGTH,
@@ -72,7 +73,6 @@ from aeromq.transport.concurrent.counters_descriptor import (
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 from aeromq.transport.concurrent.position import Position
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["ClientConductor"]
 

@@ -81,11 +81,11 @@ from aeromq.transport.command import (
     encode_publication_buffers_ready,
     encode_subscription_ready,
 )
+from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
 from aeromq.transport.concurrent.clock import EpochClock, SystemEpochClock
 from aeromq.transport.concurrent.counters_manager import CountersManager
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_TYPE_CONCURRENT,
     LOG_TYPE_EXCLUSIVE,
