@@ -249,11 +249,8 @@ class Publication:
         length: int = -1,
         reserved_value_supplier: ReservedValueSupplier | None = None,
     ) -> int:
-        """Append ``length`` bytes of ``buffer`` from ``offset`` (all of it by default).
-
-        Returns the new position, or ``NOT_CONNECTED``, ``BACK_PRESSURED``, ``ADMIN_ACTION``,
-        ``CLOSED`` or ``MAX_POSITION_EXCEEDED``.
-        """
+        """Append one message: the new position, or one of the codes of the module (each
+        subclass appends its own way)."""
         raise NotImplementedError
 
     # ----------------------------------------------------------------------------------------
