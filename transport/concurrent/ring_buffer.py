@@ -174,6 +174,8 @@ class RingBuffer:
         Stops at the first record not yet committed or at the end of the buffer (the next call
         goes on from index 0). The head moves past everything read, even if the handler raises.
         """
+        # The loop repeats controlled_read's on purpose, measured: read made of controlled_read
+        # with a handler adapter costs ~50 ns a record (a 64-byte write and read ~565 -> ~615 ns).
         buffer = self._buffer
         head_index = self._head_index
         head = buffer.get_int64(head_index)
