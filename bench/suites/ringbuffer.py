@@ -39,8 +39,7 @@ from typing import Any
 
 import zmq
 
-from aeromq.transport.concurrent import AtomicBuffer, MappedFile
-from aeromq.transport.concurrent.ring_buffer import OneToOneRingBuffer
+from aeromq.transport.concurrent import AtomicBuffer, MappedFile, OneToOneRingBuffer
 from aeromq.transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
 from bench._harness import (
     Result,

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from aeromq.transport.cnc import CncFile
+from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.counters_descriptor import RECORD_ALLOCATED
 from aeromq.transport.concurrent.counters_reader import CountersReader
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 from aeromq.transport.driver import MediaDriver, ThreadingMode
 
 from ._harness import Peer, Peers, free_udp_port, wait_until

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aeromq.transport._errors import ChannelUriError, ConfigurationError, UnknownHostError
-from aeromq.transport.channel_uri import (
-    ChannelUri,
+from aeromq.transport.channel_uri import ChannelUri
+from aeromq.transport.channel_uri_params import (
     InterfaceAddress,
     SocketAddress,
     parse_duration_ns,

@@ -40,10 +40,10 @@ from aeromq.transport.client.counter import Counter
 from aeromq.transport.client.exclusive_publication import ExclusivePublication
 from aeromq.transport.client.subscription import Subscription
 from aeromq.transport.cnc import CNC_FILE, CncFile
+from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.agent import AgentInvoker, AgentRunner, ErrorHandler
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.idle_strategy import SleepingIdleStrategy
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["Aeron"]
 

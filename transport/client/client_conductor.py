@@ -25,8 +25,16 @@ subscriptions, images and counters, and keeps the client alive, as Aeron's ``Cli
 - **Log buffers** are mapped once per registration and lingered after their last user goes
   (:class:`~transport.client.log_buffers_registry.LogBuffersRegistry`).
 
+- **Resources** (:class:`~transport.client.resources_registry.ResourcesRegistry`): the
+  publications, subscriptions, images and counters by registration id, made and dropped as the
+  driver's events say (the registry is the events adapter's listener).
+
 Image handlers run on whichever thread services the conductor (normally the conductor thread),
 under the lock; they must not call back into the client (``IllegalStateError``).
+
+This module holds the agent (duty cycle, close), the control calls and the wait for their
+answers, and the client's termination. Users: :class:`~transport.client.Aeron` (which makes it),
+and the publications, subscriptions and counters, which close through it.
 """
 
 from __future__ import annotations
@@ -34,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import dataclass
 from typing import Final, TypeVar
 
 from aeromq.transport._errors import (
@@ -43,27 +50,30 @@ from aeromq.transport._errors import (
     ConfigurationError,
     DriverTimeoutError,
     IllegalStateError,
-    RegistrationError,
     TransportError,
 )
-from aeromq.transport.client.client_liveness import ClientLiveness
+from aeromq.transport.client.client_liveness import ClientLiveness, terminated_error
 from aeromq.transport.client.concurrent_publication import ConcurrentPublication
 from aeromq.transport.client.context import AeronContext, ImageHandler
 from aeromq.transport.client.counter import Counter
 from aeromq.transport.client.driver_events_adapter import NO_CORRELATION_ID, DriverEventsAdapter
 from aeromq.transport.client.driver_proxy import DriverProxy
 from aeromq.transport.client.exclusive_publication import ExclusivePublication
-from aeromq.transport.client.image import Image
 from aeromq.transport.client.log_buffers_registry import LogBuffersRegistry
 from aeromq.transport.client.publication import Publication
+from aeromq.transport.client.resources_registry import (
+    Resource,
+    ResourcesRegistry,
+    registration_error,
+)
 from aeromq.transport.client.subscription import Subscription
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.command import (
     ADD_EXCLUSIVE_PUBLICATION,
     ADD_PUBLICATION,
-    ErrorCode,
     type_name,
 )
+from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.concurrent.counters_descriptor import (
     MAX_KEY_LENGTH,
@@ -71,23 +81,11 @@ from aeromq.transport.concurrent.counters_descriptor import (
 )
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
-from aeromq.transport.concurrent.position import Position
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["ClientConductor"]
 
-_NULL_VALUE: Final = -1
 _NS_PER_MS: Final = 1_000_000
 _R = TypeVar("_R", bound=Publication | Subscription | Counter)
-
-Resource = Publication | Subscription | Counter
-
-
-@dataclass(slots=True)
-class _PendingPublication:
-    channel: str
-    stream_id: int
-    exclusive: bool
 
 
 class ClientConductor:
@@ -104,24 +102,26 @@ class ClientConductor:
         self._driver_proxy = DriverProxy(
             ManyToOneRingBuffer(cnc.to_driver_buffer), client_id, ctx.aeron_dir
         )
-        self._async_command_ids: set[int] = set()
-        self._events = DriverEventsAdapter(
-            client_id, cnc.to_clients_buffer, self, self._async_command_ids
-        )
         self.counters_values_buffer: AtomicBuffer = cnc.counters_values_buffer
         self.counters_reader = CountersReader(
             cnc.counters_metadata_buffer, cnc.counters_values_buffer
         )
         self._logs = LogBuffersRegistry(ctx.resource_linger_duration_ns, self.handle_error)
-        self._resources: dict[int, Resource] = {}
-        self._pending_publications: dict[int, _PendingPublication] = {}
-        self._async_errors: dict[int, RegistrationError] = {}
-        self._driver_error: tuple[int, str] | None = None
+        self._resources = ResourcesRegistry(
+            self,
+            self._logs,
+            self.counters_values_buffer,
+            self._nano_clock,
+            self.handle_error,
+            self._on_client_timeout,
+        )
+        self._events = DriverEventsAdapter(
+            client_id, cnc.to_clients_buffer, self._resources, self._resources.async_command_ids
+        )
         self._driver_timeout_ms = ctx.driver_timeout_ms
         self._awaiting_idle = BackoffIdleStrategy(10, 5, 10_000, _NS_PER_MS)
         self._is_closed = False
         self._is_terminating = False
-        self._is_in_callback = False
         self._termination_cause: TransportError | None = None
         self._liveness = ClientLiveness(
             self._driver_proxy,
@@ -170,7 +170,7 @@ class ClientConductor:
             if self._is_closed:
                 return
             try:
-                self._force_close_resources()
+                self._resources.close_all()
                 if self._ctx.close_linger_duration_ns:
                     time.sleep(self._ctx.close_linger_duration_ns / 1e9)
                 self._logs.close_all()
@@ -211,6 +211,11 @@ class ClientConductor:
     def next_correlation_id(self) -> int:
         return self._driver_proxy.next_correlation_id()
 
+    def ensure_open(self) -> None:
+        """Raise if the client cannot take calls (closed, or stopped by a timeout)."""
+        with self._lock:
+            self._ensure_usable()
+
     # ----------------------------------------------------------------------------------------
     # Control calls (any application thread)
 
@@ -226,34 +231,31 @@ class ClientConductor:
 
     def _add_publication(self, channel: str, stream_id: int, *, exclusive: bool) -> Publication:
         with self._lock:
-            self._ensure_usable()
-            proxy = self._driver_proxy
-            if exclusive:
-                correlation_id = proxy.add_exclusive_publication(channel, stream_id)
-            else:
-                correlation_id = proxy.add_publication(channel, stream_id)
-            pending = _PendingPublication(channel, stream_id, exclusive)
-            self._pending_publications[correlation_id] = pending
+            correlation_id = self._send_add_publication(channel, stream_id, exclusive)
             try:
                 self._await_response(correlation_id, _command(exclusive))
             finally:
-                self._pending_publications.pop(correlation_id, None)
-            return self._resource(correlation_id, Publication)
+                self._resources.discard_pending_publication(correlation_id)
+            return self._resources.expect(correlation_id, Publication)
 
     def async_add_publication(self, channel: str, stream_id: int, *, exclusive: bool) -> int:
-        """Send the command and return its registration id; see :meth:`get_publication`."""
+        """Send the command and return its registration id; see :meth:`get_resource`."""
         with self._lock:
-            self._ensure_usable()
-            proxy = self._driver_proxy
-            if exclusive:
-                correlation_id = proxy.add_exclusive_publication(channel, stream_id)
-            else:
-                correlation_id = proxy.add_publication(channel, stream_id)
-            self._pending_publications[correlation_id] = _PendingPublication(
-                channel, stream_id, exclusive
-            )
-            self._async_command_ids.add(correlation_id)
+            correlation_id = self._send_add_publication(channel, stream_id, exclusive)
+            self._resources.async_command_ids.add(correlation_id)
             return correlation_id
+
+    def _send_add_publication(self, channel: str, stream_id: int, exclusive: bool) -> int:
+        self._ensure_usable()
+        proxy = self._driver_proxy
+        if exclusive:
+            correlation_id = proxy.add_exclusive_publication(channel, stream_id)
+        else:
+            correlation_id = proxy.add_publication(channel, stream_id)
+        self._resources.add_pending_publication(
+            correlation_id, channel, stream_id, exclusive=exclusive
+        )
+        return correlation_id
 
     def add_subscription(
         self,
@@ -263,14 +265,8 @@ class ClientConductor:
         unavailable_image_handler: ImageHandler | None,
     ) -> Subscription:
         with self._lock:
-            self._ensure_usable()
-            correlation_id = self._driver_proxy.add_subscription(channel, stream_id)
-            subscription = self._new_subscription(
-                channel,
-                stream_id,
-                correlation_id,
-                available_image_handler,
-                unavailable_image_handler,
+            correlation_id, subscription = self._send_add_subscription(
+                channel, stream_id, available_image_handler, unavailable_image_handler
             )
             self._await_response(correlation_id, "ADD_SUBSCRIPTION")
             return subscription
@@ -282,42 +278,41 @@ class ClientConductor:
         available_image_handler: ImageHandler | None,
         unavailable_image_handler: ImageHandler | None,
     ) -> int:
-        """Send the command and return its registration id; see :meth:`get_subscription`."""
+        """Send the command and return its registration id; see :meth:`get_resource`."""
         with self._lock:
-            self._ensure_usable()
-            correlation_id = self._driver_proxy.add_subscription(channel, stream_id)
-            self._new_subscription(
-                channel,
-                stream_id,
-                correlation_id,
-                available_image_handler,
-                unavailable_image_handler,
+            correlation_id, _ = self._send_add_subscription(
+                channel, stream_id, available_image_handler, unavailable_image_handler
             )
-            self._async_command_ids.add(correlation_id)
+            self._resources.async_command_ids.add(correlation_id)
             return correlation_id
+
+    def _send_add_subscription(
+        self,
+        channel: str,
+        stream_id: int,
+        available_image_handler: ImageHandler | None,
+        unavailable_image_handler: ImageHandler | None,
+    ) -> tuple[int, Subscription]:
+        self._ensure_usable()
+        correlation_id = self._driver_proxy.add_subscription(channel, stream_id)
+        ctx = self._ctx
+        subscription = self._resources.new_subscription(
+            channel,
+            stream_id,
+            correlation_id,
+            available_image_handler or ctx.available_image_handler,
+            unavailable_image_handler or ctx.unavailable_image_handler,
+        )
+        return correlation_id, subscription
 
     def get_resource(self, registration_id: int, kind: type[_R]) -> _R | None:
         """The resource of an asynchronous add once ready, None while pending; raises the
         driver's ``RegistrationError`` if it refused."""
         with self._lock:
             self._ensure_usable()
-            if registration_id in self._async_command_ids:
+            if registration_id in self._resources.async_command_ids:
                 self._service(NO_CORRELATION_ID)
-            error = self._async_errors.pop(registration_id, None)
-            if error is not None:
-                raise error
-            if registration_id in self._async_command_ids:
-                return None
-            resource = self._resources.get(registration_id)
-            if resource is None:
-                return None
-            if not isinstance(resource, kind):
-                raise IllegalStateError(
-                    "registration id is another kind of resource",
-                    registration_id=registration_id,
-                    kind=type(resource).__name__,
-                )
-            return resource
+            return self._resources.take_async(registration_id, kind)
 
     def add_counter(self, type_id: int, key: bytes, label: str) -> Counter:
         if len(key) > MAX_KEY_LENGTH:
@@ -332,197 +327,47 @@ class ClientConductor:
             self._ensure_usable()
             correlation_id = self._driver_proxy.add_counter(type_id, bytes(key), label)
             self._await_response(correlation_id, "ADD_COUNTER")
-            return self._resource(correlation_id, Counter)
+            return self._resources.expect(correlation_id, Counter)
 
     def release_publication(self, publication: Publication) -> None:
         with self._lock:
-            if publication.is_closed:
-                return
-            if self._is_terminating or self._is_closed:
-                publication.internal_close()
-                return
-            self._ensure_not_reentrant()
-            publication.internal_close()
-            if self._resources.get(publication.registration_id) is publication:
-                del self._resources[publication.registration_id]
-                self._logs.release(publication.original_registration_id, self._now_ns())
-                self._async_command_ids.add(
+            if self._begin_release(publication) and self._resources.remove(publication):
+                self._resources.async_command_ids.add(
                     self._driver_proxy.remove_publication(publication.registration_id)
                 )
 
     def release_subscription(self, subscription: Subscription) -> None:
         with self._lock:
-            if subscription.is_closed:
+            if not self._begin_release(subscription):
                 return
-            if self._is_terminating or self._is_closed:
-                subscription.internal_close()
-                return
-            self._ensure_not_reentrant()
-            subscription.internal_close()
-            images = self._release_images(subscription)
-            registration_id = subscription.registration_id
-            if self._resources.get(registration_id) is subscription:
-                del self._resources[registration_id]
-                self._async_command_ids.add(self._driver_proxy.remove_subscription(registration_id))
+            images = self._resources.release_images(subscription)
+            if self._resources.remove(subscription):
+                self._resources.async_command_ids.add(
+                    self._driver_proxy.remove_subscription(subscription.registration_id)
+                )
             handler = subscription.unavailable_image_handler
             if handler is not None:
                 for image in images:
-                    self._call_back(handler, image)
+                    self._resources.call_back(handler, image)
 
     def release_counter(self, counter: Counter) -> None:
         with self._lock:
-            if counter.is_closed:
-                return
-            if self._is_terminating or self._is_closed:
-                counter.internal_close()
-                return
-            self._ensure_not_reentrant()
-            counter.internal_close()
-            if self._resources.get(counter.registration_id) is counter:
-                del self._resources[counter.registration_id]
-                self._async_command_ids.add(
+            if self._begin_release(counter) and self._resources.remove(counter):
+                self._resources.async_command_ids.add(
                     self._driver_proxy.remove_counter(counter.registration_id)
                 )
 
-    # ----------------------------------------------------------------------------------------
-    # Driver events (DriverEventsListener), under the lock
-
-    def on_error(self, correlation_id: int, code: int, message: str) -> None:
-        self._driver_error = (code, message)
-        resource = self._resources.get(correlation_id)
-        if isinstance(resource, Subscription):
+    def _begin_release(self, resource: Resource) -> bool:
+        """Mark an application's close of ``resource``; True if the driver is to hear of it
+        (not when it was closed already, or the client is closing or stopped)."""
+        if resource.is_closed:
+            return False
+        if self._is_terminating or self._is_closed:
             resource.internal_close()
-            del self._resources[correlation_id]
-
-    def on_async_error(self, correlation_id: int, code: int, message: str) -> None:
-        pending = self._pending_publications.pop(correlation_id, None)
-        resource = self._resources.get(correlation_id)
-        error = _registration_error(code, message, correlation_id, None)
-        if isinstance(resource, Subscription):  # an async add the driver refused
-            resource.internal_close()
-            del self._resources[correlation_id]
-            self._async_errors[correlation_id] = error
-        elif pending is not None:
-            self._async_errors[correlation_id] = error
-        else:
-            self.handle_error(error)
-
-    def on_channel_endpoint_error(self, status_indicator_id: int, message: str) -> None:
-        for resource in list(self._resources.values()):
-            if (
-                isinstance(resource, Publication | Subscription)
-                and resource.channel_status_id == status_indicator_id
-            ):
-                self.handle_error(
-                    RegistrationError(
-                        message,
-                        code=int(ErrorCode.CHANNEL_ENDPOINT_ERROR),
-                        channel=resource.channel,
-                        status_indicator_id=status_indicator_id,
-                    )
-                )
-
-    def on_new_publication(
-        self,
-        correlation_id: int,
-        registration_id: int,
-        stream_id: int,
-        session_id: int,
-        position_limit_id: int,
-        channel_status_id: int,
-        log_file_name: str,
-        exclusive: bool,
-    ) -> None:
-        pending = self._pending_publications.pop(correlation_id, None)
-        channel = pending.channel if pending is not None else ""
-        log_buffers = self._logs.acquire(registration_id, log_file_name)
-        try:
-            kind = ExclusivePublication if exclusive else ConcurrentPublication
-            publication = kind(
-                self,
-                channel,
-                stream_id,
-                session_id,
-                position_limit_id,
-                channel_status_id,
-                log_buffers,
-                registration_id,
-                correlation_id,
-            )
-        except BaseException:
-            self._logs.release(registration_id, self._now_ns())
-            raise
-        self._resources[correlation_id] = publication
-
-    def on_new_subscription(self, correlation_id: int, channel_status_id: int) -> None:
-        subscription = self._resources.get(correlation_id)
-        if isinstance(subscription, Subscription):
-            subscription.channel_status_id = channel_status_id
-
-    def on_available_image(
-        self,
-        correlation_id: int,
-        session_id: int,
-        subscription_registration_id: int,
-        subscriber_position_id: int,
-        log_file_name: str,
-        source_identity: str,
-    ) -> None:
-        subscription = self._resources.get(subscription_registration_id)
-        if not isinstance(subscription, Subscription) or subscription.contains_image(
-            correlation_id
-        ):
-            return
-        position = Position(self.counters_values_buffer, subscriber_position_id)
-        log_buffers = self._logs.acquire(correlation_id, log_file_name)
-        try:
-            image = Image(
-                subscription,
-                session_id,
-                position,
-                log_buffers,
-                self._poll_error_handler,
-                source_identity,
-                correlation_id,
-            )
-        except BaseException:
-            self._logs.release(correlation_id, self._now_ns())
-            raise
-        handler = subscription.available_image_handler
-        if handler is not None:
-            self._call_back(handler, image)
-        subscription.add_image(image)
-
-    def on_unavailable_image(self, correlation_id: int, subscription_registration_id: int) -> None:
-        subscription = self._resources.get(subscription_registration_id)
-        if not isinstance(subscription, Subscription):
-            return
-        image = subscription.remove_image(correlation_id)
-        if image is None:
-            return
-        self._logs.release(image.correlation_id, self._now_ns())
-        handler = subscription.unavailable_image_handler
-        if handler is not None:
-            self._call_back(handler, image)
-
-    def on_new_counter(self, correlation_id: int, counter_id: int) -> None:
-        self._resources[correlation_id] = Counter(
-            correlation_id, self, self.counters_values_buffer, counter_id
-        )
-
-    def on_available_counter(self, registration_id: int, counter_id: int) -> None:
-        return None
-
-    def on_unavailable_counter(self, registration_id: int, counter_id: int) -> None:
-        return None
-
-    def on_client_timeout(self) -> None:
-        if not self._is_closed and not self._is_terminating:
-            cause = ClientTimeoutError(
-                "the media driver timed this client out", client_id=self.client_id
-            )
-            self._terminate(cause)
-            self.handle_error(cause)
+            return False
+        self._ensure_not_reentrant()
+        resource.internal_close()
+        return True
 
     # ----------------------------------------------------------------------------------------
     # Service
@@ -554,13 +399,14 @@ class ClientConductor:
         deadline_ns = time.monotonic_ns() + timeout_ns
         idle = self._awaiting_idle
         idle.reset()
+        resources = self._resources
         while True:
             self._service(correlation_id)
             if self._events.received_correlation_id == correlation_id:
-                driver_error = self._driver_error
+                driver_error = resources.driver_error
                 if driver_error is not None:
-                    self._driver_error = None
-                    raise _registration_error(*driver_error, correlation_id, command)
+                    resources.driver_error = None
+                    raise registration_error(*driver_error, correlation_id, command)
                 return
             if self._is_terminating:
                 raise self._terminated_error()
@@ -574,6 +420,9 @@ class ClientConductor:
                 )
             idle.idle()
 
+    # ----------------------------------------------------------------------------------------
+    # Timeouts and termination
+
     def _check_timeouts(self, now_ns: int) -> int:
         liveness = self._liveness
         if not liveness.due(now_ns):
@@ -585,85 +434,23 @@ class ClientConductor:
             raise
         return self._logs.close_expired(now_ns)
 
-    # ----------------------------------------------------------------------------------------
-    # Helpers
-
-    def _new_subscription(
-        self,
-        channel: str,
-        stream_id: int,
-        correlation_id: int,
-        available_image_handler: ImageHandler | None,
-        unavailable_image_handler: ImageHandler | None,
-    ) -> Subscription:
-        ctx = self._ctx
-        subscription = Subscription(
-            self,
-            channel,
-            stream_id,
-            correlation_id,
-            available_image_handler or ctx.available_image_handler,
-            unavailable_image_handler or ctx.unavailable_image_handler,
-        )
-        self._resources[correlation_id] = subscription
-        return subscription
-
-    def _resource(self, registration_id: int, kind: type[_R]) -> _R:
-        resource = self._resources.get(registration_id)
-        if not isinstance(resource, kind):
-            raise IllegalStateError(
-                "no resource for the driver's response",
-                registration_id=registration_id,
-                expected=kind.__name__,
+    def _on_client_timeout(self) -> None:
+        """The driver timed this client out (ON_CLIENT_TIMEOUT with its id)."""
+        if not self._is_closed and not self._is_terminating:
+            cause = ClientTimeoutError(
+                "the media driver timed this client out", client_id=self.client_id
             )
-        return resource
-
-    def _release_images(self, subscription: Subscription) -> tuple[Image, ...]:
-        images = subscription.remove_all_images()
-        now_ns = self._now_ns()
-        for image in images:
-            self._logs.release(image.correlation_id, now_ns)
-        return images
-
-    def _force_close_resources(self) -> None:
-        now_ns = self._now_ns()
-        for resource in self._resources.values():
-            if isinstance(resource, Publication):
-                if not resource.is_closed:
-                    resource.internal_close()
-                    self._logs.release(resource.original_registration_id, now_ns)
-            elif isinstance(resource, Subscription):
-                resource.internal_close()
-                self._release_images(resource)
-            else:
-                resource.internal_close()
-        self._resources.clear()
+            self._terminate(cause)
+            self.handle_error(cause)
 
     def _terminate(self, cause: TransportError) -> None:
         self._is_terminating = True
         if self._termination_cause is None:
             self._termination_cause = cause
-        self._force_close_resources()
+        self._resources.close_all()
 
     def _terminated_error(self) -> TransportError:
-        cause = self._termination_cause
-        error: TransportError
-        if isinstance(cause, DriverTimeoutError):
-            error = DriverTimeoutError(
-                "client closed: the media driver timed out",
-                aeron_dir=self.aeron_dir,
-                cause=str(cause),
-            )
-        elif isinstance(cause, ClientTimeoutError):
-            error = ClientTimeoutError(
-                "client closed: it was timed out", client_id=self.client_id, cause=str(cause)
-            )
-        else:
-            error = IllegalStateError(
-                "client is terminating", client_id=self.client_id, cause=str(cause)
-            )
-        error.__cause__ = cause
-        return error
+        return terminated_error(self._termination_cause, self.aeron_dir, self.client_id)
 
     def _ensure_usable(self) -> None:
         if self._is_terminating:
@@ -673,44 +460,11 @@ class ClientConductor:
         self._ensure_not_reentrant()
 
     def _ensure_not_reentrant(self) -> None:
-        if self._is_in_callback:
+        if self._resources.is_in_callback:
             raise IllegalStateError(
                 "reentrant calls are not permitted during callbacks", client_id=self.client_id
             )
 
-    def _call_back(self, handler: ImageHandler, image: Image) -> None:
-        self._is_in_callback = True
-        try:
-            handler(image)
-        except Exception as error:
-            self.handle_error(error)
-        finally:
-            self._is_in_callback = False
-
-    def _poll_error_handler(self, error: Exception) -> None:
-        self.handle_error(error)
-
-    def _now_ns(self) -> int:
-        return self._nano_clock.time_ns()
-
-    def ensure_open(self) -> None:
-        """Raise if the client cannot take calls (closed, or stopped by a timeout)."""
-        with self._lock:
-            self._ensure_usable()
-
 
 def _command(exclusive: bool) -> str:
     return type_name(ADD_EXCLUSIVE_PUBLICATION if exclusive else ADD_PUBLICATION)
-
-
-def _registration_error(
-    code: int, message: str, correlation_id: int, command: str | None
-) -> RegistrationError:
-    values: dict[str, object] = {
-        "code": code,
-        "error_code": ErrorCode.of(code).name,
-        "correlation_id": correlation_id,
-    }
-    if command is not None:
-        values["command"] = command
-    return RegistrationError(message, **values)

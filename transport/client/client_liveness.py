@@ -14,13 +14,19 @@ Caller: the client conductor, on each service (under the client lock). Every
    means the driver dropped the client: ``ClientTimeoutError``.
 
 The conductor turns a failure into the client's termination; this class only keeps time.
+:func:`terminated_error` is what every later call of a client stopped this way raises.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from aeromq.transport._errors import ClientTimeoutError, DriverTimeoutError
+from aeromq.transport._errors import (
+    ClientTimeoutError,
+    DriverTimeoutError,
+    IllegalStateError,
+    TransportError,
+)
 from aeromq.transport.client.driver_proxy import DriverProxy
 from aeromq.transport.client.heartbeat_timestamp import (
     HEARTBEAT_TYPE_ID,
@@ -32,7 +38,7 @@ from aeromq.transport.concurrent.clock import EpochClock
 from aeromq.transport.concurrent.counters_descriptor import NULL_COUNTER_ID
 from aeromq.transport.concurrent.counters_reader import CountersReader
 
-__all__ = ["ClientLiveness"]
+__all__ = ["ClientLiveness", "terminated_error"]
 
 _NULL_VALUE: Final = -1
 
@@ -143,3 +149,24 @@ class ClientLiveness:
                 heartbeat_age_ms=now_ms - last_keepalive_ms,
                 driver_timeout_ms=self._driver_timeout_ms,
             )
+
+
+def terminated_error(
+    cause: TransportError | None, aeron_dir: str, client_id: int
+) -> TransportError:
+    """The error a call on a client that stopped because of ``cause`` raises (caused by it)."""
+    error: TransportError
+    if isinstance(cause, DriverTimeoutError):
+        error = DriverTimeoutError(
+            "client closed: the media driver timed out",
+            aeron_dir=aeron_dir,
+            cause=str(cause),
+        )
+    elif isinstance(cause, ClientTimeoutError):
+        error = ClientTimeoutError(
+            "client closed: it was timed out", client_id=client_id, cause=str(cause)
+        )
+    else:
+        error = IllegalStateError("client is terminating", client_id=client_id, cause=str(cause))
+    error.__cause__ = cause
+    return error

@@ -36,8 +36,8 @@ from aeromq.transport.command import (
     encode_terminate_driver_message,
     type_name,
 )
+from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["RING_BUFFER_FULL_RETRIES", "DriverProxy"]
 

@@ -316,6 +316,8 @@ class Image:
         self, handler: FragmentHandler, limit_position: int, fragment_limit: int
     ) -> int:
         """As :meth:`poll`, but not reading frames that start at or past ``limit_position``."""
+        # The loop repeats bounded_controlled_poll's on purpose, measured: this poll made of
+        # that one with a handler adapter costs ~50 ns a fragment (~200 -> ~250 ns).
         if self._is_closed:
             return 0
         initial_position = self._get_position()

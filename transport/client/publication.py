@@ -30,6 +30,7 @@ from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.concurrent.position import ReadablePosition
 from aeromq.transport.logbuffer.buffer_vector import DirectBufferVector
 from aeromq.transport.logbuffer.frame_descriptor import HDR_LENGTH, compute_max_message_length
+from aeromq.transport.logbuffer.handlers import ReservedValueSupplier
 from aeromq.transport.logbuffer.header import HeaderWriter
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TERM_COUNT_OFFSET,
@@ -104,7 +105,10 @@ class Publication:
         "_log_buffers",
         "_meta",
         "_position_limit",
+        "_session_id_high",
+        "_stream_id_low",
         "_term_buffers",
+        "_version_flags_type",
         "channel",
         "channel_status_id",
         "initial_term_id",
@@ -157,7 +161,18 @@ class Publication:
         self.max_payload_length = metadata.mtu_length - HDR_LENGTH
         self.max_message_length = compute_max_message_length(term_length)
         self.max_possible_position = term_length * (1 << 31)
-        self._header_writer = HeaderWriter(default_frame_header(meta))
+        header = HeaderWriter(default_frame_header(meta))
+        self._header_writer = header
+        # the header's words, for the single-frame appends inlined in the subclasses
+        self._version_flags_type = header.version_flags_type
+        self._session_id_high = header.session_id_high
+        self._stream_id_low = header.stream_id_low
+        self._init_appends()
+
+    def _init_appends(self) -> None:
+        """The subclass's appenders and append state over the mapped log (``__init__``'s last
+        step)."""
+        raise NotImplementedError
 
     # ----------------------------------------------------------------------------------------
     # State
@@ -225,7 +240,38 @@ class Publication:
         )
 
     # ----------------------------------------------------------------------------------------
+    # Appends (the subclasses')
+
+    def offer(
+        self,
+        buffer: Buffer,
+        offset: int = 0,
+        length: int = -1,
+        reserved_value_supplier: ReservedValueSupplier | None = None,
+    ) -> int:
+        """Append one message: the new position, or one of the codes of the module (each
+        subclass appends its own way)."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------------------------------
     # Shared checks (cold: called only off the common path)
+
+    def offer_first_alone(
+        self,
+        first: Buffer,
+        taken: int,
+        position: int,
+        limit: int,
+        reserved_value_supplier: ReservedValueSupplier | None,
+    ) -> int:
+        """``offer_batch`` when its first message cannot go in a block (``taken`` <= 0)."""
+        if taken == 0:  # a long message first: on its own
+            result = self.offer(first, 0, -1, reserved_value_supplier)
+            return 1 if result > 0 else result
+        if position >= limit:
+            return self.back_pressure_status(position, buffer_length(first))
+        # The first message does not fit in the rest of the term: pad it and rotate.
+        return self.offer(first, 0, -1, reserved_value_supplier)
 
     def back_pressure_status(self, position: int, length: int) -> int:
         """Why an append at ``position`` did not start: max position, back pressure or no one."""

@@ -68,6 +68,8 @@ class Subscription:
 
     def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
         """Read up to ``fragment_limit`` fragments across the images, round-robin."""
+        # controlled_poll repeats this round robin on purpose, measured: one shared method
+        # taking the image's poll made a poll of 2 (stub) images ~0.35 us slower (~0.86 -> ~1.2).
         images = self._images
         length = len(images)
         if length == 1:

@@ -44,12 +44,10 @@ from aeromq.transport.concurrent.idle_strategy import (
     idle_strategy_from_name,
     tighten_timer_slack,
 )
+from aeromq.transport.concurrent.many_to_one_ring_buffer import ManyToOneRingBuffer
+from aeromq.transport.concurrent.one_to_one_ring_buffer import OneToOneRingBuffer
 from aeromq.transport.concurrent.position import Position, ReadablePosition
-from aeromq.transport.concurrent.ring_buffer import (
-    INSUFFICIENT_CAPACITY,
-    ManyToOneRingBuffer,
-    OneToOneRingBuffer,
-)
+from aeromq.transport.concurrent.ring_buffer import INSUFFICIENT_CAPACITY, RingBuffer
 
 __all__ = [
     "DEFAULT_FILE_MODE",
@@ -86,6 +84,7 @@ __all__ = [
     "OneToOneRingBuffer",
     "Position",
     "ReadablePosition",
+    "RingBuffer",
     "SettableClock",
     "SleepingIdleStrategy",
     "SystemEpochClock",

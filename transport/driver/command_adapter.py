@@ -58,9 +58,8 @@ from aeromq.transport.command import (
     decode_terminate_driver_message,
     type_name,
 )
-from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent import AtomicBuffer, ManyToOneRingBuffer
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 

@@ -45,11 +45,11 @@ from aeromq.transport.command import (
     SubscriptionMessage,
     TerminateDriverMessage,
 )
+from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 from aeromq.transport.driver.aeron_client import AeronClient, CounterLink
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_adapter import ClientCommandAdapter

@@ -52,12 +52,11 @@ from aeromq.transport.command import (
     decode_subscription_ready,
     type_name,
 )
-from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent import AtomicBuffer, ManyToOneRingBuffer
 from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
 from aeromq.transport.concurrent.copy_broadcast_receiver import CopyBroadcastReceiver
 from aeromq.transport.concurrent.counters_descriptor import COUNTER_LENGTH, NULL_COUNTER_ID
 from aeromq.transport.concurrent.counters_reader import CountersReader
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
 
 __all__ = ["CLIENT_HEARTBEAT_TYPE_ID", "DriverClient", "DriverResponse"]
 

@@ -27,146 +27,37 @@ Scripting: :meth:`FakeDriver.fail_next` (ON_ERROR for the next command of a type
 :attr:`commands`. Channels honour ``term-length``, ``mtu``, ``session-id`` and
 ``init-term-id`` / ``term-id`` / ``term-offset``. Run it on a thread (:meth:`start`) or call
 :meth:`do_work` by hand.
+
+The driver here owns the ``cnc.dat`` file, the duty cycle (thread or by hand) and the scripting
+and inspection API; the protocol is :class:`~transport.testing.fake_conductor.FakeConductor`'s,
+the responses :class:`~transport.testing.fake_client_proxy.FakeClientProxy`'s, and what it
+keeps per publication and subscription is in :mod:`~transport.testing.fake_resources`.
+Users: the client tests (``tests/transport/client``).
 """
 
 from __future__ import annotations
 
 import os
-import random
 import shutil
-import struct
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from aeromq.transport._errors import ChannelUriError, MalformedCommandError
-from aeromq.transport.channel_uri import ChannelUri
 from aeromq.transport.cnc import CncFile
-from aeromq.transport.command import (
-    ADD_COUNTER,
-    ADD_EXCLUSIVE_PUBLICATION,
-    ADD_PUBLICATION,
-    ADD_SUBSCRIPTION,
-    CLIENT_CLOSE,
-    CLIENT_KEEPALIVE,
-    ON_AVAILABLE_IMAGE,
-    ON_CLIENT_TIMEOUT,
-    ON_COUNTER_READY,
-    ON_ERROR,
-    ON_EXCLUSIVE_PUBLICATION_READY,
-    ON_OPERATION_SUCCESS,
-    ON_PUBLICATION_READY,
-    ON_SUBSCRIPTION_READY,
-    ON_UNAVAILABLE_COUNTER,
-    ON_UNAVAILABLE_IMAGE,
-    REMOVE_COUNTER,
-    REMOVE_PUBLICATION,
-    REMOVE_SUBSCRIPTION,
-    ErrorCode,
-    decode_correlated_message,
-    decode_counter_message,
-    decode_publication_message,
-    decode_remove_message,
-    decode_remove_publication_message,
-    decode_subscription_message,
-    encode_client_timeout,
-    encode_counter_update,
-    encode_error_response,
-    encode_image_buffers_ready,
-    encode_image_message,
-    encode_operation_succeeded,
-    encode_publication_buffers_ready,
-    encode_subscription_ready,
-)
-from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
 from aeromq.transport.concurrent.clock import EpochClock, SystemEpochClock
 from aeromq.transport.concurrent.counters_manager import CountersManager
-from aeromq.transport.concurrent.ring_buffer import ManyToOneRingBuffer
-from aeromq.transport.logbuffer.log_buffer_descriptor import (
-    LOG_TYPE_CONCURRENT,
-    LOG_TYPE_EXCLUSIVE,
-    TERM_MIN_LENGTH,
-    active_raw_tail_volatile,
-    compute_position,
-    fill_default_header,
-    initialise_tails,
-    position_bits_to_shift,
-    set_end_of_stream_position,
-    set_is_connected,
-)
-from aeromq.transport.logbuffer.log_buffers import LogBuffers
+from aeromq.transport.logbuffer.log_buffer_descriptor import TERM_MIN_LENGTH
+from aeromq.transport.testing.fake_client_proxy import FakeClientProxy
+from aeromq.transport.testing.fake_conductor import FakeConductor
+from aeromq.transport.testing.fake_resources import FakePublication, FakeSubscription
 
 __all__ = ["FakeDriver", "FakePublication", "FakeSubscription"]
 
-HEARTBEAT_TYPE_ID: Final = 11
-PUBLISHER_LIMIT_TYPE_ID: Final = 1
-SUBSCRIBER_POSITION_TYPE_ID: Final = 4
-NO_ID_ALLOCATED: Final = -1
-"""Channel status indicator of an IPC channel (Aeron's ``ChannelEndpointStatus``)."""
-MAX_POSITION: Final = 2**63 - 1
-IPC_SOURCE_IDENTITY: Final = "aeron:ipc"
-
-_SMALL_RING: Final = 64 * 1024
-_KEY: Final = struct.Struct("<qiii")
-
-
-@dataclass
-class FakePublication:
-    """A log buffer the fake driver made for one or more publication commands."""
-
-    registration_id: int
-    channel: str
-    stream_id: int
-    session_id: int
-    exclusive: bool
-    log_buffers: LogBuffers
-    path: Path
-    limit_counter_id: int
-    term_window_length: int
-    ref_count: int = 1
-    limit_frozen: bool = False
-    end_of_stream_position: int = MAX_POSITION
-    clean_position: int = 0
-    images: dict[int, int] = field(default_factory=dict)
-    """Subscription registration id -> sub-pos counter id."""
-
-    def clean_to(self, position: int) -> None:
-        """Zero the terms up to ``position`` (behind the slowest subscriber), as Aeron's
-        ``cleanBufferTo``, so appenders always write over zeroed memory."""
-        term_length = self.log_buffers.term_length
-        bits = position_bits_to_shift(term_length)
-        while position > self.clean_position:
-            clean_position = self.clean_position
-            term = self.log_buffers.term_buffers[(clean_position >> bits) % 3]
-            term_offset = clean_position & (term_length - 1)
-            length = min(position - clean_position, term_length - term_offset)
-            term.set_memory(term_offset + 8, length - 8, 0)
-            term.put_int64_ordered(term_offset, 0)
-            self.clean_position = clean_position + length
-
-    def producer_position(self) -> int:
-        meta = self.log_buffers.meta_data_buffer
-        metadata = self.log_buffers.metadata
-        raw_tail = active_raw_tail_volatile(meta)
-        term_length = self.log_buffers.term_length
-        return compute_position(
-            raw_tail >> 32,
-            min(raw_tail & 0xFFFF_FFFF, term_length),
-            position_bits_to_shift(term_length),
-            metadata.initial_term_id,
-        )
-
-
-@dataclass
-class FakeSubscription:
-    registration_id: int
-    client_id: int
-    channel: str
-    stream_id: int
+_SMALL_RING = 64 * 1024
 
 
 class FakeDriver:
@@ -209,34 +100,60 @@ class FakeDriver:
             self.cnc.counters_metadata_buffer, self.cnc.counters_values_buffer, self._clock
         )
         self.to_driver.consumer_heartbeat_time = self._clock.time_ms()
-        self._scratch = AtomicBuffer(bytearray(8192))
+        self._conductor = FakeConductor(
+            self.counters,
+            FakeClientProxy(self.to_clients),
+            self._clock,
+            aeron_dir=self.aeron_dir,
+            term_length=term_length,
+            mtu_length=mtu_length,
+            page_size=page_size,
+            client_liveness_timeout_ns=client_liveness_timeout_ns,
+            term_window_length=term_window_length,
+        )
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._running = False
         self._closed = False
         self._heartbeat_enabled = True
-        self._scripted_errors: dict[int, list[tuple[int, str]]] = {}
-        self.commands: list[tuple[int, Any]] = []
-        self.clients: dict[int, int] = {}
+
+    # ----------------------------------------------------------------------------------------
+    # State (the conductor's; read and change it under ``_lock`` while the driver runs)
+
+    @property
+    def commands(self) -> list[tuple[int, Any]]:
+        """Every decoded command, in order: ``(command type id, decoded message)``."""
+        return self._conductor.commands
+
+    @property
+    def clients(self) -> dict[int, int]:
         """Client id -> heartbeat counter id."""
-        self.publications: dict[int, FakePublication] = {}
-        self.publication_links: dict[int, tuple[int, FakePublication]] = {}
+        return self._conductor.clients
+
+    @property
+    def publications(self) -> dict[int, FakePublication]:
+        """Registration id -> the publication's log buffer and counters."""
+        return self._conductor.publications
+
+    @property
+    def publication_links(self) -> dict[int, tuple[int, FakePublication]]:
         """ADD command correlation id -> (client id, publication)."""
-        self.subscriptions: dict[int, FakeSubscription] = {}
-        self.client_counters: dict[int, tuple[int, int]] = {}
+        return self._conductor.publication_links
+
+    @property
+    def subscriptions(self) -> dict[int, FakeSubscription]:
+        """Registration id -> subscription."""
+        return self._conductor.subscriptions
+
+    @property
+    def client_counters(self) -> dict[int, tuple[int, int]]:
         """Counter registration id -> (client id, counter id)."""
-        self.timed_out_clients: list[int] = []
-        self._dispatch: dict[int, Callable[[AtomicBuffer, int, int], None]] = {
-            ADD_PUBLICATION: self._on_add_publication,
-            ADD_EXCLUSIVE_PUBLICATION: self._on_add_exclusive_publication,
-            REMOVE_PUBLICATION: self._on_remove_publication,
-            ADD_SUBSCRIPTION: self._on_add_subscription,
-            REMOVE_SUBSCRIPTION: self._on_remove_subscription,
-            ADD_COUNTER: self._on_add_counter,
-            REMOVE_COUNTER: self._on_remove_counter,
-            CLIENT_KEEPALIVE: self._on_client_keepalive,
-            CLIENT_CLOSE: self._on_client_close,
-        }
+        return self._conductor.client_counters
+
+    @property
+    def timed_out_clients(self) -> list[int]:
+        """The clients timed out so far, in order."""
+        return self._conductor.timed_out_clients
 
     # ----------------------------------------------------------------------------------------
     # Running
@@ -259,10 +176,11 @@ class FakeDriver:
             now_ms = self._clock.time_ms()
             if self._heartbeat_enabled:
                 self.to_driver.consumer_heartbeat_time = now_ms
-            work = self.to_driver.read(self._on_command, 16)
-            self._update_limits()
-            work += self._drain_ended_publications()
-            self._check_client_liveness(now_ms)
+            conductor = self._conductor
+            work = self.to_driver.read(conductor.on_command, 16)
+            conductor.update_limits()
+            work += conductor.drain_ended_publications()
+            conductor.check_client_liveness(now_ms)
             return work
 
     def close(self) -> None:
@@ -276,9 +194,7 @@ class FakeDriver:
             if self._closed:
                 return
             self._closed = True
-            for publication in list(self.publications.values()):
-                publication.log_buffers.close()
-            self.publications.clear()
+            self._conductor.close()
             self.to_driver.consumer_heartbeat_time = -1
             self.cnc.close()
         if self._delete_dir_on_close:
@@ -296,7 +212,7 @@ class FakeDriver:
     def fail_next(self, command_type_id: int, code: int, message: str) -> None:
         """Answer the next command of this type with ON_ERROR(code, message)."""
         with self._lock:
-            self._scripted_errors.setdefault(command_type_id, []).append((code, message))
+            self._conductor.fail_next(command_type_id, code, message)
 
     def stop_heartbeat(self) -> None:
         """Stop stamping the driver heartbeat: clients see a dead driver."""
@@ -316,7 +232,7 @@ class FakeDriver:
     def time_out_client(self, client_id: int) -> None:
         """Drop a client as its liveness timeout would: ON_CLIENT_TIMEOUT and cleanup."""
         with self._lock:
-            self._time_out(client_id)
+            self._conductor.time_out(client_id)
 
     def freeze_limit(self, registration_id: int, value: int) -> None:
         """Set a publication's limit and stop moving it."""
@@ -334,7 +250,7 @@ class FakeDriver:
         with self._lock:
             publication = self.publications[registration_id]
             for subscription_id, counter_id in list(publication.images.items()):
-                self._unlink(publication, subscription_id, counter_id)
+                self._conductor.unlink(publication, subscription_id, counter_id)
 
     def publication_for(self, correlation_id: int) -> FakePublication:
         """The publication an ADD_*PUBLICATION command with this correlation id got."""
@@ -363,413 +279,3 @@ class FakeDriver:
             if self._thread is None:
                 self.do_work()
             time.sleep(0.001)
-
-    # ----------------------------------------------------------------------------------------
-    # Commands
-
-    def _on_command(self, type_id: int, buffer: AtomicBuffer, index: int, length: int) -> None:
-        correlation_id = 0
-        try:
-            correlated = decode_correlated_message(buffer, index, length)
-            correlation_id = correlated.correlation_id
-            self._ensure_client(correlated.client_id)
-            scripted = self._scripted_errors.get(type_id)
-            if scripted:
-                code, message = scripted.pop(0)
-                self.commands.append((type_id, correlated))
-                self._error(correlation_id, code, message)
-                return
-            handler = self._dispatch.get(type_id)
-            if handler is None:
-                self.commands.append((type_id, correlated))
-                self._error(
-                    correlation_id,
-                    ErrorCode.UNKNOWN_COMMAND_TYPE_ID,
-                    f"command type not supported: type_id={type_id}",
-                )
-                return
-            handler(buffer, index, length)
-        except MalformedCommandError as error:
-            self._error(correlation_id, ErrorCode.MALFORMED_COMMAND, str(error))
-
-    def _on_add_publication(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        self._add_publication(decode_publication_message(buffer, index, length), exclusive=False)
-
-    def _on_add_exclusive_publication(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        self._add_publication(decode_publication_message(buffer, index, length), exclusive=True)
-
-    def _add_publication(self, command: Any, *, exclusive: bool) -> None:
-        self.commands.append((ADD_EXCLUSIVE_PUBLICATION if exclusive else ADD_PUBLICATION, command))
-        uri = self._parse_ipc(command.correlation_id, command.channel)
-        if uri is None:
-            return
-        publication = None
-        if not exclusive:
-            publication = next(
-                (
-                    p
-                    for p in self.publications.values()
-                    if not p.exclusive
-                    and p.stream_id == command.stream_id
-                    and p.end_of_stream_position == MAX_POSITION
-                    and _same_channel(p.channel, command.channel)
-                ),
-                None,
-            )
-        if publication is None:
-            publication = self._new_publication(command, uri, exclusive)
-        else:
-            publication.ref_count += 1
-        self.publication_links[command.correlation_id] = (command.client_id, publication)
-        length = encode_publication_buffers_ready(
-            self._scratch,
-            0,
-            correlation_id=command.correlation_id,
-            registration_id=publication.registration_id,
-            session_id=publication.session_id,
-            stream_id=publication.stream_id,
-            position_limit_counter_id=publication.limit_counter_id,
-            channel_status_indicator_id=NO_ID_ALLOCATED,
-            log_file_name=str(publication.path),
-        )
-        self._transmit(
-            ON_EXCLUSIVE_PUBLICATION_READY if exclusive else ON_PUBLICATION_READY, length
-        )
-        for subscription in list(self.subscriptions.values()):
-            if _matches(publication, subscription):
-                self._link(publication, subscription)
-
-    def _new_publication(self, command: Any, uri: ChannelUri, exclusive: bool) -> FakePublication:
-        registration_id = command.correlation_id
-        term_length = uri.get_size("term-length") or self.term_length
-        mtu_length = uri.get_size("mtu") or self.mtu_length
-        session_text = uri.get("session-id")
-        session_id = int(session_text) if session_text else random.randint(-(2**31), 2**31 - 1)
-        init_term_id_text = uri.get("init-term-id")
-        if init_term_id_text is not None:
-            initial_term_id = int(init_term_id_text)
-            term_id = int(uri.get("term-id") or init_term_id_text)
-            term_offset = int(uri.get("term-offset") or 0)
-        else:
-            initial_term_id = random.randint(-(2**31), 2**31 - 1)
-            term_id = initial_term_id
-            term_offset = 0
-        path = self.aeron_dir / "publications" / f"{registration_id}.logbuffer"
-        log = LogBuffers.create(path, term_length, self.page_size)
-        meta = log.meta_data_buffer
-        metadata = log.metadata
-        window = self.term_window_length or term_length // 2
-        metadata.correlation_id = registration_id
-        metadata.initial_term_id = initial_term_id
-        metadata.mtu_length = mtu_length
-        metadata.publication_window_length = window
-        metadata.signal_eos = True
-        metadata.tether = True
-        metadata.log_type = LOG_TYPE_EXCLUSIVE if exclusive else LOG_TYPE_CONCURRENT
-        set_end_of_stream_position(meta, MAX_POSITION)
-        fill_default_header(meta, session_id, command.stream_id, initial_term_id)
-        initialise_tails(meta, initial_term_id, term_id, term_offset)
-        label = f"pub-lmt: {registration_id} {session_id} {command.stream_id} {command.channel}"
-        limit_counter_id = self.counters.allocate(
-            label,
-            PUBLISHER_LIMIT_TYPE_ID,
-            _stream_key(registration_id, session_id, command.stream_id, command.channel),
-            registration_id=registration_id,
-            owner_id=command.client_id,
-        )
-        publication = FakePublication(
-            registration_id,
-            command.channel,
-            command.stream_id,
-            session_id,
-            exclusive,
-            log,
-            path,
-            limit_counter_id,
-            window,
-        )
-        self.counters.set_counter_value(limit_counter_id, publication.producer_position())
-        publication.clean_position = publication.producer_position()
-        self.publications[registration_id] = publication
-        return publication
-
-    def _on_remove_publication(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        command = decode_remove_publication_message(buffer, index, length)
-        self.commands.append((REMOVE_PUBLICATION, command))
-        link = self.publication_links.pop(command.registration_id, None)
-        if link is None:
-            self._error(
-                command.correlation_id,
-                ErrorCode.UNKNOWN_PUBLICATION,
-                f"unknown publication: registration_id={command.registration_id}",
-            )
-            return
-        self._release_publication(link[1])
-        self._success(command.correlation_id)
-
-    def _release_publication(self, publication: FakePublication) -> None:
-        publication.ref_count -= 1
-        if publication.ref_count <= 0:
-            position = publication.producer_position()
-            publication.end_of_stream_position = position
-            set_end_of_stream_position(publication.log_buffers.meta_data_buffer, position)
-
-    def _on_add_subscription(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        command = decode_subscription_message(buffer, index, length)
-        self.commands.append((ADD_SUBSCRIPTION, command))
-        if self._parse_ipc(command.correlation_id, command.channel) is None:
-            return
-        subscription = FakeSubscription(
-            command.correlation_id, command.client_id, command.channel, command.stream_id
-        )
-        self.subscriptions[command.correlation_id] = subscription
-        length = encode_subscription_ready(
-            self._scratch,
-            0,
-            correlation_id=command.correlation_id,
-            channel_status_indicator_id=NO_ID_ALLOCATED,
-        )
-        self._transmit(ON_SUBSCRIPTION_READY, length)
-        for publication in list(self.publications.values()):
-            if _matches(publication, subscription):
-                self._link(publication, subscription)
-
-    def _on_remove_subscription(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        command = decode_remove_message(buffer, index, length)
-        self.commands.append((REMOVE_SUBSCRIPTION, command))
-        subscription = self.subscriptions.pop(command.registration_id, None)
-        if subscription is None:
-            self._error(
-                command.correlation_id,
-                ErrorCode.UNKNOWN_SUBSCRIPTION,
-                f"unknown subscription: registration_id={command.registration_id}",
-            )
-            return
-        self._drop_subscription(subscription)
-        self._success(command.correlation_id)
-
-    def _drop_subscription(self, subscription: FakeSubscription) -> None:
-        for publication in self.publications.values():
-            counter_id = publication.images.pop(subscription.registration_id, None)
-            if counter_id is not None:
-                self.counters.free(counter_id)
-
-    def _on_add_counter(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        command = decode_counter_message(buffer, index, length)
-        self.commands.append((ADD_COUNTER, command))
-        counter_id = self.counters.allocate(
-            command.label,
-            command.type_id,
-            command.key,
-            registration_id=command.correlation_id,
-            owner_id=command.client_id,
-        )
-        self.client_counters[command.correlation_id] = (command.client_id, counter_id)
-        length = encode_counter_update(
-            self._scratch, 0, correlation_id=command.correlation_id, counter_id=counter_id
-        )
-        self._transmit(ON_COUNTER_READY, length)
-
-    def _on_remove_counter(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        command = decode_remove_message(buffer, index, length)
-        self.commands.append((REMOVE_COUNTER, command))
-        entry = self.client_counters.pop(command.registration_id, None)
-        if entry is None:
-            self._error(
-                command.correlation_id,
-                ErrorCode.UNKNOWN_COUNTER,
-                f"unknown counter: registration_id={command.registration_id}",
-            )
-            return
-        self.counters.free(entry[1])
-        self._success(command.correlation_id)
-        length = encode_counter_update(
-            self._scratch, 0, correlation_id=command.registration_id, counter_id=entry[1]
-        )
-        self._transmit(ON_UNAVAILABLE_COUNTER, length)
-
-    def _on_client_keepalive(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        command = decode_correlated_message(buffer, index, length)
-        self.commands.append((CLIENT_KEEPALIVE, command))
-        self.counters.set_counter_value(self.clients[command.client_id], self._clock.time_ms())
-
-    def _on_client_close(self, buffer: AtomicBuffer, index: int, length: int) -> None:
-        command = decode_correlated_message(buffer, index, length)
-        self.commands.append((CLIENT_CLOSE, command))
-        self._remove_client(command.client_id)
-
-    # ----------------------------------------------------------------------------------------
-    # Clients, images, limits
-
-    def _ensure_client(self, client_id: int) -> None:
-        if client_id not in self.clients:
-            counter_id = self.counters.allocate(
-                f"client-heartbeat: {client_id}",
-                HEARTBEAT_TYPE_ID,
-                struct.pack("<q", client_id),
-                registration_id=client_id,
-            )
-            self.counters.set_counter_value(counter_id, self._clock.time_ms())
-            self.clients[client_id] = counter_id
-
-    def _check_client_liveness(self, now_ms: int) -> None:
-        timeout_ms = self.client_liveness_timeout_ns // 1_000_000
-        for client_id, counter_id in list(self.clients.items()):
-            if self.counters.get_counter_value(counter_id) + timeout_ms < now_ms:
-                self._time_out(client_id)
-
-    def _time_out(self, client_id: int) -> None:
-        self.timed_out_clients.append(client_id)
-        self._remove_client(client_id)
-        length = encode_client_timeout(self._scratch, 0, client_id=client_id)
-        self._transmit(ON_CLIENT_TIMEOUT, length)
-
-    def _remove_client(self, client_id: int) -> None:
-        counter_id = self.clients.pop(client_id, None)
-        if counter_id is not None:
-            self.counters.free(counter_id)
-        for correlation_id, (owner, publication) in list(self.publication_links.items()):
-            if owner == client_id:
-                del self.publication_links[correlation_id]
-                self._release_publication(publication)
-        for registration_id, subscription in list(self.subscriptions.items()):
-            if subscription.client_id == client_id:
-                del self.subscriptions[registration_id]
-                self._drop_subscription(subscription)
-        for registration_id, (owner, counter_id) in list(self.client_counters.items()):
-            if owner == client_id:
-                del self.client_counters[registration_id]
-                self.counters.free(counter_id)
-
-    def _link(self, publication: FakePublication, subscription: FakeSubscription) -> None:
-        if subscription.registration_id in publication.images:
-            return
-        join_position = publication.producer_position()
-        label = (
-            f"sub-pos: {subscription.registration_id} {publication.session_id} "
-            f"{publication.stream_id} {publication.channel} @{join_position}"
-        )
-        counter_id = self.counters.allocate(
-            label,
-            SUBSCRIBER_POSITION_TYPE_ID,
-            _stream_key(
-                subscription.registration_id,
-                publication.session_id,
-                publication.stream_id,
-                publication.channel,
-            ),
-            registration_id=subscription.registration_id,
-            owner_id=subscription.client_id,
-        )
-        self.counters.set_counter_value(counter_id, join_position)
-        publication.images[subscription.registration_id] = counter_id
-        length = encode_image_buffers_ready(
-            self._scratch,
-            0,
-            correlation_id=publication.registration_id,
-            session_id=publication.session_id,
-            stream_id=publication.stream_id,
-            subscriber_registration_id=subscription.registration_id,
-            subscriber_position_id=counter_id,
-            log_file_name=str(publication.path),
-            source_identity=IPC_SOURCE_IDENTITY,
-        )
-        self._transmit(ON_AVAILABLE_IMAGE, length)
-
-    def _unlink(self, publication: FakePublication, subscription_id: int, counter_id: int) -> None:
-        del publication.images[subscription_id]
-        self.counters.free(counter_id)
-        length = encode_image_message(
-            self._scratch,
-            0,
-            correlation_id=publication.registration_id,
-            subscription_registration_id=subscription_id,
-            stream_id=publication.stream_id,
-            channel=publication.channel,
-        )
-        self._transmit(ON_UNAVAILABLE_IMAGE, length)
-
-    def _update_limits(self) -> None:
-        get_value = self.counters.get_counter_value
-        for publication in self.publications.values():
-            meta = publication.log_buffers.meta_data_buffer
-            if not publication.images:
-                set_is_connected(meta, False)
-                continue
-            set_is_connected(meta, True)
-            slowest = min(get_value(counter_id) for counter_id in publication.images.values())
-            publication.clean_to(slowest - publication.log_buffers.term_length)
-            if publication.limit_frozen:
-                continue
-            limit = slowest + publication.term_window_length
-            if limit > get_value(publication.limit_counter_id):
-                self.counters.set_counter_value(publication.limit_counter_id, limit)
-
-    def _drain_ended_publications(self) -> int:
-        work = 0
-        get_value = self.counters.get_counter_value
-        for registration_id, publication in list(self.publications.items()):
-            eos = publication.end_of_stream_position
-            if eos == MAX_POSITION:
-                continue
-            if all(get_value(counter_id) >= eos for counter_id in publication.images.values()):
-                for subscription_id, counter_id in list(publication.images.items()):
-                    self._unlink(publication, subscription_id, counter_id)
-                self.counters.free(publication.limit_counter_id)
-                del self.publications[registration_id]
-                publication.log_buffers.close()
-                publication.path.unlink(missing_ok=True)
-                work += 1
-        return work
-
-    # ----------------------------------------------------------------------------------------
-    # Responses
-
-    def _parse_ipc(self, correlation_id: int, channel: str) -> ChannelUri | None:
-        try:
-            uri = ChannelUri.parse(channel)
-        except ChannelUriError as error:
-            self._error(correlation_id, ErrorCode.INVALID_CHANNEL, str(error))
-            return None
-        if not uri.is_ipc:
-            self._error(
-                correlation_id,
-                ErrorCode.INVALID_CHANNEL,
-                f"fake driver supports aeron:ipc only: channel={channel}",
-            )
-            return None
-        return uri
-
-    def _error(self, correlation_id: int, code: int, message: str) -> None:
-        length = encode_error_response(
-            self._scratch,
-            0,
-            offending_command_correlation_id=correlation_id,
-            error_code=int(code),
-            error_message=message,
-        )
-        self._transmit(ON_ERROR, length)
-
-    def _success(self, correlation_id: int) -> None:
-        length = encode_operation_succeeded(self._scratch, 0, correlation_id=correlation_id)
-        self._transmit(ON_OPERATION_SUCCESS, length)
-
-    def _transmit(self, type_id: int, length: int) -> None:
-        self.to_clients.transmit(type_id, self._scratch, 0, length)
-
-
-def _same_channel(a: str, b: str) -> bool:
-    return a.split("?", 1)[0] == b.split("?", 1)[0]
-
-
-def _matches(publication: FakePublication, subscription: FakeSubscription) -> bool:
-    return (
-        publication.stream_id == subscription.stream_id
-        and publication.end_of_stream_position == MAX_POSITION
-        and _same_channel(publication.channel, subscription.channel)
-    )
-
-
-def _stream_key(registration_id: int, session_id: int, stream_id: int, channel: str) -> bytes:
-    encoded = channel.encode("ascii", "replace")[: 112 - _KEY.size]
-    return _KEY.pack(registration_id, session_id, stream_id, len(encoded)) + encoded

@@ -11,13 +11,13 @@ from aeromq.transport import (
     InvalidMessageTypeError,
     MessageTooLongError,
 )
-from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.concurrent.action import Action
-from aeromq.transport.concurrent.ring_buffer import (
+from aeromq.transport.concurrent import (
     INSUFFICIENT_CAPACITY,
+    AtomicBuffer,
     ManyToOneRingBuffer,
     OneToOneRingBuffer,
 )
+from aeromq.transport.concurrent.action import Action
 from aeromq.transport.concurrent.ring_buffer_descriptor import (
     CONSUMER_HEARTBEAT_OFFSET,
     HEAD_CACHE_POSITION_OFFSET,

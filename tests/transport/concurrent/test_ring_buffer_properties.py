@@ -9,13 +9,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.concurrent.action import Action
-from aeromq.transport.concurrent.ring_buffer import (
+from aeromq.transport.concurrent import (
     INSUFFICIENT_CAPACITY,
+    AtomicBuffer,
     ManyToOneRingBuffer,
     OneToOneRingBuffer,
 )
+from aeromq.transport.concurrent.action import Action
 from aeromq.transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
 
 Message = tuple[int, bytes]

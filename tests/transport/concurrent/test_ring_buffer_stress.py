@@ -12,8 +12,12 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
-from aeromq.transport.concurrent import AtomicBuffer, MappedFile
-from aeromq.transport.concurrent.ring_buffer import INSUFFICIENT_CAPACITY, ManyToOneRingBuffer
+from aeromq.transport.concurrent import (
+    INSUFFICIENT_CAPACITY,
+    AtomicBuffer,
+    ManyToOneRingBuffer,
+    MappedFile,
+)
 from aeromq.transport.concurrent.ring_buffer_descriptor import TRAILER_LENGTH
 
 CAPACITY = 64 * 1024

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aeromq.transport._errors import ChannelUriError, ConfigurationError
-from aeromq.transport.channel_uri import ChannelUri, resolve_socket_address
+from aeromq.transport.channel_address import resolve_socket_address
+from aeromq.transport.channel_uri import ChannelUri
 
 __all__ = ["Sockaddr", "UdpChannel", "format_sockaddr"]
 
