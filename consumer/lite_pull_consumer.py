@@ -28,7 +28,7 @@ delivered twice then: the new owner pulls once the broker grants it the queue, w
 soon as the previous owner committed and released it, or left the group (see
 ``aeromq.consumer.rebalance``).
 
-Messages travel as record batches (``common/_record_batch.py``): ``poll`` returns
+Messages travel as record batches (``common/record_batch/``): ``poll`` returns
 ``MessageExt``\ s that read their fields from the pulled bytes when asked, and ``poll_batch``
 returns the same messages as one :class:`~consumer.MessageBatch` of numpy columns and Arrow
 buffers, with no Python object per message (the path of the Spark connector). A pulled batch

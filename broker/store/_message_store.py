@@ -1,6 +1,6 @@
 """The message store facade that the broker service calls (RocketMQ's ``DefaultMessageStore``).
 
-A put appends one record batch (``common/_record_batch.py``, as the producer encoded it) to
+A put appends one record batch (``common/record_batch/``, as the producer encoded it) to
 the commit log and dispatches it to the consume queue (one numpy write for all its records)
 and the index at once, under one put lock; under SYNC flush a put returns once its bytes are
 durable (group commit). A batch is visible to gets (and wakes long polls) as soon as it is
@@ -57,7 +57,7 @@ from aeromq.broker.store._retention import RetentionReport, run_retention
 from aeromq.broker.store._scheduler import Duty, Scheduler
 from aeromq.broker.store._topic_config import TopicConfigManager
 from aeromq.common import is_valid_topic_name
-from aeromq.common._record_batch import (
+from aeromq.common.record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
     RECORD_COUNT_OFFSET,
@@ -225,7 +225,7 @@ class MessageStore:
     def put_batch(
         self, batch: bytes | bytearray | memoryview, topic: str, queue_id: int
     ) -> PutMessageResult:
-        """Append one record batch (``common/_record_batch.py``) of (topic, queue id), which
+        """Append one record batch (``common/record_batch/``) of (topic, queue id), which
         the caller has checked (``check_batch``); under SYNC flush, return once it is durable
         (else ``FLUSH_DISK_TIMEOUT``).
 

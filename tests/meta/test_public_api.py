@@ -20,6 +20,7 @@ PACKAGES = [
     "aeromq.transport.driver",
     "aeromq.transport.tools",
     "aeromq.common",
+    "aeromq.common.record_batch",
     "aeromq.client",
     "aeromq.consumer",
     "aeromq.consumer.allocate",
