@@ -27,7 +27,8 @@
 
 #include "../../common/record_batch/record_batch.h"
 
-#define ENTRY_LENGTH 20 /* a consume-queue entry (_consume_queue.py): i64 position, i32 size, i64 tag */
+/* a consume-queue entry (ENTRY_DTYPE of _consume_queue.py): i64 position, i32 size, i64 tag */
+#define ENTRY_LENGTH 20
 
 /* take(entries, view, view_length, file_start, topic, queue_id, first_offset, max_bytes)
  *   -> (count, total_bytes, last_position, full, pieces) | None
