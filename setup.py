@@ -1,16 +1,20 @@
 """Build hook for the four native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
 operations on shared memory), ``aeromq.transport.logbuffer._gather`` (a vectored offer's check
-and frame-by-frame copy), ``aeromq.common._batch_native`` (the record batch's encoder and
-checker) and ``aeromq.consumer._columns_native`` (a pull answer's batches read into columns).
+and frame-by-frame copy), ``aeromq.common.record_batch._native`` (the record batch's passes:
+encode, check, merge, a pull answer's batches read into columns, their spans gathered into
+Arrow's layout) and ``aeromq.broker.store._batch_take`` (the first window of the broker's
+unfiltered get).
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
-``transport/logbuffer/_gather.c``, ``common/_batch_native.c`` and ``consumer/_columns_native.c``
+``transport/logbuffer/_gather.c``, ``common/record_batch/_native.c`` (one file per role beside
+it, the layout in ``common/record_batch/record_batch.h``) and ``broker/store/_batch_take.c``
 for why each module exists and what it does.
 """
 
 from setuptools import Extension, setup
 
 _FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]
+_RECORD_BATCH = "common/record_batch/"
 
 setup(
     ext_modules=[
@@ -25,15 +29,27 @@ setup(
             extra_compile_args=_FLAGS,
         ),
         Extension(
-            "aeromq.common._batch_native",
-            sources=["common/_batch_native.c"],
-            depends=["common/_crc32.h"],
-            extra_compile_args=_FLAGS,
+            "aeromq.common.record_batch._native",
+            sources=[
+                _RECORD_BATCH + name
+                for name in (
+                    "_native.c",
+                    "_crc32.c",
+                    "_encoder.c",
+                    "_checker.c",
+                    "_merger.c",
+                    "_reader.c",
+                    "_gather.c",
+                )
+            ],
+            depends=[_RECORD_BATCH + name for name in ("record_batch.h", "_native.h", "_crc32.h")],
+            # one module of several files: their shared symbols stay inside it
+            extra_compile_args=[*_FLAGS, "-fvisibility=hidden"],
         ),
         Extension(
-            "aeromq.consumer._columns_native",
-            sources=["consumer/_columns_native.c"],
-            depends=["common/_crc32.h"],
+            "aeromq.broker.store._batch_take",
+            sources=["broker/store/_batch_take.c"],
+            depends=[_RECORD_BATCH + "record_batch.h"],
             extra_compile_args=_FLAGS,
         ),
     ]

@@ -25,8 +25,10 @@ I/O here.
   broker's half of a rebalance hand-over: acquire before the first pull, release on commit).
 - ``_latency``: :class:`LatencyHistogram`, durations in fixed buckets, for the broker's and the
   clients' metrics.
-- ``_record_batch``: the record batch, the one binary form of messages from the producer's
-  send through the commit log to the consumer's pull.
+- ``record_batch``: the record batch, the one binary form of messages from the producer's
+  send through the commit log to the consumer's pull (a public subpackage: its layout, its C
+  passes and their Python references, the pull-answer reader); the names below are its most
+  used, re-exported.
 """
 
 from __future__ import annotations
@@ -129,28 +131,6 @@ from aeromq.common._properties import (
 )
 from aeromq.common._pull_answer import PullAnswer
 from aeromq.common._queue_holders import QueueHolders
-from aeromq.common._record_batch import (
-    BATCH_MAGIC,
-    FIXED_HEADER_LENGTH,
-    HEADER_DTYPE,
-    HEADER_STRUCT,
-    MAX_FRAMING_BYTES,
-    RECORD_OVERHEAD,
-    BatchCheck,
-    RecordBatch,
-    batch_header_length,
-    check_batch,
-    columns_struct,
-    encode_batch,
-    join_tag,
-    merge_batches,
-    pack_host_field,
-    patch_batch,
-    read_total_length,
-    split_tag,
-    stored_properties,
-    unpack_host_field,
-)
 from aeromq.common._response_code import (
     ResponseCode,
 )
@@ -182,6 +162,28 @@ from aeromq.common._validators import (
     is_valid_group_name,
     is_valid_topic_name,
     tag_problem,
+)
+from aeromq.common.record_batch import (
+    BATCH_MAGIC,
+    FIXED_HEADER_LENGTH,
+    HEADER_DTYPE,
+    HEADER_STRUCT,
+    MAX_FRAMING_BYTES,
+    RECORD_OVERHEAD,
+    BatchCheck,
+    RecordBatch,
+    batch_header_length,
+    check_batch,
+    columns_struct,
+    encode_batch,
+    join_tag,
+    merge_batches,
+    pack_host_field,
+    patch_batch,
+    read_total_length,
+    split_tag,
+    stored_properties,
+    unpack_host_field,
 )
 
 __all__ = [

@@ -18,10 +18,11 @@ __all__ = ["NATIVE_MODULES", "missing_native_modules"]
 NATIVE_MODULES: Final = (
     "aeromq.transport.concurrent._atomic",
     "aeromq.transport.logbuffer._gather",
-    "aeromq.common._batch_native",
-    "aeromq.consumer._columns_native",
+    "aeromq.common.record_batch._native",
+    "aeromq.broker.store._batch_take",
 )
-"""The native helpers, by module name (their sources: the same path with ``.c``)."""
+"""The native helpers, by module name (their sources: the same path with ``.c``; the record
+batch's has one file per role beside it)."""
 
 
 def missing_native_modules() -> list[str]:

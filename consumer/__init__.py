@@ -1,7 +1,8 @@
 r"""aeromq's consumer: RocketMQ's ``DefaultLitePullConsumer`` and its internals
 (``docs/lite-pull-consumer.md``): the consumer, its configuration, offset stores and
 the queue allocation strategies. Pulled messages arrive as :class:`MessageBatch`\ es over the
-stored record batches: ``poll()`` gives them as messages, ``poll_batch()`` as columns.
+stored record batches: ``poll()`` gives them as messages, ``poll_batch()`` as columns;
+:func:`read_pulled_batches` reads a raw pull answer into one (the Spark connector's reads).
 
 The modules, by role (as aiokafka splits its consumer):
 
@@ -21,6 +22,7 @@ The modules, by role (as aiokafka splits its consumer):
   ``_grpc_broker_api`` (over gRPC and the transport); ``testing`` (an in-memory broker).
 """
 
+from aeromq.consumer._batch_message import BatchMessageExt
 from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, QueueGrant
 from aeromq.consumer._hooks import ConsumeMessageContext, ConsumeMessageHook
 from aeromq.consumer._metrics import ConsumerMetrics
@@ -42,7 +44,7 @@ from aeromq.consumer.config import (
     SubscriptionType,
 )
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
-from aeromq.consumer.message_batch import BatchMessageExt, MessageBatch
+from aeromq.consumer.message_batch import MessageBatch, read_pulled_batches
 from aeromq.consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -87,4 +89,5 @@ __all__ = [
     "SubscriptionType",
     "TopicMessageQueueChangeListener",
     "ValueDeserializer",
+    "read_pulled_batches",
 ]

@@ -7,7 +7,7 @@
 - Pulls go over the transport session with that broker (:class:`client.BrokerSessions`)
   as ``PullMessage`` requests answered asynchronously: the callback runs on the session's
   poller thread. The answer's record batches are checked and cut to what was asked
-  (:mod:`consumer._pulled`) into a :class:`~consumer.message_batch.MessageBatch`: no object per
+  (``read_pulled_batches``) into a :class:`~consumer.message_batch.MessageBatch`: no object per
   message. A pull to a broker without an open session connects on a background thread, so a
   slow or absent broker never blocks the consumer's scheduler.
 - Membership: the consumer registers with every broker of its subscribed topics (one
@@ -50,9 +50,8 @@ from aeromq.consumer._broker_api import (
     PullStatus,
     QueueGrant,
 )
-from aeromq.consumer._pulled import read_pulled_batches
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
-from aeromq.consumer.message_batch import MessageBatch
+from aeromq.consumer.message_batch import MessageBatch, read_pulled_batches
 from aeromq.proto import admin_pb2, consumer_group_pb2, messages_pb2
 
 __all__ = ["GrpcBrokerApi", "heartbeat_request"]

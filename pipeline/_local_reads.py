@@ -20,7 +20,7 @@ The exchange, per session (``proto/session.proto``, ``proto/messages.proto``)::
 
 The reader maps the commit log file that holds each range (read-only, kept for the next
 answers) and reads the batches there with the consumer's one C pass
-(:func:`consumer._pulled.read_pulled_batches` with ``ranges``): their CRCs, queue, topic and
+(:func:`consumer.read_pulled_batches` with ``ranges``): their CRCs, queue, topic and
 lengths are checked exactly as for a pull through the transport, and no copy of the batches is
 made at all (the record batch's Arrow columns are gathered from the mapping).
 
@@ -57,8 +57,7 @@ from typing import Final
 import numpy as np
 
 from aeromq.client import CorruptMessageError, MessageQueue
-from aeromq.consumer import MessageBatch
-from aeromq.consumer._pulled import read_pulled_batches
+from aeromq.consumer import MessageBatch, read_pulled_batches
 
 __all__ = ["MAPPED_FILES_MAX", "CommitLogFiles", "commit_log_files"]
 

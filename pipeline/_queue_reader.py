@@ -9,7 +9,7 @@ queues). It pulls straight on a transport session with the broker (IPC on the br
 the process's session, kept from one read to the next, :mod:`pipeline._reader_sessions`),
 several pulls in flight one after another along the range; its own thread reads the answers
 (sleeping on the session's doorbell until the broker rings), and reads each answer's stored
-record batches with the consumer's reader (:func:`consumer._pulled.read_pulled_batches`: a
+record batches with the consumer's reader (:func:`consumer.read_pulled_batches`: a
 one C pass per answer). On the broker's host the batches are read where they are stored: the
 answer says where they are in the broker's commit log files, and the reader reads them there
 (:mod:`pipeline._local_reads`; ``local_reads``, the ``localReads`` option). Otherwise they
@@ -56,8 +56,7 @@ from aeromq.common import (
     ClientError,
     PullAnswer,
 )
-from aeromq.consumer import MessageBatch
-from aeromq.consumer._pulled import read_pulled_batches
+from aeromq.consumer import MessageBatch, read_pulled_batches
 from aeromq.pipeline._errors import DataLossError, ReadTimeoutError
 from aeromq.pipeline._local_reads import CommitLogFiles, commit_log_files
 from aeromq.pipeline._options import MAX_PULL_BATCH_SIZE

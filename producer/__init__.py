@@ -4,7 +4,7 @@
 selection (round robin, by key hash, random, or your own selector), retries on another queue or
 broker, unique message ids, a client-side max message size. Routes come from brokers or name
 servers over gRPC, or from a :class:`StaticRoute`. Each send is one record batch, encoded once
-(:mod:`common._record_batch`); a batch's :class:`SendResults` are made as they are read. ``aeromq produce`` is the command line.
+(:mod:`common.record_batch`); a batch's :class:`SendResults` are made as they are read. ``aeromq produce`` is the command line.
 """
 
 from aeromq.producer._answers import SendCallback

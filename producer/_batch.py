@@ -1,7 +1,7 @@
 """A send's record batch and its results: the producer's side of the record batch format.
 
 :func:`encode_messages` turns the messages of one send into one record batch
-(:mod:`common._record_batch`), once: a retry sends the same bytes (the broker patches the queue
+(:mod:`common.record_batch`), once: a retry sends the same bytes (the broker patches the queue
 id it stores them under). :class:`SendResults` is the answer of a batch, whose broker said only
 where the batch starts; each :class:`SendResult` is made when it is read.
 """

@@ -3,7 +3,7 @@
 isort:skip_file
 The data plane: SendMessage and PullMessage. These travel in the transport session envelope
 (session.proto) on the broker's ingress and response channels. Messages themselves are not
-protobuf: they travel as record batches (the binary format of aeromq/common/_record_batch.py),
+protobuf: they travel as record batches (the binary format of aeromq/common/record_batch/),
 the same bytes from the producer's send through the commit log to the consumer's pull; these
 messages carry only the control fields around them.
 """

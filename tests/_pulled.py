@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from aeromq.client import MessageQueue, build_subscription_data
 from aeromq.common import PullAnswer
-from aeromq.consumer import MessageBatch
-from aeromq.consumer._pulled import read_pulled_batches
+from aeromq.consumer import MessageBatch, read_pulled_batches
 from aeromq.proto import messages_pb2
 
 

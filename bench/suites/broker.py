@@ -87,7 +87,7 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
 
     from aeromq.client import MessageQueue
     from aeromq.client.session import ClientSession, SessionConfig
-    from aeromq.consumer._pulled import read_pulled_batches
+    from aeromq.consumer import read_pulled_batches
     from aeromq.proto import messages_pb2
     from aeromq.transport.client import Aeron, AeronContext
 

@@ -33,7 +33,7 @@ from aeromq.broker.store import (
     StoreConfig,
 )
 from aeromq.common import tag_hash_code
-from aeromq.common._record_batch import encode_batch
+from aeromq.common.record_batch import encode_batch
 from bench._harness import Result, Target, case_rows, figure, isolated, latency_summary, ratio_of
 
 TOPIC = "BenchTopic"

@@ -24,7 +24,7 @@ OFFSET_ILLEGAL  below the queue's min (next = min), beyond its max (next = max),
 ``max_pull_messages`` messages and about ``max_pull_bytes`` (a request may ask for less; one
 stored batch is always returned however large).
 
-A FOUND answer carries the stored record batches (:mod:`common._record_batch`) that hold the
+A FOUND answer carries the stored record batches (:mod:`common.record_batch`) that hold the
 messages found, as the commit log holds them: a view of each in the mapped commit log, written
 into the transport from there (no join, no decode, no object per message, no protobuf copy; a
 SQL92 answer is joined once). The last batch goes whole: when the count cap falls inside it,
@@ -77,7 +77,7 @@ from aeromq.common import (
     read_total_length,
     stored_properties,
 )
-from aeromq.common._record_batch import BASE_PHYSICAL_OFFSET_OFFSET
+from aeromq.common.record_batch import BASE_PHYSICAL_OFFSET_OFFSET
 from aeromq.proto import messages_pb2
 
 __all__ = [

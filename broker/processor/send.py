@@ -5,7 +5,7 @@ Carrier-independent: :meth:`SendProcessor.process` takes a ``SendMessageRequest`
 refused, else from the store's group-commit thread once the bytes are durable (SYNC flush). The
 caller never blocks on the disk.
 
-A request carries one record batch (:mod:`common._record_batch`), which the producer encoded
+A request carries one record batch (:mod:`common.record_batch`), which the producer encoded
 once: it is checked in one pass in C (:func:`~common.check_batch`: framing, the CRC, the
 topic, body sizes, tags and their hash column, properties), handed to the store as bytes (one
 copy into the commit log, broker fields patched in the header) and answered with the batch's

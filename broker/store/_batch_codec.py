@@ -1,4 +1,4 @@
-"""Between the store's message objects and record batches (``common/_record_batch.py``):
+"""Between the store's message objects and record batches (``common/record_batch/``):
 ``InboundMessage``s into one batch (``put_messages``, for tests and tools), a stored batch's
 records into ``StoredMessage``s (``get_messages``, lookups), and the keys a batch's records
 are indexed under. No I/O here; the produce and pull paths never come through this module.
@@ -15,7 +15,7 @@ import numpy as np
 from aeromq.broker.store._message import InboundMessage, StoredMessage, index_keys
 from aeromq.broker.store._results import PutMessageStatus
 from aeromq.common import decode_properties, split_tag, stored_properties
-from aeromq.common._record_batch import MAX_PROPERTIES_LENGTH, RecordBatch, encode_batch
+from aeromq.common.record_batch import MAX_PROPERTIES_LENGTH, RecordBatch, encode_batch
 
 __all__ = ["MAX_PROPERTIES_LENGTH", "batch_keys", "decode_record", "encode_messages"]
 

@@ -1,6 +1,6 @@
 """The commit log: every record batch of every topic, appended in order to mapped segments.
 
-A segment holds whole record batches (``common/_record_batch.py``) back to back, exactly as
+A segment holds whole record batches (``common/record_batch/``) back to back, exactly as
 producers encoded them, with the broker's fields patched into each header. A batch never spans
 two segments: when the next one does not fit (with room for a blank), the rest of the segment
 is one blank filler, and the batch starts the next segment. Never-written space is zeros.
@@ -54,7 +54,7 @@ from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
 from aeromq.common import LatencyHistogram
-from aeromq.common._record_batch import (
+from aeromq.common.record_batch import (
     BASE_QUEUE_OFFSET_OFFSET,
     BATCH_MAGIC,
     CRC_START,

@@ -1,6 +1,6 @@
 """The message store facade that the broker service calls (RocketMQ's ``DefaultMessageStore``).
 
-A put appends one record batch (``common/_record_batch.py``, as the producer encoded it) to
+A put appends one record batch (``common/record_batch/``, as the producer encoded it) to
 the commit log and dispatches it to the consume queue (one numpy write for all its records)
 and the index at once, under one put lock; under SYNC flush a put returns once its bytes are
 durable (group commit). A batch is visible to gets (and wakes long polls) as soon as it is

@@ -1,7 +1,7 @@
 """The message store's put path: a record batch checked, appended to the commit log and
 dispatched to its consume queue and the index, under one put lock.
 
-A put appends one record batch (``common/_record_batch.py``, as the producer encoded it) to
+A put appends one record batch (``common/record_batch/``, as the producer encoded it) to
 the commit log and dispatches it to the consume queue (one numpy write for all its records)
 and the index at once; under SYNC flush a put returns once its bytes are durable (group
 commit: :meth:`PutPath.put_batch` waits, :meth:`PutPath.put_batch_async` calls back). A batch
@@ -28,7 +28,7 @@ from aeromq.broker.store._message import InboundMessage
 from aeromq.broker.store._results import PutMessageResult, PutMessageStatus
 from aeromq.broker.store._store_parts import StoreParts
 from aeromq.common import is_valid_topic_name
-from aeromq.common._record_batch import (
+from aeromq.common.record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
     RECORD_COUNT_OFFSET,
@@ -55,7 +55,7 @@ class PutPath(StoreParts):
     def put_batch(
         self, batch: bytes | bytearray | memoryview, topic: str, queue_id: int
     ) -> PutMessageResult:
-        """Append one record batch (``common/_record_batch.py``) of (topic, queue id), which
+        """Append one record batch (``common/record_batch/``) of (topic, queue id), which
         the caller has checked (``check_batch``); under SYNC flush, return once it is durable
         (else ``FLUSH_DISK_TIMEOUT``).
 

@@ -30,7 +30,7 @@ from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._message import StoredMessage
 from aeromq.broker.store._queue_table import ConsumeQueueTable
 from aeromq.broker.store._results import GetMessageResult, GetMessageStatus
-from aeromq.common._record_batch import (
+from aeromq.common.record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
     HEADER_DTYPE,
@@ -40,7 +40,7 @@ from aeromq.common._record_batch import (
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_COUNT", "MessageReader"]
 
 try:
-    from aeromq.common import _batch_native as _native
+    from aeromq.broker.store import _batch_take as _native
 except ImportError:  # not built: the numpy steps
     _native = None  # type: ignore[assignment]
 
@@ -264,7 +264,7 @@ class MessageReader:
         max_bytes: int,
         pieces: list[memoryview],
     ) -> tuple[int, int, int, bool] | None:
-        """:meth:`_take_checked_py` in one C pass (``common/_batch_native.c``, ``take``) when
+        """:meth:`_take_checked_py` in one C pass (``broker/store/_batch_take.c``, ``take``) when
         it is built: the same result, without its fixed cost of some 25 numpy steps (about
         25 us, most of a small pull's)."""
         if _native is None:

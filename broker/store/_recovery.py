@@ -31,7 +31,7 @@ from aeromq.broker.store._commit_log import BATCH_HEAD, CommitLog, LogCheck, che
 from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._queue_table import ConsumeQueueTable
 from aeromq.common import is_valid_topic_name
-from aeromq.common._record_batch import FIXED_HEADER_LENGTH, batch_header_length
+from aeromq.common.record_batch import FIXED_HEADER_LENGTH, batch_header_length
 
 __all__ = ["RecoveryReport", "recover"]
 

@@ -1,6 +1,7 @@
-"""The C encoder and checker of record batches (``common/_batch_native.c``) agree with the
-Python reference (``encode_batch_py``, ``check_batch_py``) on valid batches and on every kind of
-broken one; ``encode_batch`` and ``check_batch`` go through C."""
+"""The C encoder, checker and merger of record batches (``common/record_batch/_encoder.c``,
+``_checker.c``, ``_merger.c``) agree with the Python reference (``encode_batch_py``,
+``check_batch_py``, ``merge_batches_py``) on valid batches and on every kind of broken one;
+``encode_batch`` and ``check_batch`` go through C."""
 
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from aeromq.common import _batch_native as native
-from aeromq.common import _record_batch
-from aeromq.common._record_batch import (
+from aeromq.common import hash_code
+from aeromq.common.record_batch import (
     CRC_OFFSET,
     CRC_START,
     RECORD_COUNT_OFFSET,
@@ -23,9 +23,14 @@ from aeromq.common._record_batch import (
     batch_header_length,
     check_batch,
     check_batch_py,
+    checker,
     encode_batch,
     encode_batch_py,
+    encoder,
+    merge_batches_py,
+    merger,
 )
+from aeromq.common.record_batch import _native as native
 
 TOPIC = b"TopicTest"
 HOST = bytes((127, 0, 0, 1)) + struct.pack("<i", 10911)
@@ -218,7 +223,7 @@ def test_should_judge_tag_bytes_as_pythons_utf8_decoder_does(
 ) -> None:
     data = encode_batch_py(TOPIC, [b"x"], ["a" * len(tag)])
     data[-len(tag) :] = tag
-    hashed = _record_batch.hash_code(tag.decode()) if expected is BatchCheck.OK else 0
+    hashed = hash_code(tag.decode()) if expected is BatchCheck.OK else 0
     struct.pack_into("<q", data, batch_header_length(len(TOPIC)), hashed)
     _recrc(data)
     assert _codes(data) == (expected, expected)
@@ -269,7 +274,7 @@ def test_should_raise_the_same_error_in_c_as_in_python_for_values_that_cannot_be
 
 
 def test_should_use_the_native_module_when_it_is_built() -> None:
-    assert _record_batch._native is native
+    assert encoder._native is checker._native is merger._native is native
 
 
 @pytest.mark.parametrize("bodies", [[b""], [b"", b"x"], [b"x", b""], [b"x", b"", b"y"]])
@@ -317,7 +322,7 @@ def _mergeable(draw: st.DrawFn) -> list[bytes]:
 @given(_mergeable())
 def test_should_merge_the_same_bytes_in_c_as_in_python(batches: list[bytes]) -> None:
     merged = native.merge(batches)
-    assert merged == _record_batch.merge_batches_py(batches)
+    assert merged == merge_batches_py(batches)
     assert merged is not None
     assert check_batch(merged, topic=TOPIC)[0] is BatchCheck.OK
 
@@ -326,7 +331,7 @@ def test_should_not_merge_born_times_an_i32_apart_in_c_as_in_python() -> None:
     early = bytes(encode_batch(TOPIC, [b"a"], born_timestamp_ms=0, born_host=HOST))
     late = bytes(encode_batch(TOPIC, [b"b"], born_timestamp_ms=2**31, born_host=HOST))
     assert native.merge([early, late]) is None
-    assert _record_batch.merge_batches_py([early, late]) is None
+    assert merge_batches_py([early, late]) is None
     assert native.merge([early, late[:-1] + b"c"]) is None  # any body, still too far apart
 
 
@@ -357,6 +362,6 @@ def test_should_write_and_check_zlibs_crc_on_either_crc_path(clmul: bool, body_l
         broken[-1] ^= 1
         assert check_batch(bytes(broken), topic=TOPIC)[0] is BatchCheck.BAD_CRC
         merged = native.merge([batch, batch])
-        assert merged is not None and merged == _record_batch.merge_batches_py([batch, batch])
+        assert merged is not None and merged == merge_batches_py([batch, batch])
     finally:
         native.use_clmul(was)

@@ -24,7 +24,7 @@ from aeromq.common import (
     patch_batch,
     read_total_length,
 )
-from aeromq.common._record_batch import (
+from aeromq.common.record_batch import (
     CRC_OFFSET,
     QUEUE_ID_OFFSET,
     RECORD_COUNT_OFFSET,

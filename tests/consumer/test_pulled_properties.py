@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from aeromq.client import CorruptMessageError, MessageQueue, build_subscription_data
 from aeromq.common import RecordBatch, encode_batch, patch_batch
-from aeromq.consumer._pulled import read_pulled_batches
+from aeromq.consumer import read_pulled_batches
 
 QUEUE = MessageQueue("TopicProps", "broker-a", 1)
 _TAGS = st.sampled_from([None, "a", "b", "tag-c"])

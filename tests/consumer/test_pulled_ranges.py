@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from aeromq.client import CorruptMessageError
 from aeromq.common import encode_batch, patch_batch
-from aeromq.consumer import _columns_native as native
-from aeromq.consumer import _pulled as pulled_module
-from aeromq.consumer._pulled import join_ranges, read_pulled_batches
-from tests.consumer.test_columns_native import (
+from aeromq.common.record_batch import _native as native
+from aeromq.common.record_batch import join_ranges
+from aeromq.common.record_batch import reader as pulled_reader
+from aeromq.consumer import read_pulled_batches
+from tests.common.test_record_batch_reader import (
     BORN_HOST,
     QUEUE,
     STORE_HOST,
@@ -64,7 +65,7 @@ def reader_module(request: pytest.FixtureRequest) -> Iterator[None]:
     """The C reader, then the numpy reference alone (the native module set aside)."""
     if request.param == "numpy":
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(pulled_module, "_native", None)
+            patch.setattr(pulled_reader, "_native", None)
             yield
     else:
         yield

@@ -36,7 +36,7 @@ def test_a_native_module_that_cannot_be_imported_is_reported_by_name() -> None:
         "import sys\n"
         "class Hide:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'aeromq.consumer._columns_native':\n"
+        "        if name == 'aeromq.common.record_batch._native':\n"
         "            raise ImportError(name)\n"
         "sys.meta_path.insert(0, Hide())\n"
         "from aeromq.common._native import missing_native_modules\n"
@@ -45,4 +45,4 @@ def test_a_native_module_that_cannot_be_imported_is_reported_by_name() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    assert out.stdout.strip() == "['aeromq.consumer._columns_native']"
+    assert out.stdout.strip() == "['aeromq.common.record_batch._native']"

@@ -21,6 +21,7 @@ PACKAGES = [
     "aeromq.transport.tools",
     "aeromq.transport.util",
     "aeromq.common",
+    "aeromq.common.record_batch",
     "aeromq.client",
     "aeromq.consumer",
     "aeromq.consumer.allocate",

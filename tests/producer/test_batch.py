@@ -76,7 +76,7 @@ def test_a_batch_whose_encoding_is_over_the_limit_is_refused_before_sending() ->
 def _reference(messages: list[Message], ids: list[str]) -> bytes:
     """The batch as the generic path spells it: each message's properties walked one by one."""
     from aeromq.common import split_tag
-    from aeromq.common._record_batch import encode_batch_py
+    from aeromq.common.record_batch import encode_batch_py
 
     tags, properties = zip(*[split_tag(m.properties) for m in messages], strict=True)
     flags = [m.flag for m in messages]

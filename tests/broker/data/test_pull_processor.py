@@ -14,8 +14,7 @@ from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.store import MessageStore, TopicConfig
 from aeromq.client import MessageQueue, MessageSelector, ResponseCode, build_subscription_data
 from aeromq.common import PERM_WRITE, PullAnswer
-from aeromq.consumer import MessageBatch
-from aeromq.consumer._pulled import read_pulled_batches
+from aeromq.consumer import MessageBatch, read_pulled_batches
 from aeromq.proto import messages_pb2
 
 from .conftest import TOPIC, Answers, pull_request, send_request

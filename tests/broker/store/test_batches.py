@@ -27,7 +27,7 @@ from aeromq.broker.store import (
 )
 from aeromq.broker.store._reader import MessageReader
 from aeromq.common import encode_properties, tag_hash_code
-from aeromq.common._record_batch import (
+from aeromq.common.record_batch import (
     BASE_PHYSICAL_OFFSET_OFFSET,
     BASE_QUEUE_OFFSET_OFFSET,
     FIXED_HEADER_LENGTH,

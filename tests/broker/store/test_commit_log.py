@@ -14,7 +14,7 @@ from aeromq.broker.store._commit_log import (
     check_at,
 )
 from aeromq.broker.store._message import pack_host
-from aeromq.common._record_batch import (
+from aeromq.common.record_batch import (
     BROKER_FIELDS_LENGTH,
     CRC_OFFSET,
     RecordBatch,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from aeromq.broker.store import MessageStore
 from aeromq.broker.store._commit_log import LogCheck, check_at
-from aeromq.common._record_batch import RecordBatch
+from aeromq.common.record_batch import RecordBatch
 
 from ._crash_child import QUEUES, TOPIC, crash_config
 from .conftest import crash

@@ -9,7 +9,7 @@ import pytest
 from aeromq.broker import StoreError
 from aeromq.broker.store import GetMessageStatus, InboundMessage, MessageStore
 from aeromq.broker.store._commit_log import OLD_RECORD_MAGIC, LogCheck
-from aeromq.common._record_batch import BATCH_MAGIC, RecordBatch, encode_batch, patch_batch
+from aeromq.common.record_batch import BATCH_MAGIC, RecordBatch, encode_batch, patch_batch
 
 from .conftest import ManualClock, crash, small_config
 

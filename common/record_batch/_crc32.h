@@ -1,16 +1,18 @@
 /*
- * common/_crc32.h: CRC-32 (zlib's: reflected polynomial 0xEDB88320) with PCLMULQDQ, for the C
- * helpers that check or write record batches (common/_batch_native.c, consumer/_columns_native.c).
+ * common/record_batch/_crc32.h: CRC-32 (zlib's: reflected polynomial 0xEDB88320) with
+ * PCLMULQDQ, for the passes of aeromq.common.record_batch._native that check or write record
+ * batches (_encoder.c, _checker.c, _merger.c, _reader.c).
  *
  * The folding method of Intel's white paper "Fast CRC Computation for Generic Polynomials Using
  * PCLMULQDQ" (the constants of zlib's and Chromium's SIMD CRC): four 128-bit lanes folded by
  * 512 bits, then by 128 bits, reduced to 32 bits (Barrett); the tail of under 16 bytes by a
  * table. About five times zlib.crc32's speed here. x86-64 with GCC or Clang only
  * (``CRC32_HAVE_CLMUL``), and used only when the CPU has PCLMULQDQ and SSE4.1
- * (``crc32_cpu_has_clmul``, checked at run time); otherwise each module calls Python's
- * ``zlib.crc32``. Header-only, ``static``: each extension module gets its own copy (and, included
- * after Python.h, its own ``crc32_clmul_on`` switch, ``crc32_module_init``, ``crc32_of`` with
- * the zlib fallback, and ``use_clmul`` function).
+ * (``crc32_cpu_has_clmul``, checked at run time); otherwise the module calls Python's
+ * ``zlib.crc32``. The hot path is here, ``static`` in each file that includes it
+ * (``crc32_of``, as each pass called it when it had its own copy); the state it reads (the
+ * table, the ``crc32_clmul_on`` switch, zlib.crc32 for the fallback) is the module's one copy,
+ * set up at import and switched by ``use_clmul`` in ``_crc32.c``.
  */
 #ifndef AEROMQ_CRC32_H
 #define AEROMQ_CRC32_H
@@ -91,35 +93,13 @@ crc32_fold(const unsigned char *buf, size_t length, uint32_t state)
 }
 #endif
 
-/* The reflected CRC-32 table (polynomial 0xEDB88320), for the tail after the folded part. */
-static uint32_t crc_table[256];
-
-static void
-crc_table_init(void)
-{
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-
-/* Whether this CPU runs the folding CRC (PCLMULQDQ and SSE4.1). */
-static int
-crc32_cpu_has_clmul(void)
-{
-#if CRC32_HAVE_CLMUL
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-#else
-    return 0;
-#endif
-}
+/* The reflected CRC-32 table (polynomial 0xEDB88320), for the tail after the folded part;
+ * filled once at import (_crc32.c). */
+extern uint32_t crc_table[256];
 
 #if CRC32_HAVE_CLMUL
-/* zlib.crc32 of ``length`` bytes by folding (only where crc32_cpu_has_clmul() said so; call
- * crc_table_init() once first). Needs no GIL. */
+/* zlib.crc32 of ``length`` bytes by folding (only where crc32_cpu_has_clmul() said so, after
+ * the table is filled). Needs no GIL. */
 static uint32_t
 crc32_clmul(const unsigned char *data, size_t length)
 {
@@ -138,25 +118,8 @@ crc32_clmul(const unsigned char *data, size_t length)
 #ifdef Py_PYTHON_H
 /* Whether the module's CRC is the folding one: set once at import (crc32_cpu_has_clmul), and by
  * use_clmul for the tests. */
-static int crc32_clmul_on = 0;
-static PyObject *crc32_zlib = NULL; /* zlib.crc32, the fallback */
-
-/* At the module's import: zlib.crc32 for the fallback, the table, the CPU check. 0, or -1 with
- * a Python error set. */
-static int
-crc32_module_init(void)
-{
-    PyObject *zlib = PyImport_ImportModule("zlib");
-    if (zlib == NULL)
-        return -1;
-    crc32_zlib = PyObject_GetAttrString(zlib, "crc32");
-    Py_DECREF(zlib);
-    if (crc32_zlib == NULL)
-        return -1;
-    crc_table_init();
-    crc32_clmul_on = crc32_cpu_has_clmul();
-    return 0;
-}
+extern int crc32_clmul_on;
+extern PyObject *crc32_zlib; /* zlib.crc32, the fallback */
 
 /* zlib.crc32 of ``length`` bytes, or -1 with a Python error set: folded when ``clmul`` (no GIL
  * needed), else a call of zlib.crc32 (the caller holds the GIL). */
@@ -180,19 +143,6 @@ crc32_of(const unsigned char *data, Py_ssize_t length, int clmul)
     if (value == (unsigned long)-1 && PyErr_Occurred())
         return -1;
     return (int64_t)(value & 0xFFFFFFFFu);
-}
-
-/* use_clmul(on) -> bool: whether the folding CRC was in use; it is from now on if ``on`` and
- * the CPU has PCLMULQDQ, else zlib.crc32 is (for the tests of both paths). */
-static PyObject *
-crc32_use_clmul(PyObject *Py_UNUSED(module), PyObject *arg)
-{
-    int on = PyObject_IsTrue(arg);
-    if (on < 0)
-        return NULL;
-    int was = crc32_clmul_on;
-    crc32_clmul_on = on && crc32_cpu_has_clmul();
-    return PyBool_FromLong(was);
 }
 #endif
 

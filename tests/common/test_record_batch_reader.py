@@ -1,7 +1,7 @@
-"""The native reader of pull answers (``consumer/_columns_native.c``) agrees with the numpy
-reference (``read_pulled_batches_py``, ``MessageBatch``'s numpy columns) on valid answers, cut
-anywhere and filtered any way, and on broken ones (the same typed error, naming the same
-offset); its CRC is zlib's."""
+"""The native reader of pull answers (``common/record_batch/_reader.c``) and its gathers
+(``_gather.c``) agree with the numpy reference (``read_pulled_chunk_py``, the numpy spans of
+``MessageBatch``'s columns) on valid answers, cut anywhere and filtered any way, and on broken
+ones (the same typed error, naming the same offset); its CRC is zlib's."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from aeromq.client import CorruptMessageError, MessageQueue, build_subscription_data
 from aeromq.common import encode_batch, patch_batch
-from aeromq.consumer import MessageBatch
-from aeromq.consumer import _columns_native as native
-from aeromq.consumer import message_batch as message_batch_module
-from aeromq.consumer._pulled import read_pulled_batches, read_pulled_batches_py
+from aeromq.common.record_batch import _native as native
+from aeromq.common.record_batch import read_pulled_chunk_py
+from aeromq.common.record_batch import spans as spans_module
+from aeromq.consumer import MessageBatch, read_pulled_batches
 
 TOPIC = "TopicNative"
 QUEUE = MessageQueue(TOPIC, "broker-a", 3)
@@ -31,6 +31,19 @@ BORN_HOST = socket.inet_aton("10.0.0.7") + struct.pack("<i", 0)
 TAGS = ["TagA", "TagB", "Tag\u00e9", None]
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def read_pulled_batches_py(
+    data: bytes,
+    queue: MessageQueue,
+    broker_name: str,
+    offset: int,
+    next_offset: int,
+    subscription: Any,
+) -> MessageBatch:
+    """``read_pulled_batches`` read by the numpy reference (``read_pulled_chunk_py``)."""
+    chunk = read_pulled_chunk_py(data, queue, broker_name, offset, next_offset, subscription)
+    return MessageBatch() if chunk is None else MessageBatch([chunk])
 
 
 @pytest.fixture(params=[True, False], ids=["clmul", "zlib"])
@@ -132,7 +145,7 @@ def _columns(batch: MessageBatch) -> dict[str, Any]:
 def _reference(batch: MessageBatch) -> dict[str, Any]:
     """:func:`_columns` made by the numpy reference (the native module set aside)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(message_batch_module, "_native", None)
+        patch.setattr(spans_module, "_native", None)
         return _columns(batch)
 
 

@@ -1,8 +1,13 @@
-from collections.abc import Sequence
-from typing import Any
+"""Types of ``aeromq.common.record_batch._native`` (see ``_native.c`` and the file of each
+function for what it does)."""
 
+from collections.abc import Sequence
+
+import numpy as np
 import numpy.typing as npt
 from typing_extensions import Buffer
+
+_Parts = list[tuple[Buffer, npt.NDArray[np.int64], npt.NDArray[np.int32]]]
 
 def check(
     data: Buffer,
@@ -29,15 +34,19 @@ def encode(
     /,
 ) -> bytearray: ...
 def merge(batches: Sequence[Buffer], /) -> bytes | None: ...
-def use_clmul(on: bool, /) -> bool: ...
-def take(
-    entries: npt.NDArray[Any] | Buffer,
-    view: memoryview,
-    view_length: int,
-    file_start: int,
-    topic: Buffer,
+def read(
+    data: Buffer,
     queue_id: int,
-    first_offset: int,
-    max_bytes: int,
-    /,
-) -> tuple[int, int, int, bool, list[memoryview]] | None: ...
+    topic: bytes,
+    offset: int,
+    next_offset: int,
+    ranges: Buffer | None = None,
+) -> tuple[int, int, bytes, bytes] | None: ...
+def gather(
+    parts: _Parts, count: int, null_empty: bool
+) -> tuple[bytes, bytes, bytes | None, int]: ...
+def find_property(
+    needle: bytes, parts: _Parts, count: int
+) -> tuple[bytes, bytes, bytes | None, int]: ...
+def crc32(data: Buffer) -> int: ...
+def use_clmul(on: bool, /) -> bool: ...

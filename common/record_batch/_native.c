@@ -1,0 +1,75 @@
+/*
+ * aeromq.common.record_batch._native: the record batch's passes in C, one file per role.
+ *
+ * Why it exists
+ * -------------
+ * Every message crosses a few loops over its batch's records: the producer encodes the batch
+ * (and merges waiting sends), the broker checks it before it appends the bytes, and a consumer
+ * checks each pulled batch again and reads its records into columns. In Python or numpy each
+ * costs a fixed number of calls per batch or per answer plus work per record; here each is one
+ * pass over the bytes, with no object per record (the figures are in each file).
+ *
+ * What it does
+ * ------------
+ *   encode(...)           _encoder.c: one batch of a send (``encoder.encode_batch``)
+ *   check(...)            _checker.c: 0 or the ``BatchCheck`` code of the first rule a batch
+ *                         breaks (``checker.check_batch``)
+ *   merge(batches)        _merger.c: one batch of several (``merger.merge_batches``)
+ *   read(...)             _reader.c: a pull answer's batches checked and read into columns
+ *                         (``reader.read_pulled_chunk``)
+ *   gather(...), find_property(...)
+ *                         _gather.c: spans of the records (bodies, tags, a property's values)
+ *                         in Arrow's binary layout (``spans``)
+ *   crc32(data), use_clmul(on)
+ *                         _crc32.c: the CRC as the passes compute it; whether the folding CRC
+ *                         was in use, and from now on only if ``on`` (the tests run both paths)
+ *
+ * Each Python module beside these files keeps the same pass in Python or numpy: the reference
+ * a test holds the C to (on valid input and on every kind of broken one), the fallback when
+ * this module is not built, and the words of a refusal (the cold path). The layout is
+ * ``record_batch.h`` (checked against ``descriptor.py``). Every read is bounds-checked against
+ * its buffer; bad input returns a code or raises, never crashes.
+ */
+#include "_native.h"
+
+static PyMethodDef methods[] = {
+    {"check", (PyCFunction)(void (*)(void))batch_check, METH_FASTCALL,
+     "check(data, topic, max_body_length, max_body_total, max_records, check_crc, "
+     "check_content) -> int: 0, or the BatchCheck code of the first rule broken."},
+    {"encode", (PyCFunction)(void (*)(void))batch_encode, METH_FASTCALL,
+     "encode(topic, bodies, tags, properties, property_lengths, flags, born_timestamp_ms, "
+     "born_deltas_ms, born_host, reconsume_times, attributes) -> bytearray: one batch."},
+    {"merge", (PyCFunction)batch_merge, METH_O,
+     "merge(batches) -> bytes | None: one batch of the records of batches (merge_batches)."},
+    {"read", (PyCFunction)(void (*)(void))columns_read, METH_FASTCALL,
+     "read(data, queue_id, topic, offset, next_offset) -> None, or (kept, capacity, columns, "
+     "headers): a pull answer's records in the range, as columns."},
+    {"gather", (PyCFunction)(void (*)(void))columns_gather, METH_FASTCALL,
+     "gather(parts, count, null_empty) -> (offsets, data, validity, null_count): spans in "
+     "Arrow's binary layout."},
+    {"find_property", (PyCFunction)(void (*)(void))columns_find_property, METH_FASTCALL,
+     "find_property(needle, parts, count) -> (offsets, data, validity, null_count): a "
+     "property's values in Arrow's string layout."},
+    {"crc32", (PyCFunction)columns_crc32, METH_O,
+     "crc32(data) -> int: zlib.crc32 of data, as the passes compute it."},
+    {"use_clmul", (PyCFunction)crc32_use_clmul, METH_O,
+     "use_clmul(on) -> bool: whether the PCLMULQDQ CRC was in use; from now on only if on "
+     "(and the CPU has it), else zlib.crc32."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "aeromq.common.record_batch._native",
+    "The record batch's passes in C (see common/record_batch/_native.c).",
+    -1,
+    methods,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    if (crc32_module_init() < 0 || encoder_module_init() < 0)
+        return NULL;
+    return PyModule_Create(&module_def);
+}

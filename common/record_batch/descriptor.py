@@ -1,0 +1,249 @@
+"""The record batch's layout: the one binary form of messages, from the producer's send through
+the commit log to the consumer's pull (Kafka's RecordBatch v2 in spirit). Constants and pure
+functions only, no I/O.
+
+A producer encodes the messages of one send, all of one topic and one queue, into one batch,
+once (:func:`~common.record_batch.encode_batch`). The broker checks it
+(:func:`~common.record_batch.check_batch`, one pass), writes the fields it assigns into the
+header in place (:func:`~common.record_batch.patch_batch`) and appends the bytes to its commit
+log as they are; a pull answers with the stored batches as they are, and the consumer reads them
+column by column (:func:`~common.record_batch.read_pulled_chunk`,
+:class:`~common.record_batch.RecordBatch`). Integers are little-endian.
+
+::
+
+     0                   1                   2                   3
+     0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+    +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    |                  Total Length (whole batch)                   |   0
+    +---------------------------------------------------------------+
+    |                       Magic ("AQB1")                          |   4
+    +---------------------------------------------------------------+ -
+    |                      Base Queue Offset                        |   8  ^
+    |                                                               |      |
+    +---------------------------------------------------------------+      |  written by
+    |                 Base Physical (Commit Log) Offset             |  16  |  the broker
+    |                                                               |      |  (zero from
+    +---------------------------------------------------------------+      |  the producer);
+    |                     Store Timestamp (ms)                      |  24  |  not under
+    |                                                               |      |  the CRC
+    +---------------------------------------------------------------+      |
+    |          Store Host (IPv4 address, then i32 port)             |  32  |
+    |                                                               |      |
+    +---------------------------------------------------------------+      |
+    |                          Queue Id                             |  40  v
+    +---------------------------------------------------------------+ -
+    |             CRC-32 of every byte from offset 48 on            |  44
+    +---------------------------------------------------------------+ -
+    |                        Record Count                           |  48  ^
+    +---------------------------------------------------------------+      |
+    |                       Reconsume Times                         |  52  |
+    +---------------------------------------------------------------+      |
+    |                   Base Born Timestamp (ms)                    |  56  |
+    |                                                               |      |  written by
+    +---------------------------------------------------------------+      |  the producer;
+    |          Born Host (IPv4 address, then i32 port)              |  64  |  under the
+    |                                                               |      |  CRC
+    +-------------------------------+-------------------------------+      |
+    |     Attributes (sys flag)     |         Topic Length          |  72  |
+    +-------------------------------+-------------------------------+      |
+    |  Topic (UTF-8), then zeros to a multiple of 8               ...  76  |
+    +---------------------------------------------------------------+      |
+    |  Columns, one value per record, in this order:              ...      |
+    |    i64 tag hash (Java hashCode of the tag; 0 without a tag)          |
+    |    i32 body length, i32 tags length, i32 properties length           |
+    |    i32 born timestamp delta (ms, from the base), i32 flag            |
+    +---------------------------------------------------------------+      |
+    |  Bodies, back to back, then tags (UTF-8), then properties   ...      v
+    +---------------------------------------------------------------+ -
+
+Properties are RocketMQ's string (``name\\x01value\\x02`` repeated, UTF-8), less ``TAGS``,
+which has its own column so that the broker filters on it and checks its hash without parsing.
+The record at index ``i`` has queue offset ``base queue offset + i`` and commit log offset
+``base physical offset + i``: every record has its own offset (and offset message id), and
+since a batch takes more than one byte per record, those offsets fall inside the batch's bytes
+and never collide with another batch's.
+
+Columns are fixed-width, so numpy reads each in one call (``np.frombuffer``), and the bodies
+are contiguous, so a pulled batch becomes an Arrow binary column (offsets and data) without a
+Python object per message. The CRC covers exactly what the producer wrote: the broker checks
+it once per batch and never recomputes it; a consumer checks it again (corruption on disk or
+in transit).
+
+C reads the same layout from ``record_batch.h`` beside this module, whose every constant a
+test (``tests/common/test_record_batch_header.py``) checks against the ones here.
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import struct
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+__all__ = [
+    "ATTRIBUTES_OFFSET",
+    "BASE_BORN_TIMESTAMP_OFFSET",
+    "BASE_PHYSICAL_OFFSET_OFFSET",
+    "BASE_QUEUE_OFFSET_OFFSET",
+    "BATCH_MAGIC",
+    "BORN_DELTA_COLUMN",
+    "BORN_HOST_OFFSET",
+    "BROKER_FIELDS_LENGTH",
+    "COLUMN_COUNT",
+    "COLUMN_WIDTHS",
+    "CRC_OFFSET",
+    "CRC_START",
+    "FIXED_HEADER_LENGTH",
+    "HEADER_DTYPE",
+    "HEADER_STRUCT",
+    "HOST_FIELD_LENGTH",
+    "MAGIC_OFFSET",
+    "MAX_FRAMING_BYTES",
+    "MAX_PROPERTIES_LENGTH",
+    "MAX_TOPIC_LENGTH",
+    "QUEUE_ID_OFFSET",
+    "RECONSUME_TIMES_OFFSET",
+    "RECORD_COUNT_OFFSET",
+    "RECORD_OVERHEAD",
+    "STORE_HOST_OFFSET",
+    "STORE_TIMESTAMP_OFFSET",
+    "TOPIC_LENGTH_OFFSET",
+    "TOPIC_OFFSET",
+    "TOTAL_LENGTH_OFFSET",
+    "batch_header_length",
+    "columns_struct",
+    "pack_host_field",
+    "read_total_length",
+    "unpack_host_field",
+]
+
+BATCH_MAGIC: Final = 0x31425141
+"""The magic of a batch: "AQB1" in the file."""
+HOST_FIELD_LENGTH: Final = 8
+"""A host field (store host, born host): the IPv4 address, then the port as an i32."""
+
+# the fixed header, field by field (the diagram's right edge)
+TOTAL_LENGTH_OFFSET: Final = 0
+MAGIC_OFFSET: Final = TOTAL_LENGTH_OFFSET + 4
+BASE_QUEUE_OFFSET_OFFSET: Final = MAGIC_OFFSET + 4
+BASE_PHYSICAL_OFFSET_OFFSET: Final = BASE_QUEUE_OFFSET_OFFSET + 8
+STORE_TIMESTAMP_OFFSET: Final = BASE_PHYSICAL_OFFSET_OFFSET + 8
+STORE_HOST_OFFSET: Final = STORE_TIMESTAMP_OFFSET + 8
+QUEUE_ID_OFFSET: Final = STORE_HOST_OFFSET + HOST_FIELD_LENGTH
+CRC_OFFSET: Final = QUEUE_ID_OFFSET + 4
+CRC_START: Final = CRC_OFFSET + 4
+"""The CRC covers every byte from here to the end of the batch."""
+RECORD_COUNT_OFFSET: Final = CRC_START
+RECONSUME_TIMES_OFFSET: Final = RECORD_COUNT_OFFSET + 4
+BASE_BORN_TIMESTAMP_OFFSET: Final = RECONSUME_TIMES_OFFSET + 4
+BORN_HOST_OFFSET: Final = BASE_BORN_TIMESTAMP_OFFSET + 8
+ATTRIBUTES_OFFSET: Final = BORN_HOST_OFFSET + HOST_FIELD_LENGTH
+TOPIC_LENGTH_OFFSET: Final = ATTRIBUTES_OFFSET + 2
+TOPIC_OFFSET: Final = TOPIC_LENGTH_OFFSET + 2
+FIXED_HEADER_LENGTH: Final = TOPIC_OFFSET
+"""The header before the topic (the topic and its padding follow)."""
+BROKER_FIELDS_LENGTH: Final = CRC_OFFSET - BASE_QUEUE_OFFSET_OFFSET
+"""The fields the broker writes (:func:`~common.record_batch.patch_batch`), outside the CRC."""
+
+# the columns, after the header and its topic
+COLUMN_WIDTHS: Final = (8, 4, 4, 4, 4, 4)
+"""Bytes per value of each column, in order: tag hash, body, tags and properties lengths, born
+timestamp delta, flag."""
+COLUMN_COUNT: Final = len(COLUMN_WIDTHS)
+BORN_DELTA_COLUMN: Final = 4
+"""The born timestamp deltas' place in :data:`COLUMN_WIDTHS`."""
+RECORD_OVERHEAD: Final = sum(COLUMN_WIDTHS)
+"""Column bytes per record (tag hash, four lengths and values)."""
+
+MAX_TOPIC_LENGTH: Final = 255
+MAX_PROPERTIES_LENGTH: Final = 32767
+"""RocketMQ's cap on one message's stored property string (a Java ``short``)."""
+MAX_FRAMING_BYTES: Final = (
+    ((FIXED_HEADER_LENGTH + MAX_TOPIC_LENGTH + 7) & ~7) + RECORD_OVERHEAD + MAX_PROPERTIES_LENGTH
+)
+"""How much longer than the maximum message size a send's batch may be: a header with the
+longest topic and one record's columns and properties. A batch's whole encoding counts against
+the size (as RocketMQ counts a batch's), so many small messages carry their framing in it."""
+
+HEADER_STRUCT: Final = struct.Struct("<iIqqq8siIiiq8sHH")
+"""The fixed header, field by field (see the layout), for ``struct``."""
+HEADER_DTYPE: Final = np.dtype(
+    [
+        ("total_length", "<i4"),
+        ("magic", "<u4"),
+        ("base_queue_offset", "<i8"),
+        ("base_physical_offset", "<i8"),
+        ("store_timestamp_ms", "<i8"),
+        ("store_host", "V8"),
+        ("queue_id", "<i4"),
+        ("crc", "<u4"),
+        ("count", "<i4"),
+        ("reconsume_times", "<i4"),
+        ("base_born_timestamp_ms", "<i8"),
+        ("born_host", "V8"),
+        ("attributes", "<u2"),
+        ("topic_length", "<u2"),
+    ]
+)
+"""The fixed header as a numpy structured type (many headers read at once)."""
+
+# the size checks: the struct, the dtype and the offsets above are one layout
+assert HEADER_STRUCT.size == FIXED_HEADER_LENGTH == HEADER_DTYPE.itemsize == 76
+assert [field[1] for field in (HEADER_DTYPE.fields or {}).values()] == [
+    TOTAL_LENGTH_OFFSET,
+    MAGIC_OFFSET,
+    BASE_QUEUE_OFFSET_OFFSET,
+    BASE_PHYSICAL_OFFSET_OFFSET,
+    STORE_TIMESTAMP_OFFSET,
+    STORE_HOST_OFFSET,
+    QUEUE_ID_OFFSET,
+    CRC_OFFSET,
+    RECORD_COUNT_OFFSET,
+    RECONSUME_TIMES_OFFSET,
+    BASE_BORN_TIMESTAMP_OFFSET,
+    BORN_HOST_OFFSET,
+    ATTRIBUTES_OFFSET,
+    TOPIC_LENGTH_OFFSET,
+]
+assert RECORD_OVERHEAD == 28 and COLUMN_WIDTHS[BORN_DELTA_COLUMN] == 4
+
+_PREFIX: Final = struct.Struct("<iI")
+_HOST_PORT: Final = struct.Struct("<i")
+
+
+def batch_header_length(topic_length: int) -> int:
+    """The header's length with a topic of ``topic_length`` bytes (padded to 8): where the
+    columns start."""
+    return (FIXED_HEADER_LENGTH + topic_length + 7) & ~7
+
+
+def read_total_length(buffer: Buffer, position: int = 0) -> tuple[int, int]:
+    """``(total length, magic)`` of the batch at ``position``."""
+    size, magic = _PREFIX.unpack_from(buffer, position)
+    return int(size), int(magic)
+
+
+@functools.lru_cache(maxsize=256)
+def columns_struct(count: int) -> struct.Struct:
+    """A batch's columns (see the layout) for ``count`` records, packed or read in one call."""
+    return struct.Struct(f"<{count}q{5 * count}i")
+
+
+def pack_host_field(ip: str, port: int) -> bytes:
+    """A batch's 8-byte host field (born host, store host): the IPv4 address, then the port
+    as a little-endian i32. Raises ``ValueError`` for anything else."""
+    try:
+        return socket.inet_aton(ip) + _HOST_PORT.pack(port)
+    except (OSError, struct.error) as exc:
+        raise ValueError(f"not an IPv4 address and port: ip={ip!r} port={port!r}") from exc
+
+
+def unpack_host_field(packed: bytes) -> tuple[str, int]:
+    """``(ip, port)`` of a batch's host field (the inverse of :func:`pack_host_field`)."""
+    return socket.inet_ntoa(packed[:4]), int(_HOST_PORT.unpack_from(packed, 4)[0])

@@ -1,0 +1,107 @@
+/*
+ * common/record_batch/record_batch.h: the record batch's layout for C.
+ *
+ * The one place C learns the layout: the offsets of the fixed header, the columns, and the
+ * little-endian reads and writes every pass uses. The diagram and what each field means are in
+ * ``descriptor.py`` beside this file; the names here are its names, and
+ * ``tests/common/test_record_batch_header.py`` parses this file and checks every constant
+ * against it, so the layout is written once per language. Included by every C file that reads
+ * or writes a batch: the passes of ``aeromq.common.record_batch._native`` (``_encoder.c``,
+ * ``_checker.c``, ``_merger.c``, ``_reader.c``) and the broker's ``broker/store/_batch_take.c``.
+ *
+ * Header-only and ``static inline``: a read here compiles to the same instructions as the
+ * expression it names. Integers in a batch are little-endian whatever the host.
+ */
+#ifndef AEROMQ_RECORD_BATCH_H
+#define AEROMQ_RECORD_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BATCH_MAGIC 0x31425141u /* "AQB1" in the file */
+
+/* the fixed header */
+#define TOTAL_LENGTH_OFFSET 0
+#define MAGIC_OFFSET 4
+#define BASE_QUEUE_OFFSET_OFFSET 8
+#define BASE_PHYSICAL_OFFSET_OFFSET 16
+#define STORE_TIMESTAMP_OFFSET 24
+#define STORE_HOST_OFFSET 32
+#define QUEUE_ID_OFFSET 40
+#define CRC_OFFSET 44
+#define CRC_START 48
+#define RECORD_COUNT_OFFSET 48
+#define RECONSUME_TIMES_OFFSET 52
+#define BASE_BORN_TIMESTAMP_OFFSET 56
+#define BORN_HOST_OFFSET 64
+#define ATTRIBUTES_OFFSET 72
+#define TOPIC_LENGTH_OFFSET 74
+#define TOPIC_OFFSET 76
+#define FIXED_HEADER_LENGTH 76
+#define HOST_FIELD_LENGTH 8
+#define MAX_TOPIC_LENGTH 255
+
+/* the columns, after the header: COLUMN_COUNT of them, of COLUMN_WIDTHS bytes a value (tag
+ * hash, body, tags and properties lengths, born delta, flag), the born deltas at
+ * BORN_DELTA_COLUMN */
+#define COLUMN_COUNT 6
+#define COLUMN_WIDTHS {8, 4, 4, 4, 4, 4}
+#define BORN_DELTA_COLUMN 4
+#define RECORD_OVERHEAD 28 /* column bytes per record: 8 + 5 * 4 */
+
+/* ------------------------------------------------------------------------------------------ */
+/* little-endian access                                                                        */
+
+static inline uint32_t
+load_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline int32_t
+load_i32(const unsigned char *p)
+{
+    return (int32_t)load_u32(p);
+}
+
+static inline int64_t
+load_i64(const unsigned char *p)
+{
+    return (int64_t)((uint64_t)load_u32(p) | (uint64_t)load_u32(p + 4) << 32);
+}
+
+static inline void
+store_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+}
+
+static inline void
+store_i64(unsigned char *p, int64_t v)
+{
+    store_u32(p, (uint32_t)(uint64_t)v);
+    store_u32(p + 4, (uint32_t)((uint64_t)v >> 32));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* header reads                                                                                */
+
+/* The topic length field of the batch at ``b`` (u16). */
+static inline ptrdiff_t
+batch_topic_length(const unsigned char *b)
+{
+    return (ptrdiff_t)b[TOPIC_LENGTH_OFFSET] | (ptrdiff_t)b[TOPIC_LENGTH_OFFSET + 1] << 8;
+}
+
+/* The header's length with a topic of ``topic_length`` bytes (padded to 8): where the columns
+ * start (``batch_header_length`` in descriptor.py). */
+static inline ptrdiff_t
+batch_header_length(ptrdiff_t topic_length)
+{
+    return (FIXED_HEADER_LENGTH + topic_length + 7) & ~(ptrdiff_t)7;
+}
+
+#endif /* AEROMQ_RECORD_BATCH_H */

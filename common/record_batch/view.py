@@ -1,0 +1,187 @@
+"""A read-only view of one stored batch: :class:`RecordBatch`, its header fields as attributes
+and its columns as numpy arrays, records read on demand.
+
+Caller: the broker (a pull's filters and lookups read batches of its commit log; recovery and
+its store codec decode them) and tests. A pulled answer is read by :mod:`.reader` instead, all
+its batches at once. No I/O.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from aeromq.common.record_batch.descriptor import (
+    CRC_OFFSET,
+    CRC_START,
+    HEADER_STRUCT,
+    RECORD_OVERHEAD,
+    TOPIC_OFFSET,
+    batch_header_length,
+)
+
+__all__ = ["RecordBatch"]
+
+Int64Array = npt.NDArray[np.int64]
+Int32Array = npt.NDArray[np.int32]
+
+_U32: Final = struct.Struct("<I")
+
+
+class RecordBatch:
+    """A read-only view of one batch (header fields as attributes, columns as numpy arrays),
+    over a buffer that :func:`check_batch` passed. Per-record values are read on demand."""
+
+    __slots__ = (
+        "_ends",
+        "attributes",
+        "base_born_timestamp_ms",
+        "base_physical_offset",
+        "base_queue_offset",
+        "born_host",
+        "buffer",
+        "count",
+        "data_start",
+        "header_length",
+        "length",
+        "queue_id",
+        "reconsume_times",
+        "store_host",
+        "store_timestamp_ms",
+        "topic",
+    )
+
+    def __init__(self, buffer: bytes | memoryview, position: int = 0) -> None:
+        (
+            total,
+            _magic,
+            self.base_queue_offset,
+            self.base_physical_offset,
+            self.store_timestamp_ms,
+            self.store_host,
+            self.queue_id,
+            _crc,
+            count,
+            self.reconsume_times,
+            self.base_born_timestamp_ms,
+            self.born_host,
+            self.attributes,
+            topic_length,
+        ) = HEADER_STRUCT.unpack_from(buffer, position)
+        if position or len(buffer) != total:
+            buffer = memoryview(buffer)[position : position + total]
+        self.buffer = buffer
+        self.length = total
+        self.count = count
+        self.topic = bytes(buffer[TOPIC_OFFSET : TOPIC_OFFSET + topic_length]).decode()
+        self.header_length = batch_header_length(topic_length)
+        self.data_start = self.header_length + count * RECORD_OVERHEAD
+        self._ends: list[list[int]] | None = None
+
+    def _column(self, index: int) -> Int32Array:
+        count = self.count
+        return np.frombuffer(
+            self.buffer,
+            dtype="<i4",
+            count=count,
+            offset=self.header_length + (2 + index) * count * 4,
+        )
+
+    @property
+    def tag_hashes(self) -> Int64Array:
+        """The tag hash column (Java's ``hashCode`` of each tag; 0 without one)."""
+        return np.frombuffer(self.buffer, dtype="<i8", count=self.count, offset=self.header_length)
+
+    @property
+    def body_lengths(self) -> Int32Array:
+        """The body length column."""
+        return self._column(0)
+
+    @property
+    def born_deltas_ms(self) -> Int32Array:
+        """The born timestamp column, from ``base_born_timestamp_ms`` (ms)."""
+        return self._column(3)
+
+    @property
+    def flags(self) -> Int32Array:
+        """The flag column."""
+        return self._column(4)
+
+    @property
+    def body_data(self) -> memoryview:
+        """All bodies, back to back (Arrow's binary data buffer)."""
+        start = self.data_start
+        return memoryview(self.buffer)[start : start + int(self.body_lengths.sum())]
+
+    def crc_ok(self) -> bool:
+        """Whether the stored CRC matches the bytes (C speed, one call)."""
+        with memoryview(self.buffer) as view:
+            return bool(
+                zlib.crc32(view[CRC_START:]) == _U32.unpack_from(self.buffer, CRC_OFFSET)[0]
+            )
+
+    def ends(self) -> list[list[int]]:
+        """``[body ends, tag ends, properties ends]``: absolute end positions in the buffer
+        (as Python ints, made once per batch), for per-record slicing."""
+        ends = self._ends
+        if ends is None:
+            count = self.count
+            lengths = np.frombuffer(
+                self.buffer, dtype="<i4", count=3 * count, offset=self.header_length + 8 * count
+            ).astype(np.int64)
+            lengths[0] += self.data_start
+            flat = np.cumsum(lengths)
+            ends = self._ends = [
+                flat[:count].tolist(),
+                flat[count : 2 * count].tolist(),
+                flat[2 * count :].tolist(),
+            ]
+        return ends
+
+    def body(self, index: int) -> bytes:
+        """Record ``index``'s body."""
+        body_ends = self.ends()[0]
+        start = body_ends[index - 1] if index else self.data_start
+        return bytes(self.buffer[start : body_ends[index]])
+
+    def tag(self, index: int) -> str | None:
+        """Record ``index``'s tag (None without one)."""
+        ends = self.ends()
+        tag_ends = ends[1]
+        start = tag_ends[index - 1] if index else ends[0][-1]
+        end = tag_ends[index]
+        return bytes(self.buffer[start:end]).decode() if end > start else None
+
+    def properties_bytes(self, index: int) -> bytes:
+        """Record ``index``'s property string (RocketMQ's, without ``TAGS``)."""
+        ends = self.ends()
+        property_ends = ends[2]
+        start = property_ends[index - 1] if index else ends[1][-1]
+        return bytes(self.buffer[start : property_ends[index]])
+
+    def record_size(self, index: int) -> int:
+        """The bytes record ``index`` takes: its column values and variable parts."""
+        body_ends, tag_ends, property_ends = self.ends()
+        body_start = body_ends[index - 1] if index else self.data_start
+        tag_start = tag_ends[index - 1] if index else body_ends[-1]
+        property_start = property_ends[index - 1] if index else tag_ends[-1]
+        return (
+            RECORD_OVERHEAD
+            + body_ends[index]
+            - body_start
+            + tag_ends[index]
+            - tag_start
+            + property_ends[index]
+            - property_start
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordBatch(topic={self.topic!r}, queue_id={self.queue_id}, count={self.count}, "
+            f"base_queue_offset={self.base_queue_offset}, "
+            f"base_physical_offset={self.base_physical_offset}, length={self.length})"
+        )
