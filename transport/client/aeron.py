@@ -152,6 +152,7 @@ class Aeron:
         return self._conductor.get_resource(registration_id, ConcurrentPublication)
 
     def get_exclusive_publication(self, registration_id: int) -> ExclusivePublication | None:
+        """As :meth:`get_publication`, for :meth:`async_add_exclusive_publication`."""
         return self._conductor.get_resource(registration_id, ExclusivePublication)
 
     def get_subscription(self, registration_id: int) -> Subscription | None:
@@ -163,22 +164,27 @@ class Aeron:
 
     @property
     def context(self) -> AeronContext:
+        """The context the client was connected with."""
         return self._ctx
 
     @property
     def client_id(self) -> int:
+        """This client's id, unique among the driver's clients (from the to-driver ring)."""
         return self._conductor.client_id
 
     @property
     def cnc(self) -> CncFile:
+        """The driver's mapped ``cnc.dat``: ring buffers, counters, error log."""
         return self._cnc
 
     @property
     def counters_reader(self) -> CountersReader:
+        """A reader of every counter of the driver (positions, limits, heartbeats)."""
         return self._conductor.counters_reader
 
     @property
     def conductor(self) -> ClientConductor:
+        """The client conductor that serves this client's calls."""
         return self._conductor
 
     @property

@@ -140,9 +140,11 @@ class ClientConductor:
 
     @property
     def role_name(self) -> str:
+        """``aeron-client-conductor``: the conductor thread's name."""
         return "aeron-client-conductor"
 
     def on_start(self) -> None:
+        """Nothing to do: the constructor did the set-up."""
         return None
 
     def do_work(self) -> int:
@@ -183,10 +185,12 @@ class ClientConductor:
 
     @property
     def is_closed(self) -> bool:
+        """True once :meth:`close` has run."""
         return self._is_closed
 
     @property
     def is_terminating(self) -> bool:
+        """True once a driver or client timeout stopped the client (:attr:`termination_cause`)."""
         return self._is_terminating
 
     @property
@@ -201,14 +205,17 @@ class ClientConductor:
 
     @property
     def log_buffers(self) -> LogBuffersRegistry:
+        """The mapped log buffers, shared by registration id and lingered after use."""
         return self._logs
 
     def handle_error(self, error: BaseException) -> None:
+        """Pass ``error`` to the context's error handler unless closed; a failing one is ignored."""
         if not self._is_closed:
             with contextlib.suppress(Exception):  # a failing handler must not stop the conductor
                 self._error_handler(error)
 
     def next_correlation_id(self) -> int:
+        """A number unique among all clients of this driver (the to-driver ring's counter)."""
         return self._driver_proxy.next_correlation_id()
 
     def ensure_open(self) -> None:
@@ -220,11 +227,23 @@ class ClientConductor:
     # Control calls (any application thread)
 
     def add_publication(self, channel: str, stream_id: int) -> ConcurrentPublication:
+        """Send ADD_PUBLICATION and wait for the publication it made.
+
+        Caller: :class:`~transport.client.Aeron` (any application thread). Holds the lock while
+        it waits; raises ``RegistrationError`` if the driver refused, ``DriverTimeoutError``
+        after the driver timeout.
+        """
         publication = self._add_publication(channel, stream_id, exclusive=False)
         assert isinstance(publication, ConcurrentPublication)
         return publication
 
     def add_exclusive_publication(self, channel: str, stream_id: int) -> ExclusivePublication:
+        """Send ADD_EXCLUSIVE_PUBLICATION and wait for the publication it made.
+
+        Caller: :class:`~transport.client.Aeron` (any application thread). Holds the lock while
+        it waits; raises ``RegistrationError`` if the driver refused, ``DriverTimeoutError``
+        after the driver timeout.
+        """
         publication = self._add_publication(channel, stream_id, exclusive=True)
         assert isinstance(publication, ExclusivePublication)
         return publication
@@ -264,6 +283,11 @@ class ClientConductor:
         available_image_handler: ImageHandler | None,
         unavailable_image_handler: ImageHandler | None,
     ) -> Subscription:
+        """Send ADD_SUBSCRIPTION and wait for ON_SUBSCRIPTION_READY.
+
+        The handlers default to the context's; images arrive later, on the conductor's thread.
+        Raises as :meth:`add_publication`.
+        """
         with self._lock:
             correlation_id, subscription = self._send_add_subscription(
                 channel, stream_id, available_image_handler, unavailable_image_handler
@@ -315,6 +339,11 @@ class ClientConductor:
             return self._resources.take_async(registration_id, kind)
 
     def add_counter(self, type_id: int, key: bytes, label: str) -> Counter:
+        """Send ADD_COUNTER and wait for the counter the driver allocated.
+
+        ``ConfigurationError`` first if ``key`` is over ``MAX_KEY_LENGTH`` bytes or ``label``
+        over ``MAX_LABEL_LENGTH`` (UTF-8); else raises as :meth:`add_publication`.
+        """
         if len(key) > MAX_KEY_LENGTH:
             raise ConfigurationError(
                 "counter key too long", key_length=len(key), max_key_length=MAX_KEY_LENGTH
@@ -330,6 +359,11 @@ class ClientConductor:
             return self._resources.expect(correlation_id, Counter)
 
     def release_publication(self, publication: Publication) -> None:
+        """Close ``publication`` and send REMOVE_PUBLICATION without waiting.
+
+        Caller: :meth:`Publication.close`. Nothing if it was closed already; the driver is not
+        told when the client is closing or stopped.
+        """
         with self._lock:
             if self._begin_release(publication) and self._resources.remove(publication):
                 self._resources.async_command_ids.add(
@@ -337,6 +371,11 @@ class ClientConductor:
                 )
 
     def release_subscription(self, subscription: Subscription) -> None:
+        """Close ``subscription`` and its images and send REMOVE_SUBSCRIPTION without waiting.
+
+        Caller: :meth:`Subscription.close`. The unavailable image handler is called for each
+        image, on the caller's thread.
+        """
         with self._lock:
             if not self._begin_release(subscription):
                 return
@@ -351,6 +390,10 @@ class ClientConductor:
                     self._resources.call_back(handler, image)
 
     def release_counter(self, counter: Counter) -> None:
+        """Close ``counter`` and send REMOVE_COUNTER without waiting.
+
+        Caller: :meth:`Counter.close`.
+        """
         with self._lock:
             if self._begin_release(counter) and self._resources.remove(counter):
                 self._resources.async_command_ids.add(

@@ -128,6 +128,7 @@ class AeronContext:
 
     @property
     def driver_timeout_ns(self) -> int:
+        """``driver_timeout_ms`` in nanoseconds."""
         return self.driver_timeout_ms * _MS
 
 

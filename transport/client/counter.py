@@ -39,10 +39,12 @@ class Counter(AtomicCounter):
 
     @property
     def is_closed(self) -> bool:
+        """True once closed by the application, the client or the driver."""
         return self._counter_closed
 
     @property
     def label(self) -> str:
+        """The label the driver wrote for the counter, read from cnc.dat."""
         return self._conductor.counters_reader.get_counter_label(self.id)
 
     def close(self) -> None:

@@ -90,10 +90,12 @@ class ExclusivePublication(Publication):
 
     @property
     def term_id(self) -> int:
+        """The id of the term the next message goes into."""
         return self._term_id
 
     @property
     def term_offset(self) -> int:
+        """Where the next message starts in that term, in bytes."""
         return self._term_offset
 
     def offer(

@@ -134,6 +134,7 @@ class Image:
 
     @property
     def is_closed(self) -> bool:
+        """True once the image went away (ON_UNAVAILABLE_IMAGE or subscription close)."""
         return self._is_closed
 
     @property
@@ -177,14 +178,20 @@ class Image:
 
     @property
     def end_of_stream_position(self) -> int:
+        """Where the publisher ended the stream; ``2**63 - 1`` until it does."""
         return end_of_stream_position(self._meta)
 
     @property
     def active_transport_count(self) -> int:
+        """How many transports feed the image, as the driver reports.
+
+        UDP: 1 while datagrams arrive within the image liveness timeout, else 0; IPC: 0.
+        """
         return active_transport_count(self._meta)
 
     @property
     def log_buffers(self) -> LogBuffers:
+        """The mapped log the image reads (shared with others of its registration)."""
         return self._log_buffers
 
     def close(self) -> None:

@@ -179,6 +179,7 @@ class Publication:
 
     @property
     def is_closed(self) -> bool:
+        """True once closed by the application, or by the client closing or stopping."""
         return self._is_closed
 
     @property
@@ -215,6 +216,7 @@ class Publication:
 
     @property
     def log_buffers(self) -> LogBuffers:
+        """The mapped log the publication appends to."""
         return self._log_buffers
 
     def close(self) -> None:
@@ -282,6 +284,7 @@ class Publication:
         return NOT_CONNECTED
 
     def check_max_message_length(self, length: int) -> None:
+        """Raise ``MessageTooLongError`` if ``length`` bytes exceed :attr:`max_message_length`."""
         if length > self.max_message_length:
             raise MessageTooLongError(
                 "message exceeds the publication's max message length",
@@ -292,6 +295,7 @@ class Publication:
             )
 
     def check_payload_length(self, length: int) -> None:
+        """Raise ``MessageTooLongError`` if ``length`` exceeds a frame's payload (MTU - 32)."""
         if length > self.max_payload_length:
             raise MessageTooLongError(
                 "claim exceeds the publication's max payload length (MTU - 32)",

@@ -127,10 +127,12 @@ class Subscription:
 
     @property
     def image_count(self) -> int:
+        """How many images the subscription has now."""
         return len(self._images)
 
     @property
     def has_no_images(self) -> bool:
+        """True when the subscription has no image."""
         return not self._images
 
     @property
@@ -139,15 +141,18 @@ class Subscription:
         return any(not image.is_closed for image in self._images)
 
     def image_by_session_id(self, session_id: int) -> Image | None:
+        """The image of the publication with ``session_id``, or None."""
         for image in self._images:
             if image.session_id == session_id:
                 return image
         return None
 
     def image_at_index(self, index: int) -> Image:
+        """The image at ``index`` in :attr:`images` (``IndexError`` outside)."""
         return self._images[index]
 
     def contains_image(self, correlation_id: int) -> bool:
+        """Whether an image of registration ``correlation_id`` is among the images."""
         return any(image.correlation_id == correlation_id for image in self._images)
 
     def add_image(self, image: Image) -> None:
@@ -176,6 +181,7 @@ class Subscription:
 
     @property
     def is_closed(self) -> bool:
+        """True once closed by the application, or by the client closing or stopping."""
         return self._is_closed
 
     def close(self) -> None:
@@ -184,6 +190,7 @@ class Subscription:
             self._conductor.release_subscription(self)
 
     def internal_close(self) -> None:
+        """Mark closed without telling the driver (the conductor's side of a close)."""
         self._is_closed = True
 
     def __enter__(self) -> Subscription:

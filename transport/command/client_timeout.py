@@ -33,6 +33,12 @@ _NAME = "client timeout"
 
 @dataclass(frozen=True, slots=True)
 class ClientTimeout:
+    """A decoded ON_CLIENT_TIMEOUT (layout above): the driver dropped client ``client_id``.
+
+    Driver to clients, on the broadcast buffer; the client with that id terminates with a
+    :class:`~transport.ClientTimeoutError`.
+    """
+
     client_id: int
 
 

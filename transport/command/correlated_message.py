@@ -43,6 +43,11 @@ _FIELDS = struct.Struct("<qq")
 
 @dataclass(frozen=True, slots=True)
 class CorrelatedMessage:
+    """A decoded CLIENT_KEEPALIVE or CLIENT_CLOSE (layout above), client to driver.
+
+    Also the 16-byte prefix that every other client command begins with.
+    """
+
     client_id: int
     correlation_id: int
 

@@ -73,6 +73,12 @@ def counter_label_length_offset(key_length: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class CounterMessage:
+    """A decoded ADD_COUNTER (layout above), client to driver.
+
+    ``type_id``, ``key`` (opaque bytes) and ``label`` are what the driver writes into the new
+    counter's metadata record; ``correlation_id`` becomes its registration id.
+    """
+
     client_id: int
     correlation_id: int
     type_id: int

@@ -42,6 +42,12 @@ _FIELDS = struct.Struct("<qi")
 
 @dataclass(frozen=True, slots=True)
 class CounterUpdate:
+    """A decoded ON_COUNTER_READY or ON_UNAVAILABLE_COUNTER (layout above), driver to clients.
+
+    ``correlation_id`` is the counter's registration id; ``counter_id`` indexes cnc.dat's
+    counters.
+    """
+
     correlation_id: int
     counter_id: int
 

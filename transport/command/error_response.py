@@ -56,6 +56,12 @@ _FIELDS = struct.Struct("<qi")
 
 @dataclass(frozen=True, slots=True)
 class ErrorResponse:
+    """A decoded ON_ERROR (layout above), driver to clients: a command refused.
+
+    ``offending_command_correlation_id`` names the command; ``error_code`` is an
+    :class:`~transport.command.control_protocol.ErrorCode` value.
+    """
+
     offending_command_correlation_id: int
     error_code: int
     error_message: str

@@ -87,6 +87,12 @@ def image_ready_source_identity_length_offset(log_file_length: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ImageBuffersReady:
+    """A decoded ON_AVAILABLE_IMAGE (layout above), driver to clients.
+
+    The subscription ``subscriber_registration_id`` maps ``log_file_name`` to read the image and
+    reads its position from counter ``subscriber_position_id``.
+    """
+
     correlation_id: int
     session_id: int
     stream_id: int

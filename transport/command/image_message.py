@@ -62,6 +62,11 @@ _FIELDS = struct.Struct("<qqi")
 
 @dataclass(frozen=True, slots=True)
 class ImageMessage:
+    """A decoded ON_UNAVAILABLE_IMAGE (layout above), driver to clients.
+
+    The image ``correlation_id`` left the subscription ``subscription_registration_id``.
+    """
+
     correlation_id: int
     subscription_registration_id: int
     stream_id: int

@@ -36,6 +36,8 @@ _NAME = "operation succeeded"
 
 @dataclass(frozen=True, slots=True)
 class OperationSucceeded:
+    """A decoded ON_OPERATION_SUCCESS (layout above): command ``correlation_id`` was done."""
+
     correlation_id: int
 
 

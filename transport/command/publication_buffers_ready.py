@@ -77,6 +77,12 @@ _FIELDS = struct.Struct("<qqiiii")
 
 @dataclass(frozen=True, slots=True)
 class PublicationBuffersReady:
+    """A decoded ON_PUBLICATION_READY or ON_EXCLUSIVE_PUBLICATION_READY (layout above).
+
+    Driver to clients: the publication writes into ``log_file_name`` up to the limit in counter
+    ``position_limit_counter_id``.
+    """
+
     correlation_id: int
     registration_id: int
     session_id: int

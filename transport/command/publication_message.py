@@ -59,6 +59,8 @@ _FIELDS = struct.Struct("<qqi")
 
 @dataclass(frozen=True, slots=True)
 class PublicationMessage:
+    """A decoded ADD_PUBLICATION or ADD_EXCLUSIVE_PUBLICATION (layout above), client to driver."""
+
     client_id: int
     correlation_id: int
     stream_id: int

@@ -64,6 +64,11 @@ _FIELDS = struct.Struct("<qqq")
 
 @dataclass(frozen=True, slots=True)
 class RemoveMessage:
+    """A decoded REMOVE_SUBSCRIPTION or REMOVE_COUNTER (layout above), client to driver.
+
+    ``registration_id`` names the subscription or counter to remove.
+    """
+
     client_id: int
     correlation_id: int
     registration_id: int
@@ -71,6 +76,12 @@ class RemoveMessage:
 
 @dataclass(frozen=True, slots=True)
 class RemovePublicationMessage:
+    """A decoded REMOVE_PUBLICATION (layout above), client to driver.
+
+    ``registration_id`` names the publication; ``flags`` holds
+    ``REMOVE_PUBLICATION_FLAG_REVOKE`` or 0.
+    """
+
     client_id: int
     correlation_id: int
     registration_id: int
@@ -78,6 +89,7 @@ class RemovePublicationMessage:
 
     @property
     def revoke(self) -> bool:
+        """Whether the client asked to revoke the publication (its images end at once)."""
         return bool(self.flags & REMOVE_PUBLICATION_FLAG_REVOKE)
 
 

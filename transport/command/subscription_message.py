@@ -65,6 +65,8 @@ _FIELDS = struct.Struct("<qqqi")
 
 @dataclass(frozen=True, slots=True)
 class SubscriptionMessage:
+    """A decoded ADD_SUBSCRIPTION (layout above), client to driver."""
+
     client_id: int
     correlation_id: int
     registration_correlation_id: int

@@ -41,6 +41,11 @@ _FIELDS = struct.Struct("<qi")
 
 @dataclass(frozen=True, slots=True)
 class SubscriptionReady:
+    """A decoded ON_SUBSCRIPTION_READY (layout above), driver to clients.
+
+    ``channel_status_indicator_id`` is the channel's status counter, -1 for IPC.
+    """
+
     correlation_id: int
     channel_status_indicator_id: int
 

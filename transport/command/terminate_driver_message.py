@@ -53,6 +53,11 @@ _FIELDS = struct.Struct("<qq")
 
 @dataclass(frozen=True, slots=True)
 class TerminateDriverMessage:
+    """A decoded TERMINATE_DRIVER (layout above), client to driver.
+
+    ``token`` is opaque bytes that the driver's termination validator judges.
+    """
+
     client_id: int
     correlation_id: int
     token: bytes

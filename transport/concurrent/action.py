@@ -20,6 +20,8 @@ __all__ = ["Action"]
 
 
 class Action(IntEnum):
+    """What a controlled handler returns for each fragment (see the module's table)."""
+
     ABORT = 1
     BREAK = 2
     COMMIT = 3

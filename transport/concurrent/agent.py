@@ -110,10 +110,12 @@ class AgentRunner:
 
     @property
     def agent(self) -> Agent:
+        """The agent this runner drives."""
         return self._agent
 
     @property
     def thread(self) -> threading.Thread | None:
+        """The agent's thread once :meth:`start` made it, else None."""
         return self._thread
 
     @property
@@ -227,18 +229,22 @@ class AgentInvoker:
 
     @property
     def agent(self) -> Agent:
+        """The agent this invoker drives."""
         return self._agent
 
     @property
     def is_started(self) -> bool:
+        """True once :meth:`start` was called (even if ``on_start`` raised)."""
         return self._started
 
     @property
     def is_running(self) -> bool:
+        """True between a successful ``on_start`` and :meth:`close` or termination."""
         return self._running
 
     @property
     def is_closed(self) -> bool:
+        """True once :meth:`close` has run (``on_close`` called)."""
         return self._closed
 
     def start(self) -> None:
@@ -298,10 +304,12 @@ class CompositeAgent(Agent):
 
     @property
     def role_name(self) -> str:
+        """The agents' role names, comma-separated in brackets: ``[a,b]``."""
         return self._role_name
 
     @property
     def agents(self) -> tuple[Agent, ...]:
+        """The agents, in the order each duty cycle runs them."""
         return self._agents
 
     def on_start(self) -> None:

@@ -111,6 +111,11 @@ class MappedFile:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, min_length: int = 1) -> MappedFile:
+        """Map an existing file read-write, at its whole length.
+
+        Raises ``ConfigurationError`` if the file is shorter than ``min_length`` bytes, and
+        ``OSError`` if it cannot be opened.
+        """
         target = Path(path)
         fd = os.open(target, os.O_RDWR)
         try:
@@ -128,18 +133,22 @@ class MappedFile:
 
     @property
     def buffer(self) -> AtomicBuffer:
+        """An :class:`AtomicBuffer` over the whole mapping; ``ConfigurationError`` once closed."""
         if self._buffer is None:
             raise ConfigurationError("mapped file is closed", path=str(self.path))
         return self._buffer
 
     @property
     def length(self) -> int:
+        """The mapping's length in bytes (the file's length when mapped)."""
         return len(self._mmap)
 
     def flush(self) -> None:
+        """Write the mapping's dirty pages back to the file (``msync``); blocks."""
         self._mmap.flush()
 
     def close(self) -> None:
+        """Release the buffer and unmap the file; idempotent. The file stays."""
         if self._buffer is not None:
             self._buffer.release()
             self._buffer = None

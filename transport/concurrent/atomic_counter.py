@@ -96,10 +96,12 @@ class AtomicCounter:
 
     @property
     def id(self) -> int:
+        """The counter id: its record's index in the values and metadata buffers."""
         return self._id
 
     @property
     def is_closed(self) -> bool:
+        """True once :meth:`close` was called."""
         return self._closed
 
     def propose_max_ordered(self, value: int) -> bool:
@@ -110,6 +112,7 @@ class AtomicCounter:
         return False
 
     def close(self) -> None:
+        """Free the counter through its manager, if it has one; idempotent."""
         if not self._closed:
             self._closed = True
             if self._manager is not None:

@@ -67,6 +67,7 @@ class BroadcastReceiver:
 
     @property
     def capacity(self) -> int:
+        """Bytes in the data region (the buffer's length minus the trailer)."""
         return self._capacity
 
     def lapped_count(self) -> int:
@@ -86,6 +87,7 @@ class BroadcastReceiver:
         return self._length
 
     def buffer(self) -> AtomicBuffer:
+        """The broadcast buffer, in which :meth:`offset` indexes the payload."""
         return self._buffer
 
     def receive_next(self) -> bool:

@@ -59,14 +59,17 @@ class BroadcastTransmitter:
 
     @property
     def buffer(self) -> AtomicBuffer:
+        """The whole broadcast buffer, trailer included."""
         return self._buffer
 
     @property
     def capacity(self) -> int:
+        """Bytes in the data region (the buffer's length minus the trailer)."""
         return self._capacity
 
     @property
     def max_msg_length(self) -> int:
+        """The longest payload :meth:`transmit` accepts, in bytes: capacity / 8."""
         return self._max_msg_length
 
     def transmit(

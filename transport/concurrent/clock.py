@@ -34,13 +34,17 @@ _NS_PER_MS = 1_000_000
 class EpochClock(Protocol):
     """Milliseconds since the Unix epoch."""
 
-    def time_ms(self) -> int: ...
+    def time_ms(self) -> int:
+        """Milliseconds since 1970-01-01 UTC."""
+        ...
 
 
 class NanoClock(Protocol):
     """A monotonic time in nanoseconds from an arbitrary origin."""
 
-    def time_ns(self) -> int: ...
+    def time_ns(self) -> int:
+        """Nanoseconds from an arbitrary origin; never goes backwards."""
+        ...
 
 
 class SystemEpochClock:
@@ -49,6 +53,7 @@ class SystemEpochClock:
     __slots__ = ()
 
     def time_ms(self) -> int:
+        """The wall clock now, in ms since the epoch (a system call)."""
         return time.time_ns() // _NS_PER_MS
 
     def __repr__(self) -> str:
@@ -75,12 +80,15 @@ class CachedEpochClock:
         self._time_ms = time_ms
 
     def time_ms(self) -> int:
+        """The cached time in ms: the last :meth:`update` plus any :meth:`advance`."""
         return self._time_ms
 
     def update(self, time_ms: int) -> None:
+        """Cache ``time_ms`` (ms since the epoch); the duty cycle calls it once a cycle."""
         self._time_ms = time_ms
 
     def advance(self, delta_ms: int) -> None:
+        """Move the cached time forward by ``delta_ms`` milliseconds."""
         self._time_ms += delta_ms
 
     def __repr__(self) -> str:
@@ -96,12 +104,15 @@ class CachedNanoClock:
         self._time_ns = time_ns
 
     def time_ns(self) -> int:
+        """The cached time in ns: the last :meth:`update` plus any :meth:`advance`."""
         return self._time_ns
 
     def update(self, time_ns: int) -> None:
+        """Cache ``time_ns`` (a ``NanoClock`` reading); the duty cycle calls it once a cycle."""
         self._time_ns = time_ns
 
     def advance(self, delta_ns: int) -> None:
+        """Move the cached time forward by ``delta_ns`` nanoseconds."""
         self._time_ns += delta_ns
 
     def __repr__(self) -> str:
@@ -120,21 +131,27 @@ class SettableClock:
         self._time_ns = time_ns
 
     def time_ns(self) -> int:
+        """The time set, in ns."""
         return self._time_ns
 
     def time_ms(self) -> int:
+        """The time set, in ms (``time_ns() // 1_000_000``)."""
         return self._time_ns // _NS_PER_MS
 
     def set_time_ns(self, time_ns: int) -> None:
+        """Set the time to ``time_ns`` nanoseconds."""
         self._time_ns = time_ns
 
     def set_time_ms(self, time_ms: int) -> None:
+        """Set the time to ``time_ms`` milliseconds (sub-ms part dropped)."""
         self._time_ns = time_ms * _NS_PER_MS
 
     def advance_ns(self, delta_ns: int) -> None:
+        """Move the time forward by ``delta_ns`` nanoseconds."""
         self._time_ns += delta_ns
 
     def advance_ms(self, delta_ms: int) -> None:
+        """Move the time forward by ``delta_ms`` milliseconds."""
         self._time_ns += delta_ms * _NS_PER_MS
 
     def __repr__(self) -> str:

@@ -39,6 +39,7 @@ class CopyBroadcastReceiver:
 
     @property
     def scratch_buffer(self) -> AtomicBuffer:
+        """The buffer each message is copied into before :meth:`receive` hands it out."""
         return self._scratch
 
     def receive(self, handler: Callable[[int, AtomicBuffer, int, int], object]) -> int:

@@ -196,15 +196,25 @@ class CountersManager(CountersReader):
         self._values.put_int64_ordered(counter_id * COUNTER_LENGTH, value)
 
     def set_counter_registration_id(self, counter_id: int, registration_id: int) -> None:
+        """Set the counter's registration id (release store).
+
+        The id that created the counter, so a reader can tell a reused counter id from the
+        one it knew.
+        """
         self._validate(counter_id)
         offset = counter_id * COUNTER_LENGTH + REGISTRATION_ID_OFFSET
         self._values.put_int64_ordered(offset, registration_id)
 
     def set_counter_owner_id(self, counter_id: int, owner_id: int) -> None:
+        """Set the counter's owner id (plain store): the client id that owns it."""
         self._validate(counter_id)
         self._values.put_int64(counter_id * COUNTER_LENGTH + OWNER_ID_OFFSET, owner_id)
 
     def set_counter_reference_id(self, counter_id: int, reference_id: int) -> None:
+        """Set the counter's reference id (plain store).
+
+        The registration id of the publication, subscription or image it counts for.
+        """
         self._validate(counter_id)
         self._values.put_int64(counter_id * COUNTER_LENGTH + REFERENCE_ID_OFFSET, reference_id)
 

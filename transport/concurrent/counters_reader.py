@@ -67,14 +67,17 @@ class CountersReader:
 
     @property
     def max_counter_id(self) -> int:
+        """The highest counter id the values buffer has room for."""
         return self._max_counter_id
 
     @property
     def metadata_buffer(self) -> AtomicBuffer:
+        """The metadata buffer: ``METADATA_LENGTH`` bytes per counter id."""
         return self._metadata
 
     @property
     def values_buffer(self) -> AtomicBuffer:
+        """The values buffer: ``COUNTER_LENGTH`` bytes per counter id."""
         return self._values
 
     def _validate(self, counter_id: int) -> None:
@@ -91,14 +94,25 @@ class CountersReader:
         return self._values.get_int64_volatile(counter_id * COUNTER_LENGTH)
 
     def get_counter_registration_id(self, counter_id: int) -> int:
+        """The id the counter was registered with (acquire load).
+
+        Compare it with the one you knew to tell a reused counter id;
+        ``DEFAULT_REGISTRATION_ID`` (0) when none was given.
+        """
         self._validate(counter_id)
         return self._values.get_int64_volatile(counter_id * COUNTER_LENGTH + REGISTRATION_ID_OFFSET)
 
     def get_counter_owner_id(self, counter_id: int) -> int:
+        """The id of the counter's owner, usually a client id (plain load)."""
         self._validate(counter_id)
         return self._values.get_int64(counter_id * COUNTER_LENGTH + OWNER_ID_OFFSET)
 
     def get_counter_reference_id(self, counter_id: int) -> int:
+        """The registration id of the resource the counter belongs to (plain load).
+
+        For instance the publication of a publisher limit; ``DEFAULT_REFERENCE_ID`` (0) when
+        none.
+        """
         self._validate(counter_id)
         return self._values.get_int64(counter_id * COUNTER_LENGTH + REFERENCE_ID_OFFSET)
 
@@ -108,6 +122,7 @@ class CountersReader:
         return self._metadata.get_int32_volatile(counter_id * METADATA_LENGTH)
 
     def get_counter_type_id(self, counter_id: int) -> int:
+        """The counter's type id (e.g. publisher limit, subscriber position)."""
         self._validate(counter_id)
         return self._metadata.get_int32(counter_id * METADATA_LENGTH + TYPE_ID_OFFSET)
 
@@ -118,6 +133,7 @@ class CountersReader:
         return self._metadata.get_int64_volatile(offset)
 
     def get_counter_label(self, counter_id: int) -> str:
+        """The counter's label, decoded as UTF-8 (at most ``MAX_LABEL_LENGTH`` bytes)."""
         self._validate(counter_id)
         return self._label(counter_id * METADATA_LENGTH)
 

@@ -116,6 +116,7 @@ class DistinctErrorLog:
 
     @property
     def buffer(self) -> AtomicBuffer:
+        """The error log buffer (cnc.dat's error log region)."""
         return self._buffer
 
     def record(self, observation: BaseException | str) -> bool:

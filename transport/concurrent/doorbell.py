@@ -144,6 +144,7 @@ class Doorbell:
 
     @property
     def offset(self) -> int:
+        """Index of the 32-bit word in the doorbell's buffer."""
         return self._offset
 
     # -- the waiter ------------------------------------------------------------------------
@@ -297,6 +298,11 @@ class DoorbellIdleStrategy:
         self._idle_periods = 0
 
     def idle(self, work_count: int = 0) -> None:
+        """Idle after a duty cycle that did ``work_count`` pieces of work (see class).
+
+        Work resets the backoff; an empty cycle spins, yields, polls through the spin window,
+        or parks on the doorbell until a ring or the park period.
+        """
         if work_count > 0:
             if self.state != self.NOT_IDLE:
                 if self.spin_window_ns:
@@ -360,6 +366,7 @@ class DoorbellIdleStrategy:
         self.park_period_ns = next_park_period_ns(self, period)
 
     def reset(self) -> None:
+        """Back to NOT_IDLE with the shortest park; the next park first reads the word again."""
         self.spins = 0
         self.yields = 0
         self.parked_ns = 0

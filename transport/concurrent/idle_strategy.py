@@ -103,12 +103,20 @@ def next_park_period_ns(shape: BackoffShape, period_ns: int) -> int:
 
 
 class IdleStrategy(Protocol):
+    """What a duty-cycle thread does after each cycle (see the module)."""
+
     @property
-    def alias(self) -> str: ...
+    def alias(self) -> str:
+        """The name :func:`idle_strategy_from_name` parses to this kind of strategy."""
+        ...
 
-    def idle(self, work_count: int = 0) -> None: ...
+    def idle(self, work_count: int = 0) -> None:
+        """Called after every duty cycle: a positive ``work_count`` resets, 0 idles."""
+        ...
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Return to the not-idle state, as work does."""
+        ...
 
 
 class NoOpIdleStrategy:
@@ -118,9 +126,11 @@ class NoOpIdleStrategy:
     alias = "noop"
 
     def idle(self, work_count: int = 0) -> None:
+        """Return at once, whatever ``work_count``."""
         return None
 
     def reset(self) -> None:
+        """Nothing to reset: this strategy keeps no state."""
         return None
 
     def __repr__(self) -> str:
@@ -134,9 +144,11 @@ class BusySpinIdleStrategy:
     alias = "spin"
 
     def idle(self, work_count: int = 0) -> None:
+        """Return at once, whatever ``work_count``."""
         return None
 
     def reset(self) -> None:
+        """Nothing to reset: this strategy keeps no state."""
         return None
 
     def __repr__(self) -> str:
@@ -150,10 +162,12 @@ class YieldingIdleStrategy:
     alias = "yield"
 
     def idle(self, work_count: int = 0) -> None:
+        """``os.sched_yield()`` when ``work_count`` is 0 (it releases the GIL)."""
         if work_count <= 0:
             os.sched_yield()
 
     def reset(self) -> None:
+        """Nothing to reset: this strategy keeps no state."""
         return None
 
     def __repr__(self) -> str:
@@ -179,10 +193,12 @@ class SleepingIdleStrategy:
         self._park = park
 
     def idle(self, work_count: int = 0) -> None:
+        """Park for ``period_ns`` when ``work_count`` is 0."""
         if work_count <= 0:
             (self._park or time.sleep)(self._period_s)
 
     def reset(self) -> None:
+        """Nothing to reset: this strategy keeps no state."""
         return None
 
     def __repr__(self) -> str:
@@ -271,6 +287,7 @@ class BackoffIdleStrategy:
         self._park = park
 
     def idle(self, work_count: int = 0) -> None:
+        """Work resets; an empty cycle takes the next step: a spin, a yield or a park (see class)."""
         if work_count > 0:
             if self.state != self.NOT_IDLE:
                 self.reset()
@@ -299,6 +316,7 @@ class BackoffIdleStrategy:
             self.park_period_ns = next_park_period_ns(self, period)
 
     def reset(self) -> None:
+        """Back to NOT_IDLE: counts cleared, park period back to ``min_park_period_ns``."""
         self.spins = 0
         self.yields = 0
         self.parked_ns = 0

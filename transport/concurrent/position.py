@@ -50,13 +50,16 @@ class ReadablePosition:
 
     @property
     def id(self) -> int:
+        """The id of the counter that holds the position."""
         return self._id
 
     @property
     def is_closed(self) -> bool:
+        """True once :meth:`close` was called."""
         return self._closed
 
     def close(self) -> None:
+        """Free the counter through its manager, if it has one; idempotent."""
         if not self._closed:
             self._closed = True
             if self._manager is not None:
@@ -94,12 +97,14 @@ class Position(ReadablePosition):
         self.set_ordered = partial(values_buffer.put_int64_ordered, offset)
 
     def propose_max(self, value: int) -> bool:
+        """Store ``value`` (plain) if it is larger than the position; return whether it did."""
         if self._buffer.get_int64(self._offset) < value:
             self._buffer.put_int64(self._offset, value)
             return True
         return False
 
     def propose_max_ordered(self, value: int) -> bool:
+        """Store ``value`` (release) if it is larger than the position; return whether it did."""
         if self._buffer.get_int64(self._offset) < value:
             self._buffer.put_int64_ordered(self._offset, value)
             return True

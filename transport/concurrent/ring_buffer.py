@@ -125,6 +125,7 @@ class RingBuffer:
 
     @property
     def buffer(self) -> AtomicBuffer:
+        """The whole ring buffer, trailer included."""
         return self._buffer
 
     @property
@@ -151,9 +152,11 @@ class RingBuffer:
         self._buffer.put_int64_ordered(self._heartbeat_index, now_ms)
 
     def producer_position(self) -> int:
+        """The tail: bytes ever claimed by producers (acquire load)."""
         return self._buffer.get_int64_volatile(self._tail_index)
 
     def consumer_position(self) -> int:
+        """The head: bytes ever consumed (acquire load)."""
         return self._buffer.get_int64_volatile(self._head_index)
 
     def size(self) -> int:

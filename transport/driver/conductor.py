@@ -178,12 +178,19 @@ class DriverConductor:
 
     @property
     def role_name(self) -> str:
+        """``driver-conductor``: the conductor thread's name."""
         return "driver-conductor"
 
     def on_start(self) -> None:
+        """Nothing to do: the constructor did the set-up."""
         return None
 
     def do_work(self) -> int:
+        """One duty cycle (the module's steps 1-5); returns the work done.
+
+        Raises ``AgentTerminationError`` after the cycle in which a TERMINATE_DRIVER was
+        accepted.
+        """
         now_ns = self._nano_clock.time_ns()
         self._now_ns = now_ns
         self._duty_cycle.measure_and_update(now_ns)
@@ -295,6 +302,12 @@ class DriverConductor:
     # Commands (CommandHandler)
 
     def on_add_publication(self, command: PublicationMessage, is_exclusive: bool) -> None:
+        """ADD_PUBLICATION or ADD_EXCLUSIVE_PUBLICATION: find or create the publication.
+
+        Caller: the command adapter. Registers the client if new, links the publication to it
+        and answers ON_PUBLICATION_READY (or ON_EXCLUSIVE_PUBLICATION_READY); a refusal raises
+        the error the adapter sends as ON_ERROR.
+        """
         channel = command.channel
         uri = parse_channel(channel)
         streams = self._streams_for(uri.media, uri.is_spy, channel, subscription=False)
@@ -311,6 +324,11 @@ class DriverConductor:
         )
 
     def on_remove_publication(self, command: RemovePublicationMessage) -> None:
+        """REMOVE_PUBLICATION: drop the client's link to the publication, revoking it if asked.
+
+        The last link starts the publication's end of stream. Answers ON_OPERATION_SUCCESS;
+        ``UNKNOWN_PUBLICATION`` if the client holds no such registration.
+        """
         client = self.clients.get(command.client_id)
         if client is not None:
             for index, link in enumerate(client.publication_links):
@@ -330,6 +348,10 @@ class DriverConductor:
         )
 
     def on_add_subscription(self, command: SubscriptionMessage) -> None:
+        """ADD_SUBSCRIPTION: register the subscription with its media and link it to its streams.
+
+        Answers ON_SUBSCRIPTION_READY, then ON_AVAILABLE_IMAGE for each image it joins.
+        """
         channel = command.channel
         uri = parse_channel(channel)
         streams = self._streams_for(uri.media, uri.is_spy, channel, subscription=True)
@@ -345,6 +367,10 @@ class DriverConductor:
         )
 
     def on_remove_subscription(self, command: RemoveMessage) -> None:
+        """REMOVE_SUBSCRIPTION: unlink the subscription from its images and forget it.
+
+        Answers ON_OPERATION_SUCCESS; ``UNKNOWN_SUBSCRIPTION`` if no media holds it.
+        """
         if not any(s.remove_subscription(command.registration_id) for s in self._streams.values()):
             raise command_error(
                 ErrorCode.UNKNOWN_SUBSCRIPTION,
@@ -355,11 +381,17 @@ class DriverConductor:
         self.client_proxy.on_operation_succeeded(command.correlation_id)
 
     def on_client_keepalive(self, command: CorrelatedMessage) -> None:
+        """CLIENT_KEEPALIVE: note the client alive now (epoch ms); unknown clients are ignored."""
         client = self.clients.get(command.client_id)
         if client is not None:
             client.on_keepalive(self._epoch_clock.time_ms())
 
     def on_add_counter(self, command: CounterMessage) -> None:
+        """ADD_COUNTER: allocate a counter owned by the client, linked to it.
+
+        Answers ON_COUNTER_READY with the counter id; ``GENERIC_ERROR`` when the counters are
+        full or the key is too long (a long label is cut).
+        """
         client = self._get_or_add_client(command.client_id)
         try:
             counter_id = self.counters.allocate(
@@ -380,6 +412,11 @@ class DriverConductor:
         self.client_proxy.on_counter_ready(command.correlation_id, counter_id)
 
     def on_remove_counter(self, command: RemoveMessage) -> None:
+        """REMOVE_COUNTER: free a counter the client added.
+
+        Answers ON_OPERATION_SUCCESS and ON_UNAVAILABLE_COUNTER; ``UNKNOWN_COUNTER`` if the
+        client holds no such registration.
+        """
         client = self.clients.get(command.client_id)
         if client is not None:
             for index, link in enumerate(client.counter_links):
@@ -397,11 +434,20 @@ class DriverConductor:
         )
 
     def on_client_close(self, command: CorrelatedMessage) -> None:
+        """CLIENT_CLOSE: mark the client closed.
+
+        The next timer removes it with everything it holds, without an ON_CLIENT_TIMEOUT.
+        """
         client = self.clients.get(command.client_id)
         if client is not None:
             client.on_close()
 
     def on_terminate_driver(self, command: TerminateDriverMessage) -> None:
+        """TERMINATE_DRIVER: if the context's validator accepts the token, stop.
+
+        Calls the termination hook now; the agent ends after this cycle. A refused token is
+        ignored, without an answer.
+        """
         if self._context.termination_validator(command.token):
             self._termination_requested = True
             hook = self._context.termination_hook

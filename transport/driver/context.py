@@ -166,15 +166,23 @@ class MediaDriverContext:
         return max(1, self.counter_free_to_reuse_timeout_ns // 1_000_000)
 
     def cnc_file_path(self) -> str:
+        """``<aeron_dir>/cnc.dat``: the file the driver creates and clients map."""
         return os.path.join(self.aeron_dir, "cnc.dat")
 
     def publications_dir(self) -> str:
+        """``<aeron_dir>/publications``: the log files of IPC and UDP publications."""
         return os.path.join(self.aeron_dir, "publications")
 
     def images_dir(self) -> str:
+        """``<aeron_dir>/images``: the log files of images rebuilt from UDP."""
         return os.path.join(self.aeron_dir, "images")
 
     def new_conductor_idle_strategy(self) -> IdleStrategy:
+        """A fresh idle strategy for the conductor's thread.
+
+        ``shared_idle_strategy`` in SHARED mode (one thread for all agents), else
+        ``conductor_idle_strategy``.
+        """
         name = (
             self.shared_idle_strategy
             if self.threading_mode is ThreadingMode.SHARED
@@ -183,12 +191,15 @@ class MediaDriverContext:
         return idle_strategy_from_name(name)
 
     def new_sender_idle_strategy(self) -> IdleStrategy:
+        """A fresh idle strategy for the sender's thread (DEDICATED mode)."""
         return idle_strategy_from_name(self.udp.sender_idle_strategy)
 
     def new_receiver_idle_strategy(self) -> IdleStrategy:
+        """A fresh idle strategy for the receiver's thread (DEDICATED mode)."""
         return idle_strategy_from_name(self.udp.receiver_idle_strategy)
 
     def new_shared_network_idle_strategy(self) -> IdleStrategy:
+        """A fresh idle strategy for the sender and receiver's one thread (SHARED_NETWORK)."""
         return idle_strategy_from_name(self.udp.shared_network_idle_strategy)
 
     # ----------------------------------------------------------------------------------------

@@ -190,6 +190,7 @@ class MediaDriver:
 
     @property
     def aeron_dir(self) -> str:
+        """The directory of the driver's cnc.dat and log files."""
         return self.context.aeron_dir
 
     @property
@@ -204,6 +205,7 @@ class MediaDriver:
 
     @property
     def is_closed(self) -> bool:
+        """True once :meth:`close` has run."""
         return self._closed
 
     @property

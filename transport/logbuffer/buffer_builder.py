@@ -72,10 +72,12 @@ class BufferBuilder:
 
     @property
     def capacity(self) -> int:
+        """Bytes the buffer holds before it must grow (at least 4 KiB)."""
         return self._buffer.capacity
 
     @property
     def limit(self) -> int:
+        """Bytes appended so far: the end of the message in :attr:`buffer`."""
         return self._limit
 
     @limit.setter

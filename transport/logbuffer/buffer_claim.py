@@ -54,6 +54,7 @@ class BufferClaim:
 
     @property
     def buffer(self) -> AtomicBuffer:
+        """The term buffer the frame was claimed in; ``IllegalStateError`` once the claim ended."""
         return self._claimed()
 
     @property
@@ -68,6 +69,7 @@ class BufferClaim:
 
     @property
     def flags(self) -> int:
+        """The frame's flags byte (BEGIN | END unless changed before :meth:`commit`)."""
         return self._claimed().get_uint8(self._frame_offset + FLAGS_FIELD_OFFSET)
 
     @flags.setter
@@ -76,6 +78,7 @@ class BufferClaim:
 
     @property
     def header_type(self) -> int:
+        """The frame's type, ``HDR_TYPE_DATA`` as claimed; settable before :meth:`commit`."""
         return self._claimed().get_uint16(self._frame_offset + TYPE_FIELD_OFFSET)
 
     @header_type.setter
@@ -84,6 +87,7 @@ class BufferClaim:
 
     @property
     def reserved_value(self) -> int:
+        """The frame header's 8-byte reserved value, free for the application to set."""
         return self._claimed().get_int64(self._frame_offset + RESERVED_VALUE_FIELD_OFFSET)
 
     @reserved_value.setter

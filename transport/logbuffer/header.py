@@ -70,34 +70,42 @@ class Header:
 
     @property
     def version(self) -> int:
+        """The protocol version byte (0)."""
         return self.buffer.get_uint8(self.offset + VERSION_FIELD_OFFSET)
 
     @property
     def flags(self) -> int:
+        """The flags byte: BEGIN (0x80), END (0x40), EOS (0x20); 0xC0 for a whole message."""
         return self.buffer.get_uint8(self.offset + FLAGS_FIELD_OFFSET)
 
     @property
     def type(self) -> int:
+        """The frame type: ``HDR_TYPE_DATA`` for what a handler is given."""
         return self.buffer.get_uint16(self.offset + TYPE_FIELD_OFFSET)
 
     @property
     def term_offset(self) -> int:
+        """Where the frame starts in its term, in bytes (the first fragment's, if assembled)."""
         return self.buffer.get_int32(self.offset + TERM_OFFSET_FIELD_OFFSET)
 
     @property
     def session_id(self) -> int:
+        """The session of the publication that wrote the frame."""
         return self.buffer.get_int32(self.offset + SESSION_ID_FIELD_OFFSET)
 
     @property
     def stream_id(self) -> int:
+        """The stream the frame belongs to."""
         return self.buffer.get_int32(self.offset + STREAM_ID_FIELD_OFFSET)
 
     @property
     def term_id(self) -> int:
+        """The id of the term the frame is in."""
         return self.buffer.get_int32(self.offset + TERM_ID_FIELD_OFFSET)
 
     @property
     def reserved_value(self) -> int:
+        """The 8 bytes the publisher's reserved value supplier stamped (0 by default)."""
         return self.buffer.get_int64(self.offset + RESERVED_VALUE_FIELD_OFFSET)
 
     @property

@@ -100,10 +100,12 @@ class LogBuffers:
 
     @property
     def file_length(self) -> int:
+        """The log file's length in bytes: three terms and the metadata, page aligned."""
         return self._live_file().length
 
     @property
     def path(self) -> Path:
+        """The log file mapped; ``IllegalStateError`` once closed."""
         return self._live_file().path
 
     def close(self) -> None:

@@ -62,6 +62,10 @@ class TermAppender(PartitionAppender):
     __slots__ = ()
 
     def raw_tail_volatile(self) -> int:
+        """The partition's raw tail (acquire load): term id << 32 | tail offset.
+
+        The tail offset may run past the term length once the term is full.
+        """
         return self._meta.get_int64_volatile(self._tail_offset)
 
     def claim(

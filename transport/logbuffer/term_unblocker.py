@@ -32,6 +32,8 @@ __all__ = ["UnblockStatus", "unblock"]
 
 
 class UnblockStatus(IntEnum):
+    """What :func:`unblock` did to the term."""
+
     NO_ACTION = 0
     """Nothing was blocked, or the gap may still be written: nothing was changed."""
     UNBLOCKED = 1

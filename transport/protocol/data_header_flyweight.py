@@ -150,6 +150,7 @@ class DataHeaderFlyweight(HeaderFlyweight):
 
     @property
     def term_offset(self) -> int:
+        """Bytes 8-11: where the frame starts in its term, in bytes (a multiple of 32)."""
         return self.buffer.get_int32(self.offset + TERM_OFFSET_FIELD_OFFSET)
 
     @term_offset.setter
@@ -158,6 +159,7 @@ class DataHeaderFlyweight(HeaderFlyweight):
 
     @property
     def session_id(self) -> int:
+        """Bytes 12-15: the session of the publication that wrote the frame."""
         return self.buffer.get_int32(self.offset + SESSION_ID_FIELD_OFFSET)
 
     @session_id.setter
@@ -166,6 +168,7 @@ class DataHeaderFlyweight(HeaderFlyweight):
 
     @property
     def stream_id(self) -> int:
+        """Bytes 16-19: the stream the frame belongs to."""
         return self.buffer.get_int32(self.offset + STREAM_ID_FIELD_OFFSET)
 
     @stream_id.setter
@@ -174,6 +177,7 @@ class DataHeaderFlyweight(HeaderFlyweight):
 
     @property
     def term_id(self) -> int:
+        """Bytes 20-23: the id of the term the frame is in."""
         return self.buffer.get_int32(self.offset + TERM_ID_FIELD_OFFSET)
 
     @term_id.setter
@@ -182,6 +186,10 @@ class DataHeaderFlyweight(HeaderFlyweight):
 
     @property
     def reserved_value(self) -> int:
+        """Bytes 24-31 (i64): a value the publisher may stamp on each frame (checksum, timestamp).
+
+        ``DEFAULT_RESERVED_VALUE`` (0) unless a reserved value supplier set it.
+        """
         return self.buffer.get_int64(self.offset + RESERVED_VALUE_FIELD_OFFSET)
 
     @reserved_value.setter
@@ -202,6 +210,7 @@ class DataHeaderFlyweight(HeaderFlyweight):
         )
 
     def is_end_of_stream(self) -> bool:
+        """Whether the EOS flag (0x20) is set: the publication ended at this position."""
         return bool(self.flags & EOS_FLAG)
 
     def put_data_header(

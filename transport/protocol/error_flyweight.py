@@ -104,6 +104,7 @@ class ErrorFlyweight(HeaderFlyweight):
 
     @property
     def session_id(self) -> int:
+        """Bytes 8-11: the session of the publication the error is about."""
         return self.buffer.get_int32(self.offset + ERR_SESSION_ID_FIELD_OFFSET)
 
     @session_id.setter
@@ -112,6 +113,7 @@ class ErrorFlyweight(HeaderFlyweight):
 
     @property
     def stream_id(self) -> int:
+        """Bytes 12-15: the stream of the publication the error is about."""
         return self.buffer.get_int32(self.offset + ERR_STREAM_ID_FIELD_OFFSET)
 
     @stream_id.setter
@@ -120,6 +122,7 @@ class ErrorFlyweight(HeaderFlyweight):
 
     @property
     def receiver_id(self) -> int:
+        """Bytes 16-23 (i64): the random id of the receive channel endpoint that sent the error."""
         return self.buffer.get_int64(self.offset + ERR_RECEIVER_ID_FIELD_OFFSET)
 
     @receiver_id.setter
@@ -135,6 +138,7 @@ class ErrorFlyweight(HeaderFlyweight):
 
     @property
     def error_code(self) -> int:
+        """Bytes 32-35: an :class:`~transport.command.control_protocol.ErrorCode` value."""
         return self.buffer.get_int32(self.offset + ERR_ERROR_CODE_FIELD_OFFSET)
 
     @error_code.setter
@@ -180,4 +184,8 @@ class ErrorFlyweight(HeaderFlyweight):
         return frame_length
 
     def validate(self, length: int) -> FrameStatus:
+        """Check the ``length`` bytes at this offset as an ERR frame; never raise.
+
+        The rules are :func:`validate_error_frame`'s.
+        """
         return validate_error_frame(self.buffer, self.offset, length)

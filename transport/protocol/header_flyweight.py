@@ -124,12 +124,14 @@ class HeaderFlyweight:
         self.offset = offset
 
     def wrap(self, buffer: AtomicBuffer, offset: int = 0) -> Self:
+        """Point this view at the frame at ``offset`` in ``buffer``; return ``self`` (no copy)."""
         self.buffer = buffer
         self.offset = offset
         return self
 
     @property
     def frame_length(self) -> int:
+        """Bytes 0-3: the frame's length in bytes with its header, unaligned (0: a heartbeat)."""
         return self.buffer.get_int32(self.offset + FRAME_LENGTH_FIELD_OFFSET)
 
     @frame_length.setter
@@ -138,6 +140,7 @@ class HeaderFlyweight:
 
     @property
     def version(self) -> int:
+        """Byte 4: the protocol version, ``CURRENT_VERSION`` (0) on every valid frame."""
         return self.buffer.get_uint8(self.offset + VERSION_FIELD_OFFSET)
 
     @version.setter
@@ -146,6 +149,7 @@ class HeaderFlyweight:
 
     @property
     def flags(self) -> int:
+        """Byte 5: the flag bits, whose meaning each frame type's diagram gives."""
         return self.buffer.get_uint8(self.offset + FLAGS_FIELD_OFFSET)
 
     @flags.setter
@@ -154,6 +158,7 @@ class HeaderFlyweight:
 
     @property
     def header_type(self) -> int:
+        """Bytes 6-7 (u16): the frame type, one of the ``HDR_TYPE_*`` constants."""
         return self.buffer.get_uint16(self.offset + TYPE_FIELD_OFFSET)
 
     @header_type.setter

@@ -81,6 +81,7 @@ class NakFlyweight(HeaderFlyweight):
 
     @property
     def session_id(self) -> int:
+        """Bytes 8-11: the session of the publication asked to retransmit."""
         return self.buffer.get_int32(self.offset + NAK_SESSION_ID_FIELD_OFFSET)
 
     @session_id.setter
@@ -89,6 +90,7 @@ class NakFlyweight(HeaderFlyweight):
 
     @property
     def stream_id(self) -> int:
+        """Bytes 12-15: the stream of the publication asked to retransmit."""
         return self.buffer.get_int32(self.offset + NAK_STREAM_ID_FIELD_OFFSET)
 
     @stream_id.setter
@@ -97,6 +99,7 @@ class NakFlyweight(HeaderFlyweight):
 
     @property
     def term_id(self) -> int:
+        """Bytes 16-19: the term in which the gap lies."""
         return self.buffer.get_int32(self.offset + NAK_TERM_ID_FIELD_OFFSET)
 
     @term_id.setter
@@ -105,6 +108,7 @@ class NakFlyweight(HeaderFlyweight):
 
     @property
     def term_offset(self) -> int:
+        """Bytes 20-23: where the gap starts in that term, in bytes."""
         return self.buffer.get_int32(self.offset + NAK_TERM_OFFSET_FIELD_OFFSET)
 
     @term_offset.setter
@@ -142,4 +146,8 @@ class NakFlyweight(HeaderFlyweight):
         return NAK_HEADER_LENGTH
 
     def validate(self, length: int) -> FrameStatus:
+        """Check the ``length`` bytes at this offset as a NAK frame; never raise.
+
+        The rules are :func:`validate_nak_frame`'s.
+        """
         return validate_nak_frame(self.buffer, self.offset, length)

@@ -86,6 +86,7 @@ class RttmFlyweight(HeaderFlyweight):
 
     @property
     def session_id(self) -> int:
+        """Bytes 8-11: the session of the publication measured."""
         return self.buffer.get_int32(self.offset + RTTM_SESSION_ID_FIELD_OFFSET)
 
     @session_id.setter
@@ -94,6 +95,7 @@ class RttmFlyweight(HeaderFlyweight):
 
     @property
     def stream_id(self) -> int:
+        """Bytes 12-15: the stream of the publication measured."""
         return self.buffer.get_int32(self.offset + RTTM_STREAM_ID_FIELD_OFFSET)
 
     @stream_id.setter
@@ -102,6 +104,7 @@ class RttmFlyweight(HeaderFlyweight):
 
     @property
     def echo_timestamp_ns(self) -> int:
+        """Bytes 16-23: the requester's clock when it sent the request, in ns, echoed back."""
         return self.buffer.get_int64(self.offset + RTTM_ECHO_TIMESTAMP_FIELD_OFFSET)
 
     @echo_timestamp_ns.setter
@@ -110,6 +113,7 @@ class RttmFlyweight(HeaderFlyweight):
 
     @property
     def reception_delta_ns(self) -> int:
+        """Bytes 24-31: how long the replier held the request, in ns (0 in a request)."""
         return self.buffer.get_int64(self.offset + RTTM_RECEPTION_DELTA_FIELD_OFFSET)
 
     @reception_delta_ns.setter
@@ -118,6 +122,7 @@ class RttmFlyweight(HeaderFlyweight):
 
     @property
     def receiver_id(self) -> int:
+        """Bytes 32-39 (i64): the random id of the receive channel endpoint measuring."""
         return self.buffer.get_int64(self.offset + RTTM_RECEIVER_ID_FIELD_OFFSET)
 
     @receiver_id.setter
@@ -125,6 +130,7 @@ class RttmFlyweight(HeaderFlyweight):
         self.buffer.put_int64(self.offset + RTTM_RECEIVER_ID_FIELD_OFFSET, value)
 
     def is_reply(self) -> bool:
+        """Whether the REPLY flag (0x80) is set: an answer, not a request."""
         return bool(self.flags & RTTM_REPLY_FLAG)
 
     def put_rttm(
@@ -149,4 +155,8 @@ class RttmFlyweight(HeaderFlyweight):
         return RTTM_HEADER_LENGTH
 
     def validate(self, length: int) -> FrameStatus:
+        """Check the ``length`` bytes at this offset as an RTTM frame; never raise.
+
+        The rules are :func:`validate_rttm_frame`'s.
+        """
         return validate_rttm_frame(self.buffer, self.offset, length)

@@ -128,6 +128,7 @@ class SetupFlyweight(HeaderFlyweight):
 
     @property
     def term_offset(self) -> int:
+        """Bytes 8-11: the publication's offset in its active term, in bytes (32-aligned)."""
         return self.buffer.get_int32(self.offset + SETUP_TERM_OFFSET_FIELD_OFFSET)
 
     @term_offset.setter
@@ -136,6 +137,7 @@ class SetupFlyweight(HeaderFlyweight):
 
     @property
     def session_id(self) -> int:
+        """Bytes 12-15: the session of the publication announced."""
         return self.buffer.get_int32(self.offset + SETUP_SESSION_ID_FIELD_OFFSET)
 
     @session_id.setter
@@ -144,6 +146,7 @@ class SetupFlyweight(HeaderFlyweight):
 
     @property
     def stream_id(self) -> int:
+        """Bytes 16-19: the stream of the publication announced."""
         return self.buffer.get_int32(self.offset + SETUP_STREAM_ID_FIELD_OFFSET)
 
     @stream_id.setter
@@ -152,6 +155,7 @@ class SetupFlyweight(HeaderFlyweight):
 
     @property
     def initial_term_id(self) -> int:
+        """Bytes 20-23: the term id at position 0 of the stream."""
         return self.buffer.get_int32(self.offset + SETUP_INITIAL_TERM_ID_FIELD_OFFSET)
 
     @initial_term_id.setter
@@ -160,6 +164,7 @@ class SetupFlyweight(HeaderFlyweight):
 
     @property
     def active_term_id(self) -> int:
+        """Bytes 24-27: the term the publication is writing now."""
         return self.buffer.get_int32(self.offset + SETUP_ACTIVE_TERM_ID_FIELD_OFFSET)
 
     @active_term_id.setter
@@ -168,6 +173,7 @@ class SetupFlyweight(HeaderFlyweight):
 
     @property
     def term_length(self) -> int:
+        """Bytes 28-31: the length of each term in bytes (a power of two, 64 KiB to 1 GiB)."""
         return self.buffer.get_int32(self.offset + SETUP_TERM_LENGTH_FIELD_OFFSET)
 
     @term_length.setter
@@ -176,6 +182,7 @@ class SetupFlyweight(HeaderFlyweight):
 
     @property
     def mtu(self) -> int:
+        """Bytes 32-35: the largest datagram the sender sends, in bytes (a multiple of 32)."""
         return self.buffer.get_int32(self.offset + SETUP_MTU_FIELD_OFFSET)
 
     @mtu.setter
@@ -184,6 +191,7 @@ class SetupFlyweight(HeaderFlyweight):
 
     @property
     def ttl(self) -> int:
+        """Bytes 36-39: the multicast time to live the sender uses (0: the default)."""
         return self.buffer.get_int32(self.offset + SETUP_TTL_FIELD_OFFSET)
 
     @ttl.setter
@@ -218,4 +226,8 @@ class SetupFlyweight(HeaderFlyweight):
         return SETUP_HEADER_LENGTH
 
     def validate(self, length: int) -> FrameStatus:
+        """Check the ``length`` bytes at this offset as a SETUP frame; never raise.
+
+        The rules are :func:`validate_setup_frame`'s.
+        """
         return validate_setup_frame(self.buffer, self.offset, length)

@@ -103,6 +103,7 @@ class StatusMessageFlyweight(HeaderFlyweight):
 
     @property
     def session_id(self) -> int:
+        """Bytes 8-11: the session of the publication the receiver reports on."""
         return self.buffer.get_int32(self.offset + SM_SESSION_ID_FIELD_OFFSET)
 
     @session_id.setter
@@ -111,6 +112,7 @@ class StatusMessageFlyweight(HeaderFlyweight):
 
     @property
     def stream_id(self) -> int:
+        """Bytes 12-15: the stream of the publication the receiver reports on."""
         return self.buffer.get_int32(self.offset + SM_STREAM_ID_FIELD_OFFSET)
 
     @stream_id.setter
@@ -119,6 +121,7 @@ class StatusMessageFlyweight(HeaderFlyweight):
 
     @property
     def consumption_term_id(self) -> int:
+        """Bytes 16-19: the term of the receiver's consumption position."""
         return self.buffer.get_int32(self.offset + SM_CONSUMPTION_TERM_ID_FIELD_OFFSET)
 
     @consumption_term_id.setter
@@ -127,6 +130,7 @@ class StatusMessageFlyweight(HeaderFlyweight):
 
     @property
     def consumption_term_offset(self) -> int:
+        """Bytes 20-23: the receiver's consumption offset in that term, in bytes."""
         return self.buffer.get_int32(self.offset + SM_CONSUMPTION_TERM_OFFSET_FIELD_OFFSET)
 
     @consumption_term_offset.setter
@@ -135,6 +139,7 @@ class StatusMessageFlyweight(HeaderFlyweight):
 
     @property
     def receiver_window(self) -> int:
+        """Bytes 24-27: how many bytes past its consumption position the receiver can take."""
         return self.buffer.get_int32(self.offset + SM_RECEIVER_WINDOW_FIELD_OFFSET)
 
     @receiver_window.setter
@@ -143,6 +148,7 @@ class StatusMessageFlyweight(HeaderFlyweight):
 
     @property
     def receiver_id(self) -> int:
+        """Bytes 28-35 (i64): the random id of the receive channel endpoint reporting."""
         return self.buffer.get_int64(self.offset + SM_RECEIVER_ID_FIELD_OFFSET)
 
     @receiver_id.setter
@@ -184,4 +190,8 @@ class StatusMessageFlyweight(HeaderFlyweight):
         return frame_length
 
     def validate(self, length: int) -> FrameStatus:
+        """Check the ``length`` bytes at this offset as a STATUS MESSAGE frame; never raise.
+
+        The rules are :func:`validate_status_message_frame`'s.
+        """
         return validate_status_message_frame(self.buffer, self.offset, length)

@@ -62,6 +62,8 @@ _MAX_POSITION = 2**63 - 1
 
 
 class PublicationState(IntEnum):
+    """The life cycle of an :class:`IpcPublication` (see the module)."""
+
     ACTIVE = 0
     DRAINING = 1
     LINGER = 2
@@ -149,6 +151,7 @@ class IpcPublication:
         return position
 
     def is_drained(self) -> bool:
+        """Whether every subscriber has read up to the producer position."""
         producer_position = self.producer_position()
         return all(s.position.get_volatile() >= producer_position for s in self.subscribers)
 
@@ -161,6 +164,7 @@ class IpcPublication:
         return self.state is PublicationState.ACTIVE or self.state is PublicationState.DRAINING
 
     def is_accepting_subscriptions(self) -> bool:
+        """Whether a new subscription may join: ACTIVE, or DRAINING with data left to read."""
         return self.state is PublicationState.ACTIVE or (
             self.state is PublicationState.DRAINING and not self.is_drained()
         )
@@ -169,6 +173,7 @@ class IpcPublication:
     # Subscribers
 
     def add_subscriber(self, subscriber: SubscriberPosition) -> None:
+        """Track a subscriber's sub-pos for the limit; the log is marked connected."""
         self.subscribers.append(subscriber)
         set_is_connected(self.log.meta_data_buffer, True)
 
@@ -292,6 +297,7 @@ class IpcPublication:
     # References and end of life
 
     def incref(self) -> None:
+        """One more publication link holds it (a concurrent ADD_PUBLICATION joined)."""
         self.ref_count += 1
 
     def decref(self) -> None:

@@ -218,6 +218,7 @@ class NetworkPublication:
         )
 
     def sender_position(self) -> int:
+        """snd-pos (acquire load): how far the sender has sent, in bytes of the stream."""
         return self.snd_pos.get_volatile()
 
     def is_active(self) -> bool:
@@ -365,6 +366,11 @@ class NetworkPublication:
         self._retransmits_sent.increment_ordered()
 
     def on_nak(self, term_id: int, term_offset: int, length: int, now_ns: int) -> None:
+        """A receiver's NAK for ``length`` bytes at ``term_offset`` of ``term_id``.
+
+        Caller: the sender thread (the send endpoint's poll). Counted, then handed to the
+        retransmit handler, which resends the range once (duplicates ignored while it lingers).
+        """
         if self.snd_naks_received is not None:
             self.snd_naks_received.increment_ordered()
         self.retransmit_handler.on_nak(
@@ -422,14 +428,20 @@ class NetworkPublication:
         self._send(memoryview(self._rttm_buffer)[:length])
 
     def has_required_receivers(self) -> bool:
+        """Whether a receiver has reported and flow control has the receivers it needs."""
         return self.has_receivers and self.flow_control.has_required_receivers()
 
     def update_connected_status(self, connected: bool) -> None:
+        """Store ``connected`` in the log's is-connected flag, if it changed (release store)."""
         if connected != self.is_connected:
             self._meta.put_int32_ordered(LOG_IS_CONNECTED_OFFSET, 1 if connected else 0)
             self.is_connected = connected
 
     def sender_release(self) -> None:
+        """The sender let go of it (its last command about it ran).
+
+        Caller: the sender thread. The conductor frees it only after this.
+        """
         self.has_sender_released = True
 
     # ----------------------------------------------------------------------------------------
@@ -463,6 +475,12 @@ class NetworkPublication:
         )
 
     def on_time_event(self, now_ns: int) -> None:
+        """The conductor's timer work, and the life cycle's steps (see the module).
+
+        ACTIVE: the connected flag, pub-pos, a blocked log unblocked after the unblock timeout.
+        DRAINING: to LINGER once all is sent (or no receiver is left). LINGER: to DONE after the
+        linger timeout or a unicast receiver's EOS.
+        """
         state = self.state
         if state is NetworkPublicationState.ACTIVE:
             self.update_connected_status(self.has_required_receivers())
@@ -509,6 +527,7 @@ class NetworkPublication:
         return unblock_log(log.term_buffers, log.meta_data_buffer, position, log.term_length)
 
     def incref(self) -> None:
+        """One more client link holds it (a concurrent ADD_PUBLICATION joined)."""
         self.ref_count += 1
 
     def decref(self) -> None:

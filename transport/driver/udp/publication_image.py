@@ -334,12 +334,17 @@ class PublicationImage:
         )
 
     def receiver_release(self) -> None:
+        """The receiver let go of it (its last command about it ran).
+
+        Caller: the receiver thread. The conductor frees it only after this.
+        """
         self.has_receiver_released = True
 
     # ----------------------------------------------------------------------------------------
     # Conductor thread
 
     def add_subscriber(self, subscriber: SubscriberPosition) -> None:
+        """Track a subscriber's sub-pos (the list is replaced, so the receiver reads it safely)."""
         self.subscribers = [*self.subscribers, subscriber]
 
     def remove_subscriber(self, counter_id: int) -> SubscriberPosition | None:
@@ -351,10 +356,12 @@ class PublicationImage:
         return None
 
     def is_drained(self) -> bool:
+        """Whether every subscriber has read up to the rebuild position (rcv-pos)."""
         rebuild_position = self.rcv_pos.get_volatile()
         return all(s.position.get_volatile() >= rebuild_position for s in self.subscribers)
 
     def is_accepting_subscriptions(self) -> bool:
+        """Whether a new subscription may join: only while ACTIVE."""
         return self.state is ImageState.ACTIVE
 
     def on_time_event(self, now_ns: int) -> ImageState | None:

@@ -61,15 +61,22 @@ class Receiver:
 
     @property
     def role_name(self) -> str:
+        """``receiver``: the receiver thread's name."""
         return "receiver"
 
     def on_start(self) -> None:
+        """Nothing to do: the constructor did the set-up."""
         return None
 
     def on_close(self) -> None:
+        """Nothing to do: the conductor closes the endpoints and images."""
         return None
 
     def do_work(self) -> int:
+        """One duty cycle (the module's steps); returns the work done.
+
+        Bytes received count as work, less those of keepalive traffic.
+        """
         now_ns = self._nano_clock.time_ns()
         self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
@@ -93,11 +100,13 @@ class Receiver:
     # Commands (run on the receiver thread) ----------------------------------------------------
 
     def on_add_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
+        """Command: read this receive endpoint's socket from now on."""
         self.endpoints.append(endpoint)
         if self.waiter is not None:
             self.waiter.register(endpoint.transport.socket)
 
     def on_remove_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:
+        """Command: stop reading the endpoint and let go of it (the conductor closes it)."""
         if endpoint in self.endpoints:
             self.endpoints.remove(endpoint)
             if self.waiter is not None:
@@ -107,6 +116,7 @@ class Receiver:
     def on_add_subscription(
         self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int | None
     ) -> None:
+        """Command: a subscription wants ``stream_id`` here (``session_id``, or all if None)."""
         if session_id is None:
             endpoint.dispatcher.add_subscription(stream_id)
         else:
@@ -115,16 +125,19 @@ class Receiver:
     def on_remove_subscription(
         self, endpoint: ReceiveChannelEndpoint, stream_id: int, session_id: int | None
     ) -> None:
+        """Command: the endpoint's last subscription to ``stream_id`` (or that session) went."""
         if session_id is None:
             endpoint.dispatcher.remove_subscription(stream_id)
         else:
             endpoint.dispatcher.remove_subscription_by_session(stream_id, session_id)
 
     def on_new_publication_image(self, image: PublicationImage) -> None:
+        """Command: dispatch the image's frames to it and give it a turn each cycle."""
         self.images.append(image)
         image.endpoint.dispatcher.add_publication_image(image)
 
     def on_remove_publication_image(self, image: PublicationImage) -> None:
+        """Command: stop feeding the image (its session cools down) and let go of it."""
         if image in self.images:
             self.images.remove(image)
         image.endpoint.dispatcher.remove_publication_image(image)
@@ -133,9 +146,11 @@ class Receiver:
     def on_remove_cool_down(
         self, endpoint: ReceiveChannelEndpoint, session_id: int, stream_id: int
     ) -> None:
+        """Command: the image is freed; the session may get a new one."""
         endpoint.dispatcher.remove_cool_down(session_id, stream_id)
 
     def on_remove_init_in_progress(
         self, endpoint: ReceiveChannelEndpoint, session_id: int, stream_id: int
     ) -> None:
+        """Command: the SETUP did not become an image; the next one may ask again."""
         endpoint.dispatcher.remove_init_in_progress(session_id, stream_id)

@@ -64,15 +64,22 @@ class Sender:
 
     @property
     def role_name(self) -> str:
+        """``sender``: the sender thread's name."""
         return "sender"
 
     def on_start(self) -> None:
+        """Nothing to do: the constructor did the set-up."""
         return None
 
     def on_close(self) -> None:
+        """Nothing to do: the conductor closes the endpoints and publications."""
         return None
 
     def do_work(self) -> int:
+        """One duty cycle (the module's steps); returns the work done.
+
+        Bytes sent count as work; status messages that moved nothing do not.
+        """
         now_ns = self._nano_clock.time_ns()
         self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
@@ -113,11 +120,13 @@ class Sender:
     # Commands (run on the sender thread) ------------------------------------------------------
 
     def on_add_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+        """Command: read this send endpoint's socket for control frames from now on."""
         self.endpoints.append(endpoint)
         if self.waiter is not None:
             self.waiter.register(endpoint.transport.socket)
 
     def on_remove_endpoint(self, endpoint: SendChannelEndpoint) -> None:
+        """Command: stop reading the endpoint and let go of it (the conductor closes it)."""
         if endpoint in self.endpoints:
             self.endpoints.remove(endpoint)
             if self.waiter is not None:
@@ -125,10 +134,12 @@ class Sender:
         endpoint.sender_release()
 
     def on_add_publication(self, publication: NetworkPublication) -> None:
+        """Command: send the publication from now on, and route its control frames to it."""
         self.publications.append(publication)
         publication.endpoint.add_publication(publication)
 
     def on_remove_publication(self, publication: NetworkPublication) -> None:
+        """Command: stop sending the publication and let go of it."""
         if publication in self.publications:
             self.publications.remove(publication)
         publication.endpoint.remove_publication(publication)

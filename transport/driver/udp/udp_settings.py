@@ -137,6 +137,7 @@ class UdpSettings:
 
     @property
     def nak_unicast_retry_delay_ns(self) -> int:
+        """The delay before a unicast NAK is sent again, in ns: the NAK delay times the ratio."""
         return self.nak_unicast_delay_ns * self.nak_unicast_retry_delay_ratio
 
     @classmethod

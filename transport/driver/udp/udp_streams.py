@@ -100,6 +100,11 @@ class UdpStreams:
         is_exclusive: bool,
         now_ns: int,
     ) -> NetworkPublication:
+        """ADD_PUBLICATION on ``aeron:udp``: find or create the network publication.
+
+        Opens the send endpoint if it is new, links the publication to the client and answers
+        ON_PUBLICATION_READY.
+        """
         return self.publications.add_publication(
             client, correlation_id, stream_id, channel, params, is_exclusive, now_ns
         )
@@ -113,14 +118,21 @@ class UdpStreams:
         params: SubscriptionParams,
         now_ns: int,
     ) -> NetworkSubscriptionLink:
+        """ADD_SUBSCRIPTION on ``aeron:udp``: register it on its receive endpoint.
+
+        Tells the receiver of the stream interest, answers ON_SUBSCRIPTION_READY and links it
+        to the images it matches.
+        """
         return self.subscriptions.add_subscription(
             client_id, registration_id, stream_id, channel, params, now_ns
         )
 
     def remove_subscription(self, registration_id: int) -> bool:
+        """Unlink and forget the subscription; False if there is none with that id."""
         return self.subscriptions.remove_subscription(registration_id)
 
     def remove_client_subscriptions(self, client_id: int) -> None:
+        """The client is gone: unlink and forget all its subscriptions."""
         self.subscriptions.remove_client_subscriptions(client_id)
 
     def do_work(self, now_ns: int) -> int:
@@ -128,9 +140,11 @@ class UdpStreams:
         return self.subscriptions.do_work(now_ns) + self.publications.update_publisher_limits()
 
     def update_publisher_limits(self) -> int:
+        """Move every network publication's pub-lmt; returns how many moved."""
         return self.publications.update_publisher_limits()
 
     def on_time_event(self, now_ns: int) -> None:
+        """The timer's UDP work: publications' and images' life cycles, endpoints closed."""
         self.publications.on_time_event(now_ns)
         self.subscriptions.on_time_event(now_ns)
 
