@@ -84,6 +84,7 @@ class AsyncLitePullConsumer:
 
     @property
     def is_running(self) -> bool:
+        """Whether the consumer underneath has started and not shut down."""
         return self.sync.is_running
 
     async def start(self) -> None:
@@ -183,30 +184,49 @@ class AsyncLitePullConsumer:
         await self._call(self.sync.subscribe, topic, sub_expression)
 
     async def unsubscribe(self, topic: str) -> None:
+        """``DefaultLitePullConsumer.unsubscribe``, in the executor: the topic's queues are
+        dropped (their offsets persisted) and the group is told. Raises IllegalStateError
+        after shutdown."""
         await self._call(self.sync.unsubscribe, topic)
 
     async def assign(self, queues: Collection[MessageQueue]) -> None:
+        """``DefaultLitePullConsumer.assign``, in the executor: own exactly ``queues``; when
+        running, new queues get their start offset before this returns. Raises
+        IllegalArgumentError for no queue or a malformed one, IllegalStateError after
+        ``subscribe`` or shutdown."""
         await self._call(self.sync.assign, queues)
 
     def assignment(self) -> set[MessageQueue]:
+        """The queues owned now (no I/O: not awaited)."""
         return self.sync.assignment()
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling the owned ``queues`` (others are ignored); what is cached is still
+        polled. No I/O: not awaited."""
         self.sync.pause(queues)
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
+        """Pull ``queues`` again (within ``pull_time_delay_ms_when_pause``). Not awaited."""
         self.sync.resume(queues)
 
     async def seek(self, queue: MessageQueue, offset: int) -> None:
+        """``DefaultLitePullConsumer.seek``, in the executor: the owned ``queue``'s next pull
+        starts at ``offset`` (min <= offset <= max), its cached messages discarded. Raises
+        IllegalStateError for a queue not owned, OffsetIllegalError out of range."""
         await self._call(self.sync.seek, queue, offset)
 
     async def position(self, queue: MessageQueue) -> int:
+        """``DefaultLitePullConsumer.position``, in the executor: the offset of the next
+        message ``poll`` returns from the owned ``queue``."""
         return await self._call(self.sync.position, queue)
 
     async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's min offset, asked of its broker in the executor; any queue."""
         return await self._call(self.sync.beginning_offsets, list(queues))
 
     async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's max offset (the offset its next message gets), asked of its broker
+        in the executor; any queue."""
         return await self._call(self.sync.end_offsets, list(queues))
 
     async def commit(
@@ -214,9 +234,14 @@ class AsyncLitePullConsumer:
         offsets: Mapping[MessageQueue, int] | Collection[MessageQueue] | None = None,
         persist: bool = True,
     ) -> None:
+        """``DefaultLitePullConsumer.commit``, in the executor: every owned queue's consume
+        offset (``None``), the given ``{queue: next offset}``, or the given queues' consume
+        offsets; persisted to the broker now unless ``persist`` is False."""
         await self._call(self.sync.commit, offsets, persist)
 
     async def committed(self, queue: MessageQueue) -> int:
+        """The group's committed offset of ``queue`` (memory first, then the broker, in the
+        executor); -1 if none."""
         return await self._call(self.sync.committed, queue)
 
     async def _call(self, function: Callable[..., _T], *arguments: object) -> _T:

@@ -84,9 +84,11 @@ class MetricsServer:
 
     @property
     def url(self) -> str:
+        """The address to scrape: ``http://host:port/metrics`` (the port bound, not 0)."""
         return f"http://{self.host}:{self.port}/metrics"
 
     def close(self) -> None:
+        """Stop serving and wait (up to 5 s) for the server thread to end."""
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5.0)

@@ -48,10 +48,13 @@ class Credentials:
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
+        """The ``(key, value)`` pairs of gRPC call metadata that carry the user and secret."""
         return ((USER_METADATA, self.user), (SECRET_METADATA, self.secret))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Credentials | None:
+        """``AEROMQ_USER`` and ``AEROMQ_SECRET`` (default empty) of ``environ`` (default
+        :data:`os.environ`), or None when no user is set."""
         env = os.environ if environ is None else environ
         user = env.get("AEROMQ_USER")
         return cls(user, env.get("AEROMQ_SECRET", "")) if user else None
@@ -75,6 +78,8 @@ class ClientTls:
             )
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
+        """gRPC's TLS credentials of these files, read now; raises
+        :class:`IllegalArgumentError` naming a file that cannot be read."""
         return grpc.ssl_channel_credentials(
             root_certificates=_read(self.ca_file),
             private_key=_read(self.key_file),
@@ -83,6 +88,10 @@ class ClientTls:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ClientTls | None:
+        """The files named by ``AEROMQ_TLS_CA_FILE``, ``AEROMQ_TLS_CERT_FILE`` and
+        ``AEROMQ_TLS_KEY_FILE`` of ``environ`` (default :data:`os.environ`), or None when
+        neither a CA nor a certificate is named; raises :class:`IllegalArgumentError` for a
+        certificate without its key (or a key without its certificate, beside a CA)."""
         env = os.environ if environ is None else environ
         names = ("AEROMQ_TLS_CA_FILE", "AEROMQ_TLS_CERT_FILE", "AEROMQ_TLS_KEY_FILE")
         ca, cert, key = (Path(env[n]) if env.get(n) else None for n in names)

@@ -117,6 +117,8 @@ class GrpcClient:
         self._closed = False
 
     def close(self) -> None:
+        """Close the channel; later calls raise :class:`IllegalStateError`. Closing twice does
+        nothing more."""
         if not self._closed:
             self._closed = True
             self._channel.close()
@@ -163,10 +165,14 @@ class GrpcClient:
     def update_topic(
         self, config: common_pb2.TopicConfig, *, timeout_s: float | None = None
     ) -> common_pb2.TopicConfig:
+        """Replace an existing topic's config (queue counts 0 keep the current ones); returns
+        it as stored. Raises :class:`TopicNotFoundError` when the broker has no such topic."""
         request = admin_pb2.UpdateTopicRequest(topic=config)
         return self._call("UpdateTopic", self._admin.UpdateTopic, request, timeout_s).topic
 
     def delete_topic(self, topic: str, *, timeout_s: float | None = None) -> None:
+        """Delete ``topic``, its consume queues and every group's offsets on it (its records
+        go with retention). Raises :class:`TopicNotFoundError` when there is no such topic."""
         request = admin_pb2.DeleteTopicRequest(topic=topic)
         self._call("DeleteTopic", self._admin.DeleteTopic, request, timeout_s)
 
@@ -191,6 +197,8 @@ class GrpcClient:
     def list_clusters(
         self, *, namesrv: bool = False, timeout_s: float | None = None
     ) -> list[common_pb2.ClusterInfo]:
+        """The broker's own cluster with itself in it, or with ``namesrv`` every cluster a
+        name server knows (brokers sorted by name)."""
         stub = self._namesrv.ListClusters if namesrv else self._admin.ListClusters
         response = self._call("ListClusters", stub, common_pb2.ListClustersRequest(), timeout_s)
         return list(response.clusters)
@@ -344,6 +352,9 @@ class GrpcClient:
     def consumer_progress(
         self, group: str, topic: str = "", *, timeout_s: float | None = None
     ) -> admin_pb2.GetConsumerProgressResponse:
+        """The group's progress on this broker (on ``topic``, or on every topic it consumes):
+        each queue's max offset, committed offset and lag (sorted by topic, then queue id),
+        the total lag and the online members."""
         request = admin_pb2.GetConsumerProgressRequest(consumer_group=group, topic=topic)
         return self._call(
             "GetConsumerProgress", self._admin.GetConsumerProgress, request, timeout_s
@@ -352,10 +363,14 @@ class GrpcClient:
     # -- groups and stats --------------------------------------------------------------------
 
     def list_groups(self, *, timeout_s: float | None = None) -> list[admin_pb2.GroupInfo]:
+        """The broker's consumer groups, sorted: each one's topics (subscribed or with
+        committed offsets), online members and message model."""
         request = admin_pb2.ListGroupsRequest()
         return list(self._call("ListGroups", self._admin.ListGroups, request, timeout_s).groups)
 
     def broker_stats(self, *, timeout_s: float | None = None) -> admin_pb2.BrokerStats:
+        """The broker's figures: uptime, topic, group and consumer counts, the commit log's
+        min, max and flushed offsets, and its services' named counters."""
         request = admin_pb2.GetBrokerStatsRequest()
         return self._call("GetBrokerStats", self._admin.GetBrokerStats, request, timeout_s).stats
 
@@ -368,6 +383,9 @@ class GrpcClient:
     def unregister_client(
         self, client_id: str, groups: Sequence[str] = (), *, timeout_s: float | None = None
     ) -> None:
+        """``client_id`` leaves ``groups`` (none given: every group it is in) at once, without
+        waiting for its heartbeats to time out; the broker pushes the change to the remaining
+        members."""
         request = consumer_group_pb2.UnregisterClientRequest(
             client_id=client_id, consumer_groups=list(groups)
         )
@@ -376,6 +394,8 @@ class GrpcClient:
     def get_consumer_ids(
         self, group: str, *, timeout_s: float | None = None
     ) -> consumer_group_pb2.GetConsumerIdsResponse:
+        """The group's live members (``consumer_ids``, sorted) and the membership's
+        ``version``."""
         request = consumer_group_pb2.GetConsumerIdsRequest(consumer_group=group)
         return self._call("GetConsumerIds", self._groups.GetConsumerIds, request, timeout_s)
 
@@ -388,11 +408,14 @@ class GrpcClient:
     def register_broker(
         self, request: namesrv_pb2.RegisterBrokerRequest, *, timeout_s: float | None = None
     ) -> None:
+        """Register a broker with a name server: its endpoints and every topic it holds
+        (replacing what the name server knew). Caller: the broker's name server registrar."""
         self._call("RegisterBroker", self._namesrv.RegisterBroker, request, timeout_s)
 
     def unregister_broker(
         self, cluster_name: str, broker_name: str, *, timeout_s: float | None = None
     ) -> None:
+        """Drop a broker from a name server's routes at once (a broker shutting down)."""
         request = namesrv_pb2.UnregisterBrokerRequest(
             cluster_name=cluster_name, broker_name=broker_name
         )
@@ -457,6 +480,8 @@ class HeartbeatStream:
         self._reader.start()
 
     def send(self, request: consumer_group_pb2.HeartbeatRequest) -> None:
+        """Queue one heartbeat for the stream (sent by gRPC's thread; never blocks). Raises
+        :class:`IllegalStateError` once the stream is closed."""
         if self._closed:
             raise IllegalStateError("heartbeat stream is closed", address=self._address)
         self._requests.put(request)

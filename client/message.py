@@ -186,6 +186,7 @@ class Message:
         return MappingProxyType(self._properties)
 
     def get_property(self, name: str) -> str | None:
+        """The property ``name`` (system or user), None when the message has none."""
         return self._properties.get(name)
 
     def put_user_property(self, name: str, value: str) -> None:
@@ -274,6 +275,8 @@ class MessageExt(Message):
 
     @property
     def queue(self) -> MessageQueue:
+        """The queue the message was stored in: its topic, ``broker_name`` and ``queue_id``
+        (the key of ``seek``, ``commit`` and ``position``)."""
         return MessageQueue(self.topic, self.broker_name, self.queue_id)
 
     @property
@@ -297,6 +300,8 @@ class MessageExt(Message):
 
     @property
     def msg_id(self) -> str:
+        """The producer's unique id (``UNIQ_KEY``) when the message has one, else
+        :attr:`offset_msg_id`."""
         return self._properties.get(PROPERTY_UNIQ_KEY) or self.offset_msg_id
 
     def _eq_key(self) -> tuple[Any, ...]:

@@ -66,6 +66,8 @@ class BrokerRoute:
 
     @classmethod
     def from_proto(cls, data: common_pb2.BrokerData) -> BrokerRoute:
+        """The broker of a ``QueryRoute`` answer, its endpoints flattened (an empty channel:
+        the broker does not offer that ingress)."""
         e = data.endpoints
         return cls(
             cluster_name=data.cluster_name,
@@ -117,6 +119,8 @@ class TopicRoute:
 
     @classmethod
     def from_proto(cls, route: common_pb2.TopicRouteData, fetched_ms: int) -> TopicRoute:
+        """The route of a ``QueryRoute`` answer received at ``fetched_ms`` (the resolver's
+        monotonic clock), its queue specs sorted by broker name."""
         brokers = {b.broker_name: BrokerRoute.from_proto(b) for b in route.broker_datas}
         queues = tuple(
             QueueSpec(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm)
@@ -143,6 +147,8 @@ class TopicRoute:
         ]
 
     def broker(self, broker_name: str) -> BrokerRoute:
+        """The named broker of the route; raises :class:`BrokerUnavailableError` when the
+        route does not list it (it left, or a queue names a broker the route lacks)."""
         found = self.brokers.get(broker_name)
         if found is None:
             raise BrokerUnavailableError(
@@ -206,6 +212,8 @@ class RouteResolver:
         return cached
 
     def invalidate(self, topic: str) -> None:
+        """Drop the topic's cached route, so the next :meth:`route` fetches it. Caller: a
+        producer whose send to one of the route's brokers failed."""
         with self._lock:
             self._routes.pop(topic, None)
 
@@ -226,6 +234,8 @@ class RouteResolver:
         return self.client(self.route(topic).broker(broker_name).grpc_address)
 
     def close(self) -> None:
+        """Close the cached clients; :meth:`client` raises :class:`IllegalStateError`
+        afterwards. Closing twice does nothing more."""
         with self._lock:
             self._closed = True
             clients = list(self._clients.values())

@@ -99,6 +99,7 @@ class LatencyHistogram:
             self._total += 1
 
     def snapshot(self) -> LatencySnapshot:
+        """The figures counted so far, copied under the lock (the counts are never reset)."""
         with self._lock:
             counts = tuple(self._counts[:-1])
             total, sum_ns = self._total, self._sum_ns

@@ -156,6 +156,8 @@ def encode_unique_message_id(
 
 
 def decode_unique_message_id(msg_id: str) -> UniqueMessageId:
+    """The fields of a producer's unique id (32 hex characters for an IPv4 producer, 56 for
+    IPv6, either case); raises :class:`IllegalArgumentError` for any other string."""
     data, ip_length = _id_bytes(msg_id, "a unique message id")
     pid, client_hash, time_ms, counter = _UNIQUE_SUFFIX.unpack_from(data, ip_length)
     ip = str(ipaddress.ip_address(data[:ip_length]))
@@ -174,6 +176,8 @@ def encode_offset_message_id(host: str, port: int, commit_log_offset: int) -> st
 
 
 def decode_offset_message_id(msg_id: str) -> OffsetMessageId:
+    """The store host, port and commit log offset of a broker's offset id (32 or 56 hex
+    characters, either case); raises :class:`IllegalArgumentError` for any other string."""
     data, ip_length = _id_bytes(msg_id, "an offset message id")
     port, offset = _OFFSET_SUFFIX.unpack_from(data, ip_length)
     return OffsetMessageId(str(ipaddress.ip_address(data[:ip_length])), port, offset)

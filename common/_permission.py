@@ -27,8 +27,10 @@ PERM_READ_WRITE: Final = PERM_READ | PERM_WRITE
 
 
 def is_readable(perm: int) -> bool:
+    """Whether ``perm`` has :data:`PERM_READ`: consumers may pull from the topic's queues."""
     return bool(perm & PERM_READ)
 
 
 def is_writeable(perm: int) -> bool:
+    """Whether ``perm`` has :data:`PERM_WRITE`: producers may send to the topic's queues."""
     return bool(perm & PERM_WRITE)

@@ -57,14 +57,20 @@ class PullAnswer:
 
     @property
     def status(self) -> common_pb2.Status:
+        """The broker's answer code and message (``code`` 0 is success; any other code is an
+        error the client raises as its typed error)."""
         return self.response.status
 
     @property
     def pull_status(self) -> messages_pb2.PullStatus.ValueType:
+        """``FOUND``, ``NO_NEW_MSG`` (the offset is the max), ``NO_MATCHED_MSG`` (the filter
+        matched nothing; ``next_begin_offset`` still moves on) or ``OFFSET_ILLEGAL``."""
         return self.response.pull_status
 
     @property
     def next_begin_offset(self) -> int:
+        """The queue offset the next pull starts at: the last offset read + 1, or the min or
+        max offset when the pull's offset was below or beyond them."""
         return self.response.next_begin_offset
 
     @property
@@ -75,10 +81,13 @@ class PullAnswer:
 
     @property
     def min_offset(self) -> int:
+        """The queue's min offset (its first stored message) when the broker answered."""
         return self.response.min_offset
 
     @property
     def max_offset(self) -> int:
+        """The queue's max offset (the offset the next message sent to it gets) when the broker
+        answered."""
         return self.response.max_offset
 
     def to_message(self) -> messages_pb2.PullMessageResponse:

@@ -29,6 +29,26 @@ def unpack_host(packed: bytes) -> HostAddress:
     return unpack_host_field(packed)
 
 
+_FIELD_DOCS = {
+    "topic": "The topic of the pulled queue.",
+    "body": "The message's body (bytes), sliced out of the batch on first use.",
+    "flag": "The producer's ``flag`` (RocketMQ's int flag; 0 when not set).",
+    "queue_id": "The id of the pulled queue on its broker.",
+    "queue_offset": "The message's offset in its queue (the key of ``seek`` and ``commit``).",
+    "commit_log_offset": "The message's offset in the broker's commit log.",
+    "store_size": "The bytes the record takes in its batch: its column values (28) and its"
+    " body, tag and properties.",
+    "sys_flag": "The batch's attributes (RocketMQ's ``sysFlag``).",
+    "born_timestamp_ms": "When the producer made the message (epoch ms).",
+    "born_host": "The producer's ``(ip, port)``.",
+    "store_timestamp_ms": "When the broker stored the message's batch (epoch ms).",
+    "store_host": "The storing broker's ``(ip, port)``.",
+    "reconsume_times": "RocketMQ's ``reconsumeTimes`` as the sender wrote it in the batch (0 for"
+    " a first send).",
+}
+"""The docstring of each field property (``_field``): what the field holds, with its unit."""
+
+
 def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
     """A field read from the chunk, unless set on the message."""
 
@@ -43,7 +63,7 @@ def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
             self._overrides = {}
         self._overrides[name] = value
 
-    return property(get, set_)
+    return property(get, set_, doc=_FIELD_DOCS[name])
 
 
 def _body(m: BatchMessageExt) -> bytes:
@@ -114,6 +134,7 @@ class BatchMessageExt(MessageExt):
 
     @property
     def broker_name(self) -> str:
+        """The name of the broker the message was pulled from."""
         return self._broker
 
     @broker_name.setter

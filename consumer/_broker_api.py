@@ -68,6 +68,7 @@ class QueueGrant:
 
     @property
     def granted(self) -> bool:
+        """Whether the queue is the asker's now (no other member holds it)."""
         return not self.holder
 
 
@@ -142,9 +143,13 @@ class BrokerApi(Protocol):
         """The offset of the first message stored at or after ``timestamp_ms``."""
         ...
 
-    def min_offset(self, queue: MessageQueue) -> int: ...
+    def min_offset(self, queue: MessageQueue) -> int:
+        """The queue's first offset still stored."""
+        ...
 
-    def max_offset(self, queue: MessageQueue) -> int: ...
+    def max_offset(self, queue: MessageQueue) -> int:
+        """The offset the queue's next message will get."""
+        ...
 
     def consumer_ids(self, consumer_group: str, topic: str) -> list[str]:
         """The group's live members, as the broker serving ``topic`` knows them."""

@@ -39,6 +39,14 @@ class ConsumeMessageContext:
 class ConsumeMessageHook(Protocol):
     """What :meth:`DefaultLitePullConsumer.register_consume_message_hook` takes."""
 
-    def consume_message_before(self, context: ConsumeMessageContext) -> None: ...
+    def consume_message_before(self, context: ConsumeMessageContext) -> None:
+        """Caller: ``poll`` and ``poll_batch``, on the polling thread, once a poll has messages
+        and before they are handed over (``context.success`` False; ``value`` not yet
+        deserialized). An exception raised here is logged and the next hook runs."""
+        ...
 
-    def consume_message_after(self, context: ConsumeMessageContext) -> None: ...
+    def consume_message_after(self, context: ConsumeMessageContext) -> None:
+        """Caller: ``poll`` and ``poll_batch``, on the polling thread, after
+        :meth:`consume_message_before`, with ``context.success`` True (the same ``context``,
+        so ``props`` carries what the first half kept)."""
+        ...

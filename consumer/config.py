@@ -59,6 +59,8 @@ class ConsumeFromWhere(Enum):
 
 
 class MessageModel(Enum):
+    """How a group's consumers share a topic (RocketMQ's ``MessageModel``)."""
+
     CLUSTERING = "CLUSTERING"
     """The group's consumers share the queues; offsets live on the broker."""
     BROADCASTING = "BROADCASTING"
@@ -219,6 +221,8 @@ class LitePullConsumerConfig:
 
     @property
     def pull_threshold_size_for_queue_bytes(self) -> int:
+        """``pull_threshold_size_for_queue_mib`` in bytes: the bodies a queue may hold in the
+        cache before its pull task waits."""
         return self.pull_threshold_size_for_queue_mib * 1024 * 1024
 
     def flow_control_warnings(self) -> list[str]:

@@ -102,6 +102,9 @@ class DefaultLitePullConsumer:
 
     @property
     def config(self) -> LitePullConsumerConfig:
+        """The configuration (frozen). A new one of the same group may be set before
+        ``start``; setting one raises IllegalStateError once started, IllegalArgumentError
+        for another group."""
         return self._services.config
 
     @config.setter
@@ -112,6 +115,7 @@ class DefaultLitePullConsumer:
 
     @property
     def consumer_group(self) -> str:
+        """The group this consumer consumes for (``config.consumer_group``)."""
         return self._services.config.consumer_group
 
     @property
@@ -121,14 +125,19 @@ class DefaultLitePullConsumer:
 
     @property
     def is_running(self) -> bool:
+        """Whether ``start`` succeeded and ``shutdown`` has not been called."""
         return self._services.state is ServiceState.RUNNING
 
     @property
     def service_state(self) -> ServiceState:
+        """Where the consumer is in its life: CREATE_JUST, START_FAILED, RUNNING or
+        SHUTDOWN_ALREADY."""
         return self._services.state
 
     @property
     def subscription_type(self) -> SubscriptionType:
+        """How the consumer got its queues: NONE yet, SUBSCRIBE or ASSIGN (the two exclude
+        each other)."""
         return self._services.subscription.type
 
     @property
@@ -150,10 +159,13 @@ class DefaultLitePullConsumer:
 
     @property
     def offset_store(self) -> OffsetStore | None:
+        """The committed offsets (on the broker for CLUSTERING, in a local file for
+        BROADCASTING); None before ``start``."""
         return self._services.offset_store
 
     @property
     def rebalance_service(self) -> RebalanceService | None:
+        """The service that allocates the subscribed topics' queues; None before ``start``."""
         return self._services.rebalance
 
     @property
@@ -371,6 +383,8 @@ class DefaultLitePullConsumer:
         self._cache.add_listener(listener)
 
     def remove_delivery_listener(self, listener: DeliveryListener) -> None:
+        """Stop calling ``listener`` (added by :meth:`add_delivery_listener`; one not added is
+        ignored). Caller: :mod:`aeromq.aio`."""
         self._cache.remove_listener(listener)
 
     def __repr__(self) -> str:

@@ -51,6 +51,10 @@ _log = logging.getLogger(__name__)
 
 
 class ReadOffsetType(Enum):
+    """Where :meth:`OffsetStore.read_offset` looks: the in-memory table only, the durable
+    store only (the broker, or the local file), or memory and then the store when memory has
+    none (RocketMQ's ``ReadOffsetType``)."""
+
     READ_FROM_MEMORY = "READ_FROM_MEMORY"
     READ_FROM_STORE = "READ_FROM_STORE"
     MEMORY_FIRST_THEN_STORE = "MEMORY_FIRST_THEN_STORE"

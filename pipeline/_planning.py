@@ -42,10 +42,12 @@ class QueueRange:
 
     @property
     def count(self) -> int:
+        """How many offsets the range spans, ``end - start`` (0 or less: nothing to read)."""
         return self.end - self.start
 
     @property
     def queue(self) -> MessageQueue:
+        """The range's queue as a :class:`~client.MessageQueue`."""
         return MessageQueue(self.topic, self.broker, self.queue_id)
 
 

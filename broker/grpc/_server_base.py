@@ -114,10 +114,12 @@ class GrpcServerBase:
 
     @property
     def running(self) -> bool:
+        """Whether the server is serving: from ``start`` until ``stop``."""
         return self._server is not None
 
     @property
     def tls(self) -> TlsConfig | None:
+        """The port's TLS settings; None when it takes plain text."""
         return self._tls
 
     def start(self) -> int:

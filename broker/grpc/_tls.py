@@ -28,9 +28,11 @@ class TlsConfig:
 
     @property
     def mutual(self) -> bool:
+        """Whether clients must present a certificate (``client_ca_file`` is set)."""
         return self.client_ca_file is not None
 
     def describe(self) -> str:
+        """``"mtls"`` or ``"tls"``, for the server's start-up log line."""
         return "mtls" if self.mutual else "tls"
 
 

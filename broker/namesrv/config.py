@@ -56,6 +56,10 @@ class NameServerConfig:
     def load(
         cls, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
     ) -> NameServerConfig:
+        """The settings from the defaults, then ``environ`` (default :data:`os.environ`:
+        ``AEROMQ_NAMESRV_<KEY>``), then ``argv`` (``aeromq namesrv``'s options), each over the
+        one before. Raises :class:`BrokerConfigError` naming the key, value, rule and source
+        of an unknown or invalid setting."""
         env = os.environ if environ is None else environ
         parser = argparse.ArgumentParser(prog="aeromq namesrv", exit_on_error=False)
         add_arguments(parser)

@@ -65,6 +65,7 @@ class NameServerRegistrar:
 
     @property
     def namesrv_address(self) -> str:
+        """The name server's ``host:port`` this broker registers with."""
         return self._address
 
     def start(self) -> None:

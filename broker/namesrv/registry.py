@@ -59,6 +59,10 @@ class RouteRegistry:
         self._lock = threading.Lock()
 
     def register(self, request: namesrv_pb2.RegisterBrokerRequest) -> None:
+        """Record the broker, its endpoints and topics (replacing what was known of it) as
+        heard now, with its heartbeat timeout (0: the default). Raises
+        :class:`InvalidArgumentError` without a cluster or broker name. Caller: the
+        ``RegisterBroker`` RPC."""
         if not request.broker_name or not request.cluster_name:
             raise InvalidArgumentError(
                 "a registration needs a cluster and a broker name",
@@ -91,6 +95,8 @@ class RouteRegistry:
             )
 
     def unregister(self, cluster_name: str, broker_name: str) -> bool:
+        """Drop the broker from every route at once; False when the registry does not know
+        it in that cluster. Caller: the ``UnregisterBroker`` RPC (a broker shutting down)."""
         with self._lock:
             known = self._brokers.get(broker_name)
             if known is None or known.cluster_name != cluster_name:
@@ -159,6 +165,8 @@ class RouteRegistry:
         return route
 
     def list_clusters(self) -> list[common_pb2.ClusterInfo]:
+        """Every cluster with its live brokers (endpoints, last heartbeat, topic count),
+        clusters and brokers sorted by name."""
         with self._lock:
             brokers = sorted(self._brokers.values(), key=lambda b: (b.cluster_name, b.broker_name))
             clusters: dict[str, common_pb2.ClusterInfo] = {}
@@ -195,5 +203,6 @@ class RouteRegistry:
         return [merged[name] for name in sorted(merged)]
 
     def broker_names(self) -> list[str]:
+        """The names of the live brokers, sorted."""
         with self._lock:
             return sorted(self._brokers)

@@ -40,6 +40,9 @@ def _answer(rpc: str, response_type: type[R], build: Callable[[], R]) -> R:
 
 
 class NameServerServicer(namesrv_pb2_grpc.NameServerServicer):
+    """The ``NameServer`` gRPC service over a :class:`RouteRegistry`: each RPC calls the
+    registry and answers its outcome in ``Status`` (an error never fails the call itself)."""
+
     def __init__(self, registry: RouteRegistry) -> None:
         self._registry = registry
 

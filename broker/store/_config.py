@@ -123,26 +123,34 @@ class StoreConfig:
 
     @property
     def commit_log_dir(self) -> Path:
+        """``data_dir/commitlog``: the commit log's segments."""
         return self.data_dir / "commitlog"
 
     @property
     def consume_queue_dir(self) -> Path:
+        """``data_dir/consumequeue``: one folder per topic, one per queue in it."""
         return self.data_dir / "consumequeue"
 
     @property
     def index_dir(self) -> Path:
+        """``data_dir/index``: the index files by message key and unique key."""
         return self.data_dir / "index"
 
     @property
     def config_dir(self) -> Path:
+        """``data_dir/config``: ``topics.json`` and ``consumer_offsets.json``."""
         return self.data_dir / "config"
 
     @property
     def checkpoint_path(self) -> Path:
+        """``data_dir/checkpoint``: the commit log offset up to which the queues and the index
+        are durable, and whether the last shutdown was clean."""
         return self.data_dir / "checkpoint"
 
     @property
     def lock_path(self) -> Path:
+        """``data_dir/lock``: the file an open store holds locked (``flock``), so a second
+        store on the directory fails fast with :class:`StoreLockedError`."""
         return self.data_dir / "lock"
 
 

@@ -53,6 +53,9 @@ class ConsumerOffsetManager:
         self._commit_ms: dict[tuple[str, str, int], int] = {}  # in memory: since this start
 
     def load(self) -> None:
+        """Replace the table with the one persisted in ``path`` (nothing when there is no
+        file). Raises :class:`StoreError` for a file of another version or a malformed one,
+        :class:`StoreIOError` when it cannot be read. Caller: the store's start."""
         value = read_json(self.path)
         if value is None:
             return
@@ -99,9 +102,11 @@ class ConsumerOffsetManager:
             return dict(self._table.get((topic, group), {}))
 
     def groups_of(self, topic: str) -> list[str]:
+        """The groups with committed offsets on ``topic``, sorted."""
         return sorted(group for (t, group) in self._table if t == topic)
 
     def topics_of(self, group: str) -> list[str]:
+        """The topics ``group`` has committed offsets on, sorted."""
         return sorted(topic for (topic, g) in self._table if g == group)
 
     def remove(self, group: str, topic: str | None = None) -> int:

@@ -136,6 +136,7 @@ class InboundMessage:
 
     @property
     def tags(self) -> str | None:
+        """The ``TAGS`` property, None without one."""
         return self.properties.get(PROPERTY_TAGS)
 
     def __repr__(self) -> str:
@@ -206,15 +207,18 @@ class StoredMessage:
 
     @property
     def tags(self) -> str | None:
+        """The ``TAGS`` property, None without one."""
         return self.properties.get(PROPERTY_TAGS)
 
     @property
     def keys(self) -> list[str]:
+        """The ``KEYS`` property split on :data:`KEY_SEPARATOR` (empty keys dropped)."""
         value = self.properties.get(PROPERTY_KEYS)
         return [k for k in value.split(KEY_SEPARATOR) if k] if value else []
 
     @property
     def unique_key(self) -> str | None:
+        """The producer's unique id (the ``UNIQ_KEY`` property), None without one."""
         return self.properties.get(PROPERTY_UNIQ_KEY)
 
     @property

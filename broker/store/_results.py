@@ -71,6 +71,7 @@ class PutMessageResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the batch was stored (``PUT_OK``)."""
         return self.status is PutMessageStatus.PUT_OK
 
     @property

@@ -21,6 +21,9 @@ __all__ = ["RetentionReport", "run_retention"]
 
 @dataclass(frozen=True)
 class RetentionReport:
+    """What one retention run deleted: files of the commit log, of the consume queues and of
+    the index, and the commit log's first offset still held afterwards."""
+
     commit_log_files: int
     consume_queue_files: int
     index_files: int

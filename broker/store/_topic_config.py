@@ -33,6 +33,9 @@ _VERSION = 1
 
 
 class TopicFilterType(enum.Enum):
+    """RocketMQ's ``TopicFilterType``, kept in the topic config for compatibility: a message
+    carries one tag (``SINGLE_TAG``, the default) or several (``MULTI_TAG``)."""
+
     SINGLE_TAG = "SINGLE_TAG"
     MULTI_TAG = "MULTI_TAG"
 
@@ -71,19 +74,26 @@ class TopicConfig:
 
     @property
     def is_readable(self) -> bool:
+        """Whether ``perm`` lets consumers pull from the topic."""
         return is_readable(self.perm)
 
     @property
     def is_writeable(self) -> bool:
+        """Whether ``perm`` lets producers send to the topic."""
         return is_writeable(self.perm)
 
     def to_json(self) -> dict[str, Any]:
+        """The config as the JSON object ``topics.json`` holds (every field, the filter type
+        by its value)."""
         out = asdict(self)
         out["topic_filter_type"] = self.topic_filter_type.value
         return out
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> TopicConfig:
+        """The config of a :meth:`to_json` object; raises ``KeyError``, ``ValueError`` or
+        :class:`InvalidArgumentError` for a malformed one (the manager's ``load`` turns them
+        into a :class:`StoreError`)."""
         return cls(
             topic_name=value["topic_name"],
             read_queue_nums=int(value["read_queue_nums"]),
@@ -107,6 +117,9 @@ class TopicConfigManager:
         self.data_version: tuple[int, int] = (0, 0)  # (timestamp ms, counter)
 
     def load(self) -> None:
+        """Replace the topics with those persisted in ``path`` (nothing when there is no
+        file). Raises :class:`StoreError` for a file of another version or a malformed one.
+        Caller: the store's start."""
         value = read_json(self.path)
         if value is None:
             return
@@ -122,15 +135,19 @@ class TopicConfigManager:
             self.data_version = (int(stamp), int(counter))
 
     def get(self, topic: str) -> TopicConfig | None:
+        """The topic's config, None when there is no such topic (never blocks: the produce
+        and pull paths call it)."""
         return self._topics.get(topic)
 
     def require(self, topic: str) -> TopicConfig:
+        """The topic's config; raises :class:`TopicNotFoundError` when there is none."""
         found = self._topics.get(topic)
         if found is None:
             raise TopicNotFoundError("no such topic", topic=topic)
         return found
 
     def topics(self) -> list[TopicConfig]:
+        """Every topic's config, sorted by name."""
         return [self._topics[name] for name in sorted(self._topics)]
 
     def create_or_update(self, config: TopicConfig) -> None:

@@ -13,6 +13,13 @@ __all__ = ["AllocateMessageQueueAveragely"]
 
 
 class AllocateMessageQueueAveragely(CheckedAllocateStrategy):
+    """The default strategy (``"AVG"``): each consumer, in sorted id order, gets a contiguous
+    block of the sorted queues; the first ``queues % consumers`` consumers get one more.
+
+    10 queues over 4 consumers: ``[0 1 2] [3 4 5] [6 7] [8 9]``; with more consumers than
+    queues the last consumers get none. RocketMQ's ``AllocateMessageQueueAveragely``.
+    """
+
     __slots__ = ()
 
     @property

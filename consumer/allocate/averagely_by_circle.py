@@ -13,6 +13,13 @@ __all__ = ["AllocateMessageQueueAveragelyByCircle"]
 
 
 class AllocateMessageQueueAveragelyByCircle(CheckedAllocateStrategy):
+    """``"AVG_BY_CIRCLE"``: sorted queue ``i`` goes to sorted consumer ``i % consumers``, dealt
+    like cards.
+
+    10 queues over 4 consumers: ``[0 4 8] [1 5 9] [2 6] [3 7]``. RocketMQ's
+    ``AllocateMessageQueueAveragelyByCircle``.
+    """
+
     __slots__ = ()
 
     @property

@@ -15,6 +15,10 @@ __all__ = ["AllocateMessageQueueByConfig"]
 
 
 class AllocateMessageQueueByConfig(AllocateMessageQueueStrategy):
+    """``"CONFIG"``: always ``message_queues``, whatever the group and the topic's queues are;
+    consumers given the same list consume the same queues. Its arguments are not checked.
+    RocketMQ's ``AllocateMessageQueueByConfig``."""
+
     __slots__ = ("_queues",)
 
     def __init__(self, message_queues: Iterable[MessageQueue]) -> None:
@@ -26,6 +30,7 @@ class AllocateMessageQueueByConfig(AllocateMessageQueueStrategy):
 
     @property
     def message_queues(self) -> tuple[MessageQueue, ...]:
+        """The configured queues, in the order given."""
         return self._queues
 
     def allocate(

@@ -30,6 +30,16 @@ def _room(name: str) -> str | None:
 
 
 class AllocateMessageQueueByMachineRoom(CheckedAllocateStrategy):
+    """``"MACHINE_ROOM"``: only the queues of brokers named ``room@broker`` with ``room`` in
+    ``consumer_idcs``, spread over all consumers; other brokers' queues get no owner.
+
+    ``consumer_idcs`` are the consuming rooms (RocketMQ's ``consumeridcs``); None reads them
+    from the consumer ids named ``room@id``. Of ``n`` queues taking part and ``c`` consumers,
+    consumer ``i`` gets the block ``[i * (n // c), (i + 1) * (n // c))`` and, when
+    ``i < n % c``, queue ``i + (n // c) * c``. RocketMQ's
+    ``AllocateMessageQueueByMachineRoom``.
+    """
+
     __slots__ = ("_consumer_idcs",)
 
     def __init__(self, consumer_idcs: Iterable[str] | None = None) -> None:

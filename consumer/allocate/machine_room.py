@@ -26,9 +26,13 @@ def java_split(text: str, separator: str) -> list[str]:
 class MachineRoomResolver(Protocol):
     """Which machine room a queue's broker and a consumer are in (never None; may be empty)."""
 
-    def broker_deploy_in(self, queue: MessageQueue) -> str: ...
+    def broker_deploy_in(self, queue: MessageQueue) -> str:
+        """The machine room of ``queue``'s broker."""
+        ...
 
-    def consumer_deploy_in(self, client_id: str) -> str: ...
+    def consumer_deploy_in(self, client_id: str) -> str:
+        """The machine room of the consumer ``client_id``."""
+        ...
 
 
 class PrefixMachineRoomResolver:
@@ -45,7 +49,9 @@ class PrefixMachineRoomResolver:
         return parts[0] if parts else ""
 
     def broker_deploy_in(self, queue: MessageQueue) -> str:
+        """The room of the queue's broker name (``room1@broker-a``: ``room1``)."""
         return self._room(queue.broker_name)
 
     def consumer_deploy_in(self, client_id: str) -> str:
+        """The room of the consumer id (``room1@client-7``: ``room1``)."""
         return self._room(client_id)

@@ -17,6 +17,15 @@ __all__ = ["AllocateMachineRoomNearby"]
 
 
 class AllocateMachineRoomNearby(CheckedAllocateStrategy):
+    """``"MACHINE_ROOM_NEARBY-<delegate>"``: each room's queues go, by ``delegate``, to the
+    consumers in the same room; the queues of a room with no consumer are shared, by
+    ``delegate``, among all consumers.
+
+    ``resolver`` tells the rooms (default :class:`PrefixMachineRoomResolver`: the part of a
+    name before ``@``). A queue or consumer whose room is empty raises
+    :class:`~client.IllegalArgumentError`. RocketMQ's ``AllocateMachineRoomNearby``.
+    """
+
     __slots__ = ("_delegate", "_resolver")
 
     def __init__(
