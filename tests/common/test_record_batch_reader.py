@@ -56,12 +56,12 @@ def crc_path(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @given(st.binary(max_size=3000), st.integers(0, 15))
 @settings(max_examples=300, deadline=None)
-def test_the_crc_is_zlibs(data: bytes, skip: int) -> None:
+def test_should_compute_zlibs_crc(data: bytes, skip: int) -> None:
     view = memoryview(data)[min(skip, len(data)) :]  # unaligned starts too
     assert native.crc32(view) == zlib.crc32(view)
 
 
-def test_the_crc_is_zlibs_at_every_length_around_the_folding_steps() -> None:
+def test_should_compute_zlibs_crc_at_every_length_around_the_folding_steps() -> None:
     data = bytes(range(256)) * 8
     for length in range(0, 400):
         assert native.crc32(data[:length]) == zlib.crc32(data[:length]), length
@@ -151,7 +151,7 @@ def _reference(batch: MessageBatch) -> dict[str, Any]:
 
 @given(_answers(), st.sampled_from(_SUBSCRIPTIONS), st.data())
 @_SETTINGS
-def test_the_native_reader_agrees_with_the_reference(
+def test_should_read_natively_what_the_reference_reads(
     answer: tuple[bytes, int, int], subscription: Any, draw: Any
 ) -> None:
     data, first, end = answer
@@ -177,7 +177,7 @@ def _outcome(read: Any, data: bytes, first: int, end: int) -> Any:
 
 @given(_answers(), st.data())
 @_SETTINGS
-def test_a_broken_answer_fails_as_the_reference_says(
+def test_should_fail_on_a_broken_answer_as_the_reference_does(
     answer: tuple[bytes, int, int], draw: Any
 ) -> None:
     data, first, end = answer
@@ -194,7 +194,7 @@ def test_a_broken_answer_fails_as_the_reference_says(
     assert _outcome(read_pulled_batches, bytes(broken), first, end) == expected
 
 
-def test_a_crc_mismatch_names_the_batch_position() -> None:
+def test_should_name_the_batch_position_of_a_crc_mismatch() -> None:
     one = encode_batch(TOPIC.encode(), [b"x"] * 3, born_host=BORN_HOST)
     patch_batch(one, 0, 0, 0, 1, STORE_HOST, 3)
     two = encode_batch(TOPIC.encode(), [b"y"] * 3, born_host=BORN_HOST)
@@ -205,7 +205,7 @@ def test_a_crc_mismatch_names_the_batch_position() -> None:
     assert raised.value.values["batch_position"] == len(one)
 
 
-def test_the_native_gathers_check_their_spans() -> None:
+def test_should_check_the_spans_given_to_a_native_gather() -> None:
     data = b"0123456789"
     starts = np.array([0, 8], dtype=np.int64)
     with pytest.raises(ValueError, match="outside its buffer"):
@@ -220,7 +220,7 @@ def test_the_native_gathers_check_their_spans() -> None:
     assert validity is not None and validity[0] & 3 == 1
 
 
-def test_an_arrow_column_shares_the_gathered_buffers() -> None:
+def test_should_make_arrow_columns_of_the_gathered_bodies_and_tags() -> None:
     one = encode_batch(TOPIC.encode(), [b"ab", b"c"], ["t", None], born_host=BORN_HOST)
     patch_batch(one, 0, 0, 0, 1, STORE_HOST, 3)
     batch = read_pulled_batches(bytes(one), QUEUE, "broker-a", 0, 2, None)
@@ -229,7 +229,7 @@ def test_an_arrow_column_shares_the_gathered_buffers() -> None:
 
 
 @pytest.mark.usefixtures("crc_path")
-def test_a_large_answer_agrees_with_the_reference_on_either_crc_path() -> None:
+def test_should_read_a_large_answer_as_the_reference_does_on_either_crc_path() -> None:
     parts = []
     for at in range(0, 3000, 500):  # about 300 KB: read and gathered with the GIL released
         data = encode_batch(
