@@ -1,7 +1,8 @@
 """The native reader of pull answers (``common/record_batch/_reader.c``) and its gathers
 (``_gather.c``) agree with the numpy reference (``read_pulled_chunk_py``, the numpy spans of
 ``MessageBatch``'s columns) on valid answers, cut anywhere and filtered any way, and on broken
-ones (the same typed error, naming the same offset); its CRC is zlib's."""
+ones (the same typed error, naming the same offset); its CRC is zlib's. Without it, a small
+answer read with ``struct`` alone (``_small_answer.py``) reads as the numpy reference does."""
 
 from __future__ import annotations
 
@@ -253,3 +254,40 @@ def test_should_read_a_large_answer_as_the_reference_does_on_either_crc_path() -
     expected = _outcome(read_pulled_batches_py, bytes(broken), 250, 2900)
     assert expected[0] == "corrupt"
     assert _outcome(read_pulled_batches, bytes(broken), 250, 2900) == expected
+
+
+@pytest.mark.parametrize("expression", ["*", "A || C", "SQL:n >= 1 AND TAGS = 'A'"])
+def test_should_read_a_small_answer_without_numpy_as_the_general_read_does(
+    expression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aeromq.client import MessageSelector
+    from aeromq.common.record_batch import _small_answer, reader
+
+    # the numpy reader (the C one reads every answer alike): struct alone, then numpy
+    monkeypatch.setattr(reader, "_native", None)
+
+    tags: list[str | None] = ["A", "B", None, "A", "C", "A"]
+    data = encode_batch(
+        TOPIC.encode(),
+        [f"m{i}".encode() for i in range(6)],
+        tags,
+        [f"n\x01{i}\x02".encode() for i in range(6)],
+        flags=[3] * 6,
+        born_timestamp_ms=500,
+        born_deltas_ms=[0, 1, 2, 3, 4, 5],
+    )
+    patch_batch(data, 0, 10, 900, 777, STORE_HOST, QUEUE.queue_id)
+    selector = (
+        MessageSelector.by_sql(expression[4:]) if expression.startswith("SQL:") else expression
+    )
+    subscription = build_subscription_data(TOPIC, selector)
+
+    def read() -> list[tuple[object, ...]]:
+        batch = read_pulled_batches(bytes(data), QUEUE, "b", 11, 16, subscription)
+        columns = (batch.queue_offsets.tolist(), batch.born_timestamps_ms.tolist())
+        messages = [(m.body, m.tags, m.flag, m.properties.get("n")) for m in batch]
+        return [columns, *messages]
+
+    small = read()
+    monkeypatch.setattr(_small_answer, "_ONE_BATCH_RECORDS", 0)
+    assert small == read() and len(small) > 1
