@@ -35,13 +35,6 @@ def test_should_export_a_sorted_all_of_names_that_exist(module_name: str) -> Non
         assert hasattr(module, name), name
 
 
-def test_should_reexport_every_public_name_of_the_shared_errors_module() -> None:
-    from aeromq import client
-    from aeromq.common import _errors
-
-    assert set(_errors.__all__) <= set(client.__all__)
-
-
 def test_should_reexport_from_the_client_the_shared_objects_themselves() -> None:
     from aeromq import client, common
 

@@ -62,5 +62,7 @@ def test_should_salvage_ids_from_a_torn_envelope_and_nothing_from_garbage() -> N
         ("aeron:udp?endpoint=127.0.0.1:40456", "aeron:udp?endpoint=127.0.0.1:40456"),
     ],
 )
-def test_a_session_channel_over_ipc_gets_the_largest_mtu(channel: str, expected: str) -> None:
+def test_should_give_ipc_session_channels_the_largest_mtu_unless_they_name_one(
+    channel: str, expected: str
+) -> None:
     assert with_ipc_mtu(channel) == expected

@@ -49,7 +49,7 @@ def _batch(count: int = 4, **kwargs: object) -> bytearray:
     )
 
 
-def test_encoded_batch_reads_back_every_field() -> None:
+def test_should_read_back_every_field_of_an_encoded_batch() -> None:
     data = _batch(5, reconsume_times=2, attributes=1)
     assert check_batch(data, topic=TOPIC) == (BatchCheck.OK, "")
     batch = RecordBatch(bytes(data))
@@ -77,7 +77,7 @@ def test_encoded_batch_reads_back_every_field() -> None:
     assert read_total_length(data) == (len(data), BATCH_MAGIC)
 
 
-def test_broker_fields_are_patched_without_breaking_the_crc() -> None:
+def test_should_patch_the_broker_fields_without_breaking_the_crc() -> None:
     data = _batch()
     patch_batch(data, 0, 1234, 98765, 1_700_000_000_123, HOST, 3)
     assert check_batch(data, topic=TOPIC)[0] is BatchCheck.OK
@@ -86,13 +86,13 @@ def test_broker_fields_are_patched_without_breaking_the_crc() -> None:
     assert (batch.store_timestamp_ms, batch.store_host) == (1_700_000_000_123, HOST)
 
 
-def test_a_batch_inside_a_larger_buffer_is_read_at_its_position() -> None:
+def test_should_read_a_batch_at_its_position_in_a_larger_buffer() -> None:
     data = bytes(8) + bytes(_batch(3)) + bytes(8)
     batch = RecordBatch(data, 8)
     assert batch.body(2) == b"body-2" and batch.crc_ok()
 
 
-def test_a_flipped_byte_under_the_crc_is_caught() -> None:
+def test_should_catch_a_flipped_byte_under_the_crc() -> None:
     data = _batch()
     data[-1] ^= 0x40
     check, text = check_batch(data)
@@ -109,7 +109,7 @@ def test_a_flipped_byte_under_the_crc_is_caught() -> None:
         (lambda d: d.__delitem__(slice(40, None)), BatchCheck.TRUNCATED),
     ],
 )
-def test_broken_framing_is_named(mutate: object, expected: BatchCheck) -> None:
+def test_should_name_broken_framing(mutate: object, expected: BatchCheck) -> None:
     data = _batch()
     mutate(data)  # type: ignore[operator]
     assert check_batch(data)[0] is expected
@@ -122,7 +122,7 @@ def _with_crc(data: bytearray) -> bytearray:
     return data
 
 
-def test_a_count_that_does_not_fit_the_lengths_is_refused() -> None:
+def test_should_refuse_a_count_that_does_not_fit_the_lengths() -> None:
     data = _batch(4)
     struct.pack_into("<i", data, RECORD_COUNT_OFFSET, 3)
     assert check_batch(_with_crc(data))[0] is BatchCheck.BAD_LENGTHS
@@ -130,27 +130,27 @@ def test_a_count_that_does_not_fit_the_lengths_is_refused() -> None:
     assert check_batch(_with_crc(data))[0] is BatchCheck.BAD_LENGTHS
 
 
-def test_another_topic_than_the_requests_is_refused() -> None:
+def test_should_refuse_another_topic_than_the_requests() -> None:
     assert check_batch(_batch(), topic=b"Other")[0] is BatchCheck.BAD_TOPIC
 
 
-def test_empty_and_oversize_bodies_are_refused_with_their_index() -> None:
+def test_should_refuse_empty_and_oversize_bodies_with_their_index() -> None:
     check, text = check_batch(encode_batch(TOPIC, [b"a", b""]))
     assert check is BatchCheck.EMPTY_BODY and "index=1" in text
     check, text = check_batch(encode_batch(TOPIC, [b"a", b"b" * 11]), max_body_length=10)
     assert check is BatchCheck.BODY_TOO_LARGE and "body_length=11" in text and "index=1" in text
 
 
-def test_too_many_records_are_refused() -> None:
+def test_should_refuse_too_many_records() -> None:
     assert check_batch(_batch(5), max_records=4)[0] is BatchCheck.TOO_MANY_RECORDS
 
 
 @pytest.mark.parametrize("tag", ["a b", "a|b", "a\tb"])
-def test_a_tag_with_whitespace_or_bar_is_refused(tag: str) -> None:
+def test_should_refuse_a_tag_with_whitespace_or_a_bar(tag: str) -> None:
     assert check_batch(encode_batch(TOPIC, [b"x"], [tag]))[0] is BatchCheck.BAD_TAG
 
 
-def test_a_wrong_tag_hash_is_refused_with_its_index() -> None:
+def test_should_refuse_a_wrong_tag_hash_with_its_index() -> None:
     data = encode_batch(TOPIC, [b"x", b"y"], ["A", "B"])
     header = batch_header_length(len(TOPIC))
     struct.pack_into("<q", data, header + 8, 12345)
@@ -161,7 +161,7 @@ def test_a_wrong_tag_hash_is_refused_with_its_index() -> None:
 
 @pytest.mark.parametrize("wrap", [bytes, memoryview])
 @pytest.mark.parametrize("index", [0, 2])
-def test_a_tag_hash_without_a_tag_is_refused(wrap: Callable[[bytes], Any], index: int) -> None:
+def test_should_refuse_a_tag_hash_without_a_tag(wrap: Callable[[bytes], Any], index: int) -> None:
     data = encode_batch(TOPIC, [b"x", b"y", b"z"])
     assert check_batch(wrap(bytes(data)))[0] is BatchCheck.OK
     struct.pack_into("<q", data, batch_header_length(len(TOPIC)) + 8 * index, 1 << 40)
@@ -180,14 +180,14 @@ def test_a_tag_hash_without_a_tag_is_refused(wrap: Callable[[bytes], Any], index
         [b"a\x00\x01b\x02"],  # NUL
     ],
 )
-def test_malformed_properties_are_refused(properties: list[bytes]) -> None:
+def test_should_refuse_malformed_properties(properties: list[bytes]) -> None:
     bodies = [b"x"] * len(properties)
     assert check_batch(encode_batch(TOPIC, bodies, None, properties))[0] is (
         BatchCheck.BAD_PROPERTIES
     )
 
 
-def test_non_ascii_tags_hash_as_java_strings() -> None:
+def test_should_hash_non_ascii_tags_as_java_strings() -> None:
     tags = ["été", "x", None, "\U0001f600"]
     data = encode_batch(TOPIC, [b"1", b"2", b"3", b"4"], tags)
     assert check_batch(data)[0] is BatchCheck.OK
@@ -199,14 +199,14 @@ def test_non_ascii_tags_hash_as_java_strings() -> None:
     ]
 
 
-def test_record_sizes_add_up_to_the_batch() -> None:
+def test_should_give_record_sizes_that_add_up_to_the_batch() -> None:
     data = _batch(6)
     batch = RecordBatch(bytes(data))
     sizes = [batch.record_size(i) for i in range(6)]
     assert sum(sizes) + batch_header_length(len(TOPIC)) == len(data)
 
 
-def test_the_queue_id_is_a_broker_field_outside_the_crc() -> None:
+def test_should_leave_the_queue_id_a_broker_field_outside_the_crc() -> None:
     data = _batch()
     struct.pack_into("<i", data, QUEUE_ID_OFFSET, 7)
     assert check_batch(data)[0] is BatchCheck.OK
@@ -241,7 +241,7 @@ def test_the_queue_id_is_a_broker_field_outside_the_crc() -> None:
         max_size=20,
     )
 )
-def test_any_valid_batch_passes_and_reads_back(
+def test_should_pass_and_read_back_any_valid_batch(
     records: list[tuple[bytes, str | None, dict[str, str]]],
 ) -> None:
     bodies = [body for body, _, _ in records]

@@ -1,7 +1,8 @@
 """The native reader of pull answers (``common/record_batch/_reader.c``) and its gathers
 (``_gather.c``) agree with the numpy reference (``read_pulled_chunk_py``, the numpy spans of
 ``MessageBatch``'s columns) on valid answers, cut anywhere and filtered any way, and on broken
-ones (the same typed error, naming the same offset); its CRC is zlib's."""
+ones (the same typed error, naming the same offset); its CRC is zlib's. Without it, a small
+answer read with ``struct`` alone (``_small_answer.py``) reads as the numpy reference does."""
 
 from __future__ import annotations
 
@@ -56,12 +57,12 @@ def crc_path(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @given(st.binary(max_size=3000), st.integers(0, 15))
 @settings(max_examples=300, deadline=None)
-def test_the_crc_is_zlibs(data: bytes, skip: int) -> None:
+def test_should_compute_zlibs_crc(data: bytes, skip: int) -> None:
     view = memoryview(data)[min(skip, len(data)) :]  # unaligned starts too
     assert native.crc32(view) == zlib.crc32(view)
 
 
-def test_the_crc_is_zlibs_at_every_length_around_the_folding_steps() -> None:
+def test_should_compute_zlibs_crc_at_every_length_around_the_folding_steps() -> None:
     data = bytes(range(256)) * 8
     for length in range(0, 400):
         assert native.crc32(data[:length]) == zlib.crc32(data[:length]), length
@@ -151,7 +152,7 @@ def _reference(batch: MessageBatch) -> dict[str, Any]:
 
 @given(_answers(), st.sampled_from(_SUBSCRIPTIONS), st.data())
 @_SETTINGS
-def test_the_native_reader_agrees_with_the_reference(
+def test_should_read_natively_what_the_reference_reads(
     answer: tuple[bytes, int, int], subscription: Any, draw: Any
 ) -> None:
     data, first, end = answer
@@ -177,7 +178,7 @@ def _outcome(read: Any, data: bytes, first: int, end: int) -> Any:
 
 @given(_answers(), st.data())
 @_SETTINGS
-def test_a_broken_answer_fails_as_the_reference_says(
+def test_should_fail_on_a_broken_answer_as_the_reference_does(
     answer: tuple[bytes, int, int], draw: Any
 ) -> None:
     data, first, end = answer
@@ -194,7 +195,7 @@ def test_a_broken_answer_fails_as_the_reference_says(
     assert _outcome(read_pulled_batches, bytes(broken), first, end) == expected
 
 
-def test_a_crc_mismatch_names_the_batch_position() -> None:
+def test_should_name_the_batch_position_of_a_crc_mismatch() -> None:
     one = encode_batch(TOPIC.encode(), [b"x"] * 3, born_host=BORN_HOST)
     patch_batch(one, 0, 0, 0, 1, STORE_HOST, 3)
     two = encode_batch(TOPIC.encode(), [b"y"] * 3, born_host=BORN_HOST)
@@ -205,7 +206,7 @@ def test_a_crc_mismatch_names_the_batch_position() -> None:
     assert raised.value.values["batch_position"] == len(one)
 
 
-def test_the_native_gathers_check_their_spans() -> None:
+def test_should_check_the_spans_given_to_a_native_gather() -> None:
     data = b"0123456789"
     starts = np.array([0, 8], dtype=np.int64)
     with pytest.raises(ValueError, match="outside its buffer"):
@@ -220,7 +221,7 @@ def test_the_native_gathers_check_their_spans() -> None:
     assert validity is not None and validity[0] & 3 == 1
 
 
-def test_an_arrow_column_shares_the_gathered_buffers() -> None:
+def test_should_make_arrow_columns_of_the_gathered_bodies_and_tags() -> None:
     one = encode_batch(TOPIC.encode(), [b"ab", b"c"], ["t", None], born_host=BORN_HOST)
     patch_batch(one, 0, 0, 0, 1, STORE_HOST, 3)
     batch = read_pulled_batches(bytes(one), QUEUE, "broker-a", 0, 2, None)
@@ -229,7 +230,7 @@ def test_an_arrow_column_shares_the_gathered_buffers() -> None:
 
 
 @pytest.mark.usefixtures("crc_path")
-def test_a_large_answer_agrees_with_the_reference_on_either_crc_path() -> None:
+def test_should_read_a_large_answer_as_the_reference_does_on_either_crc_path() -> None:
     parts = []
     for at in range(0, 3000, 500):  # about 300 KB: read and gathered with the GIL released
         data = encode_batch(
@@ -253,3 +254,40 @@ def test_a_large_answer_agrees_with_the_reference_on_either_crc_path() -> None:
     expected = _outcome(read_pulled_batches_py, bytes(broken), 250, 2900)
     assert expected[0] == "corrupt"
     assert _outcome(read_pulled_batches, bytes(broken), 250, 2900) == expected
+
+
+@pytest.mark.parametrize("expression", ["*", "A || C", "SQL:n >= 1 AND TAGS = 'A'"])
+def test_should_read_a_small_answer_without_numpy_as_the_general_read_does(
+    expression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aeromq.client import MessageSelector
+    from aeromq.common.record_batch import _small_answer, reader
+
+    # the numpy reader (the C one reads every answer alike): struct alone, then numpy
+    monkeypatch.setattr(reader, "_native", None)
+
+    tags: list[str | None] = ["A", "B", None, "A", "C", "A"]
+    data = encode_batch(
+        TOPIC.encode(),
+        [f"m{i}".encode() for i in range(6)],
+        tags,
+        [f"n\x01{i}\x02".encode() for i in range(6)],
+        flags=[3] * 6,
+        born_timestamp_ms=500,
+        born_deltas_ms=[0, 1, 2, 3, 4, 5],
+    )
+    patch_batch(data, 0, 10, 900, 777, STORE_HOST, QUEUE.queue_id)
+    selector = (
+        MessageSelector.by_sql(expression[4:]) if expression.startswith("SQL:") else expression
+    )
+    subscription = build_subscription_data(TOPIC, selector)
+
+    def read() -> list[tuple[object, ...]]:
+        batch = read_pulled_batches(bytes(data), QUEUE, "b", 11, 16, subscription)
+        columns = (batch.queue_offsets.tolist(), batch.born_timestamps_ms.tolist())
+        messages = [(m.body, m.tags, m.flag, m.properties.get("n")) for m in batch]
+        return [columns, *messages]
+
+    small = read()
+    monkeypatch.setattr(_small_answer, "_ONE_BATCH_RECORDS", 0)
+    assert small == read() and len(small) > 1

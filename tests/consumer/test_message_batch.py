@@ -34,7 +34,7 @@ def stored_batch(base_offset: int, count: int, *, tags: list[str | None] | None 
     return bytes(data)
 
 
-def test_pulled_batches_are_cut_to_the_pulled_range() -> None:
+def test_should_cut_pulled_batches_to_the_pulled_range() -> None:
     data = stored_batch(0, 4) + stored_batch(4, 4)
     batch = read_pulled_batches(data, QUEUE, "broker-a", 2, 7, None)
     assert batch.queue_offsets.tolist() == [2, 3, 4, 5, 6]
@@ -43,7 +43,7 @@ def test_pulled_batches_are_cut_to_the_pulled_range() -> None:
     assert len(batch) == 5
 
 
-def test_a_message_of_a_batch_reads_like_a_message_ext() -> None:
+def test_should_read_a_message_of_a_batch_like_a_message_ext() -> None:
     batch = read_pulled_batches(stored_batch(10, 3), QUEUE, "broker-a", 10, 13, None)
     message = batch[1]
     assert isinstance(message, MessageExt)
@@ -69,13 +69,13 @@ def test_a_message_of_a_batch_reads_like_a_message_ext() -> None:
     assert message.body == plain.body and message.properties == plain.properties
 
 
-def test_a_set_field_overrides_the_batch() -> None:
+def test_should_let_a_set_field_override_the_batch() -> None:
     message = read_pulled_batches(stored_batch(0, 1), QUEUE, "b", 0, 1, None)[0]
     message.body = b"changed"
     assert message.body == b"changed"
 
 
-def test_tags_are_filtered_by_hash_then_string() -> None:
+def test_should_filter_tags_by_hash_then_string() -> None:
     tags: list[str | None] = ["A", "B", None, "A", "C"]
     subscription = build_subscription_data(TOPIC, "A || C")
     batch = read_pulled_batches(stored_batch(0, 5, tags=tags), QUEUE, "b", 0, 5, subscription)
@@ -83,7 +83,7 @@ def test_tags_are_filtered_by_hash_then_string() -> None:
     assert [m.tags for m in batch] == ["A", "A", "C"]
 
 
-def test_a_corrupt_batch_raises_with_the_queue_and_offset() -> None:
+def test_should_raise_on_a_corrupt_batch_naming_the_pull_offset() -> None:
     data = bytearray(stored_batch(0, 3))
     data[-2] ^= 0x01
     with pytest.raises(CorruptMessageError) as caught:
@@ -91,19 +91,19 @@ def test_a_corrupt_batch_raises_with_the_queue_and_offset() -> None:
     assert "CRC mismatch" in str(caught.value) and "pull_offset=0" in str(caught.value)
 
 
-def test_a_truncated_answer_raises() -> None:
+def test_should_raise_on_a_truncated_answer() -> None:
     data = stored_batch(0, 3)
     with pytest.raises(CorruptMessageError):
         read_pulled_batches(data[:-5], QUEUE, "b", 0, 3, None)
 
 
-def test_a_batch_of_another_queue_raises() -> None:
+def test_should_raise_on_a_batch_of_another_queue() -> None:
     other = MessageQueue(TOPIC, "b", 3)
     with pytest.raises(CorruptMessageError, match="another queue"):
         read_pulled_batches(stored_batch(0, 1), other, "b", 0, 1, None)
 
 
-def test_columns_and_arrow_bodies_need_no_message_objects() -> None:
+def test_should_give_the_columns_without_making_message_objects() -> None:
     data = stored_batch(0, 4) + stored_batch(4, 4)
     batch = read_pulled_batches(data, QUEUE, "b", 1, 8, None)
     offsets, body_data = batch.bodies()
@@ -114,7 +114,7 @@ def test_columns_and_arrow_bodies_need_no_message_objects() -> None:
     assert batch.body_lengths.tolist() == [2] * 7
 
 
-def test_a_filtered_batch_gathers_only_its_bodies() -> None:
+def test_should_gather_only_the_bodies_and_tags_a_filter_selects() -> None:
     tags: list[str | None] = ["A", "B", "A", "B", "A"]
     subscription = build_subscription_data(TOPIC, "B")
     batch = read_pulled_batches(stored_batch(0, 5, tags=tags), QUEUE, "b", 0, 5, subscription)
@@ -124,7 +124,7 @@ def test_a_filtered_batch_gathers_only_its_bodies() -> None:
     assert bytes(tag_data) == b"BB" and tag_offsets.tolist() == [0, 1, 2]
 
 
-def test_to_arrow_gives_every_column() -> None:
+def test_should_give_every_column_to_arrow() -> None:
     pa = pytest.importorskip("pyarrow")
     tags: list[str | None] = ["A", None, "B"]
     batch = read_pulled_batches(stored_batch(3, 3, tags=tags), QUEUE, "broker-a", 3, 6, None)
@@ -143,7 +143,7 @@ def test_to_arrow_gives_every_column() -> None:
     }
 
 
-def test_slices_split_a_batch_without_copying_messages() -> None:
+def test_should_slice_and_join_a_batch_into_batches() -> None:
     batch = read_pulled_batches(stored_batch(0, 4) + stored_batch(4, 4), QUEUE, "b", 0, 8, None)
     head, tail = batch[:3], batch[3:]
     assert isinstance(head, MessageBatch) and isinstance(tail, MessageBatch)
@@ -155,7 +155,7 @@ def test_slices_split_a_batch_without_copying_messages() -> None:
         batch[8]
 
 
-def test_messages_made_elsewhere_become_a_batch() -> None:
+def test_should_make_a_batch_of_messages_made_elsewhere() -> None:
     messages = [
         MessageExt(TOPIC, b"x", {"TAGS": "A"}, queue_id=1, queue_offset=5, broker_name="b"),
         MessageExt(TOPIC, b"y", {}, queue_id=1, queue_offset=6, broker_name="b"),
@@ -167,7 +167,7 @@ def test_messages_made_elsewhere_become_a_batch() -> None:
     assert batch[0].tags == "A"
 
 
-def test_the_process_queue_takes_a_batch_by_its_columns() -> None:
+def test_should_put_and_remove_a_batch_in_a_process_queue_by_its_columns() -> None:
     process_queue = ProcessQueue()
     batch = read_pulled_batches(stored_batch(0, 4) + stored_batch(4, 4), QUEUE, "b", 0, 8, None)
     assert process_queue.put_messages(batch) == 8
@@ -176,40 +176,3 @@ def test_the_process_queue_takes_a_batch_by_its_columns() -> None:
     assert process_queue.remove_messages(batch[:3]) == 3
     assert process_queue.msg_size == 10
     assert process_queue.remove_messages(batch[3:]) == 8
-
-
-@pytest.mark.parametrize("expression", ["*", "A || C", "SQL:n >= 1 AND TAGS = 'A'"])
-def test_a_small_answer_read_without_numpy_equals_the_general_read(
-    expression: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from aeromq.client import MessageSelector
-    from aeromq.common.record_batch import _small_answer, reader
-
-    # the numpy reader (the C one reads every answer alike): struct alone, then numpy
-    monkeypatch.setattr(reader, "_native", None)
-
-    tags: list[str | None] = ["A", "B", None, "A", "C", "A"]
-    data = encode_batch(
-        TOPIC.encode(),
-        [f"m{i}".encode() for i in range(6)],
-        tags,
-        [f"n\x01{i}\x02".encode() for i in range(6)],
-        flags=[3] * 6,
-        born_timestamp_ms=500,
-        born_deltas_ms=[0, 1, 2, 3, 4, 5],
-    )
-    patch_batch(data, 0, 10, 900, 777, STORE_HOST, QUEUE.queue_id)
-    selector = (
-        MessageSelector.by_sql(expression[4:]) if expression.startswith("SQL:") else expression
-    )
-    subscription = build_subscription_data(TOPIC, selector)
-
-    def read() -> list[tuple[object, ...]]:
-        batch = read_pulled_batches(bytes(data), QUEUE, "b", 11, 16, subscription)
-        columns = (batch.queue_offsets.tolist(), batch.born_timestamps_ms.tolist())
-        messages = [(m.body, m.tags, m.flag, m.properties.get("n")) for m in batch]
-        return [columns, *messages]
-
-    small = read()
-    monkeypatch.setattr(_small_answer, "_ONE_BATCH_RECORDS", 0)
-    assert small == read() and len(small) > 1

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from aeromq.transport._errors import ConfigurationError
+from aeromq.transport import ConfigurationError
 from aeromq.transport.client import ConcurrentPublication, ExclusivePublication, Subscription
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer.buffer_claim import BufferClaim

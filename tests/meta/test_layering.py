@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from ._imports import imports
+
 REPO = Path(__file__).resolve().parents[2]
 
 ALLOWED: dict[str, frozenset[str]] = {
@@ -56,19 +58,11 @@ def _imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, s
     """``(line, absolute module)`` of every import in ``tree``; ``from aeromq import client``
     gives ``aeromq.client``."""
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = module.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, base]) if base else ".".join(anchor)
-            if base == _TOP:
-                found += [(node.lineno, f"{_TOP}.{alias.name}") for alias in node.names]
-            else:
-                found.append((node.lineno, base))
+    for line, base, names in imports(tree, module, is_package):
+        if base == _TOP and names:
+            found += [(line, f"{_TOP}.{name}") for name in names]
+        else:
+            found.append((line, base))
     return found
 
 

@@ -14,7 +14,7 @@ from aeromq.common import NATIVE_MODULES, missing_native_modules
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_extension_of_setup_py_is_a_known_native_module() -> None:
+def test_should_know_every_extension_of_setup_py_as_a_native_module() -> None:
     tree = ast.parse((ROOT / "setup.py").read_text())
     built = {
         node.args[0].value
@@ -26,11 +26,11 @@ def test_every_extension_of_setup_py_is_a_known_native_module() -> None:
     assert built == set(NATIVE_MODULES)
 
 
-def test_every_native_module_is_built_in_this_checkout() -> None:
+def test_should_find_every_native_module_built_in_this_checkout() -> None:
     assert missing_native_modules() == []
 
 
-def test_a_native_module_that_cannot_be_imported_is_reported_by_name() -> None:
+def test_should_report_by_name_a_native_module_that_cannot_be_imported() -> None:
     # a child interpreter where one module's import fails as an unbuilt one does
     code = (
         "import sys\n"

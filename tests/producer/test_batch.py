@@ -12,7 +12,7 @@ from aeromq.producer._batch import encode_messages, pack_born_host
 QUEUE = MessageQueue("Orders", "broker-a", 2)
 
 
-def test_messages_encode_once_with_their_ids_tags_and_properties() -> None:
+def test_should_encode_messages_once_with_their_ids_tags_and_properties() -> None:
     messages = [
         Message("Orders", b"a", tags="created", keys="k1", properties={"color": "red"}),
         Message("Orders", b"b", flag=5),
@@ -36,11 +36,11 @@ def test_messages_encode_once_with_their_ids_tags_and_properties() -> None:
     assert read.base_born_timestamp_ms == 1_700_000_000_000
 
 
-def test_a_host_that_is_not_ipv4_packs_as_zeros() -> None:
+def test_should_pack_a_host_that_is_not_ipv4_as_zeros() -> None:
     assert pack_born_host("[::1]:9") == bytes(8)
 
 
-def test_send_results_are_made_when_read_and_equal_a_list() -> None:
+def test_should_make_send_results_when_read_and_equal_a_list() -> None:
     results = SendResults(
         SendStatus.SEND_OK, QUEUE, 100, 5_000, ("127.0.0.1", 10911), ["U0", "U1", "U2"]
     )
@@ -62,7 +62,7 @@ def test_send_results_are_made_when_read_and_equal_a_list() -> None:
         results[3]
 
 
-def test_a_batch_whose_encoding_is_over_the_limit_is_refused_before_sending() -> None:
+def test_should_refuse_a_batch_encoded_over_the_limit_before_sending() -> None:
     config = ProducerConfig(max_message_size=1_000)
     big = {"p": "x" * 2_000}
     messages = [Message("Orders", b"b", properties=big) for _ in range(20)]  # bodies: 20 B
@@ -94,7 +94,7 @@ def _reference(messages: list[Message], ids: list[str]) -> bytes:
 
 
 @pytest.mark.parametrize("flags", [[0, 0, 0], [0, 7, -1]])
-def test_plain_messages_encode_as_the_generic_path_does_and_get_their_ids(
+def test_should_encode_plain_messages_as_the_generic_path_does_and_give_their_ids(
     flags: list[int],
 ) -> None:
     messages = [Message("Orders", f"m{i}".encode(), flag=f) for i, f in enumerate(flags)]
@@ -106,7 +106,7 @@ def test_plain_messages_encode_as_the_generic_path_does_and_get_their_ids(
     )
 
 
-def test_a_message_listed_twice_keeps_one_id_in_both_records() -> None:
+def test_should_keep_one_id_in_both_records_of_a_message_listed_twice() -> None:
     message = Message("Orders", b"same")
     batch, ids = encode_messages(
         [message, Message("Orders", b"b"), message],
@@ -119,7 +119,7 @@ def test_a_message_listed_twice_keeps_one_id_in_both_records() -> None:
     assert read.properties_bytes(0) == read.properties_bytes(2)
 
 
-def test_a_resent_message_keeps_its_id_and_others_with_properties_take_the_generic_path() -> None:
+def test_should_keep_a_resent_messages_id_and_take_the_generic_path_for_properties() -> None:
     generator = UniqueMessageIdGenerator()
     messages = [
         Message("Orders", b"a"),

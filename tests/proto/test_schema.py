@@ -5,8 +5,7 @@ from __future__ import annotations
 from google.protobuf import descriptor_pb2
 
 from aeromq.client import ExpressionType, ResponseCode
-from aeromq.common import RecordBatch, encode_batch
-from aeromq.common._envelope import RAW_SECTION_FIELD
+from aeromq.common import RAW_SECTION_FIELD, RecordBatch, encode_batch
 from aeromq.proto import (
     admin_pb2,
     common_pb2,

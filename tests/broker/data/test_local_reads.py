@@ -101,7 +101,7 @@ def _read_ranges(directory: str, file_bytes: int, ranges: bytes) -> bytes:
     return b"".join(out)
 
 
-def test_an_ipc_session_that_asks_is_told_where_the_commit_log_is(
+def test_should_tell_an_ipc_session_that_asks_where_the_commit_log_is(
     broker: ServerProcess,
 ) -> None:
     with _Connected(broker, "ipc") as session:
@@ -112,7 +112,7 @@ def test_an_ipc_session_that_asks_is_told_where_the_commit_log_is(
         assert session.local_read_dir_id == (status.st_dev, status.st_ino)
 
 
-def test_a_pull_that_asks_is_answered_with_where_its_batches_are(broker: ServerProcess) -> None:
+def test_should_answer_a_pull_that_asks_with_where_its_batches_are(broker: ServerProcess) -> None:
     local_before = value(scrape(broker.ready["metrics"]), "aeromq_pulls_local_total")
     answers = 0
     with _Connected(broker, "ipc") as session, _Connected(broker, "ipc") as plain:
@@ -138,7 +138,7 @@ def test_a_pull_that_asks_is_answered_with_where_its_batches_are(broker: ServerP
 @pytest.mark.parametrize(
     ("transport", "asks"), [("udp", True), ("ipc", False)], ids=["udp", "ipc-not-asking"]
 )
-def test_sessions_that_are_not_granted_local_reads_get_the_batches(
+def test_should_send_the_batches_to_sessions_not_granted_local_reads(
     broker: ServerProcess, transport: str, asks: bool
 ) -> None:
     with _Connected(broker, transport, local_reads=asks) as session:
@@ -147,7 +147,7 @@ def test_sessions_that_are_not_granted_local_reads_get_the_batches(
         assert answer.local_ranges == b"" and len(answer.batches) > 0
 
 
-def test_a_sql92_pull_that_asks_gets_the_batches(broker: ServerProcess) -> None:
+def test_should_send_the_batches_to_a_sql92_pull_that_asks(broker: ServerProcess) -> None:
     with _Connected(broker, "ipc") as session:
         answer = _pull(
             session,
@@ -159,7 +159,7 @@ def test_a_sql92_pull_that_asks_gets_the_batches(broker: ServerProcess) -> None:
         assert answer.local_ranges == b"" and len(answer.batches) > 0
 
 
-def test_a_broker_with_local_reads_off_grants_none(tmp_path: Path) -> None:
+def test_should_grant_no_local_reads_when_the_broker_has_them_off(tmp_path: Path) -> None:
     process = _start(tmp_path / "data", "--local-reads-enabled", "false")
     try:
         with _Connected(process, "ipc") as session:

@@ -25,7 +25,6 @@ from aeromq.client import (
     IllegalStateError,
     RequestTimeoutError,
     ResponseCode,
-    _session_setup,
 )
 from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
 from aeromq.common import SESSION_CLOSED_CODE, PullAnswer
@@ -168,16 +167,6 @@ def test_should_read_the_answers_on_the_waiting_thread_with_caller_reads(
             session.wait(
                 session.request_async(pull_request(queue_id=3, suspend_timeout_ms=3_000)), 100
             )
-
-
-def test_should_read_the_answers_by_polling_without_a_doorbell_with_caller_reads(
-    server: Server, client_aeron: Aeron, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_session_setup, "HAS_FUTEX", False)  # as over UDP: nothing rings
-    with ClientSession.connect(client_aeron, SessionConfig(caller_reads=True)) as session:
-        assert not session.rung_by_broker
-        futures = [session.request_async(send_request(b"u%d" % i, queue_id=2)) for i in range(5)]
-        assert [session.wait(f).base_queue_offset for f in futures] == list(range(5))
 
 
 def test_should_keep_a_quiet_session_alive_with_keepalives(

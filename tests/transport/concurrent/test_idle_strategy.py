@@ -226,7 +226,7 @@ def test_should_reject_bad_strategy_names(name: str, message: str) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
-def test_tightening_the_timer_slack_applies_to_the_calling_thread_only() -> None:
+def test_should_tighten_the_timer_slack_of_the_calling_thread_only() -> None:
     seen: dict[str, int] = {}
 
     def slack() -> int:  # prctl(PR_GET_TIMERSLACK)

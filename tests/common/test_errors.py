@@ -98,3 +98,7 @@ def test_should_map_the_access_control_codes_to_their_errors() -> None:
     assert type(denied) is AccessDeniedError and isinstance(denied, NoPermissionError)
     refused = error_for_code(ResponseCode.UNAUTHORIZED, "bad user or secret", user="app")
     assert type(refused) is AuthenticationError and not refused.retriable
+
+
+def test_should_reexport_every_public_name_of_the_shared_errors_module() -> None:
+    assert set(_errors.__all__) <= set(client.__all__)

@@ -73,7 +73,7 @@ def reader_module(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @given(_answers(), st.data())
 @_SETTINGS
-def test_batches_at_their_ranges_read_as_the_same_batches_back_to_back(
+def test_should_read_batches_at_their_ranges_as_the_same_batches_back_to_back(
     reader_module: None, answer: tuple[bytes, int, int], data: Any
 ) -> None:
     joined, first, end = answer
@@ -97,7 +97,7 @@ def _two_batches() -> tuple[list[bytes], bytes, bytes]:
     return batches, file, ranges
 
 
-def test_the_columns_of_a_local_read_are_places_in_the_file() -> None:
+def test_should_point_the_columns_of_a_local_read_into_the_file() -> None:
     _, file, ranges = _two_batches()
     local = read_pulled_batches(file, QUEUE, "broker-a", 1, 5, None, ranges)
     assert local.queue_offsets.tolist() == [1, 2, 3, 4]
@@ -112,7 +112,7 @@ def test_the_columns_of_a_local_read_are_places_in_the_file() -> None:
     "how",
     ["past the end", "negative", "length differs", "not a batch", "odd bytes", "twice", "back"],
 )
-def test_a_range_that_does_not_hold_its_batch_is_refused(how: str) -> None:
+def test_should_refuse_a_range_that_does_not_hold_its_batch(how: str) -> None:
     _, file, ranges = _two_batches()
     pairs = np.frombuffer(ranges, "<i8").reshape(-1, 2).copy()
     if how == "past the end":
@@ -137,6 +137,6 @@ def test_a_range_that_does_not_hold_its_batch_is_refused(how: str) -> None:
         read_pulled_batches(file, QUEUE, "broker-a", 0, 1 << 40, None, bad)
 
 
-def test_no_ranges_read_nothing() -> None:
+def test_should_read_nothing_from_no_ranges() -> None:
     _, file, _ = _two_batches()
     assert len(read_pulled_batches(file, QUEUE, "broker-a", 0, 1 << 40, None, b"")) == 0

@@ -1,0 +1,47 @@
+"""A client session without a doorbell (no futex in ``_session_setup``, as over UDP: nothing
+rings) against a broker's session agent served in this process by ``tests/broker/data``'s
+fixtures (``server``, ``client_aeron`` and the store, processors and driver under them):
+imported, not copied. Its caller reads the answers by polling."""
+
+from __future__ import annotations
+
+import pytest
+
+from aeromq.client import _session_setup
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.transport.client import Aeron
+from tests.broker.data.conftest import (
+    aeron,
+    hold,
+    media_driver,
+    open_store,
+    pull,
+    send,
+    send_request,
+    store,
+)
+from tests.broker.data.test_sessions import Server, client_aeron, server, start_server
+
+__all__ = [
+    "aeron",
+    "client_aeron",
+    "hold",
+    "media_driver",
+    "open_store",
+    "pull",
+    "send",
+    "server",
+    "start_server",
+    "store",
+]
+"""The fixtures this module takes from ``tests/broker/data``."""
+
+
+def test_should_read_the_answers_by_polling_without_a_doorbell_with_caller_reads(
+    server: Server, client_aeron: Aeron, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_session_setup, "HAS_FUTEX", False)  # as over UDP: nothing rings
+    with ClientSession.connect(client_aeron, SessionConfig(caller_reads=True)) as session:
+        assert not session.rung_by_broker
+        futures = [session.request_async(send_request(b"u%d" % i, queue_id=2)) for i in range(5)]
+        assert [session.wait(f).base_queue_offset for f in futures] == list(range(5))
