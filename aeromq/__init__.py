@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from aeromq.client import (
         BrokerBusyError,
-        BrokerError,
+        BrokerInternalError,
         BrokerUnavailableError,
         ClientError,
         DiskFullError,
@@ -97,7 +97,7 @@ _EXPORTS: dict[str, str] = {
     "TopicMessageQueueChangeListener": "aeromq.consumer",
     # errors (the client's tree; its root is ClientError)
     "BrokerBusyError": "aeromq.client",
-    "BrokerError": "aeromq.client",
+    "BrokerInternalError": "aeromq.client",
     "BrokerUnavailableError": "aeromq.client",
     "ClientError": "aeromq.client",
     "DiskFullError": "aeromq.client",
@@ -144,7 +144,7 @@ __all__ = [  # noqa: RUF022
     "TopicMessageQueueChangeListener",
     # errors
     "BrokerBusyError",
-    "BrokerError",
+    "BrokerInternalError",
     "BrokerUnavailableError",
     "ClientError",
     "DiskFullError",

@@ -6,16 +6,43 @@
     ├── ConfigError                     (also ValueError) a bad value in a config object
     │   └── BrokerConfigError           a bad broker setting: key, value, rule and source
     ├── InvalidArgumentError            (also ValueError) a bad argument to a call (topic, offset)
-    ├── IllegalStateError               an operation the object's state does not allow (closed)
-    ├── TopicNotFoundError              (also KeyError) a topic the broker does not know
+    │   └── TopicExistsError            a create of a topic the broker already holds
+    ├── BrokerStateError                an operation the object's state does not allow (closed)
+    ├── UnknownTopicError               (also KeyError) a topic the broker does not know
+    ├── GroupNotFoundError              (also KeyError) a consumer group the broker does not know
+    ├── MessageNotFoundError            no stored message has the id asked for
     ├── StoreError                      the message store failed
     │   ├── StoreLockedError            the data directory is held by another store or process
     │   ├── StoreIOError                (also OSError) the disk refused a read, write or flush
     │   │   └── NoSpaceError            the file system has no room for a new store file
     │   ├── CorruptRecordError          a record failed its framing or CRC check
     │   └── FlushTimeoutError           (also TimeoutError) a flush did not finish in time
-    └── ProtocolStatusError             a RocketMQ 5 call refused with an apache.rocketmq.v2
-                                        ``Code`` (``v2_code``; in ``aeromq.broker.rocketmq``)
+    ├── NameServerCallError             (retriable) a call to the name server failed
+    ├── ProtocolStatusError             a RocketMQ 5 call refused with an apache.rocketmq.v2
+    │                                   ``Code`` (``v2_code``)
+    ├── EtcdError                       a call to etcd, or the etcd process, failed
+    │   ├── EtcdUnavailableError        (retriable) etcd cannot be reached or has no leader
+    │   ├── EtcdTimeoutError            (retriable, also TimeoutError) no answer in time
+    │   ├── EtcdLeaseNotFoundError      the lease expired or was revoked: its keys are gone
+    │   ├── EtcdCompactedError          a watch's start revision was compacted away
+    │   ├── EtcdRequestError            etcd refused a request (any other gRPC status)
+    │   └── EtcdServerError             an etcd process could not be started, or did not answer
+    │       └── EtcdNotInstalledError   no ``etcd`` binary
+    └── ReplicationError                replication failed
+        ├── MalformedFrameError         a replication frame failed its checks
+        └── EpochFileError              the epoch file or the truncation intent cannot be used
+            └── CorruptEpochFileError   a line that does not parse, or epochs out of order
+
+The classes are defined here, except those a subpackage raises alone: ``TopicExistsError``,
+``GroupNotFoundError`` and ``MessageNotFoundError`` in ``aeromq.broker.processor`` (beside the
+processor that raises each), ``NameServerCallError`` in ``aeromq.broker.namesrv``,
+``ProtocolStatusError`` in ``aeromq.broker.rocketmq``, and the two subtrees, each drawn in detail
+in its own ``_errors`` module: ``EtcdError`` in ``aeromq.broker.etcd``, ``ReplicationError`` in
+``aeromq.broker.replication``.
+
+A broker error reaches a client as the client error of its ``code`` (``aeromq.client``'s tree,
+rooted at ``ClientError``): ``UnknownTopicError`` as ``TopicNotFoundError``, ``BrokerError`` as
+``BrokerInternalError``.
 
 The hot paths of the store never raise for expected outcomes: a put returns a
 ``PutMessageStatus`` (``FLUSH_DISK_TIMEOUT``, ``MESSAGE_ILLEGAL``, ...) and a get returns a
@@ -34,16 +61,16 @@ from aeromq.common import ResponseCode
 __all__ = [
     "BrokerConfigError",
     "BrokerError",
+    "BrokerStateError",
     "ConfigError",
     "CorruptRecordError",
     "FlushTimeoutError",
-    "IllegalStateError",
     "InvalidArgumentError",
     "NoSpaceError",
     "StoreError",
     "StoreIOError",
     "StoreLockedError",
-    "TopicNotFoundError",
+    "UnknownTopicError",
     "error_for_code",
 ]
 
@@ -91,13 +118,13 @@ class InvalidArgumentError(BrokerError, ValueError):
     code = _MESSAGE_ILLEGAL
 
 
-class IllegalStateError(BrokerError):
+class BrokerStateError(BrokerError):
     """An operation that the object's current state does not allow (not started, shut down)."""
 
     code = _SERVICE_NOT_AVAILABLE
 
 
-class TopicNotFoundError(BrokerError, KeyError):
+class UnknownTopicError(BrokerError, KeyError):
     """A topic that the broker's topic config does not hold."""
 
     code = _TOPIC_NOT_EXIST
@@ -148,8 +175,8 @@ class FlushTimeoutError(StoreError, TimeoutError):
 
 _BY_CODE: dict[int, type[BrokerError]] = {
     _MESSAGE_ILLEGAL: InvalidArgumentError,
-    _SERVICE_NOT_AVAILABLE: IllegalStateError,
-    _TOPIC_NOT_EXIST: TopicNotFoundError,
+    _SERVICE_NOT_AVAILABLE: BrokerStateError,
+    _TOPIC_NOT_EXIST: UnknownTopicError,
     _SYSTEM_BUSY: StoreIOError,
     _FLUSH_DISK_TIMEOUT: FlushTimeoutError,
     _DISK_FULL: NoSpaceError,

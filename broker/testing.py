@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aeromq.broker._errors import IllegalStateError
+from aeromq.broker._errors import BrokerStateError
 
 __all__ = ["ServerProcess", "start_broker_process", "start_namesrv_process"]
 
@@ -107,7 +107,7 @@ def start_broker_process(
     ``namesrv_address`` registers it with a name server. ``extra_args`` are more ``aeromq
     broker`` options (they win over the ones set here).
 
-    Raises :class:`~broker.IllegalStateError` with the broker's output when it exits or does not
+    Raises :class:`~broker.BrokerStateError` with the broker's output when it exits or does not
     print its ready line within ``timeout_s``.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -175,6 +175,6 @@ def _start(
     reader.join(5)
     if process.stdout is not None:
         process.stdout.close()
-    raise IllegalStateError(
+    raise BrokerStateError(
         f"{name} did not start", name=name, exit_code=process.returncode, output=log[-20:]
     )

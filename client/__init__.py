@@ -16,7 +16,7 @@ from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.client.message import HostAddress, Message, MessageExt, MessageQueue
 from aeromq.client.route import BrokerRoute, RouteResolver, TopicRoute
-from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
 
 # Shared with the broker: defined once in ``aeromq.common``, part of the client's API here.
 from aeromq.common import (
@@ -25,7 +25,7 @@ from aeromq.common import (
     AccessDeniedError,
     AuthenticationError,
     BrokerBusyError,
-    BrokerError,
+    BrokerInternalError,
     BrokerUnavailableError,
     ClientError,
     CorruptMessageError,
@@ -63,8 +63,9 @@ __all__ = [
     "SUB_ALL",
     "AccessDeniedError",
     "AuthenticationError",
+    "BackPressuredError",
     "BrokerBusyError",
-    "BrokerError",
+    "BrokerInternalError",
     "BrokerRoute",
     "BrokerSessions",
     "BrokerUnavailableError",

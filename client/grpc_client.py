@@ -12,7 +12,7 @@ client's errors, never a raw ``grpc.RpcError``:
   ``NotSupportedError`` (e.g. a name server asked a broker-only RPC), RESOURCE_EXHAUSTED ->
   ``BrokerBusyError``, INVALID_ARGUMENT -> ``IllegalArgumentError``, UNAUTHENTICATED ->
   ``AuthenticationError``, PERMISSION_DENIED -> ``AccessDeniedError`` (a secured broker: the
-  message names the user, resource and permission), others -> ``BrokerError``.
+  message names the user, resource and permission), others -> ``BrokerInternalError``.
 
 ``credentials`` (an ACL user) go with every call; ``tls`` makes the channel TLS (mutual with a
 client certificate).
@@ -36,7 +36,7 @@ from aeromq.common import (
     AccessDeniedError,
     AuthenticationError,
     BrokerBusyError,
-    BrokerError,
+    BrokerInternalError,
     BrokerUnavailableError,
     ClientError,
     IllegalArgumentError,
@@ -83,7 +83,7 @@ def translate_rpc_error(exc: grpc.RpcError, address: str, rpc: str) -> ClientErr
     """The client error for a failed gRPC call (the caller raises it ``from exc``)."""
     code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
     details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-    error_class = _BY_GRPC_CODE.get(code, BrokerError)
+    error_class = _BY_GRPC_CODE.get(code, BrokerInternalError)
     return error_class(
         f"gRPC call failed: {details or code.name}",
         address=address,

@@ -3,7 +3,8 @@
 They live in ``common`` because the shared rules raise them (a bad topic name, a tag
 expression that does not parse, a malformed message id) wherever those rules run, in a producer,
 a consumer or the broker checking a request; ``aeromq.client`` re-exports every one. The
-broker's own failures (store, config, state) have their own root, ``broker.BrokerError``.
+broker's own failures (store, config, state) have their own root, ``broker.BrokerError``: they
+reach a client as the class of their wire code (``SYSTEM_ERROR`` as ``BrokerInternalError``).
 
 ::
 
@@ -21,9 +22,11 @@ broker's own failures (store, config, state) have their own root, ``broker.Broke
     │   └── AccessDeniedError           the user lacks a permission on a topic or group
     ├── OffsetIllegalError              an offset outside [min, max] of its queue
     ├── CorruptMessageError             pulled bytes that fail their CRC or framing check
-    ├── BrokerError                     the broker failed to process a request
+    ├── BrokerInternalError             the broker failed to process a request (SYSTEM_ERROR)
     ├── BrokerBusyError                 (retriable) the broker is flow-controlling
-    │   └── DiskFullError               (retriable) the broker's disk is below its free watermark
+    │   ├── DiskFullError               (retriable) the broker's disk is below its free watermark
+    │   └── BackPressuredError          (retriable) the broker's ingress stayed back-pressured:
+    │                                   nothing was sent (in ``aeromq.client``)
     ├── BrokerUnavailableError          (retriable) no broker can serve the request now
     └── RequestTimeoutError             (retriable, also TimeoutError) no answer in time
 
@@ -48,7 +51,7 @@ __all__ = [
     "AccessDeniedError",
     "AuthenticationError",
     "BrokerBusyError",
-    "BrokerError",
+    "BrokerInternalError",
     "BrokerUnavailableError",
     "ClientError",
     "DiskFullError",
@@ -162,8 +165,9 @@ class CorruptMessageError(ClientError):
     code = ResponseCode.SYSTEM_ERROR
 
 
-class BrokerError(ClientError):
-    """The broker failed to process a request (an internal error on its side)."""
+class BrokerInternalError(ClientError):
+    """The broker failed to process a request: an internal error on its side (``SYSTEM_ERROR``),
+    or a gRPC failure that no other class stands for."""
 
     code = ResponseCode.SYSTEM_ERROR
 
@@ -199,7 +203,7 @@ class RequestTimeoutError(ClientError, TimeoutError):
 
 ERROR_FOR_CODE: Mapping[int, type[ClientError]] = MappingProxyType(
     {
-        ResponseCode.SYSTEM_ERROR: BrokerError,
+        ResponseCode.SYSTEM_ERROR: BrokerInternalError,
         ResponseCode.SYSTEM_BUSY: BrokerBusyError,
         ResponseCode.REQUEST_CODE_NOT_SUPPORTED: NotSupportedError,
         ResponseCode.SLAVE_NOT_AVAILABLE: BrokerUnavailableError,

@@ -52,7 +52,7 @@ from aeromq.common import (
     ANSWER_TOO_LONG,
     PROPERTY_KEYS,
     RESERVED_PROPERTY_NAMES,
-    BrokerError,
+    BrokerInternalError,
     ClientError,
     PullAnswer,
 )
@@ -176,7 +176,7 @@ class _RangeReader:
             asked, future = self._in_flight.popleft()
             try:
                 response = self._session.wait(future, _REQUEST_TIMEOUT_MS)
-            except BrokerError as exc:
+            except BrokerInternalError as exc:
                 if self._wide or not str(exc).startswith(ANSWER_TOO_LONG):
                     raise
                 self._wide = True  # a stored batch longer than the narrow channel takes

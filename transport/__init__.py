@@ -13,7 +13,6 @@ from aeromq.transport._errors import (
     CncFileError,
     ConfigurationError,
     DriverTimeoutError,
-    IllegalStateError,
     IndexOutOfBoundsError,
     InvalidMessageTypeError,
     LogBufferFileError,
@@ -21,6 +20,7 @@ from aeromq.transport._errors import (
     MessageTooLongError,
     RegistrationError,
     TransportError,
+    TransportStateError,
     UnknownHostError,
 )
 from aeromq.transport.client import (
@@ -60,7 +60,6 @@ __all__ = [
     "Counter",
     "DriverTimeoutError",
     "ExclusivePublication",
-    "IllegalStateError",
     "Image",
     "IndexOutOfBoundsError",
     "InvalidMessageTypeError",
@@ -71,5 +70,6 @@ __all__ = [
     "RegistrationError",
     "Subscription",
     "TransportError",
+    "TransportStateError",
     "UnknownHostError",
 ]

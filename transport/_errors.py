@@ -7,7 +7,7 @@
     ├── ConfigurationError              (also ValueError) a value given to a constructor or context
     │   └── ChannelUriError             a channel URI that does not parse or validate
     │       └── UnknownHostError        a host in a channel URI that does not resolve
-    ├── IllegalStateError               an operation in a state that does not allow it
+    ├── TransportStateError             an operation in a state that does not allow it
     │   └── ActiveDriverError           a live media driver already owns the aeron directory
     ├── AgentTerminationError           raised by an agent's duty cycle to end its runner
     ├── MessageTooLongError             a message over the buffer's maximum length
@@ -38,7 +38,6 @@ __all__ = [
     "CncFileError",
     "ConfigurationError",
     "DriverTimeoutError",
-    "IllegalStateError",
     "IndexOutOfBoundsError",
     "InvalidMessageTypeError",
     "LogBufferFileError",
@@ -46,6 +45,7 @@ __all__ = [
     "MessageTooLongError",
     "RegistrationError",
     "TransportError",
+    "TransportStateError",
     "UnknownHostError",
 ]
 
@@ -81,11 +81,11 @@ class UnknownHostError(ChannelUriError):
     """A host name in a channel URI (``endpoint``, ``control``, ``interface``) that does not resolve."""
 
 
-class IllegalStateError(TransportError):
+class TransportStateError(TransportError):
     """An operation that the object's current state does not allow (e.g. use after close)."""
 
 
-class ActiveDriverError(IllegalStateError):
+class ActiveDriverError(TransportStateError):
     """A media driver refused to start: a live driver (fresh heartbeat) owns the directory."""
 
 

@@ -61,7 +61,7 @@ class InterfaceAddress(NamedTuple):
     prefix_length: int | None
 
 
-class _BadValue(ValueError):
+class _BadValue(ConfigurationError):
     """Raised by a value parser; ChannelUri turns it into a ChannelUriError with the URI."""
 
 

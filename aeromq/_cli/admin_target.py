@@ -14,13 +14,13 @@ from datetime import datetime
 from typing import TextIO
 
 from aeromq.client import ClientTls, Credentials, GrpcClient
-from aeromq.common import NotSupportedError
+from aeromq.common import IllegalArgumentError, NotSupportedError
 from aeromq.proto import common_pb2
 
 __all__ = ["Output", "Target", "UsageError", "parse_time_ms", "perm_text", "write_table"]
 
 
-class UsageError(Exception):
+class UsageError(IllegalArgumentError):
     pass
 
 

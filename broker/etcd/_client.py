@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 
 import grpc
 
-from aeromq.broker._errors import IllegalStateError
+from aeromq.broker._errors import BrokerStateError
 from aeromq.broker.etcd._errors import EtcdError, EtcdLeaseNotFoundError, error_from_rpc
 from aeromq.broker.etcd._lease_keeper import LeaseKeeper
 from aeromq.broker.etcd._types import (
@@ -289,7 +289,7 @@ class EtcdClient:
 
     def _check_open(self, operation: str) -> None:
         if self._closed:
-            raise IllegalStateError(
+            raise BrokerStateError(
                 "etcd client closed", endpoint=self._endpoint, operation=operation
             )
 

@@ -30,7 +30,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
 from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
-from aeromq.broker._errors import BrokerError, IllegalStateError
+from aeromq.broker._errors import BrokerError, BrokerStateError
 from aeromq.broker.grpc._tls import TlsConfig, server_credentials
 
 __all__ = ["DEFAULT_MAX_WORKERS", "GrpcServerBase", "OneLineCallErrors", "Registrar"]
@@ -125,7 +125,7 @@ class GrpcServerBase:
     def start(self) -> int:
         """Bind, start serving and report SERVING; returns the bound port."""
         if self._server is not None:
-            raise IllegalStateError("gRPC server already started", address=self.address)
+            raise BrokerStateError("gRPC server already started", address=self.address)
         _install_one_line_filter()
         loop = asyncio.new_event_loop()
         executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=self._name)

@@ -17,7 +17,7 @@ the data plane over gRPC), named by their full service name for health and refle
 
 from __future__ import annotations
 
-from aeromq.broker._errors import IllegalStateError
+from aeromq.broker._errors import BrokerStateError
 from aeromq.broker.grpc._server_base import DEFAULT_MAX_WORKERS, GrpcServerBase, Registrar
 from aeromq.broker.grpc._tls import TlsConfig
 from aeromq.broker.grpc.servicers import BrokerAdminServicer, ConsumerGroupServicer
@@ -75,7 +75,7 @@ class BrokerGrpcServer(GrpcServerBase):
     def add_service(self, full_name: str, register: Registrar) -> None:
         """Serve one more service (before ``start``)."""
         if self.running:
-            raise IllegalStateError("add services before start", service=full_name)
+            raise BrokerStateError("add services before start", service=full_name)
         self._services[full_name] = register
 
     def before_stop(self) -> None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from aeromq.broker._errors import InvalidArgumentError, TopicNotFoundError
+from aeromq.broker._errors import InvalidArgumentError, UnknownTopicError
 from aeromq.proto import common_pb2, namesrv_pb2
 
 __all__ = ["RouteRegistry"]
@@ -135,7 +135,7 @@ class RouteRegistry:
         return [b.broker_name for b in expired]
 
     def query_route(self, topic: str) -> common_pb2.TopicRouteData:
-        """The topic's queues on every broker holding it; ``TopicNotFoundError`` when none."""
+        """The topic's queues on every broker holding it; ``UnknownTopicError`` when none."""
         with self._lock:
             holders = sorted(
                 (b for b in self._brokers.values() if topic in b.topics),
@@ -161,7 +161,7 @@ class RouteRegistry:
                     )
                 )
         if not holders:
-            raise TopicNotFoundError("no broker holds the topic", topic=topic)
+            raise UnknownTopicError("no broker holds the topic", topic=topic)
         return route
 
     def list_clusters(self) -> list[common_pb2.ClusterInfo]:

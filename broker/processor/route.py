@@ -17,7 +17,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from aeromq.broker._errors import TopicNotFoundError
+from aeromq.broker._errors import UnknownTopicError
 from aeromq.broker.processor.topics import TopicProcessor, topic_config_to_proto
 from aeromq.broker.store import TopicConfig
 from aeromq.proto import common_pb2
@@ -101,12 +101,12 @@ class RouteProcessor:
         self._auto_create_topic = auto_create_topic
 
     def query_route(self, topic: str) -> common_pb2.TopicRouteData:
-        """The topic's queues on this broker and how to reach it; ``TopicNotFoundError`` when
+        """The topic's queues on this broker and how to reach it; ``UnknownTopicError`` when
         the broker does not hold the topic (and does not auto-create)."""
         config = self._topics.get(topic)
         if config is None:
             if not self._auto_create_topic:
-                raise TopicNotFoundError("no route for topic", topic=topic)
+                raise UnknownTopicError("no route for topic", topic=topic)
             config = self._topics.ensure(topic)
         identity = self._identity
         return common_pb2.TopicRouteData(

@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from aeromq.broker._errors import InvalidArgumentError, TopicNotFoundError
+from aeromq.broker._errors import InvalidArgumentError, UnknownTopicError
 from aeromq.broker.store import MessageStore, TopicConfig, TopicFilterType
 from aeromq.common import PERM_READ_WRITE, ResponseCode
 from aeromq.proto import common_pb2
@@ -96,7 +96,7 @@ class TopicProcessor:
         return self._topics.get(topic)
 
     def require(self, topic: str) -> TopicConfig:
-        """The topic's config; ``TopicNotFoundError`` when the broker does not hold it."""
+        """The topic's config; ``UnknownTopicError`` when the broker does not hold it."""
         return self._topics.require(topic)
 
     def topics(self) -> list[TopicConfig]:
@@ -114,7 +114,7 @@ class TopicProcessor:
         return config
 
     def update(self, message: common_pb2.TopicConfig) -> TopicConfig:
-        """Replace an existing topic's config; ``TopicNotFoundError`` when there is none.
+        """Replace an existing topic's config; ``UnknownTopicError`` when there is none.
         Queue counts 0 keep the topic's current counts."""
         with self._lock:
             current = self._topics.require(message.topic_name)
@@ -149,10 +149,10 @@ class TopicProcessor:
 
     def delete(self, topic: str) -> int:
         """Delete a topic, its consume queues and every group's offsets on it; returns how
-        many consume queues went. ``TopicNotFoundError`` when there is no such topic."""
+        many consume queues went. ``UnknownTopicError`` when there is no such topic."""
         with self._lock:
             if not self._topics.delete(topic):
-                raise TopicNotFoundError("no such topic", topic=topic)
+                raise UnknownTopicError("no such topic", topic=topic)
             removed = self._store.delete_topic(topic)
             offsets = self._store.consumer_offsets
             for group in offsets.groups_of(topic):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from aeromq.broker._errors import IllegalStateError
+from aeromq.broker._errors import BrokerStateError
 from aeromq.broker.store._arrival import ArrivalListener
 from aeromq.broker.store._message import StoredMessage, decode_message_id
 from aeromq.broker.store._reader import DEFAULT_MAX_BYTES, DEFAULT_MAX_COUNT
@@ -128,7 +128,7 @@ class GetPath(StoreParts):
         """Messages of ``topic`` with ``key`` among their keys or as their unique key,
         stored within ``[begin_ms, end_ms]``, newest first."""
         if self.index is None:
-            raise IllegalStateError("the index is disabled", data_dir=str(self.config.data_dir))
+            raise BrokerStateError("the index is disabled", data_dir=str(self.config.data_dir))
         return self._reader.query_messages_by_key(
             self.index, topic, key, max_count, begin_ms, end_ms
         )

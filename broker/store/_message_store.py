@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Self
 
-from aeromq.broker._errors import IllegalStateError
+from aeromq.broker._errors import BrokerStateError
 from aeromq.broker.store._checkpoint import Checkpoint
 from aeromq.broker.store._file_modes import make_dirs
 from aeromq.broker.store._get_path import GetPath
@@ -46,7 +46,7 @@ class MessageStore(PutPath, GetPath, StoreServices):
     def start(self) -> RecoveryReport:
         """Lock the data directory, load everything, recover, and start the services."""
         if self._running:
-            raise IllegalStateError("store already started", data_dir=str(self.config.data_dir))
+            raise BrokerStateError("store already started", data_dir=str(self.config.data_dir))
         make_dirs(self.config.data_dir, self.config.file_mode)
         self._lock.acquire()
         try:

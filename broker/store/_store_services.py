@@ -19,7 +19,7 @@ import dataclasses
 import errno
 import logging
 
-from aeromq.broker._errors import IllegalStateError, StoreIOError
+from aeromq.broker._errors import BrokerStateError, StoreIOError
 from aeromq.broker.store._checkpoint import Checkpoint
 from aeromq.broker.store._config import FlushMode
 from aeromq.broker.store._group_commit import GroupCommitService
@@ -142,4 +142,4 @@ class StoreServices(StoreParts):
 
     def _require_running(self) -> None:
         if not self._running:
-            raise IllegalStateError("store is not running", data_dir=str(self.config.data_dir))
+            raise BrokerStateError("store is not running", data_dir=str(self.config.data_dir))

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from aeromq.broker._errors import InvalidArgumentError, StoreError, TopicNotFoundError
+from aeromq.broker._errors import InvalidArgumentError, StoreError, UnknownTopicError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.common import (
@@ -143,7 +143,7 @@ class TopicConfigManager:
         """The topic's config; raises :class:`TopicNotFoundError` when there is none."""
         found = self._topics.get(topic)
         if found is None:
-            raise TopicNotFoundError("no such topic", topic=topic)
+            raise UnknownTopicError("no such topic", topic=topic)
         return found
 
     def topics(self) -> list[TopicConfig]:

@@ -5,15 +5,15 @@ import pytest
 from aeromq import broker
 from aeromq.broker import (
     BrokerError,
+    BrokerStateError,
     ConfigError,
     CorruptRecordError,
     FlushTimeoutError,
-    IllegalStateError,
     InvalidArgumentError,
     StoreError,
     StoreIOError,
     StoreLockedError,
-    TopicNotFoundError,
+    UnknownTopicError,
     _errors,
     error_for_code,
     store,
@@ -38,8 +38,8 @@ def test_should_export_a_sorted_public_api() -> None:
     [
         (ConfigError, (BrokerError, ValueError)),
         (InvalidArgumentError, (BrokerError, ValueError)),
-        (IllegalStateError, (BrokerError,)),
-        (TopicNotFoundError, (BrokerError, KeyError)),
+        (BrokerStateError, (BrokerError,)),
+        (UnknownTopicError, (BrokerError, KeyError)),
         (StoreError, (BrokerError,)),
         (StoreLockedError, (StoreError,)),
         (StoreIOError, (StoreError, OSError)),
@@ -60,13 +60,13 @@ def test_should_format_values_as_key_value_and_keep_them() -> None:
     assert str(error) == "record failed its check: physical_offset=4096 check='BAD_CRC'"
     assert error.physical_offset == 4096  # type: ignore[attr-defined]
     assert error.values == {"physical_offset": 4096, "check": "BAD_CRC"}
-    assert str(TopicNotFoundError("no such topic", topic="T")) == "no such topic: topic='T'"
+    assert str(UnknownTopicError("no such topic", topic="T")) == "no such topic: topic='T'"
 
 
 def test_should_say_which_errors_are_retriable_and_map_codes_back() -> None:
     assert StoreLockedError.retriable and StoreIOError.retriable and FlushTimeoutError.retriable
     assert not CorruptRecordError.retriable and not InvalidArgumentError.retriable
-    for error in (InvalidArgumentError, IllegalStateError, TopicNotFoundError, FlushTimeoutError):
+    for error in (InvalidArgumentError, BrokerStateError, UnknownTopicError, FlushTimeoutError):
         assert error_for_code(error.code) is error
     assert error_for_code(BrokerError.code) is BrokerError
     assert error_for_code(99999) is BrokerError

@@ -32,7 +32,7 @@ from aeromq.transport.driver import stream_counters
 from aeromq.transport.driver.udp import network_counters
 
 PID = 4242
-ERROR_TEXT = "IllegalStateError: unknown publication: registration_id=99"
+ERROR_TEXT = "TransportStateError: unknown publication: registration_id=99"
 ERROR_FIRST_MS = 1_700_000_000_123
 ERROR_LAST_MS = 1_700_000_005_456
 HEARTBEAT_LAG_MS = 1_500

@@ -44,7 +44,7 @@ def test_should_root_every_public_error_at_client_error() -> None:
         if isinstance(getattr(client, name), type)
         and issubclass(getattr(client, name), BaseException)
     ]
-    assert len(errors) == 18
+    assert len(errors) == 19
     assert all(issubclass(error, ClientError) for error in errors)
     tree = _errors.__doc__ or ""
     assert all(f" {error.__name__} " in tree for error in errors)

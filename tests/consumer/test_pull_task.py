@@ -9,7 +9,7 @@ import pytest
 
 from aeromq.client import (
     BrokerBusyError,
-    BrokerError,
+    BrokerInternalError,
     BrokerUnavailableError,
     MessageExt,
     MessageQueue,
@@ -252,7 +252,7 @@ def test_should_retry_in_20_ms_after_broker_flow_control(
 def test_should_retry_in_3000_ms_after_other_errors(
     broker: InMemoryBroker, queue: MessageQueue
 ) -> None:
-    broker.fail_next("pull_async", BrokerError("failed"))
+    broker.fail_next("pull_async", BrokerInternalError("failed"))
     harness = Harness(broker)
     state = harness.assigned.add(queue, pull_offset=4)
     harness.task(queue).run()

@@ -31,7 +31,7 @@ from aeromq.transport._errors import (
     AgentTerminationError,
     CncFileError,
     DriverTimeoutError,
-    IllegalStateError,
+    TransportStateError,
 )
 from aeromq.transport.client.client_conductor import ClientConductor
 from aeromq.transport.client.concurrent_publication import ConcurrentPublication
@@ -191,7 +191,7 @@ class Aeron:
     def conductor_agent_invoker(self) -> AgentInvoker:
         """The conductor's invoker (``use_conductor_agent_invoker``): call ``invoke()`` often."""
         if self._invoker is None:
-            raise IllegalStateError(
+            raise TransportStateError(
                 "the conductor runs on its own thread: use_conductor_agent_invoker is False"
             )
         return self._invoker

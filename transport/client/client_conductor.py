@@ -30,7 +30,7 @@ subscriptions, images and counters, and keeps the client alive, as Aeron's ``Cli
   driver's events say (the registry is the events adapter's listener).
 
 Image handlers run on whichever thread services the conductor (normally the conductor thread),
-under the lock; they must not call back into the client (``IllegalStateError``).
+under the lock; they must not call back into the client (``TransportStateError``).
 
 This module holds the agent (duty cycle, close), the control calls and the wait for their
 answers, and the client's termination. Users: :class:`~transport.client.Aeron` (which makes it),
@@ -49,8 +49,8 @@ from aeromq.transport._errors import (
     ClientTimeoutError,
     ConfigurationError,
     DriverTimeoutError,
-    IllegalStateError,
     TransportError,
+    TransportStateError,
 )
 from aeromq.transport.client.client_liveness import ClientLiveness, terminated_error
 from aeromq.transport.client.concurrent_publication import ConcurrentPublication
@@ -429,7 +429,7 @@ class ClientConductor:
             self.handle_error(error)
             if self._events.is_invalid and not self._is_terminating:
                 self._terminate(
-                    IllegalStateError(
+                    TransportStateError(
                         "client lost track of the driver's broadcast", client_id=self.client_id
                     )
                 )
@@ -499,12 +499,12 @@ class ClientConductor:
         if self._is_terminating:
             raise self._terminated_error()
         if self._is_closed:
-            raise IllegalStateError("Aeron client is closed", client_id=self.client_id)
+            raise TransportStateError("Aeron client is closed", client_id=self.client_id)
         self._ensure_not_reentrant()
 
     def _ensure_not_reentrant(self) -> None:
         if self._resources.is_in_callback:
-            raise IllegalStateError(
+            raise TransportStateError(
                 "reentrant calls are not permitted during callbacks", client_id=self.client_id
             )
 

@@ -24,8 +24,8 @@ from typing import Final
 from aeromq.transport._errors import (
     ClientTimeoutError,
     DriverTimeoutError,
-    IllegalStateError,
     TransportError,
+    TransportStateError,
 )
 from aeromq.transport.client.driver_proxy import DriverProxy
 from aeromq.transport.client.heartbeat_timestamp import (
@@ -167,6 +167,6 @@ def terminated_error(
             "client closed: it was timed out", client_id=client_id, cause=str(cause)
         )
     else:
-        error = IllegalStateError("client is terminating", client_id=client_id, cause=str(cause))
+        error = TransportStateError("client is terminating", client_id=client_id, cause=str(cause))
     error.__cause__ = cause
     return error

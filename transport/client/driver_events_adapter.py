@@ -16,14 +16,14 @@ picks its own out as Aeron's ``DriverEventsAdapter`` does:
 
 Messages are read through a :class:`~transport.concurrent.copy_broadcast_receiver.
 CopyBroadcastReceiver`: falling a lap behind the driver raises
-:class:`~transport.IllegalStateError` (the client can no longer trust its view).
+:class:`~transport.TransportStateError` (the client can no longer trust its view).
 """
 
 from __future__ import annotations
 
 from typing import Final, Protocol
 
-from aeromq.transport._errors import IllegalStateError
+from aeromq.transport._errors import TransportStateError
 from aeromq.transport.command import (
     ON_AVAILABLE_IMAGE,
     ON_CLIENT_TIMEOUT,
@@ -161,7 +161,7 @@ class DriverEventsAdapter:
         try:
             while count < MESSAGES_PER_RECEIVE and receive(on_message):
                 count += 1
-        except IllegalStateError:
+        except TransportStateError:
             if not self._in_handler:  # the receiver's: lapped, or a message overwritten
                 self.is_invalid = True
             raise

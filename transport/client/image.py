@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from aeromq.transport._errors import ConfigurationError, IllegalStateError
+from aeromq.transport._errors import ConfigurationError, TransportStateError
 from aeromq.transport.concurrent.action import Action
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.concurrent.position import Position
@@ -151,7 +151,7 @@ class Image:
         boundary (a multiple of 32); otherwise :class:`~transport.ConfigurationError`.
         """
         if self._is_closed:
-            raise IllegalStateError("image is closed", correlation_id=self.correlation_id)
+            raise TransportStateError("image is closed", correlation_id=self.correlation_id)
         current = self._get_position()
         limit = (current - (current & self._term_length_mask)) + self._term_length_mask + 1
         if new_position < current or new_position > limit:

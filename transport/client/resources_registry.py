@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from aeromq.transport._errors import IllegalStateError, RegistrationError
+from aeromq.transport._errors import RegistrationError, TransportStateError
 from aeromq.transport.client.concurrent_publication import ConcurrentPublication
 from aeromq.transport.client.context import ImageHandler
 from aeromq.transport.client.counter import Counter
@@ -146,10 +146,10 @@ class ResourcesRegistry:
         return subscription
 
     def expect(self, registration_id: int, kind: type[_R]) -> _R:
-        """The resource the driver's answer made; IllegalStateError if there is none of ``kind``."""
+        """The resource the driver's answer made; TransportStateError if there is none of ``kind``."""
         resource = self._by_registration_id.get(registration_id)
         if not isinstance(resource, kind):
-            raise IllegalStateError(
+            raise TransportStateError(
                 "no resource for the driver's response",
                 registration_id=registration_id,
                 expected=kind.__name__,
@@ -168,7 +168,7 @@ class ResourcesRegistry:
         if resource is None:
             return None
         if not isinstance(resource, kind):
-            raise IllegalStateError(
+            raise TransportStateError(
                 "registration id is another kind of resource",
                 registration_id=registration_id,
                 kind=type(resource).__name__,

@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from aeromq.transport._errors import AgentTerminationError, ConfigurationError, IllegalStateError
+from aeromq.transport._errors import AgentTerminationError, ConfigurationError, TransportStateError
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 
@@ -129,10 +129,10 @@ class AgentRunner:
         return self._done.is_set()
 
     def start(self) -> threading.Thread:
-        """Start the agent's thread; raises ``IllegalStateError`` if started or closed before."""
+        """Start the agent's thread; raises ``TransportStateError`` if started or closed before."""
         with self._lock:
             if self._started or not self._running:
-                raise IllegalStateError(
+                raise TransportStateError(
                     "agent runner already started or closed", role_name=self._agent.role_name
                 )
             self._started = True
@@ -174,7 +174,7 @@ class AgentRunner:
         """Stop the loop and wait up to ``timeout_s`` for ``on_close`` to have run.
 
         Idempotent. Never started: ``on_close`` runs here. Called from the agent's own thread:
-        only signals. Raises ``IllegalStateError`` if the thread is still in a duty cycle after
+        only signals. Raises ``TransportStateError`` if the thread is still in a duty cycle after
         ``timeout_s``; it still stops (and closes the agent) when that cycle returns.
         """
         with self._lock:
@@ -195,7 +195,7 @@ class AgentRunner:
             return
         thread.join(timeout_s)
         if thread.is_alive():
-            raise IllegalStateError(
+            raise TransportStateError(
                 "agent thread did not stop in time",
                 role_name=self._agent.role_name,
                 timeout_s=timeout_s,

@@ -4,14 +4,14 @@ A plain :class:`~transport.concurrent.broadcast_receiver.BroadcastReceiver` lets
 skip ahead silently. Clients that must not miss a message (Aeron's client conductor reading
 driver responses) wrap it in this class: each message is copied to a scratch buffer and
 checked with ``validate`` before the handler sees it, and being lapped is an
-:class:`~transport.IllegalStateError`.
+:class:`~transport.TransportStateError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from aeromq.transport._errors import ConfigurationError, IllegalStateError
+from aeromq.transport._errors import ConfigurationError, TransportStateError
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.concurrent.broadcast_receiver import BroadcastReceiver
 
@@ -45,7 +45,7 @@ class CopyBroadcastReceiver:
     def receive(self, handler: Callable[[int, AtomicBuffer, int, int], object]) -> int:
         """Hand the next message, copied, to ``handler(msg_type_id, buffer, index, length)``.
 
-        Returns 1 if there was a message, else 0. Raises :class:`~transport.IllegalStateError`
+        Returns 1 if there was a message, else 0. Raises :class:`~transport.TransportStateError`
         if the transmitter lapped this receiver (messages were lost) or a message is longer
         than the scratch buffer.
         """
@@ -54,23 +54,23 @@ class CopyBroadcastReceiver:
         if not receiver.receive_next():
             return 0
         if receiver.lapped_count() != last_seen_lapped_count:
-            raise IllegalStateError(
+            raise TransportStateError(
                 "unable to keep up with broadcast", lapped_count=receiver.lapped_count()
             )
         scratch = self._scratch
         length = receiver.length()
         if not 0 <= length <= scratch.capacity:
             if not receiver.validate():
-                raise IllegalStateError(
+                raise TransportStateError(
                     "unable to keep up with broadcast", lapped_count=receiver.lapped_count()
                 )
-            raise IllegalStateError(
+            raise TransportStateError(
                 "scratch buffer too small", length=length, scratch_capacity=scratch.capacity
             )
         msg_type_id = receiver.type_id()
         scratch.put_bytes(0, receiver.buffer(), receiver.offset(), length)
         if not receiver.validate():
-            raise IllegalStateError(
+            raise TransportStateError(
                 "unable to keep up with broadcast", lapped_count=receiver.lapped_count()
             )
         handler(msg_type_id, scratch, 0, length)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from aeromq.transport._errors import ConfigurationError, IllegalStateError
+from aeromq.transport._errors import ConfigurationError, TransportStateError
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.clock import EpochClock, SystemEpochClock
@@ -120,7 +120,7 @@ class CountersManager(CountersReader):
         """Allocate a counter and return its id.
 
         ``key`` is bytes (at most ``MAX_KEY_LENGTH``) or a :data:`KeyWriter`. The label is cut to
-        ``MAX_LABEL_LENGTH`` bytes of UTF-8. Raises :class:`~transport.IllegalStateError` (with
+        ``MAX_LABEL_LENGTH`` bytes of UTF-8. Raises :class:`~transport.TransportStateError` (with
         ``capacity``) when every id is in use or waiting for its free-for-reuse deadline, and
         :class:`~transport.ConfigurationError` for a key that is too long.
         """
@@ -183,7 +183,7 @@ class CountersManager(CountersReader):
         record = counter_id * METADATA_LENGTH
         state = metadata.get_int32_volatile(record)
         if state != RECORD_ALLOCATED:
-            raise IllegalStateError("counter not allocated", counter_id=counter_id, state=state)
+            raise TransportStateError("counter not allocated", counter_id=counter_id, state=state)
         metadata.put_int32_ordered(record, RECORD_RECLAIMED)
         metadata.set_memory(record + KEY_OFFSET, MAX_KEY_LENGTH, 0)
         deadline_ms = self._clock.time_ms() + self._free_to_reuse_timeout_ms
@@ -261,7 +261,7 @@ class CountersManager(CountersReader):
                     return index, counter_id
         counter_id = self._high_water_mark_id + 1
         if counter_id > self._max_counter_id:
-            raise IllegalStateError(
+            raise TransportStateError(
                 "unable to allocate counter, buffers are full",
                 capacity=self.capacity,
                 max_counter_id=self._max_counter_id,

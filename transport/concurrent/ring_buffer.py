@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING
 
 from aeromq.transport._errors import (
     ConfigurationError,
-    IllegalStateError,
     IndexOutOfBoundsError,
     MessageTooLongError,
+    TransportStateError,
 )
 from aeromq.transport.concurrent.action import Action
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
@@ -313,7 +313,7 @@ class RingBuffer:
         if length < 0:
             return length
         aborted = self._buffer.get_int32(record + 4) == PADDING_MSG_TYPE_ID
-        raise IllegalStateError(
+        raise TransportStateError(
             "claimed space previously " + ("aborted" if aborted else "committed"), index=index
         )
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from aeromq.transport._errors import AgentTerminationError, ConfigurationError, IllegalStateError
+from aeromq.transport._errors import AgentTerminationError, ConfigurationError, TransportStateError
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.command import (
     REMOVE_PUBLICATION_FLAG_REVOKE,
@@ -285,7 +285,7 @@ class DriverConductor:
         if client is None:
             try:
                 counter_id = allocate_client_heartbeat(self.counters, client_id)
-            except IllegalStateError as exc:
+            except TransportStateError as exc:
                 raise command_error(
                     ErrorCode.GENERIC_ERROR, f"cannot add client ({exc})", client_id=client_id
                 ) from exc
@@ -401,7 +401,7 @@ class DriverConductor:
                 registration_id=command.correlation_id,
                 owner_id=command.client_id,
             )
-        except (ConfigurationError, IllegalStateError) as exc:
+        except (ConfigurationError, TransportStateError) as exc:
             raise command_error(
                 ErrorCode.GENERIC_ERROR,
                 f"cannot add counter ({exc})",

@@ -33,7 +33,7 @@ import tempfile
 import threading
 from types import TracebackType
 
-from aeromq.transport._errors import IllegalStateError
+from aeromq.transport._errors import TransportStateError
 from aeromq.transport.cnc import CNC_FILE, CncFile
 from aeromq.transport.concurrent.agent import Agent, AgentInvoker, AgentRunner, CompositeAgent
 from aeromq.transport.concurrent.idle_strategy import (
@@ -197,7 +197,7 @@ class MediaDriver:
     def shared_agent_invoker(self) -> AgentInvoker:
         """The invoker in ``INVOKER`` mode: ``invoke()`` runs a duty cycle of every agent."""
         if self._invoker is None:
-            raise IllegalStateError(
+            raise TransportStateError(
                 "no agent invoker: the threading mode is not INVOKER",
                 threading_mode=self.context.threading_mode.value,
             )

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypedDict, TypeVar
 
-from aeromq.transport._errors import IllegalStateError
+from aeromq.transport._errors import TransportStateError
 from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.position import Position
@@ -351,7 +351,7 @@ class PublicationFactory:
                 allocated.append(
                     allocate(registration_id, session_id, stream_id, channel, owner_id)
                 )
-        except IllegalStateError as exc:
+        except TransportStateError as exc:
             for counter_id in allocated:
                 counters.free(counter_id)
             raise command_error(

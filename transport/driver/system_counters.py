@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from aeromq.transport._errors import IllegalStateError
+from aeromq.transport._errors import TransportStateError
 from aeromq.transport.cnc import semantic_version_compose
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.counters_manager import CountersManager
@@ -152,7 +152,7 @@ class SystemCounters:
     """Allocates every system counter in ``manager`` (which must be empty) and holds them.
 
     ``threading_mode`` and ``cycle_threshold_ns`` go into the labels as Aeron appends them.
-    Raises :class:`~transport.IllegalStateError` if the manager hands out any other id than the
+    Raises :class:`~transport.TransportStateError` if the manager hands out any other id than the
     descriptor's (something was allocated before).
     """
 
@@ -172,7 +172,7 @@ class SystemCounters:
                 owner_id=NULL_VALUE,
             )
             if counter_id != counter:
-                raise IllegalStateError(
+                raise TransportStateError(
                     "system counter allocated out of order",
                     counter=counter.name,
                     expected_id=int(counter),

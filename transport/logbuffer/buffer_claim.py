@@ -7,14 +7,14 @@ no copy and no allocation: write the message with ``buffer.put_*(offset + i, ...
 negative and every reader of the log waits at this frame, so do both promptly; a writer that dies
 holding a claim is unblocked by the driver (see :mod:`transport.logbuffer.term_unblocker`).
 Commit or abort ends the claim: a second one, or an access after it, raises
-:class:`~transport.IllegalStateError` instead of touching a frame readers may have passed.
+:class:`~transport.TransportStateError` instead of touching a frame readers may have passed.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aeromq.transport._errors import IllegalStateError, IndexOutOfBoundsError
+from aeromq.transport._errors import IndexOutOfBoundsError, TransportStateError
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer.frame_descriptor import (
     FLAGS_FIELD_OFFSET,
@@ -115,7 +115,7 @@ class BufferClaim:
         """Publish the frame: store its positive length with release semantics."""
         buffer = self._buffer
         if buffer is None:
-            raise IllegalStateError("commit of a claim that holds no frame")
+            raise TransportStateError("commit of a claim that holds no frame")
         buffer.put_int32_ordered(self._frame_offset, self._frame_length)
         self._buffer = None
 
@@ -123,7 +123,7 @@ class BufferClaim:
         """Give the frame up: make it padding and publish it, so readers step over it."""
         buffer = self._buffer
         if buffer is None:
-            raise IllegalStateError("abort of a claim that holds no frame")
+            raise TransportStateError("abort of a claim that holds no frame")
         buffer.put_int16(self._frame_offset + TYPE_FIELD_OFFSET, HDR_TYPE_PAD)
         buffer.put_int32_ordered(self._frame_offset, self._frame_length)
         self._buffer = None
@@ -131,5 +131,5 @@ class BufferClaim:
     def _claimed(self) -> AtomicBuffer:
         buffer = self._buffer
         if buffer is None:
-            raise IllegalStateError("the claim holds no frame: call try_claim first")
+            raise TransportStateError("the claim holds no frame: call try_claim first")
         return buffer

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aeromq.transport._errors import ConfigurationError, IllegalStateError, LogBufferFileError
+from aeromq.transport._errors import ConfigurationError, LogBufferFileError, TransportStateError
 from aeromq.transport.concurrent import AtomicBuffer, MappedFile
 from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
@@ -130,7 +130,7 @@ class LogBuffers:
 
     def _live_file(self) -> MappedFile:
         if self._file is None:
-            raise IllegalStateError("log buffers are closed")
+            raise TransportStateError("log buffers are closed")
         return self._file
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aeromq.transport._errors import DriverTimeoutError, IllegalStateError
+from aeromq.transport._errors import DriverTimeoutError, TransportStateError
 from aeromq.transport.client.driver_proxy import DriverProxy
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.command import (
@@ -153,7 +153,7 @@ class DriverClient:
     def client_close(self) -> None:
         """CLIENT_CLOSE (one attempt, as a client closing sends it)."""
         if not self._proxy.client_close():
-            raise IllegalStateError("to-driver ring buffer is full", msg_type_id=CLIENT_CLOSE)
+            raise TransportStateError("to-driver ring buffer is full", msg_type_id=CLIENT_CLOSE)
 
     def terminate_driver(self, token: bytes = b"") -> int:
         return self._proxy.terminate_driver(token)
@@ -161,7 +161,7 @@ class DriverClient:
     def send_raw(self, msg_type_id: int, payload: bytes) -> None:
         """Write any bytes as a record of any type (for malformed-command tests)."""
         if not self.to_driver.write(msg_type_id, payload):
-            raise IllegalStateError("to-driver ring buffer is full", msg_type_id=msg_type_id)
+            raise TransportStateError("to-driver ring buffer is full", msg_type_id=msg_type_id)
 
     # ----------------------------------------------------------------------------------------
     # Responses
@@ -245,7 +245,7 @@ class DriverClient:
         """
         counter_id = self.heartbeat_counter_id()
         if counter_id < 0:
-            raise IllegalStateError(
+            raise TransportStateError(
                 "no heartbeat counter for this client", client_id=self.client_id
             )
         value = time.time_ns() // 1_000_000 if now_ms is None else now_ms

@@ -17,10 +17,14 @@ from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from aeromq.broker import BrokerError, IllegalStateError
+from aeromq.broker import BrokerError, BrokerStateError
 from aeromq.broker.grpc import ADMIN_SERVICE, CONSUMER_GROUP_SERVICE, BrokerGrpcServer
-from aeromq.client import BrokerUnavailableError, IllegalArgumentError, RequestTimeoutError
-from aeromq.client import IllegalStateError as ClientIllegalStateError
+from aeromq.client import (
+    BrokerUnavailableError,
+    IllegalArgumentError,
+    IllegalStateError,
+    RequestTimeoutError,
+)
 from aeromq.client.grpc_client import GrpcClient
 
 from .conftest import RunningBroker
@@ -107,12 +111,12 @@ def test_should_bind_port_zero_and_refuse_a_taken_port(broker: RunningBroker) ->
         server = BrokerGrpcServer(broker.control, "127.0.0.1", port)
         with pytest.raises(BrokerError, match="cannot bind"):
             server.start()
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(BrokerStateError):
         broker.server.start()
 
 
 def test_should_refuse_services_added_after_start(broker: RunningBroker) -> None:
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(BrokerStateError):
         broker.server.add_service("x.Y", lambda server: None)
 
 
@@ -156,7 +160,7 @@ def test_should_translate_a_deadline() -> None:
 def test_should_refuse_calls_on_a_closed_client(broker: RunningBroker) -> None:
     grpc_client = GrpcClient(broker.address)
     grpc_client.close()
-    with pytest.raises(ClientIllegalStateError):
+    with pytest.raises(IllegalStateError):
         grpc_client.list_topics()
     with pytest.raises(IllegalArgumentError):
         GrpcClient(broker.address, timeout_s=0)

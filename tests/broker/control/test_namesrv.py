@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from aeromq.broker import TopicNotFoundError as BrokerTopicNotFoundError
+from aeromq.broker import UnknownTopicError
 from aeromq.broker.config import BrokerConfigError
 from aeromq.broker.namesrv import NameServer, NameServerConfig, NameServerRegistrar, RouteRegistry
 from aeromq.client import BrokerUnavailableError, TopicNotFoundError
@@ -69,7 +69,7 @@ def test_should_merge_a_topics_queues_across_brokers() -> None:
         ("only1", 1),
         ("t", 6),
     ]
-    with pytest.raises(BrokerTopicNotFoundError):
+    with pytest.raises(UnknownTopicError):
         registry.query_route("none")
 
 

@@ -19,7 +19,7 @@ from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.store import MessageStore
 from aeromq.client import (
     BrokerBusyError,
-    BrokerError,
+    BrokerInternalError,
     BrokerUnavailableError,
     IllegalArgumentError,
     IllegalStateError,
@@ -363,7 +363,7 @@ def test_should_answer_with_an_error_an_answer_too_long_for_the_response_channel
 ) -> None:
     for _ in range(2):
         session.request(send_request(b"x" * 5_000, queue_id=1))
-    with pytest.raises(BrokerError, match="answer longer than the response channel takes"):
+    with pytest.raises(BrokerInternalError, match="answer longer than the response channel takes"):
         session.request(pull_request(queue_id=1))  # both at once: over 8 KiB
     one = session.request(pull_request(queue_id=1, max_msg_nums=1))
     assert len(pulled(one, TOPIC, 1, 0)) == 1

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from aeromq.broker import IllegalStateError
+from aeromq.broker import BrokerStateError
 from aeromq.broker.etcd import (
     EtcdClient,
     EtcdServer,
@@ -175,5 +175,5 @@ def test_should_refuse_calls_once_closed(etcd_server: EtcdServer) -> None:
     client = EtcdClient(etcd_server.endpoint)
     client.close()
 
-    with pytest.raises(IllegalStateError, match="operation='Range'"):
+    with pytest.raises(BrokerStateError, match="operation='Range'"):
         client.get("/g/a")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aeromq.broker import CorruptRecordError, IllegalStateError
+from aeromq.broker import BrokerStateError, CorruptRecordError
 from aeromq.broker.store import (
     FlushMode,
     GetMessageResult,
@@ -295,7 +295,7 @@ def test_should_store_without_the_index_when_it_is_off(open_store: OpenStore) ->
     properties = [{"KEYS": "k"}]
     result = store.put_batch(_batch(1, properties=properties), TOPIC, 0)
     assert result.ok and store.look_message_by_offset(result.physical_offset).keys == ["k"]
-    with pytest.raises(IllegalStateError, match="index is disabled"):
+    with pytest.raises(BrokerStateError, match="index is disabled"):
         store.query_messages_by_key(TOPIC, "k")
 
 

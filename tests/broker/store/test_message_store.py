@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker import CorruptRecordError, IllegalStateError, StoreLockedError
+from aeromq.broker import BrokerStateError, CorruptRecordError, StoreLockedError
 from aeromq.broker.store import (
     BoundaryType,
     FlushMode,
@@ -236,10 +236,10 @@ def test_should_lock_the_data_directory(tmp_path: Path, open_store: OpenStore) -
 def test_should_refuse_work_when_not_running(tmp_path: Path) -> None:
     store = MessageStore(small_config(tmp_path))
     assert store.put_message(_message()).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
-    with pytest.raises(IllegalStateError, match="not running"):
+    with pytest.raises(BrokerStateError, match="not running"):
         store.flush()
     store.start()
-    with pytest.raises(IllegalStateError, match="already started"):
+    with pytest.raises(BrokerStateError, match="already started"):
         store.start()
     store.shutdown()
     store.shutdown()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker import InvalidArgumentError, StoreError, TopicNotFoundError
+from aeromq.broker import InvalidArgumentError, StoreError, UnknownTopicError
 from aeromq.broker.store import (
     ConsumerOffsetManager,
     TopicConfig,
@@ -85,7 +85,7 @@ def test_should_persist_topic_config_on_every_change(tmp_path: Path) -> None:
     assert again.require("Orders") == TopicConfig("Orders", 8, 8)
     assert again.require("Logs").is_writeable and again.require("Logs").is_readable
     assert again.data_version == topics.data_version
-    with pytest.raises(TopicNotFoundError, match="topic='Nope'"):
+    with pytest.raises(UnknownTopicError, match="topic='Nope'"):
         again.require("Nope")
     assert again.get("Nope") is None
 

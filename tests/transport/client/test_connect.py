@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.transport import CncFileError, DriverTimeoutError, IllegalStateError
+from aeromq.transport import CncFileError, DriverTimeoutError, TransportStateError
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.cnc import CNC_VERSION_FIELD_OFFSET
 from aeromq.transport.command import CLIENT_CLOSE
@@ -88,10 +88,10 @@ def test_should_close_idempotently_and_say_goodbye_to_the_driver(
     wait_for(lambda: CLIENT_CLOSE in driver.command_types(), what="CLIENT_CLOSE")
     closes = [c for t, c in driver.commands if t == CLIENT_CLOSE]
     assert [c.client_id for c in closes] == [client_id]
-    with pytest.raises(IllegalStateError, match="closed"):
+    with pytest.raises(TransportStateError, match="closed"):
         aeron.add_publication("aeron:ipc", 1)
 
 
 def test_should_refuse_the_invoker_when_the_conductor_has_its_thread(aeron: Aeron) -> None:
-    with pytest.raises(IllegalStateError, match="use_conductor_agent_invoker"):
+    with pytest.raises(TransportStateError, match="use_conductor_agent_invoker"):
         _ = aeron.conductor_agent_invoker

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aeromq.transport import ConfigurationError, IllegalStateError
+from aeromq.transport import ConfigurationError, TransportStateError
 from aeromq.transport.client import Image
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.action import Action
@@ -340,7 +340,7 @@ def test_should_read_nothing_once_closed(bare_log: BareLog) -> None:
     assert image.controlled_poll(Recorder(), 10) == 0
     assert image.block_poll(lambda *a: None, 1024) == 0
     assert image.position == 0
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(TransportStateError):
         image.set_position(0)
 
 

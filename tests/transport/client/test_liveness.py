@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from aeromq.transport import ClientTimeoutError, DriverTimeoutError, IllegalStateError
+from aeromq.transport import ClientTimeoutError, DriverTimeoutError, TransportStateError
 from aeromq.transport.client import CLOSED, HEARTBEAT_TYPE_ID, Aeron, AeronContext
 from aeromq.transport.command import CLIENT_KEEPALIVE
 from aeromq.transport.concurrent.clock import SettableClock
@@ -167,9 +167,9 @@ def test_should_close_when_the_conductor_is_not_serviced_in_time(
 
 def test_should_refuse_calls_after_close(aeron: Aeron) -> None:
     aeron.close()
-    with pytest.raises(IllegalStateError, match="closed"):
+    with pytest.raises(TransportStateError, match="closed"):
         aeron.add_subscription("aeron:ipc", 1)
-    with pytest.raises(IllegalStateError, match="closed"):
+    with pytest.raises(TransportStateError, match="closed"):
         aeron.next_correlation_id()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.transport import DriverTimeoutError, IllegalStateError, RegistrationError
+from aeromq.transport import DriverTimeoutError, RegistrationError, TransportStateError
 from aeromq.transport.client import (
     Aeron,
     AeronContext,
@@ -242,7 +242,7 @@ def test_should_call_image_handlers_on_the_conductor_and_refuse_reentrant_calls(
     publication = aeron.add_publication("aeron:ipc", 4)
     wait_for(lambda: subscription.image_count == 1, what="the image")
     assert available == list(subscription.images)
-    assert any(isinstance(e, IllegalStateError) and "reentrant" in str(e) for e in errors)
+    assert any(isinstance(e, TransportStateError) and "reentrant" in str(e) for e in errors)
 
     driver.make_image_unavailable(publication.original_registration_id)
     wait_for(lambda: subscription.image_count == 0, what="the image to go")

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from aeromq.transport import ConfigurationError, IllegalStateError
+from aeromq.transport import ConfigurationError, TransportStateError
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.agent import (
     Agent,
@@ -172,7 +172,7 @@ def test_should_close_an_agent_that_never_started_on_the_callers_thread() -> Non
     runner.close()
     assert agent.events == [("close", threading.current_thread().name)]
     assert runner.is_closed
-    with pytest.raises(IllegalStateError, match="role_name='recorder'"):
+    with pytest.raises(TransportStateError, match="role_name='recorder'"):
         runner.start()
 
 
@@ -180,7 +180,7 @@ def test_should_refuse_to_start_twice() -> None:
     runner = AgentRunner(YieldingIdleStrategy(), Errors(), None, RecordingAgent())
     with runner:
         runner.start()
-        with pytest.raises(IllegalStateError, match="already started"):
+        with pytest.raises(TransportStateError, match="already started"):
             runner.start()
     assert runner.is_closed
 
@@ -199,7 +199,7 @@ def test_should_raise_when_the_thread_does_not_stop_in_time_then_close_later() -
     runner = AgentRunner(NoOpIdleStrategy(), Errors(), None, agent)
     thread = runner.start()
     assert entered.wait(TIMEOUT_S)
-    with pytest.raises(IllegalStateError, match=r"timeout_s=0\.05") as info:
+    with pytest.raises(TransportStateError, match=r"timeout_s=0\.05") as info:
         runner.close(timeout_s=0.05)
     assert info.value.role_name == "stuck"
     assert not runner.is_closed

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from aeromq.transport import (
     ConfigurationError,
-    IllegalStateError,
     IndexOutOfBoundsError,
     InvalidMessageTypeError,
     MessageTooLongError,
+    TransportStateError,
 )
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent import broadcast_descriptor as bd
@@ -243,7 +243,9 @@ def test_should_raise_when_lapped_with_the_lapped_count() -> None:
     assert copy.receive(lambda *args: None) == 1
     for _ in range(20):
         tx.transmit(1, b"y" * 24)
-    with pytest.raises(IllegalStateError, match="unable to keep up with broadcast: lapped_count=1"):
+    with pytest.raises(
+        TransportStateError, match="unable to keep up with broadcast: lapped_count=1"
+    ):
         copy.receive(lambda *args: None)
     tx.transmit(2, b"z")
     assert copy.receive(lambda *args: None) == 1  # carries on from the latest message
@@ -253,7 +255,7 @@ def test_should_raise_when_a_message_does_not_fit_the_scratch_buffer() -> None:
     buffer, tx = make()
     copy = CopyBroadcastReceiver(BroadcastReceiver(buffer), scratch_buffer_length=16)
     tx.transmit(1, bytes(17))
-    with pytest.raises(IllegalStateError, match="length=17 scratch_capacity=16"):
+    with pytest.raises(TransportStateError, match="length=17 scratch_capacity=16"):
         copy.receive(lambda *args: None)
 
 
@@ -270,7 +272,7 @@ def test_should_raise_when_the_message_is_overwritten_during_the_copy() -> None:
 
     copy = CopyBroadcastReceiver(OverwrittenWhileCopying(buffer))
     tx.transmit(1, b"victim")
-    with pytest.raises(IllegalStateError, match="unable to keep up"):
+    with pytest.raises(TransportStateError, match="unable to keep up"):
         copy.receive(lambda *args: pytest.fail("handler must not see a torn message"))
 
 

@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from aeromq.transport import ConfigurationError, IllegalStateError, IndexOutOfBoundsError
+from aeromq.transport import ConfigurationError, IndexOutOfBoundsError, TransportStateError
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.clock import SettableClock
 from aeromq.transport.concurrent.counters_descriptor import (
@@ -237,7 +237,7 @@ def test_should_not_reuse_a_freed_id_before_its_deadline() -> None:
     assert manager.allocate("third") == 2
     assert manager.available_counter_ids() == 0
     clock.set_time_ms(1_499)
-    with pytest.raises(IllegalStateError, match="buffers are full") as info:
+    with pytest.raises(TransportStateError, match="buffers are full") as info:
         manager.allocate("too early")
     assert info.value.capacity == 3
 
@@ -310,9 +310,9 @@ def test_should_refuse_to_free_a_counter_that_is_not_allocated() -> None:
     manager = make_manager()
     counter_id = manager.allocate("x")
     manager.free(counter_id)
-    with pytest.raises(IllegalStateError, match="state=-1"):
+    with pytest.raises(TransportStateError, match="state=-1"):
         manager.free(counter_id)
-    with pytest.raises(IllegalStateError, match="state=0"):
+    with pytest.raises(TransportStateError, match="state=0"):
         manager.free(counter_id + 1)
 
 
@@ -321,7 +321,7 @@ def test_should_raise_when_full_with_the_capacity() -> None:
     manager.allocate("a")
     manager.new_counter("b")
     assert manager.available_counter_ids() == 0
-    with pytest.raises(IllegalStateError, match="capacity=2"):
+    with pytest.raises(TransportStateError, match="capacity=2"):
         manager.allocate("c")
 
 
@@ -360,6 +360,6 @@ def test_should_default_to_the_system_clock_for_deadlines() -> None:
     manager = CountersManager(metadata, values, free_to_reuse_timeout_ms=60_000)
     counter_id = manager.allocate("x")
     manager.free(counter_id)
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(TransportStateError):
         manager.allocate("y")
     assert manager.get_free_for_reuse_deadline(counter_id) > 1_600_000_000_000 + 60_000

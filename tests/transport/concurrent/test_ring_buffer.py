@@ -6,10 +6,10 @@ import pytest
 
 from aeromq.transport import (
     ConfigurationError,
-    IllegalStateError,
     IndexOutOfBoundsError,
     InvalidMessageTypeError,
     MessageTooLongError,
+    TransportStateError,
 )
 from aeromq.transport.concurrent import (
     INSUFFICIENT_CAPACITY,
@@ -239,7 +239,7 @@ def test_should_refuse_to_release_a_claim_twice(
     ring = make(cls)
     index = ring.try_claim(1, 8)
     getattr(ring, first)(index)
-    with pytest.raises(IllegalStateError, match=f"previously {word}: index={index}"):
+    with pytest.raises(TransportStateError, match=f"previously {word}: index={index}"):
         getattr(ring, second)(index)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aeromq.transport import IllegalStateError
+from aeromq.transport import TransportStateError
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.counters_descriptor import MAX_KEY_LENGTH
 from aeromq.transport.concurrent.counters_manager import CountersManager
@@ -140,5 +140,5 @@ def test_should_allocate_all_46_system_counters_in_aerons_order() -> None:
 def test_should_refuse_system_counters_that_cannot_take_their_ids() -> None:
     manager = _manager()
     manager.allocate("squatter")
-    with pytest.raises(IllegalStateError, match="out of order"):
+    with pytest.raises(TransportStateError, match="out of order"):
         SystemCounters(manager, "SHARED", 1_000_000)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.transport import ActiveDriverError, IllegalStateError
+from aeromq.transport import ActiveDriverError, TransportStateError
 from aeromq.transport.cnc import CNC_VERSION, CncFile
 from aeromq.transport.command import ON_ERROR, ON_PUBLICATION_READY
 from aeromq.transport.concurrent.clock import SystemEpochClock
@@ -133,7 +133,7 @@ def test_should_replace_a_stale_driver_with_a_warning_and_save_its_errors(
     driver_context: MediaDriverContext, caplog: pytest.LogCaptureFixture
 ) -> None:
     old_ms = time.time_ns() // 1_000_000 - 3_600_000
-    _stale_cnc(driver_context, old_ms, error="IllegalStateError: the old driver broke")
+    _stale_cnc(driver_context, old_ms, error="TransportStateError: the old driver broke")
     assert driver_heartbeat_age_ms(driver_context.aeron_dir, old_ms + 3_600_000) == 3_600_000
     with (
         caplog.at_level(logging.WARNING, logger="aeromq.transport.driver"),
@@ -207,7 +207,7 @@ def test_should_run_the_conductor_in_every_threaded_mode(
     with MediaDriver.launch(context) as driver, DriverClient(driver.aeron_dir) as client:
         correlation_id = client.add_publication("aeron:ipc", 7)
         assert client.await_correlated(correlation_id).type_id == ON_PUBLICATION_READY
-        with pytest.raises(IllegalStateError, match="INVOKER"):
+        with pytest.raises(TransportStateError, match="INVOKER"):
             driver.shared_agent_invoker  # noqa: B018
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.transport import ConfigurationError, IllegalStateError
+from aeromq.transport import ConfigurationError, TransportStateError
 from aeromq.transport._errors import LogBufferFileError  # not yet re-exported by transport
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import LogBuffers, LogMetadata
@@ -199,5 +199,5 @@ def test_should_close_once_and_refuse_use_after(shm_dir: Path) -> None:
     log = LogBuffers.create(shm_dir / "closed.logbuffer", TERM_LENGTH)
     log.close()
     log.close()
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(TransportStateError):
         _ = log.file_length

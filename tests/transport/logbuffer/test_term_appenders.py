@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from aeromq.transport import ConfigurationError, IllegalStateError
+from aeromq.transport import ConfigurationError, TransportStateError
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import (
     BufferClaim,
@@ -391,15 +391,15 @@ def test_should_skip_an_aborted_claim(appender: Appender) -> None:
 
 def test_should_end_a_claim_on_commit_or_abort(appender: Appender) -> None:
     claim = BufferClaim()
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(TransportStateError):
         claim.commit()
     appender.claim(8, claim)
     with pytest.raises(Exception, match="source longer than the claimed payload"):
         claim.put_bytes(b"123456789")
     claim.commit()
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(TransportStateError):
         claim.abort()
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(TransportStateError):
         _ = claim.buffer
 
 
@@ -407,7 +407,7 @@ def test_should_fail_a_claim_at_the_end_of_the_term(appender: Appender) -> None:
     claim = BufferClaim()
     appender.padding(TERM_LENGTH - 32 - 64)
     assert appender.claim(100, claim) == appender.failed
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(TransportStateError):
         claim.commit()
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from aeromq.transport._errors import IllegalStateError
+from aeromq.transport._errors import TransportStateError
 from aeromq.transport.concurrent import AtomicCounter, Position
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.driver.client_proxy import ClientProxy
@@ -292,7 +292,7 @@ class UdpSubscriptions:
                         owner_id,
                     )
                 )
-        except IllegalStateError:
+        except TransportStateError:
             for counter_id in allocated:
                 counters.free(counter_id)
             raise
