@@ -140,7 +140,7 @@ class TopicConfigManager:
         return self._topics.get(topic)
 
     def require(self, topic: str) -> TopicConfig:
-        """The topic's config; raises :class:`TopicNotFoundError` when there is none."""
+        """The topic's config; raises :class:`UnknownTopicError` when there is none."""
         found = self._topics.get(topic)
         if found is None:
             raise UnknownTopicError("no such topic", topic=topic)

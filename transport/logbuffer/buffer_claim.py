@@ -54,7 +54,7 @@ class BufferClaim:
 
     @property
     def buffer(self) -> AtomicBuffer:
-        """The term buffer the frame was claimed in; ``IllegalStateError`` once the claim ended."""
+        """The term buffer the frame was claimed in; ``TransportStateError`` once the claim ended."""
         return self._claimed()
 
     @property

@@ -105,7 +105,7 @@ class LogBuffers:
 
     @property
     def path(self) -> Path:
-        """The log file mapped; ``IllegalStateError`` once closed."""
+        """The log file mapped; ``TransportStateError`` once closed."""
         return self._live_file().path
 
     def close(self) -> None:
