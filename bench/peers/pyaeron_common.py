@@ -19,7 +19,7 @@ SEQ = struct.Struct("<q")
 STOP = -(2**62)  # never a sequence number (warm-up pings count up from below zero)
 
 
-def emit(event: str, **values: Any) -> None:
+def emit(event: str, **values: object) -> None:
     sys.stdout.write(json.dumps({"event": event, **values}) + "\n")
     sys.stdout.flush()
 
