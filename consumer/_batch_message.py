@@ -173,4 +173,4 @@ class BatchMessageExt(MessageExt):
             return NotImplemented
         return self._eq_key() == other._eq_key()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable, equal to any MessageExt: unhashable

@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
-from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]  # grpcio-health-checking ships no types
+from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]  # grpcio-reflection ships no types
 
 from aeromq.broker._errors import BrokerError, IllegalStateError
 from aeromq.broker.grpc._tls import TlsConfig, server_credentials
