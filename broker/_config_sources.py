@@ -32,7 +32,7 @@ Coerce = Callable[[str, object, str], object]
 
 
 def read_sources(
-    args: Mapping[str, Any],
+    args: Mapping[str, Any],  # a parsed command line's values
     environ: Mapping[str, str],
     config_file: Path | None,
     field_types: Mapping[str, str],

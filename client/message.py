@@ -286,7 +286,7 @@ class MessageExt(Message):
             return self.body
 
     @value.setter
-    def value(self, value: Any) -> None:
+    def value(self, value: object) -> None:
         self._value = value
 
     @property

@@ -29,7 +29,8 @@ def unpack_host(packed: bytes) -> HostAddress:
     return unpack_host_field(packed)
 
 
-def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
+# a property standing for MessageExt's attribute of that name: its type
+def _field(name: str, read: Callable[[BatchMessageExt], object]) -> Any:
     """A field read from the chunk, unless set on the message."""
 
     def get(self: BatchMessageExt) -> Any:
@@ -38,7 +39,7 @@ def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
             return overrides[name]
         return read(self)
 
-    def set_(self: BatchMessageExt, value: Any) -> None:
+    def set_(self: BatchMessageExt, value: object) -> None:
         if self._overrides is None:
             self._overrides = {}
         self._overrides[name] = value
@@ -50,8 +51,8 @@ def _body(m: BatchMessageExt) -> bytes:
     return m._chunk.body_list()[m._i]
 
 
-def _header_value(name: str) -> Callable[[BatchMessageExt], Any]:
-    def read(m: BatchMessageExt) -> Any:
+def _header_value(name: str) -> Callable[[BatchMessageExt], object]:
+    def read(m: BatchMessageExt) -> object:
         chunk = m._chunk
         return chunk.values(name, lambda: chunk.header(name))[m._i]
 
@@ -77,7 +78,7 @@ class BatchMessageExt(MessageExt):
     _i: int
     _broker: str
     _props: dict[str, str] | None
-    _overrides: dict[str, Any] | None
+    _overrides: dict[str, object] | None
 
     @classmethod
     def wrap(cls, chunk: PulledChunk, i: int) -> BatchMessageExt:

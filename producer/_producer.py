@@ -90,8 +90,8 @@ class Producer:
         config: ProducerConfig | None = None,
         queue_selector: QueueSelector | None = None,
         client_id: str | None = None,
-        value_serializer: Callable[[Any], bytes]
-        | None = None,  # Any: the values are the application's
+        # the serializer takes the application's values, of the application's type
+        value_serializer: Callable[[Any], bytes] | None = None,
     ) -> None:
         check_producer_group(group)
         self.value_serializer = value_serializer

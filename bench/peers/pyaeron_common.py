@@ -32,7 +32,7 @@ def wait_for(command: str) -> None:
     sys.exit(0)
 
 
-def await_connected(publication: Any, timeout_s: float = 30.0) -> None:
+def await_connected(publication: Any, timeout_s: float = 30.0) -> None:  # pyaeron's, untyped
     import time
 
     deadline = time.monotonic() + timeout_s

@@ -204,7 +204,7 @@ def _send_sync(grpc: str, topic: str, count: int, out: Outbox) -> None:
 def _redis_produce(port: int, stream: str, count: int, out: Outbox) -> None:
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     latencies: list[int] = []
     cpu = time.process_time()
     began = time.monotonic_ns()
@@ -224,7 +224,7 @@ def _redis_send_sync(port: int, stream: str, count: int, out: Outbox) -> None:
     """One ``XADD`` per call, each waiting for its answer."""
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     client.xadd(stream, {"b": _body(-1)})
     latencies: list[int] = []
     cpu = time.process_time()
@@ -240,7 +240,7 @@ def _redis_send_sync(port: int, stream: str, count: int, out: Outbox) -> None:
 def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Outbox) -> None:
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     out.put(("ready",))
     received = 0
     began = last_ns = 0

@@ -198,7 +198,7 @@ def _redis_drain(port: int, stream: str, count: int, out: Outbox) -> None:
     """Read ``count`` stored entries with ``XREADGROUP COUNT`` into lists of bodies."""
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     out.put(("ready", 0))
     received = 0
     began = last = 0
@@ -263,7 +263,7 @@ def _drain_case(
 def _redis_consume(port: int, stream: str, index: int, stop: Event, out: Outbox) -> None:
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     name = f"c{index}"
     out.put(("ready", index))
 

@@ -24,7 +24,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final
+from typing import Final
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]  # grpcio-health-checking ships no types
@@ -43,7 +43,7 @@ DEFAULT_MAX_WORKERS = 32
 _START_TIMEOUT_S: Final = 10.0
 _GRPC_LOGGERS: Final = ("grpc._cython.cygrpc", "grpc._server", "grpc.aio._server")
 
-Registrar = Callable[[Any], None]
+Registrar = Callable[[grpc.aio.Server], None]
 """``register(server)``: adds one servicer to a ``grpc.aio.Server``, e.g.
 ``add_BrokerAdminServicer_to_server``."""
 
