@@ -17,7 +17,7 @@ protobuf or broker code until a name that needs it is touched.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -161,7 +161,7 @@ __all__ = [  # noqa: RUF022
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'aeromq' has no attribute {name!r}")

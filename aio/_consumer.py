@@ -26,10 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from types import TracebackType
-from typing import TypeVar
+from typing import TypeVar, TypeVarTuple
 
+from aeromq.aio._constructor import built_from
 from aeromq.client import (
     IllegalArgumentError,
     IllegalStateError,
@@ -37,45 +38,23 @@ from aeromq.client import (
     MessageQueue,
     MessageSelector,
 )
-from aeromq.consumer import (
-    AllocateMessageQueueStrategy,
-    BrokerApi,
-    DefaultLitePullConsumer,
-    LitePullConsumerConfig,
-    ServiceState,
-    ValueDeserializer,
-)
-from aeromq.consumer.rebalance import MessageQueueListener
+from aeromq.consumer import DefaultLitePullConsumer, ServiceState
 
 __all__ = ["AsyncLitePullConsumer"]
 
 _T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 
 
 class AsyncLitePullConsumer:
     """The asyncio face of :class:`~consumer.DefaultLitePullConsumer` (see the module doc);
     the constructor takes the same arguments."""
 
-    def __init__(
-        self,
-        consumer_group: str | None = None,
-        endpoints: str | Sequence[str] = (),
-        *,
-        config: LitePullConsumerConfig | None = None,
-        allocate_strategy: AllocateMessageQueueStrategy | None = None,
-        message_queue_listener: MessageQueueListener | None = None,
-        broker_api: BrokerApi | None = None,
-        value_deserializer: ValueDeserializer | None = None,
-    ) -> None:
-        self.sync = DefaultLitePullConsumer(
-            consumer_group,
-            endpoints,
-            config=config,
-            allocate_strategy=allocate_strategy,
-            message_queue_listener=message_queue_listener,
-            broker_api=broker_api,
-            value_deserializer=value_deserializer,
-        )
+    @built_from(DefaultLitePullConsumer)
+    def __init__(self, sync: DefaultLitePullConsumer) -> None:
+        """Takes the arguments of :class:`~consumer.DefaultLitePullConsumer` (see
+        ``built_from``)."""
+        self.sync = sync
         """The threaded consumer underneath (for what this class does not wrap)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._arrived = asyncio.Event()
@@ -244,7 +223,7 @@ class AsyncLitePullConsumer:
         executor); -1 if none."""
         return await self._call(self.sync.committed, queue)
 
-    async def _call(self, function: Callable[..., _T], *arguments: object) -> _T:
+    async def _call(self, function: Callable[[*_Ts], _T], *arguments: *_Ts) -> _T:
         return await asyncio.get_running_loop().run_in_executor(None, function, *arguments)
 
     def __repr__(self) -> str:

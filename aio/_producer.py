@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
 
 from aeromq.aio._constructor import built_from
 from aeromq.client import Message, MessageQueue
@@ -65,7 +64,7 @@ class AsyncProducer:
         *,
         queue: MessageQueue | None = None,
         selector: QueueSelector | None = None,
-        arg: Any = None,
+        arg: object = None,
     ) -> SendResult:
         """Send one message; its ``SendResult`` once the broker stored it. Raises what
         ``Producer.send`` raises."""
@@ -88,7 +87,7 @@ class AsyncProducer:
     async def send_value(
         self,
         topic: str,
-        value: Any,
+        value: object,
         timeout_ms: int | None = None,
         *,
         tags: str | None = None,

@@ -23,9 +23,8 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from bench._harness import HEADER, format_row, suites
+from bench._harness import HEADER, JsonRecord, format_row, suites
 
 __all__ = ["SuiteRun", "run_all"]
 
@@ -38,7 +37,7 @@ class SuiteRun:
     def __init__(self, name: str, quick: bool, package: str, timeout_s: float) -> None:
         self.name = name
         self.timeout_s = timeout_s
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[JsonRecord] = []
         self.status = "running"
         self.seconds = 0.0
         command = [sys.executable, "-m", "bench", name, "--json", "--package", package]
@@ -133,7 +132,7 @@ def run_all(args: argparse.Namespace) -> int:
         print(f"== {name}: {run.status} in {run.seconds:.0f} s", flush=True)
         (out / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in run.rows))
     load_after = os.getloadavg()
-    summary: dict[str, Any] = {
+    summary: JsonRecord = {
         "date": now.isoformat(timespec="seconds"),
         "quick": args.quick,
         "cpus": os.cpu_count(),
@@ -161,7 +160,7 @@ def run_all(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in runs) else 1
 
 
-def _charts(runs: list[SuiteRun], out: Path, summary: dict[str, Any]) -> list[str]:
+def _charts(runs: list[SuiteRun], out: Path, summary: JsonRecord) -> list[str]:
     try:
         from bench._charts import draw
     except ImportError as exc:  # matplotlib is in the bench extra

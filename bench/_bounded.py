@@ -39,11 +39,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import TypeVar, TypeVarTuple
 
 __all__ = ["FAIL_CASE_ENV", "CaseFailed", "bounded", "isolated"]
 
 _T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 
 FAIL_CASE_ENV = "AEROMQ_BENCH_FAIL_CASE"
 _WATCH_S = 0.25
@@ -61,8 +62,8 @@ class CaseFailed(Exception):
 
 def bounded(
     what: str,
-    measure: Callable[..., _T],
-    *args: Any,
+    measure: Callable[[*_Ts], _T],
+    *args: *_Ts,
     timeout_s: float,
     on_stop: Callable[[], None] | None = None,
 ) -> _T:
@@ -72,15 +73,19 @@ def bounded(
     ``measure`` raises."""
     injected = _injected(what)
     if injected is not None:
-        measure, args, timeout_s = injected[0], (), injected[1] or timeout_s
+        timeout_s = injected[1] or timeout_s
     cancel = threading.Event()
-    outcome: dict[str, Any] = {}
+    values: list[_T] = []
+    errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            outcome["value"] = measure(*args, cancel) if injected else measure(*args)
+            if injected is not None:
+                injected[0](cancel)
+            else:
+                values.append(measure(*args))
         except BaseException as exc:  # handed to the watcher, which re-raises it
-            outcome["error"] = exc
+            errors.append(exc)
 
     before = _children()
     thread = threading.Thread(target=run, name=f"bench case {what}", daemon=True)
@@ -100,9 +105,9 @@ def bounded(
         elif time.monotonic() > deadline:
             reason = f"timed out after {timeout_s:.0f} s"
     if reason is None:
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["value"]  # type: ignore[no-any-return]
+        if errors:
+            raise errors[0]
+        return values[0]
     try:
         if on_stop is not None:
             on_stop()
@@ -115,7 +120,7 @@ def bounded(
     raise CaseFailed(reason)
 
 
-def isolated(function: Callable[..., _T], *args: Any) -> _T:
+def isolated(function: Callable[[*_Ts], _T], *args: *_Ts) -> _T:
     """``function(*args)`` (a generator's items as a list) in a child process of its own
     (``spawn``; ``function`` and its arguments are pickled, so top level), which
     :func:`bounded` then watches as the case's worker. Raises :class:`CaseFailed` with the child's exception (``Type: message``) or
@@ -135,10 +140,11 @@ def isolated(function: Callable[..., _T], *args: Any) -> _T:
     process.join(30)
     if kind == "error":
         raise CaseFailed(payload)
-    return payload  # type: ignore[no-any-return]
+    value: _T = payload  # what function returned, pickled back by the child
+    return value
 
 
-def _isolated_main(send: Connection, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _isolated_main(send: Connection, function: Callable[[*_Ts], object], args: tuple[*_Ts]) -> None:
     try:
         value = function(*args)
         if isinstance(value, Iterator):  # a generator's rows: listed here, pickled back
@@ -217,7 +223,7 @@ def _kill_trees(roots: set[int]) -> None:
 # -- injected failures --------------------------------------------------------------------------
 
 
-def _injected(what: str) -> tuple[Callable[..., Any], float | None] | None:
+def _injected(what: str) -> tuple[Callable[[threading.Event], None], float | None] | None:
     """The failure :data:`FAIL_CASE_ENV` asks of case ``what``, and its time limit, if any."""
     spec = os.environ.get(FAIL_CASE_ENV, "")
     pattern, _, how = spec.partition("=")

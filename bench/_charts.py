@@ -11,7 +11,12 @@ log scale. Failed cases and targets are not drawn (the JSON lines and the table 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.patches import Patch
+
+    from bench._harness import JsonRecord
 
 __all__ = ["MEASURES", "beside", "draw"]
 
@@ -23,10 +28,10 @@ MEASURES = {
 _OURS, _BASELINE, _TAIL = "#1f6fb4", "#9a9a9a", "#a9c8e8"
 
 
-def beside(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def beside(rows: list[JsonRecord]) -> list[JsonRecord]:
     """``rows`` with each baseline moved after the case it matches (see the module docstring)."""
     ours = [r for r in rows if not str(r["name"]).startswith("baseline:")]
-    after: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(ours))}
+    after: dict[int, list[JsonRecord]] = {i: [] for i in range(len(ours))}
     for row in rows:
         if row in ours:
             continue
@@ -54,7 +59,7 @@ def _human(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _legend(measure: str) -> list[Any]:
+def _legend(measure: str) -> list[Patch]:
     from matplotlib.patches import Patch
 
     handles = [Patch(color=_OURS, label="aeromq"), Patch(color=_BASELINE, label="baseline")]
@@ -63,7 +68,7 @@ def _legend(measure: str) -> list[Any]:
     return handles
 
 
-def draw(suite: str, rows: list[dict[str, Any]], out: Path, caption: str) -> list[Path]:
+def draw(suite: str, rows: list[JsonRecord], out: Path, caption: str) -> list[Path]:
     """Write ``out/SUITE-MEASURE.png`` for each measure some row has; returns the paths."""
     import matplotlib
 

@@ -24,7 +24,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar, TypeVarTuple
 
 from aeromq.common import missing_native_modules
 from bench._bounded import FAIL_CASE_ENV, CaseFailed, bounded, isolated
@@ -33,6 +33,7 @@ __all__ = [
     "CASE_TIMEOUT_S",
     "MEASURES",
     "CaseFailed",
+    "JsonRecord",
     "Result",
     "Target",
     "attempt",
@@ -52,6 +53,11 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
+
+JsonRecord: TypeAlias = dict[str, Any]
+"""One JSON line of a suite (a :class:`Result` or a :class:`Target`), or the run's summary:
+values of any JSON shape (a case's ``extra`` is its own), read back by key."""
 
 CASE_TIMEOUT_S = 300.0
 """A case's time limit when its suite names none."""
@@ -72,7 +78,7 @@ class Result:
     p99_us: float | None = None
     p999_us: float | None = None
     ns_per_op: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonRecord = field(default_factory=dict)
 
     @classmethod
     def failed(cls, name: str, reason: str) -> Result:
@@ -86,8 +92,8 @@ class Result:
         reason = self.extra.get("failed")
         return None if reason is None else str(reason)
 
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name}
+    def as_json(self) -> JsonRecord:
+        out: JsonRecord = {"name": self.name}
         for key in MEASURES:
             value = getattr(self, key)
             if value is not None:
@@ -115,7 +121,7 @@ class Target:
             return self.measured <= self.goal
         return self.measured >= self.goal
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonRecord:
         if self.measured is None:
             return {
                 "name": f"target:{self.name}",
@@ -153,8 +159,8 @@ def latency_summary(samples_ns: Sequence[int]) -> dict[str, float]:
 def attempt(
     failures: list[str],
     what: str,
-    measure: Callable[..., _T],
-    *args: Any,
+    measure: Callable[[*_Ts], _T],
+    *args: *_Ts,
     timeout_s: float = CASE_TIMEOUT_S,
     on_stop: Callable[[], None] | None = None,
 ) -> _T | None:
@@ -178,8 +184,8 @@ def attempt(
 
 def case_rows(
     names: str | Sequence[str],
-    measure: Callable[..., Result | Iterable[Result]],
-    *args: Any,
+    measure: Callable[[*_Ts], Result | Iterable[Result]],
+    *args: *_Ts,
     timeout_s: float = CASE_TIMEOUT_S,
     on_stop: Callable[[], None] | None = None,
 ) -> list[Result]:
@@ -217,8 +223,8 @@ def generated_rows(
 
 def started(
     what: str,
-    start: Callable[..., _T],
-    *args: Any,
+    start: Callable[[*_Ts], _T],
+    *args: *_Ts,
     cases: Sequence[str],
     timeout_s: float = CASE_TIMEOUT_S,
 ) -> tuple[_T | None, list[Result]]:
@@ -252,8 +258,8 @@ def record_run(
     runs: list[float],
     failures: dict[str, list[str]],
     case: str,
-    measure: Callable[..., float],
-    *args: Any,
+    measure: Callable[[*_Ts], float],
+    *args: *_Ts,
     timeout_s: float = CASE_TIMEOUT_S,
 ) -> None:
     """One run of ``case``, bounded by ``timeout_s``: its rate appended to ``runs``, or its
@@ -268,7 +274,7 @@ def best_rate(case: str, runs: list[float], size: int, failures: dict[str, list[
     if not runs:
         return Result.failed(case, "; ".join(failures.get(case, [])) or "no run")
     rate = max(runs)
-    extra: dict[str, Any] = {"runs_msgs_per_s": [round(r) for r in runs]}
+    extra: JsonRecord = {"runs_msgs_per_s": [round(r) for r in runs]}
     if failures.get(case):
         extra["failed_runs"] = failures[case]
     return Result(case, msgs_per_s=rate, MB_per_s=rate * size / 1e6, extra=extra)
@@ -314,7 +320,7 @@ HEADER = (
 )
 
 
-def format_row(record: dict[str, Any]) -> str:
+def format_row(record: JsonRecord) -> str:
     """One JSON record (``Result.as_json`` or ``Target.as_json``) as a line of the table."""
     name = str(record["name"])
     if "failed" in record:

@@ -34,11 +34,10 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from aeromq.transport import ConfigurationError
 from aeromq.transport.testing.py312 import ensure_pyaeron_venv, find_python312, peer_environment
-from bench._harness import Result, latency_summary
+from bench._harness import JsonRecord, Result, latency_summary
 
 __all__ = [
     "PyaeronBench",
@@ -107,13 +106,13 @@ class _Worker:
         for line in stderr:
             self._stderr_tail.append(line.rstrip())
 
-    def expect(self, event: str) -> dict[str, Any]:
+    def expect(self, event: str) -> JsonRecord:
         """The next line's object, which must be ``event`` (workers emit nothing else)."""
         try:
             line = self._lines.get(timeout=_TIMEOUT_S)
         except queue.Empty:
             line = ""
-        item: dict[str, Any] = json.loads(line) if line else {"event": "exit or timeout"}
+        item: JsonRecord = json.loads(line) if line else {"event": "exit or timeout"}
         if item.get("event") != event:
             tail = list(self._stderr_tail)
             raise RuntimeError(f"pyaeron worker {self.name}: {item} instead of {event}: {tail}")
@@ -274,7 +273,7 @@ def udp_channel() -> str:
 def rate_row(name: str, size: int, runs: list[float], aeromq_rate: float | None) -> Result:
     """A ``baseline:pyaeron`` throughput row: the best run, every run, and aeromq / pyaeron."""
     rate = max(runs)
-    extra: dict[str, Any] = {"runs_msgs_per_s": [round(run) for run in runs]}
+    extra: JsonRecord = {"runs_msgs_per_s": [round(run) for run in runs]}
     if aeromq_rate is not None:
         extra["aeromq_over_pyaeron"] = round(aeromq_rate / rate, 3)
     return Result(
@@ -286,7 +285,7 @@ def latency_row(
     name: str, summary: Mapping[str, float], samples: int, aeromq_p50_us: float | None
 ) -> Result:
     """A ``baseline:pyaeron`` ping-pong row; the ratio is pyaeron p50 / aeromq p50."""
-    extra: dict[str, Any] = {"samples": samples}
+    extra: JsonRecord = {"samples": samples}
     if aeromq_p50_us:
         extra["aeromq_over_pyaeron"] = round(summary["p50_us"] / aeromq_p50_us, 3)
     return Result(

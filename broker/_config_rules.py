@@ -9,7 +9,7 @@ Caller: ``BrokerConfig.__post_init__``, once every value has its field's type (s
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from aeromq.broker._embedded_driver import DRIVER_THREADING_MODES
 from aeromq.broker._errors import BrokerConfigError
@@ -101,7 +101,7 @@ def validate(config: BrokerConfig) -> None:
     config.to_store_config()  # and whatever the store itself checks
 
 
-def _fail(key: str, value: Any, rule: str) -> None:
+def _fail(key: str, value: object, rule: str) -> None:
     raise BrokerConfigError("invalid broker config", key=key, value=value, rule=rule)
 
 

@@ -16,30 +16,33 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from aeromq.broker._config_options import CONFIG_ENV, ENV_PREFIX, option_name
 from aeromq.broker._errors import BrokerConfigError
 
-__all__ = ["Coerce", "known_keys", "read_sources"]
+__all__ = ["Coerce", "FieldValues", "known_keys", "read_sources"]
 
-Coerce = Callable[[str, Any, str], Any]
+FieldValues: TypeAlias = dict[str, Any]
+"""Field name -> typed value (of that field's type), for the config's constructor."""
+
+Coerce = Callable[[str, object, str], object]
 """``coerce(field_name, value, origin)``: ``value`` as the field's type (strings parsed), or
 ``BrokerConfigError`` naming ``origin``."""
 
 
 def read_sources(
-    args: Mapping[str, Any],
+    args: Mapping[str, Any],  # a parsed command line's values
     environ: Mapping[str, str],
     config_file: Path | None,
     field_types: Mapping[str, str],
     coerce: Coerce,
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[FieldValues, dict[str, str]]:
     """The typed values the TOML file, ``environ`` and ``args`` (a parsed command line, by
     field name; None: not given) set, the later overriding the earlier, and the origin of each
     (field name -> ``file PATH``, ``environment VAR`` or ``argument --opt``)."""
     path = args.get("config") or config_file or environ.get(CONFIG_ENV) or None
-    values: dict[str, Any] = {}
+    values: FieldValues = {}
     origins: dict[str, str] = {}
     if path is not None:
         from_file = _read_toml(Path(path), field_types, coerce)
@@ -57,7 +60,7 @@ def read_sources(
     return values, origins
 
 
-def _read_toml(path: Path, field_types: Mapping[str, str], coerce: Coerce) -> dict[str, Any]:
+def _read_toml(path: Path, field_types: Mapping[str, str], coerce: Coerce) -> FieldValues:
     """The settings of the TOML file at ``path`` (top level or ``[broker]``); an ``[acl]`` table
     beside them makes the file its own ``acl_file``."""
     try:
@@ -82,7 +85,7 @@ def _read_toml(path: Path, field_types: Mapping[str, str], coerce: Coerce) -> di
             value=table,
             source=str(path),
         )
-    values: dict[str, Any] = {}
+    values: FieldValues = {}
     for key, value in table.items():
         if key not in field_types:
             raise BrokerConfigError(
@@ -98,10 +101,10 @@ def _read_toml(path: Path, field_types: Mapping[str, str], coerce: Coerce) -> di
 
 def _read_environ(
     environ: Mapping[str, str], field_types: Mapping[str, str], coerce: Coerce
-) -> dict[str, Any]:
+) -> FieldValues:
     """The settings of the ``AEROMQ_BROKER_*`` variables of ``environ`` (less the one that
     names the file)."""
-    values: dict[str, Any] = {}
+    values: FieldValues = {}
     for variable in sorted(environ):
         if not variable.startswith(ENV_PREFIX) or variable == CONFIG_ENV:
             continue

@@ -293,7 +293,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, _field_types(), describe_default)
 
 
-def _show_default(value: Any) -> str:
+def _show_default(value: object) -> str:
     """A default as the documentation shows it: ``5s`` for 5000 ms, ``1 GiB``, ``none``."""
     if value is None:
         return "none"
@@ -328,7 +328,7 @@ def _field_types() -> dict[str, str]:
     return {f.name: str(f.type) for f in fields(BrokerConfig)}
 
 
-def _coerce(name: str, value: Any, source: str) -> Any:
+def _coerce(name: str, value: object, source: str) -> object:
     """``value`` as the type of field ``name``; strings are parsed."""
     kind = _field_types()[name]
     optional = name in BrokerConfig._OPTIONAL
@@ -382,7 +382,7 @@ def _describe(base: str) -> str:
     }[base]
 
 
-def _parse_bool(value: Any) -> bool:
+def _parse_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -394,7 +394,7 @@ def _parse_bool(value: Any) -> bool:
     raise ValueError(value)
 
 
-def _parse_int(value: Any) -> int:
+def _parse_int(value: object) -> int:
     if isinstance(value, bool):
         raise TypeError(value)
     if isinstance(value, int):

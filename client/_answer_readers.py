@@ -42,7 +42,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, ClassVar, Final
+from typing import ClassVar, Final, TypeVar
 
 from aeromq.client._answer_assembler import AnswerAssembler
 from aeromq.client._session_config import SessionConfig
@@ -57,6 +57,8 @@ from aeromq.transport.concurrent.idle_strategy import (
 )
 
 __all__ = ["AnswerReader", "CallerReads", "PollerReads", "reader_for"]
+
+_T = TypeVar("_T")
 
 Housekeeping = Callable[[int], int]
 """``(now_ns) -> work``: the session's periodic work, run by the poller thread."""
@@ -136,7 +138,7 @@ class AnswerReader(ABC):
             thread.join(5.0)
 
     @abstractmethod
-    def await_answer(self, future: Future[Any], timeout_ms: int) -> None:
+    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
         """Called by a thread about to wait ``timeout_ms`` for ``future``: read answers on it as
         this reader does, and return when ``future`` is done or left to the poller thread (the
         caller then blocks on it). Raises :class:`~client.RequestTimeoutError` when the caller
@@ -196,7 +198,7 @@ class PollerReads(AnswerReader):
         self._spin_score = 3  # 1 or more: callers' answers mostly came within _CALLER_SPIN_NS
         self._caller_waits = 0
 
-    def await_answer(self, future: Future[Any], timeout_ms: int) -> None:
+    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
         """Read answers on this thread for a short while when the poller thread is not reading
         (no hand-over between threads for a quick answer), then leave it to the poller. With a
         doorbell the broker rings, sleep on it between polls (:meth:`_wait_on_doorbell`).
@@ -210,7 +212,7 @@ class PollerReads(AnswerReader):
             return
         self._poll_until(future, subscription, time.monotonic_ns() + _CALLER_POLL_NS)
 
-    def _poll_until(self, future: Future[Any], subscription: Subscription, until_ns: int) -> None:
+    def _poll_until(self, future: Future[_T], subscription: Subscription, until_ns: int) -> None:
         """Poll for answers while ``future`` is not done, until ``until_ns`` (monotonic): read
         them when the poller thread is not reading, else yield to it."""
         lock = self.lock
@@ -226,7 +228,7 @@ class PollerReads(AnswerReader):
                 os.sched_yield()
 
     def _wait_on_doorbell(
-        self, future: Future[Any], bell: Doorbell, subscription: Subscription
+        self, future: Future[_T], bell: Doorbell, subscription: Subscription
     ) -> None:
         """The caller's wait with a doorbell: poll when the poller is not reading, else leave
         the answer to it; between polls sleep until the broker rings (an answer came) or
@@ -278,7 +280,7 @@ class CallerReads(AnswerReader):
 
     callers_read = True
 
-    def await_answer(self, future: Future[Any], timeout_ms: int) -> None:
+    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
         """Read answers on this thread until ``future`` is done or ``timeout_ms`` has passed
         (then :class:`~client.RequestTimeoutError`); between empty polls sleep until the broker
         rings (it does after each answer; up to 20 ms a sleep, as failures and timeouts ring

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -30,6 +30,9 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from aeromq.common import LatencySnapshot
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["MetricsServer", "metric_meta", "serve_metrics"]
 
@@ -45,7 +48,9 @@ def metric_meta(kind: MetricKind, help_text: str) -> Mapping[str, str]:
 
 
 class _SnapshotCollector(Collector):
-    def __init__(self, prefix: str, read: Callable[[], object], labels: Mapping[str, str]):
+    def __init__(
+        self, prefix: str, read: Callable[[], DataclassInstance], labels: Mapping[str, str]
+    ):
         self._prefix = prefix
         self._read = read
         self._names = list(labels)
@@ -53,7 +58,7 @@ class _SnapshotCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         snapshot = self._read()
-        for f in dataclasses.fields(snapshot):  # type: ignore[arg-type]
+        for f in dataclasses.fields(snapshot):
             kind = f.metadata.get(_KIND)
             if kind is None:
                 continue
@@ -102,7 +107,7 @@ class MetricsServer:
 
 def serve_metrics(
     prefix: str,
-    read: Callable[[], object],
+    read: Callable[[], DataclassInstance],
     labels: Mapping[str, str],
     *,
     host: str = "127.0.0.1",

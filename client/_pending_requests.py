@@ -28,7 +28,7 @@ import itertools
 import random
 import threading
 from concurrent.futures import Future, InvalidStateError
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.message import Message as ProtoMessage
 
@@ -55,7 +55,7 @@ class PendingRequests:
     __slots__ = ("_state", "correlation", "deadlines", "doorbell", "futures", "lock")
 
     def __init__(self, state: SessionState) -> None:
-        self.futures: dict[int, Future[ProtoMessage]] = {}
+        self.futures: dict[int, Future[ProtoMessage | PullAnswer]] = {}
         self.deadlines: list[tuple[int, int]] = []
         self.lock = threading.Lock()
         self.correlation = itertools.count(random.getrandbits(30) << 32)
@@ -116,13 +116,13 @@ class PendingRequests:
             self.doorbell.ring()  # callers asleep on it see their failed futures
 
 
-def resolve(future: Future[Any], value: ProtoMessage | PullAnswer) -> None:
+def resolve(future: Future[ProtoMessage | PullAnswer], value: ProtoMessage | PullAnswer) -> None:
     """Complete ``future`` with ``value``, unless it timed out or failed meanwhile."""
     with contextlib.suppress(InvalidStateError):
         future.set_result(value)
 
 
-def reject(future: Future[ProtoMessage], error: BaseException) -> None:
+def reject(future: Future[ProtoMessage | PullAnswer], error: BaseException) -> None:
     """Fail ``future`` with ``error``, unless it was completed meanwhile."""
     with contextlib.suppress(InvalidStateError):
         future.set_exception(error)

@@ -29,6 +29,7 @@ from aeromq.common import (
     ClientError,
     IllegalArgumentError,
     IllegalStateError,
+    PullAnswer,
     encode_envelope,
 )
 from aeromq.proto import messages_pb2, session_pb2
@@ -89,7 +90,7 @@ class RequestSender:
 
     def submit(
         self, body: ProtoMessage, timeout_ms: int, wait_offer: bool = True
-    ) -> Future[ProtoMessage]:
+    ) -> Future[ProtoMessage | PullAnswer]:
         """Put ``body`` in flight: a correlation id, a future in the pending table with a
         deadline ``timeout_ms`` from now, the envelope offered (:meth:`offer`); returns the
         future. Raises the session's failure, or :class:`~client.IllegalStateError` once
@@ -100,7 +101,7 @@ class RequestSender:
         if state.closed:
             raise IllegalStateError("session closed", session_id=state.session_id)
         correlation_id = next(self._correlation)
-        future: Future[ProtoMessage] = Future()
+        future: Future[ProtoMessage | PullAnswer] = Future()
         self._futures[correlation_id] = future
         with self._deadline_lock:
             deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000

@@ -11,14 +11,20 @@ From the environment (:meth:`Credentials.from_env`, :meth:`ClientTls.from_env`):
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import grpc
 
 from aeromq.common import SECRET_METADATA, USER_METADATA, IllegalArgumentError
+
+if TYPE_CHECKING:  # the stubs' names of a call's future and of a stream's answers
+    from grpc import _CallFuture, _CallIterator
+
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
 
 __all__ = ["ClientTls", "Credentials", "open_channel"]
 
@@ -118,17 +124,25 @@ class _WithCredentials(
     def __init__(self, credentials: Credentials) -> None:
         self._metadata = credentials.metadata
 
-    def _details(self, details: Any) -> Any:
+    def _details(self, details: Any) -> Any:  # grpc's namedtuple: its stub type has no _replace
         return details._replace(metadata=(*(details.metadata or ()), *self._metadata))
 
     def intercept_unary_unary(
-        self, continuation: Callable[..., Any], details: Any, request: Any
-    ) -> Any:
+        self,
+        continuation: Callable[[grpc.ClientCallDetails, _Request], _CallFuture[_Response]],
+        details: grpc.ClientCallDetails,
+        request: _Request,
+    ) -> _CallFuture[_Response]:
         return continuation(self._details(details), request)
 
     def intercept_stream_stream(
-        self, continuation: Callable[..., Any], details: Any, requests: Any
-    ) -> Any:
+        self,
+        continuation: Callable[
+            [grpc.ClientCallDetails, Iterator[_Request]], _CallIterator[_Response]
+        ],
+        details: grpc.ClientCallDetails,
+        requests: Iterator[_Request],
+    ) -> _CallIterator[_Response]:
         return continuation(self._details(details), requests)
 
 

@@ -23,10 +23,11 @@ membership changes down). Thread-safe: one channel, calls from any thread.
 
 from __future__ import annotations
 
+import enum
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Final, Self, TypeVar
+from typing import Final, Self, TypeVar
 
 import grpc
 from google.protobuf.message import Message as ProtoMessage
@@ -459,7 +460,13 @@ class GrpcClient:
         return response
 
 
-_END: Final = object()
+class _End(enum.Enum):
+    """The end of a heartbeat stream's queue (an enum member, so that ``is _END`` narrows)."""
+
+    END = 0
+
+
+_END: Final = _End.END
 
 
 class HeartbeatStream:
@@ -469,8 +476,12 @@ class HeartbeatStream:
 
     def __init__(self, client: GrpcClient) -> None:
         self._address = client.address
-        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._responses: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[consumer_group_pb2.HeartbeatRequest | _End] = (
+            queue.SimpleQueue()
+        )
+        self._responses: queue.SimpleQueue[consumer_group_pb2.HeartbeatResponse | _End] = (
+            queue.SimpleQueue()
+        )
         self._call = client._groups.Heartbeat(self._request_iterator())
         self._closed = False
         self._error: ClientError | None = None

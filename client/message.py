@@ -200,7 +200,7 @@ class Message:
             raise MessageIllegalError("not a reserved property name", name=name)
         self._properties[name] = value
 
-    def _eq_key(self) -> tuple[Any, ...]:
+    def _eq_key(self) -> tuple[object, ...]:
         return (self.topic, self.flag, self._properties, self.body)
 
     def __eq__(self, other: object) -> bool:
@@ -280,7 +280,7 @@ class MessageExt(Message):
         return MessageQueue(self.topic, self.broker_name, self.queue_id)
 
     @property
-    def value(self) -> Any:
+    def value(self) -> Any:  # Any: the application's deserializer says what
         """The body as the consumer's ``value_deserializer`` made it; the body itself when
         the consumer has none (kafka-python's ``ConsumerRecord.value``)."""
         try:
@@ -289,7 +289,7 @@ class MessageExt(Message):
             return self.body
 
     @value.setter
-    def value(self, value: Any) -> None:
+    def value(self, value: object) -> None:
         self._value = value
 
     @property
@@ -304,7 +304,7 @@ class MessageExt(Message):
         :attr:`offset_msg_id`."""
         return self._properties.get(PROPERTY_UNIQ_KEY) or self.offset_msg_id
 
-    def _eq_key(self) -> tuple[Any, ...]:
+    def _eq_key(self) -> tuple[object, ...]:
         return (
             *Message._eq_key(self),
             self.broker_name,

@@ -306,7 +306,9 @@ class ClientSession:
         self, body: session_pb2.KeepAliveRequest, timeout_ms: int | None = None
     ) -> session_pb2.KeepAliveResponse: ...
 
-    def request(self, body: ProtoMessage, timeout_ms: int | None = None) -> Any:
+    def request(
+        self, body: ProtoMessage, timeout_ms: int | None = None
+    ) -> ProtoMessage | PullAnswer:
         """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         return self.wait(self._sender.submit(body, timeout), timeout)
@@ -344,7 +346,7 @@ class ClientSession:
 
     def request_async(
         self, body: ProtoMessage, timeout_ms: int | None = None, *, wait_offer: bool = True
-    ) -> Future[Any]:
+    ) -> Future[Any]:  # Any: the answer's type is the request's, as the overloads say
         """Send ``body`` now and return a future of its answer, completed on the thread that
         reads it (or failed with the errors of the module). Offer failures raise here; with
         ``wait_offer`` False a back-pressured ingress raises :class:`BackPressuredError` at

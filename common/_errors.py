@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from aeromq.common._response_code import ResponseCode
 
@@ -79,7 +78,7 @@ class ClientError(Exception):
     retriable: bool = False
     code: int | None = None
 
-    def __init__(self, message: str, *, code: int | None = None, **values: Any) -> None:
+    def __init__(self, message: str, *, code: int | None = None, **values: object) -> None:
         if values:
             detail = " ".join(f"{key}={value!r}" for key, value in values.items())
             message = f"{message}: {detail}"
@@ -227,7 +226,7 @@ ERROR_FOR_CODE: Mapping[int, type[ClientError]] = MappingProxyType(
 """The wire code of a failed response -> the class of error it raises; others are ClientError."""
 
 
-def error_for_code(code: int, message: str, **values: Any) -> ClientError:
+def error_for_code(code: int, message: str, **values: object) -> ClientError:
     """The error for a failed response with ``code`` (the caller raises it).
 
     A code missing from :data:`ERROR_FOR_CODE` gives a plain :class:`ClientError` that keeps the

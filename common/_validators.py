@@ -79,7 +79,7 @@ SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {"TBW102", "BenchmarkTest", "RMQ_SYS_T
 def _check_name(kind: str, name: object, max_length: int) -> None:
     if isinstance(name, str) and len(name) <= max_length and _VALID_NAME.fullmatch(name):
         return
-    named: dict[str, Any] = {kind: name}
+    named: dict[str, Any] = {kind: name}  # keyword arguments of the error
     if not isinstance(name, str):
         raise IllegalArgumentError(f"the {kind} must be a str", **named)
     if not name or name.isspace():

@@ -49,7 +49,8 @@ _FIELD_DOCS = {
 """The docstring of each field property (``_field``): what the field holds, with its unit."""
 
 
-def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
+# a property standing for MessageExt's attribute of that name: its type
+def _field(name: str, read: Callable[[BatchMessageExt], object]) -> Any:
     """A field read from the chunk, unless set on the message."""
 
     def get(self: BatchMessageExt) -> Any:
@@ -58,7 +59,7 @@ def _field(name: str, read: Callable[[BatchMessageExt], Any]) -> Any:
             return overrides[name]
         return read(self)
 
-    def set_(self: BatchMessageExt, value: Any) -> None:
+    def set_(self: BatchMessageExt, value: object) -> None:
         if self._overrides is None:
             self._overrides = {}
         self._overrides[name] = value
@@ -70,8 +71,8 @@ def _body(m: BatchMessageExt) -> bytes:
     return m._chunk.body_list()[m._i]
 
 
-def _header_value(name: str) -> Callable[[BatchMessageExt], Any]:
-    def read(m: BatchMessageExt) -> Any:
+def _header_value(name: str) -> Callable[[BatchMessageExt], object]:
+    def read(m: BatchMessageExt) -> object:
         chunk = m._chunk
         return chunk.values(name, lambda: chunk.header(name))[m._i]
 
@@ -97,7 +98,7 @@ class BatchMessageExt(MessageExt):
     _i: int
     _broker: str
     _props: dict[str, str] | None
-    _overrides: dict[str, Any] | None
+    _overrides: dict[str, object] | None
 
     @classmethod
     def wrap(cls, chunk: PulledChunk, i: int) -> BatchMessageExt:
@@ -194,4 +195,4 @@ class BatchMessageExt(MessageExt):
             return NotImplemented
         return self._eq_key() == other._eq_key()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable, equal to any MessageExt: unhashable

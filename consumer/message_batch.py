@@ -26,7 +26,7 @@ sequence of chunks (one per pull it took from), read two ways:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MessageBatch", "as_message_batch", "read_pulled_batches"]
 
+_S = TypeVar("_S", bound=np.generic)
 Int64Array = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
@@ -141,7 +142,9 @@ class MessageBatch(Sequence[MessageExt]):
 
     # -- as columns ------------------------------------------------------------------------
 
-    def _column(self, read: Callable[[PulledChunk], npt.NDArray[Any]], dtype: Any) -> Any:
+    def _column(
+        self, read: Callable[[PulledChunk], npt.NDArray[np.generic]], dtype: type[_S]
+    ) -> npt.NDArray[_S]:
         chunks = self._chunks
         if len(chunks) == 1:
             return read(chunks[0]).astype(dtype, copy=False)
@@ -152,45 +155,43 @@ class MessageBatch(Sequence[MessageExt]):
     @property
     def queue_offsets(self) -> Int64Array:
         """Each message's queue offset."""
-        return self._column(lambda c: c.queue_offsets, np.int64)  # type: ignore[no-any-return]
+        return self._column(lambda c: c.queue_offsets, np.int64)
 
     @property
     def commit_log_offsets(self) -> Int64Array:
         """Each message's commit log offset."""
-        return self._column(lambda c: c.commit_log_offsets, np.int64)  # type: ignore[no-any-return]
+        return self._column(lambda c: c.commit_log_offsets, np.int64)
 
     @property
     def queue_ids(self) -> Int32Array:
         """Each message's queue id."""
         # every batch of a chunk is of its queue (the reader checks it)
-        return self._column(  # type: ignore[no-any-return]
-            lambda c: np.full(len(c), c.queue.queue_id, dtype=np.int32), np.int32
-        )
+        return self._column(lambda c: np.full(len(c), c.queue.queue_id, dtype=np.int32), np.int32)
 
     @property
     def store_timestamps_ms(self) -> Int64Array:
         """Each message's store timestamp (ms)."""
-        return self._column(lambda c: c.store_timestamps_ms, np.int64)  # type: ignore[no-any-return]
+        return self._column(lambda c: c.store_timestamps_ms, np.int64)
 
     @property
     def born_timestamps_ms(self) -> Int64Array:
         """Each message's born timestamp (ms)."""
-        return self._column(lambda c: c.born_timestamps_ms, np.int64)  # type: ignore[no-any-return]
+        return self._column(lambda c: c.born_timestamps_ms, np.int64)
 
     @property
     def body_lengths(self) -> Int32Array:
         """Each message's body length."""
-        return self._column(lambda c: c.body_length, np.int32)  # type: ignore[no-any-return]
+        return self._column(lambda c: c.body_length, np.int32)
 
     @property
     def tag_hashes(self) -> Int64Array:
         """Each message's tag hash (Java's ``hashCode`` of its tag; 0 without one)."""
-        return self._column(lambda c: c.tag_hash, np.int64)  # type: ignore[no-any-return]
+        return self._column(lambda c: c.tag_hash, np.int64)
 
     @property
     def flags(self) -> Int32Array:
         """Each message's flag."""
-        return self._column(lambda c: c.flag, np.int32)  # type: ignore[no-any-return]
+        return self._column(lambda c: c.flag, np.int32)
 
     @property
     def topics(self) -> list[str]:

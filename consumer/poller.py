@@ -33,7 +33,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from aeromq.client import IllegalArgumentError, MessageExt, call_hooks
 from aeromq.consumer._hooks import ConsumeMessageContext, ConsumeMessageHook
@@ -45,7 +44,7 @@ from aeromq.consumer.services import ConsumerServices
 
 __all__ = ["DeliveryListener", "Poller", "ValueDeserializer"]
 
-ValueDeserializer = Callable[[bytes], Any]
+ValueDeserializer = Callable[[bytes], object]
 """``value_deserializer(body)``: what ``message.value`` holds for each polled message."""
 
 DeliveryListener = Callable[[], None]

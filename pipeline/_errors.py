@@ -19,8 +19,6 @@ traceback text, so the class name and the ``key=value`` pairs are what a user re
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = [
     "DataLossError",
     "JavaError",
@@ -38,7 +36,7 @@ class PipelineError(Exception):
 
     retriable: bool = False
 
-    def __init__(self, message: str, **values: Any) -> None:
+    def __init__(self, message: str, **values: object) -> None:
         if values:
             detail = " ".join(f"{key}={value!r}" for key, value in values.items())
             message = f"{message}: {detail}"
@@ -47,12 +45,12 @@ class PipelineError(Exception):
         for key, value in values.items():
             setattr(self, key, value)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         # Errors cross process boundaries (Spark's Python workers): rebuild from the text.
         return (_rebuild, (type(self), str(self), self.values))
 
 
-def _rebuild(cls: type[PipelineError], text: str, values: dict[str, Any]) -> PipelineError:
+def _rebuild(cls: type[PipelineError], text: str, values: dict[str, object]) -> PipelineError:
     error = cls.__new__(cls)
     Exception.__init__(error, text)
     error.values = values

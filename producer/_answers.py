@@ -11,24 +11,36 @@ the façade (``Producer.send_async``, ``send_batch_async``, for ``call_back``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from aeromq.client import MessageQueue, ResponseCode, error_for_code
 from aeromq.producer._attempt import Attempt
 from aeromq.producer._batch import SendResults
-from aeromq.producer._send_result import SendStatus
+from aeromq.producer._send_result import SendResult, SendStatus
 from aeromq.proto import messages_pb2
 
-__all__ = ["SendCallback", "call_back", "group_results", "results_of", "settle", "store_host"]
+__all__ = [
+    "SendCallback",
+    "SendFuture",
+    "call_back",
+    "group_results",
+    "results_of",
+    "settle",
+    "store_host",
+]
 
 _log = logging.getLogger(__name__)
 
 SendCallback = Callable[[Any, BaseException | None], object]
 """``callback(result, None)`` on success (a ``SendResult``, or a list for a batch),
-``callback(None, error)`` on failure."""
+``callback(None, error)`` on failure (the result untyped, so that a callback may say which)."""
+
+SendFuture: TypeAlias = "Future[Any]"
+"""An async send's future: of a ``SendResult`` for one message, of a list of them for a batch
+(untyped: the ``single`` flag beside it says which, not a type)."""
 
 _SEND_STATUS: Final = {
     messages_pb2.SEND_OK: SendStatus.SEND_OK,
@@ -93,7 +105,12 @@ def store_host(text: str) -> tuple[str, int]:
         return "0.0.0.0", 0
 
 
-def settle(future: Future[Any], *, value: Any = None, error: BaseException | None = None) -> None:
+def settle(
+    future: SendFuture,
+    *,
+    value: SendResult | Sequence[SendResult] | None = None,
+    error: BaseException | None = None,
+) -> None:
     """Complete ``future`` with ``value`` or ``error``, unless it timed out or was cancelled."""
     try:  # not contextlib.suppress: once per send, and a try costs nothing when nothing raises
         if error is not None:
@@ -104,11 +121,11 @@ def settle(future: Future[Any], *, value: Any = None, error: BaseException | Non
         pass
 
 
-def call_back(callback: SendCallback) -> Callable[[Future[Any]], None]:
+def call_back(callback: SendCallback) -> Callable[[SendFuture], None]:
     """A done-callback of an async send's future that calls ``callback(result, error)`` and
     logs what it raises."""
 
-    def done(future: Future[Any]) -> None:
+    def done(future: SendFuture) -> None:
         error = future.exception()
         try:
             callback(None if error is not None else future.result(), error)

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import CancelledError, Future
-from typing import Any
 
 from aeromq.client import ClientError, MessageQueue, RequestTimeoutError
 from aeromq.client.route import TopicRoute
 from aeromq.client.session import BackPressuredError
 from aeromq.common import merge_batches
-from aeromq.producer._answers import group_results, results_of, settle
+from aeromq.producer._answers import SendFuture, group_results, results_of, settle
 from aeromq.producer._attempt import RETRY_CODES, Attempt
 from aeromq.producer._coalesce import SendCoalescer
 from aeromq.producer._hooks import SendMessageContext
@@ -35,7 +34,7 @@ from aeromq.proto import messages_pb2
 
 __all__ = ["AsyncSends"]
 
-_Waiting = tuple[Attempt, "Future[Any]", bool]
+_Waiting = tuple[Attempt, SendFuture, bool]
 """An async send that may wait to go with others: its attempt, its future, one message."""
 
 
@@ -57,15 +56,13 @@ class AsyncSends:
             else None
         )
 
-    def observe(
-        self, outer: Future[Any], messages: int, context: SendMessageContext | None
-    ) -> None:
+    def observe(self, outer: SendFuture, messages: int, context: SendMessageContext | None) -> None:
         """Count the async send of ``outer`` in the metrics, and end its hooks' context, when
         it settles. Caller: ``Producer.send_async``/``send_batch_async``."""
         started_ns = time.perf_counter_ns()
         path = self._path
 
-        def settled(future: Future[Any]) -> None:
+        def settled(future: SendFuture) -> None:
             if future.cancelled():
                 path.meter.on_failed()
                 path.after_send(context, exception=CancelledError())
@@ -81,7 +78,7 @@ class AsyncSends:
 
         outer.add_done_callback(settled)
 
-    def dispatch(self, attempt: Attempt, outer: Future[Any], single: bool) -> None:
+    def dispatch(self, attempt: Attempt, outer: SendFuture, single: bool) -> None:
         """Send an async send now, alone, or leave it to wait and go with others (a send to
         no queue in particular while its topic has its requests in flight: see
         ``producer/_coalesce.py``). Caller: ``Producer.send_async``/``send_batch_async``."""
@@ -209,7 +206,7 @@ class AsyncSends:
         if group:
             self.submit_group(topic, group, wait_offer)
 
-    def submit_async(self, attempt: Attempt, outer: Future[Any], single: bool) -> None:
+    def submit_async(self, attempt: Attempt, outer: SendFuture, single: bool) -> None:
         """Send one async send as a request of its own (an attempt), its answer settling
         ``outer``. Caller: :meth:`dispatch`, the retry thread."""
         attempt.attempts_left -= 1
@@ -242,7 +239,7 @@ class AsyncSends:
         self,
         exc: ClientError,
         attempt: Attempt,
-        outer: Future[Any],
+        outer: SendFuture,
         single: bool,
         route: TopicRoute | None,
         target: MessageQueue | None,

@@ -179,7 +179,7 @@ class SendResults(Sequence[SendResult]):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal to a list of its results: unhashable, as a list
 
     def __repr__(self) -> str:
         return (

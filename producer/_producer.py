@@ -90,6 +90,7 @@ class Producer:
         config: ProducerConfig | None = None,
         queue_selector: QueueSelector | None = None,
         client_id: str | None = None,
+        # the serializer takes the application's values, of the application's type
         value_serializer: Callable[[Any], bytes] | None = None,
     ) -> None:
         check_producer_group(group)
@@ -149,7 +150,7 @@ class Producer:
         *,
         queue: MessageQueue | None = None,
         selector: QueueSelector | None = None,
-        arg: Any = None,
+        arg: object = None,
     ) -> SendResult:
         """Send one message and wait until the broker stored it (see module)."""
         return self._send_path.send_sync([message], timeout_ms, queue, selector, arg)[0]
@@ -157,7 +158,7 @@ class Producer:
     def message_of(
         self,
         topic: str,
-        value: Any,
+        value: object,
         *,
         tags: str | None = None,
         keys: str | Sequence[str] = (),
@@ -185,7 +186,7 @@ class Producer:
     def send_value(
         self,
         topic: str,
-        value: Any,
+        value: object,
         timeout_ms: int | None = None,
         *,
         tags: str | None = None,
@@ -218,7 +219,7 @@ class Producer:
         *,
         queue: MessageQueue | None = None,
         selector: QueueSelector | None = None,
-        arg: Any = None,
+        arg: object = None,
     ) -> Future[SendResult]:
         """Send one message without waiting: a future of its ``SendResult`` (and
         ``callback``, if given). The offer itself may wait up to ``offer_timeout_ms`` while

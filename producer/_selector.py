@@ -26,6 +26,7 @@ __all__ = [
     "select_avoiding",
 ]
 
+# the third argument is the send's ``arg``, of whatever type the application's selector takes
 QueueSelector: TypeAlias = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
 
 
@@ -35,7 +36,9 @@ class RoundRobinSelector:
     def __init__(self, start: int | None = None) -> None:
         self._counter = itertools.count(random.randrange(1 << 16) if start is None else start)
 
-    def __call__(self, queues: Sequence[MessageQueue], message: Message, arg: Any) -> MessageQueue:
+    def __call__(
+        self, queues: Sequence[MessageQueue], message: Message, arg: object
+    ) -> MessageQueue:
         return queues[next(self._counter) % len(queues)]
 
 
@@ -44,7 +47,9 @@ class KeyHashSelector:
     ``String.hashCode``, as RocketMQ's ``SelectMessageQueueByHash``): messages with the same
     key go to the same queue, in order. A message with no key and no ``arg`` is an error."""
 
-    def __call__(self, queues: Sequence[MessageQueue], message: Message, arg: Any) -> MessageQueue:
+    def __call__(
+        self, queues: Sequence[MessageQueue], message: Message, arg: object
+    ) -> MessageQueue:
         if arg is None:
             keys = message.keys
             if not keys:
@@ -62,7 +67,9 @@ class RandomSelector:
     def __init__(self, seed: int | None = None) -> None:
         self._random = random.Random(seed)
 
-    def __call__(self, queues: Sequence[MessageQueue], message: Message, arg: Any) -> MessageQueue:
+    def __call__(
+        self, queues: Sequence[MessageQueue], message: Message, arg: object
+    ) -> MessageQueue:
         return queues[self._random.randrange(len(queues))]
 
 

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from aeromq.client import (
     ClientError,
@@ -163,7 +162,7 @@ class SendPath:
         timeout_ms: int | None,
         queue: MessageQueue | None,
         selector: QueueSelector | None,
-        arg: Any,
+        arg: object,
         asynchronous: bool,
     ) -> Attempt:
         """Check a send (running, one topic, body sizes, the queue's topic), give its messages
@@ -244,7 +243,7 @@ class SendPath:
         timeout_ms: int | None,
         queue: MessageQueue | None,
         selector: QueueSelector | None,
-        arg: Any,
+        arg: object,
     ) -> Sequence[SendResult]:
         """A sync send, with its hooks and metrics. Caller: ``Producer.send``/``send_batch``."""
         started_ns = time.perf_counter_ns()

@@ -27,8 +27,6 @@ message names the values that matter as ``key=value``; the values are kept as at
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = [
     "ActiveDriverError",
     "AgentTerminationError",
@@ -55,7 +53,7 @@ class TransportError(Exception):
 
     retriable: bool = False
 
-    def __init__(self, message: str, **values: Any) -> None:
+    def __init__(self, message: str, **values: object) -> None:
         if values:
             detail = " ".join(f"{key}={value!r}" for key, value in values.items())
             message = f"{message}: {detail}"

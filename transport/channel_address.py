@@ -27,7 +27,7 @@ _UNIQUE_CANONICAL_SUFFIX = itertools.count()
 
 def resolve_socket_address(
     host: str, port: int, *, uri: str = "", key: str = "endpoint"
-) -> tuple[socket.AddressFamily, tuple[Any, ...]]:
+) -> tuple[socket.AddressFamily, tuple[Any, ...]]:  # socket's address tuple, by family
     """Resolve a host for UDP: ``(family, sockaddr)``, IPv4 preferred; UnknownHostError if none.
 
     This is I/O (it may ask DNS): the driver's conductor calls it when it opens a channel.

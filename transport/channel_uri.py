@@ -302,6 +302,7 @@ class ChannelUri:
         value = self._params.get("session-id", "")
         return int(value[4:]) if value.startswith("tag:") else None
 
+    # the address: socket's tuple, its shape by family
     def resolve_endpoint(self) -> tuple[socket.AddressFamily, tuple[Any, ...]] | None:
         """The endpoint as a socket address for UDP, or None if there is none (I/O: DNS)."""
         endpoint = self.endpoint

@@ -164,7 +164,7 @@ def format_message(message: MessageExt, max_body: int) -> str:
 def message_json(message: MessageExt, max_body: int) -> str:
     """One message as a JSON object on one line (the body as UTF-8, cut at ``max_body``)."""
     body = message.body.decode("utf-8", "backslashreplace")
-    record: dict[str, Any] = {
+    record: dict[str, object] = {
         "topic": message.topic,
         "broker": message.broker_name,
         "queue_id": message.queue_id,

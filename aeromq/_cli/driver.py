@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 from aeromq._cli.options import add_aeron_dir, command_parser, setup_logging
 from aeromq._cli.serve import serve, stop_on_signals
@@ -32,10 +32,11 @@ from aeromq.transport.driver import (
 __all__ = ["main"]
 
 _WAIT_SLICE_S = 0.2
+_T = TypeVar("_T")
 
 
-def _arg(parse: Callable[[str, str], Any], name: str) -> Callable[[str], Any]:
-    def convert(text: str) -> Any:
+def _arg(parse: Callable[[str, str], _T], name: str) -> Callable[[str], _T]:
+    def convert(text: str) -> _T:
         try:
             return parse(name, text)
         except ConfigurationError as exc:

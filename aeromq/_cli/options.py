@@ -153,7 +153,7 @@ def add_alias(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     flag: str,
     dest: str,
-    type_: Callable[[str], Any] | None = None,
+    type_: Callable[[str], object] | None = None,
 ) -> None:
     """Accept ``flag`` as an old spelling of the option stored in ``dest``, hidden from help."""
     if type_ is None:

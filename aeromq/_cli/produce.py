@@ -24,7 +24,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from aeromq._cli.options import (
     add_aeron_dir,
@@ -232,7 +231,7 @@ def _copy(template: Message) -> Message:
     )
 
 
-def _run(producer: Producer, template: Message, args: Any, stats: _Stats) -> None:
+def _run(producer: Producer, template: Message, args: argparse.Namespace, stats: _Stats) -> None:
     interval_s = args.batch / args.rate if args.rate else 0.0
     in_flight = threading.Semaphore(args.window)
     lock = threading.Lock()
@@ -260,7 +259,7 @@ def _run(producer: Producer, template: Message, args: Any, stats: _Stats) -> Non
         in_flight.acquire()
 
         def done(
-            result: Any, error: BaseException | None, count: int = count, began: float = began
+            result: object, error: BaseException | None, count: int = count, began: float = began
         ) -> None:
             with lock:
                 if error is None:

@@ -17,10 +17,14 @@ from __future__ import annotations
 import argparse
 import time
 from types import TracebackType
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 from aeromq._cli.options import duration_ms
 from aeromq.transport.util import format_duration_ms
+
+if TYPE_CHECKING:  # rich is imported when a live line starts
+    from rich.progress import Progress as RichProgress
+    from rich.progress import ProgressColumn, TaskID
 
 __all__ = ["MODES", "Progress", "add_progress", "format_eta", "plain_line"]
 
@@ -106,8 +110,8 @@ class Progress:
         self._interval_s = max(interval_ms, 0.0) / 1e3
         self._started = time.monotonic()
         self._next_line = self._started + self._interval_s
-        self._live: Any = None  # rich.progress.Progress in live mode
-        self._task: Any = None
+        self._live: RichProgress | None = None  # in live mode
+        self._task: TaskID  # set with _live
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
@@ -150,7 +154,7 @@ class Progress:
         print(line, file=self.stream, flush=True)
 
 
-def _live_bar(what: str, total: int | None, stream: TextIO) -> tuple[Any, Any]:
+def _live_bar(what: str, total: int | None, stream: TextIO) -> tuple[RichProgress, TaskID]:
     """A ``rich`` progress line on ``stream``: description, bar, count, rate, ETA."""
     from rich.console import Console
     from rich.progress import (
@@ -163,7 +167,7 @@ def _live_bar(what: str, total: int | None, stream: TextIO) -> tuple[Any, Any]:
         Progress as RichProgress,
     )
 
-    columns: list[Any] = [TextColumn("{task.description}")]
+    columns: list[ProgressColumn] = [TextColumn("{task.description}")]
     if total:
         columns += [
             BarColumn(),

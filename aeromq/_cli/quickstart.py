@@ -40,13 +40,19 @@ from concurrent.futures import Future
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from aeromq._cli.options import command_parser, setup_logging
 from aeromq._cli.progress import add_progress
 from aeromq._cli.quickstart_member import GROUP, HEADER_LENGTH, TOPIC, Report, body, run_member
 from aeromq._cli.quickstart_view import RunState
 from aeromq.transport.util import process_cpu_s
+
+if TYPE_CHECKING:
+    from rich.live import Live
+
+    from aeromq.client import GrpcClient
+    from aeromq.producer import SendResult
 
 _DEADLINE_S = 300.0
 _WINDOW = 8  # batches in flight
@@ -170,8 +176,8 @@ class _Run:
         self.ctx = mp.get_context("spawn")
         self.events: Queue[Report] = self.ctx.Queue()
         self.stop = self.ctx.Event()
-        self.live: Any = None
-        self.admin: Any = None
+        self.live: Live | None = None
+        self.admin: GrpcClient  # set by go, for its run
         self.next_view = 0.0
         self.next_line = 0.0
 
@@ -248,7 +254,9 @@ class _Run:
             producer.fetch_publish_queues(TOPIC)  # the route, before the clock starts
             state.send_started = time.monotonic()
             cpu_s = time.process_time()  # the producer's, with the view it draws meanwhile
-            window: collections.deque[tuple[Future[Any], int]] = collections.deque()
+            window: collections.deque[tuple[Future[Sequence[SendResult]], int]] = (
+                collections.deque()
+            )
             for first in range(0, args.messages, args.batch):
                 last = min(first + args.batch, args.messages)
                 now_ns = time.time_ns()
@@ -269,7 +277,7 @@ class _Run:
             state.producer_cpu_s = time.process_time() - cpu_s
         self._view(force=True)
 
-    def _acknowledged(self, future: Future[Any], count: int) -> None:
+    def _acknowledged(self, future: Future[Sequence[SendResult]], count: int) -> None:
         future.result(_DEADLINE_S)
         self.state.sent += count
 

@@ -12,10 +12,15 @@ from __future__ import annotations
 import time
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from aeromq._cli.progress import plain_line
 from aeromq._cli.quickstart_member import Report
+
+if TYPE_CHECKING:
+    from rich.console import Group
+
+    from aeromq.proto import admin_pb2
 
 __all__ = ["MemberState", "RunState"]
 
@@ -97,7 +102,7 @@ class RunState:
             else:
                 self.duplicates += 1
 
-    def set_offsets(self, progress: Any) -> None:
+    def set_offsets(self, progress: admin_pb2.GetConsumerProgressResponse) -> None:
         """The broker's view (a ``GetConsumerProgressResponse``)."""
         for queue in progress.queues:
             self.broker_offsets[queue.queue_id] = queue.broker_offset
@@ -142,7 +147,7 @@ class RunState:
         )
         return f"quickstart: {self.producer_line(now)}; {members}"
 
-    def live(self, now: float) -> Any:
+    def live(self, now: float) -> Group:
         """A ``rich`` renderable: the producer's line and a table of the members."""
         from rich.console import Group
         from rich.table import Table

@@ -19,7 +19,7 @@ SEQ = struct.Struct("<q")
 STOP = -(2**62)  # never a sequence number (warm-up pings count up from below zero)
 
 
-def emit(event: str, **values: Any) -> None:
+def emit(event: str, **values: object) -> None:
     sys.stdout.write(json.dumps({"event": event, **values}) + "\n")
     sys.stdout.flush()
 
@@ -32,7 +32,7 @@ def wait_for(command: str) -> None:
     sys.exit(0)
 
 
-def await_connected(publication: Any, timeout_s: float = 30.0) -> None:
+def await_connected(publication: Any, timeout_s: float = 30.0) -> None:  # pyaeron's, untyped
     import time
 
     deadline = time.monotonic() + timeout_s

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from pyaeron_common import emit, pyaeron  # type: ignore[import-not-found]
+from pyaeron_common import emit, pyaeron  # type: ignore[import-not-found]  # a sibling script, run from bench/peers
 
 
 def main() -> None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pyaeron_common import SEQ, STOP, await_connected, emit, pyaeron, wait_for  # type: ignore[import-not-found]
+from pyaeron_common import SEQ, STOP, await_connected, emit, pyaeron, wait_for  # type: ignore[import-not-found]  # a sibling script, run from bench/peers
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 
 def main() -> None:
@@ -28,7 +31,7 @@ def main() -> None:
     offer, poll, clock, pack = ping.offer, pong.poll, time.perf_counter_ns, SEQ.pack_into
     yield_cpu = _pass if spin else os.sched_yield
 
-    def on_pong(buffer: Any, header: Any) -> None:
+    def on_pong(buffer: Buffer, header: object) -> None:
         pass
 
     rtts = [0] * samples

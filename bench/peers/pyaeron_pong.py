@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pyaeron_common import SEQ, STOP, await_connected, emit, pyaeron, wait_for  # type: ignore[import-not-found]
+from pyaeron_common import SEQ, STOP, await_connected, emit, pyaeron, wait_for  # type: ignore[import-not-found]  # a sibling script, run from bench/peers
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 
 def main() -> None:
@@ -24,7 +27,7 @@ def main() -> None:
     yield_cpu = _pass if spin else os.sched_yield
     running = True
 
-    def echo(buffer: Any, header: Any) -> None:
+    def echo(buffer: Buffer, header: object) -> None:
         nonlocal running
         if unpack(buffer)[0] == STOP:
             running = False

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from pyaeron_common import SEQ, await_connected, emit, pyaeron, wait_for  # type: ignore[import-not-found]
+from pyaeron_common import SEQ, await_connected, emit, pyaeron, wait_for  # type: ignore[import-not-found]  # a sibling script, run from bench/peers
 
 
 def main() -> None:

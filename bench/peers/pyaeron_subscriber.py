@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pyaeron_common import SEQ, emit, pyaeron, wait_for  # type: ignore[import-not-found]
+from pyaeron_common import SEQ, emit, pyaeron, wait_for  # type: ignore[import-not-found]  # a sibling script, run from bench/peers
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 _DEADLINE_S = 240.0
 
@@ -27,7 +30,7 @@ def main() -> None:
     expected = 0
     unpack = SEQ.unpack_from
 
-    def on_fragment(buffer: Any, header: Any) -> None:
+    def on_fragment(buffer: Buffer, header: object) -> None:
         nonlocal expected
         if unpack(buffer)[0] != expected:
             raise AssertionError(f"sequence {unpack(buffer)[0]} != {expected}")

@@ -29,9 +29,8 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
 
-from rocketmq import (  # type: ignore[import-untyped]
+from rocketmq import (  # type: ignore[import-untyped]  # the official client ships no types
     ClientConfiguration,
     Credentials,
     FilterExpression,
@@ -39,16 +38,16 @@ from rocketmq import (  # type: ignore[import-untyped]
     Producer,
     SimpleConsumer,
 )
-from rocketmq.grpc_protocol import FilterType  # type: ignore[import-untyped]
+from rocketmq.grpc_protocol import FilterType  # type: ignore[import-untyped]  # as above
 
 _BENCH_WINDOW = 32
 
 
-def _config(endpoint: str) -> Any:
+def _config(endpoint: str) -> ClientConfiguration:
     return ClientConfiguration(endpoint, Credentials(), request_timeout=10)
 
 
-def _message(topic: str, body: bytes, args: argparse.Namespace) -> Any:
+def _message(topic: str, body: bytes, args: argparse.Namespace) -> Message:
     message = Message()
     message.topic = topic
     message.body = body
@@ -64,7 +63,7 @@ def _message(topic: str, body: bytes, args: argparse.Namespace) -> Any:
     return message
 
 
-def _send(args: argparse.Namespace) -> dict[str, Any]:
+def _send(args: argparse.Namespace) -> dict[str, object]:
     producer = Producer(_config(args.endpoint), (args.topic,))
     producer.startup()
     try:
@@ -82,7 +81,7 @@ def _send(args: argparse.Namespace) -> dict[str, Any]:
         producer.shutdown()
 
 
-def _consumer(args: argparse.Namespace) -> Any:
+def _consumer(args: argparse.Namespace) -> SimpleConsumer:
     kind = FilterType.SQL if getattr(args, "sql", False) else FilterType.TAG
     expression = FilterExpression(getattr(args, "filter", "*"), kind)
     consumer = SimpleConsumer(
@@ -92,7 +91,7 @@ def _consumer(args: argparse.Namespace) -> Any:
     return consumer
 
 
-def _describe(message: Any) -> dict[str, Any]:
+def _describe(message: Message) -> dict[str, object]:
     return {
         "id": message.message_id,
         "topic": message.topic,
@@ -104,10 +103,10 @@ def _describe(message: Any) -> dict[str, Any]:
     }
 
 
-def _receive(args: argparse.Namespace) -> dict[str, Any]:
+def _receive(args: argparse.Namespace) -> dict[str, object]:
     consumer = _consumer(args)
     try:
-        found: list[dict[str, Any]] = []
+        found: list[dict[str, object]] = []
         deadline = time.monotonic() + args.timeout_s
         while len(found) < args.count and time.monotonic() < deadline:
             for message in consumer.receive(args.count - len(found), args.invisible_s):
@@ -119,7 +118,7 @@ def _receive(args: argparse.Namespace) -> dict[str, Any]:
         consumer.shutdown()
 
 
-def _ack_stale(args: argparse.Namespace) -> dict[str, Any]:
+def _ack_stale(args: argparse.Namespace) -> dict[str, object]:
     consumer = _consumer(args)
     try:
         first = _receive_one(consumer, 1)
@@ -135,7 +134,7 @@ def _ack_stale(args: argparse.Namespace) -> dict[str, Any]:
         consumer.shutdown()
 
 
-def _receive_one(consumer: Any, invisible_s: int) -> Any:
+def _receive_one(consumer: SimpleConsumer, invisible_s: int) -> Message:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         messages = consumer.receive(1, invisible_s)
@@ -144,7 +143,7 @@ def _receive_one(consumer: Any, invisible_s: int) -> Any:
     raise TimeoutError("no message within 60 s")
 
 
-def _bench(args: argparse.Namespace) -> dict[str, Any]:
+def _bench(args: argparse.Namespace) -> dict[str, object]:
     body = b"x" * args.body_bytes
     producer = Producer(_config(args.endpoint), (args.topic,))
     producer.startup()

@@ -31,10 +31,10 @@ import struct
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVarTuple
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.transport.util import process_cpu_s
@@ -46,6 +46,21 @@ WINDOW = 8
 PULL_COUNT = BATCH * WINDOW  # messages asked per pull (aeromq) and per XREADGROUP (Redis)
 QUEUES = 4
 _STAMP = struct.Struct("<q")
+_Ts = TypeVarTuple("_Ts")
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.queues import Queue
+
+    import numpy.typing as npt
+
+    from aeromq.common import PullAnswer
+    from aeromq.producer import SendResult
+
+Report: TypeAlias = tuple[Any, ...]  # (kind, *figures): each kind's figures of their own shape
+Outbox: TypeAlias = "Queue[Report]"
+"""Where a worker process puts its reports for the parent, which reads them by kind
+(:func:`_collect`)."""
 
 
 def _body(sequence: int) -> bytes:
@@ -57,14 +72,14 @@ def _body(sequence: int) -> bytes:
 # -- aeromq workers (spawned processes) ---------------------------------------------------------
 
 
-def _produce(grpc: str, topic: str, count: int, out: Any, batch_size: int = BATCH) -> None:
+def _produce(grpc: str, topic: str, count: int, out: Outbox, batch_size: int = BATCH) -> None:
     from aeromq.client import Message
     from aeromq.producer import Producer
 
     latencies: list[int] = []
     with Producer("bench-producer", grpc) as producer:
         producer.send(Message(topic, _body(-1)))  # connect and warm up
-        window: list[tuple[Any, int]] = []
+        window: list[tuple[futures.Future[Sequence[SendResult]], int]] = []
         cpu = time.process_time()
         began = time.monotonic_ns()
         for start in range(0, count, batch_size):
@@ -82,7 +97,7 @@ def _produce(grpc: str, topic: str, count: int, out: Any, batch_size: int = BATC
     out.put(("produced", elapsed_ns, latencies, cpu))
 
 
-def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) -> None:
+def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Outbox) -> None:
     import numpy as np
 
     from aeromq.client import MessageQueue
@@ -93,7 +108,7 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
 
     received = 0
     pull_latencies: list[int] = []
-    e2e: list[Any] = []
+    e2e: list[npt.NDArray[np.int64]] = []
     stamp_bytes = np.arange(8)
     with (
         Aeron.connect(AeronContext(aeron_dir=aeron_dir)) as aeron,
@@ -102,7 +117,8 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
         out.put(("ready",))
         offsets = [0] * QUEUES
         queues = [MessageQueue(topic, "bench", queue_id) for queue_id in range(QUEUES)]
-        pending: dict[Any, tuple[int, int, int]] = {}  # future -> queue id, sent ns, offset
+        # future -> queue id, sent ns, offset
+        pending: dict[futures.Future[PullAnswer], tuple[int, int, int]] = {}
 
         def issue(queue_id: int) -> None:
             request = messages_pb2.PullMessageRequest(
@@ -163,7 +179,7 @@ def _consume(aeron_dir: str, topic: str, count: int, long_poll: bool, out: Any) 
     out.put(("consumed", last_ns - began, received, pull_latencies, latencies, cpu))
 
 
-def _send_sync(grpc: str, topic: str, count: int, out: Any) -> None:
+def _send_sync(grpc: str, topic: str, count: int, out: Outbox) -> None:
     """One message per ``send()``, each waiting for its acknowledgement (no batch, no window)."""
     from aeromq.client import Message
     from aeromq.producer import Producer
@@ -185,10 +201,10 @@ def _send_sync(grpc: str, topic: str, count: int, out: Any) -> None:
 # -- redis workers ------------------------------------------------------------------------------
 
 
-def _redis_produce(port: int, stream: str, count: int, out: Any) -> None:
+def _redis_produce(port: int, stream: str, count: int, out: Outbox) -> None:
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     latencies: list[int] = []
     cpu = time.process_time()
     began = time.monotonic_ns()
@@ -204,11 +220,11 @@ def _redis_produce(port: int, stream: str, count: int, out: Any) -> None:
     out.put(("produced", elapsed_ns, latencies, time.process_time() - cpu))
 
 
-def _redis_send_sync(port: int, stream: str, count: int, out: Any) -> None:
+def _redis_send_sync(port: int, stream: str, count: int, out: Outbox) -> None:
     """One ``XADD`` per call, each waiting for its answer."""
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     client.xadd(stream, {"b": _body(-1)})
     latencies: list[int] = []
     cpu = time.process_time()
@@ -221,10 +237,10 @@ def _redis_send_sync(port: int, stream: str, count: int, out: Any) -> None:
     out.put(("produced", elapsed_ns, latencies, time.process_time() - cpu))
 
 
-def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Any) -> None:
+def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Outbox) -> None:
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     out.put(("ready",))
     received = 0
     began = last_ns = 0
@@ -311,14 +327,14 @@ class _Redis:
 # -- runs ---------------------------------------------------------------------------------------
 
 
-def _spawn(target: Any, *args: Any) -> multiprocessing.process.BaseProcess:
+def _spawn(target: Callable[[*_Ts], object], *args: *_Ts) -> BaseProcess:
     process = multiprocessing.get_context("spawn").Process(target=target, args=args, daemon=True)
     process.start()
     return process
 
 
-def _collect(out: Any, kinds: set[str], timeout_s: float = 180) -> dict[str, tuple[Any, ...]]:
-    got: dict[str, tuple[Any, ...]] = {}
+def _collect(out: Outbox, kinds: set[str], timeout_s: float = 180) -> dict[str, Report]:
+    got: dict[str, Report] = {}
     deadline = time.monotonic() + timeout_s
     while not kinds <= set(got):
         item = out.get(timeout=max(0.1, deadline - time.monotonic()))
@@ -329,7 +345,7 @@ def _collect(out: Any, kinds: set[str], timeout_s: float = 180) -> dict[str, tup
 def _rows(
     name: str,
     count: int,
-    got: dict[str, tuple[Any, ...]],
+    got: dict[str, Report],
     server_cpu_s: float,
     produce_kind: str = "produce",
 ) -> Iterator[Result]:
@@ -378,9 +394,12 @@ _PHASE_WORKERS: dict[str, tuple[tuple[str, bool] | None, tuple[str, str] | None]
     "send-sync": (None, ("send_sync", "sync")),
 }
 """Each phase's consumer (topic, live) and producer (starter, topic), either one optional."""
+_Starter: TypeAlias = "Callable[..., BaseProcess]"  # a phase's worker: its arguments by phase
 
 
-def _phase(kind: str, name: str, pid: int, count: int, start: dict[str, Any]) -> Iterator[Result]:
+def _phase(
+    kind: str, name: str, pid: int, count: int, start: dict[str, _Starter]
+) -> Iterator[Result]:
     """One phase (a case of ``_PHASES``) on a queue of its own (a failed phase's workers may
     still write to theirs): produce-only, pull-only of what produce stored, end to end on a
     new topic, or ``send()`` one at a time; ``start`` has the worker starters."""
@@ -404,7 +423,7 @@ def _phase(kind: str, name: str, pid: int, count: int, start: dict[str, Any]) ->
 
 
 def _phases(
-    name: str, pid: int, count: int, start: dict[str, Any], limit_s: float
+    name: str, pid: int, count: int, start: dict[str, _Starter], limit_s: float
 ) -> Iterator[Result]:
     """Each phase a case bounded in time; one that fails is reported and the next runs (a
     phase that needs a failed one is reported failed without running)."""

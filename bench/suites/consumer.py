@@ -34,7 +34,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +54,14 @@ from bench.suites.broker import (
     _start_broker,
 )
 
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.synchronize import Event
+
+    import numpy.typing as npt
+
+    from bench.suites.broker import Outbox, Report
+
 CONSUMER_COUNTS = (1, 3)
 DRAIN_PULL_BATCH = 1024  # messages per pull (aeromq) and per XREADGROUP (Redis) when draining
 DRAIN_POLL_RECORDS = 8192
@@ -68,7 +76,11 @@ _DRAINS = {"aeromq:poll_batch:drain": BATCH, "aeromq:poll_batch:256:drain": 256}
 
 
 def _consume_loop(
-    index: int, fetch: Callable[[], list[bytes]], stop: Any, out: Any, close: Callable[[], None]
+    index: int,
+    fetch: Callable[[], list[bytes]],
+    stop: Event,
+    out: Outbox,
+    close: Callable[[], None],
 ) -> None:
     """Fetch bodies until ``stop`` is set, sending ("chunk", sequences, receipts, latencies),
     then ("done", index, CPU seconds this process spent from its first receipt)."""
@@ -107,7 +119,9 @@ def _consume_loop(
         out.put(("done", index, cpu_s))
 
 
-def _aeromq_consume(grpc: str, topic: str, group: str, index: int, stop: Any, out: Any) -> None:
+def _aeromq_consume(
+    grpc: str, topic: str, group: str, index: int, stop: Event, out: Outbox
+) -> None:
     from aeromq import consumer
 
     config = consumer.LitePullConsumerConfig(
@@ -129,7 +143,7 @@ def _aeromq_consume(grpc: str, topic: str, group: str, index: int, stop: Any, ou
     _consume_loop(index, fetch, stop, out, lite.shutdown)
 
 
-def _aeromq_drain(grpc: str, topic: str, group: str, count: int, out: Any) -> None:
+def _aeromq_drain(grpc: str, topic: str, group: str, count: int, out: Outbox) -> None:
     """Read ``count`` stored messages with ``poll_batch()`` into Arrow (numpy columns when
     pyarrow is missing): ("drained", elapsed ns, received, CPU seconds, columns kind)."""
     from aeromq import consumer
@@ -180,11 +194,11 @@ def _aeromq_drain(grpc: str, topic: str, group: str, count: int, out: Any) -> No
     out.put(("drained", last - began, received, cpu, kind))
 
 
-def _redis_drain(port: int, stream: str, count: int, out: Any) -> None:
+def _redis_drain(port: int, stream: str, count: int, out: Outbox) -> None:
     """Read ``count`` stored entries with ``XREADGROUP COUNT`` into lists of bodies."""
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     out.put(("ready", 0))
     received = 0
     began = last = 0
@@ -205,7 +219,12 @@ def _redis_drain(port: int, stream: str, count: int, out: Any) -> None:
     out.put(("drained", last - began, received, time.process_time() - cpu, "lists"))
 
 
-def _drain_case(name: str, count: int, produce: Any, drain: Any) -> Result:
+def _drain_case(
+    name: str,
+    count: int,
+    produce: Callable[[Outbox], BaseProcess],
+    drain: Callable[[Outbox], BaseProcess],
+) -> Result:
     """Fill a topic with ``count`` messages, then one process reads them all."""
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
@@ -217,7 +236,7 @@ def _drain_case(name: str, count: int, produce: Any, drain: Any) -> Result:
         producer.join(30)
     reader = drain(out)
     try:
-        got: dict[str, Any] = {}
+        got: dict[str, Report] = {}
         deadline = time.monotonic() + _CASE_TIMEOUT_S
         while "drained" not in got and time.monotonic() < deadline:
             item = out.get(timeout=max(0.1, deadline - time.monotonic()))
@@ -241,10 +260,10 @@ def _drain_case(name: str, count: int, produce: Any, drain: Any) -> Result:
     )
 
 
-def _redis_consume(port: int, stream: str, index: int, stop: Any, out: Any) -> None:
+def _redis_consume(port: int, stream: str, index: int, stop: Event, out: Outbox) -> None:
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     name = f"c{index}"
     out.put(("ready", index))
 
@@ -266,8 +285,8 @@ def _case(
     name: str,
     count: int,
     consumers: int,
-    start_consumer: Callable[..., Any],
-    start_producer: Any,
+    start_consumer: Callable[[int, Event, Outbox], BaseProcess],
+    start_producer: Callable[[Outbox], BaseProcess],
     server_pid: int,
 ) -> Result:
     """Start ``consumers`` consumers, then the producer; gather until ``count`` distinct.
@@ -280,7 +299,8 @@ def _case(
     # what the consumers reported, kept as it came: this process, which shares the machine's
     # cores with the processes measured, does one numpy step per chunk while they run (not a
     # Python step per message, which took CPU from them in proportion to their rate)
-    chunks: list[tuple[Any, Any, Any]] = []  # (sequences, receipt ns, latency ns)
+    # (sequences, receipt ns, latency ns)
+    chunks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], bytes]] = []
     seen = np.zeros(count, dtype=bool)
     distinct = 0
     received = 0
@@ -368,7 +388,7 @@ def _run_aeromq(root: Path, count: int, limit_s: float) -> Iterator[Result]:
         return
     admin = GrpcClient(broker.grpc_address)
 
-    def topic_then(topic: str, case: Callable[..., Result], *args: Any) -> Result:
+    def topic_then(topic: str, case: Callable[..., Result], *args: object) -> Result:
         admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
         return case(*args)
 
@@ -421,7 +441,7 @@ def _run_redis(root: Path, count: int, limit_s: float) -> Iterator[Result]:
         yield from failed
         return
 
-    def group_then(stream: str, case: Callable[..., Result], *args: Any) -> Result:
+    def group_then(stream: str, case: Callable[..., Result], *args: object) -> Result:
         server.client.xgroup_create(stream, "g", id="0", mkstream=True)
         return case(*args)
 

@@ -40,9 +40,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 from multiprocessing.synchronize import Barrier
-from typing import Any
+from typing import TYPE_CHECKING
 
-from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.client import Aeron, AeronContext, ConcurrentPublication, ExclusivePublication
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import BufferClaim, Header
 from bench._harness import (
@@ -56,6 +56,9 @@ from bench._harness import (
 )
 from bench._pyaeron import ipc_baselines
 from bench.suites.ringbuffer import BATCH, _ping_pong, _run_pair, _throughput
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
 
 TERM_LENGTH = 8 << 20
 FRAGMENT_LIMIT = 256
@@ -81,7 +84,7 @@ def _connect(aeron_dir: str) -> Aeron:
     return Aeron.connect(AeronContext(aeron_dir=aeron_dir, driver_timeout_ms=10_000))
 
 
-def _await_connected(publication: Any) -> None:
+def _await_connected(publication: ConcurrentPublication | ExclusivePublication) -> None:
     deadline = time.monotonic() + 30
     while not publication.is_connected:
         if time.monotonic() > deadline:
@@ -132,7 +135,7 @@ def _ipc_publisher(
 
 
 def _ipc_subscriber(
-    aeron_dir: str, stream_id: int, shape: str, count: int, barrier: Barrier, results: Any
+    aeron_dir: str, stream_id: int, shape: str, count: int, barrier: Barrier, results: Queue[int]
 ) -> None:
     with _connect(aeron_dir) as aeron:
         subscription = aeron.add_subscription("aeron:ipc", stream_id)
@@ -184,7 +187,7 @@ def _ipc_pinger(
     pong_stream: int,
     samples: int,
     barrier: Barrier,
-    results: Any,
+    results: Queue[dict[str, float]],
 ) -> None:
     with _connect(aeron_dir) as aeron:
         pong = aeron.add_subscription("aeron:ipc", pong_stream)

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from multiprocessing.synchronize import Barrier, Event
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypeVar, TypeVarTuple
 
 import zmq
 
@@ -50,6 +50,19 @@ from bench._harness import (
     latency_summary,
     record_run,
 )
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
+_R = TypeVar("_R")
+_Ps = TypeVarTuple("_Ps")
+_Cs = TypeVarTuple("_Cs")
+_Records: TypeAlias = "Queue[bytes | list[bytes]]"
+"""The mp.Queue baseline's queue: a record, or a list of ``batch`` records, per ``put``."""
+_Pings: TypeAlias = "Queue[bytes | None]"
+"""A ping or pong queue of the mp.Queue baseline: a 64-byte record, None to stop."""
+_Summaries: TypeAlias = "Queue[dict[str, float]]"
+"""Where a pinger puts its :func:`~bench._harness.latency_summary`."""
 
 BATCH = 64
 RING_CAPACITY = 4 << 20
@@ -93,7 +106,7 @@ def _ring_producer(path: str, size: int, batch: int, count: int, barrier: Barrie
     mapped.close()
 
 
-def _ring_consumer(path: str, count: int, barrier: Barrier, results: Any) -> None:
+def _ring_consumer(path: str, count: int, barrier: Barrier, results: Queue[int]) -> None:
     mapped = MappedFile.open(path)
     ring = OneToOneRingBuffer(mapped.buffer)
     get = mapped.buffer.get_int64
@@ -118,7 +131,7 @@ def _ring_consumer(path: str, count: int, barrier: Barrier, results: Any) -> Non
     mapped.close()
 
 
-def _queue_producer(q: Any, size: int, batch: int, count: int, barrier: Barrier) -> None:
+def _queue_producer(q: _Records, size: int, batch: int, count: int, barrier: Barrier) -> None:
     pack = _SEQ.pack_into
     put = q.put
     barrier.wait()
@@ -137,7 +150,7 @@ def _queue_producer(q: Any, size: int, batch: int, count: int, barrier: Barrier)
     q.join_thread()
 
 
-def _queue_consumer(q: Any, count: int, barrier: Barrier, results: Any) -> None:
+def _queue_consumer(q: _Records, count: int, barrier: Barrier, results: Queue[int]) -> None:
     unpack = _SEQ.unpack_from
     get = q.get
     barrier.wait()
@@ -185,7 +198,7 @@ def _zmq_producer(
 
 
 def _zmq_consumer(
-    address: str, count: int, batch: int, received: Event, barrier: Barrier, results: Any
+    address: str, count: int, batch: int, received: Event, barrier: Barrier, results: Queue[int]
 ) -> None:
     """Receive and check ``count`` records; a stall of :data:`_ZMQ_STALL_MS` is an error naming
     how many arrived (a lost message fails the case, it does not hang it)."""
@@ -244,7 +257,7 @@ def _ring_ponger(ping_path: str, pong_path: str, barrier: Barrier) -> None:
 
 
 def _ring_pinger(
-    ping_path: str, pong_path: str, samples: int, barrier: Barrier, results: Any
+    ping_path: str, pong_path: str, samples: int, barrier: Barrier, results: _Summaries
 ) -> None:
     ping_file, pong_file = MappedFile.open(ping_path), MappedFile.open(pong_path)
     ping, pong = OneToOneRingBuffer(ping_file.buffer), OneToOneRingBuffer(pong_file.buffer)
@@ -270,7 +283,7 @@ def _ring_pinger(
     pong_file.close()
 
 
-def _queue_ponger(ping: Any, pong: Any, barrier: Barrier) -> None:
+def _queue_ponger(ping: _Pings, pong: _Pings, barrier: Barrier) -> None:
     barrier.wait()
     while True:
         item = ping.get()
@@ -281,7 +294,9 @@ def _queue_ponger(ping: Any, pong: Any, barrier: Barrier) -> None:
     pong.join_thread()
 
 
-def _queue_pinger(ping: Any, pong: Any, samples: int, barrier: Barrier, results: Any) -> None:
+def _queue_pinger(
+    ping: _Pings, pong: _Pings, samples: int, barrier: Barrier, results: _Summaries
+) -> None:
     payload = bytearray(64)
     rtts = [0] * samples
     clock = time.perf_counter_ns
@@ -315,7 +330,7 @@ def _zmq_ponger(ping_address: str, pong_address: str, barrier: Barrier) -> None:
 
 
 def _zmq_pinger(
-    ping_address: str, pong_address: str, samples: int, barrier: Barrier, results: Any
+    ping_address: str, pong_address: str, samples: int, barrier: Barrier, results: _Summaries
 ) -> None:
     context = zmq.Context()
     push, pull = context.socket(zmq.PUSH), context.socket(zmq.PULL)
@@ -345,16 +360,16 @@ def _zmq_pinger(
 
 
 def _run_pair(
-    producer: Callable[..., None],
-    producer_args: tuple[Any, ...],
-    consumer: Callable[..., None],
-    consumer_args: tuple[Any, ...],
-) -> Any:
+    producer: Callable[[*_Ps, Barrier], None],
+    producer_args: tuple[*_Ps],
+    consumer: Callable[[*_Cs, Barrier, Queue[_R]], None],
+    consumer_args: tuple[*_Cs],
+) -> _R:
     """Run two workers that meet at a 3-party barrier; return what the consumer reports.
     Raises RuntimeError (the workers killed) when one fails, or both overrun
     :data:`WORKER_DEADLINE_S`."""
     barrier = _ctx.Barrier(3)
-    results = _ctx.Queue()
+    results: Queue[_R] = _ctx.Queue()
     procs = [
         _ctx.Process(target=producer, args=(*producer_args, barrier), daemon=True),
         _ctx.Process(target=consumer, args=(*consumer_args, barrier, results), daemon=True),

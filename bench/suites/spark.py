@@ -65,12 +65,22 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
 from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from aeromq.producer import SendResult
+    from bench.suites.broker import Outbox, Report
 
 PARTITIONS = (1, 2, 4)
 ROUNDS = 5
@@ -87,7 +97,7 @@ _CATCH_UP_TIMEOUT_S = 120.0
 _STREAM_CASE = "aeromq:stream-read:100k-msgs-per-s"
 
 
-def _produce_paced(grpc: str, topic: str, rate: int, seconds: float, out: Any) -> None:
+def _produce_paced(grpc: str, topic: str, rate: int, seconds: float, out: Outbox) -> None:
     """Send at up to ``rate`` msgs/s for ``seconds``: batches of ``STREAM_BATCH``, 8 in
     flight."""
     from aeromq.client import Message
@@ -96,7 +106,7 @@ def _produce_paced(grpc: str, topic: str, rate: int, seconds: float, out: Any) -
     sent = 0
     with Producer("bench-spark-producer", grpc) as producer:
         producer.send(Message(topic, _body(-1)))
-        window: list[Any] = []
+        window: list[Future[Sequence[SendResult]]] = []
         began = time.monotonic()
         while (elapsed := time.monotonic() - began) < seconds:
             if sent > rate * elapsed:
@@ -134,7 +144,7 @@ def _memory_source() -> type:
                 for i in range(self.partitions_count)
             ]
 
-        def read(self, partition: InputPartition) -> Iterator[Any]:
+        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
             return _baseline_batches(int(partition.value))
 
     class ArrowMemorySource(DataSource):
@@ -145,13 +155,13 @@ def _memory_source() -> type:
         def schema(self) -> str:
             return spark_ddl()
 
-        def reader(self, schema: Any) -> DataSourceReader:
+        def reader(self, schema: StructType) -> DataSourceReader:
             return _Reader(dict(self.options))
 
     return ArrowMemorySource
 
 
-def _baseline_batches(rows: int) -> Iterator[Any]:
+def _baseline_batches(rows: int) -> Iterator[pa.RecordBatch]:
     import numpy as np
     import pyarrow as pa
 
@@ -203,7 +213,7 @@ def _tree_cpu_s(pid: int) -> float:
     return sum(times.get(member, 0) for member in tree) / os.sysconf("SC_CLK_TCK")
 
 
-def _timed_sum(df: Any, pids: tuple[int, ...]) -> tuple[int, float, float]:
+def _timed_sum(df: DataFrame, pids: tuple[int, ...]) -> tuple[int, float, float]:
     """(rows, seconds, CPU seconds of ``pids``' process trees) of one action that
     materialises every body."""
     from pyspark.sql import functions as f
@@ -226,8 +236,13 @@ def _rate_row(name: str, rows: int, seconds: float, cpu_s: float, partitions: in
     )  # fmt: skip
 
 
+def _timed_load(load: Callable[[], DataFrame], pids: tuple[int, ...]) -> tuple[int, float, float]:
+    """:func:`_timed_sum` of ``load()`` (a warm-up read)."""
+    return _timed_sum(load(), pids)
+
+
 def _read_row(
-    name: str, load: Callable[[], Any], count: int, partitions: int, pids: tuple[int, ...]
+    name: str, load: Callable[[], DataFrame], count: int, partitions: int, pids: tuple[int, ...]
 ) -> Result:
     """One batch read case: all ``count`` rows of ``load()``, timed."""
     rows, seconds, cpu_s = _timed_sum(load(), pids)
@@ -236,7 +251,7 @@ def _read_row(
     return _rate_row(name, rows, seconds, cpu_s, partitions)
 
 
-def _cancel(spark: Any) -> Callable[[], None]:
+def _cancel(spark: SparkSession) -> Callable[[], None]:
     """What stops a case's work in Spark's JVM when it overruns: its jobs and queries."""
 
     def cancel() -> None:
@@ -248,7 +263,7 @@ def _cancel(spark: Any) -> Callable[[], None]:
 
 
 def _batch_cases(
-    spark: Any,
+    spark: SparkSession,
     grpc: str,
     topic: str,
     count: int,
@@ -261,10 +276,12 @@ def _batch_cases(
     bounded in time; CPU per row: Spark's JVM
     with its Python workers, and the broker (what shares the machine's cores during a read: on
     a quiet machine, rows/s is about cores / CPU per row)."""
-    pids = (spark.sparkContext._gateway.proc.pid, broker_pid)
+    gateway = spark.sparkContext._gateway  # py4j's, untyped: its proc is the JVM's process
+    assert gateway is not None, "a running session has its gateway to the JVM"
+    pids = (gateway.proc.pid, broker_pid)
     cancel = _cancel(spark)
 
-    def aeromq(**options: str) -> Any:  # a reader of its own: options() changes a reader
+    def aeromq(**options: str) -> DataFrame:  # a reader of its own: options() changes a reader
         return (
             spark.read.format("aeromq")
             .option("endpoints", grpc)
@@ -275,7 +292,7 @@ def _batch_cases(
 
     spark.dataSource.register(_memory_source())
 
-    def baseline(partitions: int) -> Any:
+    def baseline(partitions: int) -> DataFrame:
         return (
             spark.read.format("aeromq_bench_arrow_memory")
             .option("rows", str(count))
@@ -290,7 +307,9 @@ def _batch_cases(
         attempt(
             [],
             what,
-            lambda load=load: _timed_sum(load(), pids),
+            _timed_load,
+            load,
+            pids,
             timeout_s=limit_s,
             on_stop=cancel,
         )
@@ -337,7 +356,7 @@ def _median_run(runs: list[Result]) -> Result:
     return row
 
 
-def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
+def _stream_case(spark: SparkSession, grpc: str, root: Path, seconds: float) -> Result:
     import multiprocessing
 
     from aeromq.client import GrpcClient
@@ -372,7 +391,7 @@ def _stream_case(spark: Any, grpc: str, root: Path, seconds: float) -> Result:
         ]
         began = time.monotonic()
         lags: list[int] = []  # over the second half of production
-        produced: list[Any] = []
+        produced: list[Report] = []
         while len(produced) < len(producers) and time.monotonic() - began < seconds + 120:
             with contextlib.suppress(queue.Empty):
                 produced.append(out.get(timeout=_LAG_SAMPLE_S))

@@ -23,7 +23,6 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from aeromq.broker.store import (
     FlushMode,
@@ -275,7 +274,9 @@ def run(quick: bool) -> Iterator[Result | Target]:
     rows: dict[str, Result] = {}
 
     def case(
-        names: str | tuple[str, ...], measure: Callable[..., Any], *args: Any
+        names: str | tuple[str, ...],
+        measure: Callable[..., Result | Iterator[Result]],
+        *args: object,
     ) -> Iterator[Result]:
         for row in case_rows(names, isolated, measure, root, *args, timeout_s=limit_s):
             rows[row.name] = row

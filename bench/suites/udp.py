@@ -37,9 +37,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 from multiprocessing.synchronize import Barrier, Event
-from typing import Any
+from typing import TYPE_CHECKING
 
-from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.client import Aeron, AeronContext, ConcurrentPublication, ExclusivePublication
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import Header
 from bench._harness import (
@@ -56,6 +56,9 @@ from bench._harness import (
 )
 from bench._pyaeron import udp_baselines
 from bench.suites.ringbuffer import BATCH, _ctx, _run_pair
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
 
 TERM_LENGTH = 4 << 20
 FRAGMENT_LIMIT = 256
@@ -106,7 +109,7 @@ def _connect(aeron_dir: str) -> Aeron:
     )
 
 
-def _await_connected(publication: Any) -> None:
+def _await_connected(publication: ConcurrentPublication | ExclusivePublication) -> None:
     deadline = time.monotonic() + 30
     while not publication.is_connected:
         if time.monotonic() > deadline:
@@ -161,7 +164,7 @@ def _subscriber(
     stream_id: int,
     count: int,
     barrier: Barrier,
-    results: Any,
+    results: Queue[int],
 ) -> None:
     with _connect(aeron_dir) as aeron:
         subscription = aeron.add_subscription(channel, stream_id)
@@ -219,7 +222,7 @@ def _pinger(
     stream_id: int,
     samples: int,
     barrier: Barrier,
-    results: Any,
+    results: Queue[dict[str, float]],
 ) -> None:
     with _connect(aeron_dir) as aeron:
         pong = aeron.add_subscription(pong_channel, stream_id + 1)
@@ -317,14 +320,13 @@ def _ping_pong(drivers: _Drivers, media: str, samples: int) -> dict[str, float]:
     else:
         ping, pong = _udp_channel(), _udp_channel()
         ponger_dir = drivers.rx_dir
-    return dict(
-        _run_pair(
-            _ponger,
-            (ponger_dir, ping, pong, stream_id),
-            _pinger,
-            (drivers.tx_dir, ping, pong, stream_id, samples),
-        )
+    summary = _run_pair(
+        _ponger,
+        (ponger_dir, ping, pong, stream_id),
+        _pinger,
+        (drivers.tx_dir, ping, pong, stream_id, samples),
     )
+    return dict(summary)
 
 
 def _rate_name(media: str, size: int, shape: str) -> str:

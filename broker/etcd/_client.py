@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import grpc
 
@@ -299,7 +299,7 @@ class EtcdClient:
         method: grpc.UnaryUnaryMultiCallable[_Request, _Response],
         request: _Request,
         timeout_ms: int | None,
-        **values: Any,
+        **values: object,
     ) -> _Response:
         self._check_open(operation)
         try:

@@ -22,7 +22,6 @@ raise it ``from`` the gRPC error.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import grpc
 
@@ -94,7 +93,9 @@ class EtcdNotInstalledError(EtcdServerError):
     scripts/install-system-packages``)."""
 
 
-def error_from_rpc(exc: grpc.RpcError, operation: str, endpoint: str, **values: Any) -> EtcdError:
+def error_from_rpc(
+    exc: grpc.RpcError, operation: str, endpoint: str, **values: object
+) -> EtcdError:
     """The error for a failed gRPC call ``operation`` (``"Range"``, ``"LeaseGrant"``, ...) to etcd
     at ``endpoint``; ``values`` name what the call was about (``key``, ``lease_id``, ...)."""
     status: grpc.StatusCode | None = exc.code() if isinstance(exc, grpc.Call) else None

@@ -24,11 +24,11 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final
+from typing import Final
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
-from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]  # grpcio-health-checking ships no types
+from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]  # grpcio-reflection ships no types
 
 from aeromq.broker._errors import BrokerError, BrokerStateError
 from aeromq.broker.grpc._tls import TlsConfig, server_credentials
@@ -43,7 +43,7 @@ DEFAULT_MAX_WORKERS = 32
 _START_TIMEOUT_S: Final = 10.0
 _GRPC_LOGGERS: Final = ("grpc._cython.cygrpc", "grpc._server", "grpc.aio._server")
 
-Registrar = Callable[[Any], None]
+Registrar = Callable[[grpc.aio.Server], None]
 """``register(server)``: adds one servicer to a ``grpc.aio.Server``, e.g.
 ``add_BrokerAdminServicer_to_server``."""
 

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
 import grpc
 
@@ -125,7 +124,9 @@ class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer
     async def Heartbeat(
         self,
         request_iterator: AsyncIterator[consumer_group_pb2.HeartbeatRequest],
-        context: grpc.aio.ServicerContext[Any, Any],
+        context: grpc.aio.ServicerContext[
+            consumer_group_pb2.HeartbeatRequest, consumer_group_pb2.HeartbeatResponse
+        ],
     ) -> AsyncIterator[consumer_group_pb2.HeartbeatResponse]:
         # On the server's event loop: an open stream holds no thread, only this generator, a
         # reader task, and an Event the manager's pushes set (from whichever thread they run).

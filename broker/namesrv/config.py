@@ -77,7 +77,7 @@ class NameServerConfig:
                 rule=", ".join(option_name(f.name) for f in fields(cls)),
             )
         names = {f.name: f.type for f in fields(cls)}
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         origins: dict[str, str] = {}
         for variable in sorted(env):
             if not variable.startswith(ENV_PREFIX):
@@ -96,7 +96,7 @@ class NameServerConfig:
             raw = getattr(namespace, name, None)
             if raw is not None:
                 values[name], origins[name] = raw, f"argument {option_name(name)}"
-        typed: dict[str, Any] = {}
+        typed: dict[str, Any] = {}  # field name -> value of its type, for the constructor
         for key, raw in values.items():
             if names[key] == "int":
                 try:
@@ -151,5 +151,5 @@ def _parse_int(key: str, text: str) -> int:
         return round(parse_duration_ms(text))
 
 
-def _fail(key: str, value: Any, rule: str) -> None:
+def _fail(key: str, value: object, rule: str) -> None:
     raise BrokerConfigError("invalid name server config", key=key, value=value, rule=rule)

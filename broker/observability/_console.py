@@ -18,7 +18,7 @@ import json
 import mimetypes
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qs
 
 from aeromq.broker._errors import BrokerError
@@ -30,6 +30,8 @@ from aeromq.proto import admin_pb2
 from aeromq.transport.tools.counter_snapshot import read_counters
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
     from aeromq.broker.broker import Broker
     from aeromq.broker.processor.admin import ControlPlane
     from aeromq.broker.store import MessageStore
@@ -39,7 +41,6 @@ __all__ = ["STATIC_DIR", "ConsoleApp"]
 STATIC_DIR: Final = Path(__file__).with_name("static")
 _BROWSE_MAX: Final = 32
 _ACTIONS_PREFIX: Final = "/console/actions/"
-StartResponse = Callable[..., Any]
 
 
 class ConsoleApp:
@@ -51,7 +52,7 @@ class ConsoleApp:
         self._static = {p.name: p for p in STATIC_DIR.iterdir() if p.is_file()}
         self._admin = ConsoleAdmin(broker)
 
-    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
         query = {k: v[0].strip() for k, v in parse_qs(str(environ.get("QUERY_STRING", ""))).items()}
         method = environ.get("REQUEST_METHOD", "GET")

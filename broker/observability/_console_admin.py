@@ -22,6 +22,8 @@ from aeromq.common import ResponseCode
 from aeromq.proto import admin_pb2, common_pb2
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
+
     from aeromq.broker.broker import Broker
     from aeromq.broker.processor.admin import ControlPlane
 
@@ -30,6 +32,7 @@ __all__ = ["ACTIONS", "ConsoleAdmin"]
 _log = logging.getLogger(__name__)
 
 _MAX_BODY_BYTES: Final = 16 * 1024
+_Request = admin_pb2.CreateTopicRequest | admin_pb2.ResetOffsetRequest
 _RESET_TARGETS: Final = {
     "earliest": admin_pb2.RESET_EARLIEST,
     "latest": admin_pb2.RESET_LATEST,
@@ -63,7 +66,7 @@ def _reset_offset(form: Mapping[str, str]) -> admin_pb2.ResetOffsetRequest:
     )
 
 
-ACTIONS: Final[Mapping[str, tuple[str, Callable[[Mapping[str, str]], Any], str]]] = {
+ACTIONS: Final[Mapping[str, tuple[str, Callable[[Mapping[str, str]], _Request], str]]] = {
     "create-topic": ("/aeromq.v1.BrokerAdmin/CreateTopic", _create_topic, "create_topic"),
     "reset-offset": ("/aeromq.v1.BrokerAdmin/ResetOffset", _reset_offset, "reset_offset"),
 }
@@ -81,7 +84,7 @@ class ConsoleAdmin:
     def enabled(self) -> bool:
         return self._broker.acl is not None
 
-    def handle(self, action: str, environ: Mapping[str, Any]) -> Answer:
+    def handle(self, action: str, environ: WSGIEnvironment) -> Answer:
         """Do ``action`` for the request ``environ`` (WSGI), or say why not."""
         acl, control = self._broker.acl, self._broker.control_plane
         if acl is None or control is None:
@@ -112,6 +115,7 @@ class ConsoleAdmin:
         return _made(control, call, request, user, action)
 
 
+# request: the action's, create-topic's or reset-offset's (only the first names a TopicConfig)
 def _made(control: ControlPlane, call: str, request: Any, user: str, action: str) -> Answer:
     response = getattr(control, call)(request)
     if response.status.code != ResponseCode.SUCCESS:
@@ -123,7 +127,7 @@ def _made(control: ControlPlane, call: str, request: Any, user: str, action: str
     return "200 OK", f"topic created: {request.topic.topic_name}"
 
 
-def _basic_credentials(environ: Mapping[str, Any]) -> tuple[str, str]:
+def _basic_credentials(environ: WSGIEnvironment) -> tuple[str, str]:
     """(user, secret) of an ``Authorization: Basic`` header; ("", "") without a valid one."""
     header = str(environ.get("HTTP_AUTHORIZATION", ""))
     scheme, _, encoded = header.partition(" ")
@@ -136,7 +140,7 @@ def _basic_credentials(environ: Mapping[str, Any]) -> tuple[str, str]:
     return user, secret
 
 
-def _form(environ: Mapping[str, Any]) -> dict[str, str]:
+def _form(environ: WSGIEnvironment) -> dict[str, str]:
     """The url-encoded form of a POST body (at most 16 KiB), each field's first value."""
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)

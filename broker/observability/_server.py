@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -22,10 +22,12 @@ from prometheus_client.exposition import ThreadingWSGIServer
 
 from aeromq.broker._errors import ConfigError
 from aeromq.broker.observability._collector import BrokerCollector
-from aeromq.broker.observability._console import ConsoleApp, StartResponse
+from aeromq.broker.observability._console import ConsoleApp
 from aeromq.broker.observability._history import History, Sample
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
     from aeromq.broker.broker import Broker
 
 __all__ = ["ObservabilityServer"]
@@ -36,7 +38,7 @@ _log = logging.getLogger(__name__)
 class _QuietHandler(WSGIRequestHandler):
     """Requests logged at DEBUG through ``logging``, not on stderr."""
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         _log.debug("%s " + format, self.address_string(), *args)
 
 
@@ -97,7 +99,7 @@ class ObservabilityServer:
         if self.history is not None:
             self.history.stop()
 
-    def _app(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    def _app(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
         if path == "/metrics":
             result: Iterable[bytes] = self._metrics_app(environ, start_response)

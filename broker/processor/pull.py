@@ -110,7 +110,7 @@ _BASE_QUEUE_OFFSET_FIELD: Final = 2  # of HEADER_STRUCT's fields
 _COUNT_FIELD: Final = 8
 _PHYSICAL_OFFSET: Final = struct.Struct("<q")
 
-_STATUS: Final[dict[GetMessageStatus, int]] = {
+_STATUS: Final[dict[GetMessageStatus, messages_pb2.PullStatus.ValueType]] = {
     GetMessageStatus.FOUND: _FOUND,
     GetMessageStatus.NO_MATCHED_MSG: _NO_MATCHED_MSG,
     GetMessageStatus.MESSAGE_WAS_REMOVING: _NO_MATCHED_MSG,
@@ -120,7 +120,7 @@ _STATUS: Final[dict[GetMessageStatus, int]] = {
 }
 
 
-def pull_status(result: GetMessageResult, offset: int) -> int:
+def pull_status(result: GetMessageResult, offset: int) -> messages_pb2.PullStatus.ValueType:
     """The pull status of a get, as RocketMQ's ``PullMessageProcessor`` maps it."""
     if result.status is GetMessageStatus.NO_MESSAGE_IN_QUEUE:
         return _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
@@ -312,14 +312,14 @@ class PullProcessor:
         response: messages_pb2.PullMessageResponse,
         result: GetMessageResult,
         views: list[memoryview],
-        status: int,
+        status: messages_pb2.PullStatus.ValueType,
         on_done: PullDone,
         topic: str,
         offset: int,
         started_ns: int,
         local: bool = False,
     ) -> None:
-        response.pull_status = status  # type: ignore[assignment]
+        response.pull_status = status
         response.next_begin_offset = result.next_begin_offset
         response.min_offset = result.min_offset
         response.max_offset = result.max_offset

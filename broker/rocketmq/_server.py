@@ -65,7 +65,7 @@ class RocketMQEndpoint(GrpcServerBase):
             ),
         )
 
-    def _register(self, server: grpc.Server) -> None:
+    def _register(self, server: grpc.aio.Server) -> None:
         service_pb2_grpc.add_MessagingServiceServicer_to_server(self.servicer, server)
 
     def before_stop(self) -> None:

@@ -53,7 +53,7 @@ class EndpointSettings:
     settings: SettingsPolicy
 
 
-def _need(value: str, code: int, what: str) -> str:
+def _need(value: str, code: definition_pb2.Code.ValueType, what: str) -> str:
     if not value:
         raise ProtocolStatusError(code, f"{what} is required")
     return value

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from aeromq.broker._errors import BrokerError
 from aeromq.broker.store import PutMessageStatus
@@ -23,7 +23,7 @@ __all__ = ["ProtocolStatusError", "put_status_code", "status"]
 
 Code = definition_pb2.Code
 
-_PUT_CODES: Final[dict[PutMessageStatus, int]] = {
+_PUT_CODES: Final[dict[PutMessageStatus, Code.ValueType]] = {
     PutMessageStatus.PUT_OK: Code.OK,
     PutMessageStatus.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
     PutMessageStatus.SERVICE_NOT_AVAILABLE: Code.HA_NOT_AVAILABLE,
@@ -36,17 +36,17 @@ _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
 class ProtocolStatusError(BrokerError):
     """A RocketMQ 5 call refused with ``v2_code`` (an ``apache.rocketmq.v2.Code``)."""
 
-    def __init__(self, v2_code: int, message: str, **values: Any) -> None:
+    def __init__(self, v2_code: Code.ValueType, message: str, **values: object) -> None:
         super().__init__(message, **values)
         self.v2_code = v2_code
         self.retriable = v2_code in (Code.TOO_MANY_REQUESTS, Code.MASTER_PERSISTENCE_TIMEOUT)
 
 
-def put_status_code(put_status: PutMessageStatus) -> int:
+def put_status_code(put_status: PutMessageStatus) -> Code.ValueType:
     """The v2 code of a store put's outcome."""
     return _PUT_CODES[put_status]
 
 
-def status(code: int = Code.OK, message: str = "OK") -> definition_pb2.Status:
+def status(code: Code.ValueType = Code.OK, message: str = "OK") -> definition_pb2.Status:
     """A response's ``Status``."""
-    return definition_pb2.Status(code=code, message=message)  # type: ignore[arg-type]
+    return definition_pb2.Status(code=code, message=message)

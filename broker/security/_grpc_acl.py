@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeAlias, TypeVar
 
 import grpc
 
 from aeromq.broker.security._acl import Acl, Permission, ResourceKind
 from aeromq.common import SECRET_METADATA, USER_METADATA
+from aeromq.proto import admin_pb2, consumer_group_pb2
 
 __all__ = ["RPC_PERMISSIONS", "AclInterceptor"]
 
@@ -30,17 +31,37 @@ _GUARDED_PREFIXES: Final = ("/aeromq.v1.",)
 _MEMBERSHIP_STREAM: Final = "/aeromq.v1.ConsumerGroupService/Heartbeat"
 
 Need = tuple[ResourceKind, str, Permission]
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
+_Handler: TypeAlias = "grpc.RpcMethodHandler[_Request, _Response]"
+_Heartbeat = consumer_group_pb2.HeartbeatRequest
+_Membership = consumer_group_pb2.HeartbeatResponse
+_RpcHandler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # request and response: the RPC's
 _TOPIC, _GROUP = ResourceKind.TOPIC, ResourceKind.GROUP
 _PUB, _SUB, _ADMIN = Permission.PUB, Permission.SUB, Permission.ADMIN
 
 
-def _topic_admin(request: Any) -> list[Need]:
+class _NamesTopic(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+
+class _NamesGroupAndTopic(_NamesTopic, Protocol):
+    @property
+    def consumer_group(self) -> str: ...
+
+
+def _topic_admin(
+    request: admin_pb2.CreateTopicRequest
+    | admin_pb2.UpdateTopicRequest
+    | admin_pb2.DeleteTopicRequest,
+) -> list[Need]:
     topic = request.topic if isinstance(request.topic, str) else request.topic.topic_name
     return [(_TOPIC, topic, _ADMIN)]
 
 
-def _group_and_topic(permission: Permission) -> Callable[[Any], list[Need]]:
-    def needs(request: Any) -> list[Need]:
+def _group_and_topic(permission: Permission) -> Callable[[_NamesGroupAndTopic], list[Need]]:
+    def needs(request: _NamesGroupAndTopic) -> list[Need]:
         found = [(_GROUP, request.consumer_group, permission)]
         if request.topic:
             found.append((_TOPIC, request.topic, permission))
@@ -49,22 +70,23 @@ def _group_and_topic(permission: Permission) -> Callable[[Any], list[Need]]:
     return needs
 
 
-def _topic_sub(request: Any) -> list[Need]:
+def _topic_sub(request: _NamesTopic) -> list[Need]:
     return [(_TOPIC, request.topic, _SUB)]
 
 
-def _admin_anything(request: Any) -> list[Need]:
+def _admin_anything(request: object) -> list[Need]:
     return [(_TOPIC, "*", _ADMIN)]
 
 
-def _heartbeat_groups(request: Any) -> list[Need]:
+def _heartbeat_groups(request: consumer_group_pb2.HeartbeatRequest) -> list[Need]:
     return [(_GROUP, data.consumer_group, _SUB) for data in request.consumers]
 
 
-def _group_sub(request: Any) -> list[Need]:
+def _group_sub(request: consumer_group_pb2.GetConsumerIdsRequest) -> list[Need]:
     return [(_GROUP, request.consumer_group, _SUB)]
 
 
+# each entry takes the request class of its RPC (the key): no one class for the whole table
 RPC_PERMISSIONS: Final[Mapping[str, Callable[[Any], list[Need]]]] = {
     "/aeromq.v1.BrokerAdmin/CreateTopic": _topic_admin,
     "/aeromq.v1.BrokerAdmin/UpdateTopic": _topic_admin,
@@ -94,10 +116,10 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[_RpcHandler | None]],
         details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler: Any = await continuation(details)
+    ) -> _RpcHandler | None:
+        handler = await continuation(details)
         method = details.method
         if handler is None or not method.startswith(_GUARDED_PREFIXES):
             return handler
@@ -114,10 +136,14 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
         return _checked(handler, self.acl, user, method, needs)
 
 
-def _refused(handler: Any, code: grpc.StatusCode, why: str) -> Any:
+def _refused(
+    handler: _Handler[_Request, _Response], code: grpc.StatusCode, why: str
+) -> _Handler[_Request, _Response]:
     _log.warning("gRPC call refused: %s", why)
 
-    async def abort(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+    async def abort(
+        request: _Request, context: grpc.aio.ServicerContext[_Request, _Response]
+    ) -> None:
         await context.abort(code, why)
 
     if handler.stream_stream is not None:
@@ -136,22 +162,25 @@ def _refused(handler: Any, code: grpc.StatusCode, why: str) -> Any:
 
 
 def _checked(
-    handler: Any,
+    handler: _Handler[_Request, _Response],
     acl: Acl,
     user: str,
     method: str,
-    needs: Callable[[Any], list[Need]],
-) -> Any:
-    behaviour: Callable[[Any, Any], Any] = handler.unary_unary
+    needs: Callable[[_Request], list[Need]],
+) -> _Handler[_Request, _Response]:
+    behaviour = handler.unary_unary
+    assert behaviour is not None  # the caller checked: a unary call
 
-    async def checked(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+    async def checked(
+        request: _Request, context: grpc.aio.ServicerContext[_Request, _Response]
+    ) -> _Response:
         for kind, name, permission in needs(request):
             why = acl.refusal(user, kind, name, permission)
             if why is not None:
                 _log.warning("gRPC call refused: %s rpc=%s", why, method)
                 await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"{why} rpc={method}")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, behaviour, request, context)
+        return await loop.run_in_executor(None, behaviour, request, context)  # type: ignore[arg-type]  # the aio server hands sync servicers its aio context too
 
     return grpc.unary_unary_rpc_method_handler(
         checked,
@@ -160,15 +189,23 @@ def _checked(
     )
 
 
-def _checked_stream(handler: Any, acl: Acl, user: str, method: str) -> Any:
+def _checked_stream(
+    handler: _Handler[_Heartbeat, _Membership], acl: Acl, user: str, method: str
+) -> _Handler[_Heartbeat, _Membership]:
     """The membership stream: each heartbeat's groups need sub; the first refused heartbeat
     ends the stream with PERMISSION_DENIED (it never reaches the group manager)."""
-    behaviour: Callable[[AsyncIterator[Any], Any], AsyncIterator[Any]] = handler.stream_stream
+    behaviour: Callable[
+        [AsyncIterator[_Heartbeat], grpc.aio.ServicerContext[_Heartbeat, _Membership]],
+        AsyncIterator[_Membership],
+    ] = handler.stream_stream  # type: ignore[assignment]  # an aio servicer's: grpc's stubs type the sync one
 
-    async def checked(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+    async def checked(
+        requests: AsyncIterator[_Heartbeat],
+        context: grpc.aio.ServicerContext[_Heartbeat, _Membership],
+    ) -> AsyncIterator[_Membership]:
         refused: list[str] = []
 
-        async def allowed() -> AsyncIterator[Any]:
+        async def allowed() -> AsyncIterator[_Heartbeat]:
             async for request in requests:
                 for kind, name, permission in _heartbeat_groups(request):
                     why = acl.refusal(user, kind, name, permission)

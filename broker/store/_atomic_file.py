@@ -44,7 +44,7 @@ def write_atomically(path: Path, data: bytes, *, mode: int = DEFAULT_FILE_MODE) 
         raise StoreIOError("cannot write file", path=str(path), reason=str(exc)) from exc
 
 
-def write_json_atomically(path: Path, value: Any, *, mode: int = DEFAULT_FILE_MODE) -> None:
+def write_json_atomically(path: Path, value: object, *, mode: int = DEFAULT_FILE_MODE) -> None:
     """``write_atomically`` of ``value`` as indented, key-sorted JSON."""
     write_atomically(path, json.dumps(value, indent=2, sort_keys=True).encode(), mode=mode)
 

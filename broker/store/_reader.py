@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_COUNT", "MessageReader"]
 try:
     from aeromq.broker.store import _batch_take as _native
 except ImportError:  # not built: the numpy steps
-    _native = None  # type: ignore[assignment]
+    _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
 _log = logging.getLogger(__name__)
 
@@ -475,7 +475,7 @@ class MessageReader:
                 continue
             hashes = batch.tag_hashes.tolist() if wanted is not None else None
             for i in range(max(offset - base, 0), min(end - base, batch.count)):
-                if hashes is None or hashes[i] in wanted:  # type: ignore[operator]
+                if hashes is None or hashes[i] in wanted:  # type: ignore[operator]  # wanted is a set when hashes is not None
                     messages.append(decode_record(batch, i))
         result.message_count = len(messages)
         if not messages and result.status is GetMessageStatus.FOUND:

@@ -34,7 +34,7 @@ from aeromq.common.record_batch.descriptor import (
 try:
     from aeromq.common.record_batch import _native
 except ImportError:  # not built (a source tree without a compiler): the Python reference
-    _native = None  # type: ignore[assignment]
+    _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
 __all__ = ["BatchCheck", "check_batch", "check_batch_py", "patch_batch"]
 

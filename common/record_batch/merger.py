@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 try:
     from aeromq.common.record_batch import _native
 except ImportError:  # not built (a source tree without a compiler): the Python reference
-    _native = None  # type: ignore[assignment]
+    _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
 __all__ = ["merge_batches", "merge_batches_py"]
 

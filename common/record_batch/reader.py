@@ -39,7 +39,7 @@ from aeromq.common.record_batch.numpy_reader import read_pulled_chunk_py
 try:
     from aeromq.common.record_batch import _native
 except ImportError:  # not built (a source tree without a compiler): numpy alone
-    _native = None  # type: ignore[assignment]
+    _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
 __all__ = ["COLUMNS_I32", "COLUMNS_I64", "join_ranges", "read_pulled_chunk"]
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 try:
     from aeromq.common.record_batch import _native
 except ImportError:  # not built (a source tree without a compiler): numpy alone
-    _native = None  # type: ignore[assignment]
+    _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
 __all__ = [
     "ArrowLayout",

@@ -20,7 +20,7 @@ import itertools
 import re
 import textwrap
 from collections.abc import Callable, Iterator
-from typing import Any
+from pathlib import Path
 
 CONFIG_MARKER = "<!-- generated: configuration -->"
 CLI_MARKER = "<!-- generated: cli -->"
@@ -60,7 +60,9 @@ _CONSUMER_FIELDS = {
 def _attribute_docs(cls: type) -> dict[str, str]:
     """``name -> docstring`` of the class attributes documented by a string under them."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    node = tree.body[0]
+    assert isinstance(node, ast.ClassDef), f"{cls.__name__}'s source starts with its class"
+    body = node.body
     docs: dict[str, str] = {}
     for node, after in itertools.pairwise(body):
         if (
@@ -93,20 +95,20 @@ def _table_docs(cls: type) -> dict[str, str]:
     return docs
 
 
-def _default(field: dataclasses.Field[Any]) -> Any:
+def _default(field: dataclasses.Field[object]) -> object:
     if field.default_factory is not dataclasses.MISSING:
         return field.default_factory()
     return field.default
 
 
-def _shown(value: Any, name: str) -> str:
+def _shown(value: object, name: str) -> str:
     if value is None:
         return "none"
     if isinstance(value, enum.Enum):
         return value.name
     if name == "consume_timestamp_ms":
         return "half an hour ago"
-    if name in ("data_dir", "offset_store_dir"):
+    if name in ("data_dir", "offset_store_dir") and isinstance(value, Path):
         return (
             "~/" + str(value.relative_to(value.home()))
             if str(value).startswith(str(value.home()))
@@ -269,7 +271,7 @@ def cli_reference() -> str:
 # -- the hook ---------------------------------------------------------------------------------
 
 
-def on_page_markdown(markdown: str, **kwargs: Any) -> str:
+def on_page_markdown(markdown: str, **kwargs: object) -> str:
     """Replace the markers of a page with the references they name."""
     if CONFIG_MARKER in markdown:
         markdown = markdown.replace(CONFIG_MARKER, configuration_reference())

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any
 
 import griffe
 
@@ -49,6 +48,6 @@ def rst_to_markdown(text: str) -> str:
 class RstDocstrings(griffe.Extension):
     """Convert every docstring with :func:`rst_to_markdown` as griffe loads it."""
 
-    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+    def on_instance(self, *, obj: griffe.Object, **kwargs: object) -> None:
         if obj.docstring is not None:
             obj.docstring.value = rst_to_markdown(obj.docstring.value)

@@ -148,7 +148,7 @@ class BatchWriter:
             kind = type(message)
             if kind is not bytes and kind is not bytearray:
                 message = _byte_view(message)
-            length = len(message)  # type: ignore[arg-type]
+            length = len(message)  # type: ignore[arg-type]  # bytes, bytearray or a byte view: kind narrowed it, which mypy does not follow
             if length > max_payload_length:
                 break
             frame_length = length + HDR_LENGTH
@@ -168,7 +168,7 @@ class BatchWriter:
                 term_id,
                 0,
             )
-            scratch[total + HDR_LENGTH : total + frame_length] = message  # type: ignore[call-overload]
+            scratch[total + HDR_LENGTH : total + frame_length] = message  # type: ignore[call-overload]  # as above
             total = frame_end
             index += 1
         taken = index - start
@@ -193,10 +193,10 @@ class BatchWriter:
         """The vectorised build of messages of one length (0 if they are not, or it is
         not worth it): header template rows, term offsets by arithmetic, payloads joined."""
         chunk = messages[start:end]
-        length = len(chunk[0])  # type: ignore[arg-type]
+        length = len(chunk[0])  # type: ignore[arg-type]  # Buffer declares no __len__; the bytes-likes passed here have one (no check: hot path)
         if not 0 < length <= self._max_payload_length:
             return 0
-        if list(map(len, chunk)).count(length) != len(chunk):  # type: ignore[arg-type]
+        if list(map(len, chunk)).count(length) != len(chunk):  # type: ignore[arg-type]  # Buffer declares no __len__; the bytes-likes passed here have one (no check: hot path)
             return 0
         frame_length = length + HDR_LENGTH
         aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN

@@ -80,7 +80,7 @@ class ConcurrentPublication(Publication):
         # These checks repeat ExclusivePublication.offer's on purpose, measured: one shared
         # check function costs ~90 ns an offer (~915 -> ~1005 ns).
         kind = type(buffer)
-        capacity = len(buffer) if kind is _BYTES or kind is _BYTEARRAY else buffer_length(buffer)  # type: ignore[arg-type]
+        capacity = len(buffer) if kind is _BYTES or kind is _BYTEARRAY else buffer_length(buffer)  # type: ignore[arg-type]  # len() of bytes or bytearray only: kind narrowed it, which mypy does not follow
         if length < 0:
             length = capacity - offset
         if offset < 0 or length < 0 or offset + length > capacity:

@@ -115,7 +115,7 @@ class ExclusivePublication(Publication):
         # These checks repeat ConcurrentPublication.offer's on purpose (a shared function:
         # ~90 ns more an offer).
         kind = type(buffer)
-        capacity = len(buffer) if kind is _BYTES or kind is _BYTEARRAY else buffer_length(buffer)  # type: ignore[arg-type]
+        capacity = len(buffer) if kind is _BYTES or kind is _BYTEARRAY else buffer_length(buffer)  # type: ignore[arg-type]  # len() of bytes or bytearray only: kind narrowed it, which mypy does not follow
         if length < 0:
             length = capacity - offset
         if offset < 0 or length < 0 or offset + length > capacity:

@@ -76,9 +76,9 @@ def to_vectors(pieces: Sequence[VectorPiece]) -> list[DirectBufferVector]:
     for piece in pieces:
         kind = type(piece)
         if kind is memoryview:  # the broker's views of its commit log: the common piece
-            append(_vector(piece, 0, piece.nbytes))  # type: ignore[arg-type, union-attr]
+            append(_vector(piece, 0, piece.nbytes))  # type: ignore[arg-type, union-attr]  # a memoryview:  # narrowed by kind, which mypy does not follow
         elif kind is bytes:
-            append(_vector(piece, 0, len(piece)))  # type: ignore[arg-type]
+            append(_vector(piece, 0, len(piece)))  # type: ignore[arg-type]  # bytes:  # narrowed by kind, which mypy does not follow
         elif isinstance(piece, DirectBufferVector):
             append(piece)
         else:
@@ -319,7 +319,7 @@ def buffer_length(buffer: Buffer) -> int:
     unblocks it).
     """
     if type(buffer) in _BYTE_TYPES:
-        return len(buffer)  # type: ignore[arg-type]
+        return len(buffer)  # type: ignore[arg-type]  # bytes, bytearray or AtomicBuffer: the type check above, which mypy does not follow
     with memoryview(buffer) as view:
         if not view.c_contiguous:
             raise ConfigurationError(

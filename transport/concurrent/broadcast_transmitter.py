@@ -77,7 +77,7 @@ class BroadcastTransmitter:
     ) -> None:
         """Broadcast ``length`` bytes of ``src`` from ``src_offset`` (``-1``: the rest of it)."""
         check_type_id(msg_type_id)
-        src_length = len(src)  # type: ignore[arg-type]
+        src_length = len(src)  # type: ignore[arg-type]  # Buffer declares no __len__; the bytes-likes passed here have one (no check: hot path)
         if length == -1:
             length = src_length - src_offset
         if length < 0:

@@ -30,7 +30,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from aeromq.transport._errors import ConfigurationError
 
@@ -374,7 +374,7 @@ def idle_strategy_from_name(name: str) -> IdleStrategy:
 
 
 _PR_SET_TIMERSLACK: Final = 29
-_libc: Any = None
+_libc: ctypes.CDLL | None = None
 
 
 def tighten_timer_slack(slack_ns: int = 1_000) -> bool:

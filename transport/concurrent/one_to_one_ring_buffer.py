@@ -54,7 +54,7 @@ class OneToOneRingBuffer(RingBuffer):
         """
         # These checks repeat ManyToOneRingBuffer.write's on purpose, measured: one shared
         # check method costs ~20 ns a write (a 64-byte write and its read ~650 -> ~670 ns).
-        src_length = len(src)  # type: ignore[arg-type]
+        src_length = len(src)  # type: ignore[arg-type]  # Buffer declares no __len__; the bytes-likes passed here have one (no check: hot path)
         if length == -1:
             length = src_length - src_offset
         if not (

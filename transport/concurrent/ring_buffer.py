@@ -350,7 +350,7 @@ class RingBuffer:
 
     def _batch_lengths(self, msg_type_id: int, records: Sequence[Buffer]) -> list[int]:
         check_type_id(msg_type_id)
-        lengths = [len(record) for record in records]  # type: ignore[arg-type]
+        lengths = [len(record) for record in records]  # type: ignore[arg-type]  # Buffer declares no __len__; the bytes-likes passed here have one (no check: hot path)
         if lengths and max(lengths) > self._max_msg_length:
             longest = max(lengths)
             raise MessageTooLongError(

@@ -9,15 +9,13 @@ the ON_ERROR, counts it and records it in the cnc error log.
 
 from __future__ import annotations
 
-from typing import Any
-
 from aeromq.transport._errors import RegistrationError
 from aeromq.transport.command import ErrorCode
 
 __all__ = ["command_error"]
 
 
-def command_error(code: ErrorCode, message: str, **values: Any) -> RegistrationError:
+def command_error(code: ErrorCode, message: str, **values: object) -> RegistrationError:
     """A :class:`~transport.RegistrationError` with ``code`` and ``message: key=value ...``."""
     error = RegistrationError(message, **values)
     error.code = int(code)

@@ -31,7 +31,7 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from aeromq.transport._errors import ConfigurationError
 from aeromq.transport.concurrent.clock import (
@@ -58,6 +58,8 @@ __all__ = [
     "default_aeron_dir",
     "deny_termination",
 ]
+
+_V = TypeVar("_V")
 
 MAX_UDP_PAYLOAD_LENGTH = 65504
 """The largest MTU Aeron accepts (a UDP payload over IPv4 minus headers, frame aligned)."""
@@ -296,7 +298,7 @@ def _fail(name: str, value: object, rule: str) -> None:
     raise ConfigurationError(f"{name} {rule}", field=name, value=value)
 
 
-def _check(name: str, value: object, checker: Callable[[Any], object]) -> None:
+def _check(name: str, value: _V, checker: Callable[[_V], object]) -> None:
     try:
         checker(value)
     except ConfigurationError as exc:
@@ -350,7 +352,7 @@ def _duration_ms(name: str, text: str) -> int:
     return parse_duration_ns(name, text) // 1_000_000
 
 
-ENV_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+ENV_VARS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "AERON_DIR": ("aeron_dir", _text),
     "AERON_DIR_DELETE_ON_START": ("dir_delete_on_start", parse_bool),
     "AERON_DIR_DELETE_ON_SHUTDOWN": ("dir_delete_on_shutdown", parse_bool),

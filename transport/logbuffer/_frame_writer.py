@@ -42,7 +42,7 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import (
 try:
     from aeromq.transport.logbuffer import _gather
 except ImportError:  # not built: the Python loop of ``_copy_vectors_py``
-    _gather = None  # type: ignore[assignment]
+    _gather = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
 __all__ = ["PartitionAppender", "write_fragmented", "write_unfragmented"]
 

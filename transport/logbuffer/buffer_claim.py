@@ -99,7 +99,7 @@ class BufferClaim:
         buffer = self._claimed()
         if length < 0:
             if type(src) in _SIZED_IN_BYTES:
-                length = len(src) - src_offset  # type: ignore[arg-type]
+                length = len(src) - src_offset  # type: ignore[arg-type]  # a type of _SIZED_IN_BYTES: the check above, which mypy does not follow
             else:
                 with memoryview(src) as view:
                     length = view.nbytes - src_offset

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 try:
     from aeromq.transport.logbuffer._gather import vectors_length as _vectors_length
 except ImportError:  # not built (see transport/logbuffer/_gather.c): the Python check alone
-    _vectors_length = None  # type: ignore[assignment]
+    _vectors_length = None  # type: ignore[assignment]  # the native check is optional: None when not built
 
 __all__ = ["DirectBufferVector", "validate_and_compute_length"]
 

@@ -71,4 +71,4 @@ class PyBytesFiller:
 try:
     from aeromq.transport.logbuffer._gather import BytesFiller
 except ImportError:  # not built: the Python filler
-    BytesFiller = PyBytesFiller  # type: ignore[assignment,misc]
+    BytesFiller = PyBytesFiller  # type: ignore[assignment,misc]  # the same class, in Python

@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from aeromq.transport._errors import DriverTimeoutError, TransportStateError
 from aeromq.transport.client.driver_proxy import DriverProxy
@@ -62,7 +61,7 @@ __all__ = ["CLIENT_HEARTBEAT_TYPE_ID", "DriverClient", "DriverResponse"]
 
 CLIENT_HEARTBEAT_TYPE_ID = 11
 
-_DECODERS: dict[int, Callable[[AtomicBuffer, int, int], Any]] = {
+_DECODERS: dict[int, Callable[[AtomicBuffer, int, int], object]] = {
     ON_ERROR: decode_error_response,
     ON_AVAILABLE_IMAGE: decode_image_buffers_ready,
     ON_PUBLICATION_READY: decode_publication_buffers_ready,
@@ -81,7 +80,7 @@ class DriverResponse:
     """One broadcast message: its type id and the decoded :mod:`transport.command` message."""
 
     type_id: int
-    message: Any
+    message: object
 
     @property
     def name(self) -> str:

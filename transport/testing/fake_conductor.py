@@ -28,7 +28,6 @@ import random
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from aeromq.transport._errors import ChannelUriError, MalformedCommandError
 from aeromq.transport.channel_uri import ChannelUri
@@ -43,6 +42,7 @@ from aeromq.transport.command import (
     REMOVE_PUBLICATION,
     REMOVE_SUBSCRIPTION,
     ErrorCode,
+    PublicationMessage,
     decode_correlated_message,
     decode_counter_message,
     decode_publication_message,
@@ -104,7 +104,7 @@ class FakeConductor:
         self.client_liveness_timeout_ns = client_liveness_timeout_ns
         self.term_window_length = term_window_length
         self._scripted_errors: dict[int, list[tuple[int, str]]] = {}
-        self.commands: list[tuple[int, Any]] = []
+        self.commands: list[tuple[int, object]] = []
         self.clients: dict[int, int] = {}
         """Client id -> heartbeat counter id."""
         self.publications: dict[int, FakePublication] = {}
@@ -186,7 +186,7 @@ class FakeConductor:
     def _on_add_exclusive_publication(self, buffer: AtomicBuffer, index: int, length: int) -> None:
         self._add_publication(decode_publication_message(buffer, index, length), exclusive=True)
 
-    def _add_publication(self, command: Any, *, exclusive: bool) -> None:
+    def _add_publication(self, command: PublicationMessage, *, exclusive: bool) -> None:
         self.commands.append((ADD_EXCLUSIVE_PUBLICATION if exclusive else ADD_PUBLICATION, command))
         uri = self._parse_ipc(command.correlation_id, command.channel)
         if uri is None:
@@ -216,7 +216,9 @@ class FakeConductor:
             if matches(publication, subscription):
                 self._link(publication, subscription)
 
-    def _new_publication(self, command: Any, uri: ChannelUri, exclusive: bool) -> FakePublication:
+    def _new_publication(
+        self, command: PublicationMessage, uri: ChannelUri, exclusive: bool
+    ) -> FakePublication:
         registration_id = command.correlation_id
         term_length = uri.get_size("term-length") or self.term_length
         mtu_length = uri.get_size("mtu") or self.mtu_length

@@ -43,7 +43,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.concurrent import ManyToOneRingBuffer
@@ -121,7 +120,7 @@ class FakeDriver:
     # State (the conductor's; read and change it under ``_lock`` while the driver runs)
 
     @property
-    def commands(self) -> list[tuple[int, Any]]:
+    def commands(self) -> list[tuple[int, object]]:
         """Every decoded command, in order: ``(command type id, decoded message)``."""
         return self._conductor.commands
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aeromq.transport.driver.udp.udp_channel import Sockaddr
 
@@ -38,7 +38,7 @@ __all__ = [
     "drain",
 ]
 
-CommandQueue = deque[tuple[Callable[..., object], tuple[Any, ...]]]
+CommandQueue = deque[tuple[Callable[..., object], tuple[object, ...]]]
 """Commands for one agent: a callable and its arguments."""
 
 

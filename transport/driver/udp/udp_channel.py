@@ -36,7 +36,6 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass
-from typing import Any
 
 from aeromq.transport._errors import ChannelUriError, ConfigurationError
 from aeromq.transport.channel_address import resolve_socket_address
@@ -44,7 +43,7 @@ from aeromq.transport.channel_uri import ChannelUri
 
 __all__ = ["Sockaddr", "UdpChannel", "format_sockaddr"]
 
-Sockaddr = tuple[Any, ...]
+Sockaddr = tuple[str, int] | tuple[str, int, int, int]
 """A socket address as Python's socket module takes it: ``(host, port)`` or the IPv6 4-tuple."""
 
 

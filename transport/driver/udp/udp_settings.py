@@ -165,7 +165,7 @@ def _text(name: str, text: str) -> str:
     return text
 
 
-UDP_ENV_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+UDP_ENV_VARS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "AERON_SOCKET_SO_SNDBUF": ("socket_sndbuf_length", parse_size),
     "AERON_SOCKET_SO_RCVBUF": ("socket_rcvbuf_length", parse_size),
     "AERON_RCV_INITIAL_WINDOW_LENGTH": ("initial_window_length", parse_size),
