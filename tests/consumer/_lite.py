@@ -1,4 +1,5 @@
-"""Helpers for the lite pull consumer tests: a pull-task harness on the in-memory broker."""
+"""Helpers for the lite pull consumer tests: a pull-task harness on the in-memory broker, and a
+consumer made fast for tests (``FAST``, :func:`make`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from aeromq.client import MessageExt, MessageQueue, SubscriptionData, build_subscription_data
 from aeromq.consumer.assigned_queues import AssignedMessageQueue
-from aeromq.consumer.config import LitePullConsumerConfig
+from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
 from aeromq.consumer.consume_request_cache import ConsumeRequestCache
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.consumer.pull_task import FlowControlCounters, PullTask, PullTaskContext, PullTaskTable
@@ -94,3 +95,21 @@ def running(consumer: DefaultLitePullConsumer) -> Iterator[DefaultLitePullConsum
         yield consumer
     finally:
         consumer.shutdown()
+
+
+FAST: dict[str, Any] = {  # short delays and holds: the tests wait less
+    "pull_time_delay_ms_when_pause": 20,
+    "pull_time_delay_ms_when_exception": 20,
+    "broker_suspend_max_time_ms": 300,
+    "consume_from_where": ConsumeFromWhere.FIRST_OFFSET,
+}
+
+
+def make(broker: InMemoryBroker, **changes: Any) -> DefaultLitePullConsumer:
+    """A consumer of :func:`config` with ``FAST`` and ``changes``, on ``broker``."""
+    return DefaultLitePullConsumer(config=config(**{**FAST, **changes}), broker_api=broker)
+
+
+def bodies(messages: list[Any]) -> list[bytes]:
+    """The bodies of ``messages``, in order."""
+    return [message.body for message in messages]
