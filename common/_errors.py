@@ -28,7 +28,14 @@ reach a client as the class of their wire code (``SYSTEM_ERROR`` as ``BrokerInte
     │   └── BackPressuredError          (retriable) the broker's ingress stayed back-pressured:
     │                                   nothing was sent (in ``aeromq.client``)
     ├── BrokerUnavailableError          (retriable) no broker can serve the request now
+    │   ├── NotLeaderError              (retriable) the member asked does not lead its group
+    │   │                               now; ``leader`` names the one that does, if known
+    │   └── NotEnoughReplicasError      (retriable) fewer members in sync than ``min_isr``:
+    │                                   nothing was stored
+    ├── OutOfOrderSequenceError         an idempotent producer's sequence skipped ahead
     └── RequestTimeoutError             (retriable, also TimeoutError) no answer in time
+        └── ReplicationTimeoutError     (retriable) stored on the leader, not acknowledged by
+                                        its group in time: the outcome is unknown
 
 Every class has ``retriable`` (whether trying again may succeed) and ``code``: the
 :class:`~common.ResponseCode` a broker answers with for it (an instance made from
@@ -60,8 +67,12 @@ __all__ = [
     "MessageIllegalError",
     "MessageTooLargeError",
     "NoPermissionError",
+    "NotEnoughReplicasError",
+    "NotLeaderError",
     "NotSupportedError",
     "OffsetIllegalError",
+    "OutOfOrderSequenceError",
+    "ReplicationTimeoutError",
     "RequestTimeoutError",
     "TopicNotFoundError",
     "error_for_code",
@@ -193,11 +204,44 @@ class BrokerUnavailableError(ClientError):
     code = ResponseCode.SERVICE_NOT_AVAILABLE
 
 
+class NotLeaderError(BrokerUnavailableError):
+    """The member of a broker group that was asked does not lead it now (it follows, or it lost
+    its lease). ``leader`` (a ``common_pb2.BrokerEndpoints``, or None when the member does not
+    know one yet) names the member that leads; refresh the route and send there. Nothing was
+    stored."""
+
+    code = ResponseCode.NOT_LEADER
+
+
+class NotEnoughReplicasError(BrokerUnavailableError):
+    """The leader of a broker group has fewer members in sync than its ``min_isr``, so it
+    stores nothing (a send would not survive the loss of the leader). The text names ``isr``
+    and ``min_isr``. Retriable: members come back in sync as they catch up."""
+
+    code = ResponseCode.NOT_ENOUGH_REPLICAS
+
+
+class OutOfOrderSequenceError(ClientError):
+    """An idempotent producer's batch skipped ahead of the sequence the leader expects in its
+    queue (a batch in between was lost to the producer): the text names ``expected`` and
+    ``received``. Not retriable as it is: the producer must resend from the gap."""
+
+    code = ResponseCode.OUT_OF_ORDER_SEQUENCE
+
+
 class RequestTimeoutError(ClientError, TimeoutError):
     """A request got no response within its timeout."""
 
     retriable = True
     code = ResponseCode.RPC_TIME_OUT
+
+
+class ReplicationTimeoutError(RequestTimeoutError):
+    """The leader stored the batch but its group did not acknowledge it in time: the send may
+    or may not survive a failover. Retriable; an idempotent producer's retry is not stored
+    twice."""
+
+    code = ResponseCode.REPLICATION_TIMEOUT
 
 
 ERROR_FOR_CODE: Mapping[int, type[ClientError]] = MappingProxyType(
@@ -218,6 +262,10 @@ ERROR_FOR_CODE: Mapping[int, type[ClientError]] = MappingProxyType(
         ResponseCode.FLOW_CONTROL: BrokerBusyError,
         ResponseCode.ILLEGAL_OPERATION: IllegalStateError,
         ResponseCode.DISK_FULL: DiskFullError,
+        ResponseCode.NOT_LEADER: NotLeaderError,
+        ResponseCode.NOT_ENOUGH_REPLICAS: NotEnoughReplicasError,
+        ResponseCode.REPLICATION_TIMEOUT: ReplicationTimeoutError,
+        ResponseCode.OUT_OF_ORDER_SEQUENCE: OutOfOrderSequenceError,
         ResponseCode.RPC_TIME_OUT: RequestTimeoutError,
         ResponseCode.UNAUTHORIZED: AuthenticationError,
         ResponseCode.FORBIDDEN: AccessDeniedError,

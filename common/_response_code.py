@@ -43,6 +43,11 @@ class ResponseCode(IntEnum):
     FLOW_CONTROL = 215
     ILLEGAL_OPERATION = 604
     DISK_FULL = 1800  # aeromq's own: RocketMQ answers SERVICE_NOT_AVAILABLE with a remark
+    # aeromq's own, broker groups (a leader and its followers; docs/replication.md):
+    NOT_LEADER = 1810  # this member does not lead its group now; the status names the leader
+    NOT_ENOUGH_REPLICAS = 1811  # fewer members in sync than min_isr: nothing was stored
+    REPLICATION_TIMEOUT = 1812  # stored on the leader, not acknowledged in time: outcome unknown
+    OUT_OF_ORDER_SEQUENCE = 1813  # an idempotent producer's sequence skipped ahead in a queue
     RPC_TIME_OUT = -1006
     # RocketMQ 5's gRPC ``Code`` values for access control (remoting has only NO_PERMISSION).
     UNAUTHORIZED = 40100

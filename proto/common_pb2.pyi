@@ -52,15 +52,24 @@ class Status(google.protobuf.message.Message):
 
     CODE_FIELD_NUMBER: builtins.int
     MESSAGE_FIELD_NUMBER: builtins.int
+    LEADER_FIELD_NUMBER: builtins.int
     code: builtins.int
     message: builtins.str
+    @property
+    def leader(self) -> global___BrokerEndpoints:
+        """NOT_LEADER (a member of a broker group that does not lead it now): the member that leads,
+        when the answering member knows it; clients send there after refreshing their route.
+        """
+
     def __init__(
         self,
         *,
         code: builtins.int = ...,
         message: builtins.str = ...,
+        leader: global___BrokerEndpoints | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["code", b"code", "message", b"message"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["leader", b"leader"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["code", b"code", "leader", b"leader", "message", b"message"]) -> None: ...
 
 global___Status = Status
 

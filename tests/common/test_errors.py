@@ -16,8 +16,11 @@ from aeromq.client import (
     MessageIllegalError,
     MessageTooLargeError,
     NoPermissionError,
+    NotEnoughReplicasError,
+    NotLeaderError,
     NotSupportedError,
     OffsetIllegalError,
+    ReplicationTimeoutError,
     RequestTimeoutError,
     ResponseCode,
     TopicNotFoundError,
@@ -44,7 +47,7 @@ def test_should_root_every_public_error_at_client_error() -> None:
         if isinstance(getattr(client, name), type)
         and issubclass(getattr(client, name), BaseException)
     ]
-    assert len(errors) == 19
+    assert len(errors) == 23
     assert all(issubclass(error, ClientError) for error in errors)
     tree = _errors.__doc__ or ""
     assert all(f" {error.__name__} " in tree for error in errors)
@@ -59,7 +62,15 @@ def test_should_also_be_the_builtin_errors_callers_expect() -> None:
 
 
 def test_should_mark_only_transient_failures_retriable() -> None:
-    retriable = {BrokerBusyError, BrokerUnavailableError, DiskFullError, RequestTimeoutError}
+    retriable = {
+        BrokerBusyError,
+        BrokerUnavailableError,
+        DiskFullError,
+        NotEnoughReplicasError,
+        NotLeaderError,
+        ReplicationTimeoutError,
+        RequestTimeoutError,
+    }
     for error_class in set(ERROR_FOR_CODE.values()) | {ClientError}:
         assert error_class.retriable is (error_class in retriable), error_class
 
