@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import queue
+import signal
 import time
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
@@ -63,13 +64,19 @@ class _Reports:
             try:
                 item = self.link.out.get(timeout=min(1.0, max(0.01, deadline - time.monotonic())))
             except queue.Empty:
-                failed = [f"{r} ({p.exitcode})" for r, p in self.roles.items() if p.exitcode]
+                failed = [_ended(r, p.exitcode) for r, p in self.roles.items() if p.exitcode]
                 if failed or time.monotonic() > deadline:
-                    why = f"{', '.join(failed)} failed" if failed else f"{timeout_s:.0f} s passed"
+                    why = ", ".join(failed) if failed else f"{timeout_s:.0f} s passed"
                     raise RuntimeError(f"no {kind!r} report: {why}") from None
                 continue
             self.got[item[0]] = item
         return self.got[kind]
+
+
+def _ended(role: str, exitcode: int) -> str:
+    if exitcode < 0:
+        return f"the {role} was killed by {signal.Signals(-exitcode).name}"
+    return f"the {role} exited with status {exitcode}"
 
 
 def measure(
@@ -206,6 +213,6 @@ def _say(row: Result) -> None:
         tail = f" p90 {extra['p90_us']:.0f} us, max {extra['max_us']:.0f} us,"
     note(
         f"{row.name}:{behind}{tail} send() p50 {extra['send_p50_us']:.0f} us p99 "
-        f"{extra['send_p99_us']:.0f} us, wake-up lag p99 {extra['lag_p99_us']:.0f} us; "
+        f"{extra['send_p99_us']:.0f} us, sends started late by p99 {extra['lag_p99_us']:.0f} us; "
         f"CPU {cpu}"
     )
