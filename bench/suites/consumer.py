@@ -10,6 +10,11 @@ producer starts.
 Redis: the ``redis-server`` of ``bench.suites.broker``, its pipelined ``XADD`` producer, and 1
 or 3 consumers of one group reading with ``XREADGROUP COUNT 256 BLOCK`` and ``XACK``ing.
 
+NATS JetStream: the ``nats-server`` of ``bench.suites.broker`` (file storage), its pipelined
+``js.publish_async`` producer, and 1 or 3 processes of one durable pull consumer fetching what
+is pending (up to 256; one message held when none is) and acking each (``bench._nats_workers``);
+skipped with one line without ``nats-server`` or nats-py.
+
 Each consumer streams (sequence, receipt ns, latency ns) triples to this process in chunks;
 a case ends when the union of distinct sequences reaches the count. Rate: count over first
 send (the smallest stamp) to the last first receipt; latency: stamp in the body to the first
@@ -39,7 +44,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aeromq.transport.util import process_cpu_s
+from bench import _nats_workers
+from bench._baselines import baseline_rows
 from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
+from bench._nats import NatsServer, nats_missing
 from bench.suites.broker import (
     _STAMP,
     BATCH,
@@ -476,6 +484,41 @@ def _run_redis(root: Path, count: int, limit_s: float) -> Iterator[Result]:
         server.close()
 
 
+def _run_nats(root: Path, count: int, limit_s: float) -> Iterator[Result]:
+    """The NATS JetStream cases, each bounded in time, as :func:`_run_aeromq`'s."""
+    names = [f"baseline:nats-jetstream:{n}-consumer" for n in CONSUMER_COUNTS]
+    server, failed = started("nats-server start", NatsServer, root, cases=names, timeout_s=limit_s)
+    if server is None:
+        yield from failed
+        return
+    url = server.url
+
+    def stream_then(stream: str, case: Callable[..., Result], *args: Any) -> Result:
+        server.add_streams(stream, durable=_nats_workers.DURABLE)
+        return case(*args)
+
+    try:
+        for consumers, name in zip(CONSUMER_COUNTS, names, strict=True):
+            stream = f"consumer{consumers}"
+            yield from case_rows(
+                name,
+                stream_then,
+                stream,
+                _case,
+                "baseline:nats-jetstream",
+                count,
+                consumers,
+                lambda i, stop, out, s=stream: _spawn(
+                    _nats_workers.group_consume, url, s, i, stop, out
+                ),
+                lambda out, s=stream: _spawn(_nats_workers.produce, url, s, count, out),
+                server.pid,
+                timeout_s=limit_s,
+            )
+    finally:
+        server.close()
+
+
 def _targets(rows: dict[str, Result]) -> Iterator[Target]:
     """The end-to-end ratios and CPU per message, from rows of this run (not measured when
     one failed)."""
@@ -518,12 +561,13 @@ def run(quick: bool) -> Iterator[Result | Target]:
                 "msgs/s",
             )
         missing = _redis_missing()
-        if missing is not None:
-            yield Result(f"baseline:redis-streams skipped: {missing}")
-            return
-        for row in _run_redis(root, count, limit_s):
+        for row in baseline_rows(
+            ("redis-streams", missing, lambda: _run_redis(root, count, limit_s)),
+            ("nats-jetstream", nats_missing(), lambda: _run_nats(root, count, limit_s)),
+        ):
             rows[row.name] = row
             yield row
-        yield from _targets(rows)
+        if missing is None:
+            yield from _targets(rows)
     finally:
         shutil.rmtree(root, ignore_errors=True)
