@@ -77,9 +77,9 @@ OLD_RECORD_MAGIC = 0x314D5141  # "AQM1": one record per message, the format befo
 MIN_BLANK_LENGTH = 8  # length and magic
 
 _PREFIX = struct.Struct("<iI")
-BATCH_HEAD = struct.Struct("<iIqqq8siIi22xH")
+BATCH_HEAD = struct.Struct("<iIqqq8siIi20xHH")
 """A stored batch's header as the store reads it: length, magic, the broker's fields, CRC,
-record count and topic length (the producer's other fields skipped)."""
+record count, attributes and topic length (the producer's other fields skipped)."""
 assert BATCH_HEAD.size == FIXED_HEADER_LENGTH
 _I64 = struct.Struct("<q")
 _BROKER_FIELDS = struct.Struct("<qqq8si")  # the header's broker fields, from offset 8

@@ -31,6 +31,8 @@ from aeromq.common import is_valid_topic_name
 from aeromq.common.record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
+    PRODUCER_STATE_FLAG,
+    PRODUCER_STATE_LENGTH,
     RECORD_COUNT_OFFSET,
     RECORD_OVERHEAD,
     TOPIC_OFFSET,
@@ -45,7 +47,8 @@ _TOPIC_CACHE_LIMIT = 10_000
 
 PutCallback = Callable[[PutMessageResult], None]
 
-_HEAD = struct.Struct("<iI40xi22xH")  # total length, magic, record count (48), topic length (74)
+# total length, magic, record count (48), attributes (72), topic length (74)
+_HEAD = struct.Struct("<iI40xi20xHH")
 assert _HEAD.size == FIXED_HEADER_LENGTH and RECORD_COUNT_OFFSET == 48
 
 
@@ -175,8 +178,10 @@ class PutPath(StoreParts):
         length = len(batch)
         if length < FIXED_HEADER_LENGTH or length > self._max_batch_bytes:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
-        total, magic, count, topic_length = _HEAD.unpack_from(batch, 0)
+        total, magic, count, attributes, topic_length = _HEAD.unpack_from(batch, 0)
         header_length = (FIXED_HEADER_LENGTH + topic_length + 7) & ~7  # batch_header_length
+        if attributes & PRODUCER_STATE_FLAG:
+            header_length += PRODUCER_STATE_LENGTH
         if (
             magic != BATCH_MAGIC
             or total != length

@@ -50,9 +50,6 @@ DEFAULT_MAX_COUNT = 32
 DEFAULT_MAX_BYTES = 256 * 1024
 _TOPIC_CACHE_LIMIT = 10_000
 
-# length, magic, base queue offset, base physical offset, store timestamp, store host,
-# queue id, CRC, record count, (22 bytes), topic length
-
 
 class MessageReader:
     """Reads of ``commit_log`` through ``queues``; a filtered get scans at most
@@ -390,6 +387,7 @@ class MessageReader:
                 stored_queue_id,
                 _crc,
                 record_count,
+                _attributes,
                 topic_length,
             ) = BATCH_HEAD.unpack_from(view, relative)
             if magic != BATCH_MAGIC:

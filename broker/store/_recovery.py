@@ -37,9 +37,6 @@ __all__ = ["RecoveryReport", "recover"]
 
 _log = logging.getLogger(__name__)
 
-# length, magic, base queue offset, base physical offset, store timestamp, store host,
-# queue id, CRC, record count, (22 bytes), topic length
-
 
 @dataclass(frozen=True)
 class RecoveryReport:
@@ -177,6 +174,7 @@ def _dispatch(
         queue_id,
         _crc,
         count,
+        attributes,
         topic_length,
     ) = BATCH_HEAD.unpack_from(batch, 0)
     try:
@@ -185,7 +183,7 @@ def _dispatch(
         return None
     if not is_valid_topic_name(topic) or queue_id < 0 or base_queue_offset < 0:
         return None
-    header_length = batch_header_length(topic_length)
+    header_length = batch_header_length(topic_length, attributes)
     queue = queues.get_or_create(topic, queue_id)
     tags = np.frombuffer(batch, dtype="<i8", count=count, offset=header_length).copy()
     changed = gap = 0
