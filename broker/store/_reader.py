@@ -516,11 +516,13 @@ class MessageReader:
         max_count: int,
         begin_ms: int,
         end_ms: int,
+        limit: int | None = None,
     ) -> list[StoredMessage]:
         """Messages of ``topic`` with ``key`` among their keys or as their unique key,
-        stored within ``[begin_ms, end_ms]``, newest first."""
+        stored within ``[begin_ms, end_ms]``, newest first (at commit log offsets below
+        ``limit`` when given)."""
         found: list[StoredMessage] = []
-        max_offset = self._commit_log.max_offset
+        max_offset = self._commit_log.max_offset if limit is None else limit
         for position in index.query(topic, key, max_count, begin_ms, end_ms):
             if position >= max_offset or position < self._commit_log.min_offset:
                 continue
