@@ -93,9 +93,12 @@ def rebuild_log_state(
     """Note every batch of the log up to ``end``: in ``counters`` from ``counters_from``, in
     ``producers`` from ``producers_from`` (both batch boundaries). Recovery checked those
     batches; one whose header is not a store's is skipped (and logged)."""
-    start = min(
-        counters_from if counters is not None else end,
-        producers_from if producers is not None else end,
+    start = max(
+        commit_log.min_offset,  # (what retention removed is not there to scan)
+        min(
+            counters_from if counters is not None else end,
+            producers_from if producers is not None else end,
+        ),
     )
     for position, _size, batch in log_units(commit_log, start, end):
         if batch is None:
