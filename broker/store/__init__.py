@@ -1,7 +1,7 @@
 """The broker's durable message store: commit log, consume queues, index, flush, checkpoint,
 recovery, retention, consumer offsets and topic config, behind ``MessageStore``; a single
 broker's, or a broker group member's (``StoreConfig.replicated``: the committed offset, a
-follower's appends and truncation, metadata through the log in ``META_TOPIC``)."""
+follower's appends and truncation, metadata through the log)."""
 
 from aeromq.broker.store._arrival import ArrivalListener
 from aeromq.broker.store._config import FlushMode, StoreConfig
@@ -15,23 +15,18 @@ from aeromq.broker.store._message import (
     unpack_host,
 )
 from aeromq.broker.store._message_store import MessageStore
-from aeromq.broker.store._meta_records import META_TOPIC
 from aeromq.broker.store._recovery import RecoveryReport
 from aeromq.broker.store._results import (
     BoundaryType,
     GetMessageResult,
     GetMessageStatus,
-    PutCallback,
     PutMessageResult,
     PutMessageStatus,
 )
 from aeromq.broker.store._retention import RetentionReport
 from aeromq.broker.store._topic_config import TopicConfig, TopicConfigManager, TopicFilterType
-from aeromq.broker.store._truncation import TRUNCATION_STEPS
 
 __all__ = [
-    "META_TOPIC",
-    "TRUNCATION_STEPS",
     "ArrivalListener",
     "BoundaryType",
     "ConsumerOffsetManager",
@@ -41,7 +36,6 @@ __all__ = [
     "InboundMessage",
     "MessageStore",
     "OffsetCorrection",
-    "PutCallback",
     "PutMessageResult",
     "PutMessageStatus",
     "RecoveryReport",

@@ -217,15 +217,13 @@ MAX_TOPIC_LENGTH: Final = 255
 MAX_PROPERTIES_LENGTH: Final = 32767
 """RocketMQ's cap on one message's stored property string (a Java ``short``)."""
 MAX_FRAMING_BYTES: Final = (
-    ((FIXED_HEADER_LENGTH + MAX_TOPIC_LENGTH + 7) & ~7)
-    + PRODUCER_STATE_LENGTH
-    + RECORD_OVERHEAD
-    + MAX_PROPERTIES_LENGTH
+    ((FIXED_HEADER_LENGTH + MAX_TOPIC_LENGTH + 7) & ~7) + RECORD_OVERHEAD + MAX_PROPERTIES_LENGTH
 )
 """How much longer than the maximum message size a send's batch may be: a header with the
 longest topic and one record's columns and properties. A batch's whole encoding counts against
 the size (as RocketMQ counts a batch's), so many small messages carry their framing in it.
-It counts a producer state: an idempotent producer's batch has the same allowance."""
+A producer state's 16 bytes are not counted (the brokers' caps stay as they were): they come
+out of the allowance for a message's properties, which a batch near the cap rarely fills."""
 
 HEADER_STRUCT: Final = struct.Struct("<iIqqq8siIiiq8sHH")
 """The fixed header, field by field (see the layout), for ``struct``."""
