@@ -13,8 +13,9 @@ A batch with a producer state (an idempotent producer's) is first checked agains
 producer's last batches in its queue (``_producer_state``): a retry of one is answered with
 its stored result and not appended again; a sequence gap is ``OUT_OF_ORDER_SEQUENCE``. A store
 in a broker group (``StoreConfig.replicated``) appends without dispatching and answers once
-the group's committed offset passes the batch (``_leader_path``, ``_commit_path``); the
-single broker's path is as it was, but for one attribute test.
+the group's committed offset passes the batch (``_leader_path``, ``_commit_path``). The
+single broker's path of a batch without a producer state makes the Python calls it made before
+both (an attribute test or two more, no call: counted with ``cProfile``).
 
 Caller: the broker's produce path (``SendProcessor``) and its RocketMQ endpoint, from any
 thread, through ``MessageStore`` (one of its roles, see ``broker.store._store_parts``);

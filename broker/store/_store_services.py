@@ -58,8 +58,8 @@ class StoreServices(StoreParts):
             ),
             Duty("retention", config.clean_interval_ms, self.run_retention),
             Duty("offsets", config.offset_persist_interval_ms, self.consumer_offsets.persist),
+            Duty("producers", config.clean_interval_ms, self._expire_producers),
         ]
-        duties.append(Duty("producers", config.clean_interval_ms, self._expire_producers))
         if self._replicated:
             self._commits.start()
             duties.insert(0, Duty("flush", config.flush_interval_ms, self.commit_log.flush))

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aeromq.common.record_batch import (
     MAX_SEQUENCE,
@@ -253,3 +255,23 @@ def test_should_read_one_small_batch_with_a_producer_state(reader: Reader) -> No
     assert chunk is not None
     answer = bytes(data)
     assert _parts(answer, chunk.body_start, chunk.body_length) == [b"one", b"two"]
+
+
+@given(
+    st.integers(-(1 << 63), (1 << 63) - 1),
+    st.integers(0, MAX_SEQUENCE),
+    st.integers(-(1 << 15), (1 << 15) - 1),
+    st.lists(st.binary(min_size=1, max_size=40), min_size=1, max_size=8),
+    st.binary(min_size=0, max_size=20).map(lambda raw: raw.hex().encode()[:30] or b"t"),
+)
+@settings(max_examples=150, deadline=None)
+def test_should_encode_any_producer_state_alike_in_c_and_python(
+    producer: int, sequence: int, epoch: int, bodies: list[bytes], topic: bytes
+) -> None:
+    arguments = {"producer_id": producer, "base_sequence": sequence, "producer_epoch": epoch}
+    data = encode_batch(topic, bodies, **arguments)
+    assert bytes(data) == bytes(encode_batch_py(topic, bodies, **arguments))
+    assert check_batch(data) == (BatchCheck.OK, "") == check_batch_py(data)
+    batch = RecordBatch(bytes(data))
+    assert batch.producer_state == ProducerState(producer, sequence, epoch)
+    assert [batch.body(i) for i in range(batch.count)] == bodies
