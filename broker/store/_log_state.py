@@ -16,17 +16,21 @@ appends (``_replica_appends``) and the leader's put path (``_leader_path``).
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Iterator
+from typing import Final
 
 from aeromq.broker.store._commit_log import CommitLog
 from aeromq.broker.store._dispatch import BatchHead, log_units, read_head
 from aeromq.broker.store._producer_state import ProducerSnapshot, ProducerStateTable, StoredBatch
 from aeromq.broker.store._queue_table import ConsumeQueueTable
-from aeromq.common.record_batch import PRODUCER_STATE_FLAG, read_producer_state
+from aeromq.common.record_batch import ATTRIBUTES_OFFSET, PRODUCER_STATE_FLAG, read_producer_state
 
 __all__ = ["QueueCounters", "note_batch", "rebuild_log_state", "restore_producers"]
 
 _log = logging.getLogger(__name__)
+
+_U16: Final = struct.Struct("<H")
 
 
 class QueueCounters:
@@ -104,6 +108,10 @@ def rebuild_log_state(
         if batch is None:
             continue
         with batch:
+            if (counters is None or position < counters_from) and not (
+                _attributes(batch) & PRODUCER_STATE_FLAG
+            ):
+                continue  # nothing to note: only producer state is wanted here
             head = read_head(batch)
             if head is None:
                 _log.warning(
@@ -117,6 +125,10 @@ def rebuild_log_state(
                 counters if position >= counters_from else None,
                 producers if position >= producers_from else None,
             )
+
+
+def _attributes(batch: memoryview) -> int:
+    return int(_U16.unpack_from(batch, ATTRIBUTES_OFFSET)[0])
 
 
 def expiry_scan_start(commit_log: CommitLog, cutoff_ms: int) -> int:

@@ -23,6 +23,14 @@ def _fill(leader: MessageStore, rounds: int = 30) -> None:
         leader.put_batch_async(batch(bodies, keys=f"k{n}"), TOPIC, n % 3, lambda r: None)
 
 
+def _queue_files(store_dir: Path) -> dict[str, bytes]:
+    """Every consume queue file of a store's data directory, by path, read as the OS has it."""
+    root = store_dir / "consumequeue"
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
 def _queue(store: MessageStore, queue_id: int) -> list[tuple[int, bytes, str | None]]:
     got = store.get_messages(TOPIC, queue_id, 0, max_count=1000, max_bytes=1 << 24)
     return [(m.queue_offset, m.body, m.properties.get("KEYS")) for m in got.messages]
@@ -39,6 +47,7 @@ def test_should_make_a_byte_identical_log_and_the_same_queues_once_committed(
     assert follower.get_max_offset(TOPIC, 0) == 0  # nothing dispatched before the watermark
     commit(leader, follower)
     assert log_bytes(tmp_path / "follower") == log_bytes(tmp_path / "leader")
+    assert _queue_files(tmp_path / "follower") == _queue_files(tmp_path / "leader")
     for queue_id in range(3):
         assert _queue(follower, queue_id) == _queue(leader, queue_id)
         assert len(_queue(follower, queue_id)) == follower.get_max_offset(TOPIC, queue_id) > 0
