@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,10 +33,11 @@ def leader(tmp_path: Path, clock: ManualClock) -> Iterator[MessageStore]:
 
 
 def _put(
-    store: MessageStore, bodies: list[bytes], queue_id: int = 0, **kwargs: object
+    store: MessageStore, bodies: list[bytes], queue_id: int = 0, *, keys: str | None = None
 ) -> tuple[PutMessageResult, list[PutMessageResult]]:
+    """The result as appended, and the list its final answer goes to."""
     answers: list[PutMessageResult] = []
-    appended = store.put_batch_async(batch(bodies, **kwargs), TOPIC, queue_id, answers.append)  # type: ignore[arg-type]  # keys and sequence
+    appended = store.put_batch_async(batch(bodies, keys=keys), TOPIC, queue_id, answers.append)
     return appended, answers
 
 
@@ -168,6 +169,3 @@ def test_should_flush_the_log_only_and_return_how_far_it_is_durable(leader: Mess
         == leader.flushed_physical_offset
         == appended.physical_offset + appended.wrote_bytes
     )
-
-
-Opened = Callable[..., MessageStore]
