@@ -227,6 +227,12 @@ def _cpu_figures(window: CpuWindow, messages: int) -> _CpuFigures:
     }
 
 
+def _us(value: object) -> str:
+    """``123 us``, or ``-`` for a figure not measured (an empty histogram: a producer that sent
+    nothing after the warm-up)."""
+    return "-" if value is None else f"{value:.0f} us"
+
+
 def _say(row: Result) -> None:
     """The row's figures the table has no column for, on standard error."""
     extra = row.extra
@@ -237,9 +243,9 @@ def _say(row: Result) -> None:
     behind = " FELL BEHIND the schedule," if extra.get("fell_behind") else ""
     tail = ""
     if extra.get("max_us") is not None:
-        tail = f" p90 {extra['p90_us']:.0f} us, max {extra['max_us']:.0f} us,"
+        tail = f" p90 {_us(extra['p90_us'])}, max {_us(extra['max_us'])},"
     note(
-        f"{row.name}:{behind}{tail} send() p50 {extra['send_p50_us']:.0f} us p99 "
-        f"{extra['send_p99_us']:.0f} us, sends started late by p99 {extra['lag_p99_us']:.0f} us; "
+        f"{row.name}:{behind}{tail} send() p50 {_us(extra['send_p50_us'])} p99 "
+        f"{_us(extra['send_p99_us'])}, sends started late by p99 {_us(extra['lag_p99_us'])}; "
         f"CPU {cpu}"
     )
