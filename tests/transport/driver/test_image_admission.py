@@ -13,6 +13,7 @@ from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter
 from aeromq.transport.driver import MediaDriverContext, UdpSettings
 from aeromq.transport.driver.udp.image_admission import (
     DEFAULT_IMAGE_MAX_TERM_LENGTH,
+    LOGS_AT_CAP,
     REFUSAL_LOG_INTERVAL_NS,
     ImageAdmission,
 )
@@ -92,3 +93,14 @@ def test_should_log_a_source_once_per_interval_with_the_count_since(
     assert "term_length=1073741824 max_term_length=67108864" in lines[0]
     assert "source=10.0.0.2" in lines[1]
     assert "source=10.0.0.1 refused_since_last_line=4" in lines[2]
+
+
+def test_should_let_a_raised_cap_hold_a_few_logs_of_its_size_from_one_source(
+    tmp_path: Path,
+) -> None:
+    admission, _ = _admission(tmp_path, max_image_bytes_per_source=8 * MIB)
+    raised = [_Subscriber(1024 * MIB)]  # a replication follower's channel, say
+    for session_id in range(LOGS_AT_CAP):
+        assert admission.admit(("10.0.0.9", 1), session_id, STREAM, 1024 * MIB, raised, 0)
+    assert not admission.admit(("10.0.0.9", 1), 99, STREAM, 1024 * MIB, raised, 0)
+    assert not admission.admit(("10.0.0.9", 1), 98, STREAM, 64 * 1024, [_Subscriber()], 0)

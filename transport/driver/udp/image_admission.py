@@ -14,7 +14,9 @@ the conductor bounds what a SETUP can make it hold, before anything is allocated
   (a replication follower, say) raises the cap for its own channel with ``max-term-length``;
 - **one source address** (the sender's IP, whatever its port) holds at most
   ``max_images_per_source`` images and ``max_image_bytes_per_source`` bytes of their logs,
-  images still being made included.
+  images still being made included; for an image under a cap a subscription raised above the
+  driver's, the bytes bound is at least :data:`LOGS_AT_CAP` logs of that cap, so raising
+  ``max-term-length`` on a channel is enough for a few such streams from one sender.
 
 A refused SETUP makes nothing: the receiver forgets it, so a sender's next SETUP (Aeron's send
 one every 100 ms until answered) is asked about again, and refused again until something changed
@@ -42,6 +44,7 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import compute_log_length
 
 __all__ = [
     "DEFAULT_IMAGE_MAX_TERM_LENGTH",
+    "LOGS_AT_CAP",
     "REFUSAL_LOG_INTERVAL_NS",
     "ImageAdmission",
     "Subscriber",
@@ -52,6 +55,8 @@ DEFAULT_IMAGE_MAX_TERM_LENGTH: Final = 64 * 1024 * 1024
 """The default cap on an image's term length (see module): the term of aeromq's UDP sessions."""
 REFUSAL_LOG_INTERVAL_NS: Final = 10_000_000_000
 """A source's refusals are logged at most once per this interval (10 s)."""
+LOGS_AT_CAP: Final = 4
+"""Logs of the largest term its cap allows that one source may always hold (see module)."""
 
 _LOG = logging.getLogger(__name__)
 
@@ -121,14 +126,17 @@ class ImageAdmission:
         cap = self.max_term_length(subscribers)
         images, held = self._held.get(host, (0, 0))
         log_length = self.log_length(term_length)
+        max_bytes = self._max_bytes
+        if cap > self.default_max_term_length:  # a subscription raised it for its channel
+            max_bytes = max(max_bytes, LOGS_AT_CAP * self.log_length(cap))
         if term_length > cap:
             why = f"term_length={term_length} max_term_length={cap}"
         elif images >= self._max_images:
             why = f"images_held={images} max_images_per_source={self._max_images}"
-        elif held + log_length > self._max_bytes:
+        elif held + log_length > max_bytes:
             why = (
                 f"image_bytes_held={held} log_length={log_length} "
-                f"max_image_bytes_per_source={self._max_bytes}"
+                f"max_image_bytes_per_source={max_bytes}"
             )
         else:
             self._held[host] = (images + 1, held + log_length)
