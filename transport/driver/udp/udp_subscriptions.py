@@ -9,11 +9,16 @@ Aeron's ``aeron_driver_conductor_on_add_network_subscription``,
   (or one session of it);
   the subscription is linked at once to every image of that stream on the endpoint;
 - a SETUP for a wanted session reaches the conductor as an image request (through the
-  :class:`~transport.driver.udp.network_proxies.DriverConductorProxy`): the image gets a new
+  :class:`~transport.driver.udp.network_proxies.DriverConductorProxy`); it must pass the
+  admission rules first (``image_admission.py``: the term length cap, the bound per source
+  address) and the storage check (``log_storage.py``), or nothing is made. The image gets a new
   correlation id, its log ``<aeron_dir>/images/<correlation id>.logbuffer`` (term length and MTU
-  from the SETUP), rcv-hwm and rcv-pos counters, and a sub-pos per matching subscription, each
-  announced with ON_AVAILABLE_IMAGE (source identity ``host:port`` of the sender); then the
-  receiver gets the image;
+  from the SETUP; sparse as the oldest matching subscription's ``sparse`` says, as Aeron's; a
+  large log allocated up front is made by the allocator, ``log_allocator.py``, and the image
+  finished on a later duty cycle), rcv-hwm and rcv-pos counters and metadata
+  (``image_factory.py``), and a sub-pos per matching subscription, each announced with
+  ON_AVAILABLE_IMAGE (source identity ``host:port`` of the sender); then the receiver gets the
+  image;
 - on the timer each image runs its life cycle: entering LINGER it leaves the receiver,
   subscribers get ON_UNAVAILABLE_IMAGE and (with ``rejoin``, the default) the session's
   cool-down ends; at DONE (no subscriber linked any more, or the liveness timeout later, and
@@ -28,8 +33,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from aeromq.transport._errors import TransportStateError
-from aeromq.transport.concurrent import AtomicCounter, Position
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.context import MediaDriverContext
@@ -45,19 +48,11 @@ from aeromq.transport.driver.udp.endpoint_factory import (
     open_udp_channel,
 )
 from aeromq.transport.driver.udp.image_admission import ImageAdmission
-from aeromq.transport.driver.udp.loss_detector import (
-    FeedbackDelayGenerator,
-    OptimalMulticastDelayGenerator,
-    StaticDelayGenerator,
-)
+from aeromq.transport.driver.udp.image_factory import ImageFactory
 from aeromq.transport.driver.udp.network_counters import (
     CHANNEL_STATUS_ACTIVE,
     CHANNEL_STATUS_CLOSING,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
-    RECEIVER_HWM_TYPE_ID,
-    RECEIVER_NAKS_SENT_TYPE_ID,
-    RECEIVER_POSITION_TYPE_ID,
-    allocate_stream_counter,
 )
 from aeromq.transport.driver.udp.network_proxies import (
     DriverConductorProxy,
@@ -70,11 +65,6 @@ from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelE
 from aeromq.transport.driver.udp.udp_channel import UdpChannel, format_sockaddr
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.driver.uri_params import SubscriptionParams
-from aeromq.transport.logbuffer.log_buffer_descriptor import (
-    LOG_TYPE_IMAGE,
-    fill_default_header,
-    set_end_of_stream_position,
-)
 from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
 __all__ = ["INLINE_LOG_BYTES", "UdpSubscriptions"]
@@ -120,6 +110,7 @@ class UdpSubscriptions:
             context, system_counters.get(SystemCounter.IMAGES_REJECTED)
         )
         self._allocator: LogAllocator[tuple[ImageRequest, int]] = LogAllocator()
+        self._images = ImageFactory(context, settings, counters, system_counters)
 
     # ----------------------------------------------------------------------------------------
     # Subscriptions
@@ -346,7 +337,8 @@ class UdpSubscriptions:
         image = None
         try:
             if links:
-                image = self._create_image(request, links, correlation_id, log)
+                image = self._images.build(request, links, correlation_id, log, self._now_ns)
+                image.listener = self
         finally:
             if image is None:
                 log.close()
@@ -359,113 +351,6 @@ class UdpSubscriptions:
         for link in links:
             self._link(link, image, self._now_ns)
         self._receiver.new_publication_image(image)
-
-    def _create_image(
-        self,
-        request: ImageRequest,
-        links: list[NetworkSubscriptionLink],
-        correlation_id: int,
-        log: LogBuffers,
-    ) -> PublicationImage:
-        context = self._context
-        settings = self._settings
-        endpoint = request.endpoint
-        channel = endpoint.channel
-        term_length = request.term_length
-        counters = self._counters
-        owner_id = links[0].client_id  # as Aeron 1.53: the subscribing client owns them
-        allocated: list[int] = []
-        try:
-            for type_id in (
-                RECEIVER_HWM_TYPE_ID,
-                RECEIVER_POSITION_TYPE_ID,
-                RECEIVER_NAKS_SENT_TYPE_ID,
-            ):
-                allocated.append(
-                    allocate_stream_counter(
-                        counters,
-                        type_id,
-                        correlation_id,
-                        request.session_id,
-                        request.stream_id,
-                        channel.original_uri,
-                        owner_id,
-                    )
-                )
-        except TransportStateError:
-            for counter_id in allocated:
-                counters.free(counter_id)
-            raise
-        hwm_id, pos_id, naks_sent_id = allocated
-        rcv_hwm = Position(counters.values_buffer, hwm_id, counters)
-        rcv_pos = Position(counters.values_buffer, pos_id, counters)
-        rcv_naks_sent = AtomicCounter(counters.values_buffer, naks_sent_id, counters)
-        is_sparse = links[0].is_sparse
-        window = settings.receiver_window_length(term_length, channel.receiver_window_length)
-        metadata = log.metadata
-        metadata.initial_term_id = request.initial_term_id
-        metadata.mtu_length = request.mtu_length
-        metadata.correlation_id = correlation_id
-        metadata.receiver_window_length = window
-        metadata.sparse = is_sparse
-        metadata.reliable = links[0].is_reliable
-        metadata.rejoin = links[0].is_rejoin
-        metadata.tether = links[0].is_tether
-        metadata.group = channel.is_multicast
-        metadata.log_type = LOG_TYPE_IMAGE
-        sndbuf, rcvbuf = endpoint.transport.socket_buffer_lengths()
-        metadata.socket_sndbuf_length = sndbuf
-        metadata.socket_rcvbuf_length = rcvbuf
-        fill_default_header(
-            log.meta_data_buffer, request.session_id, request.stream_id, request.initial_term_id
-        )
-        set_end_of_stream_position(log.meta_data_buffer, _MAX_POSITION)
-
-        system = self._system_counters
-        image = PublicationImage(
-            log=log,
-            endpoint=endpoint,
-            correlation_id=correlation_id,
-            session_id=request.session_id,
-            stream_id=request.stream_id,
-            initial_term_id=request.initial_term_id,
-            active_term_id=request.active_term_id,
-            initial_term_offset=request.term_offset,
-            rcv_hwm=rcv_hwm,
-            rcv_pos=rcv_pos,
-            control_address=request.control_address,
-            source_address=request.source_address,
-            delay_generator=self._delay_generator(channel),
-            is_reliable=links[0].is_reliable,
-            receiver_window_length=window,
-            status_message_timeout_ns=settings.status_message_timeout_ns,
-            image_liveness_timeout_ns=settings.image_liveness_timeout_ns,
-            untethered_window_limit_timeout_ns=context.untethered_window_limit_timeout_ns,
-            untethered_resting_timeout_ns=context.untethered_resting_timeout_ns,
-            heartbeats_received=system.get(SystemCounter.HEARTBEATS_RECEIVED),
-            flow_control_under_runs=system.get(SystemCounter.FLOW_CONTROL_UNDER_RUNS),
-            flow_control_over_runs=system.get(SystemCounter.FLOW_CONTROL_OVER_RUNS),
-            status_messages_sent=system.get(SystemCounter.STATUS_MESSAGES_SENT),
-            naks_sent=system.get(SystemCounter.NAK_MESSAGES_SENT),
-            rcv_naks_sent=rcv_naks_sent,
-            loss_gap_fills=system.get(SystemCounter.LOSS_GAP_FILLS),
-            now_ns=self._now_ns,
-        )
-        image.listener = self
-        return image
-
-    def _delay_generator(self, channel: UdpChannel) -> FeedbackDelayGenerator:
-        settings = self._settings
-        if channel.is_multicast:
-            return OptimalMulticastDelayGenerator(
-                settings.nak_multicast_max_backoff_ns, settings.nak_multicast_group_size
-            )
-        delay_ns = (
-            channel.nak_delay_ns
-            if channel.nak_delay_ns is not None
-            else settings.nak_unicast_delay_ns
-        )
-        return StaticDelayGenerator(delay_ns, delay_ns * settings.nak_unicast_retry_delay_ratio)
 
     # ImageListener ----------------------------------------------------------------------------
 
