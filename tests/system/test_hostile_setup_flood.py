@@ -14,7 +14,6 @@ so the driver's directory grows by less than :data:`SHM_BOUND_BYTES` (tens of Mi
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 import urllib.request
@@ -29,7 +28,7 @@ from aeromq.producer import Producer
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.driver import SystemCounter
-from aeromq.transport.testing.hostile_peer import HostilePeer
+from aeromq.transport.testing.hostile_peer import HostilePeer, free_udp_port
 from tests.system.conftest import ADMIN_TIMEOUT_S
 
 TOPIC = "UnderFlood"
@@ -41,16 +40,9 @@ SHM_BOUND_BYTES = 32 * MIB
 guide's: one 4 KiB metadata page per image admitted, at most 21 images from one address)."""
 
 
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[ServerProcess]:
-    port = _free_udp_port()
+    port = free_udp_port()
     process = start_broker_process(
         tmp_path / "data", "broker-flooded", ["--ingress-udp-endpoint", f"127.0.0.1:{port}"]
     )

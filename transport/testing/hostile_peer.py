@@ -13,6 +13,7 @@ code, it sends:
 
 ``bind`` picks the local address the frames come from (any loopback address works on Linux, so
 a test can play several sources). Use it as a context manager (it closes its socket).
+:func:`free_udp_port` finds a port for the receiver under attack.
 """
 
 from __future__ import annotations
@@ -29,10 +30,18 @@ from aeromq.transport.protocol import (
     SetupFlyweight,
 )
 
-__all__ = ["DEFAULT_MTU", "HostilePeer"]
+__all__ = ["DEFAULT_MTU", "HostilePeer", "free_udp_port"]
 
 DEFAULT_MTU = 1408
 """The MTU the forged SETUPs announce (Aeron's default)."""
+
+
+def free_udp_port(host: str = "127.0.0.1") -> int:
+    """A UDP port of ``host`` free now (bound and let go): for the receiver a test attacks."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 class HostilePeer:

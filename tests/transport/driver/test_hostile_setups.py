@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,7 @@ from aeromq.transport.driver import (
     log_allocator,
 )
 from aeromq.transport.logbuffer.log_buffers import LogBuffers
-from aeromq.transport.testing.hostile_peer import HostilePeer
+from aeromq.transport.testing.hostile_peer import HostilePeer, free_udp_port
 from tests.system._tmpfs import small_tmpfs
 from tests.transport.driver.support import small_context, wait_until
 
@@ -35,16 +34,9 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def port() -> int:
-    return _free_udp_port()
+    return free_udp_port()
 
 
 def _launch(shm_dir: Path, **udp: Any) -> tuple[MediaDriver, Aeron]:
@@ -94,7 +86,7 @@ def test_should_let_a_subscription_raise_the_cap_for_its_own_channel(
     shm_dir: Path, port: int
 ) -> None:
     driver, aeron = _launch(shm_dir, image_max_term_length=64 * 1024)
-    other_port = _free_udp_port()
+    other_port = free_udp_port()
     try:
         raised = aeron.add_subscription(
             f"aeron:udp?endpoint=127.0.0.1:{port}|max-term-length=1m", STREAM
