@@ -14,7 +14,9 @@ last bytes of one: a long answer arriving over a slow network is being heard), i
 keepalive every :data:`PROBE_AFTER_NS`. A live broker answers keepalives at once, even while it
 holds the session's pull for seconds; a session that has heard nothing for :data:`SILENT_NS`
 (no answer, no keepalive's answer) has lost its broker and fails, so its caller looks the broker
-up again and connects anew. An idle session sends nothing more than before.
+up again and connects anew. An idle session sends nothing more than before. Silence counts only
+while the session's poller runs: checks :data:`PROBE_AFTER_NS` apart or more (its thread kept
+off the CPU) start the count again, since answers may be waiting unread.
 
 A pure timing state machine (as kafka-python's ``heartbeat.py``): no I/O; the caller sends the
 keepalive and fails the session. Caller: ``SessionLiveness`` on the poller thread.
@@ -45,6 +47,7 @@ class UdpProbe:
     """The probe of one UDP session (see module)."""
 
     __slots__ = (
+        "_last_check_ns",
         "_last_probe_ns",
         "_position",
         "_waiting_since_ns",
@@ -57,6 +60,7 @@ class UdpProbe:
         self.silent_ns = silent_ns
         self._waiting_since_ns: int | None = None
         self._last_probe_ns = 0
+        self._last_check_ns = 0
         self._position = 0
 
     def check(
@@ -66,10 +70,12 @@ class UdpProbe:
         ``last_heard_ns``, has requests waiting for answers (``waiting``) and has read its
         response stream up to ``received_position`` (a change is a sign of life too)."""
         since_ns = self._waiting_since_ns
+        starved = now_ns - self._last_check_ns >= self.probe_after_ns
+        self._last_check_ns = now_ns
         if not waiting:
             self._waiting_since_ns = None
             return ProbeAction.NOTHING
-        if since_ns is None or received_position != self._position:
+        if since_ns is None or starved or received_position != self._position:
             since_ns = self._waiting_since_ns = now_ns
             self._position = received_position
         silent_ns = now_ns - max(since_ns, last_heard_ns)
