@@ -1,0 +1,45 @@
+"""What replication needs of a member's message store (``MessageStore`` with
+``StoreConfig.replicated``), as a protocol: the leader reads its log and sets the high
+watermark; a follower appends the leader's bytes, flushes them and truncates.
+
+Caller: the replication agent's roles (``replicator``, ``fetcher``); the broker hands them its
+``MessageStore``. Affects: the store (through it).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+__all__ = ["ReplicatedLog"]
+
+
+class ReplicatedLog(Protocol):
+    """The store's side of replication (see the store's contract for groups)."""
+
+    @property
+    def max_physical_offset(self) -> int:
+        """The log end offset (LEO): where the next byte goes."""
+
+    @property
+    def flushed_physical_offset(self) -> int:
+        """How far the log is known fsynced."""
+
+    @property
+    def committed_offset(self) -> int:
+        """The high watermark the store applies (what clients see, what completes puts)."""
+
+    def read_log(self, offset: int, max_bytes: int) -> bytes | memoryview:
+        """Raw log bytes from the batch (or blank) boundary ``offset``: whole batches up to
+        ``max_bytes`` (at least one), never past the log end."""
+
+    def append_replicated(self, offset: int, data: bytes | memoryview) -> None:
+        """Append the leader's bytes at exactly the log end ``offset``."""
+
+    def flush(self) -> int:
+        """fsync what was appended (group commit); returns the flushed offset."""
+
+    def set_high_watermark(self, high_watermark: int) -> None:
+        """Raise the committed offset (monotonic, never above the log end)."""
+
+    def truncate_to(self, offset: int) -> None:
+        """Zero the log from ``offset`` on, durably, and forget what it held."""
