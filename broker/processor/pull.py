@@ -36,6 +36,9 @@ a ``key=value`` text, and counted by code in :attr:`PullProcessor.errors`: an un
 count or group (INVALID_PARAMETER), a tag expression that does not parse
 (SUBSCRIPTION_PARSE_FAILED), and so does a SQL92 expression that does not compile.
 
+In a broker group (``leadership`` given) only the leader serves pulls; another member answers
+NOT_LEADER naming the leader (``Status.leader``).
+
 SQL92 subscriptions (``expression_type`` SQL92): the expression is compiled once (cached) and
 :func:`apply_sql92` keeps the messages of a get whose properties it selects (``TAGS`` among
 them); a FOUND get none of whose messages match is answered NO_MATCHED_MSG, its next offset
@@ -58,6 +61,7 @@ from typing import Final
 import numpy as np
 
 from aeromq.broker.observability._topic_meter import TopicMeter
+from aeromq.broker.processor.leadership import Leadership, refusal
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.store import (
     GetMessageResult,
@@ -223,8 +227,10 @@ class PullProcessor:
         max_bytes: int = MAX_PULL_BYTES,
         long_polling: bool = True,
         meter: TopicMeter | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self._store = store
+        self._leadership = leadership
         self.meter = meter or TopicMeter()
         self._hold = hold
         self.broker_name = broker_name
@@ -250,6 +256,12 @@ class PullProcessor:
         topic = request.topic
         queue_id = request.queue_id
         response = messages_pb2.PullMessageResponse()
+        leadership = self._leadership
+        if leadership is not None and (code := leadership.read_refusal()):
+            self.errors[code] += 1
+            refusal(leadership, code, f"pull of topic={topic!r}", response.status)
+            on_done(PullAnswer(response, b""))
+            return
         error = self._check(request)
         if error is not None:
             code, text = error

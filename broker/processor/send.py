@@ -11,6 +11,12 @@ topic, body sizes, tags and their hash column, properties), handed to the store 
 copy into the commit log, broker fields patched in the header) and answered with the batch's
 base queue offset and count: no object per message on the way.
 
+In a broker group (``leadership`` given), a member that does not lead, or a leader whose
+lease is not surely valid, answers NOT_LEADER naming the leader (``Status.leader``); a leader
+whose committed ISR is below ``min_isr`` answers NOT_ENOUGH_REPLICAS: both before anything is
+appended. A leader's send completes once the group's high watermark passes its batch (the
+store calls back then), or fails with REPLICATION_TIMEOUT (outcome unknown).
+
 Back pressure: :meth:`SendProcessor.can_accept` is False while the store cannot take more,
 that is while more than ``max_unflushed_bytes`` are appended but not yet on disk, or more than
 ``max_inflight_sends`` sends wait for their flush. The transport session ABORTs the fragment
@@ -40,6 +46,7 @@ from typing import Final
 from aeromq.broker._batch_limits import BATCH_FRAMING_ALLOWANCE
 from aeromq.broker._errors import InvalidArgumentError
 from aeromq.broker.observability._topic_meter import TopicMeter
+from aeromq.broker.processor.leadership import Leadership, refusal
 from aeromq.broker.store import (
     MessageStore,
     PutMessageResult,
@@ -106,8 +113,10 @@ class SendProcessor:
         max_inflight_sends: int = DEFAULT_MAX_INFLIGHT_SENDS,
         clock_ms: Callable[[], int] | None = None,
         meter: TopicMeter | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self._store = store
+        self._leadership = leadership
         self.meter = meter or TopicMeter()
         self.broker_name = broker_name
         self.max_message_size = max_message_size
@@ -144,6 +153,13 @@ class SendProcessor:
         """Check, append and answer ``request`` through ``on_done`` (see module). Never
         raises for a bad request: it is answered with its error code."""
         self.requests += 1
+        leadership = self._leadership
+        if leadership is not None and (code := leadership.write_refusal()):
+            self.errors[code] += 1
+            response = messages_pb2.SendMessageResponse()
+            refusal(leadership, code, f"send to topic={request.topic!r}", response.status)
+            on_done(response)
+            return
         started_ns = time.perf_counter_ns()
         batch = request.batch  # a copy out of the request: read it once
         checked = self._check(request, batch)
