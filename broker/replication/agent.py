@@ -7,11 +7,13 @@ FETCH and ACK from followers (to the leader's :class:`LeaderReplicator`). The co
 snapshots come through a queue (the agent's only cross-thread input) and decide the role:
 
 - ``snapshot.lead`` (this process won ``state.epoch``): stop following, append ``(epoch,
-  LEO)`` to the epoch file durably, arm the fence, and lead: sends are taken from then on;
+  LEO)`` to the epoch file durably, arm the fence, and lead (``store.start_leading``): sends
+  are taken from then on;
 - ``state`` names another live leader: follow it (a fetcher per (leader, epoch));
 - while leading, a snapshot that no longer says ``lead``, or the fence firing (the lease not
   surely valid), ends the term at once: sends are refused (``NOT_LEADER``), those waiting for
-  the high watermark fail (``on_resign``: outcome unknown), and the controller is told.
+  the high watermark fail (``store.stop_leading``: outcome unknown), and the controller is
+  told.
 
 Every role change logs one line (``group role: ...``). The send path asks
 :meth:`ReplicationAgent.write_refusal` (any thread) before it appends.
@@ -34,7 +36,7 @@ from typing import Final
 from aeromq.broker.replication.controller import GroupSnapshot
 from aeromq.broker.replication.epoch_file import EpochFile
 from aeromq.broker.replication.fencing import SelfFence
-from aeromq.broker.replication.fetcher import ReplicaFetcher
+from aeromq.broker.replication.fetcher import FetcherCounters, ReplicaFetcher
 from aeromq.broker.replication.frame_codec import (
     AckFrame,
     AppendFrame,
@@ -87,7 +89,6 @@ class ReplicationAgent:
         settings: ReplicationSettings,
         request_isr: Callable[[int, Sequence[int]], None],
         fenced: Callable[[int], None],
-        on_resign: Callable[[], None],
     ) -> None:
         self._aeron = aeron
         self._log = log
@@ -100,7 +101,6 @@ class ReplicationAgent:
         self._settings = settings
         self._request_isr = request_isr
         self._fenced = fenced
-        self._on_resign = on_resign
         self._commands: queue.SimpleQueue[GroupSnapshot] = queue.SimpleQueue()
         channel = replication_channel(endpoint)
         self._from_leader: Subscription = aeron.add_subscription(channel, LEADER_STREAM_ID)
@@ -113,6 +113,8 @@ class ReplicationAgent:
         self.fetcher: ReplicaFetcher | None = None
         self.malformed_frames = 0
         self.terms_led = 0
+        self.fetched = FetcherCounters()
+        """What this member's fetchers did, over every leader it followed."""
         self._now_ns = time.monotonic_ns()
 
     # -- cross-thread ------------------------------------------------------------------------------
@@ -247,12 +249,12 @@ class ReplicationAgent:
             self._aeron,
             self._log,
             self.epochs,
-            self._data_dir,
             group=self.group,
             member_id=self.member_id,
             leader=leader,
             epoch=state.epoch,
             settings=self._settings,
+            counters=self.fetched,
         )
         self.epoch = state.epoch
         self.role = Role.FOLLOWER
@@ -274,6 +276,7 @@ class ReplicationAgent:
         if last is None or last.epoch < state.epoch:
             self.epochs.append(state.epoch, leo)  # durable before any byte of the epoch
         self._fence.arm()
+        self._log.start_leading()
         replicator = LeaderReplicator(
             self._aeron,
             self._log,
@@ -307,13 +310,15 @@ class ReplicationAgent:
         if replicator is None:
             return
         replicator.close()
-        self._on_resign()
+        failed = self._log.stop_leading()
         _log.warning(
-            "group role: group=%s member=%d role=follower epoch=%d: stopped leading, %s",
+            "group role: group=%s member=%d role=follower epoch=%d: stopped leading, %s "
+            "(sends failed, outcome unknown: %d)",
             self.group,
             self.member_id,
             replicator.epoch,
             why,
+            failed,
         )
 
     def _stop_following(self) -> None:

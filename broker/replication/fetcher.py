@@ -5,8 +5,9 @@ Following the leader of ``epoch`` (:meth:`ReplicaFetcher.do_work`, on the agent'
 
 1. **handshake**: ``ReplicaEpochEnd`` over gRPC (a future, polled) until the truncation point
    is known (:mod:`~aeromq.broker.replication.handshake`); a point below the log end is
-   truncated to durably (intent, ``store.truncate_to``, epoch file, intent cleared); then a
-   publication to the leader's replication endpoint and a FETCH from the log end;
+   truncated to durably (``store.truncate_to``: intent, log, state, this member's epoch file,
+   intent cleared); then a publication to the leader's replication endpoint and a FETCH from
+   the log end;
 2. **APPEND** (of this leader epoch only: older ones are a deposed leader's and are dropped,
    counted): bytes at the expected offset are appended (``store.append_replicated``), after
    the epoch file learns a new epoch (before any byte of it); bytes already held are skipped;
@@ -18,23 +19,19 @@ Following the leader of ``epoch`` (:meth:`ReplicaFetcher.do_work`, on the agent'
    for ``fetch_retry_ms``.
 
 Caller: the replication agent. Affects: the store (appends, flushes, truncation, committed
-offset), the epoch file, the truncation intent.
+offset), the epoch file.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Final
 
 import grpc
 
-from aeromq.broker.replication.epoch_file import (
-    EpochFile,
-    clear_truncate_intent,
-    write_truncate_intent,
-)
+from aeromq.broker.replication.epoch_file import EpochFile
 from aeromq.broker.replication.frame_codec import (
     AppendFrame,
     HeartbeatFrame,
@@ -50,12 +47,22 @@ from aeromq.common import ResponseCode
 from aeromq.proto import replication_pb2, replication_pb2_grpc
 from aeromq.transport.client import Aeron, ExclusivePublication
 
-__all__ = ["FetcherPhase", "ReplicaFetcher"]
+__all__ = ["FetcherCounters", "FetcherPhase", "ReplicaFetcher"]
 
 _log = logging.getLogger(__name__)
 
 _RETRY_NS: Final = 100_000_000
 """A failed handshake call is tried again after this long."""
+
+
+@dataclass(slots=True)
+class FetcherCounters:
+    """What a member's fetchers did, over every leader it followed (the agent keeps one)."""
+
+    appended_bytes: int = 0
+    truncated_bytes: int = 0
+    stale_frames: int = 0
+    gaps: int = 0
 
 
 class FetcherPhase:
@@ -73,19 +80,18 @@ class ReplicaFetcher:
         aeron: Aeron,
         log: ReplicatedLog,
         epochs: EpochFile,
-        data_dir: Path,
         *,
         group: str,
         member_id: int,
         leader: MemberInfo,
         epoch: int,
         settings: ReplicationSettings,
+        counters: FetcherCounters | None = None,
         channel_factory: Callable[[str], grpc.Channel] = grpc.insecure_channel,
     ) -> None:
         self._aeron = aeron
         self._log = log
         self._epochs = epochs
-        self._data_dir = data_dir
         self.group = group
         self.member_id = member_id
         self.leader = leader
@@ -105,10 +111,7 @@ class ReplicaFetcher:
         self._leader_leo = 0
         self._dirty = False
         self._ack_due = False
-        self.truncated_bytes = 0
-        self.appended_bytes = 0
-        self.stale_frames = 0
-        self.gaps = 0
+        self.counters = counters or FetcherCounters()
 
     def close(self) -> None:
         """Stop following: cancel a call in flight, close the publication and the channel."""
@@ -125,12 +128,12 @@ class ReplicaFetcher:
     def on_append(self, frame: AppendFrame, now_ns: int) -> None:
         """An APPEND from a leader (any: the stale are dropped here)."""
         if frame.leader_epoch != self.epoch or self.phase != FetcherPhase.FETCHING:
-            self.stale_frames += 1
+            self.counters.stale_frames += 1
             return
         offset, payload = frame.offset, frame.payload
         expected = self._next_offset
         if offset > expected:
-            self.gaps += 1
+            self.counters.gaps += 1
             self._fetch_due = True
             return
         if offset < expected:
@@ -150,7 +153,7 @@ class ReplicaFetcher:
             self._restart(now_ns, f"append refused: {exc}")
             return
         self._next_offset = offset + len(payload)
-        self.appended_bytes += len(payload)
+        self.counters.appended_bytes += len(payload)
         self._dirty = True
         self._last_progress_ns = now_ns
         self._apply_high_watermark(frame.high_watermark)
@@ -158,7 +161,7 @@ class ReplicaFetcher:
     def on_heartbeat(self, frame: HeartbeatFrame, now_ns: int) -> None:
         """A HEARTBEAT from a leader (any: the stale are dropped here)."""
         if frame.epoch != self.epoch or self.phase != FetcherPhase.FETCHING:
-            self.stale_frames += 1
+            self.counters.stale_frames += 1
             return
         self._leader_leo = frame.leader_leo
         self._ack_due = True
@@ -280,15 +283,13 @@ class ReplicaFetcher:
         self._retry_at_ns = now_ns + _RETRY_NS
 
     def _truncate(self, point: int) -> None:
-        """Truncate the log durably to ``point`` if it ends past it (steps a-d)."""
+        """Truncate the log durably to ``point`` if it ends past it (the store's steps: intent,
+        log, state, this epoch file, intent cleared)."""
         log = self._log
         leo = log.max_physical_offset
         if point < leo:
-            write_truncate_intent(self._data_dir, point)
-            log.truncate_to(point)
-            self._epochs.truncate_from(point)
-            clear_truncate_intent(self._data_dir)
-            self.truncated_bytes += leo - point
+            log.truncate_to(point, epochs=self._epochs)
+            self.counters.truncated_bytes += leo - point
             _log.warning(
                 "replication: divergent log tail truncated: leader=%d epoch=%d from=%d to=%d",
                 self.leader.id,

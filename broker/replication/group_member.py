@@ -3,7 +3,8 @@ controller (lease, watch, elections, ISR writes), the replication agent on its o
 what the rest of the broker asks of them (may I take sends, who leads, the handshake's answer).
 
 :meth:`GroupMember.start` runs after the broker has bound its ports (its member key names
-them): it finishes a truncation a crash interrupted, joins the group (as a follower: a state
+them) and after the store started (which finished a truncation a crash interrupted, epoch file
+included): it joins the group (as a follower: a state
 that names this member from an earlier run is given up first), starts the agent, and waits a
 bounded time until the group has a leader, so that the ready line says the role.
 :meth:`GroupMember.stop` leaves: the agent stops (a leader's waiting sends fail), the lease is
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +26,6 @@ from aeromq.broker.etcd import EtcdClient
 from aeromq.broker.replication.agent import ReplicationAgent, Role
 from aeromq.broker.replication.controller import GroupController, GroupSnapshot
 from aeromq.broker.replication.election import ElectionConfig
-from aeromq.broker.replication.epoch_file import (
-    EpochFile,
-    clear_truncate_intent,
-    read_truncate_intent,
-)
 from aeromq.broker.replication.fencing import SelfFence
 from aeromq.broker.replication.membership import MemberInfo
 from aeromq.broker.replication.replicated_log import ReplicatedLog
@@ -88,14 +84,12 @@ class GroupMember:
         log: ReplicatedLog,
         data_dir: Path,
         *,
-        on_resign: Callable[[], None],
         replication: ReplicationSettings | None = None,
     ) -> None:
         self.settings = settings
         self._aeron = aeron
         self._log = log
         self._data_dir = data_dir
-        self._on_resign = on_resign
         self._replication = replication or ReplicationSettings(
             replica_lag_max_ms=settings.replica_lag_max_ms
         )
@@ -116,21 +110,9 @@ class GroupMember:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def finish_truncation(self) -> int | None:
-        """A truncation a crash interrupted: the store redid its part at start; drop the epochs
-        from its point and clear the intent. Returns the point (None when there was none)."""
-        point = read_truncate_intent(self._data_dir)
-        if point is None:
-            return None
-        EpochFile(self._data_dir).truncate_from(point)
-        clear_truncate_intent(self._data_dir)
-        _log.warning("replication: finished a truncation interrupted by a crash: to=%d", point)
-        return point
-
     def start(self, endpoints: common_pb2.BrokerEndpoints) -> None:
         """Join the group as the member ``endpoints`` reach (see module)."""
         settings = self.settings
-        self.finish_truncation()
         client = self._client = EtcdClient(etcd_target(settings.etcd_endpoints))
         info = MemberInfo.of(settings.member_id, endpoints, settings.replication_endpoint)
         agent = self.agent = ReplicationAgent(
@@ -144,7 +126,6 @@ class GroupMember:
             settings=self._replication,
             request_isr=self._request_isr,
             fenced=self._fenced,
-            on_resign=self._on_resign,
         )
         controller = self.controller = GroupController(
             client,
@@ -247,22 +228,22 @@ class GroupMember:
         return response
 
     def stats(self) -> dict[str, int]:
-        """Counters of replication (published as the broker's gauges)."""
+        """Counters of replication, a fixed set of names (published as the broker's gauges;
+        0 before the member has started)."""
         agent = self.agent
-        if agent is None:
-            return {}
-        replicator, fetcher = agent.replicator, agent.fetcher
+        replicator = None if agent is None else agent.replicator
+        fetched = None if agent is None else agent.fetched
         return {
-            "replication.epoch": agent.epoch,
-            "replication.leader": int(agent.role is Role.LEADER),
-            "replication.malformed_frames": agent.malformed_frames,
-            "replication.terms_led": agent.terms_led,
-            "replication.isr": 0 if replicator is None else len(replicator.isr.committed),
+            "replication.epoch": 0 if agent is None else agent.epoch,
+            "replication.leader": int(agent is not None and agent.role is Role.LEADER),
+            "replication.terms_led": 0 if agent is None else agent.terms_led,
+            "replication.malformed_frames": 0 if agent is None else agent.malformed_frames,
+            "replication.stale_frames": 0 if fetched is None else fetched.stale_frames,
             "replication.high_watermark": self._log.committed_offset,
+            "replication.isr": 0 if replicator is None else len(replicator.isr.committed),
             "replication.frames_sent": 0 if replicator is None else replicator.frames_sent,
-            "replication.appended_bytes": 0 if fetcher is None else fetcher.appended_bytes,
-            "replication.stale_frames": 0 if fetcher is None else fetcher.stale_frames,
-            "replication.truncated_bytes": 0 if fetcher is None else fetcher.truncated_bytes,
+            "replication.appended_bytes": 0 if fetched is None else fetched.appended_bytes,
+            "replication.truncated_bytes": 0 if fetched is None else fetched.truncated_bytes,
         }
 
     # -- between the agent and the controller -------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from aeromq.broker.replication import ReplicationError
+from aeromq.broker.replication import EpochFile, ReplicationError
 
 
 class MemoryLog:
@@ -19,6 +19,7 @@ class MemoryLog:
         self._lock = threading.Lock()
         self.flushes = 0
         self.resigns = 0
+        self.leading = False
 
     @property
     def max_physical_offset(self) -> int:
@@ -47,11 +48,12 @@ class MemoryLog:
         with self._lock:
             return bytes(self._data[offset : offset + max_bytes])
 
-    def append_replicated(self, offset: int, data: bytes | memoryview) -> None:
+    def append_replicated(self, offset: int, data: bytes | memoryview) -> int:
         with self._lock:
             if offset != len(self._data):
                 raise ReplicationError("not at the log end", offset=offset, leo=len(self._data))
             self._data += data
+            return len(self._data)
 
     def flush(self) -> int:
         with self._lock:
@@ -63,10 +65,19 @@ class MemoryLog:
         with self._lock:
             self._committed = max(self._committed, min(high_watermark, len(self._data)))
 
-    def truncate_to(self, offset: int) -> None:
+    def truncate_to(self, offset: int, *, epochs: EpochFile | None = None) -> int:
         with self._lock:
+            dropped = len(self._data) - offset
             del self._data[offset:]
             self._flushed = min(self._flushed, offset)
+        if epochs is not None:
+            epochs.truncate_from(offset)
+        return dropped
 
-    def fail_uncommitted(self) -> None:
+    def start_leading(self) -> None:
+        self.leading = True
+
+    def stop_leading(self) -> int:
+        self.leading = False
         self.resigns += 1
+        return 0

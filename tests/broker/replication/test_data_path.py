@@ -99,7 +99,6 @@ class _Cluster:
             settings=SETTINGS,
             request_isr=lambda epoch, isr: holder[0].isr_requests.append((epoch, tuple(isr))),
             fenced=lambda epoch: holder[0].fenced.append(epoch),
-            on_resign=log.fail_uncommitted,
         )
         server = self._serve(agent)
         info = MemberInfo(member_id, 1, server.address, "aeron:ipc", 1, "", 0, endpoint, "", "h")
@@ -195,7 +194,7 @@ def test_should_truncate_a_divergent_tail_before_fetching(cluster: _Cluster) -> 
     _wait(lambda: follower.log.data == leader.log.data)
 
     fetcher = follower.agent.fetcher
-    assert fetcher is not None and fetcher.truncated_bytes == 500
+    assert fetcher is not None and fetcher.counters.truncated_bytes == 500
     assert EpochFile(follower.data_dir).entries == ((1, 0), (2, 1000))
     assert not (follower.data_dir / "truncate.intent").exists()
 
@@ -213,7 +212,7 @@ def test_should_refuse_the_frames_of_a_deposed_leader(cluster: _Cluster) -> None
     _wait(lambda: follower.log.data == leader.log.data)
     fetcher = follower.agent.fetcher
     assert fetcher is not None
-    stale_before = fetcher.stale_frames
+    stale_before = fetcher.counters.stale_frames
 
     deposed = cluster.aeron.add_exclusive_publication(
         replication_channel(follower.info.replication_endpoint), LEADER_STREAM_ID
@@ -221,7 +220,7 @@ def test_should_refuse_the_frames_of_a_deposed_leader(cluster: _Cluster) -> None
     frame = encode_append(4, 0, 100, 100, b"x" * 50, leader_epoch=4)
     _wait(lambda: deposed.offer(frame) > 0)
 
-    _wait(lambda: fetcher.stale_frames > stale_before)
+    _wait(lambda: fetcher.counters.stale_frames > stale_before)
     assert follower.log.data == b"a" * 100
     deposed.close()
 
@@ -249,7 +248,7 @@ def test_should_end_the_term_when_the_fence_fires(cluster: _Cluster) -> None:
     _wait(lambda: leader.fenced == [7])
     assert leader.agent.role is Role.FOLLOWER
     assert leader.agent.write_refusal() == ResponseCode.NOT_LEADER
-    assert leader.log.resigns == 1
+    assert leader.log.resigns == 1 and not leader.log.leading
 
 
 def test_should_ask_a_silent_follower_out_of_the_isr(cluster: _Cluster) -> None:
