@@ -53,6 +53,7 @@ def test_should_have_generated_code_for_every_proto_file() -> None:
         "namesrv",
         "replication",
         "session",
+        "store_meta",
         "apache/rocketmq/v2/admin",
         "apache/rocketmq/v2/definition",
         "apache/rocketmq/v2/service",
