@@ -240,6 +240,8 @@ class BrokerConfig:
                 file_mode=self.file_mode,
                 min_free_disk_bytes=self.min_free_disk_bytes,
                 max_disk_used_percent=self.max_disk_used_percent,
+                replicated=self.group_mode,
+                replication_timeout_ms=self.replication_timeout_ms,
             )
         except ConfigError as exc:
             key = exc.values.get("field", "store_host")

@@ -7,18 +7,29 @@ A refusal is a response ``Status``: ``NOT_LEADER`` names the group's leader in
 ``Status.leader`` when the member knows it (clients send there after refreshing their route),
 ``NOT_ENOUGH_REPLICAS`` says the leader's committed ISR is below ``min_isr``; both retriable.
 
-Caller: ``SendProcessor``, ``PullProcessor``, ``RouteProcessor`` and ``ControlPlane``, once per
-request in group mode. Affects: nothing.
+Metadata (topic configs, committed offsets) goes through the group's log in group mode; a
+change the log did not commit raises with the put's code (:func:`require_committed`).
+
+Caller: ``SendProcessor``, ``PullProcessor``, ``RouteProcessor``, ``ControlPlane``, the topic
+and offset processors, once per request in group mode. Affects: nothing.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 
+from aeromq.broker._errors import BrokerError
+from aeromq.broker.store import PutMessageResult, PutMessageStatus
 from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 
-__all__ = ["Leadership", "refusal"]
+__all__ = ["Leadership", "refusal", "require_committed"]
+
+_CODES: Final = {
+    PutMessageStatus.NOT_LEADER: ResponseCode.NOT_LEADER,
+    PutMessageStatus.REPLICATION_TIMEOUT: ResponseCode.REPLICATION_TIMEOUT,
+    PutMessageStatus.DISK_FULL: ResponseCode.DISK_FULL,
+}
 
 
 class Leadership(Protocol):
@@ -40,6 +51,24 @@ class Leadership(Protocol):
 
     def leader_endpoints(self) -> common_pb2.BrokerEndpoints | None:
         """How to reach the group's leader, when a live one is known."""
+
+
+class _NotCommittedError(BrokerError):
+    """A metadata change the group's log did not commit: its ``code`` is the put's."""
+
+    code = ResponseCode.SYSTEM_ERROR
+    retriable = True
+
+
+def require_committed(result: PutMessageResult, what: str, **values: object) -> None:
+    """Raise (with the put status's response code) unless a metadata change through the
+    group's log (``MessageStore.update_topic_config``, ``commit_offset``, ...) was committed."""
+    status = result.status
+    if status is PutMessageStatus.PUT_OK:
+        return
+    error = _NotCommittedError(f"{what} not committed", status=status.value, **values)
+    error.code = _CODES.get(status, ResponseCode.SYSTEM_ERROR)
+    raise error
 
 
 def refusal(leadership: Leadership, code: int, what: str, status: common_pb2.Status) -> None:

@@ -67,6 +67,7 @@ from aeromq.broker.store import (
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
+    PutMessageResult,
 )
 from aeromq.common import (
     HEADER_STRUCT,
@@ -210,6 +211,10 @@ def _last_batch_start(data: memoryview) -> int:
     return last
 
 
+def _ignore(_: PutMessageResult) -> None:
+    """A pull's commit through the group's log is not waited for (the next one carries on)."""
+
+
 class PullProcessor:
     """Answers pulls from ``store``, holding NO_NEW_MSG answers in ``hold`` (see module).
 
@@ -282,9 +287,14 @@ class PullProcessor:
             on_done(PullAnswer(response, b""))
             return
         if request.commit_offset > 0 and request.consumer_group:
-            self._store.consumer_offsets.commit_offset(
-                request.consumer_group, topic, queue_id, request.commit_offset
-            )
+            if leadership is None:
+                self._store.consumer_offsets.commit_offset(
+                    request.consumer_group, topic, queue_id, request.commit_offset
+                )
+            else:  # through the group's log; the pull does not wait for it
+                self._store.commit_offset(
+                    request.consumer_group, topic, queue_id, request.commit_offset, _ignore
+                )
         max_messages = request.max_msg_nums or self.max_messages
         max_messages = min(max_messages, self.max_messages)
         max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)

@@ -90,6 +90,9 @@ _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
     PutMessageStatus.DISK_FULL: ResponseCode.DISK_FULL,
     PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
     PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.NOT_LEADER: ResponseCode.NOT_LEADER,
+    PutMessageStatus.REPLICATION_TIMEOUT: ResponseCode.REPLICATION_TIMEOUT,
+    PutMessageStatus.OUT_OF_ORDER_SEQUENCE: ResponseCode.OUT_OF_ORDER_SEQUENCE,
 }
 
 
@@ -130,6 +133,7 @@ class SendProcessor:
         self.max_inflight_sends = max_inflight_sends
         self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._round_robin: dict[str, itertools.count[int]] = {}
+        self._created: dict[str, TopicConfig] = {}  # auto-created in a group, not committed yet
         self._submitted = 0  # both under _count_lock: callers and flushers may be any threads
         self._completed = 0
         self._count_lock = threading.Lock()
@@ -189,7 +193,7 @@ class SendProcessor:
             )
             return
         if queue_id == -1:
-            config = self._store.topic_config.get(topic)
+            config = self._store.topic_config.get(topic) or self._created.get(topic)
             assert config is not None  # _check made sure
             counter = self._round_robin.get(topic)
             if counter is None:
@@ -231,6 +235,13 @@ class SendProcessor:
                     f"disk full, sends refused until space is freed: "
                     f"{self._store.disk_space.describe()} topic={topic!r} queue_id={queue_id}"
                 )
+            elif status is PutMessageStatus.NOT_LEADER and self._leadership is not None:
+                refusal(self._leadership, code, f"send to topic={topic!r}", response.status)
+            elif status is PutMessageStatus.REPLICATION_TIMEOUT:
+                response.status.message = (
+                    "not committed by the in-sync replicas in time, outcome unknown: "
+                    f"topic={topic!r} queue_id={queue_id}"
+                )
             else:
                 response.status.message = (
                     f"the store refused the send: status={status.value} "
@@ -256,6 +267,8 @@ class SendProcessor:
         topic = request.topic
         store = self._store
         config = store.topic_config.get(topic)
+        if config is None and self._created:
+            config = self._created.get(topic)
         if config is None:
             if topic in NOT_ALLOWED_SEND_TOPICS:
                 return ResponseCode.NO_PERMISSION, f"sending to a system topic: topic={topic!r}"
@@ -272,7 +285,15 @@ class SendProcessor:
                     f"bad topic name, allowing only {VALID_NAME_PATTERN} up to {TOPIC_MAX_LENGTH}: "
                     f"topic={topic!r}",
                 )
-            store.topic_config.create_or_update(config)
+            if self._leadership is None:
+                store.topic_config.create_or_update(config)
+            else:  # through the group's log: applied once committed, before this send's batch
+                self._created[topic] = config
+
+                def applied(_: PutMessageResult, topic: str = topic) -> None:
+                    self._created.pop(topic, None)
+
+                store.update_topic_config(config, applied)
         if not config.is_writeable:
             return ResponseCode.NO_PERMISSION, f"topic is not writable: topic={topic!r}"
         queue_id = request.queue_id

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,9 +148,13 @@ class GroupMember:
         self._runner = AgentRunner(idle, self._on_agent_error, None, agent)
         self._runner.start()
         controller.start()
+        deadline_s = time.monotonic() + settings.ready_timeout_ms / 1000
         controller.wait_for(
             lambda snapshot: snapshot.leader is not None, settings.ready_timeout_ms / 1000
         )
+        state = controller.snapshot.state
+        while state is not None and agent.epoch != state.epoch and time.monotonic() < deadline_s:
+            time.sleep(0.005)  # the agent takes its role from the snapshot on its own thread
 
     def stop(self) -> None:
         """Leave the group (see module); idempotent."""
@@ -197,9 +202,12 @@ class GroupMember:
         return 0
 
     def leader_endpoints(self) -> common_pb2.BrokerEndpoints | None:
-        """How to reach the group's leader, when etcd names a live one."""
+        """How to reach the group's leader, when etcd names a live one (this member itself
+        only while it leads: a member that refuses as a fenced leader names no one)."""
         leader = self.snapshot.leader
-        return None if leader is None else leader.endpoints()
+        if leader is None or (leader.id == self.member_id and self.role is not Role.LEADER):
+            return None
+        return leader.endpoints()
 
     def answer_epoch_end(
         self, request: replication_pb2.ReplicaEpochEndRequest

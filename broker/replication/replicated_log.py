@@ -43,8 +43,8 @@ class ReplicatedLog(Protocol):
     def flush(self) -> int:
         """fsync what was appended (group commit); returns the flushed offset."""
 
-    def set_high_watermark(self, high_watermark: int) -> None:
-        """Raise the committed offset (monotonic, never above the log end)."""
+    def set_high_watermark(self, offset: int) -> int:
+        """Raise the committed offset (monotonic, never above the log end); returns it."""
 
     def truncate_to(self, offset: int, *, epochs: EpochFile | None = None) -> int:
         """Cut the log back to ``offset`` durably (intent, log, state, ``epochs`` from the

@@ -61,9 +61,10 @@ class MemoryLog:
             self.flushes += 1
             return self._flushed
 
-    def set_high_watermark(self, high_watermark: int) -> None:
+    def set_high_watermark(self, offset: int) -> int:
         with self._lock:
-            self._committed = max(self._committed, min(high_watermark, len(self._data)))
+            self._committed = max(self._committed, min(offset, len(self._data)))
+            return self._committed
 
     def truncate_to(self, offset: int, *, epochs: EpochFile | None = None) -> int:
         with self._lock:
