@@ -94,6 +94,7 @@ _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
     PutMessageStatus.REPLICATION_TIMEOUT: ResponseCode.REPLICATION_TIMEOUT,
     PutMessageStatus.OUT_OF_ORDER_SEQUENCE: ResponseCode.OUT_OF_ORDER_SEQUENCE,
 }
+assert set(_PUT_CODES) == set(PutMessageStatus), "every put status answers with a code"
 
 
 @lru_cache(maxsize=256)
