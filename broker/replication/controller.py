@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from aeromq.broker.etcd import EtcdClient, EtcdError, EventType, WatchEvent
+from aeromq.broker.etcd import EtcdClient, EtcdError, EventType, PrefixWatcher, WatchEvent
 from aeromq.broker.replication.election import (
     Election,
     ElectionConfig,
@@ -121,7 +121,7 @@ class GroupController:
         self._joined = False
         self._isr_request: tuple[int, tuple[int, ...]] | None = None
         self._watcher_revision = 0
-        self._watcher: object = None
+        self._watcher: PrefixWatcher | None = None
         self._thread: threading.Thread | None = None
         self._running = False
         self._last_error_s = 0.0
@@ -213,7 +213,7 @@ class GroupController:
                 self._handle(kind, value)
                 self._duties()
             except EtcdError as exc:
-                self._etcd_failed(exc)
+                self._warn_rarely("group controller: etcd call failed, retrying: %s", exc)
             except Exception:
                 _log.exception("group controller failed a step: group=%s", self.keys.group)
             self._publish()
@@ -292,7 +292,11 @@ class GroupController:
                     action.new.describe(),
                 )
         elif self.election.last_refusal and action is None:
-            self._log_refusal()
+            self._warn_rarely(
+                "group has no leader and cannot elect one: group=%s %s",
+                self.keys.group,
+                self.election.last_refusal,
+            )
 
     def _write_isr(self, state: VersionedState) -> None:
         request = self._isr_request
@@ -367,8 +371,6 @@ class GroupController:
                     self._positions.pop(member, None)
         except Exception as exc:
             _log.warning("group key ignored: key=%s %s", kv.key, exc)
-        if event.revision >= self._watcher_revision:
-            self._watcher_revision = event.revision + 1
 
     def _start_watch(self) -> None:
         self._watcher = self._client.watch_prefix(
@@ -380,9 +382,8 @@ class GroupController:
 
     def _cancel_watch(self) -> None:
         watcher, self._watcher = self._watcher, None
-        cancel = getattr(watcher, "cancel", None)
-        if cancel is not None:
-            cancel()
+        if watcher is not None:
+            watcher.cancel()
 
     def _publish(self) -> None:
         state = self._state.state if self._state is not None else None
@@ -400,21 +401,12 @@ class GroupController:
             self._changed.notify_all()
         self._listener.on_group(snapshot)
 
-    def _etcd_failed(self, error: EtcdError) -> None:
+    def _warn_rarely(self, message: str, *args: object) -> None:
+        """A warning that repeats while a condition lasts: at most one every 5 s."""
         now_s = time.monotonic()
         if now_s - self._last_error_s > 5.0:
             self._last_error_s = now_s
-            _log.warning("group controller: etcd call failed, retrying: %s", error)
-
-    def _log_refusal(self) -> None:
-        now_s = time.monotonic()
-        if now_s - self._last_error_s > 5.0:
-            self._last_error_s = now_s
-            _log.warning(
-                "group has no leader and cannot elect one: group=%s %s",
-                self.keys.group,
-                self.election.last_refusal,
-            )
+            _log.warning(message, *args)
 
 
 def _now_ms() -> int:

@@ -27,6 +27,7 @@ from aeromq.producer import Producer, ProducerConfig
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from tests.broker.etcd import conftest as etcd_fixtures
 from tests.faults.history import History, OpType, check, recovery_times
 from tests.system._group import GROUP, TOPIC, BrokerGroup, GroupSender, queue_of
 
@@ -42,14 +43,7 @@ FAILOVER_LIMIT_S = 5.0
 a loaded CI machine of 2 cores slows every step: 5 s still tells a failover from a hang."""
 
 
-@pytest.fixture
-def etcd_server(shm_dir: Path) -> Iterator[EtcdServer]:
-    server = EtcdServer(shm_dir / "etcd")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+etcd_server = etcd_fixtures.etcd_server  # a real etcd per test, the etcd tests' own
 
 
 @pytest.fixture

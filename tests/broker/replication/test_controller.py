@@ -5,8 +5,7 @@ only by the leader of the epoch, fencing and a lost lease giving leadership up."
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,6 +14,7 @@ from aeromq.broker.replication.controller import GroupController, GroupSnapshot
 from aeromq.broker.replication.election import ElectionConfig
 from aeromq.broker.replication.group_state import GroupKeys, GroupState, GroupStateStore
 from aeromq.broker.replication.membership import MemberInfo
+from tests.broker.replication._waits import wait_until
 
 GROUP = "broker-a"
 
@@ -84,13 +84,6 @@ def group(etcd_server: EtcdServer) -> Iterator[_Group]:
         members.close()
 
 
-def _wait(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 def _leaders(group: _Group) -> list[int]:
     return [m for m, c in group.controllers.items() if c.snapshot.lead]
 
@@ -99,9 +92,9 @@ def test_should_elect_one_leader_that_every_member_knows(group: _Group) -> None:
     for member_id in range(3):
         group.start(member_id)
 
-    _wait(lambda: len(_leaders(group)) == 1)
+    wait_until(lambda: len(_leaders(group)) == 1)
     leader = _leaders(group)[0]
-    _wait(lambda: all(c.snapshot.leader is not None for c in group.controllers.values()))
+    wait_until(lambda: all(c.snapshot.leader is not None for c in group.controllers.values()))
 
     for controller in group.controllers.values():
         state = controller.snapshot.state
@@ -112,14 +105,14 @@ def test_should_elect_one_leader_that_every_member_knows(group: _Group) -> None:
 def _expand_isr(group: _Group) -> int:
     """Let the leader take every member into its ISR (what its agent does once they caught
     up); returns the leader."""
-    _wait(lambda: len(_leaders(group)) == 1)
+    wait_until(lambda: len(_leaders(group)) == 1)
     leader = _leaders(group)[0]
     controller = group.controllers[leader]
     state = controller.snapshot.state
     assert state is not None
     everyone = (leader, *sorted(set(group.controllers) - {leader}))
     controller.request_isr(state.epoch, everyone)
-    _wait(lambda: all(
+    wait_until(lambda: all(
         c.snapshot.state is not None and c.snapshot.state.isr == everyone
         for c in group.controllers.values()
     ))  # fmt: skip
@@ -133,7 +126,7 @@ def test_should_elect_another_leader_when_the_leader_leaves(group: _Group) -> No
 
     group.controllers.pop(first).stop()
 
-    _wait(lambda: len(_leaders(group)) == 1)
+    wait_until(lambda: len(_leaders(group)) == 1)
     second = _leaders(group)[0]
     state = group.controllers[second].snapshot.state
     assert second != first
@@ -147,7 +140,7 @@ def test_should_come_back_as_a_follower_after_a_restart(group: _Group, etcd: Etc
 
     controller = group.start(0)
 
-    _wait(lambda: controller.snapshot.lead)
+    wait_until(lambda: controller.snapshot.lead)
     state = controller.snapshot.state
     assert state is not None and state.epoch == 4  # given up, then elected anew
     assert group.recorders[0].led_epochs() == {4}
@@ -155,24 +148,26 @@ def test_should_come_back_as_a_follower_after_a_restart(group: _Group, etcd: Etc
 
 def test_should_write_an_isr_change_only_for_the_epoch_it_leads(group: _Group) -> None:
     controller = group.start(0)
-    _wait(lambda: controller.snapshot.lead)
+    wait_until(lambda: controller.snapshot.lead)
     state = controller.snapshot.state
     assert state is not None and state.isr == (0,)
 
     controller.request_isr(state.epoch + 1, (0, 1))  # not an epoch it leads: dropped
     controller.request_isr(state.epoch, (0, 2))
 
-    _wait(lambda: controller.snapshot.state is not None and controller.snapshot.state.isr != (0,))
+    wait_until(
+        lambda: controller.snapshot.state is not None and controller.snapshot.state.isr != (0,)
+    )
     assert controller.snapshot.state is not None and controller.snapshot.state.isr == (0, 2)
 
 
 def test_should_give_leadership_up_when_fenced_and_stand_again(group: _Group) -> None:
     controller = group.start(0)
-    _wait(lambda: controller.snapshot.lead)
+    wait_until(lambda: controller.snapshot.lead)
 
     controller.fenced(1)
 
-    _wait(lambda: controller.snapshot.lead and controller.snapshot.state is not None
+    wait_until(lambda: controller.snapshot.lead and controller.snapshot.state is not None
           and controller.snapshot.state.epoch == 2)  # fmt: skip
     assert group.recorders[0].led_epochs() == {1, 2}
 
@@ -181,12 +176,12 @@ def test_should_join_again_with_a_new_lease_when_its_lease_ends(
     group: _Group, etcd: EtcdClient
 ) -> None:
     controller = group.start(0)
-    _wait(lambda: controller.snapshot.lead)
+    wait_until(lambda: controller.snapshot.lead)
     lost = controller.membership.lease_id
 
     etcd.revoke(lost)
 
-    _wait(lambda: controller.membership.lease_id not in (0, lost) and controller.snapshot.lead)
+    wait_until(lambda: controller.membership.lease_id not in (0, lost) and controller.snapshot.lead)
     state = controller.snapshot.state
     assert state is not None and state.epoch == 2
     assert etcd.get(GroupKeys(GROUP).member(0)) is not None

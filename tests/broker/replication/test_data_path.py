@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 from tests.broker.replication._memory_log import MemoryLog
+from tests.broker.replication._waits import wait_until
 
 GROUP = "g"
 SETTINGS = ReplicationSettings(replica_lag_max_ms=300, max_frame_bytes=4096)
@@ -45,13 +46,6 @@ def _free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def _wait(condition: Callable[[], object], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
 
 
 @dataclass
@@ -169,16 +163,16 @@ def test_should_replicate_the_leaders_log_and_move_the_high_watermark(cluster: _
     leader = cluster.add(0, MemoryLog())
     follower = cluster.add(1, MemoryLog())
     cluster.tell(GroupState(0, 1, (0, 1), 2))
-    _wait(lambda: leader.agent.role is Role.LEADER)
+    wait_until(lambda: leader.agent.role is Role.LEADER)
 
     chunks = [bytes([i]) * (1000 + 977 * i) for i in range(12)]  # frames of 4 KiB at most
     for chunk in chunks:
         leader.log.append(chunk)
     end = leader.log.max_physical_offset
 
-    _wait(lambda: follower.log.data == leader.log.data)
-    _wait(lambda: leader.log.committed_offset == end)
-    _wait(lambda: follower.log.committed_offset == end)  # from the frames
+    wait_until(lambda: follower.log.data == leader.log.data)
+    wait_until(lambda: leader.log.committed_offset == end)
+    wait_until(lambda: follower.log.committed_offset == end)  # from the frames
     assert leader.agent.write_refusal() == 0
     assert follower.agent.write_refusal() == ResponseCode.NOT_LEADER
     assert EpochFile(leader.data_dir).entries == EpochFile(follower.data_dir).entries == ((1, 0),)
@@ -191,7 +185,7 @@ def test_should_truncate_a_divergent_tail_before_fetching(cluster: _Cluster) -> 
     follower = cluster.add(1, MemoryLog(common + b"F" * 500), epochs=[(1, 0)])
     cluster.tell(GroupState(0, 3, (0, 1), 2))
 
-    _wait(lambda: follower.log.data == leader.log.data)
+    wait_until(lambda: follower.log.data == leader.log.data)
 
     fetcher = follower.agent.fetcher
     assert fetcher is not None and fetcher.counters.truncated_bytes == 500
@@ -200,7 +194,7 @@ def test_should_truncate_a_divergent_tail_before_fetching(cluster: _Cluster) -> 
 
     leader.log.append(b"3" * 10)  # the first bytes of epoch 3 bring it to the follower
 
-    _wait(lambda: follower.log.data == leader.log.data)
+    wait_until(lambda: follower.log.data == leader.log.data)
     assert EpochFile(follower.data_dir).entries == ((1, 0), (2, 1000), (3, 1200))
 
 
@@ -209,7 +203,7 @@ def test_should_refuse_the_frames_of_a_deposed_leader(cluster: _Cluster) -> None
     follower = cluster.add(1, MemoryLog())
     cluster.tell(GroupState(0, 5, (0, 1), 2))
     leader.log.append(b"a" * 100)
-    _wait(lambda: follower.log.data == leader.log.data)
+    wait_until(lambda: follower.log.data == leader.log.data)
     fetcher = follower.agent.fetcher
     assert fetcher is not None
     stale_before = fetcher.counters.stale_frames
@@ -218,9 +212,9 @@ def test_should_refuse_the_frames_of_a_deposed_leader(cluster: _Cluster) -> None
         replication_channel(follower.info.replication_endpoint), LEADER_STREAM_ID
     )
     frame = encode_append(4, 0, 100, 100, b"x" * 50, leader_epoch=4)
-    _wait(lambda: deposed.offer(frame) > 0)
+    wait_until(lambda: deposed.offer(frame) > 0)
 
-    _wait(lambda: fetcher.counters.stale_frames > stale_before)
+    wait_until(lambda: fetcher.counters.stale_frames > stale_before)
     assert follower.log.data == b"a" * 100
     deposed.close()
 
@@ -228,7 +222,7 @@ def test_should_refuse_the_frames_of_a_deposed_leader(cluster: _Cluster) -> None
 def test_should_hold_sends_and_the_high_watermark_below_min_isr(cluster: _Cluster) -> None:
     leader = cluster.add(0, MemoryLog())
     cluster.tell(GroupState(0, 1, (0,), 2))
-    _wait(lambda: leader.agent.role is Role.LEADER)
+    wait_until(lambda: leader.agent.role is Role.LEADER)
 
     leader.log.append(b"z" * 10)
     time.sleep(0.2)
@@ -241,11 +235,11 @@ def test_should_hold_sends_and_the_high_watermark_below_min_isr(cluster: _Cluste
 def test_should_end_the_term_when_the_fence_fires(cluster: _Cluster) -> None:
     leader = cluster.add(0, MemoryLog())
     cluster.tell(GroupState(0, 7, (0,), 1))
-    _wait(lambda: leader.agent.write_refusal() == 0)
+    wait_until(lambda: leader.agent.write_refusal() == 0)
 
     leader.lease_ok[0] = False
 
-    _wait(lambda: leader.fenced == [7])
+    wait_until(lambda: leader.fenced == [7])
     assert leader.agent.role is Role.FOLLOWER
     assert leader.agent.write_refusal() == ResponseCode.NOT_LEADER
     assert leader.log.resigns == 1 and not leader.log.leading
@@ -258,11 +252,11 @@ def test_should_ask_a_silent_follower_out_of_the_isr(cluster: _Cluster) -> None:
     leader.agent.on_group(GroupSnapshot(GroupState(0, 2, (0, 1), 1), members, lead=True))
     leader.log.append(b"q" * 64)
 
-    _wait(lambda: leader.isr_requests, timeout_s=5)
+    wait_until(lambda: leader.isr_requests, timeout_s=5)
 
     assert leader.isr_requests[0] == (2, (0,))
     assert leader.log.committed_offset == 0  # the union counts 1 until etcd has the change
 
     threading.Event().wait(0.05)
     leader.agent.on_group(GroupSnapshot(GroupState(0, 2, (0,), 1), members, lead=True))
-    _wait(lambda: leader.log.committed_offset == 64)
+    wait_until(lambda: leader.log.committed_offset == 64)
