@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from aeromq.broker.etcd import EtcdClient, EtcdServer
-from aeromq.broker.replication import GroupKeys, GroupState
+from aeromq.broker.replication import GroupKeys, GroupState, MemberInfo
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import (
     ClientError,
@@ -26,13 +26,15 @@ from aeromq.client import (
 )
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.common.record_batch import BATCH_MAGIC, RecordBatch
-from aeromq.producer import Producer, ProducerConfig
+from aeromq.producer import Producer, ProducerConfig, StaticRoute
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from tests._pulled import pulled
 from tests.faults.history import Delivery, History
 
 GROUP: Final = "broker-g"
+SEND_TIMEOUT_MS: Final = 1500
+"""A send's timeout: a send in flight to a leader that dies or pauses waits this long."""
 TOPIC: Final = "replicated"
 QUEUES: Final = 2
 
@@ -135,6 +137,12 @@ class BrokerGroup:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no new leader: state={self.state()} live={self.live()}")
             time.sleep(0.02)
+
+    def leader_info(self) -> MemberInfo | None:
+        """The endpoints of the leader etcd names, while its key exists."""
+        leader = self.leader()
+        kv = None if leader is None else self.client.get(self.keys.member(leader))
+        return None if kv is None else MemberInfo.from_json(kv.value)
 
     def grpc(self, member_id: int) -> str:
         """Member ``member_id``'s gRPC address (of its last start)."""
@@ -272,22 +280,18 @@ class GroupSender:
             time.sleep(0.01)
 
     def _producers(self) -> Iterator[Producer]:
-        """A producer of the leader, found through any live member; forever."""
-        config = ProducerConfig(send_timeout_ms=3000, retry_times_when_send_failed=0)
+        """A producer of the leader etcd names, forever (a client finds it through routes and
+        ``NOT_LEADER`` answers: that discovery is the clients' matter; these histories time
+        the brokers' failover)."""
+        config = ProducerConfig(send_timeout_ms=SEND_TIMEOUT_MS, retry_times_when_send_failed=0)
+        group = self._group
         while not self._stop.is_set():
-            for member_id in sorted(self._group.members):
-                if self._group.members[member_id].process.poll() is not None:
-                    continue
-                try:
-                    producer = Producer(
-                        f"group-{self.process}", self._group.grpc(member_id), config=config
-                    )
-                    producer.start()
-                except ClientError as exc:
-                    self.errors.append(f"start: {exc}")
-                    continue
-                yield producer
-            time.sleep(0.05)
+            info = group.leader_info()
+            if info is None:
+                time.sleep(0.02)
+                continue
+            route = StaticRoute({GROUP: info.endpoints()}, QUEUES)
+            yield Producer(f"group-{self.process}", route=route, config=config).start()
 
     def _run(self) -> None:
         producers = self._producers()
@@ -296,7 +300,7 @@ class GroupSender:
             while not self._stop.is_set():
                 if producer is None:
                     producer = next(producers, None)
-                    if producer is None:
+                    if producer is None:  # stopped while no leader was known
                         return
                 message_id = f"{self.process}-{self.sent}"
                 self.sent += 1

@@ -206,9 +206,19 @@ def test_should_refuse_a_deposed_leaders_frames_and_sends_below_min_isr(
             history.fail(refused, str(caught.value))
             group.start(follower)
             group.wait_for(lambda s: len(s.isr) == 2, "the ISR grown again")
-            taken = history.invoke_send("direct", "taken", queue_of(0))
-            result = producer.send(Message(TOPIC, b"taken"), queue=queue)
-            history.ok(taken, offset=result.queue_offset)
+            deadline = time.monotonic() + 10  # the leader learns the ISR from etcd a moment later
+            for attempt in range(1000):
+                message_id = f"taken-{attempt}"
+                taken = history.invoke_send("direct", message_id, queue_of(0))
+                try:
+                    result = producer.send(Message(TOPIC, message_id.encode()), queue=queue)
+                except NotEnoughReplicasError as exc:
+                    history.fail(taken, str(exc))
+                    assert time.monotonic() < deadline, "sends still refused"
+                    time.sleep(0.05)
+                    continue
+                history.ok(taken, offset=result.queue_offset)
+                break
         assert result.queue_offset >= 20
         group.drain(leader, history, "c0")
         _checked(history)

@@ -73,6 +73,10 @@ def test_should_keep_every_acknowledged_send_over_rounds_of_leader_faults(
     result = check(history.ops)
     assert result.valid, result.summary()
     times = recovery_times(history.ops)
+    print(
+        "recovery times:",
+        ", ".join(f"{fault}: {seconds:.2f} s" for fault, seconds in times if seconds),
+    )
     assert len(times) == rounds
     slow = [
         (fault, seconds)
