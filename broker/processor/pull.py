@@ -36,6 +36,9 @@ a ``key=value`` text, and counted by code in :attr:`PullProcessor.errors`: an un
 count, commit offset or group, or none (INVALID_PARAMETER), a tag expression that does not parse
 (SUBSCRIPTION_PARSE_FAILED), and so does a SQL92 expression that does not compile.
 
+In a broker group (``leadership`` given) only the leader serves pulls; another member answers
+NOT_LEADER naming the leader (``Status.leader``).
+
 SQL92 subscriptions (``expression_type`` SQL92): the expression is compiled once (cached) and
 :func:`apply_sql92` keeps the messages of a get whose properties it selects (``TAGS`` among
 them); a FOUND get none of whose messages match is answered NO_MATCHED_MSG, its next offset
@@ -59,11 +62,13 @@ from typing import Final
 import numpy as np
 
 from aeromq.broker.observability._topic_meter import TopicMeter
+from aeromq.broker.processor.leadership import Leadership, refusal
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.store import (
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
+    PutMessageResult,
 )
 from aeromq.common import (
     HEADER_STRUCT,
@@ -207,6 +212,10 @@ def _last_batch_start(data: memoryview) -> int:
     return last
 
 
+def _ignore(_: PutMessageResult) -> None:
+    """A pull's commit through the group's log is not waited for (the next one carries on)."""
+
+
 class PullProcessor:
     """Answers pulls from ``store``, holding NO_NEW_MSG answers in ``hold`` (see module).
 
@@ -224,8 +233,10 @@ class PullProcessor:
         max_bytes: int = MAX_PULL_BYTES,
         long_polling: bool = True,
         meter: TopicMeter | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self._store = store
+        self._leadership = leadership
         self.meter = meter or TopicMeter()
         self._hold = hold
         self.broker_name = broker_name
@@ -251,6 +262,12 @@ class PullProcessor:
         topic = request.topic
         queue_id = request.queue_id
         response = messages_pb2.PullMessageResponse()
+        leadership = self._leadership
+        if leadership is not None and (code := leadership.read_refusal()):
+            self.errors[code] += 1
+            refusal(leadership, code, f"pull of topic={topic!r}", response.status)
+            on_done(PullAnswer(response, b""))
+            return
         error = self._check(request)
         if error is not None:
             code, text = error
@@ -271,9 +288,14 @@ class PullProcessor:
             on_done(PullAnswer(response, b""))
             return
         if request.commit_offset > 0 and request.consumer_group:
-            self._store.consumer_offsets.commit_offset(
-                request.consumer_group, topic, queue_id, request.commit_offset
-            )
+            if leadership is None:
+                self._store.consumer_offsets.commit_offset(
+                    request.consumer_group, topic, queue_id, request.commit_offset
+                )
+            else:  # through the group's log; the pull does not wait for it
+                self._store.commit_offset(
+                    request.consumer_group, topic, queue_id, request.commit_offset, _ignore
+                )
         max_messages = request.max_msg_nums or self.max_messages
         max_messages = min(max_messages, self.max_messages)
         max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)
