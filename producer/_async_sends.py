@@ -122,9 +122,10 @@ class AsyncSends:
             live = live[:1]
             batch = live[0][0].batch
         remaining_ms = (min(item[0].deadline_ns for item in live) - now_ns) // 1_000_000
+        chosen: tuple[TopicRoute, MessageQueue] | tuple[None, None] = (None, None)
         try:
             count = sum(len(i[0].unique_ids) for i in live)
-            route, target = self._router.group_target(topic, count)
+            route, target = chosen = self._router.group_target(topic, count)
             session = self._path.require_sessions().session(route.broker(target.broker_name))
             request = messages_pb2.SendMessageRequest(
                 producer_group=self.group, topic=topic, queue_id=target.queue_id, batch=batch
@@ -139,8 +140,8 @@ class AsyncSends:
             except RuntimeError:  # the producer shut down meanwhile
                 self.group_failed(exc, live, None, None, wait_offer)
             return
-        except ClientError as exc:
-            self.group_failed(exc, live, None, None, wait_offer)
+        except ClientError as exc:  # no route, no session (its broker is down), no offer
+            self.group_failed(exc, live, chosen[0], chosen[1], wait_offer)
             return
         for item in live:
             item[0].attempts_left -= 1
@@ -216,10 +217,14 @@ class AsyncSends:
             return
         try:
             route, target = self._router.target(attempt)
-            session = self._path.require_sessions().session(route.broker(target.broker_name))
-            inner = session.request_async(self._path.request(target, attempt), remaining_ms)
         except ClientError as exc:
             self.async_failed(exc, attempt, outer, single, None, None)
+            return
+        try:
+            session = self._path.require_sessions().session(route.broker(target.broker_name))
+            inner = session.request_async(self._path.request(target, attempt), remaining_ms)
+        except ClientError as exc:  # no session (its broker is down), or the offer failed
+            self.async_failed(exc, attempt, outer, single, route, target)
             return
 
         def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
@@ -245,15 +250,22 @@ class AsyncSends:
         target: MessageQueue | None,
     ) -> None:
         """An attempt failed with ``exc``: try again on the retry thread when
-        ``SendPath.should_retry`` says so (a route and a target known), else fail ``outer``."""
-        if (
-            route is None
-            or target is None
-            or not self._path.should_retry(exc, route, target, attempt)
-        ):
+        ``SendPath.retry_delay_ms`` says so (a route and a target known), at once or after its
+        delay (a broker group electing a leader: ``SendPath.retry_later``), else fail
+        ``outer``."""
+        path = self._path
+        delay_ms = (
+            None
+            if route is None or target is None
+            else path.retry_delay_ms(exc, route, target, attempt)
+        )
+        if delay_ms is None:
             settle(outer, error=exc)
             return
+        if delay_ms:
+            path.retry_later(delay_ms, lambda: self.submit_async(attempt, outer, single))
+            return
         try:
-            self._path.executor().submit(self.submit_async, attempt, outer, single)
+            path.executor().submit(self.submit_async, attempt, outer, single)
         except RuntimeError:  # the producer shut down meanwhile
             settle(outer, error=exc)

@@ -3,8 +3,9 @@
 An :class:`Attempt` is made once per send by ``SendPath.prepare`` (``_send_path.py``), with the
 send's record batch encoded once: every attempt sends the same bytes. The sync attempts
 (``SendPath.attempt_sync``) and the async sends (``_async_sends.py``) count its attempts down and
-``SendPath.should_retry`` sets the broker that failed, which the queue choice
-(``QueueRouter.target``, ``_routing.py``) then avoids.
+``SendPath.retry_delay_ms`` sets the broker that failed, which the queue choice
+(``QueueRouter.target``, ``_routing.py``) then avoids, or, when a broker group's leader moved or
+is being elected (``_failover.py``), the queue to try again (``retry_queue``) and the back-off.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from aeromq.client import Message, MessageQueue, ResponseCode
+from aeromq.client.failover import Backoff
 
 __all__ = ["RETRY_CODES", "RETRY_ELSEWHERE_CODES", "Attempt", "QueueChooser"]
 
@@ -28,16 +30,19 @@ QueueChooser = Callable[[Sequence[MessageQueue]], MessageQueue]
 class Attempt:
     """One send's retry state (sync or async), with its record batch, encoded once.
 
-    Caller: ``SendPath.prepare`` makes it. Affects: ``attempts_left`` (counted down per attempt)
-    and ``last_broker`` (set by ``SendPath.should_retry``) change as the send goes on."""
+    Caller: ``SendPath.prepare`` makes it. Affects: ``attempts_left`` (counted down per attempt),
+    ``last_broker``, ``retry_queue`` and ``backoff`` (set by ``SendPath.retry_delay_ms``) change
+    as the send goes on."""
 
     __slots__ = (
         "attempts_left",
+        "backoff",
         "batch",
         "deadline_ns",
         "last_broker",
         "messages",
         "queue",
+        "retry_queue",
         "selector",
         "unique_ids",
     )
@@ -60,3 +65,13 @@ class Attempt:
         self.queue = queue
         self.selector = selector
         self.last_broker: str | None = None
+        self.retry_queue: MessageQueue | None = None
+        """The queue of the next try, once (its broker's leader moved, or is being elected)."""
+        self.backoff: Backoff | None = None
+        """The waits between tries while the broker's group elects a leader (made when
+        needed)."""
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the send was given its queue (a queue, or a selector): never elsewhere."""
+        return self.queue is not None or self.selector is not None

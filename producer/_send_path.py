@@ -7,9 +7,11 @@ does the steps every kind of send takes:
   messages' unique ids and their record batch, encoded once, in an ``Attempt`` (``_attempt.py``);
 - :meth:`SendPath.send_sync` and :meth:`SendPath.attempt_sync`: a sync send, tried on the queue
   ``QueueRouter.target`` gives (``_routing.py``) until one attempt is answered;
-- :meth:`SendPath.should_retry`: RocketMQ's retry rules (a retriable error or a
+- :meth:`SendPath.retry_delay_ms`: RocketMQ's retry rules (a retriable error or a
   SYSTEM_ERROR / SERVICE_NOT_AVAILABLE, or TOPIC_NOT_EXIST / NO_PERMISSION when another broker
-  serves the topic; attempts left; the failed broker avoided next), for sync and async sends;
+  serves the topic; attempts left; the failed broker avoided next), extended for broker groups
+  (``_failover.py``: the same queue at the group's new leader, not counted, or after a back-off
+  while it elects one, within the send's timeout), for sync and async sends;
 - :meth:`SendPath.before_send` / :meth:`SendPath.after_send`: the send hooks around each send.
 
 Caller: the façade (``Producer`` in ``_producer.py``: lifecycle, sync and oneway sends) and the
@@ -21,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from aeromq.client import (
@@ -37,6 +39,7 @@ from aeromq.client import (
     call_hooks,
 )
 from aeromq.client.broker_sessions import BrokerSessions
+from aeromq.client.failover import is_failover_error
 from aeromq.client.route import RouteResolver, TopicRoute
 from aeromq.client.session import PRODUCER_SESSION_IDLE_STRATEGY, default_idle_strategy
 from aeromq.common import MAX_FRAMING_BYTES, check_body
@@ -44,6 +47,7 @@ from aeromq.producer._answers import results_of
 from aeromq.producer._attempt import RETRY_CODES, RETRY_ELSEWHERE_CODES, Attempt, QueueChooser
 from aeromq.producer._batch import encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig
+from aeromq.producer._failover import ELSEWHERE, GIVE_UP, RetryTimer, fail_over
 from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMeter
 from aeromq.producer._routing import QueueRouter
@@ -85,6 +89,7 @@ class SendPath:
         self.hooks: list[SendMessageHook] = []
         """Replaced, never changed in place (``Producer.register_send_message_hook``)."""
         self._retry_executor: ThreadPoolExecutor | None = None
+        self._retry_timer: RetryTimer | None = None
         self._lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -125,10 +130,14 @@ class SendPath:
             self.running = False
             sessions, self.sessions = self.sessions, None
             executor, self._retry_executor = self._retry_executor, None
+            timer, self._retry_timer = self._retry_timer, None
+        waiting = timer.close() if timer is not None else []
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
         if sessions is not None:
             sessions.close()
+        for retry in waiting:  # sends waiting for a group's election: they fail now
+            retry()
         if self.router.source is not None:
             self.router.source.close()
 
@@ -142,6 +151,19 @@ class SendPath:
                     self._retry_executor = ThreadPoolExecutor(1, "producer-retry")
                 executor = self._retry_executor
         return executor
+
+    def retry_later(self, delay_ms: int, retry: Callable[[], None]) -> None:
+        """Run ``retry`` on the retry thread in ``delay_ms`` (an async send waiting for its
+        broker group's election). Caller: ``AsyncSends``."""
+        timer = self._retry_timer
+        if timer is None:
+            executor = self.executor()
+            with self._lock:
+                if self._retry_timer is None:
+                    self._retry_timer = RetryTimer(executor.submit)
+                timer = self._retry_timer
+        if not timer.schedule(delay_ms, retry):
+            retry()  # shut down meanwhile: the retry fails its send
 
     def require_sessions(self) -> BrokerSessions:
         """The broker sessions. Raises IllegalStateError when the producer is not running."""
@@ -273,8 +295,11 @@ class SendPath:
                 response = session.request(self.request(target, attempt), remaining_ms)
                 return results_of(response, target, attempt)
             except ClientError as exc:
-                if not self.should_retry(exc, route, target, attempt):
+                delay_ms = self.retry_delay_ms(exc, route, target, attempt)
+                if delay_ms is None:
                     raise
+                if delay_ms:
+                    time.sleep(delay_ms / 1000)
                 last_error = exc
         if last_error is not None:
             raise last_error
@@ -282,28 +307,41 @@ class SendPath:
             "send timed out before an attempt", timeout_ms=self.timeout(timeout_ms)
         )
 
-    def should_retry(
+    def retry_delay_ms(
         self, exc: ClientError, route: TopicRoute, target: MessageQueue, attempt: Attempt
-    ) -> bool:
-        """Whether ``attempt``, which failed with ``exc`` on ``target``, is tried again (see
-        module).
+    ) -> int | None:
+        """Whether ``attempt``, which failed with ``exc`` on ``target``, is tried again, and in
+        how many ms (0: at once), or None: not again (see module).
 
-        Caller: ``attempt_sync`` and the async sends. Affects: ``attempt.last_broker``; on
-        SERVICE_NOT_AVAILABLE / SLAVE_NOT_AVAILABLE drops the broker's session and the topic's
-        cached route; counts the retry in the metrics."""
+        Caller: ``attempt_sync`` and the async sends. Affects: ``attempt.last_broker``,
+        ``retry_queue`` and ``backoff``; on SERVICE_NOT_AVAILABLE / SLAVE_NOT_AVAILABLE (when
+        no group's leader is followed) drops the broker's session and the topic's cached
+        route; counts the retry in the metrics."""
         attempt.last_broker = target.broker_name
+        source = self.router.source
+        if source is not None and is_failover_error(exc):
+            delay_ms = fail_over(source, exc, route, target, attempt)
+            if delay_ms == GIVE_UP:
+                return None
+            if delay_ms != ELSEWHERE:
+                _log.info(
+                    "send failed on its broker's member, trying again in %d ms: %s",
+                    delay_ms, exc,
+                )  # fmt: skip
+                self.meter.on_retry()
+                return delay_ms
         retriable = exc.retriable or exc.code in RETRY_CODES
         if not retriable and exc.code in RETRY_ELSEWHERE_CODES:
             retriable = len(route.brokers) > 1
         if not retriable or attempt.attempts_left <= 0:
-            return False
+            return None
         if exc.code in (ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SLAVE_NOT_AVAILABLE):
             self.require_sessions().drop(target.broker_name)
-            if self.router.source is not None:
-                self.router.source.invalidate(target.topic)
+            if source is not None:
+                source.invalidate(target.topic)
         _log.info("send failed, retrying: %s attempts_left=%d", exc, attempt.attempts_left)
         self.meter.on_retry()
-        return True
+        return 0
 
     # -- hooks ---------------------------------------------------------------------------
 

@@ -1,0 +1,202 @@
+"""A broker group in this process for failover tests, with no transport: members that store
+sends and answer pulls while they lead, refuse with ``NOT_LEADER`` (naming the leader, or not)
+while they follow, and are unreachable once killed; a route resolver that asks the group, and
+broker sessions whose requests reach it.
+
+Answers come on a thread of the group's (as a session's poller completes futures), so async
+callbacks never run inside the call that sent.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from aeromq.client import BrokerRoute, BrokerSessions, ClientSession
+from aeromq.common import BrokerUnavailableError, ClientError, RecordBatch, ResponseCode
+from aeromq.proto import common_pb2, messages_pb2
+from tests.client._scripted import ScriptedClient, ScriptedResolver, member_endpoints, route_data
+
+BROKER = "broker-a"
+
+
+@dataclass
+class Stored:
+    """What a member stored in one queue: each batch's bytes and its first offset."""
+
+    batches: list[bytes] = field(default_factory=list)
+    next_offset: int = 0
+
+
+class FakeGroup:
+    """Members (gRPC addresses) of broker name ``broker-a``; ``leader`` leads (None: an
+    election is under way); ``hint`` whether followers name it."""
+
+    def __init__(self, *members: str, topic: str = "orders", queues: int = 2) -> None:
+        self.members = list(members)
+        self.topic = topic
+        self.queues = queues
+        self.leader: str | None = members[0]
+        self.routed: str = members[0]
+        """The member routes name (the last leader, while an election is under way)."""
+        self.dead: set[str] = set()
+        self.hint = True
+        self.log: dict[int, Stored] = defaultdict(Stored)
+        """The group's log per queue id (shared: what the leader stored, followers have)."""
+        self.sends: list[tuple[str, int, bytes]] = []
+        """Every send that reached a member: (member, queue id, batch)."""
+        self.refuse: Callable[[str, messages_pb2.SendMessageRequest], ClientError | None] = (
+            lambda member, request: None
+        )
+        self.lock = threading.Lock()
+        self.answers = ThreadPoolExecutor(1, thread_name_prefix="fake-group")
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def kill_leader(self) -> str:
+        """The leader dies: no leader until :meth:`elect`; routes still name it."""
+        assert self.leader is not None
+        killed, self.leader = self.leader, None
+        self.dead.add(killed)
+        return killed
+
+    def elect(self, member: str) -> None:
+        self.leader = self.routed = member
+
+    def elect_later(self, member: str, after_s: float) -> None:
+        timer = threading.Timer(after_s, self.elect, (member,))
+        timer.daemon = True
+        timer.start()
+
+    # -- control plane -----------------------------------------------------------------------
+
+    def route(self) -> common_pb2.TopicRouteData:
+        return route_data(self.topic, {BROKER: self.routed}, self.queues)
+
+    def resolver(self, **kwargs: Any) -> ScriptedResolver:
+        """A resolver whose endpoints are the members: the live ones answer the route."""
+
+        def asked(member: str) -> Callable[[], common_pb2.TopicRouteData]:
+            def answer() -> common_pb2.TopicRouteData:
+                if member in self.dead:
+                    raise BrokerUnavailableError("connection refused", address=member)
+                return self.route()
+
+            return answer
+
+        return ScriptedResolver(*(ScriptedClient(m, asked(m)) for m in self.members), **kwargs)
+
+    # -- data plane ----------------------------------------------------------------------------
+
+    def answer_send(self, member: str, request: messages_pb2.SendMessageRequest) -> Any:
+        """What ``member`` answers ``request`` (a response, or raises)."""
+        with self.lock:
+            self.sends.append((member, request.queue_id, request.batch))
+            if member in self.dead:
+                raise BrokerUnavailableError("the member's session failed", address=member)
+            if member != self.leader:
+                return messages_pb2.SendMessageResponse(status=self._not_leader())
+            refusal = self.refuse(member, request)
+            if refusal is not None:
+                raise refusal
+            count = RecordBatch(request.batch).count
+            stored = self.log[request.queue_id]
+            first = stored.next_offset
+            stored.batches.append(request.batch)
+            stored.next_offset += count
+            return messages_pb2.SendMessageResponse(
+                status=common_pb2.Status(code=ResponseCode.SUCCESS),
+                send_status=messages_pb2.SEND_OK,
+                queue_id=request.queue_id,
+                base_queue_offset=first,
+                message_count=count,
+                base_commit_log_offset=first,
+                store_host="127.0.0.1:1",
+                broker_name=BROKER,
+            )
+
+    def _not_leader(self) -> common_pb2.Status:
+        status = common_pb2.Status(code=ResponseCode.NOT_LEADER, message="a follower")
+        if self.hint and self.leader is not None:
+            status.leader.CopyFrom(member_endpoints(self.leader))
+        return status
+
+    def stored_bodies(self, queue_id: int | None = None) -> list[bytes]:
+        """Every body the group stored (in one queue, or all), in log order per queue."""
+        bodies = []
+        for qid in sorted(self.log) if queue_id is None else [queue_id]:
+            for batch in self.log[qid].batches:
+                bodies += bodies_of([batch])
+        return bodies
+
+    def sessions(self) -> GroupSessions:
+        return GroupSessions(self)
+
+    def close(self) -> None:
+        self.answers.shutdown(wait=True)
+
+
+class MemberSession:
+    """A session with one member: requests answered by the group on its thread."""
+
+    def __init__(self, group: FakeGroup, member: BrokerRoute) -> None:
+        self.group = group
+        self.member = member.grpc_address
+        self.is_open = True
+        self.pending_count = 0
+
+    def request(self, body: messages_pb2.SendMessageRequest, timeout_ms: int | None = None) -> Any:
+        return self.group.answer_send(self.member, body)
+
+    def request_async(
+        self,
+        body: messages_pb2.SendMessageRequest,
+        timeout_ms: int | None = None,
+        *,
+        wait_offer: bool = True,
+    ) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def answer() -> None:
+            try:
+                future.set_result(self.group.answer_send(self.member, body))
+            except ClientError as error:
+                future.set_exception(error)
+
+        self.group.answers.submit(answer)
+        return future
+
+    def send_oneway(self, body: messages_pb2.SendMessageRequest) -> None:
+        self.request_async(body)
+
+    def close(self) -> None:
+        self.is_open = False
+
+
+class GroupSessions(BrokerSessions):
+    """Broker sessions whose sessions reach the fake group (a dead member cannot be
+    connected)."""
+
+    def __init__(self, group: FakeGroup) -> None:
+        super().__init__(client_id="test", request_timeout_ms=3_000, offer_timeout_ms=1_000)
+        self.group = group
+        self.connects: list[str] = []
+
+    def _connect(self, broker: BrokerRoute) -> ClientSession:
+        self.connects.append(broker.grpc_address)
+        if broker.grpc_address in self.group.dead:
+            raise BrokerUnavailableError("the media driver is not running", broker=BROKER)
+        return MemberSession(self.group, broker)  # type: ignore[return-value]  # duck-typed
+
+
+def bodies_of(batches: Sequence[bytes]) -> list[bytes]:
+    """The bodies of stored batches, in order."""
+    out = []
+    for batch in batches:
+        view = RecordBatch(batch)
+        out += [view.body(i) for i in range(view.count)]
+    return out
