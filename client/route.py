@@ -80,6 +80,12 @@ def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+def _answered(error: BrokerUnavailableError) -> bool:
+    """Whether ``error`` is an answer (a refusal in a response's status), not a call that
+    failed on its way (gRPC's own failures carry ``grpc_code``)."""
+    return "grpc_code" not in error.values
+
+
 def parse_endpoints(endpoints: str | Sequence[str]) -> tuple[str, ...]:
     """``"a:1,b:2"``, ``"a:1;b:2"`` (RocketMQ's separator) or a list of such strings ->
     ``("a:1", "b:2")``: blanks dropped, each address once, in the order given."""
@@ -251,12 +257,20 @@ class RouteResolver:
         self, topic: str, *, refresh: bool = False, timeout_s: float | None = None
     ) -> TopicRoute:
         """The topic's route, from the cache unless older than ``ttl_ms`` or ``refresh``
-        (``timeout_s``: each endpoint's query, default the resolver's)."""
+        (``timeout_s``: each endpoint's query, default the resolver's). An expired route is
+        still given while the endpoints that answer know no leader of a group (an election):
+        refreshing it then would leave callers with none."""
         now_ms = self._clock_ms()
         cached = self._routes.get(topic)
         if cached is not None and not refresh and now_ms - cached.fetched_ms < self.ttl_ms:
             return cached
-        route = TopicRoute.from_proto(self._fetch(topic, timeout_s), now_ms)
+        try:
+            data = self._fetch(topic, timeout_s)
+        except BrokerUnavailableError as exc:
+            if cached is None or refresh or not exc.values.get("leaderless"):
+                raise
+            return cached  # a group electing its leader: the last route until it has one
+        route = TopicRoute.from_proto(data, now_ms)
         if not route.queues:
             raise TopicNotFoundError("topic has no queues", topic=topic)
         with self._lock:
@@ -297,8 +311,9 @@ class RouteResolver:
         ``leader`` (the hint of a ``NOT_LEADER`` answer) is taken at once, without a query.
         Otherwise the member another request already moved to, else the topic's route is
         queried from any endpoint that answers (``timeout_s`` each): one query per broker name
-        at a time and per :data:`FOLLOW_QUERY_INTERVAL_MS`. Raises what the query raises when no
-        endpoint answers (:class:`BrokerUnavailableError`) or the topic is gone.
+        at a time and per :data:`FOLLOW_QUERY_INTERVAL_MS`; ``failed`` too while the endpoints
+        that answer know no leader (an election). Raises what the query raises when no endpoint
+        answers (:class:`BrokerUnavailableError`) or the topic is gone.
 
         Caller: producers, consumers and the Spark connector, on a failed request. Affects: the
         broker's member in every cached route."""
@@ -328,7 +343,12 @@ class RouteResolver:
             if queried_ms is not None and now_ms - queried_ms < FOLLOW_QUERY_INTERVAL_MS:
                 return failed
             self._queried_ms[name] = now_ms
-            route = self.route(topic, refresh=True, timeout_s=timeout_s)
+            try:
+                route = self.route(topic, refresh=True, timeout_s=timeout_s)
+            except BrokerUnavailableError as exc:
+                if exc.values.get("leaderless"):
+                    return failed  # members answer, none knows a leader: an election
+                raise
             return route.brokers.get(name, failed)  # not listed: no leader now
 
     def call_leader(
@@ -422,7 +442,12 @@ class RouteResolver:
         self.close()
 
     def _fetch(self, topic: str, timeout_s: float | None) -> common_pb2.TopicRouteData:
+        """The topic's route from the first endpoint that answers with one. When none does,
+        :class:`BrokerUnavailableError` whose ``leaderless`` value says whether an endpoint
+        answered that it cannot serve the route now (a broker group electing its leader) rather
+        than not answering at all."""
         last: ClientError | None = None
+        leaderless = False
         addresses = self.endpoints
         first = self._first
         for index in (*range(first, len(addresses)), *range(first)):
@@ -430,6 +455,7 @@ class RouteResolver:
                 route = self._fetch_from(addresses[index], topic, timeout_s)
             except (BrokerUnavailableError, NotSupportedError) as exc:
                 last = exc  # try the next endpoint
+                leaderless |= isinstance(exc, BrokerUnavailableError) and _answered(exc)
                 continue
             except TopicNotFoundError:
                 raise
@@ -441,7 +467,10 @@ class RouteResolver:
             self._first = index
             return route
         raise BrokerUnavailableError(
-            "no endpoint answered the route query", topic=topic, endpoints=self.endpoints
+            "no endpoint answered the route query",
+            topic=topic,
+            endpoints=self.endpoints,
+            leaderless=leaderless,
         ) from last
 
     def _fetch_from(

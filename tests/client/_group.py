@@ -83,7 +83,9 @@ class FakeGroup:
         def asked(member: str) -> Callable[[], common_pb2.TopicRouteData]:
             def answer() -> common_pb2.TopicRouteData:
                 if member in self.dead:
-                    raise BrokerUnavailableError("connection refused", address=member)
+                    raise BrokerUnavailableError(
+                        "connection refused", address=member, grpc_code="UNAVAILABLE"
+                    )
                 return self.route()
 
             return answer

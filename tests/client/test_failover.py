@@ -173,7 +173,7 @@ def test_should_keep_the_member_when_the_route_names_no_leader_for_its_broker() 
 
 
 def test_should_ask_the_endpoint_that_answered_last_first() -> None:
-    down = ScriptedClient(A, BrokerUnavailableError("connection refused"))
+    down = ScriptedClient(A, BrokerUnavailableError("refused", grpc_code="UNAVAILABLE"))
     up = ScriptedClient(B, route_data("orders", {"broker-a": B}))
     resolver = ScriptedResolver(down, up)
 
@@ -242,7 +242,11 @@ def test_should_give_up_at_the_deadline_with_the_last_error() -> None:
 
 
 def test_should_fail_at_once_when_no_endpoint_answers_as_for_a_single_broker() -> None:
-    a = ScriptedClient(A, route_data("orders", {"broker-a": A}), BrokerUnavailableError("refused"))
+    a = ScriptedClient(
+        A,
+        route_data("orders", {"broker-a": A}),
+        BrokerUnavailableError("refused", grpc_code="UNAVAILABLE"),
+    )
     resolver = ScriptedResolver(a)
 
     def call(client: GrpcClient) -> str:
@@ -319,3 +323,39 @@ def test_should_keep_one_session_per_member_and_move_to_the_new_leader(
     sessions.drop("broker-a")
     assert not second.is_open and sessions.open_session("broker-a") is None
     sessions.close()
+
+
+def _no_leader_known() -> BrokerUnavailableError:
+    """A member's answer while its group elects a leader (SERVICE_NOT_AVAILABLE in a status)."""
+    error = error_for_status(
+        common_pb2.Status(code=ResponseCode.SERVICE_NOT_AVAILABLE, message="no leader known")
+    )
+    assert isinstance(error, BrokerUnavailableError)
+    return error
+
+
+def test_should_wait_while_members_answer_that_they_know_no_leader() -> None:
+    clock = Clock()
+    b = ScriptedClient(B, route_data("orders", {"broker-a": A}), _no_leader_known())
+    resolver = ScriptedResolver(b, clock_ms=clock, ttl_ms=1_000)
+    failed = resolver.route("orders").broker("broker-a")
+
+    assert resolver.follow_leader("orders", failed) == failed  # an election: no raise
+    clock.now_ms += 5_000  # the cached route expired meanwhile
+    assert resolver.route("orders").broker("broker-a") == failed  # the last one, kept
+    with pytest.raises(BrokerUnavailableError):
+        resolver.route("orders", refresh=True)
+
+
+def test_should_raise_when_no_endpoint_answers_at_all() -> None:
+    dead = BrokerUnavailableError("connection refused", grpc_code="UNAVAILABLE")
+    clock = Clock()
+    a = ScriptedClient(A, route_data("orders", {"broker-a": A}), dead)
+    resolver = ScriptedResolver(a, clock_ms=clock, ttl_ms=1_000)
+    failed = resolver.route("orders").broker("broker-a")
+
+    with pytest.raises(BrokerUnavailableError, match="no endpoint answered"):
+        resolver.follow_leader("orders", failed)
+    clock.now_ms += 5_000
+    with pytest.raises(BrokerUnavailableError):
+        resolver.route("orders")  # as before: an expired route of a broker that is down
