@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aeromq.client import BrokerRoute, BrokerSessions, ClientSession
-from aeromq.common import BrokerUnavailableError, ClientError, RecordBatch, ResponseCode
+from aeromq.client.failover import error_for_status
+from aeromq.common import BrokerUnavailableError, ClientError, PullAnswer, RecordBatch, ResponseCode
 from aeromq.proto import common_pb2, messages_pb2
 from tests.client._scripted import ScriptedClient, ScriptedResolver, member_endpoints, route_data
 
@@ -49,6 +50,10 @@ class FakeGroup:
         """The group's log per queue id (shared: what the leader stored, followers have)."""
         self.sends: list[tuple[str, int, bytes]] = []
         """Every send that reached a member: (member, queue id, batch)."""
+        self.pulls: list[tuple[str, int, int]] = []
+        """Every pull that reached a member: (member, queue id, offset)."""
+        self.commits: list[tuple[str, int, int]] = []
+        """Every commit a member took: (member, queue id, offset)."""
         self.refuse: Callable[[str, messages_pb2.SendMessageRequest], ClientError | None] = (
             lambda member, request: None
         )
@@ -78,19 +83,9 @@ class FakeGroup:
         return route_data(self.topic, {BROKER: self.routed}, self.queues)
 
     def resolver(self, **kwargs: Any) -> ScriptedResolver:
-        """A resolver whose endpoints are the members: the live ones answer the route."""
-
-        def asked(member: str) -> Callable[[], common_pb2.TopicRouteData]:
-            def answer() -> common_pb2.TopicRouteData:
-                if member in self.dead:
-                    raise BrokerUnavailableError(
-                        "connection refused", address=member, grpc_code="UNAVAILABLE"
-                    )
-                return self.route()
-
-            return answer
-
-        return ScriptedResolver(*(ScriptedClient(m, asked(m)) for m in self.members), **kwargs)
+        """A resolver whose endpoints are the members: the live ones answer the route, and
+        the leader takes the control calls of :class:`MemberClient`."""
+        return ScriptedResolver(*(MemberClient(self, m) for m in self.members), **kwargs)
 
     # -- data plane ----------------------------------------------------------------------------
 
@@ -121,6 +116,34 @@ class FakeGroup:
                 broker_name=BROKER,
             )
 
+    def answer_pull(self, member: str, request: messages_pb2.PullMessageRequest) -> PullAnswer:
+        """What ``member`` answers a pull: no new message from the leader (the offset is the
+        queue's end), NOT_LEADER from a follower; raises for a dead member."""
+        with self.lock:
+            self.pulls.append((member, request.queue_id, request.queue_offset))
+            if member in self.dead:
+                raise BrokerUnavailableError("the member's session failed", address=member)
+            if member != self.leader:
+                return PullAnswer(messages_pb2.PullMessageResponse(status=self._not_leader()))
+            end = self.log[request.queue_id].next_offset
+            return PullAnswer(
+                messages_pb2.PullMessageResponse(
+                    pull_status=messages_pb2.NO_NEW_MSG,
+                    next_begin_offset=end,
+                    min_offset=0,
+                    max_offset=end,
+                )
+            )
+
+    def answer_control(self, member: str, rpc: str) -> None:
+        """A gRPC control call on ``member``: raises as a dead member or a follower would."""
+        if member in self.dead:
+            raise BrokerUnavailableError(
+                "connection refused", address=member, rpc=rpc, grpc_code="UNAVAILABLE"
+            )
+        if member != self.leader:
+            raise error_for_status(self._not_leader(), address=member, rpc=rpc)
+
     def _not_leader(self) -> common_pb2.Status:
         status = common_pb2.Status(code=ResponseCode.NOT_LEADER, message="a follower")
         if self.hint and self.leader is not None:
@@ -142,6 +165,36 @@ class FakeGroup:
         self.answers.shutdown(wait=True)
 
 
+class MemberClient(ScriptedClient):
+    """A member's gRPC client: routes, and the consumer's offset calls."""
+
+    def __init__(self, group: FakeGroup, member: str) -> None:
+        super().__init__(member, self._route)
+        self.group = group
+
+    def _route(self) -> common_pb2.TopicRouteData:
+        if self.address in self.group.dead:
+            self.group.answer_control(self.address, "QueryRoute")
+        return self.group.route()
+
+    def commit_offset(
+        self, group: str, topic: str, queue_id: int, offset: int, *, timeout_s: float | None = None
+    ) -> None:
+        self.group.answer_control(self.address, "UpdateOffset")
+        self.group.commits.append((self.address, queue_id, offset))
+
+    def query_offset(
+        self, group: str, topic: str, queue_id: int, *, timeout_s: float | None = None
+    ) -> int:
+        self.group.answer_control(self.address, "QueryOffset")
+        committed = [o for m, q, o in self.group.commits if q == queue_id]
+        return committed[-1] if committed else -1
+
+    def max_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
+        self.group.answer_control(self.address, "GetMaxOffset")
+        return self.group.log[queue_id].next_offset
+
+
 class MemberSession:
     """A session with one member: requests answered by the group on its thread."""
 
@@ -156,7 +209,7 @@ class MemberSession:
 
     def request_async(
         self,
-        body: messages_pb2.SendMessageRequest,
+        body: messages_pb2.SendMessageRequest | messages_pb2.PullMessageRequest,
         timeout_ms: int | None = None,
         *,
         wait_offer: bool = True,
@@ -165,7 +218,10 @@ class MemberSession:
 
         def answer() -> None:
             try:
-                future.set_result(self.group.answer_send(self.member, body))
+                if isinstance(body, messages_pb2.PullMessageRequest):
+                    future.set_result(self.group.answer_pull(self.member, body))
+                else:
+                    future.set_result(self.group.answer_send(self.member, body))
             except ClientError as error:
                 future.set_exception(error)
 
