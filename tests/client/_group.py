@@ -19,6 +19,7 @@ from typing import Any
 from aeromq.client import BrokerRoute, BrokerSessions, ClientSession
 from aeromq.client.failover import error_for_status
 from aeromq.common import BrokerUnavailableError, ClientError, PullAnswer, RecordBatch, ResponseCode
+from aeromq.common.record_batch import patch_batch
 from aeromq.proto import common_pb2, messages_pb2
 from tests.client._scripted import ScriptedClient, ScriptedResolver, member_endpoints, route_data
 
@@ -54,6 +55,12 @@ class FakeGroup:
         """Every pull that reached a member: (member, queue id, offset)."""
         self.commits: list[tuple[str, int, int]] = []
         """Every commit a member took: (member, queue id, offset)."""
+        self.pulled_from_leader = 0
+        self.kill_after_pulls: int | None = None
+        """The leader dies once it answered this many pulls (its answer still goes out), and
+        ``next_leader`` is elected ``election_s`` later."""
+        self.next_leader = members[-1]
+        self.election_s = 0.2
         self.refuse: Callable[[str, messages_pb2.SendMessageRequest], ClientError | None] = (
             lambda member, request: None
         )
@@ -103,7 +110,9 @@ class FakeGroup:
             count = RecordBatch(request.batch).count
             stored = self.log[request.queue_id]
             first = stored.next_offset
-            stored.batches.append(request.batch)
+            batch = bytearray(request.batch)
+            patch_batch(batch, 0, first, first, 0, bytes(8), request.queue_id)
+            stored.batches.append(bytes(batch))
             stored.next_offset += count
             return messages_pb2.SendMessageResponse(
                 status=common_pb2.Status(code=ResponseCode.SUCCESS),
@@ -125,14 +134,31 @@ class FakeGroup:
                 raise BrokerUnavailableError("the member's session failed", address=member)
             if member != self.leader:
                 return PullAnswer(messages_pb2.PullMessageResponse(status=self._not_leader()))
-            end = self.log[request.queue_id].next_offset
+            stored = self.log[request.queue_id]
+            end = stored.next_offset
+            found, next_offset = [], request.queue_offset
+            for batch in stored.batches:
+                view = RecordBatch(batch)
+                batch_end = view.base_queue_offset + view.count
+                if batch_end > request.queue_offset:
+                    found.append(batch)
+                    next_offset = batch_end
+                if next_offset - request.queue_offset >= request.max_msg_nums:
+                    break
+            pulled = self.pulled_from_leader = self.pulled_from_leader + 1
+            if self.kill_after_pulls is not None and pulled >= self.kill_after_pulls:
+                self.kill_after_pulls = None
+                self.dead.add(member)
+                self.leader = None
+                self.elect_later(self.next_leader, self.election_s)
             return PullAnswer(
                 messages_pb2.PullMessageResponse(
-                    pull_status=messages_pb2.NO_NEW_MSG,
-                    next_begin_offset=end,
+                    pull_status=messages_pb2.FOUND if found else messages_pb2.NO_NEW_MSG,
+                    next_begin_offset=next_offset if found else end,
                     min_offset=0,
                     max_offset=end,
-                )
+                ),
+                b"".join(found),
             )
 
     def answer_control(self, member: str, rpc: str) -> None:
@@ -194,6 +220,10 @@ class MemberClient(ScriptedClient):
         self.group.answer_control(self.address, "GetMaxOffset")
         return self.group.log[queue_id].next_offset
 
+    def min_offset(self, topic: str, queue_id: int, *, timeout_s: float | None = None) -> int:
+        self.group.answer_control(self.address, "GetMinOffset")
+        return 0
+
 
 class MemberSession:
     """A session with one member: requests answered by the group on its thread."""
@@ -204,8 +234,15 @@ class MemberSession:
         self.is_open = True
         self.pending_count = 0
 
+    local_read_dir = ""
+    local_read_file_bytes = 0
+    local_read_dir_id = (0, 0)
+
     def request(self, body: messages_pb2.SendMessageRequest, timeout_ms: int | None = None) -> Any:
         return self.group.answer_send(self.member, body)
+
+    def wait(self, future: Future[Any], timeout_ms: int | None = None) -> Any:
+        return future.result((timeout_ms or 5_000) / 1000)
 
     def request_async(
         self,
