@@ -19,8 +19,8 @@ A route source that cannot follow a leader (a :class:`~producer.StaticRoute`), o
 that no endpoint answers (a single broker that is down, given as the only endpoint), leaves the
 send to RocketMQ's rules as before: a single broker behaves as it always did.
 
-:class:`RetryTimer` holds the async sends that wait (3.) and hands each to the producer's retry
-thread when its wait is over: no thread sleeps for a send.
+The async sends that wait (3.) wait on one scheduler thread of the producer
+(``SendPath.retry_later``, :class:`~client.scheduler.TaskScheduler`): no thread sleeps for a send.
 
 Caller: ``SendPath.retry_delay_ms`` (sync and async sends). Affects: the attempt's
 ``retry_queue``, ``attempts_left`` and ``backoff``; the route source's members.
@@ -28,12 +28,8 @@ Caller: ``SendPath.retry_delay_ms`` (sync and async sends). Affects: the attempt
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
-import threading
 import time
-from collections.abc import Callable
 from typing import Final
 
 from aeromq.client import ClientError, MessageQueue
@@ -42,7 +38,7 @@ from aeromq.client.route import BrokerRoute, RouteResolver, TopicRoute
 from aeromq.producer._attempt import Attempt
 from aeromq.producer._route import RouteSource
 
-__all__ = ["ELSEWHERE", "GIVE_UP", "RetryTimer", "fail_over", "next_member"]
+__all__ = ["ELSEWHERE", "GIVE_UP", "fail_over", "next_member"]
 
 _log = logging.getLogger(__name__)
 
@@ -110,66 +106,3 @@ def _other_broker(route: TopicRoute, target: MessageQueue) -> bool:
         spec.broker_name != name and spec.write_queue_nums > 0 and spec.broker_name in route.brokers
         for spec in route.queues
     )
-
-
-class RetryTimer:
-    """Runs each action given to :meth:`schedule` once its delay is over, by handing it to
-    ``run`` (the producer's retry thread): one waiting thread, started on first use, for every
-    send that waits. Thread-safe; :meth:`close` drops what waits."""
-
-    __slots__ = ("_condition", "_heap", "_run", "_running", "_sequence", "_thread")
-
-    def __init__(self, run: Callable[[Callable[[], None]], object]) -> None:
-        self._run = run
-        self._heap: list[tuple[int, int, Callable[[], None]]] = []
-        self._sequence = itertools.count()
-        self._condition = threading.Condition(threading.Lock())
-        self._running = True
-        self._thread: threading.Thread | None = None
-
-    def schedule(self, delay_ms: int, action: Callable[[], None]) -> bool:
-        """Hand ``action`` to ``run`` in ``delay_ms``; False once closed (nothing scheduled)."""
-        due_ns = time.monotonic_ns() + delay_ms * 1_000_000
-        with self._condition:
-            if not self._running:
-                return False
-            heapq.heappush(self._heap, (due_ns, next(self._sequence), action))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._wait, name="aeromq-producer-retry-timer", daemon=True
-                )
-                self._thread.start()
-            self._condition.notify()
-        return True
-
-    def close(self) -> list[Callable[[], None]]:
-        """Stop; the actions that were waiting, not run (the caller fails their sends)."""
-        with self._condition:
-            self._running = False
-            dropped = [entry[2] for entry in self._heap]
-            self._heap.clear()
-            self._condition.notify()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(5.0)
-        return dropped
-
-    def _wait(self) -> None:
-        condition, heap = self._condition, self._heap
-        while True:
-            with condition:
-                while True:
-                    if not self._running:
-                        return
-                    if heap:
-                        wait_ns = heap[0][0] - time.monotonic_ns()
-                        if wait_ns <= 0:
-                            action = heapq.heappop(heap)[2]
-                            break
-                        condition.wait(wait_ns / 1e9)
-                    else:
-                        condition.wait()
-            try:
-                self._run(action)
-            except RuntimeError:  # the retry thread shut down: the action fails its send
-                action()

@@ -41,13 +41,14 @@ from aeromq.client import (
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.failover import is_failover_error
 from aeromq.client.route import RouteResolver, TopicRoute
+from aeromq.client.scheduler import TaskScheduler
 from aeromq.client.session import PRODUCER_SESSION_IDLE_STRATEGY, default_idle_strategy
 from aeromq.common import MAX_FRAMING_BYTES, check_body
 from aeromq.producer._answers import results_of
 from aeromq.producer._attempt import RETRY_CODES, RETRY_ELSEWHERE_CODES, Attempt, QueueChooser
 from aeromq.producer._batch import encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig
-from aeromq.producer._failover import ELSEWHERE, GIVE_UP, RetryTimer, fail_over
+from aeromq.producer._failover import ELSEWHERE, GIVE_UP, fail_over
 from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMeter
 from aeromq.producer._routing import QueueRouter
@@ -89,7 +90,7 @@ class SendPath:
         self.hooks: list[SendMessageHook] = []
         """Replaced, never changed in place (``Producer.register_send_message_hook``)."""
         self._retry_executor: ThreadPoolExecutor | None = None
-        self._retry_timer: RetryTimer | None = None
+        self._retry_timer: TaskScheduler | None = None
         self._lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -131,7 +132,7 @@ class SendPath:
             sessions, self.sessions = self.sessions, None
             executor, self._retry_executor = self._retry_executor, None
             timer, self._retry_timer = self._retry_timer, None
-        waiting = timer.close() if timer is not None else []
+        waiting = timer.shutdown() if timer is not None else []
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
         if sessions is not None:
@@ -153,16 +154,16 @@ class SendPath:
         return executor
 
     def retry_later(self, delay_ms: int, retry: Callable[[], None]) -> None:
-        """Run ``retry`` on the retry thread in ``delay_ms`` (an async send waiting for its
-        broker group's election). Caller: ``AsyncSends``."""
+        """Run ``retry`` in ``delay_ms`` on the producer's retry timer (an async send waiting
+        for its broker group's election), started on first use. Caller: ``AsyncSends``."""
         timer = self._retry_timer
         if timer is None:
-            executor = self.executor()
             with self._lock:
-                if self._retry_timer is None:
-                    self._retry_timer = RetryTimer(executor.submit)
                 timer = self._retry_timer
-        if not timer.schedule(delay_ms, retry):
+                if timer is None and self.running:
+                    timer = self._retry_timer = TaskScheduler("aeromq-producer-retry-timer")
+                    timer.start()
+        if timer is None or not timer.schedule(delay_ms, retry):
             retry()  # shut down meanwhile: the retry fails its send
 
     def require_sessions(self) -> BrokerSessions:

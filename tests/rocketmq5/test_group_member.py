@@ -21,6 +21,8 @@ from aeromq.broker.testing import ServerProcess
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2, service_pb2_grpc
 from tests.broker.store.conftest import small_config
 from tests.rocketmq5.conftest import endpoint
+from tests.rocketmq5.conftest import receive as _receive
+from tests.rocketmq5.conftest import resource as _resource
 
 Code = definition_pb2.Code
 TIMEOUT_S = 30.0
@@ -78,10 +80,6 @@ def follower(broker: ServerProcess, tmp_path: Path) -> Iterator[Follower]:
     store.shutdown()
 
 
-def _resource(name: str) -> definition_pb2.Resource:
-    return definition_pb2.Resource(name=name)
-
-
 def _send(stub: service_pb2_grpc.MessagingServiceStub, topic: str, body: bytes) -> Code.ValueType:
     message = definition_pb2.Message(topic=_resource(topic), body=body)
     message.system_properties.message_id = f"id-{body.decode()}"
@@ -92,20 +90,6 @@ def _send(stub: service_pb2_grpc.MessagingServiceStub, topic: str, body: bytes) 
         metadata=(("x-mq-client-id", "test-client"),),
     )
     return response.status.code
-
-
-def _receive(
-    stub: service_pb2_grpc.MessagingServiceStub, topic: str, group: str
-) -> list[service_pb2.ReceiveMessageResponse]:
-    request = service_pb2.ReceiveMessageRequest(
-        group=_resource(group),
-        message_queue=definition_pb2.MessageQueue(topic=_resource(topic)),
-        filter_expression=definition_pb2.FilterExpression(type=definition_pb2.TAG, expression="*"),
-        batch_size=16,
-    )
-    request.invisible_duration.seconds = 30
-    request.long_polling_timeout.seconds = 1
-    return list(stub.ReceiveMessage(request, timeout=TIMEOUT_S))
 
 
 def test_should_name_the_leaders_endpoint_in_routes_and_assignments(
