@@ -52,6 +52,7 @@ def test_should_have_generated_code_for_every_proto_file() -> None:
         "messages",
         "namesrv",
         "session",
+        "store_meta",
         "apache/rocketmq/v2/admin",
         "apache/rocketmq/v2/definition",
         "apache/rocketmq/v2/service",
