@@ -11,17 +11,29 @@ is being elected (``_failover.py``), the queue to try again (``retry_queue``) an
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, NamedTuple
 
 from aeromq.client import Message, MessageQueue, ResponseCode
 from aeromq.client.failover import Backoff
 
-__all__ = ["RETRY_CODES", "RETRY_ELSEWHERE_CODES", "Attempt", "QueueChooser"]
+__all__ = ["RETRY_CODES", "RETRY_ELSEWHERE_CODES", "Attempt", "QueueChooser", "Stamp"]
 
 RETRY_CODES: Final = frozenset((ResponseCode.SYSTEM_ERROR, ResponseCode.SERVICE_NOT_AVAILABLE))
 """Broker-side failures tried again on the next queue (besides the client's retriable errors)."""
 RETRY_ELSEWHERE_CODES: Final = frozenset((ResponseCode.TOPIC_NOT_EXIST, ResponseCode.NO_PERMISSION))
 """Refusals tried again only when another broker serves the topic."""
+
+
+class Stamp(NamedTuple):
+    """Where and how a batch was stamped: its queue, producer id, epoch, first sequence and its
+    place in its queue's stamping order (``serial``)."""
+
+    queue: MessageQueue
+    producer_id: int
+    epoch: int
+    base_sequence: int
+    serial: int
+
 
 QueueChooser = Callable[[Sequence[MessageQueue]], MessageQueue]
 """A send's selector with its message and ``arg`` bound: the queue of the writable queues."""
@@ -40,10 +52,14 @@ class Attempt:
         "batch",
         "deadline_ns",
         "last_broker",
+        "maybe_stored",
         "messages",
         "queue",
+        "restamps",
         "retry_queue",
         "selector",
+        "sent",
+        "stamp",
         "unique_ids",
     )
 
@@ -70,6 +86,15 @@ class Attempt:
         self.backoff: Backoff | None = None
         """The waits between tries while the broker's group elects a leader (made when
         needed)."""
+        self.stamp: Stamp | None = None
+        """An idempotent producer's: the queue and sequences of ``sent`` (``_sequences.py``)."""
+        self.sent: bytes | None = None
+        """An idempotent producer's: ``batch`` with its producer state, what every try sends."""
+        self.restamps = 0
+        """How many times it was stamped anew after ``OUT_OF_ORDER_SEQUENCE``."""
+        self.maybe_stored = False
+        """Whether a try may have been stored (it went out, and no answer said it was not):
+        an idempotent producer's retries then stay on its queue."""
 
     @property
     def pinned(self) -> bool:

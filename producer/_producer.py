@@ -269,7 +269,7 @@ class Producer:
             attempt = path.prepare([message], None, queue, None, None, asynchronous=False)
             route, target = self._router.target(attempt)
             session = path.require_sessions().session(route.broker(target.broker_name))
-            session.send_oneway(path.request(target, attempt))
+            session.send_oneway(path.request(target, attempt, stamped=False))
         except BaseException as exc:
             path.after_send(context, exception=exc)
             raise

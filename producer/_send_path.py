@@ -33,6 +33,8 @@ from aeromq.client import (
     Message,
     MessageQueue,
     MessageTooLargeError,
+    OutOfOrderSequenceError,
+    ReplicationTimeoutError,
     RequestTimeoutError,
     ResponseCode,
     UniqueMessageIdGenerator,
@@ -42,7 +44,11 @@ from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.failover import is_failover_error
 from aeromq.client.route import RouteResolver, TopicRoute
 from aeromq.client.scheduler import TaskScheduler
-from aeromq.client.session import PRODUCER_SESSION_IDLE_STRATEGY, default_idle_strategy
+from aeromq.client.session import (
+    PRODUCER_SESSION_IDLE_STRATEGY,
+    BackPressuredError,
+    default_idle_strategy,
+)
 from aeromq.common import MAX_FRAMING_BYTES, check_body
 from aeromq.producer._answers import results_of
 from aeromq.producer._attempt import RETRY_CODES, RETRY_ELSEWHERE_CODES, Attempt, QueueChooser
@@ -54,11 +60,16 @@ from aeromq.producer._metrics import ProducerMeter
 from aeromq.producer._routing import QueueRouter
 from aeromq.producer._selector import QueueSelector
 from aeromq.producer._send_result import SendResult
+from aeromq.producer._sequences import OutOfOrder, ProducerSequences
 from aeromq.proto import messages_pb2
 
 __all__ = ["SendPath"]
 
 _log = logging.getLogger(__name__)
+
+_OUT_OF_ORDER_WAIT_MS = 10
+"""How soon a batch that overtook an earlier one of its queue (a retry through a failover) is
+tried again: the earlier one is on its way."""
 
 
 class SendPath:
@@ -83,6 +94,8 @@ class SendPath:
         self._namesrv = namesrv
         self._selector = queue_selector
         self._ids = UniqueMessageIdGenerator()
+        self.sequences = ProducerSequences() if config.enable_idempotence else None
+        """An idempotent producer's sequences per queue (its producer id), or None."""
         self._born_host = pack_born_host(f"{config.udp_response_host}:0")
         self.running = False
         self.sessions: BrokerSessions | None = None
@@ -249,14 +262,29 @@ class SendPath:
             messages, batch, unique_ids, deadline_ns, 1 if pinned else 1 + retries, queue, chooser
         )
 
-    def request(self, target: MessageQueue, attempt: Attempt) -> messages_pb2.SendMessageRequest:
-        """The ``SendMessageRequest`` of ``attempt`` to ``target``."""
+    def request(
+        self, target: MessageQueue, attempt: Attempt, *, stamped: bool = True
+    ) -> messages_pb2.SendMessageRequest:
+        """The ``SendMessageRequest`` of ``attempt`` to ``target``: an idempotent producer's
+        batch with its producer state for ``target`` (``_sequences.py``), unless not
+        ``stamped`` (a oneway send, never retried)."""
+        sequences = self.sequences
         return messages_pb2.SendMessageRequest(
             producer_group=self.group,
             topic=target.topic,
             queue_id=target.queue_id,
-            batch=attempt.batch,
+            batch=(
+                attempt.batch
+                if sequences is None or not stamped
+                else sequences.stamp(attempt, target)
+            ),
         )
+
+    def settle(self, attempt: Attempt, *, ok: bool) -> None:
+        """``attempt`` is over (stored, or failed for good): its sequences are settled
+        (``ProducerSequences.settle``). Caller: the sync and async sends, once per send."""
+        if self.sequences is not None:
+            self.sequences.settle(attempt, ok=ok)
 
     # -- sync sends and retries ----------------------------------------------------------
 
@@ -271,13 +299,18 @@ class SendPath:
         """A sync send, with its hooks and metrics. Caller: ``Producer.send``/``send_batch``."""
         started_ns = time.perf_counter_ns()
         context = self.before_send(messages, SendMode.SYNC)
+        attempt: Attempt | None = None
         try:
             attempt = self.prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
             sent = self.attempt_sync(attempt, timeout_ms)
         except BaseException as exc:
+            if attempt is not None:
+                self.settle(attempt, ok=False)
             self.meter.on_failed()
             self.after_send(context, exception=exc)
             raise
+        if self.sequences is not None:
+            self.sequences.settle(attempt, ok=True)
         self.meter.on_sent(len(messages), time.perf_counter_ns() - started_ns)
         self.after_send(context, results=sent)
         return sent
@@ -293,7 +326,14 @@ class SendPath:
             route, target = self.router.target(attempt)
             try:
                 session = self.require_sessions().session(route.broker(target.broker_name))
-                response = session.request(self.request(target, attempt), remaining_ms)
+                request = self.request(target, attempt)
+                try:
+                    response = session.request(request, remaining_ms)
+                except ClientError as sent_error:
+                    # it went out and no answer said it was not stored (back pressure: it
+                    # did not go out)
+                    attempt.maybe_stored |= not isinstance(sent_error, BackPressuredError)
+                    raise
                 return results_of(response, target, attempt)
             except ClientError as exc:
                 delay_ms = self.retry_delay_ms(exc, route, target, attempt)
@@ -319,6 +359,10 @@ class SendPath:
         no group's leader is followed) drops the broker's session and the topic's cached
         route; counts the retry in the metrics."""
         attempt.last_broker = target.broker_name
+        if isinstance(exc, ReplicationTimeoutError):
+            attempt.maybe_stored = True  # stored on the leader, not acknowledged: unknown
+        if isinstance(exc, OutOfOrderSequenceError) and self.sequences is not None:
+            return self._out_of_order(exc, target, attempt)
         source = self.router.source
         if source is not None and is_failover_error(exc):
             delay_ms = fail_over(source, exc, route, target, attempt)
@@ -340,9 +384,30 @@ class SendPath:
             self.require_sessions().drop(target.broker_name)
             if source is not None:
                 source.invalidate(target.topic)
+        if attempt.maybe_stored and attempt.stamp is not None:
+            attempt.retry_queue = target  # idempotent: where it may be stored, never elsewhere
         _log.info("send failed, retrying: %s attempts_left=%d", exc, attempt.attempts_left)
         self.meter.on_retry()
         return 0
+
+    def _out_of_order(
+        self, exc: OutOfOrderSequenceError, target: MessageQueue, attempt: Attempt
+    ) -> int | None:
+        """An idempotent send refused ``OUT_OF_ORDER_SEQUENCE`` (``_sequences.py``): again
+        soon while a batch stamped before it is on its way, at once stamped anew when its queue
+        started over, else not (None)."""
+        assert self.sequences is not None
+        verdict = self.sequences.out_of_order(attempt)
+        if verdict is OutOfOrder.FAIL:
+            return None
+        remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
+        delay_ms = 0 if verdict is OutOfOrder.RESTAMP else min(_OUT_OF_ORDER_WAIT_MS, remaining_ms)
+        if remaining_ms <= delay_ms:
+            return None
+        attempt.retry_queue = target
+        attempt.attempts_left += 1  # not counted: the same batch, in its turn
+        _log.info("send out of order, trying again (%s): %s", verdict.value, exc)
+        return delay_ms
 
     # -- hooks ---------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ callbacks never run inside the call that sent.
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -18,8 +18,15 @@ from typing import Any
 
 from aeromq.client import BrokerRoute, BrokerSessions, ClientSession
 from aeromq.client.failover import error_for_status
-from aeromq.common import BrokerUnavailableError, ClientError, PullAnswer, RecordBatch, ResponseCode
-from aeromq.common.record_batch import patch_batch
+from aeromq.common import (
+    BrokerUnavailableError,
+    ClientError,
+    PullAnswer,
+    RecordBatch,
+    RequestTimeoutError,
+    ResponseCode,
+)
+from aeromq.common.record_batch import ProducerState, patch_batch, read_producer_state
 from aeromq.proto import common_pb2, messages_pb2
 from tests.client._scripted import ScriptedClient, ScriptedResolver, member_endpoints, route_data
 
@@ -61,9 +68,17 @@ class FakeGroup:
         ``next_leader`` is elected ``election_s`` later."""
         self.next_leader = members[-1]
         self.election_s = 0.2
-        self.refuse: Callable[[str, messages_pb2.SendMessageRequest], ClientError | None] = (
+        self.refuse: Callable[[str, messages_pb2.SendMessageRequest], int | None] = (
             lambda member, request: None
         )
+        """A response code the leader answers a send with instead of storing it (None:
+        store)."""
+        self.lose_answers = 0
+        """The next this many sends the leader stores but whose answer is lost (a timeout)."""
+        self.replication_timeouts = 0
+        """The next this many sends the leader stores but answers REPLICATION_TIMEOUT."""
+        self.producers = Dedupe()
+        """The leader's idempotent producers' last batches (the store's rules)."""
         self.lock = threading.Lock()
         self.answers = ThreadPoolExecutor(1, thread_name_prefix="fake-group")
 
@@ -106,14 +121,44 @@ class FakeGroup:
                 return messages_pb2.SendMessageResponse(status=self._not_leader())
             refusal = self.refuse(member, request)
             if refusal is not None:
-                raise refusal
+                return messages_pb2.SendMessageResponse(
+                    status=common_pb2.Status(code=refusal, message="refused by the test")
+                )
             count = RecordBatch(request.batch).count
+            producer = read_producer_state(request.batch)
+            verdict = (
+                None
+                if producer is None
+                else self.producers.check(producer, request.queue_id, count)
+            )
+            if verdict is OUT_OF_ORDER:
+                return messages_pb2.SendMessageResponse(
+                    status=common_pb2.Status(
+                        code=ResponseCode.OUT_OF_ORDER_SEQUENCE,
+                        message=f"out of order: queue_id={request.queue_id}",
+                    )
+                )
             stored = self.log[request.queue_id]
-            first = stored.next_offset
-            batch = bytearray(request.batch)
-            patch_batch(batch, 0, first, first, 0, bytes(8), request.queue_id)
-            stored.batches.append(bytes(batch))
-            stored.next_offset += count
+            if isinstance(verdict, int):  # a duplicate: its first result
+                first = verdict
+            else:
+                first = stored.next_offset
+                batch = bytearray(request.batch)
+                patch_batch(batch, 0, first, first, 0, bytes(8), request.queue_id)
+                stored.batches.append(bytes(batch))
+                stored.next_offset += count
+                if producer is not None:
+                    self.producers.record(producer, request.queue_id, count, first)
+            if self.lose_answers:
+                self.lose_answers -= 1
+                raise RequestTimeoutError("the answer was lost", queue_id=request.queue_id)
+            if self.replication_timeouts:
+                self.replication_timeouts -= 1
+                return messages_pb2.SendMessageResponse(
+                    status=common_pb2.Status(
+                        code=ResponseCode.REPLICATION_TIMEOUT, message="not acknowledged in time"
+                    )
+                )
             return messages_pb2.SendMessageResponse(
                 status=common_pb2.Status(code=ResponseCode.SUCCESS),
                 send_status=messages_pb2.SEND_OK,
@@ -189,6 +234,39 @@ class FakeGroup:
 
     def close(self) -> None:
         self.answers.shutdown(wait=True)
+
+
+OUT_OF_ORDER = object()
+
+
+class Dedupe:
+    """The store's rules for idempotent producers, per (producer id, queue): the last 5
+    batches' (base sequence, count, first offset) of the producer's epoch; a duplicate is
+    answered with its first offset, the next sequence (or a new producer or epoch) is taken,
+    anything else is OUT_OF_ORDER."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, int], tuple[int, deque[tuple[int, int, int]]]] = {}
+
+    def check(self, state: ProducerState, queue_id: int, count: int) -> int | object | None:
+        entry = self.entries.get((state.producer_id, queue_id))
+        if entry is None or state.producer_epoch > entry[0]:
+            return None
+        epoch, batches = entry
+        if state.producer_epoch < epoch:
+            return OUT_OF_ORDER
+        for base, stored_count, first in batches:
+            if base == state.base_sequence and stored_count == count:
+                return first
+        base, stored_count, _first = batches[-1]
+        return None if state.base_sequence == base + stored_count else OUT_OF_ORDER
+
+    def record(self, state: ProducerState, queue_id: int, count: int, first: int) -> None:
+        key = (state.producer_id, queue_id)
+        entry = self.entries.get(key)
+        if entry is None or state.producer_epoch > entry[0]:
+            entry = self.entries[key] = (state.producer_epoch, deque(maxlen=5))
+        entry[1].append((state.base_sequence, count, first))
 
 
 class MemberClient(ScriptedClient):

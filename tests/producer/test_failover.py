@@ -6,7 +6,6 @@ rules go on where a group cannot help (another broker, a single broker that is d
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future
 
 import pytest
@@ -15,28 +14,16 @@ from aeromq.client import BrokerUnavailableError, ClientError, Message, MessageQ
 from aeromq.producer import Producer, ProducerConfig, SendResult
 from tests.client._group import BROKER, FakeGroup, GroupSessions
 from tests.client._scripted import ScriptedClient, ScriptedResolver, route_data
+from tests.producer.conftest import GROUP_MEMBERS, group_producer
 
-A, B, C = "127.0.0.1:8081", "127.0.0.1:8082", "127.0.0.1:8083"
+A, B, C = GROUP_MEMBERS
 TOPIC = "orders"
-
-
-@pytest.fixture
-def group() -> Iterator[FakeGroup]:
-    made = FakeGroup(A, B, C, topic=TOPIC)
-    yield made
-    made.close()
 
 
 def _producer(group: FakeGroup, **config: int) -> Producer:
     settings = {"retry_times_when_send_failed": 0, "retry_times_when_send_async_failed": 0}
     settings.update(config)
-    producer = Producer("failover", route=group.resolver(), config=ProducerConfig(**settings))
-    producer.start()
-    path = producer._send_path
-    assert path.sessions is not None
-    path.sessions.close()
-    path.sessions = GroupSessions(group)
-    return producer
+    return group_producer(group, **settings)
 
 
 def test_should_send_to_the_leader_a_not_leader_answer_names_without_counting_it(
