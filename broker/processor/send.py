@@ -83,7 +83,11 @@ _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
     PutMessageStatus.DISK_FULL: ResponseCode.DISK_FULL,
     PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
     PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.NOT_LEADER: ResponseCode.NOT_LEADER,
+    PutMessageStatus.REPLICATION_TIMEOUT: ResponseCode.REPLICATION_TIMEOUT,
+    PutMessageStatus.OUT_OF_ORDER_SEQUENCE: ResponseCode.OUT_OF_ORDER_SEQUENCE,
 }
+assert set(_PUT_CODES) == set(PutMessageStatus), "every put status answers with a code"
 
 
 @lru_cache(maxsize=256)
