@@ -24,6 +24,7 @@ import time
 from concurrent.futures import CancelledError, Future
 
 from aeromq.client import ClientError, MessageQueue, RequestTimeoutError
+from aeromq.client.failover import is_failover_error
 from aeromq.client.route import TopicRoute
 from aeromq.client.session import BackPressuredError
 from aeromq.common import merge_batches
@@ -250,6 +251,12 @@ class AsyncSends:
         """An idempotent group's request (``unit``) failed: the whole group again, its same
         bytes, when ``SendPath.retry_delay_ms`` says so, else every send of it fails."""
         path = self._path
+        if is_failover_error(exc) and not path.on_retry_thread():
+            try:  # following the leader may query a route: not on a session's poller thread
+                path.executor().submit(self.unit_failed, exc, topic, unit, live, route, target)
+                return
+            except RuntimeError:  # the producer shut down meanwhile
+                pass
         delay_ms = path.retry_delay_ms(exc, route, target, unit)
         if delay_ms is None:
             self._fail_unit(exc, unit, live)
@@ -377,6 +384,14 @@ class AsyncSends:
         delay (a broker group electing a leader: ``SendPath.retry_later``), else fail
         ``outer``."""
         path = self._path
+        if route is not None and is_failover_error(exc) and not path.on_retry_thread():
+            try:  # following the leader may query a route: not on a session's poller thread
+                path.executor().submit(
+                    self.async_failed, exc, attempt, outer, single, route, target
+                )
+                return
+            except RuntimeError:  # the producer shut down meanwhile
+                pass
         delay_ms = (
             None
             if route is None or target is None

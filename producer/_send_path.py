@@ -67,6 +67,8 @@ __all__ = ["SendPath"]
 
 _log = logging.getLogger(__name__)
 
+_RETRY_THREAD_NAMES = ("producer-retry", "aeromq-producer-retry-timer")
+"""The retry thread's name prefix (``ThreadPoolExecutor``) and the retry timer's."""
 _OUT_OF_ORDER_WAIT_MS = 10
 """How soon a batch that overtook an earlier one of its queue (a retry through a failover) is
 tried again: the earlier one is on its way."""
@@ -162,9 +164,15 @@ class SendPath:
         if executor is None:
             with self._lock:
                 if self._retry_executor is None:
-                    self._retry_executor = ThreadPoolExecutor(1, "producer-retry")
+                    self._retry_executor = ThreadPoolExecutor(1, _RETRY_THREAD_NAMES[0])
                 executor = self._retry_executor
         return executor
+
+    @staticmethod
+    def on_retry_thread() -> bool:
+        """Whether the caller is the producer's retry thread or its timer (where a retry may
+        block on a route query), not a session's poller."""
+        return threading.current_thread().name.startswith(_RETRY_THREAD_NAMES)
 
     def retry_later(self, delay_ms: int, retry: Callable[[], None]) -> None:
         """Run ``retry`` in ``delay_ms`` on the producer's retry timer (an async send waiting
@@ -174,7 +182,7 @@ class SendPath:
             with self._lock:
                 timer = self._retry_timer
                 if timer is None and self.running:
-                    timer = self._retry_timer = TaskScheduler("aeromq-producer-retry-timer")
+                    timer = self._retry_timer = TaskScheduler(_RETRY_THREAD_NAMES[1])
                     timer.start()
         if timer is None or not timer.schedule(delay_ms, retry):
             retry()  # shut down meanwhile: the retry fails its send
