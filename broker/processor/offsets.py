@@ -228,6 +228,12 @@ class OffsetProcessor:
                 "offset must be >= 0 (-1 only to release without a commit)",
                 group=group, topic=topic, queue_id=queue_id, offset=offset, release=release,
             )  # fmt: skip
+        max_offset = self._store.get_max_offset(topic, queue_id)
+        if offset > max_offset:
+            raise InvalidArgumentError(
+                "offset is past the queue's max offset (the next message's)",
+                group=group, topic=topic, queue_id=queue_id, offset=offset, max_offset=max_offset,
+            )  # fmt: skip
 
     def _check_queue(self, topic: str, queue_id: int) -> TopicConfig:
         config = self._topics.require(topic)

@@ -33,7 +33,7 @@ a batch twice. A batch can hold records before ``queue_offset`` or of other tags
 keeps the ones in ``[queue_offset, next_begin_offset)`` that match (and checks each batch's CRC). Bad requests are answered with a non-zero ``status.code`` and
 a ``key=value`` text, and counted by code in :attr:`PullProcessor.errors`: an unknown topic
 (TOPIC_NOT_EXIST), a topic without read permission (NO_PERMISSION), a bad queue id, offset,
-count or group (INVALID_PARAMETER), a tag expression that does not parse
+count, commit offset or group, or none (INVALID_PARAMETER), a tag expression that does not parse
 (SUBSCRIPTION_PARSE_FAILED), and so does a SQL92 expression that does not compile.
 
 SQL92 subscriptions (``expression_type`` SQL92): the expression is compiled once (cached) and
@@ -43,7 +43,8 @@ still past them. The whole SQL92 step is that one function, called on each get r
 
 ``commit_offset`` commits the group's offset of the queue when it is positive: 0 is proto3's
 default, so a pull that does not set the field would otherwise reset its group to offset 0
-(commit offset 0 through the control plane's ``UpdateOffset``).
+(commit offset 0 through the control plane's ``UpdateOffset``). One past the queue's max offset
+is refused (INVALID_PARAMETER), and so is a pull without a consumer group.
 """
 
 from __future__ import annotations
@@ -368,10 +369,17 @@ class PullProcessor:
                 f"max_msg_nums and max_bytes must be >= 0: max_msg_nums={request.max_msg_nums} "
                 f"max_bytes={request.max_bytes}",
             )
-        group = request.consumer_group
-        if group or request.commit_offset > 0:
-            try:
-                check_group(group)
-            except ClientError as exc:
-                return ResponseCode.INVALID_PARAMETER, f"bad consumer group: {exc}"
+        try:
+            check_group(request.consumer_group)
+        except ClientError as exc:
+            return ResponseCode.INVALID_PARAMETER, f"bad consumer group: {exc}"
+        commit_offset = request.commit_offset
+        if commit_offset > 0:
+            max_offset = self._store.get_max_offset(topic, queue_id)
+            if commit_offset > max_offset:
+                return (
+                    ResponseCode.INVALID_PARAMETER,
+                    f"commit offset past the queue's max offset: commit_offset={commit_offset} "
+                    f"max_offset={max_offset}",
+                )
         return None

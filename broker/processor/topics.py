@@ -18,13 +18,14 @@ from collections.abc import Callable
 
 from aeromq.broker._errors import InvalidArgumentError, UnknownTopicError
 from aeromq.broker.store import MessageStore, TopicConfig, TopicFilterType
-from aeromq.common import PERM_READ_WRITE, ResponseCode
+from aeromq.common import PERM_READ_WRITE, ResponseCode, is_system_topic
 from aeromq.proto import common_pb2
 
 __all__ = [
     "TopicChangeListener",
     "TopicExistsError",
     "TopicProcessor",
+    "check_not_system_topic",
     "topic_config_from_proto",
     "topic_config_to_proto",
 ]
@@ -39,6 +40,15 @@ class TopicExistsError(InvalidArgumentError):
     """A create of a topic the broker already holds (RocketMQ's ``TOPIC_EXIST_ALREADY``)."""
 
     code = ResponseCode.TOPIC_EXIST_ALREADY
+
+
+def check_not_system_topic(topic: str) -> None:
+    """``InvalidArgumentError`` for a name the broker's system topics take (``TBW102``,
+    ``SCHEDULE_TOPIC_XXXX``, ``rmq_sys_*``, ...: :func:`common.is_system_topic`)."""
+    if is_system_topic(topic):
+        raise InvalidArgumentError(
+            "the name is a system topic's: an admin cannot create or change it", topic=topic
+        )
 
 
 def topic_config_to_proto(config: TopicConfig) -> common_pb2.TopicConfig:
@@ -104,7 +114,9 @@ class TopicProcessor:
         return self._topics.topics()
 
     def create(self, message: common_pb2.TopicConfig) -> TopicConfig:
-        """Create a topic; ``TopicExistsError`` when it exists already."""
+        """Create a topic; ``TopicExistsError`` when it exists already, ``InvalidArgumentError``
+        for a system topic's name (RocketMQ's ``TopicValidator.isSystemTopic``)."""
+        check_not_system_topic(message.topic_name)
         config = topic_config_from_proto(message, self._default_queue_count)
         with self._lock:
             if self._topics.get(config.topic_name) is not None:
@@ -115,7 +127,8 @@ class TopicProcessor:
 
     def update(self, message: common_pb2.TopicConfig) -> TopicConfig:
         """Replace an existing topic's config; ``UnknownTopicError`` when there is none.
-        Queue counts 0 keep the topic's current counts."""
+        Queue counts 0 keep the topic's current counts; a system topic is not changed here."""
+        check_not_system_topic(message.topic_name)
         with self._lock:
             current = self._topics.require(message.topic_name)
             patched = common_pb2.TopicConfig()
