@@ -20,12 +20,14 @@ from typing import Final
 
 import pytest
 
-from tests.faults.history import CheckResult, Op, check, recovery_times
+from tests.faults.history import CheckResult, Op, OpType, check, recovery_times
 
 __all__ = [
+    "CLIENT_PROCESS",
     "FIGURES_ENV",
     "RUNS_ENV",
     "fault_runs",
+    "first_ack_after",
     "percentile",
     "record",
     "summary",
@@ -46,7 +48,13 @@ def fault_runs(config: pytest.Config) -> int:
     return int(os.environ.get(RUNS_ENV, str(_SELECTED_RUNS)))
 
 
-def record(scenario: str, run: int, result: CheckResult, failover_s: float | None) -> None:
+def record(
+    scenario: str,
+    run: int,
+    result: CheckResult,
+    failover_s: float | None,
+    client_failover_s: float | None = None,
+) -> None:
     """Append a passing run's figures to the file ``AEROMQ_FAULT_FIGURES`` names, if any."""
     path = os.environ.get(FIGURES_ENV)
     if not path:
@@ -61,6 +69,7 @@ def record(scenario: str, run: int, result: CheckResult, failover_s: float | Non
         "reordered": len(result.reordered),
         "unknown": result.stats.get("unknown", 0),
         "failover_s": failover_s,
+        "client_failover_s": client_failover_s,
     }
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(figures) + "\n")
@@ -77,8 +86,23 @@ def verdict(
     assert result.stats["acknowledged"] > 0, result.summary()
     times = recovery_times(ops)
     failover_s = times[fault][1] if len(times) > fault else None
-    record(scenario, run, result, failover_s)
+    record(scenario, run, result, failover_s, first_ack_after(ops, fault, CLIENT_PROCESS))
     return result, failover_s
+
+
+CLIENT_PROCESS: Final = "p1"
+"""The sender whose failover is the clients' own (one idempotent producer given every member)."""
+
+
+def first_ack_after(ops: tuple[Op, ...], fault: int, process: str) -> float | None:
+    """Seconds from the ``fault``-th mark to ``process``'s first acknowledged send after it."""
+    marks = [op for op in ops if op.f == "mark"]
+    if len(marks) <= fault:
+        return None
+    mark = marks[fault]
+    acked = (op for op in ops if op.index > mark.index and op.process == process and op.f == "send")
+    first = next((op for op in acked if op.type is OpType.OK), None)
+    return None if first is None else (first.time_ns - mark.time_ns) / 1e9
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -95,21 +119,25 @@ def summary(path: Path) -> str:
             figures = json.loads(line)
             rows[figures["scenario"]].append(figures)
     lines = [
-        "| scenario | runs | acked | lost | duplicated | unknown | failover p50 | p99 | max |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| scenario | runs | acked | lost | duplicated | unknown | failover p50 | p99 | max "
+        "| client's p50 | p99 | max |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for scenario, runs in rows.items():
-        times = [r["failover_s"] for r in runs if r.get("failover_s") is not None]
-        timing = (
-            [f"{percentile(times, p):.2f} s" for p in (0.5, 0.99)] + [f"{max(times):.2f} s"]
-            if times
-            else ["-", "-", "-"]
-        )
         counts = [sum(int(r[k]) for r in runs) for k in ("acknowledged", "lost", "duplicated")]
         unknown = sum(int(r["unknown"]) for r in runs)
-        cells = [scenario, str(len(runs)), *map(str, counts), str(unknown), *timing]
+        cells = [scenario, str(len(runs)), *map(str, counts), str(unknown)]
+        for key in ("failover_s", "client_failover_s"):
+            cells += _timing([r[key] for r in runs if r.get(key) is not None])
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _timing(times: list[float]) -> list[str]:
+    """p50, p99 and max of ``times`` (dashes when none)."""
+    if not times:
+        return ["-", "-", "-"]
+    return [f"{percentile(times, p):.2f} s" for p in (0.5, 0.99)] + [f"{max(times):.2f} s"]
 
 
 if __name__ == "__main__":
