@@ -370,6 +370,16 @@ class CommitLog:
                     self._fsync_ledger.record(target)
             return self.flushed_offset
 
+    def sync_recovered(self) -> None:
+        """After recovery, fsync every segment: ``set_end`` counts the recovered log as
+        flushed, yet a crashed process's last writes may still be only in the page cache (a
+        group member acks its flushed offset as durable). Cheap when they reached the disk."""
+        with self._flush_lock:
+            for mapped in self.files.files:
+                mapped.flush()
+            if self._fsync_ledger is not None:
+                self._fsync_ledger.record(self.flushed_offset)
+
     def truncate(self, offset: int) -> int:
         """Drop everything from ``offset`` on (recovery); returns the bytes dropped."""
         dropped = self.files.truncate(offset)

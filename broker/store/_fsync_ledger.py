@@ -2,8 +2,8 @@
 loss: with ``AEROMQ_TEST_FSYNC_LEDGER=1`` in its environment, a store writes the commit log
 offset of each fsync that completed to ``commitlog.fsynced`` in its data directory (8 bytes,
 little-endian, overwritten in place: one ``pwrite`` to the page cache, which outlives a
-SIGKILL). It records only fsyncs this process made (``CommitLog.flush`` and a durable
-truncation), so after a SIGKILL the fault suite drops every commit log byte from the recorded
+SIGKILL). It records only fsyncs this process made (``CommitLog.flush``, a durable truncation,
+a group member's sync of its recovered log), so after a SIGKILL the fault suite drops every commit log byte from the recorded
 offset on: what a power loss could have lost (``tests/faults/power_loss.py``).
 
 Off unless the variable is set (the default: no file, no write); never set it in production.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from typing import Final
+from typing import Any, Final
 
 import pytest
 
@@ -40,6 +40,38 @@ def parametrize_runs(metafunc: pytest.Metafunc) -> None:
     """Each scenario with a ``run`` argument runs :func:`fault_runs` times."""
     if "run" in metafunc.fixturenames:
         metafunc.parametrize("run", range(fault_runs(metafunc.config)))
+
+
+class FaultRun:
+    """One run of a scenario: the group started, its history, both :func:`senders` going with
+    20 acknowledged sends each (see module)."""
+
+    def __init__(self, group: BrokerGroup) -> None:
+        group.start_all()
+        self.group = group
+        self.history = History()
+        self.senders = senders(group, self.history)
+        wait_acked(self.senders, 20)
+
+    def fault(self, name: str) -> None:
+        """Mark the fault ``name`` (its failover is timed from here)."""
+        self.history.mark(name)
+
+    def failover(self, deposed: int | None = None) -> None:
+        """Wait for a leader (not ``deposed``) and 20 more acknowledged sends each."""
+        self.group.wait_for_leader(other_than=deposed, timeout_s=30)
+        wait_acked(self.senders, 20)
+
+    def rejoin(self, member_id: int) -> None:
+        """Start ``member_id`` again; wait until it is back in the ISR and 10 more sends each
+        were acknowledged."""
+        self.group.start(member_id)
+        self.group.wait_for(lambda s: member_id in s.isr, f"member {member_id} in the ISR", 30)
+        wait_acked(self.senders, 10)
+
+    def finish(self, scenario: str, run: int, **options: Any) -> float | None:
+        """:func:`finish` of this run."""
+        return finish(scenario, run, self.group, self.history, self.senders, **options)
 
 
 def senders(group: BrokerGroup, history: History) -> list[GroupSender]:

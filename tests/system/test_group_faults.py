@@ -22,13 +22,11 @@ from aeromq.broker.store import FSYNC_LEDGER_ENV
 from aeromq.common import ResponseCode
 from tests.broker.etcd import conftest as etcd_fixtures
 from tests.faults.disk import batch_offsets, corrupt_batch, drop_unfsynced_suffix
-from tests.faults.history import History
 from tests.system._group import BrokerGroup
 from tests.system._group_faults import (
+    FaultRun,
     direct_send,
-    finish,
     parametrize_runs,
-    senders,
     tail_only_the_leader_has,
     wait_acked,
 )
@@ -58,84 +56,64 @@ def group(shm_dir: Path, etcd_server: EtcdServer) -> Iterator[BrokerGroup]:
 def test_should_keep_every_acknowledged_send_when_the_leader_is_killed_mid_stream(
     group: BrokerGroup, run: int
 ) -> None:
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     leader = group.wait_for_leader()
     group.kill(leader)
-    history.mark(f"kill leader {leader}")
-    group.wait_for_leader(other_than=leader)
-    wait_acked(running, 20)
-    group.start(leader)
-    group.wait_for(lambda s: leader in s.isr, "the old leader back in the ISR")
-    wait_acked(running, 10)
-    finish("kill leader", run, group, history, running)
+    test.fault(f"kill leader {leader}")
+    test.failover(leader)
+    test.rejoin(leader)
+    test.finish("kill leader", run)
 
 
 def test_should_fence_a_zombie_leader_paused_past_its_lease_and_truncate_its_tail(
     group: BrokerGroup, run: int
 ) -> None:
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     zombie = group.wait_for_leader()
     filler, _, followers = tail_only_the_leader_has(group, zombie)
     group.pause(zombie)
-    history.mark(f"pause leader {zombie}")
     for member_id in followers:
         group.resume(member_id)
-    group.wait_for_leader(other_than=zombie)
-    wait_acked(running, 20)
+    test.fault(f"pause leader {zombie}")
+    test.failover(zombie)
     group.resume(zombie)
     # resumed past its lease it acknowledges nothing (it fenced itself)
-    assert direct_send(group, zombie, history, "zombie") == ResponseCode.NOT_LEADER
+    assert direct_send(group, zombie, test.history, "zombie") == ResponseCode.NOT_LEADER
     filler.shutdown()
     group.wait_for(lambda s: zombie in s.isr, "the zombie back in the ISR")
-    wait_acked(running, 10)
+    wait_acked(test.senders, 10)
     log = group.log(zombie)
     assert "stopped leading" in log and "divergent log tail truncated" in log, log[-3000:]
-    finish("pause leader past its lease", run, group, history, running)
+    test.finish("pause leader past its lease", run)
 
 
 def test_should_recover_when_etcd_and_the_leader_are_killed_together(
     group: BrokerGroup, etcd_server: EtcdServer, run: int
 ) -> None:
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     leader = group.wait_for_leader()
     etcd_server.kill()
     group.kill(leader)
-    history.mark(f"kill etcd and leader {leader}")
     etcd_server.start()
-    group.wait_for_leader(other_than=leader, timeout_s=30)
-    wait_acked(running, 20)
-    group.start(leader)
-    group.wait_for(lambda s: leader in s.isr, "the old leader back in the ISR")
-    wait_acked(running, 10)
-    finish("kill etcd and leader", run, group, history, running)
+    test.fault(f"kill etcd and leader {leader}")
+    test.failover(leader)
+    test.rejoin(leader)
+    test.finish("kill etcd and leader", run)
 
 
 def test_should_finish_a_truncation_a_crash_interrupted(
     group: BrokerGroup, run: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     step = CRASH_STEPS[run % len(CRASH_STEPS)]
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     first = group.wait_for_leader()
     filler, _, followers = tail_only_the_leader_has(group, first)
     group.kill(first)
-    history.mark(f"kill leader {first}")
     for member_id in followers:
         group.resume(member_id)
     filler.shutdown()
-    group.wait_for_leader(other_than=first)
-    wait_acked(running, 20)
+    test.fault(f"kill leader {first}")
+    test.failover(first)
 
     # back as a follower, it dies in the middle of its truncation ...
     monkeypatch.setenv(CRASH_STEP_ENV, step)
@@ -147,62 +125,46 @@ def test_should_finish_a_truncation_a_crash_interrupted(
     assert f"test crash at truncation step {step}" in group.log(first), group.log(first)[-3000:]
 
     # ... and started again, it finishes the truncation first, then follows
-    group.start(first)
-    group.wait_for(lambda s: first in s.isr, "the crashed member back in the ISR")
-    wait_acked(running, 10)
+    test.rejoin(first)
     assert "an unfinished truncation done again" in group.log(first), group.log(first)[-3000:]
-    finish("crash during truncation", run, group, history, running)
+    test.finish("crash during truncation", run)
 
 
 def test_should_recover_when_every_member_restarts_at_once(group: BrokerGroup, run: int) -> None:
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     group.kill_all()
-    history.mark("kill every member")
+    test.fault("kill every member")
     group.start_many(range(group.size))
-    group.wait_for_leader()
-    wait_acked(running, 20)
-    finish("restart every member", run, group, history, running)
+    test.failover()
+    test.finish("restart every member", run)
 
 
 def test_should_keep_every_acknowledged_send_across_a_power_loss_on_the_leader(
     group: BrokerGroup, run: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(FSYNC_LEDGER_ENV, "1")
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     leader = group.wait_for_leader()
     group.kill(leader)
-    history.mark(f"power loss on leader {leader}")
     drop_unfsynced_suffix(group.data_dir(leader))
-    group.wait_for_leader(other_than=leader)
-    wait_acked(running, 20)
-    group.start(leader)
-    group.wait_for(lambda s: leader in s.isr, "the old leader back in the ISR")
-    wait_acked(running, 10)
-    finish("power loss on the leader", run, group, history, running)
+    test.fault(f"power loss on leader {leader}")
+    test.failover(leader)
+    test.rejoin(leader)
+    test.finish("power loss on the leader", run)
 
 
 def test_should_keep_every_acknowledged_send_across_a_power_loss_on_every_member(
     group: BrokerGroup, run: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(FSYNC_LEDGER_ENV, "1")
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     group.kill_all()
-    history.mark("power loss on every member")
+    test.fault("power loss on every member")
     for member_id in group.members:
         drop_unfsynced_suffix(group.data_dir(member_id))
     group.start_many(range(group.size))
-    group.wait_for_leader()
-    wait_acked(running, 20)
-    finish("power loss on every member", run, group, history, running)
+    test.failover()
+    test.finish("power loss on every member", run)
 
 
 def test_should_replicate_over_a_lossy_link_and_fail_over_on_it(
@@ -210,28 +172,21 @@ def test_should_replicate_over_a_lossy_link_and_fail_over_on_it(
 ) -> None:
     rate = (0.1, 0.2, 0.3)[run % 3]
     monkeypatch.setenv(LOSS_ENV, f"{rate}:{run}")
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 40)
+    test = FaultRun(group)
+    wait_acked(test.senders, 20)
     leader = group.wait_for_leader()
     group.kill(leader)
-    history.mark(f"kill leader {leader} (loss {rate})")
-    group.wait_for_leader(other_than=leader)
-    wait_acked(running, 20)
-    group.start(leader)
-    group.wait_for(lambda s: leader in s.isr, "the old leader back in the ISR")
-    wait_acked(running, 10)
-    finish(f"{rate:.0%} loss on the replication link", run, group, history, running)
+    test.fault(f"kill leader {leader} (loss {rate})")
+    test.failover(leader)
+    test.rejoin(leader)
+    test.finish(f"{rate:.0%} loss on the replication link", run)
 
 
 def test_should_catch_a_corrupted_segment_and_recover_the_replica_from_the_leader(
     group: BrokerGroup, run: int
 ) -> None:
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 40)
+    test = FaultRun(group)
+    wait_acked(test.senders, 20)
     leader = group.wait_for_leader()
     replica, other = (m for m in group.members if m != leader)
     group.kill(replica)
@@ -239,20 +194,16 @@ def test_should_catch_a_corrupted_segment_and_recover_the_replica_from_the_leade
     batches = batch_offsets(group.data_dir(replica))
     offset, length = batches[len(batches) // 2]
     corrupt_batch(group.data_dir(replica), offset, length)
-    group.start(replica)
-    group.wait_for(lambda s: replica in s.isr, "the replica back in the ISR")
-    wait_acked(running, 20)
+    test.rejoin(replica)
     log = group.log(replica)
     assert "broken record" in log, log[-3000:]
     # the replica leads and serves what it holds: every message whole, nothing acknowledged
     # lost (its high watermark moves once a second member is back: min_isr 2)
-    for sender in running:
+    for sender in test.senders:
         sender.stop()
     group.kill(leader)
     group.kill(other)
     group.wait_for(lambda s: s.leader == replica, "the replica leading", 30)
     group.start(other)
     group.wait_for(lambda s: other in s.isr, "a second member in the ISR", 30)
-    finish(
-        "corrupted segment on a replica", run, group, history, [], drain_from=replica, timed=False
-    )
+    test.finish("corrupted segment on a replica", run, drain_from=replica, timed=False)

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from aeromq.common import ResponseCode
-from tests.faults.history import History
 from tests.faults.netns import LabEtcd, netlab, netns_unavailable
 from tests.system._group import BrokerGroup, node_of
-from tests.system._group_faults import direct_send, finish, parametrize_runs, senders, wait_acked
+from tests.system._group_faults import FaultRun, direct_send, parametrize_runs, wait_acked
 
 pytestmark = [
     pytest.mark.faults,
@@ -43,21 +42,17 @@ def group(shm_dir: Path) -> Iterator[BrokerGroup]:
 def test_should_fence_a_leader_cut_off_from_etcd_only(group: BrokerGroup, run: int) -> None:
     lab = group.lab
     assert lab is not None
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     leader = group.wait_for_leader()
     lab.cut(node_of(leader), "etcd")
-    history.mark(f"cut leader {leader} from etcd")
-    group.wait_for_leader(other_than=leader)
-    wait_acked(running, 20)
+    test.fault(f"cut leader {leader} from etcd")
+    test.failover(leader)
     # cut off, it still reaches its followers, yet it acknowledges nothing
-    assert direct_send(group, leader, history, "cut") == ResponseCode.NOT_LEADER
+    assert direct_send(group, leader, test.history, "cut") == ResponseCode.NOT_LEADER
     lab.heal_all()
     group.wait_for(lambda s: leader in s.isr, "the old leader back in the ISR", 30)
-    wait_acked(running, 10)
-    finish("leader cut off from etcd", run, group, history, running)
+    wait_acked(test.senders, 10)
+    test.finish("leader cut off from etcd", run)
 
 
 def test_should_elect_the_majority_side_when_the_leader_and_a_follower_are_cut_off(
@@ -65,19 +60,16 @@ def test_should_elect_the_majority_side_when_the_leader_and_a_follower_are_cut_o
 ) -> None:
     lab = group.lab
     assert lab is not None
-    group.start_all()
-    history = History()
-    running = senders(group, history)
-    wait_acked(running, 20)
+    test = FaultRun(group)
     leader = group.wait_for_leader()
     follower, third = (m for m in group.members if m != leader)
     lab.partition([node_of(leader), node_of(follower)])
-    history.mark(f"cut leader {leader} and follower {follower} from etcd and {third}")
+    test.fault(f"cut leader {leader} and follower {follower} from etcd and {third}")
     group.wait_for(lambda s: s.leader == third, "the third member leading", 30)
     # alone in its ISR it refuses sends (min_isr 2); the cut-off leader fenced itself
-    assert direct_send(group, leader, history, "cut") == ResponseCode.NOT_LEADER
+    assert direct_send(group, leader, test.history, "cut") == ResponseCode.NOT_LEADER
     lab.heal_all()
-    history.mark("heal")
+    test.fault("heal")
     group.wait_for(lambda s: len(s.isr) >= 2, "the ISR grown again", 30)
-    wait_acked(running, 20)
-    finish("leader and a follower cut off", run, group, history, running, fault=1)
+    wait_acked(test.senders, 20)
+    test.finish("leader and a follower cut off", run, fault=1)
