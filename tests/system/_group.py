@@ -85,6 +85,7 @@ class BrokerGroup:
         self.lab = lab
         self.members: dict[int, ServerProcess] = {}
         self._grpc_ports: dict[int, int] = {}
+        self._on_close: list[Callable[[], None]] = []
         self.client = EtcdClient(etcd.endpoint)
         self.keys = GroupKeys(GROUP)
 
@@ -207,8 +208,14 @@ class BrokerGroup:
         """SIGCONT member ``member_id``."""
         os.kill(self.members[member_id].pid, signal.SIGCONT)
 
+    def on_close(self, action: Callable[[], None]) -> None:
+        """Run ``action`` first thing in :meth:`close` (stop the senders of a failed test)."""
+        self._on_close.append(action)
+
     def close(self) -> None:
         """Kill every member still running and close the etcd client."""
+        for action in self._on_close:
+            action()
         for process in self.members.values():
             if process.process.poll() is None:
                 os.kill(process.pid, signal.SIGCONT)

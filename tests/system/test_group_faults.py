@@ -75,7 +75,7 @@ def test_should_fence_a_zombie_leader_paused_past_its_lease_and_truncate_its_tai
     for member_id in followers:
         group.resume(member_id)
     test.fault(f"pause leader {zombie}")
-    test.failover(zombie)
+    test.failover(zombie, brokers_only=True)
     group.resume(zombie)
     # resumed past its lease it acknowledges nothing (it fenced itself)
     assert direct_send(group, zombie, test.history, "zombie") == ResponseCode.NOT_LEADER
