@@ -25,6 +25,7 @@ from aeromq.client import (
     NotLeaderError,
 )
 from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.common import ResponseCode
 from aeromq.common.record_batch import BATCH_MAGIC, RecordBatch
 from aeromq.producer import Producer, ProducerConfig, StaticRoute
 from aeromq.proto import messages_pb2
@@ -267,6 +268,10 @@ class BrokerGroup:
                         ),
                         10_000,
                     )
+                    code = response.status.code
+                    if code not in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND):
+                        history.fail(op, f"code={code}")  # an incomplete drain is no loss
+                        raise AssertionError(f"drain of member {member_id}: {response.status}")
                     messages = pulled(response, TOPIC, queue_id, offset, broker_name=GROUP)
                     history.ok(
                         op,
@@ -277,6 +282,7 @@ class BrokerGroup:
                     )
                     delivered += len(messages)
                     if not messages:
+                        assert offset >= response.max_offset, (offset, response)
                         break
                     offset = response.next_begin_offset
         return delivered
