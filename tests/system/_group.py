@@ -39,6 +39,9 @@ SEND_TIMEOUT_MS: Final = 1500
 """A send's timeout: a send in flight to a leader that dies or pauses waits this long."""
 CLIENT_SEND_TIMEOUT_MS: Final = 10_000
 """A send's deadline with the clients' own failover (it spans an election and its retries)."""
+START_S: Final = 60.0
+"""How long a member may take to print its ready line (a 2-core machine loaded by other suites
+took more than 30 s)."""
 TOPIC: Final = "replicated"
 QUEUES: Final = 2
 
@@ -101,13 +104,15 @@ class BrokerGroup:
         if port is not None:  # a restart keeps its address: clients were given it
             args += ["--grpc-port", str(port)]
         if self.lab is None:
-            process = start_broker_process(self.data_dir(member_id), GROUP, args)
+            process = start_broker_process(self.data_dir(member_id), GROUP, args, timeout_s=START_S)
         else:
             node = node_of(member_id)
             address = self.lab.address(node)
             args += ["--grpc-host", address, "--replication-endpoint", f"{address}:0"]
             with self.lab.inside(node):
-                process = start_broker_process(self.data_dir(member_id), GROUP, args)
+                process = start_broker_process(
+                    self.data_dir(member_id), GROUP, args, timeout_s=START_S
+                )
         self.members[member_id] = process
         self._grpc_ports[member_id] = int(process.grpc_address.rsplit(":", 1)[1])
         return process
