@@ -11,6 +11,9 @@ the stored batches as they are, and the consumer reads them column by column. No
   same for C, and a test checks the two agree.
 - ``encoder``: :func:`encode_batch` (the producer's, one pass in ``_encoder.c``) beside
   :func:`encode_batch_py`, its Python reference.
+- ``column_encoder``: :func:`encode_column_batch`, a batch straight from the buffers of a
+  :class:`ColumnSet` (Arrow's binary layout, numpy rows; ``_columns.c``) beside
+  :func:`encode_column_batch_py`, its reference over :func:`encode_batch_py`.
 - ``checker``: :func:`check_batch` (the broker's, ``_checker.c``) beside
   :func:`check_batch_py`; :class:`BatchCheck`, what a check found; :func:`patch_batch`, the
   broker's fields written in place.
@@ -40,6 +43,19 @@ from aeromq.common.record_batch.checker import (
     patch_batch,
 )
 from aeromq.common.record_batch.chunk import PulledChunk, PulledQueue
+from aeromq.common.record_batch.column_encoder import (
+    BatchLimits,
+    Column,
+    ColumnKind,
+    ColumnProblem,
+    ColumnSet,
+    EncodedColumns,
+    PropertyMap,
+    column_value,
+    describe_row_problem,
+    encode_column_batch,
+    encode_column_batch_py,
+)
 from aeromq.common.record_batch.descriptor import (
     ATTRIBUTES_OFFSET,
     BASE_BORN_TIMESTAMP_OFFSET,
@@ -152,7 +168,14 @@ __all__ = [
     "TOTAL_LENGTH_OFFSET",
     "ArrowLayout",
     "BatchCheck",
+    "BatchLimits",
+    "Column",
+    "ColumnKind",
+    "ColumnProblem",
+    "ColumnSet",
+    "EncodedColumns",
     "ProducerState",
+    "PropertyMap",
     "PulledChunk",
     "PulledQueue",
     "RecordBatch",
@@ -160,9 +183,13 @@ __all__ = [
     "body_spans",
     "check_batch",
     "check_batch_py",
+    "column_value",
     "columns_struct",
+    "describe_row_problem",
     "encode_batch",
     "encode_batch_py",
+    "encode_column_batch",
+    "encode_column_batch_py",
     "find_property",
     "find_property_py",
     "gather_spans",

@@ -12,6 +12,8 @@
  * What it does
  * ------------
  *   encode(...)           _encoder.c: one batch of a send (``encoder.encode_batch``)
+ *   encode_columns(...)   _columns.c: one batch from the buffers of a column set
+ *                         (``column_encoder.encode_column_batch``)
  *   check(...)            _checker.c: 0 or the ``BatchCheck`` code of the first rule a batch
  *                         breaks (``checker.check_batch``)
  *   merge(batches)        _merger.c: one batch of several (``merger.merge_batches``)
@@ -40,6 +42,11 @@ static PyMethodDef methods[] = {
      "encode(topic, bodies, tags, properties, property_lengths, flags, born_timestamp_ms, "
      "born_deltas_ms, born_host, reconsume_times, attributes, producer_id, base_sequence, "
      "producer_epoch) -> bytearray: one batch."},
+    {"encode_columns", (PyCFunction)(void (*)(void))columns_encode, METH_FASTCALL,
+     "encode_columns(topic, bodies, tags, keys, properties, property_map, rows, position, stop, "
+     "limits, born_timestamp_ms, born_host, unique_head, unique_counter, producer_id, "
+     "base_sequence, producer_epoch) -> (batch, next_position, 0) | (None, row, problem): one "
+     "batch from a column set's buffers."},
     {"merge", (PyCFunction)batch_merge, METH_O,
      "merge(batches) -> bytes | None: one batch of the records of batches (merge_batches)."},
     {"read", (PyCFunction)(void (*)(void))columns_read, METH_FASTCALL,
