@@ -16,7 +16,7 @@
  *   encode_columns(topic, bodies, tags, keys, properties, property_map, rows, position, stop,
  *                  limits, born_timestamp_ms, born_host, unique_head, unique_counter,
  *                  producer_id, base_sequence, producer_epoch)
- *       -> (batch, next_position, 0), or (None, row, problem)
+ *       -> (batch: bytes, next_position, 0), or (None, row, problem)
  *       the batch of the rows ``rows[position:next_position]`` (of ``position..`` when ``rows``
  *       is None), as many as ``limits`` (max records, max body length, max bodies in all, max
  *       batch bytes) allow, at least one; or the first row that cannot be a message and why
@@ -26,6 +26,10 @@
  *       then UNIQ_KEY (``unique_head`` and a 4-digit hex counter from ``unique_counter``,
  *       wrapping at 16 bits; no UNIQ_KEY when ``unique_head`` is None). With ``producer_id``
  *       not None the batch carries the producer state, as ``encode`` writes it.
+ *   hash_column(column, first_key) -> (hashes, row, problem)
+ *       each row's Java ``String.hashCode`` (of its first key, up to whitespace, with
+ *       ``first_key``) as int32s, for a selector that hashes keys; or the first row without a
+ *       value to hash (NO_KEY: a null, or no key), or whose value is not UTF-8.
  *
  * A column is ``(kind, data, offsets, validity, first, width, length)``: Arrow's binary layout
  * (int32 or int64 offsets, a data buffer, a validity bitmap, the array's offset ``first``), a
@@ -54,6 +58,7 @@ enum {
     PROBLEM_PROPERTIES_TOO_LONG = -6,
     PROBLEM_NOT_UTF8 = -7,
     PROBLEM_BAD_COLUMN = -8,
+    PROBLEM_NO_KEY = -9,
 };
 
 #define WAIT_PROPERTY "WAIT\x01true\x02"
@@ -799,10 +804,11 @@ columns_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                      (long long)s->total);
         goto done;
     }
-    batch = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)s->total);
+    /* bytes, not a bytearray: the request's protobuf takes bytes only (no copy to make one) */
+    batch = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)s->total);
     if (batch == NULL)
         goto done;
-    unsigned char *b = (unsigned char *)PyByteArray_AS_STRING(batch);
+    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(batch);
     batch_write_header(b, header_length, (uint32_t)s->total, (uint32_t)s->count, 0, born_ms,
                        host.buf, (size_t)host.len, attributes, topic.buf, topic.len, producer_id,
                        (uint32_t)sequence, (int16_t)epoch);
@@ -836,4 +842,86 @@ done:
     columns_release(s);
     PyMem_Free(s);
     return out;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the hash of each row's key                                                                  */
+
+PyObject *
+columns_hash(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "hash_column() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *spec = args[0];
+    int first_key = PyObject_IsTrue(args[1]);
+    if (first_key < 0)
+        return NULL;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 7) {
+        PyErr_SetString(PyExc_TypeError, "hash_column: a column");
+        return NULL;
+    }
+    long long rows = PyLong_AsLongLong(PyTuple_GET_ITEM(spec, 6));
+    if (rows == -1 && PyErr_Occurred())
+        return NULL;
+    if (rows < 0 || rows > MAX_FIRST) {
+        PyErr_SetString(PyExc_ValueError, "hash_column: a bad row count");
+        return NULL;
+    }
+    Column c;
+    if (column_open(spec, rows, "hash_column", &c) < 0)
+        return NULL;
+    PyObject *hashes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * rows));
+    int64_t bad_row = -1;
+    int reason = 0;
+    if (hashes == NULL)
+        goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(hashes);
+    for (int64_t row = 0; row < rows; row++) {
+        const unsigned char *p;
+        int64_t n;
+        int found = column_value(&c, row, &p, &n);
+        if (found < 0) {
+            reason = PROBLEM_BAD_COLUMN;
+        } else if (found && !utf8_valid(p, n)) {
+            reason = PROBLEM_NOT_UTF8;
+        } else if (found && first_key) { /* the first of the keys: up to whitespace */
+            const unsigned char *end = p + n;
+            while (p < end) { /* leading whitespace */
+                int size = 1;
+                int32_t cp = *p >= 0x80 ? utf8_next(p, end, &size) : *p;
+                if (!unicode_is_space(cp))
+                    break;
+                p += size;
+            }
+            const unsigned char *key = p;
+            while (p < end) {
+                int size = 1;
+                int32_t cp = *p >= 0x80 ? utf8_next(p, end, &size) : *p;
+                if (unicode_is_space(cp))
+                    break;
+                p += size;
+            }
+            n = p - key;
+            p = key;
+            found = n > 0;
+        }
+        if (!reason && !found)
+            reason = PROBLEM_NO_KEY;
+        if (reason) {
+            bad_row = row;
+            break;
+        }
+        int ok;
+        store_u32(out + 4 * row, (uint32_t)utf8_java_hash(p, n, &ok));
+    }
+done:
+    column_release(&c);
+    if (hashes == NULL)
+        return NULL;
+    PyObject *result = Py_BuildValue("(OLi)", hashes, (long long)bad_row, reason);
+    Py_DECREF(hashes);
+    return result;
 }

@@ -35,6 +35,7 @@ int encoder_module_init(void);
 PyObject *batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _columns.c */
 PyObject *columns_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *columns_hash(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _checker.c */
 PyObject *batch_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _merger.c */

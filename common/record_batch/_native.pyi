@@ -45,7 +45,7 @@ def encode_columns(
     keys: _Column | None,
     properties: tuple[tuple[bytes, _Column], ...],
     property_map: tuple[int, Buffer, Buffer | None, int, _Column, _Column] | None,
-    rows: Buffer | None,
+    rows: npt.NDArray[np.int64] | None,
     position: int,
     stop: int,
     limits: tuple[int, int, int, int],
@@ -57,7 +57,8 @@ def encode_columns(
     base_sequence: int,
     producer_epoch: int,
     /,
-) -> tuple[bytearray | None, int, int]: ...
+) -> tuple[bytes | None, int, int]: ...
+def hash_column(column: _Column, first_key: bool, /) -> tuple[bytes, int, int]: ...
 def merge(batches: Sequence[Buffer], /) -> bytes | None: ...
 def read(
     data: Buffer,

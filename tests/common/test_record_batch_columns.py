@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aeromq.common import record_batch
+from aeromq.common import hash_code, record_batch
 from aeromq.common.record_batch import (
     BatchCheck,
     BatchLimits,
@@ -29,6 +29,8 @@ from aeromq.common.record_batch import (
     describe_row_problem,
     encode_column_batch,
     encode_column_batch_py,
+    hash_column,
+    hash_column_py,
     read_producer_state,
     stored_properties,
 )
@@ -323,3 +325,25 @@ def test_should_number_kinds_and_problems_in_c_as_in_python() -> None:
     source = (Path(record_batch.__file__).parent / "_columns.c").read_text()
     assert _enum(source, "KIND_OFFSETS32") == [(f"KIND_{k.name}", k.value) for k in ColumnKind]
     assert _enum(source, "PROBLEM_OK") == [(f"PROBLEM_{p.name}", p.value) for p in ColumnProblem]
+
+
+@given(st.lists(_values, min_size=1, max_size=8), _types, st.booleans())
+def test_should_hash_each_rows_key_in_c_as_in_python(
+    values: list[str | None], kind: pa.DataType, first_key: bool
+) -> None:
+    column = arrow_column(_array(values, kind, 1))
+    c_hashes, c_row, c_problem = hash_column(column, first_key)
+    py_hashes, py_row, py_problem = hash_column_py(column, first_key)
+    assert (c_row, c_problem) == (py_row, py_problem)
+    end = c_row if c_row >= 0 else len(values)
+    assert c_hashes[:end].tolist() == py_hashes[:end].tolist()
+    for row in range(end):
+        value = values[row]
+        assert value is not None
+        assert c_hashes[row] == hash_code(value.split()[0] if first_key else value)
+
+
+def test_should_name_the_first_row_without_a_key_to_hash() -> None:
+    column = arrow_column(pa.array(["a b", "  ", None]))
+    assert hash_column(column, True)[1:] == (1, ColumnProblem.NO_KEY.value)
+    assert hash_column(column, False)[1:] == (2, ColumnProblem.NO_KEY.value)
