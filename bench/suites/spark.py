@@ -50,6 +50,11 @@ that it must hold throughout, and one a query falling behind cannot meet for 10 
 bound, one interval of production at the end of production, failed even a query with
 zero-time batches at all but the instant after a plan.)
 
+Writes (``bench/_spark_writes.py``, issue 36), after the stream: ``df.write`` through aeromq's
+Arrow sink beside a Row writer and an Arrow writer that only count, 1,000,000 rows of 100 B
+(200,000 with ``--quick``), 3 alternating rounds (1 with ``--quick``), medians; target aeromq
+>= 0.5x the Arrow writer ceiling.
+
 Targets (issue 13): batch read >= 300,000 rows/s; aeromq >= 0.7x the baseline (4 partitions);
 stream lag at most two trigger intervals of production (200,000 messages) throughout the second
 half of production.
@@ -70,6 +75,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
+from bench._spark_writes import write_cases, write_targets
 from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
 
 if TYPE_CHECKING:
@@ -472,6 +478,20 @@ def run(quick: bool) -> Iterator[Result | Target]:
         ):
             rows[row.name] = row
             yield row
+        gateway = spark.sparkContext._gateway  # py4j's, untyped: its proc is the JVM's process
+        assert gateway is not None, "a running session has its gateway to the JVM"
+        pids = (gateway.proc.pid, broker.pid)
+        for row in write_cases(
+            spark,
+            broker.grpc_address,
+            quick,
+            lambda: sum(_tree_cpu_s(pid) for pid in pids),
+            limit_s,
+            _cancel(spark),
+            _median_run,
+        ):
+            rows[row.name] = row
+            yield row
         mine = figure(rows, "aeromq:batch-read:4-partition")
         base = figure(rows, "baseline:arrow-memory:4-partition")
         yield Target("aeromq batch read (4 partitions)", mine, 300_000, "rows/s")
@@ -480,6 +500,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
             "stream lag, largest over the 2nd half of production",
             figure(rows, _STREAM_CASE, "max_lag"), STREAM_LAG_BOUND, "msgs", lower_is_better=True,
         )  # fmt: skip
+        yield from write_targets(rows)
     finally:
         if spark is not None:
             spark.stop()
