@@ -16,9 +16,9 @@ import enum
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from aeromq.broker._errors import InvalidArgumentError, StoreError, UnknownTopicError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
@@ -32,7 +32,7 @@ from aeromq.common import (
     is_writeable,
 )
 
-__all__ = ["TopicConfig", "TopicConfigManager", "TopicFilterType"]
+__all__ = ["TopicConfig", "TopicConfigJson", "TopicConfigManager", "TopicFilterType"]
 
 _MAX_QUEUES = 1024
 _VERSION = 1
@@ -44,6 +44,19 @@ class TopicFilterType(enum.Enum):
 
     SINGLE_TAG = "SINGLE_TAG"
     MULTI_TAG = "MULTI_TAG"
+
+
+class TopicConfigJson(TypedDict):
+    """A :class:`TopicConfig` as ``topics.json`` holds it: every field by its name, the filter
+    type by its value."""
+
+    topic_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str
+    topic_sys_flag: int
+    order: bool
 
 
 @dataclass(frozen=True)
@@ -88,15 +101,21 @@ class TopicConfig:
         """Whether ``perm`` lets producers send to the topic."""
         return is_writeable(self.perm)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TopicConfigJson:
         """The config as the JSON object ``topics.json`` holds (every field, the filter type
         by its value)."""
-        out = asdict(self)
-        out["topic_filter_type"] = self.topic_filter_type.value
-        return out
+        return {
+            "topic_name": self.topic_name,
+            "read_queue_nums": self.read_queue_nums,
+            "write_queue_nums": self.write_queue_nums,
+            "perm": self.perm,
+            "topic_filter_type": self.topic_filter_type.value,
+            "topic_sys_flag": self.topic_sys_flag,
+            "order": self.order,
+        }
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> TopicConfig:
+    def from_json(cls, value: TopicConfigJson) -> TopicConfig:
         """The config of a :meth:`to_json` object; raises ``KeyError``, ``ValueError`` or
         :class:`InvalidArgumentError` for a malformed one (the manager's ``load`` turns them
         into a :class:`StoreError`)."""

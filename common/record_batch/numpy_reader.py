@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Any, Final
+from typing import Any, Final, NotRequired, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -216,10 +216,21 @@ def _starts(
     return starts
 
 
+class _Refused(TypedDict):
+    """What a refusal names, kept as its error's attributes."""
+
+    topic: str
+    broker: str
+    queue_id: int
+    pull_offset: int
+    response_length: int
+    batch_position: NotRequired[int]
+
+
 def _corrupt(
     problem: str, queue: PulledQueue, offset: int, length: int, position: int = -1
 ) -> CorruptMessageError:
-    values: dict[str, Any] = {
+    values: _Refused = {
         "topic": queue.topic,
         "broker": queue.broker_name,
         "queue_id": queue.queue_id,

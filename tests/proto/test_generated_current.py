@@ -51,6 +51,7 @@ def test_should_have_generated_code_for_every_proto_file() -> None:
         "consumer_group",
         "messages",
         "namesrv",
+        "replication",
         "session",
         "store_meta",
         "apache/rocketmq/v2/admin",
