@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
+from bench._spark_measures import BODY_LENGTH, median_run, rate_row
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,7 +51,6 @@ WRITE_ROWS_QUICK: Final = 200_000
 WRITE_PARTITIONS: Final = 4
 WRITE_ROUNDS: Final = 3
 _WARM_UP_ROWS: Final = 20_000
-_BODY_LENGTH: Final = 100
 _TOPIC: Final = "BenchSparkWrite"
 SINK_CASE: Final = "aeromq:batch-write:arrow-sink"
 ROW_CEILING: Final = "baseline:row-writer-count"
@@ -120,7 +120,7 @@ def _counting_sources() -> tuple[type, type]:
 def _rows(spark: SparkSession, count: int) -> DataFrame:
     """``count`` rows of one 100-byte ``body``, made in the JVM."""
     return spark.range(0, count, 1, WRITE_PARTITIONS).selectExpr(
-        f"cast(lpad(cast(id as string), {_BODY_LENGTH}, '.') as binary) as body"
+        f"cast(lpad(cast(id as string), {BODY_LENGTH}, '.') as binary) as body"
     )
 
 
@@ -163,14 +163,7 @@ def _timed_write(
     used = cpu_s() - cpu
     if name == SINK_CASE and (stored := _stored(grpc) - before) != count:
         raise RuntimeError(f"the broker stored {stored} of {count} rows")
-    rate = count / seconds
-    return Result(
-        name,
-        msgs_per_s=rate,
-        MB_per_s=rate * _BODY_LENGTH / 1e6,
-        extra={"rows_per_s": round(rate, 1), "rows": count, "partitions": WRITE_PARTITIONS,
-               "seconds": round(seconds, 3), "cpu_us_per_row": round(used * 1e6 / count, 3)},
-    )  # fmt: skip
+    return rate_row(name, count, seconds, used, WRITE_PARTITIONS)
 
 
 def write_cases(
@@ -180,10 +173,9 @@ def write_cases(
     cpu_s: Callable[[], float],
     limit_s: float,
     on_stop: Callable[[], None],
-    median_run: Callable[[list[Result]], Result],
 ) -> Iterator[Result]:
     """The three write cases in ``spark`` (the sink's topic made on ``grpc``'s broker first),
-    alternating, each bounded in time; each its median run (``median_run``). ``cpu_s``: the CPU
+    alternating, each bounded in time; each its median run. ``cpu_s``: the CPU
     seconds so far of what shares the cores (Spark's JVM with its workers, the broker)."""
     from aeromq.client import GrpcClient
 
