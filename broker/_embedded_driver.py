@@ -32,6 +32,11 @@ broker keeps the transport's threads few and their parks long once quiet:
 Each ``AERON_*_IDLE_STRATEGY`` variable that is set wins over the deep default of its agent.
 ``AERON_THREADING_MODE`` does not apply to the embedded driver: ``driver_threading_mode`` (its
 option and ``AEROMQ_BROKER_DRIVER_THREADING_MODE``) decides.
+
+**Test only**: ``AEROMQ_TEST_UDP_LOSS=RATE[:SEED]`` gives the driver a
+:class:`~transport.testing.loss_generator.LossGenerator` dropping that share of the DATA, status
+message and NAK datagrams it receives (the fault suite's lossy replication link: its brokers
+take no UDP but replication). Never set it in production.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import Final
 
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 from aeromq.transport.driver import MediaDriverContext, ThreadingMode
+from aeromq.transport.testing.loss_generator import LossGenerator
 
 __all__ = ["DRIVER_THREADING_MODES", "client_conductor_idle_strategy", "embedded_driver_context"]
 
@@ -90,6 +96,7 @@ def embedded_driver_context(file_mode: int, threading_mode: str) -> MediaDriverC
             shared_network_idle_strategy=_deep_unless_set(
                 "AERON_SHARED_NETWORK_IDLE_STRATEGY", udp.shared_network_idle_strategy
             ),
+            loss_generator=_test_loss_generator() or udp.loss_generator,
         ),
     )
 
@@ -110,3 +117,18 @@ def client_conductor_idle_strategy() -> BackoffIdleStrategy:
 def _deep_unless_set(variable: str, from_env: str) -> str:
     """The deep backoff, unless ``variable`` names a strategy (then ``from_env``, its value)."""
     return from_env if os.environ.get(variable) else _DEEP_BACKOFF
+
+
+TEST_UDP_LOSS_ENV: Final = "AEROMQ_TEST_UDP_LOSS"
+
+
+def _test_loss_generator() -> LossGenerator | None:
+    """The test-only loss generator ``AEROMQ_TEST_UDP_LOSS`` asks for (see module), or None."""
+    value = os.environ.get(TEST_UDP_LOSS_ENV)
+    if not value:
+        return None
+    rate, _, seed = value.partition(":")
+    loss = float(rate)
+    return LossGenerator(
+        data_loss_rate=loss, sm_loss_rate=loss, nak_loss_rate=loss, seed=int(seed or os.getpid())
+    )

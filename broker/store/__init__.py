@@ -6,6 +6,7 @@ follower's appends and truncation, metadata through the log)."""
 from aeromq.broker.store._arrival import ArrivalListener
 from aeromq.broker.store._config import FlushMode, StoreConfig
 from aeromq.broker.store._consumer_offsets import ConsumerOffsetManager, OffsetCorrection
+from aeromq.broker.store._fsync_ledger import FSYNC_LEDGER_ENV, FSYNC_LEDGER_FILE
 from aeromq.broker.store._message import (
     InboundMessage,
     StoredMessage,
@@ -27,6 +28,8 @@ from aeromq.broker.store._retention import RetentionReport
 from aeromq.broker.store._topic_config import TopicConfig, TopicConfigManager, TopicFilterType
 
 __all__ = [
+    "FSYNC_LEDGER_ENV",
+    "FSYNC_LEDGER_FILE",
     "ArrivalListener",
     "BoundaryType",
     "ConsumerOffsetManager",

@@ -51,6 +51,7 @@ from pathlib import Path
 
 from aeromq.broker._errors import CorruptRecordError, InvalidArgumentError, StoreError
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
+from aeromq.broker.store._fsync_ledger import open_fsync_ledger
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
 from aeromq.common import LatencyHistogram
@@ -162,6 +163,7 @@ class CommitLog:
         self._starts_lock = threading.Lock()
         # per segment start offset: the physical offsets of its first batches, in order
         self._batch_starts: dict[int, list[int]] = {}
+        self._fsync_ledger = open_fsync_ledger(directory.parent)  # None unless a fault test
 
     def load(self) -> None:
         """Map the segments; raises ``StoreError`` when one holds the previous format."""
@@ -364,7 +366,19 @@ class CommitLog:
                     mapped.flush()
                 self.flushed_offset = target
                 self.flush_latency.observe_ns(time.perf_counter_ns() - started_ns)
+                if self._fsync_ledger is not None:
+                    self._fsync_ledger.record(target)
             return self.flushed_offset
+
+    def sync_recovered(self) -> None:
+        """After recovery, fsync every segment: ``set_end`` counts the recovered log as
+        flushed, yet a crashed process's last writes may still be only in the page cache (a
+        group member acks its flushed offset as durable). Cheap when they reached the disk."""
+        with self._flush_lock:
+            for mapped in self.files.files:
+                mapped.flush()
+            if self._fsync_ledger is not None:
+                self._fsync_ledger.record(self.flushed_offset)
 
     def truncate(self, offset: int) -> int:
         """Drop everything from ``offset`` on (recovery); returns the bytes dropped."""
@@ -389,8 +403,12 @@ class CommitLog:
             for mapped in files:
                 mapped.flush()
             self.flushed_offset = offset
+            if self._fsync_ledger is not None:
+                self._fsync_ledger.record(offset)
         return dropped
 
     def close(self) -> None:
         self.files.close()
         self._batch_starts.clear()
+        if self._fsync_ledger is not None:
+            self._fsync_ledger.close()

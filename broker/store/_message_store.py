@@ -85,6 +85,8 @@ class MessageStore(PutPath, MetaPath, GetPath, CommitPath, ReplicaPath, Truncati
                 self.commit_log, self.queues, self.index, checkpoint, dispatch_until=committed
             )
             end = self.commit_log.max_offset
+            if self._replicated:  # a member acks what it says is durable: make it so
+                self.commit_log.sync_recovered()
             self._dispatched_offset = end if committed is None else min(committed, end)
             self._commits.committed_offset = self._dispatched_offset
             self._restore_log_state(

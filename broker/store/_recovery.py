@@ -14,8 +14,12 @@ the index agree with it (RocketMQ's ``recoverNormally``/``recoverAbnormally`` in
    moves to the first batch still in the log.
 
 A store in a broker group passes ``dispatch_until``, its committed offset as last persisted: the
-whole log is scanned and checked, but only batches that end at or before it are dispatched (and
-entries past it dropped); the rest waits for the group's high watermark to pass it again.
+whole log is scanned and checked, from its first segment (the batches before the checkpoint's
+``dispatched_offset`` too, checked and not dispatched again: a corrupt batch there, bit rot on
+one replica, ends the log like a torn tail, and the member fetches the rest from its leader,
+so it never serves nor replicates it), but only batches that end at or before it are
+dispatched (and entries past it dropped); the rest waits for the group's high watermark to
+pass it again. The price is one read and CRC of the member's whole log at each start.
 
 No I/O of its own beyond the store objects it is given; the report says what it did.
 """
@@ -82,8 +86,9 @@ def recover(
     elif start < first.start_offset or start > last.end_offset:
         start = first.start_offset
     index_from = index.end_physical_offset if index is not None else 0
-
-    position = start
+    whole = dispatch_until is not None and first is not None  # a group member's (see module)
+    position = first.start_offset if whole and first is not None else start
+    scanned_from = position
     scanned = redispatched = gaps = last_stamp = 0
     broken: LogCheck | None = None
     while True:
@@ -98,7 +103,9 @@ def recover(
                 if head is None:  # intact, but not a batch this store could have written
                     broken = LogCheck.BAD_LENGTHS
                     break
-                if dispatch_until is None or position + size <= dispatch_until:
+                if position >= start and (
+                    dispatch_until is None or position + size <= dispatch_until
+                ):
                     changed, gap = dispatch_batch(head, batch, position, queues, index, index_from)
                     redispatched += changed
                     gaps += gap
@@ -147,7 +154,7 @@ def recover(
 
     return RecoveryReport(
         clean_shutdown=checkpoint.clean_shutdown if checkpoint is not None else False,
-        scanned_from=start,
+        scanned_from=scanned_from,
         end_offset=end,
         records_scanned=scanned,
         records_redispatched=redispatched,

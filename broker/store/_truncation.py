@@ -26,6 +26,8 @@ Caller: the follower's fetcher, before it fetches from the point; the store's st
 from __future__ import annotations
 
 import logging
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -37,7 +39,7 @@ from aeromq.broker.store._store_services import StoreServices
 if TYPE_CHECKING:
     from aeromq.broker.replication import EpochFile
 
-__all__ = ["TRUNCATION_STEPS", "TruncationPath"]
+__all__ = ["TEST_CRASH_STEP_ENV", "TRUNCATION_STEPS", "TruncationPath"]
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +55,26 @@ TRUNCATION_STEPS: Final = (
 
 def _no_step(_: str) -> None:
     pass
+
+
+TEST_CRASH_STEP_ENV: Final = "AEROMQ_TEST_CRASH_AT_TRUNCATION_STEP"
+"""Test only: a member whose environment names a step of :data:`TRUNCATION_STEPS` here kills
+itself (SIGKILL) right after that step of its next truncation (the fault suite's crash during
+truncation). Never set it in production."""
+
+
+def _test_crash_step() -> Callable[[str], None]:
+    """The ``on_step`` of a truncation with no seam given: :data:`TEST_CRASH_STEP_ENV`'s."""
+    crash_at = os.environ.get(TEST_CRASH_STEP_ENV)
+    if not crash_at:
+        return _no_step
+
+    def crash(step: str) -> None:
+        if step == crash_at:
+            _log.warning("test crash at truncation step %s", step)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return crash
 
 
 class TruncationPath(StoreServices):
@@ -73,6 +95,9 @@ class TruncationPath(StoreServices):
         :class:`BrokerStateError` on a leader or a store not running. Caller: the follower's
         fetcher."""
         from aeromq.broker.replication import clear_truncate_intent, write_truncate_intent
+
+        if on_step is _no_step:
+            on_step = _test_crash_step()
 
         self._require_group()
         self._require_running()

@@ -10,11 +10,11 @@ import signal
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
-from aeromq.broker.etcd import EtcdClient, EtcdServer
+from aeromq.broker.etcd import EtcdClient
 from aeromq.broker.replication import GroupKeys, GroupState, MemberInfo
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import (
@@ -25,18 +25,34 @@ from aeromq.client import (
     NotLeaderError,
 )
 from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.common import ResponseCode
 from aeromq.common.record_batch import BATCH_MAGIC, RecordBatch
 from aeromq.producer import Producer, ProducerConfig, StaticRoute
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from tests._pulled import pulled
 from tests.faults.history import Delivery, History
+from tests.faults.netns import NetLab
 
 GROUP: Final = "broker-g"
 SEND_TIMEOUT_MS: Final = 1500
 """A send's timeout: a send in flight to a leader that dies or pauses waits this long."""
+CLIENT_SEND_TIMEOUT_MS: Final = 10_000
+"""A send's deadline with the clients' own failover (it spans an election and its retries)."""
+START_S: Final = 60.0
+"""How long a member may take to print its ready line (a 2-core machine loaded by other suites
+took more than 30 s)."""
 TOPIC: Final = "replicated"
 QUEUES: Final = 2
+
+
+class Etcd(Protocol):
+    """An etcd the group uses: the repository's ``EtcdServer`` on loopback, or a ``LabEtcd``
+    in a namespace of its own."""
+
+    @property
+    def endpoint(self) -> str:
+        """``HOST:PORT`` of its client port."""
 
 
 def _group_args(etcd: str, member_id: int, size: int, min_isr: int, lease_ttl: str) -> list[str]:
@@ -51,17 +67,29 @@ def _group_args(etcd: str, member_id: int, size: int, min_isr: int, lease_ttl: s
 
 
 class BrokerGroup:
-    """Members of the group :data:`GROUP` on ``etcd`` (see module), all killed at the end."""
+    """Members of the group :data:`GROUP` on ``etcd`` (see module), all killed at the end.
+
+    With a ``lab``, member ``i`` runs in the lab's node ``b<i>`` (its gRPC port and replication
+    endpoint on the node's address; clients still reach its driver over IPC)."""
 
     def __init__(
-        self, root: Path, etcd: EtcdServer, size: int = 3, min_isr: int = 2, lease_ttl: str = "1s"
+        self,
+        root: Path,
+        etcd: Etcd,
+        size: int = 3,
+        min_isr: int = 2,
+        lease_ttl: str = "1s",
+        lab: NetLab | None = None,
     ) -> None:
         self.root = root
         self.etcd = etcd
         self.size = size
         self.min_isr = min_isr
         self.lease_ttl = lease_ttl
+        self.lab = lab
         self.members: dict[int, ServerProcess] = {}
+        self._grpc_ports: dict[int, int] = {}
+        self._on_close: list[Callable[[], None]] = []
         self.client = EtcdClient(etcd.endpoint)
         self.keys = GroupKeys(GROUP)
 
@@ -72,14 +100,33 @@ class BrokerGroup:
     def start(self, member_id: int) -> ServerProcess:
         """Start (or restart) member ``member_id``; returns once it printed its ready line."""
         args = _group_args(self.etcd.endpoint, member_id, self.size, self.min_isr, self.lease_ttl)
-        process = start_broker_process(self.data_dir(member_id), GROUP, args)
+        port = self._grpc_ports.get(member_id)
+        if port is not None:  # a restart keeps its address: clients were given it
+            args += ["--grpc-port", str(port)]
+        if self.lab is None:
+            process = start_broker_process(self.data_dir(member_id), GROUP, args, timeout_s=START_S)
+        else:
+            node = node_of(member_id)
+            address = self.lab.address(node)
+            args += ["--grpc-host", address, "--replication-endpoint", f"{address}:0"]
+            with self.lab.inside(node):
+                process = start_broker_process(
+                    self.data_dir(member_id), GROUP, args, timeout_s=START_S
+                )
         self.members[member_id] = process
+        self._grpc_ports[member_id] = int(process.grpc_address.rsplit(":", 1)[1])
         return process
 
     def start_all(self) -> None:
         """Start every member (member 0 first, so that it leads; the others together), then
         wait until the ISR holds them all."""
         self.start(0)
+        self.start_many(range(1, self.size))
+        self.wait_for(lambda s: s.leader is not None and len(s.isr) == self.size, "a full ISR")
+
+    def start_many(self, member_ids: Iterable[int]) -> None:
+        """Start (or restart) ``member_ids`` together; returns once each printed its ready
+        line."""
         errors: list[BaseException] = []
 
         def start(member_id: int) -> None:
@@ -88,14 +135,13 @@ class BrokerGroup:
             except BaseException as exc:
                 errors.append(exc)
 
-        threads = [threading.Thread(target=start, args=(m,)) for m in range(1, self.size)]
+        threads = [threading.Thread(target=start, args=(m,)) for m in member_ids]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         if errors:
             raise errors[0]
-        self.wait_for(lambda s: s.leader is not None and len(s.isr) == self.size, "a full ISR")
 
     def state(self) -> GroupState | None:
         """The group's state in etcd."""
@@ -152,6 +198,14 @@ class BrokerGroup:
         """SIGKILL member ``member_id`` (no flush, no checkpoint)."""
         self.members[member_id].kill()
 
+    def kill_all(self) -> None:
+        """SIGKILL every member at once."""
+        for process in self.members.values():
+            if process.process.poll() is None:
+                os.kill(process.pid, signal.SIGKILL)
+        for member_id in self.members:
+            self.kill(member_id)
+
     def pause(self, member_id: int) -> None:
         """SIGSTOP member ``member_id``."""
         os.kill(self.members[member_id].pid, signal.SIGSTOP)
@@ -160,8 +214,14 @@ class BrokerGroup:
         """SIGCONT member ``member_id``."""
         os.kill(self.members[member_id].pid, signal.SIGCONT)
 
+    def on_close(self, action: Callable[[], None]) -> None:
+        """Run ``action`` first thing in :meth:`close` (stop the senders of a failed test)."""
+        self._on_close.append(action)
+
     def close(self) -> None:
         """Kill every member still running and close the etcd client."""
+        for action in self._on_close:
+            action()
         for process in self.members.values():
             if process.process.poll() is None:
                 os.kill(process.pid, signal.SIGCONT)
@@ -213,6 +273,10 @@ class BrokerGroup:
                         ),
                         10_000,
                     )
+                    code = response.status.code
+                    if code not in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND):
+                        history.fail(op, f"code={code}")  # an incomplete drain is no loss
+                        raise AssertionError(f"drain of member {member_id}: {response.status}")
                     messages = pulled(response, TOPIC, queue_id, offset, broker_name=GROUP)
                     history.ok(
                         op,
@@ -223,12 +287,18 @@ class BrokerGroup:
                     )
                     delivered += len(messages)
                     if not messages:
+                        assert offset >= response.max_offset, (offset, response)
                         break
                     offset = response.next_begin_offset
         return delivered
 
 
 _PREFIX: Final = struct.Struct("<iI")
+
+
+def node_of(member_id: int) -> str:
+    """Member ``member_id``'s node in a lab (``b<id>``)."""
+    return f"b{member_id}"
 
 
 def queue_of(queue_id: int) -> str:
@@ -243,12 +313,23 @@ class GroupSender:
 
     Outcomes: an answer is ``ok`` with its queue offset; ``NOT_LEADER`` and
     ``NOT_ENOUGH_REPLICAS`` are certain refusals (``fail``); anything else (timeouts,
-    ``REPLICATION_TIMEOUT``, a lost session) is ``info``: the outcome is unknown."""
+    ``REPLICATION_TIMEOUT``, a lost session) is ``info``: the outcome is unknown.
+
+    ``client_failover`` instead keeps one idempotent producer given every member's gRPC address
+    for the whole run: it finds the leader and retries by itself (the clients' failover, its
+    idempotent retries across it); the history records each message's final outcome."""
 
     def __init__(
-        self, group: BrokerGroup, history: History, process: str, queue_id: int = 0
+        self,
+        group: BrokerGroup,
+        history: History,
+        process: str,
+        queue_id: int = 0,
+        *,
+        client_failover: bool = False,
     ) -> None:
         self._group = group
+        self._client_failover = client_failover
         self._history = history
         self.process = process
         self._queue = MessageQueue(TOPIC, GROUP, queue_id)
@@ -283,8 +364,14 @@ class GroupSender:
         """A producer of the leader etcd names, forever (a client finds it through routes and
         ``NOT_LEADER`` answers: that discovery is the clients' matter; these histories time
         the brokers' failover)."""
-        config = ProducerConfig(send_timeout_ms=SEND_TIMEOUT_MS, retry_times_when_send_failed=0)
         group = self._group
+        if self._client_failover:
+            endpoints = [group.grpc(m) for m in sorted(group.members)]
+            config = ProducerConfig(send_timeout_ms=CLIENT_SEND_TIMEOUT_MS)
+            while not self._stop.is_set():
+                yield Producer(f"group-{self.process}", endpoints, config=config).start()
+            return
+        config = ProducerConfig(send_timeout_ms=SEND_TIMEOUT_MS, retry_times_when_send_failed=0)
         while not self._stop.is_set():
             info = group.leader_info()
             if info is None:
@@ -307,16 +394,20 @@ class GroupSender:
                 op = self._history.invoke_send(self.process, message_id, self._queue_name)
                 try:
                     result = producer.send(Message(TOPIC, message_id.encode()), queue=self._queue)
-                except (NotLeaderError, NotEnoughReplicasError) as exc:
-                    self._history.fail(op, str(exc))
-                    self.errors.append(type(exc).__name__)
                 except ClientError as exc:
-                    self._history.info(op, str(exc))
+                    # certain refusals, unless a retry of the client's followed an unknown try
+                    refused = isinstance(exc, NotLeaderError | NotEnoughReplicasError)
+                    if refused and not self._client_failover:
+                        self._history.fail(op, str(exc))
+                    else:
+                        self._history.info(op, str(exc))
                     self.errors.append(type(exc).__name__)
                 else:
                     self._history.ok(op, offset=result.queue_offset)
                     self.acked += 1
                     continue
+                if self._client_failover:
+                    continue  # the producer fails over by itself
                 producer.shutdown()
                 producer = None
                 time.sleep(0.02)

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aeromq.broker.store import MessageStore, PutMessageResult, PutMessageStatus
+import pytest
+
+from aeromq.broker.store import (
+    FSYNC_LEDGER_ENV,
+    FSYNC_LEDGER_FILE,
+    MessageStore,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from tests.faults.disk import fsynced_offset
 
 from ._group import TOPIC, append, batch, commit, group_config, replicate
 from .conftest import ManualClock, crash, small_config
@@ -87,3 +96,53 @@ def test_should_take_a_single_brokers_log_as_committed(tmp_path: Path, clock: Ma
         assert member.get_max_offset(TOPIC, 0) == 2
         member.start_leading()
         assert append(member, [b"c"]).queue_offset == 2
+
+
+def test_should_cut_a_members_log_at_a_corrupt_batch_below_its_checkpoint(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    config = group_config(tmp_path / "member")
+    store = MessageStore(config, clock_ms=clock)
+    store.start()
+    store.start_leading()
+    first = append(store, [b"a", b"b"])
+    second = append(store, [b"c"])
+    append(store, [b"d"])
+    store.set_high_watermark(store.max_physical_offset)
+    store.flush()
+    store._checkpoint(clean_shutdown=False)  # everything dispatched, as far as it says
+    crash(store)
+    segment = sorted((config.data_dir / "commitlog").iterdir())[0]
+    with segment.open("r+b") as data:  # bit rot in the second batch's records, under its CRC
+        data.seek(second.physical_offset + second.wrote_bytes - 2)
+        data.write(b"\xff\xfe")
+    with MessageStore(config, clock_ms=clock) as member:
+        # the whole log checked: cut at the corrupt batch, never served; the rest is fetched
+        assert member.max_physical_offset == first.physical_offset + first.wrote_bytes
+        assert member.get_max_offset(TOPIC, 0) == 2
+        got = member.get_messages(TOPIC, 0, 0, max_count=10)
+        assert [m.body for m in got.messages] == [b"a", b"b"]
+
+
+def test_should_record_each_fsync_of_the_log_for_the_fault_suite_when_asked_and_sync_at_start(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = group_config(tmp_path / "member")
+    with MessageStore(config, clock_ms=clock) as store:
+        store.start_leading()
+        append(store, [b"a"])
+        store.flush()
+    assert not (config.data_dir / FSYNC_LEDGER_FILE).exists()  # off by default
+    monkeypatch.setenv(FSYNC_LEDGER_ENV, "1")
+    store = MessageStore(config, clock_ms=clock)
+    store.start()
+    store.start_leading()
+    append(store, [b"b"])
+    appended = store.max_physical_offset
+    assert store.flush() == appended
+    append(store, [b"c"])  # not fsynced
+    crash(store)
+    assert fsynced_offset(config.data_dir) == appended
+    # a member's restart fsyncs what it recovered before it counts it durable (and acks it)
+    with MessageStore(config, clock_ms=clock) as member:
+        assert fsynced_offset(config.data_dir) == member.max_physical_offset > appended
