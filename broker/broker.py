@@ -32,7 +32,7 @@ from aeromq.broker._embedded_driver import (
     client_conductor_idle_strategy,
     embedded_driver_context,
 )
-from aeromq.broker._group_endpoint import GroupEndpointLeadership
+from aeromq.broker._group_views import GroupEndpointLeadership, replication_status
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.grpc.server import BrokerGrpcServer
 from aeromq.broker.namesrv.registrar import NameServerRegistrar
@@ -324,7 +324,9 @@ class Broker:
                     "a broker group's members call each other without TLS or credentials: "
                     "with TLS or an ACL on the gRPC port, their handshakes fail"
                 )
-            server.add_group_replication(group.answer_epoch_end)
+            server.add_group_replication(
+                group.answer_epoch_end, lambda: replication_status(group, store)
+            )
         server.start()
         control.identity.update_endpoints(self.endpoints(server.address))
         registry = control.registry
