@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         leader = cluster.leader()
         cluster.say(
             f"cluster ready: group={cluster.spec.broker_name} endpoints={cluster.endpoints} "
-            f"etcd={cluster.etcd.endpoint} "
+            f"etcd={cluster.etcd.endpoint} etcd_pid={cluster.etcd.pid} "
             f"leader={'none' if leader is None else leader.member_id} "
             f"epoch={'0' if leader is None else leader.ready.get('epoch', '0')} "
             f"min_isr={cluster.spec.min_isr} data_dir={cluster.spec.data_dir}"
