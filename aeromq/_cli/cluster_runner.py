@@ -101,6 +101,8 @@ class Member:
     started_s: float = 0.0
     failures: int = 0
     next_start_s: float | None = None
+    leader_since_s: float | None = None
+    """Monotonic time its output last said it took the lead (None: it has not, this run)."""
 
     @property
     def pid(self) -> int | None:
@@ -389,6 +391,8 @@ class LocalCluster:
                         value = line.partition(f" {key}=")[2].split(" ", 1)[0].rstrip(":")
                         if value:
                             member.ready[key] = value
+                    if member.ready.get("role") == "leader":
+                        member.leader_since_s = time.monotonic()
                     self.say(f"{tag} {line}")
         process.stdout.close()
 
