@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final, TextIO
 
+from aeromq.broker import BrokerError
 from aeromq.broker.etcd import EtcdServer
 
 __all__ = ["ClusterError", "ClusterPorts", "ClusterSpec", "LocalCluster", "Member"]
@@ -50,8 +51,9 @@ _STABLE_S: Final = 30.0  # a member up this long has its back-off reset
 _POLL_S: Final = 0.1
 
 
-class ClusterError(Exception):
-    """The cluster could not start (a member exited or was not ready in time)."""
+class ClusterError(BrokerError):
+    """The group could not start (a member exited or was not ready in time, a data directory
+    of another group, ports that clash)."""
 
 
 @dataclass
