@@ -128,6 +128,31 @@ def _command(
     return parser
 
 
+def _top_command(
+    sections: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help_: str,
+    description: str,
+    run: Command,
+    examples: Sequence[str],
+) -> None:
+    """A command with no action (``aeromq admin stats``), taking ``--json`` too."""
+    parser = sections.add_parser(
+        name,
+        help=help_,
+        description=description,
+        epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
+        formatter_class=HelpFormatter,
+    )
+    parser.set_defaults(run=run)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print one JSON object per line instead of text",
+    )
+
+
 def _queue_options(parser: argparse.ArgumentParser, default_help: str) -> None:
     parser.add_argument("topic", help="the topic name")
     parser.add_argument(
@@ -312,35 +337,25 @@ def build_parser() -> argparse.ArgumentParser:
         cluster_list,
         ["aeromq admin cluster list"],
     )
-    replication_parser = sections.add_parser(
+    _top_command(
+        sections,
         "replication",
-        help="each broker group's leader, epoch, ISR and each member's lag",
-        description="each broker group's leader, epoch, ISR and each member's log end, fsynced "
-        "offset and lag behind the leader (a single broker shows group=none)",
-        epilog="examples:\n  aeromq admin --endpoints 127.0.0.1:8081,127.0.0.1:8082 replication"
-        "\n  aeromq admin replication --json",
-        formatter_class=HelpFormatter,
+        "each broker group's leader, epoch, ISR and each member's lag",
+        "each broker group's leader, epoch, ISR and each member's log end, fsynced offset and "
+        "lag behind the leader (a single broker shows group=none)",
+        replication,
+        [
+            "aeromq admin --endpoints 127.0.0.1:8081,127.0.0.1:8082 replication",
+            "aeromq admin replication --json",
+        ],
     )
-    replication_parser.set_defaults(run=replication)
-    replication_parser.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print one JSON object per group instead of text",
-    )
-    stats_parser = sections.add_parser(
+    _top_command(
+        sections,
         "stats",
-        help="each broker's uptime, counts, commit log offsets and counters",
-        description="each broker's uptime, counts, commit log offsets and counters",
-        epilog="examples:\n  aeromq admin stats\n  aeromq admin stats --json",
-        formatter_class=HelpFormatter,
-    )
-    stats_parser.set_defaults(run=stats)
-    stats_parser.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print one JSON object per line instead of text",
+        "each broker's uptime, counts, commit log offsets and counters",
+        "each broker's uptime, counts, commit log offsets and counters",
+        stats,
+        ["aeromq admin stats", "aeromq admin stats --json"],
     )
     return parser
 

@@ -40,7 +40,7 @@ __all__ = ["build_parser", "main"]
 _EXAMPLES = (
     "aeromq cluster up --data-dir /tmp/aeromq-cluster",
     "aeromq cluster up --data-dir /var/lib/aeromq/a --grpc-port 8081 --rocketmq-port 8181",
-    "aeromq cluster up --data-dir D --group-size 5 --min-isr 3 -- --flush-interval-ms 200",
+    "aeromq cluster up --data-dir /tmp/g5 --group-size 5 --min-isr 3 -- --flush-interval 200ms",
 )
 _WAIT_SLICE_S = 0.5
 
@@ -61,13 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
         _EXAMPLES,
         default_log_level="INFO",
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = parser.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help="what to do with the group"
+    )
     up = actions.add_parser(
         "up",
         help="start etcd and a broker group, print how clients reach it, run until interrupted",
         description="Start etcd and a broker group; print one 'broker ready:' line per member "
         "and 'cluster ready: endpoints=...'; run until SIGINT or SIGTERM. Options after '--' "
         "go to every broker.",
+        epilog="examples:\n" + "\n".join(f"  {e}" for e in _EXAMPLES),
         formatter_class=parser.formatter_class,
     )
     up.add_argument("--data-dir", type=Path, required=True, help="the group's directory")

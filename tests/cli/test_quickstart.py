@@ -81,7 +81,10 @@ def test_should_carry_on_across_a_leader_kill_with_nothing_lost_on_a_cluster() -
     [failover] = [line for line in lines if line.startswith("failover: ")]
     assert "the producer's first acknowledged send after the kill" in failover
     [check] = [line for line in lines if line.startswith("check: ")]
-    assert "acknowledged=4000 lost=0 stored_twice=0 corrupt=0 failed_sends=0" in check
+    fields = dict(word.split("=", 1) for word in check.split() if "=" in word)
+    assert (fields["lost"], fields["stored_twice"], fields["corrupt"]) == ("0", "0", "0"), check
+    # a send may fail on a loaded machine (its outcome unknown: not counted as acknowledged)
+    assert int(fields["acknowledged"]) + 32 * int(fields["failed_sends"]) == 4000, check
     assert sum(line.startswith("broker ready: ") for line in lines) >= 3
 
 

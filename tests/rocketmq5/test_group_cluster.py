@@ -13,7 +13,7 @@ import pytest
 
 from aeromq._cli.cluster_runner import ClusterSpec, LocalCluster, Member
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2, service_pb2_grpc
-from tests.rocketmq5.conftest import receive, resource
+from tests.rocketmq5.conftest import receive, resource, send
 
 Code = definition_pb2.Code
 TIMEOUT_S = 30.0
@@ -38,18 +38,6 @@ def _stub(channel: grpc.Channel) -> service_pb2_grpc.MessagingServiceStub:
     return service_pb2_grpc.MessagingServiceStub(channel)
 
 
-def _send(stub: service_pb2_grpc.MessagingServiceStub, topic: str, body: bytes) -> Code.ValueType:
-    message = definition_pb2.Message(topic=resource(topic), body=body)
-    message.system_properties.message_id = f"id-{body.decode()}"
-    message.system_properties.message_type = definition_pb2.NORMAL
-    response = stub.SendMessage(
-        service_pb2.SendMessageRequest(messages=[message]),
-        timeout=TIMEOUT_S,
-        metadata=(("x-mq-client-id", "group-test"),),
-    )
-    return response.status.code
-
-
 def test_should_have_a_followers_rocketmq5_calls_answered_by_the_leader(
     cluster: LocalCluster,
 ) -> None:
@@ -64,7 +52,7 @@ def test_should_have_a_followers_rocketmq5_calls_answered_by_the_leader(
         route = via_follower.QueryRoute(
             service_pb2.QueryRouteRequest(topic=resource(topic)), timeout=TIMEOUT_S
         )
-        assert _send(via_follower, topic, b"through-the-follower") == Code.OK
+        assert send(via_follower, topic, b"through-the-follower") == Code.OK
 
     assert route.status.code == Code.OK
     for queue in route.message_queues:  # the follower's routes send clients to the leader
