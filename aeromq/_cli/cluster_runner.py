@@ -13,6 +13,8 @@ Ports: each kind (gRPC, RocketMQ 5, replication UDP, ingress UDP) is a base give
 operator (member i takes base + i) or, when 0, ports free at the first start; either way they
 are written to ``cluster.json`` and reused by the next start on the same directory, so clients
 keep their endpoints. Every port is distinct (two brokers on defaults would both take 8181).
+Free ports are only probed free: a member that cannot bind one that another process took
+meanwhile is started again on other free ports (at the first start only, up to 3 times).
 
 :meth:`LocalCluster.start` starts etcd (in a session of its own, so Ctrl-C reaches only this
 process) and every member at once, and returns once each has printed its ``broker ready:``
@@ -49,6 +51,9 @@ _RELAYED: Final = ("group role:", "cannot start")
 _RESTART_BACKOFF_S: Final = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 _STABLE_S: Final = 30.0  # a member up this long has its back-off reset
 _POLL_S: Final = 0.1
+_TAIL_LINES: Final = 20
+_PORT_ATTEMPTS: Final = 3
+_BIND_FAILURES: Final = ("cannot bind", "already in use")
 
 
 class ClusterError(BrokerError):
@@ -103,6 +108,9 @@ class Member:
     started_s: float = 0.0
     failures: int = 0
     next_start_s: float | None = None
+    port_attempts: int = 0
+    tail: list[str] = field(default_factory=list)
+    """Its last lines of output (why it exited)."""
     leader_since_s: float | None = None
     """Monotonic time its output last said it took the lead (None: it has not, this run)."""
 
@@ -193,7 +201,11 @@ class LocalCluster:
             Member(i, root / f"member-{i}", root / "logs" / f"member-{i}.log")
             for i in range(spec.group_size)
         ]
-        self.ports = plan_ports(spec, self._stored_ports())
+        stored = self._stored_ports()
+        self._fresh_ports = stored is None and not (
+            spec.grpc_port or spec.rocketmq_port or spec.replication_port or spec.udp_port
+        )
+        self.ports = plan_ports(spec, stored)
         self.etcd = EtcdServer(
             root / "etcd",
             client_port=self.ports.etcd_client,
@@ -262,6 +274,8 @@ class LocalCluster:
                 while not member.ready_event.wait(_POLL_S):
                     process = member.process
                     if process is not None and process.poll() is not None:
+                        if self._port_taken(member):
+                            continue  # launched again on other free ports
                         raise ClusterError(
                             f"member {member.member_id} exited before it was ready "
                             f"(exit code {process.returncode}); its output: {member.log_path}"
@@ -276,6 +290,27 @@ class LocalCluster:
         except BaseException:
             self.stop()
             raise
+
+    def _port_taken(self, member: Member) -> bool:
+        """Whether ``member`` could not bind a port that was free when chosen (another
+        process took it meanwhile) and was launched again on ports free now: only for ports
+        chosen free at this group's first start (not given, not kept from an earlier one:
+        clients know those), at most :data:`_PORT_ATTEMPTS` times."""
+        if member.reader is not None:
+            member.reader.join(5)
+        taken = any(m in line for line in member.tail for m in _BIND_FAILURES)
+        if not (taken and self._fresh_ports and member.port_attempts < _PORT_ATTEMPTS):
+            return False
+        member.port_attempts += 1
+        i, ports, spec = member.member_id, self.ports, self.spec
+        every = set(ports.grpc + ports.rocketmq + ports.replication + ports.udp)
+        tcp, udp = socket.SOCK_STREAM, socket.SOCK_DGRAM
+        ports.grpc[i], ports.rocketmq[i] = _free_ports(tcp, spec.host, 2, every)
+        ports.replication[i], ports.udp[i] = _free_ports(udp, spec.host, 2, every)
+        self._store_ports()
+        self.say(f"member {i}: a port was taken meanwhile; starting it on other free ports")
+        self._launch(member)
+        return True
 
     def leader(self) -> Member | None:
         """The member whose last ready line or role change said it leads."""
@@ -356,6 +391,7 @@ class LocalCluster:
 
     def _launch(self, member: Member) -> None:
         member.data_dir.mkdir(parents=True, exist_ok=True)
+        member.tail = []
         member.ready_event.clear()
         member.ready = {}
         member.process = subprocess.Popen(
@@ -383,6 +419,7 @@ class LocalCluster:
             for raw in process.stdout:
                 log.write(raw)
                 line = raw.decode("utf-8", "replace").rstrip()
+                member.tail = [*member.tail[-(_TAIL_LINES - 1) :], line]
                 if line.startswith(READY_PREFIX):
                     words = line[len(READY_PREFIX) :].split()
                     member.ready = dict(w.split("=", 1) for w in words if "=" in w)
