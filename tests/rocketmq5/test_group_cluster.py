@@ -25,7 +25,7 @@ BROKER_ARGS = (
 
 @pytest.fixture
 def cluster(shm_dir: Path) -> Iterator[LocalCluster]:
-    spec = ClusterSpec(shm_dir / "cluster", lease_ttl="1s", broker_args=BROKER_ARGS)
+    spec = ClusterSpec(shm_dir / "cluster", broker_args=BROKER_ARGS)
     running = LocalCluster(spec, io.StringIO())
     running.start()
     try:
