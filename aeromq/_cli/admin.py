@@ -110,11 +110,14 @@ def _command(
     help_: str,
     run: Command,
     examples: Sequence[str],
+    description: str | None = None,
 ) -> argparse.ArgumentParser:
+    """An action of a section (``topic list``), or a command with no action (``stats``) when
+    ``actions`` are the sections; it takes ``--json`` too."""
     parser = actions.add_parser(
         name,
         help=help_,
-        description=help_,
+        description=description or help_,
         epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
         formatter_class=HelpFormatter,
     )
@@ -126,31 +129,6 @@ def _command(
         help="print one JSON object per line instead of text",
     )
     return parser
-
-
-def _top_command(
-    sections: argparse._SubParsersAction[argparse.ArgumentParser],
-    name: str,
-    help_: str,
-    description: str,
-    run: Command,
-    examples: Sequence[str],
-) -> None:
-    """A command with no action (``aeromq admin stats``), taking ``--json`` too."""
-    parser = sections.add_parser(
-        name,
-        help=help_,
-        description=description,
-        epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
-        formatter_class=HelpFormatter,
-    )
-    parser.set_defaults(run=run)
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print one JSON object per line instead of text",
-    )
 
 
 def _queue_options(parser: argparse.ArgumentParser, default_help: str) -> None:
@@ -337,22 +315,21 @@ def build_parser() -> argparse.ArgumentParser:
         cluster_list,
         ["aeromq admin cluster list"],
     )
-    _top_command(
+    _command(
         sections,
         "replication",
         "each broker group's leader, epoch, ISR and each member's lag",
-        "each broker group's leader, epoch, ISR and each member's log end, fsynced offset and "
-        "lag behind the leader (a single broker shows group=none)",
         replication,
         [
             "aeromq admin --endpoints 127.0.0.1:8081,127.0.0.1:8082 replication",
             "aeromq admin replication --json",
         ],
+        "each broker group's leader, epoch, ISR and each member's log end, fsynced offset and "
+        "lag behind the leader (a single broker shows group=none)",
     )
-    _top_command(
+    _command(
         sections,
         "stats",
-        "each broker's uptime, counts, commit log offsets and counters",
         "each broker's uptime, counts, commit log offsets and counters",
         stats,
         ["aeromq admin stats", "aeromq admin stats --json"],
