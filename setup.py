@@ -1,8 +1,8 @@
 """Build hook for the four native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
 operations on shared memory), ``aeromq.transport.logbuffer._gather`` (a vectored offer's check
 and frame-by-frame copy), ``aeromq.common.record_batch._native`` (the record batch's passes:
-encode, check, merge, a pull answer's batches read into columns, their spans gathered into
-Arrow's layout) and ``aeromq.broker.store._batch_take`` (the first window of the broker's
+encode, from messages or from columns, check, merge, a pull answer's batches read into columns,
+their spans gathered into Arrow's layout) and ``aeromq.broker.store._batch_take`` (the first window of the broker's
 unfiltered get).
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
@@ -36,13 +36,17 @@ setup(
                     "_native.c",
                     "_crc32.c",
                     "_encoder.c",
+                    "_columns.c",
                     "_checker.c",
                     "_merger.c",
                     "_reader.c",
                     "_gather.c",
                 )
             ],
-            depends=[_RECORD_BATCH + name for name in ("record_batch.h", "_native.h", "_crc32.h")],
+            depends=[
+                _RECORD_BATCH + name
+                for name in ("record_batch.h", "_native.h", "_crc32.h", "_utf8.h")
+            ],
             # one module of several files: their shared symbols stay inside it
             extra_compile_args=[*_FLAGS, "-fvisibility=hidden"],
         ),

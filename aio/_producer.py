@@ -6,6 +6,7 @@
         result = await producer.send(Message("orders", b"..."))
         results = await producer.send_batch([Message("orders", b"1"), Message("orders", b"2")])
         await producer.send_value("orders", {"id": 42})       # with a value_serializer
+        rows = await producer.send_columns("orders", arrow_bodies, keys=arrow_keys)
 
 It wraps a :class:`~producer.Producer` (:attr:`AsyncProducer.sync`): a send is the producer's
 asynchronous send, whose future completes on the session's poller thread and is bridged to the
@@ -17,12 +18,24 @@ and shutting down (route lookups, sessions) run in the loop's default executor.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from aeromq.aio._constructor import built_from
 from aeromq.client import Message, MessageQueue
-from aeromq.producer import Producer, QueueSelector, SendResult
+from aeromq.producer import (
+    ColumnSelector,
+    ColumnSendResults,
+    Producer,
+    QueueSelector,
+    SendResult,
+)
+
+if TYPE_CHECKING:
+    import pyarrow
+
+    from aeromq.producer import ColumnValues, TextValues
 
 __all__ = ["AsyncProducer"]
 
@@ -98,6 +111,35 @@ class AsyncProducer:
         """Send ``value`` through the ``value_serializer`` (``Producer.send_value``)."""
         message = self.sync.message_of(topic, value, tags=tags, keys=keys, properties=properties)
         return await self.send(message, timeout_ms, queue=queue)
+
+    async def send_columns(
+        self,
+        topic: str,
+        bodies: ColumnValues,
+        *,
+        tags: TextValues | None = None,
+        keys: TextValues | None = None,
+        properties: Mapping[str, TextValues] | pyarrow.Array | pyarrow.ChunkedArray | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | ColumnSelector | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> ColumnSendResults:
+        """Send a column set, a message per row (``Producer.send_columns``): every row's result
+        once all are stored. The rows are checked and encoded in the loop's thread (one C pass
+        per batch, no Python object per row); the batches go as async sends."""
+        future = self.sync.send_columns_async(
+            topic,
+            bodies,
+            tags=tags,
+            keys=keys,
+            properties=properties,
+            queue=queue,
+            selector=selector,
+            arg=arg,
+            timeout_ms=timeout_ms,
+        )
+        return await asyncio.wrap_future(future)
 
     def __repr__(self) -> str:
         return f"AsyncProducer({self.sync!r})"

@@ -11,7 +11,8 @@
 
 Needs ``pip install 'aeromq[spark]'`` (pyspark and pyarrow) and Java 17 or 21. Readers plan on
 the driver over the admin gRPC calls and read queue ranges on the executors
-(``_queue_reader``); writers send with a ``Producer`` per task.
+(``_queue_reader``); writers send each task's Arrow batches as columns with a ``Producer``
+(``_arrow_writers``; the Row writers, ``_row_writers``, on a PySpark without Arrow writers).
 """
 
 try:
@@ -43,6 +44,7 @@ from aeromq.pipeline._planning import (
 )
 from aeromq.pipeline._queue_reader import READER_GROUP, read_queue_range
 from aeromq.pipeline._readers import AeromqBatchReader, AeromqStreamReader
+from aeromq.pipeline._row_writers import AeromqRowBatchWriter, AeromqRowStreamWriter
 from aeromq.pipeline._schema import SINK_COLUMNS, arrow_schema, spark_ddl
 from aeromq.pipeline._session import register, spark_session
 from aeromq.pipeline._source import FORMAT, AeromqDataSource
@@ -56,6 +58,8 @@ __all__ = [
     "AeromqBatchReader",
     "AeromqBatchWriter",
     "AeromqDataSource",
+    "AeromqRowBatchWriter",
+    "AeromqRowStreamWriter",
     "AeromqStreamReader",
     "AeromqStreamWriter",
     "DataLossError",

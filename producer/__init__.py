@@ -2,13 +2,17 @@
 
 :class:`Producer` (RocketMQ's ``DefaultMQProducer``): sync, async, oneway and batch sends, queue
 selection (round robin, by key hash, random, or your own selector), retries on another queue or
-broker, unique message ids, a client-side max message size. Routes come from brokers or name
+broker, unique message ids, a client-side max message size; columnar sends
+(``send_columns``: Arrow or numpy columns, a message per row, no Python object per row). Routes come from brokers or name
 servers over gRPC, or from a :class:`StaticRoute`. Each send is one record batch, encoded once
 (:mod:`common.record_batch`); a batch's :class:`SendResults` are made as they are read. ``aeromq produce`` is the command line.
 """
 
 from aeromq.producer._answers import SendCallback
 from aeromq.producer._batch import SendResults
+from aeromq.producer._columns_input import ColumnValues, TextValues
+from aeromq.producer._columns_queues import ColumnSelector
+from aeromq.producer._columns_result import ColumnSendResults
 from aeromq.producer._config import ProducerConfig
 from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMetrics
@@ -23,6 +27,9 @@ from aeromq.producer._selector import (
 from aeromq.producer._send_result import SendResult, SendStatus
 
 __all__ = [
+    "ColumnSelector",
+    "ColumnSendResults",
+    "ColumnValues",
     "KeyHashSelector",
     "Producer",
     "ProducerConfig",
@@ -39,4 +46,5 @@ __all__ = [
     "SendResults",
     "SendStatus",
     "StaticRoute",
+    "TextValues",
 ]

@@ -8,6 +8,7 @@
         future = producer.send_async(Message("orders", b"..."))   # pipelined
         producer.send_batch([Message("orders", b"1"), Message("orders", b"2")])
         producer.send_oneway(Message("orders", b"fire and forget"))
+        producer.send_columns("orders", pyarrow_bodies, keys=pyarrow_keys)  # a row a message
 
 The route of a topic (its writable queues, and how to reach each broker) comes from
 ``QueryRoute`` on the endpoints (brokers, or name servers with ``namesrv=True``), or from a
@@ -48,8 +49,9 @@ Inside, the send path is split by role: ``_send_path.py`` (preparation, sync att
 retry rules, hooks, sessions), ``_failover.py`` (retries at a broker group's new leader),
 ``_routing.py`` (the queue of each send), ``_async_sends.py``
 (async sends, coalesced or alone, and their retries), ``_answers.py`` (the broker's answers read
-into results, futures settled) and ``_attempt.py`` (one send's retry state); ``Producer`` is
-their façade.
+into results, futures settled) and ``_attempt.py`` (one send's retry state); the columnar sends
+are ``_columns.py`` (with ``_columns_input.py``, ``_columns_queues.py``, ``_columns_result.py``);
+``Producer`` is their façade.
 """
 
 from __future__ import annotations
@@ -70,6 +72,10 @@ from aeromq.client import (
 )
 from aeromq.producer._answers import SendCallback, call_back
 from aeromq.producer._async_sends import AsyncSends
+from aeromq.producer._columns import ColumnSender, Properties
+from aeromq.producer._columns_input import ColumnValues, TextValues
+from aeromq.producer._columns_queues import ColumnSelector
+from aeromq.producer._columns_result import ColumnSendResults
 from aeromq.producer._config import ProducerConfig, check_producer_group
 from aeromq.producer._hooks import SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMetrics
@@ -119,6 +125,7 @@ class Producer:
             queue_selector=queue_selector,
         )
         self._async_sends = AsyncSends(self._send_path, self._router)
+        self._columns = ColumnSender(self._send_path, self._async_sends)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -258,6 +265,53 @@ class Producer:
         if callback is not None:
             outer.add_done_callback(call_back(callback))
         return outer
+
+    # -- columns -------------------------------------------------------------------------
+
+    def send_columns(
+        self,
+        topic: str,
+        bodies: ColumnValues,
+        *,
+        tags: TextValues | None = None,
+        keys: TextValues | None = None,
+        properties: Properties | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | ColumnSelector | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> ColumnSendResults:
+        """Send a whole column set, a message per row, and wait until every row is stored:
+        each row's result, in order (``producer/_columns.py``). ``bodies``: an Arrow binary or
+        string array, or a numpy array of rows; ``tags``, ``keys``: string columns or one str
+        (null: none); ``properties``: names to string columns, or an Arrow map array. Rows go to
+        ``queue``, or by ``selector`` (the producer's, by default; a ``KeyHashSelector`` hashes
+        each row's first key, or ``arg``), or round robin batch by batch; record batches are
+        encoded straight from the columns' buffers, with no Python object per row. Raises,
+        with nothing sent, MessageIllegalError naming the first row that cannot be a message;
+        then the first failed batch's error (others may be stored)."""
+        return self._columns.send(
+            topic, bodies, tags, keys, properties, queue, selector, arg, timeout_ms, False
+        ).result()
+
+    def send_columns_async(
+        self,
+        topic: str,
+        bodies: ColumnValues,
+        *,
+        tags: TextValues | None = None,
+        keys: TextValues | None = None,
+        properties: Properties | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | ColumnSelector | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> Future[ColumnSendResults]:
+        """``send_columns`` without waiting: the rows are checked and encoded now (the same
+        errors raised), their batches offered at once; a future of every row's result."""
+        return self._columns.send(
+            topic, bodies, tags, keys, properties, queue, selector, arg, timeout_ms, True
+        )
 
     # -- oneway --------------------------------------------------------------------------
 

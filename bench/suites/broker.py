@@ -26,6 +26,10 @@ consumer's receipt; one host, one monotonic clock). CPU per message of the clien
 server process is in each row's ``extra``. Targets (issues 7 and 12): end-to-end >= 2x Redis;
 server and client CPU per message, produce and pull, no more than Redis's and redis-py's;
 ``send()`` one at a time at least Redis's one ``XADD`` per call.
+
+Columnar, aeromq only (``bench._columnar``): ``produce-columnar`` and ``end-to-end-columnar``,
+numpy columns in through ``Producer.send_columns_async``, ``poll_batch()`` out; targets (issue
+36): >= 1,000,000 msgs/s each.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVarTuple
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.transport.util import process_cpu_s
-from bench import _nats_workers
+from bench import _columnar, _nats_workers
 from bench._baselines import baseline_rows
 from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
 from bench._nats import NatsServer, nats_missing
@@ -357,13 +361,15 @@ def _rows(
     got: dict[str, Report],
     server_cpu_s: float,
     produce_kind: str = "produce",
+    suffix: str = "",
 ) -> Iterator[Result]:
-    """Rows of one phase; ``extra`` has CPU microseconds per message of the client process(es)
-    and the server process (robust to a machine shared with other work, unlike rates)."""
+    """Rows of one phase (``suffix`` after each kind: ``-columnar``); ``extra`` has CPU
+    microseconds per message of the client process(es) and the server process (robust to a
+    machine shared with other work, unlike rates)."""
     if "produced" in got and "consumed" not in got:
         _, elapsed_ns, latencies, cpu_s = got["produced"]
         yield Result(
-            f"{name}:{produce_kind}",
+            f"{name}:{produce_kind}{suffix}",
             msgs_per_s=count / (elapsed_ns / 1e9),
             MB_per_s=count * BODY_LENGTH / (elapsed_ns / 1e9) / 1e6,
             extra=_cpu_extra(count, cpu_s, server_cpu_s),
@@ -376,7 +382,7 @@ def _rows(
         if kind == "end-to-end":
             cpu_s += got["produced"][3]
         yield Result(
-            f"{name}:{kind}",
+            f"{name}:{kind}{suffix}",
             msgs_per_s=received / (elapsed_ns / 1e9),
             MB_per_s=received * BODY_LENGTH / (elapsed_ns / 1e9) / 1e6,
             extra={"received": received, **_cpu_extra(received, cpu_s, server_cpu_s)},
@@ -407,11 +413,12 @@ _Starter: TypeAlias = "Callable[..., BaseProcess]"  # a phase's worker: its argu
 
 
 def _phase(
-    kind: str, name: str, pid: int, count: int, start: dict[str, _Starter]
+    kind: str, name: str, pid: int, count: int, start: dict[str, _Starter], suffix: str = ""
 ) -> Iterator[Result]:
     """One phase (a case of ``_PHASES``) on a queue of its own (a failed phase's workers may
     still write to theirs): produce-only, pull-only of what produce stored, end to end on a
-    new topic, or ``send()`` one at a time; ``start`` has the worker starters."""
+    new topic, or ``send()`` one at a time; ``start`` has the worker starters (``suffix``
+    names their variant: ``-columnar``)."""
     consume, produce = _PHASE_WORKERS[kind]
     out = multiprocessing.get_context("spawn").Queue()
     workers = []
@@ -426,7 +433,7 @@ def _phase(
         awaited.add("produced")
     got = _collect(out, awaited)
     produce_kind = "send-sync" if kind == "send-sync" else "produce"
-    yield from _rows(name, count, got, process_cpu_s(pid) - cpu, produce_kind)
+    yield from _rows(name, count, got, process_cpu_s(pid) - cpu, produce_kind, suffix)
     for worker in workers:
         worker.join(30)
 
@@ -451,8 +458,8 @@ def _phases(
             yield row
 
 
-def _run_aeromq(root: Path, count: int, limit_s: float) -> Iterator[Result]:
-    cases = [f"aeromq:{kind}" for kind in _PHASES]
+def _run_aeromq(root: Path, count: int, limit_s: float, columnar_count: int) -> Iterator[Result]:
+    cases = [f"aeromq:{kind}" for kind in _PHASES] + _columnar.CASES
     broker, failed = started("broker start", _start_broker, root, cases=cases, timeout_s=limit_s)
     if broker is None:
         yield from failed
@@ -476,6 +483,7 @@ def _run_aeromq(root: Path, count: int, limit_s: float) -> Iterator[Result]:
             },
             limit_s,
         )
+        yield from _columnar.cases(broker, columnar_count, limit_s, _phase)
     finally:
         broker.stop()
 
@@ -569,13 +577,15 @@ def _redis_missing() -> str | None:
 
 def run(quick: bool) -> Iterator[Result | Target]:
     count = 30_000 if quick else 200_000
+    columnar_count = 300_000 if quick else 3_000_000
     limit_s = 60.0 if quick else 300.0
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-broker-"))
     rows: dict[str, Result] = {}
     try:
-        for row in _run_aeromq(root, count, limit_s):
+        for row in _run_aeromq(root, count, limit_s, columnar_count):
             rows[row.name] = row
             yield row
+        yield from _columnar.targets(rows)
         missing = _redis_missing()
         for row in baseline_rows(
             ("redis-streams", missing, lambda: _run_redis(root, count, limit_s)),

@@ -50,6 +50,11 @@ that it must hold throughout, and one a query falling behind cannot meet for 10 
 bound, one interval of production at the end of production, failed even a query with
 zero-time batches at all but the instant after a plan.)
 
+Writes (``bench/_spark_writes.py``, issue 36), after the stream: ``df.write`` through aeromq's
+Arrow sink beside a Row writer and an Arrow writer that only count, 1,000,000 rows of 100 B
+(200,000 with ``--quick``), 3 alternating rounds (1 with ``--quick``), medians; target aeromq
+>= 0.5x the Arrow writer ceiling.
+
 Targets (issue 13): batch read >= 300,000 rows/s; aeromq >= 0.7x the baseline (4 partitions);
 stream lag at most two trigger intervals of production (200,000 messages) throughout the second
 half of production.
@@ -70,6 +75,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
+from bench._spark_measures import median_run, rate_row, tree_cpu_s
+from bench._spark_writes import write_cases, write_targets
 from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
 
 if TYPE_CHECKING:
@@ -189,51 +196,16 @@ def _baseline_batches(rows: int) -> Iterator[pa.RecordBatch]:
         rows -= n
 
 
-def _tree_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process and all its descendants so far, those already
-    reaped included (from /proc)."""
-    parents: dict[int, int] = {}
-    times: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile
-            continue
-        parents[int(entry)] = int(fields[1])
-        times[int(entry)] = sum(int(value) for value in fields[11:15])
-    tree: set[int] = set()
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        tree.add(current)
-        todo.extend(child for child, parent in parents.items() if parent == current)
-    return sum(times.get(member, 0) for member in tree) / os.sysconf("SC_CLK_TCK")
-
-
 def _timed_sum(df: DataFrame, pids: tuple[int, ...]) -> tuple[int, float, float]:
     """(rows, seconds, CPU seconds of ``pids``' process trees) of one action that
     materialises every body."""
     from pyspark.sql import functions as f
 
-    cpu = sum(_tree_cpu_s(pid) for pid in pids)
+    cpu = sum(tree_cpu_s(pid) for pid in pids)
     began = time.monotonic()
     row = df.agg(f.count("*").alias("rows"), f.sum(f.length("body")).alias("bytes")).collect()[0]
     seconds = time.monotonic() - began
-    return int(row["rows"]), seconds, sum(_tree_cpu_s(pid) for pid in pids) - cpu
-
-
-def _rate_row(name: str, rows: int, seconds: float, cpu_s: float, partitions: int) -> Result:
-    rate = rows / seconds
-    return Result(
-        name,
-        msgs_per_s=rate,
-        MB_per_s=rate * BODY_LENGTH / 1e6,
-        extra={"rows_per_s": round(rate, 1), "rows": rows, "partitions": partitions,
-               "seconds": round(seconds, 3), "cpu_us_per_row": round(cpu_s * 1e6 / rows, 3)},
-    )  # fmt: skip
+    return int(row["rows"]), seconds, sum(tree_cpu_s(pid) for pid in pids) - cpu
 
 
 def _timed_load(load: Callable[[], DataFrame], pids: tuple[int, ...]) -> tuple[int, float, float]:
@@ -248,7 +220,7 @@ def _read_row(
     rows, seconds, cpu_s = _timed_sum(load(), pids)
     if rows != count:
         raise RuntimeError(f"read {rows} of {count} rows")
-    return _rate_row(name, rows, seconds, cpu_s, partitions)
+    return rate_row(name, rows, seconds, cpu_s, partitions)
 
 
 def _cancel(spark: SparkSession) -> Callable[[], None]:
@@ -338,22 +310,7 @@ def _batch_cases(
                     on_stop=cancel,
                 )
         for name in pair:
-            yield _median_run(runs[name])
-
-
-def _median_run(runs: list[Result]) -> Result:
-    """The run of median rate (the lower of the two middle ones for an even count), with
-    every run's rate and failure; the first failure when none was measured."""
-    measured = sorted((r for r in runs if r.error is None), key=lambda r: r.msgs_per_s or 0.0)
-    if not measured:
-        return runs[0]
-    row = measured[(len(measured) - 1) // 2]
-    if len(runs) > 1:
-        row.extra["runs_rows_per_s"] = [round(r.msgs_per_s or 0.0) for r in runs if r.error is None]
-        failed = [r.error for r in runs if r.error is not None]
-        if failed:
-            row.extra["failed_runs"] = failed
-    return row
+            yield median_run(runs[name])
 
 
 def _stream_case(spark: SparkSession, grpc: str, root: Path, seconds: float) -> Result:
@@ -472,6 +429,19 @@ def run(quick: bool) -> Iterator[Result | Target]:
         ):
             rows[row.name] = row
             yield row
+        gateway = spark.sparkContext._gateway  # py4j's, untyped: its proc is the JVM's process
+        assert gateway is not None, "a running session has its gateway to the JVM"
+        pids = (gateway.proc.pid, broker.pid)
+        for row in write_cases(
+            spark,
+            broker.grpc_address,
+            quick,
+            lambda: sum(tree_cpu_s(pid) for pid in pids),
+            limit_s,
+            _cancel(spark),
+        ):
+            rows[row.name] = row
+            yield row
         mine = figure(rows, "aeromq:batch-read:4-partition")
         base = figure(rows, "baseline:arrow-memory:4-partition")
         yield Target("aeromq batch read (4 partitions)", mine, 300_000, "rows/s")
@@ -480,6 +450,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
             "stream lag, largest over the 2nd half of production",
             figure(rows, _STREAM_CASE, "max_lag"), STREAM_LAG_BOUND, "msgs", lower_is_better=True,
         )  # fmt: skip
+        yield from write_targets(rows)
     finally:
         if spark is not None:
             spark.stop()

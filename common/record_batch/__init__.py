@@ -11,6 +11,11 @@ the stored batches as they are, and the consumer reads them column by column. No
   same for C, and a test checks the two agree.
 - ``encoder``: :func:`encode_batch` (the producer's, one pass in ``_encoder.c``) beside
   :func:`encode_batch_py`, its Python reference.
+- ``columns``: a :class:`ColumnSet`, a send's rows as columns described by their buffers
+  (Arrow's binary layout, numpy rows, constants), :class:`BatchLimits`, :class:`ColumnProblem`;
+  ``column_encoder``: :func:`encode_column_batch`, a batch straight from those buffers
+  (``_columns.c``) beside :func:`encode_column_batch_py`, its reference over
+  :func:`encode_batch_py`, and :func:`hash_column` (a key selector's hashes).
 - ``checker``: :func:`check_batch` (the broker's, ``_checker.c``) beside
   :func:`check_batch_py`; :class:`BatchCheck`, what a check found; :func:`patch_batch`, the
   broker's fields written in place.
@@ -40,6 +45,25 @@ from aeromq.common.record_batch.checker import (
     patch_batch,
 )
 from aeromq.common.record_batch.chunk import PulledChunk, PulledQueue
+from aeromq.common.record_batch.column_encoder import (
+    EncodedColumns,
+    describe_row_problem,
+    encode_column_batch,
+    encode_column_batch_py,
+    hash_column,
+    hash_column_py,
+)
+from aeromq.common.record_batch.columns import (
+    BatchLimits,
+    Column,
+    ColumnKind,
+    ColumnProblem,
+    ColumnSet,
+    PropertyMap,
+    RowNumbers,
+    column_value,
+    map_entries,
+)
 from aeromq.common.record_batch.descriptor import (
     ATTRIBUTES_OFFSET,
     BASE_BORN_TIMESTAMP_OFFSET,
@@ -152,23 +176,38 @@ __all__ = [
     "TOTAL_LENGTH_OFFSET",
     "ArrowLayout",
     "BatchCheck",
+    "BatchLimits",
+    "Column",
+    "ColumnKind",
+    "ColumnProblem",
+    "ColumnSet",
+    "EncodedColumns",
     "ProducerState",
+    "PropertyMap",
     "PulledChunk",
     "PulledQueue",
     "RecordBatch",
+    "RowNumbers",
     "batch_header_length",
     "body_spans",
     "check_batch",
     "check_batch_py",
+    "column_value",
     "columns_struct",
+    "describe_row_problem",
     "encode_batch",
     "encode_batch_py",
+    "encode_column_batch",
+    "encode_column_batch_py",
     "find_property",
     "find_property_py",
     "gather_spans",
     "gather_spans_py",
+    "hash_column",
+    "hash_column_py",
     "join_ranges",
     "join_tag",
+    "map_entries",
     "merge_batches",
     "merge_batches_py",
     "pack_host_field",

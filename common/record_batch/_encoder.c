@@ -278,23 +278,9 @@ batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (out == NULL)
         goto done;
     unsigned char *b = (unsigned char *)PyByteArray_AS_STRING(out);
-    memset(b, 0, (size_t)header_length);
-    store_u32(b + TOTAL_LENGTH_OFFSET, (uint32_t)total);
-    store_u32(b + MAGIC_OFFSET, BATCH_MAGIC);
-    store_u32(b + RECORD_COUNT_OFFSET, (uint32_t)count);
-    store_u32(b + RECONSUME_TIMES_OFFSET, (uint32_t)reconsume);
-    store_i64(b + BASE_BORN_TIMESTAMP_OFFSET, born_ms);
-    memcpy(b + BORN_HOST_OFFSET, host.buf, (size_t)(host.len < 8 ? host.len : 8));
-    store_u16(b + ATTRIBUTES_OFFSET, (unsigned)attributes);
-    store_u16(b + TOPIC_LENGTH_OFFSET, (unsigned)topic.len);
-    memcpy(b + TOPIC_OFFSET, topic.buf, (size_t)topic.len);
-    if (has_producer) {
-        unsigned char *state = b + batch_producer_state(topic.len);
-        store_i64(state + PRODUCER_ID_OFFSET, producer_id);
-        store_u32(state + BASE_SEQUENCE_OFFSET, (uint32_t)sequence);
-        store_u16(state + PRODUCER_EPOCH_OFFSET, (unsigned)(uint16_t)(int16_t)epoch);
-        /* the reserved i16 is zero: the header was zeroed above */
-    }
+    batch_write_header(b, header_length, (uint32_t)total, (uint32_t)count, (uint32_t)reconsume,
+                       born_ms, host.buf, (size_t)host.len, (unsigned)attributes, topic.buf,
+                       topic.len, producer_id, (uint32_t)sequence, (int16_t)epoch);
 
     unsigned char *hash_col = b + header_length;
     unsigned char *body_col = hash_col + 8 * count;

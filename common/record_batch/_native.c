@@ -12,6 +12,9 @@
  * What it does
  * ------------
  *   encode(...)           _encoder.c: one batch of a send (``encoder.encode_batch``)
+ *   encode_columns(...)   _columns.c: one batch from the buffers of a column set
+ *                         (``column_encoder.encode_column_batch``)
+ *   hash_column(...)      _columns.c: each row's Java hashCode (``column_encoder.hash_column``)
  *   check(...)            _checker.c: 0 or the ``BatchCheck`` code of the first rule a batch
  *                         breaks (``checker.check_batch``)
  *   merge(batches)        _merger.c: one batch of several (``merger.merge_batches``)
@@ -40,6 +43,14 @@ static PyMethodDef methods[] = {
      "encode(topic, bodies, tags, properties, property_lengths, flags, born_timestamp_ms, "
      "born_deltas_ms, born_host, reconsume_times, attributes, producer_id, base_sequence, "
      "producer_epoch) -> bytearray: one batch."},
+    {"encode_columns", (PyCFunction)(void (*)(void))columns_encode, METH_FASTCALL,
+     "encode_columns(topic, bodies, tags, keys, properties, property_map, rows, position, stop, "
+     "limits, born_timestamp_ms, born_host, unique_head, unique_counter, producer_id, "
+     "base_sequence, producer_epoch) -> (batch, next_position, 0) | (None, row, problem): one "
+     "batch from a column set's buffers."},
+    {"hash_column", (PyCFunction)(void (*)(void))columns_hash, METH_FASTCALL,
+     "hash_column(column, first_key) -> (hashes, row, problem): each row's Java hashCode (of "
+     "its first key), int32; or the first row without one and why."},
     {"merge", (PyCFunction)batch_merge, METH_O,
      "merge(batches) -> bytes | None: one batch of the records of batches (merge_batches)."},
     {"read", (PyCFunction)(void (*)(void))columns_read, METH_FASTCALL,

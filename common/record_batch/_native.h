@@ -33,6 +33,9 @@ java_hash_step(uint32_t h, uint32_t cp)
 /* _encoder.c: at import, struct.error (0, or -1 with a Python error set); encode */
 int encoder_module_init(void);
 PyObject *batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* _columns.c */
+PyObject *columns_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *columns_hash(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _checker.c */
 PyObject *batch_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _merger.c */

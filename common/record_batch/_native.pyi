@@ -7,6 +7,8 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Buffer
 
+_Column = tuple[int, Buffer, Buffer | None, Buffer | None, int, int, int]
+"""(kind, data, offsets, validity, first, width, length): ``column_encoder.Column``."""
 _Parts = list[tuple[Buffer, npt.NDArray[np.int64], npt.NDArray[np.int32]]]
 
 def check(
@@ -36,6 +38,27 @@ def encode(
     producer_epoch: int = 0,
     /,
 ) -> bytearray: ...
+def encode_columns(
+    topic: Buffer,
+    bodies: _Column,
+    tags: _Column | None,
+    keys: _Column | None,
+    properties: tuple[tuple[bytes, _Column], ...],
+    property_map: tuple[int, Buffer, Buffer | None, int, _Column, _Column] | None,
+    rows: npt.NDArray[np.int64] | None,
+    position: int,
+    stop: int,
+    limits: tuple[int, int, int, int],
+    born_timestamp_ms: int,
+    born_host: Buffer,
+    unique_head: Buffer | None,
+    unique_counter: int,
+    producer_id: int | None,
+    base_sequence: int,
+    producer_epoch: int,
+    /,
+) -> tuple[bytes | None, int, int]: ...
+def hash_column(column: _Column, first_key: bool, /) -> tuple[bytes, int, int]: ...
 def merge(batches: Sequence[Buffer], /) -> bytes | None: ...
 def read(
     data: Buffer,

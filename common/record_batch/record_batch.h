@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define BATCH_MAGIC 0x31425141u /* "AQB1" in the file */
 
@@ -40,6 +41,7 @@
 #define FIXED_HEADER_LENGTH 76
 #define HOST_FIELD_LENGTH 8
 #define MAX_TOPIC_LENGTH 255
+#define MAX_PROPERTIES_LENGTH 32767 /* one record's property string (a Java short) */
 
 /* the producer state, after the topic's padding, only when the attributes have
  * PRODUCER_STATE_FLAG; its offsets are from its own start (batch_producer_state) */
@@ -143,6 +145,40 @@ static inline ptrdiff_t
 batch_header_length_of(const unsigned char *b)
 {
     return batch_header_length(batch_topic_length(b), batch_attributes(b));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* header writes                                                                               */
+
+/* A producer's header at ``b`` (``header_length`` bytes, zeroed first): the total length, the
+ * magic, the record count, the reconsume times, the base born time, the born host (its first
+ * 8 bytes), the attributes, the topic and, when they have PRODUCER_STATE_FLAG, the producer
+ * state (its reserved i16 zero); the broker's fields and the CRC zero. The encoders' one
+ * header (``_encoder.c``, ``_columns.c``). */
+static inline void
+batch_write_header(unsigned char *b, ptrdiff_t header_length, uint32_t total, uint32_t count,
+                   uint32_t reconsume_times, int64_t born_ms, const unsigned char *host,
+                   size_t host_length, unsigned attributes, const unsigned char *topic,
+                   ptrdiff_t topic_length, int64_t producer_id, uint32_t base_sequence,
+                   int16_t producer_epoch)
+{
+    memset(b, 0, (size_t)header_length);
+    store_u32(b + TOTAL_LENGTH_OFFSET, total);
+    store_u32(b + MAGIC_OFFSET, BATCH_MAGIC);
+    store_u32(b + RECORD_COUNT_OFFSET, count);
+    store_u32(b + RECONSUME_TIMES_OFFSET, reconsume_times);
+    store_i64(b + BASE_BORN_TIMESTAMP_OFFSET, born_ms);
+    memcpy(b + BORN_HOST_OFFSET, host,
+           host_length < HOST_FIELD_LENGTH ? host_length : HOST_FIELD_LENGTH);
+    store_u16(b + ATTRIBUTES_OFFSET, attributes);
+    store_u16(b + TOPIC_LENGTH_OFFSET, (unsigned)topic_length);
+    memcpy(b + TOPIC_OFFSET, topic, (size_t)topic_length);
+    if (attributes & PRODUCER_STATE_FLAG) {
+        unsigned char *state = b + batch_producer_state(topic_length);
+        store_i64(state + PRODUCER_ID_OFFSET, producer_id);
+        store_u32(state + BASE_SEQUENCE_OFFSET, base_sequence);
+        store_u16(state + PRODUCER_EPOCH_OFFSET, (unsigned)(uint16_t)producer_epoch);
+    }
 }
 
 #endif /* AEROMQ_RECORD_BATCH_H */

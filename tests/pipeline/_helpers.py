@@ -1,10 +1,14 @@
 """Helpers of the Spark connector tests: send known messages, read a topic back with a
-``DefaultLitePullConsumer``."""
+``DefaultLitePullConsumer``, copy a topic with a streaming query and make Spark replay its last
+micro-batch."""
 
 from __future__ import annotations
 
 import itertools
 import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
 from aeromq.client import Message, MessageExt, MessageQueue
@@ -12,6 +16,7 @@ from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullC
 from aeromq.producer import Producer
 
 _groups = itertools.count()
+_QUERY_TIMEOUT_S = 180
 
 
 def produce(broker: ServerProcess, topic: str, per_queue: int, first: int = 0) -> list[Message]:
@@ -55,3 +60,44 @@ def consume_all(
             got += consumer.poll(500)
         got += consumer.poll(1000)
     return got
+
+
+def copy_stream(
+    spark: SparkSession,
+    broker: ServerProcess,
+    source: str,
+    root: Path,
+    *,
+    per_trigger: int,
+    columns: tuple[str, ...],
+    sink: str | None = None,
+) -> None:
+    """One ``availableNow`` run of the sink's stream writer: ``source``'s rows, ``per_trigger``
+    a micro-batch, as ``columns`` (SQL expressions), to ``sink`` (the topic option; None: the
+    topic each row names), checkpointed under ``root``."""
+    writer = (
+        spark.readStream.format("aeromq")
+        .option("endpoints", broker.grpc_address)
+        .option("topic", source)
+        .option("maxOffsetsPerTrigger", str(per_trigger))
+        .load()
+        .selectExpr(*columns)
+        .writeStream.format("aeromq")
+        .option("endpoints", broker.grpc_address)
+        .option("checkpointLocation", str(root / "checkpoint"))
+    )
+    if sink is not None:
+        writer = writer.option("topic", sink)
+    query = writer.trigger(availableNow=True).start()
+    assert query.awaitTermination(_QUERY_TIMEOUT_S), "the availableNow query did not finish"
+    assert query.exception() is None
+
+
+def forget_last_commit(root: Path) -> int:
+    """A stop after the sink committed the last micro-batch and before Spark's commit log
+    recorded it: that batch's entry removed from the checkpoint under ``root``; its id."""
+    commits = root / "checkpoint" / "commits"
+    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+    return last

@@ -10,13 +10,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
-from tests.pipeline._helpers import consume_all, produce
+from tests.pipeline._helpers import consume_all, copy_stream, forget_last_commit, produce
 
 # The first test of a session waits for the SparkSession (10-20 s, longer on a loaded machine).
 pytestmark = pytest.mark.timeout(600)
 
-_QUERY_TIMEOUT_S = 180
 _names = itertools.count()
+_COLUMNS = ("body", "tags", "key")
 
 
 def test_should_write_rows_that_a_lite_pull_consumer_reads(
@@ -55,22 +55,7 @@ def test_should_fail_a_write_without_a_body_column(
 
 def _copy(spark: SparkSession, broker: ServerProcess, source: str, sink: str, root: Path) -> None:
     """One ``availableNow`` run copying ``source`` to ``sink`` through the stream writer."""
-    query = (
-        spark.readStream.format("aeromq")
-        .option("endpoints", broker.grpc_address)
-        .option("topic", source)
-        .option("maxOffsetsPerTrigger", "50")
-        .load()
-        .select("body", "tags", "key")
-        .writeStream.format("aeromq")
-        .option("endpoints", broker.grpc_address)
-        .option("topic", sink)
-        .option("checkpointLocation", str(root / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(_QUERY_TIMEOUT_S), "the availableNow query did not finish"
-    assert query.exception() is None
+    copy_stream(spark, broker, source, root, per_trigger=50, columns=_COLUMNS, sink=sink)
 
 
 def test_should_not_write_a_replayed_micro_batch_twice(
@@ -85,11 +70,8 @@ def test_should_not_write_a_replayed_micro_batch_twice(
     assert len(consume_all(broker, sink, 100)) == 100
 
     # A stop after the sink committed batch 1 and before Spark's commit log recorded it:
-    commits = tmp_path / "checkpoint" / "commits"
-    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    last = forget_last_commit(tmp_path)
     assert last == 1
-    (commits / str(last)).unlink()
-    (commits / f".{last}.crc").unlink(missing_ok=True)
 
     _copy(spark, broker, topic, sink, tmp_path)  # Spark replays batch 1: the sink skips it
     got = consume_all(broker, sink, 100)
