@@ -32,6 +32,7 @@ from aeromq.broker._embedded_driver import (
     client_conductor_idle_strategy,
     embedded_driver_context,
 )
+from aeromq.broker._group_views import GroupEndpointLeadership, replication_status
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.grpc.server import BrokerGrpcServer
 from aeromq.broker.namesrv.registrar import NameServerRegistrar
@@ -183,6 +184,11 @@ class Broker:
             self.config = self.config.with_overrides(
                 grpc_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
             )
+        if self.config.rocketmq_port == 0 and self._rocketmq_allowed():
+            # routes and a group's member key name the port: bind a known one
+            self.config = self.config.with_overrides(
+                rocketmq_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
+            )
         config = self.config
         self.acl = acl_of(config)
         self._start_transport()
@@ -286,6 +292,9 @@ class Broker:
             lease_ttl_ms=config.lease_ttl_ms,
             replica_lag_max_ms=config.replica_lag_max_ms,
             unclean_election=config.unclean_election,
+            rocketmq_endpoint=(
+                f"{config.grpc_host}:{config.rocketmq_port}" if self._rocketmq_allowed() else ""
+            ),
         )
         return GroupMember(settings, aeron, store, config.data_dir)
 
@@ -315,7 +324,9 @@ class Broker:
                     "a broker group's members call each other without TLS or credentials: "
                     "with TLS or an ACL on the gRPC port, their handshakes fail"
                 )
-            server.add_group_replication(group.answer_epoch_end)
+            server.add_group_replication(
+                group.answer_epoch_end, lambda: replication_status(group, store)
+            )
         server.start()
         control.identity.update_endpoints(self.endpoints(server.address))
         registry = control.registry
@@ -329,30 +340,29 @@ class Broker:
             )
             self.registrar.start()
 
+    def _rocketmq_allowed(self) -> bool:
+        """Whether the RocketMQ 5 endpoint opens: on, and with neither TLS nor an ACL set (it
+        has neither yet, so it would bypass them)."""
+        config = self.config
+        return config.rocketmq_enabled and acl_of(config) is None and tls_of(config) is None
+
     def _start_rocketmq(self, store: MessageStore) -> None:
         """RocketMQ 5 clients' endpoint (``aeromq.broker.rocketmq``), unless turned off.
 
         The endpoint has neither TLS nor the ACL's checks yet, so a broker configured with either
-        keeps it closed (one warning) rather than open a port that bypasses them."""
+        keeps it closed (one warning) rather than open a port that bypasses them. In a broker
+        group, a member that does not lead forwards its calls to the leader's endpoint (named
+        in the leader's member key), and its routes name the leader's endpoint."""
         if not self.config.rocketmq_enabled:
             return
-        if self.group is not None:
-            _log.warning(
-                "the RocketMQ 5 endpoint stays off in a broker group (it does not go through "
-                "the group's leadership yet; rocketmq_enabled=false silences this)"
-            )
-            return
-        if self.acl is not None or tls_of(self.config) is not None:
+        if not self._rocketmq_allowed():
             _log.warning(
                 "the RocketMQ 5 endpoint stays off: it supports neither TLS nor the ACL, which "
                 "this broker is configured with (rocketmq_enabled=false silences this)"
             )
             return
-        if self.config.rocketmq_port == 0:  # routes name the port: bind a known one
-            self.config = self.config.with_overrides(
-                rocketmq_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
-            )
-        self.rocketmq = RocketMQEndpoint(store, self.config)
+        leadership = None if self.group is None else GroupEndpointLeadership(self.group)
+        self.rocketmq = RocketMQEndpoint(store, self.config, leadership)
         self.rocketmq.start()
 
     def _start_observability(self) -> None:

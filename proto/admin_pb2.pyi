@@ -623,6 +623,7 @@ class BrokerStats(google.protobuf.message.Message):
     COMMIT_LOG_MAX_OFFSET_FIELD_NUMBER: builtins.int
     COMMIT_LOG_FLUSHED_OFFSET_FIELD_NUMBER: builtins.int
     COUNTERS_FIELD_NUMBER: builtins.int
+    REPLICATION_FIELD_NUMBER: builtins.int
     broker_name: builtins.str
     cluster_name: builtins.str
     start_time_ms: builtins.int
@@ -636,6 +637,10 @@ class BrokerStats(google.protobuf.message.Message):
     @property
     def counters(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.int]:
         """named counters of the broker's services"""
+
+    @property
+    def replication(self) -> global___ReplicationStatus:
+        """a broker group's member: its group as it sees it"""
 
     def __init__(
         self,
@@ -651,10 +656,123 @@ class BrokerStats(google.protobuf.message.Message):
         commit_log_max_offset: builtins.int = ...,
         commit_log_flushed_offset: builtins.int = ...,
         counters: collections.abc.Mapping[builtins.str, builtins.int] | None = ...,
+        replication: global___ReplicationStatus | None = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "commit_log_flushed_offset", b"commit_log_flushed_offset", "commit_log_max_offset", b"commit_log_max_offset", "commit_log_min_offset", b"commit_log_min_offset", "consumer_count", b"consumer_count", "counters", b"counters", "group_count", b"group_count", "start_time_ms", b"start_time_ms", "topic_count", b"topic_count", "uptime_ms", b"uptime_ms"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["replication", b"replication"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["broker_name", b"broker_name", "cluster_name", b"cluster_name", "commit_log_flushed_offset", b"commit_log_flushed_offset", "commit_log_max_offset", b"commit_log_max_offset", "commit_log_min_offset", b"commit_log_min_offset", "consumer_count", b"consumer_count", "counters", b"counters", "group_count", b"group_count", "replication", b"replication", "start_time_ms", b"start_time_ms", "topic_count", b"topic_count", "uptime_ms", b"uptime_ms"]) -> None: ...
 
 global___BrokerStats = BrokerStats
+
+@typing.final
+class ReplicaStatus(google.protobuf.message.Message):
+    """One member of a broker group as the member answering sees it. The log offsets and the lag are
+    known on the leader only (from the followers' ACKs); elsewhere they are -1.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    MEMBER_ID_FIELD_NUMBER: builtins.int
+    GRPC_ADDRESS_FIELD_NUMBER: builtins.int
+    LIVE_FIELD_NUMBER: builtins.int
+    IN_ISR_FIELD_NUMBER: builtins.int
+    LEADER_FIELD_NUMBER: builtins.int
+    LOG_END_OFFSET_FIELD_NUMBER: builtins.int
+    FSYNCED_OFFSET_FIELD_NUMBER: builtins.int
+    LAG_BYTES_FIELD_NUMBER: builtins.int
+    LAST_HEARD_MS_FIELD_NUMBER: builtins.int
+    member_id: builtins.int
+    grpc_address: builtins.str
+    """"" when the member's key is gone (not live)"""
+    live: builtins.bool
+    """its member key exists (its lease is valid)"""
+    in_isr: builtins.bool
+    """in the ISR committed in etcd"""
+    leader: builtins.bool
+    log_end_offset: builtins.int
+    """its log end (LEO), as of its last ACK; -1 unknown"""
+    fsynced_offset: builtins.int
+    """what it has fsynced, as of its last ACK; -1 unknown"""
+    lag_bytes: builtins.int
+    """the leader's log end minus its log end; -1 unknown"""
+    last_heard_ms: builtins.int
+    """since its last frame reached the leader; -1 unknown"""
+    def __init__(
+        self,
+        *,
+        member_id: builtins.int = ...,
+        grpc_address: builtins.str = ...,
+        live: builtins.bool = ...,
+        in_isr: builtins.bool = ...,
+        leader: builtins.bool = ...,
+        log_end_offset: builtins.int = ...,
+        fsynced_offset: builtins.int = ...,
+        lag_bytes: builtins.int = ...,
+        last_heard_ms: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["fsynced_offset", b"fsynced_offset", "grpc_address", b"grpc_address", "in_isr", b"in_isr", "lag_bytes", b"lag_bytes", "last_heard_ms", b"last_heard_ms", "leader", b"leader", "live", b"live", "log_end_offset", b"log_end_offset", "member_id", b"member_id"]) -> None: ...
+
+global___ReplicaStatus = ReplicaStatus
+
+@typing.final
+class ReplicationStatus(google.protobuf.message.Message):
+    """A broker group's replication (GetBrokerStats of a group member); `group` is "" for a single
+    broker.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    GROUP_FIELD_NUMBER: builtins.int
+    MEMBER_ID_FIELD_NUMBER: builtins.int
+    ROLE_FIELD_NUMBER: builtins.int
+    EPOCH_FIELD_NUMBER: builtins.int
+    LEADER_ID_FIELD_NUMBER: builtins.int
+    LEADER_GRPC_ADDRESS_FIELD_NUMBER: builtins.int
+    ISR_FIELD_NUMBER: builtins.int
+    MIN_ISR_FIELD_NUMBER: builtins.int
+    HIGH_WATERMARK_FIELD_NUMBER: builtins.int
+    LOG_END_OFFSET_FIELD_NUMBER: builtins.int
+    MEMBERS_FIELD_NUMBER: builtins.int
+    group: builtins.str
+    member_id: builtins.int
+    """the member answering"""
+    role: builtins.str
+    """its role: leader or follower"""
+    epoch: builtins.int
+    """the epoch it leads or follows"""
+    leader_id: builtins.int
+    """the live leader etcd names; -1 none"""
+    leader_grpc_address: builtins.str
+    min_isr: builtins.int
+    high_watermark: builtins.int
+    """its committed offset"""
+    log_end_offset: builtins.int
+    """its log end"""
+    @property
+    def isr(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """the ISR committed in etcd"""
+
+    @property
+    def members(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___ReplicaStatus]:
+        """every member id of the group, in order"""
+
+    def __init__(
+        self,
+        *,
+        group: builtins.str = ...,
+        member_id: builtins.int = ...,
+        role: builtins.str = ...,
+        epoch: builtins.int = ...,
+        leader_id: builtins.int = ...,
+        leader_grpc_address: builtins.str = ...,
+        isr: collections.abc.Iterable[builtins.int] | None = ...,
+        min_isr: builtins.int = ...,
+        high_watermark: builtins.int = ...,
+        log_end_offset: builtins.int = ...,
+        members: collections.abc.Iterable[global___ReplicaStatus] | None = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["epoch", b"epoch", "group", b"group", "high_watermark", b"high_watermark", "isr", b"isr", "leader_grpc_address", b"leader_grpc_address", "leader_id", b"leader_id", "log_end_offset", b"log_end_offset", "member_id", b"member_id", "members", b"members", "min_isr", b"min_isr", "role", b"role"]) -> None: ...
+
+global___ReplicationStatus = ReplicationStatus
 
 @typing.final
 class GetBrokerStatsResponse(google.protobuf.message.Message):

@@ -8,7 +8,8 @@ optional dependency of one subcommand never breaks another. The package holds:
   logging setup), :mod:`~aeromq._cli.progress` (the progress line), :mod:`~aeromq._cli.serve`
   (the serve-until-signal loop of the servers);
 - the commands: :mod:`~aeromq._cli.broker`, :mod:`~aeromq._cli.namesrv`,
-  :mod:`~aeromq._cli.driver` (servers), :mod:`~aeromq._cli.produce`,
+  :mod:`~aeromq._cli.driver` (servers), :mod:`~aeromq._cli.cluster` (a broker group on one
+  host, with ``cluster_runner``), :mod:`~aeromq._cli.produce`,
   :mod:`~aeromq._cli.consume`, :mod:`~aeromq._cli.admin` (with ``admin_commands`` and
   ``admin_target``), :mod:`~aeromq._cli.quickstart` (with ``quickstart_member`` and
   ``quickstart_view``) and :mod:`~aeromq._cli.stat`.
@@ -30,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "admin": ("aeromq._cli.admin:main", "manage topics, groups, offsets and clusters"),
     "consume": ("aeromq._cli.consume:main", "poll messages from a topic or queues and print them"),
     "broker": ("aeromq._cli.broker:main", "run a broker (embedded media driver by default)"),
+    "cluster": (
+        "aeromq._cli.cluster:main",
+        "run a broker group on this host: etcd and three brokers (cluster up)",
+    ),
     "namesrv": ("aeromq._cli.namesrv:main", "run a name server for multi-broker routes"),
     "produce": ("aeromq._cli.produce:main", "send messages from the command line"),
     "driver": ("aeromq._cli.driver:main", "run a standalone media driver"),
@@ -64,6 +69,7 @@ def _usage() -> str:
         "examples:",
         "  aeromq quickstart",
         "  aeromq broker --data-dir /tmp/aeromq",
+        "  aeromq cluster up --data-dir /tmp/aeromq-cluster",
         "  aeromq admin topic create orders --queues 4",
         '  aeromq produce --topic orders --body "hello"',
         "  aeromq consume --topic orders --from first --count 1",

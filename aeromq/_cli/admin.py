@@ -19,10 +19,13 @@ name server (RocketMQ's ``mqadmin``).
     message id MESSAGE_ID                         the stored message of an offset message id
     message key TOPIC KEY [--max N] [--since WHEN]  messages with a key (KEYS or UNIQ_KEY)
     cluster list
+    replication                                   each broker group's leader, epoch, ISR, lag
     stats
 
 ``--endpoints`` defaults to ``$AEROMQ_ENDPOINTS``, else 127.0.0.1:8081 (the old ``--server``
-still works). The server is a name server or a broker: ``--namesrv`` / ``--broker`` say which,
+still works); of several (a broker group's members, as ``aeromq cluster up`` prints them) the
+first that answers is used, and a command a group's follower refuses (``NOT_LEADER``) is run
+on the leader it names. The server is a name server or a broker: ``--namesrv`` / ``--broker`` say which,
 otherwise the tool asks. Against a name server, a command runs on every broker concerned
 (``topic create`` on every broker of the cluster, or of all clusters; ``group progress`` merges
 every broker's queues). ``WHEN`` is epoch milliseconds or an ISO 8601 time
@@ -54,6 +57,7 @@ from aeromq._cli.admin_commands import (
     message_by_id,
     message_by_key,
     offset_reset,
+    replication,
     stats,
     topic_create,
     topic_delete,
@@ -74,7 +78,7 @@ from aeromq._cli.options import (
     split_endpoints,
 )
 from aeromq._cli.progress import add_progress
-from aeromq.common import ClientError, TopicNotFoundError
+from aeromq.common import ClientError, NotLeaderError, TopicNotFoundError
 
 __all__ = ["build_parser", "main"]
 
@@ -106,11 +110,14 @@ def _command(
     help_: str,
     run: Command,
     examples: Sequence[str],
+    description: str | None = None,
 ) -> argparse.ArgumentParser:
+    """An action of a section (``topic list``), or a command with no action (``stats``) when
+    ``actions`` are the sections; it takes ``--json`` too."""
     parser = actions.add_parser(
         name,
         help=help_,
-        description=help_,
+        description=description or help_,
         epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
         formatter_class=HelpFormatter,
     )
@@ -146,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
         _EXAMPLES,
         exit_on_error=False,
     )
-    add_endpoints(parser, "broker or name server (only the first is used)", aliases=["--server"])
+    add_endpoints(
+        parser, "broker or name server (the first that answers is used)", aliases=["--server"]
+    )
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument(
         "--namesrv",
@@ -306,19 +315,24 @@ def build_parser() -> argparse.ArgumentParser:
         cluster_list,
         ["aeromq admin cluster list"],
     )
-    stats_parser = sections.add_parser(
-        "stats",
-        help="each broker's uptime, counts, commit log offsets and counters",
-        description="each broker's uptime, counts, commit log offsets and counters",
-        epilog="examples:\n  aeromq admin stats\n  aeromq admin stats --json",
-        formatter_class=HelpFormatter,
+    _command(
+        sections,
+        "replication",
+        "each broker group's leader, epoch, ISR and each member's lag",
+        replication,
+        [
+            "aeromq admin --endpoints 127.0.0.1:8081,127.0.0.1:8082 replication",
+            "aeromq admin replication --json",
+        ],
+        "each broker group's leader, epoch, ISR and each member's log end, fsynced offset and "
+        "lag behind the leader (a single broker shows group=none)",
     )
-    stats_parser.set_defaults(run=stats)
-    stats_parser.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print one JSON object per line instead of text",
+    _command(
+        sections,
+        "stats",
+        "each broker's uptime, counts, commit log offsets and counters",
+        stats,
+        ["aeromq admin stats", "aeromq admin stats --json"],
     )
     return parser
 
@@ -342,8 +356,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         print("aeromq admin: --endpoints is empty", file=sys.stderr)
         return 2
     try:
-        target = Target(endpoints[0], args.kind, args.timeout / 1000)
-        run(target, args, Output(stdout, args.json))
+        address = endpoints[0] if len(endpoints) == 1 else _answering(endpoints, args.timeout)
+        target = Target(address, args.kind, args.timeout / 1000)
+        try:
+            run(target, args, Output(stdout, args.json))
+        except NotLeaderError as exc:  # a group's follower: nothing was done; the leader does it
+            leader = exc.values.get("leader_address")
+            if not isinstance(leader, str) or not leader or target.is_namesrv:
+                raise
+            target.close()
+            target = Target(leader, "broker", args.timeout / 1000)
+            run(target, args, Output(stdout, args.json))
     except UsageError as exc:
         print(f"aeromq admin: {exc}", file=sys.stderr)
         return 2
@@ -357,3 +380,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if target is not None:
             target.close()
     return 0
+
+
+def _answering(endpoints: Sequence[str], timeout_ms: float) -> str:
+    """The first of ``endpoints`` whose gRPC port answers (the last when none does: its error
+    is then the command's)."""
+    from aeromq.client import GrpcClient
+
+    for address in endpoints[:-1]:
+        with GrpcClient(address, timeout_s=timeout_ms / 1000) as client:
+            try:
+                client.wait_ready(min(timeout_ms / 1000, 2.0))
+            except ClientError:
+                continue
+            return address
+    return endpoints[-1]

@@ -26,6 +26,7 @@ __all__ = [
     "message_by_id",
     "message_by_key",
     "offset_reset",
+    "replication",
     "stats",
     "topic_create",
     "topic_delete",
@@ -310,3 +311,65 @@ def stats(target: Target, args: argparse.Namespace, out: Output) -> None:
         )
         if not out.as_json:  # in JSON the counters are in the broker's record
             out.table(["COUNTER", "VALUE"], sorted(info.counters.items()))
+
+
+def replication(target: Target, args: argparse.Namespace, out: Output) -> None:
+    """Each broker group's leader, epoch, ISR and each member's lag (asked of the leader when
+    the broker asked is a follower: only the leader knows its followers' progress)."""
+    for name, client in target.brokers():
+        status = client.broker_stats().replication
+        if not status.group:
+            out.record({"broker": name, "group": None, "role": "single"})
+            out.write(f"broker {name}: group=none role=single (not a broker group)\n")
+            continue
+        if status.role != "leader" and status.leader_grpc_address:
+            leader = target.connect(status.leader_grpc_address)
+            status = leader.broker_stats().replication
+        _replication(out, status)
+
+
+def _replication(out: Output, status: admin_pb2.ReplicationStatus) -> None:
+    leader = "none" if status.leader_id < 0 else str(status.leader_id)
+    isr = ",".join(str(m) for m in status.isr) or "-"
+    members = [
+        {
+            "member": m.member_id,
+            "role": ("leader" if m.leader else "follower") if m.live else "down",
+            "live": m.live,
+            "in_isr": m.in_isr,
+            "grpc": m.grpc_address or None,
+            "log_end": None if m.log_end_offset < 0 else m.log_end_offset,
+            "fsynced": None if m.fsynced_offset < 0 else m.fsynced_offset,
+            "lag": None if m.lag_bytes < 0 else m.lag_bytes,
+            "last_heard_ms": None if m.last_heard_ms < 0 else m.last_heard_ms,
+        }
+        for m in status.members
+    ]
+    out.record(
+        {
+            "group": status.group,
+            "leader": None if status.leader_id < 0 else status.leader_id,
+            "leader_grpc": status.leader_grpc_address or None,
+            "epoch": status.epoch,
+            "isr": list(status.isr),
+            "min_isr": status.min_isr,
+            "high_watermark": status.high_watermark,
+            "log_end": status.log_end_offset,
+            "seen_from": status.member_id,
+            "members": members,
+        }
+    )
+    out.write(
+        f"group={status.group} leader={leader} epoch={status.epoch} isr={isr} "
+        f"min_isr={status.min_isr} high_watermark={status.high_watermark} "
+        f"log_end={status.log_end_offset} (seen from member {status.member_id}, "
+        f"{status.role})\n"
+    )
+    if not out.as_json:
+        columns = ["member", "role", "live", "in_isr", "grpc", "log_end", "fsynced", "lag"]
+        rows = [
+            ["-" if m[c] is None else ("yes" if m[c] is True else "no" if m[c] is False else m[c])
+             for c in columns]
+            for m in members
+        ]  # fmt: skip
+        out.table([c.upper() for c in columns[:-1]] + ["LAG_BYTES"], rows)

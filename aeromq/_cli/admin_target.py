@@ -73,6 +73,10 @@ class Target:
             for b in sorted(route.broker_datas, key=lambda b: b.broker_name)
         ]
 
+    def connect(self, address: str) -> GrpcClient:
+        """A client of the broker at ``address`` (kept, closed with the target)."""
+        return self._broker(address)
+
     def _broker(self, address: str) -> GrpcClient:
         found = self._brokers.get(address)
         if found is None:

@@ -19,6 +19,9 @@
    lag (0: every offset committed) and the broker's exit code (``--json``: the same as one JSON
    object).
 
+``--cluster`` runs the job on a broker group of three and kills its leader half way
+(:mod:`~aeromq._cli.quickstart_cluster`).
+
 Exit status 0 only if every message arrived intact (duplicates are allowed: delivery is at
 least once), the final lag is 0 and every process stopped cleanly; 1 otherwise; 2 for bad
 arguments.
@@ -74,9 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
             "aeromq quickstart",
             "aeromq quickstart --messages 10000 --size 1024",
             "aeromq quickstart --json",
+            "aeromq quickstart --cluster",
         ],
     )
-    parser.add_argument("--messages", type=int, default=100_000, help="how many to send")
+    parser.add_argument(
+        "--messages",
+        type=int,
+        default=None,
+        help="how many to send; default 100000 (20000 with --cluster)",
+    )
     parser.add_argument("--size", type=int, default=100, help="message body size, bytes")
     parser.add_argument("--batch", type=int, default=32, help="messages per send request")
     parser.add_argument(
@@ -87,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the summary as one JSON object (and no progress) instead of the view",
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run on a broker group of three (etcd and three brokers) and kill its leader half "
+        "way: the producer and the consumers carry on, nothing acknowledged is lost or stored "
+        "twice; ends with 'result: OK'",
+    )
     add_progress(parser, default_interval_ms=1_000.0, stream="standard output")
     return parser
 
@@ -95,9 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args)
+    if args.messages is None:
+        args.messages = 20_000 if args.cluster else 100_000
     if args.messages <= 0 or args.size < HEADER_LENGTH or args.batch <= 0:
         parser.error(f"need --messages > 0, --size >= {HEADER_LENGTH} and --batch > 0")
 
+    if args.cluster:
+        from aeromq._cli.quickstart_cluster import run_cluster
+
+        return run_cluster(args, sys.stdout)
     from aeromq.broker.testing import start_broker_process
     from aeromq.common import ClientError
 

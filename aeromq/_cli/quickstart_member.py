@@ -71,7 +71,7 @@ def run_member(name: str, grpc_address: str, events: Queue[Report], stop: Event)
 
     config = LitePullConsumerConfig(
         consumer_group=GROUP,
-        endpoints=(grpc_address,),
+        endpoints=tuple(grpc_address.split(",")),  # one address, or a broker group's "a,b,c"
         consume_from_where=ConsumeFromWhere.FIRST_OFFSET,
         poll_timeout_ms=100,
         instance_name=name,

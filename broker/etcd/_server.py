@@ -1,5 +1,5 @@
 """A real etcd process (Debian's ``etcd-server``, ``/usr/bin/etcd``) of one member on loopback,
-for tests and for ``aeromq cluster up`` (to come).
+for tests and for ``aeromq cluster up``.
 
 It listens on 127.0.0.1 on a client port and a peer port that were free at the first start and
 are kept for restarts, with its data in a directory of the caller's. :meth:`EtcdServer.start`
@@ -75,6 +75,8 @@ class EtcdServer:
 
     ``client_port`` and ``peer_port`` 0 take ports free at the first :meth:`start`; they are kept
     for later starts, so clients reconnect to the same :attr:`endpoint` after a restart.
+    ``new_session``: etcd runs in a session of its own, so a terminal's Ctrl-C reaches only its
+    parent, which stops it when it chooses (``aeromq cluster up`` stops its brokers first).
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class EtcdServer:
         heartbeat_interval_ms: int = 50,
         election_timeout_ms: int = 500,
         binary: str | None = None,
+        new_session: bool = False,
     ) -> None:
         if election_timeout_ms < 5 * heartbeat_interval_ms:
             raise EtcdServerError(
@@ -99,6 +102,7 @@ class EtcdServer:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.election_timeout_ms = election_timeout_ms
         self._binary = binary
+        self._new_session = new_session
         self._client_port = client_port
         self._peer_port = peer_port
         self._process: subprocess.Popen[bytes] | None = None
@@ -113,6 +117,16 @@ class EtcdServer:
     def endpoint(self) -> str:
         """``127.0.0.1:<client port>``, the address :class:`EtcdClient` takes."""
         return f"{_HOST}:{self._client_port}"
+
+    @property
+    def client_port(self) -> int:
+        """The client port (0 until the first :meth:`start` when chosen free)."""
+        return self._client_port
+
+    @property
+    def peer_port(self) -> int:
+        """The peer port (0 until the first :meth:`start` when chosen free)."""
+        return self._peer_port
 
     @property
     def client_url(self) -> str:
@@ -159,6 +173,7 @@ class EtcdServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            start_new_session=self._new_session,
         )
         self.starts += 1
         self._serving.clear()

@@ -13,7 +13,8 @@ Usage (by the broker)::
 
 ``add_service`` registers further servicers before ``start`` (a RocketMQ-protocol servicer,
 the data plane over gRPC), named by their full service name for health and reflection;
-``add_group_replication`` the calls between a broker group's members (``GroupReplication``).
+``add_group_replication`` the calls between a broker group's members (``GroupReplication``)
+and the group's status in ``GetBrokerStats``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from aeromq.broker.grpc.servicers import (
     ConsumerGroupServicer,
     EpochEndAnswer,
     GroupReplicationServicer,
+    ReplicationStatusSource,
 )
 from aeromq.broker.processor.admin import ControlPlane
 from aeromq.broker.security._acl import Acl
@@ -62,7 +64,7 @@ class BrokerGrpcServer(GrpcServerBase):
         tls: TlsConfig | None = None,
         acl: Acl | None = None,
     ) -> None:
-        admin = BrokerAdminServicer(control_plane)
+        admin = self._admin = BrokerAdminServicer(control_plane)
         groups = ConsumerGroupServicer(control_plane)
         super().__init__(
             host,
@@ -92,8 +94,12 @@ class BrokerGrpcServer(GrpcServerBase):
             raise BrokerStateError("add services before start", service=full_name)
         self._services[full_name] = register
 
-    def add_group_replication(self, answer_epoch_end: EpochEndAnswer) -> None:
-        """Serve ``GroupReplication`` (a broker group's member; before ``start``)."""
+    def add_group_replication(
+        self, answer_epoch_end: EpochEndAnswer, status: ReplicationStatusSource | None = None
+    ) -> None:
+        """Serve ``GroupReplication`` (a broker group's member; before ``start``); ``status``:
+        the group's status that ``GetBrokerStats`` answers too."""
+        self._admin.replication_status = status
         servicer = GroupReplicationServicer(answer_epoch_end)
         self.add_service(
             REPLICATION_SERVICE,

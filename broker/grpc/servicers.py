@@ -34,6 +34,7 @@ __all__ = [
     "ConsumerGroupServicer",
     "EpochEndAnswer",
     "GroupReplicationServicer",
+    "ReplicationStatusSource",
 ]
 
 EpochEndAnswer = Callable[
@@ -41,12 +42,18 @@ EpochEndAnswer = Callable[
 ]
 """``GroupMember.answer_epoch_end``: the truncation handshake's answer."""
 
+ReplicationStatusSource = Callable[[], admin_pb2.ReplicationStatus]
+"""A broker group member's view of its group, for ``GetBrokerStats`` (``aeromq admin
+replication``)."""
+
 _log = logging.getLogger(__name__)
 
 
 class BrokerAdminServicer(admin_pb2_grpc.BrokerAdminServicer):
     def __init__(self, control_plane: ControlPlane) -> None:
         self._cp = control_plane
+        self.replication_status: ReplicationStatusSource | None = None
+        """Set on a broker group's member: ``GetBrokerStats`` answers its group's status too."""
 
     def CreateTopic(
         self, request: admin_pb2.CreateTopicRequest, context: grpc.ServicerContext
@@ -106,7 +113,11 @@ class BrokerAdminServicer(admin_pb2_grpc.BrokerAdminServicer):
     def GetBrokerStats(
         self, request: admin_pb2.GetBrokerStatsRequest, context: grpc.ServicerContext
     ) -> admin_pb2.GetBrokerStatsResponse:
-        return self._cp.get_broker_stats(request)
+        response = self._cp.get_broker_stats(request)
+        source = self.replication_status
+        if source is not None and response.HasField("stats"):
+            response.stats.replication.CopyFrom(source())
+        return response
 
     def ListGroups(
         self, request: admin_pb2.ListGroupsRequest, context: grpc.ServicerContext

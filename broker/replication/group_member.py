@@ -58,6 +58,8 @@ class GroupSettings:
     election_wait_ms: int = 300
     election_timeout_ms: int = 1000
     ready_timeout_ms: int = 10_000
+    rocketmq_endpoint: str = ""
+    """The member's RocketMQ 5 endpoint (``host:port``, in its member key), "" for none."""
 
 
 def etcd_target(endpoints: Sequence[str]) -> str:
@@ -115,7 +117,9 @@ class GroupMember:
         """Join the group as the member ``endpoints`` reach (see module)."""
         settings = self.settings
         client = self._client = EtcdClient(etcd_target(settings.etcd_endpoints))
-        info = MemberInfo.of(settings.member_id, endpoints, settings.replication_endpoint)
+        info = MemberInfo.of(
+            settings.member_id, endpoints, settings.replication_endpoint, settings.rocketmq_endpoint
+        )
         agent = self.agent = ReplicationAgent(
             self._aeron,
             self._log,

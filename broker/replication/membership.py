@@ -42,7 +42,9 @@ _MARGIN_DIVISOR: Final = 4
 @dataclass(frozen=True, slots=True)
 class MemberInfo:
     """How to reach a member (the ``members/<id>`` value): its gRPC address, ingress channels
-    and streams, replication endpoint (UDP ``host:port``), media driver directory and host."""
+    and streams, replication endpoint (UDP ``host:port``), media driver directory and host, and
+    its RocketMQ 5 endpoint (``host:port``; "" when it has none: a value written before this
+    field existed reads as "")."""
 
     id: int
     pid: int
@@ -54,6 +56,7 @@ class MemberInfo:
     replication_endpoint: str
     aeron_dir: str
     hostname: str
+    rocketmq: str = ""
 
     def to_json(self) -> bytes:
         """The key's value."""
@@ -75,6 +78,7 @@ class MemberInfo:
                 str(value["replication_endpoint"]),
                 str(value["aeron_dir"]),
                 str(value["hostname"]),
+                str(value.get("rocketmq", "")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ReplicationError(
@@ -95,9 +99,14 @@ class MemberInfo:
 
     @classmethod
     def of(
-        cls, member_id: int, endpoints: common_pb2.BrokerEndpoints, replication_endpoint: str
+        cls,
+        member_id: int,
+        endpoints: common_pb2.BrokerEndpoints,
+        replication_endpoint: str,
+        rocketmq: str = "",
     ) -> MemberInfo:
-        """This process as member ``member_id``, reached at ``endpoints``."""
+        """This process as member ``member_id``, reached at ``endpoints`` (and its RocketMQ 5
+        endpoint at ``rocketmq``, "" for none)."""
         return cls(
             member_id,
             os.getpid(),
@@ -109,6 +118,7 @@ class MemberInfo:
             replication_endpoint,
             endpoints.aeron_dir,
             endpoints.hostname,
+            rocketmq,
         )
 
 

@@ -140,3 +140,13 @@ def test_should_print_one_json_record_per_broker_with_admin_stats_json(
     assert len(records) == 1
     assert records[0]["broker"] == "broker-a"
     assert "send.messages" in records[0]["counters"]
+
+
+def test_should_show_group_none_for_a_single_broker_with_admin_replication(
+    broker: ServerProcess,
+) -> None:
+    done = run_aeromq("admin", "replication", endpoints=broker.grpc_address)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "broker broker-a: group=none role=single (not a broker group)\n"
+    as_json = run_aeromq("admin", "replication", "--json", endpoints=broker.grpc_address)
+    assert json.loads(as_json.stdout) == {"broker": "broker-a", "group": None, "role": "single"}

@@ -82,3 +82,18 @@ def receive(
     request.invisible_duration.seconds = invisible_s
     request.long_polling_timeout.seconds = 1
     return list(stub.ReceiveMessage(request, timeout=30.0))
+
+
+def send(
+    stub: service_pb2_grpc.MessagingServiceStub, topic: str, body: bytes, timeout_s: float = 30.0
+) -> definition_pb2.Code.ValueType:
+    """One raw-gRPC SendMessage of ``body`` to ``topic`` (message id ``id-<body>``); its code."""
+    message = definition_pb2.Message(topic=resource(topic), body=body)
+    message.system_properties.message_id = f"id-{body.decode()}"
+    message.system_properties.message_type = definition_pb2.NORMAL
+    response = stub.SendMessage(
+        service_pb2.SendMessageRequest(messages=[message]),
+        timeout=timeout_s,
+        metadata=(("x-mq-client-id", "test-client"),),
+    )
+    return response.status.code

@@ -20,7 +20,7 @@ from aeromq.broker.store import MessageStore
 from aeromq.broker.testing import ServerProcess
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2, service_pb2_grpc
 from tests.broker.store.conftest import small_config
-from tests.rocketmq5.conftest import endpoint
+from tests.rocketmq5.conftest import endpoint, send
 from tests.rocketmq5.conftest import receive as _receive
 from tests.rocketmq5.conftest import resource as _resource
 
@@ -80,18 +80,6 @@ def follower(broker: ServerProcess, tmp_path: Path) -> Iterator[Follower]:
     store.shutdown()
 
 
-def _send(stub: service_pb2_grpc.MessagingServiceStub, topic: str, body: bytes) -> Code.ValueType:
-    message = definition_pb2.Message(topic=_resource(topic), body=body)
-    message.system_properties.message_id = f"id-{body.decode()}"
-    message.system_properties.message_type = definition_pb2.NORMAL
-    response = stub.SendMessage(
-        service_pb2.SendMessageRequest(messages=[message]),
-        timeout=TIMEOUT_S,
-        metadata=(("x-mq-client-id", "test-client"),),
-    )
-    return response.status.code
-
-
 def test_should_name_the_leaders_endpoint_in_routes_and_assignments(
     follower: Follower, broker: ServerProcess
 ) -> None:
@@ -111,7 +99,7 @@ def test_should_name_the_leaders_endpoint_in_routes_and_assignments(
 def test_should_have_the_leader_answer_sends_receives_and_acks(follower: Follower) -> None:
     topic, group = "group-forwarded", "group-readers"
 
-    assert _send(follower.stub, topic, b"one") == Code.OK
+    assert send(follower.stub, topic, b"one") == Code.OK
     got = _receive(follower.stub, topic, group)
 
     messages = [r.message for r in got if r.HasField("message")]
@@ -146,7 +134,7 @@ def test_should_answer_itself_while_it_leads(follower: Follower) -> None:
 
 def test_should_refuse_with_ha_not_available_while_no_leader_answers(follower: Follower) -> None:
     follower.leadership.leader = None  # an election
-    assert _send(follower.stub, "group-election", b"x") == Code.HA_NOT_AVAILABLE
+    assert send(follower.stub, "group-election", b"x") == Code.HA_NOT_AVAILABLE
     route = follower.stub.QueryRoute(
         service_pb2.QueryRouteRequest(topic=_resource("group-election")), timeout=TIMEOUT_S
     )
@@ -157,4 +145,4 @@ def test_should_refuse_with_ha_not_available_while_no_leader_answers(follower: F
     with socket.socket() as probe:  # a leader that does not answer
         probe.bind(("127.0.0.1", 0))
         follower.leadership.leader = ("127.0.0.1", probe.getsockname()[1])
-    assert _send(follower.stub, "group-election", b"y") == Code.HA_NOT_AVAILABLE
+    assert send(follower.stub, "group-election", b"y") == Code.HA_NOT_AVAILABLE

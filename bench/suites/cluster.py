@@ -1,0 +1,235 @@
+"""A broker group of three (``min_isr`` 2) against a single broker, in the same run: end to end
+(producer -> consumer, msgs/s, latency) and ``send()`` one at a time (sends/s, latency p50/p99),
+with CPU per message.
+
+The group: ``aeromq cluster up`` (etcd and three broker processes, each with its embedded media
+driver, data on the default temp filesystem, ASYNC flush mode, which a group's ack rule
+replaces: a send completes once fsynced on every member of the committed ISR). The single
+broker: one ``aeromq broker`` (ASYNC flush: acknowledged once appended), as in the ``broker``
+suite. The workers are the ``broker`` suite's: one producer process (batches of 32 pipelined 8
+deep over IPC; given every member's gRPC address, it finds the leader by itself) and one puller
+process on the leader's media driver (4 queues, one pull in flight per queue); ``send-sync``:
+one ``producer.send()`` per message, each awaited. Server CPU per message is the sum over the
+group's three brokers (``server_cpu_us_per_msg``; the leader's alone in ``leader_cpu_us_per_msg``).
+
+Target (issue 31): the group's end-to-end rate at least 0.5x the single broker's.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from itertools import chain
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.transport.util import process_cpu_s
+from bench._harness import Result, Target, case_rows, figure, ratio_of, started
+from bench.suites.broker import (
+    QUEUES,
+    Outbox,
+    _collect,
+    _consume,
+    _produce,
+    _rows,
+    _send_sync,
+    _spawn,
+)
+
+_TOPICS = {"e2e": "BenchClusterEndToEnd", "sync": "BenchClusterSendSync"}
+_BROKER_ARGS = (
+    "--log-level", "WARNING", "--ingress-udp-endpoint", "none", "--auto-create-topic", "true",
+    "--default-queue-count", str(QUEUES), "--index-enabled", "false", "--metrics-port", "none",
+)  # fmt: skip
+_READY = "broker ready:"
+_CLUSTER_READY = "cluster ready:"
+
+
+class _Cluster:
+    """``aeromq cluster up`` in a session of its own; the fields of its ready lines."""
+
+    def __init__(self, root: Path, timeout_s: float = 90.0) -> None:
+        command = [sys.executable, "-m", "aeromq", "cluster", "up", "--data-dir", str(root),
+                   "--no-restart", "--", *_BROKER_ARGS]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        self.members: list[dict[str, str]] = []
+        self.ready: dict[str, str] = {}
+        self.log: list[str] = []
+        found = threading.Event()
+        threading.Thread(target=self._read, args=(found,), daemon=True).start()
+        if not found.wait(timeout_s) or not self.ready:
+            self.stop()
+            raise RuntimeError("cluster up did not start: " + " | ".join(self.log[-10:]))
+
+    def _read(self, found: threading.Event) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.log.append(line.rstrip())
+            for prefix in (_READY, _CLUSTER_READY):
+                if line.startswith(prefix):
+                    words = line[len(prefix) :].split()
+                    fields = dict(w.split("=", 1) for w in words if "=" in w)
+                    if prefix == _READY:
+                        self.members.append(fields)
+                    else:
+                        self.ready = fields
+                        found.set()
+        self.process.stdout.close()
+        found.set()
+
+    @property
+    def leader(self) -> dict[str, str]:
+        return next(m for m in self.members if m.get("role") == "leader")
+
+    @property
+    def pids(self) -> list[int]:
+        return [int(m["pid"]) for m in self.members]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+
+def _wait_routes(endpoints: str, topics: list[str], leader: str) -> None:
+    """Create ``topics`` on the leader; return once every member's route has them (a follower
+    learns a topic from the log)."""
+    from aeromq.client import ClientError, GrpcClient
+
+    with GrpcClient(leader, timeout_s=30.0) as admin:
+        for topic in topics:
+            admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
+    deadline = time.monotonic() + 30.0
+    for address in endpoints.split(","):
+        with GrpcClient(address, timeout_s=10.0) as client:
+            for topic in topics:
+                while True:
+                    try:
+                        client.query_route(topic)
+                        break
+                    except ClientError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.1)
+
+
+def _phase(
+    name: str, kind: str, count: int, pids: list[int], start: dict[str, Callable[..., BaseProcess]]
+) -> list[Result]:
+    """One phase (``end-to-end`` or ``send-sync``); server CPU summed over ``pids`` (the
+    first one's alone in ``leader_cpu_us_per_msg``)."""
+    out: Outbox = multiprocessing.get_context("spawn").Queue()
+    workers = []
+    awaited = {"produced"}
+    if kind == "end-to-end":
+        workers.append(start["consume"]("e2e", True, out))
+        _collect(out, {"ready"})
+        awaited.add("consumed")
+    cpu = [process_cpu_s(pid) for pid in pids]
+    topic = "e2e" if kind == "end-to-end" else "sync"
+    workers.append(start["send_sync" if kind == "send-sync" else "produce"](topic, count, out))
+    got = _collect(out, awaited)
+    used = [process_cpu_s(pid) - before for pid, before in zip(pids, cpu, strict=True)]
+    rows = list(
+        _rows(name, count, got, sum(used), "send-sync" if kind == "send-sync" else "produce")
+    )
+    for row in rows:
+        messages = row.extra.get("received", count)
+        assert isinstance(messages, int)
+        row.extra["leader_cpu_us_per_msg"] = round(used[0] * 1e6 / max(messages, 1), 2)
+    for worker in workers:
+        worker.join(30)
+    return rows
+
+
+def _phases(
+    name: str,
+    count: int,
+    pids: list[int],
+    start: dict[str, Callable[..., BaseProcess]],
+    limit_s: float,
+) -> Iterator[Result]:
+    for kind in ("end-to-end", "send-sync"):
+        n = max(count // 20, 500) if kind == "send-sync" else count
+        yield from case_rows(
+            f"{name}:{kind}", _phase, name, kind, n, pids, start, timeout_s=limit_s
+        )
+
+
+def _starters(grpc: str, aeron_dir: str, count: int) -> dict[str, Callable[..., BaseProcess]]:
+    return {
+        "produce": lambda t, n, out: _spawn(_produce, grpc, _TOPICS[t], n, out),
+        "send_sync": lambda t, n, out: _spawn(_send_sync, grpc, _TOPICS[t], n, out),
+        "consume": lambda t, live, out: _spawn(_consume, aeron_dir, _TOPICS[t], count, live, out),
+    }
+
+
+def _run_single(root: Path, count: int, limit_s: float) -> Iterator[Result]:
+    cases = ["single:end-to-end", "single:send-sync"]
+
+    def start(path: Path) -> ServerProcess:
+        return start_broker_process(path, extra_args=_BROKER_ARGS)
+
+    broker, failed = started("broker start", start, root / "single", cases=cases, timeout_s=limit_s)
+    if broker is None:
+        yield from failed
+        return
+    try:
+        starters = _starters(broker.grpc_address, broker.ready["aeron_dir"], count)
+        yield from _phases("single", count, [broker.pid], starters, limit_s)
+    finally:
+        broker.stop()
+
+
+def _run_group(root: Path, count: int, limit_s: float) -> Iterator[Result]:
+    cases = ["group:end-to-end", "group:send-sync"]
+    cluster, failed = started(
+        "cluster up", _Cluster, root / "group", cases=cases, timeout_s=limit_s
+    )
+    if cluster is None:
+        yield from failed
+        return
+    try:
+        leader = cluster.leader
+        endpoints = cluster.ready["endpoints"]
+        _wait_routes(endpoints, list(_TOPICS.values()), leader["grpc"])
+        pids = [int(leader["pid"])] + [p for p in cluster.pids if p != int(leader["pid"])]
+        starters = _starters(endpoints, leader["aeron_dir"], count)
+        yield from _phases("group", count, pids, starters, limit_s)
+    finally:
+        cluster.stop()
+
+
+def run(quick: bool) -> Iterator[Result | Target]:
+    count = 20_000 if quick else 200_000
+    limit_s = 90.0 if quick else 300.0
+    root = Path(tempfile.mkdtemp(prefix="aeromq-bench-cluster-"))
+    rows: dict[str, Result] = {}
+    try:
+        for row in chain(_run_single(root, count, limit_s), _run_group(root, count, limit_s)):
+            rows[row.name] = row
+            yield row
+        yield Target(
+            "group / single broker end-to-end msgs/s",
+            ratio_of(figure(rows, "group:end-to-end"), figure(rows, "single:end-to-end")),
+            0.5,
+            "x",
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
