@@ -115,6 +115,9 @@ class RequestSender:
         if failure is not None and not future.done():
             self._futures.pop(correlation_id, None)
             reject(future, failure)  # failed while we registered: fail_all missed it
+        call_reader = self._pending.call_reader
+        if call_reader is not None:  # no thread would read its answer: wake the poller
+            call_reader()
         return future
 
     def offer(self, body: ProtoMessage, correlation_id: int, wait: bool = True) -> None:

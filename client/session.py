@@ -68,6 +68,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any, TypeVar, overload
@@ -75,7 +76,7 @@ from typing import Any, TypeVar, overload
 from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.client._answer_dispatch import AnswerDispatcher
-from aeromq.client._answer_readers import reader_for
+from aeromq.client._answer_readers import LINGER_NS, reader_for
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._request_sender import BackPressuredError, RequestSender
 from aeromq.client._session_config import (
@@ -129,8 +130,14 @@ class ClientSession:
         sender = self._sender = RequestSender(self.config, state, pending)
         self._answers = AnswerDispatcher(state, pending)
         self._liveness = SessionLiveness(aeron, state, pending, sender)
+        liveness = self._liveness
         self._reader = reader_for(
-            self.config, self._answers.assembler, state, self._liveness.do_work
+            self.config,
+            self._answers.assembler,
+            state,
+            pending,
+            liveness.do_work,
+            liveness.next_due_ns,
         )
         self._channels = SessionChannels(aeron)
         self.broker_name = ""
@@ -311,15 +318,37 @@ class ClientSession:
     ) -> ProtoMessage | PullAnswer:
         """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        return self.wait(self._sender.submit(body, timeout), timeout)
+        sender = self._sender
+        future = self._reader.request(lambda: sender.submit(body, timeout), timeout)
+        return self._result(future, timeout)
 
     def wait(self, future: Future[_T], timeout_ms: int | None = None) -> _T:
         """The answer of ``future`` (from :meth:`request_async`), waiting up to ``timeout_ms``
         (default the config's request timeout) as :meth:`request` waits: reading answers on
-        this thread (always with ``caller_reads``, else briefly; ``_answer_readers.py``);
-        raises what the future holds or :class:`~client.RequestTimeoutError`."""
+        this thread (``_answer_readers.py``: over IPC asleep on the session's doorbell between
+        polls; over UDP always with ``caller_reads``, else briefly); raises what the future
+        holds or :class:`~client.RequestTimeoutError`."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         self._reader.await_answer(future, timeout)
+        return self._result(future, timeout)
+
+    def read_until(self, done: Callable[[], bool], deadline_ns: int) -> bool:
+        """Read this session's answers on the calling thread (their futures' callbacks run
+        here) until ``done()`` or ``deadline_ns`` (monotonic), asleep on the session's doorbell
+        between polls: for a thread that waits for what the answers bring (a consumer's
+        ``poll()``) and would otherwise be handed it by the poller thread. False at once when
+        the session is not read that way (not rung by the broker: over UDP; or called from a
+        callback of this session's answers). Another thread that makes ``done()`` true calls
+        :meth:`wake_readers`. The poller thread keeps out of the way while this thread reads
+        and for a second after (the caller is likely back)."""
+        return self._reader.read_until(done, deadline_ns, LINGER_NS)
+
+    def wake_readers(self) -> None:
+        """Wake the threads in :meth:`read_until` (and callers waiting for their answers) to
+        look again at what they wait for: one ring of the session's doorbell."""
+        self._reader.wake_readers()
+
+    def _result(self, future: Future[_T], timeout: int) -> _T:
         try:
             return future.result(timeout / 1000 + 1.0)
         except FutureTimeoutError as exc:  # the poller is late: it would have failed it
