@@ -103,6 +103,16 @@ class BrokerSessions:
         session = self._sessions.get(broker_name)
         return session if session is not None and session.is_open else None
 
+    def sole_session(self) -> ClientSession | None:
+        """The open session when there is exactly one (one broker), else None: a consumer's
+        ``poll()`` reads its answers on its own thread then (``ClientSession.read_until``)."""
+        sessions = self._sessions
+        if len(sessions) != 1:
+            return None
+        for session in sessions.values():
+            return session if session.is_open else None
+        return None
+
     def session(self, broker: BrokerRoute) -> ClientSession:
         """The open session with ``broker``, connecting one if needed (this blocks up to the
         session's connect timeout; raises :class:`~common.BrokerUnavailableError`)."""
