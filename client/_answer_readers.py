@@ -146,6 +146,7 @@ class AnswerReader(ABC):
         self._polling_thread = 0  # the ident of the thread holding the lock
         self._bell = Doorbell.allocate() if HAS_FUTEX else None  # the poller's own
         self._spin = SpinPredictor(_CALLER_SPIN_NS)
+        self._poller_spin = SpinPredictor(0)  # the poller's, from its idle strategy
 
     def start(
         self, subscription: Subscription, doorbell: Doorbell | None, idle: IdleStrategy, name: str
@@ -155,6 +156,8 @@ class AnswerReader(ABC):
         self.subscription = subscription
         self.doorbell = doorbell
         self._idle = idle
+        if isinstance(idle, DoorbellIdleStrategy):
+            self._poller_spin = SpinPredictor(idle.spin_window_ns)
         self._running = True
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -382,10 +385,9 @@ class AnswerReader(ABC):
     def _rung_cycle(self, subscription: Subscription) -> None:
         """One step of a rung session's poller (see module): the housekeeping when due, then
         either out of the way (asleep on its own doorbell until the next due, the end of the
-        readers' linger or a call), or reading pending answers (asleep on the session's
-        doorbell between polls, until the next due)."""
-        bell, own = self.doorbell, self._bell
-        assert bell is not None and own is not None
+        readers' linger or a call), or reading pending answers (:meth:`_read_pending`)."""
+        own = self._bell
+        assert own is not None
         pending = self._pending
         now_ns = time.monotonic_ns()
         due_ns = self._next_due(now_ns)
@@ -408,9 +410,30 @@ class AnswerReader(ABC):
             own.await_ring(observed, max(0, until_ns - now_ns))
             return
         pending.call_reader = None
+        self._read_pending(subscription, due_ns)
+
+    def _read_pending(self, subscription: Subscription, due_ns: int) -> None:
+        """The poller reads: a poll, and when it found nothing, polls through its spin window
+        while answers have mostly come that fast (yielding the GIL and the core between polls),
+        then sleeps on the session's doorbell until rung or ``due_ns``."""
+        bell = self.doorbell
+        assert bell is not None
         observed = bell.prepare()
-        if not self._poll_locked(subscription):
-            bell.await_ring(observed, max(0, due_ns - time.monotonic_ns()))
+        if self._poll_locked(subscription):
+            return
+        spin = self._poller_spin
+        started_ns = time.monotonic_ns()
+        if spin.should_poll():
+            until_ns = started_ns + spin.window_ns
+            while time.monotonic_ns() < until_ns:
+                os.sched_yield()
+                observed = bell.prepare()
+                if self._poll_locked(subscription):
+                    spin.observe(time.monotonic_ns() - started_ns)
+                    return
+        bell.await_ring(observed, max(0, due_ns - time.monotonic_ns()))
+        if spin.window_ns:
+            spin.observe(time.monotonic_ns() - started_ns)
 
 
 class PollerReads(AnswerReader):

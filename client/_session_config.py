@@ -32,7 +32,7 @@ DEFAULT_UDP_TERM_LENGTH: Final = 64 * 1024 * 1024
 """UDP session channels get this term length unless theirs names one: a term takes messages of
 an eighth of it, and a 4 MiB message plus its envelope needs more than the 16 MiB default's."""
 
-DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000"
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,0,1000000000,100000"
 """How a session's poller thread waits: over IPC, where the broker rings the session's doorbell
 after each answer, the threads that wait read the answers themselves (a caller of ``send()``,
 a consumer's ``poll()``), asleep on the doorbell between polls, and the poller keeps out of
