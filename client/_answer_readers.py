@@ -114,6 +114,9 @@ class AnswerReader(ABC):
     calls_poller: ClassVar[bool]
     """A request submitted while no thread reads wakes the poller at once (else the poller
     reads it when the readers' linger or its next housekeeping ends)."""
+    linger_ns: ClassVar[int]
+    """How long the poller of a rung session keeps away after a caller waiting for its answer
+    left (0: it takes over at once if requests nobody waits for are pending)."""
 
     def __init__(
         self,
@@ -227,16 +230,27 @@ class AnswerReader(ABC):
         """``submit()`` a request and wait up to ``timeout_ms`` for its answer as
         :meth:`await_answer` does; the future. The thread counts as a reader from before the
         submit, so that its request does not call the poller."""
-        if not self.reads_when_rung:
+        bell, subscription = self.doorbell, self.subscription
+        if (
+            bell is None
+            or subscription is None
+            or not self.reads_when_rung
+            or self._polling_thread == threading.get_ident()
+        ):
             future = submit()
             self.await_answer(future, timeout_ms)
             return future
         self._enter()
         try:
             future = submit()
-            self.await_answer(future, timeout_ms)
+            deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
+            self._read(future.done, deadline_ns, bell, subscription)
         finally:
-            self._leave(0)
+            self._leave(self.linger_ns)
+        if self.callers_read and not future.done():
+            raise RequestTimeoutError(
+                "no answer in time", session_id=self._state.session_id, timeout_ms=timeout_ms
+            )
         return future
 
     def _enter(self) -> None:
@@ -444,6 +458,7 @@ class PollerReads(AnswerReader):
 
     callers_read = False
     calls_poller = True
+    linger_ns = 0
 
     def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
         """Read answers on this thread until ``future`` is done (a rung session:
@@ -455,7 +470,7 @@ class PollerReads(AnswerReader):
         if subscription is None:
             return
         if self.read_until(future.done, time.monotonic_ns() + timeout_ms * 1_000_000, 0):
-            return
+            return  # done, or left to the poller, which fails it at its deadline
         bell = self.doorbell
         if self.rung and bell is not None and self._polling_thread != threading.get_ident():
             self._wait_on_doorbell(future, bell, subscription)
@@ -512,6 +527,7 @@ class CallerReads(AnswerReader):
 
     callers_read = True
     calls_poller = False
+    linger_ns = _CALLER_READ_GRACE_NS
 
     def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
         """Read answers on this thread until ``future`` is done or ``timeout_ms`` has passed
@@ -521,7 +537,7 @@ class CallerReads(AnswerReader):
         subscription = self.subscription
         deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
         if subscription is not None and not self.read_until(
-            future.done, deadline_ns, _CALLER_READ_GRACE_NS
+            future.done, deadline_ns, self.linger_ns
         ):
             self._poll_for(future, subscription, deadline_ns)
         if not future.done():
