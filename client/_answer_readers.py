@@ -146,7 +146,10 @@ class AnswerReader(ABC):
         self._resume_ns = 0  # the poller of a rung session reads again from then on
         self._callers_waiting = 0  # callers asleep on the doorbell of a polling poller
         self._last_read_ns = 0  # when a caller last read answers (CallerReads, polled)
-        self._polling_thread = 0  # the ident of the thread holding the lock
+        self.release_ring: Callable[[], None] = _no_ring
+        """Rings the broker for the pulls this session's reading threads held back (see
+        ``_request_sender.py``): called when a reading thread is about to sleep, or enters
+        anew, and by the poller at each wake-up."""
         self._bell = Doorbell.allocate() if HAS_FUTEX else None  # the poller's own
         self._spin = SpinPredictor(_CALLER_SPIN_NS)
         self._poller_spin = SpinPredictor(0)  # the poller's, from its idle strategy
@@ -216,7 +219,7 @@ class AnswerReader(ABC):
             bell is None
             or subscription is None
             or not self.reads_when_rung
-            or self._polling_thread == threading.get_ident()
+            or self._state.polling_thread == threading.get_ident()
         ):
             return False
         self._enter()
@@ -235,7 +238,7 @@ class AnswerReader(ABC):
             bell is None
             or subscription is None
             or not self.reads_when_rung
-            or self._polling_thread == threading.get_ident()
+            or self._state.polling_thread == threading.get_ident()
         ):
             future = submit()
             self.await_answer(future, timeout_ms)
@@ -281,6 +284,8 @@ class AnswerReader(ABC):
         ident = threading.get_ident()
         spin = self._spin
         started_ns = monotonic_ns()
+        if state.ring_held:  # a pull a callback on this thread sent as it last read
+            self.release_ring()
         if spin.should_poll():
             self._poll_until(done, subscription, min(deadline_ns, started_ns + spin.window_ns))
         while not done():
@@ -288,17 +293,19 @@ class AnswerReader(ABC):
                 return
             observed = bell.prepare()
             with lock:
-                self._polling_thread = ident
+                self._state.polling_thread = ident
                 try:
                     work = poll(assembler, _FRAGMENT_LIMIT)
                 finally:
-                    self._polling_thread = 0
+                    self._state.polling_thread = 0
             if done():
                 break
             remaining_ns = deadline_ns - monotonic_ns()
             if remaining_ns <= 0:
                 return
             if not work:
+                if state.ring_held:
+                    self.release_ring()
                 bell.await_ring(observed, remaining_ns)
         spin.observe(monotonic_ns() - started_ns)
 
@@ -313,11 +320,11 @@ class AnswerReader(ABC):
         ident = threading.get_ident()
         while not done() and time.monotonic_ns() < until_ns:
             if lock.acquire(blocking=False):
-                self._polling_thread = ident
+                self._state.polling_thread = ident
                 try:
                     poll(assembler, _FRAGMENT_LIMIT)
                 finally:
-                    self._polling_thread = 0
+                    self._state.polling_thread = 0
                     lock.release()
             else:
                 os.sched_yield()
@@ -346,11 +353,11 @@ class AnswerReader(ABC):
     def _poll_locked(self, subscription: Subscription) -> int:
         """One poll of the answers by the poller thread, holding the lock."""
         with self.lock:
-            self._polling_thread = threading.get_ident()
+            self._state.polling_thread = threading.get_ident()
             try:
                 return subscription.poll(self._assembler, _FRAGMENT_LIMIT)
             finally:
-                self._polling_thread = 0
+                self._state.polling_thread = 0
 
     def _run(self) -> None:
         """The poller thread's loop, until :meth:`stop`: a rung session's (:meth:`_rung_cycle`),
@@ -379,6 +386,8 @@ class AnswerReader(ABC):
                     work = 0  # the callers read the answers
                 else:
                     work = self._poll_locked(subscription)
+                    if self._state.ring_held:
+                        self.release_ring()
                 now_ns = time.monotonic_ns()
                 if now_ns >= next_check_ns:
                     next_check_ns = now_ns + _HOUSEKEEPING_INTERVAL_NS
@@ -403,6 +412,8 @@ class AnswerReader(ABC):
         own = self._bell
         assert own is not None
         pending = self._pending
+        if self._state.ring_held:  # a pull held back by a reader that did not wait again
+            self.release_ring()
         now_ns = time.monotonic_ns()
         due_ns = self._next_due(now_ns)
         if due_ns <= now_ns:
@@ -445,6 +456,8 @@ class AnswerReader(ABC):
                 if self._poll_locked(subscription):
                     spin.observe(time.monotonic_ns() - started_ns)
                     return
+        if self._state.ring_held:
+            self.release_ring()
         bell.await_ring(observed, max(0, due_ns - time.monotonic_ns()))
         if spin.window_ns:
             spin.observe(time.monotonic_ns() - started_ns)
@@ -472,7 +485,7 @@ class PollerReads(AnswerReader):
         if self.read_until(future.done, time.monotonic_ns() + timeout_ms * 1_000_000, 0):
             return  # done, or left to the poller, which fails it at its deadline
         bell = self.doorbell
-        if self.rung and bell is not None and self._polling_thread != threading.get_ident():
+        if self.rung and bell is not None and self._state.polling_thread != threading.get_ident():
             self._wait_on_doorbell(future, bell, subscription)
             return
         self._poll_until(future.done, subscription, time.monotonic_ns() + _CALLER_POLL_NS)
@@ -549,13 +562,14 @@ class CallerReads(AnswerReader):
         """The wait without a rung session's readers: poll (waiting for the lock), and between
         empty polls sleep on the doorbell if the broker rings it (up to 20 ms a sleep), else
         park briefly."""
-        if self._polling_thread == threading.get_ident():
+        if self._state.polling_thread == threading.get_ident():
             return  # a callback on the reading thread: its answer cannot be read here
         lock = self.lock
         poll = subscription.poll
         assembler = self._assembler
         monotonic_ns = time.monotonic_ns
         ident = threading.get_ident()
+        state = self._state
         bell = self.doorbell if self.rung else None
         idle = BackoffIdleStrategy(max_park_period_ns=100_000)
         with self._callers_lock:
@@ -564,14 +578,16 @@ class CallerReads(AnswerReader):
             while not future.done():
                 observed = bell.prepare() if bell is not None else 0
                 with lock:
-                    self._polling_thread = ident
+                    self._state.polling_thread = ident
                     try:
                         work = poll(assembler, _FRAGMENT_LIMIT)
                     finally:
-                        self._polling_thread = 0
+                        self._state.polling_thread = 0
                 remaining_ns = deadline_ns - monotonic_ns()
                 if future.done() or remaining_ns <= 0:
                     break
+                if state.ring_held:
+                    self.release_ring()
                 if work:
                     idle.reset()
                 elif bell is not None:
@@ -582,6 +598,10 @@ class CallerReads(AnswerReader):
             self._last_read_ns = monotonic_ns()
             with self._callers_lock:
                 self._callers_waiting -= 1
+
+
+def _no_ring() -> None:
+    """No broker to ring (until the session's set-up gives the reader its sender's)."""
 
 
 def reader_for(

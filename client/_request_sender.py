@@ -1,7 +1,12 @@
 """``RequestSender``: puts a client session's requests in flight, as Aeron Archive's
 ``ArchiveProxy`` does: a correlation id and a future each in the pending-request table, the
 envelope offered on the broker's ingress, back pressure waited out (or not), the broker's doorbell
-rung after each.
+rung after each, but for a pull sent from the thread that is reading the session's answers (the
+pull task's next pull, sent from the previous one's answer): its ring is held back
+(``SessionState.ring_held``) until that thread is about to sleep or waits again, or the
+poller wakes (:meth:`RequestSender.release_ring`), so that a consumer's ``poll()`` returns its
+messages before the broker is woken for the next pull (a ring that wakes the broker may take
+the ringer's core), and a send arriving meanwhile is served with the pull in one wake-up.
 
 Caller: ``ClientSession`` (``request``, ``request_async``, ``send_oneway``, ``close``) and the
 liveness checks (keepalives), on any thread; offers are serialised by the offer lock. Affects:
@@ -15,6 +20,7 @@ import heapq
 import threading
 import time
 from concurrent.futures import Future
+from threading import get_ident
 from typing import Final
 
 from google.protobuf.message import Message as ProtoMessage
@@ -39,6 +45,7 @@ from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 
 __all__ = ["BackPressuredError", "RequestSender"]
 
+_PULL: Final = REQUEST_FIELD_NUMBERS["pull"]
 _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
     session_pb2.ConnectRequest: REQUEST_FIELD_NUMBERS["connect"],
     session_pb2.CloseSessionRequest: REQUEST_FIELD_NUMBERS["close"],
@@ -149,7 +156,10 @@ class RequestSender:
                     state.last_sent_ns = time.monotonic_ns()
                     bell = self.broker_doorbell
                     if bell is not None:
-                        bell.ring()
+                        if field_number == _PULL and state.polling_thread == get_ident():
+                            state.ring_held = True  # rung when the reading thread waits
+                        else:
+                            bell.ring()
                     return
                 if result == ADMIN_ACTION:
                     continue
@@ -171,6 +181,15 @@ class RequestSender:
                     )
                 assert idle is not None
                 idle.idle(0)
+
+    def release_ring(self) -> None:
+        """Ring the broker for the pulls whose ring was held back (see module), if any."""
+        state = self._state
+        if state.ring_held:
+            state.ring_held = False
+            bell = self.broker_doorbell
+            if bell is not None:
+                bell.ring()
 
     def _unavailable(self, result: int) -> ClientError:
         error = BrokerUnavailableError(

@@ -37,13 +37,13 @@ comes back in the response's ``status``, for the producer or consumer to interpr
 Doorbells (``transport/concurrent/doorbell.py``): over IPC the client and the broker share one
 media driver, and each side has a doorbell in its counters. The session names its own in the
 CONNECT; the broker names its agent's in the answer (when the agent sleeps on one). The client
-rings the broker's after each request it offers, the broker rings the client's after each answer,
-so a waiting side need not poll: a caller of :meth:`ClientSession.request` sleeps on the
-session's doorbell until its answer is there (after polling briefly while answers come back
-fast), and the poller thread may too (``idle_strategy`` ``doorbell:...``: the producer's
-sessions, :data:`PRODUCER_SESSION_IDLE_STRATEGY`; the default,
-:data:`DEFAULT_SESSION_IDLE_STRATEGY`, is the backoff, which measured faster for a consumer's
-long pulls). Over UDP nothing rings: callers and the poller poll.
+rings the broker's after each request it offers, the broker rings the client's after the answers
+of each of its duty cycles, so a waiting side need not poll: the thread that waits reads the
+answers itself, asleep on the session's doorbell between polls (a caller of
+:meth:`ClientSession.request` for its answer, after polling briefly while answers come back
+fast; a consumer's ``poll()`` for its pulls' answers, :meth:`ClientSession.read_until`), and the
+poller thread keeps out of its way, reading only answers nobody waits for
+(``_answer_readers.py``). Over UDP nothing rings: callers and the poller poll.
 
 The envelope and its codec, shared with the broker, are :mod:`common`'s
 (:func:`~common.encode_envelope`): the body is serialised once and never copied into an
@@ -139,6 +139,7 @@ class ClientSession:
             liveness.do_work,
             liveness.next_due_ns,
         )
+        self._reader.release_ring = sender.release_ring
         self._channels = SessionChannels(aeron)
         self.broker_name = ""
         self.max_message_size = 0

@@ -3,7 +3,9 @@ the clients' it rings after each answer, and when it may sleep until rung."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 
 import pytest
 
@@ -14,7 +16,7 @@ from aeromq.client.session import (
     ClientSession,
     SessionConfig,
 )
-from aeromq.common import SESSION_PROTOCOL_VERSION, IllegalArgumentError
+from aeromq.common import SESSION_PROTOCOL_VERSION, IllegalArgumentError, PullAnswer
 from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, AeronContext, Counter
 from aeromq.transport.concurrent.agent import AgentRunner
@@ -22,7 +24,7 @@ from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, Doo
 from aeromq.transport.driver import MediaDriver
 
 from ._raw import RawClient
-from .conftest import MS, send_request, wait_for
+from .conftest import MS, pull_request, send_request, wait_for
 
 
 @pytest.fixture
@@ -157,6 +159,38 @@ def test_should_name_doorbells_both_ways_over_ipc(
         before = agent.doorbell.prepare() & ~1
         assert session.request(send_request(b"rung")).status.code == 0
         assert (agent.doorbell.prepare() & ~1) - before >= 2  # the request rang the agent
+
+
+def test_should_ring_the_agent_for_a_pull_sent_while_reading_once_the_reader_waits_again(
+    agent: SessionAgent, media_driver: MediaDriver
+) -> None:
+    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
+    with (
+        Aeron.connect(context) as client_aeron,
+        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
+    ):
+        assert session.rings_broker and agent.doorbell is not None
+        assert session.request(send_request(b"one")).status.code == 0
+        bell = agent.doorbell
+        next_pulls: list[Future[PullAnswer]] = []
+        words: list[int] = []
+
+        def next_pull(_: Future[PullAnswer]) -> None:
+            # the pull task's way: the next pull sent from the answer's callback, on the reading
+            # thread
+            words.append(bell.prepare() & ~1)
+            next_pulls.append(session.request_async(pull_request()))
+            words.append(bell.prepare() & ~1)
+
+        first = session.request_async(pull_request())
+        first.add_done_callback(next_pull)
+        assert session.read_until(first.done, time.monotonic_ns() + 5_000_000_000)
+        (second,) = next_pulls
+        assert session.read_until(second.done, time.monotonic_ns() + 5_000_000_000)
+        assert isinstance(second.result(0), PullAnswer)
+    before, after = words
+    assert after == before  # held while the thread returned what it read
+    assert (bell.prepare() & ~1) - after >= 2  # rung as it read again
 
 
 def test_should_refuse_a_session_idle_strategy_it_cannot_parse(
