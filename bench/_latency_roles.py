@@ -27,16 +27,24 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict, TypeVar
 
 from bench._latency_stats import encoded
 from bench._schedule import Pacer, Plan, Receipts, fine_timer_slack, warm_up_body
 
+if TYPE_CHECKING:
+    from ctypes import c_longlong
+    from multiprocessing.queues import Queue
+    from multiprocessing.synchronize import Event
+
 __all__ = [
     "MIN_WARM_UPS",
+    "Consumed",
     "ConsumerRun",
+    "LatencyReport",
     "Link",
     "ProducerRun",
+    "Sent",
     "consume",
     "consume_async",
     "produce",
@@ -55,16 +63,49 @@ _CONSUMER_GRACE_S = 30.0
 """How long past the producer's last chance (``give_up_s``) a consumer waits for messages."""
 
 
+class Sent(TypedDict):
+    """The producer's last report, ``("sent", {...})``: how many it sent, whether it gave up or
+    fell behind the schedule, its achieved rate, and the encoded histograms
+    (:func:`~bench._latency_stats.encoded`) of its send calls' durations and its lags."""
+
+    sent: int
+    gave_up: bool
+    fell_behind: bool
+    achieved_msgs_per_s: float
+    send: bytes
+    lag: bytes
+
+
+class Consumed(TypedDict):
+    """The consumer's last report, ``("consumed", {...})``: the distinct messages and the
+    duplicates it received, when the last one came, and the encoded histogram of the latencies
+    of those due after the warm-up."""
+
+    received: int
+    duplicates: int
+    last_ns: int
+    latency: bytes
+
+
+LatencyReport: TypeAlias = (
+    tuple[Literal["ready", "finished", "done"]]
+    | tuple[Literal["started"], int]
+    | tuple[Literal["sent"], Sent]
+    | tuple[Literal["consumed"], Consumed]
+)
+"""A report a role puts on ``Link.out``: its kind, then its figures (see the module docstring)."""
+
+
 @dataclass(frozen=True)
 class Link:
     """What the suite and a run's roles share (multiprocessing objects, handed over at spawn):
     ``out`` carries the roles' reports, ``primed`` and ``finish`` are events, ``sent_total``
-    a shared ``q`` value (-1 until the producer has sent its last message)."""
+    a shared 64-bit integer (-1 until the producer has sent its last message)."""
 
-    out: Any
-    primed: Any
-    finish: Any
-    sent_total: Any
+    out: Queue[LatencyReport]
+    primed: Event
+    finish: Event
+    sent_total: c_longlong
 
 
 class ProducerRun:
@@ -104,14 +145,14 @@ class ProducerRun:
         self.link.out.put(
             (
                 "sent",
-                {
-                    "sent": pacer.sequence,
-                    "gave_up": pacer.gave_up,
-                    "fell_behind": pacer.fell_behind(),
-                    "achieved_msgs_per_s": pacer.achieved_msgs_per_s(),
-                    "send": encoded(pacer.durations_ns[skip:]),
-                    "lag": encoded(pacer.lags_ns[skip:]),
-                },
+                Sent(
+                    sent=pacer.sequence,
+                    gave_up=pacer.gave_up,
+                    fell_behind=pacer.fell_behind(),
+                    achieved_msgs_per_s=pacer.achieved_msgs_per_s(),
+                    send=encoded(pacer.durations_ns[skip:]),
+                    lag=encoded(pacer.lags_ns[skip:]),
+                ),
             )
         )
 
@@ -149,12 +190,12 @@ class ConsumerRun:
         self.link.out.put(
             (
                 "consumed",
-                {
-                    "received": receipts.distinct,
-                    "duplicates": receipts.duplicates,
-                    "last_ns": receipts.last_ns,
-                    "latency": encoded(receipts.measured(self.plan.warm_up_count)),
-                },
+                Consumed(
+                    received=receipts.distinct,
+                    duplicates=receipts.duplicates,
+                    last_ns=receipts.last_ns,
+                    latency=encoded(receipts.measured(self.plan.warm_up_count)),
+                ),
             )
         )
 

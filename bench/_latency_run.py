@@ -12,41 +12,46 @@ Used by the latency suite (:mod:`bench.suites.latency`).
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import queue
 import signal
 import time
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Literal, TypedDict, TypeVarTuple, overload
 
-from bench._harness import Result, note
-from bench._latency_roles import Link
+from bench._harness import JsonRecord, Result, note
+from bench._latency_roles import Consumed, LatencyReport, Link, Sent
 from bench._latency_stats import merged, percentiles_us
 from bench._proc_cpu import CpuWindow
 from bench._schedule import BODY_LENGTH, Plan
 
 __all__ = ["Starter", "measure", "role", "spawn"]
 
+_Ts = TypeVarTuple("_Ts")
+
 Starter = Callable[[Plan, Link], dict[str, BaseProcess]]
 """Starts a run's roles (spawned processes, by role name) with its plan and link."""
 
 
-def spawn(target: Callable[..., None], *args: Any) -> BaseProcess:
+def spawn(target: Callable[[*_Ts], object], *args: *_Ts) -> BaseProcess:
     """``target(*args)`` in a new spawned process (a daemon: it cannot outlive the suite)."""
     process = multiprocessing.get_context("spawn").Process(target=target, args=args, daemon=True)
     process.start()
     return process
 
 
-def role(name: str, target: Callable[..., None], *args: Any) -> Starter:
+def role(name: str, target: Callable[[*_Ts, Plan, Link], object], *args: *_Ts) -> Starter:
     """A starter of one role ``name``: ``target(*args, plan, link)`` in a spawned process."""
     return lambda plan, link: {name: spawn(target, *args, plan, link)}
 
 
 def _link() -> Link:
     context = multiprocessing.get_context("spawn")
-    return Link(context.Queue(), context.Event(), context.Event(), context.RawValue("q", -1))
+    return Link(
+        context.Queue(), context.Event(), context.Event(), context.RawValue(ctypes.c_longlong, -1)
+    )
 
 
 class _Reports:
@@ -56,9 +61,25 @@ class _Reports:
     def __init__(self, link: Link, roles: dict[str, BaseProcess]) -> None:
         self.link = link
         self.roles = roles
-        self.got: dict[str, tuple[Any, ...]] = {}
+        self.got: dict[str, LatencyReport] = {}
 
-    def wait(self, kind: str, timeout_s: float) -> tuple[Any, ...]:
+    @overload
+    def wait(
+        self, kind: Literal["ready", "finished", "done"], timeout_s: float
+    ) -> tuple[Literal["ready", "finished", "done"]]: ...
+    @overload
+    def wait(
+        self, kind: Literal["started"], timeout_s: float
+    ) -> tuple[Literal["started"], int]: ...
+    @overload
+    def wait(self, kind: Literal["sent"], timeout_s: float) -> tuple[Literal["sent"], Sent]: ...
+    @overload
+    def wait(
+        self, kind: Literal["consumed"], timeout_s: float
+    ) -> tuple[Literal["consumed"], Consumed]: ...
+    def wait(self, kind: str, timeout_s: float) -> LatencyReport:
+        """The report of ``kind`` (the first of it), once it came (a report is filed under its
+        kind, so it is of the shape its kind's overload says)."""
         deadline = time.monotonic() + timeout_s
         while kind not in self.got:
             try:
@@ -124,8 +145,8 @@ def _row(
     name: str,
     plan: Plan,
     t0_ns: int,
-    sent: dict[str, Any],
-    consumed: dict[str, Any],
+    sent: Sent,
+    consumed: Consumed,
     window: CpuWindow,
 ) -> Result:
     """A scheduled run's row; raises when a message sent never came."""
@@ -133,7 +154,7 @@ def _row(
         raise RuntimeError(f"{consumed['received']} of {sent['sent']} messages sent came")
     latency = percentiles_us(merged([consumed["latency"]]))
     receive_s = (consumed["last_ns"] - t0_ns) / 1e9
-    extra: dict[str, Any] = {
+    extra: JsonRecord = {
         "rate": plan.rate,
         "scheduled": plan.count,
         "sent": sent["sent"],
@@ -152,15 +173,13 @@ def _row(
     return _result(name, sent, latency, extra)
 
 
-def _send_only_row(name: str, sent: dict[str, Any], window: CpuWindow) -> Result:
+def _send_only_row(name: str, sent: Sent, window: CpuWindow) -> Result:
     """A send-only run's row: the p-columns are the send call's duration."""
     extra = {"sent": sent["sent"], **_send_figures(sent), **_cpu_figures(window, sent["sent"])}
     return _result(name, sent, percentiles_us(merged([sent["send"]])), extra)
 
 
-def _result(
-    name: str, sent: dict[str, Any], percentiles: dict[str, float], extra: dict[str, Any]
-) -> Result:
+def _result(name: str, sent: Sent, percentiles: dict[str, float], extra: JsonRecord) -> Result:
     """The row: the achieved send rate, ``percentiles`` in the p-columns, ``extra``; its
     figures without a column said on standard error."""
     achieved = float(sent["achieved_msgs_per_s"])
@@ -177,7 +196,7 @@ def _result(
     return row
 
 
-def _send_figures(sent: dict[str, Any]) -> dict[str, float | None]:
+def _send_figures(sent: Sent) -> dict[str, float | None]:
     """The send call's p50 and p99, and how late the sends started (from the producer's
     histograms)."""
     send, lag = percentiles_us(merged([sent["send"]])), percentiles_us(merged([sent["lag"]]))
@@ -190,7 +209,15 @@ def _send_figures(sent: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def _cpu_figures(window: CpuWindow, messages: int) -> dict[str, Any]:
+class _CpuFigures(TypedDict):
+    """A row's CPU figures: per process (:meth:`CpuWindow.report`), and their sums."""
+
+    cpu: dict[str, dict[str, float]]
+    cpu_total_pct_core: float
+    cpu_total_us_per_msg: float
+
+
+def _cpu_figures(window: CpuWindow, messages: int) -> _CpuFigures:
     """Each process's CPU over the run, and their sum."""
     cpu = window.report(messages)
     return {
@@ -198,6 +225,12 @@ def _cpu_figures(window: CpuWindow, messages: int) -> dict[str, Any]:
         "cpu_total_pct_core": round(sum(r["pct_core"] for r in cpu.values()), 2),
         "cpu_total_us_per_msg": round(sum(r["us_per_msg"] for r in cpu.values()), 2),
     }
+
+
+def _us(value: object) -> str:
+    """``123 us``, or ``-`` for a figure not measured (an empty histogram: a producer that sent
+    nothing after the warm-up)."""
+    return "-" if value is None else f"{value:.0f} us"
 
 
 def _say(row: Result) -> None:
@@ -210,9 +243,9 @@ def _say(row: Result) -> None:
     behind = " FELL BEHIND the schedule," if extra.get("fell_behind") else ""
     tail = ""
     if extra.get("max_us") is not None:
-        tail = f" p90 {extra['p90_us']:.0f} us, max {extra['max_us']:.0f} us,"
+        tail = f" p90 {_us(extra['p90_us'])}, max {_us(extra['max_us'])},"
     note(
-        f"{row.name}:{behind}{tail} send() p50 {extra['send_p50_us']:.0f} us p99 "
-        f"{extra['send_p99_us']:.0f} us, sends started late by p99 {extra['lag_p99_us']:.0f} us; "
+        f"{row.name}:{behind}{tail} send() p50 {_us(extra['send_p50_us'])} p99 "
+        f"{_us(extra['send_p99_us'])}, sends started late by p99 {_us(extra['lag_p99_us'])}; "
         f"CPU {cpu}"
     )

@@ -23,11 +23,14 @@ from __future__ import annotations
 import asyncio
 import time
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench._latency_roles import Link, consume, consume_async, produce, produce_async
 from bench._nats import connect, fetch_next
 from bench._schedule import Plan
+
+if TYPE_CHECKING:  # redis-py is in the bench extra: imported where a Redis case runs
+    from redis.typing import EncodableT, FieldT
 
 __all__ = [
     "LATENCY_GROUP",
@@ -84,10 +87,14 @@ def redis_producer(port: int, stream: str, plan: Plan, link: Link) -> None:
     """``XADD`` one entry at a time."""
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client = redis.Redis(port=port)
     xadd = client.xadd
+
+    def entry(body: bytes) -> dict[FieldT, EncodableT]:
+        return {"b": body}
+
     try:
-        produce(plan, link, lambda fields: xadd(stream, fields), lambda body: {"b": body})
+        produce(plan, link, lambda fields: xadd(stream, fields), entry)
     finally:
         client.close()
 
@@ -96,7 +103,7 @@ def redis_consumer(port: int, stream: str, plan: Plan, link: Link) -> None:
     """``XREADGROUP ... BLOCK`` of the group, then ``XACK`` of what came."""
     import redis
 
-    client: Any = redis.Redis(port=port)
+    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
     read, ack = client.xreadgroup, client.xack
     clock = time.monotonic_ns
 

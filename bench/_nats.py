@@ -26,7 +26,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # nats-py is in the bench extra: imported where a NATS case runs
+    from nats.aio.client import Client
+    from nats.aio.msg import Msg
+    from nats.js.client import JetStreamContext
 
 __all__ = [
     "MAX_FETCH",
@@ -147,7 +152,7 @@ class NatsServer:
             self.process.wait(5)
 
 
-async def connect(url: str) -> Any:
+async def connect(url: str) -> Client:
     """A nats-py client of ``url`` that fails at once rather than reconnect (a benchmark's
     server that went away is a failed case, not a wait)."""
     import nats
@@ -160,12 +165,14 @@ async def connect(url: str) -> Any:
     )
 
 
-async def fetch_next(subscription: Any, pending: int, timeout_s: float) -> tuple[list[Any], int]:
+async def fetch_next(
+    subscription: JetStreamContext.PullSubscription, pending: int, timeout_s: float
+) -> tuple[list[Msg], int]:
     """One fetch of a pull subscription (see the module docstring): the messages (none when
     ``timeout_s`` passed first) and how many the consumer still has pending after them."""
     batch = min(pending, MAX_FETCH) if pending > 0 else 1
     try:
-        messages: list[Any] = await subscription.fetch(batch, timeout=timeout_s)
+        messages = await subscription.fetch(batch, timeout=timeout_s)
     except TimeoutError:  # nats.errors.TimeoutError subclasses it
         return [], 0
     return messages, int(messages[-1].metadata.num_pending) if messages else 0

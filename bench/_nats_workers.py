@@ -19,9 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bench._nats import connect, fetch_next
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event
+
+    from bench.suites.broker import Outbox
 
 __all__ = ["DURABLE", "consume", "group_consume", "produce", "send_sync"]
 
@@ -29,7 +34,7 @@ DURABLE = "bench"
 """The durable pull consumer of every stream (made by :meth:`bench._nats.NatsServer.add_streams`)."""
 
 
-def produce(url: str, stream: str, count: int, out: Any) -> None:
+def produce(url: str, stream: str, count: int, out: Outbox) -> None:
     """``count`` messages published 32 x 8 at a time: ("produced", elapsed ns, latency per
     round ns, CPU s)."""
     from bench.suites.broker import BATCH, WINDOW, _body
@@ -56,7 +61,7 @@ def produce(url: str, stream: str, count: int, out: Any) -> None:
     out.put(("produced", *asyncio.run(run())))
 
 
-def send_sync(url: str, stream: str, count: int, out: Any) -> None:
+def send_sync(url: str, stream: str, count: int, out: Outbox) -> None:
     """One ``js.publish`` per message, each awaited: ("produced", elapsed ns, latency per
     message ns, CPU s)."""
     from bench.suites.broker import _body
@@ -80,7 +85,7 @@ def send_sync(url: str, stream: str, count: int, out: Any) -> None:
     out.put(("produced", *asyncio.run(run())))
 
 
-def consume(url: str, stream: str, count: int, long_poll: bool, out: Any) -> None:
+def consume(url: str, stream: str, count: int, long_poll: bool, out: Outbox) -> None:
     """Read ``count`` messages of ``stream``: ("ready",), then ("consumed", elapsed ns,
     received, fetch latencies ns, end-to-end latencies ns, CPU s), as the Redis consumer of
     ``bench.suites.broker``."""
@@ -119,7 +124,7 @@ def consume(url: str, stream: str, count: int, long_poll: bool, out: Any) -> Non
     out.put(("consumed", *asyncio.run(run())))
 
 
-def group_consume(url: str, stream: str, index: int, stop: Any, out: Any) -> None:
+def group_consume(url: str, stream: str, index: int, stop: Event, out: Outbox) -> None:
     """Consumer ``index`` of the durable pull consumer, in the consumer suite's loop."""
     from bench.suites.consumer import _consume_loop
 

@@ -89,6 +89,23 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "x beside each r",
     "min_free_disk_bytes": "sends are refused (DISK_FULL, retriable) below this much free disk",
     "max_disk_used_percent": "sends are refused past this disk usage, percent (none: no limit)",
+    "etcd_endpoints": "HOST:PORT[,HOST:PORT...] of etcd: set, the broker is a member of the "
+    "broker group named broker_name, replicated to group_size members with a leader elected "
+    "through etcd (none: a single broker)",
+    "member_id": "this member's id in its group, 0..group_size-1 (group mode)",
+    "group_size": "members of the group (group mode)",
+    "min_isr": "fewest in-sync members (the leader included) a send needs: below, sends are "
+    "refused with NOT_ENOUGH_REPLICAS (group mode)",
+    "replication_endpoint": "HOST:PORT of this member's replication endpoint, UDP (0: any free "
+    "port) (group mode)",
+    "lease_ttl_ms": "the member's etcd lease, whole seconds: a leader silent this long is "
+    "replaced, and stops acting TTL/4 before (group mode)",
+    "replica_lag_max_ms": "a follower that has not caught up with the leader's log for this "
+    "long leaves the in-sync replicas (group mode)",
+    "replication_timeout_ms": "a send not acknowledged by the in-sync replicas within this "
+    "fails with REPLICATION_TIMEOUT, its outcome unknown (group mode)",
+    "unclean_election": "when no in-sync member is alive, let another member lead (it may "
+    "lack acknowledged messages) (group mode)",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 

@@ -98,7 +98,27 @@ def validate(config: BrokerConfig) -> None:
     _in_range("min_free_disk_bytes", config.min_free_disk_bytes, 0, 1 << 60)
     if config.max_disk_used_percent is not None:
         _in_range("max_disk_used_percent", config.max_disk_used_percent, 1, 100)
+    _validate_group(config)
     config.to_store_config()  # and whatever the store itself checks
+
+
+def _validate_group(config: BrokerConfig) -> None:
+    """The group options (checked whether or not ``etcd_endpoints`` is set)."""
+    if config.etcd_endpoints is not None:
+        endpoints = config.etcd_endpoint_list
+        if not endpoints:
+            _fail("etcd_endpoints", config.etcd_endpoints, "HOST:PORT[,HOST:PORT...]")
+        for endpoint in endpoints:
+            _check_host_port("etcd_endpoints", endpoint, allow_zero=False)
+    _in_range("group_size", config.group_size, 1, 64)
+    _in_range("member_id", config.member_id, 0, config.group_size - 1)
+    _in_range("min_isr", config.min_isr, 1, config.group_size)
+    _check_host_port("replication_endpoint", config.replication_endpoint, allow_zero=True)
+    _in_range("lease_ttl_ms", config.lease_ttl_ms, 1000, 60_000)
+    if config.lease_ttl_ms % 1000:
+        _fail("lease_ttl_ms", config.lease_ttl_ms, "whole seconds (etcd's leases are)")
+    _in_range("replica_lag_max_ms", config.replica_lag_max_ms, 100, 600_000)
+    _in_range("replication_timeout_ms", config.replication_timeout_ms, 100, 600_000)
 
 
 def _fail(key: str, value: object, rule: str) -> None:

@@ -9,7 +9,10 @@
 :meth:`Broker.start`, in order: the media driver (embedded in a fresh directory, or the external
 one of ``aeron_dir``), the store (recovery runs here: :attr:`Broker.recovery_report` says what
 it found), the long-poll hold service, the processors, the ingress subscriptions (IPC, and UDP
-when an endpoint is set) and the session agent on its own thread.
+when an endpoint is set) and the session agent on its own thread. In a broker group
+(``etcd_endpoints`` set) the member then joins its group once its gRPC port is bound
+(:class:`~aeromq.broker.replication.GroupMember`: etcd, elections, replication over UDP), and
+the processors refuse what only the leader may do.
 
 :meth:`Broker.shutdown` is graceful and bounded: stop reading the ingress, answer held pulls,
 shut the store down (every append made durable, its SYNC answers settled, a clean checkpoint),
@@ -37,6 +40,7 @@ from aeromq.broker.processor.admin import ControlPlane
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.replication import GroupMember, GroupSettings
 from aeromq.broker.rocketmq import RocketMQEndpoint
 from aeromq.broker.security import Acl, acl_of, tls_of, warn_if_exposed
 from aeromq.broker.session import (
@@ -71,8 +75,11 @@ _ERROR_CODES: Final = (
 )
 
 
-def describe_recovery(report: RecoveryReport, flush_mode: FlushMode, flush_interval_ms: int) -> str:
-    """One line on what recovery found, for the operator (logged and printed at start)."""
+def describe_recovery(
+    report: RecoveryReport, flush_mode: FlushMode, flush_interval_ms: int, *, group: bool = False
+) -> str:
+    """One line on what recovery found, for the operator (logged and printed at start);
+    ``group``: the store of a broker group's member (what it acknowledged is on the ISR)."""
     if report.end_offset == 0 and report.records_scanned == 0 and report.truncated_at is None:
         return "recovery: a new, empty store"
     clamped = (
@@ -102,7 +109,12 @@ def describe_recovery(report: RecoveryReport, flush_mode: FlushMode, flush_inter
         parts.append(f"dropped {report.queue_entries_dropped} queue entries past the end")
     if report.offsets_clamped:
         parts.append(clamped.removeprefix(", "))
-    if flush_mode is FlushMode.ASYNC:
+    if group:
+        parts.append(
+            "group member: every acknowledged message is on the group's in-sync replicas; "
+            "this member catches up from the leader"
+        )
+    elif flush_mode is FlushMode.ASYNC:
         parts.append(
             f"ASYNC flush: acknowledged messages of at most the last {flush_interval_ms} ms "
             "before the crash may be lost"
@@ -140,6 +152,7 @@ class Broker:
         self.registrar: NameServerRegistrar | None = None
         self.rocketmq: RocketMQEndpoint | None = None
         self.observability: ObservabilityServer | None = None
+        self.group: GroupMember | None = None
         self.meter = TopicMeter()
         self.recovery_report: RecoveryReport | None = None
         self.aeron_dir = ""
@@ -175,7 +188,9 @@ class Broker:
         self._start_transport()
         store = self.store = MessageStore(config.to_store_config())
         report = self.recovery_report = store.start()
-        message = describe_recovery(report, config.flush_mode, config.flush_interval_ms)
+        message = describe_recovery(
+            report, config.flush_mode, config.flush_interval_ms, group=config.group_mode
+        )
         if (report.clean_shutdown or report.end_offset == 0) and report.truncated_at is None:
             _log.info("%s", message)
         else:
@@ -183,6 +198,9 @@ class Broker:
         hold = self.hold = PullHoldService(store.get_max_offset, config.long_polling_max_suspend_ms)
         hold.start()
         store.add_arrival_listener(hold.on_arrival)
+        aeron = self.aeron
+        assert aeron is not None
+        group = self.group = self._group_member(aeron, store)
         self.send_processor = SendProcessor(
             store,
             config.broker_name,
@@ -190,10 +208,11 @@ class Broker:
             auto_create_topic=config.auto_create_topic,
             default_queue_nums=config.default_queue_count,
             meter=self.meter,
+            leadership=group,
         )
-        self.pull_processor = PullProcessor(store, hold, config.broker_name, meter=self.meter)
-        aeron = self.aeron
-        assert aeron is not None
+        self.pull_processor = PullProcessor(
+            store, hold, config.broker_name, meter=self.meter, leadership=group
+        )
         self._subscriptions.append(
             aeron.add_subscription(config.ingress_ipc_channel, config.ingress_ipc_stream_id)
         )
@@ -230,11 +249,14 @@ class Broker:
         self._runner = AgentRunner(idle, self._on_agent_error, None, agent)
         self._runner.start()
         self._start_control_plane(store)
+        if group is not None:
+            assert self.grpc_server is not None
+            group.start(self.endpoints(self.grpc_server.address))
         self._start_rocketmq(store)
         self._start_observability()
         _log.info(
             "broker started: name=%s cluster=%s aeron_dir=%s ingress=%s udp=%s grpc=%s "
-            "data_dir=%s flush=%s",
+            "data_dir=%s flush=%s %s",
             config.broker_name,
             config.cluster_name,
             self.aeron_dir,
@@ -243,19 +265,57 @@ class Broker:
             self.grpc_address,
             config.data_dir,
             config.flush_mode.value,
+            self.group_line(),
         )
+
+    def _group_member(self, aeron: Aeron, store: MessageStore) -> GroupMember | None:
+        """This broker's membership of its group (``etcd_endpoints`` set), not started yet."""
+        config = self.config
+        if not config.group_mode:
+            return None
+        host, _, port = config.replication_endpoint.rpartition(":")
+        if port == "0":
+            port = str(_free_port(socket.SOCK_DGRAM, host))
+        settings = GroupSettings(
+            config.etcd_endpoint_list,
+            config.broker_name,
+            config.member_id,
+            group_size=config.group_size,
+            min_isr=config.min_isr,
+            replication_endpoint=f"{host}:{port}",
+            lease_ttl_ms=config.lease_ttl_ms,
+            replica_lag_max_ms=config.replica_lag_max_ms,
+            unclean_election=config.unclean_election,
+        )
+        return GroupMember(settings, aeron, store, config.data_dir)
+
+    def group_line(self) -> str:
+        """``group=NAME role=leader|follower epoch=N`` in a broker group, ``group=none
+        role=single epoch=0`` for a single broker (the ready line's end)."""
+        group = self.group
+        if group is None:
+            return "group=none role=single epoch=0"
+        return f"group={group.group} role={group.role.value} epoch={group.epoch}"
 
     def _start_control_plane(self, store: MessageStore) -> None:
         """The gRPC control plane: admin, routes, offsets, groups, stats (the data plane's counters
         are published as gauges of its stats registry); registration with the name server when
         one is configured."""
         config = self.config
-        control = self.control_plane = ControlPlane(config, store)
+        group = self.group
+        control = self.control_plane = ControlPlane(config, store, leadership=group)
         tls = tls_of(config)
         warn_if_exposed(config.grpc_host, tls, self.acl)
         server = self.grpc_server = BrokerGrpcServer(
             control, config.grpc_host, config.grpc_port, tls=tls, acl=self.acl
         )
+        if group is not None:
+            if tls is not None or self.acl is not None:
+                _log.warning(
+                    "a broker group's members call each other without TLS or credentials: "
+                    "with TLS or an ACL on the gRPC port, their handshakes fail"
+                )
+            server.add_group_replication(group.answer_epoch_end)
         server.start()
         control.identity.update_endpoints(self.endpoints(server.address))
         registry = control.registry
@@ -275,6 +335,12 @@ class Broker:
         The endpoint has neither TLS nor the ACL's checks yet, so a broker configured with either
         keeps it closed (one warning) rather than open a port that bypasses them."""
         if not self.config.rocketmq_enabled:
+            return
+        if self.group is not None:
+            _log.warning(
+                "the RocketMQ 5 endpoint stays off in a broker group (it does not go through "
+                "the group's leadership yet; rocketmq_enabled=false silences this)"
+            )
             return
         if self.acl is not None or tls_of(self.config) is not None:
             _log.warning(
@@ -345,6 +411,8 @@ class Broker:
         agent = self.session_agent
         if agent is not None:
             agent.stop_ingress()
+        if self.group is not None:
+            self.group.stop()  # a leader's waiting sends fail; the others elect at once
         if self.registrar is not None:
             self.registrar.stop()
         if self.grpc_server is not None:
@@ -454,6 +522,8 @@ class Broker:
         if self.hold is not None:
             values["pull.woken_by_arrival"] = self.hold.woken_by_arrival
             values["pull.woken_by_timeout"] = self.hold.woken_by_timeout
+        if self.group is not None:
+            values.update(self.group.stats())
         return values
 
     def _stat(self, name: str) -> Callable[[], int]:

@@ -150,6 +150,15 @@ class BrokerConfig:
     file_mode: int = 0o600
     min_free_disk_bytes: int = 64 * _MIB
     max_disk_used_percent: int | None = None
+    etcd_endpoints: str | None = None
+    member_id: int = 0
+    group_size: int = 3
+    min_isr: int = 2
+    replication_endpoint: str = "127.0.0.1:0"
+    lease_ttl_ms: int = 2000
+    replica_lag_max_ms: int = 1000
+    replication_timeout_ms: int = 5000
+    unclean_election: bool = False
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
         {
@@ -163,6 +172,7 @@ class BrokerConfig:
             "tls_client_ca_file",
             "acl_file",
             "max_disk_used_percent",
+            "etcd_endpoints",
         }
     )
 
@@ -184,6 +194,20 @@ class BrokerConfig:
         if self.ingress_udp_endpoint is None:
             return None
         return f"aeron:udp?endpoint={self.ingress_udp_endpoint}"
+
+    @property
+    def group_mode(self) -> bool:
+        """Whether this broker is a member of a broker group (``etcd_endpoints`` set): its
+        ``broker_name`` is the group, replicated to ``group_size`` members with a leader
+        elected through etcd (see ``docs/replication.md``)."""
+        return self.etcd_endpoints is not None
+
+    @property
+    def etcd_endpoint_list(self) -> tuple[str, ...]:
+        """``etcd_endpoints`` split at commas (empty when not in a group)."""
+        if self.etcd_endpoints is None:
+            return ()
+        return tuple(e.strip() for e in self.etcd_endpoints.split(",") if e.strip())
 
     @property
     def max_record_bytes(self) -> int:
@@ -218,6 +242,8 @@ class BrokerConfig:
                 file_mode=self.file_mode,
                 min_free_disk_bytes=self.min_free_disk_bytes,
                 max_disk_used_percent=self.max_disk_used_percent,
+                replicated=self.group_mode,
+                replication_timeout_ms=self.replication_timeout_ms,
             )
         except ConfigError as exc:
             key = exc.values.get("field", "store_host")

@@ -1,8 +1,9 @@
 """aeromq's client side, shared by producers and consumers: the message model (``Message``,
 ``MessageExt``, ``MessageQueue``), the gRPC stub wrapper (``GrpcClient``), routes
 (``RouteResolver``), the request/response session with a broker over the transport
-(``ClientSession``), one session per broker (``BrokerSessions``), and a client's optional
-``/metrics`` for Prometheus (``serve_metrics``).
+(``ClientSession``), one session per broker (``BrokerSessions``), following a broker group's
+leader when it moves (``client.failover``, ``RouteResolver.follow_leader``), and a client's
+optional ``/metrics`` for Prometheus (``serve_metrics``).
 
 What the broker applies too (the error tree with its wire codes, ``ResponseCode``, subscription
 expressions, message ids, validation with RocketMQ's rules) is defined in ``aeromq.common`` and
@@ -15,7 +16,7 @@ from aeromq.client._security import ClientTls, Credentials
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.client.message import HostAddress, Message, MessageExt, MessageQueue
-from aeromq.client.route import BrokerRoute, RouteResolver, TopicRoute
+from aeromq.client.route import BrokerRoute, RouteResolver, TopicRoute, parse_endpoints
 from aeromq.client.session import BackPressuredError, ClientSession, SessionConfig
 
 # Shared with the broker: defined once in ``aeromq.common``, part of the client's API here.
@@ -119,6 +120,7 @@ __all__ = [
     "encode_unique_message_id",
     "error_for_code",
     "metric_meta",
+    "parse_endpoints",
     "parse_tag_expression",
     "serve_metrics",
     "tag_hash_code",

@@ -25,13 +25,13 @@ from google.protobuf.message import DecodeError
 from aeromq.client._answer_assembler import AnswerAssembler
 from aeromq.client._pending_requests import PendingRequests, reject, resolve
 from aeromq.client._session_state import SESSION_LOG, SessionState
+from aeromq.client.failover import error_for_status
 from aeromq.common import (
     ENVELOPE_HEAD_MAX_LENGTH,
     SESSION_CLOSED_CODE,
     CorruptMessageError,
     IllegalStateError,
     PullAnswer,
-    error_for_code,
     salvage_envelope_ids,
     split_raw_section,
 )
@@ -110,11 +110,8 @@ class AnswerDispatcher:
         future = self._futures.pop(response.correlation_id, None)
         if kind == "error":
             status = response.error
-            error = error_for_code(
-                status.code,
-                status.message,
-                session_id=state.session_id,
-                correlation_id=response.correlation_id,
+            error = error_for_status(
+                status, session_id=state.session_id, correlation_id=response.correlation_id
             )
             if status.code == SESSION_CLOSED_CODE:
                 self._pending.fail(error)

@@ -8,6 +8,9 @@ Every :meth:`~SessionLiveness.do_work` (the readers' poller thread, about every 
 - every 100 ms, the media driver's heartbeat: silent for :data:`~client.session.DRIVER_SILENT_MS`
   (over IPC the broker's own driver, dead or hung) fails the session at once, and a broker
   doorbell whose counter was freed is no longer rung;
+- over UDP, while requests wait: the broker probed with keepalives after 200 ms of silence and
+  taken for gone after 1 s of it (``_udp_liveness.py``: over UDP the driver watched above is the
+  client's own, not the broker's);
 - the response stream without images (the broker closed it, or its driver did) fails it;
 - no answer for the broker's session timeout fails it (the broker stopped answering);
 - no request sent for the keepalive interval (a third of the session timeout unless
@@ -28,6 +31,7 @@ from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._request_sender import RequestSender
 from aeromq.client._session_config import DRIVER_SILENT_MS
 from aeromq.client._session_state import SESSION_LOG, SessionState
+from aeromq.client._udp_liveness import ProbeAction, UdpProbe
 from aeromq.common import BrokerUnavailableError, ClientError
 from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, Subscription
@@ -51,6 +55,7 @@ class SessionLiveness:
         "keepalive_interval_ms",
         "session_timeout_ms",
         "subscription",
+        "udp_probe",
     )
 
     def __init__(
@@ -64,6 +69,8 @@ class SessionLiveness:
         self.subscription: Subscription | None = None
         self.session_timeout_ms = 0
         self.keepalive_interval_ms = 0
+        self.udp_probe: UdpProbe | None = None
+        """Set by the set-up for a session over UDP (``_udp_liveness.py``)."""
 
     def do_work(self, now_ns: int) -> int:
         """One round of housekeeping at ``now_ns`` (monotonic); returns how much it did (failed
@@ -89,6 +96,27 @@ class SessionLiveness:
                     )
                 )
                 return work
+        probe = self.udp_probe
+        if probe is not None:
+            waiting = bool(self._pending.futures)
+            received = (
+                sum(image.position for image in subscription.images)
+                if waiting and subscription is not None
+                else 0
+            )
+            action = probe.check(now_ns, state.last_heard_ns, waiting, received)
+            if action is ProbeAction.FAIL:
+                self._pending.fail(
+                    BrokerUnavailableError(
+                        "the broker stopped answering over UDP",
+                        session_id=state.session_id,
+                        silent_ms=probe.silent_ms(now_ns, state.last_heard_ns),
+                    )
+                )
+                return work
+            if action is ProbeAction.PROBE:
+                self._keepalive()
+                work += 1
         if subscription is not None and subscription.has_no_images:
             self._pending.fail(  # the broker closed our response stream (or its driver did)
                 BrokerUnavailableError(
@@ -104,10 +132,7 @@ class SessionLiveness:
                 )
             )
         elif now_ns - state.last_sent_ns > self.keepalive_interval_ms * 1_000_000:
-            try:
-                self._sender.offer(session_pb2.KeepAliveRequest(), next(self._pending.correlation))
-            except ClientError as exc:
-                SESSION_LOG.debug("keepalive not sent: %s", exc)
+            self._keepalive()
             work += 1
         return work
 
@@ -128,6 +153,12 @@ class SessionLiveness:
         if self.session_timeout_ms:
             due_ns = min(due_ns, state.last_heard_ns + self.session_timeout_ms * 1_000_000 + 1)
         return due_ns
+
+    def _keepalive(self) -> None:
+        try:
+            self._sender.offer(session_pb2.KeepAliveRequest(), next(self._pending.correlation))
+        except ClientError as exc:
+            SESSION_LOG.debug("keepalive not sent: %s", exc)
 
     def _driver_silent_ms(self) -> int:
         """How long the session's media driver has not stamped its heartbeat (a shut-down

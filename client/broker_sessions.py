@@ -6,6 +6,12 @@ through a local driver (``aeron_dir``, or one embedded in this process, started 
 with the answers coming back on a UDP endpoint of ``udp_response_host``. A session that failed
 (the broker closed it or went away) is replaced on the next use; so is a dead Aeron client.
 
+A broker name may be a group of members (``client.failover``): the session of a name is with
+the member the caller's route names. When a caller names another member (the leader moved), a
+session with it replaces the name's session; the one with the old member stays open while
+it may be used (a caller with an older route still names it: it answers NOT_LEADER), and is
+closed once idle for :data:`FORMER_SESSION_LINGER_MS` (or failed).
+
 Callers say how long a request and a back-pressured offer may wait: the producer its
 ``send_timeout_ms`` and ``offer_timeout_ms``, the consumer its
 ``consumer_timeout_ms_when_suspend`` (a pull may be held that long) and ``offer_timeout_ms``.
@@ -32,7 +38,11 @@ from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
 
-__all__ = ["BrokerSessions", "is_local"]
+__all__ = ["FORMER_SESSION_LINGER_MS", "BrokerSessions", "is_local"]
+
+FORMER_SESSION_LINGER_MS = 5_000
+"""How long a session with a broker name's former member stays open, idle, after another
+member's took its place (callers with older routes may use it meanwhile)."""
 
 
 _log = logging.getLogger(__name__)
@@ -93,43 +103,91 @@ class BrokerSessions:
         self._local_reads = local_reads
         self._idle_strategy = idle_strategy
         self._lock = threading.Lock()
-        self._sessions: dict[str, ClientSession] = {}
+        self._sessions: dict[str, tuple[ClientSession, BrokerRoute]] = {}
+        """Each broker name's session, with the member it is with."""
+        self._former: dict[BrokerRoute, tuple[ClientSession, int]] = {}
+        """Sessions with members a name's session no longer is with, and since when (monotonic
+        ms): closed once idle and old enough, or failed."""
         self._clients: dict[str, Aeron] = {}
         self._driver: MediaDriver | None = None
         self._closed = False
 
     def open_session(self, broker_name: str) -> ClientSession | None:
         """The open session with ``broker_name``, or None (without connecting)."""
-        session = self._sessions.get(broker_name)
-        return session if session is not None and session.is_open else None
+        entry = self._sessions.get(broker_name)
+        return entry[0] if entry is not None and entry[0].is_open else None
+
+    def open_session_to(self, broker: BrokerRoute) -> ClientSession | None:
+        """The open session with ``broker``'s name if it is with that member, or None
+        (without connecting)."""
+        entry = self._sessions.get(broker.broker_name)
+        if entry is None or not entry[0].is_open or (entry[1] is not broker and entry[1] != broker):
+            return None
+        return entry[0]
 
     def sole_session(self) -> ClientSession | None:
         """The open session when there is exactly one (one broker), else None: a consumer's
-        ``poll()`` reads its answers on its own thread then (``ClientSession.read_until``)."""
+        ``poll()`` reads its answers on its own thread then (``ClientSession.read_until``).
+        None too while a session with a name's former member lingers: its answers may still
+        come."""
         sessions = self._sessions
-        if len(sessions) != 1:
+        if len(sessions) != 1 or self._former:
             return None
-        for session in sessions.values():
+        for session, _ in sessions.values():
             return session if session.is_open else None
         return None
 
     def session(self, broker: BrokerRoute) -> ClientSession:
-        """The open session with ``broker``, connecting one if needed (this blocks up to the
-        session's connect timeout; raises :class:`~common.BrokerUnavailableError`)."""
+        """The open session with ``broker`` (the member of its name that it names), connecting
+        one if needed (this blocks up to the session's connect timeout; raises
+        :class:`~common.BrokerUnavailableError`)."""
+        entry = self._sessions.get(broker.broker_name)
+        if entry is not None and entry[1] is broker:  # (the route object the last call used)
+            session = entry[0]
+            if session.is_open:
+                return session
+        return self._session_of(broker)
+
+    def _session_of(self, broker: BrokerRoute) -> ClientSession:
+        """:meth:`session` when the name's session is not open or the caller's route is
+        another object (refreshed, or another member: see the module)."""
         name = broker.broker_name
-        session = self._sessions.get(name)
-        if session is not None and session.is_open:
-            return session
         with self._lock:
             if self._closed:
                 raise IllegalStateError("sessions closed", broker=name)
-            session = self._sessions.get(name)
-            if session is not None and session.is_open:
-                return session
-            if session is not None:
-                session.close()
-            session = self._sessions[name] = self._connect(broker)
+            entry = self._sessions.pop(name, None)
+            now_ms = time.monotonic_ns() // 1_000_000
+            if entry is not None:
+                session, member = entry
+                if member == broker and session.is_open:
+                    self._sessions[name] = (session, broker)
+                    if self._former:
+                        self._close_former(now_ms)
+                    return session
+                if member != broker and session.is_open:
+                    self._former[member] = (session, now_ms)  # a caller may still use it
+                else:
+                    session.close()
+            former = self._former.pop(broker, None)  # a member named again
+            if former is not None and former[0].is_open:
+                session = former[0]
+            else:
+                if former is not None:
+                    former[0].close()
+                session = self._connect(broker)
+            self._sessions[name] = (session, broker)
+            self._close_former(now_ms)
             return session
+
+    def _close_former(self, now_ms: int) -> None:
+        """Close the sessions with former members that failed, or that no request waits on
+        and that were replaced :data:`FORMER_SESSION_LINGER_MS` ago. Under the lock."""
+        for member, (session, since_ms) in list(self._former.items()):
+            if not session.is_open or (
+                session.pending_count == 0 and now_ms - since_ms >= FORMER_SESSION_LINGER_MS
+            ):
+                del self._former[member]
+                session.close()
 
     def _connect(self, broker: BrokerRoute) -> ClientSession:
         transport = self._transport
@@ -200,20 +258,26 @@ class BrokerSessions:
         return self._driver.aeron_dir
 
     def drop(self, broker_name: str) -> None:
-        """Close the session with ``broker_name`` (after a failure); the next use reconnects."""
+        """Close the sessions with ``broker_name``'s members (after a failure); the next use
+        reconnects."""
         with self._lock:
-            session = self._sessions.pop(broker_name, None)
-        if session is not None:
+            entry = self._sessions.pop(broker_name, None)
+            dropped = [entry[0]] if entry is not None else []
+            for member in [m for m in self._former if m.broker_name == broker_name]:
+                dropped.append(self._former.pop(member)[0])
+        for session in dropped:
             session.close()
 
     def close(self) -> None:
         """Close every session, Aeron client and the embedded driver; idempotent."""
         with self._lock:
             self._closed = True
-            sessions, self._sessions = self._sessions, {}
+            sessions = [entry[0] for entry in self._sessions.values()]
+            sessions += [former[0] for former in self._former.values()]
+            self._sessions, self._former = {}, {}
             clients, self._clients = self._clients, {}
             driver, self._driver = self._driver, None
-        for session in sessions.values():
+        for session in sessions:
             session.close()
         for aeron in clients.values():
             aeron.close()

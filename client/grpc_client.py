@@ -6,7 +6,9 @@ Every call has a timeout (``timeout_s``, per call or the client's default). Fail
 client's errors, never a raw ``grpc.RpcError``:
 
 - a response whose ``Status`` is not SUCCESS raises ``error_for_code(code, message)`` (e.g.
-  ``TopicNotFoundError``), with ``address`` and ``rpc`` kept as values;
+  ``TopicNotFoundError``), with ``address`` and ``rpc`` kept as values (a ``NOT_LEADER`` answer
+  of a broker group's follower: :class:`~common.NotLeaderError` with the leader it names as
+  ``values["leader"]``, :func:`~client.failover.error_for_status`);
 - gRPC's own failures are translated with ``raise ... from exc``: UNAVAILABLE ->
   ``BrokerUnavailableError``, DEADLINE_EXCEEDED -> ``RequestTimeoutError``, UNIMPLEMENTED ->
   ``NotSupportedError`` (e.g. a name server asked a broker-only RPC), RESOURCE_EXHAUSTED ->
@@ -33,6 +35,7 @@ import grpc
 from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.client._security import ClientTls, Credentials, open_channel
+from aeromq.client.failover import error_for_status
 from aeromq.common import (
     AccessDeniedError,
     AuthenticationError,
@@ -44,7 +47,6 @@ from aeromq.common import (
     IllegalStateError,
     NotSupportedError,
     RequestTimeoutError,
-    error_for_code,
 )
 from aeromq.proto import (
     admin_pb2,
@@ -456,7 +458,7 @@ class GrpcClient:
         # Every response message of the schema has a ``status`` field.
         status: common_pb2.Status = getattr(response, "status")  # noqa: B009
         if status.code != 0:
-            raise error_for_code(status.code, status.message, address=self.address, rpc=rpc)
+            raise error_for_status(status, address=self.address, rpc=rpc)
         return response
 
 
@@ -509,9 +511,7 @@ class HeartbeatStream:
             raise self._error or IllegalStateError("heartbeat stream ended", address=self._address)
         response: consumer_group_pb2.HeartbeatResponse = item
         if response.status.code != 0:
-            raise error_for_code(
-                response.status.code, response.status.message, address=self._address
-            )
+            raise error_for_status(response.status, address=self._address)
         return response
 
     def responses(self, timeout_s: float) -> Iterator[consumer_group_pb2.HeartbeatResponse]:

@@ -1,30 +1,43 @@
 """Topic routes for producers and consumers: which brokers hold a topic's queues and how to
 reach them, looked up over gRPC from a name server or a broker, and cached.
 
-``RouteResolver(endpoints)`` takes one or more ``host:port`` addresses. Each is a name server
-(``NameServer.QueryRoute``: routes merged across brokers) or a single broker
-(``BrokerAdmin.QueryRoute``: the broker serves its own routes); ``kind="auto"`` asks the name
-server service first and falls back to the broker's when the address does not serve it, then
-remembers. An unreachable address is skipped for the next; a topic that does not exist raises
-``TopicNotFoundError`` without trying further.
+``RouteResolver(endpoints)`` takes one or more ``host:port`` addresses (a list, or one string
+separated by ``,`` or ``;``: :func:`parse_endpoints`). Each is a name server
+(``NameServer.QueryRoute``: routes merged across brokers) or a single broker, or a member of a
+broker group (``BrokerAdmin.QueryRoute``: the broker serves its own routes; any member of a
+group answers with the group's current leader); ``kind="auto"`` asks the name server service
+first and falls back to the broker's when the address does not serve it, then remembers. An
+unreachable address is skipped for the next, and the one that answered last is asked first next
+time; a topic that does not exist raises ``TopicNotFoundError`` without trying further.
 
 Routes are cached for ``ttl_ms`` (RocketMQ's clients refresh every 30 s); ``invalidate`` drops
 one after a send failed so the next lookup refreshes it. ``broker_client(name)`` gives a cached
 ``GrpcClient`` to one broker of a route.
+
+Broker groups (``client.failover``): the resolver keeps each broker name's current member (the
+route cache keyed by broker name), learned from every route it fetches and from the leader a
+``NOT_LEADER`` answer names; every cached route naming that broker names its current member.
+:meth:`RouteResolver.follow_leader` is what a request that failed on a member calls: the hint
+at once (no query), else the member another request already moved to, else one route query
+(one per broker name at a time, and at most one per :data:`FOLLOW_QUERY_INTERVAL_MS`: a
+failover refreshes once, not once per request). :meth:`RouteResolver.call_leader` runs a gRPC
+call on a broker's current member, following the leader until its deadline.
 
 Caller: producers (write queues), consumers (read queues), the admin tool. Thread-safe.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Final, Literal, Self
+from dataclasses import dataclass, replace
+from typing import Final, Literal, Self, TypeVar
 
 from aeromq.client._security import ClientTls, Credentials
+from aeromq.client.failover import Backoff, is_failover_error, leader_hint
 from aeromq.client.grpc_client import DEFAULT_TIMEOUT_S, GrpcClient
 from aeromq.client.message import MessageQueue
 from aeromq.common import (
@@ -39,15 +52,46 @@ from aeromq.common import (
 )
 from aeromq.proto import common_pb2
 
-__all__ = ["DEFAULT_ROUTE_TTL_MS", "BrokerRoute", "QueueSpec", "RouteResolver", "TopicRoute"]
+__all__ = [
+    "DEFAULT_ROUTE_TTL_MS",
+    "FOLLOW_QUERY_INTERVAL_MS",
+    "MAX_HOPS_WITHOUT_BACKOFF",
+    "BrokerRoute",
+    "QueueSpec",
+    "RouteResolver",
+    "TopicRoute",
+    "parse_endpoints",
+]
 
 DEFAULT_ROUTE_TTL_MS: Final = 30_000
+FOLLOW_QUERY_INTERVAL_MS: Final = 50
+"""At most one route query per broker name this often while requests fail on its member and
+no new one is known (each of them backs off meanwhile)."""
+
+MAX_HOPS_WITHOUT_BACKOFF: Final = 2
+"""A request follows this many new members at once; past that it backs off before each."""
+
+_T = TypeVar("_T")
 
 EndpointKind = Literal["auto", "namesrv", "broker"]
 
 
 def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
+
+
+def _answered(error: BrokerUnavailableError) -> bool:
+    """Whether ``error`` is an answer (a refusal in a response's status), not a call that
+    failed on its way (gRPC's own failures carry ``grpc_code``)."""
+    return "grpc_code" not in error.values
+
+
+def parse_endpoints(endpoints: str | Sequence[str]) -> tuple[str, ...]:
+    """``"a:1,b:2"``, ``"a:1;b:2"`` (RocketMQ's separator) or a list of such strings ->
+    ``("a:1", "b:2")``: blanks dropped, each address once, in the order given."""
+    given = [endpoints] if isinstance(endpoints, str) else list(endpoints)
+    found = (a.strip() for part in given for a in re.split(r"[,;]", part))
+    return tuple(dict.fromkeys(a for a in found if a))
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +112,15 @@ class BrokerRoute:
     def from_proto(cls, data: common_pb2.BrokerData) -> BrokerRoute:
         """The broker of a ``QueryRoute`` answer, its endpoints flattened (an empty channel:
         the broker does not offer that ingress)."""
-        e = data.endpoints
+        return cls.of(data.cluster_name, data.broker_name, data.endpoints)
+
+    @classmethod
+    def of(cls, cluster_name: str, broker_name: str, e: common_pb2.BrokerEndpoints) -> BrokerRoute:
+        """The broker ``broker_name`` reached at endpoints ``e`` (a route's, or the leader a
+        ``NOT_LEADER`` answer names)."""
         return cls(
-            cluster_name=data.cluster_name,
-            broker_name=data.broker_name,
+            cluster_name=cluster_name,
+            broker_name=broker_name,
             grpc_address=e.grpc_address,
             ipc_channel=e.ipc_channel,
             ipc_stream_id=e.ipc_stream_id,
@@ -146,6 +195,14 @@ class TopicRoute:
             for queue_id in range(spec.read_queue_nums)
         ]
 
+    def with_member(self, member: BrokerRoute) -> TopicRoute:
+        """This route with ``member`` serving its broker name (the route itself when it does
+        not list that broker or already names that member)."""
+        name = member.broker_name
+        if self.brokers.get(name, member) == member:
+            return self
+        return replace(self, brokers={**self.brokers, name: member})
+
     def broker(self, broker_name: str) -> BrokerRoute:
         """The named broker of the route; raises :class:`BrokerUnavailableError` when the
         route does not list it (it left, or a queue names a broker the route lacks)."""
@@ -173,35 +230,53 @@ class RouteResolver:
     ) -> None:
         self._credentials = credentials
         self._tls = tls
-        addresses = [endpoints] if isinstance(endpoints, str) else list(endpoints)
-        addresses = [a.strip() for part in addresses for a in part.split(";") if a.strip()]
+        addresses = parse_endpoints(endpoints)
         if not addresses:
             raise IllegalArgumentError("at least one endpoint is needed", endpoints=endpoints)
         if kind not in ("auto", "namesrv", "broker"):
             raise IllegalArgumentError("kind must be auto, namesrv or broker", kind=kind)
         if ttl_ms < 0:
             raise IllegalArgumentError("ttl_ms must be >= 0", ttl_ms=ttl_ms)
-        self.endpoints = tuple(addresses)
+        self.endpoints = addresses
         self.ttl_ms = ttl_ms
         self.timeout_s = timeout_s
         self._clock_ms = clock_ms or _monotonic_ms
         self._kinds: dict[str, EndpointKind] = dict.fromkeys(addresses, kind)
         self._clients: dict[str, GrpcClient] = {}
         self._routes: dict[str, TopicRoute] = {}
+        self._members: dict[str, BrokerRoute] = {}
+        """Each broker name's current member (the route cache keyed by broker name)."""
+        self._follow_locks: dict[str, threading.Lock] = {}
+        self._queried_ms: dict[str, int] = {}
+        """When :meth:`follow_leader` last queried a route for each broker name."""
+        self._first = 0  # the endpoint that answered last: asked first
         self._lock = threading.Lock()
         self._closed = False
 
-    def route(self, topic: str, *, refresh: bool = False) -> TopicRoute:
-        """The topic's route, from the cache unless older than ``ttl_ms`` or ``refresh``."""
+    def route(
+        self, topic: str, *, refresh: bool = False, timeout_s: float | None = None
+    ) -> TopicRoute:
+        """The topic's route, from the cache unless older than ``ttl_ms`` or ``refresh``
+        (``timeout_s``: each endpoint's query, default the resolver's). An expired route is
+        still given while the endpoints that answer know no leader of a group (an election):
+        refreshing it then would leave callers with none."""
         now_ms = self._clock_ms()
         cached = self._routes.get(topic)
         if cached is not None and not refresh and now_ms - cached.fetched_ms < self.ttl_ms:
             return cached
-        route = TopicRoute.from_proto(self._fetch(topic), now_ms)
+        try:
+            data = self._fetch(topic, timeout_s)
+        except BrokerUnavailableError as exc:
+            if cached is None or refresh or not exc.values.get("leaderless"):
+                raise
+            return cached  # a group electing its leader: the last route until it has one
+        route = TopicRoute.from_proto(data, now_ms)
         if not route.queues:
             raise TopicNotFoundError("topic has no queues", topic=topic)
         with self._lock:
             self._routes[topic] = route
+            for member in route.brokers.values():
+                self._note_member(member)
         return route
 
     def cached(self, topic: str) -> TopicRoute | None:
@@ -216,6 +291,123 @@ class RouteResolver:
         producer whose send to one of the route's brokers failed."""
         with self._lock:
             self._routes.pop(topic, None)
+
+    def member(self, broker_name: str) -> BrokerRoute | None:
+        """The broker's current member as last learned (a route, or a leader named), or None."""
+        return self._members.get(broker_name)
+
+    def follow_leader(
+        self,
+        topic: str,
+        failed: BrokerRoute,
+        leader: common_pb2.BrokerEndpoints | None = None,
+        *,
+        timeout_s: float | None = None,
+    ) -> BrokerRoute:
+        """The member of ``failed``'s broker to try next, after a request to ``failed`` failed
+        with an error of :func:`~client.failover.is_failover_error`; ``failed`` itself when no
+        other is known yet (the caller backs off and asks again).
+
+        ``leader`` (the hint of a ``NOT_LEADER`` answer) is taken at once, without a query.
+        Otherwise the member another request already moved to, else the topic's route is
+        queried from any endpoint that answers (``timeout_s`` each): one query per broker name
+        at a time and per :data:`FOLLOW_QUERY_INTERVAL_MS`; ``failed`` too while the endpoints
+        that answer know no leader (an election). Raises what the query raises when no endpoint
+        answers (:class:`BrokerUnavailableError`) or the topic is gone.
+
+        Caller: producers, consumers and the Spark connector, on a failed request. Affects: the
+        broker's member in every cached route."""
+        name = failed.broker_name
+        if (
+            leader is not None
+            and leader.grpc_address
+            and leader.grpc_address != failed.grpc_address
+        ):
+            member = BrokerRoute.of(failed.cluster_name, name, leader)
+            with self._lock:
+                self._note_member(member)
+            return member
+        current = self._members.get(name)
+        if current is not None and current != failed:
+            return current
+        with self._lock:
+            follow_lock = self._follow_locks.get(name)
+            if follow_lock is None:
+                follow_lock = self._follow_locks[name] = threading.Lock()
+        with follow_lock:
+            current = self._members.get(name)
+            if current is not None and current != failed:
+                return current  # another request's query found it meanwhile
+            now_ms = self._clock_ms()
+            queried_ms = self._queried_ms.get(name)
+            if queried_ms is not None and now_ms - queried_ms < FOLLOW_QUERY_INTERVAL_MS:
+                return failed
+            self._queried_ms[name] = now_ms
+            try:
+                route = self.route(topic, refresh=True, timeout_s=timeout_s)
+            except BrokerUnavailableError as exc:
+                if exc.values.get("leaderless"):
+                    return failed  # members answer, none knows a leader: an election
+                raise
+            return route.brokers.get(name, failed)  # not listed: no leader now
+
+    def call_leader(
+        self,
+        topic: str,
+        broker_name: str,
+        call: Callable[[GrpcClient], _T],
+        *,
+        timeout_s: float | None = None,
+    ) -> _T:
+        """``call(client)`` with a gRPC client of the broker's current member, following its
+        leader (:meth:`follow_leader`, backing off while none is known) until ``timeout_s``
+        (default the resolver's) has passed. Raises the call's error when it is not a failover
+        error, when no endpoint answers the route query (a single broker that is down fails as
+        at once), or when time is up.
+
+        Caller: a consumer's control calls (offsets, queue grants), the Spark connector's."""
+        deadline_ns = time.monotonic_ns() + int((timeout_s or self.timeout_s) * 1e9)
+        member = self.route(topic).broker(broker_name)
+        backoff = Backoff()
+        hops = 0
+        while True:
+            try:
+                return call(self.client(member.grpc_address))
+            except ClientError as error:
+                if not is_failover_error(error):
+                    raise
+                remaining_s = (deadline_ns - time.monotonic_ns()) / 1e9
+                if remaining_s <= 0:
+                    raise
+                try:
+                    moved = self.follow_leader(
+                        topic, member, leader_hint(error), timeout_s=remaining_s
+                    )
+                except ClientError:
+                    raise error from None
+                hops += moved != member
+                # no new member, or hints that keep moving (members that disagree for a
+                # moment): wait before the next try
+                if (moved == member or hops > MAX_HOPS_WITHOUT_BACKOFF) and not backoff.sleep(
+                    deadline_ns
+                ):
+                    raise
+                member = moved
+
+    def _note_member(self, member: BrokerRoute) -> None:
+        """``member`` serves its broker name from now on: every cached route says so. Under
+        the lock."""
+        name = member.broker_name
+        known = self._members.get(name)
+        if known == member:
+            return
+        self._members[name] = member
+        if known is None:
+            return
+        for topic, route in list(self._routes.items()):
+            moved = route.with_member(member)
+            if moved is not route:
+                self._routes[topic] = moved
 
     def client(self, address: str) -> GrpcClient:
         """A cached client to ``address``."""
@@ -249,34 +441,51 @@ class RouteResolver:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _fetch(self, topic: str) -> common_pb2.TopicRouteData:
+    def _fetch(self, topic: str, timeout_s: float | None) -> common_pb2.TopicRouteData:
+        """The topic's route from the first endpoint that answers with one. When none does,
+        :class:`BrokerUnavailableError` whose ``leaderless`` value says whether an endpoint
+        answered that it cannot serve the route now (a broker group electing its leader) rather
+        than not answering at all."""
         last: ClientError | None = None
-        for address in self.endpoints:
+        leaderless = False
+        addresses = self.endpoints
+        first = self._first
+        for index in (*range(first, len(addresses)), *range(first)):
             try:
-                return self._fetch_from(address, topic)
+                route = self._fetch_from(addresses[index], topic, timeout_s)
             except (BrokerUnavailableError, NotSupportedError) as exc:
                 last = exc  # try the next endpoint
+                leaderless |= isinstance(exc, BrokerUnavailableError) and _answered(exc)
+                continue
             except TopicNotFoundError:
                 raise
             except ClientError as exc:
                 if not exc.retriable:
                     raise
                 last = exc
+                continue
+            self._first = index
+            return route
         raise BrokerUnavailableError(
-            "no endpoint answered the route query", topic=topic, endpoints=self.endpoints
+            "no endpoint answered the route query",
+            topic=topic,
+            endpoints=self.endpoints,
+            leaderless=leaderless,
         ) from last
 
-    def _fetch_from(self, address: str, topic: str) -> common_pb2.TopicRouteData:
+    def _fetch_from(
+        self, address: str, topic: str, timeout_s: float | None
+    ) -> common_pb2.TopicRouteData:
         grpc_client = self.client(address)
         kind = self._kinds[address]
         if kind == "broker":
-            return grpc_client.query_route(topic)
+            return grpc_client.query_route(topic, timeout_s=timeout_s)
         try:
-            route = grpc_client.query_route(topic, namesrv=True)
+            route = grpc_client.query_route(topic, namesrv=True, timeout_s=timeout_s)
         except NotSupportedError:
             if kind == "namesrv":
                 raise
             self._kinds[address] = "broker"
-            return grpc_client.query_route(topic)
+            return grpc_client.query_route(topic, timeout_s=timeout_s)
         self._kinds[address] = "namesrv"
         return route

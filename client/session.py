@@ -91,6 +91,7 @@ from aeromq.client._session_config import (
 from aeromq.client._session_liveness import SessionLiveness
 from aeromq.client._session_setup import SessionChannels, SessionGrant, connect_request
 from aeromq.client._session_state import SessionState
+from aeromq.client._udp_liveness import UdpProbe
 from aeromq.common import (
     BrokerUnavailableError,
     ClientError,
@@ -174,6 +175,7 @@ class ClientSession:
         assert subscription is not None
         self._pending.doorbell = doorbell
         self._liveness.subscription = subscription
+        self._liveness.udp_probe = None if channels.ipc else UdpProbe()
         self._state.last_heard_ns = time.monotonic_ns()
         self._reader.start(
             subscription,

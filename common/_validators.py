@@ -71,6 +71,7 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
         "TRANS_CHECK_MAX_TIME_TOPIC",
         "SELF_TEST_TOPIC",
         "OFFSET_MOVED_EVENT",
+        "%AEROMQ_META%",  # a broker group's topic configs and offsets (docs/replication.md)
     }
 )
 SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {"TBW102", "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC"}

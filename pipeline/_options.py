@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from aeromq.client import parse_endpoints
 from aeromq.pipeline._errors import OptionError
 
 __all__ = ["SinkOptions", "SourceOptions", "sink_options", "source_options"]
@@ -86,8 +87,7 @@ def _check_known(given: dict[str, str], known: frozenset[str], role: str) -> Non
 
 
 def _endpoints(given: dict[str, str]) -> tuple[str, ...]:
-    raw = given.get("endpoints") or given.get("nameserver") or ""
-    found = tuple(part.strip() for part in re.split(r"[,;]", raw) if part.strip())
+    found = parse_endpoints(given.get("endpoints") or given.get("nameserver") or "")
     if not found:
         raise OptionError("option endpoints (or nameServer) is required: host:port of gRPC")
     return found

@@ -31,6 +31,13 @@ the session's narrow response channel takes); through the transport, a stored ba
 for that channel is refused by the broker, and the reader goes on from there on a wide
 session.
 
+A broker group's failover (``client.failover``): pulls that a follower refuses (``NOT_LEADER``)
+or that fail with their member's session find the group's current member (the leader named, else
+the route looked up again, backing off while the group elects one), within ``read_timeout_ms``,
+and the read goes on there from the next offset to deliver (every member's log holds the same
+offsets, and a leader answers only what its group acknowledged). A broker that no endpoint
+answers for fails the read as before.
+
 Tag filtering is done here, on the tags of the pulled messages (the broker is asked for every
 message), so that every offset of the range is seen: a gap in the offsets is data loss.
 """
@@ -46,8 +53,9 @@ from typing import Final
 import numpy as np
 import pyarrow as pa
 
-from aeromq.client import MessageQueue, build_subscription_data, error_for_code
-from aeromq.client.route import BrokerRoute
+from aeromq.client import MessageQueue, build_subscription_data
+from aeromq.client.failover import Backoff, error_for_status, is_failover_error, leader_hint
+from aeromq.client.route import BrokerRoute, RouteResolver
 from aeromq.common import (
     ANSWER_TOO_LONG,
     PROPERTY_KEYS,
@@ -113,14 +121,17 @@ def read_queue_range(
     with reader_sessions() as sessions:
         try:
             resolver = sessions.resolver(endpoints)
+            min_offset = resolver.call_leader(
+                topic, broker, lambda client: client.min_offset(topic, queue_id)
+            )
             route = resolver.route(topic).broker(broker)
-            min_offset = resolver.client(route.grpc_address).min_offset(topic, queue_id)
         except ClientError:
             sessions.drop(broker)  # the next read resolves afresh
             raise
         start = start_within(queue, start_offset, min_offset, fail_on_data_loss)
         reader = _RangeReader(
             sessions,
+            resolver,
             route,
             queue,
             start,
@@ -143,6 +154,7 @@ class _RangeReader:
     def __init__(
         self,
         sessions: ReaderSessions,
+        resolver: RouteResolver,
         route: BrokerRoute,
         queue: MessageQueue,
         start: int,
@@ -154,6 +166,7 @@ class _RangeReader:
         local_reads: bool,
     ) -> None:
         self._sessions = sessions
+        self._resolver = resolver
         self._route = route
         self._wide = False  # on a wide session: a stored batch was too long for the narrow one
         self._session = sessions.session(route)
@@ -172,9 +185,9 @@ class _RangeReader:
         """The range's messages, answer by answer, in offset order."""
         deadline = time.monotonic() + self._read_timeout_ms / 1000.0
         while self._expected < self._end:
-            self._ask()
-            asked, future = self._in_flight.popleft()
             try:
+                self._ask()
+                asked, future = self._in_flight.popleft()
                 response = self._session.wait(future, _REQUEST_TIMEOUT_MS)
             except BrokerInternalError as exc:
                 if self._wide or not str(exc).startswith(ANSWER_TOO_LONG):
@@ -184,10 +197,17 @@ class _RangeReader:
                 self._local = self._local_files()
                 self._restart(self._stride)
                 continue
+            except ClientError as exc:
+                if not is_failover_error(exc):
+                    raise
+                self._fail_over(exc)  # the member died: on from the next offset at its leader
+                continue
             if response.status.code:
-                raise error_for_code(
-                    response.status.code, response.status.message, broker=self._queue.broker_name
-                )
+                refused = error_for_status(response.status, broker=self._queue.broker_name)
+                if not is_failover_error(refused):
+                    raise refused
+                self._fail_over(refused)  # a follower (NOT_LEADER), or an election
+                continue
             if asked > self._expected:  # asked past an answer that ended short: again
                 self._restart(self._stride)
                 continue
@@ -237,6 +257,32 @@ class _RangeReader:
                     read_timeout_ms=self._read_timeout_ms,
                 )
             self._restart(self._stride)  # the queue's end: wait there (held pulls)
+
+    def _fail_over(self, error: ClientError) -> None:
+        """The pulls failed with ``error``, a failover error: find the broker's current member
+        (the leader a ``NOT_LEADER`` names, else the route looked up again, backing off while
+        the group elects one) within ``read_timeout_ms``, open a session with it and ask again
+        from the next offset to deliver (its log holds the same offsets). Raises ``error``
+        when no endpoint answers or time is up."""
+        deadline_ns = time.monotonic_ns() + self._read_timeout_ms * 1_000_000
+        backoff = Backoff()
+        while True:
+            remaining_s = (deadline_ns - time.monotonic_ns()) / 1e9
+            try:
+                moved = self._resolver.follow_leader(
+                    self._queue.topic, self._route, leader_hint(error), timeout_s=remaining_s
+                )
+                if moved != self._route:
+                    self._session = self._sessions.session(moved, wide=self._wide)
+                    self._route = moved
+                    self._local = self._local_files()
+                    self._restart(self._stride)
+                    return
+            except ClientError as exc:
+                if not is_failover_error(exc) or remaining_s <= 0:
+                    raise error from exc
+            if not backoff.sleep(deadline_ns):
+                raise error
 
     def _local_files(self) -> CommitLogFiles | None:
         """The broker's files as this process maps them, when the session was granted local

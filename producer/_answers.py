@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any, Final, TypeAlias
 
 from aeromq.client import MessageQueue, ResponseCode, error_for_code
+from aeromq.client.failover import error_for_status
 from aeromq.producer._attempt import Attempt
 from aeromq.producer._batch import SendResults
 from aeromq.producer._send_result import SendResult, SendStatus
@@ -66,6 +67,10 @@ def group_results(
     status = response.status
     count = sum(len(attempt.unique_ids) for attempt in attempts)
     if status.code not in _STORED_CODES or response.message_count != count:
+        if status.code == ResponseCode.NOT_LEADER:  # with the leader it names
+            raise error_for_status(
+                status, broker=target.broker_name, topic=target.topic, queue_id=target.queue_id
+            )
         raise error_for_code(
             status.code or ResponseCode.SYSTEM_ERROR,
             status.message

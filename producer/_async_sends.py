@@ -7,8 +7,12 @@ topic has fewer than ``async_requests_in_flight`` requests in flight per broker,
 waits and goes with the others that waited as one request of one record batch
 (:meth:`AsyncSends.submit_group`) when one of those requests is answered. Each send keeps its
 own future, ids, offsets and retries; a merged request the broker refuses for its content is
-sent again send by send. Retries, and groups whose offer must wait while a reader thread found
-the broker back-pressured, run on the producer's retry thread (``SendPath.executor``).
+sent again send by send. An idempotent producer's group is one unit (:func:`unit_of`): its
+merged batch is stamped once with its queue's sequences and retried whole, the same bytes, so
+that a retry after an unknown outcome is answered, not stored twice. Retries, and groups whose
+offer must wait while a reader thread found the broker back-pressured, run on the producer's
+retry thread (``SendPath.executor``); those waiting for a broker group's election on its timer
+(``SendPath.retry_later``).
 
 Caller: the façade (``Producer.send_async``, ``send_batch_async``: :meth:`AsyncSends.observe`
 and :meth:`AsyncSends.dispatch`); the sessions' poller thread (answers) and the retry thread.
@@ -20,6 +24,7 @@ import time
 from concurrent.futures import CancelledError, Future
 
 from aeromq.client import ClientError, MessageQueue, RequestTimeoutError
+from aeromq.client.failover import is_failover_error
 from aeromq.client.route import TopicRoute
 from aeromq.client.session import BackPressuredError
 from aeromq.common import merge_batches
@@ -40,6 +45,24 @@ _Waiting = tuple[Attempt, SendFuture, bool]
 
 def _batch_bytes(item: _Waiting) -> int:
     return len(item[0].batch)
+
+
+def unit_of(live: list[_Waiting], batch: bytes) -> Attempt:
+    """An idempotent producer's group as one attempt: the one send's own, or one of all their
+    messages and their merged ``batch``, with the soonest deadline (``attempts_left`` is set
+    once they are counted)."""
+    if len(live) == 1:
+        return live[0][0]
+    attempts = [item[0] for item in live]
+    return Attempt(
+        [message for attempt in attempts for message in attempt.messages],
+        batch,
+        [unique for attempt in attempts for unique in attempt.unique_ids],
+        min(attempt.deadline_ns for attempt in attempts),
+        min(attempt.attempts_left for attempt in attempts),
+        None,
+        None,
+    )
 
 
 class AsyncSends:
@@ -100,7 +123,8 @@ class AsyncSends:
         """Send ``group`` (async sends of ``topic``, counted in flight) as one request: one
         record batch of theirs all, to the queue least sent to. ``wait_offer`` False (a thread
         that reads answers): a back-pressured ingress hands the send to the producer's thread,
-        which waits.
+        which waits. An idempotent producer's group is one unit (:func:`unit_of`): one
+        stamped batch, retried whole.
 
         Caller: :meth:`dispatch`, :meth:`group_over`, the retry thread. Affects: each send's
         ``attempts_left``; settles the sends out of time."""
@@ -121,32 +145,45 @@ class AsyncSends:
                 self.submit_async(attempt, outer, single)
             live = live[:1]
             batch = live[0][0].batch
+        path = self._path
+        unit = None if path.sequences is None else unit_of(live, batch)
         remaining_ms = (min(item[0].deadline_ns for item in live) - now_ns) // 1_000_000
+        chosen: tuple[TopicRoute, MessageQueue] | tuple[None, None] = (None, None)
         try:
             count = sum(len(i[0].unique_ids) for i in live)
-            route, target = self._router.group_target(topic, count)
-            session = self._path.require_sessions().session(route.broker(target.broker_name))
-            request = messages_pb2.SendMessageRequest(
-                producer_group=self.group, topic=topic, queue_id=target.queue_id, batch=batch
+            route, target = chosen = self._router.group_target(topic, count)
+            session = path.require_sessions().session(route.broker(target.broker_name))
+            request = (
+                messages_pb2.SendMessageRequest(
+                    producer_group=self.group, topic=topic, queue_id=target.queue_id, batch=batch
+                )
+                if unit is None
+                else path.request(target, unit)
             )
             inner = session.request_async(request, remaining_ms, wait_offer=wait_offer)
         except BackPressuredError as exc:
+            if unit is not None:
+                path.settle(unit, ok=False)  # not sent: its sequences back
             if wait_offer:
                 self.group_failed(exc, live, None, None, wait_offer)
                 return
             try:
-                self._path.executor().submit(self.submit_group, topic, live, True)
+                path.executor().submit(self.submit_group, topic, live, True)
             except RuntimeError:  # the producer shut down meanwhile
                 self.group_failed(exc, live, None, None, wait_offer)
             return
-        except ClientError as exc:
-            self.group_failed(exc, live, None, None, wait_offer)
+        except ClientError as exc:  # no route, no session (its broker is down), no offer
+            if unit is not None:
+                path.settle(unit, ok=False)
+            self.group_failed(exc, live, chosen[0], chosen[1], wait_offer)
             return
         for item in live:
             item[0].attempts_left -= 1
+        if unit is not None and unit is not live[0][0]:
+            unit.attempts_left = min(item[0].attempts_left for item in live)
 
         def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
-            self.group_answered(future, topic, live, route, target)
+            self.group_answered(future, topic, live, route, target, unit)
 
         inner.add_done_callback(done)
 
@@ -157,15 +194,25 @@ class AsyncSends:
         live: list[_Waiting],
         route: TopicRoute,
         target: MessageQueue,
+        unit: Attempt | None,
+        *,
+        first: bool = True,
     ) -> None:
-        """A group's request answered: send what waits, then settle (or retry) each send.
+        """A group's request answered: send what waits (its ``first`` answer), then settle (or
+        retry) each send; an idempotent producer's ``unit`` is retried whole.
 
         Caller: the sessions' poller thread. Affects: a refused group's sends go again alone."""
-        self.group_over(topic, wait_offer=False)  # what waits goes first: the broker works
+        if first:
+            self.group_over(topic, wait_offer=False)  # what waits goes first: the broker works
+        answered = False
         try:
-            answers = group_results(future.result(), target, [item[0] for item in live])
+            response = future.result()
+            answered = True
+            answers = group_results(response, target, [item[0] for item in live])
         except ClientError as exc:
             if len(live) > 1 and exc.code not in RETRY_CODES and not exc.retriable:
+                if unit is not None:
+                    self._path.settle(unit, ok=False)  # refused: nothing stored
                 # a refusal of the content: each send alone, for its own answer (not an attempt)
                 for attempt, outer, single in live:
                     attempt.attempts_left += 1
@@ -174,15 +221,88 @@ class AsyncSends:
                     except RuntimeError:
                         settle(outer, error=exc)
                 return
+            if unit is not None:
+                unit.maybe_stored |= not answered
+                self.unit_failed(exc, topic, unit, live, route, target)
+                return
             for attempt, outer, single in live:
                 self.async_failed(exc, attempt, outer, single, route, target)
             return
         except Exception as exc:  # a cancelled future, a bug: fail the sends, not the poller
+            if unit is not None:
+                self._path.settle(unit, ok=False)
             for item in live:
                 settle(item[1], error=exc)
             return
+        if unit is not None:
+            self._path.settle(unit, ok=True)
         for (_attempt, outer, single), result in zip(live, answers, strict=True):
             settle(outer, value=result[0] if single else result)
+
+    def unit_failed(
+        self,
+        exc: ClientError,
+        topic: str,
+        unit: Attempt,
+        live: list[_Waiting],
+        route: TopicRoute,
+        target: MessageQueue,
+    ) -> None:
+        """An idempotent group's request (``unit``) failed: the whole group again, its same
+        bytes, when ``SendPath.retry_delay_ms`` says so, else every send of it fails."""
+        path = self._path
+        if is_failover_error(exc) and not path.on_retry_thread():
+            try:  # following the leader may query a route: not on a session's poller thread
+                path.executor().submit(self.unit_failed, exc, topic, unit, live, route, target)
+                return
+            except RuntimeError:  # the producer shut down meanwhile
+                pass
+        delay_ms = path.retry_delay_ms(exc, route, target, unit)
+        if delay_ms is None:
+            self._fail_unit(exc, unit, live)
+            return
+
+        def retry() -> None:
+            self.submit_unit(topic, unit, live)
+
+        if delay_ms:
+            path.retry_later(delay_ms, retry)
+            return
+        try:
+            path.executor().submit(retry)
+        except RuntimeError:  # the producer shut down meanwhile
+            self._fail_unit(exc, unit, live)
+
+    def submit_unit(self, topic: str, unit: Attempt, live: list[_Waiting]) -> None:
+        """Send an idempotent group's ``unit`` again (its stamped batch, to its queue unless it
+        certainly was not stored). Caller: the retry thread or timer."""
+        unit.attempts_left -= 1
+        remaining_ms = (unit.deadline_ns - time.monotonic_ns()) // 1_000_000
+        if remaining_ms <= 0:
+            self._fail_unit(RequestTimeoutError("send timed out", group=self.group), unit, live)
+            return
+        try:
+            route, target = self._router.target(unit)
+        except ClientError as exc:
+            self._fail_unit(exc, unit, live)
+            return
+        path = self._path
+        try:
+            session = path.require_sessions().session(route.broker(target.broker_name))
+            inner = session.request_async(path.request(target, unit), remaining_ms)
+        except ClientError as exc:  # no session (its broker is down), or the offer failed
+            self.unit_failed(exc, topic, unit, live, route, target)
+            return
+
+        def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
+            self.group_answered(future, topic, live, route, target, unit, first=False)
+
+        inner.add_done_callback(done)
+
+    def _fail_unit(self, exc: BaseException, unit: Attempt, live: list[_Waiting]) -> None:
+        self._path.settle(unit, ok=False)
+        for item in live:
+            settle(item[1], error=exc)
 
     def group_failed(
         self,
@@ -212,25 +332,40 @@ class AsyncSends:
         attempt.attempts_left -= 1
         remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
         if remaining_ms <= 0:
+            if attempt.stamp is not None:
+                self._path.settle(attempt, ok=False)
             settle(outer, error=RequestTimeoutError("send timed out", group=self.group))
             return
         try:
             route, target = self._router.target(attempt)
-            session = self._path.require_sessions().session(route.broker(target.broker_name))
-            inner = session.request_async(self._path.request(target, attempt), remaining_ms)
         except ClientError as exc:
             self.async_failed(exc, attempt, outer, single, None, None)
             return
+        try:
+            session = self._path.require_sessions().session(route.broker(target.broker_name))
+            inner = session.request_async(self._path.request(target, attempt), remaining_ms)
+        except ClientError as exc:  # no session (its broker is down), or the offer failed
+            self.async_failed(exc, attempt, outer, single, route, target)
+            return
+        sequences = self._path.sequences
 
         def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
             try:
-                answer = results_of(future.result(), target, attempt)
-            except ClientError as exc:
+                response = future.result()
+            except ClientError as exc:  # it went out: it may be stored
+                attempt.maybe_stored = True
                 self.async_failed(exc, attempt, outer, single, route, target)
                 return
             except Exception as exc:  # a cancelled future, a bug: fail the send, not the poller
                 settle(outer, error=exc)
                 return
+            try:
+                answer = results_of(response, target, attempt)
+            except ClientError as exc:
+                self.async_failed(exc, attempt, outer, single, route, target)
+                return
+            if sequences is not None:  # an idempotent producer's: the send is over
+                sequences.settle(attempt, ok=True)
             settle(outer, value=answer[0] if single else answer)
 
         inner.add_done_callback(done)
@@ -245,15 +380,32 @@ class AsyncSends:
         target: MessageQueue | None,
     ) -> None:
         """An attempt failed with ``exc``: try again on the retry thread when
-        ``SendPath.should_retry`` says so (a route and a target known), else fail ``outer``."""
-        if (
-            route is None
-            or target is None
-            or not self._path.should_retry(exc, route, target, attempt)
-        ):
+        ``SendPath.retry_delay_ms`` says so (a route and a target known), at once or after its
+        delay (a broker group electing a leader: ``SendPath.retry_later``), else fail
+        ``outer``."""
+        path = self._path
+        if route is not None and is_failover_error(exc) and not path.on_retry_thread():
+            try:  # following the leader may query a route: not on a session's poller thread
+                path.executor().submit(
+                    self.async_failed, exc, attempt, outer, single, route, target
+                )
+                return
+            except RuntimeError:  # the producer shut down meanwhile
+                pass
+        delay_ms = (
+            None
+            if route is None or target is None
+            else path.retry_delay_ms(exc, route, target, attempt)
+        )
+        if delay_ms is None:
+            if attempt.stamp is not None:
+                path.settle(attempt, ok=False)
             settle(outer, error=exc)
             return
+        if delay_ms:
+            path.retry_later(delay_ms, lambda: self.submit_async(attempt, outer, single))
+            return
         try:
-            self._path.executor().submit(self.submit_async, attempt, outer, single)
+            path.executor().submit(self.submit_async, attempt, outer, single)
         except RuntimeError:  # the producer shut down meanwhile
             settle(outer, error=exc)

@@ -12,7 +12,8 @@ one envelope each; with pipelined sends these are most of the CPU of a send.
 Nothing waits on a timer: a send waits only while ``limit`` requests of its topic are in flight,
 each of which is answered (or failed, or timed out) and then sends what waits. A group holds
 sends of up to ``max_group_bytes`` of record batches (the first always), the rest wait for the
-next answer. This class only keeps the counts and the waiting sends; the producer sends.
+next answer, and at most :data:`MAX_GROUP_SENDS` sends. This class only keeps the counts and the
+waiting sends; the producer sends.
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
-__all__ = ["SendCoalescer"]
+__all__ = ["MAX_GROUP_SENDS", "SendCoalescer"]
+
+MAX_GROUP_SENDS: Final = 4096
+"""The most sends one group holds: the most batches ``merge_batches`` joins (its C pass refuses
+more; small sends piled up behind a slow answer reached it before the byte bound)."""
 
 T = TypeVar("T")
 
@@ -67,7 +72,11 @@ class SendCoalescer(Generic[T]):
             group = [waiting.popleft()]
             size = self._size_of(group[0])
             size_of = self._size_of
-            while waiting and size + size_of(waiting[0]) <= self.max_group_bytes:
+            while (
+                waiting
+                and size + size_of(waiting[0]) <= self.max_group_bytes
+                and len(group) < MAX_GROUP_SENDS
+            ):
                 item = waiting.popleft()
                 size += size_of(item)
                 group.append(item)

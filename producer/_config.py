@@ -43,7 +43,18 @@ class ProducerConfig:
                                                     one request when one is answered
                                                     (``producer/_coalesce.py``); 0: each async
                                                     send is a request at once
+    enable_idempotence                  True        each batch carries the producer's id and
+                                                    its queue's sequence numbers, so a retry
+                                                    the broker stored already is answered,
+                                                    not stored twice (``producer/_sequences.py``)
     ==================================  ==========  ===========================================
+
+    ``enable_idempotence`` is on by default, as Kafka's producer has it since 3.0: aeromq
+    retries sends by default (``retry_times_when_send_failed``, and across a broker group's
+    failover), and a retry after an unknown outcome (a timeout, a leader that died before it
+    answered, ``REPLICATION_TIMEOUT``) would otherwise store the message twice. Its price is
+    16 bytes in each request's batch and one copy of it when it is first sent; its one change
+    of behaviour is that a send that may have been stored is retried on the same queue only.
     """
 
     send_timeout_ms: int = 3_000
@@ -58,6 +69,7 @@ class ProducerConfig:
     credentials: Credentials | None = None
     tls: ClientTls | None = None
     async_requests_in_flight: int = 1
+    enable_idempotence: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -80,6 +92,12 @@ class ProducerConfig:
                 raise IllegalArgumentError(
                     "producer setting must be >= 0", field=name, value=getattr(self, name)
                 )
+        if not isinstance(self.enable_idempotence, bool):
+            raise IllegalArgumentError(
+                "producer setting must be a bool",
+                field="enable_idempotence",
+                value=self.enable_idempotence,
+            )
         if self.transport not in _TRANSPORTS:
             raise IllegalArgumentError(
                 "transport must be one of auto, ipc, udp", field="transport", value=self.transport

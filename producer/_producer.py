@@ -20,7 +20,12 @@ answer in time) or a broker-side SYSTEM_ERROR / SERVICE_NOT_AVAILABLE (or TOPIC_
 NO_PERMISSION when another broker serves the topic) is tried again on the next queue, avoiding
 the broker that failed when another one has queues, up to ``retry_times_when_send_failed``
 more times, all within ``send_timeout_ms``. A send to an explicit queue or through a selector is
-not retried elsewhere. Errors are the ``client`` tree: the broker's refusal of the content
+not retried elsewhere. A broker name served by a group of members (a leader and followers) adds
+one rule (``producer/_failover.py``): a send its member refused with ``NOT_LEADER``, or that
+failed because the leader died, goes to the group's new leader, to the same queue, without
+counting an attempt (the leader a ``NOT_LEADER`` answer names is used at once; otherwise the
+route is looked up again, once for all the sends that failed), and while the group elects one
+it waits (a bounded back-off) within ``send_timeout_ms``, unless another broker can take it. Errors are the ``client`` tree: the broker's refusal of the content
 raises the error of its code (``TopicNotFoundError``, ``MessageIllegalError``, ...); a body, or
 a batch's bodies together, over ``max_message_size`` raises
 :class:`~client.MessageTooLargeError` before anything is sent.
@@ -40,7 +45,8 @@ ids, queue offsets and retries; a merged request the broker refuses for its cont
 again send by send, so each gets its own answer.
 
 Inside, the send path is split by role: ``_send_path.py`` (preparation, sync attempts, RocketMQ's
-retry rules, hooks, sessions), ``_routing.py`` (the queue of each send), ``_async_sends.py``
+retry rules, hooks, sessions), ``_failover.py`` (retries at a broker group's new leader),
+``_routing.py`` (the queue of each send), ``_async_sends.py``
 (async sends, coalesced or alone, and their retries), ``_answers.py`` (the broker's answers read
 into results, futures settled) and ``_attempt.py`` (one send's retry state); ``Producer`` is
 their façade.
@@ -263,7 +269,7 @@ class Producer:
             attempt = path.prepare([message], None, queue, None, None, asynchronous=False)
             route, target = self._router.target(attempt)
             session = path.require_sessions().session(route.broker(target.broker_name))
-            session.send_oneway(path.request(target, attempt))
+            session.send_oneway(path.request(target, attempt, stamped=False))
         except BaseException as exc:
             path.after_send(context, exception=exc)
             raise

@@ -53,13 +53,16 @@ class QueueRouter:
         return queues
 
     def target(self, attempt: Attempt) -> tuple[TopicRoute, MessageQueue]:
-        """The route and queue of ``attempt``'s next try: its queue, its selector's, or the next
-        round robin, avoiding its ``last_broker`` when another broker has queues.
+        """The route and queue of ``attempt``'s next try: its ``retry_queue`` (once), its queue,
+        its selector's, or the next round robin, avoiding its ``last_broker`` when another broker
+        has queues.
 
         Caller: ``SendPath.attempt_sync``, ``AsyncSends.submit_async``, ``Producer.send_oneway``.
         Affects: the round robin counter."""
         route = self.route(attempt.messages[0].topic)
-        if attempt.queue is not None:
+        if attempt.retry_queue is not None:  # the same queue again (a group's leader moved)
+            target, attempt.retry_queue = attempt.retry_queue, None
+        elif attempt.queue is not None:
             target = attempt.queue
         elif attempt.selector is not None:
             target = attempt.selector(self.write_queues(route))

@@ -7,9 +7,11 @@ does the steps every kind of send takes:
   messages' unique ids and their record batch, encoded once, in an ``Attempt`` (``_attempt.py``);
 - :meth:`SendPath.send_sync` and :meth:`SendPath.attempt_sync`: a sync send, tried on the queue
   ``QueueRouter.target`` gives (``_routing.py``) until one attempt is answered;
-- :meth:`SendPath.should_retry`: RocketMQ's retry rules (a retriable error or a
+- :meth:`SendPath.retry_delay_ms`: RocketMQ's retry rules (a retriable error or a
   SYSTEM_ERROR / SERVICE_NOT_AVAILABLE, or TOPIC_NOT_EXIST / NO_PERMISSION when another broker
-  serves the topic; attempts left; the failed broker avoided next), for sync and async sends;
+  serves the topic; attempts left; the failed broker avoided next), extended for broker groups
+  (``_failover.py``: the same queue at the group's new leader, not counted, or after a back-off
+  while it elects one, within the send's timeout), for sync and async sends;
 - :meth:`SendPath.before_send` / :meth:`SendPath.after_send`: the send hooks around each send.
 
 Caller: the façade (``Producer`` in ``_producer.py``: lifecycle, sync and oneway sends) and the
@@ -21,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from aeromq.client import (
@@ -31,29 +33,45 @@ from aeromq.client import (
     Message,
     MessageQueue,
     MessageTooLargeError,
+    OutOfOrderSequenceError,
+    ReplicationTimeoutError,
     RequestTimeoutError,
     ResponseCode,
     UniqueMessageIdGenerator,
     call_hooks,
 )
 from aeromq.client.broker_sessions import BrokerSessions
+from aeromq.client.failover import is_failover_error
 from aeromq.client.route import RouteResolver, TopicRoute
-from aeromq.client.session import PRODUCER_SESSION_IDLE_STRATEGY, default_idle_strategy
+from aeromq.client.scheduler import TaskScheduler
+from aeromq.client.session import (
+    PRODUCER_SESSION_IDLE_STRATEGY,
+    BackPressuredError,
+    default_idle_strategy,
+)
 from aeromq.common import MAX_FRAMING_BYTES, check_body
 from aeromq.producer._answers import results_of
 from aeromq.producer._attempt import RETRY_CODES, RETRY_ELSEWHERE_CODES, Attempt, QueueChooser
 from aeromq.producer._batch import encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig
+from aeromq.producer._failover import ELSEWHERE, GIVE_UP, fail_over
 from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMeter
 from aeromq.producer._routing import QueueRouter
 from aeromq.producer._selector import QueueSelector
 from aeromq.producer._send_result import SendResult
+from aeromq.producer._sequences import OutOfOrder, ProducerSequences
 from aeromq.proto import messages_pb2
 
 __all__ = ["SendPath"]
 
 _log = logging.getLogger(__name__)
+
+_RETRY_THREAD_NAMES = ("producer-retry", "aeromq-producer-retry-timer")
+"""The retry thread's name prefix (``ThreadPoolExecutor``) and the retry timer's."""
+_OUT_OF_ORDER_WAIT_MS = 10
+"""How soon a batch that overtook an earlier one of its queue (a retry through a failover) is
+tried again: the earlier one is on its way."""
 
 
 class SendPath:
@@ -78,6 +96,8 @@ class SendPath:
         self._namesrv = namesrv
         self._selector = queue_selector
         self._ids = UniqueMessageIdGenerator()
+        self.sequences = ProducerSequences() if config.enable_idempotence else None
+        """An idempotent producer's sequences per queue (its producer id), or None."""
         self._born_host = pack_born_host(f"{config.udp_response_host}:0")
         self.running = False
         self.sessions: BrokerSessions | None = None
@@ -85,6 +105,7 @@ class SendPath:
         self.hooks: list[SendMessageHook] = []
         """Replaced, never changed in place (``Producer.register_send_message_hook``)."""
         self._retry_executor: ThreadPoolExecutor | None = None
+        self._retry_timer: TaskScheduler | None = None
         self._lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -125,10 +146,14 @@ class SendPath:
             self.running = False
             sessions, self.sessions = self.sessions, None
             executor, self._retry_executor = self._retry_executor, None
+            timer, self._retry_timer = self._retry_timer, None
+        waiting = timer.shutdown() if timer is not None else []
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
         if sessions is not None:
             sessions.close()
+        for retry in waiting:  # sends waiting for a group's election: they fail now
+            retry()
         if self.router.source is not None:
             self.router.source.close()
 
@@ -139,9 +164,28 @@ class SendPath:
         if executor is None:
             with self._lock:
                 if self._retry_executor is None:
-                    self._retry_executor = ThreadPoolExecutor(1, "producer-retry")
+                    self._retry_executor = ThreadPoolExecutor(1, _RETRY_THREAD_NAMES[0])
                 executor = self._retry_executor
         return executor
+
+    @staticmethod
+    def on_retry_thread() -> bool:
+        """Whether the caller is the producer's retry thread or its timer (where a retry may
+        block on a route query), not a session's poller."""
+        return threading.current_thread().name.startswith(_RETRY_THREAD_NAMES)
+
+    def retry_later(self, delay_ms: int, retry: Callable[[], None]) -> None:
+        """Run ``retry`` in ``delay_ms`` on the producer's retry timer (an async send waiting
+        for its broker group's election), started on first use. Caller: ``AsyncSends``."""
+        timer = self._retry_timer
+        if timer is None:
+            with self._lock:
+                timer = self._retry_timer
+                if timer is None and self.running:
+                    timer = self._retry_timer = TaskScheduler(_RETRY_THREAD_NAMES[1])
+                    timer.start()
+        if timer is None or not timer.schedule(delay_ms, retry):
+            retry()  # shut down meanwhile: the retry fails its send
 
     def require_sessions(self) -> BrokerSessions:
         """The broker sessions. Raises IllegalStateError when the producer is not running."""
@@ -226,14 +270,29 @@ class SendPath:
             messages, batch, unique_ids, deadline_ns, 1 if pinned else 1 + retries, queue, chooser
         )
 
-    def request(self, target: MessageQueue, attempt: Attempt) -> messages_pb2.SendMessageRequest:
-        """The ``SendMessageRequest`` of ``attempt`` to ``target``."""
+    def request(
+        self, target: MessageQueue, attempt: Attempt, *, stamped: bool = True
+    ) -> messages_pb2.SendMessageRequest:
+        """The ``SendMessageRequest`` of ``attempt`` to ``target``: an idempotent producer's
+        batch with its producer state for ``target`` (``_sequences.py``), unless not
+        ``stamped`` (a oneway send, never retried)."""
+        sequences = self.sequences
         return messages_pb2.SendMessageRequest(
             producer_group=self.group,
             topic=target.topic,
             queue_id=target.queue_id,
-            batch=attempt.batch,
+            batch=(
+                attempt.batch
+                if sequences is None or not stamped
+                else sequences.stamp(attempt, target)
+            ),
         )
+
+    def settle(self, attempt: Attempt, *, ok: bool) -> None:
+        """``attempt`` is over (stored, or failed for good): its sequences are settled
+        (``ProducerSequences.settle``). Caller: the sync and async sends, once per send."""
+        if self.sequences is not None:
+            self.sequences.settle(attempt, ok=ok)
 
     # -- sync sends and retries ----------------------------------------------------------
 
@@ -248,13 +307,18 @@ class SendPath:
         """A sync send, with its hooks and metrics. Caller: ``Producer.send``/``send_batch``."""
         started_ns = time.perf_counter_ns()
         context = self.before_send(messages, SendMode.SYNC)
+        attempt: Attempt | None = None
         try:
             attempt = self.prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
             sent = self.attempt_sync(attempt, timeout_ms)
         except BaseException as exc:
+            if attempt is not None:
+                self.settle(attempt, ok=False)
             self.meter.on_failed()
             self.after_send(context, exception=exc)
             raise
+        if self.sequences is not None:
+            self.sequences.settle(attempt, ok=True)
         self.meter.on_sent(len(messages), time.perf_counter_ns() - started_ns)
         self.after_send(context, results=sent)
         return sent
@@ -270,11 +334,21 @@ class SendPath:
             route, target = self.router.target(attempt)
             try:
                 session = self.require_sessions().session(route.broker(target.broker_name))
-                response = session.request(self.request(target, attempt), remaining_ms)
+                request = self.request(target, attempt)
+                try:
+                    response = session.request(request, remaining_ms)
+                except ClientError as sent_error:
+                    # it went out and no answer said it was not stored (back pressure: it
+                    # did not go out)
+                    attempt.maybe_stored |= not isinstance(sent_error, BackPressuredError)
+                    raise
                 return results_of(response, target, attempt)
             except ClientError as exc:
-                if not self.should_retry(exc, route, target, attempt):
+                delay_ms = self.retry_delay_ms(exc, route, target, attempt)
+                if delay_ms is None:
                     raise
+                if delay_ms:
+                    time.sleep(delay_ms / 1000)
                 last_error = exc
         if last_error is not None:
             raise last_error
@@ -282,28 +356,66 @@ class SendPath:
             "send timed out before an attempt", timeout_ms=self.timeout(timeout_ms)
         )
 
-    def should_retry(
+    def retry_delay_ms(
         self, exc: ClientError, route: TopicRoute, target: MessageQueue, attempt: Attempt
-    ) -> bool:
-        """Whether ``attempt``, which failed with ``exc`` on ``target``, is tried again (see
-        module).
+    ) -> int | None:
+        """Whether ``attempt``, which failed with ``exc`` on ``target``, is tried again, and in
+        how many ms (0: at once), or None: not again (see module).
 
-        Caller: ``attempt_sync`` and the async sends. Affects: ``attempt.last_broker``; on
-        SERVICE_NOT_AVAILABLE / SLAVE_NOT_AVAILABLE drops the broker's session and the topic's
-        cached route; counts the retry in the metrics."""
+        Caller: ``attempt_sync`` and the async sends. Affects: ``attempt.last_broker``,
+        ``retry_queue`` and ``backoff``; on SERVICE_NOT_AVAILABLE / SLAVE_NOT_AVAILABLE (when
+        no group's leader is followed) drops the broker's session and the topic's cached
+        route; counts the retry in the metrics."""
         attempt.last_broker = target.broker_name
+        if isinstance(exc, ReplicationTimeoutError):
+            attempt.maybe_stored = True  # stored on the leader, not acknowledged: unknown
+        if isinstance(exc, OutOfOrderSequenceError) and self.sequences is not None:
+            return self._out_of_order(exc, target, attempt)
+        source = self.router.source
+        if source is not None and is_failover_error(exc):
+            delay_ms = fail_over(source, exc, route, target, attempt)
+            if delay_ms == GIVE_UP:
+                return None
+            if delay_ms != ELSEWHERE:
+                _log.info(
+                    "send failed on its broker's member, trying again in %d ms: %s",
+                    delay_ms, exc,
+                )  # fmt: skip
+                self.meter.on_retry()
+                return delay_ms
         retriable = exc.retriable or exc.code in RETRY_CODES
         if not retriable and exc.code in RETRY_ELSEWHERE_CODES:
             retriable = len(route.brokers) > 1
         if not retriable or attempt.attempts_left <= 0:
-            return False
+            return None
         if exc.code in (ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SLAVE_NOT_AVAILABLE):
             self.require_sessions().drop(target.broker_name)
-            if self.router.source is not None:
-                self.router.source.invalidate(target.topic)
+            if source is not None:
+                source.invalidate(target.topic)
+        if attempt.maybe_stored and attempt.stamp is not None:
+            attempt.retry_queue = target  # idempotent: where it may be stored, never elsewhere
         _log.info("send failed, retrying: %s attempts_left=%d", exc, attempt.attempts_left)
         self.meter.on_retry()
-        return True
+        return 0
+
+    def _out_of_order(
+        self, exc: OutOfOrderSequenceError, target: MessageQueue, attempt: Attempt
+    ) -> int | None:
+        """An idempotent send refused ``OUT_OF_ORDER_SEQUENCE`` (``_sequences.py``): again
+        soon while a batch stamped before it is on its way, at once stamped anew when its queue
+        started over, else not (None)."""
+        assert self.sequences is not None
+        verdict = self.sequences.out_of_order(attempt)
+        if verdict is OutOfOrder.FAIL:
+            return None
+        remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
+        delay_ms = 0 if verdict is OutOfOrder.RESTAMP else min(_OUT_OF_ORDER_WAIT_MS, remaining_ms)
+        if remaining_ms <= delay_ms:
+            return None
+        attempt.retry_queue = target
+        attempt.attempts_left += 1  # not counted: the same batch, in its turn
+        _log.info("send out of order, trying again (%s): %s", verdict.value, exc)
+        return delay_ms
 
     # -- hooks ---------------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ ingress channels); every ``BrokerConfig`` field is an option (``--grpc-port 0``)
 ``--config`` names a TOML file (see ``aeromq.broker.config``). At start it prints what recovery found
 and one ``broker ready:`` line of ``key=value`` pairs (name, gRPC address, aeron_dir, ingress
 channels, data dir, flush mode, the RocketMQ 5 endpoint as ``rocketmq=HOST:PORT`` or ``none``,
-the ``metrics=`` and ``console=`` URLs or ``none``) that scripts and tests read, and writes
+the ``metrics=`` and ``console=`` URLs or ``none``, the process id, and in a broker group its
+``group=``, ``role=`` (leader or follower) and ``epoch=``; ``group=none role=single epoch=0``
+for a single broker) that scripts and tests read, and writes
 the run file ``broker.json`` (:mod:`~broker.run_file`) into its data directory, so ``aeromq stat
 --broker DATA_DIR`` finds its media driver; at a signal it shuts down gracefully (stop the
 ingress, flush, checkpoint, close the driver), removes ``broker.json`` and prints ``broker
@@ -18,6 +20,7 @@ import argparse
 import atexit
 import faulthandler
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,7 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
             report = broker.recovery_report
             if report is not None:
-                print(describe_recovery(report, config.flush_mode, config.flush_interval_ms))
+                print(
+                    describe_recovery(
+                        report,
+                        config.flush_mode,
+                        config.flush_interval_ms,
+                        group=config.group_mode,
+                    )
+                )
             udp = broker.udp_ingress
             print(
                 f"broker ready: name={config.broker_name} cluster={config.cluster_name} "
@@ -100,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"udp_channel={udp[0] if udp else 'none'} udp_stream_id={udp[1] if udp else 0} "
                 f"data_dir={config.data_dir} flush_mode={config.flush_mode.value} "
                 f"rocketmq={broker.rocketmq_address or 'none'} "
-                f"metrics={broker.metrics_url or 'none'} console={broker.console_url or 'none'}",
+                f"metrics={broker.metrics_url or 'none'} console={broker.console_url or 'none'} "
+                f"pid={os.getpid()} {broker.group_line()}",
                 flush=True,
             )
             run_file = write_run_file(config, broker.grpc_address, broker.aeron_dir)

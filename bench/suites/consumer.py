@@ -493,7 +493,7 @@ def _run_nats(root: Path, count: int, limit_s: float) -> Iterator[Result]:
         return
     url = server.url
 
-    def stream_then(stream: str, case: Callable[..., Result], *args: Any) -> Result:
+    def stream_then(stream: str, case: Callable[..., Result], *args: object) -> Result:
         server.add_streams(stream, durable=_nats_workers.DURABLE)
         return case(*args)
 

@@ -41,9 +41,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from bench._baselines import baseline_rows
@@ -118,10 +118,10 @@ def _floor_rows(settings: Settings) -> Iterator[Result]:
     """The floor: producer -> relay -> consumer over pipes, no server."""
     for rate in settings.rates:
         plan = settings.plan(rate)
-        pipes: dict[str, Any] = {}
+        pipes: dict[str, Connection] = {}
 
         def consumer_roles(
-            plan: Plan, link: Link, pipes: dict[str, Any] = pipes
+            plan: Plan, link: Link, pipes: dict[str, Connection] = pipes
         ) -> dict[str, BaseProcess]:
             context = multiprocessing.get_context("spawn")
             into_relay, pipes["producer"] = context.Pipe(duplex=False)
@@ -135,7 +135,7 @@ def _floor_rows(settings: Settings) -> Iterator[Result]:
             return roles
 
         def producer_roles(
-            plan: Plan, link: Link, pipes: dict[str, Any] = pipes
+            plan: Plan, link: Link, pipes: dict[str, Connection] = pipes
         ) -> dict[str, BaseProcess]:
             roles = {"producer": spawn(floor_producer, pipes["producer"], plan, link)}
             pipes["producer"].close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 
@@ -25,9 +25,21 @@ from aeromq.proto import (
     common_pb2,
     consumer_group_pb2,
     consumer_group_pb2_grpc,
+    replication_pb2,
+    replication_pb2_grpc,
 )
 
-__all__ = ["BrokerAdminServicer", "ConsumerGroupServicer"]
+__all__ = [
+    "BrokerAdminServicer",
+    "ConsumerGroupServicer",
+    "EpochEndAnswer",
+    "GroupReplicationServicer",
+]
+
+EpochEndAnswer = Callable[
+    [replication_pb2.ReplicaEpochEndRequest], replication_pb2.ReplicaEpochEndResponse
+]
+"""``GroupMember.answer_epoch_end``: the truncation handshake's answer."""
 
 _log = logging.getLogger(__name__)
 
@@ -168,6 +180,19 @@ class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer
         self, request: consumer_group_pb2.GetConsumerIdsRequest, context: grpc.ServicerContext
     ) -> consumer_group_pb2.GetConsumerIdsResponse:
         return self._cp.get_consumer_ids(request)
+
+
+class GroupReplicationServicer(replication_pb2_grpc.GroupReplicationServicer):
+    """A broker group's calls between members (``proto/replication.proto``), answered by the
+    group member."""
+
+    def __init__(self, answer_epoch_end: EpochEndAnswer) -> None:
+        self._answer_epoch_end = answer_epoch_end
+
+    def ReplicaEpochEnd(
+        self, request: replication_pb2.ReplicaEpochEndRequest, context: grpc.ServicerContext
+    ) -> replication_pb2.ReplicaEpochEndResponse:
+        return self._answer_epoch_end(request)
 
 
 async def _read_heartbeats(

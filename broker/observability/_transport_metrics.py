@@ -47,6 +47,10 @@ SYSTEM_COUNTER_METRICS: Final[dict[SystemCounter, tuple[str, str]]] = {
     SystemCounter.CLIENT_TIMEOUTS: ("client_timeouts", "clients timed out by the driver"),
     SystemCounter.HEARTBEATS_SENT: ("heartbeats_sent", "data heartbeats sent"),
     SystemCounter.STATUS_MESSAGES_SENT: ("status_messages_sent", "status messages sent"),
+    SystemCounter.IMAGES_REJECTED: (
+        "images_rejected",
+        "SETUPs that got no image: a term over the cap, or a source address holding its most",
+    ),
 }
 """System counter -> (metric name after ``aeromq_transport_``, without ``_total``; help)."""
 

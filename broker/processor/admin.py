@@ -4,7 +4,9 @@
 store and answers every ``BrokerAdmin`` and ``ConsumerGroupService`` request with its protobuf
 response. Methods take the RPC's name, except the offset ones, which take the name the
 operation has in every layer (``commit_offset`` for ``UpdateOffset``, ``min_offset`` for
-``GetMinOffset``, ``max_offset`` for ``GetMaxOffset``: see ``processor.offsets``). Failures never escape: each becomes the response's ``Status`` through one table
+``GetMinOffset``, ``max_offset`` for ``GetMaxOffset``: see ``processor.offsets``). In a broker group (``leadership`` given) a member that does not lead refuses the RPCs that
+change or read topics and offsets (``NOT_LEADER``, naming the leader; a leader below
+``min_isr`` refuses the changes with ``NOT_ENOUGH_REPLICAS``); routes name the leader. Failures never escape: each becomes the response's ``Status`` through one table
 (:func:`status_code_of`), is logged and counted (``admin.errors.<code>``). The gRPC servicers
 (``aeromq.broker.grpc``) only unwrap the carrier; a later RocketMQ-protocol servicer can call the same
 methods.
@@ -26,6 +28,7 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.broker._errors import BrokerError, ConfigError, InvalidArgumentError
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.processor.consumer_groups import ConsumerGroupManager, MembershipStream
+from aeromq.broker.processor.leadership import Leadership, refusal
 from aeromq.broker.processor.messages import MessageQueryProcessor
 from aeromq.broker.processor.offsets import OffsetProcessor
 from aeromq.broker.processor.route import BrokerIdentity, RouteProcessor
@@ -80,10 +83,12 @@ class ControlPlane:
         identity: BrokerIdentity | None = None,
         registry: StatsRegistry | None = None,
         clock_ms: Callable[[], int] | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         clock = clock_ms or _wall_clock_ms
         self.config = config
         self.store = store
+        self.leadership = leadership
         self.identity = identity or BrokerIdentity(
             config.cluster_name, config.broker_name, clock_ms=clock
         )
@@ -91,7 +96,9 @@ class ControlPlane:
         self.topics = TopicProcessor(store, config.default_queue_count)
         self.groups = ConsumerGroupManager(config.client_heartbeat_timeout_ms, clock)
         self.offsets = OffsetProcessor(store, self.topics, self.groups, config.broker_name)
-        self.routes = RouteProcessor(self.identity, self.topics, config.auto_create_topic)
+        self.routes = RouteProcessor(
+            self.identity, self.topics, config.auto_create_topic, leadership=leadership
+        )
         self.messages = MessageQueryProcessor(store)
         self.stats = StatsProcessor(
             self.identity, store, self.groups, self.registry, self.offsets.known_groups
@@ -113,7 +120,7 @@ class ControlPlane:
             _log.info("topic created: %s", config)
             return admin_pb2.CreateTopicResponse(topic=topic_config_to_proto(config))
 
-        return self._answer("CreateTopic", admin_pb2.CreateTopicResponse, build)
+        return self._answer("CreateTopic", admin_pb2.CreateTopicResponse, build, write=True)
 
     def update_topic(self, request: admin_pb2.UpdateTopicRequest) -> admin_pb2.UpdateTopicResponse:
         def build() -> admin_pb2.UpdateTopicResponse:
@@ -121,7 +128,7 @@ class ControlPlane:
             _log.info("topic updated: %s", config)
             return admin_pb2.UpdateTopicResponse(topic=topic_config_to_proto(config))
 
-        return self._answer("UpdateTopic", admin_pb2.UpdateTopicResponse, build)
+        return self._answer("UpdateTopic", admin_pb2.UpdateTopicResponse, build, write=True)
 
     def delete_topic(self, request: admin_pb2.DeleteTopicRequest) -> admin_pb2.DeleteTopicResponse:
         def build() -> admin_pb2.DeleteTopicResponse:
@@ -129,7 +136,7 @@ class ControlPlane:
             _log.info("topic deleted: topic=%s queues=%d", request.topic, queues)
             return admin_pb2.DeleteTopicResponse()
 
-        return self._answer("DeleteTopic", admin_pb2.DeleteTopicResponse, build)
+        return self._answer("DeleteTopic", admin_pb2.DeleteTopicResponse, build, write=True)
 
     def list_topics(self, request: common_pb2.ListTopicsRequest) -> common_pb2.ListTopicsResponse:
         def build() -> common_pb2.ListTopicsResponse:
@@ -170,7 +177,7 @@ class ControlPlane:
                 self.offsets.commit_offset(group, topic, queue_id, request.offset)
             return admin_pb2.UpdateOffsetResponse()
 
-        return self._answer("UpdateOffset", admin_pb2.UpdateOffsetResponse, build)
+        return self._answer("UpdateOffset", admin_pb2.UpdateOffsetResponse, build, write=True)
 
     def query_offset(self, request: admin_pb2.QueryOffsetRequest) -> admin_pb2.OffsetResponse:
         """RPC ``QueryOffset``: the committed offset, or with ``acquire`` the queue's grant."""
@@ -190,7 +197,7 @@ class ControlPlane:
             )
             return admin_pb2.OffsetResponse(offset=offset)
 
-        return self._answer("QueryOffset", admin_pb2.OffsetResponse, build)
+        return self._answer("QueryOffset", admin_pb2.OffsetResponse, build, read=True)
 
     def search_offset(self, request: admin_pb2.SearchOffsetRequest) -> admin_pb2.OffsetResponse:
         def build() -> admin_pb2.OffsetResponse:
@@ -199,7 +206,7 @@ class ControlPlane:
             )
             return admin_pb2.OffsetResponse(offset=offset)
 
-        return self._answer("SearchOffset", admin_pb2.OffsetResponse, build)
+        return self._answer("SearchOffset", admin_pb2.OffsetResponse, build, read=True)
 
     def min_offset(self, request: admin_pb2.GetMinOffsetRequest) -> admin_pb2.OffsetResponse:
         """RPC ``GetMinOffset``."""
@@ -208,7 +215,7 @@ class ControlPlane:
             offset = self.offsets.min_offset(request.topic, request.queue_id)
             return admin_pb2.OffsetResponse(offset=offset)
 
-        return self._answer("GetMinOffset", admin_pb2.OffsetResponse, build)
+        return self._answer("GetMinOffset", admin_pb2.OffsetResponse, build, read=True)
 
     def max_offset(self, request: admin_pb2.GetMaxOffsetRequest) -> admin_pb2.OffsetResponse:
         """RPC ``GetMaxOffset``."""
@@ -217,7 +224,7 @@ class ControlPlane:
             offset = self.offsets.max_offset(request.topic, request.queue_id)
             return admin_pb2.OffsetResponse(offset=offset)
 
-        return self._answer("GetMaxOffset", admin_pb2.OffsetResponse, build)
+        return self._answer("GetMaxOffset", admin_pb2.OffsetResponse, build, read=True)
 
     def reset_offset(self, request: admin_pb2.ResetOffsetRequest) -> admin_pb2.ResetOffsetResponse:
         def build() -> admin_pb2.ResetOffsetResponse:
@@ -239,7 +246,7 @@ class ControlPlane:
                 offsets=[admin_pb2.QueueOffset(queue_id=q, offset=o) for q, o in moved]
             )
 
-        return self._answer("ResetOffset", admin_pb2.ResetOffsetResponse, build)
+        return self._answer("ResetOffset", admin_pb2.ResetOffsetResponse, build, write=True)
 
     def get_consumer_progress(
         self, request: admin_pb2.GetConsumerProgressRequest
@@ -247,7 +254,9 @@ class ControlPlane:
         def build() -> admin_pb2.GetConsumerProgressResponse:
             return self.offsets.consumer_progress(request.consumer_group, request.topic)
 
-        return self._answer("GetConsumerProgress", admin_pb2.GetConsumerProgressResponse, build)
+        return self._answer(
+            "GetConsumerProgress", admin_pb2.GetConsumerProgressResponse, build, read=True
+        )
 
     # -- groups and stats --------------------------------------------------------------------
 
@@ -321,7 +330,23 @@ class ControlPlane:
             "QueryMessage", admin_pb2.QueryMessageResponse, lambda: self.messages.query(request)
         )
 
-    def _answer(self, rpc: str, response_type: type[R], build: Callable[[], R]) -> R:
+    def _answer(
+        self,
+        rpc: str,
+        response_type: type[R],
+        build: Callable[[], R],
+        *,
+        write: bool = False,
+        read: bool = False,
+    ) -> R:
+        leadership = self.leadership
+        if leadership is not None and (write or read):
+            code = leadership.write_refusal() if write else leadership.read_refusal()
+            if code:
+                status = common_pb2.Status()
+                refusal(leadership, code, rpc, status)
+                self.registry.increment(f"admin.errors.{code}")
+                return response_type(status=status)
         try:
             return build()
         except Exception as exc:

@@ -36,23 +36,35 @@ from aeromq.broker._errors import BrokerError, InvalidArgumentError
 from aeromq.common import (
     GROUP_MAX_LENGTH,
     VALID_NAME_PATTERN,
+    ClientError,
     QueueHolders,
     ResponseCode,
+    build_subscription_data,
+    compile_sql92,
     is_valid_group_name,
+    is_valid_topic_name,
 )
-from aeromq.proto import admin_pb2, consumer_group_pb2
+from aeromq.proto import admin_pb2, consumer_group_pb2, messages_pb2
 
 __all__ = [
+    "MAX_GROUPS_PER_CLIENT",
+    "MAX_SUBSCRIPTIONS_PER_GROUP",
     "ConsumerGroupManager",
     "GroupNotFoundError",
     "MembershipListener",
     "MembershipStream",
     "check_group_name",
+    "check_subscriptions",
 ]
 
 _log = logging.getLogger(__name__)
 
 _CLIENT_ID_MAX_LENGTH = 255
+MAX_GROUPS_PER_CLIENT = 256
+"""Consumer and producer groups one client's heartbeat may name: each is state the broker keeps
+(and pushes membership of) until the client goes."""
+MAX_SUBSCRIPTIONS_PER_GROUP = 1024
+"""Topics one group of a heartbeat may subscribe to."""
 
 MembershipListener = Callable[[consumer_group_pb2.GroupMembership], None]
 """``listener(membership)``: called after a group's members changed (outside any lock)."""
@@ -69,6 +81,42 @@ class GroupNotFoundError(BrokerError, KeyError):
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def check_subscriptions(data: consumer_group_pb2.ConsumerData) -> None:
+    """``InvalidArgumentError`` naming the first subscription of ``data`` that no pull could
+    serve: too many of them, a bad topic name, an unknown expression type, or an expression
+    that does not parse (a tag expression, or SQL92 as a pull compiles it)."""
+    group = data.consumer_group
+    if len(data.subscriptions) > MAX_SUBSCRIPTIONS_PER_GROUP:
+        raise InvalidArgumentError(
+            f"a group may subscribe to at most {MAX_SUBSCRIPTIONS_PER_GROUP} topics",
+            group=group,
+            subscriptions=len(data.subscriptions),
+        )
+    for subscription in data.subscriptions:
+        topic, expression = subscription.topic, subscription.sub_expression
+        if not is_valid_topic_name(topic):
+            raise InvalidArgumentError("bad topic in a subscription", group=group, topic=topic)
+        try:
+            if subscription.expression_type == messages_pb2.SQL92:
+                compile_sql92(expression)
+            elif subscription.expression_type == messages_pb2.TAG:
+                build_subscription_data(topic, expression)
+            else:
+                raise InvalidArgumentError(
+                    "unknown expression type",
+                    group=group,
+                    topic=topic,
+                    expression_type=subscription.expression_type,
+                )
+        except ClientError as exc:
+            raise InvalidArgumentError(
+                f"bad subscription expression ({exc})",
+                group=group,
+                topic=topic,
+                expression=expression,
+            ) from exc
 
 
 def check_group_name(group: str) -> None:
@@ -130,9 +178,17 @@ class ConsumerGroupManager:
         client_id = request.client_id
         if not client_id or len(client_id) > _CLIENT_ID_MAX_LENGTH:
             raise InvalidArgumentError("client_id must be 1-255 characters", client_id=client_id)
+        groups = len(request.consumers) + len(request.producer_groups)
+        if groups > MAX_GROUPS_PER_CLIENT:
+            raise InvalidArgumentError(
+                f"a client may be in at most {MAX_GROUPS_PER_CLIENT} groups",
+                client_id=client_id,
+                groups=groups,
+            )
         consumers: dict[str, consumer_group_pb2.ConsumerData] = {}
         for data in request.consumers:
             check_group_name(data.consumer_group)
+            check_subscriptions(data)
             consumers[data.consumer_group] = data
         for group in request.producer_groups:
             check_group_name(group)

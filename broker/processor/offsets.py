@@ -16,6 +16,9 @@ Each operation has one name from the consumer down to the store: ``commit_offset
 ``search_offset`` (``consumer.BrokerApi``, ``client.GrpcClient``, the admin facade, this
 processor); the RPCs keep their wire names (``UpdateOffset``, ``QueryOffset``, ...).
 
+In a broker group every commit is a record of the group's log (``MessageStore.commit_offset``),
+answered once committed and applied by every member.
+
 Caller: the admin facade. Affects: ``store.consumer_offsets`` (commit and reset; persisted by
 the store's timer and at shutdown); a reset is also pushed to the group's online members.
 Failures raise the broker's typed errors.
@@ -29,6 +32,7 @@ from aeromq.broker.processor.consumer_groups import (
     GroupNotFoundError,
     check_group_name,
 )
+from aeromq.broker.processor.leadership import require_committed
 from aeromq.broker.processor.topics import TopicProcessor
 from aeromq.broker.store import BoundaryType, MessageStore, TopicConfig
 from aeromq.proto import admin_pb2, consumer_group_pb2
@@ -52,6 +56,7 @@ class OffsetProcessor:
         self._broker_name = broker_name
         self._store = store
         self._offsets = store.consumer_offsets
+        self._replicated = store.config.replicated  # a group's commits go through its log
         self._topics = topics
         self._groups = groups
 
@@ -60,7 +65,7 @@ class OffsetProcessor:
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Commit ``offset`` (the next to consume) for the group on (topic, queue id)."""
         self._check_commit(group, topic, queue_id, offset, release=False)
-        self._offsets.commit_offset(group, topic, queue_id, offset)
+        self._commit(group, topic, queue_id, offset)
 
     def release_queue(
         self, group: str, topic: str, queue_id: int, offset: int, *, client_id: str
@@ -74,8 +79,16 @@ class OffsetProcessor:
                 "releasing a queue needs a client_id", group=group, topic=topic, queue_id=queue_id
             )
         if offset >= 0:
-            self._offsets.commit_offset(group, topic, queue_id, offset)
+            self._commit(group, topic, queue_id, offset)
         self._groups.release_queue(group, topic, queue_id, client_id)
+
+    def _commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """One commit (in a group through its log, committed)."""
+        if self._replicated:
+            result = self._store.commit_offset(group, topic, queue_id, offset)
+            require_committed(result, "offset commit", group=group, topic=topic, queue_id=queue_id)
+        else:
+            self._offsets.commit_offset(group, topic, queue_id, offset)
 
     def acquire_queue(
         self, group: str, topic: str, queue_id: int, client_id: str, *, force: bool = False
@@ -148,7 +161,7 @@ class OffsetProcessor:
                 offset = store.get_max_offset(topic, qid)
             else:
                 offset = store.get_offset_by_time(topic, qid, timestamp_ms, BoundaryType.LOWER)
-            self._offsets.commit_offset(group, topic, qid, offset)
+            self._commit(group, topic, qid, offset)
             moved.append((qid, offset))
         self._groups.push_offset_reset(
             consumer_group_pb2.OffsetReset(
@@ -227,6 +240,12 @@ class OffsetProcessor:
             raise InvalidArgumentError(
                 "offset must be >= 0 (-1 only to release without a commit)",
                 group=group, topic=topic, queue_id=queue_id, offset=offset, release=release,
+            )  # fmt: skip
+        max_offset = self._store.get_max_offset(topic, queue_id)
+        if offset > max_offset:
+            raise InvalidArgumentError(
+                "offset is past the queue's max offset (the next message's)",
+                group=group, topic=topic, queue_id=queue_id, offset=offset, max_offset=max_offset,
             )  # fmt: skip
 
     def _check_queue(self, topic: str, queue_id: int) -> TopicConfig:

@@ -33,8 +33,11 @@ a batch twice. A batch can hold records before ``queue_offset`` or of other tags
 keeps the ones in ``[queue_offset, next_begin_offset)`` that match (and checks each batch's CRC). Bad requests are answered with a non-zero ``status.code`` and
 a ``key=value`` text, and counted by code in :attr:`PullProcessor.errors`: an unknown topic
 (TOPIC_NOT_EXIST), a topic without read permission (NO_PERMISSION), a bad queue id, offset,
-count or group (INVALID_PARAMETER), a tag expression that does not parse
+count, commit offset or group, or none (INVALID_PARAMETER), a tag expression that does not parse
 (SUBSCRIPTION_PARSE_FAILED), and so does a SQL92 expression that does not compile.
+
+In a broker group (``leadership`` given) only the leader serves pulls; another member answers
+NOT_LEADER naming the leader (``Status.leader``).
 
 SQL92 subscriptions (``expression_type`` SQL92): the expression is compiled once (cached) and
 :func:`apply_sql92` keeps the messages of a get whose properties it selects (``TAGS`` among
@@ -43,7 +46,8 @@ still past them. The whole SQL92 step is that one function, called on each get r
 
 ``commit_offset`` commits the group's offset of the queue when it is positive: 0 is proto3's
 default, so a pull that does not set the field would otherwise reset its group to offset 0
-(commit offset 0 through the control plane's ``UpdateOffset``).
+(commit offset 0 through the control plane's ``UpdateOffset``). One past the queue's max offset
+is refused (INVALID_PARAMETER), and so is a pull without a consumer group.
 """
 
 from __future__ import annotations
@@ -58,11 +62,13 @@ from typing import Final
 import numpy as np
 
 from aeromq.broker.observability._topic_meter import TopicMeter
+from aeromq.broker.processor.leadership import Leadership, refusal
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.store import (
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
+    PutMessageResult,
 )
 from aeromq.common import (
     HEADER_STRUCT,
@@ -206,6 +212,10 @@ def _last_batch_start(data: memoryview) -> int:
     return last
 
 
+def _ignore(_: PutMessageResult) -> None:
+    """A pull's commit through the group's log is not waited for (the next one carries on)."""
+
+
 class PullProcessor:
     """Answers pulls from ``store``, holding NO_NEW_MSG answers in ``hold`` (see module).
 
@@ -223,8 +233,10 @@ class PullProcessor:
         max_bytes: int = MAX_PULL_BYTES,
         long_polling: bool = True,
         meter: TopicMeter | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self._store = store
+        self._leadership = leadership
         self.meter = meter or TopicMeter()
         self._hold = hold
         self.broker_name = broker_name
@@ -250,6 +262,12 @@ class PullProcessor:
         topic = request.topic
         queue_id = request.queue_id
         response = messages_pb2.PullMessageResponse()
+        leadership = self._leadership
+        if leadership is not None and (code := leadership.read_refusal()):
+            self.errors[code] += 1
+            refusal(leadership, code, f"pull of topic={topic!r}", response.status)
+            on_done(PullAnswer(response, b""))
+            return
         error = self._check(request)
         if error is not None:
             code, text = error
@@ -270,9 +288,14 @@ class PullProcessor:
             on_done(PullAnswer(response, b""))
             return
         if request.commit_offset > 0 and request.consumer_group:
-            self._store.consumer_offsets.commit_offset(
-                request.consumer_group, topic, queue_id, request.commit_offset
-            )
+            if leadership is None:
+                self._store.consumer_offsets.commit_offset(
+                    request.consumer_group, topic, queue_id, request.commit_offset
+                )
+            else:  # through the group's log; the pull does not wait for it
+                self._store.commit_offset(
+                    request.consumer_group, topic, queue_id, request.commit_offset, _ignore
+                )
         max_messages = request.max_msg_nums or self.max_messages
         max_messages = min(max_messages, self.max_messages)
         max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)
@@ -368,10 +391,17 @@ class PullProcessor:
                 f"max_msg_nums and max_bytes must be >= 0: max_msg_nums={request.max_msg_nums} "
                 f"max_bytes={request.max_bytes}",
             )
-        group = request.consumer_group
-        if group or request.commit_offset > 0:
-            try:
-                check_group(group)
-            except ClientError as exc:
-                return ResponseCode.INVALID_PARAMETER, f"bad consumer group: {exc}"
+        try:
+            check_group(request.consumer_group)
+        except ClientError as exc:
+            return ResponseCode.INVALID_PARAMETER, f"bad consumer group: {exc}"
+        commit_offset = request.commit_offset
+        if commit_offset > 0:
+            max_offset = self._store.get_max_offset(topic, queue_id)
+            if commit_offset > max_offset:
+                return (
+                    ResponseCode.INVALID_PARAMETER,
+                    f"commit offset past the queue's max offset: commit_offset={commit_offset} "
+                    f"max_offset={max_offset}",
+                )
         return None

@@ -17,7 +17,8 @@ import socket
 import time
 from collections.abc import Callable
 
-from aeromq.broker._errors import UnknownTopicError
+from aeromq.broker._errors import BrokerStateError, UnknownTopicError
+from aeromq.broker.processor.leadership import Leadership
 from aeromq.broker.processor.topics import TopicProcessor, topic_config_to_proto
 from aeromq.broker.store import TopicConfig
 from aeromq.proto import common_pb2
@@ -91,28 +92,49 @@ class RouteProcessor:
 
     ``auto_create_topic``: a route query for an unknown topic creates it with the default queue
     count (so a producer can send to it), as RocketMQ's auto-create does on first send.
+
+    In a broker group (``leadership`` given) the route names the group's current leader (from
+    etcd), whichever member is asked; with no live leader known it is refused
+    (``SERVICE_NOT_AVAILABLE``, retriable); only the leader auto-creates a topic.
     """
 
     def __init__(
-        self, identity: BrokerIdentity, topics: TopicProcessor, auto_create_topic: bool
+        self,
+        identity: BrokerIdentity,
+        topics: TopicProcessor,
+        auto_create_topic: bool,
+        *,
+        leadership: Leadership | None = None,
     ) -> None:
         self._identity = identity
         self._topics = topics
         self._auto_create_topic = auto_create_topic
+        self._leadership = leadership
 
     def query_route(self, topic: str) -> common_pb2.TopicRouteData:
         """The topic's queues on this broker and how to reach it; ``UnknownTopicError`` when
         the broker does not hold the topic (and does not auto-create)."""
+        leadership = self._leadership
         config = self._topics.get(topic)
         if config is None:
-            if not self._auto_create_topic:
+            if not self._auto_create_topic or (
+                leadership is not None and leadership.write_refusal()
+            ):
                 raise UnknownTopicError("no route for topic", topic=topic)
             config = self._topics.ensure(topic)
         identity = self._identity
+        broker = identity.broker_data()
+        if leadership is not None:
+            leader = leadership.leader_endpoints()
+            if leader is None:
+                raise BrokerStateError(
+                    "no leader of the group is known", group=leadership.group, topic=topic
+                )
+            broker.endpoints.CopyFrom(leader)
         return common_pb2.TopicRouteData(
             topic=topic,
             queue_datas=[queue_data_of(identity.broker_name, config)],
-            broker_datas=[identity.broker_data()],
+            broker_datas=[broker],
         )
 
     def list_clusters(self) -> list[common_pb2.ClusterInfo]:

@@ -11,6 +11,12 @@ topic, body sizes, tags and their hash column, properties), handed to the store 
 copy into the commit log, broker fields patched in the header) and answered with the batch's
 base queue offset and count: no object per message on the way.
 
+In a broker group (``leadership`` given), a member that does not lead, or a leader whose
+lease is not surely valid, answers NOT_LEADER naming the leader (``Status.leader``); a leader
+whose committed ISR is below ``min_isr`` answers NOT_ENOUGH_REPLICAS: both before anything is
+appended. A leader's send completes once the group's high watermark passes its batch (the
+store calls back then), or fails with REPLICATION_TIMEOUT (outcome unknown).
+
 Back pressure: :meth:`SendProcessor.can_accept` is False while the store cannot take more,
 that is while more than ``max_unflushed_bytes`` are appended but not yet on disk, or more than
 ``max_inflight_sends`` sends wait for their flush. The transport session ABORTs the fragment
@@ -40,6 +46,7 @@ from typing import Final
 from aeromq.broker._batch_limits import BATCH_FRAMING_ALLOWANCE
 from aeromq.broker._errors import InvalidArgumentError
 from aeromq.broker.observability._topic_meter import TopicMeter
+from aeromq.broker.processor.leadership import Leadership, refusal
 from aeromq.broker.store import (
     MessageStore,
     PutMessageResult,
@@ -83,7 +90,11 @@ _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
     PutMessageStatus.DISK_FULL: ResponseCode.DISK_FULL,
     PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
     PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.NOT_LEADER: ResponseCode.NOT_LEADER,
+    PutMessageStatus.REPLICATION_TIMEOUT: ResponseCode.REPLICATION_TIMEOUT,
+    PutMessageStatus.OUT_OF_ORDER_SEQUENCE: ResponseCode.OUT_OF_ORDER_SEQUENCE,
 }
+assert set(_PUT_CODES) == set(PutMessageStatus), "every put status answers with a code"
 
 
 @lru_cache(maxsize=256)
@@ -106,8 +117,10 @@ class SendProcessor:
         max_inflight_sends: int = DEFAULT_MAX_INFLIGHT_SENDS,
         clock_ms: Callable[[], int] | None = None,
         meter: TopicMeter | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self._store = store
+        self._leadership = leadership
         self.meter = meter or TopicMeter()
         self.broker_name = broker_name
         self.max_message_size = max_message_size
@@ -121,6 +134,7 @@ class SendProcessor:
         self.max_inflight_sends = max_inflight_sends
         self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._round_robin: dict[str, itertools.count[int]] = {}
+        self._created: dict[str, TopicConfig] = {}  # auto-created in a group, not committed yet
         self._submitted = 0  # both under _count_lock: callers and flushers may be any threads
         self._completed = 0
         self._count_lock = threading.Lock()
@@ -144,6 +158,13 @@ class SendProcessor:
         """Check, append and answer ``request`` through ``on_done`` (see module). Never
         raises for a bad request: it is answered with its error code."""
         self.requests += 1
+        leadership = self._leadership
+        if leadership is not None and (code := leadership.write_refusal()):
+            self.errors[code] += 1
+            response = messages_pb2.SendMessageResponse()
+            refusal(leadership, code, f"send to topic={request.topic!r}", response.status)
+            on_done(response)
+            return
         started_ns = time.perf_counter_ns()
         batch = request.batch  # a copy out of the request: read it once
         checked = self._check(request, batch)
@@ -173,7 +194,7 @@ class SendProcessor:
             )
             return
         if queue_id == -1:
-            config = self._store.topic_config.get(topic)
+            config = self._store.topic_config.get(topic) or self._created.get(topic)
             assert config is not None  # _check made sure
             counter = self._round_robin.get(topic)
             if counter is None:
@@ -215,6 +236,13 @@ class SendProcessor:
                     f"disk full, sends refused until space is freed: "
                     f"{self._store.disk_space.describe()} topic={topic!r} queue_id={queue_id}"
                 )
+            elif status is PutMessageStatus.NOT_LEADER and self._leadership is not None:
+                refusal(self._leadership, code, f"send to topic={topic!r}", response.status)
+            elif status is PutMessageStatus.REPLICATION_TIMEOUT:
+                response.status.message = (
+                    "not committed by the in-sync replicas in time, outcome unknown: "
+                    f"topic={topic!r} queue_id={queue_id}"
+                )
             else:
                 response.status.message = (
                     f"the store refused the send: status={status.value} "
@@ -240,6 +268,8 @@ class SendProcessor:
         topic = request.topic
         store = self._store
         config = store.topic_config.get(topic)
+        if config is None and self._created:
+            config = self._created.get(topic)
         if config is None:
             if topic in NOT_ALLOWED_SEND_TOPICS:
                 return ResponseCode.NO_PERMISSION, f"sending to a system topic: topic={topic!r}"
@@ -256,7 +286,15 @@ class SendProcessor:
                     f"bad topic name, allowing only {VALID_NAME_PATTERN} up to {TOPIC_MAX_LENGTH}: "
                     f"topic={topic!r}",
                 )
-            store.topic_config.create_or_update(config)
+            if self._leadership is None:
+                store.topic_config.create_or_update(config)
+            else:  # through the group's log: applied once committed, before this send's batch
+                self._created[topic] = config
+
+                def applied(_: PutMessageResult, topic: str = topic) -> None:
+                    self._created.pop(topic, None)
+
+                store.update_topic_config(config, applied)
         if not config.is_writeable:
             return ResponseCode.NO_PERMISSION, f"topic is not writable: topic={topic!r}"
         queue_id = request.queue_id

@@ -6,7 +6,9 @@ broker's typed errors, which :mod:`broker.processor.admin` turns into response s
 
 Caller: the admin facade (gRPC and any other carrier), the send path (``ensure_topic`` when
 auto-create is on) and the route processor. Affects: ``store.topic_config`` (persisted on every
-change), and on delete the topic's consume queues and committed offsets. Listeners added with
+change), and on delete the topic's consume queues and committed offsets; in a broker group each
+change is a record of the group's log (``MessageStore.update_topic_config``, ``remove_topic``),
+answered once committed and applied by every member. Listeners added with
 ``add_listener`` run after every change (the name server registrar re-registers on them).
 """
 
@@ -17,14 +19,16 @@ import threading
 from collections.abc import Callable
 
 from aeromq.broker._errors import InvalidArgumentError, UnknownTopicError
+from aeromq.broker.processor.leadership import require_committed
 from aeromq.broker.store import MessageStore, TopicConfig, TopicFilterType
-from aeromq.common import PERM_READ_WRITE, ResponseCode
+from aeromq.common import PERM_READ_WRITE, ResponseCode, is_system_topic
 from aeromq.proto import common_pb2
 
 __all__ = [
     "TopicChangeListener",
     "TopicExistsError",
     "TopicProcessor",
+    "check_not_system_topic",
     "topic_config_from_proto",
     "topic_config_to_proto",
 ]
@@ -39,6 +43,15 @@ class TopicExistsError(InvalidArgumentError):
     """A create of a topic the broker already holds (RocketMQ's ``TOPIC_EXIST_ALREADY``)."""
 
     code = ResponseCode.TOPIC_EXIST_ALREADY
+
+
+def check_not_system_topic(topic: str) -> None:
+    """``InvalidArgumentError`` for a name the broker's system topics take (``TBW102``,
+    ``SCHEDULE_TOPIC_XXXX``, ``rmq_sys_*``, ...: :func:`common.is_system_topic`)."""
+    if is_system_topic(topic):
+        raise InvalidArgumentError(
+            "the name is a system topic's: an admin cannot create or change it", topic=topic
+        )
 
 
 def topic_config_to_proto(config: TopicConfig) -> common_pb2.TopicConfig:
@@ -85,6 +98,7 @@ class TopicProcessor:
     def __init__(self, store: MessageStore, default_queue_count: int) -> None:
         self._store = store
         self._topics = store.topic_config
+        self._replicated = store.config.replicated  # a group's changes go through its log
         self._default_queue_count = default_queue_count
         self._lock = threading.Lock()  # create-if-absent and delete are check-then-act
         self._listeners: list[TopicChangeListener] = []
@@ -104,18 +118,21 @@ class TopicProcessor:
         return self._topics.topics()
 
     def create(self, message: common_pb2.TopicConfig) -> TopicConfig:
-        """Create a topic; ``TopicExistsError`` when it exists already."""
+        """Create a topic; ``TopicExistsError`` when it exists already, ``InvalidArgumentError``
+        for a system topic's name (RocketMQ's ``TopicValidator.isSystemTopic``)."""
+        check_not_system_topic(message.topic_name)
         config = topic_config_from_proto(message, self._default_queue_count)
         with self._lock:
             if self._topics.get(config.topic_name) is not None:
                 raise TopicExistsError("topic exists already", topic=config.topic_name)
-            self._topics.create_or_update(config)
+            self._save(config)
         self._changed(config.topic_name)
         return config
 
     def update(self, message: common_pb2.TopicConfig) -> TopicConfig:
         """Replace an existing topic's config; ``UnknownTopicError`` when there is none.
-        Queue counts 0 keep the topic's current counts."""
+        Queue counts 0 keep the topic's current counts; a system topic is not changed here."""
+        check_not_system_topic(message.topic_name)
         with self._lock:
             current = self._topics.require(message.topic_name)
             patched = common_pb2.TopicConfig()
@@ -123,7 +140,7 @@ class TopicProcessor:
             patched.read_queue_nums = message.read_queue_nums or current.read_queue_nums
             patched.write_queue_nums = message.write_queue_nums or current.write_queue_nums
             config = topic_config_from_proto(patched, self._default_queue_count)
-            self._topics.create_or_update(config)
+            self._save(config)
         self._changed(config.topic_name)
         return config
 
@@ -142,7 +159,7 @@ class TopicProcessor:
                 read_queue_nums=self._default_queue_count,
                 write_queue_nums=self._default_queue_count,
             )
-            self._topics.create_or_update(config)
+            self._save(config)
         _log.info("topic auto-created: topic=%s queues=%d", topic, self._default_queue_count)
         self._changed(topic)
         return config
@@ -151,6 +168,11 @@ class TopicProcessor:
         """Delete a topic, its consume queues and every group's offsets on it; returns how
         many consume queues went. ``UnknownTopicError`` when there is no such topic."""
         with self._lock:
+            if self._replicated:  # config and offsets through the log; queues go with retention
+                self._topics.require(topic)
+                require_committed(self._store.remove_topic(topic), "topic removal", topic=topic)
+                self._changed(topic)
+                return 0
             if not self._topics.delete(topic):
                 raise UnknownTopicError("no such topic", topic=topic)
             removed = self._store.delete_topic(topic)
@@ -159,6 +181,14 @@ class TopicProcessor:
                 offsets.remove(group, topic)
         self._changed(topic)
         return removed
+
+    def _save(self, config: TopicConfig) -> None:
+        """Create or replace a topic's config (in a group through its log, committed)."""
+        if self._replicated:
+            result = self._store.update_topic_config(config)
+            require_committed(result, "topic config", topic=config.topic_name)
+        else:
+            self._topics.create_or_update(config)
 
     def _changed(self, topic: str) -> None:
         for listener in self._listeners:

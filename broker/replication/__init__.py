@@ -7,7 +7,22 @@
 - :mod:`~aeromq.broker.replication.epoch_file`: the ``epochs`` file of ``<epoch> <start_offset>``
   lines, rewritten atomically and durably, its lookups for the truncation handshake, and the
   ``truncate.intent`` marker;
+- :mod:`~aeromq.broker.replication.group_state`: the group's keys in etcd and its ``state``
+  (leader, epoch, ISR, min_isr), changed by compare-and-swap on its revision only;
+- :mod:`~aeromq.broker.replication.membership`: a member's lease, key and election position;
+- :mod:`~aeromq.broker.replication.election`: the election as a state machine with no I/O;
+- :mod:`~aeromq.broker.replication.controller`: the member's link to etcd (watch, elections,
+  ISR writes) that tells the agent its role;
+- :mod:`~aeromq.broker.replication.fencing`: a leader's self-fencing on its lease;
+- :mod:`~aeromq.broker.replication.isr`: the ack rule's high watermark and the ISR's changes;
+- :mod:`~aeromq.broker.replication.handshake`: the truncation handshake (KIP-101/279);
+- :mod:`~aeromq.broker.replication.replicator` (leader) and
+  :mod:`~aeromq.broker.replication.fetcher` (follower): the data path over Aeron UDP, run by
+  :mod:`~aeromq.broker.replication.agent` on its own thread;
+- :mod:`~aeromq.broker.replication.group_member`: all of it assembled for the broker;
 - the errors, rooted at :class:`ReplicationError` under the broker's ``BrokerError``.
+
+The protocol, the ack rule, the keys and the timings are described in ``docs/replication.md``.
 """
 
 from aeromq.broker.replication._errors import (
@@ -16,6 +31,8 @@ from aeromq.broker.replication._errors import (
     MalformedFrameError,
     ReplicationError,
 )
+from aeromq.broker.replication.agent import ReplicationAgent, Role
+from aeromq.broker.replication.controller import GroupController, GroupSnapshot
 from aeromq.broker.replication.epoch_file import (
     EPOCH_FILE_NAME,
     TRUNCATE_INTENT_FILE_NAME,
@@ -25,8 +42,10 @@ from aeromq.broker.replication.epoch_file import (
     read_truncate_intent,
     write_truncate_intent,
 )
+from aeromq.broker.replication.fencing import SelfFence
 from aeromq.broker.replication.frame_codec import (
     CHECK_CODE_NAMES,
+    EPOCH_ABOVE_LEADER_EPOCH,
     LENGTH_MISMATCH,
     NEGATIVE_FIELD,
     OFFSET_BEFORE_EPOCH_START,
@@ -46,9 +65,13 @@ from aeromq.broker.replication.frame_codec import (
     encode_heartbeat,
     write_append_header,
 )
+from aeromq.broker.replication.group_member import GroupMember, GroupSettings
+from aeromq.broker.replication.group_state import GroupKeys, GroupState, GroupStateStore
+from aeromq.broker.replication.membership import MemberInfo, Membership, Position
 
 __all__ = [
     "CHECK_CODE_NAMES",
+    "EPOCH_ABOVE_LEADER_EPOCH",
     "EPOCH_FILE_NAME",
     "LENGTH_MISMATCH",
     "NEGATIVE_FIELD",
@@ -65,9 +88,22 @@ __all__ = [
     "EpochFileError",
     "FetchFrame",
     "Frame",
+    "GroupController",
+    "GroupKeys",
+    "GroupMember",
+    "GroupSettings",
+    "GroupSnapshot",
+    "GroupState",
+    "GroupStateStore",
     "HeartbeatFrame",
     "MalformedFrameError",
+    "MemberInfo",
+    "Membership",
+    "Position",
+    "ReplicationAgent",
     "ReplicationError",
+    "Role",
+    "SelfFence",
     "check_frame",
     "clear_truncate_intent",
     "decode_frame",

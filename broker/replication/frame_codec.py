@@ -43,6 +43,7 @@ from aeromq.broker.replication.frame_descriptor import (
 
 __all__ = [
     "CHECK_CODE_NAMES",
+    "EPOCH_ABOVE_LEADER_EPOCH",
     "LENGTH_MISMATCH",
     "NEGATIVE_FIELD",
     "OFFSET_BEFORE_EPOCH_START",
@@ -73,6 +74,7 @@ UNKNOWN_TYPE: Final = -3  # a type that is not APPEND, HEARTBEAT, FETCH or ACK
 LENGTH_MISMATCH: Final = -4  # longer than its type's length (or its header + payload length)
 NEGATIVE_FIELD: Final = -5  # a negative epoch, offset, member id or payload length
 OFFSET_BEFORE_EPOCH_START: Final = -6  # an APPEND whose bytes start before its epoch does
+EPOCH_ABOVE_LEADER_EPOCH: Final = -7  # an APPEND of bytes newer than the leader sending them
 
 CHECK_CODE_NAMES: Final = {
     SHORT_FRAME: "SHORT_FRAME",
@@ -81,11 +83,13 @@ CHECK_CODE_NAMES: Final = {
     LENGTH_MISMATCH: "LENGTH_MISMATCH",
     NEGATIVE_FIELD: "NEGATIVE_FIELD",
     OFFSET_BEFORE_EPOCH_START: "OFFSET_BEFORE_EPOCH_START",
+    EPOCH_ABOVE_LEADER_EPOCH: "EPOCH_ABOVE_LEADER_EPOCH",
 }
 
 
 class AppendFrame(NamedTuple):
-    """Leader -> follower: commit log bytes ``[offset, offset + len(payload))`` of ``epoch``."""
+    """Leader -> follower: commit log bytes ``[offset, offset + len(payload))`` of ``epoch``,
+    sent by the leader of ``leader_epoch``."""
 
     epoch: int
     epoch_start_offset: int
@@ -93,6 +97,7 @@ class AppendFrame(NamedTuple):
     high_watermark: int
     payload: memoryview
     flags: int = NO_FLAGS
+    leader_epoch: int = 0
 
     @property
     def end_offset(self) -> int:
@@ -153,9 +158,13 @@ def write_append_header(
     high_watermark: int,
     length: int,
     flags: int = NO_FLAGS,
+    *,
+    leader_epoch: int | None = None,
 ) -> int:
     """Write an APPEND header for ``length`` payload bytes at ``buffer[index:]``; the payload
-    goes at ``index + PAYLOAD_OFFSET``. Returns :data:`APPEND_HEADER_LENGTH`."""
+    goes at ``index + PAYLOAD_OFFSET``. ``leader_epoch`` is the sender's epoch (``epoch`` when
+    None: the leader sends bytes of its own epoch). Returns :data:`APPEND_HEADER_LENGTH`."""
+    leader_epoch = epoch if leader_epoch is None else leader_epoch
     _check_arguments(
         "APPEND",
         epoch=epoch,
@@ -163,12 +172,19 @@ def write_append_header(
         offset=offset,
         high_watermark=high_watermark,
         length=length,
+        leader_epoch=leader_epoch,
     )
     if offset < epoch_start_offset:
         raise InvalidArgumentError(
             "replication APPEND starts before its epoch",
             offset=offset,
             epoch_start_offset=epoch_start_offset,
+        )
+    if epoch > leader_epoch:
+        raise InvalidArgumentError(
+            "replication APPEND of an epoch above its leader's",
+            epoch=epoch,
+            leader_epoch=leader_epoch,
         )
     APPEND_HEADER_STRUCT.pack_into(
         buffer,
@@ -181,6 +197,7 @@ def write_append_header(
         epoch_start_offset,
         offset,
         high_watermark,
+        leader_epoch,
     )
     return APPEND_HEADER_LENGTH
 
@@ -192,11 +209,24 @@ def encode_append(
     high_watermark: int,
     payload: ReadableBuffer,
     flags: int = NO_FLAGS,
+    *,
+    leader_epoch: int | None = None,
 ) -> bytes:
-    """An APPEND frame carrying ``payload``, the commit log bytes from ``offset``."""
+    """An APPEND frame carrying ``payload``, the commit log bytes from ``offset`` (of epoch
+    ``epoch``, sent by the leader of ``leader_epoch``: ``epoch`` when None)."""
     length = len(payload)
     frame = bytearray(APPEND_HEADER_LENGTH + length)
-    write_append_header(frame, 0, epoch, epoch_start_offset, offset, high_watermark, length, flags)
+    write_append_header(
+        frame,
+        0,
+        epoch,
+        epoch_start_offset,
+        offset,
+        high_watermark,
+        length,
+        flags,
+        leader_epoch=leader_epoch,
+    )
     frame[PAYLOAD_OFFSET:] = payload
     return bytes(frame)
 
@@ -251,15 +281,17 @@ def check_frame(buffer: ReadableBuffer) -> int:
     if length < fixed:
         return SHORT_FRAME
     if frame_type == APPEND_TYPE:
-        _, _, _, payload_length, epoch, epoch_start, offset, hw = APPEND_HEADER_STRUCT.unpack_from(
-            buffer
+        _, _, _, payload_length, epoch, epoch_start, offset, hw, leader_epoch = (
+            APPEND_HEADER_STRUCT.unpack_from(buffer)
         )
-        if payload_length < 0 or epoch < 0 or epoch_start < 0 or hw < 0:
+        if payload_length < 0 or epoch < 0 or epoch_start < 0 or hw < 0 or leader_epoch < 0:
             return NEGATIVE_FIELD
         if length != fixed + payload_length:
             return SHORT_FRAME if length < fixed + payload_length else LENGTH_MISMATCH
         if offset < epoch_start:
             return OFFSET_BEFORE_EPOCH_START
+        if epoch > leader_epoch:
+            return EPOCH_ABOVE_LEADER_EPOCH
         return APPEND_TYPE
     if length != fixed:
         return LENGTH_MISMATCH
@@ -276,9 +308,11 @@ def decode_frame(buffer: ReadableBuffer) -> Frame:
         raise _malformed(buffer, code)
     view = memoryview(buffer)
     if code == APPEND_TYPE:
-        _, flags, _, length, epoch, epoch_start, offset, hw = APPEND_HEADER_STRUCT.unpack_from(view)
+        _, flags, _, length, epoch, epoch_start, offset, hw, leader_epoch = (
+            APPEND_HEADER_STRUCT.unpack_from(view)
+        )
         payload = view[PAYLOAD_OFFSET : PAYLOAD_OFFSET + length]
-        return AppendFrame(epoch, epoch_start, offset, hw, payload, flags)
+        return AppendFrame(epoch, epoch_start, offset, hw, payload, flags, leader_epoch)
     if code == HEARTBEAT_TYPE:
         _, flags, _, _, epoch, leader_leo, hw = HEARTBEAT_STRUCT.unpack_from(view)
         return HeartbeatFrame(epoch, leader_leo, hw, flags)

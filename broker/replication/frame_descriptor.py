@@ -16,7 +16,12 @@ that every i64 after it is 8-byte aligned::
 
 APPEND (type 1): the commit log bytes ``[offset, offset + length)`` of the leader, whole
 batches or blank fillers (a batch larger than a frame spans frames), all of one epoch (a
-transfer never crosses an epoch boundary: ``offset >= epoch_start_offset``)::
+transfer never crosses an epoch boundary: ``offset >= epoch_start_offset``). ``Epoch`` and
+``Epoch Start Offset`` say which epoch the bytes belong to (a follower catching up is sent bytes
+of older epochs and writes them into its epoch file); ``Leader Epoch`` is the epoch of the
+leader that sends them, never below ``Epoch``: the follower refuses a frame whose leader epoch
+is not the one it follows (a deposed leader's frames), as it refuses every other frame by its
+``Epoch``::
 
      0                   1                   2                   3
      0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -37,7 +42,10 @@ transfer never crosses an epoch boundary: ``offset >= epoch_start_offset``)::
  32 |                     High Watermark (i64)                      |
     |                                                               |
     +---------------------------------------------------------------+
- 40 |                    Commit Log Bytes (Length)                 ...
+ 40 |                      Leader Epoch (i64)                       |
+    |                                                               |
+    +---------------------------------------------------------------+
+ 48 |                    Commit Log Bytes (Length)                 ...
    ...                                                              |
     +---------------------------------------------------------------+
 
@@ -129,6 +137,7 @@ __all__ = [
     "HEARTBEAT_STRUCT",
     "HEARTBEAT_TYPE",
     "HIGH_WATERMARK_OFFSET",
+    "LEADER_EPOCH_OFFSET",
     "LEADER_LEO_OFFSET",
     "LEADER_STREAM_ID",
     "LENGTH_OFFSET",
@@ -168,7 +177,8 @@ EPOCH_OFFSET: Final = HEADER_LENGTH
 EPOCH_START_OFFSET_OFFSET: Final = EPOCH_OFFSET + 8
 OFFSET_OFFSET: Final = EPOCH_START_OFFSET_OFFSET + 8
 HIGH_WATERMARK_OFFSET: Final = OFFSET_OFFSET + 8
-PAYLOAD_OFFSET: Final = HIGH_WATERMARK_OFFSET + 8
+LEADER_EPOCH_OFFSET: Final = HIGH_WATERMARK_OFFSET + 8
+PAYLOAD_OFFSET: Final = LEADER_EPOCH_OFFSET + 8
 APPEND_HEADER_LENGTH: Final = PAYLOAD_OFFSET
 
 # HEARTBEAT (its high watermark follows the leader's LEO)
@@ -196,13 +206,13 @@ FRAME_LENGTHS: Final = {
 # The structs the codec packs with (each one's size is the documented length): version, flags,
 # type, the i32 word, then the frame's i64s in the order of the diagram.
 HEADER_STRUCT: Final = struct.Struct("<BBHi")
-APPEND_HEADER_STRUCT: Final = struct.Struct("<BBHiqqqq")
+APPEND_HEADER_STRUCT: Final = struct.Struct("<BBHiqqqqq")
 HEARTBEAT_STRUCT: Final = struct.Struct("<BBHiqqq")
 FETCH_STRUCT: Final = struct.Struct("<BBHiqq")
 ACK_STRUCT: Final = struct.Struct("<BBHiqqq")
 
 assert HEADER_STRUCT.size == HEADER_LENGTH == 8
-assert APPEND_HEADER_STRUCT.size == APPEND_HEADER_LENGTH == 40
+assert APPEND_HEADER_STRUCT.size == APPEND_HEADER_LENGTH == 48
 assert HEARTBEAT_STRUCT.size == HEARTBEAT_FRAME_LENGTH == 32
 assert FETCH_STRUCT.size == FETCH_FRAME_LENGTH == 24
 assert ACK_STRUCT.size == ACK_FRAME_LENGTH == 32

@@ -22,6 +22,7 @@ import grpc
 from aeromq.broker._errors import InvalidArgumentError
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.grpc._server_base import GrpcServerBase
+from aeromq.broker.rocketmq._leader import EndpointLeadership
 from aeromq.broker.rocketmq._pop import PopService
 from aeromq.broker.rocketmq._service import EndpointSettings, MessagingServicer
 from aeromq.broker.rocketmq._telemetry import SettingsPolicy
@@ -35,9 +36,16 @@ _MAX_WORKERS: Final = 128
 
 
 class RocketMQEndpoint(GrpcServerBase):
-    """See the module. ``pop`` is the receive/ack state (``PopService``)."""
+    """See the module. ``pop`` is the receive/ack state (``PopService``). ``leadership``: a
+    broker group member's (``EndpointLeadership``): a member that does not lead forwards
+    RocketMQ 5 calls to the leader's endpoint; None: a single broker."""
 
-    def __init__(self, store: MessageStore, config: BrokerConfig) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        config: BrokerConfig,
+        leadership: EndpointLeadership | None = None,
+    ) -> None:
         if config.rocketmq_port == 0:  # routes name the port: the broker picks a free one first
             raise InvalidArgumentError("the endpoint needs a known port", rocketmq_port=0)
         self.pop = PopService(store, config.rocketmq_max_delivery_attempts)
@@ -63,6 +71,7 @@ class RocketMQEndpoint(GrpcServerBase):
                     long_polling_max_ms=config.long_polling_max_suspend_ms,
                 ),
             ),
+            leadership,
         )
 
     def _register(self, server: grpc.aio.Server) -> None:

@@ -4,7 +4,10 @@ to the part that serves it (routes: ``_route``; sends: ``_send``; receive, ack, 
 and dead letters: ``_pop``; settings: ``_telemetry``).
 
 Refusals travel as the response's ``Status`` (``_status``), with gRPC status OK, as RocketMQ's
-proxy answers. ``EndTransaction`` is refused with ``UNSUPPORTED``; the calls of RocketMQ's pull
+proxy answers. On a member of a broker group that does not lead it (``leadership`` given, see
+``_leader.py``), routes, assignments, sends, receives, acks, invisibility changes and dead
+letters are forwarded to the leader's endpoint and answered as the leader answers them
+(``HA_NOT_AVAILABLE`` while no leader is known); settings, heartbeats and refusals stay local. ``EndTransaction`` is refused with ``UNSUPPORTED``; the calls of RocketMQ's pull
 and lite consumers and of recalls (``PullMessage``, ``UpdateOffset``, ``GetOffset``,
 ``QueryOffset``, ``RecallMessage``, ``SyncLiteSubscription``) are refused with ``UNSUPPORTED``
 too, naming the call.
@@ -20,6 +23,7 @@ from typing import Final
 import grpc
 
 from aeromq.broker.rocketmq._convert import to_v2_message
+from aeromq.broker.rocketmq._leader import EndpointLeadership, LeaderForwarder
 from aeromq.broker.rocketmq._pop import MessageFilter, PopService
 from aeromq.broker.rocketmq._receipt import ReceiptHandle
 from aeromq.broker.rocketmq._route import assignments, endpoints_of, message_queues
@@ -85,8 +89,17 @@ def _invisible_ms(duration_ms: int) -> int:
 class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
     """See the module."""
 
-    def __init__(self, store: MessageStore, pop: PopService, settings: EndpointSettings) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        pop: PopService,
+        settings: EndpointSettings,
+        leadership: EndpointLeadership | None = None,
+    ) -> None:
         self._store = store
+        self._forwarder = (
+            None if leadership is None else LeaderForwarder(leadership, settings.broker_name)
+        )
         self._pop = pop
         self._settings = settings
         self._endpoints = endpoints_of(settings.host, settings.port)
@@ -100,8 +113,17 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
         self._closing = threading.Event()
 
     def close(self) -> None:
-        """End the open telemetry streams at their next command."""
+        """End the open telemetry streams at their next command; close the channel to the
+        group's leader."""
         self._closing.set()
+        if self._forwarder is not None:
+            self._forwarder.close()
+
+    def _follower(self) -> LeaderForwarder | None:
+        """The forwarder to the leader when this member does not serve now, else None (a
+        single broker, or the leader)."""
+        forwarder = self._forwarder
+        return None if forwarder is None or forwarder.leadership.serves() else forwarder
 
     # -- routes and liveness ---------------------------------------------------------------
 
@@ -109,6 +131,8 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
         self, request: service_pb2.QueryRouteRequest, context: grpc.ServicerContext
     ) -> service_pb2.QueryRouteResponse:
         try:
+            if (follower := self._follower()) is not None:
+                return follower.unary(lambda stub: stub.QueryRoute, request, context)
             config = self._topic(request.topic.name)
         except ProtocolStatusError as exc:
             return service_pb2.QueryRouteResponse(status=_refusal(exc))
@@ -121,6 +145,8 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
         self, request: service_pb2.QueryAssignmentRequest, context: grpc.ServicerContext
     ) -> service_pb2.QueryAssignmentResponse:
         try:
+            if (follower := self._follower()) is not None:
+                return follower.unary(lambda stub: stub.QueryAssignment, request, context)
             config = self._topic(request.topic.name)
         except ProtocolStatusError as exc:
             return service_pb2.QueryAssignmentResponse(status=_refusal(exc))
@@ -163,6 +189,8 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
         self, request: service_pb2.SendMessageRequest, context: grpc.ServicerContext
     ) -> service_pb2.SendMessageResponse:
         try:
+            if (follower := self._follower()) is not None:
+                return follower.unary(lambda stub: stub.SendMessage, request, context)
             return self.sender.send(request, context.peer())
         except ProtocolStatusError as exc:
             return service_pb2.SendMessageResponse(status=_refusal(exc))
@@ -183,6 +211,9 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
     def ReceiveMessage(
         self, request: service_pb2.ReceiveMessageRequest, context: grpc.ServicerContext
     ) -> Iterator[service_pb2.ReceiveMessageResponse]:
+        if (follower := self._follower()) is not None:
+            yield from follower.receive(request, context)
+            return
         topic = request.message_queue.topic.name
         try:
             group = _need(request.group.name, Code.ILLEGAL_CONSUMER_GROUP, "a consumer group")
@@ -226,6 +257,11 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
     def AckMessage(
         self, request: service_pb2.AckMessageRequest, context: grpc.ServicerContext
     ) -> service_pb2.AckMessageResponse:
+        if (follower := self._follower()) is not None:
+            try:
+                return follower.unary(lambda stub: stub.AckMessage, request, context)
+            except ProtocolStatusError as exc:
+                return service_pb2.AckMessageResponse(status=_refusal(exc))
         response = service_pb2.AckMessageResponse()
         failures = []
         for entry in request.entries:
@@ -254,6 +290,8 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
         self, request: service_pb2.ChangeInvisibleDurationRequest, context: grpc.ServicerContext
     ) -> service_pb2.ChangeInvisibleDurationResponse:
         try:
+            if (follower := self._follower()) is not None:
+                return follower.unary(lambda stub: stub.ChangeInvisibleDuration, request, context)
             group = _need(request.group.name, Code.ILLEGAL_CONSUMER_GROUP, "a consumer group")
             invisible_ms = _invisible_ms(request.invisible_duration.ToMilliseconds())
             handle = ReceiptHandle.decode(request.receipt_handle)
@@ -270,6 +308,10 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
         context: grpc.ServicerContext,
     ) -> service_pb2.ForwardMessageToDeadLetterQueueResponse:
         try:
+            if (follower := self._follower()) is not None:
+                return follower.unary(
+                    lambda stub: stub.ForwardMessageToDeadLetterQueue, request, context
+                )
             group = _need(request.group.name, Code.ILLEGAL_CONSUMER_GROUP, "a consumer group")
             handle = ReceiptHandle.decode(request.receipt_handle)
             self._pop.forward_to_dlq(group, request.topic.name, handle)

@@ -30,7 +30,12 @@ _PUT_CODES: Final[dict[PutMessageStatus, Code.ValueType]] = {
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: Code.INTERNAL_SERVER_ERROR,
     PutMessageStatus.MESSAGE_ILLEGAL: Code.BAD_REQUEST,
     PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: Code.MESSAGE_PROPERTIES_TOO_LARGE,
+    PutMessageStatus.DISK_FULL: Code.TOO_MANY_REQUESTS,  # retriable: sends are taken again later
+    PutMessageStatus.NOT_LEADER: Code.HA_NOT_AVAILABLE,
+    PutMessageStatus.REPLICATION_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,
+    PutMessageStatus.OUT_OF_ORDER_SEQUENCE: Code.BAD_REQUEST,
 }
+assert set(_PUT_CODES) == set(PutMessageStatus), "every put status has a v2 code"
 
 
 class ProtocolStatusError(BrokerError):

@@ -51,6 +51,13 @@ class SessionServerConfig:
     tombstone_linger_ms            60 000    how long a closed session's id is remembered, to
                                              answer its late requests with the reason
     max_tombstones                 10 000    closed sessions remembered at most
+    max_sessions_per_client        64        CONNECTs of one client beyond it are refused
+                                             (SYSTEM_BUSY); a client is its ``client_id`` at
+                                             its source (``_client_limits.py``)
+    max_log_bytes_per_client       8 GiB     shared memory one client's sessions may take (two
+                                             logs each: 384 MiB over IPC by default)
+    max_response_term_length       64 MiB    a CONNECT whose response channel asks a longer
+                                             term is refused (INVALID_PARAMETER)
     =============================  ========  ===================================================
     """
 
@@ -61,6 +68,9 @@ class SessionServerConfig:
     fragment_limit: int = 64
     tombstone_linger_ms: int = 60_000
     max_tombstones: int = 10_000
+    max_sessions_per_client: int = 64
+    max_log_bytes_per_client: int = 8 * 1024**3
+    max_response_term_length: int = 64 * 1024**2
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -33,6 +33,8 @@ class SessionCounters:
     aborted: int = 0
     response_back_pressure: int = 0
     doorbells_refused: int = 0
+    client_limits_refused: int = 0
+    response_streams_refused: int = 0
     errors_by_code: collections.Counter[int] = field(default_factory=collections.Counter)
 
     def snapshot(self) -> dict[str, int]:

@@ -2,10 +2,13 @@
 response publications, farewells, the periodic sweep and closing.
 
 A CONNECT is checked (its response channel must point back at its own source, the protocol
-version, the ACL's authentication, ``max_sessions``) and refused with a farewell (an answer on a
-publication opened for it, closed once delivered) or opens a session: its response publication
+version, the ACL's authentication, ``max_sessions``, the client's own limits and its response
+channel's term, ``_client_limits.py``) and refused with a farewell (an answer on a publication of
+a small term opened for it, closed once delivered) or opens a session: its response publication
 is added asynchronously and polled by :meth:`SessionLifecycle._progress_connecting` until
-connected, when the CONNECT answer goes first in its backlog. Every 100 ms the sweep closes
+connected, when the CONNECT answer goes first in its backlog. A response publication the driver
+refuses (no room: ``STORAGE_SPACE``) is answered with a farewell too (``SYSTEM_BUSY``, the
+driver's reason in its text), never with silence. Every 100 ms the sweep closes
 sessions idle for the session timeout and sessions whose client is gone, and stops ringing
 client doorbells that were freed. :meth:`SessionLifecycle._close` is where every session ends.
 
@@ -19,10 +22,18 @@ is declared here and set by ``SessionAgent.__init__``.
 from __future__ import annotations
 
 import logging
+from functools import cached_property
 from typing import Final
 
 from aeromq.broker.security._acl import Acl
 from aeromq.broker.session._answer_envelopes import error_envelope
+from aeromq.broker.session._client_limits import (
+    client_key,
+    farewell_channel,
+    limit_refusal,
+    response_term_length,
+    session_log_bytes,
+)
 from aeromq.broker.session._config import LocalReadGrant, SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
 from aeromq.broker.session._route_check import IPC_SOURCE, route_refusal
@@ -40,6 +51,7 @@ from aeromq.proto import session_pb2
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, Image
 from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, RingBatch
+from aeromq.transport.driver.refusal_log import RefusalLog
 from aeromq.transport.logbuffer.header import Header
 
 __all__ = ["SessionLifecycle"]
@@ -48,6 +60,8 @@ _log = logging.getLogger(__name__)
 
 _CONNECT: Final = RESPONSE_FIELD_NUMBERS["connect"]
 _MS: Final = 1_000_000
+REFUSAL_LOG_INTERVAL_NS: Final = 10_000_000_000
+"""A client's refused CONNECTs are logged at most once per this interval (10 s)."""
 
 
 class SessionLifecycle:
@@ -68,6 +82,11 @@ class SessionLifecycle:
     _farewells: dict[tuple[str, int], ServerSession]
     _unrung_sessions: int  # live sessions whose requests ring nothing
     _now_ns: int  # the time of this duty cycle
+
+    @cached_property
+    def _refusals(self) -> RefusalLog:
+        """Refused clients' CONNECTs, logged once per client and interval."""
+        return RefusalLog(_log, REFUSAL_LOG_INTERVAL_NS)
 
     def _on_connect(self, request: session_pb2.TransportRequest, header: Header) -> None:
         connect = request.connect
@@ -114,6 +133,18 @@ class SessionLifecycle:
                 f"too many sessions: max_sessions={self.config.max_sessions}",
             )
             return
+        key = client_key(source, connect.client_id)
+        ingress_term = image.term_buffer_length if isinstance(image, Image) else 0
+        response_term = response_term_length(connect.response_channel, ingress_term)
+        log_bytes = session_log_bytes(ingress_term, response_term)
+        limited = self._client_refusal(key, response_term, log_bytes)
+        if limited is not None:
+            code, text = limited
+            self.counters.connects_refused += 1
+            self.counters.client_limits_refused += 1
+            self._refusals.refused(key, now_ns, f"session refused: {text}")
+            self._farewell(route, request.correlation_id, 0, code, text)
+            return
         session = ServerSession(
             self._table.new_id(),
             connect.client_id,
@@ -132,7 +163,7 @@ class SessionLifecycle:
             session.local_reads = True  # the client shares this host: see ConnectResponse
         if not self._open_publication(session):
             return
-        self._table.add(session)
+        self._table.add(session, key, log_bytes)
         self._connecting.add(session)
         if session.doorbell is None or self.doorbell is None:
             self._unrung_sessions += 1
@@ -147,22 +178,55 @@ class SessionLifecycle:
             return None
         return Doorbell.for_counter(counters, counter_id)
 
+    def _client_refusal(
+        self, key: str, response_term: int, log_bytes: int
+    ) -> tuple[int, str] | None:
+        """The code and text refusing a CONNECT of the client ``key`` (``_client_limits.py``)."""
+        limit = self.config.max_response_term_length
+        if response_term > limit:
+            return (
+                ResponseCode.INVALID_PARAMETER,
+                f"the response channel's term is longer than the broker takes: "
+                f"term_length={response_term} max_response_term_length={limit}",
+            )
+        sessions, held = self._table.client_holds(key)
+        why = limit_refusal(self.config, sessions, held, log_bytes)
+        return None if why is None else (ResponseCode.SYSTEM_BUSY, f"{why} client={key}")
+
     def _open_publication(self, session: ServerSession) -> bool:
+        """Ask for the session's response publication (a farewell's of a small term); a refusal
+        is answered with a farewell (a farewell's only logged)."""
+        channel = session.response_channel
         try:
             session.registration_id = self._aeron.async_add_exclusive_publication(
-                with_ipc_mtu(session.response_channel), session.response_stream_id
+                with_ipc_mtu(farewell_channel(channel) if session.farewell else channel),
+                session.response_stream_id,
             )
         except TransportError as exc:
-            self.counters.connects_refused += 1
-            _log.warning(
-                "cannot open a response publication: client_id=%s channel=%s stream_id=%s: %s",
-                session.client_id,
-                session.response_channel,
-                session.response_stream_id,
-                exc,
-            )
+            self._response_refused(session, exc)
             return False
         return True
+
+    def _response_refused(self, session: ServerSession, exc: TransportError) -> None:
+        """The driver refused the session's response publication (no room, a bad channel):
+        answer the CONNECT with the reason on a farewell (counted, logged)."""
+        self.counters.connects_refused += 1
+        self.counters.response_streams_refused += 1
+        _log.warning(
+            "cannot open a response publication: client_id=%s channel=%s stream_id=%s: %s",
+            session.client_id,
+            session.response_channel,
+            session.response_stream_id,
+            exc,
+        )
+        if not session.farewell:
+            self._farewell(
+                session.route,
+                session.connect_correlation_id,
+                0,
+                ResponseCode.SYSTEM_BUSY,
+                f"the broker cannot open the session's response stream: {exc}",
+            )
 
     def _farewell(
         self, route: tuple[str, int], correlation_id: int, session_id: int, code: int, text: str
@@ -204,6 +268,7 @@ class SessionLifecycle:
                     publication = self._aeron.get_exclusive_publication(session.registration_id)
                 except TransportError as exc:
                     self._close(session, f"response channel refused: {exc}", now_ns, False)
+                    self._response_refused(session, exc)
                     continue
                 session.publication = publication
             if publication is not None and publication.is_connected:

@@ -5,8 +5,9 @@ A closed session leaves a tombstone (its response route and why it closed) for
 dropped. Session ids are drawn at random from the positive 63-bit range (``secrets``): a client
 cannot guess its neighbour's, and a restarted broker does not hand out the ids its previous run
 did (an old client gets "unknown session", never another client's session). Sessions are found
-by id, and by the ingress image (``Image``) their CONNECT came on. Only the session agent's
-thread uses the table.
+by id, and by the ingress image (``Image``) their CONNECT came on. The table also counts what each
+client holds (its live sessions and their log bytes, ``_client_limits.py``), given back the
+moment a session is removed. Only the session agent's thread uses the table.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class SessionTable:
         self._live: dict[int, ServerSession] = {}
         self._by_image: dict[object, ServerSession] = {}
         self._tombstones: OrderedDict[int, Tombstone] = OrderedDict()
+        self._clients: dict[str, tuple[int, int]] = {}  # client key -> (sessions, log bytes)
+        self._held: dict[int, tuple[str, int]] = {}  # session id -> (client key, log bytes)
 
     def new_id(self) -> int:
         """A fresh, unguessable session id: random, positive, neither live nor remembered."""
@@ -48,10 +51,20 @@ class SessionTable:
                 return session_id
         raise RuntimeError("no free session id")  # 2**63 ids: unreachable in practice
 
-    def add(self, session: ServerSession) -> None:
+    def add(self, session: ServerSession, client_key: str = "", log_bytes: int = 0) -> None:
+        """A new live session; a client's (``client_key``, not a farewell) holds ``log_bytes``
+        until it is removed."""
         self._live[session.session_id] = session
         if not session.farewell:
             self._by_image[session.image] = session
+        if client_key:
+            sessions, held = self._clients.get(client_key, (0, 0))
+            self._clients[client_key] = (sessions + 1, held + log_bytes)
+            self._held[session.session_id] = (client_key, log_bytes)
+
+    def client_holds(self, client_key: str) -> tuple[int, int]:
+        """(live sessions, their log bytes) of the client ``client_key``."""
+        return self._clients.get(client_key, (0, 0))
 
     def get(self, session_id: int) -> ServerSession | None:
         return self._live.get(session_id)
@@ -65,6 +78,14 @@ class SessionTable:
         self._live.pop(session.session_id, None)
         if self._by_image.get(session.image) is session:
             del self._by_image[session.image]
+        held = self._held.pop(session.session_id, None)
+        if held is not None:
+            client_key, log_bytes = held
+            sessions, total = self._clients[client_key]
+            if sessions <= 1:
+                del self._clients[client_key]
+            else:
+                self._clients[client_key] = (sessions - 1, total - log_bytes)
         if session.farewell:
             return
         tombstones = self._tombstones

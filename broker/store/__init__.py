@@ -1,5 +1,7 @@
 """The broker's durable message store: commit log, consume queues, index, flush, checkpoint,
-recovery, retention, consumer offsets and topic config, behind ``MessageStore``."""
+recovery, retention, consumer offsets and topic config, behind ``MessageStore``; a single
+broker's, or a broker group member's (``StoreConfig.replicated``: the committed offset, a
+follower's appends and truncation, metadata through the log)."""
 
 from aeromq.broker.store._arrival import ArrivalListener
 from aeromq.broker.store._config import FlushMode, StoreConfig

@@ -49,7 +49,7 @@ import threading
 import time
 from pathlib import Path
 
-from aeromq.broker._errors import CorruptRecordError, StoreError
+from aeromq.broker._errors import CorruptRecordError, InvalidArgumentError, StoreError
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
@@ -77,9 +77,9 @@ OLD_RECORD_MAGIC = 0x314D5141  # "AQM1": one record per message, the format befo
 MIN_BLANK_LENGTH = 8  # length and magic
 
 _PREFIX = struct.Struct("<iI")
-BATCH_HEAD = struct.Struct("<iIqqq8siIi22xH")
+BATCH_HEAD = struct.Struct("<iIqqq8siIi20xHH")
 """A stored batch's header as the store reads it: length, magic, the broker's fields, CRC,
-record count and topic length (the producer's other fields skipped)."""
+record count, attributes and topic length (the producer's other fields skipped)."""
 assert BATCH_HEAD.size == FIXED_HEADER_LENGTH
 _I64 = struct.Struct("<q")
 _BROKER_FIELDS = struct.Struct("<qqq8si")  # the header's broker fields, from offset 8
@@ -218,6 +218,35 @@ class CommitLog:
         self.max_offset = end
         return offset
 
+    def append_copy(self, unit: memoryview) -> int:
+        """Copy a unit of another member's log (a batch with its broker fields, or a blank
+        filler) as it is to the log's end, and return its physical offset: a follower's
+        append. A batch needs room for a blank after it in the segment, a blank runs exactly
+        to the segment's end, as on the leader; ``InvalidArgumentError`` otherwise (the
+        members' segment sizes differ). Raises ``StoreIOError`` when a segment cannot be
+        made."""
+        length = len(unit)
+        offset = self.max_offset
+        mapped = self.files.last
+        if mapped is None or offset >= mapped.end_offset:
+            mapped = self.files.create(offset)
+        room = mapped.end_offset - offset
+        is_blank = _PREFIX.unpack_from(unit, 0)[1] == BLANK_MAGIC
+        if (length != room) if is_blank else (length + MIN_BLANK_LENGTH > room):
+            raise InvalidArgumentError(
+                "a unit of the leader's log does not fit this log's segment: are the "
+                "segment sizes the same?",
+                physical_offset=offset,
+                length=length,
+                room=room,
+                blank=is_blank,
+            )
+        position = offset - mapped.start_offset
+        mapped.write_at(position + _PREFIX_LENGTH, (unit[_PREFIX_LENGTH:],))
+        mapped.write_at(position, (unit[:_PREFIX_LENGTH],))
+        self.max_offset = offset + length
+        return offset
+
     def _segment_for(self, length: int) -> MappedFile:
         """The segment the next ``length`` bytes go to, rolling (with a blank) when needed."""
         offset = self.max_offset
@@ -344,6 +373,22 @@ class CommitLog:
         self.flushed_offset = min(self.flushed_offset, offset)
         with self._starts_lock:
             self._batch_starts.clear()
+        return dropped
+
+    def truncate_durably(self, offset: int) -> int:
+        """:meth:`truncate`, then the zeroed tail flushed to disk (the later segments' removal
+        is made durable by the truncation itself): after a crash the log ends at ``offset`` or
+        the truncation is to be done again. Returns the bytes dropped."""
+        with self._flush_lock:
+            begin = min(self.flushed_offset, offset)
+            dropped = self.truncate(offset)
+            files = self.files.files_between(begin, offset)
+            last = self.files.last
+            if last is not None and last not in files:
+                files.append(last)  # where the zeroed tail is
+            for mapped in files:
+                mapped.flush()
+            self.flushed_offset = offset
         return dropped
 
     def close(self) -> None:

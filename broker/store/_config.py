@@ -3,7 +3,9 @@
 Defaults are RocketMQ's (``MessageStoreConfig``) where RocketMQ has one: 1 GiB commit log
 segments, 300,000 entries per consume-queue file, ASYNC flush every 500 ms, a 5 s SYNC flush
 timeout, 72 h of retention, a 4 MiB message cap. Files are private (``0600``, directories
-``0700``) and sends are refused while the disk has less than 64 MiB free.
+``0700``) and sends are refused while the disk has less than 64 MiB free. A store is a single
+broker's unless ``replicated`` (a member of a broker group, see ``MessageStore``); an idempotent
+producer is forgotten after a day without a batch (Kafka's ``producer.id.expiration.ms``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ class StoreConfig:
     data directory's file system would keep less than ``min_free_disk_bytes`` free, or is more
     than ``max_disk_used_percent`` used (None: no percentage limit); the free space is read at
     most every ``disk_check_interval_ms``.
+
+    ``replicated`` makes the store a member of a broker group: what puts wait for and what gets
+    see is the committed offset the replication layer sets (``set_high_watermark``), a put
+    waiting longer than ``replication_timeout_ms`` is answered ``REPLICATION_TIMEOUT``, and
+    topic configs and consumer offsets go through the log. ``producer_expiry_ms``: an
+    idempotent producer with no batch stored for this long is forgotten (its next batch is
+    taken whatever its sequence).
     """
 
     data_dir: Path
@@ -66,6 +75,9 @@ class StoreConfig:
     min_free_disk_bytes: int = 64 * _MIB
     max_disk_used_percent: int | None = None
     disk_check_interval_ms: int = 100
+    replicated: bool = False
+    replication_timeout_ms: int = 5_000
+    producer_expiry_ms: int = 86_400_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
@@ -74,7 +86,7 @@ class StoreConfig:
             raise ConfigError("flush_mode must be a FlushMode", flush_mode=self.flush_mode)
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("data_dir", "flush_mode", "store_host", "index_enabled"):
+            if f.name in ("data_dir", "flush_mode", "store_host", "index_enabled", "replicated"):
                 continue
             if value is None and f.name in ("max_store_bytes", "max_disk_used_percent"):
                 continue
@@ -105,6 +117,8 @@ class StoreConfig:
             _at_least("max_disk_used_percent", self.max_disk_used_percent, 1)
             _at_most("max_disk_used_percent", self.max_disk_used_percent, 100)
         _at_least("disk_check_interval_ms", self.disk_check_interval_ms, 1)
+        _at_least("replication_timeout_ms", self.replication_timeout_ms, 1)
+        _at_least("producer_expiry_ms", self.producer_expiry_ms, 1)
         host, _, port = self.store_host.rpartition(":")
         parts = host.split(".")
         if (
@@ -146,6 +160,12 @@ class StoreConfig:
         """``data_dir/checkpoint``: the commit log offset up to which the queues and the index
         are durable, and whether the last shutdown was clean."""
         return self.data_dir / "checkpoint"
+
+    @property
+    def producer_state_path(self) -> Path:
+        """``data_dir/producer_state``: the idempotent producers' last batches, as of a commit
+        log offset (a snapshot the checkpoint writes; recovery scans the log from there)."""
+        return self.data_dir / "producer_state"
 
     @property
     def lock_path(self) -> Path:

@@ -204,6 +204,25 @@ class ConsumeQueue:
         self._file_for(queue_offset)
         self._file_for(queue_offset + count - 1)
 
+    def reserve(self, end: int) -> None:
+        """Create every file the entries before queue offset ``end`` need, contiguously from
+        the last one (raises ``NoSpaceError``): a broker group's leader gives queue offsets
+        when it appends and writes the entries when the batch is committed, maybe several files
+        later. Caller: the store's group put path, under its put lock."""
+        last = self.files.last
+        need = (end - 1) * ENTRY_LENGTH  # the last entry's first byte
+        if end <= 0 or (last is not None and need < last.end_offset):
+            return
+        file_size = self.files.file_size
+        if last is not None:
+            start = last.end_offset
+        else:
+            first = self.max_offset * ENTRY_LENGTH
+            start = first - first % file_size
+        while start <= need:
+            self.files.create(start)
+            start += file_size
+
     def _file_for(self, queue_offset: int) -> MappedFile:
         byte = queue_offset * ENTRY_LENGTH
         mapped = self.files.find(byte)

@@ -3,13 +3,18 @@
 
 Commits change memory; ``persist`` writes the table atomically when it changed (the store
 calls it every ``offset_persist_interval_ms`` and at shutdown). Thread-safe.
+
+In a broker group the table follows the log's metadata records (``_metadata_log``):
+:meth:`ConsumerOffsetManager.apply_logged` applies a batch of them and remembers the log offset
+up to which the table holds every record (``applied_offset``, persisted with the table), so that
+a restart applies only the records after it. A single broker's file has no such offset.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,7 +29,12 @@ from aeromq.common import (
     is_valid_topic_name,
 )
 
-__all__ = ["ConsumerOffsetManager", "OffsetCorrection"]
+__all__ = [
+    "ConsumerOffsetManager",
+    "LoggedOffsetChange",
+    "OffsetCorrection",
+    "check_offset_commit",
+]
 
 _SEPARATOR = "@"
 _VERSION = 1
@@ -40,6 +50,17 @@ class OffsetCorrection(NamedTuple):
     max_offset: int
 
 
+class LoggedOffsetChange(NamedTuple):
+    """One offset change of the log's metadata records: ``offset`` set for (group, topic,
+    queue id), or (``offset`` None) offsets removed: the group's on ``topic`` (every topic
+    when None), or every group's on ``topic`` when ``group`` is None."""
+
+    group: str | None
+    topic: str | None
+    queue_id: int = 0
+    offset: int | None = None
+
+
 class ConsumerOffsetManager:
     """The committed offsets in ``path`` (JSON)."""
 
@@ -51,6 +72,7 @@ class ConsumerOffsetManager:
         self._persist_lock = threading.Lock()  # one writer at a time, in snapshot order
         self._dirty = False
         self._commit_ms: dict[tuple[str, str, int], int] = {}  # in memory: since this start
+        self.applied_offset: int | None = None  # a group's: the log's records before it are in
 
     def load(self) -> None:
         """Replace the table with the one persisted in ``path`` (nothing when there is no
@@ -66,19 +88,18 @@ class ConsumerOffsetManager:
             for key, offsets in value["offset_table"].items():
                 topic, _, group = key.partition(_SEPARATOR)
                 table[(topic, group)] = {int(q): int(o) for q, o in offsets.items()}
+            applied = value.get("applied_offset")
+            applied_offset = None if applied is None else int(applied)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StoreError("malformed consumer offsets", path=str(self.path)) from exc
         with self._lock:
             self._table = table
             self._dirty = False
+            self.applied_offset = applied_offset
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Set the group's next offset for the queue (in memory; see ``persist``)."""
-        _check(group, topic, queue_id)
-        if not isinstance(offset, int) or offset < 0:
-            raise InvalidArgumentError(
-                "offset must be >= 0", group=group, topic=topic, queue_id=queue_id, offset=offset
-            )
+        check_offset_commit(group, topic, queue_id, offset)
         with self._lock:
             self._table.setdefault((topic, group), {})[queue_id] = offset
             self._commit_ms[(group, topic, queue_id)] = time.time_ns() // 1_000_000
@@ -113,14 +134,38 @@ class ConsumerOffsetManager:
         """Forget the group's offsets (on ``topic`` only, if given); returns how many
         (topic, group) entries went."""
         with self._lock:
-            doomed = [k for k in self._table if k[1] == group and topic in (None, k[0])]
-            for key in doomed:
-                del self._table[key]
-            for stamp in [k for k in self._commit_ms if k[0] == group and topic in (None, k[1])]:
-                del self._commit_ms[stamp]
-            if doomed:
-                self._dirty = True
-            return len(doomed)
+            return self._remove(group, topic)
+
+    def _remove(self, group: str | None, topic: str | None) -> int:
+        """``remove`` with the lock held; ``group`` None: every group's on ``topic``."""
+        doomed = [k for k in self._table if group in (None, k[1]) and topic in (None, k[0])]
+        for key in doomed:
+            del self._table[key]
+        for stamp in [
+            k for k in self._commit_ms if group in (None, k[0]) and topic in (None, k[1])
+        ]:
+            del self._commit_ms[stamp]
+        if doomed:
+            self._dirty = True
+        return len(doomed)
+
+    def apply_logged(self, changes: Sequence[LoggedOffsetChange], applied_offset: int) -> None:
+        """Apply the offset changes of one batch of the log's metadata records, in order, and
+        note that the table holds the log's records before ``applied_offset`` (persisted with
+        it by the next ``persist``). Caller: the store, when the batch is committed (and at
+        start, for the records after the persisted ``applied_offset``)."""
+        now_ms = time.time_ns() // 1_000_000
+        with self._lock:
+            for change in changes:
+                if change.offset is None:
+                    self._remove(change.group, change.topic)
+                elif change.group is not None and change.topic is not None:
+                    self._table.setdefault((change.topic, change.group), {})[change.queue_id] = (
+                        change.offset
+                    )
+                    self._commit_ms[(change.group, change.topic, change.queue_id)] = now_ms
+            self.applied_offset = applied_offset
+            self._dirty = True
 
     def clamp(self, max_offset_of: Callable[[str, int], int]) -> list[OffsetCorrection]:
         """Lower every committed offset past its queue's end (``max_offset_of(topic,
@@ -148,21 +193,34 @@ class ConsumerOffsetManager:
             with self._lock:
                 if not self._dirty and not force:
                     return False
-                snapshot = {
-                    f"{topic}{_SEPARATOR}{group}": {str(q): o for q, o in sorted(offsets.items())}
-                    for (topic, group), offsets in self._table.items()
+                value: dict[str, object] = {
+                    "version": _VERSION,
+                    "offset_table": {
+                        f"{topic}{_SEPARATOR}{group}": {
+                            str(q): o for q, o in sorted(offsets.items())
+                        }
+                        for (topic, group), offsets in self._table.items()
+                    },
                 }
+                if self.applied_offset is not None:
+                    value["applied_offset"] = self.applied_offset
                 self._dirty = False
             try:
-                write_json_atomically(
-                    self.path,
-                    {"version": _VERSION, "offset_table": snapshot},
-                    mode=self.file_mode,
-                )
+                write_json_atomically(self.path, value, mode=self.file_mode)
             except BaseException:
                 self._dirty = True
                 raise
             return True
+
+
+def check_offset_commit(group: str, topic: str, queue_id: int, offset: int) -> None:
+    """Raise :class:`InvalidArgumentError` unless (group, topic, queue id) names a queue a
+    group may commit an offset for, and ``offset`` is one (``>= 0``)."""
+    _check(group, topic, queue_id)
+    if not isinstance(offset, int) or offset < 0:
+        raise InvalidArgumentError(
+            "offset must be >= 0", group=group, topic=topic, queue_id=queue_id, offset=offset
+        )
 
 
 def _check(group: str, topic: str, queue_id: int) -> None:

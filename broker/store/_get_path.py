@@ -2,7 +2,9 @@
 times, lookups by commit log offset, message id and key, and waits for new messages.
 
 Reads go through the consume queue to the commit log (``MessageReader``, ``_reader``), with
-no lock: a batch is visible as soon as it is appended. A get never raises for an expected
+no lock: a batch is visible as soon as it is dispatched (on a single broker, as it is
+appended; in a broker group, when the committed offset passes it, which lookups by offset and
+key honour too). A get never raises for an expected
 outcome: its ``GetMessageStatus`` and next offsets are RocketMQ's ``getMessage``'s. Long
 polling listens to the puts' arrivals (``ArrivalNotifier``).
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from aeromq.broker._errors import BrokerStateError
+from aeromq.broker._errors import BrokerStateError, CorruptRecordError
 from aeromq.broker.store._arrival import ArrivalListener
 from aeromq.broker.store._message import StoredMessage, decode_message_id
 from aeromq.broker.store._reader import DEFAULT_MAX_BYTES, DEFAULT_MAX_COUNT
@@ -109,7 +111,13 @@ class GetPath(StoreParts):
     def look_message_by_offset(self, physical_offset: int) -> StoredMessage:
         """The message whose commit log offset is ``physical_offset`` (record ``i`` of the
         batch at ``b`` has offset ``b + i``); ``CorruptRecordError`` when no intact record
-        has it."""
+        has it (in a broker group: no committed one)."""
+        if self._replicated and physical_offset >= self._commits.committed_offset:
+            raise CorruptRecordError(
+                "no committed record at this offset",
+                physical_offset=physical_offset,
+                committed_offset=self._commits.committed_offset,
+            )
         return self._reader.look_message_by_offset(physical_offset)
 
     def query_message_by_id(self, message_id: str) -> StoredMessage:
@@ -129,8 +137,9 @@ class GetPath(StoreParts):
         stored within ``[begin_ms, end_ms]``, newest first."""
         if self.index is None:
             raise BrokerStateError("the index is disabled", data_dir=str(self.config.data_dir))
+        limit = self._commits.committed_offset if self._replicated else None
         return self._reader.query_messages_by_key(
-            self.index, topic, key, max_count, begin_ms, end_ms
+            self.index, topic, key, max_count, begin_ms, end_ms, limit
         )
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:

@@ -9,6 +9,14 @@ is visible to gets (and wakes long polls) as soon as it is appended, before it i
 in RocketMQ. The store re-checks only what protects itself; a refusal is a
 ``PutMessageStatus``, never an exception.
 
+A batch with a producer state (an idempotent producer's) is first checked against the
+producer's last batches in its queue (``_producer_state``): a retry of one is answered with
+its stored result and not appended again; a sequence gap is ``OUT_OF_ORDER_SEQUENCE``. A store
+in a broker group (``StoreConfig.replicated``) appends without dispatching and answers once
+the group's committed offset passes the batch (``_leader_path``, ``_commit_path``). The
+single broker's path of a batch without a producer state makes the Python calls it made before
+both (an attribute test or two more, no call: counted with ``cProfile``).
+
 Caller: the broker's produce path (``SendProcessor``) and its RocketMQ endpoint, from any
 thread, through ``MessageStore`` (one of its roles, see ``broker.store._store_parts``);
 ``put_messages`` for tests and tools.
@@ -18,22 +26,25 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from aeromq.broker._errors import NoSpaceError, StoreIOError
 from aeromq.broker.store._batch_codec import batch_keys, encode_messages
+from aeromq.broker.store._leader_path import LeaderPath
 from aeromq.broker.store._message import InboundMessage
-from aeromq.broker.store._results import PutMessageResult, PutMessageStatus
-from aeromq.broker.store._store_parts import StoreParts
+from aeromq.broker.store._results import PutCallback, PutMessageResult, PutMessageStatus
 from aeromq.common import is_valid_topic_name
 from aeromq.common.record_batch import (
     BATCH_MAGIC,
     FIXED_HEADER_LENGTH,
+    PRODUCER_STATE_FLAG,
+    PRODUCER_STATE_LENGTH,
     RECORD_COUNT_OFFSET,
     RECORD_OVERHEAD,
     TOPIC_OFFSET,
+    read_producer_state,
 )
 
 __all__ = ["PutCallback", "PutPath"]
@@ -43,13 +54,12 @@ _log = logging.getLogger(__name__)
 _MAX_QUEUE_ID = (1 << 31) - 1
 _TOPIC_CACHE_LIMIT = 10_000
 
-PutCallback = Callable[[PutMessageResult], None]
-
-_HEAD = struct.Struct("<iI40xi22xH")  # total length, magic, record count (48), topic length (74)
+# total length, magic, record count (48), attributes (72), topic length (74)
+_HEAD = struct.Struct("<iI40xi20xHH")
 assert _HEAD.size == FIXED_HEADER_LENGTH and RECORD_COUNT_OFFSET == 48
 
 
-class PutPath(StoreParts):
+class PutPath(LeaderPath):
     """The store's appends, for ``MessageStore`` (see module)."""
 
     def put_batch(
@@ -63,6 +73,8 @@ class PutPath(StoreParts):
         the size caps: a batch is capped like one message, ``config.max_record_bytes``):
         ``MESSAGE_ILLEGAL`` otherwise. Caller: the broker's produce path, from any thread."""
         result, end = self._append(batch, topic, queue_id)
+        if self._replicated and result.status is PutMessageStatus.PUT_OK:
+            return self._commits.wait(end, result)  # a group's: once committed
         group_commit = self._group_commit
         if (
             result.status is PutMessageStatus.PUT_OK
@@ -81,11 +93,16 @@ class PutPath(StoreParts):
     ) -> PutMessageResult:
         """Append a batch without waiting for the disk. ``callback(result)`` runs once the
         outcome is final: at once under ASYNC flush or on failure, else on the flusher
-        thread when durable (``FLUSH_DISK_TIMEOUT`` if not in time). Returns the result as
-        appended (status not yet final under SYNC)."""
+        thread when durable (``FLUSH_DISK_TIMEOUT`` if not in time); in a broker group, once
+        the committed offset passes the batch (``REPLICATION_TIMEOUT`` if not in time, or the
+        status ``fail_uncommitted`` gives). Returns the result as appended (status not yet
+        final under SYNC or in a group)."""
         result, end = self._append(batch, topic, queue_id)
         group_commit = self._group_commit
         if result.status is not PutMessageStatus.PUT_OK or group_commit is None:
+            if self._replicated and result.status is PutMessageStatus.PUT_OK:
+                self._commits.request(end, result, callback)  # a group's: once committed
+                return result
             callback(result)
             return result
 
@@ -159,7 +176,8 @@ class PutPath(StoreParts):
     def _append(
         self, data: bytes | bytearray | memoryview, topic: str, queue_id: int
     ) -> tuple[PutMessageResult, int]:
-        """Check cheaply, append, patch and dispatch; returns the result and the log's end."""
+        """Check cheaply, append, patch and dispatch; returns the result and the log's end
+        (for a duplicate of a stored batch: its result, and the end of its bytes)."""
         if not self._writable:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
         topic_bytes = self._topics.get(topic) or self._topic_bytes(topic)
@@ -175,8 +193,10 @@ class PutPath(StoreParts):
         length = len(batch)
         if length < FIXED_HEADER_LENGTH or length > self._max_batch_bytes:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
-        total, magic, count, topic_length = _HEAD.unpack_from(batch, 0)
+        total, magic, count, attributes, topic_length = _HEAD.unpack_from(batch, 0)
         header_length = (FIXED_HEADER_LENGTH + topic_length + 7) & ~7  # batch_header_length
+        if attributes & PRODUCER_STATE_FLAG:
+            header_length += PRODUCER_STATE_LENGTH
         if (
             magic != BATCH_MAGIC
             or total != length
@@ -186,6 +206,9 @@ class PutPath(StoreParts):
             or batch[TOPIC_OFFSET : TOPIC_OFFSET + topic_length] != topic_bytes
         ):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        producer = read_producer_state(batch) if attributes & PRODUCER_STATE_FLAG else None
+        if self._replicated:
+            return self._append_uncommitted(batch, topic, queue_id, count, producer)
         tag_hashes = np.frombuffer(batch, dtype="<i8", count=count, offset=header_length)
         commit_log = self.commit_log
         index = self.index
@@ -197,17 +220,17 @@ class PutPath(StoreParts):
             now_ms = self._clock_ms()
             if now_ms < commit_log.last_store_timestamp_ms:
                 now_ms = commit_log.last_store_timestamp_ms
+            if producer is not None:
+                known = self.producer_states.check(producer, topic, queue_id, count)
+                if known is not None:
+                    return self._known_batch(known)
             try:
                 queue = self.queues.get_or_create(topic, queue_id)
                 queue_offset = queue.max_offset
                 queue.ensure_room(queue_offset, count)
                 position = commit_log.append_batch(batch, queue_offset, now_ms, queue_id)
-            except NoSpaceError as exc:
-                self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
-                return PutMessageResult(PutMessageStatus.DISK_FULL), 0
-            except StoreIOError as exc:
-                _log.error("cannot append: %s", exc)
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
+            except StoreIOError as exc:  # (NoSpaceError too)
+                return self._append_failed(exc), 0
             commit_log.last_store_timestamp_ms = now_ms
             try:
                 queue.put_batch(queue_offset, position, length, tag_hashes)
@@ -228,6 +251,10 @@ class PutPath(StoreParts):
                     _log.error("cannot index: %s", exc)
             end = commit_log.max_offset
             self._dispatched_offset = end
+            if producer is not None:
+                self._record_producer(
+                    producer, topic, queue_id, count, position, queue_offset, length
+                )
         if self.arrivals.active:
             self.arrivals.notify(topic, queue_id, queue_offset + count)
         result = PutMessageResult(

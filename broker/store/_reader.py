@@ -50,9 +50,6 @@ DEFAULT_MAX_COUNT = 32
 DEFAULT_MAX_BYTES = 256 * 1024
 _TOPIC_CACHE_LIMIT = 10_000
 
-# length, magic, base queue offset, base physical offset, store timestamp, store host,
-# queue id, CRC, record count, (22 bytes), topic length
-
 
 class MessageReader:
     """Reads of ``commit_log`` through ``queues``; a filtered get scans at most
@@ -390,6 +387,7 @@ class MessageReader:
                 stored_queue_id,
                 _crc,
                 record_count,
+                _attributes,
                 topic_length,
             ) = BATCH_HEAD.unpack_from(view, relative)
             if magic != BATCH_MAGIC:
@@ -518,11 +516,13 @@ class MessageReader:
         max_count: int,
         begin_ms: int,
         end_ms: int,
+        limit: int | None = None,
     ) -> list[StoredMessage]:
         """Messages of ``topic`` with ``key`` among their keys or as their unique key,
-        stored within ``[begin_ms, end_ms]``, newest first."""
+        stored within ``[begin_ms, end_ms]``, newest first (at commit log offsets below
+        ``limit`` when given)."""
         found: list[StoredMessage] = []
-        max_offset = self._commit_log.max_offset
+        max_offset = self._commit_log.max_offset if limit is None else limit
         for position in index.query(topic, key, max_count, begin_ms, end_ms):
             if position >= max_offset or position < self._commit_log.min_offset:
                 continue

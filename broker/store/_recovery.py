@@ -13,6 +13,10 @@ the index agree with it (RocketMQ's ``recoverNormally``/``recoverAbnormally`` in
 4. Consume-queue entries whose batches lie past the end are dropped; each queue's min offset
    moves to the first batch still in the log.
 
+A store in a broker group passes ``dispatch_until``, its committed offset as last persisted: the
+whole log is scanned and checked, but only batches that end at or before it are dispatched (and
+entries past it dropped); the rest waits for the group's high watermark to pass it again.
+
 No I/O of its own beyond the store objects it is given; the report says what it did.
 """
 
@@ -22,23 +26,16 @@ import logging
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from aeromq.broker._errors import StoreError
-from aeromq.broker.store._batch_codec import batch_keys
 from aeromq.broker.store._checkpoint import Checkpoint
-from aeromq.broker.store._commit_log import BATCH_HEAD, CommitLog, LogCheck, check_at
+from aeromq.broker.store._commit_log import CommitLog, LogCheck, check_at
+from aeromq.broker.store._dispatch import dispatch_batch, read_head
 from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._queue_table import ConsumeQueueTable
-from aeromq.common import is_valid_topic_name
-from aeromq.common.record_batch import FIXED_HEADER_LENGTH, batch_header_length
 
 __all__ = ["RecoveryReport", "recover"]
 
 _log = logging.getLogger(__name__)
-
-# length, magic, base queue offset, base physical offset, store timestamp, store host,
-# queue id, CRC, record count, (22 bytes), topic length
 
 
 @dataclass(frozen=True)
@@ -70,8 +67,11 @@ def recover(
     queues: ConsumeQueueTable,
     index: IndexService | None,
     checkpoint: Checkpoint | None,
+    *,
+    dispatch_until: int | None = None,
 ) -> RecoveryReport:
-    """Recover the loaded store objects in place (see the module docstring)."""
+    """Recover the loaded store objects in place (see the module docstring); with
+    ``dispatch_until``, dispatch only the batches that end at or before it."""
     began = time.perf_counter()
     files = commit_log.files
     start = checkpoint.dispatched_offset if checkpoint is not None else 0
@@ -94,14 +94,16 @@ def recover(
         check, size = check_at(mapped.view, relative, mapped.size, position)
         if check is LogCheck.OK:
             with mapped.view[relative : relative + size] as batch:
-                outcome = _dispatch(batch, position, queues, index, index_from)
-            if outcome is None:  # intact, but not a batch this store could have written
-                broken = LogCheck.BAD_LENGTHS
-                break
-            count, changed, gap, last_stamp = outcome
-            scanned += count
-            redispatched += changed
-            gaps += gap
+                head = read_head(batch)
+                if head is None:  # intact, but not a batch this store could have written
+                    broken = LogCheck.BAD_LENGTHS
+                    break
+                if dispatch_until is None or position + size <= dispatch_until:
+                    changed, gap = dispatch_batch(head, batch, position, queues, index, index_from)
+                    redispatched += changed
+                    gaps += gap
+            scanned += head.record_count
+            last_stamp = head.store_timestamp_ms
             position += size
         elif check is LogCheck.BLANK:
             position = mapped.end_offset
@@ -136,9 +138,10 @@ def recover(
 
     dropped = 0
     physical_min = commit_log.min_offset
+    dispatched_end = end if dispatch_until is None else min(end, dispatch_until)
     for queue in queues:
         had = queue.max_offset
-        queue.truncate_physical(end)
+        queue.truncate_physical(dispatched_end)
         dropped += had - queue.max_offset
         queue.correct_min_offset(physical_min)
 
@@ -155,70 +158,3 @@ def recover(
         queue_gaps=gaps,
         duration_ms=(time.perf_counter() - began) * 1000.0,
     )
-
-
-def _dispatch(
-    batch: memoryview,
-    position: int,
-    queues: ConsumeQueueTable,
-    index: IndexService | None,
-    index_from: int,
-) -> tuple[int, int, int, int] | None:
-    """Rewrite the consume-queue entries of one intact batch where they differ, index its
-    records the index has not seen. Returns ``(records, records rewritten, 1 if its entries
-    left a gap, store timestamp)``, or None when its header is not one the store wrote."""
-    (
-        size,
-        _magic,
-        base_queue_offset,
-        _base_physical_offset,
-        store_timestamp_ms,
-        _store_host,
-        queue_id,
-        _crc,
-        count,
-        topic_length,
-    ) = BATCH_HEAD.unpack_from(batch, 0)
-    try:
-        topic = bytes(batch[FIXED_HEADER_LENGTH : FIXED_HEADER_LENGTH + topic_length]).decode()
-    except UnicodeDecodeError:
-        return None
-    if not is_valid_topic_name(topic) or queue_id < 0 or base_queue_offset < 0:
-        return None
-    header_length = batch_header_length(topic_length)
-    queue = queues.get_or_create(topic, queue_id)
-    tags = np.frombuffer(batch, dtype="<i8", count=count, offset=header_length).copy()
-    changed = gap = 0
-    first = max(base_queue_offset, queue.min_offset)
-    skip = first - base_queue_offset
-    if skip < count:
-        existing = queue.entries(first, count - skip)
-        same = (
-            len(existing) == count - skip
-            and bool((existing["offset"] == position).all())
-            and bool((existing["size"] == size).all())
-            and bool((existing["tag"] == tags[skip:]).all())
-        )
-        del existing
-        if not same:
-            if first > queue.max_offset:
-                gap = 1
-                _log.warning(
-                    "consume queue gap during recovery: topic=%s queue_id=%d queue_offset=%d "
-                    "max_offset=%d",
-                    topic,
-                    queue_id,
-                    first,
-                    queue.max_offset,
-                )
-            queue.put_batch(first, position, size, tags[skip:])
-            changed = count - skip
-    if index is not None and position + count - 1 > index_from:
-        indexed = 0
-        for i, keys in batch_keys(batch, count, header_length):
-            if position + i > index_from:
-                index.put(topic, keys, position + i, store_timestamp_ms)
-                indexed += 1
-        if indexed and not changed:
-            changed = indexed
-    return count, changed, gap, store_timestamp_ms

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aeromq.broker._errors import CorruptRecordError
@@ -13,13 +14,17 @@ __all__ = [
     "BoundaryType",
     "GetMessageResult",
     "GetMessageStatus",
+    "PutCallback",
     "PutMessageResult",
     "PutMessageStatus",
 ]
 
 
 class PutMessageStatus(enum.Enum):
-    """The outcome of a put. Only ``PUT_OK`` means stored (and, under SYNC flush, durable)."""
+    """The outcome of a put. Only ``PUT_OK`` means stored (and, under SYNC flush, durable; in a
+    broker group, committed: below the high watermark). The last three are a group's (and
+    ``OUT_OF_ORDER_SEQUENCE`` an idempotent producer's on a single broker too); each has the
+    response code of its name (``aeromq.common.ResponseCode``)."""
 
     PUT_OK = "PUT_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"  # stored, but not durable within the timeout
@@ -28,6 +33,9 @@ class PutMessageStatus(enum.Enum):
     DISK_FULL = "DISK_FULL"  # below the free-space watermark, or no room for a new segment
     MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"  # too large, bad topic or queue, mixed batch
     PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    NOT_LEADER = "NOT_LEADER"  # a group member that does not lead: nothing stored
+    REPLICATION_TIMEOUT = "REPLICATION_TIMEOUT"  # appended, not committed in time: outcome unknown
+    OUT_OF_ORDER_SEQUENCE = "OUT_OF_ORDER_SEQUENCE"  # an idempotent producer's sequence gap
 
 
 class GetMessageStatus(enum.Enum):
@@ -115,3 +123,7 @@ class GetMessageResult:
     def buffer_total_size(self) -> int:
         """The bytes of ``data``."""
         return len(self.data)
+
+
+PutCallback = Callable[[PutMessageResult], None]
+"""What an asynchronous put calls with its final result."""

@@ -1,9 +1,13 @@
 """The message store's parts, built from its config, and the state its roles share.
 
 ``MessageStore`` is one object whose methods are arranged by role, one class per module, all on
-these parts: ``StoreParts`` (here) < ``PutPath`` (``_put_path``: appends), ``GetPath``
-(``_get_path``: reads, lookups, long polling), ``StoreServices`` (``_store_services``: flush,
-checkpoint, retention, offsets, start-up steps) < ``MessageStore`` (``_message_store``: start
+these parts: ``StoreParts`` (here) < ``LeaderPath`` (``_leader_path``: a group leader's appends
+and log reads) < ``PutPath`` (``_put_path``: appends) and ``MetaPath`` (``_metadata_log``: topic
+configs and consumer offsets, through the log in a group); ``GetPath`` (``_get_path``: reads,
+lookups, long polling); ``CommitPath`` (``_commit_path``: the committed offset, dispatch on
+commit); ``ReplicaPath`` (``_replica_appends``: a follower's appends); ``StoreServices``
+(``_store_services``: flush, checkpoint, retention, offsets, start-up steps) < ``TruncationPath``
+(``_truncation``: a follower's durable truncation) < ``MessageStore`` (``_message_store``: start
 and shutdown). One object, so a put or a get makes the same calls as when it was one class.
 
 Caller: those classes (``MessageStore(config)`` runs :meth:`StoreParts.__init__`); nothing
@@ -16,15 +20,19 @@ import threading
 import time
 from collections.abc import Callable
 
+from aeromq.broker._errors import BrokerStateError
 from aeromq.broker.store._arrival import ArrivalNotifier
 from aeromq.broker.store._commit_log import CommitLog
+from aeromq.broker.store._commit_watermark import CommitWatermark
 from aeromq.broker.store._config import StoreConfig
 from aeromq.broker.store._consumer_offsets import ConsumerOffsetManager
 from aeromq.broker.store._dir_lock import DirectoryLock
 from aeromq.broker.store._disk_space import DiskSpaceGuard
 from aeromq.broker.store._group_commit import GroupCommitService
 from aeromq.broker.store._index_service import IndexService
+from aeromq.broker.store._log_state import QueueCounters
 from aeromq.broker.store._message import pack_host
+from aeromq.broker.store._producer_state import ProducerStateTable
 from aeromq.broker.store._queue_table import ConsumeQueueTable
 from aeromq.broker.store._reader import MessageReader
 from aeromq.broker.store._recovery import RecoveryReport
@@ -82,3 +90,21 @@ class StoreParts:
         self._topics: dict[str, bytes] = {}
         self._group_commit: GroupCommitService | None = None
         self._scheduler: Scheduler | None = None
+        self.producer_states = ProducerStateTable()  # idempotent producers' last batches
+        # a broker group's (StoreConfig.replicated): the committed offset and its waiters, the
+        # queue offsets given at append, whether puts are taken, a follower's incomplete unit,
+        # and the commit log offset after which the dispatch indexes keys
+        self._replicated = config.replicated
+        self._commits = CommitWatermark(config.replication_timeout_ms)
+        self._counters = QueueCounters()
+        self._leading = not config.replicated
+        self._pending = bytearray()
+        self._index_from = -1
+
+    def _require_group(self) -> None:
+        """Raise :class:`BrokerStateError` unless the store is a broker group's."""
+        if not self._replicated:
+            raise BrokerStateError(
+                "not a store of a broker group (StoreConfig.replicated is off)",
+                data_dir=str(self.config.data_dir),
+            )

@@ -4,9 +4,16 @@ consumer offsets), the group commit under SYNC flush, and the steps of start-up 
 Under ASYNC flush a scheduler thread flushes the commit log every ``flush_interval_ms``; under
 SYNC flush the group commit service flushes as puts ask and tells them when they are durable.
 Either way the scheduler checkpoints (queues and index flushed, then the log, then how far all
-is durable), applies retention and persists consumer offsets on their intervals. At start the
-store marks itself running (an unclean checkpoint) and lowers committed offsets past the
-recovered queues' ends.
+is durable, with the idempotent producers' snapshot when it changed), applies retention,
+persists consumer offsets and forgets idle producers on their intervals. At start the store
+rebuilds what it derives from the log's tail (per-queue counters in a group, producer state;
+``_log_state``), marks itself running (an unclean checkpoint) and lowers committed offsets past
+the recovered queues' ends.
+
+In a broker group (``StoreConfig.replicated``) the puts wait for the committed offset instead
+(``_commit_watermark``, whose timer runs here), the log is flushed on its interval and whenever
+the replication layer asks (``flush()``, its fsync for the high watermark), and the checkpoint
+also records the committed offset, how far recovery may dispatch.
 
 Caller: ``MessageStore.start`` and ``shutdown`` (``_message_store``), admin tools (``flush``,
 ``run_retention``, ``delete_topic``); one of ``MessageStore``'s roles, see
@@ -23,6 +30,9 @@ from aeromq.broker._errors import BrokerStateError, StoreIOError
 from aeromq.broker.store._checkpoint import Checkpoint
 from aeromq.broker.store._config import FlushMode
 from aeromq.broker.store._group_commit import GroupCommitService
+from aeromq.broker.store._log_state import rebuild_log_state, restore_producers
+from aeromq.broker.store._metadata_log import replay_meta
+from aeromq.broker.store._producer_state import ProducerStateTable
 from aeromq.broker.store._recovery import RecoveryReport
 from aeromq.broker.store._retention import RetentionReport, run_retention
 from aeromq.broker.store._scheduler import Duty, Scheduler
@@ -48,8 +58,12 @@ class StoreServices(StoreParts):
             ),
             Duty("retention", config.clean_interval_ms, self.run_retention),
             Duty("offsets", config.offset_persist_interval_ms, self.consumer_offsets.persist),
+            Duty("producers", config.clean_interval_ms, self._expire_producers),
         ]
-        if config.flush_mode is FlushMode.SYNC:
+        if self._replicated:
+            self._commits.start()
+            duties.insert(0, Duty("flush", config.flush_interval_ms, self.commit_log.flush))
+        elif config.flush_mode is FlushMode.SYNC:
             self._group_commit = GroupCommitService(
                 self.commit_log.flush, self.commit_log.flushed_offset, config.sync_flush_timeout_ms
             )
@@ -60,18 +74,28 @@ class StoreServices(StoreParts):
         self._scheduler.start()
 
     def _stop_services(self) -> None:
-        """Stop the scheduler and the group commit (each once)."""
+        """Stop the scheduler, the group commit and the commit timer (each once; puts still
+        waiting for a group's commit are answered ``REPLICATION_TIMEOUT``)."""
         if self._scheduler is not None:
             self._scheduler.stop()
             self._scheduler = None
         if self._group_commit is not None:
             self._group_commit.stop()
             self._group_commit = None
+        if self._replicated:
+            self._commits.stop()
 
-    def flush(self) -> None:
-        """Make everything appended durable now, and checkpoint."""
+    def flush(self) -> int:
+        """Make everything appended durable now; returns how far the commit log is durable
+        (``flushed_physical_offset``). On a single broker it also checkpoints. In a group it
+        flushes the log only, and concurrent calls share one fsync: the replication layer's
+        group commit, whose result the leader counts in the high watermark and a follower
+        acks (the checkpoint keeps its interval)."""
         self._require_running()
+        if self._replicated:
+            return self.commit_log.flush()
         self._checkpoint(clean_shutdown=False)
+        return self.commit_log.flushed_offset
 
     def run_retention(self, now_ms: int | None = None) -> RetentionReport:
         """Apply retention now (the service also runs it every ``clean_interval_ms``)."""
@@ -87,22 +111,89 @@ class StoreServices(StoreParts):
 
     def delete_topic(self, topic: str) -> int:
         """Drop the consume queues of ``topic`` (its records go with retention); returns
-        how many queues went."""
+        how many queues went. In a broker group nothing goes (0): the queues of every member
+        must stay those of the log, so a topic removed (``remove_topic``) keeps its queues and
+        their offsets until retention."""
+        if self._replicated:
+            return 0
         with self._put_lock:
             return self.queues.remove_topic(topic)
 
+    def _expire_producers(self) -> None:
+        """Forget the idempotent producers idle for ``producer_expiry_ms`` (by store time)."""
+        if not len(self.producer_states):
+            return
+        with self._put_lock:
+            cutoff = self._clock_ms() - self.config.producer_expiry_ms
+            self.producer_states.expire(cutoff)
+
     def _checkpoint(self, clean_shutdown: bool) -> None:
-        """Flush the queues and the index, then the log, then record how far all is durable."""
+        """Flush the queues and the index, then the log, then record how far all is durable
+        (with the producers' snapshot, written first when it changed)."""
         with self._checkpoint_lock:
             dispatched = self._dispatched_offset
+            committed = self._commits.committed_offset if self._replicated else None
             stamp = self.commit_log.last_store_timestamp_ms
             for queue in self.queues:
                 queue.flush()
             if self.index is not None:
                 self.index.flush()
             self.commit_log.flush()
-            Checkpoint(dispatched, stamp, clean_shutdown).save(
+            producers_at = self._save_producers()
+            Checkpoint(dispatched, stamp, clean_shutdown, committed, producers_at).save(
                 self.config.checkpoint_path, mode=self.config.file_mode
+            )
+
+    def _save_producers(self) -> int:
+        """Save the producers' snapshot when it changed since the last one; returns the log
+        offset it holds at (unchanged: the log's end now, a change comes under the put lock)."""
+        with self._put_lock:
+            offset = self.commit_log.max_offset
+            if not self.producer_states.dirty:
+                return offset
+            table = self.producer_states.copy()
+            self.producer_states.dirty = False
+        try:
+            table.save(self.config.producer_state_path, offset, mode=self.config.file_mode)
+        except BaseException:
+            self.producer_states.dirty = True
+            raise
+        return offset
+
+    def _restore_log_state(self, valid_at: int | None, unused_before: int | None) -> None:
+        """After recovery (or a truncation): rebuild from the log what is derived from it
+        beyond the consume queues (``_log_state``): the producer state, from its snapshot (or
+        nothing) at ``valid_at`` or the snapshot's own offset, or from no producer state
+        before ``unused_before``, else from what the expiry keeps; in a group also the
+        per-queue counters (the consume queues' ends, then the batches after the dispatched
+        offset), the offset the dispatch indexes from, and the metadata tables (the committed
+        records they do not hold yet)."""
+        commit_log = self.commit_log
+        end = commit_log.max_offset
+        snapshot = ProducerStateTable.load(self.config.producer_state_path)
+        cutoff_ms = self._clock_ms() - self.config.producer_expiry_ms
+        table, producers_from = restore_producers(
+            commit_log, snapshot, valid_at, unused_before, end, cutoff_ms
+        )
+        if self._replicated:
+            self._counters.reset(self.queues)
+        rebuild_log_state(
+            commit_log,
+            end,
+            counters=self._counters if self._replicated else None,
+            counters_from=self._dispatched_offset,
+            producers=table,
+            producers_from=producers_from,
+        )
+        table.expire(cutoff_ms)
+        table.dirty = bool(len(table)) or snapshot is not None
+        self.producer_states = table
+        if self._replicated:
+            committed = self._dispatched_offset
+            index_end = self.index.end_physical_offset if self.index is not None else -1
+            self._index_from = min(index_end, committed - 1)
+            replay_meta(
+                commit_log, self.queues, self.topic_config, self.consumer_offsets, committed
             )
 
     def _clamp_offsets(self, report: RecoveryReport) -> RecoveryReport:
@@ -110,6 +201,8 @@ class StoreServices(StoreParts):
         ``ConsumerOffsetManager.clamp``), one warning per correction."""
 
         def max_offset_of(topic: str, queue_id: int) -> int:
+            if self._replicated:  # a group's: what the whole log gave, dispatched or not
+                return self._counters.next_offset(topic, queue_id)
             queue = self.queues.get(topic, queue_id)
             return 0 if queue is None else queue.max_offset
 

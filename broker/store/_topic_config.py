@@ -1,6 +1,11 @@
 """Topic config: queue counts and permissions per topic (RocketMQ's ``TopicConfig`` and
 ``TopicConfigManager``), persisted atomically on every change and reloaded on start.
 
+In a broker group the table follows the log's metadata records (``_metadata_log``):
+:meth:`TopicConfigManager.apply_logged` applies a batch of them and remembers, in the file too,
+the log offset up to which the table holds every record (``applied_offset``), so that a
+restart applies only the records after it. A single broker's file has no such offset.
+
 Caller: the broker's admin path (create, update, delete) and its produce and pull paths
 (``get``). Thread-safe.
 """
@@ -10,9 +15,10 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from aeromq.broker._errors import InvalidArgumentError, StoreError, UnknownTopicError
 from aeromq.broker.store._atomic_file import read_json, write_json_atomically
@@ -26,7 +32,7 @@ from aeromq.common import (
     is_writeable,
 )
 
-__all__ = ["TopicConfig", "TopicConfigManager", "TopicFilterType"]
+__all__ = ["TopicConfig", "TopicConfigJson", "TopicConfigManager", "TopicFilterType"]
 
 _MAX_QUEUES = 1024
 _VERSION = 1
@@ -38,6 +44,19 @@ class TopicFilterType(enum.Enum):
 
     SINGLE_TAG = "SINGLE_TAG"
     MULTI_TAG = "MULTI_TAG"
+
+
+class TopicConfigJson(TypedDict):
+    """A :class:`TopicConfig` as ``topics.json`` holds it: every field by its name, the filter
+    type by its value."""
+
+    topic_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str
+    topic_sys_flag: int
+    order: bool
 
 
 @dataclass(frozen=True)
@@ -82,15 +101,21 @@ class TopicConfig:
         """Whether ``perm`` lets producers send to the topic."""
         return is_writeable(self.perm)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TopicConfigJson:
         """The config as the JSON object ``topics.json`` holds (every field, the filter type
         by its value)."""
-        out = asdict(self)
-        out["topic_filter_type"] = self.topic_filter_type.value
-        return out
+        return {
+            "topic_name": self.topic_name,
+            "read_queue_nums": self.read_queue_nums,
+            "write_queue_nums": self.write_queue_nums,
+            "perm": self.perm,
+            "topic_filter_type": self.topic_filter_type.value,
+            "topic_sys_flag": self.topic_sys_flag,
+            "order": self.order,
+        }
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> TopicConfig:
+    def from_json(cls, value: TopicConfigJson) -> TopicConfig:
         """The config of a :meth:`to_json` object; raises ``KeyError``, ``ValueError`` or
         :class:`InvalidArgumentError` for a malformed one (the manager's ``load`` turns them
         into a :class:`StoreError`)."""
@@ -115,6 +140,7 @@ class TopicConfigManager:
         self._topics: dict[str, TopicConfig] = {}
         self._lock = threading.Lock()
         self.data_version: tuple[int, int] = (0, 0)  # (timestamp ms, counter)
+        self.applied_offset: int | None = None  # a group's: the log's records before it are in
 
     def load(self) -> None:
         """Replace the topics with those persisted in ``path`` (nothing when there is no
@@ -128,11 +154,14 @@ class TopicConfigManager:
                 raise StoreError("unknown topic config version", path=str(self.path))
             topics = {name: TopicConfig.from_json(v) for name, v in value["topics"].items()}
             stamp, counter = value["data_version"]
+            applied = value.get("applied_offset")
+            applied_offset = None if applied is None else int(applied)
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreError("malformed topic config", path=str(self.path)) from exc
         with self._lock:
             self._topics = topics
             self.data_version = (int(stamp), int(counter))
+            self.applied_offset = applied_offset
 
     def get(self, topic: str) -> TopicConfig | None:
         """The topic's config, None when there is no such topic (never blocks: the produce
@@ -167,14 +196,31 @@ class TopicConfigManager:
             self._changed()
             return True
 
+    def apply_logged(self, changes: Sequence[TopicConfig | str], applied_offset: int) -> None:
+        """Apply the topic changes of one batch of the log's metadata records, in order (a
+        config creates or replaces its topic, a name removes one), and note that the table
+        holds the log's records before ``applied_offset``; persist once if anything changed.
+        Caller: the store, when the batch is committed (and at start, for the records after
+        the persisted ``applied_offset``)."""
+        with self._lock:
+            topics = dict(self._topics)
+            for change in changes:
+                if isinstance(change, TopicConfig):
+                    topics[change.topic_name] = change
+                else:
+                    topics.pop(change, None)
+            self.applied_offset = applied_offset
+            if changes:
+                self._topics = topics
+                self._changed()
+
     def _changed(self) -> None:
         self.data_version = (time.time_ns() // 1_000_000, self.data_version[1] + 1)
-        write_json_atomically(
-            self.path,
-            {
-                "version": _VERSION,
-                "data_version": list(self.data_version),
-                "topics": {name: c.to_json() for name, c in self._topics.items()},
-            },
-            mode=self.file_mode,
-        )
+        value: dict[str, object] = {
+            "version": _VERSION,
+            "data_version": list(self.data_version),
+            "topics": {name: c.to_json() for name, c in self._topics.items()},
+        }
+        if self.applied_offset is not None:
+            value["applied_offset"] = self.applied_offset
+        write_json_atomically(self.path, value, mode=self.file_mode)

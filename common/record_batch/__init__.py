@@ -6,8 +6,9 @@ the fields it assigns into the header and appends the bytes as they are; a pull 
 the stored batches as they are, and the consumer reads them column by column. No I/O here.
 
 - ``descriptor``: the layout (the bit diagram, every offset and length, the header as a
-  ``struct`` and a numpy dtype, the host fields); ``record_batch.h`` is the same for C, and a
-  test checks the two agree.
+  ``struct`` and a numpy dtype, the host fields, the optional producer state of an idempotent
+  producer: :data:`PRODUCER_STATE_FLAG`, :func:`read_producer_state`); ``record_batch.h`` is the
+  same for C, and a test checks the two agree.
 - ``encoder``: :func:`encode_batch` (the producer's, one pass in ``_encoder.c``) beside
   :func:`encode_batch_py`, its Python reference.
 - ``checker``: :func:`check_batch` (the broker's, ``_checker.c``) beside
@@ -44,6 +45,7 @@ from aeromq.common.record_batch.descriptor import (
     BASE_BORN_TIMESTAMP_OFFSET,
     BASE_PHYSICAL_OFFSET_OFFSET,
     BASE_QUEUE_OFFSET_OFFSET,
+    BASE_SEQUENCE_OFFSET,
     BATCH_MAGIC,
     BORN_DELTA_COLUMN,
     BORN_HOST_OFFSET,
@@ -59,7 +61,14 @@ from aeromq.common.record_batch.descriptor import (
     MAGIC_OFFSET,
     MAX_FRAMING_BYTES,
     MAX_PROPERTIES_LENGTH,
+    MAX_SEQUENCE,
     MAX_TOPIC_LENGTH,
+    PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
+    PRODUCER_STATE_FLAG,
+    PRODUCER_STATE_LENGTH,
+    PRODUCER_STATE_RESERVED_OFFSET,
+    PRODUCER_STATE_STRUCT,
     QUEUE_ID_OFFSET,
     RECONSUME_TIMES_OFFSET,
     RECORD_COUNT_OFFSET,
@@ -69,9 +78,12 @@ from aeromq.common.record_batch.descriptor import (
     TOPIC_LENGTH_OFFSET,
     TOPIC_OFFSET,
     TOTAL_LENGTH_OFFSET,
+    ProducerState,
     batch_header_length,
     columns_struct,
     pack_host_field,
+    producer_state_position,
+    read_producer_state,
     read_total_length,
     unpack_host_field,
 )
@@ -103,6 +115,7 @@ __all__ = [
     "BASE_BORN_TIMESTAMP_OFFSET",
     "BASE_PHYSICAL_OFFSET_OFFSET",
     "BASE_QUEUE_OFFSET_OFFSET",
+    "BASE_SEQUENCE_OFFSET",
     "BATCH_MAGIC",
     "BORN_DELTA_COLUMN",
     "BORN_HOST_OFFSET",
@@ -120,7 +133,14 @@ __all__ = [
     "MAGIC_OFFSET",
     "MAX_FRAMING_BYTES",
     "MAX_PROPERTIES_LENGTH",
+    "MAX_SEQUENCE",
     "MAX_TOPIC_LENGTH",
+    "PRODUCER_EPOCH_OFFSET",
+    "PRODUCER_ID_OFFSET",
+    "PRODUCER_STATE_FLAG",
+    "PRODUCER_STATE_LENGTH",
+    "PRODUCER_STATE_RESERVED_OFFSET",
+    "PRODUCER_STATE_STRUCT",
     "QUEUE_ID_OFFSET",
     "RECONSUME_TIMES_OFFSET",
     "RECORD_COUNT_OFFSET",
@@ -132,6 +152,7 @@ __all__ = [
     "TOTAL_LENGTH_OFFSET",
     "ArrowLayout",
     "BatchCheck",
+    "ProducerState",
     "PulledChunk",
     "PulledQueue",
     "RecordBatch",
@@ -152,7 +173,9 @@ __all__ = [
     "merge_batches_py",
     "pack_host_field",
     "patch_batch",
+    "producer_state_position",
     "property_layout",
+    "read_producer_state",
     "read_pulled_chunk",
     "read_pulled_chunk_py",
     "read_total_length",

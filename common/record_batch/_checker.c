@@ -39,6 +39,7 @@ enum {
     CHECK_BAD_TAG_HASH = -9,
     CHECK_BAD_PROPERTIES = -10,
     CHECK_TOO_MANY_RECORDS = -11,
+    CHECK_BAD_PRODUCER_STATE = -12,
     CHECK_FAILED = -100, /* a Python error is set (the CRC call failed) */
 };
 
@@ -193,7 +194,8 @@ check_buffer(const unsigned char *data, Py_ssize_t length, const unsigned char *
     if ((long long)count > max_records)
         return CHECK_TOO_MANY_RECORDS;
     Py_ssize_t topic_length = batch_topic_length(data);
-    Py_ssize_t header_length = batch_header_length(topic_length);
+    unsigned attributes = batch_attributes(data);
+    Py_ssize_t header_length = batch_header_length(topic_length, attributes);
     int64_t data_start = (int64_t)header_length + (int64_t)count * RECORD_OVERHEAD;
     if (data_start > (int64_t)length)
         return CHECK_BAD_LENGTHS;
@@ -234,6 +236,12 @@ check_buffer(const unsigned char *data, Py_ssize_t length, const unsigned char *
         return CHECK_BAD_LENGTHS;
     if (!check_content)
         return CHECK_OK;
+    if (attributes & PRODUCER_STATE_FLAG) {
+        const unsigned char *state = data + batch_producer_state(topic_length);
+        if (load_i32(state + BASE_SEQUENCE_OFFSET) < 0 ||
+            state[PRODUCER_STATE_RESERVED_OFFSET] || state[PRODUCER_STATE_RESERVED_OFFSET + 1])
+            return CHECK_BAD_PRODUCER_STATE;
+    }
     if (body_total > max_body_total)
         return CHECK_BODY_TOO_LARGE;
     if (body_min == 0)

@@ -11,9 +11,12 @@
  * What it does
  * ------------
  *   encode(topic, bodies, tags, properties, property_lengths, flags, born_timestamp_ms,
- *          born_deltas_ms, born_host, reconsume_times, attributes) -> bytearray
+ *          born_deltas_ms, born_host, reconsume_times, attributes[, producer_id,
+ *          base_sequence, producer_epoch]) -> bytearray
  *       the batch, as ``encode_batch`` (``encoder.py``) documents it; ``encode_batch_py``
  *       beside it is the same in Python, the reference a test holds this to, and the fallback.
+ *       With ``producer_id`` not None, the producer state follows the topic's padding and the
+ *       attributes have PRODUCER_STATE_FLAG; without it, that bit of ``attributes`` is cleared.
  *
  * A tag's hash is Java's ``String.hashCode`` over its UTF-16 code units, from the str's code
  * points. Values that cannot be encoded raise ``struct.error`` or ``ValueError`` as
@@ -113,20 +116,24 @@ PyObject *
 batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 11) {
-        PyErr_Format(PyExc_TypeError, "encode() takes 11 arguments (%zd given)", nargs);
+    if (nargs != 11 && nargs != 14) { /* the producer state's three are optional */
+        PyErr_Format(PyExc_TypeError, "encode() takes 11 or 14 arguments (%zd given)", nargs);
         return NULL;
     }
     PyObject *topic_obj = args[0], *bodies_obj = args[1], *tags_obj = args[2],
              *properties_obj = args[3], *lengths_obj = args[4], *flags_obj = args[5],
              *born_obj = args[6], *deltas_obj = args[7], *host_obj = args[8],
              *reconsume_obj = args[9], *attributes_obj = args[10];
+    PyObject *producer_obj = nargs == 14 ? args[11] : Py_None,
+             *sequence_obj = nargs == 14 ? args[12] : NULL,
+             *epoch_obj = nargs == 14 ? args[13] : NULL;
     EncodeState s;
     memset(&s, 0, sizeof(s));
     PyObject *out = NULL;
     Py_buffer topic, host;
     int topic_held = 0, host_held = 0;
-    int64_t born_ms, reconsume, attributes;
+    int64_t born_ms, reconsume, attributes, producer_id = 0, sequence = 0, epoch = 0;
+    int has_producer = producer_obj != Py_None;
 
     if (PyObject_GetBuffer(topic_obj, &topic, PyBUF_SIMPLE) < 0)
         goto done;
@@ -143,6 +150,13 @@ batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         as_int64(reconsume_obj, INT32_MIN, INT32_MAX, 'i', &reconsume) < 0 ||
         as_int64(attributes_obj, 0, 0xFFFF, 'H', &attributes) < 0)
         goto done;
+    if (has_producer &&
+        (as_int64(producer_obj, INT64_MIN, INT64_MAX, 'q', &producer_id) < 0 ||
+         as_int64(sequence_obj, 0, MAX_SEQUENCE, 'i', &sequence) < 0 ||
+         as_int64(epoch_obj, INT16_MIN, INT16_MAX, 'h', &epoch) < 0))
+        goto done;
+    attributes = has_producer ? (attributes | PRODUCER_STATE_FLAG)
+                              : (attributes & ~(int64_t)PRODUCER_STATE_FLAG);
     s.bodies_fast = PySequence_Tuple(bodies_obj);
     if (s.bodies_fast == NULL)
         goto done;
@@ -253,7 +267,7 @@ batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         property_parts = count;
     }
 
-    Py_ssize_t header_length = batch_header_length(topic.len);
+    Py_ssize_t header_length = batch_header_length(topic.len, (unsigned)attributes);
     int64_t total = (int64_t)header_length + (int64_t)count * RECORD_OVERHEAD + body_total +
                     tag_total + property_total;
     if (total > INT32_MAX) {
@@ -271,11 +285,16 @@ batch_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     store_u32(b + RECONSUME_TIMES_OFFSET, (uint32_t)reconsume);
     store_i64(b + BASE_BORN_TIMESTAMP_OFFSET, born_ms);
     memcpy(b + BORN_HOST_OFFSET, host.buf, (size_t)(host.len < 8 ? host.len : 8));
-    b[ATTRIBUTES_OFFSET] = (unsigned char)attributes;
-    b[ATTRIBUTES_OFFSET + 1] = (unsigned char)(attributes >> 8);
-    b[TOPIC_LENGTH_OFFSET] = (unsigned char)topic.len;
-    b[TOPIC_LENGTH_OFFSET + 1] = 0;
+    store_u16(b + ATTRIBUTES_OFFSET, (unsigned)attributes);
+    store_u16(b + TOPIC_LENGTH_OFFSET, (unsigned)topic.len);
     memcpy(b + TOPIC_OFFSET, topic.buf, (size_t)topic.len);
+    if (has_producer) {
+        unsigned char *state = b + batch_producer_state(topic.len);
+        store_i64(state + PRODUCER_ID_OFFSET, producer_id);
+        store_u32(state + BASE_SEQUENCE_OFFSET, (uint32_t)sequence);
+        store_u16(state + PRODUCER_EPOCH_OFFSET, (unsigned)(uint16_t)(int16_t)epoch);
+        /* the reserved i16 is zero: the header was zeroed above */
+    }
 
     unsigned char *hash_col = b + header_length;
     unsigned char *body_col = hash_col + 8 * count;

@@ -14,6 +14,9 @@
  *       one batch of the records of several, as ``merge_batches`` (``merger.py``) documents
  *       it; None when they cannot be one batch; ``ValueError`` for a batch whose lengths do
  *       not fit its bytes. ``merge_batches_py`` beside it is the reference and the fallback.
+ *       Batches with a producer state merge only when they are all of one producer and epoch
+ *       and their sequences follow on (each starts where the one before ends): the merged
+ *       batch has the first's state.
  */
 #include "_native.h"
 
@@ -120,20 +123,40 @@ batch_merge(PyObject *module, PyObject *batches)
         goto done;
     }
     const unsigned char *first = parts[0].data;
-    Py_ssize_t header_length = batch_header_length(batch_topic_length(first));
+    Py_ssize_t header_length = batch_header_length_of(first);
+    if (parts[0].length < header_length) {
+        PyErr_Format(PyExc_ValueError, "merge: batch 0 shorter than its header: length=%zd",
+                     parts[0].length);
+        goto done;
+    }
+    /* the bytes every batch must share: born host to the end of the header, but for a
+     * producer state's base sequence, which must follow on from the batch before */
+    int stateful = (batch_attributes(first) & PRODUCER_STATE_FLAG) != 0;
+    Py_ssize_t sequence_at = batch_producer_state(batch_topic_length(first)) + BASE_SEQUENCE_OFFSET;
+    Py_ssize_t same_until = stateful ? sequence_at : header_length;
+    int64_t sequence = stateful ? load_i32(first + sequence_at) : 0;
     int64_t base_ms = INT64_MAX, total_count = 0;
     Py_ssize_t total = header_length;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (merge_part(&parts[i], header_length, i) < 0)
-            goto done;
         const unsigned char *d = parts[i].data;
-        /* one topic, born host, attributes and reconsume times: else not one batch */
-        if (memcmp(d + RECONSUME_TIMES_OFFSET, first + RECONSUME_TIMES_OFFSET, 4) != 0 ||
-            memcmp(d + BORN_HOST_OFFSET, first + BORN_HOST_OFFSET,
-                   (size_t)(header_length - BORN_HOST_OFFSET)) != 0) {
+        /* other attributes or topic length: another header layout, not one batch */
+        if (parts[i].length >= FIXED_HEADER_LENGTH &&
+            memcmp(d + ATTRIBUTES_OFFSET, first + ATTRIBUTES_OFFSET, 4) != 0) {
             result = Py_NewRef(Py_None);
             goto done;
         }
+        if (merge_part(&parts[i], header_length, i) < 0)
+            goto done;
+        /* one topic, born host, attributes and reconsume times: else not one batch */
+        if (memcmp(d + RECONSUME_TIMES_OFFSET, first + RECONSUME_TIMES_OFFSET, 4) != 0 ||
+            memcmp(d + BORN_HOST_OFFSET, first + BORN_HOST_OFFSET,
+                   (size_t)(same_until - BORN_HOST_OFFSET)) != 0 ||
+            (stateful && (load_i32(d + sequence_at) != (int32_t)sequence ||
+                          memcmp(d + sequence_at + 4, first + sequence_at + 4, 4) != 0))) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        sequence = (sequence + parts[i].count) & MAX_SEQUENCE;
         if (parts[i].born_ms < base_ms)
             base_ms = parts[i].born_ms;
         total_count += parts[i].count;

@@ -38,7 +38,8 @@ static PyMethodDef methods[] = {
      "check_content) -> int: 0, or the BatchCheck code of the first rule broken."},
     {"encode", (PyCFunction)(void (*)(void))batch_encode, METH_FASTCALL,
      "encode(topic, bodies, tags, properties, property_lengths, flags, born_timestamp_ms, "
-     "born_deltas_ms, born_host, reconsume_times, attributes) -> bytearray: one batch."},
+     "born_deltas_ms, born_host, reconsume_times, attributes, producer_id, base_sequence, "
+     "producer_epoch) -> bytearray: one batch."},
     {"merge", (PyCFunction)batch_merge, METH_O,
      "merge(batches) -> bytes | None: one batch of the records of batches (merge_batches)."},
     {"read", (PyCFunction)(void (*)(void))columns_read, METH_FASTCALL,

@@ -31,6 +31,9 @@ def encode(
     born_host: Buffer,
     reconsume_times: int,
     attributes: int,
+    producer_id: int | None = None,
+    base_sequence: int = 0,
+    producer_epoch: int = 0,
     /,
 ) -> bytearray: ...
 def merge(batches: Sequence[Buffer], /) -> bytes | None: ...

@@ -200,7 +200,6 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     Py_ssize_t read_bytes = has_ranges ? 0 : end;
     const unsigned char *topic = (const unsigned char *)topic_view.buf;
     const Py_ssize_t topic_length = topic_view.len;
-    const Py_ssize_t header_length = batch_header_length(topic_length);
     PyObject *out = NULL, *columns = NULL, *headers = NULL;
     Frame *frames = NULL;
     Py_ssize_t batches = 0, frame_capacity = 0;
@@ -235,6 +234,8 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         const unsigned char *b = data + position;
         int32_t length = load_i32(b + TOTAL_LENGTH_OFFSET);
         int32_t count = load_i32(b + RECORD_COUNT_OFFSET);
+        /* the columns follow the topic's padding, and the producer state when it has one */
+        const Py_ssize_t header_length = batch_header_length(topic_length, batch_attributes(b));
         if (length < FIXED_HEADER_LENGTH || length > end - position
             || load_u32(b + MAGIC_OFFSET) != BATCH_MAGIC
             || (long long)load_i32(b + QUEUE_ID_OFFSET) != queue_id

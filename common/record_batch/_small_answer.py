@@ -24,6 +24,7 @@ from aeromq.common.record_batch.descriptor import (
     HEADER_DTYPE,
     HEADER_STRUCT,
     RECORD_OVERHEAD,
+    batch_header_length,
     columns_struct,
 )
 
@@ -60,13 +61,13 @@ def read_small_answer(
         _reconsume,
         _born_ms,
         _born_host,
-        _attributes,
+        attributes,
         topic_length,
     ) = HEADER_STRUCT.unpack_from(data, 0)
     if total != len(data) or magic != BATCH_MAGIC or not 0 < count <= _ONE_BATCH_RECORDS:
         return None
     topic = queue.topic.encode()
-    header_length = (FIXED_HEADER_LENGTH + topic_length + 7) & ~7
+    header_length = batch_header_length(topic_length, attributes)
     data_start = header_length + RECORD_OVERHEAD * count
     if (
         queue_id != queue.queue_id

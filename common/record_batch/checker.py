@@ -26,9 +26,12 @@ from aeromq.common.record_batch.descriptor import (
     CRC_START,
     FIXED_HEADER_LENGTH,
     HEADER_STRUCT,
+    PRODUCER_STATE_FLAG,
+    PRODUCER_STATE_STRUCT,
     RECORD_OVERHEAD,
     TOPIC_OFFSET,
     batch_header_length,
+    producer_state_position,
 )
 
 try:
@@ -59,6 +62,7 @@ class BatchCheck(enum.IntEnum):
     BAD_TAG_HASH = -9  # the tag hash column is not the tags' Java hashCode
     BAD_PROPERTIES = -10  # not name\x01value\x02 pairs with non-empty names, or not UTF-8
     TOO_MANY_RECORDS = -11
+    BAD_PRODUCER_STATE = -12  # a negative base sequence, or a reserved field not zero
 
 
 _CHECKED_OK: Final = (BatchCheck.OK, "")
@@ -148,7 +152,7 @@ def check_batch_py(
         _reconsume,
         _born_ms,
         _born_host,
-        _attributes,
+        attributes,
         topic_length,
     ) = HEADER_STRUCT.unpack_from(data, 0)
     if magic != BATCH_MAGIC:
@@ -162,7 +166,7 @@ def check_batch_py(
         return BatchCheck.BAD_LENGTHS, f"a batch holds at least one record: count={count}"
     if count > max_records:
         return BatchCheck.TOO_MANY_RECORDS, f"too many records: count={count} max={max_records}"
-    header_length = batch_header_length(topic_length)
+    header_length = batch_header_length(topic_length, attributes)
     data_start = header_length + count * RECORD_OVERHEAD
     if data_start > length:
         return BatchCheck.BAD_LENGTHS, f"columns past the end: count={count} length={length}"
@@ -189,6 +193,14 @@ def check_batch_py(
         )
     if not check_content:
         return BatchCheck.OK, ""
+    if attributes & PRODUCER_STATE_FLAG:
+        _producer, sequence, _epoch, reserved = PRODUCER_STATE_STRUCT.unpack_from(
+            data, producer_state_position(topic_length)
+        )
+        if sequence < 0 or reserved:
+            return BatchCheck.BAD_PRODUCER_STATE, (
+                f"bad producer state: base_sequence={sequence} reserved={reserved}"
+            )
     if body_total > max_body_total:
         return BatchCheck.BODY_TOO_LARGE, (
             f"the batch is over the max message size in all: batch_length={body_total} "

@@ -11,7 +11,7 @@ only when a column is asked for. Slices share everything but the per-record arra
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,7 @@ __all__ = ["PulledChunk", "PulledQueue"]
 
 Int64Array = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
+_Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
 class PulledQueue(Protocol):
@@ -80,7 +81,7 @@ class PulledChunk:
             name: value for name, value in records.items() if isinstance(value, list)
         }
 
-    def _array(self, name: str, dtype: Any) -> npt.NDArray[Any]:
+    def _array(self, name: str, dtype: type[_Scalar]) -> npt.NDArray[_Scalar]:
         value = self._records[name]
         if isinstance(value, list):
             value = self._records[name] = np.array(value, dtype=dtype)

@@ -49,6 +49,10 @@ column by column (:func:`~common.record_batch.read_pulled_chunk`,
     +-------------------------------+-------------------------------+      |
     |  Topic (UTF-8), then zeros to a multiple of 8               ...  76  |
     +---------------------------------------------------------------+      |
+    |  Producer state, only with PRODUCER_STATE_FLAG (16 bytes):  ...  P   |
+    |    i64 producer id, i32 base sequence, i16 producer epoch,           |
+    |    i16 reserved (0)                                                  |
+    +---------------------------------------------------------------+      |
     |  Columns, one value per record, in this order:              ...      |
     |    i64 tag hash (Java hashCode of the tag; 0 without a tag)          |
     |    i32 body length, i32 tags length, i32 properties length           |
@@ -56,6 +60,30 @@ column by column (:func:`~common.record_batch.read_pulled_chunk`,
     +---------------------------------------------------------------+      |
     |  Bodies, back to back, then tags (UTF-8), then properties   ...      v
     +---------------------------------------------------------------+ -
+
+``P`` is where the topic's padding ends (``76 + topic length``, rounded up to 8). The producer
+state is there only when the Attributes have :data:`PRODUCER_STATE_FLAG` (bit 15, which RocketMQ's
+sys flags leave free): an idempotent producer's id, the sequence number of the batch's first
+record (records count per producer, topic and queue from 0, wrapping at 2^31) and the
+producer's epoch. The broker keeps the last batches of each producer and queue and answers a
+retry of one of them with its stored result instead of storing it again. The state is under the
+CRC; the columns follow it. A batch without the flag (every batch of earlier versions) has
+nothing between the padding and the columns: :func:`batch_header_length` says where the columns
+start either way.
+
+::
+
+    producer state (at P, when the Attributes have PRODUCER_STATE_FLAG)
+     0                   1                   2                   3
+     0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+    +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    |                          Producer Id                          |   0
+    |                                                               |
+    +---------------------------------------------------------------+
+    |                         Base Sequence                         |   8
+    +-------------------------------+-------------------------------+
+    |        Producer Epoch         |         Reserved (0)          |  12
+    +-------------------------------+-------------------------------+
 
 Properties are RocketMQ's string (``name\\x01value\\x02`` repeated, UTF-8), less ``TAGS``,
 which has its own column so that the broker filters on it and checks its hash without parsing.
@@ -79,7 +107,7 @@ from __future__ import annotations
 import functools
 import socket
 import struct
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import numpy as np
 
@@ -91,6 +119,7 @@ __all__ = [
     "BASE_BORN_TIMESTAMP_OFFSET",
     "BASE_PHYSICAL_OFFSET_OFFSET",
     "BASE_QUEUE_OFFSET_OFFSET",
+    "BASE_SEQUENCE_OFFSET",
     "BATCH_MAGIC",
     "BORN_DELTA_COLUMN",
     "BORN_HOST_OFFSET",
@@ -106,7 +135,14 @@ __all__ = [
     "MAGIC_OFFSET",
     "MAX_FRAMING_BYTES",
     "MAX_PROPERTIES_LENGTH",
+    "MAX_SEQUENCE",
     "MAX_TOPIC_LENGTH",
+    "PRODUCER_EPOCH_OFFSET",
+    "PRODUCER_ID_OFFSET",
+    "PRODUCER_STATE_FLAG",
+    "PRODUCER_STATE_LENGTH",
+    "PRODUCER_STATE_RESERVED_OFFSET",
+    "PRODUCER_STATE_STRUCT",
     "QUEUE_ID_OFFSET",
     "RECONSUME_TIMES_OFFSET",
     "RECORD_COUNT_OFFSET",
@@ -116,9 +152,12 @@ __all__ = [
     "TOPIC_LENGTH_OFFSET",
     "TOPIC_OFFSET",
     "TOTAL_LENGTH_OFFSET",
+    "ProducerState",
     "batch_header_length",
     "columns_struct",
     "pack_host_field",
+    "producer_state_position",
+    "read_producer_state",
     "read_total_length",
     "unpack_host_field",
 ]
@@ -151,7 +190,20 @@ FIXED_HEADER_LENGTH: Final = TOPIC_OFFSET
 BROKER_FIELDS_LENGTH: Final = CRC_OFFSET - BASE_QUEUE_OFFSET_OFFSET
 """The fields the broker writes (:func:`~common.record_batch.patch_batch`), outside the CRC."""
 
-# the columns, after the header and its topic
+# the producer state, after the topic's padding, when the attributes have the flag; its offsets
+# are from its own start (``producer_state_position``)
+PRODUCER_STATE_FLAG: Final = 0x8000
+"""The Attributes bit that says the batch carries a producer state (bit 15: RocketMQ's sys
+flags use bits 0 to 10)."""
+PRODUCER_ID_OFFSET: Final = 0
+BASE_SEQUENCE_OFFSET: Final = PRODUCER_ID_OFFSET + 8
+PRODUCER_EPOCH_OFFSET: Final = BASE_SEQUENCE_OFFSET + 4
+PRODUCER_STATE_RESERVED_OFFSET: Final = PRODUCER_EPOCH_OFFSET + 2
+PRODUCER_STATE_LENGTH: Final = PRODUCER_STATE_RESERVED_OFFSET + 2
+MAX_SEQUENCE: Final = (1 << 31) - 1
+"""The largest sequence number: sequences count records from 0 and wrap to 0 after it."""
+
+# the columns, after the header, its topic and the producer state
 COLUMN_WIDTHS: Final = (8, 4, 4, 4, 4, 4)
 """Bytes per value of each column, in order: tag hash, body, tags and properties lengths, born
 timestamp delta, flag."""
@@ -169,7 +221,9 @@ MAX_FRAMING_BYTES: Final = (
 )
 """How much longer than the maximum message size a send's batch may be: a header with the
 longest topic and one record's columns and properties. A batch's whole encoding counts against
-the size (as RocketMQ counts a batch's), so many small messages carry their framing in it."""
+the size (as RocketMQ counts a batch's), so many small messages carry their framing in it.
+A producer state's 16 bytes are not counted (the brokers' caps stay as they were): they come
+out of the allowance for a message's properties, which a batch near the cap rarely fills."""
 
 HEADER_STRUCT: Final = struct.Struct("<iIqqq8siIiiq8sHH")
 """The fixed header, field by field (see the layout), for ``struct``."""
@@ -213,14 +267,52 @@ assert [field[1] for field in (HEADER_DTYPE.fields or {}).values()] == [
 ]
 assert RECORD_OVERHEAD == 28 and COLUMN_WIDTHS[BORN_DELTA_COLUMN] == 4
 
+PRODUCER_STATE_STRUCT: Final = struct.Struct("<qihh")
+"""The producer state (producer id, base sequence, producer epoch, reserved), for ``struct``."""
+assert PRODUCER_STATE_STRUCT.size == PRODUCER_STATE_LENGTH == 16
+assert PRODUCER_STATE_FLAG & 0x07FF == 0  # clear of RocketMQ's sys flag bits
+
 _PREFIX: Final = struct.Struct("<iI")
 _HOST_PORT: Final = struct.Struct("<i")
+_ATTRIBUTES_AND_TOPIC_LENGTH: Final = struct.Struct("<HH")
 
 
-def batch_header_length(topic_length: int) -> int:
-    """The header's length with a topic of ``topic_length`` bytes (padded to 8): where the
-    columns start."""
+class ProducerState(NamedTuple):
+    """A batch's producer state (see the layout): who sent it and the sequence number of its
+    first record."""
+
+    producer_id: int
+    base_sequence: int
+    producer_epoch: int
+
+
+def batch_header_length(topic_length: int, attributes: int = 0) -> int:
+    """The header's length with a topic of ``topic_length`` bytes (padded to 8), and the
+    producer state when ``attributes`` have :data:`PRODUCER_STATE_FLAG`: where the columns
+    start."""
+    length = (FIXED_HEADER_LENGTH + topic_length + 7) & ~7
+    if attributes & PRODUCER_STATE_FLAG:
+        length += PRODUCER_STATE_LENGTH
+    return length
+
+
+def producer_state_position(topic_length: int) -> int:
+    """Where a batch's producer state starts (when it has one): after the topic's padding."""
     return (FIXED_HEADER_LENGTH + topic_length + 7) & ~7
+
+
+def read_producer_state(buffer: Buffer, position: int = 0) -> ProducerState | None:
+    """The producer state of the batch at ``position`` of ``buffer``, None when its attributes
+    do not have :data:`PRODUCER_STATE_FLAG` (the buffer must hold the whole header)."""
+    attributes, topic_length = _ATTRIBUTES_AND_TOPIC_LENGTH.unpack_from(
+        buffer, position + ATTRIBUTES_OFFSET
+    )
+    if not attributes & PRODUCER_STATE_FLAG:
+        return None
+    producer_id, base_sequence, epoch, _reserved = PRODUCER_STATE_STRUCT.unpack_from(
+        buffer, position + producer_state_position(topic_length)
+    )
+    return ProducerState(producer_id, base_sequence, epoch)
 
 
 def read_total_length(buffer: Buffer, position: int = 0) -> tuple[int, int]:

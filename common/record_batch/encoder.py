@@ -21,9 +21,13 @@ from aeromq.common.record_batch.descriptor import (
     CRC_START,
     FIXED_HEADER_LENGTH,
     HEADER_STRUCT,
+    MAX_SEQUENCE,
     MAX_TOPIC_LENGTH,
+    PRODUCER_STATE_FLAG,
+    PRODUCER_STATE_STRUCT,
     batch_header_length,
     columns_struct,
+    producer_state_position,
 )
 
 try:
@@ -61,10 +65,19 @@ def encode_batch(
     born_host: bytes = bytes(8),
     reconsume_times: int = 0,
     attributes: int = 0,
+    producer_id: int | None = None,
+    base_sequence: int = 0,
+    producer_epoch: int = 0,
 ) -> bytearray:
     """One batch of ``bodies`` (with their ``tags``, encoded ``properties`` without TAGS, and
     ``flags``), born at ``born_timestamp_ms`` (plus each ``born_deltas_ms``) on ``born_host``
     (8 bytes: IPv4 address, i32 port). The broker fields are zero; the CRC is set.
+
+    With ``producer_id`` (an idempotent producer's id, any i64), the batch carries the producer
+    state: that id, ``base_sequence`` (its first record's sequence number in the queue,
+    ``0..MAX_SEQUENCE``) and ``producer_epoch`` (an i16), and its attributes have
+    :data:`~common.record_batch.PRODUCER_STATE_FLAG`; without it, that bit of ``attributes`` is
+    cleared (a batch re-encoded from stored messages carries no producer state).
 
     With ``property_lengths``, ``properties`` is every record's property string already
     joined into one ``bytes`` and these are their lengths (a producer that builds them in one
@@ -87,6 +100,9 @@ def encode_batch(
             born_host=born_host,
             reconsume_times=reconsume_times,
             attributes=attributes,
+            producer_id=producer_id,
+            base_sequence=base_sequence,
+            producer_epoch=producer_epoch,
         )
     return _native.encode(
         topic,
@@ -100,6 +116,9 @@ def encode_batch(
         born_host,
         reconsume_times,
         attributes,
+        producer_id,
+        base_sequence,
+        producer_epoch,
     )
 
 
@@ -116,6 +135,9 @@ def encode_batch_py(
     born_host: bytes = bytes(8),
     reconsume_times: int = 0,
     attributes: int = 0,
+    producer_id: int | None = None,
+    base_sequence: int = 0,
+    producer_epoch: int = 0,
 ) -> bytearray:
     """:func:`encode_batch` in Python: the reference of the C encoder, and its fallback."""
     count = len(bodies)
@@ -123,7 +145,16 @@ def encode_batch_py(
         raise ValueError("a batch holds at least one record")
     if len(topic) > MAX_TOPIC_LENGTH:
         raise ValueError(f"topic longer than {MAX_TOPIC_LENGTH} bytes: {len(topic)}")
-    header_length = batch_header_length(len(topic))
+    if producer_id is None:
+        attributes &= ~PRODUCER_STATE_FLAG
+        producer_state = b""
+    else:
+        if not 0 <= base_sequence <= MAX_SEQUENCE:
+            raise struct.error(f"'i' format requires 0 <= number <= {MAX_SEQUENCE}")
+        attributes |= PRODUCER_STATE_FLAG
+        producer_state = PRODUCER_STATE_STRUCT.pack(producer_id, base_sequence, producer_epoch, 0)
+    padded = producer_state_position(len(topic))
+    header_length = batch_header_length(len(topic), attributes)
     body_lengths = [len(body) for body in bodies]
     zeros = _zeros(count)
     tag_lengths: Sequence[int]
@@ -180,7 +211,14 @@ def encode_batch_py(
         len(topic),
     )
     out = bytearray().join(
-        (head, topic, bytes(header_length - FIXED_HEADER_LENGTH - len(topic)), columns, *bodies)
+        (
+            head,
+            topic,
+            bytes(padded - FIXED_HEADER_LENGTH - len(topic)),
+            producer_state,
+            columns,
+            *bodies,
+        )
     )
     out += tag_data
     out += property_data

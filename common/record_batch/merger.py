@@ -18,17 +18,21 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from aeromq.common.record_batch.descriptor import (
+    ATTRIBUTES_OFFSET,
     BASE_BORN_TIMESTAMP_OFFSET,
+    BASE_SEQUENCE_OFFSET,
     BORN_DELTA_COLUMN,
     BORN_HOST_OFFSET,
     COLUMN_WIDTHS,
     CRC_OFFSET,
     CRC_START,
+    MAX_SEQUENCE,
+    PRODUCER_STATE_FLAG,
     RECONSUME_TIMES_OFFSET,
     RECORD_COUNT_OFFSET,
-    TOPIC_LENGTH_OFFSET,
     TOTAL_LENGTH_OFFSET,
     batch_header_length,
+    producer_state_position,
 )
 
 if TYPE_CHECKING:
@@ -41,7 +45,7 @@ except ImportError:  # not built (a source tree without a compiler): the Python 
 
 __all__ = ["merge_batches", "merge_batches_py"]
 
-_U16: Final = struct.Struct("<H")
+_U16_PAIR: Final = struct.Struct("<HH")  # attributes, topic length
 _U32: Final = struct.Struct("<I")
 _I32_FIELD: Final = struct.Struct("<i")
 _I64_FIELD: Final = struct.Struct("<q")
@@ -55,6 +59,13 @@ def merge_batches(batches: Sequence[Buffer]) -> bytes | None:
     back to back, the earliest born timestamp as the base with the born deltas rebased on it,
     a new CRC. None when they cannot be one batch: not all of one topic, born host, attributes
     and reconsume times, or a born time more than an i32 of milliseconds after the base.
+
+    Batches with a producer state merge only when all are of one producer id and epoch and
+    their sequences follow on (each batch's base sequence is the one before's plus its record
+    count, modulo 2^31): the merged batch has the first's state, so the broker sees the records
+    with the sequences they were given. (Refusing to merge them would cost an idempotent
+    producer its coalescing; merging any would give records new sequences.) A merged batch is a
+    new unit for the broker's duplicate check: a producer retries it as it is, never its parts.
 
     The broker fields are zero, as a producer's. Record ``i`` of a batch is record ``i`` plus
     the record counts of the batches before it in the merged one. One pass in C
@@ -70,18 +81,32 @@ def merge_batches_py(batches: Sequence[Buffer]) -> bytes | None:
     """:func:`merge_batches` in Python: the reference of the C merge, and its fallback."""
     views = [memoryview(batch).cast("B") for batch in batches]
     first = views[0]
-    header_length = batch_header_length(_U16.unpack_from(first, TOPIC_LENGTH_OFFSET)[0])
+    attributes, topic_length = _U16_PAIR.unpack_from(first, ATTRIBUTES_OFFSET)
+    header_length = batch_header_length(topic_length, attributes)
     reconsume = first[RECONSUME_TIMES_OFFSET:BASE_BORN_TIMESTAMP_OFFSET]
-    identity = first[BORN_HOST_OFFSET:header_length]
+    # the bytes every batch shares: born host to the header's end, but for a producer state's
+    # base sequence, which follows on from the batch before
+    stateful = bool(attributes & PRODUCER_STATE_FLAG)
+    sequence_at = producer_state_position(topic_length) + BASE_SEQUENCE_OFFSET
+    identity = first[BORN_HOST_OFFSET : sequence_at if stateful else header_length]
+    epoch = first[sequence_at + 4 : header_length] if stateful else b""
+    sequence = _I32_FIELD.unpack_from(first, sequence_at)[0] if stateful else 0
     counts: list[int] = []
     bases: list[int] = []
     for view in views:
         if (
             view[RECONSUME_TIMES_OFFSET:BASE_BORN_TIMESTAMP_OFFSET] != reconsume
-            or view[BORN_HOST_OFFSET:header_length] != identity
+            or view[BORN_HOST_OFFSET : BORN_HOST_OFFSET + len(identity)] != identity
         ):
             return None
         count, base_ms = _COUNT_AND_BORN.unpack_from(view, RECORD_COUNT_OFFSET)
+        if stateful:
+            if (
+                _I32_FIELD.unpack_from(view, sequence_at)[0] != sequence
+                or view[sequence_at + 4 : header_length] != epoch
+            ):
+                return None
+            sequence = (sequence + count) & MAX_SEQUENCE
         counts.append(count)
         bases.append(base_ms)
     base_ms = min(bases)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Any, Final
+from typing import Any, Final, NotRequired, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +27,10 @@ from aeromq.common.record_batch.descriptor import (
     CRC_START,
     FIXED_HEADER_LENGTH,
     HEADER_DTYPE,
+    PRODUCER_STATE_FLAG,
+    PRODUCER_STATE_LENGTH,
     RECORD_OVERHEAD,
+    producer_state_position,
 )
 
 __all__ = ["read_pulled_chunk_py"]
@@ -68,7 +71,9 @@ def read_pulled_chunk_py(
         if (names != np.frombuffer(topic, dtype=np.uint8)).any():
             raise _corrupt("a batch of another topic", queue, offset, len(data))
     count = headers["count"].astype(np.int64)
-    columns = position + ((FIXED_HEADER_LENGTH + len(topic) + 7) & ~7)
+    # the columns follow the topic's padding, and the producer state of a batch that has one
+    columns = position + producer_state_position(len(topic))
+    columns += np.where(headers["attributes"] & PRODUCER_STATE_FLAG, PRODUCER_STATE_LENGTH, 0)
     data_start = columns + RECORD_OVERHEAD * count
     if (count <= 0).any() or (data_start > position + length).any():
         raise _corrupt("record counts that do not fit their batches", queue, offset, len(data))
@@ -211,10 +216,21 @@ def _starts(
     return starts
 
 
+class _Refused(TypedDict):
+    """What a refusal names, kept as its error's attributes."""
+
+    topic: str
+    broker: str
+    queue_id: int
+    pull_offset: int
+    response_length: int
+    batch_position: NotRequired[int]
+
+
 def _corrupt(
     problem: str, queue: PulledQueue, offset: int, length: int, position: int = -1
 ) -> CorruptMessageError:
-    values: dict[str, Any] = {
+    values: _Refused = {
         "topic": queue.topic,
         "broker": queue.broker_name,
         "queue_id": queue.queue_id,

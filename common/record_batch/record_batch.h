@@ -41,7 +41,17 @@
 #define HOST_FIELD_LENGTH 8
 #define MAX_TOPIC_LENGTH 255
 
-/* the columns, after the header: COLUMN_COUNT of them, of COLUMN_WIDTHS bytes a value (tag
+/* the producer state, after the topic's padding, only when the attributes have
+ * PRODUCER_STATE_FLAG; its offsets are from its own start (batch_producer_state) */
+#define PRODUCER_STATE_FLAG 0x8000
+#define PRODUCER_ID_OFFSET 0
+#define BASE_SEQUENCE_OFFSET 8
+#define PRODUCER_EPOCH_OFFSET 12
+#define PRODUCER_STATE_RESERVED_OFFSET 14
+#define PRODUCER_STATE_LENGTH 16
+#define MAX_SEQUENCE 0x7FFFFFFF
+
+/* the columns, after the header (and the producer state): COLUMN_COUNT of them, of COLUMN_WIDTHS bytes a value (tag
  * hash, body, tags and properties lengths, born delta, flag), the born deltas at
  * BORN_DELTA_COLUMN */
 #define COLUMN_COUNT 6
@@ -80,6 +90,13 @@ store_u32(unsigned char *p, uint32_t v)
 }
 
 static inline void
+store_u16(unsigned char *p, unsigned v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void
 store_i64(unsigned char *p, int64_t v)
 {
     store_u32(p, (uint32_t)(uint64_t)v);
@@ -96,12 +113,36 @@ batch_topic_length(const unsigned char *b)
     return (ptrdiff_t)b[TOPIC_LENGTH_OFFSET] | (ptrdiff_t)b[TOPIC_LENGTH_OFFSET + 1] << 8;
 }
 
-/* The header's length with a topic of ``topic_length`` bytes (padded to 8): where the columns
- * start (``batch_header_length`` in descriptor.py). */
+/* The attributes field of the batch at ``b`` (u16). */
+static inline unsigned
+batch_attributes(const unsigned char *b)
+{
+    return (unsigned)b[ATTRIBUTES_OFFSET] | (unsigned)b[ATTRIBUTES_OFFSET + 1] << 8;
+}
+
+/* Where the producer state of a batch with a topic of ``topic_length`` bytes starts (when it has
+ * one): after the topic's padding (``producer_state_position`` in descriptor.py). */
 static inline ptrdiff_t
-batch_header_length(ptrdiff_t topic_length)
+batch_producer_state(ptrdiff_t topic_length)
 {
     return (FIXED_HEADER_LENGTH + topic_length + 7) & ~(ptrdiff_t)7;
+}
+
+/* The header's length with a topic of ``topic_length`` bytes (padded to 8), and the producer
+ * state when ``attributes`` have PRODUCER_STATE_FLAG: where the columns start
+ * (``batch_header_length`` in descriptor.py). */
+static inline ptrdiff_t
+batch_header_length(ptrdiff_t topic_length, unsigned attributes)
+{
+    return batch_producer_state(topic_length) +
+           ((attributes & PRODUCER_STATE_FLAG) ? PRODUCER_STATE_LENGTH : 0);
+}
+
+/* The header's length of the batch at ``b`` (its topic length and attributes read). */
+static inline ptrdiff_t
+batch_header_length_of(const unsigned char *b)
+{
+    return batch_header_length(batch_topic_length(b), batch_attributes(b));
 }
 
 #endif /* AEROMQ_RECORD_BATCH_H */

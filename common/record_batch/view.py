@@ -19,9 +19,12 @@ from aeromq.common.record_batch.descriptor import (
     CRC_OFFSET,
     CRC_START,
     HEADER_STRUCT,
+    PRODUCER_STATE_FLAG,
     RECORD_OVERHEAD,
     TOPIC_OFFSET,
+    ProducerState,
     batch_header_length,
+    read_producer_state,
 )
 
 __all__ = ["RecordBatch"]
@@ -34,7 +37,8 @@ _U32: Final = struct.Struct("<I")
 
 class RecordBatch:
     """A read-only view of one batch (header fields as attributes, columns as numpy arrays),
-    over a buffer that :func:`check_batch` passed. Per-record values are read on demand."""
+    over a buffer that :func:`check_batch` passed. Per-record values are read on demand.
+    ``producer_state`` is the idempotent producer's state, None for a batch without one."""
 
     __slots__ = (
         "_ends",
@@ -48,6 +52,7 @@ class RecordBatch:
         "data_start",
         "header_length",
         "length",
+        "producer_state",
         "queue_id",
         "reconsume_times",
         "store_host",
@@ -78,7 +83,10 @@ class RecordBatch:
         self.length = total
         self.count = count
         self.topic = bytes(buffer[TOPIC_OFFSET : TOPIC_OFFSET + topic_length]).decode()
-        self.header_length = batch_header_length(topic_length)
+        self.header_length = batch_header_length(topic_length, self.attributes)
+        self.producer_state: ProducerState | None = (
+            read_producer_state(buffer) if self.attributes & PRODUCER_STATE_FLAG else None
+        )
         self.data_start = self.header_length + count * RECORD_OVERHEAD
         self._ends: list[list[int]] | None = None
 

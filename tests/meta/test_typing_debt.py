@@ -22,8 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-ANY_LINES_CEILING = 101
-"""Lines of hand-written code using ``Any`` (371 before the typing pass, 163 a week earlier)."""
+ANY_LINES_CEILING = 98
+"""Lines of hand-written code using ``Any`` (371 before the typing pass, 163 a week earlier;
+101 after it, 135 once the latency benchmark came, typed again)."""
 
 _SKIPPED_DIRS = frozenset({"tests", "build", "dist", "site", "__pycache__", "node_modules"})
 _ANY = re.compile(r"\bAny\b")

@@ -20,6 +20,7 @@ from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.driver import MediaDriverContext
 from tests._pulled import pulled
+from tests.client._group import FakeGroup, GroupSessions
 
 MIB = 1 << 20
 
@@ -119,3 +120,26 @@ def wait_for(condition: Callable[[], object], timeout_s: float = 5.0, what: str 
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(0.002)
+
+
+GROUP_MEMBERS = ("127.0.0.1:8081", "127.0.0.1:8082", "127.0.0.1:8083")
+"""The scripted broker group's members (``tests/client/_group.py``): A, B and C."""
+
+
+@pytest.fixture
+def group() -> Iterator[FakeGroup]:
+    """A scripted broker group of three members serving topic ``orders`` (A leads)."""
+    made = FakeGroup(*GROUP_MEMBERS, topic="orders")
+    yield made
+    made.close()
+
+
+def group_producer(group: FakeGroup, **config: Any) -> Producer:
+    """A started producer whose routes and sessions reach the scripted ``group``."""
+    producer = Producer("group-producer", route=group.resolver(), config=ProducerConfig(**config))
+    producer.start()
+    path = producer._send_path
+    assert path.sessions is not None
+    path.sessions.close()
+    path.sessions = GroupSessions(group)
+    return producer

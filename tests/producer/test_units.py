@@ -131,3 +131,16 @@ def test_should_pick_the_queue_least_sent_to_for_groups_of_any_size() -> None:
     assert max(sent.values()) - min(sent.values()) <= 7
     newcomer = QUEUES[4]  # a queue new to the route starts level with the least sent
     assert selector.pick([*queues, newcomer], 1) in (queues[2], newcomer)
+
+
+def test_should_group_no_more_sends_than_a_merge_takes() -> None:
+    from aeromq.producer._coalesce import MAX_GROUP_SENDS, SendCoalescer
+
+    coalescer: SendCoalescer[int] = SendCoalescer(1 << 30, lambda item: 100)
+    assert coalescer.admit("t", 0, 1)
+    for item in range(1, MAX_GROUP_SENDS + 10):
+        assert not coalescer.admit("t", item, 1)
+
+    group = coalescer.answered("t")
+
+    assert len(group) == MAX_GROUP_SENDS and coalescer.waiting_count("t") == 9

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2, service_pb2_grpc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OFFICIAL = REPO_ROOT / "bench" / "peers" / "rocketmq5_official.py"
@@ -60,3 +61,24 @@ def official(*args: str | int) -> dict[str, Any]:
     assert done.returncode == 0, f"{command}: {done.stdout[-3000:]} {done.stderr[-3000:]}"
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def resource(name: str) -> definition_pb2.Resource:
+    """A v2 resource (a topic or group) named ``name``, in no namespace."""
+    return definition_pb2.Resource(name=name)
+
+
+def receive(
+    stub: service_pb2_grpc.MessagingServiceStub, topic: str, group: str, invisible_s: int = 30
+) -> list[service_pb2.ReceiveMessageResponse]:
+    """One raw-gRPC receive of up to 16 messages of ``topic`` for ``group`` (a second of long
+    polling), every answer of its stream."""
+    request = service_pb2.ReceiveMessageRequest(
+        group=resource(group),
+        message_queue=definition_pb2.MessageQueue(topic=resource(topic)),
+        filter_expression=definition_pb2.FilterExpression(type=definition_pb2.TAG, expression="*"),
+        batch_size=16,
+    )
+    request.invisible_duration.seconds = invisible_s
+    request.long_polling_timeout.seconds = 1
+    return list(stub.ReceiveMessage(request, timeout=30.0))

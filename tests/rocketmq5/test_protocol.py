@@ -13,6 +13,8 @@ import pytest
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2, service_pb2_grpc
 from tests.rocketmq5.conftest import MAX_ATTEMPTS, endpoint, start_broker
+from tests.rocketmq5.conftest import receive as _receive
+from tests.rocketmq5.conftest import resource as _resource
 
 Code = definition_pb2.Code
 TIMEOUT_S = 30.0
@@ -22,10 +24,6 @@ TIMEOUT_S = 30.0
 def stub(broker: ServerProcess) -> Iterator[service_pb2_grpc.MessagingServiceStub]:
     with grpc.insecure_channel(endpoint(broker)) as channel:
         yield service_pb2_grpc.MessagingServiceStub(channel)
-
-
-def _resource(name: str) -> definition_pb2.Resource:
-    return definition_pb2.Resource(name=name)
 
 
 def _send(
@@ -42,20 +40,6 @@ def _send(
     )
     assert response.status.code == Code.OK, response
     return response.entries[0].message_id
-
-
-def _receive(
-    stub: service_pb2_grpc.MessagingServiceStub, topic: str, group: str, invisible_s: int = 30
-) -> list[service_pb2.ReceiveMessageResponse]:
-    request = service_pb2.ReceiveMessageRequest(
-        group=_resource(group),
-        message_queue=definition_pb2.MessageQueue(topic=_resource(topic)),
-        filter_expression=definition_pb2.FilterExpression(type=definition_pb2.TAG, expression="*"),
-        batch_size=16,
-    )
-    request.invisible_duration.seconds = invisible_s
-    request.long_polling_timeout.seconds = 1
-    return list(stub.ReceiveMessage(request, timeout=TIMEOUT_S))
 
 
 def _ack(

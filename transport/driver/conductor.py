@@ -57,6 +57,7 @@ from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
 from aeromq.transport.driver.ipc.ipc_streams import IpcStreams
+from aeromq.transport.driver.log_storage import LogStorage
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.stream_counters import allocate_client_heartbeat
 from aeromq.transport.driver.system_counters import NULL_VALUE, SystemCounter, SystemCounters
@@ -134,6 +135,8 @@ class DriverConductor:
             context.publication_reserved_session_id_low,
             context.publication_reserved_session_id_high,
         )
+        self.log_storage = LogStorage()
+        """Every live log of both media, for the storage checks (``log_storage.py``)."""
         self.ipc = IpcStreams(
             context,
             self.counters,
@@ -141,6 +144,7 @@ class DriverConductor:
             self.client_proxy,
             session_ids,
             self.on_agent_error,
+            self.log_storage,
         )
         self.udp = UdpStreams(
             context,
@@ -151,6 +155,7 @@ class DriverConductor:
             session_ids,
             self.to_driver.next_correlation_id,
             self.on_agent_error,
+            self.log_storage,
         )
         self._streams: dict[str, MediaStreams] = {IPC_MEDIA: self.ipc, UDP_MEDIA: self.udp}
         self.clients: dict[int, AeronClient] = {}

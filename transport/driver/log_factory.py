@@ -1,11 +1,12 @@
-"""A log buffer file, a publication's (IPC or UDP) or an image's: room, file, metadata, deletion.
+"""A log buffer file, a publication's (IPC or UDP) or an image's: file, metadata, deletion.
 
-The driver side of Aeron's log setup (``FileStoreLogFactory``): check the file system has room
-(Aeron's ``perform_storage_checks``), create the file (sparse or allocated up front), and fill a
-publication's metadata as Aeron's driver does before any client maps it (an image's metadata is
-filled by ``transport/driver/udp/udp_subscriptions.py``, from the SETUP). Problems become
-:class:`~transport.RegistrationError` (``STORAGE_SPACE`` when out of space) for the command.
-At its end of life the file is deleted (:func:`delete_log`).
+The driver side of Aeron's log setup (``FileStoreLogFactory``): create the file (sparse or
+allocated up front), and fill a publication's metadata as Aeron's driver does before any client
+maps it (an image's metadata is filled by ``transport/driver/udp/udp_subscriptions.py``, from the
+SETUP). The room check before it (Aeron's ``perform_storage_checks``) is
+:mod:`~transport.driver.log_storage`'s. Problems become :class:`~transport.RegistrationError`
+(``STORAGE_SPACE`` when out of space) for the command. At its end of life the file is deleted
+(:func:`delete_log`).
 """
 
 from __future__ import annotations
@@ -28,63 +29,19 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import (
 from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
 __all__ = [
-    "check_storage",
     "create_log",
     "delete_log",
     "initialise_log_metadata",
     "producer_window_length",
-    "unbacked_log_bytes",
 ]
 
 _MAX_POSITION = 2**63 - 1
-_LOG_DIRS = ("publications", "images")
-_BLOCK_BYTES = 512  # st_blocks counts 512-byte units
 
 
 def producer_window_length(window_length: int, term_length: int) -> int:
     """Aeron's publication window: half a term, or ``window_length`` if set and smaller."""
     half_term = term_length // 2
     return window_length if 0 < window_length < half_term else half_term
-
-
-def check_storage(directory: str, log_length: int) -> None:
-    """Refuse (``STORAGE_SPACE``) a log that the file system has no room for, counting what
-    the live logs may still claim: a sparse log's unwritten pages are not in ``statvfs``'s
-    free space but will be taken when written, so the room must cover the new log plus the
-    unbacked bytes of every log file in ``directory``'s aeron directory (``publications/``,
-    ``images/``). Checked on the conductor, one log at a time, so no two checks count the
-    same free space."""
-    stat = os.statvfs(directory)
-    usable = stat.f_bavail * stat.f_frsize
-    unbacked = unbacked_log_bytes(os.path.dirname(os.path.normpath(directory)))
-    if usable < log_length + unbacked:
-        raise command_error(
-            ErrorCode.STORAGE_SPACE,
-            "insufficient usable storage for new log",
-            log_length=log_length,
-            usable=usable,
-            unbacked_by_live_logs=unbacked,
-            directory=directory,
-        )
-
-
-def unbacked_log_bytes(aeron_dir: str) -> int:
-    """The bytes the log files of ``aeron_dir`` may still take: each file's length less
-    the blocks it holds (0 for a log allocated up front)."""
-    unbacked = 0
-    for name in _LOG_DIRS:
-        try:
-            entries = os.scandir(os.path.join(aeron_dir, name))
-        except FileNotFoundError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    stat = entry.stat(follow_symlinks=False)
-                except FileNotFoundError:  # freed meanwhile
-                    continue
-                unbacked += max(0, stat.st_size - stat.st_blocks * _BLOCK_BYTES)
-    return unbacked
 
 
 def create_log(

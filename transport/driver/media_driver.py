@@ -2,9 +2,12 @@
 
 Aeron's ``MediaDriver.launch`` / ``launchEmbedded``. Launching:
 
+0. removes the directories that dead embedded drivers left in ``/dev/shm``, whichever kind of
+   driver starts (:mod:`~transport.driver.stale_dirs`);
 1. prepares the directory (:func:`~transport.driver.aeron_dir.prepare_aeron_dir`): refuses a
    live driver with :class:`~transport.ActiveDriverError`, replaces a stopped one's files with a
-   logged warning, and lays out ``publications/`` and ``images/``;
+   logged warning, takes the directory's lock (:mod:`~transport.driver.driver_lock`, held until
+   the driver has closed: a crash lets go of it) and lays out ``publications/`` and ``images/``;
 2. creates ``cnc.dat`` and sets the conductor up in it (system counters, heartbeat) under a
    temporary name, then renames it into place: a client that finds ``cnc.dat`` finds its version
    (written last) and a live heartbeat together;
@@ -18,7 +21,7 @@ Aeron's ``MediaDriver.launch`` / ``launchEmbedded``. Launching:
 
 ``close()`` (idempotent; also the context manager's exit) stops the agents with a bounded join
 (the network agents before the conductor, which then closes the sockets),
-unmaps cnc.dat and deletes the directory if ``dir_delete_on_shutdown``. A TERMINATE_DRIVER that
+unmaps cnc.dat, deletes the directory if ``dir_delete_on_shutdown`` and lets go of its lock. A TERMINATE_DRIVER that
 the context's validator accepts stops the agent by itself; :meth:`wait_for_termination` lets a
 process wait for that, and ``close()`` then finishes the job.
 """
@@ -47,7 +50,7 @@ from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
 from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX, remove_stale_driver_dirs
 from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 
-__all__ = ["MediaDriver"]
+__all__ = ["MediaDriver", "embedded_dir_root"]
 
 _LOG = logging.getLogger(__name__)
 _INIT_DIR = ".cnc-init"
@@ -61,9 +64,12 @@ class MediaDriver:
 
     @classmethod
     def launch(cls, context: MediaDriverContext | None = None) -> MediaDriver:
-        """Start a driver in ``context.aeron_dir`` (default: the environment's context)."""
+        """Start a driver in ``context.aeron_dir`` (default: the environment's context); the
+        directories that dead embedded drivers left are removed first."""
+        base = context if context is not None else MediaDriverContext.from_env()
+        _remove_stale_dirs(base)
         driver = cls.__new__(cls)
-        driver._start(context if context is not None else MediaDriverContext.from_env())
+        driver._start(base)
         return driver
 
     @classmethod
@@ -72,15 +78,14 @@ class MediaDriver:
         directories that dead embedded drivers left there are removed first
         (:mod:`~transport.driver.stale_dirs`)."""
         base = context if context is not None else MediaDriverContext.from_env()
-        root = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-        remove_stale_driver_dirs(
-            root, driver_timeout_ms=base.driver_timeout_ms, now_ms=base.epoch_clock.time_ms()
-        )
-        aeron_dir = tempfile.mkdtemp(prefix=EMBEDDED_DIR_PREFIX, dir=root)
+        _remove_stale_dirs(base)
+        aeron_dir = tempfile.mkdtemp(prefix=EMBEDDED_DIR_PREFIX, dir=embedded_dir_root())
         try:
-            return cls.launch(
+            driver = cls.__new__(cls)
+            driver._start(
                 dataclasses.replace(base, aeron_dir=aeron_dir, dir_delete_on_shutdown=True)
             )
+            return driver
         except BaseException:
             shutil.rmtree(aeron_dir, ignore_errors=True)
             raise
@@ -100,7 +105,7 @@ class MediaDriver:
 
         self.context = context
         self._conductor_context = dataclasses.replace(context, termination_hook=on_termination)
-        prepare_aeron_dir(
+        self._dir_lock = prepare_aeron_dir(
             context.aeron_dir,
             delete_on_start=context.dir_delete_on_start,
             driver_timeout_ms=context.driver_timeout_ms,
@@ -119,6 +124,7 @@ class MediaDriver:
         except BaseException:
             if context.dir_delete_on_shutdown:
                 shutil.rmtree(context.aeron_dir, ignore_errors=True)
+            self._dir_lock.release()
             raise
         _LOG.info("media driver started: aeron_dir=%s pid=%s", context.aeron_dir, os.getpid())
 
@@ -230,6 +236,7 @@ class MediaDriver:
             self._cnc.close()
             if self.context.dir_delete_on_shutdown:
                 shutil.rmtree(self.context.aeron_dir, ignore_errors=True)
+            self._dir_lock.release()
         _LOG.info("media driver closed: aeron_dir=%s", self.context.aeron_dir)
 
     def __enter__(self) -> MediaDriver:
@@ -246,6 +253,19 @@ class MediaDriver:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running"
         return f"MediaDriver(aeron_dir={self.context.aeron_dir!r}, {state})"
+
+
+def embedded_dir_root() -> str:
+    """Where embedded drivers make their directories: /dev/shm, else the temp directory."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+
+
+def _remove_stale_dirs(context: MediaDriverContext) -> None:
+    remove_stale_driver_dirs(
+        embedded_dir_root(),
+        driver_timeout_ms=context.driver_timeout_ms,
+        now_ms=context.epoch_clock.time_ms(),
+    )
 
 
 def _parked_in(idle_strategy: IdleStrategy, waiter: SocketWaiter) -> IdleStrategy:

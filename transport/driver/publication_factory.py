@@ -12,7 +12,8 @@ What Aeron's ``aeron_driver_conductor_get_or_add_ipc_publication`` and
   ``session-id`` that a live publication of the stream holds is an error unless joining that
   concurrent publication. What "active" and "holds its session id" mean is each publication's
   own life cycle (``is_active()``, ``holds_session_id()``).
-- :meth:`PublicationFactory.create`: the storage check, a session id (allocated, or pinned by
+- :meth:`PublicationFactory.create`: the storage check (counting every live log of the driver,
+  :mod:`~transport.driver.log_storage`), a session id (allocated, or pinned by
   ``session-id``), an initial term id (random, or ``init-term-id`` with the tail set from
   ``term-id`` / ``term-offset``), the pub-pos and pub-lmt counters and then the media's own (UDP:
   snd-pos, snd-lmt, snd-bpe, snd-naks-received), pub-pos and pub-lmt at the starting position
@@ -40,11 +41,11 @@ from aeromq.transport.concurrent.position import Position
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.log_factory import (
-    check_storage,
     create_log,
     initialise_log_metadata,
     producer_window_length,
 )
+from aeromq.transport.driver.log_storage import LogStorage
 from aeromq.transport.driver.session_ids import SessionIdAllocator, wrap_int32
 from aeromq.transport.driver.stream_counters import (
     allocate_publisher_limit,
@@ -178,17 +179,21 @@ def confirm_publication_match(
 class PublicationFactory:
     """Finds shared publications and sets up new ones (see module). Conductor thread only."""
 
-    __slots__ = ("_context", "_counters", "_session_ids")
+    __slots__ = ("_context", "_counters", "_session_ids", "storage")
 
     def __init__(
         self,
         context: MediaDriverContext,
         counters: CountersManager,
         session_ids: SessionIdAllocator,
+        storage: LogStorage | None = None,
     ) -> None:
         self._context = context
         self._counters = counters
         self._session_ids = session_ids
+        self.storage = storage if storage is not None else LogStorage()
+        """The driver's live logs: checked before a log is made; the media tracks each new
+        publication in it (:meth:`~transport.driver.log_storage.LogStorage.track`)."""
 
     def find_shared(
         self,
@@ -252,7 +257,7 @@ class PublicationFactory:
         context = self._context
         term_length = params.term_length
         if context.perform_storage_checks:
-            check_storage(
+            self.storage.check(
                 context.publications_dir(), compute_log_length(term_length, context.file_page_size)
             )
         if params.session_id is not None:

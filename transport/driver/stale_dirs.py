@@ -2,13 +2,20 @@
 
 An embedded driver (:meth:`~transport.driver.MediaDriver.launch_embedded`) works in a fresh
 ``aeron-embedded-*`` directory under ``/dev/shm`` and deletes it on close; a crash (SIGKILL,
-power cut of the process) leaves it behind, log buffers and all. Before making its own, an
-embedded driver removes each such directory of the same user whose driver is dead: its
-``cnc.dat`` heartbeat is older than ``driver_timeout_ms`` (or the driver closed) and the pid
-recorded in ``cnc.dat`` is not alive. One warning line per directory removed. A directory with
-a fresh heartbeat, a live pid, no readable ``cnc.dat`` (a driver still starting), or another
-owner is never touched. Embedded directories are never reused, so nothing of value is lost
-(a standalone driver's directory is replaced, its error log saved, by ``prepare_aeron_dir``).
+power cut of the process) leaves it behind, log buffers and all. Before any driver starts
+(embedded or not), it removes each such directory of the same user whose driver is dead:
+
+- its lock (:mod:`~transport.driver.driver_lock`) is free: the process that held it ended,
+  however it ended, a moment ago or long ago;
+- it has no lock file (a driver of an older version, or one killed before it took its lock):
+  its ``cnc.dat`` heartbeat is older than ``driver_timeout_ms`` (or the driver closed) and the
+  pid recorded in ``cnc.dat`` is not alive; without a ``cnc.dat`` either, the directory is older
+  than ``driver_timeout_ms`` (a driver takes its lock within milliseconds of making it).
+
+One warning line per directory removed. A directory whose lock is held, with a fresh heartbeat
+or a live pid, still being made, or of another owner is never touched. Embedded directories are
+never reused, so nothing of value is lost (a standalone driver's directory is replaced, its
+error log saved, by ``prepare_aeron_dir``).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import shutil
 
 from aeromq.transport._errors import CncFileError
 from aeromq.transport.cnc import CNC_FILE, CncFile
+from aeromq.transport.driver.driver_lock import LockState, lock_pid, lock_state
 
 __all__ = ["EMBEDDED_DIR_PREFIX", "remove_stale_driver_dirs"]
 
@@ -47,25 +55,29 @@ def remove_stale_driver_dirs(root: str, *, driver_timeout_ms: int, now_ms: int) 
         dead = _dead_driver(entry.path, driver_timeout_ms, now_ms)
         if dead is None:
             continue
-        pid, heartbeat_age_ms = dead
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.exists(entry.path):
             removed.append(entry.path)
             _LOG.warning(
-                "removed the directory of a dead media driver: aeron_dir=%s pid=%d "
-                "heartbeat_age_ms=%s",
-                entry.path,
-                pid,
-                heartbeat_age_ms,
+                "removed the directory of a dead media driver: aeron_dir=%s %s", entry.path, dead
             )
     return removed
 
 
-def _dead_driver(aeron_dir: str, driver_timeout_ms: int, now_ms: int) -> tuple[int, int] | None:
-    """(pid, heartbeat age ms; -1 when it closed) of the dead driver of ``aeron_dir``, or None
+def _dead_driver(aeron_dir: str, driver_timeout_ms: int, now_ms: int) -> str | None:
+    """Why the driver of ``aeron_dir`` is dead (``key=value`` words for the log line), or None
     when it may be alive or cannot be judged."""
-    if not os.path.exists(os.path.join(aeron_dir, CNC_FILE)):
+    state = lock_state(aeron_dir)
+    if state is LockState.HELD:
         return None
+    if state is LockState.FREE:
+        return f"pid={lock_pid(aeron_dir)} lock=free"
+    if not os.path.exists(os.path.join(aeron_dir, CNC_FILE)):
+        try:
+            age_ms = now_ms - int(os.stat(aeron_dir).st_mtime * 1000)
+        except OSError:
+            return None
+        return f"pid=unknown age_ms={age_ms} lock=none" if age_ms > driver_timeout_ms else None
     try:
         cnc = CncFile.map(aeron_dir, timeout_ms=0)
     except (CncFileError, OSError, ValueError):
@@ -78,7 +90,7 @@ def _dead_driver(aeron_dir: str, driver_timeout_ms: int, now_ms: int) -> tuple[i
     age_ms = now_ms - heartbeat_ms if heartbeat_ms > 0 else -1
     if 0 <= age_ms <= driver_timeout_ms or _alive(pid):
         return None
-    return pid, age_ms
+    return f"pid={pid} heartbeat_age_ms={age_ms}"
 
 
 def _alive(pid: int) -> bool:

@@ -9,7 +9,11 @@ the parameter and the value.
 Publication: ``term-length``, ``mtu``, ``linger``, ``session-id``, the position triple
 ``init-term-id`` + ``term-id`` + ``term-offset`` (all three or none), ``sparse``, ``eos``,
 ``ssc`` (spies simulate connection), ``tags`` (the entity tag), ``response-correlation-id``.
-Subscription: ``session-id``, ``tether``, ``sparse``, ``reliable``, ``rejoin``.
+Subscription: ``session-id``, ``tether``, ``sparse``, ``reliable``, ``rejoin``, and one of this
+driver's own (not Aeron's, which ignores it): ``max-term-length``, the largest term a sender may
+give an image of this subscription (a power of two, 64 KiB to 1 GiB; default the driver's cap,
+:mod:`~transport.driver.udp.image_admission`), so a receiver that expects large terms (a
+replication follower) raises it for its own channel only.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ class SubscriptionParams:
     is_sparse: bool
     is_reliable: bool
     is_rejoin: bool
+    max_term_length: int | None = None
 
 
 def parse_channel(channel: str) -> ChannelUri:
@@ -146,12 +151,8 @@ def publication_params(
     term_length = context.ipc_term_buffer_length if is_ipc else context.term_buffer_length
     mtu_length = context.ipc_mtu_length if is_ipc else context.mtu_length
 
-    requested_term_length = read.size("term-length")
+    requested_term_length = _term_length(read, "term-length")
     if requested_term_length is not None:
-        try:
-            check_term_length(requested_term_length)
-        except ConfigurationError as exc:
-            raise read.fail("term-length", str(read.get("term-length")), str(exc)) from None
         term_length = requested_term_length
     requested_mtu = read.size("mtu")
     if requested_mtu is not None:
@@ -205,6 +206,17 @@ def publication_params(
     )
 
 
+def _term_length(read: _Reader, key: str) -> int | None:
+    """A term length parameter (``term-length``, ``max-term-length``), checked; None if unset."""
+    value = read.size(key)
+    if value is not None:
+        try:
+            check_term_length(value)
+        except ConfigurationError as exc:
+            raise read.fail(key, str(read.get(key)), str(exc)) from None
+    return value
+
+
 def _position(read: _Reader, term_length: int) -> tuple[int | None, int, int]:
     initial_term_id = read.int32("init-term-id")
     term_id = read.int32("term-id")
@@ -242,4 +254,5 @@ def subscription_params(
         is_sparse=read.boolean("sparse", context.term_buffer_sparse_file),
         is_reliable=read.boolean("reliable", True),
         is_rejoin=read.boolean("rejoin", True),
+        max_term_length=_term_length(read, "max-term-length"),
     )

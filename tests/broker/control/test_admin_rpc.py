@@ -156,8 +156,9 @@ def test_should_answer_unimplemented_for_name_server_calls(client: GrpcClient) -
 # -- offsets -----------------------------------------------------------------------------------
 
 
-def test_should_commit_and_query_offsets(client: GrpcClient) -> None:
+def test_should_commit_and_query_offsets(client: GrpcClient, broker: RunningBroker) -> None:
     client.create_topic("t", read_queue_nums=2, write_queue_nums=2)
+    put_messages(broker.store, "t", 1, 42)  # an offset is committed within its queue
     assert client.query_offset("g", "t", 1) == -1
     client.commit_offset("g", "t", 1, 42)
     assert client.query_offset("g", "t", 1) == 42
@@ -282,9 +283,12 @@ def test_should_refuse_progress_of_an_unknown_group(client: GrpcClient) -> None:
 # -- groups and stats --------------------------------------------------------------------------
 
 
-def test_should_list_groups_from_offsets_and_members(client: GrpcClient) -> None:
+def test_should_list_groups_from_offsets_and_members(
+    client: GrpcClient, broker: RunningBroker
+) -> None:
     client.create_topic("a")
     client.create_topic("b")
+    put_messages(broker.store, "a", 0, 1)
     client.commit_offset("offsets-only", "a", 0, 1)
     client.send_heartbeat(
         consumer_group_pb2.HeartbeatRequest(

@@ -13,7 +13,7 @@ from aeromq.client import BrokerUnavailableError, IllegalArgumentError, IllegalS
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
 from aeromq.proto import consumer_group_pb2
 
-from .conftest import RunningBroker
+from .conftest import RunningBroker, put_messages
 
 PUSH_DEADLINE_S = 1.0
 
@@ -328,8 +328,11 @@ def test_should_pass_over_a_holder_that_left_expired_or_is_forced_out() -> None:
         manager.acquire_queue("g", "t", 0, "")
 
 
-def test_should_hand_a_queue_over_with_the_commit_of_its_release(client: GrpcClient) -> None:
+def test_should_hand_a_queue_over_with_the_commit_of_its_release(
+    client: GrpcClient, broker: RunningBroker
+) -> None:
     client.create_topic("t", read_queue_nums=2, write_queue_nums=2)
+    put_messages(broker.store, "t", 1, 9)  # offsets are committed within their queue
     for client_id in ("old", "new"):
         client.send_heartbeat(beat(client_id, "g"))
     assert client.acquire_queue("g", "t", 1, "old") == (-1, "")

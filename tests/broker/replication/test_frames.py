@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from aeromq.broker import InvalidArgumentError
 from aeromq.broker.replication import (
     CHECK_CODE_NAMES,
+    EPOCH_ABOVE_LEADER_EPOCH,
     LENGTH_MISMATCH,
     NEGATIVE_FIELD,
     OFFSET_BEFORE_EPOCH_START,
@@ -49,6 +50,7 @@ from aeromq.broker.replication.frame_descriptor import (
     HEARTBEAT_HIGH_WATERMARK_OFFSET,
     HEARTBEAT_TYPE,
     HIGH_WATERMARK_OFFSET,
+    LEADER_EPOCH_OFFSET,
     LEADER_LEO_OFFSET,
     LENGTH_OFFSET,
     LEO_OFFSET,
@@ -73,7 +75,7 @@ def _i32(frame: bytes, offset: int) -> int:
 
 
 def test_should_lay_out_an_append_as_the_diagram_draws() -> None:
-    frame = encode_append(7, 1000, 1200, 900, b"batch")
+    frame = encode_append(7, 1000, 1200, 900, b"batch", leader_epoch=9)
 
     assert (frame[VERSION_OFFSET], frame[VERSION_OFFSET + 1]) == (CURRENT_VERSION, 0)
     assert struct.unpack_from("<H", frame, TYPE_OFFSET)[0] == APPEND_TYPE
@@ -82,8 +84,9 @@ def test_should_lay_out_an_append_as_the_diagram_draws() -> None:
     assert _i64(frame, EPOCH_START_OFFSET_OFFSET) == 1000
     assert _i64(frame, OFFSET_OFFSET) == 1200
     assert _i64(frame, HIGH_WATERMARK_OFFSET) == 900
+    assert _i64(frame, LEADER_EPOCH_OFFSET) == 9
     assert frame[PAYLOAD_OFFSET:] == b"batch"
-    assert len(frame) == APPEND_HEADER_LENGTH + 5 == 45
+    assert len(frame) == APPEND_HEADER_LENGTH + 5 == 53
 
 
 def test_should_lay_out_the_fixed_frames_as_the_diagrams_draw() -> None:
@@ -113,6 +116,7 @@ def test_should_keep_every_i64_field_8_byte_aligned() -> None:
         EPOCH_START_OFFSET_OFFSET,
         OFFSET_OFFSET,
         HIGH_WATERMARK_OFFSET,
+        LEADER_EPOCH_OFFSET,
         PAYLOAD_OFFSET,
         LEADER_LEO_OFFSET,
         HEARTBEAT_HIGH_WATERMARK_OFFSET,
@@ -124,12 +128,13 @@ def test_should_keep_every_i64_field_8_byte_aligned() -> None:
     assert (frame_descriptor.LEADER_STREAM_ID, frame_descriptor.FOLLOWER_STREAM_ID) == (1001, 1002)
 
 
-@given(I64, I64, I64, I64, PAYLOAD)
+@given(I64, I64, I64, I64, PAYLOAD, I64)
 def test_should_round_trip_an_append(
-    epoch: int, epoch_start: int, delta: int, hw: int, payload: bytes
+    epoch: int, epoch_start: int, delta: int, hw: int, payload: bytes, newer: int
 ) -> None:
     offset = min(epoch_start + delta, 2**63 - 1)
-    frame = encode_append(epoch, epoch_start, offset, hw, payload)
+    leader_epoch = min(epoch + newer, 2**63 - 1)
+    frame = encode_append(epoch, epoch_start, offset, hw, payload, leader_epoch=leader_epoch)
 
     decoded = decode_frame(frame)
 
@@ -141,6 +146,7 @@ def test_should_round_trip_an_append(
         offset,
     )
     assert (decoded.high_watermark, bytes(decoded.payload), decoded.flags) == (hw, payload, 0)
+    assert decoded.leader_epoch == leader_epoch
     assert decoded.end_offset == offset + len(payload)
 
 
@@ -181,7 +187,7 @@ def test_should_write_an_append_header_where_the_caller_fills_the_payload() -> N
     decoded = decode_frame(memoryview(buffer)[16:])
 
     assert written == APPEND_HEADER_LENGTH
-    assert decoded == AppendFrame(2, 10, 12, 11, memoryview(b"xyz"))
+    assert decoded == AppendFrame(2, 10, 12, 11, memoryview(b"xyz"), leader_epoch=2)
 
 
 def _frames() -> list[bytes]:
@@ -230,6 +236,7 @@ def test_should_refuse_another_version_and_unknown_types() -> None:
     [
         (encode_append(1, 0, 8, 0, b"ab"), EPOCH_OFFSET),
         (encode_append(1, 0, 8, 0, b"ab"), HIGH_WATERMARK_OFFSET),
+        (encode_append(1, 0, 8, 0, b"ab"), LEADER_EPOCH_OFFSET),
         (encode_heartbeat(1, 2, 3), LEADER_LEO_OFFSET),
         (encode_fetch(1, 2, 3), MEMBER_ID_OFFSET),
         (encode_ack(1, 2, 3, 4), LEO_OFFSET),
@@ -252,6 +259,15 @@ def test_should_refuse_an_append_that_starts_before_its_epoch() -> None:
         encode_append(3, 100, 99, 0, b"x")
 
 
+def test_should_refuse_an_append_of_an_epoch_above_its_leader_epoch() -> None:
+    frame = bytearray(encode_append(3, 100, 100, 0, b"x", leader_epoch=4))
+    struct.pack_into("<q", frame, LEADER_EPOCH_OFFSET, 2)
+
+    assert check_frame(frame) == EPOCH_ABOVE_LEADER_EPOCH
+    with pytest.raises(InvalidArgumentError, match="epoch=3 leader_epoch=2"):
+        encode_append(3, 100, 100, 0, b"x", leader_epoch=2)
+
+
 def test_should_refuse_to_encode_what_the_decoder_would_drop() -> None:
     with pytest.raises(InvalidArgumentError, match="field='epoch'"):
         encode_heartbeat(-1, 0, 0)
@@ -262,7 +278,7 @@ def test_should_refuse_to_encode_what_the_decoder_would_drop() -> None:
 
 
 def test_should_name_every_check_code_and_root_the_error() -> None:
-    assert sorted(CHECK_CODE_NAMES) == list(range(-6, 0))
+    assert sorted(CHECK_CODE_NAMES) == list(range(-7, 0))
     assert issubclass(MalformedFrameError, ReplicationError)
 
 

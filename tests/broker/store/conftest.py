@@ -60,6 +60,27 @@ def open_store(tmp_path: Path, clock: ManualClock) -> Iterator[Callable[..., Mes
         store.shutdown()
 
 
+def group_config(data_dir: Path, **overrides: Any) -> StoreConfig:
+    """``small_config`` of a broker group's member (a short replication timeout)."""
+    values: dict[str, Any] = {"replicated": True, "replication_timeout_ms": 3_000}
+    values.update(overrides)
+    return small_config(data_dir, **values)
+
+
+@pytest.fixture
+def pair(tmp_path: Path, clock: ManualClock) -> Iterator[tuple[MessageStore, MessageStore]]:
+    """``(leader, follower)``: two started members of a broker group, the first leading, on
+    ``tmp_path/leader`` and ``tmp_path/follower``; shut down at the end."""
+    leader = MessageStore(group_config(tmp_path / "leader"), clock_ms=clock)
+    follower = MessageStore(group_config(tmp_path / "follower"), clock_ms=clock)
+    leader.start()
+    follower.start()
+    leader.start_leading()
+    yield leader, follower
+    leader.shutdown()
+    follower.shutdown()
+
+
 def crash(store: MessageStore) -> None:
     """Stop a store as a killed process would: no final flush, checkpoint or persist.
 

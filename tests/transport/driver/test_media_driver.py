@@ -36,7 +36,12 @@ def test_should_write_cnc_header_from_the_context(driver: MediaDriver) -> None:
         assert cnc.pid == os.getpid()
         assert cnc.file_page_size == context.file_page_size
         assert abs(cnc.start_timestamp_ms - time.time() * 1000) < 60_000
-    assert sorted(os.listdir(driver.aeron_dir)) == ["cnc.dat", "images", "publications"]
+    assert sorted(os.listdir(driver.aeron_dir)) == [
+        "cnc.dat",
+        "driver.lock",
+        "images",
+        "publications",
+    ]
 
 
 def test_should_publish_cnc_only_once_version_heartbeat_and_counters_are_in(

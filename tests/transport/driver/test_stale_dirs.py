@@ -1,5 +1,6 @@
-"""An embedded driver removes, at start, the /dev/shm directories that dead embedded drivers
-left (a SIGKILLed driver process); a live driver's directory is never touched."""
+"""A driver removes, at start, the /dev/shm directories that dead embedded drivers left (a
+SIGKILLed driver process, at once by its free lock); a live driver's directory, even a hung one's,
+is never touched."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
+from aeromq.transport import ActiveDriverError
 from aeromq.transport.driver import MediaDriver
-from aeromq.transport.driver.stale_dirs import remove_stale_driver_dirs
+from aeromq.transport.driver.driver_lock import DriverLock, LockState, lock_state
+from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX, remove_stale_driver_dirs
 from tests.transport.driver.support import small_context
 
 _EMBEDDED_DRIVER = """
@@ -76,3 +80,58 @@ def test_should_never_remove_a_directory_whose_driver_is_alive_even_if_its_heart
         assert live_dir not in removed  # its pid is alive
         assert os.path.isdir(live_dir)
         assert live.poll() is None
+
+
+def test_should_remove_a_driver_killed_a_moment_ago_at_once_by_its_free_lock() -> None:
+    with _driver_process() as (dead, dead_dir):
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(10)
+        now_ms = int(time.time() * 1000)  # its heartbeat is fresh: only the lock tells
+        removed = remove_stale_driver_dirs(
+            os.path.dirname(dead_dir), driver_timeout_ms=10_000, now_ms=now_ms
+        )
+        assert dead_dir in removed
+        assert not os.path.exists(dead_dir)
+
+
+def test_should_keep_a_hung_drivers_directory_whose_lock_is_still_held() -> None:
+    with _driver_process() as (hung, hung_dir):
+        hung.send_signal(signal.SIGSTOP)  # alive, but its heartbeat stops
+        try:
+            far_future_ms = int(time.time() * 1000) + 3_600_000
+            removed = remove_stale_driver_dirs(
+                os.path.dirname(hung_dir), driver_timeout_ms=1_000, now_ms=far_future_ms
+            )
+            assert hung_dir not in removed and os.path.isdir(hung_dir)
+            assert lock_state(hung_dir) is LockState.HELD
+        finally:
+            hung.send_signal(signal.SIGCONT)
+
+
+def test_should_judge_a_directory_killed_before_its_lock_by_its_age(tmp_path: Path) -> None:
+    young = tmp_path / f"{EMBEDDED_DIR_PREFIX}young"
+    old = tmp_path / f"{EMBEDDED_DIR_PREFIX}old"
+    freed = tmp_path / f"{EMBEDDED_DIR_PREFIX}freed"
+    for directory in (young, old, freed):
+        directory.mkdir()
+    lock = DriverLock.acquire(str(freed))
+    assert lock is not None
+    lock.release()  # a driver that took its lock and died before its cnc.dat
+    now_ms = int(time.time() * 1000)
+    os.utime(old, (now_ms / 1000 - 60, now_ms / 1000 - 60))
+    removed = remove_stale_driver_dirs(str(tmp_path), driver_timeout_ms=10_000, now_ms=now_ms)
+    assert sorted(removed) == sorted([str(old), str(freed)])
+    assert young.is_dir()  # a driver may be making it right now
+
+
+def test_should_refuse_to_start_over_a_driver_that_holds_the_lock(tmp_path: Path) -> None:
+    lock = DriverLock.acquire(str(tmp_path))
+    assert lock is not None
+    try:
+        with pytest.raises(ActiveDriverError, match="holds the directory's lock"):
+            MediaDriver.launch(small_context(tmp_path))
+    finally:
+        lock.release()
+    with MediaDriver.launch(small_context(tmp_path)) as driver:
+        assert lock_state(driver.aeron_dir) is LockState.HELD
+    assert lock_state(str(tmp_path)) is LockState.FREE

@@ -51,8 +51,9 @@ class RecordingCreator:
     def __init__(self) -> None:
         self.requests: list[tuple[Any, ...]] = []
 
-    def create_publication_image(self, *args: Any) -> None:
+    def create_publication_image(self, *args: Any) -> bool:
         self.requests.append(args)
+        return True
 
 
 @pytest.fixture

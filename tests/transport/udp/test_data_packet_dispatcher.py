@@ -36,8 +36,9 @@ class FakeCreator:
     def __init__(self) -> None:
         self.requests: list[tuple[Any, ...]] = []
 
-    def create_publication_image(self, *args: Any) -> None:
+    def create_publication_image(self, *args: Any) -> bool:
         self.requests.append(args)
+        return True
 
 
 class FakeImage:

@@ -1,8 +1,8 @@
 """A UDP peer cannot fill the driver's shared memory: a SETUP asking for a log the aeron
 directory's file system cannot back (here a real 24 MiB tmpfs) gets no image, the refusal is
 counted (the ERRORS system counter) and written to the error log, and the driver goes on
-serving; images that fit are reserved in full, so the free space each later check sees is
-what is really left."""
+serving; images that fit count in full in every later check (sparse logs by what they may still
+take), so the free space each check sees is what is really left."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.error_log_reader import read as read_error_log
 from aeromq.transport.driver import MediaDriver
-from aeromq.transport.driver.log_factory import check_storage, unbacked_log_bytes
+from aeromq.transport.driver.log_storage import check_storage, unbacked_bytes
 from aeromq.transport.driver.system_counters import SystemCounter
 from tests.system._tmpfs import small_tmpfs
 from tests.transport.driver.support import small_context, wait_until
@@ -57,7 +57,7 @@ def test_should_refuse_a_setup_the_shared_memory_cannot_back_and_keep_serving(
     tmp_path: Path,
 ) -> None:
     with small_tmpfs(tmp_path / "shm", 24) as shm:
-        # sparse logs, as the broker's embedded driver has them: images are reserved anyway
+        # sparse logs, as the broker's embedded driver has them: counted by what they may take
         context = small_context(shm / "aeron", term_buffer_sparse_file=True)
         with (
             MediaDriver.launch(context) as driver,
@@ -96,11 +96,13 @@ def test_should_count_what_sparse_logs_may_still_take_when_checking_room(tmp_pat
     with small_tmpfs(tmp_path / "shm", 8) as shm:
         for name in ("publications", "images"):
             (shm / "aeron" / name).mkdir(parents=True)
-        with (shm / "aeron" / "publications" / "1.logbuffer").open("wb") as sparse:
+        log = shm / "aeron" / "publications" / "1.logbuffer"
+        with log.open("wb") as sparse:
             sparse.truncate(6 * MIB)  # takes no block yet, but will when written
-        assert unbacked_log_bytes(str(shm / "aeron")) == 6 * MIB
-        check_storage(str(shm / "aeron" / "images"), 1 * MIB)
+        unbacked = unbacked_bytes(str(log))
+        assert unbacked == 6 * MIB
+        check_storage(str(shm / "aeron" / "images"), 1 * MIB, unbacked)
         with pytest.raises(RegistrationError) as refused:
-            check_storage(str(shm / "aeron" / "images"), 4 * MIB)
+            check_storage(str(shm / "aeron" / "images"), 4 * MIB, unbacked)
         assert refused.value.code == ErrorCode.STORAGE_SPACE
         assert "unbacked_by_live_logs=6291456" in str(refused.value)

@@ -159,6 +159,11 @@ class IpcPublication:
         """Whether a concurrent ADD_PUBLICATION may join it (the publication factory asks)."""
         return self.state is PublicationState.ACTIVE
 
+    def may_take_storage(self) -> bool:
+        """Whether a writer may still back more of the log: while ACTIVE (its links hold it;
+        ``transport/driver/log_storage.py``)."""
+        return self.state is PublicationState.ACTIVE
+
     def holds_session_id(self) -> bool:
         """Whether its session id is taken for the stream: until it lingers."""
         return self.state is PublicationState.ACTIVE or self.state is PublicationState.DRAINING

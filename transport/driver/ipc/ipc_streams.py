@@ -27,6 +27,7 @@ from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
 from aeromq.transport.driver.client_proxy import IPC_SOURCE_IDENTITY, ClientProxy
 from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.ipc.ipc_publication import IpcPublication
+from aeromq.transport.driver.log_storage import LogStorage
 from aeromq.transport.driver.publication_factory import PublicationFactory
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.subscriber_position import SubscriberPosition
@@ -50,13 +51,14 @@ class IpcStreams:
         client_proxy: ClientProxy,
         session_ids: SessionIdAllocator,
         on_error: Callable[[BaseException], object],
+        storage: LogStorage | None = None,
     ) -> None:
         self._context = context
         self._on_error = on_error
         self._counters = counters
         self._system_counters = system_counters
         self._proxy = client_proxy
-        self._factory = PublicationFactory(context, counters, session_ids)
+        self._factory = PublicationFactory(context, counters, session_ids, storage)
         self.publications: list[IpcPublication] = []
         self.subscriptions: list[SubscriptionLink[IpcPublication]] = []
 
@@ -134,6 +136,7 @@ class IpcStreams:
             listener=self,
             now_ns=now_ns,
         )
+        factory.storage.track(publication)
         self.publications.append(publication)
         return publication
 

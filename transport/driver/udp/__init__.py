@@ -2,8 +2,10 @@
 
 - the conductor's side: :mod:`~transport.driver.udp.udp_streams` (which owns the agents),
   ``udp_publications.py`` (send endpoints, network publications) and ``udp_subscriptions.py``
-  (receive endpoints, subscriptions, images), with the channel (``udp_channel.py``), the settings
-  (``udp_settings.py``) and the counters (``network_counters.py``);
+  (receive endpoints, subscriptions, images: which SETUPs may become one,
+  ``image_admission.py``, and how one is built, ``image_factory.py``), with the channel
+  (``udp_channel.py``), the settings (``udp_settings.py``) and the counters
+  (``network_counters.py``);
 - the agents, reached only through ``network_proxies.py``: ``sender.py`` with
   ``network_publication.py``, ``flow_control.py`` and ``retransmit_handler.py``; ``receiver.py``
   with ``publication_image.py`` and ``loss_detector.py``;

@@ -15,7 +15,9 @@ NO_INTEREST         a session of this stream that no subscription wants (remembe
 ==================  ==========================================================================
 
 DATA for an image goes to :meth:`PublicationImage.insert_packet`; a SETUP for a wanted session
-with no image asks the conductor to create one (through the conductor proxy); an RTTM asking for
+with no image asks the conductor to create one (through the conductor proxy, which decides whether
+it may: ``image_admission.py``; a SETUP the proxy's full queue did not take is forgotten, the
+sender sends another); an RTTM asking for
 a reply is answered. Frames for streams nobody wants are dropped here, uncounted (a multicast
 group carries other people's streams).
 """
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COOL_DOWN",
     "INIT_IN_PROGRESS",
+    "MAX_SESSION_STATES",
     "NO_INTEREST",
     "PENDING_SETUP",
     "DataPacketDispatcher",
@@ -52,6 +55,9 @@ PENDING_SETUP = 1
 INIT_IN_PROGRESS = 2
 COOL_DOWN = 3
 NO_INTEREST = 4
+MAX_SESSION_STATES = 4096
+"""Sessions a stream remembers without an image at most: NO_INTEREST is not remembered past it
+(frames of forged session ids cost a lookup each, not memory)."""
 
 _DATA_IDS = struct.Struct("<8xiiii")  # term offset, session id, stream id, term id
 _SETUP = struct.Struct("<8xiiiiiiii")  # term offset, session, stream, initial/active term id,
@@ -74,7 +80,7 @@ class ImageCreator(Protocol):
         mtu_length: int,
         control_address: Sockaddr,
         source_address: Sockaddr,
-    ) -> None: ...
+    ) -> bool: ...
 
 
 class StreamInterest:
@@ -217,7 +223,7 @@ class DataPacketDispatcher:
                 0,
                 SM_SEND_SETUP_FLAG,
             )
-        else:
+        elif len(interest.states) < MAX_SESSION_STATES:
             interest.states[session_id] = NO_INTEREST
         return False
 
@@ -239,9 +245,7 @@ class DataPacketDispatcher:
             return
         state = interest.states.get(session_id)
         if state == PENDING_SETUP or (state is None and interest.wants(session_id)):
-            interest.states[session_id] = INIT_IN_PROGRESS
-            self._pending_setups.pop((session_id, stream_id), None)
-            self._creator.create_publication_image(
+            if self._creator.create_publication_image(
                 endpoint,
                 session_id,
                 stream_id,
@@ -252,8 +256,10 @@ class DataPacketDispatcher:
                 mtu_length,
                 endpoint.control_address_for(address),
                 address,
-            )
-        elif state is None:
+            ):
+                interest.states[session_id] = INIT_IN_PROGRESS
+                self._pending_setups.pop((session_id, stream_id), None)
+        elif state is None and len(interest.states) < MAX_SESSION_STATES:
             interest.states[session_id] = NO_INTEREST
 
     def on_rttm(

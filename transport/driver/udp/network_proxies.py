@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from aeromq.transport.driver.udp.sender import Sender
 
 __all__ = [
+    "MAX_QUEUED_IMAGE_REQUESTS",
     "CommandQueue",
     "DriverConductorProxy",
     "ImageRequest",
@@ -161,6 +162,11 @@ class ImageRequest:
         self.source_address = source_address
 
 
+MAX_QUEUED_IMAGE_REQUESTS = 256
+"""Image requests waiting for the conductor at most: past it a SETUP is not queued (the sender
+sends another), so a flood of SETUPs cannot grow the queue without bound."""
+
+
 class DriverConductorProxy:
     """The receiver's handle on the conductor: image requests, run by ``handler``."""
 
@@ -182,7 +188,11 @@ class DriverConductorProxy:
         mtu_length: int,
         control_address: Sockaddr,
         source_address: Sockaddr,
-    ) -> None:
+    ) -> bool:
+        """Queue the request; False (nothing queued) while :data:`MAX_QUEUED_IMAGE_REQUESTS`
+        wait already."""
+        if len(self.queue) >= MAX_QUEUED_IMAGE_REQUESTS:
+            return False
         request = ImageRequest(
             endpoint,
             session_id,
@@ -196,3 +206,4 @@ class DriverConductorProxy:
             source_address,
         )
         self.queue.append((self._handler, (request,)))
+        return True

@@ -225,6 +225,11 @@ class NetworkPublication:
         """Whether a concurrent ADD_PUBLICATION may join it (the publication factory asks)."""
         return self.state is NetworkPublicationState.ACTIVE
 
+    def may_take_storage(self) -> bool:
+        """Whether a writer may still back more of the log: while ACTIVE (its links hold it;
+        ``transport/driver/log_storage.py``)."""
+        return self.state is NetworkPublicationState.ACTIVE
+
     def holds_session_id(self) -> bool:
         """Whether its session id is taken for the stream on its endpoint: until it is DONE."""
         return self.state is not NetworkPublicationState.DONE

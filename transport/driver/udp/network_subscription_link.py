@@ -19,9 +19,10 @@ __all__ = ["NetworkSubscriptionLink"]
 
 
 class NetworkSubscriptionLink(SubscriptionLink[PublicationImage]):
-    """One UDP subscription (see module). ``linked`` maps each image to its sub-pos id."""
+    """One UDP subscription (see module). ``linked`` maps each image to its sub-pos id;
+    ``max_term_length`` is its channel's ``max-term-length`` (None: the driver's cap)."""
 
-    __slots__ = ("endpoint",)
+    __slots__ = ("endpoint", "max_term_length")
 
     def __init__(
         self,
@@ -34,3 +35,4 @@ class NetworkSubscriptionLink(SubscriptionLink[PublicationImage]):
     ) -> None:
         super().__init__(registration_id, client_id, stream_id, channel, params)
         self.endpoint = endpoint
+        self.max_term_length = params.max_term_length

@@ -360,6 +360,11 @@ class PublicationImage:
         rebuild_position = self.rcv_pos.get_volatile()
         return all(s.position.get_volatile() >= rebuild_position for s in self.subscribers)
 
+    def may_take_storage(self) -> bool:
+        """Whether the receiver may still back more of the log: until LINGER, when it stops
+        inserting (``transport/driver/log_storage.py``)."""
+        return self.state is ImageState.ACTIVE or self.state is ImageState.DRAINING
+
     def is_accepting_subscriptions(self) -> bool:
         """Whether a new subscription may join: only while ACTIVE."""
         return self.state is ImageState.ACTIVE

@@ -33,6 +33,7 @@ from aeromq.transport.driver.aeron_client import AeronClient, PublicationLink
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
+from aeromq.transport.driver.log_storage import LogStorage
 from aeromq.transport.driver.publication_factory import PublicationFactory
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
@@ -76,13 +77,14 @@ class UdpPublications:
         session_ids: SessionIdAllocator,
         sender_proxy: SenderProxy,
         on_error: Callable[[BaseException], object],
+        storage: LogStorage | None = None,
     ) -> None:
         self._context = context
         self._settings = settings
         self._counters = counters
         self._system_counters = system_counters
         self._proxy = client_proxy
-        self._factory = PublicationFactory(context, counters, session_ids)
+        self._factory = PublicationFactory(context, counters, session_ids, storage)
         self._sender_counters = [  # after pub-pos and pub-lmt, in Aeron's order
             partial(allocate_stream_counter, counters, type_id)
             for type_id in (
@@ -261,6 +263,7 @@ class UdpPublications:
             unblocked_publications=system.get(SystemCounter.UNBLOCKED_PUBLICATIONS),
             now_ns=now_ns,
         )
+        factory.storage.track(publication)
         self.publications.append(publication)
         self._sender.add_publication(publication)
         return publication

@@ -33,6 +33,17 @@ Aeron's environment variables (``AERON_SOCKET_SO_RCVBUF``, ``AERON_RCV_INITIAL_W
 ``loss_generator``                          drops received datagrams (tests only; see
                                             :mod:`transport.testing.loss_generator`)
 ==========================================  =================================================
+
+Three more are this driver's own (not Aeron's; read from ``AEROMQ_*`` variables), the bounds of
+what SETUPs from the network may make it hold (:mod:`~transport.driver.udp.image_admission`):
+
+==========================================  =================================================
+``image_max_term_length``                   the largest term a sender may give an image (0:
+                                            the larger of 64 MiB and ``term_buffer_length``);
+                                            a subscription's ``max-term-length`` overrides it
+``max_images_per_source``                   images one source address (IP) may hold at once
+``max_image_bytes_per_source``              bytes of image logs one source address may hold
+==========================================  =================================================
 """
 
 from __future__ import annotations
@@ -46,8 +57,9 @@ from aeromq.transport._errors import ConfigurationError
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.idle_strategy import idle_strategy_from_name
 from aeromq.transport.driver._values import parse_duration_ns, parse_int32, parse_size
+from aeromq.transport.logbuffer.log_buffer_descriptor import check_term_length
 
-__all__ = ["UDP_ENV_VARS", "DatagramFilter", "UdpSettings"]
+__all__ = ["OWN_ENV_VARS", "UDP_ENV_VARS", "DatagramFilter", "UdpSettings"]
 
 _INT32_MAX = 2**31 - 1
 
@@ -84,6 +96,9 @@ class UdpSettings:
     receiver_idle_strategy: str = "backoff"
     shared_network_idle_strategy: str = "backoff"
     loss_generator: DatagramFilter | None = None
+    image_max_term_length: int = 0
+    max_images_per_source: int = 64
+    max_image_bytes_per_source: int = 4 * 1024**3
 
     def __post_init__(self) -> None:
         for name in ("socket_sndbuf_length", "socket_rcvbuf_length"):
@@ -110,6 +125,17 @@ class UdpSettings:
         ):
             _check_range(name, getattr(self, name), 1, 1024 if name == "max_resend" else None)
         _check_range("multicast_ttl", self.multicast_ttl, 0, 255)
+        _check_range("max_images_per_source", self.max_images_per_source, 1, None)
+        _check_range("max_image_bytes_per_source", self.max_image_bytes_per_source, 1, None)
+        if self.image_max_term_length:
+            try:
+                check_term_length(self.image_max_term_length)
+            except ConfigurationError as exc:
+                raise ConfigurationError(
+                    f"image_max_term_length is invalid ({exc}; 0 for the default)",
+                    field="image_max_term_length",
+                    value=self.image_max_term_length,
+                ) from exc
         for name in (
             "sender_idle_strategy",
             "receiver_idle_strategy",
@@ -142,10 +168,11 @@ class UdpSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> UdpSettings:
-        """Defaults, then Aeron's environment variables (``UDP_ENV_VARS``), then ``overrides``."""
+        """Defaults, then the environment (Aeron's ``UDP_ENV_VARS`` and this driver's
+        ``OWN_ENV_VARS``), then ``overrides``."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        for name, (field_name, parse) in UDP_ENV_VARS.items():
+        for name, (field_name, parse) in (UDP_ENV_VARS | OWN_ENV_VARS).items():
             text = env.get(name)
             if text:
                 values[field_name] = parse(name, text)
@@ -197,3 +224,10 @@ UDP_ENV_VARS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "AERON_SHARED_NETWORK_IDLE_STRATEGY": ("shared_network_idle_strategy", _text),
 }
 """Aeron's environment variable -> (field, parser) for the UDP settings."""
+
+OWN_ENV_VARS: dict[str, tuple[str, Callable[[str, str], object]]] = {
+    "AEROMQ_IMAGE_MAX_TERM_LENGTH": ("image_max_term_length", parse_size),
+    "AEROMQ_MAX_IMAGES_PER_SOURCE": ("max_images_per_source", parse_int32),
+    "AEROMQ_MAX_IMAGE_BYTES_PER_SOURCE": ("max_image_bytes_per_source", parse_size),
+}
+"""This driver's own environment variables (not Aeron's) -> (field, parser)."""

@@ -19,6 +19,7 @@ from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.driver.aeron_client import AeronClient
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.context import MediaDriverContext
+from aeromq.transport.driver.log_storage import LogStorage
 from aeromq.transport.driver.session_ids import SessionIdAllocator
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
 from aeromq.transport.driver.udp.network_proxies import ReceiverProxy, SenderProxy
@@ -47,8 +48,10 @@ class UdpStreams:
         session_ids: SessionIdAllocator,
         next_correlation_id: Callable[[], int],
         on_error: Callable[[BaseException], object],
+        storage: LogStorage | None = None,
     ) -> None:
         self.settings = settings
+        storage = storage if storage is not None else LogStorage()
         threshold_ns = context.conductor_cycle_threshold_ns
         self.sender = Sender(
             settings=settings,
@@ -78,6 +81,7 @@ class UdpStreams:
             session_ids,
             SenderProxy(self.sender),
             on_error,
+            storage,
         )
         self.subscriptions = UdpSubscriptions(
             context,
@@ -88,6 +92,7 @@ class UdpStreams:
             ReceiverProxy(self.receiver),
             next_correlation_id,
             on_error,
+            storage,
         )
 
     def add_publication(

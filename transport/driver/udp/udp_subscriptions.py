@@ -9,11 +9,16 @@ Aeron's ``aeron_driver_conductor_on_add_network_subscription``,
   (or one session of it);
   the subscription is linked at once to every image of that stream on the endpoint;
 - a SETUP for a wanted session reaches the conductor as an image request (through the
-  :class:`~transport.driver.udp.network_proxies.DriverConductorProxy`): the image gets a new
+  :class:`~transport.driver.udp.network_proxies.DriverConductorProxy`); it must pass the
+  admission rules first (``image_admission.py``: the term length cap, the bound per source
+  address) and the storage check (``log_storage.py``), or nothing is made. The image gets a new
   correlation id, its log ``<aeron_dir>/images/<correlation id>.logbuffer`` (term length and MTU
-  from the SETUP), rcv-hwm and rcv-pos counters, and a sub-pos per matching subscription, each
-  announced with ON_AVAILABLE_IMAGE (source identity ``host:port`` of the sender); then the
-  receiver gets the image;
+  from the SETUP; sparse as the oldest matching subscription's ``sparse`` says, as Aeron's; a
+  large log allocated up front is made by the allocator, ``log_allocator.py``, and the image
+  finished on a later duty cycle), rcv-hwm and rcv-pos counters and metadata
+  (``image_factory.py``), and a sub-pos per matching subscription, each announced with
+  ON_AVAILABLE_IMAGE (source identity ``host:port`` of the sender); then the receiver gets the
+  image;
 - on the timer each image runs its life cycle: entering LINGER it leaves the receiver,
   subscribers get ON_UNAVAILABLE_IMAGE and (with ``rejoin``, the default) the session's
   cool-down ends; at DONE (no subscriber linked any more, or the liveness timeout later, and
@@ -28,12 +33,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from aeromq.transport._errors import TransportStateError
-from aeromq.transport.concurrent import AtomicCounter, Position
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.context import MediaDriverContext
-from aeromq.transport.driver.log_factory import check_storage, create_log
+from aeromq.transport.driver.log_allocator import LogAllocator, LogRequest
+from aeromq.transport.driver.log_factory import create_log, delete_log
+from aeromq.transport.driver.log_storage import LogStorage
 from aeromq.transport.driver.subscriber_position import SubscriberPosition
 from aeromq.transport.driver.system_counters import SystemCounter, SystemCounters
 from aeromq.transport.driver.udp.data_packet_dispatcher import DataPacketDispatcher
@@ -42,19 +47,12 @@ from aeromq.transport.driver.udp.endpoint_factory import (
     open_transport,
     open_udp_channel,
 )
-from aeromq.transport.driver.udp.loss_detector import (
-    FeedbackDelayGenerator,
-    OptimalMulticastDelayGenerator,
-    StaticDelayGenerator,
-)
+from aeromq.transport.driver.udp.image_admission import ImageAdmission
+from aeromq.transport.driver.udp.image_factory import ImageFactory
 from aeromq.transport.driver.udp.network_counters import (
     CHANNEL_STATUS_ACTIVE,
     CHANNEL_STATUS_CLOSING,
     RECEIVE_CHANNEL_STATUS_TYPE_ID,
-    RECEIVER_HWM_TYPE_ID,
-    RECEIVER_NAKS_SENT_TYPE_ID,
-    RECEIVER_POSITION_TYPE_ID,
-    allocate_stream_counter,
 )
 from aeromq.transport.driver.udp.network_proxies import (
     DriverConductorProxy,
@@ -67,16 +65,15 @@ from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelE
 from aeromq.transport.driver.udp.udp_channel import UdpChannel, format_sockaddr
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.driver.uri_params import SubscriptionParams
-from aeromq.transport.logbuffer.log_buffer_descriptor import (
-    LOG_TYPE_IMAGE,
-    compute_log_length,
-    fill_default_header,
-    set_end_of_stream_position,
-)
+from aeromq.transport.logbuffer.log_buffers import LogBuffers
 
-__all__ = ["UdpSubscriptions"]
+__all__ = ["INLINE_LOG_BYTES", "UdpSubscriptions"]
 
 _MAX_POSITION = 2**63 - 1
+INLINE_LOG_BYTES = 4 * 1024 * 1024
+"""An image log allocated up front and longer than this is made by the allocator, off the
+conductor's duty cycle (``transport/driver/log_allocator.py``); a shorter one (a few ms at
+most) or a sparse one is made at once."""
 
 
 class UdpSubscriptions:
@@ -92,6 +89,7 @@ class UdpSubscriptions:
         receiver_proxy: ReceiverProxy,
         next_correlation_id: Callable[[], int],
         on_error: Callable[[BaseException], object],
+        storage: LogStorage | None = None,
     ) -> None:
         self._context = context
         self._settings = settings
@@ -107,6 +105,12 @@ class UdpSubscriptions:
         self.subscriptions: list[NetworkSubscriptionLink] = []
         self.images: list[PublicationImage] = []
         self._now_ns = context.nano_clock.time_ns()
+        self._storage = storage if storage is not None else LogStorage()
+        self._admission = ImageAdmission(
+            context, system_counters.get(SystemCounter.IMAGES_REJECTED)
+        )
+        self._allocator: LogAllocator[tuple[ImageRequest, int]] = LogAllocator()
+        self._images = ImageFactory(context, settings, counters, system_counters)
 
     # ----------------------------------------------------------------------------------------
     # Subscriptions
@@ -226,7 +230,8 @@ class UdpSubscriptions:
     # Images
 
     def do_work(self, now_ns: int) -> int:
-        """Run the receiver's queued image requests (conductor duty cycle)."""
+        """Run the receiver's queued image requests, and finish the images whose logs the
+        allocator made (conductor duty cycle)."""
         self._now_ns = now_ns
         queue = self.conductor_proxy.queue
         work_count = 0
@@ -237,145 +242,115 @@ class UdpSubscriptions:
             except Exception as error:
                 self._on_error(error)
             work_count += 1
+        if self._allocator.in_flight:
+            for made in self._allocator.poll():
+                try:
+                    self._on_log_made(made)
+                except Exception as error:
+                    self._on_error(error)
+                work_count += 1
         return work_count
 
     def _on_create_image(self, request: ImageRequest) -> None:
+        """A SETUP the receiver wants turned into an image: admitted (``image_admission.py``),
+        checked for room, its log made (here, or by the allocator for a large one allocated
+        up front), then the image is built (:meth:`_finish_image`)."""
+        links = self._links_for(request)
+        if not links:
+            self._receiver.remove_init_in_progress(
+                request.endpoint, request.session_id, request.stream_id
+            )
+            return
+        admission = self._admission
+        if not admission.admit(
+            request.source_address,
+            request.session_id,
+            request.stream_id,
+            request.term_length,
+            links,
+            self._now_ns,
+        ):
+            self._receiver.remove_init_in_progress(
+                request.endpoint, request.session_id, request.stream_id
+            )
+            return
+        context = self._context
+        term_length = request.term_length
+        log_length = admission.log_length(term_length)
+        is_sparse = links[0].is_sparse  # the oldest subscription's, as Aeron's
+        correlation_id = self._next_correlation_id()
+        path = os.path.join(context.images_dir(), f"{correlation_id}.logbuffer")
+        try:
+            if context.perform_storage_checks:
+                self._storage.check(context.images_dir(), log_length)
+            if not is_sparse and log_length > INLINE_LOG_BYTES:
+                self._storage.reserve(path, log_length)
+                self._allocator.submit(
+                    LogRequest(
+                        (request, correlation_id),
+                        path,
+                        term_length,
+                        context.file_page_size,
+                        False,
+                        context.file_mode,
+                    )
+                )
+                return
+            log = create_log(
+                path, term_length, context.file_page_size, is_sparse, context.file_mode
+            )
+        except BaseException:
+            self._give_up(request)
+            raise
+        self._finish_image(request, correlation_id, log)
+
+    def _on_log_made(self, made: LogRequest[tuple[ImageRequest, int]]) -> None:
+        """The allocator made (or failed to make) an image's log: finish the image."""
+        request, correlation_id = made.token
+        self._storage.settle(made.path)
+        if made.log is None:
+            self._give_up(request)
+            if made.error is not None:
+                raise made.error
+            return
+        self._finish_image(request, correlation_id, made.log)
+
+    def _links_for(self, request: ImageRequest) -> list[NetworkSubscriptionLink]:
         endpoint = request.endpoint
-        links = [
+        return [
             link
             for link in self.subscriptions
             if link.endpoint is endpoint and link.matches(request.stream_id, request.session_id)
         ]
-        if not links:
-            self._receiver.remove_init_in_progress(endpoint, request.session_id, request.stream_id)
-            return
+
+    def _give_up(self, request: ImageRequest) -> None:
+        """An admitted SETUP did not become an image: its source holds it no more, and the
+        receiver may ask again at its next SETUP."""
+        self._admission.release(request.source_address, request.term_length)
+        self._receiver.remove_init_in_progress(
+            request.endpoint, request.session_id, request.stream_id
+        )
+
+    def _finish_image(self, request: ImageRequest, correlation_id: int, log: LogBuffers) -> None:
+        links = self._links_for(request)  # again: a subscription may have gone meanwhile
+        path = str(log.path)
+        image = None
         try:
-            image = self._create_image(request, links)
-        except BaseException:
-            self._receiver.remove_init_in_progress(endpoint, request.session_id, request.stream_id)
-            raise
+            if links:
+                image = self._images.build(request, links, correlation_id, log, self._now_ns)
+                image.listener = self
+        finally:
+            if image is None:
+                log.close()
+                delete_log(path)
+                self._give_up(request)
+        if image is None:
+            return
         self.images.append(image)
+        self._storage.track(image)
         for link in links:
             self._link(link, image, self._now_ns)
         self._receiver.new_publication_image(image)
-
-    def _create_image(
-        self, request: ImageRequest, links: list[NetworkSubscriptionLink]
-    ) -> PublicationImage:
-        context = self._context
-        settings = self._settings
-        endpoint = request.endpoint
-        channel = endpoint.channel
-        term_length = request.term_length
-        if context.perform_storage_checks:
-            check_storage(
-                context.images_dir(), compute_log_length(term_length, context.file_page_size)
-            )
-        correlation_id = self._next_correlation_id()
-        counters = self._counters
-        owner_id = links[0].client_id  # as Aeron 1.53: the subscribing client owns them
-        allocated: list[int] = []
-        try:
-            for type_id in (
-                RECEIVER_HWM_TYPE_ID,
-                RECEIVER_POSITION_TYPE_ID,
-                RECEIVER_NAKS_SENT_TYPE_ID,
-            ):
-                allocated.append(
-                    allocate_stream_counter(
-                        counters,
-                        type_id,
-                        correlation_id,
-                        request.session_id,
-                        request.stream_id,
-                        channel.original_uri,
-                        owner_id,
-                    )
-                )
-        except TransportStateError:
-            for counter_id in allocated:
-                counters.free(counter_id)
-            raise
-        hwm_id, pos_id, naks_sent_id = allocated
-        rcv_hwm = Position(counters.values_buffer, hwm_id, counters)
-        rcv_pos = Position(counters.values_buffer, pos_id, counters)
-        rcv_naks_sent = AtomicCounter(counters.values_buffer, naks_sent_id, counters)
-        is_sparse = any(link.is_sparse for link in links)
-        path = os.path.join(context.images_dir(), f"{correlation_id}.logbuffer")
-        try:
-            # the remote sender chose the term length: its log is reserved (never sparse), so
-            # a SETUP the shared memory cannot back is refused here, not a SIGBUS later
-            log = create_log(path, term_length, context.file_page_size, False, context.file_mode)
-        except BaseException:
-            rcv_hwm.close()
-            rcv_pos.close()
-            rcv_naks_sent.close()
-            raise
-        window = settings.receiver_window_length(term_length, channel.receiver_window_length)
-        metadata = log.metadata
-        metadata.initial_term_id = request.initial_term_id
-        metadata.mtu_length = request.mtu_length
-        metadata.correlation_id = correlation_id
-        metadata.receiver_window_length = window
-        metadata.sparse = is_sparse
-        metadata.reliable = links[0].is_reliable
-        metadata.rejoin = links[0].is_rejoin
-        metadata.tether = links[0].is_tether
-        metadata.group = channel.is_multicast
-        metadata.log_type = LOG_TYPE_IMAGE
-        sndbuf, rcvbuf = endpoint.transport.socket_buffer_lengths()
-        metadata.socket_sndbuf_length = sndbuf
-        metadata.socket_rcvbuf_length = rcvbuf
-        fill_default_header(
-            log.meta_data_buffer, request.session_id, request.stream_id, request.initial_term_id
-        )
-        set_end_of_stream_position(log.meta_data_buffer, _MAX_POSITION)
-
-        system = self._system_counters
-        image = PublicationImage(
-            log=log,
-            endpoint=endpoint,
-            correlation_id=correlation_id,
-            session_id=request.session_id,
-            stream_id=request.stream_id,
-            initial_term_id=request.initial_term_id,
-            active_term_id=request.active_term_id,
-            initial_term_offset=request.term_offset,
-            rcv_hwm=rcv_hwm,
-            rcv_pos=rcv_pos,
-            control_address=request.control_address,
-            source_address=request.source_address,
-            delay_generator=self._delay_generator(channel),
-            is_reliable=links[0].is_reliable,
-            receiver_window_length=window,
-            status_message_timeout_ns=settings.status_message_timeout_ns,
-            image_liveness_timeout_ns=settings.image_liveness_timeout_ns,
-            untethered_window_limit_timeout_ns=context.untethered_window_limit_timeout_ns,
-            untethered_resting_timeout_ns=context.untethered_resting_timeout_ns,
-            heartbeats_received=system.get(SystemCounter.HEARTBEATS_RECEIVED),
-            flow_control_under_runs=system.get(SystemCounter.FLOW_CONTROL_UNDER_RUNS),
-            flow_control_over_runs=system.get(SystemCounter.FLOW_CONTROL_OVER_RUNS),
-            status_messages_sent=system.get(SystemCounter.STATUS_MESSAGES_SENT),
-            naks_sent=system.get(SystemCounter.NAK_MESSAGES_SENT),
-            rcv_naks_sent=rcv_naks_sent,
-            loss_gap_fills=system.get(SystemCounter.LOSS_GAP_FILLS),
-            now_ns=self._now_ns,
-        )
-        image.listener = self
-        return image
-
-    def _delay_generator(self, channel: UdpChannel) -> FeedbackDelayGenerator:
-        settings = self._settings
-        if channel.is_multicast:
-            return OptimalMulticastDelayGenerator(
-                settings.nak_multicast_max_backoff_ns, settings.nak_multicast_group_size
-            )
-        delay_ns = (
-            channel.nak_delay_ns
-            if channel.nak_delay_ns is not None
-            else settings.nak_unicast_delay_ns
-        )
-        return StaticDelayGenerator(delay_ns, delay_ns * settings.nak_unicast_retry_delay_ratio)
 
     # ImageListener ----------------------------------------------------------------------------
 
@@ -432,6 +407,7 @@ class UdpSubscriptions:
 
     def _free_image(self, image: PublicationImage) -> None:
         self.images.remove(image)
+        self._admission.release(image.source_address, image.term_length)
         for link in self.subscriptions:
             counter_id = link.linked.pop(image, None)
             if counter_id is not None:
@@ -442,6 +418,7 @@ class UdpSubscriptions:
 
     def close(self) -> None:
         """The driver is stopping (agents stopped): unmap every log, close every socket."""
+        self._allocator.close()
         for image in self.images:
             image.log.close()
         for endpoint in self.endpoints.values():

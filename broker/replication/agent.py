@@ -1,0 +1,327 @@
+"""The replication agent: one thread per member that owns its replication endpoint, its epoch
+file and its role (leader or follower), and runs the role's duty cycle.
+
+It subscribes to its own replication endpoint (UDP ``host:port``) on both streams: 1001
+carries APPEND and HEARTBEAT from a leader (to the follower's :class:`ReplicaFetcher`), 1002
+FETCH and ACK from followers (to the leader's :class:`LeaderReplicator`). The controller's
+snapshots come through a queue (the agent's only cross-thread input) and decide the role:
+
+- ``snapshot.lead`` (this process won ``state.epoch``): stop following, append ``(epoch,
+  LEO)`` to the epoch file durably, arm the fence, and lead (``store.start_leading``): sends
+  are taken from then on;
+- ``state`` names another live leader: follow it (a fetcher per (leader, epoch));
+- while leading, a snapshot that no longer says ``lead``, or the fence firing (the lease not
+  surely valid), ends the term at once: sends are refused (``NOT_LEADER``), those waiting for
+  the high watermark fail (``store.stop_leading``: outcome unknown), and the controller is
+  told.
+
+Every role change logs one line (``group role: ...``). The send path asks
+:meth:`ReplicationAgent.write_refusal` (any thread) before it appends.
+
+Caller: the broker's group member (``broker.replication.group_member``) builds it and runs it
+on an ``AgentRunner``; the controller's listener is :meth:`on_group`. Affects: the store
+through the roles, the epoch file, the publications of replication.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import queue
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+from aeromq.broker.replication.controller import GroupSnapshot
+from aeromq.broker.replication.epoch_file import EpochFile
+from aeromq.broker.replication.fencing import SelfFence
+from aeromq.broker.replication.fetcher import FetcherCounters, ReplicaFetcher
+from aeromq.broker.replication.frame_codec import (
+    AckFrame,
+    AppendFrame,
+    FetchFrame,
+    Frame,
+    HeartbeatFrame,
+    check_frame,
+    decode_frame,
+)
+from aeromq.broker.replication.frame_descriptor import FOLLOWER_STREAM_ID, LEADER_STREAM_ID
+from aeromq.broker.replication.handshake import EpochEnd, epoch_end
+from aeromq.broker.replication.replicated_log import ReplicatedLog
+from aeromq.broker.replication.replicator import (
+    LeaderReplicator,
+    ReplicationSettings,
+    replication_channel,
+)
+from aeromq.common import ResponseCode
+from aeromq.transport.client import Aeron, Subscription
+from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.logbuffer import FragmentAssembler, Header
+
+__all__ = ["ReplicationAgent", "Role"]
+
+_log = logging.getLogger(__name__)
+
+_FRAGMENT_LIMIT: Final = 64
+
+
+class Role(enum.Enum):
+    """A member's role in its group."""
+
+    FOLLOWER = "follower"
+    LEADER = "leader"
+
+
+class ReplicationAgent:
+    """Member ``member_id`` of ``group``'s replication (see module)."""
+
+    def __init__(
+        self,
+        aeron: Aeron,
+        log: ReplicatedLog,
+        data_dir: Path,
+        *,
+        group: str,
+        member_id: int,
+        endpoint: str,
+        fence: SelfFence,
+        settings: ReplicationSettings,
+        request_isr: Callable[[int, Sequence[int]], None],
+        fenced: Callable[[int], None],
+    ) -> None:
+        self._aeron = aeron
+        self._log = log
+        self._data_dir = data_dir
+        self.group = group
+        self.member_id = member_id
+        self.endpoint = endpoint
+        self.epochs = EpochFile(data_dir)
+        self._fence = fence
+        self._settings = settings
+        self._request_isr = request_isr
+        self._fenced = fenced
+        self._commands: queue.SimpleQueue[GroupSnapshot] = queue.SimpleQueue()
+        channel = replication_channel(endpoint)
+        self._from_leader: Subscription = aeron.add_subscription(channel, LEADER_STREAM_ID)
+        self._from_followers: Subscription = aeron.add_subscription(channel, FOLLOWER_STREAM_ID)
+        self._assembler = FragmentAssembler(self._on_leader_frame)
+        self.role = Role.FOLLOWER
+        self.epoch = 0
+        """The epoch of the leader this member leads or follows (0: none yet)."""
+        self.replicator: LeaderReplicator | None = None
+        self.fetcher: ReplicaFetcher | None = None
+        self.malformed_frames = 0
+        self.terms_led = 0
+        self.fetched = FetcherCounters()
+        """What this member's fetchers did, over every leader it followed."""
+        self._now_ns = time.monotonic_ns()
+
+    # -- cross-thread ------------------------------------------------------------------------------
+
+    def on_group(self, snapshot: GroupSnapshot) -> None:
+        """The controller's listener: take ``snapshot`` on the agent's thread."""
+        self._commands.put(snapshot)
+
+    def write_refusal(self) -> int:
+        """0 when this member takes sends now, else the code to refuse them with:
+        ``NOT_LEADER`` (not the leader, or its lease not surely valid) or
+        ``NOT_ENOUGH_REPLICAS`` (a committed ISR below ``min_isr``). From any thread."""
+        replicator = self.replicator
+        if self.role is not Role.LEADER or replicator is None or not self._fence.may_act():
+            return ResponseCode.NOT_LEADER
+        if not replicator.isr.enough:
+            return ResponseCode.NOT_ENOUGH_REPLICAS
+        return 0
+
+    def epoch_end(self, leader_epoch: int, asked: int) -> EpochEnd | None:
+        """The answer to a follower's ``ReplicaEpochEnd(asked)`` if this member leads
+        ``leader_epoch`` now (None otherwise). From any thread."""
+        if self.role is not Role.LEADER or self.epoch != leader_epoch:
+            return None
+        return epoch_end(self.epochs, self._log.max_physical_offset, asked)
+
+    # -- the agent ---------------------------------------------------------------------------------
+
+    @property
+    def role_name(self) -> str:
+        """The agent's thread name."""
+        return f"aeromq-replication-{self.group}"
+
+    def on_start(self) -> None:
+        """Nothing to do before the first duty cycle."""
+
+    def do_work(self) -> int:
+        """One duty cycle: the controller's snapshots, the frames in, the role's work."""
+        work = 0
+        now_ns = self._now_ns = time.monotonic_ns()
+        while True:
+            try:
+                snapshot = self._commands.get_nowait()
+            except queue.Empty:
+                break
+            self._on_snapshot(snapshot, now_ns)
+            work += 1
+        work += self._from_leader.poll(self._assembler, _FRAGMENT_LIMIT)
+        work += self._from_followers.poll(self._on_follower_frame, _FRAGMENT_LIMIT)
+        replicator = self.replicator
+        if replicator is not None:
+            if self._fence.check():
+                self._resign("its lease is not surely valid (fenced)")
+                self._fenced(replicator.epoch)
+                return work + 1
+            return work + replicator.do_work(now_ns)
+        fetcher = self.fetcher
+        if fetcher is not None:
+            work += fetcher.do_work(now_ns)
+        return work
+
+    def on_close(self) -> None:
+        """Leave the role and close the subscriptions."""
+        if self.replicator is not None:
+            self._resign("the broker stops")
+        self._stop_following()
+        self._from_leader.close()
+        self._from_followers.close()
+
+    # -- frames ------------------------------------------------------------------------------------
+
+    def _on_leader_frame(
+        self, buffer: AtomicBuffer, offset: int, length: int, header: Header
+    ) -> None:
+        frame = self._frame(buffer, offset, length)
+        fetcher = self.fetcher
+        if fetcher is None or frame is None:
+            return
+        if isinstance(frame, AppendFrame):
+            fetcher.on_append(frame, self._now_ns)
+        elif isinstance(frame, HeartbeatFrame):
+            fetcher.on_heartbeat(frame, self._now_ns)
+        else:
+            self.malformed_frames += 1  # a follower's frame on the leader's stream
+
+    def _on_follower_frame(
+        self, buffer: AtomicBuffer, offset: int, length: int, header: Header
+    ) -> None:
+        frame = self._frame(buffer, offset, length)
+        replicator = self.replicator
+        if replicator is None or frame is None:
+            return
+        now_ns = self._now_ns
+        if isinstance(frame, FetchFrame):
+            replicator.on_fetch(frame.member_id, frame.epoch, frame.from_offset, now_ns)
+        elif isinstance(frame, AckFrame):
+            replicator.on_ack(frame.member_id, frame.epoch, frame.fsynced_offset, frame.leo, now_ns)
+        else:
+            self.malformed_frames += 1  # a leader's frame on the followers' stream
+
+    def _frame(self, buffer: AtomicBuffer, offset: int, length: int) -> Frame | None:
+        """The frame in the message, or None (counted) when it is malformed."""
+        data = buffer.get_bytes(offset, length)
+        if check_frame(data) < 0:
+            self.malformed_frames += 1
+            return None
+        return decode_frame(data)
+
+    # -- roles -------------------------------------------------------------------------------------
+
+    def _on_snapshot(self, snapshot: GroupSnapshot, now_ns: int) -> None:
+        state = snapshot.state
+        if state is None:
+            return
+        replicator = self.replicator
+        if replicator is not None:
+            if snapshot.lead and state.epoch == replicator.epoch:
+                replicator.on_members(snapshot.members, state.isr)
+                return
+            self._resign(f"the group's state is now {state.describe()}")
+        if snapshot.lead:
+            self._lead(snapshot, now_ns)
+            return
+        leader = snapshot.leader
+        if leader is None or leader.id == self.member_id:
+            return
+        fetcher = self.fetcher
+        if fetcher is not None and fetcher.epoch == state.epoch and fetcher.leader == leader:
+            return
+        self._stop_following()
+        self.fetcher = ReplicaFetcher(
+            self._aeron,
+            self._log,
+            self.epochs,
+            group=self.group,
+            member_id=self.member_id,
+            leader=leader,
+            epoch=state.epoch,
+            settings=self._settings,
+            counters=self.fetched,
+        )
+        self.epoch = state.epoch
+        self.role = Role.FOLLOWER
+        _log.info(
+            "group role: group=%s member=%d role=follower epoch=%d leader=%d leader_grpc=%s",
+            self.group,
+            self.member_id,
+            state.epoch,
+            leader.id,
+            leader.grpc,
+        )
+
+    def _lead(self, snapshot: GroupSnapshot, now_ns: int) -> None:
+        state = snapshot.state
+        assert state is not None
+        self._stop_following()
+        leo = self._log.max_physical_offset
+        last = self.epochs.last
+        if last is None or last.epoch < state.epoch:
+            self.epochs.append(state.epoch, leo)  # durable before any byte of the epoch
+        self._fence.arm()
+        self._log.start_leading()
+        replicator = LeaderReplicator(
+            self._aeron,
+            self._log,
+            self.epochs.entries,
+            member_id=self.member_id,
+            epoch=state.epoch,
+            isr=state.isr,
+            min_isr=state.min_isr,
+            fence=self._fence,
+            request_isr=self._request_isr,
+            settings=self._settings,
+            now_ns=now_ns,
+        )
+        replicator.on_members(snapshot.members, state.isr)
+        self.epoch = state.epoch
+        self.replicator = replicator
+        self.role = Role.LEADER
+        self.terms_led += 1
+        _log.info(
+            "group role: group=%s member=%d role=leader epoch=%d start_offset=%d %s",
+            self.group,
+            self.member_id,
+            state.epoch,
+            leo,
+            state.describe(),
+        )
+
+    def _resign(self, why: str) -> None:
+        replicator, self.replicator = self.replicator, None
+        self.role = Role.FOLLOWER
+        if replicator is None:
+            return
+        replicator.close()
+        failed = self._log.stop_leading()
+        _log.warning(
+            "group role: group=%s member=%d role=follower epoch=%d: stopped leading, %s "
+            "(sends failed, outcome unknown: %d)",
+            self.group,
+            self.member_id,
+            replicator.epoch,
+            why,
+            failed,
+        )
+
+    def _stop_following(self) -> None:
+        fetcher, self.fetcher = self.fetcher, None
+        if fetcher is not None:
+            fetcher.close()

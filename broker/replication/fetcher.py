@@ -1,0 +1,316 @@
+"""The follower's side of replication: the truncation handshake with a new leader, FETCH, the
+leader's APPEND frames checked and appended, group-commit fsync, ACKs with the fsynced offset.
+
+Following the leader of ``epoch`` (:meth:`ReplicaFetcher.do_work`, on the agent's thread):
+
+1. **handshake**: ``ReplicaEpochEnd`` over gRPC (a future, polled) until the truncation point
+   is known (:mod:`~aeromq.broker.replication.handshake`); a point below the log end is
+   truncated to durably (``store.truncate_to``: intent, log, state, this member's epoch file,
+   intent cleared); then a publication to the leader's replication endpoint and a FETCH from
+   the log end;
+2. **APPEND** (of this leader epoch only: older ones are a deposed leader's and are dropped,
+   counted): bytes at the expected offset are appended (``store.append_replicated``), after
+   the epoch file learns a new epoch (before any byte of it); bytes already held are skipped;
+   a gap (a lost image, a restart of the leader's stream) asks again with a FETCH from the log
+   end; the frame's high watermark is applied (capped at the log end);
+3. once a cycle has appended, the log is fsynced once (group commit) and an ACK sent with the
+   fsynced offset and the LEO; a HEARTBEAT is answered with an ACK too (the leader's liveness
+   view), and a FETCH goes again when the leader has more than this follower and nothing came
+   for ``fetch_retry_ms``.
+
+Caller: the replication agent. Affects: the store (appends, flushes, truncation, committed
+offset), the epoch file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import grpc
+
+from aeromq.broker.replication.epoch_file import EpochFile
+from aeromq.broker.replication.frame_codec import (
+    AppendFrame,
+    HeartbeatFrame,
+    encode_ack,
+    encode_fetch,
+)
+from aeromq.broker.replication.frame_descriptor import FOLLOWER_STREAM_ID
+from aeromq.broker.replication.handshake import EpochEnd, TruncationHandshake
+from aeromq.broker.replication.membership import MemberInfo
+from aeromq.broker.replication.replicated_log import ReplicatedLog
+from aeromq.broker.replication.replicator import ReplicationSettings, replication_channel
+from aeromq.common import ResponseCode
+from aeromq.proto import replication_pb2, replication_pb2_grpc
+from aeromq.transport.client import Aeron, ExclusivePublication
+
+__all__ = ["FetcherCounters", "FetcherPhase", "ReplicaFetcher"]
+
+_log = logging.getLogger(__name__)
+
+_RETRY_NS: Final = 100_000_000
+"""A failed handshake call is tried again after this long."""
+
+
+@dataclass(slots=True)
+class FetcherCounters:
+    """What a member's fetchers did, over every leader it followed (the agent keeps one)."""
+
+    appended_bytes: int = 0
+    truncated_bytes: int = 0
+    stale_frames: int = 0
+    gaps: int = 0
+
+
+class FetcherPhase:
+    """Where the fetcher is: asking the leader, or streaming from it."""
+
+    HANDSHAKE: Final = "handshake"
+    FETCHING: Final = "fetching"
+
+
+class ReplicaFetcher:
+    """Member ``member_id`` following ``leader`` in ``epoch`` (see module)."""
+
+    def __init__(
+        self,
+        aeron: Aeron,
+        log: ReplicatedLog,
+        epochs: EpochFile,
+        *,
+        group: str,
+        member_id: int,
+        leader: MemberInfo,
+        epoch: int,
+        settings: ReplicationSettings,
+        counters: FetcherCounters | None = None,
+        channel_factory: Callable[[str], grpc.Channel] = grpc.insecure_channel,
+    ) -> None:
+        self._aeron = aeron
+        self._log = log
+        self._epochs = epochs
+        self.group = group
+        self.member_id = member_id
+        self.leader = leader
+        self.epoch = epoch
+        self._settings = settings
+        self.phase = FetcherPhase.HANDSHAKE
+        self._channel = channel_factory(leader.grpc)
+        self._stub = replication_pb2_grpc.GroupReplicationStub(self._channel)
+        self._handshake: TruncationHandshake | None = None
+        self._call: grpc.Future[replication_pb2.ReplicaEpochEndResponse] | None = None
+        self._retry_at_ns = 0
+        self._publication: ExclusivePublication | None = None
+        self._next_offset = 0  # where the next byte from the leader goes
+        self._fetch_due = False
+        self._last_fetch_ns = 0
+        self._last_progress_ns = 0
+        self._leader_leo = 0
+        self._dirty = False
+        self._ack_due = False
+        self.counters = counters or FetcherCounters()
+
+    def close(self) -> None:
+        """Stop following: cancel a call in flight, close the publication and the channel."""
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+        if self._publication is not None:
+            self._publication.close()
+            self._publication = None
+        self._channel.close()
+
+    # -- frames in -----------------------------------------------------------------------------
+
+    def on_append(self, frame: AppendFrame, now_ns: int) -> None:
+        """An APPEND from a leader (any: the stale are dropped here)."""
+        if frame.leader_epoch != self.epoch or self.phase != FetcherPhase.FETCHING:
+            self.counters.stale_frames += 1
+            return
+        offset, payload = frame.offset, frame.payload
+        expected = self._next_offset
+        if offset > expected:
+            self.counters.gaps += 1
+            self._fetch_due = True
+            return
+        if offset < expected:
+            skip = expected - offset
+            if skip >= len(payload):
+                return  # held already
+            payload, offset = payload[skip:], expected
+        last = self._epochs.last
+        if last is not None and frame.epoch < last.epoch:
+            self._restart(now_ns, f"bytes of epoch {frame.epoch} after epoch {last.epoch}")
+            return
+        if last is None or frame.epoch > last.epoch:
+            self._epochs.append(frame.epoch, frame.epoch_start_offset)
+        try:
+            self._log.append_replicated(offset, payload)
+        except Exception as exc:  # the log is not where the leader's stream is: ask again
+            self._restart(now_ns, f"append refused: {exc}")
+            return
+        self._next_offset = offset + len(payload)
+        self.counters.appended_bytes += len(payload)
+        self._dirty = True
+        self._last_progress_ns = now_ns
+        self._apply_high_watermark(frame.high_watermark)
+
+    def on_heartbeat(self, frame: HeartbeatFrame, now_ns: int) -> None:
+        """A HEARTBEAT from a leader (any: the stale are dropped here)."""
+        if frame.epoch != self.epoch or self.phase != FetcherPhase.FETCHING:
+            self.counters.stale_frames += 1
+            return
+        self._leader_leo = frame.leader_leo
+        self._ack_due = True
+        if frame.leader_leo <= self._next_offset:
+            self._last_progress_ns = now_ns
+        self._apply_high_watermark(frame.high_watermark)
+
+    def _apply_high_watermark(self, high_watermark: int) -> None:
+        log = self._log
+        capped = min(high_watermark, log.max_physical_offset)
+        if capped > log.committed_offset:
+            log.set_high_watermark(capped)
+
+    # -- the duty cycle --------------------------------------------------------------------------
+
+    def do_work(self, now_ns: int) -> int:
+        """One duty cycle (see module); returns the work done."""
+        if self.phase == FetcherPhase.HANDSHAKE:
+            return self._shake_hands(now_ns)
+        work = 0
+        if self._dirty:
+            flushed = self._log.flush()
+            self._dirty = False
+            work += self._send_ack(flushed)
+        elif self._ack_due:
+            work += self._send_ack(self._log.flushed_physical_offset)
+        stalled = now_ns - self._last_progress_ns >= self._settings.fetch_retry_ns
+        if self._leader_leo > self._next_offset and stalled:
+            self._fetch_due = True
+        if self._fetch_due and now_ns - self._last_fetch_ns >= self._settings.fetch_retry_ns // 4:
+            work += self._send_fetch(now_ns)
+        return work
+
+    def _send_ack(self, flushed: int) -> int:
+        publication = self._publication
+        if publication is None:
+            return 0
+        leo = self._log.max_physical_offset
+        self._ack_due = False
+        frame = encode_ack(self.member_id, self.epoch, min(flushed, leo), leo)
+        return 1 if publication.offer(frame) > 0 else 0
+
+    def _send_fetch(self, now_ns: int) -> int:
+        publication = self._publication
+        if publication is None:
+            return 0
+        self._next_offset = self._log.max_physical_offset
+        self._last_fetch_ns = now_ns
+        self._last_progress_ns = now_ns
+        frame = encode_fetch(self.member_id, self.epoch, self._next_offset)
+        if publication.offer(frame) > 0:
+            self._fetch_due = False
+            return 1
+        return 0
+
+    # -- the handshake -------------------------------------------------------------------------
+
+    def _shake_hands(self, now_ns: int) -> int:
+        call = self._call
+        if call is None:
+            if now_ns < self._retry_at_ns:
+                return 0
+            if self._handshake is None:
+                self._handshake = TruncationHandshake(self._epochs, self._log.max_physical_offset)
+            self._ask(self._handshake.question)
+            return 1
+        if not call.done():
+            return 0
+        self._call = None
+        handshake = self._handshake
+        assert handshake is not None
+        try:
+            response: replication_pb2.ReplicaEpochEndResponse = call.result()
+        except (grpc.RpcError, grpc.FutureCancelledError) as exc:
+            self._retry(now_ns, f"call failed: {exc}")
+            return 1
+        if response.status.code != ResponseCode.SUCCESS:
+            self._retry(now_ns, f"code={response.status.code} {response.status.message}")
+            return 1
+        point = handshake.answer(EpochEnd(response.epoch, response.end_offset))
+        if point is None:
+            self._ask(handshake.question)
+            return 1
+        self._truncate(point)
+        self._start_fetching(now_ns)
+        return 1
+
+    def _restart(self, now_ns: int, why: str) -> None:
+        """Start over with a handshake (the log and the leader's stream disagree)."""
+        _log.warning(
+            "replication: handshake again with the leader: leader=%d epoch=%d %s",
+            self.leader.id,
+            self.epoch,
+            why,
+        )
+        if self._publication is not None:
+            self._publication.close()
+            self._publication = None
+        self.phase = FetcherPhase.HANDSHAKE
+        self._handshake = None
+        self._retry_at_ns = now_ns
+
+    def _ask(self, epoch: int) -> None:
+        request = replication_pb2.ReplicaEpochEndRequest(
+            group=self.group, member_id=self.member_id, leader_epoch=self.epoch, epoch=epoch
+        )
+        self._call = self._stub.ReplicaEpochEnd.future(
+            request, timeout=self._settings.handshake_timeout_ms / 1000
+        )
+
+    def _retry(self, now_ns: int, why: str) -> None:
+        _log.info(
+            "replication handshake with the leader failed, retrying: leader=%d epoch=%d %s",
+            self.leader.id,
+            self.epoch,
+            why,
+        )
+        self._handshake = None
+        self._retry_at_ns = now_ns + _RETRY_NS
+
+    def _truncate(self, point: int) -> None:
+        """Truncate the log durably to ``point`` if it ends past it (the store's steps: intent,
+        log, state, this epoch file, intent cleared)."""
+        log = self._log
+        leo = log.max_physical_offset
+        if point < leo:
+            log.truncate_to(point, epochs=self._epochs)
+            self.counters.truncated_bytes += leo - point
+            _log.warning(
+                "replication: divergent log tail truncated: leader=%d epoch=%d from=%d to=%d",
+                self.leader.id,
+                self.epoch,
+                leo,
+                point,
+            )
+        else:  # epochs starting at the point hold no byte here: the leader's bytes follow
+            self._epochs.truncate_from(point)
+
+    def _start_fetching(self, now_ns: int) -> None:
+        channel = replication_channel(self.leader.replication_endpoint)
+        self._publication = self._aeron.add_exclusive_publication(channel, FOLLOWER_STREAM_ID)
+        self.phase = FetcherPhase.FETCHING
+        self._next_offset = self._log.max_physical_offset
+        self._fetch_due = True
+        self._last_fetch_ns = 0
+        self._last_progress_ns = now_ns
+        _log.info(
+            "replication: following leader=%d epoch=%d from=%d",
+            self.leader.id,
+            self.epoch,
+            self._next_offset,
+        )

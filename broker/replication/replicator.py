@@ -1,0 +1,284 @@
+"""The leader's side of replication: one UDP publication per follower, APPEND frames of the
+commit log from each follower's FETCH offset, HEARTBEATs when idle, ACKs in, and the high
+watermark over the ISR.
+
+Per duty cycle (:meth:`LeaderReplicator.do_work`, on the replication agent's thread):
+
+1. FETCH and ACK frames polled by the agent come in through :meth:`on_fetch` and
+   :meth:`on_ack` (only those of this leader's epoch count);
+2. each follower that has FETCHed is sent the log from its send offset: ``store.read_log``
+   bytes, at most ``max_frame_bytes`` a frame (a larger batch spans frames), never across an
+   epoch boundary (the bytes of one frame are of one epoch, RocketMQ's rule), until its
+   publication back-pressures; a follower sent nothing for ``heartbeat_interval_ms`` gets a
+   HEARTBEAT (epoch, LEO, HW);
+3. the leader's own log is fsynced when it has grown (group commit: one fsync covers every send
+   appended since the last), so its flushed offset takes part in the ack rule;
+4. the high watermark (:mod:`~aeromq.broker.replication.isr`) is computed over the counted ISR
+   and handed to ``store.set_high_watermark`` (sends complete, consumers see), only while the
+   fence allows and the committed ISR has ``min_isr`` members;
+5. every ``isr_check_interval`` the ISR is reviewed and a change asked of the controller.
+
+Caller: the replication agent. Affects: the publications to the followers, the store's
+committed offset, the controller's ISR requests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from aeromq.broker.replication.epoch_file import EpochEntry
+from aeromq.broker.replication.fencing import SelfFence
+from aeromq.broker.replication.frame_codec import encode_append, encode_heartbeat
+from aeromq.broker.replication.frame_descriptor import APPEND_HEADER_LENGTH, LEADER_STREAM_ID
+from aeromq.broker.replication.isr import FollowerProgress, IsrTracker
+from aeromq.broker.replication.membership import MemberInfo
+from aeromq.broker.replication.replicated_log import ReplicatedLog
+from aeromq.transport.client import Aeron, ExclusivePublication
+
+__all__ = ["LeaderReplicator", "ReplicationSettings", "epoch_span", "replication_channel"]
+
+_log = logging.getLogger(__name__)
+
+_MAX_FRAMES_PER_FOLLOWER: Final = 64
+"""Frames sent to one follower per duty cycle at most (the others get their turn)."""
+_ISR_CHECK_INTERVAL_NS: Final = 100_000_000
+
+
+def replication_channel(endpoint: str) -> str:
+    """The channel of a member's replication endpoint (``host:port``): UDP, with terms of 4 MiB
+    (frames up to 512 KiB; the files are sparse)."""
+    return f"aeron:udp?endpoint={endpoint}|term-length=4m"
+
+
+def epoch_span(entries: Sequence[EpochEntry], offset: int, leo: int) -> tuple[int, int, int]:
+    """``(epoch, start, end)`` of the epoch that holds the byte at ``offset``: the newest epoch
+    starting at or before it (epoch 0 from offset 0 before the first), ending where the next
+    epoch starts or at ``leo``."""
+    epoch, start, end = 0, 0, leo
+    for entry in entries:
+        if entry.start_offset <= offset:
+            epoch, start = entry.epoch, entry.start_offset
+        else:
+            end = entry.start_offset
+            break
+    return epoch, start, end
+
+
+class ReplicationSettings:
+    """The timing and sizes of replication (see ``BrokerConfig``'s group options)."""
+
+    def __init__(
+        self,
+        *,
+        replica_lag_max_ms: int = 1000,
+        heartbeat_interval_ms: int = 100,
+        max_frame_bytes: int = 256 * 1024,
+        fetch_retry_ms: int = 200,
+        handshake_timeout_ms: int = 1000,
+    ) -> None:
+        self.replica_lag_max_ns = replica_lag_max_ms * 1_000_000
+        self.heartbeat_interval_ns = heartbeat_interval_ms * 1_000_000
+        self.max_frame_bytes = max_frame_bytes
+        self.fetch_retry_ns = fetch_retry_ms * 1_000_000
+        self.handshake_timeout_ms = handshake_timeout_ms
+
+
+class _Follower:
+    """One follower as the leader serves it: its publication and progress."""
+
+    __slots__ = ("info", "progress", "publication")
+
+    def __init__(self, info: MemberInfo, publication: ExclusivePublication) -> None:
+        self.info = info
+        self.publication = publication
+        self.progress = FollowerProgress(info.id)
+
+
+class LeaderReplicator:
+    """The leader of ``epoch`` (member ``member_id``) replicating ``log`` (see module)."""
+
+    def __init__(
+        self,
+        aeron: Aeron,
+        log: ReplicatedLog,
+        epochs: Sequence[EpochEntry],
+        *,
+        member_id: int,
+        epoch: int,
+        isr: Sequence[int],
+        min_isr: int,
+        fence: SelfFence,
+        request_isr: Callable[[int, Sequence[int]], None],
+        settings: ReplicationSettings,
+        now_ns: int,
+    ) -> None:
+        self._aeron = aeron
+        self._log = log
+        self._epochs = tuple(epochs)
+        self.member_id = member_id
+        self.epoch = epoch
+        self._fence = fence
+        self._request_isr = request_isr
+        self._settings = settings
+        self.isr = IsrTracker(member_id, isr, min_isr)
+        self._followers: dict[int, _Follower] = {}
+        self._live: frozenset[int] = frozenset()
+        self._started_ns = now_ns
+        self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
+        self.high_watermark = log.committed_offset
+        self.frames_sent = 0
+        self.bytes_sent = 0
+        self.stale_frames = 0
+
+    # -- the group -----------------------------------------------------------------------------
+
+    def on_members(self, members: Mapping[int, MemberInfo], isr: Sequence[int]) -> None:
+        """The live members and the committed ISR as etcd holds them now: open publications to
+        new followers, close those of gone ones, count the committed ISR."""
+        self._live = frozenset(members)
+        for member_id in list(self._followers):
+            follower = self._followers[member_id]
+            info = members.get(member_id)
+            if info is None or info.replication_endpoint != follower.info.replication_endpoint:
+                follower.publication.close()
+                del self._followers[member_id]
+        for member_id, info in members.items():
+            if member_id == self.member_id or member_id in self._followers:
+                continue
+            channel = replication_channel(info.replication_endpoint)
+            publication = self._aeron.add_exclusive_publication(channel, LEADER_STREAM_ID)
+            follower = _Follower(info, publication)
+            follower.progress.caught_up_ns = self._started_ns  # a grace of replica_lag_max
+            self._followers[member_id] = follower
+        self.isr.commit(isr)
+
+    def close(self) -> None:
+        """Close every publication (leadership ends)."""
+        for follower in self._followers.values():
+            follower.publication.close()
+        self._followers.clear()
+
+    @property
+    def followers(self) -> dict[int, FollowerProgress]:
+        """Each follower's progress (for stats and the admin view)."""
+        return {member_id: f.progress for member_id, f in self._followers.items()}
+
+    # -- frames in -----------------------------------------------------------------------------
+
+    def on_fetch(self, member_id: int, epoch: int, from_offset: int, now_ns: int) -> None:
+        """A follower asks to be streamed from ``from_offset``."""
+        follower = self._followers.get(member_id)
+        if follower is None or epoch != self.epoch:
+            self.stale_frames += 1
+            return
+        leo = self._log.max_physical_offset
+        if from_offset > leo:
+            _log.warning(
+                "replication FETCH past the log end ignored: member=%d from_offset=%d leo=%d",
+                member_id,
+                from_offset,
+                leo,
+            )
+            return
+        progress = follower.progress
+        progress.send_offset = from_offset
+        progress.last_heard_ns = now_ns
+
+    def on_ack(self, member_id: int, epoch: int, fsynced: int, leo: int, now_ns: int) -> None:
+        """A follower's ACK."""
+        follower = self._followers.get(member_id)
+        if follower is None or epoch != self.epoch:
+            self.stale_frames += 1
+            return
+        follower.progress.on_ack(fsynced, leo, self._log.max_physical_offset, now_ns)
+
+    # -- the duty cycle --------------------------------------------------------------------------
+
+    def do_work(self, now_ns: int) -> int:
+        """One duty cycle (see module); returns the work done (frames sent, HW moves)."""
+        log = self._log
+        leo = log.max_physical_offset
+        work = 0
+        for follower in self._followers.values():
+            work += self._send(follower, leo, now_ns)
+        if log.flushed_physical_offset < leo:
+            log.flush()
+            work += 1
+        work += self._advance_high_watermark()
+        if now_ns >= self._next_isr_check_ns:
+            self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
+            self._review_isr(now_ns)
+        return work
+
+    def _send(self, follower: _Follower, leo: int, now_ns: int) -> int:
+        progress = follower.progress
+        publication = follower.publication
+        offset = progress.send_offset
+        sent = 0
+        if offset is not None:
+            max_payload = min(
+                self._settings.max_frame_bytes,
+                publication.max_message_length - APPEND_HEADER_LENGTH,
+            )
+            while offset < leo and sent < _MAX_FRAMES_PER_FOLLOWER:
+                epoch, start, end = epoch_span(self._epochs, offset, leo)
+                data = self._log.read_log(offset, max_payload)
+                payload = memoryview(data)[: min(max_payload, end - offset)]
+                frame = encode_append(
+                    epoch,
+                    start,
+                    offset,
+                    self.high_watermark,
+                    payload,
+                    leader_epoch=self.epoch,
+                )
+                if publication.offer(frame) < 0:
+                    break
+                offset += len(payload)
+                sent += 1
+                self.bytes_sent += len(payload)
+            progress.send_offset = offset
+        if sent:
+            progress.last_sent_ns = now_ns
+            self.frames_sent += sent
+        elif now_ns - progress.last_sent_ns >= self._settings.heartbeat_interval_ns:
+            frame = encode_heartbeat(self.epoch, leo, self.high_watermark)
+            if publication.offer(frame) > 0:
+                progress.last_sent_ns = now_ns
+                sent = 1
+        return sent
+
+    def _advance_high_watermark(self) -> int:
+        isr = self.isr
+        if not isr.enough:
+            return 0
+        log = self._log
+        own = min(log.flushed_physical_offset, log.max_physical_offset)
+        hw = isr.high_watermark(own, self.followers)
+        if hw <= self.high_watermark or not self._fence.may_act():
+            return 0
+        log.set_high_watermark(hw)
+        self.high_watermark = hw
+        return 1
+
+    def _review_isr(self, now_ns: int) -> None:
+        wanted = self.isr.wanted(
+            self.followers,
+            self._live,
+            self.high_watermark,
+            now_ns,
+            self._settings.replica_lag_max_ns,
+        )
+        if wanted is None:
+            return
+        ordered = (self.member_id, *sorted(wanted - {self.member_id}))
+        _log.info(
+            "group ISR change asked: epoch=%d from=%s to=%s",
+            self.epoch,
+            ",".join(map(str, sorted(self.isr.committed))),
+            ",".join(map(str, ordered)),
+        )
+        self.isr.request(ordered)
+        self._request_isr(self.epoch, ordered)
