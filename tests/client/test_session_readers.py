@@ -26,6 +26,7 @@ from tests.broker.data.conftest import (
     store,
 )
 from tests.broker.data.test_sessions import Server, client_aeron, server, start_server
+from tests.client._helpers import poller_wakeups
 
 __all__ = [
     "aeron",
@@ -45,29 +46,17 @@ ROUNDS = 20
 GAP_S = 0.01
 
 
-def _poller_wakeups(session: ClientSession) -> int:
-    """How often the session's poller thread has gone to sleep and been woken (its voluntary
-    context switches, from ``/proc``)."""
-    name = f"aeromq-session-{session.response_stream_id}"
-    (thread,) = [t for t in threading.enumerate() if t.name == name]
-    with open(f"/proc/self/task/{thread.native_id}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    raise AssertionError("no voluntary_ctxt_switches in /proc")
-
-
 def test_should_read_the_answer_on_the_waiting_thread_while_the_poller_sleeps(
     server: Server, client_aeron: Aeron
 ) -> None:
     with ClientSession.connect(client_aeron, SessionConfig()) as session:
         assert session.rung_by_broker
         session.request(send_request(b"warm"))
-        before = _poller_wakeups(session)
+        before = poller_wakeups(session)
         for i in range(ROUNDS):
             time.sleep(GAP_S)
             assert session.request(send_request(b"%d" % i)).status.code == 0
-        woken = _poller_wakeups(session) - before
+        woken = poller_wakeups(session) - before
     # asleep until its housekeeping (every 100 ms): a few wake-ups over 20 requests, where a
     # poller that read the answers (or polled for them) woke for each or every millisecond
     # (189 measured before)
@@ -79,9 +68,9 @@ def test_should_keep_an_idle_session_to_about_ten_wakeups_a_second(
 ) -> None:
     with ClientSession.connect(client_aeron, SessionConfig()) as session:
         session.request(send_request(b"warm"))
-        before = _poller_wakeups(session)
+        before = poller_wakeups(session)
         time.sleep(1.0)
-        woken = _poller_wakeups(session) - before
+        woken = poller_wakeups(session) - before
     assert woken <= 30, woken  # the driver check every 100 ms, and a keepalive
 
 

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 from aeromq.client import Message
-from aeromq.client.session import ClientSession
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
 from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer
+from tests.client._helpers import poller_wakeups
 from tests.consumer._broker_process import ServerProcess, create_topic, start_broker
 from tests.consumer._lite import running
 
@@ -33,17 +33,6 @@ def real_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
         yield process
     finally:
         process.stop()
-
-
-def _wakeups(session: ClientSession) -> int:
-    """The voluntary context switches of the session's poller thread (``/proc``)."""
-    name = f"aeromq-session-{session.response_stream_id}"
-    (thread,) = [t for t in threading.enumerate() if t.name == name]
-    with open(f"/proc/self/task/{thread.native_id}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    raise AssertionError("no voluntary_ctxt_switches in /proc")
 
 
 def test_should_read_the_pull_answers_on_the_polling_thread(real_broker: ServerProcess) -> None:
@@ -65,7 +54,8 @@ def test_should_read_the_pull_answers_on_the_polling_thread(real_broker: ServerP
         assert isinstance(api, GrpcBrokerApi)
         session = api.answer_pump()  # the one session: poll() reads its answers
         assert session is not None and session.rung_by_broker
-        before = _wakeups(session)
+        before = poller_wakeups(session)
+        started = time.monotonic()
 
         def send_slowly() -> None:
             for i in range(ROUNDS):
@@ -78,8 +68,10 @@ def test_should_read_the_pull_answers_on_the_polling_thread(real_broker: ServerP
         while len(got) < ROUNDS + 1 and time.monotonic() < deadline:
             got.extend(m.body for m in consumer.poll(1_000))
         sender.join()
-        woken = _wakeups(session) - before
+        woken = poller_wakeups(session) - before
+        housekeeping = int((time.monotonic() - started) / 0.1) + 1  # due every 100 ms
     assert got == [b"warm"] + [b"%d" % i for i in range(ROUNDS)]
-    # asleep until its housekeeping (every 100 ms) while poll() reads: a handful of wake-ups,
-    # where a poller that read the answers woke at least once for each of the 30
-    assert woken <= ROUNDS // 3, woken
+    # asleep until its housekeeping while poll() reads: about a wake-up each (6 when the sends
+    # keep their schedule; more on a loaded machine, where they take longer), where a poller
+    # that read the answers woke at least once more for each of the 30
+    assert woken <= housekeeping + 4, (woken, housekeeping)

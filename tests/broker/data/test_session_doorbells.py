@@ -3,6 +3,7 @@ the clients' it rings after each answer, and when it may sleep until rung."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -48,6 +49,17 @@ def agent(aeron: Aeron, send: object, pull: object) -> Iterator[SessionAgent]:
     yield agent
     runner.close()
     assert errors == []
+
+
+@contextlib.contextmanager
+def _ipc_session(media_driver: MediaDriver) -> Iterator[ClientSession]:
+    """A client session over IPC on the agent's driver, from an Aeron client of its own."""
+    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
+    with (
+        Aeron.connect(context) as client_aeron,
+        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
+    ):
+        yield session
 
 
 def _connect(raw: RawClient, doorbell_counter_id: int | None) -> session_pb2.ConnectResponse:
@@ -119,11 +131,7 @@ def test_should_poll_while_a_session_rings_nothing_and_sleep_once_all_ring(
     raw.request("close", correlation_id=3)
     wait_for(agent.all_rung, what="the silent session closed")
     raw.close()
-    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
-    with (
-        Aeron.connect(context) as client_aeron,
-        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
-    ):
+    with _ipc_session(media_driver) as session:
         assert session.request(send_request(b"rung")).status.code == 0
         wait_for(agent.all_rung, what="every session to ring")
 
@@ -149,11 +157,7 @@ def test_should_stop_ringing_a_doorbell_whose_counter_was_freed(
 def test_should_name_doorbells_both_ways_over_ipc(
     agent: SessionAgent, media_driver: MediaDriver
 ) -> None:
-    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
-    with (
-        Aeron.connect(context) as client_aeron,
-        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
-    ):
+    with _ipc_session(media_driver) as session:
         assert session.rung_by_broker and session.rings_broker
         assert agent.doorbell is not None
         before = agent.doorbell.prepare() & ~1
@@ -164,11 +168,7 @@ def test_should_name_doorbells_both_ways_over_ipc(
 def test_should_ring_the_agent_for_a_pull_sent_while_reading_once_the_reader_waits_again(
     agent: SessionAgent, media_driver: MediaDriver
 ) -> None:
-    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
-    with (
-        Aeron.connect(context) as client_aeron,
-        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
-    ):
+    with _ipc_session(media_driver) as session:
         assert session.rings_broker and agent.doorbell is not None
         assert session.request(send_request(b"one")).status.code == 0
         bell = agent.doorbell
