@@ -147,9 +147,8 @@ class AnswerReader(ABC):
         self._callers_waiting = 0  # callers asleep on the doorbell of a polling poller
         self._last_read_ns = 0  # when a caller last read answers (CallerReads, polled)
         self.release_ring: Callable[[], None] = _no_ring
-        """Rings the broker for the pulls this session's reading threads held back (see
-        ``_request_sender.py``): called when a reading thread is about to sleep, or enters
-        anew, and by the poller at each wake-up."""
+        """Rings the broker for the pulls the answers' callbacks sent on the reading thread
+        (see ``_request_sender.py``): called as each poll that ran them returns."""
         self._bell = Doorbell.allocate() if HAS_FUTEX else None  # the poller's own
         self._spin = SpinPredictor(_CALLER_SPIN_NS)
         self._poller_spin = SpinPredictor(0)  # the poller's, from its idle strategy
@@ -284,8 +283,6 @@ class AnswerReader(ABC):
         ident = threading.get_ident()
         spin = self._spin
         started_ns = monotonic_ns()
-        if state.ring_held:  # a pull a callback on this thread sent as it last read
-            self.release_ring()
         if spin.should_poll():
             self._poll_until(done, subscription, min(deadline_ns, started_ns + spin.window_ns))
         while not done():
@@ -298,14 +295,14 @@ class AnswerReader(ABC):
                     work = poll(assembler, _FRAGMENT_LIMIT)
                 finally:
                     self._state.polling_thread = 0
+                    if self._state.ring_held:  # pulls its callbacks sent
+                        self.release_ring()
             if done():
                 break
             remaining_ns = deadline_ns - monotonic_ns()
             if remaining_ns <= 0:
                 return
             if not work:
-                if state.ring_held:
-                    self.release_ring()
                 bell.await_ring(observed, remaining_ns)
         spin.observe(monotonic_ns() - started_ns)
 
@@ -325,6 +322,8 @@ class AnswerReader(ABC):
                     poll(assembler, _FRAGMENT_LIMIT)
                 finally:
                     self._state.polling_thread = 0
+                    if self._state.ring_held:  # pulls its callbacks sent
+                        self.release_ring()
                     lock.release()
             else:
                 os.sched_yield()
@@ -358,6 +357,8 @@ class AnswerReader(ABC):
                 return subscription.poll(self._assembler, _FRAGMENT_LIMIT)
             finally:
                 self._state.polling_thread = 0
+                if self._state.ring_held:  # pulls its callbacks sent
+                    self.release_ring()
 
     def _run(self) -> None:
         """The poller thread's loop, until :meth:`stop`: a rung session's (:meth:`_rung_cycle`),
@@ -386,8 +387,6 @@ class AnswerReader(ABC):
                     work = 0  # the callers read the answers
                 else:
                     work = self._poll_locked(subscription)
-                    if self._state.ring_held:
-                        self.release_ring()
                 now_ns = time.monotonic_ns()
                 if now_ns >= next_check_ns:
                     next_check_ns = now_ns + _HOUSEKEEPING_INTERVAL_NS
@@ -412,8 +411,6 @@ class AnswerReader(ABC):
         own = self._bell
         assert own is not None
         pending = self._pending
-        if self._state.ring_held:  # a pull held back by a reader that did not wait again
-            self.release_ring()
         now_ns = time.monotonic_ns()
         due_ns = self._next_due(now_ns)
         if due_ns <= now_ns:
@@ -456,8 +453,6 @@ class AnswerReader(ABC):
                 if self._poll_locked(subscription):
                     spin.observe(time.monotonic_ns() - started_ns)
                     return
-        if self._state.ring_held:
-            self.release_ring()
         bell.await_ring(observed, max(0, due_ns - time.monotonic_ns()))
         if spin.window_ns:
             spin.observe(time.monotonic_ns() - started_ns)
@@ -569,7 +564,6 @@ class CallerReads(AnswerReader):
         assembler = self._assembler
         monotonic_ns = time.monotonic_ns
         ident = threading.get_ident()
-        state = self._state
         bell = self.doorbell if self.rung else None
         idle = BackoffIdleStrategy(max_park_period_ns=100_000)
         with self._callers_lock:
@@ -583,11 +577,11 @@ class CallerReads(AnswerReader):
                         work = poll(assembler, _FRAGMENT_LIMIT)
                     finally:
                         self._state.polling_thread = 0
+                        if self._state.ring_held:  # pulls its callbacks sent
+                            self.release_ring()
                 remaining_ns = deadline_ns - monotonic_ns()
                 if future.done() or remaining_ns <= 0:
                     break
-                if state.ring_held:
-                    self.release_ring()
                 if work:
                     idle.reset()
                 elif bell is not None:

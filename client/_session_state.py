@@ -37,8 +37,8 @@ class SessionState:
       answer dispatch (and once by the set-up, before the first request);
     - ``polling_thread``: the ident of the thread reading the answers now (0: none); written by
       the readers (``_answer_readers.py``) around each poll, under their poll lock;
-    - ``ring_held``: a pull was sent from the reading thread without ringing the broker; set by
-      the sender, cleared by whoever rings for it (``_request_sender.py``).
+    - ``ring_held``: a pull was sent from the reading thread without ringing the broker yet; set
+      by the sender, cleared by the reader as the poll returns (``_request_sender.py``).
     """
 
     __slots__ = (
