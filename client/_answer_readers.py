@@ -1,6 +1,6 @@
 """Who reads a client session's answers, and how a thread waits for its own: one interface,
-:class:`AnswerReader`, with two readers behind it, picked by ``SessionConfig.caller_reads``
-(:func:`reader_for`).
+:class:`AnswerReader`, with two readers behind it (``_answer_reader_kinds.py``: ``PollerReads``
+and ``CallerReads``, picked by ``SessionConfig.caller_reads`` in ``reader_for``).
 
 What they share. A session's answers come on one subscription (its response stream) and go
 through one assembler (:class:`~client._answer_assembler.AnswerAssembler`, which keeps each
@@ -29,10 +29,10 @@ Who may poll when:
   wakes it (``PendingRequests.call_reader``), and so does a caller leaving requests pending
   that nobody waits for. An idle session costs ten wake-ups a second (the driver check);
 - otherwise (over UDP nothing rings, or another idle strategy was asked for) the poller thread
-  polls with its idle strategy. :class:`PollerReads` (the default): a waiting caller polls
+  polls with its idle strategy. ``PollerReads`` (the default): a waiting caller polls
   when the lock is free, for up to 1 ms, then blocks on its future; while callers sleep on the
   doorbell (rung, with a polling poller) the poller checks deadlines every millisecond.
-  :class:`CallerReads`: the waiting callers poll until their answer or its timeout, parking
+  ``CallerReads``: the waiting callers poll until their answer or its timeout, parking
   briefly between polls (no doorbell), and the poller reads only answers nobody waited for
   in the last 100 ms, keeping the session every 10 ms meanwhile;
 - either way only the poller thread runs the session's housekeeping (deadlines, keepalives,
@@ -56,7 +56,6 @@ from typing import ClassVar, Final, TypeVar
 
 from aeromq.client._answer_assembler import AnswerAssembler
 from aeromq.client._pending_requests import PendingRequests
-from aeromq.client._session_config import SessionConfig
 from aeromq.client._session_state import SESSION_LOG, SessionState
 from aeromq.common import RequestTimeoutError
 from aeromq.transport.client import Subscription
@@ -67,12 +66,20 @@ from aeromq.transport.concurrent.doorbell import (
     SpinPredictor,
 )
 from aeromq.transport.concurrent.idle_strategy import (
-    BackoffIdleStrategy,
     IdleStrategy,
     tighten_timer_slack,
 )
 
-__all__ = ["AnswerReader", "CallerReads", "PollerReads", "reader_for"]
+__all__ = [
+    "CALLER_POLL_NS",
+    "CALLER_READ_GRACE_NS",
+    "CALLER_WAIT_NS",
+    "FRAGMENT_LIMIT",
+    "LINGER_NS",
+    "AnswerReader",
+    "Housekeeping",
+    "NextDue",
+]
 
 _T = TypeVar("_T")
 
@@ -81,16 +88,16 @@ Housekeeping = Callable[[int], int]
 NextDue = Callable[[int], int]
 """``(now_ns) -> due_ns``: when the housekeeping has something to do next."""
 
-_FRAGMENT_LIMIT: Final = 64
+FRAGMENT_LIMIT: Final = 64
 _HOUSEKEEPING_INTERVAL_NS: Final = 1_000_000
-_CALLER_POLL_NS: Final = 1_000_000
-_CALLER_WAIT_NS: Final = 20_000_000
+CALLER_POLL_NS: Final = 1_000_000
+CALLER_WAIT_NS: Final = 20_000_000
 _CALLER_WATCH_S: Final = 0.001
 _CALLER_SPIN_NS: Final = 200_000
 """A waiting caller polls this long before it sleeps while answers have mostly come so fast."""
 _HOUSEKEEPING_S: Final = 0.01
 """With ``caller_reads`` and a polling poller, how often it keeps the session."""
-_CALLER_READ_GRACE_NS: Final = 100_000_000
+CALLER_READ_GRACE_NS: Final = 100_000_000
 """With ``caller_reads`` and a polling poller, how long after a caller last read the poller
 drains unread answers."""
 LINGER_NS: Final = 1_000_000_000
@@ -292,7 +299,7 @@ class AnswerReader(ABC):
             with lock:
                 self._state.polling_thread = ident
                 try:
-                    work = poll(assembler, _FRAGMENT_LIMIT)
+                    work = poll(assembler, FRAGMENT_LIMIT)
                 finally:
                     self._state.polling_thread = 0
                     if self._state.ring_held:  # pulls its callbacks sent
@@ -319,7 +326,7 @@ class AnswerReader(ABC):
             if lock.acquire(blocking=False):
                 self._state.polling_thread = ident
                 try:
-                    poll(assembler, _FRAGMENT_LIMIT)
+                    poll(assembler, FRAGMENT_LIMIT)
                 finally:
                     self._state.polling_thread = 0
                     if self._state.ring_held:  # pulls its callbacks sent
@@ -354,7 +361,7 @@ class AnswerReader(ABC):
         with self.lock:
             self._state.polling_thread = threading.get_ident()
             try:
-                return subscription.poll(self._assembler, _FRAGMENT_LIMIT)
+                return subscription.poll(self._assembler, FRAGMENT_LIMIT)
             finally:
                 self._state.polling_thread = 0
                 if self._state.ring_held:  # pulls its callbacks sent
@@ -382,7 +389,7 @@ class AnswerReader(ABC):
             try:
                 if callers_read and (
                     self._callers_waiting
-                    or time.monotonic_ns() - self._last_read_ns < _CALLER_READ_GRACE_NS
+                    or time.monotonic_ns() - self._last_read_ns < CALLER_READ_GRACE_NS
                 ):
                     work = 0  # the callers read the answers
                 else:
@@ -458,155 +465,5 @@ class AnswerReader(ABC):
             spin.observe(time.monotonic_ns() - started_ns)
 
 
-class PollerReads(AnswerReader):
-    """The default reader (see module): threads that wait read the answers of a rung session
-    themselves and the poller keeps out of their way; otherwise the poller thread reads, and a
-    waiting caller reads too while the poller is not reading, briefly, so that a quick answer
-    is not handed between threads."""
-
-    callers_read = False
-    calls_poller = True
-    linger_ns = 0
-
-    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
-        """Read answers on this thread until ``future`` is done (a rung session:
-        :meth:`read_until`, up to ``timeout_ms``; then left to the poller, which fails it at its
-        deadline), or, polled, for a short while when the poller thread is not reading, then
-        leave it to the poller. With a doorbell the broker rings but a polling poller, sleep on
-        the doorbell between polls (:meth:`_wait_on_doorbell`)."""
-        subscription = self.subscription
-        if subscription is None:
-            return
-        if self.read_until(future.done, time.monotonic_ns() + timeout_ms * 1_000_000, 0):
-            return  # done, or left to the poller, which fails it at its deadline
-        bell = self.doorbell
-        if self.rung and bell is not None and self._state.polling_thread != threading.get_ident():
-            self._wait_on_doorbell(future, bell, subscription)
-            return
-        self._poll_until(future.done, subscription, time.monotonic_ns() + _CALLER_POLL_NS)
-
-    def _wait_on_doorbell(
-        self, future: Future[_T], bell: Doorbell, subscription: Subscription
-    ) -> None:
-        """The caller's wait with a doorbell and a polling poller: poll when the poller is not
-        reading, else leave the answer to it; between polls sleep until the broker rings (an
-        answer came) or someone fails the future (they ring too), for up to 20 ms; first poll
-        through the spin window while answers have mostly come that fast. Meanwhile the poller
-        thread does not sleep on the doorbell (one thread woken per answer, not two): it
-        checks deadlines every millisecond, and an answer the caller does not wait for is read
-        by the caller's polls."""
-        lock = self.lock
-        poll = subscription.poll
-        assembler = self._assembler
-        monotonic_ns = time.monotonic_ns
-        started_ns = monotonic_ns()
-        spin = self._spin
-        deadline_ns = started_ns + _CALLER_WAIT_NS
-        with self._callers_lock:
-            self._callers_waiting += 1
-        try:
-            if spin.should_poll():
-                self._poll_until(future.done, subscription, started_ns + spin.window_ns)
-            while not future.done():
-                observed = bell.prepare()
-                if not lock.acquire(blocking=False):
-                    return  # the poller is reading: it completes the future
-                try:
-                    poll(assembler, _FRAGMENT_LIMIT)
-                finally:
-                    lock.release()
-                if future.done():
-                    return
-                remaining_ns = deadline_ns - monotonic_ns()
-                if remaining_ns <= 0:
-                    return
-                bell.await_ring(observed, remaining_ns)
-        finally:
-            with self._callers_lock:
-                self._callers_waiting -= 1
-            if future.done():
-                spin.observe(monotonic_ns() - started_ns)
-
-
-class CallerReads(AnswerReader):
-    """The waiting callers read the answers (``SessionConfig.caller_reads``), even without a
-    doorbell; the poller thread keeps the session and reads only answers nobody waits for (see
-    module)."""
-
-    callers_read = True
-    calls_poller = False
-    linger_ns = _CALLER_READ_GRACE_NS
-
-    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
-        """Read answers on this thread until ``future`` is done or ``timeout_ms`` has passed
-        (then :class:`~client.RequestTimeoutError`); between empty polls sleep until the broker
-        rings (it does after each answer; failures and timeouts ring too), or without a
-        doorbell park briefly."""
-        subscription = self.subscription
-        deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
-        if subscription is not None and not self.read_until(
-            future.done, deadline_ns, self.linger_ns
-        ):
-            self._poll_for(future, subscription, deadline_ns)
-        if not future.done():
-            raise RequestTimeoutError(
-                "no answer in time", session_id=self._state.session_id, timeout_ms=timeout_ms
-            )
-
-    def _poll_for(self, future: Future[_T], subscription: Subscription, deadline_ns: int) -> None:
-        """The wait without a rung session's readers: poll (waiting for the lock), and between
-        empty polls sleep on the doorbell if the broker rings it (up to 20 ms a sleep), else
-        park briefly."""
-        if self._state.polling_thread == threading.get_ident():
-            return  # a callback on the reading thread: its answer cannot be read here
-        lock = self.lock
-        poll = subscription.poll
-        assembler = self._assembler
-        monotonic_ns = time.monotonic_ns
-        ident = threading.get_ident()
-        bell = self.doorbell if self.rung else None
-        idle = BackoffIdleStrategy(max_park_period_ns=100_000)
-        with self._callers_lock:
-            self._callers_waiting += 1
-        try:
-            while not future.done():
-                observed = bell.prepare() if bell is not None else 0
-                with lock:
-                    self._state.polling_thread = ident
-                    try:
-                        work = poll(assembler, _FRAGMENT_LIMIT)
-                    finally:
-                        self._state.polling_thread = 0
-                        if self._state.ring_held:  # pulls its callbacks sent
-                            self.release_ring()
-                remaining_ns = deadline_ns - monotonic_ns()
-                if future.done() or remaining_ns <= 0:
-                    break
-                if work:
-                    idle.reset()
-                elif bell is not None:
-                    bell.await_ring(observed, min(remaining_ns, _CALLER_WAIT_NS))
-                else:
-                    idle.idle(0)
-        finally:
-            self._last_read_ns = monotonic_ns()
-            with self._callers_lock:
-                self._callers_waiting -= 1
-
-
 def _no_ring() -> None:
     """No broker to ring (until the session's set-up gives the reader its sender's)."""
-
-
-def reader_for(
-    config: SessionConfig,
-    assembler: AnswerAssembler,
-    state: SessionState,
-    pending: PendingRequests,
-    housekeeping: Housekeeping,
-    next_due: NextDue,
-) -> AnswerReader:
-    """The reader ``config`` asks for: :class:`CallerReads` with ``caller_reads``, else
-    :class:`PollerReads`."""
-    reader = CallerReads if config.caller_reads else PollerReads
-    return reader(assembler, state, pending, housekeeping, next_due)

@@ -57,7 +57,7 @@ The session's parts, one role each (Aeron Archive's client splits the same way):
   back pressure, :class:`BackPressuredError`);
 - ``_pending_requests.py``: the requests in flight, their deadlines, failing them all;
 - ``_answer_readers.py``: who reads the answers and how a caller waits (the poller thread, the
-  waiting callers: which thread may poll when);
+  waiting callers: which thread may poll when); ``_answer_reader_kinds.py``: the two readers;
 - ``_answer_dispatch.py``: completing the requests' futures with the answers;
 - ``_session_liveness.py``: deadlines, keepalives and the checks that fail a dead session;
 - ``_session_state.py``: the few facts more than one part reads (its id, its failure).
@@ -76,7 +76,8 @@ from typing import Any, TypeVar, overload
 from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.client._answer_dispatch import AnswerDispatcher
-from aeromq.client._answer_readers import LINGER_NS, reader_for
+from aeromq.client._answer_reader_kinds import reader_for
+from aeromq.client._answer_readers import LINGER_NS
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._request_sender import BackPressuredError, RequestSender
 from aeromq.client._session_config import (

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 
 from aeromq.client._answer_dispatch import AnswerDispatcher
-from aeromq.client._answer_readers import CallerReads, PollerReads, reader_for
+from aeromq.client._answer_reader_kinds import CallerReads, PollerReads, reader_for
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_setup import SessionGrant
 from aeromq.client._session_state import SessionState
