@@ -72,11 +72,13 @@ DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,10000
 """The session agent sleeps on its doorbell (``transport/concurrent/doorbell.py``): IPC clients
 ring it after each request, the flusher and the long-poll hold service after each answer they
 complete, so a park ends at the ring; while a session that does not ring is open (UDP), parks
-back off from 1 us to 1 ms as the backoff's. Parks last 1 ms, 25 ms after a quiet second; while
-requests have mostly come within 100 us of going idle (one-at-a-time sends) the agent polls
-that long before it parks. Measured with ``python -m bench broker`` against
-``backoff:10,5,1000,1000000,25000000,1000000000`` (Agrona's backoff with a deep idle, the
-default before; three runs each, alternating, docs/benchmarks.md): broker CPU per message on
+back off from 1 us to 1 ms as the backoff's, 25 ms after a quiet second. While every session
+rings, each park is the longest (25 ms) at once: the ring ends it, and the first request after
+a quiet spell is woken as fast as the thousandth. While requests have mostly come within 100 us
+of going idle (one-at-a-time sends) the agent polls that long before it parks. Measured with
+``python -m bench broker`` against ``backoff:10,5,1000,1000000,25000000,1000000000`` (Agrona's
+backoff with a deep idle, the default before; three runs each, alternating,
+docs/benchmarks.md): broker CPU per message on
 batched produce 1.35-1.40 against 1.95-2.05 us, one-at-a-time sends 13.0-13.3k against
 10.7-11.1k a second, end to end the same (189-202k against 183-210k a second), the producer's
 CPU per message higher (3.3-3.6 against 2.3-2.6 us: a ring that wakes the agent is a futex

@@ -1,37 +1,47 @@
-"""Who reads a client session's answers, and how a caller waits for its own: one interface,
-:class:`AnswerReader`, with two readers behind it, picked by ``SessionConfig.caller_reads``
-(:func:`reader_for`).
+"""Who reads a client session's answers, and how a thread waits for its own: one interface,
+:class:`AnswerReader`, with two readers behind it (``_answer_reader_kinds.py``: ``PollerReads``
+and ``CallerReads``, picked by ``SessionConfig.caller_reads`` in ``reader_for``).
 
 What they share. A session's answers come on one subscription (its response stream) and go
 through one assembler (:class:`~client._answer_assembler.AnswerAssembler`, which keeps each
 image's partial message between fragments) into the answer dispatch
 (``_answer_dispatch.py``), which completes the futures of the pending-request table
 (``_pending_requests.py``). Two kinds of thread read them: the session's poller thread, and a
-caller waiting for its answer (``ClientSession.wait``, ``ClientSession.request``), which reads
-for itself rather than be handed the answer by another thread.
+thread waiting for something the answers bring (a caller of ``ClientSession.request`` for its
+answer, a consumer's ``poll()`` for pulled messages: :meth:`AnswerReader.read_until`), which
+reads for itself rather than be handed the answers by another thread.
 
 Who may poll when:
 
 - only a thread holding the reader's :attr:`~AnswerReader.lock` polls the subscription, so the
   assembler and the dispatch run on one thread at a time (whichever holds it);
-- :class:`PollerReads` (the default): the poller thread polls whenever it runs (it waits for the
-  lock); a waiting caller polls only when the lock is free (it never waits for it: the poller
-  is reading and completes the future), for up to 1 ms, or, when the broker rings the
-  session's doorbell after each answer, between sleeps on the doorbell for up to 20 ms; then it
-  blocks on its future. While callers sleep on the doorbell the poller does not idle on it (one
-  thread woken per answer, not two): it checks deadlines every millisecond;
-- :class:`CallerReads`: the waiting callers poll (they wait for the lock) until their answer or
-  its timeout; the poller thread polls only when no caller has waited in the last 100 ms
-  (answers nobody waits for), and otherwise only keeps the session every 10 ms;
+- when the broker rings the session's doorbell after each answer (IPC, :attr:`rung`) and the
+  poller's idle strategy is a doorbell one (the default), every waiting thread reads: it polls,
+  and between polls sleeps on the doorbell until the broker rings (or whoever completes what it
+  waits for rings: a failure, a local put); while answers have mostly come back within 200 us
+  it first polls that long without sleeping (:class:`~transport.concurrent.SpinPredictor`).
+  The poller thread then keeps out of the way: while a thread reads, and for a second after
+  the last one left (``linger``: it is likely back soon), it sleeps on a doorbell of its own
+  until the session's next housekeeping is due (:meth:`~client._session_liveness.SessionLiveness.next_due_ns`:
+  a pending request's deadline, a keepalive, the driver check every 100 ms), so one answer
+  wakes one thread. It reads only when requests are pending and nobody else reads, asleep on
+  the session's doorbell between polls; a request submitted while nobody would read its answer
+  wakes it (``PendingRequests.call_reader``), and so does a caller leaving requests pending
+  that nobody waits for. An idle session costs ten wake-ups a second (the driver check);
+- otherwise (over UDP nothing rings, or another idle strategy was asked for) the poller thread
+  polls with its idle strategy. ``PollerReads`` (the default): a waiting caller polls
+  when the lock is free, for up to 1 ms, then blocks on its future; while callers sleep on the
+  doorbell (rung, with a polling poller) the poller checks deadlines every millisecond.
+  ``CallerReads``: the waiting callers poll until their answer or its timeout, parking
+  briefly between polls (no doorbell), and the poller reads only answers nobody waited for
+  in the last 100 ms, keeping the session every 10 ms meanwhile;
 - either way only the poller thread runs the session's housekeeping (deadlines, keepalives,
-  liveness: ``_session_liveness.py``), at most every millisecond; the pending table is also
-  filled by the callers' threads (``_request_sender.py``): its rules are in its module.
+  liveness: ``_session_liveness.py``); the pending table is also filled by the callers'
+  threads (``_request_sender.py``): its rules are in its module.
 
-The poller thread's loop is the base class's (:meth:`AnswerReader._run`: it steps aside while
-callers read when :attr:`~AnswerReader.callers_read`); each reader is a caller's way of waiting
-(:meth:`~AnswerReader.await_answer`). A new way of waiting (say futex doorbells on every hop) is
-one more :class:`AnswerReader` (overriding the loop too if it must), picked in
-:func:`reader_for`; the rest of the session does not change.
+A reader's :attr:`~AnswerReader.lock` is not re-entrant: a thread that reads answers runs the
+futures' callbacks, and a callback that waits for another answer of the same session cannot
+read it (:meth:`~AnswerReader.read_until` returns at once; the wait is left to the future).
 """
 
 from __future__ import annotations
@@ -45,49 +55,83 @@ from concurrent.futures import Future
 from typing import ClassVar, Final, TypeVar
 
 from aeromq.client._answer_assembler import AnswerAssembler
-from aeromq.client._session_config import SessionConfig
+from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_state import SESSION_LOG, SessionState
 from aeromq.common import RequestTimeoutError
 from aeromq.transport.client import Subscription
-from aeromq.transport.concurrent.doorbell import Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell import (
+    HAS_FUTEX,
+    Doorbell,
+    DoorbellIdleStrategy,
+    SpinPredictor,
+)
 from aeromq.transport.concurrent.idle_strategy import (
-    BackoffIdleStrategy,
     IdleStrategy,
     tighten_timer_slack,
 )
 
-__all__ = ["AnswerReader", "CallerReads", "PollerReads", "reader_for"]
+__all__ = [
+    "CALLER_POLL_NS",
+    "CALLER_READ_GRACE_NS",
+    "CALLER_WAIT_NS",
+    "FRAGMENT_LIMIT",
+    "LINGER_NS",
+    "AnswerReader",
+    "Housekeeping",
+    "NextDue",
+]
 
 _T = TypeVar("_T")
 
 Housekeeping = Callable[[int], int]
 """``(now_ns) -> work``: the session's periodic work, run by the poller thread."""
+NextDue = Callable[[int], int]
+"""``(now_ns) -> due_ns``: when the housekeeping has something to do next."""
 
-_FRAGMENT_LIMIT: Final = 64
+FRAGMENT_LIMIT: Final = 64
 _HOUSEKEEPING_INTERVAL_NS: Final = 1_000_000
-_CALLER_POLL_NS: Final = 1_000_000
-_CALLER_WAIT_NS: Final = 20_000_000
+CALLER_POLL_NS: Final = 1_000_000
+CALLER_WAIT_NS: Final = 20_000_000
 _CALLER_WATCH_S: Final = 0.001
 _CALLER_SPIN_NS: Final = 200_000
+"""A waiting caller polls this long before it sleeps while answers have mostly come so fast."""
 _HOUSEKEEPING_S: Final = 0.01
-"""With ``caller_reads``, how often the poller thread keeps the session (deadlines, keepalives)."""
-_CALLER_READ_GRACE_NS: Final = 100_000_000
-"""With ``caller_reads``, how long after a caller last read the poller drains unread answers."""
+"""With ``caller_reads`` and a polling poller, how often it keeps the session."""
+CALLER_READ_GRACE_NS: Final = 100_000_000
+"""With ``caller_reads`` and a polling poller, how long after a caller last read the poller
+drains unread answers."""
+LINGER_NS: Final = 1_000_000_000
+"""How long the poller of a rung session keeps out of the way after the last reading thread
+left (it is likely back soon: one-at-a-time sends, ``poll()`` in a loop): a second, so that
+an answer wakes one thread at a send a second or more."""
+_NEVER: Final = 1 << 62
 
 
 class AnswerReader(ABC):
     """One way of reading a session's answers (see module): the poller thread's loop
-    (:meth:`start`, :meth:`stop`) and a caller's wait (:meth:`await_answer`).
+    (:meth:`start`, :meth:`stop`), a thread reading while it waits (:meth:`read_until`) and a
+    caller's wait for its answer (:meth:`request`, :meth:`await_answer`).
 
     Made with the session, before it is connected; :meth:`start` hands it the subscription
-    once the channels are open. ``housekeeping`` is run by the poller thread about every
-    millisecond."""
+    once the channels are open. ``housekeeping`` is run by the poller thread when
+    ``next_due`` says (about every millisecond when it polls)."""
 
     callers_read: ClassVar[bool]
-    """The waiting callers read the answers: the poller steps aside while they do."""
+    """Without a rung doorbell the waiting callers read the answers: the poller steps aside."""
+    calls_poller: ClassVar[bool]
+    """A request submitted while no thread reads wakes the poller at once (else the poller
+    reads it when the readers' linger or its next housekeeping ends)."""
+    linger_ns: ClassVar[int]
+    """How long the poller of a rung session keeps away after a caller waiting for its answer
+    left (0: it takes over at once if requests nobody waits for are pending)."""
 
     def __init__(
-        self, assembler: AnswerAssembler, state: SessionState, housekeeping: Housekeeping
+        self,
+        assembler: AnswerAssembler,
+        state: SessionState,
+        pending: PendingRequests,
+        housekeeping: Housekeeping,
+        next_due: NextDue,
     ) -> None:
         self.lock = threading.Lock()
         """Held by the one thread polling the subscription (see module)."""
@@ -98,13 +142,23 @@ class AnswerReader(ABC):
         """The broker rings :attr:`doorbell` after each answer (it said so at CONNECT)."""
         self._assembler = assembler
         self._state = state
+        self._pending = pending
         self._housekeeping = housekeeping
+        self._next_due = next_due
         self._idle: IdleStrategy | None = None
         self._thread: threading.Thread | None = None
         self._running = False
-        self._callers_waiting = 0  # callers reading (or asleep on the doorbell) for an answer
         self._callers_lock = threading.Lock()
-        self._last_read_ns = 0  # when a caller last read answers (CallerReads)
+        self._readers = 0  # threads in read_until (a rung session's readers)
+        self._resume_ns = 0  # the poller of a rung session reads again from then on
+        self._callers_waiting = 0  # callers asleep on the doorbell of a polling poller
+        self._last_read_ns = 0  # when a caller last read answers (CallerReads, polled)
+        self.release_ring: Callable[[], None] = _no_ring
+        """Rings the broker for the pulls the answers' callbacks sent on the reading thread
+        (see ``_request_sender.py``): called as each poll that ran them returns."""
+        self._bell = Doorbell.allocate() if HAS_FUTEX else None  # the poller's own
+        self._spin = SpinPredictor(_CALLER_SPIN_NS)
+        self._poller_spin = SpinPredictor(0)  # the poller's, from its idle strategy
 
     def start(
         self, subscription: Subscription, doorbell: Doorbell | None, idle: IdleStrategy, name: str
@@ -114,28 +168,172 @@ class AnswerReader(ABC):
         self.subscription = subscription
         self.doorbell = doorbell
         self._idle = idle
+        if isinstance(idle, DoorbellIdleStrategy):
+            self._poller_spin = SpinPredictor(idle.spin_window_ns)
         self._running = True
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def on_connected(self, rung: bool) -> None:
         """The CONNECT answer said whether the broker rings the session's doorbell after each
-        answer: from now on waiting callers (and a poller idle on the doorbell) rely on it."""
+        answer: from now on waiting threads (and a poller idle on the doorbell) rely on it."""
         self.rung = rung
         if isinstance(self._idle, DoorbellIdleStrategy):
             self._idle.all_rung = self._all_rung
 
     def _all_rung(self) -> bool:
-        """For the poller's doorbell strategy: every answer rings (the broker said so), so it
-        may sleep until rung (its housekeeping runs at each park's end, at most 1 ms apart)."""
+        """For the poller's doorbell strategy: every answer rings (the broker said so)."""
         return self.rung
+
+    @property
+    def reads_when_rung(self) -> bool:
+        """Waiting threads read the answers, asleep on the doorbell between polls, and the
+        poller keeps out of their way (a rung session, a doorbell strategy; see module)."""
+        return self.rung and self._bell is not None and isinstance(self._idle, DoorbellIdleStrategy)
 
     def stop(self) -> None:
         """Stop the poller thread and wait for it (up to 5 s; not when called on it)."""
         self._running = False
+        self._pending.call_reader = None
+        self._wake_poller()
+        self.wake_readers()
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(5.0)
+
+    def wake_readers(self) -> None:
+        """Ring the session's doorbell: threads in :meth:`read_until` look at what they wait
+        for again (another thread made it happen, or gave up on it)."""
+        bell = self.doorbell
+        if bell is not None:
+            bell.ring()
+
+    # -- a thread reading while it waits -----------------------------------------------------
+
+    def read_until(self, done: Callable[[], bool], deadline_ns: int, linger_ns: int) -> bool:
+        """Read answers on this thread until ``done()`` or ``deadline_ns`` (monotonic): poll,
+        and between polls sleep on the session's doorbell (see module). False at once, having
+        read nothing, when the session is not read that way (:attr:`reads_when_rung`) or this
+        thread is already reading (a future's callback). ``done`` is asked after each poll and
+        wake-up; whoever makes it true from another thread calls :meth:`wake_readers`. The
+        poller keeps away for ``linger_ns`` after the last reader leaves (0: it takes over
+        at once if requests nobody waits for are pending). Also returns, True, once the
+        session failed or closed."""
+        bell = self.doorbell
+        subscription = self.subscription
+        if (
+            bell is None
+            or subscription is None
+            or not self.reads_when_rung
+            or self._state.polling_thread == threading.get_ident()
+        ):
+            return False
+        self._enter()
+        try:
+            self._read(done, deadline_ns, bell, subscription)
+        finally:
+            self._leave(linger_ns)
+        return True
+
+    def request(self, submit: Callable[[], Future[_T]], timeout_ms: int) -> Future[_T]:
+        """``submit()`` a request and wait up to ``timeout_ms`` for its answer as
+        :meth:`await_answer` does; the future. The thread counts as a reader from before the
+        submit, so that its request does not call the poller."""
+        bell, subscription = self.doorbell, self.subscription
+        if (
+            bell is None
+            or subscription is None
+            or not self.reads_when_rung
+            or self._state.polling_thread == threading.get_ident()
+        ):
+            future = submit()
+            self.await_answer(future, timeout_ms)
+            return future
+        self._enter()
+        try:
+            future = submit()
+            deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
+            self._read(future.done, deadline_ns, bell, subscription)
+        finally:
+            self._leave(self.linger_ns)
+        if self.callers_read and not future.done():
+            raise RequestTimeoutError(
+                "no answer in time", session_id=self._state.session_id, timeout_ms=timeout_ms
+            )
+        return future
+
+    def _enter(self) -> None:
+        with self._callers_lock:
+            self._readers += 1
+            self._pending.call_reader = None  # a thread reads: new requests need no poller
+
+    def _leave(self, linger_ns: int) -> None:
+        now_ns = time.monotonic_ns()
+        with self._callers_lock:
+            self._readers -= 1
+            last = not self._readers
+            if last:
+                self._resume_ns = max(self._resume_ns, now_ns + linger_ns)
+                if self.calls_poller:
+                    self._pending.call_reader = self._call_poller
+        if last and not linger_ns and self.calls_poller and self._pending.futures:
+            self._call_poller()  # requests nobody waits for: the poller reads them now
+
+    def _read(
+        self, done: Callable[[], bool], deadline_ns: int, bell: Doorbell, subscription: Subscription
+    ) -> None:
+        lock = self.lock
+        poll = subscription.poll
+        assembler = self._assembler
+        state = self._state
+        monotonic_ns = time.monotonic_ns
+        ident = threading.get_ident()
+        spin = self._spin
+        started_ns = monotonic_ns()
+        if spin.should_poll():
+            self._poll_until(done, subscription, min(deadline_ns, started_ns + spin.window_ns))
+        while not done():
+            if state.failure is not None or state.closed:
+                return
+            observed = bell.prepare()
+            with lock:
+                self._state.polling_thread = ident
+                try:
+                    work = poll(assembler, FRAGMENT_LIMIT)
+                finally:
+                    self._state.polling_thread = 0
+                    if self._state.ring_held:  # pulls its callbacks sent
+                        self.release_ring()
+            if done():
+                break
+            remaining_ns = deadline_ns - monotonic_ns()
+            if remaining_ns <= 0:
+                return
+            if not work:
+                bell.await_ring(observed, remaining_ns)
+        spin.observe(monotonic_ns() - started_ns)
+
+    def _poll_until(
+        self, done: Callable[[], bool], subscription: Subscription, until_ns: int
+    ) -> None:
+        """Poll for answers while not ``done()``, until ``until_ns`` (monotonic): read them when
+        no other thread is reading, else yield to it."""
+        lock = self.lock
+        poll = subscription.poll
+        assembler = self._assembler
+        ident = threading.get_ident()
+        while not done() and time.monotonic_ns() < until_ns:
+            if lock.acquire(blocking=False):
+                self._state.polling_thread = ident
+                try:
+                    poll(assembler, FRAGMENT_LIMIT)
+                finally:
+                    self._state.polling_thread = 0
+                    if self._state.ring_held:  # pulls its callbacks sent
+                        self.release_ring()
+                    lock.release()
+            else:
+                os.sched_yield()
 
     @abstractmethod
     def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
@@ -144,28 +342,58 @@ class AnswerReader(ABC):
         caller then blocks on it). Raises :class:`~client.RequestTimeoutError` when the caller
         read until the timeout without its answer."""
 
+    # -- the poller thread -------------------------------------------------------------------
+
+    def _wake_poller(self) -> None:
+        bell = self._bell
+        if bell is not None:
+            bell.ring()
+
+    def _call_poller(self) -> None:
+        """``PendingRequests.call_reader``: a request nobody would read the answer of was
+        submitted (or left pending): the poller reads from now on."""
+        self._resume_ns = 0
+        self._pending.call_reader = None
+        self._wake_poller()
+
+    def _poll_locked(self, subscription: Subscription) -> int:
+        """One poll of the answers by the poller thread, holding the lock."""
+        with self.lock:
+            self._state.polling_thread = threading.get_ident()
+            try:
+                return subscription.poll(self._assembler, FRAGMENT_LIMIT)
+            finally:
+                self._state.polling_thread = 0
+                if self._state.ring_held:  # pulls its callbacks sent
+                    self.release_ring()
+
     def _run(self) -> None:
-        """The poller thread's loop, until :meth:`stop`: poll (unless the callers read), the
-        housekeeping about every millisecond, then idle (see module for when it steps aside)."""
+        """The poller thread's loop, until :meth:`stop`: a rung session's (:meth:`_rung_cycle`),
+        else polling with the idle strategy, the housekeeping about every millisecond (see
+        module for when it steps aside)."""
         tighten_timer_slack()  # parks of the poller end when asked, not 50 us later
         subscription, idle = self.subscription, self._idle
         assert subscription is not None and idle is not None
-        poll = subscription.poll
-        assembler = self._assembler
-        lock = self.lock
         housekeeping = self._housekeeping
         callers_read = self.callers_read
         next_check_ns = 0
         while self._running:
+            if self.reads_when_rung:
+                try:
+                    self._rung_cycle(subscription)
+                except Exception:  # keep the poller alive: one bad answer must not stop it
+                    SESSION_LOG.exception(
+                        "session poller error: session_id=%s", self._state.session_id
+                    )
+                continue
             try:
                 if callers_read and (
                     self._callers_waiting
-                    or time.monotonic_ns() - self._last_read_ns < _CALLER_READ_GRACE_NS
+                    or time.monotonic_ns() - self._last_read_ns < CALLER_READ_GRACE_NS
                 ):
                     work = 0  # the callers read the answers
                 else:
-                    with lock:
-                        work = poll(assembler, _FRAGMENT_LIMIT)
+                    work = self._poll_locked(subscription)
                 now_ns = time.monotonic_ns()
                 if now_ns >= next_check_ns:
                     next_check_ns = now_ns + _HOUSEKEEPING_INTERVAL_NS
@@ -183,150 +411,59 @@ class AnswerReader(ABC):
                 continue
             idle.idle(work)
 
-
-class PollerReads(AnswerReader):
-    """The poller thread reads the answers; a waiting caller reads too while the poller is
-    not reading, briefly (see module), so that a quick answer is not handed between threads."""
-
-    callers_read = False
-
-    def __init__(
-        self, assembler: AnswerAssembler, state: SessionState, housekeeping: Housekeeping
-    ) -> None:
-        super().__init__(assembler, state, housekeeping)
-        # guesses the callers update without a lock: a lost update only shifts a guess
-        self._spin_score = 3  # 1 or more: callers' answers mostly came within _CALLER_SPIN_NS
-        self._caller_waits = 0
-
-    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
-        """Read answers on this thread for a short while when the poller thread is not reading
-        (no hand-over between threads for a quick answer), then leave it to the poller. With a
-        doorbell the broker rings, sleep on it between polls (:meth:`_wait_on_doorbell`).
-        ``timeout_ms`` is not used: the poller fails the future at its deadline."""
-        subscription = self.subscription
-        if subscription is None:
-            return
-        bell = self.doorbell
-        if self.rung and bell is not None:
-            self._wait_on_doorbell(future, bell, subscription)
-            return
-        self._poll_until(future, subscription, time.monotonic_ns() + _CALLER_POLL_NS)
-
-    def _poll_until(self, future: Future[_T], subscription: Subscription, until_ns: int) -> None:
-        """Poll for answers while ``future`` is not done, until ``until_ns`` (monotonic): read
-        them when the poller thread is not reading, else yield to it."""
-        lock = self.lock
-        poll = subscription.poll
-        assembler = self._assembler
-        while not future.done() and time.monotonic_ns() < until_ns:
-            if lock.acquire(blocking=False):
-                try:
-                    poll(assembler, _FRAGMENT_LIMIT)
-                finally:
-                    lock.release()
-            else:
-                os.sched_yield()
-
-    def _wait_on_doorbell(
-        self, future: Future[_T], bell: Doorbell, subscription: Subscription
-    ) -> None:
-        """The caller's wait with a doorbell: poll when the poller is not reading, else leave
-        the answer to it; between polls sleep until the broker rings (an answer came) or
-        someone fails the future (they ring too), for up to 20 ms. While answers have mostly
-        come back within 200 us (a saturating count, and one wait in 64 probes, as the doorbell
-        idle strategy's spin window), it polls without sleeping for that long first: a wake-up
-        from the futex costs more latency than such an answer waits. Meanwhile the poller thread
-        does not sleep on the doorbell (one thread woken per answer, not two): it checks
-        deadlines every millisecond, and an answer the caller does not wait for is read by the
-        caller's polls."""
-        lock = self.lock
-        poll = subscription.poll
-        assembler = self._assembler
-        monotonic_ns = time.monotonic_ns
-        started_ns = monotonic_ns()
-        self._caller_waits += 1
-        probe = not self._caller_waits & 63  # a wait that slept is measured late: probe anew
-        spin = self._spin_score >= 1 or probe
-        deadline_ns = started_ns + _CALLER_WAIT_NS
+    def _rung_cycle(self, subscription: Subscription) -> None:
+        """One step of a rung session's poller (see module): the housekeeping when due, then
+        either out of the way (asleep on its own doorbell until the next due, the end of the
+        readers' linger or a call), or reading pending answers (:meth:`_read_pending`)."""
+        own = self._bell
+        assert own is not None
+        pending = self._pending
+        now_ns = time.monotonic_ns()
+        due_ns = self._next_due(now_ns)
+        if due_ns <= now_ns:
+            if self.lock.acquire(blocking=False):  # what came meanwhile (a keepalive's answer)
+                self.lock.release()
+                self._poll_locked(subscription)
+            self._housekeeping(now_ns)
+            due_ns = max(self._next_due(now_ns), now_ns + _HOUSEKEEPING_INTERVAL_NS)
+        observed = own.prepare()
         with self._callers_lock:
-            self._callers_waiting += 1
-        try:
-            if spin:
-                self._poll_until(future, subscription, started_ns + _CALLER_SPIN_NS)
-            while not future.done():
+            readers = self._readers
+            resume_ns = self._resume_ns
+            # nobody about to read: a new request calls the poller (set before the look at
+            # the pending table below, so that a request is either seen there or calls)
+            call = not readers and self.calls_poller
+            pending.call_reader = self._call_poller if call else None
+        if readers or now_ns < resume_ns or not pending.futures:
+            until_ns = due_ns if readers or now_ns >= resume_ns else min(due_ns, resume_ns)
+            own.await_ring(observed, max(0, until_ns - now_ns))
+            return
+        pending.call_reader = None
+        self._read_pending(subscription, due_ns)
+
+    def _read_pending(self, subscription: Subscription, due_ns: int) -> None:
+        """The poller reads: a poll, and when it found nothing, polls through its spin window
+        while answers have mostly come that fast (yielding the GIL and the core between polls),
+        then sleeps on the session's doorbell until rung or ``due_ns``."""
+        bell = self.doorbell
+        assert bell is not None
+        observed = bell.prepare()
+        if self._poll_locked(subscription):
+            return
+        spin = self._poller_spin
+        started_ns = time.monotonic_ns()
+        if spin.should_poll():
+            until_ns = started_ns + spin.window_ns
+            while time.monotonic_ns() < until_ns:
+                os.sched_yield()
                 observed = bell.prepare()
-                if not lock.acquire(blocking=False):
-                    return  # the poller is reading: it completes the future
-                try:
-                    poll(assembler, _FRAGMENT_LIMIT)
-                finally:
-                    lock.release()
-                if future.done():
+                if self._poll_locked(subscription):
+                    spin.observe(time.monotonic_ns() - started_ns)
                     return
-                remaining_ns = deadline_ns - monotonic_ns()
-                if remaining_ns <= 0:
-                    return
-                bell.await_ring(observed, remaining_ns)
-        finally:
-            with self._callers_lock:
-                self._callers_waiting -= 1
-            quick = future.done() and monotonic_ns() - started_ns < _CALLER_SPIN_NS
-            self._spin_score = min(3, max(0, self._spin_score + (1 if quick else -1)))
+        bell.await_ring(observed, max(0, due_ns - time.monotonic_ns()))
+        if spin.window_ns:
+            spin.observe(time.monotonic_ns() - started_ns)
 
 
-class CallerReads(AnswerReader):
-    """The waiting callers read the answers (``SessionConfig.caller_reads``); the poller thread
-    keeps the session and reads only answers nobody waits for (see module)."""
-
-    callers_read = True
-
-    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
-        """Read answers on this thread until ``future`` is done or ``timeout_ms`` has passed
-        (then :class:`~client.RequestTimeoutError`); between empty polls sleep until the broker
-        rings (it does after each answer; up to 20 ms a sleep, as failures and timeouts ring
-        too), or without a doorbell park briefly."""
-        subscription = self.subscription
-        if subscription is not None:
-            deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
-            lock = self.lock
-            poll = subscription.poll
-            assembler = self._assembler
-            monotonic_ns = time.monotonic_ns
-            bell = self.doorbell if self.rung else None
-            idle = BackoffIdleStrategy(max_park_period_ns=100_000)
-            with self._callers_lock:
-                self._callers_waiting += 1
-            try:
-                while not future.done():
-                    observed = bell.prepare() if bell is not None else 0
-                    with lock:
-                        work = poll(assembler, _FRAGMENT_LIMIT)
-                    remaining_ns = deadline_ns - monotonic_ns()
-                    if future.done() or remaining_ns <= 0:
-                        break
-                    if work:
-                        idle.reset()
-                    elif bell is not None:
-                        bell.await_ring(observed, min(remaining_ns, _CALLER_WAIT_NS))
-                    else:
-                        idle.idle(0)
-            finally:
-                self._last_read_ns = monotonic_ns()
-                with self._callers_lock:
-                    self._callers_waiting -= 1
-        if not future.done():
-            raise RequestTimeoutError(
-                "no answer in time", session_id=self._state.session_id, timeout_ms=timeout_ms
-            )
-
-
-def reader_for(
-    config: SessionConfig,
-    assembler: AnswerAssembler,
-    state: SessionState,
-    housekeeping: Housekeeping,
-) -> AnswerReader:
-    """The reader ``config`` asks for: :class:`CallerReads` with ``caller_reads``, else
-    :class:`PollerReads`."""
-    reader = CallerReads if config.caller_reads else PollerReads
-    return reader(assembler, state, housekeeping)
+def _no_ring() -> None:
+    """No broker to ring (until the session's set-up gives the reader its sender's)."""

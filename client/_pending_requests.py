@@ -18,6 +18,11 @@ future completes it; a future another thread completed meanwhile (timed out as i
 answered) keeps its first outcome (:func:`resolve`, :func:`reject`). The deadline heap is
 changed only under :attr:`~PendingRequests.lock`. After each failing of futures the session's
 doorbell (when it has one) rings, so that callers asleep on it see their futures failed.
+
+:attr:`~PendingRequests.call_reader` is how a request submitted while no thread reads the
+answers gets one (``_answer_readers.py``): the reader sets it while its poller thread sleeps
+off the session's doorbell with no reader about, and the sender calls it after registering a
+request, which wakes the poller to read.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import heapq
 import itertools
 import random
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from typing import Final
 
@@ -52,7 +58,15 @@ class PendingRequests:
     and what they hold (a send's messages) are freed at once, not kept for the request timeout.
     """
 
-    __slots__ = ("_state", "correlation", "deadlines", "doorbell", "futures", "lock")
+    __slots__ = (
+        "_state",
+        "call_reader",
+        "correlation",
+        "deadlines",
+        "doorbell",
+        "futures",
+        "lock",
+    )
 
     def __init__(self, state: SessionState) -> None:
         self.futures: dict[int, Future[ProtoMessage | PullAnswer]] = {}
@@ -62,7 +76,22 @@ class PendingRequests:
         """The session's correlation ids (``next()`` of it: one id)."""
         self.doorbell: Doorbell | None = None
         """The session's own doorbell (set once it has one), rung after futures fail."""
+        self.call_reader: Callable[[], None] | None = None
+        """Set while no thread would read a new request's answer: the sender calls it after
+        registering one (see module)."""
         self._state = state
+
+    def next_deadline_ns(self) -> int:
+        """The soonest deadline of a request still waiting for its answer (0: none); the
+        entries of answered requests ahead of it are dropped on the way. Caller: the poller
+        thread (its next wake-up)."""
+        deadlines = self.deadlines
+        futures = self.futures
+        if deadlines and deadlines[0][1] not in futures:
+            with self.lock:
+                while deadlines and deadlines[0][1] not in futures:
+                    heapq.heappop(deadlines)
+        return deadlines[0][0] if deadlines else 0
 
     def expire(self, now_ns: int) -> int:
         """Fail with :class:`~client.RequestTimeoutError` each request whose deadline is past

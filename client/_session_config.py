@@ -32,20 +32,22 @@ DEFAULT_UDP_TERM_LENGTH: Final = 64 * 1024 * 1024
 """UDP session channels get this term length unless theirs names one: a term takes messages of
 an eighth of it, and a 4 MiB message plus its envelope needs more than the 16 MiB default's."""
 
-DEFAULT_SESSION_IDLE_STRATEGY: Final = "backoff:10,5,1000,1000000"
-"""How a session's poller thread waits for answers: Agrona's backoff (10 spins, 5 yields, parks
-from 1 us to 1 ms). ``doorbell:0,0,1000,1000000`` sleeps on the session's doorbell instead,
-which the broker rings after each answer. For a consumer's long pulls the backoff measured
-faster end to end (``python -m bench consumer``: answers come back-to-back while a consumer
-catches up, and a thread asleep on the doorbell takes a wake-up for each); a caller waiting for
-its answer sleeps on the doorbell either way. ``AEROMQ_CLIENT_SESSION_IDLE_STRATEGY`` overrides
-it (and :data:`PRODUCER_SESSION_IDLE_STRATEGY`), to compare strategies."""
-PRODUCER_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000"
-"""The producer's sessions' (``producer.Producer``): asleep on the doorbell between answers.
-End to end with a consumer (alternating runs, 2 cores) it measured 202k against 193k msgs/s:
-the backoff's yields and short sleeps took the cores from the consumer and the broker
-(consumer CPU 2.59 against 2.83 us a message); the producer's own CPU was the same or lower
-(``python -m bench broker``, produce: 2.8-3.0 against 3.3-3.4 us a message)."""
+DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,0,1000000000,100000"
+"""How a session's poller thread waits: over IPC, where the broker rings the session's doorbell
+after each answer, the threads that wait read the answers themselves (a caller of ``send()``,
+a consumer's ``poll()``), asleep on the doorbell between polls, and the poller keeps out of
+their way: it reads only answers nobody waits for, asleep on the doorbell until rung or its
+housekeeping is due (``client/_answer_readers.py``); an idle session costs ten wake-ups a
+second. Nothing rings over UDP: there it backs off from 1 us to 1 ms as
+``backoff:0,0,1000,1000000``. Another strategy (``backoff:10,5,1000,1000000``, the consumer's
+default before) makes the poller poll with it; ``AEROMQ_CLIENT_SESSION_IDLE_STRATEGY``
+overrides it, to compare strategies."""
+PRODUCER_SESSION_IDLE_STRATEGY: Final = DEFAULT_SESSION_IDLE_STRATEGY
+"""The producer's sessions' (``producer.Producer``): the default, asleep on the doorbell.
+End to end with a consumer (alternating runs, 2 cores) the doorbell measured 202k against 193k
+msgs/s for the backoff: the backoff's yields and short sleeps took the cores from the consumer
+and the broker (consumer CPU 2.59 against 2.83 us a message); the producer's own CPU was the
+same or lower (``python -m bench broker``, produce: 2.8-3.0 against 3.3-3.4 us a message)."""
 IDLE_STRATEGY_ENV: Final = "AEROMQ_CLIENT_SESSION_IDLE_STRATEGY"
 """The environment variable that overrides every session's idle strategy name."""
 

@@ -136,6 +136,24 @@ class SessionLiveness:
             work += 1
         return work
 
+    def next_due_ns(self, now_ns: int) -> int:
+        """When :meth:`do_work` has something to do next, at ``now_ns`` (monotonic): the
+        soonest deadline of a pending request, and once connected the next driver check, the
+        keepalive due and the broker's silence turning into a failure. The poller thread
+        sleeps until then when nothing else wakes it."""
+        due_ns = self._pending.next_deadline_ns() or now_ns + _DRIVER_CHECK_INTERVAL_NS
+        state = self._state
+        if not state.session_id or state.failure is not None or state.closed:
+            return due_ns
+        due_ns = min(
+            due_ns,
+            self._next_driver_check_ns,
+            state.last_sent_ns + self.keepalive_interval_ms * 1_000_000 + 1,
+        )
+        if self.session_timeout_ms:
+            due_ns = min(due_ns, state.last_heard_ns + self.session_timeout_ms * 1_000_000 + 1)
+        return due_ns
+
     def _keepalive(self) -> None:
         try:
             self._sender.offer(session_pb2.KeepAliveRequest(), next(self._pending.correlation))

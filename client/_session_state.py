@@ -34,10 +34,22 @@ class SessionState:
     - ``last_sent_ns``: when a request was last offered (monotonic), for keepalives; written by
       the sender under its offer lock;
     - ``last_heard_ns``: when an answer was last read, for the broker's liveness; written by the
-      answer dispatch (and once by the set-up, before the first request).
+      answer dispatch (and once by the set-up, before the first request);
+    - ``polling_thread``: the ident of the thread reading the answers now (0: none); written by
+      the readers (``_answer_readers.py``) around each poll, under their poll lock;
+    - ``ring_held``: a pull was sent from the reading thread without ringing the broker yet; set
+      by the sender, cleared by the reader as the poll returns (``_request_sender.py``).
     """
 
-    __slots__ = ("closed", "failure", "last_heard_ns", "last_sent_ns", "session_id")
+    __slots__ = (
+        "closed",
+        "failure",
+        "last_heard_ns",
+        "last_sent_ns",
+        "polling_thread",
+        "ring_held",
+        "session_id",
+    )
 
     def __init__(self) -> None:
         self.session_id = 0
@@ -45,6 +57,8 @@ class SessionState:
         self.closed = False
         self.last_sent_ns = 0
         self.last_heard_ns = 0
+        self.polling_thread = 0
+        self.ring_held = False
 
     @property
     def is_open(self) -> bool:

@@ -125,6 +125,18 @@ class BrokerSessions:
             return None
         return entry[0]
 
+    def sole_session(self) -> ClientSession | None:
+        """The open session when there is exactly one (one broker), else None: a consumer's
+        ``poll()`` reads its answers on its own thread then (``ClientSession.read_until``).
+        None too while a session with a name's former member lingers: its answers may still
+        come."""
+        sessions = self._sessions
+        if len(sessions) != 1 or self._former:
+            return None
+        for session, _ in sessions.values():
+            return session if session.is_open else None
+        return None
+
     def session(self, broker: BrokerRoute) -> ClientSession:
         """The open session with ``broker`` (the member of its name that it names), connecting
         one if needed (this blocks up to the session's connect timeout; raises

@@ -37,13 +37,13 @@ comes back in the response's ``status``, for the producer or consumer to interpr
 Doorbells (``transport/concurrent/doorbell.py``): over IPC the client and the broker share one
 media driver, and each side has a doorbell in its counters. The session names its own in the
 CONNECT; the broker names its agent's in the answer (when the agent sleeps on one). The client
-rings the broker's after each request it offers, the broker rings the client's after each answer,
-so a waiting side need not poll: a caller of :meth:`ClientSession.request` sleeps on the
-session's doorbell until its answer is there (after polling briefly while answers come back
-fast), and the poller thread may too (``idle_strategy`` ``doorbell:...``: the producer's
-sessions, :data:`PRODUCER_SESSION_IDLE_STRATEGY`; the default,
-:data:`DEFAULT_SESSION_IDLE_STRATEGY`, is the backoff, which measured faster for a consumer's
-long pulls). Over UDP nothing rings: callers and the poller poll.
+rings the broker's after each request it offers, the broker rings the client's after the answers
+of each of its duty cycles, so a waiting side need not poll: the thread that waits reads the
+answers itself, asleep on the session's doorbell between polls (a caller of
+:meth:`ClientSession.request` for its answer, after polling briefly while answers come back
+fast; a consumer's ``poll()`` for its pulls' answers, :meth:`ClientSession.read_until`), and the
+poller thread keeps out of its way, reading only answers nobody waits for
+(``_answer_readers.py``). Over UDP nothing rings: callers and the poller poll.
 
 The envelope and its codec, shared with the broker, are :mod:`common`'s
 (:func:`~common.encode_envelope`): the body is serialised once and never copied into an
@@ -57,7 +57,7 @@ The session's parts, one role each (Aeron Archive's client splits the same way):
   back pressure, :class:`BackPressuredError`);
 - ``_pending_requests.py``: the requests in flight, their deadlines, failing them all;
 - ``_answer_readers.py``: who reads the answers and how a caller waits (the poller thread, the
-  waiting callers: which thread may poll when);
+  waiting callers: which thread may poll when); ``_answer_reader_kinds.py``: the two readers;
 - ``_answer_dispatch.py``: completing the requests' futures with the answers;
 - ``_session_liveness.py``: deadlines, keepalives and the checks that fail a dead session;
 - ``_session_state.py``: the few facts more than one part reads (its id, its failure).
@@ -68,6 +68,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any, TypeVar, overload
@@ -75,7 +76,8 @@ from typing import Any, TypeVar, overload
 from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.client._answer_dispatch import AnswerDispatcher
-from aeromq.client._answer_readers import reader_for
+from aeromq.client._answer_reader_kinds import reader_for
+from aeromq.client._answer_readers import LINGER_NS
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._request_sender import BackPressuredError, RequestSender
 from aeromq.client._session_config import (
@@ -130,9 +132,16 @@ class ClientSession:
         sender = self._sender = RequestSender(self.config, state, pending)
         self._answers = AnswerDispatcher(state, pending)
         self._liveness = SessionLiveness(aeron, state, pending, sender)
+        liveness = self._liveness
         self._reader = reader_for(
-            self.config, self._answers.assembler, state, self._liveness.do_work
+            self.config,
+            self._answers.assembler,
+            state,
+            pending,
+            liveness.do_work,
+            liveness.next_due_ns,
         )
+        self._reader.release_ring = sender.release_ring
         self._channels = SessionChannels(aeron)
         self.broker_name = ""
         self.max_message_size = 0
@@ -313,15 +322,37 @@ class ClientSession:
     ) -> ProtoMessage | PullAnswer:
         """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        return self.wait(self._sender.submit(body, timeout), timeout)
+        sender = self._sender
+        future = self._reader.request(lambda: sender.submit(body, timeout), timeout)
+        return self._result(future, timeout)
 
     def wait(self, future: Future[_T], timeout_ms: int | None = None) -> _T:
         """The answer of ``future`` (from :meth:`request_async`), waiting up to ``timeout_ms``
         (default the config's request timeout) as :meth:`request` waits: reading answers on
-        this thread (always with ``caller_reads``, else briefly; ``_answer_readers.py``);
-        raises what the future holds or :class:`~client.RequestTimeoutError`."""
+        this thread (``_answer_readers.py``: over IPC asleep on the session's doorbell between
+        polls; over UDP always with ``caller_reads``, else briefly); raises what the future
+        holds or :class:`~client.RequestTimeoutError`."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         self._reader.await_answer(future, timeout)
+        return self._result(future, timeout)
+
+    def read_until(self, done: Callable[[], bool], deadline_ns: int) -> bool:
+        """Read this session's answers on the calling thread (their futures' callbacks run
+        here) until ``done()`` or ``deadline_ns`` (monotonic), asleep on the session's doorbell
+        between polls: for a thread that waits for what the answers bring (a consumer's
+        ``poll()``) and would otherwise be handed it by the poller thread. False at once when
+        the session is not read that way (not rung by the broker: over UDP; or called from a
+        callback of this session's answers). Another thread that makes ``done()`` true calls
+        :meth:`wake_readers`. The poller thread keeps out of the way while this thread reads
+        and for a second after (the caller is likely back)."""
+        return self._reader.read_until(done, deadline_ns, LINGER_NS)
+
+    def wake_readers(self) -> None:
+        """Wake the threads in :meth:`read_until` (and callers waiting for their answers) to
+        look again at what they wait for: one ring of the session's doorbell."""
+        self._reader.wake_readers()
+
+    def _result(self, future: Future[_T], timeout: int) -> _T:
         try:
             return future.result(timeout / 1000 + 1.0)
         except FutureTimeoutError as exc:  # the poller is late: it would have failed it

@@ -243,6 +243,11 @@ class GrpcBrokerApi:
             callback(None, error)
         return True
 
+    def answer_pump(self) -> ClientSession | None:
+        """The session whose pull answers a waiting ``poll()`` reads itself: the one open
+        session, when there is one (``consumer.consume_request_cache``)."""
+        return self._sessions.sole_session()
+
     def _connect_and_pull(self, broker: BrokerRoute, pull: _Pull) -> None:
         try:
             session = self._sessions.session(broker)

@@ -7,8 +7,16 @@ part of a batch it could not return (``max_poll_records``). A seek removes its q
 (:meth:`remove_queue`). The size feeds the pull task's first flow-control check
 (``size * pull_batch_size > pull_threshold_for_all``).
 
-Thread safety: one condition variable; ``take`` wakes as soon as a request arrives, or at
-:meth:`close`.
+How ``take`` waits. With an answer pump (:meth:`ConsumeRequestCache.pump_with`: the consumer's
+one session with its broker, when the broker rings it), the waiting thread reads the pull
+answers itself (:meth:`AnswerPump.read_until`): the answer's callback caches its messages on
+this very thread, and ``take`` returns them, with no thread woken to hand them over (one
+wake-up per answer, the floor's count). Without one (several brokers, UDP, a consumer whose
+broker API has no sessions) it waits on the cache's condition variable, and the sessions'
+poller threads put what they read. Either way a :meth:`put` from another thread, and
+:meth:`close`, wake it.
+
+Thread safety: one condition variable; the answer pump reads with no lock of the cache held.
 """
 
 from __future__ import annotations
@@ -16,13 +24,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from aeromq.client import MessageExt, MessageQueue
 from aeromq.consumer.process_queue import ProcessQueue
 
-__all__ = ["ConsumeRequest", "ConsumeRequestCache"]
+__all__ = ["AnswerPump", "ConsumeRequest", "ConsumeRequestCache", "PumpSource"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,29 +43,66 @@ class ConsumeRequest:
     process_queue: ProcessQueue
 
 
+class AnswerPump(Protocol):
+    """What reads the pull answers on a thread that waits for them (a
+    :class:`~client.session.ClientSession`)."""
+
+    def read_until(self, done: Callable[[], bool], deadline_ns: int) -> bool:
+        """Read answers on this thread until ``done()`` or ``deadline_ns`` (monotonic); False
+        at once when it cannot (the caller then waits its own way)."""
+        ...
+
+    def wake_readers(self) -> None:
+        """Make a thread in :meth:`read_until` ask ``done()`` again."""
+        ...
+
+
+PumpSource = Callable[[], AnswerPump | None]
+"""The answer pump to use now, or None (asked at each wait: sessions come and go)."""
+
+
 class ConsumeRequestCache:
     """A blocking FIFO of :class:`ConsumeRequest` (see the module doc)."""
 
-    __slots__ = ("_closed", "_condition", "_requests")
+    __slots__ = ("_closed", "_condition", "_pump", "_pump_source", "_pumper", "_requests")
 
     def __init__(self) -> None:
         self._requests: deque[ConsumeRequest] = deque()
         self._condition = threading.Condition(threading.Lock())
         self._closed = False
+        self._pump_source: PumpSource | None = None
+        self._pump: AnswerPump | None = None  # the pump a thread in take() reads with now
+        self._pumper = 0  # that thread's ident
 
     def __len__(self) -> int:
         return len(self._requests)
+
+    def pump_with(self, source: PumpSource | None) -> None:
+        """Let waits read the answers through ``source``'s pump (see the module doc); None:
+        wait on the condition variable."""
+        self._pump_source = source
 
     def put(self, request: ConsumeRequest) -> None:
         with self._condition:
             self._requests.append(request)
             self._condition.notify()
+        self._wake_pumper()
 
     def put_back(self, request: ConsumeRequest) -> None:
         """Return a request to the head of the cache (the rest of a split batch)."""
         with self._condition:
             self._requests.appendleft(request)
             self._condition.notify()
+        self._wake_pumper()
+
+    def _wake_pumper(self) -> None:
+        """A put from another thread than the one reading answers in :meth:`take` wakes it."""
+        pump = self._pump
+        if pump is not None and self._pumper != threading.get_ident():
+            pump.wake_readers()
+
+    def _ready(self) -> bool:
+        return bool(self._requests) or self._closed
 
     def take(self, timeout_s: float) -> ConsumeRequest | None:
         """The oldest request, waiting up to ``timeout_s`` (0: do not wait); None on timeout."""
@@ -66,15 +112,36 @@ class ConsumeRequestCache:
                 return requests.popleft()
             if timeout_s <= 0:
                 return None
-            deadline = time.monotonic() + timeout_s
-            while not requests:
+        deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
+        while True:
+            pumped = self._pump_answers(deadline_ns)
+            with self._condition:
+                if requests:
+                    return requests.popleft()
                 if self._closed:
                     return None
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                remaining_ns = deadline_ns - time.monotonic_ns()
+                if remaining_ns <= 0:
                     return None
-                self._condition.wait(remaining)
-            return requests.popleft()
+                if not pumped:
+                    self._condition.wait(remaining_ns / 1e9)
+
+    def _pump_answers(self, deadline_ns: int) -> bool:
+        """Read answers on this thread until a request is cached, the cache is closed or
+        ``deadline_ns``; False when there is no pump to read with now."""
+        source = self._pump_source
+        pump = None if source is None else source()
+        if pump is None:
+            return False
+        self._pumper = threading.get_ident()
+        self._pump = pump
+        try:
+            if self._ready():  # put between the look under the lock and the pump's start
+                return True
+            return pump.read_until(self._ready, deadline_ns)
+        finally:
+            self._pump = None
+            self._pumper = 0
 
     def remove_queue(self, queue: MessageQueue) -> int:
         """Remove every request of ``queue``; how many were removed."""
@@ -90,3 +157,4 @@ class ConsumeRequestCache:
         with self._condition:
             self._closed = True
             self._condition.notify_all()
+        self._wake_pumper()

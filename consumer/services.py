@@ -246,6 +246,8 @@ class ConsumerServices:
                 instance = str(os.getpid()) if number == 0 else f"{os.getpid()}#{number}"
         self.client_id = f"{_local_ip()}@{instance}"
         api = self.api = self._given_api or _default_broker_api(config, self.client_id)
+        if isinstance(api, GrpcBrokerApi):  # poll() reads the pull answers of one broker
+            self.cache.pump_with(api.answer_pump)
         if config.message_model is MessageModel.BROADCASTING:
             store: OffsetStore = LocalFileOffsetStore(
                 config.offset_store_dir, self.client_id, config.consumer_group

@@ -34,8 +34,10 @@ work rings it: an IPC client after each request it offers (the CONNECT answer na
 to an IPC client that named its own), and the threads that complete answers (the flusher, the
 long-poll hold service) after queueing them. Requests over UDP ring nothing: the agent finds them
 by its polls, within its idle strategy's longest park. An IPC client's own doorbell, named in its
-CONNECT, is rung after each answer offered to it; a counter that is freed or reused is no longer
-rung (checked every 100 ms). :meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
+CONNECT, is rung once at the end of each duty cycle that offered it answers (a ``RingBatch``: a
+ring that wakes a thread costs the agent a futex wake, and often its core for as long as the
+woken thread runs, so one per cycle rather than one per answer); a counter that is freed or
+reused is no longer rung (checked every 100 ms). :meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
 every source of work rings (no session that does not ring, none connecting, no answer held up by
 back pressure, no send left on the ingress for the store to catch up): it may then sleep until
 rung, else it must also poll.
@@ -71,7 +73,7 @@ from aeromq.broker.session._session import ServerSession
 from aeromq.broker.session._table import SessionTable
 from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE
 from aeromq.transport.client import Aeron, Subscription
-from aeromq.transport.concurrent.doorbell import Doorbell
+from aeromq.transport.concurrent.doorbell import Doorbell, RingBatch
 from aeromq.transport.concurrent.idle_strategy import tighten_timer_slack
 from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
 
@@ -126,6 +128,7 @@ class SessionAgent(RequestDispatch):
         self.counters = SessionCounters()
         self.thread: threading.Thread | None = None
         self.doorbell = doorbell
+        self._rings = RingBatch()
         self._thread_ident = 0
         self._unrung_sessions = 0  # live sessions whose requests ring nothing
         self._aborted = False  # a send left on the ingress this cycle: retry without a ring
@@ -186,6 +189,8 @@ class SessionAgent(RequestDispatch):
         if now_ns >= self._next_sweep_ns:
             self._next_sweep_ns = now_ns + _SWEEP_INTERVAL_NS
             self._sweep(now_ns)
+        if self._rings:
+            self._rings.ring_all()
         return work
 
     def on_close(self) -> None:
@@ -194,3 +199,4 @@ class SessionAgent(RequestDispatch):
         self._send_completions(now_ns)
         for session in self._table:
             self._close(session, "the broker is shutting down", now_ns, notify=True)
+        self._rings.ring_all()

@@ -50,7 +50,7 @@ from aeromq.common import (
 from aeromq.proto import session_pb2
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, Image
-from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, RingBatch
 from aeromq.transport.driver.refusal_log import RefusalLog
 from aeromq.transport.logbuffer.header import Header
 
@@ -73,6 +73,7 @@ class SessionLifecycle:
     max_message_size: int
     local_reads: LocalReadGrant | None
     doorbell: Doorbell | None
+    _rings: RingBatch  # the client doorbells the cycle's answers ring, at its end
     _aeron: Aeron
     _acl: Acl | None
     _table: SessionTable
@@ -157,6 +158,7 @@ class SessionLifecycle:
         session.user = connect.user
         if source == IPC_SOURCE and connect.HasField("doorbell_counter_id"):
             session.doorbell = self._client_doorbell(connect.doorbell_counter_id)
+            session.rings = self._rings
         if source == IPC_SOURCE and connect.local_reads and self.local_reads is not None:
             session.local_reads = True  # the client shares this host: see ConnectResponse
         if not self._open_publication(session):

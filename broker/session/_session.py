@@ -16,7 +16,8 @@ agent's thread touches a session.
 
 An IPC client may name a doorbell in its CONNECT (``doorbell``, see
 ``transport/concurrent/doorbell.py``): every answer offered is followed by a ring of it, so the
-client's poller, asleep on it, wakes at once.
+client's thread asleep on it wakes; with ``rings`` (the agent's ``RingBatch``) the ring comes at
+the end of the agent's duty cycle, once for all the answers of the cycle.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Final
 
 from aeromq.transport import TransportError
 from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
-from aeromq.transport.concurrent.doorbell import Doorbell
+from aeromq.transport.concurrent.doorbell import Doorbell, RingBatch
 
 __all__ = ["ServerSession", "SessionState"]
 
@@ -65,6 +66,7 @@ class ServerSession:
         "registration_id",
         "response_channel",
         "response_stream_id",
+        "rings",
         "session_id",
         "state",
         "user",
@@ -102,6 +104,7 @@ class ServerSession:
         self.close_reason = ""
         self.farewell = farewell
         self.doorbell: Doorbell | None = None
+        self.rings: RingBatch | None = None  # where the doorbell's rings wait for the cycle's end
         self.local_reads = False  # granted at CONNECT: pulls may be answered with local ranges
 
     @property
@@ -126,7 +129,7 @@ class ServerSession:
                 result = publication.offer_vectored(data)
             if result > 0:
                 if self.doorbell is not None:
-                    self.doorbell.ring()
+                    self._ring(self.doorbell)
                 return True
             if result == ADMIN_ACTION:
                 continue
@@ -159,8 +162,15 @@ class ServerSession:
                 return -1
         self.backlog_since_ns = now_ns if backlog else 0
         if sent and self.doorbell is not None:
-            self.doorbell.ring()
+            self._ring(self.doorbell)
         return sent
+
+    def _ring(self, bell: Doorbell) -> None:
+        rings = self.rings
+        if rings is None:
+            bell.ring()
+        else:
+            rings.add(bell)
 
     def _queue(self, data: bytes, now_ns: int) -> None:
         if not self.backlog:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
+
+from aeromq.client.session import ClientSession
 
 
 def isort_key(name: str) -> tuple[int, list[object]]:
@@ -11,3 +14,15 @@ def isort_key(name: str) -> tuple[int, list[object]]:
     category = 0 if name.isupper() else 1 if name[:1].isupper() else 2
     parts = re.split(r"(\d+)", name)
     return category, [int(part) if part.isdigit() else part for part in parts]
+
+
+def poller_wakeups(session: ClientSession) -> int:
+    """How often the session's poller thread has gone to sleep and been woken (its voluntary
+    context switches, from ``/proc``)."""
+    name = f"aeromq-session-{session.response_stream_id}"
+    (thread,) = [t for t in threading.enumerate() if t.name == name]
+    with open(f"/proc/self/task/{thread.native_id}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches in /proc")

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 
 from aeromq.client._answer_dispatch import AnswerDispatcher
-from aeromq.client._answer_readers import CallerReads, PollerReads, reader_for
+from aeromq.client._answer_reader_kinds import CallerReads, PollerReads, reader_for
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_setup import SessionGrant
 from aeromq.client._session_state import SessionState
@@ -74,13 +74,18 @@ def test_should_remember_the_first_failure_and_fail_everything_pending() -> None
 
 def test_should_pick_the_reader_the_config_asks_for() -> None:
     state = SessionState()
-    assembler = AnswerDispatcher(state, PendingRequests(state)).assembler
+    pending = PendingRequests(state)
+    assembler = AnswerDispatcher(state, pending).assembler
 
     def housekeeping(_now_ns: int) -> int:
         return 0
 
-    poller = reader_for(SessionConfig(), assembler, state, housekeeping)
-    callers = reader_for(SessionConfig(caller_reads=True), assembler, state, housekeeping)
+    def next_due(now_ns: int) -> int:
+        return now_ns + 100_000_000
+
+    parts = (assembler, state, pending, housekeeping, next_due)
+    poller = reader_for(SessionConfig(), *parts)
+    callers = reader_for(SessionConfig(caller_reads=True), *parts)
     assert type(poller) is PollerReads and not poller.callers_read
     assert type(callers) is CallerReads and callers.callers_read
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from aeromq.client import MessageExt, MessageQueue
 from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
@@ -68,3 +69,70 @@ def test_should_return_at_once_after_close() -> None:
     start = time.monotonic()
     assert cache.take(5.0) is None
     assert time.monotonic() - start < 2.0
+
+
+class FakePump:
+    """An answer pump: ``read_until`` runs ``answers`` (as reading a pull answer runs its
+    callback, on the reading thread), then waits for ``done()`` or a wake until the deadline."""
+
+    def __init__(self, answers: Callable[[], None] = lambda: None, can_read: bool = True) -> None:
+        self.answers = answers
+        self.can_read = can_read
+        self.readers: list[int] = []
+        self.wakes = 0
+        self._woken = threading.Event()
+
+    def read_until(self, done: Callable[[], bool], deadline_ns: int) -> bool:
+        if not self.can_read:
+            return False
+        self.readers.append(threading.get_ident())
+        self.answers()
+        while not done() and time.monotonic_ns() < deadline_ns:
+            self._woken.wait(max(0.0, (deadline_ns - time.monotonic_ns()) / 1e9))
+            self._woken.clear()
+        return True
+
+    def wake_readers(self) -> None:
+        self.wakes += 1
+        self._woken.set()
+
+
+def test_should_read_the_answers_through_the_pump_on_the_waiting_thread() -> None:
+    cache = ConsumeRequestCache()
+    arriving = request(Q0)
+    pump = FakePump(lambda: cache.put(arriving))  # the answer's callback, on the taker's thread
+    cache.pump_with(lambda: pump)
+    assert cache.take(5.0) is arriving
+    assert pump.readers == [threading.get_ident()]
+    assert pump.wakes == 0  # a put on the reading thread itself rings nobody
+
+
+def test_should_wake_the_pumping_thread_when_another_thread_puts() -> None:
+    cache = ConsumeRequestCache()
+    pump = FakePump()
+    cache.pump_with(lambda: pump)
+    arriving = request(Q0)
+    timer = threading.Timer(0.05, cache.put, (arriving,))
+    timer.start()
+    start = time.monotonic()
+    assert cache.take(5.0) is arriving
+    assert time.monotonic() - start < 2.0
+    assert pump.wakes >= 1
+    timer.join()
+    threading.Timer(0.05, cache.close).start()
+    start = time.monotonic()
+    assert cache.take(5.0) is None  # close wakes it too
+    assert time.monotonic() - start < 2.0
+
+
+def test_should_wait_on_the_condition_when_the_pump_cannot_read() -> None:
+    cache = ConsumeRequestCache()
+    pumps = [FakePump(can_read=False), None]
+    cache.pump_with(lambda: pumps[0])
+    arriving = request(Q0)
+    timer = threading.Timer(0.05, cache.put, (arriving,))
+    timer.start()
+    assert cache.take(5.0) is arriving
+    timer.join()
+    cache.pump_with(lambda: pumps[1])  # no session to read now
+    assert cache.take(0.05) is None

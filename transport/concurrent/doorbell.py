@@ -36,9 +36,14 @@ set; the next ring then pays one ``futex_wake`` that wakes nobody.
 :class:`DoorbellIdleStrategy` is Agrona's backoff shape (spins, yields, parks doubling from a
 minimum to a maximum, an optional deep park) whose parks are waits on a doorbell. Its defaults
 skip the spins and yields, which in CPython cost a whole empty poll each. When its owner says
-that every source of its work rings (``all_rung``), each park is the longest at once: a park
-ends at the ring anyway, and on a virtual machine every wake-up of a thread costs 10-20 us of
-CPU, a short park as much as a long one, so short parks only add wake-ups.
+that every source of its work rings (``all_rung``), each park is the longest at once (the deep
+park's, when it has one): a park ends at the ring anyway, and on a virtual machine every
+wake-up of a thread costs 10-20 us of CPU, a short park as much as a long one, so short parks
+only add wake-ups, and the first work after a quiet minute is woken as soon as the thousandth.
+
+:class:`SpinPredictor` is the guess a waiter makes before it sleeps: whether to poll through a
+short window first (the answer or request usually comes within it) or sleep at once (it
+usually does not). The doorbell idle strategy and a client waiting for its answer use it.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ __all__ = [
     "SLEEPER_FLAG",
     "Doorbell",
     "DoorbellIdleStrategy",
+    "RingBatch",
+    "SpinPredictor",
     "idle_strategy_with_doorbell",
 ]
 
@@ -185,6 +192,79 @@ class Doorbell:
         )
 
 
+class RingBatch:
+    """The doorbells an agent's duty cycle gave work, each rung once, in the order first added,
+    at the cycle's end (:meth:`ring_all`) rather than after each piece of work.
+
+    Ringing a doorbell a thread sleeps on costs the ringer a futex wake, and on a virtual
+    machine whose other core is busy the woken thread often takes the ringer's core at once:
+    the ringer stops until the woken one sleeps again (measured with ``python -m bench broker``
+    on 2 cores: 40-170 us a ring that woke someone, against well under 1 us for one that did
+    not). Rung after each answer, a client that reads each answer and sleeps again costs its
+    broker that stop once per answer; rung at the end of the cycle, once per cycle, when the
+    agent has nothing left to do. Caller: the agent's thread only."""
+
+    __slots__ = ("_bells",)
+
+    def __init__(self) -> None:
+        self._bells: dict[int, Doorbell] = {}
+
+    def __len__(self) -> int:
+        return len(self._bells)
+
+    def add(self, bell: Doorbell) -> None:
+        """Ring ``bell`` at the end of the cycle (once, however often it is added)."""
+        self._bells[id(bell)] = bell
+
+    def ring_all(self) -> int:
+        """Ring every doorbell added since the last call; how many woke a sleeper."""
+        bells = self._bells
+        if not bells:
+            return 0
+        self._bells = {}
+        return sum(bell.ring() for bell in bells.values())
+
+
+class SpinPredictor:
+    """Whether a waiter should poll through a spin window before it sleeps (see module).
+
+    A wake-up from a futex costs tens of microseconds of latency on a virtual machine (and the
+    CPU of a cold start), more than a wait that ends quickly lasts; polling costs a core for as
+    long as it goes on. While recent waits have mostly been shorter than ``window_ns`` the
+    waiter polls that long first; while they have mostly been longer it sleeps at once and the
+    polls are not spent. "Mostly" is a saturating count (:attr:`score`, 0 to 3, up one per short
+    wait, down one per long one; poll while it is 1 or more), as a branch predictor's: one slow
+    wait does not stop the polling. A wait that ended in a sleep is measured late (the
+    wake-up's latency is in it), so one wait in 64 polls through the window anyway, to find
+    short waits again. ``window_ns`` 0: never poll.
+
+    Caller: one waiter at a time (a lost update from a race between two only shifts a guess).
+    """
+
+    __slots__ = ("_waits", "score", "window_ns")
+
+    def __init__(self, window_ns: int) -> None:
+        if window_ns < 0:
+            raise ConfigurationError(
+                "the spin window must not be negative", spin_window_ns=window_ns
+            )
+        self.window_ns = window_ns
+        self.score = _SPIN_SCORE_MAX
+        self._waits = 0
+
+    def should_poll(self) -> bool:
+        """At the start of a wait: whether to poll through the window before sleeping."""
+        if not self.window_ns:
+            return False
+        self._waits += 1
+        return self.score >= _SPIN_SCORE_POLLS or not self._waits & _PROBE_MASK
+
+    def observe(self, waited_ns: int) -> None:
+        """At the end of a wait that took ``waited_ns``: count it short or long."""
+        score = self.score + (1 if waited_ns < self.window_ns else -1)
+        self.score = _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else 0 if score < 0 else score
+
+
 class DoorbellIdleStrategy:
     """Spin ``max_spins`` times, yield ``max_yields`` times, then park on ``doorbell`` for a
     period that doubles from ``min_park_period_ns`` to ``max_park_period_ns`` (and on to
@@ -200,28 +280,24 @@ class DoorbellIdleStrategy:
     yields by default.
 
     ``all_rung``, when set, is asked before each park whether every source of work rings the
-    doorbell now; while it says so, a park lasts at least ``max_park_period_ns`` (the backoff's
-    period walks on beneath, so a park after it stops saying so is as short as the backoff's).
+    doorbell now; while it says so, a park lasts the longest at once: ``deep_park_period_ns``
+    when there is a deep park, else ``max_park_period_ns`` (the backoff's period walks on
+    beneath, so a park after it stops saying so is as short as the backoff's). A ring ends
+    the park, so the longest park costs no latency; it saves the wake-ups of the short ones.
 
-    ``spin_window_ns`` (0: off) adapts to ping-pong traffic: a wake-up from a park costs tens of
-    microseconds of latency on a virtual machine, more than a request that comes back quickly
-    waits. While the idle gaps (from the first empty cycle to the next work) have mostly been
-    shorter than the window, the agent polls for up to the window before it parks; while they
-    have mostly been longer, it parks at once and those polls are not spent. "Mostly" is a
-    saturating count (``spin_score``, 0 to 3, up one per short gap, down one per long gap;
-    polls while it is 1 or more), as a branch predictor's: one slow gap does not stop the
-    polling. A gap that ends in a park is measured late (the wake-up's latency is in it), so
-    one idle period in 64 polls through the window anyway, to find short gaps again.
-    ``state``, ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score`` are
-    readable.
+    ``spin_window_ns`` (0: off) adapts to ping-pong traffic (:class:`SpinPredictor`): while the
+    idle gaps (from the first empty cycle to the next work) have mostly been shorter than the
+    window, the agent polls for up to the window before it parks; while they have mostly been
+    longer, it parks at once and those polls are not spent. ``state``, ``park_period_ns``,
+    ``rings`` (parks a ring ended) and ``spin_score`` (the predictor's) are readable.
     """
 
     __slots__ = (
         "_armed",
         "_eager",
-        "_idle_periods",
         "_idle_since_ns",
         "_observed",
+        "_spin",
         "all_rung",
         "deep_idle_after_ns",
         "deep_park_period_ns",
@@ -233,8 +309,6 @@ class DoorbellIdleStrategy:
         "park_period_ns",
         "parked_ns",
         "rings",
-        "spin_score",
-        "spin_window_ns",
         "spins",
         "state",
         "yields",
@@ -263,10 +337,7 @@ class DoorbellIdleStrategy:
         deep_idle_after_ns: int = 1_000_000_000,
         spin_window_ns: int = 0,
     ) -> None:
-        if spin_window_ns < 0:
-            raise ConfigurationError(
-                "the spin window must not be negative", spin_window_ns=spin_window_ns
-            )
+        self._spin = SpinPredictor(spin_window_ns)
         check_backoff_shape(
             max_spins,
             max_yields,
@@ -289,13 +360,20 @@ class DoorbellIdleStrategy:
         self.parked_ns = 0
         self.rings = 0
         self.all_rung: Callable[[], bool] | None = None
-        self.spin_window_ns = spin_window_ns
-        self.spin_score = _SPIN_SCORE_MAX
         self._eager = max_spins == 0 and max_yields == 0
         self._armed = False
         self._observed = 0
         self._idle_since_ns = 0
-        self._idle_periods = 0
+
+    @property
+    def spin_window_ns(self) -> int:
+        """How long the agent may poll before it parks (0: it never does)."""
+        return self._spin.window_ns
+
+    @property
+    def spin_score(self) -> int:
+        """The spin predictor's count: 1 or more, the agent polls through its window first."""
+        return self._spin.score
 
     def idle(self, work_count: int = 0) -> None:
         """Idle after a duty cycle that did ``work_count`` pieces of work (see class).
@@ -305,10 +383,8 @@ class DoorbellIdleStrategy:
         """
         if work_count > 0:
             if self.state != self.NOT_IDLE:
-                if self.spin_window_ns:
-                    short = time.monotonic_ns() - self._idle_since_ns < self.spin_window_ns
-                    score = self.spin_score + (1 if short else -1)
-                    self.spin_score = min(_SPIN_SCORE_MAX, max(0, score))
+                if self._idle_since_ns:
+                    self._spin.observe(time.monotonic_ns() - self._idle_since_ns)
                 self.reset()
             if self._eager:  # read the word now: the agent's next cycle is the poll after it
                 self._observed = self.doorbell.prepare()
@@ -319,16 +395,16 @@ class DoorbellIdleStrategy:
             self._park()
             return
         if state == self.NOT_IDLE:
-            if self.spin_window_ns:
+            spin = self._spin
+            if spin.window_ns:
                 self._idle_since_ns = time.monotonic_ns()
-                self._idle_periods += 1
-                if self.spin_score >= _SPIN_SCORE_POLLS or not self._idle_periods & _PROBE_MASK:
+                if spin.should_poll():
                     self.state = self.POLLING
                     return
             self.state = state = self.SPINNING
             self.spins = 0
         elif state == self.POLLING:
-            if time.monotonic_ns() - self._idle_since_ns < self.spin_window_ns:
+            if time.monotonic_ns() - self._idle_since_ns < self._spin.window_ns:
                 return
             self.state = state = self.SPINNING
             self.spins = 0
@@ -355,8 +431,9 @@ class DoorbellIdleStrategy:
             return
         period = self.park_period_ns
         sleep_ns = period
-        if period < self.max_park_period_ns and self.all_rung is not None and self.all_rung():
-            sleep_ns = self.max_park_period_ns  # the backoff walks on beneath it
+        longest = max(self.max_park_period_ns, self.deep_park_period_ns)
+        if period < longest and self.all_rung is not None and self.all_rung():
+            sleep_ns = longest  # the backoff walks on beneath it
         result = self.doorbell.await_ring(self._observed, sleep_ns)
         self._observed = self.doorbell.prepare()
         if result != FUTEX_TIMED_OUT:
@@ -373,6 +450,7 @@ class DoorbellIdleStrategy:
         self.park_period_ns = self.min_park_period_ns
         self.state = self.NOT_IDLE
         self._armed = False
+        self._idle_since_ns = 0
 
     def __repr__(self) -> str:
         return (

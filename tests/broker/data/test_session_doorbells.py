@@ -3,7 +3,10 @@ the clients' it rings after each answer, and when it may sleep until rung."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 
 import pytest
 
@@ -14,7 +17,7 @@ from aeromq.client.session import (
     ClientSession,
     SessionConfig,
 )
-from aeromq.common import SESSION_PROTOCOL_VERSION, IllegalArgumentError
+from aeromq.common import SESSION_PROTOCOL_VERSION, IllegalArgumentError, PullAnswer
 from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, AeronContext, Counter
 from aeromq.transport.concurrent.agent import AgentRunner
@@ -22,7 +25,7 @@ from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, Doo
 from aeromq.transport.driver import MediaDriver
 
 from ._raw import RawClient
-from .conftest import MS, send_request, wait_for
+from .conftest import MS, pull_request, send_request, wait_for
 
 
 @pytest.fixture
@@ -46,6 +49,17 @@ def agent(aeron: Aeron, send: object, pull: object) -> Iterator[SessionAgent]:
     yield agent
     runner.close()
     assert errors == []
+
+
+@contextlib.contextmanager
+def _ipc_session(media_driver: MediaDriver) -> Iterator[ClientSession]:
+    """A client session over IPC on the agent's driver, from an Aeron client of its own."""
+    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
+    with (
+        Aeron.connect(context) as client_aeron,
+        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
+    ):
+        yield session
 
 
 def _connect(raw: RawClient, doorbell_counter_id: int | None) -> session_pb2.ConnectResponse:
@@ -117,11 +131,7 @@ def test_should_poll_while_a_session_rings_nothing_and_sleep_once_all_ring(
     raw.request("close", correlation_id=3)
     wait_for(agent.all_rung, what="the silent session closed")
     raw.close()
-    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
-    with (
-        Aeron.connect(context) as client_aeron,
-        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
-    ):
+    with _ipc_session(media_driver) as session:
         assert session.request(send_request(b"rung")).status.code == 0
         wait_for(agent.all_rung, what="every session to ring")
 
@@ -147,16 +157,41 @@ def test_should_stop_ringing_a_doorbell_whose_counter_was_freed(
 def test_should_name_doorbells_both_ways_over_ipc(
     agent: SessionAgent, media_driver: MediaDriver
 ) -> None:
-    context = AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
-    with (
-        Aeron.connect(context) as client_aeron,
-        ClientSession.connect(client_aeron, SessionConfig(request_timeout_ms=5_000)) as session,
-    ):
+    with _ipc_session(media_driver) as session:
         assert session.rung_by_broker and session.rings_broker
         assert agent.doorbell is not None
         before = agent.doorbell.prepare() & ~1
         assert session.request(send_request(b"rung")).status.code == 0
         assert (agent.doorbell.prepare() & ~1) - before >= 2  # the request rang the agent
+
+
+def test_should_ring_the_agent_for_a_pull_sent_while_reading_once_the_poll_returns(
+    agent: SessionAgent, media_driver: MediaDriver
+) -> None:
+    with _ipc_session(media_driver) as session:
+        assert session.rings_broker and agent.doorbell is not None
+        assert session.request(send_request(b"one")).status.code == 0
+        bell = agent.doorbell
+        next_pulls: list[Future[PullAnswer]] = []
+        words: list[int] = []
+
+        def next_pull(_: Future[PullAnswer]) -> None:
+            # the pull task's way: the next pull sent from the answer's callback, on the reading
+            # thread
+            words.append(bell.prepare() & ~1)
+            next_pulls.append(session.request_async(pull_request()))
+            words.append(bell.prepare() & ~1)
+
+        first = session.request_async(pull_request())
+        first.add_done_callback(next_pull)
+        assert session.read_until(first.done, time.monotonic_ns() + 5_000_000_000)
+        words.append(bell.prepare() & ~1)
+        (second,) = next_pulls
+        assert session.read_until(second.done, time.monotonic_ns() + 5_000_000_000)
+        assert isinstance(second.result(0), PullAnswer)
+    before, in_callback, returned = words
+    assert in_callback == before  # held while the poll's callbacks ran
+    assert returned - in_callback >= 2  # rung as the poll returned, not left for a later read
 
 
 def test_should_refuse_a_session_idle_strategy_it_cannot_parse(

@@ -28,6 +28,7 @@ from aeromq.transport.concurrent.doorbell import (
     FUTEX_NOT_EXPECTED,
     FUTEX_TIMED_OUT,
     RUNG,
+    SpinPredictor,
 )
 
 # -- the native calls ------------------------------------------------------------------------
@@ -363,3 +364,37 @@ def test_should_poll_through_its_spin_window_while_gaps_are_short_and_not_after(
         "doorbell:0,0,1000,1000000,25000000,1000000000,100000", None
     )
     assert isinstance(named, DoorbellIdleStrategy) and named.spin_window_ns == 100_000
+
+
+def test_should_park_the_deep_park_at_once_while_all_work_rings() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(),
+        min_park_period_ns=1_000_000,
+        max_park_period_ns=2_000_000,
+        deep_park_period_ns=60_000_000,
+        deep_idle_after_ns=10_000_000_000,  # not deep by the clock for a long while
+    )
+    idle.all_rung = lambda: True
+    idle.idle(0)  # arms
+    start = time.monotonic_ns()
+    idle.idle(0)
+    assert time.monotonic_ns() - start >= 55_000_000  # the deep park, not a millisecond
+    assert idle.park_period_ns == 2_000_000  # while the backoff walked on beneath
+
+
+def test_should_predict_polls_while_waits_are_short_and_sleeps_once_they_are_long() -> None:
+    spin = SpinPredictor(100_000)
+    assert spin.should_poll()  # short waits assumed at first
+    for _ in range(3):
+        spin.observe(1_000_000)  # long waits
+    assert spin.score == 0 and not spin.should_poll()
+    spin.observe(10_000)  # one short wait: poll again
+    assert spin.score == 1 and spin.should_poll()
+    probe = SpinPredictor(100_000)
+    for _ in range(3):
+        probe.observe(1_000_000)
+    asked = [probe.should_poll() for _ in range(128)]
+    assert asked.count(True) == 2  # one wait in 64 polls anyway, to find short waits again
+    assert not SpinPredictor(0).should_poll()  # no window: never
+    with pytest.raises(ConfigurationError):
+        SpinPredictor(-1)

@@ -1,0 +1,213 @@
+"""Where one message's microseconds go, hop by hop: a producer process sending 100 B messages
+one at a time (``Producer.send``) at 10 and at 1,000 msgs/s, a ``DefaultLitePullConsumer``
+process polling, a broker process on its defaults with a topic of one queue, every process
+traced (``bench/_hop_trace.py``: off by default, on here through ``bench/_hop_site`` on
+``PYTHONPATH`` and ``AEROMQ_HOPS_DIR``).
+
+Rows, per rate:
+
+- ``hops:RATE:STEP`` for each step of a message's path (``bench._hop_trace.CHAIN``: send()
+  called, offered, polled by the session agent, stored, answered, read by the consumer, cached,
+  returned by ``poll()``): ``p50_us`` is the step's time since ``send()`` was called, ``extra``
+  its own time (since the step before) and what it is;
+- ``hops:RATE:cpu:ROLE`` for each process: the CPU between consecutive events of its busiest
+  threads (median, in ``extra``, as ``thread: from > to``), and its wake-ups a message (the
+  voluntary context switches of its threads, ``/proc``).
+
+The tracing itself costs about a microsecond an event. The docs' per-hop timeline
+(``docs/latency.md``) comes from this suite, run on the code before and after a change.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import signal
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event as EventType
+from pathlib import Path
+
+from aeromq.broker.testing import ServerProcess, start_broker_process
+from bench import _hop_trace
+from bench._harness import Result, case_rows, note
+from bench._proc_cpu import cpu_ns
+
+Usage = tuple[str, int, int]
+"""A role's report: (role, CPU ns, wake-ups) over its run."""
+
+RATES = (10, 1_000)
+MESSAGES = {10: 200, 1_000: 5_000}
+QUICK_MESSAGES = {10: 40, 1_000: 1_000}
+WARM_UP = {10: 5, 1_000: 200}
+TOPIC = "Hops"
+GROUP = "hops"
+_SITE = Path(__file__).resolve().parents[1] / "_hop_site"
+_STEPS_SHOWN = 8
+
+
+def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[Usage]) -> None:
+    """``send()`` one message at a time, message ``i`` due at ``t0 + i / rate``."""
+    from aeromq.client import Message
+    from aeromq.producer import Producer
+
+    with Producer("hops-producer", grpc) as producer:
+        producer.send(Message(TOPIC, b"w" * 100))
+        go.wait(60)
+        used, woken = cpu_ns(os.getpid()), _wakeups(os.getpid())
+        started_ns = time.monotonic_ns()
+        for i in range(count):
+            wait_ns = started_ns + i * 1_000_000_000 // rate - time.monotonic_ns()
+            if wait_ns > 0:
+                time.sleep(wait_ns / 1e9)
+            producer.send(Message(TOPIC, b"m" * 100))
+        out.put(("producer", cpu_ns(os.getpid()) - used, _wakeups(os.getpid()) - woken))
+
+
+def _consume(grpc: str, count: int, ready: EventType, out: Queue[Usage]) -> None:
+    """``poll()`` in a loop until ``count`` messages (and the warm-up one) came."""
+    from aeromq.consumer import DefaultLitePullConsumer, LitePullConsumerConfig
+
+    consumer = DefaultLitePullConsumer(
+        config=LitePullConsumerConfig(consumer_group=GROUP, endpoints=(grpc,))
+    )
+    consumer.subscribe(TOPIC, "*")
+    consumer.start()
+    try:
+        got = len(consumer.poll(200))
+        ready.set()
+        deadline = time.monotonic() + 120
+        used, woken = 0, 0
+        while got < count + 1 and time.monotonic() < deadline:
+            polled = len(consumer.poll(200))
+            if polled and not used:  # the first messages: the run is on
+                used, woken = cpu_ns(os.getpid()), _wakeups(os.getpid())
+            got += polled
+        out.put(("consumer", cpu_ns(os.getpid()) - used, _wakeups(os.getpid()) - woken))
+    finally:
+        consumer.shutdown()
+
+
+def _wakeups(pid: int) -> int:
+    """The voluntary context switches of every thread of ``pid`` so far."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return total
+
+
+def _measure(root: Path, rate: int, count: int) -> list[Result]:
+    """One traced run at ``rate``: its rows (see module)."""
+    trace = root / f"trace-{rate}"
+    trace.mkdir()
+    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", _hop_trace.HOPS_DIR_ENV)}
+    os.environ[_hop_trace.HOPS_DIR_ENV] = str(trace)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_SITE), saved["PYTHONPATH"]]))
+    broker: ServerProcess | None = None
+    try:
+        broker = start_broker_process(root / f"broker-{rate}")
+        from aeromq.client.grpc_client import GrpcClient
+
+        admin = GrpcClient(broker.grpc_address)
+        admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+        admin.close()
+        context = multiprocessing.get_context("spawn")
+        ready, go, out = context.Event(), context.Event(), context.Queue()
+        consumer = context.Process(
+            target=_consume, args=(broker.grpc_address, count, ready, out), daemon=True
+        )
+        consumer.start()
+        ready.wait(60)
+        producer = context.Process(
+            target=_produce, args=(broker.grpc_address, rate, count, go, out), daemon=True
+        )
+        producer.start()
+        time.sleep(1.0)  # connected and warm
+        usage = {"broker": (cpu_ns(broker.pid), _wakeups(broker.pid))}
+        go.set()
+        reports = [out.get(timeout=count / rate * 3 + 120) for _ in range(2)]
+        usage = {
+            "broker": (
+                cpu_ns(broker.pid) - usage["broker"][0],
+                _wakeups(broker.pid) - usage["broker"][1],
+            ),
+            **{role: (used, woken) for role, used, woken in reports},
+        }
+        producer.join(60)
+        consumer.join(60)
+        os.kill(broker.pid, signal.SIGUSR1)  # the broker writes its events
+        time.sleep(1.0)
+    finally:
+        if broker is not None:
+            broker.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return _rows(_hop_trace.load(trace), rate, count, usage)
+
+
+def _rows(
+    roles: dict[str, list[_hop_trace.Event]],
+    rate: int,
+    count: int,
+    usage: dict[str, tuple[int, int]],
+) -> list[Result]:
+    paths = _hop_trace.chains(roles, skip=WARM_UP[rate])
+    if not paths:
+        raise RuntimeError(f"no message was followed from send() to poll() at {rate} msgs/s")
+    rows = []
+    previous = 0.0
+    for index, (_, name, what) in enumerate(_hop_trace.CHAIN):
+        at = statistics.median(path[index] - path[0] for path in paths) / 1e3
+        alone = statistics.median(path[index] - path[max(0, index - 1)] for path in paths) / 1e3
+        rows.append(
+            Result(
+                f"hops:{rate}:{index:02d}:{name}",
+                p50_us=at,
+                extra={"step_p50_us": round(alone, 1), "what": what, "followed": len(paths)},
+            )
+        )
+        previous = at
+    note(f"hops:{rate}: {len(paths)} messages followed, send() to poll() p50 {previous:.0f} us")
+    for role, events in roles.items():
+        steps = _hop_trace.steps(events, least=max(5, count // 10))[:_STEPS_SHOWN]
+        used_ns, woken = usage.get(role, (0, 0))
+        extra: dict[str, object] = {
+            "cpu_us_per_msg": round(used_ns / 1e3 / count, 1),
+            "wakeups_per_msg": round(woken / count, 2),
+        }
+        for hop in steps:
+            extra[f"{hop.thread}: {hop.start} > {hop.end}"] = (
+                f"cpu {hop.cpu_us:.1f} us, wall {hop.wall_us:.1f} us, n {hop.count}"
+            )
+        rows.append(Result(f"hops:{rate}:cpu:{role}", extra=extra))
+        note(
+            f"hops:{rate}: {role} {extra['cpu_us_per_msg']} us of CPU and "
+            f"{extra['wakeups_per_msg']} wake-ups a message"
+        )
+    return rows
+
+
+def run(quick: bool) -> Iterator[Result]:
+    """Each rate, traced (see module)."""
+    root = Path(tempfile.mkdtemp(prefix="aeromq-bench-hops-"))
+    try:
+        for rate in RATES:
+            count = (QUICK_MESSAGES if quick else MESSAGES)[rate]
+            yield from case_rows(
+                f"hops:{rate}", _measure, root, rate, count, timeout_s=count / rate * 3 + 240
+            )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

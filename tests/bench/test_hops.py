@@ -1,0 +1,75 @@
+"""The per-hop timeline's analysis (``bench/_hop_trace.py``): following each message from its
+``send()`` through the broker to the ``poll()`` that returned it, and the CPU and wall time
+between consecutive events of one thread."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from bench._hop_trace import CHAIN, Event, chains, load, steps
+
+
+def _message(start_ns: int, gap_ns: int) -> dict[str, list[Event]]:
+    """The events of one message, ``gap_ns`` apart, in :data:`CHAIN`'s order."""
+    roles: dict[str, list[Event]] = {}
+    for index, (role, name, _) in enumerate(CHAIN):
+        count = 1 if name in ("pulled", "polled") else 0
+        event = Event(start_ns + index * gap_ns, name, "MainThread", count, index * gap_ns // 2)
+        roles.setdefault(role, []).append(event)
+    return roles
+
+
+def _merged(*messages: dict[str, list[Event]]) -> dict[str, list[Event]]:
+    roles: dict[str, list[Event]] = {}
+    for message in messages:
+        for role, events in message.items():
+            roles.setdefault(role, []).extend(events)
+    return {role: sorted(events, key=lambda e: e.t_ns) for role, events in roles.items()}
+
+
+def test_should_follow_each_message_through_its_steps() -> None:
+    roles = _merged(_message(0, 10), _message(1_000, 20), _message(2_000, 30))
+    paths = chains(roles, skip=1)
+    assert [path[0] for path in paths] == [1_000, 2_000]  # the first left out (warm-up)
+    assert paths[0] == [1_000 + i * 20 for i in range(len(CHAIN))]
+
+
+def test_should_skip_empty_pulls_and_polls_and_drop_an_unfinished_path() -> None:
+    roles = _merged(_message(0, 10))
+    roles["consumer"].insert(0, Event(5, "polled", "MainThread", 0, 0))  # an empty poll()
+    del roles["consumer"][-1]  # and the message's poll() never came
+    assert chains(roles) == []
+
+
+def test_should_time_the_steps_between_events_of_one_thread() -> None:
+    events = [
+        Event(0, "sleep", "T", 0, 0),
+        Event(1_000_000, "woken", "T", 0, 10_000),
+        Event(1_050_000, "sleep", "T", 0, 40_000),
+        Event(2_050_000, "woken", "T", 0, 50_000),
+    ]
+    hops = {(hop.start, hop.end): hop for hop in steps(events)}
+    assert hops[("sleep", "woken")].count == 2
+    assert hops[("sleep", "woken")].cpu_us == 10.0  # the median of 10 and 10 us
+    assert hops[("woken", "sleep")].wall_us == 50.0
+
+
+def test_should_load_each_process_by_the_events_it_recorded(tmp_path: Path) -> None:
+    (tmp_path / "1.hops").write_text("10 request agent 0 5\n20 answer agent 0 9\n")
+    (tmp_path / "2.hops").write_text("5 send_call MainThread 0 1\n")
+    (tmp_path / "3.hops").write_text("30 polled MainThread 1 2\n")
+    roles = load(tmp_path)
+    assert sorted(roles) == ["broker", "consumer", "producer"]
+    assert [event.name for event in roles["broker"]] == ["request", "answer"]
+
+
+def test_should_find_every_method_it_wraps() -> None:
+    # install() names private classes at run time: a rename fails here, not in a traced run
+    code = "from bench._hop_trace import install; install(); print('installed')"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "installed"

@@ -1,0 +1,138 @@
+"""Who reads a rung session's answers (``client/_answer_readers.py``), against a broker's
+session agent served in this process by ``tests/broker/data``'s fixtures over a real driver
+(IPC: the agent rings the session's doorbell after each answer): the thread that waits reads,
+and the session's poller thread keeps asleep, waking for its housekeeping, for a request
+nobody waits for, and when the session closes."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from concurrent.futures import Future
+
+from aeromq.client.session import ClientSession, SessionConfig
+from aeromq.common import PullAnswer
+from aeromq.transport.client import Aeron
+from tests.broker.data.conftest import (
+    aeron,
+    hold,
+    media_driver,
+    open_store,
+    pull,
+    pull_request,
+    send,
+    send_request,
+    store,
+)
+from tests.broker.data.test_sessions import Server, client_aeron, server, start_server
+from tests.client._helpers import poller_wakeups
+
+__all__ = [
+    "aeron",
+    "client_aeron",
+    "hold",
+    "media_driver",
+    "open_store",
+    "pull",
+    "send",
+    "server",
+    "start_server",
+    "store",
+]
+"""The fixtures this module takes from ``tests/broker/data``."""
+
+ROUNDS = 20
+GAP_S = 0.01
+
+
+def test_should_read_the_answer_on_the_waiting_thread_while_the_poller_sleeps(
+    server: Server, client_aeron: Aeron
+) -> None:
+    with ClientSession.connect(client_aeron, SessionConfig()) as session:
+        assert session.rung_by_broker
+        session.request(send_request(b"warm"))
+        before = poller_wakeups(session)
+        for i in range(ROUNDS):
+            time.sleep(GAP_S)
+            assert session.request(send_request(b"%d" % i)).status.code == 0
+        woken = poller_wakeups(session) - before
+    # asleep until its housekeeping (every 100 ms): a few wake-ups over 20 requests, where a
+    # poller that read the answers (or polled for them) woke for each or every millisecond
+    # (189 measured before)
+    assert woken <= ROUNDS // 2, woken
+
+
+def test_should_keep_an_idle_session_to_about_ten_wakeups_a_second(
+    server: Server, client_aeron: Aeron
+) -> None:
+    with ClientSession.connect(client_aeron, SessionConfig()) as session:
+        session.request(send_request(b"warm"))
+        before = poller_wakeups(session)
+        time.sleep(1.0)
+        woken = poller_wakeups(session) - before
+    assert woken <= 30, woken  # the driver check every 100 ms, and a keepalive
+
+
+def test_should_read_an_answer_nobody_waits_for_at_once(
+    server: Server, client_aeron: Aeron
+) -> None:
+    with ClientSession.connect(client_aeron, SessionConfig()) as session:
+        latencies_ms = []
+        for i in range(5):
+            session.request(send_request(b"sync %d" % i))  # the poller keeps out of the way
+            answered = threading.Event()
+            started = time.monotonic_ns()
+            future = session.request_async(send_request(b"async %d" % i))
+            future.add_done_callback(lambda _, done=answered: done.set())
+            assert answered.wait(5.0)
+            latencies_ms.append((time.monotonic_ns() - started) / 1e6)
+    # the request called the poller: read as it came, not at its next housekeeping (100 ms)
+    assert statistics.median(latencies_ms) < 50, latencies_ms
+
+
+def test_should_read_until_done_on_the_calling_thread(server: Server, client_aeron: Aeron) -> None:
+    with ClientSession.connect(client_aeron, SessionConfig()) as session:
+        session.request(send_request(b"one"))
+        threads: list[int] = []
+        future = session.request_async(pull_request())
+        future.add_done_callback(lambda _: threads.append(threading.get_ident()))
+        deadline_ns = time.monotonic_ns() + 5_000_000_000
+        assert session.read_until(future.done, deadline_ns)
+        assert isinstance(future.result(0), PullAnswer)
+        assert threads == [threading.get_ident()]  # its callback ran on the reading thread
+
+
+def test_should_stop_reading_when_another_thread_wakes_the_readers(
+    server: Server, client_aeron: Aeron
+) -> None:
+    with ClientSession.connect(client_aeron, SessionConfig()) as session:
+        session.request(send_request(b"one"))
+        flag = threading.Event()
+
+        def later() -> None:
+            time.sleep(0.05)
+            flag.set()
+            session.wake_readers()
+
+        waker = threading.Thread(target=later)
+        waker.start()
+        started = time.monotonic()
+        assert session.read_until(flag.is_set, time.monotonic_ns() + 10_000_000_000)
+        assert time.monotonic() - started < 5.0  # woken, not at the deadline
+        waker.join()
+
+
+def test_should_not_read_in_a_callback_of_the_same_session(
+    server: Server, client_aeron: Aeron
+) -> None:
+    with ClientSession.connect(client_aeron, SessionConfig()) as session:
+        nested: list[bool] = []
+
+        def callback(_: Future[PullAnswer]) -> None:
+            nested.append(session.read_until(lambda: True, time.monotonic_ns() + 1_000_000))
+
+        future = session.request_async(pull_request())
+        future.add_done_callback(callback)
+        session.read_until(future.done, time.monotonic_ns() + 5_000_000_000)
+        assert nested == [False]  # the reading thread holds the poll: no nested read
