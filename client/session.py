@@ -219,7 +219,12 @@ class ClientSession:
                 self._sender.offer(
                     session_pb2.CloseSessionRequest(), next(self._pending.correlation)
                 )
-        self._pending.fail_all(IllegalStateError("session closed", session_id=state.session_id))
+        # A session that failed first (the broker gone, a retriable error) fails what is still
+        # pending with that failure, not with "closed": a caller racing the close then retries
+        # as the failure allows instead of taking a non-retriable error.
+        self._pending.fail_all(
+            state.failure or IllegalStateError("session closed", session_id=state.session_id)
+        )
         self._release()
 
     def _release(self) -> None:
