@@ -27,6 +27,8 @@ from aeromq.broker._errors import (
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.run_file import BROKER_RUN_FILE, broker_aeron_dir, write_run_file
 from aeromq.broker.store import (
+    FSYNC_LEDGER_ENV,
+    FSYNC_LEDGER_FILE,
     ArrivalListener,
     BoundaryType,
     ConsumerOffsetManager,
@@ -53,6 +55,8 @@ from aeromq.broker.store import (
 
 __all__ = [
     "BROKER_RUN_FILE",
+    "FSYNC_LEDGER_ENV",
+    "FSYNC_LEDGER_FILE",
     "ArrivalListener",
     "BoundaryType",
     "BrokerConfig",
