@@ -202,9 +202,30 @@ def _quiet_member(name: str, endpoints: str, events: mp.Queue[Report], stop: Eve
     run_member(name, endpoints, events, stop)
 
 
+def _create_topic(cluster: LocalCluster, timeout_s: float = 30.0) -> None:
+    """Create the quickstart's topic on the group's leader, again on the leader of the moment
+    while the group answers that it cannot yet (a retriable ``BrokerUnavailableError``: no
+    leader, ``NOT_LEADER``, or the ISR still below ``min_isr`` while the followers catch up)."""
+    from aeromq.client import BrokerUnavailableError, GrpcClient
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        leader = cluster.leader()
+        try:
+            if leader is None:
+                raise BrokerUnavailableError("the group has no leader")
+            with GrpcClient(leader.grpc, timeout_s=timeout_s) as admin:
+                admin.create_topic(TOPIC, read_queue_nums=_QUEUES, write_queue_nums=_QUEUES)
+            return
+        except BrokerUnavailableError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
 def run_cluster(args: argparse.Namespace, out: TextIO) -> int:
     """The run (see module); returns the exit status."""
-    from aeromq.client import ClientError, GrpcClient, Message
+    from aeromq.client import ClientError, Message
     from aeromq.producer import Producer, ProducerConfig
 
     def say(text: str) -> None:
@@ -226,8 +247,7 @@ def run_cluster(args: argparse.Namespace, out: TextIO) -> int:
         say(f"cluster: 3 members, leader member={leader.member_id} pid={leader.pid}, "
             f"endpoints={endpoints}")  # fmt: skip
         cluster.watch()
-        with GrpcClient(leader.grpc, timeout_s=30.0) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=_QUEUES, write_queue_nums=_QUEUES)
+        _create_topic(cluster)
         consumers = _Consumers(endpoints)
         say(f"topic: {TOPIC} with {_QUEUES} queues; group {GROUP}: {', '.join(_MEMBERS)}")
         consumers.wait_assigned()

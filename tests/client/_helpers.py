@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 
 from aeromq.client.session import ClientSession
 
@@ -19,8 +18,12 @@ def isort_key(name: str) -> tuple[int, list[object]]:
 def poller_wakeups(session: ClientSession) -> int:
     """How often the session's poller thread has gone to sleep and been woken (its voluntary
     context switches, from ``/proc``)."""
-    name = f"aeromq-session-{session.response_stream_id}"
-    (thread,) = [t for t in threading.enumerate() if t.name == name]
+    # The session's own poller thread: another session of the same process (another test's,
+    # not yet collected) may have a thread of the same name.
+    thread = session._reader._thread
+    assert thread is not None and thread.native_id is not None, (
+        "the session's poller is not running"
+    )
     with open(f"/proc/self/task/{thread.native_id}/status", encoding="ascii") as status:
         for line in status:
             if line.startswith("voluntary_ctxt_switches:"):
