@@ -73,5 +73,6 @@ def test_should_read_the_pull_answers_on_the_polling_thread(real_broker: ServerP
     assert got == [b"warm"] + [b"%d" % i for i in range(ROUNDS)]
     # asleep until its housekeeping while poll() reads: about a wake-up each (6 when the sends
     # keep their schedule; more on a loaded machine, where they take longer), where a poller
-    # that read the answers woke at least once more for each of the 30
-    assert woken <= housekeeping + 4, (woken, housekeeping)
+    # that read the answers woke at least once more for each of the 30: half of them is the
+    # margin a loaded machine's spurious wake-ups get (the full suite's run measured 12 for 7)
+    assert woken <= housekeeping + ROUNDS // 2, (woken, housekeeping)
