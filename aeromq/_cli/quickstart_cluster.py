@@ -207,8 +207,10 @@ def _create_topic(cluster: LocalCluster, timeout_s: float = 30.0) -> None:
     while the group answers that it cannot yet (a retriable ``BrokerUnavailableError``: no
     leader, ``NOT_LEADER``, or the ISR still below ``min_isr`` while the followers catch up)."""
     from aeromq.client import BrokerUnavailableError, GrpcClient
+    from aeromq.client.failover import Backoff
 
-    deadline = time.monotonic() + timeout_s
+    deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
+    backoff = Backoff()
     while True:
         leader = cluster.leader()
         try:
@@ -218,9 +220,8 @@ def _create_topic(cluster: LocalCluster, timeout_s: float = 30.0) -> None:
                 admin.create_topic(TOPIC, read_queue_nums=_QUEUES, write_queue_nums=_QUEUES)
             return
         except BrokerUnavailableError:
-            if time.monotonic() >= deadline:
+            if not backoff.sleep(deadline_ns):
                 raise
-            time.sleep(0.2)
 
 
 def run_cluster(args: argparse.Namespace, out: TextIO) -> int:
