@@ -12,7 +12,11 @@ Per duty cycle (:meth:`LeaderReplicator.do_work`, on the replication agent's thr
    publication back-pressures; a follower sent nothing for ``heartbeat_interval_ms`` gets a
    HEARTBEAT (epoch, LEO, HW);
 3. the leader's own log is fsynced when it has grown (group commit: one fsync covers every send
-   appended since the last), so its flushed offset takes part in the ack rule;
+   appended since the last), so its flushed offset takes part in the ack rule: by the member's
+   fsync thread (``request_flush``, :mod:`~aeromq.broker.replication.log_flusher`) while this
+   thread goes on sending and taking ACKs (the followers may receive bytes the leader has not
+   fsynced yet: the HW is the minimum over the ISR, the leader's fsynced offset included), or
+   inline when no flusher is given (tests);
 4. the high watermark (:mod:`~aeromq.broker.replication.isr`) is computed over the counted ISR
    and handed to ``store.set_high_watermark`` (sends complete, consumers see), only while the
    fence allows and the committed ISR has ``min_isr`` members;
@@ -113,8 +117,11 @@ class LeaderReplicator:
         request_isr: Callable[[int, Sequence[int]], None],
         settings: ReplicationSettings,
         now_ns: int,
+        request_flush: Callable[[], None] | None = None,
     ) -> None:
         self._aeron = aeron
+        self._request_flush = request_flush
+        self._flush_asked = -1
         self._log = log
         self._epochs = tuple(epochs)
         self.member_id = member_id
@@ -129,6 +136,8 @@ class LeaderReplicator:
         self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
         self.high_watermark = log.committed_offset
         self.frames_sent = 0
+        self.offers = 0
+        """Frames offered (APPENDs and HEARTBEATs): the agent wakes the driver when it moved."""
         self.bytes_sent = 0
         self.stale_frames = 0
 
@@ -204,8 +213,12 @@ class LeaderReplicator:
         for follower in self._followers.values():
             work += self._send(follower, leo, now_ns)
         if log.flushed_physical_offset < leo:
-            log.flush()
-            work += 1
+            if self._request_flush is None:
+                log.flush()
+                work += 1
+            elif leo > self._flush_asked:
+                self._flush_asked = leo
+                self._request_flush()
         work += self._advance_high_watermark()
         if now_ns >= self._next_isr_check_ns:
             self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
@@ -243,10 +256,12 @@ class LeaderReplicator:
         if sent:
             progress.last_sent_ns = now_ns
             self.frames_sent += sent
+            self.offers += sent
         elif now_ns - progress.last_sent_ns >= self._settings.heartbeat_interval_ns:
             frame = encode_heartbeat(self.epoch, leo, self.high_watermark)
             if publication.offer(frame) > 0:
                 progress.last_sent_ns = now_ns
+                self.offers += 1
                 sent = 1
         return sent
 
