@@ -150,3 +150,62 @@ def test_should_park_deep_beside_connected_idle_streams(shm_dir: Path) -> None:
     # a 25 ms park is 40 a second, each heartbeat and status message that arrives one more
     # (15 a second); counted as work, each sent the thread back to spinning: 300-500 a second
     assert rate < 150, f"{rate:.0f} wake-ups a second"
+
+
+def test_should_send_an_offer_at_once_when_its_driver_is_woken(shm_dir: Path) -> None:
+    """A publisher in the driver's process ends the sender's park after its offer
+    (``MediaDriver.wake_network``), and the receiving driver rings its data doorbell once the
+    data is in: neither waits for a park (1 s here) to end."""
+    sender_context = MediaDriverContext(
+        aeron_dir=str(shm_dir / "tx"),
+        term_buffer_length=64 * 1024,
+        threading_mode=ThreadingMode.SHARED,
+        conductor_idle_strategy=PARK_1_S,
+        shared_idle_strategy=PARK_1_S,
+    )
+    receiver_context = MediaDriverContext(
+        aeron_dir=str(shm_dir / "rx"),
+        term_buffer_length=64 * 1024,
+        conductor_idle_strategy=FAST,
+        udp=UdpSettings(
+            receiver_idle_strategy=FAST,
+            status_message_timeout_ns=5_000_000_000,  # no status message wakes the sender
+        ),
+    )
+    channel = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    with (
+        MediaDriver.launch(sender_context) as tx_driver,
+        MediaDriver.launch(receiver_context) as rx_driver,
+        Aeron.connect(AeronContext(aeron_dir=tx_driver.aeron_dir)) as tx,
+        Aeron.connect(AeronContext(aeron_dir=rx_driver.aeron_dir)) as rx,
+    ):
+        assert MediaDriver.in_process(tx_driver.aeron_dir) is tx_driver
+        doorbell = rx_driver.data_doorbell
+        assert doorbell is not None
+        subscription = rx.add_subscription(channel, 9)
+        publication = tx.add_exclusive_publication(channel, 9)
+        received: list[bytes] = []
+
+        def on_fragment(buffer: AtomicBuffer, offset: int, length: int, _: Header) -> None:
+            received.append(buffer.get_bytes(offset, length))
+
+        def poll() -> None:
+            subscription.poll(on_fragment, 10)
+            time.sleep(0.0002)
+
+        _until(lambda: publication.is_connected and subscription.images, poll, "the connection")
+        latencies = []
+        for sample in range(SAMPLES):
+            time.sleep(0.15)  # the sender's thread is back in its 1 s park
+            payload = sample.to_bytes(4, "little")
+            rung = doorbell.prepare()
+            _until(lambda: publication.offer(payload) > 0, poll, "the offer")  # noqa: B023
+            start = time.monotonic()
+            tx_driver.wake_network()
+            _until(lambda: payload in received, poll, "the message")  # noqa: B023
+            latencies.append(time.monotonic() - start)
+            assert doorbell.prepare() != rung  # rung for the data
+    # unwoken, each offer waits for the rest of a 1 s park: five all under the bound by chance
+    # has a probability of 0.3 ** 5, 0.2%
+    assert max(latencies) < MAX_LATENCY_S, f"latencies {latencies}"
+    assert MediaDriver.in_process(tx_driver.aeron_dir) is None
