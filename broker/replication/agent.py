@@ -149,6 +149,15 @@ class ReplicationAgent:
         self._commands.put(snapshot)
         self.doorbell.ring()
 
+    def rung_only(self) -> bool:
+        """Whether the agent may sleep until rung (its idle strategy's ``all_rung``): every
+        source of its work rings, and it is not waiting for a follower's back pressure to clear
+        (which rings no one). From the agent's thread."""
+        if not self.all_rung:
+            return False
+        replicator = self.replicator
+        return replicator is None or not replicator.sending
+
     def write_refusal(self) -> int:
         """0 when this member takes sends now, else the code to refuse them with:
         ``NOT_LEADER`` (not the leader, or its lease not surely valid) or

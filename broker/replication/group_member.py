@@ -43,16 +43,19 @@ __all__ = ["GroupMember", "GroupSettings", "etcd_target"]
 
 _log = logging.getLogger(__name__)
 
-_RUNG_PARK_NS: Final = 20_000_000
+_RUNG_PARK_NS: Final = 50_000_000
 """The agent's park when every source of its work rings it: a ring ends it at once; its length
-bounds only the clock's duties (heartbeats and the ISR review every 100 ms, the FETCH retry, the
-fence's check: a lease is never shorter than 1 s, fenced 1/4 of it before its end)."""
+bounds only how late the clock's duties run (the ISR review every 100 ms, HEARTBEATs every
+250 ms, the FETCH retry after 200 ms, the fence's check: a lease is never shorter than 1 s,
+fenced a quarter of it before its end, and sends are refused from then on by the send path's
+own check of the fence)."""
 
 
 def _idle_strategy(agent: ReplicationAgent) -> IdleStrategy:
     """How the agent waits: on its doorbell, parks of :data:`_RUNG_PARK_NS` that a ring ends,
-    when every source of its work rings it (its driver runs in this process); else Agrona's
-    backoff up to 1 ms parks."""
+    when every source of its work rings it (its driver runs in this process), parks of up to
+    1 ms while a follower's back pressure holds bytes back; else Agrona's backoff up to 1 ms
+    parks."""
     if not agent.all_rung:
         return BackoffIdleStrategy(10, 10, 1_000, 1_000_000)
     idle = DoorbellIdleStrategy(
@@ -61,7 +64,7 @@ def _idle_strategy(agent: ReplicationAgent) -> IdleStrategy:
         deep_park_period_ns=_RUNG_PARK_NS,
         deep_idle_after_ns=_RUNG_PARK_NS,
     )
-    idle.all_rung = lambda: True
+    idle.all_rung = agent.rung_only
     return idle
 
 
