@@ -24,6 +24,10 @@ broker keeps the transport's threads few and their parks long once quiet:
   (:class:`~transport.driver.udp.socket_waiter.SocketWaiter`), so a request over UDP ends the
   park at once. What waits for the park, up to 25 ms: a new client's first command to the
   conductor (on connect), and an answer over UDP sent long after its request (a held pull).
+- **Waking on replication**: a group member's replication agent ends the park after each offer
+  (``MediaDriver.wake_network``), and sleeps on the driver's data doorbell, which the receiver
+  rings when frames come in (``broker.replication.agent``): neither side waits for the other's
+  park.
 - **The client conductor** (the broker's Aeron client) sleeps 16 ms (Aeron's idle sleep), then
   doubles up to 64 ms while it finds nothing to do. Its duties: a keepalive every 500 ms (the
   driver drops a client after 10 s), its own inter-service check (10 s), and the driver's
