@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
 from aeromq.broker.replication.log_flusher import LogFlusher
 from tests.broker.replication._memory_log import MemoryLog
@@ -31,24 +33,31 @@ class _SlowLog(MemoryLog):
         return self._flushed
 
 
+@contextlib.contextmanager
+def _flushing(log: MemoryLog) -> Iterator[tuple[LogFlusher, list[int]]]:
+    """A flusher of ``log`` and the flushed offset it saw at each call back; closed after."""
+    calls: list[int] = []
+    flusher = LogFlusher(log, lambda: calls.append(log.flushed_physical_offset), "t-fsync")
+    try:
+        yield flusher, calls
+    finally:
+        if isinstance(log, _SlowLog):
+            log.release.set()
+        flusher.close()
+
+
 def test_should_fsync_what_was_appended_and_then_call_back() -> None:
     log = MemoryLog()
-    flushed: list[int] = []
-    flusher = LogFlusher(log, lambda: flushed.append(log.flushed_physical_offset), "t-fsync")
-    try:
+    with _flushing(log) as (flusher, calls):
         log.append(b"x" * 100)
         flusher.request()
-        wait_until(lambda: flushed == [100])
+        wait_until(lambda: calls == [100])
         assert flusher.fsyncs == 1
-    finally:
-        flusher.close()
 
 
 def test_should_serve_the_requests_made_during_an_fsync_with_one_more() -> None:
     log = _SlowLog()
-    calls: list[int] = []
-    flusher = LogFlusher(log, lambda: calls.append(log.flushed_physical_offset), "t-fsync")
-    try:
+    with _flushing(log) as (flusher, calls):
         log.append(b"a" * 10)
         flusher.request()
         assert log.entered.wait(10)
@@ -59,25 +68,18 @@ def test_should_serve_the_requests_made_during_an_fsync_with_one_more() -> None:
         wait_until(lambda: calls[-1:] == [60])
         assert flusher.fsyncs == 2
         assert calls == [10, 60]
-    finally:
-        log.release.set()
-        flusher.close()
 
 
 def test_should_try_a_failed_fsync_again_without_calling_back() -> None:
     log = _SlowLog()
     log.release.set()
     log.failing = 1
-    calls: list[int] = []
-    flusher = LogFlusher(log, lambda: calls.append(log.flushed_physical_offset), "t-fsync")
-    try:
+    with _flushing(log) as (flusher, calls):
         log.append(b"c" * 7)
         flusher.request()
         wait_until(lambda: calls == [7])
         assert flusher.failures == 1
         assert flusher.fsyncs == 1
-    finally:
-        flusher.close()
 
 
 def test_should_stop_its_thread_on_close() -> None:
