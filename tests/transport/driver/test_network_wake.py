@@ -112,7 +112,7 @@ def _sample_latencies(
         return latencies
 
 
-DEEP = "backoff:10,5,1000,1000000,25000000,10000000"  # the broker's embedded driver's
+DEEP = "backoff:0,0,1000,1000000,25000000,10000000"  # the broker's embedded driver's
 SHARED_ROLE = "[driver-conductor,sender,receiver]"
 
 
