@@ -10,7 +10,7 @@ broker keeps the transport's threads few and their parks long once quiet:
   three. Python agents share one GIL anyway, so three threads add no parallelism: busy, the
   shared thread costs no more CPU per message than three (see the broker operations page).
 - **Deep idle** (Agrona's backoff, then :class:`~transport.concurrent.BackoffIdleStrategy`'s
-  deep park): spin 10 cycles, yield 5, park 1 us doubling to 1 ms, and once parked for
+  deep park): no spins or yields, park 1 us doubling to 1 ms, and once parked for
   ``_DEEP_AFTER_NS`` in a row, on doubling to ``_DEEP_PARK_NS`` (25 ms). Every duty the driver
   keeps on a clock has a deadline far longer than that: the driver's heartbeat to its clients
   (stamped every cycle; clients allow 10 s), the conductor's timer (every 1 s: client liveness,
@@ -19,11 +19,20 @@ broker keeps the transport's threads few and their parks long once quiet:
   a sender drops a receiver after 5 s): each runs at most 25 ms late. The thread goes deep
   after 10 ms of quiet, not a second: work every second or so (a slow client) would otherwise
   hold it at 1 ms parks. Keepalives (the conductor's timer, heartbeats and status messages that
-  move nothing) are not work, so connected idle clients do not hold it either.
+  move nothing) are not work, so connected idle clients do not hold it either. Agrona's 10
+  spins and 5 yields are left out: in Python each is a whole duty cycle of the three agents
+  (reading every socket, about 100 us), 15 of them after every piece of work, and a park of a
+  few microseconds ends as soon as a datagram or an in-process wake comes (the socket waiter);
+  a group member's driver spent most of its CPU on them (about 70,000 duty cycles in a profiled
+  run of ``bench cluster``, 11,000-15,000 of them yields).
 - **Waking on the network**: the sender's and receiver's thread parks in a poll on their sockets
   (:class:`~transport.driver.udp.socket_waiter.SocketWaiter`), so a request over UDP ends the
   park at once. What waits for the park, up to 25 ms: a new client's first command to the
   conductor (on connect), and an answer over UDP sent long after its request (a held pull).
+- **Waking on replication**: a group member's replication agent ends the park after each offer
+  (``MediaDriver.wake_network``), and sleeps on the driver's data doorbell, which the receiver
+  rings when frames come in (``broker.replication.agent``): neither side waits for the other's
+  park.
 - **The client conductor** (the broker's Aeron client) sleeps 16 ms (Aeron's idle sleep), then
   doubles up to 64 ms while it finds nothing to do. Its duties: a keepalive every 500 ms (the
   driver drops a client after 10 s), its own inter-service check (10 s), and the driver's
@@ -64,7 +73,7 @@ _DEEP_PARK_NS: Final = 25 * _NS_PER_MS
 _DEEP_AFTER_NS: Final = 10 * _NS_PER_MS
 _CLIENT_PARK_NS: Final = 16 * _NS_PER_MS
 _CLIENT_DEEP_PARK_NS: Final = 64 * _NS_PER_MS
-_DEEP_BACKOFF: Final = f"backoff:10,5,1000,{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
+_DEEP_BACKOFF: Final = f"backoff:0,0,1000,{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
 
 
 def embedded_driver_context(file_mode: int, threading_mode: str) -> MediaDriverContext:

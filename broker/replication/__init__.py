@@ -18,7 +18,8 @@
 - :mod:`~aeromq.broker.replication.handshake`: the truncation handshake (KIP-101/279);
 - :mod:`~aeromq.broker.replication.replicator` (leader) and
   :mod:`~aeromq.broker.replication.fetcher` (follower): the data path over Aeron UDP, run by
-  :mod:`~aeromq.broker.replication.agent` on its own thread;
+  :mod:`~aeromq.broker.replication.agent` on its own thread, with the member's fsyncs on
+  :mod:`~aeromq.broker.replication.log_flusher`'s;
 - :mod:`~aeromq.broker.replication.group_member`: all of it assembled for the broker;
 - the errors, rooted at :class:`ReplicationError` under the broker's ``BrokerError``.
 

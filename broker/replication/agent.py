@@ -18,6 +18,16 @@ snapshots come through a queue (the agent's only cross-thread input) and decide 
 Every role change logs one line (``group role: ...``). The send path asks
 :meth:`ReplicationAgent.write_refusal` (any thread) before it appends.
 
+**How it waits** (:attr:`ReplicationAgent.doorbell`, :attr:`ReplicationAgent.all_rung`): the
+agent owns the member's fsync thread (:mod:`~aeromq.broker.replication.log_flusher`), and when
+its media driver runs in this process (a broker's embedded driver,
+``MediaDriver.in_process``) it sleeps on the driver's data doorbell, which every source of its
+work rings: the driver's receiver after it took frames of the agent's streams, the store when a
+put starts waiting for the commit (``on_commit_wait``), the fsync thread after each fsync, the
+controller's snapshots, the handshake's answer. After a cycle that offered frames it ends the
+driver's network park (``MediaDriver.wake_network``), so the frames go out at once. Without an
+in-process driver the agent keeps the timed parks of its runner's idle strategy.
+
 Caller: the broker's group member (``broker.replication.group_member``) builds it and runs it
 on an ``AgentRunner``; the controller's listener is :meth:`on_group`. Affects: the store
 through the roles, the epoch file, the publications of replication.
@@ -48,6 +58,7 @@ from aeromq.broker.replication.frame_codec import (
 )
 from aeromq.broker.replication.frame_descriptor import FOLLOWER_STREAM_ID, LEADER_STREAM_ID
 from aeromq.broker.replication.handshake import EpochEnd, epoch_end
+from aeromq.broker.replication.log_flusher import LogFlusher
 from aeromq.broker.replication.replicated_log import ReplicatedLog
 from aeromq.broker.replication.replicator import (
     LeaderReplicator,
@@ -57,6 +68,8 @@ from aeromq.broker.replication.replicator import (
 from aeromq.common import ResponseCode
 from aeromq.transport.client import Aeron, Subscription
 from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.concurrent.doorbell import Doorbell
+from aeromq.transport.driver import MediaDriver
 from aeromq.transport.logbuffer import FragmentAssembler, Header
 
 __all__ = ["ReplicationAgent", "Role"]
@@ -116,12 +129,34 @@ class ReplicationAgent:
         self.fetched = FetcherCounters()
         """What this member's fetchers did, over every leader it followed."""
         self._now_ns = time.monotonic_ns()
+        driver = MediaDriver.in_process(aeron.context.aeron_dir)
+        bell = None if driver is None else driver.data_doorbell
+        self._driver = driver if bell is not None else None
+        self.doorbell: Doorbell = bell if bell is not None else Doorbell.allocate()
+        """What the agent sleeps on (see module): rung by every source of its work when
+        :attr:`all_rung`."""
+        self.all_rung = bell is not None
+        """Whether every source of work rings :attr:`doorbell` (the driver runs in this
+        process): then a park may be long, a ring ends it."""
+        self._flusher: LogFlusher | None = None
+        self._offers = 0
+        log.on_commit_wait(self.doorbell.ring)
 
     # -- cross-thread ------------------------------------------------------------------------------
 
     def on_group(self, snapshot: GroupSnapshot) -> None:
         """The controller's listener: take ``snapshot`` on the agent's thread."""
         self._commands.put(snapshot)
+        self.doorbell.ring()
+
+    def rung_only(self) -> bool:
+        """Whether the agent may sleep until rung (its idle strategy's ``all_rung``): every
+        source of its work rings, and it is not waiting for a follower's back pressure to clear
+        (which rings no one). From the agent's thread."""
+        if not self.all_rung:
+            return False
+        replicator = self.replicator
+        return replicator is None or not replicator.sending
 
     def write_refusal(self) -> int:
         """0 when this member takes sends now, else the code to refuse them with:
@@ -149,7 +184,18 @@ class ReplicationAgent:
         return f"aeromq-replication-{self.group}"
 
     def on_start(self) -> None:
-        """Nothing to do before the first duty cycle."""
+        """Start the member's fsync thread."""
+        self._flusher = LogFlusher(
+            self._log, self.doorbell.ring, f"aeromq-replication-fsync-{self.group}"
+        )
+
+    def _request_flush(self) -> None:
+        flusher = self._flusher
+        if flusher is None:  # a duty cycle before on_start (tests): inline
+            self._log.flush()
+            self.doorbell.ring()
+        else:
+            flusher.request()
 
     def do_work(self) -> int:
         """One duty cycle: the controller's snapshots, the frames in, the role's work."""
@@ -170,17 +216,29 @@ class ReplicationAgent:
                 self._resign("its lease is not surely valid (fenced)")
                 self._fenced(replicator.epoch)
                 return work + 1
-            return work + replicator.do_work(now_ns)
-        fetcher = self.fetcher
-        if fetcher is not None:
+            work += replicator.do_work(now_ns)
+            offers = replicator.offers
+        else:
+            fetcher = self.fetcher
+            if fetcher is None:
+                return work
             work += fetcher.do_work(now_ns)
+            offers = fetcher.offers
+        if offers != self._offers:
+            self._offers = offers
+            if self._driver is not None:
+                self._driver.wake_network()
         return work
 
     def on_close(self) -> None:
-        """Leave the role and close the subscriptions."""
+        """Leave the role, stop the fsync thread and close the subscriptions."""
         if self.replicator is not None:
             self._resign("the broker stops")
         self._stop_following()
+        self._log.on_commit_wait(None)
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            flusher.close()
         self._from_leader.close()
         self._from_followers.close()
 
@@ -255,7 +313,10 @@ class ReplicationAgent:
             epoch=state.epoch,
             settings=self._settings,
             counters=self.fetched,
+            request_flush=self._request_flush,
+            wake=self.doorbell.ring,
         )
+        self._offers = 0
         self.epoch = state.epoch
         self.role = Role.FOLLOWER
         _log.info(
@@ -289,7 +350,9 @@ class ReplicationAgent:
             request_isr=self._request_isr,
             settings=self._settings,
             now_ns=now_ns,
+            request_flush=self._request_flush,
         )
+        self._offers = 0
         replicator.on_members(snapshot.members, state.isr)
         self.epoch = state.epoch
         self.replicator = replicator

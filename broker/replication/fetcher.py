@@ -14,9 +14,12 @@ Following the leader of ``epoch`` (:meth:`ReplicaFetcher.do_work`, on the agent'
    a gap (a lost image, a restart of the leader's stream) asks again with a FETCH from the log
    end; the frame's high watermark is applied (capped at the log end);
 3. once a cycle has appended, the log is fsynced once (group commit) and an ACK sent with the
-   fsynced offset and the LEO; a HEARTBEAT is answered with an ACK too (the leader's liveness
-   view), and a FETCH goes again when the leader has more than this follower and nothing came
-   for ``fetch_retry_ms``.
+   fsynced offset and the LEO: the fsync by the member's fsync thread (``request_flush``,
+   :mod:`~aeromq.broker.replication.log_flusher`) while this thread goes on receiving and
+   appending, the ACK by the first duty cycle that finds the fsynced offset moved (the flusher
+   wakes the agent); inline when no flusher is given (tests). A HEARTBEAT is answered with an
+   ACK too (the leader's liveness view), and a FETCH goes again when the leader has more than
+   this follower and nothing came for ``fetch_retry_ms``.
 
 Caller: the replication agent. Affects: the store (appends, flushes, truncation, committed
 offset), the epoch file.
@@ -88,8 +91,15 @@ class ReplicaFetcher:
         settings: ReplicationSettings,
         counters: FetcherCounters | None = None,
         channel_factory: Callable[[str], grpc.Channel] = grpc.insecure_channel,
+        request_flush: Callable[[], None] | None = None,
+        wake: Callable[[], object] | None = None,
     ) -> None:
         self._aeron = aeron
+        self._request_flush = request_flush
+        self._wake = wake
+        self._acked_flushed = -1
+        self.offers = 0
+        """Frames offered (ACKs, FETCHes): the agent wakes the driver when it moved."""
         self._log = log
         self._epochs = epochs
         self.group = group
@@ -182,12 +192,20 @@ class ReplicaFetcher:
         if self.phase == FetcherPhase.HANDSHAKE:
             return self._shake_hands(now_ns)
         work = 0
-        if self._dirty:
-            flushed = self._log.flush()
-            self._dirty = False
-            work += self._send_ack(flushed)
-        elif self._ack_due:
-            work += self._send_ack(self._log.flushed_physical_offset)
+        request_flush = self._request_flush
+        if request_flush is None:
+            if self._dirty:
+                self._dirty = False
+                work += self._send_ack(self._log.flush())
+            elif self._ack_due:
+                work += self._send_ack(self._log.flushed_physical_offset)
+        else:
+            if self._dirty:
+                self._dirty = False
+                request_flush()
+            flushed = self._log.flushed_physical_offset
+            if self._ack_due or flushed > self._acked_flushed:
+                work += self._send_ack(flushed)
         stalled = now_ns - self._last_progress_ns >= self._settings.fetch_retry_ns
         if self._leader_leo > self._next_offset and stalled:
             self._fetch_due = True
@@ -201,8 +219,13 @@ class ReplicaFetcher:
             return 0
         leo = self._log.max_physical_offset
         self._ack_due = False
-        frame = encode_ack(self.member_id, self.epoch, min(flushed, leo), leo)
-        return 1 if publication.offer(frame) > 0 else 0
+        fsynced = min(flushed, leo)
+        frame = encode_ack(self.member_id, self.epoch, fsynced, leo)
+        if publication.offer(frame) > 0:
+            self._acked_flushed = fsynced
+            self.offers += 1
+            return 1
+        return 0
 
     def _send_fetch(self, now_ns: int) -> int:
         publication = self._publication
@@ -214,6 +237,7 @@ class ReplicaFetcher:
         frame = encode_fetch(self.member_id, self.epoch, self._next_offset)
         if publication.offer(frame) > 0:
             self._fetch_due = False
+            self.offers += 1
             return 1
         return 0
 
@@ -268,9 +292,17 @@ class ReplicaFetcher:
         request = replication_pb2.ReplicaEpochEndRequest(
             group=self.group, member_id=self.member_id, leader_epoch=self.epoch, epoch=epoch
         )
-        self._call = self._stub.ReplicaEpochEnd.future(
+        call = self._stub.ReplicaEpochEnd.future(
             request, timeout=self._settings.handshake_timeout_ms / 1000
         )
+        wake = self._wake
+        if wake is not None:  # the answer wakes the agent (it polls the call)
+
+            def answered(_: object) -> None:
+                wake()
+
+            call.add_done_callback(answered)
+        self._call = call
 
     def _retry(self, now_ns: int, why: str) -> None:
         _log.info(
@@ -304,6 +336,7 @@ class ReplicaFetcher:
         channel = replication_channel(self.leader.replication_endpoint)
         self._publication = self._aeron.add_exclusive_publication(channel, FOLLOWER_STREAM_ID)
         self.phase = FetcherPhase.FETCHING
+        self._acked_flushed = -1  # the first cycle acks (a truncation may have lowered it)
         self._next_offset = self._log.max_physical_offset
         self._fetch_due = True
         self._last_fetch_ns = 0

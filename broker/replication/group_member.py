@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from aeromq.broker.etcd import EtcdClient
 from aeromq.broker.replication.agent import ReplicationAgent, Role
@@ -35,11 +36,36 @@ from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2, replication_pb2
 from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, IdleStrategy
 
 __all__ = ["GroupMember", "GroupSettings", "etcd_target"]
 
 _log = logging.getLogger(__name__)
+
+_RUNG_PARK_NS: Final = 50_000_000
+"""The agent's park when every source of its work rings it: a ring ends it at once; its length
+bounds only how late the clock's duties run (the ISR review every 100 ms, HEARTBEATs every
+250 ms, the FETCH retry after 200 ms, the fence's check: a lease is never shorter than 1 s,
+fenced a quarter of it before its end, and sends are refused from then on by the send path's
+own check of the fence)."""
+
+
+def _idle_strategy(agent: ReplicationAgent) -> IdleStrategy:
+    """How the agent waits: on its doorbell, parks of :data:`_RUNG_PARK_NS` that a ring ends,
+    when every source of its work rings it (its driver runs in this process), parks of up to
+    1 ms while a follower's back pressure holds bytes back; else Agrona's backoff up to 1 ms
+    parks."""
+    if not agent.all_rung:
+        return BackoffIdleStrategy(10, 10, 1_000, 1_000_000)
+    idle = DoorbellIdleStrategy(
+        agent.doorbell,
+        max_park_period_ns=1_000_000,
+        deep_park_period_ns=_RUNG_PARK_NS,
+        deep_idle_after_ns=_RUNG_PARK_NS,
+    )
+    idle.all_rung = agent.rung_only
+    return idle
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +174,7 @@ class GroupMember:
                 settings.unclean_election,
             ),
         )
-        idle = BackoffIdleStrategy(10, 10, 1_000, 1_000_000)
-        self._runner = AgentRunner(idle, self._on_agent_error, None, agent)
+        self._runner = AgentRunner(_idle_strategy(agent), self._on_agent_error, None, agent)
         self._runner.start()
         controller.start()
         deadline_s = time.monotonic() + settings.ready_timeout_ms / 1000

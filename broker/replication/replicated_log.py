@@ -8,6 +8,7 @@ Caller: the replication agent's roles (``replicator``, ``fetcher``); the broker 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -56,3 +57,7 @@ class ReplicatedLog(Protocol):
     def stop_leading(self) -> int:
         """Refuse puts from now on and fail those waiting for the committed offset (outcome
         unknown); returns how many."""
+
+    def on_commit_wait(self, listener: Callable[[], object] | None) -> None:
+        """Call ``listener()`` (None: no one) after each put starts waiting for the committed
+        offset, from the putting thread: the replication agent is woken by new appends."""

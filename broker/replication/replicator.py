@@ -12,7 +12,11 @@ Per duty cycle (:meth:`LeaderReplicator.do_work`, on the replication agent's thr
    publication back-pressures; a follower sent nothing for ``heartbeat_interval_ms`` gets a
    HEARTBEAT (epoch, LEO, HW);
 3. the leader's own log is fsynced when it has grown (group commit: one fsync covers every send
-   appended since the last), so its flushed offset takes part in the ack rule;
+   appended since the last), so its flushed offset takes part in the ack rule: by the member's
+   fsync thread (``request_flush``, :mod:`~aeromq.broker.replication.log_flusher`) while this
+   thread goes on sending and taking ACKs (the followers may receive bytes the leader has not
+   fsynced yet: the HW is the minimum over the ISR, the leader's fsynced offset included), or
+   inline when no flusher is given (tests);
 4. the high watermark (:mod:`~aeromq.broker.replication.isr`) is computed over the counted ISR
    and handed to ``store.set_high_watermark`` (sends complete, consumers see), only while the
    fence allows and the committed ISR has ``min_isr`` members;
@@ -48,8 +52,17 @@ _ISR_CHECK_INTERVAL_NS: Final = 100_000_000
 
 def replication_channel(endpoint: str) -> str:
     """The channel of a member's replication endpoint (``host:port``): UDP, with terms of 4 MiB
-    (frames up to 512 KiB; the files are sparse)."""
-    return f"aeron:udp?endpoint={endpoint}|term-length=4m"
+    (frames up to 512 KiB; the files are sparse) and datagrams of up to :data:`REPLICATION_MTU`
+    bytes."""
+    return f"aeron:udp?endpoint={endpoint}|term-length=4m|mtu={REPLICATION_MTU}"
+
+
+REPLICATION_MTU: Final = 8192
+"""The replication channel's MTU. Each datagram costs the sender's and the receiver's Python a
+fixed ~20-50 us whatever its length, and an APPEND carries whole batches (a producer's batch of
+32 messages is about 6 KiB): at Aeron's default 1,408 bytes a frame took 5 to 30 datagrams, at
+8 KiB 1 to 5. Larger than a link's MTU, a datagram is fragmented by IP (a lost fragment loses
+the datagram, which Aeron's NAK repairs); loopback's MTU is 64 KiB."""
 
 
 def epoch_span(entries: Sequence[EpochEntry], offset: int, leo: int) -> tuple[int, int, int]:
@@ -73,13 +86,17 @@ class ReplicationSettings:
         self,
         *,
         replica_lag_max_ms: int = 1000,
-        heartbeat_interval_ms: int = 100,
+        heartbeat_interval_ms: int = 250,
         max_frame_bytes: int = 256 * 1024,
         fetch_retry_ms: int = 200,
         handshake_timeout_ms: int = 1000,
     ) -> None:
         self.replica_lag_max_ns = replica_lag_max_ms * 1_000_000
-        self.heartbeat_interval_ns = heartbeat_interval_ms * 1_000_000
+        self.heartbeat_interval_ns = min(heartbeat_interval_ms, replica_lag_max_ms // 4) * 1_000_000
+        """A HEARTBEAT (and its ACK) at most a quarter of ``replica_lag_max`` apart, so an idle
+        follower stays caught up; 250 ms by default (each one wakes the driver's thread and the
+        agent of both members: at 100 ms an idle group member used 3-4% of a core, most of it
+        these wake-ups)."""
         self.max_frame_bytes = max_frame_bytes
         self.fetch_retry_ns = fetch_retry_ms * 1_000_000
         self.handshake_timeout_ms = handshake_timeout_ms
@@ -113,8 +130,11 @@ class LeaderReplicator:
         request_isr: Callable[[int, Sequence[int]], None],
         settings: ReplicationSettings,
         now_ns: int,
+        request_flush: Callable[[], None] | None = None,
     ) -> None:
         self._aeron = aeron
+        self._request_flush = request_flush
+        self._flush_asked = -1
         self._log = log
         self._epochs = tuple(epochs)
         self.member_id = member_id
@@ -129,6 +149,8 @@ class LeaderReplicator:
         self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
         self.high_watermark = log.committed_offset
         self.frames_sent = 0
+        self.offers = 0
+        """Frames offered (APPENDs and HEARTBEATs): the agent wakes the driver when it moved."""
         self.bytes_sent = 0
         self.stale_frames = 0
 
@@ -159,6 +181,17 @@ class LeaderReplicator:
         for follower in self._followers.values():
             follower.publication.close()
         self._followers.clear()
+
+    @property
+    def sending(self) -> bool:
+        """Whether a follower that FETCHed has bytes not yet sent (its publication was back
+        pressured): nothing rings the agent when that clears, so it must poll."""
+        leo = self._log.max_physical_offset
+        for follower in self._followers.values():
+            offset = follower.progress.send_offset
+            if offset is not None and offset < leo:
+                return True
+        return False
 
     @property
     def followers(self) -> dict[int, FollowerProgress]:
@@ -204,8 +237,12 @@ class LeaderReplicator:
         for follower in self._followers.values():
             work += self._send(follower, leo, now_ns)
         if log.flushed_physical_offset < leo:
-            log.flush()
-            work += 1
+            if self._request_flush is None:
+                log.flush()
+                work += 1
+            elif leo > self._flush_asked:
+                self._flush_asked = leo
+                self._request_flush()
         work += self._advance_high_watermark()
         if now_ns >= self._next_isr_check_ns:
             self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
@@ -243,10 +280,12 @@ class LeaderReplicator:
         if sent:
             progress.last_sent_ns = now_ns
             self.frames_sent += sent
+            self.offers += sent
         elif now_ns - progress.last_sent_ns >= self._settings.heartbeat_interval_ns:
             frame = encode_heartbeat(self.epoch, leo, self.high_watermark)
             if publication.offer(frame) > 0:
                 progress.last_sent_ns = now_ns
+                self.offers += 1
                 sent = 1
         return sent
 

@@ -20,6 +20,7 @@ Caller: the broker's replication layer, through ``MessageStore``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from aeromq.broker._errors import CorruptRecordError, StoreIOError
 from aeromq.broker.store._config import FlushMode
@@ -68,6 +69,13 @@ class CommitPath(StoreParts):
                 arrivals.notify(topic, queue_id, max_offset)
         self._commits.settle()
         return offset
+
+    def on_commit_wait(self, listener: Callable[[], object] | None) -> None:
+        """Call ``listener()`` (None: no one) after each put starts waiting for the committed
+        offset, on the putting thread (the replication agent's wake-up). Caller: the
+        replication layer."""
+        self._require_group()
+        self._commits.on_wait = listener
 
     def fail_uncommitted(
         self, status: PutMessageStatus = PutMessageStatus.REPLICATION_TIMEOUT

@@ -13,7 +13,10 @@ leader that wait for it, each with its end offset, its result and its callback:
   it: the outcome is unknown, and an idempotent producer's retry is safe), by a thread of its
   own that sleeps until the oldest deadline;
 - :meth:`CommitWatermark.fail_all` calls every waiting put back with a status at once (the
-  leader lost its leadership, or the store shuts down).
+  leader lost its leadership, or the store shuts down);
+- :attr:`CommitWatermark.on_wait`, when set, is called after each put starts waiting (outside
+  the lock, on the putter's thread): the replication agent sleeps until new bytes are there to
+  replicate and fsync, and this wakes it.
 
 Callbacks run outside the lock, on the thread that settled them (the replication layer's, the
 timer's, or the putter's when its batch was already committed); one that raises is logged.
@@ -29,6 +32,7 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from aeromq.broker.store._results import PutCallback, PutMessageResult, PutMessageStatus
 
@@ -65,6 +69,8 @@ class CommitWatermark:
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
         self._running = False
+        self.on_wait: Callable[[], object] | None = None
+        """Called after each put starts waiting (see module)."""
 
     @property
     def waiting(self) -> int:
@@ -99,8 +105,15 @@ class CommitWatermark:
                 self._by_age.append(waiter)
                 if len(self._by_age) == 1:
                     self._cond.notify_all()
-                return
-        _call(callback, result)
+                waiting = True
+            else:
+                waiting = False
+        if not waiting:
+            _call(callback, result)
+            return
+        on_wait = self.on_wait
+        if on_wait is not None:
+            on_wait()
 
     def wait(self, end: int, result: PutMessageResult) -> PutMessageResult:
         """Block until the committed offset reaches ``end`` (``result`` as it is), or the put

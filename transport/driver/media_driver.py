@@ -19,6 +19,13 @@ Aeron's ``MediaDriver.launch`` / ``launchEmbedded``. Launching:
    :class:`~transport.driver.udp.socket_waiter.SocketWaiter` on their sockets (one per thread),
    so a datagram ends its park at once.
 
+A driver embedded in a process that also publishes and subscribes (a broker's replication)
+can wake its network thread and be woken by it, where over shared memory alone both sides would
+find each other's work only at their next timed poll: :meth:`MediaDriver.wake_network` ends the
+sender's park (an offer just made), and the receiver rings :attr:`MediaDriver.data_doorbell`
+after each duty cycle that received data (an in-process subscriber sleeps on it).
+:meth:`MediaDriver.in_process` finds the running driver of a directory in this process.
+
 ``close()`` (idempotent; also the context manager's exit) stops the agents with a bounded join
 (the network agents before the conductor, which then closes the sockets),
 unmaps cnc.dat, deletes the directory if ``dir_delete_on_shutdown`` and lets go of its lock. A TERMINATE_DRIVER that
@@ -34,11 +41,14 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from types import TracebackType
+from typing import ClassVar
 
 from aeromq.transport._errors import TransportStateError
 from aeromq.transport.cnc import CNC_FILE, CncFile
 from aeromq.transport.concurrent.agent import Agent, AgentInvoker, AgentRunner, CompositeAgent
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
 from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
     IdleStrategy,
@@ -59,8 +69,18 @@ _INIT_DIR = ".cnc-init"
 class MediaDriver:
     """A running media driver. Build it with :meth:`launch` or :meth:`launch_embedded`."""
 
+    _running: ClassVar[weakref.WeakValueDictionary[str, MediaDriver]] = (
+        weakref.WeakValueDictionary()
+    )
+
     def __init__(self) -> None:
         raise TypeError("use MediaDriver.launch(context) or MediaDriver.launch_embedded()")
+
+    @classmethod
+    def in_process(cls, aeron_dir: str) -> MediaDriver | None:
+        """The driver running in ``aeron_dir`` in this process, if one is (see module)."""
+        driver = cls._running.get(os.path.realpath(aeron_dir))
+        return None if driver is None or driver.is_closed else driver
 
     @classmethod
     def launch(cls, context: MediaDriverContext | None = None) -> MediaDriver:
@@ -96,6 +116,10 @@ class MediaDriver:
         self._terminated = threading.Event()
         self._runners: list[AgentRunner] = []
         self._invoker: AgentInvoker | None = None
+        self._waiters: list[SocketWaiter] = []
+        self._sender_waiter: SocketWaiter | None = None
+        self.data_doorbell: Doorbell | None = Doorbell.allocate() if HAS_FUTEX else None
+        """Rung by the receiver after each duty cycle that received data (see module)."""
         user_hook = context.termination_hook
 
         def on_termination() -> None:
@@ -126,6 +150,7 @@ class MediaDriver:
                 shutil.rmtree(context.aeron_dir, ignore_errors=True)
             self._dir_lock.release()
             raise
+        MediaDriver._running[os.path.realpath(context.aeron_dir)] = self
         _LOG.info("media driver started: aeron_dir=%s pid=%s", context.aeron_dir, os.getpid())
 
     def _create_cnc(self) -> CncFile:
@@ -153,6 +178,7 @@ class MediaDriver:
         context = self.context
         sender = conductor.udp.sender
         receiver = conductor.udp.receiver
+        receiver.data_doorbell = self.data_doorbell
         mode = context.threading_mode
         if mode is ThreadingMode.INVOKER:
             self._invoker = AgentInvoker(
@@ -183,6 +209,10 @@ class MediaDriver:
                 _parked_in(context.new_conductor_idle_strategy(), sender.waiter),
                 CompositeAgent([conductor, sender, receiver]),
             )
+        self._sender_waiter = sender.waiter
+        self._waiters = [sender.waiter] if sender.waiter is not None else []
+        if receiver.waiter is not None and receiver.waiter is not sender.waiter:
+            self._waiters.append(receiver.waiter)
         for runner in self._runners:
             runner.start()
 
@@ -209,6 +239,13 @@ class MediaDriver:
             )
         return self._invoker
 
+    def wake_network(self) -> None:
+        """End the park of the thread that runs the sender (an in-process publisher has just
+        offered data; see module). From any thread; a no-op in ``INVOKER`` mode."""
+        waiter = self._sender_waiter
+        if waiter is not None:
+            waiter.wake()
+
     @property
     def is_closed(self) -> bool:
         """True once :meth:`close` has run."""
@@ -233,6 +270,8 @@ class MediaDriver:
             if self._invoker is not None:
                 self._invoker.close()
             self._closed = True
+            for waiter in self._waiters:
+                waiter.close()
             self._cnc.close()
             if self.context.dir_delete_on_shutdown:
                 shutil.rmtree(self.context.aeron_dir, ignore_errors=True)

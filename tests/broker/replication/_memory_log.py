@@ -5,6 +5,7 @@ real broker processes on the real store instead."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from aeromq.broker.replication import EpochFile, ReplicationError
 
@@ -20,6 +21,7 @@ class MemoryLog:
         self.flushes = 0
         self.resigns = 0
         self.leading = False
+        self._on_commit_wait: Callable[[], object] | None = None
 
     @property
     def max_physical_offset(self) -> int:
@@ -39,10 +41,17 @@ class MemoryLog:
             return bytes(self._data)
 
     def append(self, data: bytes) -> int:
-        """A leader's append (a send); returns its end."""
+        """A leader's append (a send, which then waits for the commit); returns its end."""
         with self._lock:
             self._data += data
-            return len(self._data)
+            end = len(self._data)
+        listener = self._on_commit_wait
+        if listener is not None:
+            listener()
+        return end
+
+    def on_commit_wait(self, listener: Callable[[], object] | None) -> None:
+        self._on_commit_wait = listener
 
     def read_log(self, offset: int, max_bytes: int) -> bytes:
         with self._lock:

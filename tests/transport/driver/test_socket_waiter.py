@@ -86,15 +86,65 @@ def test_should_forget_a_socket_once_unregistered_as_often_as_registered(
     assert time.monotonic() - start >= 0.029
 
 
-def test_should_sleep_parks_shorter_than_a_poll_can_time(
+def test_should_end_a_park_shorter_than_a_poll_can_time_on_a_readable_socket(
     receiver: socket.socket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     waiter = SocketWaiter()
     waiter.register(receiver)
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
+    waiter.wait(MIN_POLL_PARK_S / 4)  # nothing readable: a select that times out
+    assert waiter.quiet
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.sendto(b"data", receiver.getsockname())
+    deadline = time.monotonic() + 5
     waiter.wait(MIN_POLL_PARK_S / 4)
-    assert slept == [MIN_POLL_PARK_S / 4]
+    while waiter.quiet and time.monotonic() < deadline:  # until the kernel queued it
+        waiter.wait(MIN_POLL_PARK_S / 4)
+    assert not waiter.quiet
+    assert slept == []  # never a sleep that no datagram ends
+    assert receiver.recv(16) == b"data"
+
+
+def test_should_end_the_wait_when_woken_from_another_thread(receiver: socket.socket) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+
+    def wake_later() -> None:
+        time.sleep(0.05)
+        waiter.wake()
+
+    thread = threading.Thread(target=wake_later, daemon=True)
+    thread.start()
+    start = time.monotonic()
+    waiter.wait(5.0)
+    waited_s = time.monotonic() - start
+    thread.join(5)
+    assert 0.04 <= waited_s < 2.0, f"waited {waited_s:.3f} s for a wake at 0.05 s"
+    assert waiter.wakes == 1
+    assert waiter.quiet  # woken, no socket readable: the next cycle skips the reads
+    waiter.close()
+
+
+def test_should_return_at_once_from_the_next_park_after_a_wake_that_found_it_busy(
+    receiver: socket.socket,
+) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    waiter.wake()
+    waiter.wake()  # two wakes before the park: one park ends, the counter is drained
+    for timeout_s in (5.0, MIN_POLL_PARK_S / 4):
+        start = time.monotonic()
+        waiter.wait(timeout_s)
+        assert time.monotonic() - start < 1.0
+        waiter.wake()
+    start = time.monotonic()
+    waiter.wait(5.0)
+    waiter.wait(0.03)  # drained: this one runs to its timeout
+    assert time.monotonic() - start >= 0.029
+    waiter.close()
+    waiter.close()
+    waiter.wake()  # closed: a no-op
 
 
 def test_should_be_quiet_only_after_a_park_that_timed_out_with_nothing_readable(

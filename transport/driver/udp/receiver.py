@@ -17,6 +17,11 @@ nothing, a status message sent only because its timeout came round. An idle stre
 send one every 100-200 ms, and counting them kept the thread out of its deep park
 (:mod:`~transport.driver.udp.socket_waiter` wakes it for every datagram anyway).
 
+A duty cycle that received data (not keepalives) rings :attr:`Receiver.data_doorbell` when one
+is set (a process-local :class:`~transport.concurrent.Doorbell` of the driver, see
+:attr:`~transport.driver.MediaDriver.data_doorbell`), once at its end: a subscriber of the same
+process asleep on it wakes as the bytes land, not at its next timed poll.
+
 It counts ``Bytes received`` and tracks its longest cycle (``Receiver max cycle time``).
 Nothing a peer sends can raise out of it: bad datagrams are counted and dropped by the
 endpoints.
@@ -27,6 +32,7 @@ from __future__ import annotations
 from collections import deque
 
 from aeromq.transport.concurrent import AtomicCounter, NanoClock
+from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
 from aeromq.transport.driver.udp.network_proxies import CommandQueue, drain
 from aeromq.transport.driver.udp.publication_image import PublicationImage
@@ -51,6 +57,8 @@ class Receiver:
         self.commands: CommandQueue = deque()
         self.waiter: SocketWaiter | None = None
         """Set before the agent starts: its endpoints' sockets end its park (see module)."""
+        self.data_doorbell: Doorbell | None = None
+        """Rung after a duty cycle that received data (see module); None: no one is rung."""
         self.endpoints: list[ReceiveChannelEndpoint] = []
         self.images: list[PublicationImage] = []
         self._nano_clock = nano_clock
@@ -95,7 +103,10 @@ class Receiver:
             self._bytes_received.add_ordered(bytes_received)
         for image in self.images:
             work_count += image.do_work(now_ns)
-        return work_count + bytes_received - keepalive_bytes
+        data_bytes = bytes_received - keepalive_bytes
+        if data_bytes > 0 and self.data_doorbell is not None:
+            self.data_doorbell.ring()
+        return work_count + data_bytes
 
     # Commands (run on the receiver thread) ----------------------------------------------------
 

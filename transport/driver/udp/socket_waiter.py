@@ -16,15 +16,24 @@ not end the park; those keep the park's latency.
 
 ``poll`` counts its timeout in whole milliseconds (CPython rounds a fraction up), so parks
 shorter than :data:`MIN_POLL_PARK_S` (the backoff's first ones, microseconds while traffic
-pauses) stay in ``time.sleep``: rounding them up to 1 ms would slow a busy path, and a
-datagram waits at most that short park anyway.
+pauses) wait in ``select`` instead, whose timeout counts in microseconds: rounding them up to
+1 ms would slow a busy path. They were a ``time.sleep`` once, which no datagram ends: on a
+loaded 2-core VM such a sleep of a few microseconds often lasted 0.2-1.7 ms (measured in a
+broker group's replication, where every frame and ACK crossed two of them), and the driver
+goes through ten of them after each piece of work before its parks reach 1 ms.
+
+An in-process publisher can end the park too: :meth:`SocketWaiter.wake` (any thread) writes
+to an ``eventfd`` the poll also waits on, so the sender sends a publication's new data at once
+rather than after the park (an embedded driver's replication publisher rings it after its
+offers: :meth:`~transport.driver.MediaDriver.wake_network`). A wake that finds the thread busy
+costs one ``write``; the next park returns at once and drains it.
 
 The readiness is level-triggered: when the agent left datagrams unread (it reads a bounded
 number per cycle) it did work, so it does not park, and a park that finds a socket readable
 returns at once.
 
-A park that ran to its timeout with no socket readable leaves :attr:`SocketWaiter.quiet` set
-until the next idle (:meth:`SocketWaiter.idle_strategy` clears it on every idle): the duty
+A park that ended with no socket readable (its timeout, or a wake) leaves
+:attr:`SocketWaiter.quiet` set until the next idle (:meth:`SocketWaiter.idle_strategy` clears it on every idle): the duty
 cycle after it skips its socket reads. A read that finds nothing raises and catches
 ``BlockingIOError`` in Python, the dearest part of an idle cycle (about 30 of the shared driver
 thread's 150 us per wake-up, measured). A datagram that arrives after the poll returned makes
@@ -33,9 +42,12 @@ the next park return at once, so it waits one duty cycle longer, not a park.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import select
 import socket
 import time
+import weakref
 from typing import Final
 
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
@@ -51,13 +63,36 @@ _MS_PER_S: Final = 1000
 class SocketWaiter:
     """Polls registered sockets for readability; :meth:`wait` is an idle strategy's park."""
 
-    __slots__ = ("_fds", "_poll", "quiet")
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_eventfd",
+        "_fds",
+        "_poll",
+        "_selected",
+        "quiet",
+        "wakes",
+    )
 
     def __init__(self) -> None:
         self._poll = select.poll()
         self._fds: dict[int, int] = {}
+        self._eventfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._closed = False
+        weakref.finalize(self, os.close, self._eventfd)  # never reused while a waker holds us
+        self._poll.register(self._eventfd, _READABLE)
+        self._selected = [self._eventfd]
+        """The descriptors a short park selects on: the eventfd and the sockets."""
         self.quiet = False
         """The last idle parked here until its timeout and no socket was readable (see module)."""
+        self.wakes = 0
+        """Parks a :meth:`wake` ended (or found pending)."""
+
+    def close(self) -> None:
+        """Stop waking: :meth:`wake` is a no-op from now on and parks are plain sleeps (the
+        eventfd itself is released with the waiter, so a late wake never writes to a reused
+        descriptor). Idempotent."""
+        self._closed = True
 
     @property
     def socket_count(self) -> int:
@@ -70,6 +105,7 @@ class SocketWaiter:
         count = self._fds.get(fd, 0)
         if count == 0:
             self._poll.register(fd, _READABLE)
+            self._selected.append(fd)
         self._fds[fd] = count + 1
 
     def unregister(self, sock: socket.socket) -> None:
@@ -80,17 +116,41 @@ class SocketWaiter:
             self._fds.pop(fd, None)
             if count == 1:
                 self._poll.unregister(fd)
+                self._selected.remove(fd)
         else:
             self._fds[fd] = count - 1
 
+    def wake(self) -> None:
+        """End the current or next park at once (any thread; see module)."""
+        if not self._closed:
+            with contextlib.suppress(OSError):  # the counter is full
+                os.eventfd_write(self._eventfd, 1)
+
     def wait(self, timeout_s: float) -> None:
-        """Block until a registered socket is readable or ``timeout_s`` has passed (whole
-        milliseconds, rounded down); a park under :data:`MIN_POLL_PARK_S`, or one with no
-        socket registered, sleeps."""
-        if timeout_s < MIN_POLL_PARK_S or not self._fds:
+        """Block until a registered socket is readable, :meth:`wake` is called, or
+        ``timeout_s`` has passed (whole milliseconds, rounded down; a park under
+        :data:`MIN_POLL_PARK_S` in microseconds, in ``select``)."""
+        if self._closed:
             time.sleep(timeout_s)
+            return
+        eventfd = self._eventfd
+        if timeout_s < MIN_POLL_PARK_S:
+            try:
+                ready = select.select(self._selected, (), (), timeout_s)[0]
+            except ValueError:  # a descriptor past select's FD_SETSIZE: sleep, as before
+                time.sleep(timeout_s)
+                return
         else:
-            self.quiet = not self._poll.poll(int(timeout_s * _MS_PER_S))
+            ready = [fd for fd, _ in self._poll.poll(int(timeout_s * _MS_PER_S))]
+        sockets = len(ready)
+        for fd in ready:
+            if fd == eventfd:
+                with contextlib.suppress(OSError):  # drained by a racing wait: nothing to read
+                    os.eventfd_read(eventfd)
+                self.wakes += 1
+                sockets -= 1
+                break
+        self.quiet = not sockets
 
     def idle_strategy(self, parking: IdleStrategy) -> IdleStrategy:
         """``parking`` (whose park must already be :meth:`wait`) clearing :attr:`quiet` first
