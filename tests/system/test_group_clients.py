@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from aeromq.broker.etcd import EtcdServer
-from aeromq.client import GrpcClient, Message, RouteResolver, TopicNotFoundError
-from aeromq.producer import Producer
+from aeromq.client import GrpcClient, Message, MessageQueue, RouteResolver, TopicNotFoundError
+from aeromq.producer import Producer, ProducerConfig
 from tests.broker.etcd import conftest as etcd_fixtures
-from tests.system._group import GROUP, BrokerGroup
+from tests.system._group import GROUP, TOPIC, BrokerGroup
 
 pytestmark = pytest.mark.slow
 
@@ -53,3 +53,25 @@ def test_should_route_and_send_to_a_topic_the_leader_just_created_when_a_followe
     with Producer("fresh-producers", endpoints) as producer:
         sent = producer.send(Message("fresh", b"first"))
     assert sent.message_queue.topic == "fresh"
+
+
+def test_should_abandon_a_send_to_a_paused_leader_and_store_it_on_the_next_one(
+    group: BrokerGroup,
+) -> None:
+    group.start_all()
+    config = ProducerConfig(send_timeout_ms=8_000, request_timeout_ms=1_000)
+    endpoints = [group.grpc(m) for m in sorted(group.members)]
+    with Producer("paused-producers", endpoints, config=config) as producer:
+        queue = MessageQueue(TOPIC, GROUP, 0)
+        before = producer.send(Message(TOPIC, b"before"), queue=queue)
+        paused = group.wait_for_leader()
+        group.pause(paused)
+        # in flight to the paused leader: abandoned after 1 s, not after the send's 8 s, and
+        # stored on the next leader (the group elects one within its 1 s lease and a tick)
+        after = producer.send(Message(TOPIC, b"after"), queue=queue)
+    assert group.wait_for_leader(other_than=paused) != paused
+    assert after.queue_offset > before.queue_offset
+    group.resume(paused)
+    leader = group.wait_for_leader()
+    bodies = group.stored_bodies(leader)
+    assert {b"before", b"after"} <= bodies
