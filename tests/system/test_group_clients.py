@@ -5,6 +5,7 @@ the group elects its leader."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from aeromq.broker.etcd import EtcdServer
 from aeromq.client import GrpcClient, Message, MessageQueue, RouteResolver, TopicNotFoundError
+from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer, ProducerConfig
 from tests.broker.etcd import conftest as etcd_fixtures
 from tests.system._group import GROUP, TOPIC, BrokerGroup
@@ -75,3 +77,29 @@ def test_should_abandon_a_send_to_a_paused_leader_and_store_it_on_the_next_one(
     leader = group.wait_for_leader()
     bodies = group.stored_bodies(leader)
     assert {b"before", b"after"} <= bodies
+
+
+def test_should_start_a_consumer_while_its_group_elects_a_leader(group: BrokerGroup) -> None:
+    group.start_all()
+    endpoints = [group.grpc(m) for m in sorted(group.members)]
+    with Producer("electing-producers", endpoints) as producer:
+        for i in range(10):
+            producer.send(Message(TOPIC, f"m{i}".encode()))
+    group.kill(group.wait_for_leader())
+    config = LitePullConsumerConfig(
+        consumer_group="electing-readers",
+        endpoints=tuple(endpoints),
+        consume_from_where=ConsumeFromWhere.FIRST_OFFSET,
+        poll_timeout_ms=200,
+    )
+    consumer = DefaultLitePullConsumer(config=config)
+    consumer.subscribe(TOPIC, "*")
+    try:
+        consumer.start()  # the leader's lease is still held: no leader for a second or more
+        got: set[bytes] = set()
+        deadline = time.monotonic() + 30
+        while len(got) < 10 and time.monotonic() < deadline:
+            got.update(m.body for m in consumer.poll())
+    finally:
+        consumer.shutdown()
+    assert got == {f"m{i}".encode() for i in range(10)}
