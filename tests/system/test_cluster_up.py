@@ -170,3 +170,20 @@ def test_should_run_a_group_that_clients_use_stop_it_at_sigint_and_take_it_up_ag
         if again.process.poll() is None:
             again.process.kill()
             again.process.wait(10)
+
+
+def test_should_take_its_etcd_and_brokers_down_when_it_is_killed(cluster: ClusterUp) -> None:
+    members = [cluster.wait_line("broker ready:", START_TIMEOUT_S) for _ in range(3)]
+    ready = cluster.wait_line("cluster ready:", START_TIMEOUT_S)
+    pids = [int(m["pid"]) for m in members] + [int(ready["etcd_pid"])]
+    assert all(_alive(pid) for pid in pids)
+
+    cluster.process.kill()  # SIGKILL: no handler runs, nothing is stopped in order
+    cluster.process.wait(10)
+    # each child was asked for SIGTERM at its parent's death: gone within a broker's stop
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while (left := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:  # leave nothing behind, whatever the outcome
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
