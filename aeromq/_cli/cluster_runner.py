@@ -199,6 +199,10 @@ class LocalCluster:
         self.out = out
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        """Set by :meth:`stop`: no member is checked or restarted any more."""
+        self._stopped = threading.Event()
+        """Set once every member stopped: the watcher thread ends."""
+        self._watch_pass = threading.Lock()
         self._watcher: threading.Thread | None = None
         root = spec.data_dir
         self.members = [
@@ -342,12 +346,17 @@ class LocalCluster:
         """Stop every member (SIGTERM, SIGKILL after ``stop_timeout_s``), then etcd. True when
         every member stopped by itself (no SIGKILL needed)."""
         self._stopping.set()
-        if self._watcher is not None:
-            self._watcher.join(5)
+        with self._watch_pass:  # the watcher's pass under way (a restart) is over
+            pass
         leader = self.leader()
         followers = [m for m in self.members if m is not leader]
         clean = self._terminate(followers)  # first: the leader shrinks its ISR, no election
         clean = self._terminate([] if leader is None else [leader]) and clean
+        # the members it restarted are guarded with the watcher thread as their parent: it
+        # ends only now, or they would all get SIGTERM at once, the leader among them
+        self._stopped.set()
+        if self._watcher is not None:
+            self._watcher.join(5)
         for member in self.members:
             if member.reader is not None:
                 member.reader.join(5)
@@ -442,9 +451,12 @@ class LocalCluster:
         process.stdout.close()
 
     def _watch(self) -> None:
-        while not self._stopping.wait(_POLL_S):
-            for member in self.members:
-                self._check(member)
+        while not self._stopped.wait(_POLL_S):
+            with self._watch_pass:
+                if self._stopping.is_set():
+                    continue
+                for member in self.members:
+                    self._check(member)
 
     def _check(self, member: Member) -> None:
         process = member.process
