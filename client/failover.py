@@ -13,6 +13,9 @@ failed on that member) and sends there, backing off between tries while no new l
   :class:`~common.BrokerUnavailableError` and its subclasses (:class:`~common.NotLeaderError`,
   :class:`~common.NotEnoughReplicasError`) and :class:`~common.ReplicationTimeoutError` (stored
   on a leader that could not get it acknowledged: often a leader about to lose its lease).
+- :func:`should_follow_leader`: those, and :class:`~common.TopicNotFoundError` from a member
+  (its metadata may lag: a follower, or a leader just elected that has not applied the topic's
+  record yet); the route query that follows it ends the wait when no endpoint knows the topic.
 - :func:`leader_hint`: the leader a ``NOT_LEADER`` answer names, if any.
 - :func:`error_for_status`: the error of a failed response's ``Status``, with the leader it
   names kept as ``values["leader"]`` (a ``common_pb2.BrokerEndpoints``) and its address in the
@@ -34,6 +37,7 @@ from aeromq.common import (
     NotLeaderError,
     ReplicationTimeoutError,
     ResponseCode,
+    TopicNotFoundError,
     error_for_code,
 )
 from aeromq.proto import common_pb2
@@ -46,6 +50,7 @@ __all__ = [
     "error_for_status",
     "is_failover_error",
     "leader_hint",
+    "should_follow_leader",
 ]
 
 FAILOVER_BACKOFF_FIRST_MS: Final = 25
@@ -61,6 +66,14 @@ query about one): a back-off never leaves less."""
 def is_failover_error(error: BaseException) -> bool:
     """Whether ``error`` says the broker's leader moved or is moving (see the module)."""
     return isinstance(error, BrokerUnavailableError | ReplicationTimeoutError)
+
+
+def should_follow_leader(error: BaseException) -> bool:
+    """Whether a request that failed with ``error`` on a broker's member asks for the broker's
+    leader again (:meth:`~client.RouteResolver.follow_leader`): a failover error, or a topic
+    the member does not know (a group's member learns a topic through the log, so it may lag
+    the leader; the route query raises ``TopicNotFoundError`` when no endpoint knows it)."""
+    return is_failover_error(error) or isinstance(error, TopicNotFoundError)
 
 
 def leader_hint(error: BaseException) -> common_pb2.BrokerEndpoints | None:

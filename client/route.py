@@ -8,7 +8,10 @@ broker group (``BrokerAdmin.QueryRoute``: the broker serves its own routes; any 
 group answers with the group's current leader); ``kind="auto"`` asks the name server service
 first and falls back to the broker's when the address does not serve it, then remembers. An
 unreachable address is skipped for the next, and the one that answered last is asked first next
-time; a topic that does not exist raises ``TopicNotFoundError`` without trying further.
+time. A topic raises ``TopicNotFoundError`` once every address answered that it does not exist:
+a group's follower does not know a topic until the topic's record reaches it through the log,
+so an address that does not know it is skipped for the next like one that does not answer (one
+query per address for a topic that does not exist, no wait).
 
 Routes are cached for ``ttl_ms`` (RocketMQ's clients refresh every 30 s); ``invalidate`` drops
 one after a send failed so the next lookup refreshes it. ``broker_client(name)`` gives a cached
@@ -37,7 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal, Self, TypeVar
 
 from aeromq.client._security import ClientTls, Credentials
-from aeromq.client.failover import Backoff, is_failover_error, leader_hint
+from aeromq.client.failover import Backoff, leader_hint, should_follow_leader
 from aeromq.client.grpc_client import DEFAULT_TIMEOUT_S, GrpcClient
 from aeromq.client.message import MessageQueue
 from aeromq.common import (
@@ -305,7 +308,7 @@ class RouteResolver:
         timeout_s: float | None = None,
     ) -> BrokerRoute:
         """The member of ``failed``'s broker to try next, after a request to ``failed`` failed
-        with an error of :func:`~client.failover.is_failover_error`; ``failed`` itself when no
+        with an error of :func:`~client.failover.should_follow_leader`; ``failed`` itself when no
         other is known yet (the caller backs off and asks again).
 
         ``leader`` (the hint of a ``NOT_LEADER`` answer) is taken at once, without a query.
@@ -361,9 +364,12 @@ class RouteResolver:
     ) -> _T:
         """``call(client)`` with a gRPC client of the broker's current member, following its
         leader (:meth:`follow_leader`, backing off while none is known) until ``timeout_s``
-        (default the resolver's) has passed. Raises the call's error when it is not a failover
-        error, when no endpoint answers the route query (a single broker that is down fails as
-        at once), or when time is up.
+        (default the resolver's) has passed. A member that does not know the topic is treated
+        as one whose metadata lags the leader's (:func:`~client.failover.should_follow_leader`)
+        until the route query finds no endpoint that knows it. Raises the call's error when it
+        is not one to follow the leader after, when no endpoint answers the route query (a
+        single broker that is down fails at once), when no endpoint knows the topic, or when
+        time is up.
 
         Caller: a consumer's control calls (offsets, queue grants), the Spark connector's."""
         deadline_ns = time.monotonic_ns() + int((timeout_s or self.timeout_s) * 1e9)
@@ -374,7 +380,7 @@ class RouteResolver:
             try:
                 return call(self.client(member.grpc_address))
             except ClientError as error:
-                if not is_failover_error(error):
+                if not should_follow_leader(error):
                     raise
                 remaining_s = (deadline_ns - time.monotonic_ns()) / 1e9
                 if remaining_s <= 0:
@@ -442,12 +448,18 @@ class RouteResolver:
         self.close()
 
     def _fetch(self, topic: str, timeout_s: float | None) -> common_pb2.TopicRouteData:
-        """The topic's route from the first endpoint that answers with one. When none does,
-        :class:`BrokerUnavailableError` whose ``leaderless`` value says whether an endpoint
-        answered that it cannot serve the route now (a broker group electing its leader) rather
-        than not answering at all."""
+        """The topic's route from the first endpoint that answers with one.
+
+        ``TopicNotFoundError`` only when every endpoint answered so: a group's follower learns
+        a new topic when its record reaches it through the log, and answers TopicNotFound until
+        then, so one member's answer is not the leader's. When no endpoint answers with a
+        route, :class:`BrokerUnavailableError` whose ``leaderless`` value says whether an
+        endpoint answered that it cannot serve the route now (a broker group electing its
+        leader, or members that do not know the topic while the others, the leader among them,
+        do not answer) rather than not answering at all."""
         last: ClientError | None = None
         leaderless = False
+        not_found: list[TopicNotFoundError] = []
         addresses = self.endpoints
         first = self._first
         for index in (*range(first, len(addresses)), *range(first)):
@@ -457,8 +469,9 @@ class RouteResolver:
                 last = exc  # try the next endpoint
                 leaderless |= isinstance(exc, BrokerUnavailableError) and _answered(exc)
                 continue
-            except TopicNotFoundError:
-                raise
+            except TopicNotFoundError as exc:
+                not_found.append(exc)  # a member whose metadata lags: ask the next
+                continue
             except ClientError as exc:
                 if not exc.retriable:
                     raise
@@ -466,11 +479,14 @@ class RouteResolver:
                 continue
             self._first = index
             return route
+        if not_found and len(not_found) == len(addresses):
+            raise not_found[0]  # every endpoint answered, the leader among them: no such topic
         raise BrokerUnavailableError(
             "no endpoint answered the route query",
             topic=topic,
             endpoints=self.endpoints,
-            leaderless=leaderless,
+            leaderless=leaderless or bool(not_found),
+            not_found_on=len(not_found),
         ) from last
 
     def _fetch_from(

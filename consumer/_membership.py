@@ -9,8 +9,10 @@ each pushed membership of one broker (the one asked for consumer ids: the first 
 the listener. A broken stream is reopened a second later. :meth:`Membership.unregister` leaves
 every group at once (``UnregisterClient``) and closes the streams.
 
-Broker groups (``client.failover``): a broker's members keep no memberships for each other (a
-new leader knows only the consumers that registered with it). When the consumer learns that a
+Broker groups (``client.failover``): a registration goes to the broker's leader, followed
+through a failover within the resolver's timeout (``RouteResolver.call_leader``), so a consumer
+started during one waits for the new leader rather than fail. A broker's members keep no
+memberships for each other (a new leader knows only the consumers that registered with it). When the consumer learns that a
 broker's leader moved (:meth:`Membership.leader_moved`), it registers with the new leader at
 once, closes the stream with the former one, and, when that broker is the one whose members it
 follows, holds the pushes of the new leader for :data:`MEMBERSHIP_SETTLE_MS` (the last one is
@@ -28,7 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Final, Protocol
+from typing import Final, Protocol, TypeVar
 
 from aeromq.client import ClientError, ExpressionType
 from aeromq.client.grpc_client import GrpcClient, HeartbeatStream
@@ -47,6 +49,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 MEMBERSHIP_SETTLE_MS: Final = 2_000
 """How long the pushes of a broker's new leader are held after the consumer moved to it (see
@@ -69,6 +73,12 @@ EXPRESSION_TYPES: Final = {
 """A subscription's expression type as the wire names it (heartbeats and pulls)."""
 _STREAM_POLL_S = 0.2
 _STREAM_RETRY_S = 1.0
+
+
+def _registered(client: GrpcClient, request: consumer_group_pb2.HeartbeatRequest) -> str:
+    """Register with the broker of ``client`` (one ``SendHeartbeat``); its address."""
+    client.send_heartbeat(request)
+    return client.address
 
 
 def heartbeat_request(heartbeat: ConsumerHeartbeat) -> consumer_group_pb2.HeartbeatRequest:
@@ -107,6 +117,11 @@ class RouteLookup(Protocol):
 
     def client(self, address: str) -> GrpcClient:
         """A gRPC client of ``address``."""
+        ...
+
+    def call_leader(self, topic: str, broker_name: str, call: Callable[[GrpcClient], _T]) -> _T:
+        """``call`` on the broker's current member, following a group's leader within the
+        resolver's timeout (``RouteResolver.call_leader``)."""
         ...
 
 
@@ -229,10 +244,12 @@ class Membership:
         pushes are then followed); registers with the route's brokers first."""
         routes = self._routes()
         route = routes.route(topic)
-        self.ensure(route.brokers.values())
+        self.ensure(topic, route.brokers.values())
         name = sorted(route.brokers)[0]
         self._primary = name
-        response = routes.client(route.brokers[name].grpc_address).get_consumer_ids(consumer_group)
+        response = routes.call_leader(
+            topic, name, lambda client: client.get_consumer_ids(consumer_group)
+        )
         return list(response.consumer_ids)
 
     def on_push(self, address: str, consumer_group: str, consumer_ids: Sequence[str]) -> None:
@@ -281,23 +298,27 @@ class Membership:
             except ClientError as error:
                 _log.info("no route yet for topic=%s: %s", subscription.topic, error)
                 continue
-            self.ensure(route.brokers.values())
+            self.ensure(subscription.topic, route.brokers.values())
 
-    def ensure(self, brokers: Iterable[BrokerRoute]) -> None:
-        """A stream to each of ``brokers``, registering synchronously with each new one."""
+    def ensure(self, topic: str, brokers: Iterable[BrokerRoute]) -> None:
+        """A stream to each of ``brokers`` (of ``topic``'s route), registering synchronously
+        with each new one: with a group's leader, followed through a failover (a leader that
+        died, an election) within the resolver's timeout, as the consumer's other calls."""
         request = self.current_heartbeat()
         if request is None:
             return
         for broker in list(brokers):
-            address = broker.grpc_address
-            if address in self._streams:
+            if broker.grpc_address in self._streams:
                 continue
             with self._lock:
-                if self._closed or address in self._streams:
+                if self._closed or broker.grpc_address in self._streams:
                     continue
                 # Register synchronously first: the next GetConsumerIds must see this client.
-                self.client(address).send_heartbeat(request)
-                self._streams[address] = MembershipStream(self, address, broker.broker_name)
+                address = self._routes().call_leader(
+                    topic, broker.broker_name, lambda client: _registered(client, request)
+                )
+                if address not in self._streams:
+                    self._streams[address] = MembershipStream(self, address, broker.broker_name)
 
     def leader_moved(self) -> None:
         """A broker's leader moved (a call or pull of the consumer found its new member): on

@@ -153,7 +153,8 @@ class LitePullConsumerConfig:
     (retriable, nothing sent). A pull's wait for its answer is
     ``consumer_timeout_ms_when_suspend``, since the broker may hold it that long."""
     control_timeout_ms: int = 3000
-    """The timeout of one control call (routes, offsets, members) over gRPC."""
+    """The timeout of one control call (routes, offsets, members, ``start()``'s registration)
+    over gRPC; a broker group's call follows its leader through a failover within it."""
     offset_store_dir: Path = field(default_factory=_default_offset_store_dir)
     """BROADCASTING only: offsets go to ``<dir>/<client_id>/<group>/offsets.json``."""
     credentials: Credentials | None = None

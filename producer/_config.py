@@ -23,6 +23,11 @@ class ProducerConfig:
     field                               default     meaning
     ==================================  ==========  ===========================================
     send_timeout_ms                     3 000       a send's whole budget, retries included
+    request_timeout_ms                  1 000       an idempotent producer's attempt waits
+                                                    this long for its answer at most, then
+                                                    is abandoned (outcome unknown) and tried
+                                                    again within ``send_timeout_ms``, at the
+                                                    broker group's leader of the moment
     retry_times_when_send_failed        2           extra attempts of a sync send (another
                                                     queue, another broker when there is one)
     retry_times_when_send_async_failed  2           the same for async sends
@@ -55,9 +60,16 @@ class ProducerConfig:
     answered, ``REPLICATION_TIMEOUT``) would otherwise store the message twice. Its price is
     16 bytes in each request's batch and one copy of it when it is first sent; its one change
     of behaviour is that a send that may have been stored is retried on the same queue only.
+
+    ``request_timeout_ms`` is Kafka's ``request.timeout.ms`` within ``delivery.timeout.ms``
+    (here ``send_timeout_ms``): a leader paused or cut off under a send costs the send this
+    long, not its whole budget, before the send goes to the group's next leader. It applies to
+    an idempotent producer's sync sends, whose retry is safe; without idempotence an attempt
+    waits the send's whole remaining time, as before.
     """
 
     send_timeout_ms: int = 3_000
+    request_timeout_ms: int = 1_000
     retry_times_when_send_failed: int = 2
     retry_times_when_send_async_failed: int = 2
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
@@ -78,7 +90,12 @@ class ProducerConfig:
                 raise IllegalArgumentError(
                     "producer setting must be an int", field=f.name, value=value
                 )
-        for name in ("send_timeout_ms", "max_message_size", "offer_timeout_ms"):
+        for name in (
+            "send_timeout_ms",
+            "request_timeout_ms",
+            "max_message_size",
+            "offer_timeout_ms",
+        ):
             if getattr(self, name) <= 0:
                 raise IllegalArgumentError(
                     "producer setting must be > 0", field=name, value=getattr(self, name)

@@ -6,7 +6,8 @@ does the steps every kind of send takes:
 - :meth:`SendPath.prepare`: validation (started, one topic, body sizes, the queue's topic), the
   messages' unique ids and their record batch, encoded once, in an ``Attempt`` (``_attempt.py``);
 - :meth:`SendPath.send_sync` and :meth:`SendPath.attempt_sync`: a sync send, tried on the queue
-  ``QueueRouter.target`` gives (``_routing.py``) until one attempt is answered;
+  ``QueueRouter.target`` gives (``_routing.py``) until one attempt is answered (an idempotent
+  producer's attempt waits at most ``request_timeout_ms``: ``_failover.py``);
 - :meth:`SendPath.retry_delay_ms`: RocketMQ's retry rules (a retriable error or a
   SYSTEM_ERROR / SERVICE_NOT_AVAILABLE, or TOPIC_NOT_EXIST / NO_PERMISSION when another broker
   serves the topic; attempts left; the failed broker avoided next), extended for broker groups
@@ -54,7 +55,7 @@ from aeromq.producer._answers import results_of
 from aeromq.producer._attempt import RETRY_CODES, RETRY_ELSEWHERE_CODES, Attempt, QueueChooser
 from aeromq.producer._batch import encode_messages, pack_born_host
 from aeromq.producer._config import ProducerConfig
-from aeromq.producer._failover import ELSEWHERE, GIVE_UP, fail_over
+from aeromq.producer._failover import ELSEWHERE, GIVE_UP, abandoned, attempt_limit_ms, fail_over
 from aeromq.producer._hooks import SendMessageContext, SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMeter
 from aeromq.producer._routing import QueueRouter
@@ -335,13 +336,21 @@ class SendPath:
             try:
                 session = self.require_sessions().session(route.broker(target.broker_name))
                 request = self.request(target, attempt)
+                limit_ms = attempt_limit_ms(
+                    self.config.request_timeout_ms,
+                    remaining_ms,
+                    idempotent=attempt.stamp is not None,
+                )
                 try:
-                    response = session.request(request, remaining_ms)
+                    response = session.request(request, limit_ms)
                 except ClientError as sent_error:
                     # it went out and no answer said it was not stored (back pressure: it
                     # did not go out)
                     attempt.maybe_stored |= not isinstance(sent_error, BackPressuredError)
-                    raise
+                    given_up = abandoned(sent_error, limit_ms, remaining_ms)
+                    if given_up is sent_error:
+                        raise
+                    raise given_up from sent_error
                 return results_of(response, target, attempt)
             except ClientError as exc:
                 delay_ms = self.retry_delay_ms(exc, route, target, attempt)
@@ -373,7 +382,9 @@ class SendPath:
             return self._out_of_order(exc, target, attempt)
         source = self.router.source
         if source is not None and is_failover_error(exc):
-            delay_ms = fail_over(source, exc, route, target, attempt)
+            delay_ms = fail_over(
+                source, exc, route, target, attempt, self.config.request_timeout_ms
+            )
             if delay_ms == GIVE_UP:
                 return None
             if delay_ms != ELSEWHERE:

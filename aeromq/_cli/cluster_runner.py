@@ -8,6 +8,7 @@ Layout of the data directory ``D``::
     D/etcd/             etcd's data
     D/member-<i>/       member i's store (its epoch file included)
     D/logs/member-<i>.log   member i's output, appended across restarts
+    D/etcd-guard        the script that starts etcd guarded (below), written at each start
 
 Ports: each kind (gRPC, RocketMQ 5, replication UDP, ingress UDP) is a base given by the
 operator (member i takes base + i) or, when 0, ports free at the first start; either way they
@@ -16,8 +17,9 @@ keep their endpoints. Every port is distinct (two brokers on defaults would both
 Free ports are only probed free: a member that cannot bind one that another process took
 meanwhile is started again on other free ports (at the first start only, up to 3 times).
 
-:meth:`LocalCluster.start` starts etcd (in a session of its own, so Ctrl-C reaches only this
-process) and every member at once, and returns once each has printed its ``broker ready:``
+:meth:`LocalCluster.start` starts etcd and every member (in sessions of their own, so Ctrl-C
+reaches only this process, which stops them in order; each guarded (:mod:`.child_guard`) so that
+it gets SIGTERM when this process dies, even by SIGKILL) at once, and returns once each has printed its ``broker ready:``
 line (relayed to the output with ``member=`` and ``log=`` added). :meth:`LocalCluster.watch`
 reports a member that exits and, unless ``restart`` is off, starts it again (a crashed member
 comes back as a follower and catches up, as a supervisor such as systemd would have it), with a
@@ -41,8 +43,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final, TextIO
 
+from aeromq._cli.child_guard import guarded, write_guard_script
 from aeromq.broker import BrokerError
-from aeromq.broker.etcd import EtcdServer
+from aeromq.broker.etcd import EtcdServer, etcd_binary
 
 __all__ = ["ClusterError", "ClusterPorts", "ClusterSpec", "LocalCluster", "Member"]
 
@@ -54,6 +57,7 @@ _POLL_S: Final = 0.1
 _TAIL_LINES: Final = 20
 _PORT_ATTEMPTS: Final = 3
 _BIND_FAILURES: Final = ("cannot bind", "already in use")
+_ETCD_GUARD: Final = "etcd-guard"
 
 
 class ClusterError(BrokerError):
@@ -195,6 +199,10 @@ class LocalCluster:
         self.out = out
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        """Set by :meth:`stop`: no member is checked or restarted any more."""
+        self._stopped = threading.Event()
+        """Set once every member stopped: the watcher thread ends."""
+        self._watch_pass = threading.Lock()
         self._watcher: threading.Thread | None = None
         root = spec.data_dir
         self.members = [
@@ -211,6 +219,7 @@ class LocalCluster:
             client_port=self.ports.etcd_client,
             peer_port=self.ports.etcd_peer,
             new_session=True,
+            binary=str(root / _ETCD_GUARD),
         )
         self.on_exit: Callable[[Member, int], None] | None = None
         """Called (on the watcher's thread) with a member that exited and its exit code."""
@@ -265,6 +274,7 @@ class LocalCluster:
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
         (self.spec.data_dir / "logs").mkdir(exist_ok=True)
         try:
+            write_guard_script(self.spec.data_dir / _ETCD_GUARD, etcd_binary())
             self.etcd.start()
             self._store_ports()
             for member in self.members:
@@ -336,12 +346,17 @@ class LocalCluster:
         """Stop every member (SIGTERM, SIGKILL after ``stop_timeout_s``), then etcd. True when
         every member stopped by itself (no SIGKILL needed)."""
         self._stopping.set()
-        if self._watcher is not None:
-            self._watcher.join(5)
+        with self._watch_pass:  # the watcher's pass under way (a restart) is over
+            pass
         leader = self.leader()
         followers = [m for m in self.members if m is not leader]
         clean = self._terminate(followers)  # first: the leader shrinks its ISR, no election
         clean = self._terminate([] if leader is None else [leader]) and clean
+        # the members it restarted are guarded with the watcher thread as their parent: it
+        # ends only now, or they would all get SIGTERM at once, the leader among them
+        self._stopped.set()
+        if self._watcher is not None:
+            self._watcher.join(5)
         for member in self.members:
             if member.reader is not None:
                 member.reader.join(5)
@@ -395,7 +410,7 @@ class LocalCluster:
         member.ready_event.clear()
         member.ready = {}
         member.process = subprocess.Popen(
-            [sys.executable, "-m", "aeromq", *self._arguments(member.member_id)],
+            guarded([sys.executable, "-m", "aeromq", *self._arguments(member.member_id)]),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -436,9 +451,12 @@ class LocalCluster:
         process.stdout.close()
 
     def _watch(self) -> None:
-        while not self._stopping.wait(_POLL_S):
-            for member in self.members:
-                self._check(member)
+        while not self._stopped.wait(_POLL_S):
+            with self._watch_pass:
+                if self._stopping.is_set():
+                    continue
+                for member in self.members:
+                    self._check(member)
 
     def _check(self, member: Member) -> None:
         process = member.process

@@ -35,7 +35,7 @@ from array import array
 from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Event
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from aeromq._cli.cluster_runner import ClusterError, ClusterSpec, LocalCluster
 from aeromq._cli.quickstart_member import (
@@ -47,9 +47,6 @@ from aeromq._cli.quickstart_member import (
     body,
     run_member,
 )
-
-if TYPE_CHECKING:
-    from aeromq.producer import Producer
 
 __all__ = ["run_cluster"]
 
@@ -165,22 +162,6 @@ def _check(endpoints: str, acknowledged: set[int]) -> tuple[set[int], dict[int, 
     return acknowledged - stored.keys(), twice, corrupt
 
 
-def _route(producer: Producer) -> None:
-    """The topic's route, once every member knows the topic (a follower learns it from the
-    log when the leader's high watermark passes it, a moment after the leader created it)."""
-    from aeromq.client import TopicNotFoundError
-
-    deadline = time.monotonic() + 10.0
-    while True:
-        try:
-            producer.fetch_publish_queues(TOPIC)
-            return
-        except TopicNotFoundError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 def _failover_line(cluster: LocalCluster, killed_at: float, failover_s: float) -> str:
     leader = cluster.leader()
     elected = None if leader is None else leader.leader_since_s
@@ -259,7 +240,6 @@ def run_cluster(args: argparse.Namespace, out: TextIO) -> int:
         next_line = time.monotonic()
         started = time.monotonic()
         with Producer("quickstart-producers", endpoints, config=config) as producer:
-            _route(producer)
             for first in range(0, args.messages, args.batch):
                 if killed_at is None and first >= args.messages // 2:
                     victim = cluster.leader()

@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from itertools import chain
 from multiprocessing.process import BaseProcess
@@ -107,26 +106,14 @@ class _Cluster:
                 self.process.wait(10)
 
 
-def _wait_routes(endpoints: str, topics: list[str], leader: str) -> None:
-    """Create ``topics`` on the leader; return once every member's route has them (a follower
-    learns a topic from the log)."""
-    from aeromq.client import ClientError, GrpcClient
+def _create_topics(leader: str, topics: list[str]) -> None:
+    """Create ``topics`` on the leader (the clients, given every member, route them from the
+    leader while a follower has not learnt them from the log yet)."""
+    from aeromq.client import GrpcClient
 
     with GrpcClient(leader, timeout_s=30.0) as admin:
         for topic in topics:
             admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
-    deadline = time.monotonic() + 30.0
-    for address in endpoints.split(","):
-        with GrpcClient(address, timeout_s=10.0) as client:
-            for topic in topics:
-                while True:
-                    try:
-                        client.query_route(topic)
-                        break
-                    except ClientError:
-                        if time.monotonic() > deadline:
-                            raise
-                        time.sleep(0.1)
 
 
 def _phase(
@@ -208,7 +195,7 @@ def _run_group(root: Path, count: int, limit_s: float) -> Iterator[Result]:
     try:
         leader = cluster.leader
         endpoints = cluster.ready["endpoints"]
-        _wait_routes(endpoints, list(_TOPICS.values()), leader["grpc"])
+        _create_topics(leader["grpc"], list(_TOPICS.values()))
         pids = [int(leader["pid"])] + [p for p in cluster.pids if p != int(leader["pid"])]
         starters = _starters(endpoints, leader["aeron_dir"], count)
         yield from _phases("group", count, pids, starters, limit_s)

@@ -11,7 +11,10 @@ only this thread. What it decides:
   state that names this member for an epoch it did not win in this run (a restart, a lost
   lease, a fence) is given up first by a compare-and-swap to ``leader: null``, before the
   member's key is put again: a restarted member always comes back as a follower;
-- **follow** the leader ``state`` names while its key exists;
+- **follow** the leader ``state`` names while its key exists; a member key whose process is
+  provably gone (on this host: :mod:`~aeromq.broker.replication.member_process`) has its lease
+  revoked (by a member that does not lead), so that a killed leader's key, or a dead member's
+  counted as live in an election, goes at once rather than a TTL later;
 - **ISR changes** come from the leader's agent and are written only while ``state`` still
   names this member for the agent's epoch; the agent counts the new set once the write is
   seen (the snapshot), the union until then.
@@ -31,7 +34,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from aeromq.broker.etcd import EtcdClient, EtcdError, EventType, PrefixWatcher, WatchEvent
+from aeromq.broker.etcd import (
+    EtcdClient,
+    EtcdError,
+    EventType,
+    KeyValue,
+    PrefixWatcher,
+    WatchEvent,
+)
 from aeromq.broker.replication.election import (
     Election,
     ElectionConfig,
@@ -116,6 +126,9 @@ class GroupController:
         self._events: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._state: VersionedState | None = None
         self._members: dict[int, MemberInfo] = {}
+        self._member_keys: dict[int, KeyValue] = {}
+        """Each member's key as last read (its lease among the rest)."""
+        self._gone_checked_s = 0.0
         self._positions: dict[int, Position] = {}
         self._won_epoch = -1  # the epoch this process leads (-1: none)
         self._joined = False
@@ -263,7 +276,20 @@ class GroupController:
                 self._give_up_leadership()
             elif self._isr_request is not None:
                 self._write_isr(state)
+        else:
+            self._revoke_gone_members()
         self._elect()
+
+    def _revoke_gone_members(self) -> None:
+        """Revoke the lease of every other member's key whose process is provably gone (at
+        most once a tick: a few reads of ``/proc``); the watch then deletes its keys."""
+        now_s = time.monotonic()
+        if now_s - self._gone_checked_s < _TICK_S:
+            return
+        self._gone_checked_s = now_s
+        for member_id, kv in list(self._member_keys.items()):
+            if member_id != self.member_id and self.membership.revoke_if_gone(member_id, kv):
+                self._member_keys.pop(member_id, None)
 
     def _elect(self) -> None:
         view = GroupView(self._state, frozenset(self._members), dict(self._positions))
@@ -343,6 +369,7 @@ class GroupController:
     def _read_all(self) -> None:
         found = self._client.get_prefix(self.keys.prefix)
         self._members.clear()
+        self._member_keys.clear()
         self._positions.clear()
         for kv in found.kvs:
             self._apply(WatchEvent(EventType.PUT, kv))
@@ -360,8 +387,10 @@ class GroupController:
             if member is not None:
                 if put:
                     self._members[member] = MemberInfo.from_json(kv.value)
+                    self._member_keys[member] = kv
                 else:
                     self._members.pop(member, None)
+                    self._member_keys.pop(member, None)
                 return
             member = keys.member_id_of(kv.key, keys.positions_prefix)
             if member is not None:

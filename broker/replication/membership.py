@@ -10,7 +10,9 @@ keep-alive plus the TTL), the leader's self-fencing clock.
 
 A lease that etcd says has ended (the process was paused past it) is gone for good: the
 member joins again with a new lease (:meth:`Membership.join`); its old keys went with the old
-one.
+one. A member's key whose process is provably gone (on this host: a SIGKILL, a crash, a whole
+group restarted) has its lease revoked at once (:meth:`Membership.revoke_if_gone`; its own
+previous key when it joins, the others' through the controller) rather than left to its TTL.
 
 Caller: the group controller (``broker.replication.controller``); the replication agent reads
 :meth:`Membership.lease_valid` for fencing. Affects: ``members/<id>`` and ``positions/<id>``.
@@ -26,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Final
 
-from aeromq.broker.etcd import EtcdClient, EtcdError, LeaseKeeper
+from aeromq.broker.etcd import EtcdClient, EtcdError, KeyValue, LeaseKeeper
 from aeromq.broker.replication._errors import ReplicationError
 from aeromq.broker.replication.group_state import GroupKeys
+from aeromq.broker.replication.member_process import is_gone, this_process
 from aeromq.proto import common_pb2
 
 __all__ = ["MemberInfo", "Membership", "Position"]
@@ -44,7 +47,9 @@ class MemberInfo:
     """How to reach a member (the ``members/<id>`` value): its gRPC address, ingress channels
     and streams, replication endpoint (UDP ``host:port``), media driver directory and host, and
     its RocketMQ 5 endpoint (``host:port``; "" when it has none: a value written before this
-    field existed reads as "")."""
+    field existed reads as ""), and which process it is (``process``:
+    :func:`~broker.replication.member_process.this_process`, "" when unknown), so that a member
+    on its host can tell that it is gone."""
 
     id: int
     pid: int
@@ -57,6 +62,7 @@ class MemberInfo:
     aeron_dir: str
     hostname: str
     rocketmq: str = ""
+    process: str = ""
 
     def to_json(self) -> bytes:
         """The key's value."""
@@ -79,6 +85,7 @@ class MemberInfo:
                 str(value["aeron_dir"]),
                 str(value["hostname"]),
                 str(value.get("rocketmq", "")),
+                str(value.get("process", "")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ReplicationError(
@@ -119,6 +126,7 @@ class MemberInfo:
             endpoints.aeron_dir,
             endpoints.hostname,
             rocketmq,
+            this_process(),
         )
 
 
@@ -192,10 +200,13 @@ class Membership:
 
     def join(self, info: MemberInfo) -> None:
         """Grant a new lease (ending the keeper of an old one), put ``members/<id>`` = ``info``
-        with it and keep it alive."""
+        with it and keep it alive. The lease of this member's key from an earlier process,
+        provably gone (:func:`~broker.replication.member_process.is_gone`), is revoked first:
+        its keys go now, not a TTL after that process died."""
         old, self._keeper = self._keeper, None
         if old is not None:
             old.stop()
+        self.revoke_if_gone(self.member_id, self._client.get(self._keys.member(self.member_id)))
         lease = self._client.grant_lease(self.ttl_s)
         try:
             self._client.put(self._keys.member(self.member_id), info.to_json(), lease_id=lease.id)
@@ -212,6 +223,28 @@ class Membership:
             lease.id,
             self.ttl_s,
         )
+
+    def revoke_if_gone(self, member_id: int, kv: KeyValue | None) -> bool:
+        """Revoke the lease of ``kv`` (member ``member_id``'s key, as read) when the process
+        it names is provably gone (see :mod:`~broker.replication.member_process`); whether it
+        did. Not this process's own lease."""
+        if kv is None or not kv.lease_id or kv.lease_id == self.lease_id:
+            return False
+        try:
+            info = MemberInfo.from_json(kv.value)
+        except ReplicationError:
+            return False
+        if not is_gone(info.process):
+            return False
+        _log.info(
+            "group member's process is gone, its lease revoked: group=%s member=%d pid=%d lease=%x",
+            self._keys.group,
+            member_id,
+            info.pid,
+            kv.lease_id,
+        )
+        self._revoke(kv.lease_id)
+        return True
 
     def put_position(self, position: Position) -> None:
         """Put ``positions/<id>`` with the lease (it goes when the member does)."""

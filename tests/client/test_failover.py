@@ -16,6 +16,7 @@ from aeromq.client.route import FOLLOW_QUERY_INTERVAL_MS, parse_endpoints
 from aeromq.common import (
     BrokerUnavailableError,
     ClientError,
+    NoPermissionError,
     NotEnoughReplicasError,
     NotLeaderError,
     OutOfOrderSequenceError,
@@ -262,11 +263,70 @@ def test_should_not_retry_an_error_that_is_not_a_failover() -> None:
 
     def call(client: GrpcClient) -> str:
         calls.append(client.address)
-        raise TopicNotFoundError("gone")
+        raise NoPermissionError("read only")
 
-    with pytest.raises(TopicNotFoundError):
+    with pytest.raises(NoPermissionError):
         resolver.call_leader("orders", "broker-a", call)
     assert calls == [A]
+
+
+def test_should_raise_topic_not_found_at_once_when_no_endpoint_knows_the_topic() -> None:
+    gone = TopicNotFoundError("no such topic")
+    a = ScriptedClient(A, route_data("orders", {"broker-a": A}), gone)
+    b = ScriptedClient(B, gone)
+    resolver = ScriptedResolver(a, b)
+    calls = []
+
+    def call(client: GrpcClient) -> str:
+        calls.append(client.address)
+        raise TopicNotFoundError("gone")
+
+    started = time.monotonic()
+    with pytest.raises(TopicNotFoundError, match="gone"):
+        resolver.call_leader("orders", "broker-a", call, timeout_s=3.0)
+    assert calls == [A]  # the route query asked every endpoint: none knows it
+    assert time.monotonic() - started < 1.0
+    with pytest.raises(TopicNotFoundError):
+        resolver.route("missing")
+
+
+def test_should_route_a_topic_a_follower_does_not_know_yet_from_the_next_member() -> None:
+    # a follower learns a new topic when its record reaches it through the log
+    follower = ScriptedClient(A, TopicNotFoundError("not yet"))
+    leader = ScriptedClient(B, route_data("orders", {"broker-a": B}))
+    resolver = ScriptedResolver(follower, leader)
+
+    assert resolver.route("orders").broker("broker-a").grpc_address == B
+    assert follower.calls == 1 and leader.calls == 1
+
+
+def test_should_wait_for_a_member_whose_metadata_lags_while_the_route_names_it() -> None:
+    # a leader just elected, the topic's record in its log but not applied yet
+    resolver = ScriptedResolver(ScriptedClient(A, route_data("orders", {"broker-a": A})))
+    answers: list[ClientError | str] = [
+        TopicNotFoundError("lags"),
+        TopicNotFoundError("lags"),
+        "ok",
+    ]
+
+    def call(client: GrpcClient) -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, ClientError):
+            raise answer
+        return answer
+
+    assert resolver.call_leader("orders", "broker-a", call, timeout_s=3.0) == "ok"
+    assert answers == []
+
+
+def test_should_not_call_a_topic_missing_while_the_members_that_know_it_do_not_answer() -> None:
+    follower = ScriptedClient(A, TopicNotFoundError("not yet"))
+    leader = ScriptedClient(B, BrokerUnavailableError("refused", grpc_code="UNAVAILABLE"))
+    resolver = ScriptedResolver(follower, leader)
+
+    with pytest.raises(BrokerUnavailableError) as raised:
+        resolver.route("orders")
+    assert raised.value.values["leaderless"] and raised.value.values["not_found_on"] == 1
 
 
 class FakeSession:

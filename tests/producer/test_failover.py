@@ -10,8 +10,17 @@ from concurrent.futures import Future
 
 import pytest
 
-from aeromq.client import BrokerUnavailableError, ClientError, Message, MessageQueue
+from aeromq.client import (
+    BrokerUnavailableError,
+    ClientError,
+    Message,
+    MessageQueue,
+    ReplicationTimeoutError,
+    RequestTimeoutError,
+)
+from aeromq.client.failover import is_failover_error
 from aeromq.producer import Producer, ProducerConfig, SendResult
+from aeromq.producer._failover import abandoned, attempt_limit_ms
 from tests.client._group import BROKER, FakeGroup, GroupSessions
 from tests.client._scripted import ScriptedClient, ScriptedResolver, route_data
 from tests.producer.conftest import GROUP_MEMBERS, group_producer
@@ -178,3 +187,21 @@ def test_should_fail_async_sends_waiting_for_an_election_at_shutdown(group: Fake
 
     with pytest.raises(ClientError, match=r"not started|closed"):
         future.result(5)
+
+
+def test_should_give_an_idempotent_attempt_its_own_limit_within_the_send_timeout() -> None:
+    assert attempt_limit_ms(1_000, 2_500, idempotent=True) == 1_000
+    assert attempt_limit_ms(1_000, 400, idempotent=True) == 400
+    assert attempt_limit_ms(1_000, 2_500, idempotent=False) == 2_500  # its retry could duplicate
+    assert ProducerConfig().request_timeout_ms == 1_000
+    with pytest.raises(ClientError, match="request_timeout_ms"):
+        ProducerConfig(request_timeout_ms=0)
+
+
+def test_should_abandon_an_attempt_its_own_limit_ended_as_a_failover() -> None:
+    late = RequestTimeoutError("no answer in time")
+    given_up = abandoned(late, 1_000, 2_500)
+    assert isinstance(given_up, BrokerUnavailableError) and is_failover_error(given_up)
+    assert abandoned(late, 2_500, 2_500) is late  # the send's own time ran out: its error
+    unknown = ReplicationTimeoutError("stored, not acknowledged in time")
+    assert abandoned(unknown, 1_000, 2_500) is unknown  # an answer, not a silence

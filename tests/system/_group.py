@@ -371,7 +371,11 @@ class GroupSender:
             while not self._stop.is_set():
                 yield Producer(f"group-{self.process}", endpoints, config=config).start()
             return
-        config = ProducerConfig(send_timeout_ms=SEND_TIMEOUT_MS, retry_times_when_send_failed=0)
+        config = ProducerConfig(  # one attempt a send, as long as the send: p0 times the brokers
+            send_timeout_ms=SEND_TIMEOUT_MS,
+            request_timeout_ms=SEND_TIMEOUT_MS,
+            retry_times_when_send_failed=0,
+        )
         while not self._stop.is_set():
             info = group.leader_info()
             if info is None:
