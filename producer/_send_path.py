@@ -124,6 +124,9 @@ class SendPath:
                     credentials=self.config.credentials,
                     tls=self.config.tls,
                 )
+                self.router.refresh_ahead(
+                    self.config.route_refresh_interval_ms, self._refresh_runner
+                )
             config = self.config
             self.sessions = BrokerSessions(
                 client_id=self.client_id,
@@ -167,6 +170,13 @@ class SendPath:
                     self._retry_executor = ThreadPoolExecutor(1, _RETRY_THREAD_NAMES[0])
                 executor = self._retry_executor
         return executor
+
+    def _refresh_runner(self, refresh: Callable[[], None]) -> None:
+        """Run a route refresh ahead of its TTL (``QueueRouter.refresh_ahead``) on the retry
+        thread; raises RuntimeError once the producer shut down."""
+        if not self.running:
+            raise RuntimeError("producer shut down")
+        self.executor().submit(refresh)
 
     @staticmethod
     def on_retry_thread() -> bool:
