@@ -232,17 +232,24 @@ class SendPath:
         topic = messages[0].topic
         max_size = self.config.max_message_size
         count = len(messages)
-        if count > 1 and [message.topic for message in messages].count(topic) != count:
-            other = next(message.topic for message in messages if message.topic != topic)
-            raise IllegalArgumentError(
-                "a batch must hold one topic", topic=topic, other_topic=other
-            )
-        bodies = [message.body for message in messages]
-        sizes = list(map(len, bodies))
-        if min(sizes) == 0 or max(sizes) > max_size:  # find the first, for its error
-            for body in bodies:
+        if count == 1:  # the common send: no list walks (a tenth of prepare's calls)
+            body = messages[0].body
+            total = len(body)
+            if total == 0 or total > max_size:
                 check_body(body, max_size)
-        total = sum(sizes)
+            bodies = [body]
+        else:
+            if [message.topic for message in messages].count(topic) != count:
+                other = next(message.topic for message in messages if message.topic != topic)
+                raise IllegalArgumentError(
+                    "a batch must hold one topic", topic=topic, other_topic=other
+                )
+            bodies = [message.body for message in messages]
+            sizes = list(map(len, bodies))
+            if min(sizes) == 0 or max(sizes) > max_size:  # find the first, for its error
+                for body in bodies:
+                    check_body(body, max_size)
+            total = sum(sizes)
         if total > max_size:
             raise MessageTooLargeError(
                 "the batch is over the maximum message size",
