@@ -20,6 +20,8 @@ from aeromq.common.record_batch import MAX_PROPERTIES_LENGTH, RecordBatch, encod
 __all__ = ["MAX_PROPERTIES_LENGTH", "batch_keys", "decode_record", "encode_messages"]
 
 _KEY_MARKERS = (b"KEYS\x01", b"UNIQ_KEY\x01")
+_UNIQUE_MARKER = _KEY_MARKERS[1]
+_PROPERTY_END = 2  # the byte that ends each property (PROPERTY_SEPARATOR)
 _SMALL_BATCH = 64
 """Up to this many records, :func:`batch_keys` reads the property lengths without numpy."""
 
@@ -112,8 +114,22 @@ def batch_keys(batch: memoryview, count: int, header_length: int) -> list[tuple[
     for i, length in enumerate(lengths):
         end = start + length
         if end > start:
-            keys = index_keys(decode_properties(data[start:end]))
+            keys = _record_keys(data[start:end])
             if keys:
                 found.append((i, keys))
         start = end
     return found
+
+
+def _record_keys(properties: bytes) -> list[str]:
+    """:func:`~broker.store._message.index_keys` of one record's encoded properties. Those
+    with a ``UNIQ_KEY`` and no ``KEYS`` (what a producer sends unless told keys) have it cut
+    out where it is, without decoding every property into a dict (a third of the cost)."""
+    if _KEY_MARKERS[0] not in properties:
+        at = properties.rfind(_UNIQUE_MARKER)
+        if at == 0 or (at > 0 and properties[at - 1] == _PROPERTY_END):
+            start = at + len(_UNIQUE_MARKER)
+            end = properties.find(b"\x02", start)
+            value = properties[start:] if end < 0 else properties[start:end]
+            return [value.decode()] if value else []
+    return index_keys(decode_properties(properties))
