@@ -6,10 +6,10 @@ process profiled (``bench/_thread_profile.py``: ``cProfile``, off by default, on
 a warm-up.
 
 Cases: ``send-only`` (sends back to back, no consumer) and ``1000`` (1,000 msgs/s, the
-consumer polling). Rows ``profile:CASE:ROLE`` per process: ``calls_per_msg`` (the Python
-calls a message takes in that process: a count that does not depend on the machine's load),
-``calls_outside_polling_per_msg`` (less the polls of a thread waiting for an answer, whose
-count depends on how long the answer takes), ``profiled_us_per_msg`` (the own time of every
+consumer polling). Rows ``profile:CASE:ROLE`` per process: ``calls_per_msg`` (the calls a
+message takes in that process: a count that hardly depends on the machine's load, but for the
+polls of a thread waiting for its answer), ``python_calls_per_msg`` (those of Python
+functions, built-ins left out), ``profiled_us_per_msg`` (the own time of every
 entry but the waits: cProfile makes it two to three times what it is unprofiled), and the
 entries of most own time, each ``us a message (profiled), calls a message``. The docs' profile
 (``docs/latency.md``) comes from this suite.
@@ -152,12 +152,12 @@ def _rows(roles: dict[str, _thread_profile.Stats], case: str, count: int) -> lis
         stats = roles.get(role)
         if not stats:
             continue
-        total, outside = _thread_profile.calls(stats)
+        total, python = _thread_profile.calls(stats)
         entries = _thread_profile.top(stats, _TOP)
         working_s = _thread_profile.doing(stats)
         extra: dict[str, object] = {
             "calls_per_msg": round(total / count, 1),
-            "calls_outside_polling_per_msg": round(outside / count, 1),
+            "python_calls_per_msg": round(python / count, 1),
             "profiled_us_per_msg": round(working_s * 1e6 / count, 1),
         }
         for func, entry in entries:
@@ -167,7 +167,7 @@ def _rows(roles: dict[str, _thread_profile.Stats], case: str, count: int) -> lis
         rows.append(Result(f"profile:{case}:{role}", extra=extra))
         note(
             f"profile:{case}: {role} {extra['calls_per_msg']} calls a message "
-            f"({extra['calls_outside_polling_per_msg']} outside polling), "
+            f"({extra['python_calls_per_msg']} of Python functions), "
             f"{extra['profiled_us_per_msg']} us profiled"
         )
     return rows

@@ -46,6 +46,6 @@ def test_should_count_every_thread_from_the_mark_on(tmp_path: Path) -> None:
     stats = load(tmp_path)["worker"]
     work = [entry for func, entry in stats.items() if func[2] == "work"]
     assert [entry[1] for entry in work] == [10]  # 7 on the main thread, 3 on the other
-    total, outside = calls(stats)
-    assert total >= outside >= 10
+    total, python = calls(stats)
+    assert total > python >= 10  # sum() and range() are built-ins
     assert any(label(func).endswith("(work)") for func, _ in top(stats, 50))
