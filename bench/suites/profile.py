@@ -28,9 +28,9 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
-from aeromq.broker.testing import ServerProcess, start_broker_process
 from bench import _thread_profile
 from bench._harness import Result, case_rows, note
+from bench._traced_run import send_paced, traced_broker, traced_environment
 
 CASES = {"send-only": 0, "1000": 1_000}
 """Case -> rate (0: back to back, no consumer)."""
@@ -53,13 +53,7 @@ def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[str]) -
             producer.send(Message(TOPIC, b"w" * 100))
         go.wait(60)
         _thread_profile.mark()
-        started_ns = time.monotonic_ns()
-        for i in range(count):
-            if rate:
-                wait_ns = started_ns + i * 1_000_000_000 // rate - time.monotonic_ns()
-                if wait_ns > 0:
-                    time.sleep(wait_ns / 1e9)
-            producer.send(Message(TOPIC, b"m" * 100))
+        send_paced(lambda: producer.send(Message(TOPIC, b"m" * 100)), rate, count)
         _thread_profile.dump()
     out.put("producer")
 
@@ -95,31 +89,24 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
     rate = CASES[case]
     traces = root / f"profile-{case}"
     traces.mkdir()
-    keys = ("PYTHONPATH", _thread_profile.PROFILE_DIR_ENV, _thread_profile.PROFILE_ROLE_ENV)
-    saved = {key: os.environ.get(key) for key in keys}
-    os.environ[_thread_profile.PROFILE_DIR_ENV] = str(traces)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_SITE), saved["PYTHONPATH"]]))
-    broker: ServerProcess | None = None
-    try:
-        os.environ[_thread_profile.PROFILE_ROLE_ENV] = "broker"
-        broker = start_broker_process(root / f"broker-{case}")
-        from aeromq.client.grpc_client import GrpcClient
-
-        admin = GrpcClient(broker.grpc_address)
-        admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
-        admin.close()
+    role = _thread_profile.PROFILE_ROLE_ENV
+    variables = {_thread_profile.PROFILE_DIR_ENV: str(traces), role: "broker"}
+    with (
+        traced_environment(_SITE, variables),
+        traced_broker(root / f"broker-{case}", TOPIC) as broker,
+    ):
         context = multiprocessing.get_context("spawn")
         ready, go, out = context.Event(), context.Event(), context.Queue()
         processes = []
         if rate:
-            os.environ[_thread_profile.PROFILE_ROLE_ENV] = "consumer"
+            os.environ[role] = "consumer"
             consumer = context.Process(
                 target=_consume, args=(broker.grpc_address, count, ready, go, out), daemon=True
             )
             consumer.start()
             ready.wait(60)
             processes.append(consumer)
-        os.environ[_thread_profile.PROFILE_ROLE_ENV] = "producer"
+        os.environ[role] = "producer"
         producer = context.Process(
             target=_produce, args=(broker.grpc_address, rate, count, go, out), daemon=True
         )
@@ -135,14 +122,6 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
         time.sleep(1.0)
         for process in processes:
             process.join(60)
-    finally:
-        if broker is not None:
-            broker.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return _rows(_thread_profile.load(traces), case, count)
 
 
