@@ -63,8 +63,10 @@ WAITS: Final = (
     "time.sleep",
     "'get' of '_queue",
     "sched_yield",
+    "cProfile.py",
 )
-"""Entries that wait (or wake another thread) rather than compute: left out of :func:`top`."""
+"""Entries that wait (or wake another thread) rather than compute, and the profiler's own
+(:func:`dump` runs in the window): left out of :func:`top` and :func:`doing`."""
 _profiles: list[cProfile.Profile] = []
 _marks: dict[int, Stats] = {}
 _dumped: list[bool] = [False]
