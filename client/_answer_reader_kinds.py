@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future
 from typing import TypeVar
 
 from aeromq.client._answer_assembler import AnswerAssembler
@@ -26,6 +25,7 @@ from aeromq.client._answer_readers import (
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_config import SessionConfig
 from aeromq.client._session_state import SessionState
+from aeromq.client._sync_answer import Completion
 from aeromq.common import RequestTimeoutError
 from aeromq.transport.client import Subscription
 from aeromq.transport.concurrent.doorbell import Doorbell
@@ -46,7 +46,7 @@ class PollerReads(AnswerReader):
     calls_poller = True
     linger_ns = 0
 
-    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
+    def await_answer(self, future: Completion[_T], timeout_ms: int) -> None:
         """Read answers on this thread until ``future`` is done (a rung session:
         :meth:`read_until`, up to ``timeout_ms``; then left to the poller, which fails it at its
         deadline), or, polled, for a short while when the poller thread is not reading, then
@@ -64,7 +64,7 @@ class PollerReads(AnswerReader):
         self._poll_until(future.done, subscription, time.monotonic_ns() + CALLER_POLL_NS)
 
     def _wait_on_doorbell(
-        self, future: Future[_T], bell: Doorbell, subscription: Subscription
+        self, future: Completion[_T], bell: Doorbell, subscription: Subscription
     ) -> None:
         """The caller's wait with a doorbell and a polling poller: poll when the poller is not
         reading, else leave the answer to it; between polls sleep until the broker rings (an
@@ -115,7 +115,7 @@ class CallerReads(AnswerReader):
     calls_poller = False
     linger_ns = CALLER_READ_GRACE_NS
 
-    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
+    def await_answer(self, future: Completion[_T], timeout_ms: int) -> None:
         """Read answers on this thread until ``future`` is done or ``timeout_ms`` has passed
         (then :class:`~client.RequestTimeoutError`); between empty polls sleep until the broker
         rings (it does after each answer; failures and timeouts ring too), or without a
@@ -131,7 +131,9 @@ class CallerReads(AnswerReader):
                 "no answer in time", session_id=self._state.session_id, timeout_ms=timeout_ms
             )
 
-    def _poll_for(self, future: Future[_T], subscription: Subscription, deadline_ns: int) -> None:
+    def _poll_for(
+        self, future: Completion[_T], subscription: Subscription, deadline_ns: int
+    ) -> None:
         """The wait without a rung session's readers: poll (waiting for the lock), and between
         empty polls sleep on the doorbell if the broker rings it (up to 20 ms a sleep), else
         park briefly."""

@@ -51,12 +51,12 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import ClassVar, Final, TypeVar
 
 from aeromq.client._answer_assembler import AnswerAssembler
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_state import SESSION_LOG, SessionState
+from aeromq.client._sync_answer import Completion
 from aeromq.common import RequestTimeoutError
 from aeromq.transport.client import Subscription
 from aeromq.transport.concurrent.doorbell import (
@@ -235,7 +235,7 @@ class AnswerReader(ABC):
             self._leave(linger_ns)
         return True
 
-    def request(self, submit: Callable[[], Future[_T]], timeout_ms: int) -> Future[_T]:
+    def request(self, submit: Callable[[], Completion[_T]], timeout_ms: int) -> Completion[_T]:
         """``submit()`` a request and wait up to ``timeout_ms`` for its answer as
         :meth:`await_answer` does; the future. The thread counts as a reader from before the
         submit, so that its request does not call the poller."""
@@ -336,7 +336,7 @@ class AnswerReader(ABC):
                 os.sched_yield()
 
     @abstractmethod
-    def await_answer(self, future: Future[_T], timeout_ms: int) -> None:
+    def await_answer(self, future: Completion[_T], timeout_ms: int) -> None:
         """Called by a thread about to wait ``timeout_ms`` for ``future``: read answers on it as
         this reader does, and return when ``future`` is done or left to the poller thread (the
         caller then blocks on it). Raises :class:`~client.RequestTimeoutError` when the caller

@@ -22,13 +22,14 @@ import threading
 import time
 from concurrent.futures import Future
 from threading import get_ident
-from typing import Final
+from typing import Final, TypeVar
 
 from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.client._pending_requests import PendingRequests, reject
 from aeromq.client._session_config import SessionConfig
 from aeromq.client._session_state import SessionState
+from aeromq.client._sync_answer import Completion, SyncAnswer
 from aeromq.common import (
     REQUEST_FIELD_NUMBERS,
     BrokerBusyError,
@@ -45,6 +46,8 @@ from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 
 __all__ = ["BackPressuredError", "RequestSender"]
+
+_C = TypeVar("_C", bound=Completion[ProtoMessage | PullAnswer])
 
 _PULL: Final = REQUEST_FIELD_NUMBERS["pull"]
 _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
@@ -103,13 +106,22 @@ class RequestSender:
         deadline ``timeout_ms`` from now, the envelope offered (:meth:`offer`); returns the
         future. Raises the session's failure, or :class:`~client.IllegalStateError` once
         closed, or what the offer raises (the request is then forgotten)."""
+        return self._register(body, timeout_ms, wait_offer, Future())
+
+    def submit_sync(
+        self, body: ProtoMessage, timeout_ms: int
+    ) -> SyncAnswer[ProtoMessage | PullAnswer]:
+        """:meth:`submit` for a caller that waits for the answer: a ``SyncAnswer``
+        (``_sync_answer.py``), not a future."""
+        return self._register(body, timeout_ms, True, SyncAnswer())
+
+    def _register(self, body: ProtoMessage, timeout_ms: int, wait_offer: bool, future: _C) -> _C:
         state = self._state
         if state.failure is not None:
             raise state.failure
         if state.closed:
             raise IllegalStateError("session closed", session_id=state.session_id)
         correlation_id = next(self._correlation)
-        future: Future[ProtoMessage | PullAnswer] = Future()
         self._futures[correlation_id] = future
         with self._deadline_lock:
             deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000

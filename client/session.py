@@ -92,6 +92,7 @@ from aeromq.client._session_config import (
 from aeromq.client._session_liveness import SessionLiveness
 from aeromq.client._session_setup import SessionChannels, SessionGrant, connect_request
 from aeromq.client._session_state import SessionState
+from aeromq.client._sync_answer import Completion
 from aeromq.client._udp_liveness import UdpProbe
 from aeromq.common import (
     BrokerUnavailableError,
@@ -328,7 +329,7 @@ class ClientSession:
         """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         sender = self._sender
-        future = self._reader.request(lambda: sender.submit(body, timeout), timeout)
+        future = self._reader.request(lambda: sender.submit_sync(body, timeout), timeout)
         return self._result(future, timeout)
 
     def wait(self, future: Future[_T], timeout_ms: int | None = None) -> _T:
@@ -357,7 +358,7 @@ class ClientSession:
         look again at what they wait for: one ring of the session's doorbell."""
         self._reader.wake_readers()
 
-    def _result(self, future: Future[_T], timeout: int) -> _T:
+    def _result(self, future: Completion[_T], timeout: int) -> _T:
         try:
             return future.result(timeout / 1000 + 1.0)
         except FutureTimeoutError as exc:  # the poller is late: it would have failed it

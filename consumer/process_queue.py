@@ -107,6 +107,15 @@ class ProcessQueue:
 
     def _put(self, offsets: Int64Array, lengths: Int64Array) -> int:
         blocks = self._blocks
+        if len(offsets) == 1:  # one message a pull (a consumer keeping up): no numpy reduce
+            offset = int(offsets[0])
+            if not blocks or offset > blocks[-1][0][-1]:
+                blocks.append((offsets, lengths))
+                self._count += 1
+                self._msg_size += int(lengths[0])
+                if offset > self._queue_offset_max:
+                    self._queue_offset_max = offset
+                return 1
         ascending = len(offsets) == 1 or bool((offsets[1:] > offsets[:-1]).all())
         if ascending and (not blocks or offsets[0] > blocks[-1][0][-1]):
             blocks.append((offsets, lengths))  # the usual case: after everything cached
@@ -150,6 +159,14 @@ class ProcessQueue:
         blocks = self._blocks
         cached, lengths = blocks[0]
         count = len(offsets)
+        if count == 1 and cached[0] == offsets[0]:  # one message: no numpy comparison
+            self._count -= 1
+            self._msg_size -= int(lengths[0])
+            if len(cached) == 1:
+                del blocks[0]
+            else:
+                blocks[0] = (cached[1:], lengths[1:])
+            return
         if count <= len(cached) and np.array_equal(cached[:count], offsets):
             size = int(lengths[:count].sum())  # the usual case: a prefix of the first block
             if count == len(cached):

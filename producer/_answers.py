@@ -65,7 +65,11 @@ def group_results(
     """The results of each send of one request (their batches one after the other in it), or
     the error of its status code."""
     status = response.status
-    count = sum(len(attempt.unique_ids) for attempt in attempts)
+    count = (
+        len(attempts[0].unique_ids)
+        if len(attempts) == 1
+        else sum(len(attempt.unique_ids) for attempt in attempts)
+    )
     if status.code not in _STORED_CODES or response.message_count != count:
         if status.code == ResponseCode.NOT_LEADER:  # with the leader it names
             raise error_for_status(

@@ -63,6 +63,8 @@ def encode_messages(
     """
     if bodies is None:
         bodies = [message.body for message in messages]
+    if len(messages) == 1 and messages[0]._properties == _WAIT_ONLY:
+        return _encode_one(messages[0], ids, born_timestamp_ms, born_host, bodies)
     # the dicts behind Message.properties: the producer sets UNIQ_KEY in them, as
     # put_system_property does, without a read-only proxy per message
     views = [message._properties for message in messages]
@@ -102,6 +104,32 @@ def encode_messages(
         born_host=born_host,
     )
     return bytes(batch), unique_ids
+
+
+def _encode_one(
+    message: Message,
+    ids: UniqueMessageIdGenerator,
+    born_timestamp_ms: int,
+    born_host: bytes,
+    bodies: Sequence[bytes],
+) -> tuple[bytes, list[str]]:
+    """:func:`encode_messages` of one message with only ``WAIT=true``: the common send, in
+    a third of the calls of the general path."""
+    unique = ids.next_id(born_timestamp_ms)
+    message._properties[PROPERTY_UNIQ_KEY] = unique
+    properties = (_WAIT_ONLY_HEAD + unique + "\x02").encode()
+    flag = message.flag
+    batch = encode_batch(
+        message.topic.encode(),
+        bodies,
+        None,
+        properties,
+        property_lengths=[len(properties)],
+        flags=[flag] if flag else None,
+        born_timestamp_ms=born_timestamp_ms,
+        born_host=born_host,
+    )
+    return bytes(batch), [unique]
 
 
 class SendResults(Sequence[SendResult]):

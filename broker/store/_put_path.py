@@ -29,6 +29,7 @@ import struct
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from aeromq.broker._errors import NoSpaceError, StoreIOError
 from aeromq.broker.store._batch_codec import batch_keys, encode_messages
@@ -57,6 +58,8 @@ _TOPIC_CACHE_LIMIT = 10_000
 # total length, magic, record count (48), attributes (72), topic length (74)
 _HEAD = struct.Struct("<iI40xi20xHH")
 assert _HEAD.size == FIXED_HEADER_LENGTH and RECORD_COUNT_OFFSET == 48
+_TAG_HASH = struct.Struct("<q")
+"""A record's tag hash, the first of the batch's tag hash column (i64)."""
 
 
 class PutPath(LeaderPath):
@@ -209,7 +212,11 @@ class PutPath(LeaderPath):
         producer = read_producer_state(batch) if attributes & PRODUCER_STATE_FLAG else None
         if self._replicated:
             return self._append_uncommitted(batch, topic, queue_id, count, producer)
-        tag_hashes = np.frombuffer(batch, dtype="<i8", count=count, offset=header_length)
+        tag_hashes: npt.NDArray[np.int64] | tuple[int, ...] = (
+            _TAG_HASH.unpack_from(batch, header_length)  # one record: no numpy (~5 us)
+            if count == 1
+            else np.frombuffer(batch, dtype="<i8", count=count, offset=header_length)
+        )
         commit_log = self.commit_log
         index = self.index
         with self._put_lock:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import time
+from collections.abc import Callable
 
 import pytest
 
 from aeromq.client import IllegalArgumentError, Message, MessageQueue
+from aeromq.client.route import TopicRoute
 from aeromq.common import hash_code
 from aeromq.producer import (
     KeyHashSelector,
@@ -17,6 +21,7 @@ from aeromq.producer import (
     SendStatus,
     StaticRoute,
 )
+from aeromq.producer._routing import QueueRouter
 from aeromq.producer._selector import select_avoiding
 from aeromq.proto import common_pb2
 from tests.client._helpers import isort_key
@@ -144,3 +149,41 @@ def test_should_group_no_more_sends_than_a_merge_takes() -> None:
     group = coalescer.answered("t")
 
     assert len(group) == MAX_GROUP_SENDS and coalescer.waiting_count("t") == 9
+
+
+class _AgingRoutes:
+    """A route source whose route was fetched ``age_ms`` ago; counts its refreshes."""
+
+    def __init__(self, age_ms: int) -> None:
+        self.age_ms = age_ms
+        self.refreshes = 0
+        self._static = StaticRoute({"broker-a": common_pb2.BrokerEndpoints()}, 1)
+
+    def route(self, topic: str, *, refresh: bool = False) -> TopicRoute:
+        self.refreshes += refresh
+        fetched_ms = time.monotonic_ns() // 1_000_000 - (0 if refresh else self.age_ms)
+        return dataclasses.replace(self._static.route(topic), fetched_ms=fetched_ms)
+
+    def invalidate(self, topic: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def test_should_refresh_a_route_in_the_background_past_three_quarters_of_its_ttl() -> None:
+    ran: list[Callable[[], None]] = []
+    routes = _AgingRoutes(age_ms=500)
+    router = QueueRouter("group", routes)
+    router.refresh_ahead(1_000, ran.append)
+    router.route("T")
+    assert not ran  # half its TTL: not yet
+    routes.age_ms = 800
+    router.route("T")
+    router.route("T")
+    assert len(ran) == 1  # once while one is on its way, and not on the send's thread
+    assert routes.refreshes == 0
+    ran.pop()()
+    assert routes.refreshes == 1
+    router.route("T")
+    assert len(ran) == 1  # again, the last one done

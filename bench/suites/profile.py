@@ -1,0 +1,163 @@
+"""The CPU of one message, function by function: a producer process sending 100 B messages
+one at a time (``Producer.send``), a broker process on its defaults with a topic of one queue,
+and, but for ``send-only``, a ``DefaultLitePullConsumer`` process polling; every thread of every
+process profiled (``bench/_thread_profile.py``: ``cProfile``, off by default, on here through
+``bench/_profile_site`` on ``PYTHONPATH`` and ``AEROMQ_PROFILE_DIR``), over the messages after
+a warm-up.
+
+Cases: ``send-only`` (sends back to back, no consumer) and ``1000`` (1,000 msgs/s, the
+consumer polling). Rows ``profile:CASE:ROLE`` per process: ``calls_per_msg`` (the calls a
+message takes in that process: a count that hardly depends on the machine's load, but for the
+polls of a thread waiting for its answer), ``python_calls_per_msg`` (those of Python
+functions, built-ins left out), ``profiled_us_per_msg`` (the own time of every
+entry but the waits: cProfile makes it two to three times what it is unprofiled), and the
+entries of most own time, each ``us a message (profiled), calls a message``. The docs' profile
+(``docs/latency.md``) comes from this suite.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event as EventType
+from pathlib import Path
+
+from bench import _thread_profile
+from bench._harness import Result, case_rows, note
+from bench._traced_run import send_paced, traced_broker, traced_environment
+
+CASES = {"send-only": 0, "1000": 1_000}
+"""Case -> rate (0: back to back, no consumer)."""
+MESSAGES = 3_000
+QUICK_MESSAGES = 1_000
+WARM_UP = 300
+TOPIC = "Profile"
+GROUP = "profile"
+_SITE = Path(__file__).resolve().parents[1] / "_profile_site"
+_TOP = 12
+
+
+def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[str]) -> None:
+    """``send()`` ``count`` messages, message ``i`` due at ``t0 + i / rate`` (0: at once)."""
+    from aeromq.client import Message
+    from aeromq.producer import Producer
+
+    with Producer("profile-producer", grpc) as producer:
+        for _ in range(WARM_UP):
+            producer.send(Message(TOPIC, b"w" * 100))
+        go.wait(60)
+        _thread_profile.mark()
+        send_paced(lambda: producer.send(Message(TOPIC, b"m" * 100)), rate, count)
+        _thread_profile.dump()
+    out.put("producer")
+
+
+def _consume(grpc: str, count: int, ready: EventType, go: EventType, out: Queue[str]) -> None:
+    """``poll()`` until the warm-up, then until ``count`` more messages came."""
+    from aeromq.consumer import DefaultLitePullConsumer, LitePullConsumerConfig
+
+    consumer = DefaultLitePullConsumer(
+        config=LitePullConsumerConfig(consumer_group=GROUP, endpoints=(grpc,))
+    )
+    consumer.subscribe(TOPIC, "*")
+    consumer.start()
+    try:
+        ready.set()
+        got = 0
+        deadline = time.monotonic() + 120
+        while got < WARM_UP and time.monotonic() < deadline:
+            got += len(consumer.poll(200))
+        go.wait(60)
+        _thread_profile.mark()
+        got = 0
+        while got < count and time.monotonic() < deadline:
+            got += len(consumer.poll(200))
+        _thread_profile.dump()
+    finally:
+        consumer.shutdown()
+    out.put("consumer")
+
+
+def _measure(root: Path, case: str, count: int) -> list[Result]:
+    """One profiled run of ``case``: its rows (see module)."""
+    rate = CASES[case]
+    traces = root / f"profile-{case}"
+    traces.mkdir()
+    role = _thread_profile.PROFILE_ROLE_ENV
+    variables = {_thread_profile.PROFILE_DIR_ENV: str(traces), role: "broker"}
+    with (
+        traced_environment(_SITE, variables),
+        traced_broker(root / f"broker-{case}", TOPIC) as broker,
+    ):
+        context = multiprocessing.get_context("spawn")
+        ready, go, out = context.Event(), context.Event(), context.Queue()
+        processes = []
+        if rate:
+            os.environ[role] = "consumer"
+            consumer = context.Process(
+                target=_consume, args=(broker.grpc_address, count, ready, go, out), daemon=True
+            )
+            consumer.start()
+            ready.wait(60)
+            processes.append(consumer)
+        os.environ[role] = "producer"
+        producer = context.Process(
+            target=_produce, args=(broker.grpc_address, rate, count, go, out), daemon=True
+        )
+        producer.start()
+        processes.append(producer)
+        time.sleep(3.0)  # connected and warmed up
+        os.kill(broker.pid, signal.SIGUSR1)  # the broker's window starts
+        time.sleep(0.2)
+        go.set()
+        for _ in processes:
+            out.get(timeout=count / max(rate, 500) * 3 + 120)
+        os.kill(broker.pid, signal.SIGUSR2)  # the broker writes its counts
+        time.sleep(1.0)
+        for process in processes:
+            process.join(60)
+    return _rows(_thread_profile.load(traces), case, count)
+
+
+def _rows(roles: dict[str, _thread_profile.Stats], case: str, count: int) -> list[Result]:
+    rows = []
+    for role in ("producer", "broker", "consumer"):
+        stats = roles.get(role)
+        if not stats:
+            continue
+        total, python = _thread_profile.calls(stats)
+        entries = _thread_profile.top(stats, _TOP)
+        working_s = _thread_profile.doing(stats)
+        extra: dict[str, object] = {
+            "calls_per_msg": round(total / count, 1),
+            "python_calls_per_msg": round(python / count, 1),
+            "profiled_us_per_msg": round(working_s * 1e6 / count, 1),
+        }
+        for func, entry in entries:
+            extra[_thread_profile.label(func)] = (
+                f"{entry[2] * 1e6 / count:.1f} us, {entry[1] / count:.2f} calls"
+            )
+        rows.append(Result(f"profile:{case}:{role}", extra=extra))
+        note(
+            f"profile:{case}: {role} {extra['calls_per_msg']} calls a message "
+            f"({extra['python_calls_per_msg']} of Python functions), "
+            f"{extra['profiled_us_per_msg']} us profiled"
+        )
+    return rows
+
+
+def run(quick: bool) -> Iterator[Result]:
+    """Each case, profiled (see module)."""
+    root = Path(tempfile.mkdtemp(prefix="aeromq-bench-profile-"))
+    count = QUICK_MESSAGES if quick else MESSAGES
+    try:
+        for case in CASES:
+            yield from case_rows(f"profile:{case}", _measure, root, case, count, timeout_s=600)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,91 @@
+"""``SyncAnswer``: the answer of a request whose caller waits for it (``ClientSession.request``),
+and ``Completion``, what the pending table completes (a ``SyncAnswer`` or a
+``concurrent.futures.Future``).
+
+A ``Future`` waits on a condition variable: making one, asking ``done()``, completing it and
+taking its result each go through ``threading.Condition``'s Python-level methods, some 40
+Python calls a request, a fifth of the calls of a ``Producer.send`` (``python -m bench
+profile``, ``docs/latency.md``). A caller that waits for its own answer, reading it itself
+most of the time, needs none of that: a ``SyncAnswer`` is a flag, the value or error, and a
+lock held from its making until it is completed, which a caller that must block (the poller
+thread reads its answer) acquires with its timeout. It has no callbacks and cannot be
+cancelled; asynchronous requests (``request_async``) keep their ``Future``.
+
+Whoever pops a request from the pending table completes it, once (``_pending_requests.py``);
+completing a ``SyncAnswer`` twice raises ``InvalidStateError`` as a ``Future`` does.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import InvalidStateError
+from typing import Generic, Protocol, TypeVar, cast
+
+__all__ = ["Completion", "SyncAnswer"]
+
+_T = TypeVar("_T")
+
+
+class Completion(Protocol[_T]):
+    """What the pending table completes and the readers wait for: a ``Future``'s part."""
+
+    def done(self) -> bool:
+        """Whether it was completed."""
+        ...
+
+    def result(self, timeout: float | None = None) -> _T:
+        """The value, waiting up to ``timeout`` s; raises the error, or ``TimeoutError``."""
+        ...
+
+    def set_result(self, result: _T) -> None:
+        """Complete it with ``result``."""
+        ...
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        """Complete it with ``exception``."""
+        ...
+
+
+class SyncAnswer(Generic[_T]):
+    """The answer of one request a caller waits for (see module). Thread-safe."""
+
+    __slots__ = ("_error", "_lock", "_settled", "_value")
+
+    def __init__(self) -> None:
+        self._settled = False
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._lock.acquire()  # released once completed
+
+    def done(self) -> bool:
+        """Whether it was completed."""
+        return self._settled
+
+    def set_result(self, result: _T) -> None:
+        """Complete it with ``result``; ``InvalidStateError`` if it was already."""
+        if self._settled:
+            raise InvalidStateError("the answer is already complete")
+        self._value = result
+        self._settled = True
+        self._lock.release()
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        """Complete it with ``exception``; ``InvalidStateError`` if it was already."""
+        if self._settled:
+            raise InvalidStateError("the answer is already complete")
+        self._error = exception or InvalidStateError("completed with no exception")
+        self._settled = True
+        self._lock.release()
+
+    def result(self, timeout: float | None = None) -> _T:
+        """The value, once completed (waiting up to ``timeout`` s, None: no limit); raises
+        its error, or ``TimeoutError`` when it is not completed in time."""
+        if not self._settled:
+            lock = self._lock
+            if not lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+                raise TimeoutError("no answer in time")
+            lock.release()  # completed: it stays released
+        if self._error is not None:
+            raise self._error
+        return cast(_T, self._value)
