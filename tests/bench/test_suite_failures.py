@@ -3,12 +3,7 @@
 hangs past the case's time limit) is reported as a failed row with its reason, the suite's
 other cases are still measured, a target computed from the failed case is reported not
 measured, and nothing the suite started is left running. Each suite runs for real with
-``--quick`` in a session of its own, so whatever outlives it is found with ``pgrep -s``.
-
-The suites of the selected tests start together when the module's first test starts (each in
-its own session, its output in files): they wait on workers, servers and hung cases far more
-than they compute, so side by side they take about as long as the longest of them alone, and
-each test then takes its own suite's result."""
+``--quick`` in a session of its own, so whatever outlives it is found with ``pgrep -s``."""
 
 from __future__ import annotations
 
@@ -19,8 +14,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,104 +21,29 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-RUNS = {
-    "atomic": ("atomic:put_int64=hang:3", 90),
-    "store": ("store:append:sync:batch1:1-writer=exit", 150),
-    "udp": ("udp 64B offer / poll(256)=raise", 280),
-    "broker": ("aeromq:end-to-end=hang:5", 280),
-    "consumer": ("aeromq:1-consumer=exit", 280),
-    "spark": ("aeromq:batch-read:4-partition=hang:5", 380),
-}
-"""Each suite's injected failure (``AEROMQ_BENCH_FAIL_CASE``) and the seconds it may take."""
 
-
-_SUITE_OF: dict[str, str] = {}
-"""The suite each test of this module takes the result of, by the test's name."""
-
-
-def _of(suite: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Marks a test as the one that checks ``suite``'s run (see :func:`suites`)."""
-
-    def mark(test: Callable[..., None]) -> Callable[..., None]:
-        _SUITE_OF[test.__name__] = suite
-        return test
-
-    return mark
-
-
-@dataclass
-class _Run:
-    """A suite started by :func:`suites`: its process (a session of its own) and output files."""
-
-    process: subprocess.Popen[bytes]
-    began: float
-    stdout: Path
-    stderr: Path
-
-
-def _spark_runs() -> bool:
-    return importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
-
-
-def _start(suite: str, out: Path) -> _Run:
-    stdout, stderr = out / f"{suite}.out", out / f"{suite}.err"
-    with stdout.open("wb") as out_file, stderr.open("wb") as err_file:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "bench", suite, "--quick", "--json"],
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO), "AEROMQ_BENCH_FAIL_CASE": RUNS[suite][0]},
-            stdout=out_file,
-            stderr=err_file,
-            start_new_session=True,
-        )
-    return _Run(process, time.monotonic(), stdout, stderr)
-
-
-Suites = Callable[[str], tuple[list[dict[str, Any]], str]]
-
-
-@pytest.fixture(scope="module")
-def suites(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Suites]:
-    """Starts the suites of this module's selected tests at once; ``result(suite)`` is what
-    :func:`_run_suite` says of one. Whatever a test did not wait for is killed at the end."""
-    out = tmp_path_factory.mktemp("bench-suites")
-    selected = {
-        _SUITE_OF[item.originalname]
-        for item in request.session.items
-        if isinstance(item, pytest.Function) and item.module is request.module
-    }
-    runs = {
-        suite: _start(suite, out)
-        for suite in RUNS
-        if suite in selected and (suite != "spark" or _spark_runs())
-    }
+def _run_suite(suite: str, fail_case: str, timeout_s: float) -> tuple[list[dict[str, Any]], str]:
+    """The suite's JSON rows, and its standard error; asserts it ended in ``timeout_s`` and
+    left no process behind."""
+    began = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench", suite, "--quick", "--json"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "AEROMQ_BENCH_FAIL_CASE": fail_case},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        yield lambda suite: _run_suite(runs[suite], RUNS[suite][1])
-    finally:
-        for run in runs.values():
-            if run.process.poll() is None:
-                os.killpg(run.process.pid, 9)
-                run.process.wait()
-
-
-def _run_suite(run: _Run, timeout_s: float) -> tuple[list[dict[str, Any]], str]:
-    """The suite's JSON rows, and its standard error; asserts it ended within ``timeout_s`` of
-    its start and left no process behind."""
-    process = run.process
-    try:
-        process.wait(timeout=max(0.0, run.began + timeout_s - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pass
+        stdout, stderr = process.communicate(timeout=timeout_s)
     finally:
         left = _left_behind(process.pid)
         if process.poll() is None or left:
             os.killpg(process.pid, 9)
             process.wait()
-    stdout, stderr = run.stdout.read_text(), run.stderr.read_text()
     assert process.returncode == 0, stderr[-3000:]
-    assert time.monotonic() - run.began < timeout_s
+    assert time.monotonic() - began < timeout_s
     assert left == [], f"left running: {left}"
     return [json.loads(line) for line in stdout.splitlines()], stderr
 
@@ -185,9 +103,8 @@ def _with_redis(target: str) -> str | None:
     return None
 
 
-@_of("atomic")
-def test_should_report_a_hung_atomic_case_and_measure_the_others(suites: Suites) -> None:
-    rows, stderr = suites("atomic")
+def test_should_report_a_hung_atomic_case_and_measure_the_others() -> None:
+    rows, stderr = _run_suite("atomic", "atomic:put_int64=hang:3", 90)
     _check(rows, "atomic:put_int64", "timed out after 3 s", None)
     assert [row["name"] for row in rows][:5] == [
         "atomic:get_int64",
@@ -199,11 +116,8 @@ def test_should_report_a_hung_atomic_case_and_measure_the_others(suites: Suites)
     assert "atomic:put_int64: FAILED after" in stderr  # said at once, on standard error
 
 
-@_of("store")
-def test_should_report_a_store_case_whose_worker_died_and_not_measure_its_target(
-    suites: Suites,
-) -> None:
-    rows, _ = suites("store")
+def test_should_report_a_store_case_whose_worker_died_and_not_measure_its_target() -> None:
+    rows, _ = _run_suite("store", "store:append:sync:batch1:1-writer=exit", 150)
     _check(
         rows,
         "store:append:sync:batch1:1-writer",
@@ -214,9 +128,8 @@ def test_should_report_a_store_case_whose_worker_died_and_not_measure_its_target
 
 
 @pytest.mark.timeout(300)
-@_of("udp")
-def test_should_report_a_failed_udp_case_and_measure_the_others(suites: Suites) -> None:
-    rows, _ = suites("udp")
+def test_should_report_a_failed_udp_case_and_measure_the_others() -> None:
+    rows, _ = _run_suite("udp", "udp 64B offer / poll(256)=raise", 280)
     by_name = _check(
         rows,
         "udp 64B offer / poll(256)",
@@ -228,11 +141,8 @@ def test_should_report_a_failed_udp_case_and_measure_the_others(suites: Suites) 
 
 
 @pytest.mark.timeout(300)
-@_of("broker")
-def test_should_stop_a_hung_broker_phase_and_run_the_next_on_the_same_broker(
-    suites: Suites,
-) -> None:
-    rows, _ = suites("broker")
+def test_should_stop_a_hung_broker_phase_and_run_the_next_on_the_same_broker() -> None:
+    rows, _ = _run_suite("broker", "aeromq:end-to-end=hang:5", 280)
     by_name = _check(
         rows,
         "aeromq:end-to-end",
@@ -243,9 +153,8 @@ def test_should_stop_a_hung_broker_phase_and_run_the_next_on_the_same_broker(
 
 
 @pytest.mark.timeout(300)
-@_of("consumer")
-def test_should_report_a_consumer_case_whose_worker_died_and_go_on(suites: Suites) -> None:
-    rows, _ = suites("consumer")
+def test_should_report_a_consumer_case_whose_worker_died_and_go_on() -> None:
+    rows, _ = _run_suite("consumer", "aeromq:1-consumer=exit", 280)
     by_name = _check(
         rows,
         "aeromq:1-consumer",
@@ -257,14 +166,11 @@ def test_should_report_a_consumer_case_whose_worker_died_and_go_on(suites: Suite
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-@_of("spark")
-def test_should_stop_a_hung_spark_read_and_run_the_others_in_the_same_session(
-    suites: Suites,
-) -> None:
+def test_should_stop_a_hung_spark_read_and_run_the_others_in_the_same_session() -> None:
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("no java")
-    rows, _ = suites("spark")
+    rows, _ = _run_suite("spark", "aeromq:batch-read:4-partition=hang:5", 380)
     by_name = _check(
         rows,
         "aeromq:batch-read:4-partition",
