@@ -174,9 +174,10 @@ def test_should_install_beside_proto_plus_run_and_uninstall_cleanly(
     run_dir = tmp_path / "run"  # the working directory of every step: empty, outside the checkout
     run_dir.mkdir()
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", venv], cwd=run_dir, timeout_s=180)
+    # no pip of its own (bootstrapping one took seconds): this pip installs into it (--python)
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=run_dir, timeout_s=180)
     python = venv / "bin" / "python"
-    pip = [python, "-I", "-m", "pip"]
+    pip = [sys.executable, "-I", "-m", "pip", "--python", python]
 
     _run([*pip, "install", "proto-plus"], cwd=run_dir, timeout_s=600)
     _run([python, "-I", "-c", "import proto; proto.Message"], cwd=run_dir, timeout_s=120)

@@ -1,8 +1,11 @@
 """Fixtures of the system tests: a driver process, spawned workers, and bounded waits.
 
 Every test runs the media driver as its own process (``python -m aeromq driver``, see
-:mod:`tests.system._driver`) and its publishers and subscribers as spawned processes (or in the
-test's own process, which is then just another client). Workers report on one queue;
+:mod:`tests.system._driver`) and its publishers and subscribers as worker processes (or in the
+test's own process, which is then just another client). Workers are forked by a fork server, a
+fresh interpreter that imported the workers' modules once (a spawned worker spent most of its
+start importing them again); each runs in the environment of the test that started it, as a
+spawned one would. Workers report on one queue;
 :meth:`Workers.expect` takes the next report of a kind, failing the test after a timeout or
 when a worker died without reporting. Teardown kills whatever is still running.
 """
@@ -10,6 +13,7 @@ when a worker died without reporting. Teardown kills whatever is still running.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +29,11 @@ from aeromq.transport.concurrent.counters_reader import CountersReader
 from tests.system._driver import DriverProcess, start_driver
 from tests.system._workers import connect
 
-_SPAWN = multiprocessing.get_context("spawn")
+_FORK_SERVER = multiprocessing.get_context("forkserver")
+_FORK_SERVER.set_forkserver_preload(
+    ["tests.system.conftest", "tests.system._workers", "tests.system._crowd",
+     "tests.broker.data._system"]
+)  # fmt: skip
 
 ADMIN_TIMEOUT_S = 30.0
 """The gRPC timeout of the system tests' admin clients. The client's 3 s default failed a
@@ -33,24 +41,35 @@ CreateTopic (which fsyncs the topic file and its directory) on a freshly started
 of a loaded machine; a dead broker is still caught, by the test's own timeout at the latest."""
 
 
+def _in_environment(environment: dict[str, str], target: Callable[..., None], *args: Any) -> None:
+    """``target(*args)`` in ``environment`` (a forked worker has the fork server's)."""
+    os.environ.clear()
+    os.environ.update(environment)
+    target(*args)
+
+
 class Workers:
-    """Spawned worker processes of one test, their result queue and their events."""
+    """Worker processes of one test, their result queue and their events."""
 
     def __init__(self) -> None:
-        self.results: Any = _SPAWN.Queue()
+        self.results: Any = _FORK_SERVER.Queue()
         self.processes: list[BaseProcess] = []
         self._stash: list[tuple[Any, ...]] = []
 
     def start(self, target: Callable[..., None], *args: Any) -> BaseProcess:
         """Start ``target(*args, results)`` in a new process."""
-        process = _SPAWN.Process(target=target, args=(*args, self.results), daemon=True)
+        process = _FORK_SERVER.Process(
+            target=_in_environment,
+            args=(dict(os.environ), target, *args, self.results),
+            daemon=True,
+        )
         process.start()
         self.processes.append(process)
         return process
 
     @staticmethod
     def event() -> Event:
-        return _SPAWN.Event()
+        return _FORK_SERVER.Event()
 
     def expect(self, kind: str, timeout_s: float = 30.0) -> tuple[Any, ...]:
         """The next report whose first item is ``kind`` (others are kept for later)."""
