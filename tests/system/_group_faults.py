@@ -63,14 +63,11 @@ class FaultRun:
         """Mark the fault ``name`` (its failover is timed from here)."""
         self.history.mark(name)
 
-    def failover(
-        self, deposed: int | None = None, *, brokers_only: bool = False, timeout_s: float = 30.0
-    ) -> None:
-        """Wait for a leader (not ``deposed``) and 20 more acknowledged sends each (of ``p0``
-        alone with ``brokers_only``: a producer's send in flight to a paused leader waits its
-        whole timeout before it fails over, see ``docs/replication.md``)."""
+    def failover(self, deposed: int | None = None, *, timeout_s: float = 30.0) -> None:
+        """Wait for a leader (not ``deposed``) and 20 more acknowledged sends of each sender
+        (``p1`` fails over by itself, a send at a paused leader within its request timeout)."""
         self.group.wait_for_leader(other_than=deposed, timeout_s=timeout_s)
-        wait_acked(self.senders[:1] if brokers_only else self.senders, 20, timeout_s)
+        wait_acked(self.senders, 20, timeout_s)
 
     def rejoin(self, member_id: int) -> None:
         """Start ``member_id`` again; wait until it is back in the ISR and 10 more sends each
