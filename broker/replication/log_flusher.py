@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Final
 
 from aeromq.broker.replication.replicated_log import ReplicatedLog
+from aeromq.transport.util import name_os_thread
 
 __all__ = ["LogFlusher"]
 
@@ -71,6 +72,7 @@ class LogFlusher:
             self._thread.join(_JOIN_S)
 
     def _run(self) -> None:
+        name_os_thread(self._thread.name)
         cond = self._cond
         while True:
             with cond:

@@ -25,6 +25,7 @@ from typing import Protocol
 from aeromq.transport._errors import AgentTerminationError, ConfigurationError, TransportStateError
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
+from aeromq.transport.util.thread_name import name_os_thread
 
 __all__ = [
     "Agent",
@@ -77,7 +78,8 @@ def _report(
 
 
 class AgentRunner:
-    """Runs ``agent`` on a daemon thread named after its role (see module)."""
+    """Runs ``agent`` on a daemon thread named after its role, in Python and in the kernel
+    (``top -H``, ``/proc/PID/task/TID/comm``; see module)."""
 
     __slots__ = (
         "_agent",
@@ -148,6 +150,7 @@ class AgentRunner:
         do_work = agent.do_work
         handler = self._error_handler
         counter = self._error_counter
+        name_os_thread(agent.role_name)
         try:
             try:
                 agent.on_start()

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -91,6 +93,20 @@ def test_should_run_the_duty_cycle_on_a_named_daemon_thread() -> None:
     assert agent.events == [("start", "conductor"), ("close", "conductor")]
     assert errors.seen == []
     assert "conductor" in repr(runner)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's thread names")
+def test_should_name_its_thread_in_the_kernel_after_the_agents_role_cut_to_15_bytes() -> None:
+    agent = RecordingAgent("replication-agent-member-2")
+    runner = AgentRunner(YieldingIdleStrategy(), Errors(), None, agent)
+    thread = runner.start()
+    try:
+        wait_for(lambda: agent.cycles > 0)
+        comm = Path(f"/proc/self/task/{thread.native_id}/comm").read_text().strip()
+        assert comm == "replication-age"
+        assert Path("/proc/self/comm").read_text().strip() != comm  # the process keeps its own
+    finally:
+        runner.close()
 
 
 def test_should_apply_the_idle_strategy_to_each_work_count() -> None:

@@ -1,0 +1,46 @@
+"""``name_os_thread``: give the calling thread its role's name in the operating system, as
+Agrona's ``AgentRunner`` names its threads after their agents' roles.
+
+CPython 3.11 names only the ``threading.Thread`` object; the kernel's name of every thread stays
+the process's (``python``), so ``top -H``, ``ps -L``, ``perf`` and ``/proc/PID/task/TID/comm``
+cannot tell a media driver's sender from a session agent. On Linux this sets that name
+(``prctl(PR_SET_NAME)``, at most 15 bytes: longer names are cut); elsewhere it does nothing.
+
+Caller: :class:`~transport.concurrent.AgentRunner` and the few threads that are not agents (a
+replication member's fsync thread), once, as their thread starts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["name_os_thread"]
+
+_PR_SET_NAME: Final = 15
+_MAX_NAME_BYTES: Final = 15
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+    prctl: Callable[..., int] = libc.prctl
+    return prctl
+
+
+_prctl = _load_prctl()
+
+
+def name_os_thread(name: str) -> None:
+    """Name the calling thread ``name`` in the kernel (cut to 15 bytes); never raises."""
+    if _prctl is None:
+        return
+    raw = name.encode("utf-8", "replace")[:_MAX_NAME_BYTES]
+    _prctl(_PR_SET_NAME, ctypes.c_char_p(raw), 0, 0, 0)
