@@ -20,7 +20,10 @@ meanwhile is started again on other free ports (at the first start only, up to 3
 :meth:`LocalCluster.start` starts etcd and every member (in sessions of their own, so Ctrl-C
 reaches only this process, which stops them in order; each guarded (:mod:`.child_guard`) so that
 it gets SIGTERM when this process dies, even by SIGKILL) at once, and returns once each has printed its ``broker ready:``
-line (relayed to the output with ``member=`` and ``log=`` added). :meth:`LocalCluster.watch`
+line (relayed to the output with ``member=`` and ``log=`` added) and the group's committed
+state in etcd names a leader with ``min_isr`` members in sync, so that the group takes writes
+(a send or a topic change right after would otherwise get ``NotEnoughReplicasError`` while
+the followers catch up). :meth:`LocalCluster.watch`
 reports a member that exits and, unless ``restart`` is off, starts it again (a crashed member
 comes back as a follower and catches up, as a supervisor such as systemd would have it), with a
 back-off that doubles while it keeps failing. :meth:`LocalCluster.stop` sends SIGTERM to every
@@ -45,7 +48,8 @@ from typing import Final, TextIO
 
 from aeromq._cli.child_guard import guarded, write_guard_script
 from aeromq.broker import BrokerError
-from aeromq.broker.etcd import EtcdServer, etcd_binary
+from aeromq.broker.etcd import EtcdClient, EtcdError, EtcdServer, etcd_binary
+from aeromq.broker.replication import GroupKeys, GroupState
 
 __all__ = ["ClusterError", "ClusterPorts", "ClusterSpec", "LocalCluster", "Member"]
 
@@ -297,9 +301,37 @@ class LocalCluster:
                             f"member {member.member_id} not ready in "
                             f"{self.spec.start_timeout_s:.0f} s; its output: {member.log_path}"
                         )
+            self._wait_writable(deadline_s, stop)
         except BaseException:
             self.stop()
             raise
+
+    def _wait_writable(self, deadline_s: float, stop: threading.Event | None) -> None:
+        """Until the group's committed state names a leader and ``min_isr`` members in sync;
+        raises :class:`ClusterError` past ``deadline_s`` (with the last state seen)."""
+        keys = GroupKeys(self.spec.broker_name)
+        state: GroupState | None = None
+        with EtcdClient(self.etcd.endpoint) as client:
+            while True:
+                try:
+                    kv = client.get(keys.state)
+                    state = None if kv is None else GroupState.from_json(kv.value)
+                except EtcdError:
+                    state = None  # etcd just started: asked again
+                if (
+                    state is not None
+                    and state.leader is not None
+                    and len(state.isr) >= self.spec.min_isr
+                ):
+                    return
+                if stop is not None and stop.is_set():
+                    raise ClusterError("interrupted while starting")
+                if time.monotonic() > deadline_s:
+                    raise ClusterError(
+                        f"the group has no leader with {self.spec.min_isr} members in sync after "
+                        f"{self.spec.start_timeout_s:.0f} s; its state: {state}"
+                    )
+                time.sleep(_POLL_S)
 
     def _port_taken(self, member: Member) -> bool:
         """Whether ``member`` could not bind a port that was free when chosen (another

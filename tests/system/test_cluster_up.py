@@ -133,6 +133,12 @@ def test_should_run_a_group_that_clients_use_stop_it_at_sigint_and_take_it_up_ag
     ports = [m["grpc"] for m in members] + [m["rocketmq"] for m in members]
     assert len(set(ports)) == 6  # no port given twice (two brokers on defaults clash on 8181)
 
+    # ready means writable: a leader with min_isr members in sync is committed in etcd already
+    at_ready = run_aeromq("admin", "replication", endpoints=endpoints)
+    assert at_ready.returncode == 0, at_ready.stderr
+    state = dict(w.split("=", 1) for w in at_ready.stdout.splitlines()[0].split() if "=" in w)
+    assert len(state["isr"].split(",")) >= int(state["min_isr"]) == 2, at_ready.stdout
+
     created = run_aeromq("admin", "topic", "create", TOPIC, "--queues", "2", endpoints=endpoints)
     assert created.returncode == 0, created.stderr  # a follower's NOT_LEADER: run on the leader
     with Producer("cluster-up-producers", endpoints) as producer:
