@@ -127,6 +127,19 @@ def check_group(group: object) -> None:
     _check_name("group", group, GROUP_MAX_LENGTH)
 
 
+MARKER_GROUP_PREFIX: Final = "aeromq-sink-"
+"""Groups whose offsets are markers, not read positions: the Spark sink records a streaming
+query's completed micro-batches as the offset of group ``aeromq-sink-<queryId>`` on queue 0 of
+its topic (``batch id + 1``), whatever that queue holds; the broker does not bound such an offset
+by the queue's max offset, as it does a consumer's (:func:`is_marker_group`)."""
+
+
+def is_marker_group(group: str) -> bool:
+    """Whether ``group``'s offsets are markers (:data:`MARKER_GROUP_PREFIX`), not read
+    positions."""
+    return group.startswith(MARKER_GROUP_PREFIX)
+
+
 def is_system_topic(topic: str) -> bool:
     """A topic the broker uses for itself (RocketMQ's ``TopicValidator.isSystemTopic``)."""
     return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)

@@ -5,8 +5,10 @@ rows again. The stream writers make replayed micro-batches idempotent: when Spar
 query and replays a micro-batch whose write already completed (the sink committed it, but the
 query stopped before Spark's own commit log recorded it), the replay sends nothing. The sink
 records each completed micro-batch on the broker, as the committed offset ``batchId + 1`` of the
-group ``aeromq-sink-<queryId>`` on queue 0 of the sink's topic (:func:`record_completed`), and a
-task skips a batch whose id is below it (:func:`completed_before`). A micro-batch that failed
+group ``aeromq-sink-<queryId>`` on queue 0 of the sink's topic (:func:`record_completed`; a
+marker group, whose offset the broker does not bound by the queue's max offset: queue 0 may hold
+fewer messages than there were batches, their rows sent to other queues), and a task skips a
+batch whose id is below it (:func:`completed_before`). A micro-batch that failed
 part way is written again in full when replayed, so its rows may appear twice: at least once,
 exactly once for completed batches.
 
@@ -24,6 +26,7 @@ from typing import Final, TypeVar
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
+from aeromq.common import MARKER_GROUP_PREFIX
 from aeromq.pipeline._errors import OptionError
 from aeromq.pipeline._metadata import BrokerMetadata
 from aeromq.pipeline._options import SinkOptions
@@ -63,7 +66,7 @@ class SinkCommit(WriterCommitMessage):
 
 def marker_group(query_id: str) -> str:
     """The group whose offset on the sink topic records a query's completed micro-batches."""
-    return f"aeromq-sink-{query_id}"
+    return f"{MARKER_GROUP_PREFIX}{query_id}"
 
 
 def stream_batch() -> tuple[str, int]:

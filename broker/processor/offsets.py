@@ -35,6 +35,7 @@ from aeromq.broker.processor.consumer_groups import (
 from aeromq.broker.processor.leadership import require_committed
 from aeromq.broker.processor.topics import TopicProcessor
 from aeromq.broker.store import BoundaryType, MessageStore, TopicConfig
+from aeromq.common import is_marker_group
 from aeromq.proto import admin_pb2, consumer_group_pb2
 
 __all__ = ["OffsetProcessor"]
@@ -241,6 +242,8 @@ class OffsetProcessor:
                 "offset must be >= 0 (-1 only to release without a commit)",
                 group=group, topic=topic, queue_id=queue_id, offset=offset, release=release,
             )  # fmt: skip
+        if is_marker_group(group):
+            return  # a marker, not a read position (the Spark sink's completed micro-batches)
         max_offset = self._store.get_max_offset(topic, queue_id)
         if offset > max_offset:
             raise InvalidArgumentError(

@@ -189,6 +189,17 @@ def test_should_refuse_bad_offset_commits(
         client.commit_offset(group, topic, queue_id, offset)
 
 
+def test_should_bound_a_consumers_commit_by_the_max_offset_but_not_a_sink_marker(
+    client: GrpcClient,
+) -> None:
+    client.create_topic("t", read_queue_nums=2, write_queue_nums=2)  # both queues empty
+    with pytest.raises(IllegalArgumentError, match="past the queue's max offset"):
+        client.commit_offset("g", "t", 0, 3)
+    marker = "aeromq-sink-0d9f"  # the Spark sink's completed micro-batches of one query
+    client.commit_offset(marker, "t", 0, 3)
+    assert client.query_offset(marker, "t", 0) == 3
+
+
 def test_should_report_min_and_max_offsets(broker: RunningBroker, client: GrpcClient) -> None:
     client.create_topic("t", read_queue_nums=2, write_queue_nums=2)
     put_messages(broker.store, "t", 1, 5)
