@@ -48,6 +48,11 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 class StoreServices(StoreParts):
     """The store's services and housekeeping, for ``MessageStore`` (see module)."""
 
+    _checkpointed: tuple[int, int, int | None, int] | None = None
+    """What the last checkpoint recorded (dispatched offset, last store timestamp, committed
+    offset, log end): a periodic checkpoint with nothing new since is skipped (an idle broker
+    rewrote and renamed the same file every second, most of its idle CPU)."""
+
     def _start_services(self) -> None:
         config = self.config
         duties = [
@@ -134,6 +139,13 @@ class StoreServices(StoreParts):
             dispatched = self._dispatched_offset
             committed = self._commits.committed_offset if self._replicated else None
             stamp = self.commit_log.last_store_timestamp_ms
+            state = (dispatched, stamp, committed, self.commit_log.max_offset)
+            if (
+                not clean_shutdown
+                and state == self._checkpointed
+                and not self.producer_states.dirty
+            ):
+                return  # nothing appended, dispatched or committed since: the file says it all
             for queue in self.queues:
                 queue.flush()
             if self.index is not None:
@@ -143,6 +155,7 @@ class StoreServices(StoreParts):
             Checkpoint(dispatched, stamp, clean_shutdown, committed, producers_at).save(
                 self.config.checkpoint_path, mode=self.config.file_mode
             )
+            self._checkpointed = None if clean_shutdown else state
 
     def _save_producers(self) -> int:
         """Save the producers' snapshot when it changed since the last one; returns the log

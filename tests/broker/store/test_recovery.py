@@ -225,3 +225,29 @@ def test_should_refuse_to_start_on_a_log_of_the_old_format(
     again = MessageStore(small_config(tmp_path, **QUIET), clock_ms=clock)
     with pytest.raises(StoreError, match="older format"):  # the lock was released
         again.start()
+
+
+def test_should_not_rewrite_an_unchanged_checkpoint_and_record_every_change(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    store = _store(tmp_path, clock)
+    try:
+        _fill(store, 4)
+        store.flush()
+        path = store.config.checkpoint_path
+        written = path.stat()
+        store.flush()  # nothing new: the same file, not a rewritten copy
+        again = path.stat()
+        assert (again.st_ino, again.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+        _fill(store, 1)
+        store.flush()
+        assert (
+            path.stat().st_ino != written.st_ino or path.stat().st_mtime_ns != written.st_mtime_ns
+        )
+    finally:
+        store.shutdown()
+    reopened = _store(tmp_path, clock)  # the last checkpoint holds all five
+    try:
+        assert len(_bodies(reopened, 0)) + len(_bodies(reopened, 1)) == 5
+    finally:
+        reopened.shutdown()
