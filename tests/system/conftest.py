@@ -24,9 +24,11 @@ from typing import Any
 
 import pytest
 
+from aeromq.broker.etcd import EtcdServer
 from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from tests.system._driver import DriverProcess, start_driver
+from tests.system._group import BrokerGroup
 from tests.system._workers import connect
 
 _FORK_SERVER = multiprocessing.get_context("forkserver")
@@ -149,3 +151,14 @@ def counter_value(reader: CountersReader, type_id: int, registration_id: int) ->
     """The value of the counter of ``type_id`` for ``registration_id``; None if there is none."""
     counter_id = reader.find_by_type_id_and_registration_id(type_id, registration_id)
     return None if counter_id < 0 else reader.get_counter_value(counter_id)
+
+
+@pytest.fixture
+def group(shm_dir: Path, etcd_server: EtcdServer) -> Iterator[BrokerGroup]:
+    """A broker group (``tests.system._group``) on the etcd of the test's module (a module of
+    group tests names its ``etcd_server`` fixture), closed after the test."""
+    members = BrokerGroup(shm_dir, etcd_server)
+    try:
+        yield members
+    finally:
+        members.close()

@@ -9,7 +9,6 @@ nothing acknowledged lost, nothing duplicated or reordered, no offset given twic
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,15 +43,6 @@ a loaded CI machine of 2 cores slows every step: 5 s still tells a failover from
 
 
 etcd_server = etcd_fixtures.etcd_server  # a real etcd per test, the etcd tests' own
-
-
-@pytest.fixture
-def group(shm_dir: Path, etcd_server: EtcdServer) -> Iterator[BrokerGroup]:
-    members = BrokerGroup(shm_dir, etcd_server)
-    try:
-        yield members
-    finally:
-        members.close()
 
 
 def _checked(history: History) -> None:

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from aeromq.broker.etcd import EtcdServer
 from aeromq.broker.replication import MemberInfo
 from aeromq.client import GrpcClient, Message, MessageQueue, RouteResolver, TopicNotFoundError
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
@@ -25,15 +22,6 @@ pytestmark = pytest.mark.slow
 etcd_server = etcd_fixtures.etcd_server  # a real etcd per test, the etcd tests' own
 
 LOSS_ENV = "AEROMQ_TEST_UDP_LOSS"
-
-
-@pytest.fixture
-def group(shm_dir: Path, etcd_server: EtcdServer) -> Iterator[BrokerGroup]:
-    members = BrokerGroup(shm_dir, etcd_server)
-    try:
-        yield members
-    finally:
-        members.close()
 
 
 def test_should_route_and_send_to_a_topic_the_leader_just_created_when_a_follower_lags(

@@ -10,9 +10,6 @@ testing)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from aeromq.broker import BrokerStateError
@@ -43,15 +40,6 @@ COLD_START_S = 60.0
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     parametrize_runs(metafunc)
-
-
-@pytest.fixture
-def group(shm_dir: Path, etcd_server: EtcdServer) -> Iterator[BrokerGroup]:
-    members = BrokerGroup(shm_dir, etcd_server)
-    try:
-        yield members
-    finally:
-        members.close()
 
 
 def test_should_keep_every_acknowledged_send_when_the_leader_is_killed_mid_stream(
