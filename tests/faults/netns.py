@@ -52,6 +52,8 @@ HOST: Final = "host"
 _PREFIX: Final = "aeromq-"
 _CLONE_NEWNET: Final = 0x40000000
 _HOST_OCTET: Final = 254
+_CARRIER_TIMEOUT_S: Final = 5.0
+"""How long a healed link may take to report a carrier on both ends."""
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -172,6 +174,21 @@ class NetLab:
                 _ip("addr", "replace", f"{self.address(HOST)}/32", "dev", device)
             route = ["route", "replace", f"{self.address(peer)}/32", "dev", device]
             _ip(*route, "src", self.address(node), netns=netns)
+        self._wait_carrier(a, b)
+
+    def _wait_carrier(self, a: str, b: str) -> None:
+        """Until both ends of the link report a carrier (``LOWER_UP``), then forget the peers'
+        link-layer addresses the cut left unresolved: a first packet meets a working link (a
+        probe while the carrier was still coming up, or queued behind an ARP entry that failed
+        during the cut, was dropped, and TCP's next SYN comes a second later)."""
+        deadline = time.monotonic() + _CARRIER_TIMEOUT_S
+        for node, device, _ in self._ends(a, b):
+            netns = self._netns_of(node)
+            while "LOWER_UP" not in _ip("-o", "link", "show", "dev", device, netns=netns):
+                if time.monotonic() > deadline:
+                    raise NetLabError(f"link {device} of {node} has no carrier after heal")
+                time.sleep(0.01)
+            _ip("neigh", "flush", "dev", device, netns=netns, check=False)
 
     def close(self) -> None:
         """Kill what still runs inside the namespaces, remove them (and so every link)."""
