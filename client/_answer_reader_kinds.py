@@ -139,11 +139,7 @@ class CallerReads(AnswerReader):
         park briefly."""
         if self._state.polling_thread == threading.get_ident():
             return  # a callback on the reading thread: its answer cannot be read here
-        lock = self.lock
-        poll = subscription.poll
-        assembler = self._assembler
         monotonic_ns = time.monotonic_ns
-        ident = threading.get_ident()
         bell = self.doorbell if self.rung else None
         idle = BackoffIdleStrategy(max_park_period_ns=100_000)
         with self._callers_lock:
@@ -151,14 +147,7 @@ class CallerReads(AnswerReader):
         try:
             while not future.done():
                 observed = bell.prepare() if bell is not None else 0
-                with lock:
-                    self._state.polling_thread = ident
-                    try:
-                        work = poll(assembler, FRAGMENT_LIMIT)
-                    finally:
-                        self._state.polling_thread = 0
-                        if self._state.ring_held:  # pulls its callbacks sent
-                            self.release_ring()
+                work = self._poll_locked(subscription)
                 remaining_ns = deadline_ns - monotonic_ns()
                 if future.done() or remaining_ns <= 0:
                     break

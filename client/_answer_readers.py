@@ -282,12 +282,8 @@ class AnswerReader(ABC):
     def _read(
         self, done: Callable[[], bool], deadline_ns: int, bell: Doorbell, subscription: Subscription
     ) -> None:
-        lock = self.lock
-        poll = subscription.poll
-        assembler = self._assembler
         state = self._state
         monotonic_ns = time.monotonic_ns
-        ident = threading.get_ident()
         spin = self._spin
         started_ns = monotonic_ns()
         if spin.should_poll():
@@ -296,14 +292,7 @@ class AnswerReader(ABC):
             if state.failure is not None or state.closed:
                 return
             observed = bell.prepare()
-            with lock:
-                self._state.polling_thread = ident
-                try:
-                    work = poll(assembler, FRAGMENT_LIMIT)
-                finally:
-                    self._state.polling_thread = 0
-                    if self._state.ring_held:  # pulls its callbacks sent
-                        self.release_ring()
+            work = self._poll_locked(subscription)
             if done():
                 break
             remaining_ns = deadline_ns - monotonic_ns()
@@ -357,7 +346,8 @@ class AnswerReader(ABC):
         self._wake_poller()
 
     def _poll_locked(self, subscription: Subscription) -> int:
-        """One poll of the answers by the poller thread, holding the lock."""
+        """One poll of the answers, holding the lock (the poller thread, or a caller reading its
+        own answer), with the reading thread marked and a held ring released after it."""
         with self.lock:
             self._state.polling_thread = threading.get_ident()
             try:
