@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import os
 import pkgutil
 import sys
 import time
@@ -377,6 +378,8 @@ environment:
       handling; HOW is raise (default: the case raises RuntimeError), exit (a worker of the
       case exits with status 3) or hang[:SECONDS] (a worker of the case never ends; SECONDS
       replaces the case's time limit). E.g. {FAIL_CASE_ENV}='aeromq:pull=hang:5'
+  AEROMQ_BENCH_BASELINES=LABEL[,LABEL...]
+      what --baselines sets: only these baselines are measured, the others reported skipped
 
 examples:
   python -m bench broker --quick
@@ -418,11 +421,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with all: only these suites (default: every suite)",
     )
     parser.add_argument(
+        "--baselines",
+        default=None,
+        metavar="LABEL[,LABEL...]",
+        help="measure only these baselines (e.g. redis-streams; none for none); the others "
+        "are reported skipped (default: every baseline installed)",
+    )
+    parser.add_argument(
         "--package",
         default="bench.suites",
         help="the package the suites come from (default: bench.suites)",
     )
     args = parser.parse_args(argv)
+    if args.baselines is not None:  # read by bench._baselines, in this process and its children
+        os.environ["AEROMQ_BENCH_BASELINES"] = args.baselines
     if args.suite not in [*suites(args.package), "all"]:
         parser.error(f"no such suite: {args.suite!r} (one of {', '.join(suites(args.package))})")
     if args.suite == "all":
