@@ -1,4 +1,5 @@
-"""Crashed drivers leave nothing in /dev/shm: 20 SIGKILLs of processes running embedded drivers
+"""Crashed drivers leave nothing in /dev/shm: SIGKILLs (9 in the suite, 3 of each kind; set
+``AEROMQ_DRIVER_KILLS`` for more) of processes running embedded drivers
 (brokers with their drivers in SHARED and DEDICATED threading modes, and a client's embedded
 driver as a UDP client starts it), each at a random moment of its start or of its run, then one
 clean start: no directory of a killed driver is left. Each directory is known by the pid its
@@ -21,7 +22,7 @@ from aeromq.transport.driver.driver_lock import lock_pid
 from aeromq.transport.driver.media_driver import embedded_dir_root
 from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX
 
-KILLS = 20
+KILLS = int(os.environ.get("AEROMQ_DRIVER_KILLS", "9"))
 
 _CLIENT_DRIVER = """
 import time
@@ -63,7 +64,7 @@ def _dirs_of(pids: set[int]) -> list[str]:
 
 
 @pytest.mark.slow
-def test_should_leave_no_directory_of_twenty_sigkilled_drivers(tmp_path: Path) -> None:
+def test_should_leave_no_directory_of_sigkilled_drivers(tmp_path: Path) -> None:
     rng = random.Random(35)
     killed: set[int] = set()
     seen: set[str] = set()
