@@ -146,11 +146,6 @@ class AsyncSends:
             live = live[:1]
             batch = live[0][0].batch
         path = self._path
-        compressed = path.compress(batch)  # the merged batch, once (ProducerConfig.compression)
-        if compressed is not batch:
-            batch = compressed
-            if len(live) == 1:  # its own attempt: sent (and stamped, retried) compressed
-                live[0][0].batch = batch
         unit = None if path.sequences is None else unit_of(live, batch)
         remaining_ms = (min(item[0].deadline_ns for item in live) - now_ns) // 1_000_000
         chosen: tuple[TopicRoute, MessageQueue] | tuple[None, None] = (None, None)
@@ -160,7 +155,10 @@ class AsyncSends:
             session = path.require_sessions().session(route.broker(target.broker_name))
             request = (
                 messages_pb2.SendMessageRequest(
-                    producer_group=self.group, topic=topic, queue_id=target.queue_id, batch=batch
+                    producer_group=self.group,
+                    topic=topic,
+                    queue_id=target.queue_id,
+                    batch=path.compress(batch),  # once merged (ProducerConfig.compression)
                 )
                 if unit is None
                 else path.request(target, unit)

@@ -288,8 +288,6 @@ class SendPath:
                 max_message_size=max_size,
                 allowance=MAX_FRAMING_BYTES,
             )
-        if self._codec is not None and not asynchronous:  # async: once merged (_async_sends)
-            batch = self.compress(batch)
         return Attempt(
             messages, batch, unique_ids, deadline_ns, 1 if pinned else 1 + retries, queue, chooser
         )
@@ -314,8 +312,11 @@ class SendPath:
     ) -> messages_pb2.SendMessageRequest:
         """The ``SendMessageRequest`` of ``attempt`` to ``target``: an idempotent producer's
         batch with its producer state for ``target`` (``_sequences.py``), unless not
-        ``stamped`` (a oneway send, never retried)."""
+        ``stamped`` (a oneway send, never retried); with ``ProducerConfig.compression``, the
+        attempt's batch is compressed first (once: a compressed one is left as it is)."""
         sequences = self.sequences
+        if self._codec is not None:  # compressed once, when first sent (merged, if it was)
+            attempt.batch = self.compress(attempt.batch)
         return messages_pb2.SendMessageRequest(
             producer_group=self.group,
             topic=target.topic,

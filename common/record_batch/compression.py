@@ -201,9 +201,11 @@ def compress_batch(
     ``codec``, the flag and codec set, the total length and the CRC made again; ``batch`` itself
     when its bodies are under ``min_body_bytes`` in all, it is compressed already, or the block
     would not be smaller than the bodies."""
+    if _U16.unpack_from(batch, ATTRIBUTES_OFFSET)[0] & COMPRESSED_FLAG:
+        return batch  # (a retry's, compressed when first sent)
     view = memoryview(batch)
     layout = _Layout(view)
-    if layout.attributes & COMPRESSED_FLAG or layout.body_total < min_body_bytes:
+    if layout.body_total < min_body_bytes:
         return batch
     start = layout.data_start
     end = start + layout.body_total
