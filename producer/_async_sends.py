@@ -155,7 +155,10 @@ class AsyncSends:
             session = path.require_sessions().session(route.broker(target.broker_name))
             request = (
                 messages_pb2.SendMessageRequest(
-                    producer_group=self.group, topic=topic, queue_id=target.queue_id, batch=batch
+                    producer_group=self.group,
+                    topic=topic,
+                    queue_id=target.queue_id,
+                    batch=path.compress(batch),  # once merged (ProducerConfig.compression)
                 )
                 if unit is None
                 else path.request(target, unit)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 
 from aeromq.client import ClientTls, Credentials, IllegalArgumentError
 from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE, check_group
+from aeromq.common.record_batch import DEFAULT_COMPRESS_OVER_BYTES, CompressionType
 
 __all__ = ["ProducerConfig", "Transport"]
 
@@ -52,6 +53,14 @@ class ProducerConfig:
                                                     its queue's sequence numbers, so a retry
                                                     the broker stored already is answered,
                                                     not stored twice (``producer/_sequences.py``)
+    compression                         None        ``"zstd"``, ``"lz4"`` or ``"zlib"``: each
+                                                    request's batch (after its sends were
+                                                    merged) with its bodies as one block;
+                                                    stored so, inflated by consumers
+    compression_level                   None        the codec's level (None: zstd 3, zlib 6;
+                                                    lz4 has one)
+    compress_over_bytes                 4 096       a batch is compressed only when its bodies
+                                                    are this many bytes or more in all
     ==================================  ==========  ===========================================
 
     ``enable_idempotence`` is on by default, as Kafka's producer has it since 3.0: aeromq
@@ -60,6 +69,11 @@ class ProducerConfig:
     answered, ``REPLICATION_TIMEOUT``) would otherwise store the message twice. Its price is
     16 bytes in each request's batch and one copy of it when it is first sent; its one change
     of behaviour is that a send that may have been stored is retried on the same queue only.
+
+    ``compression`` is Kafka's ``compression.type`` on RocketMQ's threshold
+    (``compressMsgBodyOverHowmuch``): a batch of many small JSON-like bodies shrinks several
+    times on the wire and on the broker's disk, which stores it as it came; consumers, the Spark
+    reader and the broker's own reads inflate it (``common/record_batch/compression.py``).
 
     ``request_timeout_ms`` is Kafka's ``request.timeout.ms`` within ``delivery.timeout.ms``
     (here ``send_timeout_ms``): a leader paused or cut off under a send costs the send this
@@ -82,6 +96,9 @@ class ProducerConfig:
     tls: ClientTls | None = None
     async_requests_in_flight: int = 1
     enable_idempotence: bool = True
+    compression: str | None = None
+    compression_level: int | None = None
+    compress_over_bytes: int = DEFAULT_COMPRESS_OVER_BYTES
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -104,6 +121,7 @@ class ProducerConfig:
             "retry_times_when_send_failed",
             "retry_times_when_send_async_failed",
             "async_requests_in_flight",
+            "compress_over_bytes",
         ):
             if getattr(self, name) < 0:
                 raise IllegalArgumentError(
@@ -114,6 +132,13 @@ class ProducerConfig:
                 "producer setting must be a bool",
                 field="enable_idempotence",
                 value=self.enable_idempotence,
+            )
+        if self.compression is not None:
+            CompressionType.parse(self.compression)  # names the choices
+        level = self.compression_level
+        if level is not None and (not isinstance(level, int) or isinstance(level, bool)):
+            raise IllegalArgumentError(
+                "producer setting must be an int or None", field="compression_level", value=level
             )
         if self.transport not in _TRANSPORTS:
             raise IllegalArgumentError(

@@ -51,6 +51,7 @@ from aeromq.client.session import (
     default_idle_strategy,
 )
 from aeromq.common import MAX_FRAMING_BYTES, check_body
+from aeromq.common.record_batch import CompressionType, compress_batch
 from aeromq.producer._answers import results_of
 from aeromq.producer._attempt import RETRY_CODES, RETRY_ELSEWHERE_CODES, Attempt, QueueChooser
 from aeromq.producer._batch import encode_messages, pack_born_host
@@ -98,6 +99,9 @@ class SendPath:
         self._selector = queue_selector
         self._ids = UniqueMessageIdGenerator()
         self.sequences = ProducerSequences() if config.enable_idempotence else None
+        self._codec = (
+            None if config.compression is None else CompressionType.parse(config.compression)
+        )
         """An idempotent producer's sequences per queue (its producer id), or None."""
         self._born_host = pack_born_host(f"{config.udp_response_host}:0")
         self.running = False
@@ -288,13 +292,31 @@ class SendPath:
             messages, batch, unique_ids, deadline_ns, 1 if pinned else 1 + retries, queue, chooser
         )
 
+    def compress(self, batch: bytes) -> bytes:
+        """``batch`` compressed as ``ProducerConfig.compression`` says (itself when that is
+        None, its bodies are under ``compress_over_bytes`` or it would not get smaller):
+        ``common.record_batch.compress_batch``."""
+        codec = self._codec
+        if codec is None:
+            return batch
+        config = self.config
+        return compress_batch(
+            batch,
+            codec,
+            level=config.compression_level,
+            min_body_bytes=config.compress_over_bytes,
+        )
+
     def request(
         self, target: MessageQueue, attempt: Attempt, *, stamped: bool = True
     ) -> messages_pb2.SendMessageRequest:
         """The ``SendMessageRequest`` of ``attempt`` to ``target``: an idempotent producer's
         batch with its producer state for ``target`` (``_sequences.py``), unless not
-        ``stamped`` (a oneway send, never retried)."""
+        ``stamped`` (a oneway send, never retried); with ``ProducerConfig.compression``, the
+        attempt's batch is compressed first (once: a compressed one is left as it is)."""
         sequences = self.sequences
+        if self._codec is not None:  # compressed once, when first sent (merged, if it was)
+            attempt.batch = self.compress(attempt.batch)
         return messages_pb2.SendMessageRequest(
             producer_group=self.group,
             topic=target.topic,

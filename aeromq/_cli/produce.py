@@ -88,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="how sends reach the broker (auto: IPC on the broker's host, else UDP)",
     )
+    parser.add_argument(
+        "--compression",
+        choices=("lz4", "zstd", "zlib"),
+        default=None,
+        help="compress each request's batch of 4 KiB of bodies or more (default: none)",
+    )
     add_aeron_dir(
         parser, "a running media driver for UDP sessions", "none: one embedded in this process"
     )
@@ -139,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = ProducerConfig(
             send_timeout_ms=args.timeout_ms,
             transport=args.transport,
+            compression=args.compression,
             aeron_dir=args.aeron_dir,
             credentials=Credentials.from_env(),  # AEROMQ_USER, AEROMQ_SECRET
             tls=ClientTls.from_env(),  # AEROMQ_TLS_CA_FILE, AEROMQ_TLS_CERT_FILE, AEROMQ_TLS_KEY_FILE

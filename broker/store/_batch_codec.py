@@ -15,7 +15,13 @@ import numpy as np
 from aeromq.broker.store._message import InboundMessage, StoredMessage, index_keys
 from aeromq.broker.store._results import PutMessageStatus
 from aeromq.common import decode_properties, split_tag, stored_properties
-from aeromq.common.record_batch import MAX_PROPERTIES_LENGTH, RecordBatch, encode_batch
+from aeromq.common.record_batch import (
+    COMPRESSED_FLAG,
+    COMPRESSION_TYPE_MASK,
+    MAX_PROPERTIES_LENGTH,
+    RecordBatch,
+    encode_batch,
+)
 
 __all__ = ["MAX_PROPERTIES_LENGTH", "batch_keys", "decode_record", "encode_messages"]
 
@@ -65,7 +71,8 @@ def encode_messages(
 
 def decode_record(batch: RecordBatch, index: int) -> StoredMessage:
     """Record ``index`` of a checked ``batch`` as a ``StoredMessage`` (tags back among the
-    properties, ``body_crc`` computed, ``store_size`` the record's bytes)."""
+    properties, ``body_crc`` computed, ``store_size`` the record's bytes). A compressed batch's
+    body comes inflated, its sys flag without the compression bits (re-encoded, it is plain)."""
     body = batch.body(index)
     properties = stored_properties(batch, index)
     return StoredMessage(
@@ -74,7 +81,7 @@ def decode_record(batch: RecordBatch, index: int) -> StoredMessage:
         body=body,
         properties=properties,
         flag=int(batch.flags[index]),
-        sys_flag=batch.attributes,
+        sys_flag=batch.attributes & ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK),  # body inflated
         queue_offset=batch.base_queue_offset + index,
         physical_offset=batch.base_physical_offset + index,
         store_size=batch.record_size(index),

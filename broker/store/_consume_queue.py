@@ -213,8 +213,11 @@ class ConsumeQueue:
         last = self.files.last
         if last is not None and (queue_offset + count) * ENTRY_LENGTH <= last.end_offset:
             return
-        self._file_for(queue_offset)
-        self._file_for(queue_offset + count - 1)
+        file_size = self.files.file_size
+        first = queue_offset * ENTRY_LENGTH
+        end = (queue_offset + count - 1) * ENTRY_LENGTH  # the last entry's first byte
+        for start in range(first - first % file_size, end + 1, file_size):  # each, in order
+            self._file_for(start // ENTRY_LENGTH)
 
     def reserve(self, end: int) -> None:
         """Create every file the entries before queue offset ``end`` need, contiguously from

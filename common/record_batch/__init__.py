@@ -19,6 +19,9 @@ the stored batches as they are, and the consumer reads them column by column. No
 - ``checker``: :func:`check_batch` (the broker's, ``_checker.c``) beside
   :func:`check_batch_py`; :class:`BatchCheck`, what a check found; :func:`patch_batch`, the
   broker's fields written in place.
+- ``compression``: a batch's bodies as one LZ4, Zstandard or zlib block
+  (:class:`CompressionType`, :func:`compress_batch`, the producer's) and back
+  (:func:`inflate_batch`, :func:`inflate_answer`, the readers').
 - ``merger``: :func:`merge_batches` (a producer's waiting sends as one batch, ``_merger.c``)
   beside :func:`merge_batches_py`.
 - ``view``: :class:`RecordBatch`, a read-only view of one batch (header fields, numpy columns).
@@ -64,6 +67,13 @@ from aeromq.common.record_batch.columns import (
     column_value,
     map_entries,
 )
+from aeromq.common.record_batch.compression import (
+    DEFAULT_COMPRESS_OVER_BYTES,
+    CompressionType,
+    compress_batch,
+    inflate_answer,
+    inflate_batch,
+)
 from aeromq.common.record_batch.descriptor import (
     ATTRIBUTES_OFFSET,
     BASE_BORN_TIMESTAMP_OFFSET,
@@ -76,6 +86,9 @@ from aeromq.common.record_batch.descriptor import (
     BROKER_FIELDS_LENGTH,
     COLUMN_COUNT,
     COLUMN_WIDTHS,
+    COMPRESSED_FLAG,
+    COMPRESSION_TYPE_MASK,
+    COMPRESSION_TYPE_SHIFT,
     CRC_OFFSET,
     CRC_START,
     FIXED_HEADER_LENGTH,
@@ -83,6 +96,7 @@ from aeromq.common.record_batch.descriptor import (
     HEADER_STRUCT,
     HOST_FIELD_LENGTH,
     MAGIC_OFFSET,
+    MAX_COMPRESSION_TYPE,
     MAX_FRAMING_BYTES,
     MAX_PROPERTIES_LENGTH,
     MAX_SEQUENCE,
@@ -105,6 +119,7 @@ from aeromq.common.record_batch.descriptor import (
     ProducerState,
     batch_header_length,
     columns_struct,
+    compression_type,
     pack_host_field,
     producer_state_position,
     read_producer_state,
@@ -148,13 +163,18 @@ __all__ = [
     "COLUMNS_I64",
     "COLUMN_COUNT",
     "COLUMN_WIDTHS",
+    "COMPRESSED_FLAG",
+    "COMPRESSION_TYPE_MASK",
+    "COMPRESSION_TYPE_SHIFT",
     "CRC_OFFSET",
     "CRC_START",
+    "DEFAULT_COMPRESS_OVER_BYTES",
     "FIXED_HEADER_LENGTH",
     "HEADER_DTYPE",
     "HEADER_STRUCT",
     "HOST_FIELD_LENGTH",
     "MAGIC_OFFSET",
+    "MAX_COMPRESSION_TYPE",
     "MAX_FRAMING_BYTES",
     "MAX_PROPERTIES_LENGTH",
     "MAX_SEQUENCE",
@@ -181,6 +201,7 @@ __all__ = [
     "ColumnKind",
     "ColumnProblem",
     "ColumnSet",
+    "CompressionType",
     "EncodedColumns",
     "ProducerState",
     "PropertyMap",
@@ -194,6 +215,8 @@ __all__ = [
     "check_batch_py",
     "column_value",
     "columns_struct",
+    "compress_batch",
+    "compression_type",
     "describe_row_problem",
     "encode_batch",
     "encode_batch_py",
@@ -205,6 +228,8 @@ __all__ = [
     "gather_spans_py",
     "hash_column",
     "hash_column_py",
+    "inflate_answer",
+    "inflate_batch",
     "join_ranges",
     "join_tag",
     "map_entries",

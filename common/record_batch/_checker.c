@@ -41,6 +41,7 @@ enum {
     CHECK_BAD_PROPERTIES = -10,
     CHECK_TOO_MANY_RECORDS = -11,
     CHECK_BAD_PRODUCER_STATE = -12,
+    CHECK_BAD_COMPRESSION = -13,
     CHECK_FAILED = -100, /* a Python error is set (the CRC call failed) */
 };
 
@@ -122,6 +123,11 @@ check_buffer(const unsigned char *data, Py_ssize_t length, const unsigned char *
     if (has_topic &&
         (topic_size != topic_length || memcmp(data + TOPIC_OFFSET, topic, (size_t)topic_size)))
         return CHECK_BAD_TOPIC;
+    if (attributes & COMPRESSED_FLAG) {
+        unsigned codec = (attributes & COMPRESSION_TYPE_MASK) >> COMPRESSION_TYPE_SHIFT;
+        if (codec == 0 || codec > MAX_COMPRESSION_TYPE)
+            return CHECK_BAD_COMPRESSION;
+    }
     const unsigned char *hashes = data + header_length;
     const unsigned char *body_lengths = hashes + 8 * (Py_ssize_t)count;
     const unsigned char *tag_lengths = body_lengths + 4 * (Py_ssize_t)count;
@@ -142,10 +148,18 @@ check_buffer(const unsigned char *data, Py_ssize_t length, const unsigned char *
         if (body > body_max)
             body_max = body;
     }
-    if (body_total > (int64_t)length || tag_total > (int64_t)length ||
-        property_total > (int64_t)length) /* (and the sum below cannot overflow) */
+    /* (and the sum below cannot overflow); a compressed batch's bodies are longer than it */
+    if ((body_total > (int64_t)length && !(attributes & COMPRESSED_FLAG)) ||
+        tag_total > (int64_t)length || property_total > (int64_t)length)
         return CHECK_BAD_LENGTHS;
-    if (data_start + body_total + tag_total + property_total != (int64_t)length)
+    /* the bytes the bodies take: their lengths' sum, or a compressed block's own length */
+    int64_t bodies_length = body_total;
+    if (attributes & COMPRESSED_FLAG) {
+        bodies_length = (int64_t)length - data_start - tag_total - property_total;
+        if (bodies_length <= 0)
+            return CHECK_BAD_LENGTHS;
+    }
+    if (data_start + bodies_length + tag_total + property_total != (int64_t)length)
         return CHECK_BAD_LENGTHS;
     if (!check_content)
         return CHECK_OK;
@@ -163,7 +177,7 @@ check_buffer(const unsigned char *data, Py_ssize_t length, const unsigned char *
         return CHECK_BODY_TOO_LARGE;
     if (!has_topic && !utf8_valid(data + TOPIC_OFFSET, topic_length))
         return CHECK_BAD_TOPIC;
-    const unsigned char *tags = data + data_start + body_total;
+    const unsigned char *tags = data + data_start + bodies_length;
     if (tag_total) {
         for (int64_t i = 0; i < tag_total; i++)
             if (is_bad_tag_byte(tags[i]))

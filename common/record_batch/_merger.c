@@ -131,6 +131,10 @@ batch_merge(PyObject *module, PyObject *batches)
     }
     /* the bytes every batch must share: born host to the end of the header, but for a
      * producer state's base sequence, which must follow on from the batch before */
+    if (batch_attributes(first) & COMPRESSED_FLAG) { /* one block of bodies each: not joined */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
     int stateful = (batch_attributes(first) & PRODUCER_STATE_FLAG) != 0;
     Py_ssize_t sequence_at = batch_producer_state(batch_topic_length(first)) + BASE_SEQUENCE_OFFSET;
     Py_ssize_t same_until = stateful ? sequence_at : header_length;

@@ -241,6 +241,7 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
             || (long long)load_i32(b + QUEUE_ID_OFFSET) != queue_id
             || batch_topic_length(b) != topic_length
             || count <= 0
+            || (batch_attributes(b) & COMPRESSED_FLAG) /* inflated first, in Python */
             || (int64_t)header_length + (int64_t)RECORD_OVERHEAD * count > (int64_t)length
             || memcmp(b + TOPIC_OFFSET, topic, (size_t)topic_length) != 0) {
             refused = 1;

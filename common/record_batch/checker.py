@@ -23,14 +23,17 @@ from aeromq.common._java_string import hash_code
 from aeromq.common.record_batch.descriptor import (
     BASE_QUEUE_OFFSET_OFFSET,
     BATCH_MAGIC,
+    COMPRESSED_FLAG,
     CRC_START,
     FIXED_HEADER_LENGTH,
     HEADER_STRUCT,
+    MAX_COMPRESSION_TYPE,
     PRODUCER_STATE_FLAG,
     PRODUCER_STATE_STRUCT,
     RECORD_OVERHEAD,
     TOPIC_OFFSET,
     batch_header_length,
+    compression_type,
     producer_state_position,
 )
 
@@ -63,6 +66,7 @@ class BatchCheck(enum.IntEnum):
     BAD_PROPERTIES = -10  # not name\x01value\x02 pairs with non-empty names, or not UTF-8
     TOO_MANY_RECORDS = -11
     BAD_PRODUCER_STATE = -12  # a negative base sequence, or a reserved field not zero
+    BAD_COMPRESSION = -13  # a compressed batch of no codec or an unknown one
 
 
 _CHECKED_OK: Final = (BatchCheck.OK, "")
@@ -177,6 +181,12 @@ def check_batch_py(
             return BatchCheck.BAD_CRC, f"CRC mismatch: stored={crc:#010x} computed={actual:#010x}"
     if topic is not None and data[TOPIC_OFFSET : TOPIC_OFFSET + topic_length] != topic:
         return BatchCheck.BAD_TOPIC, f"the batch is of another topic: expected={topic!r}"
+    if attributes & COMPRESSED_FLAG:
+        codec = compression_type(attributes)
+        if not 0 < codec <= MAX_COMPRESSION_TYPE:
+            return BatchCheck.BAD_COMPRESSION, (
+                f"a compressed batch of an unknown codec: compression_type={codec}"
+            )
     lengths = _lengths_struct(count).unpack_from(data, header_length + 8 * count)
     if min(lengths) < 0:
         return BatchCheck.BAD_LENGTHS, "a negative length"
@@ -186,7 +196,15 @@ def check_batch_py(
     body_total = sum(body_lengths)
     tag_total = sum(tag_lengths)
     property_total = sum(property_lengths)
-    if data_start + body_total + tag_total + property_total != length:
+    bodies_length = body_total  # the bytes the bodies take: or a compressed block's length
+    if attributes & COMPRESSED_FLAG:
+        bodies_length = length - data_start - tag_total - property_total
+        if bodies_length <= 0:
+            return BatchCheck.BAD_LENGTHS, (
+                f"no room for the compressed bodies: count={count} tags={tag_total} "
+                f"properties={property_total} length={length}"
+            )
+    if data_start + bodies_length + tag_total + property_total != length:
         return BatchCheck.BAD_LENGTHS, (
             f"lengths do not add up: count={count} bodies={body_total} tags={tag_total} "
             f"properties={property_total} length={length}"
@@ -216,7 +234,7 @@ def check_batch_py(
             f"over the max message size: body_length={longest} "
             f"max_message_size={max_body_length} index={index}"
         )
-    tag_start = data_start + body_total
+    tag_start = data_start + bodies_length
     property_start = tag_start + tag_total
     if topic is None:
         try:

@@ -92,6 +92,17 @@ The record at index ``i`` has queue offset ``base queue offset + i`` and commit 
 since a batch takes more than one byte per record, those offsets fall inside the batch's bytes
 and never collide with another batch's.
 
+Compressed bodies. With :data:`COMPRESSED_FLAG` (and a codec in bits 8 to 10 of the
+Attributes, RocketMQ's numbering: 1 LZ4 block, 2 Zstandard frame, 3 zlib stream), the bodies
+are one compressed block in place of the bodies back to back; the body length column keeps
+each body's length before compression, and the block's own length is what the batch has left
+between the columns and the tags (total length less the header, the columns, the tags and the
+properties). Tags and properties stay as they are, so the broker checks, filters and indexes a
+compressed batch without inflating it; the limits on body sizes apply to the lengths before
+compression, which bound what a reader inflates. The CRC covers the batch as stored
+(compressed). A producer compresses a request's batch once (``compression.py``); readers
+inflate it back to the plain layout before they read records.
+
 Columns are fixed-width, so numpy reads each in one call (``np.frombuffer``), and the bodies
 are contiguous, so a pulled batch becomes an Arrow binary column (offsets and data) without a
 Python object per message. The CRC covers exactly what the producer wrote: the broker checks
@@ -126,6 +137,9 @@ __all__ = [
     "BROKER_FIELDS_LENGTH",
     "COLUMN_COUNT",
     "COLUMN_WIDTHS",
+    "COMPRESSED_FLAG",
+    "COMPRESSION_TYPE_MASK",
+    "COMPRESSION_TYPE_SHIFT",
     "CRC_OFFSET",
     "CRC_START",
     "FIXED_HEADER_LENGTH",
@@ -133,6 +147,7 @@ __all__ = [
     "HEADER_STRUCT",
     "HOST_FIELD_LENGTH",
     "MAGIC_OFFSET",
+    "MAX_COMPRESSION_TYPE",
     "MAX_FRAMING_BYTES",
     "MAX_PROPERTIES_LENGTH",
     "MAX_SEQUENCE",
@@ -155,6 +170,7 @@ __all__ = [
     "ProducerState",
     "batch_header_length",
     "columns_struct",
+    "compression_type",
     "pack_host_field",
     "producer_state_position",
     "read_producer_state",
@@ -195,6 +211,15 @@ BROKER_FIELDS_LENGTH: Final = CRC_OFFSET - BASE_QUEUE_OFFSET_OFFSET
 PRODUCER_STATE_FLAG: Final = 0x8000
 """The Attributes bit that says the batch carries a producer state (bit 15: RocketMQ's sys
 flags use bits 0 to 10)."""
+COMPRESSED_FLAG: Final = 0x0001
+"""The Attributes bit that says the batch's bodies are one compressed block (RocketMQ's
+``MessageSysFlag.COMPRESSED_FLAG``): see "Compressed bodies" in the module text."""
+COMPRESSION_TYPE_SHIFT: Final = 8
+COMPRESSION_TYPE_MASK: Final = 0x0700
+"""The Attributes bits of a compressed batch's codec (RocketMQ's ``COMPRESSION_TYPE_COMPARATOR``,
+bits 8 to 10): 1 LZ4, 2 ZSTD, 3 ZLIB (``common.record_batch.CompressionType``)."""
+MAX_COMPRESSION_TYPE: Final = 3
+"""The highest codec number a batch may name (ZLIB)."""
 PRODUCER_ID_OFFSET: Final = 0
 BASE_SEQUENCE_OFFSET: Final = PRODUCER_ID_OFFSET + 8
 PRODUCER_EPOCH_OFFSET: Final = BASE_SEQUENCE_OFFSET + 4
@@ -284,6 +309,13 @@ class ProducerState(NamedTuple):
     producer_id: int
     base_sequence: int
     producer_epoch: int
+
+
+def compression_type(attributes: int) -> int:
+    """The codec number of a batch's Attributes (0 when its bodies are not compressed)."""
+    if not attributes & COMPRESSED_FLAG:
+        return 0
+    return (attributes & COMPRESSION_TYPE_MASK) >> COMPRESSION_TYPE_SHIFT
 
 
 def batch_header_length(topic_length: int, attributes: int = 0) -> int:

@@ -24,6 +24,7 @@ from aeromq.common.record_batch.descriptor import (
     BORN_DELTA_COLUMN,
     BORN_HOST_OFFSET,
     COLUMN_WIDTHS,
+    COMPRESSED_FLAG,
     CRC_OFFSET,
     CRC_START,
     MAX_SEQUENCE,
@@ -58,7 +59,8 @@ def merge_batches(batches: Sequence[Buffer]) -> bytes | None:
     request, as Kafka's record accumulator does): their columns, bodies, tags and properties
     back to back, the earliest born timestamp as the base with the born deltas rebased on it,
     a new CRC. None when they cannot be one batch: not all of one topic, born host, attributes
-    and reconsume times, or a born time more than an i32 of milliseconds after the base.
+    and reconsume times, compressed (``COMPRESSED_FLAG``: a producer compresses after it
+    merges), or a born time more than an i32 of milliseconds after the base.
 
     Batches with a producer state merge only when all are of one producer id and epoch and
     their sequences follow on (each batch's base sequence is the one before's plus its record
@@ -82,6 +84,8 @@ def merge_batches_py(batches: Sequence[Buffer]) -> bytes | None:
     views = [memoryview(batch).cast("B") for batch in batches]
     first = views[0]
     attributes, topic_length = _U16_PAIR.unpack_from(first, ATTRIBUTES_OFFSET)
+    if attributes & COMPRESSED_FLAG:  # one block of bodies each: not joined
+        return None
     header_length = batch_header_length(topic_length, attributes)
     reconsume = first[RECONSUME_TIMES_OFFSET:BASE_BORN_TIMESTAMP_OFFSET]
     # the bytes every batch shares: born host to the header's end, but for a producer state's

@@ -33,6 +33,7 @@ from aeromq.common._errors import CorruptMessageError
 from aeromq.common._tags import ExpressionType, SubscriptionData
 from aeromq.common.record_batch._filter import matching
 from aeromq.common.record_batch.chunk import PulledChunk, PulledQueue
+from aeromq.common.record_batch.compression import inflate_answer
 from aeromq.common.record_batch.descriptor import HEADER_DTYPE
 from aeromq.common.record_batch.numpy_reader import read_pulled_chunk_py
 
@@ -79,13 +80,22 @@ def read_pulled_chunk(
 
     One native pass (``_reader.c``) when it is built; an answer it refuses is read again by
     :func:`~common.record_batch.read_pulled_chunk_py`, which names the problem (the ranges'
-    batches joined first, as a pull through the transport would have carried them)."""
+    batches joined first, as a pull through the transport would have carried them). The
+    native pass refuses compressed batches too: those are inflated (``compression.py``, their
+    stored CRC checked first) and the answer read again."""
     if not data or ranges == b"":
         return None
     if _native is not None:
         read = _native.read(data, queue.queue_id, queue.topic.encode(), offset, next_offset, ranges)
         if read is not None:
             return _from_native(data, queue, broker_name, subscription, *read)
+    inflated = inflate_answer(data, ranges, queue, broker_name)  # the C pass refuses those
+    if inflated is not None:
+        data, ranges = inflated, None
+        if _native is not None:
+            read = _native.read(data, queue.queue_id, queue.topic.encode(), offset, next_offset)
+            if read is not None:
+                return _from_native(data, queue, broker_name, subscription, *read)
     if ranges is not None:
         data = join_ranges(data, ranges)
     return read_pulled_chunk_py(data, queue, broker_name, offset, next_offset, subscription)

@@ -46,6 +46,10 @@
 /* the producer state, after the topic's padding, only when the attributes have
  * PRODUCER_STATE_FLAG; its offsets are from its own start (batch_producer_state) */
 #define PRODUCER_STATE_FLAG 0x8000
+#define COMPRESSED_FLAG 0x0001 /* the bodies are one compressed block (descriptor.py) */
+#define COMPRESSION_TYPE_SHIFT 8
+#define COMPRESSION_TYPE_MASK 0x0700 /* the codec: 1 LZ4, 2 ZSTD, 3 ZLIB */
+#define MAX_COMPRESSION_TYPE 3
 #define PRODUCER_ID_OFFSET 0
 #define BASE_SEQUENCE_OFFSET 8
 #define PRODUCER_EPOCH_OFFSET 12

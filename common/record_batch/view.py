@@ -1,5 +1,7 @@
 """A read-only view of one stored batch: :class:`RecordBatch`, its header fields as attributes
-and its columns as numpy arrays, records read on demand.
+and its columns as numpy arrays, records read on demand. A compressed batch
+(``COMPRESSED_FLAG``) is read as it is stored but for its bodies, which are inflated on the
+first read of one (``compression.py``): tags, properties and columns need no inflating.
 
 Caller: the broker (a pull's filters and lookups read batches of its commit log; recovery and
 its store codec decode them) and tests. A pulled answer is read by :mod:`.reader` instead, all
@@ -15,7 +17,9 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from aeromq.common.record_batch.compression import inflate_batch
 from aeromq.common.record_batch.descriptor import (
+    COMPRESSED_FLAG,
     CRC_OFFSET,
     CRC_START,
     HEADER_STRUCT,
@@ -41,6 +45,7 @@ class RecordBatch:
     ``producer_state`` is the idempotent producer's state, None for a batch without one."""
 
     __slots__ = (
+        "_bodies",
         "_ends",
         "attributes",
         "base_born_timestamp_ms",
@@ -57,6 +62,7 @@ class RecordBatch:
         "reconsume_times",
         "store_host",
         "store_timestamp_ms",
+        "tags_start",
         "topic",
     )
 
@@ -89,6 +95,8 @@ class RecordBatch:
         )
         self.data_start = self.header_length + count * RECORD_OVERHEAD
         self._ends: list[list[int]] | None = None
+        self._bodies: bytes | None = None  # a compressed batch's bodies, once inflated
+        self.tags_start = -1  # where the tags start: known once ends() ran
 
     def _column(self, index: int) -> Int32Array:
         count = self.count
@@ -120,10 +128,28 @@ class RecordBatch:
         return self._column(4)
 
     @property
+    def compressed(self) -> bool:
+        """Whether the bodies are one compressed block (``COMPRESSED_FLAG``)."""
+        return bool(self.attributes & COMPRESSED_FLAG)
+
+    @property
     def body_data(self) -> memoryview:
-        """All bodies, back to back (Arrow's binary data buffer)."""
+        """All bodies, back to back (Arrow's binary data buffer); inflated when compressed."""
+        if self.attributes & COMPRESSED_FLAG:
+            return memoryview(self._inflated())
         start = self.data_start
         return memoryview(self.buffer)[start : start + int(self.body_lengths.sum())]
+
+    def _inflated(self) -> bytes:
+        """A compressed batch's bodies, back to back (inflated once); ValueError when its
+        block does not inflate to the body lengths' sum."""
+        bodies = self._bodies
+        if bodies is None:
+            plain = inflate_batch(self.buffer)
+            bodies = self._bodies = plain[
+                self.data_start : self.data_start + int(self.body_lengths.sum())
+            ]
+        return bodies
 
     def crc_ok(self) -> bool:
         """Whether the stored CRC matches the bytes (C speed, one call)."""
@@ -134,15 +160,21 @@ class RecordBatch:
 
     def ends(self) -> list[list[int]]:
         """``[body ends, tag ends, properties ends]``: absolute end positions in the buffer
-        (as Python ints, made once per batch), for per-record slicing."""
+        (as Python ints, made once per batch), for per-record slicing; a compressed batch's
+        body ends are where they are once inflated (from ``data_start`` all the same)."""
         ends = self._ends
         if ends is None:
             count = self.count
             lengths = np.frombuffer(
                 self.buffer, dtype="<i4", count=3 * count, offset=self.header_length + 8 * count
             ).astype(np.int64)
+            bodies_length = body_total = int(lengths[:count].sum())
+            if self.attributes & COMPRESSED_FLAG:  # the tags follow the block, not the bodies
+                bodies_length = self.length - self.data_start - int(lengths[count:].sum())
+                lengths[count] += bodies_length - body_total
             lengths[0] += self.data_start
             flat = np.cumsum(lengths)
+            self.tags_start = self.data_start + bodies_length
             ends = self._ends = [
                 flat[:count].tolist(),
                 flat[count : 2 * count].tolist(),
@@ -151,16 +183,18 @@ class RecordBatch:
         return ends
 
     def body(self, index: int) -> bytes:
-        """Record ``index``'s body."""
+        """Record ``index``'s body (of a compressed batch: inflated, once for all)."""
         body_ends = self.ends()[0]
         start = body_ends[index - 1] if index else self.data_start
+        if self.attributes & COMPRESSED_FLAG:  # ends in the inflated bodies, from data_start
+            data_start = self.data_start
+            return self._inflated()[start - data_start : body_ends[index] - data_start]
         return bytes(self.buffer[start : body_ends[index]])
 
     def tag(self, index: int) -> str | None:
         """Record ``index``'s tag (None without one)."""
-        ends = self.ends()
-        tag_ends = ends[1]
-        start = tag_ends[index - 1] if index else ends[0][-1]
+        tag_ends = self.ends()[1]
+        start = tag_ends[index - 1] if index else self.tags_start
         end = tag_ends[index]
         return bytes(self.buffer[start:end]).decode() if end > start else None
 
@@ -175,7 +209,7 @@ class RecordBatch:
         """The bytes record ``index`` takes: its column values and variable parts."""
         body_ends, tag_ends, property_ends = self.ends()
         body_start = body_ends[index - 1] if index else self.data_start
-        tag_start = tag_ends[index - 1] if index else body_ends[-1]
+        tag_start = tag_ends[index - 1] if index else self.tags_start
         property_start = property_ends[index - 1] if index else tag_ends[-1]
         return (
             RECORD_OVERHEAD

@@ -69,7 +69,8 @@ def _records(draw: st.DrawFn) -> dict[str, Any]:
         "born_timestamp_ms": draw(st.integers(0, 2**62)),
         "born_deltas_ms": draw(st.lists(st.integers(0, 1000), min_size=count, max_size=count)),
         "reconsume_times": draw(st.integers(0, 16)),
-        "attributes": draw(st.integers(0, 0xFFFF)),
+        # any sys flag but COMPRESSED_FLAG (bit 0), which says the bodies are one block
+        "attributes": draw(st.integers(0, 0xFFFF)) & ~1,
     }
 
 
@@ -309,7 +310,10 @@ def _mergeable(draw: st.DrawFn) -> list[bytes]:
     own base born time."""
     count = draw(st.integers(1, 5))
     base_ms = draw(st.integers(0, 2**40))
-    shared = {"reconsume_times": draw(st.integers(0, 16)), "attributes": draw(st.integers(0, 9))}
+    shared = {
+        "reconsume_times": draw(st.integers(0, 16)),
+        "attributes": 2 * draw(st.integers(0, 4)),
+    }
     batches = []
     for _ in range(count):
         records = {**draw(_records()), **shared}

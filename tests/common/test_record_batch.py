@@ -50,14 +50,14 @@ def _batch(count: int = 4, **kwargs: object) -> bytearray:
 
 
 def test_should_read_back_every_field_of_an_encoded_batch() -> None:
-    data = _batch(5, reconsume_times=2, attributes=1)
+    data = _batch(5, reconsume_times=2, attributes=2)
     assert check_batch(data, topic=TOPIC) == (BatchCheck.OK, "")
     batch = RecordBatch(bytes(data))
     assert (batch.topic, batch.count, batch.reconsume_times, batch.attributes) == (
         "TopicTest",
         5,
         2,
-        1,
+        2,
     )
     assert batch.born_host == HOST
     assert [batch.body(i) for i in range(5)] == [f"body-{i}".encode() for i in range(5)]
@@ -309,5 +309,5 @@ def test_should_not_merge_batches_that_cannot_be_one(merge: Any) -> None:
     one = _part(b"TopicA", 0, 2, 1_000)
     assert merge([one, _part(b"TopicB", 0, 2, 1_000)]) is None
     assert merge([one, _part(b"TopicA", 0, 2, 1_000, reconsume_times=1)]) is None
-    assert merge([one, _part(b"TopicA", 0, 2, 1_000, attributes=1)]) is None
+    assert merge([one, _part(b"TopicA", 0, 2, 1_000, attributes=2)]) is None
     assert merge([one, _part(b"TopicA", 0, 2, 1_000 + (1 << 31))]) is None

@@ -54,6 +54,16 @@ def test_should_write_entries_across_files_and_read_them_back(tmp_path: Path) ->
     again.close()
 
 
+def test_should_make_room_for_a_batch_that_spans_more_than_two_files(tmp_path: Path) -> None:
+    queue = _queue(tmp_path)  # four entries a file
+    _fill(queue, 2)
+    queue.ensure_room(2, 11)  # offsets 2 to 12: files 0, 80, 160 and 240, each in its turn
+    assert [f.start_offset for f in queue.files.files] == [0, 80, 160, 240]
+    queue.put_batch(2, 5_000, 900, list(range(11)))
+    assert queue.max_offset == 13 and queue.entry(12) == (5_000, 900, 10)
+    queue.close()
+
+
 def test_should_stop_at_the_first_unwritten_entry_on_load(tmp_path: Path) -> None:
     queue = _queue(tmp_path)
     _fill(queue, 7)

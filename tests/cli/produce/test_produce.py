@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from aeromq._cli.produce import main
 from aeromq.broker.broker import Broker
+from aeromq.common.record_batch import ATTRIBUTES_OFFSET, CompressionType, compression_type
 from tests.producer.conftest import Puller
 
 
@@ -40,6 +43,21 @@ def test_should_send_a_body_with_tags_keys_and_properties_at_a_rate(
     last = pulled[-1]
     assert (last.body, last.tags, list(last.keys)) == (b"hi", "T", ["k1", "k2"])
     assert last.properties["a"] == "b"
+
+
+def test_should_send_compressed_batches_that_read_back_as_sent(
+    broker: Broker, puller: Puller, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = {q: puller.pull("orders", q).max_offset for q in range(4)}
+    code = main(["--endpoints", broker.grpc_address, "--topic", "orders", "--count", "32",
+                 "--size", "200", "--batch", "32", "--compression", "zstd"])  # fmt: skip
+    assert code == 0 and _summary(capsys.readouterr().out)["sent"] == "32"
+    pulled = [m for q in range(4) for m in puller.messages("orders", q, before[q])]
+    assert len(pulled) == 32 and len({m.body for m in pulled}) == 1  # one request: 6,400 B
+    assert len(pulled[0].body) == 200
+    stored = puller.pull("orders", pulled[0].queue_id, before[pulled[0].queue_id]).batches
+    attributes = struct.unpack_from("<H", stored, ATTRIBUTES_OFFSET)[0]
+    assert compression_type(attributes) == CompressionType.ZSTD  # stored as it was sent
 
 
 def test_should_exit_1_when_sends_fail_and_2_on_bad_arguments(
