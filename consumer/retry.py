@@ -86,7 +86,7 @@ class GrpcRetryApi:
     def send_back(
         self, consumer_group: str, message: MessageExt, delay_level: int, max_reconsume_times: int
     ) -> str:
-        # Any topic of the message's broker routes to it: the first, or the retry topic.
+        # Each topic of the message's broker routes to it: the first, or the retry topic.
         answer = self._call(
             message.queue,
             lambda client: client.send_back(

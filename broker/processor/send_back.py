@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aeromq.broker._errors import BrokerError, CorruptRecordError, InvalidArgumentError
+from aeromq.broker._errors import CorruptRecordError, InvalidArgumentError, StoreError
 from aeromq.broker.processor.consumer_groups import check_group_name
 from aeromq.broker.processor.topics import TopicExistsError, TopicProcessor
 from aeromq.broker.store import InboundMessage, MessageStore, StoredMessage
@@ -37,20 +37,13 @@ from aeromq.common import (
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RECONSUME_TIME,
     PROPERTY_RETRY_TOPIC,
-    ResponseCode,
     back_off_delay_level,
     dlq_topic,
     retry_topic,
 )
 from aeromq.proto import common_pb2
 
-__all__ = ["PutCopyError", "SendBackProcessor", "StoredCopy", "put_copy"]
-
-
-class PutCopyError(BrokerError):
-    """The store refused the copy (full disk, not writable, ...): ``status`` says why."""
-
-    code = ResponseCode.SYSTEM_ERROR
+__all__ = ["SendBackProcessor", "StoredCopy", "put_copy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +65,7 @@ def put_copy(
     reconsume_times: int,
 ) -> StoredCopy:
     """Write a copy of ``message`` to ``topic``'s queue with ``properties`` (replacing its
-    own) and ``reconsume_times``; raises :class:`PutCopyError` when the store refuses it."""
+    own) and ``reconsume_times``; raises ``StoreError`` when the store refuses it (``status`` says why)."""
     result = store.put_message(
         InboundMessage(
             topic,
@@ -86,7 +79,7 @@ def put_copy(
         )
     )
     if not result.ok:
-        raise PutCopyError("the store refused the copy", topic=topic, status=result.status.value)
+        raise StoreError("the store refused the copy", topic=topic, status=result.status.value)
     return StoredCopy(topic, queue_id, result.queue_offset, reconsume_times)
 
 

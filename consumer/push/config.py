@@ -6,16 +6,14 @@ retries, the orderly suspend and lock intervals); everything about pulling (tran
 timeouts, flow control, credentials) is the lite pull consumer's, given as ``pull`` (a
 :class:`~consumer.LitePullConsumerConfig`; its group and endpoints are taken from here).
 Validation runs on construction and raises :class:`~client.IllegalArgumentError` naming the
-field, as the lite pull consumer's does; :meth:`PushConsumerConfig.replace` makes a changed
-copy. Units are in the names.
+field, as the lite pull consumer's does; ``dataclasses.replace`` makes a changed copy
+(validated again). Units are in the names.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from aeromq.client import IllegalArgumentError
 from aeromq.common import DEFAULT_MAX_RECONSUME_TIMES, check_group
@@ -84,10 +82,6 @@ class PushConsumerConfig:
             consume_from_where=self.consume_from_where,
             auto_commit=False,
         )
-
-    def replace(self, **changes: Any) -> PushConsumerConfig:
-        """A copy with ``changes`` (validated again)."""
-        return dataclasses.replace(self, **changes)
 
 
 def push_config_of(
