@@ -149,6 +149,7 @@ __all__ = [
     "RECORD_OVERHEAD",
     "STORE_HOST_OFFSET",
     "STORE_TIMESTAMP_OFFSET",
+    "TIMER_FLAG",
     "TOPIC_LENGTH_OFFSET",
     "TOPIC_OFFSET",
     "TOTAL_LENGTH_OFFSET",
@@ -195,6 +196,11 @@ BROKER_FIELDS_LENGTH: Final = CRC_OFFSET - BASE_QUEUE_OFFSET_OFFSET
 PRODUCER_STATE_FLAG: Final = 0x8000
 """The Attributes bit that says the batch carries a producer state (bit 15: RocketMQ's sys
 flags use bits 0 to 10)."""
+TIMER_FLAG: Final = 0x4000
+"""The Attributes bit that says the batch's records carry a delivery time (``DELAY``,
+``TIMER_DELIVER_MS`` or ``TIMER_DELAY_SEC``): the broker's store holds such a batch in its timer
+topic until the time comes (``broker/timer/``) instead of its own queue; a test of one bit on the
+put path. The producer sets it (bit 14, free of RocketMQ's sys flags)."""
 PRODUCER_ID_OFFSET: Final = 0
 BASE_SEQUENCE_OFFSET: Final = PRODUCER_ID_OFFSET + 8
 PRODUCER_EPOCH_OFFSET: Final = BASE_SEQUENCE_OFFSET + 4
@@ -271,6 +277,7 @@ PRODUCER_STATE_STRUCT: Final = struct.Struct("<qihh")
 """The producer state (producer id, base sequence, producer epoch, reserved), for ``struct``."""
 assert PRODUCER_STATE_STRUCT.size == PRODUCER_STATE_LENGTH == 16
 assert PRODUCER_STATE_FLAG & 0x07FF == 0  # clear of RocketMQ's sys flag bits
+assert TIMER_FLAG & (0x07FF | PRODUCER_STATE_FLAG) == 0
 
 _PREFIX: Final = struct.Struct("<iI")
 _HOST_PORT: Final = struct.Struct("<i")
