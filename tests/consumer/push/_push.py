@@ -3,7 +3,6 @@ and a bounded wait."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import time
 from collections.abc import Callable
@@ -13,10 +12,6 @@ from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig
 from aeromq.consumer.push import PushConsumerConfig
 
 _names = itertools.count()
-
-TIMER = importlib.util.find_spec("aeromq.broker.timer") is not None
-"""Whether the broker holds ``DELAY`` messages back (the timer): only then do the tests assert
-that a retried message does not come before its back-off."""
 
 
 def unique(prefix: str) -> str:
