@@ -25,9 +25,10 @@ from tests.consumer.push._orderly_worker import run_orderly_consumer
 TOPIC = "OrderlyTopic"
 GROUP = "orderly-group"
 QUEUES = 4
-PER_QUEUE = 120
-WORK_MS = 20
-FAIL_EVERY = 17
+PER_QUEUE = 60
+"""Sent in two halves: the second once B has started, so both consumers have work."""
+WORK_MS = 10
+FAIL_EVERY = 7
 
 
 def _consumed(path: Path) -> list[tuple[int, int, int]]:
@@ -58,15 +59,20 @@ def test_should_keep_each_queues_order_through_failures_a_join_and_a_kill(
     broker = start_broker(tmp_path)
     context = multiprocessing.get_context("spawn")
     processes: dict[str, BaseProcess] = {}
+    producer: Producer | None = None
     paths = {name: tmp_path / f"{name}.log" for name in ("a", "b")}
     try:
         create_topic(broker, TOPIC, QUEUES)
-        with Producer("orderly-producer", broker.grpc_address) as producer:
-            queues = sorted(producer.fetch_publish_queues(TOPIC), key=lambda q: q.queue_id)
-            for number in range(PER_QUEUE):
+        producer = Producer("orderly-producer", broker.grpc_address).start()
+        queues = sorted(producer.fetch_publish_queues(TOPIC), key=lambda q: q.queue_id)
+
+        def send(numbers: range) -> None:
+            for number in numbers:
                 for queue in queues:
                     body = f"{queue.queue_id}:{number}".encode()
                     producer.send(Message(TOPIC, body), queue=queue)
+
+        send(range(PER_QUEUE // 2))
 
         def start(name: str) -> None:
             process = context.Process(
@@ -88,7 +94,10 @@ def test_should_keep_each_queues_order_through_failures_a_join_and_a_kill(
         start("a")
         _wait(lambda: len(_consumed(paths["a"])) >= 40, 60, "A consuming")
         start("b")
-        _wait(lambda: len(_consumed(paths["b"])) >= 10, 60, "B consuming")
+        _wait(lambda: paths["b"].exists() and "S " in paths["b"].read_text(), 60, "B started")
+        send(range(PER_QUEUE // 2, PER_QUEUE))
+        producer.shutdown()
+        _wait(lambda: len(_consumed(paths["b"])) >= 5, 60, "B consuming")
         os.kill(processes["a"].pid or 0, signal.SIGKILL)
         processes["a"].join(10)
 
@@ -106,6 +115,8 @@ def test_should_keep_each_queues_order_through_failures_a_join_and_a_kill(
             if process.is_alive():
                 process.kill()
                 process.join(10)
+        if producer is not None:
+            producer.shutdown()  # idempotent
         broker.stop()
 
 
