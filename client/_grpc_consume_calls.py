@@ -68,9 +68,7 @@ class ConsumeRetryCalls:
     ) -> list[int]:
         """Lock (or renew) the group's queues of ``topic`` for ``client_id``: the ids it holds
         now (RocketMQ's ``lockBatchMQ``)."""
-        request = consumer_group_pb2.LockBatchRequest(
-            consumer_group=group, client_id=client_id, topic=topic, queue_ids=list(queue_ids)
-        )
+        request = _lock_request(group, client_id, topic, queue_ids)
         response = self._call("LockBatchMQ", self._groups.LockBatchMQ, request, timeout_s)
         return list(response.locked_queue_ids)
 
@@ -84,9 +82,7 @@ class ConsumeRetryCalls:
         timeout_s: float | None = None,
     ) -> None:
         """Let go of the locks ``client_id`` holds among the queues (``unlockBatchMQ``)."""
-        request = consumer_group_pb2.LockBatchRequest(
-            consumer_group=group, client_id=client_id, topic=topic, queue_ids=list(queue_ids)
-        )
+        request = _lock_request(group, client_id, topic, queue_ids)
         self._call("UnlockBatchMQ", self._groups.UnlockBatchMQ, request, timeout_s)
 
     def view_messages(
@@ -112,3 +108,11 @@ class ConsumeRetryCalls:
         the topic it first came from; the answer names where it went."""
         request = admin_pb2.ResendMessageRequest(topic=topic, queue_id=queue_id, offset=offset)
         return self._call("ResendMessage", self._admin.ResendMessage, request, timeout_s)
+
+
+def _lock_request(
+    group: str, client_id: str, topic: str, queue_ids: Iterable[int]
+) -> consumer_group_pb2.LockBatchRequest:
+    return consumer_group_pb2.LockBatchRequest(
+        consumer_group=group, client_id=client_id, topic=topic, queue_ids=list(queue_ids)
+    )

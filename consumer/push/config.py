@@ -17,7 +17,12 @@ from dataclasses import dataclass
 
 from aeromq.client import IllegalArgumentError
 from aeromq.common import DEFAULT_MAX_RECONSUME_TIMES, check_group
-from aeromq.consumer.config import ConsumeFromWhere, LitePullConsumerConfig, MessageModel
+from aeromq.consumer.config import (
+    ConsumeFromWhere,
+    LitePullConsumerConfig,
+    MessageModel,
+    config_of,
+)
 
 __all__ = ["PushConsumerConfig", "push_config_of"]
 
@@ -87,17 +92,11 @@ class PushConsumerConfig:
 def push_config_of(
     consumer_group: str | None, endpoints: str | Sequence[str], config: PushConsumerConfig | None
 ) -> PushConsumerConfig:
-    """``config``, or one with every default for ``consumer_group`` and ``endpoints``. Raises
-    IllegalArgumentError when neither a group nor a config is given, or they differ."""
-    if config is None:
-        if consumer_group is None:
-            raise IllegalArgumentError("give a consumer_group or a config")
-        given = (endpoints,) if isinstance(endpoints, str) else tuple(endpoints)
-        return PushConsumerConfig(consumer_group=consumer_group, endpoints=given)
-    if consumer_group is not None and consumer_group != config.consumer_group:
-        raise IllegalArgumentError(
-            "consumer_group differs from config.consumer_group",
-            consumer_group=consumer_group,
-            config_group=config.consumer_group,
-        )
-    return config
+    """``config``, or one with every default for ``consumer_group`` and ``endpoints``, by the
+    lite pull consumer's rule (:func:`~consumer.config.config_of`): IllegalArgumentError when
+    neither a group nor a config is given, or they differ."""
+    if config is not None:
+        config_of(consumer_group, endpoints, config.pull_config())  # the same checks
+        return config
+    lite = config_of(consumer_group, endpoints, None)
+    return PushConsumerConfig(consumer_group=lite.consumer_group, endpoints=lite.endpoints)
