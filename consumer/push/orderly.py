@@ -82,7 +82,7 @@ class OrderlyConsumeService:
     def dispatch(self, messages: Sequence[MessageExt]) -> None:
         """Append polled ``messages`` to their queues' lines; start runs (see the module)."""
         rt = self._rt
-        starts: list[MessageQueue] = []
+        starts: list[tuple[MessageQueue, _Line]] = []
         pauses: list[MessageQueue] = []
         with self._mutex:
             for message in messages:
@@ -93,14 +93,14 @@ class OrderlyConsumeService:
                 line.messages.append(message)
                 if not line.running:
                     line.running = True
-                    starts.append(queue)
+                    starts.append((queue, line))
                 if not line.paused and len(line.messages) >= rt.config.pull_threshold_for_queue:
                     line.paused = True
                     pauses.append(queue)
         if pauses:
             rt.lite.pause(pauses)
-        for queue in starts:
-            rt.executor.submit(self._run, queue)
+        for queue, line in starts:
+            rt.executor.submit(self._run, queue, line)
 
     def drop(self, queue: MessageQueue) -> None:
         """``queue`` is rebalanced away (see the module)."""
@@ -133,28 +133,30 @@ class OrderlyConsumeService:
                 line.consuming.release()
             self._rt.commit(queue, line.commit_offset)
 
-    def _run(self, queue: MessageQueue) -> None:
+    def _run(self, queue: MessageQueue, line: _Line) -> None:
+        """One step of ``line``'s run (its only one: a line dropped and made again has its
+        own, so an older run left scheduled stops here)."""
         rt = self._rt
         with self._mutex:
-            line = self._lines.get(queue)
-            if line is None or line.dropped:
+            if line.dropped or self._lines.get(queue) is not line:
                 return
-            batch = list(itertools.islice(line.messages, rt.config.consume_message_batch_max_size))
+            size = rt.config.consume_message_batch_max_size
+            batch = list(itertools.islice(line.messages, size))
             if not batch:
                 line.running = False
                 return
         if not self._locks.holds(queue) and not self._locks.lock(queue):
-            rt.later(_LOCK_RETRY_MS, lambda: self._run(queue))
+            rt.later(_LOCK_RETRY_MS, lambda: self._run(queue, line))
             return
         with line.consuming:
             if line.dropped:
                 return
             delay_ms = self._consume(queue, line, batch)
         if delay_ms:
-            rt.later(delay_ms, lambda: self._run(queue))
+            rt.later(delay_ms, lambda: self._run(queue, line))
         else:
             with contextlib.suppress(RuntimeError):  # shut down meanwhile
-                rt.executor.submit(self._run, queue)
+                rt.executor.submit(self._run, queue, line)
 
     def _consume(self, queue: MessageQueue, line: _Line, batch: list[MessageExt]) -> int:
         """One listener call; the delay before the next run (0: at once)."""
