@@ -37,17 +37,20 @@ class ConsumeRetryCalls:
         *,
         delay_level: int = 0,
         max_reconsume_times: int = 0,
+        topic: str = "",
         timeout_s: float | None = None,
     ) -> consumer_group_pb2.ConsumerSendBackResponse:
         """Send the message stored at ``commit_log_offset`` back for ``group``: to its retry
         topic with the back-off ``delay_level`` (0: RocketMQ's), or its dead-letter topic once
-        it was reconsumed ``max_reconsume_times`` (0: 16) times or ``delay_level`` < 0. The
+        it was reconsumed ``max_reconsume_times`` (0: 16) times or ``delay_level`` < 0;
+        ``topic``, the topic it was pulled from, is checked against it (and by an ACL). The
         answer names where the copy went."""
         request = consumer_group_pb2.ConsumerSendBackRequest(
             consumer_group=group,
             commit_log_offset=commit_log_offset,
             delay_level=delay_level,
             max_reconsume_times=max_reconsume_times,
+            topic=topic,
         )
         return self._call("ConsumerSendBack", self._groups.ConsumerSendBack, request, timeout_s)
 

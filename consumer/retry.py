@@ -41,6 +41,7 @@ __all__ = [
     "SendBack",
     "restore_original_topics",
     "retry_api_of",
+    "stored_queue",
 ]
 
 _T = TypeVar("_T")
@@ -86,14 +87,15 @@ class GrpcRetryApi:
     def send_back(
         self, consumer_group: str, message: MessageExt, delay_level: int, max_reconsume_times: int
     ) -> str:
-        # Each topic of the message's broker routes to it: the first, or the retry topic.
+        queue = stored_queue(message, consumer_group)
         answer = self._call(
-            message.queue,
+            queue,
             lambda client: client.send_back(
                 consumer_group,
                 message.commit_log_offset,
                 delay_level=delay_level,
                 max_reconsume_times=max_reconsume_times,
+                topic=queue.topic,
             ),
         )
         return answer.topic
@@ -148,6 +150,15 @@ def retry_api_of(api: BrokerApi | None) -> RetryBrokerApi:
     if isinstance(api, RetryBrokerApi):
         return api
     raise NotSupportedError("this broker API has no consume retry calls", api=type(api).__name__)
+
+
+def stored_queue(message: MessageExt, group: str) -> MessageQueue:
+    """The queue a polled message was stored in: its group's retry queue when it is a retried
+    message (its topic was restored to the first one), else its own."""
+    topic = message.topic
+    if message.get_property(PROPERTY_RETRY_TOPIC) == topic:
+        topic = retry_topic(group)
+    return MessageQueue(topic, message.broker_name, message.queue_id)
 
 
 def restore_original_topics(messages: Sequence[MessageExt]) -> Sequence[MessageExt]:

@@ -324,10 +324,15 @@ class ConsumerSendBackRequest(google.protobuf.message.Message):
     COMMIT_LOG_OFFSET_FIELD_NUMBER: builtins.int
     DELAY_LEVEL_FIELD_NUMBER: builtins.int
     MAX_RECONSUME_TIMES_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
     consumer_group: builtins.str
     commit_log_offset: builtins.int
     delay_level: builtins.int
     max_reconsume_times: builtins.int
+    topic: builtins.str
+    """The topic the consumer pulled the message from (its first topic, or the group's retry
+    topic): the broker refuses a message of another topic, and the ACL checks sub on it.
+    """
     def __init__(
         self,
         *,
@@ -335,8 +340,9 @@ class ConsumerSendBackRequest(google.protobuf.message.Message):
         commit_log_offset: builtins.int = ...,
         delay_level: builtins.int = ...,
         max_reconsume_times: builtins.int = ...,
+        topic: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["commit_log_offset", b"commit_log_offset", "consumer_group", b"consumer_group", "delay_level", b"delay_level", "max_reconsume_times", b"max_reconsume_times"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["commit_log_offset", b"commit_log_offset", "consumer_group", b"consumer_group", "delay_level", b"delay_level", "max_reconsume_times", b"max_reconsume_times", "topic", b"topic"]) -> None: ...
 
 global___ConsumerSendBackRequest = ConsumerSendBackRequest
 

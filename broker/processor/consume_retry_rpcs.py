@@ -55,6 +55,7 @@ class ConsumeRetryRpcs:
                 request.commit_log_offset,
                 request.delay_level,
                 request.max_reconsume_times,
+                request.topic,
             )
             return consumer_group_pb2.ConsumerSendBackResponse(
                 topic=copy.topic,

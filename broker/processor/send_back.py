@@ -98,10 +98,16 @@ class SendBackProcessor:
         return topic
 
     def send_back(
-        self, group: str, commit_log_offset: int, delay_level: int, max_reconsume_times: int
+        self,
+        group: str,
+        commit_log_offset: int,
+        delay_level: int,
+        max_reconsume_times: int,
+        topic: str = "",
     ) -> StoredCopy:
         """Write the message stored at ``commit_log_offset`` to the group's retry topic, or its
-        dead-letter topic (see the module); where the copy went."""
+        dead-letter topic (see the module); where the copy went. ``topic`` (when given) must
+        be the message's stored topic: InvalidArgumentError otherwise."""
         check_group_name(group)
         try:
             message = self._store.look_message_by_offset(commit_log_offset)
@@ -111,6 +117,13 @@ class SendBackProcessor:
                 group=group,
                 commit_log_offset=commit_log_offset,
             ) from exc
+        if topic and message.topic != topic:
+            raise InvalidArgumentError(
+                "the message at this commit log offset is of another topic",
+                commit_log_offset=commit_log_offset,
+                topic=topic,
+                stored_topic=message.topic,
+            )
         maximum = max_reconsume_times if max_reconsume_times > 0 else DEFAULT_MAX_RECONSUME_TIMES
         reconsume = message.reconsume_times
         properties = dict(message.properties)
@@ -120,13 +133,13 @@ class SendBackProcessor:
         properties[PROPERTY_RECONSUME_TIME] = str(reconsume + 1)
         properties[PROPERTY_MAX_RECONSUME_TIMES] = str(maximum)
         if delay_level < 0 or reconsume >= maximum:
-            topic = dlq_topic(group)
+            target = dlq_topic(group)
         else:
-            topic = retry_topic(group)
+            target = retry_topic(group)
             level = delay_level if delay_level > 0 else back_off_delay_level(reconsume)
             properties[PROPERTY_DELAY_TIME_LEVEL] = str(level)
-        self._ensure(topic)
-        return put_copy(self._store, topic, 0, message, properties, reconsume + 1)
+        self._ensure(target)
+        return put_copy(self._store, target, 0, message, properties, reconsume + 1)
 
     def _ensure(self, topic: str) -> None:
         if self._store.topic_config.get(topic) is not None:

@@ -19,24 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from aeromq.client import ClientError, MessageExt, MessageQueue
-from aeromq.common import PROPERTY_RETRY_TOPIC, retry_topic
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.consumer.push.config import PushConsumerConfig
 from aeromq.consumer.retry import RetryBrokerApi
 from aeromq.consumer.scheduler import TaskScheduler
 
-__all__ = ["PushRuntime", "stored_queue"]
+__all__ = ["PushRuntime"]
 
 _log = logging.getLogger(__name__)
-
-
-def stored_queue(message: MessageExt, group: str) -> MessageQueue:
-    """The queue a polled message was stored in: its group's retry queue when it is a retried
-    message (its topic was restored to the first one), else its own."""
-    topic = message.topic
-    if message.get_property(PROPERTY_RETRY_TOPIC) == topic:
-        topic = retry_topic(group)
-    return MessageQueue(topic, message.broker_name, message.queue_id)
 
 
 @dataclass

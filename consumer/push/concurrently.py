@@ -27,13 +27,14 @@ import threading
 from collections.abc import Sequence
 
 from aeromq.client import MessageExt, MessageQueue
-from aeromq.consumer.push._runtime import PushRuntime, stored_queue
+from aeromq.consumer.push._runtime import PushRuntime
 from aeromq.consumer.push.listeners import (
     ConcurrentlyFunction,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
 )
 from aeromq.consumer.push.offsets import InFlightOffsets
+from aeromq.consumer.retry import stored_queue
 
 __all__ = ["ConcurrentConsumeService"]
 

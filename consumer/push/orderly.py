@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aeromq.client import MessageExt, MessageQueue
-from aeromq.consumer.push._runtime import PushRuntime, stored_queue
+from aeromq.consumer.push._runtime import PushRuntime
 from aeromq.consumer.push.listeners import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
     OrderlyFunction,
 )
 from aeromq.consumer.push.queue_locks import QueueLockKeeper
+from aeromq.consumer.retry import stored_queue
 
 __all__ = ["OrderlyConsumeService"]
 

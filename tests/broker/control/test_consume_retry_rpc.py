@@ -33,7 +33,9 @@ def test_should_send_back_with_the_back_off_then_to_the_dlq(
     put_messages(broker.store, TOPIC, 0, 2)
     first = client.view_messages(TOPIC, 0, 1)[0]
 
-    retried = client.send_back(GROUP, first.commit_log_offset, max_reconsume_times=2)
+    with pytest.raises(ClientError, match="another topic"):
+        client.send_back(GROUP, first.commit_log_offset, topic="payments")
+    retried = client.send_back(GROUP, first.commit_log_offset, max_reconsume_times=2, topic=TOPIC)
     assert (retried.topic, retried.reconsume_times) == (retry_topic(GROUP), 1)
     copy = broker.store.get_messages(retried.topic, 0, retried.queue_offset, 1).messages[0]
     assert copy.properties["RETRY_TOPIC"] == TOPIC
