@@ -48,7 +48,7 @@ from aeromq.consumer.poller import DeliveryListener, Poller, ValueDeserializer
 from aeromq.consumer.positions import Positions
 from aeromq.consumer.pull_task import FlowControlCounters
 from aeromq.consumer.rebalance import MessageQueueListener, RebalanceService
-from aeromq.consumer.retry import SendBack
+from aeromq.consumer.retry import SendBack, SendBackMethod
 from aeromq.consumer.route_check import TopicMessageQueueChangeListener
 from aeromq.consumer.services import ConsumerServices, ServiceState
 from aeromq.consumer.subscription_changes import SubscriptionChanges
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-class DefaultLitePullConsumer:
+class DefaultLitePullConsumer(SendBackMethod):
     """RocketMQ's ``DefaultLitePullConsumer`` (see the module doc).
 
     ``DefaultLitePullConsumer(consumer_group, endpoints=(), *, config=None,
@@ -280,19 +280,6 @@ class DefaultLitePullConsumer:
         made without a Python object per message. Same waiting, commit and errors as ``poll``;
         an empty batch on timeout."""
         return self._poller.poll_batch(timeout_ms, max_records)
-
-    def send_back(
-        self, message: MessageExt, delay_level: int = 0, max_reconsume_times: int = 16
-    ) -> str:
-        """Hand a message the application failed to consume back to the broker (RocketMQ's
-        ``sendMessageBack``): it comes again from the group's retry topic after the back-off
-        (``delay_level`` 0: 3 + its reconsume times, so 10 s, 30 s, 1 min, ...; -1: straight to
-        the dead-letter queue), or goes to ``%DLQ%<group>`` once it was reconsumed
-        ``max_reconsume_times`` times. Caller: the application, after ``poll``; commit past
-        the message as usual. Affects: on the first call a subscribing consumer subscribes
-        to its group's retry topic (``docs/push-consumer.md``). Returns the topic the copy
-        went to; raises a ClientError when the broker refuses."""
-        return self._send_back.send_back(message, delay_level, max_reconsume_times)
 
     # -- position ------------------------------------------------------------------------
 

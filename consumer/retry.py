@@ -39,6 +39,7 @@ __all__ = [
     "GrpcRetryApi",
     "RetryBrokerApi",
     "SendBack",
+    "SendBackMethod",
     "restore_original_topics",
     "retry_api_of",
     "stored_queue",
@@ -213,3 +214,27 @@ class SendBack:
         ):
             self._subscribe(retry, "*")
         return topic
+
+
+class SendBackMethod:
+    """``send_back`` of :class:`~consumer.DefaultLitePullConsumer` (its base, kept here so the
+    façade stays short)."""
+
+    _send_back: SendBack
+
+    def send_back(
+        self,
+        message: MessageExt,
+        delay_level: int = 0,
+        max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES,
+    ) -> str:
+        """Hand a message the application failed to consume back to the broker (RocketMQ's
+        ``sendMessageBack``): it comes again from the group's retry topic after the back-off
+        (``delay_level`` 0: 3 + its reconsume times, so 10 s, 30 s, 1 min, ...; -1: straight
+        to the dead-letter queue), or goes to ``%DLQ%<group>`` once it was reconsumed
+        ``max_reconsume_times`` times. Caller: the application, after ``poll``; commit past
+        the message as usual. Affects: on the first call a subscribing consumer subscribes to
+        its group's retry topic (``docs/push-consumer.md``). Returns the topic the copy went
+        to; raises IllegalStateError when not running, a ClientError when the broker
+        refuses."""
+        return self._send_back.send_back(message, delay_level, max_reconsume_times)
