@@ -90,7 +90,8 @@ class ConsumeRetryRpcs:
             )
             return consumer_group_pb2.LockBatchResponse(locked_queue_ids=locked)
 
-        return self._answer("LockBatchMQ", consumer_group_pb2.LockBatchResponse, build)
+        # read: a broker group's follower refuses (NOT_LEADER), so every lock is the leader's
+        return self._answer("LockBatchMQ", consumer_group_pb2.LockBatchResponse, build, read=True)
 
     def unlock_batch_mq(
         self, request: consumer_group_pb2.LockBatchRequest
@@ -103,7 +104,8 @@ class ConsumeRetryRpcs:
             )
             return consumer_group_pb2.UnlockBatchResponse()
 
-        return self._answer("UnlockBatchMQ", consumer_group_pb2.UnlockBatchResponse, build)
+        response = consumer_group_pb2.UnlockBatchResponse
+        return self._answer("UnlockBatchMQ", response, build, read=True)
 
     def view_messages(
         self, request: admin_pb2.ViewMessagesRequest
