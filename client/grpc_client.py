@@ -34,6 +34,7 @@ from typing import Final, Self, TypeVar
 import grpc
 from google.protobuf.message import Message as ProtoMessage
 
+from aeromq.client._grpc_consume_calls import ConsumeRetryCalls
 from aeromq.client._security import ClientTls, Credentials, open_channel
 from aeromq.client.failover import error_for_status
 from aeromq.common import (
@@ -95,9 +96,10 @@ def translate_rpc_error(exc: grpc.RpcError, address: str, rpc: str) -> ClientErr
     )
 
 
-class GrpcClient:
-    """A channel to ``address`` (``host:port``) with typed calls. Use as a context manager
-    or ``close()`` it."""
+class GrpcClient(ConsumeRetryCalls):
+    """A channel to ``address`` (``host:port``) with typed calls (the consume-retry ones in
+    :class:`~client._grpc_consume_calls.ConsumeRetryCalls`). Use as a context manager or
+    ``close()`` it."""
 
     def __init__(
         self,

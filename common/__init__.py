@@ -21,6 +21,8 @@ I/O here.
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
 - ``_pull_answer``: :class:`PullAnswer`, a pull's control fields beside its record batches.
+- ``_consume_retry``: the retry and dead-letter topics of a consumer group (``%RETRY%``,
+  ``%DLQ%``), the properties of a sent-back message and RocketMQ's back-off schedule.
 - ``_queue_holders``: :class:`QueueHolders`, which member of a group holds each queue (the
   broker's half of a rebalance hand-over: acquire before the first pull, release on commit).
 - ``_latency``: :class:`LatencyHistogram`, durations in fixed buckets, for the broker's and the
@@ -33,6 +35,21 @@ I/O here.
 
 from __future__ import annotations
 
+from aeromq.common._consume_retry import (
+    DEFAULT_MAX_RECONSUME_TIMES,
+    DELAY_LEVEL_DELAYS_MS,
+    DLQ_TOPIC_PREFIX,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_RETRY_TOPIC,
+    RETRY_TOPIC_PREFIX,
+    back_off_delay_level,
+    dlq_topic,
+    is_retry_topic,
+    retry_topic,
+)
 from aeromq.common._credentials import SECRET_METADATA, USER_METADATA
 from aeromq.common._envelope import (
     ANSWER_TOO_LONG,
@@ -199,6 +216,9 @@ __all__ = [
     "DEFAULT_INGRESS_STREAM_ID",
     "DEFAULT_LATENCY_BUCKETS_S",
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_MAX_RECONSUME_TIMES",
+    "DELAY_LEVEL_DELAYS_MS",
+    "DLQ_TOPIC_PREFIX",
     "ENVELOPE_HEAD_MAX_LENGTH",
     "ERROR_FOR_CODE",
     "FIXED_HEADER_LENGTH",
@@ -222,7 +242,12 @@ __all__ = [
     "PERM_READ",
     "PERM_READ_WRITE",
     "PERM_WRITE",
+    "PROPERTY_DELAY_TIME_LEVEL",
     "PROPERTY_KEYS",
+    "PROPERTY_MAX_RECONSUME_TIMES",
+    "PROPERTY_ORIGIN_MESSAGE_ID",
+    "PROPERTY_RECONSUME_TIME",
+    "PROPERTY_RETRY_TOPIC",
     "PROPERTY_SEPARATOR",
     "PROPERTY_TAGS",
     "PROPERTY_UNIQ_KEY",
@@ -232,6 +257,7 @@ __all__ = [
     "REQUEST_FIELD_NUMBERS",
     "RESERVED_PROPERTY_NAMES",
     "RESPONSE_FIELD_NUMBERS",
+    "RETRY_TOPIC_PREFIX",
     "SECRET_METADATA",
     "SESSION_CLOSED_CODE",
     "SESSION_ID_FIELD",
@@ -285,6 +311,7 @@ __all__ = [
     "TopicNotFoundError",
     "UniqueMessageId",
     "UniqueMessageIdGenerator",
+    "back_off_delay_level",
     "batch_header_length",
     "build_subscription_data",
     "check_batch",
@@ -301,6 +328,7 @@ __all__ = [
     "decode_offset_message_id",
     "decode_properties",
     "decode_unique_message_id",
+    "dlq_topic",
     "encode_batch",
     "encode_envelope",
     "encode_envelope_around",
@@ -311,6 +339,7 @@ __all__ = [
     "hash_code",
     "is_marker_group",
     "is_readable",
+    "is_retry_topic",
     "is_system_topic",
     "is_valid_group_name",
     "is_valid_topic_name",
@@ -323,6 +352,7 @@ __all__ = [
     "patch_batch",
     "raw_section_past_message",
     "read_total_length",
+    "retry_topic",
     "salvage_envelope_ids",
     "split_raw_section",
     "split_tag",

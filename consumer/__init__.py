@@ -19,7 +19,11 @@ The modules, by role (as aiokafka splits its consumer):
   ``pull_task`` (one pull loop per queue), ``assigned_queues`` and ``process_queue`` (the
   owned queues' state), ``consume_request_cache`` and ``notifying_cache``, ``scheduler``,
   ``offset_store``, ``config``; ``_broker_api`` (the broker calls, :class:`BrokerApi`) and
-  ``_grpc_broker_api`` (over gRPC and the transport); ``testing`` (an in-memory broker).
+  ``_grpc_broker_api`` (over gRPC and the transport); ``testing`` (an in-memory broker);
+- ``retry``: ``send_back`` to the group's retry topic (or its dead-letter queue), the retry
+  calls (:class:`RetryBrokerApi`), retried messages' first topic restored;
+- ``push``: :class:`DefaultMQPushConsumer`, RocketMQ's push consumer on this machinery, with
+  concurrent and orderly listeners (``docs/push-consumer.md``).
 """
 
 from aeromq.consumer._batch_message import BatchMessageExt
@@ -53,6 +57,17 @@ from aeromq.consumer.offset_store import (
 )
 from aeromq.consumer.poller import DeliveryListener, ValueDeserializer
 from aeromq.consumer.pull_task import FlowControlCounters
+from aeromq.consumer.push import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    DefaultMQPushConsumer,
+    MessageListenerConcurrently,
+    MessageListenerOrderly,
+    PushConsumerConfig,
+)
+from aeromq.consumer.retry import RetryBrokerApi
 from aeromq.consumer.route_check import TopicMessageQueueChangeListener
 from aeromq.consumer.services import ServiceState
 
@@ -66,25 +81,34 @@ __all__ = [
     "AllocateMessageQueueStrategy",
     "BatchMessageExt",
     "BrokerApi",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
     "ConsumeMessageContext",
     "ConsumeMessageHook",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
     "ConsumerMetrics",
     "DefaultLitePullConsumer",
+    "DefaultMQPushConsumer",
     "DeliveryListener",
     "FlowControlCounters",
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
     "MachineRoomResolver",
     "MessageBatch",
+    "MessageListenerConcurrently",
+    "MessageListenerOrderly",
     "MessageModel",
     "OffsetStore",
     "PrefixMachineRoomResolver",
     "PullResult",
     "PullStatus",
+    "PushConsumerConfig",
     "QueueGrant",
     "ReadOffsetType",
     "RemoteBrokerOffsetStore",
+    "RetryBrokerApi",
     "ServiceState",
     "SubscriptionType",
     "TopicMessageQueueChangeListener",

@@ -48,6 +48,7 @@ from aeromq.consumer.poller import DeliveryListener, Poller, ValueDeserializer
 from aeromq.consumer.positions import Positions
 from aeromq.consumer.pull_task import FlowControlCounters
 from aeromq.consumer.rebalance import MessageQueueListener, RebalanceService
+from aeromq.consumer.retry import SendBack, SendBackMethod
 from aeromq.consumer.route_check import TopicMessageQueueChangeListener
 from aeromq.consumer.services import ConsumerServices, ServiceState
 from aeromq.consumer.subscription_changes import SubscriptionChanges
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 
-class DefaultLitePullConsumer:
+class DefaultLitePullConsumer(SendBackMethod):
     """RocketMQ's ``DefaultLitePullConsumer`` (see the module doc).
 
     ``DefaultLitePullConsumer(consumer_group, endpoints=(), *, config=None,
@@ -97,6 +98,7 @@ class DefaultLitePullConsumer:
         self._positions = Positions(services)
         self._committer = Committer(services)
         self._poller = Poller(services, self._committer, value_deserializer)
+        self._send_back = SendBack(services, self._changes.subscribe)
 
     # -- properties ------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from aeromq.consumer.commits import Committer
 from aeromq.consumer.config import LitePullConsumerConfig
 from aeromq.consumer.consume_request_cache import ConsumeRequest
 from aeromq.consumer.message_batch import MessageBatch, as_message_batch
+from aeromq.consumer.retry import restore_original_topics
 from aeromq.consumer.services import ConsumerServices
 
 __all__ = ["DeliveryListener", "Poller", "ValueDeserializer"]
@@ -77,7 +78,7 @@ class Poller:
         config = self._services.config
         out: list[MessageExt] = []
         for chunk in self._poll_chunks(config, timeout_ms, config.max_poll_records):
-            out.extend(chunk)
+            out.extend(restore_original_topics(chunk))  # one compare per chunk
         if out and self._consume_hooks:
             self._run_consume_hooks(ConsumeMessageContext(config.consumer_group, out))
         deserializer = self._value_deserializer

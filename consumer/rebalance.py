@@ -105,6 +105,9 @@ class RebalanceService:
         self._first_interval_ms = 0
         self.runs = 0
         self.last_balanced = False
+        self.on_release: Callable[[MessageQueue], None] | None = None
+        """Called with a dropped queue before its offset is persisted and it is released (the
+        push consumer finishes or forgets the queue's messages in hand, ``consumer.push``)."""
 
     # -- membership and wakeups ---------------------------------------------------------
 
@@ -232,6 +235,11 @@ class RebalanceService:
         self._cache.remove_queue(queue)
         if state is None:
             return
+        if self.on_release is not None:
+            try:
+                self.on_release(queue)
+            except Exception:
+                _log.exception("on_release failed: queue=%s", queue)
         if self.config.auto_commit and state.consume_offset >= 0:
             self._offset_store.update_offset(queue, state.consume_offset)
         try:

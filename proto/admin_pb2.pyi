@@ -583,6 +583,87 @@ class QueryMessageResponse(google.protobuf.message.Message):
 global___QueryMessageResponse = QueryMessageResponse
 
 @typing.final
+class ViewMessagesRequest(google.protobuf.message.Message):
+    """The messages of one queue from offset on, at most max_count (0: 32), oldest first: the admin's
+    view of a queue (aeromq admin dlq browse).
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    OFFSET_FIELD_NUMBER: builtins.int
+    MAX_COUNT_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    queue_id: builtins.int
+    offset: builtins.int
+    max_count: builtins.int
+    def __init__(
+        self,
+        *,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        offset: builtins.int = ...,
+        max_count: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["max_count", b"max_count", "offset", b"offset", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
+
+global___ViewMessagesRequest = ViewMessagesRequest
+
+@typing.final
+class ResendMessageRequest(google.protobuf.message.Message):
+    """Put a dead-lettered message (of a %DLQ%<group> topic, at queue_id and offset) back on the topic
+    it first came from (its RETRY_TOPIC property), with its reconsume times reset: aeromq admin dlq
+    resend.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    OFFSET_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    queue_id: builtins.int
+    offset: builtins.int
+    def __init__(
+        self,
+        *,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        offset: builtins.int = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["offset", b"offset", "queue_id", b"queue_id", "topic", b"topic"]) -> None: ...
+
+global___ResendMessageRequest = ResendMessageRequest
+
+@typing.final
+class ResendMessageResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    QUEUE_OFFSET_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    """where it went"""
+    queue_id: builtins.int
+    queue_offset: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    def __init__(
+        self,
+        *,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        queue_offset: builtins.int = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["queue_id", b"queue_id", "queue_offset", b"queue_offset", "status", b"status", "topic", b"topic"]) -> None: ...
+
+global___ResendMessageResponse = ResendMessageResponse
+
+@typing.final
 class GetBrokerStatsRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 

@@ -95,6 +95,16 @@ class BrokerAdminStub(object):
                 request_serializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageRequest.SerializeToString,
                 response_deserializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.FromString,
                 )
+        self.ViewMessages = channel.unary_unary(
+                '/aeromq.v1.BrokerAdmin/ViewMessages',
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.ViewMessagesRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.FromString,
+                )
+        self.ResendMessage = channel.unary_unary(
+                '/aeromq.v1.BrokerAdmin/ResendMessage',
+                request_serializer=aeromq_dot_proto_dot_admin__pb2.ResendMessageRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_admin__pb2.ResendMessageResponse.FromString,
+                )
 
 
 class BrokerAdminServicer(object):
@@ -197,6 +207,18 @@ class BrokerAdminServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ViewMessages(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResendMessage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerAdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -279,6 +301,16 @@ def add_BrokerAdminServicer_to_server(servicer, server):
                     servicer.QueryMessage,
                     request_deserializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageRequest.FromString,
                     response_serializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.SerializeToString,
+            ),
+            'ViewMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ViewMessages,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.ViewMessagesRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.SerializeToString,
+            ),
+            'ResendMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResendMessage,
+                    request_deserializer=aeromq_dot_proto_dot_admin__pb2.ResendMessageRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_admin__pb2.ResendMessageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -559,5 +591,39 @@ class BrokerAdmin(object):
         return grpc.experimental.unary_unary(request, target, '/aeromq.v1.BrokerAdmin/QueryMessage',
             aeromq_dot_proto_dot_admin__pb2.QueryMessageRequest.SerializeToString,
             aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ViewMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/aeromq.v1.BrokerAdmin/ViewMessages',
+            aeromq_dot_proto_dot_admin__pb2.ViewMessagesRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.QueryMessageResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResendMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/aeromq.v1.BrokerAdmin/ResendMessage',
+            aeromq_dot_proto_dot_admin__pb2.ResendMessageRequest.SerializeToString,
+            aeromq_dot_proto_dot_admin__pb2.ResendMessageResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

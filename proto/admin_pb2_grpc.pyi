@@ -103,6 +103,16 @@ class BrokerAdminStub:
         aeromq.proto.admin_pb2.QueryMessageResponse,
     ]
 
+    ViewMessages: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.ViewMessagesRequest,
+        aeromq.proto.admin_pb2.QueryMessageResponse,
+    ]
+
+    ResendMessage: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.ResendMessageRequest,
+        aeromq.proto.admin_pb2.ResendMessageResponse,
+    ]
+
 class BrokerAdminAsyncStub:
     CreateTopic: grpc.aio.UnaryUnaryMultiCallable[
         aeromq.proto.admin_pb2.CreateTopicRequest,
@@ -183,6 +193,16 @@ class BrokerAdminAsyncStub:
     QueryMessage: grpc.aio.UnaryUnaryMultiCallable[
         aeromq.proto.admin_pb2.QueryMessageRequest,
         aeromq.proto.admin_pb2.QueryMessageResponse,
+    ]
+
+    ViewMessages: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.ViewMessagesRequest,
+        aeromq.proto.admin_pb2.QueryMessageResponse,
+    ]
+
+    ResendMessage: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.admin_pb2.ResendMessageRequest,
+        aeromq.proto.admin_pb2.ResendMessageResponse,
     ]
 
 class BrokerAdminServicer(metaclass=abc.ABCMeta):
@@ -298,5 +318,19 @@ class BrokerAdminServicer(metaclass=abc.ABCMeta):
         request: aeromq.proto.admin_pb2.QueryMessageRequest,
         context: _ServicerContext,
     ) -> typing.Union[aeromq.proto.admin_pb2.QueryMessageResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.QueryMessageResponse]]: ...
+
+    @abc.abstractmethod
+    def ViewMessages(
+        self,
+        request: aeromq.proto.admin_pb2.ViewMessagesRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[aeromq.proto.admin_pb2.QueryMessageResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.QueryMessageResponse]]: ...
+
+    @abc.abstractmethod
+    def ResendMessage(
+        self,
+        request: aeromq.proto.admin_pb2.ResendMessageRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[aeromq.proto.admin_pb2.ResendMessageResponse, collections.abc.Awaitable[aeromq.proto.admin_pb2.ResendMessageResponse]]: ...
 
 def add_BrokerAdminServicer_to_server(servicer: BrokerAdminServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

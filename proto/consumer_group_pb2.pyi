@@ -307,3 +307,180 @@ class GetConsumerIdsResponse(google.protobuf.message.Message):
     def ClearField(self, field_name: typing.Literal["consumer_ids", b"consumer_ids", "status", b"status", "version", b"version"]) -> None: ...
 
 global___GetConsumerIdsResponse = GetConsumerIdsResponse
+
+@typing.final
+class ConsumerSendBackRequest(google.protobuf.message.Message):
+    """A message the consumer failed to consume (RocketMQ's CONSUMER_SEND_MSG_BACK): the broker reads it
+    at commit_log_offset and writes it to the group's retry topic %RETRY%<group> (created with one
+    queue on first use) with RECONSUME_TIME = its reconsume times + 1 and the DELAY level
+    delay_level (0: 3 + its reconsume times, RocketMQ's back-off), or to the group's dead-letter
+    topic %DLQ%<group> once its reconsume times reach max_reconsume_times (0: 16) or delay_level
+    is negative. RETRY_TOPIC and ORIGIN_MESSAGE_ID name where it first came from.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    COMMIT_LOG_OFFSET_FIELD_NUMBER: builtins.int
+    DELAY_LEVEL_FIELD_NUMBER: builtins.int
+    MAX_RECONSUME_TIMES_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    commit_log_offset: builtins.int
+    delay_level: builtins.int
+    max_reconsume_times: builtins.int
+    topic: builtins.str
+    """The topic the consumer pulled the message from (its first topic, or the group's retry
+    topic): the broker refuses a message of another topic, and the ACL checks sub on it.
+    """
+    def __init__(
+        self,
+        *,
+        consumer_group: builtins.str = ...,
+        commit_log_offset: builtins.int = ...,
+        delay_level: builtins.int = ...,
+        max_reconsume_times: builtins.int = ...,
+        topic: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["commit_log_offset", b"commit_log_offset", "consumer_group", b"consumer_group", "delay_level", b"delay_level", "max_reconsume_times", b"max_reconsume_times", "topic", b"topic"]) -> None: ...
+
+global___ConsumerSendBackRequest = ConsumerSendBackRequest
+
+@typing.final
+class ConsumerSendBackResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_ID_FIELD_NUMBER: builtins.int
+    QUEUE_OFFSET_FIELD_NUMBER: builtins.int
+    RECONSUME_TIMES_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    """where it went: the retry or the dead-letter topic"""
+    queue_id: builtins.int
+    queue_offset: builtins.int
+    reconsume_times: builtins.int
+    """the copy's reconsume times"""
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    def __init__(
+        self,
+        *,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        topic: builtins.str = ...,
+        queue_id: builtins.int = ...,
+        queue_offset: builtins.int = ...,
+        reconsume_times: builtins.int = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["queue_id", b"queue_id", "queue_offset", b"queue_offset", "reconsume_times", b"reconsume_times", "status", b"status", "topic", b"topic"]) -> None: ...
+
+global___ConsumerSendBackResponse = ConsumerSendBackResponse
+
+@typing.final
+class CreateRetryTopicRequest(google.protobuf.message.Message):
+    """Create the group's retry topic %RETRY%<group> (one queue) when it does not exist yet, so a
+    consumer can subscribe to it before its first send-back.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    def __init__(
+        self,
+        *,
+        consumer_group: builtins.str = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["consumer_group", b"consumer_group"]) -> None: ...
+
+global___CreateRetryTopicRequest = CreateRetryTopicRequest
+
+@typing.final
+class CreateRetryTopicResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    topic: builtins.str
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    def __init__(
+        self,
+        *,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        topic: builtins.str = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status", "topic", b"topic"]) -> None: ...
+
+global___CreateRetryTopicResponse = CreateRetryTopicResponse
+
+@typing.final
+class LockBatchRequest(google.protobuf.message.Message):
+    """RocketMQ's LOCK_BATCH_MQ and UNLOCK_BATCH_MQ for orderly consumers: a queue is locked by one
+    client of the group at a time; a lock lasts the broker's lock TTL unless renewed (locked
+    again) and ends at once when its holder leaves the group. The answer names the queues of the
+    request the client holds now.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    CONSUMER_GROUP_FIELD_NUMBER: builtins.int
+    CLIENT_ID_FIELD_NUMBER: builtins.int
+    TOPIC_FIELD_NUMBER: builtins.int
+    QUEUE_IDS_FIELD_NUMBER: builtins.int
+    consumer_group: builtins.str
+    client_id: builtins.str
+    topic: builtins.str
+    @property
+    def queue_ids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        consumer_group: builtins.str = ...,
+        client_id: builtins.str = ...,
+        topic: builtins.str = ...,
+        queue_ids: collections.abc.Iterable[builtins.int] | None = ...,
+    ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["client_id", b"client_id", "consumer_group", b"consumer_group", "queue_ids", b"queue_ids", "topic", b"topic"]) -> None: ...
+
+global___LockBatchRequest = LockBatchRequest
+
+@typing.final
+class LockBatchResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: builtins.int
+    LOCKED_QUEUE_IDS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    @property
+    def locked_queue_ids(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+        locked_queue_ids: collections.abc.Iterable[builtins.int] | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["locked_queue_ids", b"locked_queue_ids", "status", b"status"]) -> None: ...
+
+global___LockBatchResponse = LockBatchResponse
+
+@typing.final
+class UnlockBatchResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: builtins.int
+    @property
+    def status(self) -> aeromq.proto.common_pb2.Status: ...
+    def __init__(
+        self,
+        *,
+        status: aeromq.proto.common_pb2.Status | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["status", b"status"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["status", b"status"]) -> None: ...
+
+global___UnlockBatchResponse = UnlockBatchResponse

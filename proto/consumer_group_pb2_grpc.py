@@ -34,6 +34,26 @@ class ConsumerGroupServiceStub(object):
                 request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsRequest.SerializeToString,
                 response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsResponse.FromString,
                 )
+        self.ConsumerSendBack = channel.unary_unary(
+                '/aeromq.v1.ConsumerGroupService/ConsumerSendBack',
+                request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.ConsumerSendBackRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.ConsumerSendBackResponse.FromString,
+                )
+        self.CreateRetryTopic = channel.unary_unary(
+                '/aeromq.v1.ConsumerGroupService/CreateRetryTopic',
+                request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.CreateRetryTopicRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.CreateRetryTopicResponse.FromString,
+                )
+        self.LockBatchMQ = channel.unary_unary(
+                '/aeromq.v1.ConsumerGroupService/LockBatchMQ',
+                request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.LockBatchRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.LockBatchResponse.FromString,
+                )
+        self.UnlockBatchMQ = channel.unary_unary(
+                '/aeromq.v1.ConsumerGroupService/UnlockBatchMQ',
+                request_serializer=aeromq_dot_proto_dot_consumer__group__pb2.LockBatchRequest.SerializeToString,
+                response_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.UnlockBatchResponse.FromString,
+                )
 
 
 class ConsumerGroupServiceServicer(object):
@@ -64,6 +84,30 @@ class ConsumerGroupServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ConsumerSendBack(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateRetryTopic(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LockBatchMQ(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnlockBatchMQ(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConsumerGroupServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -86,6 +130,26 @@ def add_ConsumerGroupServiceServicer_to_server(servicer, server):
                     servicer.GetConsumerIds,
                     request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsRequest.FromString,
                     response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsResponse.SerializeToString,
+            ),
+            'ConsumerSendBack': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerSendBack,
+                    request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.ConsumerSendBackRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.ConsumerSendBackResponse.SerializeToString,
+            ),
+            'CreateRetryTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateRetryTopic,
+                    request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.CreateRetryTopicRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.CreateRetryTopicResponse.SerializeToString,
+            ),
+            'LockBatchMQ': grpc.unary_unary_rpc_method_handler(
+                    servicer.LockBatchMQ,
+                    request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.LockBatchRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.LockBatchResponse.SerializeToString,
+            ),
+            'UnlockBatchMQ': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnlockBatchMQ,
+                    request_deserializer=aeromq_dot_proto_dot_consumer__group__pb2.LockBatchRequest.FromString,
+                    response_serializer=aeromq_dot_proto_dot_consumer__group__pb2.UnlockBatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -162,5 +226,73 @@ class ConsumerGroupService(object):
         return grpc.experimental.unary_unary(request, target, '/aeromq.v1.ConsumerGroupService/GetConsumerIds',
             aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsRequest.SerializeToString,
             aeromq_dot_proto_dot_consumer__group__pb2.GetConsumerIdsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ConsumerSendBack(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/aeromq.v1.ConsumerGroupService/ConsumerSendBack',
+            aeromq_dot_proto_dot_consumer__group__pb2.ConsumerSendBackRequest.SerializeToString,
+            aeromq_dot_proto_dot_consumer__group__pb2.ConsumerSendBackResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateRetryTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/aeromq.v1.ConsumerGroupService/CreateRetryTopic',
+            aeromq_dot_proto_dot_consumer__group__pb2.CreateRetryTopicRequest.SerializeToString,
+            aeromq_dot_proto_dot_consumer__group__pb2.CreateRetryTopicResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def LockBatchMQ(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/aeromq.v1.ConsumerGroupService/LockBatchMQ',
+            aeromq_dot_proto_dot_consumer__group__pb2.LockBatchRequest.SerializeToString,
+            aeromq_dot_proto_dot_consumer__group__pb2.LockBatchResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UnlockBatchMQ(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/aeromq.v1.ConsumerGroupService/UnlockBatchMQ',
+            aeromq_dot_proto_dot_consumer__group__pb2.LockBatchRequest.SerializeToString,
+            aeromq_dot_proto_dot_consumer__group__pb2.UnlockBatchResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -43,6 +43,26 @@ class ConsumerGroupServiceStub:
         aeromq.proto.consumer_group_pb2.GetConsumerIdsResponse,
     ]
 
+    ConsumerSendBack: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.ConsumerSendBackRequest,
+        aeromq.proto.consumer_group_pb2.ConsumerSendBackResponse,
+    ]
+
+    CreateRetryTopic: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.CreateRetryTopicRequest,
+        aeromq.proto.consumer_group_pb2.CreateRetryTopicResponse,
+    ]
+
+    LockBatchMQ: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.LockBatchRequest,
+        aeromq.proto.consumer_group_pb2.LockBatchResponse,
+    ]
+
+    UnlockBatchMQ: grpc.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.LockBatchRequest,
+        aeromq.proto.consumer_group_pb2.UnlockBatchResponse,
+    ]
+
 class ConsumerGroupServiceAsyncStub:
     Heartbeat: grpc.aio.StreamStreamMultiCallable[
         aeromq.proto.consumer_group_pb2.HeartbeatRequest,
@@ -63,6 +83,26 @@ class ConsumerGroupServiceAsyncStub:
     GetConsumerIds: grpc.aio.UnaryUnaryMultiCallable[
         aeromq.proto.consumer_group_pb2.GetConsumerIdsRequest,
         aeromq.proto.consumer_group_pb2.GetConsumerIdsResponse,
+    ]
+
+    ConsumerSendBack: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.ConsumerSendBackRequest,
+        aeromq.proto.consumer_group_pb2.ConsumerSendBackResponse,
+    ]
+
+    CreateRetryTopic: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.CreateRetryTopicRequest,
+        aeromq.proto.consumer_group_pb2.CreateRetryTopicResponse,
+    ]
+
+    LockBatchMQ: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.LockBatchRequest,
+        aeromq.proto.consumer_group_pb2.LockBatchResponse,
+    ]
+
+    UnlockBatchMQ: grpc.aio.UnaryUnaryMultiCallable[
+        aeromq.proto.consumer_group_pb2.LockBatchRequest,
+        aeromq.proto.consumer_group_pb2.UnlockBatchResponse,
     ]
 
 class ConsumerGroupServiceServicer(metaclass=abc.ABCMeta):
@@ -94,5 +134,33 @@ class ConsumerGroupServiceServicer(metaclass=abc.ABCMeta):
         request: aeromq.proto.consumer_group_pb2.GetConsumerIdsRequest,
         context: _ServicerContext,
     ) -> typing.Union[aeromq.proto.consumer_group_pb2.GetConsumerIdsResponse, collections.abc.Awaitable[aeromq.proto.consumer_group_pb2.GetConsumerIdsResponse]]: ...
+
+    @abc.abstractmethod
+    def ConsumerSendBack(
+        self,
+        request: aeromq.proto.consumer_group_pb2.ConsumerSendBackRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[aeromq.proto.consumer_group_pb2.ConsumerSendBackResponse, collections.abc.Awaitable[aeromq.proto.consumer_group_pb2.ConsumerSendBackResponse]]: ...
+
+    @abc.abstractmethod
+    def CreateRetryTopic(
+        self,
+        request: aeromq.proto.consumer_group_pb2.CreateRetryTopicRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[aeromq.proto.consumer_group_pb2.CreateRetryTopicResponse, collections.abc.Awaitable[aeromq.proto.consumer_group_pb2.CreateRetryTopicResponse]]: ...
+
+    @abc.abstractmethod
+    def LockBatchMQ(
+        self,
+        request: aeromq.proto.consumer_group_pb2.LockBatchRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[aeromq.proto.consumer_group_pb2.LockBatchResponse, collections.abc.Awaitable[aeromq.proto.consumer_group_pb2.LockBatchResponse]]: ...
+
+    @abc.abstractmethod
+    def UnlockBatchMQ(
+        self,
+        request: aeromq.proto.consumer_group_pb2.LockBatchRequest,
+        context: _ServicerContext,
+    ) -> typing.Union[aeromq.proto.consumer_group_pb2.UnlockBatchResponse, collections.abc.Awaitable[aeromq.proto.consumer_group_pb2.UnlockBatchResponse]]: ...
 
 def add_ConsumerGroupServiceServicer_to_server(servicer: ConsumerGroupServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

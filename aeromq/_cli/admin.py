@@ -18,6 +18,9 @@ name server (RocketMQ's ``mqadmin``).
     offset reset GROUP TOPIC (--earliest | --latest | --time WHEN) [--queue Q]
     message id MESSAGE_ID                         the stored message of an offset message id
     message key TOPIC KEY [--max N] [--since WHEN]  messages with a key (KEYS or UNIQ_KEY)
+    dlq list                                      every group's dead-letter queue and its size
+    dlq browse GROUP [--offset N] [--max N]       a group's dead letters and their first topic
+    dlq resend GROUP --offset N [--all] [--on-broker NAME]  back to the topic they came from
     cluster list
     replication                                   each broker group's leader, epoch, ISR, lag
     stats
@@ -65,6 +68,7 @@ from aeromq._cli.admin_commands import (
     topic_route,
     topic_update,
 )
+from aeromq._cli.admin_dlq import dlq_browse, dlq_list, dlq_resend
 from aeromq._cli.admin_target import Output, Target, UsageError
 from aeromq._cli.options import (
     HelpFormatter,
@@ -281,6 +285,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="WHEN",
         help="only messages stored at or after WHEN: epoch ms or ISO 8601 (default: any time)",
     )
+
+    dlq = _section(sections, "dlq", "list, browse and re-send consumer groups' dead letters")
+    _command(dlq, "list", "every group's dead-letter queue and its size", dlq_list,
+             ["aeromq admin dlq list"])  # fmt: skip
+    browse = _command(dlq, "browse", "a group's dead letters, each with its first topic",
+                      dlq_browse, ["aeromq admin dlq browse billing --offset 0 --max 10"])  # fmt: skip
+    resend = _command(dlq, "resend", "put dead letters back on the topic each came from",
+                      dlq_resend, ["aeromq admin dlq resend billing --offset 3",
+                                   "aeromq admin dlq resend billing --offset 0 --all"])  # fmt: skip
+    for parser_ in (browse, resend):
+        parser_.add_argument("group", help="the consumer group")
+        parser_.add_argument("--offset", type=int, default=0, help="the first offset (default 0)")
+    browse.add_argument("--max", type=int, default=32, help="at most this many (default: 32)")
+    resend.add_argument("--all", action="store_true", help="every one from --offset on")
+    resend.add_argument("--on-broker", dest="broker", default=None, help="only on this broker")
 
     offset = _section(sections, "offset", "move a group's committed offsets")
     reset = _command(

@@ -139,6 +139,16 @@ class BrokerAdminServicer(admin_pb2_grpc.BrokerAdminServicer):
     ) -> admin_pb2.QueryMessageResponse:
         return self._cp.query_message(request)
 
+    def ViewMessages(
+        self, request: admin_pb2.ViewMessagesRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.QueryMessageResponse:
+        return self._cp.view_messages(request)
+
+    def ResendMessage(
+        self, request: admin_pb2.ResendMessageRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ResendMessageResponse:
+        return self._cp.resend_message(request)
+
 
 class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer):
     def __init__(self, control_plane: ControlPlane) -> None:
@@ -191,6 +201,26 @@ class ConsumerGroupServicer(consumer_group_pb2_grpc.ConsumerGroupServiceServicer
         self, request: consumer_group_pb2.GetConsumerIdsRequest, context: grpc.ServicerContext
     ) -> consumer_group_pb2.GetConsumerIdsResponse:
         return self._cp.get_consumer_ids(request)
+
+    def ConsumerSendBack(
+        self, request: consumer_group_pb2.ConsumerSendBackRequest, context: grpc.ServicerContext
+    ) -> consumer_group_pb2.ConsumerSendBackResponse:
+        return self._cp.consumer_send_back(request)
+
+    def CreateRetryTopic(
+        self, request: consumer_group_pb2.CreateRetryTopicRequest, context: grpc.ServicerContext
+    ) -> consumer_group_pb2.CreateRetryTopicResponse:
+        return self._cp.create_retry_topic(request)
+
+    def LockBatchMQ(
+        self, request: consumer_group_pb2.LockBatchRequest, context: grpc.ServicerContext
+    ) -> consumer_group_pb2.LockBatchResponse:
+        return self._cp.lock_batch_mq(request)
+
+    def UnlockBatchMQ(
+        self, request: consumer_group_pb2.LockBatchRequest, context: grpc.ServicerContext
+    ) -> consumer_group_pb2.UnlockBatchResponse:
+        return self._cp.unlock_batch_mq(request)
 
 
 class GroupReplicationServicer(replication_pb2_grpc.GroupReplicationServicer):

@@ -27,11 +27,15 @@ from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.broker._errors import BrokerError, ConfigError, InvalidArgumentError
 from aeromq.broker.config import BrokerConfig
+from aeromq.broker.processor.consume_retry_rpcs import ConsumeRetryRpcs
 from aeromq.broker.processor.consumer_groups import ConsumerGroupManager, MembershipStream
+from aeromq.broker.processor.dead_letters import DeadLetterProcessor
 from aeromq.broker.processor.leadership import Leadership, refusal
 from aeromq.broker.processor.messages import MessageQueryProcessor
 from aeromq.broker.processor.offsets import OffsetProcessor
+from aeromq.broker.processor.queue_locks import QueueLockTable
 from aeromq.broker.processor.route import BrokerIdentity, RouteProcessor
+from aeromq.broker.processor.send_back import SendBackProcessor
 from aeromq.broker.processor.stats import StatsProcessor, StatsRegistry
 from aeromq.broker.processor.topics import TopicProcessor, topic_config_to_proto
 from aeromq.broker.store import MessageStore
@@ -72,8 +76,9 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class ControlPlane:
-    """Every control-plane processor of one broker, behind one method per RPC."""
+class ControlPlane(ConsumeRetryRpcs):
+    """Every control-plane processor of one broker, behind one method per RPC (the consume
+    retry, dead-letter and orderly-lock RPCs in :class:`ConsumeRetryRpcs`)."""
 
     def __init__(
         self,
@@ -100,6 +105,11 @@ class ControlPlane:
             self.identity, self.topics, config.auto_create_topic, leadership=leadership
         )
         self.messages = MessageQueryProcessor(store)
+        self.send_back = SendBackProcessor(store, self.topics)
+        self.dead_letters = DeadLetterProcessor(store)
+        self.queue_locks = QueueLockTable(
+            lambda group, client: client in self.groups.membership(group).consumer_ids
+        )
         self.stats = StatsProcessor(
             self.identity, store, self.groups, self.registry, self.offsets.known_groups
         )

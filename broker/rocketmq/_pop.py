@@ -15,6 +15,13 @@ receipt handle of an earlier run still acks its message (it names topic, queue a
 ack is kept until reading passes that offset. One of this run that names an older delivery
 (redelivered or its invisibility changed since) is refused with ``INVALID_RECEIPT_HANDLE``.
 
+A FIFO topic (its ``order`` flag) holds a message group (``__SHARDINGKEY``, the v2 message
+group) back while one of its messages is in flight: a receive skips the group's later messages
+(``pop_offset`` stays at the first one skipped) and delivers those of other groups; once the
+message is acked (or dead-lettered) the group's next message is delivered, so each group is
+consumed in order. Messages delivered or acked past ``pop_offset`` are remembered
+(``in_flight``, ``acked_ahead``) so a later scan does not deliver them again.
+
 A receive reads every readable queue of the topic, starting after the queue it read first last
 time, and waits (long polling) up to its deadline: woken by the store's arrivals and by the
 next invisibility deadline. A new group starts at each queue's first stored message.
@@ -32,30 +39,30 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from aeromq.broker.rocketmq._convert import message_id_of
+from aeromq.broker.rocketmq._convert import PROPERTY_MESSAGE_GROUP, message_id_of
 from aeromq.broker.rocketmq._receipt import ReceiptHandle
 from aeromq.broker.rocketmq._status import ProtocolStatusError, put_status_code
 from aeromq.broker.store import InboundMessage, MessageStore, StoredMessage, TopicConfig
-from aeromq.common import PROPERTY_TAGS, Sql92Filter, SubscriptionData
+from aeromq.common import (
+    DLQ_TOPIC_PREFIX,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RETRY_TOPIC,
+    PROPERTY_TAGS,
+    Sql92Filter,
+    SubscriptionData,
+    dlq_topic,
+)
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2
 
 __all__ = ["DLQ_PREFIX", "Delivery", "MessageFilter", "PopService", "dlq_topic"]
 
 Code = definition_pb2.Code
 
-DLQ_PREFIX: Final = "%DLQ%"
-# RocketMQ's properties on a dead-lettered message: where it came from.
-_PROPERTY_ORIGIN_TOPIC: Final = "RETRY_TOPIC"
-_PROPERTY_ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+DLQ_PREFIX: Final = DLQ_TOPIC_PREFIX  # one rule with the send-back's (common._consume_retry)
 # The longest a waiting receive sleeps before it looks again (arrivals wake it sooner).
 _MAX_WAIT_S: Final = 0.5
 
 MessageFilter = SubscriptionData | Sql92Filter
-
-
-def dlq_topic(group: str) -> str:
-    """The dead-letter topic of a consumer group."""
-    return f"{DLQ_PREFIX}{group}"
 
 
 @dataclass(slots=True)
@@ -63,6 +70,7 @@ class _InFlight:
     visible_at_ms: int
     attempt: int
     serial: int
+    group: str = ""  # the message group ("": none)
 
 
 @dataclass(slots=True)
@@ -149,7 +157,7 @@ class PopService:
             try:
                 while True:
                     found = self._take(group, topic, config.read_queue_nums, message_filter,
-                                       batch_size, invisible_ms)  # fmt: skip
+                                       batch_size, invisible_ms, config.order)  # fmt: skip
                     remaining_s = deadline - time.monotonic()
                     if found or remaining_s <= 0 or self._closed:
                         return found
@@ -197,6 +205,7 @@ class PopService:
         message_filter: MessageFilter,
         batch_size: int,
         invisible_ms: int,
+        fifo: bool = False,
     ) -> list[Delivery]:
         now_ms = self._clock_ms()
         first = self._next_queue.get((group, topic), 0)
@@ -208,8 +217,9 @@ class PopService:
             before = state.watermark
             self._take_expired(group, topic, queue_id, state, now_ms, batch_size, invisible_ms,
                                found)  # fmt: skip
-            self._take_new(topic, queue_id, state, now_ms, message_filter, batch_size,
-                           invisible_ms, found)  # fmt: skip
+            take_new = self._take_new_fifo if fifo else self._take_new
+            take_new(topic, queue_id, state, now_ms, message_filter, batch_size, invisible_ms,
+                     found)  # fmt: skip
             if state.watermark != before:
                 self._store.consumer_offsets.commit_offset(group, topic, queue_id, state.watermark)
             if len(found) >= batch_size:
@@ -226,7 +236,10 @@ class PopService:
         found: list[Delivery],
     ) -> None:
         serial = next(self._serials)
-        state.in_flight[message.queue_offset] = _InFlight(now_ms + invisible_ms, attempt, serial)
+        group = message.properties.get(PROPERTY_MESSAGE_GROUP, "")
+        state.in_flight[message.queue_offset] = _InFlight(
+            now_ms + invisible_ms, attempt, serial, group
+        )
         handle = ReceiptHandle(
             self.epoch_ms, message.queue_id, message.queue_offset, attempt, serial, message.topic
         )
@@ -253,6 +266,8 @@ class PopService:
                 continue
             if flight.attempt >= self.max_delivery_attempts:
                 self._dead_letter(group, message)
+                if offset >= state.pop_offset:  # (FIFO) past the first held message
+                    state.acked_ahead.add(offset)
                 continue
             self._deliver(message, state, flight.attempt + 1, now_ms, invisible_ms, found)
 
@@ -283,6 +298,43 @@ class PopService:
         state.pop_offset = max(state.pop_offset, result.next_begin_offset)
         state.acked_ahead = {o for o in state.acked_ahead if o >= state.pop_offset}
 
+    def _take_new_fifo(
+        self,
+        topic: str,
+        queue_id: int,
+        state: _QueueState,
+        now_ms: int,
+        message_filter: MessageFilter,
+        batch_size: int,
+        invisible_ms: int,
+        found: list[Delivery],
+    ) -> None:
+        """``_take_new`` for a FIFO topic: a group with a message in flight is held back (see
+        the module); ``pop_offset`` stops at the first message not delivered."""
+        wanted = batch_size - len(found)
+        if wanted <= 0 or state.pop_offset >= self._store.get_max_offset(topic, queue_id):
+            return
+        held = {flight.group for flight in state.in_flight.values() if flight.group}
+        result = self._store.get_messages(topic, queue_id, state.pop_offset, max(wanted, 32))
+        first_left = -1
+        for message in result.messages:
+            offset = message.queue_offset
+            if offset in state.in_flight or offset in state.acked_ahead:
+                continue
+            group = message.properties.get(PROPERTY_MESSAGE_GROUP, "")
+            if not _matches(message_filter, message):
+                state.acked_ahead.add(offset)  # consumed, as in _take_new
+            elif (group and group in held) or len(found) >= batch_size:
+                if first_left < 0:
+                    first_left = offset
+            else:
+                self._deliver(message, state, 1, now_ms, invisible_ms, found)
+                if group:
+                    held.add(group)
+        end = first_left if first_left >= 0 else result.next_begin_offset
+        state.pop_offset = max(state.pop_offset, end)
+        state.acked_ahead = {o for o in state.acked_ahead if o >= state.pop_offset}
+
     def _read_one(self, topic: str, queue_id: int, offset: int) -> StoredMessage | None:
         result = self._store.get_messages(topic, queue_id, offset, 1)
         for message in result.messages:
@@ -299,8 +351,8 @@ class PopService:
         if store.topic_config.get(topic) is None:
             store.topic_config.create_or_update(TopicConfig(topic, 1, 1))
         properties = dict(message.properties)
-        properties.setdefault(_PROPERTY_ORIGIN_TOPIC, message.topic)
-        properties.setdefault(_PROPERTY_ORIGIN_MESSAGE_ID, message_id_of(message))
+        properties.setdefault(PROPERTY_RETRY_TOPIC, message.topic)
+        properties.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, message_id_of(message))
         result = store.put_message(
             InboundMessage(
                 topic,
@@ -390,6 +442,8 @@ class PopService:
     def _settle(self, state: _QueueState, group: str, topic: str, handle: ReceiptHandle) -> None:
         before = state.watermark
         del state.in_flight[handle.queue_offset]
+        if handle.queue_offset >= state.pop_offset:  # (FIFO) past the first held message
+            state.acked_ahead.add(handle.queue_offset)
         if state.watermark != before:
             self._store.consumer_offsets.commit_offset(
                 group, topic, handle.queue_id, state.watermark

@@ -20,7 +20,7 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar
 import grpc
 
 from aeromq.broker.security._acl import Acl, Permission, ResourceKind
-from aeromq.common import SECRET_METADATA, USER_METADATA
+from aeromq.common import SECRET_METADATA, USER_METADATA, retry_topic
 from aeromq.proto import admin_pb2, consumer_group_pb2
 
 __all__ = ["RPC_PERMISSIONS", "AclInterceptor"]
@@ -54,7 +54,8 @@ class _NamesGroupAndTopic(_NamesTopic, Protocol):
 def _topic_admin(
     request: admin_pb2.CreateTopicRequest
     | admin_pb2.UpdateTopicRequest
-    | admin_pb2.DeleteTopicRequest,
+    | admin_pb2.DeleteTopicRequest
+    | admin_pb2.ResendMessageRequest,
 ) -> list[Need]:
     topic = request.topic if isinstance(request.topic, str) else request.topic.topic_name
     return [(_TOPIC, topic, _ADMIN)]
@@ -82,8 +83,19 @@ def _heartbeat_groups(request: consumer_group_pb2.HeartbeatRequest) -> list[Need
     return [(_GROUP, data.consumer_group, _SUB) for data in request.consumers]
 
 
-def _group_sub(request: consumer_group_pb2.GetConsumerIdsRequest) -> list[Need]:
+def _group_sub(
+    request: consumer_group_pb2.GetConsumerIdsRequest | consumer_group_pb2.CreateRetryTopicRequest,
+) -> list[Need]:
     return [(_GROUP, request.consumer_group, _SUB)]
+
+
+def _send_back(request: consumer_group_pb2.ConsumerSendBackRequest) -> list[Need]:
+    """Sub on the group, and on the message's topic unless it is the group's retry topic."""
+    group, topic = request.consumer_group, request.topic
+    needs = [(_GROUP, group, _SUB)]
+    if topic != retry_topic(group):
+        needs.append((_TOPIC, topic, _SUB))
+    return needs
 
 
 # each entry takes the request class of its RPC (the key): no one class for the whole table
@@ -103,6 +115,12 @@ RPC_PERMISSIONS: Final[Mapping[str, Callable[[Any], list[Need]]]] = {
     "/aeromq.v1.BrokerAdmin/QueryMessage": _topic_sub,
     "/aeromq.v1.ConsumerGroupService/SendHeartbeat": _heartbeat_groups,
     "/aeromq.v1.ConsumerGroupService/GetConsumerIds": _group_sub,
+    "/aeromq.v1.BrokerAdmin/ViewMessages": _topic_sub,
+    "/aeromq.v1.BrokerAdmin/ResendMessage": _topic_admin,  # the dead-letter topic's
+    "/aeromq.v1.ConsumerGroupService/ConsumerSendBack": _send_back,
+    "/aeromq.v1.ConsumerGroupService/CreateRetryTopic": _group_sub,
+    "/aeromq.v1.ConsumerGroupService/LockBatchMQ": _group_and_topic(_SUB),
+    "/aeromq.v1.ConsumerGroupService/UnlockBatchMQ": _group_and_topic(_SUB),
 }
 """Full RPC name -> the (kind, name, permission) its request needs. ``topic:*`` with admin
 stands for "an administrator": a rule ``*`` or ``topic:*`` granting admin."""
