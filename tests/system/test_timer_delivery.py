@@ -4,6 +4,8 @@ after the restart every one is delivered once, none early, none lost."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,9 +61,9 @@ def _due_of(message: MessageExt) -> int:
     return int(message.properties[_TIMER_OUT_MS])
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[ServerProcess]:
-    process = start_broker_process(tmp_path / "data", extra_args=_ARGS)
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = start_broker_process(tmp_path_factory.mktemp("timer") / "data", extra_args=_ARGS)
     yield process
     process.stop()
 
@@ -95,6 +97,20 @@ def test_should_deliver_timer_messages_at_their_time_and_never_before(
     print(f"timer lateness ms: p50={lateness[len(lateness) // 2]} max={lateness[-1]}")
 
 
+def test_should_send_a_delayed_message_from_the_command_line(broker: ServerProcess) -> None:
+    sent_ms = _now_ms()
+    done = subprocess.run(
+        [sys.executable, "-m", "aeromq", "produce", "--endpoints", broker.grpc_address,
+         "--topic", "cli-timed", "--body", "later", "--delay", "1s", "--quiet"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [(message, polled_ms)] = _consume(broker, "cli-timed", 1, timeout_s=30)
+    assert message.body == b"later"
+    assert _due_of(message) >= sent_ms + 1_000
+    assert polled_ms >= message.store_timestamp_ms >= _due_of(message)
+
+
 @pytest.mark.slow
 def test_should_deliver_every_pending_timer_message_once_after_a_sigkill(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
@@ -102,11 +118,11 @@ def test_should_deliver_every_pending_timer_message_once_after_a_sigkill(tmp_pat
     broker = start_broker_process(data_dir, extra_args=args)
     try:
         start_ms = _now_ms()
-        due = {f"k{i}": start_ms + 1_000 + 40 * i for i in range(60)}  # over 1 to 3.4 s
+        due = {f"k{i}": start_ms + 800 + 20 * i for i in range(60)}  # over 0.8 to 2 s
         with Producer("timer-producers", broker.grpc_address) as producer:
             for body, due_ms in due.items():
                 producer.send(Message("crashy-timer", body.encode(), delivery_timestamp_ms=due_ms))
-        time.sleep(max(0.0, (start_ms + 1_600 - _now_ms()) / 1000))  # some delivered, most not
+        time.sleep(max(0.0, (start_ms + 1_200 - _now_ms()) / 1000))  # some delivered, not all
         broker.kill()
         broker = start_broker_process(data_dir, extra_args=args)
         received = [m for m, _ in _consume(broker, "crashy-timer", len(due), timeout_s=30)]
