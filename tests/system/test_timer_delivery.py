@@ -4,6 +4,7 @@ after the restart every one is delivered once, none early, none lost."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from aeromq import (
     MessageExt,
     Producer,
 )
+from aeromq.aio import AsyncProducer
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import MessageIllegalError
 
@@ -95,6 +97,19 @@ def test_should_deliver_timer_messages_at_their_time_and_never_before(
             assert _due_of(message) >= start_ms + 1_000
     lateness = sorted(m.store_timestamp_ms - _due_of(m) for m in received if m.body != b"past")
     print(f"timer lateness ms: p50={lateness[len(lateness) // 2]} max={lateness[-1]}")
+
+
+def test_should_send_a_delayed_message_from_the_asyncio_producer(broker: ServerProcess) -> None:
+    async def send() -> int:
+        async with AsyncProducer("timer-async-producers", broker.grpc_address) as producer:
+            due_ms = _now_ms() + 300
+            await producer.send(Message("async-timed", b"later", delivery_timestamp_ms=due_ms))
+            return due_ms
+
+    due_ms = asyncio.run(send())
+    [(message, polled_ms)] = _consume(broker, "async-timed", 1, timeout_s=30)
+    assert _due_of(message) == due_ms
+    assert polled_ms >= message.store_timestamp_ms >= due_ms
 
 
 def test_should_send_a_delayed_message_from_the_command_line(broker: ServerProcess) -> None:
