@@ -282,7 +282,7 @@ class TimerService:
     def _checkpoint(self) -> None:
         ledger = self._ledger
         TimerCheckpoint(ledger.low, ledger.marks(), self._store.max_physical_offset).save(
-            self._path
+            self._path, self._store.config.file_mode
         )
         self._saved_changes = ledger.changes
         self._saved_at_ms = self._clock_ms()

@@ -110,6 +110,9 @@ def test_should_deliver_what_was_pending_after_a_restart_and_nothing_twice(
         store.put_message(_timer_message("t", base + 600 + index, bytes([index])))
     service.stop()
     store.shutdown()
+    checkpoint = store.config.data_dir.joinpath(*_CHECKPOINT)
+    assert checkpoint.stat().st_mode & 0o777 == 0o600  # the store's file mode
+    assert checkpoint.parent.stat().st_mode & 0o777 == 0o700
     store, _ = open_timer_store()
     delivered = wait_for_count(store, "t", 5, queue_id=1)
     assert [m.body for m in delivered] == [bytes([i]) for i in range(1, 6)]
