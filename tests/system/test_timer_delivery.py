@@ -145,7 +145,7 @@ def test_should_deliver_every_pending_timer_message_once_after_a_sigkill(tmp_pat
         assert bodies == sorted(due), "each pending message delivered exactly once"
         for message in received:
             assert message.store_timestamp_ms >= due[message.body.decode()], message
-        again = _consume(broker, "crashy-timer", len(due) + 1, timeout_s=1.0)
+        again = _consume(broker, "crashy-timer", len(due) + 1, timeout_s=0.5)
         assert len(again) == len(due), "nothing delivered twice after the restart"
     finally:
         broker.stop()
