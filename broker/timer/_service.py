@@ -5,7 +5,8 @@ service, on its own thread, reads that topic's queue in order into a heap by due
 (``_index``) and sleeps until the earliest due time, or until a timer message arrives (the
 store's arrival listener wakes it: a new message may be due earlier); with nothing pending it
 sleeps until one arrives. When an entry is due it takes the record (kept from the read when due
-within ``hold_horizon_ms``, else read again), puts back the producer's properties without the
+within ``hold_horizon_ms`` while the records kept hold less than ``hold_max_bytes``, else read
+again), puts back the producer's properties without the
 timer's (``_records``) and with ``TIMER_OUT_MS`` (its due time), to its real topic and queue,
 one batch per queue and round (``_queue_io``), through the store's own put path: so a broker
 group replicates the put-backs as any batch. An entry is never put back before its due time by
@@ -80,6 +81,7 @@ class TimerService:
         max_delay_ms: int = DEFAULT_MAX_DELAY_MS,
         checkpoint_interval_ms: int = 100,
         hold_horizon_ms: int = 60_000,
+        hold_max_bytes: int = 64 << 20,
         retry_interval_ms: int = 1_000,
         clock_ms: Callable[[], int] | None = None,
     ) -> None:
@@ -87,6 +89,8 @@ class TimerService:
         self.redirector = TimerRedirector(max_delay_ms)
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.hold_horizon_ms = hold_horizon_ms
+        self.hold_max_bytes = hold_max_bytes
+        self._held_bytes = 0
         self.retry_interval_ms = retry_interval_ms
         self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._path = Path(store.config.data_dir) / CHECKPOINT_NAME
@@ -204,6 +208,7 @@ class TimerService:
 
     def _unload(self) -> None:
         self._index.clear()
+        self._held_bytes = 0
         self._loaded = False
 
     def _read(self) -> bool:
@@ -229,8 +234,11 @@ class TimerService:
         if self._recovered and _key(held) in self._recovered:
             ledger.mark(offset)  # put back before the crash, after the checkpoint
             return
-        kept = held if held.due_ms - now_ms <= self.hold_horizon_ms else None
-        self._index.add(held.due_ms, offset, kept)
+        if held.due_ms - now_ms <= self.hold_horizon_ms and self._held_bytes < self.hold_max_bytes:
+            self._held_bytes += _size(held)
+            self._index.add(held.due_ms, offset, held)
+        else:
+            self._index.add(held.due_ms, offset)
 
     def _drop(self, offset: int, why: str) -> None:
         _log.error("timer: dropped an entry that %s: queue_offset=%d", why, offset)
@@ -241,6 +249,8 @@ class TimerService:
         """Put the due entries back to their queues, a batch per queue in due order."""
         groups: dict[tuple[str, int, int, bytes, int, int], list[tuple[int, Held]]] = {}
         for _, offset, kept in due:
+            if kept is not None:
+                self._held_bytes -= _size(kept)
             held = kept if kept is not None else self._reread(offset)
             if held is not None:
                 groups.setdefault(batch_key(held), []).append((offset, held))
@@ -286,6 +296,11 @@ class TimerService:
         )
         self._saved_changes = ledger.changes
         self._saved_at_ms = self._clock_ms()
+
+
+def _size(held: Held) -> int:
+    """About what a kept record holds in memory (its body and properties)."""
+    return len(held.body) + len(held.properties)
 
 
 def _key(held: Held) -> DeliveredKey:

@@ -64,6 +64,16 @@ def test_should_deliver_in_due_order_not_in_store_order(
     assert all(int(m.properties[PROPERTY_TIMER_OUT_MS]) <= m.store_timestamp_ms for m in delivered)
 
 
+def test_should_read_a_message_again_when_it_was_not_kept_from_the_first_read(
+    open_timer_store: Callable[..., TimerStore],
+) -> None:
+    store, _ = open_timer_store(hold_max_bytes=0)
+    base = now_ms() + 200
+    store.put_messages([_timer_message("t", base + i, bytes([i + 1])) for i in range(3)])
+    delivered = wait_for_count(store, "t", 3, queue_id=1)
+    assert [m.body for m in delivered] == [b"\x01", b"\x02", b"\x03"]
+
+
 def test_should_deliver_a_time_in_the_past_at_once(
     open_timer_store: Callable[..., TimerStore],
 ) -> None:
