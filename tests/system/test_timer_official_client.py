@@ -28,11 +28,14 @@ def test_should_hold_the_official_clients_delayed_message_until_its_time(
     sent = official("send", endpoint(broker), "delayed", 1, "--delay-s", "3")
     early = official("receive", endpoint(broker), "delayed", "readers", 1, "--timeout-s", "1",
                      "--await-s", "1")["messages"]  # fmt: skip
-    got = official("receive", endpoint(broker), "delayed", "readers", 1, "--timeout-s", "20")
+    early_done_ms = time.time_ns() // 1_000_000
+    got = early or official("receive", endpoint(broker), "delayed", "readers", 1,
+                            "--timeout-s", "20")["messages"]  # fmt: skip
     received_ms = time.time_ns() // 1_000_000
 
-    assert early == []
-    assert [m["id"] for m in got["messages"]] == sent["ids"]
-    due_ms = got["messages"][0]["delivery_ms"]
+    assert [m["id"] for m in got] == sent["ids"]
+    due_ms = got[0]["delivery_ms"]
     assert due_ms is not None and due_ms >= (sent_ms // 1000 + 3) * 1000  # whole seconds
     assert received_ms >= due_ms
+    if early_done_ms < due_ms:  # the first receive ended before the message was due
+        assert early == [], "received before its delivery time"
