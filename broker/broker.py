@@ -539,6 +539,11 @@ class Broker:
         if self.hold is not None:
             values["pull.woken_by_arrival"] = self.hold.woken_by_arrival
             values["pull.woken_by_timeout"] = self.hold.woken_by_timeout
+        if self.timer is not None:
+            values["timer.held"] = self.timer.redirector.messages
+            values["timer.pending"] = self.timer.pending
+            values["timer.delivered"] = self.timer.delivered
+            values["timer.dropped"] = self.timer.dropped
         if self.group is not None:
             values.update(self.group.stats())
         return values

@@ -7,9 +7,11 @@ and ``REAL_QID``, the due time in ``TIMER_DELIVER_MS``); :class:`TimerService` p
 back to its real queue when it is due, from an index by due time rebuilt from the log and a
 checkpoint at start. Due times and the delay levels: :func:`due_time`, :data:`DELAY_LEVELS_MS`.
 
-Modules: ``_delays`` (names, levels, the due time), ``_redirect`` (the store hook), ``_index``
-(the heap by due time), ``_ledger`` (delivered marks), ``_checkpoint`` (their file), ``_dedupe``
-(re-puts after the checkpoint), ``_service`` (the thread).
+Modules: ``_delays`` (names, levels, the due time), ``_redirect`` (the store hook),
+``_records`` (a held record's property string), ``_queue_io`` (the timer queue's reads and the
+put-backs, as record batches), ``_index`` (the heap by due time), ``_ledger`` (delivered marks),
+``_checkpoint`` (their file), ``_dedupe`` (put-backs after the checkpoint), ``_service`` (the
+thread).
 """
 
 from aeromq.broker.timer._checkpoint import TimerCheckpoint

@@ -24,6 +24,7 @@ from typing import Final
 import numpy as np
 
 from aeromq.broker._errors import StoreError, StoreIOError
+from aeromq.transport.concurrent import DEFAULT_FILE_MODE, make_dirs
 
 __all__ = ["CHECKPOINT_NAME", "TimerCheckpoint"]
 
@@ -61,8 +62,9 @@ class TimerCheckpoint:
         except (ValueError, KeyError, TypeError) as exc:
             raise StoreError("bad timer checkpoint", path=str(path), problem=str(exc)) from exc
 
-    def save(self, path: Path) -> None:
-        """Replace the checkpoint at ``path`` atomically and durably."""
+    def save(self, path: Path, file_mode: int = DEFAULT_FILE_MODE) -> None:
+        """Replace the checkpoint at ``path`` atomically and durably, a file of ``file_mode``
+        (the store's) in a directory of the matching mode."""
         marks = np.frombuffer(self.marks, dtype=np.uint8)
         text = json.dumps(
             {
@@ -75,11 +77,13 @@ class TimerCheckpoint:
         )
         aside = path.with_name(path.name + ".tmp")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(aside, "w") as file:
+            make_dirs(path.parent, file_mode)
+            descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, file_mode)
+            with open(descriptor, "w") as file:
+                os.fchmod(descriptor, file_mode)  # whatever the umask
                 file.write(text)
                 file.flush()
-                os.fsync(file.fileno())
+                os.fsync(descriptor)
             os.replace(aside, path)
             directory = os.open(path.parent, os.O_RDONLY)
             try:

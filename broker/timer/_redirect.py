@@ -3,10 +3,12 @@ topic before it is appended.
 
 The producer marks such a batch with :data:`~common.record_batch.TIMER_FLAG` (and the store's
 own encoder marks the messages it is given, a consumer's send-back among them); the put path
-tests that one bit and hands a marked batch here (``PutPath.timer_redirect``). Each record keeps
-its body, tag, flag, born time and properties, and gains where it is going (``REAL_TOPIC``,
-``REAL_QID``) and when (``TIMER_DELIVER_MS``, absolute: a ``DELAY`` level or ``TIMER_DELAY_SEC``
-is resolved against the store time now, as RocketMQ resolves it on its put); the batch is
+tests that one bit and hands a marked batch here (``PutPath.timer_redirect``); a compressed one
+is inflated first, and held plain. Each record keeps
+its body, tag, flag, born time and properties, and gains when it is due (``TIMER_DELIVER_MS``,
+absolute: a ``DELAY`` level or ``TIMER_DELAY_SEC`` is resolved against the store time now, as
+RocketMQ resolves it on its put) and where it is going (``REAL_TOPIC``, ``REAL_QID``), as the
+last properties of its string (``_records``); the batch is
 encoded anew for :data:`~broker.timer.TIMER_TOPIC` queue 0 without the flag, and the put path
 appends that instead. The commit log then holds the message under the system topic, which no
 consumer reads, and a broker group replicates it as any batch; the timer service
@@ -24,22 +26,15 @@ from __future__ import annotations
 import time
 from typing import Final
 
-from aeromq.broker.timer._delays import (
-    PROPERTY_DELAY,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_REAL_TOPIC,
-    PROPERTY_TIMER_DELAY_SEC,
-    PROPERTY_TIMER_DELIVER_MS,
-    TIMER_QUEUE_ID,
-    TIMER_TOPIC,
-    due_time,
-)
-from aeromq.common import split_tag, stored_properties
+from aeromq.broker.timer._delays import TIMER_QUEUE_ID, TIMER_TOPIC, due_time
+from aeromq.broker.timer._records import batch_records, hold_properties, queue_tail
+from aeromq.common import stored_properties
 from aeromq.common.record_batch import (
     PRODUCER_STATE_FLAG,
     TIMER_FLAG,
     RecordBatch,
     encode_batch,
+    inflate_batch,
 )
 
 __all__ = ["TimerRedirector", "timer_problem"]
@@ -63,30 +58,36 @@ class TimerRedirector:
         """The batch to append instead, with its topic and queue id; or a text saying why
         the batch is refused (a bad or too distant delivery time)."""
         view = RecordBatch(batch)
+        if view.compressed:  # its records read from the plain layout (the timer topic's)
+            view = RecordBatch(inflate_batch(batch))
+        data, body_ends, tag_ends, property_ends, start = batch_records(view)
+        tail = queue_tail(topic, queue_id)
+        count = view.count
+        bodies: list[bytes] = []
         tags: list[str | None] = []
-        encoded: list[bytes] = []
-        queue = str(queue_id)
-        for index in range(view.count):
-            properties = stored_properties(view, index)
-            due = due_time(properties, now_ms, self.max_delay_ms)
-            if due.problem is not None:
-                return f"{due.problem} topic={topic!r}"
-            properties.pop(PROPERTY_DELAY, None)
-            properties.pop(PROPERTY_TIMER_DELAY_SEC, None)
-            properties[PROPERTY_TIMER_DELIVER_MS] = str(
-                now_ms if due.due_ms is None else due.due_ms
+        held: list[bytes] = []
+        body_start, tag_start, property_start = start, body_ends[-1], tag_ends[-1]
+        for index in range(count):
+            body_end, tag_end, property_end = (
+                body_ends[index],
+                tag_ends[index],
+                property_ends[index],
             )
-            properties[PROPERTY_REAL_TOPIC] = topic
-            properties[PROPERTY_REAL_QUEUE_ID] = queue
-            tag, data = split_tag(properties)
-            tags.append(tag)
-            encoded.append(data)
+            properties = hold_properties(
+                data[property_start:property_end], tail, now_ms, self.max_delay_ms
+            )
+            if isinstance(properties, str):
+                return f"{properties} topic={topic!r}"
+            bodies.append(data[body_start:body_end])
+            tags.append(data[tag_start:tag_end].decode() if tag_end > tag_start else None)
+            held.append(properties[0])
+            body_start, tag_start, property_start = body_end, tag_end, property_end
         try:
             rewritten = encode_batch(
                 _TOPIC_BYTES,
-                [view.body(index) for index in range(view.count)],
+                bodies,
                 tags,
-                encoded,
+                held,
                 flags=view.flags.tolist(),
                 born_timestamp_ms=view.base_born_timestamp_ms,
                 born_deltas_ms=view.born_deltas_ms.tolist(),
@@ -97,7 +98,7 @@ class TimerRedirector:
         except (ValueError, OverflowError) as exc:  # properties too long with the timer's
             return f"cannot hold the batch in the timer topic: {exc} topic={topic!r}"
         self.batches += 1
-        self.messages += view.count
+        self.messages += count
         return rewritten, TIMER_TOPIC, TIMER_QUEUE_ID
 
     def problem(self, batch: bytes | memoryview, topic: str, now_ms: int) -> str | None:

@@ -3,12 +3,14 @@
 The store holds a timer message under :data:`~broker.timer.TIMER_TOPIC` (``_redirect``). This
 service, on its own thread, reads that topic's queue in order into a heap by due time
 (``_index``) and sleeps until the earliest due time, or until a timer message arrives (the
-store's arrival listener wakes it: a new message may be due earlier). When an entry is due it
-reads the message (kept from the read when due within ``hold_horizon_ms``), strips the timer
-properties (``DELAY``, ``TIMER_*``, ``REAL_*``), adds ``TIMER_OUT_MS`` (its due time) and puts
-it to its real topic and queue, one batch per queue and round, through the store's own put path:
-so a broker group replicates the re-puts as any batch. An entry is never put back before its
-due time by this host's clock.
+store's arrival listener wakes it: a new message may be due earlier); with nothing pending it
+sleeps until one arrives. When an entry is due it takes the record (kept from the read when due
+within ``hold_horizon_ms`` while the records kept hold less than ``hold_max_bytes``, else read
+again), puts back the producer's properties without the
+timer's (``_records``) and with ``TIMER_OUT_MS`` (its due time), to its real topic and queue,
+one batch per queue and round (``_queue_io``), through the store's own put path: so a broker
+group replicates the put-backs as any batch. An entry is never put back before its due time by
+this host's clock.
 
 Delivered entries are marked (``_ledger``) and checkpointed every ``checkpoint_interval_ms`` and
 at stop (``_checkpoint``). On start, and whenever this broker starts to lead its group, the
@@ -36,30 +38,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from aeromq.broker.store import (
-    GetMessageStatus,
-    InboundMessage,
-    MessageStore,
-    PutMessageStatus,
-    StoredMessage,
-)
+from aeromq.broker.store import MessageStore, PutMessageStatus
 from aeromq.broker.timer._checkpoint import CHECKPOINT_NAME, TimerCheckpoint
 from aeromq.broker.timer._dedupe import DeliveredKey, delivered_after
-from aeromq.broker.timer._delays import (
-    DEFAULT_MAX_DELAY_MS,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_REAL_TOPIC,
-    PROPERTY_TIMER_DELIVER_MS,
-    PROPERTY_TIMER_OUT_MS,
-    TIMER_PROPERTIES,
-    TIMER_QUEUE_ID,
-    TIMER_TOPIC,
-)
+from aeromq.broker.timer._delays import DEFAULT_MAX_DELAY_MS, TIMER_QUEUE_ID, TIMER_TOPIC
 from aeromq.broker.timer._index import TimerIndex
 from aeromq.broker.timer._ledger import DeliveryLedger
+from aeromq.broker.timer._queue_io import batch_key, put_back, read_queue
+from aeromq.broker.timer._records import Held
 from aeromq.broker.timer._redirect import TimerRedirector
-from aeromq.common import PROPERTY_UNIQ_KEY
-from aeromq.common.record_batch import TIMER_FLAG
+from aeromq.common import PROPERTY_UNIQ_KEY, decode_properties
 
 __all__ = ["TimerService"]
 
@@ -68,9 +56,8 @@ _log = logging.getLogger(__name__)
 _READ_COUNT: Final = 1024
 _READS_PER_ROUND: Final = 8
 _DELIVER_PER_ROUND: Final = 8192
-_IDLE_WAIT_S: Final = 1.0
-_FOLLOWER_WAIT_S: Final = 0.1
-_STRIPPED: Final = frozenset((*TIMER_PROPERTIES, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID))
+_FOLLOWER_WAIT_S: Final = 1.0
+"""How often a follower looks whether it leads now (it has nothing to deliver until then)."""
 _RETRIED: Final = frozenset(
     {
         PutMessageStatus.SERVICE_NOT_AVAILABLE,
@@ -83,8 +70,6 @@ _RETRIED: Final = frozenset(
 """Refusals that may pass: the entries wait and are tried again (a REPLICATION_TIMEOUT's batch
 may be in the log already: at least once there)."""
 
-_Due = tuple[int, int, StoredMessage | None]
-
 
 class TimerService:
     """Delivers ``store``'s timer messages when due (see module). ``clock_ms``: epoch ms."""
@@ -96,6 +81,7 @@ class TimerService:
         max_delay_ms: int = DEFAULT_MAX_DELAY_MS,
         checkpoint_interval_ms: int = 100,
         hold_horizon_ms: int = 60_000,
+        hold_max_bytes: int = 64 << 20,
         retry_interval_ms: int = 1_000,
         clock_ms: Callable[[], int] | None = None,
     ) -> None:
@@ -103,10 +89,12 @@ class TimerService:
         self.redirector = TimerRedirector(max_delay_ms)
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.hold_horizon_ms = hold_horizon_ms
+        self.hold_max_bytes = hold_max_bytes
+        self._held_bytes = 0
         self.retry_interval_ms = retry_interval_ms
         self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._path = Path(store.config.data_dir) / CHECKPOINT_NAME
-        self._index: TimerIndex[StoredMessage] = TimerIndex()
+        self._index: TimerIndex[Held] = TimerIndex()
         self._ledger = DeliveryLedger()
         self._recovered: set[DeliveredKey] = set()
         self._read_offset = 0
@@ -158,6 +146,7 @@ class TimerService:
 
     def _run(self) -> None:
         while not self._stopping:
+            timeout_s: float | None
             try:
                 timeout_s = self._round()
             except Exception:
@@ -165,12 +154,13 @@ class TimerService:
                 self._unload()
                 timeout_s = self.retry_interval_ms / 1000
             with self._cond:
-                if not self._woken and not self._stopping and timeout_s > 0:
-                    self._cond.wait(timeout_s)
+                if not self._woken and not self._stopping and (timeout_s is None or timeout_s > 0):
+                    self._cond.wait(timeout_s)  # None: until an arrival (an idle broker)
                 self._woken = False
 
-    def _round(self) -> float:
-        """One pass: read, deliver, checkpoint; how long to sleep after it, seconds."""
+    def _round(self) -> float | None:
+        """One pass: read, deliver, checkpoint; how long to sleep after it, seconds (None:
+        until woken)."""
         if not self._store.leading:
             if self._loaded:
                 self._unload()
@@ -194,7 +184,9 @@ class TimerService:
         wait_ms = float("inf") if next_ms is None else max(next_ms, self._retry_at_ms) - now_ms
         if self._ledger.changes != self._saved_changes:
             wait_ms = min(wait_ms, self.checkpoint_interval_ms)
-        return max(0.0, min(wait_ms / 1000, _IDLE_WAIT_S))
+        if wait_ms == float("inf"):
+            return None
+        return max(0.0, wait_ms / 1000)
 
     def _load(self) -> None:
         """Start leading: the checkpoint, the re-puts after it, the pending entries."""
@@ -216,141 +208,102 @@ class TimerService:
 
     def _unload(self) -> None:
         self._index.clear()
+        self._held_bytes = 0
         self._loaded = False
 
     def _read(self) -> bool:
         """Read new entries of the timer queue into the index; whether more are waiting."""
-        store = self._store
         now_ms = self._clock_ms()
         for _ in range(_READS_PER_ROUND):
-            result = store.get_messages(
-                TIMER_TOPIC, TIMER_QUEUE_ID, self._read_offset, max_count=_READ_COUNT
-            )
-            for message in result.messages:
-                self._add(message, now_ms)
-            moved = result.next_begin_offset != self._read_offset
-            self._read_offset = result.next_begin_offset
-            if result.status is not GetMessageStatus.FOUND and not moved:
+            read = read_queue(self._store, self._read_offset, _READ_COUNT)
+            for offset, held in read.records:
+                self._add(offset, held, now_ms)
+            moved = read.next_offset != self._read_offset
+            self._read_offset = read.next_offset
+            if not read.found and not moved:
                 return False
         return True
 
-    def _add(self, message: StoredMessage, now_ms: int) -> None:
-        offset = message.queue_offset
+    def _add(self, offset: int, held: Held | None, now_ms: int) -> None:
         ledger = self._ledger
         if ledger.delivered(offset):
             return
-        properties = message.properties
-        due_text = properties.get(PROPERTY_TIMER_DELIVER_MS, "")
-        if self._recovered and (
-            (
-                properties.get(PROPERTY_REAL_TOPIC, ""),
-                properties.get(PROPERTY_UNIQ_KEY, ""),
-                due_text,
-            )
-            in self._recovered
-        ):
-            ledger.mark(offset)  # re-put before the crash, after the checkpoint
+        if held is None:
+            self._drop(offset, "cannot be read")
             return
-        try:
-            due_ms = int(due_text)
-        except ValueError:
-            _log.error("timer: dropped an entry without a due time: queue_offset=%d", offset)
-            ledger.mark(offset)
-            self.dropped += 1
+        if self._recovered and _key(held) in self._recovered:
+            ledger.mark(offset)  # put back before the crash, after the checkpoint
             return
-        held = message if due_ms - now_ms <= self.hold_horizon_ms else None
-        self._index.add(due_ms, offset, held)
+        if held.due_ms - now_ms <= self.hold_horizon_ms and self._held_bytes < self.hold_max_bytes:
+            self._held_bytes += _size(held)
+            self._index.add(held.due_ms, offset, held)
+        else:
+            self._index.add(held.due_ms, offset)
 
-    def _deliver(self, due: list[_Due]) -> None:
+    def _drop(self, offset: int, why: str) -> None:
+        _log.error("timer: dropped an entry that %s: queue_offset=%d", why, offset)
+        self._ledger.mark(offset)
+        self.dropped += 1
+
+    def _deliver(self, due: list[tuple[int, int, Held | None]]) -> None:
         """Put the due entries back to their queues, a batch per queue in due order."""
-        groups: dict[tuple[str, int, int, bytes, int], list[tuple[int, int, InboundMessage]]] = {}
-        for due_ms, offset, held in due:
-            message = held if held is not None else self._reread(offset)
-            if message is None:
-                continue
-            inbound = _real_message(message, due_ms)
-            if inbound is None:
-                _log.error("timer: dropped an entry without its real queue: offset=%d", offset)
-                self._ledger.mark(offset)
-                self.dropped += 1
-                continue
-            key = (
-                inbound.topic,
-                inbound.queue_id,
-                inbound.reconsume_times,
-                inbound.born_host,
-                inbound.sys_flag,
-            )
-            groups.setdefault(key, []).append((due_ms, offset, inbound))
+        groups: dict[tuple[str, int, int, bytes, int, int], list[tuple[int, Held]]] = {}
+        for _, offset, kept in due:
+            if kept is not None:
+                self._held_bytes -= _size(kept)
+            held = kept if kept is not None else self._reread(offset)
+            if held is not None:
+                groups.setdefault(batch_key(held), []).append((offset, held))
         for entries in groups.values():
-            result = self._store.put_messages([inbound for _, _, inbound in entries])
-            status = result.status
+            status = put_back(self._store, [held for _, held in entries]).status
             if status in _RETRIED:
-                for due_ms, offset, _ in entries:
-                    self._index.add(due_ms, offset)
+                for offset, held in entries:
+                    self._index.add(held.due_ms, offset)
                 self._retry_at_ms = self._clock_ms() + self.retry_interval_ms
                 _log.warning(
-                    "timer: re-put refused, trying again in %d ms: status=%s topic=%r",
+                    "timer: put-back refused, trying again in %d ms: status=%s topic=%r",
                     self.retry_interval_ms,
                     status.value,
-                    entries[0][2].topic,
+                    entries[0][1].topic,
                 )
                 continue
-            if status is not PutMessageStatus.PUT_OK and (
-                status is not PutMessageStatus.FLUSH_DISK_TIMEOUT
-            ):
+            if status is PutMessageStatus.PUT_OK or status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+                self.delivered += len(entries)
+            else:
                 _log.error(
                     "timer: dropped %d messages the store refuses: status=%s topic=%r",
                     len(entries),
                     status.value,
-                    entries[0][2].topic,
+                    entries[0][1].topic,
                 )
                 self.dropped += len(entries)
-            else:
-                self.delivered += len(entries)
-            for _, offset, _ in entries:
+            for offset, _ in entries:
                 self._ledger.mark(offset)
 
-    def _reread(self, offset: int) -> StoredMessage | None:
-        result = self._store.get_messages(TIMER_TOPIC, TIMER_QUEUE_ID, offset, max_count=1)
-        for message in result.messages:
-            if message.queue_offset == offset:
-                return message
-        _log.error("timer: an entry is gone from the store (retention?): offset=%d", offset)
-        self._ledger.mark(offset)
-        self.dropped += 1
+    def _reread(self, offset: int) -> Held | None:
+        for at, held in read_queue(self._store, offset, 1).records:
+            if at == offset:
+                if held is None:
+                    self._drop(offset, "cannot be read")
+                return held
+        self._drop(offset, "is gone from the store (retention?)")
         return None
 
     def _checkpoint(self) -> None:
         ledger = self._ledger
         TimerCheckpoint(ledger.low, ledger.marks(), self._store.max_physical_offset).save(
-            self._path
+            self._path, self._store.config.file_mode
         )
         self._saved_changes = ledger.changes
         self._saved_at_ms = self._clock_ms()
 
 
-def _real_message(message: StoredMessage, due_ms: int) -> InboundMessage | None:
-    """The message to put back: its real topic and queue, the timer properties out,
-    ``TIMER_OUT_MS`` in; None without a real topic or queue."""
-    properties = message.properties
-    topic = properties.get(PROPERTY_REAL_TOPIC)
-    try:
-        queue_id = int(properties.get(PROPERTY_REAL_QUEUE_ID, ""))
-    except ValueError:
-        return None
-    if not topic:
-        return None
-    kept = {name: value for name, value in properties.items() if name not in _STRIPPED}
-    kept[PROPERTY_TIMER_OUT_MS] = str(due_ms)
-    return InboundMessage(
-        topic,
-        queue_id,
-        message.body,
-        kept,
-        flag=message.flag,
-        sys_flag=message.sys_flag & ~TIMER_FLAG,
-        born_timestamp_ms=message.born_timestamp_ms,
-        born_host=message.born_host,
-        reconsume_times=message.reconsume_times,
-    )
+def _size(held: Held) -> int:
+    """About what a kept record holds in memory (its body and properties)."""
+    return len(held.body) + len(held.properties)
+
+
+def _key(held: Held) -> DeliveredKey:
+    """The key a put-back of ``held`` leaves in the log (``_dedupe``)."""
+    unique = decode_properties(held.properties).get(PROPERTY_UNIQ_KEY, "")
+    return held.topic, unique, str(held.due_ms)

@@ -16,14 +16,17 @@ TimerStore = tuple[MessageStore, TimerService]
 
 @pytest.fixture
 def open_timer_store(tmp_path: Path) -> Iterator[Callable[..., TimerStore]]:
-    """``open_timer_store(max_delay_ms=...)``: a started store on ``tmp_path/store`` and its
-    started timer service; each is stopped at the end (a test may stop them first)."""
+    """``open_timer_store(max_delay_ms=..., **service options)``: a started store on
+    ``tmp_path/store`` and its started timer service; each is stopped at the end (a test may
+    stop them first)."""
     opened: list[TimerStore] = []
 
-    def factory(max_delay_ms: int = 60_000) -> TimerStore:
+    def factory(max_delay_ms: int = 60_000, **options: int) -> TimerStore:
         store = MessageStore(StoreConfig(tmp_path / "store", flush_interval_ms=50))
         store.start()
-        service = TimerService(store, max_delay_ms=max_delay_ms, checkpoint_interval_ms=20)
+        service = TimerService(
+            store, max_delay_ms=max_delay_ms, checkpoint_interval_ms=20, **options
+        )
         service.start()
         opened.append((store, service))
         return store, service

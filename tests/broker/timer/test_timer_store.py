@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from aeromq.broker.store import InboundMessage, PutMessageStatus
+from aeromq.broker.store import InboundMessage, PutMessageStatus, TopicConfig
 from aeromq.broker.timer import (
     PROPERTY_DELAY,
     PROPERTY_REAL_QUEUE_ID,
@@ -15,6 +15,8 @@ from aeromq.broker.timer import (
     TIMER_TOPIC,
     TimerCheckpoint,
 )
+from aeromq.common import encode_batch
+from aeromq.common.record_batch import TIMER_FLAG, CompressionType, compress_batch
 
 from .conftest import TimerStore, now_ms, read_all, wait_for_count
 
@@ -64,6 +66,16 @@ def test_should_deliver_in_due_order_not_in_store_order(
     assert all(int(m.properties[PROPERTY_TIMER_OUT_MS]) <= m.store_timestamp_ms for m in delivered)
 
 
+def test_should_read_a_message_again_when_it_was_not_kept_from_the_first_read(
+    open_timer_store: Callable[..., TimerStore],
+) -> None:
+    store, _ = open_timer_store(hold_max_bytes=0)
+    base = now_ms() + 200
+    store.put_messages([_timer_message("t", base + i, bytes([i + 1])) for i in range(3)])
+    delivered = wait_for_count(store, "t", 3, queue_id=1)
+    assert [m.body for m in delivered] == [b"\x01", b"\x02", b"\x03"]
+
+
 def test_should_deliver_a_time_in_the_past_at_once(
     open_timer_store: Callable[..., TimerStore],
 ) -> None:
@@ -110,6 +122,9 @@ def test_should_deliver_what_was_pending_after_a_restart_and_nothing_twice(
         store.put_message(_timer_message("t", base + 600 + index, bytes([index])))
     service.stop()
     store.shutdown()
+    checkpoint = store.config.data_dir.joinpath(*_CHECKPOINT)
+    assert checkpoint.stat().st_mode & 0o777 == 0o600  # the store's file mode
+    assert checkpoint.parent.stat().st_mode & 0o777 == 0o700
     store, _ = open_timer_store()
     delivered = wait_for_count(store, "t", 5, queue_id=1)
     assert [m.body for m in delivered] == [bytes([i]) for i in range(1, 6)]
@@ -133,3 +148,26 @@ def test_should_not_deliver_again_what_was_put_back_after_the_last_checkpoint(
     delivered = wait_for_count(store, "t", 4, queue_id=1)
     assert [m.body for m in delivered] == [b"\x01", b"\x02", b"\x03", b"\x09"]
     assert service.delivered == 1
+
+
+def test_should_hold_a_compressed_batch_plain_and_deliver_its_bodies(
+    open_timer_store: Callable[..., TimerStore],
+) -> None:
+    store, _ = open_timer_store()
+    store.topic_config.create_or_update(TopicConfig("orders", 2, 2))
+    due = str(now_ms() + 200).encode()
+    bodies = [b'{"order": %d, "status": "PAID", "note": "%s"}' % (i, b"x" * 30) for i in range(40)]
+    plain = encode_batch(
+        b"orders",
+        bodies,
+        properties=[
+            b"TIMER_DELIVER_MS\x01" + due + b"\x02UNIQ_KEY\x01U%d\x02" % i for i in range(40)
+        ],
+        attributes=TIMER_FLAG,
+    )
+    packed = compress_batch(bytes(plain), CompressionType.ZSTD, min_body_bytes=0)
+    assert len(packed) < len(plain)
+    assert store.put_batch(packed, "orders", 1).status is PutMessageStatus.PUT_OK
+    assert [m.body for m in read_all(store, TIMER_TOPIC)] == bodies  # held plain
+    delivered = wait_for_count(store, "orders", 40, queue_id=1)
+    assert [m.body for m in delivered] == bodies
