@@ -9,8 +9,23 @@ broker keeps the transport's threads few and their parks long once quiet:
   its conductor, sender and receiver as one agent on one thread, so one wake-up serves all
   three. Python agents share one GIL anyway, so three threads add no parallelism: busy, the
   shared thread costs no more CPU per message than three (see the broker operations page).
+- **Parks until woken** (``MediaDriverContext.park_when_settled``): every source of the
+  driver's network work in a broker ends its park: a datagram (its sockets are in the park's
+  poll), an offer of a publisher in this process (the replication agent's, and the session
+  agent's answers to UDP clients, ring ``MediaDriver.wake_network`` once per duty cycle). So
+  while its sender and receiver owe nothing soon (no resend a NAK asked for, no NAK timer, no
+  status message due or about to fall due as a subscriber reads what came: their
+  ``owes_soon``), an empty cycle parks the deep park (25 ms) at once: a driver under light
+  traffic wakes for its datagrams, its wakes and its timers only. It used to walk the backoff
+  below after every piece of work: parks of 1 us, 2 us, ... 1 ms, each a wake-up of a Python
+  duty cycle of all three agents (about 100 us of CPU): 16 of them a send one at a time on a
+  group's leader, 15 on each follower (``docs/replication.md``, Performance). What waits for
+  the park: another process's commands to the conductor (a client connecting: up to 25 ms, as
+  when idle before) and another process's publications over UDP through this driver (a broker
+  has none).
 - **Deep idle** (Agrona's backoff, then :class:`~transport.concurrent.BackoffIdleStrategy`'s
-  deep park): no spins or yields, park 1 us doubling to 1 ms, and once parked for
+  deep park), while something is owed: no spins or yields, park 100 us (the NAK delay) doubling
+  to 1 ms, and once parked for
   ``_DEEP_AFTER_NS`` in a row, on doubling to ``_DEEP_PARK_NS`` (25 ms). Every duty the driver
   keeps on a clock has a deadline far longer than that: the driver's heartbeat to its clients
   (stamped every cycle; clients allow 10 s), the conductor's timer (every 1 s: client liveness,
@@ -28,11 +43,12 @@ broker keeps the transport's threads few and their parks long once quiet:
 - **Waking on the network**: the sender's and receiver's thread parks in a poll on their sockets
   (:class:`~transport.driver.udp.socket_waiter.SocketWaiter`), so a request over UDP ends the
   park at once. What waits for the park, up to 25 ms: a new client's first command to the
-  conductor (on connect), and an answer over UDP sent long after its request (a held pull).
+  conductor (on connect).
 - **Waking on replication**: a group member's replication agent ends the park after each offer
   (``MediaDriver.wake_network``), and sleeps on the driver's data doorbell, which the receiver
   rings when frames come in (``broker.replication.agent``): neither side waits for the other's
-  park.
+  park. The session agent's answers to UDP clients end it the same way
+  (``MediaDriver.network_bell``).
 - **The client conductor** (the broker's Aeron client) sleeps 16 ms (Aeron's idle sleep), then
   doubles up to 64 ms while it finds nothing to do. Its duties: a keepalive every 500 ms (the
   driver drops a client after 10 s), its own inter-service check (10 s), and the driver's
@@ -73,7 +89,8 @@ _DEEP_PARK_NS: Final = 25 * _NS_PER_MS
 _DEEP_AFTER_NS: Final = 10 * _NS_PER_MS
 _CLIENT_PARK_NS: Final = 16 * _NS_PER_MS
 _CLIENT_DEEP_PARK_NS: Final = 64 * _NS_PER_MS
-_DEEP_BACKOFF: Final = f"backoff:0,0,1000,{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
+_MIN_PARK_NS: Final = 100_000
+_DEEP_BACKOFF: Final = f"backoff:0,0,{_MIN_PARK_NS},{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
 
 
 def embedded_driver_context(file_mode: int, threading_mode: str) -> MediaDriverContext:
@@ -84,6 +101,7 @@ def embedded_driver_context(file_mode: int, threading_mode: str) -> MediaDriverC
         term_buffer_sparse_file=True,
         file_mode=file_mode,
         threading_mode=ThreadingMode(threading_mode.strip().upper()),
+        park_when_settled=True,
     )
     udp = context.udp
     return dataclasses.replace(

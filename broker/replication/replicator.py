@@ -7,7 +7,8 @@ Per duty cycle (:meth:`LeaderReplicator.do_work`, on the replication agent's thr
 1. FETCH and ACK frames polled by the agent come in through :meth:`on_fetch` and
    :meth:`on_ack` (only those of this leader's epoch count);
 2. each follower that has FETCHed is sent the log from its send offset: ``store.read_log``
-   bytes, at most ``max_frame_bytes`` a frame (a larger batch spans frames), never across an
+   bytes, at most ``max_frame_bytes`` a frame (a larger batch spans frames: the log is read
+   from its start again for each piece, ``read_log`` taking unit boundaries only), never across an
    epoch boundary (the bytes of one frame are of one epoch, RocketMQ's rule), until its
    publication back-pressures; a follower sent nothing for ``heartbeat_interval_ms`` gets a
    HEARTBEAT (epoch, LEO, HW);
@@ -103,14 +104,19 @@ class ReplicationSettings:
 
 
 class _Follower:
-    """One follower as the leader serves it: its publication and progress."""
+    """One follower as the leader serves it: its publication and progress, and where the unit
+    (batch or blank filler) being sent in pieces starts."""
 
-    __slots__ = ("info", "progress", "publication")
+    __slots__ = ("info", "progress", "publication", "unit_start")
 
     def __init__(self, info: MemberInfo, publication: ExclusivePublication) -> None:
         self.info = info
         self.publication = publication
         self.progress = FollowerProgress(info.id)
+        self.unit_start: int | None = None
+        """The start of the unit larger than a frame whose first pieces were sent (the send
+        offset is inside it: the log is read from a unit's start only); None: the send offset
+        is a unit's start."""
 
 
 class LeaderReplicator:
@@ -217,6 +223,7 @@ class LeaderReplicator:
             return
         progress = follower.progress
         progress.send_offset = from_offset
+        follower.unit_start = None  # a follower's log ends at a unit's end
         progress.last_heard_ns = now_ns
 
     def on_ack(self, member_id: int, epoch: int, fsynced: int, leo: int, now_ns: int) -> None:
@@ -261,8 +268,10 @@ class LeaderReplicator:
             )
             while offset < leo and sent < _MAX_FRAMES_PER_FOLLOWER:
                 epoch, start, end = epoch_span(self._epochs, offset, leo)
-                data = self._log.read_log(offset, max_payload)
-                payload = memoryview(data)[: min(max_payload, end - offset)]
+                base = offset if follower.unit_start is None else follower.unit_start
+                data = self._log.read_log(base, max_payload)  # whole units, at least one
+                skip = offset - base
+                payload = memoryview(data)[skip : skip + min(max_payload, end - offset)]
                 frame = encode_append(
                     epoch,
                     start,
@@ -274,6 +283,8 @@ class LeaderReplicator:
                 if publication.offer(frame) < 0:
                     break
                 offset += len(payload)
+                # a unit larger than a frame goes in pieces: read it from its start again
+                follower.unit_start = base if offset < min(base + len(data), end) else None
                 sent += 1
                 self.bytes_sent += len(payload)
             progress.send_offset = offset

@@ -37,7 +37,10 @@ by its polls, within its idle strategy's longest park. An IPC client's own doorb
 CONNECT, is rung once at the end of each duty cycle that offered it answers (a ``RingBatch``: a
 ring that wakes a thread costs the agent a futex wake, and often its core for as long as the
 woken thread runs, so one per cycle rather than one per answer); a counter that is freed or
-reused is no longer rung (checked every 100 ms). :meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
+reused is no longer rung (checked every 100 ms). Answers to a UDP client ring the broker's
+embedded media driver the same way (``MediaDriver.network_bell``, once per cycle), which
+parks until something wakes it: they go out at once, not at its next timed wake-up.
+:meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
 every source of work rings (no session that does not ring, none connecting, no answer held up by
 back pressure, no send left on the ingress for the store to catch up): it may then sleep until
 rung, else it must also poll.
@@ -75,6 +78,7 @@ from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE
 from aeromq.transport.client import Aeron, Subscription
 from aeromq.transport.concurrent.doorbell import Doorbell, RingBatch
 from aeromq.transport.concurrent.idle_strategy import tighten_timer_slack
+from aeromq.transport.driver import MediaDriver
 from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
 
 __all__ = ["SessionAgent"]
@@ -128,6 +132,8 @@ class SessionAgent(RequestDispatch):
         self.counters = SessionCounters()
         self.thread: threading.Thread | None = None
         self.doorbell = doorbell
+        driver = MediaDriver.in_process(aeron.context.aeron_dir)
+        self.network_bell = None if driver is None else driver.network_bell
         self._rings = RingBatch()
         self._thread_ident = 0
         self._unrung_sessions = 0  # live sessions whose requests ring nothing

@@ -50,7 +50,7 @@ from aeromq.common import (
 from aeromq.proto import session_pb2
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, Image
-from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, RingBatch
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, Ringable, RingBatch
 from aeromq.transport.driver.refusal_log import RefusalLog
 from aeromq.transport.logbuffer.header import Header
 
@@ -59,6 +59,7 @@ __all__ = ["SessionLifecycle"]
 _log = logging.getLogger(__name__)
 
 _CONNECT: Final = RESPONSE_FIELD_NUMBERS["connect"]
+_UDP: Final = "aeron:udp"
 _MS: Final = 1_000_000
 REFUSAL_LOG_INTERVAL_NS: Final = 10_000_000_000
 """A client's refused CONNECTs are logged at most once per this interval (10 s)."""
@@ -73,6 +74,7 @@ class SessionLifecycle:
     max_message_size: int
     local_reads: LocalReadGrant | None
     doorbell: Doorbell | None
+    network_bell: Ringable | None  # the embedded driver's network wake (UDP answers ring it)
     _rings: RingBatch  # the client doorbells the cycle's answers ring, at its end
     _aeron: Aeron
     _acl: Acl | None
@@ -158,6 +160,9 @@ class SessionLifecycle:
         session.user = connect.user
         if source == IPC_SOURCE and connect.HasField("doorbell_counter_id"):
             session.doorbell = self._client_doorbell(connect.doorbell_counter_id)
+            session.rings = self._rings
+        elif self.network_bell is not None and connect.response_channel.startswith(_UDP):
+            session.network_bell = self.network_bell  # answers end the driver's park
             session.rings = self._rings
         if source == IPC_SOURCE and connect.local_reads and self.local_reads is not None:
             session.local_reads = True  # the client shares this host: see ConnectResponse

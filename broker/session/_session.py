@@ -29,7 +29,7 @@ from typing import Final
 
 from aeromq.transport import TransportError
 from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
-from aeromq.transport.concurrent.doorbell import Doorbell, RingBatch
+from aeromq.transport.concurrent.doorbell import Doorbell, Ringable, RingBatch
 
 __all__ = ["ServerSession", "SessionState"]
 
@@ -62,6 +62,7 @@ class ServerSession:
         "image_session_id",
         "last_activity_ns",
         "local_reads",
+        "network_bell",
         "publication",
         "registration_id",
         "response_channel",
@@ -105,6 +106,7 @@ class ServerSession:
         self.farewell = farewell
         self.doorbell: Doorbell | None = None
         self.rings: RingBatch | None = None  # where the doorbell's rings wait for the cycle's end
+        self.network_bell: Ringable | None = None  # a UDP client's: wakes the broker's driver
         self.local_reads = False  # granted at CONNECT: pulls may be answered with local ranges
 
     @property
@@ -128,8 +130,9 @@ class ServerSession:
             else:
                 result = publication.offer_vectored(data)
             if result > 0:
-                if self.doorbell is not None:
-                    self._ring(self.doorbell)
+                bell = self.doorbell or self.network_bell
+                if bell is not None:
+                    self._ring(bell)
                 return True
             if result == ADMIN_ACTION:
                 continue
@@ -161,11 +164,12 @@ class ServerSession:
             else:
                 return -1
         self.backlog_since_ns = now_ns if backlog else 0
-        if sent and self.doorbell is not None:
-            self._ring(self.doorbell)
+        bell = self.doorbell or self.network_bell
+        if sent and bell is not None:
+            self._ring(bell)
         return sent
 
-    def _ring(self, bell: Doorbell) -> None:
+    def _ring(self, bell: Ringable) -> None:
         rings = self.rings
         if rings is None:
             bell.ring()

@@ -51,7 +51,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 from aeromq.transport._errors import ConfigurationError
 from aeromq.transport.concurrent._atomic import FUTEX_NOT_EXPECTED, FUTEX_TIMED_OUT, HAS_FUTEX
@@ -79,6 +79,7 @@ __all__ = [
     "Doorbell",
     "DoorbellIdleStrategy",
     "RingBatch",
+    "Ringable",
     "SpinPredictor",
     "idle_strategy_with_doorbell",
 ]
@@ -192,9 +193,19 @@ class Doorbell:
         )
 
 
+class Ringable(Protocol):
+    """What a :class:`RingBatch` rings: a :class:`Doorbell`, or anything else that ends a
+    thread's wait (a media driver's network wake, ``MediaDriver.network_bell``)."""
+
+    def ring(self) -> bool:
+        """Wake whoever waits; whether a sleeper was signalled (False when it cannot tell)."""
+        ...
+
+
 class RingBatch:
     """The doorbells an agent's duty cycle gave work, each rung once, in the order first added,
-    at the cycle's end (:meth:`ring_all`) rather than after each piece of work.
+    at the cycle's end (:meth:`ring_all`) rather than after each piece of work (any
+    :class:`Ringable`).
 
     Ringing a doorbell a thread sleeps on costs the ringer a futex wake, and on a virtual
     machine whose other core is busy the woken thread often takes the ringer's core at once:
@@ -207,12 +218,12 @@ class RingBatch:
     __slots__ = ("_bells",)
 
     def __init__(self) -> None:
-        self._bells: dict[int, Doorbell] = {}
+        self._bells: dict[int, Ringable] = {}
 
     def __len__(self) -> int:
         return len(self._bells)
 
-    def add(self, bell: Doorbell) -> None:
+    def add(self, bell: Ringable) -> None:
         """Ring ``bell`` at the end of the cycle (once, however often it is added)."""
         self._bells[id(bell)] = bell
 

@@ -222,6 +222,14 @@ class BackoffIdleStrategy:
     up to ``deep_park_period_ns``; steady traffic never reaches it. A waiter
     (:meth:`park_with`) that returns when the work arrives removes that price for the work it
     watches.
+
+    ``settled`` (not Agrona's; None by default), when set, is asked on every empty cycle whether
+    the thread owes nothing soon: all its work comes by what ends a park (a waiter that returns
+    when it comes, a wake) and none of its timers is due within the longest park. While it says
+    so, the cycle parks the longest at once (``deep_park_period_ns``, else
+    ``max_park_period_ns``), whatever the state: the spins, yields and short parks are for work
+    about to come that nothing would end a park for. The backoff's own walk goes on beneath
+    (its period and ``parked_ns``), so a park after the owner stops saying so is the backoff's.
     """
 
     __slots__ = (
@@ -234,6 +242,8 @@ class BackoffIdleStrategy:
         "min_park_period_ns",
         "park_period_ns",
         "parked_ns",
+        "settled",
+        "settled_parks",
         "spins",
         "state",
         "yields",
@@ -279,6 +289,10 @@ class BackoffIdleStrategy:
         self.yields = 0
         self.park_period_ns = min_park_period_ns
         self._park: Parker | None = None
+        self.settled: Callable[[], bool] | None = None
+        """Asked on every empty cycle: whether the thread owes nothing soon (see class)."""
+        self.settled_parks = 0
+        """Parks taken at the longest at once because ``settled`` said so."""
 
     def park_with(self, park: Parker) -> None:
         """Park in ``park(seconds)`` instead of ``time.sleep`` (see module); a park that ends
@@ -287,10 +301,15 @@ class BackoffIdleStrategy:
         self._park = park
 
     def idle(self, work_count: int = 0) -> None:
-        """Work resets; an empty cycle takes the next step: a spin, a yield or a park (see class)."""
+        """Work resets; an empty cycle takes the next step: a spin, a yield or a park, or the
+        longest park at once while ``settled`` says so (see class)."""
         if work_count > 0:
             if self.state != self.NOT_IDLE:
                 self.reset()
+            return
+        settled = self.settled
+        if settled is not None and settled():
+            self._park_settled()
             return
         state = self.state
         if state == self.NOT_IDLE:
@@ -314,6 +333,19 @@ class BackoffIdleStrategy:
             (self._park or time.sleep)(period / 1e9)
             self.parked_ns += period
             self.park_period_ns = next_park_period_ns(self, period)
+
+    def _park_settled(self) -> None:
+        """The longest park at once; the walk goes on beneath, from its first park (see class)."""
+        if self.state != self.PARKING:
+            self.state = self.PARKING
+            self.park_period_ns = self.min_park_period_ns
+            self.parked_ns = 0
+        period = self.park_period_ns
+        longest = self.deep_park_period_ns or self.max_park_period_ns
+        (self._park or time.sleep)(longest / 1e9)
+        self.settled_parks += 1
+        self.parked_ns += period
+        self.park_period_ns = next_park_period_ns(self, period)
 
     def reset(self) -> None:
         """Back to NOT_IDLE: counts cleared, park period back to ``min_park_period_ns``."""

@@ -22,7 +22,7 @@ from aeromq.transport.driver.context import (
     deny_termination,
 )
 from aeromq.transport.driver.ipc.ipc_publication import IpcPublication, PublicationState
-from aeromq.transport.driver.media_driver import MediaDriver
+from aeromq.transport.driver.media_driver import MediaDriver, NetworkBell
 from aeromq.transport.driver.system_counters import SystemCounter
 from aeromq.transport.driver.udp.network_publication import NetworkPublication
 from aeromq.transport.driver.udp.publication_image import PublicationImage
@@ -37,6 +37,7 @@ __all__ = [
     "IpcPublication",
     "MediaDriver",
     "MediaDriverContext",
+    "NetworkBell",
     "NetworkPublication",
     "PublicationImage",
     "PublicationState",

@@ -143,6 +143,11 @@ class MediaDriverContext:
     threading_mode: ThreadingMode = ThreadingMode.DEDICATED
     conductor_idle_strategy: str = "backoff"
     shared_idle_strategy: str = "backoff"
+    park_when_settled: bool = False
+    """Not Aeron's: a network thread whose idle strategy is a backoff parks its longest at once
+    while its sender and receiver owe nothing soon (:meth:`MediaDriver.launch`'s module): for a
+    driver whose publishers all wake it (an embedded one), never for one that serves other
+    processes' publications, whose offers end no park."""
     udp: UdpSettings = field(default_factory=UdpSettings)
     termination_validator: TerminationValidator = deny_termination
     termination_hook: Callable[[], object] | None = None

@@ -23,7 +23,12 @@ A driver embedded in a process that also publishes and subscribes (a broker's re
 can wake its network thread and be woken by it, where over shared memory alone both sides would
 find each other's work only at their next timed poll: :meth:`MediaDriver.wake_network` ends the
 sender's park (an offer just made), and the receiver rings :attr:`MediaDriver.data_doorbell`
-after each duty cycle that received data (an in-process subscriber sleeps on it).
+after each duty cycle that received data (an in-process subscriber sleeps on it);
+:attr:`MediaDriver.network_bell` is the wake in a doorbell's shape, for a ``RingBatch``. When
+every publisher wakes it so, ``MediaDriverContext.park_when_settled`` lets the network thread
+park its longest at once while its sender and receiver owe nothing soon (``owes_soon``: a resend,
+a NAK timer, a status message due or about to be): it wakes for datagrams, wakes and timers, not
+for the short parks of a backoff.
 :meth:`MediaDriver.in_process` finds the running driver of a directory in this process.
 
 ``close()`` (idempotent; also the context manager's exit) stops the agents with a bounded join
@@ -42,6 +47,7 @@ import shutil
 import tempfile
 import threading
 import weakref
+from collections.abc import Callable
 from types import TracebackType
 from typing import ClassVar
 
@@ -58,9 +64,11 @@ from aeromq.transport.driver.aeron_dir import prepare_aeron_dir
 from aeromq.transport.driver.conductor import DriverConductor
 from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
 from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX, remove_stale_driver_dirs
+from aeromq.transport.driver.udp.receiver import Receiver
+from aeromq.transport.driver.udp.sender import Sender
 from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 
-__all__ = ["MediaDriver", "embedded_dir_root"]
+__all__ = ["MediaDriver", "NetworkBell", "embedded_dir_root"]
 
 _LOG = logging.getLogger(__name__)
 _INIT_DIR = ".cnc-init"
@@ -189,26 +197,41 @@ class MediaDriver:
             self._invoker.start()
             return
         # Network runners first in the list: close() stops them before the conductor.
+        settles = context.park_when_settled
         if mode is ThreadingMode.DEDICATED:
             sender.waiter, receiver.waiter = SocketWaiter(), SocketWaiter()
-            self._add_runner(_parked_in(context.new_sender_idle_strategy(), sender.waiter), sender)
             self._add_runner(
-                _parked_in(context.new_receiver_idle_strategy(), receiver.waiter), receiver
+                _parked_in(
+                    context.new_sender_idle_strategy(),
+                    sender.waiter,
+                    _settled(sender) if settles else None,
+                ),
+                sender,
             )
-            self._add_runner(context.new_conductor_idle_strategy(), conductor)
-        elif mode is ThreadingMode.SHARED_NETWORK:
-            sender.waiter = receiver.waiter = SocketWaiter()
             self._add_runner(
-                _parked_in(context.new_shared_network_idle_strategy(), sender.waiter),
-                CompositeAgent([sender, receiver]),
+                _parked_in(
+                    context.new_receiver_idle_strategy(),
+                    receiver.waiter,
+                    _settled(receiver) if settles else None,
+                ),
+                receiver,
             )
             self._add_runner(context.new_conductor_idle_strategy(), conductor)
         else:
             sender.waiter = receiver.waiter = SocketWaiter()
+            shared = mode is ThreadingMode.SHARED
             self._add_runner(
-                _parked_in(context.new_conductor_idle_strategy(), sender.waiter),
-                CompositeAgent([conductor, sender, receiver]),
+                _parked_in(
+                    context.new_conductor_idle_strategy()
+                    if shared
+                    else context.new_shared_network_idle_strategy(),
+                    sender.waiter,
+                    _settled(sender, receiver) if settles else None,
+                ),
+                CompositeAgent([conductor, sender, receiver] if shared else [sender, receiver]),
             )
+            if not shared:
+                self._add_runner(context.new_conductor_idle_strategy(), conductor)
         self._sender_waiter = sender.waiter
         self._waiters = [sender.waiter] if sender.waiter is not None else []
         if receiver.waiter is not None and receiver.waiter is not sender.waiter:
@@ -245,6 +268,12 @@ class MediaDriver:
         waiter = self._sender_waiter
         if waiter is not None:
             waiter.wake()
+
+    @property
+    def network_bell(self) -> NetworkBell:
+        """:meth:`wake_network` as a ring (a ``RingBatch`` rings it once per duty cycle): for a
+        publisher in this process that offers from an agent's cycle (see module)."""
+        return NetworkBell(self)
 
     @property
     def is_closed(self) -> bool:
@@ -294,6 +323,21 @@ class MediaDriver:
         return f"MediaDriver(aeron_dir={self.context.aeron_dir!r}, {state})"
 
 
+class NetworkBell:
+    """Ends the park of ``driver``'s network thread when rung (:meth:`MediaDriver.wake_network`),
+    in the shape of a doorbell (``transport.concurrent.doorbell.Ringable``)."""
+
+    __slots__ = ("_driver",)
+
+    def __init__(self, driver: MediaDriver) -> None:
+        self._driver = driver
+
+    def ring(self) -> bool:
+        """Wake the network thread; False: whether it slept is not known."""
+        self._driver.wake_network()
+        return False
+
+
 def embedded_dir_root() -> str:
     """Where embedded drivers make their directories: /dev/shm, else the temp directory."""
     return "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
@@ -307,9 +351,24 @@ def _remove_stale_dirs(context: MediaDriverContext) -> None:
     )
 
 
-def _parked_in(idle_strategy: IdleStrategy, waiter: SocketWaiter) -> IdleStrategy:
-    """``idle_strategy``, parking in ``waiter`` if it parks at all (see module)."""
+def _parked_in(
+    idle_strategy: IdleStrategy, waiter: SocketWaiter, settled: Callable[[], bool] | None
+) -> IdleStrategy:
+    """``idle_strategy``, parking in ``waiter`` if it parks at all, and, a backoff, parking its
+    longest at once while ``settled`` says so (see module)."""
     if isinstance(idle_strategy, BackoffIdleStrategy | SleepingIdleStrategy):
         idle_strategy.park_with(waiter.wait)
+        if isinstance(idle_strategy, BackoffIdleStrategy):
+            idle_strategy.settled = settled
         return waiter.idle_strategy(idle_strategy)
     return idle_strategy
+
+
+def _settled(*agents: Sender | Receiver) -> Callable[[], bool]:
+    """Whether none of ``agents`` owes anything soon (their ``owes_soon``)."""
+    checks = tuple(agent.owes_soon for agent in agents)
+
+    def settled() -> bool:
+        return not any(owes() for owes in checks)
+
+    return settled

@@ -260,3 +260,28 @@ def test_should_park_in_the_given_waiter_instead_of_sleeping(
     assert waits == [0.001, 0.002, 0.003]
     assert calls.log == []  # neither time.sleep nor a yield
     assert backoff.parked_ns == 3_000_000  # a waiter's park counts toward the deep idle
+
+
+def test_should_park_the_longest_at_once_while_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Calls(monkeypatch)
+    settled = [True]
+    strategy = BackoffIdleStrategy(0, 0, 1_000, 8_000, 32_000, 10_000)
+    strategy.settled = lambda: settled[0]
+    strategy.idle(0)  # the first empty cycle after work: no spin or yield, the deep park
+    strategy.idle(0)
+    assert calls.log == ["park 32000", "park 32000"]
+    assert (strategy.state, strategy.settled_parks) == (BackoffIdleStrategy.PARKING, 2)
+    assert strategy.park_period_ns == 4_000  # the walk beneath: parks of 1 and 2 us counted
+    settled[0] = False
+    strategy.idle(0)  # owed something: the backoff's own park
+    assert calls.log[2:] == ["park 4000"]
+    strategy.idle(1)
+    strategy.idle(0)  # unsettled after work: Agrona's walk from the start
+    assert strategy.state == BackoffIdleStrategy.SPINNING
+    settled[0] = True
+    strategy.idle(0)
+    assert calls.log[3:] == ["park 32000"]
+    plain = BackoffIdleStrategy(0, 0, 1_000, 8_000)
+    plain.settled = lambda: True
+    plain.idle(0)  # no deep park: the max park is the longest
+    assert calls.log[4:] == ["park 8000"]

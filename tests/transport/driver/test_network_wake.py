@@ -1,22 +1,28 @@
 """A datagram ends the park of the thread that runs the receiver at once, in every threading
 mode that gives the network agents a thread (their idle strategy parks in a
-:class:`~transport.driver.udp.socket_waiter.SocketWaiter`)."""
+:class:`~transport.driver.udp.socket_waiter.SocketWaiter`); an in-process publisher's wake ends
+the sender's; a driver whose publishers all wake it (``park_when_settled``) parks its longest
+at once while it owes nothing soon, and still moves every byte (status messages and NAKs do not
+wait for its long parks)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.client import Aeron, AeronContext, ExclusivePublication
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.logbuffer import Header
+from aeromq.transport.testing.loss_generator import LossGenerator
 
 FAST = "sleep-ns:100000"
 PARK_1_S = "backoff:0,0,1000000000,1000000000"
@@ -77,12 +83,12 @@ def test_should_wake_a_parked_receiver_when_a_datagram_arrives(
     assert max(latencies) < MAX_LATENCY_S, f"latencies {latencies}"
 
 
-def _sample_latencies(
-    tx_driver: MediaDriver, rx_driver: MediaDriver, after_offer: Callable[[], object]
-) -> list[float]:
-    """From ``tx_driver``'s client to ``rx_driver``'s over UDP: the time from each of
-    :data:`SAMPLES` offers (0.15 s apart, each followed by ``after_offer()``) to its
-    arrival."""
+@contextlib.contextmanager
+def _connected(
+    tx_driver: MediaDriver, rx_driver: MediaDriver
+) -> Iterator[tuple[ExclusivePublication, list[bytes], Callable[[], None]]]:
+    """A UDP stream from ``tx_driver``'s client to ``rx_driver``'s, connected: its publication,
+    the payloads received so far, and the poll that receives them."""
     channel = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
     with (
         Aeron.connect(AeronContext(aeron_dir=tx_driver.aeron_dir)) as tx,
@@ -96,10 +102,20 @@ def _sample_latencies(
             received.append(buffer.get_bytes(offset, length))
 
         def poll() -> None:
-            subscription.poll(on_fragment, 10)
-            time.sleep(0.0002)
+            if not subscription.poll(on_fragment, 64):
+                time.sleep(0.0002)
 
         _until(lambda: publication.is_connected and subscription.images, poll, "the connection")
+        yield publication, received, poll
+
+
+def _sample_latencies(
+    tx_driver: MediaDriver, rx_driver: MediaDriver, after_offer: Callable[[], object]
+) -> list[float]:
+    """From ``tx_driver``'s client to ``rx_driver``'s over UDP: the time from each of
+    :data:`SAMPLES` offers (0.15 s apart, each followed by ``after_offer()``) to its
+    arrival."""
+    with _connected(tx_driver, rx_driver) as (publication, received, poll):
         latencies = []
         for sample in range(SAMPLES):
             time.sleep(0.15)  # the parked thread is back in its 1 s park
@@ -112,7 +128,7 @@ def _sample_latencies(
         return latencies
 
 
-DEEP = "backoff:0,0,1000,1000000,25000000,10000000"  # the broker's embedded driver's
+DEEP = "backoff:0,0,1000,1000000,25000000,10000000"  # a deep backoff, walked after all work
 SHARED_ROLE = "[driver-conductor,sender,receiver]"
 
 
@@ -199,3 +215,69 @@ def _small(aeron_dir: Path, idle: str, udp: UdpSettings | None = None) -> MediaD
         shared_idle_strategy=idle,
         udp=udp or UdpSettings(),
     )
+
+
+SETTLED_DEEP = "backoff:0,0,100000,1000000,25000000,10000000"  # with park_when_settled
+
+
+def _context(aeron_dir: Path, settled: bool, udp: UdpSettings | None = None) -> MediaDriverContext:
+    return dataclasses.replace(_small(aeron_dir, SETTLED_DEEP, udp), park_when_settled=settled)
+
+
+def _stream(
+    tx_driver: MediaDriver, rx_driver: MediaDriver, payloads: list[bytes], gap_s: float
+) -> list[bytes]:
+    """Offer ``payloads`` from ``tx_driver``'s client to ``rx_driver``'s over UDP, each followed
+    by a wake of ``tx_driver``'s network thread and ``gap_s`` apart (0: as fast as they go); what
+    arrived, in order."""
+    with _connected(tx_driver, rx_driver) as (publication, received, poll):
+        for payload in payloads:
+            _until(lambda: publication.offer(payload) > 0, poll, "the offer")  # noqa: B023
+            tx_driver.wake_network()
+            if gap_s:
+                count = len(received)
+                _until(lambda: len(received) > count, poll, "the message")  # noqa: B023
+                time.sleep(gap_s)
+        _until(lambda: len(received) >= len(payloads), poll, "every message")
+        return received
+
+
+def test_should_wake_for_datagrams_and_wakes_only_when_settled(shm_dir: Path) -> None:
+    """One message every 50 ms from a settled driver to another: each thread wakes for the
+    datagrams and the wake, not for a backoff's parks after every piece of work (1 us, 2 us,
+    ... then 1 ms parks for 10 ms: 20 and more a message)."""
+    rates = {}
+    for settled in (True, False):
+        name = "settled" if settled else "backoff"
+        with (
+            MediaDriver.launch(_context(shm_dir / f"tx-{name}", settled)) as tx_driver,
+            MediaDriver.launch(_context(shm_dir / f"rx-{name}", settled)) as rx_driver,
+        ):
+            threads = [t for t in threading.enumerate() if t.name == SHARED_ROLE]
+            ids = [t.native_id for t in threads if t.native_id is not None]
+            assert len(ids) == 2
+            before = sum(_wake_ups(native_id) for native_id in ids)
+            payloads = [i.to_bytes(4, "little") for i in range(20)]
+            assert _stream(tx_driver, rx_driver, payloads, 0.05) == payloads
+            rates[name] = (sum(_wake_ups(native_id) for native_id in ids) - before) / 20
+    # two threads: settled, each wakes for a datagram or a wake, and its 25 ms parks (about
+    # two a message); the backoff's short parks are tens a message
+    assert rates["settled"] < rates["backoff"] / 2, f"wake-ups a message: {rates}"
+
+
+def test_should_move_every_byte_through_flow_control_and_loss_when_settled(
+    shm_dir: Path,
+) -> None:
+    """Far more than a receiver window (16 KiB here), with 10% of the data lost on the way:
+    the receiver's status messages and NAKs go out while owed, not after 25 ms parks, and
+    everything arrives in order."""
+    lossy = UdpSettings(
+        initial_window_length=16 * 1024,
+        loss_generator=LossGenerator(data_loss_rate=0.1, seed=7),
+    )
+    with (
+        MediaDriver.launch(_context(shm_dir / "tx", True)) as tx_driver,
+        MediaDriver.launch(_context(shm_dir / "rx", True, lossy)) as rx_driver,
+    ):
+        payloads = [i.to_bytes(4, "little") * 256 for i in range(256)]  # 1 KiB each
+        assert _stream(tx_driver, rx_driver, payloads, 0.0) == payloads

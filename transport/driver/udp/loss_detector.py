@@ -28,6 +28,7 @@ from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer.term_gap_scanner import scan_for_gap
 
 __all__ = [
+    "TIMER_INACTIVE",
     "FeedbackDelayGenerator",
     "LossDetector",
     "OptimalMulticastDelayGenerator",

@@ -237,6 +237,12 @@ class NetworkPublication:
     # ----------------------------------------------------------------------------------------
     # Sender thread
 
+    def owes_soon(self) -> bool:
+        """Whether the sender owes this publication something a park should not wait for: a
+        resend a NAK asked for (or its linger). Its own data comes with a wake (an in-process
+        publisher's) or not at all soon; SETUPs and heartbeats run on timers of 100 ms."""
+        return self.retransmit_handler.active_count > 0
+
     def send(self, now_ns: int) -> int:
         """One duty cycle: SETUP if due, data, else a heartbeat; retransmit timers. Bytes sent."""
         snd_pos = self._snd_pos

@@ -40,7 +40,11 @@ from aeromq.transport.driver.subscriber_position import (
 )
 from aeromq.transport.driver.term_cleaner import clean_term
 from aeromq.transport.driver.term_gap_filler import try_fill_gap
-from aeromq.transport.driver.udp.loss_detector import FeedbackDelayGenerator, LossDetector
+from aeromq.transport.driver.udp.loss_detector import (
+    TIMER_INACTIVE,
+    FeedbackDelayGenerator,
+    LossDetector,
+)
 from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
 from aeromq.transport.driver.udp.udp_channel import Sockaddr
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
@@ -224,6 +228,16 @@ class PublicationImage:
             if proposed_position >= self.last_sm_position - self.receiver_window_length:
                 self._time_of_last_activity_ns = now_ns
         return False
+
+    def owes_soon(self) -> bool:
+        """Whether the receiver owes this image something a park should not wait for: a status
+        message due, a NAK timer running, or a status message that falls due as soon as its
+        subscribers read what was received (more than a quarter window past the last one)."""
+        return (
+            self._sm_pending
+            or self.loss_detector.expiry_ns != TIMER_INACTIVE
+            or self._rcv_pos > self._next_sm_position + (self.receiver_window_length >> 2)
+        )
 
     def do_work(self, now_ns: int) -> int:
         """Rebuild, detect loss, send due status messages; the work done. A status message

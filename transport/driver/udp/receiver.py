@@ -108,6 +108,11 @@ class Receiver:
             self.data_doorbell.ring()
         return work_count + data_bytes
 
+    def owes_soon(self) -> bool:
+        """Whether an image is owed a status message or a NAK soon: a park should not wait
+        past it (see :attr:`~transport.driver.MediaDriverContext.park_when_settled`)."""
+        return any(image.owes_soon() for image in self.images)
+
     # Commands (run on the receiver thread) ----------------------------------------------------
 
     def on_add_endpoint(self, endpoint: ReceiveChannelEndpoint) -> None:

@@ -99,6 +99,11 @@ class Sender:
             self._control_poll_deadline_ns = now_ns + self._status_message_read_timeout_ns
         return work_count + bytes_sent
 
+    def owes_soon(self) -> bool:
+        """Whether a publication is owed a resend soon: a park should not wait past it (see
+        :attr:`~transport.driver.MediaDriverContext.park_when_settled`)."""
+        return any(publication.owes_soon() for publication in self.publications)
+
     def _do_send(self, now_ns: int) -> int:
         publications = self.publications
         count = len(publications)
