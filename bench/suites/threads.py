@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench._harness import Result, case_rows, note
 from bench._thread_stats import costs, sample
-from bench._traced_run import send_paced, traced_broker
+from bench._traced_run import send_paced, started_consumer, traced_broker
 
 CASES = {"send-only": 0, "1000": 1_000, "5000": 5_000}
 """Case -> rate (0: back to back, no consumer)."""
@@ -57,13 +57,7 @@ def _produce(
 
 def _consume(grpc: str, count: int, ready: EventType, out: Queue[float]) -> None:
     """``poll()`` until the warm-up and ``count`` more messages came (2 minutes at most)."""
-    from aeromq.consumer import DefaultLitePullConsumer, LitePullConsumerConfig
-
-    consumer = DefaultLitePullConsumer(
-        config=LitePullConsumerConfig(consumer_group=GROUP, endpoints=(grpc,))
-    )
-    consumer.subscribe(TOPIC, "*")
-    consumer.start()
+    consumer = started_consumer(grpc, GROUP, TOPIC)
     try:
         ready.set()
         got = 0
