@@ -20,10 +20,10 @@ Who may poll when:
   and between polls sleeps on the doorbell until the broker rings (or whoever completes what it
   waits for rings: a failure, a local put), at once: it does not poll through a spin window
   first. The broker's session agent polls through one of its own after each request
-  (adaptive, 100 us), so one side of a one-at-a-time exchange spins, not both: with the caller
-  spinning too (up to 200 us, as before), the agent slept between the sends of a one-at-a-time
-  producer while the caller polled for its answer, and the producer spent 30-50 us more CPU a
-  send (``docs/latency.md``).
+  (adaptive, 100 us), so one side of a one-at-a-time exchange spins, not both: while the caller
+  polled too (up to 200 us), the agent slept between a one-at-a-time producer's sends and was
+  woken by each while the producer polled for its answer, 60-80 us of its CPU a send
+  (``docs/latency.md``, "One spinner per exchange").
   The poller thread then keeps out of the way: while a thread reads, and for a second after
   the last one left (``linger``: it is likely back soon), it sleeps on a doorbell of its own
   until the session's next housekeeping is due (:meth:`~client._session_liveness.SessionLiveness.next_due_ns`:
