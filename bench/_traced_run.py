@@ -3,7 +3,8 @@ meanwhile (a ``sitecustomize`` folder on ``PYTHONPATH``, the tracer's variables)
 started in it with a topic of one queue, and both undone afterwards.
 
 Used by the suites whose every process records itself: ``hops`` (``bench/_hop_trace.py``) and
-``profile`` (``bench/_thread_profile.py``).
+``profile`` (``bench/_thread_profile.py``); ``threads`` takes the broker, the paced sends and the
+consumer (nothing traced).
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 
-__all__ = ["traced_broker", "traced_environment"]
+if TYPE_CHECKING:
+    from aeromq.consumer import DefaultLitePullConsumer
+
+__all__ = ["send_paced", "started_consumer", "traced_broker", "traced_environment"]
 
 
 @contextlib.contextmanager
@@ -61,3 +66,16 @@ def send_paced(send: Callable[[], object], rate: int, count: int) -> None:
             if wait_ns > 0:
                 time.sleep(wait_ns / 1e9)
         send()
+
+
+def started_consumer(grpc: str, group: str, topic: str) -> DefaultLitePullConsumer:
+    """A ``DefaultLitePullConsumer`` on its defaults in ``group``, subscribed to every message
+    of ``topic``, started (the caller shuts it down)."""
+    from aeromq.consumer import DefaultLitePullConsumer, LitePullConsumerConfig
+
+    consumer = DefaultLitePullConsumer(
+        config=LitePullConsumerConfig(consumer_group=group, endpoints=(grpc,))
+    )
+    consumer.subscribe(topic, "*")
+    consumer.start()
+    return consumer

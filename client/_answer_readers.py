@@ -18,8 +18,12 @@ Who may poll when:
 - when the broker rings the session's doorbell after each answer (IPC, :attr:`rung`) and the
   poller's idle strategy is a doorbell one (the default), every waiting thread reads: it polls,
   and between polls sleeps on the doorbell until the broker rings (or whoever completes what it
-  waits for rings: a failure, a local put); while answers have mostly come back within 200 us
-  it first polls that long without sleeping (:class:`~transport.concurrent.SpinPredictor`).
+  waits for rings: a failure, a local put), at once: it does not poll through a spin window
+  first. The broker's session agent polls through one of its own after each request
+  (adaptive, 100 us), so one side of a one-at-a-time exchange spins, not both: while the caller
+  polled too (up to 200 us), the agent slept between a one-at-a-time producer's sends and was
+  woken by each while the producer polled for its answer, 60-80 us of its CPU a send
+  (``docs/latency.md``, "One spinner per exchange").
   The poller thread then keeps out of the way: while a thread reads, and for a second after
   the last one left (``linger``: it is likely back soon), it sleeps on a doorbell of its own
   until the session's next housekeeping is due (:meth:`~client._session_liveness.SessionLiveness.next_due_ns`:
@@ -94,7 +98,9 @@ CALLER_POLL_NS: Final = 1_000_000
 CALLER_WAIT_NS: Final = 20_000_000
 _CALLER_WATCH_S: Final = 0.001
 _CALLER_SPIN_NS: Final = 200_000
-"""A waiting caller polls this long before it sleeps while answers have mostly come so fast."""
+"""A caller waiting on a doorbell its poller does not sleep on (a polling poller) polls this
+long before it sleeps while answers have mostly come so fast; a rung session's readers do not
+(see module)."""
 _HOUSEKEEPING_S: Final = 0.01
 """With ``caller_reads`` and a polling poller, how often it keeps the session."""
 CALLER_READ_GRACE_NS: Final = 100_000_000
@@ -284,10 +290,6 @@ class AnswerReader(ABC):
     ) -> None:
         state = self._state
         monotonic_ns = time.monotonic_ns
-        spin = self._spin
-        started_ns = monotonic_ns()
-        if spin.should_poll():
-            self._poll_until(done, subscription, min(deadline_ns, started_ns + spin.window_ns))
         while not done():
             if state.failure is not None or state.closed:
                 return
@@ -300,7 +302,6 @@ class AnswerReader(ABC):
                 return
             if not work:
                 bell.await_ring(observed, remaining_ns)
-        spin.observe(monotonic_ns() - started_ns)
 
     def _poll_until(
         self, done: Callable[[], bool], subscription: Subscription, until_ns: int

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench import _thread_profile
 from bench._harness import Result, case_rows, note
-from bench._traced_run import send_paced, traced_broker, traced_environment
+from bench._traced_run import send_paced, started_consumer, traced_broker, traced_environment
 
 CASES = {"send-only": 0, "1000": 1_000}
 """Case -> rate (0: back to back, no consumer)."""
@@ -60,13 +60,7 @@ def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[str]) -
 
 def _consume(grpc: str, count: int, ready: EventType, go: EventType, out: Queue[str]) -> None:
     """``poll()`` until the warm-up, then until ``count`` more messages came."""
-    from aeromq.consumer import DefaultLitePullConsumer, LitePullConsumerConfig
-
-    consumer = DefaultLitePullConsumer(
-        config=LitePullConsumerConfig(consumer_group=GROUP, endpoints=(grpc,))
-    )
-    consumer.subscribe(TOPIC, "*")
-    consumer.start()
+    consumer = started_consumer(grpc, GROUP, TOPIC)
     try:
         ready.set()
         got = 0
