@@ -64,6 +64,10 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "index_slots": "hash slots of one index file",
     "index_entries": "entries of one index file",
     "offset_persist_interval_ms": "how often consumer offsets are written to disk",
+    "timer_enabled": "hold timer and delayed messages (TIMER_DELIVER_MS, TIMER_DELAY_SEC, DELAY) "
+    "until they are due (off: they are stored and delivered at once)",
+    "timer_max_delay_ms": "furthest ahead a timer message may be due (RocketMQ's "
+    "timerMaxDelaySec); a send beyond it is refused with MESSAGE_ILLEGAL",
     "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
     "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
     "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",

@@ -8,7 +8,7 @@
 
 :meth:`Broker.start`, in order: the media driver (embedded in a fresh directory, or the external
 one of ``aeron_dir``), the store (recovery runs here: :attr:`Broker.recovery_report` says what
-it found), the long-poll hold service, the processors, the ingress subscriptions (IPC, and UDP
+it found), the timer service (``broker.timer``: timer messages held until due), the long-poll hold service, the processors, the ingress subscriptions (IPC, and UDP
 when an endpoint is set) and the session agent on its own thread. In a broker group
 (``etcd_endpoints`` set) the member then joins its group once its gRPC port is bound
 (:class:`~aeromq.broker.replication.GroupMember`: etcd, elections, replication over UDP), and
@@ -51,6 +51,7 @@ from aeromq.broker.session import (
     session_idle_strategy,
 )
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
+from aeromq.broker.timer import TimerService
 from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
@@ -144,6 +145,7 @@ class Broker:
         self.aeron: Aeron | None = None
         self.store: MessageStore | None = None
         self.hold: PullHoldService | None = None
+        self.timer: TimerService | None = None
         self.send_processor: SendProcessor | None = None
         self.pull_processor: PullProcessor | None = None
         self.session_agent: SessionAgent | None = None
@@ -201,6 +203,9 @@ class Broker:
             _log.info("%s", message)
         else:
             _log.warning("%s", message)
+        if config.timer_enabled:  # before any send: it hooks the put path
+            self.timer = TimerService(store, max_delay_ms=config.timer_max_delay_ms)
+            self.timer.start()
         hold = self.hold = PullHoldService(store.get_max_offset, config.long_polling_max_suspend_ms)
         hold.start()
         store.add_arrival_listener(hold.on_arrival)
@@ -433,6 +438,8 @@ class Broker:
             self.control_plane.close()
         if self.hold is not None:
             self.hold.shutdown()
+        if self.timer is not None:
+            self.timer.stop()
         if self.store is not None:
             try:
                 self.store.shutdown()
@@ -532,6 +539,11 @@ class Broker:
         if self.hold is not None:
             values["pull.woken_by_arrival"] = self.hold.woken_by_arrival
             values["pull.woken_by_timeout"] = self.hold.woken_by_timeout
+        if self.timer is not None:
+            values["timer.held"] = self.timer.redirector.messages
+            values["timer.pending"] = self.timer.pending
+            values["timer.delivered"] = self.timer.delivered
+            values["timer.dropped"] = self.timer.dropped
         if self.group is not None:
             values.update(self.group.stats())
         return values

@@ -135,6 +135,8 @@ class BrokerConfig:
     index_slots: int = 5_000_000
     index_entries: int = 20_000_000
     offset_persist_interval_ms: int = 5_000
+    timer_enabled: bool = True
+    timer_max_delay_ms: int = 3 * 24 * 3_600_000
     rocketmq_enabled: bool = True
     rocketmq_port: int = 8181
     rocketmq_max_delivery_attempts: int = 16

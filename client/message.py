@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from aeromq.common import (
     KEY_SEPARATOR,
@@ -39,6 +39,11 @@ __all__ = [
     "MessageExt",
     "MessageQueue",
 ]
+
+_DELAY: Final = "DELAY"
+_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+_MAX_DELAY_LEVEL: Final = 18
 
 _CHECKED_TOPICS: set[str] = set()
 _CHECKED_TOPICS_LIMIT = 10_000
@@ -95,7 +100,13 @@ class MessageQueue:
 
 class Message:
     """A message to send: ``Message(topic, body, tags=None, keys=(), properties={}, flag=0,
-    wait_store_msg_ok=True)``.
+    wait_store_msg_ok=True, delivery_timestamp_ms=None, delay_level=0)``.
+
+    A timer message is delivered at ``delivery_timestamp_ms`` (epoch milliseconds, RocketMQ 5's
+    ``TIMER_DELIVER_MS``), or after RocketMQ 4's ``delay_level`` (1..18: 1 s, 5 s, 10 s, 30 s,
+    1 m to 10 m, 20 m, 30 m, 1 h, 2 h; ``DELAY``): the broker stores it at once and lets
+    consumers see it then (a time in the past: at once; beyond the broker's
+    ``timer_max_delay_ms``: the send is refused). Set either, not both.
 
     Validated on construction: the topic (RocketMQ's rules, and not a broker-internal topic),
     a non-empty body, the tag (no whitespace or ``|``; None or ``""`` for no tag), the keys (a
@@ -120,6 +131,8 @@ class Message:
         properties: Mapping[str, str] | None = None,
         flag: int = 0,
         wait_store_msg_ok: bool = True,
+        delivery_timestamp_ms: int | None = None,
+        delay_level: int = 0,
     ) -> None:
         if topic not in _CHECKED_TOPICS:  # a valid, sendable topic is checked once
             check_topic(topic)
@@ -132,13 +145,21 @@ class Message:
             body = bytes(body)
         if not body:
             check_body(body, max_message_size=None)  # raises: the body is empty
+        if delay_level and delivery_timestamp_ms is not None:
+            raise MessageIllegalError(
+                "a message takes a delivery timestamp or a delay level, not both",
+                delivery_timestamp_ms=delivery_timestamp_ms,
+                delay_level=delay_level,
+            )
         if flag and not -(2**31) <= flag < 2**31:
             raise MessageIllegalError("the flag must fit in a signed 32-bit int", flag=flag)
         self.topic = topic
         self.body = body
         self.flag = flag
-        if not (tags or keys or properties) and wait_store_msg_ok:
+        if not (tags or keys or properties or delay_level) and wait_store_msg_ok:
             self._properties = {PROPERTY_WAIT_STORE_MSG_OK: "true"}  # the common case
+            if delivery_timestamp_ms is not None:
+                self.delivery_timestamp_ms = delivery_timestamp_ms
             return
         self._properties = {}
         if tags:
@@ -159,6 +180,10 @@ class Message:
         if properties:
             for name, value in properties.items():
                 self.put_user_property(name, value)
+        if delivery_timestamp_ms is not None:
+            self.delivery_timestamp_ms = delivery_timestamp_ms
+        if delay_level:
+            self.delay_level = delay_level
 
     @property
     def tags(self) -> str | None:
@@ -179,6 +204,46 @@ class Message:
     def uniq_id(self) -> str | None:
         """The producer-made unique id (``UNIQ_KEY``), once the producer has set it."""
         return self._properties.get(PROPERTY_UNIQ_KEY)
+
+    @property
+    def delivery_timestamp_ms(self) -> int | None:
+        """When a timer message is delivered, epoch milliseconds (``TIMER_DELIVER_MS``); None
+        for one sent at once. Setting it clears :attr:`delay_level`; None clears it."""
+        text = self._properties.get(_TIMER_DELIVER_MS)
+        return None if text is None else int(text)
+
+    @delivery_timestamp_ms.setter
+    def delivery_timestamp_ms(self, value: int | None) -> None:
+        if value is None:
+            self._properties.pop(_TIMER_DELIVER_MS, None)
+            return
+        if type(value) is not int or value < 0:
+            raise MessageIllegalError(
+                "the delivery timestamp must be epoch milliseconds, an int >= 0",
+                delivery_timestamp_ms=value,
+            )
+        self._properties.pop(_DELAY, None)
+        self._properties.pop(_TIMER_DELAY_SEC, None)
+        self._properties[_TIMER_DELIVER_MS] = str(value)
+
+    @property
+    def delay_level(self) -> int:
+        """RocketMQ 4's delay level (``DELAY``, 1..18), 0 for none. Setting it (0 clears it)
+        clears :attr:`delivery_timestamp_ms`."""
+        return int(self._properties.get(_DELAY, "0"))
+
+    @delay_level.setter
+    def delay_level(self, level: int) -> None:
+        if type(level) is not int or not 0 <= level <= _MAX_DELAY_LEVEL:
+            raise MessageIllegalError(
+                f"the delay level must be an int 0..{_MAX_DELAY_LEVEL}", delay_level=level
+            )
+        if not level:
+            self._properties.pop(_DELAY, None)
+            return
+        self._properties.pop(_TIMER_DELIVER_MS, None)
+        self._properties.pop(_TIMER_DELAY_SEC, None)
+        self._properties[_DELAY] = str(level)
 
     @property
     def properties(self) -> Mapping[str, str]:

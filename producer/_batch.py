@@ -21,6 +21,7 @@ from aeromq.common import (
     pack_host_field,
     split_tag,
 )
+from aeromq.common.record_batch import TIMER_FLAG
 from aeromq.producer._send_result import SendResult, SendStatus
 
 __all__ = ["SendResults", "encode_messages", "pack_born_host"]
@@ -41,6 +42,8 @@ _WAIT_ONLY: Final = {PROPERTY_WAIT_STORE_MSG_OK: "true"}
 """The properties of a message made with no tag, key or user property: the common case."""
 _WAIT_ONLY_HEAD: Final = f"{PROPERTY_WAIT_STORE_MSG_OK}\x01true\x02{PROPERTY_UNIQ_KEY}\x01"
 _WAIT_ONLY_JOIN: Final = f"\x02{_WAIT_ONLY_HEAD}"
+_TIMER_PROPERTIES: Final = frozenset(("TIMER_DELIVER_MS", "DELAY", "TIMER_DELAY_SEC"))
+"""A message with one of these is a timer message: its batch gets ``TIMER_FLAG``."""
 
 
 def encode_messages(
@@ -94,6 +97,7 @@ def encode_messages(
             view.setdefault(PROPERTY_UNIQ_KEY, unique)
     unique_ids = [view[PROPERTY_UNIQ_KEY] for view in views]
     tags, property_list = zip(*[split_tag(view) for view in views], strict=True)
+    timer = not all(map(_TIMER_PROPERTIES.isdisjoint, views))  # ~110 ns a message (timeit)
     batch = encode_batch(
         messages[0].topic.encode(),
         bodies,
@@ -102,6 +106,7 @@ def encode_messages(
         flags=flags if any(flags) else None,
         born_timestamp_ms=born_timestamp_ms,
         born_host=born_host,
+        attributes=TIMER_FLAG if timer else 0,
     )
     return bytes(batch), unique_ids
 

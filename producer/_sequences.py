@@ -42,6 +42,7 @@ from aeromq.common.record_batch import (
     MAX_SEQUENCE,
     PRODUCER_STATE_FLAG,
     PRODUCER_STATE_STRUCT,
+    TIMER_FLAG,
     TOPIC_LENGTH_OFFSET,
     TOTAL_LENGTH_OFFSET,
     producer_state_position,
@@ -66,6 +67,8 @@ _SEQUENCE_MODULUS: Final = MAX_SEQUENCE + 1
 _U32: Final = struct.Struct("<I")
 _I32: Final = struct.Struct("<i")
 _U16: Final = struct.Struct("<H")
+_TIMER_BYTE: Final = ATTRIBUTES_OFFSET + 1  # TIMER_FLAG's byte of the u16 (little-endian)
+_TIMER_BIT: Final = TIMER_FLAG >> 8
 
 
 def new_producer_id() -> int:
@@ -134,8 +137,13 @@ class ProducerSequences:
         """The bytes of ``attempt`` to ``queue``: its stamped batch, stamped now if it was not
         for ``queue`` (a batch stamped for another queue gives its sequences back first).
 
+        A timer message's batch (``TIMER_FLAG``) is sent as it is, not stamped: the broker holds
+        it in its timer topic, outside the queue's sequence (its retry may store it twice).
+
         Caller: ``SendPath.request``. Affects: the queue's next sequence; ``attempt.stamp`` and
         ``attempt.sent``."""
+        if attempt.batch[_TIMER_BYTE] & _TIMER_BIT:
+            return attempt.batch
         stamp = attempt.stamp
         if stamp is not None:
             if stamp.queue == queue and attempt.sent is not None:

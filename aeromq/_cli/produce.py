@@ -10,6 +10,9 @@ messages per request; ``--window W`` keeps up to W requests in flight (pipelined
 ``--rate`` caps messages per second (0: as fast as possible). The summary line is ``key=value``
 pairs: sent, failed, elapsed_s, msgs_per_s, mb_per_s and the request latency p50/p99 in us;
 the first error of each kind is printed. ``--json`` prints the summary as one JSON object.
+Timer messages: ``--deliver-at`` (epoch milliseconds, or an ISO 8601 time) or ``--delay``
+(a duration after each send, e.g. ``30s``) or ``--delay-level`` (RocketMQ 4's 1..18); the
+broker holds them until then.
 Progress (count, rate, ETA) goes to standard error: a live line on a terminal, a plain line
 every ``--progress-interval`` otherwise (``--progress`` chooses).
 Exit status 0 when every message was stored, 1 when some failed, 2 for bad arguments.
@@ -18,6 +21,7 @@ Exit status 0 when every message was stored, 1 when some failed, 2 for bad argum
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 import threading
@@ -49,6 +53,7 @@ _EXAMPLES = (
     "aeromq produce --topic orders --count 100000 --size 100 --batch 32 --window 4",
     "aeromq produce --topic orders --count 1000 --rate 500 --json",
     "aeromq produce --endpoints 127.0.0.1:9876 --namesrv --topic orders --count 10",
+    'aeromq produce --topic orders --body "expire order-1" --delay 30m',
 )
 
 
@@ -74,6 +79,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="a user property (repeatable)",
+    )
+    when = parser.add_mutually_exclusive_group()
+    when.add_argument(
+        "--deliver-at",
+        type=_epoch_ms,
+        metavar="TIME",
+        help="timer messages, delivered at TIME: epoch milliseconds or ISO 8601 "
+        "(2030-01-01T08:00:00+00:00; local time without an offset)",
+    )
+    when.add_argument(
+        "--delay",
+        type=duration_ms,
+        metavar="DURATION",
+        help="timer messages, delivered DURATION after each is sent, e.g. 10s, 30m",
+    )
+    when.add_argument(
+        "--delay-level",
+        type=int,
+        choices=range(1, 19),
+        metavar="LEVEL",
+        help="RocketMQ 4's delay level 1..18 (1s 5s 10s 30s 1m..10m 20m 30m 1h 2h)",
     )
     parser.add_argument(
         "--rate", type=float, default=0.0, help="messages per second, 0: as fast as possible"
@@ -113,6 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _epoch_ms(text: str) -> int:
+    """An argparse ``type``: epoch milliseconds, or an ISO 8601 time."""
+    if text.isdigit():
+        return int(text)
+    try:
+        return int(datetime.datetime.fromisoformat(text).timestamp() * 1000)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not epoch milliseconds or an ISO 8601 time: {text!r}"
+        ) from None
+
+
 def _percentile(sorted_values: Sequence[float], fraction: float) -> float:
     if not sorted_values:
         return 0.0
@@ -140,7 +178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         template = Message(
-            args.topic, body, tags=args.tags, keys=args.keys or (), properties=properties
+            args.topic,
+            body,
+            tags=args.tags,
+            keys=args.keys or (),
+            properties=properties,
+            delivery_timestamp_ms=args.deliver_at,
+            delay_level=args.delay_level or 0,
         )
         config = ProducerConfig(
             send_timeout_ms=args.timeout_ms,
@@ -225,16 +269,24 @@ class _Stats:
         )
 
 
-def _copy(template: Message) -> Message:
-    """A fresh message like ``template`` (each send gets its own unique id)."""
+_SYSTEM_COPIED = frozenset(("TAGS", "KEYS", "WAIT", "DELAY", "TIMER_DELIVER_MS"))
+
+
+def _copy(template: Message, delay_ms: float | None) -> Message:
+    """A fresh message like ``template`` (each send gets its own unique id); ``delay_ms``:
+    due that long from now."""
     return Message(
         template.topic,
         template.body,
         tags=template.tags,
         keys=template.keys,
-        properties={
-            k: v for k, v in template.properties.items() if k not in ("TAGS", "KEYS", "WAIT")
-        },
+        properties={k: v for k, v in template.properties.items() if k not in _SYSTEM_COPIED},
+        delivery_timestamp_ms=(
+            template.delivery_timestamp_ms
+            if delay_ms is None
+            else time.time_ns() // 1_000_000 + round(delay_ms)
+        ),
+        delay_level=template.delay_level,
     )
 
 
@@ -253,7 +305,7 @@ def _run(producer: Producer, template: Message, args: argparse.Namespace, stats:
             next_at += interval_s
         count = min(args.batch, remaining)
         remaining -= count
-        messages = [_copy(template) for _ in range(count)]
+        messages = [_copy(template, args.delay) for _ in range(count)]
         began = time.perf_counter()
         if args.window == 1:
             try:

@@ -8,12 +8,13 @@ with aeromq's broker modules: the tests (``tests/rocketmq5``) and the benchmark
 
 Commands (every one prints one JSON object on its last line of output):
 
-- ``send ENDPOINT TOPIC COUNT [--tag T] [--key K]... [--property K=V]... [--group G] [--async]``:
-  ``{"ids": [...]}``, the message ids in send order (bodies ``b"<prefix>-<i>"``).
+- ``send ENDPOINT TOPIC COUNT [--tag T] [--key K]... [--property K=V]... [--group G] [--async]
+  [--delay-s S]``: ``{"ids": [...]}``, the message ids in send order (bodies
+  ``b"<prefix>-<i>"``); ``--delay-s``: delayed messages (``delivery_timestamp``, whole seconds).
 - ``receive ENDPOINT TOPIC GROUP COUNT [--filter EXPR] [--sql] [--invisible-s S] [--no-ack]
   [--timeout-s T] [--await-s A]``: receives until ``COUNT`` messages came or ``--timeout-s``
   passed, acking each unless ``--no-ack``: ``{"messages": [{"id", "body", "tag", "keys",
-  "properties", "attempt", "topic"}]}``.
+  "properties", "attempt", "topic", "delivery_ms"}]}``.
 - ``ack-stale ENDPOINT TOPIC GROUP``: receives one message with a 1 s invisible duration, waits
   until it is delivered again, then acks the first delivery's handle: ``{"error": ...}`` says
   how the broker refused it (``null`` if it did not).
@@ -60,6 +61,8 @@ def _message(topic: str, body: bytes, args: argparse.Namespace) -> Message:
         message.add_property(name, value)
     if args.group:
         message.message_group = args.group
+    if getattr(args, "delay_s", None):
+        message.delivery_timestamp = int(time.time()) + args.delay_s
     return message
 
 
@@ -100,7 +103,14 @@ def _describe(message: Message) -> dict[str, object]:
         "keys": sorted(message.keys),
         "properties": dict(message.properties),
         "attempt": message.delivery_attempt,
+        "delivery_ms": _delivery_ms(message),
     }
+
+
+def _delivery_ms(message: Message) -> int | None:
+    """A received delayed message's delivery time (a protobuf Timestamp), epoch ms."""
+    stamp = message.delivery_timestamp
+    return stamp.ToMilliseconds() or None if stamp is not None else None
 
 
 def _receive(args: argparse.Namespace) -> dict[str, object]:
@@ -208,6 +218,7 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--group")
     send.add_argument("--async", dest="use_async", action="store_true")
     send.add_argument("--prefix", default="m")
+    send.add_argument("--delay-s", type=int, default=0, help="a delayed message, due this late")
     return parser
 
 

@@ -26,7 +26,8 @@ A request is answered with a non-zero ``status.code`` and a ``key=value`` text, 
 code in :attr:`SendProcessor.errors`, when: its topic is unknown and auto-create is off
 (TOPIC_NOT_EXIST), not writable or a system topic (NO_PERMISSION), malformed (MESSAGE_ILLEGAL:
 a bad topic name, no batch, a batch that fails its check, an empty body, a body over
-``max_message_size`` or a batch over it in all), or its queue id is outside
+``max_message_size`` or a batch over it in all, a timer message due further ahead than the
+broker's ``timer_max_delay_ms``: ``broker.timer``), or its queue id is outside
 ``[-1, write_queue_nums)`` (INVALID_PARAMETER; -1 lets the broker choose, round robin). The
 store's own refusals map to MESSAGE_ILLEGAL, SERVICE_NOT_AVAILABLE and SYSTEM_ERROR. Under SYNC
 flush, a batch stored but not durable in time is answered with code FLUSH_DISK_TIMEOUT and
@@ -54,6 +55,7 @@ from aeromq.broker.store import (
     TopicConfig,
     unpack_host,
 )
+from aeromq.broker.timer import timer_problem
 from aeromq.common import (
     DEFAULT_MAX_MESSAGE_SIZE,
     NOT_ALLOWED_SEND_TOPICS,
@@ -63,6 +65,7 @@ from aeromq.common import (
     ResponseCode,
     check_batch,
 )
+from aeromq.common.record_batch import ATTRIBUTES_OFFSET, TIMER_FLAG
 from aeromq.proto import messages_pb2
 
 __all__ = [
@@ -81,6 +84,8 @@ DEFAULT_MAX_INFLIGHT_SENDS: Final = 4096
 _TOPIC_CACHE_LIMIT: Final = 10_000
 assert messages_pb2.SEND_OK == 0  # a response's default send status
 _FLUSH_DISK_TIMEOUT: Final = messages_pb2.FLUSH_DISK_TIMEOUT
+_TIMER_BYTE: Final = ATTRIBUTES_OFFSET + 1  # TIMER_FLAG's byte of the u16 (little-endian)
+_TIMER_BIT: Final = TIMER_FLAG >> 8
 
 _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -192,6 +197,11 @@ class SendProcessor:
                 f"max_message_size={self.max_message_size} topic={topic!r}",
                 on_done,
             )
+            return
+        if batch[_TIMER_BYTE] & _TIMER_BIT and (
+            late := timer_problem(self._store.timer_redirect, batch, topic)
+        ):  # a timer message due too far ahead (broker.timer)
+            self._refuse(ResponseCode.MESSAGE_ILLEGAL, late, on_done)
             return
         if queue_id == -1:
             config = self._store.topic_config.get(topic) or self._created.get(topic)

@@ -27,6 +27,8 @@ from aeromq.proto.apache.rocketmq.v2 import definition_pb2
 
 __all__ = ["PROPERTY_MESSAGE_GROUP", "body_digest", "message_id_of", "to_inbound", "to_v2_message"]
 
+_TIMER_OUT_MS = "TIMER_OUT_MS"
+
 Code = definition_pb2.Code
 
 PROPERTY_MESSAGE_GROUP: Final = "__SHARDINGKEY"
@@ -107,6 +109,10 @@ def to_v2_message(
     system.message_type = definition_pb2.FIFO if group else definition_pb2.NORMAL
     if group:
         system.message_group = group
+    due = properties.get(_TIMER_OUT_MS)  # put back by the broker's timer (broker.timer)
+    if due and not group:
+        system.message_type = definition_pb2.DELAY
+        system.delivery_timestamp.FromMilliseconds(int(due))
     system.message_id = message_id_of(stored)
     system.body_digest.CopyFrom(body_digest(stored.body))
     system.body_encoding = definition_pb2.IDENTITY

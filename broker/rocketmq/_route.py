@@ -18,7 +18,7 @@ from aeromq.proto.apache.rocketmq.v2 import definition_pb2
 __all__ = ["MASTER_BROKER_ID", "assignments", "endpoints_of", "message_queues"]
 
 MASTER_BROKER_ID: Final = 0
-_ACCEPTED_TYPES: Final = (definition_pb2.NORMAL, definition_pb2.FIFO)
+_ACCEPTED_TYPES: Final = (definition_pb2.NORMAL, definition_pb2.FIFO, definition_pb2.DELAY)
 
 
 def endpoints_of(host: str, port: int) -> definition_pb2.Endpoints:

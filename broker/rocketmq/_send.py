@@ -5,7 +5,11 @@ The queue is the broker's choice (v2 clients name none): round robin over the to
 queues, or, for a FIFO message, the queue of its message group (Java's ``hashCode`` of the group
 modulo the write queue count), so one group's messages keep their order in one queue. A topic
 that does not exist is created first when ``auto_create_topic`` is on, as the aeromq send path
-does. Delayed and transactional messages are refused (``UNSUPPORTED``).
+does. A delayed message (``delivery_timestamp``, message type DELAY) is stored with its time in
+``TIMER_DELIVER_MS`` and held by the broker's timer (``broker.timer``) until then; one due beyond
+the broker's ``timer_max_delay_ms`` is refused with ``ILLEGAL_DELIVERY_TIME``, as is any delayed
+message while the timer is off (``timer_enabled``). Transactional messages are refused
+(``UNSUPPORTED``).
 
 Caller: the servicer's threads. Affects: the store (and its topic config).
 """
@@ -14,22 +18,21 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 
 from aeromq.broker._errors import InvalidArgumentError
 from aeromq.broker.rocketmq._convert import to_inbound
 from aeromq.broker.rocketmq._status import ProtocolStatusError, put_status_code, status
 from aeromq.broker.store import MessageStore, TopicConfig, pack_host
+from aeromq.broker.timer import PROPERTY_TIMER_DELIVER_MS, TimerRedirector
 from aeromq.common import hash_code, is_valid_topic_name
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2
 
 __all__ = ["SendHandler", "ensure_topic"]
 
 Code = definition_pb2.Code
-_UNSUPPORTED_TYPES = {
-    definition_pb2.DELAY: "delayed messages",
-    definition_pb2.TRANSACTION: "transactional messages",
-}
+_UNSUPPORTED_TYPES = {definition_pb2.TRANSACTION: "transactional messages"}
 
 
 def ensure_topic(
@@ -91,8 +94,6 @@ class SendHandler:
         topic = message.topic.name
         system = message.system_properties
         unsupported = _UNSUPPORTED_TYPES.get(system.message_type)
-        if unsupported is None and system.HasField("delivery_timestamp"):
-            unsupported = _UNSUPPORTED_TYPES[definition_pb2.DELAY]
         if unsupported is not None:
             raise ProtocolStatusError(
                 Code.UNSUPPORTED, f"aeromq does not support {unsupported}", topic=topic
@@ -111,7 +112,13 @@ class SendHandler:
         if not config.is_writeable or config.write_queue_nums == 0:
             raise ProtocolStatusError(Code.FORBIDDEN, "topic is not writable", topic=topic)
         queue_id = self._queue_for(topic, config.write_queue_nums, system)
-        result = self._store.put_message(to_inbound(message, queue_id, born_host))
+        inbound = to_inbound(message, queue_id, born_host)
+        if system.HasField("delivery_timestamp"):
+            inbound.properties = {
+                **inbound.properties,
+                PROPERTY_TIMER_DELIVER_MS: str(self._due_ms(system, topic)),
+            }
+        result = self._store.put_message(inbound)
         code = put_status_code(result.status)
         if code != Code.OK:
             raise ProtocolStatusError(
@@ -121,6 +128,26 @@ class SendHandler:
         return service_pb2.SendResultEntry(
             status=status(), message_id=system.message_id, offset=result.queue_offset
         )
+
+    def _due_ms(self, system: definition_pb2.SystemProperties, topic: str) -> int:
+        """A delayed message's delivery time, epoch ms; ``ILLEGAL_DELIVERY_TIME`` when the
+        timer is off or the time is beyond the broker's max delay."""
+        due_ms = system.delivery_timestamp.ToMilliseconds()
+        redirect = self._store.timer_redirect
+        if not isinstance(redirect, TimerRedirector):
+            raise ProtocolStatusError(
+                Code.ILLEGAL_DELIVERY_TIME, "timer messages are off on this broker", topic=topic
+            )
+        delay_ms = due_ms - time.time_ns() // 1_000_000
+        if delay_ms > redirect.max_delay_ms:
+            raise ProtocolStatusError(
+                Code.ILLEGAL_DELIVERY_TIME,
+                "delivery time beyond the broker's max delay",
+                topic=topic,
+                delay_ms=delay_ms,
+                max_delay_ms=redirect.max_delay_ms,
+            )
+        return due_ms
 
     def _queue_for(
         self, topic: str, queue_count: int, system: definition_pb2.SystemProperties

@@ -1,7 +1,8 @@
 """The broker's durable message store: commit log, consume queues, index, flush, checkpoint,
 recovery, retention, consumer offsets and topic config, behind ``MessageStore``; a single
 broker's, or a broker group member's (``StoreConfig.replicated``: the committed offset, a
-follower's appends and truncation, metadata through the log)."""
+follower's appends and truncation, metadata through the log). A batch marked ``TIMER_FLAG``
+goes through ``MessageStore.timer_redirect`` first (``broker.timer``)."""
 
 from aeromq.broker.store._arrival import ArrivalListener
 from aeromq.broker.store._config import FlushMode, StoreConfig

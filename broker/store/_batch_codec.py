@@ -19,6 +19,7 @@ from aeromq.common.record_batch import (
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
     MAX_PROPERTIES_LENGTH,
+    TIMER_FLAG,
     RecordBatch,
     encode_batch,
 )
@@ -30,6 +31,8 @@ _UNIQUE_MARKER = _KEY_MARKERS[1]
 _PROPERTY_END = 2  # the byte that ends each property (PROPERTY_SEPARATOR)
 _SMALL_BATCH = 64
 """Up to this many records, :func:`batch_keys` reads the property lengths without numpy."""
+_TIMER_PROPERTIES = ("TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "DELAY")
+"""A message with one of these is due later: its batch gets ``TIMER_FLAG`` (``broker.timer``)."""
 
 
 def encode_messages(
@@ -38,13 +41,19 @@ def encode_messages(
     """One batch of ``messages`` (all of ``topic`` and ``queue_id``): the TAGS property goes
     to the tags column, the others are encoded RocketMQ-style. Batch-wide fields (sys flag,
     born host, reconsume times) are the first message's; born timestamps and flags are kept
-    per message; the prepared transaction offset is not stored (the batch has no such field). Returns ``(PUT_OK, batch)`` or the status that refuses the whole batch."""
+    per message; the prepared transaction offset is not stored (the batch has no such field).
+    A batch holding a message with a delivery time (``DELAY``, ``TIMER_DELIVER_MS`` or
+    ``TIMER_DELAY_SEC``) gets ``TIMER_FLAG``, as the producer sets it. Returns
+    ``(PUT_OK, batch)`` or the status that refuses the whole batch."""
     tags: list[str | None] = []
     encoded: list[bytes] = []
+    timer = 0
     try:
         for message in messages:
             if message.topic != topic or message.queue_id != queue_id:
                 return PutMessageStatus.MESSAGE_ILLEGAL, None
+            if not timer and any(name in message.properties for name in _TIMER_PROPERTIES):
+                timer = TIMER_FLAG
             tag, data = split_tag(message.properties)
             if len(data) > MAX_PROPERTIES_LENGTH:
                 return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
@@ -62,7 +71,7 @@ def encode_messages(
             born_deltas_ms=[message.born_timestamp_ms - base_born for message in messages],
             born_host=first.born_host,
             reconsume_times=first.reconsume_times,
-            attributes=first.sys_flag,
+            attributes=first.sys_flag | timer,
         )
     except (struct.error, TypeError, ValueError, AttributeError, UnicodeError, OverflowError):
         return PutMessageStatus.MESSAGE_ILLEGAL, None

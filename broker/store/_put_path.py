@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +44,7 @@ from aeromq.common.record_batch import (
     PRODUCER_STATE_LENGTH,
     RECORD_COUNT_OFFSET,
     RECORD_OVERHEAD,
+    TIMER_FLAG,
     TOPIC_OFFSET,
     read_producer_state,
 )
@@ -61,9 +62,17 @@ assert _HEAD.size == FIXED_HEADER_LENGTH and RECORD_COUNT_OFFSET == 48
 _TAG_HASH = struct.Struct("<q")
 """A record's tag hash, the first of the batch's tag hash column (i64)."""
 
+TimerRedirect = Callable[[memoryview, str, int, int], tuple[bytes | bytearray, str, int] | str]
+"""``redirect(batch, topic, queue_id, now_ms)``: a batch with ``TIMER_FLAG`` rewritten for the
+timer topic (the batch, topic and queue id to append instead, without the flag), or the text
+of why it is refused (``MESSAGE_ILLEGAL``). Set by the broker (``broker.timer``)."""
+
 
 class PutPath(LeaderPath):
-    """The store's appends, for ``MessageStore`` (see module)."""
+    """The store's appends, for ``MessageStore`` (see module). ``timer_redirect``: where a
+    batch with ``TIMER_FLAG`` goes before it is appended (None: appended as it is)."""
+
+    timer_redirect: TimerRedirect | None = None
 
     def put_batch(
         self, batch: bytes | bytearray | memoryview, topic: str, queue_id: int
@@ -209,6 +218,11 @@ class PutPath(LeaderPath):
             or batch[TOPIC_OFFSET : TOPIC_OFFSET + topic_length] != topic_bytes
         ):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        if attributes & TIMER_FLAG and self.timer_redirect is not None:
+            redirected = self.timer_redirect(batch, topic, queue_id, self._clock_ms())
+            if isinstance(redirected, str):
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+            return self._append(*redirected)  # without the flag: appended as any batch
         producer = read_producer_state(batch) if attributes & PRODUCER_STATE_FLAG else None
         if self._replicated:
             return self._append_uncommitted(batch, topic, queue_id, count, producer)

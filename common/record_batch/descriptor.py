@@ -164,6 +164,7 @@ __all__ = [
     "RECORD_OVERHEAD",
     "STORE_HOST_OFFSET",
     "STORE_TIMESTAMP_OFFSET",
+    "TIMER_FLAG",
     "TOPIC_LENGTH_OFFSET",
     "TOPIC_OFFSET",
     "TOTAL_LENGTH_OFFSET",
@@ -220,6 +221,11 @@ COMPRESSION_TYPE_MASK: Final = 0x0700
 bits 8 to 10): 1 LZ4, 2 ZSTD, 3 ZLIB (``common.record_batch.CompressionType``)."""
 MAX_COMPRESSION_TYPE: Final = 3
 """The highest codec number a batch may name (ZLIB)."""
+TIMER_FLAG: Final = 0x4000
+"""The Attributes bit that says the batch's records carry a delivery time (``DELAY``,
+``TIMER_DELIVER_MS`` or ``TIMER_DELAY_SEC``): the broker's store holds such a batch in its timer
+topic until the time comes (``broker/timer/``) instead of its own queue; a test of one bit on the
+put path. The producer sets it (bit 14, free of RocketMQ's sys flags)."""
 PRODUCER_ID_OFFSET: Final = 0
 BASE_SEQUENCE_OFFSET: Final = PRODUCER_ID_OFFSET + 8
 PRODUCER_EPOCH_OFFSET: Final = BASE_SEQUENCE_OFFSET + 4
@@ -296,6 +302,7 @@ PRODUCER_STATE_STRUCT: Final = struct.Struct("<qihh")
 """The producer state (producer id, base sequence, producer epoch, reserved), for ``struct``."""
 assert PRODUCER_STATE_STRUCT.size == PRODUCER_STATE_LENGTH == 16
 assert PRODUCER_STATE_FLAG & 0x07FF == 0  # clear of RocketMQ's sys flag bits
+assert TIMER_FLAG & (0x07FF | PRODUCER_STATE_FLAG) == 0
 
 _PREFIX: Final = struct.Struct("<iI")
 _HOST_PORT: Final = struct.Struct("<i")
