@@ -5,7 +5,7 @@ broker calls ``checkTransactionState`` on a producer's channel; aeromq's produce
 check is a half message the broker holds without an end past its ``transaction_timeout_ms``:
 the listener's ``check_local_transaction`` says how its transaction ended, and a commit or
 rollback is sent back with ``EndTransaction`` (``from_check``); ``UNKNOW`` (or an exception)
-sends nothing, and the broker checks again later. Any producer process of the group answers,
+sends nothing, and the broker checks again later. Every producer process of the group answers,
 so a half message whose producer died is resolved by the next one started.
 
 Caller: :class:`~producer.TransactionProducer` (``start``, ``stop``).

@@ -29,6 +29,7 @@ from aeromq.broker.transaction._names import (
 )
 from aeromq.broker.transaction._redirect import HalfRedirector
 from aeromq.broker.transaction._service import TransactionService
+from aeromq.broker.transaction._table import HalfTable, PendingHalf
 
 __all__ = [
     "HALF_QUEUE_ID",
@@ -42,6 +43,8 @@ __all__ = [
     "Check",
     "CheckMailbox",
     "HalfRedirector",
+    "HalfTable",
+    "PendingHalf",
     "Resolution",
     "TransactionService",
     "TransactionServicer",

@@ -97,6 +97,11 @@ class TransactionService:
         """Half messages read and not ended (0 on a follower)."""
         return len(self._table.pending)
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the service leads and has read its queues (ends are refused until then)."""
+        return self._loaded
+
     def start(self) -> None:
         """Hook the store's put path and start the thread."""
         if self._thread is not None:
