@@ -378,7 +378,7 @@ class Broker:
             )
             return
         leadership = None if self.group is None else GroupEndpointLeadership(self.group)
-        self.rocketmq = RocketMQEndpoint(store, self.config, leadership)
+        self.rocketmq = RocketMQEndpoint(store, self.config, leadership, self.transactions)
         self.rocketmq.start()
 
     def _start_observability(self) -> None:

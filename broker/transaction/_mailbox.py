@@ -3,6 +3,8 @@ them (RocketMQ's broker calls a producer's channel; aeromq's producers hold a
 ``PollTransactionChecks`` call open, which the mailbox wakes).
 
 A check posted again for the same half replaces the first (one per half); an end drops it. A
+poll takes the checks it answers; a RocketMQ 5 telemetry stream peeks, so that every stream of
+a topic gets each check once (a stream the client abandoned cannot swallow one). A
 group no producer polls keeps its checks until the next check of each half replaces them: the
 check still counts (as RocketMQ counts a check its producer never answered), so a half whose
 producers are all gone is discarded after ``transaction_check_max`` checks.
@@ -60,6 +62,15 @@ class CheckMailbox:
                 return []
             taken = [box.pop(offset) for offset in sorted(box)[:max_count]]
         return taken
+
+    def peek(self, group: str, max_count: int) -> list[Check]:
+        """Up to ``max_count`` of ``group``'s checks, oldest half first, left in the box (for
+        callers that each send every check, as the RocketMQ 5 endpoint's telemetry streams)."""
+        with self._lock:
+            box = self._boxes.get(group)
+            if not box:
+                return []
+            return [box[offset] for offset in sorted(box)[:max_count]]
 
     def add_waiter(self, group: str, wake: Callable[[], None]) -> None:
         """Call ``wake`` (from any thread) whenever a check for ``group`` is posted."""

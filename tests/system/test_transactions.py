@@ -1,7 +1,9 @@
 """Transactional messages against a real broker process: a committed message visible once, a
 rolled back one never; an unknown outcome resolved by the check-back (commit and rollback); the
 producer SIGKILLed after its half message (a new producer of the group answers); the broker
-SIGKILLed between the half message and its end (after the restart the check-back resolves it)."""
+SIGKILLed between the half message and its end (after the restart the check-back resolves it);
+the official RocketMQ 5 client's transactions on the RocketMQ 5 endpoint (the client runs in a
+process of its own: ``tests/rocketmq5/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from aeromq import (
 )
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.producer import LocalTransactionState, TransactionProducer
+from tests.rocketmq5.conftest import endpoint, official
 
 _ARGS = (
     "--auto-create-topic", "true", "--default-queue-count", "2",
@@ -154,6 +157,17 @@ def test_should_let_a_new_producer_answer_for_one_killed_after_its_half_message(
         found = _consume(broker, "txn-orphans", 1, timeout_s=20.0)
     assert [m.body for m in found] == [b"orphan"]
     assert b"orphan" in listener.checked
+
+
+def test_should_end_and_check_back_the_official_clients_transactions(
+    broker: ServerProcess,
+) -> None:
+    sent = official("transact", endpoint(broker), "txn-v2", "--commit", "c", "--rollback", "r",
+                    "--check-commit", "uc", "--check-rollback", "ur")  # fmt: skip
+    assert sent["checked"] == ["uc", "ur"]
+    got = official("receive", endpoint(broker), "txn-v2", "v2-readers", 2)["messages"]
+    assert sorted(m["body"] for m in got) == ["c", "uc"]
+    assert sorted(m["id"] for m in got) == sorted([sent["ids"]["c"], sent["ids"]["uc"]])
 
 
 def test_should_resolve_a_half_message_after_a_broker_sigkill(tmp_path: Path) -> None:
