@@ -1,6 +1,6 @@
 """The transaction service's checkpoint: how far its half and op queues are read, and what it
 knew there. A JSON file in the store's data directory (``transaction/checkpoint.json``),
-replaced atomically (written aside, fsynced, renamed)::
+replaced atomically (``broker.store.write_json_atomically``)::
 
     {"version": 1, "low": 1200, "op_offset": 5310, "resolved": [1203, 1207], "checks": {"1201": 2}}
 
@@ -14,13 +14,12 @@ Caller: the transaction service's thread.
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from aeromq.broker._errors import StoreError, StoreIOError
+from aeromq.broker._errors import StoreError
+from aeromq.broker.store import read_json, write_json_atomically
 
 __all__ = ["CHECKPOINT_NAME", "TransactionCheckpoint"]
 
@@ -42,14 +41,10 @@ class TransactionCheckpoint:
     def load(cls, path: Path) -> TransactionCheckpoint | None:
         """The checkpoint at ``path``; None when there is none. Raises ``StoreIOError`` when
         it cannot be read, ``StoreError`` when it makes no sense."""
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
+        data = read_json(path)
+        if data is None:
             return None
-        except OSError as exc:
-            raise StoreIOError("cannot read the transaction checkpoint", path=str(path)) from exc
         try:
-            data = json.loads(text)
             if data["version"] != _VERSION:
                 raise ValueError(f"version {data['version']}")
             return cls(
@@ -64,23 +59,15 @@ class TransactionCheckpoint:
             ) from exc
 
     def save(self, path: Path) -> None:
-        """Replace the checkpoint at ``path`` atomically and durably."""
-        text = json.dumps(
+        """Replace the checkpoint at ``path`` atomically and durably (``StoreIOError`` when it
+        cannot be written)."""
+        write_json_atomically(
+            path,
             {
                 "version": _VERSION,
                 "low": self.low,
                 "op_offset": self.op_offset,
                 "resolved": sorted(self.resolved),
                 "checks": {str(offset): count for offset, count in self.checks.items()},
-            }
+            },
         )
-        aside = path.with_name(path.name + ".tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(aside, "w") as file:
-                file.write(text)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(aside, path)
-        except OSError as exc:
-            raise StoreIOError("cannot write the transaction checkpoint", path=str(path)) from exc

@@ -266,7 +266,7 @@ def test_should_look_up_each_record_of_a_batch_by_its_offset(open_store: OpenSto
     first = store.put_batch(_batch(3), TOPIC, 0)
     properties = [{"KEYS": f"k{i}", "colour": "red"} for i in range(4)]
     tags: list[str | None] = ["x", None, "y", None]
-    data = _batch(4, body_size=10, tags=tags, properties=properties, attributes=5, flags=[7] * 4)
+    data = _batch(4, body_size=10, tags=tags, properties=properties, attributes=0x12, flags=[7] * 4)
     result = store.put_batch(data, TOPIC, 2)
     for i in range(4):
         message = store.look_message_by_offset(result.physical_offset + i)
@@ -277,7 +277,7 @@ def test_should_look_up_each_record_of_a_batch_by_its_offset(open_store: OpenSto
         if tags[i] is not None:
             expected["TAGS"] = tags[i]  # type: ignore[assignment]
         assert message.properties == expected
-        assert (message.sys_flag, message.flag) == (5, 7)
+        assert (message.sys_flag, message.flag) == (0x12, 7)
         assert message.store_size == RecordBatch(data).record_size(i)
         assert message.message_id == result.message_ids[i]
         assert store.query_message_by_id(result.message_ids[i]).body == message.body
