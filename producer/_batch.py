@@ -98,7 +98,7 @@ def encode_messages(
     unique_ids = [view[PROPERTY_UNIQ_KEY] for view in views]
     tags, property_list = zip(*[split_tag(view) for view in views], strict=True)
     timer = not all(map(_TIMER_PROPERTIES.isdisjoint, views))  # ~110 ns a message (timeit)
-    half = "TRAN_MSG" in views[0]  # a transaction's half message (producer._transaction's own)
+    half = "TRAN_MSG" in views[0]  # a half message (producer._transaction): ~18 ns a batch
     batch = encode_batch(
         messages[0].topic.encode(),
         bodies,

@@ -224,6 +224,7 @@ class PutPath(LeaderPath):
             or batch[TOPIC_OFFSET : TOPIC_OFFSET + topic_length] != topic_bytes
         ):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        # a transaction's half message (broker.transaction): one more test a batch, ~20 ns
         if attributes & TRANSACTION_PREPARED_FLAG and self.half_redirect is not None:
             return self._append_half(self.half_redirect(batch, topic, queue_id, self._clock_ms()))
         if attributes & TIMER_FLAG and self.timer_redirect is not None:
