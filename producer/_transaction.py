@@ -84,7 +84,12 @@ class TransactionProducer:
         self.listener = listener
         self.check_poll_ms = check_poll_ms
         self._producer = Producer(group, endpoints, namesrv=namesrv, config=config)
-        self._routes = RouteResolver(endpoints, kind="namesrv" if namesrv else "auto")
+        self._routes = RouteResolver(
+            endpoints,
+            kind="namesrv" if namesrv else "auto",
+            credentials=config.credentials,
+            tls=config.tls,
+        )
         self._brokers: tuple[str, ...] = () if namesrv else parse_endpoints(endpoints)
         self._pollers: dict[str, CheckPoller] = {}
 
