@@ -4,7 +4,6 @@ batches and, elected leader, checks back what is still without an end, and only 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,30 +12,9 @@ import pytest
 from aeromq.broker.store import MessageStore
 from aeromq.broker.transaction import HALF_TOPIC, OP_TOPIC, Resolution, TransactionService
 from aeromq.common import ResponseCode
-from tests.broker.store._group import commit, group_config, replicate
+from tests.broker.store._group import Replication, group_config
 
 from .conftest import half_message, read_all, wait_until
-
-
-class _Replication:
-    """Copies the leader's log to the followers and sets the high watermarks, every 5 ms, on a
-    thread of its own, until stopped."""
-
-    def __init__(self, leader: MessageStore, *followers: MessageStore) -> None:
-        self.leader, self.followers = leader, followers
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.005):
-            for follower in self.followers:
-                replicate(self.leader, follower)
-            commit(self.leader, *self.followers)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
 
 
 @pytest.fixture
@@ -62,7 +40,7 @@ def test_should_end_and_check_back_on_the_leader_only_then_on_a_new_leader(
 ) -> None:
     (leader, follower), (leader_service, follower_service) = members
     wait_until(lambda: leader_service.loaded, "the leader loaded")
-    replication = _Replication(leader, follower)
+    replication = Replication(leader, follower)
     try:
         ended = leader.put_message(half_message(b"e")).queue_offset
         left = leader.put_message(half_message(b"l")).queue_offset
@@ -78,7 +56,7 @@ def test_should_end_and_check_back_on_the_leader_only_then_on_a_new_leader(
     assert follower_service.checks == 0 and follower_service.mailbox.take("g", 10) == []
     leader.stop_leading()
     follower.start_leading()
-    replication = _Replication(follower)
+    replication = Replication(follower)
     try:
         wait_until(lambda: follower_service.checks >= 1, "the new leader's check")
         checked = {check.half.queue_offset for check in follower_service.mailbox.take("g", 10)}
