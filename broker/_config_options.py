@@ -68,6 +68,12 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "until they are due (off: they are stored and delivered at once)",
     "timer_max_delay_ms": "furthest ahead a timer message may be due (RocketMQ's "
     "timerMaxDelaySec); a send beyond it is refused with MESSAGE_ILLEGAL",
+    "transaction_timeout_ms": "age of a half message without an end before the broker checks "
+    "it back with a producer of its group (RocketMQ's transactionTimeOut)",
+    "transaction_check_max": "check-backs of a half message before it is discarded "
+    "(RocketMQ's transactionCheckMax)",
+    "transaction_check_interval_ms": "time between check-backs of one half message "
+    "(RocketMQ's transactionCheckInterval)",
     "rocketmq_enabled": "serve RocketMQ 5 clients (apache.rocketmq.v2 MessagingService)",
     "rocketmq_port": "port of the RocketMQ 5 endpoint, on grpc_host (0: any free port)",
     "rocketmq_max_delivery_attempts": "deliveries of a message before it goes to the group DLQ",

@@ -69,6 +69,9 @@ def validate(config: BrokerConfig) -> None:
     _in_range("index_entries", config.index_entries, 2, _INT32_MAX)
     _in_range("offset_persist_interval_ms", config.offset_persist_interval_ms, 1, 3_600_000)
     _in_range("timer_max_delay_ms", config.timer_max_delay_ms, 1_000, 1 << 40)
+    _in_range("transaction_timeout_ms", config.transaction_timeout_ms, 100, 1 << 40)
+    _in_range("transaction_check_max", config.transaction_check_max, 1, 10_000)
+    _in_range("transaction_check_interval_ms", config.transaction_check_interval_ms, 100, 1 << 40)
     _in_range("rocketmq_port", config.rocketmq_port, 0, 65535)
     _in_range("rocketmq_max_delivery_attempts", config.rocketmq_max_delivery_attempts, 1, 1000)
     if not config.metrics_host:

@@ -52,6 +52,7 @@ from aeromq.broker.session import (
 )
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
 from aeromq.broker.timer import TimerService
+from aeromq.broker.transaction import TRANSACTION_SERVICE, TransactionService, TransactionServicer
 from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
@@ -146,6 +147,7 @@ class Broker:
         self.store: MessageStore | None = None
         self.hold: PullHoldService | None = None
         self.timer: TimerService | None = None
+        self.transactions: TransactionService | None = None
         self.send_processor: SendProcessor | None = None
         self.pull_processor: PullProcessor | None = None
         self.session_agent: SessionAgent | None = None
@@ -206,6 +208,13 @@ class Broker:
         if config.timer_enabled:  # before any send: it hooks the put path
             self.timer = TimerService(store, max_delay_ms=config.timer_max_delay_ms)
             self.timer.start()
+        self.transactions = TransactionService(  # before any send: it hooks the put path
+            store,
+            timeout_ms=config.transaction_timeout_ms,
+            check_max=config.transaction_check_max,
+            check_interval_ms=config.transaction_check_interval_ms,
+        )
+        self.transactions.start()
         hold = self.hold = PullHoldService(store.get_max_offset, config.long_polling_max_suspend_ms)
         hold.start()
         store.add_arrival_listener(hold.on_arrival)
@@ -332,6 +341,8 @@ class Broker:
             server.add_group_replication(
                 group.answer_epoch_end, lambda: replication_status(group, store)
             )
+        if self.transactions is not None:
+            server.add_service(TRANSACTION_SERVICE, TransactionServicer(self.transactions).register)
         server.start()
         control.identity.update_endpoints(self.endpoints(server.address))
         registry = control.registry
@@ -367,7 +378,7 @@ class Broker:
             )
             return
         leadership = None if self.group is None else GroupEndpointLeadership(self.group)
-        self.rocketmq = RocketMQEndpoint(store, self.config, leadership)
+        self.rocketmq = RocketMQEndpoint(store, self.config, leadership, self.transactions)
         self.rocketmq.start()
 
     def _start_observability(self) -> None:
@@ -440,6 +451,8 @@ class Broker:
             self.hold.shutdown()
         if self.timer is not None:
             self.timer.stop()
+        if self.transactions is not None:
+            self.transactions.stop()
         if self.store is not None:
             try:
                 self.store.shutdown()
@@ -544,6 +557,14 @@ class Broker:
             values["timer.pending"] = self.timer.pending
             values["timer.delivered"] = self.timer.delivered
             values["timer.dropped"] = self.timer.dropped
+        transactions = self.transactions
+        if transactions is not None:
+            values["transaction.halves"] = transactions.redirector.messages
+            values["transaction.pending"] = transactions.pending
+            values["transaction.committed"] = transactions.committed
+            values["transaction.rolled_back"] = transactions.rolled_back
+            values["transaction.checks"] = transactions.checks
+            values["transaction.discarded"] = transactions.discarded
         if self.group is not None:
             values.update(self.group.stats())
         return values

@@ -137,6 +137,9 @@ class BrokerConfig:
     offset_persist_interval_ms: int = 5_000
     timer_enabled: bool = True
     timer_max_delay_ms: int = 3 * 24 * 3_600_000
+    transaction_timeout_ms: int = 6_000
+    transaction_check_max: int = 15
+    transaction_check_interval_ms: int = 30_000
     rocketmq_enabled: bool = True
     rocketmq_port: int = 8181
     rocketmq_max_delivery_attempts: int = 16

@@ -57,6 +57,8 @@ from aeromq.proto import (
     consumer_group_pb2_grpc,
     namesrv_pb2,
     namesrv_pb2_grpc,
+    transaction_pb2,
+    transaction_pb2_grpc,
 )
 
 __all__ = ["DEFAULT_TIMEOUT_S", "GrpcClient", "HeartbeatStream", "translate_rpc_error"]
@@ -119,6 +121,7 @@ class GrpcClient(ConsumeRetryCalls):
         self._admin = admin_pb2_grpc.BrokerAdminStub(self._channel)
         self._groups = consumer_group_pb2_grpc.ConsumerGroupServiceStub(self._channel)
         self._namesrv = namesrv_pb2_grpc.NameServerStub(self._channel)
+        self._transactions = transaction_pb2_grpc.TransactionServiceStub(self._channel)
         self._closed = False
 
     def close(self) -> None:
@@ -407,6 +410,27 @@ class GrpcClient(ConsumeRetryCalls):
     def open_heartbeat_stream(self) -> HeartbeatStream:
         """Open the membership stream (no deadline: it lives until closed)."""
         return HeartbeatStream(self)
+
+    # -- transactions ------------------------------------------------------------------------
+
+    def end_transaction(
+        self, request: transaction_pb2.EndTransactionRequest, *, timeout_s: float | None = None
+    ) -> None:
+        """Commit or roll back a half message (``broker.transaction``); raises the error of a
+        refusal."""
+        self._call("EndTransaction", self._transactions.EndTransaction, request, timeout_s)
+
+    def poll_transaction_checks(
+        self, group: str, timeout_ms: int, *, max_checks: int = 0
+    ) -> list[transaction_pb2.TransactionCheck]:
+        """The check-backs due for ``group``'s half messages, waiting up to ``timeout_ms`` for
+        some (an empty list when none came)."""
+        request = transaction_pb2.PollTransactionChecksRequest(
+            producer_group=group, max_checks=max_checks, timeout_ms=timeout_ms
+        )
+        stub = self._transactions.PollTransactionChecks
+        timeout_s = timeout_ms / 1000 + self.timeout_s
+        return list(self._call("PollTransactionChecks", stub, request, timeout_s).checks)
 
     # -- name server -------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
 selection (round robin, by key hash, random, or your own selector), retries on another queue or
 broker, unique message ids, a client-side max message size; columnar sends
 (``send_columns``: Arrow or numpy columns, a message per row, no Python object per row). Routes come from brokers or name
-servers over gRPC, or from a :class:`StaticRoute`. Each send is one record batch, encoded once
+servers over gRPC, or from a :class:`StaticRoute`. :class:`TransactionProducer` (RocketMQ's
+``TransactionMQProducer``) sends transactional messages with a :class:`TransactionListener`. Each send is one record batch, encoded once
 (:mod:`common.record_batch`); a batch's :class:`SendResults` are made as they are read. ``aeromq produce`` is the command line.
 """
 
@@ -25,12 +26,19 @@ from aeromq.producer._selector import (
     RoundRobinSelector,
 )
 from aeromq.producer._send_result import SendResult, SendStatus
+from aeromq.producer._transaction import TransactionProducer
+from aeromq.producer._transaction_listener import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionSendResult,
+)
 
 __all__ = [
     "ColumnSelector",
     "ColumnSendResults",
     "ColumnValues",
     "KeyHashSelector",
+    "LocalTransactionState",
     "Producer",
     "ProducerConfig",
     "ProducerMetrics",
@@ -47,4 +55,7 @@ __all__ = [
     "SendStatus",
     "StaticRoute",
     "TextValues",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
 ]

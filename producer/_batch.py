@@ -21,7 +21,7 @@ from aeromq.common import (
     pack_host_field,
     split_tag,
 )
-from aeromq.common.record_batch import TIMER_FLAG
+from aeromq.common.record_batch import TIMER_FLAG, TRANSACTION_PREPARED_FLAG
 from aeromq.producer._send_result import SendResult, SendStatus
 
 __all__ = ["SendResults", "encode_messages", "pack_born_host"]
@@ -98,6 +98,7 @@ def encode_messages(
     unique_ids = [view[PROPERTY_UNIQ_KEY] for view in views]
     tags, property_list = zip(*[split_tag(view) for view in views], strict=True)
     timer = not all(map(_TIMER_PROPERTIES.isdisjoint, views))  # ~110 ns a message (timeit)
+    half = "TRAN_MSG" in views[0]  # a half message (producer._transaction): ~18 ns a batch
     batch = encode_batch(
         messages[0].topic.encode(),
         bodies,
@@ -106,7 +107,7 @@ def encode_messages(
         flags=flags if any(flags) else None,
         born_timestamp_ms=born_timestamp_ms,
         born_host=born_host,
-        attributes=TIMER_FLAG if timer else 0,
+        attributes=(TIMER_FLAG if timer else 0) | (TRANSACTION_PREPARED_FLAG if half else 0),
     )
     return bytes(batch), unique_ids
 

@@ -18,6 +18,11 @@ Commands (every one prints one JSON object on its last line of output):
 - ``ack-stale ENDPOINT TOPIC GROUP``: receives one message with a 1 s invisible duration, waits
   until it is delivered again, then acks the first delivery's handle: ``{"error": ...}`` says
   how the broker refused it (``null`` if it did not).
+- ``transact ENDPOINT TOPIC [--commit B]... [--rollback B]... [--check-commit B]...
+  [--check-rollback B]... [--timeout-s T]``: sends each body ``B`` as a transactional message
+  (``begin_transaction``) and commits or rolls it back, or leaves it to the broker's check-back,
+  which the checker answers with a commit (``--check-commit``) or rollback; waits until every
+  checked body was checked (or ``--timeout-s``): ``{"ids": {body: id}, "checked": [body, ...]}``.
 - ``bench ENDPOINT TOPIC GROUP COUNT BODY_BYTES``: sends ``COUNT`` messages (``send_async``, 32
   in flight), then receives and acks them (batches of 32): ``{"send_s", "receive_s",
   "cpu_s"}``.
@@ -38,10 +43,13 @@ from rocketmq import (  # type: ignore[import-untyped]  # the official client sh
     Message,
     Producer,
     SimpleConsumer,
+    TransactionChecker,
+    TransactionResolution,
 )
 from rocketmq.grpc_protocol import FilterType  # type: ignore[import-untyped]  # as above
 
 _BENCH_WINDOW = 32
+_CHECK_ROUNDS = 3
 
 
 def _config(endpoint: str) -> ClientConfiguration:
@@ -80,6 +88,57 @@ def _send(args: argparse.Namespace) -> dict[str, object]:
                 ids.append(producer.send(message).message_id)
         ids += [future.result(30).message_id for future in futures]
         return {"ids": ids}
+    finally:
+        producer.shutdown()
+
+
+class _Checker(TransactionChecker):  # type: ignore[misc]  # an untyped base class
+    """Answers the broker's check-backs by body; records each body checked."""
+
+    def __init__(self, commit: Sequence[str], rollback: Sequence[str]) -> None:
+        self.answers = {body: TransactionResolution.COMMIT for body in commit}
+        self.answers.update({body: TransactionResolution.ROLLBACK for body in rollback})
+        self.checked: list[str] = []
+
+    def check(self, message: Message) -> object:
+        body = bytes(message.body).decode()
+        self.checked.append(body)
+        return self.answers.get(body, TransactionResolution.TRANSACTION_RESOLUTION_UNSPECIFIED)
+
+
+def _transact(args: argparse.Namespace) -> dict[str, object]:
+    checker = _Checker(args.check_commit, args.check_rollback)
+    producer = Producer(_config(args.endpoint), (args.topic,), checker)
+    producer.startup()
+    try:
+        ids: dict[str, str] = {}
+        ends = [(b, "commit") for b in args.commit] + [(b, "rollback") for b in args.rollback]
+        ends += [(b, "") for b in (*args.check_commit, *args.check_rollback)]
+        for body, end in ends:
+            transaction = producer.begin_transaction()
+            message = Message()
+            message.topic = args.topic
+            message.body = body.encode()
+            ids[body] = producer.send(message, transaction).message_id
+            if end == "commit":
+                transaction.commit()
+            elif end == "rollback":
+                transaction.rollback()
+        waited = {*args.check_commit, *args.check_rollback}
+        for _ in range(_CHECK_ROUNDS):
+            deadline = time.monotonic() + args.timeout_s / _CHECK_ROUNDS
+            while not waited <= set(checker.checked) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if waited <= set(checker.checked):
+                break
+            # The client (5.0.x) can lose its telemetry stream's reader at start (two settings
+            # writes at once: GRPC_CALL_ERROR_TOO_MANY_OPERATIONS, then "read stream ...
+            # INTERNAL" in its log), and with it every check-back: a new producer reads again.
+            producer.shutdown()
+            producer = Producer(_config(args.endpoint), (args.topic,), checker)
+            producer.startup()
+        time.sleep(0.5)  # the last answer's EndTransaction is sent after check() returns
+        return {"ids": ids, "checked": sorted(set(checker.checked))}
     finally:
         producer.shutdown()
 
@@ -219,12 +278,24 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--async", dest="use_async", action="store_true")
     send.add_argument("--prefix", default="m")
     send.add_argument("--delay-s", type=int, default=0, help="a delayed message, due this late")
+    transact = commands.add_parser("transact")
+    transact.add_argument("endpoint")
+    transact.add_argument("topic")
+    for end in ("commit", "rollback", "check-commit", "check-rollback"):
+        transact.add_argument(f"--{end}", action="append", default=[])
+    transact.add_argument("--timeout-s", type=float, default=30.0)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    run = {"send": _send, "receive": _receive, "ack-stale": _ack_stale, "bench": _bench}
+    run = {
+        "send": _send,
+        "receive": _receive,
+        "ack-stale": _ack_stale,
+        "bench": _bench,
+        "transact": _transact,
+    }
     result = run[args.command](args)
     print(json.dumps(result), flush=True)
     return 0

@@ -3,7 +3,8 @@ every queue of a topic, at the endpoint's own address. No I/O here.
 
 A route lists ``max(read, write)`` queues of the topic, each with the permission the topic
 config gives it (a queue id below both counts is READ_WRITE), on broker id 0 (the master, the
-only one clients send to and receive from) and accepting NORMAL and FIFO messages.
+only one clients send to and receive from) and accepting NORMAL, FIFO, DELAY and TRANSACTION
+messages.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from aeromq.proto.apache.rocketmq.v2 import definition_pb2
 __all__ = ["MASTER_BROKER_ID", "assignments", "endpoints_of", "message_queues"]
 
 MASTER_BROKER_ID: Final = 0
-_ACCEPTED_TYPES: Final = (definition_pb2.NORMAL, definition_pb2.FIFO, definition_pb2.DELAY)
+_ACCEPTED_TYPES: Final = (
+    definition_pb2.NORMAL,
+    definition_pb2.FIFO,
+    definition_pb2.DELAY,
+    definition_pb2.TRANSACTION,
+)
 
 
 def endpoints_of(host: str, port: int) -> definition_pb2.Endpoints:

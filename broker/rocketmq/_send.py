@@ -8,8 +8,10 @@ that does not exist is created first when ``auto_create_topic`` is on, as the ae
 does. A delayed message (``delivery_timestamp``, message type DELAY) is stored with its time in
 ``TIMER_DELIVER_MS`` and held by the broker's timer (``broker.timer``) until then; one due beyond
 the broker's ``timer_max_delay_ms`` is refused with ``ILLEGAL_DELIVERY_TIME``, as is any delayed
-message while the timer is off (``timer_enabled``). Transactional messages are refused
-(``UNSUPPORTED``).
+message while the timer is off (``timer_enabled``). A TRANSACTION message is stored as a half
+message (``broker.transaction``, its producer group its topic: ``_transactions``) and answered
+with its ``transaction_id``, the half's queue offset; refused (``UNSUPPORTED``) when the broker
+holds no half messages.
 
 Caller: the servicer's threads. Affects: the store (and its topic config).
 """
@@ -27,12 +29,12 @@ from aeromq.broker.rocketmq._status import ProtocolStatusError, put_status_code,
 from aeromq.broker.store import MessageStore, TopicConfig, pack_host
 from aeromq.broker.timer import PROPERTY_TIMER_DELIVER_MS, TimerRedirector
 from aeromq.common import hash_code, is_valid_topic_name
+from aeromq.common.record_batch import TRANSACTION_PREPARED_FLAG
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2
 
 __all__ = ["SendHandler", "ensure_topic"]
 
 Code = definition_pb2.Code
-_UNSUPPORTED_TYPES = {definition_pb2.TRANSACTION: "transactional messages"}
 
 
 def ensure_topic(
@@ -93,10 +95,10 @@ class SendHandler:
     ) -> service_pb2.SendResultEntry:
         topic = message.topic.name
         system = message.system_properties
-        unsupported = _UNSUPPORTED_TYPES.get(system.message_type)
-        if unsupported is not None:
+        half = system.message_type == definition_pb2.TRANSACTION
+        if half and self._store.half_redirect is None:
             raise ProtocolStatusError(
-                Code.UNSUPPORTED, f"aeromq does not support {unsupported}", topic=topic
+                Code.UNSUPPORTED, "transactional messages are off on this broker", topic=topic
             )
         if not message.body:
             raise ProtocolStatusError(Code.MESSAGE_BODY_EMPTY, "an empty body", topic=topic)
@@ -118,6 +120,9 @@ class SendHandler:
                 **inbound.properties,
                 PROPERTY_TIMER_DELIVER_MS: str(self._due_ms(system, topic)),
             }
+        if half:  # a half message (broker.transaction); its group is its topic
+            inbound.properties = {**inbound.properties, "TRAN_MSG": "true", "PGROUP": topic}
+            inbound.sys_flag |= TRANSACTION_PREPARED_FLAG
         result = self._store.put_message(inbound)
         code = put_status_code(result.status)
         if code != Code.OK:
@@ -126,7 +131,10 @@ class SendHandler:
             )
         self.messages_stored += 1
         return service_pb2.SendResultEntry(
-            status=status(), message_id=system.message_id, offset=result.queue_offset
+            status=status(),
+            message_id=system.message_id,
+            offset=result.queue_offset,
+            transaction_id=str(result.queue_offset) if half else "",
         )
 
     def _due_ms(self, system: definition_pb2.SystemProperties, topic: str) -> int:

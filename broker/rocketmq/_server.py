@@ -27,6 +27,7 @@ from aeromq.broker.rocketmq._pop import PopService
 from aeromq.broker.rocketmq._service import EndpointSettings, MessagingServicer
 from aeromq.broker.rocketmq._telemetry import SettingsPolicy
 from aeromq.broker.store import MessageStore
+from aeromq.broker.transaction import TransactionService
 from aeromq.proto.apache.rocketmq.v2 import service_pb2, service_pb2_grpc
 
 __all__ = ["MESSAGING_SERVICE", "RocketMQEndpoint"]
@@ -38,13 +39,15 @@ _MAX_WORKERS: Final = 128
 class RocketMQEndpoint(GrpcServerBase):
     """See the module. ``pop`` is the receive/ack state (``PopService``). ``leadership``: a
     broker group member's (``EndpointLeadership``): a member that does not lead forwards
-    RocketMQ 5 calls to the leader's endpoint; None: a single broker."""
+    RocketMQ 5 calls to the leader's endpoint; None: a single broker. ``transactions``: the
+    broker's transaction service (None: transactional messages refused)."""
 
     def __init__(
         self,
         store: MessageStore,
         config: BrokerConfig,
         leadership: EndpointLeadership | None = None,
+        transactions: TransactionService | None = None,
     ) -> None:
         if config.rocketmq_port == 0:  # routes name the port: the broker picks a free one first
             raise InvalidArgumentError("the endpoint needs a known port", rocketmq_port=0)
@@ -72,6 +75,7 @@ class RocketMQEndpoint(GrpcServerBase):
                 ),
             ),
             leadership,
+            transactions,
         )
 
     def _register(self, server: grpc.aio.Server) -> None:

@@ -7,7 +7,9 @@ Refusals travel as the response's ``Status`` (``_status``), with gRPC status OK,
 proxy answers. On a member of a broker group that does not lead it (``leadership`` given, see
 ``_leader.py``), routes, assignments, sends, receives, acks, invisibility changes and dead
 letters are forwarded to the leader's endpoint and answered as the leader answers them
-(``HA_NOT_AVAILABLE`` while no leader is known); settings, heartbeats and refusals stay local. ``EndTransaction`` is refused with ``UNSUPPORTED``; the calls of RocketMQ's pull
+(``HA_NOT_AVAILABLE`` while no leader is known); settings, heartbeats and refusals stay local. ``EndTransaction`` and the check-backs on a
+producer's ``Telemetry`` stream are ``_transactions``'s (refused with ``UNSUPPORTED`` when the
+broker has no transaction service); the calls of RocketMQ's pull
 and lite consumers and of recalls (``PullMessage``, ``UpdateOffset``, ``GetOffset``,
 ``QueryOffset``, ``RecallMessage``, ``SyncLiteSubscription``) are refused with ``UNSUPPORTED``
 too, naming the call.
@@ -30,7 +32,9 @@ from aeromq.broker.rocketmq._route import assignments, endpoints_of, message_que
 from aeromq.broker.rocketmq._send import SendHandler, ensure_topic
 from aeromq.broker.rocketmq._status import ProtocolStatusError, status
 from aeromq.broker.rocketmq._telemetry import SettingsPolicy, answer_settings
+from aeromq.broker.rocketmq._transactions import end_transaction, pump_telemetry
 from aeromq.broker.store import MessageStore, TopicConfig
+from aeromq.broker.transaction import TransactionService
 from aeromq.common import InvalidExpressionError, build_subscription_data, compile_sql92
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2, service_pb2_grpc
 
@@ -95,8 +99,10 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
         pop: PopService,
         settings: EndpointSettings,
         leadership: EndpointLeadership | None = None,
+        transactions: TransactionService | None = None,
     ) -> None:
         self._store = store
+        self._transactions = transactions
         self._forwarder = (
             None if leadership is None else LeaderForwarder(leadership, settings.broker_name)
         )
@@ -170,10 +176,20 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
         request_iterator: Iterator[service_pb2.TelemetryCommand],
         context: grpc.ServicerContext,
     ) -> Iterator[service_pb2.TelemetryCommand]:
+        policy = self._settings.settings
+        if self._transactions is not None:  # check-backs come between the answers
+            yield from pump_telemetry(
+                request_iterator,
+                lambda command: answer_settings(command, policy),
+                self._transactions,
+                self._closing,
+                self._store_host,
+            )
+            return
         for command in request_iterator:
             if self._closing.is_set():
                 return
-            answer = answer_settings(command, self._settings.settings)
+            answer = answer_settings(command, policy)
             if answer is not None:
                 yield answer
 
@@ -198,13 +214,12 @@ class MessagingServicer(service_pb2_grpc.MessagingServiceServicer):
     def EndTransaction(
         self, request: service_pb2.EndTransactionRequest, context: grpc.ServicerContext
     ) -> service_pb2.EndTransactionResponse:
-        return service_pb2.EndTransactionResponse(
-            status=status(
-                Code.UNSUPPORTED,
-                "aeromq does not support transactional messages: "
-                f"topic={request.topic.name!r} transaction_id={request.transaction_id!r}",
-            )
-        )
+        try:
+            if (follower := self._follower()) is not None:
+                return follower.unary(lambda stub: stub.EndTransaction, request, context)
+        except ProtocolStatusError as exc:
+            return service_pb2.EndTransactionResponse(status=_refusal(exc))
+        return end_transaction(self._transactions, request)
 
     # -- receive, ack, invisibility, dead letters -----------------------------------------
 

@@ -21,7 +21,7 @@ import grpc
 
 from aeromq.broker.security._acl import Acl, Permission, ResourceKind
 from aeromq.common import SECRET_METADATA, USER_METADATA, retry_topic
-from aeromq.proto import admin_pb2, consumer_group_pb2
+from aeromq.proto import admin_pb2, consumer_group_pb2, transaction_pb2
 
 __all__ = ["RPC_PERMISSIONS", "AclInterceptor"]
 
@@ -83,6 +83,14 @@ def _heartbeat_groups(request: consumer_group_pb2.HeartbeatRequest) -> list[Need
     return [(_GROUP, data.consumer_group, _SUB) for data in request.consumers]
 
 
+def _end_transaction(request: transaction_pb2.EndTransactionRequest) -> list[Need]:
+    return [(_TOPIC, request.topic, _PUB)]
+
+
+def _transaction_checks(request: transaction_pb2.PollTransactionChecksRequest) -> list[Need]:
+    return [(_GROUP, request.producer_group, _PUB)]
+
+
 def _group_sub(
     request: consumer_group_pb2.GetConsumerIdsRequest | consumer_group_pb2.CreateRetryTopicRequest,
 ) -> list[Need]:
@@ -121,6 +129,8 @@ RPC_PERMISSIONS: Final[Mapping[str, Callable[[Any], list[Need]]]] = {
     "/aeromq.v1.ConsumerGroupService/CreateRetryTopic": _group_sub,
     "/aeromq.v1.ConsumerGroupService/LockBatchMQ": _group_and_topic(_SUB),
     "/aeromq.v1.ConsumerGroupService/UnlockBatchMQ": _group_and_topic(_SUB),
+    "/aeromq.v1.TransactionService/EndTransaction": _end_transaction,
+    "/aeromq.v1.TransactionService/PollTransactionChecks": _transaction_checks,
 }
 """Full RPC name -> the (kind, name, permission) its request needs. ``topic:*`` with admin
 stands for "an administrator": a rule ``*`` or ``topic:*`` granting admin."""

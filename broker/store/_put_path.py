@@ -46,6 +46,7 @@ from aeromq.common.record_batch import (
     RECORD_OVERHEAD,
     TIMER_FLAG,
     TOPIC_OFFSET,
+    TRANSACTION_PREPARED_FLAG,
     read_producer_state,
 )
 
@@ -66,6 +67,9 @@ TimerRedirect = Callable[[memoryview, str, int, int], tuple[bytes | bytearray, s
 """``redirect(batch, topic, queue_id, now_ms)``: a batch with ``TIMER_FLAG`` rewritten for the
 timer topic (the batch, topic and queue id to append instead, without the flag), or the text
 of why it is refused (``MESSAGE_ILLEGAL``). Set by the broker (``broker.timer``)."""
+HalfRedirect = TimerRedirect
+"""The same for a transaction's half message (``TRANSACTION_PREPARED_FLAG``, rewritten for the
+half topic). Set by the broker (``broker.transaction``)."""
 
 
 class PutPath(LeaderPath):
@@ -73,6 +77,8 @@ class PutPath(LeaderPath):
     batch with ``TIMER_FLAG`` goes before it is appended (None: appended as it is)."""
 
     timer_redirect: TimerRedirect | None = None
+    half_redirect: HalfRedirect | None = None
+    """Where a batch with ``TRANSACTION_PREPARED_FLAG`` goes first (None: appended as it is)."""
 
     def put_batch(
         self, batch: bytes | bytearray | memoryview, topic: str, queue_id: int
@@ -218,6 +224,9 @@ class PutPath(LeaderPath):
             or batch[TOPIC_OFFSET : TOPIC_OFFSET + topic_length] != topic_bytes
         ):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        # a transaction's half message (broker.transaction): one more test a batch, ~20 ns
+        if attributes & TRANSACTION_PREPARED_FLAG and self.half_redirect is not None:
+            return self._append_half(self.half_redirect(batch, topic, queue_id, self._clock_ms()))
         if attributes & TIMER_FLAG and self.timer_redirect is not None:
             redirected = self.timer_redirect(batch, topic, queue_id, self._clock_ms())
             if isinstance(redirected, str):
@@ -288,3 +297,11 @@ class PutPath(LeaderPath):
             self._store_host,
         )
         return result, end
+
+    def _append_half(
+        self, redirected: tuple[bytes | bytearray, str, int] | str
+    ) -> tuple[PutMessageResult, int]:
+        """Append a half message as ``half_redirect`` rewrote it (``broker.transaction``)."""
+        if isinstance(redirected, str):
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        return self._append(*redirected)  # without the flag: appended as any batch

@@ -226,6 +226,11 @@ TIMER_FLAG: Final = 0x4000
 ``TIMER_DELIVER_MS`` or ``TIMER_DELAY_SEC``): the broker's store holds such a batch in its timer
 topic until the time comes (``broker/timer/``) instead of its own queue; a test of one bit on the
 put path. The producer sets it (bit 14, free of RocketMQ's sys flags)."""
+TRANSACTION_PREPARED_FLAG: Final = 0x0004
+"""The Attributes bit of a transaction's half message (RocketMQ's
+``MessageSysFlag.TRANSACTION_PREPARED_TYPE``, bits 2-3 = 1): the broker's store holds such a batch
+in its half topic until the producer commits or rolls it back (``broker/transaction/``); the
+transaction producer sets it."""
 PRODUCER_ID_OFFSET: Final = 0
 BASE_SEQUENCE_OFFSET: Final = PRODUCER_ID_OFFSET + 8
 PRODUCER_EPOCH_OFFSET: Final = BASE_SEQUENCE_OFFSET + 4

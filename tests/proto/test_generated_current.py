@@ -54,6 +54,7 @@ def test_should_have_generated_code_for_every_proto_file() -> None:
         "replication",
         "session",
         "store_meta",
+        "transaction",
         "apache/rocketmq/v2/admin",
         "apache/rocketmq/v2/definition",
         "apache/rocketmq/v2/service",

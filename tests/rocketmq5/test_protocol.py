@@ -77,7 +77,9 @@ def test_should_answer_each_refusal_with_its_code(
         service_pb2.QueryRouteRequest(topic=_resource("no spaces")), timeout=TIMEOUT_S
     )
     transaction = stub.EndTransaction(
-        service_pb2.EndTransactionRequest(topic=_resource("t"), transaction_id="x"),
+        service_pb2.EndTransactionRequest(
+            topic=_resource("t"), transaction_id="x", resolution=definition_pb2.COMMIT
+        ),
         timeout=TIMEOUT_S,
     )
     pull = list(stub.PullMessage(service_pb2.PullMessageRequest(), timeout=TIMEOUT_S))
@@ -87,8 +89,8 @@ def test_should_answer_each_refusal_with_its_code(
     empty = stub.SendMessage(service_pb2.SendMessageRequest(), timeout=TIMEOUT_S)
 
     assert bad_topic.status.code == Code.ILLEGAL_TOPIC
-    assert transaction.status.code == Code.UNSUPPORTED
-    assert "transactional" in transaction.status.message
+    assert transaction.status.code == Code.INVALID_TRANSACTION_ID
+    assert "'x'" in transaction.status.message
     assert [p.status.code for p in pull] == [Code.UNSUPPORTED]
     assert [r.status.code for r in too_short] == [Code.ILLEGAL_INVISIBLE_TIME]
     assert bad_handle.status.code == Code.INVALID_RECEIPT_HANDLE

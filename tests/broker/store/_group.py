@@ -3,6 +3,7 @@ layer's part played by hand (copy the leader's log to a follower, set the high w
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from aeromq.broker.store import MessageStore, PutMessageResult
@@ -10,7 +11,16 @@ from aeromq.common.record_batch import encode_batch
 
 from .conftest import group_config
 
-__all__ = ["PRODUCER", "TOPIC", "append", "batch", "commit", "group_config", "log_bytes"]
+__all__ = [
+    "PRODUCER",
+    "TOPIC",
+    "Replication",
+    "append",
+    "batch",
+    "commit",
+    "group_config",
+    "log_bytes",
+]
 
 TOPIC = "GroupTopic"
 PRODUCER = 0x5EED_0000_0000_0001
@@ -83,3 +93,25 @@ def commit(*stores: MessageStore) -> int:
 def log_bytes(store_dir: Path) -> dict[str, bytes]:
     """Every commit log segment of a store's data directory, by file name."""
     return {path.name: path.read_bytes() for path in sorted((store_dir / "commitlog").iterdir())}
+
+
+class Replication:
+    """The replication layer's part on a thread: copies the leader's log to the followers and
+    sets every member's high watermark, every 5 ms, until stopped."""
+
+    def __init__(self, leader: MessageStore, *followers: MessageStore) -> None:
+        self.leader, self.followers = leader, followers
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            for follower in self.followers:
+                replicate(self.leader, follower)
+            commit(self.leader, *self.followers)
+
+    def stop(self) -> None:
+        """Stop copying (within 10 s)."""
+        self._stop.set()
+        self._thread.join(10)
