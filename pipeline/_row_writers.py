@@ -95,5 +95,8 @@ class AeromqRowStreamWriter(StreamCommits):
 
     def write(self, iterator: Iterator[Row]) -> SinkCommit:
         return write_micro_batch(
-            self.options, iterator, lambda row: _message(row, None).topic, send_rows
+            self.options,
+            iterator,
+            lambda row: _message(row, None).topic,
+            lambda options, rows, _task: send_rows(options, rows),  # at least once
         )
