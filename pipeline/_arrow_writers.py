@@ -34,7 +34,7 @@ from pyspark.sql.datasource import (
 
 from aeromq.client import MessageQueue
 from aeromq.pipeline._errors import OptionError
-from aeromq.pipeline._exactly_once import TopicWriter
+from aeromq.pipeline._exactly_once import TopicWriter, sink_producer
 from aeromq.pipeline._options import SinkOptions
 from aeromq.pipeline._sink import (
     IN_FLIGHT,
@@ -109,7 +109,7 @@ def send_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int
     failure (or OptionError: no body column, no topic)."""
     count = 0
     in_flight: deque[Future[ColumnSendResults]] = deque()
-    with Producer(options.producer_group, options.endpoints) as producer:
+    with sink_producer(options) as producer:
         for batch in batches:
             if not batch.num_rows:
                 continue

@@ -53,9 +53,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from aeromq.client import MessageQueue
+from aeromq.pipeline._host_address import response_host
 from aeromq.pipeline._options import SinkOptions
 from aeromq.pipeline._sink import StreamTask
-from aeromq.producer import ColumnSendResults, Producer
+from aeromq.producer import ColumnSendResults, Producer, ProducerConfig
 
 __all__ = [
     "BROKER_WINDOW",
@@ -66,6 +67,7 @@ __all__ = [
     "TopicWriter",
     "producer_id_of",
     "row_bytes",
+    "sink_producer",
     "slices",
 ]
 
@@ -82,6 +84,13 @@ ROW_OVERHEAD_BYTES: Final = 128
 """Added to each row's estimate for its record's own fields (lengths, timestamps, its unique
 id property), more than they take."""
 SEND_TIMEOUT_S: Final = 60.0
+
+
+def sink_producer(options: SinkOptions) -> Producer:
+    """A producer of the sink (not started): its UDP sessions answered on this host's address
+    toward the brokers (:func:`~pipeline._host_address.response_host`)."""
+    config = ProducerConfig(udp_response_host=response_host(options.endpoints))
+    return Producer(options.producer_group, options.endpoints, config=config)
 
 
 def producer_id_of(
@@ -144,7 +153,7 @@ class TopicWriter:
         self.topic = topic
         self._task = task
         self._send = send
-        self._producer = Producer(options.producer_group, options.endpoints).start()
+        self._producer = sink_producer(options).start()
         self._queues = sorted(self._producer.fetch_publish_queues(topic))
         self._pending: list[pa.RecordBatch] = []
         self._pending_bytes = 0

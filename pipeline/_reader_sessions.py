@@ -51,6 +51,7 @@ from typing import Final
 from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import BrokerKey, BrokerRoute, RouteResolver, origin_of
 from aeromq.client.session import ClientSession
+from aeromq.pipeline._host_address import response_host
 from aeromq.pipeline._malloc import retain_freed_memory
 
 __all__ = [
@@ -96,9 +97,9 @@ class ReaderSessions:
         :class:`~common.BrokerUnavailableError`)."""
         with self._lock:
             if wide:
-                sessions = self._wide = self._wide or _sessions(0)
+                sessions = self._wide = self._wide or _sessions(0, route)
             else:
-                sessions = self._narrow = self._narrow or _sessions(RESPONSE_TERM_LENGTH)
+                sessions = self._narrow = self._narrow or _sessions(RESPONSE_TERM_LENGTH, route)
         return sessions.session(route)
 
     def resolver(self, endpoints: Sequence[str]) -> RouteResolver:
@@ -190,8 +191,11 @@ def _close(taken: tuple[BrokerSessions | RouteResolver | None, ...]) -> None:
             held.close()
 
 
-def _sessions(ipc_response_term_length: int) -> BrokerSessions:
+def _sessions(ipc_response_term_length: int, route: BrokerRoute) -> BrokerSessions:
+    """A session set whose UDP sessions are answered on this host's address toward ``route``'s
+    broker (an executor on another host: ``_host_address.py``)."""
     return BrokerSessions(
+        udp_response_host=response_host(route.grpc_address),
         client_id=f"{READER_GROUP}@{os.getpid()}",
         request_timeout_ms=_REQUEST_TIMEOUT_MS,
         offer_timeout_ms=_OFFER_TIMEOUT_MS,
