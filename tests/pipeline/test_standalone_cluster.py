@@ -102,3 +102,26 @@ def test_should_read_stream_and_write_over_udp_on_a_standalone_cluster(
     assert (
         _local_pulls(deployment.brokers) == local_before
     )  # nothing read from another host's files
+
+
+def test_should_run_the_example_pipeline_on_the_cluster_with_one_command(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """The guide's command (``docs/spark-cluster.md``): the example on ``--master spark://``."""
+    host = deployment.cluster.host
+    broker = deployment.brokers[0]
+    (tmp_path / "driver").mkdir()
+    output = tmp_path / "windows"
+    done = subprocess.run(
+        [sys.executable, "-m", "aeromq.pipeline.examples.window_aggregation",
+         "--endpoints", broker.grpc_address, "--seed", "300", "--output", str(output),
+         "--events", "ClusterEvents", "--results", "ClusterWindows",
+         "--master", deployment.cluster.url,
+         "--conf", f"spark.driver.host={host}", "--conf", f"spark.driver.bindAddress={host}"],
+        env=spark_environment(host, tmp_path / "driver"), capture_output=True, text=True,
+        timeout=_DRIVER_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "read 300 events from ClusterEvents" in done.stdout
+    windows = int(done.stdout.split(" windows to ")[0].rsplit(" ", 1)[1])
+    assert len(consume_all(broker, "ClusterWindows", windows)) == windows
