@@ -24,7 +24,9 @@ still comes whole (the broker always answers with one batch), so the broker refu
 
 Sessions are kept per broker key (:class:`~client.route.BrokerKey`: the broker's name and the
 endpoints it was looked up through), so reads of two clusters whose brokers have the same name
-(every deployment's first broker is ``broker-a``) each get their own broker's session.
+(every deployment's first broker is ``broker-a``) each get their own broker's session. On a host other than the broker's (an executor of a
+cluster) the sessions go over UDP, their answers sent to this host's address toward the broker
+(:mod:`pipeline._host_address`), not the loopback.
 
 The pool also keeps one :class:`~client.RouteResolver` per list of endpoints (its gRPC channels
 and the topic's route), which a read uses for the route to its broker and the queue's min
