@@ -33,6 +33,7 @@ from aeromq.broker._embedded_driver import (
     embedded_driver_context,
 )
 from aeromq.broker._group_views import GroupEndpointLeadership, replication_status
+from aeromq.broker.broker_id import load_or_create_broker_id
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.grpc.server import BrokerGrpcServer
 from aeromq.broker.namesrv.registrar import NameServerRegistrar
@@ -161,6 +162,8 @@ class Broker:
         self.meter = TopicMeter()
         self.recovery_report: RecoveryReport | None = None
         self.aeron_dir = ""
+        self.broker_id = ""
+        """Made at the store's first start and kept in it (``broker/broker_id.py``)."""
         self._subscriptions: list[Subscription] = []
         self._udp_channel: str | None = None
         self._runner: AgentRunner | None = None
@@ -198,6 +201,7 @@ class Broker:
         self._start_transport()
         store = self.store = MessageStore(config.to_store_config())
         report = self.recovery_report = store.start()
+        self.broker_id = load_or_create_broker_id(config.data_dir)
         message = describe_recovery(
             report, config.flush_mode, config.flush_interval_ms, group=config.group_mode
         )
@@ -522,6 +526,7 @@ class Broker:
             udp_stream_id=udp[1] if udp else 0,
             aeron_dir=self.aeron_dir,
             hostname=socket.gethostname(),
+            broker_id=self.broker_id,
         )
 
     def stats(self) -> dict[str, int]:

@@ -6,9 +6,12 @@ through a local driver (``aeron_dir``, or one embedded in this process, started 
 with the answers coming back on a UDP endpoint of ``udp_response_host``. A session that failed
 (the broker closed it or went away) is replaced on the next use; so is a dead Aeron client.
 
-A broker name may be a group of members (``client.failover``): the session of a name is with
-the member the caller's route names. When a caller names another member (the leader moved), a
-session with it replaces the name's session; the one with the old member stays open while
+Sessions are kept per :class:`~client.route.BrokerKey` (the broker's name and the endpoints it
+was looked up through): two clusters' brokers of the same name, both used by one process, get a
+session each. A key may be a group of members (``client.failover``): the session of a key is
+with the member the caller's route names. When a caller names another member (the leader moved,
+or another broker now answers at the address: another ``broker_id``), a session with it replaces
+the key's session; the one with the old member stays open while
 it may be used (a caller with an older route still names it: it answers NOT_LEADER), and is
 closed once idle for :data:`FORMER_SESSION_LINGER_MS` (or failed).
 
@@ -25,7 +28,7 @@ import threading
 import time
 
 from aeromq.client._security import Credentials
-from aeromq.client.route import BrokerRoute
+from aeromq.client.route import BrokerKey, BrokerRoute
 from aeromq.client.session import (
     DRIVER_SILENT_MS,
     ClientSession,
@@ -103,8 +106,8 @@ class BrokerSessions:
         self._local_reads = local_reads
         self._idle_strategy = idle_strategy
         self._lock = threading.Lock()
-        self._sessions: dict[str, tuple[ClientSession, BrokerRoute]] = {}
-        """Each broker name's session, with the member it is with."""
+        self._sessions: dict[BrokerKey, tuple[ClientSession, BrokerRoute]] = {}
+        """Each broker's session (by key), with the member it is with."""
         self._former: dict[BrokerRoute, tuple[ClientSession, int]] = {}
         """Sessions with members a name's session no longer is with, and since when (monotonic
         ms): closed once idle and old enough, or failed."""
@@ -112,15 +115,25 @@ class BrokerSessions:
         self._driver: MediaDriver | None = None
         self._closed = False
 
-    def open_session(self, broker_name: str) -> ClientSession | None:
-        """The open session with ``broker_name``, or None (without connecting)."""
-        entry = self._sessions.get(broker_name)
-        return entry[0] if entry is not None and entry[0].is_open else None
+    def open_session(self, broker: BrokerKey | str) -> ClientSession | None:
+        """The open session with ``broker`` (a key, or a name: the first broker of that name
+        from any origin), or None (without connecting)."""
+        for key in self._keys(broker):
+            entry = self._sessions.get(key)
+            if entry is not None and entry[0].is_open:
+                return entry[0]
+        return None
+
+    def _keys(self, broker: BrokerKey | str) -> list[BrokerKey]:
+        """``broker`` itself, or every key of the name ``broker``."""
+        if isinstance(broker, BrokerKey):
+            return [broker]
+        return [key for key in list(self._sessions) if key.broker_name == broker]
 
     def open_session_to(self, broker: BrokerRoute) -> ClientSession | None:
-        """The open session with ``broker``'s name if it is with that member, or None
+        """The open session with ``broker``'s key if it is with that member, or None
         (without connecting)."""
-        entry = self._sessions.get(broker.broker_name)
+        entry = self._sessions.get(broker.key)
         if entry is None or not entry[0].is_open or (entry[1] is not broker and entry[1] != broker):
             return None
         return entry[0]
@@ -141,7 +154,7 @@ class BrokerSessions:
         """The open session with ``broker`` (the member of its name that it names), connecting
         one if needed (this blocks up to the session's connect timeout; raises
         :class:`~common.BrokerUnavailableError`)."""
-        entry = self._sessions.get(broker.broker_name)
+        entry = self._sessions.get(broker.key)
         if entry is not None and entry[1] is broker:  # (the route object the last call used)
             session = entry[0]
             if session.is_open:
@@ -149,12 +162,12 @@ class BrokerSessions:
         return self._session_of(broker)
 
     def _session_of(self, broker: BrokerRoute) -> ClientSession:
-        """:meth:`session` when the name's session is not open or the caller's route is
+        """:meth:`session` when the key's session is not open or the caller's route is
         another object (refreshed, or another member: see the module)."""
-        name = broker.broker_name
+        name = broker.key
         with self._lock:
             if self._closed:
-                raise IllegalStateError("sessions closed", broker=name)
+                raise IllegalStateError("sessions closed", broker=broker.broker_name)
             entry = self._sessions.pop(name, None)
             now_ms = time.monotonic_ns() // 1_000_000
             if entry is not None:
@@ -257,13 +270,13 @@ class BrokerSessions:
             )
         return self._driver.aeron_dir
 
-    def drop(self, broker_name: str) -> None:
-        """Close the sessions with ``broker_name``'s members (after a failure); the next use
-        reconnects."""
+    def drop(self, broker: BrokerKey | str) -> None:
+        """Close the sessions with ``broker``'s members (a key, or every broker of a name)
+        after a failure; the next use reconnects."""
         with self._lock:
-            entry = self._sessions.pop(broker_name, None)
-            dropped = [entry[0]] if entry is not None else []
-            for member in [m for m in self._former if m.broker_name == broker_name]:
+            keys = self._keys(broker)
+            dropped = [entry[0] for key in keys if (entry := self._sessions.pop(key, None))]
+            for member in [m for m in self._former if broker in (m.key, m.broker_name)]:
                 dropped.append(self._former.pop(member)[0])
         for session in dropped:
             session.close()

@@ -17,6 +17,18 @@ Routes are cached for ``ttl_ms`` (RocketMQ's clients refresh every 30 s); ``inva
 one after a send failed so the next lookup refreshes it. ``broker_client(name)`` gives a cached
 ``GrpcClient`` to one broker of a route.
 
+Broker identity: a broker name is unique only within one cluster (every deployment's first
+broker is ``broker-a``), so what clients key their caches by is a :class:`BrokerKey`: the name
+and the ``origin`` it was looked up through (a resolver's endpoints, :func:`origin_of`). A
+process that reads two clusters (a Spark worker reading one topic from two deployments) keeps
+their brokers apart even when their names are the same. Within a key, the broker's
+``broker_id`` (made at its store's first start and kept there, reported in its routes) tells a
+restarted broker (the same id: the same store and offsets) from another broker started at the
+same address (another id): a :class:`BrokerRoute` differs by it, so a session or a mapping of
+the old one is not taken for the new one. The key leaves the id out on purpose: the members of
+a broker group (``client.failover``) are one broker with several ids, and a name's session
+follows its leader from member to member.
+
 Broker groups (``client.failover``): the resolver keeps each broker name's current member (the
 route cache keyed by broker name), learned from every route it fetches and from the leader a
 ``NOT_LEADER`` answer names; every cached route naming that broker names its current member.
@@ -37,7 +49,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, Literal, Self, TypeVar
+from typing import Final, Literal, NamedTuple, Self, TypeVar
 
 from aeromq.client._security import ClientTls, Credentials
 from aeromq.client.failover import Backoff, leader_hint, should_follow_leader
@@ -59,10 +71,12 @@ __all__ = [
     "DEFAULT_ROUTE_TTL_MS",
     "FOLLOW_QUERY_INTERVAL_MS",
     "MAX_HOPS_WITHOUT_BACKOFF",
+    "BrokerKey",
     "BrokerRoute",
     "QueueSpec",
     "RouteResolver",
     "TopicRoute",
+    "origin_of",
     "parse_endpoints",
 ]
 
@@ -97,9 +111,25 @@ def parse_endpoints(endpoints: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a for a in found if a))
 
 
+def origin_of(endpoints: str | Sequence[str]) -> str:
+    """The origin of the brokers looked up through ``endpoints``: the endpoints, parsed
+    (:func:`parse_endpoints`), joined by ``,``."""
+    return ",".join(parse_endpoints(endpoints))
+
+
+class BrokerKey(NamedTuple):
+    """A broker as the clients' caches key it: its name within the cluster reached through
+    ``origin`` (see the module)."""
+
+    origin: str
+    broker_name: str
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerRoute:
-    """One broker of a route and its endpoints."""
+    """One broker of a route and its endpoints; ``origin``: the endpoints it was looked up
+    through (:func:`origin_of`; "" for a fixed route), ``broker_id``: its store's id ("" from a
+    broker that does not report one)."""
 
     cluster_name: str
     broker_name: str
@@ -110,17 +140,30 @@ class BrokerRoute:
     udp_stream_id: int
     aeron_dir: str
     hostname: str
+    broker_id: str = ""
+    origin: str = ""
+
+    @property
+    def key(self) -> BrokerKey:
+        """What caches key this broker by: its origin and name (see the module)."""
+        return BrokerKey(self.origin, self.broker_name)
 
     @classmethod
-    def from_proto(cls, data: common_pb2.BrokerData) -> BrokerRoute:
-        """The broker of a ``QueryRoute`` answer, its endpoints flattened (an empty channel:
-        the broker does not offer that ingress)."""
-        return cls.of(data.cluster_name, data.broker_name, data.endpoints)
+    def from_proto(cls, data: common_pb2.BrokerData, origin: str = "") -> BrokerRoute:
+        """The broker of a ``QueryRoute`` answer looked up through ``origin``, its endpoints
+        flattened (an empty channel: the broker does not offer that ingress)."""
+        return cls.of(data.cluster_name, data.broker_name, data.endpoints, origin)
 
     @classmethod
-    def of(cls, cluster_name: str, broker_name: str, e: common_pb2.BrokerEndpoints) -> BrokerRoute:
+    def of(
+        cls,
+        cluster_name: str,
+        broker_name: str,
+        e: common_pb2.BrokerEndpoints,
+        origin: str = "",
+    ) -> BrokerRoute:
         """The broker ``broker_name`` reached at endpoints ``e`` (a route's, or the leader a
-        ``NOT_LEADER`` answer names)."""
+        ``NOT_LEADER`` answer names), looked up through ``origin``."""
         return cls(
             cluster_name=cluster_name,
             broker_name=broker_name,
@@ -131,6 +174,8 @@ class BrokerRoute:
             udp_stream_id=e.udp_stream_id,
             aeron_dir=e.aeron_dir,
             hostname=e.hostname,
+            broker_id=e.broker_id,
+            origin=origin,
         )
 
     def is_same_host(self, hostname: str | None = None) -> bool:
@@ -170,10 +215,12 @@ class TopicRoute:
     fetched_ms: int
 
     @classmethod
-    def from_proto(cls, route: common_pb2.TopicRouteData, fetched_ms: int) -> TopicRoute:
+    def from_proto(
+        cls, route: common_pb2.TopicRouteData, fetched_ms: int, origin: str = ""
+    ) -> TopicRoute:
         """The route of a ``QueryRoute`` answer received at ``fetched_ms`` (the resolver's
-        monotonic clock), its queue specs sorted by broker name."""
-        brokers = {b.broker_name: BrokerRoute.from_proto(b) for b in route.broker_datas}
+        monotonic clock) through ``origin``, its queue specs sorted by broker name."""
+        brokers = {b.broker_name: BrokerRoute.from_proto(b, origin) for b in route.broker_datas}
         queues = tuple(
             QueueSpec(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm)
             for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
@@ -241,6 +288,8 @@ class RouteResolver:
         if ttl_ms < 0:
             raise IllegalArgumentError("ttl_ms must be >= 0", ttl_ms=ttl_ms)
         self.endpoints = addresses
+        self.origin = origin_of(addresses)
+        """The origin of the brokers of its routes (:class:`BrokerKey`)."""
         self.ttl_ms = ttl_ms
         self.timeout_s = timeout_s
         self._clock_ms = clock_ms or _monotonic_ms
@@ -273,7 +322,7 @@ class RouteResolver:
             if cached is None or refresh or not exc.values.get("leaderless"):
                 raise
             return cached  # a group electing its leader: the last route until it has one
-        route = TopicRoute.from_proto(data, now_ms)
+        route = TopicRoute.from_proto(data, now_ms, self.origin)
         if not route.queues:
             raise TopicNotFoundError("topic has no queues", topic=topic)
         with self._lock:
@@ -326,7 +375,7 @@ class RouteResolver:
             and leader.grpc_address
             and leader.grpc_address != failed.grpc_address
         ):
-            member = BrokerRoute.of(failed.cluster_name, name, leader)
+            member = BrokerRoute.of(failed.cluster_name, name, leader, failed.origin)
             with self._lock:
                 self._note_member(member)
             return member

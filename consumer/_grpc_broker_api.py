@@ -131,7 +131,7 @@ class GrpcBrokerApi:
         except ClientError as lookup:
             _log.info("broker unavailable, no route to follow: broker=%s: %s",
                       failed.broker_name, lookup)  # fmt: skip
-            self._sessions.drop(failed.broker_name)
+            self._sessions.drop(failed.key)
             self._resolver.invalidate(topic)
             return
         if moved != failed:

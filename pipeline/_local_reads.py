@@ -175,20 +175,21 @@ class CommitLogFiles:
             self._mapped.clear()
 
 
-_files: dict[tuple[str, int, tuple[int, int]], CommitLogFiles] = {}
+_files: dict[tuple[str, int, tuple[int, int], str], CommitLogFiles] = {}
 _files_lock = threading.Lock()
 
 
 def commit_log_files(
-    directory: str, file_bytes: int, directory_id: tuple[int, int]
+    directory: str, file_bytes: int, directory_id: tuple[int, int], broker_id: str = ""
 ) -> CommitLogFiles | None:
     """This process's :class:`CommitLogFiles` of a broker's commit log (a session's
-    ``local_read_dir``, ``local_read_file_bytes`` and ``local_read_dir_id``), or None when local
+    ``local_read_dir``, ``local_read_file_bytes`` and ``local_read_dir_id``; its route's
+    ``broker_id``: another broker's store in the same place is mapped apart), or None when local
     reads are off for it: not granted, or ``directory`` is not that directory here (another
     mount namespace, another host), or it was found unusable."""
     if not directory or file_bytes <= 0:
         return None
-    key = (directory, file_bytes, directory_id)
+    key = (directory, file_bytes, directory_id, broker_id)
     with _files_lock:
         files = _files.get(key)
         if files is None:

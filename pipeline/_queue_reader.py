@@ -55,7 +55,7 @@ import pyarrow as pa
 
 from aeromq.client import MessageQueue, build_subscription_data
 from aeromq.client.failover import Backoff, error_for_status, is_failover_error, leader_hint
-from aeromq.client.route import BrokerRoute, RouteResolver
+from aeromq.client.route import BrokerKey, BrokerRoute, RouteResolver, origin_of
 from aeromq.common import (
     ANSWER_TOO_LONG,
     PROPERTY_KEYS,
@@ -118,6 +118,7 @@ def read_queue_range(
     if end_offset <= start_offset:
         return
     queue = MessageQueue(topic, broker, queue_id)
+    key = BrokerKey(origin_of(endpoints), broker)  # the name alone may be another cluster's
     with reader_sessions() as sessions:
         try:
             resolver = sessions.resolver(endpoints)
@@ -126,7 +127,7 @@ def read_queue_range(
             )
             route = resolver.route(topic).broker(broker)
         except ClientError:
-            sessions.drop(broker)  # the next read resolves afresh
+            sessions.drop(key)  # the next read resolves afresh
             raise
         start = start_within(queue, start_offset, min_offset, fail_on_data_loss)
         reader = _RangeReader(
@@ -144,7 +145,7 @@ def read_queue_range(
         try:
             yield from _record_batches(reader.batches(), sub_expression, include_properties)
         except (ClientError, TransportError, ReadTimeoutError):
-            sessions.drop(broker)  # the next read connects afresh
+            sessions.drop(key)  # the next read connects afresh
             raise
 
 
@@ -291,7 +292,10 @@ class _RangeReader:
         if not self._local_reads:
             return None
         return commit_log_files(
-            session.local_read_dir, session.local_read_file_bytes, session.local_read_dir_id
+            session.local_read_dir,
+            session.local_read_file_bytes,
+            session.local_read_dir_id,
+            self._route.broker_id,
         )
 
     def _ask(self) -> None:

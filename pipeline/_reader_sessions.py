@@ -22,6 +22,12 @@ still comes whole (the broker always answers with one batch), so the broker refu
 (``common.ANSWER_TOO_LONG``), and the reader asks again on a wide session (the driver's term):
 :meth:`ReaderSessions.session` with ``wide``.
 
+Sessions are kept per broker key (:class:`~client.route.BrokerKey`: the broker's name and the
+endpoints it was looked up through), so reads of two clusters whose brokers have the same name
+(every deployment's first broker is ``broker-a``) each get their own broker's session. On a host other than the broker's (an executor of a
+cluster) the sessions go over UDP, their answers sent to this host's address toward the broker
+(:mod:`pipeline._host_address`), not the loopback.
+
 The pool also keeps one :class:`~client.RouteResolver` per list of endpoints (its gRPC channels
 and the topic's route), which a read uses for the route to its broker and the queue's min
 offset: a new one costs a gRPC channel opened and closed per read (about 4 ms of the read's
@@ -45,8 +51,9 @@ from collections.abc import Sequence
 from typing import Final
 
 from aeromq.client.broker_sessions import BrokerSessions
-from aeromq.client.route import BrokerRoute, RouteResolver
+from aeromq.client.route import BrokerKey, BrokerRoute, RouteResolver, origin_of
 from aeromq.client.session import ClientSession
+from aeromq.pipeline._host_address import response_host
 from aeromq.pipeline._malloc import retain_freed_memory
 
 __all__ = [
@@ -82,7 +89,8 @@ class ReaderSessions:
         self._pid = os.getpid()
         self._narrow: BrokerSessions | None = None
         self._wide: BrokerSessions | None = None
-        self._resolvers: dict[tuple[str, ...], RouteResolver] = {}
+        self._resolvers: dict[str, RouteResolver] = {}
+        """By origin (:func:`~client.route.origin_of` the endpoints)."""
         self._readers = 0
         self._closer: threading.Timer | None = None
 
@@ -91,35 +99,37 @@ class ReaderSessions:
         :class:`~common.BrokerUnavailableError`)."""
         with self._lock:
             if wide:
-                sessions = self._wide = self._wide or _sessions(0)
+                sessions = self._wide = self._wide or _sessions(0, route)
             else:
-                sessions = self._narrow = self._narrow or _sessions(RESPONSE_TERM_LENGTH)
+                sessions = self._narrow = self._narrow or _sessions(RESPONSE_TERM_LENGTH, route)
         return sessions.session(route)
 
     def resolver(self, endpoints: Sequence[str]) -> RouteResolver:
         """The pool's resolver of ``endpoints``, made if needed (it fetches nothing yet)."""
-        key = tuple(endpoints)
+        origin = origin_of(endpoints)
         with self._lock:
-            found = self._resolvers.get(key)
+            found = self._resolvers.get(origin)
             if found is None:
-                found = self._resolvers[key] = RouteResolver(key, timeout_s=CONTROL_TIMEOUT_S)
+                found = self._resolvers[origin] = RouteResolver(
+                    endpoints, timeout_s=CONTROL_TIMEOUT_S
+                )
             return found
 
-    def open_session(self, broker_name: str, *, wide: bool = False) -> ClientSession | None:
-        """The open session with ``broker_name``, or None (without connecting)."""
+    def open_session(self, broker: BrokerKey | str, *, wide: bool = False) -> ClientSession | None:
+        """The open session with ``broker`` (a key, or a name: any origin's), or None
+        (without connecting)."""
         sessions = self._wide if wide else self._narrow
-        return None if sessions is None else sessions.open_session(broker_name)
+        return None if sessions is None else sessions.open_session(broker)
 
-    def drop(self, broker_name: str) -> None:
-        """Close both sessions with ``broker_name`` and the resolvers (a read failed): the next
-        read connects and resolves afresh."""
+    def drop(self, broker: BrokerKey) -> None:
+        """Close both sessions with ``broker`` and the resolver of its origin (a read failed):
+        the next read connects and resolves afresh."""
         for sessions in (self._narrow, self._wide):
             if sessions is not None:
-                sessions.drop(broker_name)
+                sessions.drop(broker)
         with self._lock:
-            resolvers = list(self._resolvers.values())
-            self._resolvers.clear()
-        for resolver in resolvers:
+            resolver = self._resolvers.pop(broker.origin, None)
+        if resolver is not None:
             resolver.close()
 
     def close(self) -> None:
@@ -183,8 +193,11 @@ def _close(taken: tuple[BrokerSessions | RouteResolver | None, ...]) -> None:
             held.close()
 
 
-def _sessions(ipc_response_term_length: int) -> BrokerSessions:
+def _sessions(ipc_response_term_length: int, route: BrokerRoute) -> BrokerSessions:
+    """A session set whose UDP sessions are answered on this host's address toward ``route``'s
+    broker (an executor on another host: ``_host_address.py``)."""
     return BrokerSessions(
+        udp_response_host=response_host(route.grpc_address),
         client_id=f"{READER_GROUP}@{os.getpid()}",
         request_timeout_ms=_REQUEST_TIMEOUT_MS,
         offer_timeout_ms=_OFFER_TIMEOUT_MS,

@@ -20,6 +20,7 @@ from pyspark.sql.datasource import DataSourceWriter
 
 from aeromq.client import Message
 from aeromq.pipeline._errors import OptionError
+from aeromq.pipeline._exactly_once import sink_producer
 from aeromq.pipeline._options import SinkOptions
 from aeromq.pipeline._sink import (
     IN_FLIGHT,
@@ -28,7 +29,7 @@ from aeromq.pipeline._sink import (
     StreamCommits,
     write_micro_batch,
 )
-from aeromq.producer import Producer, SendResult
+from aeromq.producer import SendResult
 
 __all__ = ["AeromqRowBatchWriter", "AeromqRowStreamWriter", "send_rows"]
 
@@ -58,7 +59,7 @@ def send_rows(options: SinkOptions, rows: Iterator[Row]) -> int:
     pending: dict[str, list[Message]] = {}
     in_flight: list[Future[Sequence[SendResult]]] = []
     count = 0
-    with Producer(options.producer_group, options.endpoints) as producer:
+    with sink_producer(options) as producer:
 
         def flush(batch: list[Message]) -> None:
             in_flight.append(producer.send_batch_async(batch))
@@ -95,5 +96,8 @@ class AeromqRowStreamWriter(StreamCommits):
 
     def write(self, iterator: Iterator[Row]) -> SinkCommit:
         return write_micro_batch(
-            self.options, iterator, lambda row: _message(row, None).topic, send_rows
+            self.options,
+            iterator,
+            lambda row: _message(row, None).topic,
+            lambda options, rows, _task: send_rows(options, rows),  # at least once
         )

@@ -1,16 +1,17 @@
 """What the sink's writers share: the commit message of a task, and a stream's replay rule.
 
 Guarantees. Batch writes are at least once: a task that Spark retries after a failure sends its
-rows again. The stream writers make replayed micro-batches idempotent: when Spark restarts a
-query and replays a micro-batch whose write already completed (the sink committed it, but the
-query stopped before Spark's own commit log recorded it), the replay sends nothing. The sink
-records each completed micro-batch on the broker, as the committed offset ``batchId + 1`` of the
-group ``aeromq-sink-<queryId>`` on queue 0 of the sink's topic (:func:`record_completed`; a
-marker group, whose offset the broker does not bound by the queue's max offset: queue 0 may hold
-fewer messages than there were batches, their rows sent to other queues), and a task skips a
-batch whose id is below it (:func:`completed_before`). A micro-batch that failed
-part way is written again in full when replayed, so its rows may appear twice: at least once,
-exactly once for completed batches.
+rows again. Stream writes are exactly once, in two steps. A replayed micro-batch whose write
+already completed (the sink committed it, but the query stopped before Spark's own commit log
+recorded it) sends nothing: the sink records each completed micro-batch on the broker, as the
+committed offset ``batchId + 1`` of the group ``aeromq-sink-<queryId>`` on queue 0 of the sink's
+topic (:func:`record_completed`; a marker group, whose offset the broker does not bound by the
+queue's max offset: queue 0 may hold fewer messages than there were batches, their rows sent to
+other queues), and a task skips a batch whose id is below it (:func:`completed_before`). A
+micro-batch that stopped part way (the driver killed in the middle of it) is sent again when
+replayed, by tasks whose producer ids and sequences are the ones the first run used
+(``_exactly_once.py``), so the broker answers what it stored then instead of storing it twice.
+The Row writers (a PySpark without Arrow writers) have only the first step: at least once.
 
 Caller: the Arrow writers (``_writers.py``) and the Row writers of older PySpark
 (``_row_writers.py``), on the executors (a task's write) and on the driver (a batch's commit).
@@ -36,6 +37,7 @@ __all__ = [
     "SEND_TIMEOUT_S",
     "SinkCommit",
     "StreamCommits",
+    "StreamTask",
     "completed_before",
     "marker_group",
     "record_completed",
@@ -50,6 +52,15 @@ _BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
 _QUERY_ID_PROPERTY: Final = "sql.streaming.queryId"
 
 _Item = TypeVar("_Item")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTask:
+    """The task of a streaming query's micro-batch that writes now."""
+
+    query_id: str
+    batch_id: int
+    partition_id: int
 
 
 @dataclass
@@ -69,15 +80,15 @@ def marker_group(query_id: str) -> str:
     return f"{MARKER_GROUP_PREFIX}{query_id}"
 
 
-def stream_batch() -> tuple[str, int]:
-    """The streaming query's id and the micro-batch id of the task running now. Raises
-    OptionError outside a streaming query."""
+def stream_batch() -> StreamTask:
+    """The streaming query's id, the micro-batch id and the partition of the task running now.
+    Raises OptionError outside a streaming query."""
     context = TaskContext.get()
     batch_raw = context.getLocalProperty(_BATCH_ID_PROPERTY) if context else None
     query_id = context.getLocalProperty(_QUERY_ID_PROPERTY) if context else None
-    if batch_raw is None or query_id is None:
+    if context is None or batch_raw is None or query_id is None:
         raise OptionError("the stream writer runs only inside a streaming query")
-    return query_id, int(batch_raw)
+    return StreamTask(query_id, int(batch_raw), context.partitionId())
 
 
 def completed_before(options: SinkOptions, topic: str, query_id: str, batch_id: int) -> bool:
@@ -105,12 +116,13 @@ def write_micro_batch(
     options: SinkOptions,
     items: Iterator[_Item],
     topic_of: Callable[[_Item], str | None],
-    send: Callable[[SinkOptions, Iterator[_Item]], int],
+    send: Callable[[SinkOptions, Iterator[_Item], StreamTask], int],
 ) -> SinkCommit:
     """A stream task's write: nothing sent when its micro-batch completed before, else every
-    item sent with ``send``. Without a topic option the marker lives on the topic of the first
-    item ``topic_of`` names one for (None: an empty item, skipped)."""
-    query_id, batch_id = stream_batch()
+    item sent with ``send`` (as that task). Without a topic option the marker lives on the topic
+    of the first item ``topic_of`` names one for (None: an empty item, skipped)."""
+    task = stream_batch()
+    query_id, batch_id = task.query_id, task.batch_id
     topic = options.topic
     if topic is None:
         for first in items:
@@ -122,7 +134,7 @@ def write_micro_batch(
             return SinkCommit(0, None, query_id, batch_id)
     if completed_before(options, topic, query_id, batch_id):
         return SinkCommit(0, topic, query_id, batch_id, skipped=True)
-    return SinkCommit(send(options, items), topic, query_id, batch_id)
+    return SinkCommit(send(options, items, task), topic, query_id, batch_id)
 
 
 class StreamCommits(DataSourceStreamWriter):

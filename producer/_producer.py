@@ -65,6 +65,7 @@ from typing import Any
 
 from aeromq.client import (
     IllegalArgumentError,
+    IllegalStateError,
     Message,
     MessageQueue,
     MetricsServer,
@@ -84,6 +85,7 @@ from aeromq.producer._routing import QueueRouter
 from aeromq.producer._selector import QueueSelector
 from aeromq.producer._send_path import SendPath
 from aeromq.producer._send_result import SendResult
+from aeromq.producer._sequences import ProducerSequences
 
 __all__ = ["Producer", "SendCallback"]
 
@@ -148,6 +150,19 @@ class Producer:
     def running(self) -> bool:
         """True between :meth:`start` and :meth:`shutdown`."""
         return self._send_path.running
+
+    def restart_sequences(self, producer_id: int) -> None:
+        """Go on as idempotent producer ``producer_id``, every queue's sequence from 0 (epoch
+        0). A writer that may send the same batches again after a crash (the Spark sink's
+        micro-batches) derives the id from what it writes, so the broker answers a batch it
+        stored before with that batch's result instead of storing it twice: it must send the
+        same record batches, in the same order, to the same queues, at most the broker's window
+        of them (5) per queue and id. Call it with no send in flight. Raises
+        :class:`~client.IllegalStateError` without ``enable_idempotence``."""
+        path = self._send_path
+        if path.sequences is None:
+            raise IllegalStateError("restart_sequences needs enable_idempotence", group=self.group)
+        path.sequences = ProducerSequences(producer_id)
 
     def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's writable queues, as the route says."""

@@ -14,41 +14,41 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61\x65romq/proto/common.proto\x12\taeromq.v1\"S\n\x06Status\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12*\n\x06leader\x18\x03 \x01(\x0b\x32\x1a.aeromq.v1.BrokerEndpoints\"\xc0\x01\n\x0bTopicConfig\x12\x12\n\ntopic_name\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x35\n\x11topic_filter_type\x18\x05 \x01(\x0e\x32\x1a.aeromq.v1.TopicFilterType\x12\x16\n\x0etopic_sys_flag\x18\x06 \x01(\x05\x12\r\n\x05order\x18\x07 \x01(\x08\"\xa4\x01\n\x0f\x42rokerEndpoints\x12\x14\n\x0cgrpc_address\x18\x01 \x01(\t\x12\x13\n\x0bipc_channel\x18\x02 \x01(\t\x12\x15\n\ripc_stream_id\x18\x03 \x01(\x05\x12\x13\n\x0budp_channel\x18\x04 \x01(\t\x12\x15\n\rudp_stream_id\x18\x05 \x01(\x05\x12\x11\n\taeron_dir\x18\x06 \x01(\t\x12\x10\n\x08hostname\x18\x07 \x01(\t\"f\n\nBrokerData\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12-\n\tendpoints\x18\x03 \x01(\x0b\x32\x1a.aeromq.v1.BrokerEndpoints\"y\n\tQueueData\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x16\n\x0etopic_sys_flag\x18\x05 \x01(\x05\"w\n\x0eTopicRouteData\x12\r\n\x05topic\x18\x01 \x01(\t\x12)\n\x0bqueue_datas\x18\x02 \x03(\x0b\x32\x14.aeromq.v1.QueueData\x12+\n\x0c\x62roker_datas\x18\x03 \x03(\x0b\x32\x15.aeromq.v1.BrokerData\"\"\n\x11QueryRouteRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"a\n\x12QueryRouteResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12(\n\x05route\x18\x02 \x01(\x0b\x32\x19.aeromq.v1.TopicRouteData\"\x13\n\x11ListTopicsRequest\"_\n\x12ListTopicsResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12&\n\x06topics\x18\x02 \x03(\x0b\x32\x16.aeromq.v1.TopicConfig\"\x97\x01\n\nBrokerInfo\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12-\n\tendpoints\x18\x02 \x01(\x0b\x32\x1a.aeromq.v1.BrokerEndpoints\x12\x19\n\x11last_heartbeat_ms\x18\x03 \x01(\x03\x12\x13\n\x0btopic_count\x18\x04 \x01(\x05\x12\x15\n\rregistered_ms\x18\x05 \x01(\x03\"K\n\x0b\x43lusterInfo\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12&\n\x07\x62rokers\x18\x02 \x03(\x0b\x32\x15.aeromq.v1.BrokerInfo\"\x15\n\x13ListClustersRequest\"c\n\x14ListClustersResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12(\n\x08\x63lusters\x18\x02 \x03(\x0b\x32\x16.aeromq.v1.ClusterInfo*0\n\x0fTopicFilterType\x12\x0e\n\nSINGLE_TAG\x10\x00\x12\r\n\tMULTI_TAG\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61\x65romq/proto/common.proto\x12\taeromq.v1\"S\n\x06Status\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12*\n\x06leader\x18\x03 \x01(\x0b\x32\x1a.aeromq.v1.BrokerEndpoints\"\xc0\x01\n\x0bTopicConfig\x12\x12\n\ntopic_name\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x35\n\x11topic_filter_type\x18\x05 \x01(\x0e\x32\x1a.aeromq.v1.TopicFilterType\x12\x16\n\x0etopic_sys_flag\x18\x06 \x01(\x05\x12\r\n\x05order\x18\x07 \x01(\x08\"\xb7\x01\n\x0f\x42rokerEndpoints\x12\x14\n\x0cgrpc_address\x18\x01 \x01(\t\x12\x13\n\x0bipc_channel\x18\x02 \x01(\t\x12\x15\n\ripc_stream_id\x18\x03 \x01(\x05\x12\x13\n\x0budp_channel\x18\x04 \x01(\t\x12\x15\n\rudp_stream_id\x18\x05 \x01(\x05\x12\x11\n\taeron_dir\x18\x06 \x01(\t\x12\x10\n\x08hostname\x18\x07 \x01(\t\x12\x11\n\tbroker_id\x18\x08 \x01(\t\"f\n\nBrokerData\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12-\n\tendpoints\x18\x03 \x01(\x0b\x32\x1a.aeromq.v1.BrokerEndpoints\"y\n\tQueueData\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x16\n\x0etopic_sys_flag\x18\x05 \x01(\x05\"w\n\x0eTopicRouteData\x12\r\n\x05topic\x18\x01 \x01(\t\x12)\n\x0bqueue_datas\x18\x02 \x03(\x0b\x32\x14.aeromq.v1.QueueData\x12+\n\x0c\x62roker_datas\x18\x03 \x03(\x0b\x32\x15.aeromq.v1.BrokerData\"\"\n\x11QueryRouteRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"a\n\x12QueryRouteResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12(\n\x05route\x18\x02 \x01(\x0b\x32\x19.aeromq.v1.TopicRouteData\"\x13\n\x11ListTopicsRequest\"_\n\x12ListTopicsResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12&\n\x06topics\x18\x02 \x03(\x0b\x32\x16.aeromq.v1.TopicConfig\"\x97\x01\n\nBrokerInfo\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12-\n\tendpoints\x18\x02 \x01(\x0b\x32\x1a.aeromq.v1.BrokerEndpoints\x12\x19\n\x11last_heartbeat_ms\x18\x03 \x01(\x03\x12\x13\n\x0btopic_count\x18\x04 \x01(\x05\x12\x15\n\rregistered_ms\x18\x05 \x01(\x03\"K\n\x0b\x43lusterInfo\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12&\n\x07\x62rokers\x18\x02 \x03(\x0b\x32\x15.aeromq.v1.BrokerInfo\"\x15\n\x13ListClustersRequest\"c\n\x14ListClustersResponse\x12!\n\x06status\x18\x01 \x01(\x0b\x32\x11.aeromq.v1.Status\x12(\n\x08\x63lusters\x18\x02 \x03(\x0b\x32\x16.aeromq.v1.ClusterInfo*0\n\x0fTopicFilterType\x12\x0e\n\nSINGLE_TAG\x10\x00\x12\r\n\tMULTI_TAG\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'aeromq.proto.common_pb2', _globals)
 if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
-  _globals['_TOPICFILTERTYPE']._serialized_start=1443
-  _globals['_TOPICFILTERTYPE']._serialized_end=1491
+  _globals['_TOPICFILTERTYPE']._serialized_start=1462
+  _globals['_TOPICFILTERTYPE']._serialized_end=1510
   _globals['_STATUS']._serialized_start=40
   _globals['_STATUS']._serialized_end=123
   _globals['_TOPICCONFIG']._serialized_start=126
   _globals['_TOPICCONFIG']._serialized_end=318
   _globals['_BROKERENDPOINTS']._serialized_start=321
-  _globals['_BROKERENDPOINTS']._serialized_end=485
-  _globals['_BROKERDATA']._serialized_start=487
-  _globals['_BROKERDATA']._serialized_end=589
-  _globals['_QUEUEDATA']._serialized_start=591
-  _globals['_QUEUEDATA']._serialized_end=712
-  _globals['_TOPICROUTEDATA']._serialized_start=714
-  _globals['_TOPICROUTEDATA']._serialized_end=833
-  _globals['_QUERYROUTEREQUEST']._serialized_start=835
-  _globals['_QUERYROUTEREQUEST']._serialized_end=869
-  _globals['_QUERYROUTERESPONSE']._serialized_start=871
-  _globals['_QUERYROUTERESPONSE']._serialized_end=968
-  _globals['_LISTTOPICSREQUEST']._serialized_start=970
-  _globals['_LISTTOPICSREQUEST']._serialized_end=989
-  _globals['_LISTTOPICSRESPONSE']._serialized_start=991
-  _globals['_LISTTOPICSRESPONSE']._serialized_end=1086
-  _globals['_BROKERINFO']._serialized_start=1089
-  _globals['_BROKERINFO']._serialized_end=1240
-  _globals['_CLUSTERINFO']._serialized_start=1242
-  _globals['_CLUSTERINFO']._serialized_end=1317
-  _globals['_LISTCLUSTERSREQUEST']._serialized_start=1319
-  _globals['_LISTCLUSTERSREQUEST']._serialized_end=1340
-  _globals['_LISTCLUSTERSRESPONSE']._serialized_start=1342
-  _globals['_LISTCLUSTERSRESPONSE']._serialized_end=1441
+  _globals['_BROKERENDPOINTS']._serialized_end=504
+  _globals['_BROKERDATA']._serialized_start=506
+  _globals['_BROKERDATA']._serialized_end=608
+  _globals['_QUEUEDATA']._serialized_start=610
+  _globals['_QUEUEDATA']._serialized_end=731
+  _globals['_TOPICROUTEDATA']._serialized_start=733
+  _globals['_TOPICROUTEDATA']._serialized_end=852
+  _globals['_QUERYROUTEREQUEST']._serialized_start=854
+  _globals['_QUERYROUTEREQUEST']._serialized_end=888
+  _globals['_QUERYROUTERESPONSE']._serialized_start=890
+  _globals['_QUERYROUTERESPONSE']._serialized_end=987
+  _globals['_LISTTOPICSREQUEST']._serialized_start=989
+  _globals['_LISTTOPICSREQUEST']._serialized_end=1008
+  _globals['_LISTTOPICSRESPONSE']._serialized_start=1010
+  _globals['_LISTTOPICSRESPONSE']._serialized_end=1105
+  _globals['_BROKERINFO']._serialized_start=1108
+  _globals['_BROKERINFO']._serialized_end=1259
+  _globals['_CLUSTERINFO']._serialized_start=1261
+  _globals['_CLUSTERINFO']._serialized_end=1336
+  _globals['_LISTCLUSTERSREQUEST']._serialized_start=1338
+  _globals['_LISTCLUSTERSREQUEST']._serialized_end=1359
+  _globals['_LISTCLUSTERSRESPONSE']._serialized_start=1361
+  _globals['_LISTCLUSTERSRESPONSE']._serialized_end=1460
 # @@protoc_insertion_point(module_scope)

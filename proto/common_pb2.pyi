@@ -127,6 +127,7 @@ class BrokerEndpoints(google.protobuf.message.Message):
     UDP_STREAM_ID_FIELD_NUMBER: builtins.int
     AERON_DIR_FIELD_NUMBER: builtins.int
     HOSTNAME_FIELD_NUMBER: builtins.int
+    BROKER_ID_FIELD_NUMBER: builtins.int
     grpc_address: builtins.str
     ipc_channel: builtins.str
     """e.g. "aeron:ipc" """
@@ -138,6 +139,8 @@ class BrokerEndpoints(google.protobuf.message.Message):
     """the media driver directory of the broker's host"""
     hostname: builtins.str
     """the broker host's name, to tell same-host clients"""
+    broker_id: builtins.str
+    """made at the store's first start and kept in it: tells a"""
     def __init__(
         self,
         *,
@@ -148,8 +151,9 @@ class BrokerEndpoints(google.protobuf.message.Message):
         udp_stream_id: builtins.int = ...,
         aeron_dir: builtins.str = ...,
         hostname: builtins.str = ...,
+        broker_id: builtins.str = ...,
     ) -> None: ...
-    def ClearField(self, field_name: typing.Literal["aeron_dir", b"aeron_dir", "grpc_address", b"grpc_address", "hostname", b"hostname", "ipc_channel", b"ipc_channel", "ipc_stream_id", b"ipc_stream_id", "udp_channel", b"udp_channel", "udp_stream_id", b"udp_stream_id"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["aeron_dir", b"aeron_dir", "broker_id", b"broker_id", "grpc_address", b"grpc_address", "hostname", b"hostname", "ipc_channel", b"ipc_channel", "ipc_stream_id", b"ipc_stream_id", "udp_channel", b"udp_channel", "udp_stream_id", b"udp_stream_id"]) -> None: ...
 
 global___BrokerEndpoints = BrokerEndpoints
 

@@ -5,6 +5,9 @@ Against a local broker (``aeromq broker`` in another terminal, gRPC on 127.0.0.1
 
     python -m aeromq.pipeline.examples.window_aggregation --seed 10000
 
+On a Spark standalone cluster, ``--master spark://HOST:7077`` (and ``--conf`` for Spark's
+settings): ``docs/spark-cluster.md``.
+
 ``--seed N`` first sends N events ``{"key": "sensor-3", "value": 4.5, "ts": <epoch ms>}`` to the
 events topic (created when missing, as is the results topic). Then one Spark batch job reads the
 whole events topic, counts, sums and averages ``value`` per key and window, overwrites the Parquet
@@ -57,11 +60,20 @@ def seed_events(endpoints: str, topic: str, count: int, start_ms: int) -> None:
             producer.send_batch(batch)
 
 
-def run(endpoints: str, events: str, results: str, output: str, window: str) -> dict[str, int]:
-    """The Spark job; returns counts of what it read and wrote."""
+def run(
+    endpoints: str,
+    events: str,
+    results: str,
+    output: str,
+    window: str,
+    master: str = "local[2]",
+    config: dict[str, str] | None = None,
+) -> dict[str, int]:
+    """The Spark job on ``master`` (``local[2]``, or a cluster's ``spark://host:port``, with
+    ``config``); returns counts of what it read and wrote."""
     from pyspark.sql import functions as f
 
-    spark = spark_session(app_name="aeromq-window-aggregation")
+    spark = spark_session(master, "aeromq-window-aggregation", config)
     raw = spark.read.format("aeromq").option("endpoints", endpoints).option("topic", events).load()
     parsed = raw.select(f.from_json(f.col("body").cast("string"), EVENT_SCHEMA).alias("e")).select(
         "e.key", "e.value", f.timestamp_millis(f.col("e.ts")).alias("event_time")
@@ -112,13 +124,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", default="/tmp/aeromq-windows", help="Parquet directory")
     parser.add_argument("--window", default="1 minute", help="the window length")
     parser.add_argument("--seed", type=int, default=0, help="send this many events first")
+    parser.add_argument(
+        "--master", default="local[2]", help="Spark's master: local[N] or spark://host:port"
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting (again for more), e.g. spark.driver.host=10.0.0.5",
+    )
     args = parser.parse_args(argv)
+    config = dict(item.split("=", 1) for item in args.conf if "=" in item)
     with GrpcClient(args.endpoints, timeout_s=30.0) as admin:
         _ensure_topic(admin, args.events, 4)
         _ensure_topic(admin, args.results, 4)
     if args.seed:
         seed_events(args.endpoints, args.events, args.seed, int(time.time() * 1000) - _SPAN_MS)
-    counts = run(args.endpoints, args.events, args.results, args.output, args.window)
+    counts = run(
+        args.endpoints, args.events, args.results, args.output, args.window, args.master, config
+    )
     print(
         f"read {counts['events']} events from {args.events}; wrote {counts['windows']} "
         f"windows to {args.output} (Parquet) and to topic {args.results}"

@@ -5,6 +5,8 @@ micro-batch."""
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -13,10 +15,30 @@ from pyspark.sql import SparkSession
 from aeromq.broker.testing import ServerProcess
 from aeromq.client import Message, MessageExt, MessageQueue
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
+from aeromq.pipeline import spark_session
 from aeromq.producer import Producer
 
 _groups = itertools.count()
 _QUERY_TIMEOUT_S = 180
+
+LOCAL_SPARK_CONFIG = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.sql.streaming.stopTimeout": "30s",
+    "spark.ui.showConsoleProgress": "false",
+}
+"""The tests' ``local[2]`` sessions: on the loopback, quiet, two shuffle partitions."""
+
+
+def local_spark(app_name: str) -> SparkSession:
+    """A ``local[2]`` session of :data:`LOCAL_SPARK_CONFIG` (Python workers run this
+    interpreter), its log at ERROR."""
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # before the JVM starts: loopback only
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = spark_session("local[2]", app_name, LOCAL_SPARK_CONFIG)
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 def produce(broker: ServerProcess, topic: str, per_queue: int, first: int = 0) -> list[Message]:

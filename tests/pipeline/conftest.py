@@ -8,36 +8,21 @@ this interpreter (``PYSPARK_PYTHON``) and Spark binds to the loopback (``SPARK_L
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 from collections.abc import Iterator
 
 import pytest
 from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
-from aeromq.pipeline import spark_session
 from tests.consumer._broker_process import create_topic, start_broker
+from tests.pipeline._helpers import local_spark
 
 _names = itertools.count()
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # before the JVM starts: loopback only
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = spark_session(
-        "local[2]",
-        "aeromq-tests",
-        {
-            "spark.sql.shuffle.partitions": "2",
-            "spark.driver.bindAddress": "127.0.0.1",
-            "spark.driver.host": "127.0.0.1",
-            "spark.sql.streaming.stopTimeout": "30s",
-            "spark.ui.showConsoleProgress": "false",
-        },
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_spark("aeromq-tests")
     try:
         yield session
     finally:
@@ -59,3 +44,14 @@ def topic(broker: ServerProcess) -> str:
     name = f"SparkTopic{next(_names)}"
     create_topic(broker, name, 4)
     return name
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` (minutes of real processes: a standalone Spark cluster on test
+    hosts, a Spark driver killed mid-batch) run only when selected: ``-m long``."""
+    if "long" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="minutes of real processes: select with -m long")
+    for item in items:
+        if item.get_closest_marker("long") is not None:
+            item.add_marker(skip)

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from aeromq.client import Message, MessageQueue
+from aeromq.client.route import origin_of
 from aeromq.pipeline import _queue_reader
 from aeromq.pipeline._metadata import BrokerMetadata
 from aeromq.pipeline._reader_sessions import ReaderSessions
@@ -40,7 +41,7 @@ def group() -> Iterator[FakeGroup]:
 def sessions(group: FakeGroup, monkeypatch: pytest.MonkeyPatch) -> ReaderSessions:
     pool = ReaderSessions()
     pool._narrow = GroupSessions(group)
-    pool._resolvers[(A, B, C)] = group.resolver()
+    pool._resolvers[origin_of((A, B, C))] = group.resolver()
     monkeypatch.setattr(_queue_reader, "reader_sessions", lambda: pool)
     return pool
 

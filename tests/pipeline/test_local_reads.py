@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aeromq.broker.testing import ServerProcess
-from aeromq.client import MessageQueue
+from aeromq.client import MessageQueue, RouteResolver
 from aeromq.common import encode_batch, patch_batch
 from aeromq.pipeline._local_reads import CommitLogFiles, commit_log_files
 from aeromq.pipeline._reader_sessions import reader_sessions
@@ -24,8 +24,13 @@ def _files_of(broker: ServerProcess) -> CommitLogFiles:
     """This process's mappings of ``broker``'s commit log (after a read opened a session)."""
     session = reader_sessions().open_session(broker.name)
     assert session is not None and session.local_read_dir  # granted: an IPC session
+    with RouteResolver(broker.grpc_address) as resolver:
+        broker_id = resolver.route(_TOPIC).broker(broker.name).broker_id
     files = commit_log_files(
-        session.local_read_dir, session.local_read_file_bytes, session.local_read_dir_id
+        session.local_read_dir,
+        session.local_read_file_bytes,
+        session.local_read_dir_id,
+        broker_id,
     )
     assert files is not None
     return files
