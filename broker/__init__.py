@@ -50,7 +50,10 @@ from aeromq.broker.store import (
     create_message_id,
     decode_message_id,
     pack_host,
+    read_json,
     unpack_host,
+    write_atomically,
+    write_json_atomically,
 )
 
 __all__ = [
@@ -93,6 +96,9 @@ __all__ = [
     "decode_message_id",
     "error_for_code",
     "pack_host",
+    "read_json",
     "unpack_host",
+    "write_atomically",
+    "write_json_atomically",
     "write_run_file",
 ]

@@ -9,7 +9,12 @@ broker keeps the transport's threads few and their parks long once quiet:
   its conductor, sender and receiver as one agent on one thread, so one wake-up serves all
   three. Python agents share one GIL anyway, so three threads add no parallelism: busy, the
   shared thread costs no more CPU per message than three (see the broker operations page).
-- **Parks until woken** (``MediaDriverContext.park_when_settled``): every source of the
+- **Parks until woken**, when ``AEROMQ_DRIVER_PARK_WHEN_SETTLED=1`` is in the broker's
+  environment (``MediaDriverContext.park_when_settled``; off by default: on this 2-core VM an
+  idle broker then spent 1.8-2.8% of a core against 1.3-1.7% without, the driver's 40 idle
+  wake-ups a second costing half as much again each, over the 2% an idle broker may use;
+  under traffic it saves most of the driver's wake-ups, see ``docs/replication.md``): every
+  source of the
   driver's network work in a broker ends its park: a datagram (its sockets are in the park's
   poll), an offer of a publisher in this process (the replication agent's, and the session
   agent's answers to UDP clients, ring ``MediaDriver.wake_network`` once per duty cycle). So
@@ -74,7 +79,12 @@ from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 from aeromq.transport.driver import MediaDriverContext, ThreadingMode
 from aeromq.transport.testing.loss_generator import LossGenerator
 
-__all__ = ["DRIVER_THREADING_MODES", "client_conductor_idle_strategy", "embedded_driver_context"]
+__all__ = [
+    "DRIVER_THREADING_MODES",
+    "PARK_WHEN_SETTLED_ENV",
+    "client_conductor_idle_strategy",
+    "embedded_driver_context",
+]
 
 DRIVER_THREADING_MODES: Final = (
     ThreadingMode.SHARED.value,
@@ -83,6 +93,8 @@ DRIVER_THREADING_MODES: Final = (
 )
 """The threading modes an embedded driver may run in (``INVOKER`` has no one to invoke it)."""
 
+PARK_WHEN_SETTLED_ENV: Final = "AEROMQ_DRIVER_PARK_WHEN_SETTLED"
+"""``1``: the embedded driver parks until woken while its network owes nothing soon (see module)."""
 _NS_PER_MS: Final = 1_000_000
 _MAX_PARK_NS: Final = _NS_PER_MS
 _DEEP_PARK_NS: Final = 25 * _NS_PER_MS
@@ -101,7 +113,7 @@ def embedded_driver_context(file_mode: int, threading_mode: str) -> MediaDriverC
         term_buffer_sparse_file=True,
         file_mode=file_mode,
         threading_mode=ThreadingMode(threading_mode.strip().upper()),
-        park_when_settled=True,
+        park_when_settled=os.environ.get(PARK_WHEN_SETTLED_ENV) == "1",
     )
     udp = context.udp
     return dataclasses.replace(

@@ -201,7 +201,7 @@ class Broker:
         self._start_transport()
         store = self.store = MessageStore(config.to_store_config())
         report = self.recovery_report = store.start()
-        self.broker_id = load_or_create_broker_id(config.data_dir)
+        self.broker_id = load_or_create_broker_id(config.data_dir, config.file_mode)
         message = describe_recovery(
             report, config.flush_mode, config.flush_interval_ms, group=config.group_mode
         )

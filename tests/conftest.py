@@ -43,3 +43,15 @@ def shm_dir() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` (minutes of real processes, or a whole benchmark suite whose
+    behaviour a shorter test already covers) run only when selected, ``-m long``: the default
+    run stays within CI's budget."""
+    if "long" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="long: select with -m long")
+    for item in items:
+        if item.get_closest_marker("long") is not None:
+            item.add_marker(skip)

@@ -5,7 +5,7 @@ follower's appends and truncation, metadata through the log). A batch marked ``T
 goes through ``MessageStore.timer_redirect`` first (``broker.timer``)."""
 
 from aeromq.broker.store._arrival import ArrivalListener
-from aeromq.broker.store._atomic_file import read_json, write_json_atomically
+from aeromq.broker.store._atomic_file import read_json, write_atomically, write_json_atomically
 from aeromq.broker.store._config import FlushMode, StoreConfig
 from aeromq.broker.store._consumer_offsets import ConsumerOffsetManager, OffsetCorrection
 from aeromq.broker.store._fsync_ledger import FSYNC_LEDGER_ENV, FSYNC_LEDGER_FILE
@@ -55,5 +55,6 @@ __all__ = [
     "pack_host",
     "read_json",
     "unpack_host",
+    "write_atomically",
     "write_json_atomically",
 ]

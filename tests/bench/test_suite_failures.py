@@ -114,6 +114,7 @@ def test_should_report_a_hung_atomic_case_and_measure_the_others() -> None:
     assert "atomic:put_int64: FAILED after" in stderr  # said at once, on standard error
 
 
+@pytest.mark.long  # the consumer and broker cases cover a dead worker and a target not measured
 def test_should_report_a_store_case_whose_worker_died_and_not_measure_its_target() -> None:
     rows, _ = _run_suite("store", "store:append:sync:batch1:1-writer=exit", 150)
     _check(
@@ -125,6 +126,7 @@ def test_should_report_a_store_case_whose_worker_died_and_not_measure_its_target
     assert "store:append:sync:batch1:8-writers" in {row["name"] for row in rows}
 
 
+@pytest.mark.long  # the atomic case covers a case that fails; this one a whole UDP suite
 @pytest.mark.timeout(300)
 def test_should_report_a_failed_udp_case_and_measure_the_others() -> None:
     rows, _ = _run_suite("udp", "udp 64B offer / poll(256)=raise", 280)
@@ -154,7 +156,7 @@ def test_should_report_a_consumer_case_whose_worker_died_and_go_on() -> None:
     assert "msgs_per_s" in by_name["aeromq:3-consumer"]
 
 
-@pytest.mark.slow
+@pytest.mark.long  # a Spark session and the whole spark suite: 40-50 s
 @pytest.mark.timeout(400)
 def test_should_stop_a_hung_spark_read_and_run_the_others_in_the_same_session() -> None:
     pytest.importorskip("pyspark")

@@ -44,14 +44,3 @@ def topic(broker: ServerProcess) -> str:
     name = f"SparkTopic{next(_names)}"
     create_topic(broker, name, 4)
     return name
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``long`` (minutes of real processes: a standalone Spark cluster on test
-    hosts, a Spark driver killed mid-batch) run only when selected: ``-m long``."""
-    if "long" in (config.option.markexpr or ""):
-        return
-    skip = pytest.mark.skip(reason="minutes of real processes: select with -m long")
-    for item in items:
-        if item.get_closest_marker("long") is not None:
-            item.add_marker(skip)

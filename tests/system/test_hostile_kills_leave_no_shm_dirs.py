@@ -1,4 +1,4 @@
-"""Crashed drivers leave nothing in /dev/shm: SIGKILLs (9 in the suite, 3 of each kind; set
+"""Crashed drivers leave nothing in /dev/shm: SIGKILLs (6 in the suite, 2 of each kind; set
 ``AEROMQ_DRIVER_KILLS`` for more) of processes running embedded drivers
 (brokers with their drivers in SHARED and DEDICATED threading modes, and a client's embedded
 driver as a UDP client starts it), each at a random moment of its start or of its run, then one
@@ -22,7 +22,7 @@ from aeromq.transport.driver.driver_lock import lock_pid
 from aeromq.transport.driver.media_driver import embedded_dir_root
 from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX
 
-KILLS = int(os.environ.get("AEROMQ_DRIVER_KILLS", "9"))
+KILLS = int(os.environ.get("AEROMQ_DRIVER_KILLS", "6"))
 
 _CLIENT_DRIVER = """
 import time

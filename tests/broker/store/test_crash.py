@@ -21,8 +21,8 @@ from aeromq.common.record_batch import RecordBatch
 from ._crash_child import QUEUES, TOPIC, crash_config
 from .conftest import crash
 
-ROUNDS = int(os.environ.get("AEROMQ_STORE_CRASH_ROUNDS", "25"))
-"""Kill-and-recover rounds (25 in the suite, about 0.75 s each; more for a longer soak)."""
+ROUNDS = int(os.environ.get("AEROMQ_STORE_CRASH_ROUNDS", "15"))
+"""Kill-and-recover rounds (15 in the suite, about 0.7 s each; more for a longer soak)."""
 SEED = 20240611
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
