@@ -27,14 +27,12 @@ import time
 from typing import Final
 
 from aeromq.broker.timer._delays import TIMER_QUEUE_ID, TIMER_TOPIC, due_time
-from aeromq.broker.timer._records import batch_records, hold_properties, queue_tail
+from aeromq.broker.timer._records import hold_properties, queue_tail
 from aeromq.common import stored_properties
 from aeromq.common.record_batch import (
     PRODUCER_STATE_FLAG,
     TIMER_FLAG,
     RecordBatch,
-    encode_batch,
-    inflate_batch,
 )
 
 __all__ = ["TimerRedirector", "timer_problem"]
@@ -58,47 +56,22 @@ class TimerRedirector:
         """The batch to append instead, with its topic and queue id; or a text saying why
         the batch is refused (a bad or too distant delivery time)."""
         view = RecordBatch(batch)
-        if view.compressed:  # its records read from the plain layout (the timer topic's)
-            view = RecordBatch(inflate_batch(batch))
-        data, body_ends, tag_ends, property_ends, start = batch_records(view)
+        bodies, tags, properties = view.record_parts()  # a compressed batch's: inflated
         tail = queue_tail(topic, queue_id)
-        count = view.count
-        bodies: list[bytes] = []
-        tags: list[str | None] = []
         held: list[bytes] = []
-        body_start, tag_start, property_start = start, body_ends[-1], tag_ends[-1]
-        for index in range(count):
-            body_end, tag_end, property_end = (
-                body_ends[index],
-                tag_ends[index],
-                property_ends[index],
-            )
-            properties = hold_properties(
-                data[property_start:property_end], tail, now_ms, self.max_delay_ms
-            )
-            if isinstance(properties, str):
-                return f"{properties} topic={topic!r}"
-            bodies.append(data[body_start:body_end])
-            tags.append(data[tag_start:tag_end].decode() if tag_end > tag_start else None)
-            held.append(properties[0])
-            body_start, tag_start, property_start = body_end, tag_end, property_end
+        for record_properties in properties:
+            hold = hold_properties(record_properties, tail, now_ms, self.max_delay_ms)
+            if isinstance(hold, str):
+                return f"{hold} topic={topic!r}"
+            held.append(hold[0])
         try:
-            rewritten = encode_batch(
-                _TOPIC_BYTES,
-                bodies,
-                tags,
-                held,
-                flags=view.flags.tolist(),
-                born_timestamp_ms=view.base_born_timestamp_ms,
-                born_deltas_ms=view.born_deltas_ms.tolist(),
-                born_host=bytes(view.born_host),
-                reconsume_times=view.reconsume_times,
-                attributes=view.attributes & ~_DROPPED_ATTRIBUTES,
+            rewritten = view.reencoded(
+                _TOPIC_BYTES, bodies, tags, held, drop_attributes=_DROPPED_ATTRIBUTES
             )
         except (ValueError, OverflowError) as exc:  # properties too long with the timer's
             return f"cannot hold the batch in the timer topic: {exc} topic={topic!r}"
         self.batches += 1
-        self.messages += count
+        self.messages += view.count
         return rewritten, TIMER_TOPIC, TIMER_QUEUE_ID
 
     def problem(self, batch: bytes | memoryview, topic: str, now_ms: int) -> str | None:

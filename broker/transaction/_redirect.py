@@ -24,7 +24,7 @@ from aeromq.broker.transaction._names import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
 )
-from aeromq.common import RecordBatch, encode_batch
+from aeromq.common import RecordBatch
 from aeromq.common.record_batch import (
     COMPRESSED_FLAG,
     PRODUCER_STATE_FLAG,
@@ -53,32 +53,17 @@ class HalfRedirector:
         view = RecordBatch(batch)
         if view.attributes & COMPRESSED_FLAG:
             return f"a half message may not be compressed topic={topic!r}"
-        body_ends, tag_ends, property_ends = view.ends()
-        data = bytes(view.buffer)
+        bodies, tags, properties = view.record_parts()
         tail = (
             f"{PROPERTY_REAL_TOPIC}\x01{topic}\x02{PROPERTY_REAL_QUEUE_ID}\x01{queue_id}\x02"
         ).encode()
-        bodies: list[bytes] = []
-        tags: list[str | None] = []
-        properties: list[bytes] = []
-        body_start, tag_start, property_start = view.data_start, body_ends[-1], tag_ends[-1]
-        for body_end, tag_end, property_end in zip(body_ends, tag_ends, property_ends, strict=True):
-            bodies.append(data[body_start:body_end])
-            tags.append(data[tag_start:tag_end].decode() if tag_end > tag_start else None)
-            properties.append(data[property_start:property_end] + tail)
-            body_start, tag_start, property_start = body_end, tag_end, property_end
         try:
-            rewritten = encode_batch(
+            rewritten = view.reencoded(
                 _TOPIC_BYTES,
                 bodies,
                 tags,
-                properties,
-                flags=view.flags.tolist(),
-                born_timestamp_ms=view.base_born_timestamp_ms,
-                born_deltas_ms=view.born_deltas_ms.tolist(),
-                born_host=bytes(view.born_host),
-                reconsume_times=view.reconsume_times,
-                attributes=view.attributes & ~_DROPPED_ATTRIBUTES,
+                [record + tail for record in properties],
+                drop_attributes=_DROPPED_ATTRIBUTES,
             )
         except (ValueError, OverflowError) as exc:  # properties too long with the tail
             return f"cannot hold the batch in the half topic: {exc} topic={topic!r}"

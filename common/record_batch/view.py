@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy.typing as npt
 from aeromq.common.record_batch.compression import inflate_batch
 from aeromq.common.record_batch.descriptor import (
     COMPRESSED_FLAG,
+    COMPRESSION_TYPE_MASK,
     CRC_OFFSET,
     CRC_START,
     HEADER_STRUCT,
@@ -30,6 +32,7 @@ from aeromq.common.record_batch.descriptor import (
     batch_header_length,
     read_producer_state,
 )
+from aeromq.common.record_batch.encoder import encode_batch
 
 __all__ = ["RecordBatch"]
 
@@ -204,6 +207,52 @@ class RecordBatch:
         property_ends = ends[2]
         start = property_ends[index - 1] if index else ends[1][-1]
         return bytes(self.buffer[start : property_ends[index]])
+
+    def record_parts(self) -> tuple[list[bytes], list[str | None], list[bytes]]:
+        """Each record's body, tag (None without one) and property string, in record order (a
+        compressed batch's bodies inflated): what :meth:`reencoded` takes back, changed."""
+        body_ends, tag_ends, property_ends = self.ends()
+        data = bytes(self.buffer)
+        bodies_data, shift = data, 0
+        if self.attributes & COMPRESSED_FLAG:  # body ends count in the inflated bodies
+            bodies_data, shift = self._inflated(), self.data_start
+        bodies: list[bytes] = []
+        tags: list[str | None] = []
+        properties: list[bytes] = []
+        body_start, tag_start, property_start = self.data_start, self.tags_start, tag_ends[-1]
+        for body_end, tag_end, property_end in zip(body_ends, tag_ends, property_ends, strict=True):
+            bodies.append(bodies_data[body_start - shift : body_end - shift])
+            tags.append(data[tag_start:tag_end].decode() if tag_end > tag_start else None)
+            properties.append(data[property_start:property_end])
+            body_start, tag_start, property_start = body_end, tag_end, property_end
+        return bodies, tags, properties
+
+    def reencoded(
+        self,
+        topic: bytes,
+        bodies: Sequence[bytes],
+        tags: Sequence[str | None],
+        properties: Sequence[bytes],
+        *,
+        drop_attributes: int = 0,
+    ) -> bytearray:
+        """A plain batch of ``topic`` with these records' parts and this batch's per-record
+        flags, born times and host, reconsume times and attributes (less ``drop_attributes``
+        and the compression bits): a batch moved to another topic (the broker's timer and
+        transaction holds). Raises ``ValueError``/``OverflowError`` as ``encode_batch``."""
+        return encode_batch(
+            topic,
+            bodies,
+            tags,
+            properties,
+            flags=self.flags.tolist(),
+            born_timestamp_ms=self.base_born_timestamp_ms,
+            born_deltas_ms=self.born_deltas_ms.tolist(),
+            born_host=bytes(self.born_host),
+            reconsume_times=self.reconsume_times,
+            attributes=self.attributes
+            & ~(drop_attributes | COMPRESSED_FLAG | COMPRESSION_TYPE_MASK),
+        )
 
     def record_size(self, index: int) -> int:
         """The bytes record ``index`` takes: its column values and variable parts."""

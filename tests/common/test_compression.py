@@ -185,3 +185,13 @@ def test_should_name_the_choices_of_an_unknown_compression() -> None:
     assert CompressionType.parse(" Zstd ") is CompressionType.ZSTD
     with pytest.raises(IllegalArgumentError, match="lz4, zstd, zlib"):
         CompressionType.parse("snappy")
+
+
+def test_should_give_the_parts_of_a_compressed_batch_and_encode_them_back_plain() -> None:
+    plain = RecordBatch(bytes(_batch(_json_bodies(30))))
+    packed = RecordBatch(bytes(_compressed(CompressionType.LZ4, 30)))
+    assert packed.record_parts() == plain.record_parts()
+    moved = RecordBatch(bytes(packed.reencoded(b"elsewhere", *packed.record_parts())))
+    assert not moved.compressed and moved.topic == "elsewhere"
+    assert moved.record_parts() == plain.record_parts()
+    assert moved.flags.tolist() == plain.flags.tolist()
