@@ -9,8 +9,9 @@ broker keeps the transport's threads few and their parks long once quiet:
   its conductor, sender and receiver as one agent on one thread, so one wake-up serves all
   three. Python agents share one GIL anyway, so three threads add no parallelism: busy, the
   shared thread costs no more CPU per message than three (see the broker operations page).
-- **Parks until woken**, when ``AEROMQ_DRIVER_PARK_WHEN_SETTLED=1`` is in the broker's
-  environment (``MediaDriverContext.park_when_settled``; off by default: on this 2-core VM an
+- **Parks until woken** in a broker group's member, or with ``AEROMQ_DRIVER_PARK_WHEN_SETTLED=1``
+  in the broker's environment (``MediaDriverContext.park_when_settled``; off for a single
+  broker by default: on this 2-core VM an
   idle broker then spent 1.8-2.8% of a core against 1.3-1.7% without, the driver's 40 idle
   wake-ups a second costing half as much again each, over the 2% an idle broker may use;
   under traffic it saves most of the driver's wake-ups, see ``docs/replication.md``): every
@@ -105,15 +106,18 @@ _MIN_PARK_NS: Final = 100_000
 _DEEP_BACKOFF: Final = f"backoff:0,0,{_MIN_PARK_NS},{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
 
 
-def embedded_driver_context(file_mode: int, threading_mode: str) -> MediaDriverContext:
+def embedded_driver_context(
+    file_mode: int, threading_mode: str, *, park_when_settled: bool = False
+) -> MediaDriverContext:
     """The embedded driver's context: Aeron's environment, sparse logs, the store's file mode,
     ``threading_mode`` (one of :data:`DRIVER_THREADING_MODES`, any case), and deep-idle agents
-    unless the environment names their idle strategies (see module)."""
+    unless the environment names their idle strategies (see module); settled parks with
+    ``park_when_settled`` (a broker group's member) or :data:`PARK_WHEN_SETTLED_ENV`."""
     context = MediaDriverContext.from_env(
         term_buffer_sparse_file=True,
         file_mode=file_mode,
         threading_mode=ThreadingMode(threading_mode.strip().upper()),
-        park_when_settled=os.environ.get(PARK_WHEN_SETTLED_ENV) == "1",
+        park_when_settled=park_when_settled or os.environ.get(PARK_WHEN_SETTLED_ENV) == "1",
     )
     udp = context.udp
     return dataclasses.replace(

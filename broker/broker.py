@@ -411,7 +411,9 @@ class Broker:
         config = self.config
         if config.aeron_dir is None:
             base = self._driver_context or embedded_driver_context(
-                config.file_mode, config.driver_threading_mode
+                config.file_mode,
+                config.driver_threading_mode,
+                park_when_settled=config.group_mode,  # replication: most of its wake-ups
             )
             self.driver = MediaDriver.launch_embedded(base)
             self.aeron_dir = self.driver.aeron_dir

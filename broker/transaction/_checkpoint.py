@@ -58,9 +58,9 @@ class TransactionCheckpoint:
                 "bad transaction checkpoint", path=str(path), problem=str(exc)
             ) from exc
 
-    def save(self, path: Path) -> None:
-        """Replace the checkpoint at ``path`` atomically and durably (``StoreIOError`` when it
-        cannot be written)."""
+    def save(self, path: Path, file_mode: int) -> None:
+        """Replace the checkpoint at ``path`` atomically and durably, a file of the store's
+        ``file_mode`` (its directory too: ``StoreIOError`` when it cannot be written)."""
         write_json_atomically(
             path,
             {
@@ -70,4 +70,5 @@ class TransactionCheckpoint:
                 "resolved": sorted(self.resolved),
                 "checks": {str(offset): count for offset, count in self.checks.items()},
             },
+            mode=file_mode,
         )

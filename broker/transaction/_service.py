@@ -285,7 +285,7 @@ class TransactionService:
                 table.low, self._op_offset, tuple(table.resolved), table.check_counts()
             )
             changes = table.changes
-        checkpoint.save(self._path)
+        checkpoint.save(self._path, self._store.config.file_mode)
         self._saved_changes = changes
         self._saved_at_ms = self._clock_ms()
 
