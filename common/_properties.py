@@ -19,6 +19,8 @@ __all__ = [
     "KEY_SEPARATOR",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_KEYS",
+    "PROPERTY_REAL_QUEUE_ID",
+    "PROPERTY_REAL_TOPIC",
     "PROPERTY_SEPARATOR",
     "PROPERTY_TAGS",
     "PROPERTY_UNIQ_KEY",
@@ -32,6 +34,10 @@ PROPERTY_TAGS: Final = "TAGS"
 PROPERTY_KEYS: Final = "KEYS"
 PROPERTY_WAIT_STORE_MSG_OK: Final = "WAIT"
 PROPERTY_UNIQ_KEY: Final = "UNIQ_KEY"
+PROPERTY_REAL_TOPIC: Final = "REAL_TOPIC"
+"""On a message the broker holds in a system topic (a timer's, a half message): its own topic."""
+PROPERTY_REAL_QUEUE_ID: Final = "REAL_QID"
+"""... and its own queue id."""
 KEY_SEPARATOR: Final = " "
 NAME_VALUE_SEPARATOR: Final = "\x01"
 PROPERTY_SEPARATOR: Final = "\x02"

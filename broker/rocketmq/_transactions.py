@@ -30,8 +30,14 @@ import grpc
 
 from aeromq.broker.rocketmq._convert import to_v2_message
 from aeromq.broker.rocketmq._status import status
-from aeromq.broker.transaction import Check, Resolution, TransactionService
-from aeromq.common import ResponseCode
+from aeromq.broker.transaction import (
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_TRANSACTION_PREPARED,
+    Check,
+    Resolution,
+    TransactionService,
+)
+from aeromq.common import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, ResponseCode
 from aeromq.proto.apache.rocketmq.v2 import definition_pb2, service_pb2
 
 __all__ = ["end_transaction", "pump_telemetry"]
@@ -47,7 +53,12 @@ _CODES: Final = {
     ResponseCode.NOT_LEADER: Code.HA_NOT_AVAILABLE,
     ResponseCode.SYSTEM_BUSY: Code.TOO_MANY_REQUESTS,
 }
-_HIDDEN: Final = ("REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP")
+_HIDDEN: Final = (
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_PRODUCER_GROUP,
+)
 """The half's properties a v2 client does not see as user properties."""
 _CHECKS_PER_WAKE: Final = 32
 _READ_WAIT_S: Final = 0.5

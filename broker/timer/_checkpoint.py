@@ -1,6 +1,7 @@
 """The timer service's checkpoint: how far its queue is delivered, and where the commit log
 ended when that was so. A JSON file in the store's data directory (``timer/checkpoint.json``),
-replaced atomically (written aside, fsynced, renamed, the directory fsynced)::
+replaced atomically (``broker.store.write_atomically``: written aside, fsynced, renamed, the
+directory fsynced)::
 
     {"version": 1, "low": 1200, "count": 37, "marks": "<base64>", "log_offset": 884736}
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -24,7 +24,8 @@ from typing import Final
 import numpy as np
 
 from aeromq.broker._errors import StoreError, StoreIOError
-from aeromq.transport.concurrent import DEFAULT_FILE_MODE, make_dirs
+from aeromq.broker.store import write_atomically
+from aeromq.transport.concurrent import DEFAULT_FILE_MODE
 
 __all__ = ["CHECKPOINT_NAME", "TimerCheckpoint"]
 
@@ -75,20 +76,4 @@ class TimerCheckpoint:
                 "log_offset": self.log_offset,
             }
         )
-        aside = path.with_name(path.name + ".tmp")
-        try:
-            make_dirs(path.parent, file_mode)
-            descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, file_mode)
-            with open(descriptor, "w") as file:
-                os.fchmod(descriptor, file_mode)  # whatever the umask
-                file.write(text)
-                file.flush()
-                os.fsync(descriptor)
-            os.replace(aside, path)
-            directory = os.open(path.parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
-        except OSError as exc:
-            raise StoreIOError("cannot write the timer checkpoint", path=str(path)) from exc
+        write_atomically(path, text.encode(), mode=file_mode)  # StoreIOError when it cannot

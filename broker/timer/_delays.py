@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from aeromq.common import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
+
 __all__ = [
     "DEFAULT_MAX_DELAY_MS",
     "DELAY_LEVELS_MS",
@@ -45,8 +47,6 @@ TIMER_QUEUE_ID: Final = 0
 PROPERTY_DELAY: Final = "DELAY"
 PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
 PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
-PROPERTY_REAL_TOPIC: Final = "REAL_TOPIC"
-PROPERTY_REAL_QUEUE_ID: Final = "REAL_QID"
 PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
 """Set on a delivered message: the time it was due (RocketMQ 5 sets it on its re-put)."""
 TIMER_PROPERTIES: Final = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_DELAY_SEC, PROPERTY_DELAY)

@@ -22,7 +22,12 @@ import grpc
 from aeromq.broker.transaction._mailbox import Check
 from aeromq.broker.transaction._names import PROPERTY_TRANSACTION_ID, Resolution
 from aeromq.broker.transaction._service import TransactionService
-from aeromq.common import PROPERTY_UNIQ_KEY, ResponseCode
+from aeromq.common import (
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_UNIQ_KEY,
+    ResponseCode,
+)
 from aeromq.proto import common_pb2, transaction_pb2, transaction_pb2_grpc
 
 __all__ = ["TRANSACTION_SERVICE", "TransactionServicer"]
@@ -102,7 +107,11 @@ def _check(check: Check) -> transaction_pb2.TransactionCheck:
         message_id=properties.get(PROPERTY_UNIQ_KEY, ""),
         transaction_id=properties.get(PROPERTY_TRANSACTION_ID, ""),
         body=half.body,
-        properties={k: v for k, v in properties.items() if k not in ("REAL_TOPIC", "REAL_QID")},
+        properties={
+            k: v
+            for k, v in properties.items()
+            if k not in (PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID)
+        },
         born_timestamp_ms=half.born_timestamp_ms,
         store_timestamp_ms=half.store_timestamp_ms,
         check_times=check.check_times,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from typing import Final
 
+from aeromq.common import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
+
 __all__ = [
     "HALF_QUEUE_ID",
     "HALF_TOPIC",
@@ -36,8 +38,6 @@ OP_TAG: Final = "d"
 
 PROPERTY_TRANSACTION_PREPARED: Final = "TRAN_MSG"
 PROPERTY_PRODUCER_GROUP: Final = "PGROUP"
-PROPERTY_REAL_TOPIC: Final = "REAL_TOPIC"
-PROPERTY_REAL_QUEUE_ID: Final = "REAL_QID"
 PROPERTY_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
 """On a committed message: its half message's queue offset."""
 PROPERTY_TRANSACTION_ID: Final = "__transactionId__"

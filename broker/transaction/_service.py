@@ -43,7 +43,7 @@ from aeromq.broker.transaction._names import (
 from aeromq.broker.transaction._records import committed_message, op_message, read_op, real_queue
 from aeromq.broker.transaction._redirect import HalfRedirector
 from aeromq.broker.transaction._table import HalfTable, PendingHalf
-from aeromq.common import PROPERTY_UNIQ_KEY, ResponseCode
+from aeromq.common import PROPERTY_REAL_TOPIC, PROPERTY_UNIQ_KEY, ResponseCode
 
 __all__ = ["TransactionService"]
 
@@ -274,7 +274,7 @@ class TransactionService:
             pending.checks,
             half.queue_offset,
             pending.group,
-            half.properties.get("REAL_TOPIC", ""),
+            half.properties.get(PROPERTY_REAL_TOPIC, ""),
             half.properties.get(PROPERTY_UNIQ_KEY, ""),
         )
 
