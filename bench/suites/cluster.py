@@ -11,6 +11,10 @@ deep over IPC; given every member's gRPC address, it finds the leader by itself)
 process on the leader's media driver (4 queues, one pull in flight per queue); ``send-sync``:
 one ``producer.send()`` per message, each awaited. Server CPU per message is the sum over the
 group's three brokers (``server_cpu_us_per_msg``; the leader's alone in ``leader_cpu_us_per_msg``).
+Wake-ups per message the same way (``server_wakeups_per_msg``, ``leader_wakeups_per_msg``), and
+``threads``: each broker's threads that spent the most (``role thread us/msg wake-ups/msg``,
+from ``/proc``, ``bench/_thread_stats.py``): these move far less with the machine's load than
+the rates do.
 
 ``end-to-end-large``: the same workers with batches of :data:`LARGE_BATCH` messages (8 in flight
 still): 1,024 messages outstanding rather than 256. On its defaults the producer has one
@@ -42,6 +46,7 @@ from pathlib import Path
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.transport.util import process_cpu_s
 from bench._harness import Result, Target, case_rows, figure, ratio_of, started
+from bench._thread_stats import ThreadSample, costs, sample
 from bench.suites.broker import (
     QUEUES,
     Outbox,
@@ -64,6 +69,8 @@ _BROKER_ARGS = (
     "--log-level", "WARNING", "--ingress-udp-endpoint", "none", "--auto-create-topic", "true",
     "--default-queue-count", str(QUEUES), "--index-enabled", "false", "--metrics-port", "none",
 )  # fmt: skip
+_TOP_THREADS = 3
+"""Threads of each broker named in a row's ``threads`` (those that spent the most CPU)."""
 _READY = "broker ready:"
 _CLUSTER_READY = "cluster ready:"
 
@@ -145,9 +152,11 @@ def _phase(
         _collect(out, {"ready"})
         awaited.add("consumed")
     cpu = [process_cpu_s(pid) for pid in pids]
+    threads = [sample(pid) for pid in pids]
     workers.append(start[kind](topic, count, out))
     got = _collect(out, awaited)
     used = [process_cpu_s(pid) - before for pid, before in zip(pids, cpu, strict=True)]
+    threads_after = [sample(pid) for pid in pids]
     rows = list(
         _rows(
             name,
@@ -162,9 +171,31 @@ def _phase(
         messages = row.extra.get("received", count)
         assert isinstance(messages, int)
         row.extra["leader_cpu_us_per_msg"] = round(used[0] * 1e6 / max(messages, 1), 2)
+        row.extra.update(_wakeups(threads, threads_after, messages))
     for worker in workers:
         worker.join(30)
     return rows
+
+
+def _wakeups(
+    before: list[ThreadSample], after: list[ThreadSample], messages: int
+) -> dict[str, float | str]:
+    """Wake-ups a message over the brokers and of the first (the leader), and each broker's
+    costliest threads (see module)."""
+    per_broker = [costs(b, a, messages) for b, a in zip(before, after, strict=True)]
+    wakeups = [sum(row.wakeups_per_msg for row in rows) for rows in per_broker]
+    named = []
+    for index, rows in enumerate(per_broker):
+        role = f"follower{index}" if index else "leader" if len(before) > 1 else "broker"
+        named += [
+            f"{role} {row.name} {row.cpu_us_per_msg:.1f} {row.wakeups_per_msg:.2f}"
+            for row in rows[:_TOP_THREADS]
+        ]
+    return {
+        "server_wakeups_per_msg": round(sum(wakeups), 3),
+        "leader_wakeups_per_msg": round(wakeups[0], 3),
+        "threads": "; ".join(named),
+    }
 
 
 def _phases(

@@ -23,8 +23,9 @@ agent owns the member's fsync thread (:mod:`~aeromq.broker.replication.log_flush
 its media driver runs in this process (a broker's embedded driver,
 ``MediaDriver.in_process``) it sleeps on the driver's data doorbell, which every source of its
 work rings: the driver's receiver after it took frames of the agent's streams, the store when a
-put starts waiting for the commit (``on_commit_wait``), the fsync thread after each fsync, the
-controller's snapshots, the handshake's answer. After a cycle that offered frames it ends the
+put starts waiting for the commit (``on_commit_wait``), the fsync thread after an fsync (a
+follower's sends the ACK itself and rings only when it could not; a leader's rings only when
+its fsync may move the high watermark), the controller's snapshots, the handshake's answer. After a cycle that offered frames it ends the
 driver's network park (``MediaDriver.wake_network``), so the frames go out at once. Without an
 in-process driver the agent keeps the timed parks of its runner's idle strategy.
 
@@ -185,9 +186,25 @@ class ReplicationAgent:
 
     def on_start(self) -> None:
         """Start the member's fsync thread."""
-        self._flusher = LogFlusher(
-            self._log, self.doorbell.ring, f"aeromq-replication-fsync-{self.group}"
-        )
+        self._flusher = LogFlusher(self._log, self._on_flushed, f"replica-fsync-{self.group}")
+
+    def _on_flushed(self) -> None:
+        """After each fsync, on the fsync thread: a follower ACKs from here and wakes its
+        driver (one hand-off fewer a commit than ringing the agent to ACK); a leader's agent is
+        rung only when the fsync may move the high watermark; otherwise, or when the ACK could
+        not go, the agent is rung."""
+        replicator = self.replicator
+        if replicator is not None:
+            if replicator.flush_may_commit():
+                self.doorbell.ring()
+            return
+        fetcher = self.fetcher
+        if fetcher is not None and fetcher.ack_flushed():
+            driver = self._driver
+            if driver is not None:
+                driver.wake_network()
+            return
+        self.doorbell.ring()
 
     def _request_flush(self) -> None:
         flusher = self._flusher

@@ -16,10 +16,17 @@ Following the leader of ``epoch`` (:meth:`ReplicaFetcher.do_work`, on the agent'
 3. once a cycle has appended, the log is fsynced once (group commit) and an ACK sent with the
    fsynced offset and the LEO: the fsync by the member's fsync thread (``request_flush``,
    :mod:`~aeromq.broker.replication.log_flusher`) while this thread goes on receiving and
-   appending, the ACK by the first duty cycle that finds the fsynced offset moved (the flusher
-   wakes the agent); inline when no flusher is given (tests). A HEARTBEAT is answered with an
-   ACK too (the leader's liveness view), and a FETCH goes again when the leader has more than
-   this follower and nothing came for ``fetch_retry_ms``.
+   appending, the ACK by that thread as soon as the fsync returned (:meth:`ReplicaFetcher.ack_flushed`:
+   one ACK an fsync, covering all it made durable, without waking the agent for it); by the
+   agent's next duty cycle when that ACK could not go (back pressure, no publication);
+   inline when no flusher is given (tests). A HEARTBEAT is answered with an ACK too (the
+   leader's liveness view), and a FETCH goes again when the leader has more than this
+   follower and nothing came for ``fetch_retry_ms``.
+
+The publication to the leader is offered from two threads (the agent's FETCHes and ACKs, the
+fsync thread's ACKs), under one lock; the ACK reads the fsynced offset under it, and the
+publication exists only while fetching (after any truncation), so an ACK never carries an
+offset from before a truncation into the epoch.
 
 Caller: the replication agent. Affects: the store (appends, flushes, truncation, committed
 offset), the epoch file.
@@ -28,6 +35,7 @@ offset), the epoch file.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -98,8 +106,13 @@ class ReplicaFetcher:
         self._request_flush = request_flush
         self._wake = wake
         self._acked_flushed = -1
+        self._offer_lock = threading.Lock()
+        """Held to offer on (or replace) the publication, and for :attr:`_acked_flushed`."""
         self.offers = 0
-        """Frames offered (ACKs, FETCHes): the agent wakes the driver when it moved."""
+        """Frames offered by the agent (ACKs, FETCHes): the agent wakes the driver when it
+        moved."""
+        self.flush_acks = 0
+        """ACKs offered by the fsync thread (:meth:`ack_flushed`)."""
         self._log = log
         self._epochs = epochs
         self.group = group
@@ -128,10 +141,14 @@ class ReplicaFetcher:
         if self._call is not None:
             self._call.cancel()
             self._call = None
-        if self._publication is not None:
-            self._publication.close()
-            self._publication = None
+        self._close_publication()
         self._channel.close()
+
+    def _close_publication(self) -> None:
+        with self._offer_lock:
+            publication, self._publication = self._publication, None
+        if publication is not None:
+            publication.close()
 
     # -- frames in -----------------------------------------------------------------------------
 
@@ -196,16 +213,16 @@ class ReplicaFetcher:
         if request_flush is None:
             if self._dirty:
                 self._dirty = False
-                work += self._send_ack(self._log.flush())
+                self._log.flush()
+                work += self._send_ack()
             elif self._ack_due:
-                work += self._send_ack(self._log.flushed_physical_offset)
+                work += self._send_ack()
         else:
             if self._dirty:
                 self._dirty = False
                 request_flush()
-            flushed = self._log.flushed_physical_offset
-            if self._ack_due or flushed > self._acked_flushed:
-                work += self._send_ack(flushed)
+            if self._ack_due or self._log.flushed_physical_offset > self._acked_flushed:
+                work += self._send_ack()
         stalled = now_ns - self._last_progress_ns >= self._settings.fetch_retry_ns
         if self._leader_leo > self._next_offset and stalled:
             self._fetch_due = True
@@ -213,33 +230,55 @@ class ReplicaFetcher:
             work += self._send_fetch(now_ns)
         return work
 
-    def _send_ack(self, flushed: int) -> int:
-        publication = self._publication
-        if publication is None:
+    def ack_flushed(self) -> bool:
+        """ACK what the fsync that just returned made durable, if no ACK covered it yet;
+        returns False when the agent has to (no publication: not fetching; back pressure).
+        Caller: the member's fsync thread, after each fsync (it wakes the driver, not the
+        agent, when this returns True)."""
+        with self._offer_lock:
+            publication = self._publication
+            if publication is None:
+                return False
+            log = self._log
+            leo = log.max_physical_offset
+            fsynced = min(log.flushed_physical_offset, leo)
+            if fsynced <= self._acked_flushed:
+                return True
+            if publication.offer(encode_ack(self.member_id, self.epoch, fsynced, leo)) > 0:
+                self._acked_flushed = fsynced
+                self.flush_acks += 1
+                return True
+            return False
+
+    def _send_ack(self) -> int:
+        with self._offer_lock:
+            publication = self._publication
+            if publication is None:
+                return 0
+            log = self._log
+            leo = log.max_physical_offset
+            self._ack_due = False
+            fsynced = min(log.flushed_physical_offset, leo)
+            if publication.offer(encode_ack(self.member_id, self.epoch, fsynced, leo)) > 0:
+                self._acked_flushed = max(self._acked_flushed, fsynced)
+                self.offers += 1
+                return 1
             return 0
-        leo = self._log.max_physical_offset
-        self._ack_due = False
-        fsynced = min(flushed, leo)
-        frame = encode_ack(self.member_id, self.epoch, fsynced, leo)
-        if publication.offer(frame) > 0:
-            self._acked_flushed = fsynced
-            self.offers += 1
-            return 1
-        return 0
 
     def _send_fetch(self, now_ns: int) -> int:
-        publication = self._publication
-        if publication is None:
+        with self._offer_lock:
+            publication = self._publication
+            if publication is None:
+                return 0
+            self._next_offset = self._log.max_physical_offset
+            self._last_fetch_ns = now_ns
+            self._last_progress_ns = now_ns
+            frame = encode_fetch(self.member_id, self.epoch, self._next_offset)
+            if publication.offer(frame) > 0:
+                self._fetch_due = False
+                self.offers += 1
+                return 1
             return 0
-        self._next_offset = self._log.max_physical_offset
-        self._last_fetch_ns = now_ns
-        self._last_progress_ns = now_ns
-        frame = encode_fetch(self.member_id, self.epoch, self._next_offset)
-        if publication.offer(frame) > 0:
-            self._fetch_due = False
-            self.offers += 1
-            return 1
-        return 0
 
     # -- the handshake -------------------------------------------------------------------------
 
@@ -281,9 +320,7 @@ class ReplicaFetcher:
             self.epoch,
             why,
         )
-        if self._publication is not None:
-            self._publication.close()
-            self._publication = None
+        self._close_publication()
         self.phase = FetcherPhase.HANDSHAKE
         self._handshake = None
         self._retry_at_ns = now_ns
@@ -334,9 +371,11 @@ class ReplicaFetcher:
 
     def _start_fetching(self, now_ns: int) -> None:
         channel = replication_channel(self.leader.replication_endpoint)
-        self._publication = self._aeron.add_exclusive_publication(channel, FOLLOWER_STREAM_ID)
+        publication = self._aeron.add_exclusive_publication(channel, FOLLOWER_STREAM_ID)
+        with self._offer_lock:
+            self._publication = publication
+            self._acked_flushed = -1  # the first cycle acks (a truncation may have lowered it)
         self.phase = FetcherPhase.FETCHING
-        self._acked_flushed = -1  # the first cycle acks (a truncation may have lowered it)
         self._next_offset = self._log.max_physical_offset
         self._fetch_due = True
         self._last_fetch_ns = 0

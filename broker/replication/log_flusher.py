@@ -7,7 +7,8 @@ sent the next bytes and took the followers' ACKs only after its own fsync, a fol
 next APPENDs only after its fsync. The flusher takes the fsync off that thread, as a group
 commit: :meth:`LogFlusher.request` (the agent, after its log grew) asks for one; the thread
 fsyncs everything appended by the time it starts (``log.flush()``), then calls ``on_flushed``
-(the agent's wake-up); requests made while it works are served by one more fsync after it.
+(the agent's: a follower ACKs from this thread, a leader's agent is woken); requests made while
+it works are served by one more fsync after it.
 The ack rule does not change: the leader counts its own ``flushed_physical_offset``, a follower
 acknowledges its own, and both are set only after the fsync returned.
 

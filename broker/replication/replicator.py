@@ -17,7 +17,9 @@ Per duty cycle (:meth:`LeaderReplicator.do_work`, on the replication agent's thr
    fsync thread (``request_flush``, :mod:`~aeromq.broker.replication.log_flusher`) while this
    thread goes on sending and taking ACKs (the followers may receive bytes the leader has not
    fsynced yet: the HW is the minimum over the ISR, the leader's fsynced offset included), or
-   inline when no flusher is given (tests);
+   inline when no flusher is given (tests); after its fsync that thread wakes the agent only when
+   the fsync may move the HW (:meth:`LeaderReplicator.flush_may_commit`), which it seldom does:
+   the followers' ACKs come later;
 4. the high watermark (:mod:`~aeromq.broker.replication.isr`) is computed over the counted ISR
    and handed to ``store.set_high_watermark`` (sends complete, consumers see), only while the
    fence allows and the committed ISR has ``min_isr`` members;
@@ -49,6 +51,8 @@ _log = logging.getLogger(__name__)
 _MAX_FRAMES_PER_FOLLOWER: Final = 64
 """Frames sent to one follower per duty cycle at most (the others get their turn)."""
 _ISR_CHECK_INTERVAL_NS: Final = 100_000_000
+_NO_FLOOR: Final = 1 << 63
+"""The followers' floor when the counted ISR has no follower (a group of one)."""
 
 
 def replication_channel(endpoint: str) -> str:
@@ -154,6 +158,9 @@ class LeaderReplicator:
         self._started_ns = now_ns
         self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
         self.high_watermark = log.committed_offset
+        self.followers_floor = 0
+        """The HW the counted ISR's followers allow (the lowest fsynced offset they acked), as
+        of the agent's last duty cycle: read by the fsync thread (:meth:`flush_may_commit`)."""
         self.frames_sent = 0
         self.offers = 0
         """Frames offered (APPENDs and HEARTBEATs): the agent wakes the driver when it moved."""
@@ -300,13 +307,25 @@ class LeaderReplicator:
                 sent = 1
         return sent
 
+    def flush_may_commit(self) -> bool:
+        """Whether the leader's flushed offset may now move the HW: the followers' floor (as
+        of the agent's last cycle) is above the HW, so the leader's own fsync was what held it.
+        Caller: the fsync thread, after each fsync; the agent is woken only then (the
+        followers' ACKs, which come later, usually move the HW). The agent stores the floor
+        before it reads the flushed offset, the fsync thread stores the flushed offset before
+        it reads the floor (each one attribute, in program order under the GIL), so one of the
+        two sees both: a move is never missed."""
+        log = self._log
+        return min(log.flushed_physical_offset, self.followers_floor) > self.high_watermark
+
     def _advance_high_watermark(self) -> int:
         isr = self.isr
         if not isr.enough:
             return 0
         log = self._log
+        floor = self.followers_floor = isr.high_watermark(_NO_FLOOR, self.followers)
         own = min(log.flushed_physical_offset, log.max_physical_offset)
-        hw = isr.high_watermark(own, self.followers)
+        hw = min(own, floor)
         if hw <= self.high_watermark or not self._fence.may_act():
             return 0
         log.set_high_watermark(hw)

@@ -260,3 +260,25 @@ def test_should_ask_a_silent_follower_out_of_the_isr(cluster: _Cluster) -> None:
     threading.Event().wait(0.05)
     leader.agent.on_group(GroupSnapshot(GroupState(0, 2, (0,), 1), members, lead=True))
     wait_until(lambda: leader.log.committed_offset == 64)
+
+
+def test_should_ack_from_the_fsync_thread_and_wake_the_leader_only_when_its_fsync_commits(
+    cluster: _Cluster,
+) -> None:
+    leader = cluster.add(0, MemoryLog())
+    follower = cluster.add(1, MemoryLog())
+    cluster.tell(GroupState(0, 1, (0, 1), 2))
+    wait_until(lambda: leader.agent.role is Role.LEADER)
+    fetcher = follower.agent.fetcher
+    assert fetcher is not None
+
+    for i in range(5):
+        leader.log.append(bytes([i]) * 3000)
+        end = leader.log.max_physical_offset
+        wait_until(lambda: leader.log.committed_offset == end)  # noqa: B023
+
+    assert fetcher.flush_acks >= 1  # ACKs offered by the follower's fsync thread
+    replicator = leader.agent.replicator
+    assert replicator is not None
+    wait_until(lambda: replicator.followers_floor == end)
+    assert not replicator.flush_may_commit()  # the HW is at the floor: no wake-up owed

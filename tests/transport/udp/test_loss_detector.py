@@ -6,6 +6,7 @@ import random
 
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.driver.udp.loss_detector import (
+    TIMER_INACTIVE,
     LossDetector,
     OptimalMulticastDelayGenerator,
     StaticDelayGenerator,
@@ -53,6 +54,18 @@ def test_should_nak_a_gap_after_the_delay_then_at_the_retry_interval() -> None:
     assert len(gaps) == 1
     detector.scan(term, 128, 320, 1_100, MASK, BITS, INITIAL_TERM_ID)
     assert gaps[-1] == (INITIAL_TERM_ID, 128, 128) and len(gaps) == 2
+
+
+def test_should_stop_the_nak_timer_once_the_gap_fills() -> None:
+    detector, gaps = _detector()
+    term = _term_with_frames(0, 64, 256)  # 128..256 missing
+    detector.scan(term, 0, 320, 0, MASK, BITS, INITIAL_TERM_ID)
+    assert detector.expiry_ns != TIMER_INACTIVE
+    term.put_int32(128, 128)  # the retransmission came
+    assert detector.scan(term, 128, 320, 50, MASK, BITS, INITIAL_TERM_ID) == (320, False)
+    assert detector.expiry_ns == TIMER_INACTIVE
+    assert detector.scan(term, 320, 320, 60, MASK, BITS, INITIAL_TERM_ID) == (320, False)
+    assert detector.expiry_ns == TIMER_INACTIVE and gaps == []
 
 
 def test_should_move_on_to_the_next_gap_when_one_fills() -> None:

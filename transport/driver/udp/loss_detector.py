@@ -5,7 +5,10 @@ up to the high-water mark (within one term), the term gap scanner finds the firs
 that is not the one already being tracked becomes the active gap and starts a timer from the
 delay generator; when the timer expires the gap is reported (the image sends a NAK) and the
 timer restarts with the retry delay. When the hole fills, the scan moves past it and the next
-hole (if any) becomes active.
+hole (if any) becomes active; a scan that finds no hole stops the timer (``expiry_ns`` back to
+:data:`TIMER_INACTIVE`: an image with a timer running owes a NAK soon, which keeps a settled
+driver from its long park; a timer left running after the one loss it timed kept the driver
+of every replica that ever lost a datagram waking about twice as often for good).
 
 Delays, as Aeron's defaults:
 
@@ -36,6 +39,7 @@ __all__ = [
 ]
 
 TIMER_INACTIVE = -1
+"""``LossDetector.expiry_ns`` while no gap is timed."""
 
 
 class FeedbackDelayGenerator(Protocol):
@@ -137,6 +141,7 @@ class LossDetector:
         """Scan from ``rebuild_position``; return ``(rebuild term offset, loss found)``."""
         rebuild_offset = rebuild_position & term_length_mask
         if rebuild_position >= hwm_position:
+            self.expiry_ns = TIMER_INACTIVE  # no gap: no NAK owed (an image's owes_soon)
             return rebuild_offset, False
         rebuild_term_count = rebuild_position >> position_bits_to_shift
         hwm_term_count = hwm_position >> position_bits_to_shift
@@ -158,6 +163,8 @@ class LossDetector:
                 self._activate_gap(now_ns)
                 loss_found = True
             self._check_timer_expiry(now_ns)
+        else:
+            self.expiry_ns = TIMER_INACTIVE
         return rebuild_offset, loss_found
 
     def _on_scanned_gap(self, term_id: int, term_offset: int, length: int) -> None:
