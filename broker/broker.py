@@ -51,7 +51,7 @@ from aeromq.broker.session import (
     SessionServerConfig,
     session_idle_strategy,
 )
-from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
+from aeromq.broker.store import MessageStore, RecoveryReport
 from aeromq.broker.timer import TimerService
 from aeromq.broker.transaction import TRANSACTION_SERVICE, TransactionService, TransactionServicer
 from aeromq.common import ResponseCode
@@ -61,7 +61,7 @@ from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
-__all__ = ["Broker", "describe_recovery"]
+__all__ = ["Broker"]
 
 _log = logging.getLogger(__name__)
 
@@ -77,55 +77,6 @@ _ERROR_CODES: Final = (
     ResponseCode.SYSTEM_ERROR,
     ResponseCode.FLUSH_DISK_TIMEOUT,
 )
-
-
-def describe_recovery(
-    report: RecoveryReport, flush_mode: FlushMode, flush_interval_ms: int, *, group: bool = False
-) -> str:
-    """One line on what recovery found, for the operator (logged and printed at start);
-    ``group``: the store of a broker group's member (what it acknowledged is on the ISR)."""
-    if report.end_offset == 0 and report.records_scanned == 0 and report.truncated_at is None:
-        return "recovery: a new, empty store"
-    clamped = (
-        f", lowered {report.offsets_clamped} committed consumer offsets to their queue's end"
-        if report.offsets_clamped
-        else ""
-    )
-    if report.clean_shutdown and report.truncated_at is None:
-        return (
-            f"recovery: clean shutdown, log ends at {report.end_offset}{clamped} "
-            f"({report.duration_ms:.0f} ms)"
-        )
-    parts = [
-        "recovery: the previous run did not shut down cleanly",
-        f"scanned {report.records_scanned} records from offset {report.scanned_from}",
-        f"re-dispatched {report.records_redispatched}",
-        f"log ends at {report.end_offset}",
-    ]
-    if report.truncated_at is not None:
-        parts.append(
-            f"truncated a torn tail at {report.truncated_at} ({report.truncated_check}), "
-            f"zeroed {report.zeroed_bytes} bytes"
-        )
-    else:
-        parts.append("no torn record")
-    if report.queue_entries_dropped:
-        parts.append(f"dropped {report.queue_entries_dropped} queue entries past the end")
-    if report.offsets_clamped:
-        parts.append(clamped.removeprefix(", "))
-    if group:
-        parts.append(
-            "group member: every acknowledged message is on the group's in-sync replicas; "
-            "this member catches up from the leader"
-        )
-    elif flush_mode is FlushMode.ASYNC:
-        parts.append(
-            f"ASYNC flush: acknowledged messages of at most the last {flush_interval_ms} ms "
-            "before the crash may be lost"
-        )
-    else:
-        parts.append("SYNC flush: every acknowledged message is durable")
-    return "; ".join(parts)
 
 
 class Broker:
@@ -202,8 +153,8 @@ class Broker:
         store = self.store = MessageStore(config.to_store_config())
         report = self.recovery_report = store.start()
         self.broker_id = load_or_create_broker_id(config.data_dir, config.file_mode)
-        message = describe_recovery(
-            report, config.flush_mode, config.flush_interval_ms, group=config.group_mode
+        message = report.describe(
+            config.flush_mode, config.flush_interval_ms, group=config.group_mode
         )
         if (report.clean_shutdown or report.end_offset == 0) and report.truncated_at is None:
             _log.info("%s", message)

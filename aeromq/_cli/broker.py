@@ -28,7 +28,7 @@ from pathlib import Path
 from aeromq._cli.options import command_parser, setup_logging
 from aeromq._cli.serve import serve, stop_on_signals
 from aeromq.broker import BrokerConfig, BrokerConfigError, BrokerError, write_run_file
-from aeromq.broker.broker import Broker, describe_recovery
+from aeromq.broker.broker import Broker
 from aeromq.broker.config import add_arguments
 from aeromq.common import missing_native_modules
 from aeromq.transport import TransportError
@@ -94,11 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = broker.recovery_report
             if report is not None:
                 print(
-                    describe_recovery(
-                        report,
-                        config.flush_mode,
-                        config.flush_interval_ms,
-                        group=config.group_mode,
+                    report.describe(
+                        config.flush_mode, config.flush_interval_ms, group=config.group_mode
                     )
                 )
             udp = broker.udp_ingress

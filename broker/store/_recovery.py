@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from aeromq.broker._errors import StoreError
 from aeromq.broker.store._checkpoint import Checkpoint
 from aeromq.broker.store._commit_log import CommitLog, LogCheck, check_at
+from aeromq.broker.store._config import FlushMode
 from aeromq.broker.store._dispatch import dispatch_batch, read_head
 from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._queue_table import ConsumeQueueTable
@@ -64,6 +65,54 @@ class RecoveryReport:
     queue_gaps: int
     duration_ms: float
     offsets_clamped: int = 0  # committed consumer offsets lowered to their queue's end
+
+    def describe(
+        self, flush_mode: FlushMode, flush_interval_ms: int, *, group: bool = False
+    ) -> str:
+        """One line on what recovery found, for the operator (logged and printed at start);
+        ``group``: the store of a broker group's member (what it acknowledged is on the ISR)."""
+        if self.end_offset == 0 and self.records_scanned == 0 and self.truncated_at is None:
+            return "recovery: a new, empty store"
+        clamped = (
+            f", lowered {self.offsets_clamped} committed consumer offsets to their queue's end"
+            if self.offsets_clamped
+            else ""
+        )
+        if self.clean_shutdown and self.truncated_at is None:
+            return (
+                f"recovery: clean shutdown, log ends at {self.end_offset}{clamped} "
+                f"({self.duration_ms:.0f} ms)"
+            )
+        parts = [
+            "recovery: the previous run did not shut down cleanly",
+            f"scanned {self.records_scanned} records from offset {self.scanned_from}",
+            f"re-dispatched {self.records_redispatched}",
+            f"log ends at {self.end_offset}",
+        ]
+        if self.truncated_at is not None:
+            parts.append(
+                f"truncated a torn tail at {self.truncated_at} ({self.truncated_check}), "
+                f"zeroed {self.zeroed_bytes} bytes"
+            )
+        else:
+            parts.append("no torn record")
+        if self.queue_entries_dropped:
+            parts.append(f"dropped {self.queue_entries_dropped} queue entries past the end")
+        if self.offsets_clamped:
+            parts.append(clamped.removeprefix(", "))
+        if group:
+            parts.append(
+                "group member: every acknowledged message is on the group's in-sync replicas; "
+                "this member catches up from the leader"
+            )
+        elif flush_mode is FlushMode.ASYNC:
+            parts.append(
+                f"ASYNC flush: acknowledged messages of at most the last {flush_interval_ms} ms "
+                "before the crash may be lost"
+            )
+        else:
+            parts.append("SYNC flush: every acknowledged message is durable")
+        return "; ".join(parts)
 
 
 def recover(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker.broker import Broker, describe_recovery
+from aeromq.broker.broker import Broker
 from aeromq.broker.config import BrokerConfig
 from aeromq.broker.store import FlushMode, RecoveryReport
 from aeromq.client.grpc_client import GrpcClient
@@ -42,14 +42,14 @@ def _config(data_dir: Path, **overrides: object) -> BrokerConfig:
 
 def test_should_describe_each_kind_of_recovery() -> None:
     fresh = dataclasses.replace(REPORT, end_offset=0, records_scanned=0)
-    assert describe_recovery(fresh, FlushMode.ASYNC, 500) == "recovery: a new, empty store"
+    assert fresh.describe(FlushMode.ASYNC, 500) == "recovery: a new, empty store"
     clean = dataclasses.replace(REPORT, clean_shutdown=True)
-    assert describe_recovery(clean, FlushMode.ASYNC, 500).startswith("recovery: clean shutdown")
-    crashed = describe_recovery(REPORT, FlushMode.ASYNC, 500)
+    assert clean.describe(FlushMode.ASYNC, 500).startswith("recovery: clean shutdown")
+    crashed = REPORT.describe(FlushMode.ASYNC, 500)
     assert "did not shut down cleanly" in crashed and "re-dispatched 3" in crashed
     assert "no torn record" in crashed and "at most the last 500 ms" in crashed
     torn = dataclasses.replace(REPORT, truncated_at=850, truncated_check="BAD_CRC", zeroed_bytes=50)
-    text = describe_recovery(torn, FlushMode.SYNC, 500)
+    text = torn.describe(FlushMode.SYNC, 500)
     assert "truncated a torn tail at 850 (BAD_CRC), zeroed 50 bytes" in text
     assert "SYNC flush: every acknowledged message is durable" in text
 
