@@ -10,8 +10,8 @@ checkpoint at start. Due times and the delay levels: :func:`due_time`, :data:`DE
 Modules: ``_delays`` (names, levels, the due time), ``_redirect`` (the store hook),
 ``_records`` (a held record's property string), ``_queue_io`` (the timer queue's reads and the
 put-backs, as record batches), ``_index`` (the heap by due time), ``_ledger`` (delivered marks),
-``_checkpoint`` (their file), ``_dedupe`` (put-backs after the checkpoint), ``_service`` (the
-thread).
+``_checkpoint`` (their file), ``_checkpoint_writer`` (its thread), ``_dedupe`` (put-backs after
+the checkpoint), ``_service`` (the thread).
 """
 
 from aeromq.broker.timer._checkpoint import TimerCheckpoint

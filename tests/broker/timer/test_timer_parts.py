@@ -20,6 +20,7 @@ from aeromq.broker.timer import (
     due_time,
     level_delay_ms,
 )
+from aeromq.broker.timer._checkpoint_writer import CheckpointWriter
 from aeromq.broker.timer._index import TimerIndex
 from aeromq.broker.timer._ledger import DeliveryLedger
 from aeromq.common import RecordBatch, encode_batch, stored_properties
@@ -136,3 +137,27 @@ def test_should_refuse_a_marked_batch_due_beyond_the_max_delay() -> None:
         "delay_ms=61000 max_delay_ms=60000 topic='orders'"
     )
     assert TimerRedirector(60_000).problem(batch, "orders", NOW) == refused
+
+
+def test_should_write_the_newest_checkpoint_offered_on_its_own_thread(tmp_path: Path) -> None:
+    path = tmp_path / "timer" / "checkpoint.json"
+    writer = CheckpointWriter(path, 0o600)
+    writer.start()
+    for low in range(1, 6):
+        writer.offer(TimerCheckpoint(low, b"\x01", low * 100))
+    assert writer.close()  # stops the thread, then writes what is still pending
+    assert TimerCheckpoint.load(path) == TimerCheckpoint(5, b"\x01", 500)
+    assert 1 <= writer.saved <= 5
+
+
+def test_should_keep_a_checkpoint_it_cannot_write_until_it_can(tmp_path: Path) -> None:
+    blocker = tmp_path / "timer"
+    blocker.write_text("a file where the directory should be")
+    path = blocker / "checkpoint.json"
+    writer = CheckpointWriter(path, 0o600)
+    writer.offer(TimerCheckpoint(3, b"", 42))
+    assert not writer.drain()
+    assert writer.failed == 1
+    blocker.unlink()
+    assert writer.drain()  # the failed one, kept
+    assert TimerCheckpoint.load(path) == TimerCheckpoint(3, b"", 42)
