@@ -47,7 +47,7 @@ from aeromq.broker.timer._delays import DEFAULT_MAX_DELAY_MS, TIMER_QUEUE_ID, TI
 from aeromq.broker.timer._index import TimerIndex
 from aeromq.broker.timer._ledger import DeliveryLedger
 from aeromq.broker.timer._queue_io import batch_key, put_back, read_queue
-from aeromq.broker.timer._records import Held
+from aeromq.broker.timer._records import Held, HeldTuple
 from aeromq.broker.timer._redirect import TimerRedirector
 from aeromq.common import PROPERTY_UNIQ_KEY, decode_properties
 
@@ -97,7 +97,7 @@ class TimerService:
         self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._path = Path(store.config.data_dir) / CHECKPOINT_NAME
         self._writer = CheckpointWriter(self._path, store.config.file_mode)
-        self._index: TimerIndex[Held] = TimerIndex()
+        self._index: TimerIndex[HeldTuple] = TimerIndex()  # records packed: not traced by gc
         self._ledger = DeliveryLedger()
         self._recovered: set[DeliveredKey] = set()
         self._read_offset = 0
@@ -242,7 +242,7 @@ class TimerService:
             return
         if held.due_ms - now_ms <= self.hold_horizon_ms and self._held_bytes < self.hold_max_bytes:
             self._held_bytes += _size(held)
-            self._index.add(held.due_ms, offset, held)
+            self._index.add(held.due_ms, offset, held.packed())
         else:
             self._index.add(held.due_ms, offset)
 
@@ -251,15 +251,16 @@ class TimerService:
         self._ledger.mark(offset)
         self.dropped += 1
 
-    def _deliver(self, due: list[tuple[int, int, Held | None]]) -> None:
+    def _deliver(self, due: list[tuple[int, int, HeldTuple | None]]) -> None:
         """Put the due entries back to their queues, a batch per queue in due order."""
         groups: dict[tuple[str, int, int, bytes, int, int], list[tuple[int, Held]]] = {}
         for _, offset, kept in due:
+            held = self._reread(offset) if kept is None else Held.unpacked(kept)
+            if held is None:
+                continue
             if kept is not None:
-                self._held_bytes -= _size(kept)
-            held = kept if kept is not None else self._reread(offset)
-            if held is not None:
-                groups.setdefault(batch_key(held), []).append((offset, held))
+                self._held_bytes -= _size(held)
+            groups.setdefault(batch_key(held), []).append((offset, held))
         for entries in groups.values():
             status = put_back(self._store, [held for _, held in entries]).status
             if status in _RETRIED:

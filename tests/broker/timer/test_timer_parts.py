@@ -3,6 +3,7 @@ marks, their checkpoint file, and the redirect of a marked batch into the timer 
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from aeromq.broker.timer import (
 from aeromq.broker.timer._checkpoint_writer import CheckpointWriter
 from aeromq.broker.timer._index import TimerIndex
 from aeromq.broker.timer._ledger import DeliveryLedger
+from aeromq.broker.timer._records import Held
 from aeromq.common import RecordBatch, encode_batch, stored_properties
 from aeromq.common.record_batch import PRODUCER_STATE_FLAG, TIMER_FLAG
 
@@ -161,3 +163,11 @@ def test_should_keep_a_checkpoint_it_cannot_write_until_it_can(tmp_path: Path) -
     blocker.unlink()
     assert writer.drain()  # the failed one, kept
     assert TimerCheckpoint.load(path) == TimerCheckpoint(3, b"", 42)
+
+
+def test_should_hold_records_as_tuples_the_collector_stops_tracking() -> None:
+    held = Held("orders", 1, NOW, b"body", None, b"UNIQ_KEY\x01u1\x02", 0, NOW, b"h" * 8, 0, 0)
+    packed = held.packed()
+    gc.collect()
+    assert not gc.is_tracked(packed)  # a full collection does not walk the held records
+    assert Held.unpacked(packed) == held
