@@ -46,7 +46,7 @@ from aeromq.broker.timer._dedupe import DeliveredKey, delivered_after
 from aeromq.broker.timer._delays import DEFAULT_MAX_DELAY_MS, TIMER_QUEUE_ID, TIMER_TOPIC
 from aeromq.broker.timer._index import TimerIndex
 from aeromq.broker.timer._ledger import DeliveryLedger
-from aeromq.broker.timer._queue_io import batch_key, put_back, read_queue
+from aeromq.broker.timer._queue_io import batch_key, put_back, read_offsets, read_queue
 from aeromq.broker.timer._records import Held, HeldTuple
 from aeromq.broker.timer._redirect import TimerRedirector
 from aeromq.common import PROPERTY_UNIQ_KEY, decode_properties
@@ -58,6 +58,15 @@ _log = logging.getLogger(__name__)
 _READ_COUNT: Final = 1024
 _READS_PER_ROUND: Final = 8
 _DELIVER_PER_ROUND: Final = 8192
+_WARM_PER_ROUND: Final = 256
+"""Cold entries read ahead of their due time per round (about 4 ms: rounds deliver in between)."""
+_WARM_AHEAD_MS: Final = 1_000
+"""Once the earliest cold entry is within the horizon, those due up to this much later are read
+ahead too: a read decodes whole batches, a second's entries at a time share them (a few
+entries a round each decoded their batch again: the put-back's lateness p99 fell from 280 to
+~60 ms at 5,000 cold entries due a second)."""
+_WARM_FREE_FRACTION: Final = 8
+"""Warming starts again once an eighth of ``hold_max_bytes`` is free (not a record at a time)."""
 _FOLLOWER_WAIT_S: Final = 1.0
 """How often a follower looks whether it leads now (it has nothing to deliver until then)."""
 _RETRIED: Final = frozenset(
@@ -116,6 +125,11 @@ class TimerService:
     def pending(self) -> int:
         """Timer messages read and not delivered yet (0 on a follower)."""
         return len(self._index)
+
+    @property
+    def cold(self) -> int:
+        """Pending timer messages held without their record (read again before they are due)."""
+        return self._index.cold
 
     def start(self) -> None:
         """Hook the store's put path and arrivals, and start the thread."""
@@ -178,6 +192,7 @@ class TimerService:
             due = self._index.pop_due(now_ms, _DELIVER_PER_ROUND)
             if due:
                 self._deliver(due)
+        more = self._warm(now_ms) or more
         now_ms = self._clock_ms()
         if self._ledger.changes != self._saved_changes and (
             now_ms - self._saved_at_ms >= self.checkpoint_interval_ms
@@ -187,6 +202,9 @@ class TimerService:
             return 0.0
         next_ms = self._index.next_due_ms()
         wait_ms = float("inf") if next_ms is None else max(next_ms, self._retry_at_ms) - now_ms
+        cold_ms = self._index.next_cold_ms()
+        if cold_ms is not None and self._may_warm():
+            wait_ms = min(wait_ms, cold_ms - self.hold_horizon_ms - now_ms)
         if self._ledger.changes != self._saved_changes:
             wait_ms = min(wait_ms, self.checkpoint_interval_ms)
         if wait_ms == float("inf"):
@@ -246,6 +264,30 @@ class TimerService:
         else:
             self._index.add(held.due_ms, offset)
 
+    def _may_warm(self) -> bool:
+        return self._held_bytes < self.hold_max_bytes - self.hold_max_bytes // _WARM_FREE_FRACTION
+
+    def _warm(self, now_ms: int) -> bool:
+        """Read ahead the cold entries due within the hold horizon, to be held until due (up
+        to ``hold_max_bytes``); whether more are waiting."""
+        if not self._index.cold or not self._may_warm():
+            return False
+        next_ms = self._index.next_cold_ms()
+        if next_ms is None or next_ms > now_ms + self.hold_horizon_ms:
+            return False
+        cold = self._index.pop_cold(now_ms + self.hold_horizon_ms + _WARM_AHEAD_MS, _WARM_PER_ROUND)
+        read = self._reread([offset for _, offset in cold])
+        for due_ms, offset in cold:
+            held = read.get(offset)
+            if held is None:
+                continue  # dropped
+            if self._held_bytes < self.hold_max_bytes:
+                self._held_bytes += _size(held)
+                self._index.add(due_ms, offset, held.packed())
+            else:
+                self._index.add(due_ms, offset)
+        return len(cold) == _WARM_PER_ROUND and self._may_warm()
+
     def _drop(self, offset: int, why: str) -> None:
         _log.error("timer: dropped an entry that %s: queue_offset=%d", why, offset)
         self._ledger.mark(offset)
@@ -254,8 +296,10 @@ class TimerService:
     def _deliver(self, due: list[tuple[int, int, HeldTuple | None]]) -> None:
         """Put the due entries back to their queues, a batch per queue in due order."""
         groups: dict[tuple[str, int, int, bytes, int, int], list[tuple[int, Held]]] = {}
+        cold = [offset for _, offset, kept in due if kept is None]
+        read = self._reread(cold) if cold else {}
         for _, offset, kept in due:
-            held = self._reread(offset) if kept is None else Held.unpacked(kept)
+            held = read.get(offset) if kept is None else Held.unpacked(kept)
             if held is None:
                 continue
             if kept is not None:
@@ -287,14 +331,17 @@ class TimerService:
             for offset, _ in entries:
                 self._ledger.mark(offset)
 
-    def _reread(self, offset: int) -> Held | None:
-        for at, held in read_queue(self._store, offset, 1).records:
-            if at == offset:
-                if held is None:
-                    self._drop(offset, "cannot be read")
-                return held
-        self._drop(offset, "is gone from the store (retention?)")
-        return None
+    def _reread(self, offsets: list[int]) -> dict[int, Held | None]:
+        """The records at ``offsets`` read again, in runs (``read_offsets``); those that cannot
+        be read or are gone are dropped (None, or absent)."""
+        offsets.sort()
+        read = read_offsets(self._store, offsets)
+        for offset in offsets:
+            if offset not in read:
+                self._drop(offset, "is gone from the store (retention?)")
+            elif read[offset] is None:
+                self._drop(offset, "cannot be read")
+        return read
 
     def _checkpoint(self) -> None:
         """Hand the marks to the writer's thread (``_checkpoint_writer``): not waited for."""

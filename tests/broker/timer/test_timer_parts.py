@@ -69,6 +69,20 @@ def test_should_give_the_due_entries_earliest_first_and_hold_the_rest() -> None:
     assert index.pop_due(49, limit=10) == []
 
 
+def test_should_give_cold_entries_to_warm_before_they_are_due() -> None:
+    index: TimerIndex[str] = TimerIndex()
+    index.add(40, 0)
+    index.add(20, 1)
+    index.add(10, 2, "held")
+    index.add(90, 3)
+    assert index.cold == 3 and index.next_cold_ms() == 20
+    assert index.pop_cold(50, limit=10) == [(20, 1), (40, 0)]
+    index.add(20, 1, "warmed")
+    assert index.pop_due(30, limit=10) == [(10, 2, "held"), (20, 1, "warmed")]
+    assert index.cold == 1 and index.next_due_ms() == 90
+    assert index.pop_due(100, limit=10) == [(90, 3, None)]
+
+
 def test_should_move_the_low_mark_past_consecutive_deliveries() -> None:
     ledger = DeliveryLedger(low=5)
     ledger.mark(7)

@@ -3,6 +3,7 @@ before; delay levels; refused and past times; a send-back to a retry topic; a re
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from aeromq.broker.store import InboundMessage, PutMessageStatus, TopicConfig
@@ -74,6 +75,24 @@ def test_should_read_a_message_again_when_it_was_not_kept_from_the_first_read(
     store.put_messages([_timer_message("t", base + i, bytes([i + 1])) for i in range(3)])
     delivered = wait_for_count(store, "t", 3, queue_id=1)
     assert [m.body for m in delivered] == [b"\x01", b"\x02", b"\x03"]
+
+
+def test_should_read_ahead_a_message_due_beyond_the_hold_horizon_before_it_is_due(
+    open_timer_store: Callable[..., TimerStore],
+) -> None:
+    store, service = open_timer_store(hold_horizon_ms=200)
+    base = now_ms() + 1_500
+    store.put_messages([_timer_message("t", base + i, bytes([i + 1])) for i in range(3)])
+    deadline = time.monotonic() + 10
+    while service.pending < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert service.cold == 3  # due beyond the horizon when read: not held
+    while service.cold and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert service.pending == 3 or now_ms() >= base  # read ahead, or due already
+    delivered = wait_for_count(store, "t", 3, queue_id=1)
+    assert [m.body for m in delivered] == [b"\x01", b"\x02", b"\x03"]
+    assert all(int(m.properties[PROPERTY_TIMER_OUT_MS]) <= m.store_timestamp_ms for m in delivered)
 
 
 def test_should_deliver_a_time_in_the_past_at_once(
