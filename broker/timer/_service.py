@@ -4,17 +4,20 @@ The store holds a timer message under :data:`~broker.timer.TIMER_TOPIC` (``_redi
 service, on its own thread, reads that topic's queue in order into a heap by due time
 (``_index``) and sleeps until the earliest due time, or until a timer message arrives (the
 store's arrival listener wakes it: a new message may be due earlier); with nothing pending it
-sleeps until one arrives. When an entry is due it takes the record (kept from the read when due
-within ``hold_horizon_ms`` while the records kept hold less than ``hold_max_bytes``, else read
-again), puts back the producer's properties without the
-timer's (``_records``) and with ``TIMER_OUT_MS`` (its due time), to its real topic and queue,
-one batch per queue and round (``_queue_io``), through the store's own put path: so a broker
-group replicates the put-backs as any batch. An entry is never put back before its due time by
-this host's clock.
+sleeps until one arrives. When an entry is due it takes the record: kept from the read when
+due within ``hold_horizon_ms`` while the records kept hold less than ``hold_max_bytes``; else
+read ahead once due within the horizon, a second's entries at a time and in runs of nearby
+offsets (``_warm``), or read in runs when due (a record read alone decodes its whole batch). It
+puts back the producer's properties without the timer's (``_records``) and with
+``TIMER_OUT_MS`` (its due time), to its real topic and queue, one batch per queue and round
+(``_queue_io``), through the store's own put path: so a broker group replicates the put-backs
+as any batch. An entry is never put back before its due time by this host's clock. The index
+keeps records as plain tuples (``Held.packed``), which the collector does not walk.
 
 Delivered entries are marked (``_ledger``) and checkpointed every ``checkpoint_interval_ms`` and
 at stop (``_checkpoint``), the file written on a thread of its own (``_checkpoint_writer``: its
-``fsync`` took up to 280 ms under load, and every message due meanwhile waited with it). On start, and whenever this broker starts to lead its group, the
+``fsync`` took up to 280 ms under load, and every message due meanwhile waited with it). On
+start, and whenever this broker starts to lead its group, the
 service loads the checkpoint, looks in the log after it for re-puts a crash kept out of it
 (``_dedupe``), and reads the timer queue from the oldest undelivered entry again: after a
 SIGKILL every pending message is still delivered, none early, and a message re-put just before
