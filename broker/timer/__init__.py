@@ -32,7 +32,7 @@ from aeromq.broker.timer._delays import (
     level_delay_ms,
 )
 from aeromq.broker.timer._redirect import TimerRedirector, timer_problem
-from aeromq.broker.timer._service import TimerService
+from aeromq.broker.timer._service import TIMER_THREAD_NAME, TimerService
 
 __all__ = [
     "DEFAULT_MAX_DELAY_MS",
@@ -45,6 +45,7 @@ __all__ = [
     "PROPERTY_TIMER_OUT_MS",
     "TIMER_PROPERTIES",
     "TIMER_QUEUE_ID",
+    "TIMER_THREAD_NAME",
     "TIMER_TOPIC",
     "DueTime",
     "TimerCheckpoint",

@@ -29,10 +29,13 @@ from pathlib import Path
 
 from aeromq.broker._errors import StoreError
 from aeromq.broker.timer._checkpoint import TimerCheckpoint
+from aeromq.transport.util import name_os_thread
 
 __all__ = ["CheckpointWriter"]
 
 _log = logging.getLogger(__name__)
+
+_THREAD_NAME = "aeromq-timer-cp"  # the kernel keeps 15 bytes
 
 
 class CheckpointWriter:
@@ -55,9 +58,7 @@ class CheckpointWriter:
         if self._thread is not None:
             return
         self._closing = False
-        self._thread = threading.Thread(
-            target=self._run, name="aeromq-timer-checkpoint", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=_THREAD_NAME, daemon=True)
         self._thread.start()
 
     def offer(self, checkpoint: TimerCheckpoint) -> None:
@@ -85,6 +86,7 @@ class CheckpointWriter:
         return self.drain()
 
     def _run(self) -> None:
+        name_os_thread(_THREAD_NAME)
         while True:
             with self._cond:
                 while not self._offered and not self._closing:

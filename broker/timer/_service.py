@@ -53,11 +53,15 @@ from aeromq.broker.timer._queue_io import batch_key, put_back, read_offsets, rea
 from aeromq.broker.timer._records import Held, HeldTuple
 from aeromq.broker.timer._redirect import TimerRedirector
 from aeromq.common import PROPERTY_UNIQ_KEY, decode_properties
+from aeromq.transport.util import name_os_thread
 
-__all__ = ["TimerService"]
+__all__ = ["TIMER_THREAD_NAME", "TimerService"]
 
 _log = logging.getLogger(__name__)
 
+TIMER_THREAD_NAME: Final = "aeromq-timer"
+"""The service thread's name, in the kernel too (``/proc/PID/task/TID/comm``: ``bench timer``
+reads its CPU and its wait for a core there)."""
 _READ_COUNT: Final = 1024
 _READS_PER_ROUND: Final = 8
 _DELIVER_PER_ROUND: Final = 8192
@@ -141,7 +145,7 @@ class TimerService:
         self._store.timer_redirect = self.redirector
         self._store.add_arrival_listener(self._on_arrival)
         self._writer.start()
-        self._thread = threading.Thread(target=self._run, name="aeromq-timer", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=TIMER_THREAD_NAME, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -167,6 +171,7 @@ class TimerService:
                 self._cond.notify()
 
     def _run(self) -> None:
+        name_os_thread(TIMER_THREAD_NAME)
         while not self._stopping:
             timeout_s: float | None
             try:
