@@ -316,8 +316,9 @@ class TimerService:
         for entries in groups.values():
             status = put_back(self._store, [held for _, held in entries]).status
             if status in _RETRIED:
-                for offset, held in entries:
-                    self._index.add(held.due_ms, offset)
+                for offset, held in entries:  # held again: not read again when retried
+                    self._held_bytes += _size(held)
+                    self._index.add(held.due_ms, offset, held.packed())
                 self._retry_at_ms = self._clock_ms() + self.retry_interval_ms
                 _log.warning(
                     "timer: put-back refused, trying again in %d ms: status=%s topic=%r",

@@ -6,7 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from aeromq.broker.store import InboundMessage, PutMessageStatus, TopicConfig
+import pytest
+
+from aeromq.broker.store import InboundMessage, PutMessageResult, PutMessageStatus, TopicConfig
 from aeromq.broker.timer import (
     PROPERTY_DELAY,
     PROPERTY_REAL_QUEUE_ID,
@@ -190,3 +192,27 @@ def test_should_hold_a_compressed_batch_plain_and_deliver_its_bodies(
     assert [m.body for m in read_all(store, TIMER_TOPIC)] == bodies  # held plain
     delivered = wait_for_count(store, "orders", 40, queue_id=1)
     assert [m.body for m in delivered] == bodies
+
+
+def test_should_put_back_again_after_a_refusal_that_may_pass(
+    open_timer_store: Callable[..., TimerStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, service = open_timer_store(retry_interval_ms=100)
+    put_batch = store.put_batch
+    refusals: list[str] = []
+
+    def refuse_once(
+        batch: bytes | bytearray | memoryview, topic: str, queue_id: int
+    ) -> PutMessageResult:
+        if topic == "t" and not refusals:
+            refusals.append(topic)
+            return PutMessageResult(PutMessageStatus.DISK_FULL)
+        return put_batch(batch, topic, queue_id)
+
+    due_ms = now_ms() + 300
+    store.put_message(_timer_message("t", due_ms, b"\x07"))
+    monkeypatch.setattr(store, "put_batch", refuse_once)  # the put-backs only
+    delivered = wait_for_count(store, "t", 1, queue_id=1)
+    assert [m.body for m in delivered] == [b"\x07"] and refusals == ["t"]
+    assert delivered[0].store_timestamp_ms >= due_ms + 100  # after the retry interval
+    assert service.delivered == 1 and service.pending == 0
