@@ -12,7 +12,12 @@ is about) and ``polled`` (the consumer's clock when ``poll()`` returned it minus
 with the consumer's long poll and its batches). None may be early (``early`` in ``extra``: how
 many were put back before their time; 0 unless the timer is broken). ``extra`` also has the
 broker's CPU per message over the whole run (the redirect into the timer topic, the index, the
-put-back), the load average before and after. ``--quick``: 10,000 messages over 5 s.
+put-back), the load average before and after, and the timer thread's own figures from the kernel
+(``/proc/PID/task/TID/schedstat`` of the thread named ``TIMER_THREAD_NAME``): its CPU a message
+and ``timer_runq_wait_ms``, how long it waited for a core while it had work (runnable, not
+running). On a shared machine that wait is where a late put-back's time goes: each stall of
+20-100 ms in the lateness was as much run-queue wait of the timer thread (measured round by
+round). ``--quick``: 10,000 messages over 5 s.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aeromq.broker.testing import ServerProcess
+from aeromq.broker.timer import TIMER_THREAD_NAME
 from aeromq.transport.util import process_cpu_s
 from bench._harness import Result, Target
 from bench.suites.broker import _start_broker
@@ -40,6 +46,23 @@ GOAL_P99_MS = 100.0
 def _percentile(values: list[int], fraction: float) -> float:
     ordered = sorted(values)
     return float(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))])
+
+
+def _timer_thread(pid: int) -> tuple[int, int]:
+    """(CPU ns, run-queue wait ns) so far of the broker's timer thread; (0, 0) when not found
+    (not Linux, or the thread not started yet)."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0, 0
+    for task in tasks:
+        try:
+            if (task / "comm").read_text().strip() == TIMER_THREAD_NAME:
+                cpu, wait, _ = (task / "schedstat").read_text().split()
+                return int(cpu), int(wait)
+        except (OSError, ValueError):
+            continue
+    return 0, 0
 
 
 def _send(broker: ServerProcess, topic: str, count: int, window_s: float) -> tuple[int, int]:
@@ -101,9 +124,11 @@ def _case(broker: ServerProcess, count: int, window_s: float) -> Iterator[Result
     topic = "bench-timer"
     load_before = os.getloadavg()[0]
     server_cpu = process_cpu_s(broker.pid)
+    timer_before = _timer_thread(broker.pid)
     start_ms, late = _send(broker, topic, count, window_s)
     put_back, polled = _receive(broker, topic, count, LEAD_S + window_s + 120)
     cpu_us = (process_cpu_s(broker.pid) - server_cpu) * 1e6 / count
+    timer_after = _timer_thread(broker.pid)
     extra = {
         "messages": count,
         "window_s": window_s,
@@ -111,6 +136,8 @@ def _case(broker: ServerProcess, count: int, window_s: float) -> Iterator[Result
         "early": sum(1 for ms in put_back if ms < 0),
         "put_back_max_ms": max(put_back),
         "server_cpu_us_per_msg": round(cpu_us, 2),
+        "timer_cpu_us_per_msg": round((timer_after[0] - timer_before[0]) / 1000 / count, 2),
+        "timer_runq_wait_ms": round((timer_after[1] - timer_before[1]) / 1e6),
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
         "window_start_ms": start_ms,

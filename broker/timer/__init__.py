@@ -10,8 +10,8 @@ checkpoint at start. Due times and the delay levels: :func:`due_time`, :data:`DE
 Modules: ``_delays`` (names, levels, the due time), ``_redirect`` (the store hook),
 ``_records`` (a held record's property string), ``_queue_io`` (the timer queue's reads and the
 put-backs, as record batches), ``_index`` (the heap by due time), ``_ledger`` (delivered marks),
-``_checkpoint`` (their file), ``_dedupe`` (put-backs after the checkpoint), ``_service`` (the
-thread).
+``_checkpoint`` (their file), ``_checkpoint_writer`` (its thread), ``_dedupe`` (put-backs after
+the checkpoint), ``_service`` (the thread).
 """
 
 from aeromq.broker.timer._checkpoint import TimerCheckpoint
@@ -32,7 +32,7 @@ from aeromq.broker.timer._delays import (
     level_delay_ms,
 )
 from aeromq.broker.timer._redirect import TimerRedirector, timer_problem
-from aeromq.broker.timer._service import TimerService
+from aeromq.broker.timer._service import TIMER_THREAD_NAME, TimerService
 
 __all__ = [
     "DEFAULT_MAX_DELAY_MS",
@@ -45,6 +45,7 @@ __all__ = [
     "PROPERTY_TIMER_OUT_MS",
     "TIMER_PROPERTIES",
     "TIMER_QUEUE_ID",
+    "TIMER_THREAD_NAME",
     "TIMER_TOPIC",
     "DueTime",
     "TimerCheckpoint",

@@ -83,7 +83,9 @@ def test_should_deliver_timer_messages_at_their_time_and_never_before(
         with pytest.raises(MessageIllegalError, match="max delay"):
             producer.send(Message("timed", b"far", delivery_timestamp_ms=start_ms + 120_000))
     early = _consume(broker, "timed", 1, timeout_s=0.3)
-    assert [m.body for m, _ in early] == [b"past"]  # the others are not due yet
+    assert b"past" in [m.body for m, _ in early]
+    # the others only once due (they are not yet, unless the sends took over 500 ms: load)
+    assert all(m.store_timestamp_ms >= _due_of(m) for m, _ in early if m.body != b"past")
     polled = _consume(broker, "timed", len(due) + 2, timeout_s=30)
     received = [message for message, _ in polled]
     bodies = sorted(m.body.decode() for m in received)

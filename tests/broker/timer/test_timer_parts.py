@@ -3,6 +3,7 @@ marks, their checkpoint file, and the redirect of a marked batch into the timer 
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,10 @@ from aeromq.broker.timer import (
     due_time,
     level_delay_ms,
 )
+from aeromq.broker.timer._checkpoint_writer import CheckpointWriter
 from aeromq.broker.timer._index import TimerIndex
 from aeromq.broker.timer._ledger import DeliveryLedger
+from aeromq.broker.timer._records import Held
 from aeromq.common import RecordBatch, encode_batch, stored_properties
 from aeromq.common.record_batch import PRODUCER_STATE_FLAG, TIMER_FLAG
 
@@ -64,6 +67,20 @@ def test_should_give_the_due_entries_earliest_first_and_hold_the_rest() -> None:
     assert index.pop_due(40, limit=10) == [(30, 0, "a")]
     assert len(index) == 1 and index.next_due_ms() == 50
     assert index.pop_due(49, limit=10) == []
+
+
+def test_should_give_cold_entries_to_warm_before_they_are_due() -> None:
+    index: TimerIndex[str] = TimerIndex()
+    index.add(40, 0)
+    index.add(20, 1)
+    index.add(10, 2, "held")
+    index.add(90, 3)
+    assert index.cold == 3 and index.next_cold_ms() == 20
+    assert index.pop_cold(50, limit=10) == [(20, 1), (40, 0)]
+    index.add(20, 1, "warmed")
+    assert index.pop_due(30, limit=10) == [(10, 2, "held"), (20, 1, "warmed")]
+    assert index.cold == 1 and index.next_due_ms() == 90
+    assert index.pop_due(100, limit=10) == [(90, 3, None)]
 
 
 def test_should_move_the_low_mark_past_consecutive_deliveries() -> None:
@@ -136,3 +153,35 @@ def test_should_refuse_a_marked_batch_due_beyond_the_max_delay() -> None:
         "delay_ms=61000 max_delay_ms=60000 topic='orders'"
     )
     assert TimerRedirector(60_000).problem(batch, "orders", NOW) == refused
+
+
+def test_should_write_the_newest_checkpoint_offered_on_its_own_thread(tmp_path: Path) -> None:
+    path = tmp_path / "timer" / "checkpoint.json"
+    writer = CheckpointWriter(path, 0o600)
+    writer.start()
+    for low in range(1, 6):
+        writer.offer(TimerCheckpoint(low, b"\x01", low * 100))
+    assert writer.close()  # stops the thread, then writes what is still pending
+    assert TimerCheckpoint.load(path) == TimerCheckpoint(5, b"\x01", 500)
+    assert 1 <= writer.saved <= 5
+
+
+def test_should_keep_a_checkpoint_it_cannot_write_until_it_can(tmp_path: Path) -> None:
+    blocker = tmp_path / "timer"
+    blocker.write_text("a file where the directory should be")
+    path = blocker / "checkpoint.json"
+    writer = CheckpointWriter(path, 0o600)
+    writer.offer(TimerCheckpoint(3, b"", 42))
+    assert not writer.drain()
+    assert writer.failed == 1
+    blocker.unlink()
+    assert writer.drain()  # the failed one, kept
+    assert TimerCheckpoint.load(path) == TimerCheckpoint(3, b"", 42)
+
+
+def test_should_hold_records_as_tuples_the_collector_stops_tracking() -> None:
+    held = Held("orders", 1, NOW, b"body", None, b"UNIQ_KEY\x01u1\x02", 0, NOW, b"h" * 8, 0, 0)
+    packed = held.packed()
+    gc.collect()
+    assert not gc.is_tracked(packed)  # a full collection does not walk the held records
+    assert Held.unpacked(packed) == held

@@ -3,9 +3,12 @@ before; delay levels; refused and past times; a send-back to a retry topic; a re
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
-from aeromq.broker.store import InboundMessage, PutMessageStatus, TopicConfig
+import pytest
+
+from aeromq.broker.store import InboundMessage, PutMessageResult, PutMessageStatus, TopicConfig
 from aeromq.broker.timer import (
     PROPERTY_DELAY,
     PROPERTY_REAL_QUEUE_ID,
@@ -74,6 +77,24 @@ def test_should_read_a_message_again_when_it_was_not_kept_from_the_first_read(
     store.put_messages([_timer_message("t", base + i, bytes([i + 1])) for i in range(3)])
     delivered = wait_for_count(store, "t", 3, queue_id=1)
     assert [m.body for m in delivered] == [b"\x01", b"\x02", b"\x03"]
+
+
+def test_should_read_ahead_a_message_due_beyond_the_hold_horizon_before_it_is_due(
+    open_timer_store: Callable[..., TimerStore],
+) -> None:
+    store, service = open_timer_store(hold_horizon_ms=200)
+    base = now_ms() + 1_500
+    store.put_messages([_timer_message("t", base + i, bytes([i + 1])) for i in range(3)])
+    deadline = time.monotonic() + 10
+    while service.pending < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert service.cold == 3  # due beyond the horizon when read: not held
+    while service.cold and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert service.pending == 3 or now_ms() >= base  # read ahead, or due already
+    delivered = wait_for_count(store, "t", 3, queue_id=1)
+    assert [m.body for m in delivered] == [b"\x01", b"\x02", b"\x03"]
+    assert all(int(m.properties[PROPERTY_TIMER_OUT_MS]) <= m.store_timestamp_ms for m in delivered)
 
 
 def test_should_deliver_a_time_in_the_past_at_once(
@@ -171,3 +192,27 @@ def test_should_hold_a_compressed_batch_plain_and_deliver_its_bodies(
     assert [m.body for m in read_all(store, TIMER_TOPIC)] == bodies  # held plain
     delivered = wait_for_count(store, "orders", 40, queue_id=1)
     assert [m.body for m in delivered] == bodies
+
+
+def test_should_put_back_again_after_a_refusal_that_may_pass(
+    open_timer_store: Callable[..., TimerStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, service = open_timer_store(retry_interval_ms=100)
+    put_batch = store.put_batch
+    refusals: list[str] = []
+
+    def refuse_once(
+        batch: bytes | bytearray | memoryview, topic: str, queue_id: int
+    ) -> PutMessageResult:
+        if topic == "t" and not refusals:
+            refusals.append(topic)
+            return PutMessageResult(PutMessageStatus.DISK_FULL)
+        return put_batch(batch, topic, queue_id)
+
+    due_ms = now_ms() + 300
+    store.put_message(_timer_message("t", due_ms, b"\x07"))
+    monkeypatch.setattr(store, "put_batch", refuse_once)  # the put-backs only
+    delivered = wait_for_count(store, "t", 1, queue_id=1)
+    assert [m.body for m in delivered] == [b"\x07"] and refusals == ["t"]
+    assert delivered[0].store_timestamp_ms >= due_ms + 100  # after the retry interval
+    assert service.delivered == 1 and service.pending == 0
