@@ -32,8 +32,9 @@ broker's fields patched in, then the length and magic (a second write): a proces
 mid-append leaves no batch whose magic is there without its fields. A batch over
 :data:`MAP_COPY_MAX_LENGTH` is written by ``pwritev`` into the page cache, which the segment's
 map shows (a store through the map would take a page fault on each fresh page); a smaller one
-(a one-message send) by stores through the map, without the two system calls. The CRC (the producer's) catches a batch torn by a crash of the machine; the physical
-offset field, a stale batch left past a truncated tail. Logs of the previous format (one record per message, magic "AQM1") are
+(a one-message send) by stores through the map, without the two system calls. The CRC (the
+producer's) catches a batch torn by a crash of the machine; the physical offset field, a stale
+batch left past a truncated tail. Logs of the previous format (one record per message, magic "AQM1") are
 refused, never truncated.
 
 Caller: the ``MessageStore``, which serialises appends under its put lock; reads, lookups,
@@ -89,10 +90,10 @@ _BROKER_FIELDS = struct.Struct("<qqq8si")  # the header's broker fields, from of
 MAP_COPY_MAX_LENGTH = 4096
 """A batch up to this long is appended by stores through the segment's map, a longer one by
 ``pwritev`` (``MappedFile.write_at``). Two ``pwritev`` calls (the batch, then its length and
-magic) cost a one-record send about 12 us of the broker's CPU on this VM, a third of the store's
-whole append; stores through the map take a page fault on each fresh page instead, which a
-small batch shares with the batches after it (one in 4 KiB), and a large one pays once per 4 KiB
-(for which ``pwritev`` was measured cheaper). The map is the file's page cache, so
+magic) cost a one-record send about 10 us of the broker's CPU on this VM, a quarter of the
+store's whole append; stores through the map take a page fault on each fresh page instead,
+which a small batch shares with the batches after it (one in 4 KiB), and a large one pays once
+per 4 KiB (for which ``pwritev`` was measured cheaper). The map is the file's page cache, so
 ``fdatasync`` makes both durable alike; the length and magic still go last."""
 _STORE_TIMESTAMP_OFFSET = 24
 _BASE_PHYSICAL_OFFSET_OFFSET = 16
