@@ -257,9 +257,13 @@ class AnswerReader(ABC):
             return future
         self._enter()
         try:
+            # the word before the submit: the answer's ring, which can only follow the submit,
+            # ends the first wait, so no poll is needed before it (that poll found nothing but
+            # cost the caller about a twentieth of a send's CPU)
+            observed = bell.prepare()
             future = submit()
             deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
-            self._read(future.done, deadline_ns, bell, subscription)
+            self._read(future.done, deadline_ns, bell, subscription, observed)
         finally:
             self._leave(self.linger_ns)
         if self.callers_read and not future.done():
@@ -286,10 +290,23 @@ class AnswerReader(ABC):
             self._call_poller()  # requests nobody waits for: the poller reads them now
 
     def _read(
-        self, done: Callable[[], bool], deadline_ns: int, bell: Doorbell, subscription: Subscription
+        self,
+        done: Callable[[], bool],
+        deadline_ns: int,
+        bell: Doorbell,
+        subscription: Subscription,
+        observed: int | None = None,
     ) -> None:
+        """Read answers until ``done()``, the deadline, or the session fails, asleep on ``bell``
+        between empty polls. ``observed``: the bell's word read before the request went out,
+        so the first wait comes before any poll (see :meth:`request`)."""
         state = self._state
         monotonic_ns = time.monotonic_ns
+        if observed is not None and not (done() or state.failure is not None or state.closed):
+            remaining_ns = deadline_ns - monotonic_ns()
+            if remaining_ns <= 0:
+                return
+            bell.await_ring(observed, remaining_ns)
         while not done():
             if state.failure is not None or state.closed:
                 return

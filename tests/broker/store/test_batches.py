@@ -25,6 +25,8 @@ from aeromq.broker.store import (
     decode_message_id,
     pack_host,
 )
+from aeromq.broker.store._batch_codec import batch_keys
+from aeromq.broker.store._message import index_keys
 from aeromq.broker.store._reader import MessageReader
 from aeromq.common import encode_properties, tag_hash_code
 from aeromq.common.record_batch import (
@@ -36,6 +38,7 @@ from aeromq.common.record_batch import (
     RECORD_COUNT_OFFSET,
     TOTAL_LENGTH_OFFSET,
     RecordBatch,
+    batch_header_length,
     check_batch,
     encode_batch,
     read_total_length,
@@ -468,3 +471,28 @@ def test_should_take_batches_up_to_exactly_the_byte_cap_in_c_and_in_numpy(
         assert taken[0] == 3 * batches and taken[3] is True and len(pieces) == batches
         for piece in pieces:
             piece.release()
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {"UNIQ_KEY": "U1"},
+        {"WAIT": "true", "UNIQ_KEY": "U2"},
+        {"KEYS": "a b", "UNIQ_KEY": "U3"},
+        {"KEYS": "k"},
+        {"color": "red"},
+        {},
+    ],
+)
+def test_should_find_a_one_record_batchs_keys_as_the_walk_of_a_larger_batch_does(
+    properties: dict[str, str],
+) -> None:
+    one = _batch(1, properties=[properties])
+    two = _batch(2, properties=[properties, properties])
+    expected = index_keys(properties)
+    assert batch_keys(memoryview(one), 1, batch_header_length(len(TOPIC))) == (
+        [(0, expected)] if expected else []
+    )
+    assert batch_keys(memoryview(two), 2, batch_header_length(len(TOPIC)))[:1] == (
+        [(0, expected)] if expected else []
+    )

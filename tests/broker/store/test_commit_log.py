@@ -8,6 +8,7 @@ import pytest
 from aeromq.broker import CorruptRecordError, StoreError
 from aeromq.broker.store._commit_log import (
     BLANK_MAGIC,
+    MAP_COPY_MAX_LENGTH,
     OLD_RECORD_MAGIC,
     CommitLog,
     LogCheck,
@@ -44,6 +45,29 @@ def _stored(log: CommitLog, offset: int) -> RecordBatch:
     batch = RecordBatch(bytes(view))
     view.release()
     return batch
+
+
+def test_should_write_a_small_batch_through_the_map_as_pwritev_writes_a_large_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    large = b"L" * (MAP_COPY_MAX_LENGTH + 1)
+    batches = [_batch(b"s"), _batch(large), _batch(b"t", b"u")]
+    segments = []
+    for name, limit in (("map", MAP_COPY_MAX_LENGTH), ("pwritev", -1)):
+        monkeypatch.setattr("aeromq.broker.store._commit_log.MAP_COPY_MAX_LENGTH", limit)
+        commit_log = CommitLog(tmp_path / name, 64 << 10, HOST)
+        commit_log.load()
+        offsets = [
+            _append(commit_log, b, queue_offset=i, queue_id=2) for i, b in enumerate(batches)
+        ]
+        assert offsets == [0, len(batches[0]), len(batches[0]) + len(batches[1])]
+        segments.append(bytes(commit_log.files.files[0].mm))
+        stored = [_stored(commit_log, o) for o in offsets]
+        assert [b.body(b.count - 1) for b in stored] == [b"s", large, b"u"]
+        assert [(b.base_queue_offset, b.queue_id) for b in stored] == [(0, 2), (1, 2), (2, 2)]
+        assert all(b.crc_ok() for b in stored)
+        commit_log.close()
+    assert segments[0] == segments[1]
 
 
 def test_should_store_the_batch_as_it_came_with_the_broker_fields_patched(
