@@ -61,6 +61,8 @@ from aeromq.common.record_batch.descriptor import (
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
+    from aeromq.common.record_batch.chunk import PulledQueue
+
 __all__ = [
     "DEFAULT_COMPRESS_OVER_BYTES",
     "CompressionType",
@@ -242,13 +244,14 @@ def inflate_batch(batch: Buffer) -> bytes:
 
 
 def inflate_answer(
-    data: Buffer, ranges: bytes | None, queue: object, broker_name: str
+    data: Buffer, ranges: bytes | None, queue: PulledQueue, pull_offset: int
 ) -> bytes | None:
     """The batches of a pull answer (back to back, or at ``ranges`` of a mapped commit log
     file: little-endian i64 (position, length) pairs) with every compressed one inflated, back
     to back; None when none is compressed (or the framing is not batches: the reader says
     why). A compressed batch whose stored CRC or block is bad raises
-    :class:`~common.CorruptMessageError` naming the queue and the batch's offset."""
+    :class:`~common.CorruptMessageError` naming the queue, the pull's offset and the batch's
+    (the same names as the reader's refusals)."""
     view = memoryview(data).cast("B")
     if ranges is not None:
         pairs = np.frombuffer(ranges, "<i8").reshape(-1, 2).tolist()
@@ -277,8 +280,10 @@ def inflate_answer(
         if actual != stored:
             raise CorruptMessageError(
                 "a compressed batch fails its CRC",
-                queue=queue,
-                broker_name=broker_name,
+                topic=queue.topic,
+                broker=queue.broker_name,
+                queue_id=queue.queue_id,
+                pull_offset=pull_offset,
                 base_offset=offset,
                 stored_crc=f"{stored:#010x}",
                 computed_crc=f"{actual:#010x}",
@@ -288,8 +293,10 @@ def inflate_answer(
         except ValueError as exc:
             raise CorruptMessageError(
                 f"a compressed batch does not inflate: {exc}",
-                queue=queue,
-                broker_name=broker_name,
+                topic=queue.topic,
+                broker=queue.broker_name,
+                queue_id=queue.queue_id,
+                pull_offset=pull_offset,
                 base_offset=offset,
                 compression_type=compression_type(_U16.unpack_from(batch, ATTRIBUTES_OFFSET)[0]),
             ) from exc

@@ -89,7 +89,7 @@ def read_pulled_chunk(
         read = _native.read(data, queue.queue_id, queue.topic.encode(), offset, next_offset, ranges)
         if read is not None:
             return _from_native(data, queue, broker_name, subscription, *read)
-    inflated = inflate_answer(data, ranges, queue, broker_name)  # the C pass refuses those
+    inflated = inflate_answer(data, ranges, queue, offset)  # the C pass refuses those
     if inflated is not None:
         data, ranges = inflated, None
         if _native is not None:
