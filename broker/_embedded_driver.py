@@ -76,8 +76,9 @@ import dataclasses
 import os
 from typing import Final
 
-from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
-from aeromq.transport.driver import MediaDriverContext, ThreadingMode
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, IdleStrategy
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
 from aeromq.transport.testing.loss_generator import LossGenerator
 
 __all__ = [
@@ -102,6 +103,9 @@ _DEEP_PARK_NS: Final = 25 * _NS_PER_MS
 _DEEP_AFTER_NS: Final = 10 * _NS_PER_MS
 _CLIENT_PARK_NS: Final = 16 * _NS_PER_MS
 _CLIENT_DEEP_PARK_NS: Final = 64 * _NS_PER_MS
+_CLIENT_KEEPALIVE_PARK_NS: Final = 500 * _NS_PER_MS
+"""The broker's client conductor's park on its doorbell: its keepalive's interval (Aeron's
+500 ms; the driver drops a client after 10 s)."""
 _MIN_PARK_NS: Final = 100_000
 _DEEP_BACKOFF: Final = f"backoff:0,0,{_MIN_PARK_NS},{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
 
@@ -118,6 +122,7 @@ def embedded_driver_context(
         file_mode=file_mode,
         threading_mode=ThreadingMode(threading_mode.strip().upper()),
         park_when_settled=park_when_settled or os.environ.get(PARK_WHEN_SETTLED_ENV) == "1",
+        park_until_due=True,
     )
     udp = context.udp
     return dataclasses.replace(
@@ -144,9 +149,20 @@ def embedded_driver_context(
     )
 
 
-def client_conductor_idle_strategy() -> BackoffIdleStrategy:
-    """The broker's Aeron client conductor: Aeron's 16 ms sleep, then on doubling to 64 ms while
-    idle (no spins or yields: its work is never urgent; see module)."""
+def client_conductor_idle_strategy(driver: MediaDriver | None = None) -> IdleStrategy:
+    """The broker's Aeron client conductor (see module): with the broker's embedded ``driver``
+    (and futexes), asleep on a doorbell the driver rings when it tells its clients something,
+    waking at least every :data:`_CLIENT_KEEPALIVE_PARK_NS` for its keepalive; else Aeron's 16 ms
+    sleep, then on doubling to 64 ms while idle (no spins or yields: its work is never urgent)."""
+    if driver is not None and HAS_FUTEX:
+        bell = Doorbell.allocate()
+        idle = DoorbellIdleStrategy(
+            bell,
+            min_park_period_ns=_CLIENT_KEEPALIVE_PARK_NS,
+            max_park_period_ns=_CLIENT_KEEPALIVE_PARK_NS,
+        )
+        driver.add_notice_bell(bell)
+        return idle
     return BackoffIdleStrategy(
         max_spins=0,
         max_yields=0,

@@ -60,6 +60,7 @@ from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.util import name_os_threads
 
 __all__ = ["Broker", "describe_recovery"]
 
@@ -184,6 +185,7 @@ class Broker:
                 self._stop()
                 raise
             self._running = True
+        name_os_threads()  # the services' threads, in top -H and /proc (docs/latency.md)
         return self
 
     def _start(self) -> None:
@@ -423,7 +425,7 @@ class Broker:
             AeronContext(
                 aeron_dir=self.aeron_dir,
                 error_handler=self._on_transport_error,
-                idle_strategy=client_conductor_idle_strategy(),
+                idle_strategy=client_conductor_idle_strategy(self.driver),
             )
         )
 

@@ -3,10 +3,13 @@
 A ``doorbell[:...]`` strategy (``transport/concurrent/doorbell.py``) gets a doorbell in a counter
 of the broker's media driver, which IPC clients map too: they ring it after each request, and
 the agent's park ends at once. Any other strategy gets no doorbell, and clients are told none
-(they would ring a bell nobody sleeps on).
+(they would ring a bell nobody sleeps on). While every source of work rings, a park lasts until
+the agent's next sweep (:data:`RUNG_PARK_NS`).
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.doorbell import (
@@ -17,7 +20,13 @@ from aeromq.transport.concurrent.doorbell import (
 )
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 
-__all__ = ["session_idle_strategy"]
+__all__ = ["RUNG_PARK_NS", "session_idle_strategy"]
+
+RUNG_PARK_NS: Final = 100_000_000
+"""While every source of its work rings (``SessionAgent.all_rung``), the agent sleeps this long
+unless rung: until its next sweep (every 100 ms), not the idle strategy's deep park (25 ms). A
+new client's CONNECT over UDP rings nothing and waits for it, as a UDP session's requests wait
+for the backoff's parks."""
 
 
 def session_idle_strategy(
@@ -31,4 +40,5 @@ def session_idle_strategy(
     counter = aeron.add_counter(DOORBELL_TYPE_ID, label=f"doorbell: broker-sessions {broker_name}")
     doorbell = Doorbell.for_counter(aeron.counters_reader, counter.id)
     idle.doorbell = doorbell
+    idle.rung_park_ns = RUNG_PARK_NS
     return idle, doorbell

@@ -295,6 +295,9 @@ class DoorbellIdleStrategy:
     when there is a deep park, else ``max_park_period_ns`` (the backoff's period walks on
     beneath, so a park after it stops saying so is as short as the backoff's). A ring ends
     the park, so the longest park costs no latency; it saves the wake-ups of the short ones.
+    ``rung_park_ns`` (0: off) makes those parks longer still: an owner whose work all rings
+    sleeps until its next due time (a broker's session agent, until its sweep), not the deep
+    park's period. :meth:`wake` ends a park (a runner stopping its thread).
 
     ``spin_window_ns`` (0: off) adapts to ping-pong traffic (:class:`SpinPredictor`): while the
     idle gaps (from the first empty cycle to the next work) have mostly been shorter than the
@@ -320,6 +323,7 @@ class DoorbellIdleStrategy:
         "park_period_ns",
         "parked_ns",
         "rings",
+        "rung_park_ns",
         "spins",
         "state",
         "yields",
@@ -371,6 +375,9 @@ class DoorbellIdleStrategy:
         self.parked_ns = 0
         self.rings = 0
         self.all_rung: Callable[[], bool] | None = None
+        self.rung_park_ns = 0
+        """While ``all_rung`` says so, parks last at least this long (0: the longest park's
+        period): until the owner's next due time (see class)."""
         self._eager = max_spins == 0 and max_yields == 0
         self._armed = False
         self._observed = 0
@@ -442,7 +449,7 @@ class DoorbellIdleStrategy:
             return
         period = self.park_period_ns
         sleep_ns = period
-        longest = max(self.max_park_period_ns, self.deep_park_period_ns)
+        longest = max(self.max_park_period_ns, self.deep_park_period_ns, self.rung_park_ns)
         if period < longest and self.all_rung is not None and self.all_rung():
             sleep_ns = longest  # the backoff walks on beneath it
         result = self.doorbell.await_ring(self._observed, sleep_ns)
@@ -452,6 +459,10 @@ class DoorbellIdleStrategy:
             return
         self.parked_ns += sleep_ns
         self.park_period_ns = next_park_period_ns(self, period)
+
+    def wake(self) -> None:
+        """End the current park now (any thread): ring the doorbell."""
+        self.doorbell.ring()
 
     def reset(self) -> None:
         """Back to NOT_IDLE with the shortest park; the next park first reads the word again."""

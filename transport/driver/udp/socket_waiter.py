@@ -51,6 +51,7 @@ import weakref
 from typing import Final
 
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
+from aeromq.transport.concurrent.wake_socket import drain_wake_socket
 
 __all__ = ["MIN_POLL_PARK_S", "SocketWaiter"]
 
@@ -70,6 +71,7 @@ class SocketWaiter:
         "_fds",
         "_poll",
         "_selected",
+        "_wake_sockets",
         "quiet",
         "wakes",
     )
@@ -82,6 +84,7 @@ class SocketWaiter:
         weakref.finalize(self, os.close, self._eventfd)  # never reused while a waker holds us
         self._poll.register(self._eventfd, _READABLE)
         self._selected = [self._eventfd]
+        self._wake_sockets: dict[int, socket.socket] = {}
         """The descriptors a short park selects on: the eventfd and the sockets."""
         self.quiet = False
         """The last idle parked here until its timeout and no socket was readable (see module)."""
@@ -120,6 +123,15 @@ class SocketWaiter:
         else:
             self._fds[fd] = count - 1
 
+    def add_wake_socket(self, sock: socket.socket) -> None:
+        """Wake :meth:`wait` when a datagram comes to ``sock`` (a driver's wake socket, which
+        another process's client sends after a command: ``transport.concurrent.wake_socket``),
+        as :meth:`wake` does: the park drains it and it does not count as a readable socket."""
+        fd = sock.fileno()
+        self._wake_sockets[fd] = sock
+        self._poll.register(fd, _READABLE)
+        self._selected.append(fd)
+
     def wake(self) -> None:
         """End the current or next park at once (any thread; see module)."""
         if not self._closed:
@@ -143,13 +155,17 @@ class SocketWaiter:
         else:
             ready = [fd for fd, _ in self._poll.poll(int(timeout_s * _MS_PER_S))]
         sockets = len(ready)
+        wake_sockets = self._wake_sockets
         for fd in ready:
             if fd == eventfd:
                 with contextlib.suppress(OSError):  # drained by a racing wait: nothing to read
                     os.eventfd_read(eventfd)
-                self.wakes += 1
-                sockets -= 1
-                break
+            elif fd in wake_sockets:
+                drain_wake_socket(wake_sockets[fd])
+            else:
+                continue
+            self.wakes += 1
+            sockets -= 1
         self.quiet = not sockets
 
     def idle_strategy(self, parking: IdleStrategy) -> IdleStrategy:
