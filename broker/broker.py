@@ -49,6 +49,7 @@ from aeromq.broker.session import (
     LocalReadGrant,
     SessionAgent,
     SessionServerConfig,
+    new_image_handler,
     session_idle_strategy,
 )
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
@@ -239,17 +240,20 @@ class Broker:
         self.pull_processor = PullProcessor(
             store, hold, config.broker_name, meter=self.meter, leadership=group
         )
+        idle, doorbell = session_idle_strategy(
+            aeron, config.session_idle_strategy, config.broker_name
+        )
+        on_image = new_image_handler(idle)  # a connecting client wakes the agent
         self._subscriptions.append(
-            aeron.add_subscription(config.ingress_ipc_channel, config.ingress_ipc_stream_id)
+            aeron.add_subscription(
+                config.ingress_ipc_channel, config.ingress_ipc_stream_id, on_image
+            )
         )
         udp_channel = self._udp_channel = _resolve_udp_channel(config.ingress_udp_endpoint)
         if udp_channel is not None:
             self._subscriptions.append(
-                aeron.add_subscription(udp_channel, config.ingress_udp_stream_id)
+                aeron.add_subscription(udp_channel, config.ingress_udp_stream_id, on_image)
             )
-        idle, doorbell = session_idle_strategy(
-            aeron, config.session_idle_strategy, config.broker_name
-        )
         agent = self.session_agent = SessionAgent(
             aeron,
             self._subscriptions,

@@ -4,14 +4,15 @@ A ``doorbell[:...]`` strategy (``transport/concurrent/doorbell.py``) gets a door
 of the broker's media driver, which IPC clients map too: they ring it after each request, and
 the agent's park ends at once. Any other strategy gets no doorbell, and clients are told none
 (they would ring a bell nobody sleeps on). While every source of work rings, a park lasts until
-the agent's next sweep (:data:`RUNG_PARK_NS`).
+the agent's next sweep (:data:`RUNG_PARK_NS`), but for a while after a client connects
+(:func:`new_image_handler`).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from aeromq.transport.client import Aeron
+from aeromq.transport.client import Aeron, Image, ImageHandler
 from aeromq.transport.concurrent.doorbell import (
     DOORBELL_TYPE_ID,
     Doorbell,
@@ -20,13 +21,17 @@ from aeromq.transport.concurrent.doorbell import (
 )
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 
-__all__ = ["RUNG_PARK_NS", "session_idle_strategy"]
+__all__ = ["NEW_IMAGE_SHORT_PARKS_NS", "RUNG_PARK_NS", "new_image_handler", "session_idle_strategy"]
 
 RUNG_PARK_NS: Final = 100_000_000
 """While every source of its work rings (``SessionAgent.all_rung``), the agent sleeps this long
 unless rung: until its next sweep (every 100 ms), not the idle strategy's deep park (25 ms). A
 new client's CONNECT over UDP rings nothing and waits for it, as a UDP session's requests wait
 for the backoff's parks."""
+NEW_IMAGE_SHORT_PARKS_NS: Final = 1_000_000_000
+"""After a new image on the ingress (a client connecting), the agent parks no longer than its
+backoff (25 ms) for this long, though every session rings: the client's CONNECT rings nothing
+(it learns the doorbell from the answer)."""
 
 
 def session_idle_strategy(
@@ -42,3 +47,17 @@ def session_idle_strategy(
     idle.doorbell = doorbell
     idle.rung_park_ns = RUNG_PARK_NS
     return idle, doorbell
+
+
+def new_image_handler(idle: IdleStrategy) -> ImageHandler | None:
+    """For the ingress subscriptions: a new image (a client connecting) wakes the agent and
+    holds its parks to the backoff's for :data:`NEW_IMAGE_SHORT_PARKS_NS`, so its CONNECT,
+    which rings nothing, waits no longer than before (a doorbell strategy; else None)."""
+    if not isinstance(idle, DoorbellIdleStrategy):
+        return None
+    strategy = idle
+
+    def on_image(image: Image) -> None:
+        strategy.wake_for_unrung(NEW_IMAGE_SHORT_PARKS_NS)
+
+    return on_image

@@ -297,7 +297,9 @@ class DoorbellIdleStrategy:
     the park, so the longest park costs no latency; it saves the wake-ups of the short ones.
     ``rung_park_ns`` (0: off) makes those parks longer still: an owner whose work all rings
     sleeps until its next due time (a broker's session agent, until its sweep), not the deep
-    park's period. :meth:`wake` ends a park (a runner stopping its thread).
+    park's period. :meth:`wake` ends a park (a runner stopping its thread);
+    :meth:`wake_for_unrung` ends it and holds the parks to the backoff's for a while (work that
+    rings nothing is on its way).
 
     ``spin_window_ns`` (0: off) adapts to ping-pong traffic (:class:`SpinPredictor`): while the
     idle gaps (from the first empty cycle to the next work) have mostly been shorter than the
@@ -311,6 +313,7 @@ class DoorbellIdleStrategy:
         "_eager",
         "_idle_since_ns",
         "_observed",
+        "_short_until_ns",
         "_spin",
         "all_rung",
         "deep_idle_after_ns",
@@ -382,6 +385,7 @@ class DoorbellIdleStrategy:
         self._armed = False
         self._observed = 0
         self._idle_since_ns = 0
+        self._short_until_ns = 0
 
     @property
     def spin_window_ns(self) -> int:
@@ -452,6 +456,8 @@ class DoorbellIdleStrategy:
         longest = max(self.max_park_period_ns, self.deep_park_period_ns, self.rung_park_ns)
         if period < longest and self.all_rung is not None and self.all_rung():
             sleep_ns = longest  # the backoff walks on beneath it
+            if longest == self.rung_park_ns and time.monotonic_ns() < self._short_until_ns:
+                sleep_ns = max(period, self.max_park_period_ns, self.deep_park_period_ns)
         result = self.doorbell.await_ring(self._observed, sleep_ns)
         self._observed = self.doorbell.prepare()
         if result != FUTEX_TIMED_OUT:
@@ -462,6 +468,14 @@ class DoorbellIdleStrategy:
 
     def wake(self) -> None:
         """End the current park now (any thread): ring the doorbell."""
+        self.doorbell.ring()
+
+    def wake_for_unrung(self, for_ns: int) -> None:
+        """End the current park, and for the next ``for_ns`` keep parks to the backoff's longest
+        even while every source rings (no ``rung_park_ns``): work that rings nothing may come
+        meanwhile (a new client's first request, sent before it knows the doorbell). Any
+        thread (a race with the owner's own park only shortens or lengthens one park)."""
+        self._short_until_ns = time.monotonic_ns() + for_ns
         self.doorbell.ring()
 
     def reset(self) -> None:
