@@ -50,6 +50,7 @@ from aeromq.broker.session import (
     SessionAgent,
     SessionServerConfig,
     new_image_handler,
+    park_until_due,
     session_idle_strategy,
 )
 from aeromq.broker.store import FlushMode, MessageStore, RecoveryReport
@@ -59,7 +60,6 @@ from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 from aeromq.transport.util import name_os_threads
 
@@ -274,8 +274,7 @@ class Broker:
                 else None
             ),
         )
-        if isinstance(idle, DoorbellIdleStrategy):
-            idle.all_rung = agent.all_rung  # sleep until rung while every client rings
+        park_until_due(idle, agent)  # sleep until rung or the sweep while every client rings
         self._runner = AgentRunner(idle, self._on_agent_error, None, agent)
         self._runner.start()
         self._start_control_plane(store)

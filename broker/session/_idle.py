@@ -10,7 +10,7 @@ the agent's next sweep (:data:`RUNG_PARK_NS`), but for a while after a client co
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from aeromq.transport.client import Aeron, Image, ImageHandler
 from aeromq.transport.concurrent.doorbell import (
@@ -21,13 +21,26 @@ from aeromq.transport.concurrent.doorbell import (
 )
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 
-__all__ = ["NEW_IMAGE_SHORT_PARKS_NS", "RUNG_PARK_NS", "new_image_handler", "session_idle_strategy"]
+if TYPE_CHECKING:
+    from aeromq.broker.session._agent import SessionAgent
+
+__all__ = [
+    "EMPTY_PARK_NS",
+    "NEW_IMAGE_SHORT_PARKS_NS",
+    "RUNG_PARK_NS",
+    "new_image_handler",
+    "park_until_due",
+    "session_idle_strategy",
+]
 
 RUNG_PARK_NS: Final = 100_000_000
 """While every source of its work rings (``SessionAgent.all_rung``), the agent sleeps this long
 unless rung: until its next sweep (every 100 ms), not the idle strategy's deep park (25 ms). A
 new client's CONNECT over UDP rings nothing and waits for it, as a UDP session's requests wait
 for the backoff's parks."""
+EMPTY_PARK_NS: Final = 1_000_000_000
+"""The same with no live session: nothing to sweep but the closed sessions' tombstones (kept
+for seconds), so once a second."""
 NEW_IMAGE_SHORT_PARKS_NS: Final = 1_000_000_000
 """After a new image on the ingress (a client connecting), the agent parks no longer than its
 backoff (25 ms) for this long, though every session rings: the client's CONNECT rings nothing
@@ -45,7 +58,7 @@ def session_idle_strategy(
     counter = aeron.add_counter(DOORBELL_TYPE_ID, label=f"doorbell: broker-sessions {broker_name}")
     doorbell = Doorbell.for_counter(aeron.counters_reader, counter.id)
     idle.doorbell = doorbell
-    idle.rung_park_ns = RUNG_PARK_NS
+    idle.rung_park_ns = RUNG_PARK_NS  # park_until_due tells it when
     return idle, doorbell
 
 
@@ -61,3 +74,14 @@ def new_image_handler(idle: IdleStrategy) -> ImageHandler | None:
         strategy.wake_for_unrung(NEW_IMAGE_SHORT_PARKS_NS)
 
     return on_image
+
+
+def park_until_due(idle: IdleStrategy, agent: SessionAgent) -> None:
+    """Let a doorbell strategy sleep until rung while every source of ``agent``'s work rings
+    (``SessionAgent.all_rung``), until its next sweep: :data:`RUNG_PARK_NS`, or
+    :data:`EMPTY_PARK_NS` while it has no live session. Any other strategy is left as it is."""
+    if not isinstance(idle, DoorbellIdleStrategy):
+        return
+    table = agent.table
+    idle.all_rung = agent.all_rung
+    idle.rung_park_for = lambda: RUNG_PARK_NS if table.live_count else EMPTY_PARK_NS

@@ -297,7 +297,7 @@ class DoorbellIdleStrategy:
     the park, so the longest park costs no latency; it saves the wake-ups of the short ones.
     ``rung_park_ns`` (0: off) makes those parks longer still: an owner whose work all rings
     sleeps until its next due time (a broker's session agent, until its sweep), not the deep
-    park's period. :meth:`wake` ends a park (a runner stopping its thread);
+    park's period; ``rung_park_for``, when set, may ask for longer (no sessions to sweep). :meth:`wake` ends a park (a runner stopping its thread);
     :meth:`wake_for_unrung` ends it and holds the parks to the backoff's for a while (work that
     rings nothing is on its way).
 
@@ -326,6 +326,7 @@ class DoorbellIdleStrategy:
         "park_period_ns",
         "parked_ns",
         "rings",
+        "rung_park_for",
         "rung_park_ns",
         "spins",
         "state",
@@ -381,6 +382,9 @@ class DoorbellIdleStrategy:
         self.rung_park_ns = 0
         """While ``all_rung`` says so, parks last at least this long (0: the longest park's
         period): until the owner's next due time (see class)."""
+        self.rung_park_for: Callable[[], int] | None = None
+        """With ``rung_park_ns``: asked for a longer park still while ``all_rung`` says so (the
+        owner's next due time now; see class)."""
         self._eager = max_spins == 0 and max_yields == 0
         self._armed = False
         self._observed = 0
@@ -456,8 +460,11 @@ class DoorbellIdleStrategy:
         longest = max(self.max_park_period_ns, self.deep_park_period_ns, self.rung_park_ns)
         if period < longest and self.all_rung is not None and self.all_rung():
             sleep_ns = longest  # the backoff walks on beneath it
-            if longest == self.rung_park_ns and time.monotonic_ns() < self._short_until_ns:
-                sleep_ns = max(period, self.max_park_period_ns, self.deep_park_period_ns)
+            if longest == self.rung_park_ns:
+                if time.monotonic_ns() < self._short_until_ns:
+                    sleep_ns = max(period, self.max_park_period_ns, self.deep_park_period_ns)
+                elif self.rung_park_for is not None:
+                    sleep_ns = max(sleep_ns, self.rung_park_for())
         result = self.doorbell.await_ring(self._observed, sleep_ns)
         self._observed = self.doorbell.prepare()
         if result != FUTEX_TIMED_OUT:
