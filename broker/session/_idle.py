@@ -79,7 +79,7 @@ def new_image_handler(idle: IdleStrategy) -> ImageHandler | None:
 def park_until_due(idle: IdleStrategy, agent: SessionAgent) -> None:
     """Let a doorbell strategy sleep until rung while every source of ``agent``'s work rings
     (``SessionAgent.all_rung``), until its next sweep: :data:`RUNG_PARK_NS`, or
-    :data:`EMPTY_PARK_NS` while it has no live session. Any other strategy is left as it is."""
+    :data:`EMPTY_PARK_NS` while it has no live session. Other strategies are left as they are."""
     if not isinstance(idle, DoorbellIdleStrategy):
         return
     table = agent.table

@@ -14,15 +14,15 @@ from aeromq.broker.testing import start_broker_process
 
 SETTLE_S = 3.0
 MEASURE_S = 8.0
-# The target: 2% of a core. Measured with /proc schedstat (ns) over 15 s on the quiet
-# 2-core VM: 0.3-0.4% (1.1-1.9% before the threads slept until their due times, 2026-11-28). A
-# loaded machine costs more per wake-up, hence the margin, and one retry for a burst of work
-# elsewhere on a loaded CI machine; twice over fails.
+# The target: 2% of a core. Measured with /proc schedstat (ns) over 15 s on the 2-core
+# VM: 0.2-0.3% (1.0-1.3% before the threads slept until their due times, 2026-11-28; 1.8-2.9%
+# on the quiet VM before that). What a wake-up costs varies with the machine, hence the margin,
+# and one retry for a burst of work elsewhere on a loaded CI machine; twice over fails.
 MAX_CORE_FRACTION = 0.02
 # Wake-ups a second of all the broker's threads (schedstat's run count: not the machine's load,
-# the broker's own timers): about 25 on the quiet VM, most of them gRPC's own threads, the
-# session agent's sweeps and the store's flushes; 110 when the driver's thread and the session
-# agent woke every 25 ms, each.
+# the broker's own timers): 17-19, most of them gRPC's own threads, the store's flushes, the
+# client conductor's keepalives and the command line's wait; 116 when the driver's thread and
+# the session agent woke every 25 ms each (docs/latency.md, "An idle broker").
 MAX_WAKEUPS_PER_S = 60.0
 ATTEMPTS = 2
 # defaults but for a small store, and the UDP ingress on a free port (tests run side by side)

@@ -480,7 +480,7 @@ class DoorbellIdleStrategy:
     def wake_for_unrung(self, for_ns: int) -> None:
         """End the current park, and for the next ``for_ns`` keep parks to the backoff's longest
         even while every source rings (no ``rung_park_ns``): work that rings nothing may come
-        meanwhile (a new client's first request, sent before it knows the doorbell). Any
+        meanwhile (a new client's first request, sent before it knows the doorbell). From any
         thread (a race with the owner's own park only shortens or lengthens one park)."""
         self._short_until_ns = time.monotonic_ns() + for_ns
         self.doorbell.ring()
