@@ -35,9 +35,8 @@ __all__ = [
 
 RUNG_PARK_NS: Final = 100_000_000
 """While every source of its work rings (``SessionAgent.all_rung``), the agent sleeps this long
-unless rung: until its next sweep (every 100 ms), not the idle strategy's deep park (25 ms). A
-new client's CONNECT over UDP rings nothing and waits for it, as a UDP session's requests wait
-for the backoff's parks."""
+unless rung: until its next sweep (every 100 ms), not the idle strategy's deep park (25 ms).
+A session that rings nothing (over UDP) keeps the backoff's parks while it lives."""
 EMPTY_PARK_NS: Final = 1_000_000_000
 """The same with no live session: nothing to sweep but the closed sessions' tombstones (kept
 for seconds), so once a second."""

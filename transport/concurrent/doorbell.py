@@ -297,9 +297,9 @@ class DoorbellIdleStrategy:
     the park, so the longest park costs no latency; it saves the wake-ups of the short ones.
     ``rung_park_ns`` (0: off) makes those parks longer still: an owner whose work all rings
     sleeps until its next due time (a broker's session agent, until its sweep), not the deep
-    park's period; ``rung_park_for``, when set, may ask for longer (no sessions to sweep). :meth:`wake` ends a park (a runner stopping its thread);
-    :meth:`wake_for_unrung` ends it and holds the parks to the backoff's for a while (work that
-    rings nothing is on its way).
+    park's period; ``rung_park_for``, when set, may ask for longer (no sessions to sweep).
+    :meth:`wake` ends a park (a runner stopping its thread); :meth:`wake_for_unrung` ends it
+    and holds the parks to the backoff's for a while (work that rings nothing is on its way).
 
     ``spin_window_ns`` (0: off) adapts to ping-pong traffic (:class:`SpinPredictor`): while the
     idle gaps (from the first empty cycle to the next work) have mostly been shorter than the

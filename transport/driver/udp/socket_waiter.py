@@ -26,7 +26,9 @@ An in-process publisher can end the park too: :meth:`SocketWaiter.wake` (any thr
 to an ``eventfd`` the poll also waits on, so the sender sends a publication's new data at once
 rather than after the park (an embedded driver's replication publisher rings it after its
 offers: :meth:`~transport.driver.MediaDriver.wake_network`). A wake that finds the thread busy
-costs one ``write``; the next park returns at once and drains it.
+costs one ``write``; the next park returns at once and drains it. Another process's client
+ends it the same way, through a wake socket the poll also waits on
+(:meth:`SocketWaiter.add_wake_socket`, ``transport.concurrent.wake_socket``).
 
 The readiness is level-triggered: when the agent left datagrams unread (it reads a bounded
 number per cycle) it did work, so it does not park, and a park that finds a socket readable
@@ -84,8 +86,9 @@ class SocketWaiter:
         weakref.finalize(self, os.close, self._eventfd)  # never reused while a waker holds us
         self._poll.register(self._eventfd, _READABLE)
         self._selected = [self._eventfd]
-        self._wake_sockets: dict[int, socket.socket] = {}
         """The descriptors a short park selects on: the eventfd and the sockets."""
+        self._wake_sockets: dict[int, socket.socket] = {}
+        """Wake sockets by descriptor (:meth:`add_wake_socket`): drained, not counted."""
         self.quiet = False
         """The last idle parked here until its timeout and no socket was readable (see module)."""
         self.wakes = 0
