@@ -26,9 +26,8 @@ broker keeps the transport's threads few and their parks long once quiet:
   below after every piece of work: parks of 1 us, 2 us, ... 1 ms, each a wake-up of a Python
   duty cycle of all three agents (about 100 us of CPU): 16 of them a send one at a time on a
   group's leader, 15 on each follower (``docs/replication.md``, Performance). What waits for
-  the park: another process's commands to the conductor (a client connecting: up to 25 ms, as
-  when idle before) and another process's publications over UDP through this driver (a broker
-  has none).
+  the park: another kind of client's commands to the conductor (this package's clients wake it,
+  below) and another process's publications over UDP through this driver (a broker has none).
 - **Deep idle** (Agrona's backoff, then :class:`~transport.concurrent.BackoffIdleStrategy`'s
   deep park), while something is owed: no spins or yields, park 100 us (the NAK delay) doubling
   to 1 ms, and once parked for
@@ -48,17 +47,24 @@ broker keeps the transport's threads few and their parks long once quiet:
   run of ``bench cluster``, 11,000-15,000 of them yields).
 - **Waking on the network**: the sender's and receiver's thread parks in a poll on their sockets
   (:class:`~transport.driver.udp.socket_waiter.SocketWaiter`), so a request over UDP ends the
-  park at once. What waits for the park, up to 25 ms: a new client's first command to the
-  conductor (on connect).
+  park at once.
+- **Parks until due** (``MediaDriverContext.park_until_due``): while the driver streams nothing
+  (no publication, no image: no client connected), its thread parks until its conductor's next
+  timer (every 1 s) once its backoff reaches the deep park, not every 25 ms. A client of this
+  package ends that park after each command with a datagram to the driver's wake socket
+  (:mod:`~transport.concurrent.wake_socket`), so a connecting client waits for no park; another
+  kind of client would wait up to the timer.
 - **Waking on replication**: a group member's replication agent ends the park after each offer
   (``MediaDriver.wake_network``), and sleeps on the driver's data doorbell, which the receiver
   rings when frames come in (``broker.replication.agent``): neither side waits for the other's
   park. The session agent's answers to UDP clients end it the same way
   (``MediaDriver.network_bell``).
-- **The client conductor** (the broker's Aeron client) sleeps 16 ms (Aeron's idle sleep), then
-  doubles up to 64 ms while it finds nothing to do. Its duties: a keepalive every 500 ms (the
-  driver drops a client after 10 s), its own inter-service check (10 s), and the driver's
-  notices (a new client's image becomes visible to the session agent up to 64 ms later, once).
+- **The client conductor** (the broker's Aeron client) sleeps on a doorbell that the driver
+  rings after each duty cycle that told its clients something
+  (``MediaDriver.add_notice_bell``): a new client's image reaches the session agent at once. It
+  wakes by itself every 500 ms for its duties: a keepalive every 500 ms (the driver drops a
+  client after 10 s) and its own inter-service check (10 s). Without the broker's own driver (a
+  standalone one, or no futexes) it sleeps 16 ms (Aeron's idle sleep), then doubles up to 64 ms.
 
 Each ``AERON_*_IDLE_STRATEGY`` variable that is set wins over the deep default of its agent.
 ``AERON_THREADING_MODE`` does not apply to the embedded driver: ``driver_threading_mode`` (its
@@ -76,8 +82,9 @@ import dataclasses
 import os
 from typing import Final
 
-from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
-from aeromq.transport.driver import MediaDriverContext, ThreadingMode
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, IdleStrategy
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
 from aeromq.transport.testing.loss_generator import LossGenerator
 
 __all__ = [
@@ -102,6 +109,9 @@ _DEEP_PARK_NS: Final = 25 * _NS_PER_MS
 _DEEP_AFTER_NS: Final = 10 * _NS_PER_MS
 _CLIENT_PARK_NS: Final = 16 * _NS_PER_MS
 _CLIENT_DEEP_PARK_NS: Final = 64 * _NS_PER_MS
+_CLIENT_KEEPALIVE_PARK_NS: Final = 500 * _NS_PER_MS
+"""The broker's client conductor's park on its doorbell: its keepalive's interval (Aeron's
+500 ms; the driver drops a client after 10 s)."""
 _MIN_PARK_NS: Final = 100_000
 _DEEP_BACKOFF: Final = f"backoff:0,0,{_MIN_PARK_NS},{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
 
@@ -118,6 +128,7 @@ def embedded_driver_context(
         file_mode=file_mode,
         threading_mode=ThreadingMode(threading_mode.strip().upper()),
         park_when_settled=park_when_settled or os.environ.get(PARK_WHEN_SETTLED_ENV) == "1",
+        park_until_due=True,
     )
     udp = context.udp
     return dataclasses.replace(
@@ -144,9 +155,20 @@ def embedded_driver_context(
     )
 
 
-def client_conductor_idle_strategy() -> BackoffIdleStrategy:
-    """The broker's Aeron client conductor: Aeron's 16 ms sleep, then on doubling to 64 ms while
-    idle (no spins or yields: its work is never urgent; see module)."""
+def client_conductor_idle_strategy(driver: MediaDriver | None = None) -> IdleStrategy:
+    """The broker's Aeron client conductor (see module): with the broker's embedded ``driver``
+    (and futexes), asleep on a doorbell the driver rings when it tells its clients something,
+    waking at least every :data:`_CLIENT_KEEPALIVE_PARK_NS` for its keepalive; else Aeron's 16 ms
+    sleep, then on doubling to 64 ms while idle (no spins or yields: its work is never urgent)."""
+    if driver is not None and HAS_FUTEX:
+        bell = Doorbell.allocate()
+        idle = DoorbellIdleStrategy(
+            bell,
+            min_park_period_ns=_CLIENT_KEEPALIVE_PARK_NS,
+            max_park_period_ns=_CLIENT_KEEPALIVE_PARK_NS,
+        )
+        driver.add_notice_bell(bell)
+        return idle
     return BackoffIdleStrategy(
         max_spins=0,
         max_yields=0,

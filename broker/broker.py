@@ -49,6 +49,8 @@ from aeromq.broker.session import (
     LocalReadGrant,
     SessionAgent,
     SessionServerConfig,
+    new_image_handler,
+    park_until_due,
     session_idle_strategy,
 )
 from aeromq.broker.store import MessageStore, RecoveryReport
@@ -58,8 +60,8 @@ from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.util import name_os_threads
 
 __all__ = ["Broker"]
 
@@ -135,6 +137,7 @@ class Broker:
                 self._stop()
                 raise
             self._running = True
+        name_os_threads()  # the services' threads, in top -H and /proc (docs/latency.md)
         return self
 
     def _start(self) -> None:
@@ -188,17 +191,20 @@ class Broker:
         self.pull_processor = PullProcessor(
             store, hold, config.broker_name, meter=self.meter, leadership=group
         )
+        idle, doorbell = session_idle_strategy(
+            aeron, config.session_idle_strategy, config.broker_name
+        )
+        on_image = new_image_handler(idle)  # a connecting client wakes the agent
         self._subscriptions.append(
-            aeron.add_subscription(config.ingress_ipc_channel, config.ingress_ipc_stream_id)
+            aeron.add_subscription(
+                config.ingress_ipc_channel, config.ingress_ipc_stream_id, on_image
+            )
         )
         udp_channel = self._udp_channel = _resolve_udp_channel(config.ingress_udp_endpoint)
         if udp_channel is not None:
             self._subscriptions.append(
-                aeron.add_subscription(udp_channel, config.ingress_udp_stream_id)
+                aeron.add_subscription(udp_channel, config.ingress_udp_stream_id, on_image)
             )
-        idle, doorbell = session_idle_strategy(
-            aeron, config.session_idle_strategy, config.broker_name
-        )
         agent = self.session_agent = SessionAgent(
             aeron,
             self._subscriptions,
@@ -219,8 +225,7 @@ class Broker:
                 else None
             ),
         )
-        if isinstance(idle, DoorbellIdleStrategy):
-            idle.all_rung = agent.all_rung  # sleep until rung while every client rings
+        park_until_due(idle, agent)  # sleep until rung or the sweep while every client rings
         self._runner = AgentRunner(idle, self._on_agent_error, None, agent)
         self._runner.start()
         self._start_control_plane(store)
@@ -374,7 +379,7 @@ class Broker:
             AeronContext(
                 aeron_dir=self.aeron_dir,
                 error_handler=self._on_transport_error,
-                idle_strategy=client_conductor_idle_strategy(),
+                idle_strategy=client_conductor_idle_strategy(self.driver),
             )
         )
 

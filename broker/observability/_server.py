@@ -10,7 +10,9 @@ state, so two brokers in one process each serve their own); ``/console/...`` is
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
 import threading
 import time
 from collections.abc import Iterable
@@ -31,6 +33,11 @@ if TYPE_CHECKING:
     from aeromq.broker.broker import Broker
 
 __all__ = ["ObservabilityServer"]
+
+_SERVE_POLL_S = 5.0
+"""How often the server's loop wakes to look for a shutdown when nobody connects (once every
+5 s, not 5 times a second: an idle broker's wake-ups); ``stop`` ends that wait at once."""
+_ANY_HOSTS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
 
 _log = logging.getLogger(__name__)
 
@@ -83,16 +90,30 @@ class ObservabilityServer:
             self.history.start()
         self._thread = threading.Thread(
             target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.2},
+            kwargs={"poll_interval": _SERVE_POLL_S},
             name="observability-http",
             daemon=True,
         )
         self._thread.start()
 
+    def _shut_down(self) -> None:
+        """``shutdown()`` of the server, whose loop waits up to :data:`_SERVE_POLL_S` to see it:
+        a connection of our own ends that wait (tried until the loop has stopped, 5 s at most)."""
+        stopper = threading.Thread(
+            target=self._server.shutdown, name="observability-stop", daemon=True
+        )
+        stopper.start()
+        host = _ANY_HOSTS.get(self.host, self.host)
+        deadline = time.monotonic() + 5.0
+        while stopper.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                socket.create_connection((host, self.port), timeout=0.5).close()
+            stopper.join(0.05)
+
     def stop(self) -> None:
         """Stop serving and close the socket; idempotent."""
         if self._thread is not None:
-            self._server.shutdown()
+            self._shut_down()
             self._thread.join(timeout=5.0)
             self._thread = None
         self._server.server_close()

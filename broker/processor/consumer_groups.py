@@ -167,6 +167,7 @@ class ConsumerGroupManager:
         self._holders = QueueHolders()
         self._timer: threading.Thread | None = None
         self._timer_stop = threading.Event()
+        self._clients_known = threading.Event()  # set by a new client: the expiry timer wakes
 
     # -- heartbeats --------------------------------------------------------------------------
 
@@ -197,6 +198,7 @@ class ConsumerGroupManager:
             client = self._clients.get(client_id)
             if client is None:
                 client = self._clients[client_id] = _Client(client_id, now_ms)
+                self._clients_known.set()
                 _log.info("client registered: client_id=%s groups=%s", client_id, sorted(consumers))
             client.last_heartbeat_ms = now_ms
             client.producer_groups = frozenset(request.producer_groups)
@@ -411,13 +413,21 @@ class ConsumerGroupManager:
 
     def start_expiry_timer(self, interval_ms: int | None = None) -> None:
         """Run ``scan_expired`` every ``interval_ms`` (default: a quarter of the timeout,
-        at most 1 s) on a daemon thread until ``close``."""
+        at most 1 s) on a daemon thread until ``close``; while no client is registered the
+        thread sleeps until one is (an idle broker's wake-ups)."""
         if self._timer is not None:
             return
         period_s = (interval_ms or min(1_000, max(10, self.heartbeat_timeout_ms // 4))) / 1000.0
+        stop, known = self._timer_stop, self._clients_known
 
         def run() -> None:
-            while not self._timer_stop.wait(period_s):
+            while not stop.is_set():
+                if not self._clients:
+                    known.clear()
+                    if not self._clients:  # a client registered after the clear set it again
+                        known.wait()
+                if stop.wait(period_s):
+                    return
                 try:
                     self.scan_expired()
                 except Exception:
@@ -429,6 +439,7 @@ class ConsumerGroupManager:
     def close(self) -> None:
         """Stop the expiry timer and end every open stream."""
         self._timer_stop.set()
+        self._clients_known.set()  # the timer may sleep until a client comes
         if self._timer is not None:
             self._timer.join(timeout=5.0)
             self._timer = None

@@ -12,7 +12,11 @@ client side, ``common/_envelope.py`` for the envelope's codec (shared by both si
 from aeromq.broker.session._agent import SessionAgent
 from aeromq.broker.session._config import LocalReadGrant, SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
-from aeromq.broker.session._idle import session_idle_strategy
+from aeromq.broker.session._idle import (
+    new_image_handler,
+    park_until_due,
+    session_idle_strategy,
+)
 from aeromq.broker.session._session import ServerSession, SessionState
 from aeromq.broker.session._table import SessionTable, Tombstone
 
@@ -25,5 +29,7 @@ __all__ = [
     "SessionState",
     "SessionTable",
     "Tombstone",
+    "new_image_handler",
+    "park_until_due",
     "session_idle_strategy",
 ]

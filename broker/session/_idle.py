@@ -3,12 +3,16 @@
 A ``doorbell[:...]`` strategy (``transport/concurrent/doorbell.py``) gets a doorbell in a counter
 of the broker's media driver, which IPC clients map too: they ring it after each request, and
 the agent's park ends at once. Any other strategy gets no doorbell, and clients are told none
-(they would ring a bell nobody sleeps on).
+(they would ring a bell nobody sleeps on). While every source of work rings, a park lasts until
+the agent's next sweep (:data:`RUNG_PARK_NS`), but for a while after a client connects
+(:func:`new_image_handler`).
 """
 
 from __future__ import annotations
 
-from aeromq.transport.client import Aeron
+from typing import TYPE_CHECKING, Final
+
+from aeromq.transport.client import Aeron, Image, ImageHandler
 from aeromq.transport.concurrent.doorbell import (
     DOORBELL_TYPE_ID,
     Doorbell,
@@ -17,7 +21,29 @@ from aeromq.transport.concurrent.doorbell import (
 )
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 
-__all__ = ["session_idle_strategy"]
+if TYPE_CHECKING:
+    from aeromq.broker.session._agent import SessionAgent
+
+__all__ = [
+    "EMPTY_PARK_NS",
+    "NEW_IMAGE_SHORT_PARKS_NS",
+    "RUNG_PARK_NS",
+    "new_image_handler",
+    "park_until_due",
+    "session_idle_strategy",
+]
+
+RUNG_PARK_NS: Final = 100_000_000
+"""While every source of its work rings (``SessionAgent.all_rung``), the agent sleeps this long
+unless rung: until its next sweep (every 100 ms), not the idle strategy's deep park (25 ms).
+A session that rings nothing (over UDP) keeps the backoff's parks while it lives."""
+EMPTY_PARK_NS: Final = 1_000_000_000
+"""The same with no live session: nothing to sweep but the closed sessions' tombstones (kept
+for seconds), so once a second."""
+NEW_IMAGE_SHORT_PARKS_NS: Final = 1_000_000_000
+"""After a new image on the ingress (a client connecting), the agent parks no longer than its
+backoff (25 ms) for this long, though every session rings: the client's CONNECT rings nothing
+(it learns the doorbell from the answer)."""
 
 
 def session_idle_strategy(
@@ -31,4 +57,30 @@ def session_idle_strategy(
     counter = aeron.add_counter(DOORBELL_TYPE_ID, label=f"doorbell: broker-sessions {broker_name}")
     doorbell = Doorbell.for_counter(aeron.counters_reader, counter.id)
     idle.doorbell = doorbell
+    idle.rung_park_ns = RUNG_PARK_NS  # park_until_due tells it when
     return idle, doorbell
+
+
+def new_image_handler(idle: IdleStrategy) -> ImageHandler | None:
+    """For the ingress subscriptions: a new image (a client connecting) wakes the agent and
+    holds its parks to the backoff's for :data:`NEW_IMAGE_SHORT_PARKS_NS`, so its CONNECT,
+    which rings nothing, waits no longer than before (a doorbell strategy; else None)."""
+    if not isinstance(idle, DoorbellIdleStrategy):
+        return None
+    strategy = idle
+
+    def on_image(image: Image) -> None:
+        strategy.wake_for_unrung(NEW_IMAGE_SHORT_PARKS_NS)
+
+    return on_image
+
+
+def park_until_due(idle: IdleStrategy, agent: SessionAgent) -> None:
+    """Let a doorbell strategy sleep until rung while every source of ``agent``'s work rings
+    (``SessionAgent.all_rung``), until its next sweep: :data:`RUNG_PARK_NS`, or
+    :data:`EMPTY_PARK_NS` while it has no live session. Other strategies are left as they are."""
+    if not isinstance(idle, DoorbellIdleStrategy):
+        return
+    table = agent.table
+    idle.all_rung = agent.all_rung
+    idle.rung_park_for = lambda: RUNG_PARK_NS if table.live_count else EMPTY_PARK_NS

@@ -5,7 +5,9 @@ many-to-one ring buffer in cnc.dat that every client of the driver shares. A com
 for an answer takes a fresh correlation id from the ring's correlation counter (unique among all
 clients of the driver); the driver echoes it in its response. A full ring is retried a bounded
 number of times, yielding the CPU in between (as Aeron's C client); still full means the driver
-is not consuming: :class:`~transport.DriverTimeoutError`.
+is not consuming: :class:`~transport.DriverTimeoutError`. Each command that waits for an answer
+then sends the driver's wake socket a datagram (:mod:`~transport.concurrent.wake_socket`), so a
+driver parked until its next timer takes it at once; a keepalive does not.
 
 Caller: the client conductor, under the client lock (not thread-safe on its own).
 """
@@ -38,6 +40,7 @@ from aeromq.transport.command import (
 )
 from aeromq.transport.concurrent import ManyToOneRingBuffer
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
+from aeromq.transport.concurrent.wake_socket import WakeSender
 
 __all__ = ["RING_BUFFER_FULL_RETRIES", "DriverProxy"]
 
@@ -51,11 +54,12 @@ _SCRATCH_LENGTH: Final = 4096
 class DriverProxy:
     """Writes commands for client ``client_id`` to ``to_driver`` (see module)."""
 
-    __slots__ = ("_aeron_dir", "_scratch", "_to_driver", "client_id")
+    __slots__ = ("_aeron_dir", "_scratch", "_to_driver", "_waker", "client_id")
 
     def __init__(self, to_driver: ManyToOneRingBuffer, client_id: int, aeron_dir: str) -> None:
         self._to_driver = to_driver
         self._aeron_dir = aeron_dir
+        self._waker = WakeSender(aeron_dir)
         self._scratch = AtomicBuffer(bytearray(_SCRATCH_LENGTH))
         self.client_id = client_id
 
@@ -130,7 +134,7 @@ class DriverProxy:
         length = encode_correlated_message(
             self._scratch, 0, client_id=self.client_id, correlation_id=0
         )
-        self._write(CLIENT_KEEPALIVE, length)
+        self._write(CLIENT_KEEPALIVE, length, wake=False)
 
     def client_close(self) -> bool:
         """CLIENT_CLOSE; one attempt only (the client is going anyway): whether it was sent."""
@@ -180,11 +184,13 @@ class DriverProxy:
             self._scratch = AtomicBuffer(bytearray(length))
         return self._scratch
 
-    def _write(self, type_id: int, length: int) -> None:
+    def _write(self, type_id: int, length: int, *, wake: bool = True) -> None:
         write = self._to_driver.write
         scratch = self._scratch
         for _ in range(RING_BUFFER_FULL_RETRIES):
             if write(type_id, scratch, 0, length):
+                if wake:
+                    self._waker.wake()
                 return
             os.sched_yield()
         raise DriverTimeoutError(

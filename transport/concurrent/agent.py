@@ -24,6 +24,7 @@ from typing import Protocol
 
 from aeromq.transport._errors import AgentTerminationError, ConfigurationError, TransportStateError
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
+from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 from aeromq.transport.util.thread_name import name_os_thread
 
@@ -184,6 +185,9 @@ class AgentRunner:
             self._running = False
             started = self._started
             self._started = True
+        idle = self._idle_strategy
+        if started and isinstance(idle, DoorbellIdleStrategy):
+            idle.wake()  # parked until its next due time, perhaps seconds: stop now
         if not started:
             if not self._done.is_set():
                 try:

@@ -295,6 +295,11 @@ class DoorbellIdleStrategy:
     when there is a deep park, else ``max_park_period_ns`` (the backoff's period walks on
     beneath, so a park after it stops saying so is as short as the backoff's). A ring ends
     the park, so the longest park costs no latency; it saves the wake-ups of the short ones.
+    ``rung_park_ns`` (0: off) makes those parks longer still: an owner whose work all rings
+    sleeps until its next due time (a broker's session agent, until its sweep), not the deep
+    park's period; ``rung_park_for``, when set, may ask for longer (no sessions to sweep).
+    :meth:`wake` ends a park (a runner stopping its thread); :meth:`wake_for_unrung` ends it
+    and holds the parks to the backoff's for a while (work that rings nothing is on its way).
 
     ``spin_window_ns`` (0: off) adapts to ping-pong traffic (:class:`SpinPredictor`): while the
     idle gaps (from the first empty cycle to the next work) have mostly been shorter than the
@@ -308,6 +313,7 @@ class DoorbellIdleStrategy:
         "_eager",
         "_idle_since_ns",
         "_observed",
+        "_short_until_ns",
         "_spin",
         "all_rung",
         "deep_idle_after_ns",
@@ -320,6 +326,8 @@ class DoorbellIdleStrategy:
         "park_period_ns",
         "parked_ns",
         "rings",
+        "rung_park_for",
+        "rung_park_ns",
         "spins",
         "state",
         "yields",
@@ -371,10 +379,17 @@ class DoorbellIdleStrategy:
         self.parked_ns = 0
         self.rings = 0
         self.all_rung: Callable[[], bool] | None = None
+        self.rung_park_ns = 0
+        """While ``all_rung`` says so, parks last at least this long (0: the longest park's
+        period): until the owner's next due time (see class)."""
+        self.rung_park_for: Callable[[], int] | None = None
+        """With ``rung_park_ns``: asked for a longer park still while ``all_rung`` says so (the
+        owner's next due time now; see class)."""
         self._eager = max_spins == 0 and max_yields == 0
         self._armed = False
         self._observed = 0
         self._idle_since_ns = 0
+        self._short_until_ns = 0
 
     @property
     def spin_window_ns(self) -> int:
@@ -442,9 +457,14 @@ class DoorbellIdleStrategy:
             return
         period = self.park_period_ns
         sleep_ns = period
-        longest = max(self.max_park_period_ns, self.deep_park_period_ns)
+        longest = max(self.max_park_period_ns, self.deep_park_period_ns, self.rung_park_ns)
         if period < longest and self.all_rung is not None and self.all_rung():
             sleep_ns = longest  # the backoff walks on beneath it
+            if longest == self.rung_park_ns:
+                if time.monotonic_ns() < self._short_until_ns:
+                    sleep_ns = max(period, self.max_park_period_ns, self.deep_park_period_ns)
+                elif self.rung_park_for is not None:
+                    sleep_ns = max(sleep_ns, self.rung_park_for())
         result = self.doorbell.await_ring(self._observed, sleep_ns)
         self._observed = self.doorbell.prepare()
         if result != FUTEX_TIMED_OUT:
@@ -452,6 +472,18 @@ class DoorbellIdleStrategy:
             return
         self.parked_ns += sleep_ns
         self.park_period_ns = next_park_period_ns(self, period)
+
+    def wake(self) -> None:
+        """End the current park now (any thread): ring the doorbell."""
+        self.doorbell.ring()
+
+    def wake_for_unrung(self, for_ns: int) -> None:
+        """End the current park, and for the next ``for_ns`` keep parks to the backoff's longest
+        even while every source rings (no ``rung_park_ns``): work that rings nothing may come
+        meanwhile (a new client's first request, sent before it knows the doorbell). From any
+        thread (a race with the owner's own park only shortens or lengthens one park)."""
+        self._short_until_ns = time.monotonic_ns() + for_ns
+        self.doorbell.ring()
 
     def reset(self) -> None:
         """Back to NOT_IDLE with the shortest park; the next park first reads the word again."""

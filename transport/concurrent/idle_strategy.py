@@ -230,18 +230,26 @@ class BackoffIdleStrategy:
     ``max_park_period_ns``), whatever the state: the spins, yields and short parks are for work
     about to come that nothing would end a park for. The backoff's own walk goes on beneath
     (its period and ``parked_ns``), so a park after the owner stops saying so is the backoff's.
+
+    ``idle_for`` (not Agrona's; None by default), when set, is asked once the backoff parks its
+    longest (the deep park, else the max park): how long the thread may park at once, until the
+    next of its timers is due, because all its other work ends a park when it comes (a waiter
+    that returns for it). A longer time than the longest park is parked at once: an idle thread
+    wakes for its timers, not for the park's period.
     """
 
     __slots__ = (
         "_park",
         "deep_idle_after_ns",
         "deep_park_period_ns",
+        "idle_for",
         "max_park_period_ns",
         "max_spins",
         "max_yields",
         "min_park_period_ns",
         "park_period_ns",
         "parked_ns",
+        "parks_until_due",
         "settled",
         "settled_parks",
         "spins",
@@ -293,6 +301,11 @@ class BackoffIdleStrategy:
         """Asked on every empty cycle: whether the thread owes nothing soon (see class)."""
         self.settled_parks = 0
         """Parks taken at the longest at once because ``settled`` said so."""
+        self.idle_for: Callable[[], int] | None = None
+        """Asked when the backoff parks its longest: how long (ns) the thread may park at once,
+        until its next due time (0: not now; see class)."""
+        self.parks_until_due = 0
+        """Parks taken until the next due time because ``idle_for`` allowed one."""
 
     def park_with(self, park: Parker) -> None:
         """Park in ``park(seconds)`` instead of ``time.sleep`` (see module); a park that ends
@@ -330,6 +343,15 @@ class BackoffIdleStrategy:
                 os.sched_yield()
         else:
             period = self.park_period_ns
+            idle_for = self.idle_for
+            if idle_for is not None and period >= (
+                self.deep_park_period_ns or self.max_park_period_ns
+            ):
+                until_due_ns = idle_for()
+                if until_due_ns > period:
+                    (self._park or time.sleep)(until_due_ns / 1e9)
+                    self.parks_until_due += 1
+                    return
             (self._park or time.sleep)(period / 1e9)
             self.parked_ns += period
             self.park_period_ns = next_park_period_ns(self, period)

@@ -44,11 +44,14 @@ IPC_SOURCE_IDENTITY = "aeron:ipc"
 class ClientProxy:
     """Sends responses through ``transmitter`` (one per driver, conductor thread only)."""
 
-    __slots__ = ("_buffer", "_transmitter")
+    __slots__ = ("_buffer", "_transmitter", "transmitted")
 
     def __init__(self, transmitter: BroadcastTransmitter) -> None:
         self._transmitter = transmitter
         self._buffer = AtomicBuffer.allocate(transmitter.max_msg_length)
+        self.transmitted = 0
+        """Messages transmitted so far (the conductor rings in-process clients after a cycle
+        that transmitted: ``DriverConductor.notice_bells``)."""
 
     def on_error(self, correlation_id: int, error_code: int, message: str) -> None:
         """ON_ERROR for the command ``correlation_id`` (text cut to fit the buffer)."""
@@ -161,3 +164,4 @@ class ClientProxy:
 
     def _transmit(self, msg_type_id: int, length: int) -> None:
         self._transmitter.transmit(msg_type_id, self._buffer, 0, length)
+        self.transmitted += 1

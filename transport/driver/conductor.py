@@ -16,7 +16,13 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
    counting it woke an idle driver's backoff out of its deep park every second (about 20 more
    wake-ups a second, see :mod:`~transport.concurrent.idle_strategy`); what the timer changes
    (a publication closed, a client removed) is itself work for the next cycles;
-5. move every publication's limit.
+5. move every publication's limit;
+6. after a cycle that transmitted to the clients, ring :attr:`DriverConductor.notice_bells`:
+   the doorbells of clients in this process whose conductors sleep until rung (a broker's own
+   client learns of a new client's image at once, not at the end of a long park).
+
+:meth:`DriverConductor.idle_for_ns` says how long the driver's thread may park when it streams
+nothing (``MediaDriverContext.park_until_due``): until the next timer, which is all it owes then.
 
 Streams are handled per media (:class:`MediaStreams`): ``aeron:ipc`` by
 :class:`~transport.driver.ipc.ipc_streams.IpcStreams`, ``aeron:udp`` by
@@ -50,6 +56,7 @@ from aeromq.transport.concurrent.atomic_counter import AtomicCounter
 from aeromq.transport.concurrent.broadcast_transmitter import BroadcastTransmitter
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog
+from aeromq.transport.concurrent.doorbell import Ringable
 from aeromq.transport.driver.aeron_client import AeronClient, CounterLink
 from aeromq.transport.driver.client_proxy import ClientProxy
 from aeromq.transport.driver.command_adapter import ClientCommandAdapter
@@ -177,6 +184,10 @@ class DriverConductor:
         self._time_of_last_command_position_change_ns = now_ns
         self._termination_requested = False
         self._closed = False
+        self.notice_bells: list[Ringable] = []
+        """Rung after each cycle that transmitted to the clients (see module); append only
+        before the agent starts, or from its own thread."""
+        self._notices_rung = 0
 
     # ----------------------------------------------------------------------------------------
     # Agent
@@ -210,9 +221,23 @@ class DriverConductor:
             self._on_timer(now_ns, now_ms)
         work_count += self.ipc.update_publisher_limits()
         work_count += self.udp.do_work(now_ns)
+        transmitted = self.client_proxy.transmitted
+        if transmitted != self._notices_rung:
+            self._notices_rung = transmitted
+            for bell in self.notice_bells:
+                bell.ring()
         if self._termination_requested:
             raise AgentTerminationError("media driver terminated by TERMINATE_DRIVER")
         return work_count
+
+    def idle_for_ns(self) -> int:
+        """How long the driver's thread may park now (see module): until the next timer while
+        the driver streams nothing (no publication of either media, no image), else 0. Caller:
+        the thread that runs the conductor, the sender and the receiver (``SHARED``)."""
+        udp = self.udp
+        if self.ipc.publications or udp.sender.publications or udp.receiver.images:
+            return 0
+        return max(0, self._timer_deadline_ns - self._nano_clock.time_ns())
 
     def on_close(self) -> None:
         """Stop: unmap the logs and mark the heartbeat dead (-1) so clients notice at once."""

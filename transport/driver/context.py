@@ -148,6 +148,14 @@ class MediaDriverContext:
     while its sender and receiver owe nothing soon (:meth:`MediaDriver.launch`'s module): for a
     driver whose publishers all wake it (an embedded one), never for one that serves other
     processes' publications, whose offers end no park."""
+    park_until_due: bool = False
+    """Not Aeron's: in ``SHARED`` threading mode, a driver that streams nothing (no publication,
+    no image) parks until its conductor's next timer (up to ``timer_interval_ns``) once its
+    backoff reaches its longest park, rather than waking at that park's period: clients of this
+    package wake it for their commands (a datagram to its wake socket,
+    :mod:`~transport.concurrent.wake_socket`); other clients' commands wait for the timer. For
+    an embedded driver whose clients are this package's (a broker's), never for one that serves
+    Aeron's own clients."""
     udp: UdpSettings = field(default_factory=UdpSettings)
     termination_validator: TerminationValidator = deny_termination
     termination_hook: Callable[[], object] | None = None

@@ -31,6 +31,12 @@ a NAK timer, a status message due or about to be): it wakes for datagrams, wakes
 for the short parks of a backoff.
 :meth:`MediaDriver.in_process` finds the running driver of a directory in this process.
 
+An idle driver (``MediaDriverContext.park_until_due``, ``SHARED`` mode: a broker's) parks until
+its conductor's next timer while it streams nothing: other processes' clients end that park
+with a datagram to its wake socket after each command (:mod:`~transport.concurrent.wake_socket`),
+and it rings the doorbells of its in-process clients' conductors after each cycle that told the
+clients something (:meth:`MediaDriver.add_notice_bell`), so they too sleep until they have work.
+
 ``close()`` (idempotent; also the context manager's exit) stops the agents with a bounded join
 (the network agents before the conductor, which then closes the sockets),
 unmaps cnc.dat, deletes the directory if ``dir_delete_on_shutdown`` and lets go of its lock. A TERMINATE_DRIVER that
@@ -40,10 +46,12 @@ process wait for that, and ``close()`` then finishes the job.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import shutil
+import socket
 import tempfile
 import threading
 import weakref
@@ -54,12 +62,13 @@ from typing import ClassVar
 from aeromq.transport._errors import TransportStateError
 from aeromq.transport.cnc import CNC_FILE, CncFile
 from aeromq.transport.concurrent.agent import Agent, AgentInvoker, AgentRunner, CompositeAgent
-from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, Ringable
 from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
     IdleStrategy,
     SleepingIdleStrategy,
 )
+from aeromq.transport.concurrent.wake_socket import WAKE_SOCKET_FILE, bind_wake_socket
 from aeromq.transport.driver.aeron_dir import prepare_aeron_dir
 from aeromq.transport.driver.conductor import DriverConductor
 from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
@@ -126,6 +135,7 @@ class MediaDriver:
         self._invoker: AgentInvoker | None = None
         self._waiters: list[SocketWaiter] = []
         self._sender_waiter: SocketWaiter | None = None
+        self._wake_socket: socket.socket | None = None
         self.data_doorbell: Doorbell | None = Doorbell.allocate() if HAS_FUTEX else None
         """Rung by the receiver after each duty cycle that received data (see module)."""
         user_hook = context.termination_hook
@@ -220,11 +230,15 @@ class MediaDriver:
         else:
             sender.waiter = receiver.waiter = SocketWaiter()
             shared = mode is ThreadingMode.SHARED
+            idle = context.new_conductor_idle_strategy() if shared else None
+            if isinstance(idle, BackoffIdleStrategy) and context.park_until_due:
+                self._wake_socket = bind_wake_socket(context.aeron_dir)
+                if self._wake_socket is not None:
+                    sender.waiter.add_wake_socket(self._wake_socket)
+                    idle.idle_for = conductor.idle_for_ns
             self._add_runner(
                 _parked_in(
-                    context.new_conductor_idle_strategy()
-                    if shared
-                    else context.new_shared_network_idle_strategy(),
+                    idle if idle is not None else context.new_shared_network_idle_strategy(),
                     sender.waiter,
                     _settled(sender, receiver) if settles else None,
                 ),
@@ -262,6 +276,12 @@ class MediaDriver:
             )
         return self._invoker
 
+    def add_notice_bell(self, bell: Ringable) -> None:
+        """Ring ``bell`` after each duty cycle that told the clients something (a client's
+        conductor in this process that sleeps on it until then; see module). Before the first
+        client connects: the conductor's thread reads the list."""
+        self.conductor.notice_bells.append(bell)
+
     def wake_network(self) -> None:
         """End the park of the thread that runs the sender (an in-process publisher has just
         offered data; see module). From any thread; a no-op in ``INVOKER`` mode."""
@@ -294,6 +314,8 @@ class MediaDriver:
         with self._lock:
             if self._closed:
                 return
+            for waiter in self._waiters:
+                waiter.wake()  # a thread parked until its next timer stops now
             for runner in self._runners:
                 runner.close(timeout_s)
             if self._invoker is not None:
@@ -301,6 +323,10 @@ class MediaDriver:
             self._closed = True
             for waiter in self._waiters:
                 waiter.close()
+            if self._wake_socket is not None:
+                self._wake_socket.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.context.aeron_dir, WAKE_SOCKET_FILE))
             self._cnc.close()
             if self.context.dir_delete_on_shutdown:
                 shutil.rmtree(self.context.aeron_dir, ignore_errors=True)

@@ -7,7 +7,9 @@ cannot tell a media driver's sender from a session agent. On Linux this sets tha
 (``prctl(PR_SET_NAME)``, at most 15 bytes: longer names are cut); elsewhere it does nothing.
 
 Caller: :class:`~transport.concurrent.AgentRunner` and the few threads that are not agents (a
-replication member's fsync thread), once, as their thread starts.
+replication member's fsync thread), once, as their thread starts. :func:`name_os_threads` names
+the other threads of the process from outside (``/proc/self/task/TID/comm``), after their
+``threading`` names: a broker calls it once its services have started.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+import threading
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["name_os_thread"]
+__all__ = ["name_os_thread", "name_os_threads"]
 
 _PR_SET_NAME: Final = 15
 _MAX_NAME_BYTES: Final = 15
@@ -44,3 +47,37 @@ def name_os_thread(name: str) -> None:
         return
     raw = name.encode("utf-8", "replace")[:_MAX_NAME_BYTES]
     _prctl(_PR_SET_NAME, ctypes.c_char_p(raw), 0, 0, 0)
+
+
+def name_os_threads() -> int:
+    """Name in the kernel every live thread of this process that still bears the process's name
+    (``python``), after its ``threading`` name (cut to 15 bytes), the main thread left as it is
+    (its name is the process's in ``ps``); how many were named. Linux only; never raises."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        with open("/proc/self/comm", encoding="utf-8") as comm:
+            unnamed = comm.read().strip()
+    except OSError:
+        return 0
+    named = 0
+    main = threading.main_thread()
+    for thread in threading.enumerate():
+        tid = thread.native_id
+        if thread is main or tid is None:
+            continue
+        path = f"/proc/self/task/{tid}/comm"
+        try:
+            with open(path, encoding="utf-8") as comm:
+                if comm.read().strip() != unnamed:
+                    continue
+            with open(path, "w", encoding="utf-8") as comm:
+                comm.write(
+                    thread.name.encode("utf-8", "replace")[:_MAX_NAME_BYTES].decode(
+                        "utf-8", "ignore"
+                    )
+                )
+        except OSError:  # the thread ended meanwhile
+            continue
+        named += 1
+    return named

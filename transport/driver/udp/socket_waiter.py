@@ -26,7 +26,9 @@ An in-process publisher can end the park too: :meth:`SocketWaiter.wake` (any thr
 to an ``eventfd`` the poll also waits on, so the sender sends a publication's new data at once
 rather than after the park (an embedded driver's replication publisher rings it after its
 offers: :meth:`~transport.driver.MediaDriver.wake_network`). A wake that finds the thread busy
-costs one ``write``; the next park returns at once and drains it.
+costs one ``write``; the next park returns at once and drains it. Another process's client
+ends it the same way, through a wake socket the poll also waits on
+(:meth:`SocketWaiter.add_wake_socket`, ``transport.concurrent.wake_socket``).
 
 The readiness is level-triggered: when the agent left datagrams unread (it reads a bounded
 number per cycle) it did work, so it does not park, and a park that finds a socket readable
@@ -51,6 +53,7 @@ import weakref
 from typing import Final
 
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
+from aeromq.transport.concurrent.wake_socket import drain_wake_socket
 
 __all__ = ["MIN_POLL_PARK_S", "SocketWaiter"]
 
@@ -70,6 +73,7 @@ class SocketWaiter:
         "_fds",
         "_poll",
         "_selected",
+        "_wake_sockets",
         "quiet",
         "wakes",
     )
@@ -83,6 +87,8 @@ class SocketWaiter:
         self._poll.register(self._eventfd, _READABLE)
         self._selected = [self._eventfd]
         """The descriptors a short park selects on: the eventfd and the sockets."""
+        self._wake_sockets: dict[int, socket.socket] = {}
+        """Wake sockets by descriptor (:meth:`add_wake_socket`): drained, not counted."""
         self.quiet = False
         """The last idle parked here until its timeout and no socket was readable (see module)."""
         self.wakes = 0
@@ -120,6 +126,15 @@ class SocketWaiter:
         else:
             self._fds[fd] = count - 1
 
+    def add_wake_socket(self, sock: socket.socket) -> None:
+        """Wake :meth:`wait` when a datagram comes to ``sock`` (a driver's wake socket, which
+        another process's client sends after a command: ``transport.concurrent.wake_socket``),
+        as :meth:`wake` does: the park drains it and it does not count as a readable socket."""
+        fd = sock.fileno()
+        self._wake_sockets[fd] = sock
+        self._poll.register(fd, _READABLE)
+        self._selected.append(fd)
+
     def wake(self) -> None:
         """End the current or next park at once (any thread; see module)."""
         if not self._closed:
@@ -143,13 +158,17 @@ class SocketWaiter:
         else:
             ready = [fd for fd, _ in self._poll.poll(int(timeout_s * _MS_PER_S))]
         sockets = len(ready)
+        wake_sockets = self._wake_sockets
         for fd in ready:
             if fd == eventfd:
                 with contextlib.suppress(OSError):  # drained by a racing wait: nothing to read
                     os.eventfd_read(eventfd)
-                self.wakes += 1
-                sockets -= 1
-                break
+            elif fd in wake_sockets:
+                drain_wake_socket(wake_sockets[fd])
+            else:
+                continue
+            self.wakes += 1
+            sockets -= 1
         self.quiet = not sockets
 
     def idle_strategy(self, parking: IdleStrategy) -> IdleStrategy:
