@@ -338,6 +338,11 @@ class RouteResolver:
             return None
         return cached
 
+    def last(self, topic: str) -> TopicRoute | None:
+        """The topic's cached route whatever its age, or None: never fetches. Caller: a
+        producer that sends on its last route while a fetch of the next one runs elsewhere."""
+        return self._routes.get(topic)
+
     def invalidate(self, topic: str) -> None:
         """Drop the topic's cached route, so the next :meth:`route` fetches it. Caller: a
         producer whose send to one of the route's brokers failed."""

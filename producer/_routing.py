@@ -8,8 +8,12 @@ a group of coalesced async sends goes to the queue least sent to.
 Refresh ahead: a route the producer's own resolver caches for ``ttl_ms`` is fetched again in the
 background (:meth:`QueueRouter.refresh_ahead`, on the producer's retry thread) by the first send
 that finds it past three quarters of its TTL, so that no send waits for the gRPC round trip
-(2-3 ms) of an expired route; a producer that sends less often than every quarter TTL still
-fetches on the send that finds it expired.
+(2-3 ms) of an expired route. A send that finds it expired (a producer quiet for longer than
+the TTL) goes on the last route too while the fetch runs, as RocketMQ's and Kafka's producers
+send on their last route between refreshes: a route gone wrong meanwhile (a broker gone, a
+group's leader moved) fails that send, which drops the route (``invalidate``), and its retry
+fetches a new one. Only a topic with no route yet, or one dropped, is fetched on the send's
+thread.
 
 Caller: the façade (``Producer.start``, ``fetch_publish_queues``, ``send_oneway``), the sync
 attempts (``SendPath.attempt_sync``) and the async sends (``_async_sends.py``).
@@ -39,6 +43,8 @@ _log = logging.getLogger(__name__)
 
 RefreshRunner = Callable[[Callable[[], None]], object]
 """Runs a route refresh off the send's thread (the producer's retry thread)."""
+LastRoute = Callable[[str], TopicRoute | None]
+"""A topic's cached route whatever its age, or None (``RouteResolver.last``)."""
 
 
 class QueueRouter:
@@ -47,6 +53,7 @@ class QueueRouter:
 
     __slots__ = (
         "_ahead_ms",
+        "_last",
         "_least_sent",
         "_queue_cache",
         "_refreshing",
@@ -65,21 +72,26 @@ class QueueRouter:
         self._ahead_ms = 0
         """A route this old (ms since fetched) is refreshed in the background; 0: never."""
         self._runner: RefreshRunner | None = None
+        self._last: LastRoute | None = None
         self._refreshing: set[str] = set()
 
-    def refresh_ahead(self, ttl_ms: int, runner: RefreshRunner) -> None:
+    def refresh_ahead(self, ttl_ms: int, runner: RefreshRunner, last: LastRoute) -> None:
         """Refresh a topic's route through ``runner`` once it is past three quarters of
-        ``ttl_ms`` (the source's cache TTL), before a send finds it expired (see module).
-        Caller: ``SendPath.start``, for the resolver it made."""
+        ``ttl_ms`` (the source's cache TTL), sending on ``last``'s route meanwhile, expired
+        or not (see module). Caller: ``SendPath.start``, for the resolver it made."""
         self._ahead_ms = ttl_ms - ttl_ms // 4
         self._runner = runner
+        self._last = last
 
     def route(self, topic: str) -> TopicRoute:
         """The topic's route from the source. Raises IllegalStateError before the start."""
         routes = self.source
         if routes is None:
             raise IllegalStateError("producer not started", group=self.group)
-        route = routes.route(topic)
+        last = self._last
+        route = None if last is None else last(topic)
+        if route is None:
+            route = routes.route(topic)
         ahead_ms = self._ahead_ms
         if ahead_ms and time.monotonic_ns() // 1_000_000 - route.fetched_ms >= ahead_ms:
             self._refresh(routes, topic)
@@ -95,7 +107,7 @@ class QueueRouter:
         def refresh() -> None:
             try:
                 routes.route(topic, refresh=True)
-            except ClientError as exc:  # the send that finds it expired fetches it
+            except ClientError as exc:  # sends go on the last route; a failed one drops it
                 _log.debug("route refresh failed: topic=%s %s", topic, exc)
             finally:
                 self._refreshing.discard(topic)

@@ -122,15 +122,16 @@ class SendPath:
             if self.running:
                 return
             if self.router.source is None:
-                self.router.source = RouteResolver(
+                resolver = RouteResolver(
                     self._endpoints,
                     kind="namesrv" if self._namesrv else "auto",
                     ttl_ms=self.config.route_refresh_interval_ms,
                     credentials=self.config.credentials,
                     tls=self.config.tls,
                 )
+                self.router.source = resolver
                 self.router.refresh_ahead(
-                    self.config.route_refresh_interval_ms, self._refresh_runner
+                    self.config.route_refresh_interval_ms, self._refresh_runner, resolver.last
                 )
             config = self.config
             self.sessions = BrokerSessions(

@@ -175,7 +175,7 @@ def test_should_refresh_a_route_in_the_background_past_three_quarters_of_its_ttl
     ran: list[Callable[[], None]] = []
     routes = _AgingRoutes(age_ms=500)
     router = QueueRouter("group", routes)
-    router.refresh_ahead(1_000, ran.append)
+    router.refresh_ahead(1_000, ran.append, lambda topic: None)
     router.route("T")
     assert not ran  # half its TTL: not yet
     routes.age_ms = 800
@@ -187,3 +187,18 @@ def test_should_refresh_a_route_in_the_background_past_three_quarters_of_its_ttl
     assert routes.refreshes == 1
     router.route("T")
     assert len(ran) == 1  # again, the last one done
+
+
+def test_should_send_on_an_expired_route_while_its_fetch_runs_in_the_background() -> None:
+    ran: list[Callable[[], None]] = []
+    routes = _AgingRoutes(age_ms=5_000)  # past its TTL: a producer quiet for five seconds
+    expired = routes.route("T")
+    cached: dict[str, TopicRoute] = {"T": expired}
+    router = QueueRouter("group", routes)
+    router.refresh_ahead(1_000, ran.append, cached.get)
+    assert router.route("T") is expired  # the last route, not a fetch on the send's thread
+    assert routes.refreshes == 0 and len(ran) == 1
+    ran.pop()()
+    assert routes.refreshes == 1
+    cached.clear()  # a failed send dropped it: the next send fetches on its own thread
+    assert router.route("T") is not expired
