@@ -1,7 +1,7 @@
 """The connector on a real Spark standalone cluster: a master and two workers started from the
-pip package, each worker on a test host of its own (``_standalone.py``: a network namespace and
-a host name), two brokers behind a name server on the test's host. Executors reach the brokers
-over UDP only: the batch read, the streaming read with ``maxOffsetsPerTrigger`` and the sink
+pip package, each worker on a test host of its own (``bench/spark_cluster.py``: a network
+namespace and a host name), two brokers behind a name server on the test's host. Executors
+reach the brokers over UDP only: the batch read, the streaming read with ``maxOffsetsPerTrigger`` and the sink
 give exactly the rows produced, and no pull was answered with local ranges (the brokers'
 ``aeromq_pulls_local_total``). The driver is a process of its own (``_cluster_driver.py``):
 this process's Spark is ``local[2]``."""
@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from aeromq.broker.testing import ServerProcess, start_namesrv_process
+from bench.netns import HOST, NetLab, netlab, netns_unavailable
+from bench.spark_cluster import StandaloneCluster, spark_environment, standalone_cluster
 from tests.broker.observability._scrape import scrape, value
 from tests.consumer._broker_process import create_topic, start_broker
-from tests.faults.netns import HOST, NetLab, netlab, netns_unavailable
 from tests.pipeline._cluster_driver import PER_TRIGGER
 from tests.pipeline._helpers import consume_all, produce
-from tests.pipeline._standalone import StandaloneCluster, spark_environment, standalone_cluster
 
 pytestmark = [
     pytest.mark.timeout(900),
