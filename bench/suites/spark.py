@@ -23,6 +23,11 @@ Python workers) and of the broker during the action, per row. It depends less on
 on the machine than rows/s does (idle polling threads still add CPU in proportion to the wall
 time); on a quiet machine rows/s is about cores / CPU per row.
 
+The same read on a Spark standalone cluster (two workers of one core, each on a test host of its
+own, so every batch goes over the transport; ``bench/_spark_cluster_read.py``), after the local
+cases: ``aeromq:batch-read:cluster`` (one run; skipped, with the reason, where network
+namespaces cannot be made).
+
 Baseline ``baseline:arrow-memory``: a Python data source with the same schema whose partitions
 yield one pre-built ``pyarrow.RecordBatch`` of 8,192 rows over and over, the same row count in
 the same partitions: what Spark's Python data source path can carry here at best. (A variant
@@ -75,6 +80,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
+from bench._spark_cluster_read import CLUSTER_CASE, cluster_case, cluster_lab, start_bench_broker
 from bench._spark_measures import median_run, rate_row, tree_cpu_s
 from bench._spark_writes import write_cases, write_targets
 from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
@@ -387,7 +393,9 @@ def run(quick: bool) -> Iterator[Result | Target]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-spark-"))
-    broker = _start_broker(root)
+    lab_scope = contextlib.ExitStack()
+    lab = lab_scope.enter_context(cluster_lab())
+    broker = start_bench_broker(root, lab, _start_broker)
     spark = None
     try:
         import multiprocessing
@@ -416,6 +424,9 @@ def run(quick: bool) -> Iterator[Result | Target]:
         ):
             rows[row.name] = row
             yield row
+        yield from case_rows(
+            CLUSTER_CASE, cluster_case, lab, broker, topic, count, root, timeout_s=2 * limit_s + 300
+        )
         seconds = 2.0 if quick else 20.0
         for row in case_rows(
             _STREAM_CASE,
@@ -455,4 +466,5 @@ def run(quick: bool) -> Iterator[Result | Target]:
         if spark is not None:
             spark.stop()
         broker.stop()
+        lab_scope.close()
         shutil.rmtree(root, ignore_errors=True)

@@ -16,10 +16,9 @@ import pytest
 
 from aeromq.broker.testing import ServerProcess
 from bench.spark_cluster import ConnectServer, connect_server
-from tests.consumer._broker_process import create_topic
 from tests.pipeline._cluster_driver import PER_TRIGGER
 from tests.pipeline._connect import connect_python, run_driver
-from tests.pipeline._helpers import consume_all, produce
+from tests.pipeline._helpers import consume_all, source_and_sink
 
 _PYTHON, _WHY_NOT = connect_python()
 pytestmark = [
@@ -41,9 +40,7 @@ def test_should_read_stream_and_write_through_spark_connect(
     server: ConnectServer, broker: ServerProcess, tmp_path: Path
 ) -> None:
     source, sink = "ConnectSource", "ConnectSink"
-    create_topic(broker, source, 4)
-    create_topic(broker, sink, 2)
-    sent = produce(broker, source, _PER_QUEUE)
+    sent = source_and_sink(broker, source, sink, _PER_QUEUE, 2)
     assert _PYTHON is not None
     result = run_driver(
         server.url, "127.0.0.1", broker.grpc_address, source, sink, tmp_path, python=_PYTHON
