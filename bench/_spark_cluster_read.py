@@ -86,15 +86,19 @@ def cluster_case(
     from bench.spark_cluster import spark_environment, standalone_cluster
 
     with standalone_cluster(lab, _WORKERS, root / "spark-cluster") as cluster:
-        (root / "spark-driver").mkdir()
-        with subprocess.Popen(
+        scratch = root / "spark-driver"
+        scratch.mkdir()
+        log = scratch / "driver.log"
+        with open(log, "wb") as output, subprocess.Popen(
             [sys.executable, "-m", "bench._spark_cluster_read", cluster.url, cluster.host,
              broker.grpc_address, topic],
-            env=spark_environment(cluster.host, root / "spark-driver"),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True,
+            env=spark_environment(cluster.host, scratch), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=output, text=True, start_new_session=True,
         ) as driver:  # fmt: skip
             try:
                 return _timed_read(driver, [broker.pid, *(p.pid for p in cluster.processes)], count)
+            except (RuntimeError, ValueError) as exc:
+                raise RuntimeError(f"{exc}; the driver's log: {log.read_text()[-1500:]}") from exc
             finally:
                 if driver.poll() is None:
                     driver.kill()
