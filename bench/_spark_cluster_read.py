@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +40,9 @@ from bench.netns import HOST, NetLab, netlab, netns_unavailable
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["CLUSTER_CASE", "cluster_case", "cluster_lab", "start_bench_broker"]
+    from bench.spark_cluster import StandaloneCluster
+
+__all__ = ["CLUSTER_CASE", "BenchCluster", "bench_cluster", "cluster_case", "start_bench_broker"]
 
 CLUSTER_CASE = "aeromq:batch-read:cluster"
 _WORKERS = ("w1", "w2")
@@ -47,24 +50,41 @@ _WARM = "warm"
 _DRIVER_START_TIMEOUT_S = 300.0
 
 
+@dataclass
+class BenchCluster:
+    """The cluster's test hosts and its master and workers (launched, maybe not registered)."""
+
+    lab: NetLab
+    cluster: StandaloneCluster
+
+
 @contextlib.contextmanager
-def cluster_lab() -> Iterator[NetLab | None]:
-    """The cluster's test hosts, removed at the end; None where namespaces cannot be made."""
+def bench_cluster(root: Path) -> Iterator[BenchCluster | None]:
+    """The cluster's test hosts, its master and workers launched (they register while the
+    topic fills and ``local[2]`` reads, idle afterwards), all stopped and removed at the end;
+    None where namespaces cannot be made."""
     if netns_unavailable() is not None:
         yield None
         return
+    from bench.spark_cluster import StandaloneCluster
+
     with netlab(_WORKERS) as lab:
-        yield lab
+        cluster = StandaloneCluster(lab, _WORKERS, root / "spark-cluster")
+        try:
+            cluster.launch()
+            yield BenchCluster(lab, cluster)
+        finally:
+            cluster.stop()
 
 
 def start_bench_broker(
-    root: Path, lab: NetLab | None, start: Callable[[Path], ServerProcess]
+    root: Path, bench: BenchCluster | None, start: Callable[[Path], ServerProcess]
 ) -> ServerProcess:
-    """``start(root)`` without a lab; with one, the same broker on the lab's host address with
-    a UDP ingress there (its other options those of ``bench.suites.broker``)."""
-    if lab is None:
+    """``start(root)`` without a cluster; with one, the same broker on its lab's host address
+    with a UDP ingress there (its other options those of ``bench.suites.broker``)."""
+    if bench is None:
         return start(root)
-    host = lab.address(HOST)
+    host = bench.lab.address(HOST)
     from bench.suites.broker import QUEUES
 
     return start_broker_process(
@@ -78,14 +98,17 @@ def start_bench_broker(
 
 
 def cluster_case(
-    lab: NetLab | None, broker: ServerProcess, topic: str, count: int, root: Path
+    bench: BenchCluster | None, broker: ServerProcess, topic: str, count: int, root: Path
 ) -> Result:
-    """The cluster's read of all ``count`` rows of ``topic`` (see module), or a skipped row."""
-    if lab is None:
+    """The cluster's read of all ``count`` rows of ``topic`` (see module), or a skipped row;
+    the cluster stopped after it."""
+    if bench is None:
         return Result(f"{CLUSTER_CASE} skipped: {netns_unavailable()}")
-    from bench.spark_cluster import spark_environment, standalone_cluster
+    from bench.spark_cluster import spark_environment
 
-    with standalone_cluster(lab, _WORKERS, root / "spark-cluster") as cluster:
+    cluster = bench.cluster
+    try:
+        cluster.wait_registered()
         scratch = root / "spark-driver"
         scratch.mkdir()
         log = scratch / "driver.log"
@@ -102,6 +125,8 @@ def cluster_case(
             finally:
                 if driver.poll() is None:
                     driver.kill()
+    finally:
+        cluster.stop()
 
 
 def _timed_read(driver: subprocess.Popen[str], pids: list[int], count: int) -> Result:

@@ -130,6 +130,11 @@ class StandaloneCluster(SparkDaemons):
 
     def start(self) -> None:
         """Start the master and the workers; return once every worker registered."""
+        self.launch()
+        self.wait_registered()
+
+    def launch(self) -> None:
+        """Start the master and the workers, not waiting for them (:meth:`wait_registered`)."""
         scratch = self._root / "master"
         scratch.mkdir(parents=True)
         self.spawn(
@@ -150,6 +155,9 @@ class StandaloneCluster(SparkDaemons):
             with self.lab.inside(node):  # the worker and its executors live there
                 self.spawn(["unshare", "--uts", "sh", "-c", worker],
                            spark_environment(address, scratch), scratch / "worker.log")  # fmt: skip
+
+    def wait_registered(self) -> None:
+        """Until every worker registered with the master (see :meth:`SparkDaemons.wait_for`)."""
         self.wait_for(self._root / "master" / "master.log", "Registering worker", len(self._nodes))
 
 

@@ -24,9 +24,10 @@ on the machine than rows/s does (idle polling threads still add CPU in proportio
 time); on a quiet machine rows/s is about cores / CPU per row.
 
 The same read on a Spark standalone cluster (two workers of one core, each on a test host of its
-own, so every batch goes over the transport; ``bench/_spark_cluster_read.py``), after the local
-cases: ``aeromq:batch-read:cluster`` (one run; skipped, with the reason, where network
-namespaces cannot be made).
+own, so every batch goes over the transport; ``bench/_spark_cluster_read.py``: launched first,
+it registers while the topic fills and idles through the local cases), after the local cases:
+``aeromq:batch-read:cluster`` (one run; skipped, with the reason, where network namespaces
+cannot be made).
 
 Baseline ``baseline:arrow-memory``: a Python data source with the same schema whose partitions
 yield one pre-built ``pyarrow.RecordBatch`` of 8,192 rows over and over, the same row count in
@@ -81,7 +82,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench._harness import Result, Target, attempt, case_rows, figure, ratio_of
-from bench._spark_cluster_read import CLUSTER_CASE, cluster_case, cluster_lab, start_bench_broker
+from bench._spark_cluster_read import CLUSTER_CASE, bench_cluster, cluster_case, start_bench_broker
 from bench._spark_measures import median_run, rate_row, tree_cpu_s
 from bench._spark_writes import write_cases, write_targets
 from bench.suites.broker import BODY_LENGTH, QUEUES, _body, _collect, _spawn, _start_broker
@@ -394,9 +395,13 @@ def run(quick: bool) -> Iterator[Result | Target]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-spark-"))
-    lab_scope = contextlib.ExitStack()
-    lab = lab_scope.enter_context(cluster_lab())
-    broker = start_bench_broker(root, lab, _start_broker)
+    cluster_scope = contextlib.ExitStack()
+    try:  # the cluster launched first: it registers while the topic fills
+        cluster = cluster_scope.enter_context(bench_cluster(root))
+        broker = start_bench_broker(root, cluster, _start_broker)
+    except BaseException:
+        cluster_scope.close()
+        raise
     spark = None
     try:
         import multiprocessing
@@ -426,7 +431,14 @@ def run(quick: bool) -> Iterator[Result | Target]:
             rows[row.name] = row
             yield row
         yield from case_rows(
-            CLUSTER_CASE, cluster_case, lab, broker, topic, count, root, timeout_s=2 * limit_s + 300
+            CLUSTER_CASE,
+            cluster_case,
+            cluster,
+            broker,
+            topic,
+            count,
+            root,
+            timeout_s=2 * limit_s + 300,
         )
         seconds = 5.0 if quick else 20.0
         for row in case_rows(
@@ -467,5 +479,5 @@ def run(quick: bool) -> Iterator[Result | Target]:
         if spark is not None:
             spark.stop()
         broker.stop()
-        lab_scope.close()
+        cluster_scope.close()
         shutil.rmtree(root, ignore_errors=True)
