@@ -46,11 +46,12 @@ from aeromq.pipeline._queue_reader import READER_GROUP, read_queue_range
 from aeromq.pipeline._readers import AeromqBatchReader, AeromqStreamReader
 from aeromq.pipeline._row_writers import AeromqRowBatchWriter, AeromqRowStreamWriter
 from aeromq.pipeline._schema import SINK_COLUMNS, arrow_schema, spark_ddl
-from aeromq.pipeline._session import register, spark_session
+from aeromq.pipeline._session import CONNECT_SCHEME, register, spark_session
 from aeromq.pipeline._source import FORMAT, AeromqDataSource
 from aeromq.pipeline._writers import AeromqBatchWriter, AeromqStreamWriter, SinkCommit, marker_group
 
 __all__ = [
+    "CONNECT_SCHEME",
     "FORMAT",
     "MIN_JAVA_VERSION",
     "READER_GROUP",

@@ -50,8 +50,12 @@ def _partitions(options: SourceOptions, starts: Offsets, ends: Offsets) -> list[
     return [InputPartition(r) for r in split_ranges(ranges, options.min_partitions)]
 
 
-def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-    queue_range: QueueRange = partition.value
+def _read(options: SourceOptions, partition: InputPartition | None) -> Iterator[pa.RecordBatch]:
+    """The rows of ``partition``'s queue range; none for the one partition without a value
+    that PySpark reads when :meth:`partitions` planned none (every queue empty)."""
+    queue_range: QueueRange | None = None if partition is None else partition.value
+    if queue_range is None:
+        return iter(())
     return read_queue_range(
         options.endpoints,
         queue_range.topic,

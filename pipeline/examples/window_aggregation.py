@@ -6,7 +6,8 @@ Against a local broker (``aeromq broker`` in another terminal, gRPC on 127.0.0.1
     python -m aeromq.pipeline.examples.window_aggregation --seed 10000
 
 On a Spark standalone cluster, ``--master spark://HOST:7077`` (and ``--conf`` for Spark's
-settings): ``docs/spark-cluster.md``.
+settings); through a Spark Connect server, ``--master sc://HOST:15002``
+(``docs/spark-cluster.md``).
 
 ``--seed N`` first sends N events ``{"key": "sensor-3", "value": 4.5, "ts": <epoch ms>}`` to the
 events topic (created when missing, as is the results topic). Then one Spark batch job reads the
@@ -69,8 +70,9 @@ def run(
     master: str = "local[2]",
     config: dict[str, str] | None = None,
 ) -> dict[str, int]:
-    """The Spark job on ``master`` (``local[2]``, or a cluster's ``spark://host:port``, with
-    ``config``); returns counts of what it read and wrote."""
+    """The Spark job on ``master`` (``local[2]``, a cluster's ``spark://host:port`` or a Spark
+    Connect server's ``sc://host:port``, with ``config``); returns counts of what it read and
+    wrote."""
     from pyspark.sql import functions as f
 
     spark = spark_session(master, "aeromq-window-aggregation", config)
@@ -125,7 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", default="1 minute", help="the window length")
     parser.add_argument("--seed", type=int, default=0, help="send this many events first")
     parser.add_argument(
-        "--master", default="local[2]", help="Spark's master: local[N] or spark://host:port"
+        "--master",
+        default="local[2]",
+        help="Spark's master: local[N], spark://host:port or a Spark Connect server's "
+        "sc://host:port",
     )
     parser.add_argument(
         "--conf",

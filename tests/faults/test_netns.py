@@ -1,4 +1,4 @@
-"""The fault suite's test hosts (``tests/faults/netns.py``): namespaces that reach each other
+"""The fault suite's test hosts (``bench/netns.py``): namespaces that reach each other
 over their own links, a cut that parts exactly one pair, a heal, and nothing left behind."""
 
 from __future__ import annotations

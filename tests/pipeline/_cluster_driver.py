@@ -1,8 +1,14 @@
-"""A Spark application on a standalone cluster, in a process of its own (``python -m
-tests.pipeline._cluster_driver MASTER DRIVER_HOST ENDPOINTS SOURCE SINK CHECKPOINT``): a batch
-read of ``SOURCE``, a streaming read of it with ``maxOffsetsPerTrigger`` into ``SINK`` through
-the sink (``availableNow``); prints one JSON line ``{"batch": [[queueId, queueOffset, body
-hex], ...], "hosts": [...], "partitions": n}`` (the executors' host names)."""
+"""A Spark application on a standalone cluster or through a Spark Connect server, in a process
+of its own (``python -m tests.pipeline._cluster_driver MASTER DRIVER_HOST ENDPOINTS SOURCE SINK
+CHECKPOINT``; ``MASTER`` ``spark://...`` or ``sc://...``, whose server is the driver and
+``DRIVER_HOST`` unused): a batch read of ``SOURCE``, a streaming read of it with
+``maxOffsetsPerTrigger`` into ``SINK`` through the sink (``availableNow``); prints one JSON line
+``{"batch": [[queueId, queueOffset, body hex], ...], "hosts": [...], "micro_batches": n}``
+(the host names the Python workers see, the micro-batches that read rows).
+
+Through Spark Connect the client registers the format (``spark_session("sc://...")``: the data
+source class goes to the server pickled by reference, and the server's Python workers import
+``aeromq.pipeline``); the client's Python needs ``aeromq[spark-connect]``."""
 
 from __future__ import annotations
 
@@ -12,21 +18,24 @@ import socket
 import sys
 
 from pyspark.sql import SparkSession
+from pyspark.sql.functions import udf
 
-from aeromq.pipeline import spark_session
+from aeromq.pipeline import CONNECT_SCHEME, spark_session
 
 PER_TRIGGER = 300
 
 
 def _hosts(spark: SparkSession) -> list[str]:
-    """The host names the executors' Python workers see."""
-    names = spark.sparkContext.parallelize(range(8), 8).map(lambda _: socket.gethostname())
-    return sorted(set(names.collect()))
+    """The host names the executors' Python workers see (a UDF: Spark Connect has no RDDs)."""
+    host = udf(lambda _: socket.gethostname(), "string")
+    rows = spark.range(0, 8, 1, 8).select(host("id").alias("host")).distinct().collect()
+    return sorted(row.host for row in rows)
 
 
-def main(
-    master: str, driver_host: str, endpoints: str, source: str, sink: str, checkpoint: str
-) -> None:
+def _session(master: str, driver_host: str) -> SparkSession:
+    """A Spark Connect client of ``sc://`` ``master``, or a driver of the cluster."""
+    if master.startswith(CONNECT_SCHEME):
+        return spark_session(master)  # Spark's settings are the server's
     spark = spark_session(
         master,
         "aeromq-cluster-test",
@@ -42,6 +51,13 @@ def main(
         },
     )
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main(
+    master: str, driver_host: str, endpoints: str, source: str, sink: str, checkpoint: str
+) -> None:
+    spark = _session(master, driver_host)
     reader = spark.read.format("aeromq").option("endpoints", endpoints).option("topic", source)
     rows = reader.load().select("queueId", "queueOffset", "body").collect()
     query = (
@@ -59,7 +75,7 @@ def main(
         .start()
     )
     query.awaitTermination()
-    batches = len([p for p in query.recentProgress if p["numInputRows"]])
+    batches = len([p for p in query.recentProgress if p.numInputRows])
     print(json.dumps({
         "batch": sorted([r.queueId, r.queueOffset, bytes(r.body).hex()] for r in rows),
         "hosts": _hosts(spark),

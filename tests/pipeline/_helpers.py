@@ -17,6 +17,7 @@ from aeromq.client import Message, MessageExt, MessageQueue
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.pipeline import spark_session
 from aeromq.producer import Producer
+from tests.consumer._broker_process import create_topic
 
 _groups = itertools.count()
 _QUERY_TIMEOUT_S = 180
@@ -60,6 +61,16 @@ def produce(broker: ServerProcess, topic: str, per_queue: int, first: int = 0) -
             producer.send_batch(batch, queue=MessageQueue(topic, broker.name, queue_id))
             sent += batch
     return sent
+
+
+def source_and_sink(
+    broker: ServerProcess, source: str, sink: str, per_queue: int, sink_queues: int, first: int = 0
+) -> list[Message]:
+    """Create ``source`` (4 queues) and ``sink`` (``sink_queues``) on ``broker``; fill
+    ``source`` with :func:`produce`; returns what was sent."""
+    create_topic(broker, source, 4)
+    create_topic(broker, sink, sink_queues)
+    return produce(broker, source, per_queue, first)
 
 
 def consume_all(

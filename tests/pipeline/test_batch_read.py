@@ -43,6 +43,15 @@ def test_should_read_back_what_was_produced_to_a_four_queue_topic(
     assert all(PROPERTY_KEYS not in r.properties for r in rows)
 
 
+def test_should_read_no_rows_from_a_topic_with_no_messages(
+    spark: SparkSession, broker: ServerProcess, topic: str
+) -> None:
+    """Every queue empty: no partition planned, and PySpark's one valueless partition reads
+    nothing (it used to fail on its missing range)."""
+    df = spark.read.format("aeromq").option("endpoints", broker.grpc_address).option("topic", topic)
+    assert df.load().count() == 0
+
+
 def test_should_read_offset_ranges_in_more_partitions_with_a_tag_filter(
     spark: SparkSession, broker: ServerProcess, topic: str
 ) -> None:

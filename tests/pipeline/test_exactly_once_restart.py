@@ -18,9 +18,9 @@ from pyspark.sql import SparkSession
 
 from aeromq.broker.testing import ServerProcess
 from aeromq.client.grpc_client import GrpcClient
-from tests.consumer._broker_process import client, create_topic
+from tests.consumer._broker_process import client
 from tests.pipeline._copy_driver import PER_TRIGGER, start_copy
-from tests.pipeline._helpers import consume_all, produce
+from tests.pipeline._helpers import consume_all, source_and_sink
 
 # A fault scenario (a driver SIGKILLed) with a Spark driver process of its own: 40-60 s alone,
 # minutes on a loaded machine: run with -m long
@@ -58,9 +58,7 @@ def test_should_hold_every_row_once_after_the_driver_is_killed_in_the_middle_of_
     spark: SparkSession, broker: ServerProcess, tmp_path: Path
 ) -> None:
     source, sink = "KilledDriverSource", "KilledDriverSink"
-    create_topic(broker, source, 4)
-    create_topic(broker, sink, 4)
-    sent = produce(broker, source, _PER_QUEUE)
+    sent = source_and_sink(broker, source, sink, _PER_QUEUE, 4)
     checkpoint = str(tmp_path / "checkpoint")
     local = tmp_path / "spark-local"
     local.mkdir()

@@ -1,14 +1,15 @@
 """The connector on a real Spark standalone cluster: a master and two workers started from the
-pip package, each worker on a test host of its own (``_standalone.py``: a network namespace and
-a host name), two brokers behind a name server on the test's host. Executors reach the brokers
-over UDP only: the batch read, the streaming read with ``maxOffsetsPerTrigger`` and the sink
+pip package, each worker on a test host of its own (``bench/spark_cluster.py``: a network
+namespace and a host name), two brokers behind a name server on the test's host. Executors
+reach the brokers over UDP only: the batch read, the streaming read with ``maxOffsetsPerTrigger`` and the sink
 give exactly the rows produced, and no pull was answered with local ranges (the brokers'
-``aeromq_pulls_local_total``). The driver is a process of its own (``_cluster_driver.py``):
+``aeromq_pulls_local_total``); the same through a Spark Connect server whose driver runs on the
+cluster (its client's Python: ``_connect.py``), and the example pipeline with one command, on
+the cluster and through Connect. The driver is a process of its own (``_cluster_driver.py``):
 this process's Spark is ``local[2]``."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,12 +20,18 @@ from pathlib import Path
 import pytest
 
 from aeromq.broker.testing import ServerProcess, start_namesrv_process
+from bench.netns import HOST, NetLab, netlab, netns_unavailable
+from bench.spark_cluster import (
+    StandaloneCluster,
+    connect_server,
+    spark_environment,
+    standalone_cluster,
+)
 from tests.broker.observability._scrape import scrape, value
-from tests.consumer._broker_process import create_topic, start_broker
-from tests.faults.netns import HOST, NetLab, netlab, netns_unavailable
+from tests.consumer._broker_process import start_broker
 from tests.pipeline._cluster_driver import PER_TRIGGER
-from tests.pipeline._helpers import consume_all, produce
-from tests.pipeline._standalone import StandaloneCluster, spark_environment, standalone_cluster
+from tests.pipeline._connect import connect_python, run_driver
+from tests.pipeline._helpers import consume_all, source_and_sink
 
 pytestmark = [
     pytest.mark.timeout(900),
@@ -74,26 +81,22 @@ def _local_pulls(brokers: list[ServerProcess]) -> float:
     return sum(value(scrape(b.ready["metrics"]), "aeromq_pulls_local_total") for b in brokers)
 
 
-def test_should_read_stream_and_write_over_udp_on_a_standalone_cluster(
-    deployment: Deployment, tmp_path: Path
+def _check_a_pipeline(
+    deployment: Deployment, tmp_path: Path, master: str, name: str, python: str = sys.executable
 ) -> None:
-    source, sink = "ClusterSource", "ClusterSink"
+    """Run ``_cluster_driver.py`` on ``master`` over topics ``<name>Source``/``Sink`` of both
+    brokers; check its rows, hosts and micro-batches, the sink's topic and the local pulls."""
+    source, sink = f"{name}Source", f"{name}Sink"
     sent = []
-    for index, broker in enumerate(deployment.brokers):
-        create_topic(broker, source, 4)
-        create_topic(broker, sink, 2)
-        sent += produce(broker, source, _PER_QUEUE, first=index * 1000)  # bodies apart
+    for index, broker in enumerate(deployment.brokers):  # bodies apart: first=index * 1000
+        sent += source_and_sink(broker, source, sink, _PER_QUEUE, 2, first=index * 1000)
     local_before = _local_pulls(deployment.brokers)
     host = deployment.cluster.host
     (tmp_path / "driver").mkdir()
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.pipeline._cluster_driver", deployment.cluster.url, host,
-         deployment.namesrv.grpc_address, source, sink, str(tmp_path / "checkpoint")],
-        env=spark_environment(host, tmp_path / "driver"), capture_output=True, text=True,
-        timeout=_DRIVER_TIMEOUT_S, check=False,
+    result = run_driver(
+        master, host, deployment.namesrv.grpc_address, source, sink, tmp_path,
+        spark_environment(host, tmp_path / "driver"), python,
     )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["hosts"] == list(_WORKERS)  # the executors ran on the workers' hosts
     expected = sorted(m.body for m in sent)
     assert sorted(bytes.fromhex(row[2]) for row in result["batch"]) == expected
@@ -105,24 +108,54 @@ def test_should_read_stream_and_write_over_udp_on_a_standalone_cluster(
     )  # nothing read from another host's files
 
 
+def test_should_read_stream_and_write_over_udp_on_a_standalone_cluster(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    _check_a_pipeline(deployment, tmp_path, deployment.cluster.url, "Cluster")
+
+
+def test_should_read_stream_and_write_through_spark_connect_on_the_cluster(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """A Connect server whose driver runs on the cluster: the same pipeline from its client,
+    then the example pipeline with one command (``docs/spark-cluster.md``)."""
+    python, why_not = connect_python()
+    if python is None:
+        pytest.skip(why_not)
+    host = deployment.cluster.host
+    config = {"spark.executor.memory": "512m", "spark.cores.max": "2"}
+    with connect_server(host, deployment.cluster.url, tmp_path / "connect", config) as server:
+        _check_a_pipeline(deployment, tmp_path, server.url, "Connect", python)
+        _check_the_example(deployment, tmp_path, ["--master", server.url], "Connect", python)
+
+
 def test_should_run_the_example_pipeline_on_the_cluster_with_one_command(
     deployment: Deployment, tmp_path: Path
 ) -> None:
     """The guide's command (``docs/spark-cluster.md``): the example on ``--master spark://``."""
     host = deployment.cluster.host
+    arguments = ["--master", deployment.cluster.url,
+                 "--conf", f"spark.driver.host={host}", "--conf", f"spark.driver.bindAddress={host}"]  # fmt: skip
+    _check_the_example(deployment, tmp_path, arguments, "Cluster", sys.executable)
+
+
+def _check_the_example(
+    deployment: Deployment, tmp_path: Path, arguments: list[str], name: str, python: str
+) -> None:
+    """Run the example with ``arguments`` against the first broker: its events read, its
+    windows sent back to ``<name>Windows``."""
+    host = deployment.cluster.host
     broker = deployment.brokers[0]
-    (tmp_path / "driver").mkdir()
-    output = tmp_path / "windows"
+    (tmp_path / "example").mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "aeromq.pipeline.examples.window_aggregation",
-         "--endpoints", broker.grpc_address, "--seed", "300", "--output", str(output),
-         "--events", "ClusterEvents", "--results", "ClusterWindows",
-         "--master", deployment.cluster.url,
-         "--conf", f"spark.driver.host={host}", "--conf", f"spark.driver.bindAddress={host}"],
-        env=spark_environment(host, tmp_path / "driver"), capture_output=True, text=True,
+        [python, "-m", "aeromq.pipeline.examples.window_aggregation",
+         "--endpoints", broker.grpc_address, "--seed", "300",
+         "--output", str(tmp_path / "windows"),
+         "--events", f"{name}Events", "--results", f"{name}Windows", *arguments],
+        env=spark_environment(host, tmp_path / "example"), capture_output=True, text=True,
         timeout=_DRIVER_TIMEOUT_S, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    assert "read 300 events from ClusterEvents" in done.stdout
+    assert f"read 300 events from {name}Events" in done.stdout
     windows = int(done.stdout.split(" windows to ")[0].rsplit(" ", 1)[1])
-    assert len(consume_all(broker, "ClusterWindows", windows)) == windows
+    assert len(consume_all(broker, f"{name}Windows", windows)) == windows
