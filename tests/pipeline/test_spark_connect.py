@@ -3,8 +3,8 @@ on the loopback, ``bench/spark_cluster.py``), a client in a process of its own
 (``_cluster_driver.py`` under the Python of ``_connect.py``) that registers the format over
 Connect and reads and writes one real broker: the batch read gives exactly the rows produced,
 the streaming read with ``maxOffsetsPerTrigger`` runs in as many micro-batches and the sink
-writes every row back once. The same on a standalone cluster: ``test_standalone_cluster.py``
-(``-m long``)."""
+writes every row back once. The same on a standalone cluster: ``test_standalone_cluster.py``.
+Both are ``long`` (``-m long``): the client's environment is made on first use."""
 
 from __future__ import annotations
 
@@ -20,13 +20,19 @@ from tests.pipeline._cluster_driver import PER_TRIGGER
 from tests.pipeline._connect import connect_python, run_driver
 from tests.pipeline._helpers import consume_all, source_and_sink
 
-_PYTHON, _WHY_NOT = connect_python()
-pytestmark = [
-    pytest.mark.timeout(300),
-    pytest.mark.skipif(_PYTHON is None, reason=_WHY_NOT),
-]
+# long: the client's environment is made on first use (a minute or two of pip, _connect.py),
+# then a Connect server's start and its Python workers' warm-up (about 90 s at load 7-10)
+pytestmark = [pytest.mark.long, pytest.mark.timeout(1200)]
 
 _PER_QUEUE = 150  # 600 rows: two micro-batches of PER_TRIGGER
+
+
+@pytest.fixture(scope="module")
+def client_python() -> str:
+    python, why_not = connect_python()
+    if python is None:
+        pytest.skip(why_not)
+    return python
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +43,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
 
 
 def test_should_read_stream_and_write_through_spark_connect(
-    server: ConnectServer, broker: ServerProcess, tmp_path: Path
+    client_python: str, server: ConnectServer, broker: ServerProcess, tmp_path: Path
 ) -> None:
     source, sink = "ConnectSource", "ConnectSink"
     sent = source_and_sink(broker, source, sink, _PER_QUEUE, 2)
-    assert _PYTHON is not None
     result = run_driver(
-        server.url, "127.0.0.1", broker.grpc_address, source, sink, tmp_path, python=_PYTHON
+        server.url, "127.0.0.1", broker.grpc_address, source, sink, tmp_path, python=client_python
     )
     expected = sorted(m.body for m in sent)
     assert sorted(bytes.fromhex(row[2]) for row in result["batch"]) == expected
