@@ -28,10 +28,12 @@ WAKE_SOCKET_FILE: Final = "driver-wake.sock"
 """The wake socket's name in the driver's directory (see module)."""
 
 
-def bind_wake_socket(aeron_dir: str) -> socket.socket | None:
+def bind_wake_socket(aeron_dir: str, file_mode: int = 0o600) -> socket.socket | None:
     """A non-blocking Unix datagram socket bound at :data:`WAKE_SOCKET_FILE` in ``aeron_dir``
-    (a stale file of a dead driver replaced), or None where that cannot be (no Unix sockets, a
-    path too long for one): the driver then parks as before."""
+    (a stale file of a dead driver replaced) with the permission bits ``file_mode`` (the
+    driver's, as its other files: only who may map ``cnc.dat`` may send to it), or None where
+    that cannot be (no Unix sockets, a path too long for one): the driver then parks as
+    before."""
     if not hasattr(socket, "AF_UNIX"):
         return None
     path = os.path.join(aeron_dir, WAKE_SOCKET_FILE)
@@ -41,6 +43,7 @@ def bind_wake_socket(aeron_dir: str) -> socket.socket | None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         sock.bind(path)
+        os.chmod(path, file_mode)
     except OSError:
         sock.close()
         return None

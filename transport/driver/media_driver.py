@@ -232,7 +232,7 @@ class MediaDriver:
             shared = mode is ThreadingMode.SHARED
             idle = context.new_conductor_idle_strategy() if shared else None
             if isinstance(idle, BackoffIdleStrategy) and context.park_until_due:
-                self._wake_socket = bind_wake_socket(context.aeron_dir)
+                self._wake_socket = bind_wake_socket(context.aeron_dir, context.file_mode)
                 if self._wake_socket is not None:
                     sender.waiter.add_wake_socket(self._wake_socket)
                     idle.idle_for = conductor.idle_for_ns
