@@ -17,7 +17,9 @@ message; ``cpu_total_us_per_msg``).
 Cases: ``aeromq:ipc:RATE`` (the clients on IPC, the default on one host), ``aeromq:udp:RATE``
 (each client with its own media driver, the broker's UDP ingress on 127.0.0.1),
 ``aeromq:send-only:max`` (``send()`` one at a time as fast as it returns, no consumer; the
-p-columns are the send's duration), ``aeromq:idle-broker`` (a broker with no traffic, just
+p-columns are the send's duration), ``aeromq:cold:QUIET`` (a ``send()`` after QUIET seconds
+with no traffic, a few rounds: its p50 and max, the warm sends' p50, the CPU of both in the
+caller and the broker: :mod:`bench._latency_cold`), ``aeromq:idle-broker`` (a broker with no traffic, just
 after start-up settled). Baselines: ``baseline:floor:RATE`` (producer -> relay -> consumer over
 pipes, two wake-ups per message: the physical limit here), ``baseline:redis-streams:RATE``
 (``XADD`` one at a time, ``XREADGROUP ... BLOCK``; AOF every second) with
@@ -48,6 +50,7 @@ from pathlib import Path
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from bench._baselines import baseline_rows
 from bench._harness import Result, Target, case_rows, figure, note, ratio_of, started
+from bench._latency_cold import cold_row
 from bench._latency_roles import Link, relay
 from bench._latency_run import measure, role, spawn
 from bench._latency_systems import (
@@ -76,6 +79,10 @@ SUSTAINED_RATE = 5_000
 SEND_ONLY_GOAL = 20_000.0
 CPU_RATE = 1_000
 IDLE_GOAL_PCT = 2.0
+COLD_QUIET_S = (0.5, 3.0)
+COLD_ROUNDS = 5
+QUICK_COLD_QUIET_S = (2.0,)
+QUICK_COLD_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -88,14 +95,23 @@ class Settings:
     send_only_s: float
     idle_settle_s: float
     idle_measure_s: float
+    cold_quiet_s: tuple[float, ...] = QUICK_COLD_QUIET_S
+    cold_rounds: int = QUICK_COLD_ROUNDS
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
         if quick:
             return cls(
-                QUICK_RATES, dict.fromkeys(QUICK_RATES, QUICK_DURATION_S), 0.5, 2.0, 2.0, 5.0
+                QUICK_RATES,
+                dict.fromkeys(QUICK_RATES, QUICK_DURATION_S),
+                0.5,
+                2.0,
+                2.0,
+                5.0,
+                QUICK_COLD_QUIET_S,
+                QUICK_COLD_ROUNDS,
             )
-        return cls(RATES, DURATION_S, 2.0, 5.0, 3.0, 8.0)
+        return cls(RATES, DURATION_S, 2.0, 5.0, 3.0, 8.0, COLD_QUIET_S, COLD_ROUNDS)
 
     def plan(self, rate: int) -> Plan:
         """A run at ``rate``: its messages, warm-up and the producer's last chance."""
@@ -181,6 +197,7 @@ def _aeromq_rows(root: Path, settings: Settings) -> Iterator[Result]:
     cases = ["aeromq:idle-broker"]
     cases += [f"aeromq:{t}:{rate}" for t in ("ipc", "udp") for rate in settings.rates]
     cases.append("aeromq:send-only:max")
+    cases += [_cold_name(quiet_s) for quiet_s in settings.cold_quiet_s]
     broker, failed = started("broker start", _start_broker, root, cases=cases, timeout_s=60.0)
     if broker is None:
         yield from failed
@@ -231,9 +248,29 @@ def _aeromq_rows(root: Path, settings: Settings) -> Iterator[Result]:
             False,
             timeout_s=settings.limit_s(plan),
         )
+        admin.create_topic("LatencyCold")
+        for quiet_s in settings.cold_quiet_s:
+            name = _cold_name(quiet_s)
+            rounds = settings.cold_rounds
+            yield from case_rows(
+                name,
+                cold_row,
+                name,
+                grpc,
+                "LatencyCold",
+                broker.pid,
+                quiet_s,
+                rounds,
+                timeout_s=rounds * (quiet_s + 1.0) + 120.0,
+            )
     finally:
         admin.close()
         broker.stop()
+
+
+def _cold_name(quiet_s: float) -> str:
+    """The name of the cold case after ``quiet_s`` of quiet."""
+    return f"aeromq:cold:{quiet_s:g}s"
 
 
 def _redis_rows(root: Path, settings: Settings) -> Iterator[Result]:
