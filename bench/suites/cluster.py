@@ -26,7 +26,8 @@ trip in a group includes a replication and two fsyncs. Both sides run this case 
 (``docs/replication.md``, Performance, rounds three and five).
 
 Target (issue 31): the group's end-to-end rate at least 0.5x the single broker's (on
-``end-to-end``; the same ratio on ``end-to-end-large`` is reported beside it).
+``end-to-end``; the same ratio on ``end-to-end-large`` is reported beside it). A third side,
+``single-sync:`` (:data:`SYNC_SIDE`), runs the same cases on a single broker in SYNC flush mode.
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ _TOPICS = {
     "e2e-large": "BenchClusterEndToEndLarge",
     "sync": "BenchClusterSendSync",
 }
+SYNC_SIDE = "single-sync"
+"""The rows of a single broker in SYNC flush mode (acknowledged once fsynced, as a group's
+member acknowledges only what every ISR member fsynced): the same durability on one disk,
+measured beside the target's ASYNC single broker so the part of the gap that is the fsync shows
+(``group:CASE`` over ``single-sync:CASE``; no target of its own)."""
 LARGE_BATCH = 128
 """Messages a batch in ``end-to-end-large`` (see module)."""
 _BROKER_ARGS = (
@@ -224,19 +230,21 @@ def _starters(grpc: str, aeron_dir: str, count: int) -> dict[str, Callable[..., 
     }
 
 
-def _run_single(root: Path, count: int, limit_s: float) -> Iterator[Result]:
-    cases = ["single:end-to-end", "single:end-to-end-large", "single:send-sync"]
+def _run_single(
+    root: Path, count: int, limit_s: float, name: str = "single", flush_mode: str = "ASYNC"
+) -> Iterator[Result]:
+    cases = [f"{name}:end-to-end", f"{name}:end-to-end-large", f"{name}:send-sync"]
 
     def start(path: Path) -> ServerProcess:
-        return start_broker_process(path, extra_args=_BROKER_ARGS)
+        return start_broker_process(path, extra_args=[*_BROKER_ARGS, "--flush-mode", flush_mode])
 
-    broker, failed = started("broker start", start, root / "single", cases=cases, timeout_s=limit_s)
+    broker, failed = started("broker start", start, root / name, cases=cases, timeout_s=limit_s)
     if broker is None:
         yield from failed
         return
     try:
         starters = _starters(broker.grpc_address, broker.ready["aeron_dir"], count)
-        yield from _phases("single", count, [broker.pid], starters, limit_s)
+        yield from _phases(name, count, [broker.pid], starters, limit_s)
     finally:
         broker.stop()
 
@@ -266,7 +274,12 @@ def run(quick: bool) -> Iterator[Result | Target]:
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-cluster-"))
     rows: dict[str, Result] = {}
     try:
-        for row in chain(_run_single(root, count, limit_s), _run_group(root, count, limit_s)):
+        sides = chain(
+            _run_single(root, count, limit_s),
+            _run_single(root, count, limit_s, SYNC_SIDE, "SYNC"),
+            _run_group(root, count, limit_s),
+        )
+        for row in sides:
             rows[row.name] = row
             yield row
         for case, label in (("end-to-end", ""), ("end-to-end-large", ", large requests")):
