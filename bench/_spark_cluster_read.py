@@ -85,16 +85,12 @@ def start_bench_broker(
     if bench is None:
         return start(root)
     host = bench.lab.address(HOST)
-    from bench.suites.broker import QUEUES
+    from bench.suites.broker import BROKER_ARGS
 
     return start_broker_process(
         root / "broker",
-        extra_args=[
-            "--log-level", "WARNING", "--grpc-host", host, "--ingress-udp-endpoint", f"{host}:0",
-            "--auto-create-topic", "true", "--default-queue-count", str(QUEUES),
-            "--index-enabled", "false",
-        ],
-    )  # fmt: skip
+        extra_args=[*BROKER_ARGS, "--grpc-host", host, "--ingress-udp-endpoint", f"{host}:0"],
+    )
 
 
 def cluster_case(

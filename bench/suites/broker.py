@@ -58,6 +58,11 @@ BATCH = 32
 WINDOW = 8
 PULL_COUNT = BATCH * WINDOW  # messages asked per pull (aeromq) and per XREADGROUP (Redis)
 QUEUES = 4
+BROKER_ARGS = (
+    "--log-level", "WARNING", "--auto-create-topic", "true",
+    "--default-queue-count", str(QUEUES), "--index-enabled", "false",
+)  # fmt: skip
+"""The benchmarked broker's options but its ingress (``_start_broker``'s: IPC only)."""
 _STAMP = struct.Struct("<q")
 _Ts = TypeVarTuple("_Ts")
 
@@ -287,13 +292,8 @@ def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Out
 def _start_broker(root: Path) -> ServerProcess:
     """The benchmarked broker, through the package's one launcher."""
     return start_broker_process(
-        root / "broker",
-        extra_args=[
-            "--log-level", "WARNING", "--ingress-udp-endpoint", "none",
-            "--auto-create-topic", "true", "--default-queue-count", str(QUEUES),
-            "--index-enabled", "false",
-        ],
-    )  # fmt: skip
+        root / "broker", extra_args=[*BROKER_ARGS, "--ingress-udp-endpoint", "none"]
+    )
 
 
 def _free_port() -> int:

@@ -50,6 +50,7 @@ from aeromq.transport.util import process_cpu_s
 from bench._harness import Result, Target, case_rows, figure, ratio_of, started
 from bench._thread_stats import ThreadSample, costs, sample
 from bench.suites.broker import (
+    BROKER_ARGS,
     QUEUES,
     Outbox,
     _collect,
@@ -72,10 +73,7 @@ measured beside the target's ASYNC single broker so the part of the gap that is 
 (``group:CASE`` over ``single-sync:CASE``; no target of its own)."""
 LARGE_BATCH = 128
 """Messages a batch in ``end-to-end-large`` (see module)."""
-_BROKER_ARGS = (
-    "--log-level", "WARNING", "--ingress-udp-endpoint", "none", "--auto-create-topic", "true",
-    "--default-queue-count", str(QUEUES), "--index-enabled", "false", "--metrics-port", "none",
-)  # fmt: skip
+_BROKER_ARGS = (*BROKER_ARGS, "--ingress-udp-endpoint", "none", "--metrics-port", "none")
 _TOP_THREADS = 3
 """Threads of each broker named in a row's ``threads`` (those that spent the most CPU)."""
 _READY = "broker ready:"
