@@ -32,6 +32,11 @@ _REPO = Path(__file__).resolve().parents[2]
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "aeromq"
 
 
+def _last_line(stderr: str) -> str:
+    """What a failed command said last (its error, usually)."""
+    return (stderr.strip().splitlines() or ["?"])[-1]
+
+
 def _has_client(python: str) -> str:
     """Why ``python`` cannot run the Connect client ("" when it can)."""
     done = subprocess.run(
@@ -39,7 +44,7 @@ def _has_client(python: str) -> str:
     )
     if done.returncode == 0:
         return ""
-    return (done.stderr.strip().splitlines() or ["?"])[-1]
+    return _last_line(done.stderr)
 
 
 def _extra_requirements() -> list[str]:
@@ -69,7 +74,7 @@ def _made_environment() -> tuple[str | None, str]:
             step, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S, check=False
         )
         if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["?"])[-1]
+            last = _last_line(done.stderr)
             return None, f"cannot make a Spark Connect client environment at {home}: {last}"
     why_not = _has_client(python)
     return (

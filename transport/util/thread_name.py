@@ -41,12 +41,18 @@ def _load_prctl() -> Callable[..., int] | None:
 _prctl = _load_prctl()
 
 
+def _kernel_name(name: str) -> bytes:
+    """``name`` as the kernel keeps a thread's: UTF-8, cut to 15 bytes (and to a whole
+    character)."""
+    cut = name.encode("utf-8", "replace")[:_MAX_NAME_BYTES]
+    return cut.decode("utf-8", "ignore").encode("utf-8")
+
+
 def name_os_thread(name: str) -> None:
     """Name the calling thread ``name`` in the kernel (cut to 15 bytes); never raises."""
     if _prctl is None:
         return
-    raw = name.encode("utf-8", "replace")[:_MAX_NAME_BYTES]
-    _prctl(_PR_SET_NAME, ctypes.c_char_p(raw), 0, 0, 0)
+    _prctl(_PR_SET_NAME, ctypes.c_char_p(_kernel_name(name)), 0, 0, 0)
 
 
 def name_os_threads() -> int:
@@ -71,12 +77,8 @@ def name_os_threads() -> int:
             with open(path, encoding="utf-8") as comm:
                 if comm.read().strip() != unnamed:
                     continue
-            with open(path, "w", encoding="utf-8") as comm:
-                comm.write(
-                    thread.name.encode("utf-8", "replace")[:_MAX_NAME_BYTES].decode(
-                        "utf-8", "ignore"
-                    )
-                )
+            with open(path, "wb") as comm:
+                comm.write(_kernel_name(thread.name))
         except OSError:  # the thread ended meanwhile
             continue
         named += 1
