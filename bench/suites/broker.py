@@ -8,10 +8,10 @@ transport session pulling the 4 queues, one pull of up to 256 messages in flight
 long polling when caught up; each answer's record batches checked and read into columns as the
 consumer does). ``send-sync``: one ``producer.send()`` per message, each awaited.
 
-Redis: a ``redis-server`` started here (AOF with ``appendfsync everysec``, the nearest to ASYNC
-flush), redis-py; the producer pipelines ``XADD`` 32 x 8 per round trip, the consumer reads with
-``XREADGROUP COUNT 256 BLOCK`` and ``XACK``s what it read; ``send-sync`` is one ``XADD`` per
-call. Without ``redis-server`` (Debian package ``redis-server``) or redis-py (``redis``), the
+Redis: a ``redis-server`` started here (``bench._redis``: AOF with ``appendfsync everysec``,
+the nearest to ASYNC flush), redis-py (``bench._redis_workers``); the producer pipelines ``XADD``
+32 x 8 per round trip, the consumer reads with ``XREADGROUP COUNT 256 BLOCK`` and ``XACK``s what
+it read; ``send-sync`` is one ``XADD`` per call. Without ``redis-server`` (Debian package ``redis-server``) or redis-py (``redis``), the
 baseline is skipped with one line.
 
 NATS JetStream: a ``nats-server`` started here (``bench._nats``: JetStream, file storage), nats-py;
@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import multiprocessing
 import shutil
-import socket
 import struct
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -48,10 +46,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVarTuple
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.transport.util import process_cpu_s
-from bench import _columnar, _nats_workers
+from bench import _columnar, _nats_workers, _redis_workers
 from bench._baselines import baseline_rows
 from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
 from bench._nats import NatsServer, nats_missing
+from bench._redis import RedisServer, redis_missing
 
 BODY_LENGTH = 100
 BATCH = 32
@@ -216,76 +215,6 @@ def _send_sync(grpc: str, topic: str, count: int, out: Outbox) -> None:
     out.put(("produced", elapsed_ns, latencies, cpu))
 
 
-# -- redis workers ------------------------------------------------------------------------------
-
-
-def _redis_produce(port: int, stream: str, count: int, out: Outbox) -> None:
-    import redis
-
-    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
-    latencies: list[int] = []
-    cpu = time.process_time()
-    began = time.monotonic_ns()
-    step = BATCH * WINDOW
-    for start in range(0, count, step):
-        pipe = client.pipeline(transaction=False)
-        for i in range(start, min(count, start + step)):
-            pipe.xadd(stream, {"b": _body(i)})
-        sent_ns = time.monotonic_ns()
-        pipe.execute()
-        latencies.append(time.monotonic_ns() - sent_ns)
-    elapsed_ns = time.monotonic_ns() - began
-    out.put(("produced", elapsed_ns, latencies, time.process_time() - cpu))
-
-
-def _redis_send_sync(port: int, stream: str, count: int, out: Outbox) -> None:
-    """One ``XADD`` per call, each waiting for its answer."""
-    import redis
-
-    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
-    client.xadd(stream, {"b": _body(-1)})
-    latencies: list[int] = []
-    cpu = time.process_time()
-    began = time.monotonic_ns()
-    for i in range(count):
-        sent_ns = time.monotonic_ns()
-        client.xadd(stream, {"b": _body(i)})
-        latencies.append(time.monotonic_ns() - sent_ns)
-    elapsed_ns = time.monotonic_ns() - began
-    out.put(("produced", elapsed_ns, latencies, time.process_time() - cpu))
-
-
-def _redis_consume(port: int, stream: str, count: int, long_poll: bool, out: Outbox) -> None:
-    import redis
-
-    client: Any = redis.Redis(port=port)  # redis-py types replies as unions of every shape
-    out.put(("ready",))
-    received = 0
-    began = last_ns = 0
-    cpu = 0.0
-    pull_latencies: list[int] = []
-    e2e: list[int] = []
-    deadline = time.monotonic() + 120
-    while received < count and time.monotonic() < deadline:
-        sent_ns = time.monotonic_ns()
-        answer = client.xreadgroup("g", "c", {stream: ">"}, count=PULL_COUNT, block=1_000)
-        now_ns = time.monotonic_ns()
-        pull_latencies.append(now_ns - sent_ns)
-        if not answer:
-            continue
-        entries = answer[0][1]
-        if not began:
-            stamp = _STAMP.unpack_from(entries[0][1][b"b"], 0)[0]
-            began = min(sent_ns, stamp) if long_poll else sent_ns
-            cpu = time.process_time()
-        last_ns = now_ns
-        received += len(entries)
-        for _entry_id, fields in entries:
-            e2e.append(now_ns - _STAMP.unpack_from(fields[b"b"], 0)[0])
-        client.xack(stream, "g", *[entry_id for entry_id, _ in entries])
-    out.put(("consumed", last_ns - began, received, pull_latencies, e2e, time.process_time() - cpu))
-
-
 # -- servers ------------------------------------------------------------------------------------
 
 
@@ -294,47 +223,6 @@ def _start_broker(root: Path) -> ServerProcess:
     return start_broker_process(
         root / "broker", extra_args=[*BROKER_ARGS, "--ingress-udp-endpoint", "none"]
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class _Redis:
-    def __init__(self, root: Path) -> None:
-        import redis
-
-        self.port = _free_port()
-        self.process = subprocess.Popen(
-            [
-                "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                "--dir", str(root), "--save", "", "--appendonly", "yes",
-                "--appendfsync", "everysec",
-            ],
-            stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    self.close()
-                    raise
-                time.sleep(0.05)
-        self.client = client
-
-    def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
 
 
 # -- runs ---------------------------------------------------------------------------------------
@@ -490,7 +378,9 @@ def _run_aeromq(root: Path, count: int, limit_s: float, columnar_count: int) -> 
 
 def _run_redis(root: Path, count: int, limit_s: float) -> Iterator[Result]:
     cases = [f"baseline:redis-streams:{kind}" for kind in _PHASES]
-    server, failed = started("redis-server start", _Redis, root, cases=cases, timeout_s=limit_s)
+    server, failed = started(
+        "redis-server start", RedisServer, root, cases=cases, timeout_s=limit_s
+    )
     if server is None:
         yield from failed
         return
@@ -502,10 +392,12 @@ def _run_redis(root: Path, count: int, limit_s: float) -> Iterator[Result]:
             server.process.pid,
             count,
             {
-                "produce": lambda t, n, out: _spawn(_redis_produce, server.port, t, n, out),
-                "send_sync": lambda t, n, out: _spawn(_redis_send_sync, server.port, t, n, out),
+                "produce": lambda t, n, out: _spawn(_redis_workers.produce, server.port, t, n, out),
+                "send_sync": lambda t, n, out: _spawn(
+                    _redis_workers.send_sync, server.port, t, n, out
+                ),
                 "consume": lambda t, live, out: _spawn(
-                    _redis_consume, server.port, t, count, live, out
+                    _redis_workers.consume, server.port, t, count, live, out
                 ),
             },
             limit_s,
@@ -565,16 +457,6 @@ def _targets(rows: dict[str, Result]) -> Iterator[Target]:
             )
 
 
-def _redis_missing() -> str | None:
-    if shutil.which("redis-server") is None:
-        return "redis-server not installed (Debian package redis-server)"
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        return "redis-py not installed (pip package redis)"
-    return None
-
-
 def run(quick: bool) -> Iterator[Result | Target]:
     count = 30_000 if quick else 200_000
     columnar_count = 300_000 if quick else 3_000_000
@@ -586,7 +468,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
             rows[row.name] = row
             yield row
         yield from _columnar.targets(rows)
-        missing = _redis_missing()
+        missing = redis_missing()
         for row in baseline_rows(
             ("redis-streams", missing, lambda: _run_redis(root, count, limit_s)),
             ("nats-jetstream", nats_missing(), lambda: _run_nats(root, count, limit_s)),

@@ -7,10 +7,11 @@ pipelined 8 deep) and 1 or 3 ``DefaultLitePullConsumer`` processes of one group 
 FIRST_OFFSET, ``pull_batch_size`` 256, as Redis's ``COUNT``), started and rebalanced before the
 producer starts.
 
-Redis: the ``redis-server`` of ``bench.suites.broker``, its pipelined ``XADD`` producer, and 1
-or 3 consumers of one group reading with ``XREADGROUP COUNT 256 BLOCK`` and ``XACK``ing.
+Redis: the ``redis-server`` of ``bench._redis``, its pipelined ``XADD`` producer
+(``bench._redis_workers``), and 1 or 3 consumers of one group reading with ``XREADGROUP COUNT
+256 BLOCK`` and ``XACK``ing.
 
-NATS JetStream: the ``nats-server`` of ``bench.suites.broker`` (file storage), its pipelined
+NATS JetStream: the ``nats-server`` of ``bench._nats`` (file storage), its pipelined
 ``js.publish_async`` producer, and 1 or 3 processes of one durable pull consumer fetching what
 is pending (up to 256; one message held when none is) and acking each (``bench._nats_workers``);
 skipped with one line without ``nats-server`` or nats-py.
@@ -48,6 +49,8 @@ from bench import _nats_workers
 from bench._baselines import baseline_rows
 from bench._harness import Result, Target, case_rows, figure, latency_summary, ratio_of, started
 from bench._nats import NatsServer, nats_missing
+from bench._redis import RedisServer, redis_missing
+from bench._redis_workers import produce as _redis_produce
 from bench.suites.broker import (
     _STAMP,
     BATCH,
@@ -55,9 +58,6 @@ from bench.suites.broker import (
     QUEUES,
     WINDOW,
     _produce,
-    _Redis,
-    _redis_missing,
-    _redis_produce,
     _spawn,
     _start_broker,
 )
@@ -444,7 +444,9 @@ def _run_redis(root: Path, count: int, limit_s: float) -> Iterator[Result]:
     """The Redis cases, each bounded in time, as :func:`_run_aeromq`'s."""
     names = [f"baseline:redis-streams:{n}-consumer" for n in CONSUMER_COUNTS]
     cases = [*names, "baseline:redis-streams:drain"]
-    server, failed = started("redis-server start", _Redis, root, cases=cases, timeout_s=limit_s)
+    server, failed = started(
+        "redis-server start", RedisServer, root, cases=cases, timeout_s=limit_s
+    )
     if server is None:
         yield from failed
         return
@@ -560,7 +562,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
                 1e6,
                 "msgs/s",
             )
-        missing = _redis_missing()
+        missing = redis_missing()
         for row in baseline_rows(
             ("redis-streams", missing, lambda: _run_redis(root, count, limit_s)),
             ("nats-jetstream", nats_missing(), lambda: _run_nats(root, count, limit_s)),

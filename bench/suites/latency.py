@@ -66,8 +66,8 @@ from bench._latency_systems import (
 )
 from bench._nats import NatsServer, nats_missing
 from bench._proc_cpu import CpuWindow
+from bench._redis import RedisServer, redis_missing
 from bench._schedule import Plan
-from bench.suites.broker import _Redis, _redis_missing
 
 RATES = (10, 100, 1_000, 5_000, 20_000)
 DURATION_S = {10: 30.0, 100: 20.0, 1_000: 15.0, 5_000: 12.0, 20_000: 10.0}
@@ -277,7 +277,7 @@ def _redis_rows(root: Path, settings: Settings) -> Iterator[Result]:
     """Every rate, then send-only, on one ``redis-server``."""
     prefix = "baseline:redis-streams"
     cases = [f"{prefix}:{rate}" for rate in settings.rates] + [f"{prefix}:send-only:max"]
-    server, failed = started("redis-server start", _Redis, root, cases=cases, timeout_s=60.0)
+    server, failed = started("redis-server start", RedisServer, root, cases=cases, timeout_s=60.0)
     if server is None:
         yield from failed
         return
@@ -413,7 +413,7 @@ def run(quick: bool) -> Iterator[Result | Target]:
             _floor_rows(settings),
             _aeromq_rows(root, settings),
             baseline_rows(
-                ("redis-streams", _redis_missing(), lambda: _redis_rows(root, settings)),
+                ("redis-streams", redis_missing(), lambda: _redis_rows(root, settings)),
                 ("nats-jetstream", nats_missing(), lambda: _nats_rows(root, settings)),
             ),
         ):
