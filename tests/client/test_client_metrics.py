@@ -14,6 +14,7 @@ from aeromq.client import Message, MessageQueue, TopicNotFoundError
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer
+from tests._servers import serving
 from tests.broker.observability._scrape import scrape, start_observed_broker, value
 
 TOPIC = "MeteredTopic"
@@ -21,13 +22,10 @@ TOPIC = "MeteredTopic"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_observed_broker(tmp_path_factory.mktemp("client-metrics"))
-    try:
-        with GrpcClient(process.grpc_address, timeout_s=30.0) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=4, write_queue_nums=4)
+    with serving(
+        start_observed_broker(tmp_path_factory.mktemp("client-metrics")), {TOPIC: 4}
+    ) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def test_should_count_a_producers_sends_messages_and_errors(broker: ServerProcess) -> None:

@@ -16,6 +16,7 @@ from aeromq.common import SESSION_CLOSED_CODE, encode_batch
 from aeromq.producer import Producer
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
+from tests._servers import serving
 from tests.broker.data._raw import RawClient
 from tests.system.conftest import ADMIN_TIMEOUT_S, wait_for
 
@@ -28,10 +29,8 @@ def broker(tmp_path: Path) -> Iterator[ServerProcess]:
                     "--index-enabled", "false", "--commit-log-segment-bytes", "16MiB",
                     "--session-timeout-ms", "2000"],
     )  # fmt: skip
-    with GrpcClient(process.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
-        admin.create_topic("good", read_queue_nums=2, write_queue_nums=2)
-    yield process
-    assert process.stop() == 0
+    with serving(process, {"good": 2}, clean_exit=True):
+        yield process
 
 
 @pytest.fixture

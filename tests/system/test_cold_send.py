@@ -20,9 +20,10 @@ import pytest
 
 import aeromq
 from aeromq.broker.testing import ServerProcess, start_broker_process
-from aeromq.client import GrpcClient, Message
+from aeromq.client import Message
 from aeromq.producer import Producer, ProducerConfig
 from aeromq.transport.concurrent.doorbell import FUTEX_TIMED_OUT, Doorbell
+from tests._servers import serving
 from tests.system.test_idle_cpu import BROKER_ARGS  # defaults but for a small store
 
 TOPIC = "cold"
@@ -37,13 +38,10 @@ Call = tuple[str, str]
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[ServerProcess]:
-    server = start_broker_process(tmp_path / "broker", extra_args=BROKER_ARGS)
-    try:
-        with GrpcClient(server.grpc_address, timeout_s=10) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+    with serving(
+        start_broker_process(tmp_path / "broker", extra_args=BROKER_ARGS), {TOPIC: 1}
+    ) as server:
         yield server
-    finally:
-        server.stop()
 
 
 class _Recorder:

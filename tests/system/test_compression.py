@@ -17,6 +17,7 @@ from aeromq.client import Message, MessageQueue
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer, ProducerConfig
+from tests._servers import serving
 from tests.system.conftest import ADMIN_TIMEOUT_S
 
 BROKER = "broker-zip"
@@ -31,11 +32,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         BROKER,
         ["--ingress-udp-endpoint", "none", "--commit-log-segment-bytes", "16MiB"],
     )
-    with GrpcClient(process.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
-        for topic in ("plain", "lz4", "zstd", "zlib"):
-            admin.create_topic(topic, read_queue_nums=1, write_queue_nums=1)
-    yield process
-    assert process.stop() == 0
+    with serving(process, dict.fromkeys(("plain", "lz4", "zstd", "zlib"), 1), clean_exit=True):
+        yield process
 
 
 def _messages(topic: str) -> list[Message]:

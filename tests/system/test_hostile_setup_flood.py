@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
-from aeromq.client import ClientError, GrpcClient, Message
+from aeromq.client import ClientError, Message
 from aeromq.producer import Producer
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.driver import SystemCounter
 from aeromq.transport.testing.hostile_peer import HostilePeer, free_udp_port
-from tests.system.conftest import ADMIN_TIMEOUT_S
+from tests._servers import serving
 
 TOPIC = "UnderFlood"
 STREAM = 1001
@@ -47,12 +47,8 @@ def broker(tmp_path: Path) -> Iterator[ServerProcess]:
         tmp_path / "data", "broker-flooded", ["--ingress-udp-endpoint", f"127.0.0.1:{port}"]
     )
     process.ready["udp_port"] = str(port)
-    try:
-        with GrpcClient(process.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+    with serving(process, {TOPIC: 1}, clean_exit=True):
         yield process
-    finally:
-        assert process.stop() == 0
 
 
 def _used_bytes(directory: str) -> int:

@@ -17,6 +17,7 @@ from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.producer import Producer
 from aeromq.proto import consumer_group_pb2, messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
+from tests._servers import serving
 from tests.system.conftest import ADMIN_TIMEOUT_S
 
 TOPIC = "Guarded"
@@ -28,14 +29,10 @@ def broker(tmp_path: Path) -> Iterator[ServerProcess]:
     process = start_broker_process(
         tmp_path / "data", "broker-guarded", ["--ingress-udp-endpoint", "none"]
     )
-    try:
-        with GrpcClient(process.grpc_address, timeout_s=ADMIN_TIMEOUT_S) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+    with serving(process, {TOPIC: 1}, clean_exit=True):
         with Producer("guard-producer", process.grpc_address) as producer:
             producer.send(Message(TOPIC, b"one"))
         yield process
-    finally:
-        assert process.stop() == 0
 
 
 @pytest.fixture
