@@ -33,6 +33,7 @@ from aeromq.common import (
     SESSION_CLOSED_CODE,
     ResponseCode,
     encode_envelope,
+    retry_topic,
     salvage_envelope_ids,
 )
 from aeromq.proto import session_pb2
@@ -121,11 +122,16 @@ class RequestDispatch(AnswerWriter):
         self, session: ServerSession, correlation_id: int, request: session_pb2.TransportRequest
     ) -> bool:
         """Whether the session's user may not make this send or pull (then answered FORBIDDEN).
-        Each (permission, resource) is decided once per session and remembered."""
+        A pull needs ``sub`` on its group and its topic; ``sub`` on the group covers the group's
+        retry topic (as RocketMQ's ACL, and the gRPC side's send-back). Each (permission,
+        resource) is decided once per session and remembered."""
         if request.HasField("send"):
             needs = [(_PUB_TOPIC, request.send.topic)]
         else:
-            needs = [(_SUB_GROUP, request.pull.consumer_group), (_SUB_TOPIC, request.pull.topic)]
+            group, topic = request.pull.consumer_group, request.pull.topic
+            needs = [(_SUB_GROUP, group)]
+            if topic != retry_topic(group):
+                needs.append((_SUB_TOPIC, topic))
         for need, name in needs:
             key = (need, name)
             granted = session.granted

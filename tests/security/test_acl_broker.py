@@ -21,6 +21,7 @@ from aeromq.client import (
     Message,
     MessageQueue,
 )
+from aeromq.common import ResponseCode
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer, ProducerConfig
 from tests.security._certs import Certs
@@ -43,6 +44,7 @@ def secured(tmp_path: Path, certs: Certs) -> Iterator[ServerProcess]:
         with GrpcClient(process.grpc_address, credentials=ROOT, tls=tls, timeout_s=30) as root:
             for topic in ("Orders", "Payments"):
                 root.create_topic(topic, read_queue_nums=1, write_queue_nums=1)
+            root.create_retry_topic("readers")
         yield process
     finally:
         process.stop()
@@ -124,6 +126,15 @@ def test_should_refuse_a_pull_for_a_group_the_user_may_not_join(
                 session.request(pull)
             pull.consumer_group = "readers"
             assert session.request(pull).status.code == 0
+            # sub on a group covers its retry topic (a push consumer pulls it), not another's
+            retry = messages_pb2.PullMessageRequest(
+                consumer_group="readers", topic="%RETRY%readers", queue_id=0, queue_offset=0,
+                max_msg_nums=10,
+            )  # fmt: skip
+            assert session.request(retry).status.code != ResponseCode.FORBIDDEN
+            retry.topic = "%RETRY%orders"
+            with pytest.raises(AccessDeniedError, match=r"user='reader'.*topic:%RETRY%orders"):
+                session.request(retry)
         finally:
             sessions.close()
         impostor = BrokerSessions(
