@@ -57,7 +57,22 @@ _STORED_CODES: Final = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT)
 def results_of(
     response: messages_pb2.SendMessageResponse | SendAnswer, target: MessageQueue, attempt: Attempt
 ) -> SendResults:
-    """The send's results, or the error of its status code."""
+    """The send's results, or the error of its status code. A stored answer of its count on
+    its queue (the common one) is read here at once, else as :func:`group_results` reads it."""
+    if (
+        isinstance(response, SendAnswer)
+        and response.message_count == len(attempt.unique_ids)
+        and response.queue_id == target.queue_id
+        and (not response.broker_name or response.broker_name == target.broker_name)
+    ):
+        return SendResults(
+            _SEND_STATUS.get(response.send_status, SendStatus.SEND_OK),
+            target,
+            response.base_queue_offset,
+            response.base_commit_log_offset,
+            store_host(response.store_host),
+            attempt.unique_ids,
+        )
     return group_results(response, target, [attempt])[0]
 
 

@@ -350,7 +350,8 @@ class SendPath:
     ) -> Sequence[SendResult]:
         """A sync send, with its hooks and metrics. Caller: ``Producer.send``/``send_batch``."""
         started_ns = time.perf_counter_ns()
-        context = self.before_send(messages, SendMode.SYNC)
+        # without hooks (the common case) neither hook call is made: two calls a send
+        context = self.before_send(messages, SendMode.SYNC) if self.hooks else None
         attempt: Attempt | None = None
         try:
             attempt = self.prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
@@ -364,7 +365,8 @@ class SendPath:
         if self.sequences is not None:
             self.sequences.settle(attempt, ok=True)
         self.meter.on_sent(len(messages), time.perf_counter_ns() - started_ns)
-        self.after_send(context, results=sent)
+        if context is not None:
+            self.after_send(context, results=sent)
         return sent
 
     def attempt_sync(self, attempt: Attempt, timeout_ms: int | None) -> Sequence[SendResult]:
