@@ -379,7 +379,8 @@ class SendPath:
                 break
             route, target = self.router.target(attempt)
             try:
-                session = self.require_sessions().session(route.broker(target.broker_name))
+                sessions = self.sessions or self.require_sessions()  # the call only to raise
+                session = sessions.session(route.broker(target.broker_name))
                 request = self.request(target, attempt)
                 limit_ms = attempt_limit_ms(
                     self.config.request_timeout_ms,

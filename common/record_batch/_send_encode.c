@@ -27,6 +27,10 @@
  *       default (an empty string, queue 0, an empty batch) left out, an i32 sign-extended.
  *
  * The layout it writes, each part a protobuf field (tag, then a varint or a length and bytes):
+ * the envelope's head as the first diagram of ``common/_envelope.py`` draws it, then the
+ * ``SendMessageRequest`` (``proto/messages.proto``), then the batch as the diagram of
+ * ``common/record_batch/descriptor.py`` draws it, with its producer state (that file's second
+ * diagram) after the topic's padding:
  *
  *   0x08 correlation id | 0x10 session id | 0x6A body length |
  *     0x0A group | 0x12 topic | 0x18 queue id | 0x2A batch length | batch (stamped)
