@@ -103,6 +103,10 @@ class ProducerSequences:
         self._queues: dict[MessageQueue, _Queue] = {}
         self._serial = 0
         self._lock = threading.Lock()
+        # the last queue stamped (the object the router gave) and its sequence: a producer
+        # sending to one queue finds it without hashing it (a Python __hash__ of a dataclass,
+        # twice a send: stamp and settle)
+        self._last: tuple[MessageQueue | None, _Queue | None] = (None, None)
 
     def stamp(self, attempt: Attempt, queue: MessageQueue) -> Stamp | None:
         """The producer state of ``attempt`` to ``queue``: its stamp, made now if it was not
@@ -124,9 +128,13 @@ class ProducerSequences:
             self.settle(attempt, ok=False)
         count = len(attempt.unique_ids)
         with self._lock:
-            state = self._queues.get(queue)
-            if state is None:
-                state = self._queues[queue] = _Queue(self.producer_id)
+            last, state = self._last
+            if queue is not last:
+                state = self._queues.get(queue)
+                if state is None:
+                    state = self._queues[queue] = _Queue(self.producer_id)
+                self._last = (queue, state)
+            assert state is not None
             base = state.next
             state.next = (base + count) % _SEQUENCE_MODULUS
             self._serial += 1
@@ -145,7 +153,9 @@ class ProducerSequences:
             return
         attempt.stamp = None
         with self._lock:
-            state = self._queues.get(stamp.queue)
+            last, state = self._last
+            if stamp.queue is not last:
+                state = self._queues.get(stamp.queue)
             if state is None:
                 return
             end = state.unsettled.pop(stamp.serial, None)
