@@ -41,6 +41,8 @@ setup(
                     "_merger.c",
                     "_reader.c",
                     "_gather.c",
+                    "_send_encode.c",
+                    "_send_answer.c",
                 )
             ],
             depends=[

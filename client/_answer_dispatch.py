@@ -7,7 +7,8 @@ fragment (:meth:`~AnswerDispatcher.on_fragment`, which splits its raw section ou
 pull answer already split (:meth:`~AnswerDispatcher.on_answer`), a malformed one with its first
 bytes (:meth:`~AnswerDispatcher.on_malformed`). The dispatcher pops the request's future from
 the pending table by correlation id and completes it: the CONNECT answer with the session's id
-(which it records), a send's or keepalive's with its body, a pull's with a
+(which it records), a stored send's with a :class:`~common.SendAnswer` read in one native
+call without protobuf, another send's or a keepalive's with its body, a pull's with a
 :class:`~common.PullAnswer` (its control fields beside its raw batches), an envelope-level
 error with the error of its code (``SESSION_CLOSED_CODE`` also fails the session).
 
@@ -19,6 +20,7 @@ Caller: the thread that reads the session's answers, holding the readers' poll l
 from __future__ import annotations
 
 import time
+from typing import Final
 
 from google.protobuf.message import DecodeError
 
@@ -32,6 +34,8 @@ from aeromq.common import (
     CorruptMessageError,
     IllegalStateError,
     PullAnswer,
+    SendAnswer,
+    read_send_answer,
     salvage_envelope_ids,
     split_raw_section,
 )
@@ -39,9 +43,12 @@ from aeromq.proto import session_pb2
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import Header
 
-__all__ = ["AnswerDispatcher"]
+__all__ = ["SEND_ANSWER_MAX_LENGTH", "AnswerDispatcher"]
 
 _Response = session_pb2.TransportResponse
+SEND_ANSWER_MAX_LENGTH: Final = 512
+"""Answers up to this long are first tried as a stored send's (a send's answer is about 60
+bytes: its ids, offsets, store host and broker name); longer ones are read by protobuf at once."""
 
 
 class AnswerDispatcher:
@@ -68,11 +75,21 @@ class AnswerDispatcher:
         """The fragment handler the session's response subscription is polled with."""
 
     def on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
-        """A whole answer in one fragment: its raw section (a pull answer's batches, if any)
-        copied out once, the rest parsed without it (:meth:`on_answer`)."""
+        """A whole answer in one fragment: a stored send's read by one native call
+        (:func:`~common.read_send_answer`), any other's raw section (a pull answer's batches,
+        if any) copied out once and the rest parsed without it (:meth:`on_answer`)."""
         # (A fragmented answer's raw section is copied straight out of its fragments:
         # _answer_assembler.)
-        head = buffer.get_bytes(offset, min(length, ENVELOPE_HEAD_MAX_LENGTH))
+        whole: bytes | None = None
+        if length <= SEND_ANSWER_MAX_LENGTH:
+            whole = buffer.get_bytes(offset, length)
+            answer = read_send_answer(whole)
+            if answer is not None:
+                self.on_send_answer(answer)
+                return
+            head = whole[:ENVELOPE_HEAD_MAX_LENGTH]
+        else:
+            head = buffer.get_bytes(offset, ENVELOPE_HEAD_MAX_LENGTH)
         raw: bytes | None = None
         try:
             section = split_raw_section(head, length)
@@ -84,8 +101,22 @@ class AnswerDispatcher:
             end = section.offset + section.length
             data = head[: section.tag_offset] + buffer.get_bytes(offset + end, length - end)
         else:
-            data = head if length <= len(head) else buffer.get_bytes(offset, length)
+            data = whole if whole is not None else buffer.get_bytes(offset, length)
         self.on_answer(data, raw, length)
+
+    def on_send_answer(self, answer: SendAnswer) -> None:
+        """A stored send's answer, read without protobuf: completes its request's future with
+        it, as :meth:`on_answer` does with a ``SendMessageResponse``."""
+        state = self._state
+        state.last_heard_ns = time.monotonic_ns()
+        if answer.session_id != state.session_id:
+            self.foreign_responses += 1
+            return
+        future = self._futures.pop(answer.correlation_id, None)
+        if future is None:
+            self.unmatched_responses += 1
+            return
+        resolve(future, answer)
 
     def on_answer(self, data: bytes, raw: bytes | None, length: int) -> None:
         """A whole message: ``data`` without its raw section ``raw`` (if any), ``length``

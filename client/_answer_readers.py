@@ -146,6 +146,7 @@ class AnswerReader(ABC):
         """The session's own doorbell (IPC): the broker may ring it after each answer."""
         self.rung = False
         """The broker rings :attr:`doorbell` after each answer (it said so at CONNECT)."""
+        self._reads_rung = False  # reads_when_rung, kept by start and on_connected
         self._assembler = assembler
         self._state = state
         self._pending = pending
@@ -176,6 +177,7 @@ class AnswerReader(ABC):
         self._idle = idle
         if isinstance(idle, DoorbellIdleStrategy):
             self._poller_spin = SpinPredictor(idle.spin_window_ns)
+        self._reads_rung = self._rung_reading()
         self._running = True
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -186,6 +188,7 @@ class AnswerReader(ABC):
         self.rung = rung
         if isinstance(self._idle, DoorbellIdleStrategy):
             self._idle.all_rung = self._all_rung
+        self._reads_rung = self._rung_reading()
 
     def _all_rung(self) -> bool:
         """For the poller's doorbell strategy: every answer rings (the broker said so)."""
@@ -195,6 +198,9 @@ class AnswerReader(ABC):
     def reads_when_rung(self) -> bool:
         """Waiting threads read the answers, asleep on the doorbell between polls, and the
         poller keeps out of their way (a rung session, a doorbell strategy; see module)."""
+        return self._reads_rung
+
+    def _rung_reading(self) -> bool:
         return self.rung and self._bell is not None and isinstance(self._idle, DoorbellIdleStrategy)
 
     def stop(self) -> None:
@@ -230,7 +236,7 @@ class AnswerReader(ABC):
         if (
             bell is None
             or subscription is None
-            or not self.reads_when_rung
+            or not self._reads_rung
             or self._state.polling_thread == threading.get_ident()
         ):
             return False
@@ -249,7 +255,7 @@ class AnswerReader(ABC):
         if (
             bell is None
             or subscription is None
-            or not self.reads_when_rung
+            or not self._reads_rung  # reads_when_rung without a call
             or self._state.polling_thread == threading.get_ident()
         ):
             future = submit()

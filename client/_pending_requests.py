@@ -33,16 +33,20 @@ import random
 import threading
 from collections.abc import Callable
 from concurrent.futures import InvalidStateError
-from typing import Final
+from typing import Final, TypeAlias
 
 from google.protobuf.message import Message as ProtoMessage
 
 from aeromq.client._session_state import SESSION_LOG, SessionState
 from aeromq.client._sync_answer import Completion
-from aeromq.common import ClientError, PullAnswer, RequestTimeoutError
+from aeromq.common import ClientError, PullAnswer, RequestTimeoutError, SendAnswer
 from aeromq.transport.concurrent.doorbell import Doorbell
 
-__all__ = ["PendingRequests", "reject", "resolve"]
+__all__ = ["Answer", "PendingRequests", "reject", "resolve"]
+
+Answer: TypeAlias = ProtoMessage | PullAnswer | SendAnswer
+"""What a request's future is completed with: the answer's body, a pull's ``PullAnswer``, or a
+stored send's ``SendAnswer`` (read without protobuf, ``_answer_dispatch.py``)."""
 
 _COMPACT_MIN_ENTRIES: Final = 1_024
 """Deadline entries past which, when most are of answered requests, :meth:`expire` drops
@@ -69,7 +73,7 @@ class PendingRequests:
     )
 
     def __init__(self, state: SessionState) -> None:
-        self.futures: dict[int, Completion[ProtoMessage | PullAnswer]] = {}
+        self.futures: dict[int, Completion[Answer]] = {}
         self.deadlines: list[tuple[int, int]] = []
         self.lock = threading.Lock()
         self.correlation = itertools.count(random.getrandbits(30) << 32)
@@ -145,9 +149,7 @@ class PendingRequests:
             self.doorbell.ring()  # callers asleep on it see their failed futures
 
 
-def resolve(
-    future: Completion[ProtoMessage | PullAnswer], value: ProtoMessage | PullAnswer
-) -> None:
+def resolve(future: Completion[Answer], value: Answer) -> None:
     """Complete ``future`` with ``value``, unless it timed out or failed meanwhile."""
     try:  # not contextlib.suppress: three Python calls an answer, and a try costs nothing
         future.set_result(value)
@@ -155,7 +157,7 @@ def resolve(
         return
 
 
-def reject(future: Completion[ProtoMessage | PullAnswer], error: BaseException) -> None:
+def reject(future: Completion[Answer], error: BaseException) -> None:
     """Fail ``future`` with ``error``, unless it was completed meanwhile."""
     try:
         future.set_exception(error)

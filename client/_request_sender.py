@@ -22,11 +22,11 @@ import threading
 import time
 from concurrent.futures import Future
 from threading import get_ident
-from typing import Final, TypeVar
+from typing import Final, TypeAlias, TypeVar
 
 from google.protobuf.message import Message as ProtoMessage
 
-from aeromq.client._pending_requests import PendingRequests, reject
+from aeromq.client._pending_requests import Answer, PendingRequests, reject
 from aeromq.client._session_config import SessionConfig
 from aeromq.client._session_state import SessionState
 from aeromq.client._sync_answer import Completion, SyncAnswer
@@ -37,19 +37,25 @@ from aeromq.common import (
     ClientError,
     IllegalArgumentError,
     IllegalStateError,
-    PullAnswer,
+    SendRequest,
     encode_envelope,
+    encode_send_request,
 )
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
 from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 
-__all__ = ["BackPressuredError", "RequestSender"]
+__all__ = ["BackPressuredError", "Request", "RequestSender"]
 
-_C = TypeVar("_C", bound=Completion[ProtoMessage | PullAnswer])
+Request: TypeAlias = ProtoMessage | SendRequest
+"""What a session sends: a request body, or a send's attempt, which is encoded with its
+envelope in one native call (``common/_send_envelope.py``)."""
+
+_C = TypeVar("_C", bound=Completion[Answer])
 
 _PULL: Final = REQUEST_FIELD_NUMBERS["pull"]
+_SEND: Final = REQUEST_FIELD_NUMBERS["send"]
 _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
     session_pb2.ConnectRequest: REQUEST_FIELD_NUMBERS["connect"],
     session_pb2.CloseSessionRequest: REQUEST_FIELD_NUMBERS["close"],
@@ -99,23 +105,19 @@ class RequestSender:
         self._deadline_lock = pending.lock
         self._offer_lock = threading.Lock()
 
-    def submit(
-        self, body: ProtoMessage, timeout_ms: int, wait_offer: bool = True
-    ) -> Future[ProtoMessage | PullAnswer]:
+    def submit(self, body: Request, timeout_ms: int, wait_offer: bool = True) -> Future[Answer]:
         """Put ``body`` in flight: a correlation id, a future in the pending table with a
         deadline ``timeout_ms`` from now, the envelope offered (:meth:`offer`); returns the
         future. Raises the session's failure, or :class:`~client.IllegalStateError` once
         closed, or what the offer raises (the request is then forgotten)."""
         return self._register(body, timeout_ms, wait_offer, Future())
 
-    def submit_sync(
-        self, body: ProtoMessage, timeout_ms: int
-    ) -> SyncAnswer[ProtoMessage | PullAnswer]:
+    def submit_sync(self, body: Request, timeout_ms: int) -> SyncAnswer[Answer]:
         """:meth:`submit` for a caller that waits for the answer: a ``SyncAnswer``
         (``_sync_answer.py``), not a future."""
         return self._register(body, timeout_ms, True, SyncAnswer())
 
-    def _register(self, body: ProtoMessage, timeout_ms: int, wait_offer: bool, future: _C) -> _C:
+    def _register(self, body: Request, timeout_ms: int, wait_offer: bool, future: _C) -> _C:
         state = self._state
         if state.failure is not None:
             raise state.failure
@@ -140,20 +142,25 @@ class RequestSender:
             call_reader()
         return future
 
-    def offer(self, body: ProtoMessage, correlation_id: int, wait: bool = True) -> None:
+    def offer(self, body: Request, correlation_id: int, wait: bool = True) -> None:
         """Offer one envelope, retrying ADMIN_ACTION at once and BACK_PRESSURED until the
         offer timeout (without ``wait``: not at all, :class:`BackPressuredError` at once).
-        An ingress that is gone fails the session (:class:`~client.BrokerUnavailableError`)."""
+        An ingress that is gone fails the session (:class:`~client.BrokerUnavailableError`).
+        A :class:`~common.SendRequest` is encoded, envelope and stamp, in one native call."""
         publication = self.publication
         if publication is None:
             raise IllegalStateError("session not connected")
-        field_number = _BODY_FIELDS.get(type(body))
-        if field_number is None:
-            raise IllegalArgumentError("not a session request body", type=type(body).__name__)
         state = self._state
-        data = encode_envelope(
-            correlation_id, state.session_id, field_number, body.SerializeToString()
-        )
+        if isinstance(body, SendRequest):
+            field_number = _SEND
+            data = encode_send_request(correlation_id, state.session_id, *body)
+        else:
+            field_number = _BODY_FIELDS.get(type(body), 0)
+            if not field_number:
+                raise IllegalArgumentError("not a session request body", type=type(body).__name__)
+            data = encode_envelope(
+                correlation_id, state.session_id, field_number, body.SerializeToString()
+            )
         if len(data) > publication.max_message_length:
             raise IllegalArgumentError(
                 "request longer than the ingress takes",

@@ -6,9 +6,9 @@ A ``Future`` waits on a condition variable: making one, asking ``done()``, compl
 taking its result each go through ``threading.Condition``'s Python-level methods, some 40
 Python calls a request, a fifth of the calls of a ``Producer.send`` (``python -m bench
 profile``, ``docs/latency.md``). A caller that waits for its own answer, reading it itself
-most of the time, needs none of that: a ``SyncAnswer`` is a flag, the value or error, and a
-lock held from its making until it is completed, which a caller that must block (the poller
-thread reads its answer) acquires with its timeout. It has no callbacks and cannot be
+most of the time, needs none of that: a ``SyncAnswer`` is the value or error, a lock taken when it is completed
+(its ``done``), and a lock held from its making until it is completed, which a caller that
+must block (the poller thread reads its answer) acquires with its timeout. It has no callbacks and cannot be
 cancelled; asynchronous requests (``request_async``) keep their ``Future``.
 
 Whoever pops a request from the pending table completes it, once (``_pending_requests.py``);
@@ -18,6 +18,7 @@ completing a ``SyncAnswer`` twice raises ``InvalidStateError`` as a ``Future`` d
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import InvalidStateError
 from typing import Generic, Protocol, TypeVar, cast
 
@@ -47,45 +48,44 @@ class Completion(Protocol[_T]):
 
 
 class SyncAnswer(Generic[_T]):
-    """The answer of one request a caller waits for (see module). Thread-safe."""
+    """The answer of one request a caller waits for (see module). Thread-safe.
 
-    __slots__ = ("_error", "_lock", "_settled", "_value")
+    ``done`` is the bound ``locked`` of a lock taken once, when it is completed: a call in C,
+    asked after each poll of a waiting reader (three times a send, each a Python call when it
+    was a method); taking it without blocking is also what makes completing it twice fail."""
+
+    __slots__ = ("_completed", "_error", "_lock", "_value", "done")
 
     def __init__(self) -> None:
-        self._settled = False
         self._value: _T | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
-        self._lock.acquire()  # released once completed
-
-    def done(self) -> bool:
+        self._lock.acquire()  # released once completed, the value or error set
+        self._completed = threading.Lock()  # taken once completed
+        self.done: Callable[[], bool] = self._completed.locked
         """Whether it was completed."""
-        return self._settled
 
     def set_result(self, result: _T) -> None:
         """Complete it with ``result``; ``InvalidStateError`` if it was already."""
-        if self._settled:
+        if not self._completed.acquire(blocking=False):
             raise InvalidStateError("the answer is already complete")
         self._value = result
-        self._settled = True
         self._lock.release()
 
     def set_exception(self, exception: BaseException | None) -> None:
         """Complete it with ``exception``; ``InvalidStateError`` if it was already."""
-        if self._settled:
+        if not self._completed.acquire(blocking=False):
             raise InvalidStateError("the answer is already complete")
         self._error = exception or InvalidStateError("completed with no exception")
-        self._settled = True
         self._lock.release()
 
     def result(self, timeout: float | None = None) -> _T:
         """The value, once completed (waiting up to ``timeout`` s, None: no limit); raises
         its error, or ``TimeoutError`` when it is not completed in time."""
-        if not self._settled:
-            lock = self._lock
-            if not lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
-                raise TimeoutError("no answer in time")
-            lock.release()  # completed: it stays released
+        lock = self._lock
+        if not lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            raise TimeoutError("no answer in time")
+        lock.release()  # completed: it stays released
         if self._error is not None:
             raise self._error
         return cast(_T, self._value)

@@ -79,7 +79,7 @@ from aeromq.client._answer_dispatch import AnswerDispatcher
 from aeromq.client._answer_reader_kinds import reader_for
 from aeromq.client._answer_readers import LINGER_NS
 from aeromq.client._pending_requests import PendingRequests
-from aeromq.client._request_sender import BackPressuredError, RequestSender
+from aeromq.client._request_sender import BackPressuredError, Request, RequestSender
 from aeromq.client._session_config import (
     DEFAULT_SESSION_IDLE_STRATEGY,
     DEFAULT_UDP_TERM_LENGTH,
@@ -100,6 +100,8 @@ from aeromq.common import (
     IllegalStateError,
     PullAnswer,
     RequestTimeoutError,
+    SendAnswer,
+    SendRequest,
 )
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport.client import Aeron
@@ -309,7 +311,11 @@ class ClientSession:
     @overload
     def request(
         self, body: messages_pb2.SendMessageRequest, timeout_ms: int | None = None
-    ) -> messages_pb2.SendMessageResponse: ...
+    ) -> messages_pb2.SendMessageResponse | SendAnswer: ...
+    @overload
+    def request(
+        self, body: SendRequest, timeout_ms: int | None = None
+    ) -> messages_pb2.SendMessageResponse | SendAnswer: ...
     @overload
     def request(
         self, body: messages_pb2.PullMessageRequest, timeout_ms: int | None = None
@@ -324,9 +330,11 @@ class ClientSession:
     ) -> session_pb2.KeepAliveResponse: ...
 
     def request(
-        self, body: ProtoMessage, timeout_ms: int | None = None
-    ) -> ProtoMessage | PullAnswer:
-        """Send ``body`` and wait for its answer (``timeout_ms``, default the config's)."""
+        self, body: Request, timeout_ms: int | None = None
+    ) -> ProtoMessage | PullAnswer | SendAnswer:
+        """Send ``body`` and wait for its answer (``timeout_ms``, default the config's). A
+        send's answer is a :class:`~common.SendAnswer` when it was stored (read without
+        protobuf), else the ``SendMessageResponse``."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         sender = self._sender
         future = self._reader.request(lambda: sender.submit_sync(body, timeout), timeout)
@@ -369,11 +377,11 @@ class ClientSession:
     @overload
     def request_async(
         self,
-        body: messages_pb2.SendMessageRequest,
+        body: messages_pb2.SendMessageRequest | SendRequest,
         timeout_ms: int | None = None,
         *,
         wait_offer: bool = True,
-    ) -> Future[messages_pb2.SendMessageResponse]: ...
+    ) -> Future[messages_pb2.SendMessageResponse | SendAnswer]: ...
     @overload
     def request_async(
         self,
@@ -384,7 +392,7 @@ class ClientSession:
     ) -> Future[PullAnswer]: ...
 
     def request_async(
-        self, body: ProtoMessage, timeout_ms: int | None = None, *, wait_offer: bool = True
+        self, body: Request, timeout_ms: int | None = None, *, wait_offer: bool = True
     ) -> Future[Any]:  # Any: the answer's type is the request's, as the overloads say
         """Send ``body`` now and return a future of its answer, completed on the thread that
         reads it (or failed with the errors of the module). Offer failures raise here; with
@@ -393,6 +401,6 @@ class ClientSession:
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         return self._sender.submit(body, timeout, wait_offer)
 
-    def send_oneway(self, body: messages_pb2.SendMessageRequest) -> None:
+    def send_oneway(self, body: messages_pb2.SendMessageRequest | SendRequest) -> None:
         """Send without waiting: the answer is read and dropped."""
         self._sender.offer(body, next(self._pending.correlation))

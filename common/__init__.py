@@ -20,6 +20,9 @@ I/O here.
 - ``_message_id``: RocketMQ's two message ids, the producer's unique id and the broker's offset
   id.
 - ``_envelope``: the session envelope codec and the session protocol's constants.
+- ``_send_envelope``: a send's request and a stored send's answer through that envelope in one
+  native call each (:class:`SendRequest`, :func:`encode_send_request`, :class:`SendAnswer`,
+  :func:`read_send_answer`), their Python references beside them.
 - ``_pull_answer``: :class:`PullAnswer`, a pull's control fields beside its record batches.
 - ``_consume_retry``: the retry and dead-letter topics of a consumer group (``%RETRY%``,
   ``%DLQ%``), the properties of a sent-back message and RocketMQ's back-off schedule.
@@ -156,6 +159,14 @@ from aeromq.common._pull_answer import PullAnswer
 from aeromq.common._queue_holders import QueueHolders
 from aeromq.common._response_code import (
     ResponseCode,
+)
+from aeromq.common._send_envelope import (
+    SendAnswer,
+    SendRequest,
+    encode_send_request,
+    read_send_answer,
+    read_send_answer_py,
+    send_request_py,
 )
 from aeromq.common._sql92 import Sql92Filter, compile_sql92
 from aeromq.common._tags import (
@@ -310,6 +321,8 @@ __all__ = [
     "ReplicationTimeoutError",
     "RequestTimeoutError",
     "ResponseCode",
+    "SendAnswer",
+    "SendRequest",
     "Sql92Filter",
     "SubscriptionData",
     "TopicNotFoundError",
@@ -338,6 +351,7 @@ __all__ = [
     "encode_envelope_around",
     "encode_offset_message_id",
     "encode_properties",
+    "encode_send_request",
     "encode_unique_message_id",
     "error_for_code",
     "hash_code",
@@ -355,9 +369,12 @@ __all__ = [
     "parse_tag_expression",
     "patch_batch",
     "raw_section_past_message",
+    "read_send_answer",
+    "read_send_answer_py",
     "read_total_length",
     "retry_topic",
     "salvage_envelope_ids",
+    "send_request_py",
     "split_raw_section",
     "split_tag",
     "stored_properties",

@@ -1,6 +1,7 @@
 """The broker's answer to a send read into its results, and the futures of async sends settled.
 
-:func:`results_of` and :func:`group_results` turn a ``SendMessageResponse`` into each send's
+:func:`results_of` and :func:`group_results` turn a broker's answer (a ``SendAnswer`` read without
+protobuf, or a ``SendMessageResponse``) into each send's
 :class:`~producer.SendResults` (or raise the error of its status code); :func:`settle` completes
 an async send's future, and :func:`call_back` runs a :data:`SendCallback` when it does.
 
@@ -16,8 +17,9 @@ from concurrent.futures import Future, InvalidStateError
 from functools import lru_cache
 from typing import Any, Final, TypeAlias
 
-from aeromq.client import MessageQueue, ResponseCode, error_for_code
+from aeromq.client import ClientError, MessageQueue, ResponseCode, error_for_code
 from aeromq.client.failover import error_for_status
+from aeromq.common import SendAnswer
 from aeromq.producer._attempt import Attempt
 from aeromq.producer._batch import SendResults
 from aeromq.producer._send_result import SendResult, SendStatus
@@ -43,7 +45,7 @@ SendFuture: TypeAlias = "Future[Any]"
 """An async send's future: of a ``SendResult`` for one message, of a list of them for a batch
 (untyped: the ``single`` flag beside it says which, not a type)."""
 
-_SEND_STATUS: Final = {
+_SEND_STATUS: Final[dict[int, SendStatus]] = {
     messages_pb2.SEND_OK: SendStatus.SEND_OK,
     messages_pb2.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
     messages_pb2.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
@@ -53,54 +55,87 @@ _STORED_CODES: Final = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT)
 
 
 def results_of(
-    response: messages_pb2.SendMessageResponse, target: MessageQueue, attempt: Attempt
+    response: messages_pb2.SendMessageResponse | SendAnswer, target: MessageQueue, attempt: Attempt
 ) -> SendResults:
-    """The send's results, or the error of its status code."""
+    """The send's results, or the error of its status code. A stored answer of its count on
+    its queue (the common one) is read here at once, else as :func:`group_results` reads it."""
+    if (
+        isinstance(response, SendAnswer)
+        and response.message_count == len(attempt.unique_ids)
+        and response.queue_id == target.queue_id
+        and (not response.broker_name or response.broker_name == target.broker_name)
+    ):
+        return SendResults(
+            _SEND_STATUS.get(response.send_status, SendStatus.SEND_OK),
+            target,
+            response.base_queue_offset,
+            response.base_commit_log_offset,
+            store_host(response.store_host),
+            attempt.unique_ids,
+        )
     return group_results(response, target, [attempt])[0]
 
 
 def group_results(
-    response: messages_pb2.SendMessageResponse, target: MessageQueue, attempts: list[Attempt]
+    response: messages_pb2.SendMessageResponse | SendAnswer,
+    target: MessageQueue,
+    attempts: list[Attempt],
 ) -> list[SendResults]:
     """The results of each send of one request (their batches one after the other in it), or
-    the error of its status code."""
-    status = response.status
+    the error of its status code. ``response``: a stored send's answer read without protobuf
+    (``SendAnswer``, ``common/_send_envelope.py``: the common case), or the
+    ``SendMessageResponse`` of any other."""
     count = (
         len(attempts[0].unique_ids)
         if len(attempts) == 1
         else sum(len(attempt.unique_ids) for attempt in attempts)
     )
-    if status.code not in _STORED_CODES or response.message_count != count:
-        if status.code == ResponseCode.NOT_LEADER:  # with the leader it names
-            raise error_for_status(
-                status, broker=target.broker_name, topic=target.topic, queue_id=target.queue_id
-            )
-        raise error_for_code(
-            status.code or ResponseCode.SYSTEM_ERROR,
-            status.message
-            or f"the broker answered a send of {count} messages with {response.message_count}",
-            broker=target.broker_name,
-            topic=target.topic,
-            queue_id=target.queue_id,
-        )
+    if isinstance(response, SendAnswer):  # stored (its code says so), no protobuf message
+        if response.message_count != count:
+            raise _miscounted(response.code, "", response.message_count, count, target)
+        queue_id, broker_name = response.queue_id, response.broker_name
+        send_status, host_port = response.send_status, response.store_host
+    else:
+        status = response.status
+        if status.code not in _STORED_CODES or response.message_count != count:
+            if status.code == ResponseCode.NOT_LEADER:  # with the leader it names
+                raise error_for_status(
+                    status, broker=target.broker_name, topic=target.topic, queue_id=target.queue_id
+                )
+            raise _miscounted(status.code, status.message, response.message_count, count, target)
+        queue_id, broker_name = response.queue_id, response.broker_name
+        send_status, host_port = response.send_status, response.store_host
     queue = target
-    if response.queue_id != target.queue_id or (
-        response.broker_name and response.broker_name != target.broker_name
-    ):
-        queue = MessageQueue(
-            target.topic, response.broker_name or target.broker_name, response.queue_id
-        )
-    send_status = _SEND_STATUS.get(response.send_status, SendStatus.SEND_OK)
-    host = store_host(response.store_host)
+    if queue_id != target.queue_id or (broker_name and broker_name != target.broker_name):
+        queue = MessageQueue(target.topic, broker_name or target.broker_name, queue_id)
+    status_of = _SEND_STATUS.get(send_status, SendStatus.SEND_OK)
+    host = store_host(host_port)
     queue_offset = response.base_queue_offset
     commit_log_offset = response.base_commit_log_offset
+    if len(attempts) == 1:
+        ids = attempts[0].unique_ids
+        return [SendResults(status_of, queue, queue_offset, commit_log_offset, host, ids)]
     answers = []
     for attempt in attempts:
         ids = attempt.unique_ids
-        answers.append(SendResults(send_status, queue, queue_offset, commit_log_offset, host, ids))
+        answers.append(SendResults(status_of, queue, queue_offset, commit_log_offset, host, ids))
         queue_offset += len(ids)
         commit_log_offset += len(ids)
     return answers
+
+
+def _miscounted(
+    code: int, message: str, answered: int, count: int, target: MessageQueue
+) -> ClientError:
+    """The error of an answer that refused a send (``code``), or answered it for another
+    number of messages than it holds."""
+    return error_for_code(
+        code or ResponseCode.SYSTEM_ERROR,
+        message or f"the broker answered a send of {count} messages with {answered}",
+        broker=target.broker_name,
+        topic=target.topic,
+        queue_id=target.queue_id,
+    )
 
 
 @lru_cache(maxsize=64)

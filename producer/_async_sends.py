@@ -27,7 +27,7 @@ from aeromq.client import ClientError, MessageQueue, RequestTimeoutError
 from aeromq.client.failover import is_failover_error
 from aeromq.client.route import TopicRoute
 from aeromq.client.session import BackPressuredError
-from aeromq.common import merge_batches
+from aeromq.common import SendAnswer, merge_batches
 from aeromq.producer._answers import SendFuture, group_results, results_of, settle
 from aeromq.producer._attempt import RETRY_CODES, Attempt
 from aeromq.producer._coalesce import SendCoalescer
@@ -185,14 +185,14 @@ class AsyncSends:
         if unit is not None and unit is not live[0][0]:
             unit.attempts_left = min(item[0].attempts_left for item in live)
 
-        def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
+        def done(future: Future[messages_pb2.SendMessageResponse | SendAnswer]) -> None:
             self.group_answered(future, topic, live, route, target, unit)
 
         inner.add_done_callback(done)
 
     def group_answered(
         self,
-        future: Future[messages_pb2.SendMessageResponse],
+        future: Future[messages_pb2.SendMessageResponse | SendAnswer],
         topic: str,
         live: list[_Waiting],
         route: TopicRoute,
@@ -297,7 +297,7 @@ class AsyncSends:
             self.unit_failed(exc, topic, unit, live, route, target)
             return
 
-        def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
+        def done(future: Future[messages_pb2.SendMessageResponse | SendAnswer]) -> None:
             self.group_answered(future, topic, live, route, target, unit, first=False)
 
         inner.add_done_callback(done)
@@ -352,7 +352,7 @@ class AsyncSends:
             return
         sequences = self._path.sequences
 
-        def done(future: Future[messages_pb2.SendMessageResponse]) -> None:
+        def done(future: Future[messages_pb2.SendMessageResponse | SendAnswer]) -> None:
             try:
                 response = future.result()
             except ClientError as exc:  # it went out: it may be stored

@@ -58,7 +58,6 @@ class Attempt:
         "restamps",
         "retry_queue",
         "selector",
-        "sent",
         "stamp",
         "unique_ids",
     )
@@ -87,9 +86,8 @@ class Attempt:
         """The waits between tries while the broker's group elects a leader (made when
         needed)."""
         self.stamp: Stamp | None = None
-        """An idempotent producer's: the queue and sequences of ``sent`` (``_sequences.py``)."""
-        self.sent: bytes | None = None
-        """An idempotent producer's: ``batch`` with its producer state, what every try sends."""
+        """An idempotent producer's: the queue and sequences its batch is sent with, stamped
+        into it by the session's encoding of each try (``_sequences.py``)."""
         self.restamps = 0
         """How many times it was stamped anew after ``OUT_OF_ORDER_SEQUENCE``."""
         self.maybe_stored = False

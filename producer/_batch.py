@@ -198,7 +198,7 @@ class SendResults(Sequence[SendResult]):
     def __getitem__(self, index: int | slice) -> SendResult | list[SendResult]:
         if isinstance(index, slice):
             return [self._result(i) for i in range(*index.indices(len(self)))]
-        count = len(self)
+        count = len(self.unique_ids)  # not len(self): a Python call of __len__ a send
         if index < 0:
             index += count
         if not 0 <= index < count:

@@ -50,7 +50,7 @@ from aeromq.client.session import (
     BackPressuredError,
     default_idle_strategy,
 )
-from aeromq.common import MAX_FRAMING_BYTES, check_body
+from aeromq.common import MAX_FRAMING_BYTES, SendRequest, check_body
 from aeromq.common.record_batch import CompressionType, compress_batch
 from aeromq.producer._answers import results_of
 from aeromq.producer._attempt import RETRY_CODES, RETRY_ELSEWHERE_CODES, Attempt, QueueChooser
@@ -63,7 +63,6 @@ from aeromq.producer._routing import QueueRouter
 from aeromq.producer._selector import QueueSelector
 from aeromq.producer._send_result import SendResult
 from aeromq.producer._sequences import OutOfOrder, ProducerSequences
-from aeromq.proto import messages_pb2
 
 __all__ = ["SendPath"]
 
@@ -310,24 +309,28 @@ class SendPath:
 
     def request(
         self, target: MessageQueue, attempt: Attempt, *, stamped: bool = True
-    ) -> messages_pb2.SendMessageRequest:
-        """The ``SendMessageRequest`` of ``attempt`` to ``target``: an idempotent producer's
-        batch with its producer state for ``target`` (``_sequences.py``), unless not
+    ) -> SendRequest:
+        """The request of ``attempt`` to ``target``, which its session encodes with its envelope
+        in one native call (``SendRequest``, ``common/_send_envelope.py``): an idempotent
+        producer's batch with its producer state for ``target`` (``_sequences.py``), unless not
         ``stamped`` (a oneway send, never retried); with ``ProducerConfig.compression``, the
         attempt's batch is compressed first (once: a compressed one is left as it is)."""
         sequences = self.sequences
         if self._codec is not None:  # compressed once, when first sent (merged, if it was)
             attempt.batch = self.compress(attempt.batch)
-        return messages_pb2.SendMessageRequest(
-            producer_group=self.group,
-            topic=target.topic,
-            queue_id=target.queue_id,
-            batch=(
-                attempt.batch
-                if sequences is None or not stamped
-                else sequences.stamp(attempt, target)
-            ),
-        )
+        if sequences is not None and stamped:
+            stamp = sequences.stamp(attempt, target)
+            if stamp is not None:
+                return SendRequest(
+                    self.group,
+                    target.topic,
+                    target.queue_id,
+                    attempt.batch,
+                    stamp.producer_id,
+                    stamp.base_sequence,
+                    stamp.epoch,
+                )
+        return SendRequest(self.group, target.topic, target.queue_id, attempt.batch)
 
     def settle(self, attempt: Attempt, *, ok: bool) -> None:
         """``attempt`` is over (stored, or failed for good): its sequences are settled
@@ -347,7 +350,8 @@ class SendPath:
     ) -> Sequence[SendResult]:
         """A sync send, with its hooks and metrics. Caller: ``Producer.send``/``send_batch``."""
         started_ns = time.perf_counter_ns()
-        context = self.before_send(messages, SendMode.SYNC)
+        # without hooks (the common case) neither hook call is made: two calls a send
+        context = self.before_send(messages, SendMode.SYNC) if self.hooks else None
         attempt: Attempt | None = None
         try:
             attempt = self.prepare(messages, timeout_ms, queue, selector, arg, asynchronous=False)
@@ -361,7 +365,8 @@ class SendPath:
         if self.sequences is not None:
             self.sequences.settle(attempt, ok=True)
         self.meter.on_sent(len(messages), time.perf_counter_ns() - started_ns)
-        self.after_send(context, results=sent)
+        if context is not None:
+            self.after_send(context, results=sent)
         return sent
 
     def attempt_sync(self, attempt: Attempt, timeout_ms: int | None) -> Sequence[SendResult]:
@@ -374,7 +379,8 @@ class SendPath:
                 break
             route, target = self.router.target(attempt)
             try:
-                session = self.require_sessions().session(route.broker(target.broker_name))
+                sessions = self.sessions or self.require_sessions()  # the call only to raise
+                session = sessions.session(route.broker(target.broker_name))
                 request = self.request(target, attempt)
                 limit_ms = attempt_limit_ms(
                     self.config.request_timeout_ms,

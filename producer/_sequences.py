@@ -4,9 +4,9 @@ With ``ProducerConfig.enable_idempotence`` a producer has a random 63-bit produc
 queue it sends to a sequence of its own that counts records (from 0, wrapping at 2^31) within an
 epoch. A send's record batch is encoded once without a producer state
 (``producer/_batch.py``); when its first attempt picks its queue, :meth:`ProducerSequences.stamp`
-gives it the queue's next sequences and writes the state into a copy of the batch
-(:func:`stamp_batch`, the record batch's layout in ``common/record_batch/descriptor.py``). Every
-retry sends those same bytes to that same queue: a broker that stored them already answers the
+gives it the queue's next sequences, which the session writes into the batch as it encodes the
+request (``common/_send_envelope.py``: in C, the record batch's layout in
+``common/record_batch/descriptor.py``). Every retry sends those same bytes to that same queue: a broker that stored them already answers the
 stored result instead of storing them again (its producer state table, ``broker/store``).
 
 A stamped batch that ends without being stored, or whose outcome is unknown, may leave a hole in
@@ -29,23 +29,14 @@ from __future__ import annotations
 
 import enum
 import secrets
-import struct
 import threading
-import zlib
 from typing import Final
 
 from aeromq.client import MessageQueue
 from aeromq.common.record_batch import (
     ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
-    CRC_START,
     MAX_SEQUENCE,
-    PRODUCER_STATE_FLAG,
-    PRODUCER_STATE_STRUCT,
     TIMER_FLAG,
-    TOPIC_LENGTH_OFFSET,
-    TOTAL_LENGTH_OFFSET,
-    producer_state_position,
 )
 from aeromq.producer._attempt import Attempt, Stamp
 
@@ -55,7 +46,6 @@ __all__ = [
     "OutOfOrder",
     "ProducerSequences",
     "new_producer_id",
-    "stamp_batch",
 ]
 
 MAX_EPOCH: Final = (1 << 15) - 1
@@ -64,9 +54,6 @@ MAX_RESTAMPS: Final = 2
 """How many times one send is stamped anew after ``OUT_OF_ORDER_SEQUENCE`` before the error is
 raised: a broker that refuses a fresh epoch's first batch is not going to take it."""
 _SEQUENCE_MODULUS: Final = MAX_SEQUENCE + 1
-_U32: Final = struct.Struct("<I")
-_I32: Final = struct.Struct("<i")
-_U16: Final = struct.Struct("<H")
 _TIMER_BYTE: Final = ATTRIBUTES_OFFSET + 1  # TIMER_FLAG's byte of the u16 (little-endian)
 _TIMER_BIT: Final = TIMER_FLAG >> 8
 
@@ -75,22 +62,6 @@ def new_producer_id() -> int:
     """A random 63-bit producer id (non-negative i64; 2^-63 odds that two producers share one,
     and a shared one matters only if they also share a queue, an epoch and a sequence)."""
     return secrets.randbits(63)
-
-
-def stamp_batch(batch: bytes, producer_id: int, base_sequence: int, epoch: int) -> bytes:
-    """``batch`` (without a producer state) with one: the state's 16 bytes after the topic's
-    padding, the attribute flag set, the total length and the CRC made again. One copy."""
-    (topic_length,) = _U16.unpack_from(batch, TOPIC_LENGTH_OFFSET)
-    position = producer_state_position(topic_length)
-    head = bytearray(batch[:position])
-    (attributes,) = _U16.unpack_from(head, ATTRIBUTES_OFFSET)
-    _U16.pack_into(head, ATTRIBUTES_OFFSET, attributes | PRODUCER_STATE_FLAG)
-    _I32.pack_into(head, TOTAL_LENGTH_OFFSET, len(batch) + PRODUCER_STATE_STRUCT.size)
-    state = PRODUCER_STATE_STRUCT.pack(producer_id, base_sequence, epoch, 0)
-    tail = memoryview(batch)[position:]
-    crc = zlib.crc32(tail, zlib.crc32(state, zlib.crc32(memoryview(head)[CRC_START:])))
-    _U32.pack_into(head, CRC_OFFSET, crc)
-    return b"".join((head, state, tail))
 
 
 class OutOfOrder(enum.Enum):
@@ -132,35 +103,44 @@ class ProducerSequences:
         self._queues: dict[MessageQueue, _Queue] = {}
         self._serial = 0
         self._lock = threading.Lock()
+        # the last queue stamped (the object the router gave) and its sequence: a producer
+        # sending to one queue finds it without hashing it (a Python __hash__ of a dataclass,
+        # twice a send: stamp and settle)
+        self._last: tuple[MessageQueue | None, _Queue | None] = (None, None)
 
-    def stamp(self, attempt: Attempt, queue: MessageQueue) -> bytes:
-        """The bytes of ``attempt`` to ``queue``: its stamped batch, stamped now if it was not
-        for ``queue`` (a batch stamped for another queue gives its sequences back first).
+    def stamp(self, attempt: Attempt, queue: MessageQueue) -> Stamp | None:
+        """The producer state of ``attempt`` to ``queue``: its stamp, made now if it was not
+        for ``queue`` (a batch stamped for another queue gives its sequences back first); the
+        session writes it into the batch as it encodes the request (``SendRequest``,
+        ``common/_send_envelope.py``), so every try sends the same bytes.
 
-        A timer message's batch (``TIMER_FLAG``) is sent as it is, not stamped: the broker holds
-        it in its timer topic, outside the queue's sequence (its retry may store it twice).
+        A timer message's batch (``TIMER_FLAG``) is sent as it is, not stamped (None): the
+        broker holds it in its timer topic, outside the queue's sequence (its retry may store
+        it twice).
 
-        Caller: ``SendPath.request``. Affects: the queue's next sequence; ``attempt.stamp`` and
-        ``attempt.sent``."""
+        Caller: ``SendPath.request``. Affects: the queue's next sequence; ``attempt.stamp``."""
         if attempt.batch[_TIMER_BYTE] & _TIMER_BIT:
-            return attempt.batch
+            return None
         stamp = attempt.stamp
         if stamp is not None:
-            if stamp.queue == queue and attempt.sent is not None:
-                return attempt.sent
+            if stamp.queue == queue:
+                return stamp
             self.settle(attempt, ok=False)
         count = len(attempt.unique_ids)
         with self._lock:
-            state = self._queues.get(queue)
-            if state is None:
-                state = self._queues[queue] = _Queue(self.producer_id)
+            last, state = self._last
+            if queue is not last:
+                state = self._queues.get(queue)
+                if state is None:
+                    state = self._queues[queue] = _Queue(self.producer_id)
+                self._last = (queue, state)
+            assert state is not None
             base = state.next
             state.next = (base + count) % _SEQUENCE_MODULUS
             self._serial += 1
             state.unsettled[self._serial] = state.next
             stamp = attempt.stamp = Stamp(queue, state.producer_id, state.epoch, base, self._serial)
-        sent = attempt.sent = stamp_batch(attempt.batch, stamp.producer_id, base, stamp.epoch)
-        return sent
+        return stamp
 
     def settle(self, attempt: Attempt, *, ok: bool) -> None:
         """``attempt`` is over: stored (``ok``), or failed for good (or moved to another
@@ -171,9 +151,11 @@ class ProducerSequences:
         stamp = attempt.stamp
         if stamp is None:
             return
-        attempt.stamp = attempt.sent = None
+        attempt.stamp = None
         with self._lock:
-            state = self._queues.get(stamp.queue)
+            last, state = self._last
+            if stamp.queue is not last:
+                state = self._queues.get(stamp.queue)
             if state is None:
                 return
             end = state.unsettled.pop(stamp.serial, None)
@@ -204,6 +186,6 @@ class ProducerSequences:
             if state.epoch == stamp.epoch and state.producer_id == stamp.producer_id:
                 state.start_over()  # the queue's sequence went past it (a later batch first)
             state.unsettled.pop(stamp.serial, None)
-        attempt.stamp = attempt.sent = None
+        attempt.stamp = None
         attempt.restamps += 1
         return OutOfOrder.RESTAMP

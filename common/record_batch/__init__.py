@@ -10,7 +10,9 @@ the stored batches as they are, and the consumer reads them column by column. No
   producer: :data:`PRODUCER_STATE_FLAG`, :func:`read_producer_state`); ``record_batch.h`` is the
   same for C, and a test checks the two agree.
 - ``encoder``: :func:`encode_batch` (the producer's, one pass in ``_encoder.c``) beside
-  :func:`encode_batch_py`, its Python reference.
+  :func:`encode_batch_py`, its Python reference; :func:`stamp_batch`, an idempotent
+  producer's state written into a batch (the reference of the stamp ``_send_encode.c`` does
+  as it writes a send's envelope, ``common/_send_envelope.py``).
 - ``columns``: a :class:`ColumnSet`, a send's rows as columns described by their buffers
   (Arrow's binary layout, numpy rows, constants), :class:`BatchLimits`, :class:`ColumnProblem`;
   ``column_encoder``: :func:`encode_column_batch`, a batch straight from those buffers
@@ -128,7 +130,7 @@ from aeromq.common.record_batch.descriptor import (
     read_total_length,
     unpack_host_field,
 )
-from aeromq.common.record_batch.encoder import encode_batch, encode_batch_py
+from aeromq.common.record_batch.encoder import encode_batch, encode_batch_py, stamp_batch
 from aeromq.common.record_batch.merger import merge_batches, merge_batches_py
 from aeromq.common.record_batch.numpy_reader import read_pulled_chunk_py
 from aeromq.common.record_batch.properties import join_tag, split_tag, stored_properties
@@ -249,6 +251,7 @@ __all__ = [
     "read_total_length",
     "span_layout",
     "split_tag",
+    "stamp_batch",
     "stored_properties",
     "tag_spans",
     "unpack_host_field",

@@ -23,6 +23,11 @@
  *   gather(...), find_property(...)
  *                         _gather.c: spans of the records (bodies, tags, a property's values)
  *                         in Arrow's binary layout (``spans``)
+ *   send_request(...)     _send_encode.c: a send's envelope, ready to offer, its batch stamped
+ *                         (``common/_send_envelope.send_request_py``)
+ *   send_answer(cls, data)
+ *                         _send_answer.c: a stored send's answer read into its offsets
+ *                         (``common/_send_envelope.read_send_answer_py``)
  *   crc32(data), use_clmul(on)
  *                         _crc32.c: the CRC as the passes compute it; whether the folding CRC
  *                         was in use, and from now on only if ``on`` (the tests run both paths)
@@ -62,6 +67,11 @@ static PyMethodDef methods[] = {
     {"find_property", (PyCFunction)(void (*)(void))columns_find_property, METH_FASTCALL,
      "find_property(needle, parts, count) -> (offsets, data, validity, null_count): a "
      "property's values in Arrow's string layout."},
+    {"send_request", (PyCFunction)(void (*)(void))send_request_encode, METH_FASTCALL,
+     "send_request(correlation_id, session_id, group, topic, queue_id, batch, producer_id, "
+     "base_sequence, producer_epoch) -> bytes: a send's envelope, its batch stamped."},
+    {"send_answer", (PyCFunction)(void (*)(void))send_answer_read, METH_FASTCALL,
+     "send_answer(cls, data) -> cls | None: a stored send's answer, read into its offsets."},
     {"crc32", (PyCFunction)columns_crc32, METH_O,
      "crc32(data) -> int: zlib.crc32 of data, as the passes compute it."},
     {"use_clmul", (PyCFunction)crc32_use_clmul, METH_O,

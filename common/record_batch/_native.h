@@ -45,6 +45,9 @@ PyObject *columns_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 /* _gather.c */
 PyObject *columns_gather(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *columns_find_property(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* _send_encode.c, _send_answer.c */
+PyObject *send_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _crc32.c: at import, zlib.crc32 for the fallback, the table, the CPU check (0, or -1 with a
  * Python error set); the module's crc32 and use_clmul */
 int crc32_module_init(void);

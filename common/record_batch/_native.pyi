@@ -2,11 +2,13 @@
 function for what it does)."""
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import Buffer
 
+_A = TypeVar("_A", bound=tuple[object, ...])
 _Column = tuple[int, Buffer, Buffer | None, Buffer | None, int, int, int]
 """(kind, data, offsets, validity, first, width, length): ``column_encoder.Column``."""
 _Parts = list[tuple[Buffer, npt.NDArray[np.int64], npt.NDArray[np.int32]]]
@@ -74,5 +76,18 @@ def gather(
 def find_property(
     needle: bytes, parts: _Parts, count: int
 ) -> tuple[bytes, bytes, bytes | None, int]: ...
+def send_request(
+    correlation_id: int,
+    session_id: int,
+    group: str,
+    topic: str,
+    queue_id: int,
+    batch: Buffer,
+    producer_id: int | None,
+    base_sequence: int,
+    producer_epoch: int,
+    /,
+) -> bytes: ...
+def send_answer(cls: type[_A], data: Buffer, /) -> _A | None: ...
 def crc32(data: Buffer) -> int: ...
 def use_clmul(on: bool, /) -> bool: ...

@@ -16,6 +16,7 @@ from typing import Final
 
 from aeromq.common._java_string import hash_code
 from aeromq.common.record_batch.descriptor import (
+    ATTRIBUTES_OFFSET,
     BATCH_MAGIC,
     CRC_OFFSET,
     CRC_START,
@@ -25,6 +26,8 @@ from aeromq.common.record_batch.descriptor import (
     MAX_TOPIC_LENGTH,
     PRODUCER_STATE_FLAG,
     PRODUCER_STATE_STRUCT,
+    TOPIC_LENGTH_OFFSET,
+    TOTAL_LENGTH_OFFSET,
     batch_header_length,
     columns_struct,
     producer_state_position,
@@ -35,9 +38,11 @@ try:
 except ImportError:  # not built (a source tree without a compiler): the Python reference
     _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
-__all__ = ["encode_batch", "encode_batch_py"]
+__all__ = ["encode_batch", "encode_batch_py", "stamp_batch"]
 
 _U32: Final = struct.Struct("<I")
+_I32: Final = struct.Struct("<i")
+_U16: Final = struct.Struct("<H")
 
 _TAG_HASHES: dict[str, int] = {}
 _TAG_CACHE_LIMIT: Final = 65536
@@ -224,6 +229,23 @@ def encode_batch_py(
     out += property_data
     _U32.pack_into(out, CRC_OFFSET, zlib.crc32(memoryview(out)[CRC_START:]))
     return out
+
+
+def stamp_batch(batch: bytes, producer_id: int, base_sequence: int, epoch: int) -> bytes:
+    """``batch`` (without a producer state) with one: the state's 16 bytes after the topic's
+    padding, the attribute flag set, the total length and the CRC made again. One copy. The
+    reference of the stamp the send's envelope does in C (``_send_encode.c``)."""
+    (topic_length,) = _U16.unpack_from(batch, TOPIC_LENGTH_OFFSET)
+    position = producer_state_position(topic_length)
+    head = bytearray(batch[:position])
+    (attributes,) = _U16.unpack_from(head, ATTRIBUTES_OFFSET)
+    _U16.pack_into(head, ATTRIBUTES_OFFSET, attributes | PRODUCER_STATE_FLAG)
+    _I32.pack_into(head, TOTAL_LENGTH_OFFSET, len(batch) + PRODUCER_STATE_STRUCT.size)
+    state = PRODUCER_STATE_STRUCT.pack(producer_id, base_sequence, epoch, 0)
+    tail = memoryview(batch)[position:]
+    crc = zlib.crc32(tail, zlib.crc32(state, zlib.crc32(memoryview(head)[CRC_START:])))
+    _U32.pack_into(head, CRC_OFFSET, crc)
+    return b"".join((head, state, tail))
 
 
 @functools.lru_cache(maxsize=256)

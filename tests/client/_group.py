@@ -25,6 +25,7 @@ from aeromq.common import (
     RecordBatch,
     RequestTimeoutError,
     ResponseCode,
+    SendRequest,
 )
 from aeromq.common.record_batch import ProducerState, patch_batch, read_producer_state
 from aeromq.proto import common_pb2, messages_pb2
@@ -111,8 +112,12 @@ class FakeGroup:
 
     # -- data plane ----------------------------------------------------------------------------
 
-    def answer_send(self, member: str, request: messages_pb2.SendMessageRequest) -> Any:
+    def answer_send(
+        self, member: str, request: messages_pb2.SendMessageRequest | SendRequest
+    ) -> Any:
         """What ``member`` answers ``request`` (a response, or raises)."""
+        if isinstance(request, SendRequest):  # as the session would encode it
+            request = request.message()
         with self.lock:
             self.sends.append((member, request.queue_id, request.batch))
             if member in self.dead:
@@ -316,7 +321,9 @@ class MemberSession:
     local_read_file_bytes = 0
     local_read_dir_id = (0, 0)
 
-    def request(self, body: messages_pb2.SendMessageRequest, timeout_ms: int | None = None) -> Any:
+    def request(
+        self, body: messages_pb2.SendMessageRequest | SendRequest, timeout_ms: int | None = None
+    ) -> Any:
         return self.group.answer_send(self.member, body)
 
     def wait(self, future: Future[Any], timeout_ms: int | None = None) -> Any:
@@ -324,7 +331,7 @@ class MemberSession:
 
     def request_async(
         self,
-        body: messages_pb2.SendMessageRequest | messages_pb2.PullMessageRequest,
+        body: messages_pb2.SendMessageRequest | SendRequest | messages_pb2.PullMessageRequest,
         timeout_ms: int | None = None,
         *,
         wait_offer: bool = True,
@@ -343,7 +350,7 @@ class MemberSession:
         self.group.answers.submit(answer)
         return future
 
-    def send_oneway(self, body: messages_pb2.SendMessageRequest) -> None:
+    def send_oneway(self, body: messages_pb2.SendMessageRequest | SendRequest) -> None:
         self.request_async(body)
 
     def close(self) -> None:

@@ -22,11 +22,16 @@ from aeromq.client import (
     UniqueMessageIdGenerator,
 )
 from aeromq.common import BatchCheck, RecordBatch, check_batch
-from aeromq.common.record_batch import ProducerState, encode_batch, read_producer_state
+from aeromq.common.record_batch import (
+    ProducerState,
+    encode_batch,
+    read_producer_state,
+    stamp_batch,
+)
 from aeromq.producer import Producer, ProducerConfig, SendResult
 from aeromq.producer._attempt import Attempt
 from aeromq.producer._batch import encode_messages
-from aeromq.producer._sequences import MAX_EPOCH, ProducerSequences, new_producer_id, stamp_batch
+from aeromq.producer._sequences import MAX_EPOCH, ProducerSequences, new_producer_id
 from tests.client._group import BROKER, FakeGroup
 from tests.producer.conftest import GROUP_MEMBERS, Puller, group_producer
 
@@ -269,9 +274,9 @@ def test_should_take_a_new_producer_id_when_a_queues_epochs_run_out() -> None:
     batch, unique_ids = encode_messages([Message(TOPIC, b"x")], ids, 0, bytes(8))
     attempt = _attempt(batch, unique_ids)
 
-    state = read_producer_state(sequences.stamp(attempt, queue))
+    stamp = sequences.stamp(attempt, queue)
 
-    assert state is not None and state.producer_id != 5 and state.producer_epoch == 0
+    assert stamp is not None and stamp.producer_id != 5 and stamp.epoch == 0
 
 
 def _attempt(batch: bytes, unique_ids: list[str]) -> Attempt:
@@ -308,4 +313,4 @@ def test_should_have_a_real_broker_answer_a_resent_batch_with_its_first_result(
     assert [bytes(m.body) for m in puller.messages("keyed", 2, first.base_queue_offset)] == [
         b"twice?"
     ]
-    assert read_producer_state(request.batch) is not None
+    assert read_producer_state(request.sent_batch()) is not None
