@@ -60,6 +60,7 @@ from aeromq.broker.replication.frame_codec import (
 from aeromq.broker.replication.frame_descriptor import FOLLOWER_STREAM_ID, LEADER_STREAM_ID
 from aeromq.broker.replication.handshake import EpochEnd, epoch_end
 from aeromq.broker.replication.log_flusher import LogFlusher
+from aeromq.broker.replication.pending_publication import PublicationReaper
 from aeromq.broker.replication.replicated_log import ReplicatedLog
 from aeromq.broker.replication.replicator import (
     LeaderReplicator,
@@ -134,21 +135,35 @@ class ReplicationAgent:
         bell = None if driver is None else driver.data_doorbell
         self._driver = driver if bell is not None else None
         self.doorbell: Doorbell = bell if bell is not None else Doorbell.allocate()
-        """What the agent sleeps on (see module): rung by every source of its work when
-        :attr:`all_rung`."""
-        self.all_rung = bell is not None
-        """Whether every source of work rings :attr:`doorbell` (the driver runs in this
-        process): then a park may be long, a ring ends it."""
+        """What the agent sleeps on on a thread of its own (see module): rung by every source
+        of its work when :attr:`all_rung`."""
+        self.driver_thread: MediaDriver | None = (
+            driver
+            if settings.on_driver_thread and driver is not None and driver.hosts_agents
+            else None
+        )
+        """The driver whose network thread runs this agent (see module), else None: the agent
+        has a thread of its own (``GroupMember`` decides by this)."""
+        self.all_rung = bell is not None or self.driver_thread is not None
+        """Whether every source of work wakes the agent (the driver runs in this process):
+        then a park may be long, a wake ends it."""
+        self._wake: Callable[[], object] = (
+            self.doorbell.ring if self.driver_thread is None else self.driver_thread.wake_network
+        )
+        """What every source of the agent's work calls: its doorbell's ring, or on the driver's
+        thread the end of that thread's park."""
         self._flusher: LogFlusher | None = None
+        self._reaper = PublicationReaper()
+        """Closes the publications a role let go of before the driver answered."""
         self._offers = 0
-        log.on_commit_wait(self.doorbell.ring)
+        log.on_commit_wait(self._wake)
 
     # -- cross-thread ------------------------------------------------------------------------------
 
     def on_group(self, snapshot: GroupSnapshot) -> None:
         """The controller's listener: take ``snapshot`` on the agent's thread."""
         self._commands.put(snapshot)
-        self.doorbell.ring()
+        self._wake()
 
     def rung_only(self) -> bool:
         """Whether the agent may sleep until rung (its idle strategy's ``all_rung``): every
@@ -157,7 +172,10 @@ class ReplicationAgent:
         if not self.all_rung:
             return False
         replicator = self.replicator
-        return replicator is None or not replicator.sending
+        if replicator is not None:
+            return not replicator.sending
+        fetcher = self.fetcher
+        return fetcher is None or not fetcher.adding_publication
 
     def write_refusal(self) -> int:
         """0 when this member takes sends now, else the code to refuse them with:
@@ -196,7 +214,7 @@ class ReplicationAgent:
         replicator = self.replicator
         if replicator is not None:
             if replicator.flush_may_commit():
-                self.doorbell.ring()
+                self._wake()
             return
         fetcher = self.fetcher
         if fetcher is not None and fetcher.ack_flushed():
@@ -204,13 +222,13 @@ class ReplicationAgent:
             if driver is not None:
                 driver.wake_network()
             return
-        self.doorbell.ring()
+        self._wake()
 
     def _request_flush(self) -> None:
         flusher = self._flusher
         if flusher is None:  # a duty cycle before on_start (tests): inline
             self._log.flush()
-            self.doorbell.ring()
+            self._wake()
         else:
             flusher.request()
 
@@ -227,6 +245,8 @@ class ReplicationAgent:
             work += 1
         work += self._from_leader.poll(self._assembler, _FRAGMENT_LIMIT)
         work += self._from_followers.poll(self._on_follower_frame, _FRAGMENT_LIMIT)
+        if self._reaper.pending:
+            work += self._reaper.do_work()
         replicator = self.replicator
         if replicator is not None:
             if self._fence.check():
@@ -243,8 +263,8 @@ class ReplicationAgent:
             offers = fetcher.offers
         if offers != self._offers:
             self._offers = offers
-            if self._driver is not None:
-                self._driver.wake_network()
+            if self._driver is not None and self.driver_thread is None:
+                self._driver.wake_network()  # on the driver's thread its sender runs next
         return work
 
     def on_close(self) -> None:
@@ -256,6 +276,7 @@ class ReplicationAgent:
         flusher, self._flusher = self._flusher, None
         if flusher is not None:
             flusher.close()
+        self._reaper.close()
         self._from_leader.close()
         self._from_followers.close()
 
@@ -331,7 +352,8 @@ class ReplicationAgent:
             settings=self._settings,
             counters=self.fetched,
             request_flush=self._request_flush,
-            wake=self.doorbell.ring,
+            wake=self._wake,
+            reaper=self._reaper,
         )
         self._offers = 0
         self.epoch = state.epoch
@@ -368,6 +390,7 @@ class ReplicationAgent:
             settings=self._settings,
             now_ns=now_ns,
             request_flush=self._request_flush,
+            reaper=self._reaper,
         )
         self._offers = 0
         replicator.on_members(snapshot.members, state.isr)
