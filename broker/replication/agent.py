@@ -79,6 +79,10 @@ __all__ = ["ReplicationAgent", "Role"]
 _log = logging.getLogger(__name__)
 
 _FRAGMENT_LIMIT: Final = 64
+_TICK_NS: Final = 10_000_000
+"""On the driver's thread, the longest a cycle is skipped while nothing rings: how late the
+clock's duties may run (the fence's check, HEARTBEATs, the ISR review, a FETCH retry), as the
+agent's own thread's 50 ms park bounded them."""
 
 
 class Role(enum.Enum):
@@ -148,10 +152,19 @@ class ReplicationAgent:
         """Whether every source of work wakes the agent (the driver runs in this process):
         then a park may be long, a wake ends it."""
         self._wake: Callable[[], object] = (
-            self.doorbell.ring if self.driver_thread is None else self.driver_thread.wake_network
+            self.doorbell.ring if self.driver_thread is None else self._ring_and_wake_driver
         )
-        """What every source of the agent's work calls: its doorbell's ring, or on the driver's
-        thread the end of that thread's park."""
+        """What every source of the agent's work calls: its doorbell's ring, and on the
+        driver's thread the end of that thread's park too."""
+        self._fsync_inline = self.driver_thread is not None and settings.follower_fsync_inline
+        """A follower fsyncs on the driver's thread, in the cycle that appended, and ACKs in
+        it (see module)."""
+        self._seen_ring = -1
+        """On the driver's thread: the doorbell's word as the last cycle that worked began."""
+        self._tick_due_ns = 0
+        """On the driver's thread: when a cycle runs though nothing rang (the clock's duties)."""
+        self._must_poll = True
+        """On the driver's thread: the last cycle left work that rings no one (see module)."""
         self._flusher: LogFlusher | None = None
         self._reaper = PublicationReaper()
         """Closes the publications a role let go of before the driver answered."""
@@ -232,10 +245,32 @@ class ReplicationAgent:
         else:
             flusher.request()
 
+    def _ring_and_wake_driver(self) -> None:
+        """A source of work on the driver's thread: the doorbell's word moves (the next cycle
+        runs, see :meth:`do_work`) and the thread's park ends."""
+        self.doorbell.ring()
+        driver = self.driver_thread
+        assert driver is not None
+        driver.wake_network()
+
     def do_work(self) -> int:
-        """One duty cycle: the controller's snapshots, the frames in, the role's work."""
+        """One duty cycle: the controller's snapshots, the frames in, the role's work. On the
+        driver's thread, a cycle that nothing rang for returns at once (see module)."""
         work = 0
         now_ns = self._now_ns = time.monotonic_ns()
+        if self.driver_thread is not None:
+            ring = self.doorbell.prepare()  # before the work: a ring during it runs the next
+            if ring == self._seen_ring and now_ns < self._tick_due_ns and not self._must_poll:
+                return 0
+            self._seen_ring = ring
+            self._tick_due_ns = now_ns + _TICK_NS
+            work = self._do_work(now_ns)
+            self._must_poll = work > 0 or not self.rung_only()  # as an idle strategy resets
+            return work
+        return self._do_work(now_ns)
+
+    def _do_work(self, now_ns: int) -> int:
+        work = 0
         while True:
             try:
                 snapshot = self._commands.get_nowait()
@@ -351,7 +386,7 @@ class ReplicationAgent:
             epoch=state.epoch,
             settings=self._settings,
             counters=self.fetched,
-            request_flush=self._request_flush,
+            request_flush=None if self._fsync_inline else self._request_flush,
             wake=self._wake,
             reaper=self._reaper,
         )

@@ -98,6 +98,7 @@ class ReplicationSettings:
         fetch_retry_ms: int = 200,
         handshake_timeout_ms: int = 1000,
         on_driver_thread: bool = True,
+        follower_fsync_inline: bool = True,
     ) -> None:
         self.replica_lag_max_ns = replica_lag_max_ms * 1_000_000
         self.heartbeat_interval_ns = min(heartbeat_interval_ms, replica_lag_max_ms // 4) * 1_000_000
@@ -112,6 +113,9 @@ class ReplicationSettings:
         """Run the replication agent on the embedded media driver's network thread when the
         broker has one (``broker.replication.agent``): a frame received is taken, and one
         offered is sent, in the same duty cycle; False: on a thread of its own."""
+        self.follower_fsync_inline = follower_fsync_inline
+        """On the driver's thread, a follower fsyncs in the duty cycle that appended and ACKs in
+        it (no hand-off to the fsync thread and back); False: on the member's fsync thread."""
 
 
 class _Follower:
