@@ -159,6 +159,8 @@ class ReplicationAgent:
         self._fsync_inline = self.driver_thread is not None and settings.follower_fsync_inline
         """A follower fsyncs on the driver's thread, in the cycle that appended, and ACKs in
         it (see module)."""
+        self._leader_fsync_inline = self.driver_thread is not None and settings.leader_fsync_inline
+        """A leader fsyncs on the driver's thread, in the cycle after its frames went out."""
         self._seen_ring = -1
         """On the driver's thread: the doorbell's word as the last cycle that worked began."""
         self._tick_due_ns = 0
@@ -424,8 +426,9 @@ class ReplicationAgent:
             request_isr=self._request_isr,
             settings=self._settings,
             now_ns=now_ns,
-            request_flush=self._request_flush,
+            request_flush=None if self._leader_fsync_inline else self._request_flush,
             reaper=self._reaper,
+            flush_after_send=self._leader_fsync_inline,
         )
         self._offers = 0
         replicator.on_members(snapshot.members, state.isr)

@@ -99,6 +99,7 @@ class ReplicationSettings:
         handshake_timeout_ms: int = 1000,
         on_driver_thread: bool = True,
         follower_fsync_inline: bool = True,
+        leader_fsync_inline: bool = True,
     ) -> None:
         self.replica_lag_max_ns = replica_lag_max_ms * 1_000_000
         self.heartbeat_interval_ns = min(heartbeat_interval_ms, replica_lag_max_ms // 4) * 1_000_000
@@ -116,6 +117,10 @@ class ReplicationSettings:
         self.follower_fsync_inline = follower_fsync_inline
         """On the driver's thread, a follower fsyncs in the duty cycle that appended and ACKs in
         it (no hand-off to the fsync thread and back); False: on the member's fsync thread."""
+        self.leader_fsync_inline = leader_fsync_inline
+        """On the driver's thread, the leader fsyncs in the duty cycle after the one whose
+        frames its sender sent (the followers receive while it fsyncs); False: on the member's
+        fsync thread."""
 
 
 class _Follower:
@@ -154,8 +159,13 @@ class LeaderReplicator:
         now_ns: int,
         request_flush: Callable[[], None] | None = None,
         reaper: PublicationReaper | None = None,
+        flush_after_send: bool = False,
     ) -> None:
         self._aeron = aeron
+        self._flush_after_send = flush_after_send
+        """Without ``request_flush``: fsync in the cycle after the one that offered, so the
+        frames go out first (the agent on the driver's thread, whose sender runs after it)."""
+        self._flush_armed = False
         self._reaper = reaper or PublicationReaper()
         """Closes the publications of followers gone (see ``pending_publication``)."""
         self._request_flush = request_flush
@@ -274,7 +284,11 @@ class LeaderReplicator:
                 del self._followers[follower.info.id]
         if log.flushed_physical_offset < leo:
             if self._request_flush is None:
-                log.flush()
+                if self._flush_after_send and not self._flush_armed:
+                    self._flush_armed = True  # this cycle's frames go out first, then the fsync
+                else:
+                    self._flush_armed = False
+                    log.flush()
                 work += 1
             elif leo > self._flush_asked:
                 self._flush_asked = leo
