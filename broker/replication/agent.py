@@ -18,19 +18,34 @@ snapshots come through a queue (the agent's only cross-thread input) and decide 
 Every role change logs one line (``group role: ...``). The send path asks
 :meth:`ReplicationAgent.write_refusal` (any thread) before it appends.
 
-**How it waits** (:attr:`ReplicationAgent.doorbell`, :attr:`ReplicationAgent.all_rung`): the
-agent owns the member's fsync thread (:mod:`~aeromq.broker.replication.log_flusher`), and when
-its media driver runs in this process (a broker's embedded driver,
-``MediaDriver.in_process``) it sleeps on the driver's data doorbell, which every source of its
-work rings: the driver's receiver after it took frames of the agent's streams, the store when a
-put starts waiting for the commit (``on_commit_wait``), the fsync thread after an fsync (a
-follower's sends the ACK itself and rings only when it could not; a leader's rings only when
-its fsync may move the high watermark), the controller's snapshots, the handshake's answer. After a cycle that offered frames it ends the
-driver's network park (``MediaDriver.wake_network``), so the frames go out at once. Without an
-in-process driver the agent keeps the timed parks of its runner's idle strategy.
+**Where it runs** (:attr:`ReplicationAgent.driver_thread`): when its media driver runs in this
+process on a thread that runs both the sender and the receiver (a broker's embedded driver,
+``SHARED`` mode: ``MediaDriver.host_agent``), on that thread, between the receiver and the
+sender in each duty cycle: a frame received is taken, and a frame offered sent, in one cycle,
+with no hand-off between threads (``docs/replication.md``, Performance, round six). Every
+source of its work then rings its doorbell's word and ends the driver's park
+(``MediaDriver.wake_network``): the store when a put starts waiting for the commit
+(``on_commit_wait``), the controller's snapshots, the handshake's answer; the receiver rings the
+word after taking frames. A cycle runs the agent only when the word moved, the last cycle
+worked or left work that rings no one (a follower's back pressure, a publication the driver has
+yet to add: :meth:`ReplicationAgent.rung_only`), or :data:`_TICK_NS` passed (the clock's duties);
+the others cost a read of the word. There a follower fsyncs in the cycle that appended and ACKs
+in it, and a leader fsyncs in the cycle after the one whose frames went out
+(``ReplicationSettings.follower_fsync_inline``, ``leader_fsync_inline``): no fsync thread.
+
+**On a thread of its own** otherwise (``ReplicationSettings.on_driver_thread`` False, a
+``DEDICATED`` or external driver; :attr:`ReplicationAgent.doorbell`,
+:attr:`ReplicationAgent.all_rung`): the agent owns the member's fsync thread
+(:mod:`~aeromq.broker.replication.log_flusher`), and when its media driver runs in this process
+it sleeps on the driver's data doorbell, which every source of its work rings (as above, and
+the fsync thread after an fsync: a follower's sends the ACK itself and rings only when it could
+not; a leader's rings only when its fsync may move the high watermark). After a cycle that
+offered frames it ends the driver's network park (``MediaDriver.wake_network``), so the frames
+go out at once. Without an in-process driver the agent keeps the timed parks of its runner's
+idle strategy.
 
 Caller: the broker's group member (``broker.replication.group_member``) builds it and runs it
-on an ``AgentRunner``; the controller's listener is :meth:`on_group`. Affects: the store
+on its driver's thread or an ``AgentRunner``; the controller's listener is :meth:`on_group`. Affects: the store
 through the roles, the epoch file, the publications of replication.
 """
 

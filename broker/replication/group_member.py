@@ -1,5 +1,6 @@
 """``GroupMember``: a broker's membership of its group, assembled: the etcd client, the
-controller (lease, watch, elections, ISR writes), the replication agent on its own thread, and
+controller (lease, watch, elections, ISR writes), the replication agent (on the embedded
+driver's network thread when the broker has one, else on its own thread), and
 what the rest of the broker asks of them (may I take sends, who leads, the handshake's answer).
 
 :meth:`GroupMember.start` runs after the broker has bound its ports (its member key names

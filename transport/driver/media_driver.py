@@ -31,6 +31,17 @@ a NAK timer, a status message due or about to be): it wakes for datagrams, wakes
 for the short parks of a backoff.
 :meth:`MediaDriver.in_process` finds the running driver of a directory in this process.
 
+**Hosted agents** (:meth:`MediaDriver.host_agent`, Aeron's way of running a client's agent with
+the driver's, as a ``CompositeAgent`` on one ``AgentRunner``): in ``SHARED`` and
+``SHARED_NETWORK`` modes the thread that runs the sender and the receiver runs, in each duty
+cycle, the receiver, then the agents hosted on it (a
+:class:`~transport.concurrent.dynamic_composite_agent.DynamicCompositeAgent`, added and removed
+while it runs), then the sender: what the receiver took is theirs in the same cycle, what they
+offer goes out in it. They end the thread's park with :meth:`wake_network`, say through their
+``settled`` whether it may park its longest, and while any is hosted a park until due lasts
+at most :data:`HOSTED_PARK_NS` (their clocks' duties). A broker group's replication agent runs
+so (``broker.replication.agent``).
+
 An idle driver (``MediaDriverContext.park_until_due``, ``SHARED`` mode: a broker's) parks until
 its conductor's next timer while it streams nothing: other processes' clients end that park
 with a datagram to its wake socket after each command (:mod:`~transport.concurrent.wake_socket`),
