@@ -309,7 +309,12 @@ class MediaDriver:
         says whether the agent may wait until woken (:meth:`wake_network`, a datagram) rather
         than the backoff's short parks. From any thread."""
         hosted = self._hosted
-        return None if hosted is None else hosted.add(agent, error_handler, settled)
+        if hosted is None:
+            return None
+        waiter = self._sender_waiter
+        if waiter is not None:
+            waiter.look_after_work = True  # its cycles after work are many now
+        return hosted.add(agent, error_handler, settled)
 
     @property
     def hosts_agents(self) -> bool:
