@@ -30,8 +30,9 @@ word after taking frames. A cycle runs the agent only when the word moved, the l
 worked or left work that rings no one (a follower's back pressure, a publication the driver has
 yet to add: :meth:`ReplicationAgent.rung_only`), or :data:`_TICK_NS` passed (the clock's duties);
 the others cost a read of the word. There a follower fsyncs in the cycle that appended and ACKs
-in it, and a leader fsyncs in the cycle after the one whose frames went out
-(``ReplicationSettings.follower_fsync_inline``, ``leader_fsync_inline``): no fsync thread.
+in it, and a leader fsyncs in the same cycle once its sender sent the frames
+(:meth:`ReplicationAgent.after_send`; ``ReplicationSettings.follower_fsync_inline``,
+``leader_fsync_inline``): no fsync thread.
 
 **On a thread of its own** otherwise (``ReplicationSettings.on_driver_thread`` False, a
 ``DEDICATED`` or external driver; :attr:`ReplicationAgent.doorbell`,
@@ -175,7 +176,7 @@ class ReplicationAgent:
         """A follower fsyncs on the driver's thread, in the cycle that appended, and ACKs in
         it (see module)."""
         self._leader_fsync_inline = self.driver_thread is not None and settings.leader_fsync_inline
-        """A leader fsyncs on the driver's thread, in the cycle after its frames went out."""
+        """A leader fsyncs on the driver's thread, once its sender sent the cycle's frames."""
         self._seen_ring = -1
         """On the driver's thread: the doorbell's word as the last cycle that worked began."""
         self._tick_due_ns = 0
@@ -285,6 +286,12 @@ class ReplicationAgent:
             self._must_poll = work > 0 or not self.rung_only()  # as an idle strategy resets
             return work
         return self._do_work(now_ns)
+
+    def after_send(self) -> int:
+        """On the driver's thread, after its sender ran in this cycle: a leader's fsync of what
+        this cycle replicated (its frames are out). Caller: the driver's thread."""
+        replicator = self.replicator
+        return 0 if replicator is None else replicator.flush_after_send()
 
     def _do_work(self, now_ns: int) -> int:
         work = 0

@@ -118,9 +118,9 @@ class ReplicationSettings:
         """On the driver's thread, a follower fsyncs in the duty cycle that appended and ACKs in
         it (no hand-off to the fsync thread and back); False: on the member's fsync thread."""
         self.leader_fsync_inline = leader_fsync_inline
-        """On the driver's thread, the leader fsyncs in the duty cycle after the one whose
-        frames its sender sent (the followers receive while it fsyncs); False: on the member's
-        fsync thread."""
+        """On the driver's thread, the leader fsyncs in the duty cycle that replicated, once the
+        driver's sender sent its frames (the followers receive while it fsyncs); False: on the
+        member's fsync thread."""
 
 
 class _Follower:
@@ -163,8 +163,8 @@ class LeaderReplicator:
     ) -> None:
         self._aeron = aeron
         self._flush_after_send = flush_after_send
-        """Without ``request_flush``: fsync in the cycle after the one that offered, so the
-        frames go out first (the agent on the driver's thread, whose sender runs after it)."""
+        """Without ``request_flush``: fsync in :meth:`flush_after_send`, which the agent on the
+        driver's thread calls after that thread's sender sent this cycle's frames."""
         self._flush_armed = False
         self._reaper = reaper or PublicationReaper()
         """Closes the publications of followers gone (see ``pending_publication``)."""
@@ -284,12 +284,11 @@ class LeaderReplicator:
                 del self._followers[follower.info.id]
         if log.flushed_physical_offset < leo:
             if self._request_flush is None:
-                if self._flush_after_send and not self._flush_armed:
-                    self._flush_armed = True  # this cycle's frames go out first, then the fsync
+                if self._flush_after_send:
+                    self._flush_armed = True  # this cycle's frames go out first
                 else:
-                    self._flush_armed = False
                     log.flush()
-                work += 1
+                    work += 1
             elif leo > self._flush_asked:
                 self._flush_asked = leo
                 self._request_flush()
@@ -344,6 +343,16 @@ class LeaderReplicator:
                 self.offers += 1
                 sent = 1
         return sent
+
+    def flush_after_send(self) -> int:
+        """The leader's fsync a duty cycle asked for (``flush_after_send``), once the driver's
+        sender has sent that cycle's frames: the followers receive while it runs. 1 when it
+        ran (the next cycle moves the HW), else 0. Caller: the agent, on the driver's thread."""
+        if not self._flush_armed:
+            return 0
+        self._flush_armed = False
+        self._log.flush()
+        return 1
 
     def flush_may_commit(self) -> bool:
         """Whether the leader's flushed offset may now move the HW: the followers' floor (as

@@ -13,6 +13,11 @@ and one that raises ``AgentTerminationError`` is removed (its ``on_close`` runs)
 host goes on. ``settled()`` says whether every hosted agent may wait until woken (the host's
 idle strategy parks its longest only then; an agent without ``settled`` always may).
 
+A hosted agent with an ``after_send()`` method (returning its work) has it called later in the
+same duty cycle, after the agent the host was ``followed`` by: on the media driver's thread,
+after the sender sent what the hosted agents offered (a broker group's leader fsyncs there, its
+frames already on their way).
+
 Caller: ``MediaDriver.host_agent`` (a broker group's replication agent on its embedded driver's
 thread, ``broker.replication``). Affects: nothing but the hosted agents.
 """
@@ -31,7 +36,7 @@ __all__ = ["DynamicCompositeAgent", "HostedAgent"]
 class HostedAgent:
     """One agent in a :class:`DynamicCompositeAgent` (see module): its handle to leave."""
 
-    __slots__ = ("_closed", "_host", "agent", "error_handler", "settled", "started")
+    __slots__ = ("_closed", "_host", "after", "agent", "error_handler", "settled", "started")
 
     def __init__(
         self,
@@ -44,6 +49,8 @@ class HostedAgent:
         self.agent = agent
         self.error_handler = error_handler
         self.settled = settled
+        self.after: Callable[[], int] | None = getattr(agent, "after_send", None)
+        """The agent's ``after_send``, if it has one (see module)."""
         self.started = False
         self._closed = threading.Event()
 
@@ -162,6 +169,23 @@ class DynamicCompositeAgent:
         """Nothing: each agent starts when the running thread takes it."""
         return None
 
+    def followed(self, agent: Agent) -> Agent:
+        """``agent`` (named as it is), then in the same duty cycle each hosted agent's
+        ``after_send`` (see module): the thread runs it in place of ``agent``."""
+        return _Followed(agent, self)
+
+    def after_work(self) -> int:
+        """Each hosted agent's ``after_send``, if it has one; the work they did."""
+        work = 0
+        for hosted in self._agents:
+            after = hosted.after
+            if after is not None:
+                try:
+                    work += after()
+                except Exception as error:
+                    _report(hosted.error_handler, None, error, True)
+        return work
+
     def do_work(self) -> int:
         """The pending additions and removals, then one duty cycle of every hosted agent."""
         work = 0
@@ -215,3 +239,31 @@ class DynamicCompositeAgent:
 
     def __repr__(self) -> str:
         return f"DynamicCompositeAgent(role_name={self._role_name!r}, agents={len(self._agents)})"
+
+
+class _Followed:
+    """An agent followed in each duty cycle by its host's hosted agents' ``after_send``, and
+    named as that agent (:meth:`DynamicCompositeAgent.followed`)."""
+
+    __slots__ = ("_agent", "_host")
+
+    def __init__(self, agent: Agent, host: DynamicCompositeAgent) -> None:
+        self._agent = agent
+        self._host = host
+
+    @property
+    def role_name(self) -> str:
+        """The agent's name."""
+        return self._agent.role_name
+
+    def on_start(self) -> None:
+        """The agent's ``on_start``."""
+        self._agent.on_start()
+
+    def do_work(self) -> int:
+        """The agent's cycle, then the hosted agents' ``after_send``."""
+        return self._agent.do_work() + self._host.after_work()
+
+    def on_close(self) -> None:
+        """The agent's ``on_close``."""
+        self._agent.on_close()

@@ -114,3 +114,27 @@ def test_should_close_a_hosted_agent_on_the_running_thread_and_close_here_once_i
 
     with pytest.raises(TransportStateError):
         host.add(_Recorder("late"), lambda error: None)
+
+
+class _AfterSender(_Recorder):
+    """A hosted agent with an ``after_send``, which records it too."""
+
+    def after_send(self) -> int:
+        self.events.append("after")
+        return 1
+
+
+def test_should_run_each_hosted_agents_after_send_once_the_agent_it_follows_has_worked() -> None:
+    host = DynamicCompositeAgent("hosted", lambda: None)
+    sender = _Recorder("sender")
+    followed = host.followed(sender)
+    plain, after = _Recorder("plain"), _AfterSender("after-sender")
+    host.add(plain, lambda error: None)
+    host.add(after, lambda error: None)
+
+    host.do_work()
+    assert followed.role_name == "sender"
+    assert followed.do_work() == 2  # the sender's work, then one after_send
+    assert sender.events == ["work"]
+    assert after.events == ["start", "work", "after"]
+    assert plain.events == ["start", "work"]
