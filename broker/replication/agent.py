@@ -46,8 +46,8 @@ go out at once. Without an in-process driver the agent keeps the timed parks of 
 idle strategy.
 
 Caller: the broker's group member (``broker.replication.group_member``) builds it and runs it
-on its driver's thread or an ``AgentRunner``; the controller's listener is :meth:`on_group`. Affects: the store
-through the roles, the epoch file, the publications of replication.
+on its driver's thread or an ``AgentRunner``; the controller's listener is :meth:`on_group`.
+Affects: the store through the roles, the epoch file, the publications of replication.
 """
 
 from __future__ import annotations
@@ -234,8 +234,9 @@ class ReplicationAgent:
         return f"aeromq-replication-{self.group}"
 
     def on_start(self) -> None:
-        """Start the member's fsync thread."""
-        self._flusher = LogFlusher(self._log, self._on_flushed, f"replica-fsync-{self.group}")
+        """Start the member's fsync thread, unless both roles fsync on the driver's thread."""
+        if not (self._fsync_inline and self._leader_fsync_inline):
+            self._flusher = LogFlusher(self._log, self._on_flushed, f"replica-fsync-{self.group}")
 
     def _on_flushed(self) -> None:
         """After each fsync, on the fsync thread: a follower ACKs from here and wakes its
@@ -257,7 +258,7 @@ class ReplicationAgent:
 
     def _request_flush(self) -> None:
         flusher = self._flusher
-        if flusher is None:  # a duty cycle before on_start (tests): inline
+        if flusher is None:  # no fsync thread (before on_start in tests, or none needed): inline
             self._log.flush()
             self._wake()
         else:
@@ -291,7 +292,10 @@ class ReplicationAgent:
         """On the driver's thread, after its sender ran in this cycle: a leader's fsync of what
         this cycle replicated (its frames are out). Caller: the driver's thread."""
         replicator = self.replicator
-        return 0 if replicator is None else replicator.flush_after_send()
+        if replicator is None or not replicator.flush_after_send():
+            return 0
+        self._must_poll = True  # the next cycle moves the HW by this fsync
+        return 1
 
     def _do_work(self, now_ns: int) -> int:
         work = 0
