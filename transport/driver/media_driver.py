@@ -37,10 +37,10 @@ the driver's, as a ``CompositeAgent`` on one ``AgentRunner``): in ``SHARED`` and
 cycle, the receiver, then the agents hosted on it (a
 :class:`~transport.concurrent.dynamic_composite_agent.DynamicCompositeAgent`, added and removed
 while it runs), then the sender, then their ``after_send``: what the receiver took is theirs in
-the same cycle, what they offer goes out in it. They end the thread's park with :meth:`wake_network`, say through their
-``settled`` whether it may park its longest, and while any is hosted a park until due lasts
-at most :data:`HOSTED_PARK_NS` (their clocks' duties). A broker group's replication agent runs
-so (``broker.replication.agent``).
+the same cycle, what they offer goes out in it. They end the thread's park with
+:meth:`wake_network`, say through their ``settled`` whether it may park its longest, and while
+any is hosted a park until due lasts at most :data:`HOSTED_PARK_NS` (their clocks' duties). A
+broker group's replication agent runs so (``broker.replication.agent``).
 
 An idle driver (``MediaDriverContext.park_until_due``, ``SHARED`` mode: a broker's) parks until
 its conductor's next timer while it streams nothing: other processes' clients end that park
