@@ -18,20 +18,36 @@ snapshots come through a queue (the agent's only cross-thread input) and decide 
 Every role change logs one line (``group role: ...``). The send path asks
 :meth:`ReplicationAgent.write_refusal` (any thread) before it appends.
 
-**How it waits** (:attr:`ReplicationAgent.doorbell`, :attr:`ReplicationAgent.all_rung`): the
-agent owns the member's fsync thread (:mod:`~aeromq.broker.replication.log_flusher`), and when
-its media driver runs in this process (a broker's embedded driver,
-``MediaDriver.in_process``) it sleeps on the driver's data doorbell, which every source of its
-work rings: the driver's receiver after it took frames of the agent's streams, the store when a
-put starts waiting for the commit (``on_commit_wait``), the fsync thread after an fsync (a
-follower's sends the ACK itself and rings only when it could not; a leader's rings only when
-its fsync may move the high watermark), the controller's snapshots, the handshake's answer. After a cycle that offered frames it ends the
-driver's network park (``MediaDriver.wake_network``), so the frames go out at once. Without an
-in-process driver the agent keeps the timed parks of its runner's idle strategy.
+**Where it runs** (:attr:`ReplicationAgent.driver_thread`): when its media driver runs in this
+process on a thread that runs both the sender and the receiver (a broker's embedded driver,
+``SHARED`` mode: ``MediaDriver.host_agent``), on that thread, between the receiver and the
+sender in each duty cycle: a frame received is taken, and a frame offered sent, in one cycle,
+with no hand-off between threads (``docs/replication.md``, Performance, round six). Every
+source of its work then rings its doorbell's word and ends the driver's park
+(``MediaDriver.wake_network``): the store when a put starts waiting for the commit
+(``on_commit_wait``), the controller's snapshots, the handshake's answer; the receiver rings the
+word after taking frames. A cycle runs the agent only when the word moved, the last cycle
+worked or left work that rings no one (a follower's back pressure, a publication the driver has
+yet to add: :meth:`ReplicationAgent.rung_only`), or :data:`_TICK_NS` passed (the clock's duties);
+the others cost a read of the word. There a follower fsyncs in the cycle that appended and ACKs
+in it, and a leader fsyncs in the same cycle once its sender sent the frames
+(:meth:`ReplicationAgent.after_send`; ``ReplicationSettings.follower_fsync_inline``,
+``leader_fsync_inline``): no fsync thread.
+
+**On a thread of its own** otherwise (``ReplicationSettings.on_driver_thread`` False, a
+``DEDICATED`` or external driver; :attr:`ReplicationAgent.doorbell`,
+:attr:`ReplicationAgent.all_rung`): the agent owns the member's fsync thread
+(:mod:`~aeromq.broker.replication.log_flusher`), and when its media driver runs in this process
+it sleeps on the driver's data doorbell, which every source of its work rings (as above, and
+the fsync thread after an fsync: a follower's sends the ACK itself and rings only when it could
+not; a leader's rings only when its fsync may move the high watermark). After a cycle that
+offered frames it ends the driver's network park (``MediaDriver.wake_network``), so the frames
+go out at once. Without an in-process driver the agent keeps the timed parks of its runner's
+idle strategy.
 
 Caller: the broker's group member (``broker.replication.group_member``) builds it and runs it
-on an ``AgentRunner``; the controller's listener is :meth:`on_group`. Affects: the store
-through the roles, the epoch file, the publications of replication.
+on its driver's thread or an ``AgentRunner``; the controller's listener is :meth:`on_group`.
+Affects: the store through the roles, the epoch file, the publications of replication.
 """
 
 from __future__ import annotations
@@ -60,6 +76,7 @@ from aeromq.broker.replication.frame_codec import (
 from aeromq.broker.replication.frame_descriptor import FOLLOWER_STREAM_ID, LEADER_STREAM_ID
 from aeromq.broker.replication.handshake import EpochEnd, epoch_end
 from aeromq.broker.replication.log_flusher import LogFlusher
+from aeromq.broker.replication.pending_publication import PublicationReaper
 from aeromq.broker.replication.replicated_log import ReplicatedLog
 from aeromq.broker.replication.replicator import (
     LeaderReplicator,
@@ -78,6 +95,10 @@ __all__ = ["ReplicationAgent", "Role"]
 _log = logging.getLogger(__name__)
 
 _FRAGMENT_LIMIT: Final = 64
+_TICK_NS: Final = 10_000_000
+"""On the driver's thread, the longest a cycle is skipped while nothing rings: how late the
+clock's duties may run (the fence's check, HEARTBEATs, the ISR review, a FETCH retry), as the
+agent's own thread's 50 ms park bounded them."""
 
 
 class Role(enum.Enum):
@@ -134,21 +155,46 @@ class ReplicationAgent:
         bell = None if driver is None else driver.data_doorbell
         self._driver = driver if bell is not None else None
         self.doorbell: Doorbell = bell if bell is not None else Doorbell.allocate()
-        """What the agent sleeps on (see module): rung by every source of its work when
-        :attr:`all_rung`."""
-        self.all_rung = bell is not None
-        """Whether every source of work rings :attr:`doorbell` (the driver runs in this
-        process): then a park may be long, a ring ends it."""
+        """What the agent sleeps on on a thread of its own (see module): rung by every source
+        of its work when :attr:`all_rung`."""
+        self.driver_thread: MediaDriver | None = (
+            driver
+            if settings.on_driver_thread and driver is not None and driver.hosts_agents
+            else None
+        )
+        """The driver whose network thread runs this agent (see module), else None: the agent
+        has a thread of its own (``GroupMember`` decides by this)."""
+        self.all_rung = bell is not None or self.driver_thread is not None
+        """Whether every source of work wakes the agent (the driver runs in this process):
+        then a park may be long, a wake ends it."""
+        self._wake: Callable[[], object] = (
+            self.doorbell.ring if self.driver_thread is None else self._ring_and_wake_driver
+        )
+        """What every source of the agent's work calls: its doorbell's ring, and on the
+        driver's thread the end of that thread's park too."""
+        self._fsync_inline = self.driver_thread is not None and settings.follower_fsync_inline
+        """A follower fsyncs on the driver's thread, in the cycle that appended, and ACKs in
+        it (see module)."""
+        self._leader_fsync_inline = self.driver_thread is not None and settings.leader_fsync_inline
+        """A leader fsyncs on the driver's thread, once its sender sent the cycle's frames."""
+        self._seen_ring = -1
+        """On the driver's thread: the doorbell's word as the last cycle that worked began."""
+        self._tick_due_ns = 0
+        """On the driver's thread: when a cycle runs though nothing rang (the clock's duties)."""
+        self._must_poll = True
+        """On the driver's thread: the last cycle left work that rings no one (see module)."""
         self._flusher: LogFlusher | None = None
+        self._reaper = PublicationReaper()
+        """Closes the publications a role let go of before the driver answered."""
         self._offers = 0
-        log.on_commit_wait(self.doorbell.ring)
+        log.on_commit_wait(self._wake)
 
     # -- cross-thread ------------------------------------------------------------------------------
 
     def on_group(self, snapshot: GroupSnapshot) -> None:
         """The controller's listener: take ``snapshot`` on the agent's thread."""
         self._commands.put(snapshot)
-        self.doorbell.ring()
+        self._wake()
 
     def rung_only(self) -> bool:
         """Whether the agent may sleep until rung (its idle strategy's ``all_rung``): every
@@ -157,7 +203,10 @@ class ReplicationAgent:
         if not self.all_rung:
             return False
         replicator = self.replicator
-        return replicator is None or not replicator.sending
+        if replicator is not None:
+            return not replicator.sending
+        fetcher = self.fetcher
+        return fetcher is None or not fetcher.adding_publication
 
     def write_refusal(self) -> int:
         """0 when this member takes sends now, else the code to refuse them with:
@@ -185,8 +234,9 @@ class ReplicationAgent:
         return f"aeromq-replication-{self.group}"
 
     def on_start(self) -> None:
-        """Start the member's fsync thread."""
-        self._flusher = LogFlusher(self._log, self._on_flushed, f"replica-fsync-{self.group}")
+        """Start the member's fsync thread, unless both roles fsync on the driver's thread."""
+        if not (self._fsync_inline and self._leader_fsync_inline):
+            self._flusher = LogFlusher(self._log, self._on_flushed, f"replica-fsync-{self.group}")
 
     def _on_flushed(self) -> None:
         """After each fsync, on the fsync thread: a follower ACKs from here and wakes its
@@ -196,7 +246,7 @@ class ReplicationAgent:
         replicator = self.replicator
         if replicator is not None:
             if replicator.flush_may_commit():
-                self.doorbell.ring()
+                self._wake()
             return
         fetcher = self.fetcher
         if fetcher is not None and fetcher.ack_flushed():
@@ -204,20 +254,51 @@ class ReplicationAgent:
             if driver is not None:
                 driver.wake_network()
             return
-        self.doorbell.ring()
+        self._wake()
 
     def _request_flush(self) -> None:
         flusher = self._flusher
-        if flusher is None:  # a duty cycle before on_start (tests): inline
+        if flusher is None:  # no fsync thread (before on_start in tests, or none needed): inline
             self._log.flush()
-            self.doorbell.ring()
+            self._wake()
         else:
             flusher.request()
 
+    def _ring_and_wake_driver(self) -> None:
+        """A source of work on the driver's thread: the doorbell's word moves (the next cycle
+        runs, see :meth:`do_work`) and the thread's park ends."""
+        self.doorbell.ring()
+        driver = self.driver_thread
+        assert driver is not None
+        driver.wake_network()
+
     def do_work(self) -> int:
-        """One duty cycle: the controller's snapshots, the frames in, the role's work."""
+        """One duty cycle: the controller's snapshots, the frames in, the role's work. On the
+        driver's thread, a cycle that nothing rang for returns at once (see module)."""
         work = 0
         now_ns = self._now_ns = time.monotonic_ns()
+        if self.driver_thread is not None:
+            ring = self.doorbell.prepare()  # before the work: a ring during it runs the next
+            if ring == self._seen_ring and now_ns < self._tick_due_ns and not self._must_poll:
+                return 0
+            self._seen_ring = ring
+            self._tick_due_ns = now_ns + _TICK_NS
+            work = self._do_work(now_ns)
+            self._must_poll = work > 0 or not self.rung_only()  # as an idle strategy resets
+            return work
+        return self._do_work(now_ns)
+
+    def after_send(self) -> int:
+        """On the driver's thread, after its sender ran in this cycle: a leader's fsync of what
+        this cycle replicated (its frames are out). Caller: the driver's thread."""
+        replicator = self.replicator
+        if replicator is None or not replicator.flush_after_send():
+            return 0
+        self._must_poll = True  # the next cycle moves the HW by this fsync
+        return 1
+
+    def _do_work(self, now_ns: int) -> int:
+        work = 0
         while True:
             try:
                 snapshot = self._commands.get_nowait()
@@ -227,6 +308,8 @@ class ReplicationAgent:
             work += 1
         work += self._from_leader.poll(self._assembler, _FRAGMENT_LIMIT)
         work += self._from_followers.poll(self._on_follower_frame, _FRAGMENT_LIMIT)
+        if self._reaper.pending:
+            work += self._reaper.do_work()
         replicator = self.replicator
         if replicator is not None:
             if self._fence.check():
@@ -243,8 +326,8 @@ class ReplicationAgent:
             offers = fetcher.offers
         if offers != self._offers:
             self._offers = offers
-            if self._driver is not None:
-                self._driver.wake_network()
+            if self._driver is not None and self.driver_thread is None:
+                self._driver.wake_network()  # on the driver's thread its sender runs next
         return work
 
     def on_close(self) -> None:
@@ -256,6 +339,7 @@ class ReplicationAgent:
         flusher, self._flusher = self._flusher, None
         if flusher is not None:
             flusher.close()
+        self._reaper.close()
         self._from_leader.close()
         self._from_followers.close()
 
@@ -330,8 +414,9 @@ class ReplicationAgent:
             epoch=state.epoch,
             settings=self._settings,
             counters=self.fetched,
-            request_flush=self._request_flush,
-            wake=self.doorbell.ring,
+            request_flush=None if self._fsync_inline else self._request_flush,
+            wake=self._wake,
+            reaper=self._reaper,
         )
         self._offers = 0
         self.epoch = state.epoch
@@ -367,7 +452,9 @@ class ReplicationAgent:
             request_isr=self._request_isr,
             settings=self._settings,
             now_ns=now_ns,
-            request_flush=self._request_flush,
+            request_flush=None if self._leader_fsync_inline else self._request_flush,
+            reaper=self._reaper,
+            flush_after_send=self._leader_fsync_inline,
         )
         self._offers = 0
         replicator.on_members(snapshot.members, state.isr)

@@ -6,7 +6,8 @@ Following the leader of ``epoch`` (:meth:`ReplicaFetcher.do_work`, on the agent'
 1. **handshake**: ``ReplicaEpochEnd`` over gRPC (a future, polled) until the truncation point
    is known (:mod:`~aeromq.broker.replication.handshake`); a point below the log end is
    truncated to durably (``store.truncate_to``: intent, log, state, this member's epoch file,
-   intent cleared); then a publication to the leader's replication endpoint and a FETCH from
+   intent cleared); then a publication to the leader's replication endpoint (added without
+   waiting for the driver, taken on a later cycle: ``pending_publication``) and a FETCH from
    the log end;
 2. **APPEND** (of this leader epoch only: older ones are a deposed leader's and are dropped,
    counted): bytes at the expected offset are appended (``store.append_replicated``), after
@@ -52,6 +53,7 @@ from aeromq.broker.replication.frame_codec import (
 from aeromq.broker.replication.frame_descriptor import FOLLOWER_STREAM_ID
 from aeromq.broker.replication.handshake import EpochEnd, TruncationHandshake
 from aeromq.broker.replication.membership import MemberInfo
+from aeromq.broker.replication.pending_publication import PendingPublication, PublicationReaper
 from aeromq.broker.replication.replicated_log import ReplicatedLog
 from aeromq.broker.replication.replicator import ReplicationSettings, replication_channel
 from aeromq.common import ResponseCode
@@ -101,8 +103,14 @@ class ReplicaFetcher:
         channel_factory: Callable[[str], grpc.Channel] = grpc.insecure_channel,
         request_flush: Callable[[], None] | None = None,
         wake: Callable[[], object] | None = None,
+        reaper: PublicationReaper | None = None,
     ) -> None:
         self._aeron = aeron
+        self._reaper = reaper or PublicationReaper()
+        """Closes a publication let go of before the driver answered (``pending_publication``)."""
+        self._pending: PendingPublication | None = None
+        """The publication to the leader being added (``pending_publication``): it becomes
+        :attr:`_publication` on a later duty cycle."""
         self._request_flush = request_flush
         self._wake = wake
         self._acked_flushed = -1
@@ -146,9 +154,29 @@ class ReplicaFetcher:
 
     def _close_publication(self) -> None:
         with self._offer_lock:
-            publication, self._publication = self._publication, None
-        if publication is not None:
-            publication.close()
+            self._publication = None
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._reaper.release(pending)
+
+    @property
+    def adding_publication(self) -> bool:
+        """Whether the publication to the leader waits for the driver's answer (nothing rings
+        the agent when it comes: it must poll)."""
+        return self._pending is not None and self._publication is None
+
+    def _take_publication(self) -> bool:
+        """Whether the publication to the leader is there (taken once the driver answered)."""
+        if self._publication is not None:
+            return True
+        pending = self._pending
+        publication = None if pending is None else pending.poll()
+        if publication is None:
+            return False
+        with self._offer_lock:
+            self._publication = publication
+            self._acked_flushed = -1  # the first cycle acks (a truncation may have lowered it)
+        return True
 
     # -- frames in -----------------------------------------------------------------------------
 
@@ -208,6 +236,8 @@ class ReplicaFetcher:
         """One duty cycle (see module); returns the work done."""
         if self.phase == FetcherPhase.HANDSHAKE:
             return self._shake_hands(now_ns)
+        if not self._take_publication():
+            return 0
         work = 0
         request_flush = self._request_flush
         if request_flush is None:
@@ -371,10 +401,7 @@ class ReplicaFetcher:
 
     def _start_fetching(self, now_ns: int) -> None:
         channel = replication_channel(self.leader.replication_endpoint)
-        publication = self._aeron.add_exclusive_publication(channel, FOLLOWER_STREAM_ID)
-        with self._offer_lock:
-            self._publication = publication
-            self._acked_flushed = -1  # the first cycle acks (a truncation may have lowered it)
+        self._pending = PendingPublication(self._aeron, channel, FOLLOWER_STREAM_ID)
         self.phase = FetcherPhase.FETCHING
         self._next_offset = self._log.max_physical_offset
         self._fetch_due = True

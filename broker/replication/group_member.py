@@ -1,5 +1,6 @@
 """``GroupMember``: a broker's membership of its group, assembled: the etcd client, the
-controller (lease, watch, elections, ISR writes), the replication agent on its own thread, and
+controller (lease, watch, elections, ISR writes), the replication agent (on the embedded
+driver's network thread when the broker has one, else on its own thread), and
 what the rest of the broker asks of them (may I take sends, who leads, the handshake's answer).
 
 :meth:`GroupMember.start` runs after the broker has bound its ports (its member key names
@@ -37,6 +38,7 @@ from aeromq.proto import common_pb2, replication_pb2
 from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
+from aeromq.transport.concurrent.dynamic_composite_agent import HostedAgent
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, IdleStrategy
 
 __all__ = ["GroupMember", "GroupSettings", "etcd_target"]
@@ -125,7 +127,8 @@ class GroupMember:
         self._client: EtcdClient | None = None
         self.controller: GroupController | None = None
         self.agent: ReplicationAgent | None = None
-        self._runner: AgentRunner | None = None
+        self._runner: AgentRunner | HostedAgent | None = None
+        """What runs the agent: a thread of its own, or the driver's network thread."""
 
     @property
     def group(self) -> str:
@@ -174,8 +177,18 @@ class GroupMember:
                 settings.unclean_election,
             ),
         )
-        self._runner = AgentRunner(_idle_strategy(agent), self._on_agent_error, None, agent)
-        self._runner.start()
+        driver = agent.driver_thread
+        hosted = (
+            None
+            if driver is None
+            else driver.host_agent(agent, self._on_agent_error, agent.rung_only)
+        )
+        if hosted is None:
+            runner = AgentRunner(_idle_strategy(agent), self._on_agent_error, None, agent)
+            runner.start()
+            self._runner = runner
+        else:
+            self._runner = hosted
         controller.start()
         deadline_s = time.monotonic() + settings.ready_timeout_ms / 1000
         controller.wait_for(

@@ -41,8 +41,10 @@ from aeromq.broker.replication.frame_codec import encode_append, encode_heartbea
 from aeromq.broker.replication.frame_descriptor import APPEND_HEADER_LENGTH, LEADER_STREAM_ID
 from aeromq.broker.replication.isr import FollowerProgress, IsrTracker
 from aeromq.broker.replication.membership import MemberInfo
+from aeromq.broker.replication.pending_publication import PendingPublication, PublicationReaper
 from aeromq.broker.replication.replicated_log import ReplicatedLog
-from aeromq.transport.client import Aeron, ExclusivePublication
+from aeromq.transport import RegistrationError
+from aeromq.transport.client import Aeron
 
 __all__ = ["LeaderReplicator", "ReplicationSettings", "epoch_span", "replication_channel"]
 
@@ -95,6 +97,9 @@ class ReplicationSettings:
         max_frame_bytes: int = 256 * 1024,
         fetch_retry_ms: int = 200,
         handshake_timeout_ms: int = 1000,
+        on_driver_thread: bool = True,
+        follower_fsync_inline: bool = True,
+        leader_fsync_inline: bool = True,
     ) -> None:
         self.replica_lag_max_ns = replica_lag_max_ms * 1_000_000
         self.heartbeat_interval_ns = min(heartbeat_interval_ms, replica_lag_max_ms // 4) * 1_000_000
@@ -105,17 +110,29 @@ class ReplicationSettings:
         self.max_frame_bytes = max_frame_bytes
         self.fetch_retry_ns = fetch_retry_ms * 1_000_000
         self.handshake_timeout_ms = handshake_timeout_ms
+        self.on_driver_thread = on_driver_thread
+        """Run the replication agent on the embedded media driver's network thread when the
+        broker has one (``broker.replication.agent``): a frame received is taken, and one
+        offered is sent, in the same duty cycle; False: on a thread of its own."""
+        self.follower_fsync_inline = follower_fsync_inline
+        """On the driver's thread, a follower fsyncs in the duty cycle that appended and ACKs in
+        it (no hand-off to the fsync thread and back); False: on the member's fsync thread."""
+        self.leader_fsync_inline = leader_fsync_inline
+        """On the driver's thread, the leader fsyncs in the duty cycle that replicated, once the
+        driver's sender sent its frames (the followers receive while it fsyncs); False: on the
+        member's fsync thread."""
 
 
 class _Follower:
     """One follower as the leader serves it: its publication and progress, and where the unit
     (batch or blank filler) being sent in pieces starts."""
 
-    __slots__ = ("info", "progress", "publication", "unit_start")
+    __slots__ = ("info", "pending", "progress", "unit_start")
 
-    def __init__(self, info: MemberInfo, publication: ExclusivePublication) -> None:
+    def __init__(self, info: MemberInfo, pending: PendingPublication) -> None:
         self.info = info
-        self.publication = publication
+        self.pending = pending
+        """The publication to the follower, added without waiting for the driver."""
         self.progress = FollowerProgress(info.id)
         self.unit_start: int | None = None
         """The start of the unit larger than a frame whose first pieces were sent (the send
@@ -141,8 +158,16 @@ class LeaderReplicator:
         settings: ReplicationSettings,
         now_ns: int,
         request_flush: Callable[[], None] | None = None,
+        reaper: PublicationReaper | None = None,
+        flush_after_send: bool = False,
     ) -> None:
         self._aeron = aeron
+        self._flush_after_send = flush_after_send
+        """Without ``request_flush``: fsync in :meth:`flush_after_send`, which the agent on the
+        driver's thread calls after that thread's sender sent this cycle's frames."""
+        self._flush_armed = False
+        self._reaper = reaper or PublicationReaper()
+        """Closes the publications of followers gone (see ``pending_publication``)."""
         self._request_flush = request_flush
         self._flush_asked = -1
         self._log = log
@@ -177,14 +202,14 @@ class LeaderReplicator:
             follower = self._followers[member_id]
             info = members.get(member_id)
             if info is None or info.replication_endpoint != follower.info.replication_endpoint:
-                follower.publication.close()
+                self._reaper.release(follower.pending)
                 del self._followers[member_id]
         for member_id, info in members.items():
             if member_id == self.member_id or member_id in self._followers:
                 continue
             channel = replication_channel(info.replication_endpoint)
-            publication = self._aeron.add_exclusive_publication(channel, LEADER_STREAM_ID)
-            follower = _Follower(info, publication)
+            pending = PendingPublication(self._aeron, channel, LEADER_STREAM_ID)
+            follower = _Follower(info, pending)
             follower.progress.caught_up_ns = self._started_ns  # a grace of replica_lag_max
             self._followers[member_id] = follower
         self.isr.commit(isr)
@@ -192,15 +217,18 @@ class LeaderReplicator:
     def close(self) -> None:
         """Close every publication (leadership ends)."""
         for follower in self._followers.values():
-            follower.publication.close()
+            self._reaper.release(follower.pending)
         self._followers.clear()
 
     @property
     def sending(self) -> bool:
         """Whether a follower that FETCHed has bytes not yet sent (its publication was back
-        pressured): nothing rings the agent when that clears, so it must poll."""
+        pressured), or a publication waits for the driver's answer: nothing rings the agent
+        when that clears, so it must poll."""
         leo = self._log.max_physical_offset
         for follower in self._followers.values():
+            if follower.pending.publication is None:
+                return True
             offset = follower.progress.send_offset
             if offset is not None and offset < leo:
                 return True
@@ -248,12 +276,19 @@ class LeaderReplicator:
         log = self._log
         leo = log.max_physical_offset
         work = 0
-        for follower in self._followers.values():
-            work += self._send(follower, leo, now_ns)
+        for follower in list(self._followers.values()):
+            try:
+                work += self._send(follower, leo, now_ns)
+            except RegistrationError as error:  # the next snapshot adds it again
+                _log.warning("replication publication refused: %s", error)
+                del self._followers[follower.info.id]
         if log.flushed_physical_offset < leo:
             if self._request_flush is None:
-                log.flush()
-                work += 1
+                if self._flush_after_send:
+                    self._flush_armed = True  # this cycle's frames go out first
+                else:
+                    log.flush()
+                    work += 1
             elif leo > self._flush_asked:
                 self._flush_asked = leo
                 self._request_flush()
@@ -265,7 +300,9 @@ class LeaderReplicator:
 
     def _send(self, follower: _Follower, leo: int, now_ns: int) -> int:
         progress = follower.progress
-        publication = follower.publication
+        publication = follower.pending.poll()
+        if publication is None:
+            return 0  # the driver has yet to answer: the agent does not sleep (``sending``)
         offset = progress.send_offset
         sent = 0
         if offset is not None:
@@ -306,6 +343,16 @@ class LeaderReplicator:
                 self.offers += 1
                 sent = 1
         return sent
+
+    def flush_after_send(self) -> int:
+        """The leader's fsync a duty cycle asked for (``flush_after_send``), once the driver's
+        sender has sent that cycle's frames: the followers receive while it runs. 1 when it
+        ran (the next cycle moves the HW), else 0. Caller: the agent, on the driver's thread."""
+        if not self._flush_armed:
+            return 0
+        self._flush_armed = False
+        self._log.flush()
+        return 1
 
     def flush_may_commit(self) -> bool:
         """Whether the leader's flushed offset may now move the HW: the followers' floor (as

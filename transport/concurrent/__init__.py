@@ -33,6 +33,7 @@ from aeromq.transport.concurrent.doorbell import (
     DoorbellIdleStrategy,
     idle_strategy_with_doorbell,
 )
+from aeromq.transport.concurrent.dynamic_composite_agent import DynamicCompositeAgent, HostedAgent
 from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE, directory_mode, make_dirs
 from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
@@ -73,8 +74,10 @@ __all__ = [
     "DistinctErrorLog",
     "Doorbell",
     "DoorbellIdleStrategy",
+    "DynamicCompositeAgent",
     "EpochClock",
     "ErrorHandler",
+    "HostedAgent",
     "IdleStrategy",
     "LoggingErrorHandler",
     "ManyToOneRingBuffer",

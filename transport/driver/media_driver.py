@@ -31,6 +31,17 @@ a NAK timer, a status message due or about to be): it wakes for datagrams, wakes
 for the short parks of a backoff.
 :meth:`MediaDriver.in_process` finds the running driver of a directory in this process.
 
+**Hosted agents** (:meth:`MediaDriver.host_agent`, Aeron's way of running a client's agent with
+the driver's, as a ``CompositeAgent`` on one ``AgentRunner``): in ``SHARED`` and
+``SHARED_NETWORK`` modes the thread that runs the sender and the receiver runs, in each duty
+cycle, the receiver, then the agents hosted on it (a
+:class:`~transport.concurrent.dynamic_composite_agent.DynamicCompositeAgent`, added and removed
+while it runs), then the sender, then their ``after_send``: what the receiver took is theirs in
+the same cycle, what they offer goes out in it. They end the thread's park with
+:meth:`wake_network`, say through their ``settled`` whether it may park its longest, and while
+any is hosted a park until due lasts at most :data:`HOSTED_PARK_NS` (their clocks' duties). A
+broker group's replication agent runs so (``broker.replication.agent``).
+
 An idle driver (``MediaDriverContext.park_until_due``, ``SHARED`` mode: a broker's) parks until
 its conductor's next timer while it streams nothing: other processes' clients end that park
 with a datagram to its wake socket after each command (:mod:`~transport.concurrent.wake_socket`),
@@ -57,12 +68,19 @@ import threading
 import weakref
 from collections.abc import Callable
 from types import TracebackType
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from aeromq.transport._errors import TransportStateError
 from aeromq.transport.cnc import CNC_FILE, CncFile
-from aeromq.transport.concurrent.agent import Agent, AgentInvoker, AgentRunner, CompositeAgent
+from aeromq.transport.concurrent.agent import (
+    Agent,
+    AgentInvoker,
+    AgentRunner,
+    CompositeAgent,
+    ErrorHandler,
+)
 from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, Ringable
+from aeromq.transport.concurrent.dynamic_composite_agent import DynamicCompositeAgent, HostedAgent
 from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
     IdleStrategy,
@@ -77,10 +95,13 @@ from aeromq.transport.driver.udp.receiver import Receiver
 from aeromq.transport.driver.udp.sender import Sender
 from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 
-__all__ = ["MediaDriver", "NetworkBell", "embedded_dir_root"]
+__all__ = ["HOSTED_PARK_NS", "MediaDriver", "NetworkBell", "embedded_dir_root"]
 
 _LOG = logging.getLogger(__name__)
 _INIT_DIR = ".cnc-init"
+HOSTED_PARK_NS: Final = 50_000_000
+"""The longest park of a thread that hosts agents, while the driver streams nothing: their
+clocks' duties run at most this late (a replication agent's fence check, its FETCH retry)."""
 
 
 class MediaDriver:
@@ -133,6 +154,7 @@ class MediaDriver:
         self._terminated = threading.Event()
         self._runners: list[AgentRunner] = []
         self._invoker: AgentInvoker | None = None
+        self._hosted: DynamicCompositeAgent | None = None
         self._waiters: list[SocketWaiter] = []
         self._sender_waiter: SocketWaiter | None = None
         self._wake_socket: socket.socket | None = None
@@ -230,19 +252,22 @@ class MediaDriver:
         else:
             sender.waiter = receiver.waiter = SocketWaiter()
             shared = mode is ThreadingMode.SHARED
+            hosted = self._hosted = DynamicCompositeAgent("hosted", sender.waiter.wake)
             idle = context.new_conductor_idle_strategy() if shared else None
             if isinstance(idle, BackoffIdleStrategy) and context.park_until_due:
                 self._wake_socket = bind_wake_socket(context.aeron_dir, context.file_mode)
                 if self._wake_socket is not None:
                     sender.waiter.add_wake_socket(self._wake_socket)
-                    idle.idle_for = conductor.idle_for_ns
+                    idle.idle_for = self._idle_for_ns
+            # received, taken, sent, then what the hosted agents do once it is sent: one cycle
+            network: list[Agent] = [receiver, hosted, hosted.followed(sender)]
             self._add_runner(
                 _parked_in(
                     idle if idle is not None else context.new_shared_network_idle_strategy(),
                     sender.waiter,
-                    _settled(sender, receiver) if settles else None,
+                    _settled(sender, receiver, hosted=hosted) if settles else None,
                 ),
-                CompositeAgent([conductor, sender, receiver] if shared else [sender, receiver]),
+                CompositeAgent([conductor, *network] if shared else network),
             )
             if not shared:
                 self._add_runner(context.new_conductor_idle_strategy(), conductor)
@@ -275,6 +300,36 @@ class MediaDriver:
                 threading_mode=self.context.threading_mode.value,
             )
         return self._invoker
+
+    def host_agent(
+        self, agent: Agent, error_handler: ErrorHandler, settled: Callable[[], bool] | None = None
+    ) -> HostedAgent | None:
+        """Run ``agent`` on the thread of the driver's sender and receiver, between the
+        receiver's and the sender's work in each duty cycle (see module), until its handle's
+        ``close()``; None when no thread runs both (``DEDICATED``, ``INVOKER``). ``settled``
+        says whether the agent may wait until woken (:meth:`wake_network`, a datagram) rather
+        than the backoff's short parks. From any thread."""
+        hosted = self._hosted
+        if hosted is None:
+            return None
+        waiter = self._sender_waiter
+        if waiter is not None:
+            waiter.look_after_work = True  # its cycles after work are many now
+        return hosted.add(agent, error_handler, settled)
+
+    @property
+    def hosts_agents(self) -> bool:
+        """Whether :meth:`host_agent` would host an agent (one thread runs the network)."""
+        return self._hosted is not None
+
+    def _idle_for_ns(self) -> int:
+        """The conductor's ``idle_for_ns``, no longer than :data:`HOSTED_PARK_NS` while the
+        thread hosts agents (their clocks' duties: see module)."""
+        idle_for_ns = self.conductor.idle_for_ns()
+        hosted = self._hosted
+        if hosted is not None and hosted.agents:
+            return min(idle_for_ns, HOSTED_PARK_NS)
+        return idle_for_ns
 
     def add_notice_bell(self, bell: Ringable) -> None:
         """Ring ``bell`` after each duty cycle that told the clients something (a client's
@@ -390,11 +445,17 @@ def _parked_in(
     return idle_strategy
 
 
-def _settled(*agents: Sender | Receiver) -> Callable[[], bool]:
-    """Whether none of ``agents`` owes anything soon (their ``owes_soon``)."""
+def _settled(
+    *agents: Sender | Receiver, hosted: DynamicCompositeAgent | None = None
+) -> Callable[[], bool]:
+    """Whether none of ``agents`` owes anything soon (their ``owes_soon``) and every hosted
+    agent may wait until woken."""
     checks = tuple(agent.owes_soon for agent in agents)
+    hosted_settled = None if hosted is None else hosted.settled
 
     def settled() -> bool:
-        return not any(owes() for owes in checks)
+        if any(owes() for owes in checks):
+            return False
+        return hosted_settled is None or hosted_settled()
 
     return settled

@@ -33,8 +33,9 @@ from aeromq.common import ResponseCode
 from aeromq.proto import replication_pb2, replication_pb2_grpc
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent.agent import AgentRunner
+from aeromq.transport.concurrent.dynamic_composite_agent import HostedAgent
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
-from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
 from tests.broker.replication._memory_log import MemoryLog
 from tests.broker.replication._waits import wait_until
 
@@ -64,12 +65,17 @@ class _Member:
 class _Cluster:
     """Members of one group on one media driver; each member's gRPC answers the handshake."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, on_driver_thread: bool = False) -> None:
         self.root = root
-        self.driver = MediaDriver.launch_embedded(MediaDriverContext(term_buffer_sparse_file=True))
+        mode = ThreadingMode.SHARED if on_driver_thread else ThreadingMode.DEDICATED
+        self.driver = MediaDriver.launch_embedded(
+            MediaDriverContext(
+                term_buffer_sparse_file=True, threading_mode=mode, park_when_settled=True
+            )
+        )
         self.aeron = Aeron.connect(AeronContext(aeron_dir=self.driver.aeron_dir))
         self.members: dict[int, _Member] = {}
-        self._runners: list[AgentRunner] = []
+        self._runners: list[AgentRunner | HostedAgent] = []
         self._servers: list[GrpcServerBase] = []
 
     def add(
@@ -99,6 +105,12 @@ class _Cluster:
         member = _Member(agent, log, data_dir, info)
         holder.append(member)
         self.members[member_id] = member
+        hosted = self.driver.host_agent(agent, _raise, agent.rung_only)
+        if hosted is not None:  # the agent runs on the driver's network thread
+            assert agent.driver_thread is self.driver
+            self._runners.append(hosted)
+            return member
+        assert agent.driver_thread is None
         runner = AgentRunner(BackoffIdleStrategy(10, 10, 1000, 1_000_000), _raise, None, agent)
         runner.start()
         self._runners.append(runner)
@@ -150,9 +162,10 @@ def _raise(error: Exception) -> None:
     raise error
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[_Cluster]:
-    members = _Cluster(tmp_path)
+@pytest.fixture(params=["own-thread", "driver-thread"])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[_Cluster]:
+    """The members' agents on threads of their own, or on their driver's network thread."""
+    members = _Cluster(tmp_path, on_driver_thread=request.param == "driver-thread")
     try:
         yield members
     finally:
@@ -262,6 +275,7 @@ def test_should_ask_a_silent_follower_out_of_the_isr(cluster: _Cluster) -> None:
     wait_until(lambda: leader.log.committed_offset == 64)
 
 
+@pytest.mark.parametrize("cluster", ["own-thread"], indirect=True)
 def test_should_ack_from_the_fsync_thread_and_wake_the_leader_only_when_its_fsync_commits(
     cluster: _Cluster,
 ) -> None:

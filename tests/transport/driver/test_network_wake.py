@@ -129,7 +129,7 @@ def _sample_latencies(
 
 
 DEEP = "backoff:0,0,1000,1000000,25000000,10000000"  # a deep backoff, walked after all work
-SHARED_ROLE = "[driver-conductor,sender,receiver]"
+SHARED_ROLE = "[driver-conductor,receiver,hosted,sender]"
 
 
 def _wake_ups(native_id: int) -> int:

@@ -20,8 +20,8 @@ from tests.transport.udp.harness import TERM_LENGTH
 
 ROLES = {
     ThreadingMode.DEDICATED: {"sender", "receiver", "driver-conductor"},
-    ThreadingMode.SHARED_NETWORK: {"[sender,receiver]", "driver-conductor"},
-    ThreadingMode.SHARED: {"[driver-conductor,sender,receiver]"},
+    ThreadingMode.SHARED_NETWORK: {"[receiver,hosted,sender]", "driver-conductor"},
+    ThreadingMode.SHARED: {"[driver-conductor,receiver,hosted,sender]"},
     ThreadingMode.INVOKER: set(),
 }
 

@@ -40,6 +40,12 @@ cycle after it skips its socket reads. A read that finds nothing raises and catc
 ``BlockingIOError`` in Python, the dearest part of an idle cycle (about 30 of the shared driver
 thread's 150 us per wake-up, measured). A datagram that arrives after the poll returned makes
 the next park return at once, so it waits one duty cycle longer, not a park.
+
+After a cycle that worked no park follows: the next cycle runs at once and would read every
+socket. With :attr:`SocketWaiter.look_after_work` (a thread that hosts agents: its cycles after
+work are most of its cycles) the idle polls the sockets without waiting instead (one ``poll``
+call) and sets :attr:`SocketWaiter.quiet` when none is readable, so that cycle skips the reads
+as after a quiet park.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class SocketWaiter:
         "_poll",
         "_selected",
         "_wake_sockets",
+        "look_after_work",
         "quiet",
         "wakes",
     )
@@ -93,6 +100,10 @@ class SocketWaiter:
         """The last idle parked here until its timeout and no socket was readable (see module)."""
         self.wakes = 0
         """Parks a :meth:`wake` ended (or found pending)."""
+        self.look_after_work = False
+        """After a cycle that worked (no park follows), poll the sockets without waiting and
+        set :attr:`quiet` when none is readable (see module): for a thread whose cycles after
+        work are many (one that hosts agents)."""
 
     def close(self) -> None:
         """Stop waking: :meth:`wake` is a no-op from now on and parks are plain sleeps (the
@@ -171,6 +182,13 @@ class SocketWaiter:
             sockets -= 1
         self.quiet = not sockets
 
+    def readable(self) -> bool:
+        """Whether a registered socket is readable now (a poll that does not wait); a wake
+        pending counts as readable (it is left for the park to drain)."""
+        if self._closed:
+            return True
+        return bool(self._poll.poll(0))
+
     def idle_strategy(self, parking: IdleStrategy) -> IdleStrategy:
         """``parking`` (whose park must already be :meth:`wait`) clearing :attr:`quiet` first
         on every idle, so that only a park that just timed out leaves it set."""
@@ -194,7 +212,11 @@ class _ClearingIdleStrategy:
         return self._parking.alias
 
     def idle(self, work_count: int = 0) -> None:
-        self._waiter.quiet = False
+        waiter = self._waiter
+        if work_count > 0 and waiter.look_after_work:
+            waiter.quiet = not waiter.readable()  # no park: the next cycle runs at once
+        else:
+            waiter.quiet = False
         self._parking.idle(work_count)
 
     def reset(self) -> None:
