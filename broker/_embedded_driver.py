@@ -54,10 +54,12 @@ broker keeps the transport's threads few and their parks long once quiet:
   package ends that park after each command with a datagram to the driver's wake socket
   (:mod:`~transport.concurrent.wake_socket`), so a connecting client waits for no park; another
   kind of client would wait up to the timer.
-- **Waking on replication**: a group member's replication agent ends the park after each offer
-  (``MediaDriver.wake_network``), and sleeps on the driver's data doorbell, which the receiver
-  rings when frames come in (``broker.replication.agent``): neither side waits for the other's
-  park. The session agent's answers to UDP clients end it the same way
+- **Replication on the driver's thread**: a group member's replication agent is hosted on this
+  driver's network thread (``MediaDriver.host_agent``: receiver, replication agent, sender in
+  one duty cycle, ``broker.replication.agent``), so frames received are appended, and frames
+  offered are sent, in the cycle that took or made them; whatever rings the agent (a put waiting
+  for the commit, the controller, a handshake's answer) ends the driver's park
+  (``MediaDriver.wake_network``). The session agent's answers to UDP clients end it the same way
   (``MediaDriver.network_bell``).
 - **The client conductor** (the broker's Aeron client) sleeps on a doorbell that the driver
   rings after each duty cycle that told its clients something
