@@ -40,12 +40,13 @@ setup(
                     "_checker.c",
                     "_merger.c",
                     "_reader.c",
+                    "_message_reader.c",
                     "_gather.c",
                 )
             ],
             depends=[
                 _RECORD_BATCH + name
-                for name in ("record_batch.h", "_native.h", "_crc32.h", "_utf8.h")
+                for name in ("record_batch.h", "_native.h", "_crc32.h", "_utf8.h", "_reader.h")
             ],
             # one module of several files: their shared symbols stay inside it
             extra_compile_args=[*_FLAGS, "-fvisibility=hidden"],

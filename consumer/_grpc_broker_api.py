@@ -8,8 +8,9 @@
 - Pulls go over the transport session with that broker (:class:`client.BrokerSessions`)
   as ``PullMessage`` requests answered asynchronously: the callback runs on the session's
   poller thread. The answer's record batches are checked and cut to what was asked
-  (``read_pulled_batches``) into a :class:`~consumer.message_batch.MessageBatch`: no object per
-  message. A pull to a broker without an open session connects on a background thread, so a
+  (``consumer._pulled_messages``): a small answer straight into ``MessageExt`` objects by one
+  native call, a larger one into a :class:`~consumer.message_batch.MessageBatch` of columns (no
+  object per message). A pull to a broker without an open session connects on a background thread, so a
   slow or absent broker never blocks the consumer's scheduler.
 - Membership (registrations, heartbeat streams, pushed members): ``consumer._membership``.
 - Broker groups (``client.failover``): a pull refused with ``NOT_LEADER`` or failed because its
@@ -52,8 +53,9 @@ from aeromq.consumer._broker_api import (
     QueueGrant,
 )
 from aeromq.consumer._membership import EXPRESSION_TYPES, Membership
+from aeromq.consumer._pulled_messages import read_pulled_messages
 from aeromq.consumer.config import LitePullConsumerConfig
-from aeromq.consumer.message_batch import MessageBatch, read_pulled_batches
+from aeromq.consumer.message_batch import MessageBatch
 from aeromq.proto import messages_pb2
 
 _T = TypeVar("_T")
@@ -298,7 +300,7 @@ class GrpcBrokerApi:
                 return
             try:
                 messages = (
-                    read_pulled_batches(
+                    read_pulled_messages(
                         response.batches,
                         pull.queue,
                         name,

@@ -2,6 +2,7 @@
 function for what it does)."""
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -9,6 +10,7 @@ from typing_extensions import Buffer
 
 _Column = tuple[int, Buffer, Buffer | None, Buffer | None, int, int, int]
 """(kind, data, offsets, validity, first, width, length): ``column_encoder.Column``."""
+_M = TypeVar("_M")
 _Parts = list[tuple[Buffer, npt.NDArray[np.int64], npt.NDArray[np.int32]]]
 
 def check(
@@ -68,6 +70,18 @@ def read(
     next_offset: int,
     ranges: Buffer | None = None,
 ) -> tuple[int, int, bytes, bytes] | None: ...
+def read_messages(
+    data: Buffer,
+    queue_id: int,
+    topic: bytes,
+    offset: int,
+    next_offset: int,
+    limit: int,
+    message_type: type[_M],
+    topic_name: str,
+    broker_name: str,
+    /,
+) -> list[_M] | None: ...
 def gather(
     parts: _Parts, count: int, null_empty: bool
 ) -> tuple[bytes, bytes, bytes | None, int]: ...
