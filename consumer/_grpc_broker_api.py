@@ -63,6 +63,8 @@ _T = TypeVar("_T")
 __all__ = ["GrpcBrokerApi"]
 
 _log = logging.getLogger(__name__)
+_PULL_STATUSES = tuple(PullStatus)
+"""``PullStatus`` by wire ordinal (a tuple index, not an enum call)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,24 +293,27 @@ class GrpcBrokerApi:
             except BaseException as error:
                 callback(None, error)
                 return
-            status = response.status
+            control = response.response  # the protobuf fields, read without PullAnswer's
+            status = control.status  # properties: a pull a message keeping up
             if status.code != 0:
                 refused = error_for_status(status, broker=name)
                 if is_failover_error(refused):  # a follower's NOT_LEADER, an election
                     self._pull_failed(pull.queue.topic, broker, refused)
                 callback(None, refused)
                 return
+            batches = response.batches
+            next_offset = control.next_begin_offset
             try:
                 messages = (
                     read_pulled_messages(
-                        response.batches,
+                        batches,
                         pull.queue,
                         name,
                         pull.request.queue_offset,
-                        response.next_begin_offset,
+                        next_offset,
                         pull.subscription,
                     )
-                    if response.batches
+                    if batches
                     else MessageBatch()
                 )
             except CorruptMessageError as error:
@@ -316,10 +321,10 @@ class GrpcBrokerApi:
                 return
             callback(
                 PullResult(
-                    PullStatus(response.pull_status),
-                    response.next_begin_offset,
-                    response.min_offset,
-                    response.max_offset,
+                    _PULL_STATUSES[control.pull_status],
+                    next_offset,
+                    control.min_offset,
+                    control.max_offset,
                     messages,
                 ),
                 None,
