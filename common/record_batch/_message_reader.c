@@ -184,21 +184,16 @@ append_messages(PyObject *out, const unsigned char *data, const Frame *frame,
 {
     const unsigned char *b = data + frame->position;
     const int32_t count = frame->count;
-    const unsigned char *body_lengths = data + frame->columns + 8 * (size_t)count;
-    const unsigned char *tag_lengths = body_lengths + 4 * (size_t)count;
-    const unsigned char *property_lengths = body_lengths + 8 * (size_t)count;
-    const unsigned char *born_deltas = body_lengths + 12 * (size_t)count;
-    const unsigned char *flags = body_lengths + 16 * (size_t)count;
-    const int64_t data_start = frame->columns + (int64_t)RECORD_OVERHEAD * count;
+    const FrameColumns c = frame_columns(data, frame);
     const uint64_t base_offset = (uint64_t)load_i64(b + BASE_QUEUE_OFFSET_OFFSET);
     const uint64_t physical = (uint64_t)load_i64(b + BASE_PHYSICAL_OFFSET_OFFSET);
     const uint64_t born_ms = (uint64_t)load_i64(b + BASE_BORN_TIMESTAMP_OFFSET);
-    int64_t body_at = data_start, tag_at = data_start + sums[0],
-            property_at = data_start + sums[0] + sums[1];
+    int64_t body_at = c.data_start, tag_at = c.data_start + sums[0],
+            property_at = c.data_start + sums[0] + sums[1];
     for (int32_t i = 0; i < count; i++) {
-        const int32_t body_length = load_i32(body_lengths + 4 * (size_t)i);
-        const int32_t tag_length = load_i32(tag_lengths + 4 * (size_t)i);
-        const int32_t property_length = load_i32(property_lengths + 4 * (size_t)i);
+        const int32_t body_length = load_i32(c.body_lengths + 4 * (size_t)i);
+        const int32_t tag_length = load_i32(c.tag_lengths + 4 * (size_t)i);
+        const int32_t property_length = load_i32(c.property_lengths + 4 * (size_t)i);
         const int64_t queue_offset = (int64_t)(base_offset + (uint64_t)i);
         if (queue_offset >= offset && queue_offset < next_offset) {
             int not_utf8 = 0;
@@ -212,11 +207,11 @@ append_messages(PyObject *out, const unsigned char *data, const Frame *frame,
                 return -1;
             }
             const int64_t born = (int64_t)(born_ms + (uint64_t)(int64_t)load_i32(
-                                                         born_deltas + 4 * (size_t)i));
+                                                         c.born_deltas + 4 * (size_t)i));
             PyObject *values[ATTRIBUTES] = {
                 [A_TOPIC] = Py_NewRef(topic_name),
                 [A_BODY] = PyBytes_FromStringAndSize((const char *)data + body_at, body_length),
-                [A_FLAG] = PyLong_FromLong(load_i32(flags + 4 * (size_t)i)),
+                [A_FLAG] = PyLong_FromLong(load_i32(c.flags + 4 * (size_t)i)),
                 [A_PROPERTIES] = properties,
                 [A_BROKER_NAME] = Py_NewRef(broker_name),
                 [A_QUEUE_ID] = Py_NewRef(queue_id),

@@ -85,11 +85,10 @@ frame_check(const unsigned char *data, const Frame *frame, int clmul, int64_t su
     if ((uint32_t)crc != load_u32(b + CRC_OFFSET))
         return 1;
     const int32_t count = frame->count;
-    const unsigned char *body_lengths = data + frame->columns + 8 * (size_t)count;
-    const int64_t data_start = frame->columns + (int64_t)RECORD_OVERHEAD * count;
+    const FrameColumns c = frame_columns(data, frame);
     int negative = 0;
     for (int k = 0; k < 3; k++) {
-        const unsigned char *column = body_lengths + 4 * (size_t)count * (size_t)k;
+        const unsigned char *column = c.body_lengths + 4 * (size_t)count * (size_t)k;
         sums[k] = 0;
         for (int32_t i = 0; i < count; i++) {
             int32_t value = load_i32(column + 4 * (size_t)i);
@@ -97,7 +96,7 @@ frame_check(const unsigned char *data, const Frame *frame, int clmul, int64_t su
             sums[k] += value;
         }
     }
-    if (negative || data_start + sums[0] + sums[1] + sums[2] != frame->position + frame->length)
+    if (negative || c.data_start + sums[0] + sums[1] + sums[2] != frame->position + frame->length)
         return 1;
     return 0;
 }
@@ -185,32 +184,26 @@ fill_columns(Fill *fill)
             return checked;
         memcpy(fill->headers + f * FIXED_HEADER_LENGTH, b, FIXED_HEADER_LENGTH);
         const int32_t count = frame->count;
-        const unsigned char *hashes = fill->data + frame->columns;
-        const unsigned char *body_lengths = hashes + 8 * (size_t)count;
-        const unsigned char *tag_lengths = body_lengths + 4 * (size_t)count;
-        const unsigned char *property_lengths = body_lengths + 8 * (size_t)count;
-        const unsigned char *born_deltas = body_lengths + 12 * (size_t)count;
-        const unsigned char *flags = body_lengths + 16 * (size_t)count;
-        const int64_t data_start = frame->columns + (int64_t)RECORD_OVERHEAD * count;
+        const FrameColumns c = frame_columns(fill->data, frame);
         const uint64_t base_offset = (uint64_t)load_i64(b + BASE_QUEUE_OFFSET_OFFSET);
         const uint64_t physical = (uint64_t)load_i64(b + BASE_PHYSICAL_OFFSET_OFFSET);
         const int64_t store_ms = load_i64(b + STORE_TIMESTAMP_OFFSET);
         const uint64_t born_ms = (uint64_t)load_i64(b + BASE_BORN_TIMESTAMP_OFFSET);
-        int64_t body_at = data_start, tag_at = data_start + sums[0],
-                property_at = data_start + sums[0] + sums[1];
+        int64_t body_at = c.data_start, tag_at = c.data_start + sums[0],
+                property_at = c.data_start + sums[0] + sums[1];
         for (int32_t i = 0; i < count; i++) {
-            int32_t body_length = load_i32(body_lengths + 4 * (size_t)i);
-            int32_t tag_length = load_i32(tag_lengths + 4 * (size_t)i);
-            int32_t property_length = load_i32(property_lengths + 4 * (size_t)i);
+            int32_t body_length = load_i32(c.body_lengths + 4 * (size_t)i);
+            int32_t tag_length = load_i32(c.tag_lengths + 4 * (size_t)i);
+            int32_t property_length = load_i32(c.property_lengths + 4 * (size_t)i);
             int64_t queue_offset = (int64_t)(base_offset + (uint64_t)i);
             if (queue_offset >= fill->offset && queue_offset < fill->next_offset) {
-                int32_t born_delta = load_i32(born_deltas + 4 * (size_t)i);
+                int32_t born_delta = load_i32(c.born_deltas + 4 * (size_t)i);
                 c64[C_BATCH][kept] = f;
                 c64[C_INDEX][kept] = i;
                 c64[C_BODY_START][kept] = body_at;
                 c64[C_TAG_START][kept] = tag_at;
                 c64[C_PROPERTIES_START][kept] = property_at;
-                c64[C_TAG_HASH][kept] = load_i64(hashes + 8 * (size_t)i);
+                c64[C_TAG_HASH][kept] = load_i64(c.hashes + 8 * (size_t)i);
                 c64[C_QUEUE_OFFSET][kept] = queue_offset;
                 c64[C_COMMIT_LOG_OFFSET][kept] = (int64_t)(physical + (uint64_t)i);
                 c64[C_STORE_MS][kept] = store_ms;
@@ -219,7 +212,7 @@ fill_columns(Fill *fill)
                 c32[C_TAG_LENGTH][kept] = tag_length;
                 c32[C_PROPERTIES_LENGTH][kept] = property_length;
                 c32[C_BORN_DELTA_MS][kept] = born_delta;
-                c32[C_FLAG][kept] = load_i32(flags + 4 * (size_t)i);
+                c32[C_FLAG][kept] = load_i32(c.flags + 4 * (size_t)i);
                 kept++;
             }
             body_at += body_length;

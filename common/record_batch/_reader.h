@@ -42,6 +42,30 @@ frames_free(Frames *found)
         PyMem_Free(found->frames);
 }
 
+/* Where a batch's columns are (``record_batch.h``'s layout: the tag hashes, then the body,
+ * tag and property lengths, born deltas and flags), and where its variable data starts. */
+typedef struct {
+    const unsigned char *hashes, *body_lengths, *tag_lengths, *property_lengths, *born_deltas,
+        *flags;
+    int64_t data_start;
+} FrameColumns;
+
+static inline FrameColumns
+frame_columns(const unsigned char *data, const Frame *frame)
+{
+    const size_t count = (size_t)frame->count;
+    const unsigned char *body_lengths = data + frame->columns + 8 * count;
+    return (FrameColumns){
+        .hashes = data + frame->columns,
+        .body_lengths = body_lengths,
+        .tag_lengths = body_lengths + 4 * count,
+        .property_lengths = body_lengths + 8 * count,
+        .born_deltas = body_lengths + 12 * count,
+        .flags = body_lengths + 16 * count,
+        .data_start = frame->columns + (int64_t)RECORD_OVERHEAD * frame->count,
+    };
+}
+
 /* Pass 1: each batch of ``data`` (back to back, or one at each (position, length) pair of
  * ``ranges`` when not NULL) framed, of ``queue_id`` and ``topic``, uncompressed, with a record
  * count that fits. 0, 1 when a batch fails, -1 with a Python error set (no memory). */

@@ -7,7 +7,6 @@ column read itself)."""
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import pytest
@@ -34,6 +33,7 @@ from tests.common.test_record_batch_reader import (
     STORE_HOST,
     TOPIC,
     _answers,
+    broken_answer,
 )
 
 
@@ -91,16 +91,9 @@ def test_should_fail_on_a_broken_answer_as_the_column_path_does(
     answer: tuple[bytes, int, int], draw: Any
 ) -> None:
     data, first, end = answer
-    broken = bytearray(data)
-    how = draw.draw(st.sampled_from(["flip", "truncate", "queue"]))
-    if how == "flip":
-        broken[draw.draw(st.integers(0, len(data) - 1))] ^= 1 << draw.draw(st.integers(0, 7))
-    elif how == "truncate":
-        del broken[draw.draw(st.integers(1, len(data) - 1)) :]
-    else:
-        struct.pack_into("<i", broken, 40, 4)  # the first batch names another queue
-    expected = _outcome(read_pulled_batches, bytes(broken), first, end, None)
-    assert _outcome(read_pulled_messages, bytes(broken), first, end, None) == expected
+    broken = broken_answer(data, draw)
+    expected = _outcome(read_pulled_batches, broken, first, end, None)
+    assert _outcome(read_pulled_messages, broken, first, end, None) == expected
 
 
 def _batch(count: int, base: int = 7, properties: bytes | None = None) -> bytes:
