@@ -284,12 +284,8 @@ messages_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
         return NULL;
     PyTypeObject *message_type = (PyTypeObject *)args[6];
     Py_buffer data_view, topic_view;
-    if (PyObject_GetBuffer(args[0], &data_view, PyBUF_SIMPLE) < 0)
+    if (answer_buffers(args, &data_view, &topic_view) < 0)
         return NULL;
-    if (PyObject_GetBuffer(args[2], &topic_view, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&data_view);
-        return NULL;
-    }
     const unsigned char *data = (const unsigned char *)data_view.buf;
     PyObject *out = NULL, *list = NULL;
     Frames found;

@@ -239,12 +239,8 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     if (PyErr_Occurred())
         return NULL;
     Py_buffer data_view, topic_view;
-    if (PyObject_GetBuffer(args[0], &data_view, PyBUF_SIMPLE) < 0)
+    if (answer_buffers(args, &data_view, &topic_view) < 0)
         return NULL;
-    if (PyObject_GetBuffer(args[2], &topic_view, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&data_view);
-        return NULL;
-    }
     Py_buffer ranges_view = {0};
     int has_ranges = ranges_arg != Py_None;
     if (has_ranges) {

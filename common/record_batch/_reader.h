@@ -66,6 +66,20 @@ frame_columns(const unsigned char *data, const Frame *frame)
     };
 }
 
+/* The answer (``args[0]``) and the topic (``args[2]``) of a read's arguments as buffers: 0, or
+ * -1 with a Python error set and neither held. */
+static inline int
+answer_buffers(PyObject *const *args, Py_buffer *data, Py_buffer *topic)
+{
+    if (PyObject_GetBuffer(args[0], data, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(args[2], topic, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(data);
+        return -1;
+    }
+    return 0;
+}
+
 /* Pass 1: each batch of ``data`` (back to back, or one at each (position, length) pair of
  * ``ranges`` when not NULL) framed, of ``queue_id`` and ``topic``, uncompressed, with a record
  * count that fits. 0, 1 when a batch fails, -1 with a Python error set (no memory). */
