@@ -5,9 +5,10 @@ A consumer keeping up pulls one message at a time. Read into columns, such a mes
 eleven numpy views, a chunk and a batch object, and then a numpy read for each field ``poll``'s
 caller and the consumer's bookkeeping asked (about 60 calls of Python functions a message,
 ``python -m bench profile``). An answer of at most :data:`SMALL_PULL_RECORDS` records in the
-pulled range is read instead by one native call into plain ``MessageExt`` objects, every field
-set (:func:`~common.record_batch.read_pulled_records`, ``_message_reader.c``), and the
-consumer's bookkeeping reads their offsets as ints (``process_queue``). Larger answers, SQL92
+pulled range (and :data:`SMALL_PULL_BYTES` bytes) is read instead by one native call into
+plain ``MessageExt`` objects, every field set (:func:`~common.record_batch.read_pulled_records`,
+``_message_reader.c``), and the consumer's bookkeeping reads their offsets as ints
+(``process_queue``). Larger answers, SQL92
 subscriptions (whose filter reads the properties of every record anyway) and answers the
 native pass does not take (compressed, failing a check: the column reader raises the typed
 error) keep the column path.
@@ -29,11 +30,14 @@ from aeromq.client import ExpressionType, MessageExt, MessageQueue, Subscription
 from aeromq.common.record_batch import read_pulled_records
 from aeromq.consumer.message_batch import PulledMessages, read_pulled_batches
 
-__all__ = ["SMALL_PULL_RECORDS", "read_pulled_messages"]
+__all__ = ["SMALL_PULL_BYTES", "SMALL_PULL_RECORDS", "read_pulled_messages"]
 
 SMALL_PULL_RECORDS: Final = 16
 """An answer with at most this many records in the pulled range is read into ``MessageExt``
 objects (the default ``pull_batch_size`` is 10); a larger one into columns."""
+SMALL_PULL_BYTES: Final = 65_536
+"""An answer of more bytes goes to the column reader without the native message reader's try
+(a drain's answers of hundreds of records: the try would read its framing twice)."""
 
 
 def read_pulled_messages(
@@ -47,7 +51,9 @@ def read_pulled_messages(
     """The messages of ``data`` (a pull's ``batches``) in ``[offset, next_offset)`` of
     ``queue`` that ``subscription`` selects (see module); raises
     :class:`~client.CorruptMessageError` as :func:`~consumer.read_pulled_batches` does."""
-    if subscription is None or subscription.expression_type is not ExpressionType.SQL92:
+    if len(data) <= SMALL_PULL_BYTES and (
+        subscription is None or subscription.expression_type is not ExpressionType.SQL92
+    ):
         records = read_pulled_records(
             data, queue, broker_name, offset, next_offset, SMALL_PULL_RECORDS, MessageExt
         )
