@@ -40,6 +40,7 @@ setup(
                     "_checker.c",
                     "_merger.c",
                     "_reader.c",
+                    "_message_reader.c",
                     "_gather.c",
                     "_send_encode.c",
                     "_send_answer.c",
@@ -47,7 +48,7 @@ setup(
             ],
             depends=[
                 _RECORD_BATCH + name
-                for name in ("record_batch.h", "_native.h", "_crc32.h", "_utf8.h")
+                for name in ("record_batch.h", "_native.h", "_crc32.h", "_utf8.h", "_reader.h")
             ],
             # one module of several files: their shared symbols stay inside it
             extra_compile_args=[*_FLAGS, "-fvisibility=hidden"],

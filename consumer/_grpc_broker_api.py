@@ -8,8 +8,9 @@
 - Pulls go over the transport session with that broker (:class:`client.BrokerSessions`)
   as ``PullMessage`` requests answered asynchronously: the callback runs on the session's
   poller thread. The answer's record batches are checked and cut to what was asked
-  (``read_pulled_batches``) into a :class:`~consumer.message_batch.MessageBatch`: no object per
-  message. A pull to a broker without an open session connects on a background thread, so a
+  (``consumer._pulled_messages``): a small answer straight into ``MessageExt`` objects by one
+  native call, a larger one into a :class:`~consumer.message_batch.MessageBatch` of columns (no
+  object per message). A pull to a broker without an open session connects on a background thread, so a
   slow or absent broker never blocks the consumer's scheduler.
 - Membership (registrations, heartbeat streams, pushed members): ``consumer._membership``.
 - Broker groups (``client.failover``): a pull refused with ``NOT_LEADER`` or failed because its
@@ -52,8 +53,9 @@ from aeromq.consumer._broker_api import (
     QueueGrant,
 )
 from aeromq.consumer._membership import EXPRESSION_TYPES, Membership
+from aeromq.consumer._pulled_messages import read_pulled_messages
 from aeromq.consumer.config import LitePullConsumerConfig
-from aeromq.consumer.message_batch import MessageBatch, read_pulled_batches
+from aeromq.consumer.message_batch import MessageBatch
 from aeromq.proto import messages_pb2
 
 _T = TypeVar("_T")
@@ -61,6 +63,8 @@ _T = TypeVar("_T")
 __all__ = ["GrpcBrokerApi"]
 
 _log = logging.getLogger(__name__)
+_PULL_STATUSES = tuple(PullStatus)
+"""``PullStatus`` by wire ordinal (a tuple index, not an enum call)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,24 +293,27 @@ class GrpcBrokerApi:
             except BaseException as error:
                 callback(None, error)
                 return
-            status = response.status
+            control = response.response  # the protobuf fields, read without PullAnswer's
+            status = control.status  # properties: a pull a message keeping up
             if status.code != 0:
                 refused = error_for_status(status, broker=name)
                 if is_failover_error(refused):  # a follower's NOT_LEADER, an election
                     self._pull_failed(pull.queue.topic, broker, refused)
                 callback(None, refused)
                 return
+            batches = response.batches
+            next_offset = control.next_begin_offset
             try:
                 messages = (
-                    read_pulled_batches(
-                        response.batches,
+                    read_pulled_messages(
+                        batches,
                         pull.queue,
                         name,
                         pull.request.queue_offset,
-                        response.next_begin_offset,
+                        next_offset,
                         pull.subscription,
                     )
-                    if response.batches
+                    if batches
                     else MessageBatch()
                 )
             except CorruptMessageError as error:
@@ -314,10 +321,10 @@ class GrpcBrokerApi:
                 return
             callback(
                 PullResult(
-                    PullStatus(response.pull_status),
-                    response.next_begin_offset,
-                    response.min_offset,
-                    response.max_offset,
+                    _PULL_STATUSES[control.pull_status],
+                    next_offset,
+                    control.min_offset,
+                    control.max_offset,
                     messages,
                 ),
                 None,

@@ -16,7 +16,10 @@ broker API has no sessions) it waits on the cache's condition variable, and the 
 poller threads put what they read. Either way a :meth:`put` from another thread, and
 :meth:`close`, wake it.
 
-Thread safety: one condition variable; the answer pump reads with no lock of the cache held.
+Thread safety: one lock and a condition variable over it; the answer pump reads with no lock
+of the cache held. The lock is taken as itself (``threading.Condition``'s own ``__enter__`` and
+``notify`` are Python functions: four calls a message at a consumer keeping up), and a put
+notifies only when a thread waits on the condition.
 """
 
 from __future__ import annotations
@@ -64,11 +67,22 @@ PumpSource = Callable[[], AnswerPump | None]
 class ConsumeRequestCache:
     """A blocking FIFO of :class:`ConsumeRequest` (see the module doc)."""
 
-    __slots__ = ("_closed", "_condition", "_pump", "_pump_source", "_pumper", "_requests")
+    __slots__ = (
+        "_closed",
+        "_condition",
+        "_lock",
+        "_pump",
+        "_pump_source",
+        "_pumper",
+        "_requests",
+        "_waiting",
+    )
 
     def __init__(self) -> None:
         self._requests: deque[ConsumeRequest] = deque()
-        self._condition = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._condition = threading.Condition(self._lock)
+        self._waiting = 0  # threads in the condition's wait (under the lock)
         self._closed = False
         self._pump_source: PumpSource | None = None
         self._pump: AnswerPump | None = None  # the pump a thread in take() reads with now
@@ -83,17 +97,21 @@ class ConsumeRequestCache:
         self._pump_source = source
 
     def put(self, request: ConsumeRequest) -> None:
-        with self._condition:
+        with self._lock:
             self._requests.append(request)
-            self._condition.notify()
-        self._wake_pumper()
+            if self._waiting:
+                self._condition.notify()
+        if self._pump is not None:
+            self._wake_pumper()
 
     def put_back(self, request: ConsumeRequest) -> None:
         """Return a request to the head of the cache (the rest of a split batch)."""
-        with self._condition:
+        with self._lock:
             self._requests.appendleft(request)
-            self._condition.notify()
-        self._wake_pumper()
+            if self._waiting:
+                self._condition.notify()
+        if self._pump is not None:
+            self._wake_pumper()
 
     def _wake_pumper(self) -> None:
         """A put from another thread than the one reading answers in :meth:`take` wakes it."""
@@ -106,7 +124,7 @@ class ConsumeRequestCache:
 
     def take(self, timeout_s: float) -> ConsumeRequest | None:
         """The oldest request, waiting up to ``timeout_s`` (0: do not wait); None on timeout."""
-        with self._condition:
+        with self._lock:
             requests = self._requests
             if requests:
                 return requests.popleft()
@@ -115,7 +133,7 @@ class ConsumeRequestCache:
         deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
         while True:
             pumped = self._pump_answers(deadline_ns)
-            with self._condition:
+            with self._lock:
                 if requests:
                     return requests.popleft()
                 if self._closed:
@@ -124,7 +142,11 @@ class ConsumeRequestCache:
                 if remaining_ns <= 0:
                     return None
                 if not pumped:
-                    self._condition.wait(remaining_ns / 1e9)
+                    self._waiting += 1
+                    try:
+                        self._condition.wait(remaining_ns / 1e9)
+                    finally:
+                        self._waiting -= 1
 
     def _pump_answers(self, deadline_ns: int) -> bool:
         """Read answers on this thread until a request is cached, the cache is closed or
@@ -145,7 +167,7 @@ class ConsumeRequestCache:
 
     def remove_queue(self, queue: MessageQueue) -> int:
         """Remove every request of ``queue``; how many were removed."""
-        with self._condition:
+        with self._lock:
             before = len(self._requests)
             kept = [request for request in self._requests if request.queue != queue]
             self._requests.clear()
@@ -154,7 +176,7 @@ class ConsumeRequestCache:
 
     def close(self) -> None:
         """Shutdown: every waiting and later ``take`` returns at once (None when empty)."""
-        with self._condition:
+        with self._lock:
             self._closed = True
             self._condition.notify_all()
         self._wake_pumper()

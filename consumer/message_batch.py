@@ -20,7 +20,9 @@ sequence of chunks (one per pull it took from), read two ways:
   :class:`~consumer.BatchMessageExt` (``consumer/_batch_message.py``) whose fields are read from
   the chunk when asked.
 
-:func:`as_message_batch` makes one of messages made elsewhere (``consumer/_message_chunks.py``).
+:func:`as_message_batch` makes one of messages made elsewhere (``consumer/_message_chunks.py``),
+or of a small pull's :class:`PulledMessages` (read straight into ``MessageExt`` objects,
+``consumer/_pulled_messages.py``) by reading its answer again.
 """
 
 from __future__ import annotations
@@ -50,7 +52,13 @@ from aeromq.consumer._message_chunks import encoded_chunks
 if TYPE_CHECKING:
     import pyarrow
 
-__all__ = ["MessageBatch", "as_message_batch", "read_pulled_batches"]
+__all__ = [
+    "MessageBatch",
+    "PulledAnswer",
+    "PulledMessages",
+    "as_message_batch",
+    "read_pulled_batches",
+]
 
 _S = TypeVar("_S", bound=np.generic)
 Int64Array = npt.NDArray[np.int64]
@@ -296,10 +304,31 @@ def read_pulled_batches(
     return MessageBatch() if chunk is None else MessageBatch([chunk])
 
 
+PulledAnswer = tuple[bytes, MessageQueue, str, int, int, SubscriptionData | None]
+"""What :func:`read_pulled_batches` reads: data, queue, broker name, offset, next offset,
+subscription."""
+
+
+class PulledMessages(list[MessageExt]):
+    """The messages of a small pull, with the answer they were read from (:attr:`answer`), to
+    be read again as columns when asked for (``poll_batch``)."""
+
+    __slots__ = ("answer",)
+
+    answer: PulledAnswer
+
+    def as_batch(self) -> MessageBatch:
+        """The same messages as a :class:`~consumer.MessageBatch` (the answer read again)."""
+        return read_pulled_batches(*self.answer)
+
+
 def as_message_batch(messages: Sequence[MessageExt]) -> MessageBatch:
     """``messages`` as a :class:`MessageBatch`: itself when it is one; else (messages made
     elsewhere, e.g. by a test broker) encoded into record batches, one per run of consecutive
-    offsets of one queue, and read back as a pull answer is."""
+    offsets of one queue, and read back as a pull answer is; a small pull's
+    :class:`PulledMessages` read again from its answer."""
     if isinstance(messages, MessageBatch):
         return messages
+    if isinstance(messages, PulledMessages):
+        return messages.as_batch()
     return MessageBatch(encoded_chunks(messages))

@@ -20,9 +20,10 @@ What the application sees: up to ``max_poll_records`` messages (default 500) per
 RocketMQ returns exactly one pull batch (at most ``pull_batch_size``, default 10, messages of
 one queue), which users took for "poll returns only one message" (RocketMQ #5498, #1761).
 Messages of one queue come in offset order. Delivery is at least once: a message comes again
-after a seek, or when its consumer died before committing it. ``poll``'s ``MessageExt``\ s read
-their fields from the pulled record batches when asked; a pulled batch that failed its CRC is
-never delivered.
+after a seek, or when its consumer died before committing it. ``poll``'s ``MessageExt``\ s of a
+small pull come with every field set (``consumer/_pulled_messages.py``), those of a larger one
+read their fields from the pulled record batches when asked; a pulled batch that failed its
+CRC is never delivered.
 
 Caller: the consumer façade, from one thread at a time (the poll lock). Affects: the cache,
 the owned queues' consume offsets, the counters (``messages_polled``).

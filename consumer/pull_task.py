@@ -64,7 +64,7 @@ from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, Queue
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig
 from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
-from aeromq.consumer.message_batch import MessageBatch
+from aeromq.consumer.message_batch import MessageBatch, PulledMessages
 from aeromq.consumer.process_queue import ProcessQueue
 from aeromq.consumer.scheduler import Scheduler
 
@@ -407,8 +407,8 @@ class PullTask:
     def _filter(
         messages: Collection[MessageExt], subscription: SubscriptionData
     ) -> Sequence[MessageExt]:
-        if isinstance(messages, MessageBatch):  # cut to the subscription as it was read
-            return messages
+        if isinstance(messages, (MessageBatch, PulledMessages)):  # cut to the subscription
+            return messages  # as it was read
         tags = _tag_filter(subscription)
         if tags is None:
             return list(messages)

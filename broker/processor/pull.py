@@ -126,11 +126,17 @@ _STATUS: Final[dict[GetMessageStatus, messages_pb2.PullStatus.ValueType]] = {
 }
 
 
+_STATUS_BY_ID: Final = {id(status): code for status, code in _STATUS.items()}
+"""``_STATUS`` by the statuses' ids: an enum member hashes by a Python ``__hash__``, a call a
+pull; the members are singletons."""
+
+
 def pull_status(result: GetMessageResult, offset: int) -> messages_pb2.PullStatus.ValueType:
     """The pull status of a get, as RocketMQ's ``PullMessageProcessor`` maps it."""
-    if result.status is GetMessageStatus.NO_MESSAGE_IN_QUEUE:
+    status = result.status
+    if status is GetMessageStatus.NO_MESSAGE_IN_QUEUE:
         return _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
-    return _STATUS[result.status]
+    return _STATUS_BY_ID[id(status)]
 
 
 @lru_cache(maxsize=1024)
@@ -349,7 +355,7 @@ class PullProcessor:
         served = 0
         size = 0
         if views:
-            size = sum(view.nbytes for view in views)
+            size = views[0].nbytes if len(views) == 1 else sum(view.nbytes for view in views)
             response.next_begin_offset = _whole_batches_end(result, views[-1])
             # whole batches go out: every record from the pulled offset to the answer's next
             # one (a filter's misses included; the consumer drops those)

@@ -77,7 +77,8 @@ class PullHoldService:
         self._max_offset = max_offset
         self.max_suspend_ms = max_suspend_ms
         self._clock_ns = clock_ns
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # taken as itself on the hot path: a Condition's
+        self._cond = threading.Condition(self._lock)  # __enter__ is a Python call
         self._held: dict[tuple[str, int], list[_Hold]] = {}
         self._deadlines: list[_Hold] = []
         self._ready: list[tuple[_Hold, bool]] = []
@@ -124,7 +125,7 @@ class PullHoldService:
         timeout_ms = max(0, min(timeout_ms, self.max_suspend_ms))
         key = (topic, queue_id)
         entry = _Hold(key, offset, self._clock_ns() + timeout_ms * _NS_PER_MS, on_wake)
-        with self._cond:
+        with self._lock:
             if not self._running:
                 entry.done = True
                 self._ready.append((entry, False))
@@ -146,7 +147,7 @@ class PullHoldService:
         """The store's arrival listener: release the holds of the queue below ``max_offset``
         and call their ``on_wake(True)`` here, on the writer's thread (outside the lock)."""
         key = (topic, queue_id)
-        with self._cond:
+        with self._lock:
             holds = self._held.get(key)
             if not holds:
                 return

@@ -31,7 +31,9 @@ the stored batches as they are, and the consumer reads them column by column. No
   :func:`join_tag`, :func:`stored_properties`).
 - ``reader``: :func:`read_pulled_chunk`, a pull answer's batches checked, cut to the pulled
   range and filtered by the subscription into one :class:`PulledChunk` (``chunk``), in one C
-  pass (``_reader.c``); ``numpy_reader``: :func:`read_pulled_chunk_py`, its numpy reference.
+  pass (``_reader.c``); ``numpy_reader``: :func:`read_pulled_chunk_py`, its numpy reference;
+  :func:`read_pulled_records`, a small answer's records as message objects
+  (``_message_reader.c``).
 - ``spans``: the kept records' bodies, tags and a property's values in Arrow's binary layout
   (``_gather.c``, the numpy references beside it).
 
@@ -139,6 +141,7 @@ from aeromq.common.record_batch.reader import (
     COLUMNS_I64,
     join_ranges,
     read_pulled_chunk,
+    read_pulled_records,
 )
 from aeromq.common.record_batch.spans import (
     ArrowLayout,
@@ -248,6 +251,7 @@ __all__ = [
     "read_producer_state",
     "read_pulled_chunk",
     "read_pulled_chunk_py",
+    "read_pulled_records",
     "read_total_length",
     "span_layout",
     "split_tag",

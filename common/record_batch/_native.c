@@ -20,6 +20,8 @@
  *   merge(batches)        _merger.c: one batch of several (``merger.merge_batches``)
  *   read(...)             _reader.c: a pull answer's batches checked and read into columns
  *                         (``reader.read_pulled_chunk``)
+ *   read_messages(...)    _message_reader.c: a small pull answer's records checked and made
+ *                         into message objects (``message_reader.read_pulled_records``)
  *   gather(...), find_property(...)
  *                         _gather.c: spans of the records (bodies, tags, a property's values)
  *                         in Arrow's binary layout (``spans``)
@@ -61,6 +63,10 @@ static PyMethodDef methods[] = {
     {"read", (PyCFunction)(void (*)(void))columns_read, METH_FASTCALL,
      "read(data, queue_id, topic, offset, next_offset) -> None, or (kept, capacity, columns, "
      "headers): a pull answer's records in the range, as columns."},
+    {"read_messages", (PyCFunction)(void (*)(void))messages_read, METH_FASTCALL,
+     "read_messages(data, queue_id, topic, offset, next_offset, limit, message_type, "
+     "topic_name, broker_name) -> list | None: a small pull answer's records in the range, "
+     "as message_type objects."},
     {"gather", (PyCFunction)(void (*)(void))columns_gather, METH_FASTCALL,
      "gather(parts, count, null_empty) -> (offsets, data, validity, null_count): spans in "
      "Arrow's binary layout."},

@@ -42,6 +42,8 @@ PyObject *batch_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 PyObject *batch_merge(PyObject *module, PyObject *batches);
 /* _reader.c */
 PyObject *columns_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* _message_reader.c */
+PyObject *messages_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _gather.c */
 PyObject *columns_gather(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *columns_find_property(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

@@ -11,6 +11,7 @@ from typing_extensions import Buffer
 _A = TypeVar("_A", bound=tuple[object, ...])
 _Column = tuple[int, Buffer, Buffer | None, Buffer | None, int, int, int]
 """(kind, data, offsets, validity, first, width, length): ``column_encoder.Column``."""
+_M = TypeVar("_M")
 _Parts = list[tuple[Buffer, npt.NDArray[np.int64], npt.NDArray[np.int32]]]
 
 def check(
@@ -70,6 +71,18 @@ def read(
     next_offset: int,
     ranges: Buffer | None = None,
 ) -> tuple[int, int, bytes, bytes] | None: ...
+def read_messages(
+    data: Buffer,
+    queue_id: int,
+    topic: bytes,
+    offset: int,
+    next_offset: int,
+    limit: int,
+    message_type: type[_M],
+    topic_name: str,
+    broker_name: str,
+    /,
+) -> list[_M] | None: ...
 def gather(
     parts: _Parts, count: int, null_empty: bool
 ) -> tuple[bytes, bytes, bytes | None, int]: ...

@@ -37,6 +37,7 @@
 #include "_native.h"
 
 #include "_crc32.h"
+#include "_reader.h"
 
 /* The i64 columns of ``read``, then its i32 columns (as COLUMNS_I64 / COLUMNS_I32). */
 enum {
@@ -54,14 +55,6 @@ enum {
 };
 enum { C_BODY_LENGTH, C_TAG_LENGTH, C_PROPERTIES_LENGTH, C_BORN_DELTA_MS, C_FLAG, I32_COLUMNS };
 
-/* One batch's place, found by the first pass. */
-typedef struct {
-    Py_ssize_t position;
-    Py_ssize_t length;
-    Py_ssize_t columns; /* absolute position of its column block */
-    int32_t count;
-} Frame;
-
 /* What pass 2 of ``read`` fills, and how many records it kept. */
 typedef struct {
     const unsigned char *data;
@@ -76,6 +69,100 @@ typedef struct {
  * whose queue offset is in ``[offset, next_offset)`` written into the columns (queue offsets
  * and the sums after them wrap as numpy's int64 do). 0, 1 when a batch fails, -1 with a Python
  * error set (only through the zlib fallback, which runs with the GIL). */
+int
+frame_check_clmul(void)
+{
+    return crc32_clmul_on;
+}
+
+int
+frame_check(const unsigned char *data, const Frame *frame, int clmul, int64_t sums[3])
+{
+    const unsigned char *b = data + frame->position;
+    int64_t crc = crc32_of(b + CRC_START, frame->length - CRC_START, clmul);
+    if (crc < 0)
+        return -1;
+    if ((uint32_t)crc != load_u32(b + CRC_OFFSET))
+        return 1;
+    const int32_t count = frame->count;
+    const FrameColumns c = frame_columns(data, frame);
+    int negative = 0;
+    for (int k = 0; k < 3; k++) {
+        const unsigned char *column = c.body_lengths + 4 * (size_t)count * (size_t)k;
+        sums[k] = 0;
+        for (int32_t i = 0; i < count; i++) {
+            int32_t value = load_i32(column + 4 * (size_t)i);
+            negative |= value < 0;
+            sums[k] += value;
+        }
+    }
+    if (negative || c.data_start + sums[0] + sums[1] + sums[2] != frame->position + frame->length)
+        return 1;
+    return 0;
+}
+
+int
+frames_find(Frames *found, const unsigned char *data, Py_ssize_t end,
+            const unsigned char *ranges, Py_ssize_t range_count, long long queue_id,
+            const unsigned char *topic, Py_ssize_t topic_length)
+{
+    const int has_ranges = ranges != NULL;
+    found->read_bytes = has_ranges ? 0 : end;
+    Py_ssize_t next_range = 0;
+    int64_t range_end = 0; /* where the last range ended: the next starts there or later */
+    for (Py_ssize_t position = 0; has_ranges ? next_range < range_count : position < end;) {
+        if (has_ranges) {
+            int64_t at = load_i64(ranges + 16 * next_range);
+            int64_t span = load_i64(ranges + 16 * next_range + 8);
+            next_range++;
+            if (at < range_end || span < FIXED_HEADER_LENGTH || at > (int64_t)end - span)
+                return 1;
+            range_end = at + span;
+            position = (Py_ssize_t)at;
+            found->read_bytes += (Py_ssize_t)span;
+            if (load_i32(data + position + TOTAL_LENGTH_OFFSET) != span)
+                return 1;
+        }
+        if (end - position < FIXED_HEADER_LENGTH)
+            return 1;
+        const unsigned char *b = data + position;
+        int32_t length = load_i32(b + TOTAL_LENGTH_OFFSET);
+        int32_t count = load_i32(b + RECORD_COUNT_OFFSET);
+        /* the columns follow the topic's padding, and the producer state when it has one */
+        const Py_ssize_t header_length = batch_header_length(topic_length, batch_attributes(b));
+        if (length < FIXED_HEADER_LENGTH || length > end - position
+            || load_u32(b + MAGIC_OFFSET) != BATCH_MAGIC
+            || (long long)load_i32(b + QUEUE_ID_OFFSET) != queue_id
+            || batch_topic_length(b) != topic_length
+            || count <= 0
+            || (batch_attributes(b) & COMPRESSED_FLAG) /* inflated first, in Python */
+            || (int64_t)header_length + (int64_t)RECORD_OVERHEAD * count > (int64_t)length
+            || memcmp(b + TOPIC_OFFSET, topic, (size_t)topic_length) != 0)
+            return 1;
+        if (found->batches == found->allocated) {
+            Py_ssize_t grown = found->allocated ? 2 * found->allocated : 64;
+            Frame *more = found->frames == found->local ? PyMem_Malloc((size_t)grown * sizeof(Frame))
+                                                        : PyMem_Realloc(found->frames, (size_t)grown * sizeof(Frame));
+            if (more == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            if (found->frames == found->local)
+                memcpy(more, found->local, sizeof(found->local));
+            found->frames = more;
+            found->allocated = grown;
+        }
+        Frame *frame = &found->frames[found->batches++];
+        frame->position = position;
+        frame->length = length;
+        frame->columns = position + header_length;
+        frame->count = count;
+        found->records += count;
+        position += length;
+    }
+    return 0;
+}
+
 static int
 fill_columns(Fill *fill)
 {
@@ -91,51 +178,32 @@ fill_columns(Fill *fill)
     for (Py_ssize_t f = 0; f < fill->batches; f++) {
         const Frame *frame = &fill->frames[f];
         const unsigned char *b = fill->data + frame->position;
-        int64_t crc = crc32_of(b + CRC_START, frame->length - CRC_START, fill->clmul);
-        if (crc < 0)
-            return -1;
-        if ((uint32_t)crc != load_u32(b + CRC_OFFSET))
-            return 1;
+        int64_t sums[3];
+        int checked = frame_check(fill->data, frame, fill->clmul, sums);
+        if (checked != 0)
+            return checked;
         memcpy(fill->headers + f * FIXED_HEADER_LENGTH, b, FIXED_HEADER_LENGTH);
         const int32_t count = frame->count;
-        const unsigned char *hashes = fill->data + frame->columns;
-        const unsigned char *body_lengths = hashes + 8 * (size_t)count;
-        const unsigned char *tag_lengths = body_lengths + 4 * (size_t)count;
-        const unsigned char *property_lengths = body_lengths + 8 * (size_t)count;
-        const unsigned char *born_deltas = body_lengths + 12 * (size_t)count;
-        const unsigned char *flags = body_lengths + 16 * (size_t)count;
-        const int64_t data_start = frame->columns + (int64_t)RECORD_OVERHEAD * count;
-        int64_t sums[3] = {0, 0, 0};
-        int negative = 0;
-        for (int k = 0; k < 3; k++) {
-            const unsigned char *column = body_lengths + 4 * (size_t)count * (size_t)k;
-            for (int32_t i = 0; i < count; i++) {
-                int32_t value = load_i32(column + 4 * (size_t)i);
-                negative |= value < 0;
-                sums[k] += value;
-            }
-        }
-        if (negative || data_start + sums[0] + sums[1] + sums[2] != frame->position + frame->length)
-            return 1;
+        const FrameColumns c = frame_columns(fill->data, frame);
         const uint64_t base_offset = (uint64_t)load_i64(b + BASE_QUEUE_OFFSET_OFFSET);
         const uint64_t physical = (uint64_t)load_i64(b + BASE_PHYSICAL_OFFSET_OFFSET);
         const int64_t store_ms = load_i64(b + STORE_TIMESTAMP_OFFSET);
         const uint64_t born_ms = (uint64_t)load_i64(b + BASE_BORN_TIMESTAMP_OFFSET);
-        int64_t body_at = data_start, tag_at = data_start + sums[0],
-                property_at = data_start + sums[0] + sums[1];
+        int64_t body_at = c.data_start, tag_at = c.data_start + sums[0],
+                property_at = c.data_start + sums[0] + sums[1];
         for (int32_t i = 0; i < count; i++) {
-            int32_t body_length = load_i32(body_lengths + 4 * (size_t)i);
-            int32_t tag_length = load_i32(tag_lengths + 4 * (size_t)i);
-            int32_t property_length = load_i32(property_lengths + 4 * (size_t)i);
+            int32_t body_length = load_i32(c.body_lengths + 4 * (size_t)i);
+            int32_t tag_length = load_i32(c.tag_lengths + 4 * (size_t)i);
+            int32_t property_length = load_i32(c.property_lengths + 4 * (size_t)i);
             int64_t queue_offset = (int64_t)(base_offset + (uint64_t)i);
             if (queue_offset >= fill->offset && queue_offset < fill->next_offset) {
-                int32_t born_delta = load_i32(born_deltas + 4 * (size_t)i);
+                int32_t born_delta = load_i32(c.born_deltas + 4 * (size_t)i);
                 c64[C_BATCH][kept] = f;
                 c64[C_INDEX][kept] = i;
                 c64[C_BODY_START][kept] = body_at;
                 c64[C_TAG_START][kept] = tag_at;
                 c64[C_PROPERTIES_START][kept] = property_at;
-                c64[C_TAG_HASH][kept] = load_i64(hashes + 8 * (size_t)i);
+                c64[C_TAG_HASH][kept] = load_i64(c.hashes + 8 * (size_t)i);
                 c64[C_QUEUE_OFFSET][kept] = queue_offset;
                 c64[C_COMMIT_LOG_OFFSET][kept] = (int64_t)(physical + (uint64_t)i);
                 c64[C_STORE_MS][kept] = store_ms;
@@ -144,7 +212,7 @@ fill_columns(Fill *fill)
                 c32[C_TAG_LENGTH][kept] = tag_length;
                 c32[C_PROPERTIES_LENGTH][kept] = property_length;
                 c32[C_BORN_DELTA_MS][kept] = born_delta;
-                c32[C_FLAG][kept] = load_i32(flags + 4 * (size_t)i);
+                c32[C_FLAG][kept] = load_i32(c.flags + 4 * (size_t)i);
                 kept++;
             }
             body_at += body_length;
@@ -171,12 +239,8 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     if (PyErr_Occurred())
         return NULL;
     Py_buffer data_view, topic_view;
-    if (PyObject_GetBuffer(args[0], &data_view, PyBUF_SIMPLE) < 0)
+    if (answer_buffers(args, &data_view, &topic_view) < 0)
         return NULL;
-    if (PyObject_GetBuffer(args[2], &topic_view, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&data_view);
-        return NULL;
-    }
     Py_buffer ranges_view = {0};
     int has_ranges = ranges_arg != Py_None;
     if (has_ranges) {
@@ -197,74 +261,23 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     const Py_ssize_t range_count = has_ranges ? ranges_view.len / 16 : 0;
     const unsigned char *data = (const unsigned char *)data_view.buf;
     const Py_ssize_t end = data_view.len;
-    Py_ssize_t read_bytes = has_ranges ? 0 : end;
     const unsigned char *topic = (const unsigned char *)topic_view.buf;
     const Py_ssize_t topic_length = topic_view.len;
     PyObject *out = NULL, *columns = NULL, *headers = NULL;
-    Frame *frames = NULL;
-    Py_ssize_t batches = 0, frame_capacity = 0;
-    int64_t capacity = 0;
+    Frames found;
+    frames_init(&found);
     int refused = 0;
 
     /* pass 1: framing, magic, queue and topic, record counts; with ``ranges``, one batch at
      * each (position, length), which must lie in ``data`` and be the batch's own length */
-    Py_ssize_t next_range = 0;
-    int64_t range_end = 0; /* where the last range ended: the next starts there or later */
-    for (Py_ssize_t position = 0; has_ranges ? next_range < range_count : position < end;) {
-        if (has_ranges) {
-            int64_t at = load_i64(ranges + 16 * next_range);
-            int64_t span = load_i64(ranges + 16 * next_range + 8);
-            next_range++;
-            if (at < range_end || span < FIXED_HEADER_LENGTH || at > (int64_t)end - span) {
-                refused = 1;
-                break;
-            }
-            range_end = at + span;
-            position = (Py_ssize_t)at;
-            read_bytes += (Py_ssize_t)span;
-            if (load_i32(data + position + TOTAL_LENGTH_OFFSET) != span) {
-                refused = 1;
-                break;
-            }
-        }
-        if (end - position < FIXED_HEADER_LENGTH) {
-            refused = 1;
-            break;
-        }
-        const unsigned char *b = data + position;
-        int32_t length = load_i32(b + TOTAL_LENGTH_OFFSET);
-        int32_t count = load_i32(b + RECORD_COUNT_OFFSET);
-        /* the columns follow the topic's padding, and the producer state when it has one */
-        const Py_ssize_t header_length = batch_header_length(topic_length, batch_attributes(b));
-        if (length < FIXED_HEADER_LENGTH || length > end - position
-            || load_u32(b + MAGIC_OFFSET) != BATCH_MAGIC
-            || (long long)load_i32(b + QUEUE_ID_OFFSET) != queue_id
-            || batch_topic_length(b) != topic_length
-            || count <= 0
-            || (batch_attributes(b) & COMPRESSED_FLAG) /* inflated first, in Python */
-            || (int64_t)header_length + (int64_t)RECORD_OVERHEAD * count > (int64_t)length
-            || memcmp(b + TOPIC_OFFSET, topic, (size_t)topic_length) != 0) {
-            refused = 1;
-            break;
-        }
-        if (batches == frame_capacity) {
-            Py_ssize_t grown = frame_capacity ? 2 * frame_capacity : 64;
-            Frame *more = PyMem_Realloc(frames, (size_t)grown * sizeof(Frame));
-            if (more == NULL) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            frames = more;
-            frame_capacity = grown;
-        }
-        frames[batches].position = position;
-        frames[batches].length = length;
-        frames[batches].columns = position + header_length;
-        frames[batches].count = count;
-        batches++;
-        capacity += count;
-        position += length;
-    }
+    refused = frames_find(&found, data, end, has_ranges ? ranges : NULL, range_count, queue_id,
+                          topic, topic_length);
+    if (refused < 0)
+        goto done;
+    const Frame *frames = found.frames;
+    const Py_ssize_t batches = found.batches;
+    const int64_t capacity = found.records;
+    const Py_ssize_t read_bytes = found.read_bytes;
     if (refused) {
         out = Py_NewRef(Py_None);
         goto done;
@@ -308,7 +321,7 @@ columns_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
 done:
     Py_XDECREF(columns);
     Py_XDECREF(headers);
-    PyMem_Free(frames);
+    frames_free(&found);
     if (has_ranges)
         PyBuffer_Release(&ranges_view);
     PyBuffer_Release(&topic_view);

@@ -20,11 +20,17 @@ holds other records too) and, as RocketMQ's client does, the tag strings of the 
 hash matched are compared, so a hash collision never delivers a foreign tag. SQL92: the broker
 sent the batches holding a match; here the expression selects among their records again
 (:mod:`._filter`). No I/O.
+
+:func:`read_pulled_records` is the path of a small answer (a consumer keeping up pulls one
+message at a time): its records made straight into message objects by one native call
+(``_message_reader.c``, the same checks as ``_reader.c``), no column between; None when the
+answer is not for it (more records than asked, a check failed, compressed, not built), and
+the caller reads it with :func:`read_pulled_chunk`, which raises the refusal's error.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +48,15 @@ try:
 except ImportError:  # not built (a source tree without a compiler): numpy alone
     _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
-__all__ = ["COLUMNS_I32", "COLUMNS_I64", "join_ranges", "read_pulled_chunk"]
+__all__ = [
+    "COLUMNS_I32",
+    "COLUMNS_I64",
+    "join_ranges",
+    "read_pulled_chunk",
+    "read_pulled_records",
+]
+
+_M = TypeVar("_M")
 
 COLUMNS_I64: Final = (
     "batch",
@@ -99,6 +113,35 @@ def read_pulled_chunk(
     if ranges is not None:
         data = join_ranges(data, ranges)
     return read_pulled_chunk_py(data, queue, broker_name, offset, next_offset, subscription)
+
+
+def read_pulled_records(
+    data: bytes,
+    queue: PulledQueue,
+    broker_name: str,
+    offset: int,
+    next_offset: int,
+    limit: int,
+    message_type: type[_M],
+) -> list[_M] | None:
+    """The records of ``data`` (a pull's ``batches`` of ``queue`` from ``broker_name``) in
+    ``[offset, next_offset)``, each a ``message_type`` object with the fields of a
+    ``MessageExt`` set (``__init__`` not run), when there are 1 to ``limit`` of them and every
+    batch passes the checks of :func:`read_pulled_chunk`; else None (see module). No
+    subscription filter: the caller filters the few messages."""
+    if _native is None:
+        return None
+    return _native.read_messages(
+        data,
+        queue.queue_id,
+        queue.topic.encode(),
+        offset,
+        next_offset,
+        limit,
+        message_type,
+        queue.topic,
+        broker_name,
+    )
 
 
 def join_ranges(data: bytes, ranges: bytes) -> bytes:

@@ -182,6 +182,13 @@ def test_should_fail_on_a_broken_answer_as_the_reference_does(
     answer: tuple[bytes, int, int], draw: Any
 ) -> None:
     data, first, end = answer
+    broken = broken_answer(data, draw)
+    expected = _outcome(read_pulled_batches_py, broken, first, end)
+    assert _outcome(read_pulled_batches, broken, first, end) == expected
+
+
+def broken_answer(data: bytes, draw: Any) -> bytes:
+    """``data`` with a bit flipped, cut short, or its first batch naming another queue."""
     broken = bytearray(data)
     how = draw.draw(st.sampled_from(["flip", "truncate", "queue"]))
     if how == "flip":
@@ -191,8 +198,7 @@ def test_should_fail_on_a_broken_answer_as_the_reference_does(
         del broken[draw.draw(st.integers(1, len(data) - 1)) :]
     else:
         struct.pack_into("<i", broken, 40, 4)  # the first batch names another queue
-    expected = _outcome(read_pulled_batches_py, bytes(broken), first, end)
-    assert _outcome(read_pulled_batches, bytes(broken), first, end) == expected
+    return bytes(broken)
 
 
 def test_should_name_the_batch_position_of_a_crc_mismatch() -> None:
