@@ -64,11 +64,15 @@ def test_should_roll_files_query_across_them_and_reload(tmp_path: Path) -> None:
     assert service.end_physical_offset == -1
     for i in range(5):
         service.put("T", [f"k{i % 2}", "all"], i * 100, 1000 + i)
-    assert len(service.files) == 5  # two keys a message, two entries a file
-    assert service.query("T", "k0", 10, 0, 10_000) == [400, 200, 0]
-    assert service.query("T", "all", 2, 0, 10_000)[:2] == [400, 300]
-    assert service.query("U", "k0", 10, 0, 10_000) == []
-    assert service.end_physical_offset == 400
+    for written in (False, True):  # queued, then in the files
+        assert len(service.files) == (5 if written else 0)  # two entries a file
+        assert service.query("T", "k0", 10, 0, 10_000) == [400, 200, 0]
+        assert service.query("T", "all", 2, 0, 10_000)[:2] == [400, 300]
+        assert service.query("U", "k0", 10, 0, 10_000) == []
+        assert service.end_physical_offset == 400
+        if not written:
+            assert service.query("T", "k0", 10, 1001, 1003) == [200]  # by the exact time
+            assert service.drain() == 5
     service.flush()
     service.close()
     again = IndexService(tmp_path, slot_count=5, entry_count=3)
