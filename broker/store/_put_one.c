@@ -12,13 +12,15 @@
  *
  * What it does
  * ------------
- *   check(batch, topic, max_length, fallback_attributes) -> bool
+ *   check(batch, topic, max_length, fallback_attributes) -> int
  *       Whether ``batch`` is a plain one-record batch of ``topic`` (UTF-8 bytes) that the
  *       Python path would append as it is: the same checks as ``PutPath._append`` (length
  *       within [FIXED_HEADER_LENGTH, max_length], magic, total length, the record's columns
  *       inside the batch, the topic), one record, and no attribute of ``fallback_attributes``
- *       (the producer state, a timer, a transaction's half, compression: those go the Python
- *       way). False means "take the Python path", which refuses or appends it.
+ *       (a timer, a transaction's half, compression: those go the Python way). 0 means "take
+ *       the Python path", which refuses or appends it; 1 a plain batch; 2 one with a producer
+ *       state (PRODUCER_STATE_FLAG: an idempotent producer's, which the caller checks against
+ *       the producer's last batches as the Python path does).
  *
  *   write(batch, segment, position, queue_offset, physical_offset, store_timestamp_ms,
  *         store_host, queue_id, queue_file, queue_position) -> None | bytes | True
@@ -62,7 +64,7 @@
 static const char KEYS_MARKER[] = "KEYS\x01";
 static const char UNIQ_KEY_MARKER[] = "UNIQ_KEY\x01";
 
-/* check(batch, topic, max_length, fallback_attributes) -> bool (see the module) */
+/* check(batch, topic, max_length, fallback_attributes) -> int (see the module) */
 static PyObject *
 put_one_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -91,13 +93,14 @@ put_one_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         unsigned attributes = batch_attributes(b);
         ptrdiff_t topic_length = batch_topic_length(b);
         ptrdiff_t header_length = batch_header_length(topic_length, attributes);
-        ok = !(attributes & (unsigned)fallback) && header_length + RECORD_OVERHEAD <= length &&
-             topic_length == topic.len &&
-             memcmp(b + TOPIC_OFFSET, topic.buf, (size_t)topic_length) == 0;
+        if (!(attributes & (unsigned)fallback) && header_length + RECORD_OVERHEAD <= length &&
+            topic_length == topic.len &&
+            memcmp(b + TOPIC_OFFSET, topic.buf, (size_t)topic_length) == 0)
+            ok = (attributes & PRODUCER_STATE_FLAG) ? 2 : 1;
     }
     PyBuffer_Release(&topic);
     PyBuffer_Release(&batch);
-    return PyBool_FromLong(ok);
+    return PyLong_FromLong(ok);
 }
 
 /* What the record of a one-record batch at ``b`` (``length`` bytes, its columns from
@@ -219,8 +222,8 @@ done:
 
 static PyMethodDef put_one_methods[] = {
     {"check", (PyCFunction)(void (*)(void))put_one_check, METH_FASTCALL,
-     "check(batch, topic, max_length, fallback_attributes) -> bool: whether the native write "
-     "takes this batch (a plain one-record batch of topic)."},
+     "check(batch, topic, max_length, fallback_attributes) -> int: whether the native write "
+     "takes this batch (a plain one-record batch of topic: 1, with a producer state: 2) or not (0)."},
     {"write", (PyCFunction)(void (*)(void))put_one_write, METH_FASTCALL,
      "write(batch, segment, position, queue_offset, physical_offset, store_timestamp_ms, "
      "store_host, queue_id, queue_file, queue_position) -> None | bytes | True: the batch into "

@@ -4,7 +4,7 @@ from typing import Literal
 
 from typing_extensions import Buffer
 
-def check(batch: Buffer, topic: Buffer, max_length: int, fallback_attributes: int, /) -> bool: ...
+def check(batch: Buffer, topic: Buffer, max_length: int, fallback_attributes: int, /) -> int: ...
 def write(
     batch: Buffer,
     segment: Buffer,

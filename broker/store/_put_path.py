@@ -17,8 +17,8 @@ the group's committed offset passes the batch (``_leader_path``, ``_commit_path`
 single broker's path of a batch without a producer state makes the Python calls it made before
 both (an attribute test or two more, no call: counted with ``cProfile``).
 
-A plain one-record batch (a one-message send: no producer state, timer, transaction or
-compression) of a single broker, whose bytes fit the commit log's last segment and whose entry
+A plain one-record batch (a one-message send, an idempotent producer's too: no timer,
+transaction or compression) of a single broker, whose bytes fit the commit log's last segment and whose entry
 fits its queue's last file, is appended by :meth:`PutPath._append_one` through the native helper
 ``_put_one.c`` (its checks in one call, the commit log's copy with the broker's fields and the
 consume-queue entry in another: the same bytes as the Python path, which stays the reference
@@ -73,10 +73,10 @@ __all__ = ["PutCallback", "PutPath"]
 
 _log = logging.getLogger(__name__)
 
-_NATIVE_FALLBACK: Final = (
-    PRODUCER_STATE_FLAG | TIMER_FLAG | TRANSACTION_PREPARED_FLAG | COMPRESSED_FLAG
-)
+_NATIVE_FALLBACK: Final = TIMER_FLAG | TRANSACTION_PREPARED_FLAG | COMPRESSED_FLAG
 """A one-record batch with any of these attributes goes the Python way (``_put_one.c``)."""
+_NATIVE_PRODUCER: Final = 2
+"""``_put_one.check``'s answer for a batch with a producer state (an idempotent producer's)."""
 
 _MAX_QUEUE_ID = (1 << 31) - 1
 _TOPIC_CACHE_LIMIT = 10_000
@@ -330,10 +330,12 @@ class PutPath(LeaderPath):
         if topic_bytes is None or self._replicated or type(data) is memoryview:
             return None
         queue = self.queues.get(topic, queue_id)
-        if queue is None or not _native.check(
-            data, topic_bytes, self._max_batch_bytes, _NATIVE_FALLBACK
-        ):
+        if queue is None:
             return None
+        kind = _native.check(data, topic_bytes, self._max_batch_bytes, _NATIVE_FALLBACK)
+        if not kind:
+            return None
+        producer = read_producer_state(data) if kind == _NATIVE_PRODUCER else None
         length = len(data)
         commit_log = self.commit_log
         with self._put_lock:
@@ -359,6 +361,10 @@ class PutPath(LeaderPath):
             now_ms = self._clock_ms()
             if now_ms < commit_log.last_store_timestamp_ms:
                 now_ms = commit_log.last_store_timestamp_ms
+            if producer is not None:
+                known = self.producer_states.check(producer, topic, queue_id, 1)
+                if known is not None:
+                    return self._known_batch(known)
             key = _native.write(
                 data,
                 segment.mm,
@@ -381,6 +387,8 @@ class PutPath(LeaderPath):
                 else:
                     index.put(topic, key, position, now_ms)
             self._dispatched_offset = end
+            if producer is not None:
+                self._record_producer(producer, topic, queue_id, 1, position, queue_offset, length)
         if self.arrivals.active:
             self.arrivals.notify(topic, queue_id, queue_offset + 1)
         result = PutMessageResult(

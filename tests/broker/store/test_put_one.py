@@ -45,7 +45,7 @@ _sends = st.tuples(
     _properties,
     st.sampled_from((0,) * 10 + (TIMER_FLAG, TRANSACTION_PREPARED_FLAG)),
     st.sampled_from((None,) * 10 + (7,)),
-    st.sampled_from((None,) * 20 + ("magic", "short", "length")),
+    st.sampled_from((None,) * 20 + ("magic", "short", "length", "retry", "retry")),
 )
 
 
@@ -87,10 +87,14 @@ def _run(data_dir: Path, native: bool, sends: list[tuple[object, ...]]) -> list[
     store.start()
     results = []
     sequences: dict[tuple[object, object], int] = {}
+    last: dict[tuple[object, object], bytes] = {}  # a retry sends the queue's last batch again
     for send in sends:
         topic, queue_id = send[0], send[1]
         sequence = sequences.get((topic, queue_id), 0)
-        result = store.put_batch(_batch(send, sequence), str(topic), int(queue_id))  # type: ignore[call-overload]
+        batch = last.get((topic, queue_id)) if send[-1] == "retry" else None
+        if batch is None:
+            batch = last[(topic, queue_id)] = _batch(send, sequence)
+        result = store.put_batch(batch, str(topic), int(queue_id))  # type: ignore[call-overload]
         sequences[(topic, queue_id)] = sequence + result.message_count
         results.append(result)
         clock.advance(137)
