@@ -3,6 +3,9 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pytest
+
+from aeromq.broker import NoSpaceError, StoreIOError
 from aeromq.broker.store import _index_file as layout
 from aeromq.broker.store._index_file import IndexFile, index_file_length, key_hash
 from aeromq.broker.store._index_service import IndexService
@@ -81,3 +84,23 @@ def test_should_roll_files_query_across_them_and_reload(tmp_path: Path) -> None:
     assert again.delete_expired(250) == 3  # the files of 0, 100 and 200
     assert again.query("T", "k1", 10, 0, 10_000) == [300]
     again.close()
+
+
+def test_should_count_report_and_drop_an_entry_whose_file_cannot_be_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = IndexService(tmp_path, slot_count=5, entry_count=3)
+    service.load()
+    seen: list[StoreIOError] = []
+    service.on_error = seen.append
+
+    def full(*_: object, **__: object) -> IndexFile:
+        raise NoSpaceError("no room for a store file", path="x", needed_bytes=10, free_bytes=0)
+
+    monkeypatch.setattr(IndexFile, "create", full)
+    service.put("T", ["k"], 100, 1000)
+    assert service.query("T", "k", 10, 0, 10_000) == [100]  # queued
+    assert service.drain() == 1
+    assert service.errors == 1 and isinstance(seen[0], NoSpaceError)
+    assert not service.pending and service.query("T", "k", 10, 0, 10_000) == []
+    service.close()
