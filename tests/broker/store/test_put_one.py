@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from aeromq.broker.store import InboundMessage, MessageStore, PutMessageResult, _put_path
 from aeromq.common.record_batch import TIMER_FLAG, TRANSACTION_PREPARED_FLAG, encode_batch
 
-from .conftest import ManualClock, small_config
+from .conftest import ManualClock, crash, small_config
 
 pytestmark = pytest.mark.skipif(_put_path._native is None, reason="_put_one is not built")
 
@@ -150,3 +150,26 @@ def test_should_find_a_message_by_key_as_soon_as_its_put_returns(open_store: obj
         b"\x01",
         b"\x00",
     ]
+
+
+def test_should_find_by_key_after_a_crash_what_the_index_had_queued(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    quiet = {"flush_consume_queue_interval_ms": 600_000, "clean_interval_ms": 600_000}
+    store = MessageStore(small_config(tmp_path, **quiet), clock_ms=clock)
+    store.start()
+    for i in range(30):
+        store.put_message(InboundMessage("TopicA", i % 2, bytes([i]), {"UNIQ_KEY": f"u{i}"}))
+        if i == 9:
+            store.flush()  # a checkpoint: the first ten written to the index files
+    assert store.index is not None and len(store.index.pending) == 20
+    store.index.pending.clear()  # lost with the killed process
+    crash(store)
+    again = MessageStore(small_config(tmp_path, **quiet), clock_ms=clock)
+    again.start()
+    try:
+        for i in range(30):
+            (found,) = again.query_messages_by_key("TopicA", f"u{i}")
+            assert found.body == bytes([i])
+    finally:
+        again.shutdown()
