@@ -4,7 +4,9 @@ entries not yet written to them.
 A put queues its entry (a deque append, no file touched) and :meth:`IndexService.drain` writes
 the queued entries to the files in order: the checkpoint's :meth:`IndexService.flush` (every
 ``flush_consume_queue_interval_ms``, before it records how far the derived data is durable),
-:meth:`IndexService.close`, and a put that finds :data:`MAX_PENDING` queued. A put wrote its
+:meth:`IndexService.close`, retention; and past :data:`MAX_PENDING` queued (over 4,096 keyed
+messages a checkpoint interval), each put writes the two oldest, so the queue stays bounded at
+any rate without a long write on any one put. A put wrote its
 entry at once before: a random 4-byte slot in a 20 MB table, whose page the checkpoint's
 flush had write-protected again, so nearly every send took a page fault there (6-22 us of the
 store's append, ``docs/latency.md``). A query reads the queued entries as well as the files:
@@ -35,9 +37,11 @@ __all__ = ["MAX_PENDING", "IndexService", "Keys"]
 
 _log = logging.getLogger(__name__)
 
-MAX_PENDING: Final = 1 << 16
-"""A put that finds this many entries queued writes them first (a broker storing over 65,000
-keyed messages between two checkpoints); about 100 bytes each."""
+MAX_PENDING: Final = 4096
+"""Past this many entries queued (about 100 bytes each), each put writes the two oldest: the
+cost the put paid before, spread, at rates above 4,096 keyed messages between two checkpoints
+(a second by default)."""
+_WRITTEN_A_PUT: Final = 2
 
 Keys = Sequence[str] | bytes
 """A message's keys: their texts, or its one unique key as the UTF-8 bytes it was stored in
@@ -94,28 +98,36 @@ class IndexService:
         """Index each key of one message: queued, written by the next :meth:`drain`."""
         pending = self.pending
         pending.append((topic, keys, physical_offset, store_timestamp_ms))
-        if len(pending) >= MAX_PENDING:
-            self.drain()
+        if len(pending) > MAX_PENDING and self._drain_lock.acquire(blocking=False):
+            try:  # (a drain under way meanwhile writes them all)
+                self._write_oldest(_WRITTEN_A_PUT)
+            finally:
+                self._drain_lock.release()
 
     def drain(self) -> int:
         """Write the queued entries to the files, oldest first; returns how many. An entry
         whose file cannot be made is counted in ``errors`` and dropped (the index is a
         convenience: the log and its queues go on). Each entry leaves the queue once written,
         so a concurrent query finds it in one place or the other."""
+        with self._drain_lock:
+            return self._write_oldest(len(self.pending))
+
+    def _write_oldest(self, count: int) -> int:
+        """Write up to ``count`` of the oldest queued entries (see :meth:`drain`), under the
+        drain lock; returns how many."""
         pending = self.pending
         written = 0
-        with self._drain_lock:
-            while pending:
-                topic, keys, physical_offset, store_timestamp_ms = pending[0]
-                try:
-                    self._write(topic, keys, physical_offset, store_timestamp_ms)
-                except StoreIOError as exc:  # (NoSpaceError too)
-                    self.errors += 1
-                    _log.error("cannot index: physical_offset=%d: %s", physical_offset, exc)
-                    if self.on_error is not None:
-                        self.on_error(exc)
-                pending.popleft()
-                written += 1
+        while written < count and pending:
+            topic, keys, physical_offset, store_timestamp_ms = pending[0]
+            try:
+                self._write(topic, keys, physical_offset, store_timestamp_ms)
+            except StoreIOError as exc:  # (NoSpaceError too)
+                self.errors += 1
+                _log.error("cannot index: physical_offset=%d: %s", physical_offset, exc)
+                if self.on_error is not None:
+                    self.on_error(exc)
+            pending.popleft()
+            written += 1
         return written
 
     def _write(self, topic: str, keys: Keys, physical_offset: int, store_timestamp_ms: int) -> None:

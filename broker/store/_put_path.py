@@ -329,11 +329,11 @@ class PutPath(LeaderPath):
         topic_bytes = self._topics.get(topic)
         if topic_bytes is None or self._replicated or type(data) is memoryview:
             return None
+        kind = _native.check(data, topic_bytes, self._max_batch_bytes, _NATIVE_FALLBACK)
+        if not kind:  # (a batch of several records: one C call more, no Python call)
+            return None
         queue = self.queues.get(topic, queue_id)
         if queue is None:
-            return None
-        kind = _native.check(data, topic_bytes, self._max_batch_bytes, _NATIVE_FALLBACK)
-        if not kind:
             return None
         producer = read_producer_state(data) if kind == _NATIVE_PRODUCER else None
         length = len(data)
@@ -356,6 +356,8 @@ class PutPath(LeaderPath):
                 or entry_at + ENTRY_LENGTH > queue_file.size  # a new queue file: likewise
             ):
                 return None
+            # _append's admission, written out as it is there (a shared helper would cost both
+            # paths a Python call, 0.1-0.3 us on this VM): disk room, store time, producer state
             if not self.disk_space.has_room(length):
                 return PutMessageResult(PutMessageStatus.DISK_FULL), 0
             now_ms = self._clock_ms()

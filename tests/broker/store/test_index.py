@@ -7,6 +7,7 @@ import pytest
 
 from aeromq.broker import NoSpaceError, StoreIOError
 from aeromq.broker.store import _index_file as layout
+from aeromq.broker.store import _index_service
 from aeromq.broker.store._index_file import IndexFile, index_file_length, key_hash
 from aeromq.broker.store._index_service import IndexService
 
@@ -103,4 +104,19 @@ def test_should_count_report_and_drop_an_entry_whose_file_cannot_be_made(
     assert service.drain() == 1
     assert service.errors == 1 and isinstance(seen[0], NoSpaceError)
     assert not service.pending and service.query("T", "k", 10, 0, 10_000) == []
+    service.close()
+
+
+def test_should_write_the_oldest_entries_as_it_puts_past_the_queue_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_index_service, "MAX_PENDING", 4)
+    service = IndexService(tmp_path, slot_count=5, entry_count=64)
+    service.load()
+    for i in range(10):
+        service.put("T", [f"k{i}"], i * 100, 1000 + i)
+        assert len(service.pending) <= 4
+    assert service.files and service.files[-1].entries_used == 1 + 10 - len(service.pending)
+    for i in range(10):
+        assert service.query("T", f"k{i}", 10, 0, 10_000) == [i * 100]
     service.close()
