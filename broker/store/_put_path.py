@@ -332,13 +332,13 @@ class PutPath(LeaderPath):
         kind = _native.check(data, topic_bytes, self._max_batch_bytes, _NATIVE_FALLBACK)
         if not kind:  # (a batch of several records: one C call more, no Python call)
             return None
-        queue = self.queues.get(topic, queue_id)
-        if queue is None:
-            return None
         producer = read_producer_state(data) if kind == _NATIVE_PRODUCER else None
         length = len(data)
         commit_log = self.commit_log
         with self._put_lock:
+            queue = self.queues.get(topic, queue_id)  # (under the lock: delete_topic takes it)
+            if queue is None:
+                return None
             segments = commit_log.files.files
             queue_files = queue.files.files
             if not self._writable or not segments or not queue_files:
