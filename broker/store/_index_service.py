@@ -4,9 +4,11 @@ entries not yet written to them.
 A put queues its entry (a deque append, no file touched) and :meth:`IndexService.drain` writes
 the queued entries to the files in order: the checkpoint's :meth:`IndexService.flush` (every
 ``flush_consume_queue_interval_ms``, before it records how far the derived data is durable),
-:meth:`IndexService.close`, retention; and past :data:`MAX_PENDING` queued (over 4,096 keyed
+:meth:`IndexService.close`, retention; and past :data:`MAX_PENDING` queued (over 65,536 keyed
 messages a checkpoint interval), each put writes the two oldest, so the queue stays bounded at
-any rate without a long write on any one put. A put wrote its
+any rate without a long write on any one put. A drain gives the GIL up every
+:data:`DRAIN_CHUNK` entries, so the session agent, whose sends it no longer slows, is not kept
+waiting for the interpreter's switch interval (5 ms) behind it either. A put wrote its
 entry at once before: a random 4-byte slot in a 20 MB table, whose page the checkpoint's
 flush had write-protected again, so nearly every send took a page fault there (6-22 us of the
 store's append, ``docs/latency.md``). A query reads the queued entries as well as the files:
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -33,14 +36,16 @@ from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._index_file import IndexFile, key_hash
 from aeromq.broker.store._mapped_file import FILE_NAME_DIGITS, TEMP_SUFFIX
 
-__all__ = ["MAX_PENDING", "IndexService", "Keys"]
+__all__ = ["DRAIN_CHUNK", "MAX_PENDING", "IndexService", "Keys"]
 
 _log = logging.getLogger(__name__)
 
-MAX_PENDING: Final = 4096
-"""Past this many entries queued (about 100 bytes each), each put writes the two oldest: the
-cost the put paid before, spread, at rates above 4,096 keyed messages between two checkpoints
-(a second by default)."""
+MAX_PENDING: Final = 1 << 16
+"""Past this many entries queued (about 100 bytes each: 6.5 MB), each put writes the two
+oldest: the cost the put paid before, spread, at rates above 65,536 keyed messages between two
+checkpoints (a second by default)."""
+DRAIN_CHUNK: Final = 64
+"""A drain writes this many entries (about 0.2 ms), then gives the GIL up (``time.sleep(0)``)."""
 _WRITTEN_A_PUT: Final = 2
 
 Keys = Sequence[str] | bytes
@@ -109,8 +114,16 @@ class IndexService:
         whose file cannot be made is counted in ``errors`` and dropped (the index is a
         convenience: the log and its queues go on). Each entry leaves the queue once written,
         so a concurrent query finds it in one place or the other."""
-        with self._drain_lock:
-            return self._write_oldest(len(self.pending))
+        written = 0
+        count = len(self.pending)  # not those put meanwhile: a drain ends
+        while written < count:
+            with self._drain_lock:
+                done = self._write_oldest(min(DRAIN_CHUNK, count - written))
+            if not done:
+                break
+            written += done
+            time.sleep(0)  # the GIL to whoever waits for it (see module)
+        return written
 
     def _write_oldest(self, count: int) -> int:
         """Write up to ``count`` of the oldest queued entries (see :meth:`drain`), under the
