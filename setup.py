@@ -1,14 +1,14 @@
-"""Build hook for the four native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
+"""Build hook for the five native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
 operations on shared memory), ``aeromq.transport.logbuffer._gather`` (a vectored offer's check
 and frame-by-frame copy), ``aeromq.common.record_batch._native`` (the record batch's passes:
 encode, from messages or from columns, check, merge, a pull answer's batches read into columns,
-their spans gathered into Arrow's layout) and ``aeromq.broker.store._batch_take`` (the first window of the broker's
-unfiltered get).
+their spans gathered into Arrow's layout), ``aeromq.broker.store._batch_take`` (the first window
+of the broker's unfiltered get) and ``aeromq.broker.store._put_one`` (a one-record send's store append).
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
 ``transport/logbuffer/_gather.c``, ``common/record_batch/_native.c`` (one file per role beside
-it, the layout in ``common/record_batch/record_batch.h``) and ``broker/store/_batch_take.c``
-for why each module exists and what it does.
+it, the layout in ``common/record_batch/record_batch.h``), ``broker/store/_batch_take.c`` and
+``broker/store/_put_one.c`` for why each module exists and what it does.
 """
 
 from setuptools import Extension, setup
@@ -56,6 +56,12 @@ setup(
         Extension(
             "aeromq.broker.store._batch_take",
             sources=["broker/store/_batch_take.c"],
+            depends=[_RECORD_BATCH + "record_batch.h"],
+            extra_compile_args=_FLAGS,
+        ),
+        Extension(
+            "aeromq.broker.store._put_one",
+            sources=["broker/store/_put_one.c"],
             depends=[_RECORD_BATCH + "record_batch.h"],
             extra_compile_args=_FLAGS,
         ),

@@ -1,7 +1,10 @@
 """The envelopes the session agent answers with: pure functions, bytes in and bytes out.
 
-A processor's response is serialised into one envelope; a pull's batches go as the envelope's
-raw section, in pieces for one vectored offer (the store's views are not copied); an
+A processor's response is serialised into one envelope (by protobuf's C code: the envelope
+message with the response copied into its field, one serialisation, about half the cost of
+``common._envelope``'s Python varints for a send's answer, 0.9 against 1.6 us, ``timeit``; the
+same bytes but for ids of 0, which protobuf leaves out and readers take as 0); a pull's batches
+go as the envelope's raw section, in pieces for one vectored offer (the store's views are not copied); an
 envelope-level error carries a ``Status``. The layout is ``common._envelope``'s, shared with the
 clients. Caller: the agent's answer writing (``broker.session._answers``), its request dispatch
 (``_dispatch``: requests refused) and its session lifecycle (``_lifecycle``: farewells, closes).
@@ -19,11 +22,13 @@ from aeromq.common import (
     encode_envelope,
     encode_envelope_around,
 )
-from aeromq.proto import common_pb2
+from aeromq.proto import common_pb2, session_pb2
 
 __all__ = ["answer_envelope", "error_envelope"]
 
 _ERROR: Final = RESPONSE_FIELD_NUMBERS["error"]
+_Response: Final = session_pb2.TransportResponse
+_FIELD_NAMES: Final = {number: name for name, number in RESPONSE_FIELD_NUMBERS.items()}
 
 
 def answer_envelope(
@@ -43,7 +48,9 @@ def answer_envelope(
             return [head, *pieces, tail], len(head) + size + len(tail)
         data = encode_envelope(correlation_id, session_id, field, body)
     else:
-        data = encode_envelope(correlation_id, session_id, field, response.SerializeToString())
+        envelope = _Response(correlation_id=correlation_id, session_id=session_id)
+        getattr(envelope, _FIELD_NAMES[field]).CopyFrom(response)
+        data = envelope.SerializeToString()
     return data, len(data)
 
 

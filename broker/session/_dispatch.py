@@ -75,12 +75,13 @@ class RequestDispatch(AnswerWriter):
         except DecodeError:
             return self._malformed(data, header, "bytes that are not a TransportRequest")
         kind = request.WhichOneof("body")
-        if kind == "connect":
-            self.counters.requests += 1
-            self._on_connect(request, header)
-            return _CONTINUE
-        if kind is None:
-            return self._malformed(data, header, "a request without a body")
+        if kind != "send" and kind != "pull":  # the others are rare: tested after them
+            if kind == "connect":
+                self.counters.requests += 1
+                self._on_connect(request, header)
+                return _CONTINUE
+            if kind is None:
+                return self._malformed(data, header, "a request without a body")
         session = self._table.get(request.session_id)
         if session is None or session.farewell:
             self.counters.requests += 1

@@ -1,4 +1,19 @@
-"""The index by message key and unique key: a run of ``IndexFile``s, newest last.
+"""The index by message key and unique key: a run of ``IndexFile``s, newest last, and the
+entries not yet written to them.
+
+A put queues its entry (a deque append, no file touched) and :meth:`IndexService.drain` writes
+the queued entries to the files in order: the checkpoint's :meth:`IndexService.flush` (every
+``flush_consume_queue_interval_ms``, before it records how far the derived data is durable),
+:meth:`IndexService.close`, retention; and past :data:`MAX_PENDING` queued (over 65,536 keyed
+messages a checkpoint interval), each put writes the two oldest, so the queue stays bounded at
+any rate without a long write on any one put. A drain gives the GIL up every
+:data:`DRAIN_CHUNK` entries, so the session agent, whose sends it no longer slows, is not kept
+waiting for the interpreter's switch interval (5 ms) behind it either. A put wrote its
+entry at once before: a random 4-byte slot in a 20 MB table, whose page the checkpoint's
+flush had write-protected again, so nearly every send took a page fault there (6-22 us of the
+store's append, ``docs/latency.md``). A query reads the queued entries as well as the files:
+a message is found by key from the moment its put returned. The queue is part of the derived
+data the checkpoint covers: recovery re-indexes from the checkpoint whatever a crash lost.
 
 Caller: the ``MessageStore`` (``put`` under its put lock, ``query`` from any thread, ``flush``
 and ``delete_expired`` from its services). Lookups return candidate physical offsets; the
@@ -7,15 +22,35 @@ store checks the key on each message (hashes collide).
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterable
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Final
 
+from aeromq.broker._errors import StoreIOError
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._index_file import IndexFile, key_hash
 from aeromq.broker.store._mapped_file import FILE_NAME_DIGITS, TEMP_SUFFIX
 
-__all__ = ["IndexService"]
+__all__ = ["DRAIN_CHUNK", "MAX_PENDING", "IndexService", "Keys"]
+
+_log = logging.getLogger(__name__)
+
+MAX_PENDING: Final = 1 << 16
+"""Past this many entries queued (about 100 bytes each: 6.5 MB), each put writes the two
+oldest: the cost the put paid before, spread, at rates above 65,536 keyed messages between two
+checkpoints (a second by default)."""
+DRAIN_CHUNK: Final = 64
+"""A drain writes this many entries (about 0.2 ms), then gives the GIL up (``time.sleep(0)``)."""
+_WRITTEN_A_PUT: Final = 2
+
+Keys = Sequence[str] | bytes
+"""A message's keys: their texts, or its one unique key as the UTF-8 bytes it was stored in
+(``_put_one.c`` reads it so; decoded when written)."""
 
 
 class IndexService:
@@ -35,6 +70,13 @@ class IndexService:
         self.entry_count = entry_count
         self.files: list[IndexFile] = []
         self._lock = threading.Lock()  # guards the list against retention
+        self.pending: deque[tuple[str, Keys, int, int]] = deque()
+        """Entries put and not yet written: (topic, keys, physical offset, store time)."""
+        self._drain_lock = threading.Lock()  # one writer of the files at a time
+        self.errors = 0
+        """Entries that could not be written (a file that could not be made)."""
+        self.on_error: Callable[[StoreIOError], None] | None = None
+        """Told of each such failure (the store: a full disk stops sends until there is room)."""
 
     def load(self) -> None:
         make_dirs(self.directory, self.file_mode)
@@ -49,16 +91,60 @@ class IndexService:
 
     @property
     def end_physical_offset(self) -> int:
-        """The newest record indexed (-1 when none)."""
+        """The newest record indexed, queued entries included (-1 when none)."""
         files = self.files
-        return files[-1].end_physical_offset if files and files[-1].entries_used > 1 else -1
+        end = files[-1].end_physical_offset if files and files[-1].entries_used > 1 else -1
+        try:
+            return max(end, self.pending[-1][2])  # put in the log's order: the last is newest
+        except IndexError:  # nothing queued (or drained meanwhile, into the files read above)
+            return end
 
-    def put(
-        self, topic: str, keys: Iterable[str], physical_offset: int, store_timestamp_ms: int
-    ) -> None:
-        """Index each key of one message."""
-        for key in keys:
-            h = key_hash(topic, key)
+    def put(self, topic: str, keys: Keys, physical_offset: int, store_timestamp_ms: int) -> None:
+        """Index each key of one message: queued, written by the next :meth:`drain`."""
+        pending = self.pending
+        pending.append((topic, keys, physical_offset, store_timestamp_ms))
+        if len(pending) > MAX_PENDING and self._drain_lock.acquire(blocking=False):
+            try:  # (a drain under way meanwhile writes them all)
+                self._write_oldest(_WRITTEN_A_PUT)
+            finally:
+                self._drain_lock.release()
+
+    def drain(self) -> int:
+        """Write the queued entries to the files, oldest first; returns how many. An entry
+        whose file cannot be made is counted in ``errors`` and dropped (the index is a
+        convenience: the log and its queues go on). Each entry leaves the queue once written,
+        so a concurrent query finds it in one place or the other."""
+        written = 0
+        count = len(self.pending)  # not those put meanwhile: a drain ends
+        while written < count:
+            with self._drain_lock:
+                done = self._write_oldest(min(DRAIN_CHUNK, count - written))
+            if not done:
+                break
+            written += done
+            time.sleep(0)  # the GIL to whoever waits for it (see module)
+        return written
+
+    def _write_oldest(self, count: int) -> int:
+        """Write up to ``count`` of the oldest queued entries (see :meth:`drain`), under the
+        drain lock; returns how many."""
+        pending = self.pending
+        written = 0
+        while written < count and pending:
+            topic, keys, physical_offset, store_timestamp_ms = pending[0]
+            try:
+                self._write(topic, keys, physical_offset, store_timestamp_ms)
+            except StoreIOError as exc:  # (NoSpaceError too)
+                self.errors += 1
+                _log.error("cannot index: physical_offset=%d: %s", physical_offset, exc)
+                if self.on_error is not None:
+                    self.on_error(exc)
+            pending.popleft()
+            written += 1
+        return written
+
+    def _write(self, topic: str, keys: Keys, physical_offset: int, store_timestamp_ms: int) -> None:
+        for h in _hashes(topic, keys):
             last = self.files[-1] if self.files else None
             if last is None or not last.put(h, physical_offset, store_timestamp_ms):
                 last = IndexFile.create(
@@ -75,8 +161,8 @@ class IndexService:
 
     def query(self, topic: str, key: str, max_count: int, begin_ms: int, end_ms: int) -> list[int]:
         """Candidate physical offsets for ``key``, newest first, without duplicates."""
+        found = _queued(list(self.pending), topic, key, begin_ms, end_ms)  # before the files
         h = key_hash(topic, key)
-        found: list[int] = []
         for index_file in reversed(self.files):
             if index_file.end_timestamp_ms < begin_ms - 999:
                 break
@@ -89,11 +175,14 @@ class IndexService:
         return list(dict.fromkeys(found))
 
     def flush(self) -> None:
+        """Write the queued entries, then make the files' new entries durable."""
+        self.drain()
         for index_file in self.files[-2:]:
             index_file.flush()
 
     def delete_expired(self, physical_min: int) -> int:
         """Delete files whose every record is before ``physical_min``, never the newest."""
+        self.drain()  # the queued entries first: they may fill and roll the files
         with self._lock:
             files = self.files
             count = 0
@@ -105,6 +194,29 @@ class IndexService:
         return count
 
     def close(self) -> None:
+        self.drain()
         for index_file in self.files:
             index_file.close()
         self.files = []
+
+
+def _hashes(topic: str, keys: Keys) -> list[int]:
+    """The hashes of a message's keys (``key_hash``; of a unique key's UTF-8 bytes as they are)."""
+    if isinstance(keys, bytes):
+        return [zlib.crc32(b"%s#%s" % (topic.encode(), keys)) & 0x7FFFFFFF]
+    return [key_hash(topic, key) for key in keys]
+
+
+def _queued(
+    pending: list[tuple[str, Keys, int, int]], topic: str, key: str, begin_ms: int, end_ms: int
+) -> list[int]:
+    """The physical offsets of the queued entries of ``topic`` with ``key`` stored within
+    ``[begin_ms, end_ms]``, newest first."""
+    raw = key.encode()
+    return [
+        physical_offset
+        for entry_topic, keys, physical_offset, stamp in reversed(pending)
+        if entry_topic == topic
+        and begin_ms <= stamp <= end_ms
+        and (keys == raw if isinstance(keys, bytes) else key in keys)
+    ]

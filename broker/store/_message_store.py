@@ -78,6 +78,7 @@ class MessageStore(PutPath, MetaPath, GetPath, CommitPath, ReplicaPath, Truncati
             self.queues.load()
             if self.index is not None:
                 self.index.load()
+                self.index.on_error = self._index_failed  # its entries are written later
             truncation = self._redo_truncation() if self._replicated else None
             checkpoint = Checkpoint.load(self.config.checkpoint_path)
             committed = self._committed_at_start(checkpoint)

@@ -17,6 +17,14 @@ the group's committed offset passes the batch (``_leader_path``, ``_commit_path`
 single broker's path of a batch without a producer state makes the Python calls it made before
 both (an attribute test or two more, no call: counted with ``cProfile``).
 
+A plain one-record batch (a one-message send, an idempotent producer's too: no timer,
+transaction or compression) of a single broker, whose bytes fit the commit log's last segment and whose entry
+fits its queue's last file, is appended by :meth:`PutPath._append_one` through the native helper
+``_put_one.c`` (its checks in one call, the commit log's copy with the broker's fields and the
+consume-queue entry in another: the same bytes as the Python path, which stays the reference
+and takes everything else). Its key goes to the index's queue (``_index_service``): no index
+page is touched on a send's path.
+
 Caller: the broker's produce path (``SendProcessor``) and its RocketMQ endpoint, from any
 thread, through ``MessageStore`` (one of its roles, see ``broker.store._store_parts``);
 ``put_messages`` for tests and tools.
@@ -27,18 +35,23 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable, Sequence
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from aeromq.broker._errors import NoSpaceError, StoreIOError
 from aeromq.broker.store._batch_codec import batch_keys, encode_messages
+from aeromq.broker.store._commit_log import MIN_BLANK_LENGTH
+from aeromq.broker.store._consume_queue import ENTRY_LENGTH
+from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._leader_path import LeaderPath
 from aeromq.broker.store._message import InboundMessage
 from aeromq.broker.store._results import PutCallback, PutMessageResult, PutMessageStatus
 from aeromq.common import is_valid_topic_name
 from aeromq.common.record_batch import (
     BATCH_MAGIC,
+    COMPRESSED_FLAG,
     FIXED_HEADER_LENGTH,
     PRODUCER_STATE_FLAG,
     PRODUCER_STATE_LENGTH,
@@ -47,12 +60,23 @@ from aeromq.common.record_batch import (
     TIMER_FLAG,
     TOPIC_OFFSET,
     TRANSACTION_PREPARED_FLAG,
+    batch_header_length,
     read_producer_state,
 )
+
+try:
+    from aeromq.broker.store import _put_one as _native
+except ImportError:  # not built: every batch goes the Python way
+    _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
 
 __all__ = ["PutCallback", "PutPath"]
 
 _log = logging.getLogger(__name__)
+
+_NATIVE_FALLBACK: Final = TIMER_FLAG | TRANSACTION_PREPARED_FLAG | COMPRESSED_FLAG
+"""A one-record batch with any of these attributes goes the Python way (``_put_one.c``)."""
+_NATIVE_PRODUCER: Final = 2
+"""``_put_one.check``'s answer for a batch with a producer state (an idempotent producer's)."""
 
 _MAX_QUEUE_ID = (1 << 31) - 1
 _TOPIC_CACHE_LIMIT = 10_000
@@ -79,6 +103,9 @@ class PutPath(LeaderPath):
     timer_redirect: TimerRedirect | None = None
     half_redirect: HalfRedirect | None = None
     """Where a batch with ``TRANSACTION_PREPARED_FLAG`` goes first (None: appended as it is)."""
+    native_put: bool = _native is not None
+    """Whether a plain one-record batch is appended by ``_put_one.c`` (see module); off, every
+    batch goes the Python way (tests hold one to the other)."""
 
     def put_batch(
         self, batch: bytes | bytearray | memoryview, topic: str, queue_id: int
@@ -90,7 +117,8 @@ class PutPath(LeaderPath):
         The store re-checks only what protects itself (magic, length, topic, record count,
         the size caps: a batch is capped like one message, ``config.max_record_bytes``):
         ``MESSAGE_ILLEGAL`` otherwise. Caller: the broker's produce path, from any thread."""
-        result, end = self._append(batch, topic, queue_id)
+        appended = self._append_one(batch, topic, queue_id) if self.native_put else None
+        result, end = appended or self._append(batch, topic, queue_id)
         if self._replicated and result.status is PutMessageStatus.PUT_OK:
             return self._commits.wait(end, result)  # a group's: once committed
         group_commit = self._group_commit
@@ -115,7 +143,8 @@ class PutPath(LeaderPath):
         the committed offset passes the batch (``REPLICATION_TIMEOUT`` if not in time, or the
         status ``fail_uncommitted`` gives). Returns the result as appended (status not yet
         final under SYNC or in a group)."""
-        result, end = self._append(batch, topic, queue_id)
+        appended = self._append_one(batch, topic, queue_id) if self.native_put else None
+        result, end = appended or self._append(batch, topic, queue_id)
         group_commit = self._group_commit
         if result.status is not PutMessageStatus.PUT_OK or group_commit is None:
             if self._replicated and result.status is PutMessageStatus.PUT_OK:
@@ -269,16 +298,9 @@ class PutPath(LeaderPath):
                 self._writable = False
                 _log.error("cannot dispatch, store no longer writable: %s", exc)
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
-            if index is not None:
-                try:
-                    for i, keys in batch_keys(batch, count, header_length):
-                        index.put(topic, keys, position + i, now_ms)
-                except NoSpaceError as exc:  # stored, not indexed; no more sends until room
-                    self.index_errors += 1
-                    self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
-                except StoreIOError as exc:  # the index is a convenience: keep storing
-                    self.index_errors += 1
-                    _log.error("cannot index: %s", exc)
+            if index is not None:  # queued: written by the index's drain (_index_service)
+                for i, keys in batch_keys(batch, count, header_length):
+                    index.put(topic, keys, position + i, now_ms)
             end = commit_log.max_offset
             self._dispatched_offset = end
             if producer is not None:
@@ -297,6 +319,102 @@ class PutPath(LeaderPath):
             self._store_host,
         )
         return result, end
+
+    def _append_one(
+        self, data: bytes | bytearray | memoryview, topic: str, queue_id: int
+    ) -> tuple[PutMessageResult, int] | None:
+        """``_append`` of a plain one-record batch through ``_put_one.c`` (see module): the
+        same files, offsets and result; None, nothing done, when the Python path must take it
+        (another batch, a group's store, a segment or queue file to roll or make)."""
+        topic_bytes = self._topics.get(topic)
+        if topic_bytes is None or self._replicated or type(data) is memoryview:
+            return None
+        kind = _native.check(data, topic_bytes, self._max_batch_bytes, _NATIVE_FALLBACK)
+        if not kind:  # (a batch of several records: one C call more, no Python call)
+            return None
+        producer = read_producer_state(data) if kind == _NATIVE_PRODUCER else None
+        length = len(data)
+        commit_log = self.commit_log
+        with self._put_lock:
+            queue = self.queues.get(topic, queue_id)  # (under the lock: delete_topic takes it)
+            if queue is None:
+                return None
+            segments = commit_log.files.files
+            queue_files = queue.files.files
+            if not self._writable or not segments or not queue_files:
+                return None
+            position = commit_log.max_offset
+            segment = segments[-1]
+            at = position - segment.start_offset
+            queue_offset = queue.max_offset
+            queue_file = queue_files[-1]
+            entry_at = queue_offset * ENTRY_LENGTH - queue_file.start_offset
+            if (
+                at < 0
+                or at + length + MIN_BLANK_LENGTH > segment.size  # a roll: the Python way
+                or entry_at < 0
+                or entry_at + ENTRY_LENGTH > queue_file.size  # a new queue file: likewise
+            ):
+                return None
+            # _append's admission, written out as it is there (a shared helper would cost both
+            # paths a Python call, 0.1-0.3 us on this VM): disk room, store time, producer state
+            if not self.disk_space.has_room(length):
+                return PutMessageResult(PutMessageStatus.DISK_FULL), 0
+            now_ms = self._clock_ms()
+            if now_ms < commit_log.last_store_timestamp_ms:
+                now_ms = commit_log.last_store_timestamp_ms
+            if producer is not None:
+                known = self.producer_states.check(producer, topic, queue_id, 1)
+                if known is not None:
+                    return self._known_batch(known)
+            key = _native.write(
+                data,
+                segment.mm,
+                at,
+                queue_offset,
+                position,
+                now_ms,
+                self._store_host,
+                queue_id,
+                queue_file.mm,
+                entry_at,
+            )
+            end = commit_log.max_offset = position + length
+            commit_log.last_store_timestamp_ms = now_ms
+            queue.max_offset = queue_offset + 1
+            index = self.index
+            if index is not None and key is not None:
+                if key is True:  # KEYS, or a marker not at a property's start: the walk
+                    self._index_keys(index, data, topic, position, now_ms)
+                else:
+                    index.put(topic, key, position, now_ms)
+            self._dispatched_offset = end
+            if producer is not None:
+                self._record_producer(producer, topic, queue_id, 1, position, queue_offset, length)
+        if self.arrivals.active:
+            self.arrivals.notify(topic, queue_id, queue_offset + 1)
+        result = PutMessageResult(
+            PutMessageStatus.PUT_OK, position, queue_offset, 1, length, now_ms, self._store_host
+        )
+        return result, end
+
+    @staticmethod
+    def _index_keys(
+        index: IndexService, data: bytes | bytearray, topic: str, position: int, now_ms: int
+    ) -> None:
+        """Queue the keys of a one-record batch as the Python path reads them."""
+        batch = memoryview(data)
+        _total, _magic, _count, attributes, topic_length = _HEAD.unpack_from(batch, 0)
+        header_length = batch_header_length(topic_length, attributes)
+        for i, keys in batch_keys(batch, 1, header_length):
+            index.put(topic, keys, position + i, now_ms)
+
+    def _index_failed(self, exc: StoreIOError) -> None:
+        """An index entry not written (``IndexService.on_error``): counted; a full disk stops
+        sends until there is room, as a put that cannot make its segment does."""
+        self.index_errors += 1
+        if isinstance(exc, NoSpaceError):
+            self.disk_space.refused(exc.values["needed_bytes"], exc.values["free_bytes"])
 
     def _append_half(
         self, redirected: tuple[bytes | bytearray, str, int] | str

@@ -3,7 +3,11 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pytest
+
+from aeromq.broker import NoSpaceError, StoreIOError
 from aeromq.broker.store import _index_file as layout
+from aeromq.broker.store import _index_service
 from aeromq.broker.store._index_file import IndexFile, index_file_length, key_hash
 from aeromq.broker.store._index_service import IndexService
 
@@ -64,11 +68,15 @@ def test_should_roll_files_query_across_them_and_reload(tmp_path: Path) -> None:
     assert service.end_physical_offset == -1
     for i in range(5):
         service.put("T", [f"k{i % 2}", "all"], i * 100, 1000 + i)
-    assert len(service.files) == 5  # two keys a message, two entries a file
-    assert service.query("T", "k0", 10, 0, 10_000) == [400, 200, 0]
-    assert service.query("T", "all", 2, 0, 10_000)[:2] == [400, 300]
-    assert service.query("U", "k0", 10, 0, 10_000) == []
-    assert service.end_physical_offset == 400
+    for written in (False, True):  # queued, then in the files
+        assert len(service.files) == (5 if written else 0)  # two entries a file
+        assert service.query("T", "k0", 10, 0, 10_000) == [400, 200, 0]
+        assert service.query("T", "all", 2, 0, 10_000)[:2] == [400, 300]
+        assert service.query("U", "k0", 10, 0, 10_000) == []
+        assert service.end_physical_offset == 400
+        if not written:
+            assert service.query("T", "k0", 10, 1001, 1003) == [200]  # by the exact time
+            assert service.drain() == 5
     service.flush()
     service.close()
     again = IndexService(tmp_path, slot_count=5, entry_count=3)
@@ -77,3 +85,38 @@ def test_should_roll_files_query_across_them_and_reload(tmp_path: Path) -> None:
     assert again.delete_expired(250) == 3  # the files of 0, 100 and 200
     assert again.query("T", "k1", 10, 0, 10_000) == [300]
     again.close()
+
+
+def test_should_count_report_and_drop_an_entry_whose_file_cannot_be_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = IndexService(tmp_path, slot_count=5, entry_count=3)
+    service.load()
+    seen: list[StoreIOError] = []
+    service.on_error = seen.append
+
+    def full(*_: object, **__: object) -> IndexFile:
+        raise NoSpaceError("no room for a store file", path="x", needed_bytes=10, free_bytes=0)
+
+    monkeypatch.setattr(IndexFile, "create", full)
+    service.put("T", ["k"], 100, 1000)
+    assert service.query("T", "k", 10, 0, 10_000) == [100]  # queued
+    assert service.drain() == 1
+    assert service.errors == 1 and isinstance(seen[0], NoSpaceError)
+    assert not service.pending and service.query("T", "k", 10, 0, 10_000) == []
+    service.close()
+
+
+def test_should_write_the_oldest_entries_as_it_puts_past_the_queue_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_index_service, "MAX_PENDING", 4)
+    service = IndexService(tmp_path, slot_count=5, entry_count=64)
+    service.load()
+    for i in range(10):
+        service.put("T", [f"k{i}"], i * 100, 1000 + i)
+        assert len(service.pending) <= 4
+    assert service.files and service.files[-1].entries_used == 1 + 10 - len(service.pending)
+    for i in range(10):
+        assert service.query("T", f"k{i}", 10, 0, 10_000) == [i * 100]
+    service.close()
