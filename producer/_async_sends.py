@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import CancelledError, Future
+from typing import Final, TypeVar
 
 from aeromq.client import ClientError, MessageQueue, RequestTimeoutError
 from aeromq.client.failover import is_failover_error
@@ -37,7 +38,14 @@ from aeromq.producer._send_path import SendPath
 from aeromq.producer._send_result import SendResult
 from aeromq.proto import messages_pb2
 
-__all__ = ["AsyncSends"]
+__all__ = ["OWED_CUT_FALLBACK_MS", "AsyncSendFuture", "AsyncSends"]
+
+OWED_CUT_FALLBACK_MS: Final = 1
+"""How long a deferred cut (``_coalesce.py``) waits at most for the thread its answer woke to
+block again: the sends that thread added meanwhile go then (a thread woken from a send's
+future that goes on without waiting on another)."""
+
+R = TypeVar("R")
 
 _Waiting = tuple[Attempt, SendFuture, bool]
 """An async send that may wait to go with others: its attempt, its future, one message."""
@@ -65,6 +73,34 @@ def unit_of(live: list[_Waiting], batch: bytes) -> Attempt:
     )
 
 
+class AsyncSendFuture(Future[R]):
+    """An async send's future (``Producer.send_async``, ``send_batch_async``): a
+    ``concurrent.futures.Future`` whose :meth:`result` and :meth:`exception`, about to block,
+    first send what the producer holds for the calling thread to add to (a deferred cut:
+    ``producer/_coalesce.py``), and mark the future as waited on, so that its answer defers
+    the next cut until this thread has added its next sends."""
+
+    def __init__(self, sends: AsyncSends) -> None:
+        super().__init__()
+        self._sends = sends
+        self.waited = False
+        """A thread was about to block on this future (read by its answer's reader)."""
+
+    def result(self, timeout: float | None = None) -> R:
+        """``Future.result``, the owed groups sent first when it would block."""
+        if not self.done():
+            self.waited = True
+            self._sends.before_wait()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """``Future.exception``, the owed groups sent first when it would block."""
+        if not self.done():
+            self.waited = True
+            self._sends.before_wait()
+        return super().exception(timeout)
+
+
 class AsyncSends:
     """The async sends of one producer (see module); made by ``Producer.__init__``."""
 
@@ -78,6 +114,7 @@ class AsyncSends:
             if self.config.async_requests_in_flight
             else None
         )
+        self._fallback_pending = False
 
     def observe(self, outer: SendFuture, messages: int, context: SendMessageContext | None) -> None:
         """Count the async send of ``outer`` in the metrics, and end its hooks' context, when
@@ -164,6 +201,7 @@ class AsyncSends:
                 else path.request(target, unit)
             )
             inner = session.request_async(request, remaining_ms, wait_offer=wait_offer)
+            path.meter.on_async_request()
         except BackPressuredError as exc:
             if unit is not None:
                 path.settle(unit, ok=False)  # not sent: its sequences back
@@ -186,7 +224,7 @@ class AsyncSends:
             unit.attempts_left = min(item[0].attempts_left for item in live)
 
         def done(future: Future[messages_pb2.SendMessageResponse | SendAnswer]) -> None:
-            self.group_answered(future, topic, live, route, target, unit)
+            self.group_answered(future, topic, live, route, target, unit, sent_ns=now_ns)
 
         inner.add_done_callback(done)
 
@@ -200,13 +238,38 @@ class AsyncSends:
         unit: Attempt | None,
         *,
         first: bool = True,
+        sent_ns: int = 0,
     ) -> None:
-        """A group's request answered: send what waits (its ``first`` answer), then settle (or
-        retry) each send; an idempotent producer's ``unit`` is retried whole.
+        """A group's request answered: settle (or retry) each send, then (its ``first``
+        answer) send what waits, or, when a settled future woke a thread blocked on it, leave
+        the cut to that thread's next wait (``_coalesce.py``); an idempotent producer's
+        ``unit`` is retried whole.
 
         Caller: the sessions' poller thread. Affects: a refused group's sends go again alone."""
-        if first:
-            self.group_over(topic, wait_offer=False)  # what waits goes first: the broker works
+        if not first:
+            self._group_settle(future, live, route, target, unit)
+            return
+        assert self._coalescer is not None
+        waits = self._coalescer.waits  # before the settling wakes anyone
+        try:
+            self._group_settle(future, live, route, target, unit)
+        finally:
+            woken = any(getattr(item[1], "waited", False) for item in live)
+            now_ns = time.monotonic_ns()
+            group = self._coalescer.answered(
+                topic, waits if woken else None, now_ns - sent_ns, now_ns
+            )
+            self._next(topic, group, wait_offer=False)
+
+    def _group_settle(
+        self,
+        future: Future[messages_pb2.SendMessageResponse | SendAnswer],
+        live: list[_Waiting],
+        route: TopicRoute,
+        target: MessageQueue,
+        unit: Attempt | None,
+    ) -> None:
+        topic = live[0][0].messages[0].topic
         answered = False
         try:
             response = future.result()
@@ -293,6 +356,7 @@ class AsyncSends:
         try:
             session = path.require_sessions().session(route.broker(target.broker_name))
             inner = session.request_async(path.request(target, unit), remaining_ms)
+            path.meter.on_async_request()
         except ClientError as exc:  # no session (its broker is down), or the offer failed
             self.unit_failed(exc, topic, unit, live, route, target)
             return
@@ -325,9 +389,35 @@ class AsyncSends:
         """A request of ``topic``'s sends is over: send what waits, if any."""
         coalescer = self._coalescer
         assert coalescer is not None
-        group = coalescer.answered(topic)
+        self._next(topic, coalescer.answered(topic), wait_offer)
+
+    def _next(self, topic: str, group: list[_Waiting], wait_offer: bool) -> None:
+        """Send ``group``, the sends cut for the place of a request that ended, or, none cut
+        while a place is owed (a deferred cut), make sure the fallback will cut it in
+        ``OWED_CUT_FALLBACK_MS`` if no thread waits meanwhile."""
         if group:
             self.submit_group(topic, group, wait_offer)
+            return
+        assert self._coalescer is not None
+        if self._coalescer.owed and not self._fallback_pending:
+            self._fallback_pending = True
+            self._path.retry_later(OWED_CUT_FALLBACK_MS, self._cut_owed_late)
+
+    def before_wait(self) -> None:
+        """A thread is about to block on an async send's future: send the groups owed (its
+        sends since its last wake-up). Caller: ``AsyncSendFuture``."""
+        coalescer = self._coalescer
+        if coalescer is not None:
+            for topic, group in coalescer.on_wait(time.monotonic_ns() if coalescer.owed else 0):
+                self.submit_group(topic, group, wait_offer=True)
+
+    def _cut_owed_late(self) -> None:
+        """The fallback of a deferred cut: send the groups still owed. Caller: the retry
+        timer."""
+        self._fallback_pending = False  # before the cut: a later deferral schedules anew
+        assert self._coalescer is not None
+        for topic, group in self._coalescer.on_wait(time.monotonic_ns()):
+            self.submit_group(topic, group, wait_offer=False)
 
     def submit_async(self, attempt: Attempt, outer: SendFuture, single: bool) -> None:
         """Send one async send as a request of its own (an attempt), its answer settling
@@ -347,6 +437,7 @@ class AsyncSends:
         try:
             session = self._path.require_sessions().session(route.broker(target.broker_name))
             inner = session.request_async(self._path.request(target, attempt), remaining_ms)
+            self._path.meter.on_async_request()
         except ClientError as exc:  # no session (its broker is down), or the offer failed
             self.async_failed(exc, attempt, outer, single, route, target)
             return

@@ -46,7 +46,9 @@ class ProducerConfig:
     async_requests_in_flight            1           async sends to no queue in particular past
                                                     this many requests of their topic in flight
                                                     (per broker of its route) wait, and go as
-                                                    one request when one is answered
+                                                    one request when one is answered, or,
+                                                    when its answer woke a thread blocked on
+                                                    a send, when that thread waits again
                                                     (``producer/_coalesce.py``); 0: each async
                                                     send is a request at once
     enable_idempotence                  True        each batch carries the producer's id and

@@ -25,6 +25,11 @@ class ProducerMetrics:
     retries: int = field(metadata=metric_meta("counter", "attempts made again after a failure"))
     errors: int = field(metadata=metric_meta("counter", "sends failed after their last attempt"))
     oneway_sends: int = field(metadata=metric_meta("counter", "oneway sends offered"))
+    async_requests: int = field(
+        metadata=metric_meta(
+            "counter", "requests made for async sends (a coalesced group is one; retries too)"
+        )
+    )
     send_latency: LatencySnapshot = field(
         metadata=metric_meta("histogram", "from a send call to its answer, retries included")
     )
@@ -36,6 +41,7 @@ class ProducerMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sends = self._messages = self._retries = self._errors = self._oneway = 0
+        self._async_requests = 0
         self._latency = LatencyHistogram()
 
     def on_sent(self, messages: int, latency_ns: int) -> None:
@@ -60,8 +66,14 @@ class ProducerMeter:
         with self._lock:
             self._oneway += 1
 
+    def on_async_request(self) -> None:
+        """A request was made for async sends (one or a coalesced group)."""
+        with self._lock:
+            self._async_requests += 1
+
     def snapshot(self) -> ProducerMetrics:
         """The counts so far, as one consistent :class:`ProducerMetrics`."""
         with self._lock:
             counts = (self._sends, self._messages, self._retries, self._errors, self._oneway)
-        return ProducerMetrics(*counts, self._latency.snapshot())
+            requests = self._async_requests
+        return ProducerMetrics(*counts, requests, self._latency.snapshot())

@@ -72,7 +72,7 @@ from aeromq.client import (
     serve_metrics,
 )
 from aeromq.producer._answers import SendCallback, call_back
-from aeromq.producer._async_sends import AsyncSends
+from aeromq.producer._async_sends import AsyncSendFuture, AsyncSends
 from aeromq.producer._columns import ColumnSender, Properties
 from aeromq.producer._columns_input import ColumnValues, TextValues
 from aeromq.producer._columns_queues import ColumnSelector
@@ -255,7 +255,7 @@ class Producer:
         path, sends = self._send_path, self._async_sends
         context = path.before_send([message], SendMode.ASYNC)
         attempt = path.prepare([message], timeout_ms, queue, selector, arg, asynchronous=True)
-        outer: Future[SendResult] = Future()
+        outer: Future[SendResult] = AsyncSendFuture(sends)
         sends.observe(outer, 1, context)
         sends.dispatch(attempt, outer, single=True)
         if callback is not None:
@@ -274,7 +274,7 @@ class Producer:
         path, sends = self._send_path, self._async_sends
         context = path.before_send(messages, SendMode.ASYNC)
         attempt = path.prepare(messages, timeout_ms, queue, None, None, asynchronous=True)
-        outer: Future[Sequence[SendResult]] = Future()
+        outer: Future[Sequence[SendResult]] = AsyncSendFuture(sends)
         sends.observe(outer, len(messages), context)
         sends.dispatch(attempt, outer, single=False)
         if callback is not None:

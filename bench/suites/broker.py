@@ -111,6 +111,8 @@ def _produce(grpc: str, topic: str, count: int, out: Outbox, batch_size: int = B
             latencies.append(time.monotonic_ns() - sent_ns)
         elapsed_ns = time.monotonic_ns() - began
         cpu = time.process_time() - cpu
+        requests = producer.metrics().async_requests
+    out.put(("requests", requests))  # before "produced": collected with it
     out.put(("produced", elapsed_ns, latencies, cpu))
 
 
@@ -260,7 +262,7 @@ def _rows(
             f"{name}:{produce_kind}{suffix}",
             msgs_per_s=count / (elapsed_ns / 1e9),
             MB_per_s=count * BODY_LENGTH / (elapsed_ns / 1e9) / 1e6,
-            extra=_cpu_extra(count, cpu_s, server_cpu_s),
+            extra={**_cpu_extra(count, cpu_s, server_cpu_s), **_per_request(count, got)},
             **latency_summary(latencies),
         )
     if "consumed" in got:
@@ -273,9 +275,21 @@ def _rows(
             f"{name}:{kind}{suffix}",
             msgs_per_s=received / (elapsed_ns / 1e9),
             MB_per_s=received * BODY_LENGTH / (elapsed_ns / 1e9) / 1e6,
-            extra={"received": received, **_cpu_extra(received, cpu_s, server_cpu_s)},
+            extra={
+                "received": received,
+                **_cpu_extra(received, cpu_s, server_cpu_s),
+                **_per_request(count, got),
+            },
             **latency_summary(samples),
         )
+
+
+def _per_request(count: int, got: dict[str, Report]) -> dict[str, float]:
+    """Messages a request of the producer's async sends (``ProducerMetrics.async_requests``):
+    how well its window's sends were coalesced, whatever the machine's load."""
+    if "requests" not in got:
+        return {}
+    return {"msgs_per_request": round(count / max(got["requests"][1], 1), 1)}
 
 
 def _cpu_extra(count: int, client_cpu_s: float, server_cpu_s: float) -> dict[str, float]:

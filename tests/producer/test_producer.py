@@ -7,6 +7,7 @@ import gc
 import itertools
 import threading
 from collections.abc import Callable, Sequence
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,39 @@ def test_should_send_waiting_async_sends_as_one_request_each_with_its_own_result
         pulled = puller.messages("orders", queue_id, first)
         assert [m.body for m in pulled[: len(messages)]] == [m.body for m in messages]
         assert [m.msg_id for m in pulled[: len(messages)]] == [m.uniq_id for m in messages]
+
+
+def test_should_send_a_pipelined_window_as_few_requests_counted_in_the_metrics(
+    make_producer: Callable[..., Producer], broker: Broker
+) -> None:
+    producer = make_producer(config=ProducerConfig(async_requests_in_flight=1))
+    processor = broker.send_processor
+    assert processor is not None
+    assert producer.send(Message("orders", b"connect")).ok
+    before, window = processor.requests, []
+    for b in range(64):  # 8 batches outstanding, the oldest awaited: as bench's producer
+        window.append(producer.send_batch_async([Message("orders", b"w-%d" % b)] * 4))
+        if len(window) >= 8:
+            assert all(result.ok for result in window.pop(0).result(5))
+    for future in window:
+        assert all(result.ok for result in future.result(5))
+    requests = producer.metrics().async_requests
+    assert requests == processor.requests - before
+    assert requests < 64  # how few depends on the round trip against the refill
+
+
+def test_should_send_what_a_woken_thread_adds_when_it_waits_on_no_send(
+    make_producer: Callable[..., Producer],
+) -> None:
+    """A thread woken from a send's ``result()`` that then waits without ``result()`` (a
+    deferred cut's fallback sends what it added)."""
+    producer = make_producer(config=ProducerConfig(async_requests_in_flight=1))
+    for round_ in range(20):
+        first = producer.send_async(Message("orders", b"first-%d" % round_))
+        assert first.result(5).ok  # blocked on it: its answer may defer the next cut
+        later = [producer.send_async(Message("orders", b"later-%d" % i)) for i in range(3)]
+        done, _ = futures.wait(later, timeout=5)  # no result(): nothing calls the hook
+        assert len(done) == 3 and all(future.result().ok for future in later)
 
 
 def test_should_keep_no_message_of_an_answered_async_send(producer: Producer) -> None:

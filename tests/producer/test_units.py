@@ -122,6 +122,47 @@ def test_should_admit_up_to_the_limit_then_group_what_waits_by_size() -> None:
         ProducerConfig(async_requests_in_flight=-1)
 
 
+def test_should_defer_the_cut_for_a_woken_thread_until_it_waits_again() -> None:
+    from aeromq.producer._coalesce import SendCoalescer
+
+    coalescer: SendCoalescer[bytes] = SendCoalescer(100, len)
+    assert coalescer.admit("t", b"a", 1)
+    # its answer woke a thread: the place is owed, the thread's next sends wait for its wait
+    assert coalescer.answered("t", coalescer.waits, round_trip_ns=5_000_000, now_ns=1_000) == []
+    assert coalescer.owed == 1
+    assert not coalescer.admit("t", b"b", 1) and not coalescer.admit("t", b"c", 1)
+    assert coalescer.on_wait(now_ns=301_000) == [("t", [b"b", b"c"])]  # as one request
+    assert coalescer.owed == 0 and coalescer.refill_ns == 75_000  # 300 us, averaged from 0
+    # the thread waited again before the answer's reader got to the cut: cut at once
+    waits = coalescer.waits
+    assert coalescer.on_wait(now_ns=2_000) == []
+    assert not coalescer.admit("t", b"d", 1)
+    assert coalescer.answered("t", waits, round_trip_ns=5_000_000, now_ns=3_000) == [b"d"]
+    # nothing added by the woken thread: the owed place is freed at its wait
+    assert coalescer.answered("t", coalescer.waits, round_trip_ns=5_000_000, now_ns=4_000) == []
+    assert coalescer.on_wait(now_ns=5_000) == [] and coalescer.admit("t", b"e", 1)
+
+
+def test_should_cut_at_once_when_the_round_trip_is_shorter_than_a_refill() -> None:
+    from aeromq.producer._coalesce import PROBE_EVERY, SendCoalescer
+
+    coalescer: SendCoalescer[bytes] = SendCoalescer(100, len)
+    assert coalescer.admit("t", b"a", 1)
+    assert coalescer.answered("t", coalescer.waits, round_trip_ns=0, now_ns=1) == []  # none yet
+    assert coalescer.on_wait(now_ns=4_000_001) == []
+    assert coalescer.refill_ns == 1_000_000  # a refill of 4 ms, averaged from 0
+    deferred = 0
+    for answer in range(2, 2 * PROBE_EVERY + 2):
+        assert coalescer.admit("t", b"x", 1)
+        woken_at = coalescer.waits
+        assert coalescer.answered("t", woken_at, round_trip_ns=500_000, now_ns=answer) == []
+        if coalescer.owed:  # a probe: deferred whatever the round trip
+            deferred += 1
+            assert coalescer.on_wait(now_ns=answer + 1) == []
+    assert deferred == 2  # one answer in PROBE_EVERY
+    assert coalescer.refill_ns < 1_000_000  # the probes' short refills brought it down
+
+
 def test_should_pick_the_queue_least_sent_to_for_groups_of_any_size() -> None:
     from aeromq.producer._selector import LeastSentSelector
 
