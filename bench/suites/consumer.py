@@ -239,6 +239,8 @@ def _drain_case(
     producer = produce(out)
     try:
         item = out.get(timeout=_CASE_TIMEOUT_S)
+        if item[0] == "requests":  # aeromq's producer counts its requests first
+            item = out.get(timeout=_CASE_TIMEOUT_S)
         assert item[0] == "produced", item
     finally:
         producer.join(30)
