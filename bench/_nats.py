@@ -41,6 +41,7 @@ __all__ = [
     "free_port",
     "nats_missing",
     "nats_server_binary",
+    "stop_server",
 ]
 
 MAX_FETCH = 256
@@ -53,6 +54,16 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """Stop a baseline's server process: SIGTERM, then SIGKILL after 10 s."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
 
 
 def nats_server_binary() -> str | None:
@@ -144,12 +155,7 @@ class NatsServer:
 
     def close(self) -> None:
         """SIGTERM, then SIGKILL after 10 s."""
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
+        stop_server(self.process)
 
 
 async def connect(url: str) -> Client:

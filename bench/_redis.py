@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench._nats import free_port
+from bench._nats import free_port, stop_server
 
 __all__ = ["RedisServer", "redis_missing"]
 
@@ -66,9 +66,4 @@ class RedisServer:
 
     def close(self) -> None:
         """Stop the server: SIGTERM, then SIGKILL after 10 s."""
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
+        stop_server(self.process)
