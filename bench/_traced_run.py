@@ -26,11 +26,14 @@ __all__ = ["send_paced", "started_consumer", "traced_broker", "traced_environmen
 
 @contextlib.contextmanager
 def traced_environment(site: Path, variables: Mapping[str, str]) -> Iterator[None]:
-    """``site`` first on ``PYTHONPATH`` and ``variables`` set in this process's environment
-    (inherited by what it starts) for the block; as they were after it."""
+    """``site`` first on ``PYTHONPATH``, then the folder holding the ``bench`` package (the
+    ``sitecustomize`` in ``site`` imports it, and a child started outside that folder would
+    not find it), and ``variables`` set in this process's environment (inherited by what it
+    starts) for the block; as they were after it."""
     saved = {key: os.environ.get(key) for key in ("PYTHONPATH", *variables)}
     os.environ.update(variables)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), saved["PYTHONPATH"]]))
+    root = str(Path(__file__).resolve().parent.parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), root, saved["PYTHONPATH"]]))
     try:
         yield
     finally:
