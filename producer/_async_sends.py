@@ -1,7 +1,7 @@
 """``AsyncSends``: async sends on their way, alone or coalesced into one request, and retried.
 
 A prepared async send (an ``Attempt`` and its future) goes either at once as a request of its
-own (:meth:`AsyncSends.submit_async`: a send to a queue or through a selector, or with
+own (``LoneSends.submit``, ``_lone_sends.py``: a send to a queue or through a selector, or with
 coalescing off), or through the ``SendCoalescer`` (``_coalesce.py``): it goes at once while its
 topic has fewer than ``async_requests_in_flight`` requests in flight per broker, otherwise it
 waits and goes with the others that waited as one request of one record batch
@@ -29,10 +29,11 @@ from aeromq.client.failover import is_failover_error
 from aeromq.client.route import TopicRoute
 from aeromq.client.session import BackPressuredError
 from aeromq.common import SendAnswer, merge_batches
-from aeromq.producer._answers import SendFuture, group_results, results_of, settle
+from aeromq.producer._answers import SendFuture, group_results, settle
 from aeromq.producer._attempt import RETRY_CODES, Attempt
 from aeromq.producer._coalesce import SendCoalescer
 from aeromq.producer._hooks import SendMessageContext
+from aeromq.producer._lone_sends import LoneSends
 from aeromq.producer._routing import QueueRouter
 from aeromq.producer._send_path import SendPath
 from aeromq.producer._send_result import SendResult
@@ -115,6 +116,8 @@ class AsyncSends:
             else None
         )
         self._fallback_pending = False
+        self.lone = LoneSends(path, router)
+        """Async sends that go as requests of their own (``_lone_sends.py``)."""
 
     def observe(self, outer: SendFuture, messages: int, context: SendMessageContext | None) -> None:
         """Count the async send of ``outer`` in the metrics, and end its hooks' context, when
@@ -144,13 +147,13 @@ class AsyncSends:
         ``producer/_coalesce.py``). Caller: ``Producer.send_async``/``send_batch_async``."""
         coalescer = self._coalescer
         if coalescer is None or attempt.queue is not None or attempt.selector is not None:
-            self.submit_async(attempt, outer, single)
+            self.lone.submit(attempt, outer, single)
             return
         topic = attempt.messages[0].topic
         try:
             brokers = len(self._router.route(topic).brokers)
         except ClientError:  # no route: the send fails as any other
-            self.submit_async(attempt, outer, single)
+            self.lone.submit(attempt, outer, single)
             return
         item = (attempt, outer, single)
         if coalescer.admit(topic, item, self.config.async_requests_in_flight * brokers):
@@ -179,7 +182,7 @@ class AsyncSends:
         batch = live[0][0].batch if len(live) == 1 else merge_batches([i[0].batch for i in live])
         if batch is None:  # not one batch (cannot be, from one producer): each alone
             for attempt, outer, single in live[1:]:
-                self.submit_async(attempt, outer, single)
+                self.lone.submit(attempt, outer, single)
             live = live[:1]
             batch = live[0][0].batch
         path = self._path
@@ -283,7 +286,7 @@ class AsyncSends:
                 for attempt, outer, single in live:
                     attempt.attempts_left += 1
                     try:
-                        self._path.executor().submit(self.submit_async, attempt, outer, single)
+                        self._path.executor().submit(self.lone.submit, attempt, outer, single)
                     except RuntimeError:
                         settle(outer, error=exc)
                 return
@@ -292,7 +295,7 @@ class AsyncSends:
                 self.unit_failed(exc, topic, unit, live, route, target)
                 return
             for attempt, outer, single in live:
-                self.async_failed(exc, attempt, outer, single, route, target)
+                self.lone.failed(exc, attempt, outer, single, route, target)
             return
         except Exception as exc:  # a cancelled future, a bug: fail the sends, not the poller
             if unit is not None:
@@ -382,7 +385,7 @@ class AsyncSends:
         """A group not sent: each of its sends fails (or retries), then what waits goes."""
         for attempt, outer, single in live:
             attempt.attempts_left -= 1
-            self.async_failed(exc, attempt, outer, single, route, target)
+            self.lone.failed(exc, attempt, outer, single, route, target)
         self.group_over(live[0][0].messages[0].topic, wait_offer)
 
     def group_over(self, topic: str, wait_offer: bool) -> None:
@@ -418,88 +421,3 @@ class AsyncSends:
         assert self._coalescer is not None
         for topic, group in self._coalescer.on_wait(time.monotonic_ns()):
             self.submit_group(topic, group, wait_offer=False)
-
-    def submit_async(self, attempt: Attempt, outer: SendFuture, single: bool) -> None:
-        """Send one async send as a request of its own (an attempt), its answer settling
-        ``outer``. Caller: :meth:`dispatch`, the retry thread."""
-        attempt.attempts_left -= 1
-        remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
-        if remaining_ms <= 0:
-            if attempt.stamp is not None:
-                self._path.settle(attempt, ok=False)
-            settle(outer, error=RequestTimeoutError("send timed out", group=self.group))
-            return
-        try:
-            route, target = self._router.target(attempt)
-        except ClientError as exc:
-            self.async_failed(exc, attempt, outer, single, None, None)
-            return
-        try:
-            session = self._path.require_sessions().session(route.broker(target.broker_name))
-            inner = session.request_async(self._path.request(target, attempt), remaining_ms)
-            self._path.meter.on_async_request()
-        except ClientError as exc:  # no session (its broker is down), or the offer failed
-            self.async_failed(exc, attempt, outer, single, route, target)
-            return
-        sequences = self._path.sequences
-
-        def done(future: Future[messages_pb2.SendMessageResponse | SendAnswer]) -> None:
-            try:
-                response = future.result()
-            except ClientError as exc:  # it went out: it may be stored
-                attempt.maybe_stored = True
-                self.async_failed(exc, attempt, outer, single, route, target)
-                return
-            except Exception as exc:  # a cancelled future, a bug: fail the send, not the poller
-                settle(outer, error=exc)
-                return
-            try:
-                answer = results_of(response, target, attempt)
-            except ClientError as exc:
-                self.async_failed(exc, attempt, outer, single, route, target)
-                return
-            if sequences is not None:  # an idempotent producer's: the send is over
-                sequences.settle(attempt, ok=True)
-            settle(outer, value=answer[0] if single else answer)
-
-        inner.add_done_callback(done)
-
-    def async_failed(
-        self,
-        exc: ClientError,
-        attempt: Attempt,
-        outer: SendFuture,
-        single: bool,
-        route: TopicRoute | None,
-        target: MessageQueue | None,
-    ) -> None:
-        """An attempt failed with ``exc``: try again on the retry thread when
-        ``SendPath.retry_delay_ms`` says so (a route and a target known), at once or after its
-        delay (a broker group electing a leader: ``SendPath.retry_later``), else fail
-        ``outer``."""
-        path = self._path
-        if route is not None and is_failover_error(exc) and not path.on_retry_thread():
-            try:  # following the leader may query a route: not on a session's poller thread
-                path.executor().submit(
-                    self.async_failed, exc, attempt, outer, single, route, target
-                )
-                return
-            except RuntimeError:  # the producer shut down meanwhile
-                pass
-        delay_ms = (
-            None
-            if route is None or target is None
-            else path.retry_delay_ms(exc, route, target, attempt)
-        )
-        if delay_ms is None:
-            if attempt.stamp is not None:
-                path.settle(attempt, ok=False)
-            settle(outer, error=exc)
-            return
-        if delay_ms:
-            path.retry_later(delay_ms, lambda: self.submit_async(attempt, outer, single))
-            return
-        try:
-            path.executor().submit(self.submit_async, attempt, outer, single)
-        except RuntimeError:  # the producer shut down meanwhile
-            settle(outer, error=exc)

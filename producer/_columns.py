@@ -9,7 +9,7 @@ in C per batch under :data:`BATCH_BYTES`), every row checked as a ``Message`` of
 All of a call's batches are encoded before the first is sent: a row that cannot be a message
 fails the call, naming the row, with nothing sent.
 
-Each batch then goes as an async send of its own (``AsyncSends.submit_async``: an
+Each batch then goes as an async send of its own (``LoneSends.submit``: an
 :class:`~producer._attempt.Attempt` with its bytes, retried by RocketMQ's rules as any send,
 the same bytes each time; a batch of a lane with a queue is pinned to it, one of no queue in
 particular takes the next queue round robin and may be retried elsewhere). The call's future
@@ -311,7 +311,7 @@ class ColumnSender:
             )
             inner: Future[SendResults] = Future()
             inner.add_done_callback(functools.partial(gather.answered, number))
-            sends.submit_async(attempt, inner, single=False)
+            sends.lone.submit(attempt, inner, single=False)
             in_flight.append(inner)
 
 

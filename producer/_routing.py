@@ -134,7 +134,7 @@ class QueueRouter:
         its selector's, or the next round robin, avoiding its ``last_broker`` when another broker
         has queues.
 
-        Caller: ``SendPath.attempt_sync``, ``AsyncSends.submit_async``, ``Producer.send_oneway``.
+        Caller: ``SendPath.attempt_sync``, ``LoneSends.submit``, ``Producer.send_oneway``.
         Affects: the round robin counter."""
         route = self.route(attempt.messages[0].topic)
         if attempt.retry_queue is not None:  # the same queue again (a group's leader moved)
