@@ -63,6 +63,19 @@ def test_should_time_out_a_put_not_committed_in_time(watermark: CommitWatermark)
     assert watermark.settle() == 0 and len(got) == 1  # never answered twice
 
 
+def test_should_time_out_a_put_that_came_while_the_timer_slept_with_none_waiting(
+    watermark: CommitWatermark,
+) -> None:
+    time.sleep(0.1)  # the timer sleeps its timeout (200 ms) with no put waiting, not woken
+    got: list[PutMessageResult] = []
+    done = threading.Event()
+    began = time.monotonic()
+    watermark.request(100, _result(), lambda r: (got.append(r), done.set()))
+    assert done.wait(5)
+    assert 0.15 <= time.monotonic() - began < 3
+    assert got[0].status is PutMessageStatus.REPLICATION_TIMEOUT
+
+
 def test_should_fail_every_waiting_put_with_the_status_given(watermark: CommitWatermark) -> None:
     got: list[PutMessageResult] = []
     for end in (10, 20, 30):
