@@ -430,8 +430,8 @@ class ReplicationAgent:
             request_flush=None if self._fsync_inline else self._request_flush,
             wake=self._wake,
             reaper=self._reaper,
+            high_watermark_after_send=self.driver_thread is not None,
         )
-        self.fetcher.high_watermark_after_send = self.driver_thread is not None
         self._offers = 0
         self.epoch = state.epoch
         self.role = Role.FOLLOWER

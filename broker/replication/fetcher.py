@@ -107,6 +107,7 @@ class ReplicaFetcher:
         request_flush: Callable[[], None] | None = None,
         wake: Callable[[], object] | None = None,
         reaper: PublicationReaper | None = None,
+        high_watermark_after_send: bool = False,
     ) -> None:
         self._aeron = aeron
         self._reaper = reaper or PublicationReaper()
@@ -145,7 +146,7 @@ class ReplicaFetcher:
         self._leader_leo = 0
         self._dirty = False
         self._ack_due = False
-        self.high_watermark_after_send = False
+        self.high_watermark_after_send = high_watermark_after_send
         """The agent applies the frames' high watermark after the driver's sender sent the
         cycle's ACK (:meth:`apply_high_watermark`), not :meth:`do_work`: on the driver's thread."""
         self._hw_due = 0
