@@ -15,7 +15,8 @@ Events, besides ``_hop_trace``'s (each ``CLOCK_MONOTONIC`` ns, one clock across 
   member), ``hw`` (the high watermark moved), ``commit_wait`` (a put started waiting: the
   agent rung);
 - a follower: ``f_append`` (an APPEND taken), ``f_ack`` (an ACK offered);
-- the producer: ``settled`` (an answered request's sends settled).
+- the producer: ``settled`` (an answered request's sends settled); the bench's puller is told
+  by its ``answer_read``.
 
 :func:`rounds` cuts the leader's events at each ``request`` its session agent polled and gives
 each event's first time after it, for the leader, the followers (in the order their first
@@ -97,7 +98,8 @@ def _load(directory: Path) -> dict[int, Events]:
 
 def _roles(processes: dict[int, Events]) -> dict[str, Events]:
     """The processes by role: leader (took ``request`` and sent APPENDs), followers (``f1``,
-    ``f2``: by the time of their first APPEND), producer (``settled``), consumer (``pulled``)."""
+    ``f2``: by the time of their first APPEND), producer (``settled``), consumer (``pulled``,
+    or ``answer_read``: the bench's puller)."""
     roles: dict[str, Events] = {}
     followers = []
     for events in processes.values():
@@ -109,8 +111,8 @@ def _roles(processes: dict[int, Events]) -> dict[str, Events]:
             followers.append((first, events))
         elif "settled" in names:
             roles["producer"] = events
-        elif "pulled" in names:
-            roles["consumer"] = events
+        elif "pulled" in names or "answer_read" in names:
+            roles["consumer"] = events  # a consumer, or the bench's puller (answers read)
     for index, (_, events) in enumerate(sorted(followers)):
         roles[f"f{index + 1}"] = events
     return roles
@@ -142,6 +144,7 @@ PATH: Final = (
     ("sends settled", "producer", "settled", "send answered"),
     ("next request offered", "producer", "offer", "sends settled"),
     ("held pull released", "leader", "stored", "first ACK taken"),
+    ("consumer read the pull's answer", "consumer", "answer_read", "held pull released"),
 )
 """The steps of a commit round (label, role, event, the step it follows): each step is the
 first ``event`` of ``role`` after the step it follows (``""``: the round's start, the
