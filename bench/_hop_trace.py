@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from bench import _round_trace
+
 __all__ = ["CHAIN", "Event", "Hop", "chains", "install", "load", "steps"]
 
 HOPS_DIR_ENV: Final = "AEROMQ_HOPS_DIR"
@@ -193,6 +195,8 @@ def install() -> None:
 
     setattr(Doorbell, "await_ring", traced_wait)  # noqa: B010  (mypy: no method assignment)
     setattr(Doorbell, "ring", traced_ring)  # noqa: B010
+    if os.environ.get(_round_trace.GROUP_ENV):
+        _round_trace.install(_record, _wrap, _private_class)
     atexit.register(_dump)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGUSR1, lambda *_: _dump())

@@ -30,8 +30,10 @@ word after taking frames. A cycle runs the agent only when the word moved, the l
 worked or left work that rings no one (a follower's back pressure, a publication the driver has
 yet to add: :meth:`ReplicationAgent.rung_only`), or :data:`_TICK_NS` passed (the clock's duties);
 the others cost a read of the word. There a follower fsyncs in the cycle that appended and ACKs
-in it, and a leader fsyncs in the same cycle once its sender sent the frames
-(:meth:`ReplicationAgent.after_send`; ``ReplicationSettings.follower_fsync_inline``,
+in it (applying the frames' high watermark only once its sender sent that ACK), and a leader
+fsyncs in the same cycle once its sender sent all the frames it could (the sender runs again
+first while it sends: :meth:`ReplicationAgent.after_send_due`, :meth:`ReplicationAgent.after_send`;
+``ReplicationSettings.follower_fsync_inline``,
 ``leader_fsync_inline``): no fsync thread.
 
 **On a thread of its own** otherwise (``ReplicationSettings.on_driver_thread`` False, a
@@ -288,11 +290,22 @@ class ReplicationAgent:
             return work
         return self._do_work(now_ns)
 
+    def after_send_due(self) -> bool:
+        """Whether :meth:`after_send` will fsync in this cycle: the driver's thread has its
+        sender send all it can first (``DynamicCompositeAgent``), so the followers have the
+        whole frame while the leader fsyncs. Caller: the driver's thread."""
+        replicator = self.replicator
+        return replicator is not None and replicator.flush_due
+
     def after_send(self) -> int:
         """On the driver's thread, after its sender ran in this cycle: a leader's fsync of what
-        this cycle replicated (its frames are out). Caller: the driver's thread."""
+        this cycle replicated (its frames are out); a follower's high watermark from this
+        cycle's frames (its ACK is out). Caller: the driver's thread."""
         replicator = self.replicator
-        if replicator is None or not replicator.flush_after_send():
+        if replicator is None:
+            fetcher = self.fetcher
+            return 0 if fetcher is None else fetcher.apply_high_watermark()
+        if not replicator.flush_after_send():
             return 0
         self._must_poll = True  # the next cycle moves the HW by this fsync
         return 1
@@ -417,6 +430,7 @@ class ReplicationAgent:
             request_flush=None if self._fsync_inline else self._request_flush,
             wake=self._wake,
             reaper=self._reaper,
+            high_watermark_after_send=self.driver_thread is not None,
         )
         self._offers = 0
         self.epoch = state.epoch

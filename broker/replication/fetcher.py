@@ -13,7 +13,10 @@ Following the leader of ``epoch`` (:meth:`ReplicaFetcher.do_work`, on the agent'
    counted): bytes at the expected offset are appended (``store.append_replicated``), after
    the epoch file learns a new epoch (before any byte of it); bytes already held are skipped;
    a gap (a lost image, a restart of the leader's stream) asks again with a FETCH from the log
-   end; the frame's high watermark is applied (capped at the log end);
+   end; the frames' high watermark is applied (capped at the log end) once the cycle's fsync
+   and ACK are done (on the driver's thread once its sender sent the ACK: the agent's
+   ``after_send``): raising it dispatches the batches it passes to the consume queues (about
+   0.13 ms for a round's 256 messages, traced), which the leader's commit does not wait for;
 3. once a cycle has appended, the log is fsynced once (group commit) and an ACK sent with the
    fsynced offset and the LEO: the fsync by the member's fsync thread (``request_flush``,
    :mod:`~aeromq.broker.replication.log_flusher`) while this thread goes on receiving and
@@ -104,6 +107,7 @@ class ReplicaFetcher:
         request_flush: Callable[[], None] | None = None,
         wake: Callable[[], object] | None = None,
         reaper: PublicationReaper | None = None,
+        high_watermark_after_send: bool = False,
     ) -> None:
         self._aeron = aeron
         self._reaper = reaper or PublicationReaper()
@@ -142,6 +146,12 @@ class ReplicaFetcher:
         self._leader_leo = 0
         self._dirty = False
         self._ack_due = False
+        self.high_watermark_after_send = high_watermark_after_send
+        """The agent applies the frames' high watermark after the driver's sender sent the
+        cycle's ACK (:meth:`apply_high_watermark`), not :meth:`do_work`: on the driver's thread."""
+        self._hw_due = 0
+        """The highest high watermark the frames of this cycle carried, applied after the
+        cycle's fsync and ACK (see module)."""
         self.counters = counters or FetcherCounters()
 
     def close(self) -> None:
@@ -211,7 +221,8 @@ class ReplicaFetcher:
         self.counters.appended_bytes += len(payload)
         self._dirty = True
         self._last_progress_ns = now_ns
-        self._apply_high_watermark(frame.high_watermark)
+        if frame.high_watermark > self._hw_due:
+            self._hw_due = frame.high_watermark  # applied once the cycle's ACK went
 
     def on_heartbeat(self, frame: HeartbeatFrame, now_ns: int) -> None:
         """A HEARTBEAT from a leader (any: the stale are dropped here)."""
@@ -222,7 +233,20 @@ class ReplicaFetcher:
         self._ack_due = True
         if frame.leader_leo <= self._next_offset:
             self._last_progress_ns = now_ns
-        self._apply_high_watermark(frame.high_watermark)
+        if frame.high_watermark > self._hw_due:
+            self._hw_due = frame.high_watermark
+
+    def apply_high_watermark(self) -> int:
+        """Apply the high watermark the frames carried since the last call (see module);
+        1 when there was one, else 0. Caller: :meth:`do_work`, or with
+        :attr:`high_watermark_after_send` the agent once the driver's sender sent the cycle's
+        ACK."""
+        high_watermark = self._hw_due
+        if not high_watermark:
+            return 0
+        self._hw_due = 0
+        self._apply_high_watermark(high_watermark)
+        return 1
 
     def _apply_high_watermark(self, high_watermark: int) -> None:
         log = self._log
@@ -237,7 +261,7 @@ class ReplicaFetcher:
         if self.phase == FetcherPhase.HANDSHAKE:
             return self._shake_hands(now_ns)
         if not self._take_publication():
-            return 0
+            return 0 if self.high_watermark_after_send else self.apply_high_watermark()
         work = 0
         request_flush = self._request_flush
         if request_flush is None:
@@ -253,6 +277,8 @@ class ReplicaFetcher:
                 request_flush()
             if self._ack_due or self._log.flushed_physical_offset > self._acked_flushed:
                 work += self._send_ack()
+        if not self.high_watermark_after_send:
+            self.apply_high_watermark()
         stalled = now_ns - self._last_progress_ns >= self._settings.fetch_retry_ns
         if self._leader_leo > self._next_offset and stalled:
             self._fetch_due = True
@@ -354,6 +380,7 @@ class ReplicaFetcher:
         self.phase = FetcherPhase.HANDSHAKE
         self._handshake = None
         self._retry_at_ns = now_ns
+        self._hw_due = 0
 
     def _ask(self, epoch: int) -> None:
         request = replication_pb2.ReplicaEpochEndRequest(

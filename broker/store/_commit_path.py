@@ -6,8 +6,9 @@ is fsynced on every member of the committed in-sync set) and sets it here
 (:meth:`CommitPath.set_high_watermark`; the leader's own fsync is ``flush()``, its offset
 ``flushed_physical_offset``). Raising it dispatches the batches it passes, in log order, to
 their consume queues and the index (``_dispatch``; metadata batches to the topic table and the
-consumer offsets, ``_metadata_log``), wakes long polls of the queues that grew, and then
-answers the puts it passed (``_commit_watermark``). So pulls, max offsets, arrivals and key
+consumer offsets, ``_metadata_log``), answers the puts it passed (``_commit_watermark``), and
+then wakes the long polls of the queues that grew (a released pull is read and answered on
+this thread: 60-80 us of a round's 256 messages that the puts' answers waited for, traced). So pulls, max offsets, arrivals and key
 lookups see committed batches only, on the leader and the followers alike, and a put answered
 ``PUT_OK`` is readable at once.
 
@@ -63,11 +64,11 @@ class CommitPath(StoreParts):
             if self._dispatched_offset < offset and self._writable:
                 self._dispatch_committed(offset, due)
             self._commits.raise_to(offset)
+        self._commits.settle()  # the sends first: a held pull's answer is read here too
         arrivals = self.arrivals
         if arrivals.active:
             for (topic, queue_id), max_offset in due.items():
                 arrivals.notify(topic, queue_id, max_offset)
-        self._commits.settle()
         return offset
 
     def on_commit_wait(self, listener: Callable[[], object] | None) -> None:

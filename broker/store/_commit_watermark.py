@@ -11,7 +11,11 @@ leader that wait for it, each with its end offset, its result and its callback:
 - a put still waiting ``timeout_ms`` after it was appended is called back with
   ``REPLICATION_TIMEOUT`` (its batch is in the leader's log, but the group may or may not keep
   it: the outcome is unknown, and an idempotent producer's retry is safe), by a thread of its
-  own that sleeps until the oldest deadline;
+  own that sleeps until the oldest deadline, or for ``timeout_ms`` while no put waits: a put
+  that comes meanwhile has a later deadline than that sleep's end, so the thread is never
+  woken for one (it was, for the first put after every commit: one wake-up a commit, and a
+  wait for the GIL beside the session agent and the replication, in a group's busiest
+  moment);
 - :meth:`CommitWatermark.fail_all` calls every waiting put back with a status at once (the
   leader lost its leadership, or the store shuts down);
 - :attr:`CommitWatermark.on_wait`, when set, is called after each put starts waiting (outside
@@ -102,9 +106,7 @@ class CommitWatermark:
             if end > self.committed_offset:
                 waiter = _Waiter(end, time.monotonic() + self._timeout_s, result, callback)
                 heapq.heappush(self._by_end, (end, next(self._order), waiter))
-                self._by_age.append(waiter)
-                if len(self._by_age) == 1:
-                    self._cond.notify_all()
+                self._by_age.append(waiter)  # the timer wakes by itself before its deadline
                 waiting = True
             else:
                 waiting = False
@@ -187,7 +189,7 @@ class CommitWatermark:
                     cond.wait(
                         max(0.0, self._by_age[0].deadline - time.monotonic())
                         if self._by_age
-                        else None
+                        else self._timeout_s
                     )
                     continue
             for waiter in due:

@@ -16,7 +16,12 @@ idle strategy parks its longest only then; an agent without ``settled`` always m
 A hosted agent with an ``after_send()`` method (returning its work) has it called later in the
 same duty cycle, after the agent the host was ``followed`` by: on the media driver's thread,
 after the sender sent what the hosted agents offered (a broker group's leader fsyncs there, its
-frames already on their way).
+frames already on their way). When one also has ``after_send_due()`` and it says True, the
+followed agent's cycle runs again while it did work (up to :data:`DRAIN_CYCLES` more times)
+before ``after_send``: the sender sends at most two datagrams a publication a cycle (Aeron's
+``max_messages_per_send``), so a frame of four went half before the leader's fsync and half
+after it, the followers receiving the rest an fsync later (0.4-0.6 ms of a group's commit
+round, traced: ``docs/replication.md``, Performance, "The commit round, hop by hop").
 
 Caller: ``MediaDriver.host_agent`` (a broker group's replication agent on its embedded driver's
 thread, ``broker.replication``). Affects: nothing but the hosted agents.
@@ -26,17 +31,30 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Final
 
 from aeromq.transport._errors import AgentTerminationError, TransportStateError
 from aeromq.transport.concurrent.agent import Agent, ErrorHandler, _report
 
-__all__ = ["DynamicCompositeAgent", "HostedAgent"]
+__all__ = ["DRAIN_CYCLES", "DynamicCompositeAgent", "HostedAgent"]
+
+DRAIN_CYCLES: Final = 16
+"""The most extra cycles of the followed agent before a due ``after_send`` (see module)."""
 
 
 class HostedAgent:
     """One agent in a :class:`DynamicCompositeAgent` (see module): its handle to leave."""
 
-    __slots__ = ("_closed", "_host", "after", "agent", "error_handler", "settled", "started")
+    __slots__ = (
+        "_closed",
+        "_host",
+        "after",
+        "after_due",
+        "agent",
+        "error_handler",
+        "settled",
+        "started",
+    )
 
     def __init__(
         self,
@@ -51,6 +69,8 @@ class HostedAgent:
         self.settled = settled
         self.after: Callable[[], int] | None = getattr(agent, "after_send", None)
         """The agent's ``after_send``, if it has one (see module)."""
+        self.after_due: Callable[[], bool] | None = getattr(agent, "after_send_due", None)
+        """The agent's ``after_send_due``, if it has one (see module)."""
         self.started = False
         self._closed = threading.Event()
 
@@ -174,6 +194,15 @@ class DynamicCompositeAgent:
         ``after_send`` (see module): the thread runs it in place of ``agent``."""
         return _Followed(agent, self)
 
+    def after_due(self) -> bool:
+        """Whether a hosted agent's ``after_send`` waits for the followed agent to have done
+        all it can (see module). From the host's thread."""
+        for hosted in self._agents:
+            due = hosted.after_due
+            if due is not None and due():
+                return True
+        return False
+
     def after_work(self) -> int:
         """Each hosted agent's ``after_send``, if it has one; the work they did."""
         work = 0
@@ -261,8 +290,18 @@ class _Followed:
         self._agent.on_start()
 
     def do_work(self) -> int:
-        """The agent's cycle, then the hosted agents' ``after_send``."""
-        return self._agent.do_work() + self._host.after_work()
+        """The agent's cycle (again while it works, when an ``after_send`` is due: see
+        module), then the hosted agents' ``after_send``."""
+        agent = self._agent
+        host = self._host
+        work = agent.do_work()
+        if work > 0 and host.after_due():
+            for _ in range(DRAIN_CYCLES):
+                more = agent.do_work()
+                if more <= 0:
+                    break
+                work += more
+        return work + host.after_work()
 
     def on_close(self) -> None:
         """The agent's ``on_close``."""

@@ -36,8 +36,9 @@ the driver's, as a ``CompositeAgent`` on one ``AgentRunner``): in ``SHARED`` and
 ``SHARED_NETWORK`` modes the thread that runs the sender and the receiver runs, in each duty
 cycle, the receiver, then the agents hosted on it (a
 :class:`~transport.concurrent.dynamic_composite_agent.DynamicCompositeAgent`, added and removed
-while it runs), then the sender, then their ``after_send``: what the receiver took is theirs in
-the same cycle, what they offer goes out in it. They end the thread's park with
+while it runs), then the sender, then their ``after_send`` (the sender again while it sends,
+first, when one says its ``after_send_due``): what the receiver took is theirs in the same
+cycle, what they offer goes out in it. They end the thread's park with
 :meth:`wake_network`, say through their ``settled`` whether it may park its longest, and while
 any is hosted a park until due lasts at most :data:`HOSTED_PARK_NS` (their clocks' duties). A
 broker group's replication agent runs so (``broker.replication.agent``).

@@ -51,7 +51,8 @@ def test_should_never_move_the_committed_offset_down(watermark: CommitWatermark)
     assert watermark.committed_offset == 500
 
 
-def test_should_time_out_a_put_not_committed_in_time(watermark: CommitWatermark) -> None:
+def _timed_out(watermark: CommitWatermark) -> list[PutMessageResult]:
+    """A put of end 100 made now, once timed out (after the fixture's 200 ms, within 3 s)."""
     got: list[PutMessageResult] = []
     done = threading.Event()
     began = time.monotonic()
@@ -59,8 +60,20 @@ def test_should_time_out_a_put_not_committed_in_time(watermark: CommitWatermark)
     assert done.wait(5)
     assert 0.15 <= time.monotonic() - began < 3
     assert got[0].status is PutMessageStatus.REPLICATION_TIMEOUT
+    return got
+
+
+def test_should_time_out_a_put_not_committed_in_time(watermark: CommitWatermark) -> None:
+    got = _timed_out(watermark)
     watermark.raise_to(200)
     assert watermark.settle() == 0 and len(got) == 1  # never answered twice
+
+
+def test_should_time_out_a_put_that_came_while_the_timer_slept_with_none_waiting(
+    watermark: CommitWatermark,
+) -> None:
+    time.sleep(0.1)  # the timer sleeps its timeout (200 ms) with no put waiting, not woken
+    assert len(_timed_out(watermark)) == 1
 
 
 def test_should_fail_every_waiting_put_with_the_status_given(watermark: CommitWatermark) -> None:

@@ -13,6 +13,7 @@ from aeromq.transport.concurrent import (
     BackoffIdleStrategy,
     DynamicCompositeAgent,
 )
+from aeromq.transport.concurrent.dynamic_composite_agent import DRAIN_CYCLES
 
 
 class _Recorder:
@@ -138,3 +139,58 @@ def test_should_run_each_hosted_agents_after_send_once_the_agent_it_follows_has_
     assert sender.events == ["work"]
     assert after.events == ["start", "work", "after"]
     assert plain.events == ["start", "work"]
+
+
+class _Draining(_Recorder):
+    """A followed agent with ``pending`` cycles of work left: each works until none is."""
+
+    def __init__(self, name: str, pending: int) -> None:
+        super().__init__(name)
+        self.pending = pending
+
+    def do_work(self) -> int:
+        self.events.append("work")
+        if self.pending <= 0:
+            return 0
+        self.pending -= 1
+        return 1
+
+
+class _DueAfterSender(_AfterSender):
+    """A hosted agent whose ``after_send`` is due (it asks the followed agent to drain)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.due = True
+
+    def after_send_due(self) -> bool:
+        return self.due
+
+
+def test_should_run_the_followed_agent_again_while_it_works_before_a_due_after_send() -> None:
+    host = DynamicCompositeAgent("hosted", lambda: None)
+    sender = _Draining("sender", pending=3)
+    followed = host.followed(sender)
+    after = _DueAfterSender("after-sender")
+    host.add(after, lambda error: None)
+    host.do_work()
+
+    assert followed.do_work() == 3 + 1  # three cycles of work, the one that found none, after
+    assert sender.events == ["work"] * 4
+    assert after.events[-1] == "after"
+
+    after.due = False
+    sender.pending = 3
+    followed.do_work()  # not due: one cycle only
+    assert sender.events == ["work"] * 5
+
+
+def test_should_bound_the_followed_agents_extra_cycles() -> None:
+    host = DynamicCompositeAgent("hosted", lambda: None)
+    sender = _Draining("sender", pending=10 * DRAIN_CYCLES)
+    followed = host.followed(sender)
+    host.add(_DueAfterSender("after-sender"), lambda error: None)
+    host.do_work()
+
+    followed.do_work()
+    assert len(sender.events) == 1 + DRAIN_CYCLES

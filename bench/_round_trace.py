@@ -1,0 +1,230 @@
+"""A broker group's commit round, hop by hop: the replication path's events added to
+``bench/_hop_trace.py``'s recorder, and the median round's timeline from what every process
+recorded (``python -m bench._round_trace DIR``, ``docs/replication.md``, Performance).
+
+Off unless ``AEROMQ_HOPS_DIR`` names a directory and ``AEROMQ_HOPS_GROUP`` is set: then
+``_hop_trace.install`` (through ``bench/_hop_site`` on ``PYTHONPATH``) calls :func:`install`
+too, in every process (``python -m bench cluster`` started so traces the group and its clients).
+Events, besides ``_hop_trace``'s (each ``CLOCK_MONOTONIC`` ns, one clock across the host):
+
+- any broker: ``snd`` / ``rcv`` (the driver's sender sent, its receiver took datagrams; count:
+  how many), ``park`` / ``unpark`` (the network thread's park in its ``SocketWaiter``; park's
+  count its timeout in us, unpark's what ended it: 0 the timeout, 1 a wake, 2 a socket),
+  ``fsync0`` / ``fsync1`` (the store's fsync);
+- the leader: ``r_sent`` (APPENDs offered, count: frames), ``r_ack`` (an ACK taken, count: the
+  member), ``hw`` (the high watermark moved), ``commit_wait`` (a put started waiting: the
+  agent rung);
+- a follower: ``f_append`` (an APPEND taken), ``f_ack`` (an ACK offered);
+- the producer: ``settled`` (an answered request's sends settled); the bench's puller is told
+  by its ``answer_read``.
+
+:func:`rounds` cuts the leader's events at each ``request`` its session agent polled and gives
+each event's first time after it, for the leader, the followers (in the order their first
+``f_append`` came), the producer and the consumer; :func:`timeline` takes the median of each.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+__all__ = ["PATH", "install", "main", "rounds", "timeline"]
+
+GROUP_ENV: Final = "AEROMQ_HOPS_GROUP"
+
+Record = Callable[..., None]
+Wrap = Callable[..., None]
+
+
+def install(record: Record, wrap: Wrap, private_class: Callable[[str, str], type]) -> None:
+    """Wrap the replication path's methods with ``record`` (see module)."""
+    from aeromq.broker.replication.fetcher import ReplicaFetcher
+    from aeromq.broker.replication.replicator import LeaderReplicator
+    from aeromq.broker.store import MessageStore
+    from aeromq.transport.driver import Receiver, Sender
+    from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
+
+    def counted(name: str) -> Callable[..., None]:
+        def after(result: object, *_: object, **__: object) -> None:
+            if isinstance(result, int) and result > 0:
+                record(name, result)
+
+        return after
+
+    wrap(Sender, "do_work", after=counted("snd"))
+    wrap(Receiver, "do_work", after=counted("rcv"))
+    wrap(MessageStore, "flush", "fsync0", "fsync1")
+    wrap(LeaderReplicator, "_send", after=counted("r_sent"))
+    wrap(LeaderReplicator, "on_ack", lambda *args: record("r_ack", args[1]))
+    wrap(LeaderReplicator, "_advance_high_watermark", after=counted("hw"))
+    wrap(ReplicaFetcher, "on_append", "f_append")
+    wrap(ReplicaFetcher, "_send_ack", after=counted("f_ack"))
+    watermark = private_class("aeromq.broker.store._commit_watermark", "CommitWatermark")
+    wrap(watermark, "request", "commit_wait")
+    async_sends = private_class("aeromq.producer._async_sends", "AsyncSends")
+    wrap(async_sends, "_group_settle", after="settled")
+
+    original_wait = SocketWaiter.wait
+
+    def traced_wait(waiter: SocketWaiter, timeout_s: float) -> None:
+        record("park", int(timeout_s * 1e6))
+        wakes = waiter.wakes
+        original_wait(waiter, timeout_s)
+        record("unpark", 1 if waiter.wakes != wakes else 0 if waiter.quiet else 2)
+
+    setattr(SocketWaiter, "wait", traced_wait)  # noqa: B010  (mypy: no method assignment)
+
+
+Events = list[tuple[int, str, str, int]]
+"""(t ns, event, thread, count) of one process, in time order."""
+
+
+def _load(directory: Path) -> dict[int, Events]:
+    out: dict[int, Events] = {}
+    for path in sorted(directory.glob("*.hops")):
+        events = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            t_ns, name, thread, count, _cpu = line.split(" ")
+            events.append((int(t_ns), name, thread, int(count)))
+        out[int(path.stem)] = sorted(events)
+    return out
+
+
+def _roles(processes: dict[int, Events]) -> dict[str, Events]:
+    """The processes by role: leader (took ``request`` and sent APPENDs), followers (``f1``,
+    ``f2``: by the time of their first APPEND), producer (``settled``), consumer (``pulled``,
+    or ``answer_read``: the bench's puller)."""
+    roles: dict[str, Events] = {}
+    followers = []
+    for events in processes.values():
+        names = {name for _, name, _, _ in events}
+        if "r_sent" in names:
+            roles["leader"] = events
+        elif "f_append" in names:
+            first = next(t for t, name, _, _ in events if name == "f_append")
+            followers.append((first, events))
+        elif "settled" in names:
+            roles["producer"] = events
+        elif "pulled" in names or "answer_read" in names:
+            roles["consumer"] = events  # a consumer, or the bench's puller (answers read)
+    for index, (_, events) in enumerate(sorted(followers)):
+        roles[f"f{index + 1}"] = events
+    return roles
+
+
+PATH: Final = (
+    ("appended", "leader", "send_end", ""),
+    ("agent rung", "leader", "unpark", "appended"),
+    ("APPENDs offered", "leader", "r_sent", "appended"),
+    ("first datagrams sent", "leader", "snd", "APPENDs offered"),
+    ("leader fsync start", "leader", "fsync0", "APPENDs offered"),
+    ("leader fsync end", "leader", "fsync1", "leader fsync start"),
+    ("f1 received", "f1", "rcv", "first datagrams sent"),
+    ("f1 appended", "f1", "f_append", "first datagrams sent"),
+    ("f1 fsync start", "f1", "fsync0", "f1 appended"),
+    ("f1 fsync end", "f1", "fsync1", "f1 fsync start"),
+    ("f1 ACK offered", "f1", "f_ack", "f1 fsync end"),
+    ("f1 ACK sent", "f1", "snd", "f1 ACK offered"),
+    ("f2 received", "f2", "rcv", "first datagrams sent"),
+    ("f2 appended", "f2", "f_append", "first datagrams sent"),
+    ("f2 fsync start", "f2", "fsync0", "f2 appended"),
+    ("f2 fsync end", "f2", "fsync1", "f2 fsync start"),
+    ("f2 ACK offered", "f2", "f_ack", "f2 fsync end"),
+    ("f2 ACK sent", "f2", "snd", "f2 ACK offered"),
+    ("first ACK taken", "leader", "r_ack", "first datagrams sent"),
+    ("high watermark moved", "leader", "hw", "first ACK taken"),
+    ("session agent woken", "leader", "woken", "high watermark moved"),
+    ("send answered", "leader", "answer", "high watermark moved"),
+    ("sends settled", "producer", "settled", "send answered"),
+    ("next request offered", "producer", "offer", "sends settled"),
+    ("held pull released", "leader", "stored", "first ACK taken"),
+    ("consumer read the pull's answer", "consumer", "answer_read", "held pull released"),
+)
+"""The steps of a commit round (label, role, event, the step it follows): each step is the
+first ``event`` of ``role`` after the step it follows (``""``: the round's start, the
+leader's ``send_start``)."""
+
+
+def rounds(directory: Path) -> list[dict[str, int]]:
+    """Each commit round's steps (:data:`PATH`), in ns since its start: the rounds from one
+    ``send_start`` of the leader to the next (a step not found before the next round's start
+    is left out of that round)."""
+    roles = _roles(_load(directory))
+    leader = roles.get("leader")
+    if leader is None:
+        return []
+    times: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for role, events in roles.items():
+        for t, name, _, count in events:
+            if name in ("pulled", "rcv", "snd") or count >= 0:
+                times[(role, name)].append(t)
+    starts = times[("leader", "send_start")]
+    out = []
+    for start, end in itertools.pairwise(starts):
+        at = {"": start}
+        for label, role, name, after in PATH:
+            since = at.get(after)
+            if since is None:
+                continue
+            found = _first_after(times[(role, name)], since)
+            if found is not None and found < end + 20_000_000:
+                at[label] = found
+        out.append({label: t - start for label, t in at.items() if label})
+    return out
+
+
+def _first_after(times: list[int], at: int) -> int | None:
+    index = bisect.bisect_left(times, at)
+    return times[index] if index < len(times) else None
+
+
+def timeline(found: list[dict[str, int]]) -> list[tuple[str, float, float, int]]:
+    """Each step of :data:`PATH`: (label, median us since the round's start, median us since
+    the step it follows, rounds that saw it)."""
+    rows = []
+    for label, _, _, after in PATH:
+        at = [one[label] for one in found if label in one]
+        own = [one[label] - one.get(after, 0) for one in found if label in one]
+        if at:
+            rows.append((label, statistics.median(at) / 1e3, statistics.median(own) / 1e3, len(at)))
+    return rows
+
+
+def one_round(directory: Path, index: int) -> list[tuple[float, str, str, str, int]]:
+    """Every event of round ``index`` (as :func:`rounds` counts them): (us since its start,
+    role, thread, event, count), in time order."""
+    roles = _roles(_load(directory))
+    starts = [t for t, name, _, _ in roles.get("leader", []) if name == "send_start"]
+    if index + 1 >= len(starts):
+        return []
+    start, end = starts[index], starts[index + 1]
+    rows = [
+        ((t - start) / 1e3, role, thread, name, count)
+        for role, events in roles.items()
+        for t, name, thread, count in events
+        if start <= t < end
+    ]
+    return sorted(rows)
+
+
+def main(argv: list[str]) -> None:
+    """Print the median round's timeline of the traces in ``argv[0]`` (or, given ``argv[1]``,
+    every event of that round)."""
+    if len(argv) > 1:
+        for at_us, role, thread, name, count in one_round(Path(argv[0]), int(argv[1])):
+            print(f"{at_us:8.0f} us  {role:8} {thread[:24]:24} {name} {count}")
+        return
+    found = rounds(Path(argv[0]))
+    print(f"rounds: {len(found)}")
+    for label, at_us, own_us, seen in timeline(found):
+        print(f"{at_us:8.0f} us {own_us:+7.0f}  {label} ({seen})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

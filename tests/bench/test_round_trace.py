@@ -1,0 +1,45 @@
+"""A broker group's commit round from every process's recorded events
+(``bench/_round_trace.py``): the roles told by their events, each step the first event of its
+kind after the step before, and the median of each over the rounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench._round_trace import rounds, timeline
+
+_THREAD = "net"
+
+
+def _write(directory: Path, pid: int, events: list[tuple[int, str]]) -> None:
+    lines = [f"{t_us * 1000} {name} {_THREAD} 1 0\n" for t_us, name in events]
+    (directory / f"{pid}.hops").write_text("".join(lines), encoding="utf-8")
+
+
+def test_should_follow_each_round_from_the_leaders_send_through_both_followers(
+    tmp_path: Path,
+) -> None:
+    leader, f1, f2, producer = [], [], [], []
+    for start, slow in ((0, 0), (10_000, 100), (20_000, 200)):
+        leader += [(start, "send_start"), (start + 50, "send_end"), (start + 100, "r_sent")]
+        leader += [(start + 120, "snd"), (start + 130, "fsync0"), (start + 400, "fsync1")]
+        leader += [(start + 900 + slow, "r_ack"), (start + 950 + slow, "hw")]
+        leader += [(start + 1000 + slow, "answer")]
+        for events, lag in ((f1, 0), (f2, 50)):
+            events += [(start + 200 + lag, "rcv"), (start + 220 + lag, "f_append")]
+            events += [(start + 300 + lag, "fsync0"), (start + 800 + lag, "fsync1")]
+            events += [(start + 820 + lag, "f_ack"), (start + 840 + lag, "snd")]
+        producer += [(start + 1100 + slow, "settled"), (start + 1500, "offer")]
+    _write(tmp_path, 1, leader)
+    _write(tmp_path, 2, f2)  # the followers are told apart by their first APPEND, not the pid
+    _write(tmp_path, 3, f1)
+    _write(tmp_path, 4, producer)
+
+    found = rounds(tmp_path)
+    assert len(found) == 2  # a round ends where the next starts: the last is left out
+    assert found[1]["high watermark moved"] == 1_050_000
+    assert found[0]["f1 appended"] == 220_000 and found[0]["f2 appended"] == 270_000
+    steps = {label: (at, own) for label, at, own, _ in timeline(found)}
+    assert steps["f2 ACK sent"] == (890, 20)
+    assert steps["high watermark moved"] == (1000, 50)
+    assert steps["next request offered"][0] == 1500
