@@ -44,11 +44,19 @@ setup(
                     "_gather.c",
                     "_send_encode.c",
                     "_send_answer.c",
+                    "_pull_envelope.c",
                 )
             ],
             depends=[
                 _RECORD_BATCH + name
-                for name in ("record_batch.h", "_native.h", "_crc32.h", "_utf8.h", "_reader.h")
+                for name in (
+                    "record_batch.h",
+                    "_native.h",
+                    "_crc32.h",
+                    "_utf8.h",
+                    "_reader.h",
+                    "_protobuf_wire.h",
+                )
             ],
             # one module of several files: their shared symbols stay inside it
             extra_compile_args=[*_FLAGS, "-fvisibility=hidden"],

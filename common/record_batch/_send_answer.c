@@ -30,44 +30,11 @@
  * message's occurrences merge, an i32 is the low 32 bits of its varint.
  */
 #include "_native.h"
+#include "_protobuf_wire.h"
 
 #define SEND_ANSWER_ITEMS 10
 #define RESPONSE_SEND_FIELD 11 /* TransportResponse.send */
 #define FLUSH_DISK_TIMEOUT_CODE 10 /* ResponseCode.FLUSH_DISK_TIMEOUT */
-
-typedef struct {
-    const unsigned char *p, *end;
-} Cursor;
-
-/* The varint at the cursor (at most 10 bytes, ending within ``end``): 0, or -1 when it does
- * not. */
-static int
-read_varint(Cursor *c, uint64_t *out)
-{
-    uint64_t value = 0;
-    for (int shift = 0; shift < 70 && c->p < c->end; shift += 7) {
-        unsigned char byte = *c->p++;
-        value |= (uint64_t)(byte & 0x7F) << shift;
-        if (!(byte & 0x80)) {
-            *out = value;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* A length-delimited field's bytes at the cursor: 0, or -1 when they run past ``end``. */
-static int
-read_span(Cursor *c, Cursor *span)
-{
-    uint64_t length;
-    if (read_varint(c, &length) < 0 || length > (uint64_t)(c->end - c->p))
-        return -1;
-    span->p = c->p;
-    span->end = c->p + length;
-    c->p = span->end;
-    return 0;
-}
 
 typedef struct {
     int64_t code, send_status, queue_id, queue_offset, count, commit_log_offset;

@@ -38,11 +38,10 @@
 #include "_native.h"
 
 #include "_crc32.h"
+#include "_protobuf_wire.h"
 
 #include <stdarg.h>
 
-#define WIRE_VARINT 0
-#define WIRE_LENGTH_DELIMITED 2
 #define SEND_FIELD 13 /* TransportRequest.send */
 #define GROUP_FIELD 1 /* SendMessageRequest.producer_group */
 #define TOPIC_FIELD 2
@@ -50,30 +49,6 @@
 #define BATCH_FIELD 5
 #define CORRELATION_ID_FIELD 1
 #define SESSION_ID_FIELD 2
-#define MAX_VARINT_LENGTH 10
-#define TAG(field, wire) ((unsigned char)((field) << 3 | (wire)))
-
-static Py_ssize_t
-varint_length(uint64_t value)
-{
-    Py_ssize_t n = 1;
-    while (value > 0x7F) {
-        value >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static unsigned char *
-put_varint(unsigned char *out, uint64_t value)
-{
-    while (value > 0x7F) {
-        *out++ = (unsigned char)((value & 0x7F) | 0x80);
-        value >>= 7;
-    }
-    *out++ = (unsigned char)value;
-    return out;
-}
 
 /* A length-delimited field's bytes: tag, length, data (none when the data is empty). */
 static Py_ssize_t
