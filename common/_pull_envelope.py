@@ -161,7 +161,7 @@ def _stored_pull_envelope_native(
     correlation_id: int, session_id: int, answer: PullAnswer
 ) -> tuple[list[bytes | memoryview] | bytes, int]:
     response = answer.response
-    pieces: Sequence[bytes | memoryview] = answer.pieces
+    pieces: Sequence[bytes | memoryview] = answer._pieces  # a stored answer's: never empty
     return _native.pull_answer(
         correlation_id,
         session_id,
