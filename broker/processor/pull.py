@@ -322,15 +322,24 @@ class PullProcessor:
         local = local and sql is None
         get_batches = self._store.get_batches
         views: list[memoryview] = []
-        if sql is None:  # the batches as views of the commit log: no join
-            result = get_batches(topic, queue_id, offset, max_messages, max_bytes, codes, views)
-        else:
-            result, views = self._get_sql92(topic, queue_id, offset, max_messages, max_bytes, sql)
-        status = _STATUS_BY_ID.get(id(result.status))
-        if status is None:  # NO_MESSAGE_IN_QUEUE
-            status = _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
         suspend_ms = request.suspend_timeout_ms
-        if status == _NO_NEW_MSG and suspend_ms > 0 and self.long_polling:
+        holds = suspend_ms > 0 and self.long_polling
+        status: messages_pb2.PullStatus.ValueType | None
+        if holds and offset == self._store.get_max_offset(topic, queue_id):
+            # a caught-up consumer's pull: NO_NEW_MSG whatever the get would read (the queue's
+            # end, or 0 for an empty or unknown queue), so held without one
+            status = _NO_NEW_MSG
+        else:
+            if sql is None:  # the batches as views of the commit log: no join
+                result = get_batches(topic, queue_id, offset, max_messages, max_bytes, codes, views)
+            else:
+                result, views = self._get_sql92(
+                    topic, queue_id, offset, max_messages, max_bytes, sql
+                )
+            status = _STATUS_BY_ID.get(id(result.status))
+            if status is None:  # NO_MESSAGE_IN_QUEUE
+                status = _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
+        if status == _NO_NEW_MSG and holds:
             self.held += 1
 
             def wake(arrived: bool) -> None:
@@ -343,14 +352,14 @@ class PullProcessor:
                     again, views = self._get_sql92(
                         topic, queue_id, offset, max_messages, max_bytes, sql
                     )
-                status = _STATUS_BY_ID.get(id(again.status))
-                if status is None:
-                    status = _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
+                again_status = _STATUS_BY_ID.get(id(again.status))
+                if again_status is None:
+                    again_status = _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
                 self._answer(
                     response,
                     again,
                     views,
-                    status,
+                    again_status,
                     on_done,
                     topic,
                     offset,
