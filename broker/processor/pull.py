@@ -112,6 +112,8 @@ PullDone = Callable[[PullAnswer], None]
 PullRequest = messages_pb2.PullMessageRequest | PullRequestFields
 """A pull request as the processor reads it: protobuf's, or its fields read by the session's
 native reader (the same names)."""
+_Context = tuple[PullDone, str, int, int, bool, bool]
+"""A pull's ``on_done``, topic, offset, start, whether local, whether its batches are joined."""
 
 _FOUND: Final = messages_pb2.FOUND
 _NO_NEW_MSG: Final = messages_pb2.NO_NEW_MSG
@@ -339,6 +341,7 @@ class PullProcessor:
             status = _STATUS_BY_ID.get(id(result.status))
             if status is None:  # NO_MESSAGE_IN_QUEUE
                 status = _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
+        context = (on_done, topic, offset, started_ns, local, sql is not None)
         if status == _NO_NEW_MSG and holds:
             self.held += 1
 
@@ -355,33 +358,11 @@ class PullProcessor:
                 again_status = _STATUS_BY_ID.get(id(again.status))
                 if again_status is None:
                     again_status = _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
-                self._answer(
-                    response,
-                    again,
-                    views,
-                    again_status,
-                    on_done,
-                    topic,
-                    offset,
-                    started_ns,
-                    local,
-                    sql is not None,
-                )
+                self._answer(response, again, views, again_status, context)
 
             self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
             return
-        self._answer(
-            response,
-            result,
-            views,
-            status,
-            on_done,
-            topic,
-            offset,
-            started_ns,
-            local,
-            sql is not None,
-        )
+        self._answer(response, result, views, status, context)
 
     def _get_sql92(
         self,
@@ -403,13 +384,11 @@ class PullProcessor:
         result: GetMessageResult,
         views: list[memoryview],
         status: messages_pb2.PullStatus.ValueType,
-        on_done: PullDone,
-        topic: str,
-        offset: int,
-        started_ns: int,
-        local: bool = False,
-        joined: bool = False,
+        context: _Context,
     ) -> None:
+        """Answer a pull with ``result`` through its ``on_done``; ``context`` is the pull's
+        (``on_done``, topic, offset, start, whether local, whether its batches are joined)."""
+        on_done, topic, offset, started_ns, local, joined = context
         response.pull_status = status
         response.next_begin_offset = result.next_begin_offset
         response.min_offset = result.min_offset

@@ -1,13 +1,13 @@
 /*
  * Protobuf's wire format as the session envelope's native codecs read and write it
- * (_send_encode.c, _send_answer.c, _pull_envelope.c): varints and length-delimited spans.
- * Every read is bounds-checked against its cursor's end and gives -1 rather than read past it.
+ * (_send_encode.c, _send_answer.c, _pull_envelope.c): varints and length-delimited spans, the
+ * ints they take and the tuples they give. Every read is bounds-checked against its cursor's
+ * end and gives -1 rather than read past it.
  */
 #ifndef AEROMQ_RECORD_BATCH_PROTOBUF_WIRE_H
 #define AEROMQ_RECORD_BATCH_PROTOBUF_WIRE_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include "_native.h"
 
 #define WIRE_VARINT 0
 #define WIRE_LENGTH_DELIMITED 2
@@ -69,6 +69,75 @@ put_varint(unsigned char *out, uint64_t value)
         value >>= 7;
     }
     *out++ = (unsigned char)value;
+    return out;
+}
+
+/* An int argument as protobuf takes it for a varint field of 64 bits (masked, as
+ * ``common/_envelope.py``'s ``value & (2**64 - 1)``): 0, or -1 with a TypeError. */
+static inline int
+u64_mask_of(PyObject *value, const char *name, uint64_t *out)
+{
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* A string field's text (empty when the field was absent): a new reference, or NULL with a
+ * UnicodeDecodeError for bytes that are not UTF-8. */
+static inline PyObject *
+text_of(Cursor span)
+{
+    if (span.p == NULL)
+        return PyUnicode_New(0, 0);
+    return PyUnicode_DecodeUTF8((const char *)span.p, span.end - span.p, NULL);
+}
+
+/* 0 when ``cls`` is a tuple type (a reader's NamedTuple), else -1 with a TypeError naming
+ * ``function``. */
+static inline int
+check_tuple_type(PyObject *cls, const char *function)
+{
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s() needs a tuple type", function);
+        return -1;
+    }
+    return 0;
+}
+
+/* An instance of the tuple type ``cls`` (a NamedTuple: its items, no fields of its own) holding
+ * ``items`` (new references, each taken here, NULL ones allowed); None when an item is NULL for
+ * a string that is not UTF-8 (protobuf's parse, the caller's fallback, reports it); NULL with
+ * the error of any other failure. */
+static inline PyObject *
+tuple_of_items(PyObject *cls, PyObject **items, int count)
+{
+    PyObject *out = NULL;
+    for (int i = 0; i < count; i++) {
+        if (items[i] == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                out = Py_NewRef(Py_None);
+            }
+            goto done;
+        }
+    }
+    out = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, count);
+    if (out == NULL)
+        goto done;
+    for (int i = 0; i < count; i++) {
+        PyTuple_SET_ITEM(out, i, items[i]);
+        items[i] = NULL;
+    }
+done:
+    for (int i = 0; i < count; i++)
+        Py_XDECREF(items[i]);
     return out;
 }
 

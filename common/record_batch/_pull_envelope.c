@@ -41,7 +41,6 @@
  *
  *       (a field at its default, 0, left out of the body; an i32 sign-extended to ten bytes).
  */
-#include "_native.h"
 #include "_protobuf_wire.h"
 
 #define PULL_REQUEST_ITEMS 13
@@ -113,14 +112,6 @@ read_pull(Cursor c, PullFields *f)
     return 0;
 }
 
-static PyObject *
-text_of(Cursor span)
-{
-    if (span.p == NULL)
-        return PyUnicode_New(0, 0);
-    return PyUnicode_DecodeUTF8((const char *)span.p, span.end - span.p, NULL);
-}
-
 PyObject *
 pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -130,10 +121,8 @@ pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *cls = args[0];
-    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "pull_request() needs a tuple type");
+    if (check_tuple_type(cls, "pull_request") < 0)
         return NULL;
-    }
     Py_buffer data;
     if (PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -142,7 +131,7 @@ pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int has_pull = 0;
     PullFields f;
     memset(&f, 0, sizeof(f));
-    PyObject *items[PULL_REQUEST_ITEMS] = {NULL};
+    PyObject *items[PULL_REQUEST_ITEMS];
     PyObject *out = NULL;
     while (c.p < c.end) {
         uint64_t tag;
@@ -177,48 +166,13 @@ pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     items[10] = PyLong_FromLongLong(f.suspend_timeout_ms);
     items[11] = PyLong_FromLongLong(f.commit_offset);
     items[12] = PyBool_FromLong((long)f.local_read);
-    for (int i = 0; i < PULL_REQUEST_ITEMS; i++) {
-        if (items[i] == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                PyErr_Clear(); /* not UTF-8: protobuf's parse reports it */
-                goto none;
-            }
-            goto done; /* out is NULL: the error stands */
-        }
-    }
-    /* an instance of the tuple type (a NamedTuple: its items, no fields of its own) */
-    out = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, PULL_REQUEST_ITEMS);
-    if (out == NULL)
-        goto done;
-    for (int i = 0; i < PULL_REQUEST_ITEMS; i++) {
-        PyTuple_SET_ITEM(out, i, items[i]);
-        items[i] = NULL;
-    }
+    out = tuple_of_items(cls, items, PULL_REQUEST_ITEMS);
     goto done;
 none:
     out = Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < PULL_REQUEST_ITEMS; i++)
-        Py_XDECREF(items[i]);
     PyBuffer_Release(&data);
     return out;
-}
-
-/* An int argument as protobuf takes it for a varint field (masked to 64 bits, as
- * ``common/_envelope.py``'s ``value & (2**64 - 1)``): 0, or -1 with a TypeError. */
-static int
-u64_of(PyObject *value, const char *name, uint64_t *out)
-{
-    if (!PyLong_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
-                     Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
-    if (v == (unsigned long long)-1 && PyErr_Occurred())
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
 }
 
 /* A buffer's length (a memoryview's without a new reference to its buffer): 0, or -1. */
@@ -255,7 +209,7 @@ pull_answer_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     };
     uint64_t v[6];
     for (int i = 0; i < 6; i++)
-        if (u64_of(args[i], names[i], &v[i]) < 0)
+        if (u64_mask_of(args[i], names[i], &v[i]) < 0)
             return NULL;
     PyObject *pieces = args[6];
     if (!PyList_Check(pieces) && !PyTuple_Check(pieces)) {

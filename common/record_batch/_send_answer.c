@@ -29,7 +29,6 @@
  * Read as protobuf reads it: fields in any order, a scalar's last value wins, an embedded
  * message's occurrences merge, an i32 is the low 32 bits of its varint.
  */
-#include "_native.h"
 #include "_protobuf_wire.h"
 
 #define SEND_ANSWER_ITEMS 10
@@ -103,12 +102,6 @@ read_send(Cursor c, SendFields *f)
     return 0;
 }
 
-static PyObject *
-text_of(Cursor span)
-{
-    return PyUnicode_DecodeUTF8((const char *)span.p, span.end - span.p, NULL);
-}
-
 PyObject *
 send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -118,10 +111,8 @@ send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *cls = args[0];
-    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "send_answer() needs a tuple type");
+    if (check_tuple_type(cls, "send_answer") < 0)
         return NULL;
-    }
     Py_buffer data;
     if (PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -130,7 +121,7 @@ send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int has_send = 0;
     SendFields f;
     memset(&f, 0, sizeof(f));
-    PyObject *items[SEND_ANSWER_ITEMS] = {NULL};
+    PyObject *items[SEND_ANSWER_ITEMS];
     PyObject *out = NULL;
     while (c.p < c.end) {
         uint64_t tag;
@@ -160,31 +151,13 @@ send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     items[5] = PyLong_FromLongLong(f.queue_offset);
     items[6] = PyLong_FromLongLong(f.count);
     items[7] = PyLong_FromLongLong(f.commit_log_offset);
-    items[8] = f.store_host.p ? text_of(f.store_host) : PyUnicode_New(0, 0);
-    items[9] = f.broker_name.p ? text_of(f.broker_name) : PyUnicode_New(0, 0);
-    for (int i = 0; i < SEND_ANSWER_ITEMS; i++) {
-        if (items[i] == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                PyErr_Clear(); /* not UTF-8: protobuf's parse reports it */
-                goto none;
-            }
-            goto done; /* out is NULL: the error stands */
-        }
-    }
-    /* an instance of the tuple type (a NamedTuple: its items, no fields of its own) */
-    out = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, SEND_ANSWER_ITEMS);
-    if (out == NULL)
-        goto done;
-    for (int i = 0; i < SEND_ANSWER_ITEMS; i++) {
-        PyTuple_SET_ITEM(out, i, items[i]);
-        items[i] = NULL;
-    }
+    items[8] = text_of(f.store_host);
+    items[9] = text_of(f.broker_name);
+    out = tuple_of_items(cls, items, SEND_ANSWER_ITEMS);
     goto done;
 none:
     out = Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < SEND_ANSWER_ITEMS; i++)
-        Py_XDECREF(items[i]);
     PyBuffer_Release(&data);
     return out;
 }

@@ -68,23 +68,6 @@ put_bytes_field(unsigned char *out, unsigned char tag, const char *data, Py_ssiz
     return out + length;
 }
 
-/* An int as protobuf takes it for a varint field of 64 bits (masked, as encode_envelope's
- * ``value & (2**64 - 1)``), or -1 with a TypeError. */
-static int
-as_u64_mask(PyObject *value, const char *name, uint64_t *out)
-{
-    if (!PyLong_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
-                     Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
-    if (v == (unsigned long long)-1 && PyErr_Occurred())
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
 /* Raise ``struct.error`` (what stamp_batch's ``struct`` calls raise) with ``format``'s words;
  * the cold path, so the class is looked up here. */
 static void
@@ -154,8 +137,8 @@ send_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     long long queue_id, producer_id = 0, sequence = 0, epoch = 0;
     Py_ssize_t group_length, topic_length;
     int stamped = args[6] != Py_None;
-    if (as_u64_mask(args[0], "correlation_id", &correlation_id) < 0 ||
-        as_u64_mask(args[1], "session_id", &session_id) < 0)
+    if (u64_mask_of(args[0], "correlation_id", &correlation_id) < 0 ||
+        u64_mask_of(args[1], "session_id", &session_id) < 0)
         return NULL;
     const char *group = utf8_of(args[2], "group", &group_length);
     if (group == NULL)
