@@ -48,6 +48,35 @@ read_span(Cursor *c, Cursor *span)
     return 0;
 }
 
+/* A serialised ``TransportRequest`` or ``TransportResponse`` (``common/_envelope.py``) of its two
+ * ids (fields 1 and 2, varints) and the length-delimited body field ``body_field``, each of
+ * whose occurrences ``read_body`` reads into ``fields`` (so that they merge, as protobuf merges
+ * them), and nothing else: 0, its ids in ``ids``; -1 for a missing body, any other field, or
+ * a varint, span or body that does not read. */
+static inline int
+read_envelope(Cursor c, uint64_t body_field, int (*read_body)(Cursor, void *), void *fields,
+              uint64_t ids[2])
+{
+    int has_body = 0;
+    ids[0] = ids[1] = 0;
+    while (c.p < c.end) {
+        uint64_t tag;
+        Cursor span;
+        if (read_varint(&c, &tag) < 0)
+            return -1;
+        if (tag == TAG(1, WIRE_VARINT) || tag == TAG(2, WIRE_VARINT)) {
+            if (read_varint(&c, &ids[(tag >> 3) - 1]) < 0)
+                return -1;
+        } else if (tag == (body_field << 3 | WIRE_LENGTH_DELIMITED)) {
+            if (read_span(&c, &span) < 0 || read_body(span, fields) < 0)
+                return -1;
+            has_body = 1;
+        } else
+            return -1;
+    }
+    return has_body ? 0 : -1;
+}
+
 /* How many bytes ``value``'s varint takes. */
 static inline Py_ssize_t
 varint_length(uint64_t value)
@@ -99,16 +128,22 @@ text_of(Cursor span)
     return PyUnicode_DecodeUTF8((const char *)span.p, span.end - span.p, NULL);
 }
 
-/* 0 when ``cls`` is a tuple type (a reader's NamedTuple), else -1 with a TypeError naming
+/* A reader's two arguments, ``(cls, data)``: ``cls`` a tuple type (its NamedTuple), ``data`` a
+ * buffer, taken into ``view`` (the caller releases it): 0, or -1 with a TypeError naming
  * ``function``. */
 static inline int
-check_tuple_type(PyObject *cls, const char *function)
+reader_args(PyObject *const *args, Py_ssize_t nargs, const char *function, Py_buffer *view)
 {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments (%zd given)", function, nargs);
+        return -1;
+    }
+    PyObject *cls = args[0];
     if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
         PyErr_Format(PyExc_TypeError, "%s() needs a tuple type", function);
         return -1;
     }
-    return 0;
+    return PyObject_GetBuffer(args[1], view, PyBUF_SIMPLE);
 }
 
 /* An instance of the tuple type ``cls`` (a NamedTuple: its items, no fields of its own) holding

@@ -74,8 +74,9 @@ typedef struct {
 /* One occurrence of the body into ``f`` (merged over what an earlier one set): 0, or -1 for a
  * field or wire type it does not know or a value that does not read. */
 static int
-read_pull(Cursor c, PullFields *f)
+read_pull(Cursor c, void *fields)
 {
+    PullFields *f = fields;
     while (c.p < c.end) {
         uint64_t tag, value;
         if (read_varint(&c, &tag) < 0)
@@ -116,45 +117,20 @@ PyObject *
 pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "pull_request() takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    PyObject *cls = args[0];
-    if (check_tuple_type(cls, "pull_request") < 0)
-        return NULL;
     Py_buffer data;
-    if (PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0)
+    if (reader_args(args, nargs, "pull_request", &data) < 0)
         return NULL;
+    PyObject *cls = args[0];
     Cursor c = {data.buf, (const unsigned char *)data.buf + data.len};
-    uint64_t correlation_id = 0, session_id = 0;
-    int has_pull = 0;
+    uint64_t ids[2];
     PullFields f;
     memset(&f, 0, sizeof(f));
     PyObject *items[PULL_REQUEST_ITEMS];
     PyObject *out = NULL;
-    while (c.p < c.end) {
-        uint64_t tag;
-        Cursor span;
-        if (read_varint(&c, &tag) < 0)
-            goto none;
-        if (tag == TAG(1, WIRE_VARINT)) {
-            if (read_varint(&c, &correlation_id) < 0)
-                goto none;
-        } else if (tag == TAG(2, WIRE_VARINT)) {
-            if (read_varint(&c, &session_id) < 0)
-                goto none;
-        } else if (tag == TAG(REQUEST_PULL_FIELD, WIRE_LENGTH_DELIMITED)) {
-            if (read_span(&c, &span) < 0 || read_pull(span, &f) < 0)
-                goto none;
-            has_pull = 1;
-        } else
-            goto none; /* a send (field 13), the other bodies, anything unknown */
-    }
-    if (!has_pull)
-        goto none;
-    items[0] = PyLong_FromLongLong((long long)(int64_t)correlation_id);
-    items[1] = PyLong_FromLongLong((long long)(int64_t)session_id);
+    if (read_envelope(c, REQUEST_PULL_FIELD, read_pull, &f, ids) < 0)
+        goto none; /* a send (field 13), the other bodies, anything unknown */
+    items[0] = PyLong_FromLongLong((long long)(int64_t)ids[0]);
+    items[1] = PyLong_FromLongLong((long long)(int64_t)ids[1]);
     items[2] = text_of(f.group);
     items[3] = text_of(f.topic);
     items[4] = PyLong_FromLongLong(f.queue_id);

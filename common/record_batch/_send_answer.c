@@ -66,8 +66,9 @@ read_status(Cursor c, SendFields *f)
 
 /* SendMessageResponse (messages.proto): 0, or -1 for a field it does not know. */
 static int
-read_send(Cursor c, SendFields *f)
+read_send(Cursor c, void *fields)
 {
+    SendFields *f = fields;
     while (c.p < c.end) {
         uint64_t tag, value;
         if (read_varint(&c, &tag) < 0)
@@ -106,45 +107,22 @@ PyObject *
 send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "send_answer() takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    PyObject *cls = args[0];
-    if (check_tuple_type(cls, "send_answer") < 0)
-        return NULL;
     Py_buffer data;
-    if (PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0)
+    if (reader_args(args, nargs, "send_answer", &data) < 0)
         return NULL;
+    PyObject *cls = args[0];
     Cursor c = {data.buf, (const unsigned char *)data.buf + data.len};
-    uint64_t correlation_id = 0, session_id = 0;
-    int has_send = 0;
+    uint64_t ids[2];
     SendFields f;
     memset(&f, 0, sizeof(f));
     PyObject *items[SEND_ANSWER_ITEMS];
     PyObject *out = NULL;
-    while (c.p < c.end) {
-        uint64_t tag;
-        Cursor span;
-        if (read_varint(&c, &tag) < 0)
-            goto none;
-        if (tag == (1 << 3 | 0)) {
-            if (read_varint(&c, &correlation_id) < 0)
-                goto none;
-        } else if (tag == (2 << 3 | 0)) {
-            if (read_varint(&c, &session_id) < 0)
-                goto none;
-        } else if (tag == (RESPONSE_SEND_FIELD << 3 | 2)) {
-            if (read_span(&c, &span) < 0 || read_send(span, &f) < 0)
-                goto none;
-            has_send = 1;
-        } else
-            goto none;
-    }
-    if (!has_send || f.message_length || (f.code != 0 && f.code != FLUSH_DISK_TIMEOUT_CODE))
+    if (read_envelope(c, RESPONSE_SEND_FIELD, read_send, &f, ids) < 0)
         goto none;
-    items[0] = PyLong_FromLongLong((long long)(int64_t)correlation_id);
-    items[1] = PyLong_FromLongLong((long long)(int64_t)session_id);
+    if (f.message_length || (f.code != 0 && f.code != FLUSH_DISK_TIMEOUT_CODE))
+        goto none;
+    items[0] = PyLong_FromLongLong((long long)(int64_t)ids[0]);
+    items[1] = PyLong_FromLongLong((long long)(int64_t)ids[1]);
     items[2] = PyLong_FromLongLong(f.code);
     items[3] = PyLong_FromLongLong(f.send_status);
     items[4] = PyLong_FromLongLong(f.queue_id);
