@@ -2,7 +2,7 @@
 operations on shared memory), ``aeromq.transport.logbuffer._gather`` (a vectored offer's check
 and frame-by-frame copy), ``aeromq.common.record_batch._native`` (the record batch's passes:
 encode, from messages or from columns, check, merge, a pull answer's batches read into columns,
-their spans gathered into Arrow's layout), ``aeromq.broker.store._batch_take`` (the first window
+their spans gathered into Arrow's layout; the session envelope of a send and of a pull), ``aeromq.broker.store._batch_take`` (the first window
 of the broker's unfiltered get) and ``aeromq.broker.store._put_one`` (a one-record send's store append).
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
@@ -44,11 +44,19 @@ setup(
                     "_gather.c",
                     "_send_encode.c",
                     "_send_answer.c",
+                    "_pull_envelope.c",
                 )
             ],
             depends=[
                 _RECORD_BATCH + name
-                for name in ("record_batch.h", "_native.h", "_crc32.h", "_utf8.h", "_reader.h")
+                for name in (
+                    "record_batch.h",
+                    "_native.h",
+                    "_crc32.h",
+                    "_utf8.h",
+                    "_reader.h",
+                    "_protobuf_wire.h",
+                )
             ],
             # one module of several files: their shared symbols stay inside it
             extra_compile_args=[*_FLAGS, "-fvisibility=hidden"],

@@ -24,6 +24,9 @@ I/O here.
   native call each (:class:`SendRequest`, :func:`encode_send_request`, :class:`SendAnswer`,
   :func:`read_send_answer`), their Python references beside them.
 - ``_pull_answer``: :class:`PullAnswer`, a pull's control fields beside its record batches.
+- ``_pull_envelope``: a pull's request and a stored pull's answer through the envelope in one
+  native call each at the broker (:class:`PullRequestFields`, :func:`read_pull_request`,
+  :class:`StoredPullAnswer`, :func:`stored_pull_envelope`), their Python references beside them.
 - ``_consume_retry``: the retry and dead-letter topics of a consumer group (``%RETRY%``,
   ``%DLQ%``), the properties of a sent-back message and RocketMQ's back-off schedule.
 - ``_queue_holders``: :class:`QueueHolders`, which member of a group holds each queue (the
@@ -156,6 +159,14 @@ from aeromq.common._properties import (
     encode_properties,
 )
 from aeromq.common._pull_answer import PullAnswer
+from aeromq.common._pull_envelope import (
+    PullRequestFields,
+    StoredPullAnswer,
+    read_pull_request,
+    read_pull_request_py,
+    stored_pull_envelope,
+    stored_pull_envelope_py,
+)
 from aeromq.common._queue_holders import QueueHolders
 from aeromq.common._response_code import (
     ResponseCode,
@@ -315,6 +326,7 @@ __all__ = [
     "OffsetMessageId",
     "OutOfOrderSequenceError",
     "PullAnswer",
+    "PullRequestFields",
     "QueueHolders",
     "RawSection",
     "RecordBatch",
@@ -324,6 +336,7 @@ __all__ = [
     "SendAnswer",
     "SendRequest",
     "Sql92Filter",
+    "StoredPullAnswer",
     "SubscriptionData",
     "TopicNotFoundError",
     "UniqueMessageId",
@@ -369,6 +382,8 @@ __all__ = [
     "parse_tag_expression",
     "patch_batch",
     "raw_section_past_message",
+    "read_pull_request",
+    "read_pull_request_py",
     "read_send_answer",
     "read_send_answer_py",
     "read_total_length",
@@ -378,6 +393,8 @@ __all__ = [
     "split_raw_section",
     "split_tag",
     "stored_properties",
+    "stored_pull_envelope",
+    "stored_pull_envelope_py",
     "tag_hash_code",
     "tag_problem",
     "unique_message_id_time_ms",

@@ -74,9 +74,11 @@ from aeromq.common import (
     HEADER_STRUCT,
     ClientError,
     PullAnswer,
+    PullRequestFields,
     RecordBatch,
     ResponseCode,
     Sql92Filter,
+    StoredPullAnswer,
     build_subscription_data,
     check_group,
     compile_sql92,
@@ -91,6 +93,7 @@ __all__ = [
     "MAX_PULL_MESSAGES",
     "PullDone",
     "PullProcessor",
+    "PullRequest",
     "apply_sql92",
     "local_ranges",
     "pull_status",
@@ -106,12 +109,19 @@ MAX_PULL_BYTES: Final = 1024 * 1024
 """About the most bytes of stored batches one pull answers with (one batch always goes)."""
 
 PullDone = Callable[[PullAnswer], None]
+PullRequest = messages_pb2.PullMessageRequest | PullRequestFields
+"""A pull request as the processor reads it: protobuf's, or its fields read by the session's
+native reader (the same names)."""
+_Context = tuple[PullDone, str, int, int, bool, bool]
+"""A pull's ``on_done``, topic, offset, start, whether local, whether its batches are joined."""
 
 _FOUND: Final = messages_pb2.FOUND
 _NO_NEW_MSG: Final = messages_pb2.NO_NEW_MSG
 _NO_MATCHED_MSG: Final = messages_pb2.NO_MATCHED_MSG
 _OFFSET_ILLEGAL: Final = messages_pb2.OFFSET_ILLEGAL
 _TAG: Final = messages_pb2.TAG
+_SQL92: Final = messages_pb2.SQL92
+_GOOD_GROUPS_LIMIT: Final = 4096
 _BASE_QUEUE_OFFSET_FIELD: Final = 2  # of HEADER_STRUCT's fields
 _COUNT_FIELD: Final = 8
 _PHYSICAL_OFFSET: Final = struct.Struct("<q")
@@ -133,10 +143,10 @@ pull; the members are singletons."""
 
 def pull_status(result: GetMessageResult, offset: int) -> messages_pb2.PullStatus.ValueType:
     """The pull status of a get, as RocketMQ's ``PullMessageProcessor`` maps it."""
-    status = result.status
-    if status is GetMessageStatus.NO_MESSAGE_IN_QUEUE:
+    status = _STATUS_BY_ID.get(id(result.status))
+    if status is None:  # NO_MESSAGE_IN_QUEUE
         return _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
-    return _STATUS_BY_ID[id(status)]
+    return status
 
 
 @lru_cache(maxsize=1024)
@@ -146,7 +156,7 @@ def _tag_codes(expression: str) -> tuple[int, ...] | None:
     return None if subscription.is_sub_all else tuple(subscription.codes)
 
 
-def sql92_of(request: messages_pb2.PullMessageRequest) -> Sql92Filter | None:
+def sql92_of(request: PullRequest) -> Sql92Filter | None:
     """The compiled filter of a SQL92 pull (None for a tag pull); raises on a bad one."""
     if request.expression_type != messages_pb2.SQL92:
         return None
@@ -254,15 +264,16 @@ class PullProcessor:
         self.held = 0
         self.messages_out = 0
         self.local_answers = 0  # FOUND answers given as local ranges
+        self._good_groups: set[str] = set()  # groups that passed check_group: not again
 
-    def process(
-        self, request: messages_pb2.PullMessageRequest, on_done: PullDone, *, local: bool = False
-    ) -> None:
+    def process(self, request: PullRequest, on_done: PullDone, *, local: bool = False) -> None:
         """Answer ``request`` through ``on_done`` (inline, or later if held). Never raises for
         a bad request: it is answered with its error code. ``local``: a FOUND answer names
         where its batches are in the commit log (``local_ranges``) instead of carrying them
         (the session granted local reads and the request asked; not for SQL92, whose answer
-        is joined)."""
+        is joined). A tag pull's get, its hold and its answer make no call they can do
+        without (the steps inline, one closure for the hold): a consumer keeping up pulls
+        about once a message."""
         self.pulls += 1
         started_ns = time.perf_counter_ns()
         topic = request.topic
@@ -282,9 +293,13 @@ class PullProcessor:
             response.status.message = text
             on_done(PullAnswer(response, b""))
             return
+        sql: Sql92Filter | None = None
+        codes: tuple[int, ...] | None = None
         try:
-            sql = sql92_of(request)
-            codes = None if sql is not None else _tag_codes(request.sub_expression)
+            if request.expression_type == _SQL92:
+                sql = compile_sql92(request.sub_expression)
+            else:
+                codes = _tag_codes(request.sub_expression)
         except ClientError as exc:
             code = ResponseCode.SUBSCRIPTION_PARSE_FAILED
             self.errors[code] += 1
@@ -306,35 +321,62 @@ class PullProcessor:
         max_messages = min(max_messages, self.max_messages)
         max_bytes = min(request.max_bytes or self.max_bytes, self.max_bytes)
         offset = request.queue_offset
-
-        def get() -> tuple[GetMessageResult, list[memoryview]]:
-            views: list[memoryview] = []
-            if sql is None:  # the batches as views of the commit log: no join
-                got = self._store.get_batches(
-                    topic, queue_id, offset, max_messages, max_bytes, codes, views
-                )
-                return got, views
-            got = self._store.get_batches(topic, queue_id, offset, max_messages, max_bytes, codes)
-            got = apply_sql92(got, sql, offset)
-            return got, [memoryview(got.data)] if got.data else views
-
         local = local and sql is None
-        result, views = get()
-        status = pull_status(result, offset)
+        get_batches = self._store.get_batches
+        views: list[memoryview] = []
         suspend_ms = request.suspend_timeout_ms
-        if status == _NO_NEW_MSG and suspend_ms > 0 and self.long_polling:
+        holds = suspend_ms > 0 and self.long_polling
+        status: messages_pb2.PullStatus.ValueType | None
+        if holds and offset == self._store.get_max_offset(topic, queue_id):
+            # a caught-up consumer's pull: NO_NEW_MSG whatever the get would read (the queue's
+            # end, or 0 for an empty or unknown queue), so held without one
+            status = _NO_NEW_MSG
+        else:
+            if sql is None:  # the batches as views of the commit log: no join
+                result = get_batches(topic, queue_id, offset, max_messages, max_bytes, codes, views)
+            else:
+                result, views = self._get_sql92(
+                    topic, queue_id, offset, max_messages, max_bytes, sql
+                )
+            status = _STATUS_BY_ID.get(id(result.status))
+            if status is None:  # NO_MESSAGE_IN_QUEUE
+                status = _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
+        context = (on_done, topic, offset, started_ns, local, sql is not None)
+        if status == _NO_NEW_MSG and holds:
             self.held += 1
 
             def wake(arrived: bool) -> None:
-                again, views = get()
-                status = pull_status(again, offset)
-                self._answer(
-                    response, again, views, status, on_done, topic, offset, started_ns, local
-                )
+                views: list[memoryview] = []
+                if sql is None:
+                    again = get_batches(
+                        topic, queue_id, offset, max_messages, max_bytes, codes, views
+                    )
+                else:
+                    again, views = self._get_sql92(
+                        topic, queue_id, offset, max_messages, max_bytes, sql
+                    )
+                again_status = _STATUS_BY_ID.get(id(again.status))
+                if again_status is None:
+                    again_status = _NO_NEW_MSG if offset == 0 else _OFFSET_ILLEGAL
+                self._answer(response, again, views, again_status, context)
 
             self._hold.hold(topic, queue_id, offset, suspend_ms, wake)
             return
-        self._answer(response, result, views, status, on_done, topic, offset, started_ns, local)
+        self._answer(response, result, views, status, context)
+
+    def _get_sql92(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_messages: int,
+        max_bytes: int,
+        sql: Sql92Filter,
+    ) -> tuple[GetMessageResult, list[memoryview]]:
+        """A SQL92 pull's get: the batches joined, then filtered (``apply_sql92``)."""
+        got = self._store.get_batches(topic, queue_id, offset, max_messages, max_bytes)
+        got = apply_sql92(got, sql, offset)
+        return got, [memoryview(got.data)] if got.data else []
 
     def _answer(
         self,
@@ -342,12 +384,11 @@ class PullProcessor:
         result: GetMessageResult,
         views: list[memoryview],
         status: messages_pb2.PullStatus.ValueType,
-        on_done: PullDone,
-        topic: str,
-        offset: int,
-        started_ns: int,
-        local: bool = False,
+        context: _Context,
     ) -> None:
+        """Answer a pull with ``result`` through its ``on_done``; ``context`` is the pull's
+        (``on_done``, topic, offset, start, whether local, whether its batches are joined)."""
+        on_done, topic, offset, started_ns, local, joined = context
         response.pull_status = status
         response.next_begin_offset = result.next_begin_offset
         response.min_offset = result.min_offset
@@ -355,8 +396,16 @@ class PullProcessor:
         served = 0
         size = 0
         if views:
-            size = views[0].nbytes if len(views) == 1 else sum(view.nbytes for view in views)
-            response.next_begin_offset = _whole_batches_end(result, views[-1])
+            last = views[-1]
+            if joined:  # a SQL92 answer: its batches joined into one view
+                response.next_begin_offset = _whole_batches_end(result, last)
+            else:  # each view one whole batch: the last one's header, inline
+                header = HEADER_STRUCT.unpack_from(last, 0)
+                end = header[_BASE_QUEUE_OFFSET_FIELD] + header[_COUNT_FIELD]
+                response.next_begin_offset = max(
+                    result.next_begin_offset, min(end, result.max_offset)
+                )
+            size = last.nbytes if len(views) == 1 else sum(view.nbytes for view in views)
             # whole batches go out: every record from the pulled offset to the answer's next
             # one (a filter's misses included; the consumer drops those)
             served = response.next_begin_offset - offset
@@ -369,9 +418,12 @@ class PullProcessor:
             self.local_answers += 1
             on_done(PullAnswer(response, b""))
             return
-        on_done(PullAnswer(response, pieces=views))
+        if views:  # FOUND: the session writes it in one native call (common._pull_envelope)
+            on_done(StoredPullAnswer(response, pieces=views))
+            return
+        on_done(PullAnswer(response, b""))
 
-    def _check(self, request: messages_pb2.PullMessageRequest) -> tuple[int, str] | None:
+    def _check(self, request: PullRequest) -> tuple[int, str] | None:
         """The error code and text of a request that cannot be served, or None."""
         topic = request.topic
         config = self._store.topic_config.get(topic)
@@ -397,10 +449,14 @@ class PullProcessor:
                 f"max_msg_nums and max_bytes must be >= 0: max_msg_nums={request.max_msg_nums} "
                 f"max_bytes={request.max_bytes}",
             )
-        try:
-            check_group(request.consumer_group)
-        except ClientError as exc:
-            return ResponseCode.INVALID_PARAMETER, f"bad consumer group: {exc}"
+        group = request.consumer_group
+        if group not in self._good_groups:
+            try:
+                check_group(group)
+            except ClientError as exc:
+                return ResponseCode.INVALID_PARAMETER, f"bad consumer group: {exc}"
+            if len(self._good_groups) < _GOOD_GROUPS_LIMIT:
+                self._good_groups.add(group)
         commit_offset = request.commit_offset
         if commit_offset > 0:
             max_offset = self._store.get_max_offset(topic, queue_id)

@@ -25,6 +25,7 @@ Caller: the pull processor (``hold``), the store (``on_arrival``), the broker (l
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import threading
 import time
@@ -42,6 +43,7 @@ WakeCallback = Callable[[bool], None]
 """``on_wake(arrived)``: True when a message arrived beyond the held offset, False at timeout."""
 
 _NS_PER_MS: Final = 1_000_000
+_HOLD: Final = 2  # of a deadline heap's (deadline_ns, sequence, hold) items
 _COMPACT_MIN_ENTRIES: Final = 1_024
 """Deadline entries past which, when most are of released holds, the service drops those."""
 
@@ -60,9 +62,6 @@ class _Hold:
         self.on_wake = on_wake
         self.done = False
 
-    def __lt__(self, other: _Hold) -> bool:
-        return self.deadline_ns < other.deadline_ns
-
 
 class PullHoldService:
     """Holds pulls (see module). ``max_offset(topic, queue_id)`` reads a queue's current end;
@@ -80,7 +79,8 @@ class PullHoldService:
         self._lock = threading.Lock()  # taken as itself on the hot path: a Condition's
         self._cond = threading.Condition(self._lock)  # __enter__ is a Python call
         self._held: dict[tuple[str, int], list[_Hold]] = {}
-        self._deadlines: list[_Hold] = []
+        self._deadlines: list[tuple[int, int, _Hold]] = []  # a heap: compared in C, no __lt__
+        self._sequence = itertools.count()  # orders holds of one deadline
         self._ready: list[tuple[_Hold, bool]] = []
         self._running = False
         self._thread: threading.Thread | None = None
@@ -133,8 +133,8 @@ class PullHoldService:
             else:
                 expired = None
                 self._held.setdefault(key, []).append(entry)
-                heapq.heappush(self._deadlines, entry)
-                if self._deadlines[0] is entry:  # sooner than the thread waits for
+                heapq.heappush(self._deadlines, (entry.deadline_ns, next(self._sequence), entry))
+                if self._deadlines[0][_HOLD] is entry:  # sooner than the thread waits for
                     self._cond.notify()
         if expired is not None:
             self._call(expired)
@@ -152,19 +152,26 @@ class PullHoldService:
             if not holds:
                 return
             keep: list[_Hold] = []
-            released: list[tuple[_Hold, bool]] = []
+            released: list[_Hold] = []
             for entry in holds:
                 if entry.offset < max_offset:
                     entry.done = True
-                    released.append((entry, True))
+                    released.append(entry)
                 else:
                     keep.append(entry)
             if keep:
                 self._held[key] = keep
             else:
                 del self._held[key]
-        if released:
-            self._call(released)
+        # called here, not through _call: a caught-up consumer's pull is released in the duty
+        # cycle that stored its message, with no call but its own
+        for entry in released:
+            self.woken_by_arrival += 1
+            on_wake, entry.on_wake = entry.on_wake, _called
+            try:
+                on_wake(True)
+            except Exception:
+                _log.exception("a held pull's wake callback raised: key=%s", entry.key)
 
     # -- the service's thread ---------------------------------------------------------------
 
@@ -193,10 +200,10 @@ class PullHoldService:
         if len(deadlines) > _COMPACT_MIN_ENTRIES and len(deadlines) > 2 * sum(
             map(len, self._held.values())
         ):  # most entries are of holds released by an arrival: drop them
-            deadlines[:] = [entry for entry in deadlines if not entry.done]
+            deadlines[:] = [item for item in deadlines if not item[_HOLD].done]
             heapq.heapify(deadlines)
         while deadlines:
-            entry = deadlines[0]
+            entry = deadlines[0][_HOLD]
             if entry.done:
                 heapq.heappop(deadlines)
                 continue

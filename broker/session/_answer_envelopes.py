@@ -4,7 +4,8 @@ A processor's response is serialised into one envelope (by protobuf's C code: th
 message with the response copied into its field, one serialisation, about half the cost of
 ``common._envelope``'s Python varints for a send's answer, 0.9 against 1.6 us, ``timeit``; the
 same bytes but for ids of 0, which protobuf leaves out and readers take as 0); a pull's batches
-go as the envelope's raw section, in pieces for one vectored offer (the store's views are not copied); an
+go as the envelope's raw section, in pieces for one vectored offer (the store's views are not
+copied), a FOUND pull's envelope made in one native call (``common._pull_envelope``); an
 envelope-level error carries a ``Status``. The layout is ``common._envelope``'s, shared with the
 clients. Caller: the agent's answer writing (``broker.session._answers``), its request dispatch
 (``_dispatch``: requests refused) and its session lifecycle (``_lifecycle``: farewells, closes).
@@ -19,8 +20,10 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.common import (
     RESPONSE_FIELD_NUMBERS,
     PullAnswer,
+    StoredPullAnswer,
     encode_envelope,
     encode_envelope_around,
+    stored_pull_envelope,
 )
 from aeromq.proto import common_pb2, session_pb2
 
@@ -36,6 +39,8 @@ def answer_envelope(
 ) -> tuple[bytes | list[bytes | memoryview], int]:
     """The envelope of an answer and its length: a pull's batches as its raw section, in
     pieces for one vectored offer (:mod:`common._envelope`), else one serialised envelope."""
+    if type(response) is StoredPullAnswer:  # a FOUND pull: one native call
+        return stored_pull_envelope(correlation_id, session_id, response)
     if isinstance(response, PullAnswer):
         body = response.response.SerializeToString()
         pieces = response.pieces

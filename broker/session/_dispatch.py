@@ -5,8 +5,10 @@ ingress goes to its session's processor, or is refused.
 assembler): it decodes the request, finds its session (bound to the ingress image that carried
 its CONNECT, one identity compare) and calls the send or pull processor with a completion
 callback, answers a keepalive, or closes the session; a CONNECT goes to the session lifecycle.
-A send is ABORTed, left on the ingress for a later poll, while the store cannot take more or its
-session's answers are backed up. With an ACL, each send and pull is checked once per session
+A pull of a live session from its own client is read without protobuf, by one native call
+(:func:`~common.read_pull_request`); every other request, and a pull that is refused, is parsed
+by protobuf. A send is ABORTed, left on the ingress for a later poll, while the store cannot
+take more or its session's answers are backed up. With an ACL, each send and pull is checked once per session
 and (permission, resource). Requests that cannot be served (malformed, of a closed or unknown
 session, on another client's session) are counted and answered with an envelope-level error
 where there is a route back (see ``broker.session._agent``).
@@ -31,8 +33,10 @@ from aeromq.broker.session._session import ServerSession
 from aeromq.common import (
     RESPONSE_FIELD_NUMBERS,
     SESSION_CLOSED_CODE,
+    PullRequestFields,
     ResponseCode,
     encode_envelope,
+    read_pull_request,
     retry_topic,
     salvage_envelope_ids,
 )
@@ -46,6 +50,7 @@ __all__ = ["RequestDispatch"]
 _log = logging.getLogger(__name__)
 
 _Request = session_pb2.TransportRequest
+_read_pull: Final = read_pull_request
 _SEND: Final = RESPONSE_FIELD_NUMBERS["send"]
 _PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
 _KEEPALIVE: Final = RESPONSE_FIELD_NUMBERS["keepalive"]
@@ -70,6 +75,23 @@ class RequestDispatch(AnswerWriter):
         self, buffer: AtomicBuffer, offset: int, length: int, header: Header
     ) -> Action:
         data = buffer.get_bytes(offset, length)
+        pull = _read_pull(data)  # one native call, None for anything but a pull
+        if pull is not None:
+            session = self._table.get(pull.session_id)
+            # a pull of a live session from its own client: the common case, without protobuf;
+            # any other goes the protobuf way below, which refuses it with the words it had
+            if session is not None and not session.farewell and header.context is session.image:
+                session.last_activity_ns = self._now_ns
+                self.counters.requests += 1
+                correlation_id = pull.correlation_id
+                if self._acl is not None and self._forbidden(session, correlation_id, pull):
+                    return _CONTINUE
+                self._pull.process(
+                    pull,
+                    self._completion(session, correlation_id, _PULL),
+                    local=session.local_reads and pull.local_read,
+                )
+                return _CONTINUE
         try:
             request = _Request.FromString(data)
         except DecodeError:
@@ -120,16 +142,24 @@ class RequestDispatch(AnswerWriter):
         return _CONTINUE
 
     def _forbidden(
-        self, session: ServerSession, correlation_id: int, request: session_pb2.TransportRequest
+        self,
+        session: ServerSession,
+        correlation_id: int,
+        request: session_pb2.TransportRequest | PullRequestFields,
     ) -> bool:
         """Whether the session's user may not make this send or pull (then answered FORBIDDEN).
         A pull needs ``sub`` on its group and its topic; ``sub`` on the group covers the group's
         retry topic (as RocketMQ's ACL, and the gRPC side's send-back). Each (permission,
         resource) is decided once per session and remembered."""
-        if request.HasField("send"):
-            needs = [(_PUB_TOPIC, request.send.topic)]
+        if isinstance(request, PullRequestFields):
+            group, topic = request.consumer_group, request.topic
+        elif request.HasField("send"):
+            group, topic = None, request.send.topic
         else:
             group, topic = request.pull.consumer_group, request.pull.topic
+        if group is None:  # a send
+            needs = [(_PUB_TOPIC, topic)]
+        else:
             needs = [(_SUB_GROUP, group)]
             if topic != retry_topic(group):
                 needs.append((_SUB_TOPIC, topic))

@@ -107,9 +107,13 @@ class MessageReader:
         straight from there). A view keeps its segment mapped while it lives (retention
         deletes the file; the pages stay until the view goes): drop them once written."""
         queue = self._queues.get(topic, queue_id)
-        early, min_offset, max_offset = self._bounds(queue, offset)
-        if early is not None or queue is None:
-            return early or GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        if queue is not None and queue.min_offset <= offset < queue.max_offset:
+            min_offset = queue.min_offset  # within the queue: a pull's common case, inline
+            max_offset = queue.max_offset
+        else:
+            early, min_offset, max_offset = self._bounds(queue, offset)
+            if early is not None or queue is None:
+                return early or GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
         topic_bytes = self._topics.get(topic)
         if topic_bytes is None:
             if len(self._topics) >= _TOPIC_CACHE_LIMIT:

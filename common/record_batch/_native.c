@@ -30,6 +30,9 @@
  *   send_answer(cls, data)
  *                         _send_answer.c: a stored send's answer read into its offsets
  *                         (``common/_send_envelope.read_send_answer_py``)
+ *   pull_request(cls, data), pull_answer(...)
+ *                         _pull_envelope.c: a pull request read into its fields, a stored
+ *                         pull's answer around its batches (``common/_pull_envelope``)
  *   crc32(data), use_clmul(on)
  *                         _crc32.c: the CRC as the passes compute it; whether the folding CRC
  *                         was in use, and from now on only if ``on`` (the tests run both paths)
@@ -78,6 +81,11 @@ static PyMethodDef methods[] = {
      "base_sequence, producer_epoch) -> bytes: a send's envelope, its batch stamped."},
     {"send_answer", (PyCFunction)(void (*)(void))send_answer_read, METH_FASTCALL,
      "send_answer(cls, data) -> cls | None: a stored send's answer, read into its offsets."},
+    {"pull_request", (PyCFunction)(void (*)(void))pull_request_read, METH_FASTCALL,
+     "pull_request(cls, data) -> cls | None: a pull request's fields, read without protobuf."},
+    {"pull_answer", (PyCFunction)(void (*)(void))pull_answer_encode, METH_FASTCALL,
+     "pull_answer(correlation_id, session_id, pull_status, next_begin_offset, min_offset, "
+     "max_offset, pieces) -> (list | bytes, length): a pull answer's envelope around pieces."},
     {"crc32", (PyCFunction)columns_crc32, METH_O,
      "crc32(data) -> int: zlib.crc32 of data, as the passes compute it."},
     {"use_clmul", (PyCFunction)crc32_use_clmul, METH_O,

@@ -50,6 +50,9 @@ PyObject *columns_find_property(PyObject *module, PyObject *const *args, Py_ssiz
 /* _send_encode.c, _send_answer.c */
 PyObject *send_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* _pull_envelope.c */
+PyObject *pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *pull_answer_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _crc32.c: at import, zlib.crc32 for the fallback, the table, the CPU check (0, or -1 with a
  * Python error set); the module's crc32 and use_clmul */
 int crc32_module_init(void);

@@ -12,6 +12,7 @@ _A = TypeVar("_A", bound=tuple[object, ...])
 _Column = tuple[int, Buffer, Buffer | None, Buffer | None, int, int, int]
 """(kind, data, offsets, validity, first, width, length): ``column_encoder.Column``."""
 _M = TypeVar("_M")
+_P = TypeVar("_P", bound=Buffer)
 _Parts = list[tuple[Buffer, npt.NDArray[np.int64], npt.NDArray[np.int32]]]
 
 def check(
@@ -102,5 +103,16 @@ def send_request(
     /,
 ) -> bytes: ...
 def send_answer(cls: type[_A], data: Buffer, /) -> _A | None: ...
+def pull_request(cls: type[_A], data: Buffer, /) -> _A | None: ...
+def pull_answer(
+    correlation_id: int,
+    session_id: int,
+    pull_status: int,
+    next_begin_offset: int,
+    min_offset: int,
+    max_offset: int,
+    pieces: Sequence[_P],
+    /,
+) -> tuple[list[bytes | _P] | bytes, int]: ...
 def crc32(data: Buffer) -> int: ...
 def use_clmul(on: bool, /) -> bool: ...

@@ -29,45 +29,11 @@
  * Read as protobuf reads it: fields in any order, a scalar's last value wins, an embedded
  * message's occurrences merge, an i32 is the low 32 bits of its varint.
  */
-#include "_native.h"
+#include "_protobuf_wire.h"
 
 #define SEND_ANSWER_ITEMS 10
 #define RESPONSE_SEND_FIELD 11 /* TransportResponse.send */
 #define FLUSH_DISK_TIMEOUT_CODE 10 /* ResponseCode.FLUSH_DISK_TIMEOUT */
-
-typedef struct {
-    const unsigned char *p, *end;
-} Cursor;
-
-/* The varint at the cursor (at most 10 bytes, ending within ``end``): 0, or -1 when it does
- * not. */
-static int
-read_varint(Cursor *c, uint64_t *out)
-{
-    uint64_t value = 0;
-    for (int shift = 0; shift < 70 && c->p < c->end; shift += 7) {
-        unsigned char byte = *c->p++;
-        value |= (uint64_t)(byte & 0x7F) << shift;
-        if (!(byte & 0x80)) {
-            *out = value;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* A length-delimited field's bytes at the cursor: 0, or -1 when they run past ``end``. */
-static int
-read_span(Cursor *c, Cursor *span)
-{
-    uint64_t length;
-    if (read_varint(c, &length) < 0 || length > (uint64_t)(c->end - c->p))
-        return -1;
-    span->p = c->p;
-    span->end = c->p + length;
-    c->p = span->end;
-    return 0;
-}
 
 typedef struct {
     int64_t code, send_status, queue_id, queue_offset, count, commit_log_offset;
@@ -100,8 +66,9 @@ read_status(Cursor c, SendFields *f)
 
 /* SendMessageResponse (messages.proto): 0, or -1 for a field it does not know. */
 static int
-read_send(Cursor c, SendFields *f)
+read_send(Cursor c, void *fields)
 {
+    SendFields *f = fields;
     while (c.p < c.end) {
         uint64_t tag, value;
         if (read_varint(&c, &tag) < 0)
@@ -136,88 +103,39 @@ read_send(Cursor c, SendFields *f)
     return 0;
 }
 
-static PyObject *
-text_of(Cursor span)
-{
-    return PyUnicode_DecodeUTF8((const char *)span.p, span.end - span.p, NULL);
-}
-
 PyObject *
 send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "send_answer() takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    PyObject *cls = args[0];
-    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "send_answer() needs a tuple type");
-        return NULL;
-    }
     Py_buffer data;
-    if (PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0)
+    if (reader_args(args, nargs, "send_answer", &data) < 0)
         return NULL;
+    PyObject *cls = args[0];
     Cursor c = {data.buf, (const unsigned char *)data.buf + data.len};
-    uint64_t correlation_id = 0, session_id = 0;
-    int has_send = 0;
+    uint64_t ids[2];
     SendFields f;
     memset(&f, 0, sizeof(f));
-    PyObject *items[SEND_ANSWER_ITEMS] = {NULL};
+    PyObject *items[SEND_ANSWER_ITEMS];
     PyObject *out = NULL;
-    while (c.p < c.end) {
-        uint64_t tag;
-        Cursor span;
-        if (read_varint(&c, &tag) < 0)
-            goto none;
-        if (tag == (1 << 3 | 0)) {
-            if (read_varint(&c, &correlation_id) < 0)
-                goto none;
-        } else if (tag == (2 << 3 | 0)) {
-            if (read_varint(&c, &session_id) < 0)
-                goto none;
-        } else if (tag == (RESPONSE_SEND_FIELD << 3 | 2)) {
-            if (read_span(&c, &span) < 0 || read_send(span, &f) < 0)
-                goto none;
-            has_send = 1;
-        } else
-            goto none;
-    }
-    if (!has_send || f.message_length || (f.code != 0 && f.code != FLUSH_DISK_TIMEOUT_CODE))
+    if (read_envelope(c, RESPONSE_SEND_FIELD, read_send, &f, ids) < 0)
         goto none;
-    items[0] = PyLong_FromLongLong((long long)(int64_t)correlation_id);
-    items[1] = PyLong_FromLongLong((long long)(int64_t)session_id);
+    if (f.message_length || (f.code != 0 && f.code != FLUSH_DISK_TIMEOUT_CODE))
+        goto none;
+    items[0] = PyLong_FromLongLong((long long)(int64_t)ids[0]);
+    items[1] = PyLong_FromLongLong((long long)(int64_t)ids[1]);
     items[2] = PyLong_FromLongLong(f.code);
     items[3] = PyLong_FromLongLong(f.send_status);
     items[4] = PyLong_FromLongLong(f.queue_id);
     items[5] = PyLong_FromLongLong(f.queue_offset);
     items[6] = PyLong_FromLongLong(f.count);
     items[7] = PyLong_FromLongLong(f.commit_log_offset);
-    items[8] = f.store_host.p ? text_of(f.store_host) : PyUnicode_New(0, 0);
-    items[9] = f.broker_name.p ? text_of(f.broker_name) : PyUnicode_New(0, 0);
-    for (int i = 0; i < SEND_ANSWER_ITEMS; i++) {
-        if (items[i] == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                PyErr_Clear(); /* not UTF-8: protobuf's parse reports it */
-                goto none;
-            }
-            goto done; /* out is NULL: the error stands */
-        }
-    }
-    /* an instance of the tuple type (a NamedTuple: its items, no fields of its own) */
-    out = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, SEND_ANSWER_ITEMS);
-    if (out == NULL)
-        goto done;
-    for (int i = 0; i < SEND_ANSWER_ITEMS; i++) {
-        PyTuple_SET_ITEM(out, i, items[i]);
-        items[i] = NULL;
-    }
+    items[8] = text_of(f.store_host);
+    items[9] = text_of(f.broker_name);
+    out = tuple_of_items(cls, items, SEND_ANSWER_ITEMS);
     goto done;
 none:
     out = Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < SEND_ANSWER_ITEMS; i++)
-        Py_XDECREF(items[i]);
     PyBuffer_Release(&data);
     return out;
 }

@@ -38,11 +38,10 @@
 #include "_native.h"
 
 #include "_crc32.h"
+#include "_protobuf_wire.h"
 
 #include <stdarg.h>
 
-#define WIRE_VARINT 0
-#define WIRE_LENGTH_DELIMITED 2
 #define SEND_FIELD 13 /* TransportRequest.send */
 #define GROUP_FIELD 1 /* SendMessageRequest.producer_group */
 #define TOPIC_FIELD 2
@@ -50,30 +49,6 @@
 #define BATCH_FIELD 5
 #define CORRELATION_ID_FIELD 1
 #define SESSION_ID_FIELD 2
-#define MAX_VARINT_LENGTH 10
-#define TAG(field, wire) ((unsigned char)((field) << 3 | (wire)))
-
-static Py_ssize_t
-varint_length(uint64_t value)
-{
-    Py_ssize_t n = 1;
-    while (value > 0x7F) {
-        value >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static unsigned char *
-put_varint(unsigned char *out, uint64_t value)
-{
-    while (value > 0x7F) {
-        *out++ = (unsigned char)((value & 0x7F) | 0x80);
-        value >>= 7;
-    }
-    *out++ = (unsigned char)value;
-    return out;
-}
 
 /* A length-delimited field's bytes: tag, length, data (none when the data is empty). */
 static Py_ssize_t
@@ -91,23 +66,6 @@ put_bytes_field(unsigned char *out, unsigned char tag, const char *data, Py_ssiz
     out = put_varint(out, (uint64_t)length);
     memcpy(out, data, (size_t)length);
     return out + length;
-}
-
-/* An int as protobuf takes it for a varint field of 64 bits (masked, as encode_envelope's
- * ``value & (2**64 - 1)``), or -1 with a TypeError. */
-static int
-as_u64_mask(PyObject *value, const char *name, uint64_t *out)
-{
-    if (!PyLong_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
-                     Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLongMask(value);
-    if (v == (unsigned long long)-1 && PyErr_Occurred())
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
 }
 
 /* Raise ``struct.error`` (what stamp_batch's ``struct`` calls raise) with ``format``'s words;
@@ -179,8 +137,8 @@ send_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     long long queue_id, producer_id = 0, sequence = 0, epoch = 0;
     Py_ssize_t group_length, topic_length;
     int stamped = args[6] != Py_None;
-    if (as_u64_mask(args[0], "correlation_id", &correlation_id) < 0 ||
-        as_u64_mask(args[1], "session_id", &session_id) < 0)
+    if (u64_mask_of(args[0], "correlation_id", &correlation_id) < 0 ||
+        u64_mask_of(args[1], "session_id", &session_id) < 0)
         return NULL;
     const char *group = utf8_of(args[2], "group", &group_length);
     if (group == NULL)
