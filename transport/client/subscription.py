@@ -10,7 +10,8 @@ Aeron's ``Subscription.controlledPoll``: each call starts one image further alon
 (``start = round_robin_index++``, back to 0 past the end), reads from there to the end of the
 list, then from the beginning up to the start, while the limit is not reached. So every image
 gets its turn to go first and none starves. Control actions (``BREAK``, ``ABORT``) apply to the
-image that returned them: the other images are still read.
+image that returned them: the other images are still read. Each image is polled through its
+``poll_call`` (the native reader's poll where built): one Python frame less a poll.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class Subscription:
         images = self._images
         length = len(images)
         if length == 1:
-            return images[0].poll(handler, fragment_limit)
+            return images[0].poll_call(handler, fragment_limit)
         fragments_read = 0
         starting_index = self._round_robin_index
         self._round_robin_index = starting_index + 1
@@ -82,11 +83,11 @@ class Subscription:
         for i in range(starting_index, length):
             if fragments_read >= fragment_limit:
                 return fragments_read
-            fragments_read += images[i].poll(handler, fragment_limit - fragments_read)
+            fragments_read += images[i].poll_call(handler, fragment_limit - fragments_read)
         for i in range(starting_index):
             if fragments_read >= fragment_limit:
                 return fragments_read
-            fragments_read += images[i].poll(handler, fragment_limit - fragments_read)
+            fragments_read += images[i].poll_call(handler, fragment_limit - fragments_read)
         return fragments_read
 
     def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
@@ -94,7 +95,7 @@ class Subscription:
         images = self._images
         length = len(images)
         if length == 1:
-            return images[0].controlled_poll(handler, fragment_limit)
+            return images[0].controlled_poll_call(handler, fragment_limit)
         fragments_read = 0
         starting_index = self._round_robin_index
         self._round_robin_index = starting_index + 1
@@ -103,11 +104,15 @@ class Subscription:
         for i in range(starting_index, length):
             if fragments_read >= fragment_limit:
                 return fragments_read
-            fragments_read += images[i].controlled_poll(handler, fragment_limit - fragments_read)
+            fragments_read += images[i].controlled_poll_call(
+                handler, fragment_limit - fragments_read
+            )
         for i in range(starting_index):
             if fragments_read >= fragment_limit:
                 return fragments_read
-            fragments_read += images[i].controlled_poll(handler, fragment_limit - fragments_read)
+            fragments_read += images[i].controlled_poll_call(
+                handler, fragment_limit - fragments_read
+            )
         return fragments_read
 
     def block_poll(self, handler: BlockHandler, block_length_limit: int) -> int:
