@@ -10,12 +10,19 @@ Aeron's ``Subscription.controlledPoll``: each call starts one image further alon
 (``start = round_robin_index++``, back to 0 past the end), reads from there to the end of the
 list, then from the beginning up to the start, while the limit is not reached. So every image
 gets its turn to go first and none starves. Control actions (``BREAK``, ``ABORT``) apply to the
-image that returned them: the other images are still read. Each image is polled through its
-``poll_call`` (the native reader's poll where built): one Python frame less a poll.
+image that returned them: the other images are still read.
+
+``poll`` and ``controlled_poll`` are attributes, set by the conductor's changes of the image
+list: with one image they are that image's ``poll_call`` and ``controlled_poll_call`` (the
+native reader's polls where built), so a poll of a one-image subscription, the common case
+(a broker's session agent spins on one about ten times a message), is one native call and no
+Python frame; with none or several, the round robin in Python, which polls each image through
+its ``poll_call``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aeromq.transport.client.image import BlockHandler, Image
@@ -29,7 +36,14 @@ __all__ = ["Subscription"]
 
 
 class Subscription:
-    """Reads the images of one (channel, stream id); made by ``Aeron.add_subscription``."""
+    """Reads the images of one (channel, stream id); made by ``Aeron.add_subscription``.
+
+    ``poll(handler, fragment_limit) -> int`` reads up to ``fragment_limit`` fragments across the
+    images, round-robin, giving each to ``handler(buffer, offset, length, header)``;
+    ``controlled_poll(handler, fragment_limit) -> int`` does the same with each image applying
+    the handler's :class:`~transport.concurrent.action.Action` (see ``Image``). Both return the
+    fragments read.
+    """
 
     __slots__ = (
         "_conductor",
@@ -39,10 +53,15 @@ class Subscription:
         "available_image_handler",
         "channel",
         "channel_status_id",
+        "controlled_poll",
+        "poll",
         "registration_id",
         "stream_id",
         "unavailable_image_handler",
     )
+
+    poll: Callable[[FragmentHandler, int], int]
+    controlled_poll: Callable[[ControlledFragmentHandler, int], int]
 
     def __init__(
         self,
@@ -63,12 +82,13 @@ class Subscription:
         self.channel_status_id = 0
         self.available_image_handler = available_image_handler
         self.unavailable_image_handler = unavailable_image_handler
+        self._set_images(())
 
     # ----------------------------------------------------------------------------------------
     # Polls (application thread, no lock)
 
-    def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
-        """Read up to ``fragment_limit`` fragments across the images, round-robin."""
+    def round_robin_poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
+        """``poll`` over the image list in Python: what ``poll`` is but with one image."""
         # controlled_poll repeats this round robin on purpose, measured: one shared method
         # taking the image's poll made a poll of 2 (stub) images ~0.35 us slower (~0.86 -> ~1.2).
         images = self._images
@@ -90,8 +110,10 @@ class Subscription:
             fragments_read += images[i].poll_call(handler, fragment_limit - fragments_read)
         return fragments_read
 
-    def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
-        """As :meth:`poll`, with each image applying the handler's actions (see ``Image``)."""
+    def round_robin_controlled_poll(
+        self, handler: ControlledFragmentHandler, fragment_limit: int
+    ) -> int:
+        """``controlled_poll`` over the image list in Python, as :meth:`round_robin_poll`."""
         images = self._images
         length = len(images)
         if length == 1:
@@ -162,13 +184,13 @@ class Subscription:
 
     def add_image(self, image: Image) -> None:
         """Conductor only: publish a new image to the pollers."""
-        self._images = (*self._images, image)
+        self._set_images((*self._images, image))
 
     def remove_image(self, correlation_id: int) -> Image | None:
         """Conductor only: take the image away from the pollers and close it."""
         for image in self._images:
             if image.correlation_id == correlation_id:
-                self._images = tuple(other for other in self._images if other is not image)
+                self._set_images(tuple(other for other in self._images if other is not image))
                 image.close()
                 return image
         return None
@@ -176,10 +198,20 @@ class Subscription:
     def remove_all_images(self) -> tuple[Image, ...]:
         """Conductor only: take every image away (closing them); return them."""
         images = self._images
-        self._images = ()
+        self._set_images(())
         for image in images:
             image.close()
         return images
+
+    def _set_images(self, images: tuple[Image, ...]) -> None:
+        """Publish ``images`` to the pollers, and the polls that fit their number."""
+        self._images = images
+        if len(images) == 1:
+            self.poll = images[0].poll_call
+            self.controlled_poll = images[0].controlled_poll_call
+        else:
+            self.poll = self.round_robin_poll
+            self.controlled_poll = self.round_robin_controlled_poll
 
     # ----------------------------------------------------------------------------------------
     # Lifecycle

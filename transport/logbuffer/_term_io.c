@@ -64,6 +64,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -329,6 +330,22 @@ begin_poll(ImageReaderObject *self, int64_t *position, AtomicBufferObject **term
     return 0;
 }
 
+/* The fragment limit as a C integer, one past the 64-bit range clamped to it (a Python int of
+ * any size compares as the reference's loop does). */
+static int
+fragment_limit_of(PyObject *value, long long *limit)
+{
+    int overflow;
+    *limit = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (*limit == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow) {
+        *limit = overflow > 0 ? LLONG_MAX : LLONG_MIN;
+    }
+    return 0;
+}
+
 static PyObject *
 reader_poll(ImageReaderObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -337,8 +354,8 @@ reader_poll(ImageReaderObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *handler = args[0];
-    long long limit = PyLong_AsLongLong(args[1]);
-    if (limit == -1 && PyErr_Occurred()) {
+    long long limit;
+    if (fragment_limit_of(args[1], &limit) < 0) {
         return NULL;
     }
     long long total = 0;
@@ -425,8 +442,8 @@ reader_controlled_poll(ImageReaderObject *self, PyObject *const *args, Py_ssize_
         return NULL;
     }
     PyObject *handler = args[0];
-    long long limit = PyLong_AsLongLong(args[1]);
-    if (limit == -1 && PyErr_Occurred()) {
+    long long limit;
+    if (fragment_limit_of(args[1], &limit) < 0) {
         return NULL;
     }
     long long total = 0;
@@ -699,11 +716,17 @@ tail_offer(ExclusiveTailObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     long long offset = 0, length = -1;
-    if (nargs > 1 && (offset = PyLong_AsLongLong(args[1])) == -1 && PyErr_Occurred()) {
+    int overflow = 0;
+    if (nargs > 1 && (offset = PyLong_AsLongLongAndOverflow(args[1], &overflow)) == -1 &&
+        PyErr_Occurred()) {
         return NULL;
     }
-    if (nargs > 2 && (length = PyLong_AsLongLong(args[2])) == -1 && PyErr_Occurred()) {
+    if (!overflow && nargs > 2 &&
+        (length = PyLong_AsLongLongAndOverflow(args[2], &overflow)) == -1 && PyErr_Occurred()) {
         return NULL;
+    }
+    if (overflow) {
+        return PyLong_FromLong(0); /* outside any buffer: the Python path raises */
     }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aeromq.transport.client import Image
+from aeromq.transport.client import Image, Subscription
 from aeromq.transport.client.exclusive_publication import ExclusivePublication
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.action import Action
@@ -215,6 +215,31 @@ def test_should_propagate_what_is_not_an_exception_without_moving_the_position(
         side.log.log.close()
 
 
+def test_should_poll_a_one_image_subscription_straight_through_its_reader(tmp: Path) -> None:
+    first = Side(tmp / "first.logbuffer", 7, True)
+    second = Side(tmp / "second.logbuffer", 7, True)
+    try:
+        subscription = Subscription(None, "aeron:ipc", 1001, 1, None, None)  # type: ignore[arg-type]  # no conductor: driven alone
+        assert subscription.poll(lambda *args: None, 10) == 0
+        subscription.add_image(first.image)
+        assert subscription.poll == first.image.poll_call
+        assert subscription.controlled_poll == first.image.controlled_poll_call
+        first.log.append(b"one")
+        second.log.append(b"two")
+        subscription.add_image(second.image)
+        assert subscription.poll == subscription.round_robin_poll
+        seen: list[bytes] = []
+        assert subscription.poll(lambda b, o, n, h: seen.append(b.get_bytes(o, n)), 10) == 2
+        assert sorted(seen) == [b"one", b"two"]
+        subscription.remove_image(first.image.correlation_id)  # the first of that id
+        assert subscription.poll == second.image.poll_call
+        subscription.remove_all_images()
+        assert subscription.poll == subscription.round_robin_poll
+    finally:
+        first.log.log.close()
+        second.log.log.close()
+
+
 # ------------------------------------------------------------------------------------------
 # Offers
 
@@ -264,7 +289,12 @@ OFFER_STEPS = st.lists(
             st.sampled_from(["bytes", "bytearray", "memoryview", "buffer"]),
         ),
         st.tuples(st.just("offer"), st.integers(1000, 1376), st.just(0), st.just("bytes")),
-        st.tuples(st.just("outside"), st.integers(0, 100), st.integers(1, 8), st.just("bytes")),
+        st.tuples(
+            st.just("outside"),
+            st.integers(0, 100),
+            st.sampled_from([1, 8, 2**63, 2**70]),
+            st.just("bytes"),
+        ),
         st.tuples(st.just("supplied"), st.integers(0, 100), st.just(0), st.just("bytes")),
         st.tuples(st.just("limit"), st.integers(-64, 4096), st.just(0), st.just("")),
         st.tuples(st.just("connected"), st.integers(0, 1), st.just(0), st.just("")),
