@@ -7,7 +7,8 @@ their spans gathered into Arrow's layout), ``aeromq.broker.store._batch_take`` (
 of the broker's unfiltered get) and ``aeromq.broker.store._put_one`` (a one-record send's store append).
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
-``transport/logbuffer/_gather.c``, ``transport/logbuffer/_term_io.c``, ``common/record_batch/_native.c`` (one file per role beside
+``transport/logbuffer/_gather.c``, ``transport/logbuffer/_term_io.c`` (its reader and
+writer beside it), ``common/record_batch/_native.c`` (one file per role beside
 it, the layout in ``common/record_batch/record_batch.h``), ``broker/store/_batch_take.c`` and
 ``broker/store/_put_one.c`` for why each module exists and what it does.
 """
@@ -32,9 +33,13 @@ setup(
         ),
         Extension(
             "aeromq.transport.logbuffer._term_io",
-            sources=["transport/logbuffer/_term_io.c"],
-            depends=["transport/concurrent/atomic_buffer.h"],
-            extra_compile_args=_FLAGS,
+            sources=[
+                "transport/logbuffer/" + name
+                for name in ("_term_io.c", "_image_reader.c", "_exclusive_tail.c")
+            ],
+            depends=["transport/logbuffer/_term_io.h", "transport/concurrent/atomic_buffer.h"],
+            # one module of several files: their shared symbols stay inside it
+            extra_compile_args=[*_FLAGS, "-fvisibility=hidden"],
         ),
         Extension(
             "aeromq.common.record_batch._native",

@@ -60,44 +60,25 @@
  * capacity are read again after every handler call, which may release it; a bad index raises
  * the ``IndexOutOfBoundsError`` the Python path would (the buffer's own method raises it). A
  * property test drives both paths over the same logs and compares the bytes and the results.
+ *
+ * Files: this one (the module, the shared buffer access), _image_reader.c (``ImageReader``),
+ * _exclusive_tail.c (``ExclusiveTail``), _term_io.h (what they share).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
-#include <limits.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
+#include "_term_io.h"
 
-#include "../concurrent/atomic_buffer.h"
-
-#define PARTITION_COUNT 3
-#define HDR_LENGTH 32
-#define ALIGN_UP 31
-#define ALIGN_DOWN (~(int64_t)31)
-#define LOW_32 0xFFFFFFFFLL
-
-static PyTypeObject *AtomicBufferType = NULL;
-static PyObject *ACTION_ABORT = NULL;
-static PyObject *ACTION_BREAK = NULL;
-static PyObject *ACTION_COMMIT = NULL;
-static PyObject *STR_BUFFER = NULL;
-static PyObject *STR_OFFSET = NULL;
+PyTypeObject *AtomicBufferType = NULL;
+PyObject *ACTION_ABORT = NULL;
+PyObject *ACTION_BREAK = NULL;
+PyObject *ACTION_COMMIT = NULL;
+PyObject *STR_BUFFER = NULL;
+PyObject *STR_OFFSET = NULL;
 
 /* ------------------------------------------------------------------------------------------ */
 /* buffer access                                                                               */
 
-/* Whether ``length`` bytes at ``index`` lie in the buffer, aligned to ``length`` (8 or 4). */
-static inline int
-fits_aligned(AtomicBufferObject *b, int64_t index, Py_ssize_t length)
-{
-    return b->addr != NULL && index >= 0 && index <= (int64_t)(b->capacity - length) &&
-           ((uintptr_t)(b->addr + index) & (uintptr_t)(length - 1)) == 0;
-}
-
 /* Raise what the buffer's method ``name(index[, value])`` raises (a bad index): the Python
  * path's exact error, made by the same code. Returns -1 with the exception set. */
-static int
+int
 raise_like(AtomicBufferObject *b, const char *name, int64_t index, PyObject *value)
 {
     PyObject *result = value == NULL
@@ -111,7 +92,7 @@ raise_like(AtomicBufferObject *b, const char *name, int64_t index, PyObject *val
     return -1;
 }
 
-static int
+int
 load_plain_i64(AtomicBufferObject *b, int64_t index, int64_t *out)
 {
     if (b->addr == NULL || index < 0 || index > (int64_t)(b->capacity - 8)) {
@@ -121,7 +102,7 @@ load_plain_i64(AtomicBufferObject *b, int64_t index, int64_t *out)
     return 0;
 }
 
-static int
+int
 store_release_i64(AtomicBufferObject *b, int64_t index, int64_t value)
 {
     if (!fits_aligned(b, index, 8)) {
@@ -137,18 +118,7 @@ store_release_i64(AtomicBufferObject *b, int64_t index, int64_t value)
     return 0;
 }
 
-/* The first header word of the frame at ``index`` (acquire), or -1 with an error set. */
-static inline int
-load_word(AtomicBufferObject *b, int64_t index, int64_t *out)
-{
-    if (!fits_aligned(b, index, 8)) {
-        return raise_like(b, "get_int64_volatile", index, NULL);
-    }
-    *out = __atomic_load_n((int64_t *)(b->addr + index), __ATOMIC_ACQUIRE);
-    return 0;
-}
-
-static int
+int
 check_buffers(PyObject *const *items, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -161,7 +131,7 @@ check_buffers(PyObject *const *items, Py_ssize_t n)
 }
 
 /* The three term buffers of ``tuple`` (new references into ``out``). */
-static int
+int
 take_term_buffers(PyObject *tuple, PyObject **out)
 {
     if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != PARTITION_COUNT) {
@@ -177,625 +147,22 @@ take_term_buffers(PyObject *tuple, PyObject **out)
     return 0;
 }
 
-static inline int
-partition_index(int64_t position, int bits)
+int
+refs_traverse(PyObject **const *refs, int count, visitproc visit, void *arg)
 {
-    int64_t index = (position >> bits) % PARTITION_COUNT;
-    return (int)(index < 0 ? index + PARTITION_COUNT : index);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* ImageReader                                                                                  */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *term_buffers[PARTITION_COUNT];
-    PyObject *position_buffer;
-    int64_t position_offset;
-    int position_bits;
-    int64_t term_length_mask;
-    PyObject *header;
-    PyObject *error_handler;
-    int closed;
-} ImageReaderObject;
-
-static int
-reader_init(ImageReaderObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"term_buffers",  "position_buffer", "position_offset",
-                             "position_bits_to_shift", "header", "error_handler", NULL};
-    PyObject *terms, *position_buffer, *header, *error_handler;
-    long long position_offset;
-    int bits;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLiOO", kwlist, &terms, &position_buffer,
-                                     &position_offset, &bits, &header, &error_handler)) {
-        return -1;
-    }
-    if (self->header != NULL) {
-        PyErr_SetString(PyExc_TypeError, "ImageReader is initialised once");
-        return -1;
-    }
-    if (check_buffers(&position_buffer, 1) < 0 || take_term_buffers(terms, self->term_buffers) < 0) {
-        return -1;
-    }
-    if (bits < 16 || bits > 30) {
-        PyErr_Format(PyExc_ValueError, "position_bits_to_shift=%d out of range", bits);
-        return -1;
-    }
-    self->position_buffer = Py_NewRef(position_buffer);
-    self->position_offset = position_offset;
-    self->position_bits = bits;
-    self->term_length_mask = ((int64_t)1 << bits) - 1;
-    self->header = Py_NewRef(header);
-    self->error_handler = Py_NewRef(error_handler);
-    return 0;
-}
-
-static int
-reader_traverse(ImageReaderObject *self, visitproc visit, void *arg)
-{
-    for (int i = 0; i < PARTITION_COUNT; i++) {
-        Py_VISIT(self->term_buffers[i]);
-    }
-    Py_VISIT(self->position_buffer);
-    Py_VISIT(self->header);
-    Py_VISIT(self->error_handler);
-    return 0;
-}
-
-static int
-reader_clear(ImageReaderObject *self)
-{
-    for (int i = 0; i < PARTITION_COUNT; i++) {
-        Py_CLEAR(self->term_buffers[i]);
-    }
-    Py_CLEAR(self->position_buffer);
-    Py_CLEAR(self->header);
-    Py_CLEAR(self->error_handler);
-    return 0;
-}
-
-static void
-reader_dealloc(ImageReaderObject *self)
-{
-    PyObject_GC_UnTrack(self);
-    reader_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* The handler raised (the error is set): an ``Exception`` goes to the error handler (0, or -1
- * when the error handler itself raised); anything else (KeyboardInterrupt...) stays set (-1). */
-static int
-report(ImageReaderObject *self)
-{
-    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-        return -1;
-    }
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (traceback != NULL) {
-        PyException_SetTraceback(value, traceback);
-    }
-    PyObject *result = PyObject_CallOneArg(self->error_handler, value);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(traceback);
-    if (result == NULL) {
-        return -1;
-    }
-    Py_DECREF(result);
-    return 0;
-}
-
-/* handler(term_buffer, frame_offset + HDR_LENGTH, frame_length - HDR_LENGTH, header) */
-static PyObject *
-deliver(ImageReaderObject *self, PyObject *handler, PyObject *term_buffer, int64_t frame_offset,
-        int64_t frame_length)
-{
-    PyObject *offset = PyLong_FromLongLong(frame_offset);
-    if (offset == NULL) {
-        return NULL;
-    }
-    int failed = PyObject_SetAttr(self->header, STR_OFFSET, offset);
-    Py_DECREF(offset);
-    if (failed < 0) {
-        return NULL;
-    }
-    PyObject *args[4] = {term_buffer, PyLong_FromLongLong(frame_offset + HDR_LENGTH),
-                         PyLong_FromLongLong(frame_length - HDR_LENGTH), self->header};
-    PyObject *result = NULL;
-    if (args[1] != NULL && args[2] != NULL) {
-        result = PyObject_Vectorcall(handler, args, 4, NULL);
-    }
-    Py_XDECREF(args[1]);
-    Py_XDECREF(args[2]);
-    return result;
-}
-
-/* The start of a poll: the position, its term buffer (borrowed), that buffer given to the
- * header. Returns -1 with an error set. */
-static int
-begin_poll(ImageReaderObject *self, int64_t *position, AtomicBufferObject **term_buffer)
-{
-    if (load_plain_i64((AtomicBufferObject *)self->position_buffer, self->position_offset,
-                       position) < 0) {
-        return -1;
-    }
-    PyObject *buffer = self->term_buffers[partition_index(*position, self->position_bits)];
-    if (PyObject_SetAttr(self->header, STR_BUFFER, buffer) < 0) {
-        return -1;
-    }
-    *term_buffer = (AtomicBufferObject *)buffer;
-    return 0;
-}
-
-/* The fragment limit as a C integer, one past the 64-bit range clamped to it (a Python int of
- * any size compares as the reference's loop does). */
-static int
-fragment_limit_of(PyObject *value, long long *limit)
-{
-    int overflow;
-    *limit = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (*limit == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (overflow) {
-        *limit = overflow > 0 ? LLONG_MAX : LLONG_MIN;
+    for (int i = 0; i < count; i++) {
+        Py_VISIT(*refs[i]);
     }
     return 0;
 }
 
-static PyObject *
-reader_poll(ImageReaderObject *self, PyObject *const *args, Py_ssize_t nargs)
+void
+refs_clear(PyObject **const *refs, int count)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "poll() takes 2 arguments (%zd given)", nargs);
-        return NULL;
+    for (int i = 0; i < count; i++) {
+        Py_CLEAR(*refs[i]);
     }
-    PyObject *handler = args[0];
-    long long limit;
-    if (fragment_limit_of(args[1], &limit) < 0) {
-        return NULL;
-    }
-    long long total = 0;
-    while (!self->closed) {
-        int64_t position, word;
-        AtomicBufferObject *term;
-        if (begin_poll(self, &position, &term) < 0) {
-            return NULL;
-        }
-        int64_t term_offset = position & self->term_length_mask;
-        int64_t capacity = term->capacity;
-        int64_t offset = term_offset;
-        long long fragments = 0;
-        int failed = 0;
-        while (fragments < limit && offset < capacity) {
-            if (load_word(term, offset, &word) < 0) {
-                goto error;
-            }
-            int64_t frame_length = word & LOW_32;
-            if (frame_length == 0 || (frame_length & 0x80000000LL)) {
-                break;
-            }
-            int64_t frame_offset = offset;
-            offset += (frame_length + ALIGN_UP) & ALIGN_DOWN;
-            if ((uint64_t)word >> 48) { /* not padding */
-                fragments++;
-                PyObject *result =
-                    deliver(self, handler, (PyObject *)term, frame_offset, frame_length);
-                if (result == NULL) {
-                    goto error;
-                }
-                Py_DECREF(result);
-            }
-        }
-        goto done;
-    error:
-        if (report(self) < 0) {
-            return NULL; /* as the Python: an error handler that raises skips the store */
-        }
-        failed = 1;
-    done:
-        if (offset > term_offset &&
-            store_release_i64((AtomicBufferObject *)self->position_buffer,
-                              self->position_offset, position + offset - term_offset) < 0) {
-            return NULL;
-        }
-        total += fragments;
-        if (!(offset >= capacity && !failed && fragments < limit && !self->closed)) {
-            break;
-        }
-        limit -= fragments; /* the term ended here: read on into the next one */
-    }
-    return PyLong_FromLongLong(total);
 }
-
-/* The position store of the controlled poll's ``finally``: done whether or not an error is
- * pending; an error of the store replaces the pending one. */
-static int
-store_finally(ImageReaderObject *self, int64_t value, int pending)
-{
-    PyObject *type = NULL, *exc = NULL, *traceback = NULL;
-    if (pending) {
-        PyErr_Fetch(&type, &exc, &traceback);
-    }
-    if (store_release_i64((AtomicBufferObject *)self->position_buffer, self->position_offset,
-                          value) < 0) {
-        Py_XDECREF(type);
-        Py_XDECREF(exc);
-        Py_XDECREF(traceback);
-        return -1;
-    }
-    if (pending) {
-        PyErr_Restore(type, exc, traceback);
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *
-reader_controlled_poll(ImageReaderObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "controlled_poll() takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    PyObject *handler = args[0];
-    long long limit;
-    if (fragment_limit_of(args[1], &limit) < 0) {
-        return NULL;
-    }
-    long long total = 0;
-    while (!self->closed) {
-        int64_t initial_position, word;
-        AtomicBufferObject *term;
-        if (begin_poll(self, &initial_position, &term) < 0) {
-            return NULL;
-        }
-        int64_t initial_offset = initial_position & self->term_length_mask;
-        int64_t capacity = term->capacity;
-        int64_t offset = initial_offset;
-        long long fragments = 0;
-        int stopped = 0; /* by the handler (ABORT, BREAK, an exception), not the term's end */
-        int pending = 0; /* an error to raise after the position's store */
-        while (fragments < limit && offset < capacity) {
-            if (load_word(term, offset, &word) < 0) {
-                goto error;
-            }
-            int64_t frame_length = word & LOW_32;
-            if (frame_length == 0 || (frame_length & 0x80000000LL)) {
-                break;
-            }
-            int64_t frame_offset = offset;
-            int64_t aligned_length = (frame_length + ALIGN_UP) & ALIGN_DOWN;
-            offset += aligned_length;
-            if (!((uint64_t)word >> 48)) { /* padding */
-                continue;
-            }
-            fragments++;
-            PyObject *action = deliver(self, handler, (PyObject *)term, frame_offset, frame_length);
-            if (action == NULL) {
-                goto error;
-            }
-            Py_DECREF(action); /* compared by identity only */
-            if (action == ACTION_ABORT) {
-                fragments--;
-                offset -= aligned_length;
-                stopped = 1;
-                break;
-            }
-            if (action == ACTION_BREAK) {
-                stopped = 1;
-                break;
-            }
-            if (action == ACTION_COMMIT) {
-                initial_position += offset - initial_offset;
-                initial_offset = offset;
-                if (!self->closed &&
-                    store_release_i64((AtomicBufferObject *)self->position_buffer,
-                                      self->position_offset, initial_position) < 0) {
-                    goto error;
-                }
-            }
-        }
-        goto done;
-    error:
-        stopped = 1;
-        pending = report(self) < 0;
-    done:
-        if (offset > initial_offset && !self->closed) {
-            if (store_finally(self, initial_position + offset - initial_offset, pending) < 0) {
-                return NULL;
-            }
-        }
-        else if (pending) {
-            return NULL;
-        }
-        total += fragments;
-        if (!(offset >= capacity && !stopped && fragments < limit && !self->closed)) {
-            break;
-        }
-        limit -= fragments; /* the term ended here: read on into the next one */
-    }
-    return PyLong_FromLongLong(total);
-}
-
-static PyObject *
-reader_close(ImageReaderObject *self, PyObject *Py_UNUSED(ignored))
-{
-    self->closed = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-reader_closed(ImageReaderObject *self, void *Py_UNUSED(closure))
-{
-    return PyBool_FromLong(self->closed);
-}
-
-static PyMethodDef reader_methods[] = {
-    {"poll", (PyCFunction)(void (*)(void))reader_poll, METH_FASTCALL,
-     "poll(handler, fragment_limit) -> fragments read (Image.poll)"},
-    {"controlled_poll", (PyCFunction)(void (*)(void))reader_controlled_poll, METH_FASTCALL,
-     "controlled_poll(handler, fragment_limit) -> fragments read (Image.controlled_poll)"},
-    {"close", (PyCFunction)reader_close, METH_NOARGS, "close(): polls return 0 from now on"},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyGetSetDef reader_getset[] = {
-    {"closed", (getter)reader_closed, NULL, "whether close() was called", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject ImageReaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "aeromq.transport.logbuffer._term_io.ImageReader",
-    .tp_basicsize = sizeof(ImageReaderObject),
-    .tp_dealloc = (destructor)reader_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "An image's term scan in one call (see the module's source header).",
-    .tp_traverse = (traverseproc)reader_traverse,
-    .tp_clear = (inquiry)reader_clear,
-    .tp_methods = reader_methods,
-    .tp_getset = reader_getset,
-    .tp_init = (initproc)reader_init,
-    .tp_new = PyType_GenericNew,
-};
-
-/* ------------------------------------------------------------------------------------------ */
-/* ExclusiveTail                                                                                */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *term_buffers[PARTITION_COUNT];
-    PyObject *meta_buffer;
-    PyObject *limit_buffer;
-    int64_t limit_offset;
-    int64_t version_flags_type;
-    int64_t session_id_high;
-    int64_t stream_id_low;
-    int64_t term_length;
-    int64_t max_payload_length;
-    /* the append state, shared with the Python paths through the members below */
-    long long term_begin_position;
-    long long term_offset;
-    int term_id;
-    int active_index;
-    int closed;
-} ExclusiveTailObject;
-
-static int
-tail_init(ExclusiveTailObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"term_buffers", "meta_buffer",        "limit_buffer",
-                             "limit_offset", "header_words",       "term_length",
-                             "max_payload_length", "term_id",      "term_offset",
-                             "active_index", "term_begin_position", NULL};
-    PyObject *terms, *meta, *limit_buffer;
-    long long limit_offset, term_length, max_payload, term_offset, begin, words[3];
-    int term_id, active_index;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOL(LLL)LLiLiL", kwlist, &terms, &meta,
-                                     &limit_buffer, &limit_offset, &words[0], &words[1],
-                                     &words[2], &term_length, &max_payload, &term_id,
-                                     &term_offset, &active_index, &begin)) {
-        return -1;
-    }
-    if (self->meta_buffer != NULL) {
-        PyErr_SetString(PyExc_TypeError, "ExclusiveTail is initialised once");
-        return -1;
-    }
-    PyObject *both[2] = {meta, limit_buffer};
-    if (check_buffers(both, 2) < 0 || take_term_buffers(terms, self->term_buffers) < 0) {
-        return -1;
-    }
-    if (active_index < 0 || active_index >= PARTITION_COUNT) {
-        PyErr_Format(PyExc_ValueError, "active_index=%d out of range", active_index);
-        return -1;
-    }
-    self->meta_buffer = Py_NewRef(meta);
-    self->limit_buffer = Py_NewRef(limit_buffer);
-    self->limit_offset = limit_offset;
-    self->version_flags_type = words[0];
-    self->session_id_high = words[1];
-    self->stream_id_low = words[2];
-    self->term_length = term_length;
-    self->max_payload_length = max_payload;
-    self->term_id = term_id;
-    self->term_offset = term_offset;
-    self->active_index = active_index;
-    self->term_begin_position = begin;
-    return 0;
-}
-
-static int
-tail_traverse(ExclusiveTailObject *self, visitproc visit, void *arg)
-{
-    for (int i = 0; i < PARTITION_COUNT; i++) {
-        Py_VISIT(self->term_buffers[i]);
-    }
-    Py_VISIT(self->meta_buffer);
-    Py_VISIT(self->limit_buffer);
-    return 0;
-}
-
-static int
-tail_clear(ExclusiveTailObject *self)
-{
-    for (int i = 0; i < PARTITION_COUNT; i++) {
-        Py_CLEAR(self->term_buffers[i]);
-    }
-    Py_CLEAR(self->meta_buffer);
-    Py_CLEAR(self->limit_buffer);
-    return 0;
-}
-
-static void
-tail_dealloc(ExclusiveTailObject *self)
-{
-    PyObject_GC_UnTrack(self);
-    tail_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static inline int64_t
-shift_32(int64_t value)
-{
-    return (int64_t)((uint64_t)value << 32);
-}
-
-/* The single-frame append, or 0 (nothing changed) for the Python path to take the message. */
-static int64_t
-append_one(ExclusiveTailObject *self, const char *payload, int64_t length)
-{
-    if (self->closed || length > self->max_payload_length) {
-        return 0;
-    }
-    AtomicBufferObject *limit_buffer = (AtomicBufferObject *)self->limit_buffer;
-    if (!fits_aligned(limit_buffer, self->limit_offset, 8)) {
-        return 0;
-    }
-    int64_t limit = __atomic_load_n((int64_t *)(limit_buffer->addr + self->limit_offset),
-                                    __ATOMIC_ACQUIRE);
-    int64_t term_offset = self->term_offset;
-    if (self->term_begin_position + term_offset >= limit) {
-        return 0; /* back pressure, not connected, max position: the Python path says which */
-    }
-    int64_t frame_length = length + HDR_LENGTH;
-    int64_t resulting_offset = term_offset + ((frame_length + ALIGN_UP) & ALIGN_DOWN);
-    if (resulting_offset > self->term_length) {
-        return 0; /* padding and rotation */
-    }
-    int index = self->active_index;
-    AtomicBufferObject *meta = (AtomicBufferObject *)self->meta_buffer;
-    AtomicBufferObject *term = (AtomicBufferObject *)self->term_buffers[index];
-    if (!fits_aligned(meta, (int64_t)index * 8, 8) || !fits_aligned(term, term_offset, 8) ||
-        term_offset + frame_length > (int64_t)term->capacity) {
-        return 0; /* the Python path raises the buffer's error */
-    }
-    int64_t term_id = self->term_id;
-    char *frame = term->addr + term_offset;
-    __atomic_store_n((int64_t *)(meta->addr + (int64_t)index * 8),
-                     shift_32(term_id) | resulting_offset, __ATOMIC_RELEASE);
-    __atomic_store_n((int64_t *)frame, self->version_flags_type | (-frame_length & LOW_32),
-                     __ATOMIC_RELEASE);
-    int64_t words[2] = {self->session_id_high | term_offset,
-                        self->stream_id_low | shift_32(term_id)};
-    memcpy(frame + 8, words, sizeof(words));
-    memmove(frame + HDR_LENGTH, payload, (size_t)length);
-    __atomic_store_n((int32_t *)frame, (int32_t)frame_length, __ATOMIC_RELEASE);
-    self->term_offset = resulting_offset;
-    return self->term_begin_position + resulting_offset;
-}
-
-static PyObject *
-tail_offer(ExclusiveTailObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs < 1 || nargs > 3) {
-        PyErr_Format(PyExc_TypeError, "offer() takes 1 to 3 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    long long offset = 0, length = -1;
-    int overflow = 0;
-    if (nargs > 1 && (offset = PyLong_AsLongLongAndOverflow(args[1], &overflow)) == -1 &&
-        PyErr_Occurred()) {
-        return NULL;
-    }
-    if (!overflow && nargs > 2 &&
-        (length = PyLong_AsLongLongAndOverflow(args[2], &overflow)) == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (overflow) {
-        return PyLong_FromLong(0); /* outside any buffer: the Python path raises */
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear(); /* not contiguous, or not a buffer: the Python path raises */
-        return PyLong_FromLong(0);
-    }
-    if (length < 0) {
-        length = view.len - offset;
-    }
-    int64_t result = 0;
-    if (offset >= 0 && length >= 0 && offset <= view.len - length) {
-        result = append_one(self, (const char *)view.buf + offset, length);
-    }
-    PyBuffer_Release(&view);
-    return PyLong_FromLongLong(result);
-}
-
-static PyObject *
-tail_close(ExclusiveTailObject *self, PyObject *Py_UNUSED(ignored))
-{
-    self->closed = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-tail_closed(ExclusiveTailObject *self, void *Py_UNUSED(closure))
-{
-    return PyBool_FromLong(self->closed);
-}
-
-static PyMethodDef tail_methods[] = {
-    {"offer", (PyCFunction)(void (*)(void))tail_offer, METH_FASTCALL,
-     "offer(buffer, offset=0, length=-1) -> new position, or 0: take the Python path"},
-    {"close", (PyCFunction)tail_close, METH_NOARGS, "close(): offers return 0 from now on"},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyMemberDef tail_members[] = {
-    {"term_id", T_INT, offsetof(ExclusiveTailObject, term_id), 0,
-     "the id of the term the next message goes into"},
-    {"term_offset", T_LONGLONG, offsetof(ExclusiveTailObject, term_offset), 0,
-     "where the next message starts in that term"},
-    {"active_index", T_INT, offsetof(ExclusiveTailObject, active_index), 0,
-     "the partition of that term"},
-    {"term_begin_position", T_LONGLONG, offsetof(ExclusiveTailObject, term_begin_position), 0,
-     "the stream position of that term's start"},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyGetSetDef tail_getset[] = {
-    {"closed", (getter)tail_closed, NULL, "whether close() was called", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject ExclusiveTailType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "aeromq.transport.logbuffer._term_io.ExclusiveTail",
-    .tp_basicsize = sizeof(ExclusiveTailObject),
-    .tp_dealloc = (destructor)tail_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "An exclusive publication's append state and one-frame offer (see the source).",
-    .tp_traverse = (traverseproc)tail_traverse,
-    .tp_clear = (inquiry)tail_clear,
-    .tp_methods = tail_methods,
-    .tp_members = tail_members,
-    .tp_getset = tail_getset,
-    .tp_init = (initproc)tail_init,
-    .tp_new = PyType_GenericNew,
-};
 
 /* ------------------------------------------------------------------------------------------ */
 /* module                                                                                       */
