@@ -35,7 +35,12 @@ setup(
             "aeromq.transport.logbuffer._term_io",
             sources=[
                 "transport/logbuffer/" + name
-                for name in ("_term_io.c", "_image_reader.c", "_exclusive_tail.c")
+                for name in (
+                    "_term_io.c",
+                    "_image_reader.c",
+                    "_image_round_robin.c",
+                    "_exclusive_tail.c",
+                )
             ],
             depends=["transport/logbuffer/_term_io.h", "transport/concurrent/atomic_buffer.h"],
             # one module of several files: their shared symbols stay inside it

@@ -14,10 +14,12 @@ image that returned them: the other images are still read.
 
 ``poll`` and ``controlled_poll`` are attributes, set by the conductor's changes of the image
 list: with one image they are that image's ``poll_call`` and ``controlled_poll_call`` (the
-native reader's polls where built), so a poll of a one-image subscription, the common case
-(a broker's session agent spins on one about ten times a message), is one native call and no
-Python frame; with none or several, the round robin in Python, which polls each image through
-its ``poll_call``.
+native reader's polls where built); with none or several, the round robin over the images'
+``poll_call`` s, in one native call where built
+(:class:`~transport.logbuffer.term_io.ImageRoundRobin`), else :meth:`Subscription.round_robin_poll`
+and :meth:`Subscription.round_robin_controlled_poll`, the Python references. So a poll (a
+broker's session agent spins on its subscription about ten times a message, most finding
+nothing) enters no Python frame but the handler's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from aeromq.transport.client.image import BlockHandler, Image
 from aeromq.transport.logbuffer.handlers import ControlledFragmentHandler, FragmentHandler
+from aeromq.transport.logbuffer.term_io import ImageRoundRobin
 
 if TYPE_CHECKING:
     from aeromq.transport.client.client_conductor import ClientConductor
@@ -49,6 +52,8 @@ class Subscription:
         "_conductor",
         "_images",
         "_is_closed",
+        "_native_round_robin",
+        "_round_robin",
         "_round_robin_index",
         "available_image_handler",
         "channel",
@@ -76,6 +81,8 @@ class Subscription:
         self._images: tuple[Image, ...] = ()
         self._is_closed = False
         self._round_robin_index = 0
+        self._round_robin: ImageRoundRobin | None = None
+        self._native_round_robin = ImageRoundRobin is not None
         self.channel = channel
         self.stream_id = stream_id
         self.registration_id = registration_id
@@ -209,6 +216,16 @@ class Subscription:
         if len(images) == 1:
             self.poll = images[0].poll_call
             self.controlled_poll = images[0].controlled_poll_call
+        elif self._native_round_robin:
+            previous = self._round_robin
+            round_robin = ImageRoundRobin(
+                tuple(image.poll_call for image in images),
+                tuple(image.controlled_poll_call for image in images),
+                self._round_robin_index if previous is None else previous.index,
+            )
+            self._round_robin = round_robin
+            self.poll = round_robin.poll
+            self.controlled_poll = round_robin.controlled_poll
         else:
             self.poll = self.round_robin_poll
             self.controlled_poll = self.round_robin_controlled_poll

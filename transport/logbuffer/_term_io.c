@@ -34,6 +34,11 @@
  *     close() / closed
  *       the image went away: polls return 0 (set by ``Image.close``; a handler may close it).
  *
+ *   ImageRoundRobin(polls, controlled_polls, index)
+ *       a subscription's poll of several images: ``Subscription.round_robin_poll`` and
+ *       ``round_robin_controlled_poll`` in one call over the images' poll callables (each an
+ *       ``ImageReader``'s bound method), the round robin's index kept here (_image_round_robin.c).
+ *
  *   ExclusiveTail(term_buffers, meta_buffer, limit_buffer, limit_offset, header_words,
  *                 term_length, max_payload_length, term_id, term_offset, active_index,
  *                 term_begin_position)
@@ -62,7 +67,8 @@
  * property test drives both paths over the same logs and compares the bytes and the results.
  *
  * Files: this one (the module, the shared buffer access), _image_reader.c (``ImageReader``),
- * _exclusive_tail.c (``ExclusiveTail``), _term_io.h (what they share).
+ * _image_round_robin.c (``ImageRoundRobin``), _exclusive_tail.c (``ExclusiveTail``),
+ * _term_io.h (what they share).
  */
 #include "_term_io.h"
 
@@ -209,7 +215,8 @@ PyInit__term_io(void)
         PyErr_SetString(PyExc_TypeError, "AtomicBufferBase is not a type");
         return NULL;
     }
-    if (PyType_Ready(&ImageReaderType) < 0 || PyType_Ready(&ExclusiveTailType) < 0) {
+    if (PyType_Ready(&ImageReaderType) < 0 || PyType_Ready(&ImageRoundRobinType) < 0 ||
+        PyType_Ready(&ExclusiveTailType) < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&term_io_module);
@@ -217,6 +224,7 @@ PyInit__term_io(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(module, "ImageReader", (PyObject *)&ImageReaderType) < 0 ||
+        PyModule_AddObjectRef(module, "ImageRoundRobin", (PyObject *)&ImageRoundRobinType) < 0 ||
         PyModule_AddObjectRef(module, "ExclusiveTail", (PyObject *)&ExclusiveTailType) < 0) {
         Py_DECREF(module);
         return NULL;

@@ -3,8 +3,8 @@
  * _term_io.c, says why it exists and what each call does): the log's constants, the types and
  * objects the module imports once, the bounds-checked access to ``AtomicBuffer``s through their
  * layout (transport/concurrent/atomic_buffer.h), and the reference-holding helpers of the types.
- * _image_reader.c holds ``ImageReader`` (the poll), _exclusive_tail.c ``ExclusiveTail`` (the
- * offer). Symbols are hidden outside the module (-fvisibility=hidden).
+ * _image_reader.c holds ``ImageReader`` (the poll), _image_round_robin.c ``ImageRoundRobin``
+ * (a poll of several images), _exclusive_tail.c ``ExclusiveTail`` (the offer). Symbols are hidden outside the module (-fvisibility=hidden).
  */
 #ifndef AEROMQ_TERM_IO_H
 #define AEROMQ_TERM_IO_H
@@ -32,6 +32,7 @@ extern PyObject *STR_OFFSET;
 
 extern PyTypeObject ImageReaderType;
 extern PyTypeObject ExclusiveTailType;
+extern PyTypeObject ImageRoundRobinType;
 
 /* Whether ``length`` bytes at ``index`` lie in the buffer, aligned to ``length`` (8 or 4). */
 static inline int

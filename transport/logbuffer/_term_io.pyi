@@ -1,3 +1,5 @@
+from collections.abc import Callable
+
 from typing_extensions import Buffer
 
 from aeromq.transport.concurrent import AtomicBuffer
@@ -25,6 +27,19 @@ class ImageReader:
         self, handler: ControlledFragmentHandler, fragment_limit: int, /
     ) -> int: ...
     def close(self) -> None: ...
+
+class ImageRoundRobin:
+    index: int
+    def __init__(
+        self,
+        polls: tuple[Callable[[FragmentHandler, int], int], ...],
+        controlled_polls: tuple[Callable[[ControlledFragmentHandler, int], int], ...],
+        index: int,
+    ) -> None: ...
+    def poll(self, handler: FragmentHandler, fragment_limit: int, /) -> int: ...
+    def controlled_poll(
+        self, handler: ControlledFragmentHandler, fragment_limit: int, /
+    ) -> int: ...
 
 class ExclusiveTail:
     term_id: int

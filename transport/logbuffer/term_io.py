@@ -1,11 +1,11 @@
-"""``ImageReader`` and ``ExclusiveTail``: an image's poll and a one-frame offer in one call.
+"""``ImageReader``, ``ImageRoundRobin``, ``ExclusiveTail``: polls and a one-frame offer in one call.
 
-Both are the native helper's (``transport/logbuffer/_term_io.c`` says why and what each call
-does), used by ``transport.client.Image`` and ``transport.client.ExclusivePublication``.
-:data:`NATIVE_TERM_IO` says whether it is built. Where it is not, ``ImageReader`` is None (the
-image polls in Python, the reference the native scan is tested against) and ``ExclusiveTail``
-is :class:`PyExclusiveTail`: the same append state, whose :meth:`~PyExclusiveTail.offer` never
-appends, so the publication's Python path does.
+All three are the native helper's (``transport/logbuffer/_term_io.c`` says why and what each
+call does), used by ``transport.client.Image``, ``Subscription`` and ``ExclusivePublication``.
+:data:`NATIVE_TERM_IO` says whether it is built. Where it is not, ``ImageReader`` and
+``ImageRoundRobin`` are None (images and subscriptions poll in Python, the references the native
+calls are tested against) and ``ExclusiveTail`` is :class:`PyExclusiveTail`: the same append
+state, whose :meth:`~PyExclusiveTail.offer` never appends, so the publication's Python path does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from aeromq.transport.concurrent import AtomicBuffer
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-__all__ = ["NATIVE_TERM_IO", "ExclusiveTail", "ImageReader", "PyExclusiveTail"]
+__all__ = [
+    "NATIVE_TERM_IO",
+    "ExclusiveTail",
+    "ImageReader",
+    "ImageRoundRobin",
+    "PyExclusiveTail",
+]
 
 
 class PyExclusiveTail:
@@ -59,10 +65,11 @@ class PyExclusiveTail:
 
 
 try:
-    from aeromq.transport.logbuffer._term_io import ExclusiveTail, ImageReader
+    from aeromq.transport.logbuffer._term_io import ExclusiveTail, ImageReader, ImageRoundRobin
 
     NATIVE_TERM_IO: Final = True
 except ImportError:  # not built (see transport/logbuffer/_term_io.c): the Python paths alone
     ExclusiveTail = PyExclusiveTail  # type: ignore[assignment,misc]  # the same state, in Python
     ImageReader = None  # type: ignore[assignment,misc]  # the native reader is optional: None when not built
+    ImageRoundRobin = None  # type: ignore[assignment,misc]  # as ImageReader: None when not built
     NATIVE_TERM_IO = False  # type: ignore[misc]  # Final on the import's branch, this on the other

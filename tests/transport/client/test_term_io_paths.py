@@ -216,28 +216,82 @@ def test_should_propagate_what_is_not_an_exception_without_moving_the_position(
 
 
 def test_should_poll_a_one_image_subscription_straight_through_its_reader(tmp: Path) -> None:
-    first = Side(tmp / "first.logbuffer", 7, True)
-    second = Side(tmp / "second.logbuffer", 7, True)
+    side = Side(tmp / "first.logbuffer", 7, True)
     try:
         subscription = Subscription(None, "aeron:ipc", 1001, 1, None, None)  # type: ignore[arg-type]  # no conductor: driven alone
         assert subscription.poll(lambda *args: None, 10) == 0
-        subscription.add_image(first.image)
-        assert subscription.poll == first.image.poll_call
-        assert subscription.controlled_poll == first.image.controlled_poll_call
-        first.log.append(b"one")
-        second.log.append(b"two")
-        subscription.add_image(second.image)
-        assert subscription.poll == subscription.round_robin_poll
+        subscription.add_image(side.image)
+        assert subscription.poll == side.image.poll_call
+        assert subscription.controlled_poll == side.image.controlled_poll_call
+        side.log.append(b"one")
         seen: list[bytes] = []
-        assert subscription.poll(lambda b, o, n, h: seen.append(b.get_bytes(o, n)), 10) == 2
-        assert sorted(seen) == [b"one", b"two"]
-        subscription.remove_image(first.image.correlation_id)  # the first of that id
-        assert subscription.poll == second.image.poll_call
-        subscription.remove_all_images()
-        assert subscription.poll == subscription.round_robin_poll
+        assert subscription.poll(lambda b, o, n, h: seen.append(b.get_bytes(o, n)), 10) == 1
+        assert seen == [b"one"]
     finally:
-        first.log.log.close()
-        second.log.log.close()
+        side.log.log.close()
+
+
+class StubImages:
+    """Images whose polls record ``(image, limit)`` and read ``counts[call % len]`` fragments."""
+
+    def __init__(self, counts: list[int]) -> None:
+        self.calls: list[tuple[int, int, str]] = []
+        self.counts = counts
+        self.made = 0
+
+    def image(self) -> SimpleNamespace:
+        number = self.made
+        self.made += 1
+
+        def poll(kind: str) -> object:
+            def call(handler: object, limit: int) -> int:
+                self.calls.append((number, limit, kind))
+                return min(limit, self.counts[len(self.calls) % len(self.counts)])
+
+            return call
+
+        return SimpleNamespace(
+            poll_call=poll("poll"),
+            controlled_poll_call=poll("controlled"),
+            correlation_id=number,
+            close=lambda: None,
+        )
+
+
+ROUND_ROBIN_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.just(0), st.booleans()),
+        st.tuples(st.just("remove"), st.integers(0, 8), st.booleans()),
+        st.tuples(st.just("poll"), st.integers(0, 12), st.booleans()),
+        st.tuples(st.just("poll"), st.integers(0, 12), st.booleans()),
+    ),
+    min_size=5,
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(counts=st.lists(st.integers(0, 5), min_size=1, max_size=5), steps=ROUND_ROBIN_STEPS)
+def test_should_poll_several_images_round_robin_as_the_python_reference_does(
+    counts: list[int], steps: list[tuple[str, int, bool]]
+) -> None:
+    sides = []
+    for native in (True, False):
+        subscription = Subscription(None, "aeron:ipc", 1001, 1, None, None)  # type: ignore[arg-type]  # no conductor: driven alone
+        subscription._native_round_robin = native
+        sides.append((subscription, StubImages(counts)))
+    for number, (kind, value, controlled) in enumerate(steps):
+        results = []
+        for subscription, stubs in sides:
+            if kind == "add":
+                subscription.add_image(stubs.image())  # type: ignore[arg-type]  # a stub image: its polls alone
+            elif kind == "remove":
+                subscription.remove_image(value)
+            else:
+                poll = subscription.controlled_poll if controlled else subscription.poll
+                results.append(poll(None, value))  # type: ignore[arg-type]  # the stubs take any handler
+        assert results[:1] == results[1:], f"step {number}"
+        assert sides[0][1].calls == sides[1][1].calls, f"step {number}"
 
 
 # ------------------------------------------------------------------------------------------
