@@ -1,9 +1,10 @@
-"""The native poll and offer (``transport/logbuffer/_term_io.c``) against their Python references.
+"""The native polls and offer (``transport/logbuffer/_term_io.c``) against their Python references.
 
 Two identical logs get the same steps, one through the native call, one through the Python path
 (``Image.python_poll`` / ``python_controlled_poll``; an ``ExclusivePublication`` without its
-native offer): every return code, position, handler call (its arguments, the header's fields,
-the position it sees), error report and byte of the logs must match. The steps mix appends of
+native offer; ``Subscription.round_robin_poll`` over stub images): every return code, position,
+handler call (its arguments, the header's fields, the position it sees), error report and byte
+of the logs must match. The steps mix appends of
 0 to 2 x MTU bytes (fragments), claims left open (a negative length that stops a poll), term ends
 (padding, rotation), polls with random limits and per-fragment actions (ABORT, BREAK, COMMIT,
 CONTINUE, a raise, a close), back pressure, disconnection, regions outside their buffer and
