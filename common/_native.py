@@ -1,6 +1,6 @@
 """Which of aeromq's native helpers are built.
 
-``pip install`` compiles five small C extensions (see ``setup.py``). Each has a Python version
+``pip install`` compiles six small C extensions (see ``setup.py``). Each has a Python version
 beside it, the reference its tests hold it to, which runs when the module is not built (a source
 checkout used without ``pip install``): everything works, several times slower on the data
 path. :func:`missing_native_modules` says which are missing, so that a broker (its startup
@@ -18,6 +18,7 @@ __all__ = ["NATIVE_MODULES", "missing_native_modules"]
 NATIVE_MODULES: Final = (
     "aeromq.transport.concurrent._atomic",
     "aeromq.transport.logbuffer._gather",
+    "aeromq.transport.logbuffer._term_io",
     "aeromq.common.record_batch._native",
     "aeromq.broker.store._batch_take",
     "aeromq.broker.store._put_one",

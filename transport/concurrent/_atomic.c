@@ -1,5 +1,5 @@
 /*
- * aeromq.transport.concurrent._atomic: the only native code in aeromq.
+ * aeromq.transport.concurrent._atomic: atomic operations on shared memory.
  *
  * Why it exists
  * -------------
@@ -62,14 +62,7 @@
 
 static PyObject *IndexOutOfBoundsError = NULL;
 
-typedef struct {
-    PyObject_HEAD
-    Py_buffer view;
-    char *addr;
-    Py_ssize_t capacity;
-    Py_ssize_t exports;
-    int has_view;
-} AtomicBufferObject;
+#include "atomic_buffer.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* checks                                                                                      */

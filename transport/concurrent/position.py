@@ -54,6 +54,16 @@ class ReadablePosition:
         return self._id
 
     @property
+    def values_buffer(self) -> AtomicBuffer:
+        """The counters values buffer the position lives in (for native readers of it)."""
+        return self._buffer
+
+    @property
+    def offset(self) -> int:
+        """Where the position's 8 bytes are in :attr:`values_buffer`."""
+        return self._offset
+
+    @property
     def is_closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self._closed
