@@ -45,6 +45,23 @@ every source of work rings (no session that does not ring, none connecting, no a
 back pressure, no send left on the ingress for the store to catch up): it may then sleep until
 rung, else it must also poll.
 
+Lazy pulls: a caught-up consumer's next pull rings nothing (``client._request_sender``); it
+waits on the ingress until something else wakes the agent. The next send's ring does: every
+ingress subscription is polled in the cycle it wakes (the fragment limit is shared by all
+images, 64 by default, and a cycle that did work is followed by another without a park), so the
+pull is read in the send's cycle whichever image comes first: read after the send, it is
+answered from the store; read before it, it is held and the send's arrival releases it on this
+thread; either way its answer goes out at that cycle's end, with no extra park. A message stored
+by another thread (the timer, a transaction's commit, the RocketMQ endpoint) rings the agent
+while transport sessions live (:meth:`SessionAgent.on_store_arrival`), since a lazy pull may be
+waiting for it unread. Otherwise a lazy pull is read at the end of the agent's idle park (at
+most :data:`~broker.session._idle.RUNG_PARK_NS`, 100 ms, while sessions live), its hold's
+deadline counted from then. One race is left to close: a message stored after a pull's
+caught-up answer but before the consumer's lazy next pull lands. A cycle that stores a send
+while a pull it answered within :data:`LAZY_PULL_WAIT_NS` has no successor read yet holds the
+agent's parks to the backoff's (``all_rung`` False) until a pull is read or that time passed, so
+the message waits about a consumer's turnaround, not until the next ring.
+
 Sessions are bound to their client: the id is random (63 bits) and every request must come on
 the ingress image that carried the session's CONNECT, one identity compare per request
 (``header.context is session.image``). Nothing a client sends stops the agent.
@@ -84,6 +101,9 @@ from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledF
 __all__ = ["SessionAgent"]
 
 _SWEEP_INTERVAL_NS: Final = 100_000_000
+LAZY_PULL_WAIT_NS: Final = 2_000_000
+"""How long after a pull's answer a send stored before any next pull was read keeps the agent's
+parks short (see module): a consumer's turnaround from an answer to its next pull, with room."""
 
 
 class SessionAgent(RequestDispatch):
@@ -138,6 +158,8 @@ class SessionAgent(RequestDispatch):
         self._thread_ident = 0
         self._unrung_sessions = 0  # live sessions whose requests ring nothing
         self._aborted = False  # a send left on the ingress this cycle: retry without a ring
+        self._pull_answered_ns = 0  # a pull's answer went out, and no pull was read since
+        self._lazy_wait_until_ns = 0  # a send waits for a lazy pull: short parks until then
 
     @property
     def role_name(self) -> str:
@@ -162,7 +184,17 @@ class SessionAgent(RequestDispatch):
             and not self._connecting
             and not self._backlogged
             and not self._aborted
+            and (not self._lazy_wait_until_ns or self._clock_ns() >= self._lazy_wait_until_ns)
         )
+
+    def on_store_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+        """The store's arrival listener (see module): a message another thread stored rings
+        the agent while transport sessions live; one stored on the agent's own thread (a send
+        over the transport) costs one compare."""
+        if threading.get_ident() != self._thread_ident and self._table.live_count:
+            bell = self.doorbell
+            if bell is not None:
+                bell.ring()
 
     def stop_ingress(self) -> None:
         """Stop reading the ingress (any thread): answers still go out. For a graceful stop."""
@@ -184,8 +216,18 @@ class SessionAgent(RequestDispatch):
         if self._ingress_open:
             assembler = self._assembler
             limit = self.config.fragment_limit
+            pulls = self._pull.pulls
+            sends = self._send.requests
             for subscription in self._subscriptions:
                 work += subscription.controlled_poll(assembler, limit)
+            if self._pull.pulls != pulls:  # the next pulls came: none awaited
+                self._pull_answered_ns = self._lazy_wait_until_ns = 0
+            elif (
+                self._pull_answered_ns
+                and self._send.requests != sends
+                and now_ns - self._pull_answered_ns < LAZY_PULL_WAIT_NS
+            ):  # stored while a lazy pull may be on its way: do not sleep long
+                self._lazy_wait_until_ns = self._pull_answered_ns + LAZY_PULL_WAIT_NS
         if self._completions:
             work += self._send_completions(now_ns)
         if self._connecting:
