@@ -8,10 +8,12 @@ pull task's next pull, sent from the previous one's answer): its ring is held ba
 their messages were cached (a ring that wakes the broker may take the ringer's core). Held no
 longer: until the thread waited again, as first tried, a consumer draining its cache left the
 broker's agent asleep on its next pulls for its 25 ms park (``bench consumer``'s drains).
-A *lazy* pull (``submit(..., lazy=True)``: a caught-up consumer's next pull, ``consumer.pull_task``)
-rings nothing at all, held or not: it waits on the ingress until something else wakes the
+A *lazy* pull (``submit(..., lazy=True)``: a caught-up consumer's next pull,
+``consumer.pull_task``) rings nothing: it waits on the ingress until something else wakes the
 broker's agent (the next send's ring, or the agent's idle park's end, at most 100 ms), which then
-reads it in the same duty cycle as the send that answers it.
+reads it in the same duty cycle as the send that answers it; but while the agent's doorbell's
+flag word asks for rings (a send was stored before the pulls it answered came back,
+``broker.session._agent``), it rings as any pull.
 
 Caller: ``ClientSession`` (``request``, ``request_async``, ``send_oneway``, ``close``) and the
 liveness checks (keepalives), on any thread; offers are serialised by the offer lock. Affects:
@@ -187,7 +189,7 @@ class RequestSender:
                 if result > 0:
                     state.last_sent_ns = time.monotonic_ns()
                     bell = self.broker_doorbell
-                    if bell is not None and not lazy:
+                    if bell is not None and (not lazy or bell.flag()):
                         if field_number == _PULL and state.polling_thread == get_ident():
                             state.ring_held = True  # rung when the reading thread waits
                         else:

@@ -56,11 +56,14 @@ by another thread (the timer, a transaction's commit, the RocketMQ endpoint) rin
 while transport sessions live (:meth:`SessionAgent.on_store_arrival`), since a lazy pull may be
 waiting for it unread. Otherwise a lazy pull is read at the end of the agent's idle park (at
 most :data:`~broker.session._idle.RUNG_PARK_NS`, 100 ms, while sessions live), its hold's
-deadline counted from then. One race is left to close: a message stored after a pull's
-caught-up answer but before the consumer's lazy next pull lands. A cycle that stores a send
-while a pull it answered within :data:`LAZY_PULL_WAIT_NS` has no successor read yet holds the
-agent's parks to the backoff's (``all_rung`` False) until a pull is read or that time passed, so
-the message waits about a consumer's turnaround, not until the next ring.
+deadline counted from then. One race is closed by the doorbell's flag word
+(``transport/concurrent/doorbell.py``): a send stored after a pull's answer and before that
+consumer's next pull was read (the next pull may be on its way, lazy, and would wait for the
+next wake-up) sets the flag, and a client that offers a lazy pull while it is set rings after
+all; the flag is cleared once every pull answered since has its successor read (or at the
+sweep, every 100 ms: a turnaround is far shorter). The agent polls once more after setting it
+(a cycle that did work is followed by another), so a lazy pull offered before the flag was set
+is read then.
 
 Sessions are bound to their client: the id is random (63 bits) and every request must come on
 the ingress image that carried the session's CONNECT, one identity compare per request
@@ -101,9 +104,6 @@ from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledF
 __all__ = ["SessionAgent"]
 
 _SWEEP_INTERVAL_NS: Final = 100_000_000
-LAZY_PULL_WAIT_NS: Final = 2_000_000
-"""How long after a pull's answer a send stored before any next pull was read keeps the agent's
-parks short (see module): a consumer's turnaround from an answer to its next pull, with room."""
 
 
 class SessionAgent(RequestDispatch):
@@ -158,8 +158,8 @@ class SessionAgent(RequestDispatch):
         self._thread_ident = 0
         self._unrung_sessions = 0  # live sessions whose requests ring nothing
         self._aborted = False  # a send left on the ingress this cycle: retry without a ring
-        self._pull_answered_ns = 0  # a pull's answer went out, and no pull was read since
-        self._lazy_wait_until_ns = 0  # a send waits for a lazy pull: short parks until then
+        self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
+        self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
 
     @property
     def role_name(self) -> str:
@@ -184,8 +184,16 @@ class SessionAgent(RequestDispatch):
             and not self._connecting
             and not self._backlogged
             and not self._aborted
-            and (not self._lazy_wait_until_ns or self._clock_ns() >= self._lazy_wait_until_ns)
         )
+
+    def _want_rings(self, wanted: bool) -> None:
+        """Ask clients to ring for their lazy pulls, or stop asking (see module)."""
+        self._rings_wanted = wanted
+        bell = self.doorbell
+        if bell is not None:
+            bell.set_flag(1 if wanted else 0)
+            if wanted:
+                self.counters.pull_rings_wanted += 1
 
     def on_store_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
         """The store's arrival listener (see module): a message another thread stored rings
@@ -220,14 +228,15 @@ class SessionAgent(RequestDispatch):
             sends = self._send.requests
             for subscription in self._subscriptions:
                 work += subscription.controlled_poll(assembler, limit)
-            if self._pull.pulls != pulls:  # the next pulls came: none awaited
-                self._pull_answered_ns = self._lazy_wait_until_ns = 0
-            elif (
-                self._pull_answered_ns
-                and self._send.requests != sends
-                and now_ns - self._pull_answered_ns < LAZY_PULL_WAIT_NS
-            ):  # stored while a lazy pull may be on its way: do not sleep long
-                self._lazy_wait_until_ns = self._pull_answered_ns + LAZY_PULL_WAIT_NS
+            awaited = self._pulls_awaited
+            if awaited or self._rings_wanted:  # (see module: lazy pulls)
+                awaited -= self._pull.pulls - pulls
+                self._pulls_awaited = awaited = awaited if awaited > 0 else 0
+                if not awaited:
+                    if self._rings_wanted:
+                        self._want_rings(False)
+                elif not self._rings_wanted and self._send.requests != sends:
+                    self._want_rings(True)
         if self._completions:
             work += self._send_completions(now_ns)
         if self._connecting:
@@ -236,6 +245,7 @@ class SessionAgent(RequestDispatch):
             work += self._flush_backlogs(now_ns)
         if now_ns >= self._next_sweep_ns:
             self._next_sweep_ns = now_ns + _SWEEP_INTERVAL_NS
+            self._pulls_awaited = 0  # their turnaround is long past: stop counting them
             self._sweep(now_ns)
         if self._rings:
             self._rings.ring_all()

@@ -43,7 +43,7 @@ class AnswerWriter(SessionLifecycle):
 
     _completions: deque[Completion]
     _thread_ident: int  # the agent's thread: a completion from another rings the doorbell
-    _pull_answered_ns: int  # when a pull was last answered (0: a pull was read since)
+    _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
 
     def _completion(
         self, session: ServerSession, correlation_id: int, field: int
@@ -88,7 +88,7 @@ class AnswerWriter(SessionLifecycle):
             self._respond(session, data, now_ns)
             sent += 1
             if field == _PULL:  # its consumer's next pull may come lazy (``_agent``)
-                self._pull_answered_ns = now_ns
+                self._pulls_awaited += 1
         return sent
 
     def _respond(
