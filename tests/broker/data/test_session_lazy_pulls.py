@@ -1,7 +1,7 @@
 """Lazy pulls at the session agent (``broker/session/_agent.py``): a pull offered without a ring
-is read (by the next send's cycle at the latest) and answered from the store; a send stored before the next pull
-of a consumer it answered came back sets the agent doorbell's flag word, and a lazy pull offered
-then rings after all; the flag is cleared once that pull is read."""
+is read (by the next send's cycle at the latest) and answered from the store; a send stored
+before the next pull of a consumer it answered came back sets the agent doorbell's flag word,
+and a lazy pull offered then rings after all; the flag is cleared once that pull is read."""
 
 from __future__ import annotations
 
