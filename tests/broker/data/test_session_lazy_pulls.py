@@ -24,6 +24,12 @@ def _rings(bell: Doorbell) -> int:
     return bell.prepare() >> 1
 
 
+def _lazy_pull(session: ClientSession, offset: int) -> Future[PullAnswer]:
+    return session.request_async(
+        pull_request(offset=offset, suspend_timeout_ms=_HELD_MS), lazy=True
+    )
+
+
 def _answer(session: ClientSession, future: Future[PullAnswer]) -> PullAnswer:
     assert session.read_until(future.done, time.monotonic_ns() + 5_000_000_000)
     return future.result(0)
@@ -33,14 +39,14 @@ def test_should_answer_a_lazy_pull_offered_without_a_ring_once_a_message_comes(
     agent: SessionAgent,  # noqa: F811 (the fixture)
     media_driver: MediaDriver,
 ) -> None:
+    bell = agent.doorbell
+    assert bell is not None
     with _ipc_session(media_driver) as session:
-        bell = agent.doorbell
-        assert bell is not None and session.rings_broker
         assert session.request(send_request(b"zero")).status.code == 0
         first = _answer(session, session.request_async(pull_request(offset=0)))
         assert first.response.next_begin_offset == 1  # caught up: the next pull may be lazy
         before = _rings(bell)
-        lazy = session.request_async(pull_request(offset=1, suspend_timeout_ms=_HELD_MS), lazy=True)
+        lazy = _lazy_pull(session, 1)
         assert _rings(bell) == before  # offered, not rung
         assert session.request(send_request(b"one")).status.code == 0
         answer = _answer(session, lazy)
@@ -52,9 +58,9 @@ def test_should_ask_lazy_pulls_to_ring_while_a_send_beat_them(
     agent: SessionAgent,  # noqa: F811 (the fixture)
     media_driver: MediaDriver,
 ) -> None:
+    bell = agent.doorbell
+    assert bell is not None
     with _ipc_session(media_driver) as session:
-        bell = agent.doorbell
-        assert bell is not None and session.rings_broker
         held = session.request_async(pull_request(offset=0, suspend_timeout_ms=_HELD_MS))
         assert session.request(send_request(b"zero")).status.code == 0  # releases the hold
         assert _answer(session, held).response.next_begin_offset == 1
@@ -64,7 +70,7 @@ def test_should_ask_lazy_pulls_to_ring_while_a_send_beat_them(
         wait_for(lambda: bell.flag() == 1, what="the flag set")
         assert agent.counters.pull_rings_wanted == 1
         before = _rings(bell)
-        lazy = session.request_async(pull_request(offset=1, suspend_timeout_ms=_HELD_MS), lazy=True)
+        lazy = _lazy_pull(session, 1)
         assert _rings(bell) > before  # rung after all
         assert _answer(session, lazy).response.next_begin_offset == 2
         wait_for(lambda: bell.flag() == 0, what="the flag cleared")
