@@ -199,7 +199,7 @@ class SessionAgent(RequestDispatch):
         """The store's arrival listener (see module): a message another thread stored rings
         the agent while transport sessions live; one stored on the agent's own thread (a send
         over the transport) costs one compare."""
-        if threading.get_ident() != self._thread_ident and self._table.live_count:
+        if threading.get_ident() != self._thread_ident and len(self._table):
             bell = self.doorbell
             if bell is not None:
                 bell.ring()

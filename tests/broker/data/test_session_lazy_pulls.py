@@ -1,20 +1,23 @@
 """Lazy pulls at the session agent (``broker/session/_agent.py``): a pull offered without a ring
 is read (by the next send's cycle at the latest) and answered from the store; a send stored
 before the next pull of a consumer it answered came back sets the agent doorbell's flag word,
-and a lazy pull offered then rings after all; the flag is cleared once that pull is read."""
+and a lazy pull offered then rings after all; the flag is cleared once that pull is read; a message another thread
+stores rings the agent, since a lazy pull may wait for it unread."""
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import Future
 
+from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.session import SessionAgent
+from aeromq.broker.store import MessageStore
 from aeromq.client.session import ClientSession
 from aeromq.common import PullAnswer
 from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.driver import MediaDriver
 
-from .conftest import pull_request, send_request, wait_for
+from .conftest import Answers, pull_request, send_request, wait_for
 from .test_session_doorbells import _ipc_session, agent  # noqa: F401 (a fixture)
 
 _HELD_MS = 5_000
@@ -74,3 +77,18 @@ def test_should_ask_lazy_pulls_to_ring_while_a_send_beat_them(
         assert _rings(bell) > before  # rung after all
         assert _answer(session, lazy).response.next_begin_offset == 2
         wait_for(lambda: bell.flag() == 0, what="the flag cleared")
+
+
+def test_should_ring_the_agent_for_a_message_another_thread_stored(
+    agent: SessionAgent,  # noqa: F811 (the fixture)
+    media_driver: MediaDriver,
+    store: MessageStore,
+    send: SendProcessor,
+) -> None:
+    bell = agent.doorbell
+    assert bell is not None
+    store.add_arrival_listener(agent.on_store_arrival)  # as the broker wires it
+    with _ipc_session(media_driver):  # a live session: a lazy pull may wait unread
+        before = _rings(bell)
+        send.process(send_request(b"from the timer, say"), Answers())  # on this thread
+        assert _rings(bell) > before
