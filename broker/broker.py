@@ -226,6 +226,7 @@ class Broker:
             ),
         )
         park_until_due(idle, agent)  # sleep until rung or the sweep while every client rings
+        store.add_arrival_listener(agent.on_store_arrival)  # lazy pulls wait for other writers
         self._runner = AgentRunner(idle, self._on_agent_error, None, agent)
         self._runner.start()
         self._start_control_plane(store)

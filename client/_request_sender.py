@@ -8,6 +8,12 @@ pull task's next pull, sent from the previous one's answer): its ring is held ba
 their messages were cached (a ring that wakes the broker may take the ringer's core). Held no
 longer: until the thread waited again, as first tried, a consumer draining its cache left the
 broker's agent asleep on its next pulls for its 25 ms park (``bench consumer``'s drains).
+A *lazy* pull (``submit(..., lazy=True)``: a caught-up consumer's next pull,
+``consumer.pull_task``) rings nothing: it waits on the ingress until something else wakes the
+broker's agent (the next send's ring, or the agent's idle park's end, at most 100 ms), which then
+reads it in the same duty cycle as the send that answers it; but while the agent's doorbell's
+flag word asks for rings (a send was stored before the pulls it answered came back,
+``broker.session._agent``), it rings as any pull.
 
 Caller: ``ClientSession`` (``request``, ``request_async``, ``send_oneway``, ``close``) and the
 liveness checks (keepalives), on any thread; offers are serialised by the offer lock. Affects:
@@ -105,19 +111,24 @@ class RequestSender:
         self._deadline_lock = pending.lock
         self._offer_lock = threading.Lock()
 
-    def submit(self, body: Request, timeout_ms: int, wait_offer: bool = True) -> Future[Answer]:
+    def submit(
+        self, body: Request, timeout_ms: int, wait_offer: bool = True, lazy: bool = False
+    ) -> Future[Answer]:
         """Put ``body`` in flight: a correlation id, a future in the pending table with a
-        deadline ``timeout_ms`` from now, the envelope offered (:meth:`offer`); returns the
-        future. Raises the session's failure, or :class:`~client.IllegalStateError` once
-        closed, or what the offer raises (the request is then forgotten)."""
-        return self._register(body, timeout_ms, wait_offer, Future())
+        deadline ``timeout_ms`` from now, the envelope offered (:meth:`offer`; ``lazy``: the
+        broker not rung); returns the future. Raises the session's failure, or
+        :class:`~client.IllegalStateError` once closed, or what the offer raises (the request
+        is then forgotten)."""
+        return self._register(body, timeout_ms, wait_offer, Future(), lazy)
 
     def submit_sync(self, body: Request, timeout_ms: int) -> SyncAnswer[Answer]:
         """:meth:`submit` for a caller that waits for the answer: a ``SyncAnswer``
         (``_sync_answer.py``), not a future."""
         return self._register(body, timeout_ms, True, SyncAnswer())
 
-    def _register(self, body: Request, timeout_ms: int, wait_offer: bool, future: _C) -> _C:
+    def _register(
+        self, body: Request, timeout_ms: int, wait_offer: bool, future: _C, lazy: bool = False
+    ) -> _C:
         state = self._state
         if state.failure is not None:
             raise state.failure
@@ -129,7 +140,7 @@ class RequestSender:
             deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
             heapq.heappush(self._deadlines, (deadline_ns, correlation_id))
         try:
-            self.offer(body, correlation_id, wait_offer)
+            self.offer(body, correlation_id, wait_offer, lazy)
         except BaseException:
             self._futures.pop(correlation_id, None)
             raise
@@ -142,9 +153,12 @@ class RequestSender:
             call_reader()
         return future
 
-    def offer(self, body: Request, correlation_id: int, wait: bool = True) -> None:
+    def offer(
+        self, body: Request, correlation_id: int, wait: bool = True, lazy: bool = False
+    ) -> None:
         """Offer one envelope, retrying ADMIN_ACTION at once and BACK_PRESSURED until the
-        offer timeout (without ``wait``: not at all, :class:`BackPressuredError` at once).
+        offer timeout (without ``wait``: not at all, :class:`BackPressuredError` at once);
+        then ring the broker, but for a ``lazy`` request, and a held one (see module).
         An ingress that is gone fails the session (:class:`~client.BrokerUnavailableError`).
         A :class:`~common.SendRequest` is encoded, envelope and stamp, in one native call."""
         publication = self.publication
@@ -175,7 +189,7 @@ class RequestSender:
                 if result > 0:
                     state.last_sent_ns = time.monotonic_ns()
                     bell = self.broker_doorbell
-                    if bell is not None:
+                    if bell is not None and (not lazy or bell.flag()):
                         if field_number == _PULL and state.polling_thread == get_ident():
                             state.ring_held = True  # rung when the reading thread waits
                         else:

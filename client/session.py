@@ -389,17 +389,26 @@ class ClientSession:
         timeout_ms: int | None = None,
         *,
         wait_offer: bool = True,
+        lazy: bool = False,
     ) -> Future[PullAnswer]: ...
 
     def request_async(
-        self, body: Request, timeout_ms: int | None = None, *, wait_offer: bool = True
+        self,
+        body: Request,
+        timeout_ms: int | None = None,
+        *,
+        wait_offer: bool = True,
+        lazy: bool = False,
     ) -> Future[Any]:  # Any: the answer's type is the request's, as the overloads say
         """Send ``body`` now and return a future of its answer, completed on the thread that
         reads it (or failed with the errors of the module). Offer failures raise here; with
         ``wait_offer`` False a back-pressured ingress raises :class:`BackPressuredError` at
-        once (for a thread that must not block, such as one completing answers)."""
+        once (for a thread that must not block, such as one completing answers). A ``lazy``
+        pull does not ring the broker's doorbell: the broker reads it when something else
+        wakes it, within its idle park (a caught-up consumer's next pull, which only waits
+        for the next send; ``client._request_sender``)."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        return self._sender.submit(body, timeout, wait_offer)
+        return self._sender.submit(body, timeout, wait_offer, lazy)
 
     def send_oneway(self, body: messages_pb2.SendMessageRequest | SendRequest) -> None:
         """Send without waiting: the answer is read and dropped."""

@@ -109,12 +109,16 @@ class BrokerApi(Protocol):
         callback: PullCallback,
         *,
         nonblocking: bool = False,
+        lazy: bool = False,
     ) -> bool:
         """Pull up to ``max_nums`` messages from ``offset``; a NO_NEW_MSG answer may be held
         by the broker up to ``suspend_timeout_ms`` (long polling); fail after ``timeout_ms``.
         True. With ``nonblocking`` (a thread that must not block, such as the one that read
         the last answer), False, with nothing sent nor called back, when the pull cannot be
-        sent at once (no fresh route or open session at hand, a back-pressured channel)."""
+        sent at once (no fresh route or open session at hand, a back-pressured channel).
+        ``lazy`` (with ``nonblocking``): the pull need not wake the broker, which reads it
+        when something else does, or within its idle park (a caught-up queue's next pull,
+        which would only be held until the next arrival)."""
         ...
 
     def query_offset(self, consumer_group: str, queue: MessageQueue) -> int:

@@ -213,6 +213,7 @@ class GrpcBrokerApi:
         callback: PullCallback,
         *,
         nonblocking: bool = False,
+        lazy: bool = False,
     ) -> bool:
         request = messages_pb2.PullMessageRequest(
             consumer_group=consumer_group,
@@ -232,7 +233,7 @@ class GrpcBrokerApi:
             session = None if broker is None else self._sessions.open_session_to(broker)
             if broker is None or session is None:
                 return False
-            return self._send_pull(session, broker, pull, wait_offer=False)
+            return self._send_pull(session, broker, pull, wait_offer=False, lazy=lazy)
         try:
             broker = self._broker(queue)
         except ClientError as error:
@@ -263,14 +264,22 @@ class GrpcBrokerApi:
         self._send_pull(session, broker, pull)
 
     def _send_pull(
-        self, session: ClientSession, broker: BrokerRoute, pull: _Pull, *, wait_offer: bool = True
+        self,
+        session: ClientSession,
+        broker: BrokerRoute,
+        pull: _Pull,
+        *,
+        wait_offer: bool = True,
+        lazy: bool = False,
     ) -> bool:
-        """Send ``pull`` on ``session``; its answer (or failure) goes to its callback. False,
-        with nothing sent nor called back, when ``wait_offer`` is False and the session's
-        channel is back-pressured."""
+        """Send ``pull`` on ``session`` (``lazy``: without ringing the broker); its answer (or
+        failure) goes to its callback. False, with nothing sent nor called back, when
+        ``wait_offer`` is False and the session's channel is back-pressured."""
         callback = pull.callback
         try:
-            future = session.request_async(pull.request, pull.timeout_ms, wait_offer=wait_offer)
+            future = session.request_async(
+                pull.request, pull.timeout_ms, wait_offer=wait_offer, lazy=lazy
+            )
         except BackPressuredError as error:
             if not wait_offer:
                 return False

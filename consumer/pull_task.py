@@ -34,6 +34,17 @@ a broker flow-control error (:class:`~client.BrokerBusyError`) in 20 ms, after o
 failed, its driver died): that pull is tried again within 250 ms on a fresh route, so a
 restarted broker is found within a second or two of being ready.
 
+A run on the thread that read an answer showing the queue caught up (its next offset the
+queue's max offset, whatever the status but OFFSET_ILLEGAL: the pull would only be held until
+the next arrival) sends its pull *lazy* (``BrokerApi.pull_async(..., lazy=True)``): it does not
+wake the broker, which reads it when the next send wakes it (in that send's duty cycle, so
+the message is answered as soon as before) or within its idle park otherwise. Such a pull asks
+to be held no longer than :data:`LAZY_PULL_MARGIN_MS` short of the pull's timeout, so that the
+broker's late read never runs it past the client's deadline. A first pull, a pull after a
+backlog's answer, after an error, a pause, a seek or a rebalance (every run from the
+scheduler), and pulls of retry topics (their messages come from the broker's timer, not from a
+send that would wake it) still wake the broker at once.
+
 A task is a chain of runs: each run schedules at most one next run, and :meth:`PullTask.start`
 starts the chain once, so a task can never be scheduled twice; :class:`PullTaskTable` keeps at
 most one task per queue under its lock (RocketMQ bug #10630: a check-then-put race started two
@@ -59,7 +70,7 @@ from aeromq.client import (
     MessageQueue,
     SubscriptionData,
 )
-from aeromq.common import LatencyHistogram
+from aeromq.common import LatencyHistogram, is_retry_topic
 from aeromq.consumer._broker_api import BrokerApi, PullResult, PullStatus, QueueGrant
 from aeromq.consumer.assigned_queues import AssignedMessageQueue, QueueState
 from aeromq.consumer.config import LitePullConsumerConfig
@@ -68,7 +79,14 @@ from aeromq.consumer.message_batch import MessageBatch, PulledMessages
 from aeromq.consumer.process_queue import ProcessQueue
 from aeromq.consumer.scheduler import Scheduler
 
-__all__ = ["RELEASE_POLL_MS", "FlowControlCounters", "PullTask", "PullTaskContext", "PullTaskTable"]
+__all__ = [
+    "LAZY_PULL_MARGIN_MS",
+    "RELEASE_POLL_MS",
+    "FlowControlCounters",
+    "PullTask",
+    "PullTaskContext",
+    "PullTaskTable",
+]
 
 _UNAVAILABLE_RETRY_MS = 250  # a pull on a broker found unavailable: tried again this soon
 
@@ -79,6 +97,12 @@ RELEASE_POLL_MS = 10
 previous owner releases as soon as its rebalance drops the queue (tens of ms after the same
 membership push), so a short poll keeps the hand-over gap near that; each ask is one small
 offset query, and only while a hand-over is under way."""
+
+LAZY_PULL_MARGIN_MS = 1_000
+"""A lazy pull (see the module doc) asks the broker to hold it at most this much less than its
+timeout (``consumer_timeout_ms_when_suspend``), whatever ``broker_suspend_max_time_ms`` says: the
+broker may read it up to its idle park late (100 ms while every client rings, 1 s without
+sessions), and the answer must still come before the client gives the pull up."""
 
 Executor = Callable[[Callable[[], None]], object]
 """Runs blocking work off the scheduler thread (``ThreadPoolExecutor.submit``)."""
@@ -96,6 +120,8 @@ class FlowControlCounters:
     """Runs delayed because a queue's cached offset span was over ``consume_max_span``."""
     paused: int = 0
     pulls: int = 0
+    lazy_pulls: int = 0
+    """Pulls sent lazy: a caught-up queue's next pull, which does not wake the broker."""
     found: int = 0
     broker_busy: int = 0
     pull_errors: int = 0
@@ -150,6 +176,7 @@ class PullTask:
 
     __slots__ = (
         "_answering",
+        "_caught_up",
         "_ctx",
         "_first_ask_ns",
         "_start_lock",
@@ -166,6 +193,7 @@ class PullTask:
         self._start_lock = threading.Lock()
         self._first_ask_ns = -1
         self._answering = False  # a run from the thread that read the last answer is under way
+        self._caught_up = False  # the last answer left the queue caught up: the next pull lazy
 
     def start(self, delay_ms: int = 0) -> bool:
         """Schedule the first run in ``delay_ms``; False (and nothing scheduled) if started
@@ -194,6 +222,8 @@ class PullTask:
         block (the pull is sent only if it can be at once, else the run is scheduled)."""
         if self.cancelled:
             return
+        lazy = answering and self._caught_up
+        self._caught_up = False
         ctx = self._ctx
         config = ctx.config
         counters = ctx.counters
@@ -231,6 +261,7 @@ class PullTask:
                 state.consume_offset = offset
                 state.seek_offset = -1
                 state.take_over = False  # a seek wins over the committed offset
+                lazy = False
             else:
                 offset = state.pull_offset
         if offset < 0 or state.take_over:
@@ -242,6 +273,11 @@ class PullTask:
             self.cancelled = True
             return
         counters.pulls += 1
+        suspend_ms = config.broker_suspend_max_time_ms
+        if lazy:
+            counters.lazy_pulls += 1
+            timeout_ms = config.consumer_timeout_ms_when_suspend
+            suspend_ms = max(0, min(suspend_ms, timeout_ms - LAZY_PULL_MARGIN_MS))
         started_ns = time.perf_counter_ns()
 
         def on_pull(result: PullResult | None, error: BaseException | None) -> None:
@@ -255,16 +291,18 @@ class PullTask:
                 config.consumer_group,
                 offset,
                 config.pull_batch_size,
-                config.broker_suspend_max_time_ms,
+                suspend_ms,
                 config.consumer_timeout_ms_when_suspend,
                 on_pull,
                 nonblocking=answering,
+                lazy=lazy,
             )
         except Exception as error:
             on_pull(None, error)
             return
         if not sent:  # it would have blocked: from the scheduler's thread
             counters.pulls -= 1
+            counters.lazy_pulls -= lazy
             self._again(0)
 
     def _compute_offset(self, state: QueueState, process_queue: ProcessQueue) -> None:
@@ -388,6 +426,11 @@ class PullTask:
                         result.max_offset,
                     )
                 state.pull_offset = result.next_begin_offset
+                self._caught_up = (
+                    result.next_begin_offset >= result.max_offset
+                    and result.status is not PullStatus.OFFSET_ILLEGAL
+                    and not is_retry_topic(self.queue.topic)
+                )
         self._next()
 
     def _next(self) -> None:

@@ -94,6 +94,8 @@ class InMemoryBroker:
         """``pull_async(..., nonblocking=True)`` answers False (a pull that would block): the
         task's next run then goes to its scheduler."""
         self.refused_pulls = 0
+        self.lazy_pulls = 0
+        """Pulls sent with ``lazy`` (they would not have woken a real broker)."""
         self.held: list[HeldPull] = []
         self.pull_log: list[tuple[MessageQueue, int]] = []
         self.calls: dict[str, int] = defaultdict(int)
@@ -230,7 +232,10 @@ class InMemoryBroker:
         callback: PullCallback,
         *,
         nonblocking: bool = False,
+        lazy: bool = False,
     ) -> bool:
+        if lazy:
+            self.lazy_pulls += 1
         if nonblocking and self.refuse_nonblocking_pulls:
             self.refused_pulls += 1
             return False

@@ -45,6 +45,26 @@ every source of work rings (no session that does not ring, none connecting, no a
 back pressure, no send left on the ingress for the store to catch up): it may then sleep until
 rung, else it must also poll.
 
+Lazy pulls: a caught-up consumer's next pull rings nothing (``client._request_sender``); it
+waits on the ingress until something else wakes the agent. The next send's ring does: every
+ingress subscription is polled in the cycle it wakes (the fragment limit is shared by all
+images, 64 by default, and a cycle that did work is followed by another without a park), so the
+pull is read in the send's cycle whichever image comes first: read after the send, it is
+answered from the store; read before it, it is held and the send's arrival releases it on this
+thread; either way its answer goes out at that cycle's end, with no extra park. A message stored
+by another thread (the timer, a transaction's commit, the RocketMQ endpoint) rings the agent
+while transport sessions live (:meth:`SessionAgent.on_store_arrival`), since a lazy pull may be
+waiting for it unread. Otherwise a lazy pull is read at the end of the agent's idle park (at
+most :data:`~broker.session._idle.RUNG_PARK_NS`, 100 ms, while sessions live), its hold's
+deadline counted from then. One race is closed by the doorbell's flag word
+(``transport/concurrent/doorbell.py``): a send stored after a pull's answer and before that
+consumer's next pull was read (the next pull may be on its way, lazy, and would wait for the
+next wake-up) sets the flag, and a client that offers a lazy pull while it is set rings after
+all; the flag is cleared once every pull answered since has its successor read (or at the
+sweep, every 100 ms: a turnaround is far shorter). The agent polls once more after setting it
+(a cycle that did work is followed by another), so a lazy pull offered before the flag was set
+is read then.
+
 Sessions are bound to their client: the id is random (63 bits) and every request must come on
 the ingress image that carried the session's CONNECT, one identity compare per request
 (``header.context is session.image``). Nothing a client sends stops the agent.
@@ -138,6 +158,8 @@ class SessionAgent(RequestDispatch):
         self._thread_ident = 0
         self._unrung_sessions = 0  # live sessions whose requests ring nothing
         self._aborted = False  # a send left on the ingress this cycle: retry without a ring
+        self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
+        self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
 
     @property
     def role_name(self) -> str:
@@ -164,6 +186,24 @@ class SessionAgent(RequestDispatch):
             and not self._aborted
         )
 
+    def _want_rings(self, wanted: bool) -> None:
+        """Ask clients to ring for their lazy pulls, or stop asking (see module)."""
+        self._rings_wanted = wanted
+        bell = self.doorbell
+        if bell is not None:
+            bell.set_flag(1 if wanted else 0)
+            if wanted:
+                self.counters.pull_rings_wanted += 1
+
+    def on_store_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+        """The store's arrival listener (see module): a message another thread stored rings
+        the agent while transport sessions live; one stored on the agent's own thread (a send
+        over the transport) costs one compare."""
+        if threading.get_ident() != self._thread_ident and len(self._table):
+            bell = self.doorbell
+            if bell is not None:
+                bell.ring()
+
     def stop_ingress(self) -> None:
         """Stop reading the ingress (any thread): answers still go out. For a graceful stop."""
         self._ingress_open = False
@@ -184,8 +224,19 @@ class SessionAgent(RequestDispatch):
         if self._ingress_open:
             assembler = self._assembler
             limit = self.config.fragment_limit
+            pulls = self._pull.pulls
+            sends = self._send.requests
             for subscription in self._subscriptions:
                 work += subscription.controlled_poll(assembler, limit)
+            awaited = self._pulls_awaited
+            if awaited or self._rings_wanted:  # (see module: lazy pulls)
+                awaited -= self._pull.pulls - pulls
+                self._pulls_awaited = awaited = awaited if awaited > 0 else 0
+                if not awaited:
+                    if self._rings_wanted:
+                        self._want_rings(False)
+                elif not self._rings_wanted and self._send.requests != sends:
+                    self._want_rings(True)
         if self._completions:
             work += self._send_completions(now_ns)
         if self._connecting:
@@ -194,6 +245,7 @@ class SessionAgent(RequestDispatch):
             work += self._flush_backlogs(now_ns)
         if now_ns >= self._next_sweep_ns:
             self._next_sweep_ns = now_ns + _SWEEP_INTERVAL_NS
+            self._pulls_awaited = 0  # their turnaround is long past: stop counting them
             self._sweep(now_ns)
         if self._rings:
             self._rings.ring_all()

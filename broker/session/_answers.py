@@ -27,11 +27,12 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.broker.session._answer_envelopes import answer_envelope, error_envelope
 from aeromq.broker.session._lifecycle import SessionLifecycle
 from aeromq.broker.session._session import ServerSession, SessionState
-from aeromq.common import ANSWER_TOO_LONG, PullAnswer, ResponseCode
+from aeromq.common import ANSWER_TOO_LONG, RESPONSE_FIELD_NUMBERS, PullAnswer, ResponseCode
 
 __all__ = ["AnswerWriter", "Completion"]
 
 _MS: Final = 1_000_000
+_PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
 
 Completion = tuple[ServerSession, int, int, ProtoMessage | PullAnswer]
 """An answer to send: (session, correlation id, response field number, response)."""
@@ -42,6 +43,7 @@ class AnswerWriter(SessionLifecycle):
 
     _completions: deque[Completion]
     _thread_ident: int  # the agent's thread: a completion from another rings the doorbell
+    _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
 
     def _completion(
         self, session: ServerSession, correlation_id: int, field: int
@@ -85,6 +87,8 @@ class AnswerWriter(SessionLifecycle):
                 )
             self._respond(session, data, now_ns)
             sent += 1
+            if field == _PULL:  # its consumer's next pull may come lazy (``_agent``)
+                self._pulls_awaited += 1
         return sent
 
     def _respond(

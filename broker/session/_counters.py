@@ -34,6 +34,9 @@ class SessionCounters:
     response_back_pressure: int = 0
     doorbells_refused: int = 0
     client_limits_refused: int = 0
+    pull_rings_wanted: int = 0
+    """Times a send was stored after a pull's answer and before that consumer's next pull was
+    read, and clients were asked to ring their lazy pulls (``broker.session._agent``)."""
     response_streams_refused: int = 0
     errors_by_code: collections.Counter[int] = field(default_factory=collections.Counter)
 

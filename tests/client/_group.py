@@ -335,6 +335,7 @@ class MemberSession:
         timeout_ms: int | None = None,
         *,
         wait_offer: bool = True,
+        lazy: bool = False,
     ) -> Future[Any]:
         future: Future[Any] = Future()
 

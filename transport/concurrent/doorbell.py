@@ -18,6 +18,13 @@ The word (any aligned i32 in shared memory; the low half of a media driver count
 
     S: SLEEPER_FLAG, set while a waiter may be asleep on the word.
 
+The next i32 (:data:`FLAG_OFFSET`: the high half of a counter's value) is the waiter's *flag
+word*, which only the waiter writes (:meth:`Doorbell.set_flag`) and ringers read
+(:meth:`Doorbell.flag`): a request to ring for work they would otherwise leave unrung (the
+broker's session agent asks its clients to ring their lazy pulls, ``broker.session._agent``).
+Both accesses are full fences (a swap, an add of 0): a ringer that publishes its work and then
+reads the flag, and a waiter that sets the flag and then polls, cannot both miss the other.
+
 The contract (all accesses sequentially consistent atomics of the native helper):
 
 - waiter: ``observed = prepare()`` (read the word); poll for work once more; if there is none,
@@ -71,6 +78,7 @@ from aeromq.transport.concurrent.idle_strategy import (
 
 __all__ = [
     "DOORBELL_TYPE_ID",
+    "FLAG_OFFSET",
     "FUTEX_NOT_EXPECTED",
     "FUTEX_TIMED_OUT",
     "HAS_FUTEX",
@@ -89,6 +97,8 @@ SLEEPER_FLAG: Final = 1
 RING_INCREMENT: Final = 2
 """What a ring adds to the word: one step of the sequence in bits 1..31."""
 RUNG: Final = -1
+FLAG_OFFSET: Final = 4
+"""The waiter's flag word (see module), this many bytes after the doorbell's word."""
 """``await_ring``'s result when a ring came between ``prepare`` and the wait (no sleep)."""
 DOORBELL_TYPE_ID: Final = 1_001
 """Type id of a media driver counter that holds a doorbell (``Aeron.add_counter``)."""
@@ -173,7 +183,15 @@ class Doorbell:
             return RUNG
         return buffer.futex_wait_int32(offset, armed, timeout_ns)
 
+    def set_flag(self, value: int) -> None:
+        """The waiter only: set its flag word to ``value`` (a full fence; see module)."""
+        self._buffer.get_and_set_int32(self._offset + FLAG_OFFSET, value)
+
     # -- the ringer ------------------------------------------------------------------------
+
+    def flag(self) -> int:
+        """The waiter's flag word (see module), read after publishing work (a full fence)."""
+        return self._buffer.get_and_add_int32(self._offset + FLAG_OFFSET, 0)
 
     def ring(self) -> bool:
         """After publishing work for the waiter: step the sequence and wake any sleeper. Whether
