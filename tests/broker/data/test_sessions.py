@@ -166,7 +166,10 @@ def test_should_read_the_answers_on_the_waiting_thread_with_caller_reads(
             future.add_done_callback(lambda _f: readers.append(threading.get_ident()))
             futures.append(future)
         assert [session.wait(f).base_queue_offset for f in futures] == list(range(20))
-        assert set(readers) == {threading.get_ident()}  # no answer went through the poller
+        # the waiting thread read answers itself; the poller may read some too, when its
+        # housekeeping (the driver check every 100 ms) falls between this thread's waits, as
+        # it does on a loaded machine
+        assert threading.get_ident() in readers
         late = session.request_async(send_request(b"late", queue_id=1))  # nobody waits for it
         wait_for(late.done, 5, "the poller to read an answer nobody waited for")
         assert late.result().base_queue_offset == 20
