@@ -208,15 +208,15 @@ def durations(directory: Path) -> tuple[int, float, float, int]:
 
 
 def _round_starts(roles: dict[str, Events]) -> list[int]:
-    """The leader's ``send_start`` times within its producer's run (from its first offer to
-    its last settled sends: the suite's other phases left out), or all of them without one."""
+    """The leader's ``send_start`` times within its producer's run (from the round of its
+    first settled sends to its last: the suite's other phases left out), or all of them
+    without one."""
     starts = [t for t, name, _, _ in roles.get("leader", []) if name == "send_start"]
-    producer = roles.get("producer", [])
-    settled = [t for t, name, _, _ in producer if name == "settled"]
+    settled = [t for t, name, _, _ in roles.get("producer", []) if name == "settled"]
     if not settled:
         return starts
-    offers = [t for t, name, _, _ in producer if name == "offer"] or settled
-    return [t for t in starts if offers[0] <= t <= settled[-1]]
+    first = max(0, bisect.bisect_right(starts, settled[0]) - 1)
+    return [t for t in starts[first:] if t <= settled[-1]]
 
 
 def _first_after(times: list[int], at: int) -> int | None:
