@@ -206,7 +206,7 @@ class ConsumeQueue:
             part["offset"] = physical_offset
             part["size"] = size
             part["tag"] = tag_hashes[done : done + n] if done or n < count else tag_hashes
-            mapped.write_at(byte, (part.view(np.uint8),))
+            mapped.write_at(byte, (part.view(np.uint8).data,))
             done += n
         end = queue_offset + count
         if end > self.max_offset:
