@@ -182,10 +182,10 @@ class ConsumeQueue:
         the batch (``physical_offset``, ``size``) with its record's tag hash. One numpy write
         per column and file (a batch crosses at most a file boundary or two), then one
         ``pwrite`` of the entries a file (``MappedFile.write_at``), not stores through the map:
-        a store's page fault holds the GIL, and on ext4 a write fault (a fresh page, or the
-        tail page again after the flush wrote it back) updates the file's time through the
-        journal, which waits out a journal commit (tens of ms under other fsyncs, measured): the
-        whole broker stopped with it; ``pwrite`` waits with the GIL released. A batch of one
+        a store's page fault (a fresh page, or the tail page again after the flush wrote it
+        back) holds the GIL for as long as the kernel takes, tens of ms beside other fsyncs
+        (measured, ``docs/replication.md``), and the whole broker stopped with it; ``pwrite``
+        waits with the GIL released. A batch of one
         record, one ``struct`` store through the map (a third of the numpy writes' cost,
         measured; the one-at-a-time send's path)."""
         count = len(tag_hashes)
