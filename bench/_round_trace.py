@@ -20,7 +20,10 @@ Events, besides ``_hop_trace``'s (each ``CLOCK_MONOTONIC`` ns, one clock across 
 
 :func:`rounds` cuts the leader's events at each ``request`` its session agent polled and gives
 each event's first time after it, for the leader, the followers (in the order their first
-``f_append`` came), the producer and the consumer; :func:`timeline` takes the median of each.
+``f_append`` came), the producer and the consumer; :func:`timeline` takes the median of each,
+:func:`durations` the rounds' lengths (median, mean, how many over :data:`SLOW_ROUND_MS`). The
+producer is the one that settled the most while the leader ran (a ``bench cluster`` run's
+group end-to-end phase), and only the rounds of its run are taken.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-__all__ = ["PATH", "install", "main", "rounds", "timeline"]
+__all__ = ["PATH", "SLOW_ROUND_MS", "durations", "install", "main", "rounds", "timeline"]
 
 GROUP_ENV: Final = "AEROMQ_HOPS_GROUP"
+SLOW_ROUND_MS: Final = 20
+"""A round longer than this is counted as a stall by :func:`durations`."""
 
 Record = Callable[..., None]
 Wrap = Callable[..., None]
@@ -102,6 +107,7 @@ def _roles(processes: dict[int, Events]) -> dict[str, Events]:
     or ``answer_read``: the bench's puller)."""
     roles: dict[str, Events] = {}
     followers = []
+    producers = []
     for events in processes.values():
         names = {name for _, name, _, _ in events}
         if "r_sent" in names:
@@ -110,11 +116,22 @@ def _roles(processes: dict[int, Events]) -> dict[str, Events]:
             first = next(t for t, name, _, _ in events if name == "f_append")
             followers.append((first, events))
         elif "settled" in names:
-            roles["producer"] = events
+            producers.append(events)
         elif "pulled" in names or "answer_read" in names:
             roles["consumer"] = events  # a consumer, or the bench's puller (answers read)
     for index, (_, events) in enumerate(sorted(followers)):
         roles[f"f{index + 1}"] = events
+    leader = roles.get("leader")
+    if producers and leader:  # the group's producer that settled the most (its end-to-end)
+        begin, end = leader[0][0], leader[-1][0]
+        roles["producer"] = max(
+            producers,
+            key=lambda events: sum(
+                1 for t, name, _, _ in events if name == "settled" and begin <= t <= end
+            ),
+        )
+    elif producers:
+        roles["producer"] = producers[-1]
     return roles
 
 
@@ -164,7 +181,7 @@ def rounds(directory: Path) -> list[dict[str, int]]:
         for t, name, _, count in events:
             if name in ("pulled", "rcv", "snd") or count >= 0:
                 times[(role, name)].append(t)
-    starts = times[("leader", "send_start")]
+    starts = _round_starts(roles)
     out = []
     for start, end in itertools.pairwise(starts):
         at = {"": start}
@@ -177,6 +194,29 @@ def rounds(directory: Path) -> list[dict[str, int]]:
                 at[label] = found
         out.append({label: t - start for label, t in at.items() if label})
     return out
+
+
+def durations(directory: Path) -> tuple[int, float, float, int]:
+    """The rounds of :func:`rounds` by length: (how many, median ms, mean ms, how many took
+    over :data:`SLOW_ROUND_MS`): the mean against the median tells the stalls."""
+    starts = _round_starts(_roles(_load(directory)))
+    lengths = [(b - a) / 1e6 for a, b in itertools.pairwise(starts)]
+    if not lengths:
+        return 0, 0.0, 0.0, 0
+    slow = sum(1 for length in lengths if length > SLOW_ROUND_MS)
+    return len(lengths), statistics.median(lengths), statistics.mean(lengths), slow
+
+
+def _round_starts(roles: dict[str, Events]) -> list[int]:
+    """The leader's ``send_start`` times within its producer's run (from the round of its
+    first settled sends to its last: the suite's other phases left out), or all of them
+    without one."""
+    starts = [t for t, name, _, _ in roles.get("leader", []) if name == "send_start"]
+    settled = [t for t, name, _, _ in roles.get("producer", []) if name == "settled"]
+    if not settled:
+        return starts
+    first = max(0, bisect.bisect_right(starts, settled[0]) - 1)
+    return [t for t in starts[first:] if t <= settled[-1]]
 
 
 def _first_after(times: list[int], at: int) -> int | None:
@@ -221,7 +261,11 @@ def main(argv: list[str]) -> None:
             print(f"{at_us:8.0f} us  {role:8} {thread[:24]:24} {name} {count}")
         return
     found = rounds(Path(argv[0]))
-    print(f"rounds: {len(found)}")
+    count, median_ms, mean_ms, slow = durations(Path(argv[0]))
+    print(
+        f"rounds: {count}, median {median_ms:.2f} ms, mean {mean_ms:.2f} ms, "
+        f"over {SLOW_ROUND_MS} ms: {slow}"
+    )
     for label, at_us, own_us, seen in timeline(found):
         print(f"{at_us:8.0f} us {own_us:+7.0f}  {label} ({seen})")
 

@@ -180,8 +180,14 @@ class ConsumeQueue:
     ) -> None:
         """Write the entries of one batch's records, from ``queue_offset`` on: each points at
         the batch (``physical_offset``, ``size``) with its record's tag hash. One numpy write
-        per column and file (a batch crosses at most a file boundary or two); a batch of one
-        record, one ``struct`` write (a third of the numpy writes' cost, measured)."""
+        per column and file (a batch crosses at most a file boundary or two), then one
+        ``pwrite`` of the entries a file (``MappedFile.write_at``), not stores through the map:
+        a store's page fault (a fresh page, or the tail page again after the flush wrote it
+        back) holds the GIL for as long as the kernel takes, tens of ms beside other fsyncs
+        (measured, ``docs/replication.md``), and the whole broker stopped with it; ``pwrite``
+        waits with the GIL released. A batch of one
+        record, one ``struct`` store through the map (a third of the numpy writes' cost,
+        measured; the one-at-a-time send's path)."""
         count = len(tag_hashes)
         if count == 1:
             mapped = self._file_for(queue_offset)
@@ -194,13 +200,13 @@ class ConsumeQueue:
         while done < count:
             at = queue_offset + done
             mapped = self._file_for(at)
-            entries = self._entries_of(mapped)
-            index = at - mapped.start_offset // ENTRY_LENGTH
-            n = min(count - done, len(entries) - index)
-            part = entries[index : index + n]
+            byte = at * ENTRY_LENGTH - mapped.start_offset
+            n = min(count - done, (mapped.size - byte) // ENTRY_LENGTH)
+            part = np.empty(n, dtype=ENTRY_DTYPE)
             part["offset"] = physical_offset
             part["size"] = size
             part["tag"] = tag_hashes[done : done + n] if done or n < count else tag_hashes
+            mapped.write_at(byte, (part.view(np.uint8).data,))
             done += n
         end = queue_offset + count
         if end > self.max_offset:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench._round_trace import rounds, timeline
+from bench._round_trace import durations, rounds, timeline
 
 _THREAD = "net"
 
@@ -43,3 +43,14 @@ def test_should_follow_each_round_from_the_leaders_send_through_both_followers(
     assert steps["f2 ACK sent"] == (890, 20)
     assert steps["high watermark moved"] == (1000, 50)
     assert steps["next request offered"][0] == 1500
+
+
+def test_should_time_only_the_rounds_of_the_producer_that_settled_the_most(tmp_path: Path) -> None:
+    starts = [0, 1_000, 2_000, 30_000, 31_000, 40_000, 90_000]  # us; from 40 ms another phase
+    _write(tmp_path, 1, [(t, name) for t in starts for name in ("send_start", "r_sent")])
+    _write(tmp_path, 2, [(t + 500, "settled") for t in starts[:4]])  # the end-to-end producer
+    _write(tmp_path, 3, [(40_500, "settled")])  # a later phase's
+
+    count, median_ms, mean_ms, slow = durations(tmp_path)
+    assert (count, slow) == (3, 1)  # 0-1, 1-2, 2-30 ms: the round from 30 ms is past its run
+    assert median_ms == 1.0 and mean_ms == 10.0
