@@ -183,7 +183,7 @@ class Producer:
         arg: object = None,
     ) -> SendResult:
         """Send one message and wait until the broker stored it (see module)."""
-        if queue is None and selector is None:  # the common send: SendPath's straight path
+        if queue is None and selector is None and arg is None:  # the common send (_one_send)
             return send_one(self._send_path, message, timeout_ms)
         return self._send_path.send_sync([message], timeout_ms, queue, selector, arg)[0]
 

@@ -10,7 +10,15 @@ from collections.abc import Callable
 import pytest
 
 from aeromq.client import IllegalStateError, Message, MessageTooLargeError
-from aeromq.producer import Producer, ProducerConfig, SendMessageContext, SendResult, SendStatus
+from aeromq.common import hash_code
+from aeromq.producer import (
+    KeyHashSelector,
+    Producer,
+    ProducerConfig,
+    SendMessageContext,
+    SendResult,
+    SendStatus,
+)
 
 
 class _Hook:
@@ -70,3 +78,13 @@ def test_should_stamp_straight_sends_in_sequence_with_general_ones(
     producer._send_path.router._round_robin.counter = itertools.count(queue.queue_id)
     third = producer.send(Message("orders", b"three"))
     assert third.message_queue == queue and third.queue_offset == first.queue_offset + 2
+
+
+def test_should_give_the_producers_selector_the_sends_arg(
+    make_producer: Callable[..., Producer],
+) -> None:
+    producer = make_producer(queue_selector=KeyHashSelector())
+    queues = producer.fetch_publish_queues("orders")
+    for arg in ("a", "b", "c", "d"):
+        expected = queues[abs(hash_code(arg)) % len(queues)]
+        assert producer.send(Message("orders", b"by arg"), arg=arg).message_queue == expected
