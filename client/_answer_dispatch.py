@@ -20,6 +20,7 @@ Caller: the thread that reads the session's answers, holding the readers' poll l
 from __future__ import annotations
 
 import time
+from concurrent.futures import InvalidStateError
 from typing import Final
 
 from google.protobuf.message import DecodeError
@@ -34,7 +35,6 @@ from aeromq.common import (
     CorruptMessageError,
     IllegalStateError,
     PullAnswer,
-    SendAnswer,
     read_send_answer,
     salvage_envelope_ids,
     split_raw_section,
@@ -76,7 +76,8 @@ class AnswerDispatcher:
 
     def on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
         """A whole answer in one fragment: a stored send's read by one native call
-        (:func:`~common.read_send_answer`), any other's raw section (a pull answer's batches,
+        (:func:`~common.read_send_answer`) and its request completed with it here (the common
+        answer: no further Python call), any other's raw section (a pull answer's batches,
         if any) copied out once and the rest parsed without it (:meth:`on_answer`)."""
         # (A fragmented answer's raw section is copied straight out of its fragments:
         # _answer_assembler.)
@@ -84,8 +85,20 @@ class AnswerDispatcher:
         if length <= SEND_ANSWER_MAX_LENGTH:
             whole = buffer.get_bytes(offset, length)
             answer = read_send_answer(whole)
-            if answer is not None:
-                self.on_send_answer(answer)
+            if answer is not None:  # completes its request as on_answer does a send's
+                state = self._state
+                state.last_heard_ns = time.monotonic_ns()
+                if answer.session_id != state.session_id:
+                    self.foreign_responses += 1
+                    return
+                future = self._futures.pop(answer.correlation_id, None)
+                if future is None:
+                    self.unmatched_responses += 1
+                    return
+                try:  # resolve(), without its call
+                    future.set_result(answer)
+                except InvalidStateError:  # timed out or failed meanwhile
+                    return
                 return
             head = whole[:ENVELOPE_HEAD_MAX_LENGTH]
         else:
@@ -103,20 +116,6 @@ class AnswerDispatcher:
         else:
             data = whole if whole is not None else buffer.get_bytes(offset, length)
         self.on_answer(data, raw, length)
-
-    def on_send_answer(self, answer: SendAnswer) -> None:
-        """A stored send's answer, read without protobuf: completes its request's future with
-        it, as :meth:`on_answer` does with a ``SendMessageResponse``."""
-        state = self._state
-        state.last_heard_ns = time.monotonic_ns()
-        if answer.session_id != state.session_id:
-            self.foreign_responses += 1
-            return
-        future = self._futures.pop(answer.correlation_id, None)
-        if future is None:
-            self.unmatched_responses += 1
-            return
-        resolve(future, answer)
 
     def on_answer(self, data: bytes, raw: bytes | None, length: int) -> None:
         """A whole message: ``data`` without its raw section ``raw`` (if any), ``length``

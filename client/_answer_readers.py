@@ -86,6 +86,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_B = TypeVar("_B")
 
 Housekeeping = Callable[[int], int]
 """``(now_ns) -> work``: the session's periodic work, run by the poller thread."""
@@ -247,10 +248,13 @@ class AnswerReader(ABC):
             self._leave(linger_ns)
         return True
 
-    def request(self, submit: Callable[[], Completion[_T]], timeout_ms: int) -> Completion[_T]:
-        """``submit()`` a request and wait up to ``timeout_ms`` for its answer as
-        :meth:`await_answer` does; the future. The thread counts as a reader from before the
-        submit, so that its request does not call the poller."""
+    def request(
+        self, submit: Callable[[_B, int], Completion[_T]], body: _B, timeout_ms: int
+    ) -> Completion[_T]:
+        """``submit(body, timeout_ms)`` a request and wait up to ``timeout_ms`` for its answer
+        as :meth:`await_answer` does; the future. The thread counts as a reader from before the
+        submit, so that its request does not call the poller. (The submit and its arguments
+        apart, not a closure of them: a Python call less a request.)"""
         bell, subscription = self.doorbell, self.subscription
         if (
             bell is None
@@ -258,16 +262,18 @@ class AnswerReader(ABC):
             or not self._reads_rung  # reads_when_rung without a call
             or self._state.polling_thread == threading.get_ident()
         ):
-            future = submit()
+            future = submit(body, timeout_ms)
             self.await_answer(future, timeout_ms)
             return future
-        self._enter()
+        with self._callers_lock:  # _enter(), without its call
+            self._readers += 1
+            self._pending.call_reader = None
         try:
             # the word before the submit: the answer's ring, which can only follow the submit,
             # ends the first wait, so no poll is needed before it (that poll found nothing but
             # cost the caller about a twentieth of a send's CPU)
             observed = bell.prepare()
-            future = submit()
+            future = submit(body, timeout_ms)
             deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
             self._read(future.done, deadline_ns, bell, subscription, observed)
         finally:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import InvalidStateError
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Generic, Protocol, TypeVar
 
 __all__ = ["Completion", "SyncAnswer"]
 
@@ -56,8 +56,11 @@ class SyncAnswer(Generic[_T]):
 
     __slots__ = ("_completed", "_error", "_lock", "_value", "done")
 
+    _value: _T
+    """Set when completed with a value (read only then: no ``cast`` of a default, a Python
+    call a request)."""
+
     def __init__(self) -> None:
-        self._value: _T | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
         self._lock.acquire()  # released once completed, the value or error set
@@ -88,4 +91,4 @@ class SyncAnswer(Generic[_T]):
         lock.release()  # completed: it stays released
         if self._error is not None:
             raise self._error
-        return cast(_T, self._value)
+        return self._value

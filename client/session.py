@@ -336,9 +336,11 @@ class ClientSession:
         send's answer is a :class:`~common.SendAnswer` when it was stored (read without
         protobuf), else the ``SendMessageResponse``."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
-        sender = self._sender
-        future = self._reader.request(lambda: sender.submit_sync(body, timeout), timeout)
-        return self._result(future, timeout)
+        future = self._reader.request(self._sender.submit_sync, body, timeout)
+        try:  # _result(), without its call
+            return future.result(timeout / 1000 + 1.0)
+        except FutureTimeoutError as exc:  # the poller is late: it would have failed it
+            raise self._late(timeout) from exc
 
     def wait(self, future: Future[_T], timeout_ms: int | None = None) -> _T:
         """The answer of ``future`` (from :meth:`request_async`), waiting up to ``timeout_ms``
@@ -370,9 +372,13 @@ class ClientSession:
         try:
             return future.result(timeout / 1000 + 1.0)
         except FutureTimeoutError as exc:  # the poller is late: it would have failed it
-            raise RequestTimeoutError(
-                "no answer in time", session_id=self._state.session_id, timeout_ms=timeout
-            ) from exc
+            raise self._late(timeout) from exc
+
+    def _late(self, timeout: int) -> RequestTimeoutError:
+        """The error of a request whose answer did not come within ``timeout`` ms."""
+        return RequestTimeoutError(
+            "no answer in time", session_id=self._state.session_id, timeout_ms=timeout
+        )
 
     @overload
     def request_async(

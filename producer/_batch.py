@@ -24,7 +24,7 @@ from aeromq.common import (
 from aeromq.common.record_batch import TIMER_FLAG, TRANSACTION_PREPARED_FLAG
 from aeromq.producer._send_result import SendResult, SendStatus
 
-__all__ = ["SendResults", "encode_messages", "pack_born_host"]
+__all__ = ["SendResults", "encode_messages", "encode_one", "pack_born_host"]
 
 
 @lru_cache(maxsize=64)
@@ -67,7 +67,7 @@ def encode_messages(
     if bodies is None:
         bodies = [message.body for message in messages]
     if len(messages) == 1 and messages[0]._properties == _WAIT_ONLY:
-        return _encode_one(messages[0], ids, born_timestamp_ms, born_host, bodies)
+        return encode_one(messages, ids, born_timestamp_ms, born_host)
     # the dicts behind Message.properties: the producer sets UNIQ_KEY in them, as
     # put_system_property does, without a read-only proxy per message
     views = [message._properties for message in messages]
@@ -112,22 +112,25 @@ def encode_messages(
     return bytes(batch), unique_ids
 
 
-def _encode_one(
-    message: Message,
+def encode_one(
+    messages: Sequence[Message],
     ids: UniqueMessageIdGenerator,
     born_timestamp_ms: int,
     born_host: bytes,
-    bodies: Sequence[bytes],
 ) -> tuple[bytes, list[str]]:
-    """:func:`encode_messages` of one message with only ``WAIT=true``: the common send, in
-    a third of the calls of the general path."""
+    """:func:`encode_messages` of one message (``messages``, of one): of one with only
+    ``WAIT=true`` (the common send) in a third of the calls of the general path, which any
+    other takes. Caller: ``encode_messages``, ``SendPath.send_one``."""
+    message = messages[0]
+    if message._properties != _WAIT_ONLY:
+        return encode_messages(messages, ids, born_timestamp_ms, born_host)
     unique = ids.next_id(born_timestamp_ms)
     message._properties[PROPERTY_UNIQ_KEY] = unique
     properties = (_WAIT_ONLY_HEAD + unique + "\x02").encode()
     flag = message.flag
     batch = encode_batch(
         message.topic.encode(),
-        bodies,
+        [message.body],
         None,
         properties,
         property_lengths=[len(properties)],

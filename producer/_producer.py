@@ -47,7 +47,8 @@ again send by send, so each gets its own answer.
 
 Inside, the send path is split by role: ``_send_path.py`` (preparation, sync attempts, RocketMQ's
 retry rules, hooks, sessions), ``_failover.py`` (retries at a broker group's new leader),
-``_routing.py`` (the queue of each send), ``_async_sends.py``
+``_one_send.py`` (the common one-message send on a straight path), ``_routing.py`` (the
+queue of each send), ``_async_sends.py``
 (async sends, coalesced or alone, and their retries), ``_answers.py`` (the broker's answers read
 into results, futures settled) and ``_attempt.py`` (one send's retry state); the columnar sends
 are ``_columns.py`` (with ``_columns_input.py``, ``_columns_queues.py``, ``_columns_result.py``);
@@ -80,6 +81,7 @@ from aeromq.producer._columns_result import ColumnSendResults
 from aeromq.producer._config import ProducerConfig, check_producer_group
 from aeromq.producer._hooks import SendMessageHook, SendMode
 from aeromq.producer._metrics import ProducerMetrics
+from aeromq.producer._one_send import send_one
 from aeromq.producer._route import RouteSource
 from aeromq.producer._routing import QueueRouter
 from aeromq.producer._selector import QueueSelector
@@ -181,6 +183,8 @@ class Producer:
         arg: object = None,
     ) -> SendResult:
         """Send one message and wait until the broker stored it (see module)."""
+        if queue is None and selector is None and arg is None:  # the common send (_one_send)
+            return send_one(self._send_path, message, timeout_ms)
         return self._send_path.send_sync([message], timeout_ms, queue, selector, arg)[0]
 
     def message_of(

@@ -136,9 +136,25 @@ class QueueRouter:
 
         Caller: ``SendPath.attempt_sync``, ``LoneSends.submit``, ``Producer.send_oneway``.
         Affects: the round robin counter."""
-        route = self.route(attempt.messages[0].topic)
+        topic = attempt.messages[0].topic
+        last = self._last  # route()'s common case, without its call: the cached route, fresh
+        route = None if last is None else last(topic)
+        ahead_ms = self._ahead_ms
+        if route is None or (
+            ahead_ms and time.monotonic_ns() // 1_000_000 - route.fetched_ms >= ahead_ms
+        ):
+            route = self.route(topic)
         if attempt.retry_queue is not None:  # the same queue again (a group's leader moved)
             target, attempt.retry_queue = attempt.retry_queue, None
+        elif attempt.last_broker is None and attempt.queue is None and attempt.selector is None:
+            # a first try of no queue in particular (the common send): the queues cached for
+            # this route and the round robin's next, as write_queues and select_avoiding give
+            # them, without their three Python calls
+            cached = self._queue_cache.get(topic)
+            queues = (
+                cached[1] if cached is not None and cached[0] is route else self.write_queues(route)
+            )
+            target = queues[next(self._round_robin.counter) % len(queues)]
         elif attempt.queue is not None:
             target = attempt.queue
         elif attempt.selector is not None:

@@ -34,12 +34,13 @@ class RoundRobinSelector:
     """Each call takes the next queue (one counter per selector, shared by all topics)."""
 
     def __init__(self, start: int | None = None) -> None:
-        self._counter = itertools.count(random.randrange(1 << 16) if start is None else start)
+        self.counter = itertools.count(random.randrange(1 << 16) if start is None else start)
+        """The number of the next call (``QueueRouter.target`` takes it for a first try)."""
 
     def __call__(
         self, queues: Sequence[MessageQueue], message: Message, arg: object
     ) -> MessageQueue:
-        return queues[next(self._counter) % len(queues)]
+        return queues[next(self.counter) % len(queues)]
 
 
 class KeyHashSelector:

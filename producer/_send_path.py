@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import NoReturn
 
 from aeromq.client import (
     ClientError,
@@ -48,6 +49,7 @@ from aeromq.client.scheduler import TaskScheduler
 from aeromq.client.session import (
     PRODUCER_SESSION_IDLE_STRATEGY,
     BackPressuredError,
+    ClientSession,
     default_idle_strategy,
 )
 from aeromq.common import MAX_FRAMING_BYTES, SendRequest, check_body
@@ -64,7 +66,7 @@ from aeromq.producer._selector import QueueSelector
 from aeromq.producer._send_result import SendResult
 from aeromq.producer._sequences import OutOfOrder, ProducerSequences
 
-__all__ = ["SendPath"]
+__all__ = ["SendPath", "encoded_over_maximum", "over_maximum", "raise_sent_error"]
 
 _log = logging.getLogger(__name__)
 
@@ -103,8 +105,15 @@ class SendPath:
         )
         """An idempotent producer's sequences per queue (its producer id), or None."""
         self._born_host = pack_born_host(f"{config.udp_response_host}:0")
+        self.plain = queue_selector is None and self._codec is None
+        """No queue selector and no compression: a one-message send to no queue in particular
+        may take the straight path (``_one_send.py``) when there are no hooks."""
         self.running = False
         self.sessions: BrokerSessions | None = None
+        self.sessions_of: dict[tuple[str, str], tuple[TopicRoute, ClientSession]] = {}
+        """(topic, broker name) -> the route object and the session ``send_one`` last sent
+        on: the same route object's broker has the same session while it is open (as
+        ``BrokerSessions.session`` gives it), found without three Python calls a send."""
         self.meter = ProducerMeter()
         self.hooks: list[SendMessageHook] = []
         """Replaced, never changed in place (``Producer.register_send_message_hook``)."""
@@ -153,6 +162,7 @@ class SendPath:
                 return
             self.running = False
             sessions, self.sessions = self.sessions, None
+            self.sessions_of.clear()
             executor, self._retry_executor = self._retry_executor, None
             timer, self._retry_timer = self._retry_timer, None
         waiting = timer.shutdown() if timer is not None else []
@@ -256,11 +266,7 @@ class SendPath:
                     check_body(body, max_size)
             total = sum(sizes)
         if total > max_size:
-            raise MessageTooLargeError(
-                "the batch is over the maximum message size",
-                batch_length=total,
-                max_message_size=max_size,
-            )
+            raise over_maximum(total, max_size)
         if queue is not None and queue.topic != topic:
             raise IllegalArgumentError("the queue is of another topic", topic=topic, queue=queue)
         chooser: QueueChooser | None = None
@@ -282,12 +288,7 @@ class SendPath:
             messages, self._ids, time.time_ns() // 1_000_000, self._born_host, bodies
         )
         if len(batch) > max_size + MAX_FRAMING_BYTES:
-            raise MessageTooLargeError(
-                "the batch, encoded, is over the maximum message size",
-                batch_bytes=len(batch),
-                max_message_size=max_size,
-                allowance=MAX_FRAMING_BYTES,
-            )
+            raise encoded_over_maximum(len(batch), max_size)
         return Attempt(
             messages, batch, unique_ids, deadline_ns, 1 if pinned else 1 + retries, queue, chooser
         )
@@ -369,9 +370,11 @@ class SendPath:
             self.after_send(context, results=sent)
         return sent
 
-    def attempt_sync(self, attempt: Attempt, timeout_ms: int | None) -> Sequence[SendResult]:
-        """Each attempt in turn until one is answered, one fails for good, or time is up."""
-        last_error: ClientError | None = None
+    def attempt_sync(
+        self, attempt: Attempt, timeout_ms: int | None, last_error: ClientError | None = None
+    ) -> Sequence[SendResult]:
+        """Each attempt in turn until one is answered, one fails for good, or time is up
+        (``last_error``: the error of a try made before, by ``send_one``)."""
         while attempt.attempts_left > 0:
             attempt.attempts_left -= 1
             remaining_ms = (attempt.deadline_ns - time.monotonic_ns()) // 1_000_000
@@ -390,26 +393,29 @@ class SendPath:
                 try:
                     response = session.request(request, limit_ms)
                 except ClientError as sent_error:
-                    # it went out and no answer said it was not stored (back pressure: it
-                    # did not go out)
-                    attempt.maybe_stored |= not isinstance(sent_error, BackPressuredError)
-                    given_up = abandoned(sent_error, limit_ms, remaining_ms)
-                    if given_up is sent_error:
-                        raise
-                    raise given_up from sent_error
+                    raise_sent_error(sent_error, attempt, limit_ms, remaining_ms)
                 return results_of(response, target, attempt)
             except ClientError as exc:
-                delay_ms = self.retry_delay_ms(exc, route, target, attempt)
-                if delay_ms is None:
+                if not self.tried_again(exc, route, target, attempt):
                     raise
-                if delay_ms:
-                    time.sleep(delay_ms / 1000)
                 last_error = exc
         if last_error is not None:
             raise last_error
         raise RequestTimeoutError(
             "send timed out before an attempt", timeout_ms=self.timeout(timeout_ms)
         )
+
+    def tried_again(
+        self, exc: ClientError, route: TopicRoute, target: MessageQueue, attempt: Attempt
+    ) -> bool:
+        """Whether a sync ``attempt`` that failed with ``exc`` is tried again
+        (:meth:`retry_delay_ms`), having slept its delay; False: the caller raises ``exc``."""
+        delay_ms = self.retry_delay_ms(exc, route, target, attempt)
+        if delay_ms is None:
+            return False
+        if delay_ms:
+            time.sleep(delay_ms / 1000)
+        return True
 
     def retry_delay_ms(
         self, exc: ClientError, route: TopicRoute, target: MessageQueue, attempt: Attempt
@@ -499,3 +505,34 @@ class SendPath:
         context.results, context.exception = results, exception
         context.elapsed_ns = time.monotonic_ns() - context.started_ns
         call_hooks(self.hooks, "send_message_after", context)
+
+
+def raise_sent_error(
+    sent_error: ClientError, attempt: Attempt, limit_ms: int, remaining_ms: int
+) -> NoReturn:
+    """Raise what a sync try that went out and failed with ``sent_error`` raises: itself, or
+    what ``abandoned`` makes of it (from it). ``attempt`` may have been stored unless an
+    answer said it was not (back pressure: it did not go out). Called in its except clause."""
+    attempt.maybe_stored |= not isinstance(sent_error, BackPressuredError)
+    given_up = abandoned(sent_error, limit_ms, remaining_ms)
+    if given_up is sent_error:
+        raise sent_error
+    raise given_up from sent_error
+
+
+def over_maximum(total: int, max_size: int) -> MessageTooLargeError:
+    """The error of a send whose bodies together are over ``max_message_size``."""
+    return MessageTooLargeError(
+        "the batch is over the maximum message size", batch_length=total, max_message_size=max_size
+    )
+
+
+def encoded_over_maximum(length: int, max_size: int) -> MessageTooLargeError:
+    """The error of a send whose record batch, encoded, is over ``max_message_size`` and the
+    framing's allowance."""
+    return MessageTooLargeError(
+        "the batch, encoded, is over the maximum message size",
+        batch_bytes=length,
+        max_message_size=max_size,
+        allowance=MAX_FRAMING_BYTES,
+    )
