@@ -12,14 +12,16 @@ list, then from the beginning up to the start, while the limit is not reached. S
 gets its turn to go first and none starves. Control actions (``BREAK``, ``ABORT``) apply to the
 image that returned them: the other images are still read.
 
-``poll`` and ``controlled_poll`` are attributes, set by the conductor's changes of the image
-list: with one image they are that image's ``poll_call`` and ``controlled_poll_call`` (the
-native reader's polls where built); with none or several, the round robin over the images'
-``poll_call`` s, in one native call where built
+``poll`` and ``controlled_poll`` call the poll that fits the current image list, which the
+conductor's changes of the list set: with one image that image's ``poll_call`` and
+``controlled_poll_call`` (the native reader's polls where built); with none or several, the
+round robin over the images' ``poll_call`` s, in one native call where built
 (:class:`~transport.logbuffer.term_io.ImageRoundRobin`), else :meth:`Subscription.round_robin_poll`
-and :meth:`Subscription.round_robin_controlled_poll`, the Python references. So a poll (a
-broker's session agent spins on its subscription about ten times a message, most finding
-nothing) enters no Python frame but the handler's.
+and :meth:`Subscription.round_robin_controlled_poll`, the Python references. They are methods,
+one Python frame around that call, not the call itself bound as an attribute: a caller that
+keeps ``subscription.poll`` (as Aeron's users keep a method reference) must see images that
+join later; an attribute rebound on each change left such a caller polling the list it was
+taken with (a subscriber that took it before its first image read nothing, ever).
 """
 
 from __future__ import annotations
@@ -50,23 +52,23 @@ class Subscription:
 
     __slots__ = (
         "_conductor",
+        "_controlled_poll",
         "_images",
         "_is_closed",
         "_native_round_robin",
+        "_poll",
         "_round_robin",
         "_round_robin_index",
         "available_image_handler",
         "channel",
         "channel_status_id",
-        "controlled_poll",
-        "poll",
         "registration_id",
         "stream_id",
         "unavailable_image_handler",
     )
 
-    poll: Callable[[FragmentHandler, int], int]
-    controlled_poll: Callable[[ControlledFragmentHandler, int], int]
+    _poll: Callable[[FragmentHandler, int], int]
+    _controlled_poll: Callable[[ControlledFragmentHandler, int], int]
 
     def __init__(
         self,
@@ -93,6 +95,16 @@ class Subscription:
 
     # ----------------------------------------------------------------------------------------
     # Polls (application thread, no lock)
+
+    def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
+        """Read up to ``fragment_limit`` fragments across the images, round-robin (see the
+        module): the poll that fits the current image list, looked up on every call, so that a
+        caller holding this bound method sees images that come and go."""
+        return self._poll(handler, fragment_limit)
+
+    def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
+        """:meth:`poll` with each image applying the handler's actions (see ``Image``)."""
+        return self._controlled_poll(handler, fragment_limit)
 
     def round_robin_poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
         """``poll`` over the image list in Python: what ``poll`` is but with one image."""
@@ -214,8 +226,8 @@ class Subscription:
         """Publish ``images`` to the pollers, and the polls that fit their number."""
         self._images = images
         if len(images) == 1:
-            self.poll = images[0].poll_call
-            self.controlled_poll = images[0].controlled_poll_call
+            self._poll = images[0].poll_call
+            self._controlled_poll = images[0].controlled_poll_call
         elif self._native_round_robin:
             previous = self._round_robin
             round_robin = ImageRoundRobin(
@@ -224,11 +236,11 @@ class Subscription:
                 self._round_robin_index if previous is None else previous.index,
             )
             self._round_robin = round_robin
-            self.poll = round_robin.poll
-            self.controlled_poll = round_robin.controlled_poll
+            self._poll = round_robin.poll
+            self._controlled_poll = round_robin.controlled_poll
         else:
-            self.poll = self.round_robin_poll
-            self.controlled_poll = self.round_robin_controlled_poll
+            self._poll = self.round_robin_poll
+            self._controlled_poll = self.round_robin_controlled_poll
 
     # ----------------------------------------------------------------------------------------
     # Lifecycle

@@ -203,3 +203,26 @@ def test_should_close_its_images_and_tell_the_handler(
     assert subscription.is_closed and subscription.image_count == 0
     assert lost == list(images) and all(image.is_closed for image in images)
     assert subscription.poll(lambda *a: None, 10) == 0
+
+
+def test_should_poll_images_that_join_after_a_caller_took_the_poll_method(
+    aeron: Aeron, subscription: Subscription
+) -> None:
+    poll, controlled_poll = subscription.poll, subscription.controlled_poll  # before any image
+    first = publications(aeron, subscription, 1)[0]
+    first.offer(b"one")
+    read: list[bytes] = []
+    assert poll(lambda b, o, n, h: read.append(b.get_bytes(o, n)), 10) == 1
+
+    second = aeron.add_exclusive_publication("aeron:ipc", 2002)  # one image -> two
+    wait_for(lambda: subscription.image_count == 2, what="2 images")
+    wait_for(lambda: second.is_connected, what="a connected publication")
+    first.offer(b"two")
+    second.offer(b"three")
+
+    def take(b: AtomicBuffer, o: int, n: int, h: Header) -> Action:
+        read.append(b.get_bytes(o, n))
+        return Action.CONTINUE
+
+    assert controlled_poll(take, 10) == 2
+    assert sorted(read) == [b"one", b"three", b"two"]
