@@ -97,9 +97,9 @@ SLEEPER_FLAG: Final = 1
 RING_INCREMENT: Final = 2
 """What a ring adds to the word: one step of the sequence in bits 1..31."""
 RUNG: Final = -1
+"""``await_ring``'s result when a ring came between ``prepare`` and the wait (no sleep)."""
 FLAG_OFFSET: Final = 4
 """The waiter's flag word (see module), this many bytes after the doorbell's word."""
-"""``await_ring``'s result when a ring came between ``prepare`` and the wait (no sleep)."""
 DOORBELL_TYPE_ID: Final = 1_001
 """Type id of a media driver counter that holds a doorbell (``Aeron.add_counter``)."""
 _WAKE_ALL: Final = 0x7FFF_FFFF
