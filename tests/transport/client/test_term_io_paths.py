@@ -222,8 +222,9 @@ def test_should_poll_a_one_image_subscription_straight_through_its_reader(tmp: P
         subscription = Subscription(None, "aeron:ipc", 1001, 1, None, None)  # type: ignore[arg-type]  # no conductor: driven alone
         assert subscription.poll(lambda *args: None, 10) == 0
         subscription.add_image(side.image)
-        assert subscription.poll == side.image.poll_call
-        assert subscription.controlled_poll == side.image.controlled_poll_call
+        # the methods call the image's native polls themselves (no round robin between)
+        assert subscription._poll == side.image.poll_call
+        assert subscription._controlled_poll == side.image.controlled_poll_call
         side.log.append(b"one")
         seen: list[bytes] = []
         assert subscription.poll(lambda b, o, n, h: seen.append(b.get_bytes(o, n)), 10) == 1
