@@ -5,7 +5,8 @@ it wrote): ``S <wall_ns>`` before ``start``, ``A <wall_ns> <queues>`` at each as
 (queues as ``broker:id``, comma-separated), ``M <wall_ns> <broker:id:offset> ...`` per ``poll``,
 written before the next ``poll`` commits them, and ``E <wall_ns>`` after a clean shutdown
 (SIGTERM).
-A producer sends its share in batches round robin over the queues and writes ``D <count>``.
+A producer sends batches round robin over the queues at a steady rate until the test creates its
+stop file, then writes ``D <count>``.
 """
 
 from __future__ import annotations
@@ -65,7 +66,12 @@ def run_consumer(endpoints: str, group: str, topic: str, instance: str, path: st
         os.close(fd)
 
 
-def run_producer(endpoints: str, topic: str, count: int, path: str) -> None:
+def run_producer(
+    endpoints: str, topic: str, stop_path: str, rate_per_s: int, max_count: int, path: str
+) -> None:
+    """Send batches round robin over the queues at ``rate_per_s`` messages a second until
+    ``stop_path`` exists (or ``max_count`` are sent), then write ``D <count>``: a steady stream,
+    so every queue the group moves still receives messages after the move."""
     from aeromq.producer import Producer
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -76,8 +82,12 @@ def run_producer(endpoints: str, topic: str, count: int, path: str) -> None:
         in_flight = []
         sent = 0
         index = 0
-        while sent < count:
-            size = min(batch_size, count - sent)
+        started = time.monotonic()
+        while sent < max_count and not os.path.exists(stop_path):
+            ahead_s = started + sent / rate_per_s - time.monotonic()
+            if ahead_s > 0:
+                time.sleep(ahead_s)
+            size = min(batch_size, max_count - sent)
             batch = [Message(topic, body) for _ in range(size)]
             in_flight.append(producer.send_batch_async(batch, queue=queues[index % len(queues)]))
             index += 1
