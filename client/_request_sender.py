@@ -35,7 +35,7 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.client._pending_requests import Answer, PendingRequests, reject
 from aeromq.client._session_config import SessionConfig
 from aeromq.client._session_state import SessionState
-from aeromq.client._sync_answer import Completion, SyncAnswer
+from aeromq.client._sync_answer import AnswerCallback, CallbackAnswer, Completion, SyncAnswer
 from aeromq.common import (
     REQUEST_FIELD_NUMBERS,
     BrokerBusyError,
@@ -125,6 +125,20 @@ class RequestSender:
         """:meth:`submit` for a caller that waits for the answer: a ``SyncAnswer``
         (``_sync_answer.py``), not a future."""
         return self._register(body, timeout_ms, True, SyncAnswer())
+
+    def submit_callback(
+        self,
+        body: Request,
+        timeout_ms: int,
+        callback: AnswerCallback[Answer],
+        wait_offer: bool = True,
+        lazy: bool = False,
+    ) -> None:
+        """:meth:`submit` for a request whose outcome goes to ``callback`` (a
+        ``CallbackAnswer``, ``_sync_answer.py``: no future), called on the thread that reads
+        the answer (or here, when the session failed meanwhile). Raises as :meth:`submit`."""
+        answer: CallbackAnswer[Answer] = CallbackAnswer(callback)
+        self._register(body, timeout_ms, wait_offer, answer, lazy)
 
     def _register(
         self, body: Request, timeout_ms: int, wait_offer: bool, future: _C, lazy: bool = False
