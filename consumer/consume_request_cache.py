@@ -178,7 +178,22 @@ class ConsumeRequestCache:
         deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
         closed = self._closed
         while True:
-            pumped = self._pump_answers(deadline_ns)
+            # Read answers on this thread until a request is cached, the cache is closed or
+            # the deadline (see the module doc); no pump to read with now: the condition
+            source = self._pump_source
+            pump = None if source is None else source()
+            if pump is not None:
+                self._pumper = threading.get_ident()
+                self._pump = pump
+                try:
+                    ready = self._ready
+                    # (a put between the look under the lock and the pump's start: ready)
+                    pumped = bool(ready()) or pump.read_until(ready, deadline_ns)
+                finally:
+                    self._pump = None
+                    self._pumper = 0
+            else:
+                pumped = False
             with self._lock:
                 if requests:
                     return requests.popleft()
@@ -193,24 +208,6 @@ class ConsumeRequestCache:
                         self._condition.wait(remaining_ns / 1e9)
                     finally:
                         self._waiting -= 1
-
-    def _pump_answers(self, deadline_ns: int) -> bool:
-        """Read answers on this thread until a request is cached, the cache is closed or
-        ``deadline_ns``; False when there is no pump to read with now."""
-        source = self._pump_source
-        pump = None if source is None else source()
-        if pump is None:
-            return False
-        self._pumper = threading.get_ident()
-        self._pump = pump
-        try:
-            ready = self._ready
-            if ready():  # put between the look under the lock and the pump's start
-                return True
-            return pump.read_until(ready, deadline_ns)
-        finally:
-            self._pump = None
-            self._pumper = 0
 
     def remove_queue(self, queue: MessageQueue) -> int:
         """Remove every request of ``queue``; how many were removed."""
