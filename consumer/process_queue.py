@@ -210,15 +210,7 @@ class ProcessQueue:
     def _remove(self, offsets: Column) -> None:
         blocks = self._blocks
         cached, lengths = blocks[0]
-        count = len(offsets)
-        if count == 1 and cached[0] == offsets[0]:  # one message: no numpy comparison
-            self.msg_count -= 1
-            self.msg_size -= int(lengths[0])
-            if len(cached) == 1:
-                del blocks[0]
-            else:
-                blocks[0] = (cached[1:], lengths[1:])
-            return
+        count = len(offsets)  # (a list's one message at the head: remove_messages did it)
         prefix = cached[:count]
         if count <= len(cached) and (
             prefix == offsets
