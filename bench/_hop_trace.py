@@ -11,7 +11,8 @@ Each event is ``(monotonic ns, event, thread, count, thread CPU ns)``, from
 ``time.monotonic_ns()`` (``CLOCK_MONOTONIC``, one clock across the processes of a host) and
 ``time.thread_time_ns()``. The events, by process:
 
-- producer: ``send_call`` / ``send_return`` (``Producer.send``'s path), ``offer`` (a request
+- producer: ``send_call`` / ``send_return`` (``Producer.send``, whichever path it takes:
+  the straight one-message send of ``producer/_one_send.py`` or the general one), ``offer`` (a request
   about to be offered on the broker's ingress, then the broker rung), ``answer_read`` (an
   answer dispatched);
 - broker: ``request`` (a request polled from the ingress), ``send_start`` / ``send_end``
@@ -158,14 +159,16 @@ def install() -> None:
     from aeromq.consumer.consume_request_cache import ConsumeRequestCache
     from aeromq.consumer.poller import Poller
     from aeromq.consumer.pull_task import PullTask
+    from aeromq.producer import Producer
     from aeromq.transport.concurrent.doorbell import FUTEX_TIMED_OUT, Doorbell
 
-    send_path = _private_class("aeromq.producer._send_path", "SendPath")
     request_sender = _private_class("aeromq.client._request_sender", "RequestSender")
     answer_dispatcher = _private_class("aeromq.client._answer_dispatch", "AnswerDispatcher")
     request_dispatch = _private_class("aeromq.broker.session._dispatch", "RequestDispatch")
     server_session = _private_class("aeromq.broker.session._session", "ServerSession")
-    _wrap(send_path, "send_sync", "send_call", "send_return")
+    # the public send, not a path under it: the one-message send left SendPath.send_sync
+    # for a function of its own (producer/_one_send.py), and the chain lost its first step
+    _wrap(Producer, "send", "send_call", "send_return")
     _wrap(request_sender, "offer", "offer")  # as it starts: the ring after may be preempted
     _wrap(answer_dispatcher, "on_answer", "answer_read")
     _wrap(request_dispatch, "_on_fragment", "request")

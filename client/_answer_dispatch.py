@@ -155,7 +155,10 @@ class AnswerDispatcher:
         if kind == "send":
             resolve(future, response.send)
         elif kind == "pull":
-            resolve(future, PullAnswer(response.pull, raw))
+            try:  # resolve(), without its call: a pull a message keeping up
+                future.set_result(PullAnswer(response.pull, raw))
+            except InvalidStateError:  # timed out or failed meanwhile
+                return
         elif kind == "keepalive":
             resolve(future, response.keepalive)
         else:

@@ -35,7 +35,7 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.client._pending_requests import Answer, PendingRequests, reject
 from aeromq.client._session_config import SessionConfig
 from aeromq.client._session_state import SessionState
-from aeromq.client._sync_answer import Completion, SyncAnswer
+from aeromq.client._sync_answer import AnswerCallback, CallbackAnswer, Completion, SyncAnswer
 from aeromq.common import (
     REQUEST_FIELD_NUMBERS,
     BrokerBusyError,
@@ -61,6 +61,9 @@ envelope in one native call (``common/_send_envelope.py``)."""
 _C = TypeVar("_C", bound=Completion[Answer])
 
 _PULL: Final = REQUEST_FIELD_NUMBERS["pull"]
+_PullRequest: Final = messages_pb2.PullMessageRequest
+_TransportRequest: Final = session_pb2.TransportRequest
+_I64: Final = 1 << 63
 _SEND: Final = REQUEST_FIELD_NUMBERS["send"]
 _BODY_FIELDS: Final[dict[type[ProtoMessage], int]] = {
     session_pb2.ConnectRequest: REQUEST_FIELD_NUMBERS["connect"],
@@ -126,6 +129,20 @@ class RequestSender:
         (``_sync_answer.py``), not a future."""
         return self._register(body, timeout_ms, True, SyncAnswer())
 
+    def submit_callback(
+        self,
+        body: Request,
+        timeout_ms: int,
+        callback: AnswerCallback[Answer],
+        wait_offer: bool = True,
+        lazy: bool = False,
+    ) -> None:
+        """:meth:`submit` for a request whose outcome goes to ``callback`` (a
+        ``CallbackAnswer``, ``_sync_answer.py``: no future), called on the thread that reads
+        the answer (or here, when the session failed meanwhile). Raises as :meth:`submit`."""
+        answer: CallbackAnswer[Answer] = CallbackAnswer(callback)
+        self._register(body, timeout_ms, wait_offer, answer, lazy)
+
     def _register(
         self, body: Request, timeout_ms: int, wait_offer: bool, future: _C, lazy: bool = False
     ) -> _C:
@@ -168,6 +185,16 @@ class RequestSender:
         if isinstance(body, SendRequest):
             field_number = _SEND
             data = encode_send_request(correlation_id, state.session_id, *body)
+        elif (
+            type(body) is _PullRequest and 0 < correlation_id < _I64 and 0 < state.session_id < _I64
+        ):
+            # the same bytes as encode_envelope's (fields 1, 2 and the body, in order; both ids
+            # positive int64s: protobuf leaves a 0 out and takes no larger), made in C: a pull
+            # a message keeping up, four Python calls fewer and no slower (1.6 against 1.8 us)
+            field_number = _PULL
+            data = _TransportRequest(
+                correlation_id=correlation_id, session_id=state.session_id, pull=body
+            ).SerializeToString()
         else:
             field_number = _BODY_FIELDS.get(type(body), 0)
             if not field_number:

@@ -416,6 +416,23 @@ class ClientSession:
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         return self._sender.submit(body, timeout, wait_offer, lazy)
 
+    def request_callback(
+        self,
+        body: messages_pb2.PullMessageRequest,
+        timeout_ms: int,
+        callback: Callable[
+            [ProtoMessage | PullAnswer | SendAnswer | None, BaseException | None], None
+        ],
+        *,
+        wait_offer: bool = True,
+        lazy: bool = False,
+    ) -> None:
+        """:meth:`request_async` of a pull whose outcome goes to ``callback(answer, None)`` or
+        ``callback(None, error)`` (the answer a :class:`~common.PullAnswer`), called once on the
+        thread that reads the answer (or fails it), without a future (``_sync_answer.CallbackAnswer``: eleven Python calls fewer a
+        pull). Offer failures raise here, as :meth:`request_async`'s."""
+        self._sender.submit_callback(body, timeout_ms, callback, wait_offer, lazy)
+
     def send_oneway(self, body: messages_pb2.SendMessageRequest | SendRequest) -> None:
         """Send without waiting: the answer is read and dropped."""
         self._sender.offer(body, next(self._pending.correlation))

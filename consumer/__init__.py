@@ -17,7 +17,7 @@ The modules, by role (as aiokafka splits its consumer):
 - ``poller``: ``poll`` and ``poll_batch`` over the consume-request cache, the hooks;
 - ``rebalance`` (queue ownership, start offsets, take-overs), ``allocate`` (strategies),
   ``pull_task`` (one pull loop per queue), ``assigned_queues`` and ``process_queue`` (the
-  owned queues' state), ``consume_request_cache`` and ``notifying_cache``, ``scheduler``,
+  owned queues' state), ``consume_request_cache``, ``scheduler``,
   ``offset_store``, ``config``; ``_broker_api`` (the broker calls, :class:`BrokerApi`) and
   ``_grpc_broker_api`` (over gRPC and the transport); ``testing`` (an in-memory broker);
 - ``retry``: ``send_back`` to the group's retry topic (or its dead-letter queue), the retry

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -35,6 +35,7 @@ from aeromq.client import (
     BrokerUnavailableError,
     ClientError,
     CorruptMessageError,
+    IllegalStateError,
     MessageQueue,
     SubscriptionData,
 )
@@ -276,31 +277,13 @@ class GrpcBrokerApi:
         failure) goes to its callback. False, with nothing sent nor called back, when
         ``wait_offer`` is False and the session's channel is back-pressured."""
         callback = pull.callback
-        try:
-            future = session.request_async(
-                pull.request, pull.timeout_ms, wait_offer=wait_offer, lazy=lazy
-            )
-        except BackPressuredError as error:
-            if not wait_offer:
-                return False
-            callback(None, error)
-            return True
-        except ClientError as error:
-            if isinstance(error, BrokerUnavailableError):
-                self._pull_failed(pull.queue.topic, broker, error)
-            callback(None, error)
-            return True
         name = broker.broker_name
 
-        def done(answered: Future[PullAnswer]) -> None:
-            try:
-                response = answered.result()
-            except BrokerUnavailableError as error:
-                self._pull_failed(pull.queue.topic, broker, error)
-                callback(None, error)
-                return
-            except BaseException as error:
-                callback(None, error)
+        def done(response: object, error: BaseException | None) -> None:
+            if not isinstance(response, PullAnswer):  # failed (or not a pull's answer)
+                if isinstance(error, BrokerUnavailableError):
+                    self._pull_failed(pull.queue.topic, broker, error)
+                callback(None, error or IllegalStateError("not a pull's answer", broker=name))
                 return
             control = response.response  # the protobuf fields, read without PullAnswer's
             status = control.status  # properties: a pull a message keeping up
@@ -325,8 +308,8 @@ class GrpcBrokerApi:
                     if batches
                     else MessageBatch()
                 )
-            except CorruptMessageError as error:
-                callback(None, error)
+            except CorruptMessageError as corrupt:
+                callback(None, corrupt)
                 return
             callback(
                 PullResult(
@@ -339,7 +322,18 @@ class GrpcBrokerApi:
                 None,
             )
 
-        future.add_done_callback(done)
+        try:  # done is called on the thread that reads the answer (no future: client.session)
+            session.request_callback(
+                pull.request, pull.timeout_ms, done, wait_offer=wait_offer, lazy=lazy
+            )
+        except BackPressuredError as error:
+            if not wait_offer:
+                return False
+            callback(None, error)
+        except ClientError as error:
+            if isinstance(error, BrokerUnavailableError):
+                self._pull_failed(pull.queue.topic, broker, error)
+            callback(None, error)
         return True
 
     # -- membership (consumer._membership) ---------------------------------------------------

@@ -16,14 +16,27 @@ broker API has no sessions) it waits on the cache's condition variable, and the 
 poller threads put what they read. Either way a :meth:`put` from another thread, and
 :meth:`close`, wake it.
 
+Listeners (:meth:`add_listener`): the asyncio consumer (:mod:`aeromq.aio`) waits for messages
+on its event loop, not in a thread per call: a listener is called (on the thread that put)
+after every :meth:`put` and :meth:`put_back`, and once at :meth:`close`. It must be quick and
+must not block; the asyncio consumer's only hands a wake-up to its loop
+(``loop.call_soon_threadsafe``).
+
 Thread safety: one lock and a condition variable over it; the answer pump reads with no lock
 of the cache held. The lock is taken as itself (``threading.Condition``'s own ``__enter__`` and
 ``notify`` are Python functions: four calls a message at a consumer keeping up), and a put
-notifies only when a thread waits on the condition.
+notifies only when a thread waits on the condition. What a waiting pump asks after each of its
+polls (``done()``: a request cached, or the cache closed) is one call in C,
+``any((requests, closed))``, not a method: four to five Python calls a message fewer.
+
+Caller: the pull tasks (``put``), ``poll`` (``take``, ``put_back``), a seek (``remove_queue``),
+shutdown (``close``).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
 import time
 from collections import deque
@@ -34,7 +47,9 @@ from typing import Protocol
 from aeromq.client import MessageExt, MessageQueue
 from aeromq.consumer.process_queue import ProcessQueue
 
-__all__ = ["AnswerPump", "ConsumeRequest", "ConsumeRequestCache", "PumpSource"]
+__all__ = ["AnswerPump", "CacheListener", "ConsumeRequest", "ConsumeRequestCache", "PumpSource"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +78,9 @@ class AnswerPump(Protocol):
 PumpSource = Callable[[], AnswerPump | None]
 """The answer pump to use now, or None (asked at each wait: sessions come and go)."""
 
+CacheListener = Callable[[], None]
+"""``listener()``: requests may be waiting in the cache, or it was closed."""
+
 
 class ConsumeRequestCache:
     """A blocking FIFO of :class:`ConsumeRequest` (see the module doc)."""
@@ -70,23 +88,32 @@ class ConsumeRequestCache:
     __slots__ = (
         "_closed",
         "_condition",
+        "_listeners",
         "_lock",
         "_pump",
         "_pump_source",
         "_pumper",
+        "_ready",
         "_requests",
         "_waiting",
+        "size",
     )
 
     def __init__(self) -> None:
         self._requests: deque[ConsumeRequest] = deque()
+        self.size: Callable[[], int] = self._requests.__len__
+        """How many requests are cached: ``len(cache)`` as a call in C (the pull task's flow
+        control asks it each pull; ``__len__`` is a Python call)."""
         self._lock = threading.Lock()
         self._condition = threading.Condition(self._lock)
         self._waiting = 0  # threads in the condition's wait (under the lock)
-        self._closed = False
+        self._closed: list[bool] = []  # [True] once closed
+        self._ready: Callable[[], bool] = functools.partial(any, (self._requests, self._closed))
+        """A request cached, or the cache closed: a call in C (see the module doc)."""
         self._pump_source: PumpSource | None = None
         self._pump: AnswerPump | None = None  # the pump a thread in take() reads with now
         self._pumper = 0  # that thread's ident
+        self._listeners: tuple[CacheListener, ...] = ()
 
     def __len__(self) -> int:
         return len(self._requests)
@@ -96,13 +123,26 @@ class ConsumeRequestCache:
         wait on the condition variable."""
         self._pump_source = source
 
+    def add_listener(self, listener: CacheListener) -> None:
+        """Call ``listener()`` after every put and at close (see the module doc)."""
+        self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: CacheListener) -> None:
+        """Stop calling ``listener`` (one not added is ignored)."""
+        self._listeners = tuple(known for known in self._listeners if known is not listener)
+
     def put(self, request: ConsumeRequest) -> None:
+        """Cache ``request`` last; wake a thread waiting in :meth:`take` (on the condition, or
+        reading answers on another thread than this one) and call the listeners."""
         with self._lock:
             self._requests.append(request)
             if self._waiting:
                 self._condition.notify()
-        if self._pump is not None:
-            self._wake_pumper()
+        pump = self._pump  # (_wake_pumper, inline: the put of every pulled answer)
+        if pump is not None and self._pumper != threading.get_ident():
+            pump.wake_readers()
+        if self._listeners:
+            self._notify()
 
     def put_back(self, request: ConsumeRequest) -> None:
         """Return a request to the head of the cache (the rest of a split batch)."""
@@ -110,8 +150,9 @@ class ConsumeRequestCache:
             self._requests.appendleft(request)
             if self._waiting:
                 self._condition.notify()
-        if self._pump is not None:
-            self._wake_pumper()
+        self._wake_pumper()
+        if self._listeners:
+            self._notify()
 
     def _wake_pumper(self) -> None:
         """A put from another thread than the one reading answers in :meth:`take` wakes it."""
@@ -119,8 +160,12 @@ class ConsumeRequestCache:
         if pump is not None and self._pumper != threading.get_ident():
             pump.wake_readers()
 
-    def _ready(self) -> bool:
-        return bool(self._requests) or self._closed
+    def _notify(self) -> None:
+        for listener in self._listeners:
+            try:
+                listener()
+            except Exception:
+                _log.exception("consume request listener failed: %r", listener)
 
     def take(self, timeout_s: float) -> ConsumeRequest | None:
         """The oldest request, waiting up to ``timeout_s`` (0: do not wait); None on timeout."""
@@ -131,12 +176,28 @@ class ConsumeRequestCache:
             if timeout_s <= 0:
                 return None
         deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
+        closed = self._closed
         while True:
-            pumped = self._pump_answers(deadline_ns)
+            # Read answers on this thread until a request is cached, the cache is closed or
+            # the deadline (see the module doc); no pump to read with now: the condition
+            source = self._pump_source
+            pump = None if source is None else source()
+            if pump is not None:
+                self._pumper = threading.get_ident()
+                self._pump = pump
+                try:
+                    ready = self._ready
+                    # (a put between the look under the lock and the pump's start: ready)
+                    pumped = bool(ready()) or pump.read_until(ready, deadline_ns)
+                finally:
+                    self._pump = None
+                    self._pumper = 0
+            else:
+                pumped = False
             with self._lock:
                 if requests:
                     return requests.popleft()
-                if self._closed:
+                if closed:
                     return None
                 remaining_ns = deadline_ns - time.monotonic_ns()
                 if remaining_ns <= 0:
@@ -147,23 +208,6 @@ class ConsumeRequestCache:
                         self._condition.wait(remaining_ns / 1e9)
                     finally:
                         self._waiting -= 1
-
-    def _pump_answers(self, deadline_ns: int) -> bool:
-        """Read answers on this thread until a request is cached, the cache is closed or
-        ``deadline_ns``; False when there is no pump to read with now."""
-        source = self._pump_source
-        pump = None if source is None else source()
-        if pump is None:
-            return False
-        self._pumper = threading.get_ident()
-        self._pump = pump
-        try:
-            if self._ready():  # put between the look under the lock and the pump's start
-                return True
-            return pump.read_until(self._ready, deadline_ns)
-        finally:
-            self._pump = None
-            self._pumper = 0
 
     def remove_queue(self, queue: MessageQueue) -> int:
         """Remove every request of ``queue``; how many were removed."""
@@ -177,6 +221,9 @@ class ConsumeRequestCache:
     def close(self) -> None:
         """Shutdown: every waiting and later ``take`` returns at once (None when empty)."""
         with self._lock:
-            self._closed = True
+            if not self._closed:
+                self._closed.append(True)
             self._condition.notify_all()
         self._wake_pumper()
+        if self._listeners:
+            self._notify()

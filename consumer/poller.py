@@ -36,13 +36,14 @@ import time
 from collections.abc import Callable, Sequence
 
 from aeromq.client import IllegalArgumentError, MessageExt, call_hooks
+from aeromq.common import is_retry_topic
 from aeromq.consumer._hooks import ConsumeMessageContext, ConsumeMessageHook
 from aeromq.consumer.commits import Committer
 from aeromq.consumer.config import LitePullConsumerConfig
 from aeromq.consumer.consume_request_cache import ConsumeRequest
 from aeromq.consumer.message_batch import MessageBatch, as_message_batch
 from aeromq.consumer.retry import restore_original_topics
-from aeromq.consumer.services import ConsumerServices
+from aeromq.consumer.services import ConsumerServices, ServiceState
 
 __all__ = ["DeliveryListener", "Poller", "ValueDeserializer"]
 
@@ -72,14 +73,22 @@ class Poller:
         self._value_deserializer = value_deserializer
         self._consume_hooks: list[ConsumeMessageHook] = []
         self._poll_lock = threading.Lock()
+        self._retry_topics: dict[str, bool] = {}
+        """Topic -> whether it is a retry topic (``restore_original_topics`` called only for
+        those: two Python calls a poll fewer)."""
 
     def poll(self, timeout_ms: int | None) -> list[MessageExt]:
         """Caller: ``poll``. Affects: see the module doc. Raises IllegalStateError when not
         running, :class:`~client.CorruptMessageError` once per batch that failed its check."""
         config = self._services.config
         out: list[MessageExt] = []
+        retry_topics = self._retry_topics
         for chunk in self._poll_chunks(config, timeout_ms, config.max_poll_records):
-            out.extend(restore_original_topics(chunk))  # one compare per chunk
+            topic = chunk[0].topic if chunk else ""  # (a chunk: one queue's messages)
+            retry = retry_topics.get(topic)
+            if retry is None:
+                retry = retry_topics[topic] = is_retry_topic(topic)
+            out.extend(restore_original_topics(chunk) if retry else chunk)
         if out and self._consume_hooks:
             self._run_consume_hooks(ConsumeMessageContext(config.consumer_group, out))
         deserializer = self._value_deserializer
@@ -116,7 +125,9 @@ class Poller:
     def _poll_chunks(
         self, config: LitePullConsumerConfig, timeout_ms: int | None, limit: int
     ) -> list[Sequence[MessageExt]]:
-        self._services.check_running()
+        services = self._services
+        if services.state is not ServiceState.RUNNING:
+            services.check_running()
         if timeout_ms is None:
             timeout_ms = config.poll_timeout_ms
         if timeout_ms < 0:
@@ -125,8 +136,9 @@ class Poller:
             failures = self._failures
             if failures:
                 raise failures.popleft()
-            if config.auto_commit:
-                self._committer.maybe_auto_commit()
+            committer = self._committer
+            if config.auto_commit and time.monotonic() >= committer.next_auto_commit_s:
+                committer.maybe_auto_commit()  # (due: asked here, a Python call fewer a poll)
             return self.take(timeout_ms, limit)
 
     def take(self, timeout_ms: int, limit: int) -> list[Sequence[MessageExt]]:
@@ -139,7 +151,12 @@ class Poller:
         result: list[Sequence[MessageExt]] = []
         taken = 0
         while taken < limit:
-            wait_s = deadline - time.monotonic() if not taken else 0.0
+            if taken:
+                if not cache.size():  # (what take(0) would say, without its call)
+                    break
+                wait_s = 0.0
+            else:
+                wait_s = deadline - time.monotonic()
             request = cache.take(wait_s)
             if request is None:
                 break
@@ -163,7 +180,7 @@ class Poller:
                     state.consume_offset = offset
             result.append(messages)
             taken += len(messages)
-            if not services.is_running:
+            if services.state is not ServiceState.RUNNING:
                 break
         self._counters.messages_polled += taken
         return result

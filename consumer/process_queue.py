@@ -10,6 +10,10 @@ nothing per message (measured: 0.14 us per message with a dict entry per message
 ``poll_batch()`` drain's CPU). An older offset arriving, or a removal that is not a prefix,
 merges the blocks into one (sorted, without repeats) and goes on from there.
 
+A pull of one message put, then polled (a consumer keeping up) is one call each, with no
+helper under it: :meth:`ProcessQueue.put_messages` and :meth:`ProcessQueue.remove_messages` do a
+list's one message themselves, and the counts are plain attributes, not properties.
+
 Counts and sizes feed the pull task's flow control: :attr:`ProcessQueue.msg_count`,
 :attr:`ProcessQueue.msg_size` (body bytes only, as RocketMQ) and :attr:`ProcessQueue.max_span`
 (highest minus lowest cached offset). :attr:`ProcessQueue.dropped` marks a queue the consumer no
@@ -55,33 +59,26 @@ class ProcessQueue:
 
     __slots__ = (
         "_blocks",
-        "_count",
         "_lock",
-        "_msg_size",
         "_queue_offset_max",
         "dropped",
         "last_consume_timestamp_ms",
         "last_pull_timestamp_ms",
+        "msg_count",
+        "msg_size",
     )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._blocks: list[tuple[Column, Column]] = []  # (offsets, body lengths)
-        self._count = 0
-        self._msg_size = 0
+        self.msg_count = 0
+        """How many messages are cached (changed under the lock; read it as it is)."""
+        self.msg_size = 0
+        """Sum of the cached messages' body lengths, in bytes (as :attr:`msg_count`)."""
         self._queue_offset_max = -1
         self.dropped = False
         self.last_pull_timestamp_ms = 0
         self.last_consume_timestamp_ms = 0
-
-    @property
-    def msg_count(self) -> int:
-        return self._count
-
-    @property
-    def msg_size(self) -> int:
-        """Sum of the cached messages' body lengths, in bytes."""
-        return self._msg_size
 
     @property
     def max_span(self) -> int:
@@ -106,6 +103,23 @@ class ProcessQueue:
         """Cache ``messages`` (an offset already cached is skipped); the count added."""
         offsets: Column
         lengths: Column
+        if isinstance(messages, list) and len(messages) == 1:  # one message: no helper
+            message = messages[0]
+            offset = message.queue_offset
+            with self._lock:
+                blocks = self._blocks
+                if not blocks or offset > blocks[-1][0][-1]:
+                    size = len(message.body)
+                    blocks.append(([offset], [size]))
+                    self.msg_count += 1
+                    self.msg_size += size
+                    if offset > self._queue_offset_max:
+                        self._queue_offset_max = offset
+                    added = 1
+                else:
+                    added = self._put([offset], [len(message.body)])
+            self.last_pull_timestamp_ms = int(time.time() * 1000)
+            return added
         if isinstance(messages, MessageBatch):
             offsets = messages.queue_offsets
             lengths = messages.body_lengths.astype(np.int64)
@@ -129,8 +143,8 @@ class ProcessQueue:
             offset = int(offsets[0])
             if not blocks or offset > blocks[-1][0][-1]:
                 blocks.append((offsets, lengths))
-                self._count += 1
-                self._msg_size += int(lengths[0])
+                self.msg_count += 1
+                self.msg_size += int(lengths[0])
                 if offset > self._queue_offset_max:
                     self._queue_offset_max = offset
                 return 1
@@ -140,7 +154,7 @@ class ProcessQueue:
             added = len(offsets)
             size = _total(lengths)
         else:
-            before_count, before_size = self._count, self._msg_size
+            before_count, before_size = self.msg_count, self.msg_size
             all_offsets = np.concatenate([o for o, _ in blocks] + [offsets])
             all_lengths = np.concatenate([n for _, n in blocks] + [lengths])
             # first occurrence of each offset wins (the cached one, as they come first)
@@ -149,8 +163,8 @@ class ProcessQueue:
             self._blocks = [(kept_offsets, kept_lengths)]
             added = len(kept_offsets) - before_count
             size = int(kept_lengths.sum()) - before_size
-        self._count += added
-        self._msg_size += size
+        self.msg_count += added
+        self.msg_size += size
         highest = int(max(offsets))
         if highest > self._queue_offset_max:
             self._queue_offset_max = highest
@@ -160,6 +174,24 @@ class ProcessQueue:
         """Remove ``messages``; the consume offset after it: the lowest offset still cached,
         else the highest offset ever cached + 1; -1 if nothing was cached before."""
         offsets: Column
+        if isinstance(messages, list) and len(messages) == 1:  # one message: no helper
+            offset = messages[0].queue_offset
+            with self._lock:
+                blocks = self._blocks
+                if not blocks:
+                    return -1
+                cached, lengths = blocks[0]
+                if cached[0] == offset:
+                    self.msg_count -= 1
+                    self.msg_size -= int(lengths[0])
+                    if len(cached) == 1:
+                        del blocks[0]
+                    else:
+                        blocks[0] = (cached[1:], lengths[1:])
+                else:
+                    self._remove([offset])
+                self.last_consume_timestamp_ms = int(time.time() * 1000)
+                return int(blocks[0][0][0]) if blocks else self._queue_offset_max + 1
         if isinstance(messages, MessageBatch):
             offsets = messages.queue_offsets
         else:
@@ -178,15 +210,7 @@ class ProcessQueue:
     def _remove(self, offsets: Column) -> None:
         blocks = self._blocks
         cached, lengths = blocks[0]
-        count = len(offsets)
-        if count == 1 and cached[0] == offsets[0]:  # one message: no numpy comparison
-            self._count -= 1
-            self._msg_size -= int(lengths[0])
-            if len(cached) == 1:
-                del blocks[0]
-            else:
-                blocks[0] = (cached[1:], lengths[1:])
-            return
+        count = len(offsets)  # (a list's one message at the head: remove_messages did it)
         prefix = cached[:count]
         if count <= len(cached) and (
             prefix == offsets
@@ -205,18 +229,18 @@ class ProcessQueue:
             count = int(np.count_nonzero(gone))
             size = int(lengths[gone].sum())
             blocks[:] = [(cached[~gone], lengths[~gone])] if count < len(cached) else []
-        self._count -= count
-        self._msg_size -= size
+        self.msg_count -= count
+        self.msg_size -= size
 
     def clear(self) -> None:
         """Forget every cached message (a seek)."""
         with self._lock:
             self._blocks.clear()
-            self._count = 0
-            self._msg_size = 0
+            self.msg_count = 0
+            self.msg_size = 0
 
     def __repr__(self) -> str:
         return (
-            f"ProcessQueue(msg_count={self.msg_count}, msg_size={self._msg_size}, "
+            f"ProcessQueue(msg_count={self.msg_count}, msg_size={self.msg_size}, "
             f"max_span={self.max_span}, dropped={self.dropped})"
         )

@@ -179,6 +179,8 @@ class PullTask:
         "_caught_up",
         "_ctx",
         "_first_ask_ns",
+        "_retry_topic",
+        "_size_limit",
         "_start_lock",
         "_started",
         "cancelled",
@@ -188,6 +190,9 @@ class PullTask:
     def __init__(self, queue: MessageQueue, context: PullTaskContext) -> None:
         self.queue = queue
         self._ctx = context
+        self._retry_topic = is_retry_topic(queue.topic)
+        self._size_limit = (context.config, context.config.pull_threshold_size_for_queue_bytes)
+        """The config and its queue's size threshold in bytes (a property: a Python call)."""
         self.cancelled = False
         self._started = False
         self._start_lock = threading.Lock()
@@ -237,18 +242,20 @@ class PullTask:
             self._again(config.pull_time_delay_ms_when_pause)
             return
         process_queue = state.process_queue
-        if len(ctx.cache) * config.pull_batch_size > config.pull_threshold_for_all:
+        if ctx.cache.size() * config.pull_batch_size > config.pull_threshold_for_all:
             counters.consume_request += 1
             self._again(config.pull_time_delay_ms_when_flow_control)
             return
-        if (
-            process_queue.msg_count > config.pull_threshold_for_queue
-            or process_queue.msg_size > config.pull_threshold_size_for_queue_bytes
-        ):
+        size_limit = self._size_limit
+        if size_limit[0] is not config:
+            size_limit = self._size_limit = (config, config.pull_threshold_size_for_queue_bytes)
+        cached = process_queue.msg_count
+        if cached > config.pull_threshold_for_queue or process_queue.msg_size > size_limit[1]:
             counters.queue += 1
             self._again(config.pull_time_delay_ms_when_flow_control)
             return
-        if process_queue.max_span > config.consume_max_span:
+        # (one message or none cached spans 0: no look at the span, which takes the lock)
+        if cached > 1 and process_queue.max_span > config.consume_max_span:
             counters.queue_max_span += 1
             self._again(config.pull_time_delay_ms_when_flow_control)
             return
@@ -410,9 +417,11 @@ class PullTask:
             ):
                 counters.stale_results += 1
             else:
-                if result.status is PullStatus.FOUND and result.messages:
+                messages = result.messages
+                if result.status is PullStatus.FOUND and messages:
                     counters.found += 1
-                    messages = self._filter(result.messages, subscription)
+                    if not isinstance(messages, (PulledMessages, MessageBatch)):
+                        messages = self._filter(messages, subscription)
                     if messages:
                         counters.messages_pulled += len(messages)
                         process_queue.put_messages(messages)
@@ -429,15 +438,12 @@ class PullTask:
                 self._caught_up = (
                     result.next_begin_offset >= result.max_offset
                     and result.status is not PullStatus.OFFSET_ILLEGAL
-                    and not is_retry_topic(self.queue.topic)
+                    and not self._retry_topic
                 )
-        self._next()
-
-    def _next(self) -> None:
-        """After an answer: the next run at once, here on the thread that read it (a hand-off
-        to the scheduler's thread cost a thread wake-up per pull), unless this answer came
-        within such a run (a broker API that answers at once): then from the scheduler."""
-        if self._answering or not self._ctx.run_on_answer:
+        # After an answer: the next run at once, here on the thread that read it (a hand-off
+        # to the scheduler's thread cost a thread wake-up per pull), unless this answer came
+        # within such a run (a broker API that answers at once): then from the scheduler.
+        if self._answering or not ctx.run_on_answer:
             self._again(0)
             return
         self._answering = True
@@ -450,8 +456,8 @@ class PullTask:
     def _filter(
         messages: Collection[MessageExt], subscription: SubscriptionData
     ) -> Sequence[MessageExt]:
-        if isinstance(messages, (MessageBatch, PulledMessages)):  # cut to the subscription
-            return messages  # as it was read
+        """A broker API's messages cut to the subscription's tags (a pulled batch or a small
+        pull's messages were cut as they were read: not here)."""
         tags = _tag_filter(subscription)
         if tags is None:
             return list(messages)

@@ -52,7 +52,7 @@ from aeromq.consumer._metrics import ConsumerMetrics
 from aeromq.consumer.allocate import AllocateMessageQueueStrategy
 from aeromq.consumer.assigned_queues import AssignedMessageQueue
 from aeromq.consumer.config import LitePullConsumerConfig, MessageModel, SubscriptionType
-from aeromq.consumer.notifying_cache import NotifyingRequestCache
+from aeromq.consumer.consume_request_cache import ConsumeRequestCache
 from aeromq.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from aeromq.consumer.pull_task import FlowControlCounters, PullTaskContext, PullTaskTable
 from aeromq.consumer.rebalance import MessageQueueListener, RebalanceService
@@ -113,7 +113,7 @@ class ConsumerServices:
         self.tasks: PullTaskTable | None = None
         self.subscription = SubscriptionState()
         self.assigned = AssignedMessageQueue()
-        self.cache = NotifyingRequestCache()
+        self.cache = ConsumeRequestCache()
         self.counters = FlowControlCounters()
         self.failures: collections.deque[ClientError] = collections.deque(maxlen=64)
         """Errors for the application (corrupt pulled batches): ``poll`` raises them."""

@@ -101,8 +101,9 @@ def _wakeups(pid: int) -> int:
     return total
 
 
-def _measure(root: Path, rate: int, count: int) -> list[Result]:
-    """One traced run at ``rate``: its rows (see module)."""
+def _measure(root: Path, rate: int, count: int, warm_up: int | None = None) -> list[Result]:
+    """One traced run at ``rate``: its rows (see module); the first ``warm_up`` messages
+    (default :data:`WARM_UP`'s for the rate) are not followed."""
     trace = root / f"trace-{rate}"
     trace.mkdir()
     with (
@@ -135,7 +136,8 @@ def _measure(root: Path, rate: int, count: int) -> list[Result]:
         consumer.join(60)
         os.kill(broker.pid, signal.SIGUSR1)  # the broker writes its events
         time.sleep(1.0)
-    return _rows(_hop_trace.load(trace), rate, count, usage)
+    skip = WARM_UP[rate] if warm_up is None else warm_up
+    return _rows(_hop_trace.load(trace), rate, count, usage, skip)
 
 
 def _rows(
@@ -143,8 +145,9 @@ def _rows(
     rate: int,
     count: int,
     usage: dict[str, tuple[int, int]],
+    skip: int,
 ) -> list[Result]:
-    paths = _hop_trace.chains(roles, skip=WARM_UP[rate])
+    paths = _hop_trace.chains(roles, skip=skip)
     if not paths:
         raise RuntimeError(f"no message was followed from send() to poll() at {rate} msgs/s")
     rows = []

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from bench._hop_trace import CHAIN, Event, chains, load, steps
+from bench.suites import hops
 
 
 def _message(start_ns: int, gap_ns: int) -> dict[str, list[Event]]:
@@ -73,3 +74,13 @@ def test_should_find_every_method_it_wraps() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "installed"
+
+
+def test_should_follow_messages_from_send_to_poll_in_a_traced_run(tmp_path: Path) -> None:
+    # a broker, a producer and a consumer process, traced: every step of CHAIN must still be
+    # recorded by what the straight paths call (a path moved off a wrapped method broke the
+    # suite once: "no message was followed"); _rows raises when no chain completes
+    rows = hops._measure(tmp_path, 1_000, 60, warm_up=5)
+    followed = [row.extra["followed"] for row in rows if "followed" in row.extra]
+    assert len(followed) == len(CHAIN)
+    assert min(int(str(count)) for count in followed) >= 30, followed

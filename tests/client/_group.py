@@ -351,6 +351,23 @@ class MemberSession:
         self.group.answers.submit(answer)
         return future
 
+    def request_callback(
+        self,
+        body: messages_pb2.PullMessageRequest,
+        timeout_ms: int,
+        callback: Callable[[Any, BaseException | None], None],
+        *,
+        wait_offer: bool = True,
+        lazy: bool = False,
+    ) -> None:
+        def done(future: Future[Any]) -> None:
+            error = future.exception()
+            callback(None, error) if error is not None else callback(future.result(), None)
+
+        self.request_async(body, timeout_ms, wait_offer=wait_offer, lazy=lazy).add_done_callback(
+            done
+        )
+
     def send_oneway(self, body: messages_pb2.SendMessageRequest | SendRequest) -> None:
         self.request_async(body)
 
