@@ -1,6 +1,7 @@
 """A store in a broker group restarts with what it had: recovery dispatches only up to the
 committed offset it persisted (the rest waits for the high watermark), queue offsets go on from
-the whole log, and idempotent producers' retries are answered with their first result."""
+the whole log, and idempotent producers' retries are answered with their first result; the log
+counts as flushed (and the fault suite's fsync ledger records it) only once its fsync returned."""
 
 from __future__ import annotations
 
