@@ -181,6 +181,7 @@ class LeaderReplicator:
         """Closes the publications of followers gone (see ``pending_publication``)."""
         self._request_flush = request_flush
         self._flush_asked = -1
+        """The log end the fsync thread was last asked to fsync (-1: none, or no fsync thread)."""
         self._log = log
         self._epochs = tuple(epochs)
         self.member_id = member_id
@@ -298,7 +299,9 @@ class LeaderReplicator:
                 _log.warning("replication publication refused: %s", error)
                 del self._followers[follower.info.id]
         self._frames.clear()
-        if log.flushed_physical_offset < leo:
+        # not fsynced and not yet asked for (an fsync thread asked for it covers it: while it
+        # runs, no cycle arms the step after the send again, nor the sender's drain before it)
+        if log.flushed_physical_offset < leo and leo > self._flush_asked:
             if self._flush_after_send:
                 self._flush_armed = True  # this cycle's frames go out first
             elif self._request_flush is None:
