@@ -165,7 +165,6 @@ def test_should_count_the_log_flushed_and_record_it_only_once_its_fsync_returned
         disk.wait(10)
         fsync(mapped)
 
-    (tmp_path / "leader").mkdir()  # the ledger opens in the data dir
     with MessageStore(group_config(tmp_path / "leader"), clock_ms=clock) as store:
         store.start_leading()
         before = store.flush()
