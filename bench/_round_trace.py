@@ -21,7 +21,9 @@ Events, besides ``_hop_trace``'s (each ``CLOCK_MONOTONIC`` ns, one clock across 
 :func:`rounds` cuts the leader's events at each ``request`` its session agent polled and gives
 each event's first time after it, for the leader, the followers (in the order their first
 ``f_append`` came), the producer and the consumer; :func:`timeline` takes the median of each,
-:func:`durations` the rounds' lengths (median, mean, how many over :data:`SLOW_ROUND_MS`). The
+:func:`durations` the rounds' lengths (median, mean, how many over :data:`SLOW_ROUND_MS`),
+:func:`last_fsyncs` whose fsync (the leader's or a follower's) ended last in the rounds whose
+high watermark moved after that. The
 producer is the one that settled the most while the leader ran (a ``bench cluster`` run's
 group end-to-end phase), and only the rounds of its run are taken.
 """
@@ -37,7 +39,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-__all__ = ["PATH", "SLOW_ROUND_MS", "durations", "install", "main", "rounds", "timeline"]
+__all__ = [
+    "PATH",
+    "SLOW_ROUND_MS",
+    "durations",
+    "install",
+    "last_fsyncs",
+    "main",
+    "rounds",
+    "timeline",
+]
 
 GROUP_ENV: Final = "AEROMQ_HOPS_GROUP"
 SLOW_ROUND_MS: Final = 20
@@ -207,6 +218,20 @@ def durations(directory: Path) -> tuple[int, float, float, int]:
     return len(lengths), statistics.median(lengths), statistics.mean(lengths), slow
 
 
+def last_fsyncs(found: list[dict[str, int]]) -> dict[str, int]:
+    """Of the rounds of :func:`rounds` whose high watermark moved after :data:`SLOW_ROUND_MS`,
+    how many had each member's fsync end last (``leader``, ``f1``, ``f2``; ``none`` when no
+    fsync of the round was traced): the one the ack rule waited for."""
+    labels = {"leader": "leader fsync end", "f1": "f1 fsync end", "f2": "f2 fsync end"}
+    counts = dict.fromkeys((*labels, "none"), 0)
+    for one in found:
+        if one.get("high watermark moved", 0) <= SLOW_ROUND_MS * 1_000_000:
+            continue
+        ends = {member: one[label] for member, label in labels.items() if label in one}
+        counts[max(ends, key=ends.__getitem__) if ends else "none"] += 1
+    return counts
+
+
 def _round_starts(roles: dict[str, Events]) -> list[int]:
     """The leader's ``send_start`` times within its producer's run (from the round of its
     first settled sends to its last: the suite's other phases left out), or all of them
@@ -266,6 +291,8 @@ def main(argv: list[str]) -> None:
         f"rounds: {count}, median {median_ms:.2f} ms, mean {mean_ms:.2f} ms, "
         f"over {SLOW_ROUND_MS} ms: {slow}"
     )
+    held = ", ".join(f"{member} {n}" for member, n in last_fsyncs(found).items())
+    print(f"high watermark after {SLOW_ROUND_MS} ms, the last fsync: {held}")
     for label, at_us, own_us, seen in timeline(found):
         print(f"{at_us:8.0f} us {own_us:+7.0f}  {label} ({seen})")
 

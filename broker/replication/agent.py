@@ -30,11 +30,14 @@ word after taking frames. A cycle runs the agent only when the word moved, the l
 worked or left work that rings no one (a follower's back pressure, a publication the driver has
 yet to add: :meth:`ReplicationAgent.rung_only`), or :data:`_TICK_NS` passed (the clock's duties);
 the others cost a read of the word. There a follower fsyncs in the cycle that appended and ACKs
-in it (applying the frames' high watermark only once its sender sent that ACK), and a leader
-fsyncs in the same cycle once its sender sent all the frames it could (the sender runs again
-first while it sends: :meth:`ReplicationAgent.after_send_due`, :meth:`ReplicationAgent.after_send`;
-``ReplicationSettings.follower_fsync_inline``,
-``leader_fsync_inline``): no fsync thread.
+in it (applying the frames' high watermark only once its sender sent that ACK;
+``ReplicationSettings.follower_fsync_inline``), and a leader asks its fsync thread for the
+fsync once its sender sent all the frames it could (the sender runs again first while it sends:
+:meth:`ReplicationAgent.after_send_due`, :meth:`ReplicationAgent.after_send`): the driver's
+thread goes on sending, receiving and taking ACKs while the disk works, and the fsync thread
+rings the agent only when its fsync may move the high watermark. With
+``ReplicationSettings.leader_fsync_inline`` the leader fsyncs there itself, on the driver's
+thread (no fsync thread when both roles do).
 
 **On a thread of its own** otherwise (``ReplicationSettings.on_driver_thread`` False, a
 ``DEDICATED`` or external driver; :attr:`ReplicationAgent.doorbell`,
@@ -178,7 +181,8 @@ class ReplicationAgent:
         """A follower fsyncs on the driver's thread, in the cycle that appended, and ACKs in
         it (see module)."""
         self._leader_fsync_inline = self.driver_thread is not None and settings.leader_fsync_inline
-        """A leader fsyncs on the driver's thread, once its sender sent the cycle's frames."""
+        """A leader fsyncs on the driver's thread, once its sender sent the cycle's frames;
+        otherwise on the fsync thread (asked for then, on the driver's thread)."""
         self._seen_ring = -1
         """On the driver's thread: the doorbell's word as the last cycle that worked began."""
         self._tick_due_ns = 0
@@ -291,16 +295,17 @@ class ReplicationAgent:
         return self._do_work(now_ns)
 
     def after_send_due(self) -> bool:
-        """Whether :meth:`after_send` will fsync in this cycle: the driver's thread has its
-        sender send all it can first (``DynamicCompositeAgent``), so the followers have the
-        whole frame while the leader fsyncs. Caller: the driver's thread."""
+        """Whether :meth:`after_send` will fsync (or ask for it) in this cycle: the driver's
+        thread has its sender send all it can first (``DynamicCompositeAgent``), so the
+        followers have the whole frame while the leader fsyncs. Caller: the driver's thread."""
         replicator = self.replicator
         return replicator is not None and replicator.flush_due
 
     def after_send(self) -> int:
         """On the driver's thread, after its sender ran in this cycle: a leader's fsync of what
-        this cycle replicated (its frames are out); a follower's high watermark from this
-        cycle's frames (its ACK is out). Caller: the driver's thread."""
+        this cycle replicated (its frames are out), asked of the fsync thread or run here
+        (``leader_fsync_inline``); a follower's high watermark from this cycle's frames (its
+        ACK is out). Caller: the driver's thread."""
         replicator = self.replicator
         if replicator is None:
             fetcher = self.fetcher
@@ -468,7 +473,7 @@ class ReplicationAgent:
             now_ns=now_ns,
             request_flush=None if self._leader_fsync_inline else self._request_flush,
             reaper=self._reaper,
-            flush_after_send=self._leader_fsync_inline,
+            flush_after_send=self.driver_thread is not None,
         )
         self._offers = 0
         replicator.on_members(snapshot.members, state.isr)

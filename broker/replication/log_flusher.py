@@ -5,10 +5,13 @@ An fsync of the commit log takes about a millisecond on the development VM (more
 Done on the replication agent's thread, it held everything else up for as long: the leader
 sent the next bytes and took the followers' ACKs only after its own fsync, a follower read the
 next APPENDs only after its fsync. The flusher takes the fsync off that thread, as a group
-commit: :meth:`LogFlusher.request` (the agent, after its log grew) asks for one; the thread
-fsyncs everything appended by the time it starts (``log.flush()``), then calls ``on_flushed``
-(the agent's: a follower ACKs from this thread, a leader's agent is woken); requests made while
-it works are served by one more fsync after it.
+commit: :meth:`LogFlusher.request` (the agent, after its log grew) asks for one (a ring of the
+thread's doorbell, a futex word); the thread fsyncs everything appended by the time it starts
+(``log.flush()``), then calls ``on_flushed`` (the agent's: a follower ACKs from this thread, a
+leader's agent is woken when its fsync may move the high watermark); requests made while it
+works are served by one more fsync after it. A leader on its media driver's thread uses it too
+(``ReplicationSettings.leader_fsync_inline`` False): the driver's thread goes on sending and
+receiving while the disk works.
 The ack rule does not change: the leader counts its own ``flushed_physical_offset``, a follower
 acknowledges its own, and both are set only after the fsync returned.
 
@@ -29,6 +32,7 @@ from collections.abc import Callable
 from typing import Final
 
 from aeromq.broker.replication.replicated_log import ReplicatedLog
+from aeromq.transport.concurrent import Doorbell
 from aeromq.transport.util import name_os_thread
 
 __all__ = ["LogFlusher"]
@@ -46,7 +50,10 @@ class LogFlusher:
     def __init__(self, log: ReplicatedLog, on_flushed: Callable[[], object], name: str) -> None:
         self._log = log
         self._on_flushed = on_flushed
-        self._cond = threading.Condition(threading.Lock())
+        self._bell = Doorbell.allocate()
+        """What the thread sleeps on: a futex word (no lock a request, the GIL released while
+        it sleeps; a ``threading.Condition`` cost both threads a lock and a waiter's lock a
+        round, on the leader's driver thread among them)."""
         self._wanted = False
         self._running = True
         self.fsyncs = 0
@@ -58,30 +65,30 @@ class LogFlusher:
 
     def request(self) -> None:
         """Ask for an fsync of everything appended so far (any thread; cheap when one is
-        already asked for)."""
-        with self._cond:
-            if not self._wanted:
-                self._wanted = True
-                self._cond.notify()
+        already asked for: the thread clears the request before the fsync it serves it with,
+        which covers what was appended before)."""
+        if not self._wanted:
+            self._wanted = True
+            self._bell.ring()
 
     def close(self) -> None:
         """Stop the thread after the fsync it may be doing; idempotent."""
-        with self._cond:
-            self._running = False
-            self._cond.notify()
+        self._running = False
+        self._bell.ring()
         if self._thread is not threading.current_thread():
             self._thread.join(_JOIN_S)
 
     def _run(self) -> None:
         name_os_thread(self._thread.name)
-        cond = self._cond
+        bell = self._bell
         while True:
-            with cond:
-                while not self._wanted and self._running:
-                    cond.wait()
-                if not self._running:
-                    return
-                self._wanted = False
+            observed = bell.prepare()  # before the checks: a request after them rings
+            if not self._running:
+                return
+            if not self._wanted:
+                bell.await_ring(observed, -1)
+                continue
+            self._wanted = False
             try:
                 self._log.flush()
                 self.fsyncs += 1
@@ -89,7 +96,6 @@ class LogFlusher:
                 self.failures += 1
                 _log.error("replication: fsync of the commit log failed: %s", exc)
                 time.sleep(_RETRY_S)
-                with cond:
-                    self._wanted = True
+                self._wanted = True
                 continue
             self._on_flushed()

@@ -17,9 +17,13 @@ Per duty cycle (:meth:`LeaderReplicator.do_work`, on the replication agent's thr
    fsync thread (``request_flush``, :mod:`~aeromq.broker.replication.log_flusher`) while this
    thread goes on sending and taking ACKs (the followers may receive bytes the leader has not
    fsynced yet: the HW is the minimum over the ISR, the leader's fsynced offset included), or
-   inline when no flusher is given (tests); after its fsync that thread wakes the agent only when
-   the fsync may move the HW (:meth:`LeaderReplicator.flush_may_commit`), which it seldom does:
-   the followers' ACKs come later;
+   inline when no flusher is given (``leader_fsync_inline``, tests); on the driver's thread it
+   is asked for (or run) once the driver's sender sent the cycle's frames
+   (:meth:`LeaderReplicator.flush_after_send`), so the fsync thread's wake does not hold them
+   up; after its fsync that thread wakes the agent only when the fsync may move the HW
+   (:meth:`LeaderReplicator.flush_may_commit`), which it seldom does: the followers' ACKs
+   usually come later. A slow fsync (tens of milliseconds under other disk I/O) holds only the
+   HW, as the ack rule says: the driver's thread goes on receiving, sending and taking ACKs;
 4. the high watermark (:mod:`~aeromq.broker.replication.isr`) is computed over the counted ISR
    and handed to ``store.set_high_watermark`` (sends complete, consumers see), only while the
    fence allows and the committed ISR has ``min_isr`` members;
@@ -102,7 +106,7 @@ class ReplicationSettings:
         handshake_timeout_ms: int = 1000,
         on_driver_thread: bool = True,
         follower_fsync_inline: bool = True,
-        leader_fsync_inline: bool = True,
+        leader_fsync_inline: bool = False,
     ) -> None:
         self.replica_lag_max_ns = replica_lag_max_ms * 1_000_000
         self.heartbeat_interval_ns = min(heartbeat_interval_ms, replica_lag_max_ms // 4) * 1_000_000
@@ -122,8 +126,11 @@ class ReplicationSettings:
         it (no hand-off to the fsync thread and back); False: on the member's fsync thread."""
         self.leader_fsync_inline = leader_fsync_inline
         """On the driver's thread, the leader fsyncs in the duty cycle that replicated, once the
-        driver's sender sent its frames (the followers receive while it fsyncs); False: on the
-        member's fsync thread."""
+        driver's sender sent its frames (the followers receive while it fsyncs, but that thread
+        sends, receives and takes ACKs only after it); False (the default): on the member's
+        fsync thread, asked for once the cycle's frames are sent, the driver's thread going on
+        meanwhile (``docs/replication.md``, Performance, "The leader's fsync off the driver's
+        thread")."""
 
 
 class _Follower:
@@ -166,13 +173,15 @@ class LeaderReplicator:
     ) -> None:
         self._aeron = aeron
         self._flush_after_send = flush_after_send
-        """Without ``request_flush``: fsync in :meth:`flush_after_send`, which the agent on the
-        driver's thread calls after that thread's sender sent this cycle's frames."""
+        """Ask for the fsync (or, without ``request_flush``, run it) in
+        :meth:`flush_after_send`, which the agent on the driver's thread calls after that
+        thread's sender sent this cycle's frames."""
         self._flush_armed = False
         self._reaper = reaper or PublicationReaper()
         """Closes the publications of followers gone (see ``pending_publication``)."""
         self._request_flush = request_flush
         self._flush_asked = -1
+        """The log end the fsync thread was last asked to fsync (-1: none, or no fsync thread)."""
         self._log = log
         self._epochs = tuple(epochs)
         self.member_id = member_id
@@ -290,16 +299,16 @@ class LeaderReplicator:
                 _log.warning("replication publication refused: %s", error)
                 del self._followers[follower.info.id]
         self._frames.clear()
-        if log.flushed_physical_offset < leo:
-            if self._request_flush is None:
-                if self._flush_after_send:
-                    self._flush_armed = True  # this cycle's frames go out first
-                else:
-                    log.flush()
-                    work += 1
-            elif leo > self._flush_asked:
-                self._flush_asked = leo
-                self._request_flush()
+        # not fsynced and not yet asked for (an fsync thread asked for it covers it: while it
+        # runs, no cycle arms the step after the send again, nor the sender's drain before it)
+        if log.flushed_physical_offset < leo and leo > self._flush_asked:
+            if self._flush_after_send:
+                self._flush_armed = True  # this cycle's frames go out first
+            elif self._request_flush is None:
+                log.flush()
+                work += 1
+            else:
+                self._ask_flush(leo)
         work += self._advance_high_watermark()
         if now_ns >= self._next_isr_check_ns:
             self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
@@ -365,13 +374,26 @@ class LeaderReplicator:
 
     def flush_after_send(self) -> int:
         """The leader's fsync a duty cycle asked for (``flush_after_send``), once the driver's
-        sender has sent that cycle's frames: the followers receive while it runs. 1 when it
-        ran (the next cycle moves the HW), else 0. Caller: the agent, on the driver's thread."""
+        sender has sent that cycle's frames: asked of the fsync thread (``request_flush``),
+        which runs it while this thread goes on sending and taking ACKs, and wakes the agent
+        when it may move the HW (0); or inline without one, the followers receiving while it
+        runs (1: the next cycle moves the HW). Caller: the agent, on the driver's thread."""
         if not self._flush_armed:
             return 0
         self._flush_armed = False
+        if self._request_flush is not None:
+            self._ask_flush(self._log.max_physical_offset)
+            return 0
         self._log.flush()
         return 1
+
+    def _ask_flush(self, leo: int) -> None:
+        """Ask the fsync thread for an fsync up to ``leo`` at least, once per log end."""
+        if leo > self._flush_asked:
+            self._flush_asked = leo
+            request = self._request_flush
+            assert request is not None
+            request()
 
     def flush_may_commit(self) -> bool:
         """Whether the leader's flushed offset may now move the HW: the followers' floor (as

@@ -48,4 +48,5 @@ def open_fsync_ledger(data_dir: Path) -> FsyncLedger | None:
     """The ledger of the store in ``data_dir`` when ``AEROMQ_TEST_FSYNC_LEDGER=1``, else None."""
     if os.environ.get(FSYNC_LEDGER_ENV) != "1":
         return None
+    data_dir.mkdir(parents=True, exist_ok=True)  # a new store's may not exist yet
     return FsyncLedger(data_dir / FSYNC_LEDGER_FILE)

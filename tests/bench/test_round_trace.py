@@ -1,12 +1,13 @@
 """A broker group's commit round from every process's recorded events
 (``bench/_round_trace.py``): the roles told by their events, each step the first event of its
-kind after the step before, and the median of each over the rounds."""
+kind after the step before, the median of each over the rounds, and whose fsync held the slow
+ones."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench._round_trace import durations, rounds, timeline
+from bench._round_trace import durations, last_fsyncs, rounds, timeline
 
 _THREAD = "net"
 
@@ -54,3 +55,16 @@ def test_should_time_only_the_rounds_of_the_producer_that_settled_the_most(tmp_p
     count, median_ms, mean_ms, slow = durations(tmp_path)
     assert (count, slow) == (3, 1)  # 0-1, 1-2, 2-30 ms: the round from 30 ms is past its run
     assert median_ms == 1.0 and mean_ms == 10.0
+
+
+def test_should_name_the_member_whose_fsync_ended_last_in_the_rounds_it_held() -> None:
+    quick = {"high watermark moved": 2_000_000, "f1 fsync end": 1_900_000}
+    leader_last = {"high watermark moved": 30_000_000, "leader fsync end": 29_000_000}
+    leader_last["f1 fsync end"] = leader_last["f2 fsync end"] = 3_000_000
+    follower_last = {"high watermark moved": 25_000_000, "leader fsync end": 1_000_000}
+    follower_last["f1 fsync end"], follower_last["f2 fsync end"] = 2_000_000, 24_000_000
+    untraced = {"high watermark moved": 21_000_000}
+
+    counts = last_fsyncs([quick, leader_last, follower_last, untraced])
+
+    assert counts == {"leader": 1, "f1": 0, "f2": 1, "none": 1}

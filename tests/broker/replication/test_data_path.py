@@ -2,10 +2,13 @@
 (frames on UDP loopback) and a real gRPC server (the truncation handshake), with logs in
 memory: the follower catches up and the high watermark moves, a divergent tail is truncated,
 a deposed leader's frames are refused, min_isr holds sends and the high watermark, the fence
-ends a term, and a silent follower is asked out of the ISR."""
+ends a term, a silent follower is asked out of the ISR, and the leader acknowledges nothing
+before its own fsync returned (nor on one that returned after the fence fired) while its driver's
+thread goes on replicating."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -296,3 +299,73 @@ def test_should_ack_from_the_fsync_thread_and_wake_the_leader_only_when_its_fsyn
     assert replicator is not None
     wait_until(lambda: replicator.followers_floor == end)
     assert not replicator.flush_may_commit()  # the HW is at the floor: no wake-up owed
+
+
+class _SlowDiskLog(MemoryLog):
+    """A log whose fsync waits for :attr:`disk` (a slow disk) before it counts what was
+    appended when it began as flushed, as the store's does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.disk = threading.Event()
+        self.fsyncing = threading.Event()
+
+    def flush(self) -> int:
+        target = self.max_physical_offset
+        if target > self.flushed_physical_offset:
+            self.fsyncing.set()
+            self.disk.wait(10)
+        with self._lock:
+            self._flushed = max(self._flushed, target)
+            self.flushes += 1
+            return self._flushed
+
+
+@contextlib.contextmanager
+def _leading_on_a_slow_disk(
+    cluster: _Cluster, epoch: int, first: bytes
+) -> Iterator[tuple[_SlowDiskLog, _Member, _Member]]:
+    """``(log, leader, follower)``: member 0 leads ``epoch`` on a slow disk, member 1 follows;
+    ``first`` appended and the leader's fsync of it begun. The disk is let go at the end."""
+    slow = _SlowDiskLog()
+    leader = cluster.add(0, slow)
+    follower = cluster.add(1, MemoryLog())
+    try:
+        cluster.tell(GroupState(0, epoch, (0, 1), 2))
+        wait_until(lambda: leader.agent.role is Role.LEADER)
+        slow.append(first)
+        assert slow.fsyncing.wait(10)
+        yield slow, leader, follower
+    finally:
+        slow.disk.set()
+
+
+def test_should_not_acknowledge_before_the_leaders_own_fsync_and_keep_replicating_meanwhile(
+    cluster: _Cluster,
+) -> None:
+    with _leading_on_a_slow_disk(cluster, 1, b"a" * 500) as (slow, leader, follower):
+        replicator = leader.agent.replicator
+        assert replicator is not None
+        wait_until(lambda: replicator.followers_floor == 500)  # the follower fsynced and acked
+        slow.append(b"b" * 700)  # the next round, while the leader's fsync still runs
+        wait_until(lambda: follower.log.data == slow.data)  # sent and taken meanwhile
+        wait_until(lambda: replicator.followers_floor == 1200)
+        time.sleep(0.05)
+
+        assert slow.flushed_physical_offset == 0
+        assert slow.committed_offset == 0  # acked on the follower only: nothing acknowledged
+    wait_until(lambda: slow.committed_offset == 1200)
+
+
+def test_should_acknowledge_nothing_on_an_fsync_that_completes_after_the_fence_fired(
+    cluster: _Cluster,
+) -> None:
+    with _leading_on_a_slow_disk(cluster, 4, b"f" * 300) as (slow, leader, follower):
+        wait_until(lambda: follower.log.flushed_physical_offset == 300)
+        leader.lease_ok[0] = False
+        wait_until(lambda: leader.fenced == [4])
+    wait_until(lambda: slow.flushed_physical_offset == 300)
+    time.sleep(0.05)
+
+    assert slow.committed_offset == 0
+    assert leader.agent.role is Role.FOLLOWER

@@ -1,9 +1,12 @@
 """A store in a broker group restarts with what it had: recovery dispatches only up to the
 committed offset it persisted (the rest waits for the high watermark), queue offsets go on from
-the whole log, and idempotent producers' retries are answered with their first result."""
+the whole log, and idempotent producers' retries are answered with their first result; the log
+counts as flushed (and the fault suite's fsync ledger records it) only once its fsync returned."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from aeromq.broker.store import (
     PutMessageResult,
     PutMessageStatus,
 )
+from aeromq.broker.store._mapped_file import MappedFile
 from tests.faults.disk import fsynced_offset
 
 from ._group import TOPIC, append, batch, commit, group_config, replicate
@@ -146,3 +150,37 @@ def test_should_record_each_fsync_of_the_log_for_the_fault_suite_when_asked_and_
     # a member's restart fsyncs what it recovered before it counts it durable (and acks it)
     with MessageStore(config, clock_ms=clock) as member:
         assert fsynced_offset(config.data_dir) == member.max_physical_offset > appended
+
+
+def test_should_count_the_log_flushed_and_record_it_only_once_its_fsync_returned(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FSYNC_LEDGER_ENV, "1")
+    disk = threading.Event()
+    fsyncing = threading.Event()
+    fsync = MappedFile.flush
+
+    def slow_fsync(mapped: MappedFile) -> None:
+        fsyncing.set()
+        disk.wait(10)
+        fsync(mapped)
+
+    with MessageStore(group_config(tmp_path / "leader"), clock_ms=clock) as store:
+        store.start_leading()
+        before = store.flush()
+        append(store, [b"a", b"b"])
+        end = store.max_physical_offset
+        monkeypatch.setattr(MappedFile, "flush", slow_fsync)
+        flusher = threading.Thread(target=store.flush)  # as the leader's fsync thread does
+        flusher.start()
+        try:
+            assert fsyncing.wait(10)
+            time.sleep(0.02)
+            # what the leader's high watermark takes as its own durable offset, and the ledger
+            assert store.flushed_physical_offset == before < end
+            assert fsynced_offset(store.config.data_dir) == before
+        finally:
+            disk.set()
+            flusher.join(10)
+        assert store.flushed_physical_offset == end
+        assert fsynced_offset(store.config.data_dir) == end
