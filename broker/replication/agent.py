@@ -31,13 +31,13 @@ worked or left work that rings no one (a follower's back pressure, a publication
 yet to add: :meth:`ReplicationAgent.rung_only`), or :data:`_TICK_NS` passed (the clock's duties);
 the others cost a read of the word. There a follower fsyncs in the cycle that appended and ACKs
 in it (applying the frames' high watermark only once its sender sent that ACK;
-``ReplicationSettings.follower_fsync_inline``), and a leader asks its fsync thread for the
-fsync once its sender sent all the frames it could (the sender runs again first while it sends:
-:meth:`ReplicationAgent.after_send_due`, :meth:`ReplicationAgent.after_send`): the driver's
-thread goes on sending, receiving and taking ACKs while the disk works, and the fsync thread
-rings the agent only when its fsync may move the high watermark. With
-``ReplicationSettings.leader_fsync_inline`` the leader fsyncs there itself, on the driver's
-thread (no fsync thread when both roles do).
+``ReplicationSettings.follower_fsync_inline``), and a leader fsyncs in the same cycle once
+its sender sent all the frames it could (the sender runs again first while it sends:
+:meth:`ReplicationAgent.after_send_due`, :meth:`ReplicationAgent.after_send`;
+``ReplicationSettings.leader_fsync_inline``, the default): no fsync thread. With
+``leader_fsync_inline`` False the leader asks its fsync thread for that fsync instead, and the
+driver's thread goes on sending, receiving and taking ACKs while the disk works; the fsync
+thread rings the agent only when its fsync may move the high watermark.
 
 **On a thread of its own** otherwise (``ReplicationSettings.on_driver_thread`` False, a
 ``DEDICATED`` or external driver; :attr:`ReplicationAgent.doorbell`,

@@ -9,9 +9,9 @@ commit: :meth:`LogFlusher.request` (the agent, after its log grew) asks for one 
 thread's doorbell, a futex word); the thread fsyncs everything appended by the time it starts
 (``log.flush()``), then calls ``on_flushed`` (the agent's: a follower ACKs from this thread, a
 leader's agent is woken when its fsync may move the high watermark); requests made while it
-works are served by one more fsync after it. A leader on its media driver's thread uses it too
-(``ReplicationSettings.leader_fsync_inline`` False): the driver's thread goes on sending and
-receiving while the disk works.
+works are served by one more fsync after it. A leader on its media driver's thread uses it only
+with ``ReplicationSettings.leader_fsync_inline`` False (not the default): the driver's thread
+goes on sending and receiving while the disk works.
 The ack rule does not change: the leader counts its own ``flushed_physical_offset``, a follower
 acknowledges its own, and both are set only after the fsync returned.
 

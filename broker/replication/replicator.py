@@ -106,7 +106,7 @@ class ReplicationSettings:
         handshake_timeout_ms: int = 1000,
         on_driver_thread: bool = True,
         follower_fsync_inline: bool = True,
-        leader_fsync_inline: bool = False,
+        leader_fsync_inline: bool = True,
     ) -> None:
         self.replica_lag_max_ns = replica_lag_max_ms * 1_000_000
         self.heartbeat_interval_ns = min(heartbeat_interval_ms, replica_lag_max_ms // 4) * 1_000_000
@@ -127,10 +127,11 @@ class ReplicationSettings:
         self.leader_fsync_inline = leader_fsync_inline
         """On the driver's thread, the leader fsyncs in the duty cycle that replicated, once the
         driver's sender sent its frames (the followers receive while it fsyncs, but that thread
-        sends, receives and takes ACKs only after it); False (the default): on the member's
-        fsync thread, asked for once the cycle's frames are sent, the driver's thread going on
-        meanwhile (``docs/replication.md``, Performance, "The leader's fsync off the driver's
-        thread")."""
+        sends, receives and takes ACKs only after it; the default: with one request in flight
+        nothing else waits meanwhile, and the hand-off costs about three wake-ups a round);
+        False: on the member's fsync thread, asked for once the cycle's frames are sent, the
+        driver's thread going on meanwhile (for rounds that overlap: ``docs/replication.md``,
+        Performance, "The leader's fsync off the driver's thread")."""
 
 
 class _Follower:

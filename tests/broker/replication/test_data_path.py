@@ -44,6 +44,10 @@ from tests.broker.replication._waits import wait_until
 
 GROUP = "g"
 SETTINGS = ReplicationSettings(replica_lag_max_ms=300, max_frame_bytes=4096)
+FSYNC_THREAD_SETTINGS = ReplicationSettings(
+    replica_lag_max_ms=300, max_frame_bytes=4096, leader_fsync_inline=False
+)
+"""A leader on the driver's thread asks its fsync thread for the fsync (not the default)."""
 
 
 def _free_udp_port() -> int:
@@ -82,7 +86,11 @@ class _Cluster:
         self._servers: list[GrpcServerBase] = []
 
     def add(
-        self, member_id: int, log: MemoryLog, epochs: Sequence[tuple[int, int]] = ()
+        self,
+        member_id: int,
+        log: MemoryLog,
+        epochs: Sequence[tuple[int, int]] = (),
+        settings: ReplicationSettings = SETTINGS,
     ) -> _Member:
         data_dir = self.root / f"member-{member_id}"
         data_dir.mkdir()
@@ -99,7 +107,7 @@ class _Cluster:
             member_id=member_id,
             endpoint=endpoint,
             fence=SelfFence(lambda now: holder[0].lease_ok[0]),
-            settings=SETTINGS,
+            settings=settings,
             request_isr=lambda epoch, isr: holder[0].isr_requests.append((epoch, tuple(isr))),
             fenced=lambda epoch: holder[0].fenced.append(epoch),
         )
@@ -325,10 +333,11 @@ class _SlowDiskLog(MemoryLog):
 def _leading_on_a_slow_disk(
     cluster: _Cluster, epoch: int, first: bytes
 ) -> Iterator[tuple[_SlowDiskLog, _Member, _Member]]:
-    """``(log, leader, follower)``: member 0 leads ``epoch`` on a slow disk, member 1 follows;
+    """``(log, leader, follower)``: member 0 leads ``epoch`` on a slow disk (its fsync on its
+    fsync thread, wherever its agent runs), member 1 follows;
     ``first`` appended and the leader's fsync of it begun. The disk is let go at the end."""
     slow = _SlowDiskLog()
-    leader = cluster.add(0, slow)
+    leader = cluster.add(0, slow, settings=FSYNC_THREAD_SETTINGS)
     follower = cluster.add(1, MemoryLog())
     try:
         cluster.tell(GroupState(0, epoch, (0, 1), 2))
