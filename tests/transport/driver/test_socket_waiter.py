@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from aeromq.transport.concurrent.idle_strategy import SleepingIdleStrategy
+from aeromq.transport.driver.udp import socket_waiter
 from aeromq.transport.driver.udp.socket_waiter import MIN_POLL_PARK_S, SocketWaiter
 
 
@@ -145,6 +147,33 @@ def test_should_return_at_once_from_the_next_park_after_a_wake_that_found_it_bus
     waiter.close()
     waiter.close()
     waiter.wake()  # closed: a no-op
+
+
+def test_should_write_one_wake_until_a_park_drains_it(
+    receiver: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wakes coalesce: a publisher that wakes after every offer writes the eventfd once per
+    park of the thread, not once per offer; a wake after the park drained it writes again."""
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    writes: list[int] = []
+    write = os.eventfd_write
+
+    def counted(fd: int, value: int) -> None:
+        writes.append(value)
+        write(fd, value)
+
+    monkeypatch.setattr(socket_waiter.os, "eventfd_write", counted)
+    for _ in range(100):
+        waiter.wake()
+    assert len(writes) == 1
+    start = time.monotonic()
+    waiter.wait(5.0)  # ended by the wake, which it drains
+    waiter.wake()
+    waiter.wait(5.0)  # the wake after the drain ends this one too
+    assert time.monotonic() - start < 1.0
+    assert (len(writes), waiter.wakes) == (2, 2)
+    waiter.close()
 
 
 def test_should_be_quiet_only_after_a_park_that_timed_out_with_nothing_readable(
