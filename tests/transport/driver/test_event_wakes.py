@@ -6,9 +6,7 @@ publication of a driver in its process ends that driver's sender's park
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,6 +32,7 @@ from aeromq.transport.driver import (
 )
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.logbuffer import Header
+from tests.transport.driver.support import free_udp_port, wait_until
 
 PARK_1_S = "backoff:0,0,1000000000,1000000000"
 FAST = "sleep-ns:100000"
@@ -41,20 +40,6 @@ SAMPLES = 5
 # Parked blind for 1 s, a message would wait 0.5 s on average: five all under this bound by
 # chance has a probability of 0.3 ** 5, 0.2%. Woken by the offer, each takes milliseconds.
 MAX_LATENCY_S = 0.3
-
-
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _until(predicate: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + 30
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.001)
 
 
 def _context(aeron_dir: Path, idle: str) -> MediaDriverContext:
@@ -75,7 +60,7 @@ def test_should_send_at_once_and_ring_the_subscribers_doorbell_as_the_data_lands
     """Both drivers park a whole second between their duty cycles: the offer ends the
     sender's park, the datagram the receiver's, and the receiver rings the subscription's
     doorbell, on which the subscriber sleeps."""
-    channel = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    channel = f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
     with (
         MediaDriver.launch(_context(shm_dir / "tx", PARK_1_S)) as tx_driver,
         MediaDriver.launch(_context(shm_dir / "rx", PARK_1_S)) as rx_driver,
@@ -95,14 +80,14 @@ def test_should_send_at_once_and_ring_the_subscribers_doorbell_as_the_data_lands
         def on_fragment(buffer: AtomicBuffer, offset: int, length: int, _: Header) -> None:
             received.append(buffer.get_bytes(offset, length))
 
-        _until(lambda: publication.is_connected and subscription.images, "the connection")
+        wait_until(lambda: publication.is_connected and subscription.images, 30, "the connection")
         latencies = []
         for sample in range(SAMPLES):
             time.sleep(0.15)  # both drivers back in their 1 s parks
             payload = sample.to_bytes(4, "little")
             observed = bell.prepare()
             start = time.monotonic()
-            _until(lambda: publication.offer(payload) > 0, "the offer")  # noqa: B023
+            wait_until(lambda: publication.offer(payload) > 0, 30, "the offer")  # noqa: B023
             while payload not in received:
                 assert bell.await_ring(observed, 5_000_000_000) != FUTEX_TIMED_OUT
                 observed = bell.prepare()
@@ -112,7 +97,7 @@ def test_should_send_at_once_and_ring_the_subscribers_doorbell_as_the_data_lands
 
 
 def test_should_refuse_a_doorbell_that_is_no_doorbell_counter(shm_dir: Path) -> None:
-    channel = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    channel = f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
     with (
         MediaDriver.launch(_context(shm_dir / "rx", FAST)) as driver,
         Aeron.connect(AeronContext(aeron_dir=driver.aeron_dir)) as aeron,
