@@ -176,6 +176,31 @@ def test_should_write_one_wake_until_a_park_drains_it(
     waiter.close()
 
 
+def test_should_not_lose_the_wakes_after_one_that_raced_the_drain(
+    receiver: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wake while the park drains the eventfd (another thread's, between the park's return
+    and its read) leaves no flag set behind it: the next wake still ends the next park."""
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    read = os.eventfd_read
+
+    def racing_read(fd: int) -> int:
+        waiter.wake()  # another thread, as the park drains
+        return read(fd)
+
+    monkeypatch.setattr(socket_waiter.os, "eventfd_read", racing_read)
+    waiter.wake()
+    waiter.wait(5.0)
+    monkeypatch.setattr(socket_waiter.os, "eventfd_read", read)
+    waiter.wait(0.01)  # whatever the race left, drained
+    waiter.wake()
+    start = time.monotonic()
+    waiter.wait(5.0)
+    assert time.monotonic() - start < 1.0
+    waiter.close()
+
+
 def test_should_be_quiet_only_after_a_park_that_timed_out_with_nothing_readable(
     receiver: socket.socket,
 ) -> None:

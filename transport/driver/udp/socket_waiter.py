@@ -29,9 +29,11 @@ offers: :meth:`~transport.driver.MediaDriver.wake_network`; a client's offer to 
 publication of a driver in its process: ``transport.concurrent.network_wakes``). A wake that
 finds the thread busy costs one ``write``; the next park returns at once and drains it. Wakes
 coalesce: until a park drains the eventfd, further wakes write nothing (a flag the park clears
-before it reads the eventfd, so a wake racing the drain either is drained or writes again),
-so a publisher that wakes after every offer pays one ``write`` per duty cycle of the thread,
-not one per offer. Another process's client
+after it read the eventfd: a wake that finds the flag still set wrote its work before the
+park ended, and the duty cycle that follows sees it; cleared before the read, a wake between
+the clear and the read would be drained with the flag left set, and no wake would write
+again), so a publisher that wakes after every offer pays one ``write`` per duty cycle of the
+thread, not one per offer. Another process's client
 ends it the same way, through a wake socket the poll also waits on
 (:meth:`SocketWaiter.add_wake_socket`, ``transport.concurrent.wake_socket``).
 
@@ -180,9 +182,9 @@ class SocketWaiter:
         wake_sockets = self._wake_sockets
         for fd in ready:
             if fd == eventfd:
-                self._wake_pending = False  # before the read: a wake after it writes again
                 with contextlib.suppress(OSError):  # drained by a racing wait: nothing to read
                     os.eventfd_read(eventfd)
+                self._wake_pending = False  # after the read (see module)
             elif fd in wake_sockets:
                 drain_wake_socket(wake_sockets[fd])
             else:
