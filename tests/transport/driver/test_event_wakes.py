@@ -32,7 +32,7 @@ from aeromq.transport.driver import (
 )
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.logbuffer import Header
-from tests.transport.driver.support import free_udp_port, wait_until
+from tests.transport.driver.support import free_udp_port, small_context, wait_until
 
 PARK_1_S = "backoff:0,0,1000000000,1000000000"
 FAST = "sleep-ns:100000"
@@ -43,9 +43,8 @@ MAX_LATENCY_S = 0.3
 
 
 def _context(aeron_dir: Path, idle: str) -> MediaDriverContext:
-    return MediaDriverContext(
-        aeron_dir=str(aeron_dir),
-        term_buffer_length=64 * 1024,
+    return small_context(
+        aeron_dir,
         threading_mode=ThreadingMode.SHARED,
         conductor_idle_strategy=idle,
         shared_idle_strategy=idle,
