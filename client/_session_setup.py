@@ -7,9 +7,10 @@ broker's answer grants it.
    channels get a term length, :func:`with_term_length`; a UDP response channel on port 0 a
    free port, :func:`resolve_response_channel`; response stream id 0 one unique among the
    driver's clients, :func:`unique_stream_id`), the session's own doorbell (a counter of the
-   driver: over IPC the broker's, which rings it after each answer; over UDP the client's own,
-   whose receiver rings it as answers land, named by the response subscription's ``doorbell``
-   parameter: ``locally_rung``), then the wait until a broker's image of the ingress is
+   driver: over IPC the broker's, which rings it after each answer; over UDP the client's own
+   when it runs in this process, whose receiver rings it as answers land, named by the response
+   subscription's ``doorbell`` parameter: ``locally_rung``; a driver of another process, which
+   may be of another kind, is not asked), then the wait until a broker's image of the ingress is
    connected;
 2. the readers start on the subscription; :func:`connect_request` is sent as the first request
    (with the doorbell's counter id, credentials, the local reads wish);
@@ -39,7 +40,7 @@ from aeromq.transport.client import Aeron, Counter, ExclusivePublication, Subscr
 from aeromq.transport.concurrent import CountersReader
 from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, HAS_FUTEX, Doorbell
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
-from aeromq.transport.driver import with_doorbell
+from aeromq.transport.driver import MediaDriver, with_doorbell
 
 __all__ = [
     "SessionChannels",
@@ -95,8 +96,14 @@ class SessionChannels:
         stream_id = config.response_stream_id or unique_stream_id(aeron)
         self.response_channel, self.response_stream_id = channel, stream_id
         self.ipc = is_ipc(config.ingress_channel)
-        self._open_doorbell(stream_id)
-        if not self.ipc and self.doorbell is not None and channel.startswith("aeron:udp"):
+        # over UDP, a driver of this process (so of this package) rings the doorbell its
+        # subscription names; another kind of driver would ignore the name, and nobody rang
+        rung_here = channel.startswith("aeron:udp") and (
+            MediaDriver.in_process(aeron.context.aeron_dir) is not None
+        )
+        if self.ipc or rung_here:
+            self._open_doorbell(stream_id)
+        if not self.ipc and rung_here and self.doorbell is not None:
             self.locally_rung = True  # the driver's receiver rings it as answers land
             channel = with_doorbell(channel, self.doorbell.counter_id)
         try:
