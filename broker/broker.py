@@ -60,7 +60,7 @@ from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, with_doorbell
 from aeromq.transport.util import name_os_threads
 
 __all__ = ["Broker"]
@@ -202,8 +202,11 @@ class Broker:
         )
         udp_channel = self._udp_channel = _resolve_udp_channel(config.ingress_udp_endpoint)
         if udp_channel is not None:
-            self._subscriptions.append(
-                aeron.add_subscription(udp_channel, config.ingress_udp_stream_id, on_image)
+            rung = (
+                udp_channel if doorbell is None else with_doorbell(udp_channel, doorbell.counter_id)
+            )
+            self._subscriptions.append(  # the driver rings the agent as requests land
+                aeron.add_subscription(rung, config.ingress_udp_stream_id, on_image)
             )
         agent = self.session_agent = SessionAgent(
             aeron,

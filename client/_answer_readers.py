@@ -15,7 +15,8 @@ Who may poll when:
 
 - only a thread holding the reader's :attr:`~AnswerReader.lock` polls the subscription, so the
   assembler and the dispatch run on one thread at a time (whichever holds it);
-- when the broker rings the session's doorbell after each answer (IPC, :attr:`rung`) and the
+- when the session's doorbell is rung after each answer (:attr:`rung`: by the broker over IPC,
+  by the session's own media driver as the answer lands over UDP, ``_session_setup.py``) and the
   poller's idle strategy is a doorbell one (the default), every waiting thread reads: it polls,
   and between polls sleeps on the doorbell until the broker rings (or whoever completes what it
   waits for rings: a failure, a local put), at once: it does not poll through a spin window
@@ -32,7 +33,7 @@ Who may poll when:
   the session's doorbell between polls; a request submitted while nobody would read its answer
   wakes it (``PendingRequests.call_reader``), and so does a caller leaving requests pending
   that nobody waits for. An idle session costs ten wake-ups a second (the driver check);
-- otherwise (over UDP nothing rings, or another idle strategy was asked for) the poller thread
+- otherwise (no futexes, or another idle strategy was asked for) the poller thread
   polls with its idle strategy. ``PollerReads`` (the default): a waiting caller polls
   when the lock is free, for up to 1 ms, then blocks on its future; while callers sleep on the
   doorbell (rung, with a polling poller) the poller checks deadlines every millisecond.

@@ -38,7 +38,8 @@ after each answer, the threads that wait read the answers themselves (a caller o
 a consumer's ``poll()``), asleep on the doorbell between polls, and the poller keeps out of
 their way: it reads only answers nobody waits for, asleep on the doorbell until rung or its
 housekeeping is due (``client/_answer_readers.py``); an idle session costs ten wake-ups a
-second. Nothing rings over UDP: there it backs off from 1 us to 1 ms as
+second. Over UDP the session's own media driver rings the doorbell as answers land, the same
+way; without a rung doorbell (no futexes) it backs off from 1 us to 1 ms as
 ``backoff:0,0,1000,1000000``. Another strategy (``backoff:10,5,1000,1000000``, the consumer's
 default before) makes the poller poll with it; ``AEROMQ_CLIENT_SESSION_IDLE_STRATEGY``
 overrides it, to compare strategies."""

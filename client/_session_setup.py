@@ -6,8 +6,12 @@ broker's answer grants it.
 1. :meth:`SessionChannels.open`: the response subscription and the ingress publication (UDP
    channels get a term length, :func:`with_term_length`; a UDP response channel on port 0 a
    free port, :func:`resolve_response_channel`; response stream id 0 one unique among the
-   driver's clients, :func:`unique_stream_id`), over IPC the session's own doorbell (a counter
-   of the shared driver), then the wait until a broker's image of the ingress is connected;
+   driver's clients, :func:`unique_stream_id`), the session's own doorbell (a counter of the
+   driver: over IPC the broker's, which rings it after each answer; over UDP the client's own
+   when it runs in this process, whose receiver rings it as answers land, named by the response
+   subscription's ``doorbell`` parameter: ``locally_rung``; a driver of another process, which
+   may be of another kind, is not asked), then the wait until a broker's image of the ingress is
+   connected;
 2. the readers start on the subscription; :func:`connect_request` is sent as the first request
    (with the doorbell's counter id, credentials, the local reads wish);
 3. :meth:`SessionGrant.of` reads the answer: the broker's name and limits, the session timeout
@@ -36,6 +40,7 @@ from aeromq.transport.client import Aeron, Counter, ExclusivePublication, Subscr
 from aeromq.transport.concurrent import CountersReader
 from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, HAS_FUTEX, Doorbell
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.driver import MediaDriver, with_doorbell
 
 __all__ = [
     "SessionChannels",
@@ -50,8 +55,9 @@ __all__ = [
 
 class SessionChannels:
     """A session's transport resources: the response ``subscription``, the ingress
-    ``publication`` and, over IPC where futexes work, its own ``doorbell`` (a counter,
-    ``doorbell_counter``); with the response channel and stream id it names in the CONNECT.
+    ``publication`` and, where futexes work, its own ``doorbell`` (a counter,
+    ``doorbell_counter``; over UDP its driver rings it: ``locally_rung``); with the response
+    channel and stream id it names in the CONNECT.
 
     Caller: ``ClientSession``. Affects: the media driver (adds the publication, subscription
     and counter; :meth:`close` removes them)."""
@@ -61,6 +67,7 @@ class SessionChannels:
         "doorbell",
         "doorbell_counter",
         "ipc",
+        "locally_rung",
         "publication",
         "response_channel",
         "response_stream_id",
@@ -76,9 +83,11 @@ class SessionChannels:
         self.response_channel = ""
         self.response_stream_id = 0
         self.ipc = False
+        self.locally_rung = False
+        """Over UDP: the session's media driver rings :attr:`doorbell` when answers land."""
 
     def open(self, config: SessionConfig, deadline_ns: int) -> ExclusivePublication:
-        """Open the channels (and the doorbell over IPC), then wait until a broker is connected
+        """Open the doorbell and the channels, then wait until a broker is connected
         to the ingress, until ``deadline_ns`` (monotonic); returns the publication. Raises
         :class:`~client.BrokerUnavailableError`; what was opened stays, for :meth:`close`."""
         aeron = self._aeron
@@ -86,6 +95,17 @@ class SessionChannels:
         channel = with_term_length(resolve_response_channel(config.response_channel), term_length)
         stream_id = config.response_stream_id or unique_stream_id(aeron)
         self.response_channel, self.response_stream_id = channel, stream_id
+        self.ipc = is_ipc(config.ingress_channel)
+        # over UDP, a driver of this process (so of this package) rings the doorbell its
+        # subscription names; another kind of driver would ignore the name, and nobody rang
+        rung_here = channel.startswith("aeron:udp") and (
+            MediaDriver.in_process(aeron.context.aeron_dir) is not None
+        )
+        if self.ipc or rung_here:
+            self._open_doorbell(stream_id)
+        if not self.ipc and rung_here and self.doorbell is not None:
+            self.locally_rung = True  # the driver's receiver rings it as answers land
+            channel = with_doorbell(channel, self.doorbell.counter_id)
         try:
             self.subscription = aeron.add_subscription(channel, stream_id)
             self.publication = aeron.add_exclusive_publication(
@@ -100,9 +120,6 @@ class SessionChannels:
                 cause=str(exc),
             ) from exc
         publication = self.publication
-        self.ipc = is_ipc(config.ingress_channel)
-        if self.ipc:
-            self._open_doorbell(stream_id)
         idle = BackoffIdleStrategy(max_park_period_ns=1_000_000)
         while not publication.is_connected:
             if time.monotonic_ns() > deadline_ns:
@@ -148,7 +165,7 @@ def connect_request(config: SessionConfig, channels: SessionChannels) -> session
     )
     if config.credentials is not None:
         connect.user, connect.secret = config.credentials.user, config.credentials.secret
-    if channels.doorbell is not None:
+    if channels.doorbell is not None and channels.ipc:
         connect.doorbell_counter_id = channels.doorbell.counter_id
     if channels.ipc and config.local_reads:
         connect.local_reads = True

@@ -38,7 +38,7 @@ from aeromq.client.session import (
 from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
-from aeromq.transport.driver import MediaDriver, MediaDriverContext
+from aeromq.transport.driver import MediaDriver, MediaDriverContext, event_driven_context
 from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
 
 __all__ = ["FORMER_SESSION_LINGER_MS", "BrokerSessions", "is_local"]
@@ -265,8 +265,8 @@ class BrokerSessions:
         if self._aeron_dir is not None:
             return self._aeron_dir
         if self._driver is None:
-            self._driver = MediaDriver.launch_embedded(
-                MediaDriverContext.from_env(term_buffer_sparse_file=True)
+            self._driver = MediaDriver.launch_embedded(  # woken by its work, not a clock
+                event_driven_context(MediaDriverContext.from_env(term_buffer_sparse_file=True))
             )
         return self._driver.aeron_dir
 

@@ -43,7 +43,8 @@ answers itself, asleep on the session's doorbell between polls (a caller of
 :meth:`ClientSession.request` for its answer, after polling briefly while answers come back
 fast; a consumer's ``poll()`` for its pulls' answers, :meth:`ClientSession.read_until`), and the
 poller thread keeps out of its way, reading only answers nobody waits for
-(``_answer_readers.py``). Over UDP nothing rings: callers and the poller poll.
+(``_answer_readers.py``). Over UDP the broker rings nothing, but the session's own media
+driver rings its doorbell as each answer lands (``_session_setup.py``): the same readers.
 
 The envelope and its codec, shared with the broker, are :mod:`common`'s
 (:func:`~common.encode_envelope`): the body is serialised once and never copied into an
@@ -198,7 +199,8 @@ class ClientSession:
                 response_stream_id=channels.response_stream_id,
                 connect_timeout_ms=config.connect_timeout_ms,
             ) from exc
-        grant = SessionGrant.of(answer, config, doorbell, self._aeron.counters_reader)
+        ipc_doorbell = doorbell if channels.ipc else None  # the broker's to ring: IPC only
+        grant = SessionGrant.of(answer, config, ipc_doorbell, self._aeron.counters_reader)
         self.broker_name = grant.broker_name
         self.max_message_size = grant.max_message_size
         self.local_read_dir = grant.local_read_dir
@@ -206,7 +208,7 @@ class ClientSession:
         self.local_read_dir_id = grant.local_read_dir_id
         self._liveness.session_timeout_ms = grant.session_timeout_ms
         self._liveness.keepalive_interval_ms = grant.keepalive_interval_ms
-        self._reader.on_connected(grant.rung)
+        self._reader.on_connected(grant.rung or channels.locally_rung)
         self._sender.broker_doorbell = grant.broker_doorbell
 
     def close(self) -> None:
@@ -282,8 +284,9 @@ class ClientSession:
 
     @property
     def rung_by_broker(self) -> bool:
-        """Whether the broker rings this session's doorbell after each answer (IPC, a broker
-        with doorbells): its poller and waiting callers then sleep until rung."""
+        """Whether this session's doorbell is rung after each answer (IPC: by a broker with
+        doorbells; UDP: by the session's own media driver as the answer lands): its poller and
+        waiting callers then sleep until rung."""
         return self._reader.rung
 
     @property
@@ -345,8 +348,9 @@ class ClientSession:
     def wait(self, future: Future[_T], timeout_ms: int | None = None) -> _T:
         """The answer of ``future`` (from :meth:`request_async`), waiting up to ``timeout_ms``
         (default the config's request timeout) as :meth:`request` waits: reading answers on
-        this thread (``_answer_readers.py``: over IPC asleep on the session's doorbell between
-        polls; over UDP always with ``caller_reads``, else briefly); raises what the future
+        this thread (``_answer_readers.py``: asleep on the session's doorbell between polls,
+        which the broker rings over IPC and the session's driver over UDP; else polling, always
+        with ``caller_reads``, briefly without); raises what the future
         holds or :class:`~client.RequestTimeoutError`."""
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         self._reader.await_answer(future, timeout)
@@ -357,8 +361,8 @@ class ClientSession:
         here) until ``done()`` or ``deadline_ns`` (monotonic), asleep on the session's doorbell
         between polls: for a thread that waits for what the answers bring (a consumer's
         ``poll()``) and would otherwise be handed it by the poller thread. False at once when
-        the session is not read that way (not rung by the broker: over UDP; or called from a
-        callback of this session's answers). Another thread that makes ``done()`` true calls
+        the session is not read that way (its doorbell not rung: a driver without futexes; or
+        called from a callback of this session's answers). Another thread that makes ``done()`` true calls
         :meth:`wake_readers`. The poller thread keeps out of the way while this thread reads
         and for a second after (the caller is likely back)."""
         return self._reader.read_until(done, deadline_ns, LINGER_NS)

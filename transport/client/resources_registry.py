@@ -9,7 +9,8 @@ publication or counter is made here, an available image is mapped and added to i
 subscription (then the subscription's image handler runs), an unavailable one removed (its log
 lingers, :class:`~transport.client.log_buffers_registry.LogBuffersRegistry`), and an ON_ERROR
 becomes the ``RegistrationError`` a control call or :meth:`ResourcesRegistry.take_async`
-raises.
+raises. An exclusive UDP publication of a driver running in this process wakes that driver's
+sender after each offer (:mod:`~transport.client.waking_publications`).
 
 Caller: :class:`~transport.client.client_conductor.ClientConductor`, under the client lock
 (control calls, closes and the duty cycle). Affects: the resources' state (closed, images),
@@ -31,9 +32,11 @@ from aeromq.transport.client.image import Image
 from aeromq.transport.client.log_buffers_registry import LogBuffersRegistry
 from aeromq.transport.client.publication import Publication
 from aeromq.transport.client.subscription import Subscription
+from aeromq.transport.client.waking_publications import WakingExclusivePublication
 from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.concurrent.clock import NanoClock
+from aeromq.transport.concurrent.network_wakes import network_wake
 from aeromq.transport.concurrent.position import Position
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ Resource = Publication | Subscription | Counter
 """What the registry holds."""
 
 _R = TypeVar("_R", bound=Publication | Subscription | Counter)
+_UDP = "aeron:udp"
 
 
 @dataclass(slots=True)
@@ -273,8 +277,11 @@ class ResourcesRegistry:
         pending = self._pending_publications.pop(correlation_id, None)
         channel = pending.channel if pending is not None else ""
         log_buffers = self._logs.acquire(registration_id, log_file_name)
+        wake = network_wake(self._conductor.aeron_dir) if channel.startswith(_UDP) else None
         try:
-            kind = ExclusivePublication if exclusive else ConcurrentPublication
+            kind: type[Publication] = ConcurrentPublication
+            if exclusive:
+                kind = ExclusivePublication if wake is None else WakingExclusivePublication
             publication = kind(
                 self._conductor,
                 channel,
@@ -289,6 +296,8 @@ class ResourcesRegistry:
         except BaseException:
             self._logs.release(registration_id, self._nano_clock.time_ns())
             raise
+        if wake is not None and isinstance(publication, WakingExclusivePublication):
+            publication.wake_sender = wake  # its offers end its driver's sender's park
         self._by_registration_id[correlation_id] = publication
 
     def on_new_subscription(self, correlation_id: int, channel_status_id: int) -> None:

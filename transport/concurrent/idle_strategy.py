@@ -235,7 +235,8 @@ class BackoffIdleStrategy:
     longest (the deep park, else the max park): how long the thread may park at once, until the
     next of its timers is due, because all its other work ends a park when it comes (a waiter
     that returns for it). A longer time than the longest park is parked at once: an idle thread
-    wakes for its timers, not for the park's period.
+    wakes for its timers, not for the park's period. A settled park asks it at once (what it
+    waits for ends the park anyway), so a settled idle thread wakes for its timers only too.
     """
 
     __slots__ = (
@@ -364,6 +365,9 @@ class BackoffIdleStrategy:
             self.parked_ns = 0
         period = self.park_period_ns
         longest = self.deep_park_period_ns or self.max_park_period_ns
+        idle_for = self.idle_for
+        if idle_for is not None:  # settled, nothing is owed before the next timer either
+            longest = max(longest, idle_for())
         (self._park or time.sleep)(longest / 1e9)
         self.settled_parks += 1
         self.parked_ns += period

@@ -21,6 +21,7 @@ from aeromq.transport.driver.context import (
     default_aeron_dir,
     deny_termination,
 )
+from aeromq.transport.driver.event_driven_context import event_driven_context
 from aeromq.transport.driver.ipc.ipc_publication import IpcPublication, PublicationState
 from aeromq.transport.driver.media_driver import MediaDriver, NetworkBell
 from aeromq.transport.driver.system_counters import SystemCounter
@@ -31,6 +32,7 @@ from aeromq.transport.driver.udp.sender import Sender
 from aeromq.transport.driver.udp.udp_channel import UdpChannel
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.driver.udp.udp_streams import UdpStreams
+from aeromq.transport.driver.uri_params import with_doorbell
 
 __all__ = [
     "DriverConductor",
@@ -52,6 +54,8 @@ __all__ = [
     "allow_termination",
     "default_aeron_dir",
     "deny_termination",
+    "event_driven_context",
     "parse_duration_ns",
     "parse_size",
+    "with_doorbell",
 ]

@@ -22,7 +22,9 @@ Aeron's ``MediaDriver.launch`` / ``launchEmbedded``. Launching:
 A driver embedded in a process that also publishes and subscribes (a broker's replication)
 can wake its network thread and be woken by it, where over shared memory alone both sides would
 find each other's work only at their next timed poll: :meth:`MediaDriver.wake_network` ends the
-sender's park (an offer just made), and the receiver rings :attr:`MediaDriver.data_doorbell`
+sender's park (an offer just made; this process's clients call it after each offer to an
+exclusive network publication of this driver, found by its directory:
+:mod:`~transport.concurrent.network_wakes`), and the receiver rings :attr:`MediaDriver.data_doorbell`
 after each duty cycle that received data (an in-process subscriber sleeps on it);
 :attr:`MediaDriver.network_bell` is the wake in a doorbell's shape, for a ``RingBatch``. When
 every publisher wakes it so, ``MediaDriverContext.park_when_settled`` lets the network thread
@@ -86,6 +88,10 @@ from aeromq.transport.concurrent.idle_strategy import (
     BackoffIdleStrategy,
     IdleStrategy,
     SleepingIdleStrategy,
+)
+from aeromq.transport.concurrent.network_wakes import (
+    register_network_wake,
+    unregister_network_wake,
 )
 from aeromq.transport.concurrent.wake_socket import WAKE_SOCKET_FILE, bind_wake_socket
 from aeromq.transport.driver.aeron_dir import prepare_aeron_dir
@@ -273,6 +279,8 @@ class MediaDriver:
             if not shared:
                 self._add_runner(context.new_conductor_idle_strategy(), conductor)
         self._sender_waiter = sender.waiter
+        if sender.waiter is not None:  # this process's clients wake it after their UDP offers
+            register_network_wake(context.aeron_dir, sender.waiter.wake)
         self._waiters = [sender.waiter] if sender.waiter is not None else []
         if receiver.waiter is not None and receiver.waiter is not sender.waiter:
             self._waiters.append(receiver.waiter)
@@ -370,6 +378,8 @@ class MediaDriver:
         with self._lock:
             if self._closed:
                 return
+            if self._sender_waiter is not None:
+                unregister_network_wake(self.context.aeron_dir, self._sender_waiter.wake)
             for waiter in self._waiters:
                 waiter.wake()  # a thread parked until its next timer stops now
             for runner in self._runners:

@@ -13,7 +13,11 @@ Subscription: ``session-id``, ``tether``, ``sparse``, ``reliable``, ``rejoin``, 
 driver's own (not Aeron's, which ignores it): ``max-term-length``, the largest term a sender may
 give an image of this subscription (a power of two, 64 KiB to 1 GiB; default the driver's cap,
 :mod:`~transport.driver.udp.image_admission`), so a receiver that expects large terms (a
-replication follower) raises it for its own channel only.
+replication follower) raises it for its own channel only; and ``doorbell``, the id of a
+counter of this driver that holds a :class:`~transport.concurrent.Doorbell` (one of
+``DOORBELL_TYPE_ID``), which the receiver rings after each duty cycle that brought new data to
+an image of the subscription (UDP only: a subscriber asleep on it wakes as the bytes land,
+``transport/driver/udp/receiver.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = [
     "parse_channel",
     "publication_params",
     "subscription_params",
+    "with_doorbell",
 ]
 
 IPC_MEDIA = "ipc"
@@ -74,6 +79,14 @@ class SubscriptionParams:
     is_reliable: bool
     is_rejoin: bool
     max_term_length: int | None = None
+    doorbell_counter_id: int | None = None
+    """The ``doorbell`` parameter: a counter to ring when data comes (see module)."""
+
+
+def with_doorbell(channel: str, counter_id: int) -> str:
+    """``channel`` with this driver's ``doorbell`` parameter naming counter ``counter_id``: the
+    receiver rings that doorbell when data comes to the subscription (see module)."""
+    return f"{channel}{'|' if '?' in channel else '?'}doorbell={counter_id}"
 
 
 def parse_channel(channel: str) -> ChannelUri:
@@ -217,6 +230,14 @@ def _term_length(read: _Reader, key: str) -> int | None:
     return value
 
 
+def _counter_id(read: _Reader, key: str) -> int | None:
+    """A counter id parameter (``doorbell``): an int32 of at least 0; None if unset."""
+    value = read.int32(key)
+    if value is not None and value < 0:
+        raise read.fail(key, str(value), "a counter id is not negative")
+    return value
+
+
 def _position(read: _Reader, term_length: int) -> tuple[int | None, int, int]:
     initial_term_id = read.int32("init-term-id")
     term_id = read.int32("term-id")
@@ -255,4 +276,5 @@ def subscription_params(
         is_reliable=read.boolean("reliable", True),
         is_rejoin=read.boolean("rejoin", True),
         max_term_length=_term_length(read, "max-term-length"),
+        doorbell_counter_id=_counter_id(read, "doorbell"),
     )

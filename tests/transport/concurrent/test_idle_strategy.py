@@ -285,3 +285,17 @@ def test_should_park_the_longest_at_once_while_settled(monkeypatch: pytest.Monke
     plain.settled = lambda: True
     plain.idle(0)  # no deep park: the max park is the longest
     assert calls.log[4:] == ["park 8000"]
+
+
+def test_should_park_until_due_at_once_while_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settled and told how long until its next timer (``idle_for``), a thread parks that long
+    at once: what it waits for ends the park, so its timers alone wake it."""
+    calls = Calls(monkeypatch)
+    due = [500_000]
+    strategy = BackoffIdleStrategy(0, 0, 1_000, 8_000, 32_000, 10_000)
+    strategy.settled = lambda: True
+    strategy.idle_for = lambda: due[0]
+    strategy.idle(0)
+    due[0] = 0  # a stream or a timer due now: the longest park, as without it
+    strategy.idle(0)
+    assert calls.log == ["park 500000", "park 32000"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,3 +45,11 @@ def wait_until(predicate: Callable[[], object], timeout_s: float = 5.0, what: st
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout_s}s waiting for {what or predicate}")
         time.sleep(0.001)
+
+
+def free_udp_port() -> int:
+    """A UDP port of 127.0.0.1 free a moment ago (bound and let go)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMo
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.logbuffer import Header
 from aeromq.transport.testing.loss_generator import LossGenerator
+from tests.transport.driver.support import free_udp_port
 
 FAST = "sleep-ns:100000"
 PARK_1_S = "backoff:0,0,1000000000,1000000000"
@@ -30,13 +30,6 @@ SAMPLES = 5
 # Parked blind for 1 s, a message would wait 0.5 s on average: five all under this bound by
 # chance has a probability of 0.3 ** 5, 0.2%. Woken by the datagram, each takes milliseconds.
 MAX_LATENCY_S = 0.3
-
-
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _until(predicate: Callable[[], object], step: Callable[[], object], what: str) -> None:
@@ -89,7 +82,7 @@ def _connected(
 ) -> Iterator[tuple[ExclusivePublication, list[bytes], Callable[[], None]]]:
     """A UDP stream from ``tx_driver``'s client to ``rx_driver``'s, connected: its publication,
     the payloads received so far, and the poll that receives them."""
-    channel = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    channel = f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
     with (
         Aeron.connect(AeronContext(aeron_dir=tx_driver.aeron_dir)) as tx,
         Aeron.connect(AeronContext(aeron_dir=rx_driver.aeron_dir)) as rx,
@@ -148,8 +141,8 @@ def test_should_park_deep_beside_connected_idle_streams(shm_dir: Path) -> None:
         shared_idle_strategy=DEEP,
     )
     peer_context = MediaDriverContext(aeron_dir=str(shm_dir / "peer"), term_buffer_length=64 * 1024)
-    to_deep = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
-    to_peer = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    to_deep = f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
+    to_peer = f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
     with (
         MediaDriver.launch(deep_context) as deep_driver,
         MediaDriver.launch(peer_context) as peer_driver,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from aeromq.transport.concurrent.idle_strategy import SleepingIdleStrategy
+from aeromq.transport.driver.udp import socket_waiter
 from aeromq.transport.driver.udp.socket_waiter import MIN_POLL_PARK_S, SocketWaiter
 
 
@@ -145,6 +147,58 @@ def test_should_return_at_once_from_the_next_park_after_a_wake_that_found_it_bus
     waiter.close()
     waiter.close()
     waiter.wake()  # closed: a no-op
+
+
+def test_should_write_one_wake_until_a_park_drains_it(
+    receiver: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wakes coalesce: a publisher that wakes after every offer writes the eventfd once per
+    park of the thread, not once per offer; a wake after the park drained it writes again."""
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    writes: list[int] = []
+    write = os.eventfd_write
+
+    def counted(fd: int, value: int) -> None:
+        writes.append(value)
+        write(fd, value)
+
+    monkeypatch.setattr(socket_waiter.os, "eventfd_write", counted)
+    for _ in range(100):
+        waiter.wake()
+    assert len(writes) == 1
+    start = time.monotonic()
+    waiter.wait(5.0)  # ended by the wake, which it drains
+    waiter.wake()
+    waiter.wait(5.0)  # the wake after the drain ends this one too
+    assert time.monotonic() - start < 1.0
+    assert (len(writes), waiter.wakes) == (2, 2)
+    waiter.close()
+
+
+def test_should_not_lose_the_wakes_after_one_that_raced_the_drain(
+    receiver: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wake while the park drains the eventfd (another thread's, between the park's return
+    and its read) leaves no flag set behind it: the next wake still ends the next park."""
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    read = os.eventfd_read
+
+    def racing_read(fd: int) -> int:
+        waiter.wake()  # another thread, as the park drains
+        return read(fd)
+
+    monkeypatch.setattr(socket_waiter.os, "eventfd_read", racing_read)
+    waiter.wake()
+    waiter.wait(5.0)
+    monkeypatch.setattr(socket_waiter.os, "eventfd_read", read)
+    waiter.wait(0.01)  # whatever the race left, drained
+    waiter.wake()
+    start = time.monotonic()
+    waiter.wait(5.0)
+    assert time.monotonic() - start < 1.0
+    waiter.close()
 
 
 def test_should_be_quiet_only_after_a_park_that_timed_out_with_nothing_readable(

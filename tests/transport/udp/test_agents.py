@@ -157,6 +157,7 @@ class FakeImage:
         self.endpoint = endpoint
         self.work: list[int] = []
         self.released = False
+        self.doorbells: tuple[object, ...] = ()  # no subscription named one
 
     def do_work(self, now_ns: int) -> int:
         self.work.append(now_ns)

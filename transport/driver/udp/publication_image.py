@@ -14,13 +14,16 @@ The **receiver** (:meth:`insert_packet`, :meth:`do_work`):
 - rebuilds: scans from rcv-pos to rcv-hwm for the first gap
   (:class:`~transport.driver.udp.loss_detector.LossDetector`), moves rcv-pos to it, and for a gap
   that lasts past the NAK delay sends a NAK (or, for ``reliable=false``, pads over it);
+- rings the doorbells its subscriptions' channels name (:meth:`ring_doorbells`, after a duty
+  cycle that received data) when the rebuild position moved since the last ring: a subscriber
+  asleep on one wakes once per cycle that gave it something to read;
 - sends a status message (consumed position = the slowest subscriber, window = the receiver
   window) when the subscribers have moved a quarter window past the last one, and at least
   every status message timeout; with the EOS flag once the image is draining. It cleans the
   term a whole term behind the slowest subscriber.
 
-The **conductor** (:meth:`on_time_event`, :meth:`add_subscriber`, :meth:`remove_subscriber`)
-runs the life cycle: ACTIVE until there is no subscriber, no packet for the liveness timeout,
+The **conductor** (:meth:`on_time_event`, :meth:`add_subscriber`, :meth:`remove_subscriber`,
+:meth:`add_doorbell`) runs the life cycle: ACTIVE until there is no subscriber, no packet for the liveness timeout,
 or the stream ended and everything was rebuilt; DRAINING until the subscribers have read all of
 it (and a few EOS status messages went out); LINGER, when subscribers are told the image is
 gone, until they let go or the liveness timeout; DONE, when the conductor frees it.
@@ -31,6 +34,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
+from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.driver.log_factory import delete_log
 from aeromq.transport.driver.subscriber_position import (
     ImageListener,
@@ -155,6 +159,7 @@ class PublicationImage:
         self._time_of_last_activity_ns = now_ns
         self._active_transport_count = -1
         self.clean_position = initial_position
+        self._rung_position = initial_position
 
         # Shared: the receiver writes, the conductor reads.
         self.time_of_last_packet_ns = now_ns
@@ -162,8 +167,11 @@ class PublicationImage:
         self.is_sending_eos_sm = False
         self.has_receiver_released = False
         self.subscribers: list[SubscriberPosition] = []
+        self.doorbells: tuple[Doorbell, ...] = ()
+        """Rung by the receiver when new data can be read (the conductor replaces the tuple)."""
 
         # Conductor fields.
+        self._doorbells_by_counter: dict[int, Doorbell] = {}
         self.state = ImageState.ACTIVE
         self.time_of_last_state_change_ns = now_ns
         self.listener: ImageListener[PublicationImage] | None = None
@@ -289,6 +297,15 @@ class PublicationImage:
             self._sm_pending = True
         return work_count
 
+    def ring_doorbells(self) -> None:
+        """Ring :attr:`doorbells` if the rebuild position moved since the last ring (see
+        module). Receiver thread, after :meth:`do_work` in a cycle that received data."""
+        position = self._rcv_pos
+        if position != self._rung_position:
+            self._rung_position = position
+            for bell in self.doorbells:
+                bell.ring()
+
     def _send_status_message(self, now_ns: int) -> int:
         self._sm_pending = False
         self._time_of_last_sm_ns = now_ns
@@ -361,8 +378,17 @@ class PublicationImage:
         """Track a subscriber's sub-pos (the list is replaced, so the receiver reads it safely)."""
         self.subscribers = [*self.subscribers, subscriber]
 
+    def add_doorbell(self, counter_id: int, doorbell: Doorbell) -> None:
+        """Ring ``doorbell`` when new data can be read, until the sub-pos ``counter_id`` is
+        removed (the tuple is replaced, so the receiver reads it safely)."""
+        self._doorbells_by_counter[counter_id] = doorbell
+        self.doorbells = tuple(self._doorbells_by_counter.values())
+
     def remove_subscriber(self, counter_id: int) -> SubscriberPosition | None:
-        """Stop tracking the sub-pos ``counter_id``; the caller frees the counter."""
+        """Stop tracking the sub-pos ``counter_id`` (and ringing its doorbell); the caller
+        frees the counter."""
+        if self._doorbells_by_counter.pop(counter_id, None) is not None:
+            self.doorbells = tuple(self._doorbells_by_counter.values())
         for subscriber in self.subscribers:
             if subscriber.counter_id == counter_id:
                 self.subscribers = [s for s in self.subscribers if s is not subscriber]

@@ -20,7 +20,11 @@ send one every 100-200 ms, and counting them kept the thread out of its deep par
 A duty cycle that received data (not keepalives) rings :attr:`Receiver.data_doorbell` when one
 is set (a process-local :class:`~transport.concurrent.Doorbell` of the driver, see
 :attr:`~transport.driver.MediaDriver.data_doorbell`), once at its end: a subscriber of the same
-process asleep on it wakes as the bytes land, not at its next timed poll.
+process asleep on it wakes as the bytes land, not at its next timed poll. In the same cycle
+each image rings the doorbells its subscriptions' channels name (``doorbell``, a counter of
+the driver: any process of the driver may sleep on it) if it has new data to read
+(:meth:`~transport.driver.udp.publication_image.PublicationImage.ring_doorbells`), so a
+subscriber in another process, or one that sleeps on a doorbell of its own, wakes the same way.
 
 It counts ``Bytes received`` and tracks its longest cycle (``Receiver max cycle time``).
 Nothing a peer sends can raise out of it: bad datagrams are counted and dropped by the
@@ -104,8 +108,12 @@ class Receiver:
         for image in self.images:
             work_count += image.do_work(now_ns)
         data_bytes = bytes_received - keepalive_bytes
-        if data_bytes > 0 and self.data_doorbell is not None:
-            self.data_doorbell.ring()
+        if data_bytes > 0:
+            if self.data_doorbell is not None:
+                self.data_doorbell.ring()
+            for image in self.images:
+                if image.doorbells:
+                    image.ring_doorbells()
         return work_count + data_bytes
 
     def owes_soon(self) -> bool:

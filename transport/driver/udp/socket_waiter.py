@@ -25,8 +25,15 @@ goes through ten of them after each piece of work before its parks reach 1 ms.
 An in-process publisher can end the park too: :meth:`SocketWaiter.wake` (any thread) writes
 to an ``eventfd`` the poll also waits on, so the sender sends a publication's new data at once
 rather than after the park (an embedded driver's replication publisher rings it after its
-offers: :meth:`~transport.driver.MediaDriver.wake_network`). A wake that finds the thread busy
-costs one ``write``; the next park returns at once and drains it. Another process's client
+offers: :meth:`~transport.driver.MediaDriver.wake_network`; a client's offer to a network
+publication of a driver in its process: ``transport.concurrent.network_wakes``). A wake that
+finds the thread busy costs one ``write``; the next park returns at once and drains it. Wakes
+coalesce: until a park drains the eventfd, further wakes write nothing (a flag the park clears
+after it read the eventfd: a wake that finds the flag still set wrote its work before the
+park ended, and the duty cycle that follows sees it; cleared before the read, a wake between
+the clear and the read would be drained with the flag left set, and no wake would write
+again), so a publisher that wakes after every offer pays one ``write`` per duty cycle of the
+thread, not one per offer. Another process's client
 ends it the same way, through a wake socket the poll also waits on
 (:meth:`SocketWaiter.add_wake_socket`, ``transport.concurrent.wake_socket``).
 
@@ -79,6 +86,7 @@ class SocketWaiter:
         "_fds",
         "_poll",
         "_selected",
+        "_wake_pending",
         "_wake_sockets",
         "look_after_work",
         "quiet",
@@ -100,6 +108,7 @@ class SocketWaiter:
         """The last idle parked here until its timeout and no socket was readable (see module)."""
         self.wakes = 0
         """Parks a :meth:`wake` ended (or found pending)."""
+        self._wake_pending = False  # written to the eventfd, not yet drained (see module)
         self.look_after_work = False
         """After a cycle that worked (no park follows), poll the sockets without waiting and
         set :attr:`quiet` when none is readable (see module): for a thread whose cycles after
@@ -148,7 +157,8 @@ class SocketWaiter:
 
     def wake(self) -> None:
         """End the current or next park at once (any thread; see module)."""
-        if not self._closed:
+        if not self._closed and not self._wake_pending:
+            self._wake_pending = True
             with contextlib.suppress(OSError):  # the counter is full
                 os.eventfd_write(self._eventfd, 1)
 
@@ -174,6 +184,7 @@ class SocketWaiter:
             if fd == eventfd:
                 with contextlib.suppress(OSError):  # drained by a racing wait: nothing to read
                     os.eventfd_read(eventfd)
+                self._wake_pending = False  # after the read (see module)
             elif fd in wake_sockets:
                 drain_wake_socket(wake_sockets[fd])
             else:

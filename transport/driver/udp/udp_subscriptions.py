@@ -25,7 +25,11 @@ Aeron's ``aeron_driver_conductor_on_add_network_subscription``,
   once the receiver has let go) its sub-pos counters, counters and file are freed;
 - REMOVE_SUBSCRIPTION (or the client's end) unlinks it; an endpoint with no subscription and no
   image left is taken from the receiver and closed once the receiver has let go (revived if a
-  subscription names it again before then, so a subscriber that restarts at once finds its port).
+  subscription names it again before then, so a subscriber that restarts at once finds its port);
+- a subscription whose channel names a ``doorbell`` (a counter of this driver holding one)
+  hands it to each image it is linked to, which the receiver rings after each duty cycle that
+  brought the image new data (``receiver.py``); a counter that holds no doorbell is refused
+  (``INVALID_CHANNEL``).
 """
 
 from __future__ import annotations
@@ -33,8 +37,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from aeromq.transport.command import ErrorCode
 from aeromq.transport.concurrent.counters_manager import CountersManager
+from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.driver.client_proxy import ClientProxy
+from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.log_allocator import LogAllocator, LogRequest
 from aeromq.transport.driver.log_factory import create_log, delete_log
@@ -125,10 +132,11 @@ class UdpSubscriptions:
         now_ns: int,
     ) -> NetworkSubscriptionLink:
         """Register the subscription, answer, and link it to the images it matches."""
+        doorbell = self._doorbell(channel, params.doorbell_counter_id)
         udp_channel = open_udp_channel(channel, self._settings)
         endpoint = self._get_or_create_endpoint(udp_channel, registration_id)
         link = NetworkSubscriptionLink(
-            registration_id, client_id, stream_id, channel, endpoint, params
+            registration_id, client_id, stream_id, channel, endpoint, params, doorbell
         )
         self.subscriptions.append(link)
         session_id = params.session_id
@@ -147,6 +155,20 @@ class UdpSubscriptions:
             ):
                 self._link(link, image, now_ns)
         return link
+
+    def _doorbell(self, channel: str, counter_id: int | None) -> Doorbell | None:
+        """The doorbell of the channel's ``doorbell`` counter (see module); None if unset."""
+        if counter_id is None:
+            return None
+        if not Doorbell.is_doorbell_counter(self._counters, counter_id):
+            raise command_error(
+                ErrorCode.INVALID_CHANNEL,
+                "invalid channel parameter: not a doorbell counter",
+                channel=channel,
+                key="doorbell",
+                value=counter_id,
+            )
+        return Doorbell.for_counter(self._counters, counter_id)
 
     def remove_subscription(self, registration_id: int) -> bool:
         """Unlink and forget the subscription; False if there is none with that id."""
@@ -176,6 +198,8 @@ class UdpSubscriptions:
     def _link(self, link: NetworkSubscriptionLink, image: PublicationImage, now_ns: int) -> None:
         join_position = image.rcv_pos.get_volatile()
         subscriber = link.link(self._counters, image, join_position, image.correlation_id, now_ns)
+        if link.doorbell is not None:
+            image.add_doorbell(subscriber.counter_id, link.doorbell)
         self.on_image_available(image, subscriber)
 
     # ----------------------------------------------------------------------------------------
