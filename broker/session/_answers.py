@@ -27,14 +27,22 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.broker.session._answer_envelopes import answer_envelope, error_envelope
 from aeromq.broker.session._lifecycle import SessionLifecycle
 from aeromq.broker.session._session import ServerSession, SessionState
-from aeromq.common import ANSWER_TOO_LONG, RESPONSE_FIELD_NUMBERS, PullAnswer, ResponseCode
+from aeromq.common import (
+    ANSWER_TOO_LONG,
+    RESPONSE_FIELD_NUMBERS,
+    PullAnswer,
+    ResponseCode,
+    StoredSendAnswer,
+)
 
 __all__ = ["AnswerWriter", "Completion"]
 
 _MS: Final = 1_000_000
 _PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
 
-Completion = tuple[ServerSession, int, int, ProtoMessage | PullAnswer]
+Answer = ProtoMessage | PullAnswer | StoredSendAnswer
+"""A processor's answer to a request (a stored send's and a found pull's written natively)."""
+Completion = tuple[ServerSession, int, int, Answer]
 """An answer to send: (session, correlation id, response field number, response)."""
 
 
@@ -47,19 +55,19 @@ class AnswerWriter(SessionLifecycle):
 
     def _completion(
         self, session: ServerSession, correlation_id: int, field: int
-    ) -> Callable[[ProtoMessage | PullAnswer], None]:
+    ) -> Callable[[Answer], None]:
         append = self._completions.append
         bell = self.doorbell
         if bell is None:
 
-            def complete(response: ProtoMessage | PullAnswer) -> None:
+            def complete(response: Answer) -> None:
                 append((session, correlation_id, field, response))
 
             return complete
         ring = bell.ring
         get_ident = threading.get_ident
 
-        def complete_and_ring(response: ProtoMessage | PullAnswer) -> None:
+        def complete_and_ring(response: Answer) -> None:
             append((session, correlation_id, field, response))
             if get_ident() != self._thread_ident:  # another thread: the agent may sleep
                 ring()

@@ -114,5 +114,17 @@ def pull_answer(
     pieces: Sequence[_P],
     /,
 ) -> tuple[list[bytes | _P] | bytes, int]: ...
+def send_fields(cls: type[_A], data: Buffer, /) -> _A | None: ...
+def stored_send(
+    correlation_id: int,
+    session_id: int,
+    queue_id: int,
+    base_queue_offset: int,
+    message_count: int,
+    base_commit_log_offset: int,
+    store_host: str,
+    broker_name: str,
+    /,
+) -> bytes: ...
 def crc32(data: Buffer) -> int: ...
 def use_clmul(on: bool, /) -> bool: ...

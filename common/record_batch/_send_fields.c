@@ -1,0 +1,210 @@
+/*
+ * The broker's side of a send's envelope in aeromq.common.record_batch._native:
+ * ``send_fields``, a send request read into its fields, and ``stored_send``, a stored send's
+ * answer written.
+ *
+ * Why it exists
+ * -------------
+ * A one-at-a-time producer's send reached the broker's send processor through a protobuf parse
+ * of the whole ``TransportRequest`` (its batch copied into the message, and out again on the
+ * processor's read), and its answer left as a ``SendMessageResponse`` whose fields were set one
+ * by one, copied into a ``TransportResponse`` and serialised: some fifteen calls of the broker's
+ * a send (``docs/latency.md``, "A send in fewer calls at the broker"). Each is one pass here.
+ *
+ * What it does
+ * ------------
+ *   send_fields(cls, data) -> cls | None
+ *       a serialised ``TransportRequest`` (``common/_envelope.py``) whose body is ``send``
+ *       (field 13) and which holds no other field: its ``(correlation_id, session_id,
+ *       producer_group, topic, queue_id, batch)`` as an instance of ``cls`` (a tuple type of six
+ *       items: ``common/_stored_send.SendRequestFields``), the batch as ``bytes``. Anything
+ *       else, None: another body, an unknown field or wire type, a varint cut or too long, a
+ *       string that is not UTF-8. The caller then parses it with protobuf, which raises or
+ *       reports what is wrong. ``read_send_request_py`` (``common/_stored_send.py``) is the same
+ *       over protobuf, the reference a test holds this to. Read as protobuf reads it: fields in
+ *       any order, a scalar's last value wins, the body's occurrences merge, an i32 is the low
+ *       32 bits of its varint.
+ *   stored_send(correlation_id, session_id, queue_id, base_queue_offset, message_count,
+ *               base_commit_log_offset, store_host, broker_name) -> bytes
+ *       the ``TransportResponse`` whose ``SendMessageResponse`` (field 11) holds those six
+ *       fields and nothing else (no status, SEND_OK): byte for byte protobuf's serialisation,
+ *       every field at its default (0, "") left out, the ids too, an i32 sign-extended to ten
+ *       bytes:
+ *
+ *   0x08 correlation id | 0x10 session id | 0x5A body length | 0x20 queue id |
+ *     0x28 base queue offset | 0x30 count | 0x38 base commit log offset |
+ *     0x42 store host | 0x4A broker name
+ */
+#include "_protobuf_wire.h"
+
+#define SEND_REQUEST_ITEMS 6
+#define REQUEST_SEND_FIELD 13 /* TransportRequest.send */
+#define RESPONSE_SEND_FIELD 11 /* TransportResponse.send */
+
+/* SendMessageRequest (messages.proto), its fields by number (4 is reserved). */
+enum {
+    PRODUCER_GROUP_FIELD = 1,
+    TOPIC_FIELD = 2,
+    QUEUE_ID_FIELD = 3,
+    BATCH_FIELD = 5,
+};
+
+/* SendMessageResponse (messages.proto): the fields a stored send's answer sets. */
+enum {
+    ANSWER_QUEUE_ID_FIELD = 4,
+    ANSWER_BASE_QUEUE_OFFSET_FIELD,
+    ANSWER_MESSAGE_COUNT_FIELD,
+    ANSWER_BASE_COMMIT_LOG_OFFSET_FIELD,
+    ANSWER_STORE_HOST_FIELD,
+    ANSWER_BROKER_NAME_FIELD,
+};
+
+typedef struct {
+    Cursor group, topic, batch;
+    int64_t queue_id;
+} SendFields;
+
+/* One occurrence of the body into ``f`` (merged over what an earlier one set): 0, or -1 for a
+ * field or wire type it does not know or a value that does not read. */
+static int
+read_send(Cursor c, void *fields)
+{
+    SendFields *f = fields;
+    while (c.p < c.end) {
+        uint64_t tag, value;
+        if (read_varint(&c, &tag) < 0)
+            return -1;
+        uint64_t field = tag >> 3, wire = tag & 7;
+        if (wire == WIRE_LENGTH_DELIMITED) {
+            Cursor *span;
+            if (field == PRODUCER_GROUP_FIELD)
+                span = &f->group;
+            else if (field == TOPIC_FIELD)
+                span = &f->topic;
+            else if (field == BATCH_FIELD)
+                span = &f->batch;
+            else
+                return -1;
+            if (read_span(&c, span) < 0)
+                return -1;
+            continue;
+        }
+        if (wire != WIRE_VARINT || field != QUEUE_ID_FIELD || read_varint(&c, &value) < 0)
+            return -1;
+        f->queue_id = (int32_t)(uint32_t)value;
+    }
+    return 0;
+}
+
+PyObject *
+send_fields_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    Py_buffer data;
+    if (reader_args(args, nargs, "send_fields", &data) < 0)
+        return NULL;
+    PyObject *cls = args[0];
+    Cursor c = {data.buf, (const unsigned char *)data.buf + data.len};
+    uint64_t ids[2];
+    SendFields f;
+    memset(&f, 0, sizeof(f));
+    PyObject *items[SEND_REQUEST_ITEMS];
+    PyObject *out = NULL;
+    if (read_envelope(c, REQUEST_SEND_FIELD, read_send, &f, ids) < 0) {
+        out = Py_NewRef(Py_None); /* a pull, the other bodies, anything unknown */
+        goto done;
+    }
+    items[0] = PyLong_FromLongLong((long long)(int64_t)ids[0]);
+    items[1] = PyLong_FromLongLong((long long)(int64_t)ids[1]);
+    items[2] = text_of(f.group);
+    items[3] = text_of(f.topic);
+    items[4] = PyLong_FromLongLong(f.queue_id);
+    items[5] = f.batch.p == NULL
+                   ? PyBytes_FromStringAndSize(NULL, 0)
+                   : PyBytes_FromStringAndSize((const char *)f.batch.p, f.batch.end - f.batch.p);
+    out = tuple_of_items(cls, items, SEND_REQUEST_ITEMS);
+done:
+    PyBuffer_Release(&data);
+    return out;
+}
+
+/* A str argument's UTF-8 bytes: 0, or -1 with a TypeError (or the encoder's error). */
+static int
+utf8_of(PyObject *value, const char *name, const char **text, Py_ssize_t *length)
+{
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", name,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    *text = PyUnicode_AsUTF8AndSize(value, length);
+    return *text == NULL ? -1 : 0;
+}
+
+PyObject *
+stored_send_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "stored_send() takes 8 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    static const char *const names[] = {
+        "correlation_id", "session_id", "queue_id", "base_queue_offset", "message_count",
+        "base_commit_log_offset",
+    };
+    uint64_t v[6];
+    for (int i = 0; i < 6; i++)
+        if (u64_mask_of(args[i], names[i], &v[i]) < 0)
+            return NULL;
+    /* the i32s as protobuf writes them: sign-extended to 64 bits */
+    v[2] = (uint64_t)(int64_t)(int32_t)(uint32_t)v[2];
+    v[4] = (uint64_t)(int64_t)(int32_t)(uint32_t)v[4];
+    const char *host, *name;
+    Py_ssize_t host_length, name_length;
+    if (utf8_of(args[6], "store_host", &host, &host_length) < 0
+        || utf8_of(args[7], "broker_name", &name, &name_length) < 0)
+        return NULL;
+    Py_ssize_t body_length = 0;
+    for (int i = 2; i < 6; i++)
+        if (v[i])
+            body_length += 1 + varint_length(v[i]);
+    if (host_length)
+        body_length += 1 + varint_length((uint64_t)host_length) + host_length;
+    if (name_length)
+        body_length += 1 + varint_length((uint64_t)name_length) + name_length;
+    Py_ssize_t length = 1 + varint_length((uint64_t)body_length) + body_length;
+    for (int i = 0; i < 2; i++)
+        if (v[i])
+            length += 1 + varint_length(v[i]);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, length);
+    if (out == NULL)
+        return NULL;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
+    for (int i = 0; i < 2; i++) {
+        if (v[i]) {
+            *p++ = TAG(i + 1, WIRE_VARINT); /* correlation id 1, session id 2 */
+            p = put_varint(p, v[i]);
+        }
+    }
+    *p++ = TAG(RESPONSE_SEND_FIELD, WIRE_LENGTH_DELIMITED);
+    p = put_varint(p, (uint64_t)body_length);
+    for (int i = 2; i < 6; i++) {
+        if (v[i]) {
+            *p++ = TAG(ANSWER_QUEUE_ID_FIELD + i - 2, WIRE_VARINT);
+            p = put_varint(p, v[i]);
+        }
+    }
+    if (host_length) {
+        *p++ = TAG(ANSWER_STORE_HOST_FIELD, WIRE_LENGTH_DELIMITED);
+        p = put_varint(p, (uint64_t)host_length);
+        memcpy(p, host, (size_t)host_length);
+        p += host_length;
+    }
+    if (name_length) {
+        *p++ = TAG(ANSWER_BROKER_NAME_FIELD, WIRE_LENGTH_DELIMITED);
+        p = put_varint(p, (uint64_t)name_length);
+        memcpy(p, name, (size_t)name_length);
+    }
+    return out;
+}
