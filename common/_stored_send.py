@@ -137,14 +137,8 @@ def stored_send_envelope_py(
     return envelope.SerializeToString()
 
 
-def _stored_send_envelope_native(
-    correlation_id: int, session_id: int, answer: StoredSendAnswer
-) -> bytes:
-    return _native.stored_send(correlation_id, session_id, *answer)
-
-
-stored_send_envelope: Final = (
-    stored_send_envelope_py if _native is None else _stored_send_envelope_native
+stored_send_envelope: Final[Callable[[int, int, StoredSendAnswer], bytes]] = (
+    stored_send_envelope_py if _native is None else _native.stored_send
 )
 """``(correlation_id, session_id, answer) -> bytes``: the envelope of a
-:class:`StoredSendAnswer` (see module), in one native call when built."""
+:class:`StoredSendAnswer` (see module), in one native call when built (no Python frame)."""

@@ -142,6 +142,7 @@ class SendProcessor:
         # framing beside it (RocketMQ caps a batch's encoding)
         self.max_batch_bytes = max_message_size + BATCH_FRAMING_ALLOWANCE
         self._topics: dict[str, bytes] = {}
+        self._writable: dict[str, TopicConfig] = {}  # topics' configs found writable
         self.auto_create_topic = auto_create_topic
         self.default_queue_nums = default_queue_nums
         self.max_unflushed_bytes = max_unflushed_bytes
@@ -188,7 +189,7 @@ class SendProcessor:
         topic, queue_id = checked, request.queue_id
         check, problem = check_batch(
             batch,
-            topic=self._topic_bytes(topic),
+            topic=self._topics.get(topic) or self._topic_bytes(topic),
             max_body_length=self.max_message_size,
             max_body_total=self.max_message_size,
         )
@@ -325,8 +326,12 @@ class SendProcessor:
                     self._created.pop(topic, None)
 
                 store.update_topic_config(config, applied)
-        if not config.is_writeable:
-            return ResponseCode.NO_PERMISSION, f"topic is not writable: topic={topic!r}"
+        if config is not self._writable.get(topic):  # (a frozen config, checked once)
+            if not config.is_writeable:
+                return ResponseCode.NO_PERMISSION, f"topic is not writable: topic={topic!r}"
+            if len(self._writable) >= _TOPIC_CACHE_LIMIT:
+                self._writable.clear()
+            self._writable[topic] = config
         queue_id = request.queue_id
         if not -1 <= queue_id < config.write_queue_nums:
             return (

@@ -33,12 +33,14 @@ from aeromq.common import (
     PullAnswer,
     ResponseCode,
     StoredSendAnswer,
+    stored_send_envelope,
 )
 
 __all__ = ["AnswerWriter", "Completion"]
 
 _MS: Final = 1_000_000
 _PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
+_stored_send: Final = stored_send_envelope
 
 Answer = ProtoMessage | PullAnswer | StoredSendAnswer
 """A processor's answer to a request (a stored send's and a found pull's written natively)."""
@@ -80,6 +82,11 @@ class AnswerWriter(SessionLifecycle):
         while completions:
             session, correlation_id, field, response = completions.popleft()
             if session.state is SessionState.CLOSED:
+                continue
+            if type(response) is StoredSendAnswer:  # a stored send's: tens of bytes, one C call
+                stored = _stored_send(correlation_id, session.session_id, response)
+                self._respond(session, stored, now_ns)
+                sent += 1
                 continue
             data, length = answer_envelope(correlation_id, session.session_id, field, response)
             publication = session.publication

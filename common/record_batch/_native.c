@@ -92,8 +92,9 @@ static PyMethodDef methods[] = {
     {"send_fields", (PyCFunction)(void (*)(void))send_fields_read, METH_FASTCALL,
      "send_fields(cls, data) -> cls | None: a send request's fields, read without protobuf."},
     {"stored_send", (PyCFunction)(void (*)(void))stored_send_encode, METH_FASTCALL,
-     "stored_send(correlation_id, session_id, queue_id, base_queue_offset, message_count, "
-     "base_commit_log_offset, store_host, broker_name) -> bytes: a stored send's answer."},
+     "stored_send(correlation_id, session_id, answer) -> bytes: a stored send's answer, "
+     "answer (queue_id, base_queue_offset, message_count, base_commit_log_offset, store_host, "
+     "broker_name)."},
     {"crc32", (PyCFunction)columns_crc32, METH_O,
      "crc32(data) -> int: zlib.crc32 of data, as the passes compute it."},
     {"use_clmul", (PyCFunction)crc32_use_clmul, METH_O,

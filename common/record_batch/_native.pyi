@@ -116,15 +116,7 @@ def pull_answer(
 ) -> tuple[list[bytes | _P] | bytes, int]: ...
 def send_fields(cls: type[_A], data: Buffer, /) -> _A | None: ...
 def stored_send(
-    correlation_id: int,
-    session_id: int,
-    queue_id: int,
-    base_queue_offset: int,
-    message_count: int,
-    base_commit_log_offset: int,
-    store_host: str,
-    broker_name: str,
-    /,
+    correlation_id: int, session_id: int, answer: tuple[int, int, int, int, str, str], /
 ) -> bytes: ...
 def crc32(data: Buffer) -> int: ...
 def use_clmul(on: bool, /) -> bool: ...

@@ -24,10 +24,12 @@
  *       over protobuf, the reference a test holds this to. Read as protobuf reads it: fields in
  *       any order, a scalar's last value wins, the body's occurrences merge, an i32 is the low
  *       32 bits of its varint.
- *   stored_send(correlation_id, session_id, queue_id, base_queue_offset, message_count,
- *               base_commit_log_offset, store_host, broker_name) -> bytes
- *       the ``TransportResponse`` whose ``SendMessageResponse`` (field 11) holds those six
- *       fields and nothing else (no status, SEND_OK): byte for byte protobuf's serialisation,
+ *   stored_send(correlation_id, session_id, answer) -> bytes
+ *       ``answer`` a tuple of six items, ``(queue_id, base_queue_offset, message_count,
+ *       base_commit_log_offset, store_host, broker_name)`` (``common/_stored_send.
+ *       StoredSendAnswer``): the ``TransportResponse`` whose ``SendMessageResponse`` (field 11)
+ *       holds those six fields and nothing else (no status, SEND_OK): byte for byte protobuf's
+ *       serialisation,
  *       every field at its default (0, "") left out, the ids too, an i32 sign-extended to ten
  *       bytes:
  *
@@ -145,25 +147,38 @@ PyObject *
 stored_send_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "stored_send() takes 8 arguments (%zd given)", nargs);
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "stored_send() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *answer = args[2];
+    if (!PyTuple_Check(answer) || PyTuple_GET_SIZE(answer) != 6) {
+        PyErr_SetString(PyExc_TypeError, "stored_send() needs an answer of six items");
         return NULL;
     }
     static const char *const names[] = {
         "correlation_id", "session_id", "queue_id", "base_queue_offset", "message_count",
         "base_commit_log_offset",
     };
+    PyObject *ints[6] = {
+        args[0],
+        args[1],
+        PyTuple_GET_ITEM(answer, 0),
+        PyTuple_GET_ITEM(answer, 1),
+        PyTuple_GET_ITEM(answer, 2),
+        PyTuple_GET_ITEM(answer, 3),
+    };
     uint64_t v[6];
     for (int i = 0; i < 6; i++)
-        if (u64_mask_of(args[i], names[i], &v[i]) < 0)
+        if (u64_mask_of(ints[i], names[i], &v[i]) < 0)
             return NULL;
     /* the i32s as protobuf writes them: sign-extended to 64 bits */
     v[2] = (uint64_t)(int64_t)(int32_t)(uint32_t)v[2];
     v[4] = (uint64_t)(int64_t)(int32_t)(uint32_t)v[4];
     const char *host, *name;
     Py_ssize_t host_length, name_length;
-    if (utf8_of(args[6], "store_host", &host, &host_length) < 0
-        || utf8_of(args[7], "broker_name", &name, &name_length) < 0)
+    if (utf8_of(PyTuple_GET_ITEM(answer, 4), "store_host", &host, &host_length) < 0
+        || utf8_of(PyTuple_GET_ITEM(answer, 5), "broker_name", &name, &name_length) < 0)
         return NULL;
     Py_ssize_t body_length = 0;
     for (int i = 2; i < 6; i++)

@@ -136,10 +136,12 @@ def test_should_write_a_stored_send_answer_byte_for_byte_as_protobuf(
 
 def test_should_refuse_stored_send_arguments_of_the_wrong_type() -> None:
     with pytest.raises(TypeError):
-        native.stored_send(1, 2, 0, 0, 1, 0, b"host", "name")  # type: ignore[arg-type]
+        native.stored_send(1, 2, (0, 0, 1, 0, b"host", "name"))  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        native.stored_send(1, 2, "0", 0, 1, 0, "host", "name")  # type: ignore[arg-type]
+        native.stored_send(1, 2, ("0", 0, 1, 0, "host", "name"))  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        native.stored_send(1, 2, 0, 0, 1, 0, "host")  # type: ignore[call-arg]
+        native.stored_send(1, 2, (0, 0, 1, 0, "host"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        native.stored_send(1, 2, [0, 0, 1, 0, "host", "name"])  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         native.send_fields(dict, b"")  # type: ignore[type-var]
