@@ -10,6 +10,12 @@ thread, rings the agent's doorbell. Each duty cycle sends what completed
 (:meth:`AnswerWriter._flush_backlogs`); a session whose answers back up past
 ``max_backlog_responses``, or stay stuck for the session timeout, is closed.
 
+An answer in pieces (a pull's envelope around its stored batches) that fits one frame is
+joined before it is offered: the copy of a few hundred bytes costs less than the vectored
+offer's dozen Python calls, and the one-frame offer is one native call
+(``transport/logbuffer/_term_io.c``); a longer one is offered vectored, its batches not copied
+first.
+
 Caller: ``SessionAgent`` (one of its roles, see ``broker.session._lifecycle``), and its request
 dispatch (``_dispatch``), which answers keepalives and refusals through
 :meth:`AnswerWriter._respond`.
@@ -90,6 +96,12 @@ class AnswerWriter(SessionLifecycle):
                 continue
             data, length = answer_envelope(correlation_id, session.session_id, field, response)
             publication = session.publication
+            if (
+                type(data) is list
+                and publication is not None
+                and length <= publication.max_payload_length
+            ):  # one frame: joined (see module)
+                data = b"".join(data)
             if publication is not None and length > publication.max_message_length:
                 self.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] += 1
                 text = (
