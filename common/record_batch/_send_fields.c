@@ -66,68 +66,57 @@ typedef struct {
     int64_t queue_id;
 } SendFields;
 
+/* A varint field of the body into ``fields``: 0, or -1 for a field it does not know. */
+static int
+send_varint(uint64_t field, uint64_t value, void *fields)
+{
+    if (field != QUEUE_ID_FIELD)
+        return -1;
+    ((SendFields *)fields)->queue_id = (int32_t)(uint32_t)value;
+    return 0;
+}
+
 /* One occurrence of the body into ``f`` (merged over what an earlier one set): 0, or -1 for a
  * field or wire type it does not know or a value that does not read. */
 static int
 read_send(Cursor c, void *fields)
 {
     SendFields *f = fields;
-    while (c.p < c.end) {
-        uint64_t tag, value;
-        if (read_varint(&c, &tag) < 0)
-            return -1;
-        uint64_t field = tag >> 3, wire = tag & 7;
-        if (wire == WIRE_LENGTH_DELIMITED) {
-            Cursor *span;
-            if (field == PRODUCER_GROUP_FIELD)
-                span = &f->group;
-            else if (field == TOPIC_FIELD)
-                span = &f->topic;
-            else if (field == BATCH_FIELD)
-                span = &f->batch;
-            else
-                return -1;
-            if (read_span(&c, span) < 0)
-                return -1;
-            continue;
-        }
-        if (wire != WIRE_VARINT || field != QUEUE_ID_FIELD || read_varint(&c, &value) < 0)
-            return -1;
-        f->queue_id = (int32_t)(uint32_t)value;
-    }
-    return 0;
+    Cursor *const spans[BATCH_FIELD + 1] = {
+        [PRODUCER_GROUP_FIELD] = &f->group,
+        [TOPIC_FIELD] = &f->topic,
+        [BATCH_FIELD] = &f->batch,
+    };
+    return read_body_fields(c, spans, BATCH_FIELD + 1, send_varint, f);
+}
+
+/* The fields read as a ``SendRequestFields`` (``cls``). */
+static PyObject *
+make_send(PyObject *cls, const uint64_t ids[2], void *fields)
+{
+    SendFields *f = fields;
+    PyObject *items[SEND_REQUEST_ITEMS] = {
+        PyLong_FromLongLong((long long)(int64_t)ids[0]),
+        PyLong_FromLongLong((long long)(int64_t)ids[1]),
+        text_of(f->group),
+        text_of(f->topic),
+        PyLong_FromLongLong(f->queue_id),
+        f->batch.p == NULL
+            ? PyBytes_FromStringAndSize(NULL, 0)
+            : PyBytes_FromStringAndSize((const char *)f->batch.p, f->batch.end - f->batch.p),
+    };
+    return tuple_of_items(cls, items, SEND_REQUEST_ITEMS);
 }
 
 PyObject *
 send_fields_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    Py_buffer data;
-    if (reader_args(args, nargs, "send_fields", &data) < 0)
-        return NULL;
-    PyObject *cls = args[0];
-    Cursor c = {data.buf, (const unsigned char *)data.buf + data.len};
-    uint64_t ids[2];
     SendFields f;
     memset(&f, 0, sizeof(f));
-    PyObject *items[SEND_REQUEST_ITEMS];
-    PyObject *out = NULL;
-    if (read_envelope(c, REQUEST_SEND_FIELD, read_send, &f, ids) < 0) {
-        out = Py_NewRef(Py_None); /* a pull, the other bodies, anything unknown */
-        goto done;
-    }
-    items[0] = PyLong_FromLongLong((long long)(int64_t)ids[0]);
-    items[1] = PyLong_FromLongLong((long long)(int64_t)ids[1]);
-    items[2] = text_of(f.group);
-    items[3] = text_of(f.topic);
-    items[4] = PyLong_FromLongLong(f.queue_id);
-    items[5] = f.batch.p == NULL
-                   ? PyBytes_FromStringAndSize(NULL, 0)
-                   : PyBytes_FromStringAndSize((const char *)f.batch.p, f.batch.end - f.batch.p);
-    out = tuple_of_items(cls, items, SEND_REQUEST_ITEMS);
-done:
-    PyBuffer_Release(&data);
-    return out;
+    /* None for a pull, the other bodies, anything unknown */
+    return read_envelope_into(args, nargs, "send_fields", REQUEST_SEND_FIELD, read_send, &f,
+                              make_send);
 }
 
 /* A str argument's UTF-8 bytes: 0, or -1 with a TypeError (or the encoder's error). */
