@@ -1,8 +1,9 @@
 /*
  * Protobuf's wire format as the session envelope's native codecs read and write it
- * (_send_encode.c, _send_answer.c, _pull_envelope.c): varints and length-delimited spans, the
- * ints they take and the tuples they give. Every read is bounds-checked against its cursor's
- * end and gives -1 rather than read past it.
+ * (_send_encode.c, _send_answer.c, _pull_envelope.c, _send_fields.c): varints and
+ * length-delimited spans, a body's fields, an envelope, the ints they take and the tuples they
+ * give. Every read is bounds-checked against its cursor's end and gives -1 rather than read
+ * past it.
  */
 #ifndef AEROMQ_RECORD_BATCH_PROTOBUF_WIRE_H
 #define AEROMQ_RECORD_BATCH_PROTOBUF_WIRE_H
