@@ -3,7 +3,7 @@ operations on shared memory), ``aeromq.transport.logbuffer._gather`` (a vectored
 and frame-by-frame copy), ``aeromq.transport.logbuffer._term_io`` (an image's poll and a
 one-frame exclusive offer in one call), ``aeromq.common.record_batch._native`` (the record batch's passes:
 encode, from messages or from columns, check, merge, a pull answer's batches read into columns,
-their spans gathered into Arrow's layout; the session envelope of a send and of a pull), ``aeromq.broker.store._batch_take`` (the first window
+their spans gathered into Arrow's layout; the session envelope of a send and of a pull, at both ends), ``aeromq.broker.store._batch_take`` (the first window
 of the broker's unfiltered get) and ``aeromq.broker.store._put_one`` (a one-record send's store append).
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
@@ -63,6 +63,7 @@ setup(
                     "_send_encode.c",
                     "_send_answer.c",
                     "_pull_envelope.c",
+                    "_send_fields.c",
                 )
             ],
             depends=[

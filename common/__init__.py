@@ -27,6 +27,9 @@ I/O here.
 - ``_pull_envelope``: a pull's request and a stored pull's answer through the envelope in one
   native call each at the broker (:class:`PullRequestFields`, :func:`read_pull_request`,
   :class:`StoredPullAnswer`, :func:`stored_pull_envelope`), their Python references beside them.
+- ``_stored_send``: a send's request and a stored send's answer through the envelope in one
+  native call each at the broker (:class:`SendRequestFields`, :func:`read_send_request`,
+  :class:`StoredSendAnswer`, :func:`stored_send_envelope`), their Python references beside them.
 - ``_consume_retry``: the retry and dead-letter topics of a consumer group (``%RETRY%``,
   ``%DLQ%``), the properties of a sent-back message and RocketMQ's back-off schedule.
 - ``_queue_holders``: :class:`QueueHolders`, which member of a group holds each queue (the
@@ -180,6 +183,14 @@ from aeromq.common._send_envelope import (
     send_request_py,
 )
 from aeromq.common._sql92 import Sql92Filter, compile_sql92
+from aeromq.common._stored_send import (
+    SendRequestFields,
+    StoredSendAnswer,
+    read_send_request,
+    read_send_request_py,
+    stored_send_envelope,
+    stored_send_envelope_py,
+)
 from aeromq.common._tags import (
     SUB_ALL,
     ExpressionType,
@@ -335,8 +346,10 @@ __all__ = [
     "ResponseCode",
     "SendAnswer",
     "SendRequest",
+    "SendRequestFields",
     "Sql92Filter",
     "StoredPullAnswer",
+    "StoredSendAnswer",
     "SubscriptionData",
     "TopicNotFoundError",
     "UniqueMessageId",
@@ -386,6 +399,8 @@ __all__ = [
     "read_pull_request_py",
     "read_send_answer",
     "read_send_answer_py",
+    "read_send_request",
+    "read_send_request_py",
     "read_total_length",
     "retry_topic",
     "salvage_envelope_ids",
@@ -395,6 +410,8 @@ __all__ = [
     "stored_properties",
     "stored_pull_envelope",
     "stored_pull_envelope_py",
+    "stored_send_envelope",
+    "stored_send_envelope_py",
     "tag_hash_code",
     "tag_problem",
     "unique_message_id_time_ms",

@@ -3,7 +3,11 @@
 Carrier-independent: :meth:`SendProcessor.process` takes a ``SendMessageRequest`` and calls
 ``on_done(SendMessageResponse)`` exactly once: inline under ASYNC flush or when the request is
 refused, else from the store's group-commit thread once the bytes are durable (SYNC flush). The
-caller never blocks on the disk.
+caller never blocks on the disk. The transport session's dispatch hands it the fields its native
+reader read instead (:class:`~common.SendRequestFields`, the same names) and takes a stored
+send's answer as a :class:`~common.StoredSendAnswer` (the session writes its envelope in one
+native call, the bytes of the ``SendMessageResponse`` it stands for); every other answer to it,
+and every answer to a ``SendMessageRequest``, is a ``SendMessageResponse`` as before.
 
 A request carries one record batch (:mod:`common.record_batch`), which the producer encoded
 once: it is checked in one pass in C (:func:`~common.check_batch`: framing, the CRC, the
@@ -63,6 +67,8 @@ from aeromq.common import (
     VALID_NAME_PATTERN,
     BatchCheck,
     ResponseCode,
+    SendRequestFields,
+    StoredSendAnswer,
     check_batch,
 )
 from aeromq.common.record_batch import ATTRIBUTES_OFFSET, TIMER_FLAG
@@ -76,7 +82,10 @@ __all__ = [
     "SendProcessor",
 ]
 
-SendDone = Callable[[messages_pb2.SendMessageResponse], None]
+SendDone = Callable[[messages_pb2.SendMessageResponse | StoredSendAnswer], None]
+"""A send's completion: a ``StoredSendAnswer`` only for a stored send of ``SendRequestFields``."""
+SendFields = messages_pb2.SendMessageRequest | SendRequestFields
+"""What :meth:`SendProcessor.process` reads: ``topic``, ``queue_id`` and ``batch``."""
 
 DEFAULT_MAX_UNFLUSHED_BYTES: Final = 256 * 1024 * 1024
 DEFAULT_MAX_INFLIGHT_SENDS: Final = 4096
@@ -133,6 +142,7 @@ class SendProcessor:
         # framing beside it (RocketMQ caps a batch's encoding)
         self.max_batch_bytes = max_message_size + BATCH_FRAMING_ALLOWANCE
         self._topics: dict[str, bytes] = {}
+        self._writable: dict[str, TopicConfig] = {}  # topics' configs found writable
         self.auto_create_topic = auto_create_topic
         self.default_queue_nums = default_queue_nums
         self.max_unflushed_bytes = max_unflushed_bytes
@@ -159,7 +169,7 @@ class SendProcessor:
             return False
         return self._submitted - self._completed < self.max_inflight_sends
 
-    def process(self, request: messages_pb2.SendMessageRequest, on_done: SendDone) -> None:
+    def process(self, request: SendFields, on_done: SendDone) -> None:
         """Check, append and answer ``request`` through ``on_done`` (see module). Never
         raises for a bad request: it is answered with its error code."""
         self.requests += 1
@@ -179,7 +189,7 @@ class SendProcessor:
         topic, queue_id = checked, request.queue_id
         check, problem = check_batch(
             batch,
-            topic=self._topic_bytes(topic),
+            topic=self._topics.get(topic) or self._topic_bytes(topic),
             max_body_length=self.max_message_size,
             max_body_total=self.max_message_size,
         )
@@ -211,6 +221,7 @@ class SendProcessor:
                 counter = self._round_robin[topic] = itertools.count()
             queue_id = next(counter) % config.write_queue_nums
         broker_name = self.broker_name
+        fields = type(request) is SendRequestFields  # the session's: a StoredSendAnswer
 
         def stored(result: PutMessageResult) -> None:
             with self._count_lock:
@@ -221,6 +232,18 @@ class SendProcessor:
                 self.meter.on_stored(
                     topic, result.message_count, len(batch), time.perf_counter_ns() - started_ns
                 )
+                if fields and status is PutMessageStatus.PUT_OK:
+                    on_done(
+                        StoredSendAnswer(
+                            queue_id,
+                            result.queue_offset,
+                            result.message_count,
+                            result.physical_offset,
+                            _host_text(result.store_host),
+                            broker_name,
+                        )
+                    )
+                    return
                 response = messages_pb2.SendMessageResponse()  # fields set one by one:
                 response.queue_id = queue_id  # a third cheaper than keywords (upb)
                 response.base_queue_offset = result.queue_offset
@@ -271,9 +294,7 @@ class SendProcessor:
         response.status.message = text
         on_done(response)
 
-    def _check(
-        self, request: messages_pb2.SendMessageRequest, batch: bytes
-    ) -> str | tuple[int, str]:
+    def _check(self, request: SendFields, batch: bytes) -> str | tuple[int, str]:
         """The request's topic when it can be served, else its error code and text."""
         topic = request.topic
         store = self._store
@@ -305,8 +326,12 @@ class SendProcessor:
                     self._created.pop(topic, None)
 
                 store.update_topic_config(config, applied)
-        if not config.is_writeable:
-            return ResponseCode.NO_PERMISSION, f"topic is not writable: topic={topic!r}"
+        if config is not self._writable.get(topic):  # (a frozen config, checked once)
+            if not config.is_writeable:
+                return ResponseCode.NO_PERMISSION, f"topic is not writable: topic={topic!r}"
+            if len(self._writable) >= _TOPIC_CACHE_LIMIT:
+                self._writable.clear()
+            self._writable[topic] = config
         queue_id = request.queue_id
         if not -1 <= queue_id < config.write_queue_nums:
             return (

@@ -247,8 +247,7 @@ class SessionAgent(RequestDispatch):
             self._next_sweep_ns = now_ns + _SWEEP_INTERVAL_NS
             self._pulls_awaited = 0  # their turnaround is long past: stop counting them
             self._sweep(now_ns)
-        if self._rings:
-            self._rings.ring_all()
+        self._rings.ring_all()  # (one call whether or not it has bells: no __len__ first)
         return work
 
     def on_close(self) -> None:

@@ -5,7 +5,8 @@ message with the response copied into its field, one serialisation, about half t
 ``common._envelope``'s Python varints for a send's answer, 0.9 against 1.6 us, ``timeit``; the
 same bytes but for ids of 0, which protobuf leaves out and readers take as 0); a pull's batches
 go as the envelope's raw section, in pieces for one vectored offer (the store's views are not
-copied), a FOUND pull's envelope made in one native call (``common._pull_envelope``); an
+copied), a FOUND pull's envelope made in one native call (``common._pull_envelope``), and a
+stored send's (``common._stored_send``); an
 envelope-level error carries a ``Status``. The layout is ``common._envelope``'s, shared with the
 clients. Caller: the agent's answer writing (``broker.session._answers``), its request dispatch
 (``_dispatch``: requests refused) and its session lifecycle (``_lifecycle``: farewells, closes).
@@ -21,9 +22,11 @@ from aeromq.common import (
     RESPONSE_FIELD_NUMBERS,
     PullAnswer,
     StoredPullAnswer,
+    StoredSendAnswer,
     encode_envelope,
     encode_envelope_around,
     stored_pull_envelope,
+    stored_send_envelope,
 )
 from aeromq.proto import common_pb2, session_pb2
 
@@ -35,10 +38,16 @@ _FIELD_NAMES: Final = {number: name for name, number in RESPONSE_FIELD_NUMBERS.i
 
 
 def answer_envelope(
-    correlation_id: int, session_id: int, field: int, response: ProtoMessage | PullAnswer
+    correlation_id: int,
+    session_id: int,
+    field: int,
+    response: ProtoMessage | PullAnswer | StoredSendAnswer,
 ) -> tuple[bytes | list[bytes | memoryview], int]:
     """The envelope of an answer and its length: a pull's batches as its raw section, in
     pieces for one vectored offer (:mod:`common._envelope`), else one serialised envelope."""
+    if type(response) is StoredSendAnswer:  # a stored send: one native call
+        data = stored_send_envelope(correlation_id, session_id, response)
+        return data, len(data)
     if type(response) is StoredPullAnswer:  # a FOUND pull: one native call
         return stored_pull_envelope(correlation_id, session_id, response)
     if isinstance(response, PullAnswer):

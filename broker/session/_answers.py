@@ -10,6 +10,12 @@ thread, rings the agent's doorbell. Each duty cycle sends what completed
 (:meth:`AnswerWriter._flush_backlogs`); a session whose answers back up past
 ``max_backlog_responses``, or stay stuck for the session timeout, is closed.
 
+An answer in pieces (a pull's envelope around its stored batches) that fits one frame is
+joined before it is offered: the copy of a few hundred bytes costs less than the vectored
+offer's dozen Python calls, and the one-frame offer is one native call
+(``transport/logbuffer/_term_io.c``); a longer one is offered vectored, its batches not copied
+first.
+
 Caller: ``SessionAgent`` (one of its roles, see ``broker.session._lifecycle``), and its request
 dispatch (``_dispatch``), which answers keepalives and refusals through
 :meth:`AnswerWriter._respond`.
@@ -27,14 +33,24 @@ from google.protobuf.message import Message as ProtoMessage
 from aeromq.broker.session._answer_envelopes import answer_envelope, error_envelope
 from aeromq.broker.session._lifecycle import SessionLifecycle
 from aeromq.broker.session._session import ServerSession, SessionState
-from aeromq.common import ANSWER_TOO_LONG, RESPONSE_FIELD_NUMBERS, PullAnswer, ResponseCode
+from aeromq.common import (
+    ANSWER_TOO_LONG,
+    RESPONSE_FIELD_NUMBERS,
+    PullAnswer,
+    ResponseCode,
+    StoredSendAnswer,
+    stored_send_envelope,
+)
 
 __all__ = ["AnswerWriter", "Completion"]
 
 _MS: Final = 1_000_000
 _PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
+_stored_send: Final = stored_send_envelope
 
-Completion = tuple[ServerSession, int, int, ProtoMessage | PullAnswer]
+Answer = ProtoMessage | PullAnswer | StoredSendAnswer
+"""A processor's answer to a request (a stored send's and a found pull's written natively)."""
+Completion = tuple[ServerSession, int, int, Answer]
 """An answer to send: (session, correlation id, response field number, response)."""
 
 
@@ -47,19 +63,19 @@ class AnswerWriter(SessionLifecycle):
 
     def _completion(
         self, session: ServerSession, correlation_id: int, field: int
-    ) -> Callable[[ProtoMessage | PullAnswer], None]:
+    ) -> Callable[[Answer], None]:
         append = self._completions.append
         bell = self.doorbell
         if bell is None:
 
-            def complete(response: ProtoMessage | PullAnswer) -> None:
+            def complete(response: Answer) -> None:
                 append((session, correlation_id, field, response))
 
             return complete
         ring = bell.ring
         get_ident = threading.get_ident
 
-        def complete_and_ring(response: ProtoMessage | PullAnswer) -> None:
+        def complete_and_ring(response: Answer) -> None:
             append((session, correlation_id, field, response))
             if get_ident() != self._thread_ident:  # another thread: the agent may sleep
                 ring()
@@ -73,8 +89,19 @@ class AnswerWriter(SessionLifecycle):
             session, correlation_id, field, response = completions.popleft()
             if session.state is SessionState.CLOSED:
                 continue
+            if type(response) is StoredSendAnswer:  # a stored send's: tens of bytes, one C call
+                stored = _stored_send(correlation_id, session.session_id, response)
+                self._respond(session, stored, now_ns)
+                sent += 1
+                continue
             data, length = answer_envelope(correlation_id, session.session_id, field, response)
             publication = session.publication
+            if (
+                type(data) is list
+                and publication is not None
+                and length <= publication.max_payload_length
+            ):  # one frame: joined (see module)
+                data = b"".join(data)
             if publication is not None and length > publication.max_message_length:
                 self.counters.errors_by_code[ResponseCode.SYSTEM_ERROR] += 1
                 text = (

@@ -5,9 +5,9 @@ ingress goes to its session's processor, or is refused.
 assembler): it decodes the request, finds its session (bound to the ingress image that carried
 its CONNECT, one identity compare) and calls the send or pull processor with a completion
 callback, answers a keepalive, or closes the session; a CONNECT goes to the session lifecycle.
-A pull of a live session from its own client is read without protobuf, by one native call
-(:func:`~common.read_pull_request`); every other request, and a pull that is refused, is parsed
-by protobuf. A send is ABORTed, left on the ingress for a later poll, while the store cannot
+A pull or a send of a live session from its own client is read without protobuf, by one native
+call each (:func:`~common.read_pull_request`, then :func:`~common.read_send_request`); every
+other request, and a pull or send that is refused, is parsed by protobuf. A send is ABORTed, left on the ingress for a later poll, while the store cannot
 take more or its session's answers are backed up. With an ACL, each send and pull is checked once per session
 and (permission, resource). Requests that cannot be served (malformed, of a closed or unknown
 session, on another client's session) are counted and answered with an envelope-level error
@@ -35,8 +35,10 @@ from aeromq.common import (
     SESSION_CLOSED_CODE,
     PullRequestFields,
     ResponseCode,
+    SendRequestFields,
     encode_envelope,
     read_pull_request,
+    read_send_request,
     retry_topic,
     salvage_envelope_ids,
 )
@@ -51,6 +53,7 @@ _log = logging.getLogger(__name__)
 
 _Request = session_pb2.TransportRequest
 _read_pull: Final = read_pull_request
+_read_send: Final = read_send_request
 _SEND: Final = RESPONSE_FIELD_NUMBERS["send"]
 _PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
 _KEEPALIVE: Final = RESPONSE_FIELD_NUMBERS["keepalive"]
@@ -92,6 +95,23 @@ class RequestDispatch(AnswerWriter):
                     local=session.local_reads and pull.local_read,
                 )
                 return _CONTINUE
+        else:
+            send = _read_send(data)  # one native call more, None for anything but a send
+            if send is not None:
+                session = self._table.get(send.session_id)
+                # a send of a live session from its own client: the common case, as the pull's
+                if session is not None and not session.farewell and header.context is session.image:
+                    session.last_activity_ns = self._now_ns
+                    if len(session.backlog) >= self._abort_backlog or not self._send.can_accept():
+                        self.counters.aborted += 1
+                        self._aborted = True
+                        return _ABORT
+                    self.counters.requests += 1
+                    correlation_id = send.correlation_id
+                    if self._acl is not None and self._forbidden(session, correlation_id, send):
+                        return _COMMIT
+                    self._send.process(send, self._completion(session, correlation_id, _SEND))
+                    return _COMMIT
         try:
             request = _Request.FromString(data)
         except DecodeError:
@@ -145,7 +165,7 @@ class RequestDispatch(AnswerWriter):
         self,
         session: ServerSession,
         correlation_id: int,
-        request: session_pb2.TransportRequest | PullRequestFields,
+        request: session_pb2.TransportRequest | PullRequestFields | SendRequestFields,
     ) -> bool:
         """Whether the session's user may not make this send or pull (then answered FORBIDDEN).
         A pull needs ``sub`` on its group and its topic; ``sub`` on the group covers the group's
@@ -153,6 +173,8 @@ class RequestDispatch(AnswerWriter):
         resource) is decided once per session and remembered."""
         if isinstance(request, PullRequestFields):
             group, topic = request.consumer_group, request.topic
+        elif isinstance(request, SendRequestFields):
+            group, topic = None, request.topic
         elif request.HasField("send"):
             group, topic = None, request.send.topic
         else:

@@ -131,8 +131,12 @@ class ServerSession:
                 result = publication.offer_vectored(data)
             if result > 0:
                 bell = self.doorbell or self.network_bell
-                if bell is not None:
-                    self._ring(bell)
+                if bell is not None:  # _ring's, without its call (one an answer)
+                    rings = self.rings
+                    if rings is None:
+                        bell.ring()
+                    else:
+                        rings.add(bell)
                 return True
             if result == ADMIN_ACTION:
                 continue

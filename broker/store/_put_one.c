@@ -12,15 +12,17 @@
  *
  * What it does
  * ------------
- *   check(batch, topic, max_length, fallback_attributes) -> int
+ *   check(batch, topic, max_length, fallback_attributes, producer_type) -> int | producer_type
  *       Whether ``batch`` is a plain one-record batch of ``topic`` (UTF-8 bytes) that the
  *       Python path would append as it is: the same checks as ``PutPath._append`` (length
  *       within [FIXED_HEADER_LENGTH, max_length], magic, total length, the record's columns
  *       inside the batch, the topic), one record, and no attribute of ``fallback_attributes``
  *       (a timer, a transaction's half, compression: those go the Python way). 0 means "take
- *       the Python path", which refuses or appends it; 1 a plain batch; 2 one with a producer
+ *       the Python path", which refuses or appends it; 1 a plain batch; for one with a producer
  *       state (PRODUCER_STATE_FLAG: an idempotent producer's, which the caller checks against
- *       the producer's last batches as the Python path does).
+ *       the producer's last batches as the Python path does), that state as an instance of
+ *       ``producer_type`` (a tuple type of three items, ``ProducerState``: producer id, base
+ *       sequence, epoch), what ``read_producer_state`` reads.
  *
  *   write(batch, segment, position, queue_offset, physical_offset, store_timestamp_ms,
  *         store_host, queue_id, queue_file, queue_position) -> None | bytes | True
@@ -64,13 +66,45 @@
 static const char KEYS_MARKER[] = "KEYS\x01";
 static const char UNIQ_KEY_MARKER[] = "UNIQ_KEY\x01";
 
-/* check(batch, topic, max_length, fallback_attributes) -> int (see the module) */
+/* A batch's producer state (``b`` holds it: check made sure) as an instance of the tuple type
+ * ``cls``: a new reference, or NULL with an error. */
+static PyObject *
+producer_state_of(PyObject *cls, const unsigned char *b)
+{
+    const unsigned char *state = b + batch_producer_state(batch_topic_length(b));
+    int16_t epoch = (int16_t)(uint16_t)(state[PRODUCER_EPOCH_OFFSET] |
+                                        state[PRODUCER_EPOCH_OFFSET + 1] << 8);
+    PyObject *items[3] = {
+        PyLong_FromLongLong(load_i64(state + PRODUCER_ID_OFFSET)),
+        PyLong_FromLong(load_i32(state + BASE_SEQUENCE_OFFSET)),
+        PyLong_FromLong(epoch),
+    };
+    PyObject *out = NULL;
+    if (items[0] != NULL && items[1] != NULL && items[2] != NULL)
+        out = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 3);
+    if (out == NULL) {
+        for (int i = 0; i < 3; i++)
+            Py_XDECREF(items[i]);
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        PyTuple_SET_ITEM(out, i, items[i]);
+    return out;
+}
+
+/* check(batch, topic, max_length, fallback_attributes, producer_type) (see the module) */
 static PyObject *
 put_one_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "check() takes 4 arguments (%zd given)", nargs);
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "check() takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *producer_type = args[4];
+    if (!PyType_Check(producer_type) ||
+        !PyType_IsSubtype((PyTypeObject *)producer_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "check() needs a tuple type for the producer state");
         return NULL;
     }
     Py_ssize_t max_length = PyLong_AsSsize_t(args[2]);
@@ -98,9 +132,10 @@ put_one_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             memcmp(b + TOPIC_OFFSET, topic.buf, (size_t)topic_length) == 0)
             ok = (attributes & PRODUCER_STATE_FLAG) ? 2 : 1;
     }
+    PyObject *out = ok == 2 ? producer_state_of(producer_type, b) : PyLong_FromLong(ok);
     PyBuffer_Release(&topic);
     PyBuffer_Release(&batch);
-    return PyLong_FromLong(ok);
+    return out;
 }
 
 /* What the record of a one-record batch at ``b`` (``length`` bytes, its columns from
@@ -222,8 +257,9 @@ done:
 
 static PyMethodDef put_one_methods[] = {
     {"check", (PyCFunction)(void (*)(void))put_one_check, METH_FASTCALL,
-     "check(batch, topic, max_length, fallback_attributes) -> int: whether the native write "
-     "takes this batch (a plain one-record batch of topic: 1, with a producer state: 2) or not (0)."},
+     "check(batch, topic, max_length, fallback_attributes, producer_type) -> int | "
+     "producer_type: whether the native write takes this batch (a plain one-record batch of "
+     "topic: 1, with a producer state: that state) or not (0)."},
     {"write", (PyCFunction)(void (*)(void))put_one_write, METH_FASTCALL,
      "write(batch, segment, position, queue_offset, physical_offset, store_timestamp_ms, "
      "store_host, queue_id, queue_file, queue_position) -> None | bytes | True: the batch into "

@@ -1,10 +1,19 @@
 """Types of ``broker/store/_put_one.c`` (see it for what ``check`` and ``write`` do)."""
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 from typing_extensions import Buffer
 
-def check(batch: Buffer, topic: Buffer, max_length: int, fallback_attributes: int, /) -> int: ...
+_S = TypeVar("_S", bound=tuple[int, int, int])
+
+def check(
+    batch: Buffer,
+    topic: Buffer,
+    max_length: int,
+    fallback_attributes: int,
+    producer_type: type[_S],
+    /,
+) -> int | _S: ...
 def write(
     batch: Buffer,
     segment: Buffer,

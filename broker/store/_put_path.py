@@ -47,6 +47,7 @@ from aeromq.broker.store._consume_queue import ENTRY_LENGTH
 from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._leader_path import LeaderPath
 from aeromq.broker.store._message import InboundMessage
+from aeromq.broker.store._producer_state import StoredBatch
 from aeromq.broker.store._results import PutCallback, PutMessageResult, PutMessageStatus
 from aeromq.common import is_valid_topic_name
 from aeromq.common.record_batch import (
@@ -60,6 +61,7 @@ from aeromq.common.record_batch import (
     TIMER_FLAG,
     TOPIC_OFFSET,
     TRANSACTION_PREPARED_FLAG,
+    ProducerState,
     batch_header_length,
     read_producer_state,
 )
@@ -75,8 +77,6 @@ _log = logging.getLogger(__name__)
 
 _NATIVE_FALLBACK: Final = TIMER_FLAG | TRANSACTION_PREPARED_FLAG | COMPRESSED_FLAG
 """A one-record batch with any of these attributes goes the Python way (``_put_one.c``)."""
-_NATIVE_PRODUCER: Final = 2
-"""``_put_one.check``'s answer for a batch with a producer state (an idempotent producer's)."""
 
 _MAX_QUEUE_ID = (1 << 31) - 1
 _TOPIC_CACHE_LIMIT = 10_000
@@ -329,10 +329,12 @@ class PutPath(LeaderPath):
         topic_bytes = self._topics.get(topic)
         if topic_bytes is None or self._replicated or type(data) is memoryview:
             return None
-        kind = _native.check(data, topic_bytes, self._max_batch_bytes, _NATIVE_FALLBACK)
+        kind = _native.check(
+            data, topic_bytes, self._max_batch_bytes, _NATIVE_FALLBACK, ProducerState
+        )
         if not kind:  # (a batch of several records: one C call more, no Python call)
             return None
-        producer = read_producer_state(data) if kind == _NATIVE_PRODUCER else None
+        producer = kind if type(kind) is ProducerState else None  # (an idempotent producer's)
         length = len(data)
         commit_log = self.commit_log
         with self._put_lock:
@@ -389,8 +391,12 @@ class PutPath(LeaderPath):
                 else:
                     index.put(topic, key, position, now_ms)
             self._dispatched_offset = end
-            if producer is not None:
-                self._record_producer(producer, topic, queue_id, 1, position, queue_offset, length)
+            if producer is not None:  # _record_producer's, without its call
+                stored = tuple.__new__(  # (a NamedTuple's __new__ is a Python function)
+                    StoredBatch,
+                    (producer.base_sequence, 1, position, queue_offset, length, now_ms),
+                )
+                self.producer_states.record(producer, topic, queue_id, stored)
         if self.arrivals.active:
             self.arrivals.notify(topic, queue_id, queue_offset + 1)
         result = PutMessageResult(

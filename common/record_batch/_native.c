@@ -33,6 +33,9 @@
  *   pull_request(cls, data), pull_answer(...)
  *                         _pull_envelope.c: a pull request read into its fields, a stored
  *                         pull's answer around its batches (``common/_pull_envelope``)
+ *   send_fields(cls, data), stored_send(...)
+ *                         _send_fields.c: a send request read into its fields, a stored send's
+ *                         answer written, at the broker (``common/_stored_send``)
  *   crc32(data), use_clmul(on)
  *                         _crc32.c: the CRC as the passes compute it; whether the folding CRC
  *                         was in use, and from now on only if ``on`` (the tests run both paths)
@@ -86,6 +89,12 @@ static PyMethodDef methods[] = {
     {"pull_answer", (PyCFunction)(void (*)(void))pull_answer_encode, METH_FASTCALL,
      "pull_answer(correlation_id, session_id, pull_status, next_begin_offset, min_offset, "
      "max_offset, pieces) -> (list | bytes, length): a pull answer's envelope around pieces."},
+    {"send_fields", (PyCFunction)(void (*)(void))send_fields_read, METH_FASTCALL,
+     "send_fields(cls, data) -> cls | None: a send request's fields, read without protobuf."},
+    {"stored_send", (PyCFunction)(void (*)(void))stored_send_encode, METH_FASTCALL,
+     "stored_send(correlation_id, session_id, answer) -> bytes: a stored send's answer, "
+     "answer (queue_id, base_queue_offset, message_count, base_commit_log_offset, store_host, "
+     "broker_name)."},
     {"crc32", (PyCFunction)columns_crc32, METH_O,
      "crc32(data) -> int: zlib.crc32 of data, as the passes compute it."},
     {"use_clmul", (PyCFunction)crc32_use_clmul, METH_O,

@@ -53,6 +53,9 @@ PyObject *send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t n
 /* _pull_envelope.c */
 PyObject *pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *pull_answer_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* _send_fields.c */
+PyObject *send_fields_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *stored_send_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _crc32.c: at import, zlib.crc32 for the fallback, the table, the CPU check (0, or -1 with a
  * Python error set); the module's crc32 and use_clmul */
 int crc32_module_init(void);

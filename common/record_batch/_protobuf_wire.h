@@ -1,8 +1,9 @@
 /*
  * Protobuf's wire format as the session envelope's native codecs read and write it
- * (_send_encode.c, _send_answer.c, _pull_envelope.c): varints and length-delimited spans, the
- * ints they take and the tuples they give. Every read is bounds-checked against its cursor's
- * end and gives -1 rather than read past it.
+ * (_send_encode.c, _send_answer.c, _pull_envelope.c, _send_fields.c): varints and
+ * length-delimited spans, a body's fields, an envelope, the ints they take and the tuples they
+ * give. Every read is bounds-checked against its cursor's end and gives -1 rather than read
+ * past it.
  */
 #ifndef AEROMQ_RECORD_BATCH_PROTOBUF_WIRE_H
 #define AEROMQ_RECORD_BATCH_PROTOBUF_WIRE_H
@@ -45,6 +46,30 @@ read_span(Cursor *c, Cursor *span)
     span->p = c->p;
     span->end = c->p + length;
     c->p = span->end;
+    return 0;
+}
+
+/* One occurrence of a message's body whose fields are length-delimited ones and varints: a
+ * length-delimited field ``n`` below ``span_count`` into ``*spans[n]`` (NULL: a field it does not
+ * know), a varint field through ``on_varint(field, value, fields)`` (-1: one it does not know),
+ * merged over what an earlier occurrence set, as protobuf merges them: 0, or -1 for a field or
+ * wire type it does not know or a value that does not read. */
+static inline int
+read_body_fields(Cursor c, Cursor *const *spans, uint64_t span_count,
+                 int (*on_varint)(uint64_t field, uint64_t value, void *fields), void *fields)
+{
+    while (c.p < c.end) {
+        uint64_t tag, value;
+        if (read_varint(&c, &tag) < 0)
+            return -1;
+        uint64_t field = tag >> 3, wire = tag & 7;
+        if (wire == WIRE_LENGTH_DELIMITED) {
+            if (field >= span_count || spans[field] == NULL || read_span(&c, spans[field]) < 0)
+                return -1;
+        } else if (wire != WIRE_VARINT || read_varint(&c, &value) < 0 ||
+                   on_varint(field, value, fields) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -173,6 +198,33 @@ tuple_of_items(PyObject *cls, PyObject **items, int count)
 done:
     for (int i = 0; i < count; i++)
         Py_XDECREF(items[i]);
+    return out;
+}
+
+/* What a reader makes of an envelope it read: an instance of ``cls`` from the envelope's ``ids``
+ * and its body's ``fields`` (a new reference); None when it does not take them; NULL with an
+ * error. */
+typedef PyObject *(*MakeFields)(PyObject *cls, const uint64_t ids[2], void *fields);
+
+/* A reader's pass (``pull_request``, ``send_fields``, ``send_answer``): its two arguments
+ * (``reader_args``, ``function`` naming it in an error), the envelope whose body field is
+ * ``body_field`` read into ``fields`` by ``read_body`` (``read_envelope``), and ``make``'s
+ * instance of the tuple type ``cls`` while the bytes are held; None for an envelope that does
+ * not read. */
+static inline PyObject *
+read_envelope_into(PyObject *const *args, Py_ssize_t nargs, const char *function,
+                   uint64_t body_field, int (*read_body)(Cursor, void *), void *fields,
+                   MakeFields make)
+{
+    Py_buffer data;
+    if (reader_args(args, nargs, function, &data) < 0)
+        return NULL;
+    Cursor c = {data.buf, (const unsigned char *)data.buf + data.len};
+    uint64_t ids[2];
+    PyObject *out = read_envelope(c, body_field, read_body, fields, ids) < 0
+                        ? Py_NewRef(Py_None)
+                        : make(args[0], ids, fields);
+    PyBuffer_Release(&data);
     return out;
 }
 

@@ -71,84 +71,71 @@ typedef struct {
     int64_t suspend_timeout_ms, commit_offset, local_read;
 } PullFields;
 
+/* A varint field of the body into ``fields``: 0, or -1 for a field it does not know. */
+static int
+pull_varint(uint64_t field, uint64_t value, void *fields)
+{
+    PullFields *f = fields;
+    switch (field) {
+    case QUEUE_ID_FIELD: f->queue_id = (int32_t)(uint32_t)value; break;
+    case QUEUE_OFFSET_FIELD: f->queue_offset = (int64_t)value; break;
+    case MAX_MSG_NUMS_FIELD: f->max_msg_nums = (int32_t)(uint32_t)value; break;
+    case MAX_BYTES_FIELD: f->max_bytes = (int32_t)(uint32_t)value; break;
+    case EXPRESSION_TYPE_FIELD: f->expression_type = (int32_t)(uint32_t)value; break;
+    case SUSPEND_TIMEOUT_FIELD: f->suspend_timeout_ms = (int64_t)value; break;
+    case COMMIT_OFFSET_FIELD: f->commit_offset = (int64_t)value; break;
+    case LOCAL_READ_FIELD: f->local_read = value != 0; break;
+    default: return -1;
+    }
+    return 0;
+}
+
 /* One occurrence of the body into ``f`` (merged over what an earlier one set): 0, or -1 for a
  * field or wire type it does not know or a value that does not read. */
 static int
 read_pull(Cursor c, void *fields)
 {
     PullFields *f = fields;
-    while (c.p < c.end) {
-        uint64_t tag, value;
-        if (read_varint(&c, &tag) < 0)
-            return -1;
-        uint64_t field = tag >> 3, wire = tag & 7;
-        if (wire == WIRE_LENGTH_DELIMITED) {
-            Cursor *span;
-            if (field == GROUP_FIELD)
-                span = &f->group;
-            else if (field == TOPIC_FIELD)
-                span = &f->topic;
-            else if (field == SUB_EXPRESSION_FIELD)
-                span = &f->sub_expression;
-            else
-                return -1;
-            if (read_span(&c, span) < 0)
-                return -1;
-            continue;
-        }
-        if (wire != WIRE_VARINT || read_varint(&c, &value) < 0)
-            return -1;
-        switch (field) {
-        case QUEUE_ID_FIELD: f->queue_id = (int32_t)(uint32_t)value; break;
-        case QUEUE_OFFSET_FIELD: f->queue_offset = (int64_t)value; break;
-        case MAX_MSG_NUMS_FIELD: f->max_msg_nums = (int32_t)(uint32_t)value; break;
-        case MAX_BYTES_FIELD: f->max_bytes = (int32_t)(uint32_t)value; break;
-        case EXPRESSION_TYPE_FIELD: f->expression_type = (int32_t)(uint32_t)value; break;
-        case SUSPEND_TIMEOUT_FIELD: f->suspend_timeout_ms = (int64_t)value; break;
-        case COMMIT_OFFSET_FIELD: f->commit_offset = (int64_t)value; break;
-        case LOCAL_READ_FIELD: f->local_read = value != 0; break;
-        default: return -1;
-        }
-    }
-    return 0;
+    Cursor *const spans[SUB_EXPRESSION_FIELD + 1] = {
+        [GROUP_FIELD] = &f->group,
+        [TOPIC_FIELD] = &f->topic,
+        [SUB_EXPRESSION_FIELD] = &f->sub_expression,
+    };
+    return read_body_fields(c, spans, SUB_EXPRESSION_FIELD + 1, pull_varint, f);
+}
+
+/* The fields read as a ``PullRequestFields`` (``cls``). */
+static PyObject *
+make_pull(PyObject *cls, const uint64_t ids[2], void *fields)
+{
+    PullFields *f = fields;
+    PyObject *items[PULL_REQUEST_ITEMS] = {
+        PyLong_FromLongLong((long long)(int64_t)ids[0]),
+        PyLong_FromLongLong((long long)(int64_t)ids[1]),
+        text_of(f->group),
+        text_of(f->topic),
+        PyLong_FromLongLong(f->queue_id),
+        PyLong_FromLongLong(f->queue_offset),
+        PyLong_FromLongLong(f->max_msg_nums),
+        PyLong_FromLongLong(f->max_bytes),
+        text_of(f->sub_expression),
+        PyLong_FromLongLong(f->expression_type),
+        PyLong_FromLongLong(f->suspend_timeout_ms),
+        PyLong_FromLongLong(f->commit_offset),
+        PyBool_FromLong((long)f->local_read),
+    };
+    return tuple_of_items(cls, items, PULL_REQUEST_ITEMS);
 }
 
 PyObject *
 pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    Py_buffer data;
-    if (reader_args(args, nargs, "pull_request", &data) < 0)
-        return NULL;
-    PyObject *cls = args[0];
-    Cursor c = {data.buf, (const unsigned char *)data.buf + data.len};
-    uint64_t ids[2];
     PullFields f;
     memset(&f, 0, sizeof(f));
-    PyObject *items[PULL_REQUEST_ITEMS];
-    PyObject *out = NULL;
-    if (read_envelope(c, REQUEST_PULL_FIELD, read_pull, &f, ids) < 0)
-        goto none; /* a send (field 13), the other bodies, anything unknown */
-    items[0] = PyLong_FromLongLong((long long)(int64_t)ids[0]);
-    items[1] = PyLong_FromLongLong((long long)(int64_t)ids[1]);
-    items[2] = text_of(f.group);
-    items[3] = text_of(f.topic);
-    items[4] = PyLong_FromLongLong(f.queue_id);
-    items[5] = PyLong_FromLongLong(f.queue_offset);
-    items[6] = PyLong_FromLongLong(f.max_msg_nums);
-    items[7] = PyLong_FromLongLong(f.max_bytes);
-    items[8] = text_of(f.sub_expression);
-    items[9] = PyLong_FromLongLong(f.expression_type);
-    items[10] = PyLong_FromLongLong(f.suspend_timeout_ms);
-    items[11] = PyLong_FromLongLong(f.commit_offset);
-    items[12] = PyBool_FromLong((long)f.local_read);
-    out = tuple_of_items(cls, items, PULL_REQUEST_ITEMS);
-    goto done;
-none:
-    out = Py_NewRef(Py_None);
-done:
-    PyBuffer_Release(&data);
-    return out;
+    /* None for a send (field 13), the other bodies, anything unknown */
+    return read_envelope_into(args, nargs, "pull_request", REQUEST_PULL_FIELD, read_pull, &f,
+                              make_pull);
 }
 
 /* A buffer's length (a memoryview's without a new reference to its buffer): 0, or -1. */

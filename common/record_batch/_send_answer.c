@@ -103,39 +103,35 @@ read_send(Cursor c, void *fields)
     return 0;
 }
 
+/* The fields read as a ``SendAnswer`` (``cls``), or None for an answer that is not a plain
+ * stored one (a message, a code but SUCCESS and FLUSH_DISK_TIMEOUT). */
+static PyObject *
+make_answer(PyObject *cls, const uint64_t ids[2], void *fields)
+{
+    SendFields *f = fields;
+    if (f->message_length || (f->code != 0 && f->code != FLUSH_DISK_TIMEOUT_CODE))
+        return Py_NewRef(Py_None);
+    PyObject *items[SEND_ANSWER_ITEMS] = {
+        PyLong_FromLongLong((long long)(int64_t)ids[0]),
+        PyLong_FromLongLong((long long)(int64_t)ids[1]),
+        PyLong_FromLongLong(f->code),
+        PyLong_FromLongLong(f->send_status),
+        PyLong_FromLongLong(f->queue_id),
+        PyLong_FromLongLong(f->queue_offset),
+        PyLong_FromLongLong(f->count),
+        PyLong_FromLongLong(f->commit_log_offset),
+        text_of(f->store_host),
+        text_of(f->broker_name),
+    };
+    return tuple_of_items(cls, items, SEND_ANSWER_ITEMS);
+}
+
 PyObject *
 send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    Py_buffer data;
-    if (reader_args(args, nargs, "send_answer", &data) < 0)
-        return NULL;
-    PyObject *cls = args[0];
-    Cursor c = {data.buf, (const unsigned char *)data.buf + data.len};
-    uint64_t ids[2];
     SendFields f;
     memset(&f, 0, sizeof(f));
-    PyObject *items[SEND_ANSWER_ITEMS];
-    PyObject *out = NULL;
-    if (read_envelope(c, RESPONSE_SEND_FIELD, read_send, &f, ids) < 0)
-        goto none;
-    if (f.message_length || (f.code != 0 && f.code != FLUSH_DISK_TIMEOUT_CODE))
-        goto none;
-    items[0] = PyLong_FromLongLong((long long)(int64_t)ids[0]);
-    items[1] = PyLong_FromLongLong((long long)(int64_t)ids[1]);
-    items[2] = PyLong_FromLongLong(f.code);
-    items[3] = PyLong_FromLongLong(f.send_status);
-    items[4] = PyLong_FromLongLong(f.queue_id);
-    items[5] = PyLong_FromLongLong(f.queue_offset);
-    items[6] = PyLong_FromLongLong(f.count);
-    items[7] = PyLong_FromLongLong(f.commit_log_offset);
-    items[8] = text_of(f.store_host);
-    items[9] = text_of(f.broker_name);
-    out = tuple_of_items(cls, items, SEND_ANSWER_ITEMS);
-    goto done;
-none:
-    out = Py_NewRef(Py_None);
-done:
-    PyBuffer_Release(&data);
-    return out;
+    return read_envelope_into(args, nargs, "send_answer", RESPONSE_SEND_FIELD, read_send, &f,
+                              make_answer);
 }

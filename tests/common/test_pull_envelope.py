@@ -24,6 +24,8 @@ from aeromq.common import (
 from aeromq.common.record_batch import _native as native
 from aeromq.proto import messages_pb2, session_pb2
 
+from ._damaged import damaged
+
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 _i64 = st.integers(-(1 << 63), (1 << 63) - 1)
 _i32 = st.integers(-(1 << 31), (1 << 31) - 1)
@@ -69,21 +71,10 @@ def test_should_read_a_pull_request_as_protobuf_reads_it(fields: PullRequestFiel
 def test_should_read_damaged_requests_as_protobuf_does_or_leave_them_to_it(
     fields: PullRequestFields, data: st.DataObject
 ) -> None:
-    whole = bytearray(_request_bytes(fields))
-    kind = data.draw(st.sampled_from(["cut", "flip", "append", "random"]))
-    if kind == "cut":
-        damaged = bytes(whole[: data.draw(st.integers(0, len(whole)))])
-    elif kind == "flip":
-        at = data.draw(st.integers(0, len(whole) - 1))
-        whole[at] ^= data.draw(st.integers(1, 255))
-        damaged = bytes(whole)
-    elif kind == "append":
-        damaged = bytes(whole) + data.draw(st.binary(min_size=1, max_size=12))
-    else:
-        damaged = data.draw(st.binary(max_size=64))
-    fast = read_pull_request(damaged)
+    damaged_bytes = damaged(_request_bytes(fields), data)
+    fast = read_pull_request(damaged_bytes)
     if fast is not None:  # what the fast path reads, protobuf reads alike
-        assert fast == read_pull_request_py(damaged)
+        assert fast == read_pull_request_py(damaged_bytes)
 
 
 def test_should_leave_every_other_request_to_protobuf() -> None:
