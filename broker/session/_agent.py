@@ -32,8 +32,11 @@ Doorbells (``transport/concurrent/doorbell.py``): with ``doorbell`` the agent ha
 of the broker's media driver) and its idle strategy may sleep on it. Whatever gives the agent
 work rings it: an IPC client after each request it offers (the CONNECT answer names the counter
 to an IPC client that named its own), and the threads that complete answers (the flusher, the
-long-poll hold service) after queueing them. Requests over UDP ring nothing: the agent finds them
-by its polls, within its idle strategy's longest park. An IPC client's own doorbell, named in its
+long-poll hold service) after queueing them. Requests over UDP ring it through the media driver:
+the broker's UDP ingress subscription names the agent's doorbell (``doorbell=`` on its channel),
+which the driver's receiver rings as requests land; with an embedded driver (whose receiver
+does) a UDP session counts as one that rings, otherwise the agent finds its requests by its
+polls, within its idle strategy's longest park. An IPC client's own doorbell, named in its
 CONNECT, is rung once at the end of each duty cycle that offered it answers (a ``RingBatch``: a
 ring that wakes a thread costs the agent a futex wake, and often its core for as long as the
 woken thread runs, so one per cycle rather than one per answer); a counter that is freed or

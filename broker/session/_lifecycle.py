@@ -170,7 +170,7 @@ class SessionLifecycle:
             return
         self._table.add(session, key, log_bytes)
         self._connecting.add(session)
-        if session.doorbell is None or self.doorbell is None:
+        if _unrung(session) or self.doorbell is None:
             self._unrung_sessions += 1
         self.counters.sessions_opened += 1
         _log.debug("session connecting: %r", session)
@@ -340,7 +340,7 @@ class SessionLifecycle:
         self._connecting.discard(session)
         self._backlogged.discard(session)
         self._table.remove(session, now_ns)
-        if not session.farewell and (session.doorbell is None or self.doorbell is None):
+        if not session.farewell and (_unrung(session) or self.doorbell is None):
             self._unrung_sessions -= 1
         if session.farewell:
             if self._farewells.get(session.route) is session:
@@ -348,3 +348,11 @@ class SessionLifecycle:
             return
         self.counters.sessions_closed += 1
         _log.info("session closed: %r reason=%s", session, reason)
+
+
+def _unrung(session: ServerSession) -> bool:
+    """Whether ``session``'s requests ring the agent's doorbell nobody: an IPC client rings it
+    itself after each request (``doorbell``); a UDP client's requests land through the
+    embedded media driver (``network_bell``: the broker's own driver, whose receiver rings the
+    doorbell its ingress subscription names as they land)."""
+    return session.doorbell is None and session.network_bell is None

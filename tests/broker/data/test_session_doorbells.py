@@ -4,9 +4,11 @@ the clients' it rings after each answer, and when it may sleep until rung."""
 from __future__ import annotations
 
 import contextlib
+import socket
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
+from pathlib import Path
 
 import pytest
 
@@ -22,10 +24,10 @@ from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, AeronContext, Counter
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, DoorbellIdleStrategy
-from aeromq.transport.driver import MediaDriver
+from aeromq.transport.driver import MediaDriver, with_doorbell
 
 from ._raw import RawClient
-from .conftest import MS, pull_request, send_request, wait_for
+from .conftest import MS, driver_context, pull_request, send_request, wait_for
 
 
 @pytest.fixture
@@ -192,6 +194,58 @@ def test_should_ring_the_agent_for_a_pull_sent_while_reading_once_the_poll_retur
     before, in_callback, returned = words
     assert in_callback == before  # held while the poll's callbacks ran
     assert returned - in_callback >= 2  # rung as the poll returned, not left for a later read
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_should_count_a_udp_session_as_rung_when_its_driver_rings_the_agent(
+    aeron: Aeron, send: object, pull: object, shm_dir: Path
+) -> None:
+    counter = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: udp agent")
+    bell = Doorbell.for_counter(aeron.counters_reader, counter.id)
+    ingress = f"aeron:udp?endpoint=127.0.0.1:{_free_udp_port()}"
+    agent = SessionAgent(
+        aeron,
+        [aeron.add_subscription(with_doorbell(ingress, counter.id), 1002)],
+        send,  # type: ignore[arg-type]
+        pull,  # type: ignore[arg-type]
+        "broker-a",
+        config=SessionServerConfig(session_timeout_ms=5_000, connect_timeout_ms=2_000),
+        doorbell=bell,
+    )
+    assert agent.network_bell is not None  # its driver runs in this process
+    idle = DoorbellIdleStrategy(bell, max_park_period_ns=5 * MS)
+    idle.all_rung = agent.all_rung
+    errors: list[BaseException] = []
+    runner = AgentRunner(idle, errors.append, None, agent)
+    runner.start()
+    client_context = driver_context(shm_dir / "client")
+    try:
+        with (
+            MediaDriver.launch(client_context) as client_driver,
+            Aeron.connect(AeronContext(aeron_dir=client_driver.aeron_dir)) as client_aeron,
+            ClientSession.connect(
+                client_aeron,
+                SessionConfig(
+                    ingress_channel=ingress,
+                    ingress_stream_id=1002,
+                    response_channel="aeron:udp?endpoint=127.0.0.1:0",
+                    request_timeout_ms=5_000,
+                ),
+            ) as session,
+        ):
+            before = bell.prepare() & ~1
+            assert session.request(send_request(b"over udp")).status.code == 0
+            assert (bell.prepare() & ~1) - before >= 2  # the request landing rang the agent
+            wait_for(agent.all_rung, what="the UDP session counted as one that rings")
+    finally:
+        runner.close()
+    assert errors == []
 
 
 def test_should_refuse_a_session_idle_strategy_it_cannot_parse(
