@@ -116,6 +116,9 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "fails with REPLICATION_TIMEOUT, its outcome unknown (group mode)",
     "unclean_election": "when no in-sync member is alive, let another member lead (it may "
     "lack acknowledged messages) (group mode)",
+    "leader_fsync_inline": "the leader fsyncs its log on its media driver's thread, after the "
+    "cycle's frames are sent; false: on the member's fsync thread, the driver's thread going on "
+    "meanwhile (group mode; docs/replication.md, Performance)",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 

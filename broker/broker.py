@@ -270,6 +270,7 @@ class Broker:
             lease_ttl_ms=config.lease_ttl_ms,
             replica_lag_max_ms=config.replica_lag_max_ms,
             unclean_election=config.unclean_election,
+            leader_fsync_inline=config.leader_fsync_inline,
             rocketmq_endpoint=(
                 f"{config.grpc_host}:{config.rocketmq_port}" if self._rocketmq_allowed() else ""
             ),

@@ -164,6 +164,7 @@ class BrokerConfig:
     replica_lag_max_ms: int = 1000
     replication_timeout_ms: int = 5000
     unclean_election: bool = False
+    leader_fsync_inline: bool = True
 
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset(
         {

@@ -89,12 +89,22 @@ def _body(sequence: int) -> bytes:
 # -- aeromq workers (spawned processes) ---------------------------------------------------------
 
 
-def _produce(grpc: str, topic: str, count: int, out: Outbox, batch_size: int = BATCH) -> None:
+def _produce(
+    grpc: str,
+    topic: str,
+    count: int,
+    out: Outbox,
+    batch_size: int = BATCH,
+    in_flight: int | None = None,
+) -> None:
+    """Send ``count`` messages in batches of ``batch_size``, :data:`WINDOW` batches outstanding
+    (``in_flight``: the producer's ``async_requests_in_flight``, None its default)."""
     from aeromq.client import Message
-    from aeromq.producer import Producer
+    from aeromq.producer import Producer, ProducerConfig
 
     latencies: list[int] = []
-    with Producer("bench-producer", grpc) as producer:
+    config = None if in_flight is None else ProducerConfig(async_requests_in_flight=in_flight)
+    with Producer("bench-producer", grpc, config=config) as producer:
         producer.send(Message(topic, _body(-1)))  # connect and warm up
         window: list[tuple[futures.Future[Sequence[SendResult]], int]] = []
         cpu = time.process_time()

@@ -29,6 +29,12 @@ Performance, rounds three and five and "The window refilled before the next requ
 Target (issue 31): the group's end-to-end rate at least 0.5x the single broker's (on
 ``end-to-end``; the same ratio on ``end-to-end-large`` is reported beside it). A third side,
 ``single-sync:`` (:data:`SYNC_SIDE`), runs the same cases on a single broker in SYNC flush mode.
+
+Settings for experiments (the default run sets none of them): :data:`IN_FLIGHT_ENV` gives both
+sides' producers their ``async_requests_in_flight``; the broker's own environment
+(``AEROMQ_BROKER_LEADER_FSYNC_INLINE=false``, any ``AEROMQ_BROKER_*``) reaches every broker of
+both sides; :data:`SIDES_ENV` and :data:`CASES_ENV` run some sides and cases only. Each row
+names the producer's ``in_flight`` and the brokers' ``leader_fsync_inline`` it ran with.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from aeromq.transport.util import process_cpu_s
 from bench._harness import Result, Target, case_rows, figure, ratio_of, started
 from bench._thread_stats import ThreadSample, costs, sample
 from bench.suites.broker import (
+    BATCH,
     BROKER_ARGS,
     QUEUES,
     Outbox,
@@ -62,6 +69,14 @@ from bench.suites.broker import (
     _spawn,
 )
 
+IN_FLIGHT_ENV = "AEROMQ_BENCH_IN_FLIGHT"
+"""The producers' ``async_requests_in_flight`` (unset: the producer's default)."""
+SIDES_ENV = "AEROMQ_BENCH_CLUSTER_SIDES"
+"""Comma-separated sides to run of ``single``, ``single-sync``, ``group`` (unset: all)."""
+CASES_ENV = "AEROMQ_BENCH_CLUSTER_CASES"
+"""Comma-separated cases to run of :data:`KINDS` (unset: all)."""
+KINDS = ("end-to-end", "end-to-end-large", "send-sync")
+_FSYNC_ENV = "AEROMQ_BROKER_LEADER_FSYNC_INLINE"
 _TOPICS = {
     "e2e": "BenchClusterEndToEnd",
     "e2e-large": "BenchClusterEndToEndLarge",
@@ -178,9 +193,36 @@ def _phase(
         assert isinstance(messages, int)
         row.extra["leader_cpu_us_per_msg"] = round(used[0] * 1e6 / max(messages, 1), 2)
         row.extra.update(_wakeups(threads, threads_after, messages))
+        row.extra.update(_settings())
     for worker in workers:
         worker.join(30)
     return rows
+
+
+def _settings() -> dict[str, float | str]:
+    """The experiment's settings a row ran with (see module)."""
+    in_flight = _in_flight()
+    return {
+        "in_flight": "default" if in_flight is None else in_flight,
+        "leader_fsync_inline": os.environ.get(_FSYNC_ENV, "default"),
+    }
+
+
+def _in_flight() -> int | None:
+    value = os.environ.get(IN_FLIGHT_ENV)
+    return None if not value else int(value)
+
+
+def _chosen(env: str, every: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of ``every`` that ``env`` lists (unset: all of them)."""
+    value = os.environ.get(env)
+    if not value:
+        return every
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = set(names) - set(every)
+    if unknown:
+        raise ValueError(f"{env}: unknown {sorted(unknown)}; known: {', '.join(every)}")
+    return names
 
 
 def _wakeups(
@@ -211,7 +253,7 @@ def _phases(
     start: dict[str, Callable[..., BaseProcess]],
     limit_s: float,
 ) -> Iterator[Result]:
-    for kind in ("end-to-end", "end-to-end-large", "send-sync"):
+    for kind in _chosen(CASES_ENV, KINDS):
         n = max(count // 20, 500) if kind == "send-sync" else count
         yield from case_rows(
             f"{name}:{kind}", _phase, name, kind, n, pids, start, timeout_s=limit_s
@@ -219,10 +261,13 @@ def _phases(
 
 
 def _starters(grpc: str, aeron_dir: str, count: int) -> dict[str, Callable[..., BaseProcess]]:
+    in_flight = _in_flight()
     return {
-        "end-to-end": lambda t, n, out: _spawn(_produce, grpc, _TOPICS[t], n, out),
+        "end-to-end": lambda t, n, out: _spawn(
+            _produce, grpc, _TOPICS[t], n, out, BATCH, in_flight
+        ),
         "end-to-end-large": lambda t, n, out: _spawn(
-            _produce, grpc, _TOPICS[t], n, out, LARGE_BATCH
+            _produce, grpc, _TOPICS[t], n, out, LARGE_BATCH, in_flight
         ),
         "send-sync": lambda t, n, out: _spawn(_send_sync, grpc, _TOPICS[t], n, out),
         "consume": lambda t, live, out: _spawn(_consume, aeron_dir, _TOPICS[t], count, live, out),
@@ -232,7 +277,7 @@ def _starters(grpc: str, aeron_dir: str, count: int) -> dict[str, Callable[..., 
 def _run_single(
     root: Path, count: int, limit_s: float, name: str = "single", flush_mode: str = "ASYNC"
 ) -> Iterator[Result]:
-    cases = [f"{name}:end-to-end", f"{name}:end-to-end-large", f"{name}:send-sync"]
+    cases = [f"{name}:{kind}" for kind in _chosen(CASES_ENV, KINDS)]
 
     def start(path: Path) -> ServerProcess:
         return start_broker_process(path, extra_args=[*_BROKER_ARGS, "--flush-mode", flush_mode])
@@ -249,7 +294,7 @@ def _run_single(
 
 
 def _run_group(root: Path, count: int, limit_s: float) -> Iterator[Result]:
-    cases = ["group:end-to-end", "group:end-to-end-large", "group:send-sync"]
+    cases = [f"group:{kind}" for kind in _chosen(CASES_ENV, KINDS)]
     cluster, failed = started(
         "cluster up", _Cluster, root / "group", cases=cases, timeout_s=limit_s
     )
@@ -273,10 +318,11 @@ def run(quick: bool) -> Iterator[Result | Target]:
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-cluster-"))
     rows: dict[str, Result] = {}
     try:
+        chosen = _chosen(SIDES_ENV, ("single", SYNC_SIDE, "group"))
         sides = chain(
-            _run_single(root, count, limit_s),
-            _run_single(root, count, limit_s, SYNC_SIDE, "SYNC"),
-            _run_group(root, count, limit_s),
+            _run_single(root, count, limit_s) if "single" in chosen else (),
+            _run_single(root, count, limit_s, SYNC_SIDE, "SYNC") if SYNC_SIDE in chosen else (),
+            _run_group(root, count, limit_s) if "group" in chosen else (),
         )
         for row in sides:
             rows[row.name] = row

@@ -83,6 +83,8 @@ class GroupSettings:
     lease_ttl_ms: int = 2000
     replica_lag_max_ms: int = 1000
     unclean_election: bool = False
+    leader_fsync_inline: bool = True
+    """``ReplicationSettings.leader_fsync_inline`` of the member's replication."""
     election_wait_ms: int = 300
     election_timeout_ms: int = 1000
     ready_timeout_ms: int = 10_000
@@ -122,13 +124,19 @@ class GroupMember:
         self._log = log
         self._data_dir = data_dir
         self._replication = replication or ReplicationSettings(
-            replica_lag_max_ms=settings.replica_lag_max_ms
+            replica_lag_max_ms=settings.replica_lag_max_ms,
+            leader_fsync_inline=settings.leader_fsync_inline,
         )
         self._client: EtcdClient | None = None
         self.controller: GroupController | None = None
         self.agent: ReplicationAgent | None = None
         self._runner: AgentRunner | HostedAgent | None = None
         """What runs the agent: a thread of its own, or the driver's network thread."""
+
+    @property
+    def replication(self) -> ReplicationSettings:
+        """The timing and threading of this member's replication."""
+        return self._replication
 
     @property
     def group(self) -> str:

@@ -4,13 +4,16 @@ what they make of the store's config, and the leader's self-fence on its own."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from aeromq.broker import BrokerConfigError
 from aeromq.broker.config import BrokerConfig
-from aeromq.broker.replication import SelfFence
+from aeromq.broker.replication import GroupMember, GroupSettings, SelfFence
 from aeromq.broker.replication.group_member import etcd_target
+from aeromq.broker.replication.replicated_log import ReplicatedLog
+from aeromq.transport.client import Aeron
 
 
 def test_should_be_a_group_member_once_etcd_is_named(tmp_path: Path) -> None:
@@ -27,6 +30,23 @@ def test_should_be_a_group_member_once_etcd_is_named(tmp_path: Path) -> None:
     assert member.etcd_endpoint_list == ("127.0.0.1:2379", "127.0.0.1:2380")
     store = member.to_store_config()
     assert store.replicated and store.replication_timeout_ms == 3000
+
+
+def test_should_give_the_leader_fsync_option_to_the_member_replication(tmp_path: Path) -> None:
+    default = BrokerConfig(data_dir=tmp_path)
+    threaded = BrokerConfig.load(
+        ["--etcd-endpoints", "127.0.0.1:2379", "--data-dir", str(tmp_path)],
+        environ={"AEROMQ_BROKER_LEADER_FSYNC_INLINE": "false"},
+    )
+
+    def member(inline: bool) -> GroupMember:
+        settings = GroupSettings(("127.0.0.1:2379",), "g", 0, leader_fsync_inline=inline)
+        return GroupMember(settings, cast(Aeron, None), cast(ReplicatedLog, None), tmp_path)
+
+    assert default.leader_fsync_inline and not threaded.leader_fsync_inline
+    assert GroupSettings(("127.0.0.1:2379",), "g", 0).leader_fsync_inline
+    assert member(True).replication.leader_fsync_inline
+    assert not member(False).replication.leader_fsync_inline
 
 
 @pytest.mark.parametrize(
