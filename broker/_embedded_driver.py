@@ -30,8 +30,8 @@ broker keeps the transport's threads few and their parks long once quiet:
   below) and another process's publications over UDP through this driver (a broker has none).
 - **Deep idle** (Agrona's backoff, then :class:`~transport.concurrent.BackoffIdleStrategy`'s
   deep park), while something is owed: no spins or yields, park 100 us (the NAK delay) doubling
-  to 1 ms, and once parked for
-  ``_DEEP_AFTER_NS`` in a row, on doubling to ``_DEEP_PARK_NS`` (25 ms). Every duty the driver
+  to 1 ms, and once parked for 10 ms in a row, on doubling to 25 ms
+  (``transport.driver.DEEP_BACKOFF``, :func:`~transport.driver.deep_idle_unless_set`). Every duty the driver
   keeps on a clock has a deadline far longer than that: the driver's heartbeat to its clients
   (stamped every cycle; clients allow 10 s), the conductor's timer (every 1 s: client liveness,
   10 s; linger and unblock timeouts, 5-15 s), the sender's heartbeats and SETUPs (every 100 ms
@@ -86,7 +86,12 @@ from typing import Final
 
 from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, DoorbellIdleStrategy
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, IdleStrategy
-from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
+from aeromq.transport.driver import (
+    MediaDriver,
+    MediaDriverContext,
+    ThreadingMode,
+    deep_idle_unless_set,
+)
 from aeromq.transport.testing.loss_generator import LossGenerator
 
 __all__ = [
@@ -106,16 +111,11 @@ DRIVER_THREADING_MODES: Final = (
 PARK_WHEN_SETTLED_ENV: Final = "AEROMQ_DRIVER_PARK_WHEN_SETTLED"
 """``1``: the embedded driver parks until woken while its network owes nothing soon (see module)."""
 _NS_PER_MS: Final = 1_000_000
-_MAX_PARK_NS: Final = _NS_PER_MS
-_DEEP_PARK_NS: Final = 25 * _NS_PER_MS
-_DEEP_AFTER_NS: Final = 10 * _NS_PER_MS
 _CLIENT_PARK_NS: Final = 16 * _NS_PER_MS
 _CLIENT_DEEP_PARK_NS: Final = 64 * _NS_PER_MS
 _CLIENT_KEEPALIVE_PARK_NS: Final = 500 * _NS_PER_MS
 """The broker's client conductor's park on its doorbell: its keepalive's interval (Aeron's
 500 ms; the driver drops a client after 10 s)."""
-_MIN_PARK_NS: Final = 100_000
-_DEEP_BACKOFF: Final = f"backoff:0,0,{_MIN_PARK_NS},{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
 
 
 def embedded_driver_context(
@@ -132,27 +132,11 @@ def embedded_driver_context(
         park_when_settled=park_when_settled or os.environ.get(PARK_WHEN_SETTLED_ENV) == "1",
         park_until_due=True,
     )
-    udp = context.udp
+    context = deep_idle_unless_set(context)
     return dataclasses.replace(
         context,
-        conductor_idle_strategy=_deep_unless_set(
-            "AERON_CONDUCTOR_IDLE_STRATEGY", context.conductor_idle_strategy
-        ),
-        shared_idle_strategy=_deep_unless_set(
-            "AERON_SHARED_IDLE_STRATEGY", context.shared_idle_strategy
-        ),
         udp=dataclasses.replace(
-            udp,
-            sender_idle_strategy=_deep_unless_set(
-                "AERON_SENDER_IDLE_STRATEGY", udp.sender_idle_strategy
-            ),
-            receiver_idle_strategy=_deep_unless_set(
-                "AERON_RECEIVER_IDLE_STRATEGY", udp.receiver_idle_strategy
-            ),
-            shared_network_idle_strategy=_deep_unless_set(
-                "AERON_SHARED_NETWORK_IDLE_STRATEGY", udp.shared_network_idle_strategy
-            ),
-            loss_generator=_test_loss_generator() or udp.loss_generator,
+            context.udp, loss_generator=_test_loss_generator() or context.udp.loss_generator
         ),
     )
 
@@ -179,11 +163,6 @@ def client_conductor_idle_strategy(driver: MediaDriver | None = None) -> IdleStr
         deep_park_period_ns=_CLIENT_DEEP_PARK_NS,
         deep_idle_after_ns=0,
     )
-
-
-def _deep_unless_set(variable: str, from_env: str) -> str:
-    """The deep backoff, unless ``variable`` names a strategy (then ``from_env``, its value)."""
-    return from_env if os.environ.get(variable) else _DEEP_BACKOFF
 
 
 TEST_UDP_LOSS_ENV: Final = "AEROMQ_TEST_UDP_LOSS"

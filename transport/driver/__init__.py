@@ -21,7 +21,11 @@ from aeromq.transport.driver.context import (
     default_aeron_dir,
     deny_termination,
 )
-from aeromq.transport.driver.event_driven_context import event_driven_context
+from aeromq.transport.driver.event_driven_context import (
+    DEEP_BACKOFF,
+    deep_idle_unless_set,
+    event_driven_context,
+)
 from aeromq.transport.driver.ipc.ipc_publication import IpcPublication, PublicationState
 from aeromq.transport.driver.media_driver import MediaDriver, NetworkBell
 from aeromq.transport.driver.system_counters import SystemCounter
@@ -35,6 +39,7 @@ from aeromq.transport.driver.udp.udp_streams import UdpStreams
 from aeromq.transport.driver.uri_params import with_doorbell
 
 __all__ = [
+    "DEEP_BACKOFF",
     "DriverConductor",
     "IpcPublication",
     "MediaDriver",
@@ -52,6 +57,7 @@ __all__ = [
     "UdpSettings",
     "UdpStreams",
     "allow_termination",
+    "deep_idle_unless_set",
     "default_aeron_dir",
     "deny_termination",
     "event_driven_context",

@@ -38,25 +38,36 @@ from typing import Final
 
 from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
 
-__all__ = ["event_driven_context"]
+__all__ = ["DEEP_BACKOFF", "deep_idle_unless_set", "event_driven_context"]
 
 _MIN_PARK_NS: Final = 100_000
 _MAX_PARK_NS: Final = 1_000_000
 _DEEP_PARK_NS: Final = 25_000_000
 _DEEP_AFTER_NS: Final = 10_000_000
-_BACKOFF: Final = f"backoff:0,0,{_MIN_PARK_NS},{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
+DEEP_BACKOFF: Final = f"backoff:0,0,{_MIN_PARK_NS},{_MAX_PARK_NS},{_DEEP_PARK_NS},{_DEEP_AFTER_NS}"
+"""No spins or yields, parks from 100 us (the NAK delay) doubling to 1 ms, then 25 ms once
+parked for 10 ms in a row: the idle of a driver whose work ends its parks (see module)."""
 
 
 def event_driven_context(base: MediaDriverContext) -> MediaDriverContext:
     """``base`` (usually ``MediaDriverContext.from_env(...)``) made to wake on its work (see
     module), but for what the environment names."""
-    udp = base.udp
     mode = base.threading_mode if os.environ.get("AERON_THREADING_MODE") else ThreadingMode.SHARED
     return dataclasses.replace(
-        base,
+        deep_idle_unless_set(base),
         threading_mode=mode,
         park_when_settled=True,
         park_until_due=True,
+    )
+
+
+def deep_idle_unless_set(base: MediaDriverContext) -> MediaDriverContext:
+    """``base`` with :data:`DEEP_BACKOFF` as the idle strategy of each of its agents whose
+    ``AERON_*_IDLE_STRATEGY`` variable is not set (a set one keeps ``base``'s, read from it).
+    Callers: :func:`event_driven_context`, the broker's embedded driver."""
+    udp = base.udp
+    return dataclasses.replace(
+        base,
         conductor_idle_strategy=_unless_set(
             "AERON_CONDUCTOR_IDLE_STRATEGY", base.conductor_idle_strategy
         ),
@@ -77,5 +88,5 @@ def event_driven_context(base: MediaDriverContext) -> MediaDriverContext:
 
 
 def _unless_set(variable: str, from_env: str) -> str:
-    """The backoff of the module, unless ``variable`` names a strategy (then ``from_env``)."""
-    return from_env if os.environ.get(variable) else _BACKOFF
+    """:data:`DEEP_BACKOFF`, unless ``variable`` names a strategy (then ``from_env``)."""
+    return from_env if os.environ.get(variable) else DEEP_BACKOFF
