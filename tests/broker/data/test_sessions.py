@@ -160,15 +160,17 @@ def test_should_read_the_answers_on_the_waiting_thread_with_caller_reads(
     config = SessionConfig(request_timeout_ms=2_000, caller_reads=True)
     with ClientSession.connect(client_aeron, config) as session:
         readers: list[int] = []
-        futures = []
+        offsets = []
         for i in range(20):
             future = session.request_async(send_request(b"m%d" % i, queue_id=1))
             future.add_done_callback(lambda _f: readers.append(threading.get_ident()))
-            futures.append(future)
-        assert [session.wait(f).base_queue_offset for f in futures] == list(range(20))
-        # the waiting thread read answers itself; the poller may read some too, when its
-        # housekeeping (the driver check every 100 ms) falls between this thread's waits, as
-        # it does on a loaded machine
+            offsets.append(session.wait(future).base_queue_offset)
+        assert offsets == list(range(20))
+        # the waiting thread read answers itself. One wait at a time: twenty sends submitted
+        # before the first wait could all be answered, and read by the poller (nobody waited
+        # yet), before this thread got to its wait, as it did once on a loaded CI machine. The
+        # poller may still read an answer, when its housekeeping (the driver check every
+        # 100 ms) falls between this thread's waits
         assert threading.get_ident() in readers
         late = session.request_async(send_request(b"late", queue_id=1))  # nobody waits for it
         wait_for(late.done, 5, "the poller to read an answer nobody waited for")
