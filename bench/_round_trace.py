@@ -1,6 +1,7 @@
 """A broker group's commit round, hop by hop: the replication path's events added to
 ``bench/_hop_trace.py``'s recorder, and the median round's timeline from what every process
-recorded (``python -m bench._round_trace DIR``, ``docs/replication.md``, Performance).
+recorded (``python -m bench._round_trace DIR``; ``docs/replication.md``, "The commit round, hop
+by hop").
 
 Off unless ``AEROMQ_HOPS_DIR`` names a directory and ``AEROMQ_HOPS_GROUP`` is set: then
 ``_hop_trace.install`` (through ``bench/_hop_site`` on ``PYTHONPATH``) calls :func:`install`

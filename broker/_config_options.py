@@ -118,7 +118,7 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "lack acknowledged messages) (group mode)",
     "leader_fsync_inline": "the leader fsyncs its log on its media driver's thread, after the "
     "cycle's frames are sent; false: on the member's fsync thread, the driver's thread going on "
-    "meanwhile (group mode; docs/replication.md, Performance)",
+    "meanwhile (group mode; docs/replication.md)",
 }
 """What each :class:`BrokerConfig` field means (the option help and the configuration docs)."""
 

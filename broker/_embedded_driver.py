@@ -25,7 +25,7 @@ broker keeps the transport's threads few and their parks long once quiet:
   traffic wakes for its datagrams, its wakes and its timers only. It used to walk the backoff
   below after every piece of work: parks of 1 us, 2 us, ... 1 ms, each a wake-up of a Python
   duty cycle of all three agents (about 100 us of CPU): 16 of them a send one at a time on a
-  group's leader, 15 on each follower (``docs/replication.md``, Performance). What waits for
+  group's leader, 15 on each follower (``docs/history/replication-log.md``). What waits for
   the park: another kind of client's commands to the conductor (this package's clients wake it,
   below) and another process's publications over UDP through this driver (a broker has none).
 - **Deep idle** (Agrona's backoff, then :class:`~transport.concurrent.BackoffIdleStrategy`'s

@@ -6,15 +6,16 @@ table completes (either, or a ``concurrent.futures.Future``).
 A ``Future`` waits on a condition variable: making one, asking ``done()``, completing it and
 taking its result each go through ``threading.Condition``'s Python-level methods, some 40
 Python calls a request, a fifth of the calls of a ``Producer.send`` (``python -m bench
-profile``, ``docs/latency.md``). A caller that waits for its own answer, reading it itself
-most of the time, needs none of that: a ``SyncAnswer`` is the value or error, a lock taken when it is completed
-(its ``done``), and a lock held from its making until it is completed, which a caller that
-must block (the poller thread reads its answer) acquires with its timeout. It has no callbacks and cannot be
-cancelled; asynchronous requests (``request_async``) keep their ``Future``.
+profile``, ``docs/history/latency-log.md``). A caller that waits for its own answer, reading
+it itself most of the time, needs none of that: a ``SyncAnswer`` is the value or error, a lock
+taken when it is completed (its ``done``), and a lock held from its making until it is
+completed, which a caller that must block (the poller thread reads its answer) acquires with its
+timeout. It has no callbacks and cannot be cancelled; asynchronous requests (``request_async``)
+keep their ``Future``.
 
 A pull's outcome goes to its callback: a ``Future`` made for it, a callback added and the
 future completed cost eleven of those Python calls a pull, a tenth of a consumer's calls a
-message (``docs/latency.md``, "A pulled message's way to ``poll()``, straight"). A
+message (``docs/history/latency-log.md``, "A pulled message's way to ``poll()``, straight"). A
 ``CallbackAnswer`` calls the callback with the value or the error, on the thread that completes
 it, as ``Future.set_result`` calls its done callbacks (an exception the callback raises is
 logged, as a ``Future`` logs it).

@@ -9,8 +9,8 @@ sent on last for the same route object, the idempotent producer's stamp, the req
 native call) and the answer read straight into its ``SendResult`` (``result_of_one``). Only the
 first try is here: a try that fails goes on in ``SendPath.attempt_sync`` with the same
 ``Attempt``, as if it had been that loop's first (the same retries, errors, metrics and
-sequences); every other send takes ``send_sync``. ``docs/latency.md``, "A one-at-a-time send in
-fewer Python calls", lists the calls before and after.
+sequences); every other send takes ``send_sync``. ``docs/history/latency-log.md``, "A
+one-at-a-time send in fewer Python calls", lists the calls before and after.
 
 Caller: ``Producer.send``.
 """

@@ -23,8 +23,8 @@ request of a topic in flight and coalesces the async sends that wait behind it i
 outstanding: with 256 messages outstanding a request carries the whole window (the answered
 sends are settled and their thread refills the window before the next request is cut), so the
 group's rate is at most 256 messages a commit round trip, and a round trip in a group includes a
-replication and two fsyncs. Both sides run this case too (``docs/replication.md``,
-Performance, rounds three and five and "The window refilled before the next request").
+replication and two fsyncs. Both sides run this case too (``docs/history/replication-log.md``,
+rounds three and five and "The window refilled before the next request").
 
 Target (issue 31): the group's end-to-end rate at least 0.5x the single broker's (on
 ``end-to-end``; the same ratio on ``end-to-end-large`` is reported beside it). A third side,

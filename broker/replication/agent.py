@@ -22,7 +22,7 @@ Every role change logs one line (``group role: ...``). The send path asks
 process on a thread that runs both the sender and the receiver (a broker's embedded driver,
 ``SHARED`` mode: ``MediaDriver.host_agent``), on that thread, between the receiver and the
 sender in each duty cycle: a frame received is taken, and a frame offered sent, in one cycle,
-with no hand-off between threads (``docs/replication.md``, Performance, round six). Every
+with no hand-off between threads (``docs/history/replication-log.md``, round six). Every
 source of its work then rings its doorbell's word and ends the driver's park
 (``MediaDriver.wake_network``): the store when a put starts waiting for the commit
 (``on_commit_wait``), the controller's snapshots, the handshake's answer; the receiver rings the

@@ -130,10 +130,10 @@ class ReplicationSettings:
         sends, receives and takes ACKs only after it; the default: with one request in flight
         nothing else waits meanwhile, and the hand-off costs about three wake-ups a round);
         False: on the member's fsync thread, asked for once the cycle's frames are sent, the
-        driver's thread going on meanwhile (for rounds that overlap: ``docs/replication.md``,
-        Performance, "The leader's fsync off the driver's thread"; a producer with one window
-        outstanding sends it as one request a round whatever its requests in flight, "More
-        requests in flight, with the fsync thread"). The broker option
+        driver's thread going on meanwhile (for rounds that overlap:
+        ``docs/history/replication-log.md``, "The leader's fsync off the driver's thread"; a
+        producer with one window outstanding sends it as one request a round whatever its
+        requests in flight, "More requests in flight, with the fsync thread"). The broker option
         ``leader_fsync_inline``."""
 
 

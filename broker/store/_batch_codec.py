@@ -112,9 +112,10 @@ def batch_keys(batch: memoryview, count: int, header_length: int) -> list[tuple[
 
     Called once per stored batch (``_put_path.py``): the property lengths of a batch of up to
     :data:`_SMALL_BATCH` records are read with one ``struct`` call, not with numpy, whose three
-    calls cost a one-record send about 20 us of the broker's CPU (``docs/latency.md``); a
-    one-record batch (a one-message send) goes straight to its record's properties, in a third
-    of the time of the general walk (2.7 against 7 us, ``timeit``)."""
+    calls cost a one-record send about 20 us of the broker's CPU
+    (``docs/history/latency-log.md``); a one-record batch (a one-message send) goes straight to
+    its record's properties, in a third of the time of the general walk (2.7 against 7 us,
+    ``timeit``)."""
     at = header_length + 16 * count
     if count == 1:
         (length,) = _I32.unpack_from(batch, at)

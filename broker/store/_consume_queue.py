@@ -184,8 +184,8 @@ class ConsumeQueue:
         ``pwrite`` of the entries a file (``MappedFile.write_at``), not stores through the map:
         a store's page fault (a fresh page, or the tail page again after the flush wrote it
         back) holds the GIL for as long as the kernel takes, tens of ms beside other fsyncs
-        (measured, ``docs/replication.md``), and the whole broker stopped with it; ``pwrite``
-        waits with the GIL released. A batch of one
+        (measured, ``docs/history/replication-log.md``), and the whole broker stopped with it;
+        ``pwrite`` waits with the GIL released. A batch of one
         record, one ``struct`` store through the map (a third of the numpy writes' cost,
         measured; the one-at-a-time send's path)."""
         count = len(tag_hashes)

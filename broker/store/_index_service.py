@@ -11,9 +11,10 @@ any rate without a long write on any one put. A drain gives the GIL up every
 waiting for the interpreter's switch interval (5 ms) behind it either. A put wrote its
 entry at once before: a random 4-byte slot in a 20 MB table, whose page the checkpoint's
 flush had write-protected again, so nearly every send took a page fault there (6-22 us of the
-store's append, ``docs/latency.md``). A query reads the queued entries as well as the files:
-a message is found by key from the moment its put returned. The queue is part of the derived
-data the checkpoint covers: recovery re-indexes from the checkpoint whatever a crash lost.
+store's append, ``docs/history/latency-log.md``). A query reads the queued entries as well as
+the files: a message is found by key from the moment its put returned. The queue is part of
+the derived data the checkpoint covers: recovery re-indexes from the checkpoint whatever a crash
+lost.
 
 Caller: the ``MessageStore`` (``put`` under its put lock, ``query`` from any thread, ``flush``
 and ``delete_expired`` from its services). Lookups return candidate physical offsets; the

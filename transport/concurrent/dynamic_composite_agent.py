@@ -21,7 +21,7 @@ followed agent's cycle runs again while it did work (up to :data:`DRAIN_CYCLES` 
 before ``after_send``: the sender sends at most two datagrams a publication a cycle (Aeron's
 ``max_messages_per_send``), so a frame of four went half before the leader's fsync and half
 after it, the followers receiving the rest an fsync later (0.4-0.6 ms of a group's commit
-round, traced: ``docs/replication.md``, Performance, "The commit round, hop by hop").
+round, traced: ``docs/replication.md``, "The commit round, hop by hop").
 
 Caller: ``MediaDriver.host_agent`` (a broker group's replication agent on its embedded driver's
 thread, ``broker.replication``). Affects: nothing but the hosted agents.

@@ -7,7 +7,7 @@ every piece of work spinning 10 duty cycles, yielding 5, then parking from 1 us 
 1 ms. In Python each of those is a whole duty cycle (reading every socket, about 20-50 us), and
 every thread holds the GIL the waiting caller needs: 23 wake-ups of each thread a message at
 100 msgs/s, 1.5 ms of the client's CPU a message, 2.3 ms at 325 msgs/s, which is what kept a
-one-at-a-time producer under 340 sends a second over UDP (``docs/latency.md``).
+one-at-a-time producer under 340 sends a second over UDP (``docs/history/latency-log.md``).
 
 Every source of such a driver's work ends its park when it comes, so it need not poll:
 
