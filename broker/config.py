@@ -70,9 +70,11 @@ __all__ = [
 
 DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,1000000000,100000"
 """The session agent sleeps on its doorbell (``transport/concurrent/doorbell.py``): IPC clients
-ring it after each request, the flusher and the long-poll hold service after each answer they
-complete, so a park ends at the ring; while a session that does not ring is open (UDP), parks
-back off from 1 us to 1 ms as the backoff's, 25 ms after a quiet second. While every session
+ring it after each request, the embedded driver's receiver after each duty cycle that brought a
+UDP client's requests (the ingress subscription's ``doorbell=`` parameter), the flusher and the
+long-poll hold service after each answer they complete, so a park ends at the ring; while a
+session that does not ring is open (an IPC client without doorbells, such as a plain Aeron
+client), parks back off from 1 us to 1 ms as the backoff's, 25 ms after a quiet second. While every session
 rings, each park is the longest (25 ms) at once: the ring ends it, and the first request after
 a quiet spell is woken as fast as the thousandth. While requests have mostly come within 100 us
 of going idle (one-at-a-time sends) the agent polls that long before it parks. Measured with
