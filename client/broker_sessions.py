@@ -27,6 +27,7 @@ import os
 import threading
 import time
 
+from aeromq.client._conductor_idle import conductor_idle_strategy, expect_news
 from aeromq.client._security import Credentials
 from aeromq.client.route import BrokerKey, BrokerRoute
 from aeromq.client.session import (
@@ -38,6 +39,7 @@ from aeromq.client.session import (
 from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, event_driven_context
 from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
 
@@ -112,6 +114,8 @@ class BrokerSessions:
         """Sessions with members a name's session no longer is with, and since when (monotonic
         ms): closed once idle and old enough, or failed."""
         self._clients: dict[str, Aeron] = {}
+        self._conductor_idles: dict[str, IdleStrategy] = {}
+        """Each client's conductor's idle strategy (``client/_conductor_idle.py``), by driver."""
         self._driver: MediaDriver | None = None
         self._closed = False
 
@@ -230,7 +234,9 @@ class BrokerSessions:
             idle_strategy=self._idle_strategy or default_idle_strategy(),
         )
         try:
-            return ClientSession.connect(self._client(aeron_dir), config)
+            aeron = self._client(aeron_dir)
+            expect_news(self._conductor_idles[aeron_dir])  # the session's response image
+            return ClientSession.connect(aeron, config)
         except TransportError as exc:
             raise BrokerUnavailableError(
                 "cannot reach the broker", broker=broker.broker_name, cause=str(exc)
@@ -252,13 +258,17 @@ class BrokerSessions:
             return aeron
         if aeron is not None:
             aeron.close()
+        idle = conductor_idle_strategy()
         try:
-            aeron = Aeron.connect(AeronContext(aeron_dir=aeron_dir, error_handler=_log_error))
+            aeron = Aeron.connect(
+                AeronContext(aeron_dir=aeron_dir, error_handler=_log_error, idle_strategy=idle)
+            )
         except TransportError as exc:
             raise BrokerUnavailableError(
                 "no media driver", aeron_dir=aeron_dir, cause=str(exc)
             ) from exc
         self._clients[aeron_dir] = aeron
+        self._conductor_idles[aeron_dir] = idle
         return aeron
 
     def _local_driver_dir(self) -> str:
@@ -289,6 +299,7 @@ class BrokerSessions:
             sessions += [former[0] for former in self._former.values()]
             self._sessions, self._former = {}, {}
             clients, self._clients = self._clients, {}
+            self._conductor_idles = {}
             driver, self._driver = self._driver, None
         for session in sessions:
             session.close()

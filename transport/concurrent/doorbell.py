@@ -317,7 +317,8 @@ class DoorbellIdleStrategy:
     sleeps until its next due time (a broker's session agent, until its sweep), not the deep
     park's period; ``rung_park_for``, when set, may ask for longer (no sessions to sweep).
     :meth:`wake` ends a park (a runner stopping its thread); :meth:`wake_for_unrung` ends it
-    and holds the parks to the backoff's for a while (work that rings nothing is on its way).
+    and holds the parks to the backoff's for a while (work that rings nothing is on its way);
+    :meth:`wake_to_shortest` ends it and starts the backoff over (news is expected soon).
 
     ``spin_window_ns`` (0: off) adapts to ping-pong traffic (:class:`SpinPredictor`): while the
     idle gaps (from the first empty cycle to the next work) have mostly been shorter than the
@@ -331,6 +332,7 @@ class DoorbellIdleStrategy:
         "_eager",
         "_idle_since_ns",
         "_observed",
+        "_restart",
         "_short_until_ns",
         "_spin",
         "all_rung",
@@ -408,6 +410,7 @@ class DoorbellIdleStrategy:
         self._observed = 0
         self._idle_since_ns = 0
         self._short_until_ns = 0
+        self._restart = False
 
     @property
     def spin_window_ns(self) -> int:
@@ -473,6 +476,8 @@ class DoorbellIdleStrategy:
             self._observed = self.doorbell.prepare()
             self._armed = True
             return
+        if self._restart:  # asked between parks (see wake_to_shortest)
+            self._restart_backoff()
         period = self.park_period_ns
         sleep_ns = period
         longest = max(self.max_park_period_ns, self.deep_park_period_ns, self.rung_park_ns)
@@ -485,14 +490,30 @@ class DoorbellIdleStrategy:
                     sleep_ns = max(sleep_ns, self.rung_park_for())
         result = self.doorbell.await_ring(self._observed, sleep_ns)
         self._observed = self.doorbell.prepare()
+        if self._restart:  # asked during the park (see wake_to_shortest)
+            self._restart_backoff()
+            return
         if result != FUTEX_TIMED_OUT:
             self.rings += 1
             return
         self.parked_ns += sleep_ns
         self.park_period_ns = next_park_period_ns(self, period)
 
+    def _restart_backoff(self) -> None:
+        self._restart = False
+        self.park_period_ns = self.min_park_period_ns
+        self.parked_ns = 0
+
     def wake(self) -> None:
         """End the current park now (any thread): ring the doorbell."""
+        self.doorbell.ring()
+
+    def wake_to_shortest(self) -> None:
+        """End the current park and start the backoff over from its shortest park, as work
+        would (any thread): its owner expects news it is not rung for (an Aeron client's
+        conductor, while a session connects, an image). Its owner's thread does the reset, on
+        waking; a ring that finds it between parks ends its next one."""
+        self._restart = True
         self.doorbell.ring()
 
     def wake_for_unrung(self, for_ns: int) -> None:

@@ -398,3 +398,40 @@ def test_should_predict_polls_while_waits_are_short_and_sleeps_once_they_are_lon
     assert not SpinPredictor(0).should_poll()  # no window: never
     with pytest.raises(ConfigurationError):
         SpinPredictor(-1)
+
+
+def test_should_start_the_backoff_over_when_woken_to_the_shortest_between_parks() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(),
+        min_park_period_ns=1_000_000,
+        max_park_period_ns=1_000_000,
+        deep_park_period_ns=8_000_000,
+        deep_idle_after_ns=0,
+    )
+    idle.idle(0)  # arms
+    for _ in range(10):  # 1, 2, 4 ms parks (15 ms at most in all)
+        if idle.park_period_ns == 8_000_000:
+            break
+        idle.idle(0)
+    assert idle.park_period_ns == 8_000_000
+    idle.wake_to_shortest()  # between two parks, as from another thread
+    idle.idle(0)  # its park: from the shortest period, ended at once by the ring
+    assert idle.park_period_ns == 1_000_000 and idle.parked_ns == 0
+
+
+def test_should_start_the_backoff_over_when_woken_to_the_shortest_in_a_park() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(),
+        min_park_period_ns=1_000_000,
+        max_park_period_ns=1_000_000,
+        deep_park_period_ns=5_000_000_000,
+        deep_idle_after_ns=0,
+    )
+    idle.idle(0)  # arms
+    idle.park_period_ns = 5_000_000_000  # as after a long idle time
+    waker = threading.Timer(0.05, idle.wake_to_shortest)
+    waker.start()
+    idle.idle(0)  # the 5 s park, ended by the wake
+    waker.join()
+    assert idle.park_period_ns == 1_000_000 and idle.parked_ns == 0
+    assert idle.rings == 0  # a restart, not counted as a ring of work
