@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from aeromq.client import BrokerRoute, BrokerSessions, ClientSession, RouteResolver
-from aeromq.client import failover
+from aeromq.client import BrokerRoute, BrokerSessions, ClientSession, RouteResolver, failover
 from aeromq.client.failover import (
     MIN_TRY_MS,
     Backoff,
