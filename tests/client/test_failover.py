@@ -9,8 +9,14 @@ import time
 
 import pytest
 
-from aeromq.client import BrokerRoute, BrokerSessions, ClientSession, RouteResolver
-from aeromq.client.failover import Backoff, error_for_status, is_failover_error, leader_hint
+from aeromq.client import BrokerRoute, BrokerSessions, ClientSession, RouteResolver, failover
+from aeromq.client.failover import (
+    MIN_TRY_MS,
+    Backoff,
+    error_for_status,
+    is_failover_error,
+    leader_hint,
+)
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.client.route import FOLLOW_QUERY_INTERVAL_MS, parse_endpoints
 from aeromq.common import (
@@ -81,14 +87,35 @@ def test_should_keep_the_leader_a_not_leader_status_names() -> None:
     assert isinstance(other, TopicNotFoundError) and "leader" not in other.values
 
 
-def test_should_back_off_doubling_up_to_its_bound_and_never_past_the_deadline() -> None:
+class _StillClock:
+    """``failover``'s clock, stopped at ``now_ns``: its sleeps are recorded, not slept (a loaded
+    machine overslept a real 25 ms sleep by 8 ms: CI-style load failed the wall-clock bound)."""
+
+    def __init__(self, now_ns: int) -> None:
+        self.now_ns = now_ns
+        self.slept_s: list[float] = []
+
+    def monotonic_ns(self) -> int:
+        return self.now_ns
+
+    def sleep(self, seconds: float) -> None:
+        self.slept_s.append(seconds)
+
+
+def test_should_back_off_doubling_up_to_its_bound_and_never_past_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     backoff = Backoff(first_ms=10, max_ms=50)
     assert [backoff.next_delay_ms() for _ in range(5)] == [10, 20, 40, 50, 50]
-    started = time.monotonic_ns()
+    clock = _StillClock(now_ns=1_000_000_000)
+    monkeypatch.setattr(failover, "time", clock)
+    started = clock.now_ns
     assert not Backoff(first_ms=100).sleep(started + 3_000_000)  # 3 ms left: no try fits
-    assert time.monotonic_ns() - started < 2_000_000
+    assert clock.slept_s == []  # returned without waiting
     assert Backoff(first_ms=200).sleep(started + 30_000_000)  # cut to leave a try its time
-    assert time.monotonic_ns() - started < 30_000_000
+    assert clock.slept_s == [pytest.approx((30 - MIN_TRY_MS) / 1000)]
+    assert Backoff(first_ms=10).sleep(started + 30_000_000)  # its own delay when that fits
+    assert clock.slept_s[1:] == [pytest.approx(0.010)]
 
 
 def test_should_take_the_named_leader_at_once_for_every_cached_route() -> None:

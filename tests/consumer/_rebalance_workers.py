@@ -1,7 +1,7 @@
 """Processes of the rebalance system test (run with the ``spawn`` start method).
 
 A consumer writes one line per event to its file with ``os.write`` (so a SIGKILL loses nothing
-it wrote): ``S <wall_ns>`` before ``start``, ``A <wall_ns> <queues>`` at each assignment change
+it wrote): ``S <wall_ns>`` before ``start``, ``R <wall_ns>`` after it, ``A <wall_ns> <queues>`` at each assignment change
 (queues as ``broker:id``, comma-separated), ``M <wall_ns> <broker:id:offset> ...`` per ``poll``,
 written before the next ``poll`` commits them, and ``E <wall_ns>`` after a clean shutdown
 (SIGTERM).
@@ -54,6 +54,7 @@ def run_consumer(endpoints: str, group: str, topic: str, instance: str, path: st
     consumer.subscribe(topic)
     _line(fd, f"S {time.time_ns()}")
     consumer.start()
+    _line(fd, f"R {time.time_ns()}")
     try:
         while not stop.is_set():
             messages = consumer.poll(100)

@@ -19,8 +19,29 @@ MODES = ["SHARED", "SHARED_NETWORK", "DEDICATED"]
 SENDS = 20
 
 
-def _thread_count(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/task"))
+def _driver_threads(pid: int) -> list[str]:
+    """The kernel's names of the process's media driver threads, sorted: each agent runner names
+    its thread after its agent's role (a composite's roles in brackets), cut to 15 bytes."""
+    names = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm", encoding="utf-8") as comm:
+                name = comm.read().strip()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        if name.lstrip("[").startswith(("driver-conduct", "sender", "receiver")):
+            names.append(name)
+    return sorted(names)
+
+
+def _wait_for_driver_threads(pid: int, count: int) -> list[str]:
+    """The driver's threads once ``count`` of them are named (a runner names its thread as it
+    starts), at most 10 s. A count of the process's threads a second after start-up also
+    counted gRPC's event engine threads, a pool that grows and shrinks with its work."""
+    deadline = time.monotonic() + 10
+    while len(names := _driver_threads(pid)) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return names
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -58,15 +79,16 @@ def test_should_share_one_driver_thread_by_default_and_take_the_mode_from_the_en
 ) -> None:
     args = ["--index-enabled", "false", "--commit-log-segment-bytes", "16MiB",
             "--ingress-udp-endpoint", "127.0.0.1:0"]  # fmt: skip
-    counts = {}
-    for mode in ("default", "DEDICATED"):
+    threads = {}
+    for mode, count in (("default", 1), ("DEDICATED", 3)):
         if mode != "default":
             monkeypatch.setenv("AEROMQ_BROKER_DRIVER_THREADING_MODE", mode)
         broker = start_broker_process(tmp_path / mode, extra_args=args)
         try:
-            time.sleep(1.0)  # past start-up: threads started lazily have started
-            counts[mode] = _thread_count(broker.pid)
+            threads[mode] = _wait_for_driver_threads(broker.pid, count)
         finally:
             assert broker.stop() == 0
     # SHARED: one thread for the conductor, sender and receiver; DEDICATED: one each
-    assert counts["DEDICATED"] - counts["default"] == 2, counts
+    [shared] = threads["default"]
+    assert shared.startswith("[driver-conduct"), threads
+    assert threads["DEDICATED"] == ["driver-conducto", "receiver", "sender"], threads

@@ -38,10 +38,19 @@ def _now_ms() -> int:
 
 
 def _consume(
-    broker: ServerProcess, topic: str, count: int, timeout_s: float
+    broker: ServerProcess,
+    topic: str,
+    count: int,
+    timeout_s: float = 30.0,
+    *,
+    quiet_s: float = 0.0,
+    until_body: bytes | None = None,
 ) -> list[tuple[MessageExt, int]]:
-    """The messages of ``topic`` from its start once ``count`` came (or after ``timeout_s``),
-    each with the time it was polled (epoch ms)."""
+    """The messages of ``topic`` from its start once ``count`` came (or, given ``until_body``,
+    one with that body), or after ``timeout_s``; then those of ``quiet_s`` more (a window for
+    what must not come). Each with the time it was polled (epoch ms). The windows start once
+    the consumer has started: a short window that included a loaded machine's start-up could
+    end before the first poll."""
     config = LitePullConsumerConfig(
         consumer_group=f"check-{topic}-{time.monotonic_ns()}",
         endpoints=(broker.grpc_address,),
@@ -50,12 +59,24 @@ def _consume(
     consumer = DefaultLitePullConsumer(config=config)
     consumer.subscribe(topic, "*")
     found: list[tuple[MessageExt, int]] = []
-    deadline = time.monotonic() + timeout_s
+
+    def done() -> bool:
+        if until_body is not None:
+            return any(message.body == until_body for message, _ in found)
+        return len(found) >= count
+
+    def poll() -> None:
+        polled = consumer.poll(timeout_ms=100)
+        received_ms = _now_ms()
+        found.extend((message, received_ms) for message in polled)
+
     with consumer:
-        while len(found) < count and time.monotonic() < deadline:
-            polled = consumer.poll(timeout_ms=500)
-            received_ms = _now_ms()
-            found += [(message, received_ms) for message in polled]
+        deadline = time.monotonic() + timeout_s
+        while not done() and time.monotonic() < deadline:
+            poll()
+        deadline = time.monotonic() + quiet_s
+        while time.monotonic() < deadline:
+            poll()
     return found
 
 
@@ -82,7 +103,7 @@ def test_should_deliver_timer_messages_at_their_time_and_never_before(
         producer.send(Message("timed", b"level-1", delay_level=1))  # 1 s
         with pytest.raises(MessageIllegalError, match="max delay"):
             producer.send(Message("timed", b"far", delivery_timestamp_ms=start_ms + 120_000))
-    early = _consume(broker, "timed", 1, timeout_s=0.3)
+    early = _consume(broker, "timed", 1, until_body=b"past")
     assert b"past" in [m.body for m, _ in early]
     # the others only once due (they are not yet, unless the sends took over 500 ms: load)
     assert all(m.store_timestamp_ms >= _due_of(m) for m, _ in early if m.body != b"past")
@@ -147,7 +168,7 @@ def test_should_deliver_every_pending_timer_message_once_after_a_sigkill(tmp_pat
         assert bodies == sorted(due), "each pending message delivered exactly once"
         for message in received:
             assert message.store_timestamp_ms >= due[message.body.decode()], message
-        again = _consume(broker, "crashy-timer", len(due) + 1, timeout_s=0.5)
+        again = _consume(broker, "crashy-timer", len(due), quiet_s=0.5)
         assert len(again) == len(due), "nothing delivered twice after the restart"
     finally:
         broker.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -29,6 +30,14 @@ def _wait_gone(etcd: EtcdClient, key: str, timeout_s: float) -> float:
             return time.monotonic()
         time.sleep(0.02)
     raise AssertionError(f"key still present after {timeout_s} s: key={key!r}")
+
+
+def _wait(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Wait for ``condition`` (a keeper's count or deadline), at most ``timeout_s``."""
+    deadline_s = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline_s, f"not within {timeout_s} s"
+        time.sleep(0.005)
 
 
 def test_should_put_a_key_with_a_lease(etcd: EtcdClient) -> None:
@@ -197,18 +206,18 @@ def test_should_leave_the_deadline_where_it_was_while_etcd_is_down() -> None:
     keeper = LeaseKeeper(fake.renew, Lease(7, 1, time.monotonic() + 1), interval_ms=50)
     keeper.start()
     try:
-        time.sleep(0.2)
+        _wait(lambda: keeper.renewals >= 2)
         fake.answer = "down"
-        time.sleep(0.1)
+        # the first failure: a renewal answered before the switch has set its deadline by now
+        # (a fixed 100 ms pause could end before a preempted keeper had)
+        _wait(lambda: keeper.failures >= 1)
         frozen_s = keeper.deadline_s
-        time.sleep(0.3)
+        _wait(lambda: keeper.failures >= 3)
 
         assert keeper.deadline_s == frozen_s
-        assert keeper.failures >= 2
         assert isinstance(keeper.last_error, EtcdUnavailableError)
         fake.answer = "ok"
-        time.sleep(0.2)
-        assert keeper.deadline_s > frozen_s
+        _wait(lambda: keeper.deadline_s > frozen_s)
     finally:
         keeper.stop()
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import errno
 import random
 import signal
-import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from aeromq.broker.replication import (
     write_truncate_intent,
 )
 from aeromq.broker.replication._durable_file import REMOVE_STEPS, REPLACE_STEPS
+from tests._fork_server import ForkServer
 
 OLD = [EpochEntry(1, 0), EpochEntry(3, 200), EpochEntry(5, 500)]
 
@@ -229,13 +229,15 @@ def test_should_keep_the_old_or_the_new_list_when_a_step_fails(tmp_path: Path, s
 _CHILD = "tests.broker.replication._epoch_crash_child"
 
 
-def _crash(data_dir: Path, change: str, step: str) -> int:
-    child = subprocess.run(
-        [sys.executable, "-m", _CHILD, str(data_dir), change, step],
-        capture_output=True,
-        timeout=60,
-    )
-    return child.returncode
+@pytest.fixture(scope="module")
+def children() -> Iterator[ForkServer]:
+    """The crash children fork from one server: no interpreter start-up and imports each."""
+    with ForkServer(_CHILD) as server:
+        yield server
+
+
+def _crash(children: ForkServer, data_dir: Path, change: str, step: str) -> int:
+    return children.start(_CHILD, [str(data_dir), change, step]).wait()
 
 
 @pytest.mark.parametrize(
@@ -244,11 +246,11 @@ def _crash(data_dir: Path, change: str, step: str) -> int:
 )
 @pytest.mark.parametrize("step", REPLACE_STEPS)
 def test_should_hold_the_old_or_new_list_after_a_crash(
-    tmp_path: Path, change: str, new: list[EpochEntry], step: str
+    children: ForkServer, tmp_path: Path, change: str, new: list[EpochEntry], step: str
 ) -> None:
     _epochs(tmp_path)
 
-    code = _crash(tmp_path, change, step)
+    code = _crash(children, tmp_path, change, step)
 
     assert code == -signal.SIGKILL
     before_rename = step in REPLACE_STEPS[:3]
@@ -257,9 +259,9 @@ def test_should_hold_the_old_or_new_list_after_a_crash(
 
 @pytest.mark.parametrize("step", REPLACE_STEPS)
 def test_should_hold_no_intent_or_a_whole_one_after_a_crash_writing_it(
-    tmp_path: Path, step: str
+    children: ForkServer, tmp_path: Path, step: str
 ) -> None:
-    code = _crash(tmp_path, "write-intent", step)
+    code = _crash(children, tmp_path, "write-intent", step)
 
     assert code == -signal.SIGKILL
     assert read_truncate_intent(tmp_path) == (None if step in REPLACE_STEPS[:3] else 300)
@@ -267,34 +269,37 @@ def test_should_hold_no_intent_or_a_whole_one_after_a_crash_writing_it(
 
 @pytest.mark.parametrize("step", REMOVE_STEPS)
 def test_should_hold_the_intent_or_none_after_a_crash_clearing_it(
-    tmp_path: Path, step: str
+    children: ForkServer, tmp_path: Path, step: str
 ) -> None:
     write_truncate_intent(tmp_path, 300)
 
-    code = _crash(tmp_path, "clear-intent", step)
+    code = _crash(children, tmp_path, "clear-intent", step)
 
     assert code == -signal.SIGKILL
     assert read_truncate_intent(tmp_path) is None
 
 
-def test_should_read_a_whole_list_after_kills_at_random_moments(tmp_path: Path) -> None:
+def test_should_read_a_whole_list_after_kills_at_random_moments(
+    children: ForkServer, tmp_path: Path
+) -> None:
     rng = random.Random(20261128)
     acknowledged = 0
-    for _ in range(5):
-        child = subprocess.Popen(
-            [sys.executable, "-m", _CHILD, str(tmp_path), "loop"],
-            stdout=subprocess.PIPE,
-        )
-        assert child.stdout is not None
-        assert child.stdout.readline() == b"R\n"
+    data_dir = tmp_path / "epochs"
+    data_dir.mkdir()
+    for round_ in range(5):
+        out = tmp_path / f"loop-{round_}.out"  # the child's stdout
+        child = children.start(_CHILD, [str(data_dir), "loop"], out)
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_bytes().startswith(b"R\n")):
+            assert time.monotonic() < deadline, "the child never got ready"
+            time.sleep(0.001)
         time.sleep(rng.uniform(0.01, 0.15))
         child.kill()
-        lines = child.stdout.read().split()
-        child.stdout.close()
-        child.wait(10)
+        assert child.wait() == -signal.SIGKILL
+        lines = out.read_bytes().split()
         acknowledged = max([acknowledged, *(int(w) for w in lines if w.isdigit())])
 
-        entries = EpochFile(tmp_path).entries
+        entries = EpochFile(data_dir).entries
 
         epochs = [entry.epoch for entry in entries]
         assert epochs == list(range(1, len(epochs) + 1))  # whole, in order, nothing lost

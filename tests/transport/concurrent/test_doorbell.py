@@ -191,6 +191,7 @@ def _pong(path: str, results: Any) -> None:
     mapped = MappedFile.open(path)
     buffer = mapped.buffer
     ping, pong = Doorbell(buffer, PING_BELL), Doorbell(buffer, PONG_BELL)
+    results.put("ready")
     timeouts = woken = 0
     for round_number in range(1, ROUNDS + 1):
         timed_out, slept = _wait_for(pong, buffer, PING_ROUND, round_number)
@@ -210,6 +211,9 @@ def test_should_lose_no_wakeup_between_two_processes(shm_dir: Path) -> None:
     child = ctx.Process(target=_pong, args=(str(path), results))
     child.start()
     try:
+        # the rounds start once the child has mapped the file: a spawned interpreter's start-up
+        # (its imports) took over the first round's 2 s wait on a loaded machine
+        assert results.get(timeout=BOUND_S) == "ready"
         start = time.monotonic()
         timeouts = woken = 0
         for round_number in range(1, ROUNDS + 1):
@@ -298,9 +302,9 @@ def test_should_park_the_longest_while_all_work_rings_and_back_off_when_not() ->
     assert time.monotonic_ns() - start >= 55_000_000  # the longest park at once
     assert idle.park_period_ns == 2_000_000  # while the backoff walked on beneath
     all_rung[0] = False
-    start = time.monotonic_ns()
     idle.idle(0)
-    assert time.monotonic_ns() - start < 55_000_000
+    # the backoff's own 2 ms park, read from what it parked (timed out) rather than the wall: a
+    # loaded machine may wake a 2 ms sleeper late
     assert idle.parked_ns == 62_000_000
 
 
@@ -319,10 +323,10 @@ def test_should_park_at_once_after_work_when_it_neither_spins_nor_yields() -> No
         max_park_period_ns=20_000_000,
     )
     spinning.idle(1)
-    start = time.monotonic_ns()
     spinning.idle(0)  # a spin
     spinning.idle(0)  # reads the word, for one more poll
-    assert time.monotonic_ns() - start < 19_000_000
+    assert spinning.state == spinning.PARKING
+    assert spinning.parked_ns == 0  # no park ran to its end (not the wall: see above)
 
 
 def test_should_not_sleep_through_a_ring_that_came_during_the_last_poll() -> None:
