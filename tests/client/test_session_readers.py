@@ -45,6 +45,8 @@ __all__ = [
 
 ROUNDS = 20
 GAP_S = 0.01
+HOUSEKEEPING_NS = 100_000_000
+"""The poller's housekeeping period while callers read (the driver check)."""
 
 
 def test_should_read_the_answer_on_the_waiting_thread_while_the_poller_sleeps(
@@ -54,14 +56,17 @@ def test_should_read_the_answer_on_the_waiting_thread_while_the_poller_sleeps(
         assert session.rung_by_broker
         session.request(send_request(b"warm"))
         before = poller_wakeups(session)
+        started_ns = time.monotonic_ns()
         for i in range(ROUNDS):
             time.sleep(GAP_S)
             assert session.request(send_request(b"%d" % i)).status.code == 0
         woken = poller_wakeups(session) - before
+        housekeeping = (time.monotonic_ns() - started_ns) // HOUSEKEEPING_NS + 1
     # asleep until its housekeeping (every 100 ms): a few wake-ups over 20 requests, where a
-    # poller that read the answers (or polled for them) woke for each or every millisecond
-    # (189 measured before)
-    assert woken <= ROUNDS // 2, woken
+    # poller that read the answers (or polled for them) woke for each on top of its
+    # housekeeping, or every millisecond (189 measured before). The housekeeping's share is
+    # counted from the rounds' own time: a loaded machine stretches them past the 0.2 s planned
+    assert woken <= housekeeping + ROUNDS // 2, (woken, housekeeping)
 
 
 def test_should_keep_an_idle_session_to_about_ten_wakeups_a_second(
@@ -70,9 +75,13 @@ def test_should_keep_an_idle_session_to_about_ten_wakeups_a_second(
     with ClientSession.connect(client_aeron, SessionConfig()) as session:
         session.request(send_request(b"warm"))
         before = poller_wakeups(session)
+        started_ns = time.monotonic_ns()
         time.sleep(1.0)
         woken = poller_wakeups(session) - before
-    assert woken <= 30, woken  # the driver check every 100 ms, and a keepalive
+        idle_s = (time.monotonic_ns() - started_ns) / 1e9
+    # the driver check every 100 ms, and a keepalive: about ten a second, where a polling
+    # poller woke a thousand times (the bound follows the sleep, which a loaded machine stretches)
+    assert woken <= 30 * idle_s, (woken, idle_s)
 
 
 def test_should_read_an_answer_nobody_waits_for_at_once(
