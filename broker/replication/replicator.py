@@ -63,18 +63,9 @@ _NO_FLOOR: Final = 1 << 63
 
 def replication_channel(endpoint: str) -> str:
     """The channel of a member's replication endpoint (``host:port``): UDP, with terms of 4 MiB
-    (frames up to 512 KiB; the files are sparse), datagrams of up to :data:`REPLICATION_MTU`
-    bytes, and a receiver window (and socket receive buffer) of 256 KiB: a receiver sends a
-    status message each quarter window it reads, so with the driver's 128 KiB a follower sent
-    one every round of the bench's 46 KiB frames, and the leader's driver took each (traced:
-    0.88 a round a follower, 0.47 now); a round of 1,024 messages (about 180 KiB) now fits in
-    the window without waiting for one. 256 KiB stays within Linux's default
-    ``net.core.rmem_max`` (the kernel doubles what it grants), so a window's burst fits the
-    buffer."""
-    return (
-        f"aeron:udp?endpoint={endpoint}|term-length=4m|mtu={REPLICATION_MTU}"
-        "|rcv-wnd=256k|so-rcvbuf=256k"
-    )
+    (frames up to 512 KiB; the files are sparse) and datagrams of up to :data:`REPLICATION_MTU`
+    bytes."""
+    return f"aeron:udp?endpoint={endpoint}|term-length=4m|mtu={REPLICATION_MTU}"
 
 
 REPLICATION_MTU: Final = 8192
