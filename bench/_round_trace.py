@@ -43,6 +43,7 @@ from typing import Final
 __all__ = [
     "PATH",
     "SLOW_ROUND_MS",
+    "cpu_per_round",
     "durations",
     "install",
     "last_fsyncs",
@@ -100,16 +101,26 @@ def install(record: Record, wrap: Wrap, private_class: Callable[[str, str], type
 
 Events = list[tuple[int, str, str, int]]
 """(t ns, event, thread, count) of one process, in time order."""
+CpuMarks = dict[str, list[tuple[int, int]]]
+"""Each thread's (t ns, thread CPU ns) at its events, of one process, in time order."""
 
 
 def _load(directory: Path) -> dict[int, Events]:
-    out: dict[int, Events] = {}
+    return {pid: events for pid, (events, _) in _load_with_cpu(directory).items()}
+
+
+def _load_with_cpu(directory: Path) -> dict[int, tuple[Events, CpuMarks]]:
+    out: dict[int, tuple[Events, CpuMarks]] = {}
     for path in sorted(directory.glob("*.hops")):
         events = []
+        marks: CpuMarks = defaultdict(list)
         for line in path.read_text(encoding="utf-8").splitlines():
-            t_ns, name, thread, count, _cpu = line.split(" ")
+            t_ns, name, thread, count, cpu_ns = line.split(" ")
             events.append((int(t_ns), name, thread, int(count)))
-        out[int(path.stem)] = sorted(events)
+            marks[thread].append((int(t_ns), int(cpu_ns)))
+        for thread_marks in marks.values():
+            thread_marks.sort()
+        out[int(path.stem)] = (sorted(events), dict(marks))
     return out
 
 
@@ -233,6 +244,29 @@ def last_fsyncs(found: list[dict[str, int]]) -> dict[str, int]:
     return counts
 
 
+def cpu_per_round(directory: Path) -> tuple[int, dict[str, dict[str, float]]]:
+    """The traced threads' CPU a round, by role and thread (us): each thread's CPU between its
+    first and its last event within the rounds of :func:`rounds` (its ``thread_time_ns`` at
+    them), over their count; with how many rounds. Threads that record no event (the
+    producer's retry timer, gRPC's) are not seen."""
+    loaded = _load_with_cpu(directory)
+    roles = _roles({pid: events for pid, (events, _) in loaded.items()})
+    starts = _round_starts(roles)
+    if len(starts) < 2:
+        return 0, {}
+    begin, end, count = starts[0], starts[-1], len(starts) - 1
+    by_events = {id(events): marks for events, marks in loaded.values()}
+    out: dict[str, dict[str, float]] = {}
+    for role, events in roles.items():
+        threads = {}
+        for thread, marks in by_events[id(events)].items():
+            inside = [cpu for t, cpu in marks if begin <= t <= end]
+            if len(inside) > 1:
+                threads[thread] = (inside[-1] - inside[0]) / 1e3 / count
+        out[role] = threads
+    return count, out
+
+
 def _round_starts(roles: dict[str, Events]) -> list[int]:
     """The leader's ``send_start`` times within its producer's run (from the round of its
     first settled sends to its last: the suite's other phases left out), or all of them
@@ -296,6 +330,11 @@ def main(argv: list[str]) -> None:
     print(f"high watermark after {SLOW_ROUND_MS} ms, the last fsync: {held}")
     for label, at_us, own_us, seen in timeline(found):
         print(f"{at_us:8.0f} us {own_us:+7.0f}  {label} ({seen})")
+    counted, cpu = cpu_per_round(Path(argv[0]))
+    print(f"CPU a round (us, the traced threads, over {counted} rounds):")
+    for role, threads in cpu.items():
+        named = ", ".join(f"{name} {us:.0f}" for name, us in sorted(threads.items()))
+        print(f"  {role}: {sum(threads.values()):.0f} ({named})")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ group's three brokers (``server_cpu_us_per_msg``; the leader's alone in ``leader
 Wake-ups per message the same way (``server_wakeups_per_msg``, ``leader_wakeups_per_msg``), and
 ``threads``: each broker's threads that spent the most (``role thread us/msg wake-ups/msg``,
 from ``/proc``, ``bench/_thread_stats.py``): these move far less with the machine's load than
-the rates do.
+the rates do. ``etcd_cpu_us_per_msg``: the group's etcd process, the same way.
 
 ``end-to-end-large``: the same workers with batches of :data:`LARGE_BATCH` messages (8 in flight
 still): 1,024 messages outstanding rather than 256. On its defaults the producer has one
@@ -160,10 +160,15 @@ def _create_topics(leader: str, topics: list[str]) -> None:
 
 
 def _phase(
-    name: str, kind: str, count: int, pids: list[int], start: dict[str, Callable[..., BaseProcess]]
+    name: str,
+    kind: str,
+    count: int,
+    pids: list[int],
+    start: dict[str, Callable[..., BaseProcess]],
+    etcd_pid: int | None = None,
 ) -> list[Result]:
     """One phase (``end-to-end``, ``end-to-end-large`` or ``send-sync``); server CPU summed over ``pids`` (the
-    first one's alone in ``leader_cpu_us_per_msg``)."""
+    first one's alone in ``leader_cpu_us_per_msg``), and ``etcd_pid``'s apart when given."""
     out: Outbox = multiprocessing.get_context("spawn").Queue()
     workers = []
     awaited = {"produced"}
@@ -173,10 +178,12 @@ def _phase(
         _collect(out, {"ready"})
         awaited.add("consumed")
     cpu = [process_cpu_s(pid) for pid in pids]
+    etcd_cpu = None if etcd_pid is None else process_cpu_s(etcd_pid)
     threads = [sample(pid) for pid in pids]
     workers.append(start[kind](topic, count, out))
     got = _collect(out, awaited)
     used = [process_cpu_s(pid) - before for pid, before in zip(pids, cpu, strict=True)]
+    etcd_used = None if etcd_pid is None or etcd_cpu is None else process_cpu_s(etcd_pid) - etcd_cpu
     threads_after = [sample(pid) for pid in pids]
     rows = list(
         _rows(
@@ -192,6 +199,8 @@ def _phase(
         messages = row.extra.get("received", count)
         assert isinstance(messages, int)
         row.extra["leader_cpu_us_per_msg"] = round(used[0] * 1e6 / max(messages, 1), 2)
+        if etcd_used is not None:
+            row.extra["etcd_cpu_us_per_msg"] = round(etcd_used * 1e6 / max(messages, 1), 2)
         row.extra.update(_wakeups(threads, threads_after, messages))
         row.extra.update(_settings())
     for worker in workers:
@@ -252,11 +261,12 @@ def _phases(
     pids: list[int],
     start: dict[str, Callable[..., BaseProcess]],
     limit_s: float,
+    etcd_pid: int | None = None,
 ) -> Iterator[Result]:
     for kind in _chosen(CASES_ENV, KINDS):
         n = max(count // 20, 500) if kind == "send-sync" else count
         yield from case_rows(
-            f"{name}:{kind}", _phase, name, kind, n, pids, start, timeout_s=limit_s
+            f"{name}:{kind}", _phase, name, kind, n, pids, start, etcd_pid, timeout_s=limit_s
         )
 
 
@@ -307,7 +317,8 @@ def _run_group(root: Path, count: int, limit_s: float) -> Iterator[Result]:
         _create_topics(leader["grpc"], list(_TOPICS.values()))
         pids = [int(leader["pid"])] + [p for p in cluster.pids if p != int(leader["pid"])]
         starters = _starters(endpoints, leader["aeron_dir"], count)
-        yield from _phases("group", count, pids, starters, limit_s)
+        etcd = cluster.ready.get("etcd_pid")
+        yield from _phases("group", count, pids, starters, limit_s, int(etcd) if etcd else None)
     finally:
         cluster.stop()
 

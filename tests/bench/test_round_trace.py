@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench._round_trace import durations, last_fsyncs, rounds, timeline
+from bench._round_trace import cpu_per_round, durations, last_fsyncs, rounds, timeline
 
 _THREAD = "net"
 
@@ -68,3 +68,22 @@ def test_should_name_the_member_whose_fsync_ended_last_in_the_rounds_it_held() -
     counts = last_fsyncs([quick, leader_last, follower_last, untraced])
 
     assert counts == {"leader": 1, "f1": 0, "f2": 1, "none": 1}
+
+
+def test_should_give_each_threads_cpu_a_round_within_the_producers_rounds(tmp_path: Path) -> None:
+    def write(
+        pid: int, events: list[tuple[int, str, str, int]]
+    ) -> None:  # us, name, thread, cpu us
+        lines = [f"{t * 1000} {name} {thread} 1 {cpu * 1000}\n" for t, name, thread, cpu in events]
+        (tmp_path / f"{pid}.hops").write_text("".join(lines), encoding="utf-8")
+
+    starts = (0, 1_000, 2_000, 3_000)  # three rounds
+    leader = [(t, "send_start", "sessions", 10 * i) for i, t in enumerate(starts)]
+    leader += [(t + 100, "r_sent", "driver", 100 * i) for i, t in enumerate(starts)]
+    leader += [(9_000, "r_sent", "driver", 5_000)]  # after the producer's last round: left out
+    write(1, leader)
+    write(2, [(t + 500, "settled", "session", 0) for t in starts])
+
+    count, cpu = cpu_per_round(tmp_path)
+    assert count == 3
+    assert cpu["leader"] == {"sessions": 10.0, "driver": 200 / 3}  # 0..30 and 0..200 us of CPU
