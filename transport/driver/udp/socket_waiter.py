@@ -223,9 +223,7 @@ class SocketWaiter:
             return
         eventfd = self._eventfd
         wake_sockets = self._wake_sockets
-        readable = {
-            fd for fd, _ in self._poll.poll(0) if fd != eventfd and fd not in wake_sockets
-        }
+        readable = {fd for fd, _ in self._poll.poll(0) if fd != eventfd and fd not in wake_sockets}
         self.ready = readable
         self.quiet = not readable
 
