@@ -9,13 +9,12 @@ broker keeps the transport's threads few and their parks long once quiet:
   its conductor, sender and receiver as one agent on one thread, so one wake-up serves all
   three. Python agents share one GIL anyway, so three threads add no parallelism: busy, the
   shared thread costs no more CPU per message than three (see the broker operations page).
-- **Parks until woken** in a broker group's member, or with ``AEROMQ_DRIVER_PARK_WHEN_SETTLED=1``
-  in the broker's environment (``MediaDriverContext.park_when_settled``; off for a single
-  broker by default: on this 2-core VM an
-  idle broker then spent 1.8-2.8% of a core against 1.3-1.7% without, the driver's 40 idle
-  wake-ups a second costing half as much again each, over the 2% an idle broker may use;
-  under traffic it saves most of the driver's wake-ups, see ``docs/replication.md``): every
-  source of the
+- **Parks until woken** (``MediaDriverContext.park_when_settled``; ``AEROMQ_DRIVER_PARK_WHEN_SETTLED=0``
+  in the broker's environment turns it off but in a broker group's member). It was off for a
+  single broker until an idle driver parked until due (an idle broker spent 1.8-2.8% of a core
+  with it, then); now both settings idle at 0.2% of a core, and over UDP the settled park halves
+  the driver's CPU a message at 100 msgs/s (about 10 wake-ups a message fewer) and cuts a fifth
+  at 1,000 msgs/s (``bench/results/2026-11-29d/udpcpu.md``). Every source of the
   driver's network work in a broker ends its park: a datagram (its sockets are in the park's
   poll), an offer of a publisher in this process (the replication agent's, and the session
   agent's answers to UDP clients, ring ``MediaDriver.wake_network`` once per duty cycle). So
@@ -109,7 +108,8 @@ DRIVER_THREADING_MODES: Final = (
 """The threading modes an embedded driver may run in (``INVOKER`` has no one to invoke it)."""
 
 PARK_WHEN_SETTLED_ENV: Final = "AEROMQ_DRIVER_PARK_WHEN_SETTLED"
-"""``1``: the embedded driver parks until woken while its network owes nothing soon (see module)."""
+"""``0``: a single broker's embedded driver walks its backoff after every piece of work rather
+than park until woken while its network owes nothing soon (the default; see module)."""
 _NS_PER_MS: Final = 1_000_000
 _CLIENT_PARK_NS: Final = 16 * _NS_PER_MS
 _CLIENT_DEEP_PARK_NS: Final = 64 * _NS_PER_MS
@@ -123,13 +123,14 @@ def embedded_driver_context(
 ) -> MediaDriverContext:
     """The embedded driver's context: Aeron's environment, sparse logs, the store's file mode,
     ``threading_mode`` (one of :data:`DRIVER_THREADING_MODES`, any case), and deep-idle agents
-    unless the environment names their idle strategies (see module); settled parks with
-    ``park_when_settled`` (a broker group's member) or :data:`PARK_WHEN_SETTLED_ENV`."""
+    unless the environment names their idle strategies (see module); settled parks unless
+    :data:`PARK_WHEN_SETTLED_ENV` is ``0`` and ``park_when_settled`` (a broker group's member)
+    is false."""
     context = MediaDriverContext.from_env(
         term_buffer_sparse_file=True,
         file_mode=file_mode,
         threading_mode=ThreadingMode(threading_mode.strip().upper()),
-        park_when_settled=park_when_settled or os.environ.get(PARK_WHEN_SETTLED_ENV) == "1",
+        park_when_settled=park_when_settled or os.environ.get(PARK_WHEN_SETTLED_ENV) != "0",
         park_until_due=True,
     )
     context = deep_idle_unless_set(context)

@@ -258,6 +258,7 @@ class MediaDriver:
             self._add_runner(context.new_conductor_idle_strategy(), conductor)
         else:
             sender.waiter = receiver.waiter = SocketWaiter()
+            sender.waiter.look_after_work = True  # one poll, not a read of every socket
             shared = mode is ThreadingMode.SHARED
             hosted = self._hosted = DynamicCompositeAgent("hosted", sender.waiter.wake)
             idle = context.new_conductor_idle_strategy() if shared else None
@@ -321,9 +322,6 @@ class MediaDriver:
         hosted = self._hosted
         if hosted is None:
             return None
-        waiter = self._sender_waiter
-        if waiter is not None:
-            waiter.look_after_work = True  # its cycles after work are many now
         return hosted.add(agent, error_handler, settled)
 
     @property

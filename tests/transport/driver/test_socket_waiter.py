@@ -222,3 +222,52 @@ def test_should_be_quiet_only_after_a_park_that_timed_out_with_nothing_readable(
         strategy.idle(0)
     assert not waiter.quiet  # readable: the next cycle reads
     assert receiver.recv(16) == b"data"
+
+
+def test_should_name_only_the_sockets_a_park_found_readable(receiver: socket.socket) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other:
+        other.bind(("127.0.0.1", 0))
+        other.setblocking(False)
+        waiter.register(other)
+        assert waiter.ready is None  # no park yet: a cycle reads every socket
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+            sender.sendto(b"data", other.getsockname())
+        waiter.wait(5.0)  # ends as the datagram lands
+        assert waiter.ready == {other.fileno()}
+        assert not waiter.quiet
+        assert other.recv(16) == b"data"
+        waiter.wait(0.001)  # nothing readable, nothing woke it
+        assert waiter.ready == set()
+        assert waiter.quiet
+        waiter.unregister(other)
+    waiter.close()
+
+
+def test_should_look_at_the_sockets_after_a_cycle_that_worked(receiver: socket.socket) -> None:
+    waiter = SocketWaiter()
+    waiter.register(receiver)
+    waiter.look_after_work = True
+    parking = SleepingIdleStrategy(5_000_000)
+    parking.park_with(waiter.wait)
+    strategy = waiter.idle_strategy(parking)
+    waiter.wake()  # pending: not a socket to read
+    strategy.idle(1)  # work: no park, one poll that does not wait
+    assert waiter.ready == set()
+    assert waiter.quiet
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.sendto(b"data", receiver.getsockname())
+    deadline = time.monotonic() + 5
+    strategy.idle(1)
+    while waiter.quiet and time.monotonic() < deadline:  # until the kernel queued it
+        strategy.idle(1)
+    assert waiter.ready == {receiver.fileno()}
+    strategy.idle(0)  # a park: returns at once, the socket is still readable
+    assert waiter.ready == {receiver.fileno()}
+    assert waiter.wakes == 1  # the pending wake was drained by the park
+    assert receiver.recv(16) == b"data"
+    waiter.look_after_work = False
+    strategy.idle(1)  # work without a look: not known, read them all
+    assert waiter.ready is None
+    waiter.close()

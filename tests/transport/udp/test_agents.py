@@ -15,6 +15,7 @@ from aeromq.transport.driver.udp.network_proxies import (
 )
 from aeromq.transport.driver.udp.receiver import Receiver
 from aeromq.transport.driver.udp.sender import Sender
+from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from tests.transport.udp.support import system_counters
 
@@ -37,8 +38,14 @@ class FakePublication:
         self.released = True
 
 
+class FakeTransport:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+
 class FakeSendEndpoint:
-    def __init__(self) -> None:
+    def __init__(self, fd: int = -1) -> None:
+        self.transport = FakeTransport(fd)
         self.keepalive_bytes = 0
         self.polls: list[int] = []
         self.publications: list[Any] = []
@@ -119,6 +126,23 @@ def test_should_send_round_robin_and_poll_control_at_the_ratio() -> None:
     assert len(endpoint.polls) == 4
 
 
+def test_should_read_only_the_sockets_its_waiter_saw_readable() -> None:
+    clock = SettableClock()
+    _, system = system_counters()
+    sender = _sender(clock, system)
+    sender.waiter = SocketWaiter()
+    endpoints = [FakeSendEndpoint(fd) for fd in (101, 102)]
+    for endpoint in endpoints:
+        sender.endpoints.append(endpoint)  # not on_add_endpoint: no real socket to register
+    sender.waiter.ready = {102}  # a park saw only the second readable
+    sender.do_work()  # nothing sent: reads control frames
+    assert [len(endpoint.polls) for endpoint in endpoints] == [0, 1]
+    sender.waiter.ready = None  # not known (no park, no look): every socket
+    sender.do_work()
+    assert [len(endpoint.polls) for endpoint in endpoints] == [1, 2]
+    sender.waiter.close()
+
+
 def test_should_track_its_longest_cycle() -> None:
     clock = SettableClock()
     _, system = system_counters()
@@ -140,12 +164,15 @@ class FakeDispatcher:
 
 
 class FakeReceiveEndpoint:
-    def __init__(self) -> None:
+    def __init__(self, fd: int = -1) -> None:
+        self.transport = FakeTransport(fd)
         self.keepalive_bytes = 0
         self.dispatcher = FakeDispatcher()
         self.released = False
+        self.polls = 0
 
     def poll(self, now_ns: int) -> int:
+        self.polls += 1
         return 10
 
     def receiver_release(self) -> None:
@@ -212,6 +239,33 @@ def test_should_run_the_conductors_commands_and_every_image() -> None:
     ]
     assert image.released and endpoint.released
     assert receiver.images == [] and receiver.endpoints == []
+
+
+def test_should_receive_only_on_the_sockets_its_waiter_saw_readable() -> None:
+    clock = SettableClock(5)
+    _, system = system_counters()
+    receiver = Receiver(
+        nano_clock=clock,
+        bytes_received=system.get(SystemCounter.BYTES_RECEIVED),
+        max_cycle_time=system.get(SystemCounter.RECEIVER_MAX_CYCLE_TIME),
+        cycle_time_threshold_exceeded=system.get(
+            SystemCounter.RECEIVER_CYCLE_TIME_THRESHOLD_EXCEEDED
+        ),
+        cycle_threshold_ns=10 * MS,
+    )
+    receiver.waiter = SocketWaiter()
+    endpoints = [FakeReceiveEndpoint(fd) for fd in (201, 202)]
+    receiver.endpoints.extend(endpoints)  # no real socket to register
+    receiver.waiter.ready = {201}
+    assert receiver.do_work() == 10
+    assert [endpoint.polls for endpoint in endpoints] == [1, 0]
+    receiver.waiter.ready = set()  # a quiet park: no read at all
+    receiver.do_work()
+    assert [endpoint.polls for endpoint in endpoints] == [1, 0]
+    receiver.waiter.ready = None
+    receiver.do_work()
+    assert [endpoint.polls for endpoint in endpoints] == [2, 1]
+    receiver.waiter.close()
 
 
 def test_should_drain_at_most_the_limit_per_cycle() -> None:

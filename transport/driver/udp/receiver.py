@@ -5,8 +5,8 @@ Its duty cycle (``do_work``):
 1. run the conductor's queued commands (endpoints, subscriptions' stream interest, new images,
    images going away, cool-downs ending);
 2. read every receive endpoint's socket: each datagram is validated and dispatched to its image
-   (or turned into a request for one); skipped right after a park in its
-   :class:`~transport.driver.udp.socket_waiter.SocketWaiter` that saw no socket readable;
+   (or turned into a request for one); right after a park in its
+   :class:`~transport.driver.udp.socket_waiter.SocketWaiter`, only the sockets it saw readable;
 3. give every image a turn: rebuild and loss detection (NAKs), status messages;
 
 4. forget SETUP requests that went unanswered for the pending setup timeout, so the next frame
@@ -95,9 +95,9 @@ class Receiver:
         bytes_received = 0
         keepalive_bytes = 0
         waiter = self.waiter
-        read = waiter is None or not waiter.quiet
+        ready = None if waiter is None else waiter.ready
         for endpoint in self.endpoints:
-            if read:
+            if ready is None or endpoint.transport.fd in ready:
                 bytes_received += endpoint.poll(now_ns)
                 if endpoint.keepalive_bytes:
                     keepalive_bytes += endpoint.keepalive_bytes

@@ -7,8 +7,8 @@ Its duty cycle (``do_work``):
    is always first): SETUP, data up to its limit, heartbeats, resends;
 3. when nothing was sent, or after ``send_to_status_poll_ratio`` cycles that did send, or at
    least every half status message timeout, read the endpoints' sockets for status messages,
-   NAKs and RTTMs (not right after a park in its
-   :class:`~transport.driver.udp.socket_waiter.SocketWaiter` that saw no socket readable).
+   NAKs and RTTMs (right after a park in its
+   :class:`~transport.driver.udp.socket_waiter.SocketWaiter`, only the sockets it saw readable).
 
 A status message that moved nothing (the limit, the connection) is a keepalive, not work for
 its idle strategy (Aeron counts it): counting one every 200 ms per idle stream kept the thread
@@ -91,8 +91,9 @@ class Sender:
             or now_ns > self._control_poll_deadline_ns
         ):
             waiter = self.waiter
-            if waiter is None or not waiter.quiet:
-                for endpoint in self.endpoints:
+            ready = None if waiter is None else waiter.ready
+            for endpoint in self.endpoints:
+                if ready is None or endpoint.transport.fd in ready:
                     work_count += endpoint.poll(now_ns) - endpoint.keepalive_bytes
                     endpoint.keepalive_bytes = 0
             self._duty_cycle_counter = 0

@@ -48,11 +48,18 @@ cycle after it skips its socket reads. A read that finds nothing raises and catc
 thread's 150 us per wake-up, measured). A datagram that arrives after the poll returned makes
 the next park return at once, so it waits one duty cycle longer, not a park.
 
+A park that ended with some sockets readable names them in :attr:`SocketWaiter.ready` (their
+descriptors; None: not known, read them all): the duty cycle after it reads those only. A
+broker's driver reads three sockets or more (its ingress, and one send endpoint a UDP client's
+answers go to), most of them empty on any one cycle; each empty read cost a raised and caught
+``BlockingIOError``.
+
 After a cycle that worked no park follows: the next cycle runs at once and would read every
-socket. With :attr:`SocketWaiter.look_after_work` (a thread that hosts agents: its cycles after
-work are most of its cycles) the idle polls the sockets without waiting instead (one ``poll``
-call) and sets :attr:`SocketWaiter.quiet` when none is readable, so that cycle skips the reads
-as after a quiet park.
+socket. With :attr:`SocketWaiter.look_after_work` (the one thread of a driver's sender and
+receiver, ``SHARED`` and ``SHARED_NETWORK``: its cycles after work are most of its cycles) the idle
+polls the sockets without waiting instead (one ``poll`` call), sets :attr:`SocketWaiter.ready`
+to the readable ones and :attr:`SocketWaiter.quiet` when there are none, so that cycle reads
+only those, as after a park.
 """
 
 from __future__ import annotations
@@ -90,6 +97,7 @@ class SocketWaiter:
         "_wake_sockets",
         "look_after_work",
         "quiet",
+        "ready",
         "wakes",
     )
 
@@ -106,6 +114,9 @@ class SocketWaiter:
         """Wake sockets by descriptor (:meth:`add_wake_socket`): drained, not counted."""
         self.quiet = False
         """The last idle parked here until its timeout and no socket was readable (see module)."""
+        self.ready: set[int] | None = None
+        """The registered sockets' descriptors the last park (or look after work) found
+        readable; None: not known, read every socket (see module)."""
         self.wakes = 0
         """Parks a :meth:`wake` ended (or found pending)."""
         self._wake_pending = False  # written to the eventfd, not yet drained (see module)
@@ -168,6 +179,7 @@ class SocketWaiter:
         :data:`MIN_POLL_PARK_S` in microseconds, in ``select``)."""
         if self._closed:
             time.sleep(timeout_s)
+            self.ready = None
             return
         eventfd = self._eventfd
         if timeout_s < MIN_POLL_PARK_S:
@@ -175,10 +187,11 @@ class SocketWaiter:
                 ready = select.select(self._selected, (), (), timeout_s)[0]
             except ValueError:  # a descriptor past select's FD_SETSIZE: sleep, as before
                 time.sleep(timeout_s)
+                self.ready = None
                 return
         else:
             ready = [fd for fd, _ in self._poll.poll(int(timeout_s * _MS_PER_S))]
-        sockets = len(ready)
+        readable: set[int] = set()
         wake_sockets = self._wake_sockets
         for fd in ready:
             if fd == eventfd:
@@ -188,10 +201,11 @@ class SocketWaiter:
             elif fd in wake_sockets:
                 drain_wake_socket(wake_sockets[fd])
             else:
+                readable.add(fd)
                 continue
             self.wakes += 1
-            sockets -= 1
-        self.quiet = not sockets
+        self.ready = readable
+        self.quiet = not readable
 
     def readable(self) -> bool:
         """Whether a registered socket is readable now (a poll that does not wait); a wake
@@ -199,6 +213,19 @@ class SocketWaiter:
         if self._closed:
             return True
         return bool(self._poll.poll(0))
+
+    def look(self) -> None:
+        """Set :attr:`ready` and :attr:`quiet` from a poll that does not wait (after a cycle
+        that worked: see module); a pending wake is left for the park to drain."""
+        if self._closed:
+            self.ready = None
+            self.quiet = False
+            return
+        eventfd = self._eventfd
+        wake_sockets = self._wake_sockets
+        readable = {fd for fd, _ in self._poll.poll(0) if fd != eventfd and fd not in wake_sockets}
+        self.ready = readable
+        self.quiet = not readable
 
     def idle_strategy(self, parking: IdleStrategy) -> IdleStrategy:
         """``parking`` (whose park must already be :meth:`wait`) clearing :attr:`quiet` first
@@ -225,9 +252,10 @@ class _ClearingIdleStrategy:
     def idle(self, work_count: int = 0) -> None:
         waiter = self._waiter
         if work_count > 0 and waiter.look_after_work:
-            waiter.quiet = not waiter.readable()  # no park: the next cycle runs at once
+            waiter.look()  # no park: the next cycle runs at once
         else:
             waiter.quiet = False
+            waiter.ready = None
         self._parking.idle(work_count)
 
     def reset(self) -> None:

@@ -50,6 +50,7 @@ class UdpChannelTransport:
         "_loss_generator",
         "_recvfrom_into",
         "_socket",
+        "fd",
         "local_address",
         "receive_buffer",
         "receive_view",
@@ -90,6 +91,9 @@ class UdpChannelTransport:
             sock.close()
             raise
         self._socket = sock
+        self.fd = sock.fileno()
+        """The socket's descriptor, as a :class:`~transport.driver.udp.socket_waiter.SocketWaiter`
+        names the readable ones (kept after ``close()``: the agents let go of it first)."""
         self.local_address: Sockaddr = sock.getsockname()
         self.receive_buffer = AtomicBuffer.allocate(RECEIVE_BUFFER_LENGTH)
         self.receive_view = memoryview(self.receive_buffer)
