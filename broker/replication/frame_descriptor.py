@@ -49,7 +49,8 @@ is not the one it follows (a deposed leader's frames), as it refuses every other
    ...                                                              |
     +---------------------------------------------------------------+
 
-HEARTBEAT (type 2, 32 bytes), every 100 ms while the leader has nothing to send::
+HEARTBEAT (type 2, 32 bytes), every ``heartbeat_interval_ms`` (250 ms, at most a quarter of
+``replica_lag_max_ms``) to a follower it has sent nothing for::
 
     +---------------+---------------+-------------------------------+
   0 |    Version    |     Flags     |           Type = 2            |

@@ -36,7 +36,8 @@ __all__ = [
 RUNG_PARK_NS: Final = 100_000_000
 """While every source of its work rings (``SessionAgent.all_rung``), the agent sleeps this long
 unless rung: until its next sweep (every 100 ms), not the idle strategy's deep park (25 ms).
-A session that rings nothing (over UDP) keeps the backoff's parks while it lives."""
+A session that rings nothing (an IPC client without doorbells; a UDP client's requests ring
+it through the embedded driver's receiver) keeps the backoff's parks while it lives."""
 EMPTY_PARK_NS: Final = 1_000_000_000
 """The same with no live session: nothing to sweep but the closed sessions' tombstones (kept
 for seconds), so once a second."""
