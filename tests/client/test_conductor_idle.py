@@ -3,6 +3,7 @@ and the wake before a session connects (``client/_conductor_idle.py``)."""
 
 from __future__ import annotations
 
+import socket
 import threading
 
 from aeromq.client._conductor_idle import (
@@ -12,7 +13,26 @@ from aeromq.client._conductor_idle import (
     conductor_idle_strategy,
     expect_news,
 )
+from aeromq.client.broker_sessions import BrokerSessions
+from aeromq.client.route import BrokerRoute
 from aeromq.transport.concurrent import DoorbellIdleStrategy, SleepingIdleStrategy
+from aeromq.transport.driver import MediaDriver
+from tests.broker.data.conftest import aeron, hold, media_driver, open_store, pull, send, store
+from tests.broker.data.test_sessions import Server, server, start_server
+
+__all__ = [
+    "aeron",
+    "hold",
+    "media_driver",
+    "open_store",
+    "pull",
+    "send",
+    "server",
+    "start_server",
+    "store",
+]
+"""The fixtures this module takes from ``tests/broker/data`` (a broker's session agent served
+in this process over a real driver)."""
 
 
 def test_should_park_aerons_16_ms_then_back_off_to_the_deep_park() -> None:
@@ -41,3 +61,23 @@ def test_should_leave_a_strategy_it_cannot_wake_alone() -> None:
     idle = SleepingIdleStrategy(CONDUCTOR_PARK_NS)
     expect_news(idle)
     assert idle.period_ns == CONDUCTOR_PARK_NS
+
+
+def test_should_give_the_sessions_aeron_client_a_conductor_woken_to_connect(
+    server: Server, media_driver: MediaDriver
+) -> None:
+    here = BrokerRoute("c", "broker-a", "", "aeron:ipc", 1001, "", 0, media_driver.aeron_dir,
+                       socket.gethostname())  # fmt: skip
+    sessions = BrokerSessions(client_id="t", request_timeout_ms=3_000, offer_timeout_ms=1_000)
+    try:
+        first = sessions.session(here)
+        idle = sessions._client(media_driver.aeron_dir).context.idle_strategy
+        assert isinstance(idle, DoorbellIdleStrategy)  # not Aeron's 16 ms sleep
+        assert idle.deep_park_period_ns == CONDUCTOR_DEEP_PARK_NS
+        idle.park_period_ns = CONDUCTOR_DEEP_PARK_NS  # as after a quiet while (a benign race)
+        sessions.drop("broker-a")
+        second = sessions.session(here)  # wakes the conductor first, to see its image
+        assert second is not first and second.is_open
+        assert sessions._client(media_driver.aeron_dir).context.idle_strategy is idle
+    finally:
+        sessions.close()

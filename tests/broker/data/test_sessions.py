@@ -421,28 +421,3 @@ def test_should_keep_one_session_per_broker_and_replace_a_failed_one(
         sessions.close()
     with pytest.raises(IllegalStateError, match="sessions closed"):
         sessions.session(here)
-
-
-def test_should_give_the_sessions_aeron_client_a_conductor_woken_to_connect(
-    server: Server, media_driver: MediaDriver
-) -> None:
-    from aeromq.client._conductor_idle import CONDUCTOR_DEEP_PARK_NS
-    from aeromq.client.broker_sessions import BrokerSessions
-    from aeromq.client.route import BrokerRoute
-    from aeromq.transport.concurrent import DoorbellIdleStrategy
-
-    here = BrokerRoute("c", "broker-a", "", "aeron:ipc", 1001, "", 0, media_driver.aeron_dir,
-                       socket.gethostname())  # fmt: skip
-    sessions = BrokerSessions(client_id="t", request_timeout_ms=3_000, offer_timeout_ms=1_000)
-    try:
-        first = sessions.session(here)
-        idle = sessions._client(media_driver.aeron_dir).context.idle_strategy
-        assert isinstance(idle, DoorbellIdleStrategy)  # not Aeron's 16 ms sleep
-        assert idle.deep_park_period_ns == CONDUCTOR_DEEP_PARK_NS
-        idle.park_period_ns = CONDUCTOR_DEEP_PARK_NS  # as after a quiet while (a benign race)
-        sessions.drop("broker-a")
-        second = sessions.session(here)  # wakes the conductor first, to see its image
-        assert second is not first and second.is_open
-        assert sessions._client(media_driver.aeron_dir).context.idle_strategy is idle
-    finally:
-        sessions.close()
