@@ -194,10 +194,8 @@ class FakeImage:
         self.released = True
 
 
-def test_should_run_the_conductors_commands_and_every_image() -> None:
-    clock = SettableClock(5)
-    _, system = system_counters()
-    receiver = Receiver(
+def _receiver(clock: SettableClock, system: SystemCounters) -> Receiver:
+    return Receiver(
         nano_clock=clock,
         bytes_received=system.get(SystemCounter.BYTES_RECEIVED),
         max_cycle_time=system.get(SystemCounter.RECEIVER_MAX_CYCLE_TIME),
@@ -206,6 +204,12 @@ def test_should_run_the_conductors_commands_and_every_image() -> None:
         ),
         cycle_threshold_ns=10 * MS,
     )
+
+
+def test_should_run_the_conductors_commands_and_every_image() -> None:
+    clock = SettableClock(5)
+    _, system = system_counters()
+    receiver = _receiver(clock, system)
     proxy = ReceiverProxy(receiver)
     endpoint = FakeReceiveEndpoint()
     image = FakeImage(endpoint)
@@ -244,15 +248,7 @@ def test_should_run_the_conductors_commands_and_every_image() -> None:
 def test_should_receive_only_on_the_sockets_its_waiter_saw_readable() -> None:
     clock = SettableClock(5)
     _, system = system_counters()
-    receiver = Receiver(
-        nano_clock=clock,
-        bytes_received=system.get(SystemCounter.BYTES_RECEIVED),
-        max_cycle_time=system.get(SystemCounter.RECEIVER_MAX_CYCLE_TIME),
-        cycle_time_threshold_exceeded=system.get(
-            SystemCounter.RECEIVER_CYCLE_TIME_THRESHOLD_EXCEEDED
-        ),
-        cycle_threshold_ns=10 * MS,
-    )
+    receiver = _receiver(clock, system)
     receiver.waiter = SocketWaiter()
     endpoints = [FakeReceiveEndpoint(fd) for fd in (201, 202)]
     receiver.endpoints.extend(endpoints)  # no real socket to register
