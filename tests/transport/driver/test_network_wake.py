@@ -26,10 +26,16 @@ from tests.transport.driver.support import free_udp_port
 
 FAST = "sleep-ns:100000"
 PARK_1_S = "backoff:0,0,1000000000,1000000000"
-SAMPLES = 5
-# Parked blind for 1 s, a message would wait 0.5 s on average: five all under this bound by
-# chance has a probability of 0.3 ** 5, 0.2%. Woken by the datagram, each takes milliseconds.
+SAMPLES = 7
+# Parked blind for 1 s, a message would wait 0.5 s on average: six of seven under this bound by
+# chance has a probability of 7 * 0.3 ** 6 * 0.7 + 0.3 ** 7, 0.4%. Woken by the datagram, each
+# takes milliseconds; one sample may meet a stall of a loaded machine (a thread not scheduled
+# for 0.3 s), so the bound holds for all but the slowest.
 MAX_LATENCY_S = 0.3
+
+
+def _all_but_the_slowest(latencies: list[float]) -> float:
+    return sorted(latencies)[-2]
 
 
 def _until(predicate: Callable[[], object], step: Callable[[], object], what: str) -> None:
@@ -73,7 +79,7 @@ def test_should_wake_a_parked_receiver_when_a_datagram_arrives(
         MediaDriver.launch(receiver_context) as rx_driver,
     ):
         latencies = _sample_latencies(tx_driver, rx_driver, lambda: None)
-    assert max(latencies) < MAX_LATENCY_S, f"latencies {latencies}"
+    assert _all_but_the_slowest(latencies) < MAX_LATENCY_S, f"latencies {latencies}"
 
 
 @contextlib.contextmanager
@@ -191,9 +197,9 @@ def test_should_send_an_offer_at_once_when_its_driver_is_woken(shm_dir: Path) ->
         rung = doorbell.prepare()
         latencies = _sample_latencies(tx_driver, rx_driver, tx_driver.wake_network)
         assert (doorbell.prepare() >> 1) - (rung >> 1) >= SAMPLES  # rung for each message
-    # unwoken, each offer waits for the rest of a 1 s park: five all under the bound by chance
-    # has a probability of 0.3 ** 5, 0.2%
-    assert max(latencies) < MAX_LATENCY_S, f"latencies {latencies}"
+    # unwoken, each offer waits for the rest of a 1 s park: six of seven under the bound by
+    # chance has a probability of 0.4%
+    assert _all_but_the_slowest(latencies) < MAX_LATENCY_S, f"latencies {latencies}"
     assert MediaDriver.in_process(tx_driver.aeron_dir) is None
 
 
