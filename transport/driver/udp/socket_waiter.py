@@ -42,8 +42,9 @@ number per cycle) it did work, so it does not park, and a park that finds a sock
 returns at once.
 
 A park that ended with no socket readable (its timeout, or a wake) leaves
-:attr:`SocketWaiter.quiet` set until the next idle (:meth:`SocketWaiter.idle_strategy` clears it on every idle): the duty
-cycle after it skips its socket reads. A read that finds nothing raises and catches
+:attr:`SocketWaiter.quiet` set (:attr:`SocketWaiter.ready` empty) until the next idle
+(:meth:`SocketWaiter.idle_strategy` clears it on every idle): the duty cycle after it skips its
+socket reads. A read that finds nothing raises and catches
 ``BlockingIOError`` in Python, the dearest part of an idle cycle (about 30 of the shared driver
 thread's 150 us per wake-up, measured). A datagram that arrives after the poll returned makes
 the next park return at once, so it waits one duty cycle longer, not a park.
@@ -57,8 +58,8 @@ answers go to), most of them empty on any one cycle; each empty read cost a rais
 After a cycle that worked no park follows: the next cycle runs at once and would read every
 socket. With :attr:`SocketWaiter.look_after_work` (the one thread of a driver's sender and
 receiver, ``SHARED`` and ``SHARED_NETWORK``: its cycles after work are most of its cycles) the idle
-polls the sockets without waiting instead (one ``poll`` call), sets :attr:`SocketWaiter.ready`
-to the readable ones and :attr:`SocketWaiter.quiet` when there are none, so that cycle reads
+polls the sockets without waiting instead (one ``poll`` call) and sets :attr:`SocketWaiter.ready`
+to the readable ones (:attr:`SocketWaiter.quiet` when there are none), so that cycle reads
 only those, as after a park.
 """
 
@@ -96,7 +97,6 @@ class SocketWaiter:
         "_wake_pending",
         "_wake_sockets",
         "look_after_work",
-        "quiet",
         "ready",
         "wakes",
     )
@@ -112,8 +112,6 @@ class SocketWaiter:
         """The descriptors a short park selects on: the eventfd and the sockets."""
         self._wake_sockets: dict[int, socket.socket] = {}
         """Wake sockets by descriptor (:meth:`add_wake_socket`): drained, not counted."""
-        self.quiet = False
-        """The last idle parked here until its timeout and no socket was readable (see module)."""
         self.ready: set[int] | None = None
         """The registered sockets' descriptors the last park (or look after work) found
         readable; None: not known, read every socket (see module)."""
@@ -122,7 +120,7 @@ class SocketWaiter:
         self._wake_pending = False  # written to the eventfd, not yet drained (see module)
         self.look_after_work = False
         """After a cycle that worked (no park follows), poll the sockets without waiting and
-        set :attr:`quiet` when none is readable (see module): for a thread whose cycles after
+        set :attr:`ready` to the readable ones (see module): for a thread whose cycles after
         work are many (one that hosts agents)."""
 
     def close(self) -> None:
@@ -205,31 +203,27 @@ class SocketWaiter:
                 continue
             self.wakes += 1
         self.ready = readable
-        self.quiet = not readable
 
-    def readable(self) -> bool:
-        """Whether a registered socket is readable now (a poll that does not wait); a wake
-        pending counts as readable (it is left for the park to drain)."""
-        if self._closed:
-            return True
-        return bool(self._poll.poll(0))
+    @property
+    def quiet(self) -> bool:
+        """The last park (or look after work) found no registered socket readable (see
+        module): :attr:`ready` known and empty."""
+        return self.ready is not None and not self.ready
 
     def look(self) -> None:
-        """Set :attr:`ready` and :attr:`quiet` from a poll that does not wait (after a cycle
+        """Set :attr:`ready` (so :attr:`quiet`) from a poll that does not wait (after a cycle
         that worked: see module); a pending wake is left for the park to drain."""
         if self._closed:
             self.ready = None
-            self.quiet = False
             return
         eventfd = self._eventfd
         wake_sockets = self._wake_sockets
         readable = {fd for fd, _ in self._poll.poll(0) if fd != eventfd and fd not in wake_sockets}
         self.ready = readable
-        self.quiet = not readable
 
     def idle_strategy(self, parking: IdleStrategy) -> IdleStrategy:
-        """``parking`` (whose park must already be :meth:`wait`) clearing :attr:`quiet` first
-        on every idle, so that only a park that just timed out leaves it set."""
+        """``parking`` (whose park must already be :meth:`wait`) clearing :attr:`ready` first
+        on every idle, so that only the park (or a look after work) sets it."""
         return _ClearingIdleStrategy(parking, self)
 
     def __repr__(self) -> str:
@@ -237,7 +231,7 @@ class SocketWaiter:
 
 
 class _ClearingIdleStrategy:
-    """An idle strategy that clears its waiter's ``quiet`` before idling (see module)."""
+    """An idle strategy that clears its waiter's ``ready`` before idling (see module)."""
 
     __slots__ = ("_parking", "_waiter")
 
@@ -254,7 +248,6 @@ class _ClearingIdleStrategy:
         if work_count > 0 and waiter.look_after_work:
             waiter.look()  # no park: the next cycle runs at once
         else:
-            waiter.quiet = False
             waiter.ready = None
         self._parking.idle(work_count)
 
