@@ -295,9 +295,12 @@ def test_should_count_only_heartbeats_that_move_nothing_as_keepalives(rig: Rig) 
     assert heartbeat(192, eos=True)
 
 
-def test_should_count_a_timed_status_message_as_no_work(rig: Rig) -> None:
-    assert rig.image.do_work(0) == 1  # the first SM is pending: work
+def test_should_count_a_status_message_sent_as_no_work(rig: Rig) -> None:
+    """A status message leaves the receiver nothing more to do (``receiver``'s module)."""
+    assert rig.image.do_work(0) == 0  # the first SM was pending: sent, not work
     assert rig.endpoint.status_messages
     sent = len(rig.endpoint.status_messages)
-    assert rig.image.do_work(201 * MS) == 0  # due only by its timeout: a keepalive
+    assert rig.image.do_work(201 * MS) == 0  # due by its timeout: a keepalive
     assert len(rig.endpoint.status_messages) == sent + 1
+    rig.insert(0, 1)
+    assert rig.image.do_work(202 * MS) == 1  # the rebuild moved: work

@@ -397,8 +397,12 @@ class NetworkPublication:
         is_eos: bool,
         now_ns: int,
     ) -> bool:
-        """A receiver's status message; True for a keepalive: it moved nothing (the sender
-        limit, the connection, the end of stream), so the sender has no more to do for it."""
+        """A receiver's status message; True for a keepalive: the sender has no more to do for
+        it. It moved nothing (the connection, the end of stream) but perhaps the sender limit,
+        and that only over space no frame waits for (every frame written was sent): a receiver
+        sends one each quarter window it reads, and counted as work, each ran one more duty
+        cycle of the sender's thread, found empty; the frames written later go out when their
+        publisher's wake (or the cycle it offers in) runs the sender."""
         before = (self._snd_lmt, self.is_connected, self.has_initial_connection)
         had_eos = self.has_received_sm_eos
         self.status_message_deadline_ns = now_ns + self.connection_timeout_ns
@@ -414,11 +418,12 @@ class NetworkPublication:
             )
         )
         self.update_connected_status(self.has_required_receivers())
-        return had_eos == self.has_received_sm_eos and before == (
-            self._snd_lmt,
+        if had_eos != self.has_received_sm_eos or before[1:] != (
             self.is_connected,
             self.has_initial_connection,
-        )
+        ):
+            return False
+        return before[0] == self._snd_lmt or self.producer_position() <= self._snd_pos
 
     def trigger_send_setup(self) -> None:
         """A receiver asked for a SETUP (an SM with SEND_SETUP): send one on the next cycle."""

@@ -248,12 +248,11 @@ class PublicationImage:
         )
 
     def do_work(self, now_ns: int) -> int:
-        """Rebuild, detect loss, send due status messages; the work done. A status message
-        sent only because the timeout came round is a keepalive, not work (see module)."""
+        """Rebuild, detect loss, send due status messages; the work done: the rebuild moved.
+        A status message sent is not work (``receiver``'s module): it leaves the receiver
+        nothing more to do."""
         work_count = self._track_rebuild(now_ns)
-        if self._sm_pending:
-            work_count += self._send_status_message(now_ns)
-        elif now_ns > self._time_of_last_sm_ns + self.status_message_timeout_ns:
+        if self._sm_pending or now_ns > self._time_of_last_sm_ns + self.status_message_timeout_ns:
             self._send_status_message(now_ns)
         return work_count
 
@@ -306,12 +305,11 @@ class PublicationImage:
             for bell in self.doorbells:
                 bell.ring()
 
-    def _send_status_message(self, now_ns: int) -> int:
+    def _send_status_message(self, now_ns: int) -> None:
         self._sm_pending = False
         self._time_of_last_sm_ns = now_ns
         sm_position = self._next_sm_position
         alive = now_ns < self._time_of_last_activity_ns + RECEIVE_DESTINATION_TIMEOUT_NS
-        work_count = 0
         if alive:
             bits = self.position_bits_to_shift
             term_id = (((sm_position >> bits) + self.initial_term_id + 2**31) & _LOW_32) - 2**31
@@ -326,14 +324,12 @@ class PublicationImage:
             )
             if sent > 0:
                 self._status_messages_sent.increment_ordered()
-                work_count = 1
         self.last_sm_position = sm_position
         self._overrun_threshold = sm_position + self.term_length // 2
         active = 1 if now_ns < self.time_of_last_packet_ns + self.image_liveness_timeout_ns else 0
         if active != self._active_transport_count:
             self._active_transport_count = active
             self._meta.put_int32_ordered(LOG_ACTIVE_TRANSPORT_COUNT_OFFSET, active)
-        return work_count
 
     def _on_gap(self, term_id: int, term_offset: int, length: int) -> None:
         if self.is_reliable:

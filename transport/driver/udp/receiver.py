@@ -15,7 +15,11 @@ Its duty cycle (``do_work``):
 Keepalive traffic is not work for its idle strategy (Aeron counts it): a heartbeat that moved
 nothing, a status message sent only because its timeout came round. An idle stream's peers
 send one every 100-200 ms, and counting them kept the thread out of its deep park
-(:mod:`~transport.driver.udp.socket_waiter` wakes it for every datagram anyway).
+(:mod:`~transport.driver.udp.socket_waiter` wakes it for every datagram anyway). Nor is any
+status message it sends (Aeron counts those too): it asks the sender for more, and leaves this
+thread's agents nothing more to do; counted, it ran one more duty cycle of all of them after
+each that sent one, found empty (a broker group's follower sends one after most commit rounds,
+``bench/_round_trace.py``).
 
 A duty cycle that received data (not keepalives) rings :attr:`Receiver.data_doorbell` when one
 is set (a process-local :class:`~transport.concurrent.Doorbell` of the driver, see
