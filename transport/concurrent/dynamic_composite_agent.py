@@ -141,6 +141,12 @@ class DynamicCompositeAgent:
         """The agents running now, in their order."""
         return tuple(hosted.agent for hosted in self._agents)
 
+    @property
+    def hosts_any(self) -> bool:
+        """Whether an agent runs now (no tuple made: the host's thread asks before each
+        park)."""
+        return bool(self._agents)
+
     def add(
         self,
         agent: Agent,

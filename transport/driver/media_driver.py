@@ -334,7 +334,7 @@ class MediaDriver:
         thread hosts agents (their clocks' duties: see module)."""
         idle_for_ns = self.conductor.idle_for_ns()
         hosted = self._hosted
-        if hosted is not None and hosted.agents:
+        if hosted is not None and hosted.hosts_any:
             return min(idle_for_ns, HOSTED_PARK_NS)
         return idle_for_ns
 
@@ -463,8 +463,9 @@ def _settled(
     hosted_settled = None if hosted is None else hosted.settled
 
     def settled() -> bool:
-        if any(owes() for owes in checks):
-            return False
+        for owes in checks:
+            if owes():
+                return False
         return hosted_settled is None or hosted_settled()
 
     return settled

@@ -273,18 +273,22 @@ class PublicationImage:
             return 0
         rcv_pos = self._rcv_pos
         rebuild_position = rcv_pos if rcv_pos > max_sub_pos else max_sub_pos
-        bits = self.position_bits_to_shift
-        mask = self.term_length_mask
-        rebuild_offset, _ = self.loss_detector.scan(
-            self._term_buffers[(rebuild_position >> bits) % PARTITION_COUNT],
-            rebuild_position,
-            self._hwm,
-            now_ns,
-            mask,
-            bits,
-            self.initial_term_id,
-        )
-        new_rebuild_position = (rebuild_position - (rebuild_position & mask)) + rebuild_offset
+        if rebuild_position >= self._hwm:  # all received is rebuilt: no gap, no NAK owed
+            self.loss_detector.expiry_ns = TIMER_INACTIVE
+            new_rebuild_position = rebuild_position
+        else:
+            bits = self.position_bits_to_shift
+            mask = self.term_length_mask
+            rebuild_offset, _ = self.loss_detector.scan(
+                self._term_buffers[(rebuild_position >> bits) % PARTITION_COUNT],
+                rebuild_position,
+                self._hwm,
+                now_ns,
+                mask,
+                bits,
+                self.initial_term_id,
+            )
+            new_rebuild_position = (rebuild_position - (rebuild_position & mask)) + rebuild_offset
         work_count = 0
         if new_rebuild_position > rcv_pos:
             self._rcv_pos = new_rebuild_position

@@ -106,7 +106,9 @@ class Receiver:
                 if endpoint.keepalive_bytes:
                     keepalive_bytes += endpoint.keepalive_bytes
                     endpoint.keepalive_bytes = 0
-            work_count += endpoint.dispatcher.check_pending_setups(now_ns)
+            dispatcher = endpoint.dispatcher
+            if dispatcher.has_pending_setups:
+                work_count += dispatcher.check_pending_setups(now_ns)
         if bytes_received:
             self._bytes_received.add_ordered(bytes_received)
         for image in self.images:
