@@ -300,6 +300,27 @@ class PublicationImage:
             self._sm_pending = True
         return work_count
 
+    def status_after_reads(self, now_ns: int) -> None:
+        """Send the status message its subscribers' reads made due since this cycle's rebuild:
+        a subscriber on the receiver's own thread (an agent hosted there) reads after it, and
+        the sender hears of the space at once, beside what that subscriber answered, rather
+        than a duty cycle later on its own (``receiver``'s module). Receiver thread."""
+        subscribers = self.subscribers
+        if not subscribers:
+            return
+        min_sub_pos = 2**63 - 1
+        for subscriber in subscribers:
+            if subscriber.state is not TetherState.RESTING:
+                position = subscriber.position.get_volatile()
+                if position < min_sub_pos:
+                    min_sub_pos = position
+        if min_sub_pos == 2**63 - 1:
+            return
+        if min_sub_pos > self._next_sm_position + (self.receiver_window_length >> 2):
+            self._clean_buffer_to(min_sub_pos - self.term_length)
+            self._next_sm_position = min_sub_pos
+            self._send_status_message(now_ns)
+
     def ring_doorbells(self) -> None:
         """Ring :attr:`doorbells` if the rebuild position moved since the last ring (see
         module). Receiver thread, after :meth:`do_work` in a cycle that received data."""

@@ -30,6 +30,13 @@ the driver: any process of the driver may sleep on it) if it has new data to rea
 (:meth:`~transport.driver.udp.publication_image.PublicationImage.ring_doorbells`), so a
 subscriber in another process, or one that sleeps on a doorbell of its own, wakes the same way.
 
+On a thread that hosts agents (a broker group's replication, ``MediaDriver.host_agent``), the
+subscribers read what the receiver took later in the same duty cycle: :meth:`Receiver.after_reads`
+runs after them and the sender (before the hosted agents' ``after_send``) in a cycle that took
+data, and sends the status messages their reads made due then, not a cycle later. A follower's
+status message so leaves right behind its ACK, and its leader takes both in one wake of its
+driver's thread rather than one each (``bench/_round_trace.py``).
+
 It counts ``Bytes received`` and tracks its longest cycle (``Receiver max cycle time``).
 Nothing a peer sends can raise out of it: bad datagrams are counted and dropped by the
 endpoints.
@@ -70,6 +77,8 @@ class Receiver:
         self.endpoints: list[ReceiveChannelEndpoint] = []
         self.images: list[PublicationImage] = []
         self._nano_clock = nano_clock
+        self._took_data = False
+        """The last duty cycle took data (:meth:`after_reads` has work)."""
         self._bytes_received = bytes_received
         self._duty_cycle = DutyCycleStallTracker(
             max_cycle_time, cycle_time_threshold_exceeded, cycle_threshold_ns, nano_clock.time_ns()
@@ -114,6 +123,7 @@ class Receiver:
         for image in self.images:
             work_count += image.do_work(now_ns)
         data_bytes = bytes_received - keepalive_bytes
+        self._took_data = data_bytes > 0
         if data_bytes > 0:
             if self.data_doorbell is not None:
                 self.data_doorbell.ring()
@@ -121,6 +131,18 @@ class Receiver:
                 if image.doorbells:
                     image.ring_doorbells()
         return work_count + data_bytes
+
+    def after_reads(self) -> int:
+        """After the subscribers of this thread read, in a cycle that took data: the status
+        messages their reads made due (see module); not work. Caller: the thread that runs the
+        receiver and hosted agents, after them in each duty cycle."""
+        if not self._took_data:
+            return 0
+        self._took_data = False
+        now_ns = self._nano_clock.time_ns()
+        for image in self.images:
+            image.status_after_reads(now_ns)
+        return 0
 
     def owes_soon(self) -> bool:
         """Whether an image is owed a status message or a NAK soon: a park should not wait
