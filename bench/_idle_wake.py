@@ -25,10 +25,14 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Final
 
-from aeromq.broker._embedded_driver import embedded_driver_context
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver import MediaDriver
+from aeromq.transport.driver import (
+    MediaDriver,
+    MediaDriverContext,
+    ThreadingMode,
+    deep_idle_unless_set,
+)
 from aeromq.transport.logbuffer import Header
 
 WAKES: Final = 2_000
@@ -108,9 +112,13 @@ def main(argv: list[str]) -> None:
             profile.enable()
 
         threading.setprofile(start)
-    driver = MediaDriver.launch_embedded(
-        embedded_driver_context(0o600, "SHARED", park_when_settled=True)
-    )
+    context = MediaDriverContext.from_env(
+        term_buffer_sparse_file=True,
+        threading_mode=ThreadingMode.SHARED,
+        park_when_settled=True,
+        park_until_due=True,
+    )  # a group member's embedded driver (``broker/_embedded_driver.py``)
+    driver = MediaDriver.launch_embedded(deep_idle_unless_set(context))
     try:
         with Aeron.connect(AeronContext(aeron_dir=driver.aeron_dir)) as aeron:
             _streams(aeron, 2 if "leader" in argv else 1)

@@ -155,13 +155,11 @@ class NetworkPublication:
         self._unblocked_publications = unblocked_publications
         self._term_buffers = log.term_buffers
         kind = type(flow_control)
+        # unicast's on_idle keeps the limit and any receiver suffices: neither is called
         self._limit_moves_when_idle = kind.on_idle is not UnicastFlowControl.on_idle
-        """Whether flow control may move the limit while nothing is sent (a multicast
-        strategy's receiver timeouts); unicast's ``on_idle`` keeps it, and is not called."""
         self._receivers_suffice = (
             kind.has_required_receivers is UnicastFlowControl.has_required_receivers
         )
-        """Whether any receiver heard from is enough (unicast's flow control, not asked)."""
         self._term_views = tuple(memoryview(term) for term in log.term_buffers)
         self._meta = log.meta_data_buffer
         self._send = endpoint.send
@@ -253,10 +251,7 @@ class NetworkPublication:
 
     def send(self, now_ns: int) -> int:
         """One duty cycle: SETUP if due, data, else a heartbeat; retransmit timers. Bytes sent.
-
-        A cycle with nothing to send, nothing due and no resend waiting (most of a driver's
-        cycles, for most of its publications) reads only the frame length at snd-pos and the
-        times it compares: the timers are checked where they fall due, not called."""
+        With nothing to send or due it reads one frame length and compares times: no call."""
         snd_pos = self._snd_pos
         term_offset = snd_pos & self.term_length_mask
         if not self.has_initial_connection or self.is_setup_elicited:
@@ -417,12 +412,9 @@ class NetworkPublication:
         is_eos: bool,
         now_ns: int,
     ) -> bool:
-        """A receiver's status message; True for a keepalive: the sender has no more to do for
-        it. It moved nothing (the connection, the end of stream) but perhaps the sender limit,
-        and that only over space no frame waits for (every frame written was sent): a receiver
-        sends one each quarter window it reads, and counted as work, each ran one more duty
-        cycle of the sender's thread, found empty; the frames written later go out when their
-        publisher's wake (or the cycle it offers in) runs the sender."""
+        """A receiver's status message; True for a keepalive: it moved nothing (the connection,
+        the end of stream) but perhaps the sender limit over space no frame waits for (all
+        written was sent), so the sender has no more to do for it (``sender``'s module)."""
         before = (self._snd_lmt, self.is_connected, self.has_initial_connection)
         had_eos = self.has_received_sm_eos
         self.status_message_deadline_ns = now_ns + self.connection_timeout_ns
