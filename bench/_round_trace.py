@@ -11,7 +11,11 @@ Events, besides ``_hop_trace``'s (each ``CLOCK_MONOTONIC`` ns, one clock across 
 - any broker: ``snd`` / ``rcv`` (the driver's sender sent, its receiver took datagrams; count:
   how many), ``park`` / ``unpark`` (the network thread's park in its ``SocketWaiter``; park's
   count its timeout in us, unpark's what ended it: 0 the timeout, 1 a wake, 2 a socket),
-  ``fsync0`` / ``fsync1`` (the store's fsync);
+  ``unsent`` (a park began while the thread's sender had bytes of its publications not sent;
+  count: how many), ``fsync0`` / ``fsync1`` (the store's fsync), ``cycN`` (a duty cycle of the driver's network
+  thread ended; ``N`` the agents that worked in it, a bit each in their order: 1 the
+  conductor, 2 the receiver, 4 the hosted agents, 8 the sender with the hosted agents'
+  ``after_send``; count: the cycle's own thread CPU in ns);
 - the leader: ``r_sent`` (APPENDs offered, count: frames), ``r_ack`` (an ACK taken, count: the
   member), ``hw`` (the high watermark moved), ``commit_wait`` (a put started waiting: the
   agent rung);
@@ -35,6 +39,7 @@ import bisect
 import itertools
 import statistics
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +49,7 @@ __all__ = [
     "PATH",
     "SLOW_ROUND_MS",
     "cpu_per_round",
+    "cycles_per_round",
     "durations",
     "install",
     "last_fsyncs",
@@ -53,6 +59,9 @@ __all__ = [
 ]
 
 GROUP_ENV: Final = "AEROMQ_HOPS_GROUP"
+CYCLE_EVENT: Final = "cyc"
+"""A driver duty cycle's event: ``cyc`` and the mask of the agents that worked (see module)."""
+_DRIVER_ROLE: Final = "[driver-conductor"
 SLOW_ROUND_MS: Final = 20
 """A round longer than this is counted as a stall by :func:`durations`."""
 
@@ -65,6 +74,7 @@ def install(record: Record, wrap: Wrap, private_class: Callable[[str, str], type
     from aeromq.broker.replication.fetcher import ReplicaFetcher
     from aeromq.broker.replication.replicator import LeaderReplicator
     from aeromq.broker.store import MessageStore
+    from aeromq.transport.concurrent.agent import CompositeAgent
     from aeromq.transport.driver import Receiver, Sender
     from aeromq.transport.driver.udp.socket_waiter import SocketWaiter
 
@@ -75,7 +85,13 @@ def install(record: Record, wrap: Wrap, private_class: Callable[[str, str], type
 
         return after
 
-    wrap(Sender, "do_work", after=counted("snd"))
+    def sent(result: object, sender: Sender) -> None:
+        if sender.waiter is not None:
+            senders[id(sender.waiter)] = sender
+        if isinstance(result, int) and result > 0:
+            record("snd", result)
+
+    wrap(Sender, "do_work", after=sent)
     wrap(Receiver, "do_work", after=counted("rcv"))
     wrap(MessageStore, "flush", "fsync0", "fsync1")
     wrap(LeaderReplicator, "_send", after=counted("r_sent"))
@@ -89,14 +105,41 @@ def install(record: Record, wrap: Wrap, private_class: Callable[[str, str], type
     wrap(async_sends, "_group_settle", after="settled")
 
     original_wait = SocketWaiter.wait
+    senders: dict[int, Sender] = {}  # by waiter: whose publications a park leaves unsent
 
     def traced_wait(waiter: SocketWaiter, timeout_s: float) -> None:
         record("park", int(timeout_s * 1e6))
+        sender = senders.get(id(waiter))
+        if sender is not None:
+            unsent = sum(
+                max(0, publication.producer_position() - publication.sender_position())
+                for publication in sender.publications
+            )
+            if unsent:
+                record("unsent", unsent)
         wakes = waiter.wakes
         original_wait(waiter, timeout_s)
         record("unpark", 1 if waiter.wakes != wakes else 0 if waiter.quiet else 2)
 
     setattr(SocketWaiter, "wait", traced_wait)  # noqa: B010  (mypy: no method assignment)
+
+    original_cycle = CompositeAgent.do_work
+
+    def traced_cycle(composite: CompositeAgent) -> int:
+        if not composite.role_name.startswith(_DRIVER_ROLE):
+            return original_cycle(composite)
+        cpu_ns = time.thread_time_ns()
+        work = 0
+        mask = 0
+        for bit, agent in enumerate(composite.agents):
+            done = agent.do_work()
+            if done > 0:
+                work += done
+                mask |= 1 << bit
+        record(f"{CYCLE_EVENT}{mask}", time.thread_time_ns() - cpu_ns)
+        return work
+
+    setattr(CompositeAgent, "do_work", traced_cycle)  # noqa: B010
 
 
 Events = list[tuple[int, str, str, int]]
@@ -267,6 +310,49 @@ def cpu_per_round(directory: Path) -> tuple[int, dict[str, dict[str, float]]]:
     return count, out
 
 
+def cycles_per_round(directory: Path) -> tuple[int, dict[str, dict[str, float]]]:
+    """The driver threads' duty cycles and parks a round, by member (``leader``, ``f1``,
+    ``f2``), within the rounds of :func:`rounds`: ``cycles``, ``empty`` (no agent worked),
+    ``parks``, those begun while the sender had bytes not sent (``unsent``), the parks a wake,
+    a socket or the timeout ended (``by_wake``, ``by_socket``, ``by_timeout``), the cycles' own CPU a round (``cycle_cpu_us``), and the median CPU of an
+    empty and of a working cycle (``empty_us``, ``working_us``); with how many rounds."""
+    roles = _roles(_load(directory))
+    starts = _round_starts(roles)
+    if len(starts) < 2:
+        return 0, {}
+    begin, end, count = starts[0], starts[-1], len(starts) - 1
+    unparked = {1: "by_wake", 2: "by_socket", 0: "by_timeout"}
+    out: dict[str, dict[str, float]] = {}
+    for role, events in roles.items():
+        if role not in ("leader", "f1", "f2"):
+            continue
+        totals = dict.fromkeys(("cycles", "empty", "parks", "unsent", *unparked.values()), 0.0)
+        empty_ns: list[int] = []
+        working_ns: list[int] = []
+        for t, name, _, value in events:
+            if not begin <= t < end:
+                continue
+            if name.startswith(CYCLE_EVENT):
+                totals["cycles"] += 1
+                if name == f"{CYCLE_EVENT}0":
+                    totals["empty"] += 1
+                    empty_ns.append(value)
+                else:
+                    working_ns.append(value)
+            elif name == "park":
+                totals["parks"] += 1
+            elif name == "unsent":
+                totals["unsent"] += 1
+            elif name == "unpark":
+                totals[unparked.get(value, "by_socket")] += 1
+        found = {key: value / count for key, value in totals.items()}
+        found["cycle_cpu_us"] = (sum(empty_ns) + sum(working_ns)) / 1e3 / count
+        found["empty_us"] = statistics.median(empty_ns) / 1e3 if empty_ns else 0.0
+        found["working_us"] = statistics.median(working_ns) / 1e3 if working_ns else 0.0
+        out[role] = found
+    return count, out
+
+
 def _round_starts(roles: dict[str, Events]) -> list[int]:
     """The leader's ``send_start`` times within its producer's run (from the round of its
     first settled sends to its last: the suite's other phases left out), or all of them
@@ -335,6 +421,16 @@ def main(argv: list[str]) -> None:
     for role, threads in cpu.items():
         named = ", ".join(f"{name} {us:.0f}" for name, us in sorted(threads.items()))
         print(f"  {role}: {sum(threads.values()):.0f} ({named})")
+    counted, cycles = cycles_per_round(Path(argv[0]))
+    print(f"the driver thread's duty cycles a round (over {counted} rounds):")
+    for role, member in cycles.items():
+        print(
+            f"  {role}: {member['cycles']:.2f} cycles ({member['empty']:.2f} empty), "
+            f"{member['parks']:.2f} parks ({member['unsent']:.2f} with bytes unsent; ended by a "
+            f"wake {member['by_wake']:.2f}, a socket {member['by_socket']:.2f}, the timeout "
+            f"{member['by_timeout']:.2f}); cycles' CPU {member['cycle_cpu_us']:.0f} us, a cycle's "
+            f"median: empty {member['empty_us']:.0f} us, working {member['working_us']:.0f} us"
+        )
 
 
 if __name__ == "__main__":

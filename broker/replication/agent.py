@@ -436,6 +436,7 @@ class ReplicationAgent:
             wake=self._wake,
             reaper=self._reaper,
             high_watermark_after_send=self.driver_thread is not None,
+            quiet_offers=self.driver_thread is not None,
         )
         self._offers = 0
         self.epoch = state.epoch
@@ -474,6 +475,7 @@ class ReplicationAgent:
             request_flush=None if self._leader_fsync_inline else self._request_flush,
             reaper=self._reaper,
             flush_after_send=self.driver_thread is not None,
+            quiet_offers=self.driver_thread is not None,
         )
         self._offers = 0
         replicator.on_members(snapshot.members, state.isr)

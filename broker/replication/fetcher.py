@@ -108,8 +108,13 @@ class ReplicaFetcher:
         wake: Callable[[], object] | None = None,
         reaper: PublicationReaper | None = None,
         high_watermark_after_send: bool = False,
+        quiet_offers: bool = False,
     ) -> None:
         self._aeron = aeron
+        self._quiet_offers = quiet_offers
+        """The publication to the leader wakes no driver (``pending_publication``, ``quiet``):
+        the agent offers on the driver's network thread; an ACK from the fsync thread wakes it
+        through the agent (:meth:`ack_flushed`'s caller)."""
         self._reaper = reaper or PublicationReaper()
         """Closes a publication let go of before the driver answered (``pending_publication``)."""
         self._pending: PendingPublication | None = None
@@ -428,7 +433,9 @@ class ReplicaFetcher:
 
     def _start_fetching(self, now_ns: int) -> None:
         channel = replication_channel(self.leader.replication_endpoint)
-        self._pending = PendingPublication(self._aeron, channel, FOLLOWER_STREAM_ID)
+        self._pending = PendingPublication(
+            self._aeron, channel, FOLLOWER_STREAM_ID, quiet=self._quiet_offers
+        )
         self.phase = FetcherPhase.FETCHING
         self._next_offset = self._log.max_physical_offset
         self._fetch_due = True

@@ -9,6 +9,16 @@ that thread's cycles, so usually the next). A publication still pending when its
 of it is handed to a :class:`PublicationReaper`, which closes it once the driver answered, so
 none is left open behind a role change.
 
+**Offers on the driver's own thread wake nothing** (``quiet``). A UDP publication of a client
+whose driver runs in this process is a ``WakingExclusivePublication``: each offer ends the
+driver's network park (an ``eventfd`` write), so that another thread's frame goes out at once.
+The agent on the driver's network thread offers in the duty cycle whose sender runs next (it
+sends what was offered), so that wake only ended the thread's next park at once: an empty duty
+cycle of the whole driver a round on every member (traced: the ``unpark`` by a wake right after
+each broker's ``park``, ``bench/_round_trace.py``). A quiet publication's offers do not wake;
+whoever offers on it from another thread (a follower's fsync thread, its ACK) wakes the driver
+itself, as before.
+
 Caller: ``LeaderReplicator``, ``ReplicaFetcher`` and the replication agent that owns the
 reaper, all on the agent's thread. Affects: the Aeron client's publications.
 """
@@ -19,6 +29,7 @@ import logging
 
 from aeromq.transport import RegistrationError
 from aeromq.transport.client import Aeron, ExclusivePublication
+from aeromq.transport.client.waking_publications import WakingExclusivePublication
 
 __all__ = ["PendingPublication", "PublicationReaper"]
 
@@ -28,12 +39,15 @@ _log = logging.getLogger(__name__)
 class PendingPublication:
     """An exclusive publication on ``channel``/``stream_id`` being added (see module)."""
 
-    __slots__ = ("_aeron", "channel", "publication", "registration_id", "stream_id")
+    __slots__ = ("_aeron", "channel", "publication", "quiet", "registration_id", "stream_id")
 
-    def __init__(self, aeron: Aeron, channel: str, stream_id: int) -> None:
+    def __init__(self, aeron: Aeron, channel: str, stream_id: int, quiet: bool = False) -> None:
         self._aeron = aeron
         self.channel = channel
         self.stream_id = stream_id
+        self.quiet = quiet
+        """Its offers do not wake the driver's sender (see module): the owner offers on the
+        driver's network thread, before the sender's turn in the same duty cycle."""
         self.registration_id = aeron.async_add_exclusive_publication(channel, stream_id)
         self.publication: ExclusivePublication | None = None
         """The publication once the driver answered, else None."""
@@ -46,6 +60,8 @@ class PendingPublication:
             publication = self.publication = self._aeron.get_exclusive_publication(
                 self.registration_id
             )
+            if self.quiet and isinstance(publication, WakingExclusivePublication):
+                publication.wake_sender = _no_wake
         return publication
 
     def __repr__(self) -> str:
@@ -54,6 +70,10 @@ class PendingPublication:
             f"PendingPublication(channel={self.channel!r}, stream_id={self.stream_id}, "
             f"registration_id={self.registration_id}, {state})"
         )
+
+
+def _no_wake() -> None:
+    return None
 
 
 class PublicationReaper:

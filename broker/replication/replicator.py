@@ -174,8 +174,12 @@ class LeaderReplicator:
         request_flush: Callable[[], None] | None = None,
         reaper: PublicationReaper | None = None,
         flush_after_send: bool = False,
+        quiet_offers: bool = False,
     ) -> None:
         self._aeron = aeron
+        self._quiet_offers = quiet_offers
+        """The followers' publications wake no driver (``pending_publication``, ``quiet``):
+        this replicator offers on the driver's network thread."""
         self._flush_after_send = flush_after_send
         """Ask for the fsync (or, without ``request_flush``, run it) in
         :meth:`flush_after_send`, which the agent on the driver's thread calls after that
@@ -228,7 +232,9 @@ class LeaderReplicator:
             if member_id == self.member_id or member_id in self._followers:
                 continue
             channel = replication_channel(info.replication_endpoint)
-            pending = PendingPublication(self._aeron, channel, LEADER_STREAM_ID)
+            pending = PendingPublication(
+                self._aeron, channel, LEADER_STREAM_ID, quiet=self._quiet_offers
+            )
             follower = _Follower(info, pending)
             follower.progress.caught_up_ns = self._started_ns  # a grace of replica_lag_max
             self._followers[member_id] = follower

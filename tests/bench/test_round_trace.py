@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench._round_trace import cpu_per_round, durations, last_fsyncs, rounds, timeline
+from bench._round_trace import (
+    cpu_per_round,
+    cycles_per_round,
+    durations,
+    last_fsyncs,
+    rounds,
+    timeline,
+)
 
 _THREAD = "net"
 
@@ -87,3 +94,34 @@ def test_should_give_each_threads_cpu_a_round_within_the_producers_rounds(tmp_pa
     count, cpu = cpu_per_round(tmp_path)
     assert count == 3
     assert cpu["leader"] == {"sessions": 10.0, "driver": 200 / 3}  # 0..30 and 0..200 us of CPU
+
+
+def test_should_count_each_members_duty_cycles_and_parks_a_round(tmp_path: Path) -> None:
+    def write(pid: int, events: list[tuple[int, str, int]]) -> None:  # us, name, count
+        lines = [f"{t * 1000} {name} {_THREAD} {count} 0\n" for t, name, count in events]
+        (tmp_path / f"{pid}.hops").write_text("".join(lines), encoding="utf-8")
+
+    starts = (0, 1_000, 2_000)  # two rounds
+    leader = [(t, "send_start", 0) for t in starts] + [(t + 10, "r_sent", 1) for t in starts]
+    leader += [(t + 20, "cyc12", 300_000) for t in starts[:2]]  # a working cycle a round
+    leader += [(t + 30, "cyc0", 40_000) for t in starts[:2]]  # then an empty one
+    leader += [(t + 40, "park", 25_000) for t in starts[:2]]
+    leader += [(45, "unsent", 100), (1_040, "park", 25_000)]  # one park with bytes unsent
+    leader += [(t + 50, "unpark", 2) for t in starts[:2]] + [(1_060, "unpark", 1)]
+    leader += [(2_500, "cyc0", 10_000)]  # after the producer's last round: left out
+    write(1, leader)
+    write(2, [(t + 500, "settled", 0) for t in starts])
+    follower = [(t + 15, "f_append", 0) for t in starts[:2]]
+    follower += [(t + 16, "cyc6", 200_000) for t in starts[:2]]
+    write(3, follower)
+
+    count, cycles = cycles_per_round(tmp_path)
+
+    assert count == 2
+    leader_cycles = cycles["leader"]
+    assert (leader_cycles["cycles"], leader_cycles["empty"]) == (2.0, 1.0)
+    assert (leader_cycles["parks"], leader_cycles["unsent"]) == (1.5, 0.5)
+    assert (leader_cycles["by_socket"], leader_cycles["by_wake"]) == (1.0, 0.5)
+    assert leader_cycles["cycle_cpu_us"] == 340.0
+    assert (leader_cycles["empty_us"], leader_cycles["working_us"]) == (40.0, 300.0)
+    assert cycles["f1"]["cycles"] == 1.0 and cycles["f1"]["empty"] == 0.0

@@ -324,12 +324,15 @@ class CompositeAgent(Agent):
 
     def do_work(self) -> int:
         agents = self._agents
-        count = len(agents)
+        index = self._index
         work_count = 0
-        while self._index < count:
-            agent = agents[self._index]
-            self._index += 1
-            work_count += agent.do_work()
+        try:
+            for agent in agents[index:] if index else agents:
+                index += 1
+                work_count += agent.do_work()
+        except BaseException:
+            self._index = index if index < len(agents) else 0  # the next cycle resumes after it
+            raise
         self._index = 0
         return work_count
 

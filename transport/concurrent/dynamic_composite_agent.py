@@ -141,6 +141,12 @@ class DynamicCompositeAgent:
         """The agents running now, in their order."""
         return tuple(hosted.agent for hosted in self._agents)
 
+    @property
+    def hosts_any(self) -> bool:
+        """Whether an agent runs now (no tuple made: the host's thread asks before each
+        park)."""
+        return bool(self._agents)
+
     def add(
         self,
         agent: Agent,
@@ -189,10 +195,11 @@ class DynamicCompositeAgent:
         """Nothing: each agent starts when the running thread takes it."""
         return None
 
-    def followed(self, agent: Agent) -> Agent:
-        """``agent`` (named as it is), then in the same duty cycle each hosted agent's
-        ``after_send`` (see module): the thread runs it in place of ``agent``."""
-        return _Followed(agent, self)
+    def followed(self, agent: Agent, then: Callable[[], int] | None = None) -> Agent:
+        """``agent`` (named as it is), then ``then`` if given (the media driver's status
+        messages its hosted agents' reads made due), then in the same duty cycle each hosted
+        agent's ``after_send`` (see module): the thread runs it in place of ``agent``."""
+        return _Followed(agent, self, then)
 
     def after_due(self) -> bool:
         """Whether a hosted agent's ``after_send`` waits for the followed agent to have done
@@ -274,11 +281,14 @@ class _Followed:
     """An agent followed in each duty cycle by its host's hosted agents' ``after_send``, and
     named as that agent (:meth:`DynamicCompositeAgent.followed`)."""
 
-    __slots__ = ("_agent", "_host")
+    __slots__ = ("_agent", "_host", "_then")
 
-    def __init__(self, agent: Agent, host: DynamicCompositeAgent) -> None:
+    def __init__(
+        self, agent: Agent, host: DynamicCompositeAgent, then: Callable[[], int] | None
+    ) -> None:
         self._agent = agent
         self._host = host
+        self._then = then
 
     @property
     def role_name(self) -> str:
@@ -291,7 +301,7 @@ class _Followed:
 
     def do_work(self) -> int:
         """The agent's cycle (again while it works, when an ``after_send`` is due: see
-        module), then the hosted agents' ``after_send``."""
+        module), then ``then``, then the hosted agents' ``after_send``."""
         agent = self._agent
         host = self._host
         work = agent.do_work()
@@ -301,6 +311,9 @@ class _Followed:
                 if more <= 0:
                     break
                 work += more
+        then = self._then
+        if then is not None:
+            work += then()
         return work + host.after_work()
 
     def on_close(self) -> None:

@@ -38,9 +38,10 @@ the driver's, as a ``CompositeAgent`` on one ``AgentRunner``): in ``SHARED`` and
 ``SHARED_NETWORK`` modes the thread that runs the sender and the receiver runs, in each duty
 cycle, the receiver, then the agents hosted on it (a
 :class:`~transport.concurrent.dynamic_composite_agent.DynamicCompositeAgent`, added and removed
-while it runs), then the sender, then their ``after_send`` (the sender again while it sends,
-first, when one says its ``after_send_due``): what the receiver took is theirs in the same
-cycle, what they offer goes out in it. They end the thread's park with
+while it runs), then the sender, then the status messages their reads made due (``Receiver.after_reads``),
+then their ``after_send`` (the sender again while it sends, first, when one says its
+``after_send_due``): what the receiver took is theirs in the same cycle, what they offer goes out
+in it, and so does the word to its sender that they read it. They end the thread's park with
 :meth:`wake_network`, say through their ``settled`` whether it may park its longest, and while
 any is hosted a park until due lasts at most :data:`HOSTED_PARK_NS` (their clocks' duties). A
 broker group's replication agent runs so (``broker.replication.agent``).
@@ -267,8 +268,10 @@ class MediaDriver:
                 if self._wake_socket is not None:
                     sender.waiter.add_wake_socket(self._wake_socket)
                     idle.idle_for = self._idle_for_ns
-            # received, taken, sent, then what the hosted agents do once it is sent: one cycle
-            network: list[Agent] = [receiver, hosted, hosted.followed(sender)]
+            # received, taken, sent (with the status messages the hosted agents' reads made
+            # due), then what they do once it is sent: one cycle
+            followed = hosted.followed(sender, receiver.after_reads)
+            network: list[Agent] = [receiver, hosted, followed]
             self._add_runner(
                 _parked_in(
                     idle if idle is not None else context.new_shared_network_idle_strategy(),
@@ -334,7 +337,7 @@ class MediaDriver:
         thread hosts agents (their clocks' duties: see module)."""
         idle_for_ns = self.conductor.idle_for_ns()
         hosted = self._hosted
-        if hosted is not None and hosted.agents:
+        if hosted is not None and hosted.hosts_any:
             return min(idle_for_ns, HOSTED_PARK_NS)
         return idle_for_ns
 
@@ -463,8 +466,9 @@ def _settled(
     hosted_settled = None if hosted is None else hosted.settled
 
     def settled() -> bool:
-        if any(owes() for owes in checks):
-            return False
+        for owes in checks:
+            if owes():
+                return False
         return hosted_settled is None or hosted_settled()
 
     return settled

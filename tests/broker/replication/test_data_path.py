@@ -38,6 +38,7 @@ from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.dynamic_composite_agent import HostedAgent
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.concurrent.network_wakes import network_wake, register_network_wake
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
 from tests.broker.replication._memory_log import MemoryLog
 from tests.broker.replication._waits import wait_until
@@ -201,6 +202,40 @@ def test_should_replicate_the_leaders_log_and_move_the_high_watermark(cluster: _
     assert follower.agent.write_refusal() == ResponseCode.NOT_LEADER
     assert EpochFile(leader.data_dir).entries == EpochFile(follower.data_dir).entries == ((1, 0),)
     assert follower.log.flushed_physical_offset == end
+
+
+def test_should_wake_the_driver_on_its_offers_only_from_a_thread_of_its_own(
+    cluster: _Cluster,
+) -> None:
+    """On the driver's network thread the agents' offers go out in the same duty cycle (its
+    sender runs next): their publications wake no park, which would only run an empty cycle
+    after it; an agent on a thread of its own wakes the driver's sender after its offers."""
+    aeron_dir = cluster.driver.aeron_dir
+    wake = network_wake(aeron_dir)
+    assert wake is not None
+    offer_wakes = [0]
+
+    def counted() -> None:  # the publications made from now on call this after each offer
+        offer_wakes[0] += 1
+        wake()
+
+    register_network_wake(aeron_dir, counted)
+    try:  # the publications are made once the leader and follower know each other
+        leader = cluster.add(0, MemoryLog())
+        follower = cluster.add(1, MemoryLog())
+        cluster.tell(GroupState(0, 1, (0, 1), 2))
+        wait_until(lambda: leader.agent.role is Role.LEADER)
+        for i in range(6):
+            leader.log.append(bytes([i]) * 3000)
+        end = leader.log.max_physical_offset
+        wait_until(lambda: leader.log.committed_offset == end)
+    finally:  # the driver unregisters its own wake as it closes
+        register_network_wake(aeron_dir, wake)
+    assert follower.log.data == leader.log.data
+    if leader.agent.driver_thread is not None:
+        assert offer_wakes[0] == 0
+    else:
+        assert offer_wakes[0] > 0
 
 
 def test_should_truncate_a_divergent_tail_before_fetching(cluster: _Cluster) -> None:

@@ -346,5 +346,23 @@ def test_should_tell_a_status_message_that_moves_nothing_from_one_that_moves_the
     term_id = INITIAL_TERM_ID
     assert not publication.on_status_message(9, term_id, 0, 4096, False, 0)  # connects
     assert publication.on_status_message(9, term_id, 0, 4096, False, 200 * MS)  # the same
+    rig.write(2)  # frames waiting to be sent
     assert not publication.on_status_message(9, term_id, 1024, 4096, False, 400 * MS)  # moves
     assert publication.on_status_message(9, term_id, 1024, 4096, False, 600 * MS)
+
+
+def test_should_take_a_status_message_that_frees_space_no_frame_waits_for_as_a_keepalive(
+    rig: Rig,
+) -> None:
+    """It moves the limit, but the sender has nothing more to send for it (see
+    ``on_status_message``)."""
+    publication = rig.publication
+    term_id = INITIAL_TERM_ID
+    assert not publication.on_status_message(9, term_id, 0, 4096, False, 0)  # connects
+    assert publication.on_status_message(9, term_id, 1024, 4096, False, 200 * MS)
+    assert publication.snd_lmt.get() == 1024 + 4096  # moved all the same
+    rig.write(2)
+    assert publication.send(300 * MS) > 0  # all written is sent
+    assert publication.on_status_message(9, term_id, 2048, 4096, False, 400 * MS)
+    rig.write(2)
+    assert not publication.on_status_message(9, term_id, 3072, 4096, False, 500 * MS)

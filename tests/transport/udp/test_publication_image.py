@@ -208,6 +208,23 @@ def test_should_send_status_messages_on_progress_and_on_timeout(rig: Rig) -> Non
     assert rig.log.meta_data_buffer.get_int32(LOG_ACTIVE_TRANSPORT_COUNT_OFFSET) == 1
 
 
+def test_should_send_the_status_message_a_read_after_the_rebuild_made_due(rig: Rig) -> None:
+    """A subscriber on the receiver's thread reads after the image's cycle: the status message
+    its read made due goes at once (``status_after_reads``), not at the next cycle."""
+    image = rig.image
+    image.do_work(0)  # the first one goes at once
+    rig.insert(0, 20)
+    image.do_work(1)  # rebuilt; nothing read yet
+    image.status_after_reads(2)
+    assert len(rig.endpoint.status_messages) == 1  # nothing read: nothing due
+    rig.sub_pos.set(WINDOW // 4 + 64)  # the subscriber read past a quarter window
+    image.status_after_reads(3)
+    assert rig.endpoint.status_messages[-1] == (INITIAL_TERM_ID, WINDOW // 4 + 64, WINDOW, 0)
+    image.do_work(4)
+    assert len(rig.endpoint.status_messages) == 2  # the cycle after owes none
+    assert not image.owes_soon()
+
+
 def test_should_drop_over_and_under_runs(rig: Rig) -> None:
     rig.image.do_work(0)
     rig.insert(TERM // 2, 1)  # beyond the last SM position + half a term
@@ -295,9 +312,12 @@ def test_should_count_only_heartbeats_that_move_nothing_as_keepalives(rig: Rig) 
     assert heartbeat(192, eos=True)
 
 
-def test_should_count_a_timed_status_message_as_no_work(rig: Rig) -> None:
-    assert rig.image.do_work(0) == 1  # the first SM is pending: work
+def test_should_count_a_status_message_sent_as_no_work(rig: Rig) -> None:
+    """A status message leaves the receiver nothing more to do (``receiver``'s module)."""
+    assert rig.image.do_work(0) == 0  # the first SM was pending: sent, not work
     assert rig.endpoint.status_messages
     sent = len(rig.endpoint.status_messages)
-    assert rig.image.do_work(201 * MS) == 0  # due only by its timeout: a keepalive
+    assert rig.image.do_work(201 * MS) == 0  # due by its timeout: a keepalive
     assert len(rig.endpoint.status_messages) == sent + 1
+    rig.insert(0, 1)
+    assert rig.image.do_work(202 * MS) == 1  # the rebuild moved: work

@@ -176,6 +176,11 @@ class DataPacketDispatcher:
         if interest is not None and interest.states.get(session_id) == state:
             del interest.states[session_id]
 
+    @property
+    def has_pending_setups(self) -> bool:
+        """Whether a SETUP asked for waits (:meth:`check_pending_setups` has work)."""
+        return bool(self._pending_setups)
+
     def check_pending_setups(self, now_ns: int) -> int:
         """Forget pending setups that timed out, so the next frame asks again."""
         pending = self._pending_setups

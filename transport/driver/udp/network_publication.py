@@ -35,7 +35,7 @@ from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
 from aeromq.transport.driver.log_factory import delete_log
 from aeromq.transport.driver.log_unblocker import is_possibly_blocked, unblock_log
 from aeromq.transport.driver.term_cleaner import clean_term
-from aeromq.transport.driver.udp.flow_control import FlowControl
+from aeromq.transport.driver.udp.flow_control import FlowControl, UnicastFlowControl
 from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
 from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
 from aeromq.transport.logbuffer.frame_descriptor import compute_max_message_length
@@ -154,6 +154,12 @@ class NetworkPublication:
         self._retransmitted_bytes = retransmitted_bytes
         self._unblocked_publications = unblocked_publications
         self._term_buffers = log.term_buffers
+        kind = type(flow_control)
+        # unicast's on_idle keeps the limit and any receiver suffices: neither is called
+        self._limit_moves_when_idle = kind.on_idle is not UnicastFlowControl.on_idle
+        self._receivers_suffice = (
+            kind.has_required_receivers is UnicastFlowControl.has_required_receivers
+        )
         self._term_views = tuple(memoryview(term) for term in log.term_buffers)
         self._meta = log.meta_data_buffer
         self._send = endpoint.send
@@ -244,7 +250,8 @@ class NetworkPublication:
         return self.retransmit_handler.active_count > 0
 
     def send(self, now_ns: int) -> int:
-        """One duty cycle: SETUP if due, data, else a heartbeat; retransmit timers. Bytes sent."""
+        """One duty cycle: SETUP if due, data, else a heartbeat; retransmit timers. Bytes sent.
+        With nothing to send or due it reads one frame length and compares times: no call."""
         snd_pos = self._snd_pos
         term_offset = snd_pos & self.term_length_mask
         if not self.has_initial_connection or self.is_setup_elicited:
@@ -252,13 +259,19 @@ class NetworkPublication:
 
         bytes_sent = self._send_data(now_ns, snd_pos, term_offset)
         if bytes_sent == 0:
-            self._heartbeat_message_check(now_ns, snd_pos, term_offset)
-            self._set_snd_lmt(
-                self.flow_control.on_idle(now_ns, self._snd_lmt, snd_pos, self.is_end_of_stream)
-            )
+            if (
+                now_ns > self.time_of_last_data_or_heartbeat_ns + HEARTBEAT_TIMEOUT_NS
+                or self.is_end_of_stream
+            ):
+                self._heartbeat_message_check(now_ns, snd_pos, term_offset)
+            if self._limit_moves_when_idle:
+                self._set_snd_lmt(
+                    self.flow_control.on_idle(now_ns, self._snd_lmt, snd_pos, self.is_end_of_stream)
+                )
         if self.has_receivers and now_ns > self.status_message_deadline_ns:
             self.has_receivers = False
-        self.retransmit_handler.process_timeouts(now_ns, self._resend_handler)
+        if self.retransmit_handler.active_count:
+            self.retransmit_handler.process_timeouts(now_ns, self._resend_handler)
         return bytes_sent
 
     def _send_data(self, now_ns: int, snd_pos: int, term_offset: int) -> int:
@@ -271,6 +284,8 @@ class NetworkPublication:
             return 0
         index = (snd_pos >> self.position_bits_to_shift) % PARTITION_COUNT
         term_buffer = self._term_buffers[index]
+        if term_buffer.get_int32_volatile(term_offset) <= 0:
+            return 0  # no frame at snd-pos (or one still being written): nothing to send
         view = self._term_views[index]
         term_length = self.term_length
         mtu = self.mtu_length
@@ -397,8 +412,9 @@ class NetworkPublication:
         is_eos: bool,
         now_ns: int,
     ) -> bool:
-        """A receiver's status message; True for a keepalive: it moved nothing (the sender
-        limit, the connection, the end of stream), so the sender has no more to do for it."""
+        """A receiver's status message; True for a keepalive: it moved nothing (the connection,
+        the end of stream) but perhaps the sender limit over space no frame waits for (all
+        written was sent), so the sender has no more to do for it (``sender``'s module)."""
         before = (self._snd_lmt, self.is_connected, self.has_initial_connection)
         had_eos = self.has_received_sm_eos
         self.status_message_deadline_ns = now_ns + self.connection_timeout_ns
@@ -414,11 +430,12 @@ class NetworkPublication:
             )
         )
         self.update_connected_status(self.has_required_receivers())
-        return had_eos == self.has_received_sm_eos and before == (
-            self._snd_lmt,
+        if had_eos != self.has_received_sm_eos or before[1:] != (
             self.is_connected,
             self.has_initial_connection,
-        )
+        ):
+            return False
+        return before[0] == self._snd_lmt or self.producer_position() <= self._snd_pos
 
     def trigger_send_setup(self) -> None:
         """A receiver asked for a SETUP (an SM with SEND_SETUP): send one on the next cycle."""
@@ -463,7 +480,9 @@ class NetworkPublication:
         if self.state is not NetworkPublicationState.ACTIVE:
             return 0
         snd_pos = self.snd_pos.get_volatile()
-        if self.has_required_receivers():
+        if self.has_receivers and (
+            self._receivers_suffice or self.flow_control.has_required_receivers()
+        ):
             proposed = snd_pos + self.term_window_length
             if proposed > self.pub_lmt.get():
                 self.clean_buffer(snd_pos - self.term_length)

@@ -248,12 +248,11 @@ class PublicationImage:
         )
 
     def do_work(self, now_ns: int) -> int:
-        """Rebuild, detect loss, send due status messages; the work done. A status message
-        sent only because the timeout came round is a keepalive, not work (see module)."""
+        """Rebuild, detect loss, send due status messages; the work done: the rebuild moved.
+        A status message sent is not work (``receiver``'s module): it leaves the receiver
+        nothing more to do."""
         work_count = self._track_rebuild(now_ns)
-        if self._sm_pending:
-            work_count += self._send_status_message(now_ns)
-        elif now_ns > self._time_of_last_sm_ns + self.status_message_timeout_ns:
+        if self._sm_pending or now_ns > self._time_of_last_sm_ns + self.status_message_timeout_ns:
             self._send_status_message(now_ns)
         return work_count
 
@@ -274,18 +273,22 @@ class PublicationImage:
             return 0
         rcv_pos = self._rcv_pos
         rebuild_position = rcv_pos if rcv_pos > max_sub_pos else max_sub_pos
-        bits = self.position_bits_to_shift
-        mask = self.term_length_mask
-        rebuild_offset, _ = self.loss_detector.scan(
-            self._term_buffers[(rebuild_position >> bits) % PARTITION_COUNT],
-            rebuild_position,
-            self._hwm,
-            now_ns,
-            mask,
-            bits,
-            self.initial_term_id,
-        )
-        new_rebuild_position = (rebuild_position - (rebuild_position & mask)) + rebuild_offset
+        if rebuild_position >= self._hwm:  # all received is rebuilt: no gap, no NAK owed
+            self.loss_detector.expiry_ns = TIMER_INACTIVE
+            new_rebuild_position = rebuild_position
+        else:
+            bits = self.position_bits_to_shift
+            mask = self.term_length_mask
+            rebuild_offset, _ = self.loss_detector.scan(
+                self._term_buffers[(rebuild_position >> bits) % PARTITION_COUNT],
+                rebuild_position,
+                self._hwm,
+                now_ns,
+                mask,
+                bits,
+                self.initial_term_id,
+            )
+            new_rebuild_position = (rebuild_position - (rebuild_position & mask)) + rebuild_offset
         work_count = 0
         if new_rebuild_position > rcv_pos:
             self._rcv_pos = new_rebuild_position
@@ -297,6 +300,27 @@ class PublicationImage:
             self._sm_pending = True
         return work_count
 
+    def status_after_reads(self, now_ns: int) -> None:
+        """Send the status message its subscribers' reads made due since this cycle's rebuild:
+        a subscriber on the receiver's own thread (an agent hosted there) reads after it, and
+        the sender hears of the space at once, beside what that subscriber answered, rather
+        than a duty cycle later on its own (``receiver``'s module). Receiver thread."""
+        subscribers = self.subscribers
+        if not subscribers:
+            return
+        min_sub_pos = 2**63 - 1
+        for subscriber in subscribers:
+            if subscriber.state is not TetherState.RESTING:
+                position = subscriber.position.get_volatile()
+                if position < min_sub_pos:
+                    min_sub_pos = position
+        if min_sub_pos == 2**63 - 1:
+            return
+        if min_sub_pos > self._next_sm_position + (self.receiver_window_length >> 2):
+            self._clean_buffer_to(min_sub_pos - self.term_length)
+            self._next_sm_position = min_sub_pos
+            self._send_status_message(now_ns)
+
     def ring_doorbells(self) -> None:
         """Ring :attr:`doorbells` if the rebuild position moved since the last ring (see
         module). Receiver thread, after :meth:`do_work` in a cycle that received data."""
@@ -306,12 +330,11 @@ class PublicationImage:
             for bell in self.doorbells:
                 bell.ring()
 
-    def _send_status_message(self, now_ns: int) -> int:
+    def _send_status_message(self, now_ns: int) -> None:
         self._sm_pending = False
         self._time_of_last_sm_ns = now_ns
         sm_position = self._next_sm_position
         alive = now_ns < self._time_of_last_activity_ns + RECEIVE_DESTINATION_TIMEOUT_NS
-        work_count = 0
         if alive:
             bits = self.position_bits_to_shift
             term_id = (((sm_position >> bits) + self.initial_term_id + 2**31) & _LOW_32) - 2**31
@@ -326,14 +349,12 @@ class PublicationImage:
             )
             if sent > 0:
                 self._status_messages_sent.increment_ordered()
-                work_count = 1
         self.last_sm_position = sm_position
         self._overrun_threshold = sm_position + self.term_length // 2
         active = 1 if now_ns < self.time_of_last_packet_ns + self.image_liveness_timeout_ns else 0
         if active != self._active_transport_count:
             self._active_transport_count = active
             self._meta.put_int32_ordered(LOG_ACTIVE_TRANSPORT_COUNT_OFFSET, active)
-        return work_count
 
     def _on_gap(self, term_id: int, term_offset: int, length: int) -> None:
         if self.is_reliable:

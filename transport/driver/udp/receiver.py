@@ -15,7 +15,11 @@ Its duty cycle (``do_work``):
 Keepalive traffic is not work for its idle strategy (Aeron counts it): a heartbeat that moved
 nothing, a status message sent only because its timeout came round. An idle stream's peers
 send one every 100-200 ms, and counting them kept the thread out of its deep park
-(:mod:`~transport.driver.udp.socket_waiter` wakes it for every datagram anyway).
+(:mod:`~transport.driver.udp.socket_waiter` wakes it for every datagram anyway). Nor is any
+status message it sends (Aeron counts those too): it asks the sender for more, and leaves this
+thread's agents nothing more to do; counted, it ran one more duty cycle of all of them after
+each that sent one, found empty (a broker group's follower sends one after most commit rounds,
+``bench/_round_trace.py``).
 
 A duty cycle that received data (not keepalives) rings :attr:`Receiver.data_doorbell` when one
 is set (a process-local :class:`~transport.concurrent.Doorbell` of the driver, see
@@ -25,6 +29,13 @@ each image rings the doorbells its subscriptions' channels name (``doorbell``, a
 the driver: any process of the driver may sleep on it) if it has new data to read
 (:meth:`~transport.driver.udp.publication_image.PublicationImage.ring_doorbells`), so a
 subscriber in another process, or one that sleeps on a doorbell of its own, wakes the same way.
+
+On a thread that hosts agents (a broker group's replication, ``MediaDriver.host_agent``), the
+subscribers read what the receiver took later in the same duty cycle: :meth:`Receiver.after_reads`
+runs after them and the sender (before the hosted agents' ``after_send``) in a cycle that took
+data, and sends the status messages their reads made due then, not a cycle later. A follower's
+status message so leaves right behind its ACK, and its leader takes both in one wake of its
+driver's thread rather than one each (``bench/_round_trace.py``).
 
 It counts ``Bytes received`` and tracks its longest cycle (``Receiver max cycle time``).
 Nothing a peer sends can raise out of it: bad datagrams are counted and dropped by the
@@ -66,6 +77,8 @@ class Receiver:
         self.endpoints: list[ReceiveChannelEndpoint] = []
         self.images: list[PublicationImage] = []
         self._nano_clock = nano_clock
+        self._took_data = False
+        """The last duty cycle took data (:meth:`after_reads` has work)."""
         self._bytes_received = bytes_received
         self._duty_cycle = DutyCycleStallTracker(
             max_cycle_time, cycle_time_threshold_exceeded, cycle_threshold_ns, nano_clock.time_ns()
@@ -102,12 +115,15 @@ class Receiver:
                 if endpoint.keepalive_bytes:
                     keepalive_bytes += endpoint.keepalive_bytes
                     endpoint.keepalive_bytes = 0
-            work_count += endpoint.dispatcher.check_pending_setups(now_ns)
+            dispatcher = endpoint.dispatcher
+            if dispatcher.has_pending_setups:
+                work_count += dispatcher.check_pending_setups(now_ns)
         if bytes_received:
             self._bytes_received.add_ordered(bytes_received)
         for image in self.images:
             work_count += image.do_work(now_ns)
         data_bytes = bytes_received - keepalive_bytes
+        self._took_data = data_bytes > 0
         if data_bytes > 0:
             if self.data_doorbell is not None:
                 self.data_doorbell.ring()
@@ -115,6 +131,18 @@ class Receiver:
                 if image.doorbells:
                     image.ring_doorbells()
         return work_count + data_bytes
+
+    def after_reads(self) -> int:
+        """After the subscribers of this thread read, in a cycle that took data: the status
+        messages their reads made due (see module); not work. Caller: the thread that runs the
+        receiver and hosted agents, after them in each duty cycle."""
+        if not self._took_data:
+            return 0
+        self._took_data = False
+        now_ns = self._nano_clock.time_ns()
+        for image in self.images:
+            image.status_after_reads(now_ns)
+        return 0
 
     def owes_soon(self) -> bool:
         """Whether an image is owed a status message or a NAK soon: a park should not wait

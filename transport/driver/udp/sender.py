@@ -12,7 +12,10 @@ Its duty cycle (``do_work``):
 
 A status message that moved nothing (the limit, the connection) is a keepalive, not work for
 its idle strategy (Aeron counts it): counting one every 200 ms per idle stream kept the thread
-out of its deep park.
+out of its deep park. So is one that moves the limit over space no frame waits for (every frame
+written was sent): a receiver sends one each quarter window it reads, and counted, each ran one
+more duty cycle of the thread, found empty; frames written later go out when their publisher's
+wake (or the cycle it offers in, on this thread) runs the sender.
 
 It counts ``Bytes sent`` and tracks its longest cycle (``Sender max cycle time``, and the cycles
 over the threshold).

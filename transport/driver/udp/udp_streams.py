@@ -141,8 +141,11 @@ class UdpStreams:
         self.subscriptions.remove_client_subscriptions(client_id)
 
     def do_work(self, now_ns: int) -> int:
-        """The conductor's per-cycle UDP work: image requests, then publication limits."""
-        return self.subscriptions.do_work(now_ns) + self.publications.update_publisher_limits()
+        """The conductor's per-cycle UDP work: image requests (the work done), then publication
+        limits (not work: they only free publishers, ``conductor``'s step 5)."""
+        work_count = self.subscriptions.do_work(now_ns)
+        self.publications.update_publisher_limits()
+        return work_count
 
     def update_publisher_limits(self) -> int:
         """Move every network publication's pub-lmt; returns how many moved."""
