@@ -238,7 +238,22 @@ def split_raw_section(head: bytes, message_length: int) -> RawSection | None:
     if head[position : position + _RAW_SECTION_TAG_LENGTH] != _RAW_SECTION_TAG:
         return None
     position += _RAW_SECTION_TAG_LENGTH
-    length, offset = _read_varint(head, position, end)
+    length = shift = 0  # the length's varint, inline as the ids'
+    offset = -1
+    limit = position + _MAX_VARINT_LENGTH
+    if limit > end:
+        limit = end
+    while position < limit:
+        byte = head[position]
+        position += 1
+        length |= (byte & _VARINT_BITS) << shift
+        if not byte & _VARINT_MORE:
+            length &= _U64
+            offset = position
+            break
+        shift += 7
+    else:
+        length = 0
     if offset < 0 or length > message_length - offset:
         raise raw_section_past_message(
             head[:tag_offset], length if offset >= 0 else -1, message_length
@@ -260,21 +275,6 @@ def raw_section_past_message(
         raw_length=raw_length,
         message_length=message_length,
     )
-
-
-def _read_varint(data: bytes, position: int, end: int) -> tuple[int, int]:
-    """``(value, next position)`` of the varint at ``position``; ``(0, -1)`` if it is cut or
-    longer than 64 bits allow."""
-    value = shift = 0
-    limit = min(end, position + _MAX_VARINT_LENGTH)
-    while position < limit:
-        byte = data[position]
-        position += 1
-        value |= (byte & _VARINT_BITS) << shift
-        if not byte & _VARINT_MORE:
-            return value & _U64, position
-        shift += 7
-    return 0, -1
 
 
 def salvage_envelope_ids(data: bytes) -> tuple[int, int]:
