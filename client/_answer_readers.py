@@ -242,7 +242,9 @@ class AnswerReader(ABC):
             or self._state.polling_thread == threading.get_ident()
         ):
             return False
-        self._enter()
+        with self._callers_lock:  # a reader more (a consumer's every poll: inline)
+            self._readers += 1
+            self._pending.call_reader = None  # a thread reads: new requests need no poller
         try:
             self._read(done, deadline_ns, bell, subscription)
         finally:
@@ -266,7 +268,7 @@ class AnswerReader(ABC):
             future = submit(body, timeout_ms)
             self.await_answer(future, timeout_ms)
             return future
-        with self._callers_lock:  # _enter(), without its call
+        with self._callers_lock:  # a reader more, as in read_until
             self._readers += 1
             self._pending.call_reader = None
         try:
@@ -284,11 +286,6 @@ class AnswerReader(ABC):
                 "no answer in time", session_id=self._state.session_id, timeout_ms=timeout_ms
             )
         return future
-
-    def _enter(self) -> None:
-        with self._callers_lock:
-            self._readers += 1
-            self._pending.call_reader = None  # a thread reads: new requests need no poller
 
     def _leave(self, linger_ns: int) -> None:
         now_ns = time.monotonic_ns()

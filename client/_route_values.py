@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from aeromq.client.message import MessageQueue
@@ -72,11 +72,12 @@ class BrokerRoute:
     hostname: str
     broker_id: str = ""
     origin: str = ""
+    key: BrokerKey = field(init=False, repr=False, compare=False)
+    """What caches key this broker by: its origin and name (see the module); made once, not
+    at each look-up (a consumer's pull and a producer's send look it up)."""
 
-    @property
-    def key(self) -> BrokerKey:
-        """What caches key this broker by: its origin and name (see the module)."""
-        return BrokerKey(self.origin, self.broker_name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", BrokerKey(self.origin, self.broker_name))
 
     @classmethod
     def from_proto(cls, data: common_pb2.BrokerData, origin: str = "") -> BrokerRoute:

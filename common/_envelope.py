@@ -125,6 +125,9 @@ RAW_SECTION_FIELD: Final = 1000
 reserves it."""
 _RAW_SECTION_TAG: Final = bytes((0xC2, 0x3E))  # varint of 1000 << 3 | 2
 _MAX_VARINT_LENGTH: Final = 10
+_ID_TAGS: Final = (_CORRELATION_ID_TAG[0], _SESSION_ID_TAG[0])
+_RAW_SECTION_TAG_LENGTH: Final = len(_RAW_SECTION_TAG)
+_tuple_new: Final = tuple.__new__
 ENVELOPE_HEAD_MAX_LENGTH: Final = 2 * (1 + _MAX_VARINT_LENGTH) + 2 + _MAX_VARINT_LENGTH
 """The most bytes before a raw section's first byte: enough of a message to find it."""
 _VARINT_MORE: Final = 0x80
@@ -214,24 +217,48 @@ def split_raw_section(head: bytes, message_length: int) -> RawSection | None:
     (at least ``min(message_length, ENVELOPE_HEAD_MAX_LENGTH)`` of them), or None when it has
     none. Raises :class:`~common.CorruptMessageError` when its length runs past the message or
     its varints are broken (the ids, if any, are in the error's values)."""
+    # the varints walked inline (a Python call fewer each: this runs once a pulled answer)
     position = 0
-    end = min(len(head), message_length)
-    for tag in (_CORRELATION_ID_TAG[0], _SESSION_ID_TAG[0]):
+    end = len(head)
+    if message_length < end:
+        end = message_length
+    for tag in _ID_TAGS:
         if position >= end or head[position] != tag:
             return None
-        position = _skip_varint(head, position + 1, end)
-        if position < 0:
+        position += 1
+        limit = position + _MAX_VARINT_LENGTH
+        if limit > end:
+            limit = end
+        while position < limit and head[position] & _VARINT_MORE:
+            position += 1
+        if position >= limit:
             return None  # a broken id: the protobuf parse reports it
+        position += 1
     tag_offset = position
-    if head[position : position + len(_RAW_SECTION_TAG)] != _RAW_SECTION_TAG:
+    if head[position : position + _RAW_SECTION_TAG_LENGTH] != _RAW_SECTION_TAG:
         return None
-    position += len(_RAW_SECTION_TAG)
-    length, offset = _read_varint(head, position, end)
+    position += _RAW_SECTION_TAG_LENGTH
+    length = shift = 0  # the length's varint, inline as the ids'
+    offset = -1
+    limit = position + _MAX_VARINT_LENGTH
+    if limit > end:
+        limit = end
+    while position < limit:
+        byte = head[position]
+        position += 1
+        length |= (byte & _VARINT_BITS) << shift
+        if not byte & _VARINT_MORE:
+            length &= _U64
+            offset = position
+            break
+        shift += 7
+    else:
+        length = 0
     if offset < 0 or length > message_length - offset:
         raise raw_section_past_message(
             head[:tag_offset], length if offset >= 0 else -1, message_length
         )
-    return RawSection(tag_offset, offset, length)
+    return _tuple_new(RawSection, (tag_offset, offset, length))  # (NamedTuple's is Python)
 
 
 def raw_section_past_message(
@@ -248,31 +275,6 @@ def raw_section_past_message(
         raw_length=raw_length,
         message_length=message_length,
     )
-
-
-def _skip_varint(data: bytes, position: int, end: int) -> int:
-    """Where the varint at ``position`` ends, or -1 if it does not within ``end``."""
-    limit = min(end, position + _MAX_VARINT_LENGTH)
-    while position < limit:
-        if not data[position] & _VARINT_MORE:
-            return position + 1
-        position += 1
-    return -1
-
-
-def _read_varint(data: bytes, position: int, end: int) -> tuple[int, int]:
-    """``(value, next position)`` of the varint at ``position``; ``(0, -1)`` if it is cut or
-    longer than 64 bits allow."""
-    value = shift = 0
-    limit = min(end, position + _MAX_VARINT_LENGTH)
-    while position < limit:
-        byte = data[position]
-        position += 1
-        value |= (byte & _VARINT_BITS) << shift
-        if not byte & _VARINT_MORE:
-            return value & _U64, position
-        shift += 7
-    return 0, -1
 
 
 def salvage_envelope_ids(data: bytes) -> tuple[int, int]:

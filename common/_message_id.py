@@ -256,9 +256,17 @@ class UniqueMessageIdGenerator:
         return first
 
     def next_id(self, now_ms: int | None = None) -> str:
-        """The next id; ``now_ms`` (epoch milliseconds) defaults to the wall clock."""
-        head = self._head(now_ms)
-        return f"{head}{self._take(1):04X}"
+        """The next id; ``now_ms`` (epoch milliseconds) defaults to the wall clock.
+        (:meth:`_head` and :meth:`_take` written out: a producer's every send makes one.)"""
+        if now_ms is None:
+            now_ms = time.time_ns() // 1_000_000
+        if now_ms >= self._next_start_ms:
+            self._start_ms, self._next_start_ms = _month_bounds_ms(now_ms)
+        elapsed = (now_ms - self._start_ms) & 0xFFFFFFFF
+        with self._lock:
+            counter = self._counter
+            self._counter = (counter + 1) & 0xFFFF
+        return f"{self._prefix}{elapsed:08X}{counter:04X}"
 
     def next_ids(self, count: int, now_ms: int | None = None) -> list[str]:
         """``count`` ids at once, all of one time (a batch's: the clock is read once), with

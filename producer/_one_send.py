@@ -34,6 +34,8 @@ from aeromq.producer._send_result import SendResult
 
 __all__ = ["send_one"]
 
+_tuple_new = tuple.__new__
+
 
 def send_one(path: SendPath, message: Message, timeout_ms: int | None) -> SendResult:
     """``path.send_sync`` of one message to no queue in particular (``Producer.send``): on a
@@ -89,18 +91,24 @@ def send_one(path: SendPath, message: Message, timeout_ms: int | None) -> SendRe
                     session = sessions.session(route.broker(target.broker_name))
                     path.sessions_of[key] = (route, session)
                 stamp = None if sequences is None else sequences.stamp(attempt, target)
-                if stamp is None:  # as request() makes it, without compression
-                    request = SendRequest(path.group, target.topic, target.queue_id, batch)
+                # as request() makes it, without compression; every field given, through
+                # tuple's __new__ (a NamedTuple's own is a Python function)
+                if stamp is None:
+                    fields = (path.group, target.topic, target.queue_id, batch, None, 0, 0)
+                    request = _tuple_new(SendRequest, fields)
                     limit_ms = remaining_ms
                 else:
-                    request = SendRequest(
-                        path.group,
-                        target.topic,
-                        target.queue_id,
-                        batch,
-                        stamp.producer_id,
-                        stamp.base_sequence,
-                        stamp.epoch,
+                    request = _tuple_new(
+                        SendRequest,
+                        (
+                            path.group,
+                            target.topic,
+                            target.queue_id,
+                            batch,
+                            stamp.producer_id,
+                            stamp.base_sequence,
+                            stamp.epoch,
+                        ),
                     )
                     # attempt_limit_ms of an idempotent try
                     limit_ms = min(config.request_timeout_ms, remaining_ms)

@@ -54,6 +54,7 @@ MAX_RESTAMPS: Final = 2
 """How many times one send is stamped anew after ``OUT_OF_ORDER_SEQUENCE`` before the error is
 raised: a broker that refuses a fresh epoch's first batch is not going to take it."""
 _SEQUENCE_MODULUS: Final = MAX_SEQUENCE + 1
+_tuple_new: Final = tuple.__new__
 _TIMER_BYTE: Final = ATTRIBUTES_OFFSET + 1  # TIMER_FLAG's byte of the u16 (little-endian)
 _TIMER_BIT: Final = TIMER_FLAG >> 8
 
@@ -139,7 +140,9 @@ class ProducerSequences:
             state.next = (base + count) % _SEQUENCE_MODULUS
             self._serial += 1
             state.unsettled[self._serial] = state.next
-            stamp = attempt.stamp = Stamp(queue, state.producer_id, state.epoch, base, self._serial)
+            stamp = attempt.stamp = _tuple_new(  # (a NamedTuple's __new__ is a Python function)
+                Stamp, (queue, state.producer_id, state.epoch, base, self._serial)
+            )
         return stamp
 
     def settle(self, attempt: Attempt, *, ok: bool) -> None:

@@ -3,15 +3,16 @@ one at a time (``Producer.send``), a broker process on its defaults with a topic
 and, but for ``send-only``, a ``DefaultLitePullConsumer`` process polling; every thread of every
 process profiled (``bench/_thread_profile.py``: ``cProfile``, off by default, on here through
 ``bench/_profile_site`` on ``PYTHONPATH`` and ``AEROMQ_PROFILE_DIR``), over the messages after
-a warm-up.
+a warm-up (the broker's window starts once the clients' warm-up is sent and read: none of it
+counts).
 
 Cases: ``send-only`` (sends back to back, no consumer) and ``1000`` (1,000 msgs/s, the
 consumer polling). Rows ``profile:CASE:ROLE`` per process: ``calls_per_msg`` (the calls a
 message takes in that process: a count that hardly depends on the machine's load, but for the
 polls of a thread waiting for its answer), ``python_calls_per_msg`` (those of Python
-functions, built-ins left out), ``profiled_us_per_msg`` (the own time of every
-entry but the waits: cProfile makes it two to three times what it is unprofiled), and the
-entries of most own time, each ``us a message (profiled), calls a message``. The docs' profile
+functions, built-ins left out; the profiler's own, its snapshot at the window's end, left out
+of both), ``profiled_us_per_msg`` (the own time of every entry but the waits: cProfile makes it
+two to three times what it is unprofiled), and the entries of most own time, each ``us a message (profiled), calls a message``. The docs' profile
 (``docs/latency.md``) comes from this suite.
 """
 
@@ -41,16 +42,21 @@ TOPIC = "Profile"
 GROUP = "profile"
 _SITE = Path(__file__).resolve().parents[1] / "_profile_site"
 _TOP = 12
+_PROFILER = "cProfile.py"
 
 
-def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[str]) -> None:
-    """``send()`` ``count`` messages, message ``i`` due at ``t0 + i / rate`` (0: at once)."""
+def _produce(
+    grpc: str, rate: int, count: int, warm: EventType, go: EventType, out: Queue[str]
+) -> None:
+    """``send()`` ``count`` messages, message ``i`` due at ``t0 + i / rate`` (0: at once),
+    after a warm-up (``warm`` set once it is sent)."""
     from aeromq.client import Message
     from aeromq.producer import Producer
 
     with Producer("profile-producer", grpc) as producer:
         for _ in range(WARM_UP):
             producer.send(Message(TOPIC, b"w" * 100))
+        warm.set()
         go.wait(60)
         _thread_profile.mark()
         send_paced(lambda: producer.send(Message(TOPIC, b"m" * 100)), rate, count)
@@ -58,8 +64,11 @@ def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[str]) -
     out.put("producer")
 
 
-def _consume(grpc: str, count: int, ready: EventType, go: EventType, out: Queue[str]) -> None:
-    """``poll()`` until the warm-up, then until ``count`` more messages came."""
+def _consume(
+    grpc: str, count: int, ready: EventType, warm: EventType, go: EventType, out: Queue[str]
+) -> None:
+    """``poll()`` until the warm-up (``warm`` set then), then until ``count`` more messages
+    came."""
     consumer = started_consumer(grpc, GROUP, TOPIC)
     try:
         ready.set()
@@ -67,6 +76,7 @@ def _consume(grpc: str, count: int, ready: EventType, go: EventType, out: Queue[
         deadline = time.monotonic() + 120
         while got < WARM_UP and time.monotonic() < deadline:
             got += len(consumer.poll(200))
+        warm.set()
         go.wait(60)
         _thread_profile.mark()
         got = 0
@@ -91,22 +101,28 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
     ):
         context = multiprocessing.get_context("spawn")
         ready, go, out = context.Event(), context.Event(), context.Queue()
+        warm = [context.Event()]
         processes = []
         if rate:
             os.environ[role] = "consumer"
+            warm.append(context.Event())
             consumer = context.Process(
-                target=_consume, args=(broker.grpc_address, count, ready, go, out), daemon=True
+                target=_consume,
+                args=(broker.grpc_address, count, ready, warm[1], go, out),
+                daemon=True,
             )
             consumer.start()
             ready.wait(60)
             processes.append(consumer)
         os.environ[role] = "producer"
         producer = context.Process(
-            target=_produce, args=(broker.grpc_address, rate, count, go, out), daemon=True
+            target=_produce, args=(broker.grpc_address, rate, count, warm[0], go, out), daemon=True
         )
         producer.start()
         processes.append(producer)
-        time.sleep(3.0)  # connected and warmed up
+        for event in warm:  # every warm-up message sent and read: none in the broker's window
+            event.wait(120)
+        time.sleep(0.5)  # the warm-up's last answers out
         os.kill(broker.pid, signal.SIGUSR1)  # the broker's window starts
         time.sleep(0.2)
         go.set()
@@ -125,6 +141,8 @@ def _rows(roles: dict[str, _thread_profile.Stats], case: str, count: int) -> lis
         stats = roles.get(role)
         if not stats:
             continue
+        # the profiler's own calls in the window (its snapshot at the dump) left out
+        stats = {func: entry for func, entry in stats.items() if _PROFILER not in func[0]}
         total, python = _thread_profile.calls(stats)
         entries = _thread_profile.top(stats, _TOP)
         working_s = _thread_profile.doing(stats)

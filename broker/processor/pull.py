@@ -69,6 +69,7 @@ from aeromq.broker.store import (
     GetMessageStatus,
     MessageStore,
     PutMessageResult,
+    TopicConfig,
 )
 from aeromq.common import (
     HEADER_STRUCT,
@@ -122,6 +123,7 @@ _OFFSET_ILLEGAL: Final = messages_pb2.OFFSET_ILLEGAL
 _TAG: Final = messages_pb2.TAG
 _SQL92: Final = messages_pb2.SQL92
 _GOOD_GROUPS_LIMIT: Final = 4096
+_TOPIC_CACHE_LIMIT: Final = 10_000
 _BASE_QUEUE_OFFSET_FIELD: Final = 2  # of HEADER_STRUCT's fields
 _COUNT_FIELD: Final = 8
 _PHYSICAL_OFFSET: Final = struct.Struct("<q")
@@ -265,6 +267,7 @@ class PullProcessor:
         self.messages_out = 0
         self.local_answers = 0  # FOUND answers given as local ranges
         self._good_groups: set[str] = set()  # groups that passed check_group: not again
+        self._readable: dict[str, TopicConfig] = {}  # topics' configs found readable: not again
 
     def process(self, request: PullRequest, on_done: PullDone, *, local: bool = False) -> None:
         """Answer ``request`` through ``on_done`` (inline, or later if held). Never raises for
@@ -429,8 +432,12 @@ class PullProcessor:
         config = self._store.topic_config.get(topic)
         if config is None:
             return ResponseCode.TOPIC_NOT_EXIST, f"no such topic: topic={topic!r}"
-        if not config.is_readable:
-            return ResponseCode.NO_PERMISSION, f"topic is not readable: topic={topic!r}"
+        if config is not self._readable.get(topic):  # (a frozen config, checked once)
+            if not config.is_readable:
+                return ResponseCode.NO_PERMISSION, f"topic is not readable: topic={topic!r}"
+            if len(self._readable) >= _TOPIC_CACHE_LIMIT:
+                self._readable.clear()
+            self._readable[topic] = config
         queue_id = request.queue_id
         if not 0 <= queue_id < config.read_queue_nums:
             return (

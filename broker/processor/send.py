@@ -95,6 +95,7 @@ assert messages_pb2.SEND_OK == 0  # a response's default send status
 _FLUSH_DISK_TIMEOUT: Final = messages_pb2.FLUSH_DISK_TIMEOUT
 _TIMER_BYTE: Final = ATTRIBUTES_OFFSET + 1  # TIMER_FLAG's byte of the u16 (little-endian)
 _TIMER_BIT: Final = TIMER_FLAG >> 8
+_tuple_new: Final = tuple.__new__
 
 _PUT_CODES: Final[dict[PutMessageStatus, int]] = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -234,13 +235,16 @@ class SendProcessor:
                 )
                 if fields and status is PutMessageStatus.PUT_OK:
                     on_done(
-                        StoredSendAnswer(
-                            queue_id,
-                            result.queue_offset,
-                            result.message_count,
-                            result.physical_offset,
-                            _host_text(result.store_host),
-                            broker_name,
+                        _tuple_new(  # (a NamedTuple's __new__ is a Python function)
+                            StoredSendAnswer,
+                            (
+                                queue_id,
+                                result.queue_offset,
+                                result.message_count,
+                                result.physical_offset,
+                                _host_text(result.store_host),
+                                broker_name,
+                            ),
                         )
                     )
                     return

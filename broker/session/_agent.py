@@ -37,9 +37,10 @@ the broker's UDP ingress subscription names the agent's doorbell (``doorbell=`` 
 which the driver's receiver rings as requests land; with an embedded driver (whose receiver
 does) a UDP session counts as one that rings, otherwise the agent finds its requests by its
 polls, within its idle strategy's longest park. An IPC client's own doorbell, named in its
-CONNECT, is rung once at the end of each duty cycle that offered it answers (a ``RingBatch``: a
-ring that wakes a thread costs the agent a futex wake, and often its core for as long as the
-woken thread runs, so one per cycle rather than one per answer); a counter that is freed or
+CONNECT, is rung once at the end of each duty cycle that offered it answers (as a
+``RingBatch``, written out here: a ring that wakes a thread costs the agent a futex wake, and
+often its core for as long as the woken thread runs, so one per cycle rather than one per
+answer); a counter that is freed or
 reused is no longer rung (checked every 100 ms). Answers to a UDP client ring the broker's
 embedded media driver the same way (``MediaDriver.network_bell``, once per cycle), which
 parks until something wakes it: they go out at once, not at its next timed wake-up.
@@ -99,7 +100,7 @@ from aeromq.broker.session._session import ServerSession
 from aeromq.broker.session._table import SessionTable
 from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE
 from aeromq.transport.client import Aeron, Subscription
-from aeromq.transport.concurrent.doorbell import Doorbell, RingBatch
+from aeromq.transport.concurrent.doorbell import Doorbell, Ringable
 from aeromq.transport.concurrent.idle_strategy import tighten_timer_slack
 from aeromq.transport.driver import MediaDriver
 from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
@@ -157,7 +158,7 @@ class SessionAgent(RequestDispatch):
         self.doorbell = doorbell
         driver = MediaDriver.in_process(aeron.context.aeron_dir)
         self.network_bell = None if driver is None else driver.network_bell
-        self._rings = RingBatch()
+        self._rings: dict[int, Ringable] = {}  # RingBatch's, without its calls (see module)
         self._thread_ident = 0
         self._unrung_sessions = 0  # live sessions whose requests ring nothing
         self._aborted = False  # a send left on the ingress this cycle: retry without a ring
@@ -250,7 +251,11 @@ class SessionAgent(RequestDispatch):
             self._next_sweep_ns = now_ns + _SWEEP_INTERVAL_NS
             self._pulls_awaited = 0  # their turnaround is long past: stop counting them
             self._sweep(now_ns)
-        self._rings.ring_all()  # (one call whether or not it has bells: no __len__ first)
+        rings = self._rings
+        if rings:  # each bell the cycle's answers gave work, once, in the order added
+            for bell in rings.values():
+                bell.ring()
+            rings.clear()
         return work
 
     def on_close(self) -> None:
@@ -259,4 +264,6 @@ class SessionAgent(RequestDispatch):
         self._send_completions(now_ns)
         for session in self._table:
             self._close(session, "the broker is shutting down", now_ns, notify=True)
-        self._rings.ring_all()
+        for bell in self._rings.values():
+            bell.ring()
+        self._rings.clear()

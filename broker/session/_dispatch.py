@@ -20,6 +20,7 @@ call per request, as before the agent was split.
 from __future__ import annotations
 
 import logging
+from functools import partial as _partial
 from typing import Final
 
 from google.protobuf.message import DecodeError
@@ -91,7 +92,7 @@ class RequestDispatch(AnswerWriter):
                     return _CONTINUE
                 self._pull.process(
                     pull,
-                    self._completion(session, correlation_id, _PULL),
+                    _partial(self._complete, session, correlation_id, _PULL),
                     local=session.local_reads and pull.local_read,
                 )
                 return _CONTINUE
@@ -110,7 +111,9 @@ class RequestDispatch(AnswerWriter):
                     correlation_id = send.correlation_id
                     if self._acl is not None and self._forbidden(session, correlation_id, send):
                         return _COMMIT
-                    self._send.process(send, self._completion(session, correlation_id, _SEND))
+                    self._send.process(
+                        send, _partial(self._complete, session, correlation_id, _SEND)
+                    )
                     return _COMMIT
         try:
             request = _Request.FromString(data)
@@ -143,7 +146,9 @@ class RequestDispatch(AnswerWriter):
             self.counters.requests += 1
             if self._acl is not None and self._forbidden(session, correlation_id, request):
                 return _COMMIT
-            self._send.process(request.send, self._completion(session, correlation_id, _SEND))
+            self._send.process(
+                request.send, _partial(self._complete, session, correlation_id, _SEND)
+            )
             return _COMMIT
         self.counters.requests += 1
         if kind == "pull":
@@ -151,7 +156,7 @@ class RequestDispatch(AnswerWriter):
                 return _CONTINUE
             self._pull.process(
                 request.pull,
-                self._completion(session, correlation_id, _PULL),
+                _partial(self._complete, session, correlation_id, _PULL),
                 local=session.local_reads and request.pull.local_read,
             )
         elif kind == "keepalive":

@@ -50,7 +50,7 @@ from aeromq.common import (
 from aeromq.proto import session_pb2
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, Image
-from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, Ringable, RingBatch
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, Ringable
 from aeromq.transport.driver.refusal_log import RefusalLog
 from aeromq.transport.logbuffer.header import Header
 
@@ -75,7 +75,7 @@ class SessionLifecycle:
     local_reads: LocalReadGrant | None
     doorbell: Doorbell | None
     network_bell: Ringable | None  # the embedded driver's network wake (UDP answers ring it)
-    _rings: RingBatch  # the client doorbells the cycle's answers ring, at its end
+    _rings: dict[int, Ringable]  # the bells the cycle's answers ring, at its end (by id)
     _aeron: Aeron
     _acl: Acl | None
     _table: SessionTable

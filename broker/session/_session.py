@@ -16,8 +16,10 @@ agent's thread touches a session.
 
 An IPC client may name a doorbell in its CONNECT (``doorbell``, see
 ``transport/concurrent/doorbell.py``): every answer offered is followed by a ring of it, so the
-client's thread asleep on it wakes; with ``rings`` (the agent's ``RingBatch``) the ring comes at
-the end of the agent's duty cycle, once for all the answers of the cycle.
+client's thread asleep on it wakes; with ``rings`` (the agent's rings of the cycle: each bell
+by its id, in the order first added) the ring comes at the end of the agent's duty cycle, once
+for all the answers of the cycle (as ``transport.concurrent.doorbell.RingBatch`` does, but
+added to with a store into the dict, not a Python call an answer).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Final
 
 from aeromq.transport import TransportError
 from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
-from aeromq.transport.concurrent.doorbell import Doorbell, Ringable, RingBatch
+from aeromq.transport.concurrent.doorbell import Doorbell, Ringable
 
 __all__ = ["ServerSession", "SessionState"]
 
@@ -105,7 +107,7 @@ class ServerSession:
         self.close_reason = ""
         self.farewell = farewell
         self.doorbell: Doorbell | None = None
-        self.rings: RingBatch | None = None  # where the doorbell's rings wait for the cycle's end
+        self.rings: dict[int, Ringable] | None = None  # the doorbell's ring, at the cycle's end
         self.network_bell: Ringable | None = None  # a UDP client's: wakes the broker's driver
         self.local_reads = False  # granted at CONNECT: pulls may be answered with local ranges
 
@@ -136,7 +138,7 @@ class ServerSession:
                     if rings is None:
                         bell.ring()
                     else:
-                        rings.add(bell)
+                        rings[id(bell)] = bell
                 return True
             if result == ADMIN_ACTION:
                 continue
@@ -178,7 +180,7 @@ class ServerSession:
         if rings is None:
             bell.ring()
         else:
-            rings.add(bell)
+            rings[id(bell)] = bell
 
     def _queue(self, data: bytes, now_ns: int) -> None:
         if not self.backlog:

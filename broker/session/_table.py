@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from aeromq.broker.session._config import SessionServerConfig
@@ -38,10 +38,16 @@ class SessionTable:
     def __init__(self, config: SessionServerConfig) -> None:
         self._config = config
         self._live: dict[int, ServerSession] = {}
+        self.get: Callable[[int], ServerSession | None] = self._live.get
+        """The live session of an id, or None: the dict's own ``get`` (a request's lookup,
+        without a Python call)."""
         self._by_image: dict[object, ServerSession] = {}
         self._tombstones: OrderedDict[int, Tombstone] = OrderedDict()
         self._clients: dict[str, tuple[int, int]] = {}  # client key -> (sessions, log bytes)
         self._held: dict[int, tuple[str, int]] = {}  # session id -> (client key, log bytes)
+        self.live_count = 0
+        """Live sessions, farewells not counted (kept as they come and go: the agent's idle
+        strategy reads it before each park)."""
 
     def new_id(self) -> int:
         """A fresh, unguessable session id: random, positive, neither live nor remembered."""
@@ -57,6 +63,7 @@ class SessionTable:
         self._live[session.session_id] = session
         if not session.farewell:
             self._by_image[session.image] = session
+            self.live_count += 1
         if client_key:
             sessions, held = self._clients.get(client_key, (0, 0))
             self._clients[client_key] = (sessions + 1, held + log_bytes)
@@ -66,16 +73,14 @@ class SessionTable:
         """(live sessions, their log bytes) of the client ``client_key``."""
         return self._clients.get(client_key, (0, 0))
 
-    def get(self, session_id: int) -> ServerSession | None:
-        return self._live.get(session_id)
-
     def by_image(self, image: object) -> ServerSession | None:
         """The live session whose CONNECT came on this ingress image."""
         return self._by_image.get(image)
 
     def remove(self, session: ServerSession, now_ns: int) -> None:
         """Forget a closed session; remember it as a tombstone (farewells leave none)."""
-        self._live.pop(session.session_id, None)
+        if self._live.pop(session.session_id, None) is session and not session.farewell:
+            self.live_count -= 1
         if self._by_image.get(session.image) is session:
             del self._by_image[session.image]
         held = self._held.pop(session.session_id, None)
@@ -106,11 +111,6 @@ class SessionTable:
             if now_ns - tombstone.closed_ns < linger_ns:
                 return
             del tombstones[session_id]
-
-    @property
-    def live_count(self) -> int:
-        """Live sessions, farewells not counted."""
-        return sum(1 for session in self._live.values() if not session.farewell)
 
     def __len__(self) -> int:
         return len(self._live)

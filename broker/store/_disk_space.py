@@ -79,8 +79,14 @@ class DiskSpaceGuard:
         if self._clock_ns() >= self._next_check_ns:
             self.refresh()
         free = self.free_bytes - self._put_since_check
-        needed = max(self.min_free_bytes + length, self._segment_needed_bytes)
-        if free < needed or self._over_used_percent(free):
+        needed = self.min_free_bytes + length
+        if needed < self._segment_needed_bytes:
+            needed = self._segment_needed_bytes
+        limit = self.max_used_percent  # (inline: this runs once a put)
+        total = self.total_bytes
+        if free < needed or (
+            limit is not None and total > 0 and (total - free) * 100 > limit * total
+        ):
             self.needed_bytes = needed
             if not self.refusing:
                 self.refusing = True
@@ -102,11 +108,6 @@ class DiskSpaceGuard:
         if not self.refusing:
             self.refusing = True
             _log.warning("disk full, refusing sends: %s", self.describe())
-
-    def _over_used_percent(self, free: int) -> bool:
-        limit = self.max_used_percent
-        total = self.total_bytes
-        return limit is not None and total > 0 and (total - free) * 100 > limit * total
 
     def describe(self) -> str:
         """``key=value`` of the last reading, for a refusal's message."""
