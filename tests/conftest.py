@@ -45,13 +45,33 @@ def shm_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+# The Spark connector's tests share one SparkSession (10-20 s to start) and one broker: they run
+# on one worker of pytest-xdist, not on each.
+_SPARK_DIR = "tests/pipeline/"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``long`` (minutes of real processes, or a whole benchmark suite whose
-    behaviour a shorter test already covers) run only when selected, ``-m long``: the default
-    run stays within CI's budget."""
+    """Each test runs on the pytest-xdist worker of its module (the Spark tests on one worker
+    together), and tests marked ``long`` (minutes of real processes, or a whole benchmark suite
+    whose behaviour a shorter test already covers) run only when selected, ``-m long``: the
+    default run stays within CI's budget."""
+    _group_by_module(items)
     if "long" in (config.option.markexpr or ""):
         return
     skip = pytest.mark.skip(reason="long: select with -m long")
     for item in items:
         if item.get_closest_marker("long") is not None:
             item.add_marker(skip)
+
+
+def _group_by_module(items: list[pytest.Item]) -> None:
+    """An ``xdist_group`` for every test without one: its module's path, or ``spark`` for the
+    Spark connector's. Under ``--dist loadgroup`` (the suite's default) a group runs on one
+    worker, so a module's fixtures are made once and its tests keep their order."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        module = item.nodeid.split("::", 1)[0]  # tests/<dir>/test_x.py; xdist adds "@<group>"
+        spark = module.startswith(_SPARK_DIR)  # to the id: the short name, not the path
+        item.add_marker(pytest.mark.xdist_group("spark" if spark else Path(module).stem))

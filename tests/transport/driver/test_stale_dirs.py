@@ -1,6 +1,10 @@
 """A driver removes, at start, the /dev/shm directories that dead embedded drivers left (a
 SIGKILLed driver process, at once by its free lock); a live driver's directory, even a hung one's,
-is never touched."""
+is never touched.
+
+The drivers here make their directories in a root of their own (``root``), not in /dev/shm itself:
+any driver started there (another test's, on the other pytest-xdist worker) would sweep a killed
+one's directory before the test's own driver could."""
 
 from __future__ import annotations
 
@@ -17,31 +21,43 @@ from pathlib import Path
 import pytest
 
 from aeromq.transport import ActiveDriverError
-from aeromq.transport.driver import MediaDriver
+from aeromq.transport.driver import MediaDriver, media_driver
 from aeromq.transport.driver.driver_lock import DriverLock, LockState, lock_state
 from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX, remove_stale_driver_dirs
 from tests.transport.driver.support import small_context
 
 _EMBEDDED_DRIVER = """
 import sys, time
-from aeromq.transport.driver import MediaDriver
+from aeromq.transport.driver import MediaDriver, media_driver
 from tests.transport.driver.support import small_context
+media_driver.embedded_dir_root = lambda: sys.argv[1]
 driver = MediaDriver.launch_embedded(small_context("unused", timer_interval_ns=100_000_000))
 print(driver.aeron_dir, flush=True)
 time.sleep(120)
 """
 
 
+@pytest.fixture(autouse=True)
+def root(shm_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The embedded drivers' root of this test, its own and the children's."""
+    monkeypatch.setattr(media_driver, "embedded_dir_root", lambda: str(shm_dir))
+    return shm_dir
+
+
 @contextmanager
 def _driver_process() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A child process running an embedded driver; yields it and its aeron directory."""
+    """A child process running an embedded driver in ``root``; yields it and its directory."""
     process = subprocess.Popen(
-        [sys.executable, "-c", _EMBEDDED_DRIVER], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _EMBEDDED_DRIVER, media_driver.embedded_dir_root()],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stdout is not None
         aeron_dir = process.stdout.readline().strip()
-        assert aeron_dir.startswith("/"), f"no aeron dir from the child: {aeron_dir!r}"
+        assert aeron_dir.startswith(media_driver.embedded_dir_root()), (
+            f"no aeron dir in the test's root from the child: {aeron_dir!r}"
+        )
         yield process, aeron_dir
     finally:
         if process.poll() is None:
