@@ -16,11 +16,11 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
    counting it woke an idle driver's backoff out of its deep park every second (about 20 more
    wake-ups a second, see :mod:`~transport.concurrent.idle_strategy`); what the timer changes
    (a publication closed, a client removed) is itself work for the next cycles;
-5. move every publication's limit. Unlike Aeron's, a limit moved is not work either: it frees
-   a publisher (another thread's, another process's, or an agent hosted on this thread, which
-   polls while it is back-pressured and runs after the conductor in the same cycle), never
-   more work for this thread's agents; counted, it ran one more duty cycle of all of them
-   after each send of a broker group's member, found empty (``bench/_round_trace.py``);
+5. move every publication's limit. As in Aeron, a limit moved is work: a publisher held at its
+   limit (in another process, often) learns of the space only from this thread, so the thread
+   keeps its cycles going while a back-pressured stream drains, rather than parking with the
+   publisher waiting for its next wake. (Not counting it saved one cycle, found empty, after
+   each send of a broker group's member, and no measurable rate: kept out.)
 6. after a cycle that transmitted to the clients, ring :attr:`DriverConductor.notice_bells`:
    the doorbells of clients in this process whose conductors sleep until rung (a broker's own
    client learns of a new client's image at once, not at the end of a long park).
@@ -223,7 +223,7 @@ class DriverConductor:
         if now_ns >= self._timer_deadline_ns:
             self._timer_deadline_ns = now_ns + self._context.timer_interval_ns
             self._on_timer(now_ns, now_ms)
-        self.ipc.update_publisher_limits()  # not work (see module, step 5)
+        work_count += self.ipc.update_publisher_limits()
         work_count += self.udp.do_work(now_ns)
         transmitted = self.client_proxy.transmitted
         if transmitted != self._notices_rung:
