@@ -18,8 +18,8 @@ An IPC client may name a doorbell in its CONNECT (``doorbell``, see
 ``transport/concurrent/doorbell.py``): every answer offered is followed by a ring of it, so the
 client's thread asleep on it wakes; with ``rings`` (the agent's rings of the cycle: each bell
 by its id, in the order first added) the ring comes at the end of the agent's duty cycle, once
-for all the answers of the cycle (as ``transport.concurrent.doorbell.RingBatch`` does, but
-added to with a store into the dict, not a Python call an answer).
+for all the answers of the cycle (added to with a store into the dict, not a Python call an
+answer).
 """
 
 from __future__ import annotations

@@ -86,7 +86,6 @@ __all__ = [
     "SLEEPER_FLAG",
     "Doorbell",
     "DoorbellIdleStrategy",
-    "RingBatch",
     "Ringable",
     "SpinPredictor",
     "idle_strategy_with_doorbell",
@@ -212,46 +211,13 @@ class Doorbell:
 
 
 class Ringable(Protocol):
-    """What a :class:`RingBatch` rings: a :class:`Doorbell`, or anything else that ends a
-    thread's wait (a media driver's network wake, ``MediaDriver.network_bell``)."""
+    """What an agent rings once at the end of a duty cycle that gave it work (the broker's
+    session agent, ``broker/session/_agent.py``): a :class:`Doorbell`, or anything else that ends
+    a thread's wait (a media driver's network wake, ``MediaDriver.network_bell``)."""
 
     def ring(self) -> bool:
         """Wake whoever waits; whether a sleeper was signalled (False when it cannot tell)."""
         ...
-
-
-class RingBatch:
-    """The doorbells an agent's duty cycle gave work, each rung once, in the order first added,
-    at the cycle's end (:meth:`ring_all`) rather than after each piece of work (any
-    :class:`Ringable`).
-
-    Ringing a doorbell a thread sleeps on costs the ringer a futex wake, and on a virtual
-    machine whose other core is busy the woken thread often takes the ringer's core at once:
-    the ringer stops until the woken one sleeps again (measured with ``python -m bench broker``
-    on 2 cores: 40-170 us a ring that woke someone, against well under 1 us for one that did
-    not). Rung after each answer, a client that reads each answer and sleeps again costs its
-    broker that stop once per answer; rung at the end of the cycle, once per cycle, when the
-    agent has nothing left to do. Caller: the agent's thread only."""
-
-    __slots__ = ("_bells",)
-
-    def __init__(self) -> None:
-        self._bells: dict[int, Ringable] = {}
-
-    def __len__(self) -> int:
-        return len(self._bells)
-
-    def add(self, bell: Ringable) -> None:
-        """Ring ``bell`` at the end of the cycle (once, however often it is added)."""
-        self._bells[id(bell)] = bell
-
-    def ring_all(self) -> int:
-        """Ring every doorbell added since the last call; how many woke a sleeper."""
-        bells = self._bells
-        if not bells:
-            return 0
-        self._bells = {}
-        return sum(bell.ring() for bell in bells.values())
 
 
 class SpinPredictor:

@@ -26,8 +26,8 @@ sender's park (an offer just made; this process's clients call it after each off
 exclusive network publication of this driver, found by its directory:
 :mod:`~transport.concurrent.network_wakes`), and the receiver rings :attr:`MediaDriver.data_doorbell`
 after each duty cycle that received data (an in-process subscriber sleeps on it);
-:attr:`MediaDriver.network_bell` is the wake in a doorbell's shape, for a ``RingBatch``. When
-every publisher wakes it so, ``MediaDriverContext.park_when_settled`` lets the network thread
+:attr:`MediaDriver.network_bell` is the wake in a doorbell's shape, for an agent's end-of-cycle
+rings. When every publisher wakes it so, ``MediaDriverContext.park_when_settled`` lets the network thread
 park its longest at once while its sender and receiver owe nothing soon (``owes_soon``: a resend,
 a NAK timer, a status message due or about to be): it wakes for datagrams, wakes and timers, not
 for the short parks of a backoff.
@@ -356,7 +356,7 @@ class MediaDriver:
 
     @property
     def network_bell(self) -> NetworkBell:
-        """:meth:`wake_network` as a ring (a ``RingBatch`` rings it once per duty cycle): for a
+        """:meth:`wake_network` as a ring (the broker's session agent rings it once per duty cycle): for a
         publisher in this process that offers from an agent's cycle (see module)."""
         return NetworkBell(self)
 
