@@ -166,6 +166,7 @@ def install() -> None:
     answer_dispatcher = _private_class("aeromq.client._answer_dispatch", "AnswerDispatcher")
     request_dispatch = _private_class("aeromq.broker.session._dispatch", "RequestDispatch")
     server_session = _private_class("aeromq.broker.session._session", "ServerSession")
+    answer_writer = _private_class("aeromq.broker.session._answers", "AnswerWriter")
     # the public send, not a path under it: the one-message send left SendPath.send_sync
     # for a function of its own (producer/_one_send.py), and the chain lost its first step
     _wrap(Producer, "send", "send_call", "send_return")
@@ -176,7 +177,11 @@ def install() -> None:
     _wrap(PullProcessor, "process", "pull")
     _wrap(PullHoldService, "on_arrival", "stored")
     _wrap(PullHoldService, "hold", "hold")
+    # an answer offered at once is written out in the cycle's _send_completions (not through
+    # ServerSession.send, which still takes the backlogged and vectored ones): "answer" once
+    # the completions that cycle sent are offered
     _wrap(server_session, "send", "answer")
+    _wrap(answer_writer, "_send_completions", after=lambda sent, *_: "answer" if sent else None)
     _wrap(ConsumeRequestCache, "put", "cached")
     _wrap(ConsumeRequestCache, "take", after=lambda got, *_: "taken" if got else None)
 
