@@ -50,13 +50,10 @@ def shm_dir() -> Iterator[Path]:
 _SPARK_DIR = "tests/pipeline/"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test runs on the pytest-xdist worker of its module (the Spark tests on one worker
-    together), and tests marked ``long`` (minutes of real processes, or a whole benchmark suite
-    whose behaviour a shorter test already covers) run only when selected, ``-m long``: the
-    default run stays within CI's budget."""
-    _group_by_module(items)
+    """Tests marked ``long`` (minutes of real processes, or a whole benchmark suite whose
+    behaviour a shorter test already covers) run only when selected, ``-m long``: the default
+    run stays within CI's budget."""
     if "long" in (config.option.markexpr or ""):
         return
     skip = pytest.mark.skip(reason="long: select with -m long")
@@ -65,13 +62,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def _group_by_module(items: list[pytest.Item]) -> None:
-    """An ``xdist_group`` for every test without one: its module's path, or ``spark`` for the
-    Spark connector's. Under ``--dist loadgroup`` (the suite's default) a group runs on one
-    worker, so a module's fixtures are made once and its tests keep their order."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        module = item.nodeid.split("::", 1)[0]  # tests/<dir>/test_x.py; xdist adds "@<group>"
-        spark = module.startswith(_SPARK_DIR)  # to the id: the short name, not the path
-        item.add_marker(pytest.mark.xdist_group("spark" if spark else Path(module).stem))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """The suite's pytest-xdist scheduler (see :class:`_ModuleScheduling`)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _ModuleScheduling(LoadScopeScheduling):
+        """Each module's tests on one worker (its fixtures made once, its tests in order), the
+        Spark connector's all on one. xdist's own ``loadgroup`` marks a test's group by
+        rewriting its node id, which pytest 9.2 no longer lets a plugin do: it split modules
+        across the workers, each starting a SparkSession of its own."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "spark" if module.startswith(_SPARK_DIR) else module
+
+    return _ModuleScheduling(config, log)
