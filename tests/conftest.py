@@ -1,6 +1,7 @@
 """Suite-wide fixtures: a per-test temporary directory in /dev/shm where it exists; the
 hypothesis profile (no wall-clock deadline per example); small store files for the brokers the
-tests start."""
+tests start; the ``long`` tests skipped unless selected; the pytest-xdist scheduler of the
+suite's two workers."""
 
 from __future__ import annotations
 
