@@ -17,22 +17,7 @@ from aeromq.client.broker_sessions import BrokerSessions
 from aeromq.client.route import BrokerRoute
 from aeromq.transport.concurrent import DoorbellIdleStrategy, SleepingIdleStrategy
 from aeromq.transport.driver import MediaDriver
-from tests.broker.data.conftest import aeron, hold, media_driver, open_store, pull, send, store
-from tests.broker.data.test_sessions import Server, server, start_server
-
-__all__ = [
-    "aeron",
-    "hold",
-    "media_driver",
-    "open_store",
-    "pull",
-    "send",
-    "server",
-    "start_server",
-    "store",
-]
-"""The fixtures this module takes from ``tests/broker/data`` (a broker's session agent served
-in this process over a real driver)."""
+from tests.broker.data.test_sessions import Server
 
 
 def test_should_park_aerons_16_ms_then_back_off_to_the_deep_park() -> None:

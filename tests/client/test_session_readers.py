@@ -15,33 +15,9 @@ from typing import Any, cast
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.common import PullAnswer
 from aeromq.transport.client import Aeron, Subscription
-from tests.broker.data.conftest import (
-    aeron,
-    hold,
-    media_driver,
-    open_store,
-    pull,
-    pull_request,
-    send,
-    send_request,
-    store,
-)
-from tests.broker.data.test_sessions import Server, client_aeron, server, start_server
+from tests.broker.data.conftest import pull_request, send_request
+from tests.broker.data.test_sessions import Server
 from tests.client._helpers import poller_wakeups
-
-__all__ = [
-    "aeron",
-    "client_aeron",
-    "hold",
-    "media_driver",
-    "open_store",
-    "pull",
-    "send",
-    "server",
-    "start_server",
-    "store",
-]
-"""The fixtures this module takes from ``tests/broker/data``."""
 
 ROUNDS = 20
 GAP_S = 0.01

@@ -1,7 +1,7 @@
 """A client session without a doorbell (no futex in ``_session_setup``, as over UDP: nothing
 rings) against a broker's session agent served in this process by ``tests/broker/data``'s
 fixtures (``server``, ``client_aeron`` and the store, processors and driver under them):
-imported, not copied. Its caller reads the answers by polling."""
+imported by this directory's ``conftest.py``, not copied. Its caller reads the answers by polling."""
 
 from __future__ import annotations
 
@@ -13,31 +13,8 @@ from aeromq.client import _session_setup
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.common import BrokerUnavailableError
 from aeromq.transport.client import Aeron
-from tests.broker.data.conftest import (
-    aeron,
-    hold,
-    media_driver,
-    open_store,
-    pull,
-    send,
-    send_request,
-    store,
-)
-from tests.broker.data.test_sessions import Server, client_aeron, server, start_server
-
-__all__ = [
-    "aeron",
-    "client_aeron",
-    "hold",
-    "media_driver",
-    "open_store",
-    "pull",
-    "send",
-    "server",
-    "start_server",
-    "store",
-]
-"""The fixtures this module takes from ``tests/broker/data``."""
+from tests.broker.data.conftest import send_request
+from tests.broker.data.test_sessions import Server
 
 
 def test_should_read_the_answers_by_polling_without_a_doorbell_with_caller_reads(
