@@ -1,8 +1,9 @@
 """IPC streams end to end: driver, publishers and subscribers each in their own process.
 
-The long stream sends ``AEROMQ_SYSTEM_MESSAGES`` messages (default 1,000,000) of random sizes
-from 0 to 2 x MTU through a 64 KiB term: tens of thousands of rotations, a third of the messages
-fragmented. The subscriber process checks every message (length, sequence, crc32) as it reads it.
+The long stream sends ``AEROMQ_SYSTEM_MESSAGES`` messages (default 250,000; a million was the
+default until the suite's time grew past its budget, and runs as before with the variable set)
+of random sizes from 0 to 2 x MTU through a 64 KiB term: thousands of rotations, a third of the
+messages fragmented. The subscriber process checks every message (length, sequence, crc32) as it reads it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tests.system.conftest import Workers
 
 MTU = 1408
 MAX_LENGTH = 2 * MTU
-STREAM_MESSAGES = int(os.environ.get("AEROMQ_SYSTEM_MESSAGES", "1000000"))
+STREAM_MESSAGES = int(os.environ.get("AEROMQ_SYSTEM_MESSAGES", "250000"))
 # The test checks delivery, not rate (rates are `python -m bench ipc`'s): 1M messages take 11-12 s
 # on a quiet 2-core machine and 540k-904k went through in 90 s beside two CPU hogs, so the bound is
 # what a hog-loaded machine needs (~170 s) with room to spare; a hung stream still fails.
@@ -26,7 +27,7 @@ DEADLINE_S = 300.0
 
 
 @pytest.mark.timeout(DEADLINE_S + 60)
-def test_should_deliver_a_million_messages_of_random_sizes_intact_and_in_order(
+def test_should_deliver_a_long_stream_of_random_sizes_intact_and_in_order(
     driver: DriverProcess, workers: Workers
 ) -> None:
     count = STREAM_MESSAGES
