@@ -43,6 +43,7 @@ __all__ = ["StoreServices"]
 _log = logging.getLogger(__name__)
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+_ZERO_AHEAD_INTERVAL_MS = 20
 
 
 class StoreServices(StoreParts):
@@ -68,6 +69,7 @@ class StoreServices(StoreParts):
         if self._replicated:
             self._commits.start()
             duties.insert(0, Duty("flush", config.flush_interval_ms, self.commit_log.flush))
+            duties.insert(0, Duty("zero-ahead", _ZERO_AHEAD_INTERVAL_MS, self._zero_ahead))
         elif config.flush_mode is FlushMode.SYNC:
             self._group_commit = GroupCommitService(
                 self.commit_log.flush, self.commit_log.flushed_offset, config.sync_flush_timeout_ms
@@ -89,6 +91,14 @@ class StoreServices(StoreParts):
             self._group_commit = None
         if self._replicated:
             self._commits.stop()
+
+    def _zero_ahead(self) -> None:
+        """The log's next bytes written with zeros and made durable ahead of its end
+        (``CommitLog.zero_ahead``), so a group's commit round fsyncs its data alone."""
+        with self._put_lock:
+            mapped = self.commit_log.zero_ahead()
+        if mapped is not None:
+            mapped.flush()
 
     def flush(self) -> int:
         """Make everything appended durable now; returns how far the commit log is durable
