@@ -12,8 +12,10 @@ the recovered queues' ends.
 
 In a broker group (``StoreConfig.replicated``) the puts wait for the committed offset instead
 (``_commit_watermark``, whose timer runs here), the log is flushed on its interval and whenever
-the replication layer asks (``flush()``, its fsync for the high watermark), and the checkpoint
-also records the committed offset, how far recovery may dispatch.
+the replication layer asks (``flush()``, its fsync for the high watermark), the log's next MiB
+is written with zeros and made durable ahead of its end (``CommitLog.zero_ahead``: a commit
+round's fsync then writes its data alone), and the checkpoint also records the committed
+offset, how far recovery may dispatch.
 
 Caller: ``MessageStore.start`` and ``shutdown`` (``_message_store``), admin tools (``flush``,
 ``run_retention``, ``delete_topic``); one of ``MessageStore``'s roles, see
