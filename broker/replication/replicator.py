@@ -68,15 +68,16 @@ def replication_channel(endpoint: str) -> str:
     return f"aeron:udp?endpoint={endpoint}|term-length=4m|mtu={REPLICATION_MTU}"
 
 
-REPLICATION_MTU: Final = 8192
-"""The replication channel's MTU. Each datagram costs the sender's and the receiver's Python a
-fixed ~20-50 us whatever its length, and an APPEND carries whole batches (a producer's batch of
-32 messages is about 6 KiB, a commit round of a window of 256 about 30 KiB): at Aeron's
-default 1,408 bytes a frame took 5 to 30 datagrams, at 8 KiB 1 to 5 (a round's frame 4, all
-sent before the leader's fsync: ``agent``). 32 KiB (a round's frame in one datagram) was no
-cheaper in server CPU a message in two alternating pairs (17-20 us against 18-18.5). Larger
-than a link's MTU, a datagram is fragmented by IP (a lost fragment loses the datagram, which
-Aeron's NAK repairs); loopback's MTU is 64 KiB."""
+REPLICATION_MTU: Final = 65504
+"""The replication channel's MTU: the largest Aeron takes (a UDP payload less headers, frame
+aligned), so a commit round's APPEND (a window of 256 messages, 30-46 KiB) is one datagram to
+each follower. Each datagram costs the sender's and the receiver's Python and a system call
+whatever its length (about 60 us a ``send`` and 45 us a ``recvfrom_into`` on the leader's
+driver thread, profiled): at Aeron's default 1,408 bytes a round's frame took 5 to 30
+datagrams, at 8 KiB 4 to 6 (12 sends a round on the leader, received in pieces, a follower
+often woken by the first before the last was sent). Larger than a link's MTU, a datagram is
+fragmented by IP (a lost fragment loses the datagram, which Aeron's NAK repairs); loopback's
+MTU is 64 KiB. Measured: ``bench/results/2026-11-29f/round.md``."""
 
 
 def epoch_span(entries: Sequence[EpochEntry], offset: int, leo: int) -> tuple[int, int, int]:

@@ -95,6 +95,10 @@ store's whole append; stores through the map take a page fault on each fresh pag
 which a small batch shares with the batches after it (one in 4 KiB), and a large one pays once
 per 4 KiB (for which ``pwritev`` was measured cheaper). The map is the file's page cache, so
 ``fdatasync`` makes both durable alike; the length and magic still go last."""
+ZERO_AHEAD_BYTES = 1 << 20
+"""How far ahead of the log's end :meth:`CommitLog.zero_ahead` writes zeros (see there)."""
+_ZERO_LOW_WATER = ZERO_AHEAD_BYTES // 2
+_ZEROS = bytes(ZERO_AHEAD_BYTES)
 _STORE_TIMESTAMP_OFFSET = 24
 _BASE_PHYSICAL_OFFSET_OFFSET = 16
 _PREFIX_LENGTH = 8
@@ -175,6 +179,9 @@ class CommitLog:
         # per segment start offset: the physical offsets of its first batches, in order
         self._batch_starts: dict[int, list[int]] = {}
         self._fsync_ledger = open_fsync_ledger(directory.parent)  # None unless a fault test
+        self._zeroed_to = 0
+        """The log offset up to which the last segment's bytes past the log's end were
+        written with zeros (:meth:`zero_ahead`)."""
 
     def load(self) -> None:
         """Map the segments; raises ``StoreError`` when one holds the previous format."""
@@ -274,6 +281,33 @@ class CommitLog:
         mapped.write_at(position, (unit[:_PREFIX_LENGTH],))
         self.max_offset = offset + length
         return offset
+
+    def zero_ahead(self) -> MappedFile | None:
+        """Write zeros over the next :data:`ZERO_AHEAD_BYTES` of the last segment past the
+        log's end, once the end comes within half of that of the bytes zeroed so far; returns
+        the segment to ``flush`` (outside the caller's lock), or None when nothing was written.
+        A segment is made by ``posix_fallocate``, whose blocks the file system marks unwritten:
+        the fsync of an append into them writes the block map too (the extents become written),
+        a second write the disk does in turn after the data, in every commit round (an
+        ``fdatasync`` of 46 KB appended took 527-546 us there against 327-347 us in space
+        written before, median of 300, alternating, on this VM's ext4). Zeros written and made
+        durable ahead, off the round, leave each round's fsync the data alone. The bytes past
+        the log's end are zeros already: readers see nothing new. Caller: the store's services
+        thread, holding the store's put lock (no append meanwhile)."""
+        offset = self.max_offset
+        if self._zeroed_to - offset > _ZERO_LOW_WATER:
+            return None
+        mapped = self.files.last
+        if mapped is None or offset >= mapped.end_offset:
+            return None  # the next append makes the segment
+        start = max(offset, self._zeroed_to)
+        end = min(mapped.end_offset, start + ZERO_AHEAD_BYTES)
+        if end <= start:
+            return None
+        with memoryview(_ZEROS) as zeros:
+            mapped.write_at(start - mapped.start_offset, (zeros[: end - start],))
+        self._zeroed_to = end
+        return mapped
 
     def _segment_for(self, length: int) -> MappedFile:
         """The segment the next ``length`` bytes go to, rolling (with a blank) when needed."""
@@ -410,6 +444,7 @@ class CommitLog:
         """Drop everything from ``offset`` on (recovery); returns the bytes dropped."""
         dropped = self.files.truncate(offset)
         self.max_offset = offset
+        self._zeroed_to = min(self._zeroed_to, offset)
         self.flushed_offset = min(self.flushed_offset, offset)
         with self._starts_lock:
             self._batch_starts.clear()

@@ -12,8 +12,10 @@ the recovered queues' ends.
 
 In a broker group (``StoreConfig.replicated``) the puts wait for the committed offset instead
 (``_commit_watermark``, whose timer runs here), the log is flushed on its interval and whenever
-the replication layer asks (``flush()``, its fsync for the high watermark), and the checkpoint
-also records the committed offset, how far recovery may dispatch.
+the replication layer asks (``flush()``, its fsync for the high watermark), the log's next MiB
+is written with zeros and made durable ahead of its end (``CommitLog.zero_ahead``: a commit
+round's fsync then writes its data alone), and the checkpoint also records the committed
+offset, how far recovery may dispatch.
 
 Caller: ``MessageStore.start`` and ``shutdown`` (``_message_store``), admin tools (``flush``,
 ``run_retention``, ``delete_topic``); one of ``MessageStore``'s roles, see
@@ -43,6 +45,10 @@ __all__ = ["StoreServices"]
 _log = logging.getLogger(__name__)
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+_ZERO_AHEAD_INTERVAL_MS = 50
+"""How often the services thread looks (``CommitLog.zero_ahead``): half a MiB ahead lasts 50 ms
+up to 10 MB/s of appends, twice the group's rate here; a faster writer overtakes the zeros
+and fsyncs as before."""
 
 
 class StoreServices(StoreParts):
@@ -68,6 +74,7 @@ class StoreServices(StoreParts):
         if self._replicated:
             self._commits.start()
             duties.insert(0, Duty("flush", config.flush_interval_ms, self.commit_log.flush))
+            duties.insert(0, Duty("zero-ahead", _ZERO_AHEAD_INTERVAL_MS, self._zero_ahead))
         elif config.flush_mode is FlushMode.SYNC:
             self._group_commit = GroupCommitService(
                 self.commit_log.flush, self.commit_log.flushed_offset, config.sync_flush_timeout_ms
@@ -89,6 +96,14 @@ class StoreServices(StoreParts):
             self._group_commit = None
         if self._replicated:
             self._commits.stop()
+
+    def _zero_ahead(self) -> None:
+        """The log's next bytes written with zeros and made durable ahead of its end
+        (``CommitLog.zero_ahead``), so a group's commit round fsyncs its data alone."""
+        with self._put_lock:
+            mapped = self.commit_log.zero_ahead()
+        if mapped is not None:
+            mapped.flush()
 
     def flush(self) -> int:
         """Make everything appended durable now; returns how far the commit log is durable

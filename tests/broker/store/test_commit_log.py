@@ -10,6 +10,7 @@ from aeromq.broker.store._commit_log import (
     BLANK_MAGIC,
     MAP_COPY_MAX_LENGTH,
     OLD_RECORD_MAGIC,
+    ZERO_AHEAD_BYTES,
     CommitLog,
     LogCheck,
     check_at,
@@ -168,6 +169,45 @@ def test_should_flush_and_truncate(log: CommitLog) -> None:
     assert log.check(positions[1]) == (LogCheck.END, 0)
     assert log.find_batch(positions[2]) == -1  # the cache went with the tail
     log.close()
+
+
+def test_should_write_zeros_ahead_of_the_end_only_when_near_and_never_over_batches(
+    tmp_path: Path,
+) -> None:
+    commit_log = CommitLog(tmp_path, 4 * ZERO_AHEAD_BYTES, HOST)
+    commit_log.load()
+    assert commit_log.zero_ahead() is None  # no segment yet: the first append makes it
+    batch = _batch(b"a" * 5000)
+    first = _append(commit_log, batch)
+    mapped = commit_log.files.last
+    assert mapped is not None
+    end = commit_log.max_offset
+    marks = (end, end + ZERO_AHEAD_BYTES - 1, end + ZERO_AHEAD_BYTES)  # stand-ins for zeros
+    for at in marks:
+        mapped.mm[at] = 0xFF
+    assert commit_log.zero_ahead() is mapped
+    assert [mapped.mm[at] for at in marks] == [0, 0, 0xFF]  # the next MiB from the end on
+    assert commit_log.zero_ahead() is None  # a MiB ahead: not yet
+    while commit_log.max_offset + ZERO_AHEAD_BYTES // 2 < marks[2]:
+        _append(commit_log, batch)
+    assert commit_log.zero_ahead() is mapped  # within half a MiB of the zeros' end: the next
+    assert mapped.mm[marks[2]] == 0
+    assert _stored(commit_log, first).body(0) == b"a" * 5000
+    commit_log.close()
+
+
+def test_should_zero_ahead_within_the_last_segment_only(tmp_path: Path) -> None:
+    commit_log = CommitLog(tmp_path, 4096, HOST)
+    commit_log.load()
+    first = _append(commit_log, _batch(b"a" * 100))
+    mapped = commit_log.zero_ahead()
+    assert mapped is not None and mapped.end_offset == 4096
+    mapped.flush()
+    assert commit_log.zero_ahead() is None  # the segment's end: nothing more to write
+    assert commit_log.check(commit_log.max_offset) == (LogCheck.END, 0)
+    second = _append(commit_log, _batch(b"b" * 100))  # over the zeros
+    assert [_stored(commit_log, at).body(0) for at in (first, second)] == [b"a" * 100, b"b" * 100]
+    commit_log.close()
 
 
 def test_should_refuse_to_load_segments_of_the_old_format(tmp_path: Path) -> None:
