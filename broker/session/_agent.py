@@ -81,6 +81,14 @@ find nothing, at 1,000 msgs/s one a message (the polls of every subscription, th
 empty idle: about ten Python calls). A request published before that read was taken by the
 cycle, one published since rang the doorbell, and the park ends at once.
 
+An ingress subscription without an image (no client on it: the UDP one of a broker whose
+clients all use IPC) is not polled: a poll of it finds nothing and costs a Python call a cycle.
+Every sweep (every 100 ms) keeps the subscriptions that have an image; a new image (a client
+connecting) puts them all back at once, from the subscription's available-image handler, which
+Aeron calls before the image is in the subscription, so the subscription it came to is kept
+through the next sweep too whether or not it shows the image yet (a lock orders the handler
+and the sweep).
+
 Sessions are bound to their client: the id is random (63 bits) and every request must come on
 the ingress image that carried the session's CONNECT, one identity compare per request
 (``header.context is session.image``). Nothing a client sends stops the agent.
@@ -95,6 +103,7 @@ when they were one class.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import deque
@@ -111,7 +120,7 @@ from aeromq.broker.session._dispatch import RequestDispatch
 from aeromq.broker.session._session import ServerSession
 from aeromq.broker.session._table import SessionTable
 from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE
-from aeromq.transport.client import Aeron, Subscription
+from aeromq.transport.client import Aeron, Image, ImageHandler, Subscription
 from aeromq.transport.concurrent.doorbell import Doorbell, Ringable
 from aeromq.transport.concurrent.idle_strategy import tighten_timer_slack
 from aeromq.transport.driver import MediaDriver
@@ -174,6 +183,13 @@ class SessionAgent(RequestDispatch):
         self._thread_ident = 0
         self._unrung_sessions = 0  # live sessions whose requests ring nothing
         self._aborted = False  # a send left on the ingress this cycle: retry without a ring
+        self._polled = self._subscriptions  # those with an image, or one coming (see module)
+        self._images_lock = threading.Lock()
+        self._images_coming: set[int] = set()  # ids of those given an image since the sweep
+        for subscription in self._subscriptions:
+            subscription.available_image_handler = functools.partial(
+                self._on_available_image, subscription, subscription.available_image_handler
+            )
         self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
@@ -223,6 +239,31 @@ class SessionAgent(RequestDispatch):
             if bell is not None:
                 bell.ring()
 
+    def _on_available_image(
+        self, subscription: Subscription, chained: ImageHandler | None, image: Image
+    ) -> None:
+        """An ingress subscription's available-image handler (the Aeron client conductor's
+        thread, before the image is in the subscription): poll every subscription from now on,
+        and this one at least until the sweep after next (see module); then the handler it
+        had."""
+        with self._images_lock:
+            self._images_coming.add(id(subscription))
+            self._polled = self._subscriptions
+        if chained is not None:
+            chained(image)
+
+    def _poll_those_with_images(self) -> None:
+        """At the sweep: poll only the subscriptions that have an image, or were given one
+        since the last sweep (see module)."""
+        with self._images_lock:
+            coming = self._images_coming
+            self._polled = tuple(
+                subscription
+                for subscription in self._subscriptions
+                if subscription.images or id(subscription) in coming
+            )
+            coming.clear()
+
     def stop_ingress(self) -> None:
         """Stop reading the ingress (any thread): answers still go out. For a graceful stop."""
         self._ingress_open = False
@@ -246,7 +287,7 @@ class SessionAgent(RequestDispatch):
             limit = self.config.fragment_limit
             pulls = self._pull.pulls
             sends = self._send.requests
-            for subscription in self._subscriptions:
+            for subscription in self._polled:
                 work += subscription.controlled_poll(assembler, limit)
             if work >= limit:  # a poll may have stopped at its limit (or all fell just short)
                 settled = False
@@ -269,6 +310,7 @@ class SessionAgent(RequestDispatch):
         if now_ns >= self._next_sweep_ns:
             self._next_sweep_ns = now_ns + _SWEEP_INTERVAL_NS
             self._pulls_awaited = 0  # their turnaround is long past: stop counting them
+            self._poll_those_with_images()
             self._sweep(now_ns)
         rings = self._rings
         if rings:  # each bell the cycle's answers gave work, once, in the order added

@@ -1,18 +1,22 @@
-"""The session agent's settled cycles: a cycle that served requests and read every source to the
-end lets its doorbell idle strategy park right after it, with no empty cycle first, and one
-that may have left a request behind does not (``broker/session/_agent.py``)."""
+"""What the session agent's idle cycles skip (``broker/session/_agent.py``): a cycle that served
+requests and read every source to the end lets its doorbell idle strategy park right after it,
+with no empty cycle first, and one that may have left a request behind does not; an ingress
+subscription without an image is not polled until a client comes to it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, cast
 
 import pytest
 
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.common import SESSION_PROTOCOL_VERSION
 from aeromq.proto import session_pb2
-from aeromq.transport.client import Aeron
+from aeromq.transport.client import Aeron, Subscription
+from aeromq.transport.concurrent import BackoffIdleStrategy
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, DoorbellIdleStrategy
 
@@ -149,3 +153,66 @@ def test_should_not_settle_a_cycle_whose_poll_stopped_at_its_fragment_limit(
         assert [raw.answer().correlation_id for _ in ids] == ids
     finally:
         raw.close()
+
+
+class _CountingSubscription:
+    """An ingress subscription that counts the agent's polls of it (its handlers are the real
+    subscription's: the Aeron client calls those)."""
+
+    def __init__(self, real: Subscription) -> None:
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "polls", 0)
+
+    def controlled_poll(self, handler: Any, limit: int) -> int:
+        object.__setattr__(self, "polls", self.polls + 1)
+        result: int = self._real.controlled_poll(handler, limit)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real, name, value)
+
+
+def test_should_not_poll_an_ingress_without_an_image_until_a_client_comes(
+    aeron: Aeron, send: object, pull: object
+) -> None:
+    idle_one = aeron.add_subscription("aeron:ipc", 1002)
+    counting = _CountingSubscription(idle_one)
+    agent = SessionAgent(
+        aeron,
+        [aeron.add_subscription("aeron:ipc", 1001), cast(Subscription, counting)],
+        send,  # type: ignore[arg-type]
+        pull,  # type: ignore[arg-type]
+        "broker-a",
+        config=SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000),
+    )
+    errors: list[BaseException] = []
+    runner = AgentRunner(BackoffIdleStrategy(max_park_period_ns=1 * MS), errors.append, None, agent)
+    runner.start()
+    first = RawClient(aeron)
+    second: RawClient | None = None
+    try:
+        first.connect()
+        wait_for(lambda: len(agent._polled) == 1, what="a sweep to drop the image-less ingress")
+        polls = counting.polls
+        for correlation_id in range(300, 310):  # many cycles, none of which polls it
+            first.request("keepalive", correlation_id=correlation_id)
+            assert first.answer().correlation_id == correlation_id
+        assert counting.polls == polls
+        second = RawClient(aeron, ingress=("aeron:ipc", 1002))  # its image: polled again
+        assert second.connect().WhichOneof("body") == "connect"
+        second.request("keepalive", correlation_id=400)
+        assert second.answer().correlation_id == 400
+        assert counting.polls > polls
+        time.sleep(0.25)  # two sweeps on: kept, for its image
+        second.request("keepalive", correlation_id=401)
+        assert second.answer().correlation_id == 401
+        assert len(agent._polled) == 2
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+        runner.close()
+    assert errors == []
