@@ -51,9 +51,9 @@ rung, else it must also poll.
 
 Lazy pulls: a caught-up consumer's next pull rings nothing (``client._request_sender``); it
 waits on the ingress until something else wakes the agent. The next send's ring does: every
-ingress subscription is polled in the cycle it wakes (the fragment limit is shared by all
-images, 64 by default, and a cycle that did work is followed by another without a park), so the
-pull is read in the send's cycle whichever image comes first: read after the send, it is
+ingress subscription with an image is polled in the cycle it wakes (the fragment limit is
+shared by a subscription's images, 64 by default, and a cycle whose polls reached it is followed
+by another without a park), so the pull is read in the send's cycle whichever image comes first: read after the send, it is
 answered from the store; read before it, it is held and the send's arrival releases it on this
 thread; either way its answer goes out at that cycle's end, with no extra park. A message stored
 by another thread (the timer, a transaction's commit, the RocketMQ endpoint) rings the agent
