@@ -281,6 +281,22 @@ class SpinPredictor:
         score = self.score + (1 if waited_ns < self.window_ns else -1)
         self.score = _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else 0 if score < 0 else score
 
+    def observe_then_ask(self, waited_ns: int) -> bool:
+        """:meth:`observe` (when ``waited_ns`` >= 0; < 0: no wait to count), then
+        :meth:`should_poll`, in one call: for a waiter whose next wait starts as the last one
+        ends (the doorbell idle strategy after a cycle that settled: a call less a message)."""
+        window_ns = self.window_ns
+        if not window_ns:
+            return False
+        score = self.score
+        if waited_ns >= 0:
+            score += 1 if waited_ns < window_ns else -1
+            self.score = score = (
+                _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else 0 if score < 0 else score
+            )
+        self._waits += 1
+        return score >= _SPIN_SCORE_POLLS or not self._waits & _PROBE_MASK
+
 
 class DoorbellIdleStrategy:
     """Spin ``max_spins`` times, yield ``max_yields`` times, then park on ``doorbell`` for a
@@ -428,34 +444,37 @@ class DoorbellIdleStrategy:
         and settled (see class).
         """
         if work_count > 0:
+            spin = self._spin
+            waited_ns = -1  # the idle gap this work ended, if one was timed (a spin window)
             if self.state != self.NOT_IDLE:
                 if self._idle_since_ns:
-                    self._spin.observe(time.monotonic_ns() - self._idle_since_ns)
+                    waited_ns = time.monotonic_ns() - self._idle_since_ns
                 # reset(), inline (a call a working cycle), but for _armed: the word read
                 # before this cycle stays for a park right after it (below)
                 self.spins = self.yields = self.parked_ns = 0
                 self.park_period_ns = self.min_park_period_ns
                 self.state = self.NOT_IDLE
                 self._idle_since_ns = 0
-            if not self._eager:
+            if self._eager:
+                settling = self.settling
+                if self._armed and settling is not None and settling.settled:
+                    # this cycle was the poll after the word (see class): no empty cycle first
+                    if spin.window_ns:
+                        self._idle_since_ns = time.monotonic_ns()
+                        if spin.observe_then_ask(waited_ns):
+                            self.state = self.POLLING
+                            self._observed = self.doorbell.prepare()
+                            return
+                    self.state = self.PARKING
+                    self._park(True)
+                    return
+                # read the word now: the agent's next cycle is the poll after it
+                self._observed = self.doorbell.prepare()
+                self._armed = True
+            else:
                 self._armed = False
-                return
-            settling = self.settling
-            if self._armed and settling is not None and settling.settled:
-                # this cycle was the poll after the word (see class): no empty cycle first
-                spin = self._spin
-                if spin.window_ns:
-                    self._idle_since_ns = time.monotonic_ns()
-                    if spin.should_poll():
-                        self.state = self.POLLING
-                        self._observed = self.doorbell.prepare()
-                        return
-                self.state = self.PARKING
-                self._park(True)
-                return
-            # read the word now: the agent's next cycle is the poll after it
-            self._observed = self.doorbell.prepare()
-            self._armed = True
+            if waited_ns >= 0:
+                spin.observe(waited_ns)
             return
         state = self.state
         if state == self.PARKING:

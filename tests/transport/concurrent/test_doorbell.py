@@ -498,3 +498,14 @@ def test_should_poll_through_its_spin_window_after_a_settled_cycle_while_gaps_ar
         idle.idle(1)
     assert idle.spin_score == 0
     assert idle.state == DoorbellIdleStrategy.PARKING  # parks right after the settled cycle
+
+
+def test_should_observe_then_ask_in_one_call_as_in_two() -> None:
+    one, two = SpinPredictor(100_000), SpinPredictor(100_000)
+    waits = [-1, 1_000_000, 1_000_000, 1_000_000, 10_000, -1] + [1_000_000] * 140
+    for waited_ns in waits:
+        if waited_ns >= 0:
+            two.observe(waited_ns)
+        assert one.observe_then_ask(waited_ns) == two.should_poll()
+        assert one.score == two.score
+    assert not SpinPredictor(0).observe_then_ask(10)  # no window: never
