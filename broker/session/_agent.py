@@ -52,13 +52,13 @@ rung, else it must also poll.
 Lazy pulls: a caught-up consumer's next pull rings nothing (``client._request_sender``); it
 waits on the ingress until something else wakes the agent. The next send's ring does: every
 ingress subscription with an image is polled in the cycle it wakes (the fragment limit is
-shared by a subscription's images, 64 by default, and a cycle whose polls reached it is followed
-by another without a park), so the pull is read in the send's cycle whichever image comes first: read after the send, it is
-answered from the store; read before it, it is held and the send's arrival releases it on this
-thread; either way its answer goes out at that cycle's end, with no extra park. A message stored
-by another thread (the timer, a transaction's commit, the RocketMQ endpoint) rings the agent
-while transport sessions live (:meth:`SessionAgent.on_store_arrival`), since a lazy pull may be
-waiting for it unread. Otherwise a lazy pull is read at the end of the agent's idle park (at
+shared by a subscription's images, 64 by default, and a cycle whose polls reached it is
+followed by another without a park), so the pull is read in the send's cycle whichever image
+comes first: read after the send, it is answered from the store; read before it, it is held
+and the send's arrival releases it on this thread; either way its answer goes out at that
+cycle's end, with no extra park. A message stored by another thread (the timer, a
+transaction's commit, the RocketMQ endpoint) rings the agent while transport sessions live
+(:meth:`SessionAgent.on_store_arrival`), since a lazy pull may be waiting for it unread. Otherwise a lazy pull is read at the end of the agent's idle park (at
 most :data:`~broker.session._idle.RUNG_PARK_NS`, 100 ms, while sessions live), its hold's
 deadline counted from then. One race is closed by the doorbell's flag word
 (``transport/concurrent/doorbell.py``): a send stored after a pull's answer and before that
@@ -244,8 +244,7 @@ class SessionAgent(RequestDispatch):
     ) -> None:
         """An ingress subscription's available-image handler (the Aeron client conductor's
         thread, before the image is in the subscription): poll every subscription from now on,
-        and this one at least until the sweep after next (see module); then the handler it
-        had."""
+        and this one at least through the next sweep (see module); then the handler it had."""
         with self._images_lock:
             self._images_coming.add(id(subscription))
             self._polled = self._subscriptions
