@@ -51,23 +51,23 @@ rung, else it must also poll.
 
 Lazy pulls: a caught-up consumer's next pull rings nothing (``client._request_sender``); it
 waits on the ingress until something else wakes the agent. The next send's ring does: every
-ingress subscription with an image is polled in the cycle it wakes (the fragment limit is
-shared by a subscription's images, 64 by default, and a cycle whose polls reached it is
-followed by another without a park), so the pull is read in the send's cycle whichever image
-comes first: read after the send, it is answered from the store; read before it, it is held
-and the send's arrival releases it on this thread; either way its answer goes out at that
-cycle's end, with no extra park. A message stored by another thread (the timer, a
-transaction's commit, the RocketMQ endpoint) rings the agent while transport sessions live
-(:meth:`SessionAgent.on_store_arrival`), since a lazy pull may be waiting for it unread. Otherwise a lazy pull is read at the end of the agent's idle park (at
-most :data:`~broker.session._idle.RUNG_PARK_NS`, 100 ms, while sessions live), its hold's
-deadline counted from then. One race is closed by the doorbell's flag word
+ingress subscription with an image is polled in the cycle it wakes (the fragment limit is shared
+by a subscription's images, 64 by default, and a cycle whose polls reached it is followed by
+another without a park), so the pull is read in the send's cycle whichever image comes first:
+read after the send, it is answered from the store; read before it, it is held and the send's
+arrival releases it on this thread; either way its answer goes out at that cycle's end, with no
+extra park. A message stored by another thread (the timer, a transaction's commit, the RocketMQ
+endpoint) rings the agent while transport sessions live (:meth:`SessionAgent.on_store_arrival`),
+since a lazy pull may be waiting for it unread. Otherwise a lazy pull is read at the end of the
+agent's idle park (at most :data:`~broker.session._idle.RUNG_PARK_NS`, 100 ms, while sessions
+live), its hold's deadline counted from then. One race is closed by the doorbell's flag word
 (``transport/concurrent/doorbell.py``): a send stored after a pull's answer and before that
 consumer's next pull was read (the next pull may be on its way, lazy, and would wait for the
 next wake-up) sets the flag, and a client that offers a lazy pull while it is set rings after
-all; the flag is cleared once every pull answered since has its successor read (or at the
-sweep, every 100 ms: a turnaround is far shorter). The agent polls once more after setting it
-(a cycle that set it does not settle, below), so a lazy pull offered before the flag was set
-is read then.
+all; the flag is cleared once every pull answered since has its successor read (or at the sweep,
+every 100 ms: a turnaround is far shorter). The agent polls once more after setting it (a cycle
+that set it does not settle, below), so a lazy pull offered before the flag was set is read
+then.
 
 A cycle that settled: a cycle that did work tells its doorbell idle strategy
 (:attr:`SessionAgent.settled`, ``transport.concurrent.doorbell.Settling``) whether it read every
