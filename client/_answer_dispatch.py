@@ -79,95 +79,107 @@ class AnswerDispatcher:
         (:func:`~common.read_send_answer`) and its request completed with it here (the common
         answer: no further Python call), any other's raw section (a pull answer's batches,
         if any) copied out once and the rest parsed without it (:meth:`on_answer`)."""
-        # (A fragmented answer's raw section is copied straight out of its fragments:
-        # _answer_assembler.)
-        whole: bytes | None = None
-        if length <= SEND_ANSWER_MAX_LENGTH:
-            whole = buffer.get_bytes(offset, length)
-            answer = read_send_answer(whole)
-            if answer is not None:  # completes its request as on_answer does a send's
-                state = self._state
-                state.last_heard_ns = time.monotonic_ns()
-                if answer.session_id != state.session_id:
-                    self.foreign_responses += 1
-                    return
-                future = self._futures.pop(answer.correlation_id, None)
-                if future is None:
-                    self.unmatched_responses += 1
-                    return
-                try:  # resolve(), without its call
-                    future.set_result(answer)
-                except InvalidStateError:  # timed out or failed meanwhile
-                    return
-                return
-            head = whole[:ENVELOPE_HEAD_MAX_LENGTH]
-        else:
-            head = buffer.get_bytes(offset, ENVELOPE_HEAD_MAX_LENGTH)
-        raw: bytes | None = None
+        # in a try, which costs nothing unless it raises: a raise ends the poll at this
+        # fragment, so the readers must not take it for one that read to the end
+        # (SessionState.answer_failed)
         try:
-            section = split_raw_section(head, length)
-        except CorruptMessageError as exc:
-            self.on_malformed(head, exc)
-            return
-        if section is not None:
-            raw = buffer.get_bytes(offset + section.offset, section.length)
-            end = section.offset + section.length
-            data = head[: section.tag_offset] + buffer.get_bytes(offset + end, length - end)
-        else:
-            data = whole if whole is not None else buffer.get_bytes(offset, length)
-        self.on_answer(data, raw, length)
+            # (A fragmented answer's raw section is copied straight out of its fragments:
+            # _answer_assembler.)
+            whole: bytes | None = None
+            if length <= SEND_ANSWER_MAX_LENGTH:
+                whole = buffer.get_bytes(offset, length)
+                answer = read_send_answer(whole)
+                if answer is not None:  # completes its request as on_answer does a send's
+                    state = self._state
+                    state.last_heard_ns = time.monotonic_ns()
+                    if answer.session_id != state.session_id:
+                        self.foreign_responses += 1
+                        return
+                    future = self._futures.pop(answer.correlation_id, None)
+                    if future is None:
+                        self.unmatched_responses += 1
+                        return
+                    try:  # resolve(), without its call
+                        future.set_result(answer)
+                    except InvalidStateError:  # timed out or failed meanwhile
+                        return
+                    return
+                head = whole[:ENVELOPE_HEAD_MAX_LENGTH]
+            else:
+                head = buffer.get_bytes(offset, ENVELOPE_HEAD_MAX_LENGTH)
+            raw: bytes | None = None
+            try:
+                section = split_raw_section(head, length)
+            except CorruptMessageError as exc:
+                self.on_malformed(head, exc)
+                return
+            if section is not None:
+                raw = buffer.get_bytes(offset + section.offset, section.length)
+                end = section.offset + section.length
+                data = head[: section.tag_offset] + buffer.get_bytes(offset + end, length - end)
+            else:
+                data = whole if whole is not None else buffer.get_bytes(offset, length)
+            self.on_answer(data, raw, length)
+        except Exception:
+            self._state.answer_failed = True
+            raise
 
     def on_answer(self, data: bytes, raw: bytes | None, length: int) -> None:
         """A whole message: ``data`` without its raw section ``raw`` (if any), ``length``
         bytes in all; completes its request's future."""
+        # (in a try: see on_fragment; a fragmented answer comes here from the assembler)
         try:
-            response = _Response.FromString(data)
-        except DecodeError:
-            SESSION_LOG.warning("malformed response on the session: length=%d", length)
-            return
-        state = self._state
-        state.last_heard_ns = time.monotonic_ns()
-        kind = response.WhichOneof("body")
-        if kind == "connect":
-            future = self._futures.pop(response.correlation_id, None)
-            if future is not None and not state.session_id:
-                state.session_id = response.session_id
-                resolve(future, response.connect)
-            return
-        if response.session_id != state.session_id:
-            self.foreign_responses += 1
-            return
-        future = self._futures.pop(response.correlation_id, None)
-        if kind == "error":
-            status = response.error
-            error = error_for_status(
-                status, session_id=state.session_id, correlation_id=response.correlation_id
-            )
-            if status.code == SESSION_CLOSED_CODE:
-                self._pending.fail(error)
-            if future is not None:
-                reject(future, error)
-            return
-        if future is None:
-            if kind != "keepalive":
-                self.unmatched_responses += 1
-            return
-        if kind == "send":
-            resolve(future, response.send)
-        elif kind == "pull":
-            try:  # resolve(), without its call: a pull a message keeping up
-                future.set_result(PullAnswer(response.pull, raw))
-            except InvalidStateError:  # timed out or failed meanwhile
+            try:
+                response = _Response.FromString(data)
+            except DecodeError:
+                SESSION_LOG.warning("malformed response on the session: length=%d", length)
                 return
-        elif kind == "keepalive":
-            resolve(future, response.keepalive)
-        else:
-            reject(
-                future,
-                IllegalStateError(
-                    "an answer without a body", correlation_id=response.correlation_id
-                ),
-            )
+            state = self._state
+            state.last_heard_ns = time.monotonic_ns()
+            kind = response.WhichOneof("body")
+            if kind == "connect":
+                future = self._futures.pop(response.correlation_id, None)
+                if future is not None and not state.session_id:
+                    state.session_id = response.session_id
+                    resolve(future, response.connect)
+                return
+            if response.session_id != state.session_id:
+                self.foreign_responses += 1
+                return
+            future = self._futures.pop(response.correlation_id, None)
+            if kind == "error":
+                status = response.error
+                error = error_for_status(
+                    status, session_id=state.session_id, correlation_id=response.correlation_id
+                )
+                if status.code == SESSION_CLOSED_CODE:
+                    self._pending.fail(error)
+                if future is not None:
+                    reject(future, error)
+                return
+            if future is None:
+                if kind != "keepalive":
+                    self.unmatched_responses += 1
+                return
+            if kind == "send":
+                resolve(future, response.send)
+            elif kind == "pull":
+                try:  # resolve(), without its call: a pull a message keeping up
+                    future.set_result(PullAnswer(response.pull, raw))
+                except InvalidStateError:  # timed out or failed meanwhile
+                    return
+            elif kind == "keepalive":
+                resolve(future, response.keepalive)
+            else:
+                reject(
+                    future,
+                    IllegalStateError(
+                        "an answer without a body", correlation_id=response.correlation_id
+                    ),
+                )
+        except Exception:
+            self._state.answer_failed = True
+            raise
 
     def on_malformed(self, head: bytes, error: CorruptMessageError) -> None:
         """An answer whose raw section does not fit it: its request fails with ``error``."""

@@ -168,6 +168,9 @@ class AnswerReader(ABC):
         self._bell = Doorbell.allocate() if HAS_FUTEX else None  # the poller's own
         self._spin = SpinPredictor(_CALLER_SPIN_NS)
         self._poller_spin = SpinPredictor(0)  # the poller's, from its idle strategy
+        self._read_word: int | None = None
+        """The doorbell's word read before a poll that read every answer (see :meth:`_read`):
+        the next :meth:`read_until` waits on it before its first poll; taken once."""
 
     def start(
         self, subscription: Subscription, doorbell: Doorbell | None, idle: IdleStrategy, name: str
@@ -309,9 +312,22 @@ class AnswerReader(ABC):
     ) -> None:
         """Read answers until ``done()``, the deadline, or the session fails, asleep on ``bell``
         between empty polls. ``observed``: the bell's word read before the request went out,
-        so the first wait comes before any poll (see :meth:`request`)."""
+        so the first wait comes before any poll (see :meth:`request`); without it, the word
+        the last read kept, if any (below).
+
+        The word kept: when the poll that made ``done()`` true read every answer (fewer
+        fragments than its limit, none whose reading raised, ``SessionState.answer_failed``),
+        the word read before it is kept for the next call, which then sleeps before its first
+        poll rather than after one that finds nothing (a consumer's ``poll()`` that waits for
+        its next message: three Python calls a pull). It keeps the doorbell's contract: an
+        answer published before that word was read was read by that poll (on any queue of the
+        session: the poll read to the end), one published since has rung, and the wait on the
+        word returns at once."""
         state = self._state
         monotonic_ns = time.monotonic_ns
+        if observed is None:
+            observed = self._read_word
+            self._read_word = None
         if observed is not None and not (done() or state.failure is not None or state.closed):
             remaining_ns = deadline_ns - monotonic_ns()
             if remaining_ns <= 0:
@@ -323,6 +339,10 @@ class AnswerReader(ABC):
             observed = bell.prepare()
             work = self._poll_locked(subscription)
             if done():
+                if work < FRAGMENT_LIMIT and not state.answer_failed:
+                    self._read_word = observed  # the poll read every answer (see above)
+                else:
+                    state.answer_failed = False
                 break
             remaining_ns = deadline_ns - monotonic_ns()
             if remaining_ns <= 0:

@@ -38,10 +38,14 @@ class SessionState:
     - ``polling_thread``: the ident of the thread reading the answers now (0: none); written by
       the readers (``_answer_readers.py``) around each poll, under their poll lock;
     - ``ring_held``: a pull was sent from the reading thread without ringing the broker yet; set
-      by the sender, cleared by the reader as the poll returns (``_request_sender.py``).
+      by the sender, cleared by the reader as the poll returns (``_request_sender.py``);
+    - ``answer_failed``: reading an answer raised (a poll stops at that fragment, those after
+      it left unread); set by the answer dispatch, cleared by the readers, which then keep no
+      word for their next wait (``_answer_readers.py``).
     """
 
     __slots__ = (
+        "answer_failed",
         "closed",
         "failure",
         "last_heard_ns",
@@ -59,6 +63,7 @@ class SessionState:
         self.last_heard_ns = 0
         self.polling_thread = 0
         self.ring_held = False
+        self.answer_failed = False
 
     @property
     def is_open(self) -> bool:

@@ -74,97 +74,114 @@ class RequestDispatch(AnswerWriter):
     _pull: PullProcessor
     _abort_backlog: int  # a send is ABORTed while its session's backlog is this long
     _aborted: bool  # a send left on the ingress this cycle: retry without a ring
+    _fragment_failed: bool  # a request's handling raised this cycle (see _on_fragment)
 
     def _on_fragment(
         self, buffer: AtomicBuffer, offset: int, length: int, header: Header
     ) -> Action:
-        data = buffer.get_bytes(offset, length)
-        pull = _read_pull(data)  # one native call, None for anything but a pull
-        if pull is not None:
-            session = self._table.get(pull.session_id)
-            # a pull of a live session from its own client: the common case, without protobuf;
-            # any other goes the protobuf way below, which refuses it with the words it had
-            if session is not None and not session.farewell and header.context is session.image:
-                session.last_activity_ns = self._now_ns
-                self.counters.requests += 1
-                correlation_id = pull.correlation_id
-                if self._acl is not None and self._forbidden(session, correlation_id, pull):
-                    return _CONTINUE
-                self._pull.process(
-                    pull,
-                    _partial(self._complete, session, correlation_id, _PULL),
-                    local=session.local_reads and pull.local_read,
-                )
-                return _CONTINUE
-        else:
-            send = _read_send(data)  # one native call more, None for anything but a send
-            if send is not None:
-                session = self._table.get(send.session_id)
-                # a send of a live session from its own client: the common case, as the pull's
+        # the whole dispatch in a try, which costs nothing unless it raises: a raise ends the
+        # image's poll at this fragment (the image reports it), leaving later ones unread, so
+        # the cycle must not settle (see SessionAgent: a cycle that settled)
+        try:
+            data = buffer.get_bytes(offset, length)
+            pull = _read_pull(data)  # one native call, None for anything but a pull
+            if pull is not None:
+                session = self._table.get(pull.session_id)
+                # a pull of a live session from its own client: the common case, without protobuf;
+                # any other goes the protobuf way below, which refuses it with the words it had
                 if session is not None and not session.farewell and header.context is session.image:
                     session.last_activity_ns = self._now_ns
-                    if len(session.backlog) >= self._abort_backlog or not self._send.can_accept():
-                        self.counters.aborted += 1
-                        self._aborted = True
-                        return _ABORT
                     self.counters.requests += 1
-                    correlation_id = send.correlation_id
-                    if self._acl is not None and self._forbidden(session, correlation_id, send):
-                        return _COMMIT
-                    self._send.process(
-                        send, _partial(self._complete, session, correlation_id, _SEND)
+                    correlation_id = pull.correlation_id
+                    if self._acl is not None and self._forbidden(session, correlation_id, pull):
+                        return _CONTINUE
+                    self._pull.process(
+                        pull,
+                        _partial(self._complete, session, correlation_id, _PULL),
+                        local=session.local_reads and pull.local_read,
                     )
-                    return _COMMIT
-        try:
-            request = _Request.FromString(data)
-        except DecodeError:
-            return self._malformed(data, header, "bytes that are not a TransportRequest")
-        kind = request.WhichOneof("body")
-        if kind != "send" and kind != "pull":  # the others are rare: tested after them
-            if kind == "connect":
+                    return _CONTINUE
+            else:
+                send = _read_send(data)  # one native call more, None for anything but a send
+                if send is not None:
+                    session = self._table.get(send.session_id)
+                    # a send of a live session from its own client: the common case, as the pull's
+                    if (
+                        session is not None
+                        and not session.farewell
+                        and header.context is session.image
+                    ):
+                        session.last_activity_ns = self._now_ns
+                        if (
+                            len(session.backlog) >= self._abort_backlog
+                            or not self._send.can_accept()
+                        ):
+                            self.counters.aborted += 1
+                            self._aborted = True
+                            return _ABORT
+                        self.counters.requests += 1
+                        correlation_id = send.correlation_id
+                        if self._acl is not None and self._forbidden(session, correlation_id, send):
+                            return _COMMIT
+                        self._send.process(
+                            send, _partial(self._complete, session, correlation_id, _SEND)
+                        )
+                        return _COMMIT
+            try:
+                request = _Request.FromString(data)
+            except DecodeError:
+                return self._malformed(data, header, "bytes that are not a TransportRequest")
+            kind = request.WhichOneof("body")
+            if kind != "send" and kind != "pull":  # the others are rare: tested after them
+                if kind == "connect":
+                    self.counters.requests += 1
+                    self._on_connect(request, header)
+                    return _CONTINUE
+                if kind is None:
+                    return self._malformed(data, header, "a request without a body")
+            session = self._table.get(request.session_id)
+            if session is None or session.farewell:
                 self.counters.requests += 1
-                self._on_connect(request, header)
+                self._no_session(request, header)
                 return _CONTINUE
-            if kind is None:
-                return self._malformed(data, header, "a request without a body")
-        session = self._table.get(request.session_id)
-        if session is None or session.farewell:
-            self.counters.requests += 1
-            self._no_session(request, header)
-            return _CONTINUE
-        if header.context is not session.image:  # not the client that opened the session
-            self.counters.requests += 1
-            self._foreign(request, header)
-            return _CONTINUE
-        session.last_activity_ns = self._now_ns
-        correlation_id = request.correlation_id
-        if kind == "send":
-            if len(session.backlog) >= self._abort_backlog or not self._send.can_accept():
-                self.counters.aborted += 1
-                self._aborted = True
-                return _ABORT
-            self.counters.requests += 1
-            if self._acl is not None and self._forbidden(session, correlation_id, request):
+            if header.context is not session.image:  # not the client that opened the session
+                self.counters.requests += 1
+                self._foreign(request, header)
+                return _CONTINUE
+            session.last_activity_ns = self._now_ns
+            correlation_id = request.correlation_id
+            if kind == "send":
+                if len(session.backlog) >= self._abort_backlog or not self._send.can_accept():
+                    self.counters.aborted += 1
+                    self._aborted = True
+                    return _ABORT
+                self.counters.requests += 1
+                if self._acl is not None and self._forbidden(session, correlation_id, request):
+                    return _COMMIT
+                self._send.process(
+                    request.send, _partial(self._complete, session, correlation_id, _SEND)
+                )
                 return _COMMIT
-            self._send.process(
-                request.send, _partial(self._complete, session, correlation_id, _SEND)
-            )
-            return _COMMIT
-        self.counters.requests += 1
-        if kind == "pull":
-            if self._acl is not None and self._forbidden(session, correlation_id, request):
-                return _CONTINUE
-            self._pull.process(
-                request.pull,
-                _partial(self._complete, session, correlation_id, _PULL),
-                local=session.local_reads and request.pull.local_read,
-            )
-        elif kind == "keepalive":
-            data = encode_envelope(correlation_id, session.session_id, _KEEPALIVE, _KEEPALIVE_BODY)
-            self._respond(session, data, self._now_ns)
-        else:  # close
-            self._close(session, "closed by the client", self._now_ns, notify=False)
-        return _CONTINUE
+            self.counters.requests += 1
+            if kind == "pull":
+                if self._acl is not None and self._forbidden(session, correlation_id, request):
+                    return _CONTINUE
+                self._pull.process(
+                    request.pull,
+                    _partial(self._complete, session, correlation_id, _PULL),
+                    local=session.local_reads and request.pull.local_read,
+                )
+            elif kind == "keepalive":
+                data = encode_envelope(
+                    correlation_id, session.session_id, _KEEPALIVE, _KEEPALIVE_BODY
+                )
+                self._respond(session, data, self._now_ns)
+            else:  # close
+                self._close(session, "closed by the client", self._now_ns, notify=False)
+            return _CONTINUE
+        except BaseException:
+            self._fragment_failed = True
+            raise
 
     def _forbidden(
         self,

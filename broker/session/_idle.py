@@ -79,9 +79,11 @@ def new_image_handler(idle: IdleStrategy) -> ImageHandler | None:
 def park_until_due(idle: IdleStrategy, agent: SessionAgent) -> None:
     """Let a doorbell strategy sleep until rung while every source of ``agent``'s work rings
     (``SessionAgent.all_rung``), until its next sweep: :data:`RUNG_PARK_NS`, or
-    :data:`EMPTY_PARK_NS` while it has no live session. Other strategies are left as they are."""
+    :data:`EMPTY_PARK_NS` while it has no live session; and park right after a cycle that
+    settled (``SessionAgent.settled``). Other strategies are left as they are."""
     if not isinstance(idle, DoorbellIdleStrategy):
         return
     table = agent.table
     idle.all_rung = agent.all_rung
+    idle.settling = agent
     idle.rung_park_for = lambda: RUNG_PARK_NS if table.live_count else EMPTY_PARK_NS

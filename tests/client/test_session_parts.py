@@ -1,5 +1,6 @@
 """The client session's parts on their own (no driver): the pending-request table's deadlines
-and failures, the reader a config picks, what a CONNECT answer grants."""
+and failures, the reader a config picks, what a CONNECT answer grants, an answer whose reading
+raised."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_setup import SessionGrant
 from aeromq.client._session_state import SessionState
 from aeromq.client.session import SessionConfig
-from aeromq.common import BrokerUnavailableError, IllegalStateError, RequestTimeoutError
+from aeromq.common import (
+    RESPONSE_FIELD_NUMBERS,
+    BrokerUnavailableError,
+    IllegalStateError,
+    RequestTimeoutError,
+    encode_envelope,
+)
 from aeromq.proto import session_pb2
 
 
@@ -99,3 +106,26 @@ def test_should_grant_a_keepalive_interval_of_a_third_of_the_session_timeout() -
     assert not grant.rung and grant.broker_doorbell is None  # no doorbell of its own
     configured = SessionGrant.of(answer, SessionConfig(keepalive_interval_ms=500), None, None)  # type: ignore[arg-type]
     assert configured.keepalive_interval_ms == 500
+
+
+class _RaisingFutures(dict[int, object]):
+    """A pending table whose look-up raises, as a bug in the dispatch would."""
+
+    def pop(self, key: int, default: object = None) -> object:
+        raise RuntimeError(f"a bug: correlation_id={key}")
+
+
+def test_should_tell_the_readers_when_reading_an_answer_raised() -> None:
+    state = SessionState()
+    state.session_id = 5
+    dispatcher = AnswerDispatcher(state, PendingRequests(state))
+    body = session_pb2.KeepAliveResponse().SerializeToString()
+    data = encode_envelope(7, 5, RESPONSE_FIELD_NUMBERS["keepalive"], body)
+    dispatcher.on_answer(data, None, len(data))
+    assert not state.answer_failed  # read: no request of that id pending, nothing raised
+    dispatcher._futures = _RaisingFutures()  # type: ignore[assignment]
+    with pytest.raises(RuntimeError, match="a bug"):
+        dispatcher.on_answer(data, None, len(data))
+    # the image reports the error and ends its poll at this answer: the readers keep no word
+    # from that poll for their next wait (client/_answer_readers.py)
+    assert state.answer_failed

@@ -157,3 +157,63 @@ def test_should_sleep_on_the_doorbell_at_once_while_waiting_for_an_answer(
     # wake-up adds; with a poll before the sleep it was 1.6-2 a request, and a caller polling
     # through a 200 us spin window first polled 10-30 times a request
     assert counting.polls <= ROUNDS * 3 // 2, counting.polls
+
+
+def test_should_sleep_before_its_first_poll_after_a_read_that_read_every_answer(
+    server: Server, client_aeron: Aeron
+) -> None:
+    with (
+        ClientSession.connect(client_aeron, SessionConfig()) as session,
+        ClientSession.connect(client_aeron, SessionConfig()) as producer,
+    ):
+        producer.request(send_request(b"warm"))
+        pulls: list[Future[Any]] = []
+
+        def pull_next(offset: int) -> None:
+            # a caught-up pull, held until the producer's next send; each sent from its
+            # predecessor's callback, on the reading thread (as a consumer's pull task does)
+            pull = session.request_async(pull_request(offset=offset, suspend_timeout_ms=5_000))
+            if offset <= ROUNDS:
+                pull.add_done_callback(lambda _: pull_next(offset + 1))
+            pulls.append(pull)
+
+        pull_next(1)
+        reader = session._reader
+        counting = _CountingPolls(reader.subscription, threading.get_ident())
+        reader.subscription = cast(Subscription, counting)  # a counting stand-in
+        for i in range(ROUNDS):
+            # the send comes once this thread is reading (a consumer's poll() waiting for its
+            # next message)
+            sender = threading.Timer(0.005, producer.request, (send_request(b"%d" % i),))
+            sender.start()
+            assert session.read_until(pulls[i].done, time.monotonic_ns() + 5_000_000_000)
+            sender.join()
+            answer = pulls[i].result(0)
+            assert isinstance(answer, PullAnswer) and answer.next_begin_offset == i + 2
+    # each read after the first sleeps on the word the one before it kept, and polls once, as
+    # the answer's ring wakes it (a spurious wake-up adds one); with a poll before the sleep,
+    # which finds nothing while the pull is held, two a read
+    assert counting.polls <= ROUNDS * 3 // 2, counting.polls
+
+
+def test_should_not_sleep_through_an_answer_that_came_between_two_reads(
+    server: Server, client_aeron: Aeron
+) -> None:
+    with (
+        ClientSession.connect(client_aeron, SessionConfig()) as session,
+        ClientSession.connect(client_aeron, SessionConfig()) as producer,
+    ):
+        for queue_id in (0, 1):
+            producer.request(send_request(b"warm", queue_id=queue_id))
+        first, second = (
+            session.request_async(pull_request(queue_id, offset=1, suspend_timeout_ms=5_000))
+            for queue_id in (0, 1)
+        )
+        producer.request(send_request(b"first", queue_id=0))
+        assert session.read_until(first.done, time.monotonic_ns() + 5_000_000_000)
+        # the other queue's answer comes, and rings, while nobody reads: the word the first
+        # read kept is older than that ring, so the next read does not sleep on it
+        producer.request(send_request(b"second", queue_id=1))
+        time.sleep(0.05)
+        assert session.read_until(second.done, time.monotonic_ns() + 5_000_000_000)
+        assert second.done(), "slept through an answer that had rung"

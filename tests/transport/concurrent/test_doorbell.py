@@ -439,3 +439,73 @@ def test_should_start_the_backoff_over_when_woken_to_the_shortest_in_a_park() ->
     waker.join()
     assert idle.park_period_ns == 1_000_000 and idle.parked_ns == 0
     assert idle.rings == 0  # a restart, not counted as a ring of work
+
+
+class _Owner:
+    """A :class:`~transport.concurrent.doorbell.Settling` owner whose answer the test sets."""
+
+    def __init__(self, settled: bool) -> None:
+        self.settled = settled
+
+
+def test_should_park_right_after_a_cycle_that_settled() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(), min_park_period_ns=20_000_000, max_park_period_ns=20_000_000
+    )
+    owner = _Owner(True)
+    idle.settling = owner
+    idle.idle(1)  # the first cycle came before any read of the word: it reads it, no park
+    assert idle.state == DoorbellIdleStrategy.NOT_IDLE and idle.parked_ns == 0
+    idle.idle(1)  # came after the read and settled: parks at once, no empty cycle first
+    assert idle.state == DoorbellIdleStrategy.PARKING
+    assert idle.parked_ns == 20_000_000  # a park ran to its end (nobody rang)
+    owner.settled = False
+    idle.idle(1)  # did not settle: reads the word for one more (empty) cycle, as before
+    assert idle.state == DoorbellIdleStrategy.NOT_IDLE and idle.parked_ns == 0
+    idle.idle(0)  # that empty cycle: now it parks
+    assert idle.parked_ns == 20_000_000
+
+
+def test_should_not_sleep_after_a_settled_cycle_through_a_ring_that_came_during_it() -> None:
+    bell = Doorbell.allocate()
+    idle = DoorbellIdleStrategy(
+        bell, min_park_period_ns=5_000_000_000, max_park_period_ns=5_000_000_000
+    )
+    idle.settling = _Owner(True)
+    idle.idle(1)  # reads the word
+    bell.ring()  # work published after the read, while the next cycle ran
+    idle.idle(1)  # settled: its park, on the word read before the cycle, ends at once
+    assert idle.rings == 1 and idle.parked_ns == 0
+
+
+def test_should_poll_through_its_spin_window_after_a_settled_cycle_while_gaps_are_short() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(),
+        min_park_period_ns=50_000_000,
+        max_park_period_ns=50_000_000,
+        spin_window_ns=200_000_000,  # "short" with room for a loaded machine's stalls
+    )
+    idle.settling = _Owner(True)
+    idle.idle(1)
+    idle.idle(1)  # settled, and the predictor still guesses short gaps: poll first
+    assert idle.state == DoorbellIdleStrategy.POLLING and idle.parked_ns == 0
+    idle.idle(1)  # work within the window: a short gap, counted from the settled cycle
+    assert idle.spin_score == 3
+    for _ in range(3):  # long gaps (the window passes, a 50 ms park): the score falls
+        while idle.state == DoorbellIdleStrategy.POLLING:
+            idle.idle(0)
+        idle.idle(0)
+        idle.idle(1)
+    assert idle.spin_score == 0
+    assert idle.state == DoorbellIdleStrategy.PARKING  # parks right after the settled cycle
+
+
+def test_should_observe_then_ask_in_one_call_as_in_two() -> None:
+    one, two = SpinPredictor(100_000), SpinPredictor(100_000)
+    waits = [-1, 1_000_000, 1_000_000, 1_000_000, 10_000, -1] + [1_000_000] * 140
+    for waited_ns in waits:
+        if waited_ns >= 0:
+            two.observe(waited_ns)
+        assert one.observe_then_ask(waited_ns) == two.should_poll()
+        assert one.score == two.score
+    assert not SpinPredictor(0).observe_then_ask(10)  # no window: never
