@@ -12,10 +12,12 @@ import pytest
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendProcessor
+from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.store import FlushMode, MessageStore, StoreConfig, TopicConfig
 from aeromq.common import encode_batch, encode_properties
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 MS = 1_000_000
@@ -177,3 +179,25 @@ def wait_for(condition: Callable[[], object], timeout_s: float = 5.0, what: str 
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(0.001)
+
+
+def agent_with_doorbell(
+    aeron: Aeron, send: object, pull: object, config: SessionServerConfig
+) -> tuple[SessionAgent, Doorbell, DoorbellIdleStrategy]:
+    """A session agent on an IPC ingress (stream 1001) of ``aeron`` with a doorbell of its own
+    (a counter of the driver), and its doorbell idle strategy (parks of at most 5 ms, told
+    ``all_rung`` by the agent): not started."""
+    counter = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: test agent")
+    bell = Doorbell.for_counter(aeron.counters_reader, counter.id)
+    agent = SessionAgent(
+        aeron,
+        [aeron.add_subscription("aeron:ipc", 1001)],
+        send,  # type: ignore[arg-type]
+        pull,  # type: ignore[arg-type]
+        "broker-a",
+        config=config,
+        doorbell=bell,
+    )
+    idle = DoorbellIdleStrategy(bell, max_park_period_ns=5 * MS)
+    idle.all_rung = agent.all_rung
+    return agent, bell, idle

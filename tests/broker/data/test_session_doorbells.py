@@ -27,24 +27,21 @@ from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, Doo
 from aeromq.transport.driver import MediaDriver, with_doorbell
 
 from ._raw import RawClient
-from .conftest import MS, driver_context, pull_request, send_request, wait_for
+from .conftest import (
+    MS,
+    agent_with_doorbell,
+    driver_context,
+    pull_request,
+    send_request,
+    wait_for,
+)
 
 
 @pytest.fixture
 def agent(aeron: Aeron, send: object, pull: object) -> Iterator[SessionAgent]:
-    counter = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: test agent")
-    bell = Doorbell.for_counter(aeron.counters_reader, counter.id)
-    agent = SessionAgent(
-        aeron,
-        [aeron.add_subscription("aeron:ipc", 1001)],
-        send,  # type: ignore[arg-type]
-        pull,  # type: ignore[arg-type]
-        "broker-a",
-        config=SessionServerConfig(session_timeout_ms=5_000, connect_timeout_ms=2_000),
-        doorbell=bell,
+    agent, _, idle = agent_with_doorbell(
+        aeron, send, pull, SessionServerConfig(session_timeout_ms=5_000, connect_timeout_ms=2_000)
     )
-    idle = DoorbellIdleStrategy(bell, max_park_period_ns=5 * MS)
-    idle.all_rung = agent.all_rung
     errors: list[BaseException] = []
     runner = AgentRunner(idle, errors.append, None, agent)
     runner.start()

@@ -18,10 +18,10 @@ from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, Subscription
 from aeromq.transport.concurrent import BackoffIdleStrategy
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell
 
 from ._raw import RawClient
-from .conftest import MS, wait_for
+from .conftest import MS, agent_with_doorbell, wait_for
 
 _REQUESTS = 20
 _UNRUNG_PARK_NS = 10_000_000_000  # while all ring, parks end only at a ring in these tests
@@ -62,22 +62,11 @@ class _Running:
 
 
 def _run(aeron: Aeron, send: object, pull: object, fragment_limit: int) -> Iterator[_Running]:
-    counter = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: test agent")
-    bell = Doorbell.for_counter(aeron.counters_reader, counter.id)
-    agent = SessionAgent(
-        aeron,
-        [aeron.add_subscription("aeron:ipc", 1001)],
-        send,  # type: ignore[arg-type]
-        pull,  # type: ignore[arg-type]
-        "broker-a",
-        config=SessionServerConfig(
-            session_timeout_ms=30_000, connect_timeout_ms=2_000, fragment_limit=fragment_limit
-        ),
-        doorbell=bell,
+    config = SessionServerConfig(
+        session_timeout_ms=30_000, connect_timeout_ms=2_000, fragment_limit=fragment_limit
     )
-    idle = DoorbellIdleStrategy(bell, max_park_period_ns=5 * MS)
+    agent, bell, idle = agent_with_doorbell(aeron, send, pull, config)
     idle.rung_park_ns = _UNRUNG_PARK_NS
-    idle.all_rung = agent.all_rung
     idle.settling = agent
     counted = _CountingAgent(agent)
     errors: list[BaseException] = []
