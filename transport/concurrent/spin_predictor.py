@@ -1,0 +1,75 @@
+"""``SpinPredictor``: whether a waiter polls through a short window before it sleeps.
+
+A waiter on a doorbell (``transport/concurrent/doorbell.py``: the broker's session agent
+through its idle strategy, a client waiting for its answer) guesses before each sleep whether
+the work it waits for usually comes within a short window (poll that long first) or usually
+does not (sleep at once, and spend no polls).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aeromq.transport._errors import ConfigurationError
+
+__all__ = ["SpinPredictor"]
+
+_SPIN_SCORE_MAX: Final = 3
+_SPIN_SCORE_POLLS: Final = 1
+_PROBE_MASK: Final = 63  # one idle period in 64 polls through the window anyway
+
+
+class SpinPredictor:
+    """Whether a waiter should poll through a spin window before it sleeps (see module).
+
+    A wake-up from a futex costs tens of microseconds of latency on a virtual machine (and the
+    CPU of a cold start), more than a wait that ends quickly lasts; polling costs a core for as
+    long as it goes on. While recent waits have mostly been shorter than ``window_ns`` the
+    waiter polls that long first; while they have mostly been longer it sleeps at once and the
+    polls are not spent. "Mostly" is a saturating count (:attr:`score`, 0 to 3, up one per short
+    wait, down one per long one; poll while it is 1 or more), as a branch predictor's: one slow
+    wait does not stop the polling. A wait that ended in a sleep is measured late (the
+    wake-up's latency is in it), so one wait in 64 polls through the window anyway, to find
+    short waits again. ``window_ns`` 0: never poll.
+
+    Caller: one waiter at a time (a lost update from a race between two only shifts a guess).
+    """
+
+    __slots__ = ("_waits", "score", "window_ns")
+
+    def __init__(self, window_ns: int) -> None:
+        if window_ns < 0:
+            raise ConfigurationError(
+                "the spin window must not be negative", spin_window_ns=window_ns
+            )
+        self.window_ns = window_ns
+        self.score = _SPIN_SCORE_MAX
+        self._waits = 0
+
+    def should_poll(self) -> bool:
+        """At the start of a wait: whether to poll through the window before sleeping."""
+        if not self.window_ns:
+            return False
+        self._waits += 1
+        return self.score >= _SPIN_SCORE_POLLS or not self._waits & _PROBE_MASK
+
+    def observe(self, waited_ns: int) -> None:
+        """At the end of a wait that took ``waited_ns``: count it short or long."""
+        score = self.score + (1 if waited_ns < self.window_ns else -1)
+        self.score = _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else 0 if score < 0 else score
+
+    def observe_then_ask(self, waited_ns: int) -> bool:
+        """:meth:`observe` (when ``waited_ns`` >= 0; < 0: no wait to count), then
+        :meth:`should_poll`, in one call: for a waiter whose next wait starts as the last one
+        ends (the doorbell idle strategy after a cycle that settled: a call less a message)."""
+        window_ns = self.window_ns
+        if not window_ns:
+            return False
+        score = self.score
+        if waited_ns >= 0:
+            score += 1 if waited_ns < window_ns else -1
+            self.score = score = (
+                _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else 0 if score < 0 else score
+            )
+        self._waits += 1
+        return score >= _SPIN_SCORE_POLLS or not self._waits & _PROBE_MASK
