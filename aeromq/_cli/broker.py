@@ -11,7 +11,8 @@ for a single broker) that scripts and tests read, and writes
 the run file ``broker.json`` (:mod:`~broker.run_file`) into its data directory, so ``aeromq stat
 --broker DATA_DIR`` finds its media driver; at a signal it shuts down gracefully (stop the
 ingress, flush, checkpoint, close the driver), removes ``broker.json`` and prints ``broker
-stopped``.
+stopped``. SIGQUIT appends every thread's stack to ``stacks.txt`` in the data directory and
+the broker runs on (a JVM's ``kill -3``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import atexit
 import faulthandler
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from aeromq._cli.options import command_parser, setup_logging
 from aeromq._cli.serve import serve, stop_on_signals
@@ -63,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 SHUTDOWN_STACKS_AFTER_S = 10.0
 """How long a shutdown may take before every thread's stack is written to stderr."""
+STACKS_FILE = "stacks.txt"
+"""The file in the data directory that SIGQUIT appends every thread's stack to (see
+:func:`_stacks_on_sigquit`)."""
 _WAIT_SLICE_S = 0.5
 
 
@@ -84,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ", ".join(missing),
             )
         broker = Broker(config)
+        stacks = _stacks_on_sigquit(config.data_dir)
         run_file: Path | None = None
         try:
             try:
@@ -124,5 +131,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             broker.shutdown()
             if run_file is not None:
                 run_file.unlink(missing_ok=True)
+            if stacks is not None:
+                faulthandler.unregister(signal.SIGQUIT)
+                stacks.close()
     print("broker stopped", flush=True)
     return 0
+
+
+def _stacks_on_sigquit(data_dir: Path) -> TextIO | None:
+    """Append every thread's stack to :data:`STACKS_FILE` in ``data_dir`` on SIGQUIT, as a JVM
+    prints its threads on ``kill -3`` (``faulthandler``: written from the signal handler, so
+    also while the interpreter is stuck). A file, not stderr: a broker whose parent is gone
+    (``aeromq cluster up`` killed) has no one reading its output. Returns the open file (kept
+    until the broker stops), or None when it cannot be opened (nothing is registered)."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        stacks = (data_dir / STACKS_FILE).open("a", encoding="utf-8")
+    except OSError as exc:
+        _LOG.warning("no stack dump on SIGQUIT: %s", exc)
+        return None
+    faulthandler.register(signal.SIGQUIT, file=stacks, all_threads=True)
+    return stacks

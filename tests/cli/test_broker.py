@@ -1,11 +1,12 @@
-"""``aeromq broker`` as a process: the ready line, SIGTERM, a bad setting, a taken data
-directory."""
+"""``aeromq broker`` as a process: the ready line, SIGQUIT's stacks, SIGTERM, a bad setting, a
+taken data directory."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.producer.conftest import start_broker
@@ -20,7 +21,9 @@ def _run_broker(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def test_should_run_as_a_process_until_sigterm(tmp_path: Path) -> None:
+def test_should_run_as_a_process_write_its_stacks_at_sigquit_and_stop_at_sigterm(
+    tmp_path: Path,
+) -> None:
     process = _run_broker("--data-dir", str(tmp_path), "--grpc-port", "0",
                         "--ingress-udp-endpoint", "none", "--index-enabled", "false",
                         "--commit-log-segment-bytes", "16MiB")  # fmt: skip
@@ -31,6 +34,13 @@ def test_should_run_as_a_process_until_sigterm(tmp_path: Path) -> None:
         ready = dict(part.split("=", 1) for part in lines[1].split()[2:])
         assert lines[1].startswith("broker ready:") and ready["name"] == "broker-a"
         assert ready["flush_mode"] == "ASYNC" and ready["udp_channel"] == "none"
+        process.send_signal(signal.SIGQUIT)  # every thread's stack into stacks.txt, runs on
+        stacks = tmp_path / "stacks.txt"
+        deadline = time.monotonic() + 10
+        while "Current thread" not in _text(stacks) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "Current thread" in _text(stacks) and "in serve" in _text(stacks), _text(stacks)
+        assert process.poll() is None
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=30)
         assert process.returncode == 0 and "broker stopped" in out
@@ -38,6 +48,10 @@ def test_should_run_as_a_process_until_sigterm(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.communicate(timeout=10)
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def test_should_refuse_a_bad_setting_with_exit_2(tmp_path: Path) -> None:

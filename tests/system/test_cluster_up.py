@@ -6,6 +6,7 @@ started again on the same directory, the group has the same endpoints and its me
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -82,11 +83,17 @@ def _alive(pid: int) -> bool:
         return False
 
 
+STACKS_FILE = "stacks.txt"
+"""Where a broker appends its threads' stacks at SIGQUIT, in its data directory
+(``aeromq/_cli/broker.py``)."""
+
+
 def _what(pid: int) -> str:
-    """A process left running: its command line and each thread's state and kernel wait."""
+    """A process left running: its command line, each thread's state and kernel wait, and, a
+    broker, its Python stacks (SIGQUIT writes them to ``stacks.txt`` in its data directory)."""
     proc = Path(f"/proc/{pid}")
     try:
-        command = proc.joinpath("cmdline").read_bytes().replace(b"\0", b" ").decode()[:300]
+        argv = proc.joinpath("cmdline").read_bytes().decode().split("\0")
         threads = [
             f"{task.joinpath('comm').read_text().strip()}:"
             f"{task.joinpath('stat').read_text().rpartition(')')[2].split()[0]}:"
@@ -95,7 +102,14 @@ def _what(pid: int) -> str:
         ]
     except OSError as error:
         return f"gone while looked at ({error})"
-    return f"{command} threads={threads}"
+    stacks = ""
+    if "--data-dir" in argv[:-1]:
+        path = Path(argv[argv.index("--data-dir") + 1]) / STACKS_FILE
+        os.kill(pid, signal.SIGQUIT)
+        time.sleep(1.0)  # written from the signal handler: at once, unless the process is gone
+        with contextlib.suppress(OSError):
+            stacks = path.read_text()[-6000:]
+    return f"{' '.join(argv)[:300]} threads={threads} stacks:\n{stacks}"
 
 
 SENT = {f"m{i}".encode() for i in range(MESSAGES)}
