@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ", ".join(missing),
             )
         broker = Broker(config)
-        stacks = _stacks_on_sigquit(config.data_dir)
+        stacks: TextIO | None = None
         run_file: Path | None = None
         try:
             try:
@@ -98,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (BrokerError, TransportError, OSError) as exc:
                 print(f"aeromq broker: cannot start: {exc}", file=sys.stderr)
                 return 1
+            stacks = _stacks_on_sigquit(config.data_dir, config.file_mode)
             report = broker.recovery_report
             if report is not None:
                 print(
@@ -138,17 +139,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _stacks_on_sigquit(data_dir: Path) -> TextIO | None:
-    """Append every thread's stack to :data:`STACKS_FILE` in ``data_dir`` on SIGQUIT, as a JVM
-    prints its threads on ``kill -3`` (``faulthandler``: written from the signal handler, so
-    also while the interpreter is stuck). A file, not stderr: a broker whose parent is gone
-    (``aeromq cluster up`` killed) has no one reading its output. Returns the open file (kept
-    until the broker stops), or None when it cannot be opened (nothing is registered)."""
+def _stacks_on_sigquit(data_dir: Path, file_mode: int) -> TextIO | None:
+    """Append every thread's stack to :data:`STACKS_FILE` in ``data_dir`` (made with the store's
+    ``file_mode``, whatever the umask: a stack names topics and paths) on SIGQUIT, as a JVM prints
+    its threads on ``kill -3`` (``faulthandler``: written from the signal handler, so also while
+    the interpreter is stuck). A file, not stderr: a broker whose parent is gone (``aeromq
+    cluster up`` killed) has no one reading its output. Returns the open file (kept until the
+    broker stops), or None when it cannot be opened (nothing is registered)."""
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        stacks = (data_dir / STACKS_FILE).open("a", encoding="utf-8")
+        fd = os.open(data_dir / STACKS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, file_mode)
     except OSError as exc:
         _LOG.warning("no stack dump on SIGQUIT: %s", exc)
         return None
+    os.fchmod(fd, file_mode)
+    stacks = os.fdopen(fd, "a", encoding="utf-8")
     faulthandler.register(signal.SIGQUIT, file=stacks, all_threads=True)
     return stacks
