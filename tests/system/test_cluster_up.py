@@ -105,9 +105,9 @@ def _what(pid: int) -> str:
     stacks = ""
     if "--data-dir" in argv[:-1]:
         path = Path(argv[argv.index("--data-dir") + 1]) / STACKS_FILE
-        os.kill(pid, signal.SIGQUIT)
-        time.sleep(1.0)  # written from the signal handler: at once, unless the process is gone
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # gone meanwhile: no stacks
+            os.kill(pid, signal.SIGQUIT)
+            time.sleep(1.0)  # written from the signal handler: at once
             stacks = path.read_text()[-6000:]
     return f"{' '.join(argv)[:300]} threads={threads} stacks:\n{stacks}"
 
