@@ -19,11 +19,14 @@ The error log holds one error seen twice, at ERROR_FIRST_MS and ERROR_LAST_MS.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aeromq.transport.cnc import CncFile
 from aeromq.transport.concurrent import CountersManager, DistinctErrorLog, SettableClock
@@ -147,3 +150,59 @@ def run_stat(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
         timeout=STAT_TIMEOUT_S,
         check=False,
     )
+
+
+def _signal_lines(status_path: str) -> str:
+    try:
+        with open(status_path) as status:
+            return " ".join(
+                line.strip() for line in status if line.startswith(("State", "Sig", "Shd"))
+            )
+    except OSError as exc:
+        return f"({status_path}: {exc})"
+
+
+def _stacks(pid: int) -> str:
+    """Every thread's native stack of ``pid`` from gdb (bounded), or why there is none."""
+    try:
+        result = subprocess.run(
+            ["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt 30"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(no stacks: {exc})"
+    return "\n".join(
+        line for line in result.stdout.splitlines() if line.startswith(("#", "Thread"))
+    )
+
+
+def interrupt(process: subprocess.Popen[Any], timeout_s: float = STAT_TIMEOUT_S) -> str:
+    """SIGINT to a refreshing stat, as Ctrl-C; its stderr once it has exited.
+
+    A stat still running ``timeout_s`` later is killed and the test fails with what explains it:
+    the signal masks of stat and of this process, stat's thread states and native stacks.
+    """
+    process.send_signal(signal.SIGINT)
+    try:
+        _, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        pid = process.pid
+        tasks = sorted(os.listdir(f"/proc/{pid}/task")) if os.path.isdir(f"/proc/{pid}") else []
+        what = [
+            f"stat pid={pid} did not exit {timeout_s} s after SIGINT",
+            f"stat: {_signal_lines(f'/proc/{pid}/status')}",
+            *(
+                f"stat thread {tid}: {_signal_lines(f'/proc/{pid}/task/{tid}/status')}"
+                for tid in tasks
+            ),
+            f"this process: {_signal_lines('/proc/self/status')}",
+            f"this thread: {_signal_lines(f'/proc/self/task/{threading.get_native_id()}/status')}",
+            _stacks(pid),
+        ]
+        process.kill()
+        process.communicate(timeout=timeout_s)
+        raise AssertionError("\n".join(what)) from None
+    return stderr if isinstance(stderr, str) else (stderr or b"").decode()

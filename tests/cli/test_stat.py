@@ -7,7 +7,6 @@ import os
 import pty
 import re
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from ._cnc_files import (
     UDP_CHANNEL,
     UDP_SESSION,
     StatFiles,
+    interrupt,
     run_stat,
     stat_env,
     write_cnc,
@@ -272,8 +272,7 @@ def test_should_refresh_into_a_file_without_escape_codes_and_follow_a_replaced_c
         # Two screens begun after the new file was complete: the first of them is whole.
         seen = len(_screens(out_path.read_text()))
         text = _wait_for_output(out_path, process, f"pid {PID + 1},", screens=seen + 2)
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=20)
+        stderr = interrupt(process)
     finally:
         if process.poll() is None:
             process.kill()
@@ -316,9 +315,10 @@ def test_should_clear_the_screen_between_refreshes_on_a_terminal(stat_files: Sta
             if readable:
                 seen += os.read(leader, 65536)
     finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=20)
-        os.close(leader)
+        try:
+            interrupt(process)
+        finally:
+            os.close(leader)
     assert seen.count(CLEAR.encode()) >= 2
     assert f"pid {PID},".encode() in seen
 
