@@ -1,12 +1,13 @@
 """Suite-wide fixtures: a per-test temporary directory in /dev/shm where it exists; the
 hypothesis profile (no wall-clock deadline per example); small store files for the brokers the
 tests start; the ``long`` tests skipped unless selected; the pytest-xdist scheduler of the
-suite's two workers."""
+suite's two workers; SIGINT taken back when the suite was started with it ignored."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,15 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from aeromq.broker.config import ENV_PREFIX
+
+# A shell without job control (a script, `bash -c`) starts a background job, e.g.
+# `bash .ci/run > log &`, with SIGINT ignored, and an ignored signal is inherited across exec: the
+# commands the tests stop with SIGINT, as Ctrl-C would (`aeromq stat`'s refresh loop ends on
+# KeyboardInterrupt), then ignore it and the tests time out. That made two `test_stat` tests fail
+# in full runs started so, unless a Spark test (PySpark installs a SIGINT handler) had run in the
+# same worker first. The suite runs as in the foreground, however it was started.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # No per-example wall-clock limits for property tests: hypothesis's default 200 ms deadline and
 # its too_slow health check fail (or report "Flaky") when a loaded machine stalls one example.
