@@ -249,6 +249,15 @@ class NetworkPublication:
         publisher's) or not at all soon; SETUPs and heartbeats run on timers of 100 ms."""
         return self.retransmit_handler.active_count > 0
 
+    def has_unsent(self) -> bool:
+        """Whether a frame waits at snd-pos within the sender limit: :meth:`send` would send
+        now (the sender's ``left_work``). Sender thread."""
+        snd_pos = self._snd_pos
+        if self._snd_lmt <= snd_pos:
+            return False
+        term_buffer = self._term_buffers[(snd_pos >> self.position_bits_to_shift) % PARTITION_COUNT]
+        return term_buffer.get_int32_volatile(snd_pos & self.term_length_mask) > 0
+
     def send(self, now_ns: int) -> int:
         """One duty cycle: SETUP if due, data, else a heartbeat; retransmit timers. Bytes sent.
         With nothing to send or due it reads one frame length and compares times: no call."""
