@@ -73,13 +73,15 @@ def send_paced(send: Callable[[], object], rate: int, count: int) -> None:
         send()
 
 
-def started_consumer(grpc: str, group: str, topic: str) -> DefaultLitePullConsumer:
-    """A ``DefaultLitePullConsumer`` on its defaults in ``group``, subscribed to every message
-    of ``topic``, started (the caller shuts it down)."""
+def started_consumer(
+    grpc: str, group: str, topic: str, transport: str = "auto"
+) -> DefaultLitePullConsumer:
+    """A ``DefaultLitePullConsumer`` on its defaults (but ``transport``) in ``group``, subscribed
+    to every message of ``topic``, started (the caller shuts it down)."""
     from aeromq.consumer import DefaultLitePullConsumer, LitePullConsumerConfig
 
     consumer = DefaultLitePullConsumer(
-        config=LitePullConsumerConfig(consumer_group=group, endpoints=(grpc,))
+        config=LitePullConsumerConfig(consumer_group=group, endpoints=(grpc,), transport=transport)
     )
     consumer.subscribe(topic, "*")
     consumer.start()
