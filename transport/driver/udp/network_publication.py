@@ -232,13 +232,15 @@ class NetworkPublication:
         return self.retransmit_handler.active_count > 0
 
     def has_unsent(self) -> bool:
-        """Whether a frame waits at snd-pos within the sender limit: :meth:`send` would send
-        now (the sender's ``left_work``). Sender thread."""
+        """Whether :meth:`send` would send a frame now: one waits at snd-pos and fits the
+        window (the sender's ``left_work``). Sender thread."""
         snd_pos = self._snd_pos
-        if self._snd_lmt <= snd_pos:
+        window = self._snd_lmt - snd_pos
+        term = self._term_buffers[(snd_pos >> self.position_bits_to_shift) % PARTITION_COUNT]
+        offset = snd_pos & self.term_length_mask
+        if window <= 0 or term.get_int32_volatile(offset) <= 0:
             return False
-        term_buffer = self._term_buffers[(snd_pos >> self.position_bits_to_shift) % PARTITION_COUNT]
-        return term_buffer.get_int32_volatile(snd_pos & self.term_length_mask) > 0
+        return scan_for_availability(term, offset, min(window, self.mtu_length))[0] > 0
 
     def send(self, now_ns: int) -> int:
         """One duty cycle: SETUP if due, data, else a heartbeat; retransmit timers. Bytes sent.
