@@ -489,8 +489,8 @@ def _settling(
     left = [agent.left_work for agent in agents]
     if conductor is not None:
         left.insert(0, conductor.left_work)
-    if hosted is not None:
-        left.append(hosted.left_work)
+    if hosted is not None:  # first: while it hosts an agent that cannot say, the rest is moot
+        left.insert(0, hosted.left_work)
     left_checks = tuple(left)
 
     def settled_after_work() -> bool:

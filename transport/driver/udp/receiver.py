@@ -153,7 +153,10 @@ class Receiver:
     def owes_soon(self) -> bool:
         """Whether an image is owed a status message or a NAK soon: a park should not wait
         past it (see :attr:`~transport.driver.MediaDriverContext.park_when_settled`)."""
-        return any(image.owes_soon() for image in self.images)
+        for image in self.images:  # noqa: SIM110  (any(): a generator's calls, after each cycle)
+            if image.owes_soon():
+                return True
+        return False
 
     # Commands (run on the receiver thread) ----------------------------------------------------
 

@@ -120,7 +120,10 @@ class Sender:
     def owes_soon(self) -> bool:
         """Whether a publication is owed a resend soon: a park should not wait past it (see
         :attr:`~transport.driver.MediaDriverContext.park_when_settled`)."""
-        return any(publication.owes_soon() for publication in self.publications)
+        for publication in self.publications:  # noqa: SIM110  (any(): a generator's calls)
+            if publication.owes_soon():
+                return True
+        return False
 
     def _do_send(self, now_ns: int) -> int:
         publications = self.publications
