@@ -49,7 +49,7 @@ def traced_broker(data_dir: Path, topic: str) -> Iterator[ServerProcess]:
     """A broker on its defaults with its store in ``data_dir`` and ``topic`` of one queue,
     stopped after the block (run it inside :func:`traced_environment`). Its UDP ingress takes
     any free port, not the default one, so that two runs side by side do not clash (the
-    clients here send over IPC)."""
+    clients send over IPC, or to it over UDP when a suite asks: ``profile``, ``threads``)."""
     broker = start_broker_process(data_dir, extra_args=["--ingress-udp-endpoint", "127.0.0.1:0"])
     try:
         from aeromq.client.grpc_client import GrpcClient
@@ -73,13 +73,15 @@ def send_paced(send: Callable[[], object], rate: int, count: int) -> None:
         send()
 
 
-def started_consumer(grpc: str, group: str, topic: str) -> DefaultLitePullConsumer:
-    """A ``DefaultLitePullConsumer`` on its defaults in ``group``, subscribed to every message
-    of ``topic``, started (the caller shuts it down)."""
+def started_consumer(
+    grpc: str, group: str, topic: str, transport: str = "auto"
+) -> DefaultLitePullConsumer:
+    """A ``DefaultLitePullConsumer`` on its defaults (but ``transport``) in ``group``, subscribed
+    to every message of ``topic``, started (the caller shuts it down)."""
     from aeromq.consumer import DefaultLitePullConsumer, LitePullConsumerConfig
 
     consumer = DefaultLitePullConsumer(
-        config=LitePullConsumerConfig(consumer_group=group, endpoints=(grpc,))
+        config=LitePullConsumerConfig(consumer_group=group, endpoints=(grpc,), transport=transport)
     )
     consumer.subscribe(topic, "*")
     consumer.start()

@@ -7,17 +7,26 @@ a warm-up (the broker's window starts once the clients' warm-up is sent and read
 counts).
 
 Cases: ``send-only`` (sends back to back, no consumer) and ``1000`` (1,000 msgs/s, the
-consumer polling). Rows ``profile:CASE:ROLE`` per process: ``calls_per_msg`` (the calls a
+consumer polling); ``100`` (100 msgs/s) when ``AEROMQ_BENCH_PROFILE_CASES`` names it (a
+comma-separated list of cases, default ``send-only,1000``). The clients send over IPC (their
+``transport="auto"`` on the broker's host); ``AEROMQ_BENCH_PROFILE_TRANSPORT=udp`` makes them
+send over UDP to the broker's UDP ingress, each with a media driver of its own, and the cases'
+names ``udp-CASE``. Rows ``profile:CASE:ROLE`` per process: ``calls_per_msg`` (the calls a
 message takes in that process: a count that hardly depends on the machine's load, but for the
 polls of a thread waiting for its answer), ``python_calls_per_msg`` (those of Python
 functions, built-ins left out; the profiler's own, its snapshot at the window's end, left out
 of both), ``profiled_us_per_msg`` (the own time of every entry but the waits: cProfile makes it
-two to three times what it is unprofiled), and the entries of most own time, each ``us a message (profiled), calls a message``. The docs' profile
-(``docs/latency.md``) comes from this suite.
+two to three times what it is unprofiled), and the entries of most own time, each ``us a message (profiled), calls a message``. A
+process that runs a media driver (the broker's embedded one; a client's own over UDP) has its
+driver thread's figures too (the thread that runs ``CompositeAgent.do_work``):
+``driver_cycles_per_msg`` (its duty cycles), ``driver_parks_per_msg`` (its parks in the socket
+waiter) and ``driver_python_calls_per_msg``. The docs' profile (``docs/latency.md``) comes from
+this suite.
 """
 
 from __future__ import annotations
 
+import marshal
 import multiprocessing
 import os
 import shutil
@@ -33,8 +42,12 @@ from bench import _thread_profile
 from bench._harness import Result, case_rows, note
 from bench._traced_run import send_paced, started_consumer, traced_broker, traced_environment
 
-CASES = {"send-only": 0, "1000": 1_000}
+CASES = {"send-only": 0, "100": 100, "1000": 1_000}
 """Case -> rate (0: back to back, no consumer)."""
+DEFAULT_CASES = ("send-only", "1000")
+CASES_ENV = "AEROMQ_BENCH_PROFILE_CASES"
+TRANSPORT_ENV = "AEROMQ_BENCH_PROFILE_TRANSPORT"
+"""``udp``: the clients send over UDP (see module); else IPC."""
 MESSAGES = 3_000
 QUICK_MESSAGES = 1_000
 WARM_UP = 300
@@ -43,17 +56,26 @@ GROUP = "profile"
 _SITE = Path(__file__).resolve().parents[1] / "_profile_site"
 _TOP = 12
 _PROFILER = "cProfile.py"
+_AGENT_MODULE = "concurrent/agent.py"
+_WAITER_MODULE = "udp/socket_waiter.py"
 
 
 def _produce(
-    grpc: str, rate: int, count: int, warm: EventType, go: EventType, out: Queue[str]
+    grpc: str,
+    rate: int,
+    count: int,
+    transport: str,
+    warm: EventType,
+    go: EventType,
+    out: Queue[str],
 ) -> None:
     """``send()`` ``count`` messages, message ``i`` due at ``t0 + i / rate`` (0: at once),
     after a warm-up (``warm`` set once it is sent)."""
     from aeromq.client import Message
-    from aeromq.producer import Producer
+    from aeromq.producer import Producer, ProducerConfig
 
-    with Producer("profile-producer", grpc) as producer:
+    config = ProducerConfig(transport=transport)
+    with Producer("profile-producer", grpc, config=config) as producer:
         for _ in range(WARM_UP):
             producer.send(Message(TOPIC, b"w" * 100))
         warm.set()
@@ -65,11 +87,17 @@ def _produce(
 
 
 def _consume(
-    grpc: str, count: int, ready: EventType, warm: EventType, go: EventType, out: Queue[str]
+    grpc: str,
+    count: int,
+    transport: str,
+    ready: EventType,
+    warm: EventType,
+    go: EventType,
+    out: Queue[str],
 ) -> None:
     """``poll()`` until the warm-up (``warm`` set then), then until ``count`` more messages
     came."""
-    consumer = started_consumer(grpc, GROUP, TOPIC)
+    consumer = started_consumer(grpc, GROUP, TOPIC, transport)
     try:
         ready.set()
         got = 0
@@ -88,9 +116,12 @@ def _consume(
     out.put("consumer")
 
 
-def _measure(root: Path, case: str, count: int) -> list[Result]:
-    """One profiled run of ``case``: its rows (see module)."""
+def _measure(root: Path, case: str, count: int, transport: str = "auto") -> list[Result]:
+    """One profiled run of ``case`` with the clients on ``transport``: its rows (see
+    module)."""
     rate = CASES[case]
+    if transport == "udp":
+        case = f"udp-{case}"
     traces = root / f"profile-{case}"
     traces.mkdir()
     role = _thread_profile.PROFILE_ROLE_ENV
@@ -108,7 +139,7 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
             warm.append(context.Event())
             consumer = context.Process(
                 target=_consume,
-                args=(broker.grpc_address, count, ready, warm[1], go, out),
+                args=(broker.grpc_address, count, transport, ready, warm[1], go, out),
                 daemon=True,
             )
             consumer.start()
@@ -116,7 +147,9 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
             processes.append(consumer)
         os.environ[role] = "producer"
         producer = context.Process(
-            target=_produce, args=(broker.grpc_address, rate, count, warm[0], go, out), daemon=True
+            target=_produce,
+            args=(broker.grpc_address, rate, count, transport, warm[0], go, out),
+            daemon=True,
         )
         producer.start()
         processes.append(producer)
@@ -132,10 +165,46 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
         time.sleep(1.0)
         for process in processes:
             process.join(60)
-    return _rows(_thread_profile.load(traces), case, count)
+    return _rows(_thread_profile.load(traces), _driver_threads(traces), case, count)
 
 
-def _rows(roles: dict[str, _thread_profile.Stats], case: str, count: int) -> list[Result]:
+def _driver_threads(traces: Path) -> dict[str, _thread_profile.Stats]:
+    """Each role's media driver thread (see module), from its thread's own file."""
+    drivers: dict[str, _thread_profile.Stats] = {}
+    for path in sorted(traces.glob("*.prof")):
+        with open(path, "rb") as source:
+            stats: _thread_profile.Stats = marshal.load(source)
+        if any(_is_cycle(func) for func in stats):
+            drivers[path.name.split("-", 1)[0]] = stats
+    return drivers
+
+
+def _is_cycle(func: _thread_profile.Func) -> bool:
+    """The composite agent's duty cycle (the media driver's thread runs one)."""
+    return func[2] == "do_work" and func[0].endswith(_AGENT_MODULE)
+
+
+def _driver_extra(stats: _thread_profile.Stats, count: int) -> dict[str, object]:
+    cycles = sum(entry[1] for func, entry in stats.items() if _is_cycle(func))
+    parks = sum(
+        entry[1]
+        for func, entry in stats.items()
+        if func[2] == "wait" and func[0].endswith(_WAITER_MODULE)
+    )
+    python = _thread_profile.calls(stats)[1]
+    return {
+        "driver_cycles_per_msg": round(cycles / count, 2),
+        "driver_parks_per_msg": round(parks / count, 2),
+        "driver_python_calls_per_msg": round(python / count, 1),
+    }
+
+
+def _rows(
+    roles: dict[str, _thread_profile.Stats],
+    drivers: dict[str, _thread_profile.Stats],
+    case: str,
+    count: int,
+) -> list[Result]:
     rows = []
     for role in ("producer", "broker", "consumer"):
         stats = roles.get(role)
@@ -151,6 +220,9 @@ def _rows(roles: dict[str, _thread_profile.Stats], case: str, count: int) -> lis
             "python_calls_per_msg": round(python / count, 1),
             "profiled_us_per_msg": round(working_s * 1e6 / count, 1),
         }
+        driver = drivers.get(role)
+        if driver is not None:
+            extra.update(_driver_extra(driver, count))
         for func, entry in entries:
             extra[_thread_profile.label(func)] = (
                 f"{entry[2] * 1e6 / count:.1f} us, {entry[1] / count:.2f} calls"
@@ -160,6 +232,13 @@ def _rows(roles: dict[str, _thread_profile.Stats], case: str, count: int) -> lis
             f"profile:{case}: {role} {extra['calls_per_msg']} calls a message "
             f"({extra['python_calls_per_msg']} of Python functions), "
             f"{extra['profiled_us_per_msg']} us profiled"
+            + (
+                f"; driver {extra['driver_cycles_per_msg']} cycles, "
+                f"{extra['driver_parks_per_msg']} parks, "
+                f"{extra['driver_python_calls_per_msg']} Python calls a message"
+                if driver is not None
+                else ""
+            )
         )
     return rows
 
@@ -168,8 +247,15 @@ def run(quick: bool) -> Iterator[Result]:
     """Each case, profiled (see module)."""
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-profile-"))
     count = QUICK_MESSAGES if quick else MESSAGES
+    transport = "udp" if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "udp" else "auto"
+    named = os.environ.get(CASES_ENV, "").strip()
+    cases = [case.strip() for case in named.split(",")] if named else list(DEFAULT_CASES)
+    unknown = [case for case in cases if case not in CASES]
+    if unknown:
+        raise ValueError(f"{CASES_ENV}: unknown cases {unknown}; known: {sorted(CASES)}")
     try:
-        for case in CASES:
-            yield from case_rows(f"profile:{case}", _measure, root, case, count, timeout_s=600)
+        for case in cases:
+            name = f"profile:{'udp-' if transport == 'udp' else ''}{case}"
+            yield from case_rows(name, _measure, root, case, count, transport, timeout_s=600)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -6,7 +6,11 @@ the messages that follow a warm-up (``bench/_thread_stats.py``). Nothing is trac
 the processes run as a user's would.
 
 Cases: ``send-only`` (sends back to back, no consumer), ``1000`` and ``5000`` (msgs/s, the
-consumer polling). Rows ``threads:CASE:ROLE`` per process: ``cpu_us_per_msg`` and
+consumer polling); ``100`` too when ``AEROMQ_BENCH_THREADS_CASES`` names it (a comma-separated
+list of cases, default ``send-only,1000,5000``). The clients send over IPC (their
+``transport="auto"`` on the broker's host); ``AEROMQ_BENCH_THREADS_TRANSPORT=udp`` makes them
+send over UDP to the broker's UDP ingress, each with a media driver of its own (its thread
+among theirs), and the cases' names ``udp-CASE``. Rows ``threads:CASE:ROLE`` per process: ``cpu_us_per_msg`` and
 ``wakeups_per_msg`` of the whole process, then one entry a thread name (``us a message,
 wake-ups a message``); the producer's row also has the sends a second it reached
 (``msgs_per_s``). CPU and wake-ups a message hardly depend on the machine's load, the rate
@@ -16,6 +20,7 @@ does. The docs' figures of who spins and who sleeps (``docs/latency.md``) come f
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import tempfile
 import time
@@ -28,24 +33,35 @@ from bench._harness import Result, case_rows, note
 from bench._thread_stats import costs, sample
 from bench._traced_run import send_paced, started_consumer, traced_broker
 
-CASES = {"send-only": 0, "1000": 1_000, "5000": 5_000}
+CASES = {"send-only": 0, "100": 100, "1000": 1_000, "5000": 5_000}
 """Case -> rate (0: back to back, no consumer)."""
-MESSAGES = {"send-only": 5_000, "1000": 5_000, "5000": 15_000}
-QUICK_MESSAGES = {"send-only": 2_000, "1000": 2_000, "5000": 5_000}
+DEFAULT_CASES = ("send-only", "1000", "5000")
+CASES_ENV = "AEROMQ_BENCH_THREADS_CASES"
+TRANSPORT_ENV = "AEROMQ_BENCH_THREADS_TRANSPORT"
+"""``udp``: the clients send over UDP (see module); else IPC."""
+MESSAGES = {"send-only": 5_000, "100": 1_500, "1000": 5_000, "5000": 15_000}
+QUICK_MESSAGES = {"send-only": 2_000, "100": 600, "1000": 2_000, "5000": 5_000}
 WARM_UP = 300
 TOPIC = "Threads"
 GROUP = "threads"
 
 
 def _produce(
-    grpc: str, rate: int, count: int, ready: EventType, go: EventType, out: Queue[float]
+    grpc: str,
+    rate: int,
+    count: int,
+    transport: str,
+    ready: EventType,
+    go: EventType,
+    out: Queue[float],
 ) -> None:
     """Warm up, then ``send()`` ``count`` messages, message ``i`` due at ``t0 + i / rate``
     (0: at once); puts the sends a second reached."""
     from aeromq.client import Message
-    from aeromq.producer import Producer
+    from aeromq.producer import Producer, ProducerConfig
 
-    with Producer("threads-producer", grpc) as producer:
+    config = ProducerConfig(transport=transport)
+    with Producer("threads-producer", grpc, config=config) as producer:
         for _ in range(WARM_UP):
             producer.send(Message(TOPIC, b"w" * 100))
         ready.set()
@@ -55,9 +71,9 @@ def _produce(
         out.put(count * 1e9 / (time.monotonic_ns() - started_ns))
 
 
-def _consume(grpc: str, count: int, ready: EventType, out: Queue[float]) -> None:
+def _consume(grpc: str, count: int, transport: str, ready: EventType, out: Queue[float]) -> None:
     """``poll()`` until the warm-up and ``count`` more messages came (2 minutes at most)."""
-    consumer = started_consumer(grpc, GROUP, TOPIC)
+    consumer = started_consumer(grpc, GROUP, TOPIC, transport)
     try:
         ready.set()
         got = 0
@@ -69,9 +85,11 @@ def _consume(grpc: str, count: int, ready: EventType, out: Queue[float]) -> None
     out.put(float(got))
 
 
-def _measure(root: Path, case: str, count: int) -> list[Result]:
-    """One run of ``case``: its rows (see module)."""
+def _measure(root: Path, case: str, count: int, transport: str = "auto") -> list[Result]:
+    """One run of ``case`` with the clients on ``transport``: its rows (see module)."""
     rate = CASES[case]
+    if transport == "udp":
+        case = f"udp-{case}"
     with traced_broker(root / f"broker-{case}", TOPIC) as broker:
         context = multiprocessing.get_context("spawn")
         go, out, done = context.Event(), context.Queue(), context.Queue()
@@ -80,7 +98,9 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
         if rate:
             ready = context.Event()
             consumer = context.Process(
-                target=_consume, args=(broker.grpc_address, count, ready, done), daemon=True
+                target=_consume,
+                args=(broker.grpc_address, count, transport, ready, done),
+                daemon=True,
             )
             consumer.start()
             ready.wait(60)
@@ -88,7 +108,9 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
             pids["consumer"] = consumer.pid or 0
         ready = context.Event()
         producer = context.Process(
-            target=_produce, args=(broker.grpc_address, rate, count, ready, go, out), daemon=True
+            target=_produce,
+            args=(broker.grpc_address, rate, count, transport, ready, go, out),
+            daemon=True,
         )
         producer.start()
         ready.wait(60)
@@ -133,9 +155,16 @@ def _measure(root: Path, case: str, count: int) -> list[Result]:
 def run(quick: bool) -> Iterator[Result]:
     """Each case (see module)."""
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-threads-"))
+    transport = "udp" if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "udp" else "auto"
+    named = os.environ.get(CASES_ENV, "").strip()
+    cases = [case.strip() for case in named.split(",")] if named else list(DEFAULT_CASES)
+    unknown = [case for case in cases if case not in CASES]
+    if unknown:
+        raise ValueError(f"{CASES_ENV}: unknown cases {unknown}; known: {sorted(CASES)}")
     try:
-        for case in CASES:
+        for case in cases:
             count = (QUICK_MESSAGES if quick else MESSAGES)[case]
-            yield from case_rows(f"threads:{case}", _measure, root, case, count, timeout_s=600)
+            name = f"threads:{'udp-' if transport == 'udp' else ''}{case}"
+            yield from case_rows(name, _measure, root, case, count, transport, timeout_s=600)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -23,6 +23,13 @@ before ``after_send``: the sender sends at most two datagrams a publication a cy
 after it, the followers receiving the rest an fsync later (0.4-0.6 ms of a group's commit
 round, traced: ``docs/replication.md``, "The commit round, hop by hop").
 
+A hosted agent with a ``left_work()`` method says through it whether its last duty cycle left
+work that rings no one (frames past its fragment limit, a high watermark to move after an
+fsync): :meth:`DynamicCompositeAgent.left_work` asks each after a cycle that worked, and the
+host's thread parks right after that cycle only when none did. An agent without the method may
+have left any: while one is hosted, the host runs one more cycle after each that worked (and
+parks after it only when it found nothing), as before the method.
+
 Caller: ``MediaDriver.host_agent`` (a broker group's replication agent on its embedded driver's
 thread, ``broker.replication``). Affects: nothing but the hosted agents.
 """
@@ -52,6 +59,7 @@ class HostedAgent:
         "after_due",
         "agent",
         "error_handler",
+        "left_work",
         "settled",
         "started",
     )
@@ -71,6 +79,8 @@ class HostedAgent:
         """The agent's ``after_send``, if it has one (see module)."""
         self.after_due: Callable[[], bool] | None = getattr(agent, "after_send_due", None)
         """The agent's ``after_send_due``, if it has one (see module)."""
+        self.left_work: Callable[[], bool] | None = getattr(agent, "left_work", None)
+        """The agent's ``left_work``, if it has one (see module)."""
         self.started = False
         self._closed = threading.Event()
 
@@ -190,6 +200,18 @@ class DynamicCompositeAgent:
             if settled is not None and not settled():
                 return False
         return True
+
+    def left_work(self) -> bool:
+        """After a duty cycle that worked: whether a hosted agent may have left work that rings
+        no one (see module), or an addition or removal came in since the cycle began (it rang
+        too). From the host's thread."""
+        if self._changed:
+            return True
+        for hosted in self._agents:
+            left_work = hosted.left_work
+            if left_work is None or left_work():
+                return True
+        return False
 
     def on_start(self) -> None:
         """Nothing: each agent starts when the running thread takes it."""

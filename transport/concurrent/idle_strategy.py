@@ -231,6 +231,15 @@ class BackoffIdleStrategy:
     about to come that nothing would end a park for. The backoff's own walk goes on beneath
     (its period and ``parked_ns``), so a park after the owner stops saying so is the backoff's.
 
+    ``settled_after_work`` (not Agrona's; None by default), when set, is asked after each cycle
+    that did work whether that cycle settled: it left nothing that would not end a park (all of
+    its sources end one when their work comes: a waiter's sockets and wakes, which stay
+    readable or pending until a park returns for them), and ``settled`` would say so too. Then
+    the strategy parks the settled park at once (the reset first), instead of leaving the next
+    cycle, which would find nothing, to run first: a wake or a datagram that came during the
+    cycle ends that park at once, as it would have ended the empty cycle's. ``parks_after_work``
+    counts those parks.
+
     ``idle_for`` (not Agrona's; None by default), when set, is asked once the backoff parks its
     longest (the deep park, else the max park): how long the thread may park at once, until the
     next of its timers is due, because all its other work ends a park when it comes (a waiter
@@ -250,8 +259,10 @@ class BackoffIdleStrategy:
         "min_park_period_ns",
         "park_period_ns",
         "parked_ns",
+        "parks_after_work",
         "parks_until_due",
         "settled",
+        "settled_after_work",
         "settled_parks",
         "spins",
         "state",
@@ -302,6 +313,10 @@ class BackoffIdleStrategy:
         """Asked on every empty cycle: whether the thread owes nothing soon (see class)."""
         self.settled_parks = 0
         """Parks taken at the longest at once because ``settled`` said so."""
+        self.settled_after_work: Callable[[], bool] | None = None
+        """Asked after every cycle that worked: whether it settled (see class)."""
+        self.parks_after_work = 0
+        """Settled parks taken right after a cycle that worked (see class)."""
         self.idle_for: Callable[[], int] | None = None
         """Asked when the backoff parks its longest: how long (ns) the thread may park at once,
         until its next due time (0: not now; see class)."""
@@ -315,11 +330,16 @@ class BackoffIdleStrategy:
         self._park = park
 
     def idle(self, work_count: int = 0) -> None:
-        """Work resets; an empty cycle takes the next step: a spin, a yield or a park, or the
-        longest park at once while ``settled`` says so (see class)."""
+        """Work resets (and parks the settled park at once when ``settled_after_work`` says so);
+        an empty cycle takes the next step: a spin, a yield or a park, or the longest park at
+        once while ``settled`` says so (see class)."""
         if work_count > 0:
             if self.state != self.NOT_IDLE:
                 self.reset()
+            after_work = self.settled_after_work
+            if after_work is not None and after_work():
+                self.parks_after_work += 1
+                self._park_settled()
             return
         settled = self.settled
         if settled is not None and settled():

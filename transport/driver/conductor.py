@@ -25,6 +25,10 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
    the doorbells of clients in this process whose conductors sleep until rung (a broker's own
    client learns of a new client's image at once, not at the end of a long park).
 
+:meth:`DriverConductor.left_work` says whether a cycle that worked left work that ends no park
+of the driver's thread (``MediaDriver``'s settled cycles): the thread parks right after a cycle
+that left none, rather than running an empty one first.
+
 :meth:`DriverConductor.idle_for_ns` says how long the driver's thread may park when it streams
 nothing (``MediaDriverContext.park_until_due``): until the next timer, which is all it owes then.
 
@@ -63,7 +67,7 @@ from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog
 from aeromq.transport.concurrent.doorbell import Ringable
 from aeromq.transport.driver.aeron_client import AeronClient, CounterLink
 from aeromq.transport.driver.client_proxy import ClientProxy
-from aeromq.transport.driver.command_adapter import ClientCommandAdapter
+from aeromq.transport.driver.command_adapter import COMMAND_DRAIN_LIMIT, ClientCommandAdapter
 from aeromq.transport.driver.command_error import command_error
 from aeromq.transport.driver.context import MediaDriverContext
 from aeromq.transport.driver.duty_cycle_tracker import DutyCycleStallTracker
@@ -192,6 +196,7 @@ class DriverConductor:
         """Rung after each cycle that transmitted to the clients (see module); append only
         before the agent starts, or from its own thread."""
         self._notices_rung = 0
+        self._left_work = False
 
     # ----------------------------------------------------------------------------------------
     # Agent
@@ -215,7 +220,7 @@ class DriverConductor:
         self._now_ns = now_ns
         self._duty_cycle.measure_and_update(now_ns)
 
-        work_count = self._adapter.receive()
+        commands = self._adapter.receive()
         now_ms = self._epoch_clock.time_ms()
         if now_ms != self._heartbeat_ms:
             self._heartbeat_ms = now_ms
@@ -223,8 +228,10 @@ class DriverConductor:
         if now_ns >= self._timer_deadline_ns:
             self._timer_deadline_ns = now_ns + self._context.timer_interval_ns
             self._on_timer(now_ns, now_ms)
-        work_count += self.ipc.update_publisher_limits()
-        work_count += self.udp.do_work(now_ns)
+        limits_moved = self.ipc.update_publisher_limits()
+        # more commands may wait (their wakes drained), or a publisher held at its old limit
+        self._left_work = commands >= COMMAND_DRAIN_LIMIT or limits_moved > 0
+        work_count = commands + limits_moved + self.udp.do_work(now_ns)
         transmitted = self.client_proxy.transmitted
         if transmitted != self._notices_rung:
             self._notices_rung = transmitted
@@ -233,6 +240,15 @@ class DriverConductor:
         if self._termination_requested:
             raise AgentTerminationError("media driver terminated by TERMINATE_DRIVER")
         return work_count
+
+    def left_work(self) -> bool:
+        """Whether the last duty cycle left work that ends no park (see module): commands past
+        the cycle's ``COMMAND_DRAIN_LIMIT`` (the wakes their clients sent may be drained), a
+        publication's limit moved (its publisher may be held at the old one, and it learns of
+        more space only from this thread as its subscribers read on), an image request the
+        receiver queued after this agent's turn, a log still being made. Caller: the thread
+        that runs the conductor with the network agents (``SHARED``), after a cycle that worked."""
+        return self._left_work or self.udp.left_work()
 
     def idle_for_ns(self) -> int:
         """How long the driver's thread may park now (see module): until the next timer while

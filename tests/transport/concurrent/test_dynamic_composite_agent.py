@@ -194,3 +194,30 @@ def test_should_bound_the_followed_agents_extra_cycles() -> None:
 
     followed.do_work()
     assert len(sender.events) == 1 + DRAIN_CYCLES
+
+
+class _Leaving(_Recorder):
+    """A recorder that says whether its last cycle left work (``left_work``)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.left = False
+
+    def left_work(self) -> bool:
+        return self.left
+
+
+def test_should_say_a_cycle_left_work_unless_every_hosted_agent_says_it_left_none() -> None:
+    host = DynamicCompositeAgent("hosted", lambda: None)
+    assert not host.left_work()  # nothing hosted
+    leaving = _Leaving("a")
+    host.add(leaving, lambda error: None)
+    assert host.left_work()  # an addition the thread has yet to take
+    host.do_work()
+    assert not host.left_work()
+    leaving.left = True
+    assert host.left_work()
+    leaving.left = False
+    host.add(_Recorder("b"), lambda error: None)
+    host.do_work()
+    assert host.left_work()  # an agent that cannot say: it may have left any

@@ -299,3 +299,36 @@ def test_should_park_until_due_at_once_while_settled(monkeypatch: pytest.MonkeyP
     due[0] = 0  # a stream or a timer due now: the longest park, as without it
     strategy.idle(0)
     assert calls.log == ["park 500000", "park 32000"]
+
+
+def test_should_park_right_after_work_only_when_the_cycle_settled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cycle that worked and settled (``settled_after_work``) parks the settled park at once,
+    the same park an empty cycle after it would have taken; one that did not resets only."""
+    calls = Calls(monkeypatch)
+    settled = [False]
+    strategy = BackoffIdleStrategy(0, 0, 1_000, 8_000, 32_000, 10_000)
+    strategy.settled = lambda: True
+    strategy.settled_after_work = lambda: settled[0]
+    strategy.idle(1)  # left work (or owes some): no park, the next cycle runs at once
+    assert (calls.log, strategy.state, strategy.parks_after_work) == (
+        [],
+        BackoffIdleStrategy.NOT_IDLE,
+        0,
+    )
+    settled[0] = True
+    strategy.idle(1)
+    assert calls.log == ["park 32000"]
+    assert (strategy.state, strategy.parks_after_work) == (BackoffIdleStrategy.PARKING, 1)
+    assert strategy.park_period_ns == 2_000  # reset by the work, then the walk's first step
+    strategy.idle(0)  # the park returned with nothing: settled, the same park again
+    strategy.idle(1)  # work again: reset, then parked at once
+    assert calls.log[1:] == ["park 32000", "park 32000"]
+    assert (strategy.parks_after_work, strategy.park_period_ns) == (2, 2_000)
+    strategy.idle_for = lambda: 500_000  # streaming nothing: until the next timer, as after
+    strategy.idle(1)  # an empty cycle
+    assert calls.log[3:] == ["park 500000"]
+    plain = BackoffIdleStrategy(0, 0, 1_000, 8_000)
+    plain.idle(1)  # no settled_after_work: Agrona's reset
+    assert calls.log[4:] == []

@@ -29,6 +29,10 @@ class FakePublication:
         self.bytes_per_send = bytes_per_send
         self.endpoint = FakeSendEndpoint()
         self.released = False
+        self.unsent = False
+
+    def has_unsent(self) -> bool:
+        return self.unsent
 
     def send(self, now_ns: int) -> int:
         self._sends.append(self.name)
@@ -281,3 +285,32 @@ def test_should_queue_image_requests_for_the_conductor() -> None:
     request = requests[0]
     assert (request.session_id, request.stream_id, request.term_length) == (1, 2, 65536)
     assert (request.control_address, request.source_address) == (("a", 1), ("b", 2))
+
+
+def test_should_say_when_a_sender_cycle_left_work_that_ends_no_park() -> None:
+    """The sender's ``left_work``: commands past its drain limit, a publication that may send
+    now; the receiver's: commands past its limit."""
+    clock = SettableClock()
+    _, system = system_counters()
+    sender = _sender(clock, system)
+    proxy = SenderProxy(sender)
+    publications = [FakePublication(name, [], 0) for name in "ab"]
+    for publication in publications:
+        proxy.add_publication(publication)
+    for _ in range(10):
+        proxy.add_endpoint(FakeSendEndpoint())
+    sender.do_work()  # ten of twelve commands
+    assert sender.left_work()
+    sender.do_work()
+    assert sender.publications == publications
+    assert not sender.left_work()
+    publications[1].unsent = True
+    assert sender.left_work()
+    receiver = _receiver(clock, system)
+    receiver_proxy = ReceiverProxy(receiver)
+    for _ in range(11):
+        receiver_proxy.add_endpoint(FakeReceiveEndpoint(-1))
+    receiver.do_work()
+    assert receiver.left_work()
+    receiver.do_work()
+    assert not receiver.left_work()

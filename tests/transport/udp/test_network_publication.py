@@ -366,3 +366,31 @@ def test_should_take_a_status_message_that_frees_space_no_frame_waits_for_as_a_k
     assert publication.on_status_message(9, term_id, 2048, 4096, False, 400 * MS)
     rig.write(2)
     assert not publication.on_status_message(9, term_id, 3072, 4096, False, 500 * MS)
+
+
+def test_should_say_it_has_unsent_frames_while_it_may_send_one_now(rig: Rig) -> None:
+    """``has_unsent`` (the sender's ``left_work``): a complete frame at snd-pos within the
+    sender limit, whatever stopped the last send (its datagrams a cycle, a short send, a status
+    message that opened the window after it); not frames beyond the window."""
+    publication = rig.publication
+    assert not publication.has_unsent()  # nothing written
+    rig.write(40)
+    assert not publication.has_unsent()  # written, but no window yet
+    rig.status_message(0, TERM // 2, 0)  # the window opens after the sender's turn
+    assert publication.has_unsent()
+    publication.send(1)  # two datagrams of 14 frames: 12 left
+    assert publication.has_unsent()
+    rig.endpoint.result = 0  # a short send: the frame stays at snd-pos
+    publication.send(2)
+    assert publication.has_unsent()
+    rig.endpoint.result = None
+    publication.send(3)
+    assert not publication.has_unsent()  # all sent
+    rig.write(320)  # past the window the status message gave (half a term)
+    for now_ns in range(4, 200):
+        if not publication.has_unsent():
+            break
+        publication.send(now_ns)
+    assert publication.sender_position() == TERM // 2 // 96 * 96  # the window's last frame
+    assert publication.producer_position() > publication.sender_position()  # the rest waits
+    assert not publication.has_unsent()  # for a status message: a datagram, which ends a park

@@ -7,7 +7,8 @@
   (``udp_channel.py``), the settings (``udp_settings.py``) and the counters
   (``network_counters.py``);
 - the agents, reached only through ``network_proxies.py``: ``sender.py`` with
-  ``network_publication.py``, ``flow_control.py`` and ``retransmit_handler.py``; ``receiver.py``
+  ``network_publication.py`` (its SETUP, heartbeat and RTTM frames in ``publication_frames.py``),
+  ``flow_control.py`` and ``retransmit_handler.py``; ``receiver.py``
   with ``publication_image.py`` and ``loss_detector.py``;
 - the sockets: ``udp_channel_transport.py``, ``send_channel_endpoint.py``,
   ``receive_channel_endpoint.py`` and ``data_packet_dispatcher.py``.

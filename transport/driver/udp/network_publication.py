@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
+from aeromq.transport.concurrent import AtomicCounter, Position
 from aeromq.transport.driver.log_factory import delete_log
 from aeromq.transport.driver.log_unblocker import is_possibly_blocked, unblock_log
 from aeromq.transport.driver.term_cleaner import clean_term
 from aeromq.transport.driver.udp.flow_control import FlowControl, UnicastFlowControl
+from aeromq.transport.driver.udp.publication_frames import PublicationFrames
 from aeromq.transport.driver.udp.retransmit_handler import RetransmitHandler
 from aeromq.transport.driver.udp.send_channel_endpoint import SendChannelEndpoint
 from aeromq.transport.logbuffer.frame_descriptor import compute_max_message_length
@@ -49,14 +50,8 @@ from aeromq.transport.logbuffer.log_buffer_descriptor import (
 from aeromq.transport.logbuffer.log_buffers import LogBuffers
 from aeromq.transport.logbuffer.term_scanner import scan_for_availability
 from aeromq.transport.protocol import (
-    BEGIN_AND_END_FLAGS,
-    BEGIN_END_AND_EOS_FLAGS,
     DATA_HEADER_LENGTH,
-    FLAGS_FIELD_OFFSET,
     SETUP_HEADER_LENGTH,
-    DataHeaderFlyweight,
-    RttmFlyweight,
-    SetupFlyweight,
 )
 
 __all__ = [
@@ -192,27 +187,14 @@ class NetworkPublication:
         self.last_snd_pos = start
         self.time_of_last_activity_ns = now_ns
 
-        self._setup_buffer = AtomicBuffer.allocate(SETUP_HEADER_LENGTH)
-        self._setup_view = memoryview(self._setup_buffer)
-        self._setup = SetupFlyweight(self._setup_buffer)
-        self._setup.put_setup(
+        self._frames = PublicationFrames(
             session_id=session_id,
             stream_id=stream_id,
             initial_term_id=initial_term_id,
-            active_term_id=initial_term_id,
-            term_offset=0,
             term_length=self.term_length,
-            mtu=mtu_length,
-            ttl=multicast_ttl,
+            mtu_length=mtu_length,
+            multicast_ttl=multicast_ttl,
         )
-        self._heartbeat_buffer = AtomicBuffer.allocate(DATA_HEADER_LENGTH)
-        self._heartbeat_view = memoryview(self._heartbeat_buffer)
-        self._heartbeat = DataHeaderFlyweight(self._heartbeat_buffer)
-        self._heartbeat.put_heartbeat(
-            session_id=session_id, stream_id=stream_id, term_id=initial_term_id, term_offset=0
-        )
-        self._rttm_buffer = AtomicBuffer.allocate(64)
-        self._rttm = RttmFlyweight(self._rttm_buffer)
 
     # ----------------------------------------------------------------------------------------
     # Positions
@@ -248,6 +230,17 @@ class NetworkPublication:
         resend a NAK asked for (or its linger). Its own data comes with a wake (an in-process
         publisher's) or not at all soon; SETUPs and heartbeats run on timers of 100 ms."""
         return self.retransmit_handler.active_count > 0
+
+    def has_unsent(self) -> bool:
+        """Whether :meth:`send` would send a frame now: one waits at snd-pos and fits the
+        window (the sender's ``left_work``). Sender thread."""
+        snd_pos = self._snd_pos
+        window = self._snd_lmt - snd_pos
+        term = self._term_buffers[(snd_pos >> self.position_bits_to_shift) % PARTITION_COUNT]
+        offset = snd_pos & self.term_length_mask
+        if window <= 0 or term.get_int32_volatile(offset) <= 0:
+            return False
+        return scan_for_availability(term, offset, min(window, self.mtu_length))[0] > 0
 
     def send(self, now_ns: int) -> int:
         """One duty cycle: SETUP if due, data, else a heartbeat; retransmit timers. Bytes sent.
@@ -320,10 +313,7 @@ class NetworkPublication:
     def _setup_message_check(self, now_ns: int, snd_pos: int, term_offset: int) -> None:
         if now_ns <= self.time_of_last_setup_ns + SETUP_TIMEOUT_NS:
             return
-        setup = self._setup
-        setup.active_term_id = self._term_id_of(snd_pos)
-        setup.term_offset = term_offset
-        sent = self._send(self._setup_view)
+        sent = self._send(self._frames.setup(self._term_id_of(snd_pos), term_offset))
         if 0 <= sent < SETUP_HEADER_LENGTH:
             self._short_sends.increment()
         self.time_of_last_setup_ns = now_ns
@@ -338,13 +328,7 @@ class NetworkPublication:
         ):
             return
         self._eos_sent = eos
-        heartbeat = self._heartbeat
-        heartbeat.term_id = self._term_id_of(snd_pos)
-        heartbeat.term_offset = term_offset
-        self._heartbeat_buffer.put_int8(
-            FLAGS_FIELD_OFFSET, BEGIN_END_AND_EOS_FLAGS if eos else BEGIN_AND_END_FLAGS
-        )
-        sent = self._send(self._heartbeat_view)
+        sent = self._send(self._frames.heartbeat(self._term_id_of(snd_pos), term_offset, eos))
         if 0 <= sent < DATA_HEADER_LENGTH:
             self._short_sends.increment()
         self._heartbeats_sent.increment_ordered()
@@ -446,14 +430,7 @@ class NetworkPublication:
         """Answer a receiver's round-trip measurement request."""
         if not is_reply_requested:
             return
-        length = self._rttm.put_rttm(
-            session_id=self.session_id,
-            stream_id=self.stream_id,
-            echo_timestamp_ns=echo_timestamp_ns,
-            reception_delta_ns=0,
-            receiver_id=receiver_id,
-        )
-        self._send(memoryview(self._rttm_buffer)[:length])
+        self._send(self._frames.rttm_reply(echo_timestamp_ns, receiver_id))
 
     def has_required_receivers(self) -> bool:
         """Whether a receiver has reported and flow control has the receivers it needs."""
@@ -577,8 +554,9 @@ class NetworkPublication:
 
     def unmap(self) -> None:
         """Release the views of the log and unmap it (idempotent); the file stays."""
-        for view in (*self._term_views, self._setup_view, self._heartbeat_view):
+        for view in self._term_views:
             view.release()
+        self._frames.release()
         self.log.close()
 
     def close(self) -> bool:

@@ -144,10 +144,19 @@ class Receiver:
             image.status_after_reads(now_ns)
         return 0
 
+    def left_work(self) -> bool:
+        """Whether the last duty cycle left work that ends no park: commands past its drain
+        limit (datagrams it left unread keep their socket readable, which ends the park).
+        Caller: the thread that runs it, after a cycle that worked (``MediaDriver``)."""
+        return bool(self.commands)
+
     def owes_soon(self) -> bool:
         """Whether an image is owed a status message or a NAK soon: a park should not wait
         past it (see :attr:`~transport.driver.MediaDriverContext.park_when_settled`)."""
-        return any(image.owes_soon() for image in self.images)
+        for image in self.images:  # noqa: SIM110  (any(): a generator's calls, after each cycle)
+            if image.owes_soon():
+                return True
+        return False
 
     # Commands (run on the receiver thread) ----------------------------------------------------
 

@@ -103,10 +103,27 @@ class Sender:
             self._control_poll_deadline_ns = now_ns + self._status_message_read_timeout_ns
         return work_count + bytes_sent
 
+    def left_work(self) -> bool:
+        """Whether the last duty cycle left work that ends no park: commands past its drain
+        limit, or a publication with a frame it may send now (it sent its
+        ``max_messages_per_send`` datagrams, reached the term's end, sent short, or a status
+        message opened its window after its turn). Control frames it left unread keep their
+        socket readable, which ends the park. Caller: the thread that runs it, after a cycle
+        that worked (``MediaDriver``)."""
+        if self.commands:
+            return True
+        for publication in self.publications:  # noqa: SIM110  (any(): a generator's calls)
+            if publication.has_unsent():
+                return True
+        return False
+
     def owes_soon(self) -> bool:
         """Whether a publication is owed a resend soon: a park should not wait past it (see
         :attr:`~transport.driver.MediaDriverContext.park_when_settled`)."""
-        return any(publication.owes_soon() for publication in self.publications)
+        for publication in self.publications:  # noqa: SIM110  (any(): a generator's calls)
+            if publication.owes_soon():
+                return True
+        return False
 
     def _do_send(self, now_ns: int) -> int:
         publications = self.publications

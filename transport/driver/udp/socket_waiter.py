@@ -60,7 +60,10 @@ socket. With :attr:`SocketWaiter.look_after_work` (the one thread of a driver's 
 receiver, ``SHARED`` and ``SHARED_NETWORK``: its cycles after work are most of its cycles) the idle
 polls the sockets without waiting instead (one ``poll`` call) and sets :attr:`SocketWaiter.ready`
 to the readable ones (:attr:`SocketWaiter.quiet` when there are none), so that cycle reads
-only those, as after a park.
+only those, as after a park. A cycle that worked may be followed by a park after all (a
+strategy that parks once its owner says the cycle settled,
+``BackoffIdleStrategy.settled_after_work``): then the park sets :attr:`SocketWaiter.ready`,
+and no look is taken.
 """
 
 from __future__ import annotations
@@ -248,11 +251,10 @@ class _ClearingIdleStrategy:
 
     def idle(self, work_count: int = 0) -> None:
         waiter = self._waiter
-        if work_count > 0 and waiter.look_after_work:
-            waiter.look()  # no park: the next cycle runs at once
-        else:
-            waiter.ready = None
+        waiter.ready = None
         self._parking.idle(work_count)
+        if work_count > 0 and waiter.ready is None and waiter.look_after_work:
+            waiter.look()  # it did not park (a park sets ready): the next cycle runs at once
 
     def reset(self) -> None:
         self._parking.reset()

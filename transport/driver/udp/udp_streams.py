@@ -147,6 +147,11 @@ class UdpStreams:
         self.publications.update_publisher_limits()
         return work_count
 
+    def left_work(self) -> bool:
+        """Whether an image request waits for the conductor's next cycle, or a log is being
+        made for one (nothing ends the driver's park for either). Conductor thread."""
+        return self.subscriptions.left_work()
+
     def update_publisher_limits(self) -> int:
         """Move every network publication's pub-lmt; returns how many moved."""
         return self.publications.update_publisher_limits()

@@ -275,6 +275,12 @@ class UdpSubscriptions:
                 work_count += 1
         return work_count
 
+    def left_work(self) -> bool:
+        """Whether :meth:`do_work` has work now: image requests queued (the receiver queues
+        them after the conductor's turn in a shared cycle), logs in the making. Conductor
+        thread."""
+        return bool(self.conductor_proxy.queue) or self._allocator.in_flight > 0
+
     def _on_create_image(self, request: ImageRequest) -> None:
         """A SETUP the receiver wants turned into an image: admitted (``image_admission.py``),
         checked for room, its log made (here, or by the allocator for a large one allocated
