@@ -189,6 +189,8 @@ class ReplicationAgent:
         """On the driver's thread: when a cycle runs though nothing rang (the clock's duties)."""
         self._must_poll = True
         """On the driver's thread: the last cycle left work that rings no one (see module)."""
+        self._left = False
+        """On the driver's thread: the last working cycle left work that rings no one."""
         self._flusher: LogFlusher | None = None
         self._reaper = PublicationReaper()
         """Closes the publications a role let go of before the driver answered."""
@@ -294,6 +296,11 @@ class ReplicationAgent:
             return work
         return self._do_work(now_ns)
 
+    def left_work(self) -> bool:
+        """After a cycle on the driver's thread that worked: whether it left work that rings no
+        one (frames past the fragment limit, the HW an fsync may move, back pressure)."""
+        return self._left or bool(self._reaper.pending) or not self.rung_only()
+
     def after_send_due(self) -> bool:
         """Whether :meth:`after_send` will fsync (or ask for it) in this cycle: the driver's
         thread has its sender send all it can first (``DynamicCompositeAgent``), so the
@@ -313,6 +320,7 @@ class ReplicationAgent:
         if not replicator.flush_after_send():
             return 0
         self._must_poll = True  # the next cycle moves the HW by this fsync
+        self._left = self._left or replicator.flush_may_commit()  # the followers' ACKs came first
         return 1
 
     def _do_work(self, now_ns: int) -> int:
@@ -324,8 +332,10 @@ class ReplicationAgent:
                 break
             self._on_snapshot(snapshot, now_ns)
             work += 1
-        work += self._from_leader.poll(self._assembler, _FRAGMENT_LIMIT)
-        work += self._from_followers.poll(self._on_follower_frame, _FRAGMENT_LIMIT)
+        taken = self._from_leader.poll(self._assembler, _FRAGMENT_LIMIT)
+        answers = self._from_followers.poll(self._on_follower_frame, _FRAGMENT_LIMIT)
+        self._left = taken >= _FRAGMENT_LIMIT or answers >= _FRAGMENT_LIMIT
+        work += taken + answers
         if self._reaper.pending:
             work += self._reaper.do_work()
         replicator = self.replicator
