@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from aeromq.broker._embedded_driver import DRIVER_THREADING_MODES
 from aeromq.broker._errors import BrokerConfigError
-from aeromq.common._gc_tuning import parse_gc_threshold
+from aeromq.common import parse_gc_threshold
 from aeromq.transport import ConfigurationError
 from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
 

@@ -53,9 +53,10 @@ from aeromq.broker._config_rules import validate
 from aeromq.broker._config_sources import known_keys, read_sources
 from aeromq.broker._errors import BrokerConfigError, ConfigError
 from aeromq.broker.store import FlushMode, StoreConfig
-from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
-from aeromq.common._gc_tuning import (
+from aeromq.common import (
     DEFAULT_GC_THRESHOLD,
+    DEFAULT_INGRESS_STREAM_ID,
+    DEFAULT_MAX_MESSAGE_SIZE,
     GcThreshold,
     format_gc_threshold,
     parse_gc_threshold,

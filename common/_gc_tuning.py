@@ -1,17 +1,17 @@
 """Python's cyclic garbage collector set for a long-running messaging process: what start-up
 left frozen out of every collection, and thresholds that keep young collections rare.
 
-CPython walks every object it tracks in a full collection, and a process of aeromq has tens of
-thousands of them once its ~800 modules are imported (the broker about 100,000: each full
-collection took it 20-75 ms on a 2-core VM, and a young collection comes every few hundred
-container allocations, on whatever thread allocates: the broker's session agent, mid-message).
-:func:`tune_gc` does what Instagram did for its servers: it collects once (so no garbage of the
-start-up is kept forever), then ``gc.freeze()``\\ s every object left into the permanent
-generation, which no collection walks again (they are still freed by reference counting), and
-sets the collector's thresholds (``gc.set_threshold``) so that young collections come every
-:data:`DEFAULT_GC_THRESHOLD`\\ [0] net allocations of containers rather than every 700.
-Garbage cycles are still collected: later and in larger batches, and a full collection walks
-only what was made after the freeze.
+CPython walks every object it tracks in a full collection, and a process of aeromq holds about
+55,000 once its ~800 modules are imported and it has started (a full collection of the broker
+took 50-230 ms on a 2-core VM, with what it kept alive meanwhile), and a young collection comes
+every 700 net allocations of containers, on whatever thread allocates: in the broker, often the
+session agent mid-message. :func:`tune_gc` does what Instagram did for its servers: it collects
+once (so no garbage of the start-up is kept forever), then moves every object left into the
+permanent generation (``gc.freeze()``), which no collection walks again (they are still freed by
+reference counting), and sets the collector's thresholds (``gc.set_threshold``) so that young
+collections come every ``DEFAULT_GC_THRESHOLD[0]`` net allocations rather than every
+700. Garbage cycles are still collected: later and in larger batches, and a full collection
+walks only what was made after the freeze.
 
 Callers: the broker's command (``aeromq broker``, once its services have started; the broker
 settings ``gc_freeze`` and ``gc_threshold``), and an application, explicitly: a client never
@@ -40,7 +40,8 @@ young collections before a generation-1 one, generation-1 collections before a f
 
 DEFAULT_GC_THRESHOLD: Final[GcThreshold] = (10_000, 20, 100)
 """A young collection every 10,000 net allocations of containers (CPython's default 700): the
-broker allocates about 4 a message, so at 1,000 msgs/s one every 2-3 s rather than 5 a second;
+broker keeps about 4 a message alive for a while, so at 1,000 msgs/s one every 3 s or so
+rather than 5 a second;
 a generation-1 collection every 20 of them, a full one every 100 of those (and, as CPython
 always does, only once the objects waiting for it are a quarter of those that survived the last
 one). Measured in ``bench/results/2026-11-29g/gc.md``."""
