@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import os
 import queue
 import signal
 import time
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Literal, TypedDict, TypeVarTuple, overload
 
+from bench._gc_stats import GC_DIR_ENV, GcWindow, client_gc
 from bench._harness import JsonRecord, Result, note
 from bench._latency_roles import Consumed, LatencyReport, Link, Sent
 from bench._latency_stats import merged, percentiles_us
@@ -122,10 +125,14 @@ def measure(
             reports.wait("ready", 60.0)
         roles.update(start_producer(plan, link))
         t0_ns = reports.wait("started", 90.0)[1]
-        window = CpuWindow({**{role: p.pid or 0 for role, p in roles.items()}, **servers})
+        pids = {**{role: p.pid or 0 for role, p in roles.items()}, **servers}
+        window = CpuWindow(pids)
+        collections = GcWindow(Path(os.environ.get(GC_DIR_ENV, "/nonexistent")), pids)
+        collections.start()
         window.start()
         reports.wait("finished" if start_consumer is None else "done", wait_s)
         window.stop()
+        collections.stop()
         link.finish.set()
         sent = reports.wait("sent", 60.0)[1]
         consumed = None if start_consumer is None else reports.wait("consumed", 60.0)[1]
@@ -136,9 +143,10 @@ def measure(
             if process.is_alive():
                 process.kill()
                 process.join(5)
+    gc_stats = collections.report(sent["sent"])
     if consumed is None:
-        return _send_only_row(name, sent, window)
-    return _row(name, plan, t0_ns, sent, consumed, window)
+        return _send_only_row(name, sent, window, gc_stats)
+    return _row(name, plan, t0_ns, sent, consumed, window, gc_stats)
 
 
 def _row(
@@ -148,6 +156,7 @@ def _row(
     sent: Sent,
     consumed: Consumed,
     window: CpuWindow,
+    gc_stats: dict[str, dict[str, float]],
 ) -> Result:
     """A scheduled run's row; raises when a message sent never came."""
     if consumed["received"] < sent["sent"]:
@@ -169,14 +178,30 @@ def _row(
         "received_msgs_per_s": round(consumed["received"] / receive_s) if receive_s > 0 else 0,
         **_send_figures(sent),
         **_cpu_figures(window, sent["sent"]),
+        **_gc_figures(gc_stats),
     }
     return _result(name, sent, latency, extra)
 
 
-def _send_only_row(name: str, sent: Sent, window: CpuWindow) -> Result:
+def _send_only_row(
+    name: str, sent: Sent, window: CpuWindow, gc_stats: dict[str, dict[str, float]]
+) -> Result:
     """A send-only run's row: the p-columns are the send call's duration."""
-    extra = {"sent": sent["sent"], **_send_figures(sent), **_cpu_figures(window, sent["sent"])}
+    extra = {
+        "sent": sent["sent"],
+        **_send_figures(sent),
+        **_cpu_figures(window, sent["sent"]),
+        **_gc_figures(gc_stats),
+    }
     return _result(name, sent, percentiles_us(merged([sent["send"]])), extra)
+
+
+def _gc_figures(gc_stats: dict[str, dict[str, float]]) -> JsonRecord:
+    """The row's garbage collector figures: ``gc``, what the clients' collector ran with
+    (``default``: untouched, as a user's process on defaults; ``tuned``: the suite was asked for
+    :func:`aeromq.common.tune_gc` in its workers, :data:`bench._gc_stats.CLIENT_GC_ENV`), and ``gc_stats``, each
+    Python process's collections over the run (:class:`bench._gc_stats.GcWindow`)."""
+    return {"gc": client_gc(), "gc_stats": gc_stats}
 
 
 def _result(name: str, sent: Sent, percentiles: dict[str, float], extra: JsonRecord) -> Result:
@@ -244,8 +269,13 @@ def _say(row: Result) -> None:
     tail = ""
     if extra.get("max_us") is not None:
         tail = f" p90 {_us(extra['p90_us'])}, max {_us(extra['max_us'])},"
+    collections = "; ".join(
+        f"{role} {g['gen0']:.0f}/{g['gen1']:.0f}/{g['gen2']:.0f} (longest "
+        f"{max(g['gen0_max_ms'], g['gen1_max_ms'], g['gen2_max_ms']):.2f} ms)"
+        for role, g in extra["gc_stats"].items()
+    )
     note(
         f"{row.name}:{behind}{tail} send() p50 {_us(extra['send_p50_us'])} p99 "
         f"{_us(extra['send_p99_us'])}, sends started late by p99 {_us(extra['lag_p99_us'])}; "
-        f"CPU {cpu}"
+        f"CPU {cpu}; collections of generations 0/1/2 (gc {extra['gc']}): {collections or '-'}"
     )

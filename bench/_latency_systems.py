@@ -5,7 +5,9 @@ them. Each is the target of a spawned process (:mod:`bench._latency_roles` runs 
 - aeromq: ``Producer.send(Message(topic, body))`` (acknowledged) and a
   ``DefaultLitePullConsumer`` on its defaults (subscribe, ``poll()``); ``transport`` is
   ``"auto"`` (IPC through the broker's media driver, on one host) or ``"udp"`` (each client's
-  own embedded media driver, the broker's UDP ingress on 127.0.0.1).
+  own embedded media driver, the broker's UDP ingress on 127.0.0.1). Their processes' garbage
+  collector is Python's default unless ``AEROMQ_BENCH_CLIENT_GC=tuned`` asks for
+  ``aeromq.common.tune_gc()`` once the client has started (each row's ``gc``).
 - Redis Streams (redis-py): ``XADD`` one at a time; the consumer, of a group, ``XREADGROUP
   COUNT 100 BLOCK 1000`` then ``XACK`` of what it read.
 - NATS JetStream (nats-py): ``await js.publish(...)`` one at a time (it waits for the
@@ -25,6 +27,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from bench._gc_stats import client_gc
 from bench._latency_roles import Link, consume, consume_async, produce, produce_async
 from bench._nats import connect, fetch_next
 from bench._schedule import Plan
@@ -56,6 +59,7 @@ def aeromq_producer(grpc: str, topic: str, transport: str, plan: Plan, link: Lin
     from aeromq.producer import Producer, ProducerConfig
 
     with Producer("latency-producer", grpc, config=ProducerConfig(transport=transport)) as producer:
+        _tune_gc_if_asked()
         produce(plan, link, producer.send, lambda body: Message(topic, body))
 
 
@@ -69,6 +73,7 @@ def aeromq_consumer(grpc: str, topic: str, transport: str, plan: Plan, link: Lin
     lite = consumer.DefaultLitePullConsumer(config=config)
     lite.subscribe(topic, "*")
     lite.start()
+    _tune_gc_if_asked()
     poll = lite.poll
     clock = time.monotonic_ns
 
@@ -81,6 +86,16 @@ def aeromq_consumer(grpc: str, topic: str, transport: str, plan: Plan, link: Lin
         consume(plan, link, fetch)
     finally:
         lite.shutdown()
+
+
+def _tune_gc_if_asked() -> None:
+    """``aeromq.common.tune_gc()`` once the client has started, when the run asks for it
+    (``AEROMQ_BENCH_CLIENT_GC=tuned``: its rows say ``"gc": "tuned"``); else the collector
+    stays as a user's process has it."""
+    if client_gc() == "tuned":
+        from aeromq.common import tune_gc
+
+        tune_gc()
 
 
 def redis_producer(port: int, stream: str, plan: Plan, link: Link) -> None:

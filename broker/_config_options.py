@@ -95,6 +95,11 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "driver_threading_mode": "threads of the embedded media driver: SHARED (its conductor, "
     "sender and receiver on one thread), SHARED_NETWORK (sender and receiver on one) or "
     "DEDICATED (one each); AERON_THREADING_MODE does not apply to it",
+    "gc_freeze": "once started, collect Python's garbage once and freeze what is left "
+    "(gc.freeze: the start-up's objects are never walked again by a collection)",
+    "gc_threshold": "Python's collector thresholds, gc.set_threshold's three numbers "
+    "YOUNG,GEN1,GEN2 (YOUNG net container allocations before a young collection; 700,10,10 is "
+    "CPython's own), set once the broker has started",
     "file_mode": "permission bits (octal) of store and shared-memory files; directories get "
     "x beside each r",
     "min_free_disk_bytes": "sends are refused (DISK_FULL, retriable) below this much free disk",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from aeromq.broker._embedded_driver import DRIVER_THREADING_MODES
 from aeromq.broker._errors import BrokerConfigError
+from aeromq.common import parse_gc_threshold
 from aeromq.transport import ConfigurationError
 from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
 
@@ -98,6 +99,10 @@ def validate(config: BrokerConfig) -> None:
             config.driver_threading_mode,
             "one of " + ", ".join(DRIVER_THREADING_MODES),
         )
+    try:
+        parse_gc_threshold(config.gc_threshold)
+    except ValueError as exc:
+        _fail("gc_threshold", config.gc_threshold, f"YOUNG[,GEN1[,GEN2]], each above 0 ({exc})")
     _in_range("file_mode", config.file_mode, 0o600, 0o777)
     _in_range("min_free_disk_bytes", config.min_free_disk_bytes, 0, 1 << 60)
     if config.max_disk_used_percent is not None:

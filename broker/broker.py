@@ -56,7 +56,7 @@ from aeromq.broker.session import (
 from aeromq.broker.store import MessageStore, RecoveryReport
 from aeromq.broker.timer import TimerService
 from aeromq.broker.transaction import TRANSACTION_SERVICE, TransactionService, TransactionServicer
-from aeromq.common import ResponseCode
+from aeromq.common import GcTuning, ResponseCode, tune_gc
 from aeromq.proto import common_pb2
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
@@ -139,6 +139,22 @@ class Broker:
             self._running = True
         name_os_threads()  # the services' threads, in top -H and /proc (docs/latency.md)
         return self
+
+    def tune_gc(self) -> GcTuning:
+        """Set this process's garbage collector as the config says, once started: what the
+        start-up left collected once and frozen (``gc_freeze``), the thresholds
+        ``gc_threshold`` (``aeromq.common.tune_gc``). ``aeromq broker`` calls it; a broker
+        embedded in an application's process leaves the collector alone unless the application
+        calls it. Affects: the whole process's collector."""
+        config = self.config
+        tuning = tune_gc(config.gc_threshold_numbers, freeze=config.gc_freeze)
+        _log.info(
+            "garbage collector: %d start-up objects frozen, thresholds %s (were %s)",
+            tuning.frozen,
+            ",".join(map(str, tuning.threshold)),
+            ",".join(map(str, tuning.previous_threshold)),
+        )
+        return tuning
 
     def _start(self) -> None:
         if self.config.grpc_port == 0:  # bind a known port: it is also the store host's port

@@ -53,7 +53,14 @@ from aeromq.broker._config_rules import validate
 from aeromq.broker._config_sources import known_keys, read_sources
 from aeromq.broker._errors import BrokerConfigError, ConfigError
 from aeromq.broker.store import FlushMode, StoreConfig
-from aeromq.common import DEFAULT_INGRESS_STREAM_ID, DEFAULT_MAX_MESSAGE_SIZE
+from aeromq.common import (
+    DEFAULT_GC_THRESHOLD,
+    DEFAULT_INGRESS_STREAM_ID,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    GcThreshold,
+    format_gc_threshold,
+    parse_gc_threshold,
+)
 from aeromq.transport.util import format_duration_ms, format_size, parse_duration_ms
 
 __all__ = [
@@ -154,6 +161,8 @@ class BrokerConfig:
     acl_file: Path | None = None
     session_idle_strategy: str = DEFAULT_SESSION_IDLE_STRATEGY
     driver_threading_mode: str = DEFAULT_DRIVER_THREADING_MODE
+    gc_freeze: bool = True
+    gc_threshold: str = format_gc_threshold(DEFAULT_GC_THRESHOLD)
     file_mode: int = 0o600
     min_free_disk_bytes: int = 64 * _MIB
     max_disk_used_percent: int | None = None
@@ -216,6 +225,11 @@ class BrokerConfig:
         if self.etcd_endpoints is None:
             return ()
         return tuple(e.strip() for e in self.etcd_endpoints.split(",") if e.strip())
+
+    @property
+    def gc_threshold_numbers(self) -> GcThreshold:
+        """``gc_threshold`` as ``gc.set_threshold``'s three numbers (``aeromq.common.tune_gc``)."""
+        return parse_gc_threshold(self.gc_threshold)
 
     @property
     def max_record_bytes(self) -> int:

@@ -34,6 +34,9 @@ I/O here.
   ``%DLQ%``), the properties of a sent-back message and RocketMQ's back-off schedule.
 - ``_queue_holders``: :class:`QueueHolders`, which member of a group holds each queue (the
   broker's half of a rebalance hand-over: acquire before the first pull, release on commit).
+- ``_gc_tuning``: :func:`tune_gc`, Python's garbage collector set for a long-running process
+  (start-up frozen, young collections rare): the broker's ``gc_freeze`` and ``gc_threshold``,
+  and an explicit call for an application's clients.
 - ``_latency``: :class:`LatencyHistogram`, durations in fixed buckets, for the broker's and the
   clients' metrics.
 - ``record_batch``: the record batch, the one binary form of messages from the producer's
@@ -105,6 +108,14 @@ from aeromq.common._errors import (
     RequestTimeoutError,
     TopicNotFoundError,
     error_for_code,
+)
+from aeromq.common._gc_tuning import (
+    DEFAULT_GC_THRESHOLD,
+    GcThreshold,
+    GcTuning,
+    format_gc_threshold,
+    parse_gc_threshold,
+    tune_gc,
 )
 from aeromq.common._java_string import (
     compare_key,
@@ -248,6 +259,7 @@ __all__ = [
     "ANSWER_TOO_LONG",
     "BATCH_MAGIC",
     "CORRELATION_ID_FIELD",
+    "DEFAULT_GC_THRESHOLD",
     "DEFAULT_INGRESS_STREAM_ID",
     "DEFAULT_LATENCY_BUCKETS_S",
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -321,6 +333,8 @@ __all__ = [
     "CorruptMessageError",
     "DiskFullError",
     "ExpressionType",
+    "GcThreshold",
+    "GcTuning",
     "IllegalArgumentError",
     "IllegalStateError",
     "InvalidExpressionError",
@@ -380,6 +394,7 @@ __all__ = [
     "encode_send_request",
     "encode_unique_message_id",
     "error_for_code",
+    "format_gc_threshold",
     "hash_code",
     "is_marker_group",
     "is_readable",
@@ -392,6 +407,7 @@ __all__ = [
     "merge_batches",
     "missing_native_modules",
     "pack_host_field",
+    "parse_gc_threshold",
     "parse_tag_expression",
     "patch_batch",
     "raw_section_past_message",
@@ -414,6 +430,7 @@ __all__ = [
     "stored_send_envelope_py",
     "tag_hash_code",
     "tag_problem",
+    "tune_gc",
     "unique_message_id_time_ms",
     "unpack_host_field",
     "with_ipc_mtu",

@@ -12,7 +12,8 @@ the run file ``broker.json`` (:mod:`~broker.run_file`) into its data directory, 
 --broker DATA_DIR`` finds its media driver; at a signal it shuts down gracefully (stop the
 ingress, flush, checkpoint, close the driver), removes ``broker.json`` and prints ``broker
 stopped``. SIGQUIT appends every thread's stack to ``stacks.txt`` in the data directory and
-the broker runs on (a JVM's ``kill -3``).
+the broker runs on (a JVM's ``kill -3``). Once started, the process's garbage collector is set
+by the ``gc_freeze`` and ``gc_threshold`` settings (``Broker.tune_gc``).
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"aeromq broker: cannot start: {exc}", file=sys.stderr)
                 return 1
             stacks = _stacks_on_sigquit(config.data_dir, config.file_mode)
+            broker.tune_gc()  # start-up's objects frozen, young collections rare (gc_freeze)
             report = broker.recovery_report
             if report is not None:
                 print(

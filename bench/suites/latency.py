@@ -49,6 +49,7 @@ from pathlib import Path
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from bench._baselines import baseline_rows
+from bench._gc_stats import GC_DIR_ENV
 from bench._harness import Result, Target, case_rows, figure, note, ratio_of, started
 from bench._latency_cold import cold_row
 from bench._latency_roles import Link, relay
@@ -68,7 +69,9 @@ from bench._nats import NatsServer, nats_missing
 from bench._proc_cpu import CpuWindow
 from bench._redis import RedisServer, redis_missing
 from bench._schedule import Plan
+from bench._traced_run import traced_environment
 
+_GC_SITE = Path(__file__).resolve().parents[1] / "_gc_site"
 RATES = (10, 100, 1_000, 5_000, 20_000)
 DURATION_S = {10: 30.0, 100: 20.0, 1_000: 15.0, 5_000: 12.0, 20_000: 10.0}
 """How long each rate's schedule runs: enough messages for a steady p99.9, bounded in time."""
@@ -407,18 +410,25 @@ def targets(rows: dict[str, Result], rates: tuple[int, ...]) -> Iterator[Target]
 def run(quick: bool) -> Iterator[Result | Target]:
     settings = Settings.of(quick)
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-latency-"))
+    (root / "gc").mkdir()
     rows: dict[str, Result] = {}
     try:
-        for row in chain(
-            _floor_rows(settings),
-            _aeromq_rows(root, settings),
-            baseline_rows(
-                ("redis-streams", redis_missing(), lambda: _redis_rows(root, settings)),
-                ("nats-jetstream", nats_missing(), lambda: _nats_rows(root, settings)),
-            ),
-        ):
-            rows[row.name] = row
-            yield row
+        with traced_environment(_GC_SITE, {GC_DIR_ENV: str(root / "gc")}):
+            yield from _rows(root, settings, rows)
         yield from targets(rows, settings.rates)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _rows(root: Path, settings: Settings, rows: dict[str, Result]) -> Iterator[Result]:
+    """Every system's rows, each kept in ``rows`` as it comes."""
+    for row in chain(
+        _floor_rows(settings),
+        _aeromq_rows(root, settings),
+        baseline_rows(
+            ("redis-streams", redis_missing(), lambda: _redis_rows(root, settings)),
+            ("nats-jetstream", nats_missing(), lambda: _nats_rows(root, settings)),
+        ),
+    ):
+        rows[row.name] = row
+        yield row

@@ -304,6 +304,8 @@ def test_should_measure_the_floor_and_aeromq_over_ipc_at_one_rate(tmp_path: Path
         assert 0 < row.p50_us <= extra["p90_us"] <= row.p99_us <= row.p999_us <= extra["max_us"]
         assert 0 < extra["send_p50_us"] <= extra["send_p99_us"]
         assert set(extra["cpu"]) == roles
+        assert extra["gc"] == "default"  # the clients' collector as a user's process has it
+        assert extra["gc_stats"] == {}  # no recorder outside the suite's run
         assert all(cpu["us_per_msg"] > 0 for cpu in extra["cpu"].values())
         assert row.msgs_per_s is not None and row.msgs_per_s > 0
     assert multiprocessing.active_children() == []  # every role ended

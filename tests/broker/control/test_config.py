@@ -16,6 +16,7 @@ from aeromq.broker.config import (
     describe_default,
 )
 from aeromq.broker.store import FlushMode
+from aeromq.common import DEFAULT_GC_THRESHOLD
 
 
 def test_should_work_with_no_arguments() -> None:
@@ -30,6 +31,25 @@ def test_should_work_with_no_arguments() -> None:
     assert config.ingress_udp_channel == "aeron:udp?endpoint=127.0.0.1:40456"
     assert config.session_idle_strategy == DEFAULT_SESSION_IDLE_STRATEGY
     assert config.driver_threading_mode == "SHARED"
+    assert config.gc_freeze is True
+    assert config.gc_threshold_numbers == DEFAULT_GC_THRESHOLD
+
+
+def test_should_read_the_garbage_collector_settings(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    path.write_text('gc_threshold = "50000,10,10"\n')
+    environ = {"AEROMQ_BROKER_GC_FREEZE": "off"}
+    config = BrokerConfig.load(["--config", str(path)], environ=environ)
+    assert config.gc_freeze is False
+    assert config.gc_threshold_numbers == (50_000, 10, 10)
+    assert BrokerConfig.load(["--gc-threshold", "2000"], environ={}).gc_threshold_numbers == (
+        2_000,
+        *DEFAULT_GC_THRESHOLD[1:],
+    )
+    with pytest.raises(BrokerConfigError) as info:
+        BrokerConfig.load([], environ={"AEROMQ_BROKER_GC_THRESHOLD": "0,10,10"})
+    assert info.value.key == "gc_threshold"
+    assert info.value.source == "environment AEROMQ_BROKER_GC_THRESHOLD"
 
 
 def test_should_apply_file_then_environment_then_arguments(tmp_path: Path) -> None:
@@ -116,6 +136,9 @@ def test_should_name_key_value_rule_and_source_of_a_bad_value() -> None:
         (["--session-idle-strategy", "snooze"], "session_idle_strategy"),
         (["--driver-threading-mode", "INVOKER"], "driver_threading_mode"),
         (["--driver-threading-mode", "shared-ish"], "driver_threading_mode"),
+        (["--gc-threshold", "700,10,10,10"], "gc_threshold"),
+        (["--gc-threshold", "none"], "gc_threshold"),
+        (["--gc-freeze", "sometimes"], "gc_freeze"),
         (["--commit-log-segment-bytes", "65536", "--max-message-size", "1MiB"], "max_message_size"),
     ],
 )
