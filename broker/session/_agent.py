@@ -89,6 +89,16 @@ find nothing, at 1,000 msgs/s one a message (the polls of every subscription, th
 empty idle: about ten Python calls). A request published before that read was taken by the
 cycle, one published since rang the doorbell, and the park ends at once.
 
+A pull the cycle held is not counted as its work (:meth:`SessionAgent.do_work`'s count, which
+the idle strategy reads): it asks nothing more of the agent until a send's arrival or its
+deadline. A cycle whose only work was holding pulls is thus an empty one to the strategy: it
+does not end the spin window nor count as a request that came within it. A consumer's lazy
+pull, sent as soon as it has read its answer (rung in mid-cycle, above), often lands while the
+agent polls through its spin window after the send's cycle; counted as work, it made the spin
+predictor poll through the window after every message at 1,000 msgs/s, one at a time (3.7-5.6
+duty cycles a message where 1.3-1.4 had done: ``python -m bench profile``), for a pull that the
+next send's cycle would read anyway.
+
 An ingress subscription without an image (no client on it: the UDP one of a broker whose
 clients all use IPC) is not polled: a poll of it finds nothing and costs a Python call a cycle.
 Every sweep (every 100 ms) keeps the subscriptions that have an image; a new image (a client
@@ -294,19 +304,26 @@ class SessionAgent(RequestDispatch):
         if self._ingress_open:
             assembler = self._assembler
             limit = self.config.fragment_limit
-            pulls = self._pull.pulls
+            pull = self._pull
+            pulls = pull.pulls
+            held = pull.held
             sends = self._send.requests
             for subscription in self._polled:
                 work += subscription.controlled_poll(assembler, limit)
             if work >= limit:  # a poll may have stopped at its limit (or all fell just short)
                 settled = False
+            # (see module: a pull held is not work; a gRPC pull held meanwhile, on its own
+            # thread, may take one off too many: then this cycle is an empty one, polled again)
+            work -= pull.held - held
+            if work < 0:
+                work = 0
             awaited = self._pulls_awaited
             at_once = self._pulls_at_once
             if awaited or at_once or self._rings_wanted:  # (see module: lazy pulls)
                 # the pulls read this cycle are the next pulls of those answered before it;
                 # the flag asks for these alone: not for the pulls answered at once in this
                 # cycle, with its sends' messages, which count from the next cycle on
-                awaited -= self._pull.pulls - pulls
+                awaited -= pull.pulls - pulls
                 awaited = awaited if awaited > 0 else 0
                 self._pulls_awaited = awaited + at_once
                 self._pulls_at_once = 0
