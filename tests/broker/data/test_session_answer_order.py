@@ -202,3 +202,22 @@ def test_should_ring_a_consumer_again_for_its_answer_offered_later_in_the_cycle(
     assert log.count(("ring", "consumer")) == 2, log
     kinds = {consumer.answer().WhichOneof("body"), consumer.answer().WhichOneof("body")}
     assert kinds == {"pull", "keepalive"}
+
+
+def test_should_not_count_a_cycle_that_only_held_a_pull_as_work(
+    aeron: Aeron, agent: tuple[SessionAgent, Doorbell, DoorbellIdleStrategy], hold: PullHoldService
+) -> None:
+    # a consumer's lazy pull, read while the agent polls through its spin window, must not make
+    # the spin predictor take it for a request that came fast: it asks nothing of the agent
+    session_agent, bell, _ = agent
+    session_agent.on_start()
+    consumer = _connect(aeron, bell, session_agent.do_work)
+    consumer.request(
+        "pull",
+        pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
+        correlation_id=2,
+    )
+    assert session_agent.do_work() == 0
+    assert hold.held_count == 1
+    consumer.request("keepalive", correlation_id=3)
+    assert session_agent.do_work() == 1  # any other request is work
