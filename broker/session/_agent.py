@@ -43,13 +43,14 @@ with ``python -m bench broker``, and often its core for as long as the woken thr
 one per cycle rather than one per answer); a counter that is freed or reused is no longer
 rung (checked every 100 ms). But for a message's consumer: in a cycle that took a send, a pull's
 answer (a held pull the send's arrival released, on this thread, or a pull read after the send)
-is offered at once and its client's doorbell rung at once, before the send's answer is made or
-offered, so the consumer wakes on the other core while the agent answers the producer
+is offered at once and its client's doorbell rung at once, before the send's answer is offered
+(a released hold's, before it is even made), so the consumer wakes on the other core while the
+agent answers the producer
 (``broker.session._answers``); a client rung so that gets another answer later in the same
 cycle is rung again at its end (it may have read the first and gone back to sleep; a ring of a
-client still awake is an atomic add and no wake). Answers to a UDP client ring the broker's embedded media driver
-the same way (``MediaDriver.network_bell``, once per cycle), which
-parks until something wakes it: they go out at once, not at its next timed wake-up.
+client still awake is an atomic add and no wake). Answers to a UDP client ring the broker's
+embedded media driver the same way (``MediaDriver.network_bell``, once per cycle), which parks
+until something wakes it: they go out at once, not at its next timed wake-up.
 :meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
 every source of work rings (no session that does not ring, none connecting, no answer held up by
 back pressure, no send left on the ingress for the store to catch up): it may then sleep until
@@ -64,9 +65,10 @@ read after the send, it is answered from the store; read before it, it is held a
 arrival releases it on this thread; either way its answer goes out at once, in that cycle,
 with no extra park. Such a pull answered at once counts among those whose next pulls are
 awaited from the next cycle on, as one answered at the cycle's end did: the flag below is for
-sends stored after a pull's answer, not for the send whose message it carries. A message stored by another thread (the timer, a transaction's commit, the RocketMQ
-endpoint) rings the agent while transport sessions live (:meth:`SessionAgent.on_store_arrival`),
-since a lazy pull may be waiting for it unread. Otherwise a lazy pull is read at the end of the
+sends stored after a pull's answer, not for the send whose message it carries. A message
+stored by another thread (the timer, a transaction's commit, the RocketMQ endpoint) rings the
+agent while transport sessions live (:meth:`SessionAgent.on_store_arrival`), since a lazy pull
+may be waiting for it unread. Otherwise a lazy pull is read at the end of the
 agent's idle park (at most :data:`~broker.session._idle.RUNG_PARK_NS`, 100 ms, while sessions
 live), its hold's deadline counted from then. One race is closed by the doorbell's flag word
 (``transport/concurrent/doorbell.py``): a send stored after a pull's answer and before that
