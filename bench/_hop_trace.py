@@ -17,8 +17,8 @@ Each event is ``(monotonic ns, event, thread, count, thread CPU ns)``, from
   answer dispatched);
 - broker: ``request`` (a request polled from the ingress), ``send_start`` / ``send_end``
   (the send processor; ``stored`` between, when the store's arrival released held pulls),
-  ``pull`` (a pull served or held), ``hold`` (a pull held), ``answer`` (an answer about to be
-  offered);
+  ``pull`` (a pull served or held), ``hold`` (a pull held), ``answer`` (answers offered: a
+  cycle's completions, or a pull's at once), ``queued`` (a cycle's completions offered);
 - consumer: ``answer_read``, ``pulled`` (a pull's messages, count = how many), ``cached``,
   ``offer`` (its next pull), ``taken`` (``poll``'s take from the cache), ``polled``
   (``poll()`` returns, count = how many);
@@ -27,7 +27,8 @@ Each event is ``(monotonic ns, event, thread, count, thread CPU ns)``, from
 
 :func:`chains` follows each message from its ``send_call`` through the broker to the ``poll()``
 that returned it, each step the first event of its kind after the one before; :func:`steps`
-gives the CPU and wall time between consecutive events of one thread.
+gives the CPU and wall time between consecutive events of one thread; :func:`beside` times the
+steps off that path (:data:`BESIDE`: the send's answer) against it.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from typing import Final
 
 from bench import _round_trace
 
-__all__ = ["CHAIN", "Event", "Hop", "chains", "install", "load", "steps"]
+__all__ = ["BESIDE", "CHAIN", "Event", "Hop", "beside", "chains", "install", "load", "steps"]
 
 HOPS_DIR_ENV: Final = "AEROMQ_HOPS_DIR"
 
@@ -59,14 +60,30 @@ CHAIN: Final = (
     ("broker", "request", "the session agent polled it"),
     ("broker", "send_start", "the send processor started"),
     ("broker", "stored", "stored: the held pull released"),
-    ("broker", "send_end", "the send answered (the pull's answer queued first)"),
-    ("broker", "answer", "the pull's answer offered (the consumer rung after)"),
+    (
+        "broker",
+        "answer",
+        "the pull's answer offered (its consumer rung: at once, if a send's cycle)",
+    ),
     ("consumer", "answer_read", "the consumer read the answer"),
     ("consumer", "pulled", "the pulled batch read into messages"),
     ("consumer", "cached", "the messages cached for poll()"),
     ("consumer", "polled", "poll() returned them"),
 )
 """The steps of one message (role, event, what happened): :func:`chains` follows them."""
+
+BESIDE: Final = (
+    ("broker", "send_end", 4, "the send's answer made (and queued)"),
+    (
+        "broker",
+        "queued",
+        4,
+        "the cycle's queued answers offered (the send's; its producer rung after)",
+    ),
+)
+"""Steps beside the chain (role, event, the index in :data:`CHAIN` of the step they follow,
+what happened): not on the message's way to ``poll()``, but timed against it
+(:func:`beside`): the send's answer, which the broker offers after a pull's answered at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +199,11 @@ def install() -> None:
     # the completions that cycle sent are offered
     _wrap(server_session, "send", "answer")
     _wrap(answer_writer, "_send_completions", after=lambda sent, *_: "answer" if sent else None)
+    _wrap(answer_writer, "_send_completions", after=lambda sent, *_: "queued" if sent else None)
+    # a pull answered in a cycle that took a send goes out at once, its consumer rung after
+    # (before 2026-11-29g it went with the cycle's other completions: nothing to wrap there)
+    if hasattr(answer_writer, "_answer_at_once"):
+        _wrap(answer_writer, "_answer_at_once", after=lambda done, *_: "answer" if done else None)
     _wrap(ConsumeRequestCache, "put", "cached")
     _wrap(ConsumeRequestCache, "take", after=lambda got, *_: "taken" if got else None)
 
@@ -269,6 +291,20 @@ def chains(roles: dict[str, list[Event]], skip: int = 0) -> list[list[int]]:
             path.append(at)
         if len(path) == len(CHAIN):
             out.append(path)
+    return out
+
+
+def beside(roles: dict[str, list[Event]], paths: list[list[int]]) -> list[list[int]]:
+    """For each step of :data:`BESIDE`, its time in each of ``paths`` (from :func:`chains`):
+    the first event of its kind at or after the chain's step it follows (0: none)."""
+    out = []
+    for role, name, index, _ in BESIDE:
+        times = [event.t_ns for event in roles.get(role, []) if event.name == name]
+        found = []
+        for path in paths:
+            at = _first_at_or_after(times, path[index])
+            found.append(0 if at is None else times[at])
+        out.append(found)
     return out
 
 

@@ -10,6 +10,9 @@ Rows, per rate:
   called, offered, polled by the session agent, stored, answered, read by the consumer, cached,
   returned by ``poll()``): ``p50_us`` is the step's time since ``send()`` was called, ``extra``
   its own time (since the step before) and what it is;
+- ``hops:RATE:beside:STEP`` for each step off that path (``bench._hop_trace.BESIDE``: the
+  send's answer): ``p50_us`` since ``send()`` was called, ``extra`` its time since the step it
+  follows and the share of messages where it came after the pull's answer was offered;
 - ``hops:RATE:cpu:ROLE`` for each process: the CPU between consecutive events of its busiest
   threads (median, in ``extra``, as ``thread: from > to``), and its wake-ups a message (the
   voluntary context switches of its threads, ``/proc``).
@@ -163,6 +166,29 @@ def _rows(
             )
         )
         previous = at
+    answered = [name for _, name, _ in _hop_trace.CHAIN].index("answer")
+    for (_, name, index, what), times in zip(
+        _hop_trace.BESIDE, _hop_trace.beside(roles, paths), strict=True
+    ):
+        found = [(path, at) for path, at in zip(paths, times, strict=True) if at]
+        if not found:
+            continue
+        rows.append(
+            Result(
+                f"hops:{rate}:beside:{name}",
+                p50_us=statistics.median(at - path[0] for path, at in found) / 1e3,
+                extra={
+                    "step_p50_us": round(
+                        statistics.median(at - path[index] for path, at in found) / 1e3, 1
+                    ),
+                    "what": what,
+                    "after_the_pulls_answer": round(
+                        sum(at > path[answered] for path, at in found) / len(found), 3
+                    ),
+                    "followed": len(found),
+                },
+            )
+        )
     note(f"hops:{rate}: {len(paths)} messages followed, send() to poll() p50 {previous:.0f} us")
     for role, events in roles.items():
         steps = _hop_trace.steps(events, least=max(5, count // 10))[:_STEPS_SHOWN]

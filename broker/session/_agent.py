@@ -41,9 +41,16 @@ CONNECT, is rung once at the end of each duty cycle that offered it answers, in 
 added (a ring that wakes a thread costs the agent a futex wake, 40-170 us measured on 2 cores
 with ``python -m bench broker``, and often its core for as long as the woken thread runs, so
 one per cycle rather than one per answer); a counter that is freed or reused is no longer
-rung (checked every 100 ms). Answers to a UDP client ring the broker's embedded media driver
-the same way (``MediaDriver.network_bell``, once per cycle), which
-parks until something wakes it: they go out at once, not at its next timed wake-up.
+rung (checked every 100 ms). But for a message's consumer: in a cycle that took a send, a pull's
+answer (a held pull the send's arrival released, on this thread, or a pull read after the send)
+is offered at once and its client's doorbell rung at once, before the send's answer is offered
+(a released hold's, before it is even made), so the consumer wakes on the other core while the
+agent answers the producer
+(``broker.session._answers``); a client rung so that gets another answer later in the same
+cycle is rung again at its end (it may have read the first and gone back to sleep; a ring of a
+client still awake is an atomic add and no wake). Answers to a UDP client ring the broker's
+embedded media driver the same way (``MediaDriver.network_bell``, once per cycle), which parks
+until something wakes it: they go out at once, not at its next timed wake-up.
 :meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
 every source of work rings (no session that does not ring, none connecting, no answer held up by
 back pressure, no send left on the ingress for the store to catch up): it may then sleep until
@@ -55,10 +62,13 @@ ingress subscription with an image is polled in the cycle it wakes (the fragment
 by a subscription's images, 64 by default, and a cycle whose polls reached it is followed by
 another without a park), so the pull is read in the send's cycle whichever image comes first:
 read after the send, it is answered from the store; read before it, it is held and the send's
-arrival releases it on this thread; either way its answer goes out at that cycle's end, with no
-extra park. A message stored by another thread (the timer, a transaction's commit, the RocketMQ
-endpoint) rings the agent while transport sessions live (:meth:`SessionAgent.on_store_arrival`),
-since a lazy pull may be waiting for it unread. Otherwise a lazy pull is read at the end of the
+arrival releases it on this thread; either way its answer goes out at once, in that cycle,
+with no extra park. Such a pull answered at once counts among those whose next pulls are
+awaited from the next cycle on, as one answered at the cycle's end did: the flag below is for
+sends stored after a pull's answer, not for the send whose message it carries. A message
+stored by another thread (the timer, a transaction's commit, the RocketMQ endpoint) rings the
+agent while transport sessions live (:meth:`SessionAgent.on_store_arrival`), since a lazy pull
+may be waiting for it unread. Otherwise a lazy pull is read at the end of the
 agent's idle park (at most :data:`~broker.session._idle.RUNG_PARK_NS`, 100 ms, while sessions
 live), its hold's deadline counted from then. One race is closed by the doorbell's flag word
 (``transport/concurrent/doorbell.py``): a send stored after a pull's answer and before that
@@ -80,6 +90,16 @@ spin window first while requests come that fast), rather than after one more cyc
 find nothing, at 1,000 msgs/s one a message (the polls of every subscription, the strategy's
 empty idle: about ten Python calls). A request published before that read was taken by the
 cycle, one published since rang the doorbell, and the park ends at once.
+
+A pull the cycle held is not counted as its work (:meth:`SessionAgent.do_work`'s count, which
+the idle strategy reads): it asks nothing more of the agent until a send's arrival or its
+deadline. A cycle whose only work was holding pulls is thus an empty one to the strategy: it
+does not end the spin window nor count as a request that came within it. A consumer's lazy
+pull, sent as soon as it has read its answer (rung in mid-cycle, above), often lands while the
+agent polls through its spin window after the send's cycle; counted as work, it made the spin
+predictor poll through the window after every message at 1,000 msgs/s, one at a time (3.7-5.6
+duty cycles a message where 1.3-1.4 had done: ``python -m bench profile``), for a pull that the
+next send's cycle would read anyway.
 
 An ingress subscription without an image (no client on it: the UDP one of a broker whose
 clients all use IPC) is not polled: a poll of it finds nothing and costs a Python call a cycle.
@@ -191,6 +211,8 @@ class SessionAgent(RequestDispatch):
                 self._on_available_image, subscription, subscription.available_image_handler
             )
         self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
+        self._pulls_at_once = 0  # pulls answered at once in this cycle's polls (see module)
+        self._cycle_stored = False  # a send was taken this cycle (see module)
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
         self.settled = False
@@ -280,20 +302,33 @@ class SessionAgent(RequestDispatch):
         now_ns = self._now_ns = self._clock_ns()
         work = 0
         settled = True  # (see module: a cycle that settled)
-        self._aborted = False
+        self._aborted = self._cycle_stored = False
         if self._ingress_open:
             assembler = self._assembler
             limit = self.config.fragment_limit
-            pulls = self._pull.pulls
+            pull = self._pull
+            pulls = pull.pulls
+            held = pull.held
             sends = self._send.requests
             for subscription in self._polled:
                 work += subscription.controlled_poll(assembler, limit)
             if work >= limit:  # a poll may have stopped at its limit (or all fell just short)
                 settled = False
+            # (see module: a pull held is not work; a gRPC pull held meanwhile, on its own
+            # thread, may take one off too many: then this cycle is an empty one, polled again)
+            work -= pull.held - held
+            if work < 0:
+                work = 0
             awaited = self._pulls_awaited
-            if awaited or self._rings_wanted:  # (see module: lazy pulls)
-                awaited -= self._pull.pulls - pulls
-                self._pulls_awaited = awaited = awaited if awaited > 0 else 0
+            at_once = self._pulls_at_once
+            if awaited or at_once or self._rings_wanted:  # (see module: lazy pulls)
+                # the pulls read this cycle are the next pulls of those answered before it;
+                # the flag asks for these alone: not for the pulls answered at once in this
+                # cycle, with its sends' messages, which count from the next cycle on
+                awaited -= pull.pulls - pulls
+                awaited = awaited if awaited > 0 else 0
+                self._pulls_awaited = awaited + at_once
+                self._pulls_at_once = 0
                 if not awaited:
                     if self._rings_wanted:
                         self._want_rings(False)

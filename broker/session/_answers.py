@@ -10,6 +10,18 @@ appends to a queue and, from another thread, rings the agent's doorbell. Each du
 (:meth:`AnswerWriter._flush_backlogs`); a session whose answers back up past
 ``max_backlog_responses``, or stay stuck for the session timeout, is closed.
 
+The consumer's answer first: on the agent's thread, in a cycle that took a send, a pull's
+answer is not queued but offered at once (:meth:`AnswerWriter._answer_at_once`), and its
+client's doorbell rung at once, unless an answer of its session is queued before it (answers of
+one session go in the order they completed) or it cannot go in one frame now. That is a held
+pull the send's arrival released, answered on this thread inside the send's store (before the
+send's answer is even made), or a pull read after the send in the same poll. At one message at a
+time the consumer's wake-up, the longest hop of a message (120-360 us), then starts while the
+agent makes, offers and rings the producer's answer, instead of after it. Every other answer
+rings its client once, at the cycle's end (``broker.session._agent``). A UDP client's answers
+ring the broker's driver at the cycle's end whatever they are: it is a thread of this process,
+which a ring in mid-cycle would have contend for the GIL with the agent.
+
 An answer in pieces (a pull's envelope around its stored batches) that fits one frame is
 joined before it is offered: the copy of a few hundred bytes costs less than the vectored
 offer's dozen Python calls, and the one-frame offer is one native call
@@ -59,18 +71,64 @@ class AnswerWriter(SessionLifecycle):
     _completions: deque[Completion]
     _thread_ident: int  # the agent's thread: a completion from another rings the doorbell
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
+    _pulls_at_once: int  # of those, answered at once in this cycle's polls (``_agent``)
+    _cycle_stored: bool  # a send was taken this cycle (``_dispatch``)
 
     def _complete(
         self, session: ServerSession, correlation_id: int, field: int, response: Answer
     ) -> None:
         """A request's completion (the processors' ``on_done``, bound to its request with
         ``functools.partial`` by the dispatch: no closure made a request, and a call fewer):
-        queue the answer; from another thread, ring the agent's doorbell (it may sleep)."""
-        self._completions.append((session, correlation_id, field, response))
+        queue the answer; from another thread, ring the agent's doorbell (it may sleep). On the
+        agent's thread, in a cycle that took a send, a pull's answer goes out at once and its
+        client is rung at once (:meth:`_answer_at_once`, see module), unless an answer of its
+        session is queued before it."""
         if self._thread_ident != get_ident():
+            self._completions.append((session, correlation_id, field, response))
             bell = self.doorbell
             if bell is not None:
                 bell.ring()
+            return
+        if field == _PULL and self._cycle_stored:
+            for queued in self._completions:  # (in order: none of its session before it)
+                if queued[0] is session:
+                    break
+            else:
+                if self._answer_at_once(session, correlation_id, response):
+                    bell = session.doorbell
+                    if bell is not None:  # its consumer wakes on another core meanwhile
+                        bell.ring()
+                    return
+        self._completions.append((session, correlation_id, field, response))
+
+    def _answer_at_once(
+        self, session: ServerSession, correlation_id: int, response: Answer
+    ) -> bool:
+        """Offer a pull's answer at once (see module; the caller rings its client's doorbell at
+        once too, a UDP client's network bell rings at the cycle's end); False, with nothing
+        offered, when it cannot go in one frame now (its session closed, connecting or backed
+        up, an answer longer than a frame, back pressure): it is then queued as any other."""
+        publication = session.publication
+        if publication is None or session.backlog or session.state is SessionState.CLOSED:
+            return False
+        data, length = answer_envelope(correlation_id, session.session_id, _PULL, response)
+        if length > publication.max_payload_length:
+            return False
+        if isinstance(data, list):
+            data = b"".join(data)
+        if publication.offer(data) <= 0:
+            return False
+        self.counters.responses += 1
+        self._pulls_at_once += 1  # counted into _pulls_awaited after the cycle's polls
+        if session.doorbell is None:
+            bell = session.network_bell  # the broker's driver: at the cycle's end (see module)
+            if bell is not None:
+                rings = session.rings
+                if rings is None:
+                    bell.ring()
+                else:
+                    rings[id(bell)] = bell
+        return True
 
     def _send_completions(self, now_ns: int) -> int:
         completions = self._completions

@@ -75,6 +75,7 @@ class RequestDispatch(AnswerWriter):
     _abort_backlog: int  # a send is ABORTed while its session's backlog is this long
     _aborted: bool  # a send left on the ingress this cycle: retry without a ring
     _fragment_failed: bool  # a request's handling raised this cycle (see _on_fragment)
+    _cycle_stored: bool  # a send was taken this cycle: its pull answers go out at once
 
     def _on_fragment(
         self, buffer: AtomicBuffer, offset: int, length: int, header: Header
@@ -123,6 +124,7 @@ class RequestDispatch(AnswerWriter):
                         correlation_id = send.correlation_id
                         if self._acl is not None and self._forbidden(session, correlation_id, send):
                             return _COMMIT
+                        self._cycle_stored = True  # (the cycle's pull answers: at once)
                         self._send.process(
                             send, _partial(self._complete, session, correlation_id, _SEND)
                         )
@@ -158,6 +160,7 @@ class RequestDispatch(AnswerWriter):
                 self.counters.requests += 1
                 if self._acl is not None and self._forbidden(session, correlation_id, request):
                     return _COMMIT
+                self._cycle_stored = True
                 self._send.process(
                     request.send, _partial(self._complete, session, correlation_id, _SEND)
                 )

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench._hop_trace import CHAIN, Event, chains, load, steps
+from bench._hop_trace import BESIDE, CHAIN, Event, beside, chains, load, steps
 from bench.suites import hops
 
 
@@ -35,6 +35,21 @@ def test_should_follow_each_message_through_its_steps() -> None:
     paths = chains(roles, skip=1)
     assert [path[0] for path in paths] == [1_000, 2_000]  # the first left out (warm-up)
     assert paths[0] == [1_000 + i * 20 for i in range(len(CHAIN))]
+
+
+def test_should_time_a_step_beside_the_chain_against_it() -> None:
+    # the send's answer (send_end) is off the message's way to poll(): found after the chain's
+    # step it follows, whether before or after the steps that come next; a step never seen: 0
+    roles = _merged(_message(0, 10), _message(1_000, 20))
+    follows = BESIDE[0][2]
+    made = 1_000 + follows * 20 + 25
+    roles["broker"].append(Event(made, "send_end", "MainThread", 0, 0))
+    roles["broker"].sort(key=lambda e: e.t_ns)
+    paths = chains(roles)
+    times = beside(roles, paths)
+    assert len(times) == len(BESIDE)
+    assert times[0] == [made, made]  # the first message's path found the next one made
+    assert times[1] == [0, 0]  # no "queued" event recorded
 
 
 def test_should_skip_empty_pulls_and_polls_and_drop_an_unfinished_path() -> None:
@@ -82,5 +97,5 @@ def test_should_follow_messages_from_send_to_poll_in_a_traced_run(tmp_path: Path
     # suite once: "no message was followed"); _rows raises when no chain completes
     rows = hops._measure(tmp_path, 1_000, 60, warm_up=5)
     followed = [row.extra["followed"] for row in rows if "followed" in row.extra]
-    assert len(followed) == len(CHAIN)
+    assert len(followed) == len(CHAIN) + len(BESIDE)
     assert min(int(str(count)) for count in followed) >= 30, followed

@@ -59,6 +59,11 @@ class RawClient:
             time.sleep(0.0005)
         return self._answers.pop(0)
 
+    def poll_answers(self) -> int:
+        """Read the answers that came, without waiting; how many wait to be taken."""
+        self.subscription.poll(self._on_fragment, 10)
+        return len(self._answers)
+
     def no_answer_within(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:

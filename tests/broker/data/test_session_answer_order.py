@@ -1,0 +1,223 @@
+"""The order of a message's two answers at the session agent (``broker/session/_answers.py``):
+in a cycle that takes a send, a pull's answer (a held pull the send's arrival released, or a
+pull read after the send) is offered at once and its consumer's doorbell rung at once, before
+the send's answer is offered and its producer rung at the cycle's end; a client that gets
+another answer later in the same cycle is rung again after it, so no wake-up is lost.
+
+Each session's response publication and doorbell are wrapped in recorders that log, in one list,
+every offer and every ring in the order the agent made them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from aeromq.broker.processor.pull_hold import PullHoldService
+from aeromq.broker.session import SessionAgent, SessionServerConfig
+from aeromq.common import SESSION_PROTOCOL_VERSION
+from aeromq.proto import session_pb2
+from aeromq.transport.client import Aeron
+from aeromq.transport.concurrent.agent import AgentRunner
+from aeromq.transport.concurrent.doorbell import (
+    DOORBELL_TYPE_ID,
+    Doorbell,
+    DoorbellIdleStrategy,
+)
+
+from ._raw import RawClient
+from .conftest import agent_with_doorbell, pull_request, send_request, wait_for
+
+_HELD_MS = 5_000
+Log = list[tuple[str, str]]
+
+
+class _Recorded:
+    """A stand-in for a session's publication or doorbell: logs ``(what, client)`` for each
+    offer or ring, then does it; every other attribute is the wrapped object's."""
+
+    def __init__(self, wrapped: object, client: str, log: Log) -> None:
+        self._wrapped = wrapped
+        self._client = client
+        self._log = log
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._wrapped, name)
+
+    def offer(self, *args: object) -> int:
+        result: int = self._wrapped.offer(*args)  # type: ignore[attr-defined]
+        if result > 0:
+            self._log.append(("offer", self._client))
+        return result
+
+    def offer_vectored(self, *args: object) -> int:
+        result: int = self._wrapped.offer_vectored(*args)  # type: ignore[attr-defined]
+        if result > 0:
+            self._log.append(("offer", self._client))
+        return result
+
+    def ring(self) -> bool:
+        self._log.append(("ring", self._client))
+        woke: bool = self._wrapped.ring()  # type: ignore[attr-defined]
+        return woke
+
+
+def _connect(aeron: Aeron, bell: Doorbell, step: Callable[[], object]) -> RawClient:
+    """A raw client whose CONNECT names a doorbell of its own, its connect answered
+    (``step()``: one duty cycle of the agent, or nothing when the agent runs on its thread)."""
+    raw = RawClient(aeron)
+    own = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: raw client")
+    connect = session_pb2.ConnectRequest(
+        response_channel="aeron:ipc",
+        response_stream_id=raw.response_stream_id,
+        client_id="raw",
+        version=SESSION_PROTOCOL_VERSION,
+        doorbell_counter_id=own.id,
+    )
+    raw.request("connect", connect.SerializeToString(), correlation_id=7, session_id=0)
+    bell.ring()
+    _until(step, lambda: raw.poll_answers() > 0, "the connect answered")
+    raw.session_id = raw.answer().session_id
+    return raw
+
+
+def _until(step: Callable[[], object], done: Callable[[], bool], what: str) -> None:
+    """``step()`` until ``done()``, for at most 5 s."""
+    deadline = time.monotonic() + 5.0
+    while not done():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after 5 s waiting for {what}")
+        step()
+        time.sleep(0.0005)
+
+
+def _record(agent: SessionAgent, raw: RawClient, client: str, log: Log) -> None:
+    session = agent.table.get(raw.session_id)
+    assert session is not None and session.publication is not None
+    assert session.doorbell is not None
+    session.publication = _Recorded(session.publication, client, log)  # type: ignore[assignment]
+    session.doorbell = _Recorded(session.doorbell, client, log)  # type: ignore[assignment]
+
+
+def _consumer_first(log: Log) -> None:
+    """The consumer's answer offered and its doorbell rung, both before the producer's answer
+    was offered; each client rung after its last answer (no wake-up lost)."""
+    assert log.index(("offer", "consumer")) < log.index(("ring", "consumer")), log
+    assert log.index(("ring", "consumer")) < log.index(("offer", "producer")), log
+    for client in ("consumer", "producer"):
+        last_offer = max(i for i, event in enumerate(log) if event == ("offer", client))
+        last_ring = max(i for i, event in enumerate(log) if event == ("ring", client))
+        assert last_offer < last_ring, log
+
+
+@pytest.fixture
+def agent(
+    aeron: Aeron, send: object, pull: object
+) -> tuple[SessionAgent, Doorbell, DoorbellIdleStrategy]:
+    """The session agent, its doorbell and idle strategy, not started: a test runs its duty
+    cycles on its own thread, or starts a runner."""
+    config = SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000)
+    return agent_with_doorbell(aeron, send, pull, config)
+
+
+def test_should_answer_a_released_pull_and_ring_its_consumer_before_answering_the_send(
+    aeron: Aeron, agent: tuple[SessionAgent, Doorbell, DoorbellIdleStrategy], hold: PullHoldService
+) -> None:
+    session_agent, bell, idle = agent
+    errors: list[BaseException] = []
+    runner = AgentRunner(idle, errors.append, None, session_agent)
+    runner.start()
+    try:
+        consumer = _connect(aeron, bell, lambda: None)
+        producer = _connect(aeron, bell, lambda: None)
+        log: Log = []
+        _record(session_agent, consumer, "consumer", log)
+        _record(session_agent, producer, "producer", log)
+        consumer.request(
+            "pull",
+            pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
+            correlation_id=2,
+        )
+        bell.ring()
+        wait_for(lambda: hold.held_count == 1, what="the pull held")
+        producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
+        bell.ring()
+        assert consumer.answer().pull.next_begin_offset == 1
+        assert producer.answer().send.base_queue_offset == 0
+        _consumer_first(log)
+    finally:
+        runner.close()
+    assert errors == []
+
+
+def test_should_answer_a_pull_read_in_the_sends_cycle_before_the_send(
+    aeron: Aeron, agent: tuple[SessionAgent, Doorbell, DoorbellIdleStrategy]
+) -> None:
+    # the pull and the send polled in one cycle, in whichever order the images come: held and
+    # released, or read after the send and answered from the store; either way at once
+    session_agent, bell, _ = agent
+    session_agent.on_start()  # its duty cycles run on this thread
+    consumer = _connect(aeron, bell, session_agent.do_work)
+    producer = _connect(aeron, bell, session_agent.do_work)
+    log: Log = []
+    _record(session_agent, consumer, "consumer", log)
+    _record(session_agent, producer, "producer", log)
+    consumer.request(
+        "pull",
+        pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
+        correlation_id=2,
+    )
+    producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
+    # (an IPC offer is in the agent's image once it returned: one cycle polls both)
+    assert session_agent.do_work() > 0
+    _consumer_first(log)
+    assert consumer.answer().pull.next_begin_offset == 1
+    assert producer.answer().send.base_queue_offset == 0
+
+
+def test_should_ring_a_consumer_again_for_its_answer_offered_later_in_the_cycle(
+    aeron: Aeron, agent: tuple[SessionAgent, Doorbell, DoorbellIdleStrategy], hold: PullHoldService
+) -> None:
+    # rung at once for its pull's answer, the consumer may have read it and gone back to sleep
+    # before its keepalive's answer went out in the same cycle: rung again after that one
+    session_agent, bell, _ = agent
+    session_agent.on_start()
+    consumer = _connect(aeron, bell, session_agent.do_work)
+    producer = _connect(aeron, bell, session_agent.do_work)
+    log: Log = []
+    _record(session_agent, consumer, "consumer", log)
+    _record(session_agent, producer, "producer", log)
+    consumer.request(
+        "pull",
+        pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
+        correlation_id=2,
+    )
+    _until(session_agent.do_work, lambda: hold.held_count == 1, "the pull held")
+    producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
+    consumer.request("keepalive", correlation_id=4)
+    assert session_agent.do_work() > 0
+    _consumer_first(log)
+    assert log.count(("offer", "consumer")) == 2
+    assert log.count(("ring", "consumer")) == 2, log
+    kinds = {consumer.answer().WhichOneof("body"), consumer.answer().WhichOneof("body")}
+    assert kinds == {"pull", "keepalive"}
+
+
+def test_should_not_count_a_cycle_that_only_held_a_pull_as_work(
+    aeron: Aeron, agent: tuple[SessionAgent, Doorbell, DoorbellIdleStrategy], hold: PullHoldService
+) -> None:
+    # a consumer's lazy pull, read while the agent polls through its spin window, must not make
+    # the spin predictor take it for a request that came fast: it asks nothing of the agent
+    session_agent, bell, _ = agent
+    session_agent.on_start()
+    consumer = _connect(aeron, bell, session_agent.do_work)
+    consumer.request(
+        "pull",
+        pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
+        correlation_id=2,
+    )
+    assert session_agent.do_work() == 0
+    assert hold.held_count == 1
+    consumer.request("keepalive", correlation_id=3)
+    assert session_agent.do_work() == 1  # any other request is work
