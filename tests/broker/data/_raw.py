@@ -39,14 +39,24 @@ class RawClient:
         sid = self.session_id if session_id is None else session_id
         self.offer(encode_envelope(correlation_id, sid, REQUEST_FIELD_NUMBERS[body_name], body))
 
-    def connect(self, version: int = SESSION_PROTOCOL_VERSION) -> session_pb2.TransportResponse:
+    def request_connect(
+        self,
+        version: int = SESSION_PROTOCOL_VERSION,
+        correlation_id: int = 99,
+        doorbell_counter_id: int = 0,
+    ) -> None:
+        """Offer a CONNECT (naming a doorbell counter of the client's, when not 0); no wait."""
         connect = session_pb2.ConnectRequest(
             response_channel="aeron:ipc",
             response_stream_id=self.response_stream_id,
             client_id="raw",
             version=version,
+            doorbell_counter_id=doorbell_counter_id,
         )
-        self.request("connect", connect.SerializeToString(), correlation_id=99, session_id=0)
+        self.request("connect", connect.SerializeToString(), correlation_id, session_id=0)
+
+    def connect(self, version: int = SESSION_PROTOCOL_VERSION) -> session_pb2.TransportResponse:
+        self.request_connect(version)
         answer = self.answer()
         self.session_id = answer.session_id
         return answer

@@ -16,8 +16,6 @@ import pytest
 
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.session import SessionAgent, SessionServerConfig
-from aeromq.common import SESSION_PROTOCOL_VERSION
-from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import (
@@ -68,14 +66,7 @@ def _connect(aeron: Aeron, bell: Doorbell, step: Callable[[], object]) -> RawCli
     (``step()``: one duty cycle of the agent, or nothing when the agent runs on its thread)."""
     raw = RawClient(aeron)
     own = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: raw client")
-    connect = session_pb2.ConnectRequest(
-        response_channel="aeron:ipc",
-        response_stream_id=raw.response_stream_id,
-        client_id="raw",
-        version=SESSION_PROTOCOL_VERSION,
-        doorbell_counter_id=own.id,
-    )
-    raw.request("connect", connect.SerializeToString(), correlation_id=7, session_id=0)
+    raw.request_connect(correlation_id=7, doorbell_counter_id=own.id)
     bell.ring()
     _until(step, lambda: raw.poll_answers() > 0, "the connect answered")
     raw.session_id = raw.answer().session_id

@@ -13,8 +13,6 @@ from typing import Any, cast
 import pytest
 
 from aeromq.broker.session import SessionAgent, SessionServerConfig
-from aeromq.common import SESSION_PROTOCOL_VERSION
-from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, Subscription
 from aeromq.transport.concurrent import BackoffIdleStrategy
 from aeromq.transport.concurrent.agent import AgentRunner
@@ -92,14 +90,7 @@ def _connected(aeron: Aeron, running: _Running) -> RawClient:
     the test rings the agent for it after each request), its connect answered."""
     raw = RawClient(aeron)
     own = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: raw client")
-    connect = session_pb2.ConnectRequest(
-        response_channel="aeron:ipc",
-        response_stream_id=raw.response_stream_id,
-        client_id="raw",
-        version=SESSION_PROTOCOL_VERSION,
-        doorbell_counter_id=own.id,
-    )
-    raw.request("connect", connect.SerializeToString(), correlation_id=7, session_id=0)
+    raw.request_connect(correlation_id=7, doorbell_counter_id=own.id)
     running.bell.ring()
     raw.session_id = raw.answer().session_id
     agent = running.agent
