@@ -248,6 +248,20 @@ def figure(rows: dict[str, Result], name: str, key: str = "msgs_per_s") -> float
     return float(value) if isinstance(value, int | float) else None
 
 
+def chosen(env: str, every: Iterable[str], default: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The names of ``every`` (cases, sides) that ``env`` lists, comma-separated; unset or empty:
+    ``default`` (else all of ``every``). A name not in ``every`` is a ``ValueError``."""
+    known = tuple(every)
+    value = os.environ.get(env)
+    if not value:
+        return known if default is None else tuple(default)
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = set(names) - set(known)
+    if unknown:
+        raise ValueError(f"{env}: unknown {sorted(unknown)}; known: {', '.join(known)}")
+    return names
+
+
 def ratio_of(numerator: float | None, denominator: float | None) -> float | None:
     """``numerator / denominator``, or None when either was not measured (or is 0)."""
     if numerator is None or not denominator:

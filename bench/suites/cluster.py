@@ -54,7 +54,7 @@ from pathlib import Path
 
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.transport.util import process_cpu_s
-from bench._harness import Result, Target, case_rows, figure, ratio_of, started
+from bench._harness import Result, Target, case_rows, chosen, figure, ratio_of, started
 from bench._thread_stats import ThreadSample, costs, sample
 from bench.suites.broker import (
     BATCH,
@@ -222,18 +222,6 @@ def _in_flight() -> int | None:
     return None if not value else int(value)
 
 
-def _chosen(env: str, every: tuple[str, ...]) -> tuple[str, ...]:
-    """The names of ``every`` that ``env`` lists (unset: all of them)."""
-    value = os.environ.get(env)
-    if not value:
-        return every
-    names = tuple(n.strip() for n in value.split(",") if n.strip())
-    unknown = set(names) - set(every)
-    if unknown:
-        raise ValueError(f"{env}: unknown {sorted(unknown)}; known: {', '.join(every)}")
-    return names
-
-
 def _wakeups(
     before: list[ThreadSample], after: list[ThreadSample], messages: int
 ) -> dict[str, float | str]:
@@ -263,7 +251,7 @@ def _phases(
     limit_s: float,
     etcd_pid: int | None = None,
 ) -> Iterator[Result]:
-    for kind in _chosen(CASES_ENV, KINDS):
+    for kind in chosen(CASES_ENV, KINDS):
         n = max(count // 20, 500) if kind == "send-sync" else count
         yield from case_rows(
             f"{name}:{kind}", _phase, name, kind, n, pids, start, etcd_pid, timeout_s=limit_s
@@ -287,7 +275,7 @@ def _starters(grpc: str, aeron_dir: str, count: int) -> dict[str, Callable[..., 
 def _run_single(
     root: Path, count: int, limit_s: float, name: str = "single", flush_mode: str = "ASYNC"
 ) -> Iterator[Result]:
-    cases = [f"{name}:{kind}" for kind in _chosen(CASES_ENV, KINDS)]
+    cases = [f"{name}:{kind}" for kind in chosen(CASES_ENV, KINDS)]
 
     def start(path: Path) -> ServerProcess:
         return start_broker_process(path, extra_args=[*_BROKER_ARGS, "--flush-mode", flush_mode])
@@ -304,7 +292,7 @@ def _run_single(
 
 
 def _run_group(root: Path, count: int, limit_s: float) -> Iterator[Result]:
-    cases = [f"group:{kind}" for kind in _chosen(CASES_ENV, KINDS)]
+    cases = [f"group:{kind}" for kind in chosen(CASES_ENV, KINDS)]
     cluster, failed = started(
         "cluster up", _Cluster, root / "group", cases=cases, timeout_s=limit_s
     )
@@ -329,11 +317,11 @@ def run(quick: bool) -> Iterator[Result | Target]:
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-cluster-"))
     rows: dict[str, Result] = {}
     try:
-        chosen = _chosen(SIDES_ENV, ("single", SYNC_SIDE, "group"))
+        picked = chosen(SIDES_ENV, ("single", SYNC_SIDE, "group"))
         sides = chain(
-            _run_single(root, count, limit_s) if "single" in chosen else (),
-            _run_single(root, count, limit_s, SYNC_SIDE, "SYNC") if SYNC_SIDE in chosen else (),
-            _run_group(root, count, limit_s) if "group" in chosen else (),
+            _run_single(root, count, limit_s) if "single" in picked else (),
+            _run_single(root, count, limit_s, SYNC_SIDE, "SYNC") if SYNC_SIDE in picked else (),
+            _run_group(root, count, limit_s) if "group" in picked else (),
         )
         for row in sides:
             rows[row.name] = row

@@ -39,7 +39,7 @@ from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 from bench import _thread_profile
-from bench._harness import Result, case_rows, note
+from bench._harness import Result, case_rows, chosen, note
 from bench._traced_run import send_paced, started_consumer, traced_broker, traced_environment
 
 CASES = {"send-only": 0, "100": 100, "1000": 1_000}
@@ -248,11 +248,7 @@ def run(quick: bool) -> Iterator[Result]:
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-profile-"))
     count = QUICK_MESSAGES if quick else MESSAGES
     transport = "udp" if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "udp" else "auto"
-    named = os.environ.get(CASES_ENV, "").strip()
-    cases = [case.strip() for case in named.split(",")] if named else list(DEFAULT_CASES)
-    unknown = [case for case in cases if case not in CASES]
-    if unknown:
-        raise ValueError(f"{CASES_ENV}: unknown cases {unknown}; known: {sorted(CASES)}")
+    cases = chosen(CASES_ENV, CASES, DEFAULT_CASES)
     try:
         for case in cases:
             name = f"profile:{'udp-' if transport == 'udp' else ''}{case}"

@@ -29,7 +29,7 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
-from bench._harness import Result, case_rows, note
+from bench._harness import Result, case_rows, chosen, note
 from bench._thread_stats import costs, sample
 from bench._traced_run import send_paced, started_consumer, traced_broker
 
@@ -156,11 +156,7 @@ def run(quick: bool) -> Iterator[Result]:
     """Each case (see module)."""
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-threads-"))
     transport = "udp" if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "udp" else "auto"
-    named = os.environ.get(CASES_ENV, "").strip()
-    cases = [case.strip() for case in named.split(",")] if named else list(DEFAULT_CASES)
-    unknown = [case for case in cases if case not in CASES]
-    if unknown:
-        raise ValueError(f"{CASES_ENV}: unknown cases {unknown}; known: {sorted(CASES)}")
+    cases = chosen(CASES_ENV, CASES, DEFAULT_CASES)
     try:
         for case in cases:
             count = (QUICK_MESSAGES if quick else MESSAGES)[case]
