@@ -123,11 +123,7 @@ class AnswerWriter(SessionLifecycle):
         if session.doorbell is None:
             bell = session.network_bell  # the broker's driver: at the cycle's end (see module)
             if bell is not None:
-                rings = session.rings
-                if rings is None:
-                    bell.ring()
-                else:
-                    rings[id(bell)] = bell
+                session.ring(bell)
         return True
 
     def _send_completions(self, now_ns: int) -> int:

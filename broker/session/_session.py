@@ -133,7 +133,7 @@ class ServerSession:
                 result = publication.offer_vectored(data)
             if result > 0:
                 bell = self.doorbell or self.network_bell
-                if bell is not None:  # _ring's, without its call (one an answer)
+                if bell is not None:  # ring's, without its call (one an answer)
                     rings = self.rings
                     if rings is None:
                         bell.ring()
@@ -172,10 +172,12 @@ class ServerSession:
         self.backlog_since_ns = now_ns if backlog else 0
         bell = self.doorbell or self.network_bell
         if sent and bell is not None:
-            self._ring(bell)
+            self.ring(bell)
         return sent
 
-    def _ring(self, bell: Ringable) -> None:
+    def ring(self, bell: Ringable) -> None:
+        """Ring ``bell`` (the client's doorbell, or the broker driver's network bell) now, or at
+        the agent's cycle's end when the cycle collects its rings (``rings``)."""
         rings = self.rings
         if rings is None:
             bell.ring()
