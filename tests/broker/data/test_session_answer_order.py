@@ -91,6 +91,27 @@ def _record(agent: SessionAgent, raw: RawClient, client: str, log: Log) -> None:
     session.doorbell = _Recorded(session.doorbell, client, log)  # type: ignore[assignment]
 
 
+def _recorded_pair(
+    aeron: Aeron, agent: SessionAgent, bell: Doorbell, step: Callable[[], object], log: Log
+) -> tuple[RawClient, RawClient]:
+    """A consumer and a producer connected (see :func:`_connect`), their answers and rings
+    recorded into ``log``."""
+    consumer = _connect(aeron, bell, step)
+    producer = _connect(aeron, bell, step)
+    _record(agent, consumer, "consumer", log)
+    _record(agent, producer, "producer", log)
+    return consumer, producer
+
+
+def _pull_to_hold(consumer: RawClient) -> None:
+    """The consumer's pull of an empty queue, asking to be held (correlation id 2)."""
+    consumer.request(
+        "pull",
+        pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
+        correlation_id=2,
+    )
+
+
 def _consumer_first(log: Log) -> None:
     """The consumer's answer offered and its doorbell rung, both before the producer's answer
     was offered; each client rung after its last answer (no wake-up lost)."""
@@ -120,16 +141,9 @@ def test_should_answer_a_released_pull_and_ring_its_consumer_before_answering_th
     runner = AgentRunner(idle, errors.append, None, session_agent)
     runner.start()
     try:
-        consumer = _connect(aeron, bell, lambda: None)
-        producer = _connect(aeron, bell, lambda: None)
         log: Log = []
-        _record(session_agent, consumer, "consumer", log)
-        _record(session_agent, producer, "producer", log)
-        consumer.request(
-            "pull",
-            pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
-            correlation_id=2,
-        )
+        consumer, producer = _recorded_pair(aeron, session_agent, bell, lambda: None, log)
+        _pull_to_hold(consumer)
         bell.ring()
         wait_for(lambda: hold.held_count == 1, what="the pull held")
         producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
@@ -149,16 +163,9 @@ def test_should_answer_a_pull_read_in_the_sends_cycle_before_the_send(
     # released, or read after the send and answered from the store; either way at once
     session_agent, bell, _ = agent
     session_agent.on_start()  # its duty cycles run on this thread
-    consumer = _connect(aeron, bell, session_agent.do_work)
-    producer = _connect(aeron, bell, session_agent.do_work)
     log: Log = []
-    _record(session_agent, consumer, "consumer", log)
-    _record(session_agent, producer, "producer", log)
-    consumer.request(
-        "pull",
-        pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
-        correlation_id=2,
-    )
+    consumer, producer = _recorded_pair(aeron, session_agent, bell, session_agent.do_work, log)
+    _pull_to_hold(consumer)
     producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
     # (an IPC offer is in the agent's image once it returned: one cycle polls both)
     assert session_agent.do_work() > 0
@@ -174,16 +181,9 @@ def test_should_ring_a_consumer_again_for_its_answer_offered_later_in_the_cycle(
     # before its keepalive's answer went out in the same cycle: rung again after that one
     session_agent, bell, _ = agent
     session_agent.on_start()
-    consumer = _connect(aeron, bell, session_agent.do_work)
-    producer = _connect(aeron, bell, session_agent.do_work)
     log: Log = []
-    _record(session_agent, consumer, "consumer", log)
-    _record(session_agent, producer, "producer", log)
-    consumer.request(
-        "pull",
-        pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
-        correlation_id=2,
-    )
+    consumer, producer = _recorded_pair(aeron, session_agent, bell, session_agent.do_work, log)
+    _pull_to_hold(consumer)
     _until(session_agent.do_work, lambda: hold.held_count == 1, "the pull held")
     producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
     consumer.request("keepalive", correlation_id=4)
@@ -203,11 +203,7 @@ def test_should_not_count_a_cycle_that_only_held_a_pull_as_work(
     session_agent, bell, _ = agent
     session_agent.on_start()
     consumer = _connect(aeron, bell, session_agent.do_work)
-    consumer.request(
-        "pull",
-        pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(),
-        correlation_id=2,
-    )
+    _pull_to_hold(consumer)
     assert session_agent.do_work() == 0
     assert hold.held_count == 1
     consumer.request("keepalive", correlation_id=3)
