@@ -40,7 +40,9 @@ def test_should_freeze_what_is_left_and_set_the_threshold() -> None:
     tuning = tune_gc((5_000, 7, 9))
     assert gc.get_threshold() == (5_000, 7, 9) == tuning.threshold
     assert tuning.previous_threshold == (700, 10, 10)
-    assert tuning.frozen == gc.get_freeze_count() >= len(kept)
+    # (not == gc.get_freeze_count() now: another test's thread left in this worker may free a
+    # frozen object meanwhile, which lowers the count; a full run saw 274,567 then 274,565)
+    assert tuning.frozen >= len(kept) and gc.get_freeze_count() >= len(kept)
     assert not any(kept[0] is o for o in gc.get_objects())  # frozen: not in any generation
     made_after = [1, 2]
     assert any(made_after is o for o in gc.get_objects(generation=0))
