@@ -19,9 +19,11 @@ subscriptions, images and counters, and keeps the client alive, as Aeron's ``Cli
   ring buffer; older than the driver timeout (or -1, a driver that shut down) and the client
   terminates with :class:`~transport.DriverTimeoutError`: every resource is closed, the error
   goes to the error handler, later calls raise it.
-- **Client timeout**: ON_CLIENT_TIMEOUT with this client's id, the heartbeat counter vanishing,
-  or the conductor not being serviced for the inter-service timeout terminate the client with
-  :class:`~transport.ClientTimeoutError` the same way.
+- **Client timeout**: ON_CLIENT_TIMEOUT with this client's id, or the heartbeat counter
+  vanishing, terminate the client with :class:`~transport.ClientTimeoutError` the same way; so
+  does the conductor not being serviced for the inter-service timeout when the driver dropped
+  the client meanwhile (Aeron's client terminates on the interval alone; this one asks the
+  counters, so a process stopped with its embedded driver resumes working).
 - **Log buffers** are mapped once per registration and lingered after their last user goes
   (:class:`~transport.client.log_buffers_registry.LogBuffersRegistry`).
 

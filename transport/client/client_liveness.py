@@ -3,8 +3,16 @@
 Caller: the client conductor, on each service (under the client lock). Every
 ``idle_sleep_duration_ns`` at most (:meth:`ClientLiveness.due`), :meth:`ClientLiveness.check`:
 
-1. fails with :class:`~transport.ClientTimeoutError` if the conductor was not serviced for the
-   inter-service timeout (the driver will have dropped a client this slow);
+1. after a service interval longer than the inter-service timeout (the conductor's thread, or
+   the whole process, did not run: a stopped or starved process), asks the driver's counters
+   whether the driver dropped this client meanwhile (its heartbeat counter is no longer this
+   client's): if so it fails with :class:`~transport.ClientTimeoutError`, as Aeron's client does
+   on any such interval; if not, it stamps the heartbeat at once and carries on, leaving the
+   driver's own heartbeat to the next check (a driver embedded in the stopped process has not
+   run either: judged now, it would look dead). A media driver that stalled as long gives its
+   clients a fresh liveness timeout (``DriverConductor``), so a process with an embedded driver
+   that was stopped past the timeouts (``SIGSTOP``, a suspended VM) goes on working once
+   resumed;
 2. every ``keep_alive_interval_ns``: reads the driver's heartbeat in the to-driver ring buffer
    and fails with :class:`~transport.DriverTimeoutError` (naming the directory and the age) if
    it is older than the driver timeout, or -1 (a driver that shut down); then stamps the epoch
@@ -103,13 +111,9 @@ class ClientLiveness:
         Raises the error the client must stop with.
         """
         interval_ns = now_ns - self._time_of_last_service_ns
-        if interval_ns > self._inter_service_timeout_ns:
-            raise ClientTimeoutError(
-                "client conductor not serviced within the inter-service timeout",
-                inter_service_timeout_ns=self._inter_service_timeout_ns,
-                interval_ns=interval_ns,
-            )
         self._time_of_last_service_ns = now_ns
+        if interval_ns > self._inter_service_timeout_ns:
+            return self._after_stall(now_ns, interval_ns)
         if now_ns - (self._time_of_last_keepalive_ns + self._keepalive_interval_ns) <= 0:
             return 0
         now_ms = self._epoch_clock.time_ms()
@@ -135,6 +139,35 @@ class ClientLiveness:
                     counter_id=heartbeat.id,
                 )
             heartbeat.set_ordered(now_ms)
+        self._time_of_last_keepalive_ns = now_ns
+        return 1
+
+    def _after_stall(self, now_ns: int, interval_ns: int) -> int:
+        """The check after a service interval past the inter-service timeout (see module, 1):
+        fails unless the driver still holds this client's heartbeat counter, else stamps it."""
+        heartbeat = self._heartbeat
+        counter_id = (
+            find_counter_id_by_registration_id(
+                self._counters_reader, HEARTBEAT_TYPE_ID, self._client_id
+            )
+            if heartbeat is None
+            else heartbeat.id
+        )
+        if counter_id == NULL_COUNTER_ID or not is_active(
+            self._counters_reader, counter_id, HEARTBEAT_TYPE_ID, self._client_id
+        ):
+            raise ClientTimeoutError(
+                "client conductor not serviced within the inter-service timeout, and the "
+                "driver dropped this client",
+                inter_service_timeout_ns=self._inter_service_timeout_ns,
+                interval_ns=interval_ns,
+                client_id=self._client_id,
+            )
+        if heartbeat is None:
+            heartbeat = self._heartbeat = AtomicCounter(
+                self._counters_reader.values_buffer, counter_id
+            )
+        heartbeat.set_ordered(self._epoch_clock.time_ms())
         self._time_of_last_keepalive_ns = now_ns
         return 1
 

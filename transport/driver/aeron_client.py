@@ -7,6 +7,9 @@ counter with the epoch time in ms (and may send CLIENT_KEEPALIVE, which does the
 the driver). On each timer tick the conductor checks it: a client whose heartbeat is older than
 the liveness timeout has reached its end of life and is removed with everything it holds.
 CLIENT_CLOSE sets the heartbeat to 0 so the next tick removes it without counting a timeout.
+After a stall of the driver itself (:meth:`AeronClient.extend_liveness`) a client has a whole
+liveness timeout from the stall's end before its heartbeat is judged stale: the driver saw
+nothing meanwhile, and a client in the same stopped process could not stamp either.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class AeronClient:
         "client_id",
         "closed_by_command",
         "counter_links",
+        "grace_from_ms",
         "heartbeat",
         "liveness_timeout_ms",
         "publication_links",
@@ -71,6 +75,8 @@ class AeronClient:
         self.reached_end_of_life = False
         self.publication_links: list[PublicationLink] = []
         self.counter_links: list[CounterLink] = []
+        self.grace_from_ms = 0
+        """The end of the driver's last stall (:meth:`extend_liveness`), 0 before any."""
         heartbeat.set_ordered(now_ms)
 
     def on_keepalive(self, now_ms: int) -> None:
@@ -81,12 +87,19 @@ class AeronClient:
         self.closed_by_command = True
         self.heartbeat.set_ordered(0)
 
+    def extend_liveness(self, now_ms: int) -> None:
+        """The driver stalled until ``now_ms``: judge the heartbeat from then on (see module);
+        a client closed by command is not kept."""
+        self.grace_from_ms = now_ms
+
     def check_liveness(self, now_ms: int) -> bool:
         """True (once) when the heartbeat has gone stale: the client's end of life."""
-        if (
-            not self.reached_end_of_life
-            and now_ms > self.heartbeat.get() + self.liveness_timeout_ms
-        ):
+        if self.reached_end_of_life:
+            return False
+        last_ms = self.heartbeat.get()
+        if not self.closed_by_command:
+            last_ms = max(last_ms, self.grace_from_ms)
+        if now_ms > last_ms + self.liveness_timeout_ms:
             self.reached_end_of_life = True
             return True
         return False

@@ -9,19 +9,25 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
 2. handle up to ten commands;
 3. stamp the to-driver buffer's consumer heartbeat with the epoch ms when it changed: clients
    judge the driver alive by it;
-4. every ``timer_interval_ns``: client liveness (a client silent past the liveness timeout is
+4. after a stall of its own (a gap between cycles of more than half the client liveness timeout
+   and two timer intervals: the process stopped or starved), a fresh liveness timeout for every
+   client and for a half-written command, judged from the stall's end: the driver saw nothing
+   meanwhile, and clients stopped with it (a broker's, with its embedded driver) could not
+   stamp their heartbeats either; their own conductors carry on as long as the driver holds
+   them (:mod:`~transport.client.client_liveness`);
+5. every ``timer_interval_ns``: client liveness (a client silent past the liveness timeout is
    removed with all it holds, ON_CLIENT_TIMEOUT), publication timers (pub-pos, unblocking, end of
    stream, linger), and the unblocking of a command a dead client left half-written. Unlike
    Aeron's, the timer does not count as work: it is housekeeping that predicts no more work, and
    counting it woke an idle driver's backoff out of its deep park every second (about 20 more
    wake-ups a second, see :mod:`~transport.concurrent.idle_strategy`); what the timer changes
    (a publication closed, a client removed) is itself work for the next cycles;
-5. move every publication's limit. As in Aeron, a limit moved is work: a publisher held at its
+6. move every publication's limit. As in Aeron, a limit moved is work: a publisher held at its
    limit (in another process, often) learns of the space only from this thread, so the thread
    keeps its cycles going while a back-pressured stream drains, rather than parking with the
    publisher waiting for its next wake. (Not counting it saved one cycle, found empty, after
    each send of a broker group's member, and no measurable rate: kept out.)
-6. after a cycle that transmitted to the clients, ring :attr:`DriverConductor.notice_bells`:
+7. after a cycle that transmitted to the clients, ring :attr:`DriverConductor.notice_bells`:
    the doorbells of clients in this process whose conductors sleep until rung (a broker's own
    client learns of a new client's image at once, not at the end of a long park).
 
@@ -35,7 +41,7 @@ nothing (``MediaDriverContext.park_until_due``): until the next timer, which is 
 Streams are handled per media (:class:`MediaStreams`): ``aeron:ipc`` by
 :class:`~transport.driver.ipc.ipc_streams.IpcStreams`, ``aeron:udp`` by
 :class:`~transport.driver.udp.udp_streams.UdpStreams`, which also owns the sender and receiver
-agents (the media driver runs them) and does its per-cycle work in step 5 (the receiver's image
+agents (the media driver runs them) and does its per-cycle work in step 6 (the receiver's image
 requests, the network publications' limits).
 
 A TERMINATE_DRIVER whose token the context's validator accepts calls the termination hook and
@@ -186,6 +192,10 @@ class DriverConductor:
             now_ns,
         )
         self._timer_deadline_ns = now_ns
+        self._stall_ns = max(context.client_liveness_timeout_ns // 2, 2 * context.timer_interval_ns)
+        """A gap between two cycles longer than this is a stall of the driver (module, 4)."""
+        self.stalls = 0
+        """Stalls seen (module, 4)."""
         self._heartbeat_ms = self._epoch_clock.time_ms()
         self.to_driver.consumer_heartbeat_time = self._heartbeat_ms
         self._last_command_position = self.to_driver.consumer_position()
@@ -211,12 +221,13 @@ class DriverConductor:
         return None
 
     def do_work(self) -> int:
-        """One duty cycle (the module's steps 1-5); returns the work done.
+        """One duty cycle (the module's steps 1-7); returns the work done.
 
         Raises ``AgentTerminationError`` after the cycle in which a TERMINATE_DRIVER was
         accepted.
         """
         now_ns = self._nano_clock.time_ns()
+        stalled = now_ns - self._now_ns > self._stall_ns
         self._now_ns = now_ns
         self._duty_cycle.measure_and_update(now_ns)
 
@@ -225,6 +236,8 @@ class DriverConductor:
         if now_ms != self._heartbeat_ms:
             self._heartbeat_ms = now_ms
             self.to_driver.consumer_heartbeat_time = now_ms
+        if stalled:
+            self._after_stall(now_ns, now_ms)
         if now_ns >= self._timer_deadline_ns:
             self._timer_deadline_ns = now_ns + self._context.timer_interval_ns
             self._on_timer(now_ns, now_ms)
@@ -281,6 +294,13 @@ class DriverConductor:
 
     # ----------------------------------------------------------------------------------------
     # Timer
+
+    def _after_stall(self, now_ns: int, now_ms: int) -> None:
+        """The driver did not run for a while (module, 4): judge clients from now on."""
+        self.stalls += 1
+        for client in self.clients.values():
+            client.extend_liveness(now_ms)
+        self._time_of_last_command_position_change_ns = now_ns
 
     def _on_timer(self, now_ns: int, now_ms: int) -> None:
         for client in list(self.clients.values()):

@@ -126,13 +126,51 @@ def test_should_fail_when_the_driver_shut_down(
         liveness.check(clock.time_ns())
 
 
-def test_should_fail_when_not_serviced_within_the_inter_service_timeout(
+def test_should_fail_when_not_serviced_within_the_inter_service_timeout_and_unknown_to_the_driver(
     liveness: ClientLiveness, clock: SettableClock
 ) -> None:
     clock.advance_ms(10_001)
     with pytest.raises(ClientTimeoutError, match="inter-service") as info:
         liveness.check(clock.time_ns())
     assert info.value.interval_ns == 10_001 * MS
+
+
+def test_should_fail_after_a_stall_in_which_the_driver_dropped_it(
+    liveness: ClientLiveness, clock: SettableClock, counters: CountersManager
+) -> None:
+    counter_id = allocate_heartbeat(counters)
+    clock.advance_ms(501)
+    liveness.check(clock.time_ns())
+    counters.free(counter_id)  # the driver timed the client out while it did not run
+    clock.advance_ms(12_000)
+    with pytest.raises(ClientTimeoutError, match="driver dropped this client"):
+        liveness.check(clock.time_ns())
+
+
+def test_should_carry_on_after_a_stall_while_the_driver_still_holds_it(
+    liveness: ClientLiveness, clock: SettableClock, counters: CountersManager, proxy: StubProxy
+) -> None:
+    counter_id = allocate_heartbeat(counters)  # found at the stall's check, not before
+    proxy.driver_heartbeat_ms = clock.time_ms()
+    clock.advance_ms(12_000)  # stopped with its embedded driver, past every timeout
+    assert liveness.check(clock.time_ns()) == 1
+    assert counters.get_counter_value(counter_id) == clock.time_ms()  # stamped at once
+    assert liveness.heartbeat_counter_id == counter_id
+    clock.advance_ms(501)  # the driver's heartbeat is judged at the next check
+    with pytest.raises(DriverTimeoutError):
+        liveness.check(clock.time_ns())
+
+
+def test_should_judge_a_driver_that_ran_again_after_the_stall_alive(
+    liveness: ClientLiveness, clock: SettableClock, counters: CountersManager, proxy: StubProxy
+) -> None:
+    allocate_heartbeat(counters)
+    proxy.driver_heartbeat_ms = clock.time_ms()
+    clock.advance_ms(12_000)
+    liveness.check(clock.time_ns())
+    proxy.driver_heartbeat_ms = clock.time_ms()  # the driver's conductor ran once resumed
+    clock.advance_ms(501)
+    assert liveness.check(clock.time_ns()) == 1
 
 
 def test_should_fail_when_its_heartbeat_counter_is_freed(

@@ -144,6 +144,9 @@ def test_should_do_nothing_until_the_application_invokes_the_conductor(
 def test_should_close_when_the_conductor_is_not_serviced_in_time(
     driver: FakeDriver, context: AeronContext, errors: list[BaseException]
 ) -> None:
+    # the client has sent no command: the driver holds no heartbeat counter of it, so after the
+    # interval it is as good as dropped (one the driver still holds carries on:
+    # test_client_liveness.py, tests/system/test_broker_pause.py)
     clock = SettableClock(time.monotonic_ns())
     ctx = dataclasses.replace(
         context,
