@@ -58,6 +58,7 @@ from aeromq.broker.timer import TimerService
 from aeromq.broker.transaction import TRANSACTION_SERVICE, TransactionService, TransactionServicer
 from aeromq.common import GcTuning, ResponseCode, tune_gc
 from aeromq.proto import common_pb2
+from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext, Subscription
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, with_doorbell
@@ -123,6 +124,12 @@ class Broker:
         self._lock = threading.Lock()
         self._running = False
         self._stopped = threading.Event()
+        self.failure: TransportError | None = None
+        """Why the data plane stopped for good, None while it runs: the broker's transport
+        client was terminated (its media driver timed it out, or died), so the ingress takes no
+        session any more. ``aeromq broker`` then shuts down and exits with status 1, for its
+        supervisor (``aeromq cluster up``, systemd) to start it again; an embedded broker's
+        application decides."""
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -563,6 +570,20 @@ class Broker:
 
     def _on_transport_error(self, error: BaseException) -> None:
         _log.error("transport error: %s", error, exc_info=error)
+        aeron = self.aeron
+        if (
+            self.failure is None
+            and isinstance(error, TransportError)
+            and aeron is not None
+            and aeron.is_closed
+            and self._running
+        ):
+            self.failure = error
+            _log.critical(
+                "the broker's transport client stopped (%s): the data plane takes no session "
+                "any more; the broker has to be restarted",
+                error,
+            )
 
 
 def _resolve_udp_channel(endpoint: str | None) -> str | None:

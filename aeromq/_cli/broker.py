@@ -13,7 +13,9 @@ the run file ``broker.json`` (:mod:`~broker.run_file`) into its data directory, 
 ingress, flush, checkpoint, close the driver), removes ``broker.json`` and prints ``broker
 stopped``. SIGQUIT appends every thread's stack to ``stacks.txt`` in the data directory and
 the broker runs on (a JVM's ``kill -3``). Once started, the process's garbage collector is set
-by the ``gc_freeze`` and ``gc_threshold`` settings (``Broker.tune_gc``).
+by the ``gc_freeze`` and ``gc_threshold`` settings (``Broker.tune_gc``). A broker whose transport
+client stopped for good (``Broker.failure``: an external media driver timed it out or died)
+shuts down the same way and exits with status 1, for its supervisor to start it again.
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             run_file = write_run_file(config, broker.grpc_address, broker.aeron_dir)
             print(f"media driver counters: aeromq stat --broker {config.data_dir}", flush=True)
-            serve(stop, _WAIT_SLICE_S)
+            serve(stop, _WAIT_SLICE_S, lambda: broker.failure is not None)
         finally:
             # A shutdown that hangs says where: every thread's stack on stderr once it has taken
             # SHUTDOWN_STACKS_AFTER_S (the test harness kills a broker 15 s after SIGTERM), be it
@@ -137,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if stacks is not None:
                 faulthandler.unregister(signal.SIGQUIT)
                 stacks.close()
+    if broker.failure is not None:
+        print(f"aeromq broker: stopped, its transport failed: {broker.failure}", file=sys.stderr)
+        return 1
     print("broker stopped", flush=True)
     return 0
 
