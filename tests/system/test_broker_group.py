@@ -37,6 +37,8 @@ FILLER = ProducerConfig(
     retry_times_when_send_async_failed=0,
     async_requests_in_flight=0,
 )
+LONG_PAUSE_S = 4.0
+"""Past the 2 s client liveness timeout the long-pause test gives the members."""
 FAILOVER_LIMIT_S = 5.0
 """The design's p99 is 3 s with a 2 s lease; these groups have a 1 s lease (etcd's floor), and
 a loaded CI machine of 2 cores slows every step: 5 s still tells a failover from a hang."""
@@ -142,6 +144,36 @@ def test_should_fence_a_leader_paused_past_its_lease_and_rejoin_it(group: Broker
     log = group.log(paused)
     assert "role=follower" in log and "stopped leading" in log, log[-3000:]
 
+    group.drain(second, history, "c0")
+    _checked(history)
+
+
+@pytest.mark.slow
+def test_should_rejoin_a_leader_stopped_past_its_drivers_client_liveness_timeout(
+    group: BrokerGroup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # its embedded driver and its own transport client stopped together: once resumed, both go
+    # on (tests/system/test_broker_pause.py), so it can replicate as a follower; with the
+    # members' client liveness timeout at 2 s, a pause of 4 s is past it
+    monkeypatch.setenv("AERON_CLIENT_LIVENESS_TIMEOUT", "2s")
+    group.start_all()
+    monkeypatch.delenv("AERON_CLIENT_LIVENESS_TIMEOUT")
+    history = History()
+    sender = GroupSender(group, history, "p0").start()
+    sender.wait_acked(30)
+    paused = group.wait_for_leader()
+    group.pause(paused)
+    paused_at = time.monotonic()
+    history.mark("pause leader")
+    second = group.wait_for_leader(other_than=paused)
+    time.sleep(max(0.0, LONG_PAUSE_S - (time.monotonic() - paused_at)))
+    group.resume(paused)
+    group.wait_for(lambda s: paused in s.isr, "the long-paused leader back in the ISR")
+    sender.wait_acked(sender.acked + 20, timeout_s=30)
+    sender.stop()
+    log = group.log(paused)
+    assert "transport error" not in log, log[-3000:]
+    assert group.members[paused].process.poll() is None
     group.drain(second, history, "c0")
     _checked(history)
 
