@@ -3,7 +3,8 @@
 - :mod:`~aeromq.broker.replication.frame_descriptor`: the layout of the APPEND, HEARTBEAT, FETCH
   and ACK frames (bit diagrams, offsets, lengths);
 - :mod:`~aeromq.broker.replication.frame_codec`: pure encoders and decoders of those frames
-  (:func:`check_frame` returns a code on the hot path, :func:`decode_frame` raises);
+  (:func:`check_frame` returns a code and :func:`decode_or_none` None on the hot path,
+  :func:`decode_frame` raises);
 - :mod:`~aeromq.broker.replication.epoch_file`: the ``epochs`` file of ``<epoch> <start_offset>``
   lines, rewritten atomically and durably, its lookups for the truncation handshake, and the
   ``truncate.intent`` marker;
@@ -60,6 +61,7 @@ from aeromq.broker.replication.frame_codec import (
     HeartbeatFrame,
     check_frame,
     decode_frame,
+    decode_or_none,
     encode_ack,
     encode_append,
     encode_fetch,
@@ -108,6 +110,7 @@ __all__ = [
     "check_frame",
     "clear_truncate_intent",
     "decode_frame",
+    "decode_or_none",
     "encode_ack",
     "encode_append",
     "encode_fetch",

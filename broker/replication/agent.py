@@ -75,8 +75,7 @@ from aeromq.broker.replication.frame_codec import (
     FetchFrame,
     Frame,
     HeartbeatFrame,
-    check_frame,
-    decode_frame,
+    decode_or_none,
 )
 from aeromq.broker.replication.frame_descriptor import FOLLOWER_STREAM_ID, LEADER_STREAM_ID
 from aeromq.broker.replication.handshake import EpochEnd, epoch_end
@@ -325,12 +324,9 @@ class ReplicationAgent:
 
     def _do_work(self, now_ns: int) -> int:
         work = 0
-        while True:
-            try:
-                snapshot = self._commands.get_nowait()
-            except queue.Empty:
-                break
-            self._on_snapshot(snapshot, now_ns)
+        commands = self._commands
+        while not commands.empty():  # this thread alone takes: not empty stays so until taken
+            self._on_snapshot(commands.get_nowait(), now_ns)
             work += 1
         taken = self._from_leader.poll(self._assembler, _FRAGMENT_LIMIT)
         answers = self._from_followers.poll(self._on_follower_frame, _FRAGMENT_LIMIT)
@@ -404,11 +400,10 @@ class ReplicationAgent:
 
     def _frame(self, buffer: AtomicBuffer, offset: int, length: int) -> Frame | None:
         """The frame in the message, or None (counted) when it is malformed."""
-        data = buffer.get_bytes(offset, length)
-        if check_frame(data) < 0:
+        frame = decode_or_none(buffer.get_bytes(offset, length))
+        if frame is None:
             self.malformed_frames += 1
-            return None
-        return decode_frame(data)
+        return frame
 
     # -- roles -------------------------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ __all__ = [
     "ReadableBuffer",
     "check_frame",
     "decode_frame",
+    "decode_or_none",
     "encode_ack",
     "encode_append",
     "encode_fetch",
@@ -306,7 +307,21 @@ def decode_frame(buffer: ReadableBuffer) -> Frame:
     code = check_frame(buffer)
     if code < 0:
         raise _malformed(buffer, code)
-    view = memoryview(buffer)
+    return _decode(memoryview(buffer), code)
+
+
+def decode_or_none(buffer: ReadableBuffer) -> Frame | None:
+    """The frame in ``buffer``, or None when it is not exactly one well-formed frame: the
+    receive path's :func:`check_frame` and :func:`decode_frame` in one, the frame checked once
+    (never raises)."""
+    code = check_frame(buffer)
+    if code < 0:
+        return None
+    return _decode(memoryview(buffer), code)
+
+
+def _decode(view: memoryview, code: int) -> Frame:
+    """The frame of type ``code`` (its :func:`check_frame` code, not negative) in ``view``."""
     if code == APPEND_TYPE:
         _, flags, _, length, epoch, epoch_start, offset, hw, leader_epoch = (
             APPEND_HEADER_STRUCT.unpack_from(view)

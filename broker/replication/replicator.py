@@ -200,6 +200,9 @@ class LeaderReplicator:
         self._settings = settings
         self.isr = IsrTracker(member_id, isr, min_isr)
         self._followers: dict[int, _Follower] = {}
+        self._progress: dict[int, FollowerProgress] = {}
+        """Each follower's progress by member id (kept with ``_followers``): read by every duty
+        cycle's HW, not rebuilt for it."""
         self._live: frozenset[int] = frozenset()
         self._started_ns = now_ns
         self._next_isr_check_ns = now_ns + _ISR_CHECK_INTERVAL_NS
@@ -229,6 +232,7 @@ class LeaderReplicator:
             if info is None or info.replication_endpoint != follower.info.replication_endpoint:
                 self._reaper.release(follower.pending)
                 del self._followers[member_id]
+                del self._progress[member_id]
         for member_id, info in members.items():
             if member_id == self.member_id or member_id in self._followers:
                 continue
@@ -239,6 +243,7 @@ class LeaderReplicator:
             follower = _Follower(info, pending)
             follower.progress.caught_up_ns = self._started_ns  # a grace of replica_lag_max
             self._followers[member_id] = follower
+            self._progress[member_id] = follower.progress
         self.isr.commit(isr)
 
     def close(self) -> None:
@@ -246,6 +251,7 @@ class LeaderReplicator:
         for follower in self._followers.values():
             self._reaper.release(follower.pending)
         self._followers.clear()
+        self._progress.clear()
 
     @property
     def sending(self) -> bool:
@@ -263,8 +269,8 @@ class LeaderReplicator:
 
     @property
     def followers(self) -> dict[int, FollowerProgress]:
-        """Each follower's progress (for stats and the admin view)."""
-        return {member_id: f.progress for member_id, f in self._followers.items()}
+        """Each follower's progress (for stats and the admin view; a copy)."""
+        return dict(self._progress)
 
     # -- frames in -----------------------------------------------------------------------------
 
@@ -309,6 +315,7 @@ class LeaderReplicator:
             except RegistrationError as error:  # the next snapshot adds it again
                 _log.warning("replication publication refused: %s", error)
                 del self._followers[follower.info.id]
+                del self._progress[follower.info.id]
         self._frames.clear()
         # not fsynced and not yet asked for (an fsync thread asked for it covers it: while it
         # runs, no cycle arms the step after the send again, nor the sender's drain before it)
@@ -328,7 +335,9 @@ class LeaderReplicator:
 
     def _send(self, follower: _Follower, leo: int, now_ns: int) -> int:
         progress = follower.progress
-        publication = follower.pending.poll()
+        publication = follower.pending.publication
+        if publication is None:
+            publication = follower.pending.poll()
         if publication is None:
             return 0  # the driver has yet to answer: the agent does not sleep (``sending``)
         offset = progress.send_offset
@@ -422,7 +431,7 @@ class LeaderReplicator:
         if not isr.enough:
             return 0
         log = self._log
-        floor = self.followers_floor = isr.high_watermark(_NO_FLOOR, self.followers)
+        floor = self.followers_floor = isr.high_watermark(_NO_FLOOR, self._progress)
         own = min(log.flushed_physical_offset, log.max_physical_offset)
         hw = min(own, floor)
         if hw <= self.high_watermark or not self._fence.may_act():
@@ -433,7 +442,7 @@ class LeaderReplicator:
 
     def _review_isr(self, now_ns: int) -> None:
         wanted = self.isr.wanted(
-            self.followers,
+            self._progress,
             self._live,
             self.high_watermark,
             now_ns,

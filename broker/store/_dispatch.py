@@ -104,14 +104,17 @@ def dispatch_batch(
     first = max(base_queue_offset, queue.min_offset)
     skip = first - base_queue_offset
     if skip < count:
-        existing = queue.entries(first, count - skip)
-        same = (
-            len(existing) == count - skip
-            and bool((existing["offset"] == position).all())
-            and bool((existing["size"] == size).all())
-            and bool((existing["tag"] == tags[skip:]).all())
-        )
-        del existing
+        if first >= queue.max_offset:  # past the queue's end (each commit's new batch): no entry
+            same = False
+        else:
+            existing = queue.entries(first, count - skip)
+            same = (
+                len(existing) == count - skip
+                and bool((existing["offset"] == position).all())
+                and bool((existing["size"] == size).all())
+                and bool((existing["tag"] == tags[skip:]).all())
+            )
+            del existing
         if not same:
             if first > queue.max_offset:
                 gap = 1

@@ -27,6 +27,7 @@ from aeromq.broker.replication import (
     ReplicationError,
     check_frame,
     decode_frame,
+    decode_or_none,
     encode_ack,
     encode_append,
     encode_fetch,
@@ -318,5 +319,18 @@ def test_should_check_or_refuse_every_mutation_of_a_frame(
         if code < 0:
             with pytest.raises(MalformedFrameError):
                 decode_frame(candidate)
+            assert decode_or_none(candidate) is None
         else:
             assert type(decode_frame(candidate)) is _CLASSES[code]
+            assert decode_or_none(candidate) == decode_frame(candidate)
+
+
+@pytest.mark.parametrize("frame", _frames(), ids=["append", "empty-append", "hb", "fetch", "ack"])
+def test_should_decode_on_the_receive_path_as_decode_frame_does_or_give_none(frame: bytes) -> None:
+    decoded = decode_or_none(frame)
+
+    assert decoded == decode_frame(frame)
+    assert type(decoded) is _CLASSES[check_frame(frame)]
+    for malformed in (frame[:-1], frame + b"\x00", b"\x09" + frame[1:]):
+        assert check_frame(malformed) < 0
+        assert decode_or_none(malformed) is None
