@@ -125,11 +125,8 @@ class Broker:
         self._running = False
         self._stopped = threading.Event()
         self.failure: TransportError | None = None
-        """Why the data plane stopped for good, None while it runs: the broker's transport
-        client was terminated (its media driver timed it out, or died), so the ingress takes no
-        session any more. ``aeromq broker`` then shuts down and exits with status 1, for its
-        supervisor (``aeromq cluster up``, systemd) to start it again; an embedded broker's
-        application decides."""
+        """Why the data plane stopped for good (its transport client terminated: the driver
+        dropped it, or died), else None; ``aeromq broker`` then exits with status 1."""
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -579,11 +576,7 @@ class Broker:
             and self._running
         ):
             self.failure = error
-            _log.critical(
-                "the broker's transport client stopped (%s): the data plane takes no session "
-                "any more; the broker has to be restarted",
-                error,
-            )
+            _log.critical("transport client stopped, no more sessions: restart the broker")
 
 
 def _resolve_udp_channel(endpoint: str | None) -> str | None:
