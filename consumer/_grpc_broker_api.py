@@ -96,6 +96,10 @@ class GrpcBrokerApi:
             offer_timeout_ms=config.offer_timeout_ms,
             credentials=config.credentials,
         )
+        self.answer_pump: Callable[[], ClientSession | None] = self._sessions.sole_session
+        """The session whose pull answers a waiting ``poll()`` reads itself: the one open
+        session, when there is one (``consumer.consume_request_cache``). The sessions' own
+        method, not one that calls it: asked by every ``poll()`` that waits."""
         self._connector = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aeromq-connect")
         self.membership = Membership(
             lambda: self._resolver, config.heartbeat_broker_interval_ms, self._connector.submit
@@ -248,11 +252,6 @@ class GrpcBrokerApi:
         except RuntimeError as error:  # closed
             callback(None, error)
         return True
-
-    def answer_pump(self) -> ClientSession | None:
-        """The session whose pull answers a waiting ``poll()`` reads itself: the one open
-        session, when there is one (``consumer.consume_request_cache``)."""
-        return self._sessions.sole_session()
 
     def _connect_and_pull(self, broker: BrokerRoute, pull: _Pull) -> None:
         try:

@@ -83,7 +83,7 @@ class Poller:
         config = self._services.config
         out: list[MessageExt] = []
         retry_topics = self._retry_topics
-        for chunk in self._poll_chunks(config, timeout_ms, config.max_poll_records):
+        for chunk in self.take(config, timeout_ms, config.max_poll_records):
             topic = chunk[0].topic if chunk else ""  # (a chunk: one queue's messages)
             retry = retry_topics.get(topic)
             if retry is None:
@@ -104,7 +104,7 @@ class Poller:
         limit = config.max_poll_records if max_records is None else max_records
         if limit <= 0:
             raise IllegalArgumentError("max_records must be positive", max_records=limit)
-        chunks = self._poll_chunks(config, timeout_ms, limit)
+        chunks = self.take(config, timeout_ms, limit)
         batch = MessageBatch.concat([as_message_batch(chunk) for chunk in chunks])
         if chunks and self._consume_hooks:
             group = config.consumer_group
@@ -122,9 +122,13 @@ class Poller:
         context.success = True
         call_hooks(hooks, "consume_message_after", context)
 
-    def _poll_chunks(
+    def take(
         self, config: LitePullConsumerConfig, timeout_ms: int | None, limit: int
     ) -> list[Sequence[MessageExt]]:
+        """Up to ``limit`` messages from the cache, in chunks (see the module doc), once the
+        consumer is found running, a failed batch raised and auto commit done if due; one
+        method, not a check and a take (a Python call fewer a poll). Caller: :meth:`poll` and
+        :meth:`poll_batch`."""
         services = self._services
         if services.state is not ServiceState.RUNNING:
             services.check_running()
@@ -139,48 +143,45 @@ class Poller:
             committer = self._committer
             if config.auto_commit and time.monotonic() >= committer.next_auto_commit_s:
                 committer.maybe_auto_commit()  # (due: asked here, a Python call fewer a poll)
-            return self.take(timeout_ms, limit)
-
-    def take(self, timeout_ms: int, limit: int) -> list[Sequence[MessageExt]]:
-        """Up to ``limit`` messages from the cache, in chunks (see the module doc). Caller:
-        :meth:`poll` and :meth:`poll_batch`, under the poll lock."""
-        cache = self._cache
-        assigned = self._assigned
-        services = self._services
-        deadline = time.monotonic() + timeout_ms / 1000.0
-        result: list[Sequence[MessageExt]] = []
-        taken = 0
-        while taken < limit:
-            if taken:
-                if not cache.size():  # (what take(0) would say, without its call)
+            # then the take itself, under the poll lock
+            cache = self._cache
+            assigned = self._assigned
+            deadline = time.monotonic() + timeout_ms / 1000.0
+            result: list[Sequence[MessageExt]] = []
+            taken = 0
+            while taken < limit:
+                if taken:
+                    if not cache.size():  # (what take(0) would say, without its call)
+                        break
+                    wait_s = 0.0
+                else:
+                    wait_s = deadline - time.monotonic()
+                request = cache.take(wait_s)
+                if request is None:
                     break
-                wait_s = 0.0
-            else:
-                wait_s = deadline - time.monotonic()
-            request = cache.take(wait_s)
-            if request is None:
-                break
-            process_queue = request.process_queue
-            state = assigned.state(request.queue)
-            if state is None:
-                continue
-            with state.lock:
-                # Under the queue's lock, so a drop or seek either comes after (and commits
-                # or replaces what this poll returns) or before (and these messages, not
-                # committed, are not returned: the queue's next owner or read delivers them).
-                if process_queue.dropped or state.process_queue is not process_queue:
+                process_queue = request.process_queue
+                state = assigned.state(request.queue)
+                if state is None:
                     continue
-                messages = request.messages
-                room = limit - taken
-                if len(messages) > room:
-                    cache.put_back(ConsumeRequest(messages[room:], request.queue, process_queue))
-                    messages = messages[:room]
-                offset = process_queue.remove_messages(messages)
-                if offset >= 0:
-                    state.consume_offset = offset
-            result.append(messages)
-            taken += len(messages)
-            if services.state is not ServiceState.RUNNING:
-                break
-        self._counters.messages_polled += taken
-        return result
+                with state.lock:
+                    # Under the queue's lock, so a drop or seek either comes after (and commits
+                    # or replaces what this poll returns) or before (and these messages, not
+                    # committed, are not returned: the queue's next owner or read delivers them).
+                    if process_queue.dropped or state.process_queue is not process_queue:
+                        continue
+                    messages = request.messages
+                    room = limit - taken
+                    if len(messages) > room:
+                        cache.put_back(
+                            ConsumeRequest(messages[room:], request.queue, process_queue)
+                        )
+                        messages = messages[:room]
+                    offset = process_queue.remove_messages(messages)
+                    if offset >= 0:
+                        state.consume_offset = offset
+                result.append(messages)
+                taken += len(messages)
+                if services.state is not ServiceState.RUNNING:
+                    break
+            self._counters.messages_polled += taken
+            return result

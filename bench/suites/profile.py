@@ -15,7 +15,10 @@ names ``udp-CASE``. Rows ``profile:CASE:ROLE`` per process: ``calls_per_msg`` (t
 message takes in that process: a count that hardly depends on the machine's load, but for the
 polls of a thread waiting for its answer), ``python_calls_per_msg`` (those of Python
 functions, built-ins left out; the profiler's own, its snapshot at the window's end, left out
-of both), ``profiled_us_per_msg`` (the own time of every entry but the waits: cProfile makes it
+of both), for the consumer and the broker with a consumer ``pulls_per_msg`` (below 1 when a
+loaded machine makes a pull bring more than one message, which lowers the counts a message)
+and, for the consumer, ``python_calls_per_pull`` (its Python calls over its pulls, which hardly
+move with that), ``profiled_us_per_msg`` (the own time of every entry but the waits: cProfile makes it
 two to three times what it is unprofiled), and the entries of most own time, each ``us a message (profiled), calls a message``. A
 process that runs a media driver (the broker's embedded one; a client's own over UDP) has its
 driver thread's figures too (the thread that runs ``CompositeAgent.do_work``):
@@ -37,6 +40,7 @@ from collections.abc import Iterator
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
+from typing import Final
 
 from bench import _thread_profile
 from bench._harness import Result, case_rows, chosen, note
@@ -57,6 +61,11 @@ _SITE = Path(__file__).resolve().parents[1] / "_profile_site"
 _TOP = 12
 _PROFILER = "cProfile.py"
 _AGENT_MODULE = "concurrent/agent.py"
+_PULLS: Final = {
+    "consumer": ("consumer/_grpc_broker_api.py", "pull_async"),
+    "broker": ("processor/pull.py", "process"),
+}
+"""Each role's function called once a pull (the consumer sends it, the broker takes it)."""
 _WAITER_MODULE = "udp/socket_waiter.py"
 
 
@@ -220,6 +229,16 @@ def _rows(
             "python_calls_per_msg": round(python / count, 1),
             "profiled_us_per_msg": round(working_s * 1e6 / count, 1),
         }
+        pull = _PULLS.get(role)
+        if pull is not None and "send-only" not in case:
+            pulls = sum(
+                entry[1]
+                for func, entry in stats.items()
+                if func[2] == pull[1] and func[0].endswith(pull[0])
+            )
+            extra["pulls_per_msg"] = round(pulls / count, 2)
+            if pulls and role == "consumer":  # (hardly moved by how many a pull brings)
+                extra["python_calls_per_pull"] = round(python / pulls, 1)
         driver = drivers.get(role)
         if driver is not None:
             extra.update(_driver_extra(driver, count))
