@@ -9,8 +9,11 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 
+import pytest
+
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.session import SessionAgent
+from aeromq.broker.session import _agent as agent_module
 from aeromq.broker.store import MessageStore
 from aeromq.client.session import ClientSession
 from aeromq.common import PullAnswer
@@ -21,6 +24,7 @@ from .conftest import Answers, pull_request, send_request, wait_for
 from .test_session_doorbells import _ipc_session, agent  # noqa: F401 (a fixture)
 
 _HELD_MS = 5_000
+_NO_SWEEP_NS = 60_000_000_000
 
 
 def _rings(bell: Doorbell) -> int:
@@ -60,9 +64,18 @@ def test_should_answer_a_lazy_pull_offered_without_a_ring_once_a_message_comes(
 def test_should_ask_lazy_pulls_to_ring_while_a_send_beat_them(
     agent: SessionAgent,  # noqa: F811 (the fixture)
     media_driver: MediaDriver,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bell = agent.doorbell
     assert bell is not None
+    # the agent forgets the pulls it awaits at each sweep (every 100 ms): on a loaded machine
+    # the test's steps may take longer than that, so the sweeps are set 60 s apart, and the
+    # one already due is let run before the pulls
+    monkeypatch.setattr(agent_module, "_SWEEP_INTERVAL_NS", _NO_SWEEP_NS)
+    wait_for(
+        lambda: agent._next_sweep_ns - time.monotonic_ns() > _NO_SWEEP_NS // 2,
+        what="the sweep 60 s away",
+    )
     with _ipc_session(media_driver) as session:
         held = session.request_async(pull_request(offset=0, suspend_timeout_ms=_HELD_MS))
         assert session.request(send_request(b"zero")).status.code == 0  # releases the hold
