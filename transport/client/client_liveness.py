@@ -158,7 +158,7 @@ class ClientLiveness:
         ):
             raise ClientTimeoutError(
                 "client conductor not serviced within the inter-service timeout, and the "
-                "driver dropped this client",
+                "driver holds no heartbeat counter of it (it dropped this client)",
                 inter_service_timeout_ns=self._inter_service_timeout_ns,
                 interval_ns=interval_ns,
                 client_id=self._client_id,

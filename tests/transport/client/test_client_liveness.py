@@ -143,7 +143,7 @@ def test_should_fail_after_a_stall_in_which_the_driver_dropped_it(
     liveness.check(clock.time_ns())
     counters.free(counter_id)  # the driver timed the client out while it did not run
     clock.advance_ms(12_000)
-    with pytest.raises(ClientTimeoutError, match="driver dropped this client"):
+    with pytest.raises(ClientTimeoutError, match="holds no heartbeat counter"):
         liveness.check(clock.time_ns())
 
 
