@@ -207,7 +207,8 @@ def install() -> None:
     _wrap(ConsumeRequestCache, "put", "cached")
     _wrap(ConsumeRequestCache, "take", after=lambda got, *_: "taken" if got else None)
 
-    _wrap(PullTask, "_on_pull", lambda *args: _pulled(args[4]))
+    # (self, state, process_queue, subscription, started_ns, result, error): the result
+    _wrap(PullTask, "_on_pull", lambda *args: _pulled(args[5]))
     _wrap(Poller, "poll", after=lambda got, *_: _polled(got))
     await_ring, ring = Doorbell.await_ring, Doorbell.ring
 
