@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.broker.testing import start_broker_process
+from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import GrpcClient, Message, MessageQueue
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer
@@ -31,6 +31,23 @@ PAUSE_S = 4.0
 """Past the 2 s client liveness timeout and the driver's stall threshold (2 timer intervals),
 short of the clients' 10 s driver timeout."""
 DEADLINE_S = 30.0
+
+
+def _one_message_stored(broker: ServerProcess, producer_name: str) -> None:
+    """The topic made and one message sent to it."""
+    with GrpcClient(broker.grpc_address, timeout_s=30) as admin:
+        admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+    with Producer(producer_name, broker.grpc_address) as producer:
+        producer.send(Message(TOPIC, b"before"))
+
+
+def _stop_for(broker: ServerProcess, seconds: float) -> None:
+    """SIGSTOP the broker, and SIGCONT it ``seconds`` later (whatever happens meanwhile)."""
+    os.kill(broker.pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(broker.pid, signal.SIGCONT)
 
 
 def _poll_until(consumer: DefaultLitePullConsumer, count: int) -> list[bytes]:
@@ -49,17 +66,8 @@ def test_should_take_sessions_and_serve_them_after_being_stopped_past_the_livene
     broker = start_broker_process(tmp_path / "store", "broker-pause")
     monkeypatch.delenv("AERON_CLIENT_LIVENESS_TIMEOUT")
     try:
-        with GrpcClient(broker.grpc_address, timeout_s=30) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
-        with Producer("pause-before", broker.grpc_address) as producer:
-            producer.send(Message(TOPIC, b"before"))
-
-        os.kill(broker.pid, signal.SIGSTOP)
-        try:
-            time.sleep(PAUSE_S)
-        finally:
-            os.kill(broker.pid, signal.SIGCONT)
-
+        _one_message_stored(broker, "pause-before")
+        _stop_for(broker, PAUSE_S)
         with Producer("pause-after", broker.grpc_address) as producer:  # a new session
             result = producer.send(Message(TOPIC, b"after"))
         assert result.queue_offset == 1
@@ -89,15 +97,8 @@ def test_should_exit_with_status_one_when_its_external_driver_dropped_it_while_s
         ["--aeron-dir", driver.aeron_dir, "--ingress-udp-endpoint", "none"],
     )
     try:
-        with GrpcClient(broker.grpc_address, timeout_s=30) as admin:
-            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
-        with Producer("external-before", broker.grpc_address) as producer:
-            producer.send(Message(TOPIC, b"before"))
-        os.kill(broker.pid, signal.SIGSTOP)
-        try:
-            time.sleep(PAUSE_S)  # the driver, running on, times the broker's client out
-        finally:
-            os.kill(broker.pid, signal.SIGCONT)
+        _one_message_stored(broker, "external-before")
+        _stop_for(broker, PAUSE_S)  # the driver, running on, times the broker's client out
         exit_code = broker.process.wait(DEADLINE_S)
     finally:
         broker.stop()

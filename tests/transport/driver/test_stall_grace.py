@@ -62,16 +62,21 @@ def _advance_and_run(driver: MediaDriver, clock: SettableClock, ms: int) -> None
     driver.conductor.do_work()
 
 
+def _stamped_then_stalled(driver: MediaDriver, clock: SettableClock, client: DriverClient) -> None:
+    """The client registered and stamped, then the driver stopped past the timeout with it."""
+    _registered(driver, client)
+    client.heartbeat(clock.time_ms())
+    _advance_and_run(driver, clock, 3 * LIVENESS_MS)
+    assert client.client_id in driver.conductor.clients
+
+
 def test_should_keep_a_client_whose_heartbeat_aged_only_while_the_driver_stalled(
     invoked: MediaDriver, clock: SettableClock
 ) -> None:
     conductor = invoked.conductor
     with DriverClient(invoked.aeron_dir) as client:
-        _registered(invoked, client)
-        client.heartbeat(clock.time_ms())
-        _advance_and_run(invoked, clock, 3 * LIVENESS_MS)  # stopped together, past the timeout
+        _stamped_then_stalled(invoked, clock, client)
         assert conductor.stalls == 1
-        assert client.client_id in conductor.clients
         client.heartbeat(clock.time_ms())  # the resumed client stamps again
         for _ in range(5):
             _advance_and_run(invoked, clock, LIVENESS_MS // 2)
@@ -88,10 +93,7 @@ def test_should_still_remove_a_silent_client_one_liveness_timeout_after_the_stal
     conductor = invoked.conductor
     timeouts = conductor.system_counters.get(SystemCounter.CLIENT_TIMEOUTS)
     with DriverClient(invoked.aeron_dir) as client:
-        _registered(invoked, client)
-        client.heartbeat(clock.time_ms())
-        _advance_and_run(invoked, clock, 3 * LIVENESS_MS)
-        assert client.client_id in conductor.clients
+        _stamped_then_stalled(invoked, clock, client)
         for _ in range(LIVENESS_MS // STEP_MS):  # silent, within the grace: kept
             _advance_and_run(invoked, clock, STEP_MS)
             assert client.client_id in conductor.clients
