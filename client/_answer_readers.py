@@ -325,8 +325,6 @@ class AnswerReader(ABC):
         word returns at once."""
         state = self._state
         monotonic_ns = time.monotonic_ns
-        lock, poll, assembler = self.lock, subscription.poll, self._assembler
-        ident = threading.get_ident()
         if observed is None:
             observed = self._read_word
             self._read_word = None
@@ -339,14 +337,7 @@ class AnswerReader(ABC):
             if state.failure is not None or state.closed:
                 return
             observed = bell.prepare()
-            with lock:  # _poll_locked, inline (a Python call fewer a request)
-                state.polling_thread = ident
-                try:
-                    work = poll(assembler, FRAGMENT_LIMIT)
-                finally:
-                    state.polling_thread = 0
-                    if state.ring_held:  # pulls its callbacks sent
-                        self.release_ring()
+            work = self._poll_locked(subscription)
             if done():
                 if work < FRAGMENT_LIMIT and not state.answer_failed:
                     self._read_word = observed  # the poll read every answer (see above)

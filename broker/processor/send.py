@@ -183,19 +183,11 @@ class SendProcessor:
             return
         started_ns = time.perf_counter_ns()
         batch = request.batch  # a copy out of the request: read it once
-        topic, queue_id = request.topic, request.queue_id
-        config = self._store.topic_config.get(topic)
-        if (  # what _check passes, asked inline: a known topic found writable before, one of
-            config is None  # its queues (or -1) and a batch; anything else goes to _check
-            or config is not self._writable.get(topic)
-            or not -1 <= queue_id < config.write_queue_nums
-            or not batch
-        ):
-            checked = self._check(request, batch)
-            if isinstance(checked, tuple):
-                self._refuse(checked[0], checked[1], on_done)
-                return
-            topic = checked
+        checked = self._check(request, batch)
+        if isinstance(checked, tuple):
+            self._refuse(checked[0], checked[1], on_done)
+            return
+        topic, queue_id = checked, request.queue_id
         check, problem = check_batch(
             batch,
             topic=self._topics.get(topic) or self._topic_bytes(topic),

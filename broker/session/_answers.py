@@ -49,9 +49,7 @@ from aeromq.common import (
     RESPONSE_FIELD_NUMBERS,
     PullAnswer,
     ResponseCode,
-    StoredPullAnswer,
     StoredSendAnswer,
-    stored_pull_envelope,
     stored_send_envelope,
 )
 
@@ -60,7 +58,6 @@ __all__ = ["AnswerWriter", "Completion"]
 _MS: Final = 1_000_000
 _PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
 _stored_send: Final = stored_send_envelope
-_stored_pull: Final = stored_pull_envelope
 
 Answer = ProtoMessage | PullAnswer | StoredSendAnswer
 """A processor's answer to a request (a stored send's and a found pull's written natively)."""
@@ -114,10 +111,7 @@ class AnswerWriter(SessionLifecycle):
         publication = session.publication
         if publication is None or session.backlog or session.state is SessionState.CLOSED:
             return False
-        if type(response) is StoredPullAnswer:  # a FOUND pull's: one native call, not two layers
-            data, length = _stored_pull(correlation_id, session.session_id, response)
-        else:
-            data, length = answer_envelope(correlation_id, session.session_id, _PULL, response)
+        data, length = answer_envelope(correlation_id, session.session_id, _PULL, response)
         if length > publication.max_payload_length:
             return False
         if isinstance(data, list):
