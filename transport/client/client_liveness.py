@@ -120,14 +120,10 @@ class ClientLiveness:
         self._check_driver(now_ms)
         heartbeat = self._heartbeat
         if heartbeat is None:
-            counter_id = find_counter_id_by_registration_id(
-                self._counters_reader, HEARTBEAT_TYPE_ID, self._client_id
-            )
-            if counter_id == NULL_COUNTER_ID:
+            heartbeat = self._found_heartbeat()
+            if heartbeat is None:
                 self._driver_proxy.send_client_keepalive()
             else:
-                heartbeat = AtomicCounter(self._counters_reader.values_buffer, counter_id)
-                self._heartbeat = heartbeat
                 heartbeat.set_ordered(now_ms)
         else:
             if not is_active(
@@ -145,16 +141,9 @@ class ClientLiveness:
     def _after_stall(self, now_ns: int, interval_ns: int) -> int:
         """The check after a service interval past the inter-service timeout (see module, 1):
         fails unless the driver still holds this client's heartbeat counter, else stamps it."""
-        heartbeat = self._heartbeat
-        counter_id = (
-            find_counter_id_by_registration_id(
-                self._counters_reader, HEARTBEAT_TYPE_ID, self._client_id
-            )
-            if heartbeat is None
-            else heartbeat.id
-        )
-        if counter_id == NULL_COUNTER_ID or not is_active(
-            self._counters_reader, counter_id, HEARTBEAT_TYPE_ID, self._client_id
+        heartbeat = self._heartbeat or self._found_heartbeat()
+        if heartbeat is None or not is_active(
+            self._counters_reader, heartbeat.id, HEARTBEAT_TYPE_ID, self._client_id
         ):
             raise ClientTimeoutError(
                 "client conductor not serviced within the inter-service timeout, and the "
@@ -163,13 +152,20 @@ class ClientLiveness:
                 interval_ns=interval_ns,
                 client_id=self._client_id,
             )
-        if heartbeat is None:
-            heartbeat = self._heartbeat = AtomicCounter(
-                self._counters_reader.values_buffer, counter_id
-            )
         heartbeat.set_ordered(self._epoch_clock.time_ms())
         self._time_of_last_keepalive_ns = now_ns
         return 1
+
+    def _found_heartbeat(self) -> AtomicCounter | None:
+        """This client's heartbeat counter, looked up once the driver has allocated it (then
+        kept), else None."""
+        counter_id = find_counter_id_by_registration_id(
+            self._counters_reader, HEARTBEAT_TYPE_ID, self._client_id
+        )
+        if counter_id == NULL_COUNTER_ID:
+            return None
+        heartbeat = self._heartbeat = AtomicCounter(self._counters_reader.values_buffer, counter_id)
+        return heartbeat
 
     def _check_driver(self, now_ms: int) -> None:
         last_keepalive_ms = self._driver_proxy.time_of_last_driver_keepalive_ms()
