@@ -153,12 +153,39 @@ def counter_value(reader: CountersReader, type_id: int, registration_id: int) ->
     return None if counter_id < 0 else reader.get_counter_value(counter_id)
 
 
+_CALL_FAILED = pytest.StashKey[bool]()
+_LOG_TAIL_LINES = 40
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Note on the item whether its call failed (the ``group`` fixture's teardown reads it)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+
+
 @pytest.fixture
-def group(shm_dir: Path, etcd_server: EtcdServer) -> Iterator[BrokerGroup]:
+def group(
+    request: pytest.FixtureRequest, shm_dir: Path, etcd_server: EtcdServer
+) -> Iterator[BrokerGroup]:
     """A broker group (``tests.system._group``) on the etcd of the test's module (a module of
-    group tests names its ``etcd_server`` fixture), closed after the test."""
+    group tests names its ``etcd_server`` fixture), closed after the test. When the test
+    failed, the last lines of etcd's output and of each member's are printed (pytest shows them
+    under the failure's captured output): a group that stopped answering says why there."""
     members = BrokerGroup(shm_dir, etcd_server)
     try:
         yield members
     finally:
+        if request.node.stash.get(_CALL_FAILED, False):
+            _print_tails(members, etcd_server)
         members.close()
+
+
+def _print_tails(members: BrokerGroup, etcd_server: EtcdServer) -> None:
+    print(f"--- etcd {etcd_server.endpoint} (starts={etcd_server.starts}), last lines ---")
+    print("\n".join(list(etcd_server.output)[-_LOG_TAIL_LINES:]))
+    for member_id, process in sorted(members.members.items()):
+        print(f"--- member {member_id}, last lines ---")
+        print("\n".join(process.log[-_LOG_TAIL_LINES:]))
