@@ -16,7 +16,7 @@ import multiprocessing
 import os
 import queue
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -157,13 +157,15 @@ _CALL_FAILED = pytest.StashKey[bool]()
 _LOG_TAIL_LINES = 40
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Note on the item whether its call failed (the ``group`` fixture's teardown reads it)."""
-    outcome = yield
-    report = outcome.get_result()
+    report = yield
     if report.when == "call":
         item.stash[_CALL_FAILED] = report.failed
+    return report
 
 
 @pytest.fixture
