@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final, Protocol
 
-from aeromq.broker.etcd import EtcdClient
+from aeromq.broker.etcd import EtcdClient, EtcdUnavailableError
 from aeromq.broker.replication import GroupKeys, GroupState, MemberInfo
 from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import (
@@ -377,7 +377,11 @@ class GroupSender:
             retry_times_when_send_failed=0,
         )
         while not self._stop.is_set():
-            info = group.leader_info()
+            try:
+                info = group.leader_info()
+            except EtcdUnavailableError:  # etcd restarting (a fault of its own): ask again
+                self.errors.append(EtcdUnavailableError.__name__)
+                info = None
             if info is None:
                 time.sleep(0.02)
                 continue
