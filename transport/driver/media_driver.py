@@ -348,6 +348,8 @@ class MediaDriver:
         """The conductor's ``idle_for_ns``, no longer than :data:`HOSTED_PARK_NS` while the
         thread hosts agents (their clocks' duties: see module)."""
         idle_for_ns = self.conductor.idle_for_ns()
+        if idle_for_ns == 0:  # it streams: not now (no more calls after each park)
+            return 0
         hosted = self._hosted
         if hosted is not None and hosted.hosts_any:
             return min(idle_for_ns, HOSTED_PARK_NS)

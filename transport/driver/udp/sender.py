@@ -84,7 +84,11 @@ class Sender:
         Bytes sent count as work; status messages that moved nothing do not.
         """
         now_ns = self._nano_clock.time_ns()
-        self._duty_cycle.measure_and_update(now_ns)
+        tracker = self._duty_cycle  # measure_and_update's steps, without its call
+        cycle_ns = now_ns - tracker.last_ns
+        tracker.last_ns = now_ns
+        if cycle_ns > tracker.watch_ns:
+            tracker.on_long_cycle(cycle_ns)
         work_count = drain(self.commands) if self.commands else 0
         bytes_sent = self._do_send(now_ns)
         self._duty_cycle_counter += 1

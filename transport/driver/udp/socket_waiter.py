@@ -73,6 +73,7 @@ import select
 import socket
 import time
 import weakref
+from collections.abc import Iterable
 from typing import Final
 
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
@@ -184,18 +185,20 @@ class SocketWaiter:
             self.ready = None
             return
         eventfd = self._eventfd
+        ready: Iterable[tuple[int, int]]  # (descriptor, events), as poll gives them
         if timeout_s < MIN_POLL_PARK_S:
             try:
-                ready = select.select(self._selected, (), (), timeout_s)[0]
+                fds = select.select(self._selected, (), (), timeout_s)[0]
             except ValueError:  # a descriptor past select's FD_SETSIZE: sleep, as before
                 time.sleep(timeout_s)
                 self.ready = None
                 return
-        else:
-            ready = [fd for fd, _ in self._poll.poll(int(timeout_s * _MS_PER_S))]
+            ready = zip(fds, fds, strict=True)  # the events unused: any int
+        else:  # read in place: no list made of poll's pairs (a Python call a park)
+            ready = self._poll.poll(int(timeout_s * _MS_PER_S))
         readable: set[int] = set()
         wake_sockets = self._wake_sockets
-        for fd in ready:
+        for fd, _ in ready:
             if fd == eventfd:
                 try:  # noqa: SIM105  (contextlib.suppress: three Python calls a park)
                     os.eventfd_read(eventfd)
