@@ -205,6 +205,7 @@ class DriverConductor:
         self._heartbeat_check_ns = now_ns + _NS_PER_MS
         """The monotonic time from which the next cycle reads the wall clock (module, 3)."""
         self._receive_commands = self._adapter.receive_commands()
+        self._stamp_heartbeat = self.to_driver.heartbeat_stamper()
         self._udp_image_work = self.udp.subscriptions.do_work
         self._udp_publisher_limits = self.udp.publications.update_publisher_limits
         self._udp_left_work = self.udp.subscriptions.left_work
@@ -251,7 +252,7 @@ class DriverConductor:
             now_ms = self._epoch_clock.time_ms()
             if now_ms != self._heartbeat_ms:
                 self._heartbeat_ms = now_ms
-                self.to_driver.consumer_heartbeat_time = now_ms
+                self._stamp_heartbeat(now_ms)
         if stalled:
             self._after_stall(now_ns, self._epoch_clock.time_ms())
         if now_ns >= self._timer_deadline_ns:
