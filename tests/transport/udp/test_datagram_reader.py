@@ -1,5 +1,6 @@
-"""DatagramReader (``transport/driver/udp/_datagram.c``): a UDP socket's non-blocking read that
-returns None when empty, and the transport's poll over it."""
+"""DatagramReader (``transport/driver/udp/_datagram.c``, and its Python version
+``PyDatagramReader``, held to the same behaviour): a UDP socket's non-blocking read that returns
+None when empty, and the transport's poll over it."""
 
 from __future__ import annotations
 
@@ -13,9 +14,26 @@ from types import FrameType
 import pytest
 
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver.udp._datagram import DatagramReader
+from aeromq.transport.driver.udp.datagram_reader import (
+    NATIVE_DATAGRAM_READER,
+    DatagramReader,
+    PyDatagramReader,
+)
 from aeromq.transport.driver.udp.udp_channel import Sockaddr
 from aeromq.transport.driver.udp.udp_channel_transport import UdpChannelTransport
+
+READERS = pytest.mark.parametrize(
+    "reader_type",
+    [
+        pytest.param(
+            DatagramReader,
+            id="native",
+            marks=pytest.mark.skipif(not NATIVE_DATAGRAM_READER, reason="_datagram not built"),
+        ),
+        pytest.param(PyDatagramReader, id="python"),
+    ],
+)
+Reader = type[DatagramReader] | type[PyDatagramReader]
 
 
 def _pair(family: socket.AddressFamily, host: str) -> tuple[socket.socket, socket.socket]:
@@ -49,12 +67,13 @@ def _ipv6_loopback() -> bool:
         return False
 
 
+@READERS
 def test_should_return_none_for_an_empty_socket_and_take_a_datagram_sent_after(
-    ipv4: tuple[socket.socket, socket.socket],
+    ipv4: tuple[socket.socket, socket.socket], reader_type: Reader
 ) -> None:
     receiver, sender = ipv4
     buffer = AtomicBuffer.allocate(1024)
-    reader = DatagramReader(receiver.fileno(), buffer)
+    reader = reader_type(receiver.fileno(), buffer)
     assert reader.read() is None
     assert reader.read() is None
     sender.sendto(b"after", receiver.getsockname())
@@ -65,12 +84,15 @@ def test_should_return_none_for_an_empty_socket_and_take_a_datagram_sent_after(
 
 
 @pytest.mark.parametrize("family", [socket.AF_INET, socket.AF_INET6])
-def test_should_name_the_source_as_the_socket_module_does(family: socket.AddressFamily) -> None:
+@READERS
+def test_should_name_the_source_as_the_socket_module_does(
+    family: socket.AddressFamily, reader_type: Reader
+) -> None:
     if family == socket.AF_INET6 and not _ipv6_loopback():
         pytest.skip("no IPv6 loopback")
     receiver, sender = _pair(family, "127.0.0.1" if family == socket.AF_INET else "::1")
     try:
-        reader = DatagramReader(receiver.fileno(), AtomicBuffer.allocate(64))
+        reader = reader_type(receiver.fileno(), AtomicBuffer.allocate(64))
         sender.sendto(b"one", receiver.getsockname())
         sender.sendto(b"two", receiver.getsockname())
         _readable(receiver)
@@ -90,26 +112,30 @@ def test_should_name_the_source_as_the_socket_module_does(family: socket.Address
         sender.close()
 
 
+@READERS
 def test_should_cut_a_datagram_longer_than_the_buffer(
-    ipv4: tuple[socket.socket, socket.socket],
+    ipv4: tuple[socket.socket, socket.socket], reader_type: Reader
 ) -> None:
     receiver, sender = ipv4
     buffer = AtomicBuffer.allocate(8)
-    reader = DatagramReader(receiver.fileno(), buffer)
+    reader = reader_type(receiver.fileno(), buffer)
     sender.sendto(b"0123456789", receiver.getsockname())
     _readable(receiver)
     assert reader.read() == (8, sender.getsockname())
     assert buffer.get_bytes(0, 8) == b"01234567"
 
 
-def test_should_raise_the_errors_subclass_for_a_refused_send_and_ebadf_once_released() -> None:
+@READERS
+def test_should_raise_the_errors_subclass_for_a_refused_send_and_ebadf_once_released(
+    reader_type: Reader,
+) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as closed:
         closed.bind(("127.0.0.1", 0))
         gone = closed.getsockname()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind(("127.0.0.1", 0))
         sock.connect(gone)
-        reader = DatagramReader(sock.fileno(), AtomicBuffer.allocate(64))
+        reader = reader_type(sock.fileno(), AtomicBuffer.allocate(64))
         sock.send(b"to no one")  # loopback answers with ICMP port unreachable
         error: BaseException | None = None
         for _ in range(100):
@@ -129,13 +155,15 @@ def test_should_raise_the_errors_subclass_for_a_refused_send_and_ebadf_once_rele
         assert released.value.errno == errno.EBADF
 
 
-def test_should_refuse_a_negative_descriptor_and_a_read_only_buffer() -> None:
+@READERS
+def test_should_refuse_a_negative_descriptor_and_a_read_only_buffer(reader_type: Reader) -> None:
     with pytest.raises(ValueError, match="fd must be >= 0"):
-        DatagramReader(-1, AtomicBuffer.allocate(8))
+        reader_type(-1, AtomicBuffer.allocate(8))
     with pytest.raises(BufferError):
-        DatagramReader(0, b"read only")
+        reader_type(0, b"read only")
 
 
+@pytest.mark.skipif(not NATIVE_DATAGRAM_READER, reason="the Python reads raise inside")
 def test_should_poll_an_empty_socket_without_raising_and_take_what_comes_after() -> None:
     transport = UdpChannelTransport(family=socket.AF_INET, bind_address=("127.0.0.1", 0))
     raised: list[str] = []

@@ -9,7 +9,8 @@ interface, sets TTL and loopback for multicast sends, and sizes ``SO_SNDBUF`` / 
 
 Receiving (:meth:`UdpChannelTransport.poll`) reads up to ``limit`` datagrams into one reusable
 receive buffer (an :class:`~transport.concurrent.AtomicBuffer` sized for the largest UDP
-payload) with a native non-blocking read (``transport/driver/udp/_datagram.c``) that returns
+payload) with a native non-blocking read (``transport/driver/udp/_datagram.c``; its Python
+version when not built, :mod:`~transport.driver.udp.datagram_reader`) that returns
 None when no datagram waits, where ``socket.recvfrom_into`` raised ``BlockingIOError`` (its
 ``OSError`` and errno text cost several times the read, and every poll that found data ended
 with one); it returns the source address as the socket module does, the same tuple again for
@@ -28,7 +29,7 @@ from collections.abc import Callable
 
 from aeromq.transport._errors import ChannelEndpointError
 from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.driver.udp._datagram import DatagramReader
+from aeromq.transport.driver.udp.datagram_reader import DatagramReader
 from aeromq.transport.driver.udp.udp_channel import Sockaddr
 from aeromq.transport.driver.udp.udp_settings import DatagramFilter
 from aeromq.transport.protocol import MAX_UDP_PAYLOAD_LENGTH
