@@ -34,6 +34,7 @@ total store order (the native helper has no fence), so this module assumes x86-6
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -150,6 +151,11 @@ class RingBuffer:
     @consumer_heartbeat_time.setter
     def consumer_heartbeat_time(self, now_ms: int) -> None:
         self._buffer.put_int64_ordered(self._heartbeat_index, now_ms)
+
+    def heartbeat_stamper(self) -> Callable[[int], None]:
+        """The :attr:`consumer_heartbeat_time` setter as one call of the buffer's ordered store
+        (a partial): for a consumer that stamps it each millisecond (the driver's conductor)."""
+        return functools.partial(self._buffer.put_int64_ordered, self._heartbeat_index)
 
     def producer_position(self) -> int:
         """The tail: bytes ever claimed by producers (acquire load)."""

@@ -18,6 +18,7 @@ lets a client fail fast.)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Protocol
 
@@ -145,6 +146,11 @@ class ClientCommandAdapter:
     def receive(self) -> int:
         """Handle up to ``COMMAND_DRAIN_LIMIT`` commands; return how many."""
         return self._ring.read(self._on_message, COMMAND_DRAIN_LIMIT)
+
+    def receive_commands(self) -> Callable[[], int]:
+        """:meth:`receive` as one call of the ring's read (a partial), for the conductor's duty
+        cycle: a Python call less a cycle."""
+        return functools.partial(self._ring.read, self._on_message, COMMAND_DRAIN_LIMIT)
 
     def on_message(self, msg_type_id: int, buffer: AtomicBuffer, index: int, length: int) -> None:
         """Handle one record of the ring (the ring buffer's handler); never raises."""

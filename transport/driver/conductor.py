@@ -8,7 +8,9 @@ records errors in the distinct error log. Its duty cycle (``do_work``):
 1. measure the cycle time (``Conductor max cycle time`` and the threshold-exceeded count);
 2. handle up to ten commands;
 3. stamp the to-driver buffer's consumer heartbeat with the epoch ms when it changed: clients
-   judge the driver alive by it;
+   judge the driver alive by it (the wall clock is read once a millisecond of the monotonic
+   clock at most, not every cycle: the stamp is at most a millisecond late, against a driver
+   timeout of seconds);
 4. after a stall of its own (a gap between cycles of more than half the client liveness timeout
    and two timer intervals: the process stopped or starved), a fresh liveness timeout for every
    client and for a half-written command, judged from the stall's end: the driver saw nothing
@@ -94,6 +96,8 @@ from aeromq.transport.driver.uri_params import (
 )
 
 __all__ = ["DriverConductor", "MediaStreams"]
+
+_NS_PER_MS = 1_000_000
 
 
 class MediaStreams(Protocol):
@@ -198,6 +202,13 @@ class DriverConductor:
         """Stalls seen (module, 4)."""
         self._heartbeat_ms = self._epoch_clock.time_ms()
         self.to_driver.consumer_heartbeat_time = self._heartbeat_ms
+        self._heartbeat_check_ns = now_ns + _NS_PER_MS
+        """The monotonic time from which the next cycle reads the wall clock (module, 3)."""
+        self._receive_commands = self._adapter.receive_commands()
+        self._stamp_heartbeat = self.to_driver.heartbeat_stamper()
+        self._udp_image_work = self.udp.subscriptions.do_work
+        self._udp_publisher_limits = self.udp.publications.update_publisher_limits
+        self._udp_left_work = self.udp.subscriptions.left_work
         self._last_command_position = self.to_driver.consumer_position()
         self._time_of_last_command_position_change_ns = now_ns
         self._termination_requested = False
@@ -229,22 +240,30 @@ class DriverConductor:
         now_ns = self._nano_clock.time_ns()
         stalled = now_ns - self._now_ns > self._stall_ns
         self._now_ns = now_ns
-        self._duty_cycle.measure_and_update(now_ns)
+        tracker = self._duty_cycle  # measure_and_update's steps, without its call
+        cycle_ns = now_ns - tracker.last_ns
+        tracker.last_ns = now_ns
+        if cycle_ns > tracker.watch_ns:
+            tracker.on_long_cycle(cycle_ns)
 
-        commands = self._adapter.receive()
-        now_ms = self._epoch_clock.time_ms()
-        if now_ms != self._heartbeat_ms:
-            self._heartbeat_ms = now_ms
-            self.to_driver.consumer_heartbeat_time = now_ms
+        commands = self._receive_commands()
+        if now_ns >= self._heartbeat_check_ns:  # the wall clock read once a ms at most
+            self._heartbeat_check_ns = now_ns + _NS_PER_MS
+            now_ms = self._epoch_clock.time_ms()
+            if now_ms != self._heartbeat_ms:
+                self._heartbeat_ms = now_ms
+                self._stamp_heartbeat(now_ms)
         if stalled:
-            self._after_stall(now_ns, now_ms)
+            self._after_stall(now_ns, self._epoch_clock.time_ms())
         if now_ns >= self._timer_deadline_ns:
             self._timer_deadline_ns = now_ns + self._context.timer_interval_ns
-            self._on_timer(now_ns, now_ms)
+            self._on_timer(now_ns, self._epoch_clock.time_ms())
         limits_moved = self.ipc.update_publisher_limits()
         # more commands may wait (their wakes drained), or a publisher held at its old limit
         self._left_work = commands >= COMMAND_DRAIN_LIMIT or limits_moved > 0
-        work_count = commands + limits_moved + self.udp.do_work(now_ns)
+        # UdpStreams.do_work's two steps, called here: a Python call less a cycle
+        work_count = commands + limits_moved + self._udp_image_work(now_ns)
+        self._udp_publisher_limits()
         transmitted = self.client_proxy.transmitted
         if transmitted != self._notices_rung:
             self._notices_rung = transmitted
@@ -261,7 +280,7 @@ class DriverConductor:
         more space only from this thread as its subscribers read on), an image request the
         receiver queued after this agent's turn, a log still being made. Caller: the thread
         that runs the conductor with the network agents (``SHARED``), after a cycle that worked."""
-        return self._left_work or self.udp.left_work()
+        return self._left_work or self._udp_left_work()
 
     def idle_for_ns(self) -> int:
         """How long the driver's thread may park now (see module): until the next timer while

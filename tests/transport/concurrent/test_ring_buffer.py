@@ -398,6 +398,8 @@ def test_should_store_the_consumer_heartbeat_in_the_trailer(cls: type[RingBuffer
     ring.consumer_heartbeat_time = 1_700_000_000_123
     assert trailer(ring, CONSUMER_HEARTBEAT_OFFSET) == 1_700_000_000_123
     assert cls(ring.buffer).consumer_heartbeat_time == 1_700_000_000_123
+    ring.heartbeat_stamper()(1_700_000_000_456)  # the setter as one call
+    assert trailer(ring, CONSUMER_HEARTBEAT_OFFSET) == 1_700_000_000_456
 
 
 @BOTH

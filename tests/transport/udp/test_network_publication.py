@@ -394,3 +394,32 @@ def test_should_say_it_has_unsent_frames_while_it_may_send_one_now(rig: Rig) -> 
     assert publication.sender_position() == TERM // 2 // 96 * 96  # the window's last frame
     assert publication.producer_position() > publication.sender_position()  # the rest waits
     assert not publication.has_unsent()  # for a status message: a datagram, which ends a park
+
+
+def test_should_resend_a_delayed_nak_when_its_delay_ends_in_a_cycle_with_nothing_to_send(
+    tmp_path: Path,
+) -> None:
+    _, system = system_counters()
+    rig = Rig(
+        tmp_path,
+        retransmit_handler=RetransmitHandler(
+            delay_ns=5 * MS,
+            linger_ns=10 * MS,
+            max_resend=16,
+            invalid_packets=system.get(SystemCounter.INVALID_PACKETS),
+            overflows=system.get(SystemCounter.RETRANSMIT_OVERFLOW),
+        ),
+    )
+    publication = rig.publication
+    rig.write(2)
+    rig.status_message(0, TERM // 2, 0)
+    publication.send(1)  # all sent: later cycles find no frame at snd-pos
+    rig.endpoint.sent.clear()
+    publication.on_nak(INITIAL_TERM_ID, 0, 96, 2 * MS)
+    assert publication.owes_soon() and rig.endpoint.sent == []
+    assert publication.send(6 * MS) == 0  # not yet: due after 7 ms
+    assert rig.endpoint.sent == []
+    assert publication.send(7 * MS + 1) == 0  # the resend is not data sent
+    assert len(rig.endpoint.sent) == 1 and rig.count(SystemCounter.RETRANSMITS_SENT) == 1
+    publication.send(17 * MS + 2)  # the linger ends: nothing owed
+    assert not publication.owes_soon() and publication.retransmit_handler.active_count == 0

@@ -101,13 +101,15 @@ class StreamInterest:
 class DataPacketDispatcher:
     """The receive endpoint's routing table (see module). Receiver thread only."""
 
-    __slots__ = ("_creator", "_pending_setup_timeout_ns", "_pending_setups", "interests")
+    __slots__ = ("_creator", "_pending_setup_timeout_ns", "interests", "pending_setups")
 
     def __init__(self, creator: ImageCreator, pending_setup_timeout_ns: int) -> None:
         self._creator = creator
         self._pending_setup_timeout_ns = pending_setup_timeout_ns
         self.interests: dict[int, StreamInterest] = {}
-        self._pending_setups: dict[tuple[int, int], int] = {}
+        self.pending_setups: dict[tuple[int, int], int] = {}
+        """The SETUPs asked for, by (session id, stream id), to the time the request lapses:
+        read only outside this class (the receiver tests its truth each duty cycle)."""
 
     # Subscriptions --------------------------------------------------------------------------
 
@@ -157,7 +159,7 @@ class DataPacketDispatcher:
         if interest is not None:
             interest.states.pop(image.session_id, None)
             interest.images[image.session_id] = image
-        self._pending_setups.pop((image.session_id, image.stream_id), None)
+        self.pending_setups.pop((image.session_id, image.stream_id), None)
 
     def remove_publication_image(self, image: PublicationImage) -> None:
         interest = self.interests.get(image.stream_id)
@@ -179,11 +181,11 @@ class DataPacketDispatcher:
     @property
     def has_pending_setups(self) -> bool:
         """Whether a SETUP asked for waits (:meth:`check_pending_setups` has work)."""
-        return bool(self._pending_setups)
+        return bool(self.pending_setups)
 
     def check_pending_setups(self, now_ns: int) -> int:
         """Forget pending setups that timed out, so the next frame asks again."""
-        pending = self._pending_setups
+        pending = self.pending_setups
         if not pending:
             return 0
         expired = [key for key, deadline_ns in pending.items() if now_ns > deadline_ns]
@@ -218,7 +220,7 @@ class DataPacketDispatcher:
             return False
         if interest.wants(session_id):
             interest.states[session_id] = PENDING_SETUP
-            self._pending_setups[(session_id, stream_id)] = now_ns + self._pending_setup_timeout_ns
+            self.pending_setups[(session_id, stream_id)] = now_ns + self._pending_setup_timeout_ns
             endpoint.send_status_message(
                 endpoint.control_address_for(address),
                 session_id,
@@ -263,7 +265,7 @@ class DataPacketDispatcher:
                 address,
             ):
                 interest.states[session_id] = INIT_IN_PROGRESS
-                self._pending_setups.pop((session_id, stream_id), None)
+                self.pending_setups.pop((session_id, stream_id), None)
         elif state is None and len(interest.states) < MAX_SESSION_STATES:
             interest.states[session_id] = NO_INTEREST
 

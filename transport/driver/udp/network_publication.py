@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from aeromq.transport.concurrent import AtomicCounter, Position
+from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
 from aeromq.transport.driver.log_factory import delete_log
 from aeromq.transport.driver.log_unblocker import is_possibly_blocked, unblock_log
 from aeromq.transport.driver.term_cleaner import clean_term
@@ -229,7 +229,7 @@ class NetworkPublication:
         """Whether the sender owes this publication something a park should not wait for: a
         resend a NAK asked for (or its linger). Its own data comes with a wake (an in-process
         publisher's) or not at all soon; SETUPs and heartbeats run on timers of 100 ms."""
-        return self.retransmit_handler.active_count > 0
+        return bool(self.retransmit_handler.actions)
 
     def has_unsent(self) -> bool:
         """Whether :meth:`send` would send a frame now: one waits at snd-pos and fits the
@@ -244,13 +244,30 @@ class NetworkPublication:
 
     def send(self, now_ns: int) -> int:
         """One duty cycle: SETUP if due, data, else a heartbeat; retransmit timers. Bytes sent.
-        With nothing to send or due it reads one frame length and compares times: no call."""
+        With nothing to send or due it reads one frame length and compares times: no call of
+        its own (the data's send is called only when a frame waits at snd-pos, or the window
+        is shut while the sender limit is tracked)."""
         snd_pos = self._snd_pos
         term_offset = snd_pos & self.term_length_mask
         if not self.has_initial_connection or self.is_setup_elicited:
             self._setup_message_check(now_ns, snd_pos, term_offset)
 
-        bytes_sent = self._send_data(now_ns, snd_pos, term_offset)
+        available_window = self._snd_lmt - snd_pos
+        if available_window <= 0:
+            bytes_sent = 0
+            if self.track_sender_limits:  # the window shut on data: count it once
+                self.snd_bpe.increment_ordered()
+                self._sender_flow_control_limits.increment_ordered()
+                self.track_sender_limits = False
+        else:
+            index = (snd_pos >> self.position_bits_to_shift) % PARTITION_COUNT
+            term_buffer = self._term_buffers[index]
+            if term_buffer.get_int32_volatile(term_offset) > 0:
+                bytes_sent = self._send_data(
+                    now_ns, snd_pos, term_offset, available_window, index, term_buffer
+                )
+            else:
+                bytes_sent = 0  # no frame at snd-pos (or one still being written)
         if bytes_sent == 0:
             if (
                 now_ns > self.time_of_last_data_or_heartbeat_ns + HEARTBEAT_TIMEOUT_NS
@@ -263,22 +280,21 @@ class NetworkPublication:
                 )
         if self.has_receivers and now_ns > self.status_message_deadline_ns:
             self.has_receivers = False
-        if self.retransmit_handler.active_count:
+        if self.retransmit_handler.actions:
             self.retransmit_handler.process_timeouts(now_ns, self._resend_handler)
         return bytes_sent
 
-    def _send_data(self, now_ns: int, snd_pos: int, term_offset: int) -> int:
-        available_window = self._snd_lmt - snd_pos
-        if available_window <= 0:
-            if self.track_sender_limits:
-                self.snd_bpe.increment_ordered()
-                self._sender_flow_control_limits.increment_ordered()
-                self.track_sender_limits = False
-            return 0
-        index = (snd_pos >> self.position_bits_to_shift) % PARTITION_COUNT
-        term_buffer = self._term_buffers[index]
-        if term_buffer.get_int32_volatile(term_offset) <= 0:
-            return 0  # no frame at snd-pos (or one still being written): nothing to send
+    def _send_data(
+        self,
+        now_ns: int,
+        snd_pos: int,
+        term_offset: int,
+        available_window: int,
+        index: int,
+        term_buffer: AtomicBuffer,
+    ) -> int:
+        """Send the frames from snd-pos (a frame waits there and the window is open: checked
+        by :meth:`send`)."""
         view = self._term_views[index]
         term_length = self.term_length
         mtu = self.mtu_length
@@ -413,7 +429,11 @@ class NetworkPublication:
                 receiver_id, position, receiver_window, self._snd_lmt, now_ns
             )
         )
-        self.update_connected_status(self.has_required_receivers())
+        # has_required_receivers() and update_connected_status() written out: a status message
+        # comes each quarter window of each receiver, and this is most of its Python calls
+        connected = self._receivers_suffice or self.flow_control.has_required_receivers()
+        if connected != self.is_connected:
+            self.update_connected_status(connected)
         if had_eos != self.has_received_sm_eos or before[1:] != (
             self.is_connected,
             self.has_initial_connection,

@@ -67,6 +67,8 @@ RECEIVE_DESTINATION_TIMEOUT_NS = 5_000_000_000
 SM_EOS_MULTIPLE = 5
 """A draining image keeps sending EOS status messages for this many SM timeouts."""
 _LOW_32 = 0xFFFF_FFFF
+_NO_POSITION = 2**63 - 1
+"""No subscriber position yet (the minimum's start)."""
 
 
 class ImageState(IntEnum):
@@ -250,54 +252,51 @@ class PublicationImage:
     def do_work(self, now_ns: int) -> int:
         """Rebuild, detect loss, send due status messages; the work done: the rebuild moved.
         A status message sent is not work (``receiver``'s module): it leaves the receiver
-        nothing more to do."""
-        work_count = self._track_rebuild(now_ns)
+        nothing more to do. (The rebuild is written out here, not in a method of its own: one
+        Python call less an image a duty cycle.)"""
+        work_count = 0
+        subscribers = self.subscribers
+        min_sub_pos = _NO_POSITION
+        if subscribers:
+            max_sub_pos = 0
+            for subscriber in subscribers:
+                if subscriber.state is not TetherState.RESTING:
+                    position = subscriber.position.get_volatile()
+                    if position < min_sub_pos:
+                        min_sub_pos = position
+                    if position > max_sub_pos:
+                        max_sub_pos = position
+        if min_sub_pos != _NO_POSITION:
+            rcv_pos = self._rcv_pos
+            rebuild_position = rcv_pos if rcv_pos > max_sub_pos else max_sub_pos
+            if rebuild_position >= self._hwm:  # all received is rebuilt: no gap, no NAK owed
+                self.loss_detector.expiry_ns = TIMER_INACTIVE
+                new_rebuild_position = rebuild_position
+            else:
+                bits = self.position_bits_to_shift
+                mask = self.term_length_mask
+                rebuild_offset, _ = self.loss_detector.scan(
+                    self._term_buffers[(rebuild_position >> bits) % PARTITION_COUNT],
+                    rebuild_position,
+                    self._hwm,
+                    now_ns,
+                    mask,
+                    bits,
+                    self.initial_term_id,
+                )
+                new_rebuild_position = (
+                    rebuild_position - (rebuild_position & mask)
+                ) + rebuild_offset
+            if new_rebuild_position > rcv_pos:
+                self._rcv_pos = new_rebuild_position
+                self.rcv_pos.set_ordered(new_rebuild_position)
+                work_count = 1
+            if min_sub_pos > self._next_sm_position + (self.receiver_window_length >> 2):
+                self._clean_buffer_to(min_sub_pos - self.term_length)
+                self._next_sm_position = min_sub_pos
+                self._sm_pending = True
         if self._sm_pending or now_ns > self._time_of_last_sm_ns + self.status_message_timeout_ns:
             self._send_status_message(now_ns)
-        return work_count
-
-    def _track_rebuild(self, now_ns: int) -> int:
-        subscribers = self.subscribers
-        if not subscribers:
-            return 0
-        min_sub_pos = 2**63 - 1
-        max_sub_pos = 0
-        for subscriber in subscribers:
-            if subscriber.state is not TetherState.RESTING:
-                position = subscriber.position.get_volatile()
-                if position < min_sub_pos:
-                    min_sub_pos = position
-                if position > max_sub_pos:
-                    max_sub_pos = position
-        if min_sub_pos == 2**63 - 1:
-            return 0
-        rcv_pos = self._rcv_pos
-        rebuild_position = rcv_pos if rcv_pos > max_sub_pos else max_sub_pos
-        if rebuild_position >= self._hwm:  # all received is rebuilt: no gap, no NAK owed
-            self.loss_detector.expiry_ns = TIMER_INACTIVE
-            new_rebuild_position = rebuild_position
-        else:
-            bits = self.position_bits_to_shift
-            mask = self.term_length_mask
-            rebuild_offset, _ = self.loss_detector.scan(
-                self._term_buffers[(rebuild_position >> bits) % PARTITION_COUNT],
-                rebuild_position,
-                self._hwm,
-                now_ns,
-                mask,
-                bits,
-                self.initial_term_id,
-            )
-            new_rebuild_position = (rebuild_position - (rebuild_position & mask)) + rebuild_offset
-        work_count = 0
-        if new_rebuild_position > rcv_pos:
-            self._rcv_pos = new_rebuild_position
-            self.rcv_pos.set_ordered(new_rebuild_position)
-            work_count = 1
-        if min_sub_pos > self._next_sm_position + (self.receiver_window_length >> 2):
-            self._clean_buffer_to(min_sub_pos - self.term_length)
-            self._next_sm_position = min_sub_pos
-            self._sm_pending = True
         return work_count
 
     def status_after_reads(self, now_ns: int) -> None:
@@ -308,13 +307,13 @@ class PublicationImage:
         subscribers = self.subscribers
         if not subscribers:
             return
-        min_sub_pos = 2**63 - 1
+        min_sub_pos = _NO_POSITION
         for subscriber in subscribers:
             if subscriber.state is not TetherState.RESTING:
                 position = subscriber.position.get_volatile()
                 if position < min_sub_pos:
                     min_sub_pos = position
-        if min_sub_pos == 2**63 - 1:
+        if min_sub_pos == _NO_POSITION:
             return
         if min_sub_pos > self._next_sm_position + (self.receiver_window_length >> 2):
             self._clean_buffer_to(min_sub_pos - self.term_length)

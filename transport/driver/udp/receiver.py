@@ -103,7 +103,11 @@ class Receiver:
         Bytes received count as work, less those of keepalive traffic.
         """
         now_ns = self._nano_clock.time_ns()
-        self._duty_cycle.measure_and_update(now_ns)
+        tracker = self._duty_cycle  # measure_and_update's steps, without its call
+        cycle_ns = now_ns - tracker.last_ns
+        tracker.last_ns = now_ns
+        if cycle_ns > tracker.watch_ns:
+            tracker.on_long_cycle(cycle_ns)
         work_count = drain(self.commands) if self.commands else 0
         bytes_received = 0
         keepalive_bytes = 0
@@ -116,7 +120,7 @@ class Receiver:
                     keepalive_bytes += endpoint.keepalive_bytes
                     endpoint.keepalive_bytes = 0
             dispatcher = endpoint.dispatcher
-            if dispatcher.has_pending_setups:
+            if dispatcher.pending_setups:
                 work_count += dispatcher.check_pending_setups(now_ns)
         if bytes_received:
             self._bytes_received.add_ordered(bytes_received)

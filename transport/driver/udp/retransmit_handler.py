@@ -10,7 +10,8 @@ same bytes twice. At most ``max_resend`` actions are in progress; NAKs beyond th
 offset cannot be in the term is counted as an invalid packet.
 
 The sender thread calls it: :meth:`on_nak` when a NAK arrives, :meth:`process_timeouts` on every
-duty cycle of the publication.
+duty cycle of the publication while :attr:`RetransmitHandler.actions` holds any (the publication
+tests the dict's truth itself: no call in a cycle with no resend in progress).
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ class RetransmitHandler:
     """Resend scheduling for one publication (see module)."""
 
     __slots__ = (
-        "_actions",
         "_delay_ns",
         "_invalid_packets",
         "_linger_ns",
         "_max_actions",
         "_overflows",
+        "actions",
     )
 
     def __init__(
@@ -66,11 +67,14 @@ class RetransmitHandler:
         self._max_actions = max_resend
         self._invalid_packets = invalid_packets
         self._overflows = overflows
-        self._actions: dict[tuple[int, int], _Action] = {}
+        self.actions: dict[tuple[int, int], _Action] = {}
+        """The actions in progress by (term id, term offset): read only outside this class
+        (empty: nothing to resend or linger for, see module)."""
 
     @property
     def active_count(self) -> int:
-        return len(self._actions)
+        """How many actions are in progress (delayed or lingering)."""
+        return len(self.actions)
 
     def on_nak(
         self,
@@ -86,7 +90,7 @@ class RetransmitHandler:
             self._invalid_packets.increment()
             return
         key = (term_id, term_offset)
-        actions = self._actions
+        actions = self.actions
         if key in actions:
             return
         if len(actions) >= self._max_actions:
@@ -103,7 +107,7 @@ class RetransmitHandler:
 
     def process_timeouts(self, now_ns: int, resend: ResendHandler) -> int:
         """Resend delayed actions that are due and forget lingering ones that ended."""
-        actions = self._actions
+        actions = self.actions
         if not actions:
             return 0
         work_count = 0

@@ -84,9 +84,26 @@ class Sender:
         Bytes sent count as work; status messages that moved nothing do not.
         """
         now_ns = self._nano_clock.time_ns()
-        self._duty_cycle.measure_and_update(now_ns)
+        tracker = self._duty_cycle  # measure_and_update's steps, without its call
+        cycle_ns = now_ns - tracker.last_ns
+        tracker.last_ns = now_ns
+        if cycle_ns > tracker.watch_ns:
+            tracker.on_long_cycle(cycle_ns)
         work_count = drain(self.commands) if self.commands else 0
-        bytes_sent = self._do_send(now_ns)
+        publications = self.publications  # each a turn, round robin (written out: no call)
+        count = len(publications)
+        bytes_sent = 0
+        if count:
+            start = self._round_robin_index
+            if start >= count:
+                start = 0
+            self._round_robin_index = start + 1
+            for i in range(start, count):
+                bytes_sent += publications[i].send(now_ns)
+            for i in range(start):
+                bytes_sent += publications[i].send(now_ns)
+            if bytes_sent:
+                self._bytes_sent.add_ordered(bytes_sent)
         self._duty_cycle_counter += 1
         if (
             bytes_sent == 0
@@ -121,27 +138,9 @@ class Sender:
         """Whether a publication is owed a resend soon: a park should not wait past it (see
         :attr:`~transport.driver.MediaDriverContext.park_when_settled`)."""
         for publication in self.publications:  # noqa: SIM110  (any(): a generator's calls)
-            if publication.owes_soon():
+            if publication.retransmit_handler.actions:  # its owes_soon(), without the call
                 return True
         return False
-
-    def _do_send(self, now_ns: int) -> int:
-        publications = self.publications
-        count = len(publications)
-        if count == 0:
-            return 0
-        start = self._round_robin_index
-        if start >= count:
-            start = 0
-        self._round_robin_index = start + 1
-        bytes_sent = 0
-        for i in range(start, count):
-            bytes_sent += publications[i].send(now_ns)
-        for i in range(start):
-            bytes_sent += publications[i].send(now_ns)
-        if bytes_sent:
-            self._bytes_sent.add_ordered(bytes_sent)
-        return bytes_sent
 
     # Commands (run on the sender thread) ------------------------------------------------------
 

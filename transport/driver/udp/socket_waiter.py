@@ -44,16 +44,16 @@ returns at once.
 A park that ended with no socket readable (its timeout, or a wake) leaves
 :attr:`SocketWaiter.quiet` set (:attr:`SocketWaiter.ready` empty) until the next idle
 (:meth:`SocketWaiter.idle_strategy` clears it on every idle): the duty cycle after it skips its
-socket reads. A read that finds nothing raises and catches
-``BlockingIOError`` in Python, the dearest part of an idle cycle (about 30 of the shared driver
-thread's 150 us per wake-up, measured). A datagram that arrives after the poll returned makes
+socket reads. A read that finds nothing raised and caught
+``BlockingIOError`` in Python once, the dearest part of an idle cycle (about 30 of the shared
+driver thread's 150 us per wake-up, measured); it returns None now
+(``transport/driver/udp/_datagram.c``), still a system call and a Python call. A datagram that arrives after the poll returned makes
 the next park return at once, so it waits one duty cycle longer, not a park.
 
 A park that ended with some sockets readable names them in :attr:`SocketWaiter.ready` (their
 descriptors; None: not known, read them all): the duty cycle after it reads those only. A
 broker's driver reads three sockets or more (its ingress, and one send endpoint a UDP client's
-answers go to), most of them empty on any one cycle; each empty read cost a raised and caught
-``BlockingIOError``.
+answers go to), most of them empty on any one cycle, each empty read a system call.
 
 After a cycle that worked no park follows: the next cycle runs at once and would read every
 socket. With :attr:`SocketWaiter.look_after_work` (the one thread of a driver's sender and
@@ -73,6 +73,7 @@ import select
 import socket
 import time
 import weakref
+from collections.abc import Iterable
 from typing import Final
 
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
@@ -184,18 +185,20 @@ class SocketWaiter:
             self.ready = None
             return
         eventfd = self._eventfd
+        ready: Iterable[tuple[int, int]]  # (descriptor, events), as poll gives them
         if timeout_s < MIN_POLL_PARK_S:
             try:
-                ready = select.select(self._selected, (), (), timeout_s)[0]
+                fds = select.select(self._selected, (), (), timeout_s)[0]
             except ValueError:  # a descriptor past select's FD_SETSIZE: sleep, as before
                 time.sleep(timeout_s)
                 self.ready = None
                 return
-        else:
-            ready = [fd for fd, _ in self._poll.poll(int(timeout_s * _MS_PER_S))]
+            ready = zip(fds, fds, strict=True)  # the events unused: any int
+        else:  # read in place: no list made of poll's pairs (a Python call a park)
+            ready = self._poll.poll(int(timeout_s * _MS_PER_S))
         readable: set[int] = set()
         wake_sockets = self._wake_sockets
-        for fd in ready:
+        for fd, _ in ready:
             if fd == eventfd:
                 try:  # noqa: SIM105  (contextlib.suppress: three Python calls a park)
                     os.eventfd_read(eventfd)

@@ -9,9 +9,14 @@ interface, sets TTL and loopback for multicast sends, and sizes ``SO_SNDBUF`` / 
 
 Receiving (:meth:`UdpChannelTransport.poll`) reads up to ``limit`` datagrams into one reusable
 receive buffer (an :class:`~transport.concurrent.AtomicBuffer` sized for the largest UDP
-payload) with ``recvfrom_into``: nothing is allocated per datagram but the source address the
-socket module returns. A loss generator, when set, drops datagrams before the handler sees
-them. Sending returns the bytes sent, 0 when the socket would block (or the kernel reports a
+payload) with a native non-blocking read (``transport/driver/udp/_datagram.c``; its Python
+version when not built, :mod:`~transport.driver.udp.datagram_reader`) that returns
+None when no datagram waits, where ``socket.recvfrom_into`` raised ``BlockingIOError`` (its
+``OSError`` and errno text cost several times the read, and every poll that found data ended
+with one); it returns the source address as the socket module does, the same tuple again for
+the same source, and raises the same ``OSError`` subclasses for real errors. Nothing is
+allocated per datagram but the result pair. A loss generator, when set, drops datagrams before
+the handler sees them. Sending returns the bytes sent, 0 when the socket would block (or the kernel reports a
 refused or unreachable peer, as Aeron does) and -1 on any other error, which goes to the error
 handler; the hot path never raises.
 """
@@ -24,6 +29,7 @@ from collections.abc import Callable
 
 from aeromq.transport._errors import ChannelEndpointError
 from aeromq.transport.concurrent import AtomicBuffer
+from aeromq.transport.driver.udp.datagram_reader import DatagramReader
 from aeromq.transport.driver.udp.udp_channel import Sockaddr
 from aeromq.transport.driver.udp.udp_settings import DatagramFilter
 from aeromq.transport.protocol import MAX_UDP_PAYLOAD_LENGTH
@@ -48,12 +54,12 @@ class UdpChannelTransport:
     __slots__ = (
         "_error_handler",
         "_loss_generator",
-        "_recvfrom_into",
+        "_read",
+        "_reader",
         "_socket",
         "fd",
         "local_address",
         "receive_buffer",
-        "receive_view",
     )
 
     def __init__(
@@ -96,8 +102,8 @@ class UdpChannelTransport:
         names the readable ones (kept after ``close()``: the agents let go of it first)."""
         self.local_address: Sockaddr = sock.getsockname()
         self.receive_buffer = AtomicBuffer.allocate(RECEIVE_BUFFER_LENGTH)
-        self.receive_view = memoryview(self.receive_buffer)
-        self._recvfrom_into = sock.recvfrom_into
+        self._reader = DatagramReader(self.fd, self.receive_buffer)
+        self._read = self._reader.read
         self._loss_generator = loss_generator
         self._error_handler = error_handler
 
@@ -115,21 +121,21 @@ class UdpChannelTransport:
 
     def poll(self, handler: DatagramHandler, limit: int) -> int:
         """Receive up to ``limit`` datagrams, each to ``handler``; return the bytes received."""
-        recvfrom_into = self._recvfrom_into
-        view = self.receive_view
+        read = self._read
         buffer = self.receive_buffer
         loss = self._loss_generator
         total = 0
         for _ in range(limit):
             try:
-                length, address = recvfrom_into(view)
-            except (BlockingIOError, InterruptedError):
-                break
+                received = read()  # None: nothing waits (no exception raised for it)
             except (ConnectionRefusedError, ConnectionResetError):
                 continue  # an ICMP error from an earlier send on a connected socket
             except OSError as exc:
                 self._on_error(exc)
                 break
+            if received is None:
+                break
+            length, address = received
             total += length
             if loss is not None and loss.should_drop(buffer, length):
                 continue
@@ -168,7 +174,8 @@ class UdpChannelTransport:
             )
 
     def close(self) -> None:
-        """Close the socket (idempotent)."""
+        """Close the socket (idempotent); the reader lets go of the receive buffer first."""
+        self._reader.release()
         self._socket.close()
 
     def __repr__(self) -> str:
