@@ -334,12 +334,8 @@ class BackoffIdleStrategy:
         an empty cycle takes the next step: a spin, a yield or a park, or the longest park at
         once while ``settled`` says so (see class)."""
         if work_count > 0:
-            if self.state != self.NOT_IDLE:  # reset()'s steps, without its call
-                self.spins = 0
-                self.yields = 0
-                self.parked_ns = 0
-                self.park_period_ns = self.min_park_period_ns
-                self.state = self.NOT_IDLE
+            if self.state != self.NOT_IDLE:
+                self.reset()
             after_work = self.settled_after_work
             if after_work is not None and after_work():
                 self.parks_after_work += 1
@@ -395,13 +391,7 @@ class BackoffIdleStrategy:
         (self._park or time.sleep)(longest / 1e9)
         self.settled_parks += 1
         self.parked_ns += period
-        if period < self.max_park_period_ns:  # next_park_period_ns's first step, without calls
-            doubled = period * 2
-            self.park_period_ns = (
-                doubled if doubled < self.max_park_period_ns else self.max_park_period_ns
-            )
-        else:
-            self.park_period_ns = next_park_period_ns(self, period)
+        self.park_period_ns = next_park_period_ns(self, period)
 
     def reset(self) -> None:
         """Back to NOT_IDLE: counts cleared, park period back to ``min_park_period_ns``."""

@@ -240,11 +240,7 @@ class DriverConductor:
         now_ns = self._nano_clock.time_ns()
         stalled = now_ns - self._now_ns > self._stall_ns
         self._now_ns = now_ns
-        tracker = self._duty_cycle  # measure_and_update's steps, without its call
-        cycle_ns = now_ns - tracker.last_ns
-        tracker.last_ns = now_ns
-        if cycle_ns > tracker.watch_ns:
-            tracker.on_long_cycle(cycle_ns)
+        self._duty_cycle.measure_and_update(now_ns)
 
         commands = self._receive_commands()
         if now_ns >= self._heartbeat_check_ns:  # the wall clock read once a ms at most

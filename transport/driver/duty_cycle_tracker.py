@@ -18,17 +18,16 @@ class DutyCycleStallTracker:
     """Tracks one agent's duty cycle times (see module). The agent's thread only.
 
     A cycle no longer than :attr:`watch_ns` (the longest so far, or the threshold if that is
-    shorter) changes no counter: an agent on a hot path may take :meth:`measure_and_update`'s
-    steps itself (``cycle_ns = now_ns - tracker.last_ns``, ``tracker.last_ns = now_ns``, and
-    :meth:`on_long_cycle` only past :attr:`watch_ns`), which saves a Python call a duty cycle.
+    shorter) changes no counter, and :meth:`measure_and_update` compares and returns: the
+    counters are written only for a new longest cycle or one over the threshold.
     """
 
     __slots__ = (
         "_cycle_threshold_ns",
+        "_last_ns",
         "_max_cycle_ns",
         "_max_cycle_time",
         "_threshold_exceeded",
-        "last_ns",
         "watch_ns",
     )
 
@@ -43,19 +42,19 @@ class DutyCycleStallTracker:
         self._threshold_exceeded = threshold_exceeded
         self._cycle_threshold_ns = cycle_threshold_ns
         self._max_cycle_ns = 0
-        self.last_ns = now_ns
+        self._last_ns = now_ns
         """When the last cycle began (the clock's reading the agent passed)."""
         self.watch_ns = 0
         """A cycle longer than this changes a counter (see class)."""
 
     def measure_and_update(self, now_ns: int) -> None:
         """A cycle begins at ``now_ns``: measure the one that ended (see module)."""
-        cycle_ns = now_ns - self.last_ns
-        self.last_ns = now_ns
+        cycle_ns = now_ns - self._last_ns
+        self._last_ns = now_ns
         if cycle_ns > self.watch_ns:
-            self.on_long_cycle(cycle_ns)
+            self._on_long_cycle(cycle_ns)
 
-    def on_long_cycle(self, cycle_ns: int) -> None:
+    def _on_long_cycle(self, cycle_ns: int) -> None:
         """A cycle of ``cycle_ns`` ended, longer than :attr:`watch_ns`: a new longest one is
         written, one over the threshold counted."""
         if cycle_ns > self._max_cycle_ns:

@@ -347,11 +347,7 @@ class MediaDriver:
     def _idle_for_ns(self) -> int:
         """The conductor's ``idle_for_ns``, no longer than :data:`HOSTED_PARK_NS` while the
         thread hosts agents (their clocks' duties: see module)."""
-        conductor = self.conductor
-        udp = conductor.udp
-        if conductor.ipc.publications or udp.sender.publications or udp.receiver.images:
-            return 0  # it streams: the conductor's idle_for_ns's first test, without its call
-        idle_for_ns = conductor.idle_for_ns()
+        idle_for_ns = self.conductor.idle_for_ns()
         hosted = self._hosted
         if hosted is not None and hosted.hosts_any:
             return min(idle_for_ns, HOSTED_PARK_NS)

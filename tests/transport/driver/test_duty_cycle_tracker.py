@@ -18,26 +18,6 @@ def test_should_keep_the_longest_cycle_and_count_those_over_the_threshold() -> N
         assert (max_cycle_time.get(), exceeded.get()) == (longest * MS, over)
 
 
-def test_should_count_the_same_when_an_agent_takes_the_steps_itself() -> None:
-    values = AtomicBuffer.allocate(4 * COUNTER_LENGTH)
-    called = DutyCycleStallTracker(
-        AtomicCounter(values, 0), AtomicCounter(values, 1), 10 * MS, now_ns=0
-    )
-    inline = DutyCycleStallTracker(
-        AtomicCounter(values, 2), AtomicCounter(values, 3), 10 * MS, now_ns=0
-    )
-    now_ns = 0
-    for step_ms in (1, 3, 2, 12, 4, 30, 11, 1, 9, 45, 2):
-        now_ns += step_ms * MS
-        called.measure_and_update(now_ns)
-        cycle_ns = now_ns - inline.last_ns  # the steps the conductor, sender and receiver take
-        inline.last_ns = now_ns
-        if cycle_ns > inline.watch_ns:
-            inline.on_long_cycle(cycle_ns)
-        assert inline.watch_ns == min(called.watch_ns, 10 * MS)
-    assert [AtomicCounter(values, i).get() for i in range(4)] == [45 * MS, 4, 45 * MS, 4]
-
-
 def test_should_watch_for_the_threshold_once_the_longest_passes_it() -> None:
     values = AtomicBuffer.allocate(2 * COUNTER_LENGTH)
     tracker = DutyCycleStallTracker(

@@ -429,11 +429,7 @@ class NetworkPublication:
                 receiver_id, position, receiver_window, self._snd_lmt, now_ns
             )
         )
-        # has_required_receivers() and update_connected_status() written out: a status message
-        # comes each quarter window of each receiver, and this is most of its Python calls
-        connected = self._receivers_suffice or self.flow_control.has_required_receivers()
-        if connected != self.is_connected:
-            self.update_connected_status(connected)
+        self.update_connected_status(self.has_required_receivers())
         if had_eos != self.has_received_sm_eos or before[1:] != (
             self.is_connected,
             self.has_initial_connection,

@@ -103,11 +103,7 @@ class Receiver:
         Bytes received count as work, less those of keepalive traffic.
         """
         now_ns = self._nano_clock.time_ns()
-        tracker = self._duty_cycle  # measure_and_update's steps, without its call
-        cycle_ns = now_ns - tracker.last_ns
-        tracker.last_ns = now_ns
-        if cycle_ns > tracker.watch_ns:
-            tracker.on_long_cycle(cycle_ns)
+        self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
         bytes_received = 0
         keepalive_bytes = 0

@@ -84,11 +84,7 @@ class Sender:
         Bytes sent count as work; status messages that moved nothing do not.
         """
         now_ns = self._nano_clock.time_ns()
-        tracker = self._duty_cycle  # measure_and_update's steps, without its call
-        cycle_ns = now_ns - tracker.last_ns
-        tracker.last_ns = now_ns
-        if cycle_ns > tracker.watch_ns:
-            tracker.on_long_cycle(cycle_ns)
+        self._duty_cycle.measure_and_update(now_ns)
         work_count = drain(self.commands) if self.commands else 0
         publications = self.publications  # each a turn, round robin (written out: no call)
         count = len(publications)
@@ -138,7 +134,7 @@ class Sender:
         """Whether a publication is owed a resend soon: a park should not wait past it (see
         :attr:`~transport.driver.MediaDriverContext.park_when_settled`)."""
         for publication in self.publications:  # noqa: SIM110  (any(): a generator's calls)
-            if publication.retransmit_handler.actions:  # its owes_soon(), without the call
+            if publication.owes_soon():
                 return True
         return False
 
