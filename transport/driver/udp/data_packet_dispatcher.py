@@ -109,7 +109,8 @@ class DataPacketDispatcher:
         self.interests: dict[int, StreamInterest] = {}
         self.pending_setups: dict[tuple[int, int], int] = {}
         """The SETUPs asked for, by (session id, stream id), to the time the request lapses:
-        read only outside this class (the receiver tests its truth each duty cycle)."""
+        read only outside this class (the receiver tests its truth each duty cycle: while it is
+        empty, :meth:`check_pending_setups` has no work)."""
 
     # Subscriptions --------------------------------------------------------------------------
 
@@ -177,11 +178,6 @@ class DataPacketDispatcher:
         interest = self.interests.get(stream_id)
         if interest is not None and interest.states.get(session_id) == state:
             del interest.states[session_id]
-
-    @property
-    def has_pending_setups(self) -> bool:
-        """Whether a SETUP asked for waits (:meth:`check_pending_setups` has work)."""
-        return bool(self.pending_setups)
 
     def check_pending_setups(self, now_ns: int) -> int:
         """Forget pending setups that timed out, so the next frame asks again."""
