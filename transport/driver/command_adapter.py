@@ -143,13 +143,9 @@ class ClientCommandAdapter:
         }
         self._on_message = self.on_message
 
-    def receive(self) -> int:
-        """Handle up to ``COMMAND_DRAIN_LIMIT`` commands; return how many."""
-        return self._ring.read(self._on_message, COMMAND_DRAIN_LIMIT)
-
     def receive_commands(self) -> Callable[[], int]:
-        """:meth:`receive` as one call of the ring's read (a partial), for the conductor's duty
-        cycle: a Python call less a cycle."""
+        """The conductor's receive: a call that handles up to ``COMMAND_DRAIN_LIMIT`` commands
+        and returns how many (a partial of the ring's read: one Python call a duty cycle)."""
         return functools.partial(self._ring.read, self._on_message, COMMAND_DRAIN_LIMIT)
 
     def on_message(self, msg_type_id: int, buffer: AtomicBuffer, index: int, length: int) -> None:

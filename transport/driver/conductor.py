@@ -206,9 +206,6 @@ class DriverConductor:
         """The monotonic time from which the next cycle reads the wall clock (module, 3)."""
         self._receive_commands = self._adapter.receive_commands()
         self._stamp_heartbeat = self.to_driver.heartbeat_stamper()
-        self._udp_image_work = self.udp.subscriptions.do_work
-        self._udp_publisher_limits = self.udp.publications.update_publisher_limits
-        self._udp_left_work = self.udp.subscriptions.left_work
         self._last_command_position = self.to_driver.consumer_position()
         self._time_of_last_command_position_change_ns = now_ns
         self._termination_requested = False
@@ -257,9 +254,7 @@ class DriverConductor:
         limits_moved = self.ipc.update_publisher_limits()
         # more commands may wait (their wakes drained), or a publisher held at its old limit
         self._left_work = commands >= COMMAND_DRAIN_LIMIT or limits_moved > 0
-        # UdpStreams.do_work's two steps, called here: a Python call less a cycle
-        work_count = commands + limits_moved + self._udp_image_work(now_ns)
-        self._udp_publisher_limits()
+        work_count = commands + limits_moved + self.udp.do_work(now_ns)
         transmitted = self.client_proxy.transmitted
         if transmitted != self._notices_rung:
             self._notices_rung = transmitted
@@ -276,7 +271,7 @@ class DriverConductor:
         more space only from this thread as its subscribers read on), an image request the
         receiver queued after this agent's turn, a log still being made. Caller: the thread
         that runs the conductor with the network agents (``SHARED``), after a cycle that worked."""
-        return self._left_work or self._udp_left_work()
+        return self._left_work or self.udp.left_work()
 
     def idle_for_ns(self) -> int:
         """How long the driver's thread may park now (see module): until the next timer while
