@@ -16,17 +16,3 @@ def test_should_keep_the_longest_cycle_and_count_those_over_the_threshold() -> N
     for now_ms, longest, over in ((105, 5, 0), (125, 20, 1), (128, 20, 1), (140, 20, 2)):
         tracker.measure_and_update(now_ms * MS)
         assert (max_cycle_time.get(), exceeded.get()) == (longest * MS, over)
-
-
-def test_should_watch_for_the_threshold_once_the_longest_passes_it() -> None:
-    values = AtomicBuffer.allocate(2 * COUNTER_LENGTH)
-    tracker = DutyCycleStallTracker(
-        AtomicCounter(values, 0), AtomicCounter(values, 1), 10 * MS, now_ns=0
-    )
-    assert tracker.watch_ns == 0  # the first cycle is the longest yet, whatever its length
-    tracker.measure_and_update(3 * MS)
-    assert tracker.watch_ns == 3 * MS
-    tracker.measure_and_update(5 * MS)  # a cycle of 2 ms: no counter changes
-    assert (tracker.watch_ns, AtomicCounter(values, 0).get()) == (3 * MS, 3 * MS)
-    tracker.measure_and_update(25 * MS)
-    assert (tracker.watch_ns, AtomicCounter(values, 1).get()) == (10 * MS, 1)
