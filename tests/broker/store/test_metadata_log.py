@@ -56,6 +56,22 @@ def test_should_apply_a_change_on_every_member_once_committed(pair: Pair) -> Non
         assert member.consumer_offsets.query_offset("G", TOPIC, 1) == 7
 
 
+def test_should_complete_a_change_only_once_applied_when_committed_with_puts(pair: Pair) -> None:
+    leader, _ = pair
+    seen: list[object] = []
+    leader.put_batch_async(batch([b"x"]), TOPIC, 0, lambda _: seen.append("put"))
+    leader.commit_offset(
+        "G", TOPIC, 0, 3, lambda _: seen.append(leader.consumer_offsets.query_offset("G", TOPIC, 0))
+    )
+    leader.update_topic_config(
+        TopicConfig(TOPIC, 2, 2), lambda _: seen.append(leader.topic_config.get(TOPIC) is not None)
+    )
+    leader.put_batch_async(batch([b"y"]), TOPIC, 0, lambda _: seen.append("put"))
+    leader.set_high_watermark(leader.max_physical_offset)
+    assert seen == ["put", 3, True, "put"]
+    assert leader.get_max_offset(TOPIC, 0) == 2
+
+
 def test_should_remove_a_topics_config_and_offsets_but_keep_its_queues(pair: Pair) -> None:
     leader, follower = pair
     leader.update_topic_config(TopicConfig(TOPIC, 1, 1), lambda r: None)
