@@ -17,8 +17,10 @@ Events, besides ``_hop_trace``'s (each ``CLOCK_MONOTONIC`` ns, one clock across 
   conductor, 2 the receiver, 4 the hosted agents, 8 the sender with the hosted agents'
   ``after_send``; count: the cycle's own thread CPU in ns);
 - the leader: ``r_sent`` (APPENDs offered, count: frames), ``r_ack`` (an ACK taken, count: the
-  member), ``hw`` (the high watermark moved), ``commit_wait`` (a put started waiting: the
-  agent rung);
+  member), ``hw`` (the high watermark moved: its sends answered and its batches dispatched),
+  ``commit_wait`` (a put started waiting: the agent rung); the first ``ring`` of its driver's
+  thread after an ACK is the sends' answers (the session agent rung), which come before the
+  dispatch;
 - a follower: ``f_append`` (an APPEND taken), ``f_ack`` (an ACK offered);
 - the producer: ``settled`` (an answered request's sends settled); the bench's puller is told
   by its ``answer_read``.
@@ -222,8 +224,9 @@ PATH: Final = (
     ("f2 ACK sent", "f2", "snd", "f2 ACK offered"),
     ("first ACK taken", "leader", "r_ack", "first datagrams sent"),
     ("high watermark moved", "leader", "hw", "first ACK taken"),
-    ("session agent woken", "leader", "woken", "high watermark moved"),
-    ("send answered", "leader", "answer", "high watermark moved"),
+    ("sends' answers rung", "leader", "ring", "first ACK taken"),
+    ("session agent woken", "leader", "woken", "sends' answers rung"),
+    ("send answered", "leader", "answer", "sends' answers rung"),
     ("sends settled", "producer", "settled", "send answered"),
     ("next request offered", "producer", "offer", "sends settled"),
     ("held pull released", "leader", "stored", "first ACK taken"),
