@@ -127,7 +127,7 @@ class CommitWatermark:
 
     def raise_to(self, offset: int) -> None:
         """Move the committed offset up to ``offset`` (never down); :meth:`settle` calls the
-        puts back. Caller: the store, under its put lock, before it dispatches up to it."""
+        puts back. Caller: the store, under its put lock, once it has dispatched up to it."""
         with self._cond:
             if offset > self.committed_offset:
                 self.committed_offset = offset

@@ -166,8 +166,6 @@ class LeaderPath(StoreParts):
                 return self._append_failed(exc), 0
             commit_log.last_store_timestamp_ms = now_ms
             self._counters.set(topic, queue_id, queue_offset + count)
-            if meta:  # its call completes once applied: the commit path dispatches it first
-                self._meta_end = position + length
             sequence = producer.base_sequence if producer is not None else 0
             stored = StoredBatch(sequence, count, position, queue_offset, length, now_ms)
             if producer is not None:

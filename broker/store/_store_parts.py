@@ -92,12 +92,10 @@ class StoreParts:
         self._scheduler: Scheduler | None = None
         self.producer_states = ProducerStateTable()  # idempotent producers' last batches
         # a broker group's (StoreConfig.replicated): the committed offset and its waiters, the
-        # end of the last metadata batch the leader appended, the queue offsets given at
-        # append, whether puts are taken, a follower's incomplete unit, and the commit log
-        # offset after which the dispatch indexes keys
+        # queue offsets given at append, whether puts are taken, a follower's incomplete unit,
+        # and the commit log offset after which the dispatch indexes keys
         self._replicated = config.replicated
         self._commits = CommitWatermark(config.replication_timeout_ms)
-        self._meta_end = 0
         self._counters = QueueCounters()
         self._leading = not config.replicated
         self._pending = bytearray()
