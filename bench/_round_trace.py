@@ -18,8 +18,9 @@ Events, besides ``_hop_trace``'s (each ``CLOCK_MONOTONIC`` ns, one clock across 
   ``after_send``; count: the cycle's own thread CPU in ns);
 - the leader: ``r_sent`` (APPENDs offered, count: frames), ``r_ack`` (an ACK taken, count: the
   member), ``hw`` (the high watermark moved: its batches dispatched and its sends answered),
-  ``commit_wait`` (a put started waiting: the agent rung); the first ``ring`` of its driver's
-  thread after an ACK is the sends' answers (the session agent rung);
+  ``commit_wait`` (a put started waiting: the agent rung); its first ``ring`` after the first
+  ACK is taken for the sends' answers (its driver's thread ringing the session agent, which
+  sleeps then);
 - a follower: ``f_append`` (an APPEND taken), ``f_ack`` (an ACK offered);
 - the producer: ``settled`` (an answered request's sends settled); the bench's puller is told
   by its ``answer_read``.

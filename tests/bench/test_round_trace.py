@@ -31,8 +31,8 @@ def test_should_follow_each_round_from_the_leaders_send_through_both_followers(
     for start, slow in ((0, 0), (10_000, 100), (20_000, 200)):
         leader += [(start, "send_start"), (start + 50, "send_end"), (start + 100, "r_sent")]
         leader += [(start + 120, "snd"), (start + 130, "fsync0"), (start + 400, "fsync1")]
-        leader += [(start + 900 + slow, "r_ack"), (start + 950 + slow, "hw")]
-        leader += [(start + 1000 + slow, "answer")]
+        leader += [(start + 900 + slow, "r_ack"), (start + 940 + slow, "ring")]
+        leader += [(start + 950 + slow, "hw"), (start + 1000 + slow, "answer")]
         for events, lag in ((f1, 0), (f2, 50)):
             events += [(start + 200 + lag, "rcv"), (start + 220 + lag, "f_append")]
             events += [(start + 300 + lag, "fsync0"), (start + 800 + lag, "fsync1")]
@@ -50,6 +50,7 @@ def test_should_follow_each_round_from_the_leaders_send_through_both_followers(
     steps = {label: (at, own) for label, at, own, _ in timeline(found)}
     assert steps["f2 ACK sent"] == (890, 20)
     assert steps["high watermark moved"] == (1000, 50)
+    assert steps["send answered"] == (1050, 60)  # timed from the answers' ring, not the hw
     assert steps["next request offered"][0] == 1500
 
 
