@@ -329,6 +329,7 @@ def test_should_ack_from_the_fsync_thread_and_wake_the_leader_only_when_its_fsyn
     follower = cluster.add(1, MemoryLog())
     cluster.tell(GroupState(0, 1, (0, 1), 2))
     wait_until(lambda: leader.agent.role is Role.LEADER)
+    wait_until(lambda: follower.agent.fetcher is not None)  # the follower takes it on its thread
     fetcher = follower.agent.fetcher
     assert fetcher is not None
 
