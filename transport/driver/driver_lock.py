@@ -11,6 +11,14 @@ before anything else there and holds it for its life (the file also names its pi
 - a lock that cannot be taken belongs to a live driver (hung or not): its directory is never
   taken over (:mod:`~transport.driver.aeron_dir`).
 
+A lock file appears only already locked and naming its pid: it is made under a name of its own
+(``.driver.lock.<pid>.<thread>``), locked and written there, then linked in place. A driver
+starting beside another's scan for dead directories (two clients of one process launching their
+embedded drivers at once, or two processes) is never seen with a lock file nobody holds yet,
+which the scan would take for a dead driver's and remove with its directory. Over an existing
+lock file (a standalone driver's directory used again), a probe's momentary hold is waited out
+for a few milliseconds before the lock counts as another live driver's.
+
 The descriptor is not inherited by programs the driver's process runs (``O_CLOEXEC``); a child
 forked without exec shares it and keeps the lock until it ends too (then the directory looks
 alive: nothing is removed that might be in use). Drivers that take no lock (a real Aeron
@@ -19,16 +27,22 @@ driver, an older aeromq) are judged by their heartbeat and pid as before.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import errno
 import fcntl
 import os
+import threading
+import time
 
 from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE
 
 __all__ = ["LOCK_FILE", "DriverLock", "LockState", "lock_pid", "lock_state"]
 
 LOCK_FILE = "driver.lock"
+
+_PROBE_RETRIES = 5
+_PROBE_WAIT_S = 0.002
 
 
 class LockState(enum.Enum):
@@ -68,25 +82,33 @@ class DriverLock:
 
     @classmethod
     def acquire(cls, aeron_dir: str, file_mode: int = DEFAULT_FILE_MODE) -> DriverLock | None:
-        """Take ``aeron_dir``'s lock (the file made if missing, with ``file_mode``) and write
-        this process's pid in it; None when another process holds it."""
+        """Take ``aeron_dir``'s lock (the file made if missing, with ``file_mode``, already
+        locked: see module) and write this process's pid in it; None when another process
+        holds it."""
         path = os.path.join(aeron_dir, LOCK_FILE)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, file_mode)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                return None
-            raise
-        try:
-            os.fchmod(fd, file_mode)
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
-        except BaseException:
-            os.close(fd)
-            raise
-        return cls(path, fd)
+        fd = _new_locked_file(path, file_mode)
+        if fd is not None:
+            return cls(path, fd)
+        for attempt in range(_PROBE_RETRIES + 1):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, file_mode)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise
+                if attempt == _PROBE_RETRIES:
+                    return None
+                time.sleep(_PROBE_WAIT_S)  # a probe (lock_state) holds it for an instant
+                continue
+            try:
+                os.fchmod(fd, file_mode)
+                _write_pid(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            return cls(path, fd)
+        return None  # not reached: the last attempt returns
 
     @property
     def is_held(self) -> bool:
@@ -101,6 +123,33 @@ class DriverLock:
 
     def __repr__(self) -> str:
         return f"DriverLock(path={self.path!r}, held={self.is_held})"
+
+
+def _new_locked_file(path: str, file_mode: int) -> int | None:
+    """A descriptor of a new lock file at ``path``, locked and naming this process, linked in
+    place only once both are done; None when a lock file is there already."""
+    private = f"{os.path.dirname(path)}/.{LOCK_FILE}.{os.getpid()}.{threading.get_ident()}"
+    fd = os.open(private, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, file_mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else knows its name
+        os.fchmod(fd, file_mode)
+        _write_pid(fd)
+        os.link(private, path)  # fails if a lock file is there (unlike a rename)
+    except FileExistsError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(private)
+    return fd
+
+
+def _write_pid(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
 
 def lock_pid(aeron_dir: str) -> int | None:

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from aeromq.transport import ActiveDriverError
-from aeromq.transport.driver import MediaDriver, media_driver
-from aeromq.transport.driver.driver_lock import DriverLock, LockState, lock_state
+from aeromq.transport.driver import MediaDriver, driver_lock, media_driver
+from aeromq.transport.driver.driver_lock import DriverLock, LockState, lock_pid, lock_state
 from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX, remove_stale_driver_dirs
 from tests.transport.driver.support import small_context
 
@@ -151,3 +152,75 @@ def test_should_refuse_to_start_over_a_driver_that_holds_the_lock(tmp_path: Path
     with MediaDriver.launch(small_context(tmp_path)) as driver:
         assert lock_state(driver.aeron_dir) is LockState.HELD
     assert lock_state(str(tmp_path)) is LockState.FREE
+
+
+def test_should_never_show_a_scan_a_lock_file_its_driver_has_not_locked_yet(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race a full CI run lost once: a client's embedded driver took its lock while another
+    client of the same process launched its own and scanned; the scan found the new lock file
+    still free and empty (``pid=None lock=free``) and removed the directory of a driver being
+    made. Here the scan runs inside the first ``flock`` of ``DriverLock.acquire``."""
+    starting = root / f"{EMBEDDED_DIR_PREFIX}starting"
+    starting.mkdir()
+    real_flock = driver_lock.fcntl.flock
+    scans: list[list[str]] = []
+
+    def flock_after_a_scan(fd: int, operation: int) -> None:
+        if not scans:
+            scans.append(
+                remove_stale_driver_dirs(
+                    str(root), driver_timeout_ms=10_000, now_ms=int(time.time() * 1000)
+                )
+            )
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(driver_lock.fcntl, "flock", flock_after_a_scan)
+    lock = DriverLock.acquire(str(starting))
+    monkeypatch.setattr(driver_lock.fcntl, "flock", real_flock)
+    assert lock is not None
+    try:
+        assert scans == [[]], "the scan removed the directory of a driver taking its lock"
+        assert starting.is_dir()
+        assert lock_state(str(starting)) is LockState.HELD
+        assert lock_pid(str(starting)) == os.getpid()
+        assert sorted(os.listdir(starting)) == ["driver.lock"]  # no private name left
+    finally:
+        lock.release()
+
+
+def test_should_launch_embedded_drivers_side_by_side_without_removing_each_other() -> None:
+    """Clients of one process launch their embedded drivers on their own threads (a consumer's
+    pull tasks while the producer sends): each launch scans for dead directories while the
+    others are being made."""
+    drivers: list[MediaDriver] = []
+    errors: list[BaseException] = []
+    guard = threading.Lock()
+    start = threading.Barrier(6)
+
+    def launch() -> None:
+        try:
+            start.wait(10)
+            driver = MediaDriver.launch_embedded(small_context("unused"))
+        except BaseException as exc:  # reported below with the others
+            with guard:
+                errors.append(exc)
+            return
+        with guard:
+            drivers.append(driver)
+
+    try:
+        for _ in range(3):
+            threads = [threading.Thread(target=launch) for _ in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(30)
+            assert errors == []
+            for driver in drivers:
+                assert os.path.isfile(os.path.join(driver.aeron_dir, "cnc.dat")), driver.aeron_dir
+                assert lock_state(driver.aeron_dir) is LockState.HELD
+            start.reset()
+    finally:
+        for driver in drivers:
+            driver.close()
