@@ -117,6 +117,9 @@ class BrokerSessions:
         self._conductor_idles: dict[str, IdleStrategy] = {}
         """Each client's conductor's idle strategy (``client/_conductor_idle.py``), by driver."""
         self._driver: MediaDriver | None = None
+        self._retired: list[tuple[Aeron | None, MediaDriver]] = []
+        """Embedded drivers replaced by a new one (:meth:`_local_driver_dir`), with their
+        clients: closed by :meth:`close`, after the sessions."""
         self._closed = False
 
     def open_session(self, broker: BrokerKey | str) -> ClientSession | None:
@@ -249,6 +252,7 @@ class BrokerSessions:
             # looks the broker up again, instead of blocking for the driver timeout (10 s).
             stale = self._clients.pop(aeron_dir, None)
             if stale is not None:
+                self._close_sessions_on(stale)
                 stale.close()
             raise BrokerUnavailableError(
                 "the media driver is not running", aeron_dir=aeron_dir, heartbeat_age_ms=age_ms
@@ -271,14 +275,39 @@ class BrokerSessions:
         self._conductor_idles[aeron_dir] = idle
         return aeron
 
+    def _close_sessions_on(self, aeron: Aeron) -> None:
+        """Close the sessions made on ``aeron``, which is about to be closed (a session rings
+        its doorbell, in that client's mapped counters, as it closes). Under the lock."""
+        for key, (session, _) in list(self._sessions.items()):
+            if session.aeron is aeron:
+                del self._sessions[key]
+                session.close()
+        for member, (session, _) in list(self._former.items()):
+            if session.aeron is aeron:
+                del self._former[member]
+                session.close()
+
     def _local_driver_dir(self) -> str:
+        """The directory of the driver UDP sessions go through: ``aeron_dir``, or the embedded
+        driver's, launched on first use and again when the one before is gone (see
+        :meth:`_embedded_driver_gone`). Under the lock."""
         if self._aeron_dir is not None:
             return self._aeron_dir
-        if self._driver is None:
-            self._driver = MediaDriver.launch_embedded(  # woken by its work, not a clock
+        driver = self._driver
+        if driver is not None and (why := _embedded_driver_gone(driver)) is not None:
+            _log.warning(
+                "launching a new embedded media driver: aeron_dir=%s %s", driver.aeron_dir, why
+            )
+            # Kept running until close(): sessions made through it may still work (their files
+            # are mapped) and close only when they fail or the owner closes.
+            self._retired.append((self._clients.pop(driver.aeron_dir, None), driver))
+            self._conductor_idles.pop(driver.aeron_dir, None)
+            driver = self._driver = None
+        if driver is None:
+            driver = self._driver = MediaDriver.launch_embedded(  # woken by its work
                 event_driven_context(MediaDriverContext.from_env(term_buffer_sparse_file=True))
             )
-        return self._driver.aeron_dir
+        return driver.aeron_dir
 
     def drop(self, broker: BrokerKey | str) -> None:
         """Close the sessions with ``broker``'s members (a key, or every broker of a name)
@@ -301,12 +330,30 @@ class BrokerSessions:
             clients, self._clients = self._clients, {}
             self._conductor_idles = {}
             driver, self._driver = self._driver, None
+            retired, self._retired = self._retired, []
         for session in sessions:
             session.close()
         for aeron in clients.values():
             aeron.close()
         if driver is not None:
             driver.close()
+        for old_aeron, old_driver in retired:
+            if old_aeron is not None:
+                old_aeron.close()
+            old_driver.close()
+
+
+def _embedded_driver_gone(driver: MediaDriver) -> str | None:
+    """Why this process's embedded driver can serve no new session (``key=value`` words for
+    the log line), or None when it can: closed, its directory removed from under it (a clean-up
+    of /dev/shm; its threads and mapped files live on, but no new log buffer can be made and no
+    client can connect), or its heartbeat silent for ``DRIVER_SILENT_MS`` (its conductor died)."""
+    if driver.is_closed:
+        return "closed=true"
+    age_ms = driver_heartbeat_age_ms(driver.aeron_dir, int(time.time() * 1000))
+    if age_ms is None:
+        return "cnc=missing"
+    return f"heartbeat_age_ms={age_ms}" if age_ms > DRIVER_SILENT_MS else None
 
 
 def _log_error(error: BaseException) -> None:

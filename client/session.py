@@ -251,6 +251,12 @@ class ClientSession:
         return self._state.session_id
 
     @property
+    def aeron(self) -> Aeron:
+        """The Aeron client the session's channels are on (its doorbell is in that client's
+        driver's counters: close the session before the client)."""
+        return self._aeron
+
+    @property
     def is_open(self) -> bool:
         """Connected and neither closed nor failed."""
         state = self._state  # (asked before each request by BrokerSessions: no call more)

@@ -7,6 +7,7 @@ up again and connect anew."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from aeromq.broker.testing import ServerProcess, start_broker_process
 from aeromq.client import GrpcClient, Message, MessageQueue
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer, ProducerConfig
+from aeromq.transport.driver import media_driver
 from aeromq.transport.testing.hostile_peer import free_udp_port
 from tests.system.test_broker_restart_clients import RESUME_S, TOPIC, _poll_for, _send_until_ok
 
@@ -85,5 +87,35 @@ def test_should_resume_producing_and_consuming_over_udp_within_two_seconds_of_a_
         assert consumed_after_s < UDP_RESUME_S
     finally:
         consumer.shutdown()
+        producer.shutdown()
+        broker.stop()
+
+
+@pytest.mark.slow
+def test_should_launch_a_new_embedded_driver_when_its_directory_was_removed_under_it(
+    tmp_path: Path, shm_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean-up of /dev/shm (or a scan that took it for a dead driver's) removes the producer's
+    embedded driver's directory while it runs: the open session goes on over its mapped files,
+    but the session made after the broker's restart needs a driver a client can connect to."""
+    monkeypatch.setattr(media_driver, "embedded_dir_root", lambda: str(shm_dir))
+    grpc_port, udp_port = _free_tcp_port(), free_udp_port()
+    broker = _start(tmp_path / "store", grpc_port, udp_port)
+    producer = Producer(
+        "udp-removed-dir-producer", broker.grpc_address, config=ProducerConfig(transport="udp")
+    )
+    try:
+        with GrpcClient(broker.grpc_address, timeout_s=30) as admin:
+            admin.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+        producer.start()
+        producer.send(Message(TOPIC, b"before"))
+        [removed] = list(shm_dir.iterdir())
+        shutil.rmtree(removed)
+        broker.kill()
+        broker = _start(tmp_path / "store", grpc_port, udp_port)
+        _send_until_ok(producer, b"after", time.monotonic() + 15.0)
+        assert [path.name for path in shm_dir.iterdir()] != [removed.name]
+        assert len(list(shm_dir.iterdir())) == 1, "the new driver's directory, only it"
+    finally:
         producer.shutdown()
         broker.stop()
