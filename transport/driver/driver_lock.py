@@ -42,7 +42,9 @@ __all__ = ["LOCK_FILE", "DriverLock", "LockState", "lock_pid", "lock_state"]
 LOCK_FILE = "driver.lock"
 
 _PROBE_RETRIES = 5
-_PROBE_WAIT_S = 0.002
+_PROBE_WAIT_S = 0.002  # a probe's hold is waited out for up to 5 x 2 ms
+_NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK})
+"""What ``link`` fails with where a file system has no hard links (or no more of them)."""
 
 
 class LockState(enum.Enum):
@@ -127,19 +129,24 @@ class DriverLock:
 
 def _new_locked_file(path: str, file_mode: int) -> int | None:
     """A descriptor of a new lock file at ``path``, locked and naming this process, linked in
-    place only once both are done; None when a lock file is there already."""
+    place only once both are done; None when a lock file is there already, or when the file
+    system has no hard links (the caller then makes the file in place, as before)."""
     private = f"{os.path.dirname(path)}/.{LOCK_FILE}.{os.getpid()}.{threading.get_ident()}"
     fd = os.open(private, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, file_mode)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else knows its name
         os.fchmod(fd, file_mode)
         _write_pid(fd)
-        os.link(private, path)  # fails if a lock file is there (unlike a rename)
-    except FileExistsError:
-        os.close(fd)
-        return None
+        try:
+            os.link(private, path)  # fails if a lock file is there (unlike a rename)
+        except OSError as exc:
+            if not isinstance(exc, FileExistsError) and exc.errno not in _NO_LINKS:
+                raise
+            os.close(fd)
+            return None
     except BaseException:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
         raise
     finally:
         with contextlib.suppress(FileNotFoundError):

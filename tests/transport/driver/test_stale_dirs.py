@@ -8,6 +8,7 @@ one's directory before the test's own driver could."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -224,3 +225,20 @@ def test_should_launch_embedded_drivers_side_by_side_without_removing_each_other
     finally:
         for driver in drivers:
             driver.close()
+
+
+def test_should_take_the_lock_in_place_where_the_file_system_has_no_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(source: str, target: str) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted", target)
+
+    monkeypatch.setattr(driver_lock.os, "link", no_links)
+    lock = DriverLock.acquire(str(tmp_path))
+    assert lock is not None
+    try:
+        assert lock_state(str(tmp_path)) is LockState.HELD
+        assert lock_pid(str(tmp_path)) == os.getpid()
+        assert sorted(os.listdir(tmp_path)) == ["driver.lock"]
+    finally:
+        lock.release()
