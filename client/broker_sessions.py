@@ -39,6 +39,7 @@ from aeromq.client.session import (
 from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
+from aeromq.transport.cnc import CNC_FILE
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, event_driven_context
 from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
@@ -345,15 +346,15 @@ class BrokerSessions:
 
 def _embedded_driver_gone(driver: MediaDriver) -> str | None:
     """Why this process's embedded driver can serve no new session (``key=value`` words for
-    the log line), or None when it can: closed, its directory removed from under it (a clean-up
-    of /dev/shm; its threads and mapped files live on, but no new log buffer can be made and no
-    client can connect), or its heartbeat silent for ``DRIVER_SILENT_MS`` (its conductor died)."""
+    the log line), or None when it can: closed, or its directory removed from under it (a
+    clean-up of /dev/shm: its threads and mapped files live on, but no new log buffer can be
+    made there and no client can connect). A driver that is only slow (a silent heartbeat) is
+    kept: the sessions open through it may still work, and new ones fail until it answers."""
     if driver.is_closed:
         return "closed=true"
-    age_ms = driver_heartbeat_age_ms(driver.aeron_dir, int(time.time() * 1000))
-    if age_ms is None:
+    if not os.path.exists(os.path.join(driver.aeron_dir, CNC_FILE)):
         return "cnc=missing"
-    return f"heartbeat_age_ms={age_ms}" if age_ms > DRIVER_SILENT_MS else None
+    return None
 
 
 def _log_error(error: BaseException) -> None:
