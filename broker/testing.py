@@ -9,11 +9,16 @@ namesrv`` and reads its ``aeromq namesrv listening on HOST:PORT`` line. The chil
 drained on a thread for its whole life, so the pipe never fills, and kept in
 :attr:`ServerProcess.log`. :meth:`ServerProcess.stop` sends SIGTERM (a graceful shutdown: stop
 the ingress, flush, checkpoint) and kills only a server that does not stop in time;
-:meth:`ServerProcess.kill` is the crash case.
+:meth:`ServerProcess.kill` is the crash case. A server still running when the process that
+started it exits (a test that failed before its clean-up stopped it) is killed then
+(``atexit``), so no broker outlives its test run; a process killed with SIGKILL runs no
+``atexit``, and its servers live on.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import queue
 import signal
@@ -85,6 +90,7 @@ class ServerProcess:
         self._release()
 
     def _release(self) -> None:
+        _STARTED.discard(self.process)
         if self.reader is not None:
             self.reader.join(5)
         if self.process.stdout is not None:
@@ -92,6 +98,18 @@ class ServerProcess:
 
 
 _HUNG_OUTPUT_LINES = 200
+
+_STARTED: set[subprocess.Popen[str]] = set()
+"""The servers this process started and has not yet seen end (see module)."""
+
+
+@atexit.register
+def _kill_servers_left_running() -> None:
+    for process in list(_STARTED):
+        if process.poll() is None:
+            process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(5)
 
 
 def start_broker_process(
@@ -147,6 +165,7 @@ def _start(
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    _STARTED.add(process)
     log: list[str] = []
     lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
 
@@ -172,6 +191,7 @@ def _start(
             return ServerProcess(name, process, parse(line), data_dir, log, reader)
     process.kill()
     process.wait(5)
+    _STARTED.discard(process)
     reader.join(5)
     if process.stdout is not None:
         process.stdout.close()

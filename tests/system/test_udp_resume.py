@@ -86,9 +86,11 @@ def test_should_resume_producing_and_consuming_over_udp_within_two_seconds_of_a_
         assert sent_after_s < UDP_RESUME_S
         assert consumed_after_s < UDP_RESUME_S
     finally:
-        consumer.shutdown()
-        producer.shutdown()
-        broker.stop()
+        try:
+            consumer.shutdown()
+            producer.shutdown()
+        finally:
+            broker.stop()  # even when a client's shutdown raised: no broker left running
 
 
 @pytest.mark.slow
@@ -117,5 +119,7 @@ def test_should_launch_a_new_embedded_driver_when_its_directory_was_removed_unde
         assert [path.name for path in shm_dir.iterdir()] != [removed.name]
         assert len(list(shm_dir.iterdir())) == 1, "the new driver's directory, only it"
     finally:
-        producer.shutdown()
-        broker.stop()
+        try:
+            producer.shutdown()
+        finally:
+            broker.stop()
