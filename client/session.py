@@ -219,7 +219,12 @@ class ClientSession:
             if state.closed:
                 return
             state.closed = True
-        if state.session_id and state.failure is None:
+        if self._aeron.is_closed:
+            # Its client was closed first: the channels and the doorbell were in the client's
+            # mapped files, gone now. Nothing can be told to the broker (its session times out)
+            # and no caller can be asleep on the doorbell any more.
+            self._pending.doorbell = self._reader.doorbell = None
+        elif state.session_id and state.failure is None:
             with contextlib.suppress(ClientError):
                 self._sender.offer(
                     session_pb2.CloseSessionRequest(), next(self._pending.correlation)

@@ -421,3 +421,21 @@ def test_should_keep_one_session_per_broker_and_replace_a_failed_one(
         sessions.close()
     with pytest.raises(IllegalStateError, match="sessions closed"):
         sessions.session(here)
+
+
+def test_should_close_quietly_after_its_aeron_client_was_closed_under_it(
+    server: Server, media_driver: MediaDriver
+) -> None:
+    """A session outliving its Aeron client (closed by another owner first): closing it fails
+    what is pending and raises nothing, though its channels and doorbell were in the client's
+    mapped files."""
+    client = Aeron.connect(
+        AeronContext(aeron_dir=media_driver.aeron_dir, idle_sleep_duration_ns=1 * MS)
+    )
+    session = ClientSession.connect(client, SessionConfig(request_timeout_ms=2_000))
+    assert session.request(send_request(b"one")).status.code == ResponseCode.SUCCESS
+    client.close()
+    session.close()
+    assert not session.is_open
+    with pytest.raises(IllegalStateError):
+        session.request(send_request(b"two"))
