@@ -13,18 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from tests._pids import pid_alive
+
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 pytest.importorskip("matplotlib")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_should_report_a_failed_suite_a_hung_one_and_a_failed_case_and_go_on(
@@ -58,9 +52,9 @@ def test_should_report_a_failed_suite_a_hung_one_and_a_failed_case_and_go_on(
 
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
+    while pid_alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(child)  # the hung suite's own child went with it
+    assert not pid_alive(child)  # the hung suite's own child went with it
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["quick"] is True and len(summary["load_before"]) == 3

@@ -25,14 +25,7 @@ from bench._harness import (
     generated_rows,
     ratio_of,
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from tests._pids import pid_alive
 
 
 def _sleeper() -> subprocess.Popen[bytes]:
@@ -70,9 +63,9 @@ def test_should_stop_an_overrunning_case_s_workers_and_theirs_but_not_older_proc
             bounded("hangs", case, timeout_s=3)
         grandchild = int(grandchild_file.read_text())
         deadline = time.monotonic() + 10
-        while _alive(grandchild) and time.monotonic() < deadline:
+        while pid_alive(grandchild) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _alive(grandchild)
+        assert not pid_alive(grandchild)
         assert server.poll() is None
     finally:
         server.kill()

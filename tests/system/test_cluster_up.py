@@ -22,6 +22,7 @@ import pytest
 from aeromq.client import Message
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer
+from tests._pids import pid_alive
 from tests.cli.conftest import run_aeromq
 
 START_TIMEOUT_S = 60.0
@@ -69,18 +70,6 @@ class ClusterUp:
                 words = line[len(prefix) :].split()
                 return dict(w.split("=", 1) for w in words if "=" in w)
         raise AssertionError(f"no {prefix!r} line; output:\n" + "\n".join(self.lines[-40:]))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped by a parent that is gone) is not alive
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 STACKS_FILE = "stacks.txt"
@@ -192,7 +181,7 @@ def test_should_run_a_group_that_clients_use_stop_it_at_sigint_and_take_it_up_ag
     cluster.process.send_signal(signal.SIGINT)
     assert cluster.process.wait(STOP_TIMEOUT_S) == 0, "\n".join(cluster.lines[-30:])
     assert "cluster stopped" in cluster.lines[-1] or cluster.wait_line("cluster stopped", 5) == {}
-    assert [pid for pid in pids if _alive(pid)] == []
+    assert [pid for pid in pids if pid_alive(pid)] == []
 
     again = ClusterUp(cluster.data_dir)  # the same directory: its ports, data and etcd state
     try:
@@ -212,13 +201,13 @@ def test_should_take_its_etcd_and_brokers_down_when_it_is_killed(cluster: Cluste
     members = [cluster.wait_line("broker ready:", START_TIMEOUT_S) for _ in range(3)]
     ready = cluster.wait_line("cluster ready:", START_TIMEOUT_S)
     pids = [int(m["pid"]) for m in members] + [int(ready["etcd_pid"])]
-    assert all(_alive(pid) for pid in pids)
+    assert all(pid_alive(pid) for pid in pids)
 
     cluster.process.kill()  # SIGKILL: no handler runs, nothing is stopped in order
     cluster.process.wait(10)
     # each child was asked for SIGTERM at its parent's death: gone within a broker's stop
     deadline = time.monotonic() + STOP_TIMEOUT_S
-    while (left := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+    while (left := [pid for pid in pids if pid_alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     stuck = {pid: _what(pid) for pid in left}  # seen once in a loaded full run: which, and where
     for pid in left:  # leave nothing behind, whatever the outcome

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests._pids import pid_alive
+
 _STARTS_AND_EXITS = """
 import sys
 from pathlib import Path
@@ -19,14 +21,6 @@ broker = start_broker_process(Path(sys.argv[1]))
 print(broker.pid, flush=True)
 raise SystemExit(3)  # as a failed test would end: no stop()
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_should_kill_a_broker_still_running_when_the_process_that_started_it_exits(
@@ -42,9 +36,9 @@ def test_should_kill_a_broker_still_running_when_the_process_that_started_it_exi
     pid = int(starter.stdout.split()[0])
     try:
         deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(pid), f"the broker (pid {pid}) outlived the process that started it"
+        assert not pid_alive(pid), f"the broker (pid {pid}) outlived the process that started it"
     finally:
-        if _alive(pid):
+        if pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
