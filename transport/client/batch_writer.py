@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from aeromq.transport._errors import TransportStateError
 from aeromq.transport.concurrent.atomic_buffer import AtomicBuffer
 from aeromq.transport.logbuffer.frame_descriptor import (
     FRAME_ALIGNMENT,
@@ -268,12 +267,6 @@ class BatchWriter:
                 if offset < total:
                     frame_length = term_buffer.get_int32(term_offset + offset)
         term_buffer.put_int32_ordered(term_offset, first_frame_length)
-
-    @staticmethod
-    def delayed(expected_term_id: int, term_id: int) -> TransportStateError:
-        return TransportStateError(
-            "action possibly delayed", expected_term_id=expected_term_id, term_id=term_id
-        )
 
 
 def _byte_view(message: Buffer) -> memoryview:

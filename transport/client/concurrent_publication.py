@@ -105,7 +105,8 @@ class ConcurrentPublication(Publication):
             aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
             reserved_tail = meta.get_and_add_int64(index << 3, aligned_length)
             if reserved_tail >> 32 != term_id:
-                raise BatchWriter.delayed(term_id, reserved_tail >> 32)
+                self._pad_delayed(index, reserved_tail, aligned_length)
+                return self.end_of_term(term_count, term_offset, term_id, position)
             frame_offset = reserved_tail & _LOW_32
             resulting_offset = frame_offset + aligned_length
             term_buffer = self._term_buffers[index]
@@ -255,7 +256,8 @@ class ConcurrentPublication(Publication):
         total = batch.length
         raw_tail = meta.get_and_add_int64(index << 3, total)
         if raw_tail >> 32 != term_id:
-            raise batch.delayed(term_id, raw_tail >> 32)
+            self._pad_delayed(index, raw_tail, total)
+            return self.end_of_term(term_count, term_offset, term_id, position)
         actual_offset = raw_tail & _LOW_32
         term_length = self.term_buffer_length
         if actual_offset + total > term_length:
@@ -269,6 +271,19 @@ class ConcurrentPublication(Publication):
             batch.move_to(actual_offset)
         batch.publish(self._term_buffers[index], actual_offset, reserved_value_supplier)
         return taken
+
+    def _pad_delayed(self, index: int, raw_tail: int, length: int) -> None:
+        """This writer was delayed while the log rotated all the way round: its reservation of
+        ``length`` bytes landed at ``raw_tail`` in a later term of partition ``index``. Pad what
+        of it lies in that term, so no reader waits there for the unblock timeout; the caller
+        then reports ``ADMIN_ACTION`` (its rotation is a no-op) and the message is offered again
+        (``TermAppender`` does the same; Aeron raises "action possibly delayed")."""
+        offset = raw_tail & _LOW_32
+        term_length = self.term_buffer_length
+        if offset < term_length:
+            self._header_writer.write_padding(
+                self._term_buffers[index], offset, min(length, term_length - offset), raw_tail >> 32
+            )
 
     def end_of_term(self, term_count: int, term_offset: int, term_id: int, position: int) -> int:
         """The append went past the end of the term: rotate the log, or report the end."""

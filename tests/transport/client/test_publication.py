@@ -21,6 +21,8 @@ from aeromq.transport.client import (
 )
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import BufferClaim, DirectBufferVector, FragmentAssembler, Header
+from aeromq.transport.logbuffer import log_buffer_descriptor as d
+from aeromq.transport.logbuffer.frame_descriptor import HDR_TYPE_PAD
 from aeromq.transport.testing.fake_driver import FakeDriver
 
 from .conftest import wait_for
@@ -426,3 +428,49 @@ def test_should_refuse_a_non_contiguous_buffer_before_appending(
         publication.offer(memoryview(b"abcdef")[::2])
     assert publication.position == 0
     assert publication.offer(memoryview(bytearray(b"abcdef")).cast("B", (2, 3))) == 64
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["offer", "offer_batch"])
+def test_should_pad_what_a_writer_delayed_past_a_full_rotation_got_and_offer_again(
+    aeron: Aeron, subscription: Subscription, driver: FakeDriver, batched: bool
+) -> None:
+    """Another process filled three terms while this writer sat between reading the tail and
+    reserving its space: the reservation lands in a later term of the same partition. The space
+    is padded there (no reader waits on it for the unblock timeout) and the offer reports
+    ADMIN_ACTION, as the term appenders do; the next offer appends after the padding. It raised
+    "action possibly delayed" before, and a shared-publication stream test of a loaded CI run
+    lost its publisher to it."""
+    publication = connected(lambda channel: aeron.add_publication(channel, 1001), subscription)
+    driver.freeze_limit(publication.original_registration_id, 1 << 40)
+    meta = publication._meta
+    count = d.active_term_count(meta)
+    index = count % d.PARTITION_COUNT
+    later_term_id = (d.raw_tail_volatile(meta, index) >> 32) + d.PARTITION_COUNT
+
+    class LogWentRound:
+        """The log buffer's metadata, moved round by three terms just before the reservation."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(meta, name)
+
+        def get_and_add_int64(self, offset: int, delta: int) -> int:
+            publication._meta = meta  # once
+            d.set_raw_tail(meta, index, d.pack_tail(later_term_id, 640))
+            d.set_active_term_count_ordered(meta, count + d.PARTITION_COUNT)
+            return meta.get_and_add_int64(offset, delta)
+
+    publication._meta = LogWentRound()  # type: ignore[assignment]
+    late = b"late" * 10
+    if batched:
+        assert publication.offer_batch([late, late]) == ADMIN_ACTION
+        reserved = 2 * 96
+    else:
+        assert publication.offer(late) == ADMIN_ACTION
+        reserved = 96
+    term = publication._term_buffers[index]
+    assert term.get_int32(640) == reserved  # one padding frame over the whole reservation
+    assert term.get_int16(640 + 6) == HDR_TYPE_PAD
+    assert term.get_int32(640 + 20) == later_term_id
+    assert publication.offer(b"on time") > 0
+    assert term.get_int32(640 + reserved) == 32 + 7
+    assert term.get_int32(640 + reserved + 20) == later_term_id
