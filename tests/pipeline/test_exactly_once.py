@@ -4,6 +4,7 @@ slices stay within the broker's window; the producer ids are the same in every r
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -100,9 +101,22 @@ def _rebatched(batches: list[pa.RecordBatch], rows: int) -> list[pa.RecordBatch]
     return pa.Table.from_batches(batches).combine_chunks().to_batches(max_chunksize=rows)
 
 
-def _dying(batches: list[pa.RecordBatch], count: int) -> Iterator[pa.RecordBatch]:
-    """The first ``count`` of ``batches``, then the task dies (the slices sent so far stay)."""
+def _stored(broker: ServerProcess, topic: str) -> int:
+    with client(broker) as grpc:
+        return sum(grpc.max_offset(topic, queue_id) for queue_id in range(4))
+
+
+def _dying(
+    batches: list[pa.RecordBatch], count: int, broker: ServerProcess, topic: str
+) -> Iterator[pa.RecordBatch]:
+    """The first ``count`` of ``batches``, then the task dies once the broker holds some of
+    its rows. The slices it sent are sent asynchronously and a dying task does not wait for
+    them (its producer's shutdown fails those in flight), so without the wait a loaded machine
+    could kill it before any was stored, and the replay would have nothing to skip."""
     yield from batches[:count]
+    deadline = time.monotonic() + 30
+    while not _stored(broker, topic) and time.monotonic() < deadline:
+        time.sleep(0.05)
     raise RuntimeError("the task was killed")
 
 
@@ -116,9 +130,8 @@ def test_should_store_each_row_once_when_a_task_is_sent_again_after_stopping_par
     batches = _batches(topic, 10, 2_000, 100)  # about 6 slices: rounds of 4 queues
     task = StreamTask("query-1", 7, 2)
     with pytest.raises(RuntimeError, match="killed"):  # the task dies part way
-        send_exactly_once(options, _dying(batches, stopped_after), task)
-    with client(broker) as grpc:
-        stored_first = sum(grpc.max_offset(topic, queue_id) for queue_id in range(4))
+        send_exactly_once(options, _dying(batches, stopped_after, broker, topic), task)
+    stored_first = _stored(broker, topic)
     assert 0 < stored_first < 2_000 * stopped_after  # whole slices, the last one held back
     replay = iter(_rebatched(batches, 700))  # Spark may cut the same rows otherwise
     assert send_exactly_once(options, replay, task) == 20_000
