@@ -92,25 +92,12 @@ class DriverLock:
         if fd is not None:
             return cls(path, fd)
         for attempt in range(_PROBE_RETRIES + 1):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, file_mode)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                os.close(fd)
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    raise
-                if attempt == _PROBE_RETRIES:
-                    return None
+            if attempt:
                 time.sleep(_PROBE_WAIT_S)  # a probe (lock_state) holds it for an instant
-                continue
-            try:
-                os.fchmod(fd, file_mode)
-                _write_pid(fd)
-            except BaseException:
-                os.close(fd)
-                raise
-            return cls(path, fd)
-        return None  # not reached: the last attempt returns
+            fd = _locked_in_place(path, file_mode)
+            if fd is not None:
+                return cls(path, fd)
+        return None
 
     @property
     def is_held(self) -> bool:
@@ -135,8 +122,7 @@ def _new_locked_file(path: str, file_mode: int) -> int | None:
     fd = os.open(private, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, file_mode)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else knows its name
-        os.fchmod(fd, file_mode)
-        _write_pid(fd)
+        _stamp(fd, file_mode)
         try:
             os.link(private, path)  # fails if a lock file is there (unlike a rename)
         except OSError as exc:
@@ -154,7 +140,28 @@ def _new_locked_file(path: str, file_mode: int) -> int | None:
     return fd
 
 
-def _write_pid(fd: int) -> None:
+def _locked_in_place(path: str, file_mode: int) -> int | None:
+    """A descriptor of the lock file at ``path`` (made if missing), locked and naming this
+    process; None when another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, file_mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return None
+        raise
+    try:
+        _stamp(fd, file_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _stamp(fd: int, file_mode: int) -> None:
+    """Give the locked file ``file_mode`` and this process's pid, alone."""
+    os.fchmod(fd, file_mode)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
