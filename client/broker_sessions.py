@@ -59,7 +59,7 @@ def is_local(broker: BrokerRoute) -> bool:
     return (
         bool(broker.aeron_dir)
         and broker.is_same_host()
-        and os.path.exists(os.path.join(broker.aeron_dir, "cnc.dat"))
+        and os.path.exists(os.path.join(broker.aeron_dir, CNC_FILE))
     )
 
 
