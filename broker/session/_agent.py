@@ -212,6 +212,7 @@ class SessionAgent(RequestDispatch):
             )
         self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
         self._pulls_at_once = 0  # pulls answered at once in this cycle's polls (see module)
+        self._at_once_sessions: list[ServerSession] = []  # their sessions, once each
         self._cycle_stored = False  # a send was taken this cycle (see module)
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
@@ -307,7 +308,6 @@ class SessionAgent(RequestDispatch):
             assembler = self._assembler
             limit = self.config.fragment_limit
             pull = self._pull
-            pulls = pull.pulls
             held = pull.held
             sends = self._send.requests
             for subscription in self._polled:
@@ -319,16 +319,21 @@ class SessionAgent(RequestDispatch):
             work -= pull.held - held
             if work < 0:
                 work = 0
+            # (see module: lazy pulls) each pull read this cycle took its session's count down
+            # (``_dispatch``); the flag asks for the pulls answered before the cycle alone: not
+            # for those answered at once in it, with its sends' messages, which count from the
+            # next cycle on, unless their next pulls were read in it already
             awaited = self._pulls_awaited
             at_once = self._pulls_at_once
-            if awaited or at_once or self._rings_wanted:  # (see module: lazy pulls)
-                # the pulls read this cycle are the next pulls of those answered before it;
-                # the flag asks for these alone: not for the pulls answered at once in this
-                # cycle, with its sends' messages, which count from the next cycle on
-                awaited -= pull.pulls - pulls
-                awaited = awaited if awaited > 0 else 0
+            if at_once:
+                for session in self._at_once_sessions:
+                    session.pulls_awaited += session.pulls_at_once
+                    session.pulls_at_once = 0
                 self._pulls_awaited = awaited + at_once
                 self._pulls_at_once = 0
+            if self._at_once_sessions:
+                self._at_once_sessions.clear()
+            if awaited or self._rings_wanted:
                 if not awaited:
                     if self._rings_wanted:
                         self._want_rings(False)
@@ -343,7 +348,10 @@ class SessionAgent(RequestDispatch):
             work += self._flush_backlogs(now_ns)
         if now_ns >= self._next_sweep_ns:
             self._next_sweep_ns = now_ns + _SWEEP_INTERVAL_NS
-            self._pulls_awaited = 0  # their turnaround is long past: stop counting them
+            if self._pulls_awaited:  # their turnaround is long past: stop counting them
+                self._pulls_awaited = 0
+                for session in self._table:
+                    session.pulls_awaited = 0
             self._poll_those_with_images()
             self._sweep(now_ns)
         rings = self._rings

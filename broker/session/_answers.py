@@ -72,6 +72,7 @@ class AnswerWriter(SessionLifecycle):
     _thread_ident: int  # the agent's thread: a completion from another rings the doorbell
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
     _pulls_at_once: int  # of those, answered at once in this cycle's polls (``_agent``)
+    _at_once_sessions: list[ServerSession]  # the sessions of those (``_agent``)
     _cycle_stored: bool  # a send was taken this cycle (``_dispatch``)
 
     def _complete(
@@ -119,7 +120,10 @@ class AnswerWriter(SessionLifecycle):
         if publication.offer(data) <= 0:
             return False
         self.counters.responses += 1
-        self._pulls_at_once += 1  # counted into _pulls_awaited after the cycle's polls
+        if not session.pulls_at_once:  # counted into the awaited after the cycle's polls
+            self._at_once_sessions.append(session)
+        session.pulls_at_once += 1
+        self._pulls_at_once += 1
         if session.doorbell is None:
             bell = session.network_bell  # the broker's driver: at the cycle's end (see module)
             if bell is not None:
@@ -158,6 +162,7 @@ class AnswerWriter(SessionLifecycle):
                         correlation_id, session.session_id, ResponseCode.SYSTEM_ERROR, text
                     )
                 if field == _PULL:  # its consumer's next pull may come lazy (``_agent``)
+                    session.pulls_awaited += 1
                     self._pulls_awaited += 1
             sent += 1
             # _respond's and the session's send written out for the common case, a frame

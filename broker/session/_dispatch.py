@@ -76,6 +76,8 @@ class RequestDispatch(AnswerWriter):
     _aborted: bool  # a send left on the ingress this cycle: retry without a ring
     _fragment_failed: bool  # a request's handling raised this cycle (see _on_fragment)
     _cycle_stored: bool  # a send was taken this cycle: its pull answers go out at once
+    _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
+    _pulls_at_once: int  # of those, answered at once in this cycle's polls (``_agent``)
 
     def _on_fragment(
         self, buffer: AtomicBuffer, offset: int, length: int, header: Header
@@ -96,6 +98,12 @@ class RequestDispatch(AnswerWriter):
                     correlation_id = pull.correlation_id
                     if self._acl is not None and self._forbidden(session, correlation_id, pull):
                         return _CONTINUE
+                    if session.pulls_awaited:  # the next pull of one answered (``_agent``)
+                        session.pulls_awaited -= 1
+                        self._pulls_awaited -= 1
+                    elif session.pulls_at_once:
+                        session.pulls_at_once -= 1
+                        self._pulls_at_once -= 1
                     self._pull.process(
                         pull,
                         _partial(self._complete, session, correlation_id, _PULL),
@@ -169,6 +177,12 @@ class RequestDispatch(AnswerWriter):
             if kind == "pull":
                 if self._acl is not None and self._forbidden(session, correlation_id, request):
                     return _CONTINUE
+                if session.pulls_awaited:  # (as above)
+                    session.pulls_awaited -= 1
+                    self._pulls_awaited -= 1
+                elif session.pulls_at_once:
+                    session.pulls_at_once -= 1
+                    self._pulls_at_once -= 1
                 self._pull.process(
                     request.pull,
                     _partial(self._complete, session, correlation_id, _PULL),

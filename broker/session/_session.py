@@ -66,6 +66,8 @@ class ServerSession:
         "local_reads",
         "network_bell",
         "publication",
+        "pulls_at_once",
+        "pulls_awaited",
         "registration_id",
         "response_channel",
         "response_stream_id",
@@ -110,6 +112,10 @@ class ServerSession:
         self.rings: dict[int, Ringable] | None = None  # the doorbell's ring, at the cycle's end
         self.network_bell: Ringable | None = None  # a UDP client's: wakes the broker's driver
         self.local_reads = False  # granted at CONNECT: pulls may be answered with local ranges
+        # its pulls answered whose next pulls the agent has not read yet (lazy pulls: see
+        # broker.session._agent), answered in an earlier cycle, and at once in this one
+        self.pulls_awaited = 0
+        self.pulls_at_once = 0
 
     @property
     def route(self) -> tuple[str, int]:

@@ -105,3 +105,41 @@ def test_should_ring_the_agent_for_a_message_another_thread_stored(
         before = _rings(bell)
         send.process(send_request(b"from the timer, say"), Answers())  # on this thread
         assert _rings(bell) > before
+
+
+def test_should_not_ask_lazy_pulls_to_ring_when_a_next_pull_came_in_its_answers_cycle(
+    agent: SessionAgent,  # noqa: F811 (the fixture)
+    media_driver: MediaDriver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a long cycle (a ring that woke a sleeper can take the agent 150 us on a VM) may read a
+    # consumer's next pull after that cycle answered the pull before it at once: that next
+    # pull was read, so the send of the cycle after must not set the flag (it did: every lazy
+    # pull then rang, until the sweep)
+    bell = agent.doorbell
+    assert bell is not None
+    monkeypatch.setattr(agent_module, "_SWEEP_INTERVAL_NS", _NO_SWEEP_NS)
+    wait_for(
+        lambda: agent._next_sweep_ns - time.monotonic_ns() > _NO_SWEEP_NS // 2,
+        what="the sweep 60 s away",
+    )
+    with _ipc_session(media_driver) as session:
+        nexts: list[Future[PullAnswer]] = []
+        answer_at_once = agent._answer_at_once
+
+        def then_the_next_pull(*args: object) -> bool:
+            done = answer_at_once(*args)  # type: ignore[arg-type]
+            if done and not nexts:  # offered on the agent's thread: read in this very poll
+                nexts.append(_lazy_pull(session, 1))
+            return done
+
+        monkeypatch.setattr(agent, "_answer_at_once", then_the_next_pull)
+        held = session.request_async(pull_request(offset=0, suspend_timeout_ms=_HELD_MS))
+        wait_for(lambda: agent._pull.held == 1, what="the first pull held")
+        assert session.request(send_request(b"zero")).status.code == 0  # releases it at once
+        assert _answer(session, held).response.next_begin_offset == 1
+        assert len(nexts) == 1
+        assert session.request(send_request(b"one")).status.code == 0  # answers the next pull
+        assert _answer(session, nexts[0]).response.next_begin_offset == 2
+        assert agent.counters.pull_rings_wanted == 0
+        assert bell.flag() == 0
