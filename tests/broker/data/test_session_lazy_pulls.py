@@ -37,6 +37,19 @@ def _lazy_pull(session: ClientSession, offset: int) -> Future[PullAnswer]:
     )
 
 
+@pytest.fixture
+def unswept(agent: SessionAgent, monkeypatch: pytest.MonkeyPatch) -> SessionAgent:  # noqa: F811
+    """The agent, its sweeps 60 s apart: it forgets the pulls it awaits at each sweep (every 100
+    ms), and on a loaded machine a test's steps may take longer than that (the sweep already
+    due is let run first)."""
+    monkeypatch.setattr(agent_module, "_SWEEP_INTERVAL_NS", _NO_SWEEP_NS)
+    wait_for(
+        lambda: agent._next_sweep_ns - time.monotonic_ns() > _NO_SWEEP_NS // 2,
+        what="the sweep 60 s away",
+    )
+    return agent
+
+
 def _answer(session: ClientSession, future: Future[PullAnswer]) -> PullAnswer:
     assert session.read_until(future.done, time.monotonic_ns() + 5_000_000_000)
     return future.result(0)
@@ -62,20 +75,10 @@ def test_should_answer_a_lazy_pull_offered_without_a_ring_once_a_message_comes(
 
 
 def test_should_ask_lazy_pulls_to_ring_while_a_send_beat_them(
-    agent: SessionAgent,  # noqa: F811 (the fixture)
-    media_driver: MediaDriver,
-    monkeypatch: pytest.MonkeyPatch,
+    unswept: SessionAgent, media_driver: MediaDriver
 ) -> None:
-    bell = agent.doorbell
+    bell = unswept.doorbell
     assert bell is not None
-    # the agent forgets the pulls it awaits at each sweep (every 100 ms): on a loaded machine
-    # the test's steps may take longer than that, so the sweeps are set 60 s apart, and the
-    # one already due is let run before the pulls
-    monkeypatch.setattr(agent_module, "_SWEEP_INTERVAL_NS", _NO_SWEEP_NS)
-    wait_for(
-        lambda: agent._next_sweep_ns - time.monotonic_ns() > _NO_SWEEP_NS // 2,
-        what="the sweep 60 s away",
-    )
     with _ipc_session(media_driver) as session:
         held = session.request_async(pull_request(offset=0, suspend_timeout_ms=_HELD_MS))
         assert session.request(send_request(b"zero")).status.code == 0  # releases the hold
@@ -84,7 +87,7 @@ def test_should_ask_lazy_pulls_to_ring_while_a_send_beat_them(
         # stored before the consumer's next pull came back: that pull may be lazy, and wait
         assert session.request(send_request(b"one")).status.code == 0
         wait_for(lambda: bell.flag() == 1, what="the flag set")
-        assert agent.counters.pull_rings_wanted == 1
+        assert unswept.counters.pull_rings_wanted == 1
         before = _rings(bell)
         lazy = _lazy_pull(session, 1)
         assert _rings(bell) > before  # rung after all
@@ -108,24 +111,17 @@ def test_should_ring_the_agent_for_a_message_another_thread_stored(
 
 
 def test_should_not_ask_lazy_pulls_to_ring_when_a_next_pull_came_in_its_answers_cycle(
-    agent: SessionAgent,  # noqa: F811 (the fixture)
-    media_driver: MediaDriver,
-    monkeypatch: pytest.MonkeyPatch,
+    unswept: SessionAgent, media_driver: MediaDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a long cycle (a ring that woke a sleeper can take the agent 150 us on a VM) may read a
     # consumer's next pull after that cycle answered the pull before it at once: that next
     # pull was read, so the send of the cycle after must not set the flag (it did: every lazy
     # pull then rang, until the sweep)
-    bell = agent.doorbell
+    bell = unswept.doorbell
     assert bell is not None
-    monkeypatch.setattr(agent_module, "_SWEEP_INTERVAL_NS", _NO_SWEEP_NS)
-    wait_for(
-        lambda: agent._next_sweep_ns - time.monotonic_ns() > _NO_SWEEP_NS // 2,
-        what="the sweep 60 s away",
-    )
     with _ipc_session(media_driver) as session:
         nexts: list[Future[PullAnswer]] = []
-        answer_at_once = agent._answer_at_once
+        answer_at_once = unswept._answer_at_once
 
         def then_the_next_pull(*args: object) -> bool:
             done = answer_at_once(*args)  # type: ignore[arg-type]
@@ -133,13 +129,13 @@ def test_should_not_ask_lazy_pulls_to_ring_when_a_next_pull_came_in_its_answers_
                 nexts.append(_lazy_pull(session, 1))
             return done
 
-        monkeypatch.setattr(agent, "_answer_at_once", then_the_next_pull)
+        monkeypatch.setattr(unswept, "_answer_at_once", then_the_next_pull)
         held = session.request_async(pull_request(offset=0, suspend_timeout_ms=_HELD_MS))
-        wait_for(lambda: agent._pull.held == 1, what="the first pull held")
+        wait_for(lambda: unswept._pull.held == 1, what="the first pull held")
         assert session.request(send_request(b"zero")).status.code == 0  # releases it at once
         assert _answer(session, held).response.next_begin_offset == 1
         assert len(nexts) == 1
         assert session.request(send_request(b"one")).status.code == 0  # answers the next pull
         assert _answer(session, nexts[0]).response.next_begin_offset == 2
-        assert agent.counters.pull_rings_wanted == 0
+        assert unswept.counters.pull_rings_wanted == 0
         assert bell.flag() == 0
