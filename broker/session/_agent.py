@@ -65,7 +65,10 @@ read after the send, it is answered from the store; read before it, it is held a
 arrival releases it on this thread; either way its answer goes out at once, in that cycle,
 with no extra park. Such a pull answered at once counts among those whose next pulls are
 awaited from the next cycle on, as one answered at the cycle's end did: the flag below is for
-sends stored after a pull's answer, not for the send whose message it carries. A message
+sends stored after a pull's answer, not for the send whose message it carries. The counts are
+kept by session (``ServerSession.pulls_awaited``, ``pulls_at_once``): a pull read takes its own
+session's count down, so a next pull read in the very cycle that answered its predecessor at
+once (the consumer's ring can cost this thread its core long enough) is not awaited still. A message
 stored by another thread (the timer, a transaction's commit, the RocketMQ endpoint) rings the
 agent while transport sessions live (:meth:`SessionAgent.on_store_arrival`), since a lazy pull
 may be waiting for it unread. Otherwise a lazy pull is read at the end of the
