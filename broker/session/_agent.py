@@ -214,8 +214,7 @@ class SessionAgent(RequestDispatch):
                 self._on_available_image, subscription, subscription.available_image_handler
             )
         self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
-        self._pulls_at_once = 0  # pulls answered at once in this cycle's polls (see module)
-        self._at_once_sessions: list[ServerSession] = []  # their sessions, once each
+        self._at_once_sessions: list[ServerSession] = []  # those of pulls answered at once
         self._cycle_stored = False  # a send was taken this cycle (see module)
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
@@ -327,15 +326,15 @@ class SessionAgent(RequestDispatch):
             # for those answered at once in it, with its sends' messages, which count from the
             # next cycle on, unless their next pulls were read in it already
             awaited = self._pulls_awaited
-            at_once = self._pulls_at_once
-            if at_once:
-                for session in self._at_once_sessions:
-                    session.pulls_awaited += session.pulls_at_once
-                    session.pulls_at_once = 0
-                self._pulls_awaited = awaited + at_once
-                self._pulls_at_once = 0
-            if self._at_once_sessions:
-                self._at_once_sessions.clear()
+            at_once_sessions = self._at_once_sessions
+            if at_once_sessions:
+                for session in at_once_sessions:
+                    at_once = session.pulls_at_once
+                    if at_once:
+                        session.pulls_awaited += at_once
+                        session.pulls_at_once = 0
+                        self._pulls_awaited += at_once
+                at_once_sessions.clear()
             if awaited or self._rings_wanted:
                 if not awaited:
                     if self._rings_wanted:

@@ -71,8 +71,7 @@ class AnswerWriter(SessionLifecycle):
     _completions: deque[Completion]
     _thread_ident: int  # the agent's thread: a completion from another rings the doorbell
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
-    _pulls_at_once: int  # of those, answered at once in this cycle's polls (``_agent``)
-    _at_once_sessions: list[ServerSession]  # the sessions of those (``_agent``)
+    _at_once_sessions: list[ServerSession]  # sessions with pulls answered at once this cycle
     _cycle_stored: bool  # a send was taken this cycle (``_dispatch``)
 
     def _complete(
@@ -123,7 +122,6 @@ class AnswerWriter(SessionLifecycle):
         if not session.pulls_at_once:  # counted into the awaited after the cycle's polls
             self._at_once_sessions.append(session)
         session.pulls_at_once += 1
-        self._pulls_at_once += 1
         if session.doorbell is None:
             bell = session.network_bell  # the broker's driver: at the cycle's end (see module)
             if bell is not None:

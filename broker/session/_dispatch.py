@@ -77,7 +77,6 @@ class RequestDispatch(AnswerWriter):
     _fragment_failed: bool  # a request's handling raised this cycle (see _on_fragment)
     _cycle_stored: bool  # a send was taken this cycle: its pull answers go out at once
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
-    _pulls_at_once: int  # of those, answered at once in this cycle's polls (``_agent``)
 
     def _on_fragment(
         self, buffer: AtomicBuffer, offset: int, length: int, header: Header
@@ -103,7 +102,6 @@ class RequestDispatch(AnswerWriter):
                         self._pulls_awaited -= 1
                     elif session.pulls_at_once:
                         session.pulls_at_once -= 1
-                        self._pulls_at_once -= 1
                     self._pull.process(
                         pull,
                         _partial(self._complete, session, correlation_id, _PULL),
@@ -182,7 +180,6 @@ class RequestDispatch(AnswerWriter):
                     self._pulls_awaited -= 1
                 elif session.pulls_at_once:
                     session.pulls_at_once -= 1
-                    self._pulls_at_once -= 1
                 self._pull.process(
                     request.pull,
                     _partial(self._complete, session, correlation_id, _PULL),
