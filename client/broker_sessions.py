@@ -23,7 +23,6 @@ Callers say how long a request and a back-pressured offer may wait: the producer
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 
@@ -39,10 +38,9 @@ from aeromq.client.session import (
 from aeromq.common import BrokerUnavailableError, IllegalArgumentError, IllegalStateError
 from aeromq.transport import TransportError
 from aeromq.transport.client import Aeron, AeronContext
-from aeromq.transport.cnc import CNC_FILE
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, event_driven_context
-from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms
+from aeromq.transport.driver.aeron_dir import driver_heartbeat_age_ms, has_cnc_file
 
 __all__ = ["FORMER_SESSION_LINGER_MS", "BrokerSessions", "is_local"]
 
@@ -56,11 +54,7 @@ _log = logging.getLogger(__name__)
 
 def is_local(broker: BrokerRoute) -> bool:
     """Whether the broker runs on this host with a media driver we can map."""
-    return (
-        bool(broker.aeron_dir)
-        and broker.is_same_host()
-        and os.path.exists(os.path.join(broker.aeron_dir, CNC_FILE))
-    )
+    return bool(broker.aeron_dir) and broker.is_same_host() and has_cnc_file(broker.aeron_dir)
 
 
 class BrokerSessions:
@@ -352,7 +346,7 @@ def _embedded_driver_gone(driver: MediaDriver) -> str | None:
     kept: the sessions open through it may still work, and new ones fail until it answers."""
     if driver.is_closed:
         return "closed=true"
-    if not os.path.exists(os.path.join(driver.aeron_dir, CNC_FILE)):
+    if not has_cnc_file(driver.aeron_dir):
         return "cnc=missing"
     return None
 

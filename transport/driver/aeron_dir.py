@@ -24,9 +24,14 @@ from aeromq.transport.concurrent.error_log_reader import read as read_error_log
 from aeromq.transport.concurrent.file_modes import DEFAULT_FILE_MODE, directory_mode, make_dirs
 from aeromq.transport.driver.driver_lock import LOCK_FILE, DriverLock, lock_pid
 
-__all__ = ["driver_heartbeat_age_ms", "prepare_aeron_dir"]
+__all__ = ["driver_heartbeat_age_ms", "has_cnc_file", "prepare_aeron_dir"]
 
 _LOG = logging.getLogger(__name__)
+
+
+def has_cnc_file(aeron_dir: str) -> bool:
+    """Whether ``aeron_dir`` holds a ``cnc.dat``: a driver made its files there (alive or not)."""
+    return os.path.exists(os.path.join(aeron_dir, CNC_FILE))
 
 
 def driver_heartbeat_age_ms(aeron_dir: str, now_ms: int) -> int | None:
@@ -37,7 +42,7 @@ def driver_heartbeat_age_ms(aeron_dir: str, now_ms: int) -> int | None:
     caller before the heartbeat, which a live driver may stamp in between, so a heartbeat up to
     a tick ahead of ``now_ms`` counts as age 0 (as AeronStat shows it).
     """
-    if not os.path.exists(os.path.join(aeron_dir, CNC_FILE)):
+    if not has_cnc_file(aeron_dir):
         return None
     try:
         cnc = CncFile.map(aeron_dir, timeout_ms=0)
@@ -83,7 +88,7 @@ def prepare_aeron_dir(
         lock = DriverLock.acquire(aeron_dir, file_mode)
         assert lock is not None  # a new file nobody holds
     try:
-        if not delete_on_start and os.path.exists(os.path.join(aeron_dir, CNC_FILE)):
+        if not delete_on_start and has_cnc_file(aeron_dir):
             _LOG.warning(
                 "replacing the files of a stopped media driver: aeron_dir=%s heartbeat_age_ms=%s",
                 aeron_dir,

@@ -25,7 +25,8 @@ import os
 import shutil
 
 from aeromq.transport._errors import CncFileError
-from aeromq.transport.cnc import CNC_FILE, CncFile
+from aeromq.transport.cnc import CncFile
+from aeromq.transport.driver.aeron_dir import has_cnc_file
 from aeromq.transport.driver.driver_lock import LockState, lock_pid, lock_state
 
 __all__ = ["EMBEDDED_DIR_PREFIX", "remove_stale_driver_dirs"]
@@ -72,7 +73,7 @@ def _dead_driver(aeron_dir: str, driver_timeout_ms: int, now_ms: int) -> str | N
         return None
     if state is LockState.FREE:
         return f"pid={lock_pid(aeron_dir)} lock=free"
-    if not os.path.exists(os.path.join(aeron_dir, CNC_FILE)):
+    if not has_cnc_file(aeron_dir):
         try:
             age_ms = now_ms - int(os.stat(aeron_dir).st_mtime * 1000)
         except OSError:
