@@ -105,7 +105,17 @@ class ConcurrentPublication(Publication):
             aligned_length = (frame_length + _ALIGN_UP) & _ALIGN_DOWN
             reserved_tail = meta.get_and_add_int64(index << 3, aligned_length)
             if reserved_tail >> 32 != term_id:
-                self._pad_delayed(index, reserved_tail, aligned_length)
+                # this writer was delayed while the log rotated all the way round: its
+                # reservation landed in a later term of the partition. What of it lies in that
+                # term is padded, so no reader waits there for the unblock timeout, and the
+                # caller reports ADMIN_ACTION (its rotation is a no-op) and offers again, as
+                # ``TermAppender``'s paths do (Aeron raises "action possibly delayed")
+                self._appenders[index].pad_reserved(
+                    reserved_tail & _LOW_32,
+                    aligned_length,
+                    self._header_writer,
+                    reserved_tail >> 32,
+                )
                 return self.end_of_term(term_count, term_offset, term_id, position)
             frame_offset = reserved_tail & _LOW_32
             resulting_offset = frame_offset + aligned_length
@@ -255,8 +265,10 @@ class ConcurrentPublication(Publication):
             )
         total = batch.length
         raw_tail = meta.get_and_add_int64(index << 3, total)
-        if raw_tail >> 32 != term_id:
-            self._pad_delayed(index, raw_tail, total)
+        if raw_tail >> 32 != term_id:  # delayed past a full rotation: as in offer
+            self._appenders[index].pad_reserved(
+                raw_tail & _LOW_32, total, self._header_writer, raw_tail >> 32
+            )
             return self.end_of_term(term_count, term_offset, term_id, position)
         actual_offset = raw_tail & _LOW_32
         term_length = self.term_buffer_length
@@ -271,19 +283,6 @@ class ConcurrentPublication(Publication):
             batch.move_to(actual_offset)
         batch.publish(self._term_buffers[index], actual_offset, reserved_value_supplier)
         return taken
-
-    def _pad_delayed(self, index: int, raw_tail: int, length: int) -> None:
-        """This writer was delayed while the log rotated all the way round: its reservation of
-        ``length`` bytes landed at ``raw_tail`` in a later term of partition ``index``. Pad what
-        of it lies in that term, so no reader waits there for the unblock timeout; the caller
-        then reports ``ADMIN_ACTION`` (its rotation is a no-op) and the message is offered again
-        (``TermAppender`` does the same; Aeron raises "action possibly delayed")."""
-        offset = raw_tail & _LOW_32
-        term_length = self.term_buffer_length
-        if offset < term_length:
-            self._header_writer.write_padding(
-                self._term_buffers[index], offset, min(length, term_length - offset), raw_tail >> 32
-            )
 
     def end_of_term(self, term_count: int, term_offset: int, term_id: int, position: int) -> int:
         """The append went past the end of the term: rotate the log, or report the end."""

@@ -80,7 +80,7 @@ class TermAppender(PartitionAppender):
         term_offset = raw_tail & _LOW_32
         resulting_offset = term_offset + aligned_length
         if resulting_offset > self._term_length or term_id != active_term_id:
-            return self._fail(term_offset, aligned_length, header, term_id)
+            return self.pad_reserved(term_offset, aligned_length, header, term_id)
         term_buffer = self._term_buffer
         term_buffer.put_int64_ordered(
             term_offset, header.version_flags_type | (-frame_length & _LOW_32)
@@ -122,7 +122,7 @@ class TermAppender(PartitionAppender):
         term_offset = raw_tail & _LOW_32
         resulting_offset = term_offset + aligned_length
         if resulting_offset > self._term_length or term_id != active_term_id:
-            return self._fail(term_offset, aligned_length, header, term_id)
+            return self.pad_reserved(term_offset, aligned_length, header, term_id)
         term_buffer = self._term_buffer
         term_buffer.put_int64_ordered(
             term_offset, header.version_flags_type | (-frame_length & _LOW_32)
@@ -228,11 +228,15 @@ class TermAppender(PartitionAppender):
         term_id = raw_tail >> 32
         term_offset = raw_tail & _LOW_32
         if term_offset + length > self._term_length or term_id != active_term_id:
-            return self._fail(term_offset, length, header, term_id)
+            return self.pad_reserved(term_offset, length, header, term_id)
         return term_offset
 
-    def _fail(self, term_offset: int, length: int, header: HeaderWriter, term_id: int) -> int:
-        """Pad whatever part of the term the reservation got, so no reader waits on it."""
+    def pad_reserved(
+        self, term_offset: int, length: int, header: HeaderWriter, term_id: int
+    ) -> int:
+        """Pad whatever part of the term a reservation of ``length`` bytes at ``term_offset`` of
+        term ``term_id`` got, so no reader waits on it; returns ``FAILED``. Also for a writer
+        that reserved without this appender (``ConcurrentPublication``'s inlined offers)."""
         term_length = self._term_length
         if term_offset + length <= term_length:  # a delayed writer's space in a later term
             header.write_padding(self._term_buffer, term_offset, length, term_id)
