@@ -31,7 +31,6 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any, TextIO
 
 from aeromq._cli.options import (
@@ -46,6 +45,7 @@ from aeromq._cli.options import (
     split_endpoints,
 )
 from aeromq._cli.progress import Progress, add_progress
+from aeromq._cli.serve import setting
 from aeromq.client import (
     ClientError,
     ClientTls,
@@ -229,9 +229,7 @@ def main(
     except (ValueError, ClientError) as exc:
         parser.error(str(exc))
     stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+    on_signal = setting(stop)
 
     try:  # before the consumer starts: an unreachable broker or no topic is one line, exit 1
         with RouteResolver(

@@ -1,7 +1,8 @@
 """The serve-until-signal loop of the commands that run a server (``broker``, ``namesrv``,
 ``driver``), written once.
 
-:func:`stop_on_signals` installs handlers for SIGINT and SIGTERM that set an event, and puts
+:func:`stop_on_signals` installs handlers for SIGINT and SIGTERM that set an event (once:
+:func:`setting`), and puts
 back the previous handlers when its block ends (after the server has been shut down in it);
 :func:`serve` waits for that event, or for the server to end by itself. Caller: the command's
 ``main``, which starts the server, prints its ready line, calls :func:`serve`, then shuts the
@@ -16,7 +17,27 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["serve", "stop_on_signals"]
+__all__ = ["serve", "setting", "stop_on_signals"]
+
+SignalHandler = Callable[[int, FrameType | None], None]
+
+
+def setting(stop: threading.Event) -> SignalHandler:
+    """A signal handler that sets ``stop``, once. Python runs a handler in the main thread
+    between two of its bytecodes, so a second signal can land while the first one's handler is
+    inside ``stop.set()``, holding the event's lock: a second ``set()`` there would wait for
+    that lock forever (a broker sent SIGTERM three times at once hung so). The handlers after
+    the first return at once; the flag is set before any call, where no handler can run."""
+    fired = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal fired
+        if fired:
+            return
+        fired = True
+        stop.set()
+
+    return on_signal
 
 
 @contextmanager
@@ -24,10 +45,7 @@ def stop_on_signals() -> Iterator[threading.Event]:
     """An event that SIGINT or SIGTERM sets while the block runs; the previous handlers are
     restored when it ends."""
     stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
+    on_signal = setting(stop)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield stop
