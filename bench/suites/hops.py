@@ -17,6 +17,9 @@ Rows, per rate:
   threads (median, in ``extra``, as ``thread: from > to``), and its wake-ups a message (the
   voluntary context switches of its threads, ``/proc``).
 
+With ``AEROMQ_BENCH_HOPS_TRANSPORT=udp`` (:data:`TRANSPORT_ENV`) both clients talk to the
+broker over UDP on loopback, each through a media driver of its own, rather than over IPC.
+
 The tracing itself costs about a microsecond an event. The docs' per-hop timeline
 (``docs/latency.md``) comes from this suite, run on the code before and after a change.
 """
@@ -50,15 +53,22 @@ WARM_UP = {10: 5, 1_000: 200}
 TOPIC = "Hops"
 GROUP = "hops"
 _SITE = Path(__file__).resolve().parents[1] / "_hop_site"
+TRANSPORT_ENV = "AEROMQ_BENCH_HOPS_TRANSPORT"
+"""``udp``: the clients talk to the broker over UDP (see module); else IPC."""
 _STEPS_SHOWN = 8
+
+
+def _transport() -> str:
+    return "udp" if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "udp" else "auto"
 
 
 def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[Usage]) -> None:
     """``send()`` one message at a time, message ``i`` due at ``t0 + i / rate``."""
     from aeromq.client import Message
-    from aeromq.producer import Producer
+    from aeromq.producer import Producer, ProducerConfig
 
-    with Producer("hops-producer", grpc) as producer:
+    config = ProducerConfig(transport=_transport())
+    with Producer("hops-producer", grpc, config=config) as producer:
         producer.send(Message(TOPIC, b"w" * 100))
         go.wait(60)
         used, woken = cpu_ns(os.getpid()), _wakeups(os.getpid())
@@ -71,7 +81,9 @@ def _consume(grpc: str, count: int, ready: EventType, out: Queue[Usage]) -> None
     from aeromq.consumer import DefaultLitePullConsumer, LitePullConsumerConfig
 
     consumer = DefaultLitePullConsumer(
-        config=LitePullConsumerConfig(consumer_group=GROUP, endpoints=(grpc,))
+        config=LitePullConsumerConfig(
+            consumer_group=GROUP, endpoints=(grpc,), transport=_transport()
+        )
     )
     consumer.subscribe(TOPIC, "*")
     consumer.start()

@@ -9,8 +9,11 @@ Each ``do_work``:
    backed up; otherwise it is appended and the fragment COMMITted. Back pressure thus flows to
    the producer's publication as BACK_PRESSURED;
 2. sends the answers the processors completed since, in the order they completed, whichever
-   thread completed them (the flusher under SYNC flush, the long-poll hold service): they come
-   through a queue, and only this thread writes to a session;
+   thread completed them (the flusher under SYNC flush, a broker group's replication, the
+   long-poll hold service): they come through a queue. Only the holder of the agent's write
+   lock writes to a session; the agent holds it through each duty cycle, and a thread that
+   completes a send or a pull between cycles, with nothing queued before it, offers the answer
+   itself (``broker.session._answers``);
 3. moves sessions on: connects response publications (answering CONNECT once connected),
    retries back-pressured answers, and every 100 ms closes sessions idle for the session
    timeout, sessions whose client is gone (the response publication lost its subscriber) and
@@ -204,6 +207,7 @@ class SessionAgent(RequestDispatch):
         self.network_bell = None if driver is None else driver.network_bell
         self._rings: dict[int, Ringable] = {}  # the cycle's bells by id (see module)
         self._thread_ident = 0
+        self._write_lock = threading.Lock()  # held through each cycle (``_answers``)
         self._unrung_sessions = 0  # live sessions whose requests ring nothing
         self._aborted = False  # a send left on the ingress this cycle: retry without a ring
         self._polled = self._subscriptions  # those with an image, or one coming (see module)
@@ -302,6 +306,10 @@ class SessionAgent(RequestDispatch):
 
     def do_work(self) -> int:
         """One duty cycle (see module); returns the work done (0: the idle strategy may idle)."""
+        with self._write_lock:  # only its holder writes to a session (``_answers``)
+            return self._cycle()
+
+    def _cycle(self) -> int:
         now_ns = self._now_ns = self._clock_ns()
         work = 0
         settled = True  # (see module: a cycle that settled)
@@ -376,6 +384,10 @@ class SessionAgent(RequestDispatch):
 
     def on_close(self) -> None:
         """Answer what completed, then close every session with a notice."""
+        with self._write_lock:
+            self._close_all()
+
+    def _close_all(self) -> None:
         now_ns = self._clock_ns()
         self._send_completions(now_ns)
         for session in self._table:
