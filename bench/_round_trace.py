@@ -19,8 +19,8 @@ Events, besides ``_hop_trace``'s (each ``CLOCK_MONOTONIC`` ns, one clock across 
 - the leader: ``r_sent`` (APPENDs offered, count: frames), ``r_ack`` (an ACK taken, count: the
   member), ``hw`` (the high watermark moved: its batches dispatched and its sends answered),
   ``commit_wait`` (a put started waiting: the agent rung); its first ``ring`` after the first
-  ACK is taken for the sends' answers (its driver's thread ringing the session agent, which
-  sleeps then);
+  ACK is taken for the sends' answers (its driver's thread offering them and ringing the
+  producer, ``broker/session/_answers.py``; the session agent's when the agent was in a cycle);
 - a follower: ``f_append`` (an APPEND taken), ``f_ack`` (an ACK offered);
 - the producer: ``settled`` (an answered request's sends settled); the bench's puller is told
   by its ``answer_read``.
@@ -224,10 +224,8 @@ PATH: Final = (
     ("f2 ACK sent", "f2", "snd", "f2 ACK offered"),
     ("first ACK taken", "leader", "r_ack", "first datagrams sent"),
     ("high watermark moved", "leader", "hw", "first ACK taken"),
-    ("sends' answers rung", "leader", "ring", "first ACK taken"),
-    ("session agent woken", "leader", "woken", "sends' answers rung"),
-    ("send answered", "leader", "answer", "sends' answers rung"),
-    ("sends settled", "producer", "settled", "send answered"),
+    ("sends' answers offered, producer rung", "leader", "ring", "first ACK taken"),
+    ("sends settled", "producer", "settled", "sends' answers offered, producer rung"),
     ("next request offered", "producer", "offer", "sends settled"),
     ("held pull released", "leader", "stored", "first ACK taken"),
     ("consumer read the pull's answer", "consumer", "answer_read", "held pull released"),

@@ -50,7 +50,9 @@ def test_should_follow_each_round_from_the_leaders_send_through_both_followers(
     steps = {label: (at, own) for label, at, own, _ in timeline(found)}
     assert steps["f2 ACK sent"] == (890, 20)
     assert steps["high watermark moved"] == (1000, 50)
-    assert steps["send answered"] == (1050, 60)  # timed from the answers' ring, not the hw
+    # the sends answered on the leader's network thread, as the high watermark passes them:
+    # timed from its ring of the producer, not from the hw
+    assert steps["sends settled"] == (1150, 160)
     assert steps["next request offered"][0] == 1500
 
 
