@@ -315,7 +315,7 @@ class ReplicationAgent:
         replicator = self.replicator
         if replicator is None:
             fetcher = self.fetcher
-            return 0 if fetcher is None else fetcher.apply_high_watermark()
+            return 0 if fetcher is None else fetcher.apply_high_watermark(self._now_ns)
         if not replicator.flush_after_send():
             return 0
         self._must_poll = True  # the next cycle moves the HW by this fsync

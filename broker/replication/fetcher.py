@@ -16,7 +16,11 @@ Following the leader of ``epoch`` (:meth:`ReplicaFetcher.do_work`, on the agent'
    end; the frames' high watermark is applied (capped at the log end) once the cycle's fsync
    and ACK are done (on the driver's thread once its sender sent the ACK: the agent's
    ``after_send``): raising it dispatches the batches it passes to the consume queues (about
-   0.13 ms for a round's 256 messages, traced), which the leader's commit does not wait for;
+   0.13 ms for a round's 256 messages, traced), which the leader's commit does not wait for.
+   While APPENDs keep coming it is applied at most every ``follower_hw_interval_ms`` (20 ms;
+   a follower serves no reads), at once after a cycle that took none (the leader's HEARTBEAT
+   brings the last one when the stream stops), and before the fetcher closes
+   (:meth:`ReplicaFetcher.close`: the member may lead next);
 3. once a cycle has appended, the log is fsynced once (group commit) and an ACK sent with the
    fsynced offset and the LEO: the fsync by the member's fsync thread (``request_flush``,
    :mod:`~aeromq.broker.replication.log_flusher`) while this thread goes on receiving and
@@ -155,12 +159,20 @@ class ReplicaFetcher:
         """The agent applies the frames' high watermark after the driver's sender sent the
         cycle's ACK (:meth:`apply_high_watermark`), not :meth:`do_work`: on the driver's thread."""
         self._hw_due = 0
-        """The highest high watermark the frames of this cycle carried, applied after the
-        cycle's fsync and ACK (see module)."""
+        """The highest high watermark the frames carried and not yet applied: after the
+        cycle's fsync and ACK, at most every ``follower_hw_interval_ms`` while APPENDs come
+        (see module)."""
+        self._hw_applied_ns = 0
+        self._hw_streaming = False
+        """An APPEND came since the last :meth:`apply_high_watermark`."""
         self.counters = counters or FetcherCounters()
 
     def close(self) -> None:
-        """Stop following: cancel a call in flight, close the publication and the channel."""
+        """Stop following: apply the high watermark still due (the member may lead next), cancel
+        a call in flight, close the publication and the channel."""
+        if self._hw_due:
+            self._hw_streaming = False
+            self.apply_high_watermark(0)
         if self._call is not None:
             self._call.cancel()
             self._call = None
@@ -225,6 +237,7 @@ class ReplicaFetcher:
         self._next_offset = offset + len(payload)
         self.counters.appended_bytes += len(payload)
         self._dirty = True
+        self._hw_streaming = True
         self._last_progress_ns = now_ns
         if frame.high_watermark > self._hw_due:
             self._hw_due = frame.high_watermark  # applied once the cycle's ACK went
@@ -241,15 +254,21 @@ class ReplicaFetcher:
         if frame.high_watermark > self._hw_due:
             self._hw_due = frame.high_watermark
 
-    def apply_high_watermark(self) -> int:
-        """Apply the high watermark the frames carried since the last call (see module);
-        1 when there was one, else 0. Caller: :meth:`do_work`, or with
+    def apply_high_watermark(self, now_ns: int) -> int:
+        """Apply the high watermark the frames carried (see module): at once after a cycle that
+        took no APPEND, else once ``follower_hw_interval_ms`` passed since the last time; 1
+        when applied, else 0. Caller: :meth:`do_work`, or with
         :attr:`high_watermark_after_send` the agent once the driver's sender sent the cycle's
         ACK."""
         high_watermark = self._hw_due
         if not high_watermark:
             return 0
+        if self._hw_streaming:
+            self._hw_streaming = False
+            if now_ns - self._hw_applied_ns < self._settings.follower_hw_interval_ns:
+                return 0
         self._hw_due = 0
+        self._hw_applied_ns = now_ns
         self._apply_high_watermark(high_watermark)
         return 1
 
@@ -266,7 +285,7 @@ class ReplicaFetcher:
         if self.phase == FetcherPhase.HANDSHAKE:
             return self._shake_hands(now_ns)
         if not self._take_publication():
-            return 0 if self.high_watermark_after_send else self.apply_high_watermark()
+            return 0 if self.high_watermark_after_send else self.apply_high_watermark(now_ns)
         work = 0
         request_flush = self._request_flush
         if request_flush is None:
@@ -283,7 +302,7 @@ class ReplicaFetcher:
             if self._ack_due or self._log.flushed_physical_offset > self._acked_flushed:
                 work += self._send_ack()
         if not self.high_watermark_after_send:
-            self.apply_high_watermark()
+            self.apply_high_watermark(now_ns)
         stalled = now_ns - self._last_progress_ns >= self._settings.fetch_retry_ns
         if self._leader_leo > self._next_offset and stalled:
             self._fetch_due = True

@@ -121,6 +121,7 @@ class ReplicationSettings:
         on_driver_thread: bool = True,
         follower_fsync_inline: bool = True,
         leader_fsync_inline: bool = True,
+        follower_hw_interval_ms: int = 20,
     ) -> None:
         self.replica_lag_max_ns = replica_lag_max_ms * 1_000_000
         self.heartbeat_interval_ns = min(heartbeat_interval_ms, replica_lag_max_ms // 4) * 1_000_000
@@ -149,6 +150,14 @@ class ReplicationSettings:
         producer with one window outstanding sends it as one request a round whatever its
         requests in flight, "More requests in flight, with the fsync thread"). The broker option
         ``leader_fsync_inline``."""
+        self.follower_hw_interval_ns = follower_hw_interval_ms * 1_000_000
+        """While the leader's APPENDs keep coming, a follower applies the high watermark they
+        carry (its dispatch to the consume queues) at most this often, not after every one: a
+        follower serves no reads, and each apply cost it about a fifth of its CPU a round,
+        right when the leader needs the cores to take the ACKs (the group's end-to-end rate
+        +4.9% in six pairs, ``bench/results/2026-11-30f/round.md``); a cycle that took no
+        APPEND applies what is due at once, and so does a member that stops following (it may
+        lead next). 0: after every cycle."""
 
 
 class _Follower:
