@@ -3,6 +3,7 @@ it, and a real media driver with small terms and fast timers."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,22 @@ def sync_store(open_store: Callable[..., MessageStore]) -> MessageStore:
     return open_store(flush_mode=FlushMode.SYNC)
 
 
-@pytest.fixture
-def hold(store: MessageStore) -> Iterator[PullHoldService]:
+@contextlib.contextmanager
+def hold_service(store: MessageStore) -> Iterator[PullHoldService]:
+    """A started long-poll hold service that ``store``'s arrivals wake; shut down after."""
     service = PullHoldService(store.get_max_offset, max_suspend_ms=5_000)
     service.start()
     store.add_arrival_listener(service.on_arrival)
-    yield service
-    service.shutdown()
+    try:
+        yield service
+    finally:
+        service.shutdown()
+
+
+@pytest.fixture
+def hold(store: MessageStore) -> Iterator[PullHoldService]:
+    with hold_service(store) as service:
+        yield service
 
 
 @pytest.fixture

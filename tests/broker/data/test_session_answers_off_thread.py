@@ -21,18 +21,23 @@ from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.doorbell import Doorbell
 
 from ._raw import RawClient
-from .conftest import TOPIC, agent_with_doorbell, pull_request, record_batch, send_request, wait_for
+from .conftest import (
+    TOPIC,
+    agent_with_doorbell,
+    hold_service,
+    pull_request,
+    record_batch,
+    send_request,
+    wait_for,
+)
 
 _SEND = RESPONSE_FIELD_NUMBERS["send"]
 
 
 @pytest.fixture
 def sync_hold(sync_store: MessageStore) -> Iterator[PullHoldService]:
-    hold = PullHoldService(sync_store.get_max_offset, max_suspend_ms=5_000)
-    hold.start()
-    sync_store.add_arrival_listener(hold.on_arrival)
-    yield hold
-    hold.shutdown()
+    with hold_service(sync_store) as hold:
+        yield hold
 
 
 @pytest.fixture
@@ -64,7 +69,7 @@ def _connected(
     return raw, session
 
 
-def _complete_elsewhere(complete: Callable[[], None]) -> None:
+def _complete_elsewhere(complete: Callable[[], object]) -> None:
     """Run ``complete()`` on a thread of its own, as the flusher or the replication would."""
     thread = threading.Thread(target=complete)
     thread.start()
