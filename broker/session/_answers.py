@@ -64,6 +64,7 @@ from aeromq.common import (
     StoredSendAnswer,
     stored_send_envelope,
 )
+from aeromq.transport.client import ExclusivePublication
 
 __all__ = ["AnswerWriter", "Completion"]
 
@@ -137,19 +138,10 @@ class AnswerWriter(SessionLifecycle):
                 or self._completions
                 or session.backlog
                 or session.state is not SessionState.CONNECTED
-            ):
-                return False
-            if type(response) is StoredSendAnswer:
-                data: bytes | list[bytes | memoryview] = _stored_send(
-                    correlation_id, session.session_id, response
+                or not _offer_one_frame(
+                    publication, session.session_id, correlation_id, field, response
                 )
-            else:
-                data, length = answer_envelope(correlation_id, session.session_id, field, response)
-                if length > publication.max_payload_length:  # not one frame: the agent's
-                    return False
-                if type(data) is list:
-                    data = b"".join(data)
-            if publication.offer(data) <= 0:  # type: ignore[arg-type]  # bytes by now
+            ):
                 return False
             self.counters.responses += 1
             if field == _PULL:
@@ -172,12 +164,7 @@ class AnswerWriter(SessionLifecycle):
         publication = session.publication
         if publication is None or session.backlog or session.state is SessionState.CLOSED:
             return False
-        data, length = answer_envelope(correlation_id, session.session_id, _PULL, response)
-        if length > publication.max_payload_length:
-            return False
-        if isinstance(data, list):
-            data = b"".join(data)
-        if publication.offer(data) <= 0:
+        if not _offer_one_frame(publication, session.session_id, correlation_id, _PULL, response):
             return False
         self.counters.responses += 1
         if not session.pulls_at_once:  # counted into the awaited after the cycle's polls
@@ -276,3 +263,24 @@ class AnswerWriter(SessionLifecycle):
             elif now_ns - session.backlog_since_ns > timeout_ns:
                 self._close(session, "answers stuck for the session timeout", now_ns, False)
         return work
+
+
+def _offer_one_frame(
+    publication: ExclusivePublication,
+    session_id: int,
+    correlation_id: int,
+    field: int,
+    response: Answer,
+) -> bool:
+    """Offer the answer ``response`` in one frame now; False, with nothing offered, when it is
+    longer than a frame or the offer is refused (back pressure, a closed stream). A stored
+    send's is tens of bytes, one native call; an answer in pieces is joined (see module)."""
+    if type(response) is StoredSendAnswer:
+        data: bytes | list[bytes | memoryview] = _stored_send(correlation_id, session_id, response)
+    else:
+        data, length = answer_envelope(correlation_id, session_id, field, response)
+        if length > publication.max_payload_length:
+            return False
+        if type(data) is list:
+            data = b"".join(data)
+    return publication.offer(data) > 0  # type: ignore[arg-type]  # bytes by now
