@@ -21,7 +21,13 @@ from aeromq.broker.testing import ServerProcess, start_broker_process
 if TYPE_CHECKING:
     from aeromq.consumer import DefaultLitePullConsumer
 
-__all__ = ["send_paced", "started_consumer", "traced_broker", "traced_environment"]
+__all__ = [
+    "send_paced",
+    "started_consumer",
+    "traced_broker",
+    "traced_environment",
+    "transport_from_env",
+]
 
 
 @contextlib.contextmanager
@@ -60,6 +66,12 @@ def traced_broker(data_dir: Path, topic: str) -> Iterator[ServerProcess]:
         yield broker
     finally:
         broker.stop()
+
+
+def transport_from_env(name: str) -> str:
+    """The clients' transport a suite's environment variable ``name`` asks for: ``udp`` for
+    UDP on loopback, else ``auto`` (IPC on one host)."""
+    return "udp" if os.environ.get(name, "").strip().lower() == "udp" else "auto"
 
 
 def send_paced(send: Callable[[], object], rate: int, count: int) -> None:

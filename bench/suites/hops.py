@@ -41,7 +41,7 @@ from pathlib import Path
 from bench import _hop_trace
 from bench._harness import Result, case_rows, note
 from bench._proc_cpu import cpu_ns
-from bench._traced_run import send_paced, traced_broker, traced_environment
+from bench._traced_run import send_paced, traced_broker, traced_environment, transport_from_env
 
 Usage = tuple[str, int, int]
 """A role's report: (role, CPU ns, wake-ups) over its run."""
@@ -58,16 +58,12 @@ TRANSPORT_ENV = "AEROMQ_BENCH_HOPS_TRANSPORT"
 _STEPS_SHOWN = 8
 
 
-def _transport() -> str:
-    return "udp" if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "udp" else "auto"
-
-
 def _produce(grpc: str, rate: int, count: int, go: EventType, out: Queue[Usage]) -> None:
     """``send()`` one message at a time, message ``i`` due at ``t0 + i / rate``."""
     from aeromq.client import Message
     from aeromq.producer import Producer, ProducerConfig
 
-    config = ProducerConfig(transport=_transport())
+    config = ProducerConfig(transport=transport_from_env(TRANSPORT_ENV))
     with Producer("hops-producer", grpc, config=config) as producer:
         producer.send(Message(TOPIC, b"w" * 100))
         go.wait(60)
@@ -82,7 +78,7 @@ def _consume(grpc: str, count: int, ready: EventType, out: Queue[Usage]) -> None
 
     consumer = DefaultLitePullConsumer(
         config=LitePullConsumerConfig(
-            consumer_group=GROUP, endpoints=(grpc,), transport=_transport()
+            consumer_group=GROUP, endpoints=(grpc,), transport=transport_from_env(TRANSPORT_ENV)
         )
     )
     consumer.subscribe(TOPIC, "*")

@@ -44,7 +44,13 @@ from typing import Final
 
 from bench import _thread_profile
 from bench._harness import Result, case_rows, chosen, note
-from bench._traced_run import send_paced, started_consumer, traced_broker, traced_environment
+from bench._traced_run import (
+    send_paced,
+    started_consumer,
+    traced_broker,
+    traced_environment,
+    transport_from_env,
+)
 
 CASES = {"send-only": 0, "100": 100, "1000": 1_000}
 """Case -> rate (0: back to back, no consumer)."""
@@ -266,7 +272,7 @@ def run(quick: bool) -> Iterator[Result]:
     """Each case, profiled (see module)."""
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-profile-"))
     count = QUICK_MESSAGES if quick else MESSAGES
-    transport = "udp" if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "udp" else "auto"
+    transport = transport_from_env(TRANSPORT_ENV)
     cases = chosen(CASES_ENV, CASES, DEFAULT_CASES)
     try:
         for case in cases:

@@ -20,7 +20,6 @@ does. The docs' figures of who spins and who sleeps (``docs/latency.md``) come f
 from __future__ import annotations
 
 import multiprocessing
-import os
 import shutil
 import tempfile
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from bench._harness import Result, case_rows, chosen, note
 from bench._thread_stats import costs, sample
-from bench._traced_run import send_paced, started_consumer, traced_broker
+from bench._traced_run import send_paced, started_consumer, traced_broker, transport_from_env
 
 CASES = {"send-only": 0, "100": 100, "1000": 1_000, "5000": 5_000}
 """Case -> rate (0: back to back, no consumer)."""
@@ -155,7 +154,7 @@ def _measure(root: Path, case: str, count: int, transport: str = "auto") -> list
 def run(quick: bool) -> Iterator[Result]:
     """Each case (see module)."""
     root = Path(tempfile.mkdtemp(prefix="aeromq-bench-threads-"))
-    transport = "udp" if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "udp" else "auto"
+    transport = transport_from_env(TRANSPORT_ENV)
     cases = chosen(CASES_ENV, CASES, DEFAULT_CASES)
     try:
         for case in cases:
