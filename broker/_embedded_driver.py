@@ -16,8 +16,10 @@ broker keeps the transport's threads few and their parks long once quiet:
   the driver's CPU a message at 100 msgs/s (about 10 wake-ups a message fewer) and cuts a fifth
   at 1,000 msgs/s (``bench/results/2026-11-29d/udpcpu.md``). Every source of the
   driver's network work in a broker ends its park: a datagram (its sockets are in the park's
-  poll), an offer of a publisher in this process (the replication agent's, and the session
-  agent's answers to UDP clients, ring ``MediaDriver.wake_network`` once per duty cycle). So
+  poll), an offer of a publisher in this process (the replication agent's ring
+  ``MediaDriver.wake_network``; the session agent's answers to UDP clients, once per duty cycle,
+  are sent by the agent itself while the driver's thread parks, ``MediaDriver.send_network``,
+  and wake it only while it runs a cycle: ``transport/driver/network_turn.py``). So
   while its sender and receiver owe nothing soon (no resend a NAK asked for, no NAK timer, no
   status message due or about to fall due as a subscriber reads what came: their
   ``owes_soon``), an empty cycle parks the deep park (25 ms) at once: a driver under light
@@ -58,8 +60,8 @@ broker keeps the transport's threads few and their parks long once quiet:
   one duty cycle, ``broker.replication.agent``), so frames received are appended, and frames
   offered are sent, in the cycle that took or made them; whatever rings the agent (a put waiting
   for the commit, the controller, a handshake's answer) ends the driver's park
-  (``MediaDriver.wake_network``). The session agent's answers to UDP clients end it the same way
-  (``MediaDriver.network_bell``).
+  (``MediaDriver.wake_network``). The session agent's answers to UDP clients are sent by the
+  agent while the thread parks (``MediaDriver.network_bell``, ``MediaDriver.send_network``).
 - **The client conductor** (the broker's Aeron client) sleeps on a doorbell that the driver
   rings after each duty cycle that told its clients something
   (``MediaDriver.add_notice_bell``): a new client's image reaches the session agent at once. It

@@ -52,8 +52,10 @@ agent answers the producer
 (``broker.session._answers``); a client rung so that gets another answer later in the same
 cycle is rung again at its end (it may have read the first and gone back to sleep; a ring of a
 client still awake is an atomic add and no wake). Answers to a UDP client ring the broker's
-embedded media driver the same way (``MediaDriver.network_bell``, once per cycle), which parks
-until something wakes it: they go out at once, not at its next timed wake-up.
+embedded media driver the same way (``MediaDriver.network_bell``, once per cycle): while the
+driver's network thread parks the ring sends them on the ringing thread, else it ends the
+driver's park (``transport/driver/network_turn.py``); they go out at once, not at its next
+timed wake-up.
 :meth:`SessionAgent.all_rung` tells a doorbell idle strategy when
 every source of work rings (no session that does not ring, none connecting, no answer held up by
 back pressure, no send left on the ingress for the store to catch up): it may then sleep until

@@ -1,4 +1,4 @@
-"""A publication that ends the park of their driver's sender after each offer.
+"""A publication whose offers are sent at once by their driver's sender, or by the offering thread.
 
 A network (UDP) publication's frames are sent by the media driver's sender, which parks in a
 poll on its sockets between duty cycles and finds a publication's new data only when the park
@@ -7,7 +7,10 @@ conductor makes an exclusive publication (a client session's ingress) a
 :class:`WakingExclusivePublication` (``resources_registry.py``): after each offer that
 appended something (``offer``, ``offer_vectored``, ``offer_batch``) it calls the driver's
 network wake (``transport.concurrent.network_wakes``), so a one-at-a-time request goes out at
-once rather than after up to a millisecond's park. A claim (``try_claim``) wakes nothing: its
+once rather than after up to a millisecond's park: while the driver's network thread parks,
+the offering thread sends the frame itself, taking the thread's turn
+(``transport/driver/network_turn.py``: no wake-up of the driver's thread); while that thread
+runs a cycle, the call ends its park instead. A claim (``try_claim``) wakes nothing: its
 frame is written after the call, and the sender finds it at its park's end as before; so do a
 :class:`ConcurrentPublication`'s offers (not made to wake yet). IPC publications and network
 publications of a driver in another process are the plain classes: their offers pay nothing.

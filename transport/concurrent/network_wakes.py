@@ -3,12 +3,14 @@
 A media driver's sender parks in a poll on its sockets
 (``transport.driver.udp.socket_waiter.SocketWaiter``): a datagram ends the park at once, but a
 publication's new data, written to shared memory by a client, does not; it waited for the
-park's end (up to 1 ms under traffic, more once idle). A driver registers the wake of the
-thread that runs its sender here (:func:`register_network_wake`, ``MediaDriver``) while it
-runs; a client of the same process finds it by the driver's directory
-(:func:`network_wake`, ``transport.client``) and calls it after each offer to a network
-publication, so the sender sends at once. A wake costs one ``eventfd`` write while the thread
-parks or until its next park drains it, a flag check otherwise (the waiter coalesces them).
+park's end (up to 1 ms under traffic, more once idle). A driver registers its network wake
+here (:func:`register_network_wake`, ``MediaDriver``) while it runs; a client of the same
+process finds it by the driver's directory (:func:`network_wake`, ``transport.client``) and
+calls it after each offer to a network publication, so the frames go out at once. The wake a
+driver registers sends them on the caller's thread while the thread that runs its sender parks
+(``transport/driver/network_turn.py``), and otherwise ends that thread's park: one ``eventfd``
+write while the thread parks or until its next park drains it, a flag check otherwise (the
+waiter coalesces them).
 
 Clients in other processes find nothing here and keep waiting for the park's end.
 """

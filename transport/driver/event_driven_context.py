@@ -12,8 +12,9 @@ one-at-a-time producer under 340 sends a second over UDP (``docs/history/latency
 Every source of such a driver's work ends its park when it comes, so it need not poll:
 
 - datagrams (its sockets are in the park's poll, ``udp/socket_waiter.py``);
-- its clients' offers to network publications (a client of this process wakes it after each:
-  ``transport.client.waking_publications``, ``transport.concurrent.network_wakes``);
+- its clients' offers to network publications (a client of this process sends the frames
+  itself while the thread parks, or wakes it while it runs a cycle:
+  ``transport.client.waking_publications``, ``transport.driver.network_turn``);
 - its clients' commands (they send a datagram to its wake socket after each command that waits
   for an answer: ``park_until_due``, ``transport.concurrent.wake_socket``).
 

@@ -22,9 +22,12 @@ Aeron's ``MediaDriver.launch`` / ``launchEmbedded``. Launching:
 A driver embedded in a process that also publishes and subscribes (a broker's replication)
 can wake its network thread and be woken by it, where over shared memory alone both sides would
 find each other's work only at their next timed poll: :meth:`MediaDriver.wake_network` ends the
-sender's park (an offer just made; this process's clients call it after each offer to an
-exclusive network publication of this driver, found by its directory:
-:mod:`~transport.concurrent.network_wakes`), and the receiver rings :attr:`MediaDriver.data_doorbell`
+sender's park (an offer just made), :meth:`MediaDriver.send_network` sends the offered frames
+on the caller's thread while the network thread parks and ends its park otherwise (this
+process's clients call it after each offer to an exclusive network publication of this
+driver, found by its directory: :mod:`~transport.concurrent.network_wakes`; the network thread
+holds the right to run the sender through each duty cycle, :mod:`~transport.driver.network_turn`),
+and the receiver rings :attr:`MediaDriver.data_doorbell`
 after each duty cycle that received data (an in-process subscriber sleeps on it);
 :attr:`MediaDriver.network_bell` is the wake in a doorbell's shape, for an agent's end-of-cycle
 rings. When every publisher wakes it so, ``MediaDriverContext.park_when_settled`` lets the network thread
@@ -106,6 +109,7 @@ from aeromq.transport.concurrent.wake_socket import WAKE_SOCKET_FILE, bind_wake_
 from aeromq.transport.driver.aeron_dir import prepare_aeron_dir
 from aeromq.transport.driver.conductor import DriverConductor
 from aeromq.transport.driver.context import MediaDriverContext, ThreadingMode
+from aeromq.transport.driver.network_turn import NetworkTurn
 from aeromq.transport.driver.stale_dirs import EMBEDDED_DIR_PREFIX, remove_stale_driver_dirs
 from aeromq.transport.driver.udp.receiver import Receiver
 from aeromq.transport.driver.udp.sender import Sender
@@ -173,6 +177,7 @@ class MediaDriver:
         self._hosted: DynamicCompositeAgent | None = None
         self._waiters: list[SocketWaiter] = []
         self._sender_waiter: SocketWaiter | None = None
+        self._turn: NetworkTurn | None = None
         self._wake_socket: socket.socket | None = None
         self.data_doorbell: Doorbell | None = Doorbell.allocate() if HAS_FUTEX else None
         """Rung by the receiver after each duty cycle that received data (see module)."""
@@ -248,11 +253,12 @@ class MediaDriver:
         settles = context.park_when_settled
         if mode is ThreadingMode.DEDICATED:
             sender.waiter, receiver.waiter = SocketWaiter(), SocketWaiter()
+            turn = self._turn = NetworkTurn(sender, sender.waiter.wake, conductor.record_error)
             self._add_runner(
                 _parked_in(
                     context.new_sender_idle_strategy(), sender.waiter, *_settling(settles, sender)
                 ),
-                sender,
+                turn.agent(sender),
             )
             self._add_runner(
                 _parked_in(
@@ -266,6 +272,7 @@ class MediaDriver:
         else:
             sender.waiter = receiver.waiter = SocketWaiter()
             sender.waiter.look_after_work = True  # one poll, not a read of every socket
+            turn = self._turn = NetworkTurn(sender, sender.waiter.wake, conductor.record_error)
             shared = mode is ThreadingMode.SHARED
             hosted = self._hosted = DynamicCompositeAgent("hosted", sender.waiter.wake)
             idle = context.new_conductor_idle_strategy() if shared else None
@@ -290,13 +297,13 @@ class MediaDriver:
                         conductor=conductor if shared else None,
                     ),
                 ),
-                CompositeAgent([conductor, *network] if shared else network),
+                turn.agent(CompositeAgent([conductor, *network] if shared else network)),
             )
             if not shared:
                 self._add_runner(context.new_conductor_idle_strategy(), conductor)
         self._sender_waiter = sender.waiter
-        if sender.waiter is not None:  # this process's clients wake it after their UDP offers
-            register_network_wake(context.aeron_dir, sender.waiter.wake)
+        if self._turn is not None:  # this process's clients send (or wake it) after UDP offers
+            register_network_wake(context.aeron_dir, self._turn.send_or_wake)
         self._waiters = [sender.waiter] if sender.waiter is not None else []
         if receiver.waiter is not None and receiver.waiter is not sender.waiter:
             self._waiters.append(receiver.waiter)
@@ -366,6 +373,17 @@ class MediaDriver:
         if waiter is not None:
             waiter.wake()
 
+    def send_network(self) -> None:
+        """After an offer to a network publication of this driver: send its frames on this
+        thread if the network thread is parked, else end its park
+        (:meth:`~transport.driver.network_turn.NetworkTurn.send_or_wake`). From any thread;
+        :meth:`wake_network` when the driver has no such thread (``INVOKER``)."""
+        turn = self._turn
+        if turn is not None:
+            turn.send_or_wake()
+        else:
+            self.wake_network()
+
     @property
     def network_bell(self) -> NetworkBell:
         """:meth:`wake_network` as a ring (the broker's session agent rings it once per duty cycle): for a
@@ -391,8 +409,9 @@ class MediaDriver:
         with self._lock:
             if self._closed:
                 return
-            if self._sender_waiter is not None:
-                unregister_network_wake(self.context.aeron_dir, self._sender_waiter.wake)
+            if self._turn is not None:
+                unregister_network_wake(self.context.aeron_dir, self._turn.send_or_wake)
+                self._turn.close()
             for waiter in self._waiters:
                 waiter.wake()  # a thread parked until its next timer stops now
             for runner in self._runners:
@@ -438,8 +457,9 @@ class NetworkBell:
         self._driver = driver
 
     def ring(self) -> bool:
-        """Wake the network thread; False: whether it slept is not known."""
-        self._driver.wake_network()
+        """Send what was offered, or wake the network thread (:meth:`MediaDriver.send_network`);
+        False: whether it slept is not known."""
+        self._driver.send_network()
         return False
 
 

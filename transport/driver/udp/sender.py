@@ -116,6 +116,19 @@ class Sender:
             self._control_poll_deadline_ns = now_ns + self._status_message_read_timeout_ns
         return work_count + bytes_sent
 
+    def send_now(self) -> int:
+        """Step 2 of the duty cycle alone: give every publication a turn to send (data within
+        its window, a due SETUP or heartbeat), in order; bytes sent. For a publisher of this
+        process that holds the network thread's turn (``transport.driver.network_turn``):
+        no commands are run and no socket is read, which stay the network thread's."""
+        now_ns = self._nano_clock.time_ns()
+        bytes_sent = 0
+        for publication in self.publications:
+            bytes_sent += publication.send(now_ns)
+        if bytes_sent:
+            self._bytes_sent.add_ordered(bytes_sent)
+        return bytes_sent
+
     def left_work(self) -> bool:
         """Whether the last duty cycle left work that ends no park: commands past its drain
         limit, or a publication with a frame it may send now (it sent its
