@@ -13,11 +13,7 @@ A *lazy* pull (``submit(..., lazy=True)``: a caught-up consumer's next pull,
 broker's agent (the next send's ring, or the agent's idle park's end, at most 100 ms), which then
 reads it in the same duty cycle as the send that answers it; but while the agent's doorbell's
 flag word asks for rings (a send was stored before the pulls it answered came back,
-``broker.session._agent``), it rings as any pull. A session with no broker doorbell to leave
-unrung (over UDP: the broker's media driver rings its agent as the request lands) sends a lazy
-pull as a *quiet* frame instead (its reserved value
-:data:`~transport.concurrent.doorbell.QUIET_RESERVED_VALUE`): that driver then leaves the agent
-asleep, unless the same flag word asks for rings, which it reads itself.
+``broker.session._agent``), it rings as any pull.
 
 Caller: ``ClientSession`` (``request``, ``request_async``, ``send_oneway``, ``close``) and the
 liveness checks (keepalives), on any thread; offers are serialised by the offer lock. Affects:
@@ -53,7 +49,7 @@ from aeromq.common import (
 )
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport.client import ADMIN_ACTION, BACK_PRESSURED, ExclusivePublication
-from aeromq.transport.concurrent.doorbell import QUIET_RESERVED_VALUE, Doorbell
+from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 
 __all__ = ["BackPressuredError", "Request", "RequestSender"]
@@ -63,12 +59,6 @@ Request: TypeAlias = ProtoMessage | SendRequest
 envelope in one native call (``common/_send_envelope.py``)."""
 
 _C = TypeVar("_C", bound=Completion[Answer])
-
-
-def _quiet(_buffer: object, _offset: int, _length: int) -> int:
-    """A lazy request's reserved value over UDP (see module)."""
-    return QUIET_RESERVED_VALUE
-
 
 _PULL: Final = REQUEST_FIELD_NUMBERS["pull"]
 _PullRequest: Final = messages_pb2.PullMessageRequest
@@ -220,14 +210,9 @@ class RequestSender:
             )
         deadline_ns = 0
         idle: BackoffIdleStrategy | None = None
-        quiet = _quiet if lazy and self.broker_doorbell is None else None
         with self._offer_lock:
             while True:
-                result = (
-                    publication.offer(data)
-                    if quiet is None
-                    else publication.offer(data, 0, -1, quiet)
-                )
+                result = publication.offer(data)
                 if result > 0:
                     state.last_sent_ns = time.monotonic_ns()
                     bell = self.broker_doorbell

@@ -87,7 +87,6 @@ __all__ = [
     "FUTEX_NOT_EXPECTED",
     "FUTEX_TIMED_OUT",
     "HAS_FUTEX",
-    "QUIET_RESERVED_VALUE",
     "RUNG",
     "SLEEPER_FLAG",
     "Doorbell",
@@ -108,13 +107,6 @@ FLAG_OFFSET: Final = 4
 """The waiter's flag word (see module), this many bytes after the doorbell's word."""
 DOORBELL_TYPE_ID: Final = 1_001
 """Type id of a media driver counter that holds a doorbell (``Aeron.add_counter``)."""
-QUIET_RESERVED_VALUE: Final = 0x5155_4945_5400_0001
-"""The reserved value (a data frame header's 8 bytes for the application) of a *quiet* frame:
-one that leaves the waiter asleep unless its flag word asks for rings (a lazy pull's). A media
-driver's receiver that rings a channel's doorbell (``doorbell=ID``) as data lands does not ring
-for a datagram that holds one such frame and nothing else, unless the flag word is set
-(``transport.driver.udp.publication_image``): a client of another host marks its lazy requests
-so, as one on the waiter's host leaves its ring out (``client/_request_sender.py``)."""
 _WAKE_ALL: Final = 0x7FFF_FFFF
 _DEFAULT_PARAMS: Final = "0,0,1000,1000000"
 _CLEAR_SLEEPER: Final = ~SLEEPER_FLAG

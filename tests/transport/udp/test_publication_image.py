@@ -9,12 +9,10 @@ from typing import Any
 import pytest
 
 from aeromq.transport.concurrent import AtomicBuffer, Position
-from aeromq.transport.concurrent.doorbell import QUIET_RESERVED_VALUE, Doorbell
 from aeromq.transport.driver.subscriber_position import SubscriberPosition
 from aeromq.transport.driver.system_counters import SystemCounter
 from aeromq.transport.driver.udp.loss_detector import StaticDelayGenerator
 from aeromq.transport.driver.udp.publication_image import ImageState, PublicationImage
-from aeromq.transport.logbuffer.frame_descriptor import RESERVED_VALUE_FIELD_OFFSET
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TRANSPORT_COUNT_OFFSET,
     end_of_stream_position,
@@ -323,58 +321,3 @@ def test_should_count_a_status_message_sent_as_no_work(rig: Rig) -> None:
     assert len(rig.endpoint.status_messages) == sent + 1
     rig.insert(0, 1)
     assert rig.image.do_work(202 * MS) == 1  # the rebuild moved: work
-
-
-def _insert_marked(rig: Rig, term_offset: int, quiet: list[bool]) -> None:
-    """One datagram of ``len(quiet)`` frames at ``term_offset``, each quiet or not."""
-    length = data_frames(
-        rig.packet,
-        session_id=SESSION,
-        stream_id=STREAM,
-        term_id=INITIAL_TERM_ID,
-        term_offset=term_offset,
-        payloads=[b"q" * 32] * len(quiet),
-    )
-    for index, marked in enumerate(quiet):
-        rig.packet.put_int64(
-            index * 64 + RESERVED_VALUE_FIELD_OFFSET, QUIET_RESERVED_VALUE if marked else 0
-        )
-    rig.image.insert_packet(INITIAL_TERM_ID, term_offset, rig.packet, length, SOURCE, 0)
-    rig.image.do_work(1)
-
-
-def _rung(rig: Rig, bell: Doorbell) -> bool:
-    """Whether the receiver's ring after this cycle rang ``bell``."""
-    before = bell.prepare()
-    rig.image.ring_doorbells()
-    return bell.prepare() != before
-
-
-def test_should_leave_a_doorbell_unrung_for_a_quiet_frame_alone_in_its_datagram(
-    rig: Rig,
-) -> None:
-    bell = Doorbell.allocate()
-    rig.image.add_doorbell(rig.sub_pos.id, bell)
-    _insert_marked(rig, 0, [True])
-    assert rig.image.rcv_pos.get() == 64 and not _rung(rig, bell)  # readable, not rung
-    _insert_marked(rig, 64, [False])
-    assert _rung(rig, bell)
-    _insert_marked(rig, 128, [True, False])  # a quiet frame and another in one datagram
-    assert _rung(rig, bell)
-    _insert_marked(rig, 256, [False, True])
-    assert _rung(rig, bell)
-    bell.set_flag(1)  # the waiter asks for rings
-    _insert_marked(rig, 384, [True])
-    assert _rung(rig, bell)
-    bell.set_flag(0)
-    _insert_marked(rig, 448, [True])
-    assert not _rung(rig, bell)
-
-
-def test_should_ring_when_a_quiet_frame_fills_the_gap_before_one_that_rings(rig: Rig) -> None:
-    bell = Doorbell.allocate()
-    rig.image.add_doorbell(rig.sub_pos.id, bell)
-    _insert_marked(rig, 64, [False])  # past a gap: nothing to read yet
-    assert rig.image.rcv_pos.get() == 0 and not _rung(rig, bell)
-    _insert_marked(rig, 0, [True])  # the gap filled by a quiet frame: both readable
-    assert rig.image.rcv_pos.get() == 128 and _rung(rig, bell)

@@ -16,11 +16,7 @@ The **receiver** (:meth:`insert_packet`, :meth:`do_work`):
   that lasts past the NAK delay sends a NAK (or, for ``reliable=false``, pads over it);
 - rings the doorbells its subscriptions' channels name (:meth:`ring_doorbells`, after a duty
   cycle that received data) when the rebuild position moved since the last ring: a subscriber
-  asleep on one wakes once per cycle that gave it something to read. Data that is all *quiet*
-  (each datagram one frame whose reserved value is
-  :data:`~transport.concurrent.doorbell.QUIET_RESERVED_VALUE`: a lazy request of a client on
-  another host) rings a doorbell only while its waiter's flag word is set: the waiter reads it
-  when something else wakes it, as it would a lazy request offered over IPC without a ring;
+  asleep on one wakes once per cycle that gave it something to read;
 - sends a status message (consumed position = the slowest subscriber, window = the receiver
   window) when the subscribers have moved a quarter window past the last one, and at least
   every status message timeout; with the EOS flag once the image is draining. It cleans the
@@ -38,7 +34,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from aeromq.transport.concurrent import AtomicBuffer, AtomicCounter, Position
-from aeromq.transport.concurrent.doorbell import QUIET_RESERVED_VALUE, Doorbell
+from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.driver.log_factory import delete_log
 from aeromq.transport.driver.subscriber_position import (
     ImageListener,
@@ -55,10 +51,6 @@ from aeromq.transport.driver.udp.loss_detector import (
 )
 from aeromq.transport.driver.udp.receive_channel_endpoint import ReceiveChannelEndpoint
 from aeromq.transport.driver.udp.udp_channel import Sockaddr
-from aeromq.transport.logbuffer.frame_descriptor import (
-    FRAME_ALIGNMENT,
-    RESERVED_VALUE_FIELD_OFFSET,
-)
 from aeromq.transport.logbuffer.log_buffer_descriptor import (
     LOG_ACTIVE_TRANSPORT_COUNT_OFFSET,
     LOG_END_OF_STREAM_POSITION_OFFSET,
@@ -170,7 +162,6 @@ class PublicationImage:
         self._active_transport_count = -1
         self.clean_position = initial_position
         self._rung_position = initial_position
-        self._ringing_end = initial_position  # the end of the last datagram that rings
 
         # Shared: the receiver writes, the conductor reads.
         self.time_of_last_packet_ns = now_ns
@@ -242,11 +233,6 @@ class PublicationImage:
             if proposed_position > self._hwm:
                 self._hwm = proposed_position
                 self.rcv_hwm.set_ordered(proposed_position)
-            if proposed_position > self._ringing_end and (
-                buffer.get_int64(RESERVED_VALUE_FIELD_OFFSET) != QUIET_RESERVED_VALUE
-                or (buffer.get_int32(0) + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT < length
-            ):
-                self._ringing_end = proposed_position  # not one quiet frame alone: it rings
         else:
             self._under_runs.increment_ordered()
             if proposed_position >= self.last_sm_position - self.receiver_window_length:
@@ -335,20 +321,13 @@ class PublicationImage:
             self._send_status_message(now_ns)
 
     def ring_doorbells(self) -> None:
-        """Ring :attr:`doorbells` if the rebuild position moved since the last ring, over data
-        that rings, or, all of it quiet, those whose flag word is set (see module). Receiver
-        thread, after :meth:`do_work` in a cycle that received data."""
+        """Ring :attr:`doorbells` if the rebuild position moved since the last ring (see
+        module). Receiver thread, after :meth:`do_work` in a cycle that received data."""
         position = self._rcv_pos
-        rung = self._rung_position
-        if position != rung:
+        if position != self._rung_position:
             self._rung_position = position
-            if self._ringing_end > rung:
-                for bell in self.doorbells:
-                    bell.ring()
-            else:
-                for bell in self.doorbells:
-                    if bell.flag():
-                        bell.ring()
+            for bell in self.doorbells:
+                bell.ring()
 
     def _send_status_message(self, now_ns: int) -> None:
         self._sm_pending = False
