@@ -21,7 +21,7 @@ Who may poll when:
   and between polls sleeps on the doorbell until the broker rings (or whoever completes what it
   waits for rings: a failure, a local put), at once: it does not poll through a spin window
   first. The broker's session agent polls through one of its own after each request
-  (adaptive, 200 us), so one side of a one-at-a-time exchange spins, not both: while the caller
+  (adaptive, 100 us, 200 us after a send), so one side of a one-at-a-time exchange spins, not both: while the caller
   polled too (up to 200 us), the agent slept between a one-at-a-time producer's sends and was
   woken by each while the producer polled for its answer, 60-80 us of its CPU a send
   (``docs/latency.md``, "One spinner per exchange").

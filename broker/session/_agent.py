@@ -226,6 +226,10 @@ class SessionAgent(RequestDispatch):
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
         self.settled = False
         """After a cycle that did work: whether it settled (see module; ``Settling``)."""
+        self.long_spin = False
+        """After a cycle that did work: whether it took a send, after which the idle strategy
+        polls through its long spin window (``Settling.long_spin``): a one-at-a-time
+        producer's next send comes back after its own wake-up and code, 100-200 us here."""
 
     @property
     def role_name(self) -> str:
@@ -316,6 +320,7 @@ class SessionAgent(RequestDispatch):
         work = 0
         settled = True  # (see module: a cycle that settled)
         self._aborted = self._cycle_stored = False
+        sends_before = self._send.requests
         if self._ingress_open:
             assembler = self._assembler
             limit = self.config.fragment_limit
@@ -374,6 +379,7 @@ class SessionAgent(RequestDispatch):
         if work:  # read by the idle strategy after a cycle that did work (see module)
             if self._fragment_failed:
                 self._fragment_failed = settled = False
+            self.long_spin = self._send.requests != sends_before
             self.settled = (
                 settled
                 and not self._aborted

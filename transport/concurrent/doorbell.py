@@ -239,6 +239,15 @@ class Settling(Protocol):
         it."""
         ...
 
+    @property
+    def long_spin(self) -> bool:
+        """Read after a cycle that did work, only by a strategy with a long spin window
+        (``long_spin_window_ns``): whether the idle gap after this cycle is one of the kind
+        that window is for (the broker's session agent: a cycle that took a send, whose
+        producer's next send comes back after its own wake-up). Such gaps are polled through
+        the long window, with a predictor of their own; the others through the spin window."""
+        ...
+
 
 class DoorbellIdleStrategy:
     """Spin ``max_spins`` times, yield ``max_yields`` times, then park on ``doorbell`` for a
@@ -269,8 +278,13 @@ class DoorbellIdleStrategy:
     ``spin_window_ns`` (0: off) adapts to ping-pong traffic (:class:`SpinPredictor`): while the
     idle gaps (from the first empty cycle to the next work) have mostly been shorter than the
     window, the agent polls for up to the window before it parks; while they have mostly been
-    longer, it parks at once and those polls are not spent. ``state``, ``park_period_ns``,
-    ``rings`` (parks a ring ended) and ``spin_score`` (the predictor's) are readable.
+    longer, it parks at once and those polls are not spent. ``long_spin_window_ns`` (0: none)
+    is a second window, with a predictor of its own, for the gaps after the cycles its
+    ``settling`` owner marks (:attr:`Settling.long_spin`): one kind of exchange may come back
+    later than the others and still be worth the polls (a one-at-a-time producer's next send,
+    while a consumer's next pull after a drained batch is not). ``state``, ``park_period_ns``,
+    ``rings`` (parks a ring ended) and ``spin_score`` (the spin window predictor's) are
+    readable.
 
     ``settling``, when set (without spins and yields), is read after each cycle that did work
     (:class:`Settling`): a cycle that settled is the poll after the word, so the strategy parks
@@ -283,7 +297,9 @@ class DoorbellIdleStrategy:
     __slots__ = (
         "_armed",
         "_eager",
+        "_gap_spin",
         "_idle_since_ns",
+        "_long_spin",
         "_observed",
         "_restart",
         "_short_until_ns",
@@ -329,8 +345,11 @@ class DoorbellIdleStrategy:
         deep_park_period_ns: int = 0,
         deep_idle_after_ns: int = 1_000_000_000,
         spin_window_ns: int = 0,
+        long_spin_window_ns: int = 0,
     ) -> None:
         self._spin = SpinPredictor(spin_window_ns)
+        self._long_spin = SpinPredictor(long_spin_window_ns) if long_spin_window_ns else None
+        self._gap_spin = self._spin  # the predictor of the gap under way (or the last one)
         check_backoff_shape(
             max_spins,
             max_yields,
@@ -374,6 +393,12 @@ class DoorbellIdleStrategy:
         return self._spin.window_ns
 
     @property
+    def long_spin_window_ns(self) -> int:
+        """The window of the gaps its owner marks (see class; 0: none)."""
+        long_spin = self._long_spin
+        return 0 if long_spin is None else long_spin.window_ns
+
+    @property
     def spin_score(self) -> int:
         """The spin predictor's count: 1 or more, the agent polls through its window first."""
         return self._spin.score
@@ -386,7 +411,7 @@ class DoorbellIdleStrategy:
         and settled (see class).
         """
         if work_count > 0:
-            spin = self._spin
+            spin = gap_spin = self._gap_spin  # the gap this work ended was that one's
             waited_ns = -1  # the idle gap this work ended, if one was timed (a spin window)
             if self.state != self.NOT_IDLE:
                 if self._idle_since_ns:
@@ -399,6 +424,13 @@ class DoorbellIdleStrategy:
                 self._idle_since_ns = 0
             if self._eager:
                 settling = self.settling
+                long_spin = self._long_spin
+                if long_spin is not None and settling is not None:
+                    # the next gap's predictor (see class); the ended gap is counted by its own
+                    spin = self._gap_spin = long_spin if settling.long_spin else self._spin
+                    if spin is not gap_spin and waited_ns >= 0:
+                        gap_spin.observe(waited_ns)
+                        waited_ns = -1
                 if self._armed and settling is not None and settling.settled:
                     # this cycle was the poll after the word (see class): no empty cycle first
                     if spin.window_ns:
@@ -416,14 +448,14 @@ class DoorbellIdleStrategy:
             else:
                 self._armed = False
             if waited_ns >= 0:
-                spin.observe(waited_ns)
+                gap_spin.observe(waited_ns)
             return
         state = self.state
         if state == self.PARKING:
             self._park()
             return
         if state == self.NOT_IDLE:
-            spin = self._spin
+            spin = self._gap_spin
             if spin.window_ns:
                 self._idle_since_ns = time.monotonic_ns()
                 if spin.should_poll():
@@ -432,7 +464,7 @@ class DoorbellIdleStrategy:
             self.state = state = self.SPINNING
             self.spins = 0
         elif state == self.POLLING:
-            if time.monotonic_ns() - self._idle_since_ns < self._spin.window_ns:
+            if time.monotonic_ns() - self._idle_since_ns < self._gap_spin.window_ns:
                 return
             self.state = state = self.SPINNING
             self.spins = 0
@@ -524,13 +556,14 @@ class DoorbellIdleStrategy:
             f"max_park_period_ns={self.max_park_period_ns}, "
             f"deep_park_period_ns={self.deep_park_period_ns}, "
             f"deep_idle_after_ns={self.deep_idle_after_ns}, "
-            f"spin_window_ns={self.spin_window_ns})"
+            f"spin_window_ns={self.spin_window_ns}, "
+            f"long_spin_window_ns={self.long_spin_window_ns})"
         )
 
 
 def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStrategy:
     """An idle strategy from its name: ``doorbell[:SPINS,YIELDS,MIN_NS,MAX_NS[,DEEP_NS,
-    DEEP_AFTER_NS[,SPIN_WINDOW_NS]]]`` parks on ``doorbell`` (``None``: a doorbell of its own that nobody rings,
+    DEEP_AFTER_NS[,SPIN_WINDOW_NS[,LONG_SPIN_WINDOW_NS]]]]`` parks on ``doorbell`` (``None``: a doorbell of its own that nobody rings,
     e.g. to check a configured name), any other name is
     :func:`~transport.concurrent.idle_strategy.idle_strategy_from_name`'s. Without futexes (off
     Linux) a doorbell name gives the backoff of the same shape."""
@@ -540,11 +573,11 @@ def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStr
     if not params.strip():
         params = _DEFAULT_PARAMS
     parts = [part.strip() for part in params.split(",")]
-    if len(parts) not in (4, 6, 7):
+    if len(parts) not in (4, 6, 7, 8):
         raise ConfigurationError(
             "idle strategy takes a different number of parameters",
             name=name,
-            expected="4, 6 or 7",
+            expected="4, 6, 7 or 8",
             given=len(parts),
         )
     try:

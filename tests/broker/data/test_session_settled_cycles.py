@@ -19,7 +19,7 @@ from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell
 
 from ._raw import RawClient
-from .conftest import MS, agent_with_doorbell, wait_for
+from .conftest import MS, agent_with_doorbell, send_request, wait_for
 
 _REQUESTS = 20
 _UNRUNG_PARK_NS = 10_000_000_000  # while all ring, parks end only at a ring in these tests
@@ -196,3 +196,23 @@ def test_should_not_poll_an_ingress_without_an_image_until_a_client_comes(
             second.close()
         runner.close()
     assert errors == []
+
+
+def test_should_mark_the_cycles_that_took_a_send_for_the_long_spin_window(
+    aeron: Aeron, running: _Running
+) -> None:
+    """After a cycle that took a send the idle strategy polls through its long window (a
+    one-at-a-time producer's next send comes back late); after any other, its spin window."""
+    raw = _connected(aeron, running)
+    try:
+        agent = running.agent
+        raw.request("send", send_request(b"one").SerializeToString(), correlation_id=200)
+        running.bell.ring()
+        assert raw.answer().correlation_id == 200
+        assert agent.long_spin
+        raw.request("keepalive", correlation_id=201)
+        running.bell.ring()
+        assert raw.answer().correlation_id == 201
+        wait_for(lambda: not agent.long_spin, what="a keepalive's cycle, not marked")
+    finally:
+        raw.close()

@@ -442,10 +442,11 @@ def test_should_start_the_backoff_over_when_woken_to_the_shortest_in_a_park() ->
 
 
 class _Owner:
-    """A :class:`~transport.concurrent.doorbell.Settling` owner whose answer the test sets."""
+    """A :class:`~transport.concurrent.doorbell.Settling` owner whose answers the test sets."""
 
-    def __init__(self, settled: bool) -> None:
+    def __init__(self, settled: bool, long_spin: bool = False) -> None:
         self.settled = settled
+        self.long_spin = long_spin
 
 
 def test_should_park_right_after_a_cycle_that_settled() -> None:
@@ -509,3 +510,47 @@ def test_should_observe_then_ask_in_one_call_as_in_two() -> None:
         assert one.observe_then_ask(waited_ns) == two.should_poll()
         assert one.score == two.score
     assert not SpinPredictor(0).observe_then_ask(10)  # no window: never
+
+
+def test_should_poll_through_the_long_window_after_the_cycles_its_owner_marks() -> None:
+    """Two windows, each with a predictor of its own: the gaps after unmarked cycles are long
+    (a 1 ns window), so after those it parks at once; after a marked cycle (a broker agent's
+    send) it polls through the long window, whose gaps have been short."""
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(),
+        min_park_period_ns=1_000_000,
+        max_park_period_ns=1_000_000,
+        spin_window_ns=1,
+        long_spin_window_ns=200_000_000,  # "short" with room for a loaded machine's stalls
+    )
+    assert idle.long_spin_window_ns == 200_000_000
+    assert "long_spin_window_ns=200000000" in repr(idle)
+    owner = _Owner(True)
+    idle.settling = owner
+    idle.idle(1)  # reads the word
+    for _ in range(4):  # gaps longer than 1 ns: the spin window's predictor gives up
+        idle.idle(1)
+        while idle.state == DoorbellIdleStrategy.POLLING:
+            idle.idle(0)
+        if idle.state != DoorbellIdleStrategy.PARKING:
+            idle.idle(0)
+    assert idle.spin_score == 0
+    owner.long_spin = True
+    idle.idle(1)  # a marked cycle: the long window's predictor still guesses short gaps
+    assert idle.state == DoorbellIdleStrategy.POLLING
+    idle.idle(1)  # work within it (a short gap, counted by the long window's predictor)
+    assert idle.state == DoorbellIdleStrategy.POLLING
+    owner.long_spin = False
+    idle.idle(1)  # unmarked again: the spin window's predictor says park, at once
+    assert idle.state == DoorbellIdleStrategy.PARKING and idle.parked_ns == 1_000_000
+    assert idle.spin_score == 0
+
+
+def test_should_take_a_long_spin_window_as_an_eighth_parameter() -> None:
+    named = idle_strategy_with_doorbell(
+        "doorbell:0,0,1000,1000000,25000000,1000000000,100000,200000", None
+    )
+    assert isinstance(named, DoorbellIdleStrategy)
+    assert (named.spin_window_ns, named.long_spin_window_ns) == (100_000, 200_000)
+    with pytest.raises(ConfigurationError, match="different number of parameters"):
+        idle_strategy_with_doorbell("doorbell:0,0,1000,1000000,25000000,1000000000,1,2,3", None)
