@@ -169,7 +169,7 @@ def test_should_wake_the_network_thread_when_its_cycle_holds_the_turn() -> None:
     """An offer during the network thread's cycle (here: made by that cycle, as a hosted
     agent's; the lock is not re-entrant, and the attempt does not block) wakes it instead."""
     turned = _Turn(_StubSender())
-    holder = turned.turn.agent(_Agent(turned.turn.send_or_wake))  # type: ignore[arg-type]
+    holder = turned.turn.agent(_Agent(turned.turn.send_or_wake))
     assert holder.do_work() == 1
     assert (turned.sender.sends, turned.wakes) == (0, 1)
     turned.turn.send_or_wake()  # the cycle over: the turn is free again
@@ -187,7 +187,7 @@ def test_should_hold_the_turn_through_each_duty_cycle_and_the_close() -> None:
         other.join()
 
     agent = _Agent(offer_from_another_thread)
-    holder = turned.turn.agent(agent)  # type: ignore[arg-type]
+    holder = turned.turn.agent(agent)
     assert holder.role_name == "network"
     holder.do_work()
     assert (turned.sender.sends, turned.wakes) == (0, 1)
@@ -232,3 +232,63 @@ def test_should_neither_send_nor_raise_after_the_driver_closed(shm_dir: Path) ->
     assert network_wake(driver.aeron_dir) is None
     send()
     driver.send_network()
+
+
+def test_should_deliver_every_frame_in_order_while_threads_and_the_network_thread_share_the_turn(
+    shm_dir: Path,
+) -> None:
+    """Three threads offer to three publications of one driver at once while its network
+    thread runs its own cycles (its ordinary backoff): whoever holds the turn sends, and each
+    stream arrives whole and in order."""
+    streams, count = (21, 22, 23), 400
+    channel = f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
+    with (
+        MediaDriver.launch(
+            small_context(shm_dir / "tx", threading_mode=ThreadingMode.SHARED)
+        ) as tx_driver,
+        MediaDriver.launch(
+            small_context(shm_dir / "rx", threading_mode=ThreadingMode.SHARED)
+        ) as rx_driver,
+        Aeron.connect(AeronContext(aeron_dir=tx_driver.aeron_dir)) as tx,
+        Aeron.connect(AeronContext(aeron_dir=rx_driver.aeron_dir)) as rx,
+    ):
+        subscriptions = {stream: rx.add_subscription(channel, stream) for stream in streams}
+        publications = {stream: tx.add_exclusive_publication(channel, stream) for stream in streams}
+        wait_until(
+            lambda: (
+                all(p.is_connected for p in publications.values())
+                and all(s.images for s in subscriptions.values())
+            ),
+            30,
+            "the connections",
+        )
+        received: dict[int, list[int]] = {stream: [] for stream in streams}
+        failures: list[BaseException] = []
+
+        def offer_all(stream: int) -> None:
+            try:
+                publication = publications[stream]
+                for sequence in range(count):
+                    payload = sequence.to_bytes(4, "little")
+                    wait_until(lambda: publication.offer(payload) > 0, 10, "an offer")  # noqa: B023
+            except BaseException as error:  # reported below
+                failures.append(error)
+
+        threads = [threading.Thread(target=offer_all, args=(stream,)) for stream in streams]
+        for thread in threads:
+            thread.start()
+
+        def read(stream: int) -> None:
+            def on_fragment(buffer: AtomicBuffer, offset: int, length: int, _: Header) -> None:
+                received[stream].append(int.from_bytes(buffer.get_bytes(offset, length), "little"))
+
+            subscriptions[stream].poll(on_fragment, 64)
+
+        deadline = time.monotonic() + 30
+        while any(len(got) < count for got in received.values()) and time.monotonic() < deadline:
+            for stream in streams:
+                read(stream)
+        for thread in threads:
+            thread.join(10)
+    assert failures == []
+    assert received == {stream: list(range(count)) for stream in streams}
