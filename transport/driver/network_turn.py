@@ -91,9 +91,10 @@ class NetworkTurn:
         self._wake()
 
     def close(self) -> None:
-        """The driver closes, before its threads stop: no publisher sends from now on. One that
-        is sending now finishes first: the network thread's ``on_close``, which unmaps the
-        logs, waits for the turn (from any thread, even the network thread's own: no wait)."""
+        """The driver closes, before its threads stop: no publisher sends from now on. This
+        call does not wait (any thread may make it); a publisher sending now finishes before
+        the logs go, since the network thread's ``on_close``, which unmaps them, takes the
+        turn first."""
         self._closed = True
 
 
