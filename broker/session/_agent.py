@@ -227,9 +227,12 @@ class SessionAgent(RequestDispatch):
         self.settled = False
         """After a cycle that did work: whether it settled (see module; ``Settling``)."""
         self.long_spin = False
-        """After a cycle that did work: whether it took a send, after which the idle strategy
-        polls through its long spin window (``Settling.long_spin``): a one-at-a-time
-        producer's next send comes back after its own wake-up and code, 100-200 us here."""
+        """After a cycle that did work: whether it took sends of one message each, stored in
+        the cycle (one-at-a-time sends), after which the idle strategy polls through its long
+        spin window (``Settling.long_spin``): such a producer's next send comes back after its
+        own wake-up and code, 100-200 us here. Not after batches (a pipelining producer, whose
+        next batch comes sooner or later with the consumer's work, and whose throughput the
+        long polls cost) nor after sends stored later (a group, SYNC flush)."""
 
     @property
     def role_name(self) -> str:
@@ -320,13 +323,14 @@ class SessionAgent(RequestDispatch):
         work = 0
         settled = True  # (see module: a cycle that settled)
         self._aborted = self._cycle_stored = False
-        sends_before = self._send.requests
+        send = self._send
+        sends_before, stored_before = send.requests, send.messages_stored
         if self._ingress_open:
             assembler = self._assembler
             limit = self.config.fragment_limit
             pull = self._pull
             held = pull.held
-            sends = self._send.requests
+            sends = sends_before
             for subscription in self._polled:
                 work += subscription.controlled_poll(assembler, limit)
             if work >= limit:  # a poll may have stopped at its limit (or all fell just short)
@@ -379,7 +383,8 @@ class SessionAgent(RequestDispatch):
         if work:  # read by the idle strategy after a cycle that did work (see module)
             if self._fragment_failed:
                 self._fragment_failed = settled = False
-            self.long_spin = self._send.requests != sends_before
+            took = send.requests - sends_before  # one message each, stored: one at a time
+            self.long_spin = took > 0 and send.messages_stored - stored_before == took
             self.settled = (
                 settled
                 and not self._aborted

@@ -201,8 +201,9 @@ def test_should_not_poll_an_ingress_without_an_image_until_a_client_comes(
 def test_should_mark_the_cycles_that_took_a_send_for_the_long_spin_window(
     aeron: Aeron, running: _Running
 ) -> None:
-    """After a cycle that took a send the idle strategy polls through its long window (a
-    one-at-a-time producer's next send comes back late); after any other, its spin window."""
+    """After a cycle that took a send of one message the idle strategy polls through its long
+    window (a one-at-a-time producer's next send comes back late); after any other (a batch, a
+    keepalive), its spin window."""
     raw = _connected(aeron, running)
     try:
         agent = running.agent
@@ -214,5 +215,9 @@ def test_should_mark_the_cycles_that_took_a_send_for_the_long_spin_window(
         running.bell.ring()
         assert raw.answer().correlation_id == 201
         wait_for(lambda: not agent.long_spin, what="a keepalive's cycle, not marked")
+        raw.request("send", send_request(b"one", b"two").SerializeToString(), correlation_id=202)
+        running.bell.ring()
+        assert raw.answer().correlation_id == 202
+        assert not agent.long_spin  # a batch: a pipelining producer's, not one at a time
     finally:
         raw.close()
