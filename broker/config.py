@@ -84,8 +84,8 @@ session that does not ring is open (an IPC client without doorbells, such as a p
 client), parks back off from 1 us to 1 ms as the backoff's, 25 ms after a quiet second. While every session
 rings, each park is the longest (25 ms) at once: the ring ends it, and the first request after
 a quiet spell is woken as fast as the thousandth. While requests have mostly come within 100 us
-of going idle the agent polls that long before it parks, and after a cycle that took a send,
-while the next sends have mostly come within 200 us, that long (the long spin window, with a
+of going idle the agent polls that long before it parks, and after a cycle of one-at-a-time
+sends (one message each), while the next sends have mostly come within 200 us, that long (the long spin window, with a
 predictor of its own): a one-at-a-time producer's next send comes 100-200 us after its answer
 on a 2-core VM (its wake-up, then its code), which a 100 us window missed, and each miss cost
 the send a wake-up of the agent (``send()`` one at a time 9,000-9,600 a second against

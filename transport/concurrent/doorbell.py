@@ -243,7 +243,7 @@ class Settling(Protocol):
     def long_spin(self) -> bool:
         """Read after a cycle that did work, only by a strategy with a long spin window
         (``long_spin_window_ns``): whether the idle gap after this cycle is one of the kind
-        that window is for (the broker's session agent: a cycle that took a send, whose
+        that window is for (the broker's session agent: a cycle of one-at-a-time sends, whose
         producer's next send comes back after its own wake-up). Such gaps are polled through
         the long window, with a predictor of their own; the others through the spin window."""
         ...
