@@ -85,13 +85,14 @@ client), parks back off from 1 us to 1 ms as the backoff's, 25 ms after a quiet 
 rings, each park is the longest (25 ms) at once: the ring ends it, and the first request after
 a quiet spell is woken as fast as the thousandth. While requests have mostly come within 100 us
 of going idle the agent polls that long before it parks, and after a cycle of one-at-a-time
-sends (one message each), while the next sends have mostly come within 200 us, that long (the long spin window, with a
-predictor of its own): a one-at-a-time producer's next send comes 100-200 us after its answer
-on a 2-core VM (its wake-up, then its code), which a 100 us window missed, and each miss cost
-the send a wake-up of the agent (``send()`` one at a time 9,000-9,600 a second against
-7,250-7,350, 5,000 msgs/s with a consumer kept; ``docs/latency.md``), while 200 us after every
-cycle made a consumer's drain of a backlog slower (the agent polled through the turnaround of
-each large pull). Measured with
+sends (one message each), while the next sends have mostly come within 200 us, that long (the
+long spin window, with a predictor of its own): such a producer's next send comes 100-200 us
+after its answer on a 2-core VM (its wake-up, then its code), which a 100 us window missed, and
+each miss cost the send a wake-up of the agent (``send()`` one at a time 9,100-9,300 a second
+against 6,200-7,300, 5,000 msgs/s with a consumer kept; ``docs/latency.md``), while 200 us
+after every cycle made a consumer's drain of a backlog slower (the agent polled through the
+turnaround of each large pull), and after a pipelining producer's batches ``bench broker``'s
+end to end. Measured with
 ``python -m bench broker`` against ``backoff:10,5,1000,1000000,25000000,1000000000`` (Agrona's
 backoff with a deep idle, the default before; three runs each, alternating,
 docs/benchmarks.md): broker CPU per message on

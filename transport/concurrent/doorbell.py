@@ -563,8 +563,8 @@ class DoorbellIdleStrategy:
 
 def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStrategy:
     """An idle strategy from its name: ``doorbell[:SPINS,YIELDS,MIN_NS,MAX_NS[,DEEP_NS,
-    DEEP_AFTER_NS[,SPIN_WINDOW_NS[,LONG_SPIN_WINDOW_NS]]]]`` parks on ``doorbell`` (``None``: a doorbell of its own that nobody rings,
-    e.g. to check a configured name), any other name is
+    DEEP_AFTER_NS[,SPIN_WINDOW_NS[,LONG_SPIN_WINDOW_NS]]]]`` parks on ``doorbell`` (``None``: a
+    doorbell of its own that nobody rings, e.g. to check a configured name), any other name is
     :func:`~transport.concurrent.idle_strategy.idle_strategy_from_name`'s. Without futexes (off
     Linux) a doorbell name gives the backoff of the same shape."""
     alias, _, params = name.strip().partition(":")
