@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aeromq.transport.client import Aeron, AeronContext, ExclusivePublication
+from aeromq.transport.client import Aeron, AeronContext, ConcurrentPublication
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
@@ -85,16 +85,19 @@ def test_should_wake_a_parked_receiver_when_a_datagram_arrives(
 @contextlib.contextmanager
 def _connected(
     tx_driver: MediaDriver, rx_driver: MediaDriver
-) -> Iterator[tuple[ExclusivePublication, list[bytes], Callable[[], None]]]:
+) -> Iterator[tuple[ConcurrentPublication, list[bytes], Callable[[], None]]]:
     """A UDP stream from ``tx_driver``'s client to ``rx_driver``'s, connected: its publication,
-    the payloads received so far, and the poll that receives them."""
+    the payloads received so far, and the poll that receives them. The publication is a
+    concurrent one, whose offers neither send nor wake the driver's network thread (an exclusive
+    one's send their frames themselves while it parks, ``transport/driver/network_turn.py``):
+    what these tests time is the network thread's own sending and waking."""
     channel = f"aeron:udp?endpoint=127.0.0.1:{free_udp_port()}"
     with (
         Aeron.connect(AeronContext(aeron_dir=tx_driver.aeron_dir)) as tx,
         Aeron.connect(AeronContext(aeron_dir=rx_driver.aeron_dir)) as rx,
     ):
         subscription = rx.add_subscription(channel, 9)
-        publication = tx.add_exclusive_publication(channel, 9)
+        publication = tx.add_publication(channel, 9)
         received: list[bytes] = []
 
         def on_fragment(buffer: AtomicBuffer, offset: int, length: int, _: Header) -> None:
@@ -227,8 +230,9 @@ def _stream(
     tx_driver: MediaDriver, rx_driver: MediaDriver, payloads: list[bytes], gap_s: float
 ) -> list[bytes]:
     """Offer ``payloads`` from ``tx_driver``'s client to ``rx_driver``'s over UDP, each followed
-    by a wake of ``tx_driver``'s network thread and ``gap_s`` apart (0: as fast as they go); what
-    arrived, in order."""
+    by a wake of ``tx_driver``'s network thread, which sends it (a concurrent publication: its
+    offers neither send nor wake), ``gap_s`` apart (0: as fast as they go); what arrived, in
+    order."""
     with _connected(tx_driver, rx_driver) as (publication, received, poll):
         for payload in payloads:
             _until(lambda: publication.offer(payload) > 0, poll, "the offer")  # noqa: B023
