@@ -330,7 +330,6 @@ class SessionAgent(RequestDispatch):
             limit = self.config.fragment_limit
             pull = self._pull
             held = pull.held
-            sends = sends_before
             for subscription in self._polled:
                 work += subscription.controlled_poll(assembler, limit)
             if work >= limit:  # a poll may have stopped at its limit (or all fell just short)
@@ -358,7 +357,7 @@ class SessionAgent(RequestDispatch):
                 if not awaited:
                     if self._rings_wanted:
                         self._want_rings(False)
-                elif not self._rings_wanted and self._send.requests != sends:
+                elif not self._rings_wanted and send.requests != sends_before:
                     self._want_rings(True)
                     settled = False  # poll once more: a lazy pull offered before the flag
         if self._completions:
