@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from aeromq.client.session import ClientSession
+from tests.transport.driver.support import voluntary_switches
 
 
 def isort_key(name: str) -> tuple[int, list[object]]:
@@ -24,8 +25,4 @@ def poller_wakeups(session: ClientSession) -> int:
     assert thread is not None and thread.native_id is not None, (
         "the session's poller is not running"
     )
-    with open(f"/proc/self/task/{thread.native_id}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    raise AssertionError("no voluntary_ctxt_switches in /proc")
+    return voluntary_switches(thread.native_id)

@@ -47,6 +47,16 @@ def wait_until(predicate: Callable[[], object], timeout_s: float = 5.0, what: st
         time.sleep(0.001)
 
 
+def voluntary_switches(native_id: int) -> int:
+    """How often this process's thread ``native_id`` has gone to sleep and been woken (its
+    voluntary context switches, from ``/proc``)."""
+    with open(f"/proc/self/task/{native_id}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches in /proc")
+
+
 def free_udp_port() -> int:
     """A UDP port of 127.0.0.1 free a moment ago (bound and let go)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:

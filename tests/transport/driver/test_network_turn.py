@@ -21,7 +21,12 @@ from aeromq.transport.driver.network_turn import NetworkTurn
 from aeromq.transport.driver.udp.sender import Sender
 from aeromq.transport.driver.udp.udp_settings import UdpSettings
 from aeromq.transport.logbuffer import Header
-from tests.transport.driver.support import free_udp_port, small_context, wait_until
+from tests.transport.driver.support import (
+    free_udp_port,
+    small_context,
+    voluntary_switches,
+    wait_until,
+)
 
 PARK_1_S = "backoff:0,0,1000000000,1000000000"
 SAMPLES = 10
@@ -71,7 +76,7 @@ def test_should_send_an_offer_on_the_offering_thread_while_the_network_thread_pa
         network_thread = tx_driver._runners[0].thread  # the first runner runs the sender
         assert network_thread is not None and network_thread.native_id is not None
         time.sleep(0.1)
-        switches_before = _voluntary_switches(network_thread.native_id)
+        switches_before = voluntary_switches(network_thread.native_id)
         sent_inline = 0
         for sample in range(SAMPLES):
             time.sleep(0.05)  # the network thread back in its park
@@ -84,7 +89,7 @@ def test_should_send_an_offer_on_the_offering_thread_while_the_network_thread_pa
                 5,
                 "the frame",
             )
-        switches = _voluntary_switches(network_thread.native_id) - switches_before
+        switches = voluntary_switches(network_thread.native_id) - switches_before
     assert received == [sample.to_bytes(4, "little") for sample in range(SAMPLES)]
     # Before the turn the network thread woke for every offer (9-16 switches over the ten,
     # measured) and sent about half of the frames before the offer returned (the wake's
@@ -94,16 +99,6 @@ def test_should_send_an_offer_on_the_offering_thread_while_the_network_thread_pa
     assert sent_inline >= SAMPLES - 2, f"{sent_inline} of {SAMPLES} sent by the offering thread"
 
 
-def _voluntary_switches(native_id: int) -> int:
-    """The voluntary context switches of this process's thread ``native_id`` (its sleeps)."""
-    status = Path(f"/proc/self/task/{native_id}/status").read_text()
-    return next(
-        int(line.split()[1])
-        for line in status.splitlines()
-        if line.startswith("voluntary_ctxt_switches")
-    )
-
-
 class _StubSender:
     """What the turn calls of a sender: counts its sends, says it left work when told to."""
 
@@ -111,13 +106,9 @@ class _StubSender:
         self.sends = 0
         self.left = left
         self.error = error
-        self.holder: threading.Lock | None = None
-        self.held_while_sending: list[bool] = []
 
     def send_now(self) -> int:
         self.sends += 1
-        if self.holder is not None:
-            self.held_while_sending.append(self.holder.locked())
         if self.error is not None:
             raise self.error
         return 64
