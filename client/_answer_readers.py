@@ -227,15 +227,23 @@ class AnswerReader(ABC):
 
     # -- a thread reading while it waits -----------------------------------------------------
 
-    def read_until(self, done: Callable[[], bool], deadline_ns: int, linger_ns: int) -> bool:
+    def read_until(
+        self,
+        done: Callable[[], bool],
+        deadline_ns: int,
+        linger_ns: int,
+        before: Callable[[], None] | None = None,
+    ) -> bool:
         """Read answers on this thread until ``done()`` or ``deadline_ns`` (monotonic): poll,
         and between polls sleep on the session's doorbell (see module). False at once, having
         read nothing, when the session is not read that way (:attr:`reads_when_rung`) or this
         thread is already reading (a future's callback). ``done`` is asked after each poll and
         wake-up; whoever makes it true from another thread calls :meth:`wake_readers`. The
         poller keeps away for ``linger_ns`` after the last reader leaves (0: it takes over
-        at once if requests nobody waits for are pending). Also returns, True, once the
-        session failed or closed."""
+        at once if requests nobody waits for are pending). ``before``: called once this thread
+        counts as a reader, before its first poll (not when False is returned), so that the
+        requests it submits are this thread's to read and do not call the poller (a consumer's
+        deferred pulls). Also returns, True, once the session failed or closed."""
         bell = self.doorbell
         subscription = self.subscription
         if (
@@ -249,6 +257,8 @@ class AnswerReader(ABC):
             self._readers += 1
             self._pending.call_reader = None  # a thread reads: new requests need no poller
         try:
+            if before is not None:
+                before()
             self._read(done, deadline_ns, bell, subscription)
         finally:
             self._leave(linger_ns)

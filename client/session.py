@@ -367,7 +367,12 @@ class ClientSession:
         self._reader.await_answer(future, timeout)
         return self._result(future, timeout)
 
-    def read_until(self, done: Callable[[], bool], deadline_ns: int) -> bool:
+    def read_until(
+        self,
+        done: Callable[[], bool],
+        deadline_ns: int,
+        before: Callable[[], None] | None = None,
+    ) -> bool:
         """Read this session's answers on the calling thread (their futures' callbacks run
         here) until ``done()`` or ``deadline_ns`` (monotonic), asleep on the session's doorbell
         between polls: for a thread that waits for what the answers bring (a consumer's
@@ -375,8 +380,11 @@ class ClientSession:
         the session is not read that way (its doorbell not rung: a driver without futexes; or
         called from a callback of this session's answers). Another thread that makes ``done()`` true calls
         :meth:`wake_readers`. The poller thread keeps out of the way while this thread reads
-        and for a second after (the caller is likely back)."""
-        return self._reader.read_until(done, deadline_ns, LINGER_NS)
+        and for a second after (the caller is likely back). ``before`` is called first, once
+        this thread counts as a reader: requests it submits are then read by this thread, not
+        handed to the poller (a consumer's deferred pulls; not called when False is
+        returned)."""
+        return self._reader.read_until(done, deadline_ns, LINGER_NS, before)
 
     def wake_readers(self) -> None:
         """Wake the threads in :meth:`read_until` (and callers waiting for their answers) to

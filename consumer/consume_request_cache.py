@@ -16,6 +16,15 @@ broker API has no sessions) it waits on the cache's condition variable, and the 
 poller threads put what they read. Either way a :meth:`put` from another thread, and
 :meth:`close`, wake it.
 
+Deferred actions (:meth:`defer`): the thread reading answers in ``take`` may leave an action
+for the start of the next ``take`` (by whichever thread calls it), rather than run it before it
+returns what it cached: a caught-up queue's next pull (``consumer.pull_task``), which then goes
+out while the application's next ``poll()`` is about to wait, not between the messages' arrival
+and the ``poll()`` that returns them. The next ``take`` runs them first: as a reader of its
+pump (``before``, :meth:`AnswerPump.read_until`) when it is going to wait there, so that their
+answers are its to read; at once when it is not (requests cached: it returns without waiting;
+a zero timeout; no pump).
+
 Listeners (:meth:`add_listener`): the asyncio consumer (:mod:`aeromq.aio`) waits for messages
 on its event loop, not in a thread per call: a listener is called (on the thread that put)
 after every :meth:`put` and :meth:`put_back`, and once at :meth:`close`. It must be quick and
@@ -29,8 +38,8 @@ notifies only when a thread waits on the condition. What a waiting pump asks aft
 polls (``done()``: a request cached, or the cache closed) is one call in C,
 ``any((requests, closed))``, not a method: four to five Python calls a message fewer.
 
-Caller: the pull tasks (``put``), ``poll`` (``take``, ``put_back``), a seek (``remove_queue``),
-shutdown (``close``).
+Caller: the pull tasks (``put``, ``defer``), ``poll`` (``take``, ``put_back``), a seek
+(``remove_queue``), shutdown (``close``).
 """
 
 from __future__ import annotations
@@ -65,9 +74,16 @@ class AnswerPump(Protocol):
     """What reads the pull answers on a thread that waits for them (a
     :class:`~client.session.ClientSession`)."""
 
-    def read_until(self, done: Callable[[], bool], deadline_ns: int) -> bool:
+    def read_until(
+        self,
+        done: Callable[[], bool],
+        deadline_ns: int,
+        before: Callable[[], None] | None = None,
+    ) -> bool:
         """Read answers on this thread until ``done()`` or ``deadline_ns`` (monotonic); False
-        at once when it cannot (the caller then waits its own way)."""
+        at once when it cannot (the caller then waits its own way). ``before`` is called first
+        (not when False is returned), with this thread counted as the reader of the answers to
+        what it submits."""
         ...
 
     def wake_readers(self) -> None:
@@ -82,12 +98,17 @@ CacheListener = Callable[[], None]
 """``listener()``: requests may be waiting in the cache, or it was closed."""
 
 
+_NOTHING_DEFERRED: deque[Callable[[], None]] = deque(maxlen=0)
+"""``take``'s deferred actions when it is not to run them: always empty."""
+
+
 class ConsumeRequestCache:
     """A blocking FIFO of :class:`ConsumeRequest` (see the module doc)."""
 
     __slots__ = (
         "_closed",
         "_condition",
+        "_deferred",
         "_listeners",
         "_lock",
         "_pump",
@@ -114,6 +135,7 @@ class ConsumeRequestCache:
         self._pump: AnswerPump | None = None  # the pump a thread in take() reads with now
         self._pumper = 0  # that thread's ident
         self._listeners: tuple[CacheListener, ...] = ()
+        self._deferred: deque[Callable[[], None]] = deque()  # see defer
 
     def __len__(self) -> int:
         return len(self._requests)
@@ -167,8 +189,35 @@ class ConsumeRequestCache:
             except Exception:
                 _log.exception("consume request listener failed: %r", listener)
 
-    def take(self, timeout_s: float) -> ConsumeRequest | None:
-        """The oldest request, waiting up to ``timeout_s`` (0: do not wait); None on timeout."""
+    def defer(self, action: Callable[[], None]) -> bool:
+        """Leave ``action`` to the start of the next :meth:`take` (see the module doc) when this
+        thread is the one reading answers in a ``take``, which returns what it cached next;
+        True then. False otherwise (and once closed): the caller runs it itself."""
+        if self._pumper != threading.get_ident() or self._closed:
+            return False
+        self._deferred.append(action)
+        return True
+
+    def _run_deferred(self) -> None:
+        """Run the deferred actions, oldest first (an action that raises is logged)."""
+        deferred = self._deferred
+        while deferred:
+            try:
+                action = deferred.popleft()
+            except IndexError:  # (close cleared them meanwhile)
+                return
+            try:
+                action()
+            except Exception:
+                _log.exception("deferred consume action failed: %r", action)
+
+    def take(self, timeout_s: float, *, first: bool = True) -> ConsumeRequest | None:
+        """The oldest request, waiting up to ``timeout_s`` (0: do not wait); None on timeout.
+        The deferred actions run first (see the module doc), but for a take with ``first``
+        False (a ``poll``'s later takes, which gather what is cached: its first ran them)."""
+        deferred = self._deferred if first else _NOTHING_DEFERRED
+        if deferred and (self._requests or timeout_s <= 0):
+            self._run_deferred()  # no wait follows: they go now
         with self._lock:
             requests = self._requests
             if requests:
@@ -182,18 +231,26 @@ class ConsumeRequestCache:
             # the deadline (see the module doc); no pump to read with now: the condition
             source = self._pump_source
             pump = None if source is None else source()
+            pending = bool(deferred)  # deferred actions to run before this wait
             if pump is not None:
                 self._pumper = threading.get_ident()
                 self._pump = pump
                 try:
                     ready = self._ready
                     # (a put between the look under the lock and the pump's start: ready)
-                    pumped = bool(ready()) or pump.read_until(ready, deadline_ns)
+                    if ready():
+                        pumped = True
+                    else:
+                        before = self._run_deferred if pending else None
+                        pumped = pump.read_until(ready, deadline_ns, before)
+                        pending = pending and not pumped  # (the pump ran them)
                 finally:
                     self._pump = None
                     self._pumper = 0
             else:
                 pumped = False
+            if pending:  # not run as the pump's reader: now (what this read deferred waits)
+                self._run_deferred()
             with self._lock:
                 if requests:
                     return requests.popleft()
@@ -224,6 +281,7 @@ class ConsumeRequestCache:
             if not self._closed:
                 self._closed.append(True)
             self._condition.notify_all()
+        self._deferred.clear()
         self._wake_pumper()
         if self._listeners:
             self._notify()

@@ -153,10 +153,9 @@ class Poller:
                 if taken:
                     if not cache.size():  # (what take(0) would say, without its call)
                         break
-                    wait_s = 0.0
+                    request = cache.take(0.0, first=False)  # (the first ran the deferred)
                 else:
-                    wait_s = deadline - time.monotonic()
-                request = cache.take(wait_s)
+                    request = cache.take(deadline - time.monotonic())
                 if request is None:
                     break
                 process_queue = request.process_queue

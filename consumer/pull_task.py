@@ -45,6 +45,17 @@ backlog's answer, after an error, a pause, a seek or a rebalance (every run from
 scheduler), and pulls of retry topics (their messages come from the broker's timer, not from a
 send that would wake it) still wake the broker at once.
 
+When that answer cached messages and was read by the thread of a ``poll()`` (the consumer's
+answer pump: one broker, which rings it), the caught-up queue's next run is not made before
+that ``poll()`` returns them: it is left to the cache (``ConsumeRequestCache.defer``) and runs
+at the start of the application's next ``poll()``, before it waits
+(``defer_caught_up_pulls``, on by default; counted in ``deferred_pulls``). The pull would only
+be held at the broker until the next arrival; made first, its run and offer (about 45 us here)
+stood between every message's arrival and the ``poll()`` that returned it. Meanwhile nothing is
+pulled for that queue: what arrives while the application works between two polls comes one
+round trip after its next ``poll()`` starts (a Kafka consumer's fetches, too, go out in
+``poll()``). A queue with a backlog pulls at once, as before.
+
 A task is a chain of runs: each run schedules at most one next run, and :meth:`PullTask.start`
 starts the chain once, so a task can never be scheduled twice; :class:`PullTaskTable` keeps at
 most one task per queue under its lock (RocketMQ bug #10630: a check-then-put race started two
@@ -123,6 +134,9 @@ class FlowControlCounters:
     pulls: int = 0
     lazy_pulls: int = 0
     """Pulls sent lazy: a caught-up queue's next pull, which does not wake the broker."""
+    deferred_pulls: int = 0
+    """Caught-up queues' next pulls left to the application's next ``poll()`` (see the module
+    doc)."""
     found: int = 0
     broker_busy: int = 0
     pull_errors: int = 0
@@ -164,6 +178,9 @@ class PullTaskContext:
     run_on_answer: bool = True
     """After an answer, the task's next run on the thread that read it (see the module doc);
     False: every run from the scheduler (tests that step a manual scheduler run by run)."""
+    defer_caught_up: bool = True
+    """A caught-up queue's next pull waits for the application's next ``poll()`` when its
+    answer was read by a ``poll()`` (``defer_caught_up_pulls``, see the module doc)."""
 
 
 def _tag_filter(subscription: SubscriptionData) -> frozenset[str] | None:
@@ -409,6 +426,7 @@ class PullTask:
                 _log.warning("pull failed: queue=%s: %r", self.queue, error)
                 self._again(ctx.config.pull_time_delay_ms_when_exception)
             return
+        cached = False
         with state.lock:
             if (
                 self.cancelled
@@ -428,6 +446,7 @@ class PullTask:
                         counters.messages_pulled += len(messages)
                         process_queue.put_messages(messages)
                         ctx.cache.put(ConsumeRequest(messages, self.queue, process_queue))
+                        cached = True
                 elif result.status is PullStatus.OFFSET_ILLEGAL:
                     _log.warning(
                         "pull offset illegal: queue=%s next_begin_offset=%d min=%d max=%d",
@@ -448,6 +467,15 @@ class PullTask:
         if self._answering or not ctx.run_on_answer:
             self._again(0)
             return
+        # A caught-up queue's next pull, from the thread of a poll() that returns these
+        # messages next: sent when the application next calls poll() (see the module doc).
+        if cached and self._caught_up and ctx.defer_caught_up and ctx.cache.defer(self._deferred):
+            counters.deferred_pulls += 1
+            return
+        self._deferred()
+
+    def _deferred(self) -> None:
+        """The next run on the thread that read the last answer (see :meth:`_on_pull`)."""
         self._answering = True
         try:
             self._step(True)

@@ -272,6 +272,7 @@ class ConsumerServices:
             counters=self.counters,
             failures=self.failures,
             acquire=self._acquire_queue,
+            defer_caught_up=config.defer_caught_up_pulls,
         )
         self.tasks = PullTaskTable(context)
         self.rebalance = RebalanceService(

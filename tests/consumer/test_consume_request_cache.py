@@ -4,6 +4,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from aeromq.client import MessageExt, MessageQueue
 from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
 from aeromq.consumer.process_queue import ProcessQueue
@@ -79,13 +81,25 @@ class FakePump:
         self.answers = answers
         self.can_read = can_read
         self.readers: list[int] = []
+        self.reading = False  # in read_until, counted as a reader (while ``before`` runs)
         self.wakes = 0
         self._woken = threading.Event()
 
-    def read_until(self, done: Callable[[], bool], deadline_ns: int) -> bool:
+    def read_until(
+        self,
+        done: Callable[[], bool],
+        deadline_ns: int,
+        before: Callable[[], None] | None = None,
+    ) -> bool:
         if not self.can_read:
             return False
         self.readers.append(threading.get_ident())
+        self.reading = True
+        try:
+            if before is not None:
+                before()
+        finally:
+            self.reading = False
         self.answers()
         while not done() and time.monotonic_ns() < deadline_ns:
             self._woken.wait(max(0.0, (deadline_ns - time.monotonic_ns()) / 1e9))
@@ -136,3 +150,100 @@ def test_should_wait_on_the_condition_when_the_pump_cannot_read() -> None:
     timer.join()
     cache.pump_with(lambda: pumps[1])  # no session to read now
     assert cache.take(0.05) is None
+
+
+# -- deferred actions (a caught-up queue's next pull, consumer/pull_task.py) --------------------
+
+
+def deferring_pump(
+    cache: ConsumeRequestCache, arriving: ConsumeRequest, log: list[str]
+) -> FakePump:
+    """A pump whose answer caches ``arriving`` and defers an action, as a caught-up queue's
+    answer does on a ``poll()``'s thread; the action logs whether the pump was reading."""
+    pump = FakePump()
+
+    def action() -> None:
+        log.append("as reader" if pump.reading else "plain")
+
+    def answer() -> None:
+        cache.put(arriving)
+        log.append("deferred" if cache.defer(action) else "refused")
+
+    pump.answers = answer
+    return pump
+
+
+def test_should_run_a_deferred_action_as_the_pumps_reader_before_the_next_wait() -> None:
+    cache = ConsumeRequestCache()
+    log: list[str] = []
+    arriving = request(Q0)
+    pump = deferring_pump(cache, arriving, log)
+    cache.pump_with(lambda: pump)
+    assert cache.take(5.0) is arriving
+    assert log == ["deferred"]  # not run before the take returned
+    pump.answers = lambda: None
+    assert cache.take(0.05) is None  # waits: the action first, as the pump's reader
+    assert log == ["deferred", "as reader"]
+    assert cache.take(0.05) is None
+    assert log == ["deferred", "as reader"]  # once
+
+
+def test_should_run_deferred_actions_at_once_when_the_next_take_does_not_wait() -> None:
+    for timeout_s in (5.0, 0.0):
+        cache = ConsumeRequestCache()
+        log: list[str] = []
+        pump = deferring_pump(cache, request(Q0), log)
+        cache.pump_with(lambda pump=pump: pump)  # type: ignore[misc]
+        cache.take(5.0)
+        waiting = request(Q1)
+        if timeout_s:
+            cache.put(waiting)  # cached: the take returns it without a wait
+        assert cache.take(timeout_s) is (waiting if timeout_s else None)
+        assert log == ["deferred", "plain"], timeout_s
+
+
+def test_should_leave_deferred_actions_to_a_take_marked_first() -> None:
+    cache = ConsumeRequestCache()
+    log: list[str] = []
+    pump = deferring_pump(cache, request(Q0), log)
+    cache.pump_with(lambda: pump)
+    cache.take(5.0)
+    also = request(Q1)
+    cache.put(also)
+    assert cache.take(0.0, first=False) is also  # a poll's later take gathers, runs nothing
+    assert log == ["deferred"]
+
+
+def test_should_refuse_to_defer_off_the_thread_reading_in_take() -> None:
+    cache = ConsumeRequestCache()
+    assert not cache.defer(lambda: None)  # nobody reads in take: the caller runs it
+    log: list[str] = []
+    pump = deferring_pump(cache, request(Q0), log)
+    cache.pump_with(lambda: pump)
+    cache.take(5.0)
+    cache.close()
+    assert not cache.defer(lambda: None)
+    assert cache.take(0.0) is None
+    assert log == ["deferred"]  # close dropped it: nothing runs after shutdown
+
+
+def test_should_run_the_other_deferred_actions_when_one_raises(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cache = ConsumeRequestCache()
+    ran: list[int] = []
+
+    def failing() -> None:
+        raise RuntimeError("boom")
+
+    def answer() -> None:
+        cache.put(request(Q0))
+        cache.defer(failing)
+        cache.defer(lambda: ran.append(1))
+
+    pump = FakePump(answer)
+    cache.pump_with(lambda: pump)
+    cache.take(5.0)
+    cache.take(0.0)
+    assert ran == [1]
+    assert "deferred consume action failed" in caplog.text

@@ -1,0 +1,127 @@
+"""Deferred pulls (``consumer/pull_task.py``): a caught-up queue's next pull, when a ``poll()``
+read its answer, goes out at the application's next ``poll()``, not before that ``poll()``
+returns. Against a real ``aeromq broker`` process over IPC: with deferral (the default) nothing
+is pulled while the application works between two polls, and what was sent meanwhile comes with
+the next ``poll()``; without it (``defer_caught_up_pulls=False``) the pull is out before
+``poll()`` returns, and what was sent meanwhile is in the cache before the next ``poll()``.
+Either way every message comes once and in order."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from aeromq.client import Message
+from aeromq.consumer.config import LitePullConsumerConfig
+from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
+from aeromq.producer import Producer
+from tests.consumer._broker_process import ServerProcess, create_topic, start_broker
+from tests.consumer._lite import FAST, running
+
+TOPIC = "DeferredPulls"
+WORK_S = 0.3
+"""The application's work between two polls."""
+
+
+@pytest.fixture(scope="module")
+def real_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = start_broker(tmp_path_factory.mktemp("deferred-pulls"))
+    try:
+        create_topic(process, TOPIC, 1)
+        yield process
+    finally:
+        process.stop()
+
+
+def consumer_of(server: ServerProcess, group: str, *, defer: bool) -> DefaultLitePullConsumer:
+    config = LitePullConsumerConfig(
+        consumer_group=group,
+        endpoints=(server.grpc_address,),
+        defer_caught_up_pulls=defer,
+        **{**FAST, "broker_suspend_max_time_ms": 20_000},  # held until the next arrival
+    )
+    consumer = DefaultLitePullConsumer(config=config)
+    consumer.subscribe(TOPIC, "*")
+    return consumer
+
+
+def poll_one(consumer: DefaultLitePullConsumer, timeout_s: float = 5.0) -> list[bytes]:
+    """Poll until something comes (or ``timeout_s``): the bodies of the first poll that
+    returned any."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = consumer.poll(200)
+        if got:
+            return [message.body for message in got]
+    return []
+
+
+def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes) -> None:
+    """Send ``mark`` and poll until it comes: the consumer is then caught up, its last
+    answer read by a ``poll()``."""
+    producer.send(Message(TOPIC, mark))
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        if mark in [message.body for message in consumer.poll(200)]:
+            return
+    pytest.fail(f"{mark!r} never came")
+
+
+def test_should_pull_a_caught_up_queue_at_the_next_poll_not_before_poll_returns(
+    real_broker: ServerProcess,
+) -> None:
+    consumer = consumer_of(real_broker, "deferred-on", defer=True)
+    with Producer("deferred-on-producer", real_broker.grpc_address) as producer, running(consumer):
+        catch_up(consumer, producer, b"mark-on")
+        counters = consumer.flow_control_counters
+        bodies: list[bytes] = []
+        for i in range(5):
+            deferred, pulls = counters.deferred_pulls, counters.pulls
+            producer.send(Message(TOPIC, b"sent while the application works %d" % i))
+            time.sleep(WORK_S)  # the application's work: nothing pulled meanwhile
+            assert counters.pulls == pulls, counters
+            assert len(consumer._cache) == 0  # so nothing prefetched either
+            bodies += poll_one(consumer)  # its pull goes out first, then it waits
+            assert counters.pulls > pulls
+            assert counters.deferred_pulls > deferred  # and this answer's next pull waits
+        assert bodies == [b"sent while the application works %d" % i for i in range(5)]
+        assert counters.pull_errors == 0 and counters.stale_results == 0
+
+
+def test_should_pull_before_poll_returns_when_deferral_is_off(
+    real_broker: ServerProcess,
+) -> None:
+    consumer = consumer_of(real_broker, "deferred-off", defer=False)
+    with Producer("deferred-off-producer", real_broker.grpc_address) as producer, running(consumer):
+        catch_up(consumer, producer, b"mark-off")
+        counters = consumer.flow_control_counters
+        bodies: list[bytes] = []
+        for i in range(3):
+            producer.send(Message(TOPIC, b"prefetched %d" % i))
+            deadline = time.monotonic() + 5.0  # the pull was out: the answer comes unasked
+            while not len(consumer._cache) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(consumer._cache) == 1
+            bodies += poll_one(consumer)
+        assert bodies == [b"prefetched %d" % i for i in range(3)]
+        assert counters.deferred_pulls == 0
+
+
+def test_should_deliver_every_message_once_in_order_to_a_consumer_keeping_up(
+    real_broker: ServerProcess,
+) -> None:
+    consumer = consumer_of(real_broker, "deferred-order", defer=True)
+    sent = [b"in order %03d" % i for i in range(200)]
+    with (
+        Producer("deferred-order-producer", real_broker.grpc_address) as producer,
+        running(consumer),
+    ):
+        catch_up(consumer, producer, b"mark-order")
+        got: list[bytes] = []
+        for body in sent:  # one at a time: every answer leaves the queue caught up
+            producer.send(Message(TOPIC, body))
+            got += poll_one(consumer)
+        assert got == sent
+        assert consumer.flow_control_counters.deferred_pulls >= len(sent) // 2
