@@ -37,7 +37,7 @@ from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
 
-__all__ = ["ENTRY_DTYPE", "ENTRY_LENGTH", "ConsumeQueue"]
+__all__ = ["ENTRY_DTYPE", "ENTRY_LENGTH", "ConsumeQueue", "LastBatch"]
 
 PHYSICAL_OFFSET_OFFSET = 0
 SIZE_OFFSET = 8
@@ -48,6 +48,9 @@ assert ENTRY_DTYPE.itemsize == ENTRY_LENGTH
 
 _ENTRY = struct.Struct("<qiq")
 assert _ENTRY.size == ENTRY_LENGTH
+LastBatch = tuple[int, int, int, int, MappedFile]
+"""``(base queue offset, record count, physical offset, size, commit log segment)`` of the
+batch a queue's last put appended (``ConsumeQueue.last_batch``)."""
 Entries = npt.NDArray[np.void]
 Int64Array = npt.NDArray[np.int64]
 
@@ -56,7 +59,10 @@ class ConsumeQueue:
     """The entries of (``topic``, ``queue_id``) in ``directory``, ``entries_per_file`` a file.
 
     ``max_offset`` is the next queue offset to write; ``min_offset`` the first entry whose
-    record is still in the commit log.
+    record is still in the commit log. ``last_batch`` is the batch the store's one-record put
+    (``PutPath._append_one``) appended last, while nothing else changed the queue since (see
+    :data:`LastBatch`): a caught-up consumer's pull reads it without a look at the entries
+    (``MessageReader.get_batches``); every other write, truncation or deletion clears it.
     """
 
     def __init__(
@@ -78,6 +84,7 @@ class ConsumeQueue:
         self.max_offset = 0
         self.min_offset = 0
         self._flushed_offset = 0
+        self.last_batch: LastBatch | None = None
 
     # -- loading and recovery --------------------------------------------------------------
 
@@ -102,6 +109,7 @@ class ConsumeQueue:
 
     def truncate(self, queue_offset: int) -> None:
         """Drop the entries at and after ``queue_offset``."""
+        self.last_batch = None
         queue_offset = max(queue_offset, self.min_offset)
         for mapped in self.files.files:
             if mapped.start_offset >= queue_offset * ENTRY_LENGTH:
@@ -145,6 +153,7 @@ class ConsumeQueue:
         Entries must follow the queue's end (``queue_offset <= max_offset``); rewriting
         existing ones (recovery) is allowed.
         """
+        self.last_batch = None
         count = len(physical_offsets)
         done = 0
         while done < count:
@@ -188,6 +197,7 @@ class ConsumeQueue:
         ``pwrite`` waits with the GIL released. A batch of one
         record, one ``struct`` store through the map (a third of the numpy writes' cost,
         measured; the one-at-a-time send's path)."""
+        self.last_batch = None
         count = len(tag_hashes)
         if count == 1:
             mapped = self._file_for(queue_offset)
@@ -354,6 +364,7 @@ class ConsumeQueue:
         self.files.close()
 
     def delete(self) -> None:
+        self.last_batch = None
         self._arrays.clear()
         self.files.delete_all()
         self.max_offset = self.min_offset = 0

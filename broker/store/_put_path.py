@@ -384,6 +384,8 @@ class PutPath(LeaderPath):
             end = commit_log.max_offset = position + length
             commit_log.last_store_timestamp_ms = now_ms
             queue.max_offset = queue_offset + 1
+            # (after the write: a reader that sees it sees the batch; a tuple, read whole)
+            queue.last_batch = (queue_offset, 1, position, length, segment)
             index = self.index
             if index is not None and key is not None:
                 if key is True:  # KEYS, or a marker not at a property's start: the walk

@@ -10,7 +10,10 @@ are for the pull path to write into the transport); no decode, no object per mes
 taken in a fixed number of numpy steps, every batch header of it checked at once
 (``_take_checked``: a 1 MiB pull is ~170 batches, and the per-batch loop cost ~3 us each);
 anything unusual there (a failed check, a batch in another segment) goes the per-batch way,
-which reports it. ``get_messages`` decodes what ``get_batches``
+which reports it. A pull of the very batch the queue's last put appended (a caught-up
+consumer's, released by that put: ``ConsumeQueue.last_batch``) is a view of it at once, with
+no numpy step (a fifth of the general path's time, 1.4 against 4 us warm; five times that on
+a cold cache, at 1,000 msgs/s). ``get_messages`` decodes what ``get_batches``
 found into ``StoredMessage``s, CRC-checked (tests and admin tools).
 """
 
@@ -24,7 +27,7 @@ import numpy as np
 from aeromq.broker._errors import CorruptRecordError
 from aeromq.broker.store._batch_codec import decode_record
 from aeromq.broker.store._commit_log import BATCH_HEAD, CommitLog
-from aeromq.broker.store._consume_queue import ConsumeQueue
+from aeromq.broker.store._consume_queue import ConsumeQueue, LastBatch
 from aeromq.broker.store._index_service import IndexService
 from aeromq.broker.store._mapped_file import MappedFile
 from aeromq.broker.store._message import StoredMessage
@@ -107,6 +110,17 @@ class MessageReader:
         straight from there). A view keeps its segment mapped while it lives (retention
         deletes the file; the pages stay until the view goes): drop them once written."""
         queue = self._queues.get(topic, queue_id)
+        if queue is not None and into is not None and tag_hashes is None:
+            last = queue.last_batch
+            if (
+                last is not None
+                and last[0] == offset
+                and last[1] <= max_count
+                and queue.max_offset == offset + last[1]
+            ):  # the batch put last, wanted whole: a caught-up consumer's pull
+                got = self._last_batch(queue, last, into)
+                if got is not None:
+                    return got
         if queue is not None and queue.min_offset <= offset < queue.max_offset:
             min_offset = queue.min_offset  # within the queue: a pull's common case, inline
             max_offset = queue.max_offset
@@ -252,6 +266,28 @@ class MessageReader:
             for piece in pieces:
                 piece.release()
         result.batch_count = len(pieces)
+        result.message_count = count
+        return result
+
+    @staticmethod
+    def _last_batch(
+        queue: ConsumeQueue, last: LastBatch, into: list[memoryview]
+    ) -> GetMessageResult | None:
+        """:meth:`get_batches` of the queue's last batch, from its pulled offset and whole
+        (``ConsumeQueue.last_batch``): a view of it in its segment, no look at the entries
+        nor check of the batch (the put checked it, then wrote it and its entry); None when
+        its segment is unmapped (retention), for the general path to say so."""
+        base, count, position, size, segment = last
+        at = position - segment.start_offset
+        try:
+            view = segment.view[at : at + size]
+        except ValueError:  # unmapped: its file went to retention meanwhile
+            return None
+        into.append(view)
+        result = GetMessageResult(
+            GetMessageStatus.FOUND, base + count, queue.min_offset, queue.max_offset
+        )
+        result.batch_count = 1
         result.message_count = count
         return result
 

@@ -496,3 +496,75 @@ def test_should_find_a_one_record_batchs_keys_as_the_walk_of_a_larger_batch_does
     assert batch_keys(memoryview(two), 2, batch_header_length(len(TOPIC)))[:1] == (
         [(0, expected)] if expected else []
     )
+
+
+def _views_get(
+    store: MessageStore, offset: int, **kwargs: object
+) -> tuple[GetMessageResult, list[bytes]]:
+    """A pull path's get (views of the commit log), with the bytes copied out and the views
+    let go."""
+    views: list[memoryview] = []
+    result = store.get_batches(TOPIC, 0, offset, into=views, **kwargs)  # type: ignore[arg-type]
+    copied = [bytes(view) for view in views]
+    for view in views:
+        view.release()
+    return result, copied
+
+
+def _fields(result: GetMessageResult) -> tuple[object, ...]:
+    return (
+        result.status,
+        result.next_begin_offset,
+        result.min_offset,
+        result.max_offset,
+        result.batch_count,
+        result.message_count,
+    )
+
+
+def test_should_read_the_batch_put_last_straight_as_the_general_path_does(
+    open_store: OpenStore,
+) -> None:
+    store = open_store()  # 16 KiB segments: the puts roll several
+    straight_reads = 0
+    for i in range(400):
+        put = store.put_batch(_batch(1, body_size=90), TOPIC, 0)
+        queue = store.queues.get(TOPIC, 0)
+        assert queue is not None
+        if queue.last_batch is None:  # a topic's first put, a new file: the general put's
+            assert i == 0 or put.physical_offset % (16 * 1024) == 0 or put.queue_offset % 16 == 0
+        else:  # the one-record put's
+            assert queue.last_batch[:4] == (i, 1, put.physical_offset, put.wrote_bytes)
+            straight_reads += 1
+        straight = _views_get(store, i)
+        last, queue.last_batch = queue.last_batch, None  # the general path, for reference
+        general = _views_get(store, i)
+        queue.last_batch = last
+        assert _fields(straight[0]) == _fields(general[0]), i
+        assert _fields(straight[0])[:2] == (GetMessageStatus.FOUND, i + 1)
+        assert straight[1] == general[1] and len(straight[1]) == 1
+    assert straight_reads > 300
+    # a get of anything but the last batch, whole and unfiltered, goes the general way
+    assert _views_get(store, 398)[0].next_begin_offset == 400
+    assert _views_get(store, 399, tag_hashes=[tag_hash_code("x")])[0].status is (
+        GetMessageStatus.NO_MATCHED_MSG
+    )
+
+
+def test_should_forget_the_batch_put_last_once_anything_else_changes_its_queue(
+    open_store: OpenStore,
+) -> None:
+    store = open_store()
+    store.put_batch(_batch(1), TOPIC, 0)  # (a topic's first put: the general one)
+    store.put_batch(_batch(1), TOPIC, 0)
+    queue = store.queues.get(TOPIC, 0)
+    assert queue is not None and queue.last_batch is not None
+    store.put_batch(_batch(3), TOPIC, 0)  # a batch of several records: the general put
+    assert queue.last_batch is None
+    result, data = _views_get(store, 2)
+    assert (result.next_begin_offset, result.message_count, len(data)) == (5, 3, 1)
+    store.put_batch(_batch(1), TOPIC, 0)
+    assert queue.last_batch is not None
+    queue.truncate(5)  # as recovery and a group's truncation do
+    assert queue.last_batch is None
+    assert _views_get(store, 5)[0].status is GetMessageStatus.OFFSET_OVERFLOW_ONE
