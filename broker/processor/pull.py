@@ -269,6 +269,11 @@ class PullProcessor:
         self._good_groups: set[str] = set()  # groups that passed check_group: not again
         self._readable: dict[str, TopicConfig] = {}  # topics' configs found readable: not again
 
+    @property
+    def hold_service(self) -> PullHoldService:
+        """The long-poll hold service this processor holds pulls in."""
+        return self._hold
+
     def process(self, request: PullRequest, on_done: PullDone, *, local: bool = False) -> None:
         """Answer ``request`` through ``on_done`` (inline, or later if held). Never raises for
         a bad request: it is answered with its error code. ``local``: a FOUND answer names

@@ -19,7 +19,13 @@ at deadlines. A hold whose queue moved between the pull's read and
 :meth:`~PullHoldService.hold` is released at once (the end is re-read after the hold is
 registered), so no arrival is missed.
 
-Caller: the pull processor (``hold``), the store (``on_arrival``), the broker (lifecycle).
+An arrival on a thread that asked for it (:meth:`PullHoldService.defer_wakes`: the broker's
+session agent, around a send whose answer goes before those of the pulls its store releases)
+releases its holds but leaves their callbacks in a list for the caller, which wakes them
+(:meth:`PullHoldService.wake_deferred`) once it has answered the send.
+
+Caller: the pull processor (``hold``), the store (``on_arrival``), the broker (lifecycle), the
+session agent (``defer_wakes``, ``wake_deferred``).
 """
 
 from __future__ import annotations
@@ -92,6 +98,8 @@ class PullHoldService:
         self._thread: threading.Thread | None = None
         self.woken_by_arrival = 0
         self.woken_by_timeout = 0
+        self._deferred: list[WakeCallback] | None = None  # see defer_wakes
+        self._deferring = 0  # the thread whose arrivals defer their wakes
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -176,6 +184,12 @@ class PullHoldService:
                 self._held[key] = keep
             else:
                 del self._held[key]
+        deferred = self._deferred
+        if deferred is not None and self._deferring == threading.get_ident():
+            for entry in released:  # the caller wakes them (wake_deferred)
+                deferred.append(entry.on_wake)
+                entry.on_wake = _called
+            return
         # called here, not through _call: a caught-up consumer's pull is released in the duty
         # cycle that stored its message, with no call but its own
         for entry in released:
@@ -185,6 +199,24 @@ class PullHoldService:
                 on_wake(True)
             except Exception:
                 _log.exception("a held pull's wake callback raised: key=%s", entry.key)
+
+    def defer_wakes(self, into: list[WakeCallback] | None) -> None:
+        """``into``: until called again with None, the holds an arrival releases on the calling
+        thread are not woken there but their callbacks appended to ``into``, for
+        :meth:`wake_deferred`; arrivals on other threads wake theirs as ever. None: stop."""
+        self._deferred = into
+        self._deferring = threading.get_ident() if into is not None else 0
+
+    def wake_deferred(self, wakes: list[WakeCallback]) -> None:
+        """Wake the holds :meth:`defer_wakes` collected in ``wakes`` (``on_wake(True)``, in the
+        order they were released), and empty it."""
+        for on_wake in wakes:
+            self.woken_by_arrival += 1
+            try:
+                on_wake(True)
+            except Exception:
+                _log.exception("a held pull's wake callback raised (deferred)")
+        wakes.clear()
 
     # -- the service's thread ---------------------------------------------------------------
 

@@ -49,7 +49,8 @@ answer (a held pull the send's arrival released, on this thread, or a pull read 
 is offered at once and its client's doorbell rung at once, before the send's answer is offered
 (a released hold's, before it is even made), so the consumer wakes on the other core while the
 agent answers the producer
-(``broker.session._answers``); a client rung so that gets another answer later in the same
+(``broker.session._answers``), unless sends come faster than one each
+``SEND_FIRST_WITHIN_NS`` (0.5 ms): then the send's answer and its producer's ring go first; a client rung so that gets another answer later in the same
 cycle is rung again at its end (it may have read the first and gone back to sleep; a ring of a
 client still awake is an atomic add and no wake). Answers to a UDP client ring the broker's
 embedded media driver the same way (``MediaDriver.network_bell``, once per cycle): while the
@@ -139,12 +140,13 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from aeromq.broker.processor.pull import PullProcessor
+from aeromq.broker.processor.pull_hold import WakeCallback
 from aeromq.broker.processor.send import SendProcessor
 from aeromq.broker.security._acl import Acl
 from aeromq.broker.session._answers import Completion
 from aeromq.broker.session._config import LocalReadGrant, SessionServerConfig
 from aeromq.broker.session._counters import SessionCounters
-from aeromq.broker.session._dispatch import RequestDispatch
+from aeromq.broker.session._dispatch import SEND_FIRST_WITHIN_NS, RequestDispatch
 from aeromq.broker.session._session import ServerSession
 from aeromq.broker.session._table import SessionTable
 from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE
@@ -222,6 +224,8 @@ class SessionAgent(RequestDispatch):
         self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
         self._at_once_sessions: list[ServerSession] = []  # those of pulls answered at once
         self._cycle_stored = False  # a send was taken this cycle (see module)
+        self._last_send_ns = -SEND_FIRST_WITHIN_NS  # the last send's cycle (see module)
+        self._held_wakes: list[WakeCallback] = []  # (``_dispatch._send_first``'s)
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
         self.settled = False

@@ -4,6 +4,7 @@ it, and a real media driver with small terms and fast timers."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -192,11 +193,15 @@ def wait_for(condition: Callable[[], object], timeout_s: float = 5.0, what: str 
 
 
 def agent_with_doorbell(
-    aeron: Aeron, send: object, pull: object, config: SessionServerConfig
+    aeron: Aeron,
+    send: object,
+    pull: object,
+    config: SessionServerConfig,
+    clock_ns: Callable[[], int] = time.monotonic_ns,
 ) -> tuple[SessionAgent, Doorbell, DoorbellIdleStrategy]:
     """A session agent on an IPC ingress (stream 1001) of ``aeron`` with a doorbell of its own
     (a counter of the driver), and its doorbell idle strategy (parks of at most 5 ms, told
-    ``all_rung`` by the agent): not started."""
+    ``all_rung`` by the agent): not started. ``clock_ns``: its duty cycles' clock."""
     counter = aeron.add_counter(DOORBELL_TYPE_ID, label="doorbell: test agent")
     bell = Doorbell.for_counter(aeron.counters_reader, counter.id)
     agent = SessionAgent(
@@ -207,6 +212,7 @@ def agent_with_doorbell(
         "broker-a",
         config=config,
         doorbell=bell,
+        clock_ns=clock_ns,
     )
     idle = DoorbellIdleStrategy(bell, max_park_period_ns=5 * MS)
     idle.all_rung = agent.all_rung

@@ -62,6 +62,33 @@ def test_should_wake_a_hold_once_on_the_writers_thread_when_its_queue_moves_beyo
     assert service.held_count == 0 and service.woken_by_arrival == 1
 
 
+def test_should_leave_the_wakes_of_a_deferring_threads_arrivals_to_it_and_no_other_threads(
+    service: PullHoldService, ends: Ends
+) -> None:
+    wakes = Wakes()
+    service.hold("t", 1, 0, 1_000, wakes.callback("here"))
+    service.hold("t", 2, 0, 1_000, wakes.callback("there"))
+    deferred: list[Callable[[bool], None]] = []
+    service.defer_wakes(deferred)
+    try:
+        ends[("t", 1)] = ends[("t", 2)] = 1
+        service.on_arrival("t", 1, 1)  # this thread's: released, not woken
+        assert service.held_count == 1 and len(deferred) == 1 and wakes.calls == []
+        writer = threading.Thread(target=service.on_arrival, args=("t", 2, 1), name="writer")
+        writer.start()  # another thread's: woken there, as ever
+        writer.join(5)
+        assert wakes.calls == [("there", True, "writer")]
+    finally:
+        service.defer_wakes(None)
+    service.wake_deferred(deferred)
+    assert wakes.calls[-1] == ("here", True, threading.current_thread().name)
+    assert deferred == [] and service.woken_by_arrival == 2
+    service.hold("t", 1, 1, 1_000, wakes.callback("after"))
+    ends[("t", 1)] = 2
+    service.on_arrival("t", 1, 2)  # no longer deferring: woken at once
+    assert wakes.calls[-1][:2] == ("after", True)
+
+
 def test_should_wake_the_service_thread_only_for_a_hold_due_sooner_than_those_it_waits_for(
     ends: Ends,
 ) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.session import SessionAgent, SessionServerConfig
+from aeromq.broker.session._dispatch import SEND_FIRST_WITHIN_NS
 from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import (
@@ -208,3 +209,48 @@ def test_should_not_count_a_cycle_that_only_held_a_pull_as_work(
     assert hold.held_count == 1
     consumer.request("keepalive", correlation_id=3)
     assert session_agent.do_work() == 1  # any other request is work
+
+
+def _producer_first(log: Log) -> None:
+    """The producer's answer offered and its doorbell rung, both before the consumer's answer
+    was offered; each client rung after its last answer (no wake-up lost)."""
+    assert log.index(("offer", "producer")) < log.index(("ring", "producer")), log
+    assert log.index(("ring", "producer")) < log.index(("offer", "consumer")), log
+    for client in ("consumer", "producer"):
+        last_offer = max(i for i, event in enumerate(log) if event == ("offer", client))
+        last_ring = max(i for i, event in enumerate(log) if event == ("ring", client))
+        assert last_offer < last_ring, log
+
+
+@pytest.mark.parametrize("gap_ns", [0, SEND_FIRST_WITHIN_NS - 1, SEND_FIRST_WITHIN_NS])
+def test_should_answer_a_send_before_the_pull_it_released_when_sends_come_fast(
+    aeron: Aeron, send: object, pull: object, hold: PullHoldService, gap_ns: int
+) -> None:
+    # a send within SEND_FIRST_WITHIN_NS of the one before: its producer, whose next send is
+    # due soon, is answered and rung first; a slower one: its consumer first, as ever
+    now = [1_000_000_000_000]
+    config = SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000)
+    session_agent, bell, _ = agent_with_doorbell(aeron, send, pull, config, lambda: now[0])
+    session_agent.on_start()  # its duty cycles run on this thread, on the clock above
+    log: Log = []
+    consumer, producer = _recorded_pair(aeron, session_agent, bell, session_agent.do_work, log)
+    producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
+    _until(session_agent.do_work, lambda: producer.poll_answers() > 0, "the first send answered")
+    consumer.request(
+        "pull",
+        pull_request(offset=1, suspend_timeout_ms=_HELD_MS).SerializeToString(),
+        correlation_id=4,
+    )
+    _until(session_agent.do_work, lambda: hold.held_count == 1, "the pull held")
+    now[0] += gap_ns
+    log.clear()
+    producer.request("send", send_request(b"two").SerializeToString(), correlation_id=5)
+    assert session_agent.do_work() > 0
+    if gap_ns < SEND_FIRST_WITHIN_NS:
+        _producer_first(log)
+    else:
+        _consumer_first(log)
+    assert consumer.answer().pull.next_begin_offset == 2
+    answers = [producer.answer(), producer.answer()]
+    assert [a.send.base_queue_offset for a in answers] == [0, 1]
+    assert hold.woken_by_arrival == 1
