@@ -2,9 +2,11 @@
 entries not yet written to them.
 
 A put queues its entry (a deque append, no file touched) and :meth:`IndexService.drain` writes
-the queued entries to the files in order: the checkpoint's :meth:`IndexService.flush` (every
-``flush_consume_queue_interval_ms``, before it records how far the derived data is durable),
-:meth:`IndexService.close`, retention; and past :data:`MAX_PENDING` queued (over 65,536 keyed
+the queued entries to the files in order: the store's services thread every 20 ms, what came
+since (a second's worth at once, at the checkpoint, held the interpreter long enough to stall
+the session agent tens of ms: ``broker/store/_store_services.py``), the checkpoint's
+:meth:`IndexService.flush` (every ``flush_consume_queue_interval_ms``, before it records how
+far the derived data is durable), :meth:`IndexService.close`, retention; and past :data:`MAX_PENDING` queued (over 65,536 keyed
 messages a checkpoint interval), each put writes the two oldest, so the queue stays bounded at
 any rate without a long write on any one put. A drain gives the GIL up every
 :data:`DRAIN_CHUNK` entries, so the session agent, whose sends it no longer slows, is not kept

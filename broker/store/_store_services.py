@@ -51,6 +51,15 @@ up to 10 MB/s of appends, twice the group's rate here; a faster writer overtakes
 and fsyncs as before."""
 
 
+_INDEX_DRAIN_INTERVAL_MS = 20
+"""How often the services thread writes the index entries queued since (``IndexService.drain``),
+rather than all of a checkpoint interval's at its checkpoint: a drain holds the interpreter
+while it writes (each entry a random slot of a 20 MB table, a page fault most times), and a
+second's worth at 5,000 keyed messages a second stalled the session agent 20-60 ms once a
+second (the longest latencies of ``python -m bench latency`` at that rate; 20 ms drains halved
+them, ``docs/latency.md``)."""
+
+
 class StoreServices(StoreParts):
     """The store's services and housekeeping, for ``MessageStore`` (see module)."""
 
@@ -71,6 +80,8 @@ class StoreServices(StoreParts):
             Duty("offsets", config.offset_persist_interval_ms, self.consumer_offsets.persist),
             Duty("producers", config.clean_interval_ms, self._expire_producers),
         ]
+        if self.index is not None:
+            duties.append(Duty("index-drain", _INDEX_DRAIN_INTERVAL_MS, self._drain_index))
         if self._replicated:
             self._commits.start()
             duties.insert(0, Duty("flush", config.flush_interval_ms, self.commit_log.flush))
@@ -96,6 +107,13 @@ class StoreServices(StoreParts):
             self._group_commit = None
         if self._replicated:
             self._commits.stop()
+
+    def _drain_index(self) -> None:
+        """Write the index entries queued since the last drain (see
+        :data:`_INDEX_DRAIN_INTERVAL_MS`); nothing, with nothing queued."""
+        index = self.index
+        if index is not None and index.pending:
+            index.drain()
 
     def _zero_ahead(self) -> None:
         """The log's next bytes written with zeros and made durable ahead of its end

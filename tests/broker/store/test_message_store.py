@@ -175,6 +175,23 @@ def test_should_query_by_key_unique_key_and_message_id(open_store: OpenStore) ->
     assert found.body == b"two" and found.message_id == message_id
 
 
+def test_should_write_queued_index_entries_within_tens_of_ms_not_at_the_checkpoint(
+    open_store: OpenStore,
+) -> None:
+    # a checkpoint a minute away: the services thread's own drains write the keyed entries,
+    # a few at a time, rather than the checkpoint a minute's worth at once
+    store = open_store(flush_consume_queue_interval_ms=60_000)
+    index = store.index
+    assert index is not None
+    for i in range(50):
+        store.put_message(_message(0, b"keyed", KEYS=f"order-{i}"))
+    deadline = time.monotonic() + 5.0
+    while index.pending and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert not index.pending
+    assert [m.body for m in store.query_messages_by_key("TopicA", "order-7")] == [b"keyed"]
+
+
 def test_should_refuse_illegal_puts_with_a_status(open_store: OpenStore) -> None:
     store = open_store()
     illegal = PutMessageStatus.MESSAGE_ILLEGAL
