@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import logging
+import time
 
 from aeromq.broker._errors import BrokerStateError, StoreIOError
 from aeromq.broker.store._checkpoint import Checkpoint
@@ -58,11 +59,17 @@ while it writes (each entry a random slot of a 20 MB table, a page fault most ti
 second's worth at 5,000 keyed messages a second stalled the session agent 20-60 ms once a
 second (the longest latencies of ``python -m bench latency`` at that rate; 20 ms drains halved
 them, ``docs/latency.md``)."""
+_INDEX_DRAIN_IDLE_MAX_MS = 160
+"""With nothing queued, the drain's interval doubles up to this (an idle broker wakes its
+services thread about six times a second for it, not fifty); a drain that found entries
+brings it back to :data:`_INDEX_DRAIN_INTERVAL_MS`."""
 
 
 class StoreServices(StoreParts):
     """The store's services and housekeeping, for ``MessageStore`` (see module)."""
 
+    _index_duty: Duty
+    """The index drain's duty (``_drain_index`` sets its interval), with an index."""
     _checkpointed: tuple[int, int, int | None, int] | None = None
     """What the last checkpoint recorded (dispatched offset, last store timestamp, committed
     offset, log end): a periodic checkpoint with nothing new since is skipped (an idle broker
@@ -81,7 +88,8 @@ class StoreServices(StoreParts):
             Duty("producers", config.clean_interval_ms, self._expire_producers),
         ]
         if self.index is not None:
-            duties.append(Duty("index-drain", _INDEX_DRAIN_INTERVAL_MS, self._drain_index))
+            self._index_duty = Duty("index-drain", _INDEX_DRAIN_INTERVAL_MS, self._drain_index)
+            duties.append(self._index_duty)
         if self._replicated:
             self._commits.start()
             duties.insert(0, Duty("flush", config.flush_interval_ms, self.commit_log.flush))
@@ -110,10 +118,18 @@ class StoreServices(StoreParts):
 
     def _drain_index(self) -> None:
         """Write the index entries queued since the last drain (see
-        :data:`_INDEX_DRAIN_INTERVAL_MS`); nothing, with nothing queued."""
+        :data:`_INDEX_DRAIN_INTERVAL_MS`); with nothing queued, back off (see
+        :data:`_INDEX_DRAIN_IDLE_MAX_MS`)."""
         index = self.index
+        duty = self._index_duty
         if index is not None and index.pending:
             index.drain()
+            interval_ms = _INDEX_DRAIN_INTERVAL_MS
+        else:
+            interval_ms = min(2 * duty.interval_ms, _INDEX_DRAIN_IDLE_MAX_MS)
+        if interval_ms != duty.interval_ms:
+            duty.interval_ms = interval_ms
+            duty.next_due = time.monotonic() + interval_ms / 1000.0
 
     def _zero_ahead(self) -> None:
         """The log's next bytes written with zeros and made durable ahead of its end

@@ -298,3 +298,21 @@ def test_should_delete_a_topics_queues(open_store: OpenStore) -> None:
     assert store.get_max_offset("TopicA", 0) == 0
     assert not (store.config.consume_queue_dir / "TopicA").exists()
     assert _put(store, 1) == [0]
+
+
+def test_should_back_the_index_drain_off_while_nothing_is_queued(open_store: OpenStore) -> None:
+    store = open_store(flush_consume_queue_interval_ms=60_000)  # (no checkpoint drains them)
+    duties = {duty.name: duty for duty in store._scheduler.duties}  # type: ignore[union-attr]
+    drain = duties["index-drain"]
+    deadline = time.monotonic() + 5.0
+    while drain.interval_ms < 160 and time.monotonic() < deadline:  # idle: doubles up to 160
+        time.sleep(0.02)
+    assert drain.interval_ms == 160
+    runs = drain.runs
+    time.sleep(0.5)
+    assert drain.runs - runs <= 4  # about six a second idle, not fifty
+    store.put_message(_message(0, b"keyed", KEYS="order-1"))
+    deadline = time.monotonic() + 5.0
+    while drain.interval_ms != 20 and time.monotonic() < deadline:  # work: back to 20 ms
+        time.sleep(0.01)
+    assert drain.interval_ms == 20 and not store.index.pending  # type: ignore[union-attr]
