@@ -469,13 +469,14 @@ class PullTask:
             return
         # A caught-up queue's next pull, from the thread of a poll() that returns these
         # messages next: sent when the application next calls poll() (see the module doc).
-        if cached and self._caught_up and ctx.defer_caught_up and ctx.cache.defer(self._deferred):
+        if cached and self._caught_up and ctx.defer_caught_up and ctx.cache.defer(self._run_here):
             counters.deferred_pulls += 1
             return
-        self._deferred()
+        self._run_here()
 
-    def _deferred(self) -> None:
-        """The next run on the thread that read the last answer (see :meth:`_on_pull`)."""
+    def _run_here(self) -> None:
+        """The next run, on the thread that read the last answer (or, deferred, on the next
+        ``poll()``'s: see :meth:`_on_pull`), which must not block."""
         self._answering = True
         try:
             self._step(True)

@@ -48,10 +48,10 @@ rung (checked every 100 ms). But for a message's consumer: in a cycle that took 
 answer (a held pull the send's arrival released, on this thread, or a pull read after the send)
 is offered at once and its client's doorbell rung at once, before the send's answer is offered
 (a released hold's, before it is even made), so the consumer wakes on the other core while the
-agent answers the producer
-(``broker.session._answers``), unless sends come faster than one each
-``SEND_FIRST_WITHIN_NS`` (0.5 ms): then the send's answer and its producer's ring go first; a client rung so that gets another answer later in the same
-cycle is rung again at its end (it may have read the first and gone back to sleep; a ring of a
+agent answers the producer (``broker.session._answers``), unless sends come faster than one
+each ``SEND_FIRST_WITHIN_NS`` (0.5 ms): then the send's answer and its producer's ring go
+first; a client rung so that gets another answer later in the same cycle is rung again at its
+end (it may have read the first and gone back to sleep; a ring of a
 client still awake is an atomic add and no wake). Answers to a UDP client ring the broker's
 embedded media driver the same way (``MediaDriver.network_bell``, once per cycle): while the
 driver's network thread parks the ring sends them on the ringing thread, else it ends the

@@ -98,11 +98,11 @@ class RequestDispatch(AnswerWriter):
         hold.defer_wakes(wakes)
         try:
             self._send.process(send, done)
-        finally:
+        finally:  # (whatever happened, the pulls released are answered)
             hold.defer_wakes(None)
-        if wakes:
-            self._answers_now()
-            hold.wake_deferred(wakes)
+            if wakes:
+                self._answers_now()
+                hold.wake_deferred(wakes)
 
     def _on_fragment(
         self, buffer: AtomicBuffer, offset: int, length: int, header: Header
@@ -159,11 +159,11 @@ class RequestDispatch(AnswerWriter):
                         self._cycle_stored = True  # (the cycle's pull answers: at once)
                         done = _partial(self._complete, session, correlation_id, _SEND)
                         now_ns = self._now_ns
-                        if now_ns - self._last_send_ns < SEND_FIRST_WITHIN_NS:
-                            self._last_send_ns = now_ns
+                        fast = now_ns - self._last_send_ns < SEND_FIRST_WITHIN_NS
+                        self._last_send_ns = now_ns
+                        if fast:
                             self._send_first(send, done)
                         else:
-                            self._last_send_ns = now_ns
                             self._send.process(send, done)
                         return _COMMIT
             try:
