@@ -113,15 +113,20 @@ def _pull_to_hold(consumer: RawClient) -> None:
     )
 
 
-def _consumer_first(log: Log) -> None:
-    """The consumer's answer offered and its doorbell rung, both before the producer's answer
-    was offered; each client rung after its last answer (no wake-up lost)."""
-    assert log.index(("offer", "consumer")) < log.index(("ring", "consumer")), log
-    assert log.index(("ring", "consumer")) < log.index(("offer", "producer")), log
-    for client in ("consumer", "producer"):
+def _answered_first(log: Log, first: str, then: str) -> None:
+    """``first``'s answer offered and its doorbell rung, both before ``then``'s answer was
+    offered; each client rung after its last answer (no wake-up lost)."""
+    assert log.index(("offer", first)) < log.index(("ring", first)), log
+    assert log.index(("ring", first)) < log.index(("offer", then)), log
+    for client in (first, then):
         last_offer = max(i for i, event in enumerate(log) if event == ("offer", client))
         last_ring = max(i for i, event in enumerate(log) if event == ("ring", client))
         assert last_offer < last_ring, log
+
+
+def _consumer_first(log: Log) -> None:
+    """The consumer answered and rung before the producer's answer (:func:`_answered_first`)."""
+    _answered_first(log, "consumer", "producer")
 
 
 @pytest.fixture
@@ -211,17 +216,6 @@ def test_should_not_count_a_cycle_that_only_held_a_pull_as_work(
     assert session_agent.do_work() == 1  # any other request is work
 
 
-def _producer_first(log: Log) -> None:
-    """The producer's answer offered and its doorbell rung, both before the consumer's answer
-    was offered; each client rung after its last answer (no wake-up lost)."""
-    assert log.index(("offer", "producer")) < log.index(("ring", "producer")), log
-    assert log.index(("ring", "producer")) < log.index(("offer", "consumer")), log
-    for client in ("consumer", "producer"):
-        last_offer = max(i for i, event in enumerate(log) if event == ("offer", client))
-        last_ring = max(i for i, event in enumerate(log) if event == ("ring", client))
-        assert last_offer < last_ring, log
-
-
 @pytest.mark.parametrize("gap_ns", [0, SEND_FIRST_WITHIN_NS - 1, SEND_FIRST_WITHIN_NS])
 def test_should_answer_a_send_before_the_pull_it_released_when_sends_come_fast(
     aeron: Aeron, send: object, pull: object, hold: PullHoldService, gap_ns: int
@@ -247,7 +241,7 @@ def test_should_answer_a_send_before_the_pull_it_released_when_sends_come_fast(
     producer.request("send", send_request(b"two").SerializeToString(), correlation_id=5)
     assert session_agent.do_work() > 0
     if gap_ns < SEND_FIRST_WITHIN_NS:
-        _producer_first(log)
+        _answered_first(log, "producer", "consumer")
     else:
         _consumer_first(log)
     assert consumer.answer().pull.next_begin_offset == 2
