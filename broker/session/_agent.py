@@ -378,11 +378,8 @@ class SessionAgent(RequestDispatch):
                     session.pulls_awaited = 0
             self._poll_those_with_images()
             self._sweep(now_ns)
-        rings = self._rings
-        if rings:  # each bell the cycle's answers gave work, once, in the order added
-            for bell in rings.values():
-                bell.ring()
-            rings.clear()
+        if self._rings:  # each bell the cycle's answers gave work, once, in the order added
+            self._ring_bells()
         if work:  # read by the idle strategy after a cycle that did work (see module)
             if self._fragment_failed:
                 self._fragment_failed = settled = False
@@ -408,6 +405,4 @@ class SessionAgent(RequestDispatch):
         self._send_completions(now_ns)
         for session in self._table:
             self._close(session, "the broker is shutting down", now_ns, notify=True)
-        for bell in self._rings.values():
-            bell.ring()
-        self._rings.clear()
+        self._ring_bells()

@@ -134,11 +134,16 @@ class AnswerWriter(SessionLifecycle):
         end (a send answered before the pulls its store released: ``_dispatch``)."""
         if self._completions:
             self._send_completions(self._now_ns)
+        if self._rings:
+            self._ring_bells()
+
+    def _ring_bells(self) -> None:
+        """Ring each bell the answers so far gave work, once, in the order added, and forget
+        them (the cycle's end, ``_answers_now``, the close)."""
         rings = self._rings
-        if rings:
-            for bell in rings.values():
-                bell.ring()
-            rings.clear()
+        for bell in rings.values():
+            bell.ring()
+        rings.clear()
 
     def _answer_from_here(
         self, session: ServerSession, correlation_id: int, field: int, response: Answer
