@@ -211,10 +211,10 @@ class IndexFile:
         first (``MappedFile.unmap_pages``): a put writes a random slot of a 20 MB table, so a
         second's puts at 5,000 msgs/s leave some 3,000 scattered pages mapped writable and
         dirty, and ``fdatasync`` would write-protect them again one at a time, each a TLB
-        shootdown of the cores the broker runs on. The checkpoint's index flush took 10-34 ms
-        of its thread's CPU so and the session agent stalled behind it once a second; unmapped
-        first, 3-6 ms (``docs/latency.md``, "Stalls once a second"). The next put of each page
-        maps it again, as it took a write fault on it after the flush before."""
+        shootdown of the cores the broker runs on. The checkpoint's index flush took 6-35 ms
+        of its thread's CPU so at 5,000 msgs/s; unmapped first, 3-6 ms (``docs/latency.md``,
+        "Stalls once a second"). The next put of each page maps it again, as it took a write
+        fault on it after the flush before."""
         if self.entries_used != self._flushed_used:
             self.mapped.unmap_pages()
             self.mapped.flush()
