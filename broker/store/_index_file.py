@@ -207,16 +207,7 @@ class IndexFile:
             number = previous
 
     def flush(self) -> None:
-        """Make the entries put since the last flush durable. The map's pages are unmapped
-        first (``MappedFile.unmap_pages``): a put writes a random slot of a 20 MB table, so a
-        second's puts at 5,000 msgs/s leave some 3,000 scattered pages mapped writable and
-        dirty, and ``fdatasync`` would write-protect them again one at a time, each a TLB
-        shootdown of the cores the broker runs on. The checkpoint's index flush took 6-35 ms
-        of its thread's CPU so at 5,000 msgs/s; unmapped first, 3-6 ms (``docs/latency.md``,
-        "Stalls once a second"). The next put of each page maps it again, as it took a write
-        fault on it after the flush before."""
         if self.entries_used != self._flushed_used:
-            self.mapped.unmap_pages()
             self.mapped.flush()
             self._flushed_used = self.entries_used
 

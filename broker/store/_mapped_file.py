@@ -33,7 +33,6 @@ FILE_NAME_DIGITS = 20
 TEMP_SUFFIX = ".creating"
 _SCAN_CHUNK_BYTES = 16 << 20
 _MAX_WRITE_CALLS = 64  # a pwritev that writes less goes on, this many times at most
-_MADV_DONTNEED: int | None = getattr(mmap, "MADV_DONTNEED", None)
 
 
 def file_name_for(start_offset: int) -> str:
@@ -198,17 +197,6 @@ class MappedFile:
         raise StoreIOError(
             "write made no progress", path=str(self.path), position=at, remaining=remaining
         )
-
-    def unmap_pages(self) -> None:
-        """Take every page of the map out of this process's page tables
-        (``madvise(MADV_DONTNEED)``, one batched TLB flush): the bytes stay in the page cache,
-        the dirty ones dirty, and the next access maps a page again (a minor fault). Before a
-        flush of a file written through the map at scattered pages, this spares the flush's
-        writeback from write-protecting each of them again in turn, a TLB shootdown of every
-        core the process runs on for each (``IndexFile.flush``). A no-op where ``madvise`` is
-        missing."""
-        if _MADV_DONTNEED is not None:
-            self.mm.madvise(_MADV_DONTNEED)
 
     def flush(self) -> None:
         """Make every written byte of the file durable (``fdatasync``; releases the GIL)."""

@@ -10,7 +10,6 @@ from aeromq.broker.store import _index_file as layout
 from aeromq.broker.store import _index_service
 from aeromq.broker.store._index_file import IndexFile, index_file_length, key_hash
 from aeromq.broker.store._index_service import IndexService
-from tests.broker.store._smaps import needs_smaps, resident_kib
 
 
 def test_should_document_the_header_slot_and_entry_layouts() -> None:
@@ -61,33 +60,6 @@ def test_should_chain_collisions_newest_first_and_fill_up(tmp_path: Path) -> Non
     index_file.lookup(11, 1500, 10_000, 10, found)
     assert found == [300]
     index_file.close()
-
-
-@needs_smaps
-def test_should_unmap_the_scattered_pages_its_puts_wrote_when_it_flushes(tmp_path: Path) -> None:
-    slots = 256 * 1024  # a 1 MiB slot table: the puts land on some 200 pages of it
-    index_file = IndexFile.create(tmp_path, 0, 0, slot_count=slots, entry_count=1000)
-    keys = [f"k{n}" for n in range(500)]
-    for n, key in enumerate(keys):
-        assert index_file.put(key_hash("T", key), 100 * n, 1000 * n)
-    path = index_file.mapped.path
-    assert resident_kib(path) >= 150 * 4
-    index_file.flush()
-    assert resident_kib(path) == 0  # the writeback had no writable page left to protect
-    assert index_file.put(key_hash("T", "after"), 123_456, 0)  # mapped again as it goes on
-    index_file.flush()
-    index_file.close()
-    again = IndexFile.open(path, slots, 1000)
-    try:
-        for n, key in enumerate(keys):
-            found: list[int] = []
-            again.lookup(key_hash("T", key), 0, 1_000_000, 10, found)
-            assert 100 * n in found
-        found = []
-        again.lookup(key_hash("T", "after"), 0, 1_000_000, 10, found)
-        assert found == [123_456]
-    finally:
-        again.close()
 
 
 def test_should_roll_files_query_across_them_and_reload(tmp_path: Path) -> None:

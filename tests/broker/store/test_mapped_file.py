@@ -9,7 +9,6 @@ import pytest
 from aeromq.broker import NoSpaceError, StoreError, StoreIOError
 from aeromq.broker.store._mapped_file import MappedFile, file_name_for
 from aeromq.broker.store._mapped_file_queue import MappedFileQueue
-from tests.broker.store._smaps import needs_smaps, resident_kib
 from tests.system._tmpfs import small_tmpfs
 
 
@@ -164,23 +163,3 @@ def test_should_allocate_a_new_file_for_real_and_refuse_one_the_disk_cannot_hold
             assert sorted(p.name for p in disk.iterdir()) == [mapped.path.name]  # none half-made
         finally:
             mapped.close()
-
-
-@needs_smaps
-def test_should_unmap_pages_and_keep_every_byte_written_through_the_map(tmp_path: Path) -> None:
-    mapped = MappedFile.create(tmp_path, 0, 256 * 4096)
-    try:
-        for page in range(0, 256, 3):  # scattered pages written through the map
-            mapped.mm[page * 4096 + 7] = page
-        assert resident_kib(mapped.path) >= 86 * 4
-        mapped.unmap_pages()
-        assert resident_kib(mapped.path) == 0
-        assert [mapped.mm[page * 4096 + 7] for page in range(0, 256, 3)] == list(range(0, 256, 3))
-        mapped.mm[4096 * 255] = 1  # mapped again at its next access, writable
-        mapped.flush()
-    finally:
-        mapped.close()
-    with (tmp_path / file_name_for(0)).open("rb") as file:  # in the file, not only the cache
-        data = file.read()
-    assert [data[page * 4096 + 7] for page in range(0, 256, 3)] == list(range(0, 256, 3))
-    assert data[4096 * 255] == 1
