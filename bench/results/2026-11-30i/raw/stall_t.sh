@@ -2,7 +2,7 @@
 # stall_t.sh TREE ENV... : one 6 s run at 5000/s on TREE, the max latency per 100 ms
 T=$1; shift
 rm -f /tmp/r/ld/*
-cd $T && env "$@" LAT_DUMP_DIR=/tmp/r/ld PYTHONPATH=/tmp/pp/site_lat:$T python /tmp/pp/lat_ab.py 5000 6 2>&1 | tail -1 | cut -c1-130
+cd $T && env "$@" LAT_DUMP_DIR=/tmp/r/ld PYTHONPATH=/tmp/pp/site_lat:$T python "$(dirname "$0")/lat_ab.py" 5000 6 2>&1 | tail -1 | cut -c1-130
 python - <<'Q'
 import json,glob,collections
 f=glob.glob('/tmp/r/ld/*.json')[0]; d=json.load(open(f))
