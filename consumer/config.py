@@ -142,6 +142,11 @@ class LitePullConsumerConfig:
     arrives while the application works between two polls then comes one round trip after its
     next ``poll()`` starts, as a Kafka consumer's fetches go out in its ``poll()``. False:
     sent at once, as RocketMQ's pull threads do (``aeromq.consumer.pull_task``)."""
+    deferred_pull_max_delay_ms: int = 100
+    """How long a deferred pull (``defer_caught_up_pulls``) waits for the application's next
+    ``poll()`` at most: then it goes out from the consumer's scheduler, so an application that
+    stops polling still has its pulls out, its broker sessions checked and a restarted or
+    failed-over broker found as soon as without deferral."""
     pull_thread_nums: int = 20
     """RocketMQ's pull thread count. Here pulls are asynchronous and share one scheduler
     thread; this many threads at most serve the blocking control calls (offsets, routes)."""
@@ -204,6 +209,7 @@ class LitePullConsumerConfig:
             "pull_thread_nums",
             "control_timeout_ms",
             "offer_timeout_ms",
+            "deferred_pull_max_delay_ms",
         ):
             _check_range(name, getattr(self, name), 1)
         for name in (

@@ -23,7 +23,12 @@ out while the application's next ``poll()`` is about to wait, not between the me
 and the ``poll()`` that returns them. The next ``take`` runs them first: as a reader of its
 pump (``before``, :meth:`AnswerPump.read_until`) when it is going to wait there, so that their
 answers are its to read; at once when it is not (requests cached: it returns without waiting;
-a zero timeout; no pump).
+a zero timeout; no pump). With a bound (:meth:`defer_at_most`: the consumer's scheduler and
+``deferred_pull_max_delay_ms``), an action no ``take`` ran within the bound of its deferral runs
+from the scheduler instead: an application that stops polling for a while still has its
+queues' pulls out (and with them its sessions' liveness checks and failover). One sweep at a
+time is armed, and only while actions wait: at most one scheduler wake-up per bound. An action
+is popped once, by a ``take`` or by the sweep, and run by whoever popped it: never twice.
 
 Listeners (:meth:`add_listener`): the asyncio consumer (:mod:`aeromq.aio`) waits for messages
 on its event loop, not in a thread per call: a listener is called (on the thread that put)
@@ -98,8 +103,14 @@ CacheListener = Callable[[], None]
 """``listener()``: requests may be waiting in the cache, or it was closed."""
 
 
-_NOTHING_DEFERRED: deque[Callable[[], None]] = deque(maxlen=0)
+Deferred = tuple[int, Callable[[], None]]
+"""A deferred action and when it was deferred (monotonic ns)."""
+
+_NOTHING_DEFERRED: deque[Deferred] = deque(maxlen=0)
 """``take``'s deferred actions when it is not to run them: always empty."""
+
+Schedule = Callable[[int, Callable[[], None]], object]
+"""``schedule(delay_ms, action)``: a scheduler's (``client.scheduler.TaskScheduler``)."""
 
 
 class ConsumeRequestCache:
@@ -109,6 +120,8 @@ class ConsumeRequestCache:
         "_closed",
         "_condition",
         "_deferred",
+        "_fallback",
+        "_fallback_ms",
         "_listeners",
         "_lock",
         "_pump",
@@ -116,6 +129,7 @@ class ConsumeRequestCache:
         "_pumper",
         "_ready",
         "_requests",
+        "_sweep_armed",
         "_waiting",
         "size",
     )
@@ -135,7 +149,10 @@ class ConsumeRequestCache:
         self._pump: AnswerPump | None = None  # the pump a thread in take() reads with now
         self._pumper = 0  # that thread's ident
         self._listeners: tuple[CacheListener, ...] = ()
-        self._deferred: deque[Callable[[], None]] = deque()  # see defer
+        self._deferred: deque[Deferred] = deque()  # see defer
+        self._fallback: Schedule | None = None  # see defer_at_most
+        self._fallback_ms = 0
+        self._sweep_armed = False  # a sweep of the deferred actions is scheduled
 
     def __len__(self) -> int:
         return len(self._requests)
@@ -189,27 +206,72 @@ class ConsumeRequestCache:
             except Exception:
                 _log.exception("consume request listener failed: %r", listener)
 
+    def defer_at_most(self, bound_ms: int, schedule: Schedule) -> None:
+        """Run a deferred action from ``schedule`` when no :meth:`take` ran it within
+        ``bound_ms`` (>= 1) of its deferral (see the module doc). Without this call an action
+        waits for the next ``take``, however long."""
+        if bound_ms < 1:
+            raise ValueError(f"deferral bound must be at least 1 ms, not {bound_ms}")
+        self._fallback_ms = bound_ms
+        self._fallback = schedule
+
     def defer(self, action: Callable[[], None]) -> bool:
         """Leave ``action`` to the start of the next :meth:`take` (see the module doc) when this
         thread is the one reading answers in a ``take``, which returns what it cached next;
         True then. False otherwise (and once closed): the caller runs it itself."""
         if self._pumper != threading.get_ident() or self._closed:
             return False
-        self._deferred.append(action)
+        self._deferred.append((time.monotonic_ns(), action))
+        if not self._sweep_armed and self._fallback is not None:
+            self._arm(self._fallback_ms)
         return True
+
+    def _arm(self, delay_ms: int) -> None:
+        """Schedule a :meth:`_sweep` in ``delay_ms``."""
+        fallback = self._fallback
+        if fallback is not None:
+            self._sweep_armed = True
+            fallback(delay_ms, self._sweep)
+
+    def _sweep(self) -> None:
+        """From the scheduler: run the actions deferred at least the bound ago that no take ran
+        meanwhile, oldest first; arm the next sweep for the first one not due yet."""
+        self._sweep_armed = False  # (first: a defer from now on arms its own)
+        deferred = self._deferred
+        bound_ns = self._fallback_ms * 1_000_000
+        while deferred:
+            try:
+                deferred_ns = deferred[0][0]
+            except IndexError:  # (a take ran them meanwhile)
+                return
+            not_due_ns = deferred_ns + bound_ns - time.monotonic_ns()
+            if not_due_ns > 0:
+                if not self._sweep_armed:
+                    self._arm(-(-not_due_ns // 1_000_000))
+                return
+            try:
+                entry = deferred.popleft()
+            except IndexError:
+                return
+            # (a take may have popped the one looked at: this one, popped here, runs here)
+            self._run(entry[1])
 
     def _run_deferred(self) -> None:
         """Run the deferred actions, oldest first (an action that raises is logged)."""
         deferred = self._deferred
         while deferred:
             try:
-                action = deferred.popleft()
-            except IndexError:  # (close cleared them meanwhile)
+                entry = deferred.popleft()
+            except IndexError:  # (close or a sweep took them meanwhile)
                 return
-            try:
-                action()
-            except Exception:
-                _log.exception("deferred consume action failed: %r", action)
+            self._run(entry[1])
+
+    @staticmethod
+    def _run(action: Callable[[], None]) -> None:
+        try:
+            action()
+        except Exception:
+            _log.exception("deferred consume action failed: %r", action)
 
     def take(self, timeout_s: float, *, first: bool = True) -> ConsumeRequest | None:
         """The oldest request, waiting up to ``timeout_s`` (0: do not wait); None on timeout.

@@ -49,12 +49,16 @@ When that answer cached messages and was read by the thread of a ``poll()`` (the
 answer pump: one broker, which rings it), the caught-up queue's next run is not made before
 that ``poll()`` returns them: it is left to the cache (``ConsumeRequestCache.defer``) and runs
 at the start of the application's next ``poll()``, before it waits
-(``defer_caught_up_pulls``, on by default; counted in ``deferred_pulls``). The pull would only
-be held at the broker until the next arrival; made first, its run and offer (about 45 us here)
-stood between every message's arrival and the ``poll()`` that returned it. Meanwhile nothing is
-pulled for that queue: what arrives while the application works between two polls comes one
-round trip after its next ``poll()`` starts (a Kafka consumer's fetches, too, go out in
-``poll()``). A queue with a backlog pulls at once, as before.
+(``defer_caught_up_pulls``, on by default; counted in ``deferred_pulls``), or from the
+scheduler once ``deferred_pull_max_delay_ms`` (100 ms) passed without a ``poll()``, whichever
+comes first (the cache runs it once). The pull would only be held at the broker until the next
+arrival; made first, its run and offer (about 45 us here) stood between every message's arrival
+and the ``poll()`` that returned it. Meanwhile nothing is pulled for that queue: what arrives
+while the application works between two polls comes one round trip after its next ``poll()``
+starts (a Kafka consumer's fetches, too, go out in ``poll()``), unless the work outlasts the
+bound. The bound keeps a pull out for an application that stops polling: the broker session's
+liveness check runs only while a request waits, so without it a broker that died meanwhile was
+found only after the next ``poll()``. A queue with a backlog pulls at once, as before.
 
 A task is a chain of runs: each run schedules at most one next run, and :meth:`PullTask.start`
 starts the chain once, so a task can never be scheduled twice; :class:`PullTaskTable` keeps at

@@ -274,6 +274,8 @@ class ConsumerServices:
             acquire=self._acquire_queue,
             defer_caught_up=config.defer_caught_up_pulls,
         )
+        if config.defer_caught_up_pulls:  # a deferred pull waits for poll() this long at most
+            self.cache.defer_at_most(config.deferred_pull_max_delay_ms, scheduler.schedule)
         self.tasks = PullTaskTable(context)
         self.rebalance = RebalanceService(
             config=config,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from aeromq.client import MessageExt, MessageQueue
+from aeromq.client.scheduler import TaskScheduler
 from aeromq.consumer.consume_request_cache import ConsumeRequest, ConsumeRequestCache
 from aeromq.consumer.process_queue import ProcessQueue
 
@@ -247,3 +248,77 @@ def test_should_run_the_other_deferred_actions_when_one_raises(
     cache.take(0.0)
     assert ran == [1]
     assert "deferred consume action failed" in caplog.text
+
+
+# -- the deferral's bound (defer_at_most: deferred_pull_max_delay_ms) ----------------------------
+
+
+def test_should_run_a_deferred_action_from_the_scheduler_when_no_take_comes_within_the_bound() -> (
+    None
+):
+    scheduler = TaskScheduler("test-deferral-bound")
+    scheduler.start()
+    try:
+        cache = ConsumeRequestCache()
+        cache.defer_at_most(50, scheduler.schedule)
+        ran: list[tuple[str, float]] = []
+        done = threading.Event()
+
+        def action() -> None:
+            ran.append((threading.current_thread().name, time.monotonic()))
+            done.set()
+
+        def answer() -> None:
+            cache.put(request(Q0))
+            assert cache.defer(action)
+
+        pump = FakePump(answer)
+        cache.pump_with(lambda: pump)
+        deferred_at = time.monotonic()
+        assert cache.take(5.0) is not None
+        assert done.wait(5.0), "the bound never ran the deferred action"
+        [(thread, at)] = ran
+        assert thread == "test-deferral-bound"
+        assert at - deferred_at >= 0.05  # not before the bound
+        pump.answers = lambda: None
+        assert cache.take(0.0) is None  # nothing left for the next take: it ran once
+        time.sleep(0.1)
+        assert len(ran) == 1
+    finally:
+        scheduler.shutdown()
+
+
+def test_should_not_run_a_deferred_action_again_when_a_take_ran_it_within_the_bound() -> None:
+    scheduled: list[tuple[int, Callable[[], None]]] = []
+    cache = ConsumeRequestCache()
+    cache.defer_at_most(60_000, lambda delay_ms, sweep: scheduled.append((delay_ms, sweep)))
+    log: list[str] = []
+    pump = deferring_pump(cache, request(Q0), log)
+    cache.pump_with(lambda: pump)
+    cache.take(5.0)
+    assert [delay for delay, _ in scheduled] == [60_000]  # one sweep armed
+    pump.answers = lambda: None
+    cache.take(0.0)  # the next take runs it
+    assert log == ["deferred", "plain"]
+    scheduled.pop()[1]()  # the sweep finds nothing, arms nothing
+    assert log == ["deferred", "plain"]
+    assert scheduled == []
+
+
+def test_should_arm_the_next_sweep_for_an_action_not_due_yet() -> None:
+    scheduled: list[tuple[int, Callable[[], None]]] = []
+    cache = ConsumeRequestCache()
+    cache.defer_at_most(60_000, lambda delay_ms, sweep: scheduled.append((delay_ms, sweep)))
+    log: list[str] = []
+    pump = deferring_pump(cache, request(Q0), log)
+    cache.pump_with(lambda: pump)
+    cache.take(5.0)
+    scheduled.pop()[1]()  # early (a sweep armed for an older action): not due, armed again
+    assert log == ["deferred"]
+    [(delay_ms, _)] = scheduled
+    assert 59_000 < delay_ms <= 60_000
+
+
+def test_should_refuse_a_deferral_bound_under_one_millisecond() -> None:
+    with pytest.raises(ValueError, match="at least 1 ms, not 0"):
+        ConsumeRequestCache().defer_at_most(0, lambda delay_ms, action: None)

@@ -1,8 +1,9 @@
 """Deferred pulls (``consumer/pull_task.py``): a caught-up queue's next pull, when a ``poll()``
 read its answer, goes out at the application's next ``poll()``, not before that ``poll()``
 returns. Against a real ``aeromq broker`` process over IPC: with deferral (the default) nothing
-is pulled while the application works between two polls, and what was sent meanwhile comes with
-the next ``poll()``; without it (``defer_caught_up_pulls=False``) the pull is out before
+is pulled while the application works between two polls, up to ``deferred_pull_max_delay_ms``,
+and what was sent meanwhile comes with the next ``poll()``; past that bound the pull goes out
+from the scheduler; without deferral (``defer_caught_up_pulls=False``) the pull is out before
 ``poll()`` returns, and what was sent meanwhile is in the cache before the next ``poll()``.
 Either way every message comes once and in order."""
 
@@ -35,11 +36,14 @@ def real_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
         process.stop()
 
 
-def consumer_of(server: ServerProcess, group: str, *, defer: bool) -> DefaultLitePullConsumer:
+def consumer_of(
+    server: ServerProcess, group: str, *, defer: bool, bound_ms: int = 100
+) -> DefaultLitePullConsumer:
     config = LitePullConsumerConfig(
         consumer_group=group,
         endpoints=(server.grpc_address,),
         defer_caught_up_pulls=defer,
+        deferred_pull_max_delay_ms=bound_ms,
         **{**FAST, "broker_suspend_max_time_ms": 20_000},  # held until the next arrival
     )
     consumer = DefaultLitePullConsumer(config=config)
@@ -65,6 +69,7 @@ def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes)
     reads for a while, racing the ``poll()``s for the answers, until it keeps away; with
     ``defer`` False, one mark.)"""
     counters = consumer.flow_control_counters
+    deferred = counters.deferred_pulls
     for i in range(20):
         body = mark + b"-%d" % i
         producer.send(Message(TOPIC, body))
@@ -72,7 +77,10 @@ def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes)
         while body not in [message.body for message in consumer.poll(200)]:
             if time.monotonic() > deadline:
                 pytest.fail(f"{body!r} never came")
-        if counters.deferred_pulls or not consumer._services.config.defer_caught_up_pulls:
+        if (
+            counters.deferred_pulls > deferred
+            or not consumer._services.config.defer_caught_up_pulls
+        ):
             return
     pytest.fail(f"no answer read by a poll() in 20 marks: {counters}")
 
@@ -80,7 +88,8 @@ def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes)
 def test_should_pull_a_caught_up_queue_at_the_next_poll_not_before_poll_returns(
     real_broker: ServerProcess,
 ) -> None:
-    consumer = consumer_of(real_broker, "deferred-on", defer=True)
+    # (a bound past the application's work: nothing goes out from the scheduler meanwhile)
+    consumer = consumer_of(real_broker, "deferred-on", defer=True, bound_ms=30_000)
     with Producer("deferred-on-producer", real_broker.grpc_address) as producer, running(consumer):
         catch_up(consumer, producer, b"mark-on")
         counters = consumer.flow_control_counters
@@ -95,6 +104,36 @@ def test_should_pull_a_caught_up_queue_at_the_next_poll_not_before_poll_returns(
             assert counters.pulls > pulls
             assert counters.deferred_pulls > deferred  # and this answer's next pull waits
         assert bodies == [b"sent while the application works %d" % i for i in range(5)]
+        assert counters.pull_errors == 0 and counters.stale_results == 0
+
+
+def test_should_pull_from_the_scheduler_once_the_application_has_not_polled_within_the_bound(
+    real_broker: ServerProcess,
+) -> None:
+    bound_ms = 300
+    consumer = consumer_of(real_broker, "deferred-bound", defer=True, bound_ms=bound_ms)
+    with (
+        Producer("deferred-bound-producer", real_broker.grpc_address) as producer,
+        running(consumer),
+    ):
+        counters = consumer.flow_control_counters
+        for i in range(3):
+            catch_up(consumer, producer, b"mark-bound-%d" % i)  # the last answer's pull waits
+            pulls, deferred_at = counters.pulls, time.monotonic()
+            time.sleep(bound_ms / 1e3 / 3)
+            assert counters.pulls == pulls, counters  # within the bound: still waits for poll()
+            deadline = deferred_at + 5.0  # the application does not poll: the bound sends it
+            while counters.pulls == pulls and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert counters.pulls > pulls, counters
+            assert time.monotonic() - deferred_at >= bound_ms / 1e3
+            body = b"sent while nobody polls %d" % i
+            producer.send(Message(TOPIC, body))
+            deadline = time.monotonic() + 5.0  # the pull was out: the answer comes unasked
+            while not len(consumer._cache) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(consumer._cache) == 1
+            assert poll_one(consumer) == [body]
         assert counters.pull_errors == 0 and counters.stale_results == 0
 
 
