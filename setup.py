@@ -1,17 +1,17 @@
-"""Build hook for the seven native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
+"""Build hook for the eight native helpers: ``aeromq.transport.concurrent._atomic`` (atomic
 operations on shared memory), ``aeromq.transport.logbuffer._gather`` (a vectored offer's check
 and frame-by-frame copy), ``aeromq.transport.logbuffer._term_io`` (an image's poll and a
 one-frame exclusive offer in one call), ``aeromq.common.record_batch._native`` (the record batch's passes:
 encode, from messages or from columns, check, merge, a pull answer's batches read into columns,
 their spans gathered into Arrow's layout; the session envelope of a send and of a pull, at both ends), ``aeromq.broker.store._batch_take`` (the first window
-of the broker's unfiltered get), ``aeromq.broker.store._put_one`` (a one-record send's store append)
-and ``aeromq.transport.driver.udp._datagram`` (a UDP socket's read that returns None when empty).
+of the broker's unfiltered get), ``aeromq.broker.store._put_one`` (a one-record send's store append),
+``aeromq.broker.store._index_put`` (the key index's queued entries written in one call) and ``aeromq.transport.driver.udp._datagram`` (a UDP socket's read that returns None when empty).
 
 Everything else in aeromq is pure Python; see ``transport/concurrent/_atomic.c``,
 ``transport/logbuffer/_gather.c``, ``transport/logbuffer/_term_io.c`` (its reader and
 writer beside it), ``common/record_batch/_native.c`` (one file per role beside
 it, the layout in ``common/record_batch/record_batch.h``), ``broker/store/_batch_take.c``,
-``broker/store/_put_one.c`` and ``transport/driver/udp/_datagram.c`` for why each module exists
+``broker/store/_put_one.c``, ``broker/store/_index_put.c`` and ``transport/driver/udp/_datagram.c`` for why each module exists
 and what it does.
 """
 
@@ -91,6 +91,11 @@ setup(
             "aeromq.broker.store._batch_take",
             sources=["broker/store/_batch_take.c"],
             depends=[_RECORD_BATCH + "record_batch.h"],
+            extra_compile_args=_FLAGS,
+        ),
+        Extension(
+            "aeromq.broker.store._index_put",
+            sources=["broker/store/_index_put.c"],
             extra_compile_args=_FLAGS,
         ),
         Extension(

@@ -1,6 +1,6 @@
 """Which of aeromq's native helpers are built.
 
-``pip install`` compiles seven small C extensions (see ``setup.py``). Each has a Python version
+``pip install`` compiles eight small C extensions (see ``setup.py``). Each has a Python version
 beside it, the reference its tests hold it to, which runs when the module is not built (a source
 checkout used without ``pip install``): everything works, several times slower on the data
 path. :func:`missing_native_modules` says which are missing, so that a broker (its startup
@@ -22,6 +22,7 @@ NATIVE_MODULES: Final = (
     "aeromq.common.record_batch._native",
     "aeromq.broker.store._batch_take",
     "aeromq.broker.store._put_one",
+    "aeromq.broker.store._index_put",
     "aeromq.transport.driver.udp._datagram",
 )
 """The native helpers, by module name (their sources: the same path with ``.c``; the record

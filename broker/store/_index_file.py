@@ -44,6 +44,10 @@ Entry (20 bytes each, after the slots)::
 A put writes the entry, then the header, then the slot: a process that dies in between leaves
 at worst an unreachable entry, never a slot pointing at an unwritten one. Hash collisions are
 expected: readers check the key on the message itself.
+
+:meth:`IndexFile.put_entries` writes many queued messages' keys in one native call
+(``_index_put.c``, the interpreter let go while it writes), the same bytes as :meth:`put` key
+by key, which is its reference and its fallback when the module is not built.
 """
 
 from __future__ import annotations
@@ -51,13 +55,23 @@ from __future__ import annotations
 import mmap
 import struct
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 from aeromq.broker._errors import StoreError
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._mapped_file import MappedFile, file_name_for, fsync_directory
 
-__all__ = ["ENTRY_LENGTH", "HEADER_LENGTH", "SLOT_LENGTH", "IndexFile", "key_hash"]
+try:
+    from aeromq.broker.store import _index_put as _native
+except ImportError:  # not built: key by key in Python
+    _native = None  # type: ignore[assignment]  # the native module is optional: None when not built
+
+__all__ = ["ENTRY_LENGTH", "HEADER_LENGTH", "SLOT_LENGTH", "IndexFile", "IndexItem", "key_hash"]
+
+IndexItem = tuple[str, "Sequence[str] | bytes", int, int]
+"""A message's keys to index: (topic, keys, physical offset, store timestamp ms); ``keys`` its
+key texts, or its one unique key as the UTF-8 bytes it was stored in."""
 
 BEGIN_TIMESTAMP_OFFSET = 0
 END_TIMESTAMP_OFFSET = 8
@@ -84,6 +98,14 @@ _I64 = struct.Struct("<q")
 def key_hash(topic: str, key: str) -> int:
     """The non-negative 31-bit hash of ``topic#key``."""
     return zlib.crc32(f"{topic}#{key}".encode()) & 0x7FFFFFFF
+
+
+def item_hashes(topic: str, keys: Sequence[str] | bytes) -> list[int]:
+    """The hashes of a message's keys (``key_hash``; of a unique key's UTF-8 bytes as they
+    are)."""
+    if isinstance(keys, bytes):
+        return [zlib.crc32(b"%s#%s" % (topic.encode(), keys)) & 0x7FFFFFFF]
+    return [key_hash(topic, key) for key in keys]
 
 
 def index_file_length(slot_count: int, entry_count: int) -> int:
@@ -184,6 +206,30 @@ class IndexFile:
         self.end_timestamp_ms = end_timestamp
         self.end_physical_offset = end_physical
         return True
+
+    def put_entries(self, items: Sequence[IndexItem], *, native: bool = True) -> int:
+        """Index the keys of ``items`` in order; how many items were written whole. It stops
+        before the first item whose keys do not all fit in the free entries (the caller puts
+        that one key by key, rolling to a new file). In one native call when built (see the
+        module doc); ``native`` False: key by key, the reference."""
+        if native and _native is not None:
+            written = _native.put_entries(self.mapped.mm, self.slot_count, self.entry_count, items)
+            _, end_ms, _, end_offset, _, used = _HEADER.unpack_from(self.mapped.mm, 0)
+            self.end_timestamp_ms = end_ms
+            self.end_physical_offset = end_offset
+            self.entries_used = used
+            return written
+        free = self.entry_count - self.entries_used
+        written = 0
+        for topic, keys, physical_offset, store_timestamp_ms in items:
+            hashes = item_hashes(topic, keys)
+            if len(hashes) > free:
+                break
+            for hash_value in hashes:
+                self.put(hash_value, physical_offset, store_timestamp_ms)
+            free -= len(hashes)
+            written += 1
+        return written
 
     def lookup(
         self, hash_value: int, begin_ms: int, end_ms: int, limit: int, out: list[int]
