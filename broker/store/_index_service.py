@@ -131,7 +131,8 @@ class IndexService:
             if not done:
                 break
             written += done
-            time.sleep(0)  # the GIL to whoever waits for it (see module)
+            if written < count:
+                time.sleep(0)  # the GIL to whoever waits for it between chunks (see module)
         return written
 
     def _write_oldest(self, count: int) -> int:

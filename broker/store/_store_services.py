@@ -53,16 +53,26 @@ and fsyncs as before."""
 
 
 _INDEX_DRAIN_INTERVAL_MS = 20
-"""How often the services thread writes the index entries queued since (``IndexService.drain``),
-rather than all of a checkpoint interval's at its checkpoint: a drain holds the interpreter
-while it writes (each entry a random slot of a 20 MB table, a page fault most times), and a
-second's worth at 5,000 keyed messages a second stalled the session agent 20-60 ms once a
-second (the longest latencies of ``python -m bench latency`` at that rate; 20 ms drains halved
-them, ``docs/latency.md``)."""
-_INDEX_DRAIN_IDLE_MAX_MS = 160
-"""With nothing queued, the drain's interval doubles up to this (an idle broker wakes its
-services thread about six times a second for it, not fifty); a drain that found entries
-brings it back to :data:`_INDEX_DRAIN_INTERVAL_MS`."""
+"""The shortest interval of the services thread's writes of the index entries queued since
+(``IndexService.drain``), rather than all of a checkpoint interval's at its checkpoint: a second's
+worth at 5,000 keyed messages a second, written key by key in Python with the interpreter held,
+stalled the session agent 20-60 ms once a second (the longest latencies of ``python -m bench
+latency`` at that rate; 20 ms drains halved them, ``docs/latency.md``)."""
+_INDEX_DRAIN_MAX_MS = 160
+"""The longest interval: while a drain finds fewer than :data:`_INDEX_DRAIN_FEW` entries queued
+(none at all when idle), the interval doubles up to this; an idle broker, or one at 100 or 1,000
+msgs/s, wakes its services thread about six times a second for it, not fifty (``python -m bench
+threads``, at 100 msgs/s: the services thread 36-37 us of CPU and 0.42-0.44 wake-ups a message,
+against 92-97 us and 1.37-1.39 with drains every 20 ms; at 1,000 msgs/s 11-14 us against
+16-17)."""
+_INDEX_DRAIN_FEW = 64
+"""A drain that finds fewer entries than this lengthens the interval (see above)."""
+_INDEX_DRAIN_MANY = 256
+"""A drain that finds more entries than this halves the interval, down to
+:data:`_INDEX_DRAIN_INTERVAL_MS`: each drain then writes from a few dozen to a few hundred
+entries, in one native call a chunk (``IndexFile.put_entries``), the interpreter held only to
+hash their keys; 1,000 msgs/s settles at the longest interval (160 entries a drain), 5,000 at
+20-40 ms."""
 
 
 class StoreServices(StoreParts):
@@ -117,16 +127,18 @@ class StoreServices(StoreParts):
             self._commits.stop()
 
     def _drain_index(self) -> None:
-        """Write the index entries queued since the last drain (see
-        :data:`_INDEX_DRAIN_INTERVAL_MS`); with nothing queued, back off (see
-        :data:`_INDEX_DRAIN_IDLE_MAX_MS`)."""
+        """Write the index entries queued since the last drain; the next drain sooner when it
+        found many, later when it found few or none (see :data:`_INDEX_DRAIN_MAX_MS`)."""
         index = self.index
         duty = self._index_duty
-        if index is not None and index.pending:
+        found = len(index.pending) if index is not None else 0
+        if index is not None and found:
             index.drain()
-            interval_ms = _INDEX_DRAIN_INTERVAL_MS
-        else:
-            interval_ms = min(2 * duty.interval_ms, _INDEX_DRAIN_IDLE_MAX_MS)
+        interval_ms = duty.interval_ms
+        if found < _INDEX_DRAIN_FEW:
+            interval_ms = min(2 * interval_ms, _INDEX_DRAIN_MAX_MS)
+        elif found > _INDEX_DRAIN_MANY:
+            interval_ms = max(interval_ms // 2, _INDEX_DRAIN_INTERVAL_MS)
         if interval_ms != duty.interval_ms:
             duty.interval_ms = interval_ms
             duty.next_due = time.monotonic() + interval_ms / 1000.0

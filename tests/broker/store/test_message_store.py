@@ -313,6 +313,28 @@ def test_should_back_the_index_drain_off_while_nothing_is_queued(open_store: Ope
     assert drain.runs - runs <= 4  # about six a second idle, not fifty
     store.put_message(_message(0, b"keyed", KEYS="order-1"))
     deadline = time.monotonic() + 5.0
-    while drain.interval_ms != 20 and time.monotonic() < deadline:  # work: back to 20 ms
+    while store.index.pending and time.monotonic() < deadline:  # type: ignore[union-attr]
         time.sleep(0.01)
-    assert drain.interval_ms == 20 and not store.index.pending  # type: ignore[union-attr]
+    assert not store.index.pending  # type: ignore[union-attr]  # drained within 160 ms or so
+    assert drain.interval_ms == 160  # a few entries a drain: the interval stays long
+
+
+def test_should_drain_the_index_sooner_while_many_entries_are_queued_a_drain(
+    open_store: OpenStore,
+) -> None:
+    store = open_store(flush_consume_queue_interval_ms=60_000)  # (no checkpoint drains them)
+    duties = {duty.name: duty for duty in store._scheduler.duties}  # type: ignore[union-attr]
+    drain = duties["index-drain"]
+    deadline = time.monotonic() + 5.0
+    while drain.interval_ms < 160 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert drain.interval_ms == 160
+    for i in range(20):  # 20 sends of 50 keyed messages: 1,000 a drain at first
+        store.put_messages([_message(0, b"m", KEYS=f"k-{i}-{j}") for j in range(50)])
+    deadline = time.monotonic() + 5.0
+    while drain.interval_ms == 160 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert 20 <= drain.interval_ms <= 80  # halved by each drain that found more than 256
+    for i in range(20):
+        [found] = store.query_messages_by_key("TopicA", f"k-{i}-49")
+        assert found.properties["KEYS"] == f"k-{i}-49"
