@@ -288,14 +288,24 @@ def test_should_run_a_deferred_action_from_the_scheduler_when_no_take_comes_with
         scheduler.shutdown()
 
 
-def test_should_not_run_a_deferred_action_again_when_a_take_ran_it_within_the_bound() -> None:
-    scheduled: list[tuple[int, Callable[[], None]]] = []
+Scheduled = list[tuple[int, Callable[[], None]]]
+
+
+def deferred_under_a_minute_bound() -> tuple[ConsumeRequestCache, FakePump, list[str], Scheduled]:
+    """A cache bounded at 60 s whose sweeps are only recorded (``(delay_ms, sweep)``), after a
+    take whose answer deferred an action (logged as it runs, see :func:`deferring_pump`)."""
+    scheduled: Scheduled = []
     cache = ConsumeRequestCache()
     cache.defer_at_most(60_000, lambda delay_ms, sweep: scheduled.append((delay_ms, sweep)))
     log: list[str] = []
     pump = deferring_pump(cache, request(Q0), log)
     cache.pump_with(lambda: pump)
     cache.take(5.0)
+    return cache, pump, log, scheduled
+
+
+def test_should_not_run_a_deferred_action_again_when_a_take_ran_it_within_the_bound() -> None:
+    cache, pump, log, scheduled = deferred_under_a_minute_bound()
     assert [delay for delay, _ in scheduled] == [60_000]  # one sweep armed
     pump.answers = lambda: None
     cache.take(0.0)  # the next take runs it
@@ -306,13 +316,7 @@ def test_should_not_run_a_deferred_action_again_when_a_take_ran_it_within_the_bo
 
 
 def test_should_arm_the_next_sweep_for_an_action_not_due_yet() -> None:
-    scheduled: list[tuple[int, Callable[[], None]]] = []
-    cache = ConsumeRequestCache()
-    cache.defer_at_most(60_000, lambda delay_ms, sweep: scheduled.append((delay_ms, sweep)))
-    log: list[str] = []
-    pump = deferring_pump(cache, request(Q0), log)
-    cache.pump_with(lambda: pump)
-    cache.take(5.0)
+    _, _, log, scheduled = deferred_under_a_minute_bound()
     scheduled.pop()[1]()  # early (a sweep armed for an older action): not due, armed again
     assert log == ["deferred"]
     [(delay_ms, _)] = scheduled
