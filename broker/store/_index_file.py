@@ -69,7 +69,7 @@ except ImportError:  # not built: key by key in Python
 
 __all__ = ["ENTRY_LENGTH", "HEADER_LENGTH", "SLOT_LENGTH", "IndexFile", "IndexItem", "key_hash"]
 
-IndexItem = tuple[str, "Sequence[str] | bytes", int, int]
+IndexItem = tuple[str, Sequence[str] | bytes, int, int]
 """A message's keys to index: (topic, keys, physical offset, store timestamp ms); ``keys`` its
 key texts, or its one unique key as the UTF-8 bytes it was stored in."""
 
