@@ -120,7 +120,8 @@ static int
 item_keys(PyObject *item, Key **keys, Py_ssize_t *count, Py_ssize_t *capacity)
 {
     if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
-        PyErr_SetString(PyExc_TypeError, "an index item is (topic, keys, physical_offset, store_timestamp_ms)");
+        PyErr_SetString(PyExc_TypeError,
+                        "an index item is (topic, keys, physical_offset, store_timestamp_ms)");
         return -1;
     }
     Py_ssize_t topic_length;
@@ -135,7 +136,8 @@ item_keys(PyObject *item, Key **keys, Py_ssize_t *count, Py_ssize_t *capacity)
     PyObject *sequence = NULL;
     Py_ssize_t n = 1;
     if (!PyBytes_Check(item_keys_object)) {
-        sequence = PySequence_Fast(item_keys_object, "an index item's keys are bytes or a sequence of str");
+        sequence = PySequence_Fast(item_keys_object,
+                                   "an index item's keys are bytes or a sequence of str");
         if (sequence == NULL)
             return -1;
         n = PySequence_Fast_GET_SIZE(sequence);
@@ -192,7 +194,8 @@ write_keys(unsigned char *base, Py_ssize_t slot_count, Py_ssize_t entry_count, c
         if (!(0 < previous && previous < used))
             previous = 0;
         /* max(0, (stamp - begin) // 1000): a stamp before the file's begin counts as 0 */
-        int64_t diff_s = k->store_timestamp_ms > begin_ms ? (k->store_timestamp_ms - begin_ms) / 1000 : 0;
+        int64_t stamp = k->store_timestamp_ms;
+        int64_t diff_s = stamp > begin_ms ? (stamp - begin_ms) / 1000 : 0;
         if (diff_s > 0x7FFFFFFF)
             diff_s = 0x7FFFFFFF;
         unsigned char *entry = entries + used * ENTRY_LENGTH;
