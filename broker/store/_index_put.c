@@ -24,8 +24,8 @@
  *       whose keys do not all fit in the file's free entries: the caller writes that one the
  *       Python way (which rolls to a new file). The file's header (``entries used``, end
  *       timestamp, end physical offset) is read at the start and kept current entry by entry.
- *   key_hash(topic, key) -> int
- *       ``_index_file.key_hash``: the CRC-32 (zlib's) of ``topic#key`` in UTF-8, 31 bits.
+ *       A key's hash is ``_index_file.key_hash``'s: the CRC-32 (zlib's) of ``topic#key`` in
+ *       UTF-8, 31 bits.
  *
  * Each entry is written as ``IndexFile.put`` orders it: the entry, then the header, then the
  * slot, the slot with a release store: a reader that finds the slot finds the entry whole. The
@@ -176,8 +176,8 @@ item_keys(PyObject *item, Key **keys, Py_ssize_t *count, Py_ssize_t *capacity)
     return 0;
 }
 
-/* Write keys[0, count) to the file (see the module doc); how many were written. */
-static Py_ssize_t
+/* Write keys[0, count) to the file (see the module doc): the caller counted them to fit. */
+static void
 write_keys(unsigned char *base, Py_ssize_t slot_count, Py_ssize_t entry_count, const Key *keys,
            Py_ssize_t count)
 {
@@ -186,9 +186,8 @@ write_keys(unsigned char *base, Py_ssize_t slot_count, Py_ssize_t entry_count, c
     int64_t end_ms = load_i64(base + END_TIMESTAMP_OFFSET);
     int64_t end_physical = load_i64(base + END_PHYSICAL_OFFSET_OFFSET);
     Py_ssize_t used = load_i32(base + ENTRIES_USED_OFFSET);
-    Py_ssize_t written = 0;
-    for (; written < count && used < entry_count; written++) {
-        const Key *k = &keys[written];
+    for (Py_ssize_t i = 0; i < count && used < entry_count; i++) {
+        const Key *k = &keys[i];
         unsigned char *slot = base + HEADER_LENGTH + (k->hash % slot_count) * SLOT_LENGTH;
         int32_t previous = load_i32(slot);
         if (!(0 < previous && previous < used))
@@ -214,7 +213,6 @@ write_keys(unsigned char *base, Py_ssize_t slot_count, Py_ssize_t entry_count, c
         __atomic_store_n((int32_t *)(void *)slot, (int32_t)used, __ATOMIC_RELEASE);
         used++;
     }
-    return written;
 }
 
 /* put_entries(mm, slot_count, entry_count, items) -> int (see the module doc) */
@@ -275,7 +273,7 @@ put_entries(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    write_keys(base, slot_count, entry_count, keys, count); /* all: counted to fit */
+    write_keys(base, slot_count, entry_count, keys, count);
     Py_END_ALLOW_THREADS
     result = PyLong_FromSsize_t(whole);
 done:
@@ -285,30 +283,9 @@ done:
     return result;
 }
 
-/* key_hash(topic, key) -> int (see the module doc) */
-static PyObject *
-key_hash(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)module;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "key_hash() takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    Py_ssize_t topic_length, key_length;
-    const char *topic = PyUnicode_AsUTF8AndSize(args[0], &topic_length);
-    if (topic == NULL)
-        return NULL;
-    const char *key = PyUnicode_AsUTF8AndSize(args[1], &key_length);
-    if (key == NULL)
-        return NULL;
-    return PyLong_FromLong(hash_of(topic, topic_length, key, key_length));
-}
-
 static PyMethodDef methods[] = {
     {"put_entries", (PyCFunction)(void (*)(void))put_entries, METH_FASTCALL,
      "put_entries(mm, slot_count, entry_count, items) -> int: the items written whole."},
-    {"key_hash", (PyCFunction)(void (*)(void))key_hash, METH_FASTCALL,
-     "key_hash(topic, key) -> int: CRC-32 of topic#key in UTF-8, 31 bits."},
     {NULL, NULL, 0, NULL},
 };
 

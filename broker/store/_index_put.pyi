@@ -1,4 +1,4 @@
-"""Types of ``broker/store/_index_put.c`` (see it for what each function does)."""
+"""Types of ``broker/store/_index_put.c`` (see it for what ``put_entries`` does)."""
 
 from collections.abc import Sequence
 
@@ -11,4 +11,3 @@ def put_entries(
     items: Sequence[tuple[str, Sequence[str] | bytes, int, int]],
     /,
 ) -> int: ...
-def key_hash(topic: str, key: str, /) -> int: ...

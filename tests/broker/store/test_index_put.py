@@ -5,6 +5,7 @@ key by query, across files."""
 
 from __future__ import annotations
 
+import struct
 import zlib
 from pathlib import Path
 
@@ -33,12 +34,20 @@ _items = st.lists(
 )
 
 
+@settings(deadline=None)
 @given(topic=st.text(max_size=20), key=st.text(max_size=20))
-def test_should_hash_topic_and_key_as_zlib_crc32_of_their_utf8(topic: str, key: str) -> None:
-    native = _index_file._native
-    assert native is not None
-    expected = zlib.crc32(f"{topic}#{key}".encode()) & 0x7FFFFFFF
-    assert native.key_hash(topic, key) == key_hash(topic, key) == expected
+def test_should_hash_topic_and_key_as_zlib_crc32_of_their_utf8(
+    tmp_path_factory: pytest.TempPathFactory, topic: str, key: str
+) -> None:
+    index_file = IndexFile.create(tmp_path_factory.mktemp("hash"), 0, 0, 1, 4)
+    try:
+        for keys in ([key], key.encode()):  # key texts, or a unique key's UTF-8 bytes
+            assert index_file.put_entries([(topic, keys, 7, 0)]) == 1
+        entries = struct.unpack_from("<iqiiiqii", index_file.mapped.mm, 40 + 4 + 20)
+        expected = zlib.crc32(f"{topic}#{key}".encode()) & 0x7FFFFFFF
+        assert entries[0] == entries[4] == key_hash(topic, key) == expected
+    finally:
+        index_file.close()
 
 
 @settings(max_examples=60, deadline=None)
