@@ -174,4 +174,11 @@ def reader_for(
     """The reader ``config`` asks for: :class:`CallerReads` with ``caller_reads``, else
     :class:`PollerReads`."""
     reader = CallerReads if config.caller_reads else PollerReads
-    return reader(assembler, state, pending, housekeeping, next_due)
+    return reader(
+        assembler,
+        state,
+        pending,
+        housekeeping,
+        next_due,
+        back_to_back_spin_ns=config.back_to_back_spin_us * 1_000,
+    )

@@ -24,7 +24,10 @@ Who may poll when:
   (adaptive, 100 us, 200 us after a send), so one side of a one-at-a-time exchange spins, not both: while the caller
   polled too (up to 200 us), the agent slept between a one-at-a-time producer's sends and was
   woken by each while the producer polled for its answer, 60-80 us of its CPU a send
-  (``docs/latency.md``, "One spinner per exchange").
+  (``docs/latency.md``, "One spinner per exchange"). The one exception is a caller sending
+  back to back, each request as soon as the last answer came, with the agent then spinning
+  between them anyway: it polls for its answer through a short window of its own first
+  (``_back_to_back.py``), since for it the wake-up was half of each round trip.
   The poller thread then keeps out of the way: while a thread reads, and for a second after
   the last one left (``linger``: it is likely back soon), it sleeps on a doorbell of its own
   until the session's next housekeeping is due (:meth:`~client._session_liveness.SessionLiveness.next_due_ns`:
@@ -59,6 +62,7 @@ from collections.abc import Callable
 from typing import ClassVar, Final, TypeVar
 
 from aeromq.client._answer_assembler import AnswerAssembler
+from aeromq.client._back_to_back import BackToBackSpin
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_state import SESSION_LOG, SessionState
 from aeromq.client._sync_answer import Completion
@@ -140,6 +144,8 @@ class AnswerReader(ABC):
         pending: PendingRequests,
         housekeeping: Housekeeping,
         next_due: NextDue,
+        *,
+        back_to_back_spin_ns: int = 0,
     ) -> None:
         self.lock = threading.Lock()
         """Held by the one thread polling the subscription (see module)."""
@@ -167,6 +173,7 @@ class AnswerReader(ABC):
         (see ``_request_sender.py``): called as each poll that ran them returns."""
         self._bell = Doorbell.allocate() if HAS_FUTEX else None  # the poller's own
         self._spin = SpinPredictor(_CALLER_SPIN_NS)
+        self._back_to_back = BackToBackSpin(back_to_back_spin_ns)
         self._poller_spin = SpinPredictor(0)  # the poller's, from its idle strategy
         self._read_word: int | None = None
         """The doorbell's word read before a poll that read every answer (see :meth:`_read`):
@@ -269,8 +276,10 @@ class AnswerReader(ABC):
     ) -> Completion[_T]:
         """``submit(body, timeout_ms)`` a request and wait up to ``timeout_ms`` for its answer
         as :meth:`await_answer` does; the future. The thread counts as a reader from before the
-        submit, so that its request does not call the poller. (The submit and its arguments
-        apart, not a closure of them: a Python call less a request.)"""
+        submit, so that its request does not call the poller; a caller sending back to back
+        polls for its answer through a short window before it sleeps (``_back_to_back.py``).
+        (The submit and its arguments apart, not a closure of them: a Python call less a
+        request.)"""
         bell, subscription = self.doorbell, self.subscription
         if (
             bell is None
@@ -290,8 +299,13 @@ class AnswerReader(ABC):
             # cost the caller about a twentieth of a send's CPU)
             observed = bell.prepare()
             future = submit(body, timeout_ms)
-            deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
+            submitted_ns = time.monotonic_ns()
+            deadline_ns = submitted_ns + timeout_ms * 1_000_000
+            back_to_back = self._back_to_back
+            if back_to_back.should_poll(submitted_ns) and self._readers == 1:
+                observed = self._poll_briefly(future.done, bell, subscription, submitted_ns)
             self._read(future.done, deadline_ns, bell, subscription, observed)
+            back_to_back.answered(time.monotonic_ns())
         finally:
             self._leave(self.linger_ns)
         if self.callers_read and not future.done():
@@ -299,6 +313,24 @@ class AnswerReader(ABC):
                 "no answer in time", session_id=self._state.session_id, timeout_ms=timeout_ms
             )
         return future
+
+    def _poll_briefly(
+        self, done: Callable[[], bool], bell: Doorbell, subscription: Subscription, since_ns: int
+    ) -> int:
+        """A back-to-back caller's polls for its answer (``_back_to_back.py``), until
+        ``done()`` or the spin window since ``since_ns`` ends; returns the doorbell's word read
+        before the last poll, which the wait after it (if any) starts from."""
+        predictor = self._back_to_back.predictor
+        until_ns = since_ns + predictor.window_ns
+        state = self._state
+        monotonic_ns = time.monotonic_ns
+        while True:
+            observed = bell.prepare()
+            self._poll_locked(subscription)
+            now_ns = monotonic_ns()
+            if done() or now_ns >= until_ns or state.failure is not None or state.closed:
+                predictor.observe(now_ns - since_ns)
+                return observed
 
     def _leave(self, linger_ns: int) -> None:
         now_ns = time.monotonic_ns()

@@ -19,6 +19,7 @@ from aeromq.transport import TransportError
 from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
 
 __all__ = [
+    "DEFAULT_BACK_TO_BACK_SPIN_US",
     "DEFAULT_SESSION_IDLE_STRATEGY",
     "DEFAULT_UDP_TERM_LENGTH",
     "DRIVER_SILENT_MS",
@@ -31,6 +32,11 @@ __all__ = [
 DEFAULT_UDP_TERM_LENGTH: Final = 64 * 1024 * 1024
 """UDP session channels get this term length unless theirs names one: a term takes messages of
 an eighth of it, and a 4 MiB message plus its envelope needs more than the 16 MiB default's."""
+
+DEFAULT_BACK_TO_BACK_SPIN_US: Final = 100
+"""How long a caller sending back to back polls for its answer before it sleeps
+(``SessionConfig.back_to_back_spin_us``, ``client/_back_to_back.py``): a send's answer comes
+45-60 us after it on the machine of ``docs/latency.md`` while the broker's session agent spins."""
 
 DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,0,1000000000,100000"
 """How a session's poller thread waits: over IPC, where the broker rings the session's doorbell
@@ -77,6 +83,11 @@ class SessionConfig:
     ``idle_strategy`` is the poller thread's (see ``client/session.py``; an idle strategy name,
     ``doorbell`` or one of ``transport.concurrent.idle_strategy_from_name``'s).
 
+    ``back_to_back_spin_us``: a caller of :meth:`~client.session.ClientSession.request` that
+    sends back to back (each request within 50 us of the last answer, eight in a row) polls for
+    its answer this long before it sleeps on the doorbell, while the answers mostly come that
+    fast (``client/_back_to_back.py``); 0: it always sleeps. A paced caller is not affected.
+
     ``caller_reads`` True: the threads that wait for answers
     (:meth:`~client.session.ClientSession.wait`, :meth:`~client.session.ClientSession.request`)
     read them, sleeping on the doorbell between polls (IPC) or parking briefly (UDP); the poller
@@ -108,12 +119,16 @@ class SessionConfig:
     idle_strategy: str = field(default_factory=default_idle_strategy)
     caller_reads: bool = False
     local_reads: bool = False
+    back_to_back_spin_us: int = DEFAULT_BACK_TO_BACK_SPIN_US
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_ms", "request_timeout_ms", "offer_timeout_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise IllegalArgumentError(f"{name} must be a positive int", value=value)
+        spin_us = self.back_to_back_spin_us
+        if not isinstance(spin_us, int) or isinstance(spin_us, bool) or spin_us < 0:
+            raise IllegalArgumentError("back_to_back_spin_us must be an int >= 0", value=spin_us)
         if self.keepalive_interval_ms < 0:
             raise IllegalArgumentError(
                 "keepalive_interval_ms must be >= 0", value=self.keepalive_interval_ms

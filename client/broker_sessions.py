@@ -30,6 +30,7 @@ from aeromq.client._conductor_idle import conductor_idle_strategy, expect_news
 from aeromq.client._security import Credentials
 from aeromq.client.route import BrokerKey, BrokerRoute
 from aeromq.client.session import (
+    DEFAULT_BACK_TO_BACK_SPIN_US,
     DRIVER_SILENT_MS,
     ClientSession,
     SessionConfig,
@@ -66,8 +67,9 @@ class BrokerSessions:
     ``offer_timeout_ms`` how long a back-pressured ingress is retried: both are the caller's.
     ``ipc_response_term_length`` (0: the driver's IPC term) is the term of the broker's
     publication back to an IPC session: an answer takes up to an eighth of it (longer ones are
-    refused, ``common.ANSWER_TOO_LONG``). ``caller_reads``, ``local_reads`` and
-    ``idle_strategy`` (None: the default) are the sessions' (``SessionConfig``).
+    refused, ``common.ANSWER_TOO_LONG``). ``caller_reads``, ``local_reads``,
+    ``idle_strategy`` (None: the default) and ``back_to_back_spin_us`` are the sessions'
+    (``SessionConfig``).
     """
 
     def __init__(
@@ -84,6 +86,7 @@ class BrokerSessions:
         caller_reads: bool = False,
         idle_strategy: str | None = None,
         local_reads: bool = False,
+        back_to_back_spin_us: int = DEFAULT_BACK_TO_BACK_SPIN_US,
     ) -> None:
         if transport not in ("auto", "ipc", "udp"):
             raise IllegalArgumentError("transport must be auto, ipc or udp", transport=transport)
@@ -102,6 +105,7 @@ class BrokerSessions:
         self._caller_reads = caller_reads
         self._local_reads = local_reads
         self._idle_strategy = idle_strategy
+        self._back_to_back_spin_us = back_to_back_spin_us
         self._lock = threading.Lock()
         self._sessions: dict[BrokerKey, tuple[ClientSession, BrokerRoute]] = {}
         """Each broker's session (by key), with the member it is with."""
@@ -230,6 +234,7 @@ class BrokerSessions:
             caller_reads=self._caller_reads,
             local_reads=self._local_reads,
             idle_strategy=self._idle_strategy or default_idle_strategy(),
+            back_to_back_spin_us=self._back_to_back_spin_us,
         )
         try:
             aeron = self._client(aeron_dir)

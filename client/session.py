@@ -82,6 +82,7 @@ from aeromq.client._answer_readers import LINGER_NS
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._request_sender import BackPressuredError, Request, RequestSender
 from aeromq.client._session_config import (
+    DEFAULT_BACK_TO_BACK_SPIN_US,
     DEFAULT_SESSION_IDLE_STRATEGY,
     DEFAULT_UDP_TERM_LENGTH,
     DRIVER_SILENT_MS,
@@ -109,6 +110,7 @@ from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
 
 __all__ = [
+    "DEFAULT_BACK_TO_BACK_SPIN_US",
     "DEFAULT_SESSION_IDLE_STRATEGY",
     "DEFAULT_UDP_TERM_LENGTH",
     "DRIVER_SILENT_MS",

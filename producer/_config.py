@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from aeromq.client import ClientTls, Credentials, IllegalArgumentError
+from aeromq.client.session import DEFAULT_BACK_TO_BACK_SPIN_US
 from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE, check_group
 from aeromq.common.record_batch import DEFAULT_COMPRESS_OVER_BYTES, CompressionType
 
@@ -63,6 +64,10 @@ class ProducerConfig:
                                                     lz4 has one)
     compress_over_bytes                 4 096       a batch is compressed only when its bodies
                                                     are this many bytes or more in all
+    back_to_back_spin_us                100         a sync send made back to back (within
+                                                    50 us of the last one's answer, eight in
+                                                    a row) polls this long for its answer
+                                                    before it sleeps; 0: it always sleeps
     ==================================  ==========  ===========================================
 
     ``enable_idempotence`` is on by default, as Kafka's producer has it since 3.0: aeromq
@@ -82,6 +87,11 @@ class ProducerConfig:
     long, not its whole budget, before the send goes to the group's next leader. It applies to
     an idempotent producer's sync sends, whose retry is safe; without idempotence an attempt
     waits the send's whole remaining time, as before.
+
+    ``back_to_back_spin_us``: a thread calling ``send()`` in a loop spends half of each round
+    trip being woken for its answer on a virtual machine; polling for it instead doubles its
+    rate there (``client/_back_to_back.py``, ``docs/latency.md``). It costs that thread a core
+    while it sends so, and nothing to a producer that waits between its sends.
     """
 
     send_timeout_ms: int = 3_000
@@ -101,6 +111,7 @@ class ProducerConfig:
     compression: str | None = None
     compression_level: int | None = None
     compress_over_bytes: int = DEFAULT_COMPRESS_OVER_BYTES
+    back_to_back_spin_us: int = DEFAULT_BACK_TO_BACK_SPIN_US
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -124,6 +135,7 @@ class ProducerConfig:
             "retry_times_when_send_async_failed",
             "async_requests_in_flight",
             "compress_over_bytes",
+            "back_to_back_spin_us",
         ):
             if getattr(self, name) < 0:
                 raise IllegalArgumentError(

@@ -151,6 +151,7 @@ class SendPath:
                 offer_timeout_ms=config.offer_timeout_ms,
                 credentials=config.credentials,
                 idle_strategy=default_idle_strategy(PRODUCER_SESSION_IDLE_STRATEGY),
+                back_to_back_spin_us=config.back_to_back_spin_us,
             )
             self.running = True
 

@@ -12,9 +12,14 @@ import time
 from concurrent.futures import Future
 from typing import Any, cast
 
-from aeromq.client.session import ClientSession, SessionConfig
+import pytest
+
+from aeromq.client import _back_to_back
+from aeromq.client._back_to_back import BACK_TO_BACK_STREAK
+from aeromq.client.session import DEFAULT_BACK_TO_BACK_SPIN_US, ClientSession, SessionConfig
 from aeromq.common import PullAnswer
 from aeromq.transport.client import Aeron, Subscription
+from aeromq.transport.concurrent.doorbell import Doorbell
 from tests.broker.data.conftest import pull_request, send_request
 from tests.broker.data.test_sessions import Server
 from tests.client._helpers import poller_wakeups
@@ -124,6 +129,23 @@ def test_should_not_read_in_a_callback_of_the_same_session(
         assert nested == [False]  # the reading thread holds the poll: no nested read
 
 
+class _CountingSleeps:
+    """A session's doorbell that counts the waits of one thread (the caller's)."""
+
+    def __init__(self, doorbell: Doorbell, thread: int) -> None:
+        self._doorbell = doorbell
+        self._thread = thread
+        self.sleeps = 0
+
+    def await_ring(self, observed: int, timeout_ns: int) -> int:
+        if threading.get_ident() == self._thread:
+            self.sleeps += 1
+        return self._doorbell.await_ring(observed, timeout_ns)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._doorbell, name)
+
+
 class _CountingPolls:
     """A session's subscription that counts the polls of one thread (the caller's)."""
 
@@ -142,21 +164,49 @@ class _CountingPolls:
         return getattr(self._subscription, name)
 
 
+@pytest.mark.parametrize(
+    ("back_to_back_spin_us", "gap_s"), [(0, 0.0), (DEFAULT_BACK_TO_BACK_SPIN_US, 0.002)]
+)
 def test_should_sleep_on_the_doorbell_at_once_while_waiting_for_an_answer(
-    server: Server, client_aeron: Aeron
+    server: Server, client_aeron: Aeron, back_to_back_spin_us: int, gap_s: float
 ) -> None:
-    with ClientSession.connect(client_aeron, SessionConfig()) as session:
+    # a caller sending back to back with its polls for the answer off, and a paced caller
+    # (2 ms between its requests) on the defaults
+    config = SessionConfig(back_to_back_spin_us=back_to_back_spin_us)
+    with ClientSession.connect(client_aeron, config) as session:
         session.request(send_request(b"warm"))
         reader = session._reader
         counting = _CountingPolls(reader.subscription, threading.get_ident())
         reader.subscription = cast(Subscription, counting)  # a counting stand-in
         for i in range(ROUNDS):
+            time.sleep(gap_s)
             assert session.request(send_request(b"%d" % i)).status.code == 0
     # no poll before the sleep (the doorbell's word is read before the request goes out, so
     # the answer's ring ends the first wait) and one after the ring, and a few a spurious
     # wake-up adds; with a poll before the sleep it was 1.6-2 a request, and a caller polling
     # through a 200 us spin window first polled 10-30 times a request
     assert counting.polls <= ROUNDS * 3 // 2, counting.polls
+
+
+def test_should_poll_for_its_answer_rather_than_sleep_once_sending_back_to_back(
+    server: Server, client_aeron: Aeron, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a window and a gap long enough for any answer and any loop on a loaded machine: what is
+    # held is that the caller polls rather than sleeps, not how fast
+    monkeypatch.setattr(_back_to_back, "BACK_TO_BACK_GAP_NS", 20_000_000)
+    config = SessionConfig(back_to_back_spin_us=200_000)
+    rounds = BACK_TO_BACK_STREAK + ROUNDS
+    with ClientSession.connect(client_aeron, config) as session:
+        session.request(send_request(b"warm"))
+        reader = session._reader
+        assert reader.doorbell is not None
+        counting = _CountingSleeps(reader.doorbell, threading.get_ident())
+        reader.doorbell = cast(Doorbell, counting)  # a counting stand-in
+        for i in range(rounds):
+            assert session.request(send_request(b"%d" % i)).status.code == 0
+    # one sleep a request until the streak (the first request of the loop is back to back
+    # with the warm one), then none but what a spurious end of a poll adds
+    assert counting.sleeps <= BACK_TO_BACK_STREAK + 3, counting.sleeps
 
 
 def test_should_sleep_before_its_first_poll_after_a_read_that_read_every_answer(

@@ -1,0 +1,75 @@
+"""A producer calling ``send()`` back to back polls for each answer rather than sleeping on its
+session's doorbell for it (``ProducerConfig.back_to_back_spin_us``, ``client/_back_to_back.py``);
+with the setting at 0 it sleeps for every answer. Against a broker process over IPC.
+
+How fast is not asserted here (``python -m bench latency``'s send-only row measures it): the
+window and the gap are made long enough for a loaded machine, and what is held is whether the
+caller slept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.client import Message, _back_to_back
+from aeromq.client._back_to_back import BACK_TO_BACK_STREAK
+from aeromq.producer import Producer, ProducerConfig
+from aeromq.transport.concurrent.doorbell import Doorbell
+from tests._servers import serving
+from tests.system.test_idle_cpu import BROKER_ARGS  # defaults but for a small store
+
+TOPIC = "b2b"
+SENDS = 40
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[ServerProcess]:
+    with serving(
+        start_broker_process(tmp_path / "broker", extra_args=BROKER_ARGS), {TOPIC: 1}
+    ) as server:
+        yield server
+
+
+def _sleeps_of_sends(broker: ServerProcess, monkeypatch: pytest.MonkeyPatch, spin_us: int) -> int:
+    """How many times the sending thread slept on a doorbell over ``SENDS`` back-to-back sends."""
+    sleeps = [0]
+    thread = threading.get_ident()
+    original = Doorbell.await_ring
+
+    def await_ring(bell: Doorbell, observed: int, timeout_ns: int) -> int:
+        if threading.get_ident() == thread:
+            sleeps[0] += 1
+        return original(bell, observed, timeout_ns)
+
+    config = ProducerConfig(back_to_back_spin_us=spin_us)
+    with Producer("b2b", broker.grpc_address, config=config) as producer:
+        producer.send(Message(TOPIC, b"warm"))
+        monkeypatch.setattr(Doorbell, "await_ring", await_ring)
+        try:
+            for i in range(SENDS):
+                producer.send(Message(TOPIC, b"%d" % i))
+        finally:
+            monkeypatch.setattr(Doorbell, "await_ring", original)
+    return sleeps[0]
+
+
+def test_should_poll_for_each_answer_once_sending_back_to_back(
+    broker: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_back_to_back, "BACK_TO_BACK_GAP_NS", 20_000_000)
+    sleeps = _sleeps_of_sends(broker, monkeypatch, spin_us=200_000)
+    # one a send until the streak, then none but what a poll's spurious end adds
+    assert sleeps <= BACK_TO_BACK_STREAK + 4, sleeps
+
+
+def test_should_sleep_for_each_answer_with_the_polls_off(
+    broker: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_back_to_back, "BACK_TO_BACK_GAP_NS", 20_000_000)
+    sleeps = _sleeps_of_sends(broker, monkeypatch, spin_us=0)
+    assert sleeps >= SENDS, sleeps
