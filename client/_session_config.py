@@ -84,9 +84,9 @@ class SessionConfig:
     ``doorbell`` or one of ``transport.concurrent.idle_strategy_from_name``'s).
 
     ``back_to_back_spin_us``: a caller of :meth:`~client.session.ClientSession.request` that
-    sends back to back (each request within 50 us of the last answer, eight in a row) polls for
-    its answer this long before it sleeps on the doorbell, while the answers mostly come that
-    fast (``client/_back_to_back.py``); 0: it always sleeps. A paced caller is not affected.
+    sends back to back (its requests mostly within 50 us of the answer before) polls for its
+    answer this long before it sleeps on the doorbell, while the answers mostly come that fast
+    (``client/_back_to_back.py``); 0: it always sleeps. A paced caller is not affected.
 
     ``caller_reads`` True: the threads that wait for answers
     (:meth:`~client.session.ClientSession.wait`, :meth:`~client.session.ClientSession.request`)

@@ -64,10 +64,11 @@ class ProducerConfig:
                                                     lz4 has one)
     compress_over_bytes                 4 096       a batch is compressed only when its bodies
                                                     are this many bytes or more in all
-    back_to_back_spin_us                100         a sync send made back to back (within
-                                                    50 us of the last one's answer, eight in
-                                                    a row) polls this long for its answer
-                                                    before it sleeps; 0: it always sleeps
+    back_to_back_spin_us                100         a sync send made back to back (the
+                                                    sends mostly within 50 us of the last
+                                                    one's answer) polls this long for its
+                                                    answer before it sleeps; 0: it always
+                                                    sleeps
     ==================================  ==========  ===========================================
 
     ``enable_idempotence`` is on by default, as Kafka's producer has it since 3.0: aeromq

@@ -1,90 +1,113 @@
-"""When a caller polls for its answer before it sleeps (``client/_back_to_back.py``): only once
-its requests have come back to back for a streak, and only while the answers come within the
-window."""
+"""When a caller polls for its answer before it sleeps (``client/_back_to_back.py``): only while
+its thread makes its requests back to back (running, not sleeping, between an answer and the
+next request: a score one request that was not halves), and only while the answers come within
+the window."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 
 from aeromq.client import IllegalArgumentError, SessionConfig
 from aeromq.client._back_to_back import (
-    BACK_TO_BACK_GAP_NS,
-    BACK_TO_BACK_STREAK,
+    BACK_TO_BACK_SCORE_MAX,
+    BACK_TO_BACK_SCORE_POLLS,
+    RAN_WITHIN_NS,
     BackToBackSpin,
 )
 from aeromq.producer import ProducerConfig
 
 WINDOW_NS = 100_000
+ANSWER_NS = 40_000
 
 
-def _back_to_back(spin: BackToBackSpin, requests: int, start_ns: int) -> list[bool]:
-    """``requests`` requests, the first 10 us after ``start_ns``, each 10 us after the answer
-    before it, answered 40 us later (within the window): whether each polled."""
-    asked = []
-    now_ns = start_ns
-    for _ in range(requests):
-        now_ns += 10_000
-        asked.append(spin.should_poll(now_ns))
-        now_ns += 40_000
-        if asked[-1]:
-            spin.predictor.observe(40_000)
-        spin.answered(now_ns)
-    return asked
+class _Caller:
+    """A calling thread's clocks, made up: the monotonic one and its CPU time."""
+
+    def __init__(self, window_ns: int = WINDOW_NS) -> None:
+        self.now_ns = 1_000_000_000
+        self.cpu_ns = 0
+        self.spin = BackToBackSpin(window_ns, cpu_clock=lambda: self.cpu_ns)
+        self.spin.answered(self.now_ns)
+
+    def request(self, ran_ns: int, slept_ns: int = 0, answer_ns: int = ANSWER_NS) -> bool:
+        """After running ``ran_ns`` and sleeping ``slept_ns`` since the last answer, a request,
+        answered ``answer_ns`` later: whether it polled."""
+        self.now_ns += ran_ns + slept_ns
+        self.cpu_ns += ran_ns
+        polled = self.spin.should_poll(self.now_ns)
+        self.now_ns += answer_ns
+        if polled:
+            self.spin.predictor.observe(answer_ns)
+        self.spin.answered(self.now_ns)
+        return polled
+
+    def in_a_loop(self, requests: int) -> list[bool]:
+        """``requests`` requests, each 30 us of the thread's own code after the answer before."""
+        return [self.request(ran_ns=30_000) for _ in range(requests)]
 
 
-def test_should_poll_once_a_streak_of_requests_came_back_to_back() -> None:
-    spin = BackToBackSpin(WINDOW_NS)
-    spin.answered(0)
-    asked = _back_to_back(spin, BACK_TO_BACK_STREAK + 4, start_ns=0)
-    assert asked == [False] * (BACK_TO_BACK_STREAK - 1) + [True] * 5
+def test_should_poll_once_a_few_requests_in_a_row_came_back_to_back() -> None:
+    asked = _Caller().in_a_loop(BACK_TO_BACK_SCORE_POLLS + 4)
+    assert asked == [False] * (BACK_TO_BACK_SCORE_POLLS - 1) + [True] * 5
 
 
-def test_should_not_poll_for_a_paced_caller() -> None:
-    spin = BackToBackSpin(WINDOW_NS)
-    now_ns = 0
-    asked = []
-    for _ in range(100):
-        now_ns += 200_000  # a producer paced at 5,000 a second: it slept between its sends
-        asked.append(spin.should_poll(now_ns))
-        spin.answered(now_ns + 100_000)
-        now_ns += 100_000
-    assert not any(asked)
+def test_should_poll_for_a_caller_whose_own_code_between_requests_is_slow() -> None:
+    caller = _Caller()
+    # 300 us of its own code between two sends (a busy machine, a heavier message): it ran
+    asked = [caller.request(ran_ns=300_000) for _ in range(BACK_TO_BACK_SCORE_POLLS + 2)]
+    assert asked[-3:] == [True] * 3
 
 
-def test_should_start_the_streak_again_after_one_request_that_was_not_back_to_back() -> None:
-    spin = BackToBackSpin(WINDOW_NS)
-    spin.answered(0)
-    assert _back_to_back(spin, BACK_TO_BACK_STREAK, start_ns=0)[-1]
-    late_ns = 10_000_000
-    spin.answered(late_ns - BACK_TO_BACK_GAP_NS)
-    assert not spin.should_poll(late_ns)  # the gap was the limit: not back to back
-    spin.answered(late_ns)
-    asked = _back_to_back(spin, BACK_TO_BACK_STREAK, start_ns=late_ns)
-    assert asked == [False] * (BACK_TO_BACK_STREAK - 1) + [True]
+def test_should_not_poll_for_a_paced_caller_however_short_its_sleeps() -> None:
+    caller = _Caller()
+    # a producer paced at 5,000 a second: 25 us of its own code, then a sleep until it is due
+    for slept_ns in (55_000, 20_000, 30_000):
+        assert not any(caller.request(ran_ns=25_000, slept_ns=slept_ns) for _ in range(100))
+
+
+def test_should_keep_polling_through_one_request_that_was_not_back_to_back() -> None:
+    caller = _Caller()
+    assert caller.in_a_loop(BACK_TO_BACK_SCORE_MAX)[-1]
+    assert not caller.request(ran_ns=30_000, slept_ns=2_000_000)  # a pause of the application
+    # the score halved, still at the mark: polling again at once
+    assert caller.in_a_loop(1) == [True]
+    # two pauses in a row: below the mark, and back after a few requests in a loop
+    assert not caller.request(ran_ns=30_000, slept_ns=2_000_000)
+    assert not caller.request(ran_ns=30_000, slept_ns=2_000_000)
+    asked = caller.in_a_loop(BACK_TO_BACK_SCORE_POLLS)
+    assert asked[0] is False and asked[-1] is True
+
+
+def test_should_not_count_a_request_long_after_the_answer_before_it() -> None:
+    caller = _Caller()
+    caller.in_a_loop(BACK_TO_BACK_SCORE_MAX)
+    # running all along, but past the limit: a caller computing between its sends
+    assert not caller.request(ran_ns=RAN_WITHIN_NS)
+
+
+def test_should_not_count_a_request_of_another_thread() -> None:
+    caller = _Caller()
+    caller.in_a_loop(BACK_TO_BACK_SCORE_MAX)
+    asked: list[bool] = []
+    other = threading.Thread(target=lambda: asked.append(caller.request(ran_ns=30_000)))
+    other.start()
+    other.join()
+    assert asked == [False]  # its CPU time is not the one read at the answer
 
 
 def test_should_stop_polling_while_the_answers_come_later_than_the_window() -> None:
-    spin = BackToBackSpin(WINDOW_NS)
-    spin.answered(0)
-    _back_to_back(spin, BACK_TO_BACK_STREAK, start_ns=0)
-    now_ns = BACK_TO_BACK_STREAK * 50_000  # the last answer's time
-    asked = []
-    for _ in range(60):
-        now_ns += 10_000
-        asked.append(spin.should_poll(now_ns))
-        if asked[-1]:
-            spin.predictor.observe(WINDOW_NS)  # polled through the window: no answer
-        now_ns += 500_000
-        spin.answered(now_ns)
-    # a few polls while the score falls, then none but the predictor's rare probe
+    caller = _Caller()
+    caller.in_a_loop(BACK_TO_BACK_SCORE_MAX)
+    asked = [caller.request(ran_ns=10_000, answer_ns=5 * WINDOW_NS) for _ in range(60)]
+    # a few polls while the predictor's score falls, then none but its rare probe
     assert sum(asked[:4]) >= 3
     assert sum(asked[4:]) <= 1, asked
 
 
 def test_should_never_poll_with_a_window_of_zero() -> None:
-    spin = BackToBackSpin(0)
-    spin.answered(0)
-    assert not any(_back_to_back(spin, 100, start_ns=0))
+    assert not any(_Caller(window_ns=0).in_a_loop(100))
 
 
 def test_should_refuse_a_negative_or_non_int_spin_window() -> None:

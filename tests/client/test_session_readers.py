@@ -15,7 +15,7 @@ from typing import Any, cast
 import pytest
 
 from aeromq.client import _back_to_back
-from aeromq.client._back_to_back import BACK_TO_BACK_STREAK
+from aeromq.client._back_to_back import BACK_TO_BACK_SCORE_POLLS
 from aeromq.client.session import DEFAULT_BACK_TO_BACK_SPIN_US, ClientSession, SessionConfig
 from aeromq.common import PullAnswer
 from aeromq.transport.client import Aeron, Subscription
@@ -191,11 +191,13 @@ def test_should_sleep_on_the_doorbell_at_once_while_waiting_for_an_answer(
 def test_should_poll_for_its_answer_rather_than_sleep_once_sending_back_to_back(
     server: Server, client_aeron: Aeron, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a window and a gap long enough for any answer and any loop on a loaded machine: what is
-    # held is that the caller polls rather than sleeps, not how fast
-    monkeypatch.setattr(_back_to_back, "BACK_TO_BACK_GAP_NS", 20_000_000)
+    # a window long enough for any answer, and any request within a second back to back (a
+    # loaded machine preempts the loop): what is held is that the caller polls rather than
+    # sleeps, not how fast
+    monkeypatch.setattr(_back_to_back, "RAN_SHARE_PERCENT", 0)
+    monkeypatch.setattr(_back_to_back, "RAN_WITHIN_NS", 1_000_000_000)
     config = SessionConfig(back_to_back_spin_us=200_000)
-    rounds = BACK_TO_BACK_STREAK + ROUNDS
+    rounds = BACK_TO_BACK_SCORE_POLLS + ROUNDS
     with ClientSession.connect(client_aeron, config) as session:
         session.request(send_request(b"warm"))
         reader = session._reader
@@ -204,9 +206,9 @@ def test_should_poll_for_its_answer_rather_than_sleep_once_sending_back_to_back(
         reader.doorbell = cast(Doorbell, counting)  # a counting stand-in
         for i in range(rounds):
             assert session.request(send_request(b"%d" % i)).status.code == 0
-    # one sleep a request until the streak (the first request of the loop is back to back
+    # one sleep a request until the score reaches its mark (the first request of the loop is back to back
     # with the warm one), then none but what a spurious end of a poll adds
-    assert counting.sleeps <= BACK_TO_BACK_STREAK + 3, counting.sleeps
+    assert counting.sleeps <= BACK_TO_BACK_SCORE_POLLS + 3, counting.sleeps
 
 
 def test_should_sleep_before_its_first_poll_after_a_read_that_read_every_answer(
