@@ -304,7 +304,8 @@ class AnswerReader(ABC):
             back_to_back = self._back_to_back
             if back_to_back.should_poll(submitted_ns) and self._readers == 1:
                 observed = self._poll_briefly(future.done, bell, subscription, submitted_ns)
-            self._read(future.done, deadline_ns, bell, subscription, observed)
+            if not future.done():  # (polled for and read: no call more)
+                self._read(future.done, deadline_ns, bell, subscription, observed)
             back_to_back.answered(time.monotonic_ns())
         finally:
             self._leave(self.linger_ns)
