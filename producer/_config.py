@@ -64,8 +64,8 @@ class ProducerConfig:
                                                     lz4 has one)
     compress_over_bytes                 4 096       a batch is compressed only when its bodies
                                                     are this many bytes or more in all
-    back_to_back_spin_us                100         a sync send made back to back (the
-                                                    sends mostly within 50 us of the last
+    back_to_back_spin_us                100         a sync send made back to back (its
+                                                    thread ran, not slept, since the last
                                                     one's answer) polls this long for its
                                                     answer before it sleeps; 0: it always
                                                     sleeps

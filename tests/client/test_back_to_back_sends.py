@@ -5,35 +5,35 @@ with the setting at 0 it sleeps for every answer. Against a broker process over 
 How fast is not asserted here (``python -m bench latency``'s send-only row measures it): the
 window is made long enough for a loaded machine, any request within a second of the answer
 before counts as back to back (a loaded machine preempts the loop), and what is held is whether
-the caller slept.
+the caller slept. The broker is ``test_cold_send``'s: a process on its defaults but for a small
+store, with one topic.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from aeromq.broker.testing import ServerProcess, start_broker_process
+from aeromq.broker.testing import ServerProcess
 from aeromq.client import Message, _back_to_back
 from aeromq.client._back_to_back import BACK_TO_BACK_SCORE_POLLS
 from aeromq.producer import Producer, ProducerConfig
 from aeromq.transport.concurrent.doorbell import Doorbell
-from tests._servers import serving
-from tests.system.test_idle_cpu import BROKER_ARGS  # defaults but for a small store
+from tests.system import test_cold_send
 
-TOPIC = "b2b"
+TOPIC = test_cold_send.TOPIC
+broker = test_cold_send.broker  # the fixture: a broker process with TOPIC
+
 SENDS = 40
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[ServerProcess]:
-    with serving(
-        start_broker_process(tmp_path / "broker", extra_args=BROKER_ARGS), {TOPIC: 1}
-    ) as server:
-        yield server
+def any_request_back_to_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any request within a second of the answer before counts as back to back (a loaded
+    machine preempts the loop)."""
+    monkeypatch.setattr(_back_to_back, "RAN_SHARE_PERCENT", 0)
+    monkeypatch.setattr(_back_to_back, "RAN_WITHIN_NS", 1_000_000_000)
 
 
 def _sleeps_of_sends(broker: ServerProcess, monkeypatch: pytest.MonkeyPatch, spin_us: int) -> int:
@@ -59,20 +59,18 @@ def _sleeps_of_sends(broker: ServerProcess, monkeypatch: pytest.MonkeyPatch, spi
     return sleeps[0]
 
 
+@pytest.mark.usefixtures("any_request_back_to_back")
 def test_should_poll_for_each_answer_once_sending_back_to_back(
     broker: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_back_to_back, "RAN_SHARE_PERCENT", 0)
-    monkeypatch.setattr(_back_to_back, "RAN_WITHIN_NS", 1_000_000_000)
     sleeps = _sleeps_of_sends(broker, monkeypatch, spin_us=200_000)
     # one a send until the score reaches its mark, then none but what a poll's spurious end adds
     assert sleeps <= BACK_TO_BACK_SCORE_POLLS + 4, sleeps
 
 
+@pytest.mark.usefixtures("any_request_back_to_back")
 def test_should_sleep_for_each_answer_with_the_polls_off(
     broker: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_back_to_back, "RAN_SHARE_PERCENT", 0)
-    monkeypatch.setattr(_back_to_back, "RAN_WITHIN_NS", 1_000_000_000)
     sleeps = _sleeps_of_sends(broker, monkeypatch, spin_us=0)
     assert sleeps >= SENDS, sleeps
