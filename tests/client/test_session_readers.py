@@ -129,39 +129,27 @@ def test_should_not_read_in_a_callback_of_the_same_session(
         assert nested == [False]  # the reading thread holds the poll: no nested read
 
 
-class _CountingSleeps:
-    """A session's doorbell that counts the waits of one thread (the caller's)."""
+class _CountingCalls:
+    """A stand-in for a session's subscription or doorbell that counts one thread's calls of
+    one of its methods (the caller's polls, or its sleeps)."""
 
-    def __init__(self, doorbell: Doorbell, thread: int) -> None:
-        self._doorbell = doorbell
+    def __init__(self, wrapped: Any, method: str, thread: int) -> None:
+        self._wrapped = wrapped
+        self._method = method
         self._thread = thread
-        self.sleeps = 0
-
-    def await_ring(self, observed: int, timeout_ns: int) -> int:
-        if threading.get_ident() == self._thread:
-            self.sleeps += 1
-        return self._doorbell.await_ring(observed, timeout_ns)
+        self.calls = 0
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._doorbell, name)
+        attribute = getattr(self._wrapped, name)
+        if name != self._method:
+            return attribute
 
+        def counted(*args: Any) -> Any:
+            if threading.get_ident() == self._thread:
+                self.calls += 1
+            return attribute(*args)
 
-class _CountingPolls:
-    """A session's subscription that counts the polls of one thread (the caller's)."""
-
-    def __init__(self, subscription: Any, thread: int) -> None:
-        self._subscription = subscription
-        self._thread = thread
-        self.polls = 0
-
-    def poll(self, handler: Any, limit: int) -> int:
-        if threading.get_ident() == self._thread:
-            self.polls += 1
-        result: int = self._subscription.poll(handler, limit)
-        return result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._subscription, name)
+        return counted
 
 
 @pytest.mark.parametrize(
@@ -176,7 +164,7 @@ def test_should_sleep_on_the_doorbell_at_once_while_waiting_for_an_answer(
     with ClientSession.connect(client_aeron, config) as session:
         session.request(send_request(b"warm"))
         reader = session._reader
-        counting = _CountingPolls(reader.subscription, threading.get_ident())
+        counting = _CountingCalls(reader.subscription, "poll", threading.get_ident())
         reader.subscription = cast(Subscription, counting)  # a counting stand-in
         for i in range(ROUNDS):
             time.sleep(gap_s)
@@ -185,7 +173,7 @@ def test_should_sleep_on_the_doorbell_at_once_while_waiting_for_an_answer(
     # the answer's ring ends the first wait) and one after the ring, and a few a spurious
     # wake-up adds; with a poll before the sleep it was 1.6-2 a request, and a caller polling
     # through a 200 us spin window first polled 10-30 times a request
-    assert counting.polls <= ROUNDS * 3 // 2, counting.polls
+    assert counting.calls <= ROUNDS * 3 // 2, counting.calls
 
 
 def test_should_poll_for_its_answer_rather_than_sleep_once_sending_back_to_back(
@@ -202,13 +190,13 @@ def test_should_poll_for_its_answer_rather_than_sleep_once_sending_back_to_back(
         session.request(send_request(b"warm"))
         reader = session._reader
         assert reader.doorbell is not None
-        counting = _CountingSleeps(reader.doorbell, threading.get_ident())
+        counting = _CountingCalls(reader.doorbell, "await_ring", threading.get_ident())
         reader.doorbell = cast(Doorbell, counting)  # a counting stand-in
         for i in range(rounds):
             assert session.request(send_request(b"%d" % i)).status.code == 0
     # one sleep a request until the score reaches its mark (the first request of the loop is back to back
     # with the warm one), then none but what a spurious end of a poll adds
-    assert counting.sleeps <= BACK_TO_BACK_SCORE_POLLS + 3, counting.sleeps
+    assert counting.calls <= BACK_TO_BACK_SCORE_POLLS + 3, counting.calls
 
 
 def test_should_sleep_before_its_first_poll_after_a_read_that_read_every_answer(
@@ -231,7 +219,7 @@ def test_should_sleep_before_its_first_poll_after_a_read_that_read_every_answer(
 
         pull_next(1)
         reader = session._reader
-        counting = _CountingPolls(reader.subscription, threading.get_ident())
+        counting = _CountingCalls(reader.subscription, "poll", threading.get_ident())
         reader.subscription = cast(Subscription, counting)  # a counting stand-in
         for i in range(ROUNDS):
             # the send comes once this thread is reading (a consumer's poll() waiting for its
@@ -245,7 +233,7 @@ def test_should_sleep_before_its_first_poll_after_a_read_that_read_every_answer(
     # each read after the first sleeps on the word the one before it kept, and polls once, as
     # the answer's ring wakes it (a spurious wake-up adds one); with a poll before the sleep,
     # which finds nothing while the pull is held, two a read
-    assert counting.polls <= ROUNDS * 3 // 2, counting.polls
+    assert counting.calls <= ROUNDS * 3 // 2, counting.calls
 
 
 def test_should_not_sleep_through_an_answer_that_came_between_two_reads(
