@@ -200,6 +200,11 @@ def install() -> None:
     _wrap(server_session, "send", "answer")
     _wrap(answer_writer, "_send_completions", after=lambda sent, *_: "answer" if sent else None)
     _wrap(answer_writer, "_send_completions", after=lambda sent, *_: "queued" if sent else None)
+    # a stored send's answer offered at once, in its fragment's handler (since 2026-12-01)
+    if hasattr(answer_writer, "_answer_send_at_once"):
+        _wrap(
+            answer_writer, "_answer_send_at_once", after=lambda done, *_: "queued" if done else None
+        )
     # a pull answered in a cycle that took a send goes out at once, its consumer rung after
     # (before 2026-11-29g it went with the cycle's other completions: nothing to wrap there)
     if hasattr(answer_writer, "_answer_at_once"):

@@ -229,11 +229,11 @@ class SendProcessor:
                 self._completed += 1
             status = result.status
             if status is PutMessageStatus.PUT_OK or status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+                stored_ns = time.perf_counter_ns()
                 self.messages_stored += result.message_count
-                self.meter.on_stored(
-                    topic, result.message_count, len(batch), time.perf_counter_ns() - started_ns
-                )
                 if fields and status is PutMessageStatus.PUT_OK:
+                    # the answer first, the meter after: the agent offers it at once
+                    # (``broker.session._answers``), and the producer reads it meanwhile
                     on_done(
                         _tuple_new(  # (a NamedTuple's __new__ is a Python function)
                             StoredSendAnswer,
@@ -247,7 +247,13 @@ class SendProcessor:
                             ),
                         )
                     )
+                    self.meter.on_stored(
+                        topic, result.message_count, len(batch), stored_ns - started_ns
+                    )
                     return
+                self.meter.on_stored(
+                    topic, result.message_count, len(batch), stored_ns - started_ns
+                )
                 response = messages_pb2.SendMessageResponse()  # fields set one by one:
                 response.queue_id = queue_id  # a third cheaper than keywords (upb)
                 response.base_queue_offset = result.queue_offset

@@ -224,6 +224,7 @@ class SessionAgent(RequestDispatch):
         self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
         self._at_once_sessions: list[ServerSession] = []  # those of pulls answered at once
         self._cycle_stored = False  # a send was taken this cycle (see module)
+        self._sends_at_once = False  # (``_dispatch._send_first``'s)
         self._last_send_ns = -SEND_FIRST_WITHIN_NS  # the last send's cycle (see module)
         self._held_wakes: list[WakeCallback] = []  # (``_dispatch._send_first``'s)
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)

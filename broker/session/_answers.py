@@ -34,11 +34,17 @@ rings its client once, at the cycle's end (``broker.session._agent``).
 
 But when sends come fast (one within ``SEND_FIRST_WITHIN_NS``, 0.5 ms, of the one before:
 ``_dispatch``), the send goes first: the wakes of the held pulls its store releases are put off
-(``PullHoldService.defer_wakes``), its answer is offered and its producer rung at once
-(:meth:`AnswerWriter._answers_now`), and only then are those pulls answered, at once as above.
-At those rates a one-at-a-time producer's schedule is what falls behind (its round trip
-carried the pull's answer and the consumer's ring, 40-60 us of a 200 us budget at 5,000
-msgs/s), and a consumer kept busy loses less by waiting for it. A UDP client's answers
+(``PullHoldService.defer_wakes``), its answer is offered and its producer rung as the answer is
+made, in the send's own completion (:meth:`AnswerWriter._answer_send_at_once`: before the send
+processor's meter and before the rest of the cycle), and only then are those pulls answered,
+at once as above. At those rates a one-at-a-time producer's schedule is what falls behind (its
+round trip carried the pull's answer and the consumer's ring, 40-60 us of a 200 us budget at
+5,000 msgs/s), and a consumer kept busy loses less by waiting for it. A producer sending back
+to back reads that answer while the agent finishes its cycle: the 5-6 us that the rest of the
+fragment's poll and the cycle's completions took before the answer went out (traced) are off
+its round trip. A send's answer goes out so only when nothing of its session is queued before
+it, the session is neither closed nor backed up and the offer is taken; otherwise it is queued
+as any other. A UDP client's answers
 ring the broker's driver at the cycle's end whatever they are: it is a thread of this process,
 which a ring in mid-cycle would have contend for the GIL with the agent.
 
@@ -97,6 +103,7 @@ class AnswerWriter(SessionLifecycle):
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
     _at_once_sessions: list[ServerSession]  # sessions with pulls answered at once this cycle
     _cycle_stored: bool  # a send was taken this cycle (``_dispatch``)
+    _sends_at_once: bool  # a send is processed first (``_dispatch._send_first``): see module
 
     def _complete(
         self, session: ServerSession, correlation_id: int, field: int, response: Answer
@@ -117,7 +124,10 @@ class AnswerWriter(SessionLifecycle):
             if bell is not None:
                 bell.ring()
             return
-        if field == _PULL and self._cycle_stored:
+        if self._sends_at_once and type(response) is StoredSendAnswer:
+            if self._answer_send_at_once(session, correlation_id, response):
+                return
+        elif field == _PULL and self._cycle_stored:
             for queued in self._completions:  # (in order: none of its session before it)
                 if queued[0] is session:
                     break
@@ -198,6 +208,34 @@ class AnswerWriter(SessionLifecycle):
             bell = session.network_bell  # the broker's driver: at the cycle's end (see module)
             if bell is not None:
                 session.ring(bell)
+        return True
+
+    def _answer_send_at_once(
+        self, session: ServerSession, correlation_id: int, response: StoredSendAnswer
+    ) -> bool:
+        """Offer a stored send's answer at once, in the fragment's handler, and ring its IPC
+        client's doorbell at once (a UDP client's network bell at the cycle's end, see module);
+        False, with nothing offered, when it must be queued instead: an answer of its session
+        queued before it, the session closed, connecting or backed up, or the offer refused."""
+        completions = self._completions
+        if completions:
+            for queued in completions:  # (in order: none of its session before it)
+                if queued[0] is session:
+                    return False
+        publication = session.publication
+        if (
+            publication is None
+            or session.backlog
+            or session.state is SessionState.CLOSED
+            or publication.offer(_stored_send(correlation_id, session.session_id, response)) <= 0
+        ):
+            return False
+        self.counters.responses += 1
+        bell = session.doorbell
+        if bell is not None:
+            bell.ring()
+        elif session.network_bell is not None:
+            session.ring(session.network_bell)
         return True
 
     def _send_completions(self, now_ns: int) -> int:

@@ -13,9 +13,9 @@ and (permission, resource). Requests that cannot be served (malformed, of a clos
 session, on another client's session) are counted and answered with an envelope-level error
 where there is a route back (see ``broker.session._agent``).
 
-A send taken within :data:`SEND_FIRST_WITHIN_NS` of the one before is answered before the
-held pulls its store releases (``_send_first``; ``broker.session._answers``, "the consumer's
-answer first").
+A send taken within :data:`SEND_FIRST_WITHIN_NS` of the one before is answered as its answer
+is made, before the held pulls its store releases (``_send_first``; ``broker.session._answers``,
+"the consumer's answer first").
 
 Caller: ``SessionAgent`` (one of its roles, see ``broker.session._lifecycle``): the hot path, one
 call per request, as before the agent was split.
@@ -87,18 +87,21 @@ class RequestDispatch(AnswerWriter):
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
     _last_send_ns: int  # the cycle clock of the last send taken (``_send_first``)
     _held_wakes: list[WakeCallback]  # (``_send_first``'s, reused)
+    _sends_at_once: bool  # in ``_send_first``: a stored send's answer goes out as it is made
 
     def _send_first(self, send: SendRequestFields, done: SendDone) -> None:
         """A send that came within :data:`SEND_FIRST_WITHIN_NS` of the one before: processed
         with the wakes of the held pulls its store releases put off (``defer_wakes``), its
-        answer offered and its producer rung at once if they were any, then those pulls
-        answered (see module)."""
+        answer offered and its producer rung as it is made (``_sends_at_once``), then those
+        pulls answered (see module)."""
         hold = self._pull.hold_service
         wakes = self._held_wakes
         hold.defer_wakes(wakes)
+        self._sends_at_once = True  # its answer offered as it is made (``_answers``)
         try:
             self._send.process(send, done)
         finally:  # (whatever happened, the pulls released are answered)
+            self._sends_at_once = False
             hold.defer_wakes(None)
             if wakes:
                 self._answers_now()

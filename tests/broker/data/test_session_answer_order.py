@@ -2,7 +2,9 @@
 in a cycle that takes a send, a pull's answer (a held pull the send's arrival released, or a
 pull read after the send) is offered at once and its consumer's doorbell rung at once, before
 the send's answer is offered and its producer rung at the cycle's end; a client that gets
-another answer later in the same cycle is rung again after it, so no wake-up is lost.
+another answer later in the same cycle is rung again after it, so no wake-up is lost. When
+sends come fast, the send goes first, its answer offered from its own completion, before the
+agent takes the next request; one its response stream refuses then is queued, not lost.
 
 Each session's response publication and doorbell are wrapped in recorders that log, in one list,
 every offer and every ring in the order the agent made them."""
@@ -15,9 +17,10 @@ from collections.abc import Callable
 import pytest
 
 from aeromq.broker.processor.pull_hold import PullHoldService
+from aeromq.broker.processor.send import SendDone, SendProcessor
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.session._dispatch import SEND_FIRST_WITHIN_NS
-from aeromq.transport.client import Aeron
+from aeromq.transport.client import BACK_PRESSURED, Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import (
     DOORBELL_TYPE_ID,
@@ -248,3 +251,73 @@ def test_should_answer_a_send_before_the_pull_it_released_when_sends_come_fast(
     answers = [producer.answer(), producer.answer()]
     assert [a.send.base_queue_offset for a in answers] == [0, 1]
     assert hold.woken_by_arrival == 1
+
+
+def test_should_offer_a_fast_sends_answer_before_the_next_request_is_processed(
+    aeron: Aeron, send: SendProcessor, pull: object, hold: PullHoldService
+) -> None:
+    # sends within SEND_FIRST_WITHIN_NS of each other: each answer is offered, and its
+    # producer rung, from the send's own completion, before the agent goes on to the next
+    # request of the same poll (not with the cycle's completions at its end)
+    now = [1_000_000_000_000]
+    config = SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000)
+    session_agent, bell, _ = agent_with_doorbell(aeron, send, pull, config, lambda: now[0])
+    session_agent.on_start()
+    log: Log = []
+    consumer, producer = _recorded_pair(aeron, session_agent, bell, session_agent.do_work, log)
+    producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
+    _until(session_agent.do_work, lambda: producer.poll_answers() > 0, "the first send answered")
+    process = send.process
+
+    def logged(request: object, on_done: SendDone) -> None:
+        log.append(("process", "producer"))
+        process(request, on_done)  # type: ignore[arg-type]
+
+    send.process = logged  # type: ignore[method-assign]
+    log.clear()
+    producer.request("send", send_request(b"two").SerializeToString(), correlation_id=4)
+    producer.request("send", send_request(b"three").SerializeToString(), correlation_id=5)
+    assert session_agent.do_work() > 0
+    one_send = [("process", "producer"), ("offer", "producer"), ("ring", "producer")]
+    assert log == one_send * 2
+    answers = [producer.answer() for _ in range(3)]
+    assert [a.send.base_queue_offset for a in answers] == [0, 1, 2]
+    assert [a.correlation_id for a in answers] == [3, 4, 5]
+    del consumer
+
+
+def test_should_queue_a_fast_sends_answer_its_session_cannot_take_now(
+    aeron: Aeron, send: SendProcessor, pull: object
+) -> None:
+    # the answer refused by the response stream (back pressure) is not lost: queued in the
+    # session's backlog and offered by a later cycle, in order
+    now = [1_000_000_000_000]
+    config = SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000)
+    session_agent, bell, _ = agent_with_doorbell(aeron, send, pull, config, lambda: now[0])
+    session_agent.on_start()
+    log: Log = []
+    _, producer = _recorded_pair(aeron, session_agent, bell, session_agent.do_work, log)
+    producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
+    _until(session_agent.do_work, lambda: producer.poll_answers() > 0, "the first send answered")
+    session = session_agent.table.get(producer.session_id)
+    assert session is not None
+    recorded = session.publication
+    refusals = [1]
+
+    class _Refusing:
+        def __getattr__(self, name: str) -> object:
+            return getattr(recorded, name)
+
+        def offer(self, data: bytes) -> int:
+            if refusals:
+                refusals.pop()
+                return BACK_PRESSURED
+            return recorded.offer(data)  # type: ignore[union-attr]
+
+    session.publication = _Refusing()  # type: ignore[assignment]
+    producer.request("send", send_request(b"two").SerializeToString(), correlation_id=4)
+    _until(session_agent.do_work, lambda: producer.poll_answers() > 1, "the second send answered")
+    answers = [producer.answer(), producer.answer()]
+    assert [a.correlation_id for a in answers] == [3, 4]
+    assert answers[1].send.base_queue_offset == 1
+    assert refusals == []
