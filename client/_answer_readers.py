@@ -320,9 +320,7 @@ class AnswerReader(ABC):
     ) -> int:
         """A back-to-back caller's polls for its answer (``_back_to_back.py``), until
         ``done()`` or the spin window since ``since_ns`` ends; returns the doorbell's word read
-        before the last poll, which the wait after it (if any) starts from. Between polls it
-        watches the word (the broker rings after each answer it offers): one native read a
-        turn, where a poll is a dozen calls, so the answer is read sooner after it lands."""
+        before the last poll, which the wait after it (if any) starts from."""
         predictor = self._back_to_back.predictor
         until_ns = since_ns + predictor.window_ns
         state = self._state
@@ -334,8 +332,6 @@ class AnswerReader(ABC):
             if done() or now_ns >= until_ns or state.failure is not None or state.closed:
                 predictor.observe(now_ns - since_ns)
                 return observed
-            while bell.prepare() == observed and monotonic_ns() < until_ns:
-                pass  # (the window's end: one poll more, then out)
 
     def _leave(self, linger_ns: int) -> None:
         now_ns = time.monotonic_ns()

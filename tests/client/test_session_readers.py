@@ -199,27 +199,6 @@ def test_should_poll_for_its_answer_rather_than_sleep_once_sending_back_to_back(
     assert counting.calls <= BACK_TO_BACK_SCORE_POLLS + 3, counting.calls
 
 
-def test_should_poll_again_only_once_rung_while_polling_for_its_answer(
-    server: Server, client_aeron: Aeron, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a back-to-back caller's polls: one after the request, then it watches the doorbell's
-    # word and polls again when the broker's ring moves it (two a request, and one more for a
-    # ring of another answer); polling without watching made 10-30 a request here
-    monkeypatch.setattr(_back_to_back, "RAN_SHARE_PERCENT", 0)
-    monkeypatch.setattr(_back_to_back, "RAN_WITHIN_NS", 1_000_000_000)
-    config = SessionConfig(back_to_back_spin_us=200_000)
-    with ClientSession.connect(client_aeron, config) as session:
-        session.request(send_request(b"warm"))
-        for i in range(BACK_TO_BACK_SCORE_POLLS):  # the score reaches its mark
-            session.request(send_request(b"score %d" % i))
-        reader = session._reader
-        counting = _CountingCalls(reader.subscription, "poll", threading.get_ident())
-        reader.subscription = cast(Subscription, counting)  # a counting stand-in
-        for i in range(ROUNDS):
-            assert session.request(send_request(b"%d" % i)).status.code == 0
-    assert counting.calls <= ROUNDS * 5 // 2, counting.calls
-
-
 def test_should_sleep_before_its_first_poll_after_a_read_that_read_every_answer(
     server: Server, client_aeron: Aeron
 ) -> None:
