@@ -291,11 +291,7 @@ class DoorbellIdleStrategy:
     at once on the word it read before that cycle (or, while the spin predictor says so, polls
     through the window first, its idle gap counted from that cycle's end), and the empty cycle
     that would have read every source once more is not run: at 1,000 msgs/s one a message,
-    about ten Python calls of the broker's session agent. Those polls watch the doorbell's word
-    rather than run empty cycles: every source rings, so work moves the word, and one read of it
-    (a native call) costs a tenth of a cycle of the broker's session agent, whose reaction to a
-    request a producer sends back to back is so a microsecond or two sooner. A moved word ends
-    the watch with the word kept: the agent's next cycle is the poll after it.
+    about ten Python calls of the broker's session agent.
     """
 
     __slots__ = (
@@ -308,7 +304,6 @@ class DoorbellIdleStrategy:
         "_restart",
         "_short_until_ns",
         "_spin",
-        "_watch",
         "all_rung",
         "deep_idle_after_ns",
         "deep_park_period_ns",
@@ -391,7 +386,6 @@ class DoorbellIdleStrategy:
         self._idle_since_ns = 0
         self._short_until_ns = 0
         self._restart = False
-        self._watch = False  # polling after a settled cycle: the word, not cycles (see class)
 
     @property
     def spin_window_ns(self) -> int:
@@ -444,7 +438,6 @@ class DoorbellIdleStrategy:
                         if spin.observe_then_ask(waited_ns):
                             self.state = self.POLLING
                             self._observed = self.doorbell.prepare()
-                            self._watch = True
                             return
                     self.state = self.PARKING
                     self._park(True)
@@ -467,22 +460,11 @@ class DoorbellIdleStrategy:
                 self._idle_since_ns = time.monotonic_ns()
                 if spin.should_poll():
                     self.state = self.POLLING
-                    self._watch = False
                     return
             self.state = state = self.SPINNING
             self.spins = 0
         elif state == self.POLLING:
-            until_ns = self._idle_since_ns + self._gap_spin.window_ns
-            if self._watch:  # after a settled cycle every source rings: watch the word
-                bell = self.doorbell
-                observed = self._observed
-                monotonic_ns = time.monotonic_ns
-                while monotonic_ns() < until_ns:
-                    word = bell.prepare()
-                    if word != observed:  # rung: the next cycle is the poll after this word
-                        self._observed = word
-                        return
-            elif time.monotonic_ns() < until_ns:
+            if time.monotonic_ns() - self._idle_since_ns < self._gap_spin.window_ns:
                 return
             self.state = state = self.SPINNING
             self.spins = 0

@@ -501,50 +501,6 @@ def test_should_poll_through_its_spin_window_after_a_settled_cycle_while_gaps_ar
     assert idle.state == DoorbellIdleStrategy.PARKING  # parks right after the settled cycle
 
 
-def test_should_watch_the_word_through_its_spin_window_after_a_settled_cycle() -> None:
-    # every source rings after a settled cycle: the polls read the word, not whole cycles;
-    # a ring ends them at once (the next cycle polls), the window's end without one parks
-    bell = Doorbell.allocate()
-    idle = DoorbellIdleStrategy(
-        bell,
-        min_park_period_ns=1_000_000,
-        max_park_period_ns=1_000_000,
-        spin_window_ns=2_000_000_000,
-    )
-    idle.settling = _Owner(True)
-    idle.idle(1)
-    idle.idle(1)  # settled: polls through the window
-    assert idle.state == DoorbellIdleStrategy.POLLING
-    ringer = threading.Timer(0.05, bell.ring)
-    started = time.monotonic()
-    ringer.start()
-    idle.idle(0)  # the empty cycle after the word: watches it until the ring
-    ringer.join()
-    assert 0.04 < time.monotonic() - started < 1.0  # the ring, not the 2 s window
-    assert idle.state == DoorbellIdleStrategy.POLLING and idle.parked_ns == 0
-    started = time.monotonic()
-    idle.idle(0)  # a cycle found nothing for that ring: watches from its word on
-    assert time.monotonic() - started > 1.5  # no ring: the window ran out
-    assert idle.state == DoorbellIdleStrategy.PARKING and idle.parked_ns == 1_000_000
-
-
-def test_should_run_its_cycles_through_a_window_entered_without_a_settled_cycle() -> None:
-    # an owner that does not settle may have sources that ring nothing: each empty cycle
-    # returns at once within the window, for the agent to poll again
-    idle = DoorbellIdleStrategy(
-        Doorbell.allocate(),
-        min_park_period_ns=1_000_000,
-        max_park_period_ns=1_000_000,
-        spin_window_ns=2_000_000_000,
-    )
-    idle.idle(1)
-    started = time.monotonic()
-    idle.idle(0)  # the first empty cycle: polls through the window
-    idle.idle(0)
-    assert idle.state == DoorbellIdleStrategy.POLLING
-    assert time.monotonic() - started < 0.5
-
-
 def test_should_observe_then_ask_in_one_call_as_in_two() -> None:
     one, two = SpinPredictor(100_000), SpinPredictor(100_000)
     waits = [-1, 1_000_000, 1_000_000, 1_000_000, 10_000, -1] + [1_000_000] * 140
