@@ -120,12 +120,15 @@ class ProducerStateTable:
         if state.producer_epoch < entry.epoch:
             return OUT_OF_ORDER
         sequence = state.base_sequence
-        for stored in entry.batches:
-            if stored.base_sequence == sequence and stored.record_count == count:
-                return stored
-        last = entry.batches[-1]
+        batches = entry.batches
+        last = batches[-1]
+        # the common case first: the batch after the last (no kept batch starts there: the
+        # window's batches would have to span 2^31 sequences)
         if sequence == (last.base_sequence + last.record_count) % _SEQUENCE_MODULUS:
             return None
+        for stored in batches:
+            if stored.base_sequence == sequence and stored.record_count == count:
+                return stored
         return OUT_OF_ORDER
 
     def record(self, state: ProducerState, topic: str, queue_id: int, stored: StoredBatch) -> None:
