@@ -153,14 +153,16 @@ class RequestSender:
             raise IllegalStateError("session closed", session_id=state.session_id)
         correlation_id = next(self._correlation)
         self._futures[correlation_id] = future
-        with self._deadline_lock:
-            deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
-            heapq.heappush(self._deadlines, (deadline_ns, correlation_id))
+        deadline_ns = time.monotonic_ns() + timeout_ms * 1_000_000
         try:
             self.offer(body, correlation_id, wait_offer, lazy)
         except BaseException:
             self._futures.pop(correlation_id, None)
             raise
+        # its deadline pushed after the offer, while the broker works on it (an answer read
+        # before that leaves the entry stale, as every answered request's: ``_pending``)
+        with self._deadline_lock:
+            heapq.heappush(self._deadlines, (deadline_ns, correlation_id))
         failure = state.failure
         if failure is not None and not future.done():
             self._futures.pop(correlation_id, None)
