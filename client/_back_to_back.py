@@ -11,43 +11,47 @@ ran at 8,500-9,000 a second sleeping, at 17,000-17,800 polling for the answer.
 So a caller polls for its answer through a short window (``SessionConfig.back_to_back_spin_us``,
 100 us by default) before it sleeps, but only while it is sending back to back, and while the
 answers mostly came within the window (a :class:`~transport.concurrent.spin_predictor.SpinPredictor`,
-which stops the polls when the broker is slow to answer, over UDP for instance).
+which stops the polls when the broker is slow to answer, over UDP for instance, and probes one
+request in :data:`BACK_TO_BACK_PROBE_EVERY` meanwhile).
 
 "Back to back" is a score, as the predictor's: a request that its thread made without sleeping
-since it read the answer before (the thread's CPU time went up by at least
-:data:`RAN_SHARE_PERCENT` of the time between, within :data:`RAN_WITHIN_NS`) adds one, up to
+since it read the answer before (no voluntary context switch of the thread between them, as
+``getrusage(RUSAGE_THREAD)`` counts them, within :data:`RAN_WITHIN_NS`) adds one, up to
 :data:`BACK_TO_BACK_SCORE_MAX`; any other halves it; the caller polls from
 :data:`BACK_TO_BACK_SCORE_POLLS` up. A paced producer, which sleeps between its sends, stays
-below the mark however short its sleeps; a producer sending in a loop stays above it through the
-odd gap a preemption stretches (which a streak that started again would not), and on a busy or
-slower machine as well, where its own code between two sends takes longer (its gaps here:
-25-40 us, a fifth of them over 50 us while the host was busy). The CPU time costs a third of a
-microsecond a read (``CLOCK_THREAD_CPUTIME_ID`` is a system call), two a request.
+below the mark however short its sleeps; a producer sending in a loop stays above it however long
+its own code between two sends takes on a busy or slower machine (its gaps here: 25-40 us, a fifth
+of them over 50 us while the host was busy), and through a preemption: another process's thread
+taking the core makes an involuntary switch, not a voluntary one. (Until the nineteenth round the
+rule was the thread's CPU time over the gap, ``CLOCK_THREAD_CPUTIME_ID``: a preemption of a
+quarter of the gap broke the streak, and the request after it slept; traced on 60,000 sends in a
+loop, 1% of them, each 176 us on average against 46.) A request that waited for the interpreter
+(another thread of the process held it) did block, and counts as not back to back. The count
+costs 0.4 us a read (a system call), two a request; where the platform does not count a thread's
+switches, no request is back to back and the caller never polls.
 
 Caller: ``AnswerReader.request`` (``_answer_readers.py``), one per session.
 """
 
 from __future__ import annotations
 
+import resource
 import threading
-import time
 from collections.abc import Callable
 from typing import Final
 
 from aeromq.transport.concurrent.doorbell import SpinPredictor
 
 __all__ = [
+    "BACK_TO_BACK_PROBE_EVERY",
     "BACK_TO_BACK_SCORE_MAX",
     "BACK_TO_BACK_SCORE_POLLS",
-    "RAN_SHARE_PERCENT",
     "RAN_WITHIN_NS",
     "BackToBackSpin",
+    "voluntary_switches",
 ]
 
-RAN_SHARE_PERCENT: Final = 75
-"""A request is back to back when its thread's CPU time went up by at least this share of the
-time since it read the answer before: it ran (its own loop, the next message's encoding), not
-slept; a preemption of a quarter of the gap is forgiven."""
+_RUSAGE_THREAD: Final = getattr(resource, "RUSAGE_THREAD", None)
 RAN_WITHIN_NS: Final = 1_000_000
 """Past this long after the answer before, a request is never back to back (a caller that
 computes for a millisecond between its sends gains little from polling)."""
@@ -55,42 +59,57 @@ BACK_TO_BACK_SCORE_MAX: Final = 8
 """The back-to-back score's ceiling: one request that was not halves it to 4, still polling."""
 BACK_TO_BACK_SCORE_POLLS: Final = 4
 """The score from which the caller polls: four back-to-back requests in a row from nothing."""
+BACK_TO_BACK_PROBE_EVERY: Final = 8
+"""While the answers have come later than the window (the predictor says sleep), one
+back-to-back request in this many polls through it anyway, to find quick answers again: after
+a stall of the broker's a caller in a loop would otherwise sleep through 64 requests before its
+predictor looked again (traced: 1-2% of 60,000 sends in a loop, 150-160 us each against 46).
+A caller whose answers stay late (over UDP, 450 us) spends a window of CPU every eight."""
+
+
+def voluntary_switches() -> int:
+    """The calling thread's voluntary context switches so far (it blocked: a sleep, a wait, the
+    interpreter's lock), from ``getrusage(RUSAGE_THREAD)``; -1 where the platform does not
+    count them per thread (Linux does)."""
+    if _RUSAGE_THREAD is None:
+        return -1
+    return resource.getrusage(_RUSAGE_THREAD).ru_nvcsw
 
 
 class BackToBackSpin:
     """Whether the caller of a request polls for its answer before it sleeps (see module).
 
-    ``cpu_clock`` is the calling thread's CPU time (``time.thread_time_ns``; tests give
-    another). One caller at a time (``AnswerReader.request`` asks only when it is the session's
+    ``switches`` counts the calling thread's voluntary context switches
+    (:func:`voluntary_switches` when None, as the module holds it then; tests give another;
+    negative: not counted, never back to back). One caller at a time (``AnswerReader.request`` asks only when it is the session's
     only reader); a race between two would only shift a guess."""
 
     __slots__ = (
-        "_answered_cpu_ns",
         "_answered_ns",
+        "_answered_switches",
         "_answered_thread",
-        "_cpu_clock",
+        "_switches",
         "predictor",
         "score",
     )
 
-    def __init__(self, window_ns: int, cpu_clock: Callable[[], int] = time.thread_time_ns) -> None:
-        self.predictor = SpinPredictor(window_ns)
+    def __init__(self, window_ns: int, switches: Callable[[], int] | None = None) -> None:
+        self.predictor = SpinPredictor(window_ns, BACK_TO_BACK_PROBE_EVERY)
         """Whether the answers came within the window (``window_ns`` 0: never poll)."""
         self.score = 0
         """How back to back the recent requests were (see module)."""
-        self._cpu_clock = cpu_clock
+        self._switches = voluntary_switches if switches is None else switches
         self._answered_ns = -RAN_WITHIN_NS
-        self._answered_cpu_ns = 0
+        self._answered_switches = -1
         self._answered_thread = 0
 
     def should_poll(self, submitted_ns: int) -> bool:
         """This thread's request went out at ``submitted_ns`` (monotonic): whether it polls for
         the answer through the window before it sleeps."""
-        gap_ns = submitted_ns - self._answered_ns
         if (
-            gap_ns < RAN_WITHIN_NS
+            submitted_ns - self._answered_ns < RAN_WITHIN_NS
             and threading.get_ident() == self._answered_thread
-            and 100 * (self._cpu_clock() - self._answered_cpu_ns) >= RAN_SHARE_PERCENT * gap_ns
+            and self._switches() == self._answered_switches >= 0
         ):
             score = self.score + 1
             self.score = score = BACK_TO_BACK_SCORE_MAX if score > BACK_TO_BACK_SCORE_MAX else score
@@ -102,5 +121,5 @@ class BackToBackSpin:
         """This thread has its answer (or gave up) at ``now_ns`` (monotonic): the next request
         is measured from here."""
         self._answered_ns = now_ns
-        self._answered_cpu_ns = self._cpu_clock()
+        self._answered_switches = self._switches()
         self._answered_thread = threading.get_ident()

@@ -12,11 +12,12 @@ from typing import Final
 
 from aeromq.transport._errors import ConfigurationError
 
-__all__ = ["SpinPredictor"]
+__all__ = ["PROBE_EVERY", "SpinPredictor"]
 
 _SPIN_SCORE_MAX: Final = 3
 _SPIN_SCORE_POLLS: Final = 1
-_PROBE_MASK: Final = 63  # one idle period in 64 polls through the window anyway
+PROBE_EVERY: Final = 64
+"""By default one wait in this many polls through the window however the score stands."""
 
 
 class SpinPredictor:
@@ -29,29 +30,35 @@ class SpinPredictor:
     polls are not spent. "Mostly" is a saturating count (:attr:`score`, 0 to 3, up one per short
     wait, down one per long one; poll while it is 1 or more), as a branch predictor's: one slow
     wait does not stop the polling. A wait that ended in a sleep is measured late (the
-    wake-up's latency is in it), so one wait in 64 polls through the window anyway, to find
-    short waits again. ``window_ns`` 0: never poll.
+    wake-up's latency is in it), so one wait in ``probe_every`` (a power of two, by default
+    :data:`PROBE_EVERY`) polls through the window anyway, to find short waits again.
+    ``window_ns`` 0: never poll.
 
     Caller: one waiter at a time (a lost update from a race between two only shifts a guess).
     """
 
-    __slots__ = ("_waits", "score", "window_ns")
+    __slots__ = ("_probe_mask", "_waits", "score", "window_ns")
 
-    def __init__(self, window_ns: int) -> None:
+    def __init__(self, window_ns: int, probe_every: int = PROBE_EVERY) -> None:
         if window_ns < 0:
             raise ConfigurationError(
                 "the spin window must not be negative", spin_window_ns=window_ns
             )
+        if probe_every < 1 or probe_every & (probe_every - 1):
+            raise ConfigurationError(
+                "the probe period must be a power of two", probe_every=probe_every
+            )
         self.window_ns = window_ns
         self.score = _SPIN_SCORE_MAX
         self._waits = 0
+        self._probe_mask = probe_every - 1
 
     def should_poll(self) -> bool:
         """At the start of a wait: whether to poll through the window before sleeping."""
         if not self.window_ns:
             return False
         self._waits += 1
-        return self.score >= _SPIN_SCORE_POLLS or not self._waits & _PROBE_MASK
+        return self.score >= _SPIN_SCORE_POLLS or not self._waits & self._probe_mask
 
     def observe(self, waited_ns: int) -> None:
         """At the end of a wait that took ``waited_ns``: count it short or long."""
@@ -72,4 +79,4 @@ class SpinPredictor:
                 _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else 0 if score < 0 else score
             )
         self._waits += 1
-        return score >= _SPIN_SCORE_POLLS or not self._waits & _PROBE_MASK
+        return score >= _SPIN_SCORE_POLLS or not self._waits & self._probe_mask

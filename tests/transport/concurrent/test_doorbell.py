@@ -399,9 +399,16 @@ def test_should_predict_polls_while_waits_are_short_and_sleeps_once_they_are_lon
         probe.observe(1_000_000)
     asked = [probe.should_poll() for _ in range(128)]
     assert asked.count(True) == 2  # one wait in 64 polls anyway, to find short waits again
+    often = SpinPredictor(100_000, probe_every=8)
+    for _ in range(3):
+        often.observe(1_000_000)
+    assert [often.should_poll() for _ in range(16)].count(True) == 2  # one in 8
     assert not SpinPredictor(0).should_poll()  # no window: never
     with pytest.raises(ConfigurationError):
         SpinPredictor(-1)
+    for bad in (0, 3, 100):
+        with pytest.raises(ConfigurationError, match="power of two"):
+            SpinPredictor(100_000, probe_every=bad)
 
 
 def test_should_start_the_backoff_over_when_woken_to_the_shortest_between_parks() -> None:
