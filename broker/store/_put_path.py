@@ -23,7 +23,13 @@ fits its queue's last file, is appended by :meth:`PutPath._append_one` through t
 ``_put_one.c`` (its checks in one call, the commit log's copy with the broker's fields and the
 consume-queue entry in another: the same bytes as the Python path, which stays the reference
 and takes everything else). Its key goes to the index's queue (``_index_service``): no index
-page is touched on a send's path.
+page is touched on a send's path. Under ASYNC flush its ``put_batch_async`` callback (the
+send's answer) runs as soon as the batch is in the log, its queue and the index's queue, before
+the producer's state is recorded and the arrival told (a callback that raises still has both
+done, then its error raised): the broker's session agent offers a fast send's answer there
+(``broker.session._answers``), and a producer sending back to back reads it meanwhile. Who
+answers first at lower rates, a held pull or the send, is the agent's to order, as before: its
+arrival still releases the pull in the same call.
 
 Caller: the broker's produce path (``SendProcessor``) and its RocketMQ endpoint, from any
 thread, through ``MessageStore`` (one of its roles, see ``broker.store._store_parts``);
@@ -143,9 +149,18 @@ class PutPath(LeaderPath):
         the committed offset passes the batch (``REPLICATION_TIMEOUT`` if not in time, or the
         status ``fail_uncommitted`` gives). Returns the result as appended (status not yet
         final under SYNC or in a group)."""
-        appended = self._append_one(batch, topic, queue_id) if self.native_put else None
-        result, end = appended or self._append(batch, topic, queue_id)
         group_commit = self._group_commit
+        if self.native_put:
+            # ASYNC flush, no group: the outcome is final as appended, so the callback (the
+            # send's answer) runs before the append's bookkeeping (see _append_one)
+            appended = self._append_one(
+                batch, topic, queue_id, callback if group_commit is None else None
+            )
+            if appended is not None and group_commit is None:
+                return appended[0]  # (a group's store is never appended here)
+        else:
+            appended = None
+        result, end = appended or self._append(batch, topic, queue_id)
         if result.status is not PutMessageStatus.PUT_OK or group_commit is None:
             if self._replicated and result.status is PutMessageStatus.PUT_OK:
                 self._commits.request(end, result, callback)  # a group's: once committed
@@ -321,11 +336,21 @@ class PutPath(LeaderPath):
         return result, end
 
     def _append_one(
-        self, data: bytes | bytearray | memoryview, topic: str, queue_id: int
+        self,
+        data: bytes | bytearray | memoryview,
+        topic: str,
+        queue_id: int,
+        early: PutCallback | None = None,
     ) -> tuple[PutMessageResult, int] | None:
         """``_append`` of a plain one-record batch through ``_put_one.c`` (see module): the
         same files, offsets and result; None, nothing done, when the Python path must take it
-        (another batch, a group's store, a segment or queue file to roll or make)."""
+        (another batch, a group's store, a segment or queue file to roll or make).
+
+        ``early``: the caller's callback for a final result (``put_batch_async`` under ASYNC
+        flush), given every result returned, and a stored one as soon as the batch is in the
+        log, its queue and the key index's queue, before the producer's state is recorded
+        (still under the put lock) and before the arrival is told: a send's answer goes out
+        while that bookkeeping is done (``broker.session._answers``)."""
         topic_bytes = self._topics.get(topic)
         if topic_bytes is None or self._replicated or type(data) is memoryview:
             return None
@@ -361,14 +386,20 @@ class PutPath(LeaderPath):
             # _append's admission, written out as it is there (a shared helper would cost both
             # paths a Python call, 0.1-0.3 us on this VM): disk room, store time, producer state
             if not self.disk_space.has_room(length):
-                return PutMessageResult(PutMessageStatus.DISK_FULL), 0
+                refused = PutMessageResult(PutMessageStatus.DISK_FULL), 0
+                if early is not None:
+                    early(refused[0])
+                return refused
             now_ms = self._clock_ms()
             if now_ms < commit_log.last_store_timestamp_ms:
                 now_ms = commit_log.last_store_timestamp_ms
             if producer is not None:
                 known = self.producer_states.check(producer, topic, queue_id, 1)
                 if known is not None:
-                    return self._known_batch(known)
+                    answered = self._known_batch(known)
+                    if early is not None:
+                        early(answered[0])
+                    return answered
             key = _native.write(
                 data,
                 segment.mm,
@@ -393,6 +424,15 @@ class PutPath(LeaderPath):
                 else:
                     index.put(topic, key, position, now_ms)
             self._dispatched_offset = end
+            result = PutMessageResult(
+                PutMessageStatus.PUT_OK, position, queue_offset, 1, length, now_ms, self._store_host
+            )
+            failure: BaseException | None = None
+            if early is not None:
+                try:
+                    early(result)  # (see above: before the bookkeeping below)
+                except BaseException as exc:  # raised once the bookkeeping is done
+                    failure = exc
             if producer is not None:  # _record_producer's, without its call
                 stored = tuple.__new__(  # (a NamedTuple's __new__ is a Python function)
                     StoredBatch,
@@ -401,9 +441,8 @@ class PutPath(LeaderPath):
                 self.producer_states.record(producer, topic, queue_id, stored)
         if self.arrivals.active:
             self.arrivals.notify(topic, queue_id, queue_offset + 1)
-        result = PutMessageResult(
-            PutMessageStatus.PUT_OK, position, queue_offset, 1, length, now_ms, self._store_host
-        )
+        if failure is not None:
+            raise failure
         return result, end
 
     @staticmethod

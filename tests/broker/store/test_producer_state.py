@@ -175,3 +175,50 @@ def test_should_answer_a_retry_through_put_batch_async(
         time.sleep(0.005)
     assert [(a.status, a.queue_offset) for a in answers] == [(PutMessageStatus.PUT_OK, 0)] * 2
     assert store.get_max_offset(TOPIC, 0) == 1
+
+
+def test_should_answer_an_async_put_before_recording_it_and_telling_its_arrival(
+    open_store: OpenStore,
+) -> None:
+    # ASYNC flush: the result is final as appended, so the callback (a send's answer) runs
+    # before the producer's state is recorded and before the arrival listeners are told; the
+    # batch is readable and its key findable by then
+    store = open_store()
+    store.put_batch(batch([b"first"], sequence=0), TOPIC, 0)  # (its queue's file made)
+    events: list[str] = []
+    store.add_arrival_listener(lambda topic, queue_id, end: events.append(f"arrival {end}"))
+
+    def answered(result: PutMessageResult) -> None:
+        assert store.get_max_offset(TOPIC, 0) == 2  # in its queue
+        assert store.query_messages_by_key(TOPIC, "key-1")[0].body == b"a"  # found by its key
+        retry = ProducerState(PRODUCER, 1, 0)
+        assert store.producer_states.check(retry, TOPIC, 0, 1) is None  # recorded after
+        events.append(f"answer {result.status.name} {result.queue_offset}")
+
+    store.put_batch_async(batch([b"a"], sequence=1, keys="key-1"), TOPIC, 0, answered)
+    assert events == ["answer PUT_OK 1", "arrival 2"]
+    answers: list[PutMessageResult] = []
+    store.put_batch_async(batch([b"a"], sequence=1, keys="key-1"), TOPIC, 0, answers.append)
+    assert [(a.status, a.queue_offset) for a in answers] == [(PutMessageStatus.PUT_OK, 1)]
+
+
+def test_should_record_a_producers_batch_whose_async_callback_raised(
+    open_store: OpenStore,
+) -> None:
+    # the append's bookkeeping is done before the callback's error is raised: a retry of
+    # the batch is answered as the duplicate it is, not stored again, and the arrival told
+    store = open_store()
+    store.put_batch(batch([b"first"], sequence=0), TOPIC, 0)  # (its queue's file made)
+    arrivals: list[int] = []
+    store.add_arrival_listener(lambda topic, queue_id, end: arrivals.append(end))
+
+    def failing(_: PutMessageResult) -> None:
+        raise RuntimeError("the answer could not be made")
+
+    with pytest.raises(RuntimeError, match="could not be made"):
+        store.put_batch_async(batch([b"a"], sequence=1), TOPIC, 0, failing)
+    assert arrivals == [2]
+    answers: list[PutMessageResult] = []
+    store.put_batch_async(batch([b"a"], sequence=1), TOPIC, 0, answers.append)
+    assert [(a.status, a.queue_offset) for a in answers] == [(PutMessageStatus.PUT_OK, 1)]
+    assert store.get_max_offset(TOPIC, 0) == 2
