@@ -12,7 +12,8 @@ So a caller polls for its answer through a short window (``SessionConfig.back_to
 100 us by default) before it sleeps, but only while it is sending back to back, and while the
 answers mostly came within the window (a :class:`~transport.concurrent.spin_predictor.SpinPredictor`,
 which stops the polls when the broker is slow to answer, over UDP for instance, and probes one
-request in :data:`BACK_TO_BACK_PROBE_EVERY` meanwhile).
+request in :data:`BACK_TO_BACK_PROBE_EVERY` meanwhile, less often while the probes find the
+answers late).
 
 "Back to back" is a score, as the predictor's: a request that its thread made without sleeping
 since it read the answer before (no voluntary context switch of the thread between them, as
@@ -61,10 +62,12 @@ BACK_TO_BACK_SCORE_POLLS: Final = 4
 """The score from which the caller polls: four back-to-back requests in a row from nothing."""
 BACK_TO_BACK_PROBE_EVERY: Final = 8
 """While the answers have come later than the window (the predictor says sleep), one
-back-to-back request in this many polls through it anyway, to find quick answers again: after
-a stall of the broker's a caller in a loop would otherwise sleep through 64 requests before its
-predictor looked again (traced: 1-2% of 60,000 sends in a loop, 150-160 us each against 46).
-A caller whose answers stay late (over UDP, 450 us) spends a window of CPU every eight."""
+back-to-back request in this many polls through it anyway, to find quick answers again, and
+half as often after each such probe that found a late answer, down to one in 64 (the
+predictor's ``probe_every``): after a stall of the broker's a caller in a loop would otherwise
+sleep through 64 requests before its predictor looked again (traced: 1-2% of 60,000 sends in a
+loop, 150-160 us each against 46); a caller whose answers stay late (over UDP, 300-450 us)
+soon probes no more often than before."""
 
 
 def voluntary_switches() -> int:

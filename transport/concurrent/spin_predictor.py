@@ -17,7 +17,9 @@ __all__ = ["PROBE_EVERY", "SpinPredictor"]
 _SPIN_SCORE_MAX: Final = 3
 _SPIN_SCORE_POLLS: Final = 1
 PROBE_EVERY: Final = 64
-"""By default one wait in this many polls through the window however the score stands."""
+"""By default one wait in this many polls through the window however the score stands; the
+longest probe period of a predictor made with a shorter one."""
+_PROBE_MAX_MASK: Final = PROBE_EVERY - 1
 
 
 class SpinPredictor:
@@ -30,28 +32,33 @@ class SpinPredictor:
     polls are not spent. "Mostly" is a saturating count (:attr:`score`, 0 to 3, up one per short
     wait, down one per long one; poll while it is 1 or more), as a branch predictor's: one slow
     wait does not stop the polling. A wait that ended in a sleep is measured late (the
-    wake-up's latency is in it), so one wait in ``probe_every`` (a power of two, by default
-    :data:`PROBE_EVERY`) polls through the window anyway, to find short waits again.
+    wake-up's latency is in it), so one wait in :data:`PROBE_EVERY` polls through the window
+    anyway, to find short waits again. ``probe_every`` (a power of two up to that) is a shorter
+    first period: probes then come every ``probe_every`` waits once the score fell to 0, half as
+    often after each probe that found a long wait, down to one in :data:`PROBE_EVERY`, and as
+    often as first again after a short one (a caller whose answers came late through a stall
+    finds them quick again soon, one whose answers stay late spends few probes).
     ``window_ns`` 0: never poll.
 
     Caller: one waiter at a time (a lost update from a race between two only shifts a guess).
     """
 
-    __slots__ = ("_probe_mask", "_waits", "score", "window_ns")
+    __slots__ = ("_first_probe_mask", "_probe_mask", "_waits", "score", "window_ns")
 
     def __init__(self, window_ns: int, probe_every: int = PROBE_EVERY) -> None:
         if window_ns < 0:
             raise ConfigurationError(
                 "the spin window must not be negative", spin_window_ns=window_ns
             )
-        if probe_every < 1 or probe_every & (probe_every - 1):
+        if probe_every < 1 or probe_every > PROBE_EVERY or probe_every & (probe_every - 1):
             raise ConfigurationError(
-                "the probe period must be a power of two", probe_every=probe_every
+                f"the probe period must be a power of two up to {PROBE_EVERY}",
+                probe_every=probe_every,
             )
         self.window_ns = window_ns
         self.score = _SPIN_SCORE_MAX
         self._waits = 0
-        self._probe_mask = probe_every - 1
+        self._probe_mask = self._first_probe_mask = probe_every - 1
 
     def should_poll(self) -> bool:
         """At the start of a wait: whether to poll through the window before sleeping."""
@@ -62,8 +69,20 @@ class SpinPredictor:
 
     def observe(self, waited_ns: int) -> None:
         """At the end of a wait that took ``waited_ns``: count it short or long."""
-        score = self.score + (1 if waited_ns < self.window_ns else -1)
-        self.score = _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else 0 if score < 0 else score
+        self.score = self._counted(waited_ns)
+
+    def _counted(self, waited_ns: int) -> int:
+        """The score with the wait ``waited_ns`` counted, and the probe period after it."""
+        if waited_ns < self.window_ns:
+            self._probe_mask = self._first_probe_mask
+            score = self.score + 1
+            return _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else score
+        if self.score:
+            return self.score - 1
+        mask = self._probe_mask  # a probe that found a long wait: the next one later
+        if mask < _PROBE_MAX_MASK:
+            self._probe_mask = mask * 2 + 1
+        return 0
 
     def observe_then_ask(self, waited_ns: int) -> bool:
         """:meth:`observe` (when ``waited_ns`` >= 0; < 0: no wait to count), then
@@ -74,9 +93,6 @@ class SpinPredictor:
             return False
         score = self.score
         if waited_ns >= 0:
-            score += 1 if waited_ns < window_ns else -1
-            self.score = score = (
-                _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else 0 if score < 0 else score
-            )
+            self.score = score = self._counted(waited_ns)
         self._waits += 1
         return score >= _SPIN_SCORE_POLLS or not self._waits & self._probe_mask

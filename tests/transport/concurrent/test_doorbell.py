@@ -406,9 +406,34 @@ def test_should_predict_polls_while_waits_are_short_and_sleeps_once_they_are_lon
     assert not SpinPredictor(0).should_poll()  # no window: never
     with pytest.raises(ConfigurationError):
         SpinPredictor(-1)
-    for bad in (0, 3, 100):
-        with pytest.raises(ConfigurationError, match="power of two"):
+    for bad in (0, 3, 100, 128):
+        with pytest.raises(ConfigurationError, match="power of two up to 64"):
             SpinPredictor(100_000, probe_every=bad)
+
+
+def test_should_probe_half_as_often_after_each_probe_that_found_a_long_wait() -> None:
+    spin = SpinPredictor(100_000, probe_every=8)
+    for _ in range(3):
+        spin.observe(1_000_000)  # long waits: the score at 0
+
+    def waits_to_next_probe() -> int:
+        for waits in range(1, 200):
+            if spin.should_poll():
+                return waits
+        raise AssertionError("no probe in 200 waits")
+
+    gaps = []
+    for _ in range(6):  # each probe finds a long wait
+        gaps.append(waits_to_next_probe())
+        spin.observe(1_000_000)
+    # every 8th wait, then every 16th, 32nd, and at most every 64th (the counter's phase
+    # makes the first of each period come sooner)
+    assert gaps[0] <= 8 and gaps[-2:] == [64, 64], gaps
+    assert sorted(gaps) == gaps
+    spin.observe(10_000)  # a probe found a short wait: polls again, probes back to every 8th
+    assert spin.score == 1 and spin.should_poll()
+    spin.observe(1_000_000)  # that poll's wait was long: the score at 0 again, not a probe's
+    assert spin.score == 0 and waits_to_next_probe() <= 8
 
 
 def test_should_start_the_backoff_over_when_woken_to_the_shortest_between_parks() -> None:
