@@ -14,7 +14,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from aeromq.client import Message
 from aeromq.client.grpc_client import GrpcClient
@@ -33,17 +32,17 @@ def _instrument() -> None:
     reader = importlib.import_module("aeromq.client._answer_readers").AnswerReader
     answered, should_poll, read = spin.answered, spin.should_poll, reader._read
 
-    def counted_answered(self: Any, now_ns: int) -> None:
+    def counted_answered(self: object, now_ns: int) -> None:
         answered(self, now_ns)
         _switches[0] = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
 
-    def counted_should_poll(self: Any, submitted_ns: int) -> bool:
+    def counted_should_poll(self: object, submitted_ns: int) -> bool:
         switched = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - _switches[0]
         polled: bool = should_poll(self, submitted_ns)
         _flags.append(("P" if polled else "N") + ("v" if switched else ""))
         return polled
 
-    def counted_read(self: Any, *args: Any, **kwargs: Any) -> None:
+    def counted_read(self: object, *args: object, **kwargs: object) -> None:
         _flags.append("S")
         read(self, *args, **kwargs)
 
