@@ -132,6 +132,26 @@ def _consumer_first(log: Log) -> None:
     _answered_first(log, "consumer", "producer")
 
 
+class _FastSends:
+    """A session agent on a clock of the test's (``now[0]``, ns), its duty cycles run on the
+    test's thread, a consumer and a producer connected and recorded into ``log``, and the
+    producer's first send answered: its next send within ``SEND_FIRST_WITHIN_NS`` goes first."""
+
+    def __init__(self, aeron: Aeron, send: object, pull: object) -> None:
+        self.now = [1_000_000_000_000]
+        config = SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000)
+        self.agent, bell, _ = agent_with_doorbell(aeron, send, pull, config, lambda: self.now[0])
+        self.agent.on_start()
+        self.log: Log = []
+        self.consumer, self.producer = _recorded_pair(
+            aeron, self.agent, bell, self.agent.do_work, self.log
+        )
+        self.producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
+        _until(
+            self.agent.do_work, lambda: self.producer.poll_answers() > 0, "the first send answered"
+        )
+
+
 @pytest.fixture
 def agent(
     aeron: Aeron, send: object, pull: object
@@ -225,14 +245,9 @@ def test_should_answer_a_send_before_the_pull_it_released_when_sends_come_fast(
 ) -> None:
     # a send within SEND_FIRST_WITHIN_NS of the one before: its producer, whose next send is
     # due soon, is answered and rung first; a slower one: its consumer first, as ever
-    now = [1_000_000_000_000]
-    config = SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000)
-    session_agent, bell, _ = agent_with_doorbell(aeron, send, pull, config, lambda: now[0])
-    session_agent.on_start()  # its duty cycles run on this thread, on the clock above
-    log: Log = []
-    consumer, producer = _recorded_pair(aeron, session_agent, bell, session_agent.do_work, log)
-    producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
-    _until(session_agent.do_work, lambda: producer.poll_answers() > 0, "the first send answered")
+    fast = _FastSends(aeron, send, pull)
+    session_agent, now, log = fast.agent, fast.now, fast.log
+    consumer, producer = fast.consumer, fast.producer
     consumer.request(
         "pull",
         pull_request(offset=1, suspend_timeout_ms=_HELD_MS).SerializeToString(),
@@ -259,14 +274,8 @@ def test_should_offer_a_fast_sends_answer_before_the_next_request_is_processed(
     # sends within SEND_FIRST_WITHIN_NS of each other: each answer is offered, and its
     # producer rung, from the send's own completion, before the agent goes on to the next
     # request of the same poll (not with the cycle's completions at its end)
-    now = [1_000_000_000_000]
-    config = SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000)
-    session_agent, bell, _ = agent_with_doorbell(aeron, send, pull, config, lambda: now[0])
-    session_agent.on_start()
-    log: Log = []
-    consumer, producer = _recorded_pair(aeron, session_agent, bell, session_agent.do_work, log)
-    producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
-    _until(session_agent.do_work, lambda: producer.poll_answers() > 0, "the first send answered")
+    fast = _FastSends(aeron, send, pull)
+    session_agent, log, producer = fast.agent, fast.log, fast.producer
     process = send.process
 
     def logged(request: object, on_done: SendDone) -> None:
@@ -283,7 +292,6 @@ def test_should_offer_a_fast_sends_answer_before_the_next_request_is_processed(
     answers = [producer.answer() for _ in range(3)]
     assert [a.send.base_queue_offset for a in answers] == [0, 1, 2]
     assert [a.correlation_id for a in answers] == [3, 4, 5]
-    del consumer
 
 
 def test_should_queue_a_fast_sends_answer_its_session_cannot_take_now(
@@ -291,14 +299,8 @@ def test_should_queue_a_fast_sends_answer_its_session_cannot_take_now(
 ) -> None:
     # the answer refused by the response stream (back pressure) is not lost: queued in the
     # session's backlog and offered by a later cycle, in order
-    now = [1_000_000_000_000]
-    config = SessionServerConfig(session_timeout_ms=30_000, connect_timeout_ms=2_000)
-    session_agent, bell, _ = agent_with_doorbell(aeron, send, pull, config, lambda: now[0])
-    session_agent.on_start()
-    log: Log = []
-    _, producer = _recorded_pair(aeron, session_agent, bell, session_agent.do_work, log)
-    producer.request("send", send_request(b"one").SerializeToString(), correlation_id=3)
-    _until(session_agent.do_work, lambda: producer.poll_answers() > 0, "the first send answered")
+    fast = _FastSends(aeron, send, pull)
+    session_agent, producer = fast.agent, fast.producer
     session = session_agent.table.get(producer.session_id)
     assert session is not None
     recorded = session.publication

@@ -177,16 +177,23 @@ def test_should_answer_a_retry_through_put_batch_async(
     assert store.get_max_offset(TOPIC, 0) == 1
 
 
+def _second_put_ahead(open_store: OpenStore) -> tuple[MessageStore, list[str]]:
+    """A store whose queue 0 has its file and the producer's first batch (the next put goes
+    the native way), and the arrivals told since, as ``"arrival END"``."""
+    store = open_store()
+    store.put_batch(batch([b"first"], sequence=0), TOPIC, 0)
+    events: list[str] = []
+    store.add_arrival_listener(lambda topic, queue_id, end: events.append(f"arrival {end}"))
+    return store, events
+
+
 def test_should_answer_an_async_put_before_recording_it_and_telling_its_arrival(
     open_store: OpenStore,
 ) -> None:
     # ASYNC flush: the result is final as appended, so the callback (a send's answer) runs
     # before the producer's state is recorded and before the arrival listeners are told; the
     # batch is readable and its key findable by then
-    store = open_store()
-    store.put_batch(batch([b"first"], sequence=0), TOPIC, 0)  # (its queue's file made)
-    events: list[str] = []
-    store.add_arrival_listener(lambda topic, queue_id, end: events.append(f"arrival {end}"))
+    store, events = _second_put_ahead(open_store)
 
     def answered(result: PutMessageResult) -> None:
         assert store.get_max_offset(TOPIC, 0) == 2  # in its queue
@@ -207,17 +214,14 @@ def test_should_record_a_producers_batch_whose_async_callback_raised(
 ) -> None:
     # the append's bookkeeping is done before the callback's error is raised: a retry of
     # the batch is answered as the duplicate it is, not stored again, and the arrival told
-    store = open_store()
-    store.put_batch(batch([b"first"], sequence=0), TOPIC, 0)  # (its queue's file made)
-    arrivals: list[int] = []
-    store.add_arrival_listener(lambda topic, queue_id, end: arrivals.append(end))
+    store, arrivals = _second_put_ahead(open_store)
 
     def failing(_: PutMessageResult) -> None:
         raise RuntimeError("the answer could not be made")
 
     with pytest.raises(RuntimeError, match="could not be made"):
         store.put_batch_async(batch([b"a"], sequence=1), TOPIC, 0, failing)
-    assert arrivals == [2]
+    assert arrivals == ["arrival 2"]
     answers: list[PutMessageResult] = []
     store.put_batch_async(batch([b"a"], sequence=1), TOPIC, 0, answers.append)
     assert [(a.status, a.queue_offset) for a in answers] == [(PutMessageStatus.PUT_OK, 1)]
