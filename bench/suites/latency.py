@@ -12,7 +12,8 @@ Each row: the achieved send rate (msgs/s; ``fell_behind`` when the producer coul
 schedule within 1%), p50/p99/p99.9 (p90 and max in the JSON) from an HDR histogram, the send
 call's own p50/p99 (``send_p50_us``, ``send_p99_us``), how late the producer's wake-ups were
 (``lag_*``), and the CPU of every process over the run (user + system, % of a core and us per
-message; ``cpu_total_us_per_msg``).
+message; ``cpu_total_us_per_msg``). An aeromq case that fails with its broker gone says so, with
+the broker's exit status and last lines of output (:func:`broker_exit`).
 
 Cases: ``aeromq:ipc:RATE`` (the clients on IPC, the default on one host), ``aeromq:udp:RATE``
 (each client with its own media driver, the broker's UDP ingress on 127.0.0.1),
@@ -172,6 +173,21 @@ def _floor_rows(settings: Settings) -> Iterator[Result]:
         )
 
 
+_BROKER_LINES = 20
+"""How many of a dead broker's last lines of output a failed case's row quotes."""
+
+
+def broker_exit(broker: ServerProcess) -> str | None:
+    """When ``broker`` has exited: its exit status and its last lines of output (what a case
+    that failed with it gone reports, rather than the refused connections that follow); None
+    while it runs."""
+    status = broker.process.poll()
+    if status is None:
+        return None
+    lines = " | ".join(broker.log[-_BROKER_LINES:]) or "(none)"
+    return f"the broker exited with status {status}; its last lines: {lines}"
+
+
 def _start_broker(root: Path) -> ServerProcess:
     """The broker on its defaults, but for a UDP ingress on a free port of 127.0.0.1."""
     return start_broker_process(
@@ -209,14 +225,20 @@ def _aeromq_rows(root: Path, settings: Settings) -> Iterator[Result]:
     grpc, servers = broker.grpc_address, {"broker": broker.pid}
 
     def run(name: str, plan: Plan, topic: str, transport: str, consumer: bool) -> Result:
-        admin.create_topic(topic)
-        return measure(
-            name,
-            plan,
-            servers,
-            role("consumer", aeromq_consumer, grpc, topic, transport) if consumer else None,
-            role("producer", aeromq_producer, grpc, topic, transport),
-        )
+        try:
+            admin.create_topic(topic)
+            return measure(
+                name,
+                plan,
+                servers,
+                role("consumer", aeromq_consumer, grpc, topic, transport) if consumer else None,
+                role("producer", aeromq_producer, grpc, topic, transport),
+            )
+        except Exception as exc:
+            gone = broker_exit(broker)
+            if gone is None:
+                raise
+            raise RuntimeError(f"{gone} ({type(exc).__name__}: {exc})") from exc
 
     try:
         yield from case_rows(

@@ -309,3 +309,19 @@ def test_should_measure_the_floor_and_aeromq_over_ipc_at_one_rate(tmp_path: Path
         assert all(cpu["us_per_msg"] > 0 for cpu in extra["cpu"].values())
         assert row.msgs_per_s is not None and row.msgs_per_s > 0
     assert multiprocessing.active_children() == []  # every role ended
+
+
+def test_should_name_a_dead_brokers_exit_status_and_last_lines(tmp_path: Path) -> None:
+    # a case that fails because its broker died reports the broker's end, not only the
+    # refused connections that follow it
+    broker = latency._start_broker(tmp_path)
+    try:
+        assert latency.broker_exit(broker) is None  # running
+        broker.process.kill()
+        broker.process.wait(30)
+        gone = latency.broker_exit(broker)
+        assert gone is not None
+        assert gone.startswith("the broker exited with status -9; its last lines: ")
+        assert broker.log and broker.log[-1] in gone  # (its ready line, at least)
+    finally:
+        broker.stop()
