@@ -231,44 +231,40 @@ class SendProcessor:
             if status is PutMessageStatus.PUT_OK or status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
                 stored_ns = time.perf_counter_ns()
                 self.messages_stored += result.message_count
+                answer: messages_pb2.SendMessageResponse | StoredSendAnswer
                 if fields and status is PutMessageStatus.PUT_OK:
-                    # the answer first, the meter after: the agent offers it at once
-                    # (``broker.session._answers``), and the producer reads it meanwhile
-                    on_done(
-                        _tuple_new(  # (a NamedTuple's __new__ is a Python function)
-                            StoredSendAnswer,
-                            (
-                                queue_id,
-                                result.queue_offset,
-                                result.message_count,
-                                result.physical_offset,
-                                _host_text(result.store_host),
-                                broker_name,
-                            ),
+                    answer = _tuple_new(  # (a NamedTuple's __new__ is a Python function)
+                        StoredSendAnswer,
+                        (
+                            queue_id,
+                            result.queue_offset,
+                            result.message_count,
+                            result.physical_offset,
+                            _host_text(result.store_host),
+                            broker_name,
+                        ),
+                    )
+                else:
+                    answer = response = messages_pb2.SendMessageResponse()  # fields one by one:
+                    response.queue_id = queue_id  # a third cheaper than keywords (upb)
+                    response.base_queue_offset = result.queue_offset
+                    response.message_count = result.message_count
+                    response.base_commit_log_offset = result.physical_offset
+                    response.store_host = _host_text(result.store_host)
+                    response.broker_name = broker_name
+                    if status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+                        response.send_status = _FLUSH_DISK_TIMEOUT
+                        response.status.code = ResponseCode.FLUSH_DISK_TIMEOUT
+                        response.status.message = (
+                            "stored but not durable within the sync flush timeout: "
+                            f"topic={topic!r} queue_id={queue_id}"
                         )
-                    )
-                    self.meter.on_stored(
-                        topic, result.message_count, len(batch), stored_ns - started_ns
-                    )
-                    return
+                # the answer first, the meter after: the session agent offers a fast send's
+                # at once (``broker.session._answers``), and its producer reads it meanwhile
+                on_done(answer)
                 self.meter.on_stored(
                     topic, result.message_count, len(batch), stored_ns - started_ns
                 )
-                response = messages_pb2.SendMessageResponse()  # fields set one by one:
-                response.queue_id = queue_id  # a third cheaper than keywords (upb)
-                response.base_queue_offset = result.queue_offset
-                response.message_count = result.message_count
-                response.base_commit_log_offset = result.physical_offset
-                response.store_host = _host_text(result.store_host)
-                response.broker_name = broker_name
-                if status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
-                    response.send_status = _FLUSH_DISK_TIMEOUT
-                    response.status.code = ResponseCode.FLUSH_DISK_TIMEOUT
-                    response.status.message = (
-                        "stored but not durable within the sync flush timeout: "
-                        f"topic={topic!r} queue_id={queue_id}"
-                    )
-                on_done(response)
                 return
             code = _PUT_CODES[status]
             self.errors[code] += 1
