@@ -69,20 +69,22 @@ class SpinPredictor:
 
     def observe(self, waited_ns: int) -> None:
         """At the end of a wait that took ``waited_ns``: count it short or long."""
-        self.score = self._counted(waited_ns)
-
-    def _counted(self, waited_ns: int) -> int:
-        """The score with the wait ``waited_ns`` counted, and the probe period after it."""
         if waited_ns < self.window_ns:
             self._probe_mask = self._first_probe_mask
             score = self.score + 1
-            return _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else score
+            self.score = _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else score
+        else:
+            self._count_long()
+
+    def _count_long(self) -> None:
+        """A wait of the window or longer: the score down one, and at 0 already (the wait of a
+        probe) the next probe later."""
         if self.score:
-            return self.score - 1
-        mask = self._probe_mask  # a probe that found a long wait: the next one later
+            self.score -= 1
+            return
+        mask = self._probe_mask
         if mask < _PROBE_MAX_MASK:
             self._probe_mask = mask * 2 + 1
-        return 0
 
     def observe_then_ask(self, waited_ns: int) -> bool:
         """:meth:`observe` (when ``waited_ns`` >= 0; < 0: no wait to count), then
@@ -92,7 +94,12 @@ class SpinPredictor:
         if not window_ns:
             return False
         score = self.score
-        if waited_ns >= 0:
-            self.score = score = self._counted(waited_ns)
+        if waited_ns >= 0:  # observe's, written out (a call less a settled cycle)
+            if waited_ns < window_ns:
+                self._probe_mask = self._first_probe_mask
+                self.score = score = _SPIN_SCORE_MAX if score >= _SPIN_SCORE_MAX else score + 1
+            else:
+                self._count_long()  # (rare: a gap the window missed)
+                score = self.score
         self._waits += 1
         return score >= _SPIN_SCORE_POLLS or not self._waits & self._probe_mask
