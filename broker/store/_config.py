@@ -46,6 +46,11 @@ class StoreConfig:
     than ``max_disk_used_percent`` used (None: no percentage limit); the free space is read at
     most every ``disk_check_interval_ms``.
 
+    The checkpoint (every ``flush_consume_queue_interval_ms``) flushes the consume queues;
+    the key index is flushed every ``flush_index_interval_ms`` (and at an admin flush and at
+    shutdown): after a crash, recovery takes it back to its last flush and indexes the rest
+    again from the commit log.
+
     ``replicated`` makes the store a member of a broker group: what puts wait for and what gets
     see is the committed offset the replication layer sets (``set_high_watermark``), a put
     waiting longer than ``replication_timeout_ms`` is answered ``REPLICATION_TIMEOUT``, and
@@ -61,6 +66,7 @@ class StoreConfig:
     flush_interval_ms: int = 500
     sync_flush_timeout_ms: int = 5_000
     flush_consume_queue_interval_ms: int = 1_000
+    flush_index_interval_ms: int = 10_000
     max_message_bytes: int = 4 * _MIB
     file_reserved_time_ms: int = 72 * _HOUR_MS
     max_store_bytes: int | None = None
@@ -98,6 +104,7 @@ class StoreConfig:
         _at_least("flush_interval_ms", self.flush_interval_ms, 1)
         _at_least("sync_flush_timeout_ms", self.sync_flush_timeout_ms, 1)
         _at_least("flush_consume_queue_interval_ms", self.flush_consume_queue_interval_ms, 1)
+        _at_least("flush_index_interval_ms", self.flush_index_interval_ms, 1)
         _at_least("max_message_bytes", self.max_message_bytes, 256)
         _at_least("file_reserved_time_ms", self.file_reserved_time_ms, 0)
         if self.max_store_bytes is not None:

@@ -58,6 +58,8 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from aeromq.broker._errors import StoreError
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._mapped_file import MappedFile, file_name_for, fsync_directory
@@ -93,6 +95,10 @@ _ENTRY = struct.Struct("<iqii")
 assert _ENTRY.size == ENTRY_LENGTH
 _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
+_ENTRY_DTYPE = np.dtype(
+    [("hash", "<i4"), ("offset", "<i8"), ("time_diff", "<i4"), ("previous", "<i4")]
+)
+assert _ENTRY_DTYPE.itemsize == ENTRY_LENGTH
 
 
 def key_hash(topic: str, key: str) -> int:
@@ -251,6 +257,37 @@ class IndexFile:
             if previous >= number:  # chains only go back; anything else is damage
                 break
             number = previous
+
+    def rewind(self, entries_used: int, end_physical_offset: int) -> None:
+        """Take the file back to its first ``entries_used`` entries, its newest record the one
+        at ``end_physical_offset``: what it held at its last flush (``IndexService.rewind``).
+        Those entries reached the disk whole; of what came after, after a crash of the machine,
+        any page (the header, a slot, an entry) may or may not have. So the header is written
+        again and every slot rebuilt from the entries kept: the newest of them whose key hashes
+        there (the chain's head a put would have left), 0 for none. The entries after them are
+        left as they are, unreachable: the next puts write over them."""
+        if not 1 <= entries_used <= self.entry_count:
+            raise StoreError(
+                "cannot rewind an index file past its entries",
+                path=str(self.mapped.path),
+                entries_used=entries_used,
+                entry_count=self.entry_count,
+            )
+        mm = self.mapped.mm
+        entries = np.frombuffer(mm, _ENTRY_DTYPE, entries_used, self._entries_at)
+        slots = np.frombuffer(mm, np.int32, self.slot_count, HEADER_LENGTH)
+        try:
+            newest_first = (entries["hash"][:0:-1].astype(np.int64)) % self.slot_count
+            buckets, last_seen = np.unique(newest_first, return_index=True)
+            slots[:] = 0
+            slots[buckets] = entries_used - 1 - last_seen  # entry numbers, newest per slot
+        finally:
+            del entries, slots  # (the map cannot close while an array holds it)
+        _I64.pack_into(mm, END_PHYSICAL_OFFSET_OFFSET, end_physical_offset)
+        _I32.pack_into(mm, ENTRIES_USED_OFFSET, entries_used)
+        self.entries_used = entries_used
+        self.end_physical_offset = end_physical_offset
+        self._flushed_used = -1  # rewritten: the next flush makes it durable
 
     def flush(self) -> None:
         if self.entries_used != self._flushed_used:

@@ -4,9 +4,10 @@ entries not yet written to them.
 A put queues its entry (a deque append, no file touched) and :meth:`IndexService.drain` writes
 the queued entries to the files in order: the store's services thread every 20 ms, what came
 since (a second's worth at once, at the checkpoint, held the interpreter long enough to stall
-the session agent tens of ms: ``broker/store/_store_services.py``), the checkpoint's
-:meth:`IndexService.flush` (every ``flush_consume_queue_interval_ms``, before it records how
-far the derived data is durable), :meth:`IndexService.close`, retention; and past :data:`MAX_PENDING` queued (over 65,536 keyed
+the session agent tens of ms: ``broker/store/_store_services.py``), each checkpoint (every
+``flush_consume_queue_interval_ms``, before it records how far the derived data is written),
+:meth:`IndexService.flush` (every ``flush_index_interval_ms``: its :class:`IndexMark` says what
+it made durable), :meth:`IndexService.close`, retention; and past :data:`MAX_PENDING` queued (over 65,536 keyed
 messages a checkpoint interval), each put writes the two oldest, so the queue stays bounded at
 any rate without a long write on any one put. A drain writes the entries that fit in the
 newest file in one native call (``IndexFile.put_entries``, ``_index_put.c``), which lets the
@@ -20,8 +21,10 @@ entry at once before: a random 4-byte slot in a 20 MB table, whose page the chec
 flush had write-protected again, so nearly every send took a page fault there (6-22 us of the
 store's append, ``docs/history/latency-log.md``). A query reads the queued entries as well as
 the files: a message is found by key from the moment its put returned. The queue is part of
-the derived data the checkpoint covers: recovery re-indexes from the checkpoint whatever a crash
-lost.
+the derived data the checkpoint covers: recovery re-indexes from the checkpoint whatever a
+killed process lost, and after any stop that was not clean first takes the files back to the
+last flush's mark (:meth:`IndexService.rewind`), since a crash of the machine leaves the pages
+written after it in any state.
 
 Caller: the ``MessageStore`` (``put`` under its put lock, ``query`` from any thread, ``flush``
 and ``delete_expired`` from its services). Lookups return candidate physical offsets; the
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Final
 
 from aeromq.broker._errors import StoreIOError
+from aeromq.broker.store._checkpoint import IndexMark
 from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._index_file import IndexFile, item_hashes, key_hash
 from aeromq.broker.store._mapped_file import FILE_NAME_DIGITS, TEMP_SUFFIX
@@ -195,11 +199,42 @@ class IndexService:
                 continue
         return list(dict.fromkeys(found))
 
-    def flush(self) -> None:
-        """Write the queued entries, then make the files' new entries durable."""
+    def flush(self, dispatched_offset: int) -> IndexMark:
+        """Write the queued entries, then make the files' new entries durable; returns the mark
+        of what is (``dispatched_offset``: the store's, read before this call, so every record
+        before it was queued and is written now)."""
         self.drain()
-        for index_file in self.files[-2:]:
-            index_file.flush()
+        files = self.files
+        for index_file in files:
+            index_file.flush()  # (nothing to do for a file unchanged since its last flush)
+        if not files:
+            return IndexMark(-1, 1, -1, dispatched_offset)
+        last = files[-1]
+        return IndexMark(
+            last.begin_physical_offset,
+            last.entries_used,
+            last.end_physical_offset,
+            dispatched_offset,
+        )
+
+    def rewind(self, mark: IndexMark) -> bool:
+        """Take the index back to ``mark`` at a start after a stop that was not clean: the
+        files made after it deleted, its newest file rewound (``IndexFile.rewind``). Returns
+        False, changing nothing, when that file is not there (the directory was emptied: the
+        index is rebuilt from where recovery starts anyway)."""
+        files = self.files
+        if mark.file_offset >= 0 and not any(
+            f.begin_physical_offset == mark.file_offset for f in files
+        ):
+            return False
+        kept = [f for f in files if f.begin_physical_offset <= mark.file_offset]
+        with self._lock:
+            self.files = kept
+        for index_file in files[len(kept) :]:
+            index_file.delete()
+        if kept:
+            kept[-1].rewind(mark.entries_used, mark.end_physical_offset)
+        return True
 
     def delete_expired(self, physical_min: int) -> int:
         """Delete files whose every record is before ``physical_min``, never the newest."""

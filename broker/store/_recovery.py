@@ -1,6 +1,10 @@
 """Recovery at start: find where the commit log really ends and make the consume queues and
 the index agree with it (RocketMQ's ``recoverNormally``/``recoverAbnormally`` in one pass).
 
+0. After a stop that was not clean, take the index back to what its last flush made durable
+   (the checkpoint's ``index_mark``, ``IndexService.rewind``: the index is flushed less often
+   than the checkpoint, and a crash of the machine leaves its later pages in any state) and
+   start the scan below at the mark's ``dispatched_offset`` if that is earlier.
 1. Scan the commit log batch by batch from the checkpoint's ``dispatched_offset`` (everything
    before it is durable, with its derived data), checking each batch's framing and CRC
    (``check_batch(..., check_content=False)``) and that it sits where its header says.
@@ -128,6 +132,11 @@ def recover(
     began = time.perf_counter()
     files = commit_log.files
     start = checkpoint.dispatched_offset if checkpoint is not None else 0
+    mark = None
+    if checkpoint is not None and not checkpoint.clean_shutdown:
+        mark = checkpoint.index_mark
+    if index is not None and mark is not None and index.rewind(mark):
+        start = min(start, mark.dispatched_offset)  # the rest indexed again (see module)
     first = files.first
     last = files.last
     if first is None or last is None:

@@ -3,8 +3,10 @@ consumer offsets), the group commit under SYNC flush, and the steps of start-up 
 
 Under ASYNC flush a scheduler thread flushes the commit log every ``flush_interval_ms``; under
 SYNC flush the group commit service flushes as puts ask and tells them when they are durable.
-Either way the scheduler checkpoints (queues and index flushed, then the log, then how far all
-is durable, with the idempotent producers' snapshot when it changed), applies retention,
+Either way the scheduler checkpoints (queues flushed and the index's queued entries written,
+then the log, then how far all is durable, with the idempotent producers' snapshot when it
+changed, and the index's mark: the index itself is flushed every ``flush_index_interval_ms``,
+at an admin flush and at shutdown, see ``_checkpoint``), applies retention,
 persists consumer offsets and forgets idle producers on their intervals. At start the store
 rebuilds what it derives from the log's tail (per-queue counters in a group, producer state;
 ``_log_state``), marks itself running (an unclean checkpoint) and lowers committed offsets past
@@ -30,7 +32,7 @@ import logging
 import time
 
 from aeromq.broker._errors import BrokerStateError, StoreIOError
-from aeromq.broker.store._checkpoint import Checkpoint
+from aeromq.broker.store._checkpoint import Checkpoint, IndexMark
 from aeromq.broker.store._config import FlushMode
 from aeromq.broker.store._group_commit import GroupCommitService
 from aeromq.broker.store._log_state import rebuild_log_state, restore_producers
@@ -84,6 +86,10 @@ class StoreServices(StoreParts):
     """What the last checkpoint recorded (dispatched offset, last store timestamp, committed
     offset, log end): a periodic checkpoint with nothing new since is skipped (an idle broker
     rewrote and renamed the same file every second, most of its idle CPU)."""
+    _index_mark: IndexMark | None = None
+    """What the index's last flush made durable (None before its first)."""
+    _index_flush_due: float = 0.0
+    """When (``time.monotonic()``) a checkpoint next flushes the index."""
 
     def _start_services(self) -> None:
         config = self.config
@@ -160,7 +166,7 @@ class StoreServices(StoreParts):
         self._require_running()
         if self._replicated:
             return self.commit_log.flush()
-        self._checkpoint(clean_shutdown=False)
+        self._checkpoint(clean_shutdown=False, flush_index=True)
         return self.commit_log.flushed_offset
 
     def run_retention(self, now_ms: int | None = None) -> RetentionReport:
@@ -193,29 +199,51 @@ class StoreServices(StoreParts):
             cutoff = self._clock_ms() - self.config.producer_expiry_ms
             self.producer_states.expire(cutoff)
 
-    def _checkpoint(self, clean_shutdown: bool) -> None:
-        """Flush the queues and the index, then the log, then record how far all is durable
-        (with the producers' snapshot, written first when it changed)."""
+    def _checkpoint(self, clean_shutdown: bool, *, flush_index: bool = False) -> None:
+        """Flush the queues and write the index's queued entries, then flush the log, then
+        record how far all is durable (with the producers' snapshot, written first when it
+        changed, and the index's mark). The index is flushed when ``flush_index``, at a clean
+        shutdown, at the first checkpoint and then every ``flush_index_interval_ms``: each of
+        its puts dirties a page of its 20 MB slot table at random, and at 5,000 keyed messages
+        a second its flush wrote back some 3,000 pages (12 MB) a second, 6-23 ms of the
+        kernel's CPU in ``fdatasync`` on the services thread, and the broker's answers waited
+        behind it: the longest latencies at that rate came once a second, with each
+        checkpoint (``docs/latency.md``, "Stalls once a second"). Recovery after a crash takes
+        the index back to its mark (``IndexService.rewind``)."""
         with self._checkpoint_lock:
             dispatched = self._dispatched_offset
             committed = self._commits.committed_offset if self._replicated else None
             stamp = self.commit_log.last_store_timestamp_ms
             state = (dispatched, stamp, committed, self.commit_log.max_offset)
+            index, mark, now = self.index, self._index_mark, time.monotonic()
+            index_due = index is not None and (
+                mark is None
+                or clean_shutdown
+                or (
+                    mark.dispatched_offset != dispatched
+                    and (flush_index or now >= self._index_flush_due)
+                )
+            )
             if (
                 not clean_shutdown
                 and state == self._checkpointed
                 and not self.producer_states.dirty
+                and not index_due
             ):
                 return  # nothing appended, dispatched or committed since: the file says it all
             for queue in self.queues:
                 queue.flush()
-            if self.index is not None:
-                self.index.flush()
+            if index is not None:
+                if index_due:
+                    self._index_mark = index.flush(dispatched)
+                    self._index_flush_due = now + self.config.flush_index_interval_ms / 1000.0
+                else:
+                    index.drain()  # in the page cache: a killed process loses none of it
             self.commit_log.flush()
             producers_at = self._save_producers()
-            Checkpoint(dispatched, stamp, clean_shutdown, committed, producers_at).save(
-                self.config.checkpoint_path, mode=self.config.file_mode
-            )
+            Checkpoint(
+                dispatched, stamp, clean_shutdown, committed, producers_at, self._index_mark
+            ).save(self.config.checkpoint_path, mode=self.config.file_mode)
             self._checkpointed = None if clean_shutdown else state
 
     def _save_producers(self) -> int:
@@ -299,6 +327,7 @@ class StoreServices(StoreParts):
         """Record at start that the store is open (an unclean checkpoint). On a full disk the
         checkpoint cannot be rewritten: it is removed instead (an unlink needs no block), so a
         crash is still recovered in full, and the store starts."""
+        self._index_mark = None  # the index as recovered: flushed by this first checkpoint
         try:
             self._checkpoint(clean_shutdown=False)
         except StoreIOError as exc:

@@ -8,6 +8,7 @@ import pytest
 from aeromq.broker import NoSpaceError, StoreIOError
 from aeromq.broker.store import _index_file as layout
 from aeromq.broker.store import _index_service
+from aeromq.broker.store._checkpoint import IndexMark
 from aeromq.broker.store._index_file import IndexFile, index_file_length, key_hash
 from aeromq.broker.store._index_service import IndexService
 
@@ -77,7 +78,7 @@ def test_should_roll_files_query_across_them_and_reload(tmp_path: Path) -> None:
         if not written:
             assert service.query("T", "k0", 10, 1001, 1003) == [200]  # by the exact time
             assert service.drain() == 5
-    service.flush()
+    assert service.flush(dispatched_offset=500) == IndexMark(400, 3, 400, 500)  # the newest file
     service.close()
     again = IndexService(tmp_path, slot_count=5, entry_count=3)
     again.load()
@@ -119,4 +120,50 @@ def test_should_write_the_oldest_entries_as_it_puts_past_the_queue_bound(
     assert service.files and service.files[-1].entries_used == 1 + 10 - len(service.pending)
     for i in range(10):
         assert service.query("T", f"k{i}", 10, 0, 10_000) == [i * 100]
+    service.close()
+
+
+def test_should_rewind_to_a_mark_deleting_later_files_and_rebuilding_the_slots(
+    tmp_path: Path,
+) -> None:
+    service = IndexService(tmp_path, slot_count=7, entry_count=9)
+    service.load()
+    for i in range(5):  # 10 entries: the first file full (8), two in the second
+        service.put("T", [f"k{i % 3}", f"u{i}"], i * 100, 1000 + i)
+    mark = service.flush(dispatched_offset=450)
+    assert mark == IndexMark(400, 3, 400, 450)
+    for i in range(5, 9):  # after the mark: the second file filled, a third made
+        service.put("T", [f"k{i % 3}", f"u{i}"], i * 100, 1000 + i)
+    service.drain()
+    assert [f.begin_physical_offset for f in service.files] == [0, 400, 800]
+    second = service.files[1]
+    slots_at = layout.HEADER_LENGTH
+    for slot in range(7):  # what a crash of the machine may leave: slots past the entries
+        struct.pack_into("<i", second.mapped.mm, slots_at + 4 * slot, 8)
+
+    assert service.rewind(mark)
+    assert [f.begin_physical_offset for f in service.files] == [0, 400]
+    assert not (tmp_path / IndexFile.name_for(800)).exists()
+    assert (second.entries_used, second.end_physical_offset) == (3, 400)
+    slots = struct.unpack_from("<7i", second.mapped.mm, slots_at)
+    assert all(0 <= number < 3 for number in slots)
+    assert service.query("T", "k1", 10, 0, 10_000) == [400, 100]  # both files
+    assert service.query("T", "u4", 10, 0, 10_000) == [400]
+    assert service.query("T", "u5", 10, 0, 10_000) == []  # after the mark: indexed again later
+    service.put("T", ["k2", "u5"], 500, 1005)  # as recovery does
+    service.drain()
+    assert service.query("T", "k2", 10, 0, 10_000) == [500, 200]
+    assert service.end_physical_offset == 500
+    service.close()
+
+
+def test_should_not_rewind_when_the_marked_file_is_gone(tmp_path: Path) -> None:
+    service = IndexService(tmp_path, slot_count=7, entry_count=9)
+    service.load()
+    service.put("T", ["k"], 100, 1000)
+    service.drain()
+    assert not service.rewind(IndexMark(50, 2, 60, 70))
+    assert service.query("T", "k", 10, 0, 10_000) == [100]
+    assert service.rewind(IndexMark(-1, 1, -1, 0))  # no file then: every file made since goes
+    assert service.files == [] and service.query("T", "k", 10, 0, 10_000) == []
     service.close()

@@ -13,7 +13,7 @@ from aeromq.broker.store import (
     TopicFilterType,
 )
 from aeromq.broker.store._atomic_file import read_json, write_atomically
-from aeromq.broker.store._checkpoint import Checkpoint
+from aeromq.broker.store._checkpoint import Checkpoint, IndexMark
 from aeromq.common import PERM_READ, PERM_WRITE
 
 
@@ -110,5 +110,17 @@ def test_should_save_and_load_the_checkpoint(tmp_path: Path) -> None:
     Checkpoint(4096, 1234, clean_shutdown=True).save(path)
     assert Checkpoint.load(path) == Checkpoint(4096, 1234, True)
     path.write_text('{"version": 1}')
+    with pytest.raises(StoreError, match="malformed checkpoint"):
+        Checkpoint.load(path)
+
+
+def test_should_save_and_load_the_index_mark_and_refuse_a_malformed_one(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoint"
+    marked = Checkpoint(8192, 99, index_mark=IndexMark(4096, 17, 8000, 6144))
+    marked.save(path)
+    assert Checkpoint.load(path) == marked
+    value = json.loads(path.read_text())
+    assert value["index"] == [4096, 17, 8000, 6144]
+    path.write_text(json.dumps({**value, "index": [4096, 17]}))
     with pytest.raises(StoreError, match="malformed checkpoint"):
         Checkpoint.load(path)

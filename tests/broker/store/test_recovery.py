@@ -8,6 +8,7 @@ import pytest
 
 from aeromq.broker import StoreError
 from aeromq.broker.store import GetMessageStatus, InboundMessage, MessageStore
+from aeromq.broker.store._checkpoint import Checkpoint, IndexMark
 from aeromq.broker.store._commit_log import OLD_RECORD_MAGIC, LogCheck
 from aeromq.common.record_batch import BATCH_MAGIC, RecordBatch, encode_batch, patch_batch
 
@@ -251,3 +252,84 @@ def test_should_not_rewrite_an_unchanged_checkpoint_and_record_every_change(
         assert len(_bodies(reopened, 0)) + len(_bodies(reopened, 1)) == 5
     finally:
         reopened.shutdown()
+
+
+_PAGE = 4096
+
+
+def _keyed(store: MessageStore, prefix: str, count: int) -> None:
+    for i in range(count):
+        message = InboundMessage("TopicA", i % 2, f"{prefix}{i}".encode(), {"KEYS": f"{prefix}{i}"})
+        assert store.put_message(message).ok
+
+
+def _torn(crashed: dict[str, bytes], durable: dict[str, bytes], pages_new: int) -> dict[str, bytes]:
+    """The index files a crash of the machine may leave: page ``p`` of each file as the page
+    cache held it when bit ``p`` of ``pages_new`` is set, else as its last flush left it (zeros
+    for a file or page made after it)."""
+    torn = {}
+    for name, now in crashed.items():
+        old = durable.get(name, b"").ljust(len(now), b"\0")
+        pages = [
+            (now if pages_new >> (at // _PAGE) & 1 else old)[at : at + _PAGE]
+            for at in range(0, len(now), _PAGE)
+        ]
+        torn[name] = b"".join(pages)
+    return torn
+
+
+@pytest.mark.parametrize("pages_new", [0b0000, 0b1111, 0b0001, 0b1110, 0b0101, 0b1010])
+def test_should_find_every_key_once_after_a_crash_of_the_machine_tore_the_index(
+    tmp_path: Path, clock: ManualClock, pages_new: int
+) -> None:
+    config = {**QUIET, "index_slots": 1500, "index_entries": 400}  # 6 KB of slots, 8 of entries
+    store = MessageStore(small_config(tmp_path / "live", **config), clock_ms=clock)
+    store.start()
+    _keyed(store, "a", 40)
+    store.flush()  # the index flushed: its mark
+    index_dir = tmp_path / "live" / "index"
+    durable = {p.name: p.read_bytes() for p in index_dir.iterdir()}
+    _keyed(store, "b", 40)
+    store._checkpoint(clean_shutdown=False)  # a periodic one: the index written, not flushed
+    assert Checkpoint.load(store.config.checkpoint_path).index_mark.entries_used == 41
+    crash(store)
+    crashed = {p.name: p.read_bytes() for p in index_dir.iterdir()}
+    assert crashed != durable  # the 40 after the mark are in the files, not yet durable
+    for name, data in _torn(crashed, durable, pages_new).items():
+        (index_dir / name).write_bytes(data)
+
+    again = MessageStore(small_config(tmp_path / "live", **config), clock_ms=clock)
+    again.start()
+    try:
+        for key in [f"a{i}" for i in range(40)] + [f"b{i}" for i in range(40)]:
+            found = again.query_messages_by_key("TopicA", key)
+            assert [m.body for m in found] == [key.encode()], key
+    finally:
+        again.shutdown()
+
+
+def test_should_flush_the_index_on_its_own_interval_and_mark_what_it_made_durable(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    store = MessageStore(
+        small_config(tmp_path, **QUIET, flush_index_interval_ms=600_000), clock_ms=clock
+    )
+    store.start()
+    try:
+        first = Checkpoint.load(store.config.checkpoint_path)
+        assert first is not None and first.index_mark == IndexMark(-1, 1, -1, 0)
+        _keyed(store, "k", 3)
+        store._checkpoint(clean_shutdown=False)  # within the interval: written, not flushed
+        index = store.index
+        assert index is not None and not index.pending
+        newest = index.files[-1]
+        assert newest.entries_used == 4 and newest._flushed_used != 4
+        second = Checkpoint.load(store.config.checkpoint_path)
+        assert second is not None and second.index_mark == first.index_mark
+        store.flush()  # an admin flush makes the index durable too
+        third = Checkpoint.load(store.config.checkpoint_path)
+        assert third is not None and third.index_mark is not None
+        assert third.index_mark.entries_used == 4 and newest._flushed_used == 4
+        assert third.index_mark.dispatched_offset == store.commit_log.max_offset
+    finally:
+        store.shutdown()
