@@ -13,9 +13,9 @@ that mark and re-indexes from the mark's ``dispatched_offset`` (``IndexService.r
 crash of the machine writes the pages of an index file to the disk in no particular order, so
 what came after the mark cannot be trusted.
 
-Three fields a checkpoint of an earlier version does not have (None then; without
-``index_mark``, the index counts as durable up to ``dispatched_offset``, as it was then): in a broker group,
-``committed_offset``, how far recovery may dispatch (the rest waits for the group's high
+Three fields a checkpoint of an earlier version does not have (None then): ``index_mark``
+(above; without it the index counts as durable up to ``dispatched_offset``, as it was then);
+in a broker group, ``committed_offset``, how far recovery may dispatch (the rest waits for the group's high
 watermark); and ``producer_state_offset``, the log offset at which the idempotent producers'
 snapshot (``producer_state``, or an empty table when there is none) still holds, where recovery
 scans the log from to rebuild it.
