@@ -45,6 +45,7 @@ FIELD_HELP: Final[Mapping[str, str]] = {
     "ingress_udp_stream_id": "stream id of the UDP ingress",
     "flush_mode": "ASYNC (acknowledge once written, flush on a timer) or SYNC (once flushed)",
     "flush_interval_ms": "how often ASYNC mode flushes the commit log to disk",
+    "flush_index_interval_ms": "how often the key index is flushed to disk (an unclean start re-indexes since)",
     "sync_flush_timeout_ms": "how long a SYNC send waits for its flush before it fails",
     "auto_create_topic": "create a topic on its first send (default_queue_count queues)",
     "default_queue_count": "queue count of a topic created without one",

@@ -43,6 +43,7 @@ def validate(config: BrokerConfig) -> None:
     for name in ("ingress_ipc_stream_id", "ingress_udp_stream_id"):
         _in_range(name, getattr(config, name), -(1 << 31), _INT32_MAX)
     _in_range("flush_interval_ms", config.flush_interval_ms, 1, 60_000)
+    _in_range("flush_index_interval_ms", config.flush_index_interval_ms, 1, 3_600_000)
     _in_range("sync_flush_timeout_ms", config.sync_flush_timeout_ms, 1, 600_000)
     _in_range("default_queue_count", config.default_queue_count, 1, 1024)
     _in_range("max_message_size", config.max_message_size, 256, _INT32_MAX)

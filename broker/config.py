@@ -135,6 +135,7 @@ class BrokerConfig:
     ingress_udp_stream_id: int = DEFAULT_INGRESS_STREAM_ID
     flush_mode: FlushMode = FlushMode.ASYNC
     flush_interval_ms: int = 500
+    flush_index_interval_ms: int = 10_000
     sync_flush_timeout_ms: int = 5_000
     auto_create_topic: bool = False
     default_queue_count: int = 8
@@ -260,6 +261,7 @@ class BrokerConfig:
                 consume_queue_entries_per_segment=self.consume_queue_entries_per_segment,
                 flush_mode=self.flush_mode,
                 flush_interval_ms=self.flush_interval_ms,
+                flush_index_interval_ms=self.flush_index_interval_ms,
                 sync_flush_timeout_ms=self.sync_flush_timeout_ms,
                 max_message_bytes=self.max_record_bytes,
                 file_reserved_time_ms=self.file_reserved_time_ms,

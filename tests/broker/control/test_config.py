@@ -131,6 +131,7 @@ def test_should_name_key_value_rule_and_source_of_a_bad_value() -> None:
         (["--default-queue-count", "0"], "default_queue_count"),
         (["--max-message-size", "100"], "max_message_size"),
         (["--session-timeout-ms", "1"], "session_timeout_ms"),
+        (["--flush-index-interval-ms", "0"], "flush_index_interval_ms"),
         (["--auto-create-topic", "maybe"], "auto_create_topic"),
         (["--session-idle-strategy", "backoff:1,2"], "session_idle_strategy"),
         (["--session-idle-strategy", "snooze"], "session_idle_strategy"),
@@ -185,9 +186,11 @@ def test_should_build_the_store_config(tmp_path: Path) -> None:
         max_message_size=65536,
         index_slots=31,
         index_entries=64,
+        flush_index_interval_ms=2_500,
     )
     store = config.to_store_config()
     assert store.data_dir == tmp_path
+    assert store.flush_index_interval_ms == 2_500
     assert store.flush_mode is FlushMode.SYNC
     assert store.commit_log_segment_bytes == 1 << 20
     assert store.max_message_bytes == 65536 + 336 + 28 + 32767  # a header, a record's framing
