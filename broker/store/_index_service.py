@@ -14,7 +14,8 @@ newest file in one native call (``IndexFile.put_entries``, ``_index_put.c``), wh
 interpreter go while it writes the slots and takes their page faults (measured: 100 entries
 into a 20 MB slot table in 89-96 us, 2.3-2.5 us of CPU an entry, mostly those faults, the
 interpreter held only while the keys are hashed; key by key in Python 300-340 us, 4.4-4.9 us
-an entry, all of it held), and gives the GIL up every :data:`DRAIN_CHUNK` entries, so the
+an entry, all of it held), and gives the GIL up every :data:`DRAIN_CHUNK` entries (more when it
+found a backlog: :data:`DRAIN_CHUNK_MAX`), so the
 session agent, whose sends it no longer slows, is not kept waiting for the interpreter's switch
 interval (5 ms) behind it either. A put wrote its
 entry at once before: a random 4-byte slot in a 20 MB table, whose page the checkpoint's
@@ -48,7 +49,7 @@ from aeromq.broker.store._file_modes import DEFAULT_FILE_MODE, make_dirs
 from aeromq.broker.store._index_file import IndexFile, item_hashes, key_hash
 from aeromq.broker.store._mapped_file import FILE_NAME_DIGITS, TEMP_SUFFIX
 
-__all__ = ["DRAIN_CHUNK", "MAX_PENDING", "IndexService", "Keys"]
+__all__ = ["DRAIN_CHUNK", "DRAIN_CHUNK_MAX", "MAX_PENDING", "IndexService", "Keys"]
 
 _log = logging.getLogger(__name__)
 
@@ -58,7 +59,15 @@ oldest: the cost the put paid before, spread, at rates above 65,536 keyed messag
 checkpoints (a second by default)."""
 DRAIN_CHUNK: Final = 64
 """A drain writes this many entries (about 0.06 ms natively, 0.2 ms key by key), then gives the
-GIL up (``time.sleep(0)``)."""
+GIL up (``time.sleep(0)``); more when it found a backlog (:data:`DRAIN_CHUNK_MAX`)."""
+DRAIN_CHUNK_MAX: Final = 4096
+"""A drain that found ``n`` entries queued writes ``n / 8`` at a time, from :data:`DRAIN_CHUNK`
+up to this many: each chunk costs the drain a wait for the interpreter (up to its switch
+interval, 5 ms, while a thread runs Python: the session agent under load), so with 64 a chunk a
+drain of a full queue (:data:`MAX_PENDING`) took 1,024 such waits, seconds, and the store's
+other duties (the commit log's flush under ASYNC) waited behind it. A drain thus takes at most
+about eight waits; the interpreter is held while a chunk's keys are hashed (the slots are
+written without it)."""
 _WRITTEN_A_PUT: Final = 2
 
 Keys = Sequence[str] | bytes
@@ -129,9 +138,10 @@ class IndexService:
         so a concurrent query finds it in one place or the other."""
         written = 0
         count = len(self.pending)  # not those put meanwhile: a drain ends
+        chunk = min(max(count >> 3, DRAIN_CHUNK), DRAIN_CHUNK_MAX)
         while written < count:
             with self._drain_lock:
-                done = self._write_oldest(min(DRAIN_CHUNK, count - written))
+                done = self._write_oldest(min(chunk, count - written))
             if not done:
                 break
             written += done

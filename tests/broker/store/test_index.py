@@ -167,3 +167,24 @@ def test_should_not_rewind_when_the_marked_file_is_gone(tmp_path: Path) -> None:
     assert service.rewind(IndexMark(-1, 1, -1, 0))  # no file then: every file made since goes
     assert service.files == [] and service.query("T", "k", 10, 0, 10_000) == []
     service.close()
+
+
+def test_should_drain_a_backlog_in_at_most_eight_chunks_and_a_few_entries_in_small_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    yields: list[float] = []
+    monkeypatch.setattr(_index_service.time, "sleep", yields.append)
+    service = IndexService(tmp_path, slot_count=4099, entry_count=8192)
+    service.load()
+    for i in range(100):
+        service.put("T", [f"k{i}"], i * 100, 1000)
+    assert service.drain() == 100
+    assert len(yields) == 1  # chunks of DRAIN_CHUNK (64): the interpreter given up once
+    yields.clear()
+    backlog = 4000
+    for i in range(backlog):
+        service.put("T", [f"b{i}"], 10_000 + i * 100, 2000)
+    assert service.drain() == backlog
+    assert len(yields) <= 8  # n / 8 a chunk: 62 waits for the interpreter with 64 a chunk
+    assert service.query("T", "b3999", 10, 0, 10_000) == [10_000 + 3999 * 100]
+    service.close()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from aeromq.broker.store import (
     MessageStore,
     PutMessageStatus,
 )
+from aeromq.broker.store._checkpoint import Checkpoint
 from aeromq.common import tag_hash_code
 
 from .conftest import ManualClock, small_config
@@ -338,3 +340,46 @@ def test_should_drain_the_index_sooner_while_many_entries_are_queued_a_drain(
     for i in range(20):
         [found] = store.query_messages_by_key("TopicA", f"k-{i}-49")
         assert found.properties["KEYS"] == f"k-{i}-49"
+
+
+def test_should_flush_and_checkpoint_on_time_while_a_thread_puts_keyed_messages_flat_out(
+    tmp_path: Path,
+) -> None:
+    """The index's drain must not hold up the store's other duties: a put loop without a pause
+    (the interpreter busy) once kept the scheduler in one drain for seconds, and neither the
+    commit log's ASYNC flush nor the checkpoint ran."""
+    config = small_config(
+        tmp_path,
+        commit_log_segment_bytes=64 << 20,
+        consume_queue_entries_per_segment=1 << 20,
+        index_slots=100_003,
+        index_entries=2_000_000,
+        flush_interval_ms=100,
+        flush_consume_queue_interval_ms=200,
+    )
+    store = MessageStore(config)
+    store.start()
+    try:
+        flushed: list[int] = []
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.wait(0.05):
+                flushed.append(store.commit_log.flushed_offset)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        n = 0
+        until = time.monotonic() + 3.0
+        while time.monotonic() < until:
+            batch = [InboundMessage("T", 0, b"x" * 100, {"KEYS": f"k{n + i}"}) for i in range(100)]
+            assert store.put_messages(batch).ok
+            n += 100
+        stop.set()
+        watcher.join()
+        checkpoint = Checkpoint.load(config.checkpoint_path)
+        assert checkpoint is not None and checkpoint.dispatched_offset > 0, n
+        advances = sum(1 for a, b in itertools.pairwise(flushed) if b > a)
+        assert advances >= 6, (advances, n)  # every 100 ms asked: at least 6 in 3 s
+    finally:
+        store.shutdown()
