@@ -3,13 +3,21 @@ from __future__ import annotations
 import shutil
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from aeromq.broker import StoreError
-from aeromq.broker.store import GetMessageStatus, InboundMessage, MessageStore
+from aeromq.broker.store import (
+    GetMessageStatus,
+    InboundMessage,
+    MessageStore,
+    _index_service,
+    _recovery,
+)
 from aeromq.broker.store._checkpoint import Checkpoint, IndexMark
 from aeromq.broker.store._commit_log import OLD_RECORD_MAGIC, LogCheck
+from aeromq.broker.store._index_file import IndexFile
 from aeromq.common.record_batch import BATCH_MAGIC, RecordBatch, encode_batch, patch_batch
 
 from .conftest import ManualClock, crash, small_config
@@ -333,3 +341,40 @@ def test_should_flush_the_index_on_its_own_interval_and_mark_what_it_made_durabl
         assert third.index_mark.dispatched_offset == store.commit_log.max_offset
     finally:
         store.shutdown()
+
+
+def test_should_write_the_keys_it_indexes_again_in_chunks_not_two_a_put(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_index_service, "MAX_PENDING", 256)  # scaled down, 2,000 records
+    monkeypatch.setattr(_recovery, "DRAIN_AT", 128)
+    config = {**QUIET, "index_slots": 4096, "index_entries": 8192}
+    store = MessageStore(small_config(tmp_path, **config), clock_ms=clock)
+    store.start()
+    for first in range(0, 2000, 100):
+        batch = [
+            InboundMessage("TopicA", first // 100 % 2, f"k{i}".encode(), {"KEYS": f"k{i}"})
+            for i in range(first, first + 100)
+        ]
+        assert store.put_messages(batch).ok
+    crash(store)  # the index's mark is the start's: recovery indexes all 2,000 again
+    writes: list[int] = []
+    put_entries = IndexFile.put_entries
+
+    def counted(self: IndexFile, entries: list[Any]) -> int:
+        writes.append(len(entries))
+        return put_entries(self, entries)
+
+    monkeypatch.setattr(IndexFile, "put_entries", counted)
+    again = MessageStore(small_config(tmp_path, **config), clock_ms=clock)
+    again.start()
+    try:
+        assert (
+            again.recovery_report is not None and again.recovery_report.records_redispatched >= 2000
+        )
+        assert 10 <= len(writes) <= 40, writes  # 2,000 / 128 drains, not 1,000 writes of 2
+        for key in ("k0", "k999", "k1999"):
+            found = again.query_messages_by_key("TopicA", key)
+            assert [m.body for m in found] == [key.encode()], key
+    finally:
+        again.shutdown()
