@@ -394,6 +394,9 @@ environment:
       replaces the case's time limit). E.g. {FAIL_CASE_ENV}='aeromq:pull=hang:5'
   AEROMQ_BENCH_BASELINES=LABEL[,LABEL...]
       what --baselines sets: only these baselines are measured, the others reported skipped
+  AEROMQ_BENCH_CPU_AFFINITY='ROLE=CPULIST ...'
+      the latency suite pins each system's server and its producer, consumer and relay roles
+      to these CPUs, e.g. 'server=1 producer=1 consumer=0' (bench/_affinity.py)
 
 examples:
   python -m bench broker --quick

@@ -6,6 +6,8 @@ reports gathered, every process's CPU read over the schedule, and the row made o
 consumer's ``done`` (the producer's ``finished`` without a consumer), then sets ``finish`` and
 reads the reports (:mod:`bench._latency_roles` tells the exchange). A role that ends before its
 report, or a report that does not come in time, fails the run; the roles are stopped either way.
+With ``AEROMQ_BENCH_CPU_AFFINITY`` set, the servers and each role are pinned as they start
+(:mod:`bench._affinity`) and the row says where (``cpu_affinity``).
 
 Used by the latency suite (:mod:`bench.suites.latency`).
 """
@@ -23,6 +25,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Literal, TypedDict, TypeVarTuple, overload
 
+from bench._affinity import pin_roles, requested
 from bench._gc_stats import GC_DIR_ENV, GcWindow, client_gc
 from bench._harness import JsonRecord, Result, note
 from bench._latency_roles import Consumed, LatencyReport, Link, Sent
@@ -117,13 +120,15 @@ def measure(
     roles: dict[str, BaseProcess] = {}
     reports = _Reports(link, roles)
     wait_s = plan.give_up_s + 90.0
+    wanted = requested()
+    pinned = pin_roles(servers, wanted)
     try:
         if start_consumer is None:
             link.primed.set()
         else:
-            roles.update(start_consumer(plan, link))
+            pinned.update(pin_roles(_pids(roles, start_consumer(plan, link)), wanted))
             reports.wait("ready", 60.0)
-        roles.update(start_producer(plan, link))
+        pinned.update(pin_roles(_pids(roles, start_producer(plan, link)), wanted))
         t0_ns = reports.wait("started", 90.0)[1]
         pids = {**{role: p.pid or 0 for role, p in roles.items()}, **servers}
         window = CpuWindow(pids)
@@ -144,9 +149,16 @@ def measure(
                 process.kill()
                 process.join(5)
     gc_stats = collections.report(sent["sent"])
+    where: JsonRecord = {"cpu_affinity": pinned} if pinned else {}
     if consumed is None:
-        return _send_only_row(name, sent, window, gc_stats)
-    return _row(name, plan, t0_ns, sent, consumed, window, gc_stats)
+        return _send_only_row(name, sent, window, gc_stats, where)
+    return _row(name, plan, t0_ns, sent, consumed, window, gc_stats, where)
+
+
+def _pids(roles: dict[str, BaseProcess], started: dict[str, BaseProcess]) -> dict[str, int]:
+    """``started`` added to ``roles``; their pids, by role."""
+    roles.update(started)
+    return {name: process.pid or 0 for name, process in started.items()}
 
 
 def _row(
@@ -157,8 +169,10 @@ def _row(
     consumed: Consumed,
     window: CpuWindow,
     gc_stats: dict[str, dict[str, float]],
+    where: JsonRecord,
 ) -> Result:
-    """A scheduled run's row; raises when a message sent never came."""
+    """A scheduled run's row (``where``: the CPUs its processes were pinned to, if any);
+    raises when a message sent never came."""
     if consumed["received"] < sent["sent"]:
         raise RuntimeError(f"{consumed['received']} of {sent['sent']} messages sent came")
     latency = percentiles_us(merged([consumed["latency"]]))
@@ -179,12 +193,17 @@ def _row(
         **_send_figures(sent),
         **_cpu_figures(window, sent["sent"]),
         **_gc_figures(gc_stats),
+        **where,
     }
     return _result(name, sent, latency, extra)
 
 
 def _send_only_row(
-    name: str, sent: Sent, window: CpuWindow, gc_stats: dict[str, dict[str, float]]
+    name: str,
+    sent: Sent,
+    window: CpuWindow,
+    gc_stats: dict[str, dict[str, float]],
+    where: JsonRecord,
 ) -> Result:
     """A send-only run's row: the p-columns are the send call's duration."""
     extra = {
@@ -192,6 +211,7 @@ def _send_only_row(
         **_send_figures(sent),
         **_cpu_figures(window, sent["sent"]),
         **_gc_figures(gc_stats),
+        **where,
     }
     return _result(name, sent, percentiles_us(merged([sent["send"]])), extra)
 
@@ -274,6 +294,9 @@ def _say(row: Result) -> None:
         f"{max(g['gen0_max_ms'], g['gen1_max_ms'], g['gen2_max_ms']):.2f} ms)"
         for role, g in extra["gc_stats"].items()
     )
+    pinned = extra.get("cpu_affinity")
+    if pinned:
+        tail += " pinned " + ", ".join(f"{r} to {c}" for r, c in pinned.items()) + ";"
     note(
         f"{row.name}:{behind}{tail} send() p50 {_us(extra['send_p50_us'])} p99 "
         f"{_us(extra['send_p99_us'])}, sends started late by p99 {_us(extra['lag_p99_us'])}; "

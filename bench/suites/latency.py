@@ -28,6 +28,9 @@ pipes, two wake-ups per message: the physical limit here), ``baseline:redis-stre
 awaited one at a time; a durable pull consumer's ``fetch``; file storage). Each system's
 roles: :mod:`bench._latency_systems`.
 
+``AEROMQ_BENCH_CPU_AFFINITY='server=1 producer=1 consumer=0'`` pins every system's processes
+alike, by role, and the rows say where (:mod:`bench._affinity`; docs/latency.md tells why).
+
 Targets (the issue's, over IPC): at 10 to 5,000 msgs/s, aeromq's p50 within 1.5x the floor's,
 its p99 <= 1 ms, its p50 and p99 below Redis Streams' and NATS JetStream's; 5,000 msgs/s kept
 with a consumer running; >= 20,000 msgs/s ``send()`` one at a time with no consumer; the CPU of
