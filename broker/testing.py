@@ -61,26 +61,61 @@ class ServerProcess:
 
     def stop(self, timeout_s: float = 15.0) -> int:
         """SIGTERM, wait up to ``timeout_s``, then SIGKILL; returns the exit code. A process
-        that had to be killed has its last output lines (a broker writes its threads' stacks
-        there when its shutdown hangs) written to stderr, for the report of the test."""
-        killed = False
+        still running after the wait has its last output lines written to stderr, for the
+        report of the test (a broker writes its threads' stacks there when its shutdown hangs),
+        and a broker its threads' stacks at that moment too, asked for with SIGQUIT before the
+        kill (:meth:`_stacks`): they show even a main thread that never ran again after the
+        SIGTERM, so never armed the dump of a hung shutdown."""
+        late = killed = False
+        stacks = ""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout_s)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                late = True
+                stacks = self._stacks()
+                if self.process.poll() is None:
+                    self.process.kill()
+                    killed = True
                 self.process.wait(5)
-                killed = True
         self._release()  # the output is whole once its reader has ended
-        if killed:
+        if late:
+            ended = "killed" if killed else "it ended while its stacks were taken"
             print(
-                f"{self.name} did not stop within {timeout_s} s of SIGTERM; its last output:",
+                f"{self.name} did not stop within {timeout_s} s of SIGTERM ({ended}); its last "
+                "output:",
                 *self.log[-_HUNG_OUTPUT_LINES:],
                 sep="\n",
                 file=sys.stderr,
             )
+            if stacks:
+                print(f"{self.name}'s threads after the wait:", stacks, file=sys.stderr)
         return self.process.returncode
+
+    def _stacks(self) -> str:
+        """A live broker's threads' stacks: SIGQUIT, on which it appends them to
+        ``STACKS_FILE`` in its data directory (from a C signal handler: written while its
+        interpreter is stuck too), read once the file stops growing (at most 2 s); empty for a
+        name server or a broker without that file."""
+        if self.data_dir is None:
+            return ""
+        path = self.data_dir / STACKS_FILE
+        try:
+            before = path.stat().st_size
+        except FileNotFoundError:
+            return ""  # not registered (a broker before its start finished): SIGQUIT would kill
+        self.process.send_signal(signal.SIGQUIT)
+        size, deadline = before, time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = path.stat().st_size
+            if now > before and now == size:
+                break
+            size = now
+        with path.open("rb") as file:
+            file.seek(before)
+            return file.read().decode("utf-8", "replace")
 
     def kill(self) -> None:
         """SIGKILL: the crash case (no flush, no checkpoint)."""
@@ -98,6 +133,10 @@ class ServerProcess:
 
 
 _HUNG_OUTPUT_LINES = 200
+
+STACKS_FILE = "stacks.txt"
+"""Where in its data directory ``aeromq broker`` appends its threads' stacks on SIGQUIT
+(``aeromq._cli.broker.STACKS_FILE``)."""
 
 _STARTED: set[subprocess.Popen[str]] = set()
 """The servers this process started and has not yet seen end (see module)."""

@@ -23,10 +23,15 @@ _ARGS = [
 
 def _modes(root: Path) -> dict[str, tuple[int, bool]]:
     """Permission bits of ``root`` and everything under it, and whether each is a directory,
-    by path relative to it."""
+    by path relative to it. A file renamed between the listing and its ``lstat`` (the store
+    makes a file as ``NAME.creating`` and renames it once it is whole) is skipped: the walk
+    after the broker stopped finds it under its final name."""
     found: dict[str, tuple[int, bool]] = {}
     for path in [root, *root.rglob("*")]:
-        mode = path.lstat().st_mode
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            continue
         found[str(path.relative_to(root))] = (stat.S_IMODE(mode), stat.S_ISDIR(mode))
     return found
 
