@@ -110,7 +110,7 @@ def test_should_pull_a_caught_up_queue_at_the_next_poll_not_before_poll_returns(
 def test_should_pull_from_the_scheduler_once_the_application_has_not_polled_within_the_bound(
     real_broker: ServerProcess,
 ) -> None:
-    bound_ms = 300
+    bound_ms = 1_000  # a stall of the machine shorter than two thirds of it is tolerated
     consumer = consumer_of(real_broker, "deferred-bound", defer=True, bound_ms=bound_ms)
     with (
         Producer("deferred-bound-producer", real_broker.grpc_address) as producer,
