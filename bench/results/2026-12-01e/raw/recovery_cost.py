@@ -30,9 +30,7 @@ def _fill_then_die(root: str, seconds: float, interval_ms: int) -> None:
     n = 0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        batch = [
-            InboundMessage("T", n % 4, b"x" * 100, {"KEYS": f"k{n + i}"}) for i in range(100)
-        ]
+        batch = [InboundMessage("T", n % 4, b"x" * 100, {"KEYS": f"k{n + i}"}) for i in range(100)]
         assert store.put_messages(batch).ok
         n += 100
     print(json.dumps({"put": n}), flush=True)
