@@ -25,7 +25,12 @@ from aeromq.broker._errors import (
     error_for_code,
 )
 from aeromq.broker.config import BrokerConfig
-from aeromq.broker.run_file import BROKER_RUN_FILE, broker_aeron_dir, write_run_file
+from aeromq.broker.run_file import (
+    BROKER_RUN_FILE,
+    BROKER_STACKS_FILE,
+    broker_aeron_dir,
+    write_run_file,
+)
 from aeromq.broker.store import (
     FSYNC_LEDGER_ENV,
     FSYNC_LEDGER_FILE,
@@ -58,6 +63,7 @@ from aeromq.broker.store import (
 
 __all__ = [
     "BROKER_RUN_FILE",
+    "BROKER_STACKS_FILE",
     "FSYNC_LEDGER_ENV",
     "FSYNC_LEDGER_FILE",
     "ArrivalListener",

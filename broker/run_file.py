@@ -1,4 +1,5 @@
-"""The run file a running broker keeps in its data directory: ``broker.json``.
+"""The run file a running broker keeps in its data directory: ``broker.json``; and the name of
+its stack file there, ``stacks.txt`` (:data:`BROKER_STACKS_FILE`).
 
 One line of JSON with sorted keys: ``aeron_dir`` (its media driver's directory), ``broker_name``,
 ``grpc`` (the control plane's ``host:port``) and ``pid``. ``aeromq broker`` writes it once the
@@ -20,10 +21,13 @@ from aeromq.broker._errors import BrokerError
 if TYPE_CHECKING:
     from aeromq.broker.config import BrokerConfig
 
-__all__ = ["BROKER_RUN_FILE", "broker_aeron_dir", "write_run_file"]
+__all__ = ["BROKER_RUN_FILE", "BROKER_STACKS_FILE", "broker_aeron_dir", "write_run_file"]
 
 BROKER_RUN_FILE: Final = "broker.json"
 """The run file's name in the data directory."""
+BROKER_STACKS_FILE: Final = "stacks.txt"
+"""The file in the data directory that ``aeromq broker`` appends every thread's stack to at
+SIGQUIT; :meth:`~broker.testing.ServerProcess.stop` reads it from a broker that would not stop."""
 
 _LOG = logging.getLogger(__name__)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aeromq.broker._errors import BrokerStateError
+from aeromq.broker.run_file import BROKER_STACKS_FILE
 
 __all__ = ["ServerProcess", "start_broker_process", "start_namesrv_process"]
 
@@ -95,12 +96,12 @@ class ServerProcess:
 
     def _stacks(self) -> str:
         """A live broker's threads' stacks: SIGQUIT, on which it appends them to
-        ``STACKS_FILE`` in its data directory (from a C signal handler: written while its
+        ``BROKER_STACKS_FILE`` in its data directory (from a C signal handler: written while its
         interpreter is stuck too), read once the file stops growing (at most 2 s); empty for a
         name server or a broker without that file."""
         if self.data_dir is None:
             return ""
-        path = self.data_dir / STACKS_FILE
+        path = self.data_dir / BROKER_STACKS_FILE
         try:
             before = path.stat().st_size
         except FileNotFoundError:
@@ -133,10 +134,6 @@ class ServerProcess:
 
 
 _HUNG_OUTPUT_LINES = 200
-
-STACKS_FILE = "stacks.txt"
-"""Where in its data directory ``aeromq broker`` appends its threads' stacks on SIGQUIT
-(``aeromq._cli.broker.STACKS_FILE``)."""
 
 _STARTED: set[subprocess.Popen[str]] = set()
 """The servers this process started and has not yet seen end (see module)."""

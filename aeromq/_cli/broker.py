@@ -33,7 +33,13 @@ from typing import TextIO
 
 from aeromq._cli.options import command_parser, setup_logging
 from aeromq._cli.serve import serve, stop_on_signals
-from aeromq.broker import BrokerConfig, BrokerConfigError, BrokerError, write_run_file
+from aeromq.broker import (
+    BROKER_STACKS_FILE,
+    BrokerConfig,
+    BrokerConfigError,
+    BrokerError,
+    write_run_file,
+)
 from aeromq.broker.broker import Broker
 from aeromq.broker.config import add_arguments
 from aeromq.common import missing_native_modules
@@ -69,9 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 SHUTDOWN_STACKS_AFTER_S = 10.0
 """How long a shutdown may take before every thread's stack is written to stderr."""
-STACKS_FILE = "stacks.txt"
-"""The file in the data directory that SIGQUIT appends every thread's stack to (see
-:func:`_stacks_on_sigquit`)."""
 _WAIT_SLICE_S = 0.5
 
 
@@ -147,14 +150,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _stacks_on_sigquit(data_dir: Path, file_mode: int) -> TextIO | None:
-    """Append every thread's stack to :data:`STACKS_FILE` in ``data_dir`` (made with the store's
+    """Append every thread's stack to ``BROKER_STACKS_FILE`` in ``data_dir`` (made with the store's
     ``file_mode``, whatever the umask: a stack names topics and paths) on SIGQUIT, as a JVM prints
     its threads on ``kill -3`` (``faulthandler``: written from the signal handler, so also while
     the interpreter is stuck). A file, not stderr: a broker whose parent is gone (``aeromq
     cluster up`` killed) has no one reading its output. Returns the open file (kept until the
     broker stops), or None when it cannot be opened (nothing is registered)."""
     try:
-        fd = os.open(data_dir / STACKS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, file_mode)
+        fd = os.open(
+            data_dir / BROKER_STACKS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, file_mode
+        )
     except OSError as exc:
         _LOG.warning("no stack dump on SIGQUIT: %s", exc)
         return None

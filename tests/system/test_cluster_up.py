@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from aeromq.broker import BROKER_STACKS_FILE
 from aeromq.client import Message
 from aeromq.consumer import ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig
 from aeromq.producer import Producer
@@ -72,11 +73,6 @@ class ClusterUp:
         raise AssertionError(f"no {prefix!r} line; output:\n" + "\n".join(self.lines[-40:]))
 
 
-STACKS_FILE = "stacks.txt"
-"""Where a broker appends its threads' stacks at SIGQUIT, in its data directory
-(``aeromq/_cli/broker.py``)."""
-
-
 def _what(pid: int) -> str:
     """A process left running: its command line, each thread's state and kernel wait, and, a
     broker, its Python stacks (SIGQUIT writes them to ``stacks.txt`` in its data directory)."""
@@ -93,7 +89,7 @@ def _what(pid: int) -> str:
         return f"gone while looked at ({error})"
     stacks = ""
     if "--data-dir" in argv[:-1]:
-        path = Path(argv[argv.index("--data-dir") + 1]) / STACKS_FILE
+        path = Path(argv[argv.index("--data-dir") + 1]) / BROKER_STACKS_FILE
         with contextlib.suppress(OSError):  # gone meanwhile: no stacks
             os.kill(pid, signal.SIGQUIT)
             time.sleep(1.0)  # written from the signal handler: at once
