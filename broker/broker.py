@@ -38,6 +38,7 @@ from aeromq.broker.config import BrokerConfig
 from aeromq.broker.grpc.server import BrokerGrpcServer
 from aeromq.broker.namesrv.registrar import NameServerRegistrar
 from aeromq.broker.observability import ObservabilityServer, TopicMeter
+from aeromq.broker.ports import free_ports
 from aeromq.broker.processor.admin import ControlPlane
 from aeromq.broker.processor.pull import PullProcessor
 from aeromq.broker.processor.pull_hold import PullHoldService
@@ -161,14 +162,15 @@ class Broker:
         return tuning
 
     def _start(self) -> None:
-        if self.config.grpc_port == 0:  # bind a known port: it is also the store host's port
+        # port 0: bind known ports, chosen together so they differ (the gRPC port is also the
+        # store host's port; routes and a group's member key name the RocketMQ port)
+        grpc_port, rocketmq_port = self.config.grpc_port, self.config.rocketmq_port
+        wanted = [grpc_port == 0, rocketmq_port == 0 and self._rocketmq_allowed()]
+        if any(wanted):
+            chosen = iter(free_ports(socket.SOCK_STREAM, self.config.grpc_host, sum(wanted)))
             self.config = self.config.with_overrides(
-                grpc_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
-            )
-        if self.config.rocketmq_port == 0 and self._rocketmq_allowed():
-            # routes and a group's member key name the port: bind a known one
-            self.config = self.config.with_overrides(
-                rocketmq_port=_free_port(socket.SOCK_STREAM, self.config.grpc_host)
+                grpc_port=next(chosen) if wanted[0] else grpc_port,
+                rocketmq_port=next(chosen) if wanted[1] else rocketmq_port,
             )
         config = self.config
         self.acl = acl_of(config)
@@ -591,6 +593,4 @@ def _resolve_udp_channel(endpoint: str | None) -> str | None:
 
 def _free_port(kind: socket.SocketKind, host: str) -> int:
     """A port of ``host`` free now (bound and let go: another process may take it first)."""
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
+    return free_ports(kind, host, 1)[0]

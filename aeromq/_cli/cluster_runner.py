@@ -49,6 +49,7 @@ from typing import Final, TextIO
 from aeromq._cli.child_guard import guarded, write_guard_script
 from aeromq.broker import BrokerError
 from aeromq.broker.etcd import EtcdClient, EtcdError, EtcdServer, etcd_binary
+from aeromq.broker.ports import free_ports
 from aeromq.broker.replication import GroupKeys, GroupState
 
 __all__ = ["ClusterError", "ClusterPorts", "ClusterSpec", "LocalCluster", "Member"]
@@ -134,25 +135,6 @@ class Member:
         return self.ready.get("grpc", "")
 
 
-def _free_ports(kind: socket.SocketKind, host: str, count: int, taken: set[int]) -> list[int]:
-    """``count`` ports of ``host`` free now, none in ``taken`` (held together while chosen)."""
-    held: list[socket.socket] = []
-    ports: list[int] = []
-    try:
-        while len(ports) < count:
-            probe = socket.socket(socket.AF_INET, kind)
-            held.append(probe)
-            probe.bind((host, 0))
-            port = int(probe.getsockname()[1])
-            if port not in taken:
-                taken.add(port)
-                ports.append(port)
-    finally:
-        for probe in held:
-            probe.close()
-    return ports
-
-
 def _ports_of(
     base: int, count: int, kind: socket.SocketKind, host: str, taken: set[int]
 ) -> list[int]:
@@ -160,7 +142,7 @@ def _ports_of(
         ports = [base + i for i in range(count)]
         taken.update(ports)
         return ports
-    return _free_ports(kind, host, count, taken)
+    return free_ports(kind, host, count, taken)
 
 
 def plan_ports(spec: ClusterSpec, stored: ClusterPorts | None) -> ClusterPorts:
@@ -347,8 +329,8 @@ class LocalCluster:
         i, ports, spec = member.member_id, self.ports, self.spec
         every = set(ports.grpc + ports.rocketmq + ports.replication + ports.udp)
         tcp, udp = socket.SOCK_STREAM, socket.SOCK_DGRAM
-        ports.grpc[i], ports.rocketmq[i] = _free_ports(tcp, spec.host, 2, every)
-        ports.replication[i], ports.udp[i] = _free_ports(udp, spec.host, 2, every)
+        ports.grpc[i], ports.rocketmq[i] = free_ports(tcp, spec.host, 2, every)
+        ports.replication[i], ports.udp[i] = free_ports(udp, spec.host, 2, every)
         self._store_ports()
         self.say(f"member {i}: a port was taken meanwhile; starting it on other free ports")
         self._launch(member)
