@@ -36,6 +36,7 @@ import contextlib
 import ctypes
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
@@ -110,10 +111,22 @@ class Pacer:
     """A producer's schedule: :meth:`next` sleeps until the next message is due and returns
     its body; :meth:`sent` records how long its send took and how late it started.
 
+    ``clock_ns`` and ``sleep_s`` are the clock it reads and the sleep it waits with: the
+    monotonic clock and ``time.sleep`` unless a test gives a clock of its own.
+
     Caller: the producer role's loop, one message at a time. Affects: nothing outside."""
 
-    def __init__(self, plan: Plan, t0_ns: int) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        t0_ns: int,
+        *,
+        clock_ns: Callable[[], int] = time.monotonic_ns,
+        sleep_s: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.plan = plan
+        self._clock_ns = clock_ns
+        self._sleep_s = sleep_s
         self.t0_ns = t0_ns
         self.sequence = 0
         self.last_end_ns = t0_ns
@@ -128,7 +141,7 @@ class Pacer:
         over: every message sent, or its time (``give_up_s``) is up."""
         if self.sequence >= self.plan.count:
             return None
-        now = time.monotonic_ns()
+        now = self._clock_ns()
         if now >= self._give_up_ns:
             self.gave_up = self.plan.rate is not None
             return None
@@ -137,7 +150,7 @@ class Pacer:
         else:
             self._due = due_ns(self.t0_ns, self.sequence, self.plan.rate)
             if self._due > now:
-                time.sleep((self._due - now) / 1e9)
+                self._sleep_s((self._due - now) / 1e9)
         return body(self._due, self.sequence)
 
     def sent(self, started_ns: int, ended_ns: int) -> None:

@@ -56,43 +56,77 @@ def test_should_carry_the_due_time_and_sequence_in_a_100_byte_body() -> None:
     assert int.from_bytes(warm_up_body(0)[8:16], "little", signed=True) == -1
 
 
+class FakeClock:
+    """A monotonic clock that moves only when the pacer sleeps or a send takes time: the
+    schedule's tests check its arithmetic, not this host's scheduler (a loaded CI machine
+    woke a real 2 ms sleep late enough to put a 500 msgs/s run 1% behind)."""
+
+    def __init__(self, now_ns: int = 10**12) -> None:
+        self.now_ns = now_ns
+        self.sleeps_s: list[float] = []
+
+    def __call__(self) -> int:
+        return self.now_ns
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps_s.append(seconds)
+        self.now_ns += round(seconds * 1e9)
+
+    def pacer(self, plan: Plan) -> Pacer:
+        return Pacer(plan, self.now_ns, clock_ns=self, sleep_s=self.sleep)
+
+    def send(self, pacer: Pacer, duration_ns: int) -> None:
+        started = self.now_ns
+        self.now_ns += duration_ns
+        pacer.sent(started, self.now_ns)
+
+
 def test_should_keep_the_schedule_when_sends_are_quick() -> None:
-    pacer = Pacer(Plan(500.0, 50, 0.0, 30.0), time.monotonic_ns())
+    clock = FakeClock()
+    pacer = clock.pacer(Plan(500.0, 50, 0.0, 30.0))
+    dues = []
     while (one := pacer.next()) is not None:
-        due = int.from_bytes(one[0:8], "little")
-        started = time.monotonic_ns()
-        assert started >= due  # never before its time
-        pacer.sent(started, time.monotonic_ns())
+        dues.append(int.from_bytes(one[0:8], "little"))
+        assert clock.now_ns >= dues[-1]  # never before its time
+        clock.send(pacer, 100_000)  # 0.1 ms a send, well inside the 2 ms between two
+    assert dues == [pacer.t0_ns + i * 2_000_000 for i in range(50)]
     assert pacer.sequence == 50 and not pacer.gave_up
     assert not pacer.fell_behind()
+    assert list(pacer.lags_ns) == [0] * 50
+    assert clock.sleeps_s == [pytest.approx(0.0019)] * 49  # the first was due at once
     assert pacer.achieved_msgs_per_s() >= 0.99 * 500
 
 
 def test_should_send_a_late_message_at_once_without_skipping_it() -> None:
-    plan = Plan(1_000.0, 40, 0.0, 30.0)
-    pacer = Pacer(plan, time.monotonic_ns())
+    clock = FakeClock()
+    pacer = clock.pacer(Plan(1_000.0, 40, 0.0, 30.0))
     sequences = []
     while (one := pacer.next()) is not None:
         sequences.append(int.from_bytes(one[8:16], "little"))
-        started = time.monotonic_ns()
-        time.sleep(0.003)  # a send of 3 ms at 1 ms a message: the schedule queues up
-        pacer.sent(started, time.monotonic_ns())
+        clock.send(pacer, 3_000_000)  # a send of 3 ms at 1 ms a message: the schedule queues up
     assert sequences == list(range(40))  # every message, none skipped
+    assert clock.sleeps_s == []  # each was due before the last send ended
     assert pacer.fell_behind()
     assert pacer.achieved_msgs_per_s() < 0.5 * 1_000
-    assert max(pacer.lags_ns) > 50 * 1_000_000  # the last waited ~80 ms behind its due time
-    assert min(pacer.durations_ns) >= 3_000_000
+    assert pacer.lags_ns[-1] == 39 * 2_000_000  # the last started 78 ms behind its due time
+    assert min(pacer.durations_ns) == 3_000_000
 
 
 def test_should_give_up_when_the_run_overstays_its_time() -> None:
-    pacer = Pacer(Plan(1_000.0, 10_000, 0.0, 0.05), time.monotonic_ns())
-    while (one := pacer.next()) is not None:
-        started = time.monotonic_ns()
-        time.sleep(0.005)
-        del one
-        pacer.sent(started, time.monotonic_ns())
+    clock = FakeClock()
+    pacer = clock.pacer(Plan(1_000.0, 10_000, 0.0, 0.05))
+    while pacer.next() is not None:
+        clock.send(pacer, 5_000_000)
     assert pacer.gave_up and pacer.fell_behind()
-    assert 0 < pacer.sequence < 20
+    assert pacer.sequence == 10  # 10 sends of 5 ms fill the 50 ms given
+
+
+def test_should_pace_on_the_real_clock_by_default() -> None:
+    pacer = Pacer(Plan(1_000.0, 3, 0.0, 30.0), time.monotonic_ns())
+    while (one := pacer.next()) is not None:
+        assert time.monotonic_ns() >= int.from_bytes(one[0:8], "little")
+        pacer.sent(time.monotonic_ns(), time.monotonic_ns())
+    assert pacer.sequence == 3 and pacer.last_end_ns >= pacer.t0_ns + 2_000_000
 
 
 def test_should_keep_each_first_receipt_and_count_duplicates() -> None:
