@@ -172,22 +172,28 @@ def test_should_merge_histograms_from_processes_into_the_percentiles_of_all_valu
 
 
 def test_should_read_the_cpu_another_process_used_in_a_window() -> None:
-    busy = subprocess.Popen(
-        [sys.executable, "-c", "import time\nend = time.process_time() + 0.4\n"
-         "while time.process_time() < end: pass\ntime.sleep(30)"]
-    )  # fmt: skip
-    try:
-        window = CpuWindow({"busy": busy.pid})
-        window.start()
-        time.sleep(1.5)
-        window.stop()
-        assert 0.3e9 < window.used_ns["busy"] < 1.5e9
-        report = window.report(messages=1_000)["busy"]
-        assert report["us_per_msg"] == pytest.approx(window.used_ns["busy"] / 1e6, abs=0.01)
-        assert 15 < report["pct_core"] < 100
-    finally:
-        busy.kill()
-        busy.wait()
+    with subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nsys.stdin.readline()\n"
+         "end = time.process_time() + 0.4\nwhile time.process_time() < end: pass\n"
+         "print('spun', flush=True)\ntime.sleep(30)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    ) as busy:  # fmt: skip
+        assert busy.stdin is not None and busy.stdout is not None
+        try:
+            window = CpuWindow({"busy": busy.pid})
+            window.start()
+            busy.stdin.write("go\n")  # its 0.4 s of CPU inside the window, however slow the host
+            busy.stdin.flush()
+            assert busy.stdout.readline() == "spun\n"
+            window.stop()
+            assert 0.4e9 <= window.used_ns["busy"] < 1.5e9
+            report = window.report(messages=1_000)["busy"]
+            assert report["us_per_msg"] == pytest.approx(window.used_ns["busy"] / 1e6, abs=0.01)
+            pct = 100.0 * window.used_ns["busy"] / window.wall_ns
+            assert report["pct_core"] == pytest.approx(pct, abs=0.01) and 0 < pct <= 100
+        finally:
+            busy.kill()
+            busy.wait()
     assert cpu_ns(busy.pid) == 0  # gone
 
 
