@@ -9,7 +9,7 @@ from pathlib import Path
 rows = [json.loads(line) for path in sys.argv[1:] for line in Path(path).read_text().splitlines()]
 
 
-def figures(runs: list[dict], key: str) -> str:
+def figures(runs: list[dict[str, float]], key: str) -> str:
     values = [round(run[key]) for run in runs]
     return f"{values} med {round(statistics.median(values))}"
 

@@ -14,7 +14,7 @@ from bench._schedule import Plan
 from bench.suites.latency import _start_broker
 
 
-def main():
+def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         broker = _start_broker(Path(tmp))
         admin = GrpcClient(broker.grpc_address)
@@ -25,7 +25,7 @@ def main():
                 t0 = time.monotonic()
                 if case.startswith("idle"):
 
-                    def snap():
+                    def snap() -> dict[tuple[str, str], int]:
                         out = {}
                         for t in os.listdir(f"/proc/{broker.pid}/task"):
                             f = Path(f"/proc/{broker.pid}/task/{t}/stat").read_text()

@@ -13,7 +13,7 @@ from bench._schedule import Plan
 from bench.suites.latency import _start_broker
 
 
-def main():
+def main() -> None:
     n = int(sys.argv[1])
     seconds = float(sys.argv[2])
     for i in range(n):

@@ -25,7 +25,7 @@ VARIANT_ENV = {
 KEYS = {k for env in VARIANT_ENV.values() for k in env}
 
 
-def main():
+def main() -> None:
     variants = sys.argv[1].split(",")
     rates = [int(r) for r in sys.argv[2].split(",")]
     seconds = float(sys.argv[3])

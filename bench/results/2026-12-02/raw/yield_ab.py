@@ -14,7 +14,7 @@ from bench._schedule import Plan
 from bench.suites.latency import _start_broker
 
 
-def main():
+def main() -> None:
     variants = sys.argv[1].split(",")  # e.g. A,B,A,B
     duration = float(sys.argv[2]) if len(sys.argv) > 2 else 8.0
     for n, v in enumerate(variants):
