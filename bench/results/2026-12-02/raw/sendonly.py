@@ -1,50 +1,27 @@
-"""aeromq send-only (no consumer) N times on one broker each: msgs/s, send p50/p99, CPU."""
+"""``sendonly.py N SECONDS``: aeromq's ``send()`` one at a time with no consumer, for SECONDS, on
+a fresh broker each of N times (the latency suite runs it on the broker its other cases ran on)."""
 
-import json
-import os
+from __future__ import annotations
+
 import sys
-import tempfile
-from pathlib import Path
 
-from aeromq.client.grpc_client import GrpcClient
-from bench._latency_run import measure, role
-from bench._latency_systems import aeromq_producer
+from _run import broker_with, print_row, run
+
 from bench._schedule import Plan
-from bench.suites.latency import _start_broker
 
 
 def main() -> None:
-    n = int(sys.argv[1])
-    seconds = float(sys.argv[2])
-    for i in range(n):
-        with tempfile.TemporaryDirectory() as tmp:
-            broker = _start_broker(Path(tmp))
-            admin = GrpcClient(broker.grpc_address)
-            try:
-                admin.create_topic(f"S{i}")
-                r = measure(
-                    f"so{i}",
-                    Plan(None, 10**8, 0.0, seconds),
-                    {"broker": broker.pid},
-                    None,
-                    role("producer", aeromq_producer, broker.grpc_address, f"S{i}", "auto"),
-                )
-                print(
-                    json.dumps(
-                        {
-                            "i": i,
-                            "load": os.getloadavg()[0],
-                            "msgs_per_s": r.msgs_per_s,
-                            "send_p50_us": r.extra.get("send_p50_us"),
-                            "send_p99_us": r.extra.get("send_p99_us"),
-                            "cpu": r.extra.get("cpu"),
-                        }
-                    ),
-                    flush=True,
-                )
-            finally:
-                admin.close()
-                broker.stop()
+    count, seconds = int(sys.argv[1]), float(sys.argv[2])
+    for i in range(count):
+        with broker_with({}) as (broker, admin):
+            result = run(broker, admin, f"S{i}", Plan(None, 10**8, 0.0, seconds))
+            print_row(
+                i=i,
+                msgs_per_s=result.msgs_per_s,
+                send_p50_us=result.extra.get("send_p50_us"),
+                send_p99_us=result.extra.get("send_p99_us"),
+                cpu=result.extra.get("cpu"),
+            )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,45 @@
+"""A/B of broker settings given through its environment: ``ab.py VARIANTS RATES SECONDS``, with
+VARIANTS a comma list of names of VARIANT_ENV (one broker a name, in that order) and RATES a
+comma list of msgs/s run in turn on each, SECONDS each after the warm-up, over IPC.
+
+A and B need ``yield.diff`` applied: B has the session agent yield its CPU after ringing a
+consumer in mid-cycle. D, L0 and W0 are the session agent's idle strategy: the default, the long
+spin window off, both spin windows off."""
+
+from __future__ import annotations
+
+import sys
+
+from _run import broker_with, paced, print_row, run
+
+_IDLE = "AEROMQ_BROKER_SESSION_IDLE_STRATEGY"
+VARIANT_ENV = {
+    "A": {"AEROMQ_EXP_YIELD": "0"},
+    "B": {"AEROMQ_EXP_YIELD": "1"},
+    "D": {},
+    "L0": {_IDLE: "doorbell:0,0,1000,1000000,25000000,1000000000,100000,0"},
+    "W0": {_IDLE: "doorbell:0,0,1000,1000000,25000000,1000000000,0,0"},
+}
+
+
+def main() -> None:
+    variants = sys.argv[1].split(",")
+    rates = [int(rate) for rate in sys.argv[2].split(",")]
+    seconds = float(sys.argv[3])
+    for n, variant in enumerate(variants):
+        with broker_with(VARIANT_ENV[variant]) as (broker, admin):
+            for rate in rates:
+                result = run(broker, admin, f"V{n}r{rate}", paced(rate, seconds))
+                row = {
+                    "variant": variant,
+                    "rate": rate,
+                    "msgs_per_s": result.msgs_per_s,
+                    "p50_us": result.p50_us,
+                    "p99_us": result.p99_us,
+                    **result.extra,  # (the plan's own rate among them: the same)
+                }
+                print_row(**row)
+
+
+if __name__ == "__main__":
+    main()
