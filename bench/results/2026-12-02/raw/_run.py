@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from unittest.mock import patch
 
 from aeromq.broker.testing import ServerProcess
 from aeromq.client.grpc_client import GrpcClient
@@ -24,23 +25,14 @@ from bench.suites.latency import _start_broker
 def broker_with(env: dict[str, str]) -> Iterator[tuple[ServerProcess, GrpcClient]]:
     """A broker started with ``env`` added to this process's environment (and taken out again
     after), and an admin client of it; both stopped at the end."""
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            broker = _start_broker(Path(tmp))
-            admin = GrpcClient(broker.grpc_address)
-            try:
-                yield broker, admin
-            finally:
-                admin.close()
-                broker.stop()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with patch.dict(os.environ, env), tempfile.TemporaryDirectory() as tmp:
+        broker = _start_broker(Path(tmp))
+        admin = GrpcClient(broker.grpc_address)
+        try:
+            yield broker, admin
+        finally:
+            admin.close()
+            broker.stop()
 
 
 def run(
