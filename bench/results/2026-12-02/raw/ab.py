@@ -4,7 +4,8 @@ comma list of msgs/s run in turn on each, SECONDS each after the warm-up, over I
 
 A and B need ``yield.diff`` applied: B has the session agent yield its CPU after ringing a
 consumer in mid-cycle. D, L0 and W0 are the session agent's idle strategy: the default, the long
-spin window off, both spin windows off."""
+spin window off, both spin windows off. Y needs ``spin-yield.diff`` applied: every spin window's
+poll (the broker's and the clients') ends in ``sched_yield()``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ VARIANT_ENV = {
     "D": {},
     "L0": {_IDLE: "doorbell:0,0,1000,1000000,25000000,1000000000,100000,0"},
     "W0": {_IDLE: "doorbell:0,0,1000,1000000,25000000,1000000000,0,0"},
+    "Y": {"AEROMQ_EXP_SPIN_YIELD": "1"},
 }
 
 
