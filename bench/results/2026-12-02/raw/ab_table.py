@@ -1,5 +1,5 @@
-"""The A/B runs' rows by rate and variant: ``python ab_table.py FILE...`` (yield_ab.py's and
-spin_ab.py's JSON lines): each run's p50, p99, CPU a message and send() p50, and the medians."""
+"""The A/B runs' rows by rate and variant: ``python ab_table.py FILE...`` (``ab.py``'s JSON
+lines): each run's p50, p99, CPU a message and send() p50, and the medians."""
 
 import json
 import statistics

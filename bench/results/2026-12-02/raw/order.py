@@ -1,28 +1,19 @@
 """``order.py CASE...``: cases in order on one broker, a row each. ``ipcRATE`` and ``udpRATE``:
 3 s at RATE msgs/s after a 2 s warm-up, a consumer polling; ``so``: ``send()`` alone for 3 s;
 ``sleepSECONDS``: nothing for that long; ``idleSECONDS``: the broker's CPU over that long (no
-traffic) and its five busiest threads in clock ticks, from ``/proc``."""
+traffic) and its five busiest thread names with their microseconds (``bench._thread_stats``).
+The idle rows in ``order.txt`` were read before this script used ``bench._thread_stats``: from
+``/proc``'s user and system clock ticks (10 ms each), their names and counts in ticks."""
 
 from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 from _run import broker_with, print_row, run
 
 from bench._schedule import Plan
-
-
-def thread_ticks(pid: int) -> dict[tuple[str, str], int]:
-    """(thread id, name) -> its user and system clock ticks so far."""
-    ticks = {}
-    for tid in (path.name for path in Path(f"/proc/{pid}/task").iterdir()):
-        stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        ticks[(tid, name)] = int(fields[11]) + int(fields[12])
-    return ticks
+from bench._thread_stats import costs, sample
 
 
 def main() -> None:
@@ -31,14 +22,14 @@ def main() -> None:
             started_s = time.monotonic()
             if case.startswith("idle"):
                 seconds = float(case[4:])
-                before = thread_ticks(broker.pid)
+                before = sample(broker.pid)
                 time.sleep(seconds)
-                after = thread_ticks(broker.pid)
-                used = sorted(
-                    ((t - before.get(k, 0), k[1]) for k, t in after.items()), reverse=True
+                used = costs(before, sample(broker.pid), messages=1)  # us over the window
+                total_us = sum(row.cpu_us_per_msg for row in used)
+                busiest = [(row.name, round(row.cpu_us_per_msg)) for row in used[:5]]
+                print_row(
+                    case=case, broker_pct=round(total_us / seconds / 1e4, 2), threads_us=busiest
                 )
-                total = sum(ticks for ticks, _ in used)  # 100 ticks a second: % of a core
-                print_row(case=case, broker_pct=round(total / seconds, 2), threads_ticks=used[:5])
                 continue
             if case.startswith("sleep"):
                 time.sleep(float(case[5:]))
