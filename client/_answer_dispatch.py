@@ -9,7 +9,8 @@ bytes (:meth:`~AnswerDispatcher.on_malformed`). The dispatcher pops the request'
 the pending table by correlation id and completes it: the CONNECT answer with the session's id
 (which it records), a stored send's with a :class:`~common.SendAnswer` read in one native
 call without protobuf, another send's or a keepalive's with its body, a pull's with a
-:class:`~common.PullAnswer` (its control fields beside its raw batches), an envelope-level
+:class:`~common.PullAnswer` (its control fields beside its raw batches; a
+:class:`~common.PulledAnswer`, read in one native call, unless it is a refusal), an envelope-level
 error with the error of its code (``SESSION_CLOSED_CODE`` also fails the session).
 
 Caller: the thread that reads the session's answers, holding the readers' poll lock
@@ -35,6 +36,8 @@ from aeromq.common import (
     CorruptMessageError,
     IllegalStateError,
     PullAnswer,
+    PulledAnswer,
+    read_pulled_answer,
     read_send_answer,
     salvage_envelope_ids,
     split_raw_section,
@@ -76,9 +79,11 @@ class AnswerDispatcher:
 
     def on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
         """A whole answer in one fragment: a stored send's read by one native call
-        (:func:`~common.read_send_answer`) and its request completed with it here (the common
-        answer: no further Python call), any other's raw section (a pull answer's batches,
-        if any) copied out once and the rest parsed without it (:meth:`on_answer`)."""
+        (:func:`~common.read_send_answer`), a pull's (its batches and control fields, no
+        refusal) by another (:func:`~common.read_pulled_answer`, straight from the log buffer,
+        its batches copied out once), each request completed here (the common answers: no
+        further Python call); any other's raw section copied out once and the rest parsed
+        without it (:meth:`on_answer`)."""
         # in a try, which costs nothing unless it raises: a raise ends the poll at this
         # fragment, so the readers must not take it for one that read to the end
         # (SessionState.answer_failed)
@@ -104,6 +109,23 @@ class AnswerDispatcher:
                     except InvalidStateError:  # timed out or failed meanwhile
                         return
                     return
+            pulled = read_pulled_answer(buffer, offset, length)
+            if pulled is not None:  # a pull's: completed as on_answer does, without protobuf
+                state = self._state
+                state.last_heard_ns = time.monotonic_ns()
+                if pulled.session_id != state.session_id:
+                    self.foreign_responses += 1
+                    return
+                future = self._futures.pop(pulled.correlation_id, None)
+                if future is None:
+                    self.unmatched_responses += 1
+                    return
+                try:  # resolve(), without its call: a pull a message keeping up
+                    future.set_result(PulledAnswer(pulled))
+                except InvalidStateError:  # timed out or failed meanwhile
+                    return
+                return
+            if whole is not None:
                 head = whole[:ENVELOPE_HEAD_MAX_LENGTH]
             else:
                 head = buffer.get_bytes(offset, ENVELOPE_HEAD_MAX_LENGTH)

@@ -43,8 +43,10 @@ from aeromq.common import (
     ClientError,
     IllegalArgumentError,
     IllegalStateError,
+    PullRequestBody,
     SendRequest,
     encode_envelope,
+    encode_pull_request,
     encode_send_request,
 )
 from aeromq.proto import messages_pb2, session_pb2
@@ -54,9 +56,10 @@ from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 
 __all__ = ["BackPressuredError", "Request", "RequestSender"]
 
-Request: TypeAlias = ProtoMessage | SendRequest
-"""What a session sends: a request body, or a send's attempt, which is encoded with its
-envelope in one native call (``common/_send_envelope.py``)."""
+Request: TypeAlias = ProtoMessage | SendRequest | PullRequestBody
+"""What a session sends: a request body, or a send's attempt or a consumer's pull, each encoded
+with its envelope in one native call (``common/_send_envelope.py``,
+``common/_pull_envelope.py``)."""
 
 _C = TypeVar("_C", bound=Completion[Answer])
 
@@ -179,7 +182,8 @@ class RequestSender:
         offer timeout (without ``wait``: not at all, :class:`BackPressuredError` at once);
         then ring the broker, but for a ``lazy`` request, and a held one (see module).
         An ingress that is gone fails the session (:class:`~client.BrokerUnavailableError`).
-        A :class:`~common.SendRequest` is encoded, envelope and stamp, in one native call."""
+        A :class:`~common.SendRequest` is encoded, envelope and stamp, in one native call, and
+        so is a :class:`~common.PullRequestBody`."""
         publication = self.publication
         if publication is None:
             raise IllegalStateError("session not connected")
@@ -187,6 +191,9 @@ class RequestSender:
         if isinstance(body, SendRequest):
             field_number = _SEND
             data = encode_send_request(correlation_id, state.session_id, *body)
+        elif isinstance(body, PullRequestBody):  # a consumer's pull: one native call
+            field_number = _PULL
+            data = encode_pull_request(correlation_id, state.session_id, body)
         elif (
             type(body) is _PullRequest and 0 < correlation_id < _I64 and 0 < state.session_id < _I64
         ):

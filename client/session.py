@@ -101,6 +101,7 @@ from aeromq.common import (
     ClientError,
     IllegalStateError,
     PullAnswer,
+    PullRequestBody,
     RequestTimeoutError,
     SendAnswer,
     SendRequest,
@@ -334,7 +335,7 @@ class ClientSession:
     ) -> messages_pb2.SendMessageResponse | SendAnswer: ...
     @overload
     def request(
-        self, body: messages_pb2.PullMessageRequest, timeout_ms: int | None = None
+        self, body: messages_pb2.PullMessageRequest | PullRequestBody, timeout_ms: int | None = None
     ) -> PullAnswer: ...
     @overload
     def request(
@@ -416,7 +417,7 @@ class ClientSession:
     @overload
     def request_async(
         self,
-        body: messages_pb2.PullMessageRequest,
+        body: messages_pb2.PullMessageRequest | PullRequestBody,
         timeout_ms: int | None = None,
         *,
         wait_offer: bool = True,
@@ -443,7 +444,7 @@ class ClientSession:
 
     def request_callback(
         self,
-        body: messages_pb2.PullMessageRequest,
+        body: messages_pb2.PullMessageRequest | PullRequestBody,
         timeout_ms: int,
         callback: Callable[
             [ProtoMessage | PullAnswer | SendAnswer | None, BaseException | None], None

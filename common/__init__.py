@@ -26,7 +26,10 @@ I/O here.
 - ``_pull_answer``: :class:`PullAnswer`, a pull's control fields beside its record batches.
 - ``_pull_envelope``: a pull's request and a stored pull's answer through the envelope in one
   native call each at the broker (:class:`PullRequestFields`, :func:`read_pull_request`,
-  :class:`StoredPullAnswer`, :func:`stored_pull_envelope`), their Python references beside them.
+  :class:`StoredPullAnswer`, :func:`stored_pull_envelope`), and that answer read back at the
+  client, where the request is written (:class:`PullRequestBody`, :func:`encode_pull_request`)
+  and the answer read back (:class:`PulledAnswerFields`, :func:`read_pulled_answer`,
+  :class:`PulledAnswer`), their Python references beside them.
 - ``_stored_send``: a send's request and a stored send's answer through the envelope in one
   native call each at the broker (:class:`SendRequestFields`, :func:`read_send_request`,
   :class:`StoredSendAnswer`, :func:`stored_send_envelope`), their Python references beside them.
@@ -174,10 +177,17 @@ from aeromq.common._properties import (
 )
 from aeromq.common._pull_answer import PullAnswer
 from aeromq.common._pull_envelope import (
+    PulledAnswer,
+    PulledAnswerFields,
+    PullRequestBody,
     PullRequestFields,
     StoredPullAnswer,
+    encode_pull_request,
+    pull_request_py,
     read_pull_request,
     read_pull_request_py,
+    read_pulled_answer,
+    read_pulled_answer_py,
     stored_pull_envelope,
     stored_pull_envelope_py,
 )
@@ -351,7 +361,10 @@ __all__ = [
     "OffsetMessageId",
     "OutOfOrderSequenceError",
     "PullAnswer",
+    "PullRequestBody",
     "PullRequestFields",
+    "PulledAnswer",
+    "PulledAnswerFields",
     "QueueHolders",
     "RawSection",
     "RecordBatch",
@@ -391,6 +404,7 @@ __all__ = [
     "encode_envelope_around",
     "encode_offset_message_id",
     "encode_properties",
+    "encode_pull_request",
     "encode_send_request",
     "encode_unique_message_id",
     "error_for_code",
@@ -410,9 +424,12 @@ __all__ = [
     "parse_gc_threshold",
     "parse_tag_expression",
     "patch_batch",
+    "pull_request_py",
     "raw_section_past_message",
     "read_pull_request",
     "read_pull_request_py",
+    "read_pulled_answer",
+    "read_pulled_answer_py",
     "read_send_answer",
     "read_send_answer_py",
     "read_send_request",

@@ -28,8 +28,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import Final, NamedTuple, TypeVar
 
 from aeromq.client import (
     BrokerUnavailableError,
@@ -44,7 +43,7 @@ from aeromq.client.failover import error_for_status, is_failover_error, leader_h
 from aeromq.client.grpc_client import GrpcClient
 from aeromq.client.route import BrokerRoute, RouteResolver
 from aeromq.client.session import BackPressuredError, ClientSession
-from aeromq.common import PullAnswer
+from aeromq.common import PullAnswer, PulledAnswer, PulledAnswerFields, PullRequestBody
 from aeromq.consumer._broker_api import (
     ConsumerHeartbeat,
     MembershipListener,
@@ -64,15 +63,15 @@ _T = TypeVar("_T")
 __all__ = ["GrpcBrokerApi"]
 
 _log = logging.getLogger(__name__)
+_tuple_new: Final = tuple.__new__
 _PULL_STATUSES = tuple(PullStatus)
 """``PullStatus`` by wire ordinal (a tuple index, not an enum call)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Pull:
+class _Pull(NamedTuple):
     """One pull on its way: the request and what its answer is read with."""
 
-    request: messages_pb2.PullMessageRequest
+    request: PullRequestBody
     queue: MessageQueue
     subscription: SubscriptionData
     timeout_ms: int
@@ -220,18 +219,25 @@ class GrpcBrokerApi:
         nonblocking: bool = False,
         lazy: bool = False,
     ) -> bool:
-        request = messages_pb2.PullMessageRequest(
-            consumer_group=consumer_group,
-            topic=queue.topic,
-            queue_id=queue.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
-            sub_expression=subscription.sub_string,
-            expression_type=EXPRESSION_TYPES[subscription.expression_type],
-            suspend_timeout_ms=suspend_timeout_ms,
-            commit_offset=-1,
+        # its fields in their order, through tuple's __new__ (a NamedTuple's own is a Python
+        # function): the session writes its envelope in one native call
+        request = _tuple_new(
+            PullRequestBody,
+            (
+                consumer_group,
+                queue.topic,
+                queue.queue_id,
+                offset,
+                max_nums,
+                0,
+                subscription.sub_string,
+                EXPRESSION_TYPES[subscription.expression_type],
+                suspend_timeout_ms,
+                -1,
+                False,
+            ),
         )
-        pull = _Pull(request, queue, subscription, timeout_ms, callback)
+        pull = _tuple_new(_Pull, (request, queue, subscription, timeout_ms, callback))
         if nonblocking:  # a cached route and an open session, or nothing
             route = self._resolver.cached(queue.topic)
             broker = None if route is None else route.brokers.get(queue.broker_name)
@@ -279,20 +285,25 @@ class GrpcBrokerApi:
         name = broker.broker_name
 
         def done(response: object, error: BaseException | None) -> None:
-            if not isinstance(response, PullAnswer):  # failed (or not a pull's answer)
+            control: PulledAnswerFields | messages_pb2.PullMessageResponse
+            if type(response) is PulledAnswer:  # read in one native call: never a refusal
+                control = response.fields  # (its fields, not PullAnswer's properties: a
+                batches = control.batches  # pull a message keeping up)
+            elif isinstance(response, PullAnswer):
+                control = response.response
+                status = control.status
+                if status.code != 0:
+                    refused = error_for_status(status, broker=name)
+                    if is_failover_error(refused):  # a follower's NOT_LEADER, an election
+                        self._pull_failed(pull.queue.topic, broker, refused)
+                    callback(None, refused)
+                    return
+                batches = response.batches
+            else:  # failed (or not a pull's answer)
                 if isinstance(error, BrokerUnavailableError):
                     self._pull_failed(pull.queue.topic, broker, error)
                 callback(None, error or IllegalStateError("not a pull's answer", broker=name))
                 return
-            control = response.response  # the protobuf fields, read without PullAnswer's
-            status = control.status  # properties: a pull a message keeping up
-            if status.code != 0:
-                refused = error_for_status(status, broker=name)
-                if is_failover_error(refused):  # a follower's NOT_LEADER, an election
-                    self._pull_failed(pull.queue.topic, broker, refused)
-                callback(None, refused)
-                return
-            batches = response.batches
             next_offset = control.next_begin_offset
             try:
                 messages = (

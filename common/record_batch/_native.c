@@ -30,9 +30,12 @@
  *   send_answer(cls, data)
  *                         _send_answer.c: a stored send's answer read into its offsets
  *                         (``common/_send_envelope.read_send_answer_py``)
- *   pull_request(cls, data), pull_answer(...)
- *                         _pull_envelope.c: a pull request read into its fields, a stored
- *                         pull's answer around its batches (``common/_pull_envelope``)
+ *   pull_request(cls, data), pull_answer(...), pull_request_encode(...),
+ *   pulled_answer(cls, buffer, offset, length)
+ *                         _pull_envelope.c: at the broker a pull request read into its fields
+ *                         and a stored pull's answer written around its batches; at the
+ *                         client the request written and the answer read back
+ *                         (``common/_pull_envelope``)
  *   send_fields(cls, data), stored_send(...)
  *                         _send_fields.c: a send request read into its fields, a stored send's
  *                         answer written, at the broker (``common/_stored_send``)
@@ -89,6 +92,12 @@ static PyMethodDef methods[] = {
     {"pull_answer", (PyCFunction)(void (*)(void))pull_answer_encode, METH_FASTCALL,
      "pull_answer(correlation_id, session_id, pull_status, next_begin_offset, min_offset, "
      "max_offset, pieces) -> (list | bytes, length): a pull answer's envelope around pieces."},
+    {"pull_request_encode", (PyCFunction)(void (*)(void))pull_request_encode, METH_FASTCALL,
+     "pull_request_encode(correlation_id, session_id, body) -> bytes: a pull request's "
+     "envelope, ready to offer."},
+    {"pulled_answer", (PyCFunction)(void (*)(void))pulled_answer_read, METH_FASTCALL,
+     "pulled_answer(cls, buffer, offset, length) -> cls | None: a pull answer's fields and raw "
+     "section, read without protobuf."},
     {"send_fields", (PyCFunction)(void (*)(void))send_fields_read, METH_FASTCALL,
      "send_fields(cls, data) -> cls | None: a send request's fields, read without protobuf."},
     {"stored_send", (PyCFunction)(void (*)(void))stored_send_encode, METH_FASTCALL,

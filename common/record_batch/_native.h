@@ -53,6 +53,8 @@ PyObject *send_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t n
 /* _pull_envelope.c */
 PyObject *pull_request_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *pull_answer_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *pull_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *pulled_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* _send_fields.c */
 PyObject *send_fields_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *stored_send_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

@@ -114,6 +114,13 @@ def pull_answer(
     pieces: Sequence[_P],
     /,
 ) -> tuple[list[bytes | _P] | bytes, int]: ...
+def pull_request_encode(
+    correlation_id: int,
+    session_id: int,
+    body: tuple[str, str, int, int, int, int, str, int, int, int, bool],
+    /,
+) -> bytes: ...
+def pulled_answer(cls: type[_A], buffer: Buffer, offset: int, length: int, /) -> _A | None: ...
 def send_fields(cls: type[_A], data: Buffer, /) -> _A | None: ...
 def stored_send(
     correlation_id: int, session_id: int, answer: tuple[int, int, int, int, str, str], /

@@ -143,6 +143,40 @@ u64_mask_of(PyObject *value, const char *name, uint64_t *out)
     return 0;
 }
 
+/* A str argument's UTF-8 bytes and their ``length`` (held by ``text``), or NULL with a TypeError
+ * naming ``name`` (or the error of a string that does not encode). */
+static inline const char *
+utf8_arg(PyObject *text, const char *name, Py_ssize_t *length)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", name,
+                     Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    return PyUnicode_AsUTF8AndSize(text, length);
+}
+
+/* A length-delimited field's size on the wire: tag, length, data (none when the data is
+ * empty: protobuf leaves an empty string or bytes field out). */
+static inline Py_ssize_t
+bytes_field_length(Py_ssize_t length)
+{
+    return length ? 1 + varint_length((uint64_t)length) + length : 0;
+}
+
+/* A length-delimited field written at ``out`` (nothing when the data is empty); where it
+ * ends. */
+static inline unsigned char *
+put_bytes_field(unsigned char *out, unsigned char tag, const char *data, Py_ssize_t length)
+{
+    if (!length)
+        return out;
+    *out++ = tag;
+    out = put_varint(out, (uint64_t)length);
+    memcpy(out, data, (size_t)length);
+    return out + length;
+}
+
 /* A string field's text (empty when the field was absent): a new reference, or NULL with a
  * UnicodeDecodeError for bytes that are not UTF-8. */
 static inline PyObject *

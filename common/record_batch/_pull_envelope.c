@@ -40,10 +40,40 @@
  *     0x62 body length | 0x10 pull status | 0x18 next | 0x20 min | 0x28 max
  *
  *       (a field at its default, 0, left out of the body; an i32 sign-extended to ten bytes).
+ *   pull_request_encode(correlation_id, session_id, body) -> bytes
+ *       the consumer's end of ``pull_request``: the serialised ``TransportRequest`` of the two
+ *       ids whose body is ``pull``, a ``PullMessageRequest`` of ``body``'s eleven items
+ *       (``common/_pull_envelope.PullRequestBody``: ``consumer_group``, ``topic``, ``queue_id``,
+ *       ``queue_offset``, ``max_msg_nums``, ``max_bytes``, ``sub_expression``,
+ *       ``expression_type``, ``suspend_timeout_ms``, ``commit_offset``, ``local_read``). Byte
+ *       for byte what protobuf writes (``pull_request_py``, the reference): fields in number
+ *       order, those at their default left out, an i32 sign-extended; a value out of its
+ *       field's range a ValueError, as protobuf's, one of the wrong type a TypeError:
+ *
+ *   0x08 correlation id | 0x10 session id | 0x72 body length |
+ *     0x0A group | 0x12 topic | 0x18 queue id | 0x20 offset | 0x28 max msgs | 0x30 max bytes |
+ *     0x3A sub expression | 0x40 expression type | 0x48 suspend ms | 0x50 commit | 0x58 local
+ *
+ *   pulled_answer(cls, buffer, offset, length) -> cls | None
+ *       the other end of ``pull_answer``, at the client: the ``TransportResponse`` of
+ *       ``length`` bytes at ``offset`` of ``buffer`` (any buffer: the log buffer the answer
+ *       was polled from) whose body is a ``PullMessageResponse`` of the four fields above and
+ *       nothing else (no status: a refusal's code; no ``batches`` or ``local_ranges``), with
+ *       or without a raw section, read as its ``(correlation_id, session_id, pull_status,
+ *       next_begin_offset, min_offset, max_offset, batches)``: an instance of ``cls`` (a
+ *       tuple type of seven items: ``common/_pull_envelope.PulledAnswerFields``), ``batches``
+ *       the raw section's bytes copied out (empty without one). The raw section is read where
+ *       ``split_raw_section`` (``common/_envelope.py``) looks for it, right after the two ids;
+ *       a field 1000 anywhere else is an unknown field. Anything else, None: another body, an
+ *       unknown field or wire type, a varint cut or too long, a raw section or span that runs
+ *       past the message, a range outside the buffer. The caller then reads it as before
+ *       (``split_raw_section`` and protobuf), which reports what is wrong.
+ *       ``read_pulled_answer_py`` (``common/_pull_envelope.py``) is the same over protobuf.
  */
 #include "_protobuf_wire.h"
 
 #define PULL_REQUEST_ITEMS 13
+#define PULLED_ANSWER_ITEMS 7
 #define REQUEST_PULL_FIELD 14 /* TransportRequest.pull */
 #define RESPONSE_PULL_FIELD 12 /* TransportResponse.pull */
 #define RAW_SECTION_TAG_0 0xC2 /* field 1000, length-delimited: the varint 0xC2 0x3E */
@@ -240,4 +270,248 @@ pull_answer_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyList_SET_ITEM(out, i + 1, Py_NewRef(items[i]));
     PyList_SET_ITEM(out, count + 1, tail_bytes);
     return Py_BuildValue("(Nn)", out, head_length + raw_length + tail_length);
+}
+
+typedef struct {
+    int64_t pull_status, next_begin_offset, min_offset, max_offset;
+} PulledFields;
+
+/* A varint field of a pull answer's body into ``fields``: 0, or -1 for a field it does not
+ * know. */
+static int
+pulled_varint(uint64_t field, uint64_t value, void *fields)
+{
+    PulledFields *f = fields;
+    switch (field) {
+    case 2: f->pull_status = (int32_t)(uint32_t)value; break;
+    case 3: f->next_begin_offset = (int64_t)value; break;
+    case 4: f->min_offset = (int64_t)value; break;
+    case 5: f->max_offset = (int64_t)value; break;
+    default: return -1;
+    }
+    return 0;
+}
+
+/* One occurrence of a pull answer's body (merged over what an earlier one set): 0, or -1 for
+ * any length-delimited field (the status, batches, local ranges) or a field it does not know. */
+static int
+read_pulled(Cursor c, void *fields)
+{
+    Cursor *const no_spans[1] = {NULL};
+    return read_body_fields(c, no_spans, 1, pulled_varint, fields);
+}
+
+/* Where ``split_raw_section`` looks for a raw section: right after the envelope's two ids, in
+ * order. 1 with the section's tag at ``*tag_at`` and its bytes in ``raw`` when one is there; 0
+ * when there is none there; -1 for a section that runs past the message. */
+static int
+raw_section_after_ids(Cursor c, const unsigned char **tag_at, Cursor *raw)
+{
+    uint64_t value;
+    for (unsigned char tag = TAG(1, WIRE_VARINT); tag <= TAG(2, WIRE_VARINT); tag += 8) {
+        if (c.p >= c.end || *c.p != tag)
+            return 0;
+        c.p++;
+        if (read_varint(&c, &value) < 0)
+            return 0;
+    }
+    if (c.end - c.p < 2 || c.p[0] != RAW_SECTION_TAG_0 || c.p[1] != RAW_SECTION_TAG_1)
+        return 0;
+    *tag_at = c.p;
+    c.p += 2;
+    return read_span(&c, raw) < 0 ? -1 : 1;
+}
+
+PyObject *
+pulled_answer_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "pulled_answer() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *cls = args[0];
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "pulled_answer() needs a tuple type");
+        return NULL;
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[2]);
+    if (offset == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t length = PyLong_AsSsize_t(args[3]);
+    if (length == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *out = Py_None; /* (borrowed until the end: None unless it reads) */
+    if (offset < 0 || length < 0 || offset > view.len || length > view.len - offset)
+        goto done;
+    const unsigned char *start = (const unsigned char *)view.buf + offset;
+    Cursor c = {start, start + length};
+    const unsigned char *raw_tag_at = NULL;
+    Cursor raw = {NULL, NULL};
+    if (raw_section_after_ids(c, &raw_tag_at, &raw) < 0)
+        goto done;
+    PulledFields f;
+    memset(&f, 0, sizeof(f));
+    uint64_t ids[2] = {0, 0};
+    int has_body = 0;
+    while (c.p < c.end) {
+        uint64_t tag;
+        Cursor span;
+        if (c.p == raw_tag_at) { /* the raw section, read above: skipped over */
+            c.p = raw.end;
+            continue;
+        }
+        if (read_varint(&c, &tag) < 0)
+            goto done;
+        if (tag == TAG(1, WIRE_VARINT) || tag == TAG(2, WIRE_VARINT)) {
+            if (read_varint(&c, &ids[(tag >> 3) - 1]) < 0)
+                goto done;
+        } else if (tag == (RESPONSE_PULL_FIELD << 3 | WIRE_LENGTH_DELIMITED)) {
+            if (read_span(&c, &span) < 0 || read_pulled(span, &f) < 0)
+                goto done;
+            has_body = 1;
+        } else
+            goto done; /* another body, a field 1000 elsewhere, anything unknown */
+    }
+    if (!has_body)
+        goto done;
+    PyObject *items[PULLED_ANSWER_ITEMS] = {
+        PyLong_FromLongLong((long long)(int64_t)ids[0]),
+        PyLong_FromLongLong((long long)(int64_t)ids[1]),
+        PyLong_FromLongLong(f.pull_status),
+        PyLong_FromLongLong(f.next_begin_offset),
+        PyLong_FromLongLong(f.min_offset),
+        PyLong_FromLongLong(f.max_offset),
+        raw.p == NULL ? PyBytes_FromStringAndSize(NULL, 0)
+                      : PyBytes_FromStringAndSize((const char *)raw.p, raw.end - raw.p),
+    };
+    PyBuffer_Release(&view);
+    return tuple_of_items(cls, items, PULLED_ANSWER_ITEMS);
+done:
+    PyBuffer_Release(&view);
+    return Py_NewRef(out);
+}
+
+#define PULL_REQUEST_BODY_ITEMS 11
+
+/* An int argument within ``low..high``: 0, or -1 with a TypeError (not an int) or protobuf's
+ * ValueError (out of the field's range). */
+static int
+field_int(PyObject *value, long long low, long long high, const char *name, long long *out)
+{
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || v < low || v > high) {
+        PyErr_Format(PyExc_ValueError, "Value out of range: %S", value);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+PyObject *
+pull_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "pull_request_encode() takes 3 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    uint64_t correlation_id, session_id;
+    if (u64_mask_of(args[0], "correlation_id", &correlation_id) < 0 ||
+        u64_mask_of(args[1], "session_id", &session_id) < 0)
+        return NULL;
+    PyObject *body = args[2];
+    if (!PyTuple_Check(body) || PyTuple_GET_SIZE(body) != PULL_REQUEST_BODY_ITEMS) {
+        PyErr_SetString(PyExc_TypeError, "body must be a tuple of 11 items (PullRequestBody)");
+        return NULL;
+    }
+    PyObject **item = &PyTuple_GET_ITEM(body, 0);
+    /* the strings, fields 1, 2 and 7 */
+    static const int string_items[STRING_FIELDS] = {0, 1, 6};
+    static const char *const string_names[STRING_FIELDS] = {"consumer_group", "topic",
+                                                            "sub_expression"};
+    const char *text[STRING_FIELDS];
+    Py_ssize_t text_length[STRING_FIELDS];
+    for (int i = 0; i < STRING_FIELDS; i++) {
+        text[i] = utf8_arg(item[string_items[i]], string_names[i], &text_length[i]);
+        if (text[i] == NULL)
+            return NULL;
+    }
+    /* the varints, fields 3 to 6 and 8 to 10, each an i32 or an i64 */
+    static const int varint_fields[] = {3, 4, 5, 6, 8, 9, 10};
+    static const char *const varint_names[] = {
+        "queue_id", "queue_offset", "max_msg_nums", "max_bytes", "expression_type",
+        "suspend_timeout_ms", "commit_offset",
+    };
+    static const int is_i32[] = {1, 0, 1, 1, 1, 0, 0};
+    enum { VARINTS = sizeof(varint_fields) / sizeof(varint_fields[0]) };
+    uint64_t varint[VARINTS];
+    Py_ssize_t body_length = 0;
+    for (int i = 0; i < STRING_FIELDS; i++)
+        body_length += bytes_field_length(text_length[i]);
+    for (int i = 0; i < VARINTS; i++) {
+        long long v;
+        long long low = is_i32[i] ? INT32_MIN : INT64_MIN;
+        long long high = is_i32[i] ? INT32_MAX : INT64_MAX;
+        if (field_int(item[varint_fields[i] - 1], low, high, varint_names[i], &v) < 0)
+            return NULL;
+        varint[i] = (uint64_t)(int64_t)v; /* an i32 sign-extended to ten bytes, as protobuf */
+        if (v)
+            body_length += 1 + varint_length(varint[i]);
+    }
+    int local_read = PyObject_IsTrue(item[10]);
+    if (local_read < 0)
+        return NULL;
+    body_length += local_read ? 2 : 0;
+    Py_ssize_t total = 1 + varint_length(correlation_id) + 1 + varint_length(session_id) + 1 +
+                       varint_length((uint64_t)body_length) + body_length;
+    if (!correlation_id)
+        total -= 1 + varint_length(0);
+    if (!session_id)
+        total -= 1 + varint_length(0);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL)
+        return NULL;
+    unsigned char *b = (unsigned char *)PyBytes_AS_STRING(out);
+    if (correlation_id) {
+        *b++ = TAG(1, WIRE_VARINT);
+        b = put_varint(b, correlation_id);
+    }
+    if (session_id) {
+        *b++ = TAG(2, WIRE_VARINT);
+        b = put_varint(b, session_id);
+    }
+    *b++ = TAG(REQUEST_PULL_FIELD, WIRE_LENGTH_DELIMITED);
+    b = put_varint(b, (uint64_t)body_length);
+    int next_string = 0, next_varint = 0;
+    for (int field = GROUP_FIELD; field <= COMMIT_OFFSET_FIELD; field++) {
+        if (next_string < STRING_FIELDS && string_items[next_string] == field - 1) {
+            b = put_bytes_field(b, TAG(field, WIRE_LENGTH_DELIMITED), text[next_string],
+                                text_length[next_string]);
+            next_string++;
+        } else {
+            uint64_t v = varint[next_varint++];
+            if (v) {
+                *b++ = TAG(field, WIRE_VARINT);
+                b = put_varint(b, v);
+            }
+        }
+    }
+    if (local_read) {
+        *b++ = TAG(LOCAL_READ_FIELD, WIRE_VARINT);
+        *b++ = 1;
+    }
+    return out;
 }

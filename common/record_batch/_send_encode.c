@@ -50,24 +50,6 @@
 #define CORRELATION_ID_FIELD 1
 #define SESSION_ID_FIELD 2
 
-/* A length-delimited field's bytes: tag, length, data (none when the data is empty). */
-static Py_ssize_t
-bytes_field_length(Py_ssize_t length)
-{
-    return length ? 1 + varint_length((uint64_t)length) + length : 0;
-}
-
-static unsigned char *
-put_bytes_field(unsigned char *out, unsigned char tag, const char *data, Py_ssize_t length)
-{
-    if (!length)
-        return out;
-    *out++ = tag;
-    out = put_varint(out, (uint64_t)length);
-    memcpy(out, data, (size_t)length);
-    return out + length;
-}
-
 /* Raise ``struct.error`` (what stamp_batch's ``struct`` calls raise) with ``format``'s words;
  * the cold path, so the class is looked up here. */
 static void
@@ -114,17 +96,6 @@ as_ranged(PyObject *value, long long low, long long high, const char *name, char
     return -1;
 }
 
-static const char *
-utf8_of(PyObject *text, const char *name, Py_ssize_t *length)
-{
-    if (!PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", name,
-                     Py_TYPE(text)->tp_name);
-        return NULL;
-    }
-    return PyUnicode_AsUTF8AndSize(text, length);
-}
-
 PyObject *
 send_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -140,10 +111,10 @@ send_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (u64_mask_of(args[0], "correlation_id", &correlation_id) < 0 ||
         u64_mask_of(args[1], "session_id", &session_id) < 0)
         return NULL;
-    const char *group = utf8_of(args[2], "group", &group_length);
+    const char *group = utf8_arg(args[2], "group", &group_length);
     if (group == NULL)
         return NULL;
-    const char *topic = utf8_of(args[3], "topic", &topic_length);
+    const char *topic = utf8_arg(args[3], "topic", &topic_length);
     if (topic == NULL || as_ranged(args[4], INT32_MIN, INT32_MAX, "queue_id", 0, &queue_id) < 0)
         return NULL;
     if (stamped &&

@@ -22,6 +22,7 @@ from aeromq.common import (
     BrokerUnavailableError,
     ClientError,
     PullAnswer,
+    PullRequestBody,
     RecordBatch,
     RequestTimeoutError,
     ResponseCode,
@@ -175,7 +176,9 @@ class FakeGroup:
                 broker_name=BROKER,
             )
 
-    def answer_pull(self, member: str, request: messages_pb2.PullMessageRequest) -> PullAnswer:
+    def answer_pull(
+        self, member: str, request: messages_pb2.PullMessageRequest | PullRequestBody
+    ) -> PullAnswer:
         """What ``member`` answers a pull: no new message from the leader (the offset is the
         queue's end), NOT_LEADER from a follower; raises for a dead member."""
         with self.lock:
@@ -331,7 +334,10 @@ class MemberSession:
 
     def request_async(
         self,
-        body: messages_pb2.SendMessageRequest | SendRequest | messages_pb2.PullMessageRequest,
+        body: messages_pb2.SendMessageRequest
+        | SendRequest
+        | messages_pb2.PullMessageRequest
+        | PullRequestBody,
         timeout_ms: int | None = None,
         *,
         wait_offer: bool = True,
@@ -341,7 +347,7 @@ class MemberSession:
 
         def answer() -> None:
             try:
-                if isinstance(body, messages_pb2.PullMessageRequest):
+                if isinstance(body, (messages_pb2.PullMessageRequest, PullRequestBody)):
                     future.set_result(self.group.answer_pull(self.member, body))
                 else:
                     future.set_result(self.group.answer_send(self.member, body))
@@ -353,7 +359,7 @@ class MemberSession:
 
     def request_callback(
         self,
-        body: messages_pb2.PullMessageRequest,
+        body: messages_pb2.PullMessageRequest | PullRequestBody,
         timeout_ms: int,
         callback: Callable[[Any, BaseException | None], None],
         *,

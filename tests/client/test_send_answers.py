@@ -1,6 +1,7 @@
-"""A session's answers to sends (``client/_answer_dispatch.py``): a stored send's read in one
-native call into a ``SendAnswer``, every other answer left to protobuf as before (an error, a
-refusal), and every answer so when the native module is missing."""
+"""A session's answers to sends and pulls (``client/_answer_dispatch.py``): a stored send's read
+in one native call into a ``SendAnswer``, a pull's (its batches as the raw section) straight from
+the log buffer into a ``PulledAnswer``, every other answer left to protobuf as before (an error,
+a refusal), and every answer so when the native module is missing."""
 
 from __future__ import annotations
 
@@ -13,35 +14,39 @@ from aeromq.client._answer_dispatch import AnswerDispatcher
 from aeromq.client._pending_requests import Answer, PendingRequests
 from aeromq.client._session_state import SessionState
 from aeromq.client._sync_answer import SyncAnswer
-from aeromq.common import ClientError, SendAnswer, encode_envelope, read_send_answer
+from aeromq.common import (
+    ClientError,
+    PullAnswer,
+    PulledAnswer,
+    SendAnswer,
+    StoredPullAnswer,
+    encode_envelope,
+    read_send_answer,
+    stored_pull_envelope,
+)
 from aeromq.proto import common_pb2, messages_pb2, session_pb2
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import Header
 
 from ._send_answers import SESSION_ID, STORED, send_answer_bytes
 
-
-class _Bytes:
-    """The part of an ``AtomicBuffer`` the dispatcher reads, over plain bytes."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def get_bytes(self, offset: int, length: int) -> bytes:
-        return self.data[offset : offset + length]
+_AT = 64
+"""Where a fragment starts in its buffer (not at 0, as in a term)."""
 
 
-def _dispatched(wire: bytes) -> Answer:
-    """``wire`` handed to a session's dispatcher as one fragment: what its request got."""
+def _dispatched(wire: bytes, correlation_id: int | None = None) -> Answer:
+    """``wire`` handed to a session's dispatcher as one fragment, at ``_AT`` of a buffer: what
+    its request got."""
     state = SessionState()
     state.session_id = SESSION_ID
     pending = PendingRequests(state)
     future: SyncAnswer[Answer] = SyncAnswer()
-    correlation_id = session_pb2.TransportResponse.FromString(wire).correlation_id
+    if correlation_id is None:
+        correlation_id = session_pb2.TransportResponse.FromString(wire).correlation_id
     pending.futures[correlation_id] = future
     dispatcher = AnswerDispatcher(state, pending)
-    buffer = cast(AtomicBuffer, _Bytes(wire))
-    dispatcher.on_fragment(buffer, 0, len(wire), cast(Header, None))
+    buffer = AtomicBuffer(bytearray(_AT) + wire + bytearray(_AT))
+    dispatcher.on_fragment(buffer, _AT, len(wire), cast(Header, None))
     assert future.done() and state.last_heard_ns
     return future.result(0)
 
@@ -85,7 +90,51 @@ def test_should_fail_a_request_with_the_error_of_an_envelope_level_error() -> No
     future: SyncAnswer[Answer] = SyncAnswer()
     pending.futures[8] = future
     AnswerDispatcher(state, pending).on_fragment(
-        cast(AtomicBuffer, _Bytes(wire)), 0, len(wire), cast(Header, None)
+        AtomicBuffer(bytearray(wire)), 0, len(wire), cast(Header, None)
     )
     with pytest.raises(ClientError):
         future.result(0)
+
+
+def _pull_answer_bytes(correlation_id: int, batches: bytes, **fields: int) -> bytes:
+    response = messages_pb2.PullMessageResponse(**fields)  # type: ignore[arg-type]
+    pieces = [memoryview(batches)] if batches else []
+    envelope, _ = stored_pull_envelope(
+        correlation_id, SESSION_ID, StoredPullAnswer(response, pieces=pieces)
+    )
+    return envelope if isinstance(envelope, bytes) else b"".join(envelope)
+
+
+@pytest.mark.parametrize("batches", [b"x" * 300, b"x" * 900, b""], ids=["small", "long", "none"])
+def test_should_complete_a_pulls_request_with_its_answer_read_natively(batches: bytes) -> None:
+    wire = _pull_answer_bytes(9, batches, next_begin_offset=12, min_offset=1, max_offset=12)
+
+    answer = _dispatched(wire, 9)
+
+    assert type(answer) is PulledAnswer
+    assert (answer.status.code, answer.next_begin_offset, answer.max_offset) == (0, 12, 12)
+    assert answer.batches == batches
+
+
+def test_should_read_a_refused_pull_through_protobuf() -> None:
+    response = messages_pb2.PullMessageResponse(next_begin_offset=3)
+    response.status.code = 17
+    response.status.message = "topic missing"
+    wire = encode_envelope(10, SESSION_ID, 12, response.SerializeToString())
+
+    answer = _dispatched(wire)
+
+    assert type(answer) is PullAnswer
+    assert (answer.status.code, answer.status.message) == (17, "topic missing")
+
+
+def test_should_read_a_pull_through_protobuf_without_the_native_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(dispatch_module, "read_pulled_answer", lambda *args: None)
+    wire = _pull_answer_bytes(11, b"batch", next_begin_offset=5, max_offset=5)
+
+    answer = _dispatched(wire, 11)
+
+    assert type(answer) is PullAnswer
+    assert (answer.next_begin_offset, answer.max_offset, answer.batches) == (5, 5, b"batch")
