@@ -1,11 +1,13 @@
 """``AnswerDispatcher``: turns the broker's answers into the outcomes of a client session's
 pending requests.
 
-Each answer (a ``TransportResponse`` envelope, :func:`~common.encode_envelope`) comes from the
-session's :class:`~client._answer_assembler.AnswerAssembler`, whole: an unfragmented one as a
-fragment (:meth:`~AnswerDispatcher.on_fragment`, which splits its raw section out), a fragmented
-pull answer already split (:meth:`~AnswerDispatcher.on_answer`), a malformed one with its first
-bytes (:meth:`~AnswerDispatcher.on_malformed`). The dispatcher pops the request's future from
+Each answer (a ``TransportResponse`` envelope, :func:`~common.encode_envelope`) comes whole: an
+unfragmented one straight from the session's poll (:meth:`~AnswerDispatcher.on_fragment`, the
+poll's handler, which splits its raw section out), the fragments of a longer one through the
+session's :class:`~client._answer_assembler.AnswerAssembler`, which hands it back to
+``on_fragment`` whole, or already split when it is a pull answer
+(:meth:`~AnswerDispatcher.on_answer`), a malformed one with its first bytes
+(:meth:`~AnswerDispatcher.on_malformed`). The dispatcher pops the request's future from
 the pending table by correlation id and completes it: the CONNECT answer with the session's id
 (which it records), a stored send's with a :class:`~common.SendAnswer` read in one native
 call without protobuf, another send's or a keepalive's with its body, a pull's with a
@@ -45,6 +47,7 @@ from aeromq.common import (
 from aeromq.proto import session_pb2
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.logbuffer import Header
+from aeromq.transport.logbuffer.frame_descriptor import FLAGS_FIELD_OFFSET, UNFRAGMENTED
 
 __all__ = ["SEND_ANSWER_MAX_LENGTH", "AnswerDispatcher"]
 
@@ -75,7 +78,8 @@ class AnswerDispatcher:
         self.foreign_responses = 0
         self.unmatched_responses = 0
         self.assembler = AnswerAssembler(self.on_fragment, self.on_answer, self.on_malformed)
-        """The fragment handler the session's response subscription is polled with."""
+        """Where :meth:`on_fragment` (the handler the session's response subscription is polled
+        with) sends the fragments of longer answers."""
 
     def on_fragment(self, buffer: AtomicBuffer, offset: int, length: int, header: Header) -> None:
         """A whole answer in one fragment: a stored send's read by one native call
@@ -88,8 +92,14 @@ class AnswerDispatcher:
         # fragment, so the readers must not take it for one that read to the end
         # (SessionState.answer_failed)
         try:
-            # (A fragmented answer's raw section is copied straight out of its fragments:
-            # _answer_assembler.)
+            # The session polls with this method: a fragment of a longer answer goes to the
+            # assembler, which hands the answer back here whole (its header then says
+            # unfragmented), or with its raw section apart to on_answer. (A Python call fewer an
+            # answer than polling with the assembler, which passes whole frames straight on.)
+            flags = header.buffer.get_uint8(header.offset + FLAGS_FIELD_OFFSET)  # header.flags
+            if flags & UNFRAGMENTED != UNFRAGMENTED:
+                self.assembler(buffer, offset, length, header)
+                return
             whole: bytes | None = None
             if length <= SEND_ANSWER_MAX_LENGTH:
                 whole = buffer.get_bytes(offset, length)

@@ -12,7 +12,6 @@ import threading
 import time
 from typing import TypeVar
 
-from aeromq.client._answer_assembler import AnswerAssembler
 from aeromq.client._answer_readers import (
     CALLER_POLL_NS,
     CALLER_READ_GRACE_NS,
@@ -30,6 +29,7 @@ from aeromq.common import RequestTimeoutError
 from aeromq.transport.client import Subscription
 from aeromq.transport.concurrent.doorbell import Doorbell
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
+from aeromq.transport.logbuffer import FragmentHandler
 
 __all__ = ["CallerReads", "PollerReads", "reader_for"]
 
@@ -75,7 +75,7 @@ class PollerReads(AnswerReader):
         by the caller's polls."""
         lock = self.lock
         poll = subscription.poll
-        assembler = self._assembler
+        handler = self._handler
         monotonic_ns = time.monotonic_ns
         started_ns = monotonic_ns()
         spin = self._spin
@@ -90,7 +90,7 @@ class PollerReads(AnswerReader):
                 if not lock.acquire(blocking=False):
                     return  # the poller is reading: it completes the future
                 try:
-                    poll(assembler, FRAGMENT_LIMIT)
+                    poll(handler, FRAGMENT_LIMIT)
                 finally:
                     lock.release()
                 if future.done():
@@ -165,7 +165,7 @@ class CallerReads(AnswerReader):
 
 def reader_for(
     config: SessionConfig,
-    assembler: AnswerAssembler,
+    handler: FragmentHandler,
     state: SessionState,
     pending: PendingRequests,
     housekeeping: Housekeeping,
@@ -175,7 +175,7 @@ def reader_for(
     :class:`PollerReads`."""
     reader = CallerReads if config.caller_reads else PollerReads
     return reader(
-        assembler,
+        handler,
         state,
         pending,
         housekeeping,

@@ -3,9 +3,9 @@
 and ``CallerReads``, picked by ``SessionConfig.caller_reads`` in ``reader_for``).
 
 What they share. A session's answers come on one subscription (its response stream) and go
-through one assembler (:class:`~client._answer_assembler.AnswerAssembler`, which keeps each
-image's partial message between fragments) into the answer dispatch
-(``_answer_dispatch.py``), which completes the futures of the pending-request table
+to one handler, the answer dispatch's (``_answer_dispatch.py``: whole answers straight on, the
+fragments of longer ones through its assembler, which keeps each image's partial message
+between fragments), which completes the futures of the pending-request table
 (``_pending_requests.py``). Two kinds of thread read them: the session's poller thread, and a
 thread waiting for something the answers bring (a caller of ``ClientSession.request`` for its
 answer, a consumer's ``poll()`` for pulled messages: :meth:`AnswerReader.read_until`), which
@@ -14,7 +14,7 @@ reads for itself rather than be handed the answers by another thread.
 Who may poll when:
 
 - only a thread holding the reader's :attr:`~AnswerReader.lock` polls the subscription, so the
-  assembler and the dispatch run on one thread at a time (whichever holds it);
+  handler, its assembler and the dispatch run on one thread at a time (whichever holds it);
 - when the session's doorbell is rung after each answer (:attr:`rung`: by the broker over IPC,
   by the session's own media driver as the answer lands over UDP, ``_session_setup.py``) and the
   poller's idle strategy is a doorbell one (the default), every waiting thread reads: it polls,
@@ -61,7 +61,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, Final, TypeVar
 
-from aeromq.client._answer_assembler import AnswerAssembler
 from aeromq.client._back_to_back import BackToBackSpin
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_state import SESSION_LOG, SessionState
@@ -78,6 +77,7 @@ from aeromq.transport.concurrent.idle_strategy import (
     IdleStrategy,
     tighten_timer_slack,
 )
+from aeromq.transport.logbuffer import FragmentHandler
 
 __all__ = [
     "CALLER_POLL_NS",
@@ -139,7 +139,7 @@ class AnswerReader(ABC):
 
     def __init__(
         self,
-        assembler: AnswerAssembler,
+        handler: FragmentHandler,
         state: SessionState,
         pending: PendingRequests,
         housekeeping: Housekeeping,
@@ -155,7 +155,7 @@ class AnswerReader(ABC):
         self.rung = False
         """The broker rings :attr:`doorbell` after each answer (it said so at CONNECT)."""
         self._reads_rung = False  # reads_when_rung, kept by start and on_connected
-        self._assembler = assembler
+        self._handler = handler
         self._state = state
         self._pending = pending
         self._housekeeping = housekeeping
@@ -400,13 +400,13 @@ class AnswerReader(ABC):
         no other thread is reading, else yield to it."""
         lock = self.lock
         poll = subscription.poll
-        assembler = self._assembler
+        handler = self._handler
         ident = threading.get_ident()
         while not done() and time.monotonic_ns() < until_ns:
             if lock.acquire(blocking=False):
                 self._state.polling_thread = ident
                 try:
-                    poll(assembler, FRAGMENT_LIMIT)
+                    poll(handler, FRAGMENT_LIMIT)
                 finally:
                     self._state.polling_thread = 0
                     if self._state.ring_held:  # pulls its callbacks sent
@@ -442,7 +442,7 @@ class AnswerReader(ABC):
         with self.lock:
             self._state.polling_thread = threading.get_ident()
             try:
-                return subscription.poll(self._assembler, FRAGMENT_LIMIT)
+                return subscription.poll(self._handler, FRAGMENT_LIMIT)
             finally:
                 self._state.polling_thread = 0
                 if self._state.ring_held:  # pulls its callbacks sent

@@ -142,7 +142,7 @@ class ClientSession:
         liveness = self._liveness
         self._reader = reader_for(
             self.config,
-            self._answers.assembler,
+            self._answers.on_fragment,
             state,
             pending,
             liveness.do_work,

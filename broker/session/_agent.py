@@ -2,8 +2,9 @@
 
 Each ``do_work``:
 
-1. polls every ingress subscription with ``controlled_poll`` through a fragment assembler;
-   each whole ``TransportRequest`` goes to its session and processor. A send is ABORTed (left
+1. polls every ingress subscription with ``controlled_poll`` (the fragments of a longer request
+   through a fragment assembler); each whole ``TransportRequest`` goes to its session and
+   processor. A send is ABORTed (left
    on the ingress, to come back on a later poll) while the store cannot take more
    (:meth:`~broker.processor.send.SendProcessor.can_accept`) or its session's answers are
    backed up; otherwise it is appended and the fragment COMMITted. Back pressure thus flows to
@@ -331,12 +332,12 @@ class SessionAgent(RequestDispatch):
         send = self._send
         sends_before, stored_before = send.requests, send.messages_stored
         if self._ingress_open:
-            assembler = self._assembler
+            handler = self._on_fragment
             limit = self.config.fragment_limit
             pull = self._pull
             held = pull.held
             for subscription in self._polled:
-                work += subscription.controlled_poll(assembler, limit)
+                work += subscription.controlled_poll(handler, limit)
             if work >= limit:  # a poll may have stopped at its limit (or all fell just short)
                 settled = False
             # (see module: a pull held is not work; a gRPC pull held meanwhile, on its own

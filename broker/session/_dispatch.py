@@ -1,8 +1,9 @@
 """The session agent's request dispatch: each whole ``TransportRequest`` polled from the
 ingress goes to its session's processor, or is refused.
 
-:meth:`RequestDispatch._on_fragment` is the ingress's fragment handler (through the fragment
-assembler): it decodes the request, finds its session (bound to the ingress image that carried
+:meth:`RequestDispatch._on_fragment` is the ingress's fragment handler (a longer request's
+fragments go through its fragment assembler, which hands the request back whole): it decodes the
+request, finds its session (bound to the ingress image that carried
 its CONNECT, one identity compare) and calls the send or pull processor with a completion
 callback, answers a keepalive, or closes the session; a CONNECT goes to the session lifecycle.
 A pull or a send of a live session from its own client is read without protobuf, by one native
@@ -51,6 +52,8 @@ from aeromq.common import (
 from aeromq.proto import session_pb2
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.action import Action
+from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledFragmentAssembler
+from aeromq.transport.logbuffer.frame_descriptor import FLAGS_FIELD_OFFSET, UNFRAGMENTED
 from aeromq.transport.logbuffer.header import Header
 
 __all__ = ["SEND_FIRST_WITHIN_NS", "RequestDispatch"]
@@ -88,6 +91,7 @@ class RequestDispatch(AnswerWriter):
     _last_send_ns: int  # the cycle clock of the last send taken (``_send_first``)
     _held_wakes: list[WakeCallback]  # (``_send_first``'s, reused)
     _sends_at_once: bool  # in ``_send_first``: a stored send's answer goes out as it is made
+    _assembler: ControlledFragmentAssembler  # the fragments of longer requests (_on_fragment)
 
     def _send_first(self, send: SendRequestFields, done: SendDone) -> None:
         """A send that came within :data:`SEND_FIRST_WITHIN_NS` of the one before: processed
@@ -114,6 +118,12 @@ class RequestDispatch(AnswerWriter):
         # image's poll at this fragment (the image reports it), leaving later ones unread, so
         # the cycle must not settle (see SessionAgent: a cycle that settled)
         try:
+            # polled with this method: a fragment of a longer request goes to the assembler,
+            # which hands the request back here whole (its header then says unfragmented); a
+            # Python call fewer a request than polling with the assembler
+            flags = header.buffer.get_uint8(header.offset + FLAGS_FIELD_OFFSET)  # header.flags
+            if flags & UNFRAGMENTED != UNFRAGMENTED:
+                return self._assembler(buffer, offset, length, header)
             data = buffer.get_bytes(offset, length)
             pull = _read_pull(data)  # one native call, None for anything but a pull
             if pull is not None:

@@ -5,8 +5,6 @@ a refusal), and every answer so when the native module is missing."""
 
 from __future__ import annotations
 
-from typing import cast
-
 import pytest
 
 from aeromq.client import _answer_dispatch as dispatch_module
@@ -25,18 +23,15 @@ from aeromq.common import (
     stored_pull_envelope,
 )
 from aeromq.proto import common_pb2, messages_pb2, session_pb2
-from aeromq.transport.concurrent import AtomicBuffer
-from aeromq.transport.logbuffer import Header
+from tests.transport.logbuffer.test_fragment_assemblers import MAX_PAYLOAD, Stream
 
 from ._send_answers import SESSION_ID, STORED, send_answer_bytes
 
-_AT = 64
-"""Where a fragment starts in its buffer (not at 0, as in a term)."""
-
 
 def _dispatched(wire: bytes, correlation_id: int | None = None) -> Answer:
-    """``wire`` handed to a session's dispatcher as one fragment, at ``_AT`` of a buffer: what
-    its request got."""
+    """``wire`` written to a term by a real term appender (in fragments when it is longer than
+    the MTU) and its fragments handed to a session's dispatcher as its poll hands them over:
+    what its request got."""
     state = SessionState()
     state.session_id = SESSION_ID
     pending = PendingRequests(state)
@@ -45,8 +40,8 @@ def _dispatched(wire: bytes, correlation_id: int | None = None) -> Answer:
         correlation_id = session_pb2.TransportResponse.FromString(wire).correlation_id
     pending.futures[correlation_id] = future
     dispatcher = AnswerDispatcher(state, pending)
-    buffer = AtomicBuffer(bytearray(_AT) + wire + bytearray(_AT))
-    dispatcher.on_fragment(buffer, _AT, len(wire), cast(Header, None))
+    for fragment in Stream(7).message(wire):
+        dispatcher.on_fragment(fragment.term, fragment.offset, fragment.length, fragment.header)
     assert future.done() and state.last_heard_ns
     return future.result(0)
 
@@ -84,16 +79,8 @@ def test_should_read_every_answer_through_protobuf_without_the_native_module(
 def test_should_fail_a_request_with_the_error_of_an_envelope_level_error() -> None:
     wire = encode_envelope(8, SESSION_ID, 13, common_pb2.Status(code=1).SerializeToString())
     assert read_send_answer(wire) is None
-    state = SessionState()
-    state.session_id = SESSION_ID
-    pending = PendingRequests(state)
-    future: SyncAnswer[Answer] = SyncAnswer()
-    pending.futures[8] = future
-    AnswerDispatcher(state, pending).on_fragment(
-        AtomicBuffer(bytearray(wire)), 0, len(wire), cast(Header, None)
-    )
     with pytest.raises(ClientError):
-        future.result(0)
+        _dispatched(wire)
 
 
 def _pull_answer_bytes(correlation_id: int, batches: bytes, **fields: int) -> bytes:
@@ -138,3 +125,22 @@ def test_should_read_a_pull_through_protobuf_without_the_native_module(
 
     assert type(answer) is PullAnswer
     assert (answer.next_begin_offset, answer.max_offset, answer.batches) == (5, 5, b"batch")
+
+
+def test_should_assemble_a_pull_answer_longer_than_the_mtu_before_reading_it() -> None:
+    batches = bytes(i % 251 for i in range(3 * MAX_PAYLOAD))
+    wire = _pull_answer_bytes(12, batches, next_begin_offset=40, max_offset=40)
+    assert len(Stream(7).message(wire)) > 1  # (the fragments of one answer)
+
+    answer = _dispatched(wire, 12)
+
+    assert isinstance(answer, PullAnswer)  # (its raw section copied straight out of them)
+    assert (answer.next_begin_offset, answer.batches) == (40, batches)
+
+
+def test_should_assemble_an_error_longer_than_the_mtu_before_reading_it() -> None:
+    status = common_pb2.Status(code=1, message="x" * (2 * MAX_PAYLOAD))
+    wire = encode_envelope(13, SESSION_ID, 13, status.SerializeToString())
+
+    with pytest.raises(ClientError, match="x" * 20):
+        _dispatched(wire)
