@@ -103,19 +103,7 @@ class PullRequestFields(NamedTuple):
 
     def message(self) -> messages_pb2.PullMessageRequest:
         """The request as protobuf's ``PullMessageRequest`` (tests, tools)."""
-        return messages_pb2.PullMessageRequest(
-            consumer_group=self.consumer_group,
-            topic=self.topic,
-            queue_id=self.queue_id,
-            queue_offset=self.queue_offset,
-            max_msg_nums=self.max_msg_nums,
-            max_bytes=self.max_bytes,
-            sub_expression=self.sub_expression,
-            expression_type=self.expression_type,  # type: ignore[arg-type]  # an open enum: any i32
-            suspend_timeout_ms=self.suspend_timeout_ms,
-            commit_offset=self.commit_offset,
-            local_read=self.local_read,
-        )
+        return PullRequestBody(*self[2:]).message()
 
 
 def read_pull_request_py(data: bytes) -> PullRequestFields | None:

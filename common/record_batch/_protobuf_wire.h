@@ -143,6 +143,27 @@ u64_mask_of(PyObject *value, const char *name, uint64_t *out)
     return 0;
 }
 
+/* An int argument within ``low..high``: 0 with it in ``*out``; 1, no error set, for an int out of
+ * that range (the caller raises its own words); -1 with a TypeError naming ``name`` for a value
+ * that is not an int (or the error of its conversion). */
+static inline int
+ranged_int_arg(PyObject *value, long long low, long long high, const char *name, long long *out)
+{
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || v < low || v > high)
+        return 1;
+    *out = v;
+    return 0;
+}
+
 /* A str argument's UTF-8 bytes and their ``length`` (held by ``text``), or NULL with a TypeError
  * naming ``name`` (or the error of a string that does not encode). */
 static inline const char *

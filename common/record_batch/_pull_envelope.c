@@ -402,21 +402,10 @@ done:
 static int
 field_int(PyObject *value, long long low, long long high, const char *name, long long *out)
 {
-    if (!PyLong_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
-                     Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow || v < low || v > high) {
+    int outside = ranged_int_arg(value, low, high, name, out);
+    if (outside > 0)
         PyErr_Format(PyExc_ValueError, "Value out of range: %S", value);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    return outside ? -1 : 0;
 }
 
 PyObject *

@@ -75,19 +75,9 @@ static int
 as_ranged(PyObject *value, long long low, long long high, const char *name, char struct_format,
           long long *out)
 {
-    if (!PyLong_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
-                     Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (!overflow && v >= low && v <= high) {
-        *out = v;
-        return 0;
-    }
+    int outside = ranged_int_arg(value, low, high, name, out);
+    if (outside <= 0)
+        return outside;
     if (!struct_format) {
         PyErr_Format(PyExc_ValueError, "Value out of range: %S", value);
         return -1;
