@@ -14,12 +14,13 @@ Each event is ``(monotonic ns, event, thread, count, thread CPU ns)``, from
 - producer: ``send_call`` / ``send_return`` (``Producer.send``, whichever path it takes:
   the straight one-message send of ``producer/_one_send.py`` or the general one), ``offer`` (a request
   about to be offered on the broker's ingress, then the broker rung), ``answer_read`` (an
-  answer dispatched);
+  answer dispatched by protobuf: not a stored send's);
 - broker: ``request`` (a request polled from the ingress), ``send_start`` / ``send_end``
   (the send processor; ``stored`` between, when the store's arrival released held pulls),
   ``pull`` (a pull served or held), ``hold`` (a pull held), ``answer`` (answers offered: a
   cycle's completions, or a pull's at once), ``queued`` (a cycle's completions offered);
-- consumer: ``answer_read``, ``pulled`` (a pull's messages, count = how many), ``cached``,
+- consumer: ``answer_read`` (a pull's answer read: a ``PulledAnswer`` made, or by protobuf),
+  ``pulled`` (a pull's messages, count = how many), ``cached``,
   ``offer`` (its next pull), ``taken`` (``poll``'s take from the cache), ``polled``
   (``poll()`` returns, count = how many);
 - any: ``sleep`` / ``woken`` / ``timeout`` around a doorbell wait, ``ring`` (a ring that
@@ -173,6 +174,7 @@ def install() -> None:
     from aeromq.broker.processor.pull import PullProcessor
     from aeromq.broker.processor.pull_hold import PullHoldService
     from aeromq.broker.processor.send import SendProcessor
+    from aeromq.common import PulledAnswer
     from aeromq.consumer.consume_request_cache import ConsumeRequestCache
     from aeromq.consumer.poller import Poller
     from aeromq.consumer.pull_task import PullTask
@@ -188,7 +190,10 @@ def install() -> None:
     # for a function of its own (producer/_one_send.py), and the chain lost its first step
     _wrap(Producer, "send", "send_call", "send_return")
     _wrap(request_sender, "offer", "offer")  # as it starts: the ring after may be preempted
+    # a pull's answer read: in one native call into a PulledAnswer (since 2026-12-02b), or, a
+    # refusal or a fragmented one, by protobuf in on_answer (a send's answer takes neither)
     _wrap(answer_dispatcher, "on_answer", "answer_read")
+    _wrap(PulledAnswer, "__init__", "answer_read")
     _wrap(request_dispatch, "_on_fragment", "request")
     _wrap(SendProcessor, "process", "send_start", "send_end")
     _wrap(PullProcessor, "process", "pull")
