@@ -4,11 +4,10 @@ Each ``do_work``:
 
 1. polls every ingress subscription with ``controlled_poll`` (the fragments of a longer request
    through a fragment assembler); each whole ``TransportRequest`` goes to its session and
-   processor. A send is ABORTed (left
-   on the ingress, to come back on a later poll) while the store cannot take more
-   (:meth:`~broker.processor.send.SendProcessor.can_accept`) or its session's answers are
-   backed up; otherwise it is appended and the fragment COMMITted. Back pressure thus flows to
-   the producer's publication as BACK_PRESSURED;
+   processor. A send is ABORTed (left on the ingress, to come back on a later poll) while the
+   store cannot take more (:meth:`~broker.processor.send.SendProcessor.can_accept`) or its
+   session's answers are backed up; otherwise it is appended and the fragment COMMITted. Back
+   pressure thus flows to the producer's publication as BACK_PRESSURED;
 2. sends the answers the processors completed since, in the order they completed, whichever
    thread completed them (the flusher under SYNC flush, a broker group's replication, the
    long-poll hold service): they come through a queue. Only the holder of the agent's write
