@@ -164,6 +164,17 @@ ranged_int_arg(PyObject *value, long long low, long long high, const char *name,
     return 0;
 }
 
+/* An int argument for a protobuf integer field of range ``low..high``: 0 with it in ``*out``,
+ * or -1 with a TypeError (not an int) or protobuf's ValueError (out of the field's range). */
+static inline int
+field_int_arg(PyObject *value, long long low, long long high, const char *name, long long *out)
+{
+    int outside = ranged_int_arg(value, low, high, name, out);
+    if (outside > 0)
+        PyErr_Format(PyExc_ValueError, "Value out of range: %S", value);
+    return outside ? -1 : 0;
+}
+
 /* A str argument's UTF-8 bytes and their ``length`` (held by ``text``), or NULL with a TypeError
  * naming ``name`` (or the error of a string that does not encode). */
 static inline const char *

@@ -397,17 +397,6 @@ done:
 
 #define PULL_REQUEST_BODY_ITEMS 11
 
-/* An int argument within ``low..high``: 0, or -1 with a TypeError (not an int) or protobuf's
- * ValueError (out of the field's range). */
-static int
-field_int(PyObject *value, long long low, long long high, const char *name, long long *out)
-{
-    int outside = ranged_int_arg(value, low, high, name, out);
-    if (outside > 0)
-        PyErr_Format(PyExc_ValueError, "Value out of range: %S", value);
-    return outside ? -1 : 0;
-}
-
 PyObject *
 pull_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -454,7 +443,7 @@ pull_request_encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         long long v;
         long long low = is_i32[i] ? INT32_MIN : INT64_MIN;
         long long high = is_i32[i] ? INT32_MAX : INT64_MAX;
-        if (field_int(item[varint_fields[i] - 1], low, high, varint_names[i], &v) < 0)
+        if (field_int_arg(item[varint_fields[i] - 1], low, high, varint_names[i], &v) < 0)
             return NULL;
         varint[i] = (uint64_t)(int64_t)v; /* an i32 sign-extended to ten bytes, as protobuf */
         if (v)

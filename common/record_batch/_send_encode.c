@@ -75,13 +75,11 @@ static int
 as_ranged(PyObject *value, long long low, long long high, const char *name, char struct_format,
           long long *out)
 {
+    if (!struct_format)
+        return field_int_arg(value, low, high, name, out);
     int outside = ranged_int_arg(value, low, high, name, out);
     if (outside <= 0)
         return outside;
-    if (!struct_format) {
-        PyErr_Format(PyExc_ValueError, "Value out of range: %S", value);
-        return -1;
-    }
     struct_error("'%c' format requires %lld <= number <= %lld", struct_format, low, high);
     return -1;
 }
