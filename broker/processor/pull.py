@@ -335,7 +335,8 @@ class PullProcessor:
         suspend_ms = request.suspend_timeout_ms
         holds = suspend_ms > 0 and self.long_polling
         status: messages_pb2.PullStatus.ValueType | None
-        if holds and offset == self._store.get_max_offset(topic, queue_id):
+        queue = self._store.queues.by_key.get((topic, queue_id))  # (no get_max_offset call)
+        if holds and offset == (queue.max_offset if queue is not None else 0):
             # a caught-up consumer's pull: NO_NEW_MSG whatever the get would read (the queue's
             # end, or 0 for an empty or unknown queue), so held without one
             status = _NO_NEW_MSG
@@ -434,7 +435,7 @@ class PullProcessor:
     def _check(self, request: PullRequest) -> tuple[int, str] | None:
         """The error code and text of a request that cannot be served, or None."""
         topic = request.topic
-        config = self._store.topic_config.get(topic)
+        config = self._store.topic_config.by_name.get(topic)  # (a call fewer a pull)
         if config is None:
             return ResponseCode.TOPIC_NOT_EXIST, f"no such topic: topic={topic!r}"
         if config is not self._readable.get(topic):  # (a frozen config, checked once)

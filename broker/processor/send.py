@@ -304,7 +304,7 @@ class SendProcessor:
         """The request's topic when it can be served, else its error code and text."""
         topic = request.topic
         store = self._store
-        config = store.topic_config.get(topic)
+        config = store.topic_config.by_name.get(topic)  # (a call fewer a send)
         if config is None and self._created:
             config = self._created.get(topic)
         if config is None:

@@ -119,20 +119,19 @@ class PopService:
         # _on_arrival on the same thread.
         self._lock = threading.RLock()
         self._arrived = threading.Condition(self._lock)
-        self._waiting = 0
+        self._waiting = 0  # receives in progress; the arrival listener is on while any is
         self._closed = False
         self.dead_lettered = 0
-        store.add_arrival_listener(self._on_arrival)
 
     def close(self) -> None:
         """Wake every waiting receive (they return what they have) and stop waiting."""
-        self._store.remove_arrival_listener(self._on_arrival)
         with self._arrived:
             self._closed = True
             self._arrived.notify_all()
 
     def _on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
-        # On the store's append path: only take the lock when a receive is waiting.
+        """The store's arrival listener, added while a receive is in progress (no call a put
+        otherwise): wake the receives waiting for a message."""
         if self._waiting:
             with self._arrived:
                 self._arrived.notify_all()
@@ -154,6 +153,8 @@ class PopService:
         deadline = time.monotonic() + wait_ms / 1000
         with self._arrived:
             self._waiting += 1  # from before the first look: no arrival goes unnoticed
+            if self._waiting == 1:
+                self._store.add_arrival_listener(self._on_arrival)
             try:
                 while True:
                     found = self._take(group, topic, config.read_queue_nums, message_filter,
@@ -166,6 +167,8 @@ class PopService:
                     )
             finally:
                 self._waiting -= 1
+                if not self._waiting:
+                    self._store.remove_arrival_listener(self._on_arrival)
 
     def _readable(self, topic: str) -> TopicConfig:
         config = self._store.topic_config.get(topic)

@@ -3,7 +3,9 @@
 The store calls ``notify`` after each put, outside its put lock. Listeners (the broker's
 pull-hold service, RocketMQ's ``MessageArrivingListener``) are called on the writer's thread
 and must return quickly; ``wait`` blocks a thread until the queue has news or time runs out.
-With no listener and no waiter, ``notify`` costs one attribute test.
+With no listener and no waiter, ``notify`` costs one attribute test. A listener added for one
+topic (the timer service's, for its own topic) is called for that topic's arrivals alone: the
+others' puts make one dictionary lookup for it, not a call.
 """
 
 from __future__ import annotations
@@ -27,22 +29,38 @@ class ArrivalNotifier:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._listeners: tuple[ArrivalListener, ...] = ()
+        self._by_topic: dict[str, tuple[ArrivalListener, ...]] = {}  # (see module)
         self._waiters: dict[tuple[str, int], list[threading.Event]] = {}
         self.active = False
 
-    def add_listener(self, listener: ArrivalListener) -> None:
+    def add_listener(self, listener: ArrivalListener, topic: str | None = None) -> None:
+        """Call ``listener`` after every put, or after the puts to ``topic`` alone."""
         with self._lock:
-            self._listeners = (*self._listeners, listener)
+            if topic is None:
+                self._listeners = (*self._listeners, listener)
+            else:
+                self._by_topic[topic] = (*self._by_topic.get(topic, ()), listener)
             self.active = True
 
     def remove_listener(self, listener: ArrivalListener) -> None:
+        """Stop calling ``listener`` (for every topic it was added for)."""
         with self._lock:
-            self._listeners = tuple(x for x in self._listeners if x is not listener)
-            self.active = bool(self._listeners or self._waiters)
+            # (==, not is: a bound method is a new object at each access, equal to the others)
+            self._listeners = tuple(x for x in self._listeners if x != listener)
+            for topic, listeners in list(self._by_topic.items()):
+                kept = tuple(x for x in listeners if x != listener)
+                if kept:
+                    self._by_topic[topic] = kept
+                else:
+                    del self._by_topic[topic]
+            self.active = bool(self._listeners or self._by_topic or self._waiters)
 
     def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
         """Tell listeners and wake the queue's waiters (the caller tests ``active`` first)."""
-        for listener in self._listeners:
+        listeners = self._listeners
+        if self._by_topic:  # (a tuple and an empty one add up to the same tuple: no copy)
+            listeners += self._by_topic.get(topic, ())
+        for listener in listeners:
             try:
                 listener(topic, queue_id, max_offset)
             except Exception:
@@ -50,7 +68,7 @@ class ArrivalNotifier:
         if self._waiters:
             with self._lock:
                 events = self._waiters.pop((topic, queue_id), None)
-                self.active = bool(self._listeners or self._waiters)
+                self.active = bool(self._listeners or self._by_topic or self._waiters)
             if events:
                 for event in events:
                     event.set()
@@ -78,5 +96,5 @@ class ArrivalNotifier:
                         waiting.remove(event)
                         if not waiting:
                             del self._waiters[key]
-                    self.active = bool(self._listeners or self._waiters)
+                    self.active = bool(self._listeners or self._by_topic or self._waiters)
                 return ready()

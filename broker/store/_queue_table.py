@@ -25,7 +25,9 @@ class ConsumeQueueTable:
         self.root = root
         self.entries_per_file = entries_per_file
         self.file_mode = file_mode
-        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self.by_key: dict[tuple[str, int], ConsumeQueue] = {}
+        """Each queue by (topic, queue id): written under the table's lock, read without it
+        (one dict lookup, no call: the store's put and get paths read it once a message)."""
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -38,7 +40,7 @@ class ConsumeQueueTable:
                 if queue_dir.is_dir() and queue_dir.name.isdigit():
                     queue = self._make(topic_dir.name, int(queue_dir.name))
                     queue.load()
-                    self._queues[(topic_dir.name, int(queue_dir.name))] = queue
+                    self.by_key[(topic_dir.name, int(queue_dir.name))] = queue
 
     def _make(self, topic: str, queue_id: int) -> ConsumeQueue:
         directory = self.root / topic / str(queue_id)
@@ -48,30 +50,30 @@ class ConsumeQueueTable:
         )
 
     def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        return self._queues.get((topic, queue_id))
+        return self.by_key.get((topic, queue_id))
 
     def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
         key = (topic, queue_id)
-        queue = self._queues.get(key)
+        queue = self.by_key.get(key)
         if queue is None:
             with self._lock:
-                queue = self._queues.get(key)
+                queue = self.by_key.get(key)
                 if queue is None:
                     queue = self._make(topic, queue_id)
-                    self._queues[key] = queue
+                    self.by_key[key] = queue
         return queue
 
     def __iter__(self) -> Iterator[ConsumeQueue]:
-        return iter(list(self._queues.values()))
+        return iter(list(self.by_key.values()))
 
     def __len__(self) -> int:
-        return len(self._queues)
+        return len(self.by_key)
 
     def remove_topic(self, topic: str) -> int:
         """Delete every queue of ``topic``; returns how many there were."""
         with self._lock:
-            doomed = [key for key in self._queues if key[0] == topic]
-            queues = [self._queues.pop(key) for key in doomed]
+            doomed = [key for key in self.by_key if key[0] == topic]
+            queues = [self.by_key.pop(key) for key in doomed]
         for queue in queues:
             queue.delete()
         topic_dir = self.root / topic
@@ -84,6 +86,6 @@ class ConsumeQueueTable:
         return len(queues)
 
     def close(self) -> None:
-        for queue in self._queues.values():
+        for queue in self.by_key.values():
             queue.close()
-        self._queues.clear()
+        self.by_key.clear()

@@ -109,7 +109,7 @@ class MessageReader:
         commit log, is appended to ``into`` (the pull path writes them into the transport
         straight from there). A view keeps its segment mapped while it lives (retention
         deletes the file; the pages stay until the view goes): drop them once written."""
-        queue = self._queues.get(topic, queue_id)
+        queue = self._queues.by_key.get((topic, queue_id))  # (a call fewer a pull)
         if queue is not None and into is not None and tag_hashes is None:
             last = queue.last_batch
             if (

@@ -42,7 +42,8 @@ from aeromq.broker.store._topic_config import TopicConfigManager
 __all__ = ["StoreParts"]
 
 
-def _wall_clock_ms() -> int:
+def wall_clock_ms() -> int:
+    """The store's default clock: epoch milliseconds (the put path reads it inline)."""
     return time.time_ns() // 1_000_000
 
 
@@ -52,7 +53,7 @@ class StoreParts:
 
     def __init__(self, config: StoreConfig, *, clock_ms: Callable[[], int] | None = None) -> None:
         self.config = config
-        self._clock_ms = clock_ms or _wall_clock_ms
+        self._clock_ms = clock_ms or wall_clock_ms
         self._store_host = pack_host(config.store_host)
         mode = config.file_mode
         self._lock = DirectoryLock(config.lock_path, file_mode=mode)

@@ -137,7 +137,10 @@ class TopicConfigManager:
     def __init__(self, path: Path, *, file_mode: int = DEFAULT_FILE_MODE) -> None:
         self.path = path
         self.file_mode = file_mode
-        self._topics: dict[str, TopicConfig] = {}
+        self.by_name: dict[str, TopicConfig] = {}
+        """Each topic's config by name: replaced whole on every change (copy on write, under
+        the lock), so a reader takes it afresh each time and looks up without a call (the
+        send and pull paths, once a request); never written through."""
         self._lock = threading.Lock()
         self.data_version: tuple[int, int] = (0, 0)  # (timestamp ms, counter)
         self.applied_offset: int | None = None  # a group's: the log's records before it are in
@@ -159,40 +162,40 @@ class TopicConfigManager:
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreError("malformed topic config", path=str(self.path)) from exc
         with self._lock:
-            self._topics = topics
+            self.by_name = topics
             self.data_version = (int(stamp), int(counter))
             self.applied_offset = applied_offset
 
     def get(self, topic: str) -> TopicConfig | None:
         """The topic's config, None when there is no such topic (never blocks: the produce
         and pull paths call it)."""
-        return self._topics.get(topic)
+        return self.by_name.get(topic)
 
     def require(self, topic: str) -> TopicConfig:
         """The topic's config; raises :class:`UnknownTopicError` when there is none."""
-        found = self._topics.get(topic)
+        found = self.by_name.get(topic)
         if found is None:
             raise UnknownTopicError("no such topic", topic=topic)
         return found
 
     def topics(self) -> list[TopicConfig]:
         """Every topic's config, sorted by name."""
-        return [self._topics[name] for name in sorted(self._topics)]
+        return [self.by_name[name] for name in sorted(self.by_name)]
 
     def create_or_update(self, config: TopicConfig) -> None:
         """Store ``config`` (replacing the topic's previous one) and persist."""
         with self._lock:
-            self._topics = {**self._topics, config.topic_name: config}
+            self.by_name = {**self.by_name, config.topic_name: config}
             self._changed()
 
     def delete(self, topic: str) -> bool:
         """Forget ``topic`` and persist; False when it was not there."""
         with self._lock:
-            if topic not in self._topics:
+            if topic not in self.by_name:
                 return False
-            topics = dict(self._topics)
+            topics = dict(self.by_name)
             del topics[topic]
-            self._topics = topics
+            self.by_name = topics
             self._changed()
             return True
 
@@ -203,7 +206,7 @@ class TopicConfigManager:
         Caller: the store, when the batch is committed (and at start, for the records after
         the persisted ``applied_offset``)."""
         with self._lock:
-            topics = dict(self._topics)
+            topics = dict(self.by_name)
             for change in changes:
                 if isinstance(change, TopicConfig):
                     topics[change.topic_name] = change
@@ -211,7 +214,7 @@ class TopicConfigManager:
                     topics.pop(change, None)
             self.applied_offset = applied_offset
             if changes:
-                self._topics = topics
+                self.by_name = topics
                 self._changed()
 
     def _changed(self) -> None:
@@ -219,7 +222,7 @@ class TopicConfigManager:
         value: dict[str, object] = {
             "version": _VERSION,
             "data_version": list(self.data_version),
-            "topics": {name: c.to_json() for name, c in self._topics.items()},
+            "topics": {name: c.to_json() for name, c in self.by_name.items()},
         }
         if self.applied_offset is not None:
             value["applied_offset"] = self.applied_offset

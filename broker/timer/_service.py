@@ -143,7 +143,7 @@ class TimerService:
         if self._thread is not None:
             return
         self._store.timer_redirect = self.redirector
-        self._store.add_arrival_listener(self._on_arrival)
+        self._store.add_arrival_listener(self._on_arrival, TIMER_TOPIC)
         self._writer.start()
         self._thread = threading.Thread(target=self._run, name=TIMER_THREAD_NAME, daemon=True)
         self._thread.start()
@@ -165,10 +165,10 @@ class TimerService:
         self._writer.close()  # the last checkpoint written before this returns
 
     def _on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
-        if topic == TIMER_TOPIC:
-            with self._cond:
-                self._woken = True
-                self._cond.notify()
+        """The store's arrival listener for :data:`TIMER_TOPIC` alone (no call for others)."""
+        with self._cond:
+            self._woken = True
+            self._cond.notify()
 
     def _run(self) -> None:
         name_os_thread(TIMER_THREAD_NAME)

@@ -148,6 +148,25 @@ def test_should_wait_for_a_message_that_arrives_while_a_receive_long_polls(
         timer.join()
 
 
+def test_should_listen_for_arrivals_only_while_a_receive_is_in_progress(
+    store: MessageStore, clock: ManualClock
+) -> None:
+    pop = PopService(store, 5, clock_ms=clock)
+    assert not store.arrivals.active  # no receive: a put makes no call for the pop service
+    listening: list[bool] = []
+    timer = threading.Timer(
+        0.2, lambda: (listening.append(store.arrivals.active), _put(store, 0, b"x"))
+    )
+    timer.start()
+    try:
+        assert _receive(pop, wait_ms=20_000) == [b"x"]
+    finally:
+        timer.join()
+
+    assert listening == [True]
+    assert not store.arrivals.active
+
+
 def test_should_refuse_an_unknown_topic_and_a_malformed_handle(
     store: MessageStore, clock: ManualClock
 ) -> None:

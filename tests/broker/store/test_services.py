@@ -69,3 +69,53 @@ def test_should_notify_listeners_and_only_the_queues_waiters() -> None:
     assert results == [True]
     assert not notifier.active
     assert not notifier.wait("T", 2, lambda: False, 0.01)
+
+
+def test_should_call_a_topic_listener_for_that_topics_arrivals_alone() -> None:
+    notifier = ArrivalNotifier()
+    heard: list[tuple[str, int, int]] = []
+    everything: list[str] = []
+
+    def timer_listener(topic: str, queue_id: int, max_offset: int) -> None:
+        heard.append((topic, queue_id, max_offset))
+
+    notifier.add_listener(timer_listener, "TIMER")
+    notifier.add_listener(lambda topic, _q, _m: everything.append(topic))
+    assert notifier.active
+    notifier.notify("orders", 0, 1)
+    notifier.notify("TIMER", 0, 7)
+
+    assert heard == [("TIMER", 0, 7)]
+    assert everything == ["orders", "TIMER"]
+    notifier.remove_listener(timer_listener)
+    notifier.notify("TIMER", 0, 8)
+    assert heard == [("TIMER", 0, 7)]
+
+
+def test_should_be_inactive_once_its_last_topic_listener_is_removed() -> None:
+    notifier = ArrivalNotifier()
+
+    def listener(topic: str, queue_id: int, max_offset: int) -> None:
+        raise AssertionError("removed listeners are not called")
+
+    notifier.add_listener(listener, "A")
+    notifier.add_listener(listener, "B")
+    notifier.remove_listener(listener)
+
+    assert not notifier.active
+    notifier.notify("A", 0, 1)
+
+
+def test_should_remove_a_bound_method_given_again_as_a_new_object() -> None:
+    class Service:
+        def on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+            raise AssertionError("removed listeners are not called")
+
+    service = Service()
+    notifier = ArrivalNotifier()
+    notifier.add_listener(service.on_arrival)
+    notifier.add_listener(service.on_arrival, "TIMER")
+    notifier.remove_listener(service.on_arrival)  # another bound method object, equal
+
+    assert not notifier.active
+    notifier.notify("TIMER", 0, 1)
