@@ -5,7 +5,10 @@ of the broker's media driver, which IPC clients map too: they ring it after each
 the agent's park ends at once. Any other strategy gets no doorbell, and clients are told none
 (they would ring a bell nobody sleeps on). While every source of work rings, a park lasts until
 the agent's next sweep (:data:`RUNG_PARK_NS`), but for a while after a client connects
-(:func:`new_image_handler`).
+(:func:`new_image_handler`). The polls of its spin windows yield the CPU
+(``DoorbellIdleStrategy.yield_while_polling``): a client woken onto the CPU where the agent polls
+runs at once rather than after the agent's time slice (``docs/latency.md``, "Polls that give the
+CPU way").
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ def session_idle_strategy(
     doorbell = Doorbell.for_counter(aeron.counters_reader, counter.id)
     idle.doorbell = doorbell
     idle.rung_park_ns = RUNG_PARK_NS  # park_until_due tells it when
+    idle.yield_while_polling = True  # (see module)
     return idle, doorbell
 
 

@@ -286,6 +286,11 @@ class DoorbellIdleStrategy:
     ``rings`` (parks a ring ended) and ``spin_score`` (the spin window predictor's) are
     readable.
 
+    ``yield_while_polling`` (off by default) ends each poll of a spin window in
+    ``sched_yield()``, as Aeron's backoff yields between its spins and its parks: a thread
+    woken onto the CPU where the agent polls then runs at once, not after the agent's time slice
+    (a broker's session agent, whose clients run on the same two CPUs, ``broker.session._idle``).
+
     ``settling``, when set (without spins and yields), is read after each cycle that did work
     (:class:`Settling`): a cycle that settled is the poll after the word, so the strategy parks
     at once on the word it read before that cycle (or, while the spin predictor says so, polls
@@ -320,6 +325,7 @@ class DoorbellIdleStrategy:
         "settling",
         "spins",
         "state",
+        "yield_while_polling",
         "yields",
     )
     alias = "doorbell"
@@ -380,6 +386,8 @@ class DoorbellIdleStrategy:
         owner's next due time now; see class)."""
         self.settling: Settling | None = None
         """Read after each cycle that did work: whether it settled (see class)."""
+        self.yield_while_polling = False
+        """Each poll of a spin window ends in ``sched_yield()`` (see class)."""
         self._eager = max_spins == 0 and max_yields == 0
         self._armed = False
         self._observed = 0
@@ -465,6 +473,8 @@ class DoorbellIdleStrategy:
             self.spins = 0
         elif state == self.POLLING:
             if time.monotonic_ns() - self._idle_since_ns < self._gap_spin.window_ns:
+                if self.yield_while_polling:
+                    os.sched_yield()  # (releases the interpreter too)
                 return
             self.state = state = self.SPINNING
             self.spins = 0
@@ -557,7 +567,8 @@ class DoorbellIdleStrategy:
             f"deep_park_period_ns={self.deep_park_period_ns}, "
             f"deep_idle_after_ns={self.deep_idle_after_ns}, "
             f"spin_window_ns={self.spin_window_ns}, "
-            f"long_spin_window_ns={self.long_spin_window_ns})"
+            f"long_spin_window_ns={self.long_spin_window_ns}, "
+            f"yield_while_polling={self.yield_while_polling})"
         )
 
 

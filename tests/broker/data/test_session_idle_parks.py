@@ -39,6 +39,7 @@ def wired(
 ) -> Iterator[tuple[SessionAgent, DoorbellIdleStrategy]]:
     idle, bell = session_idle_strategy(aeron, DEFAULT_SESSION_IDLE_STRATEGY, "broker-a")
     assert isinstance(idle, DoorbellIdleStrategy)
+    assert idle.yield_while_polling  # its windows' polls give the CPU away (broker.session._idle)
     agent = SessionAgent(
         aeron,
         [aeron.add_subscription("aeron:ipc", 1001, new_image_handler(idle))],

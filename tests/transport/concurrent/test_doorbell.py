@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import threading
 import time
 from pathlib import Path
@@ -368,6 +369,25 @@ def test_should_poll_through_its_spin_window_while_gaps_are_short_and_not_after(
         "doorbell:0,0,1000,1000000,25000000,1000000000,100000", None
     )
     assert isinstance(named, DoorbellIdleStrategy) and named.spin_window_ns == 100_000
+
+
+def test_should_yield_the_cpu_at_each_poll_of_its_window_only_when_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    yields: list[int] = []
+    monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1))
+    idle = DoorbellIdleStrategy(Doorbell.allocate(), spin_window_ns=10_000_000_000)
+    idle.idle(1)
+    idle.idle(0)  # into the window
+    idle.idle(0)  # a poll within it
+    assert idle.state == DoorbellIdleStrategy.POLLING and yields == []
+
+    idle.yield_while_polling = True
+    for _ in range(3):
+        idle.idle(0)
+
+    assert idle.state == DoorbellIdleStrategy.POLLING and len(yields) == 3
+    assert "yield_while_polling=True" in repr(idle)
 
 
 def test_should_park_the_deep_park_at_once_while_all_work_rings() -> None:
