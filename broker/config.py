@@ -92,7 +92,8 @@ each miss cost the send a wake-up of the agent (``send()`` one at a time 9,100-9
 against 6,200-7,300, 5,000 msgs/s with a consumer kept; ``docs/latency.md``), while 200 us
 after every cycle made a consumer's drain of a backlog slower (the agent polled through the
 turnaround of each large pull), and after a pipelining producer's batches ``bench broker``'s
-end to end. Measured with
+end to end. Each poll of a window ends in ``sched_yield()`` (``broker/session/_idle.py``): a
+client woken onto the agent's CPU runs at once. Measured with
 ``python -m bench broker`` against ``backoff:10,5,1000,1000000,25000000,1000000000`` (Agrona's
 backoff with a deep idle, the default before; three runs each, alternating,
 docs/benchmarks.md): broker CPU per message on

@@ -286,10 +286,9 @@ class DoorbellIdleStrategy:
     ``rings`` (parks a ring ended) and ``spin_score`` (the spin window predictor's) are
     readable.
 
-    ``yield_while_polling`` (off by default) ends each poll of a spin window in
-    ``sched_yield()``, as Aeron's backoff yields between its spins and its parks: a thread
-    woken onto the CPU where the agent polls then runs at once, not after the agent's time slice
-    (a broker's session agent, whose clients run on the same two CPUs, ``broker.session._idle``).
+    ``yield_while_polling`` (off by default) ends each poll of a spin window in ``sched_yield()``
+    (as Aeron's backoff yields): a thread woken onto the agent's CPU then runs at once, not after
+    the agent's time slice (a broker's session agent, ``broker.session._idle``).
 
     ``settling``, when set (without spins and yields), is read after each cycle that did work
     (:class:`Settling`): a cycle that settled is the poll after the word, so the strategy parks
@@ -386,8 +385,7 @@ class DoorbellIdleStrategy:
         owner's next due time now; see class)."""
         self.settling: Settling | None = None
         """Read after each cycle that did work: whether it settled (see class)."""
-        self.yield_while_polling = False
-        """Each poll of a spin window ends in ``sched_yield()`` (see class)."""
+        self.yield_while_polling = False  # each window poll ends in sched_yield() (see class)
         self._eager = max_spins == 0 and max_yields == 0
         self._armed = False
         self._observed = 0
