@@ -167,8 +167,9 @@ class ConsumeRequestCache:
         self._listeners = (*self._listeners, listener)
 
     def remove_listener(self, listener: CacheListener) -> None:
-        """Stop calling ``listener`` (one not added is ignored)."""
-        self._listeners = tuple(known for known in self._listeners if known is not listener)
+        """Stop calling ``listener`` (one not added is ignored; a bound method given again, a new
+        object equal to the one added, is removed: ``==``, not ``is``)."""
+        self._listeners = tuple(known for known in self._listeners if known != listener)
 
     def put(self, request: ConsumeRequest) -> None:
         """Cache ``request`` last; wake a thread waiting in :meth:`take` (on the condition, or

@@ -8,7 +8,7 @@ the agent's next sweep (:data:`RUNG_PARK_NS`), but for a while after a client co
 (:func:`new_image_handler`). The polls of its spin windows yield the CPU
 (``DoorbellIdleStrategy.yield_while_polling``): a client woken onto the CPU where the agent polls
 runs at once rather than after the agent's time slice (``docs/latency.md``, "Polls that give the
-CPU way").
+CPU away").
 """
 
 from __future__ import annotations

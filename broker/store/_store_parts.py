@@ -39,7 +39,7 @@ from aeromq.broker.store._recovery import RecoveryReport
 from aeromq.broker.store._scheduler import Scheduler
 from aeromq.broker.store._topic_config import TopicConfigManager
 
-__all__ = ["StoreParts"]
+__all__ = ["StoreParts", "wall_clock_ms"]
 
 
 def wall_clock_ms() -> int:

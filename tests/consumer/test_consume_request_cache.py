@@ -30,6 +30,24 @@ def test_should_return_requests_oldest_first() -> None:
     assert cache.take(0) is None
 
 
+def test_should_stop_calling_a_bound_method_listener_removed_as_a_new_object() -> None:
+    class Waiter:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def on_delivery(self) -> None:
+            self.calls += 1
+
+    waiter = Waiter()
+    cache = ConsumeRequestCache()
+    cache.add_listener(waiter.on_delivery)
+    cache.put(request(Q0))
+    cache.remove_listener(waiter.on_delivery)  # another bound method object, equal to the first
+    cache.put(request(Q1))
+
+    assert waiter.calls == 1
+
+
 def test_should_put_a_split_batch_back_at_the_head() -> None:
     cache = ConsumeRequestCache()
     cache.put(request(Q0))
