@@ -4,6 +4,7 @@ between consecutive events of one thread."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,6 +80,62 @@ def test_should_load_each_process_by_the_events_it_recorded(tmp_path: Path) -> N
     roles = load(tmp_path)
     assert sorted(roles) == ["broker", "consumer", "producer"]
     assert [event.name for event in roles["broker"]] == ["request", "answer"]
+
+
+def _run_traced(code: str, hops_dir: Path) -> str:
+    """``code`` in a fresh interpreter (the tracer's events are its process's), with
+    ``AEROMQ_HOPS_DIR`` set; its output."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "AEROMQ_HOPS_DIR": str(hops_dir)},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_should_record_events_of_two_threads_without_objects_the_collector_keeps(
+    tmp_path: Path,
+) -> None:
+    code = """
+import gc, threading
+from bench import _hop_trace
+def record(n):
+    for i in range(n):
+        _hop_trace._record("send_call", i)
+gc.collect(); before = len(gc.get_objects())
+threads = [threading.Thread(target=record, args=(5000,), name=f"t{k}") for k in range(2)]
+for t in threads: t.start()
+for t in threads: t.join()
+gc.collect(); print(len(gc.get_objects()) - before)
+_hop_trace._dump()
+"""
+    grown = int(_run_traced(code, tmp_path))
+    events = load(tmp_path)["producer"]
+
+    assert grown < 100  # not an object an event, which would set off collections
+    assert len(events) == 10_000
+    assert {event.thread for event in events} == {"t0", "t1"}
+    by_thread = [[e.count for e in events if e.thread == name] for name in ("t0", "t1")]
+    assert by_thread == [list(range(5000))] * 2  # each thread's in order, none torn
+
+
+def test_should_name_a_wrapped_call_made_with_keywords(tmp_path: Path) -> None:
+    code = """
+from bench import _hop_trace
+class Cache:
+    def take(self, timeout, first=True):
+        return ["request"] if not first else None
+_hop_trace._wrap(Cache, "take", after=lambda got, *_: "taken" if got else None)
+print(Cache().take(0.0, first=False))
+_hop_trace._record("polled", 1)  # (a consumer's: load tells the role by it)
+_hop_trace._dump()
+"""
+    assert _run_traced(code, tmp_path).strip() == "['request']"
+    assert [event.name for event in load(tmp_path)["consumer"]] == ["taken", "polled"]
 
 
 def test_should_find_every_method_it_wraps() -> None:
