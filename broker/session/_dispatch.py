@@ -16,13 +16,7 @@ where there is a route back (see ``broker.session._agent``).
 
 A send taken within :data:`SEND_FIRST_WITHIN_NS` of the one before is answered as its answer
 is made, before the held pulls its store releases (``_send_first``; ``broker.session._answers``,
-"the consumer's answer first"), and the answers queued before it in the cycle go out after it,
-not at the cycle's end: such sends keep the ingress poll going, since an image's poll reads the
-frames that come while it runs, up to the fragment limit (64). For the same reason, while a
-consumer's next pull is awaited (a pull answered before this cycle or in it: a caught-up
-consumer sends the next lazily, with no ring), the poll of the image that brought a fast send ends after it (``BREAK``), so the other
-images, the consumer's among them, are read in the same cycle rather than after up to 64 sends
-(13 ms at 5,000 a second).
+"the consumer's answer first").
 
 Caller: ``SessionAgent`` (one of its roles, see ``broker.session._lifecycle``): the hot path, one
 call per request, as before the agent was split.
@@ -77,7 +71,6 @@ SEND_FIRST_WITHIN_NS: Final = 500_000
 """A send taken within this long of the one before (sends faster than 2,000 a second) is
 answered before the held pulls its store releases; a slower one after them (see module)."""
 _ABORT: Final = Action.ABORT
-_BREAK: Final = Action.BREAK
 _COMMIT: Final = Action.COMMIT
 _CONTINUE: Final = Action.CONTINUE
 _PUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.PUB)
@@ -104,10 +97,7 @@ class RequestDispatch(AnswerWriter):
         """A send that came within :data:`SEND_FIRST_WITHIN_NS` of the one before: processed
         with the wakes of the held pulls its store releases put off (``defer_wakes``), its
         answer offered and its producer rung as it is made (``_sends_at_once``), then those
-        pulls answered, and the answers queued before it in this cycle offered (see module):
-        sends that come that fast keep the ingress poll going, up to its fragment limit (64
-        sends, 13 ms at 5,000 a second), and a pull answered before the first of them, queued
-        for the cycle's end, waited for all of them."""
+        pulls answered (see module)."""
         hold = self._pull.hold_service
         wakes = self._held_wakes
         hold.defer_wakes(wakes)
@@ -117,10 +107,9 @@ class RequestDispatch(AnswerWriter):
         finally:  # (whatever happened, the pulls released are answered)
             self._sends_at_once = False
             hold.defer_wakes(None)
-            if wakes or self._completions:
+            if wakes:
                 self._answers_now()
-                if wakes:
-                    hold.wake_deferred(wakes)
+                hold.wake_deferred(wakes)
 
     def _on_fragment(
         self, buffer: AtomicBuffer, offset: int, length: int, header: Header
@@ -187,12 +176,6 @@ class RequestDispatch(AnswerWriter):
                         self._last_send_ns = now_ns
                         if fast:
                             self._send_first(send, done)
-                            if self._pulls_awaited or self._at_once_sessions:
-                                # a consumer's next pull may wait on another image, which
-                                # this poll would not reach while fast sends keep this one
-                                # going: this image's poll ends here (see module)
-                                self._aborted = True  # (work left: the cycle is not settled)
-                                return _BREAK
                         else:
                             self._send.process(send, done)
                         return _COMMIT

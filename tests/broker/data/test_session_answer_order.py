@@ -20,8 +20,6 @@ from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendDone, SendProcessor
 from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.session._dispatch import SEND_FIRST_WITHIN_NS
-from aeromq.common import RESPONSE_FIELD_NUMBERS, PullAnswer
-from aeromq.proto import messages_pb2
 from aeromq.transport.client import BACK_PRESSURED, Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import (
@@ -325,60 +323,3 @@ def test_should_queue_a_fast_sends_answer_its_session_cannot_take_now(
     assert [a.correlation_id for a in answers] == [3, 4]
     assert answers[1].send.base_queue_offset == 1
     assert refusals == []
-
-
-def test_should_offer_an_answer_queued_before_fast_sends_after_the_first_of_them(
-    aeron: Aeron, send: SendProcessor, pull: object
-) -> None:
-    # a pull answered before the sends of a poll is queued for the cycle's end; sends that come
-    # fast keep that poll going (up to its fragment limit), so the answer goes out after the
-    # first of them, not after the last (traced at 5,000 msgs/s: 64 sends, up to 13 ms)
-    fast = _FastSends(aeron, send, pull)
-    session_agent, log, producer, consumer = fast.agent, fast.log, fast.producer, fast.consumer
-    process = send.process
-
-    def logged(request: object, on_done: SendDone) -> None:
-        log.append(("process", "producer"))
-        process(request, on_done)  # type: ignore[arg-type]
-
-    send.process = logged  # type: ignore[method-assign]
-    session = session_agent.table.get(consumer.session_id)
-    assert session is not None
-    assert session_agent.do_work() == 0  # a cycle that took no send: its pull answers queue
-    answer = PullAnswer(messages_pb2.PullMessageResponse(next_begin_offset=1), b"")
-    session_agent._complete(session, 9, RESPONSE_FIELD_NUMBERS["pull"], answer)
-    log.clear()
-    producer.request("send", send_request(b"two").SerializeToString(), correlation_id=4)
-    producer.request("send", send_request(b"three").SerializeToString(), correlation_id=5)
-    _until(session_agent.do_work, lambda: log.count(("process", "producer")) == 2, "both sends")
-
-    one_send = [("process", "producer"), ("offer", "producer"), ("ring", "producer")]
-    pull_answer = [("offer", "consumer"), ("ring", "consumer")]
-    assert log == one_send + pull_answer + one_send
-    assert consumer.answer().correlation_id == 9
-    assert [producer.answer().correlation_id for _ in range(3)] == [3, 4, 5]
-
-
-def test_should_end_the_poll_of_a_fast_senders_image_while_a_consumers_next_pull_is_due(
-    aeron: Aeron, send: SendProcessor, pull: object, hold: PullHoldService
-) -> None:
-    # a pull answered, its consumer's next one due (sent lazily, with no ring): the poll of
-    # the producer's image ends after each fast send, and the consumer's image is read in the
-    # same cycle, not after every send the producer's image holds (up to the fragment limit)
-    fast = _FastSends(aeron, send, pull)
-    session_agent, producer, consumer = fast.agent, fast.producer, fast.consumer
-    consumer.request(
-        "pull", pull_request(offset=0, suspend_timeout_ms=_HELD_MS).SerializeToString(), 4
-    )
-    _until(session_agent.do_work, lambda: consumer.poll_answers() > 0, "the pull answered")
-    assert consumer.answer().pull.next_begin_offset == 1  # its next pull is due now
-    for number in range(3):
-        producer.request("send", send_request(b"x").SerializeToString(), correlation_id=10 + number)
-    consumer.request(
-        "pull", pull_request(offset=1, suspend_timeout_ms=_HELD_MS).SerializeToString(), 5
-    )
-
-    assert session_agent.do_work() > 0  # one cycle: a send, then the consumer's image
-    assert send.requests == 2  # the first send and one of the three: the poll ended after it
-    assert hold.held_count == 0  # the pull was read and found that send's message
-    assert consumer.poll_answers() > 0 and consumer.answer().pull.next_begin_offset == 2
