@@ -116,9 +116,9 @@ _EVENT_FIELDS: Final = 5
 _events = array("q")
 """The events recorded so far, :data:`_EVENT_FIELDS` int64s each: time, the event's label id,
 the thread's label id, count, thread CPU time. Not a list of tuples: a tuple an event is an
-object the collector tracks that never dies, and in a traced process making eight events a
-message those set off collections of every generation (up to 31 ms of a consumer's CPU at
-5,000 msgs/s) that an untraced process never runs."""
+object the collector tracks when it is made and that never dies, so at eight events a message a
+traced process ran a young collection every 90 messages or so (628 of generation 0 and 57 of
+generation 1 for 60,000 messages, 16 ms in all) that an untraced one does not run."""
 _label_ids: dict[str, int] = {}
 _labels: list[str] = []
 _labels_lock = threading.Lock()
