@@ -33,6 +33,10 @@ class ArrivalNotifier:
         self._waiters: dict[tuple[str, int], list[threading.Event]] = {}
         self.active = False
 
+    def _update_active(self) -> None:
+        """``active``: whether a put has anyone to tell (under ``_lock``)."""
+        self.active = bool(self._listeners or self._by_topic or self._waiters)
+
     def add_listener(self, listener: ArrivalListener, topic: str | None = None) -> None:
         """Call ``listener`` after every put, or after the puts to ``topic`` alone."""
         with self._lock:
@@ -53,7 +57,7 @@ class ArrivalNotifier:
                     self._by_topic[topic] = kept
                 else:
                     del self._by_topic[topic]
-            self.active = bool(self._listeners or self._by_topic or self._waiters)
+            self._update_active()
 
     def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
         """Tell listeners and wake the queue's waiters (the caller tests ``active`` first)."""
@@ -68,7 +72,7 @@ class ArrivalNotifier:
         if self._waiters:
             with self._lock:
                 events = self._waiters.pop((topic, queue_id), None)
-                self.active = bool(self._listeners or self._by_topic or self._waiters)
+                self._update_active()
             if events:
                 for event in events:
                     event.set()
@@ -96,5 +100,5 @@ class ArrivalNotifier:
                         waiting.remove(event)
                         if not waiting:
                             del self._waiters[key]
-                    self.active = bool(self._listeners or self._by_topic or self._waiters)
+                    self._update_active()
                 return ready()
