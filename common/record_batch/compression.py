@@ -44,12 +44,14 @@ from aeromq.common._errors import CorruptMessageError, IllegalArgumentError, Not
 from aeromq.common.record_batch.descriptor import (
     ATTRIBUTES_OFFSET,
     BASE_QUEUE_OFFSET_OFFSET,
+    BATCH_MAGIC,
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
     COMPRESSION_TYPE_SHIFT,
     CRC_OFFSET,
     CRC_START,
     FIXED_HEADER_LENGTH,
+    MAGIC_OFFSET,
     RECORD_COUNT_OFFSET,
     RECORD_OVERHEAD,
     TOPIC_LENGTH_OFFSET,
@@ -248,8 +250,8 @@ def inflate_answer(
 ) -> bytes | None:
     """The batches of a pull answer (back to back, or at ``ranges`` of a mapped commit log
     file: little-endian i64 (position, length) pairs) with every compressed one inflated, back
-    to back; None when none is compressed (or the framing is not batches: the reader says
-    why). A compressed batch whose stored CRC or block is bad raises
+    to back; None when none is compressed (or the framing is not batches, a range without the
+    batch magic among them: the reader says why). A compressed batch whose stored CRC or block is bad raises
     :class:`~common.CorruptMessageError` naming the queue, the pull's offset and the batch's
     (the same names as the reader's refusals)."""
     view = memoryview(data).cast("B")
@@ -270,6 +272,8 @@ def inflate_answer(
         if position < 0 or length < FIXED_HEADER_LENGTH or position + length > len(view):
             return None
         batch = view[position : position + length]
+        if _U32.unpack_from(batch, MAGIC_OFFSET)[0] != BATCH_MAGIC:
+            return None  # not a batch (a damaged length before it): the reader names it
         if not _U16.unpack_from(batch, ATTRIBUTES_OFFSET)[0] & COMPRESSED_FLAG:
             parts.append(batch)
             continue

@@ -20,6 +20,7 @@ from aeromq.common.record_batch import (
     COMPRESSED_FLAG,
     CRC_OFFSET,
     CRC_START,
+    MAGIC_OFFSET,
     BatchCheck,
     CompressionType,
     RecordBatch,
@@ -156,6 +157,18 @@ def test_should_raise_a_typed_error_naming_the_queue_for_a_block_that_does_not_i
     struct.pack_into("<I", broken, CRC_OFFSET, zlib.crc32(bytes(broken[CRC_START:])))
     with pytest.raises(CorruptMessageError, match="does not inflate"):
         read_pulled_batches(bytes(broken), QUEUE, "broker-a", 0, 50, None)
+
+
+def test_should_leave_a_range_without_the_batch_magic_to_the_readers_words() -> None:
+    # the compressed flag read from something that is not a batch (a damaged length before it
+    # frames the answer wrong) is no compressed batch: the reader names the broken header, as
+    # its reference does, rather than the inflating path a CRC
+    first, second = _batch([b"a", b"b"]), _batch([b"c"], base_offset=2)
+    struct.pack_into("<I", second, MAGIC_OFFSET, 0)
+    second[ATTRIBUTES_OFFSET] |= COMPRESSED_FLAG
+    with pytest.raises(CorruptMessageError, match="a broken batch header") as raised:
+        read_pulled_batches(bytes(first + second), QUEUE, "broker-a", 0, 3, None)
+    assert raised.value.values["batch_position"] == len(first)
 
 
 @pytest.mark.parametrize("codec", CODECS)
