@@ -209,6 +209,7 @@ class CommitLog:
         """After recovery: the log ends at ``offset`` (everything after is already gone)."""
         self.max_offset = offset
         self.flushed_offset = offset
+        self.files.mark_end(offset)
 
     # -- appending -------------------------------------------------------------------------
 

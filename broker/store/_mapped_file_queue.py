@@ -4,6 +4,11 @@
 Files are contiguous: file ``k`` starts at ``first.start_offset + k * file_size``. Retention
 removes files only from the front; truncation only from the back. The list is replaced, not
 mutated in place, on every change, so a reader holding the old list stays valid.
+
+The last file's part still to be written has no read-ahead (``MappedFile.advise_end``, whose
+module says why): from its start when the queue makes it, from the log's end when a truncation
+or the owner's recovery (:meth:`MappedFileQueue.mark_end`) puts the end there; the file before
+it gets the normal read-ahead back when the next one is made.
 """
 
 from __future__ import annotations
@@ -123,8 +128,18 @@ class MappedFileQueue:
             mapped = MappedFile.create(
                 self.directory, start_offset, self.file_size, mode=self.file_mode
             )
+            mapped.advise_end(0)
+            if last is not None:
+                last.advise_written()
             self.files = [*self.files, mapped]
             return mapped
+
+    def mark_end(self, offset: int) -> None:
+        """The log ends at ``offset`` (its owner's recovery found it there): the file holding
+        it is advised as written up to there (see module)."""
+        mapped = self.find(offset)
+        if mapped is not None:
+            mapped.advise_end(offset - mapped.start_offset)
 
     def truncate(self, offset: int) -> int:
         """Drop every byte at or after ``offset``: later files are deleted, the file holding
@@ -139,6 +154,7 @@ class MappedFileQueue:
                 dropped += mapped.size
             if keep and keep[-1].end_offset > offset:
                 dropped += keep[-1].zero_tail(offset - keep[-1].start_offset)
+                keep[-1].advise_end(offset - keep[-1].start_offset)
             if len(keep) != len(files):
                 fsync_directory(self.directory)
             return dropped
