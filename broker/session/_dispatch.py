@@ -18,6 +18,16 @@ A send taken within :data:`SEND_FIRST_WITHIN_NS` of the one before is answered a
 is made, before the held pulls its store releases (``_send_first``; ``broker.session._answers``,
 "the consumer's answer first").
 
+A poll's share: an image's poll reads the frames that arrive while it runs, up to the fragment
+limit (64). One-at-a-time sends answered at once keep their producer's image's poll going (the
+answer wakes the producer, whose next send lands before the handler returns), at 5,000 msgs/s
+for up to 64 sends, 10-20 ms, while a consumer's next pull waits unread on its own image (up to
+8.4 ms in a trace). So a one-message fast send taken more than :data:`POLL_SHARE_NS` into the
+duty cycle ends its image's poll (``BREAK``): the subscription's round robin goes on to the other
+images in the same cycle, and the next cycle comes back to this one. Batches (several messages
+a send) and sends of a cycle's first 250 us keep the poll going, so a backlog of sends is read
+64 at a time as before (``docs/latency.md``, "A poll's share").
+
 Caller: ``SessionAgent`` (one of its roles, see ``broker.session._lifecycle``): the hot path, one
 call per request, as before the agent was split.
 """
@@ -25,6 +35,7 @@ call per request, as before the agent was split.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial as _partial
 from typing import Final
 
@@ -56,7 +67,7 @@ from aeromq.transport.logbuffer.controlled_fragment_assembler import ControlledF
 from aeromq.transport.logbuffer.frame_descriptor import FLAGS_FIELD_OFFSET, UNFRAGMENTED
 from aeromq.transport.logbuffer.header import Header
 
-__all__ = ["SEND_FIRST_WITHIN_NS", "RequestDispatch"]
+__all__ = ["POLL_SHARE_NS", "SEND_FIRST_WITHIN_NS", "RequestDispatch"]
 
 _log = logging.getLogger(__name__)
 
@@ -70,7 +81,11 @@ _KEEPALIVE_BODY: Final = session_pb2.KeepAliveResponse().SerializeToString()
 SEND_FIRST_WITHIN_NS: Final = 500_000
 """A send taken within this long of the one before (sends faster than 2,000 a second) is
 answered before the held pulls its store releases; a slower one after them (see module)."""
+POLL_SHARE_NS: Final = 250_000
+"""A one-message send taken this long into its duty cycle ends the poll of its image (see
+module: a poll's share)."""
 _ABORT: Final = Action.ABORT
+_BREAK: Final = Action.BREAK
 _COMMIT: Final = Action.COMMIT
 _CONTINUE: Final = Action.CONTINUE
 _PUB_TOPIC: Final = (ResourceKind.TOPIC, Permission.PUB)
@@ -89,6 +104,7 @@ class RequestDispatch(AnswerWriter):
     _cycle_stored: bool  # a send was taken this cycle: its pull answers go out at once
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
     _last_send_ns: int  # the cycle clock of the last send taken (``_send_first``)
+    _clock_ns: Callable[[], int]  # the agent's clock (a poll's share, see module)
     _held_wakes: list[WakeCallback]  # (``_send_first``'s, reused)
     _sends_at_once: bool  # in ``_send_first``: a stored send's answer goes out as it is made
     _assembler: ControlledFragmentAssembler  # the fragments of longer requests (_on_fragment)
@@ -175,7 +191,16 @@ class RequestDispatch(AnswerWriter):
                         fast = now_ns - self._last_send_ns < SEND_FIRST_WITHIN_NS
                         self._last_send_ns = now_ns
                         if fast:
+                            processor = self._send
+                            stored = processor.messages_stored
                             self._send_first(send, done)
+                            # (see module: a poll's share) the other images' turn, after a
+                            # one-message send taken this far into the cycle
+                            if (
+                                processor.messages_stored == stored + 1
+                                and self._clock_ns() - now_ns > POLL_SHARE_NS
+                            ):
+                                return _BREAK
                         else:
                             self._send.process(send, done)
                         return _COMMIT

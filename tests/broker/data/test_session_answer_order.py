@@ -19,7 +19,7 @@ import pytest
 from aeromq.broker.processor.pull_hold import PullHoldService
 from aeromq.broker.processor.send import SendDone, SendProcessor
 from aeromq.broker.session import SessionAgent, SessionServerConfig
-from aeromq.broker.session._dispatch import SEND_FIRST_WITHIN_NS
+from aeromq.broker.session._dispatch import POLL_SHARE_NS, SEND_FIRST_WITHIN_NS
 from aeromq.transport.client import BACK_PRESSURED, Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
 from aeromq.transport.concurrent.doorbell import (
@@ -292,6 +292,39 @@ def test_should_offer_a_fast_sends_answer_before_the_next_request_is_processed(
     answers = [producer.answer() for _ in range(3)]
     assert [a.send.base_queue_offset for a in answers] == [0, 1, 2]
     assert [a.correlation_id for a in answers] == [3, 4, 5]
+
+
+@pytest.mark.parametrize(("bodies", "ends"), [((b"two",), True), ((b"two", b"two-b"), False)])
+def test_should_end_a_producers_poll_after_a_one_message_send_past_its_share(
+    aeron: Aeron, send: SendProcessor, pull: object, bodies: tuple[bytes, ...], ends: bool
+) -> None:
+    # a one-message send taken POLL_SHARE_NS into the cycle ends its image's poll: the send
+    # behind it waits for the next cycle and the other images are read in this one (the
+    # consumer's keepalive answered); a send of a batch keeps the poll going
+    fast = _FastSends(aeron, send, pull)
+    session_agent, now, log = fast.agent, fast.now, fast.log
+    consumer, producer = fast.consumer, fast.producer
+    process = send.process
+
+    def slow(request: object, on_done: SendDone) -> None:
+        log.append(("process", "producer"))
+        now[0] += POLL_SHARE_NS + 1  # the send took the cycle past the poll's share
+        process(request, on_done)  # type: ignore[arg-type]
+
+    send.process = slow  # type: ignore[method-assign]
+    log.clear()
+    producer.request("send", send_request(*bodies).SerializeToString(), correlation_id=4)
+    producer.request("send", send_request(b"three").SerializeToString(), correlation_id=5)
+    consumer.request("keepalive", correlation_id=6)
+    assert session_agent.do_work() > 0
+    assert log.count(("process", "producer")) == (1 if ends else 2), log
+    assert consumer.answer().WhichOneof("body") == "keepalive"
+    if ends:
+        assert session_agent.do_work() > 0
+        assert log.count(("process", "producer")) == 2, log
+    answers = [producer.answer() for _ in range(3)]
+    assert [a.correlation_id for a in answers] == [3, 4, 5]
+    assert answers[2].send.base_queue_offset == 1 + len(bodies)
 
 
 def test_should_queue_a_fast_sends_answer_its_session_cannot_take_now(
