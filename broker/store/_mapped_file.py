@@ -14,9 +14,9 @@ disk's ``read_ahead_kb``: 8 MiB on this VM). Over ``posix_fallocate``'s unwritte
 read is no I/O but pages allocated and zero-filled, 8 MiB of them in the one fault: the put that
 took it, on the broker's session agent, ran 1-2 ms and up to 21 ms once every 8 MiB appended,
 each time longer as the log grew (``docs/latency.md``, "Read-ahead in the write path"). The
-part of a file still to be written is therefore advised ``MADV_RANDOM`` (:meth:`MappedFile.
-advise_end`): each fresh page faults alone (about 3 us a page, 0.2 us a 100-byte message) and
-nothing is read ahead; the part written, which readers read, keeps the normal read-ahead, and
+part of a file still to be written is therefore advised ``MADV_RANDOM``
+(:meth:`MappedFile.advise_end`): each fresh page faults alone (about 3 us a page, 0.2-0.3 us a
+100-byte message) and nothing is read ahead; the part written, which readers read, keeps the normal read-ahead, and
 so does the whole file once its queue moves on to the next (:meth:`MappedFile.advise_written`).
 """
 
