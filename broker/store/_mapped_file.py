@@ -16,8 +16,12 @@ took it, on the broker's session agent, ran 1-2 ms and up to 21 ms once every 8 
 each time longer as the log grew (``docs/latency.md``, "Read-ahead in the write path"). The
 part of a file still to be written is therefore advised ``MADV_RANDOM``
 (:meth:`MappedFile.advise_end`): each fresh page faults alone (about 3 us a page, 0.2-0.3 us a
-100-byte message) and nothing is read ahead; the part written, which readers read, keeps the normal read-ahead, and
-so does the whole file once its queue moves on to the next (:meth:`MappedFile.advise_written`).
+100-byte message) and nothing is read ahead. The advice starts at a new file's first byte (what
+is written into it later is read from the page cache, where the write left it) or at the end
+that recovery or a truncation found in a file written before (its written part keeps the normal
+read-ahead, for recovery's and a lagging consumer's reads); a file its queue moved on from gets
+the normal read-ahead back (:meth:`MappedFile.advise_written`). The cost: a page of the file
+being written that memory pressure evicted is read back alone, not with its neighbours.
 """
 
 from __future__ import annotations
