@@ -1,7 +1,7 @@
 """The store files' read-ahead advice, read back from the kernel: ``/proc/self/smaps`` lists each
 mapping (a VMA) of a file with its flags, ``rr`` where ``MADV_RANDOM`` is in force. The part of
-the last file still to be written is advised random, the rest normal (``broker/store/
-_mapped_file.py``, "Read-ahead")."""
+the last file still to be written is advised random, the rest normal
+(``broker/store/_mapped_file.py``, "Read-ahead")."""
 
 from __future__ import annotations
 
