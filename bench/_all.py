@@ -5,7 +5,8 @@ drivers and workers it starts go with it: a suite still running at ``--suite-tim
 stopped (SIGTERM to the session, SIGKILL 10 s later) and reported as failed, and the next suite
 starts. Each case is printed as the suite reports it. In ``--out`` (default
 ``bench-results/<UTC time>``): ``SUITE.jsonl`` (the suite's JSON lines), ``summary.json`` (the
-date, the machine's load before and after, each suite's status and time) and the PNG charts
+date, the machine's load before and after, the interpreter the suites ran on, each suite's
+status and time) and the PNG charts
 (:mod:`bench._charts`). Exit status 0 when every suite ran to its end with no failed case.
 """
 
@@ -15,10 +16,12 @@ import argparse
 import contextlib
 import json
 import os
+import platform
 import queue
 import signal
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from datetime import UTC, datetime
@@ -26,7 +29,7 @@ from pathlib import Path
 
 from bench._harness import HEADER, JsonRecord, format_row, suites
 
-__all__ = ["SuiteRun", "run_all"]
+__all__ = ["SuiteRun", "interpreter", "run_all"]
 
 _STOP_GRACE_S = 10.0
 
@@ -106,6 +109,22 @@ class SuiteRun:
         return self.status == "ok"
 
 
+def interpreter() -> JsonRecord:
+    """The interpreter the suites run on (each suite's child and the processes it starts take
+    ``sys.executable``): its version, path, build and compiler, and whether it is linked to a
+    shared ``libpython``. Figures of two builds of one version differ: on the machine of
+    ``docs/latency.md`` ("The interpreter") a distribution's optimized build took 5-10% off
+    aeromq's CPU a message against a plain source build's."""
+    return {
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "build": " ".join(platform.python_build()),
+        "compiler": platform.python_compiler(),
+        "shared_libpython": bool(sysconfig.get_config_var("Py_ENABLE_SHARED")),
+    }
+
+
 def run_all(args: argparse.Namespace) -> int:
     """Run the suites ``args`` names (see the module docstring); returns the exit status."""
     names = suites(args.package)
@@ -138,6 +157,7 @@ def run_all(args: argparse.Namespace) -> int:
         "cpus": os.cpu_count(),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in load_after],
+        "python": interpreter(),
         "seconds": round(time.monotonic() - started, 1),
         "suites": {
             r.name: {

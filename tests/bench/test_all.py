@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -58,6 +59,8 @@ def test_should_report_a_failed_suite_a_hung_one_and_a_failed_case_and_go_on(
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["quick"] is True and len(summary["load_before"]) == 3
+    assert summary["python"]["executable"] == sys.executable  # the interpreter the suites ran on
+    assert summary["python"]["version"] == platform.python_version()
     assert summary["suites"]["ok"]["failed_cases"] == ["ours 1024B"]
     assert summary["suites"]["ok"]["failures"] == {
         "ours 1024B": "RuntimeError: benchmark workers failed: exit codes [1]"
