@@ -113,7 +113,7 @@ def interpreter() -> JsonRecord:
     """The interpreter the suites run on (each suite's child and the processes it starts take
     ``sys.executable``): its version, path, build and compiler, and whether it is linked to a
     shared ``libpython``. Figures of two builds of one version differ: on the machine of
-    ``docs/latency.md`` ("The interpreter") a distribution's optimized build took 5-10% off
+    ``docs/latency.md`` ("The interpreter") a distribution's optimized build took 5-15% off
     aeromq's CPU a message against a plain source build's."""
     return {
         "version": platform.python_version(),
