@@ -32,6 +32,17 @@ time the consumer's wake-up, the longest hop of a message (120-360 us), then sta
 agent makes, offers and rings the producer's answer, instead of after it. Every other answer
 rings its client once, at the cycle's end (``broker.session._agent``).
 
+After a quiet while, the consumer gets the CPU too: when that ring woke a sleeping consumer and
+the agent's last cycle that stored a send was at least ``QUIET_YIELD_NS`` (5 ms) before this one
+(fewer than 200 one-at-a-time sends a second), the agent calls ``sched_yield()`` right after the
+ring (``quiet_yields`` counts them). On a VM that wakes a thread on its waker's CPU (this
+project's: ``docs/latency.md``, "Where a woken process runs") the woken consumer mostly preempts
+the agent at once, but in about one wake-up in twelve at 10 msgs/s it waited until the agent had
+made, offered and rung the producer's answer and gone to sleep, 100-250 us more; the yield
+lets it run first. Only at low rates: the producer's answer then comes after the consumer's
+turn (its ``send()`` 50-100 us longer), which at a few hundred sends a second and more would cost
+a one-at-a-time producer its schedule (at 1,000 msgs/s an unconditional yield made the p99 worse).
+
 But when sends come fast (one within ``SEND_FIRST_WITHIN_NS``, 0.5 ms, of the one before:
 ``_dispatch``), the send goes first: the wakes of the held pulls its store releases are put off
 (``PullHoldService.defer_wakes``), its answer is offered and its producer rung as the answer is
@@ -61,6 +72,7 @@ dispatch (``_dispatch``), which answers keepalives and refusals through
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from threading import Lock, get_ident
 from typing import Final
@@ -87,6 +99,11 @@ _PULL: Final = RESPONSE_FIELD_NUMBERS["pull"]
 _FROM_ANY_THREAD: Final = frozenset((RESPONSE_FIELD_NUMBERS["send"], _PULL))
 """The answers a completing thread may offer itself (:meth:`AnswerWriter._answer_from_here`)."""
 _stored_send: Final = stored_send_envelope
+_sched_yield: Final = os.sched_yield
+QUIET_YIELD_NS: Final = 5_000_000
+"""A consumer rung at once in a cycle that stored a send is given the agent's CPU
+(``sched_yield()``) when the agent's previous cycle that stored one was at least this long before
+(see module)."""
 
 Answer = ProtoMessage | PullAnswer | StoredSendAnswer
 """A processor's answer to a request (a stored send's and a found pull's written natively)."""
@@ -103,6 +120,7 @@ class AnswerWriter(SessionLifecycle):
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
     _at_once_sessions: list[ServerSession]  # sessions with pulls answered at once this cycle
     _cycle_stored: bool  # a send was taken this cycle (``_dispatch``)
+    _last_store_ns: int  # the last cycle that stored a send, before this one (``_agent``)
     _sends_at_once: bool  # a send is processed first (``_dispatch._send_first``): see module
 
     def _complete(
@@ -134,8 +152,15 @@ class AnswerWriter(SessionLifecycle):
             else:
                 if self._answer_at_once(session, correlation_id, response):
                     bell = session.doorbell
-                    if bell is not None:  # its consumer wakes on another core meanwhile
-                        bell.ring()
+                    # its consumer wakes on another core meanwhile, or, after a quiet while,
+                    # on this one, first (see module)
+                    if (
+                        bell is not None
+                        and bell.ring()
+                        and self._now_ns - self._last_store_ns >= QUIET_YIELD_NS
+                    ):
+                        self.counters.quiet_yields += 1
+                        _sched_yield()  # (releases the interpreter too)
                     return
         self._completions.append((session, correlation_id, field, response))
 
