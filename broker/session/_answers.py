@@ -40,7 +40,7 @@ project's: ``docs/latency.md``, "Where a woken process runs") the woken consumer
 the agent at once, but in about one wake-up in twelve at 10 msgs/s it waited until the agent had
 made, offered and rung the producer's answer and gone to sleep, 100-250 us more; the yield
 lets it run first. Only at low rates: the producer's answer then comes after the consumer's
-turn (its ``send()`` 50-100 us longer), which at a few hundred sends a second and more would cost
+turn (its ``send()`` 20-110 us longer), which at a few hundred sends a second and more would cost
 a one-at-a-time producer its schedule (at 1,000 msgs/s an unconditional yield made the p99 worse).
 
 But when sends come fast (one within ``SEND_FIRST_WITHIN_NS``, 0.5 ms, of the one before:

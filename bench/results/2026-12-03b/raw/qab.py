@@ -1,0 +1,42 @@
+"""A/B of the quiet yield: ``PYTHONPATH=TREE python qab.py VARIANTS RATE:SECONDS,...``.
+
+VARIANTS a comma list of D (the default) and Q (``AEROMQ_EXP_QUIET_YIELD_MS=5``), one broker
+each in that order; each runs every RATE (msgs/s) for SECONDS after a 2 s warm-up, over IPC,
+and prints a JSON line a run. TREE has ``quiet-yield-experiment.diff`` applied (the yield behind
+that variable). This round: ``D,Q,Q,D,D,Q 10:30,100:10,1000:5`` (``quiet-yield-ab-1.jsonl``),
+then ``Q,D,D,Q,Q,D 10:40,100:15`` (``quiet-yield-ab-2.jsonl``). It uses the 2026-12-02 round's
+``_run.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "2026-12-02" / "raw"))
+from _run import broker_with, paced, print_row, run  # type: ignore[import-not-found]  # (above)
+
+VARIANT_ENV = {"D": {}, "Q": {"AEROMQ_EXP_QUIET_YIELD_MS": "5"}}
+
+
+def main() -> None:
+    variants = sys.argv[1].split(",")
+    plans = [tuple(part.split(":")) for part in sys.argv[2].split(",")]
+    for n, variant in enumerate(variants):
+        with broker_with(VARIANT_ENV[variant]) as (broker, admin):
+            for rate_text, seconds_text in plans:
+                rate = int(rate_text)
+                result = run(broker, admin, f"V{n}r{rate}", paced(rate, float(seconds_text)))
+                row = {
+                    "variant": variant,
+                    "rate": rate,
+                    "msgs_per_s": result.msgs_per_s,
+                    "p50_us": result.p50_us,
+                    "p99_us": result.p99_us,
+                    **result.extra,
+                }
+                print_row(**row)
+
+
+if __name__ == "__main__":
+    main()
