@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "2026-12-02" / "raw"))
-from _run import broker_with, paced, run  # type: ignore[import-not-found]  # (above)
+from _run import broker_with, paced, run  # (the path above)
 
 _YIELDS = re.compile(r'aeromq_session_events_total\{event="quiet_yields"\} (\S+)')
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "2026-12-02" / "raw"))
-from _run import broker_with, paced, print_row, run  # type: ignore[import-not-found]  # (above)
+from _run import broker_with, paced, print_row, run  # (the path above)
 
 VARIANT_ENV = {
     "D": {},
