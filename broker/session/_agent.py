@@ -224,9 +224,9 @@ class SessionAgent(RequestDispatch):
         self._pulls_awaited = 0  # pulls answered whose consumers' next pulls were not read yet
         self._at_once_sessions: list[ServerSession] = []  # those of pulls answered at once
         self._cycle_stored = False  # a send was taken this cycle (see module)
-        self._last_store_ns = 0  # the last cycle that stored a send (``_answers``)
         self._sends_at_once = False  # (``_dispatch._send_first``'s)
         self._last_send_ns = -SEND_FIRST_WITHIN_NS  # the last send's cycle (see module)
+        self._send_gap_ns = 0  # the last send's cycle less the one's before (``_answers``)
         self._held_wakes: list[WakeCallback] = []  # (``_dispatch._send_first``'s)
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
@@ -382,8 +382,6 @@ class SessionAgent(RequestDispatch):
             self._sweep(now_ns)
         if self._rings:  # each bell the cycle's answers gave work, once, in the order added
             self._ring_bells()
-        if self._cycle_stored:  # (after the cycle: read by the next one, ``_answers``)
-            self._last_store_ns = now_ns
         if work:  # read by the idle strategy after a cycle that did work (see module)
             if self._fragment_failed:
                 self._fragment_failed = settled = False

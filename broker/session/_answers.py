@@ -33,10 +33,11 @@ agent makes, offers and rings the producer's answer, instead of after it. Every 
 rings its client once, at the cycle's end (``broker.session._agent``).
 
 After a quiet while, the consumer gets the CPU too: when that ring woke a sleeping consumer and
-the agent's last cycle that stored a send was at least ``QUIET_YIELD_NS`` (5 ms) before this one
-(fewer than 200 one-at-a-time sends a second), the agent calls ``sched_yield()`` right after the
-ring (``quiet_yields`` counts them). On a VM that wakes a thread on its waker's CPU (this
-project's: ``docs/latency.md``, "Where a woken process runs") the woken consumer mostly preempts
+the cycle's send came at least ``QUIET_YIELD_NS`` (5 ms) after the send before it (fewer than 200
+one-at-a-time sends a second; the send clock of ``_dispatch``, which the send-first rule below
+reads too), the agent calls ``sched_yield()`` right after the ring (``quiet_yields`` counts
+them). On a VM that wakes a thread on its waker's CPU (this project's: ``docs/latency.md``,
+"Where a woken process runs") the woken consumer mostly preempts
 the agent at once, but in about one wake-up in twelve at 10 msgs/s it waited until the agent had
 made, offered and rung the producer's answer and gone to sleep, 100-250 us more; the yield
 lets it run first (traced, such wake-ups fell from 7.8% to 3.3%: the rest do not look like a
@@ -103,8 +104,8 @@ _stored_send: Final = stored_send_envelope
 _sched_yield: Final = os.sched_yield
 QUIET_YIELD_NS: Final = 5_000_000
 """A consumer rung at once in a cycle that stored a send is given the agent's CPU
-(``sched_yield()``) when the agent's previous cycle that stored one was at least this long before
-(see module)."""
+(``sched_yield()``) when that send came at least this long after the send before it (see
+module)."""
 
 Answer = ProtoMessage | PullAnswer | StoredSendAnswer
 """A processor's answer to a request (a stored send's and a found pull's written natively)."""
@@ -121,7 +122,7 @@ class AnswerWriter(SessionLifecycle):
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
     _at_once_sessions: list[ServerSession]  # sessions with pulls answered at once this cycle
     _cycle_stored: bool  # a send was taken this cycle (``_dispatch``)
-    _last_store_ns: int  # the last cycle that stored a send, before this one (``_agent``)
+    _send_gap_ns: int  # the time from the send before the last to it (``_dispatch``)
     _sends_at_once: bool  # a send is processed first (``_dispatch._send_first``): see module
 
     def _complete(
@@ -155,11 +156,7 @@ class AnswerWriter(SessionLifecycle):
                     bell = session.doorbell
                     # its consumer wakes on another core meanwhile, or, after a quiet while,
                     # on this one, first (see module)
-                    if (
-                        bell is not None
-                        and bell.ring()
-                        and self._now_ns - self._last_store_ns >= QUIET_YIELD_NS
-                    ):
+                    if bell is not None and bell.ring() and self._send_gap_ns >= QUIET_YIELD_NS:
                         self.counters.quiet_yields += 1
                         _sched_yield()  # (releases the interpreter too)
                     return

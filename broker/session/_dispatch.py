@@ -104,6 +104,7 @@ class RequestDispatch(AnswerWriter):
     _cycle_stored: bool  # a send was taken this cycle: its pull answers go out at once
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
     _last_send_ns: int  # the cycle clock of the last send taken (``_send_first``)
+    _send_gap_ns: int  # the time from the send before it to that one (``_answers``' yield)
     _clock_ns: Callable[[], int]  # the agent's clock (a poll's share, see module)
     _held_wakes: list[WakeCallback]  # (``_send_first``'s, reused)
     _sends_at_once: bool  # in ``_send_first``: a stored send's answer goes out as it is made
@@ -188,9 +189,9 @@ class RequestDispatch(AnswerWriter):
                         self._cycle_stored = True  # (the cycle's pull answers: at once)
                         done = _partial(self._complete, session, correlation_id, _SEND)
                         now_ns = self._now_ns
-                        fast = now_ns - self._last_send_ns < SEND_FIRST_WITHIN_NS
+                        self._send_gap_ns = gap_ns = now_ns - self._last_send_ns
                         self._last_send_ns = now_ns
-                        if fast:
+                        if gap_ns < SEND_FIRST_WITHIN_NS:
                             processor = self._send
                             stored = processor.messages_stored
                             self._send_first(send, done)
@@ -236,6 +237,9 @@ class RequestDispatch(AnswerWriter):
                 if self._acl is not None and self._forbidden(session, correlation_id, request):
                     return _COMMIT
                 self._cycle_stored = True
+                now_ns = self._now_ns  # (the send clock, as above: the rule is not applied)
+                self._send_gap_ns = now_ns - self._last_send_ns
+                self._last_send_ns = now_ns
                 self._send.process(
                     request.send, _partial(self._complete, session, correlation_id, _SEND)
                 )

@@ -1,7 +1,7 @@
 """The consumer first after a quiet while (``broker/session/_answers.py``): a send stored after
 ``QUIET_YIELD_NS`` without one, whose store released a held pull and woke its sleeping consumer,
 has the session agent give that consumer its CPU (``sched_yield()``, counted as
-``quiet_yields``); a send soon after the last does not."""
+``quiet_yields``), whichever way the send was read; a send soon after the last does not."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from aeromq.broker.session import SessionAgent
 from aeromq.broker.session import _answers as answers_module
+from aeromq.broker.session import _dispatch as dispatch_module
 from aeromq.client.session import ClientSession
 from aeromq.common import PullAnswer
 from aeromq.transport.concurrent.doorbell import SLEEPER_FLAG
@@ -69,11 +70,16 @@ def _caught_up_then_quiet(consumer: ClientSession, producer: ClientSession) -> N
     time.sleep(_QUIET_S)
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native-send", "protobuf-send"])
 def test_should_yield_to_the_consumer_a_send_woke_after_a_quiet_while(
     agent: SessionAgent,  # noqa: F811 (the fixture)
     sessions: tuple[ClientSession, ClientSession],
+    monkeypatch: pytest.MonkeyPatch,
+    native: bool,
 ) -> None:
     consumer, producer = sessions
+    if not native:  # every send read by protobuf, as without the native module: the same clock
+        monkeypatch.setattr(dispatch_module, "_read_send", lambda data: None)
     _caught_up_then_quiet(consumer, producer)
     held = _held_pull(consumer, 1)
     reader = _Reader(consumer, held)
