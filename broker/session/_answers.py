@@ -33,17 +33,19 @@ agent makes, offers and rings the producer's answer, instead of after it. Every 
 rings its client once, at the cycle's end (``broker.session._agent``).
 
 After a quiet while, the consumer gets the CPU too: when that ring woke a sleeping consumer and
-the cycle's send came at least ``QUIET_YIELD_NS`` (5 ms) after the send before it (fewer than 200
-one-at-a-time sends a second; the send clock of ``_dispatch``, which the send-first rule below
-reads too), the agent calls ``sched_yield()`` right after the ring (``quiet_yields`` counts
-them). On a VM that wakes a thread on its waker's CPU (this project's: ``docs/latency.md``,
-"Where a woken process runs") the woken consumer mostly preempts
-the agent at once, but in about one wake-up in twelve at 10 msgs/s it waited until the agent had
-made, offered and rung the producer's answer and gone to sleep, 100-250 us more; the yield
-lets it run first (traced, such wake-ups fell from 7.8% to 3.3%: the rest do not look like a
-wait for this CPU). Only at low rates: the producer's answer then comes after the consumer's
-turn (its ``send()`` 20-110 us longer), which at a few hundred sends a second and more would cost
-a one-at-a-time producer its schedule (at 1,000 msgs/s an unconditional yield made the p99 worse).
+the cycle's send came at least ``QUIET_YIELD_NS`` (0.9 ms) after the send before it (fewer than
+about 1,100 one-at-a-time sends a second; the send clock of ``_dispatch``, which the send-first
+rule below reads too), the agent calls ``sched_yield()`` right after the ring (``quiet_yields``
+counts them). On a VM that wakes a thread on its waker's CPU (this project's:
+``docs/latency.md``, "Where a woken process runs") the woken consumer mostly preempts the agent
+at once, but in about one wake-up in twelve at 10 msgs/s it waited until the agent had made,
+offered and rung the producer's answer and gone to sleep, 100-250 us more; the yield lets it run
+first (traced, such wake-ups fell from 7.8% to 3.3%: the rest do not look like a wait for this
+CPU). The producer's answer then comes after the consumer's turn (its ``send()`` 10-110 us
+longer); up to 1,000 msgs/s the message gains more than that (the p50 25-30 us lower at 500 and
+1,000 msgs/s), but at a few thousand sends a second the round trip is the producer's whole
+budget: a send 0.5-0.9 ms after the one before has the consumer rung first without the yield,
+and a faster one goes first itself (below).
 
 But when sends come fast (one within ``SEND_FIRST_WITHIN_NS``, 0.5 ms, of the one before:
 ``_dispatch``), the send goes first: the wakes of the held pulls its store releases are put off
@@ -102,7 +104,7 @@ _FROM_ANY_THREAD: Final = frozenset((RESPONSE_FIELD_NUMBERS["send"], _PULL))
 """The answers a completing thread may offer itself (:meth:`AnswerWriter._answer_from_here`)."""
 _stored_send: Final = stored_send_envelope
 _sched_yield: Final = os.sched_yield
-QUIET_YIELD_NS: Final = 5_000_000
+QUIET_YIELD_NS: Final = 900_000
 """A consumer rung at once in a cycle that stored a send is given the agent's CPU
 (``sched_yield()``) when that send came at least this long after the send before it (see
 module)."""

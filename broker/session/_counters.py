@@ -38,8 +38,8 @@ class SessionCounters:
     """Times a send was stored after a pull's answer and before that consumer's next pull was
     read, and clients were asked to ring their lazy pulls (``broker.session._agent``)."""
     quiet_yields: int = 0
-    """Times the agent gave its CPU to a consumer it had just woken with a message, after a
-    quiet while (``broker.session._answers``, ``QUIET_YIELD_NS``)."""
+    """Times the agent gave its CPU to a consumer it had just woken with a message, the send
+    having come after a quiet while (``broker.session._answers``, ``QUIET_YIELD_NS``)."""
     response_streams_refused: int = 0
     errors_by_code: collections.Counter[int] = field(default_factory=collections.Counter)
 

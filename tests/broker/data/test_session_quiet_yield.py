@@ -24,7 +24,7 @@ from .conftest import pull_request, send_request, wait_for
 from .test_session_doorbells import _ipc_session, agent  # noqa: F401 (a fixture)
 
 _HELD_MS = 5_000
-_QUIET_S = 0.05  # ten times QUIET_YIELD_NS
+_QUIET_S = 0.05  # far longer than QUIET_YIELD_NS
 
 
 def _held_pull(session: ClientSession, offset: int) -> Future[PullAnswer]:
