@@ -34,6 +34,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
@@ -112,10 +113,23 @@ def _wakeups(pid: int) -> int:
     return total
 
 
-def _measure(root: Path, rate: int, count: int, warm_up: int | None = None) -> list[Result]:
-    """One traced run at ``rate``: its rows (see module); the first ``warm_up`` messages
-    (default :data:`WARM_UP`'s for the rate) are not followed."""
-    trace = root / f"trace-{rate}"
+@dataclass(frozen=True)
+class TracedRun:
+    """What one traced run recorded: every process's events by role (``_hop_trace.load``),
+    each process's CPU ns and wake-ups over the run, and how many messages to leave out as
+    the warm-up."""
+
+    roles: dict[str, list[_hop_trace.Event]]
+    usage: dict[str, tuple[int, int]]
+    skip: int
+
+
+def traced_run(root: Path, rate: int, count: int, warm_up: int | None = None) -> TracedRun:
+    """One traced run of ``count`` messages at ``rate`` (see module), its trace kept in a new
+    folder of ``root``; the first ``warm_up`` messages (default :data:`WARM_UP`'s for the rate,
+    or a tenth of ``count`` for another rate) are the warm-up. The suite's rows come from it;
+    so can a script's own look at the events."""
+    trace = root / f"trace-{rate}-{count}"
     trace.mkdir()
     with (
         traced_environment(_SITE, {_hop_trace.HOPS_DIR_ENV: str(trace)}),
@@ -147,8 +161,19 @@ def _measure(root: Path, rate: int, count: int, warm_up: int | None = None) -> l
         consumer.join(60)
         os.kill(broker.pid, signal.SIGUSR1)  # the broker writes its events
         time.sleep(1.0)
-    skip = WARM_UP[rate] if warm_up is None else warm_up
-    return _rows(_hop_trace.load(trace), rate, count, usage, skip)
+    skip = WARM_UP.get(rate, count // 10) if warm_up is None else warm_up
+    return TracedRun(_hop_trace.load(trace), usage, skip)
+
+
+def _measure(root: Path, rate: int, count: int) -> list[Result]:
+    """One traced run at ``rate``: its rows (see module)."""
+    return rows_of(traced_run(root, rate, count), rate, count)
+
+
+def rows_of(run: TracedRun, rate: int, count: int) -> list[Result]:
+    """The suite's rows of ``run``, a traced run of ``count`` messages at ``rate`` (see
+    module)."""
+    return _rows(run.roles, rate, count, run.usage, run.skip)
 
 
 def _rows(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from unittest.mock import patch
@@ -57,3 +57,33 @@ def paced(rate: int, seconds: float) -> Plan:
 def print_row(**fields: object) -> None:
     """One JSON line, with the load average at its end."""
     print(json.dumps({**fields, "load": round(os.getloadavg()[0], 2)}), flush=True)
+
+
+def run_variants(
+    variants: Sequence[str],
+    env: Mapping[str, Mapping[str, str]],
+    rates_seconds: Sequence[tuple[int, float]],
+) -> None:
+    """An A/B: one broker a variant, in the order given, started with ``env[variant]`` added to
+    the environment, each running every ``(rate, seconds)`` in turn (:func:`paced`, over IPC),
+    and a row printed a run: the variant, the rate, the rate reached, p50, p99 and the rest of
+    the run's figures (the plan's own rate among them: the same)."""
+    for n, variant in enumerate(variants):
+        with broker_with(dict(env[variant])) as (broker, admin):
+            for rate, seconds in rates_seconds:
+                result = run(broker, admin, f"V{n}r{rate}", paced(rate, seconds))
+                row = {
+                    "variant": variant,
+                    "rate": rate,
+                    "msgs_per_s": result.msgs_per_s,
+                    "p50_us": result.p50_us,
+                    "p99_us": result.p99_us,
+                    **result.extra,
+                }
+                print_row(**row)
+
+
+def rates_seconds(text: str) -> list[tuple[int, float]]:
+    """``RATE:SECONDS,...`` (msgs/s, seconds each) as :func:`run_variants` takes them."""
+    pairs = (part.partition(":") for part in text.split(","))
+    return [(int(rate), float(seconds)) for rate, _, seconds in pairs]

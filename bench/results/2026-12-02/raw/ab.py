@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from _run import broker_with, paced, print_row, run
+from _run import run_variants
 
 _IDLE = "AEROMQ_BROKER_SESSION_IDLE_STRATEGY"
 VARIANT_ENV = {
@@ -25,22 +25,9 @@ VARIANT_ENV = {
 
 
 def main() -> None:
-    variants = sys.argv[1].split(",")
-    rates = [int(rate) for rate in sys.argv[2].split(",")]
     seconds = float(sys.argv[3])
-    for n, variant in enumerate(variants):
-        with broker_with(VARIANT_ENV[variant]) as (broker, admin):
-            for rate in rates:
-                result = run(broker, admin, f"V{n}r{rate}", paced(rate, seconds))
-                row = {
-                    "variant": variant,
-                    "rate": rate,
-                    "msgs_per_s": result.msgs_per_s,
-                    "p50_us": result.p50_us,
-                    "p99_us": result.p99_us,
-                    **result.extra,  # (the plan's own rate among them: the same)
-                }
-                print_row(**row)
+    rates = [(int(rate), seconds) for rate in sys.argv[2].split(",")]
+    run_variants(sys.argv[1].split(","), VARIANT_ENV, rates)
 
 
 if __name__ == "__main__":

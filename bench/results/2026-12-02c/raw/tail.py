@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import statistics
 import sys
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 from bench import _hop_trace
-from bench._harness import Result
 from bench.suites import hops
 
 _LATE_ANSWER_NS = 300_000
@@ -79,24 +80,9 @@ def _report(roles: dict[str, list[_hop_trace.Event]], skip: int) -> None:
 
 def main() -> None:
     rate, count = int(sys.argv[1]), int(sys.argv[2])
-    hops.RATES = (rate,)  # type: ignore[assignment]  # (one rate: the suite's are two)
-    hops.QUICK_MESSAGES = {**hops.QUICK_MESSAGES, rate: count}
-    hops.WARM_UP = {**hops.WARM_UP, rate: count // 10}
-    rows = hops._rows
-
-    def report_then_rows(
-        roles: dict[str, list[_hop_trace.Event]],
-        rate: int,
-        count: int,
-        usage: dict[str, tuple[int, int]],
-        skip: int,
-    ) -> list[Result]:
-        _report(roles, skip)
-        return rows(roles, rate, count, usage, skip)
-
-    hops._rows = report_then_rows
-    for _ in hops.run(True):
-        pass
+    with tempfile.TemporaryDirectory() as root:
+        run = hops.traced_run(Path(root), rate, count, warm_up=count // 10)
+    _report(run.roles, run.skip)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "2026-12-02" / "raw"))
-from _run import broker_with, paced, print_row, run  # (the path above)
+from _run import rates_seconds, run_variants  # (the path above)
 
 VARIANT_ENV = {
     "D": {},
@@ -27,22 +27,8 @@ VARIANT_ENV = {
 
 
 def main() -> None:
-    variants = sys.argv[1].split(",")
-    plans = [tuple(part.split(":")) for part in sys.argv[2].split(",")]
-    for n, variant in enumerate(variants):
-        with broker_with(VARIANT_ENV[variant]) as (broker, admin):
-            for rate_text, seconds_text in plans:
-                rate = int(rate_text)
-                result = run(broker, admin, f"V{n}r{rate}", paced(rate, float(seconds_text)))
-                row = {
-                    "variant": variant,
-                    "rate": rate,
-                    "msgs_per_s": result.msgs_per_s,
-                    "p50_us": result.p50_us,
-                    "p99_us": result.p99_us,
-                    **result.extra,
-                }
-                print_row(**row)
+    plans = rates_seconds(sys.argv[2])
+    run_variants(sys.argv[1].split(","), VARIANT_ENV, plans)
 
 
 if __name__ == "__main__":
