@@ -31,7 +31,7 @@ NAMESRV_SERVICE = namesrv_pb2.DESCRIPTOR.services_by_name["NameServer"].full_nam
 R = TypeVar("R", bound=ProtoMessage)
 
 
-def _answer(rpc: str, response_type: type[R], build: Callable[[], R]) -> R:
+def _answer(rpc: str, response_type: Callable[..., R], build: Callable[[], R]) -> R:
     try:
         return build()
     except Exception as exc:

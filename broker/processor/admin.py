@@ -343,7 +343,7 @@ class ControlPlane(ConsumeRetryRpcs):
     def _answer(
         self,
         rpc: str,
-        response_type: type[R],
+        response_type: Callable[..., R],
         build: Callable[[], R],
         *,
         write: bool = False,
