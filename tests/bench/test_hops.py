@@ -151,8 +151,10 @@ def test_should_find_every_method_it_wraps() -> None:
 def test_should_follow_messages_from_send_to_poll_in_a_traced_run(tmp_path: Path) -> None:
     # a broker, a producer and a consumer process, traced: every step of CHAIN must still be
     # recorded by what the straight paths call (a path moved off a wrapped method broke the
-    # suite once: "no message was followed"); _rows raises when no chain completes
-    rows = hops._measure(tmp_path, 1_000, 60, warm_up=5)
+    # suite once: "no message was followed"); rows_of raises when no chain completes
+    run = hops.traced_run(tmp_path, 1_000, 60, warm_up=5)
+    assert run.skip == 5 and {"broker", "consumer", "producer"} <= set(run.roles)
+    rows = hops.rows_of(run, 1_000, 60)
     followed = [row.extra["followed"] for row in rows if "followed" in row.extra]
     assert len(followed) == len(CHAIN) + len(BESIDE)
     assert min(int(str(count)) for count in followed) >= 30, followed

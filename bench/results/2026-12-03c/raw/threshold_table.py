@@ -9,25 +9,33 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+
+Row = dict[str, object]
+
+
+def _number(row: Row, key: str) -> float:
+    value = row[key]
+    if not isinstance(value, int | float):
+        raise TypeError(f"{key} is not a number: {value!r}")
+    return float(value)
 
 
 def main() -> None:
-    rows = [
+    rows: list[Row] = [
         json.loads(line) for name in sys.argv[1:] for line in Path(name).read_text().splitlines()
     ]
-    groups: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[int, str], list[Row]] = defaultdict(list)
     for row in rows:
-        groups[(row["rate"], row["variant"])].append(row)
+        groups[(int(_number(row, "rate")), str(row["variant"]))].append(row)
     for (rate, variant), runs in sorted(
         groups.items(), key=lambda kv: (kv[0][0], -float(kv[0][1]))
     ):
 
-        def median(key: str, runs: list[dict[str, Any]] = runs) -> float:
-            return statistics.median(float(run[key]) for run in runs)
+        def median(key: str, runs: list[Row] = runs) -> float:
+            return statistics.median(_number(run, key) for run in runs)
 
-        def each(key: str, runs: list[dict[str, Any]] = runs) -> str:
-            return "/".join(f"{float(run[key]):.0f}" for run in runs)
+        def each(key: str, runs: list[Row] = runs) -> str:
+            return "/".join(f"{_number(run, key):.0f}" for run in runs)
 
         print(
             f"{rate} msgs/s, {variant} ms: n {len(runs)} p50 {median('p50_us'):.0f} "
