@@ -226,7 +226,7 @@ class SessionAgent(RequestDispatch):
         self._cycle_stored = False  # a send was taken this cycle (see module)
         self._sends_at_once = False  # (``_dispatch._send_first``'s)
         self._last_send_ns = -SEND_FIRST_WITHIN_NS  # the last send's cycle (see module)
-        self._send_gap_ns = 0  # the last send's cycle less the one's before (``_answers``)
+        self._send_gap_ns = 0  # from the send before the last to the last (``_answers``)
         self._held_wakes: list[WakeCallback] = []  # (``_dispatch._send_first``'s)
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
