@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from aeromq.client import Message
+from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
 from aeromq.consumer.config import LitePullConsumerConfig
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
 from aeromq.producer import Producer
@@ -82,7 +83,19 @@ def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes)
             or not consumer._services.config.defer_caught_up_pulls
         ):
             return
-    pytest.fail(f"no answer read by a poll() in 20 marks: {counters}")
+    pytest.fail(f"no answer read by a poll() in 20 marks: {counters}; {_pump_state(consumer)}")
+
+
+def _pump_state(consumer: DefaultLitePullConsumer) -> str:
+    """Why ``poll()`` may not have read the answers itself: the session it would read, and
+    whether that session is read so (for a failure's message)."""
+    api = consumer._services.api
+    if not isinstance(api, GrpcBrokerApi):
+        return f"no answer pump: {type(api).__name__}"
+    session = api.answer_pump()
+    if session is None:
+        return "no sole open session (several, or a former member lingering, or not open)"
+    return f"session reads_when_rung={session._reader.reads_when_rung}"
 
 
 def test_should_pull_a_caught_up_queue_at_the_next_poll_not_before_poll_returns(
