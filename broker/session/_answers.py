@@ -43,9 +43,9 @@ offered and rung the producer's answer and gone to sleep, 100-250 us more; the y
 first (traced, such wake-ups fell from 7.8% to 3.3%: the rest do not look like a wait for this
 CPU). The producer's answer then comes after the consumer's turn (its ``send()`` 5-110 us
 longer); up to 1,000 msgs/s the message gains more than that (the p50 23-39 us lower at 200 to
-1,000 msgs/s, though 65-130 us more at the p99 at 200 and 500), but at a few thousand sends a second the round trip is the producer's whole
-budget: a send 0.5-0.9 ms after the one before has the consumer rung first without the yield,
-and a faster one goes first itself (below).
+1,000 msgs/s, though 65-130 us more at the p99 at 200 and 500), but at a few thousand sends a
+second the round trip is the producer's whole budget: a send 0.5-0.9 ms after the one before
+has the consumer rung first without the yield, and a faster one goes first itself (below).
 
 But when sends come fast (one within ``SEND_FIRST_WITHIN_NS``, 0.5 ms, of the one before:
 ``_dispatch``), the send goes first: the wakes of the held pulls its store releases are put off
