@@ -127,11 +127,18 @@ class TimerService:
         self._thread: threading.Thread | None = None
         self.delivered = 0
         self.dropped = 0
+        self._warming = 0
+        """Cold entries out of the index while ``_warm`` rereads their records (``pending``
+        counts them: without, it dipped for the reread, 15 ms on a slow host); changed with
+        the index under ``_warming_lock``, which ``pending`` reads under."""
+        self._warming_lock = threading.Lock()
 
     @property
     def pending(self) -> int:
-        """Timer messages read and not delivered yet (0 on a follower)."""
-        return len(self._index)
+        """Timer messages read and not delivered yet (0 on a follower), those a read-ahead
+        has out of the index while it rereads their records included."""
+        with self._warming_lock:
+            return len(self._index) + self._warming
 
     @property
     def cold(self) -> int:
@@ -283,17 +290,25 @@ class TimerService:
         next_ms = self._index.next_cold_ms()
         if next_ms is None or next_ms > now_ms + self.hold_horizon_ms:
             return False
-        cold = self._index.pop_cold(now_ms + self.hold_horizon_ms + _WARM_AHEAD_MS, _WARM_PER_ROUND)
-        read = self._reread([offset for _, offset in cold])
-        for due_ms, offset in cold:
-            held = read.get(offset)
-            if held is None:
-                continue  # dropped
-            if self._held_bytes < self.hold_max_bytes:
-                self._held_bytes += _size(held)
-                self._index.add(due_ms, offset, held.packed())
-            else:
-                self._index.add(due_ms, offset)
+        index, lock = self._index, self._warming_lock
+        with lock:
+            cold = index.pop_cold(now_ms + self.hold_horizon_ms + _WARM_AHEAD_MS, _WARM_PER_ROUND)
+            self._warming = len(cold)
+        try:
+            read = self._reread([offset for _, offset in cold])
+            for due_ms, offset in cold:
+                held = read.get(offset)
+                with lock:
+                    self._warming -= 1
+                    if held is None:
+                        continue  # dropped
+                    if self._held_bytes < self.hold_max_bytes:
+                        self._held_bytes += _size(held)
+                        index.add(due_ms, offset, held.packed())
+                    else:
+                        index.add(due_ms, offset)
+        finally:
+            self._warming = 0
         return len(cold) == _WARM_PER_ROUND and self._may_warm()
 
     def _drop(self, offset: int, why: str) -> None:
