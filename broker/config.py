@@ -75,7 +75,9 @@ __all__ = [
     "option_name",
 ]
 
-DEFAULT_SESSION_IDLE_STRATEGY: Final = "doorbell:0,0,1000,1000000,25000000,1000000000,100000,200000"
+DEFAULT_SESSION_IDLE_STRATEGY: Final = (
+    "doorbell:0,0,1000,1000000,25000000,1000000000,100000,200000,500000"
+)
 """The session agent sleeps on its doorbell (``transport/concurrent/doorbell.py``): IPC clients
 ring it after each request, the embedded driver's receiver after each duty cycle that brought a
 UDP client's requests (the ingress subscription's ``doorbell=`` parameter), the flusher and the
@@ -89,7 +91,11 @@ sends (one message each), while the next sends have mostly come within 200 us, t
 long spin window, with a predictor of its own): such a producer's next send comes 100-200 us
 after its answer on a 2-core VM (its wake-up, then its code), which a 100 us window missed, and
 each miss cost the send a wake-up of the agent (``send()`` one at a time 9,100-9,300 a second
-against 6,200-7,300, 5,000 msgs/s with a consumer kept; ``docs/latency.md``), while 200 us
+against 6,200-7,300, 5,000 msgs/s with a consumer kept; ``docs/latency.md``). The long window
+grows to the sends it missed by up to 500 us (the ninth field), as Linux's guest halt-polling
+does: where wake-ups are slower the producer's next send comes later, and a window that stayed
+at 200 us let the agent and a producer in a loop settle both asleep (``docs/latency.md``, "A
+window that grows"). A 200 us window
 after every cycle made a consumer's drain of a backlog slower (the agent polled through the
 turnaround of each large pull), and after a pipelining producer's batches ``bench broker``'s
 end to end. Each poll of a window ends in ``sched_yield()`` (``broker/session/_idle.py``): a

@@ -282,9 +282,12 @@ class DoorbellIdleStrategy:
     is a second window, with a predictor of its own, for the gaps after the cycles its
     ``settling`` owner marks (:attr:`Settling.long_spin`): one kind of exchange may come back
     later than the others and still be worth the polls (a one-at-a-time producer's next send,
-    while a consumer's next pull after a drained batch is not). ``state``, ``park_period_ns``,
-    ``rings`` (parks a ring ended) and ``spin_score`` (the spin window predictor's) are
-    readable.
+    while a consumer's next pull after a drained batch is not). ``long_spin_max_window_ns`` (0:
+    the long window stays) lets the long window adapt up to it (:class:`SpinPredictor`: doubled
+    by a gap it missed within that, halved by a longer one), so that a producer whose next send
+    comes later than the window after its own wake-up is still caught. ``state``,
+    ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score`` (the spin window
+    predictor's) are readable.
 
     ``yield_while_polling`` (off by default) ends each poll of a spin window in ``sched_yield()``
     (as Aeron's backoff yields): a thread woken onto the agent's CPU then runs at once, not after
@@ -351,9 +354,19 @@ class DoorbellIdleStrategy:
         deep_idle_after_ns: int = 1_000_000_000,
         spin_window_ns: int = 0,
         long_spin_window_ns: int = 0,
+        long_spin_max_window_ns: int = 0,
     ) -> None:
         self._spin = SpinPredictor(spin_window_ns)
-        self._long_spin = SpinPredictor(long_spin_window_ns) if long_spin_window_ns else None
+        self._long_spin = None
+        if long_spin_window_ns:
+            self._long_spin = SpinPredictor(
+                long_spin_window_ns, max_window_ns=long_spin_max_window_ns
+            )
+        elif long_spin_max_window_ns:
+            raise ConfigurationError(
+                "a long spin window's most needs a long spin window",
+                long_spin_max_window_ns=long_spin_max_window_ns,
+            )
         self._gap_spin = self._spin  # the predictor of the gap under way (or the last one)
         check_backoff_shape(
             max_spins,
@@ -400,9 +413,15 @@ class DoorbellIdleStrategy:
 
     @property
     def long_spin_window_ns(self) -> int:
-        """The window of the gaps its owner marks (see class; 0: none)."""
+        """The window of the gaps its owner marks, now (see class; 0: none)."""
         long_spin = self._long_spin
         return 0 if long_spin is None else long_spin.window_ns
+
+    @property
+    def long_spin_max_window_ns(self) -> int:
+        """The most the long window grows to (see class; the long window as made: it stays)."""
+        long_spin = self._long_spin
+        return 0 if long_spin is None else long_spin.max_window_ns
 
     @property
     def spin_score(self) -> int:
@@ -566,27 +585,28 @@ class DoorbellIdleStrategy:
             f"deep_idle_after_ns={self.deep_idle_after_ns}, "
             f"spin_window_ns={self.spin_window_ns}, "
             f"long_spin_window_ns={self.long_spin_window_ns}, "
+            f"long_spin_max_window_ns={self.long_spin_max_window_ns}, "
             f"yield_while_polling={self.yield_while_polling})"
         )
 
 
 def idle_strategy_with_doorbell(name: str, doorbell: Doorbell | None) -> IdleStrategy:
     """An idle strategy from its name: ``doorbell[:SPINS,YIELDS,MIN_NS,MAX_NS[,DEEP_NS,
-    DEEP_AFTER_NS[,SPIN_WINDOW_NS[,LONG_SPIN_WINDOW_NS]]]]`` parks on ``doorbell`` (``None``: a
-    doorbell of its own that nobody rings, e.g. to check a configured name), any other name is
-    :func:`~transport.concurrent.idle_strategy.idle_strategy_from_name`'s. Without futexes (off
-    Linux) a doorbell name gives the backoff of the same shape."""
+    DEEP_AFTER_NS[,SPIN_WINDOW_NS[,LONG_SPIN_WINDOW_NS[,LONG_SPIN_MAX_NS]]]]]`` parks on
+    ``doorbell`` (``None``: a doorbell of its own that nobody rings, e.g. to check a configured
+    name), any other name is :func:`~transport.concurrent.idle_strategy.idle_strategy_from_name`'s.
+    Without futexes (off Linux) a doorbell name gives the backoff of the same shape."""
     alias, _, params = name.strip().partition(":")
     if alias.strip().lower() != DoorbellIdleStrategy.alias:
         return idle_strategy_from_name(name)
     if not params.strip():
         params = _DEFAULT_PARAMS
     parts = [part.strip() for part in params.split(",")]
-    if len(parts) not in (4, 6, 7, 8):
+    if len(parts) not in (4, 6, 7, 8, 9):
         raise ConfigurationError(
             "idle strategy takes a different number of parameters",
             name=name,
-            expected="4, 6, 7 or 8",
+            expected="4, 6, 7, 8 or 9",
             given=len(parts),
         )
     try:

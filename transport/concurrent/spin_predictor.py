@@ -4,6 +4,18 @@ A waiter on a doorbell (``transport/concurrent/doorbell.py``: the broker's sessi
 through its idle strategy, a client waiting for its answer) guesses before each sleep whether
 the work it waits for usually comes within a short window (poll that long first) or usually
 does not (sleep at once, and spend no polls).
+
+A window may adapt, as the guest halt-polling of Linux's ``cpuidle-haltpoll`` does its poll
+time: given a ``max_window_ns``, a wait that the window missed but that came within the most
+doubles the window (up to the most), and a wait longer than the most halves it (down to the
+window it was made with). Why: two waiters that each poll only while the other answers within
+their windows can settle both asleep for good. The broker's session agent polls through its
+long window for a one-at-a-time producer's next send, and that producer polls for its answer
+only while its answers come quickly; on a host whose wake-ups cost 140-160 us the producer's
+next send came 250 us after an answer it slept for, past the agent's 200 us, so the agent slept
+too, its answers came late, and neither's probe could find the other awake: a producer sending
+in a loop ran at 4,200-4,500 sends a second where it ran at 9,500-10,700 with a 400 us window
+(``bench/results/2026-12-03d/round.md``). A window that grows to the gap it missed ends that.
 """
 
 from __future__ import annotations
@@ -38,17 +50,35 @@ class SpinPredictor:
     often after each probe that found a long wait, down to one in :data:`PROBE_EVERY`, and as
     often as first again after a short one (a caller whose answers came late through a stall
     finds them quick again soon, one whose answers stay late spends few probes).
-    ``window_ns`` 0: never poll.
+    ``window_ns`` 0: never poll. ``max_window_ns`` (0: the window stays as made) lets the
+    window grow to the waits it just missed (see module): :attr:`window_ns` is the window now,
+    between the one made with and :attr:`max_window_ns`.
 
     Caller: one waiter at a time (a lost update from a race between two only shifts a guess).
     """
 
-    __slots__ = ("_first_probe_mask", "_probe_mask", "_waits", "score", "window_ns")
+    __slots__ = (
+        "_first_probe_mask",
+        "_probe_mask",
+        "_waits",
+        "base_window_ns",
+        "max_window_ns",
+        "score",
+        "window_ns",
+    )
 
-    def __init__(self, window_ns: int, probe_every: int = PROBE_EVERY) -> None:
+    def __init__(
+        self, window_ns: int, probe_every: int = PROBE_EVERY, max_window_ns: int = 0
+    ) -> None:
         if window_ns < 0:
             raise ConfigurationError(
                 "the spin window must not be negative", spin_window_ns=window_ns
+            )
+        if max_window_ns and (max_window_ns < window_ns or not window_ns):
+            raise ConfigurationError(
+                "the spin window's most must not be less than the window",
+                spin_window_ns=window_ns,
+                max_window_ns=max_window_ns,
             )
         if probe_every < 1 or probe_every > PROBE_EVERY or probe_every & (probe_every - 1):
             raise ConfigurationError(
@@ -56,6 +86,11 @@ class SpinPredictor:
                 probe_every=probe_every,
             )
         self.window_ns = window_ns
+        """The window now (it moves between :attr:`base_window_ns` and :attr:`max_window_ns`)."""
+        self.base_window_ns = window_ns
+        """The window made with: the least it shrinks to."""
+        self.max_window_ns = max_window_ns or window_ns
+        """The most it grows to (the window made with: it stays)."""
         self.score = _SPIN_SCORE_MAX
         self._waits = 0
         self._probe_mask = self._first_probe_mask = probe_every - 1
@@ -74,11 +109,19 @@ class SpinPredictor:
             score = self.score + 1
             self.score = _SPIN_SCORE_MAX if score > _SPIN_SCORE_MAX else score
         else:
-            self._count_long()
+            self._count_long(waited_ns)
 
-    def _count_long(self) -> None:
-        """A wait of the window or longer: the score down one, and at 0 already (the wait of a
-        probe) the next probe later."""
+    def _count_long(self, waited_ns: int) -> None:
+        """A wait of the window or longer: the window moved (when it adapts: doubled for a
+        wait within the most, halved for a longer one), the score down one, and at 0 already
+        (the wait of a probe) the next probe later."""
+        max_ns = self.max_window_ns
+        if max_ns != self.base_window_ns:
+            window_ns = self.window_ns
+            if waited_ns < max_ns:
+                self.window_ns = max_ns if window_ns * 2 > max_ns else window_ns * 2
+            elif window_ns > self.base_window_ns:
+                self.window_ns = max(window_ns // 2, self.base_window_ns)
         if self.score:
             self.score -= 1
             return
@@ -99,7 +142,7 @@ class SpinPredictor:
                 self._probe_mask = self._first_probe_mask
                 self.score = score = _SPIN_SCORE_MAX if score >= _SPIN_SCORE_MAX else score + 1
             else:
-                self._count_long()  # (rare: a gap the window missed)
+                self._count_long(waited_ns)  # (rare: a gap the window missed)
                 score = self.score
         self._waits += 1
         return score >= _SPIN_SCORE_POLLS or not self._waits & self._probe_mask

@@ -237,6 +237,64 @@ def test_should_probe_half_as_often_after_each_probe_that_found_a_long_wait() ->
     assert spin.score == 0 and waits_to_next_probe() <= 8
 
 
+def test_should_grow_an_adaptive_window_to_a_wait_it_missed_within_its_most() -> None:
+    spin = SpinPredictor(200_000, max_window_ns=500_000)
+    assert (spin.window_ns, spin.base_window_ns, spin.max_window_ns) == (200_000, 200_000, 500_000)
+    spin.observe(390_000)  # missed, within the most: doubled
+    assert spin.window_ns == 400_000
+    spin.observe(250_000)  # now caught
+    assert spin.window_ns == 400_000 and spin.score == 3
+    spin.observe(450_000)  # missed again: doubled, to the most and no further
+    assert spin.window_ns == 500_000
+    spin.observe(499_999)
+    assert spin.window_ns == 500_000
+    in_one_call = SpinPredictor(200_000, max_window_ns=500_000)
+    in_one_call.observe_then_ask(390_000)  # (the settled cycle's way: the same)
+    assert in_one_call.window_ns == 400_000
+
+
+def test_should_shrink_an_adaptive_window_after_waits_beyond_its_most_to_the_one_made() -> None:
+    spin = SpinPredictor(200_000, max_window_ns=500_000)
+    spin.observe(450_000)
+    spin.observe(450_000)
+    assert spin.window_ns == 500_000
+    spin.observe(2_000_000)  # not this kind of gap: halved
+    assert spin.window_ns == 250_000
+    spin.observe(2_000_000)
+    assert spin.window_ns == 200_000  # no less than made
+    spin.observe(2_000_000)
+    assert spin.window_ns == 200_000
+
+
+def test_should_keep_a_window_without_a_most_as_made() -> None:
+    for spin in (SpinPredictor(200_000), SpinPredictor(200_000, max_window_ns=200_000)):
+        spin.observe(300_000)
+        spin.observe(5_000_000)
+        assert spin.window_ns == 200_000 == spin.max_window_ns
+    for bad in ((200_000, 100_000), (0, 100_000)):
+        with pytest.raises(ConfigurationError, match="most must not be less"):
+            SpinPredictor(bad[0], max_window_ns=bad[1])
+
+
+def test_should_find_a_producer_again_whose_gaps_outgrew_the_long_window() -> None:
+    """The trap the adaptive window ends: a waiter whose gaps (its peer's wake-up and code)
+    come just past the window polls in vain and gives up; probes find the same gaps, so a
+    fixed window never polls again, where an adaptive one grows to them and polls again."""
+    fixed = SpinPredictor(200_000)
+    adaptive = SpinPredictor(200_000, max_window_ns=500_000)
+    polled = {id(fixed): 0, id(adaptive): 0}
+    for _ in range(400):
+        for spin in (fixed, adaptive):
+            if spin.observe_then_ask(-1):
+                polled[id(spin)] += 1
+                spin.observe(250_000)  # the peer's next send: polled for, found in the window
+            else:
+                spin.observe(390_000)  # slept: its wake-up counted in the gap
+    assert fixed.score == 0 and polled[id(fixed)] < 20  # its probes only
+    assert adaptive.window_ns == 400_000 and adaptive.score == 3
+    assert polled[id(adaptive)] > 380
+
+
 def test_should_start_the_backoff_over_when_woken_to_the_shortest_between_parks() -> None:
     idle = DoorbellIdleStrategy(
         Doorbell.allocate(),
@@ -379,11 +437,57 @@ def test_should_poll_through_the_long_window_after_the_cycles_its_owner_marks() 
     assert idle.spin_score == 0
 
 
+def test_should_grow_the_long_window_to_a_gap_it_missed_and_shrink_it_after_a_longer_one() -> None:
+    idle = DoorbellIdleStrategy(
+        Doorbell.allocate(),
+        min_park_period_ns=1_000_000,
+        max_park_period_ns=1_000_000,
+        spin_window_ns=1,
+        long_spin_window_ns=5_000_000,
+        long_spin_max_window_ns=250_000_000,  # (room for a loaded machine's stalls)
+    )
+    owner = _Owner(True, long_spin=True)  # every cycle a marked one (a one-at-a-time send)
+    idle.settling = owner
+    idle.idle(1)  # reads the word
+
+    def gap(seconds: float) -> None:
+        idle.idle(1)  # a marked cycle that settled: the gap after it starts
+        time.sleep(seconds)  # the next send comes this much later
+        while idle.state == DoorbellIdleStrategy.POLLING:
+            idle.idle(0)
+        if idle.state != DoorbellIdleStrategy.NOT_IDLE:
+            idle.idle(0)  # (parks once, 1 ms, unrung)
+
+    gap(0.01)  # past the 5 ms window, within the most: doubled
+    assert idle.long_spin_window_ns == 5_000_000  # (counted when the work comes)
+    gap(0.01)
+    assert idle.long_spin_window_ns >= 10_000_000
+    grown = idle.long_spin_window_ns  # 10 ms
+    gap(0.4)  # counts the gap before (10+ ms: doubled again), then one past the most
+    idle.idle(1)  # which halves it
+    assert idle.long_spin_window_ns == grown
+    assert idle.long_spin_max_window_ns == 250_000_000
+
+
 def test_should_take_a_long_spin_window_as_an_eighth_parameter() -> None:
     named = idle_strategy_with_doorbell(
         "doorbell:0,0,1000,1000000,25000000,1000000000,100000,200000", None
     )
     assert isinstance(named, DoorbellIdleStrategy)
     assert (named.spin_window_ns, named.long_spin_window_ns) == (100_000, 200_000)
+    assert named.long_spin_max_window_ns == 200_000  # (stays as made)
     with pytest.raises(ConfigurationError, match="different number of parameters"):
-        idle_strategy_with_doorbell("doorbell:0,0,1000,1000000,25000000,1000000000,1,2,3", None)
+        idle_strategy_with_doorbell("doorbell:0,0,1000,1000000,25000000,1000000000,1,2,3,4", None)
+
+
+def test_should_take_the_long_spin_windows_most_as_a_ninth_parameter() -> None:
+    named = idle_strategy_with_doorbell(
+        "doorbell:0,0,1000,1000000,25000000,1000000000,100000,200000,500000", None
+    )
+    assert isinstance(named, DoorbellIdleStrategy)
+    assert (named.long_spin_window_ns, named.long_spin_max_window_ns) == (200_000, 500_000)
+    assert "long_spin_max_window_ns=500000" in repr(named)
+    with pytest.raises(ConfigurationError, match="needs a long spin window"):
+        idle_strategy_with_doorbell("doorbell:0,0,1000,1000000,25000000,1000000000,1,0,5", None)
+    with pytest.raises(ConfigurationError, match="most must not be less"):
+        idle_strategy_with_doorbell("doorbell:0,0,1000,1000000,25000000,1000000000,1,5,4", None)
