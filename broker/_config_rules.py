@@ -15,7 +15,7 @@ from aeromq.broker._embedded_driver import DRIVER_THREADING_MODES
 from aeromq.broker._errors import BrokerConfigError
 from aeromq.common import parse_gc_threshold
 from aeromq.transport import ConfigurationError
-from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import idle_strategy_with_doorbell
 
 if TYPE_CHECKING:
     from aeromq.broker.config import BrokerConfig

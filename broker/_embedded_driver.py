@@ -85,7 +85,8 @@ import dataclasses
 import os
 from typing import Final
 
-from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, IdleStrategy
 from aeromq.transport.driver import (
     MediaDriver,

@@ -67,12 +67,8 @@ from aeromq.client._session_state import SESSION_LOG, SessionState
 from aeromq.client._sync_answer import Completion
 from aeromq.common import RequestTimeoutError
 from aeromq.transport.client import Subscription
-from aeromq.transport.concurrent.doorbell import (
-    HAS_FUTEX,
-    Doorbell,
-    DoorbellIdleStrategy,
-    SpinPredictor,
-)
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy, SpinPredictor
 from aeromq.transport.concurrent.idle_strategy import (
     IdleStrategy,
     tighten_timer_slack,

@@ -41,7 +41,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from aeromq.transport.concurrent.doorbell import SpinPredictor
+from aeromq.transport.concurrent.doorbell_idle_strategy import SpinPredictor
 
 __all__ = [
     "BACK_TO_BACK_PROBE_EVERY",

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy, SleepingIdleStrategy
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Final
 from aeromq.client._security import Credentials
 from aeromq.common import DEFAULT_INGRESS_STREAM_ID, IllegalArgumentError
 from aeromq.transport import TransportError
-from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import idle_strategy_with_doorbell
 
 __all__ = [
     "DEFAULT_BACK_TO_BACK_SPIN_US",

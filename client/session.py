@@ -108,7 +108,7 @@ from aeromq.common import (
 )
 from aeromq.proto import messages_pb2, session_pb2
 from aeromq.transport.client import Aeron
-from aeromq.transport.concurrent.doorbell import idle_strategy_with_doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import idle_strategy_with_doorbell
 
 __all__ = [
     "DEFAULT_BACK_TO_BACK_SPIN_US",

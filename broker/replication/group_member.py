@@ -37,7 +37,7 @@ from aeromq.common import ResponseCode
 from aeromq.proto import common_pb2, replication_pb2
 from aeromq.transport.client import Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 from aeromq.transport.concurrent.dynamic_composite_agent import HostedAgent
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy, IdleStrategy
 

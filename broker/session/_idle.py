@@ -1,8 +1,8 @@
 """How the session agent waits for work: its idle strategy, and the doorbell it may sleep on.
 
-A ``doorbell[:...]`` strategy (``transport/concurrent/doorbell.py``) gets a doorbell in a counter
-of the broker's media driver, which IPC clients map too: they ring it after each request, and
-the agent's park ends at once. Any other strategy gets no doorbell, and clients are told none
+A ``doorbell[:...]`` strategy (``transport/concurrent/doorbell_idle_strategy.py``) gets a
+doorbell in a counter of the broker's media driver, which IPC clients map too: they ring it
+after each request, and the agent's park ends at once. Any other strategy gets no doorbell, and clients are told none
 (they would ring a bell nobody sleeps on). While every source of work rings, a park lasts until
 the agent's next sweep (:data:`RUNG_PARK_NS`), but for a while after a client connects
 (:func:`new_image_handler`). The polls of its spin windows yield the CPU
@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from aeromq.transport.client import Aeron, Image, ImageHandler
-from aeromq.transport.concurrent.doorbell import (
-    DOORBELL_TYPE_ID,
-    Doorbell,
+from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import (
     DoorbellIdleStrategy,
     idle_strategy_with_doorbell,
 )

@@ -27,9 +27,8 @@ from aeromq.transport.concurrent.copy_broadcast_receiver import CopyBroadcastRec
 from aeromq.transport.concurrent.counters_manager import CountersManager
 from aeromq.transport.concurrent.counters_reader import CountersReader
 from aeromq.transport.concurrent.distinct_error_log import DistinctErrorLog, LoggingErrorHandler
-from aeromq.transport.concurrent.doorbell import (
-    DOORBELL_TYPE_ID,
-    Doorbell,
+from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import (
     DoorbellIdleStrategy,
     idle_strategy_with_doorbell,
 )

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from aeromq.transport._errors import AgentTerminationError, ConfigurationError, TransportStateError
 from aeromq.transport.concurrent.atomic_counter import AtomicCounter
-from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 from aeromq.transport.concurrent.idle_strategy import IdleStrategy
 from aeromq.transport.util.thread_name import name_os_thread
 

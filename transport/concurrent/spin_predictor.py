@@ -1,6 +1,6 @@
 """``SpinPredictor``: whether a waiter polls through a short window before it sleeps.
 
-A waiter on a doorbell (``transport/concurrent/doorbell.py``: the broker's session agent
+A waiter on a doorbell (``transport/concurrent/doorbell_idle_strategy.py``: the session agent
 through its idle strategy, a client waiting for its answer) guesses before each sleep whether
 the work it waits for usually comes within a short window (poll that long first) or usually
 does not (sleep at once, and spend no polls).

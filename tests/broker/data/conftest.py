@@ -19,7 +19,8 @@ from aeromq.broker.store import FlushMode, MessageStore, StoreConfig, TopicConfi
 from aeromq.common import encode_batch, encode_properties
 from aeromq.proto import messages_pb2
 from aeromq.transport.client import Aeron, AeronContext
-from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, MediaDriverContext
 
 MS = 1_000_000

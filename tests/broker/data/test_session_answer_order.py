@@ -22,11 +22,8 @@ from aeromq.broker.session import SessionAgent, SessionServerConfig
 from aeromq.broker.session._dispatch import POLL_SHARE_NS, SEND_FIRST_WITHIN_NS
 from aeromq.transport.client import BACK_PRESSURED, Aeron
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.doorbell import (
-    DOORBELL_TYPE_ID,
-    Doorbell,
-    DoorbellIdleStrategy,
-)
+from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 
 from ._raw import RawClient
 from .conftest import agent_with_doorbell, pull_request, send_request, wait_for

@@ -23,7 +23,8 @@ from aeromq.common import SESSION_PROTOCOL_VERSION, IllegalArgumentError, PullAn
 from aeromq.proto import session_pb2
 from aeromq.transport.client import Aeron, AeronContext, Counter
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell import DOORBELL_TYPE_ID, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver, with_doorbell
 
 from ._raw import RawClient

@@ -22,7 +22,7 @@ from aeromq.broker.session._idle import EMPTY_PARK_NS, RUNG_PARK_NS
 from aeromq.client.session import ClientSession, SessionConfig
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.doorbell import DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 from aeromq.transport.driver import MediaDriver
 
 from .conftest import MS, wait_for

@@ -16,7 +16,7 @@ from aeromq.transport.concurrent import (
     DoorbellIdleStrategy,
     idle_strategy_with_doorbell,
 )
-from aeromq.transport.concurrent.doorbell import SpinPredictor
+from aeromq.transport.concurrent.doorbell_idle_strategy import SpinPredictor
 
 
 def test_should_park_on_the_doorbell_after_one_poll_by_default() -> None:

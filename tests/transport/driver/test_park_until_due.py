@@ -14,7 +14,8 @@ from pathlib import Path
 from aeromq.transport.client import Aeron, AeronContext
 from aeromq.transport.concurrent import AtomicBuffer
 from aeromq.transport.concurrent.agent import AgentRunner
-from aeromq.transport.concurrent.doorbell import FUTEX_TIMED_OUT, Doorbell, DoorbellIdleStrategy
+from aeromq.transport.concurrent.doorbell import FUTEX_TIMED_OUT, Doorbell
+from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy
 from aeromq.transport.concurrent.idle_strategy import BackoffIdleStrategy
 from aeromq.transport.concurrent.wake_socket import WakeSender, bind_wake_socket
 from aeromq.transport.driver import MediaDriver, MediaDriverContext, ThreadingMode
