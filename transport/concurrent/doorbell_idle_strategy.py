@@ -1,7 +1,8 @@
 """``DoorbellIdleStrategy``: Agrona's backoff shape whose parks are waits on a doorbell.
 
-:class:`DoorbellIdleStrategy` is Agrona's backoff shape (spins, yields, parks doubling from a
-minimum to a maximum, an optional deep park) whose parks are waits on a doorbell. Its defaults
+Spins, yields, parks doubling from a minimum to a maximum, an optional deep park; each park a
+wait on a :class:`~transport.concurrent.doorbell.Doorbell` (``doorbell.py``: the word and its
+contract), which a ring ends. Its defaults
 skip the spins and yields, which in CPython cost a whole empty poll each. When its owner says
 that every source of its work rings (``all_rung``), each park is the longest at once (the deep
 park's, when it has one): a park ends at the ring anyway, and on a virtual machine every
@@ -12,9 +13,9 @@ the end (:class:`Settling`) lets the strategy park right after that cycle: the c
 the strategy last read the word, so it was the poll the contract asks for, and the empty cycle
 that would otherwise follow it is not run.
 
-:class:`~transport.concurrent.spin_predictor.SpinPredictor` is the guess a
-waiter makes before it sleeps: whether to poll through a short window first or sleep at once.
-The doorbell idle strategy and a client waiting for its answer use it.
+:class:`~transport.concurrent.spin_predictor.SpinPredictor` (re-exported here) is the guess a
+waiter makes before it sleeps: whether to poll through a short window first or sleep at once;
+the strategy's spin windows, and a client waiting for its answer, use it.
 """
 
 from __future__ import annotations

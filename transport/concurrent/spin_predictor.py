@@ -15,7 +15,8 @@ only while its answers come quickly; on a host whose wake-ups cost 140-160 us th
 next send came 250 us after an answer it slept for, past the agent's 200 us, so the agent slept
 too, its answers came late, and neither's probe could find the other awake: a producer sending
 in a loop ran at 4,200-4,500 sends a second where it ran at 9,500-10,700 with a 400 us window
-(``bench/results/2026-12-03d/round.md``). A window that grows to the gap it missed ends that.
+(``bench/results/2026-12-03d/round.md``). A window that grows to the gap it missed ends that,
+where the gap is within the most.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class SpinPredictor:
             )
         if max_window_ns and (max_window_ns < window_ns or not window_ns):
             raise ConfigurationError(
-                "the spin window's most must not be less than the window",
+                "an adaptive spin window needs a window, and a most no less than it",
                 spin_window_ns=window_ns,
                 max_window_ns=max_window_ns,
             )
