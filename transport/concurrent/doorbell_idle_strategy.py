@@ -2,12 +2,12 @@
 
 Spins, yields, parks doubling from a minimum to a maximum, an optional deep park; each park a
 wait on a :class:`~transport.concurrent.doorbell.Doorbell` (``doorbell.py``: the word and its
-contract), which a ring ends. Its defaults
-skip the spins and yields, which in CPython cost a whole empty poll each. When its owner says
-that every source of its work rings (``all_rung``), each park is the longest at once (the deep
-park's, when it has one): a park ends at the ring anyway, and on a virtual machine every
-wake-up of a thread costs 10-20 us of CPU, a short park as much as a long one, so short parks
-only add wake-ups, and the first work after a quiet minute is woken as soon as the thousandth.
+contract), which a ring ends. Its defaults skip the spins and yields, which in CPython cost
+a whole empty poll each. When its owner says that every source of its work rings
+(``all_rung``), each park is the longest at once (the deep park's, when it has one): a park
+ends at the ring anyway, and on a virtual machine every wake-up of a thread costs 10-20 us of
+CPU, a short park as much as a long one, so short parks only add wake-ups, and the first work
+after a quiet minute is woken as soon as the thousandth.
 An owner that can tell that a duty cycle which did work also read every source of its work to
 the end (:class:`Settling`) lets the strategy park right after that cycle: the cycle came after
 the strategy last read the word, so it was the poll the contract asks for, and the empty cycle
