@@ -63,16 +63,26 @@ def poll_one(consumer: DefaultLitePullConsumer, timeout_s: float = 5.0) -> list[
     return []
 
 
+CATCH_UP_S = 15.0
+"""How long ``catch_up`` sends marks: past the 5 s a replaced session's former member may
+linger (``client.broker_sessions.FORMER_SESSION_LINGER_MS``), during which ``poll()`` reads no
+answers itself (there is no sole session) and none is deferred."""
+
+
 def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes) -> None:
     """Send marks, polling until each comes, until one's answer was read by a ``poll()`` (which
     then left its next pull to the next ``poll()``): the consumer is caught up. (The first pull
     goes out from the scheduler's thread before any ``poll()``, so the session's poller thread
     reads for a while, racing the ``poll()``s for the answers, until it keeps away; with
-    ``defer`` False, one mark.)"""
+    ``defer`` False, one mark.) Up to :data:`CATCH_UP_S`, and 1,000 marks."""
     counters = consumer.flow_control_counters
     deferred = counters.deferred_pulls
-    for i in range(20):
+    marks_without_pump = 0
+    end = time.monotonic() + CATCH_UP_S
+    for i in range(1_000):
         body = mark + b"-%d" % i
+        if _pump_state(consumer).startswith("no"):
+            marks_without_pump += 1
         producer.send(Message(TOPIC, body))
         deadline = time.monotonic() + 10.0
         while body not in [message.body for message in consumer.poll(200)]:
@@ -83,7 +93,12 @@ def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes)
             or not consumer._services.config.defer_caught_up_pulls
         ):
             return
-    pytest.fail(f"no answer read by a poll() in 20 marks: {counters}; {_pump_state(consumer)}")
+        if time.monotonic() > end:
+            break
+    pytest.fail(
+        f"no answer read by a poll() in {i + 1} marks ({marks_without_pump} sent with no sole"
+        f" session to read): {counters}; {_pump_state(consumer)}"
+    )
 
 
 def _pump_state(consumer: DefaultLitePullConsumer) -> str:
