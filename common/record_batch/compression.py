@@ -251,9 +251,10 @@ def inflate_answer(
     """The batches of a pull answer (back to back, or at ``ranges`` of a mapped commit log
     file: little-endian i64 (position, length) pairs) with every compressed one inflated, back
     to back; None when none is compressed (or the framing is not batches, a range without the
-    batch magic among them: the reader says why). A compressed batch whose stored CRC or block is bad raises
-    :class:`~common.CorruptMessageError` naming the queue, the pull's offset and the batch's
-    (the same names as the reader's refusals)."""
+    batch magic among them: the reader says why). A compressed batch whose stored CRC is bad
+    raises the reader's own refusal (:class:`~common.CorruptMessageError`, "CRC mismatch", the
+    queue, the pull's offset, the answer's length and the batch's position in it); one whose
+    block does not inflate raises one naming the queue, the pull's offset and the batch's."""
     view = memoryview(data).cast("B")
     if ranges is not None:
         pairs = np.frombuffer(ranges, "<i8").reshape(-1, 2).tolist()
@@ -268,7 +269,13 @@ def inflate_answer(
             position += length
     parts: list[Buffer] = []
     compressed = False
+    # the answer the reader reads: the ranges' batches joined back to back (its refusals name
+    # a batch's position there and the answer's length)
+    answer_length = len(view) if ranges is None else sum(length for _, length in pairs)
+    answer_position = 0
     for position, length in pairs:
+        at = answer_position
+        answer_position += length
         if position < 0 or length < FIXED_HEADER_LENGTH or position + length > len(view):
             return None
         batch = view[position : position + length]
@@ -281,16 +288,16 @@ def inflate_answer(
         offset = _I64.unpack_from(batch, BASE_QUEUE_OFFSET_OFFSET)[0]
         stored = _U32.unpack_from(batch, CRC_OFFSET)[0]
         actual = zlib.crc32(batch[CRC_START:])
-        if actual != stored:
+        if actual != stored:  # (refused as the reader refuses any batch's CRC, word for word)
             raise CorruptMessageError(
-                "a compressed batch fails its CRC",
+                "pulled record batch failed its check: "
+                f"CRC mismatch: stored={stored:#010x} computed={actual:#010x}",
                 topic=queue.topic,
                 broker=queue.broker_name,
                 queue_id=queue.queue_id,
                 pull_offset=pull_offset,
-                base_offset=offset,
-                stored_crc=f"{stored:#010x}",
-                computed_crc=f"{actual:#010x}",
+                response_length=answer_length,
+                batch_position=at,
             )
         try:
             parts.append(inflate_batch(batch))

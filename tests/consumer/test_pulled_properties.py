@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from aeromq.client import CorruptMessageError, MessageQueue, build_subscription_data
 from aeromq.common import RecordBatch, encode_batch, patch_batch
-from aeromq.common.record_batch import ATTRIBUTES_OFFSET, COMPRESSED_FLAG
+from aeromq.common.record_batch import ATTRIBUTES_OFFSET, COMPRESSED_FLAG, read_pulled_chunk_py
 from aeromq.consumer import read_pulled_batches
 
 QUEUE = MessageQueue("TopicProps", "broker-a", 1)
@@ -123,12 +123,17 @@ def test_should_name_the_queue_and_pull_offset_when_a_flipped_bit_marks_a_batch_
     None
 ):
     # a byte under the CRC that sets the compressed flag sends the answer through the inflating
-    # path (the native pass refuses compressed batches), whose refusal names what the reader's do
+    # path (the native pass refuses compressed batches), whose refusal is the reader's own
     answer, total = _answer([[(b"body", "a", False, 0)], [(b"more", None, True, 1)]])
     broken = bytearray(answer)
     broken[ATTRIBUTES_OFFSET] |= COMPRESSED_FLAG
-    with pytest.raises(CorruptMessageError, match="compressed batch fails its CRC") as raised:
+    with pytest.raises(CorruptMessageError, match="failed its check: CRC mismatch") as raised:
         read_pulled_batches(bytes(broken), QUEUE, "broker-a", 0, total, None)
     assert raised.value.values["queue_id"] == QUEUE.queue_id
     assert raised.value.values["pull_offset"] == 0
     assert raised.value.values["topic"] == QUEUE.topic
+    assert raised.value.values["batch_position"] == 0
+    assert raised.value.values["response_length"] == len(answer)
+    with pytest.raises(CorruptMessageError) as reference:  # (the numpy reference's words)
+        read_pulled_chunk_py(bytes(broken), QUEUE, "broker-a", 0, total, None)
+    assert str(raised.value) == str(reference.value)
