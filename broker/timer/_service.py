@@ -294,12 +294,14 @@ class TimerService:
         with lock:
             cold = index.pop_cold(now_ms + self.hold_horizon_ms + _WARM_AHEAD_MS, _WARM_PER_ROUND)
             self._warming = len(cold)
+        read: dict[int, Held | None] = {}
         try:
             read = self._reread([offset for _, offset in cold])
-            for due_ms, offset in cold:
-                held = read.get(offset)
-                with lock:
-                    self._warming -= 1
+        finally:  # back in the index in one step with the count (a raise: none read, none back)
+            with lock:
+                self._warming = 0
+                for due_ms, offset in cold:
+                    held = read.get(offset)
                     if held is None:
                         continue  # dropped
                     if self._held_bytes < self.hold_max_bytes:
@@ -307,8 +309,6 @@ class TimerService:
                         index.add(due_ms, offset, held.packed())
                     else:
                         index.add(due_ms, offset)
-        finally:
-            self._warming = 0
         return len(cold) == _WARM_PER_ROUND and self._may_warm()
 
     def _drop(self, offset: int, why: str) -> None:
