@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from aeromq.client import Message
+from aeromq.client.session import ClientSession
 from aeromq.consumer._grpc_broker_api import GrpcBrokerApi
 from aeromq.consumer.config import LitePullConsumerConfig
 from aeromq.consumer.lite_pull_consumer import DefaultLitePullConsumer
@@ -81,7 +82,7 @@ def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes)
     end = time.monotonic() + CATCH_UP_S
     for i in range(1_000):
         body = mark + b"-%d" % i
-        if _pump_state(consumer).startswith("no"):
+        if _answer_pump(consumer) is None:
             marks_without_pump += 1
         producer.send(Message(TOPIC, body))
         deadline = time.monotonic() + 10.0
@@ -101,13 +102,20 @@ def catch_up(consumer: DefaultLitePullConsumer, producer: Producer, mark: bytes)
     )
 
 
+def _answer_pump(consumer: DefaultLitePullConsumer) -> ClientSession | None:
+    """The session whose answers ``poll()`` reads itself now (None: none, it waits for the
+    poller thread's)."""
+    api = consumer._services.api
+    return api.answer_pump() if isinstance(api, GrpcBrokerApi) else None
+
+
 def _pump_state(consumer: DefaultLitePullConsumer) -> str:
     """Why ``poll()`` may not have read the answers itself: the session it would read, and
     whether that session is read so (for a failure's message)."""
     api = consumer._services.api
     if not isinstance(api, GrpcBrokerApi):
         return f"no answer pump: {type(api).__name__}"
-    session = api.answer_pump()
+    session = _answer_pump(consumer)
     if session is None:
         return "no sole open session (several, or a former member lingering, or not open)"
     return f"session reads_when_rung={session._reader.reads_when_rung}"
