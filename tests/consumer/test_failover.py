@@ -42,8 +42,10 @@ def group() -> Iterator[FakeGroup]:
 
 @pytest.fixture
 def api(group: FakeGroup) -> Iterator[GrpcBrokerApi]:
+    # (a control call follows the leader until this passes: far past the 0.3 s elections of
+    # these tests, so that a machine stalled for seconds under a full suite still passes)
     config = LitePullConsumerConfig(
-        consumer_group=GROUP, endpoints=(A, B, C), control_timeout_ms=3_000
+        consumer_group=GROUP, endpoints=(A, B, C), control_timeout_ms=30_000
     )
     made = GrpcBrokerApi(config, "client-1")
     made._resolver.close()
