@@ -38,6 +38,7 @@ from aeromq.client._session_state import SessionState
 from aeromq.client._sync_answer import AnswerCallback, CallbackAnswer, Completion, SyncAnswer
 from aeromq.common import (
     REQUEST_FIELD_NUMBERS,
+    RINGS_WANTED_FLAG,
     BrokerBusyError,
     BrokerUnavailableError,
     ClientError,
@@ -225,7 +226,7 @@ class RequestSender:
                 if result > 0:
                     state.last_sent_ns = time.monotonic_ns()
                     bell = self.broker_doorbell
-                    if bell is not None and (not lazy or bell.flag()):
+                    if bell is not None and (not lazy or bell.flag() & RINGS_WANTED_FLAG):
                         if field_number == _PULL and state.polling_thread == get_ident():
                             state.ring_held = True  # rung when the reading thread waits
                         else:

@@ -68,6 +68,7 @@ from aeromq.common._consume_retry import (
 from aeromq.common._credentials import SECRET_METADATA, USER_METADATA
 from aeromq.common._envelope import (
     ANSWER_TOO_LONG,
+    BACK_TO_BACK_FLAG,
     CORRELATION_ID_FIELD,
     DEFAULT_INGRESS_STREAM_ID,
     ENVELOPE_HEAD_MAX_LENGTH,
@@ -75,6 +76,7 @@ from aeromq.common._envelope import (
     RAW_SECTION_FIELD,
     REQUEST_FIELD_NUMBERS,
     RESPONSE_FIELD_NUMBERS,
+    RINGS_WANTED_FLAG,
     SESSION_CLOSED_CODE,
     SESSION_ID_FIELD,
     SESSION_PROTOCOL_VERSION,
@@ -267,6 +269,7 @@ from aeromq.common.record_batch import (
 
 __all__ = [
     "ANSWER_TOO_LONG",
+    "BACK_TO_BACK_FLAG",
     "BATCH_MAGIC",
     "CORRELATION_ID_FIELD",
     "DEFAULT_GC_THRESHOLD",
@@ -317,6 +320,7 @@ __all__ = [
     "RESERVED_PROPERTY_NAMES",
     "RESPONSE_FIELD_NUMBERS",
     "RETRY_TOPIC_PREFIX",
+    "RINGS_WANTED_FLAG",
     "SECRET_METADATA",
     "SESSION_CLOSED_CODE",
     "SESSION_ID_FIELD",

@@ -53,8 +53,12 @@ parses only the ids and the body. A raw length that runs past the message is a
 :class:`~common.CorruptMessageError`, never a read past it.
 
 The session protocol's constants live here too, for both ends: the version a CONNECT carries,
-the broker's default ingress stream, and the code of an envelope-level error that ends the
-session.
+the broker's default ingress stream, the code of an envelope-level error that ends the
+session, and the bits of the two doorbells' flag words (IPC sessions that named doorbells,
+``transport/concurrent/doorbell.py``: each waiter writes its own word, the other side reads it):
+
+- the broker's session agent's word: :data:`RINGS_WANTED_FLAG`, ring after a lazy pull too;
+- a client's word: :data:`BACK_TO_BACK_FLAG`, its next request follows its answer at once.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ from aeromq.proto import session_pb2
 
 __all__ = [
     "ANSWER_TOO_LONG",
+    "BACK_TO_BACK_FLAG",
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",
     "ENVELOPE_HEAD_MAX_LENGTH",
@@ -77,6 +82,7 @@ __all__ = [
     "RAW_SECTION_FIELD",
     "REQUEST_FIELD_NUMBERS",
     "RESPONSE_FIELD_NUMBERS",
+    "RINGS_WANTED_FLAG",
     "SESSION_CLOSED_CODE",
     "SESSION_ID_FIELD",
     "SESSION_PROTOCOL_VERSION",
@@ -102,6 +108,14 @@ ANSWER_TOO_LONG: Final = "answer longer than the response channel takes"
 """How a broker's refusal (``SYSTEM_ERROR``) of an answer longer than the session's response
 channel takes (an eighth of its term) begins: a client whose channel has a short term (such as
 the Spark reader's, ``pipeline/_reader_sessions.py``) asks again on one with a longer term."""
+RINGS_WANTED_FLAG: Final = 1
+"""In the broker's session agent's doorbell flag word: a client that offers a lazy pull (one
+that would ring nothing) rings after all (``broker/session/_agent.py``: lazy pulls)."""
+BACK_TO_BACK_FLAG: Final = 1
+"""In a client's doorbell flag word: its recent requests each went out as soon as the answer
+before came (``client/_back_to_back.py``), so its next one is near; the broker's session agent
+then polls for it through its long spin window's most before it parks, whatever its predictor
+says (``broker/session/_agent.py``)."""
 
 
 def with_ipc_mtu(channel: str) -> str:
