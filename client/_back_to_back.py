@@ -33,7 +33,7 @@ switches, no request is back to back and the caller never polls.
 
 The broker's session agent is told too: while the score is at its mark the session's doorbell's
 flag word holds ``common.BACK_TO_BACK_FLAG`` (written when it changes), and after such a
-client's send the agent polls for the next through its long window's most before it sleeps
+client's send the agent polls for the next through its long window before it sleeps
 (``broker/session/_agent.py``). Without it the two could both settle asleep, each slow to answer
 the other.
 

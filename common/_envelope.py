@@ -114,8 +114,8 @@ that would ring nothing) rings after all (``broker/session/_agent.py``: lazy pul
 BACK_TO_BACK_FLAG: Final = 1
 """In a client's doorbell flag word: its recent requests each went out as soon as the answer
 before came (``client/_back_to_back.py``), so its next one is near; the broker's session agent
-then polls for it through its long spin window's most before it parks, whatever its predictor
-says (``broker/session/_agent.py``)."""
+then polls for it through its long spin window before it parks, whatever its predictor says
+(``broker/session/_agent.py``)."""
 
 
 def with_ipc_mtu(channel: str) -> str:

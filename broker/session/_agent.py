@@ -104,7 +104,7 @@ A producer sending back to back (each send as soon as the answer before came) sa
 own doorbell's flag word (``common.BACK_TO_BACK_FLAG``, ``client/_back_to_back.py``). After a
 cycle of one-at-a-time sends (:attr:`SessionAgent.long_spin`) the agent reads the flag of its
 last send's client (one atomic read), and when it is set the idle strategy polls for that next
-send through its long window's most, whatever its predictor says
+send through its long window whatever its predictor says
 (:attr:`SessionAgent.back_to_back`, ``Settling.back_to_back``; counted in
 ``back_to_back_sends``). The predictor guesses from the gaps, and once the agent and the
 producer both sleep every gap holds both wake-ups: on a slow host the gaps it saw then were too
@@ -254,7 +254,7 @@ class SessionAgent(RequestDispatch):
         self.back_to_back = False
         """After a cycle that marked :attr:`long_spin`: whether the client of its last send said
         that it sends back to back (its doorbell's flag word, ``BACK_TO_BACK_FLAG``): the idle
-        strategy then polls through its long window's most (``Settling.back_to_back``)."""
+        strategy then polls through its long window (``Settling.back_to_back``)."""
 
     @property
     def role_name(self) -> str:

@@ -39,7 +39,7 @@ class SessionCounters:
     read, and clients were asked to ring their lazy pulls (``broker.session._agent``)."""
     back_to_back_sends: int = 0
     """Cycles of one-at-a-time sends whose client said it sends back to back (its doorbell's
-    flag word), after which the agent polled through its long window's most
+    flag word), after which the agent polled through its long window
     (``broker.session._agent``)."""
     quiet_yields: int = 0
     """Times the agent gave its CPU to a consumer it had just woken with a message, the send

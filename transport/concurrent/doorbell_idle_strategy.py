@@ -72,8 +72,9 @@ class Settling(Protocol):
         """Read after a cycle that did work and marked :attr:`long_spin`: whether the peer of
         that exchange said that its next request follows its answer at once (the broker's
         session agent: a producer sending in a loop, ``common.BACK_TO_BACK_FLAG``). The gap is
-        then polled through the long window's most, whatever its predictor says: the peer's
-        word is better than a guess from the gaps, which grow long once both sides sleep."""
+        then polled through the long window whatever its predictor says (and a send the window
+        misses grows it, as ever): the peer's word is better than a guess from the gaps, which
+        grow long once both sides sleep."""
         ...
 
 
@@ -114,7 +115,8 @@ class DoorbellIdleStrategy:
     the long window stays) lets the long window adapt up to it (:class:`SpinPredictor`: doubled
     by a gap it missed within that, halved by a longer one), so that a producer whose next send
     comes later than the window after its own wake-up is still caught; a gap whose peer said it
-    is near (:attr:`Settling.back_to_back`) is polled through that most at once. ``state``,
+    is near (:attr:`Settling.back_to_back`) is polled through the long window whatever its
+    predictor says. ``state``,
     ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score`` (the spin window
     predictor's) are readable.
 
@@ -326,9 +328,7 @@ class DoorbellIdleStrategy:
             self.state = state = self.SPINNING
             self.spins = 0
         elif state == self.POLLING:
-            spin = self._gap_spin
-            window_ns = spin.max_window_ns if self._near else spin.window_ns
-            if time.monotonic_ns() - self._idle_since_ns < window_ns:
+            if time.monotonic_ns() - self._idle_since_ns < self._gap_spin.window_ns:
                 if self.yield_while_polling:
                     os.sched_yield()  # (releases the interpreter too)
                 return

@@ -1,7 +1,7 @@
 """A client sending back to back says so on its doorbell's flag word (``BACK_TO_BACK_FLAG``), and
 the broker's session agent reads it after each cycle of one-at-a-time sends
 (``broker/session/_agent.py``: counted in ``back_to_back_sends``, and its idle strategy then
-polls through its long window's most); without the flag its sends are not counted. An IPC client
+polls through its long window); without the flag its sends are not counted. An IPC client
 session against an agent of this process, its flag set by the test (the client's own setting of
 it: ``tests/client/test_back_to_back_sends.py``)."""
 
