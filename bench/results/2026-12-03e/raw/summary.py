@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-from typing import Any
 
 
 def main() -> None:
-    rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    rows: dict[str, dict[str, list[tuple[float, float, float]]]] = {}  # (sent/s, CPU, p50)
     side = ""
     for name in sys.argv[1:]:
         place = 0
@@ -24,16 +23,17 @@ def main() -> None:
                     continue
                 row = json.loads(line)
                 place += 1
-                rows.setdefault(side, {}).setdefault(f"{place}:{row['step']}", []).append(row)
+                figures = (float(row["msgs_per_s"]), float(row["cpu_us"]), float(row["p50"]))
+                rows.setdefault(side, {}).setdefault(f"{place}:{row['step']}", []).append(figures)
     keys = {key: None for runs in rows.values() for key in runs}
     for key in keys:
         for side in sorted(rows):
             runs = rows[side].get(key, [])
             if not runs:
                 continue
-            rates = sorted(run["msgs_per_s"] for run in runs)
-            cpu = sorted(round(run["cpu_us"]) for run in runs)
-            p50 = statistics.median(round(run["p50"]) for run in runs)
+            rates = sorted(round(run[0]) for run in runs)
+            cpu = sorted(round(run[1]) for run in runs)
+            p50 = statistics.median(round(run[2]) for run in runs)
             print(
                 f"{side} {key} sent/s {rates} median {statistics.median(rates)}"
                 f" | p50 median {p50} us | CPU us/msg {cpu} median {statistics.median(cpu)}"
