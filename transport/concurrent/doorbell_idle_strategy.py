@@ -288,7 +288,7 @@ class DoorbellIdleStrategy:
                     # the next gap's predictor (see class); the ended gap is counted by its own
                     if settling.long_spin:
                         spin = self._gap_spin = long_spin
-                        near = settling.back_to_back  # (see class: polled through the most)
+                        near = settling.back_to_back  # (see class: polled whatever the guess)
                     else:
                         spin = self._gap_spin = self._spin
                     if spin is not gap_spin and waited_ns >= 0:
