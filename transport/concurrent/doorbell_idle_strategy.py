@@ -67,16 +67,6 @@ class Settling(Protocol):
         the long window, with a predictor of their own; the others through the spin window."""
         ...
 
-    @property
-    def back_to_back(self) -> bool:
-        """Read after a cycle that did work and marked :attr:`long_spin`: whether the peer of
-        that exchange said that its next request follows its answer at once (the broker's
-        session agent: a producer sending in a loop, ``common.BACK_TO_BACK_FLAG``). The gap is
-        then polled through the long window whatever its predictor says (and a send the window
-        misses grows it, as ever): the peer's word is better than a guess from the gaps, which
-        grow long once both sides sleep."""
-        ...
-
 
 class DoorbellIdleStrategy:
     """Spin ``max_spins`` times, yield ``max_yields`` times, then park on ``doorbell`` for a
@@ -114,9 +104,7 @@ class DoorbellIdleStrategy:
     while a consumer's next pull after a drained batch is not). ``long_spin_max_window_ns`` (0:
     the long window stays) lets the long window adapt up to it (:class:`SpinPredictor`: doubled
     by a gap it missed within that, halved by a longer one), so that a producer whose next send
-    comes later than the window after its own wake-up is still caught; a gap whose peer said it
-    is near (:attr:`Settling.back_to_back`) is polled through the long window whatever its
-    predictor says. ``state``,
+    comes later than the window after its own wake-up is still caught. ``state``,
     ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score`` (the spin window
     predictor's) are readable.
 
@@ -138,7 +126,6 @@ class DoorbellIdleStrategy:
         "_gap_spin",
         "_idle_since_ns",
         "_long_spin",
-        "_near",
         "_observed",
         "_restart",
         "_short_until_ns",
@@ -237,7 +224,6 @@ class DoorbellIdleStrategy:
         self._idle_since_ns = 0
         self._short_until_ns = 0
         self._restart = False
-        self._near = False  # the gap under way is one its peer said is near (see class)
 
     @property
     def spin_window_ns(self) -> int:
@@ -283,23 +269,17 @@ class DoorbellIdleStrategy:
             if self._eager:
                 settling = self.settling
                 long_spin = self._long_spin
-                near = False
                 if long_spin is not None and settling is not None:
                     # the next gap's predictor (see class); the ended gap is counted by its own
-                    if settling.long_spin:
-                        spin = self._gap_spin = long_spin
-                        near = settling.back_to_back  # (see class: polled whatever the guess)
-                    else:
-                        spin = self._gap_spin = self._spin
+                    spin = self._gap_spin = long_spin if settling.long_spin else self._spin
                     if spin is not gap_spin and waited_ns >= 0:
                         gap_spin.observe(waited_ns)
                         waited_ns = -1
-                self._near = near
                 if self._armed and settling is not None and settling.settled:
                     # this cycle was the poll after the word (see class): no empty cycle first
                     if spin.window_ns:
                         self._idle_since_ns = time.monotonic_ns()
-                        if spin.observe_then_ask(waited_ns) or near:
+                        if spin.observe_then_ask(waited_ns):
                             self.state = self.POLLING
                             self._observed = self.doorbell.prepare()
                             return
@@ -322,7 +302,7 @@ class DoorbellIdleStrategy:
             spin = self._gap_spin
             if spin.window_ns:
                 self._idle_since_ns = time.monotonic_ns()
-                if self._near or spin.should_poll():
+                if spin.should_poll():
                     self.state = self.POLLING
                     return
             self.state = state = self.SPINNING
@@ -414,7 +394,6 @@ class DoorbellIdleStrategy:
         self.state = self.NOT_IDLE
         self._armed = False
         self._idle_since_ns = 0
-        self._near = False
 
     def __repr__(self) -> str:
         return (
