@@ -3,13 +3,14 @@ repository root.
 
 A STEP is ``so`` (``send()`` one at a time as fast as it returns, no consumer, 4 s) or
 ``ipc:RATE`` / ``udp:RATE`` (a producer paced at RATE msgs/s and a consumer, 3 s after a 2 s
-warm-up, as the latency suite's roles); a JSON line a step. The broker's environment is this
-process's (``AEROMQ_BROKER_SESSION_IDLE_STRATEGY`` set there reaches it). It uses the 2026-12-02
-round's ``_run.py``.
+warm-up, as the latency suite's roles; ``STEP_S`` in the environment sets other seconds); a JSON
+line a step. The broker's environment is this process's (``AEROMQ_BROKER_SESSION_IDLE_STRATEGY``
+set there reaches it). It uses the 2026-12-02 round's ``_run.py``.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def main() -> None:
                 result = run(broker, admin, f"S{i}", Plan(None, 10**8, 0.0, 4.0))
             else:
                 transport, _, rate = step.partition(":")
-                plan = paced(int(rate), 3.0)
+                plan = paced(int(rate), float(os.environ.get("STEP_S", "3")))
                 result = run(broker, admin, f"R{i}", plan, "udp" if transport == "udp" else "auto")
             cpu = result.extra.get("cpu", {})
             print_row(
