@@ -11,10 +11,12 @@ only when a column is asked for. Slices share everything but the per-record arra
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, NotRequired, Protocol, TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+from aeromq.common._errors import CorruptMessageError
 
 __all__ = ["PulledChunk", "PulledQueue"]
 
@@ -38,6 +40,36 @@ class PulledQueue(Protocol):
     @property
     def queue_id(self) -> int:
         """The queue's id in its topic."""
+
+
+class _Refused(TypedDict):
+    """What a refusal names, kept as its error's attributes."""
+
+    topic: str
+    broker: str
+    queue_id: int
+    pull_offset: int
+    response_length: int
+    batch_position: NotRequired[int]
+
+
+def _corrupt(
+    problem: str, queue: PulledQueue, offset: int, length: int, position: int = -1
+) -> CorruptMessageError:
+    """The refusal of a pull answer (``length`` bytes, pulled at ``offset``) for ``problem``:
+    the queue, the pull's offset, the answer's length and the batch's position in it. The numpy
+    reader and the inflating path (``compression.py``) refuse with it; the native reader writes
+    the same words in C."""
+    values: _Refused = {
+        "topic": queue.topic,
+        "broker": queue.broker_name,
+        "queue_id": queue.queue_id,
+        "pull_offset": offset,
+        "response_length": length,
+    }
+    if position >= 0:
+        values["batch_position"] = position
+    return CorruptMessageError(f"pulled record batch failed its check: {problem}", **values)
 
 
 class PulledChunk:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from aeromq.common._errors import CorruptMessageError, IllegalArgumentError, NotSupportedError
+from aeromq.common.record_batch.chunk import _corrupt
 from aeromq.common.record_batch.descriptor import (
     ATTRIBUTES_OFFSET,
     BASE_QUEUE_OFFSET_OFFSET,
@@ -289,15 +290,12 @@ def inflate_answer(
         stored = _U32.unpack_from(batch, CRC_OFFSET)[0]
         actual = zlib.crc32(batch[CRC_START:])
         if actual != stored:  # (refused as the reader refuses any batch's CRC, word for word)
-            raise CorruptMessageError(
-                "pulled record batch failed its check: "
+            raise _corrupt(
                 f"CRC mismatch: stored={stored:#010x} computed={actual:#010x}",
-                topic=queue.topic,
-                broker=queue.broker_name,
-                queue_id=queue.queue_id,
-                pull_offset=pull_offset,
-                response_length=answer_length,
-                batch_position=at,
+                queue,
+                pull_offset,
+                answer_length,
+                at,
             )
         try:
             parts.append(inflate_batch(batch))

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Any, Final, NotRequired, TypedDict
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from aeromq.common._errors import CorruptMessageError
 from aeromq.common._tags import ExpressionType, SubscriptionData
 from aeromq.common.record_batch._filter import matching
 from aeromq.common.record_batch._small_answer import read_small_answer
-from aeromq.common.record_batch.chunk import PulledChunk, PulledQueue
+from aeromq.common.record_batch.chunk import PulledChunk, PulledQueue, _corrupt
 from aeromq.common.record_batch.descriptor import (
     BATCH_MAGIC,
     CRC_START,
@@ -214,29 +213,3 @@ def _starts(
     before = np.cumsum(lengths, dtype=np.int64) - lengths
     starts: npt.NDArray[np.int64] = region[batch] + before - before[first][batch]
     return starts
-
-
-class _Refused(TypedDict):
-    """What a refusal names, kept as its error's attributes."""
-
-    topic: str
-    broker: str
-    queue_id: int
-    pull_offset: int
-    response_length: int
-    batch_position: NotRequired[int]
-
-
-def _corrupt(
-    problem: str, queue: PulledQueue, offset: int, length: int, position: int = -1
-) -> CorruptMessageError:
-    values: _Refused = {
-        "topic": queue.topic,
-        "broker": queue.broker_name,
-        "queue_id": queue.queue_id,
-        "pull_offset": offset,
-        "response_length": length,
-    }
-    if position >= 0:
-        values["batch_position"] = position
-    return CorruptMessageError(f"pulled record batch failed its check: {problem}", **values)
