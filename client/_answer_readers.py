@@ -61,11 +61,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, Final, TypeVar
 
-from aeromq.client._back_to_back import BACK_TO_BACK_SCORE_POLLS, BackToBackSpin
+from aeromq.client._back_to_back import BackToBackSpin
 from aeromq.client._pending_requests import PendingRequests
 from aeromq.client._session_state import SESSION_LOG, SessionState
 from aeromq.client._sync_answer import Completion
-from aeromq.common import BACK_TO_BACK_FLAG, RequestTimeoutError
+from aeromq.common import RequestTimeoutError
 from aeromq.transport.client import Subscription
 from aeromq.transport.concurrent.doorbell import HAS_FUTEX, Doorbell
 from aeromq.transport.concurrent.doorbell_idle_strategy import DoorbellIdleStrategy, SpinPredictor
@@ -170,7 +170,6 @@ class AnswerReader(ABC):
         self._bell = Doorbell.allocate() if HAS_FUTEX else None  # the poller's own
         self._spin = SpinPredictor(_CALLER_SPIN_NS)
         self._back_to_back = BackToBackSpin(back_to_back_spin_ns)
-        self._told_back_to_back = False  # what the doorbell's flag word says (``request``)
         self._poller_spin = SpinPredictor(0)  # the poller's, from its idle strategy
         self._read_word: int | None = None
         """The doorbell's word read before a poll that read every answer (see :meth:`_read`):
@@ -299,12 +298,7 @@ class AnswerReader(ABC):
             submitted_ns = time.monotonic_ns()
             deadline_ns = submitted_ns + timeout_ms * 1_000_000
             back_to_back = self._back_to_back
-            poll = back_to_back.should_poll(submitted_ns)
-            # the broker's agent is told too, on the doorbell's flag word (``_back_to_back.py``)
-            if (back_to_back.score >= BACK_TO_BACK_SCORE_POLLS) is not self._told_back_to_back:
-                self._told_back_to_back = told = not self._told_back_to_back
-                bell.set_flag(BACK_TO_BACK_FLAG if told else 0)
-            if poll and self._readers == 1:
+            if back_to_back.should_poll(submitted_ns) and self._readers == 1:
                 observed = self._poll_briefly(future.done, bell, subscription, submitted_ns)
             if not future.done():  # (polled for and read: no call more)
                 self._read(future.done, deadline_ns, bell, subscription, observed)

@@ -31,12 +31,6 @@ loop, 1% of them, each 176 us on average against 46.) A request that waited for 
 costs 0.4 us a read (a system call), two a request; where the platform does not count a thread's
 switches, no request is back to back and the caller never polls.
 
-The broker's session agent is told too: while the score is at its mark the session's doorbell's
-flag word holds ``common.BACK_TO_BACK_FLAG`` (written when it changes), and after such a
-client's send the agent polls for the next through its long window before it sleeps
-(``broker/session/_agent.py``). Without it the two could both settle asleep, each slow to answer
-the other.
-
 Caller: ``AnswerReader.request`` (``_answer_readers.py``), one per session.
 """
 

@@ -68,7 +68,6 @@ from aeromq.common._consume_retry import (
 from aeromq.common._credentials import SECRET_METADATA, USER_METADATA
 from aeromq.common._envelope import (
     ANSWER_TOO_LONG,
-    BACK_TO_BACK_FLAG,
     CORRELATION_ID_FIELD,
     DEFAULT_INGRESS_STREAM_ID,
     ENVELOPE_HEAD_MAX_LENGTH,
@@ -269,7 +268,6 @@ from aeromq.common.record_batch import (
 
 __all__ = [
     "ANSWER_TOO_LONG",
-    "BACK_TO_BACK_FLAG",
     "BATCH_MAGIC",
     "CORRELATION_ID_FIELD",
     "DEFAULT_GC_THRESHOLD",

@@ -54,11 +54,9 @@ parses only the ids and the body. A raw length that runs past the message is a
 
 The session protocol's constants live here too, for both ends: the version a CONNECT carries,
 the broker's default ingress stream, the code of an envelope-level error that ends the
-session, and the bits of the two doorbells' flag words (IPC sessions that named doorbells,
-``transport/concurrent/doorbell.py``: each waiter writes its own word, the other side reads it):
-
-- the broker's session agent's word: :data:`RINGS_WANTED_FLAG`, ring after a lazy pull too;
-- a client's word: :data:`BACK_TO_BACK_FLAG`, its next request follows its answer at once.
+session, and the bit of the broker's session agent's doorbell flag word
+(``transport/concurrent/doorbell.py``: the agent writes it, its IPC clients read it):
+:data:`RINGS_WANTED_FLAG`, ring after a lazy pull too.
 """
 
 from __future__ import annotations
@@ -74,7 +72,6 @@ from aeromq.proto import session_pb2
 
 __all__ = [
     "ANSWER_TOO_LONG",
-    "BACK_TO_BACK_FLAG",
     "CORRELATION_ID_FIELD",
     "DEFAULT_INGRESS_STREAM_ID",
     "ENVELOPE_HEAD_MAX_LENGTH",
@@ -111,11 +108,6 @@ the Spark reader's, ``pipeline/_reader_sessions.py``) asks again on one with a l
 RINGS_WANTED_FLAG: Final = 1
 """In the broker's session agent's doorbell flag word: a client that offers a lazy pull (one
 that would ring nothing) rings after all (``broker/session/_agent.py``: lazy pulls)."""
-BACK_TO_BACK_FLAG: Final = 1
-"""In a client's doorbell flag word: its recent requests each went out as soon as the answer
-before came (``client/_back_to_back.py``), so its next one is near; the broker's session agent
-then polls for it through its long spin window before it parks, whatever its predictor says
-(``broker/session/_agent.py``)."""
 
 
 def with_ipc_mtu(channel: str) -> str:

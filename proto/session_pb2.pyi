@@ -43,10 +43,7 @@ class ConnectRequest(google.protobuf.message.Message):
     """A doorbell (see transport/concurrent/doorbell.py): the id of a counter of type 1001 in the
     media driver both sides share (IPC only), whose low 32 bits the client's response poller
     sleeps on. The broker rings it after offering each answer to this session. Absent over UDP
-    (the two sides have different drivers) and from clients that do not sleep on one. The high
-    32 bits of the counter's value are the client's flag word, which the broker reads: bit 0
-    (BACK_TO_BACK_FLAG in common/_envelope.py) says the client sends back to back, each
-    request as soon as the answer before came.
+    (the two sides have different drivers) and from clients that do not sleep on one.
     """
     local_reads: builtins.bool
     """Local reads (IPC only): the client would read the stored batches of its pulls straight from

@@ -100,17 +100,6 @@ find nothing, at 1,000 msgs/s one a message (the polls of every subscription, th
 empty idle: about ten Python calls). A request published before that read was taken by the
 cycle, one published since rang the doorbell, and the park ends at once.
 
-A producer sending back to back (each send as soon as the answer before came) says so on its
-own doorbell's flag word (``common.BACK_TO_BACK_FLAG``, ``client/_back_to_back.py``). After a
-cycle of one-at-a-time sends (:attr:`SessionAgent.long_spin`) the agent reads the flag of its
-last send's client (one atomic read), and when it is set the idle strategy polls for that next
-send through its long window whatever its predictor says
-(:attr:`SessionAgent.back_to_back`, ``Settling.back_to_back``; counted in
-``back_to_back_sends``). The predictor guesses from the gaps, and once the agent and the
-producer both sleep every gap holds both wake-ups: on a slow host the gaps it saw then were too
-long to poll through, the producer's probes found the answers late, and the two stayed asleep
-at half their speed. The producer's word does not depend on those gaps.
-
 A pull the cycle held is not counted as its work (:meth:`SessionAgent.do_work`'s count, which
 the idle strategy reads): it asks nothing more of the agent until a send's arrival or its
 deadline. A cycle whose only work was holding pulls is thus an empty one to the strategy: it
@@ -160,7 +149,7 @@ from aeromq.broker.session._counters import SessionCounters
 from aeromq.broker.session._dispatch import SEND_FIRST_WITHIN_NS, RequestDispatch
 from aeromq.broker.session._session import ServerSession
 from aeromq.broker.session._table import SessionTable
-from aeromq.common import BACK_TO_BACK_FLAG, DEFAULT_MAX_MESSAGE_SIZE, RINGS_WANTED_FLAG
+from aeromq.common import DEFAULT_MAX_MESSAGE_SIZE, RINGS_WANTED_FLAG
 from aeromq.transport.client import Aeron, Image, ImageHandler, Subscription
 from aeromq.transport.concurrent.doorbell import Doorbell, Ringable
 from aeromq.transport.concurrent.idle_strategy import tighten_timer_slack
@@ -238,7 +227,6 @@ class SessionAgent(RequestDispatch):
         self._sends_at_once = False  # (``_dispatch._send_first``'s)
         self._last_send_ns = -SEND_FIRST_WITHIN_NS  # the last send's cycle (see module)
         self._send_gap_ns = 0  # from the send before the last to the last (``_answers``)
-        self._sender: ServerSession | None = None  # the session of the cycle's last send
         self._held_wakes: list[WakeCallback] = []  # (``_dispatch._send_first``'s)
         self._rings_wanted = False  # the doorbell's flag: lazy pulls asked to ring (see module)
         self._fragment_failed = False  # a request's handling raised: its poll stopped there
@@ -251,10 +239,6 @@ class SessionAgent(RequestDispatch):
         own wake-up and code, 100-200 us here. Not after batches (a pipelining producer, whose
         next batch comes sooner or later with the consumer's work, and whose throughput the
         long polls cost) nor after sends stored later (a group, SYNC flush)."""
-        self.back_to_back = False
-        """After a cycle that marked :attr:`long_spin`: whether the client of its last send said
-        that it sends back to back (its doorbell's flag word, ``BACK_TO_BACK_FLAG``): the idle
-        strategy then polls through its long window (``Settling.back_to_back``)."""
 
     @property
     def role_name(self) -> str:
@@ -402,15 +386,7 @@ class SessionAgent(RequestDispatch):
             if self._fragment_failed:
                 self._fragment_failed = settled = False
             took = send.requests - sends_before  # one message each, stored: one at a time
-            long_spin = self.long_spin = took > 0 and send.messages_stored - stored_before == took
-            sender, self._sender = self._sender, None
-            back_to_back = False
-            if long_spin and sender is not None:  # (see module: a producer in a loop)
-                bell = sender.doorbell
-                if bell is not None and bell.flag() & BACK_TO_BACK_FLAG:
-                    back_to_back = True
-                    self.counters.back_to_back_sends += 1
-            self.back_to_back = back_to_back
+            self.long_spin = took > 0 and send.messages_stored - stored_before == took
             self.settled = (
                 settled
                 and not self._aborted

@@ -37,10 +37,6 @@ class SessionCounters:
     pull_rings_wanted: int = 0
     """Times a send was stored after a pull's answer and before that consumer's next pull was
     read, and clients were asked to ring their lazy pulls (``broker.session._agent``)."""
-    back_to_back_sends: int = 0
-    """Cycles of one-at-a-time sends whose client said it sends back to back (its doorbell's
-    flag word), after which the agent polled through its long window
-    (``broker.session._agent``)."""
     quiet_yields: int = 0
     """Times the agent gave its CPU to a consumer it had just woken with a message, the send
     having come after a quiet while (``broker.session._answers``, ``QUIET_YIELD_NS``)."""

@@ -105,7 +105,6 @@ class RequestDispatch(AnswerWriter):
     _pulls_awaited: int  # pulls answered whose next pulls were not read yet (``_agent``)
     _last_send_ns: int  # the cycle clock of the last send taken (``_send_first``)
     _send_gap_ns: int  # the time from the send before it to that one (``_answers``' yield)
-    _sender: ServerSession | None  # the session of the cycle's last send (``_agent``)
     _clock_ns: Callable[[], int]  # the agent's clock (a poll's share, see module)
     _held_wakes: list[WakeCallback]  # (``_send_first``'s, reused)
     _sends_at_once: bool  # in ``_send_first``: a stored send's answer goes out as it is made
@@ -188,7 +187,6 @@ class RequestDispatch(AnswerWriter):
                         if self._acl is not None and self._forbidden(session, correlation_id, send):
                             return _COMMIT
                         self._cycle_stored = True  # (the cycle's pull answers: at once)
-                        self._sender = session
                         done = _partial(self._complete, session, correlation_id, _SEND)
                         now_ns = self._now_ns
                         self._send_gap_ns = gap_ns = now_ns - self._last_send_ns
@@ -239,7 +237,6 @@ class RequestDispatch(AnswerWriter):
                 if self._acl is not None and self._forbidden(session, correlation_id, request):
                     return _COMMIT
                 self._cycle_stored = True
-                self._sender = session
                 now_ns = self._now_ns  # (the send clock, as above: the rule is not applied)
                 self._send_gap_ns = now_ns - self._last_send_ns
                 self._last_send_ns = now_ns

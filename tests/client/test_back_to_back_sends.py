@@ -1,8 +1,6 @@
 """A producer calling ``send()`` back to back polls for each answer rather than sleeping on its
 session's doorbell for it (``ProducerConfig.back_to_back_spin_us``, ``client/_back_to_back.py``);
-with the setting at 0 it sleeps for every answer; while it sends back to back its session's
-doorbell's flag word says so to the broker (``BACK_TO_BACK_FLAG``), and no longer once paced.
-Against a broker process over IPC.
+with the setting at 0 it sleeps for every answer. Against a broker process over IPC.
 
 How fast is not asserted here (``python -m bench latency``'s send-only row measures it): the
 window is made long enough for a loaded machine, any request within a second of the answer
@@ -20,7 +18,6 @@ import pytest
 from aeromq.broker.testing import ServerProcess
 from aeromq.client import Message, _back_to_back
 from aeromq.client._back_to_back import BACK_TO_BACK_SCORE_POLLS
-from aeromq.common import BACK_TO_BACK_FLAG
 from aeromq.producer import Producer, ProducerConfig
 from aeromq.transport.concurrent.doorbell import Doorbell
 from tests.system import test_cold_send
@@ -78,27 +75,3 @@ def test_should_sleep_for_each_answer_with_the_polls_off(
 ) -> None:
     sleeps = _sleeps_of_sends(broker, monkeypatch, spin_us=0)
     assert sleeps >= SENDS, sleeps
-
-
-@pytest.mark.usefixtures("any_request_back_to_back")
-def test_should_tell_the_broker_on_its_doorbell_while_sending_back_to_back_and_not_once_paced(
-    broker: ServerProcess, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    told: list[int] = []
-    thread = threading.get_ident()
-    original = Doorbell.set_flag
-
-    def set_flag(bell: Doorbell, value: int) -> None:
-        if threading.get_ident() == thread:
-            told.append(value)
-        original(bell, value)
-
-    monkeypatch.setattr(Doorbell, "set_flag", set_flag)
-    with Producer("b2b-told", broker.grpc_address) as producer:
-        for i in range(SENDS):
-            producer.send(Message(TOPIC, b"%d" % i))
-        assert told == [BACK_TO_BACK_FLAG]  # once, as the score reached its mark
-        monkeypatch.setattr(_back_to_back, "RAN_WITHIN_NS", 0)  # paced from now on
-        for i in range(3):  # the score halves each time: 8, 4, 2
-            producer.send(Message(TOPIC, b"paced %d" % i))
-        assert told == [BACK_TO_BACK_FLAG, 0]

@@ -37,18 +37,9 @@ from aeromq.transport.concurrent.idle_strategy import (
 )
 from aeromq.transport.concurrent.spin_predictor import SpinPredictor
 
-__all__ = [
-    "WORD_BACKOFF_MAX_GAPS",
-    "DoorbellIdleStrategy",
-    "Settling",
-    "SpinPredictor",
-    "idle_strategy_with_doorbell",
-]
+__all__ = ["DoorbellIdleStrategy", "Settling", "SpinPredictor", "idle_strategy_with_doorbell"]
 
 _DEFAULT_PARAMS: Final = "0,0,1000,1000000"
-WORD_BACKOFF_MAX_GAPS: Final = 32
-"""The most gaps whose peer's word is not honoured after a poll for that word alone found
-nothing (doubled from 1 by each such miss, back to 0 by a hit; see ``DoorbellIdleStrategy``)."""
 
 
 class Settling(Protocol):
@@ -74,16 +65,6 @@ class Settling(Protocol):
         that window is for (the broker's session agent: a cycle of one-at-a-time sends, whose
         producer's next send comes back after its own wake-up). Such gaps are polled through
         the long window, with a predictor of their own; the others through the spin window."""
-        ...
-
-    @property
-    def back_to_back(self) -> bool:
-        """Read after a cycle that did work and marked :attr:`long_spin`: whether the peer of
-        that exchange said that its next request follows its answer at once (the broker's
-        session agent: a producer sending in a loop, ``common.BACK_TO_BACK_FLAG``). The gap is
-        then polled through the long window whatever its predictor says (and a send the window
-        misses grows it, as ever): the peer's word is better than a guess from the gaps, which
-        grow long once both sides sleep."""
         ...
 
 
@@ -123,12 +104,7 @@ class DoorbellIdleStrategy:
     while a consumer's next pull after a drained batch is not). ``long_spin_max_window_ns`` (0:
     the long window stays) lets the long window adapt up to it (:class:`SpinPredictor`: doubled
     by a gap it missed within that, halved by a longer one), so that a producer whose next send
-    comes later than the window after its own wake-up is still caught; a gap whose peer said it
-    is near (:attr:`Settling.back_to_back`) is polled through the long window whatever its
-    predictor says, unless such a poll (one the predictor did not ask for) found nothing lately:
-    each miss skips the word for twice as many gaps as the last, up to
-    :data:`WORD_BACKOFF_MAX_GAPS`, and a hit ends that (a peer that says it is near but, short of
-    CPU, comes late costs one poll in 33 at most, not one a gap). ``state``,
+    comes later than the window after its own wake-up is still caught. ``state``,
     ``park_period_ns``, ``rings`` (parks a ring ended) and ``spin_score`` (the spin window
     predictor's) are readable.
 
@@ -150,14 +126,10 @@ class DoorbellIdleStrategy:
         "_gap_spin",
         "_idle_since_ns",
         "_long_spin",
-        "_near",
         "_observed",
         "_restart",
         "_short_until_ns",
         "_spin",
-        "_word_backoff",
-        "_word_polls",
-        "_word_skips",
         "all_rung",
         "deep_idle_after_ns",
         "deep_park_period_ns",
@@ -252,10 +224,6 @@ class DoorbellIdleStrategy:
         self._idle_since_ns = 0
         self._short_until_ns = 0
         self._restart = False
-        self._near = False  # the gap under way is one its peer said is near (see class)
-        self._word_polls = False  # polling through it for that word alone (see class)
-        self._word_backoff = 0  # gaps skipped after the word's last missed poll (see class)
-        self._word_skips = 0  # gaps whose word is not honoured still (see class)
 
     @property
     def spin_window_ns(self) -> int:
@@ -290,9 +258,6 @@ class DoorbellIdleStrategy:
             spin = gap_spin = self._gap_spin  # the gap this work ended was that one's
             waited_ns = -1  # the idle gap this work ended, if one was timed (a spin window)
             if self.state != self.NOT_IDLE:
-                if self._word_polls:  # the word was right: its polls are no longer held back
-                    self._word_polls = False
-                    self._word_backoff = 0
                 if self._idle_since_ns:
                     waited_ns = time.monotonic_ns() - self._idle_since_ns
                 # reset(), inline (a call a working cycle), but for _armed: the word read
@@ -304,29 +269,17 @@ class DoorbellIdleStrategy:
             if self._eager:
                 settling = self.settling
                 long_spin = self._long_spin
-                near = False
                 if long_spin is not None and settling is not None:
                     # the next gap's predictor (see class); the ended gap is counted by its own
-                    if settling.long_spin:
-                        spin = self._gap_spin = long_spin
-                        if settling.back_to_back:  # (see class: polled whatever the guess)
-                            if self._word_skips:  # (unless its recent polls missed)
-                                self._word_skips -= 1
-                            else:
-                                near = True
-                    else:
-                        spin = self._gap_spin = self._spin
+                    spin = self._gap_spin = long_spin if settling.long_spin else self._spin
                     if spin is not gap_spin and waited_ns >= 0:
                         gap_spin.observe(waited_ns)
                         waited_ns = -1
-                self._near = near
                 if self._armed and settling is not None and settling.settled:
                     # this cycle was the poll after the word (see class): no empty cycle first
                     if spin.window_ns:
                         self._idle_since_ns = time.monotonic_ns()
-                        asked = spin.observe_then_ask(waited_ns)
-                        if asked or near:
-                            self._word_polls = not asked
+                        if spin.observe_then_ask(waited_ns):
                             self.state = self.POLLING
                             self._observed = self.doorbell.prepare()
                             return
@@ -352,10 +305,6 @@ class DoorbellIdleStrategy:
                 if spin.should_poll():
                     self.state = self.POLLING
                     return
-                if self._near:
-                    self._word_polls = True
-                    self.state = self.POLLING
-                    return
             self.state = state = self.SPINNING
             self.spins = 0
         elif state == self.POLLING:
@@ -363,11 +312,6 @@ class DoorbellIdleStrategy:
                 if self.yield_while_polling:
                     os.sched_yield()  # (releases the interpreter too)
                 return
-            if self._word_polls:  # polled for the word alone, for nothing: skip more of them
-                self._word_polls = False
-                self._word_skips = self._word_backoff = min(
-                    2 * self._word_backoff or 1, WORD_BACKOFF_MAX_GAPS
-                )
             self.state = state = self.SPINNING
             self.spins = 0
         if state == self.SPINNING:
@@ -450,8 +394,6 @@ class DoorbellIdleStrategy:
         self.state = self.NOT_IDLE
         self._armed = False
         self._idle_since_ns = 0
-        self._near = False
-        self._word_polls = False
 
     def __repr__(self) -> str:
         return (

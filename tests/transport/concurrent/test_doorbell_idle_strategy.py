@@ -16,7 +16,7 @@ from aeromq.transport.concurrent import (
     DoorbellIdleStrategy,
     idle_strategy_with_doorbell,
 )
-from aeromq.transport.concurrent.doorbell_idle_strategy import WORD_BACKOFF_MAX_GAPS, SpinPredictor
+from aeromq.transport.concurrent.doorbell_idle_strategy import SpinPredictor
 
 
 def test_should_park_on_the_doorbell_after_one_poll_by_default() -> None:
@@ -335,10 +335,9 @@ def test_should_start_the_backoff_over_when_woken_to_the_shortest_in_a_park() ->
 class _Owner:
     """A :class:`~transport.concurrent.doorbell.Settling` owner whose answers the test sets."""
 
-    def __init__(self, settled: bool, long_spin: bool = False, back_to_back: bool = False) -> None:
+    def __init__(self, settled: bool, long_spin: bool = False) -> None:
         self.settled = settled
         self.long_spin = long_spin
-        self.back_to_back = back_to_back
 
 
 def test_should_park_right_after_a_cycle_that_settled() -> None:
@@ -468,78 +467,6 @@ def test_should_grow_the_long_window_to_a_gap_it_missed_and_shrink_it_after_a_lo
     idle.idle(1)  # which halves it
     assert idle.long_spin_window_ns == grown
     assert idle.long_spin_max_window_ns == 250_000_000
-
-
-def test_should_poll_through_the_long_window_after_a_peer_said_it_sends_back_to_back() -> None:
-    """A peer that says its next request is near (a producer in a loop) is polled for through
-    the long window even after its predictor learnt to park (both sides asleep made every gap
-    long); without the word the same gap is parked through at once."""
-    idle = DoorbellIdleStrategy(
-        Doorbell.allocate(),
-        min_park_period_ns=1_000_000,
-        max_park_period_ns=1_000_000,
-        spin_window_ns=1,
-        long_spin_window_ns=100_000_000,  # (room for a loaded machine's stalls)
-    )
-    owner = _Owner(True, long_spin=True)
-    idle.settling = owner
-    idle.idle(1)  # reads the word
-    for _ in range(8):  # gaps past the window: the long window's predictor says park
-        idle.idle(1)
-        time.sleep(0.11)
-        while idle.state == DoorbellIdleStrategy.POLLING:
-            idle.idle(0)
-        if idle.state != DoorbellIdleStrategy.NOT_IDLE:
-            idle.idle(0)
-    idle.idle(1)
-    assert idle.state == DoorbellIdleStrategy.PARKING  # no word: parked at once
-    owner.back_to_back = True
-    idle.idle(1)  # the peer said it sends back to back: polls through the window
-    assert idle.state == DoorbellIdleStrategy.POLLING
-    idle.idle(0)
-    assert idle.state == DoorbellIdleStrategy.POLLING and idle.parked_ns == 0
-    time.sleep(0.11)
-    idle.idle(0)  # the window passed, no send: parks
-    assert idle.state == DoorbellIdleStrategy.PARKING
-
-
-def test_should_skip_twice_as_many_worded_gaps_after_each_miss_and_none_after_a_hit() -> None:
-    """A peer that says its next request is near but comes later than the window (short of
-    CPU) costs a poll for the word alone once, then the word is skipped for 1, 2, 4... gaps (up
-    to ``WORD_BACKOFF_MAX_GAPS``); a poll that its request ended starts the count over."""
-    window_s = 0.03
-    idle = DoorbellIdleStrategy(
-        Doorbell.allocate(),
-        min_park_period_ns=1_000_000,
-        max_park_period_ns=1_000_000,
-        spin_window_ns=1,
-        long_spin_window_ns=int(window_s * 1e9),
-    )
-    owner = _Owner(True, long_spin=True)
-    idle.settling = owner
-
-    def gap(hit: bool = False) -> str:
-        """One send cycle and the gap after it: 'poll' or 'park'; a missed gap lasts past the
-        window, a hit is the next send at once."""
-        idle.idle(1)
-        polled = "poll" if idle.state == DoorbellIdleStrategy.POLLING else "park"
-        if not hit:
-            time.sleep(window_s * 4 / 3)
-            while idle.state == DoorbellIdleStrategy.POLLING:
-                idle.idle(0)  # the window passed, no send
-        return polled
-
-    for _ in range(6):  # gaps past the window: the predictor says park (no probe yet)
-        gap()
-    assert gap() == "park"
-    owner.back_to_back = True
-    # each poll for the word alone misses: 1, then 2, then 4 gaps skipped
-    assert [gap() for _ in range(6)] == ["poll", "park", "poll", "park", "park", "poll"]
-    assert [gap() for _ in range(4)] == ["park"] * 4
-    assert gap(hit=True) == "poll"  # the word's poll, ended by the next send at once:
-    assert gap() == "poll"  # (the predictor's own poll, after that short gap: no skip counted)
-    assert [gap(), gap(), gap()] == ["poll", "park", "poll"]  # one gap skipped again, not 8
-    assert WORD_BACKOFF_MAX_GAPS >= 4
 
 
 def test_should_take_a_long_spin_window_as_an_eighth_parameter() -> None:
