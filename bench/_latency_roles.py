@@ -23,8 +23,10 @@ Each system's roles (:mod:`bench._latency_systems`) give these steps a ``send`` 
 
 from __future__ import annotations
 
+import json
+import os
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict, TypeVar
@@ -61,6 +63,19 @@ _START_AHEAD_NS = 20_000_000
 _FINISH_TIMEOUT_S = 120.0
 _CONSUMER_GRACE_S = 30.0
 """How long past the producer's last chance (``give_up_s``) a consumer waits for messages."""
+DUMP_ENV = "AEROMQ_BENCH_LATENCY_DUMP"
+"""A directory: each role of a run also writes its every message's figures there, one JSON
+file a role and process (:func:`dump`), to find when a run's slow messages came."""
+
+
+def dump(role: str, columns: dict[str, Sequence[int]]) -> None:
+    """With :data:`DUMP_ENV` set, write ``columns`` (equal-length lists of integers, index by
+    index one message's) as ``ROLE-PID.json`` in that directory; else nothing."""
+    folder = os.environ.get(DUMP_ENV)
+    if folder:
+        path = os.path.join(folder, f"{role}-{os.getpid()}.json")
+        with open(path, "w") as out:
+            json.dump({name: list(values) for name, values in columns.items()}, out)
 
 
 class Sent(TypedDict):
@@ -142,6 +157,10 @@ class ProducerRun:
         self.link.out.put(("finished",))
         self.link.finish.wait(_FINISH_TIMEOUT_S)
         skip = self.plan.warm_up_count
+        dump(
+            "producer",
+            {"send_ns": pacer.durations_ns[skip:], "lag_ns": pacer.lags_ns[skip:]},
+        )
         self.link.out.put(
             (
                 "sent",
@@ -187,6 +206,7 @@ class ConsumerRun:
         self.link.out.put(("done",))
         self.link.finish.wait(_FINISH_TIMEOUT_S)
         receipts = self.receipts
+        dump("consumer", {"sequence": receipts.sequences, "latency_ns": receipts.latencies_ns})
         self.link.out.put(
             (
                 "consumed",

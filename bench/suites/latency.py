@@ -30,6 +30,9 @@ roles: :mod:`bench._latency_systems`.
 
 ``AEROMQ_BENCH_CPU_AFFINITY='server=1 producer=1 consumer=0'`` pins every system's processes
 alike, by role, and the rows say where (:mod:`bench._affinity`; docs/latency.md tells why).
+``AEROMQ_BENCH_LATENCY_DUMP=DIR`` makes every run's producer and consumer also write each
+message's figures there (``bench._latency_roles.dump``: the send's duration and lag, the
+receipt's sequence and latency), to find what the slow ones waited for.
 
 Targets (the issue's, over IPC): at 10 to 5,000 msgs/s, aeromq's p50 within 1.5x the floor's,
 its p99 <= 1 ms, its p50 and p99 below Redis Streams' and NATS JetStream's; 5,000 msgs/s kept

@@ -5,6 +5,7 @@ short real run of the floor and of aeromq over IPC."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import random
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 pytest.importorskip("hdrh")
 
 from bench._harness import Result  # after the skip: these modules import hdrh
+from bench._latency_roles import DUMP_ENV
 from bench._latency_run import measure, role
 from bench._latency_stats import encoded, merged, percentiles_us
 from bench._latency_systems import aeromq_consumer, aeromq_producer
@@ -308,6 +310,24 @@ def test_should_fetch_one_held_message_when_none_is_pending_and_every_pending_on
     assert sizes == [1, 4, 4, 0, 0]
     assert quick_s < 1.0  # not held until the fetch expired
     assert 0.2 < empty_s < 2.0
+
+
+@pytest.mark.timeout(60)
+def test_should_write_every_measured_messages_figures_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(DUMP_ENV, str(tmp_path))  # (the roles are spawned: they inherit it)
+    settings = latency.Settings((400,), {400: 1.0}, 0.25, 1.0, 0.1, 0.5)
+    [floor] = latency._floor_rows(settings)
+    assert floor.error is None, floor.error
+    [consumer] = [json.loads(path.read_text()) for path in tmp_path.glob("consumer-*.json")]
+    [producer] = [json.loads(path.read_text()) for path in tmp_path.glob("producer-*.json")]
+    sent = floor.extra["sent"]
+    assert sorted(consumer["sequence"]) == list(range(sent))  # each message's first receipt
+    assert len(consumer["latency_ns"]) == sent and min(consumer["latency_ns"]) > 0
+    measured = sent - 100  # the warm-up's 0.25 s of 400 msgs/s not among the sends
+    assert len(producer["send_ns"]) == len(producer["lag_ns"]) == measured
+    assert min(producer["send_ns"]) > 0
 
 
 @pytest.mark.timeout(90)
