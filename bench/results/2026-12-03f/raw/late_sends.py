@@ -1,4 +1,4 @@
-"""Where a latency run's slow messages came from: ``python tail.py DIR [RATE]`` over the files
+"""Where a latency run's slow messages came from: ``python late_sends.py DIR [RATE]`` over the files
 that ``AEROMQ_BENCH_LATENCY_DUMP=DIR`` made (a producer's and a consumer's a run, paired in the
 order they were written). For each run: the messages over 2 ms, how many of them were sent more
 than 1 ms late, sent on time by a send over 1 ms, or stored on time and read late; the
